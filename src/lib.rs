@@ -3,6 +3,12 @@
 //! One concept per module; the Python bindings live in `python/` behind the `python` feature.
 
 pub mod error;
+pub mod estimate;
+pub mod image;
+pub mod image_tokens;
+pub mod message;
+pub mod profile;
+pub mod text_stats;
 
 #[cfg(feature = "python")]
 mod python;

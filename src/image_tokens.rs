@@ -1,0 +1,281 @@
+//! Each provider's image-token formula, from the pixel size.
+//!
+//! Sources (shared/design/FACTS.md): OpenAI platform docs "images-vision#calculating-costs"
+//! (tile and patch models), Anthropic docs "vision" (28-px patches and resize limits), Gemini
+//! docs "image understanding" (258 tokens per 768-px tile).
+
+use crate::image::Dims;
+use crate::message::Detail;
+use crate::profile::Provider;
+
+/// How a model family bills images.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ImageRule {
+    /// OpenAI tile models: `base + per_tile * tiles` after fitting 2048 px and shortest side 768.
+    Tiles { base: u32, per_tile: u32 },
+    /// OpenAI patch models: 32-px patches under a patch budget, times a multiplier.
+    Patches {
+        budget: u32,
+        budget_high: u32,
+        budget_original: u32,
+        multiplier: f64,
+    },
+    /// Anthropic: ceil(w/28) * ceil(h/28) after fitting `max_edge` px and `max_tokens`.
+    Anthropic { max_edge: u32, max_tokens: u32 },
+    /// Gemini: 258 when both sides <= 384 px, else 258 per 768x768 tile.
+    Gemini,
+    /// Backends whose vision encoder is unknown (Ollama, OpenAI-compatible servers).
+    Fixed(u32),
+}
+
+fn starts_any(model: &str, prefixes: &[&str]) -> bool {
+    prefixes.iter().any(|p| model.starts_with(p))
+}
+
+/// The image rule of a model; `model` may be empty (the provider's default family).
+pub fn rule_for(provider: Provider, model: &str) -> ImageRule {
+    let m = model.strip_prefix("ft:").unwrap_or(model);
+    let m = m.rsplit('/').next().unwrap_or(m);
+    match provider {
+        Provider::OpenAI => openai_rule(m),
+        Provider::Anthropic => {
+            // The newest Opus accepts larger images (FACTS: 2576 px / 4784 tokens).
+            if starts_any(m, &["claude-opus-4-7", "claude-opus-5"]) {
+                ImageRule::Anthropic {
+                    max_edge: 2576,
+                    max_tokens: 4784,
+                }
+            } else {
+                ImageRule::Anthropic {
+                    max_edge: 1568,
+                    max_tokens: 1568,
+                }
+            }
+        }
+        Provider::Gemini => ImageRule::Gemini,
+        Provider::Ollama | Provider::OpenAICompatible => ImageRule::Fixed(GENERIC_IMAGE_TOKENS),
+    }
+}
+
+/// Tokens charged per image by backends whose encoder is unknown: the 1024x1024 gpt-4o high
+/// cost (765), a middle ground between small encoders (LLaVA 576) and large ones (~1,600).
+pub const GENERIC_IMAGE_TOKENS: u32 = 765;
+
+fn openai_rule(m: &str) -> ImageRule {
+    let patches = |budget, multiplier| ImageRule::Patches {
+        budget,
+        budget_high: budget,
+        budget_original: budget,
+        multiplier,
+    };
+    // Patch models first: their names share prefixes with tile models.
+    if m.starts_with("gpt-4.1-mini") {
+        return patches(1536, 1.62);
+    }
+    if m.starts_with("gpt-4.1-nano") {
+        return patches(1536, 2.46);
+    }
+    if m.starts_with("o4-mini") {
+        return patches(1536, 1.72);
+    }
+    // Billing reports 1.2 (mini) and 1.5 (nano) on the gpt-5 small models (FACTS).
+    if m.starts_with("gpt-5-mini") {
+        return patches(1536, 1.2);
+    }
+    if m.starts_with("gpt-5-nano") {
+        return patches(1536, 1.5);
+    }
+    if starts_any(m, &["gpt-5.4", "gpt-5.5", "gpt-5.6", "gpt-6"]) {
+        return ImageRule::Patches {
+            budget: 1536,
+            budget_high: 2500,
+            budget_original: 10_000,
+            multiplier: 1.0,
+        };
+    }
+    if starts_any(m, &["gpt-5.2", "gpt-5.3"]) {
+        return patches(1536, 1.0);
+    }
+    if m.starts_with("gpt-5") {
+        return ImageRule::Tiles {
+            base: 70,
+            per_tile: 140,
+        };
+    }
+    if starts_any(m, &["o1", "o3"]) {
+        return ImageRule::Tiles {
+            base: 75,
+            per_tile: 150,
+        };
+    }
+    // gpt-4o, gpt-4.1, gpt-4.5, gpt-4-turbo and unknown OpenAI models.
+    ImageRule::Tiles {
+        base: 85,
+        per_tile: 170,
+    }
+}
+
+fn scale(d: Dims, f: f64) -> (f64, f64) {
+    (d.width as f64 * f, d.height as f64 * f)
+}
+
+fn tile_count(d: Dims) -> u32 {
+    // Fit inside 2048x2048, then bring the shortest side down to 768 (never up).
+    let (mut w, mut h) = (d.width as f64, d.height as f64);
+    let fit = (2048.0 / w.max(h)).min(1.0);
+    w *= fit;
+    h *= fit;
+    let short = w.min(h);
+    if short > 768.0 {
+        let f = 768.0 / short;
+        w *= f;
+        h *= f;
+    }
+    ((w / 512.0).ceil() as u32).max(1) * ((h / 512.0).ceil() as u32).max(1)
+}
+
+fn patch_count(d: Dims, budget: u32) -> u32 {
+    let (w, h) = (d.width as f64, d.height as f64);
+    let raw = (w / 32.0).ceil() * (h / 32.0).ceil();
+    if raw <= budget as f64 {
+        return raw as u32;
+    }
+    // Shrink to fit the budget, then make whole patches fit (docs' two-step rule).
+    let mut r = (32.0 * 32.0 * budget as f64 / (w * h)).sqrt();
+    let (sw, sh) = scale(d, r);
+    r *= ((sw / 32.0).floor() / (sw / 32.0)).min((sh / 32.0).floor() / (sh / 32.0));
+    let (sw, sh) = scale(d, r);
+    (((sw / 32.0).ceil() * (sh / 32.0).ceil()) as u32).min(budget)
+}
+
+fn anthropic_tokens(d: Dims, max_edge: u32, max_tokens: u32) -> u32 {
+    let (w0, h0) = (d.width as f64, d.height as f64);
+    let patches = |w: f64, h: f64| ((w / 28.0).ceil() * (h / 28.0).ceil()) as u32;
+    let f = (max_edge as f64 / w0.max(h0)).min(1.0);
+    let (mut w, mut h) = (w0 * f, h0 * f);
+    if patches(w, h) <= max_tokens {
+        return patches(w, h);
+    }
+    // Shrink along the long side one patch column at a time until the token cap holds.
+    let long_is_w = w >= h;
+    let mut cols = ((if long_is_w { w } else { h }) / 28.0).ceil() as u32;
+    while cols > 1 {
+        cols -= 1;
+        let long = cols as f64 * 28.0;
+        if long_is_w {
+            w = long;
+            h = (long * h0 / w0).floor();
+        } else {
+            h = long;
+            w = (long * w0 / h0).floor();
+        }
+        if patches(w, h) <= max_tokens {
+            break;
+        }
+    }
+    patches(w.max(1.0), h.max(1.0))
+}
+
+/// Tokens billed for an image of size `dims` under `rule`; `None` dims (a URL, an unreadable
+/// header) get the rule's bounded default, which is the most the formula can charge for one
+/// image at that detail (so a gate errs on the safe side).
+pub fn image_tokens(rule: ImageRule, dims: Option<Dims>, detail: Detail) -> u32 {
+    match rule {
+        ImageRule::Tiles { base, per_tile } => match (detail, dims) {
+            (Detail::Low, _) => base,
+            // Worst case: 2048x768 after scaling = 4x2 tiles.
+            (_, None) => base + 8 * per_tile,
+            (_, Some(d)) => base + per_tile * tile_count(d),
+        },
+        ImageRule::Patches {
+            budget,
+            budget_high,
+            budget_original,
+            multiplier,
+        } => {
+            let b = match detail {
+                Detail::High => budget_high,
+                Detail::Original => budget_original,
+                Detail::Auto | Detail::Low => budget,
+            };
+            let n = dims.map_or(b, |d| patch_count(d, b));
+            (n as f64 * multiplier).ceil() as u32
+        }
+        ImageRule::Anthropic {
+            max_edge,
+            max_tokens,
+        } => dims.map_or(max_tokens, |d| anthropic_tokens(d, max_edge, max_tokens)),
+        ImageRule::Gemini => match dims {
+            // Unknown size: a 1536x1536 image, four tiles.
+            None => 4 * 258,
+            Some(d) if d.width <= 384 && d.height <= 384 => 258,
+            Some(d) => d.width.div_ceil(768) * d.height.div_ceil(768) * 258,
+        },
+        ImageRule::Fixed(n) => n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(width: u32, height: u32) -> Option<Dims> {
+        Some(Dims { width, height })
+    }
+
+    #[test]
+    fn openai_tile_examples_from_the_docs() {
+        let r = rule_for(Provider::OpenAI, "gpt-4o");
+        assert_eq!(image_tokens(r, d(1024, 1024), Detail::High), 765);
+        assert_eq!(image_tokens(r, d(2048, 4096), Detail::High), 1105);
+        assert_eq!(image_tokens(r, d(4096, 8192), Detail::Low), 85);
+        assert_eq!(image_tokens(r, None, Detail::Auto), 85 + 8 * 170);
+    }
+
+    #[test]
+    fn openai_patch_examples_from_the_docs() {
+        // Docs: 1024x1024 -> 1024 patches; 1800x2400 -> 1452 patches.
+        let r = ImageRule::Patches {
+            budget: 1536,
+            budget_high: 1536,
+            budget_original: 1536,
+            multiplier: 1.0,
+        };
+        assert_eq!(image_tokens(r, d(1024, 1024), Detail::Auto), 1024);
+        assert_eq!(image_tokens(r, d(1800, 2400), Detail::Auto), 1452);
+        let mini = rule_for(Provider::OpenAI, "gpt-4.1-mini-2025-04-14");
+        assert_eq!(image_tokens(mini, d(1024, 1024), Detail::Auto), 1659);
+    }
+
+    #[test]
+    fn anthropic_examples_from_the_docs() {
+        let r = rule_for(Provider::Anthropic, "claude-sonnet-4-6");
+        assert_eq!(image_tokens(r, d(1000, 1000), Detail::Auto), 1296);
+        assert_eq!(image_tokens(r, d(1920, 1080), Detail::Auto), 1560);
+        assert!(image_tokens(r, d(10_000, 10_000), Detail::Auto) <= 1568);
+        assert!(image_tokens(r, d(1, 50_000), Detail::Auto) <= 1568);
+    }
+
+    #[test]
+    fn gemini_tiles() {
+        assert_eq!(
+            image_tokens(ImageRule::Gemini, d(384, 384), Detail::Auto),
+            258
+        );
+        assert_eq!(
+            image_tokens(ImageRule::Gemini, d(1024, 1024), Detail::Auto),
+            4 * 258
+        );
+    }
+
+    #[test]
+    fn huge_images_stay_bounded_for_every_rule() {
+        for p in [Provider::OpenAI, Provider::Anthropic, Provider::Ollama] {
+            for m in ["gpt-4o", "gpt-5-mini", "claude-opus-4-7", ""] {
+                let r = rule_for(p, m);
+                let t = image_tokens(r, d(60_000, 60_000), Detail::High);
+                assert!(t <= 10_000, "{p:?} {m}: {t}");
+            }
+        }
+    }
+}

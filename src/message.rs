@@ -1,0 +1,241 @@
+//! The message model: borrowed views of one chat history, normalized across wire formats.
+//!
+//! The bindings fill these views in one walk over the caller's Python objects. Strings are
+//! borrowed (`&'a str`) from the Python objects, which the bindings keep alive, so an 8 MB history
+//! is never copied; only values that have no string form on the Python side (an Anthropic
+//! `tool_use.input` dict, say) are serialized into owned text.
+//!
+//! One model covers the OpenAI chat wire format (`tool_calls`, role `tool`, `image_url` parts) and
+//! the Anthropic Messages format (`tool_use` / `tool_result` / `thinking` blocks, base64 `image`
+//! sources): the provider chosen by the caller decides how a view is priced, not how it is read.
+
+use std::borrow::Cow;
+
+/// The speaker of a message, as far as counting and grouping care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    /// OpenAI `tool` (and the legacy `function`) result messages.
+    Tool,
+    /// Any other role string; priced like a user message.
+    Other,
+}
+
+impl Role {
+    /// Classify a wire role string. Gemini's `model` is the assistant.
+    pub fn parse(role: &str) -> Role {
+        match role {
+            "system" => Role::System,
+            "developer" => Role::Developer,
+            "user" => Role::User,
+            "assistant" | "model" => Role::Assistant,
+            "tool" | "function" => Role::Tool,
+            _ => Role::Other,
+        }
+    }
+}
+
+/// Requested image fidelity (OpenAI `detail`); other providers ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    #[default]
+    Auto,
+    Low,
+    High,
+    /// gpt-5.4+ `original`: the larger patch budget.
+    Original,
+}
+
+impl Detail {
+    /// Parse an OpenAI `detail` value; `None` for an unknown one.
+    pub fn parse(s: &str) -> Option<Detail> {
+        match s {
+            "auto" => Some(Detail::Auto),
+            "low" => Some(Detail::Low),
+            "high" => Some(Detail::High),
+            "original" => Some(Detail::Original),
+            _ => None,
+        }
+    }
+}
+
+/// Where an image's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageSource<'a> {
+    /// Base64 text, with or without a `data:<mime>;base64,` prefix.
+    Base64(&'a str),
+    /// Raw bytes of the file (or its first bytes: only the header is read).
+    Bytes(&'a [u8]),
+    /// A remote URL: the size is unknown, priced with the provider's bounded default.
+    Url(&'a str),
+}
+
+/// One image part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image<'a> {
+    pub source: ImageSource<'a>,
+    pub detail: Detail,
+}
+
+/// A function call requested by the assistant (OpenAI `tool_calls[i]` or Anthropic `tool_use`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    /// The arguments as JSON text (OpenAI sends a string; Anthropic's `input` object is
+    /// serialized compactly by the bindings).
+    pub arguments: Cow<'a, str>,
+}
+
+/// One element of a message's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part<'a> {
+    Text(Cow<'a, str>),
+    Image(Image<'a>),
+    /// Anthropic `tool_use` block inside an assistant message.
+    ToolUse(ToolCall<'a>),
+    /// Anthropic `tool_result` block (inside a user message): its own nested content.
+    ToolResult {
+        tool_use_id: &'a str,
+        content: Vec<Part<'a>>,
+    },
+    /// Visible reasoning text plus its opaque signature (Anthropic `thinking`).
+    Thinking {
+        text: Cow<'a, str>,
+        signature: &'a str,
+    },
+    /// Encrypted reasoning that is sent back but never shown (Anthropic `redacted_thinking`,
+    /// OpenAI `encrypted_content`).
+    EncryptedReasoning(&'a str),
+    /// Audio, files, documents and unknown part types: priced from their serialized size.
+    Opaque {
+        kind: Cow<'a, str>,
+        wire_chars: usize,
+    },
+}
+
+/// A message's content field.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Content<'a> {
+    /// Absent or `null` (an assistant message that only calls tools).
+    #[default]
+    None,
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+}
+
+/// One message, normalized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message<'a> {
+    pub role: Role,
+    /// The role string as sent (its tokens are part of the envelope).
+    pub role_str: &'a str,
+    pub name: Option<&'a str>,
+    pub content: Content<'a>,
+    pub tool_calls: Vec<ToolCall<'a>>,
+    /// OpenAI tool result: the id of the call it answers.
+    pub tool_call_id: Option<&'a str>,
+    /// Reasoning text sent back by OpenAI-compatible servers (`reasoning_content`, `reasoning`).
+    pub reasoning: Option<Cow<'a, str>>,
+}
+
+impl<'a> Message<'a> {
+    /// A message with only a role and string content.
+    pub fn text(role: &'a str, text: &'a str) -> Self {
+        Message {
+            role: Role::parse(role),
+            role_str: role,
+            name: None,
+            content: Content::Text(Cow::Borrowed(text)),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            reasoning: None,
+        }
+    }
+
+    /// An empty message of the given role, to be filled field by field.
+    pub fn empty(role: &'a str) -> Self {
+        Message {
+            role: Role::parse(role),
+            role_str: role,
+            name: None,
+            content: Content::None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            reasoning: None,
+        }
+    }
+
+    /// Ids of the tool calls this message makes (OpenAI `tool_calls` and Anthropic `tool_use`).
+    pub fn call_ids(&self) -> impl Iterator<Item = &'a str> + '_ {
+        let blocks: &[Part<'a>] = match &self.content {
+            Content::Parts(p) => p,
+            _ => &[],
+        };
+        self.tool_calls
+            .iter()
+            .map(|c| c.id)
+            .chain(blocks.iter().filter_map(|p| match p {
+                Part::ToolUse(c) => Some(c.id),
+                _ => None,
+            }))
+    }
+
+    /// Ids of the tool calls this message answers (OpenAI `tool_call_id`, Anthropic
+    /// `tool_result` blocks).
+    pub fn result_ids(&self) -> impl Iterator<Item = &'a str> + '_ {
+        let blocks: &[Part<'a>] = match &self.content {
+            Content::Parts(p) => p,
+            _ => &[],
+        };
+        self.tool_call_id
+            .into_iter()
+            .chain(blocks.iter().filter_map(|p| match p {
+                Part::ToolResult { tool_use_id, .. } => Some(*tool_use_id),
+                _ => None,
+            }))
+    }
+
+    /// True when the message requests at least one tool call.
+    pub fn has_tool_calls(&self) -> bool {
+        self.call_ids().next().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anthropic_and_openai_links_are_both_seen() {
+        let mut a = Message::empty("assistant");
+        a.tool_calls.push(ToolCall {
+            id: "call_1",
+            name: "f",
+            arguments: Cow::Borrowed("{}"),
+        });
+        a.content = Content::Parts(vec![Part::ToolUse(ToolCall {
+            id: "toolu_2",
+            name: "g",
+            arguments: Cow::Borrowed("{}"),
+        })]);
+        assert_eq!(a.call_ids().collect::<Vec<_>>(), ["call_1", "toolu_2"]);
+
+        let mut r = Message::empty("user");
+        r.content = Content::Parts(vec![Part::ToolResult {
+            tool_use_id: "toolu_2",
+            content: vec![],
+        }]);
+        assert_eq!(r.result_ids().collect::<Vec<_>>(), ["toolu_2"]);
+        assert!(!r.has_tool_calls());
+    }
+
+    #[test]
+    fn gemini_model_role_is_assistant() {
+        assert_eq!(Role::parse("model"), Role::Assistant);
+        assert_eq!(Role::parse("weird"), Role::Other);
+    }
+}
