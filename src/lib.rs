@@ -9,6 +9,7 @@ pub mod image_tokens;
 pub mod message;
 pub mod profile;
 pub mod text_stats;
+pub mod wire;
 
 #[cfg(feature = "python")]
 mod python;

@@ -1,5 +1,30 @@
-"""contextfold: keep LLM-agent conversations inside their context window."""
+"""contextfold: keep LLM-agent conversations inside their context window.
 
-from contextfold._core import __version__
+Token counts are in the provider's tokens; sizes named ``*_bytes`` are bytes of the serialized
+request. See README.md for the API at a glance.
+"""
 
-__all__ = ["__version__"]
+from contextfold._core import (
+    PROVIDERS,
+    __version__,
+    estimate,
+    estimate_each,
+    image_size,
+    image_tokens,
+    request_overhead,
+    wire_bytes,
+)
+from contextfold.errors import InvalidMessageError, UnknownModelError
+
+__all__ = [
+    "PROVIDERS",
+    "InvalidMessageError",
+    "UnknownModelError",
+    "__version__",
+    "estimate",
+    "estimate_each",
+    "image_size",
+    "image_tokens",
+    "request_overhead",
+    "wire_bytes",
+]

@@ -1,0 +1,25 @@
+"""Exceptions raised by contextfold. All subclass ValueError, which callers already catch."""
+
+from __future__ import annotations
+
+
+class InvalidMessageError(ValueError):
+    """A message of the history cannot be interpreted.
+
+    ``index`` is the position of the offending message in the list passed in, ``field`` the
+    path inside it (``"tool_calls[0].function"``, ``"content[2].image_url.url"``).
+    """
+
+    def __init__(self, reason: str, index: int, field: str) -> None:
+        self.reason = reason
+        self.index = index
+        self.field = field
+        where = f"message {index}" + (f", field {field!r}" if field else "")
+        super().__init__(f"{where}: {reason}")
+
+    def __reduce__(self):  # keep pickling (multiprocessing) working with three arguments
+        return (type(self), (self.reason, self.index, self.field))
+
+
+class UnknownModelError(ValueError):
+    """A model name that contextfold cannot map to a tokenizer or a context window."""
