@@ -9,7 +9,8 @@ use std::borrow::Cow;
 
 use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
-use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
+use crate::media_tokens::media_tokens;
+use crate::message::{Content, Detail, Image, ImageSource, MediaKind, Message, Part, ToolCall};
 use crate::profile::{profile, Profile, Provider};
 use crate::text_stats::text_tokens;
 
@@ -93,8 +94,21 @@ impl Estimator {
                 self.text(text) + self.profile.encrypted_per_byte * signature.len() as f64
             }
             Part::EncryptedReasoning(data) => self.profile.encrypted_per_byte * data.len() as f64,
-            Part::Opaque { wire_chars, .. } => {
-                self.profile.text_scale * *wire_chars as f64 / OPAQUE_CHARS_PER_TOKEN
+            Part::Opaque {
+                media,
+                payload_chars,
+                wire_chars,
+                ..
+            } => {
+                if *media == MediaKind::Image {
+                    // An image by reference (Gemini `fileData`, a file id): the default size.
+                    return image_tokens(self.image_rule, None, Detail::Auto) as f64;
+                }
+                // Base64 carries 3 bytes per 4 characters.
+                let decoded = payload_chars.map(|c| c / 4 * 3);
+                media_tokens(self.provider, *media, decoded).unwrap_or_else(|| {
+                    self.profile.text_scale * *wire_chars as f64 / OPAQUE_CHARS_PER_TOKEN
+                })
             }
         }
     }
@@ -102,8 +116,7 @@ impl Estimator {
     /// Tokens of one message, envelope included (fractional).
     pub fn message_f64(&self, m: &Message<'_>) -> f64 {
         let p = &self.profile;
-        // The role string is one token in every tokenizer we price.
-        let mut t = p.per_message + 1.0;
+        let mut t = p.per_message;
         if let Some(name) = m.name {
             t += p.per_name + self.text(name);
         }
@@ -140,7 +153,7 @@ impl Estimator {
         let p = &self.profile;
         let mut t = p.per_request;
         if let Some(s) = &extras.system {
-            t += p.per_message + 1.0 + self.text(s);
+            t += p.per_message + self.text(s);
         }
         if !extras.tools.is_empty() {
             t += p.tools_base;

@@ -102,6 +102,14 @@ fn openai_rule(m: &str) -> ImageRule {
             per_tile: 140,
         };
     }
+    // gpt-4o-mini bills images at 33x the gpt-4o rate (OpenAI pricing docs, image cost table:
+    // base 2833, tile 5667); the cassettes confirm it (640x480 PNG: 14,167 of 14,181 tokens).
+    if m.starts_with("gpt-4o-mini") {
+        return ImageRule::Tiles {
+            base: 2833,
+            per_tile: 5667,
+        };
+    }
     if starts_any(m, &["o1", "o3"]) {
         return ImageRule::Tiles {
             base: 75,
@@ -176,16 +184,21 @@ fn anthropic_tokens(d: Dims, max_edge: u32, max_tokens: u32) -> u32 {
     patches(w.max(1.0), h.max(1.0))
 }
 
+/// The size assumed for an image whose header cannot be read (a URL, a file id, a broken
+/// header): a 1024x1024 image, a typical screenshot. Every rule caps what one image can cost,
+/// so the error of this default is bounded by that cap.
+pub const DEFAULT_DIMS: Dims = Dims {
+    width: 1024,
+    height: 1024,
+};
+
 /// Tokens billed for an image of size `dims` under `rule`; `None` dims (a URL, an unreadable
-/// header) get the rule's bounded default, which is the most the formula can charge for one
-/// image at that detail (so a gate errs on the safe side).
+/// header) are priced as `DEFAULT_DIMS`.
 pub fn image_tokens(rule: ImageRule, dims: Option<Dims>, detail: Detail) -> u32 {
     match rule {
         ImageRule::Tiles { base, per_tile } => match (detail, dims) {
             (Detail::Low, _) => base,
-            // Worst case: 2048x768 after scaling = 4x2 tiles.
-            (_, None) => base + 8 * per_tile,
-            (_, Some(d)) => base + per_tile * tile_count(d),
+            (_, d) => base + per_tile * tile_count(d.unwrap_or(DEFAULT_DIMS)),
         },
         ImageRule::Patches {
             budget,
@@ -198,18 +211,16 @@ pub fn image_tokens(rule: ImageRule, dims: Option<Dims>, detail: Detail) -> u32 
                 Detail::Original => budget_original,
                 Detail::Auto | Detail::Low => budget,
             };
-            let n = dims.map_or(b, |d| patch_count(d, b));
+            let n = patch_count(dims.unwrap_or(DEFAULT_DIMS), b);
             (n as f64 * multiplier).ceil() as u32
         }
         ImageRule::Anthropic {
             max_edge,
             max_tokens,
-        } => dims.map_or(max_tokens, |d| anthropic_tokens(d, max_edge, max_tokens)),
-        ImageRule::Gemini => match dims {
-            // Unknown size: a 1536x1536 image, four tiles.
-            None => 4 * 258,
-            Some(d) if d.width <= 384 && d.height <= 384 => 258,
-            Some(d) => d.width.div_ceil(768) * d.height.div_ceil(768) * 258,
+        } => anthropic_tokens(dims.unwrap_or(DEFAULT_DIMS), max_edge, max_tokens),
+        ImageRule::Gemini => match dims.unwrap_or(DEFAULT_DIMS) {
+            d if d.width <= 384 && d.height <= 384 => 258,
+            d => d.width.div_ceil(768) * d.height.div_ceil(768) * 258,
         },
         ImageRule::Fixed(n) => n,
     }
@@ -229,7 +240,7 @@ mod tests {
         assert_eq!(image_tokens(r, d(1024, 1024), Detail::High), 765);
         assert_eq!(image_tokens(r, d(2048, 4096), Detail::High), 1105);
         assert_eq!(image_tokens(r, d(4096, 8192), Detail::Low), 85);
-        assert_eq!(image_tokens(r, None, Detail::Auto), 85 + 8 * 170);
+        assert_eq!(image_tokens(r, None, Detail::Auto), 765);
     }
 
     #[test]

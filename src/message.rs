@@ -11,6 +11,8 @@
 
 use std::borrow::Cow;
 
+pub use crate::media_tokens::MediaKind;
+
 /// The speaker of a message, as far as counting and grouping care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -110,9 +112,12 @@ pub enum Part<'a> {
     /// Encrypted reasoning that is sent back but never shown (Anthropic `redacted_thinking`,
     /// OpenAI `encrypted_content`).
     EncryptedReasoning(&'a str),
-    /// Audio, files, documents and unknown part types: priced from their serialized size.
+    /// Audio, video, files, documents and unknown part types. `payload_chars` is the length of
+    /// the base64 (or text) payload when one is inline, `wire_chars` the whole part's JSON size.
     Opaque {
         kind: Cow<'a, str>,
+        media: MediaKind,
+        payload_chars: Option<usize>,
         wire_chars: usize,
     },
 }

@@ -59,7 +59,7 @@ impl Provider {
 pub struct Profile {
     /// Provider tokens per o200k-equivalent token of text (tokenizer density).
     pub text_scale: f64,
-    /// Fixed tokens per message (role markers, separators).
+    /// Fixed tokens per message (role, role markers, separators).
     pub per_message: f64,
     /// Extra tokens when a message carries a `name`.
     pub per_name: f64,
@@ -83,37 +83,38 @@ pub struct Profile {
 /// The pricing profile of a provider.
 pub fn profile(provider: Provider) -> Profile {
     match provider {
-        // Cookbook (FACTS.md): 3 tokens per message, +1 per name, +3 reply priming. The tool-call
+        // Cookbook (FACTS.md): 3 tokens per message plus the role's token, +1 per name, +3 reply
+        // priming. The tool-call
         // envelope and tool-definition constants are fitted on the cassettes.
         Provider::OpenAI => Profile {
             text_scale: 1.0,
-            per_message: 3.0,
+            per_message: 4.0,
             per_name: 1.0,
             per_request: 3.0,
             per_tool_call: 12.0,
             per_tool_result: 8.0,
-            tools_base: 12.0,
-            per_tool_def: 8.0,
-            tool_schema_scale: 0.5,
+            tools_base: 16.0,
+            per_tool_def: 0.0,
+            tool_schema_scale: 0.84,
             encrypted_per_byte: 0.0,
         },
         Provider::Anthropic => Profile {
-            text_scale: 1.15,
-            per_message: 4.0,
+            text_scale: 1.05,
+            per_message: 3.0,
             per_name: 0.0,
-            per_request: 4.0,
+            per_request: 3.0,
             per_tool_call: 12.0,
             per_tool_result: 8.0,
-            tools_base: 300.0,
-            per_tool_def: 8.0,
-            tool_schema_scale: 0.8,
+            tools_base: 420.0,
+            per_tool_def: 10.0,
+            tool_schema_scale: 0.6,
             encrypted_per_byte: 0.0,
         },
         Provider::Gemini => Profile {
-            text_scale: 1.05,
-            per_message: 4.0,
+            text_scale: 1.2,
+            per_message: 1.0,
             per_name: 0.0,
-            per_request: 1.0,
+            per_request: 0.0,
             per_tool_call: 8.0,
             per_tool_result: 8.0,
             tools_base: 10.0,
@@ -122,7 +123,7 @@ pub fn profile(provider: Provider) -> Profile {
             encrypted_per_byte: 0.0,
         },
         Provider::Ollama | Provider::OpenAICompatible => Profile {
-            text_scale: 1.1,
+            text_scale: 1.0,
             per_message: 5.0,
             per_name: 1.0,
             per_request: 3.0,

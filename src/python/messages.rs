@@ -18,7 +18,9 @@ use pyo3::types::{
 };
 
 use crate::estimate::{RequestExtras, ToolDef};
-use crate::message::{Content, Detail, Image, ImageSource, Message, Part, Role, ToolCall};
+use crate::message::{
+    Content, Detail, Image, ImageSource, MediaKind, Message, Part, Role, ToolCall,
+};
 
 use super::json_out::{json_len, json_text};
 
@@ -103,6 +105,59 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "?".to_string())
+}
+
+/// What `opaque` learns of a media part.
+#[derive(Default)]
+struct MediaInfo {
+    mime: Option<String>,
+    /// Characters of the inline payload (base64 or text), if any.
+    payload: Option<usize>,
+}
+
+// Media parts nest their payload a few levels down (`source.data`, `input_audio.data`).
+const MEDIA_DEPTH: usize = 4;
+
+fn media_info(v: &Bound<'_, PyAny>, info: &mut MediaInfo, depth: usize) -> PyResult<()> {
+    if depth > MEDIA_DEPTH {
+        return Ok(());
+    }
+    let Ok(d) = v.cast::<PyDict>() else {
+        return Ok(());
+    };
+    for (k, val) in d.iter() {
+        let Ok(k) = k.cast::<PyString>() else {
+            continue;
+        };
+        let key = k.to_str().unwrap_or("");
+        if let Ok(s) = val.cast::<PyString>() {
+            let text = s.to_str().unwrap_or("");
+            match key {
+                "media_type" | "mimeType" | "mime_type" | "format" => {
+                    info.mime.get_or_insert_with(|| text.to_string());
+                }
+                "data" | "file_data" | "bytes" | "url" | "image_url" => {
+                    if let Some(rest) = text.strip_prefix("data:") {
+                        if let Some((mime, body)) = rest.split_once(',') {
+                            info.mime.get_or_insert_with(|| {
+                                mime.split(';').next().unwrap_or("").to_string()
+                            });
+                            info.payload = Some(body.len());
+                        }
+                    } else if key != "url" && key != "image_url" {
+                        info.payload = Some(text.len());
+                    }
+                }
+                _ => {}
+            }
+        } else if let Ok(b) = val.cast::<PyBytes>() {
+            // Raw bytes: express as the base64 characters they would be sent as.
+            info.payload = Some(b.as_bytes().len().div_ceil(3) * 4);
+        } else {
+            media_info(&val, info, depth + 1)?;
+        }
+    }
+    Ok(())
 }
 
 /// The fields of one message that the model reads.
@@ -378,10 +433,7 @@ impl<'k, 'py> Walker<'k, 'py> {
             }
             _ => {
                 let mut msg = Message::empty("assistant");
-                msg.content = Content::Parts(vec![Part::Opaque {
-                    kind: Cow::Borrowed(kind),
-                    wire_chars: json_len(m)?,
-                }]);
+                msg.content = Content::Parts(vec![self.opaque(kind, m)?]);
                 Ok(msg)
             }
         }
@@ -606,10 +658,7 @@ impl<'k, 'py> Walker<'k, 'py> {
                 self.opt_id(p, intern!(py, "data"), &format!("{path}.data"))?
                     .unwrap_or(""),
             ),
-            _ => Part::Opaque {
-                kind: Cow::Borrowed(kind),
-                wire_chars: json_len(p)?,
-            },
+            _ => self.opaque(kind, p)?,
         })
     }
 
@@ -680,10 +729,7 @@ impl<'k, 'py> Walker<'k, 'py> {
                         }
                     }
                 }
-                return Ok(Part::Opaque {
-                    kind: Cow::Borrowed("inlineData"),
-                    wire_chars: json_len(&d)?,
-                });
+                return self.opaque("inlineData", &d);
             }
         }
         for key in [intern!(py, "functionCall"), intern!(py, "function_call")] {
@@ -738,8 +784,28 @@ impl<'k, 'py> Walker<'k, 'py> {
                 });
             }
         }
+        // Gemini `fileData` and other keyed parts: priced as media by their MIME type.
+        self.opaque("unknown", p)
+    }
+
+    /// A part the model has no structure for (audio, video, files, documents, hosted-tool
+    /// items): its MIME kind and inline payload size are looked up so it can be priced as media.
+    fn opaque(&self, kind: &'k str, p: &Bound<'py, PyAny>) -> PyResult<Part<'k>> {
+        let mut info = MediaInfo::default();
+        media_info(p, &mut info, 0)?;
+        let media = match info.mime {
+            Some(m) => MediaKind::from_mime(&m),
+            None => match kind {
+                "input_audio" | "audio" => MediaKind::Audio,
+                "video" => MediaKind::Video,
+                "document" | "file" | "input_file" => MediaKind::Document,
+                _ => MediaKind::Unknown,
+            },
+        };
         Ok(Part::Opaque {
-            kind: Cow::Borrowed("unknown"),
+            kind: Cow::Borrowed(kind),
+            media,
+            payload_chars: info.payload,
             wire_chars: json_len(p)?,
         })
     }

@@ -1,0 +1,163 @@
+"""Loading the recorded transcripts (shared/data layout) for tests and benchmarks.
+
+Two sources share one layout: the small subset committed under ``tests/data`` (always there)
+and the full set in ``../shared/data`` (present on the team's machines; tests that need it skip
+visibly when it is absent). See ``tests/data/README.md`` for origin and licenses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCAL = ROOT / "tests" / "data"
+SHARED = Path(os.environ.get("CONTEXTFOLD_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+_BLOB = re.compile(r"^<<BLOB:([0-9a-f]{40})>>$")
+
+# Which estimator profile prices a recorded provider's requests.
+PROVIDER_OF = {
+    "openai": "openai",
+    "azure": "openai",
+    "anthropic": "anthropic",
+    "google": "gemini",
+    "google-vertex": "gemini",
+    "ollama": "ollama",
+}
+
+
+def shared_available() -> bool:
+    return (SHARED / "mini-swe-agent-gemini3" / "conversations.jsonl").exists()
+
+
+def _restore(value: Any, blobs: Path) -> Any:
+    """Put the original base64 strings back in place of ``<<BLOB:sha1>>`` markers."""
+    if isinstance(value, str):
+        m = _BLOB.match(value)
+        if m:
+            p = blobs / f"{m.group(1)}.txt"
+            return p.read_text() if p.exists() else value
+        return value
+    if isinstance(value, list):
+        return [_restore(v, blobs) for v in value]
+    if isinstance(value, dict):
+        return {k: _restore(v, blobs) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class Request:
+    """One recorded request with the provider's reported prompt tokens."""
+
+    source: str
+    provider: str  # as recorded (openai, azure, anthropic, google, bedrock, groq, ...)
+    api: str
+    model: str
+    messages: list
+    system: Any
+    tools: Any
+    options: dict
+    usage: int | None
+    has_image: bool
+    raw: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def profile(self) -> str:
+        """The contextfold provider whose profile prices this request."""
+        if self.provider in PROVIDER_OF:
+            return PROVIDER_OF[self.provider]
+        m = (self.model or "").lower()
+        if "claude" in m or "anthropic" in m:
+            return "anthropic"
+        if "gemini" in m or "gemma" in m:
+            return "gemini"
+        if m.startswith(("gpt-", "o1", "o3", "o4", "openai/")):
+            return "openai"
+        return "openai-compatible"
+
+
+def load_requests(root: Path, *, with_usage: bool = True) -> list[Request]:
+    """Recorded requests of every ``requests.jsonl`` under ``root`` (blobs restored)."""
+    out = []
+    for path in sorted(root.glob("*/requests.jsonl")):
+        blobs = path.parent / "blobs"
+        with path.open() as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("complete_context") is False:
+                    continue  # continues server-side state: the count covers more than was sent
+                if with_usage and r.get("usage_prompt_tokens") is None:
+                    continue
+                out.append(
+                    Request(
+                        source=r["source"],
+                        provider=r["provider"],
+                        api=r["api"],
+                        model=r.get("model") or "",
+                        messages=_restore(r.get("messages") or [], blobs),
+                        system=_restore(r.get("system"), blobs),
+                        tools=r.get("tools"),
+                        options=r.get("request_options") or {},
+                        usage=r.get("usage_prompt_tokens"),
+                        has_image=bool(r.get("has_image_or_binary")),
+                        raw=r,
+                    )
+                )
+    return out
+
+
+def load_conversations(root: Path, name: str) -> list[dict]:
+    """Conversations of ``root/name/conversations.jsonl`` (tau-bench, SWE trajectories)."""
+    path = root / name / "conversations.jsonl"
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return [json.loads(line) for line in f]
+
+
+def swe_calls(conversations: list[dict]) -> Iterator[tuple[dict, int, list, int]]:
+    """(trajectory, k, messages sent by call k, reported prompt tokens) for each model call."""
+    for conv in conversations:
+        for k, req in enumerate(conv.get("requests") or []):
+            if req.get("usage_prompt_tokens"):
+                yield conv, k, conv["messages"][: req["n_messages"]], req["usage_prompt_tokens"]
+
+
+def system_text(system: Any) -> Any:
+    """A recorded ``system`` field in the shape ``estimate(system=...)`` takes."""
+    if system is None:
+        return None
+    if isinstance(system, (str, list)):
+        # Gemini's systemInstruction is {"parts": [...]}; lists of blocks pass through.
+        return system
+    if isinstance(system, dict):
+        if "parts" in system:
+            return system["parts"]
+        if "text" in system:
+            return system["text"]
+    return json.dumps(system)
+
+
+def estimate_request(cf: Any, r: Request) -> int:
+    """contextfold's estimate of a recorded request, its options' schemas included as tools."""
+    tools = r.tools
+    if tools and isinstance(tools, list) and tools and isinstance(tools[0], dict):
+        if "functionDeclarations" in tools[0] or "function_declarations" in tools[0]:
+            decls = []
+            for t in tools:
+                decls.extend(t.get("functionDeclarations") or t.get("function_declarations") or [])
+            tools = decls or None
+    elif tools is not None and not isinstance(tools, list):
+        tools = None
+    return cf.estimate(
+        r.messages,
+        provider=r.profile,
+        model=r.model,
+        tools=tools or None,
+        system=system_text(r.system),
+    )
