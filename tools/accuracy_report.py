@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import contextfold as cf  # noqa: E402
-from datasets import LOCAL, SHARED, estimate_request, load_conversations, load_requests, swe_calls  # noqa: E402
+from transcripts import LOCAL, SHARED, estimate_request, load_conversations, load_requests, swe_calls  # noqa: E402
 
 
 def pct(xs, q):

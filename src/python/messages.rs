@@ -171,6 +171,7 @@ struct Fields<'py> {
     name: Option<Bound<'py, PyAny>>,
     reasoning_content: Option<Bound<'py, PyAny>>,
     reasoning: Option<Bound<'py, PyAny>>,
+    reasoning_details: Option<Bound<'py, PyAny>>,
 }
 
 fn borrowed_or_placeholder(c: Cow<'_, str>) -> &'_ str {
@@ -283,6 +284,7 @@ impl<'k, 'py> Walker<'k, 'py> {
                     Ok("parts") => &mut f.parts,
                     Ok("reasoning_content") => &mut f.reasoning_content,
                     Ok("reasoning") => &mut f.reasoning,
+                    Ok("reasoning_details") => &mut f.reasoning_details,
                     _ => continue,
                 };
                 *slot = Some(v);
@@ -365,11 +367,35 @@ impl<'k, 'py> Walker<'k, 'py> {
                 // `reasoning` is a string on OpenAI-compatible servers, an object elsewhere.
                 None => match f.reasoning.map(|r| r.cast_into::<PyString>()) {
                     Some(Ok(s)) => Some(self.keep.str(s)?),
-                    _ => None,
+                    _ => match f.reasoning_details {
+                        Some(d) => self.reasoning_details(&d)?,
+                        None => None,
+                    },
                 },
             };
         }
         Ok(msg)
+    }
+
+    /// OpenRouter `reasoning_details`: the visible text and summaries are priced as reasoning;
+    /// signatures and encrypted data are not billed as text (see `Profile::encrypted_per_byte`).
+    fn reasoning_details(&self, d: &Bound<'py, PyAny>) -> PyResult<Option<Cow<'k, str>>> {
+        let py = self.py;
+        if !d.is_instance_of::<PyList>() {
+            return Ok(None);
+        }
+        let mut text = String::new();
+        for item in d.try_iter()? {
+            let item = item?;
+            for key in [intern!(py, "text"), intern!(py, "summary")] {
+                if let Some(v) = field(&item, key)? {
+                    if let Ok(s) = v.cast::<PyString>() {
+                        text.push_str(&s.to_string_lossy());
+                    }
+                }
+            }
+        }
+        Ok((!text.is_empty()).then_some(Cow::Owned(text)))
     }
 
     /// A Responses API input item without a role (`function_call`, `function_call_output`,
@@ -649,7 +675,7 @@ impl<'k, 'py> Walker<'k, 'py> {
                 }
             }
             "thinking" => Part::Thinking {
-                text: self.text_field(p, intern!(py, "thinking"), path)?,
+                text: self.thinking_text(p, path)?,
                 signature: self
                     .opt_id(p, intern!(py, "signature"), &format!("{path}.signature"))?
                     .unwrap_or(""),
@@ -699,12 +725,109 @@ impl<'k, 'py> Walker<'k, 'py> {
         }))
     }
 
+    /// The `thinking` of a block: a string (Anthropic) or a list of text parts (Mistral).
+    fn thinking_text(&self, p: &Bound<'py, PyAny>, path: &str) -> PyResult<Cow<'k, str>> {
+        match self.get(p, intern!(self.py, "thinking"))? {
+            None => Ok(Cow::Borrowed("")),
+            Some(t) => match self.content(&t, &format!("{path}.thinking"))? {
+                Content::Text(s) => Ok(s),
+                Content::None => Ok(Cow::Borrowed("")),
+                Content::Parts(parts) => {
+                    let mut s = String::new();
+                    for part in parts {
+                        if let Part::Text(t) = part {
+                            s.push_str(&t);
+                        }
+                    }
+                    Ok(Cow::Owned(s))
+                }
+            },
+        }
+    }
+
+    /// Bedrock Converse blocks: `{"image": {"format", "source": {"bytes"}}}`, `toolUse`,
+    /// `toolResult`, `document`, `video`.
+    fn bedrock_part(&self, p: &Bound<'py, PyAny>, path: &str) -> PyResult<Option<Part<'k>>> {
+        let py = self.py;
+        if let Some(img) = self.get(p, intern!(py, "image"))? {
+            let bytes = match self.get(&img, intern!(py, "source"))? {
+                Some(src) => self.get(&src, intern!(py, "bytes"))?,
+                None => None,
+            };
+            let source = match bytes {
+                Some(b) => match self.keep.bytes(&b)? {
+                    Some(raw) => ImageSource::Bytes(raw),
+                    None => match b.cast_into::<PyString>() {
+                        Ok(s) => self.image_source(self.keep.str(s)?),
+                        Err(_) => ImageSource::Url(""),
+                    },
+                },
+                None => ImageSource::Url(""),
+            };
+            return Ok(Some(Part::Image(Image {
+                source,
+                detail: Detail::Auto,
+            })));
+        }
+        if let Some(u) = self.get(p, intern!(py, "toolUse"))? {
+            let id = self.opt_id(
+                &u,
+                intern!(py, "toolUseId"),
+                &format!("{path}.toolUse.toolUseId"),
+            )?;
+            let name = self.opt_id(&u, intern!(py, "name"), &format!("{path}.toolUse.name"))?;
+            let arguments = match self.get(&u, intern!(py, "input"))? {
+                Some(i) => self.json_or_str(&i)?,
+                None => Cow::Borrowed("{}"),
+            };
+            return Ok(Some(Part::ToolUse(ToolCall {
+                id: id.unwrap_or(""),
+                name: name.unwrap_or(""),
+                arguments,
+            })));
+        }
+        if let Some(r) = self.get(p, intern!(py, "toolResult"))? {
+            let id = self.opt_id(
+                &r,
+                intern!(py, "toolUseId"),
+                &format!("{path}.toolResult.toolUseId"),
+            )?;
+            let content = match self.get(&r, intern!(py, "content"))? {
+                Some(c) => match self.content(&c, &format!("{path}.toolResult.content"))? {
+                    Content::Parts(v) => v,
+                    Content::Text(t) => vec![Part::Text(t)],
+                    Content::None => Vec::new(),
+                },
+                None => Vec::new(),
+            };
+            return Ok(Some(Part::ToolResult {
+                tool_use_id: id.unwrap_or(""),
+                content,
+            }));
+        }
+        if let Some(j) = self.get(p, intern!(py, "json"))? {
+            return Ok(Some(Part::Text(Cow::Owned(json_text(&j)?))));
+        }
+        for (key, kind) in [
+            (intern!(py, "document"), "document"),
+            (intern!(py, "video"), "video"),
+        ] {
+            if let Some(d) = self.get(p, key)? {
+                return Ok(Some(self.opaque(kind, &d)?));
+            }
+        }
+        Ok(None)
+    }
+
     /// Gemini parts carry their kind as the key: `text`, `inlineData`, `functionCall`,
     /// `functionResponse`.
     fn gemini_part(&self, p: &Bound<'py, PyAny>, path: &str) -> PyResult<Part<'k>> {
         let py = self.py;
         if let Some(t) = self.opt_str(p, intern!(py, "text"), &format!("{path}.text"))? {
             return Ok(Part::Text(t));
+        }
+        if let Some(part) = self.bedrock_part(p, path)? {
+            return Ok(part);
         }
         for key in [intern!(py, "inlineData"), intern!(py, "inline_data")] {
             if let Some(d) = self.get(p, key)? {

@@ -1,0 +1,100 @@
+"""Accuracy floors of the heuristic estimator against provider-reported prompt tokens.
+
+Pinned on the committed subset (tests/data) and, when present, on all of ../shared/data.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+import contextfold as cf
+from transcripts import LOCAL, SHARED, estimate_request, load_conversations, load_requests, shared_available, swe_calls
+
+ROOTS = [pytest.param(LOCAL, id="tests-data"), pytest.param(SHARED, id="shared-data")]
+
+
+def _root(root):
+    if root == SHARED and not shared_available():
+        pytest.skip(f"full transcripts not found at {SHARED}")
+    return root
+
+
+def _errors(root) -> tuple[list[float], list[float]]:
+    cassettes = [abs(estimate_request(cf, r) / r.usage - 1) for r in load_requests(root)]
+    swe = [
+        abs(cf.estimate(ms, provider="gemini") / usage - 1)
+        for _, _, ms, usage in swe_calls(load_conversations(root, "mini-swe-agent-gemini3"))
+    ]
+    return cassettes, swe
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_median_error_across_cassettes_and_swe_calls_is_under_12_percent(root):
+    cassettes, swe = _errors(_root(root))
+    assert len(cassettes) > 500 and len(swe) > 200
+    assert statistics.median(cassettes + swe) <= 0.12
+    # The uncalibrated estimate of a long coding trajectory is close on its own.
+    assert statistics.median(swe) <= 0.06
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_every_supported_recorded_request_is_read_without_error(root):
+    for r in load_requests(_root(root)):
+        estimate_request(cf, r)
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_request_whose_only_large_part_is_a_multi_mb_image_stays_within_2x(root):
+    found = 0
+    for r in load_requests(_root(root)):
+        if not r.has_image:
+            continue
+        strings = sorted(_strings(r.messages), key=len, reverse=True)
+        big_image = strings and len(strings[0]) > 1_000_000 and cf.image_size(strings[0]) is not None
+        if big_image and (len(strings) == 1 or len(strings[1]) < 10_000):
+            found += 1
+            ratio = estimate_request(cf, r) / r.usage
+            assert 0.5 <= ratio <= 2.0, (r.source, ratio)
+    assert found >= 1
+
+
+def _strings(v):
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, list):
+        for x in v:
+            yield from _strings(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _strings(x)
+
+
+def _canonical_envelope(m: dict) -> str:
+    """The message as the OpenAI schema defines it (provider extras such as `index` dropped)."""
+    out = {"role": m["role"], "content": m.get("content")}
+    if m.get("name"):
+        out["name"] = m["name"]
+    out["tool_calls"] = [
+        {
+            "id": t.get("id"),
+            "type": t.get("type", "function"),
+            "function": {"name": t["function"]["name"], "arguments": t["function"].get("arguments")},
+        }
+        for t in m["tool_calls"]
+    ]
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_no_tool_call_message_is_underestimated_by_more_than_25_percent(root, o200k):
+    root = _root(root)
+    msgs = [m for c in load_conversations(root, "tau-bench-airline") for m in c["messages"] if m.get("tool_calls")]
+    for r in load_requests(root):
+        if r.api == "chat.completions":
+            msgs += [m for m in r.messages if isinstance(m, dict) and m.get("tool_calls")]
+    assert len(msgs) > 100
+    worst = min(cf.estimate_each([m])[0] / o200k(_canonical_envelope(m)) for m in msgs)
+    assert worst >= 0.75, worst
