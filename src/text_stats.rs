@@ -12,101 +12,160 @@
 //! per message is bounded whatever its length: the estimate must stay far cheaper than the
 //! tokenization it stands in for.
 
-/// Byte classes; the class of a UTF-8 lead byte stands for its whole character.
-#[derive(Clone, Copy)]
-#[repr(u8)]
-enum Class {
-    Letter = 0,
-    Digit = 1,
-    Punct = 2,
-    Space = 3,
-    /// Lead byte of a 2-byte character (Latin accents, Greek, Cyrillic, Hebrew, Arabic).
-    Lead2 = 4,
-    /// Lead byte of a 3- or 4-byte character (CJK, emoji, most other scripts).
-    Lead3 = 5,
-    /// UTF-8 continuation byte: carries no weight, does not break a run.
-    Cont = 6,
-}
-
-const N_CLASSES: usize = 7;
-
-const fn class_table() -> [u8; 256] {
-    let mut t = [Class::Punct as u8; 256];
-    let mut b = 0usize;
-    while b < 256 {
-        let c = b as u8;
-        t[b] = if c.is_ascii_alphabetic() {
-            Class::Letter as u8
-        } else if c.is_ascii_digit() {
-            Class::Digit as u8
-        } else if c == b' ' || c == b'\n' || c == b'\t' || c == b'\r' {
-            Class::Space as u8
-        } else if c >= 0xE0 {
-            Class::Lead3 as u8
-        } else if c >= 0xC0 {
-            Class::Lead2 as u8
-        } else if c >= 0x80 {
-            Class::Cont as u8
-        } else {
-            Class::Punct as u8
-        };
-        b += 1;
-    }
-    t
-}
-
-static CLASS: [u8; 256] = class_table();
-
-/// Counts of byte classes and of runs (maximal spans of one class) over the bytes read.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Features of the bytes read: class counts and run counts (a run is a maximal span of one
+/// class; all non-ASCII bytes of a span form one class, so a CJK phrase is one run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Shape {
-    counts: [u32; N_CLASSES],
-    runs: [u32; N_CLASSES],
+    letters: u32,
+    letter_runs: u32,
+    digits: u32,
+    punct: u32,
+    punct_runs: u32,
+    space: u32,
+    space_runs: u32,
+    /// Lead bytes of 2-byte characters (Latin accents, Greek, Cyrillic, Hebrew, Arabic).
+    lead2: u32,
+    /// Lead bytes of 3- and 4-byte characters (CJK, emoji, most other scripts).
+    lead3: u32,
     /// Bytes actually read.
     sampled: u32,
 }
 
-// Counting runs through an array (`counts[c] += 1`) stalls on store forwarding when a class
-// repeats; instead each byte adds a one-hot word with an 8-bit lane per class, and the lanes are
-// flushed into `Shape` before they can overflow.
-const fn lane_table() -> [u64; 256] {
-    let mut t = [0u64; 256];
-    let mut b = 0usize;
-    while b < 256 {
-        t[b] = 1u64 << (8 * CLASS[b] as u32);
-        b += 1;
-    }
-    t
+/// Per-class bitmasks of up to 32 consecutive bytes (bit i = byte i).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Masks {
+    letter: u32,
+    digit: u32,
+    space: u32,
+    non_ascii: u32,
+    lead2: u32,
+    lead3: u32,
 }
 
-static LANE: [u64; 256] = lane_table();
-const LANE_FLUSH: usize = 255;
-
-impl Shape {
-    fn add_lanes(dst: &mut [u32; N_CLASSES], lanes: u64) {
-        for (k, d) in dst.iter_mut().enumerate() {
-            *d += ((lanes >> (8 * k)) & 0xFF) as u32;
+fn masks_scalar(bytes: &[u8]) -> Masks {
+    let mut m = Masks::default();
+    for (i, &b) in bytes.iter().enumerate() {
+        let bit = 1u32 << i;
+        if b.is_ascii_alphabetic() {
+            m.letter |= bit;
+        } else if b.is_ascii_digit() {
+            m.digit |= bit;
+        } else if matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
+            m.space |= bit;
+        } else if b >= 0x80 {
+            m.non_ascii |= bit;
+            if b >= 0xE0 {
+                m.lead3 |= bit;
+            } else if b >= 0xC0 {
+                m.lead2 |= bit;
+            }
         }
     }
+    m
+}
 
-    fn scan(&mut self, bytes: &[u8]) {
-        let cont = Class::Cont as u8;
-        let mut prev = u8::MAX;
-        for chunk in bytes.chunks(LANE_FLUSH) {
-            let (mut counts, mut runs) = (0u64, 0u64);
-            for &b in chunk {
-                let c = CLASS[b as usize];
-                let lane = LANE[b as usize];
-                counts += lane;
-                // Continuation bytes belong to the character their lead byte started.
-                let starts = (c != prev) & (c != cont);
-                runs += lane * starts as u64;
-                prev = if c == cont { prev } else { c };
-            }
-            Self::add_lanes(&mut self.counts, counts);
-            Self::add_lanes(&mut self.runs, runs);
+// SSE2 is part of x86_64, so no runtime detection is needed: 16 bytes are classified with a few
+// vector compares and turned into bitmasks, 4x fewer instructions than a table walk per byte.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn masks_16(chunk: &[u8; 16]) -> Masks {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is always available on x86_64; the load is unaligned-safe and in bounds.
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr() as *const __m128i);
+        let flip = _mm_set1_epi8(-128);
+        // Unsigned `x - lo < n` as a signed compare after flipping the sign bit.
+        let in_range = |x: __m128i, lo: i8, n: u8| {
+            let d = _mm_xor_si128(_mm_sub_epi8(x, _mm_set1_epi8(lo)), flip);
+            _mm_cmplt_epi8(d, _mm_set1_epi8((n ^ 0x80) as i8))
+        };
+        let letter = in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), b'a' as i8, 26);
+        let digit = in_range(v, b'0' as i8, 10);
+        let space = _mm_or_si128(
+            _mm_or_si128(
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8)),
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8)),
+            ),
+            _mm_or_si128(
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\t' as i8)),
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\r' as i8)),
+            ),
+        );
+        let lead2 = in_range(v, 0xC0u8 as i8, 0x20);
+        let lead3 = in_range(v, 0xE0u8 as i8, 0x20);
+        Masks {
+            letter: _mm_movemask_epi8(letter) as u32,
+            digit: _mm_movemask_epi8(digit) as u32,
+            space: _mm_movemask_epi8(space) as u32,
+            non_ascii: _mm_movemask_epi8(v) as u32,
+            lead2: _mm_movemask_epi8(lead2) as u32,
+            lead3: _mm_movemask_epi8(lead3) as u32,
         }
-        self.sampled += bytes.len() as u32;
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn masks_16(chunk: &[u8; 16]) -> Masks {
+    masks_scalar(chunk)
+}
+
+/// Bits where a run of `m` starts, given whether the previous byte was in `m` (`carry`).
+#[inline(always)]
+fn run_starts(m: u32, carry: u32) -> u32 {
+    m & !((m << 1) | carry)
+}
+
+impl Shape {
+    /// Fold the masks of `n` consecutive bytes into the counts; `prev` holds the masks of the
+    /// chunk before (its bit `prev_n - 1` is the byte just before this chunk).
+    #[inline(always)]
+    fn add(&mut self, m: &Masks, n: u32, prev: &Masks, prev_n: u32) {
+        let valid = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        let punct = valid & !(m.letter | m.digit | m.space | m.non_ascii);
+        let last = |x: u32| {
+            if prev_n == 0 {
+                0
+            } else {
+                (x >> (prev_n - 1)) & 1
+            }
+        };
+        let prev_punct = prev.letter | prev.digit | prev.space | prev.non_ascii;
+        let prev_punct = if prev_n == 0 {
+            0
+        } else {
+            !prev_punct & (1u32 << (prev_n - 1))
+        };
+        self.letters += m.letter.count_ones();
+        self.letter_runs += run_starts(m.letter, last(prev.letter)).count_ones();
+        self.digits += m.digit.count_ones();
+        self.punct += punct.count_ones();
+        self.punct_runs += run_starts(punct, last(prev_punct)).count_ones();
+        self.space += m.space.count_ones();
+        self.space_runs += run_starts(m.space, last(prev.space)).count_ones();
+        self.lead2 += m.lead2.count_ones();
+        self.lead3 += m.lead3.count_ones();
+        self.sampled += n;
+    }
+
+    #[inline(always)]
+    fn scan(bytes: &[u8], masks: impl Fn(&[u8]) -> Masks) -> Shape {
+        let mut s = Shape::default();
+        let (mut prev, mut prev_n) = (Masks::default(), 0);
+        for chunk in bytes.chunks(16) {
+            let m = masks(chunk);
+            s.add(&m, chunk.len() as u32, &prev, prev_n);
+            prev = m;
+            prev_n = chunk.len() as u32;
+        }
+        s
+    }
+}
+
+#[inline(always)]
+fn masks_fast(chunk: &[u8]) -> Masks {
+    match <&[u8; 16]>::try_from(chunk) {
+        Ok(full) => masks_16(full),
+        Err(_) => masks_scalar(chunk),
     }
 }
 
@@ -119,9 +178,23 @@ pub const SAMPLE_BYTES: usize = 128;
 
 /// Read the shape of `text`, entirely when short, on its first `SAMPLE_BYTES` bytes when long.
 pub fn shape_of(text: &[u8]) -> Shape {
-    let mut s = Shape::default();
-    s.scan(&text[..text.len().min(SAMPLE_BYTES)]);
-    s
+    let head = &text[..text.len().min(SAMPLE_BYTES)];
+    #[cfg(target_arch = "x86_64")]
+    {
+        // Nine popcounts per 16 bytes: the POPCNT instruction (every x86_64 CPU since 2008)
+        // is ~10x cheaper than the portable bit trick the baseline target must use.
+        if std::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU supports POPCNT, checked just above.
+            return unsafe { shape_popcnt(head) };
+        }
+    }
+    Shape::scan(head, masks_fast)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn shape_popcnt(head: &[u8]) -> Shape {
+    Shape::scan(head, masks_fast)
 }
 
 // Least-squares weights, o200k_base tokens per feature (see module docs and
@@ -144,12 +217,11 @@ impl Shape {
     /// True when the sample looks like base64 or another opaque token (no spaces, hardly any
     /// punctuation, long): BPE splits such text much finer than prose.
     fn is_opaque(&self) -> bool {
-        let c = &self.counts;
         let n = self.sampled as f64;
         n >= 64.0
-            && (c[Class::Space as usize] as f64) <= 0.01 * n
-            && (c[Class::Punct as usize] as f64) < 0.05 * n
-            && c[Class::Lead2 as usize] + c[Class::Lead3 as usize] == 0
+            && (self.space as f64) <= 0.01 * n
+            && (self.punct as f64) < 0.05 * n
+            && self.lead2 + self.lead3 == 0
     }
 
     /// Estimated o200k-equivalent tokens of the sampled bytes.
@@ -157,16 +229,14 @@ impl Shape {
         if self.is_opaque() {
             return self.sampled as f64 * BASE64_TOKENS_PER_BYTE;
         }
-        let c = |k: Class| self.counts[k as usize] as f64;
-        let r = |k: Class| self.runs[k as usize] as f64;
-        W_LETTER * c(Class::Letter)
-            + W_LETTER_RUN * r(Class::Letter)
-            + W_DIGIT * c(Class::Digit)
-            + W_PUNCT * c(Class::Punct)
-            + W_PUNCT_RUN * r(Class::Punct)
-            + W_SPACE_RUN * r(Class::Space)
-            + W_LEAD2 * c(Class::Lead2)
-            + W_LEAD3 * c(Class::Lead3)
+        W_LETTER * self.letters as f64
+            + W_LETTER_RUN * self.letter_runs as f64
+            + W_DIGIT * self.digits as f64
+            + W_PUNCT * self.punct as f64
+            + W_PUNCT_RUN * self.punct_runs as f64
+            + W_SPACE_RUN * self.space_runs as f64
+            + W_LEAD2 * self.lead2 as f64
+            + W_LEAD3 * self.lead3 as f64
     }
 }
 
@@ -217,6 +287,39 @@ mod tests {
         let t = text_tokens(b.as_bytes());
         let per_byte = t / b.len() as f64;
         assert!((per_byte - BASE64_TOKENS_PER_BYTE).abs() < 1e-9);
+    }
+
+    #[test]
+    fn vector_and_scalar_classification_agree() {
+        let samples = [
+            "plain words and 12345 digits, punctuation!? {\"json\": [1, 2]}\n\tindent",
+            "é中😀 mixed ascii_and_unicode ÿ\u{7f}\u{1}\r\n",
+            "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!@#$%^&*()",
+        ];
+        for s in samples {
+            for cut in 0..s.len().min(SAMPLE_BYTES) {
+                let b = &s.as_bytes()[..cut];
+                assert_eq!(
+                    Shape::scan(b, masks_fast),
+                    Shape::scan(b, masks_scalar),
+                    "{cut}"
+                );
+            }
+        }
+        let all: Vec<u8> = (0..=255u8).collect();
+        assert_eq!(
+            Shape::scan(&all, masks_fast),
+            Shape::scan(&all, masks_scalar)
+        );
+    }
+
+    #[test]
+    fn runs_carry_across_chunks() {
+        // One 40-letter word spans three 16-byte chunks: one run.
+        let s = shape_of("a".repeat(40).as_bytes());
+        assert_eq!((s.letters, s.letter_runs), (40, 1));
+        let s = shape_of("ab, ".repeat(10).as_bytes());
+        assert_eq!((s.letter_runs, s.punct_runs, s.space_runs), (10, 10, 10));
     }
 
     #[test]

@@ -207,19 +207,19 @@ impl<'k, 'py> Walker<'k, 'py> {
         field(obj, key)
     }
 
-    /// A required-if-present string field.
+    /// A required-if-present string field. `path` is only formatted when the field is wrong.
     fn opt_str(
         &self,
         obj: &Bound<'py, PyAny>,
         key: &Bound<'py, PyString>,
-        path: &str,
+        path: impl std::fmt::Display,
     ) -> PyResult<Option<Cow<'k, str>>> {
         match self.get(obj, key)? {
             None => Ok(None),
             Some(v) => match v.cast_into::<PyString>() {
                 Ok(s) => Ok(Some(self.keep.str(s)?)),
                 Err(e) => Err(self.err(
-                    path,
+                    &path.to_string(),
                     format!(
                         "expected a string, got {}",
                         type_name(e.into_inner().as_any())
@@ -234,7 +234,7 @@ impl<'k, 'py> Walker<'k, 'py> {
         &self,
         obj: &Bound<'py, PyAny>,
         key: &Bound<'py, PyString>,
-        path: &str,
+        path: impl std::fmt::Display,
     ) -> PyResult<Option<&'k str>> {
         Ok(self.opt_str(obj, key, path)?.map(borrowed_or_placeholder))
     }
@@ -492,7 +492,11 @@ impl<'k, 'py> Walker<'k, 'py> {
                 ));
             }
             let id = self
-                .opt_id(&c, intern!(py, "id"), &path(".id"))?
+                .opt_id(
+                    &c,
+                    intern!(py, "id"),
+                    format_args!("tool_calls[{j}]{}", ".id"),
+                )?
                 .unwrap_or("");
             let Some(f) = self.get(&c, intern!(py, "function"))? else {
                 return Err(self.err(
@@ -501,7 +505,11 @@ impl<'k, 'py> Walker<'k, 'py> {
                 ));
             };
             let name = self
-                .opt_id(&f, intern!(py, "name"), &path(".function.name"))?
+                .opt_id(
+                    &f,
+                    intern!(py, "name"),
+                    format_args!("tool_calls[{j}]{}", ".function.name"),
+                )?
                 .ok_or_else(|| self.err(&path(".function.name"), "missing".into()))?;
             let arguments = match self.get(&f, intern!(py, "arguments"))? {
                 Some(a) => self.json_or_str(&a)?,
@@ -543,7 +551,7 @@ impl<'k, 'py> Walker<'k, 'py> {
             (self.keep.str(s.clone())?, detail)
         } else {
             let url = self
-                .opt_str(u, intern!(py, "url"), &format!("{path}.url"))?
+                .opt_str(u, intern!(py, "url"), format_args!("{path}.url"))?
                 .ok_or_else(|| self.err(&format!("{path}.url"), "missing".into()))?;
             let d = self.detail(u, path)?.unwrap_or(detail);
             (url, d)
@@ -566,7 +574,11 @@ impl<'k, 'py> Walker<'k, 'py> {
     }
 
     fn detail(&self, obj: &Bound<'py, PyAny>, path: &str) -> PyResult<Option<Detail>> {
-        match self.opt_id(obj, intern!(self.py, "detail"), &format!("{path}.detail"))? {
+        match self.opt_id(
+            obj,
+            intern!(self.py, "detail"),
+            format_args!("{path}.detail"),
+        )? {
             None => Ok(None),
             Some(d) => Detail::parse(d).map(Some).ok_or_else(|| {
                 self.err(
@@ -585,7 +597,7 @@ impl<'k, 'py> Walker<'k, 'py> {
     ) -> PyResult<Cow<'k, str>> {
         let name = key.to_str().unwrap_or("text");
         Ok(self
-            .opt_str(p, key, &format!("{path}.{name}"))?
+            .opt_str(p, key, format_args!("{path}.{name}"))?
             .unwrap_or(Cow::Borrowed("")))
     }
 
@@ -601,7 +613,7 @@ impl<'k, 'py> Walker<'k, 'py> {
                 format!("expected a content part object, got {}", type_name(p)),
             ));
         }
-        let Some(kind) = self.opt_id(p, intern!(py, "type"), &format!("{path}.type"))? else {
+        let Some(kind) = self.opt_id(p, intern!(py, "type"), format_args!("{path}.type"))? else {
             return self.gemini_part(p, path);
         };
         Ok(match kind {
@@ -628,10 +640,10 @@ impl<'k, 'py> Walker<'k, 'py> {
             "image" => self.anthropic_image(p, path)?,
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                 let id = self
-                    .opt_id(p, intern!(py, "id"), &format!("{path}.id"))?
+                    .opt_id(p, intern!(py, "id"), format_args!("{path}.id"))?
                     .unwrap_or("");
                 let name = self
-                    .opt_id(p, intern!(py, "name"), &format!("{path}.name"))?
+                    .opt_id(p, intern!(py, "name"), format_args!("{path}.name"))?
                     .unwrap_or("");
                 let arguments = match self.get(p, intern!(py, "input"))? {
                     Some(i) => self.json_or_str(&i)?,
@@ -648,7 +660,7 @@ impl<'k, 'py> Walker<'k, 'py> {
                     .opt_id(
                         p,
                         intern!(py, "tool_use_id"),
-                        &format!("{path}.tool_use_id"),
+                        format_args!("{path}.tool_use_id"),
                     )?
                     .unwrap_or("");
                 let content = match self.get(p, intern!(py, "content"))? {
@@ -677,11 +689,15 @@ impl<'k, 'py> Walker<'k, 'py> {
             "thinking" => Part::Thinking {
                 text: self.thinking_text(p, path)?,
                 signature: self
-                    .opt_id(p, intern!(py, "signature"), &format!("{path}.signature"))?
+                    .opt_id(
+                        p,
+                        intern!(py, "signature"),
+                        format_args!("{path}.signature"),
+                    )?
                     .unwrap_or(""),
             },
             "redacted_thinking" => Part::EncryptedReasoning(
-                self.opt_id(p, intern!(py, "data"), &format!("{path}.data"))?
+                self.opt_id(p, intern!(py, "data"), format_args!("{path}.data"))?
                     .unwrap_or(""),
             ),
             _ => self.opaque(kind, p)?,
@@ -694,7 +710,7 @@ impl<'k, 'py> Walker<'k, 'py> {
         let src = self
             .get(p, intern!(py, "source"))?
             .ok_or_else(|| self.err(&spath, "missing".into()))?;
-        let source = match self.opt_id(&src, intern!(py, "type"), &format!("{spath}.type"))? {
+        let source = match self.opt_id(&src, intern!(py, "type"), format_args!("{spath}.type"))? {
             Some("base64") => {
                 let data = self.get(&src, intern!(py, "data"))?;
                 match data {
@@ -714,7 +730,7 @@ impl<'k, 'py> Walker<'k, 'py> {
                 }
             }
             Some("url") => ImageSource::Url(
-                self.opt_id(&src, intern!(py, "url"), &format!("{spath}.url"))?
+                self.opt_id(&src, intern!(py, "url"), format_args!("{spath}.url"))?
                     .unwrap_or(""),
             ),
             _ => ImageSource::Url(""),
@@ -773,9 +789,9 @@ impl<'k, 'py> Walker<'k, 'py> {
             let id = self.opt_id(
                 &u,
                 intern!(py, "toolUseId"),
-                &format!("{path}.toolUse.toolUseId"),
+                format_args!("{path}.toolUse.toolUseId"),
             )?;
-            let name = self.opt_id(&u, intern!(py, "name"), &format!("{path}.toolUse.name"))?;
+            let name = self.opt_id(&u, intern!(py, "name"), format_args!("{path}.toolUse.name"))?;
             let arguments = match self.get(&u, intern!(py, "input"))? {
                 Some(i) => self.json_or_str(&i)?,
                 None => Cow::Borrowed("{}"),
@@ -790,7 +806,7 @@ impl<'k, 'py> Walker<'k, 'py> {
             let id = self.opt_id(
                 &r,
                 intern!(py, "toolUseId"),
-                &format!("{path}.toolResult.toolUseId"),
+                format_args!("{path}.toolResult.toolUseId"),
             )?;
             let content = match self.get(&r, intern!(py, "content"))? {
                 Some(c) => match self.content(&c, &format!("{path}.toolResult.content"))? {
@@ -823,7 +839,7 @@ impl<'k, 'py> Walker<'k, 'py> {
     /// `functionResponse`.
     fn gemini_part(&self, p: &Bound<'py, PyAny>, path: &str) -> PyResult<Part<'k>> {
         let py = self.py;
-        if let Some(t) = self.opt_str(p, intern!(py, "text"), &format!("{path}.text"))? {
+        if let Some(t) = self.opt_str(p, intern!(py, "text"), format_args!("{path}.text"))? {
             return Ok(Part::Text(t));
         }
         if let Some(part) = self.bedrock_part(p, path)? {
@@ -861,11 +877,15 @@ impl<'k, 'py> Walker<'k, 'py> {
                     .opt_id(
                         &f,
                         intern!(py, "name"),
-                        &format!("{path}.functionCall.name"),
+                        format_args!("{path}.functionCall.name"),
                     )?
                     .unwrap_or("");
                 let id = self
-                    .opt_id(&f, intern!(py, "id"), &format!("{path}.functionCall.id"))?
+                    .opt_id(
+                        &f,
+                        intern!(py, "id"),
+                        format_args!("{path}.functionCall.id"),
+                    )?
                     .unwrap_or(name);
                 let arguments = match self.get(&f, intern!(py, "args"))? {
                     Some(a) => self.json_or_str(&a)?,
@@ -887,14 +907,14 @@ impl<'k, 'py> Walker<'k, 'py> {
                     .opt_id(
                         &f,
                         intern!(py, "name"),
-                        &format!("{path}.functionResponse.name"),
+                        format_args!("{path}.functionResponse.name"),
                     )?
                     .unwrap_or("");
                 let id = self
                     .opt_id(
                         &f,
                         intern!(py, "id"),
-                        &format!("{path}.functionResponse.id"),
+                        format_args!("{path}.functionResponse.id"),
                     )?
                     .unwrap_or(name);
                 let body = match self.get(&f, intern!(py, "response"))? {
@@ -951,9 +971,9 @@ impl<'k, 'py> Walker<'k, 'py> {
                 Some(f) => self.opt_str(
                     &f,
                     intern!(py, "name"),
-                    &format!("tools[{j}].function.name"),
+                    format_args!("tools[{j}].function.name"),
                 )?,
-                None => self.opt_str(&t, intern!(py, "name"), &format!("tools[{j}].name"))?,
+                None => self.opt_str(&t, intern!(py, "name"), format_args!("tools[{j}].name"))?,
             };
             out.push(ToolDef {
                 name: name.unwrap_or(Cow::Borrowed("")),
