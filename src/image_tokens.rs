@@ -2,7 +2,7 @@
 //!
 //! Sources (shared/design/FACTS.md): OpenAI platform docs "images-vision#calculating-costs"
 //! (tile and patch models), Anthropic docs "vision" (28-px patches and resize limits), Gemini
-//! docs "image understanding" (258 tokens per 768-px tile).
+//! docs "image understanding" (258 tokens per 768-px tile, images fit to 3072 px).
 
 use crate::image::Dims;
 use crate::message::Detail;
@@ -185,6 +185,18 @@ fn anthropic_tokens(d: Dims, max_edge: u32, max_tokens: u32) -> u32 {
     patches(w.max(1.0), h.max(1.0))
 }
 
+fn gemini_tokens(d: Dims) -> u32 {
+    if d.width <= 384 && d.height <= 384 {
+        return 258;
+    }
+    // Gemini scales images down to fit 3072x3072 before tiling (Gemini docs, "image
+    // understanding"), so one image costs at most 16 tiles.
+    let f = (3072.0 / f64::from(d.width.max(d.height))).min(1.0);
+    let w = (f64::from(d.width) * f).ceil() as u32;
+    let h = (f64::from(d.height) * f).ceil() as u32;
+    w.div_ceil(768).max(1) * h.div_ceil(768).max(1) * 258
+}
+
 /// The size assumed for an image whose header cannot be read (a URL, a file id, a broken
 /// header): a 1024x1024 image, a typical screenshot. Every rule caps what one image can cost,
 /// so the error of this default is bounded by that cap.
@@ -219,10 +231,7 @@ pub fn image_tokens(rule: ImageRule, dims: Option<Dims>, detail: Detail) -> u32 
             max_edge,
             max_tokens,
         } => anthropic_tokens(dims.unwrap_or(DEFAULT_DIMS), max_edge, max_tokens),
-        ImageRule::Gemini => match dims.unwrap_or(DEFAULT_DIMS) {
-            d if d.width <= 384 && d.height <= 384 => 258,
-            d => d.width.div_ceil(768) * d.height.div_ceil(768) * 258,
-        },
+        ImageRule::Gemini => gemini_tokens(dims.unwrap_or(DEFAULT_DIMS)),
     }
 }
 

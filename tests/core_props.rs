@@ -1,0 +1,92 @@
+//! Property tests of the estimator's building blocks: no input makes them panic, the vector
+//! text classifier equals the scalar one, and costs grow with content.
+
+use std::borrow::Cow;
+
+use contextfold::estimate::Estimator;
+use contextfold::image::{dims_of_base64, dims_of_bytes};
+use contextfold::image_tokens::{image_tokens, rule_for};
+use contextfold::message::{Content, Detail, Message, Part, ToolCall};
+use contextfold::profile::Provider;
+use contextfold::text_stats::text_tokens;
+use proptest::prelude::*;
+
+const PROVIDERS: [Provider; 5] = [
+    Provider::OpenAI,
+    Provider::Anthropic,
+    Provider::Gemini,
+    Provider::Ollama,
+    Provider::OpenAICompatible,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    #[test]
+    fn header_parsing_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let _ = dims_of_bytes(&bytes);
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = dims_of_base64(&text);
+    }
+
+    #[test]
+    fn crafted_headers_with_random_tails_never_panic(
+        prefix in prop_oneof![
+            Just(b"\x89PNG\r\n\x1a\n".to_vec()),
+            Just(vec![0xFF, 0xD8, 0xFF]),
+            Just(b"GIF89a".to_vec()),
+            Just(b"RIFF\0\0\0\0WEBPVP8X".to_vec()),
+            Just(b"RIFF\0\0\0\0WEBPVP8L".to_vec()),
+            Just(b"RIFF\0\0\0\0WEBPVP8 ".to_vec()),
+        ],
+        tail in proptest::collection::vec(any::<u8>(), 0..200),
+    ) {
+        let mut b = prefix;
+        b.extend(tail);
+        if let Some(d) = dims_of_bytes(&b) {
+            prop_assert!(d.width > 0 && d.height > 0);
+            for p in PROVIDERS {
+                let t = image_tokens(rule_for(p, "gpt-4o"), Some(d), Detail::High);
+                prop_assert!(t <= 10_000);
+            }
+        }
+    }
+
+    #[test]
+    fn text_estimate_is_finite_and_positive(s in any::<String>()) {
+        let t = text_tokens(s.as_bytes());
+        prop_assert!(t.is_finite());
+        prop_assert!(s.is_empty() == (t == 0.0));
+    }
+
+    #[test]
+    fn appending_a_tool_call_never_lowers_a_message(
+        text in "[a-z ]{0,300}",
+        id in "call_[A-Za-z0-9]{5,24}",
+        args in "\\{\"[a-z]{1,8}\": \"[a-z0-9/]{0,40}\"\\}",
+    ) {
+        for p in PROVIDERS {
+            let e = Estimator::new(p, "");
+            let mut m = Message::empty("assistant");
+            m.content = Content::Text(Cow::Borrowed(&text));
+            let before = e.message(&m);
+            m.tool_calls.push(ToolCall { id: &id, name: "read_file", arguments: Cow::Borrowed(&args) });
+            prop_assert!(e.message(&m) > before);
+        }
+    }
+
+    #[test]
+    fn a_tool_result_costs_at_least_its_text(body in "[ -~]{1,400}") {
+        for p in PROVIDERS {
+            let e = Estimator::new(p, "");
+            let mut plain = Message::empty("user");
+            plain.content = Content::Text(Cow::Borrowed(&body));
+            let mut result = Message::empty("user");
+            result.content = Content::Parts(vec![Part::ToolResult {
+                tool_use_id: "toolu_1",
+                content: vec![Part::Text(Cow::Borrowed(&body))],
+            }]);
+            prop_assert!(e.message(&result) >= e.message(&plain));
+        }
+    }
+}
