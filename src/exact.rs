@@ -193,9 +193,7 @@ impl Counter {
         match calls {
             [] => 0,
             [c] => {
-                self.text(&format!(" to=functions.{}", c.name))
-                    + self.text(&c.arguments)
-                    + per_call
+                self.text(&format!(" to=functions.{}", c.name)) + self.text(&c.arguments) + per_call
             }
             // Parallel calls: one call to the `multi_tool_use.parallel` wrapper.
             _ => {
