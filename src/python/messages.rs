@@ -7,7 +7,7 @@
 //! the whole history is ever made.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
@@ -189,7 +189,11 @@ pub struct Walker<'k, 'py> {
     keep: &'k Keep<'py>,
     index: usize,
     keys: FieldKeys,
+    depth: Cell<u32>,
 }
+
+// Real histories nest content two levels deep (a tool result inside a user message).
+const MAX_CONTENT_DEPTH: u32 = 32;
 
 /// The interned names of the message fields, compared by pointer first.
 struct FieldKeys([*mut ffi::PyObject; 9]);
@@ -259,6 +263,7 @@ impl<'k, 'py> Walker<'k, 'py> {
             keep,
             index: 0,
             keys: FieldKeys::new(py),
+            depth: Cell::new(0),
         }
     }
 
@@ -604,10 +609,26 @@ impl<'k, 'py> Walker<'k, 'py> {
             return Ok(Content::Text(self.keep.str(s.clone())?));
         }
         if c.is_instance_of::<PyList>() || c.is_instance_of::<PyTuple>() {
+            // Tool results nest content in content; a hostile depth must not overflow the stack.
+            let depth = self.depth.get();
+            if depth >= MAX_CONTENT_DEPTH {
+                return Err(self.err(
+                    path,
+                    format!("content nested deeper than {MAX_CONTENT_DEPTH} levels"),
+                ));
+            }
+            self.depth.set(depth + 1);
             let mut parts = Vec::with_capacity(c.len()?);
             for (j, p) in c.try_iter()?.enumerate() {
-                parts.push(self.part(&p?, &format!("{path}[{j}]"))?);
+                match self.part(&p?, &format!("{path}[{j}]")) {
+                    Ok(part) => parts.push(part),
+                    Err(e) => {
+                        self.depth.set(depth);
+                        return Err(e);
+                    }
+                }
             }
+            self.depth.set(depth);
             return Ok(Content::Parts(parts));
         }
         Err(self.err(
