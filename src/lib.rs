@@ -6,6 +6,7 @@ pub mod error;
 pub mod estimate;
 pub mod image;
 pub mod image_tokens;
+pub mod ledger;
 pub mod media_tokens;
 pub mod message;
 pub mod profile;

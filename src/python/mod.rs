@@ -13,6 +13,7 @@ use crate::profile::Provider;
 
 mod json_out;
 mod messages;
+mod session;
 
 use messages::{Keep, Walker};
 
@@ -142,5 +143,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(wire_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(image_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(image_size, m)?)?;
+    session::register(m)?;
     Ok(())
 }
