@@ -31,21 +31,34 @@ pub struct Shape {
     sampled: u32,
 }
 
-/// Per-class bitmasks of up to 32 consecutive bytes (bit i = byte i).
+/// Per-class bitmasks of up to 64 consecutive bytes (bit i = byte i).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Masks {
-    letter: u32,
-    digit: u32,
-    space: u32,
-    non_ascii: u32,
-    lead2: u32,
-    lead3: u32,
+    letter: u64,
+    digit: u64,
+    space: u64,
+    non_ascii: u64,
+    lead2: u64,
+    lead3: u64,
+}
+
+impl Masks {
+    /// Place the masks of a 16-byte chunk at byte offset `at` of a 64-byte block.
+    #[inline(always)]
+    fn or_at(&mut self, m: &Masks, at: u32) {
+        self.letter |= m.letter << at;
+        self.digit |= m.digit << at;
+        self.space |= m.space << at;
+        self.non_ascii |= m.non_ascii << at;
+        self.lead2 |= m.lead2 << at;
+        self.lead3 |= m.lead3 << at;
+    }
 }
 
 fn masks_scalar(bytes: &[u8]) -> Masks {
     let mut m = Masks::default();
     for (i, &b) in bytes.iter().enumerate() {
-        let bit = 1u32 << i;
+        let bit = 1u64 << i;
         if b.is_ascii_alphabetic() {
             m.letter |= bit;
         } else if b.is_ascii_digit() {
@@ -93,13 +106,14 @@ fn masks_16(chunk: &[u8; 16]) -> Masks {
         );
         let lead2 = in_range(v, 0xC0u8 as i8, 0x20);
         let lead3 = in_range(v, 0xE0u8 as i8, 0x20);
+        let bits = |x: __m128i| _mm_movemask_epi8(x) as u32 as u64;
         Masks {
-            letter: _mm_movemask_epi8(letter) as u32,
-            digit: _mm_movemask_epi8(digit) as u32,
-            space: _mm_movemask_epi8(space) as u32,
-            non_ascii: _mm_movemask_epi8(v) as u32,
-            lead2: _mm_movemask_epi8(lead2) as u32,
-            lead3: _mm_movemask_epi8(lead3) as u32,
+            letter: bits(letter),
+            digit: bits(digit),
+            space: bits(space),
+            non_ascii: bits(v),
+            lead2: bits(lead2),
+            lead3: bits(lead3),
         }
     }
 }
@@ -111,62 +125,59 @@ fn masks_16(chunk: &[u8; 16]) -> Masks {
 
 /// Bits where a run of `m` starts, given whether the previous byte was in `m` (`carry`).
 #[inline(always)]
-fn run_starts(m: u32, carry: u32) -> u32 {
+fn run_starts(m: u64, carry: u64) -> u64 {
     m & !((m << 1) | carry)
 }
 
 impl Shape {
-    /// Fold the masks of `n` consecutive bytes into the counts; `prev` holds the masks of the
-    /// chunk before (its bit `prev_n - 1` is the byte just before this chunk).
+    /// Fold the masks of a block of `n` (1..=64) consecutive bytes into the counts; `carry`
+    /// holds, for the byte just before the block, whether it was a letter, punctuation, space.
     #[inline(always)]
-    fn add(&mut self, m: &Masks, n: u32, prev: &Masks, prev_n: u32) {
-        let valid = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+    fn add(&mut self, m: &Masks, n: u32, carry: [u64; 3]) -> [u64; 3] {
+        let valid = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
         let punct = valid & !(m.letter | m.digit | m.space | m.non_ascii);
-        let last = |x: u32| {
-            if prev_n == 0 {
-                0
-            } else {
-                (x >> (prev_n - 1)) & 1
-            }
-        };
-        let prev_punct = prev.letter | prev.digit | prev.space | prev.non_ascii;
-        let prev_punct = if prev_n == 0 {
-            0
-        } else {
-            !prev_punct & (1u32 << (prev_n - 1))
-        };
         self.letters += m.letter.count_ones();
-        self.letter_runs += run_starts(m.letter, last(prev.letter)).count_ones();
+        self.letter_runs += run_starts(m.letter, carry[0]).count_ones();
         self.digits += m.digit.count_ones();
         self.punct += punct.count_ones();
-        self.punct_runs += run_starts(punct, last(prev_punct)).count_ones();
+        self.punct_runs += run_starts(punct, carry[1]).count_ones();
         self.space += m.space.count_ones();
-        self.space_runs += run_starts(m.space, last(prev.space)).count_ones();
+        self.space_runs += run_starts(m.space, carry[2]).count_ones();
         self.lead2 += m.lead2.count_ones();
         self.lead3 += m.lead3.count_ones();
         self.sampled += n;
+        let last = |x: u64| (x >> (n - 1)) & 1;
+        [last(m.letter), last(punct), last(m.space)]
     }
 
     #[inline(always)]
     fn scan(bytes: &[u8], masks: impl Fn(&[u8]) -> Masks) -> Shape {
         let mut s = Shape::default();
-        let (mut prev, mut prev_n) = (Masks::default(), 0);
-        for chunk in bytes.chunks(16) {
-            let m = masks(chunk);
-            s.add(&m, chunk.len() as u32, &prev, prev_n);
-            prev = m;
-            prev_n = chunk.len() as u32;
+        let mut carry = [0u64; 3];
+        for block in bytes.chunks(64) {
+            let m = masks(block);
+            carry = s.add(&m, block.len() as u32, carry);
         }
         s
     }
 }
 
+/// Masks of a block of up to 64 bytes: vector compares on whole 16-byte chunks.
 #[inline(always)]
-fn masks_fast(chunk: &[u8]) -> Masks {
-    match <&[u8; 16]>::try_from(chunk) {
-        Ok(full) => masks_16(full),
-        Err(_) => masks_scalar(chunk),
+fn masks_fast(block: &[u8]) -> Masks {
+    let mut m = Masks::default();
+    let mut chunks = block.chunks_exact(16);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let full: &[u8; 16] = chunk.try_into().expect("chunks_exact yields 16 bytes");
+        m.or_at(&masks_16(full), at);
+        at += 16;
     }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        m.or_at(&masks_scalar(rest), at);
+    }
+    m
 }
 
 /// Bytes read from a long string: its head. One contiguous read touches the cache lines right
@@ -297,7 +308,7 @@ mod tests {
             "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!@#$%^&*()",
         ];
         for s in samples {
-            for cut in 0..s.len().min(SAMPLE_BYTES) {
+            for cut in 0..=s.len().min(SAMPLE_BYTES) {
                 let b = &s.as_bytes()[..cut];
                 assert_eq!(
                     Shape::scan(b, masks_fast),

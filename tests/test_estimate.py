@@ -194,3 +194,17 @@ def test_cjk_and_code_are_denser_than_prose():
 
 def test_lone_surrogates_do_not_crash():
     assert cf.estimate([{"role": "user", "content": "bad \ud800 text"}]) > 0
+
+
+def test_hostile_nesting_raises_instead_of_overflowing_the_stack():
+    inner: list = [{"type": "text", "text": "x"}]
+    for _ in range(100_000):
+        inner = [{"type": "tool_result", "tool_use_id": "t", "content": inner}]
+    with pytest.raises(InvalidMessageError):
+        cf.estimate([{"role": "user", "content": inner}], provider="anthropic")
+    deep: dict = {}
+    for _ in range(10_000):
+        deep = {"a": deep}
+    msg = {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": deep}]}
+    with pytest.raises(ValueError):
+        cf.estimate([msg], provider="anthropic")

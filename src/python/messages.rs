@@ -7,9 +7,10 @@
 //! the whole history is ever made.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -187,11 +188,83 @@ pub struct Walker<'k, 'py> {
     py: Python<'py>,
     keep: &'k Keep<'py>,
     index: usize,
+    keys: FieldKeys,
+    depth: Cell<u32>,
+}
+
+// Real histories nest content two levels deep (a tool result inside a user message).
+const MAX_CONTENT_DEPTH: u32 = 32;
+
+/// The interned names of the message fields, compared by pointer first.
+struct FieldKeys([*mut ffi::PyObject; 9]);
+
+const FIELD_NAMES: [&str; 9] = [
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "parts",
+    "reasoning_content",
+    "reasoning",
+    "reasoning_details",
+];
+
+impl FieldKeys {
+    fn new(py: Python<'_>) -> Self {
+        FieldKeys([
+            intern!(py, "role").as_ptr(),
+            intern!(py, "content").as_ptr(),
+            intern!(py, "tool_calls").as_ptr(),
+            intern!(py, "tool_call_id").as_ptr(),
+            intern!(py, "name").as_ptr(),
+            intern!(py, "parts").as_ptr(),
+            intern!(py, "reasoning_content").as_ptr(),
+            intern!(py, "reasoning").as_ptr(),
+            intern!(py, "reasoning_details").as_ptr(),
+        ])
+    }
+
+    /// Which field a key names (`None` for other keys and non-string keys).
+    fn slot<'f, 'py>(
+        &self,
+        py: Python<'py>,
+        key: *mut ffi::PyObject,
+        f: &'f mut Fields<'py>,
+    ) -> Option<&'f mut Option<Bound<'py, PyAny>>> {
+        let i = match self.0.iter().position(|&p| p == key) {
+            Some(i) => i,
+            None => {
+                // SAFETY: `key` is a live borrowed reference held by the dict being read.
+                let key = unsafe { Borrowed::from_ptr(py, key) };
+                let key = key.cast::<PyString>().ok()?;
+                let text = key.to_str().ok()?;
+                FIELD_NAMES.iter().position(|&n| n == text)?
+            }
+        };
+        Some(match i {
+            0 => &mut f.role,
+            1 => &mut f.content,
+            2 => &mut f.tool_calls,
+            3 => &mut f.tool_call_id,
+            4 => &mut f.name,
+            5 => &mut f.parts,
+            6 => &mut f.reasoning_content,
+            7 => &mut f.reasoning,
+            _ => &mut f.reasoning_details,
+        })
+    }
 }
 
 impl<'k, 'py> Walker<'k, 'py> {
     pub fn new(py: Python<'py>, keep: &'k Keep<'py>) -> Self {
-        Walker { py, keep, index: 0 }
+        Walker {
+            py,
+            keep,
+            index: 0,
+            keys: FieldKeys::new(py),
+            depth: Cell::new(0),
+        }
     }
 
     #[cold]
@@ -272,27 +345,33 @@ impl<'k, 'py> Walker<'k, 'py> {
     fn fields(&self, m: &Bound<'py, PyAny>) -> PyResult<Fields<'py>> {
         let py = self.py;
         let mut f = Fields::default();
-        if let Ok(d) = m.cast::<PyDict>() {
+        if m.is_exact_instance_of::<PyDict>() {
+            // The hot path: one pass with borrowed references over an exact dict, keys matched
+            // by identity with the interned field names (dict literals and json.loads keys of
+            // these names are usually the same objects), by text otherwise. No Python code runs
+            // during the pass, so the borrowed pointers stay valid; values kept are increfed.
+            let mut pos: ffi::Py_ssize_t = 0;
+            let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+            let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+            // SAFETY: `m` is an exact dict, and the GIL is held for the whole pass.
+            while unsafe { ffi::PyDict_Next(m.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
+                if v == unsafe { ffi::Py_None() } {
+                    continue;
+                }
+                let Some(slot) = self.keys.slot(py, k, &mut f) else {
+                    continue;
+                };
+                // SAFETY: `v` is a live borrowed reference from the dict; this increfs it.
+                *slot = Some(unsafe { Bound::from_borrowed_ptr(py, v) });
+            }
+        } else if let Ok(d) = m.cast::<PyDict>() {
             for (k, v) in d.iter() {
                 if v.is_none() {
                     continue;
                 }
-                let Ok(k) = k.cast::<PyString>() else {
-                    continue;
-                };
-                let slot = match k.to_str() {
-                    Ok("role") => &mut f.role,
-                    Ok("content") => &mut f.content,
-                    Ok("tool_calls") => &mut f.tool_calls,
-                    Ok("tool_call_id") => &mut f.tool_call_id,
-                    Ok("name") => &mut f.name,
-                    Ok("parts") => &mut f.parts,
-                    Ok("reasoning_content") => &mut f.reasoning_content,
-                    Ok("reasoning") => &mut f.reasoning,
-                    Ok("reasoning_details") => &mut f.reasoning_details,
-                    _ => continue,
-                };
-                *slot = Some(v);
+                if let Some(slot) = self.keys.slot(py, k.as_ptr(), &mut f) {
+                    *slot = Some(v);
+                }
             }
         } else {
             f.role = field(m, intern!(py, "role"))?;
@@ -535,10 +614,26 @@ impl<'k, 'py> Walker<'k, 'py> {
             return Ok(Content::Text(self.keep.str(s.clone())?));
         }
         if c.is_instance_of::<PyList>() || c.is_instance_of::<PyTuple>() {
+            // Tool results nest content in content; a hostile depth must not overflow the stack.
+            let depth = self.depth.get();
+            if depth >= MAX_CONTENT_DEPTH {
+                return Err(self.err(
+                    path,
+                    format!("content nested deeper than {MAX_CONTENT_DEPTH} levels"),
+                ));
+            }
+            self.depth.set(depth + 1);
             let mut parts = Vec::with_capacity(c.len()?);
             for (j, p) in c.try_iter()?.enumerate() {
-                parts.push(self.part(&p?, &format!("{path}[{j}]"))?);
+                match self.part(&p?, &format!("{path}[{j}]")) {
+                    Ok(part) => parts.push(part),
+                    Err(e) => {
+                        self.depth.set(depth);
+                        return Err(e);
+                    }
+                }
             }
+            self.depth.set(depth);
             return Ok(Content::Parts(parts));
         }
         Err(self.err(
