@@ -26,10 +26,16 @@
 //!
 //! A recorded usage says what the provider really counted for the first `n` messages (plus the
 //! request overhead). While those `n` messages are unchanged, an estimate is
-//! `real + correction * (cost of the messages appended since)`; when the anchored prefix changes,
+//! `real + (heuristic cost of the messages appended since)`; when the anchored prefix changes,
 //! the anchor is dropped and the estimate is `correction * heuristic`. The correction is
 //! `real / heuristic`, smoothed exponentially over the recorded usages of the session, and reset
 //! when the recorded model changes (a different tokenizer).
+//!
+//! The appended part is NOT scaled by the correction: measured on the 4,310 later calls of the
+//! SWE trajectories in `shared/data`, scaling it worsens p90 from 1.67% to 1.93% and p99 from
+//! 8.0% to 10.6%. The whole-history ratio mixes errors that do not recur in the next messages
+//! (a first tool output the heuristic mispriced, hidden provider overhead), while the marginal
+//! cost of new messages has a median ratio real / heuristic of 0.99.
 
 use crate::message::{Content, ImageSource, Message, Part};
 
@@ -227,9 +233,9 @@ impl Ledger {
         let c = self.correction.unwrap_or(1.0);
         match self.anchor {
             Some(a) if a.messages <= n => {
-                let appended = (self.cum_tokens[n] - self.cum_tokens[a.messages]) as f64;
+                let appended = self.cum_tokens[n] - self.cum_tokens[a.messages];
                 Estimate {
-                    tokens: a.real + (c * appended).round() as u64,
+                    tokens: a.real + appended,
                     heuristic,
                     anchored: a.messages,
                 }
@@ -441,7 +447,7 @@ mod tests {
         l.push(entry(4, 100));
         let e = l.estimate(4);
         assert_eq!(e.anchored, 3);
-        assert_eq!(e.tokens, 330 + (100.0 * 330.0 / 310.0_f64).round() as u64);
+        assert_eq!(e.tokens, 330 + 100);
     }
 
     #[test]

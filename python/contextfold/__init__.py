@@ -9,22 +9,29 @@ from contextfold._core import (
     __version__,
     estimate,
     estimate_each,
+    estimate_many,
     image_size,
     image_tokens,
     request_overhead,
     wire_bytes,
 )
 from contextfold.errors import InvalidMessageError, UnknownModelError
+from contextfold.limits import context_window, ollama_context_window
+from contextfold.session import Session
 
 __all__ = [
     "PROVIDERS",
     "InvalidMessageError",
+    "Session",
     "UnknownModelError",
     "__version__",
+    "context_window",
     "estimate",
     "estimate_each",
+    "estimate_many",
     "image_size",
     "image_tokens",
+    "ollama_context_window",
     "request_overhead",
     "wire_bytes",
 ]

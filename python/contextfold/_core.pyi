@@ -67,3 +67,70 @@ def image_tokens(
 def image_size(image: str | bytes | bytearray, /) -> tuple[int, int] | None:
     """``(width, height)`` from a PNG, JPEG, GIF or WebP header, decoding only its first bytes;
     ``None`` when the header is unreadable."""
+
+def estimate_many(
+    histories: Sequence[Sequence[Any]],
+    /,
+    *,
+    provider: Provider = "openai",
+    model: str | None = None,
+    tools: Sequence[Any] | None = None,
+    system: str | Sequence[Any] | None = None,
+    threads: int | None = None,
+) -> list[int]:
+    """``[estimate(h, ...) for h in histories]`` in one call: every history is read from the
+    Python objects (with the GIL), then priced on ``threads`` threads (default: the CPU count)
+    with the GIL released. Reading the objects dominates, so the speedup over one thread is
+    modest; the gain is one boundary crossing and the GIL left free while pricing."""
+
+class SessionLedger:
+    """Per-session cache of message costs, usage anchor and correction: the Rust core of
+    ``contextfold.Session`` (use that class; this one is its engine).
+
+    Stores, per message of the last history seen, the object's identity, a cheap fingerprint
+    and its cost, never the message. Calls are serialized by an internal mutex."""
+
+    def __init__(
+        self,
+        *,
+        provider: Provider = "openai",
+        model: str | None = None,
+        tools: Sequence[Any] | None = None,
+        system: str | Sequence[Any] | None = None,
+        track_wire: bool = False,
+        smoothing: float = 0.5,
+    ) -> None: ...
+    def estimate(self, messages: Sequence[Any], /) -> int:
+        """Prompt tokens of ``messages``: anchored on the last usage while its prefix is
+        unchanged, else the calibrated heuristic; prices only messages not seen last call."""
+    def measure(self, messages: Sequence[Any], /) -> tuple[int, int, int, int]:
+        """``(tokens, heuristic, anchored_messages, wire_bytes)``; wire bytes are 0 unless
+        ``track_wire``."""
+    def record_usage(
+        self, real: int, /, *, messages: Sequence[Any] | None = None, model: str | None = None
+    ) -> tuple[int, int, int, int, int, float, bool]:
+        """Record a real prompt count for the last estimated history (or ``messages``).
+        Returns ``(messages, payload_chars, heuristic, estimate_before, real, correction,
+        model_changed)``."""
+    def invalidate(self, start: int = 0) -> None:
+        """Forget cached costs of messages ``start..`` (in-place edits)."""
+    def reset(self) -> None:
+        """Forget cached costs, anchor, correction and last usage."""
+    def set_model(self, model: str | None, /) -> None:
+        """Switch model: new estimator; cached costs, anchor and correction dropped."""
+    @property
+    def correction(self) -> float: ...
+    @property
+    def last_usage(self) -> int | None: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def overhead(self) -> int: ...
+    @property
+    def cached_messages(self) -> int: ...
+    @property
+    def anchored_messages(self) -> int | None: ...
+    @property
+    def track_wire(self) -> bool: ...
