@@ -208,9 +208,15 @@ impl Ledger {
         self.cum_tokens[n.min(self.entries.len())] + self.overhead
     }
 
-    /// Wire bytes of the first `n` cached messages (as JSON; 0 when not tracked).
+    /// Wire bytes of the list of the first `n` cached messages as compact JSON: the messages,
+    /// the brackets and the commas between them (0 when wire size is not tracked).
     pub fn wire_bytes(&self, n: usize) -> u64 {
-        self.cum_wire[n.min(self.entries.len())]
+        let n = n.min(self.entries.len());
+        let body = self.cum_wire[n];
+        if body == 0 && n > 0 {
+            return 0;
+        }
+        body + 2 + n.saturating_sub(1) as u64
     }
 
     /// Text characters of the first `n` cached messages.
@@ -431,7 +437,7 @@ mod tests {
         l.push(entry(4, 50));
         assert_eq!(l.estimate(4).tokens, 360);
         assert_eq!(l.heuristic(2), 210);
-        assert_eq!(l.wire_bytes(4), 1400);
+        assert_eq!(l.wire_bytes(4), 1400 + 2 + 3);
     }
 
     #[test]
