@@ -415,8 +415,51 @@ impl SessionLedger {
     }
 }
 
-/// Estimates of many histories (same provider, model, tools and system), priced on several
-/// threads with the GIL released.
+/// Messages walked per batch of `estimate_many`: each batch is read with the GIL, then priced
+/// with the GIL released, so the views and the references they need stay small and cache-warm.
+const BATCH_MESSAGES: usize = 8192;
+
+/// Totals of `histories`, priced on up to `threads` threads (contiguous chunks balanced by
+/// message count).
+fn price_all(est: &Estimator, overhead: u64, all: &[Vec<Message<'_>>], threads: usize) -> Vec<u64> {
+    let total = |ms: &[Message<'_>]| -> u64 {
+        ms.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead
+    };
+    let weight: usize = all.iter().map(|h| h.len() + 1).sum();
+    let threads = threads.min(all.len()).min(weight / 512 + 1).max(1);
+    if threads == 1 {
+        return all.iter().map(|h| total(h)).collect();
+    }
+    let per = weight.div_ceil(threads);
+    let mut bounds = vec![0];
+    let mut acc = 0;
+    for (i, h) in all.iter().enumerate() {
+        acc += h.len() + 1;
+        if acc >= per * bounds.len() && i + 1 < all.len() {
+            bounds.push(i + 1);
+        }
+    }
+    bounds.push(all.len());
+    let mut out = vec![0u64; all.len()];
+    std::thread::scope(|s| {
+        let mut rest: &mut [u64] = &mut out;
+        for win in bounds.windows(2) {
+            let (lo, hi) = (win[0], win[1]);
+            let (chunk, tail) = rest.split_at_mut(hi - lo);
+            rest = tail;
+            let hs = &all[lo..hi];
+            s.spawn(move || {
+                for (o, h) in chunk.iter_mut().zip(hs) {
+                    *o = total(h);
+                }
+            });
+        }
+    });
+    out
+}
+
+/// Estimates of many histories (same provider, model, tools and system): read in batches with
+/// the GIL, priced on several threads with the GIL released.
 #[pyfunction]
 #[pyo3(signature = (histories, /, *, provider="openai", model=None, tools=None, system=None, threads=None))]
 fn estimate_many(
@@ -432,60 +475,40 @@ fn estimate_many(
     if threads == Some(0) {
         return Err(PyValueError::new_err("threads must be at least 1"));
     }
-    let est = Estimator::new(provider, model.unwrap_or(""));
-    let keep = Keep::new();
-    let mut w = Walker::new(py, &keep);
-    let extras = w.extras(tools, system)?;
     if histories.is_instance_of::<PyString>() || histories.is_instance_of::<PyDict>() {
         return Err(PyTypeError::new_err(
             "histories must be a list of message lists",
         ));
     }
-    let mut all: Vec<Vec<Message<'_>>> = Vec::new();
-    for h in histories.try_iter()? {
-        all.push(w.messages(&h?)?);
-    }
-    let overhead = u64::from(est.overhead(&extras));
-    let threads = threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .min(all.len())
-        .max(1);
-    let total = |ms: &[Message<'_>]| -> u64 {
-        ms.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead
+    let est = Estimator::new(provider, model.unwrap_or(""));
+    let overhead = {
+        let keep = Keep::new();
+        let extras = Walker::new(py, &keep).extras(tools, system)?;
+        u64::from(est.overhead(&extras))
     };
-    Ok(py.detach(|| {
-        if threads == 1 {
-            return all.iter().map(|h| total(h)).collect();
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut out = Vec::new();
+    let mut it = histories.try_iter()?.peekable();
+    while it.peek().is_some() {
+        let keep = Keep::new();
+        let mut w = Walker::new(py, &keep);
+        let mut batch: Vec<Vec<Message<'_>>> = Vec::new();
+        let mut walked = 0;
+        while walked < BATCH_MESSAGES {
+            let Some(h) = it.next() else { break };
+            let ms = w.messages(&h?)?;
+            walked += ms.len() + 1;
+            batch.push(ms);
         }
-        // Contiguous chunks balanced by message count, one per thread.
-        let weight: usize = all.iter().map(|h| h.len() + 1).sum();
-        let per = weight.div_ceil(threads);
-        let mut bounds = vec![0];
-        let mut acc = 0;
-        for (i, h) in all.iter().enumerate() {
-            acc += h.len() + 1;
-            if acc >= per * bounds.len() && i + 1 < all.len() {
-                bounds.push(i + 1);
-            }
-        }
-        bounds.push(all.len());
-        let mut out = vec![0u64; all.len()];
-        std::thread::scope(|s| {
-            let mut rest: &mut [u64] = &mut out;
-            for win in bounds.windows(2) {
-                let (lo, hi) = (win[0], win[1]);
-                let (chunk, tail) = rest.split_at_mut(hi - lo);
-                rest = tail;
-                let hs = &all[lo..hi];
-                s.spawn(move || {
-                    for (o, h) in chunk.iter_mut().zip(hs) {
-                        *o = total(h);
-                    }
-                });
-            }
-        });
-        out
-    }))
+        let totals = if walked >= 2048 {
+            py.detach(|| price_all(&est, overhead, &batch, threads))
+        } else {
+            price_all(&est, overhead, &batch, 1)
+        };
+        out.extend(totals);
+    }
+    Ok(out)
 }
 
 /// Register the session types and functions on the extension module.
