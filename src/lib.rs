@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod estimate;
+pub mod exact;
 pub mod image;
 pub mod image_tokens;
 pub mod ledger;
@@ -11,6 +12,7 @@ pub mod media_tokens;
 pub mod message;
 pub mod profile;
 pub mod text_stats;
+pub mod tool_render;
 pub mod wire;
 
 #[cfg(feature = "python")]

@@ -134,3 +134,41 @@ class SessionLedger:
     def anchored_messages(self) -> int | None: ...
     @property
     def track_wire(self) -> bool: ...
+
+Encoding = Literal["o200k_base", "cl100k_base", "o200k_harmony"]
+
+def count(
+    messages: Sequence[Any],
+    /,
+    *,
+    model: str,
+    tools: Sequence[Any] | None = None,
+    response_format: Any | None = None,
+) -> int:
+    """Prompt tokens the OpenAI API bills for this chat.completions request, tokenized with the
+    model's own encoding (offline; tiktoken-rs embeds the vocabularies).
+
+    Messages: cookbook envelope (3 per message + role + content, +1 per name, +3 reply
+    priming); tool calls as OpenAI renders them (ids not billed, results authored by
+    ``functions.NAME``, parallel calls through ``multi_tool_use.parallel``); images by OpenAI's
+    tile or patch formula from the header's pixel size. ``tools`` are rendered as OpenAI's
+    TypeScript ``namespace functions`` block and a ``json_schema`` ``response_format`` as its
+    ``# Response Formats`` section; both were derived from recorded usage (see README for the
+    measured accuracy). Reasoning models (o3, o4, gpt-5) get their measured constants.
+    Tokenizes with the GIL released. Raises ``UnknownModelError`` for a non-OpenAI model and
+    ``InvalidMessageError`` (message index, field) on bad input; never mutates its arguments.
+    """
+
+def count_each(messages: Sequence[Any], /, *, model: str) -> list[int]:
+    """Exact tokens of each message, envelope included, in order: ``count(messages, model=m)``
+    equals ``sum(count_each(messages, model=m)) + 3`` (2 on reasoning models) without tools.
+    Histories only grow, so callers can cache these per message."""
+
+def count_text(text: str, /, *, model: str | None = None, encoding: Encoding | None = None) -> int:
+    """Tokens of ``text`` in the model's (or the named) encoding. Special-token text such as
+    ``"<|endoftext|>"`` is counted as ordinary text, as the API does for content. One of
+    ``model`` / ``encoding`` is required; ``encoding`` wins when both are given."""
+
+def encoding_for(model: str) -> Encoding:
+    """The tiktoken encoding of an OpenAI model name (prefix match as tiktoken does; ``ft:`` and
+    provider prefixes such as ``openai/`` are stripped). Raises ``UnknownModelError``."""

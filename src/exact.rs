@@ -1,0 +1,407 @@
+//! Exact prompt-token counts for OpenAI models, with the tokenizers OpenAI publishes.
+//!
+//! tiktoken-rs embeds the vocabularies, so this works offline. Each encoder is built once per
+//! process (construction costs ~0.3 s) and shared by every thread: `CoreBPE` is `Sync`.
+//!
+//! What a chat.completions request is billed (derived on the recorded cassettes,
+//! `tools/derive_openai_rendering.py`, which is the Python reference of this module):
+//! - per message 3 tokens + role + content (+ name + 1), + 3 for reply priming: the OpenAI
+//!   cookbook "How to count tokens with tiktoken" (verified there against the API; FACTS.md);
+//!   gpt-3.5-turbo-0301: 4 per message, -1 per name;
+//! - reasoning models (o3, o4, gpt-5) bill 1 token less per request (every recording);
+//! - tool-call ids are not billed; a call is `" to=functions.NAME"` + arguments + 1, and its
+//!   result is authored by `functions.NAME` instead of `tool`; several calls in one message are
+//!   one `multi_tool_use.parallel` call (the wrapper OpenAI models use for parallel calls);
+//! - tool definitions and `response_format` schemas: `tool_render`;
+//! - images: the provider formulas of `image_tokens` from the pixel size in the header.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use tiktoken_rs::CoreBPE;
+
+use crate::image::{dims_of_base64, dims_of_bytes};
+use crate::image_tokens::{image_tokens, rule_for, ImageRule};
+use crate::message::{Content, ImageSource, Message, Part, Role, ToolCall};
+use crate::profile::Provider;
+use crate::tool_render::{render_response_format, render_tools, Json};
+
+/// One of OpenAI's public tokenizers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    O200kBase,
+    Cl100kBase,
+    O200kHarmony,
+}
+
+impl Encoding {
+    pub const NAMES: [&'static str; 3] = ["o200k_base", "cl100k_base", "o200k_harmony"];
+
+    /// tiktoken's name of the encoding.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k_base",
+            Encoding::Cl100kBase => "cl100k_base",
+            Encoding::O200kHarmony => "o200k_harmony",
+        }
+    }
+
+    /// Parse a tiktoken encoding name.
+    pub fn parse(name: &str) -> Option<Encoding> {
+        match name {
+            "o200k_base" => Some(Encoding::O200kBase),
+            "cl100k_base" => Some(Encoding::Cl100kBase),
+            "o200k_harmony" => Some(Encoding::O200kHarmony),
+            _ => None,
+        }
+    }
+
+    /// The shared encoder, built on first use.
+    pub fn bpe(self) -> &'static CoreBPE {
+        match self {
+            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+            Encoding::O200kHarmony => tiktoken_rs::o200k_harmony_singleton(),
+        }
+    }
+
+    /// Tokens of `text` with special-token text (`<|endoftext|>`) counted as ordinary text,
+    /// as the API does for message content.
+    pub fn count(self, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        self.bpe().encode_ordinary(text).len()
+    }
+}
+
+/// A model name that maps to no known OpenAI encoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownModel(pub String);
+
+impl fmt::Display for UnknownModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown model {:?}: no OpenAI encoding is known for it; pass encoding= \
+             (one of {}) to count_text, or use a known model name",
+            self.0,
+            Encoding::NAMES.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownModel {}
+
+// Model-name prefixes, as tiktoken's `model.py` maps them (FACTS.md), longest first where they
+// overlap. Dated and suffixed names (`gpt-4o-2024-11-20`, `gpt-4.1-mini`) match by prefix.
+const PREFIXES: &[(&str, Encoding)] = &[
+    ("gpt-oss", Encoding::O200kHarmony),
+    ("gpt-4o", Encoding::O200kBase),
+    ("chatgpt-4o", Encoding::O200kBase),
+    ("gpt-4.1", Encoding::O200kBase),
+    ("gpt-4.5", Encoding::O200kBase),
+    ("gpt-5", Encoding::O200kBase),
+    ("o1", Encoding::O200kBase),
+    ("o3", Encoding::O200kBase),
+    ("o4", Encoding::O200kBase),
+    ("codex-", Encoding::O200kBase),
+    ("gpt-4", Encoding::Cl100kBase),
+    ("gpt-3.5", Encoding::Cl100kBase),
+    ("gpt-35", Encoding::Cl100kBase),
+    ("text-embedding-3", Encoding::Cl100kBase),
+    ("text-embedding-ada-002", Encoding::Cl100kBase),
+];
+
+/// The model name without an `ft:` prefix, fine-tune suffix (`ft:gpt-4o:org::id`) or provider
+/// path (`openai/gpt-4o`, `azure/gpt-4o`).
+fn base_model(model: &str) -> &str {
+    let m = model.trim();
+    let m = m.rsplit('/').next().unwrap_or(m);
+    match m.strip_prefix("ft:") {
+        Some(rest) => rest.split(':').next().unwrap_or(rest),
+        None => m,
+    }
+}
+
+/// The encoding of an OpenAI model name.
+pub fn encoding_for(model: &str) -> Result<Encoding, UnknownModel> {
+    let m = base_model(model);
+    PREFIXES
+        .iter()
+        .find(|(p, _)| m.starts_with(p))
+        .map(|&(_, e)| e)
+        .ok_or_else(|| UnknownModel(model.to_string()))
+}
+
+/// How one model is billed.
+#[derive(Debug, Clone, Copy)]
+pub struct Counter {
+    pub encoding: Encoding,
+    /// o-series and gpt-5: one token less per request, more per tool call.
+    reasoning: bool,
+    gpt5: bool,
+    /// gpt-3.5-turbo-0301: 4 per message, -1 per name (cookbook).
+    legacy_0301: bool,
+    image_rule: ImageRule,
+}
+
+impl Counter {
+    /// The rules of `model`; an unknown model is an error.
+    pub fn new(model: &str) -> Result<Counter, UnknownModel> {
+        let encoding = encoding_for(model)?;
+        let m = base_model(model);
+        let gpt5 = m.starts_with("gpt-5") && !m.starts_with("gpt-5-chat");
+        Ok(Counter {
+            encoding,
+            reasoning: gpt5 || m.starts_with("o3") || m.starts_with("o4"),
+            gpt5,
+            legacy_0301: m.starts_with("gpt-3.5-turbo-0301"),
+            image_rule: rule_for(Provider::OpenAI, m),
+        })
+    }
+
+    fn text(&self, s: &str) -> u32 {
+        self.encoding.count(s) as u32
+    }
+
+    fn image(&self, source: &ImageSource<'_>, detail: crate::message::Detail) -> u32 {
+        let dims = match source {
+            ImageSource::Base64(b) => dims_of_base64(b),
+            ImageSource::Bytes(b) => dims_of_bytes(b),
+            ImageSource::Url(_) => None,
+        };
+        image_tokens(self.image_rule, dims, detail)
+    }
+
+    fn part(&self, p: &Part<'_>) -> u32 {
+        match p {
+            Part::Text(t) => self.text(t),
+            Part::Image(img) => self.image(&img.source, img.detail),
+            // Other providers' blocks, should a history carry them: their text.
+            Part::ToolUse(c) => self.text(c.name) + self.text(&c.arguments),
+            Part::ToolResult { content, .. } => content.iter().map(|p| self.part(p)).sum(),
+            Part::Thinking { text, .. } => self.text(text),
+            // Encrypted reasoning is not prompt text; audio and files are billed by their own
+            // meters, which no tokenizer reproduces: not counted here.
+            Part::EncryptedReasoning(_) | Part::Opaque { .. } => 0,
+        }
+    }
+
+    fn calls(&self, calls: &[ToolCall<'_>]) -> u32 {
+        let per_call = if self.reasoning { 7 } else { 1 };
+        match calls {
+            [] => 0,
+            [c] => {
+                self.text(&format!(" to=functions.{}", c.name)) + self.text(&c.arguments) + per_call
+            }
+            // Parallel calls: one call to the `multi_tool_use.parallel` wrapper.
+            _ => {
+                let mut s = String::from("{\"tool_uses\": [");
+                for (i, c) in calls.iter().enumerate() {
+                    if i > 0 {
+                        s.push_str(", ");
+                    }
+                    s.push_str("{\"recipient_name\": \"functions.");
+                    s.push_str(c.name);
+                    s.push_str("\", \"parameters\": ");
+                    s.push_str(if c.arguments.trim().is_empty() {
+                        "{}"
+                    } else {
+                        &c.arguments
+                    });
+                    s.push('}');
+                }
+                s.push_str("]}");
+                self.text(" to=multi_tool_use.parallel")
+                    + self.text(&s)
+                    + per_call * calls.len() as u32
+            }
+        }
+    }
+
+    /// Tokens of one message, envelope included; `names` maps tool-call ids to function names.
+    fn message(&self, m: &Message<'_>, names: &HashMap<&str, &str>) -> u32 {
+        let mut n = if self.legacy_0301 { 4 } else { 3 };
+        if m.role == Role::Tool && m.tool_call_id.is_some() {
+            let name = m
+                .tool_call_id
+                .and_then(|id| names.get(id).copied())
+                .or(m.name)
+                .unwrap_or("");
+            n += self.text(&format!("functions.{name}"));
+        } else {
+            n += self.text(m.role_str);
+            if let Some(name) = m.name {
+                n += self.text(name);
+                if self.legacy_0301 {
+                    n -= 1;
+                } else {
+                    n += 1;
+                }
+            }
+        }
+        n += match &m.content {
+            Content::None => 0,
+            Content::Text(t) => self.text(t),
+            Content::Parts(ps) => ps.iter().map(|p| self.part(p)).sum(),
+        };
+        if let Some(r) = &m.reasoning {
+            n += self.text(r);
+        }
+        n + self.calls(&m.tool_calls)
+    }
+
+    /// Tokens of each message, envelope included (the reply priming is not in any of them).
+    pub fn count_each(&self, messages: &[Message<'_>]) -> Vec<u32> {
+        let names = call_names(messages);
+        messages.iter().map(|m| self.message(m, &names)).collect()
+    }
+
+    /// Tokens of everything around the messages: reply priming, tool definitions, the
+    /// structured-output schema and the per-model constants.
+    pub fn overhead(
+        &self,
+        messages: &[Message<'_>],
+        tools: &[Json],
+        response_format: Option<&Json>,
+    ) -> u64 {
+        let mut n: i64 = 3;
+        if self.reasoning {
+            n -= 1;
+        }
+        if !tools.is_empty() {
+            n += self.text(&render_tools(tools)) as i64;
+            let has_system = messages
+                .iter()
+                .any(|m| matches!(m.role, Role::System | Role::Developer));
+            // Measured: gpt-5 models add their own tool preamble (+83 on every recording);
+            // elsewhere the block opens a system message of its own when there is none.
+            if self.gpt5 {
+                n += 83;
+            } else if !has_system {
+                n += 3;
+            }
+        }
+        if let Some(text) = response_format.and_then(render_response_format) {
+            n += self.text(&text) as i64 + 4;
+        }
+        n.max(0) as u64
+    }
+
+    /// Prompt tokens of a whole chat.completions request.
+    pub fn count(
+        &self,
+        messages: &[Message<'_>],
+        tools: &[Json],
+        response_format: Option<&Json>,
+    ) -> u64 {
+        self.count_each(messages)
+            .iter()
+            .map(|&t| u64::from(t))
+            .sum::<u64>()
+            + self.overhead(messages, tools, response_format)
+    }
+}
+
+fn call_names<'a>(messages: &[Message<'a>]) -> HashMap<&'a str, &'a str> {
+    let mut names = HashMap::new();
+    for m in messages {
+        for c in &m.tool_calls {
+            names.insert(c.id, c.name);
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    #[test]
+    fn model_names_map_like_tiktoken() {
+        for (m, e) in [
+            ("gpt-4o", Encoding::O200kBase),
+            ("gpt-4o-mini-2024-07-18", Encoding::O200kBase),
+            ("ft:gpt-4o-mini:org::abc", Encoding::O200kBase),
+            ("openai/gpt-4.1", Encoding::O200kBase),
+            ("o3-mini", Encoding::O200kBase),
+            ("gpt-5-nano", Encoding::O200kBase),
+            ("gpt-4", Encoding::Cl100kBase),
+            ("gpt-4-0125-preview", Encoding::Cl100kBase),
+            ("gpt-3.5-turbo", Encoding::Cl100kBase),
+            ("gpt-oss-20b", Encoding::O200kHarmony),
+        ] {
+            assert_eq!(encoding_for(m), Ok(e), "{m}");
+        }
+        let err = encoding_for("claude-3-5-sonnet").unwrap_err();
+        assert!(err.to_string().contains("encoding="));
+    }
+
+    #[test]
+    fn special_token_text_is_ordinary_text() {
+        let e = Encoding::O200kBase;
+        assert_eq!(e.count(""), 0);
+        assert_eq!(e.count("hello world"), 2);
+        // tiktoken: encode_ordinary("<|endoftext|>") is 7 tokens in o200k_base.
+        assert!(e.count("<|endoftext|>") > 1);
+    }
+
+    #[test]
+    fn cookbook_example_counts() {
+        // OpenAI cookbook "How to count tokens with tiktoken": 129 (gpt-4) / 124 (gpt-4o).
+        let msgs = [
+            ("system", None, "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."),
+            ("system", Some("example_user"), "New synergies will help drive top-line growth."),
+            ("system", Some("example_assistant"), "Things working well together will increase revenue."),
+            ("system", Some("example_user"), "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage."),
+            ("system", Some("example_assistant"), "Let's talk later when we're less busy about how to do better."),
+            ("user", None, "This late pivot means we don't have time to boil the ocean for the client deliverable."),
+        ];
+        let ms: Vec<Message<'_>> = msgs
+            .iter()
+            .map(|&(role, name, text)| {
+                let mut m = Message::text(role, text);
+                m.name = name;
+                m
+            })
+            .collect();
+        assert_eq!(Counter::new("gpt-4").unwrap().count(&ms, &[], None), 129);
+        assert_eq!(Counter::new("gpt-4o").unwrap().count(&ms, &[], None), 124);
+    }
+
+    #[test]
+    fn tool_results_are_authored_by_the_function() {
+        let c = Counter::new("gpt-4o").unwrap();
+        let mut a = Message::empty("assistant");
+        a.tool_calls.push(ToolCall {
+            id: "call_abcdefghijklmnop",
+            name: "get_weather",
+            arguments: Cow::Borrowed("{\"city\":\"Paris\"}"),
+        });
+        let mut t = Message::text("tool", "sunny");
+        t.tool_call_id = Some("call_abcdefghijklmnop");
+        let each = c.count_each(&[a, t]);
+        let e = Encoding::O200kBase;
+        assert_eq!(
+            each[0] as usize,
+            3 + e.count("assistant")
+                + e.count(" to=functions.get_weather")
+                + e.count("{\"city\":\"Paris\"}")
+                + 1
+        );
+        assert_eq!(
+            each[1] as usize,
+            3 + e.count("functions.get_weather") + e.count("sunny")
+        );
+    }
+
+    #[test]
+    fn reasoning_models_bill_one_less() {
+        let ms = [Message::text("user", "hi")];
+        let a = Counter::new("gpt-4o").unwrap().count(&ms, &[], None);
+        let b = Counter::new("gpt-5").unwrap().count(&ms, &[], None);
+        assert_eq!(a, b + 1);
+    }
+}

@@ -1,0 +1,179 @@
+//! Bindings of the exact OpenAI counter (`crate::exact`): `count`, `count_each`, `count_text`,
+//! `encoding_for`. The history is walked once with the GIL held (borrowing the strings), then
+//! tokenized with the GIL released, so several Python threads count in parallel.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+
+use crate::exact::{encoding_for as core_encoding_for, Counter, Encoding, UnknownModel};
+use crate::tool_render::Json;
+
+use super::messages::{Keep, Walker};
+
+static UNKNOWN_MODEL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+#[cold]
+fn unknown_model(py: Python<'_>, e: UnknownModel) -> PyErr {
+    match UNKNOWN_MODEL.import(py, "contextfold.errors", "UnknownModelError") {
+        Ok(cls) => match cls.call1((e.to_string(),)) {
+            Ok(exc) => PyErr::from_value(exc),
+            Err(err) => err,
+        },
+        Err(err) => err,
+    }
+}
+
+fn counter(py: Python<'_>, model: &str) -> PyResult<Counter> {
+    Counter::new(model).map_err(|e| unknown_model(py, e))
+}
+
+// Deeper than any real schema; also stops self-referencing containers.
+const MAX_DEPTH: usize = 256;
+
+/// A Python value (dicts, lists, strings, numbers, pydantic models) as an ordered JSON value.
+fn to_json(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResult<Json> {
+    if depth > MAX_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "{path}: nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    if v.is_none() {
+        return Ok(Json::Null);
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(Json::String(s.to_string_lossy().into_owned()));
+    }
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(Json::Bool(b.is_true()));
+    }
+    if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
+        // repr() of a finite float is what json.dumps writes.
+        return Ok(Json::Number(v.repr()?.to_string_lossy().into_owned()));
+    }
+    if let Ok(d) = v.cast::<PyDict>() {
+        let mut kv = Vec::with_capacity(d.len());
+        for (k, val) in d.iter() {
+            let key = match k.cast::<PyString>() {
+                Ok(s) => s.to_string_lossy().into_owned(),
+                Err(_) => k.str()?.to_string_lossy().into_owned(),
+            };
+            let sub = to_json(&val, &format!("{path}.{key}"), depth + 1)?;
+            kv.push((key, sub));
+        }
+        return Ok(Json::Object(kv));
+    }
+    if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        let mut out = Vec::new();
+        for (i, item) in v.try_iter()?.enumerate() {
+            out.push(to_json(&item?, &format!("{path}[{i}]"), depth + 1)?);
+        }
+        return Ok(Json::Array(out));
+    }
+    // SDK objects (pydantic models): their JSON form, without unset optional fields.
+    if let Ok(dump) = v.getattr(intern!(v.py(), "model_dump")) {
+        let kwargs = PyDict::new(v.py());
+        kwargs.set_item("mode", "json")?;
+        kwargs.set_item("exclude_none", true)?;
+        let d = dump.call((), Some(&kwargs))?;
+        return to_json(&d, path, depth + 1);
+    }
+    Err(PyTypeError::new_err(format!(
+        "{path}: expected JSON-like data (dict, list, str, number, bool, None), got {}",
+        v.get_type().name()?
+    )))
+}
+
+fn tools_json(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Json>> {
+    let Some(t) = tools.filter(|t| !t.is_none()) else {
+        return Ok(Vec::new());
+    };
+    if !(t.is_instance_of::<PyList>() || t.is_instance_of::<PyTuple>()) {
+        return Err(PyTypeError::new_err(format!(
+            "tools must be a list of tool definitions, got {}",
+            t.get_type().name()?
+        )));
+    }
+    let mut out = Vec::new();
+    for (i, item) in t.try_iter()?.enumerate() {
+        out.push(to_json(&item?, &format!("tools[{i}]"), 0)?);
+    }
+    Ok(out)
+}
+
+/// Prompt tokens OpenAI bills for a chat.completions request.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, model, tools=None, response_format=None))]
+fn count(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    model: &str,
+    tools: Option<&Bound<'_, PyAny>>,
+    response_format: Option<&Bound<'_, PyAny>>,
+) -> PyResult<u64> {
+    let c = counter(py, model)?;
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
+    let tools = tools_json(tools)?;
+    let rf = match response_format.filter(|r| !r.is_none()) {
+        Some(r) => Some(to_json(r, "response_format", 0)?),
+        None => None,
+    };
+    Ok(py.detach(|| c.count(&ms, &tools, rf.as_ref())))
+}
+
+/// Exact tokens of each message, envelope included.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, model))]
+fn count_each(py: Python<'_>, messages: &Bound<'_, PyAny>, model: &str) -> PyResult<Vec<u32>> {
+    let c = counter(py, model)?;
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
+    Ok(py.detach(|| c.count_each(&ms)))
+}
+
+/// Tokens of a text, special-token text counted as ordinary text.
+#[pyfunction]
+#[pyo3(signature = (text, /, *, model=None, encoding=None))]
+fn count_text(
+    py: Python<'_>,
+    text: &Bound<'_, PyString>,
+    model: Option<&str>,
+    encoding: Option<&str>,
+) -> PyResult<usize> {
+    let enc = match (model, encoding) {
+        (_, Some(name)) => Encoding::parse(name).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown encoding {name:?}; valid: {}",
+                Encoding::NAMES.join(", ")
+            ))
+        })?,
+        (Some(m), None) => core_encoding_for(m).map_err(|e| unknown_model(py, e))?,
+        (None, None) => {
+            return Err(PyTypeError::new_err(
+                "count_text() needs model= or encoding=",
+            ))
+        }
+    };
+    let s = text.to_string_lossy();
+    Ok(py.detach(|| enc.count(&s)))
+}
+
+/// The tiktoken encoding name of an OpenAI model.
+#[pyfunction]
+fn encoding_for(py: Python<'_>, model: &str) -> PyResult<&'static str> {
+    core_encoding_for(model)
+        .map(Encoding::name)
+        .map_err(|e| unknown_model(py, e))
+}
+
+/// Register this module's functions on `_core`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(count, m)?)?;
+    m.add_function(wrap_pyfunction!(count_each, m)?)?;
+    m.add_function(wrap_pyfunction!(count_text, m)?)?;
+    m.add_function(wrap_pyfunction!(encoding_for, m)?)?;
+    Ok(())
+}

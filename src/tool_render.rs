@@ -1,0 +1,480 @@
+//! How OpenAI renders tool definitions and structured-output schemas into the prompt.
+//!
+//! OpenAI does not publish the text its chat models see for `tools` and `response_format`; the
+//! rendering below was derived from the recorded `usage.prompt_tokens` of the shared cassettes
+//! (`tools/derive_openai_rendering.py` is the reference and prints the error table). Tools
+//! become a TypeScript-like namespace, the shape OpenAI documents for its open-weight models
+//! (openai/harmony, `template_tools_section`) and that its hosted models were shown to use:
+//!
+//! ```text
+//! # Tools
+//!
+//! ## functions
+//!
+//! namespace functions {
+//!
+//! // Get the weather
+//! type get_weather = (_: {
+//! // City name
+//! city: string,
+//! unit?: "c" | "f",
+//! }) => any;
+//!
+//! } // namespace functions
+//! ```
+//!
+//! A `response_format` JSON schema is rendered as `# Response Formats\n\n## NAME\n\n` followed by
+//! the schema as compact JSON without its `title` keys.
+
+use crate::wire::push_json_string;
+
+/// A JSON value with object keys in their original order (the rendering follows it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json {
+    Null,
+    Bool(bool),
+    /// A number as its JSON text (`1`, `0.5`, `1e+20`).
+    Number(String),
+    String(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// The value of `key` when `self` is an object.
+    pub fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Object(kv) => kv.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn as_array(&self) -> Option<&[Json]> {
+        match self {
+            Json::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn props(&self) -> &[(String, Json)] {
+        match self.get("properties") {
+            Some(Json::Object(kv)) => kv,
+            _ => &[],
+        }
+    }
+
+    /// Compact JSON (`json.dumps(v, separators=(",", ":"), ensure_ascii=False)`), skipping
+    /// object keys for which `skip` is true.
+    pub fn write_compact(&self, out: &mut String, skip: &dyn Fn(&str) -> bool) {
+        match self {
+            Json::Null => out.push_str("null"),
+            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Json::Number(n) => out.push_str(n),
+            Json::String(s) => push_json_string(out, s),
+            Json::Array(a) => {
+                out.push('[');
+                for (i, v) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write_compact(out, skip);
+                }
+                out.push(']');
+            }
+            Json::Object(kv) => {
+                out.push('{');
+                let mut first = true;
+                for (k, v) in kv {
+                    if skip(k) {
+                        continue;
+                    }
+                    if !first {
+                        out.push(',');
+                    }
+                    first = false;
+                    push_json_string(out, k);
+                    out.push(':');
+                    v.write_compact(out, skip);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+// `$ref` chains and nesting deeper than this render as `any` (also stops recursive schemas).
+const MAX_DEPTH: usize = 32;
+
+struct Ctx<'a> {
+    defs: Vec<&'a [(String, Json)]>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(params: &'a Json) -> Self {
+        let mut defs = Vec::new();
+        for key in ["$defs", "definitions"] {
+            if let Some(Json::Object(kv)) = params.get(key) {
+                defs.push(kv.as_slice());
+            }
+        }
+        Ctx { defs }
+    }
+
+    /// Follow `{"$ref": "#/$defs/Name"}` to its definition.
+    fn resolve(&self, mut s: &'a Json) -> &'a Json {
+        for _ in 0..MAX_DEPTH {
+            let Some(r) = s.get("$ref").and_then(Json::as_str) else {
+                return s;
+            };
+            let name = r.rsplit('/').next().unwrap_or(r);
+            match self
+                .defs
+                .iter()
+                .find_map(|d| d.iter().find(|(k, _)| k == name))
+            {
+                Some((_, v)) => s = v,
+                None => return s,
+            }
+        }
+        s
+    }
+
+    fn ts_type(&self, s: &'a Json, indent: &str, depth: usize, out: &mut String) {
+        let s = self.resolve(s);
+        if depth > MAX_DEPTH || !matches!(s, Json::Object(_)) {
+            out.push_str("any");
+            return;
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(vs) = s.get(key).and_then(Json::as_array) {
+                self.union(vs.iter(), indent, depth, out);
+                return;
+            }
+        }
+        let ty = s.get("type");
+        if let Some(types) = ty.and_then(Json::as_array) {
+            for (i, t) in types.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(" | ");
+                }
+                self.typed(s, t.as_str().unwrap_or(""), indent, depth, out);
+            }
+            return;
+        }
+        if let Some(vals) = s.get("enum").and_then(Json::as_array) {
+            if !vals.is_empty() {
+                for (i, v) in vals.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(" | ");
+                    }
+                    v.write_compact(out, &|_| false);
+                }
+                return;
+            }
+        }
+        if let Some(c) = s.get("const") {
+            c.write_compact(out, &|_| false);
+            return;
+        }
+        let t = ty.and_then(Json::as_str).unwrap_or("");
+        self.typed(s, t, indent, depth, out);
+    }
+
+    fn union<I: Iterator<Item = &'a Json>>(
+        &self,
+        vs: I,
+        indent: &str,
+        depth: usize,
+        out: &mut String,
+    ) {
+        for (i, v) in vs.enumerate() {
+            if i > 0 {
+                out.push_str(" | ");
+            }
+            self.ts_type(v, indent, depth + 1, out);
+        }
+    }
+
+    /// The type of schema `s` read as JSON type `t`.
+    fn typed(&self, s: &'a Json, t: &str, indent: &str, depth: usize, out: &mut String) {
+        match t {
+            "string" => out.push_str("string"),
+            "number" | "integer" => out.push_str("number"),
+            "boolean" => out.push_str("boolean"),
+            "null" => out.push_str("null"),
+            "array" => match s.get("items") {
+                Some(items) => {
+                    let mut inner = String::new();
+                    self.ts_type(items, indent, depth + 1, &mut inner);
+                    if inner.contains(" | ") {
+                        out.push('(');
+                        out.push_str(&inner);
+                        out.push(')');
+                    } else {
+                        out.push_str(&inner);
+                    }
+                    out.push_str("[]");
+                }
+                None => out.push_str("any[]"),
+            },
+            _ if t == "object" || s.get("properties").is_some() => {
+                if s.props().is_empty() {
+                    out.push_str("object");
+                } else {
+                    let inner = format!("{indent}  ");
+                    out.push_str("{\n");
+                    self.props(s, &inner, depth + 1, out);
+                    out.push('\n');
+                    out.push_str(indent);
+                    out.push('}');
+                }
+            }
+            _ => out.push_str("any"),
+        }
+    }
+
+    /// One `// description` + `name?: type,` block per property, lines joined by `\n`.
+    fn props(&self, s: &'a Json, indent: &str, depth: usize, out: &mut String) {
+        let required: Vec<&str> = s
+            .get("required")
+            .and_then(Json::as_array)
+            .map(|a| a.iter().filter_map(Json::as_str).collect())
+            .unwrap_or_default();
+        let mut first = true;
+        for (key, val) in s.props() {
+            if !first {
+                out.push('\n');
+            }
+            first = false;
+            if let Some(d) = val.get("description").and_then(Json::as_str) {
+                if !d.is_empty() {
+                    comment_lines(d, indent, out);
+                    out.push('\n');
+                }
+            }
+            out.push_str(indent);
+            out.push_str(key);
+            if !required.contains(&key.as_str()) {
+                out.push('?');
+            }
+            out.push_str(": ");
+            self.ts_type(val, indent, depth, out);
+            out.push(',');
+        }
+    }
+}
+
+/// `// line` for every line of `text` (a multi-line description stays one comment per line).
+fn comment_lines(text: &str, indent: &str, out: &mut String) {
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(indent);
+        out.push_str("// ");
+        out.push_str(line);
+    }
+}
+
+/// One tool definition: `{"type": "function", "function": {name, description, parameters}}`
+/// (chat.completions) or the flat `{name, description, parameters}` form.
+fn render_tool(tool: &Json, out: &mut String) {
+    let f = match tool.get("function") {
+        Some(f @ Json::Object(_)) => f,
+        _ => tool,
+    };
+    let name = f.get("name").and_then(Json::as_str).unwrap_or("");
+    if let Some(d) = f.get("description").and_then(Json::as_str) {
+        if !d.is_empty() {
+            comment_lines(d, "", out);
+            out.push('\n');
+        }
+    }
+    let params = f.get("parameters").unwrap_or(&Json::Null);
+    let ctx = Ctx::new(params);
+    if params.props().is_empty() {
+        out.push_str("type ");
+        out.push_str(name);
+        out.push_str(" = () => any;\n");
+    } else {
+        out.push_str("type ");
+        out.push_str(name);
+        out.push_str(" = (_: {\n");
+        ctx.props(params, "", 0, out);
+        out.push_str("\n}) => any;\n");
+    }
+}
+
+/// The text OpenAI adds to the prompt for a list of tool definitions.
+pub fn render_tools(tools: &[Json]) -> String {
+    let mut out = String::from("# Tools\n\n## functions\n\nnamespace functions {\n\n");
+    for t in tools {
+        render_tool(t, &mut out);
+        out.push('\n');
+    }
+    out.push_str("} // namespace functions");
+    out
+}
+
+/// The text OpenAI adds for a `response_format`; `None` when it adds none (`text`,
+/// `json_object`, or no schema).
+pub fn render_response_format(rf: &Json) -> Option<String> {
+    if rf.get("type").and_then(Json::as_str) != Some("json_schema") {
+        return None;
+    }
+    let js = rf.get("json_schema")?;
+    let name = js.get("name").and_then(Json::as_str).unwrap_or("");
+    let mut out = format!("# Response Formats\n\n## {name}\n\n");
+    match js.get("schema") {
+        Some(s) => s.write_compact(&mut out, &|k| k == "title"),
+        None => out.push_str("{}"),
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> Json {
+        Json::String(v.into())
+    }
+    fn obj(kv: Vec<(&str, Json)>) -> Json {
+        Json::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    fn weather() -> Json {
+        obj(vec![
+            ("type", s("function")),
+            (
+                "function",
+                obj(vec![
+                    ("name", s("get_weather")),
+                    ("description", s("Get the weather\nfor a city")),
+                    (
+                        "parameters",
+                        obj(vec![
+                            ("type", s("object")),
+                            (
+                                "properties",
+                                obj(vec![
+                                    (
+                                        "city",
+                                        obj(vec![
+                                            ("type", s("string")),
+                                            ("description", s("City name")),
+                                        ]),
+                                    ),
+                                    (
+                                        "unit",
+                                        obj(vec![
+                                            ("type", s("string")),
+                                            ("enum", Json::Array(vec![s("c"), s("f")])),
+                                        ]),
+                                    ),
+                                    (
+                                        "days",
+                                        obj(vec![
+                                            ("type", s("array")),
+                                            (
+                                                "items",
+                                                obj(vec![(
+                                                    "type",
+                                                    Json::Array(vec![s("integer"), s("null")]),
+                                                )]),
+                                            ),
+                                        ]),
+                                    ),
+                                    ("where", obj(vec![("$ref", s("#/$defs/Place"))])),
+                                ]),
+                            ),
+                            ("required", Json::Array(vec![s("city")])),
+                            (
+                                "$defs",
+                                obj(vec![(
+                                    "Place",
+                                    obj(vec![
+                                        ("type", s("object")),
+                                        (
+                                            "properties",
+                                            obj(vec![("lat", obj(vec![("type", s("number"))]))]),
+                                        ),
+                                        ("required", Json::Array(vec![s("lat")])),
+                                    ]),
+                                )]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ),
+        ])
+    }
+
+    #[test]
+    fn renders_the_typescript_namespace() {
+        let text = render_tools(&[weather()]);
+        assert_eq!(
+            text,
+            "# Tools\n\n## functions\n\nnamespace functions {\n\n\
+             // Get the weather\n// for a city\n\
+             type get_weather = (_: {\n\
+             // City name\ncity: string,\n\
+             unit?: \"c\" | \"f\",\n\
+             days?: (number | null)[],\n\
+             where?: {\n  lat: number,\n},\n\
+             }) => any;\n\n} // namespace functions"
+        );
+    }
+
+    #[test]
+    fn tools_without_parameters_and_recursive_refs_terminate() {
+        let t = obj(vec![("name", s("ping")), ("parameters", obj(vec![]))]);
+        assert!(render_tools(&[t]).contains("type ping = () => any;\n"));
+        let looped = obj(vec![(
+            "parameters",
+            obj(vec![
+                (
+                    "properties",
+                    obj(vec![("x", obj(vec![("$ref", s("#/$defs/A"))]))]),
+                ),
+                (
+                    "$defs",
+                    obj(vec![("A", obj(vec![("$ref", s("#/$defs/A"))]))]),
+                ),
+            ]),
+        )]);
+        assert!(render_tools(&[looped]).contains("x?: any,"));
+    }
+
+    #[test]
+    fn response_format_drops_titles() {
+        let rf = obj(vec![
+            ("type", s("json_schema")),
+            (
+                "json_schema",
+                obj(vec![
+                    ("name", s("Out")),
+                    (
+                        "schema",
+                        obj(vec![("title", s("Out")), ("type", s("object"))]),
+                    ),
+                ]),
+            ),
+        ]);
+        assert_eq!(
+            render_response_format(&rf).unwrap(),
+            "# Response Formats\n\n## Out\n\n{\"type\":\"object\"}"
+        );
+        assert_eq!(
+            render_response_format(&obj(vec![("type", s("json_object"))])),
+            None
+        );
+    }
+}

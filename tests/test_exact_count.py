@@ -1,0 +1,233 @@
+"""Exact OpenAI counts: API contract, floors against recorded usage, tiktoken cross-check.
+
+The floors are pinned on the OpenAI / Azure chat.completions requests of the committed subset
+(tests/data, see its README); tools/derive_openai_rendering.py prints the same table on the
+full set. Families: plain (no tools, no response_format, no media), tools, response_format
+(no tools), images (image_url parts).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import threading
+from pathlib import Path
+
+import pytest
+
+import contextfold as cf
+from transcripts import LOCAL, ROOT, load_requests
+
+CACHE = Path(os.environ.get("TIKTOKEN_CACHE_DIR", ROOT.parent / "shared" / "data" / "tiktoken-cache"))
+
+
+def _openai_chat():
+    return [
+        r
+        for r in load_requests(LOCAL)
+        if r.provider in ("openai", "azure") and r.api == "chat.completions" and r.usage
+    ]
+
+
+def _family(r) -> str:
+    parts = [p for m in r.messages if isinstance(m.get("content"), list) for p in m["content"]]
+    kinds = {p.get("type") for p in parts}
+    if kinds - {"text", "image_url"}:
+        return "other-media"  # audio, files: billed by meters no tokenizer reproduces
+    if "image_url" in kinds:
+        return "images"
+    if r.tools:
+        return "tools"
+    if r.options.get("response_format"):
+        return "response_format"
+    return "plain"
+
+
+@pytest.fixture(scope="module")
+def table():
+    fams: dict[str, list[tuple[int, int, str]]] = {}
+    for r in _openai_chat():
+        try:
+            c = cf.count(r.messages, model=r.model, tools=r.tools, response_format=r.options.get("response_format"))
+        except cf.UnknownModelError:
+            continue
+        fams.setdefault(_family(r), []).append((c, r.usage, r.source))
+    return fams
+
+
+def _stats(rows):
+    errs = sorted(abs(c - u) / u for c, u, _ in rows)
+    return {
+        "n": len(rows),
+        "exact": sum(c == u for c, u, _ in rows) / len(rows),
+        "median": statistics.median(errs),
+        "p90": errs[min(len(errs) - 1, int(0.9 * len(errs)))],
+        "max": errs[-1],
+    }
+
+
+# ---------------------------------------------------------------- floors
+
+
+def test_plain_requests_are_exact(table):
+    rows = table["plain"]
+    s = _stats(rows)
+    assert s["n"] >= 250
+    assert s["exact"] >= 0.95, s
+    # Known misses: gpt-4o-search-preview drops the system prompt (its own hidden one replaces
+    # it), and two 64-token requests that replay a tool call without `tools` bill one token more
+    # than counted (1.5%). Every other plain request is within 1%.
+    off = [src for c, u, src in rows if abs(c - u) / u > 0.01]
+    assert all("web_search" in src or "roundtrip_wire_stable" in src for src in off), off
+    assert len(off) <= 3
+
+
+def test_images_median_within_3_percent(table):
+    s = _stats(table["images"])
+    assert s["n"] >= 15
+    assert s["median"] <= 0.03, s
+
+
+def test_response_format_within_3_percent(table):
+    s = _stats(table["response_format"])
+    assert s["n"] >= 50
+    assert s["median"] <= 0.02, s
+    assert s["p90"] <= 0.03, s
+
+
+def test_tools_floor_reached_so_far(table):
+    # Measured: median 2.0%, p90 8.3% (the cookbook formula: 13.8%). Pinned where it is so it
+    # cannot regress; the issue's floor (median 0.5%, p90 2%) is the xfail below.
+    s = _stats(table["tools"])
+    assert s["n"] >= 150
+    assert s["median"] <= 0.025, s
+    assert s["p90"] <= 0.09, s
+
+
+@pytest.mark.xfail(reason="tool rendering not yet derived to the issue's floor (median 2.0%)", strict=True)
+def test_tools_issue_floor(table):
+    s = _stats(table["tools"])
+    assert s["median"] <= 0.005 and s["p90"] <= 0.02, s
+
+
+# ---------------------------------------------------------------- contract
+
+
+def test_encoding_for_and_unknown_model():
+    assert cf.encoding_for("gpt-4o-mini") == "o200k_base"
+    assert cf.encoding_for("ft:gpt-4o-2024-08-06:org::abc") == "o200k_base"
+    assert cf.encoding_for("gpt-4") == "cl100k_base"
+    assert cf.encoding_for("gpt-oss-120b") == "o200k_harmony"
+    with pytest.raises(cf.UnknownModelError, match="encoding="):
+        cf.encoding_for("claude-sonnet-4-5")
+    assert issubclass(cf.UnknownModelError, ValueError)
+    with pytest.raises(cf.UnknownModelError):
+        cf.count([{"role": "user", "content": "hi"}], model="llama3")
+
+
+def test_count_text_options():
+    assert cf.count_text("hello world", model="gpt-4o") == 2
+    assert cf.count_text("hello world", encoding="cl100k_base") == 2
+    assert cf.count_text("", encoding="o200k_base") == 0
+    with pytest.raises(ValueError, match="valid"):
+        cf.count_text("x", encoding="p99k")
+    with pytest.raises(TypeError):
+        cf.count_text("x")
+
+
+def test_cookbook_example():
+    # OpenAI cookbook "How to count tokens with tiktoken": 129 for gpt-4, 124 for gpt-4o.
+    msgs = [
+        {"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."},
+        {"role": "system", "name": "example_user", "content": "New synergies will help drive top-line growth."},
+        {"role": "system", "name": "example_assistant", "content": "Things working well together will increase revenue."},
+        {"role": "system", "name": "example_user", "content": "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage."},
+        {"role": "system", "name": "example_assistant", "content": "Let's talk later when we're less busy about how to do better."},
+        {"role": "user", "content": "This late pivot means we don't have time to boil the ocean for the client deliverable."},
+    ]
+    assert cf.count(msgs, model="gpt-4") == 129
+    assert cf.count(msgs, model="gpt-4o") == 124
+    each = cf.count_each(msgs, model="gpt-4o")
+    assert len(each) == 6 and sum(each) + 3 == 124
+
+
+def test_tools_and_response_format_add_tokens_and_nothing_is_mutated():
+    import copy
+
+    msgs = [{"role": "user", "content": "weather in Paris?"}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Get the weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            },
+        }
+    ]
+    rf = {"type": "json_schema", "json_schema": {"name": "Out", "schema": {"type": "object", "properties": {}}}}
+    before = copy.deepcopy((msgs, tools, rf))
+    base = cf.count(msgs, model="gpt-4o")
+    assert cf.count(msgs, model="gpt-4o", tools=tools) > base
+    assert cf.count(msgs, model="gpt-4o", response_format=rf) > base
+    assert cf.count(msgs, model="gpt-4o", response_format={"type": "json_object"}) == base
+    assert (msgs, tools, rf) == before
+
+
+def test_bad_input_names_index_and_field():
+    with pytest.raises(cf.InvalidMessageError) as e:
+        cf.count([{"role": "user", "content": "ok"}, {"role": "assistant", "content": 5}], model="gpt-4o")
+    assert e.value.index == 1
+    with pytest.raises(TypeError):
+        cf.count([{"role": "user", "content": "x"}], model="gpt-4o", tools={"not": "a list"})
+
+
+def test_threads_agree_with_one_thread():
+    hist = [{"role": "user", "content": f"message {i} " * 50} for i in range(200)]
+    want = cf.count(hist, model="gpt-4o")
+    got: list[int] = []
+    ts = [threading.Thread(target=lambda: got.append(cf.count(hist, model="gpt-4o"))) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert got == [want] * 4
+
+
+# ---------------------------------------------------------------- tiktoken cross-check
+
+
+def _strings(n: int) -> list[str]:
+    rng = random.Random(1234)
+    pieces = [
+        "hello", " world", "  ", "\n", "\n\n", "\t", "    ", "<|endoftext|>", "<|im_start|>", "<|fim_prefix|>",
+        "def f(x):\n    return x**2\n", "{\"a\": [1, 2.5, null]}", "é", "ü", "中文", "日本語のテキスト", "😀", "👩‍💻",
+        "ñ", "Ω", "1234567890", "3.14159", "x=y+z;", "https://example.com/a?b=c", "\u00a0", "\u200b", "'s", "'LL",
+        "SELECT * FROM t;", "   \n   ", "!!!", "...", "----", "\r\n", "ÀÉÎÕÜ", "ʕ•ᴥ•ʔ", "\x00", "🏳️‍🌈",
+    ]
+    out = []
+    for _ in range(n):
+        k = rng.randint(0, 12)
+        s = "".join(rng.choice(pieces) for _ in range(k))
+        if rng.random() < 0.2:
+            s += "".join(chr(rng.randint(32, 0x2FFF)) for _ in range(rng.randint(1, 30)))
+        if rng.random() < 0.1:
+            s = " " * rng.randint(1, 40) + s + " " * rng.randint(0, 40)
+        out.append(s)
+    return out
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_count_text_matches_tiktoken(encoding):
+    if not CACHE.is_dir():
+        pytest.skip(f"tiktoken cache not found at {CACHE} (set TIKTOKEN_CACHE_DIR)")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(CACHE)
+    tiktoken = pytest.importorskip("tiktoken")
+    try:
+        enc = tiktoken.get_encoding(encoding)
+    except Exception as e:  # offline without the cache file
+        pytest.skip(f"tiktoken cannot load {encoding} offline: {e}")
+    strings = _strings(10_000)
+    bad = [s for s in strings if cf.count_text(s, encoding=encoding) != len(enc.encode_ordinary(s))]
+    assert not bad, bad[:5]

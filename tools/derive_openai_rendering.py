@@ -1,0 +1,388 @@
+"""Derive (and re-measure) how OpenAI bills chat.completions prompts, from recorded cassettes.
+
+    TIKTOKEN_CACHE_DIR=../shared/data/tiktoken-cache python tools/derive_openai_rendering.py [DATA_DIR ...]
+
+This is the pure-Python reference of `contextfold.count` (src/exact.rs, src/tool_render.rs): it
+counts every OpenAI / Azure chat.completions request with a recorded `usage.prompt_tokens` in
+the given `requests.jsonl` folders (default: ../shared/data/{crewai,pydantic-ai}) with Python
+tiktoken, and prints the error table per request family. With `--residuals` it prints the
+residual of each request, which is how the constants below were found (see the notes at the end
+of this docstring).
+
+What each family needed (residual = usage.prompt_tokens - count):
+
+- plain messages: the cookbook formula (3 per message + role + content [+ name + 1], + 3 reply
+  priming) is exact on every gpt-4 / gpt-4o / gpt-4.1 / gpt-3.5 request. Reasoning models
+  (o3*, o4*, gpt-5*) bill one token less (-1 on every recording); o1-mini bills like gpt-4o.
+- tool calls: the ids are not billed (neither `tool_calls[i].id` nor `tool_call_id`). An
+  assistant call renders as a recipient header `" to=functions.NAME"` + the arguments text;
+  a tool result renders its author as `"functions.NAME"` (looked up from the call id) instead of
+  the role `tool`; the `name` field of a tool message is not billed. Each call costs one more
+  token (its end-of-call marker). Several calls in one assistant message render as one call to
+  `multi_tool_use.parallel` with `{"tool_uses": [{"recipient_name": "functions.NAME",
+  "parameters": ARGS}, ...]}`. Reasoning models bill +7 per call instead of +1.
+- tool definitions: a TypeScript-like block `# Tools\n\n## functions\n\nnamespace functions {...}`
+  (see render_tools): `// description` lines (one per line of a multi-line description),
+  `type NAME = (_: {\nPROP?: TYPE,\n}) => any;`, nested objects indented by two spaces, arrays as
+  `T[]`, enums as unions of JSON literals, `type: [..]` and anyOf as unions, `$ref` resolved
+  against `$defs`/`definitions`; defaults, titles and strict are not rendered. The block costs
+  +3 more when the request has no system message (it then opens its own system message), +0
+  when it is appended to an existing one; reasoning models add their own tool preamble (gpt-5:
+  +83, o3-mini: +3).
+- response_format json_schema: `# Response Formats\n\n## NAME\n\n` + the schema as compact JSON
+  without `title` keys, + 4.
+- images: the lead's image formulas (src/image_tokens.rs) from the header's pixel size.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import statistics
+import struct
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "data" / "tiktoken-cache"))
+
+import tiktoken  # noqa: E402
+
+BLOB = re.compile(r"<<BLOB:([0-9a-f]{40})>>")
+
+
+def encoding_name(model: str) -> str:
+    m = model.removeprefix("ft:").split(":")[0]
+    if m.startswith("gpt-oss"):
+        return "o200k_harmony"
+    if m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "o1", "o3", "o4", "gpt-5", "chatgpt-4o", "codex")):
+        return "o200k_base"
+    if m.startswith(("gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada")):
+        return "cl100k_base"
+    raise KeyError(model)
+
+
+def is_reasoning(model: str) -> bool:
+    m = model.removeprefix("ft:")
+    return m.startswith(("o3", "o4", "gpt-5")) and not m.startswith("gpt-5-chat")
+
+
+_ENC: dict[str, tiktoken.Encoding] = {}
+
+
+def enc(model: str) -> tiktoken.Encoding:
+    n = encoding_name(model)
+    if n not in _ENC:
+        _ENC[n] = tiktoken.get_encoding(n)
+    return _ENC[n]
+
+
+def T(e: tiktoken.Encoding, s: str) -> int:
+    return len(e.encode_ordinary(s))
+
+
+# ---------------------------------------------------------------- tool rendering
+
+def _resolve(s, defs, depth=0):
+    if isinstance(s, dict) and "$ref" in s and depth < 16:
+        name = s["$ref"].rsplit("/", 1)[-1]
+        if name in defs:
+            return _resolve(defs[name], defs, depth + 1)
+    return s
+
+
+def ts_type(s, indent: str, defs) -> str:
+    s = _resolve(s, defs)
+    if not isinstance(s, dict):
+        return "any"
+    for key in ("anyOf", "oneOf"):
+        if isinstance(s.get(key), list):
+            return " | ".join(ts_type(v, indent, defs) for v in s[key])
+    t = s.get("type")
+    if isinstance(t, list):
+        return " | ".join(ts_type({**s, "type": x}, indent, defs) for x in t)
+    if isinstance(s.get("enum"), list) and s["enum"]:
+        return " | ".join(json.dumps(v, ensure_ascii=False) for v in s["enum"])
+    if "const" in s:
+        return json.dumps(s["const"], ensure_ascii=False)
+    if t == "string":
+        return "string"
+    if t in ("number", "integer"):
+        return "number"
+    if t == "boolean":
+        return "boolean"
+    if t == "null":
+        return "null"
+    if t == "array":
+        if "items" in s:
+            inner = ts_type(s["items"], indent, defs)
+            if " | " in inner:
+                inner = f"({inner})"
+            return inner + "[]"
+        return "any[]"
+    if t == "object" or "properties" in s:
+        if not s.get("properties"):
+            return "object"
+        return "{\n" + obj_props(s, indent + "  ", defs) + "\n" + indent + "}"
+    return "any"
+
+
+def obj_props(s, indent: str, defs) -> str:
+    req = set(s.get("required") or [])
+    lines = []
+    for k, v in (s.get("properties") or {}).items():
+        d = v.get("description") if isinstance(v, dict) else None
+        if isinstance(d, str) and d:
+            lines.extend(f"{indent}// {line}" for line in d.split("\n"))
+        lines.append(f"{indent}{k}{'' if k in req else '?'}: {ts_type(v, indent, defs)},")
+    return "\n".join(lines)
+
+
+def render_tools(tools) -> str:
+    out = ["namespace functions {", ""]
+    for t in tools:
+        f = t.get("function", t)
+        d = f.get("description")
+        if isinstance(d, str) and d:
+            out.extend(f"// {line}" for line in d.split("\n"))
+        p = f.get("parameters") or {}
+        defs = {**(p.get("definitions") or {}), **(p.get("$defs") or {})}
+        if p.get("properties"):
+            out.append(f"type {f['name']} = (_: {{")
+            out.append(obj_props(p, "", defs))
+            out.append("}) => any;")
+        else:
+            out.append(f"type {f['name']} = () => any;")
+        out.append("")
+    out.append("} // namespace functions")
+    return "# Tools\n\n## functions\n\n" + "\n".join(out)
+
+
+def _drop_titles(o):
+    if isinstance(o, dict):
+        return {k: _drop_titles(v) for k, v in o.items() if k != "title"}
+    if isinstance(o, list):
+        return [_drop_titles(v) for v in o]
+    return o
+
+
+def render_response_format(rf) -> str | None:
+    if not isinstance(rf, dict) or rf.get("type") != "json_schema":
+        return None
+    js = rf.get("json_schema") or {}
+    body = json.dumps(_drop_titles(js.get("schema") or {}), separators=(",", ":"), ensure_ascii=False)
+    return f"# Response Formats\n\n## {js.get('name', '')}\n\n{body}"
+
+
+# ---------------------------------------------------------------- images
+
+def image_dims(data: str):
+    if data.startswith("data:"):
+        data = data.split(",", 1)[1]
+    head = base64.b64decode(data[: 4 * 20000] + "=" * (-len(data[: 4 * 20000]) % 4), validate=False)
+    if head.startswith(b"\x89PNG"):
+        return struct.unpack(">II", head[16:24])
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return struct.unpack("<HH", head[6:10])
+    if head[:2] == b"\xff\xd8":
+        i = 2
+        while i + 9 < len(head):
+            if head[i] != 0xFF:
+                return None
+            mk = head[i + 1]
+            ln = struct.unpack(">H", head[i + 2 : i + 4])[0]
+            if mk in (0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF):
+                h, w = struct.unpack(">HH", head[i + 5 : i + 9])
+                return w, h
+            i += 2 + ln
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP" and head[12:16] == b"VP8X":
+        w = int.from_bytes(head[24:27], "little") + 1
+        h = int.from_bytes(head[27:30], "little") + 1
+        return w, h
+    return None
+
+
+def image_tokens(model: str, dims, detail: str) -> int:
+    """OpenAI image formulas (platform docs images-vision#calculating-costs); mirrors
+    src/image_tokens.rs for the models on the recordings."""
+    import math
+
+    m = model
+    patch = {"gpt-4.1-mini": 1.62, "gpt-4.1-nano": 2.46, "o4-mini": 1.72, "gpt-5-mini": 1.2, "gpt-5-nano": 1.5}
+    w, h = dims or (1024, 1024)
+    for p, mult in patch.items():
+        if m.startswith(p):
+            raw = math.ceil(w / 32) * math.ceil(h / 32)
+            if raw > 1536:
+                r = math.sqrt(32 * 32 * 1536 / (w * h))
+                sw, sh = w * r, h * r
+                r *= min(math.floor(sw / 32) / (sw / 32), math.floor(sh / 32) / (sh / 32))
+                sw, sh = w * r, h * r
+                raw = min(math.ceil(sw / 32) * math.ceil(sh / 32), 1536)
+            return math.ceil(raw * mult)
+    if m.startswith("gpt-5"):
+        base, tile = 70, 140
+    elif m.startswith("gpt-4o-mini"):
+        base, tile = 2833, 5667
+    elif m.startswith(("o1", "o3")):
+        base, tile = 75, 150
+    else:
+        base, tile = 85, 170
+    if detail == "low":
+        return base
+    fw, fh = float(w), float(h)
+    f = min(2048 / max(fw, fh), 1.0)
+    fw, fh = fw * f, fh * f
+    s = min(fw, fh)
+    if s > 768:
+        fw, fh = fw * 768 / s, fh * 768 / s
+    return base + tile * max(1, math.ceil(fw / 512)) * max(1, math.ceil(fh / 512))
+
+
+# ---------------------------------------------------------------- messages
+
+def content_tokens(e, model, c) -> int:
+    if c is None:
+        return 0
+    if isinstance(c, str):
+        return T(e, c)
+    n = 0
+    for p in c:
+        t = p.get("type")
+        if t == "text":
+            n += T(e, p.get("text", ""))
+        elif t == "image_url":
+            u = p["image_url"]
+            url = u["url"] if isinstance(u, dict) else u
+            detail = u.get("detail", "auto") if isinstance(u, dict) else "auto"
+            dims = image_dims(url) if url.startswith("data:") else None
+            n += image_tokens(model, dims, detail)
+    return n
+
+
+def count_messages(model: str, messages) -> list[int]:
+    e = enc(model)
+    reasoning = is_reasoning(model)
+    per_call = 7 if reasoning else 1
+    names = {}
+    for m in messages:
+        for tc in m.get("tool_calls") or []:
+            names[tc.get("id")] = tc["function"]["name"]
+    out = []
+    for m in messages:
+        n = 3
+        role = m["role"]
+        if role == "tool":
+            n += T(e, "functions." + names.get(m.get("tool_call_id"), m.get("name") or ""))
+        else:
+            n += T(e, role)
+            if m.get("name"):
+                n += T(e, m["name"]) + 1
+        n += content_tokens(e, model, m.get("content"))
+        tcs = m.get("tool_calls") or []
+        if len(tcs) == 1:
+            f = tcs[0]["function"]
+            n += T(e, " to=functions." + f["name"]) + T(e, f.get("arguments") or "") + per_call
+        elif tcs:
+            uses = []
+            for tc in tcs:
+                f = tc["function"]
+                args = (f.get("arguments") or "").strip() and f["arguments"] or "{}"
+                uses.append(f'{{"recipient_name": "functions.{f["name"]}", "parameters": {args}}}')
+            n += T(e, " to=multi_tool_use.parallel") + T(e, '{"tool_uses": [' + ", ".join(uses) + "]}")
+            n += per_call * len(tcs)
+        out.append(n)
+    return out
+
+
+def count(model: str, messages, tools=None, response_format=None) -> int:
+    e = enc(model)
+    reasoning = is_reasoning(model)
+    n = sum(count_messages(model, messages)) + 3
+    if reasoning:
+        n -= 1
+    if tools:
+        n += T(e, render_tools(tools))
+        if is_reasoning(model) and model.startswith("gpt-5"):
+            n += 83
+        elif not any(m.get("role") in ("system", "developer") for m in messages):
+            n += 3
+    rf = render_response_format(response_format)
+    if rf is not None:
+        n += T(e, rf) + 4
+    return n
+
+
+# ---------------------------------------------------------------- measuring
+
+def load(dirs):
+    out = []
+    for d in dirs:
+        d = Path(d)
+        for line in (d / "requests.jsonl").open():
+            r = json.loads(line)
+            if r["provider"] not in ("openai", "azure") or r["api"] != "chat.completions":
+                continue
+            if r.get("usage_prompt_tokens") is None or r.get("complete_context") is False:
+                continue
+
+            def unblob(m, d=d):
+                p = d / "blobs" / f"{m.group(1)}.txt"
+                return p.read_text() if p.exists() else m.group(0)
+
+            if "<<BLOB:" in line:
+                r["messages"] = json.loads(BLOB.sub(unblob, json.dumps(r["messages"])))
+            out.append(r)
+    return out
+
+
+def family(r) -> str:
+    ro = r.get("request_options") or {}
+    has_img = any(
+        isinstance(m.get("content"), list) and any(p.get("type") != "text" for p in m["content"])
+        for m in r["messages"]
+    )
+    if has_img:
+        return "images"
+    if r.get("tools"):
+        return "tools"
+    if ro.get("response_format"):
+        return "response_format"
+    return "plain"
+
+
+def main(argv):
+    show = "--residuals" in argv
+    dirs = [a for a in argv if not a.startswith("--")] or [
+        ROOT.parent / "shared" / "data" / "crewai",
+        ROOT.parent / "shared" / "data" / "pydantic-ai",
+    ]
+    fams = defaultdict(list)
+    for r in load(dirs):
+        ro = r.get("request_options") or {}
+        try:
+            c = count(r["model"], r["messages"], r.get("tools"), ro.get("response_format"))
+        except KeyError:
+            continue
+        u = r["usage_prompt_tokens"]
+        fams[family(r)].append((c, u, r))
+        if show and c != u:
+            print(f"{u - c:+5d} {u:6d} {family(r):15s} {r['model']:24s} {r['source']}")
+    print(f"{'family':16s} {'n':>4s} {'exact':>7s} {'median|err|':>12s} {'p90|err|':>9s} {'max|err|':>9s}")
+    for f in ("plain", "tools", "response_format", "images"):
+        rows = fams.get(f, [])
+        if not rows:
+            continue
+        errs = sorted(abs(c - u) / u for c, u, _ in rows)
+        exact = sum(c == u for c, u, _ in rows) / len(rows)
+        p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
+        print(
+            f"{f:16s} {len(rows):4d} {exact:7.1%} {statistics.median(errs):12.2%} {p90:9.2%} {errs[-1]:9.2%}"
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
