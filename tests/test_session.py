@@ -364,6 +364,18 @@ def test_estimate_many_equals_estimate_of_each(threads):
         cf.estimate_many(hs, threads=0)
 
 
+@pytest.mark.parametrize("threads", [None, 1, 2])
+def test_count_many_equals_count_of_each(threads):
+    hs = [history(n, seed=n) for n in (1, 5, 50, 300, 2)]
+    tools = [{"type": "function", "function": {"name": "bash", "description": "Run a command",
+                                                "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}]
+    assert cf.count_many(hs, model="gpt-4o", tools=tools, threads=threads) == [
+        cf.count(h, model="gpt-4o", tools=tools) for h in hs
+    ]
+    with pytest.raises(cf.UnknownModelError):
+        cf.count_many(hs, model="gemini-2.5-pro")
+
+
 def test_estimate_many_reports_the_history_and_message_index():
     with pytest.raises(cf.InvalidMessageError) as e:
         cf.estimate_many([history(3), [{"role": "user", "content": 1}]])

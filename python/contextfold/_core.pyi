@@ -172,3 +172,17 @@ def count_text(text: str, /, *, model: str | None = None, encoding: Encoding | N
 def encoding_for(model: str) -> Encoding:
     """The tiktoken encoding of an OpenAI model name (prefix match as tiktoken does; ``ft:`` and
     provider prefixes such as ``openai/`` are stripped). Raises ``UnknownModelError``."""
+
+def count_many(
+    histories: Sequence[Sequence[Any]],
+    /,
+    *,
+    model: str,
+    tools: Sequence[Any] | None = None,
+    response_format: Any | None = None,
+    threads: int | None = None,
+) -> list[int]:
+    """``[count(h, model=..., tools=..., response_format=...) for h in histories]`` in one call:
+    the histories are read in batches with the GIL held, then tokenized on ``threads`` threads
+    (default: the CPU count) with the GIL released. BPE dominates exact counting, so this scales
+    with the cores. Raises ``UnknownModelError`` for a non-OpenAI model."""

@@ -419,14 +419,22 @@ impl SessionLedger {
 /// with the GIL released, so the views and the references they need stay small and cache-warm.
 const BATCH_MESSAGES: usize = 8192;
 
-/// Totals of `histories`, priced on up to `threads` threads (contiguous chunks balanced by
-/// message count).
-fn price_all(est: &Estimator, overhead: u64, all: &[Vec<Message<'_>>], threads: usize) -> Vec<u64> {
-    let total = |ms: &[Message<'_>]| -> u64 {
-        ms.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead
-    };
+/// `total` of every history, on up to `threads` threads (contiguous chunks balanced by message
+/// count; one thread for small batches, where spawning would cost more than it saves).
+fn price_all<F>(
+    all: &[Vec<Message<'_>>],
+    threads: usize,
+    min_per_thread: usize,
+    total: F,
+) -> Vec<u64>
+where
+    F: Fn(&[Message<'_>]) -> u64 + Sync,
+{
     let weight: usize = all.iter().map(|h| h.len() + 1).sum();
-    let threads = threads.min(all.len()).min(weight / 512 + 1).max(1);
+    let threads = threads
+        .min(all.len())
+        .min(weight / min_per_thread.max(1) + 1)
+        .max(1);
     if threads == 1 {
         return all.iter().map(|h| total(h)).collect();
     }
@@ -441,6 +449,7 @@ fn price_all(est: &Estimator, overhead: u64, all: &[Vec<Message<'_>>], threads: 
     }
     bounds.push(all.len());
     let mut out = vec![0u64; all.len()];
+    let total = &total;
     std::thread::scope(|s| {
         let mut rest: &mut [u64] = &mut out;
         for win in bounds.windows(2) {
@@ -458,6 +467,48 @@ fn price_all(est: &Estimator, overhead: u64, all: &[Vec<Message<'_>>], threads: 
     out
 }
 
+fn check_batch_args(histories: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<usize> {
+    if threads == Some(0) {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    if histories.is_instance_of::<PyString>() || histories.is_instance_of::<PyDict>() {
+        return Err(PyTypeError::new_err(
+            "histories must be a list of message lists",
+        ));
+    }
+    Ok(threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())))
+}
+
+/// Walk `histories` in batches of about `BATCH_MESSAGES` messages with the GIL held, and price
+/// each batch with the GIL released.
+fn batched<F>(
+    py: Python<'_>,
+    histories: &Bound<'_, PyAny>,
+    threads: usize,
+    min_per_thread: usize,
+    total: F,
+) -> PyResult<Vec<u64>>
+where
+    F: Fn(&[Message<'_>]) -> u64 + Sync,
+{
+    let mut out = Vec::new();
+    let mut it = histories.try_iter()?.peekable();
+    while it.peek().is_some() {
+        let keep = Keep::new();
+        let mut w = Walker::new(py, &keep);
+        let mut batch: Vec<Vec<Message<'_>>> = Vec::new();
+        let mut walked = 0;
+        while walked < BATCH_MESSAGES {
+            let Some(h) = it.next() else { break };
+            let ms = w.messages(&h?)?;
+            walked += ms.len() + 1;
+            batch.push(ms);
+        }
+        out.extend(py.detach(|| price_all(&batch, threads, min_per_thread, &total)));
+    }
+    Ok(out)
+}
+
 /// Estimates of many histories (same provider, model, tools and system): read in batches with
 /// the GIL, priced on several threads with the GIL released.
 #[pyfunction]
@@ -472,48 +523,50 @@ fn estimate_many(
     threads: Option<usize>,
 ) -> PyResult<Vec<u64>> {
     let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
-    if threads == Some(0) {
-        return Err(PyValueError::new_err("threads must be at least 1"));
-    }
-    if histories.is_instance_of::<PyString>() || histories.is_instance_of::<PyDict>() {
-        return Err(PyTypeError::new_err(
-            "histories must be a list of message lists",
-        ));
-    }
+    let threads = check_batch_args(histories, threads)?;
     let est = Estimator::new(provider, model.unwrap_or(""));
     let overhead = {
         let keep = Keep::new();
         let extras = Walker::new(py, &keep).extras(tools, system)?;
         u64::from(est.overhead(&extras))
     };
-    let threads =
-        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let mut out = Vec::new();
-    let mut it = histories.try_iter()?.peekable();
-    while it.peek().is_some() {
-        let keep = Keep::new();
-        let mut w = Walker::new(py, &keep);
-        let mut batch: Vec<Vec<Message<'_>>> = Vec::new();
-        let mut walked = 0;
-        while walked < BATCH_MESSAGES {
-            let Some(h) = it.next() else { break };
-            let ms = w.messages(&h?)?;
-            walked += ms.len() + 1;
-            batch.push(ms);
-        }
-        let totals = if walked >= 2048 {
-            py.detach(|| price_all(&est, overhead, &batch, threads))
-        } else {
-            price_all(&est, overhead, &batch, 1)
-        };
-        out.extend(totals);
-    }
-    Ok(out)
+    // The heuristic prices ~1,000 messages in well under a millisecond: threads only pay off
+    // on large batches.
+    batched(py, histories, threads, 2048, |ms| {
+        ms.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead
+    })
+}
+
+/// Exact OpenAI prompt tokens of many histories (same model, tools and response format), as
+/// `count` computes them: read in batches with the GIL, tokenized on several threads with the
+/// GIL released.
+#[pyfunction]
+#[pyo3(signature = (histories, /, *, model, tools=None, response_format=None, threads=None))]
+fn count_many(
+    py: Python<'_>,
+    histories: &Bound<'_, PyAny>,
+    model: &str,
+    tools: Option<&Bound<'_, PyAny>>,
+    response_format: Option<&Bound<'_, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<u64>> {
+    let threads = check_batch_args(histories, threads)?;
+    let c = super::exact::counter(py, model)?;
+    let tools = super::exact::tools_json(tools)?;
+    let rf = match response_format.filter(|r| !r.is_none()) {
+        Some(r) => Some(super::exact::to_json(r, "response_format", 0)?),
+        None => None,
+    };
+    // BPE costs ~30 ns per byte: even small histories are worth a thread.
+    batched(py, histories, threads, 16, |ms| {
+        c.count(ms, &tools, rf.as_ref())
+    })
 }
 
 /// Register the session types and functions on the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SessionLedger>()?;
     m.add_function(wrap_pyfunction!(estimate_many, m)?)?;
+    m.add_function(wrap_pyfunction!(count_many, m)?)?;
     Ok(())
 }
