@@ -99,6 +99,7 @@ class SessionLedger:
         system: str | Sequence[Any] | None = None,
         track_wire: bool = False,
         smoothing: float = 0.5,
+        text_encoding: Literal["o200k_base", "cl100k_base", "o200k_harmony"] | None = None,
     ) -> None: ...
     def estimate(self, messages: Sequence[Any], /) -> int:
         """Prompt tokens of ``messages``: anchored on the last usage while its prefix is
@@ -132,6 +133,8 @@ class SessionLedger:
     def cached_messages(self) -> int: ...
     @property
     def anchored_messages(self) -> int | None: ...
+    @property
+    def text_encoding(self) -> str | None: ...
     @property
     def track_wire(self) -> bool: ...
 

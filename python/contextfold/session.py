@@ -107,7 +107,11 @@ class Session:
     defaults to ``contextfold.context_window(model)`` (None when unknown: the gate then needs it);
     ``output_reserve`` defaults to ``min(32_768, context_window // 4)``; ``trigger_ratio`` to 0.9.
     ``max_request_bytes`` turns on the wire-size cap of the gate (compact JSON bytes of the
-    messages, base64 included: a separate notion from token pressure).
+    messages, base64 included: a separate notion from token pressure). ``text_encoding``
+    (``"o200k_base"``, ``"cl100k_base"``, ``"o200k_harmony"``) tokenizes the text of each NEW
+    message with that BPE (scaled to the provider's tokens) instead of the sampled estimate:
+    ~30 ns per byte once per message, which halves the error of the appended part (SWE
+    trajectories: p90 1.67% -> ~1%, p99 8.0% -> ~3.4%); the default keeps a turn in microseconds.
 
     Prefix-change contract. The session caches, per message of the last history it saw, the
     message object's identity (``id()``), a cheap fingerprint (type, number of keys, length of
@@ -148,6 +152,7 @@ class Session:
         trigger_ratio: float = DEFAULT_TRIGGER_RATIO,
         max_request_bytes: int | None = None,
         smoothing: float = 0.5,
+        text_encoding: str | None = None,
     ) -> None:
         if not 0.0 < trigger_ratio <= 1.0:
             raise ValueError(f"trigger_ratio must be within (0, 1], got {trigger_ratio}")
@@ -166,6 +171,7 @@ class Session:
             system=system,
             track_wire=max_request_bytes is not None,
             smoothing=smoothing,
+            text_encoding=text_encoding,
         )
         self.provider = provider
         self._window = context_window

@@ -18,6 +18,7 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::estimate::{Estimator, RequestExtras, ToolDef};
+use crate::exact::Encoding;
 use crate::ledger::{payload_chars, Entry, Ledger, DEFAULT_SMOOTHING};
 use crate::message::Message;
 use crate::profile::Provider;
@@ -180,6 +181,7 @@ fn item_addresses<'a>(list: &'a Bound<'_, PyList>) -> Option<&'a [usize]> {
 
 struct State {
     provider: Provider,
+    encoding: Option<Encoding>,
     model: Option<String>,
     estimator: Estimator,
     extras: RequestExtras<'static>,
@@ -232,7 +234,7 @@ impl State {
                 .map(|v| (est.message(v), payload_chars(v)))
                 .collect::<Vec<_>>()
         };
-        let costs = if views.len() >= DETACH_AT {
+        let costs = if views.len() >= DETACH_AT || self.encoding.is_some() {
             py.detach(price)
         } else {
             price()
@@ -268,7 +270,8 @@ impl SessionLedger {
 #[pymethods]
 impl SessionLedger {
     #[new]
-    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, track_wire=false, smoothing=DEFAULT_SMOOTHING))]
+    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, track_wire=false, smoothing=DEFAULT_SMOOTHING, text_encoding=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         provider: &str,
@@ -277,18 +280,30 @@ impl SessionLedger {
         system: Option<&Bound<'_, PyAny>>,
         track_wire: bool,
         smoothing: f64,
+        text_encoding: Option<&str>,
     ) -> PyResult<Self> {
         let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
         if !(0.0..=1.0).contains(&smoothing) {
             return Err(PyValueError::new_err("smoothing must be within [0, 1]"));
         }
-        let estimator = Estimator::new(provider, model.as_deref().unwrap_or(""));
+        let encoding = match text_encoding {
+            None => None,
+            Some(name) => Some(Encoding::parse(name).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "unknown text_encoding {name:?}; valid: {}",
+                    Encoding::NAMES.join(", ")
+                ))
+            })?),
+        };
+        let estimator =
+            Estimator::new(provider, model.as_deref().unwrap_or("")).with_encoding(encoding);
         let keep = Keep::new();
         let extras = owned_extras(Walker::new(py, &keep).extras(tools, system)?);
         let ledger = Ledger::new(estimator.overhead(&extras), smoothing);
         Ok(SessionLedger {
             state: Mutex::new(State {
                 provider,
+                encoding,
                 model,
                 estimator,
                 extras,
@@ -367,7 +382,8 @@ impl SessionLedger {
         if st.model == model {
             return Ok(());
         }
-        st.estimator = Estimator::new(st.provider, model.as_deref().unwrap_or(""));
+        st.estimator =
+            Estimator::new(st.provider, model.as_deref().unwrap_or("")).with_encoding(st.encoding);
         let overhead = st.estimator.overhead(&st.extras);
         st.ledger.reset_with_overhead(overhead);
         st.model = model;
@@ -407,6 +423,11 @@ impl SessionLedger {
     #[getter]
     fn anchored_messages(&self, py: Python<'_>) -> PyResult<Option<usize>> {
         Ok(self.lock(py)?.ledger.anchor().map(|a| a.messages))
+    }
+
+    #[getter]
+    fn text_encoding(&self, py: Python<'_>) -> PyResult<Option<&'static str>> {
+        Ok(self.lock(py)?.encoding.map(Encoding::name))
     }
 
     #[getter]
