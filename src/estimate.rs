@@ -247,6 +247,20 @@ mod tests {
     }
 
     #[test]
+    fn with_encoding_tokenizes_text_scaled_by_the_profile() {
+        let text = "The quick brown fox jumps over the lazy dog.";
+        let exact = Encoding::O200kBase.count(text) as f64;
+        let e = Estimator::new(Provider::Gemini, "").with_encoding(Some(Encoding::O200kBase));
+        assert_eq!(e.text(text), profile(Provider::Gemini).text_scale * exact);
+        let m = Message::text("user", text);
+        let sampled = Estimator::new(Provider::Gemini, "");
+        assert_eq!(
+            e.message_f64(&m) - e.text(text),
+            sampled.message_f64(&m) - sampled.text(text)
+        );
+    }
+
+    #[test]
     fn total_is_each_plus_overhead() {
         let e = Estimator::new(Provider::Anthropic, "");
         let ms = vec![

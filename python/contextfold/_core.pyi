@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension. Token counts are in the provider's tokens; `*_bytes` are bytes."""
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, final
 
 Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
 Detail = Literal["auto", "low", "high", "original"]
@@ -83,6 +83,7 @@ def estimate_many(
     with the GIL released. Reading the objects dominates, so the speedup over one thread is
     modest; the gain is one boundary crossing and the GIL left free while pricing."""
 
+@final
 class SessionLedger:
     """Per-session cache of message costs, usage anchor and correction: the Rust core of
     ``contextfold.Session`` (use that class; this one is its engine).
@@ -90,8 +91,8 @@ class SessionLedger:
     Stores, per message of the last history seen, the object's identity, a cheap fingerprint
     and its cost, never the message. Calls are serialized by an internal mutex."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         *,
         provider: Provider = "openai",
         model: str | None = None,
@@ -100,7 +101,7 @@ class SessionLedger:
         track_wire: bool = False,
         smoothing: float = 0.5,
         text_encoding: Literal["o200k_base", "cl100k_base", "o200k_harmony"] | None = None,
-    ) -> None: ...
+    ) -> SessionLedger: ...
     def estimate(self, messages: Sequence[Any], /) -> int:
         """Prompt tokens of ``messages``: anchored on the last usage while its prefix is
         unchanged, else the calibrated heuristic; prices only messages not seen last call."""

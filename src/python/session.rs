@@ -19,7 +19,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::estimate::{Estimator, RequestExtras, ToolDef};
 use crate::exact::Encoding;
-use crate::ledger::{payload_chars, Entry, Ledger, DEFAULT_SMOOTHING};
+use crate::ledger::{payload_chars, Entry, Ledger};
 use crate::message::Message;
 use crate::profile::Provider;
 
@@ -269,8 +269,9 @@ impl SessionLedger {
 
 #[pymethods]
 impl SessionLedger {
+    // `smoothing=0.5` is `ledger::DEFAULT_SMOOTHING`, spelled out so the signature shows it.
     #[new]
-    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, track_wire=false, smoothing=DEFAULT_SMOOTHING, text_encoding=None))]
+    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, track_wire=false, smoothing=0.5, text_encoding=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -315,6 +316,7 @@ impl SessionLedger {
 
     /// Prompt tokens of `messages`: anchored on the last usage while its prefix is unchanged,
     /// else the calibrated heuristic. Prices only messages not seen in the last call.
+    #[pyo3(signature = (messages, /))]
     fn estimate(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<u64> {
         let mut st = self.lock(py)?;
         let n = st.sync(py, messages, self.track_wire)?;
@@ -323,6 +325,7 @@ impl SessionLedger {
 
     /// `(tokens, heuristic, anchored_messages, wire_bytes)` of `messages`; wire bytes are 0
     /// unless the ledger tracks them.
+    #[pyo3(signature = (messages, /))]
     fn measure(
         &self,
         py: Python<'_>,
