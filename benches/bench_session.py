@@ -16,9 +16,8 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
 import contextfold as cf
+import pytest
 from reference_estimate import reference_estimate
 from synthetic import synthetic_history
 

@@ -13,9 +13,8 @@ import threading
 import zlib
 from types import SimpleNamespace
 
-import pytest
-
 import contextfold as cf
+import pytest
 from contextfold.session import prompt_tokens_of
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
@@ -357,7 +356,7 @@ def test_ollama_context_window():
 @pytest.mark.parametrize("threads", [None, 1, 2, 7])
 def test_estimate_many_equals_estimate_of_each(threads):
     hs = [history(n, seed=n) for n in (1, 5, 50, 300, 2, 0)]
-    kw = dict(provider="gemini", system="sys", tools=[{"name": "f", "input_schema": {"type": "object"}}])
+    kw = {"provider": "gemini", "system": "sys", "tools": [{"name": "f", "input_schema": {"type": "object"}}]}
     assert cf.estimate_many(hs, threads=threads, **kw) == [cf.estimate(h, **kw) for h in hs]
     assert cf.estimate_many([]) == []
     with pytest.raises(ValueError):

@@ -105,11 +105,12 @@ def context_window(model: str) -> int:
     if not isinstance(model, str):
         raise TypeError(f"model must be a string, got {type(model).__name__}")
     name = _normalize(model)
-    best = None
-    for prefix in CONTEXT_WINDOWS:
-        if name.startswith(prefix) and (len(name) == len(prefix) or name[len(prefix)] in _BOUNDARY):
-            if best is None or len(prefix) > len(best):
-                best = prefix
+    matches = [
+        prefix
+        for prefix in CONTEXT_WINDOWS
+        if name.startswith(prefix) and (len(name) == len(prefix) or name[len(prefix)] in _BOUNDARY)
+    ]
+    best = max(matches, key=len, default=None)
     if best is None:
         raise UnknownModelError(f"unknown context window for model {model!r}; pass context_window=")
     return CONTEXT_WINDOWS[best]

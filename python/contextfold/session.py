@@ -9,7 +9,8 @@ call, not to the history (the cache lives in the Rust ``SessionLedger``).
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from contextfold._core import SessionLedger, wire_bytes
 from contextfold.errors import UnknownModelError
