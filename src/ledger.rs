@@ -398,7 +398,7 @@ pub fn payload_chars(m: &Message<'_>) -> u64 {
 mod tests {
     use super::*;
 
-    fn entry(id: usize, tokens: u32) -> Entry {
+    pub(super) fn entry(id: usize, tokens: u32) -> Entry {
         Entry {
             id,
             fingerprint: id as u64 * 31,
@@ -408,7 +408,7 @@ mod tests {
         }
     }
 
-    fn ledger(ids: &[usize]) -> Ledger {
+    pub(super) fn ledger(ids: &[usize]) -> Ledger {
         let mut l = Ledger::new(10, DEFAULT_SMOOTHING);
         for &id in ids {
             l.push(entry(id, 100));
@@ -541,5 +541,46 @@ mod tests {
         assert_eq!(l.anchor().unwrap().messages, 2);
         // A longer history is anchored on the 2 recorded messages.
         assert_eq!(l.estimate(4).anchored, 2);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn matching_prefix_is_the_naive_common_prefix(
+                cached in proptest::collection::vec(0usize..6, 0..1200),
+                other in proptest::collection::vec(0usize..6, 0..1200),
+            ) {
+                let l = ledger(&cached);
+                let naive = cached.iter().zip(&other).take_while(|(a, b)| a == b).count();
+                prop_assert_eq!(l.matching_prefix(&other), naive);
+                prop_assert_eq!(l.matching_prefix_by(other.len(), |i| other[i]), naive);
+            }
+
+            #[test]
+            fn anchored_estimate_is_real_plus_appended_costs(
+                costs in proptest::collection::vec(0u32..5000, 1..60),
+                cut in 0usize..60,
+                real in 0u64..1_000_000,
+            ) {
+                let mut l = Ledger::new(7, DEFAULT_SMOOTHING);
+                for (i, &c) in costs.iter().enumerate() {
+                    l.push(entry(i + 1, c));
+                }
+                let cut = cut.min(costs.len());
+                l.record(cut, real, None);
+                let appended: u64 = costs[cut..].iter().map(|&c| u64::from(c)).sum();
+                prop_assert_eq!(l.estimate(costs.len()).tokens, real + appended);
+                // Invalidating inside the anchored prefix falls back to the calibrated heuristic.
+                if cut > 0 {
+                    l.invalidate(cut - 1);
+                    prop_assert!(l.anchor().is_none());
+                    let h = l.heuristic(cut - 1);
+                    prop_assert_eq!(l.estimate(cut - 1).tokens, (l.correction() * h as f64).round() as u64);
+                }
+            }
+        }
     }
 }
