@@ -268,6 +268,8 @@ def test_gate_needs_a_window():
         s.should_compact(history(3))
     with pytest.raises(ValueError):
         cf.Session(context_window=1000, output_reserve=1000)
+    with pytest.raises(ValueError, match="no room"):
+        cf.Session(model="gpt-4", output_reserve=10_000).pressure(history(3))
 
 
 def _png(w: int, h: int, payload: int) -> str:

@@ -226,7 +226,10 @@ class Session:
     def usable_tokens(self) -> int:
         """``context_window - output_reserve``: the prompt budget ``pressure`` divides by."""
         w = self._require_window()
-        return w - (self.output_reserve or 0)
+        usable = w - (self.output_reserve or 0)
+        if usable <= 0:
+            raise ValueError(f"output_reserve {self.output_reserve} leaves no room in a {w}-token window")
+        return usable
 
     @property
     def trigger_tokens(self) -> int:
