@@ -7,6 +7,7 @@ pub mod estimate;
 pub mod exact;
 pub mod image;
 pub mod image_tokens;
+pub mod ledger;
 pub mod media_tokens;
 pub mod message;
 pub mod profile;

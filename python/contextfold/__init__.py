@@ -9,30 +9,39 @@ from contextfold._core import (
     __version__,
     count,
     count_each,
+    count_many,
     count_text,
     encoding_for,
     estimate,
     estimate_each,
+    estimate_many,
     image_size,
     image_tokens,
     request_overhead,
     wire_bytes,
 )
 from contextfold.errors import InvalidMessageError, UnknownModelError
+from contextfold.limits import context_window, ollama_context_window
+from contextfold.session import Session
 
 __all__ = [
     "PROVIDERS",
     "InvalidMessageError",
+    "Session",
     "UnknownModelError",
     "__version__",
+    "context_window",
     "count",
     "count_each",
+    "count_many",
     "count_text",
     "encoding_for",
     "estimate",
     "estimate_each",
+    "estimate_many",
     "image_size",
     "image_tokens",
+    "ollama_context_window",
     "request_overhead",
     "wire_bytes",
 ]

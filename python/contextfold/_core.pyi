@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension. Token counts are in the provider's tokens; `*_bytes` are bytes."""
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, final
 
 Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
 Detail = Literal["auto", "low", "high", "original"]
@@ -68,6 +68,77 @@ def image_size(image: str | bytes | bytearray, /) -> tuple[int, int] | None:
     """``(width, height)`` from a PNG, JPEG, GIF or WebP header, decoding only its first bytes;
     ``None`` when the header is unreadable."""
 
+def estimate_many(
+    histories: Sequence[Sequence[Any]],
+    /,
+    *,
+    provider: Provider = "openai",
+    model: str | None = None,
+    tools: Sequence[Any] | None = None,
+    system: str | Sequence[Any] | None = None,
+    threads: int | None = None,
+) -> list[int]:
+    """``[estimate(h, ...) for h in histories]`` in one call: every history is read from the
+    Python objects (with the GIL), then priced on ``threads`` threads (default: the CPU count)
+    with the GIL released. Reading the objects dominates, so the speedup over one thread is
+    modest; the gain is one boundary crossing and the GIL left free while pricing."""
+
+@final
+class SessionLedger:
+    """Per-session cache of message costs, usage anchor and correction: the Rust core of
+    ``contextfold.Session`` (use that class; this one is its engine).
+
+    Stores, per message of the last history seen, the object's identity, a cheap fingerprint
+    and its cost, never the message. Calls are serialized by an internal mutex."""
+
+    def __new__(
+        cls,
+        *,
+        provider: Provider = "openai",
+        model: str | None = None,
+        tools: Sequence[Any] | None = None,
+        system: str | Sequence[Any] | None = None,
+        track_wire: bool = False,
+        smoothing: float = 0.5,
+        text_encoding: Literal["o200k_base", "cl100k_base", "o200k_harmony"] | None = None,
+    ) -> SessionLedger: ...
+    def estimate(self, messages: Sequence[Any], /) -> int:
+        """Prompt tokens of ``messages``: anchored on the last usage while its prefix is
+        unchanged, else the calibrated heuristic; prices only messages not seen last call."""
+    def measure(self, messages: Sequence[Any], /) -> tuple[int, int, int, int]:
+        """``(tokens, heuristic, anchored_messages, wire_bytes)``; wire bytes are 0 unless
+        ``track_wire``."""
+    def record_usage(
+        self, real: int, /, *, messages: Sequence[Any] | None = None, model: str | None = None
+    ) -> tuple[int, int, int, int, int, float, bool]:
+        """Record a real prompt count for the last estimated history (or ``messages``).
+        Returns ``(messages, payload_chars, heuristic, estimate_before, real, correction,
+        model_changed)``."""
+    def invalidate(self, start: int = 0) -> None:
+        """Forget cached costs of messages ``start..`` (in-place edits)."""
+    def reset(self) -> None:
+        """Forget cached costs, anchor, correction and last usage."""
+    def set_model(self, model: str | None, /) -> None:
+        """Switch model: new estimator; cached costs, anchor and correction dropped."""
+    @property
+    def correction(self) -> float: ...
+    @property
+    def last_usage(self) -> int | None: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def overhead(self) -> int: ...
+    @property
+    def cached_messages(self) -> int: ...
+    @property
+    def anchored_messages(self) -> int | None: ...
+    @property
+    def text_encoding(self) -> str | None: ...
+    @property
+    def track_wire(self) -> bool: ...
+
 Encoding = Literal["o200k_base", "cl100k_base", "o200k_harmony"]
 
 def count(
@@ -105,3 +176,17 @@ def count_text(text: str, /, *, model: str | None = None, encoding: Encoding | N
 def encoding_for(model: str) -> Encoding:
     """The tiktoken encoding of an OpenAI model name (prefix match as tiktoken does; ``ft:`` and
     provider prefixes such as ``openai/`` are stripped). Raises ``UnknownModelError``."""
+
+def count_many(
+    histories: Sequence[Sequence[Any]],
+    /,
+    *,
+    model: str,
+    tools: Sequence[Any] | None = None,
+    response_format: Any | None = None,
+    threads: int | None = None,
+) -> list[int]:
+    """``[count(h, model=..., tools=..., response_format=...) for h in histories]`` in one call:
+    the histories are read in batches with the GIL held, then tokenized on ``threads`` threads
+    (default: the CPU count) with the GIL released. BPE dominates exact counting, so this scales
+    with the cores. Raises ``UnknownModelError`` for a non-OpenAI model."""

@@ -26,7 +26,7 @@ fn unknown_model(py: Python<'_>, e: UnknownModel) -> PyErr {
     }
 }
 
-fn counter(py: Python<'_>, model: &str) -> PyResult<Counter> {
+pub(super) fn counter(py: Python<'_>, model: &str) -> PyResult<Counter> {
     Counter::new(model).map_err(|e| unknown_model(py, e))
 }
 
@@ -34,7 +34,7 @@ fn counter(py: Python<'_>, model: &str) -> PyResult<Counter> {
 const MAX_DEPTH: usize = 256;
 
 /// A Python value (dicts, lists, strings, numbers, pydantic models) as an ordered JSON value.
-fn to_json(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResult<Json> {
+pub(super) fn to_json(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResult<Json> {
     if depth > MAX_DEPTH {
         return Err(PyValueError::new_err(format!(
             "{path}: nested deeper than {MAX_DEPTH} levels"
@@ -86,7 +86,7 @@ fn to_json(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResult<Json> {
     )))
 }
 
-fn tools_json(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Json>> {
+pub(super) fn tools_json(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Json>> {
     let Some(t) = tools.filter(|t| !t.is_none()) else {
         return Ok(Vec::new());
     };

@@ -312,6 +312,11 @@ impl<'k, 'py> Walker<'k, 'py> {
         Ok(self.opt_str(obj, key, path)?.map(borrowed_or_placeholder))
     }
 
+    /// Set the message index that errors report (for callers that walk messages one by one).
+    pub fn set_index(&mut self, index: usize) {
+        self.index = index;
+    }
+
     /// Parse a whole history (any sequence).
     pub fn messages(&mut self, seq: &Bound<'py, PyAny>) -> PyResult<Vec<Message<'k>>> {
         if seq.is_instance_of::<PyString>() || seq.is_instance_of::<PyDict>() {

@@ -14,6 +14,7 @@ use crate::profile::Provider;
 mod exact;
 mod json_out;
 mod messages;
+mod session;
 
 use messages::{Keep, Walker};
 
@@ -144,5 +145,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(image_size, m)?)?;
     exact::register(m)?;
+    session::register(m)?;
     Ok(())
 }

@@ -1,0 +1,596 @@
+//! Bindings of the session ledger (`_core.SessionLedger`) and the batch estimator
+//! (`estimate_many`).
+//!
+//! A `SessionLedger` keeps, per message of the last history seen, the message object's address,
+//! a cheap fingerprint and its cost: never a reference to the message, so the caller's large
+//! strings are freed as soon as the caller drops them. All calls on one ledger are serialized by
+//! a mutex (each call is atomic); the lock is taken without holding the GIL's attention
+//! (`lock_py_attached`), so two threads sharing a session cannot deadlock against the GIL.
+
+use std::borrow::Cow;
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::estimate::{Estimator, RequestExtras, ToolDef};
+use crate::exact::Encoding;
+use crate::ledger::{payload_chars, Entry, Ledger};
+use crate::message::Message;
+use crate::profile::Provider;
+
+use super::json_out::json_len;
+use super::messages::{Keep, Walker};
+
+/// Above this many new messages, their pricing runs with the GIL released.
+const DETACH_AT: usize = 256;
+
+fn owned_extras(e: RequestExtras<'_>) -> RequestExtras<'static> {
+    RequestExtras {
+        system: e.system.map(|s| Cow::Owned(s.into_owned())),
+        tools: e
+            .tools
+            .into_iter()
+            .map(|t| ToolDef {
+                name: Cow::Owned(t.name.into_owned()),
+                json: Cow::Owned(t.json.into_owned()),
+            })
+            .collect(),
+    }
+}
+
+/// FNV-1a over 64-bit words: the fingerprint only needs to differ when a message changes shape.
+struct Fnv(u64);
+
+impl Fnv {
+    fn add(&mut self, x: u64) {
+        for b in x.to_le_bytes() {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// `len()` of a str, list, tuple or dict value; a marker for absent and other values.
+fn size_of(v: Option<Bound<'_, PyAny>>) -> u64 {
+    match v {
+        None => u64::MAX,
+        Some(v) if v.is_none() => u64::MAX,
+        Some(v) => {
+            if let Ok(s) = v.cast::<PyString>() {
+                // Code points, O(1) in CPython.
+                // SAFETY: `s` is a live str and the GIL is held.
+                unsafe { ffi::PyUnicode_GetLength(s.as_ptr()) as u64 }
+            } else if v.is_instance_of::<PyList>()
+                || v.is_instance_of::<PyTuple>()
+                || v.is_instance_of::<PyDict>()
+            {
+                v.len().map_or(u64::MAX - 1, |n| n as u64)
+            } else {
+                u64::MAX - 2
+            }
+        }
+    }
+}
+
+/// The cheap fingerprint of the prefix-change contract: the object's type, its number of keys
+/// (dicts), and the lengths of `content` (or Gemini `parts`) and `tool_calls`. A few dict
+/// lookups, never a walk of the content.
+fn fingerprint(m: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let py = m.py();
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    h.add(m.get_type().as_ptr() as u64);
+    let (content, calls) = if let Ok(d) = m.cast::<PyDict>() {
+        h.add(d.len() as u64);
+        let content = match d.get_item(intern!(py, "content"))? {
+            Some(c) => Some(c),
+            None => d.get_item(intern!(py, "parts"))?,
+        };
+        (content, d.get_item(intern!(py, "tool_calls"))?)
+    } else {
+        (
+            m.getattr_opt(intern!(py, "content"))?,
+            m.getattr_opt(intern!(py, "tool_calls"))?,
+        )
+    };
+    h.add(size_of(content));
+    h.add(size_of(calls));
+    Ok(h.0)
+}
+
+/// The history as a list (a list is used as is; other sequences are copied into one).
+fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    if let Ok(l) = messages.cast::<PyList>() {
+        return Ok(l.clone());
+    }
+    if messages.is_instance_of::<PyString>() || messages.is_instance_of::<PyDict>() {
+        return Err(PyTypeError::new_err(format!(
+            "messages must be a list of messages, got {}",
+            messages.get_type().name()?
+        )));
+    }
+    let items: Vec<Bound<'py, PyAny>> = messages.try_iter()?.collect::<PyResult<_>>()?;
+    PyList::new(messages.py(), items)
+}
+
+/// The address of message `i` of `list` (identity only, never dereferenced later).
+#[inline]
+fn id_at(list: &Bound<'_, PyList>, i: usize) -> usize {
+    // SAFETY: `i < len(list)` (callers bound it), the GIL is held and no Python code runs between
+    // the length read and this call; PyList_GetItem returns a borrowed pointer used as a number.
+    unsafe { ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t) as usize }
+}
+
+/// The memory layout of a CPython list object (`PyListObject`, unchanged from 3.0 to 3.14 in
+/// GIL-enabled builds): header, size, item array. The limited API hides it; it is used only
+/// after `list_layout_ok` proved it on a live list, and only to read the item pointers.
+#[repr(C)]
+struct ListLayout {
+    ob_refcnt: ffi::Py_ssize_t,
+    ob_type: *mut ffi::PyTypeObject,
+    ob_size: ffi::Py_ssize_t,
+    ob_item: *mut *mut ffi::PyObject,
+}
+
+static LAYOUT_OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Probe the layout once: a list of 5 distinct objects must read back, through the mirror
+/// struct, exactly what `PyList_GetItem` returns.
+fn list_layout_ok(py: Python<'_>) -> bool {
+    // A free-threaded build has a larger object header: the probe fails there and the
+    // per-item C call is used (abi3 wheels do not load on those builds anyway).
+    *LAYOUT_OK.get_or_init(|| {
+        let items: Vec<Bound<'_, PyAny>> = (0..5)
+            .map(|i| PyString::new(py, &format!("probe-{i}")).into_any())
+            .collect();
+        let Ok(list) = PyList::new(py, &items) else {
+            return false;
+        };
+        // SAFETY: `list` is a live exact list and the GIL is held; the fields read are within
+        // the object's allocation on every CPython whose header is two words.
+        let raw = unsafe { &*(list.as_ptr() as *const ListLayout) };
+        raw.ob_size == 5
+            && raw.ob_type == std::ptr::addr_of_mut!(ffi::PyList_Type)
+            && !raw.ob_item.is_null()
+            && (0..5).all(|i| unsafe { *raw.ob_item.add(i) } as usize == id_at(&list, i))
+    })
+}
+
+/// The item pointers of an exact list, as addresses, when the layout probe passed.
+fn item_addresses<'a>(list: &'a Bound<'_, PyList>) -> Option<&'a [usize]> {
+    if !list.is_exact_instance_of::<PyList>() || !list_layout_ok(list.py()) {
+        return None;
+    }
+    // SAFETY: layout proven by the probe; the slice is read while the GIL is held and no Python
+    // code runs (nothing can resize the list) for as long as the borrow of `list` lasts in the
+    // caller, which only compares the addresses.
+    unsafe {
+        let raw = &*(list.as_ptr() as *const ListLayout);
+        if raw.ob_size <= 0 || raw.ob_item.is_null() {
+            return Some(&[]);
+        }
+        Some(std::slice::from_raw_parts(
+            raw.ob_item as *const usize,
+            raw.ob_size as usize,
+        ))
+    }
+}
+
+struct State {
+    provider: Provider,
+    encoding: Option<Encoding>,
+    model: Option<String>,
+    estimator: Estimator,
+    extras: RequestExtras<'static>,
+    ledger: Ledger,
+}
+
+impl State {
+    /// Bring the cache in line with `messages`: reuse the unchanged prefix, price the rest.
+    /// Returns the number of messages.
+    fn sync(
+        &mut self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        track_wire: bool,
+    ) -> PyResult<usize> {
+        let list = as_list(messages)?;
+        let n = list.len();
+        // Identity of every cached message, in order: a pointer compare each (the item array
+        // is read in place when the list layout is known, else one C call per item).
+        let mut prefix = match item_addresses(&list) {
+            Some(ids) => self.ledger.matching_prefix(ids),
+            None => self.ledger.matching_prefix_by(n, |i| id_at(&list, i)),
+        };
+        for i in self.ledger.verify_range(prefix) {
+            let m = list.get_item(i)?;
+            if Some(fingerprint(&m)?) != self.ledger.fingerprint(i) {
+                prefix = i;
+                break;
+            }
+        }
+        self.ledger.invalidate(prefix);
+        if prefix == n {
+            return Ok(n);
+        }
+        let keep = Keep::new();
+        let mut w = Walker::new(py, &keep);
+        let mut views: Vec<Message<'_>> = Vec::with_capacity(n - prefix);
+        let mut meta: Vec<(usize, u64, u64)> = Vec::with_capacity(n - prefix);
+        for i in prefix..n {
+            let m = list.get_item(i)?;
+            w.set_index(i);
+            views.push(w.message(&m)?);
+            let wire = if track_wire { json_len(&m)? as u64 } else { 0 };
+            meta.push((m.as_ptr() as usize, fingerprint(&m)?, wire));
+        }
+        let est = self.estimator;
+        let price = || {
+            views
+                .iter()
+                .map(|v| (est.message(v), payload_chars(v)))
+                .collect::<Vec<_>>()
+        };
+        let costs = if views.len() >= DETACH_AT || self.encoding.is_some() {
+            py.detach(price)
+        } else {
+            price()
+        };
+        for ((id, fingerprint, wire_bytes), (tokens, chars)) in meta.into_iter().zip(costs) {
+            self.ledger.push(Entry {
+                id,
+                fingerprint,
+                tokens,
+                wire_bytes,
+                chars,
+            });
+        }
+        Ok(n)
+    }
+}
+
+/// Per-session cache of message costs, usage anchor and correction (see `ledger.rs`).
+#[pyclass(frozen, module = "contextfold._core")]
+pub struct SessionLedger {
+    state: Mutex<State>,
+    track_wire: bool,
+}
+
+impl SessionLedger {
+    fn lock<'a>(&'a self, py: Python<'_>) -> PyResult<std::sync::MutexGuard<'a, State>> {
+        self.state
+            .lock_py_attached(py)
+            .map_err(|_| PyRuntimeError::new_err("session state poisoned by an earlier panic"))
+    }
+}
+
+#[pymethods]
+impl SessionLedger {
+    // `smoothing=0.5` is `ledger::DEFAULT_SMOOTHING`, spelled out so the signature shows it.
+    #[new]
+    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, track_wire=false, smoothing=0.5, text_encoding=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        provider: &str,
+        model: Option<String>,
+        tools: Option<&Bound<'_, PyAny>>,
+        system: Option<&Bound<'_, PyAny>>,
+        track_wire: bool,
+        smoothing: f64,
+        text_encoding: Option<&str>,
+    ) -> PyResult<Self> {
+        let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
+        if !(0.0..=1.0).contains(&smoothing) {
+            return Err(PyValueError::new_err("smoothing must be within [0, 1]"));
+        }
+        let encoding = match text_encoding {
+            None => None,
+            Some(name) => Some(Encoding::parse(name).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "unknown text_encoding {name:?}; valid: {}",
+                    Encoding::NAMES.join(", ")
+                ))
+            })?),
+        };
+        let estimator =
+            Estimator::new(provider, model.as_deref().unwrap_or("")).with_encoding(encoding);
+        let keep = Keep::new();
+        let extras = owned_extras(Walker::new(py, &keep).extras(tools, system)?);
+        let ledger = Ledger::new(estimator.overhead(&extras), smoothing);
+        Ok(SessionLedger {
+            state: Mutex::new(State {
+                provider,
+                encoding,
+                model,
+                estimator,
+                extras,
+                ledger,
+            }),
+            track_wire,
+        })
+    }
+
+    /// Prompt tokens of `messages`: anchored on the last usage while its prefix is unchanged,
+    /// else the calibrated heuristic. Prices only messages not seen in the last call.
+    #[pyo3(signature = (messages, /))]
+    fn estimate(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let mut st = self.lock(py)?;
+        let n = st.sync(py, messages, self.track_wire)?;
+        Ok(st.ledger.estimate(n).tokens)
+    }
+
+    /// `(tokens, heuristic, anchored_messages, wire_bytes)` of `messages`; wire bytes are 0
+    /// unless the ledger tracks them.
+    #[pyo3(signature = (messages, /))]
+    fn measure(
+        &self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+    ) -> PyResult<(u64, u64, usize, u64)> {
+        let mut st = self.lock(py)?;
+        let n = st.sync(py, messages, self.track_wire)?;
+        let e = st.ledger.estimate(n);
+        Ok((e.tokens, e.heuristic, e.anchored, st.ledger.wire_bytes(n)))
+    }
+
+    /// Record the provider's real prompt count for the last estimated history (or `messages`).
+    /// Returns `(messages, payload_chars, heuristic, estimate_before, real, correction,
+    /// model_changed)`.
+    #[pyo3(signature = (real, /, *, messages=None, model=None))]
+    fn record_usage(
+        &self,
+        py: Python<'_>,
+        real: u64,
+        messages: Option<&Bound<'_, PyAny>>,
+        model: Option<&str>,
+    ) -> PyResult<(usize, u64, u64, u64, u64, f64, bool)> {
+        let mut st = self.lock(py)?;
+        let n = match messages {
+            Some(m) => st.sync(py, m, self.track_wire)?,
+            None => st.ledger.last_len(),
+        };
+        let r = st.ledger.record(n, real, model);
+        Ok((
+            r.messages,
+            r.chars,
+            r.heuristic,
+            r.estimate,
+            r.real,
+            r.correction,
+            r.model_changed,
+        ))
+    }
+
+    /// Forget the cached costs of messages `start..` (for in-place edits).
+    #[pyo3(signature = (start=0))]
+    fn invalidate(&self, py: Python<'_>, start: usize) -> PyResult<()> {
+        self.lock(py)?.ledger.invalidate(start);
+        Ok(())
+    }
+
+    /// Forget everything: cached costs, usage anchor, correction, last usage.
+    fn reset(&self, py: Python<'_>) -> PyResult<()> {
+        self.lock(py)?.ledger.reset();
+        Ok(())
+    }
+
+    /// Switch model: a new estimator; cached costs, anchor and correction are dropped.
+    #[pyo3(signature = (model, /))]
+    fn set_model(&self, py: Python<'_>, model: Option<String>) -> PyResult<()> {
+        let mut st = self.lock(py)?;
+        if st.model == model {
+            return Ok(());
+        }
+        st.estimator =
+            Estimator::new(st.provider, model.as_deref().unwrap_or("")).with_encoding(st.encoding);
+        let overhead = st.estimator.overhead(&st.extras);
+        st.ledger.reset_with_overhead(overhead);
+        st.model = model;
+        Ok(())
+    }
+
+    #[getter]
+    fn correction(&self, py: Python<'_>) -> PyResult<f64> {
+        Ok(self.lock(py)?.ledger.correction())
+    }
+
+    #[getter]
+    fn last_usage(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        Ok(self.lock(py)?.ledger.last_usage())
+    }
+
+    #[getter]
+    fn model(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.lock(py)?.model.clone())
+    }
+
+    #[getter]
+    fn provider(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(self.lock(py)?.provider.name())
+    }
+
+    #[getter]
+    fn overhead(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.lock(py)?.ledger.overhead())
+    }
+
+    #[getter]
+    fn cached_messages(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.lock(py)?.ledger.len())
+    }
+
+    #[getter]
+    fn anchored_messages(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.lock(py)?.ledger.anchor().map(|a| a.messages))
+    }
+
+    #[getter]
+    fn text_encoding(&self, py: Python<'_>) -> PyResult<Option<&'static str>> {
+        Ok(self.lock(py)?.encoding.map(Encoding::name))
+    }
+
+    #[getter]
+    fn track_wire(&self) -> bool {
+        self.track_wire
+    }
+}
+
+/// Messages walked per batch of `estimate_many`: each batch is read with the GIL, then priced
+/// with the GIL released, so the views and the references they need stay small and cache-warm.
+const BATCH_MESSAGES: usize = 8192;
+
+/// `total` of every history, on up to `threads` threads (contiguous chunks balanced by message
+/// count; one thread for small batches, where spawning would cost more than it saves).
+fn price_all<F>(
+    all: &[Vec<Message<'_>>],
+    threads: usize,
+    min_per_thread: usize,
+    total: F,
+) -> Vec<u64>
+where
+    F: Fn(&[Message<'_>]) -> u64 + Sync,
+{
+    let weight: usize = all.iter().map(|h| h.len() + 1).sum();
+    let threads = threads
+        .min(all.len())
+        .min(weight / min_per_thread.max(1) + 1)
+        .max(1);
+    if threads == 1 {
+        return all.iter().map(|h| total(h)).collect();
+    }
+    let per = weight.div_ceil(threads);
+    let mut bounds = vec![0];
+    let mut acc = 0;
+    for (i, h) in all.iter().enumerate() {
+        acc += h.len() + 1;
+        if acc >= per * bounds.len() && i + 1 < all.len() {
+            bounds.push(i + 1);
+        }
+    }
+    bounds.push(all.len());
+    let mut out = vec![0u64; all.len()];
+    let total = &total;
+    std::thread::scope(|s| {
+        let mut rest: &mut [u64] = &mut out;
+        for win in bounds.windows(2) {
+            let (lo, hi) = (win[0], win[1]);
+            let (chunk, tail) = rest.split_at_mut(hi - lo);
+            rest = tail;
+            let hs = &all[lo..hi];
+            s.spawn(move || {
+                for (o, h) in chunk.iter_mut().zip(hs) {
+                    *o = total(h);
+                }
+            });
+        }
+    });
+    out
+}
+
+fn check_batch_args(histories: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<usize> {
+    if threads == Some(0) {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    if histories.is_instance_of::<PyString>() || histories.is_instance_of::<PyDict>() {
+        return Err(PyTypeError::new_err(
+            "histories must be a list of message lists",
+        ));
+    }
+    Ok(threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())))
+}
+
+/// Walk `histories` in batches of about `BATCH_MESSAGES` messages with the GIL held, and price
+/// each batch with the GIL released.
+fn batched<F>(
+    py: Python<'_>,
+    histories: &Bound<'_, PyAny>,
+    threads: usize,
+    min_per_thread: usize,
+    total: F,
+) -> PyResult<Vec<u64>>
+where
+    F: Fn(&[Message<'_>]) -> u64 + Sync,
+{
+    let mut out = Vec::new();
+    let mut it = histories.try_iter()?.peekable();
+    while it.peek().is_some() {
+        let keep = Keep::new();
+        let mut w = Walker::new(py, &keep);
+        let mut batch: Vec<Vec<Message<'_>>> = Vec::new();
+        let mut walked = 0;
+        while walked < BATCH_MESSAGES {
+            let Some(h) = it.next() else { break };
+            let ms = w.messages(&h?)?;
+            walked += ms.len() + 1;
+            batch.push(ms);
+        }
+        out.extend(py.detach(|| price_all(&batch, threads, min_per_thread, &total)));
+    }
+    Ok(out)
+}
+
+/// Estimates of many histories (same provider, model, tools and system): read in batches with
+/// the GIL, priced on several threads with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (histories, /, *, provider="openai", model=None, tools=None, system=None, threads=None))]
+fn estimate_many(
+    py: Python<'_>,
+    histories: &Bound<'_, PyAny>,
+    provider: &str,
+    model: Option<&str>,
+    tools: Option<&Bound<'_, PyAny>>,
+    system: Option<&Bound<'_, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<u64>> {
+    let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
+    let threads = check_batch_args(histories, threads)?;
+    let est = Estimator::new(provider, model.unwrap_or(""));
+    let overhead = {
+        let keep = Keep::new();
+        let extras = Walker::new(py, &keep).extras(tools, system)?;
+        u64::from(est.overhead(&extras))
+    };
+    // The heuristic prices ~1,000 messages in well under a millisecond: threads only pay off
+    // on large batches.
+    batched(py, histories, threads, 2048, |ms| {
+        ms.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead
+    })
+}
+
+/// Exact OpenAI prompt tokens of many histories (same model, tools and response format), as
+/// `count` computes them: read in batches with the GIL, tokenized on several threads with the
+/// GIL released.
+#[pyfunction]
+#[pyo3(signature = (histories, /, *, model, tools=None, response_format=None, threads=None))]
+fn count_many(
+    py: Python<'_>,
+    histories: &Bound<'_, PyAny>,
+    model: &str,
+    tools: Option<&Bound<'_, PyAny>>,
+    response_format: Option<&Bound<'_, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<u64>> {
+    let threads = check_batch_args(histories, threads)?;
+    let c = super::exact::counter(py, model)?;
+    let tools = super::exact::tools_json(tools)?;
+    let rf = match response_format.filter(|r| !r.is_none()) {
+        Some(r) => Some(super::exact::to_json(r, "response_format", 0)?),
+        None => None,
+    };
+    // BPE costs ~30 ns per byte: even small histories are worth a thread.
+    batched(py, histories, threads, 16, |ms| {
+        c.count(ms, &tools, rf.as_ref())
+    })
+}
+
+/// Register the session types and functions on the extension module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<SessionLedger>()?;
+    m.add_function(wrap_pyfunction!(estimate_many, m)?)?;
+    m.add_function(wrap_pyfunction!(count_many, m)?)?;
+    Ok(())
+}
