@@ -15,6 +15,7 @@ from contextfold._core import (
     estimate,
     estimate_each,
     estimate_many,
+    find_tail_start,
     image_size,
     image_tokens,
     request_overhead,
@@ -22,6 +23,7 @@ from contextfold._core import (
 )
 from contextfold.errors import InvalidMessageError, UnknownModelError
 from contextfold.limits import context_window, ollama_context_window
+from contextfold.prune import prune
 from contextfold.session import Session
 
 __all__ = [
@@ -39,9 +41,11 @@ __all__ = [
     "estimate",
     "estimate_each",
     "estimate_many",
+    "find_tail_start",
     "image_size",
     "image_tokens",
     "ollama_context_window",
+    "prune",
     "request_overhead",
     "wire_bytes",
 ]

@@ -190,3 +190,48 @@ def count_many(
     the histories are read in batches with the GIL held, then tokenized on ``threads`` threads
     (default: the CPU count) with the GIL released. BPE dominates exact counting, so this scales
     with the cores. Raises ``UnknownModelError`` for a non-OpenAI model."""
+
+def find_tail_start(
+    messages: Sequence[Any],
+    /,
+    *,
+    budget_tokens: int,
+    protect_first_n: int = 1,
+    min_tail: int = 3,
+    soft_ceiling: float = 1.5,
+    provider: Provider = "openai",
+    model: str | None = None,
+) -> int:
+    """Index where the protected tail begins, walking back from the end by token budget
+    (the same per-message estimate as ``estimate_each``).
+
+    Rules, in order: (1) ``head`` is the first cut at or after ``protect_first_n`` that splits
+    no tool group; if fewer than ``min_tail + 1`` messages follow it, ``head`` is returned and
+    there is nothing to summarize (minimum compressible history: head + min_tail + 1).
+    (2) Messages are added from the end while the tail stays within ``budget_tokens``; one more
+    is taken if the tail stays within ``budget_tokens * soft_ceiling``. (3) The tail keeps at
+    least ``min_tail`` messages. (4) At least one message is left to summarize. (5) A cut inside
+    a tool group (assistant tool calls / ``tool_use`` and their results) moves to the group's
+    start when that stays within the ceiling or when moving past it would break the floor, else
+    past the group. The summarizable middle is ``messages[head:start]``; ``start == head``
+    means nothing to summarize.
+    """
+
+def prune_plan(
+    messages: Sequence[Any],
+    /,
+    *,
+    protect_tail_tokens: int,
+    provider: Provider = "openai",
+    model: str | None = None,
+    protect_first_n: int = 1,
+    min_tail: int = 3,
+    soft_ceiling: float = 1.5,
+    tool_result_max_tokens: int = 200,
+    arguments_max_chars: int = 2000,
+    prune_images: bool = True,
+    dedupe: bool = True,
+    cache_block_tokens: int = 0,
+) -> tuple[int, list[tuple[str, int, int, str]]]:
+    """The edits ``contextfold.prune`` applies: ``(protected_from, [(kind, index, slot, text)])``
+    with kind ``content``, ``result_block``, ``image``, ``arguments`` or ``tool_use_input``."""

@@ -14,6 +14,7 @@ use crate::profile::Provider;
 mod exact;
 mod json_out;
 mod messages;
+mod prune;
 mod session;
 
 use messages::{Keep, Walker};
@@ -145,6 +146,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(image_size, m)?)?;
     exact::register(m)?;
+    prune::register(m)?;
     session::register(m)?;
     Ok(())
 }

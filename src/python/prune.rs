@@ -1,0 +1,118 @@
+//! Bindings of the tail walk and the prune plan. The plan is returned as plain tuples; the
+//! Python layer (`contextfold.prune`) builds new message objects for the edited messages only.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::messages::{Keep, Walker};
+use super::provider;
+use crate::estimate::Estimator;
+use crate::prune::{plan, Edit, PruneOptions};
+use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
+
+fn check_ceiling(soft_ceiling: f64, min_tail: usize) -> PyResult<()> {
+    if !(soft_ceiling >= 1.0 && soft_ceiling.is_finite()) {
+        return Err(PyValueError::new_err(format!(
+            "soft_ceiling must be a finite number >= 1.0, got {soft_ceiling}"
+        )));
+    }
+    if min_tail == 0 {
+        return Err(PyValueError::new_err("min_tail must be at least 1"));
+    }
+    Ok(())
+}
+
+/// Index where the protected tail begins (see `tail_walk::find_tail_start` for the rules).
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, budget_tokens, protect_first_n=1, min_tail=3, soft_ceiling=1.5, provider="openai", model=None))]
+#[allow(clippy::too_many_arguments)]
+fn find_tail_start(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    budget_tokens: u64,
+    protect_first_n: usize,
+    min_tail: usize,
+    soft_ceiling: f64,
+    provider: &str,
+    model: Option<&str>,
+) -> PyResult<usize> {
+    check_ceiling(soft_ceiling, min_tail)?;
+    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
+    let opt = TailOptions {
+        budget_tokens,
+        protect_first_n,
+        min_tail,
+        soft_ceiling,
+    };
+    Ok(py.detach(|| walk(&est.each(&ms), &legal_cuts(&ms), &opt)))
+}
+
+/// The prune plan: `(protected_from, [(kind, index, slot, text), ...])` where kind is
+/// "content", "result_block", "image", "arguments" or "tool_use_input".
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, protect_tail_tokens, provider="openai", model=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0))]
+#[allow(clippy::too_many_arguments)]
+fn prune_plan(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    protect_tail_tokens: u64,
+    provider: &str,
+    model: Option<&str>,
+    protect_first_n: usize,
+    min_tail: usize,
+    soft_ceiling: f64,
+    tool_result_max_tokens: u32,
+    arguments_max_chars: usize,
+    prune_images: bool,
+    dedupe: bool,
+    cache_block_tokens: u64,
+) -> PyResult<(usize, Vec<(&'static str, usize, usize, String)>)> {
+    check_ceiling(soft_ceiling, min_tail)?;
+    if arguments_max_chars < 64 {
+        return Err(PyValueError::new_err(
+            "arguments_max_chars must be at least 64 (room for a valid JSON marker)",
+        ));
+    }
+    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
+    let opt = PruneOptions {
+        protect_tail_tokens,
+        protect_first_n,
+        min_tail,
+        soft_ceiling,
+        tool_result_max_tokens,
+        arguments_max_chars,
+        prune_images,
+        dedupe,
+        cache_block_tokens,
+    };
+    let p = py.detach(|| plan(&ms, &est, &opt));
+    let edits = p
+        .edits
+        .into_iter()
+        .map(|e| match e {
+            Edit::Content { index, text } => ("content", index, 0, text),
+            Edit::ResultBlock { index, part, text } => ("result_block", index, part, text),
+            Edit::Image { index, part, text } => ("image", index, part, text),
+            Edit::Arguments {
+                index,
+                call,
+                in_content: false,
+                text,
+            } => ("arguments", index, call, text),
+            Edit::Arguments {
+                index, call, text, ..
+            } => ("tool_use_input", index, call, text),
+        })
+        .collect();
+    Ok((p.protected_from, edits))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(find_tail_start, m)?)?;
+    m.add_function(wrap_pyfunction!(prune_plan, m)?)?;
+    Ok(())
+}
