@@ -68,7 +68,7 @@ fn prune_plan(
     prune_images: bool,
     dedupe: bool,
     cache_block_tokens: u64,
-) -> PyResult<(usize, Vec<(&'static str, usize, usize, String)>)> {
+) -> PyResult<(usize, Vec<PlannedEdit>)> {
     check_ceiling(soft_ceiling, min_tail)?;
     if arguments_max_chars < 64 {
         return Err(PyValueError::new_err(
@@ -110,6 +110,9 @@ fn prune_plan(
         .collect();
     Ok((p.protected_from, edits))
 }
+
+/// `(kind, message index, part or call index, replacement text)`.
+type PlannedEdit = (&'static str, usize, usize, String);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_tail_start, m)?)?;
