@@ -88,12 +88,21 @@ pub struct PrunePlan {
     pub edits: Vec<Edit>,
 }
 
-// FxHash-style 64-bit hash: fast, deterministic, good enough to find identical outputs (equal
-// hashes are confirmed by comparing the texts).
+// FxHash-style 64-bit hash of the length, the first and the last KiB: cheap whatever the
+// output's size, and equal hashes are confirmed by comparing the whole texts.
 fn text_hash(s: &str) -> u64 {
     const K: u64 = 0x517c_c1b7_2722_0a95;
+    const EDGE: usize = 1024;
+    let b = s.as_bytes();
+    let sample: Vec<u8>;
+    let bytes = if b.len() <= 2 * EDGE {
+        b
+    } else {
+        sample = [&b[..EDGE], &b[b.len() - EDGE..]].concat();
+        &sample[..]
+    };
     let mut h = s.len() as u64;
-    let mut chunks = s.as_bytes().chunks_exact(8);
+    let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
         let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
         h = (h.rotate_left(5) ^ w).wrapping_mul(K);
@@ -131,11 +140,13 @@ fn group_sep(n: usize) -> String {
     out
 }
 
-fn placeholder(tool: &str, chars: usize, tokens: u32) -> String {
+/// The one-line stand-in of a pruned output. Sizes: UTF-8 bytes (known without a scan) and
+/// the estimator's tokens.
+fn placeholder(tool: &str, bytes: usize, tokens: u32) -> String {
     let tool = if tool.is_empty() { "a tool" } else { tool };
     format!(
-        "[output pruned to save context: {tool} returned {} chars (~{} tokens)]",
-        group_sep(chars),
+        "[output pruned to save context: {tool} returned {} bytes (~{} tokens)]",
+        group_sep(bytes),
         group_sep(tokens as usize)
     )
 }
@@ -227,7 +238,7 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
                 if let Some(text) = pointer(i, t) {
                     edits.push(Edit::Content { index: i, text });
                 } else if costs[i] > opt.tool_result_max_tokens {
-                    let text = placeholder(tool, t.chars().count(), costs[i]);
+                    let text = placeholder(tool, t.len(), costs[i]);
                     edits.push(Edit::Content { index: i, text });
                 }
             }
@@ -285,14 +296,14 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
                             text,
                         });
                     } else if cost > opt.tool_result_max_tokens {
-                        let chars = content
+                        let bytes = content
                             .iter()
                             .map(|c| match c {
-                                Part::Text(t) => t.chars().count(),
+                                Part::Text(t) => t.len(),
                                 _ => 0,
                             })
                             .sum();
-                        let text = placeholder(tool, chars, cost);
+                        let text = placeholder(tool, bytes, cost);
                         edits.push(Edit::ResultBlock {
                             index: i,
                             part,

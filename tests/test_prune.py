@@ -94,6 +94,9 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 @given(histories(), st.integers(0, 20_000), st.integers(0, 3), st.integers(1, 5), st.floats(1.0, 3.0))
 def test_tail_walk_invariants(msgs, budget, head_n, min_tail, ceiling):
     start = cf.find_tail_start(msgs, budget_tokens=budget, protect_first_n=head_n, min_tail=min_tail, soft_ceiling=ceiling)
+    # A list is walked from its end (O(tail)); any other sequence in full: same answer.
+    full = cf.find_tail_start(tuple(msgs), budget_tokens=budget, protect_first_n=head_n, min_tail=min_tail, soft_ceiling=ceiling)
+    assert start == full
     n = len(msgs)
     head = min(head_n, n)
     while head < n and splits_a_group(msgs, head):
@@ -149,7 +152,7 @@ def test_large_old_tool_output_becomes_a_placeholder_naming_the_tool():
         {"role": "user", "content": "thanks"},
     ]
     out = cf.prune(msgs, protect_tail_tokens=50)
-    assert "run_tests returned 70,000 chars" in out[3]["content"]
+    assert "run_tests returned 70,000 bytes" in out[3]["content"]
     assert cf.estimate(out) < cf.estimate(msgs) / 20
 
 
@@ -223,6 +226,7 @@ def test_invariants_on_real_conversations_at_several_budgets(root):
         provider = "gemini" if "gemini" in conv["source"] else "openai"
         for budget in (500, 2_000, 8_000, 32_000):
             start = cf.find_tail_start(msgs, budget_tokens=budget, provider=provider)
+            assert start == cf.find_tail_start(tuple(msgs), budget_tokens=budget, provider=provider)
             assert not splits_a_group(msgs, start)
             assert start == 1 or len(msgs) - start >= 3
             out = cf.prune(msgs, protect_tail_tokens=budget, provider=provider)

@@ -2,7 +2,10 @@
 //! Python layer (`contextfold.prune`) builds new message objects for the edited messages only.
 
 use pyo3::exceptions::PyValueError;
+use std::collections::HashMap;
+
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 
 use super::messages::{Keep, Walker};
 use super::provider;
@@ -38,15 +41,89 @@ fn find_tail_start(
 ) -> PyResult<usize> {
     check_ceiling(soft_ceiling, min_tail)?;
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
-    let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(messages)?;
     let opt = TailOptions {
         budget_tokens,
         protect_first_n,
         min_tail,
         soft_ceiling,
     };
+    if let Ok(list) = messages.cast::<PyList>() {
+        if let Some(start) = tail_from_the_end(py, list, &est, &opt)? {
+            return Ok(start);
+        }
+    }
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
     Ok(py.detach(|| walk(&est.each(&ms), &legal_cuts(&ms), &opt)))
+}
+
+/// The tail walk reading only the end of the history: messages are parsed backward until two
+/// legal cuts lie beyond the budget's reach (`w1`, the nearer, and `w2` before it), after
+/// which the walk on `w2..n` provably returns what the walk on the whole history would (every
+/// result in `w2..n` answers a call in `w2..n`, and the start lands after `w1`). Per turn this
+/// costs O(tail), not O(history). `None` when the protected head is reached first: the caller
+/// then walks the whole (short) history.
+fn tail_from_the_end(
+    py: Python<'_>,
+    list: &Bound<'_, PyList>,
+    est: &Estimator,
+    opt: &TailOptions,
+) -> PyResult<Option<usize>> {
+    let n = list.len();
+    let ceiling = opt.budget_tokens as f64 * opt.soft_ceiling.max(1.0);
+    let keep = Keep::new();
+    let mut walker = Walker::new(py, &keep);
+    let mut open: HashMap<String, usize> = HashMap::new();
+    let mut costs_rev: Vec<u32> = Vec::new();
+    let mut suffix = 0f64;
+    let mut w1: Option<usize> = None;
+    let mut i = n;
+    while i > opt.protect_first_n {
+        i -= 1;
+        walker.set_index(i);
+        let m = walker.message(&list.get_item(i)?)?;
+        let cost = est.message(&m);
+        costs_rev.push(cost);
+        suffix += f64::from(cost);
+        for id in m.call_ids() {
+            if let Some(c) = open.get_mut(id) {
+                *c -= 1;
+                if *c == 0 {
+                    open.remove(id);
+                }
+            }
+        }
+        for id in m.result_ids() {
+            *open.entry(id.to_string()).or_insert(0) += 1;
+        }
+        if !open.is_empty() {
+            continue;
+        }
+        match w1 {
+            None => {
+                if suffix > ceiling && i + opt.min_tail < n && i > opt.protect_first_n {
+                    w1 = Some(i);
+                }
+            }
+            Some(_) => {
+                // `i` is w2: walk the window i..n with its own head at 0.
+                costs_rev.reverse();
+                let mut legal = vec![false; n - i + 1];
+                // Legal cuts inside the window, recomputed forward from the same views' ids
+                // would need the views again; the cheap way is to re-derive them from `open`
+                // bookkeeping, so redo the backward pass over the collected window instead.
+                let window = list.get_slice(i, n);
+                let views = Walker::new(py, &keep).messages(window.as_any())?;
+                legal.copy_from_slice(&legal_cuts(&views));
+                let w = TailOptions {
+                    protect_first_n: 0,
+                    ..*opt
+                };
+                return Ok(Some(i + walk(&costs_rev, &legal, &w)));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The prune plan: `(protected_from, [(kind, index, slot, text), ...])` where kind is
