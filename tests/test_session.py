@@ -517,15 +517,14 @@ def test_swe_session_accuracy_floors_with_exact_text(root):
 
 @pytest.mark.parametrize("root", ROOTS)
 def test_swe_session_accuracy_default_heuristic(root):
-    # Sampled text estimate (the default, microseconds per turn). Measured: shared-data median
-    # 0.19%, p90 1.67%, p99 7.97%; tests-data 0.23% / 1.60% / 11.3% (its p99 is the `ls -R`
-    # listings appended at call 1, which the sampled estimate under-prices by ~12% vs o200k).
-    # First calls: median 7.1% / 8.4%, max 36.9%.
+    # Sampled text estimate (the default, microseconds per turn), head plus three body windows
+    # for long texts. Measured: shared-data 4,310 later calls median 0.18%, p90 1.39%, p99 7.41%;
+    # tests-data 489 calls 0.22% / 1.47% / 8.00%. First calls: median 3.9% / 4.6%, max 26.7%.
     first, later = session_errors(root)
     assert statistics.median(later) <= 0.003
-    assert quantile(later, 0.90) <= 0.020
-    assert quantile(later, 0.99) <= 0.125
-    assert statistics.median(first) <= 0.12
+    assert quantile(later, 0.90) <= 0.015
+    assert quantile(later, 0.99) <= 0.0801
+    assert statistics.median(first) <= 0.08
 
 
 def test_text_encoding_option():
