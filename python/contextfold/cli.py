@@ -48,7 +48,7 @@ def _preview(m: Any, width: int = 60) -> str:
     return s[: width - 1] + "…" if len(s) > width else s
 
 
-def report(data: dict[str, Any], *, provider: str | None, model: str | None, top: int) -> str:
+def report(data: dict[str, Any], *, provider: str | None, model: str | None, top: int, tail_budget: int | None = None) -> str:
     """The token breakdown of one history, as text."""
     msgs = data["messages"]
     provider = provider or data.get("provider") or "openai"
@@ -74,6 +74,17 @@ def report(data: dict[str, Any], *, provider: str | None, model: str | None, top
     lines += ["", f"largest {top} messages:"]
     for i in sorted(range(len(msgs)), key=lambda i: -each[i])[:top]:
         lines.append(f"  #{i:<5d} {_kind(msgs[i]):22s} {each[i]:8,d}  {_preview(msgs[i])}")
+    budget = tail_budget or max(1, total // 4)
+    start = contextfold.find_tail_start(msgs, budget_tokens=budget, provider=provider, model=model)
+    pruned = contextfold.prune(msgs, protect_tail_tokens=budget, provider=provider, model=model)
+    pruned_total = contextfold.estimate(pruned, provider=provider, model=model, tools=tools, system=system)
+    lines += [
+        "",
+        f"compaction plan with a {budget:,}-token tail:",
+        f"  protected tail: messages {start}..{len(msgs) - 1} ({sum(each[start:]):,} tokens)",
+        f"  to summarize:   messages 1..{start - 1} ({sum(each[1:start]):,} tokens)" if start > 1 else "  nothing to summarize",
+        f"  prune alone (old tool output, images, long arguments): {total:,} -> {pruned_total:,} tokens",
+    ]
     requests = data.get("requests") or []
     recorded = [(r["n_messages"], r["usage_prompt_tokens"]) for r in requests if r.get("usage_prompt_tokens")]
     if recorded:
@@ -100,13 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--provider", choices=contextfold.PROVIDERS)
     rep.add_argument("--model")
     rep.add_argument("--top", type=int, default=8, help="how many of the largest messages to list")
+    rep.add_argument("--tail-budget", type=int, help="tokens of the protected tail (default: a quarter of the estimate)")
     sub.add_parser("version", help="print the version")
     args = parser.parse_args(argv)
     if args.command == "version":
         print(contextfold.__version__)
         return 0
     try:
-        print(report(_load(args.file), provider=args.provider, model=args.model, top=args.top))
+        print(report(_load(args.file), provider=args.provider, model=args.model, top=args.top, tail_budget=args.tail_budget))
     except contextfold.InvalidMessageError as e:
         print(f"{args.file}: {e}", file=sys.stderr)
         return 2
