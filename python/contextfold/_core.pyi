@@ -235,3 +235,30 @@ def prune_plan(
 ) -> tuple[int, list[tuple[str, int, int, str]]]:
     """The edits ``contextfold.prune`` applies: ``(protected_from, [(kind, index, slot, text)])``
     with kind ``content``, ``result_block``, ``image``, ``arguments`` or ``tool_use_input``."""
+
+def shrink_json(text: str, /, *, max_chars: int) -> str:
+    """Shrink a JSON text (a tool call's ``arguments``) to valid JSON of at most ``max_chars``
+    characters, keeping its shape, so a provider that re-parses arguments never sees a cut string.
+
+    ``max_chars`` counts characters (``len(str)``, Unicode code points), not bytes; it must be at
+    least 64 (``ValueError`` otherwise). Valid JSON that fits is returned unchanged (the same
+    object, byte for byte). Otherwise the first of these that fits is used:
+
+    0. the compact form (whitespace between tokens removed);
+    1. string values longer than a common cap (as large as fits, never below 32 characters) keep a
+       head and a short tail around ``…[N chars cut]…``; the longest strings shrink first, short
+       ones (paths, ids, enums) stay whole; keys, numbers, booleans and null are never changed;
+    2. arrays longer than ``K + 1`` items keep their first ``K - 1`` items, a marker element
+       ``"…[N items cut]…"`` and their last item (``K`` as large as fits, at least 2);
+    3. non-empty containers from a depth on become ``"…[object of N keys cut]…"`` /
+       ``"…[array of N items cut]…"`` (as deep as fits; at worst the whole document is one
+       marker).
+
+    Cuts fall on character boundaries of the decoded string: an escape or an escaped surrogate
+    pair is never split, and ``N`` counts decoded characters. Invalid JSON (including text already
+    cut mid-value) becomes ``{"invalid_json_preview": "<head>…", "original_chars": N}``.
+    Deterministic and idempotent (``shrink_json(shrink_json(x, max_chars=m), max_chars=m)`` is the
+    first result); linear per pass in the input and iterative, so 100 MB or 100,000 levels of
+    nesting are fine. The GIL is released for inputs over 64 KiB. A ``str`` holding lone
+    surrogates cannot be JSON text and raises ``UnicodeEncodeError``.
+    """
