@@ -19,6 +19,7 @@ from contextfold._core import (
     image_size,
     image_tokens,
     request_overhead,
+    shrink_json,
     wire_bytes,
 )
 from contextfold.errors import InvalidMessageError, UnknownModelError
@@ -47,5 +48,6 @@ __all__ = [
     "ollama_context_window",
     "prune",
     "request_overhead",
+    "shrink_json",
     "wire_bytes",
 ]

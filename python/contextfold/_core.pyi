@@ -235,3 +235,17 @@ def prune_plan(
 ) -> tuple[int, list[tuple[str, int, int, str]]]:
     """The edits ``contextfold.prune`` applies: ``(protected_from, [(kind, index, slot, text)])``
     with kind ``content``, ``result_block``, ``image``, ``arguments`` or ``tool_use_input``."""
+
+def shrink_json(text: str, /, *, max_chars: int) -> str:
+    """Shrink a tool call's JSON ``arguments`` to at most ``max_chars`` characters (Unicode
+    characters of the output text), keeping it valid JSON that still says what the call did.
+
+    Text that fits is returned unchanged. Otherwise the longest strings are cut first (head and
+    tail kept around ``…[cut N chars]…``; strings of up to 32 characters are never cut), then
+    arrays of more than three items keep their first and last items around ``…[N items cut]…``,
+    then containers below a depth collapse into marker strings. Every key, number, boolean and
+    null that remains is verbatim. Text that is not valid JSON becomes
+    ``{"invalid_json_preview": ..., "original_chars": N}``. Deterministic and idempotent;
+    escapes, surrogate pairs and UTF-8 characters are never split. ``max_chars`` must be at
+    least 64 (ValueError otherwise); any nesting depth and size is handled in linear time.
+    """

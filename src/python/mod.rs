@@ -16,6 +16,7 @@ mod json_out;
 mod messages;
 mod prune;
 mod session;
+mod shrink_json;
 
 use messages::{Keep, Walker};
 
@@ -148,5 +149,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     exact::register(m)?;
     prune::register(m)?;
     session::register(m)?;
+    shrink_json::register(m)?;
     Ok(())
 }
