@@ -138,7 +138,21 @@ fn parse(text: &str) -> Option<Doc<'_>> {
         Some(())
     };
 
-    // Open containers: (node index, expecting a key next).
+    // `"key" :` of an object member, leaving `i` on its value.
+    let member_key = |i: &mut usize| -> Option<(usize, usize)> {
+        if b.get(*i) != Some(&b'"') {
+            return None;
+        }
+        let key = string(i)?;
+        ws(i);
+        if b.get(*i) != Some(&b':') {
+            return None;
+        }
+        *i += 1;
+        ws(i);
+        Some(key)
+    };
+    // Open containers.
     let mut stack: Vec<u32> = Vec::new();
     let mut pending_key: Option<(usize, usize)> = None;
     ws(&mut i);
@@ -218,16 +232,7 @@ fn parse(text: &str) -> Option<Doc<'_>> {
                 stack.pop();
             } else {
                 if kind == Kind::Object {
-                    if b.get(i) != Some(&b'"') {
-                        return None;
-                    }
-                    pending_key = Some(string(&mut i)?);
-                    ws(&mut i);
-                    if b.get(i) != Some(&b':') {
-                        return None;
-                    }
-                    i += 1;
-                    ws(&mut i);
+                    pending_key = Some(member_key(&mut i)?);
                 }
                 continue;
             }
@@ -244,16 +249,7 @@ fn parse(text: &str) -> Option<Doc<'_>> {
                     i += 1;
                     ws(&mut i);
                     if is_obj {
-                        if b.get(i) != Some(&b'"') {
-                            return None;
-                        }
-                        pending_key = Some(string(&mut i)?);
-                        ws(&mut i);
-                        if b.get(i) != Some(&b':') {
-                            return None;
-                        }
-                        i += 1;
-                        ws(&mut i);
+                        pending_key = Some(member_key(&mut i)?);
                     }
                     break;
                 }
@@ -371,13 +367,12 @@ impl Doc<'_> {
         let head_budget = keep - keep / 3;
         let tail_budget = keep / 3;
         let (mut head_end, mut used) = (0usize, 0usize);
-        for &(s, e, w) in &atoms {
+        for &(_, e, w) in &atoms {
             if used + w > head_budget {
                 break;
             }
             used += w;
             head_end = e;
-            let _ = s;
         }
         let mut tail_start = raw.len();
         let mut tail_used = 0usize;
@@ -513,6 +508,20 @@ fn invalid_fallback(text: &str, total: usize, max_chars: usize) -> String {
     }
 }
 
+/// The largest `x` in `lo..=hi` with `fits(x)`, for `fits` true up to some point (`lo` when
+/// none is).
+fn largest(mut lo: usize, mut hi: usize, fits: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
 /// Shrink the JSON text `text` to at most `max_chars` characters, keeping it valid JSON and
 /// keeping its keys, numbers, booleans, nulls, short strings and nesting (see module docs).
 /// Text that already fits is returned unchanged; text that is not JSON becomes an object with
@@ -542,16 +551,10 @@ pub fn shrink_json(text: &str, max_chars: usize) -> String {
         };
         if doc.size(&plan(SHORT_STRING)) <= max_chars {
             // Largest cap that fits: every string keeps as much as the budget allows.
-            let (mut lo, mut hi) = (SHORT_STRING, longest.max(SHORT_STRING));
-            while lo < hi {
-                let mid = lo + (hi - lo).div_ceil(2);
-                if doc.size(&plan(mid)) <= max_chars {
-                    lo = mid;
-                } else {
-                    hi = mid - 1;
-                }
-            }
-            return doc.write(&plan(lo));
+            let cap = largest(SHORT_STRING, longest.max(SHORT_STRING), |c| {
+                doc.size(&plan(c)) <= max_chars
+            });
+            return doc.write(&plan(cap));
         }
     }
     // Even the skeleton is too long: collapse containers from the deepest level up, at the
@@ -561,16 +564,8 @@ pub fn shrink_json(text: &str, max_chars: usize) -> String {
         trim_arrays: true,
         collapse_at,
     };
-    let (mut lo, mut hi) = (0usize, max_depth);
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if doc.size(&plan(mid)) <= max_chars {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    doc.write(&plan(lo))
+    let depth = largest(0, max_depth, |d| doc.size(&plan(d)) <= max_chars);
+    doc.write(&plan(depth))
 }
 
 #[cfg(test)]
