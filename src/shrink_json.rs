@@ -13,7 +13,7 @@
 //!    outside strings removed) when that fits;
 //! 1. **strings**: every string value longer than a common cap `C` (found by arithmetic over the
 //!    string widths, as large as fits, never below [`SHORT_STRING`]) keeps a head and a short
-//!    tail around a marker `…[N chars cut]…`, so the longest strings shrink first and short ones
+//!    tail around a marker `…[cut N chars]…`, so the longest strings shrink first and short ones
 //!    (paths, ids, enums) stay whole. Keys, numbers, booleans and null are never touched;
 //! 2. **arrays**: arrays with more than `K + 1` items keep their first `K - 1` items, a marker
 //!    element `"…[N items cut]…"` and their last item, `K` as large as fits (binary search,
@@ -361,10 +361,16 @@ trait Sink {
     fn raw(&mut self, s: &str);
     /// A string value (raw body, its width) under cap `cap`.
     fn string(&mut self, body: &str, width: usize, cap: usize);
+    /// True when the walk can stop: a measure already over its limit.
+    fn over(&self) -> bool {
+        false
+    }
 }
 
 struct Measure {
     chars: usize,
+    /// Stop counting past this: the answer is "does not fit" anyway.
+    limit: usize,
     /// Widths of the strings longer than the cap that the walk kept.
     long: Vec<usize>,
 }
@@ -379,6 +385,9 @@ impl Sink for Measure {
         }
         // Upper bound: a cut string renders in at most `cap` characters.
         self.chars += 2 + width.min(cap);
+    }
+    fn over(&self) -> bool {
+        self.chars > self.limit
     }
 }
 
@@ -436,7 +445,7 @@ fn unit(b: &[u8]) -> (usize, usize) {
 }
 
 /// Write the cut rendering of a string body of `width` characters into at most `cap`
-/// characters: head, marker `…[N chars cut]…`, tail, all on unit boundaries.
+/// characters: head, marker `…[cut N chars]…`, tail, all on unit boundaries.
 fn cut_string(out: &mut String, body: &str, width: usize, cap: usize) {
     let b = body.as_bytes();
     // The marker is at most this long: N (decoded characters cut) <= width.
@@ -477,9 +486,9 @@ fn cut_string(out: &mut String, body: &str, width: usize, cap: usize) {
     }
     let cut = units_before_tail - head_units;
     out.push_str(&body[..head_end]);
-    out.push_str("…[");
+    out.push_str("…[cut ");
     out.push_str(&cut.to_string());
-    out.push_str(" chars cut]…");
+    out.push_str(" chars]…");
     out.push_str(&body[tail_start..]);
 }
 
@@ -504,6 +513,9 @@ fn walk<S: Sink>(text: &str, doc: &Doc, p: Params, sink: &mut S) {
     let mut skip = 0usize;
     let mut expect_key = false;
     loop {
+        if sink.over() {
+            return;
+        }
         let t = lx.next();
         if skip > 0 {
             match t {
@@ -599,9 +611,12 @@ fn walk<S: Sink>(text: &str, doc: &Doc, p: Params, sink: &mut S) {
     }
 }
 
-fn measure(text: &str, doc: &Doc, p: Params) -> Measure {
+/// Characters of the output under `p` (an upper bound for cut strings), counted up to `limit`
+/// only: past it the walk stops early.
+fn measure(text: &str, doc: &Doc, p: Params, limit: usize) -> Measure {
     let mut m = Measure {
         chars: 0,
+        limit,
         long: Vec::new(),
     };
     walk(text, doc, p, &mut m);
@@ -647,10 +662,10 @@ fn largest(lo: usize, hi: usize, mut fits: impl FnMut(usize) -> bool) -> usize {
 
 fn shrink_valid(text: &str, doc: &Doc, max: usize) -> String {
     const ALL: usize = usize::MAX;
-    let fits = |p: Params| measure(text, doc, p).chars <= max;
+    let fits = |p: Params| measure(text, doc, p, max).chars <= max;
     // Render with the largest string cap that fits on top of `p` (whose cap is the floor).
     let finish = |p: Params| {
-        let cap = best_cap(&measure(text, doc, p), p.cap, max);
+        let cap = best_cap(&measure(text, doc, p, usize::MAX), p.cap, max);
         let mut r = Render(String::with_capacity(max.min(text.len()) + 16));
         walk(text, doc, Params { cap, ..p }, &mut r);
         r.0
@@ -666,6 +681,10 @@ fn shrink_valid(text: &str, doc: &Doc, max: usize) -> String {
             return finish(Params { cap, ..full });
         }
     }
+    // Search bounds: K kept items take at least 2K - 1 characters and every level of nesting
+    // two, so larger values cannot fit (this keeps the searches short on huge inputs).
+    let keep_hi = doc.max_array.min(max / 2 + 1).max(2);
+    let depth_hi = doc.max_depth.min(max / 2 + 1);
     // Stage 2: long arrays keep their ends; strings keep up to PATH_STRING if that is enough.
     if doc.max_array >= 4 {
         for floor in [PATH_STRING, SHORT_STRING] {
@@ -675,7 +694,7 @@ fn shrink_valid(text: &str, doc: &Doc, max: usize) -> String {
                 depth: ALL,
             };
             if fits(p) {
-                let keep = largest(2, doc.max_array, |k| fits(Params { keep: k, ..p }));
+                let keep = largest(2, keep_hi, |k| fits(Params { keep: k, ..p }));
                 return finish(Params { keep, ..p });
             }
         }
@@ -696,7 +715,7 @@ fn shrink_valid(text: &str, doc: &Doc, max: usize) -> String {
         if !fits(p) {
             continue;
         }
-        let depth = largest(0, doc.max_depth, |d| fits(Params { depth: d, ..p }));
+        let depth = largest(0, depth_hi, |d| fits(Params { depth: d, ..p }));
         if best.map_or(true, |b| depth > b.depth) {
             best = Some(Params { depth, ..p });
         }
@@ -706,7 +725,7 @@ fn shrink_valid(text: &str, doc: &Doc, max: usize) -> String {
         keep: 2,
         depth: 0,
     });
-    let keep = largest(2, doc.max_array.max(2), |k| fits(Params { keep: k, ..p }));
+    let keep = largest(2, keep_hi, |k| fits(Params { keep: k, ..p }));
     finish(Params { keep, ..p })
 }
 
@@ -794,7 +813,7 @@ mod tests {
         assert!(chars(&out) <= 200, "{out}");
         assert!(out.starts_with("{\"path\":\"/src/app.py\",\"content\":\"abcdefghij"));
         assert!(out.ends_with(",\"mode\":\"w\",\"n\":3}"), "{out}");
-        assert!(out.contains(" chars cut]…"));
+        assert!(out.contains("…[cut "));
     }
 
     #[test]

@@ -3,17 +3,37 @@
 from collections.abc import Sequence
 from typing import Any, Literal, final
 
-Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
-Detail = Literal["auto", "low", "high", "original"]
+_Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
+_Detail = Literal["auto", "low", "high", "original"]
 
 __version__: str
+__all__ = [
+    "PROVIDERS",
+    "SessionLedger",
+    "__version__",
+    "count",
+    "count_each",
+    "count_many",
+    "count_text",
+    "encoding_for",
+    "estimate",
+    "estimate_each",
+    "estimate_many",
+    "find_tail_start",
+    "image_size",
+    "image_tokens",
+    "prune_plan",
+    "request_overhead",
+    "shrink_json",
+    "wire_bytes",
+]
 PROVIDERS: list[str]
 
 def estimate(
     messages: Sequence[Any],
     /,
     *,
-    provider: Provider = "openai",
+    provider: _Provider = "openai",
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
@@ -32,14 +52,14 @@ def estimate_each(
     messages: Sequence[Any],
     /,
     *,
-    provider: Provider = "openai",
+    provider: _Provider = "openai",
     model: str | None = None,
 ) -> list[int]:
     """Estimated tokens of each message (envelope included), in order."""
 
 def request_overhead(
     *,
-    provider: Provider = "openai",
+    provider: _Provider = "openai",
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
@@ -48,7 +68,7 @@ def request_overhead(
     tool definitions and the provider's hidden tool-use prompt. The one overhead function every
     estimate uses."""
 
-def wire_bytes(messages: Sequence[Any], /, *, provider: Provider = "openai") -> int:
+def wire_bytes(messages: Sequence[Any], /, *, provider: _Provider = "openai") -> int:
     """Bytes of ``messages`` serialized as compact UTF-8 JSON (base64 payloads included): the
     size that counts against a request-body cap, not against the context window."""
 
@@ -56,9 +76,9 @@ def image_tokens(
     image: str | bytes | bytearray,
     /,
     *,
-    provider: Provider = "openai",
+    provider: _Provider = "openai",
     model: str | None = None,
-    detail: Detail = "auto",
+    detail: _Detail = "auto",
 ) -> int:
     """Tokens one image costs under the provider's formula (OpenAI tiles or patches, Anthropic
     28-px patches, Gemini 258-token tiles) from the pixel size in its header. ``image`` is a data
@@ -72,7 +92,7 @@ def estimate_many(
     histories: Sequence[Sequence[Any]],
     /,
     *,
-    provider: Provider = "openai",
+    provider: _Provider = "openai",
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
@@ -94,7 +114,7 @@ class SessionLedger:
     def __new__(
         cls,
         *,
-        provider: Provider = "openai",
+        provider: _Provider = "openai",
         model: str | None = None,
         tools: Sequence[Any] | None = None,
         system: str | Sequence[Any] | None = None,
@@ -139,7 +159,7 @@ class SessionLedger:
     @property
     def track_wire(self) -> bool: ...
 
-Encoding = Literal["o200k_base", "cl100k_base", "o200k_harmony"]
+_Encoding = Literal["o200k_base", "cl100k_base", "o200k_harmony"]
 
 def count(
     messages: Sequence[Any],
@@ -168,12 +188,12 @@ def count_each(messages: Sequence[Any], /, *, model: str) -> list[int]:
     equals ``sum(count_each(messages, model=m)) + 3`` (2 on reasoning models) without tools.
     Histories only grow, so callers can cache these per message."""
 
-def count_text(text: str, /, *, model: str | None = None, encoding: Encoding | None = None) -> int:
+def count_text(text: str, /, *, model: str | None = None, encoding: _Encoding | None = None) -> int:
     """Tokens of ``text`` in the model's (or the named) encoding. Special-token text such as
     ``"<|endoftext|>"`` is counted as ordinary text, as the API does for content. One of
     ``model`` / ``encoding`` is required; ``encoding`` wins when both are given."""
 
-def encoding_for(model: str) -> Encoding:
+def encoding_for(model: str) -> _Encoding:
     """The tiktoken encoding of an OpenAI model name (prefix match as tiktoken does; ``ft:`` and
     provider prefixes such as ``openai/`` are stripped). Raises ``UnknownModelError``."""
 
@@ -199,7 +219,7 @@ def find_tail_start(
     protect_first_n: int = 1,
     min_tail: int = 3,
     soft_ceiling: float = 1.5,
-    provider: Provider = "openai",
+    provider: _Provider = "openai",
     model: str | None = None,
 ) -> int:
     """Index where the protected tail begins, walking back from the end by token budget
@@ -222,7 +242,7 @@ def prune_plan(
     /,
     *,
     protect_tail_tokens: int,
-    provider: Provider = "openai",
+    provider: _Provider = "openai",
     model: str | None = None,
     protect_first_n: int = 1,
     min_tail: int = 3,
@@ -246,7 +266,7 @@ def shrink_json(text: str, /, *, max_chars: int) -> str:
 
     0. the compact form (whitespace between tokens removed);
     1. string values longer than a common cap (as large as fits, never below 32 characters) keep a
-       head and a short tail around ``…[N chars cut]…``; the longest strings shrink first, short
+       head and a short tail around ``…[cut N chars]…``; the longest strings shrink first, short
        ones (paths, ids, enums) stay whole; keys, numbers, booleans and null are never changed;
     2. arrays longer than ``K + 1`` items keep their first ``K - 1`` items, a marker element
        ``"…[N items cut]…"`` and their last item (``K`` as large as fits, at least 2);

@@ -121,6 +121,7 @@ fn image_tokens(
 
 /// Pixel size `(width, height)` read from an image header, or None when unreadable.
 #[pyfunction]
+#[pyo3(signature = (image, /))]
 fn image_size(image: &Bound<'_, PyAny>) -> PyResult<Option<(u32, u32)>> {
     let dims = if let Ok(s) = image.cast::<PyString>() {
         dims_of_base64(s.to_str()?)
