@@ -8,6 +8,7 @@
 //! - P4 ceiling: the tail costs more than `budget * soft_ceiling` only when no shorter legal
 //!   tail keeps the floor (the overshoot is forced by one message or one tool group);
 //! - P5 something is summarized whenever a legal cut leaves both a middle and the floor.
+//!
 //! `legal_cuts` equals a brute-force definition; the prune plan edits only `head..tail`, its
 //! shrunk arguments parse and fit, and cache-aware plans edit a subset of the plain region.
 
@@ -49,9 +50,15 @@ fn check_walk(costs: &[u32], legal: &[bool], opt: &TailOptions) -> Result<usize,
         // P2
         prop_assert!(n - start >= opt.min_tail, "floor: tail of {}", n - start);
         // P3
-        for s in head + 1..start {
+        for (s, _) in legal
+            .iter()
+            .enumerate()
+            .take(start)
+            .skip(head + 1)
+            .filter(|(_, &l)| l)
+        {
             prop_assert!(
-                !legal[s] || cost(s) > budget,
+                cost(s) > budget,
                 "a longer legal tail from {s} costs {} <= budget {budget} (start {start})",
                 cost(s)
             );
