@@ -32,7 +32,8 @@ def common_prefix(a: bytes, b: bytes) -> int:
     return lo
 
 
-def measure(msgs: list, ends: list[int], *, provider: str, budget: int, block: int) -> list[float]:
+def measure(msgs: list, ends: list[int], *, provider: str, budget: int, block: int) -> list[tuple[float, int]]:
+    """(share of the previous request reused, bytes reused) for each request after the first."""
     prev = None
     shares = []
     for n in ends:
@@ -40,7 +41,8 @@ def measure(msgs: list, ends: list[int], *, provider: str, budget: int, block: i
                        tool_result_max_tokens=50, cache_block_tokens=block)
         body = json.dumps(out, separators=(",", ":"), ensure_ascii=False).encode()
         if prev is not None:
-            shares.append(common_prefix(prev, body) / len(prev))
+            same = common_prefix(prev, body)
+            shares.append((same / len(prev), same))
         prev = body
     return shares
 
@@ -48,10 +50,11 @@ def measure(msgs: list, ends: list[int], *, provider: str, budget: int, block: i
 def report(title: str, msgs: list, ends: list[int], provider: str, budget: int, block: int) -> None:
     print(f"{title}: {len(ends)} consecutive requests, tail budget {budget:,} tokens")
     for label, b in (("plain prune", 0), (f"cache-aware ({block:,}-token blocks)", block)):
-        s = measure(msgs, ends, provider=provider, budget=budget, block=b)
+        r = measure(msgs, ends, provider=provider, budget=budget, block=b)
+        s = [x for x, _ in r]
         full = sum(1 for x in s if x > 0.999)
-        print(f"  {label:34s} mean reused prefix {statistics.mean(s):6.1%}  median {statistics.median(s):6.1%}  "
-              f"requests reusing the whole previous prefix: {full}/{len(s)}")
+        print(f"  {label:34s} mean reused prefix {statistics.mean(s):6.1%} ({statistics.mean(n for _, n in r):,.0f} bytes)  "
+              f"median {statistics.median(s):6.1%}  requests reusing the whole previous prefix: {full}/{len(s)}")
 
 
 def main() -> None:
@@ -61,6 +64,11 @@ def main() -> None:
     msgs = [m for c in tau[:3] for m in (c["messages"] if c is tau[0] else c["messages"][1:])]
     ends = [i for i, m in enumerate(msgs) if m["role"] == "assistant"][:100]
     report("tau-bench (3 longest dialogues chained)", msgs, ends, "openai", 1_500, 1_000)
+    # A real SWE trajectory (text protocol: observations are plain user messages, so prune has no
+    # tool results to edit and both modes keep the whole prefix: shown for completeness).
+    swe = max(load_conversations(root, "mini-swe-agent-gemini3"), key=lambda c: len(c["messages"]))["messages"]
+    ends = [i + 1 for i, m in enumerate(swe) if m["role"] == "user"][-100:]
+    report("SWE trajectory (longest, text protocol)", swe, ends, "gemini", 8_000, 8_000)
     # The synthetic agent history: 100 turns of tool fan-out with large outputs.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benches"))
     from synthetic import synthetic_history
