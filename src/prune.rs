@@ -88,27 +88,30 @@ pub struct PrunePlan {
     pub edits: Vec<Edit>,
 }
 
-// FxHash-style 64-bit hash of the length, the first and the last KiB: cheap whatever the
+// FxHash-style 64-bit hash of the length, the first and the last 256 bytes: cheap whatever the
 // output's size, and equal hashes are confirmed by comparing the whole texts.
 fn text_hash(s: &str) -> u64 {
     const K: u64 = 0x517c_c1b7_2722_0a95;
-    const EDGE: usize = 1024;
+    const EDGE: usize = 256;
     let b = s.as_bytes();
-    let sample: Vec<u8>;
-    let bytes = if b.len() <= 2 * EDGE {
-        b
-    } else {
-        sample = [&b[..EDGE], &b[b.len() - EDGE..]].concat();
-        &sample[..]
-    };
     let mut h = s.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
-    }
-    for &b in chunks.remainder() {
-        h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
+    // The two edges are hashed in place (no copy); EDGE is a multiple of 8, so this equals
+    // hashing their concatenation.
+    let mut feed = |bytes: &[u8]| {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
+        }
+    };
+    if b.len() <= 2 * EDGE {
+        feed(b);
+    } else {
+        feed(&b[..EDGE]);
+        feed(&b[b.len() - EDGE..]);
     }
     h
 }
@@ -206,17 +209,23 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
             }
         }
     }
-    // Newest occurrence of each result text, to point older copies at it.
+    // Newest occurrence of each result text, to point older copies at it. Texts of up to
+    // DEDUPE_MIN bytes are never replaced by a pointer, so they are not hashed at all.
+    const DEDUPE_MIN: usize = 64;
     let mut newest: HashMap<u64, (usize, &str)> = HashMap::new();
+    // The hash of each tool-result message's text, computed once.
+    let mut hashes: Vec<u64> = Vec::new();
     if opt.dedupe {
+        hashes = vec![0; msgs.len()];
         for (i, m) in msgs.iter().enumerate() {
-            if let Some(t) = result_text(m) {
-                newest.insert(text_hash(t), (i, t));
+            if let Some(t) = result_text(m).filter(|t| t.len() > DEDUPE_MIN) {
+                hashes[i] = text_hash(t);
+                newest.insert(hashes[i], (i, t));
             }
             if let Content::Parts(parts) = &m.content {
                 for p in parts {
                     if let Part::ToolResult { content, .. } = p {
-                        if let Some(t) = block_text(content) {
+                        if let Some(t) = block_text(content).filter(|t| t.len() > DEDUPE_MIN) {
                             newest.insert(text_hash(t), (i, t));
                         }
                     }
@@ -224,10 +233,13 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
             }
         }
     }
-    let pointer = |i: usize, t: &str| -> Option<String> {
-        let &(j, other) = newest.get(&text_hash(t))?;
-        (j > i && other == t && t.len() > 64)
-            .then(|| format!("[same output as message {j}, omitted here]"))
+    // `h`: the text's hash when already known.
+    let pointer = |i: usize, t: &str, h: Option<u64>| -> Option<String> {
+        if !opt.dedupe || t.len() <= DEDUPE_MIN {
+            return None;
+        }
+        let &(j, other) = newest.get(&h.unwrap_or_else(|| text_hash(t)))?;
+        (j > i && other == t).then(|| format!("[same output as message {j}, omitted here]"))
     };
 
     let mut edits = Vec::new();
@@ -235,7 +247,7 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
         if let Some(id) = m.tool_call_id {
             if let Content::Text(t) = &m.content {
                 let tool = tool_names.get(id).copied().unwrap_or("");
-                if let Some(text) = pointer(i, t) {
+                if let Some(text) = pointer(i, t, hashes.get(i).copied()) {
                     edits.push(Edit::Content { index: i, text });
                 } else if costs[i] > opt.tool_result_max_tokens {
                     let text = placeholder(tool, t.len(), costs[i]);
@@ -289,7 +301,7 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
                     });
                     let tool = tool_names.get(tool_use_id).copied().unwrap_or("");
                     let text_now = block_text(content);
-                    if let Some(text) = text_now.and_then(|t| pointer(i, t)) {
+                    if let Some(text) = text_now.and_then(|t| pointer(i, t, None)) {
                         edits.push(Edit::ResultBlock {
                             index: i,
                             part,
