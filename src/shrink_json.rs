@@ -21,7 +21,8 @@
 //! 3. **depth**: non-empty containers at depth `D` and below become marker strings
 //!    (`"…[object of N keys cut]…"`, `"…[array of N items cut]…"`), `D` as large as fits; the
 //!    array and string caps then get the room that is left. At `D = 0` the whole document is one
-//!    marker, which always fits.
+//!    marker, which always fits; the root keeps its type even then (`{"_cut":"…[object of N
+//!    keys cut]…"}`, `["…[array of N items cut]…"]`), since arguments must stay an object.
 //!
 //! Every cut is made on a character boundary of the *decoded* string: a UTF-8 sequence, an
 //! escape (`\n`, `\u00e9`) and an escaped surrogate pair (`\ud83d\ude00`) are one unit each, and
@@ -586,11 +587,24 @@ fn walk<S: Sink>(text: &str, doc: &Doc, p: Params, sink: &mut S) {
                         ordinal += 1;
                         let small = doc.small.get(ordinal - 1).copied().unwrap_or(true);
                         if depth >= p.depth && !small {
-                            sink.raw(&if is_obj {
+                            let marker = if is_obj {
                                 format!("\"…[object of {n} keys cut]…\"")
                             } else {
                                 format!("\"…[array of {n} items cut]…\"")
-                            });
+                            };
+                            // The root keeps its type: arguments must stay an object (an
+                            // Anthropic tool_use input is one), so it wraps the marker.
+                            if depth == 0 && is_obj {
+                                sink.raw("{\"_cut\":");
+                                sink.raw(&marker);
+                                sink.raw("}");
+                            } else if depth == 0 {
+                                sink.raw("[");
+                                sink.raw(&marker);
+                                sink.raw("]");
+                            } else {
+                                sink.raw(&marker);
+                            }
                             skip = 1;
                             continue;
                         }
@@ -858,6 +872,24 @@ mod tests {
         let out = shrink_json(&obj, 100);
         assert!(
             chars(&out) <= 100 && out.starts_with("{\"a\":{\"a\":"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_collapsed_root_keeps_its_type() {
+        let keys: Vec<String> = (0..40)
+            .map(|i| format!("\"key_{i:02}_{}\":1", "k".repeat(20)))
+            .collect();
+        let obj = format!("{{{}}}", keys.join(","));
+        assert_eq!(
+            shrink_json(&obj, 64),
+            "{\"_cut\":\"…[object of 40 keys cut]…\"}"
+        );
+        let arr = format!("[{}]", vec![format!("{{{}}}", keys[0]); 50].join(","));
+        let out = shrink_json(&arr, 64);
+        assert!(
+            out.starts_with('[') && out.ends_with(']') && chars(&out) <= 64,
             "{out}"
         );
     }

@@ -197,6 +197,13 @@ fn check_valid(text: &str, max: usize) -> Result<(), TestCaseError> {
         serde_json::from_str(&out).map_err(|e| TestCaseError::fail(format!("{e}: {out}")))?;
     prop_assert!(chars(&out) <= max, "{} > {max}: {out}", chars(&out));
     prop_assert_eq!(shrink_json(&out, max), out.clone(), "not idempotent");
+    // The root keeps its type (an Anthropic tool_use input must be an object).
+    prop_assert_eq!(
+        std::mem::discriminant(&parsed),
+        std::mem::discriminant(v),
+        "root type changed: {}",
+        out
+    );
     if chars(text) <= max {
         prop_assert!(matches!(shrink_json_cow(text, max), Cow::Borrowed(_)));
         prop_assert_eq!(&out, text);

@@ -154,6 +154,8 @@ def test_shape_is_kept_whenever_the_skeleton_fits(value, max_chars, ascii, space
     parsed = json.loads(out)
     assert len(out) <= max_chars
     assert cf.shrink_json(out, max_chars=max_chars) == out
+    # The root keeps its type: an object stays an object (tool_use.input must be one).
+    assert type(parsed) is type(json.loads(text)) or isinstance(json.loads(text), (int, float)) and isinstance(parsed, (int, float))
     if skeleton_chars(value, ascii) <= max_chars:
         same_shape(parsed, json.loads(text))
 

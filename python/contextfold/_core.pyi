@@ -272,7 +272,8 @@ def shrink_json(text: str, /, *, max_chars: int) -> str:
        ``"…[N items cut]…"`` and their last item (``K`` as large as fits, at least 2);
     3. non-empty containers from a depth on become ``"…[object of N keys cut]…"`` /
        ``"…[array of N items cut]…"`` (as deep as fits; at worst the whole document is one
-       marker).
+       marker, wrapped so the root keeps its type: ``{"_cut": "…[object of N keys cut]…"}``,
+       since arguments and Anthropic ``tool_use.input`` must stay an object).
 
     Cuts fall on character boundaries of the decoded string: an escape or an escaped surrogate
     pair is never split, and ``N`` counts decoded characters. Invalid JSON (including text already
