@@ -253,6 +253,18 @@ impl<'a> Ctx<'a> {
                 out.push('\n');
             }
             first = false;
+            // openai/harmony `json_schema_to_typescript`: a property title renders as
+            // `// Title` followed by an empty `//` line, before the description.
+            if let Some(t) = val.get("title").and_then(Json::as_str) {
+                if !t.is_empty() {
+                    out.push_str(indent);
+                    out.push_str("// ");
+                    out.push_str(t);
+                    out.push('\n');
+                    out.push_str(indent);
+                    out.push_str("//\n");
+                }
+            }
             if let Some(d) = val.get("description").and_then(Json::as_str) {
                 if !d.is_empty() {
                     comment_lines(d, indent, out);
@@ -267,6 +279,15 @@ impl<'a> Ctx<'a> {
             out.push_str(": ");
             self.ts_type(val, indent, depth, out);
             out.push(',');
+            // A default trails the property as ` // default: VALUE` (compact JSON; a string
+            // default of an enum is written bare).
+            if let Some(dv) = val.get("default") {
+                out.push_str(" // default: ");
+                match dv {
+                    Json::String(sv) if val.get("enum").is_some() => out.push_str(sv),
+                    _ => dv.write_compact(out, &|_| false),
+                }
+            }
         }
     }
 }
@@ -451,6 +472,28 @@ mod tests {
             ]),
         )]);
         assert!(render_tools(&[looped]).contains("x?: any,"));
+    }
+
+    #[test]
+    fn titles_and_defaults_are_comments() {
+        let t = obj(vec![
+            ("name", s("f")),
+            (
+                "parameters",
+                obj(vec![(
+                    "properties",
+                    obj(vec![(
+                        "n",
+                        obj(vec![
+                            ("title", s("N")),
+                            ("type", s("integer")),
+                            ("default", Json::Number("3".into())),
+                        ]),
+                    )]),
+                )]),
+            ),
+        ]);
+        assert!(render_tools(&[t]).contains("// N\n//\nn?: number, // default: 3\n"));
     }
 
     #[test]

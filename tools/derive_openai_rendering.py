@@ -25,7 +25,9 @@ What each family needed (residual = usage.prompt_tokens - count):
   (see render_tools): `// description` lines (one per line of a multi-line description),
   `type NAME = (_: {\nPROP?: TYPE,\n}) => any;`, nested objects indented by two spaces, arrays as
   `T[]`, enums as unions of JSON literals, `type: [..]` and anyOf as unions, `$ref` resolved
-  against `$defs`/`definitions`; defaults, titles and strict are not rendered. The block costs
+  against `$defs`/`definitions`; a property `title` renders as `// Title` + `//` before its
+  description and a `default` as a trailing ` // default: VALUE` (both as in openai/harmony's
+  json_schema_to_typescript: tools median 2.04% -> 0.61%); strict is not rendered. The block costs
   +3 more when the request has no system message (it then opens its own system message), +0
   when it is appended to an existing one; reasoning models add their own tool preamble (gpt-5:
   +83, o3-mini: +3).
@@ -135,9 +137,19 @@ def obj_props(s, indent: str, defs) -> str:
     lines = []
     for k, v in (s.get("properties") or {}).items():
         d = v.get("description") if isinstance(v, dict) else None
+        ti = v.get("title") if isinstance(v, dict) else None
+        if isinstance(ti, str) and ti:
+            # harmony's json_schema_to_typescript: a title renders as `// Title` + `//`
+            lines.append(f"{indent}// {ti}")
+            lines.append(f"{indent}//")
         if isinstance(d, str) and d:
             lines.extend(f"{indent}// {line}" for line in d.split("\n"))
-        lines.append(f"{indent}{k}{'' if k in req else '?'}: {ts_type(v, indent, defs)},")
+        dft = ""
+        if isinstance(v, dict) and "default" in v:
+            dv = v["default"]
+            raw = isinstance(dv, str) and "enum" in v
+            dft = " // default: " + (dv if raw else json.dumps(dv, separators=(",", ":"), ensure_ascii=False))
+        lines.append(f"{indent}{k}{'' if k in req else '?'}: {ts_type(v, indent, defs)},{dft}")
     return "\n".join(lines)
 
 
