@@ -14,6 +14,7 @@ import zlib
 from types import SimpleNamespace
 
 import contextfold as cf
+import transcripts
 import pytest
 from contextfold.session import prompt_tokens_of
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
@@ -484,18 +485,8 @@ def session_errors(root, **session_kw) -> tuple[list[float], list[float]]:
     Returns (first calls, later calls)."""
     if root == SHARED and not shared_available():
         pytest.skip(f"full transcripts not found at {SHARED}")
-    convs = load_conversations(root, "mini-swe-agent-gemini3")
-    assert convs, f"no SWE trajectories under {root}"
-    first, later = [], []
-    for conv in convs:
-        s = cf.Session(provider="gemini", **session_kw)
-        for k, req in enumerate(conv["requests"]):
-            real = req.get("usage_prompt_tokens")
-            est = s.estimate(conv["messages"][: req["n_messages"]])
-            if real:
-                (first if k == 0 else later).append(abs(est / real - 1))
-                s.record_usage({"prompt_tokens": real})
-    return first, later
+    assert load_conversations(root, "mini-swe-agent-gemini3"), f"no SWE trajectories under {root}"
+    return transcripts.session_errors(cf, root, **session_kw)
 
 
 def quantile(xs: list[float], q: float) -> float:

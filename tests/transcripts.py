@@ -161,3 +161,19 @@ def estimate_request(cf: Any, r: Request) -> int:
         tools=tools or None,
         system=system_text(r.system),
     )
+
+
+def session_errors(cf: Any, root: Path, **session_kw: Any) -> tuple[list[float], list[float]]:
+    """|estimate/real - 1| of a Session over every SWE call (usage of call k-1 recorded before
+    call k is estimated): (first calls, later calls)."""
+    first: list[float] = []
+    later: list[float] = []
+    for conv in load_conversations(root, "mini-swe-agent-gemini3"):
+        s = cf.Session(provider="gemini", **session_kw)
+        for k, req in enumerate(conv["requests"]):
+            real = req.get("usage_prompt_tokens")
+            est = s.estimate(conv["messages"][: req["n_messages"]])
+            if real:
+                (first if k == 0 else later).append(abs(est / real - 1))
+                s.record_usage({"prompt_tokens": real})
+    return first, later

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import contextfold as cf
-from transcripts import LOCAL, SHARED, load_conversations, shared_available
+from transcripts import LOCAL, SHARED, session_errors, shared_available
 
 
 def quantile(xs: list[float], q: float) -> float:
@@ -27,16 +27,7 @@ def quantile(xs: list[float], q: float) -> float:
 
 
 def errors(root: Path, **kw) -> tuple[list[float], list[float]]:
-    first, later = [], []
-    for conv in load_conversations(root, "mini-swe-agent-gemini3"):
-        s = cf.Session(provider="gemini", **kw)
-        for k, req in enumerate(conv["requests"]):
-            real = req.get("usage_prompt_tokens")
-            est = s.estimate(conv["messages"][: req["n_messages"]])
-            if real:
-                (first if k == 0 else later).append(abs(est / real - 1))
-                s.record_usage({"prompt_tokens": real})
-    return first, later
+    return session_errors(cf, root, **kw)
 
 
 def main() -> None:
