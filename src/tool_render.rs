@@ -253,21 +253,19 @@ impl<'a> Ctx<'a> {
                 out.push('\n');
             }
             first = false;
-            // openai/harmony `json_schema_to_typescript`: a property title renders as
-            // `// Title` followed by an empty `//` line, before the description.
+            // A property title renders as its own `// Title` line before the description
+            // (fitted on the cassettes: an extra empty `//` line after it, as in
+            // openai/harmony's `json_schema_to_typescript`, over-counts 1-2 tokens a property).
             if let Some(t) = val.get("title").and_then(Json::as_str) {
                 if !t.is_empty() {
                     out.push_str(indent);
                     out.push_str("// ");
                     out.push_str(t);
                     out.push('\n');
-                    out.push_str(indent);
-                    out.push_str("//\n");
                 }
             }
             if let Some(d) = val.get("description").and_then(Json::as_str) {
-                if !d.is_empty() {
-                    comment_lines(d, indent, out);
+                if comment_lines(d, indent, out) {
                     out.push('\n');
                 }
             }
@@ -292,16 +290,24 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// `// line` for every line of `text` (a multi-line description stays one comment per line).
-fn comment_lines(text: &str, indent: &str, out: &mut String) {
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
+/// `// line` for every non-blank line of `text`, each line trimmed; `false` when nothing was
+/// written (a description of only white space renders nothing).
+///
+/// Fitted on the cassettes: docstring-style descriptions (indented `Args:` blocks, blank lines
+/// between sections) are billed as if each line were stripped and blank lines dropped; keeping
+/// them verbatim over-counted 13-41 tokens on the requests that carry such tools.
+fn comment_lines(text: &str, indent: &str, out: &mut String) -> bool {
+    let mut wrote = false;
+    for line in text.split('\n').map(str::trim).filter(|l| !l.is_empty()) {
+        if wrote {
             out.push('\n');
         }
         out.push_str(indent);
         out.push_str("// ");
         out.push_str(line);
+        wrote = true;
     }
+    wrote
 }
 
 /// One tool definition: `{"type": "function", "function": {name, description, parameters}}`
@@ -313,8 +319,7 @@ fn render_tool(tool: &Json, out: &mut String) {
     };
     let name = f.get("name").and_then(Json::as_str).unwrap_or("");
     if let Some(d) = f.get("description").and_then(Json::as_str) {
-        if !d.is_empty() {
-            comment_lines(d, "", out);
+        if comment_lines(d, "", out) {
             out.push('\n');
         }
     }
@@ -493,7 +498,23 @@ mod tests {
                 )]),
             ),
         ]);
-        assert!(render_tools(&[t]).contains("// N\n//\nn?: number, // default: 3\n"));
+        assert!(render_tools(&[t]).contains("// N\nn?: number, // default: 3\n"));
+    }
+
+    #[test]
+    fn docstring_descriptions_are_stripped_lines_without_blanks() {
+        let t = obj(vec![
+            ("name", s("f")),
+            (
+                "description",
+                s("Convert.\n\n    Args:\n        x: a value\n    "),
+            ),
+            ("parameters", obj(vec![])),
+        ]);
+        assert!(render_tools(&[t])
+            .contains("\n// Convert.\n// Args:\n// x: a value\ntype f = () => any;\n"));
+        let blank = obj(vec![("name", s("g")), ("description", s(" \n "))]);
+        assert!(render_tools(&[blank]).contains("namespace functions {\n\ntype g = () => any;"));
     }
 
     #[test]

@@ -96,19 +96,37 @@ def test_response_format_within_3_percent(table):
     assert s["p90"] <= 0.03, s
 
 
-def test_tools_floor_reached_so_far(table):
-    # Measured: median 0.61%, p90 7.9% (the cookbook formula: 13.8%). Pinned where it is so it
-    # cannot regress; the issue's floor (median 0.5%, p90 2%) is the xfail below.
+def test_tools_median_within_half_percent(table):
+    # The issue's median floor. Measured: median 0.33% (the cookbook formula: 13.8%).
     s = _stats(table["tools"])
     assert s["n"] >= 150
-    assert s["median"] <= 0.007, s
-    assert s["p90"] <= 0.09, s
+    assert s["median"] <= 0.005, s
 
 
-@pytest.mark.xfail(reason="tool rendering not yet derived to the issue's floor (median 0.61%, p90 7.9%)", strict=True)
-def test_tools_issue_floor(table):
+def test_tools_p90_reached_so_far(table):
+    # Measured: p90 2.25%, 23 of 187 requests over 2%. Pinned where it is so it cannot regress;
+    # the issue's p90 floor (2%) is the xfail below.
     s = _stats(table["tools"])
-    assert s["median"] <= 0.005 and s["p90"] <= 0.02, s
+    assert s["p90"] <= 0.0235, s
+
+
+@pytest.mark.xfail(reason="p90 2.25%: 8 requests of one nested-array tool and 3 tools+non-strict "
+                   "response_format requests are not yet derived (README, exact counts)", strict=True)
+def test_tools_issue_p90_floor(table):
+    s = _stats(table["tools"])
+    assert s["p90"] <= 0.02, s
+
+
+@pytest.fixture(scope="module")
+def parallel_sources():
+    return {r.source for r in _openai_chat() if any(len(m.get("tool_calls") or []) > 1 for m in r.messages)}
+
+
+def test_parallel_calls_within_two_percent(table, parallel_sources):
+    # Every recorded batch of parallel calls but one (a 1,855-token request, +2.3%).
+    rows = [(c, u, src) for c, u, src in table["tools"] if src in parallel_sources]
+    assert len(rows) >= 20
+    assert sum(abs(c - u) / u > 0.02 for c, u, _ in rows) <= 1, rows
 
 
 # ---------------------------------------------------------------- contract

@@ -18,17 +18,21 @@ What each family needed (residual = usage.prompt_tokens - count):
   assistant call renders as a recipient header `" to=functions.NAME"` + the arguments text;
   a tool result renders its author as `"functions.NAME"` (looked up from the call id) instead of
   the role `tool`; the `name` field of a tool message is not billed. Each call costs one more
-  token (its end-of-call marker). Several calls in one assistant message render as one call to
-  `multi_tool_use.parallel` with `{"tool_uses": [{"recipient_name": "functions.NAME",
-  "parameters": ARGS}, ...]}`. Reasoning models bill +7 per call instead of +1.
+  token (its end-of-call marker); reasoning models bill +7 per call instead of +1. Several
+  calls in one assistant message: rendering them as one `multi_tool_use.parallel` call
+  over-counted every recorded batch by 11-37 tokens; what fits the 23 batches is each call
+  billed as if alone (+1 each, reasoning models too) plus PARALLEL_BATCH = 15 per batch
+  (median 0.33% -> see the table; no batch of more than 3 calls is recorded).
 - tool definitions: a TypeScript-like block `# Tools\n\n## functions\n\nnamespace functions {...}`
-  (see render_tools): `// description` lines (one per line of a multi-line description),
-  `type NAME = (_: {\nPROP?: TYPE,\n}) => any;`, nested objects indented by two spaces, arrays as
+  (see render_tools): `// description` lines,
+  `type NAME = (_: {\nPROP?: TYPE,\n}) => any;`. A description renders one `// ` line per
+  non-blank line, each line stripped (docstrings with indented `Args:` blocks were over-counted
+  13-41 tokens when kept verbatim), nested objects indented by two spaces, arrays as
   `T[]`, enums as unions of JSON literals, `type: [..]` and anyOf as unions, `$ref` resolved
-  against `$defs`/`definitions`; a property `title` renders as `// Title` + `//` before its
-  description and a `default` as a trailing ` // default: VALUE` (both as in openai/harmony's
-  json_schema_to_typescript: tools median 2.04% -> 0.61%); strict is not rendered. The block costs
-  +3 more when the request has no system message (it then opens its own system message), +0
+  against `$defs`/`definitions`; a property `title` renders as a `// Title` line before its
+  description and a `default` as a trailing ` // default: VALUE` (tools median 2.04% -> 0.61%;
+  harmony's extra empty `//` after the title over-counts: dropping it, 0.61% -> 0.49%);
+  strict is not rendered. The block costs +3 more when the request has no system message (it then opens its own system message), +0
   when it is appended to an existing one; reasoning models add their own tool preamble (gpt-5:
   +83, o3-mini: +3).
 - response_format json_schema: `# Response Formats\n\n## NAME\n\n` + the schema as compact JSON
@@ -132,6 +136,11 @@ def ts_type(s, indent: str, defs) -> str:
     return "any"
 
 
+def comment_lines(text: str, indent: str) -> list[str]:
+    """A description as `// ` lines: each line stripped, blank lines dropped."""
+    return [f"{indent}// {line.strip()}" for line in text.split("\n") if line.strip()]
+
+
 def obj_props(s, indent: str, defs) -> str:
     req = set(s.get("required") or [])
     lines = []
@@ -141,9 +150,8 @@ def obj_props(s, indent: str, defs) -> str:
         if isinstance(ti, str) and ti:
             # harmony's json_schema_to_typescript: a title renders as `// Title` + `//`
             lines.append(f"{indent}// {ti}")
-            lines.append(f"{indent}//")
         if isinstance(d, str) and d:
-            lines.extend(f"{indent}// {line}" for line in d.split("\n"))
+            lines.extend(comment_lines(d, indent))
         dft = ""
         if isinstance(v, dict) and "default" in v:
             dv = v["default"]
@@ -159,7 +167,7 @@ def render_tools(tools) -> str:
         f = t.get("function", t)
         d = f.get("description")
         if isinstance(d, str) and d:
-            out.extend(f"// {line}" for line in d.split("\n"))
+            out.extend(comment_lines(d, ""))
         p = f.get("parameters") or {}
         defs = {**(p.get("definitions") or {}), **(p.get("$defs") or {})}
         if p.get("properties"):
@@ -275,6 +283,9 @@ def content_tokens(e, model, c) -> int:
     return n
 
 
+PARALLEL_BATCH = 15
+
+
 def count_messages(model: str, messages) -> list[int]:
     e = enc(model)
     reasoning = is_reasoning(model)
@@ -299,13 +310,12 @@ def count_messages(model: str, messages) -> list[int]:
             f = tcs[0]["function"]
             n += T(e, " to=functions." + f["name"]) + T(e, f.get("arguments") or "") + per_call
         elif tcs:
-            uses = []
+            # A batch of parallel calls: each call as if alone (recipient + arguments + 1, also
+            # on reasoning models), plus one fixed wrapper; fitted on the 23 recorded batches.
             for tc in tcs:
                 f = tc["function"]
-                args = (f.get("arguments") or "").strip() and f["arguments"] or "{}"
-                uses.append(f'{{"recipient_name": "functions.{f["name"]}", "parameters": {args}}}')
-            n += T(e, " to=multi_tool_use.parallel") + T(e, '{"tool_uses": [' + ", ".join(uses) + "]}")
-            n += per_call * len(tcs)
+                n += T(e, " to=functions." + f["name"]) + T(e, f.get("arguments") or "") + 1
+            n += PARALLEL_BATCH
         out.append(n)
     return out
 
