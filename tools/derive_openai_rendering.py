@@ -194,7 +194,9 @@ def render_response_format(rf) -> str | None:
         return None
     js = rf.get("json_schema") or {}
     body = json.dumps(_drop_titles(js.get("schema") or {}), separators=(",", ":"), ensure_ascii=False)
-    return f"# Response Formats\n\n## {js.get('name', '')}\n\n{body}"
+    desc = js.get("description")
+    lead = "".join(line + "\n" for line in comment_lines(desc, "")) if isinstance(desc, str) else ""
+    return f"# Response Formats\n\n## {js.get('name', '')}\n\n{lead}{body}"
 
 
 # ---------------------------------------------------------------- images
