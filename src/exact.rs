@@ -9,9 +9,10 @@
 //!   cookbook "How to count tokens with tiktoken" (verified there against the API; FACTS.md);
 //!   gpt-3.5-turbo-0301: 4 per message, -1 per name;
 //! - reasoning models (o3, o4, gpt-5) bill 1 token less per request (every recording);
-//! - tool-call ids are not billed; a call is `" to=functions.NAME"` + arguments + 1, and its
-//!   result is authored by `functions.NAME` instead of `tool`; several calls in one message cost
-//!   each call as if alone plus a fixed wrapper (fitted; `Counter::calls`);
+//! - tool-call ids are not billed; a call is `" to=functions.NAME"` + arguments + 1 (+7 on gpt-5,
+//!   +3 on o-series), and its result is authored by `functions.NAME` instead of `tool`; several
+//!   calls in one message cost each call as if alone plus a fixed wrapper (fitted;
+//!   `Counter::calls`);
 //! - tool definitions and `response_format` schemas: `tool_render`;
 //! - images: the provider formulas of `image_tokens` from the pixel size in the header.
 
@@ -193,7 +194,14 @@ impl Counter {
     }
 
     fn calls(&self, calls: &[ToolCall<'_>]) -> u32 {
-        let per_call = if self.reasoning { 7 } else { 1 };
+        // Each call's end-of-call marker and, on reasoning models, their own call framing:
+        // +7 on gpt-5 models (every recording), +3 on o-series (the two o3-mini requests with a
+        // call; o4 has no recording with calls and is assumed to follow o3).
+        let per_call = match (self.reasoning, self.gpt5) {
+            (false, _) => 1,
+            (true, true) => 7,
+            (true, false) => 3,
+        };
         match calls {
             [] => 0,
             [c] => {
@@ -393,6 +401,44 @@ mod tests {
             each[1] as usize,
             3 + e.count("functions.get_weather") + e.count("sunny")
         );
+    }
+
+    fn call(name: &'static str, args: &'static str) -> ToolCall<'static> {
+        ToolCall {
+            id: "call_1",
+            name,
+            arguments: Cow::Borrowed(args),
+        }
+    }
+
+    #[test]
+    fn parallel_calls_cost_each_call_plus_one_batch_wrapper() {
+        let c = Counter::new("gpt-4o").unwrap();
+        let e = Encoding::O200kBase;
+        let mut a = Message::empty("assistant");
+        a.tool_calls
+            .push(call("delete_file", "{\"path\": \".env\"}"));
+        a.tool_calls
+            .push(call("create_file", "{\"path\": \"test.txt\"}"));
+        let alone =
+            |name: &str, args: &str| e.count(&format!(" to=functions.{name}")) + e.count(args) + 1;
+        assert_eq!(
+            c.count_each(&[a])[0] as usize,
+            3 + e.count("assistant")
+                + alone("delete_file", "{\"path\": \".env\"}")
+                + alone("create_file", "{\"path\": \"test.txt\"}")
+                + PARALLEL_BATCH as usize
+        );
+    }
+
+    #[test]
+    fn reasoning_models_bill_more_per_call() {
+        let mut a = Message::empty("assistant");
+        a.tool_calls.push(call("f", "{}"));
+        let ms = [a];
+        let each = |m: &str| Counter::new(m).unwrap().count_each(&ms)[0];
+        assert_eq!(each("gpt-5") - each("gpt-4o"), 6);
+        assert_eq!(each("o3-mini") - each("gpt-4o"), 2);
     }
 
     #[test]

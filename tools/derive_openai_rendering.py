@@ -18,7 +18,8 @@ What each family needed (residual = usage.prompt_tokens - count):
   assistant call renders as a recipient header `" to=functions.NAME"` + the arguments text;
   a tool result renders its author as `"functions.NAME"` (looked up from the call id) instead of
   the role `tool`; the `name` field of a tool message is not billed. Each call costs one more
-  token (its end-of-call marker); reasoning models bill +7 per call instead of +1. Several
+  token (its end-of-call marker); reasoning models bill more per call instead of +1: +7 on
+  gpt-5 models, +3 on o3-mini (2 requests with calls; +7 left them 4 and 7 tokens over). Several
   calls in one assistant message: rendering them as one `multi_tool_use.parallel` call
   over-counted every recorded batch by 11-37 tokens; what fits the 23 batches is each call
   billed as if alone (+1 each, reasoning models too) plus PARALLEL_BATCH = 15 per batch
@@ -291,7 +292,7 @@ PARALLEL_BATCH = 15
 def count_messages(model: str, messages) -> list[int]:
     e = enc(model)
     reasoning = is_reasoning(model)
-    per_call = 7 if reasoning else 1
+    per_call = (7 if model.startswith("gpt-5") else 3) if reasoning else 1
     names = {}
     for m in messages:
         for tc in m.get("tool_calls") or []:
