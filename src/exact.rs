@@ -11,12 +11,13 @@
 //! - reasoning models (o3, o4, gpt-5) bill 1 token less per request (every recording);
 //! - tool-call ids are not billed; a call is `" to=functions.NAME"` + arguments + 1 (+7 on gpt-5,
 //!   +3 on o-series), and its result is authored by `functions.NAME` instead of `tool`; several
-//!   calls in one message cost each call as if alone plus a fixed wrapper (fitted;
-//!   `Counter::calls`);
+//!   calls in one message are one call to `multi_tool_use.parallel` and their results one
+//!   message of the JSON list of outputs, less a fitted constant (`Counter::count_each`);
 //! - tool definitions and `response_format` schemas: `tool_render`;
 //! - images: the provider formulas of `image_tokens` from the pixel size in the header.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use tiktoken_rs::CoreBPE;
@@ -26,10 +27,11 @@ use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::message::{Content, ImageSource, Message, Part, Role, ToolCall};
 use crate::profile::Provider;
 use crate::tool_render::{render_response_format, render_tools, Json};
+use crate::wire::push_json_string;
 
-/// Tokens of the wrapper around a batch of parallel tool calls in one assistant message, beyond
-/// the calls themselves (fitted on the recorded cassettes; see `Counter::calls`).
-const PARALLEL_BATCH: u32 = 15;
+/// Tokens a batch of parallel tool calls costs beyond its `multi_tool_use.parallel` call and the
+/// one message of its outputs (fitted on the 23 recorded batches; see `Counter::calls`).
+const PARALLEL_BATCH: i32 = -9;
 
 /// One of OpenAI's public tokenizers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -207,27 +209,47 @@ impl Counter {
             [c] => {
                 self.text(&format!(" to=functions.{}", c.name)) + self.text(&c.arguments) + per_call
             }
-            // Parallel calls. OpenAI documents no rendering for them; rendering them as one
-            // `multi_tool_use.parallel` call over-counted 11-37 tokens on every recorded batch.
-            // What fits the 23 recorded batches (2 and 3 calls, gpt-4o/4o-mini/gpt-5-nano): each
-            // call billed as if alone (recipient + arguments + 1, also on reasoning models) plus
-            // one fixed wrapper per batch (`tools/derive_openai_rendering.py`, PARALLEL_BATCH).
+            // Parallel calls: one call to the `multi_tool_use.parallel` wrapper, its JSON in
+            // Python's default spacing with each call's arguments as sent, plus PARALLEL_BATCH.
             _ => {
-                calls
-                    .iter()
-                    .map(|c| {
-                        self.text(&format!(" to=functions.{}", c.name))
-                            + self.text(&c.arguments)
-                            + 1
-                    })
-                    .sum::<u32>()
-                    + PARALLEL_BATCH
+                let mut s = String::from("{\"tool_uses\": [");
+                for (i, c) in calls.iter().enumerate() {
+                    if i > 0 {
+                        s.push_str(", ");
+                    }
+                    s.push_str("{\"recipient_name\": \"functions.");
+                    s.push_str(c.name);
+                    s.push_str("\", \"parameters\": ");
+                    s.push_str(if c.arguments.trim().is_empty() {
+                        "{}"
+                    } else {
+                        &c.arguments
+                    });
+                    s.push('}');
+                }
+                s.push_str("]}");
+                (self.text(" to=multi_tool_use.parallel") + self.text(&s))
+                    .saturating_add_signed(PARALLEL_BATCH)
             }
         }
     }
 
     /// Tokens of one message, envelope included; `names` maps tool-call ids to function names.
-    fn message(&self, m: &Message<'_>, names: &HashMap<&str, &str>) -> u32 {
+    fn message(&self, m: &Message<'_>, names: &HashMap<&str, &str>, batch: Batched) -> u32 {
+        match batch {
+            Batched::No => {}
+            Batched::Opens => {
+                let mut s = String::from("[");
+                push_json_string(&mut s, &self.result_text(m));
+                s.push(']');
+                return 3 + self.text("multi_tool_use.parallel") + self.text(&s) + self.media(m);
+            }
+            Batched::Continues => {
+                let mut s = String::from(", ");
+                push_json_string(&mut s, &self.result_text(m));
+                return self.text(&s).saturating_sub(1) + self.media(m);
+            }
+        }
         let mut n = if self.legacy_0301 { 4 } else { 3 };
         if m.role == Role::Tool && m.tool_call_id.is_some() {
             let name = m
@@ -258,10 +280,57 @@ impl Counter {
         n + self.calls(&m.tool_calls)
     }
 
+    /// The text of a tool result (its text parts joined).
+    fn result_text<'m>(&self, m: &'m Message<'_>) -> Cow<'m, str> {
+        match &m.content {
+            Content::None => Cow::Borrowed(""),
+            Content::Text(t) => Cow::Borrowed(t),
+            Content::Parts(ps) => Cow::Owned(
+                ps.iter()
+                    .filter_map(|p| match p {
+                        Part::Text(t) => Some(&**t),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Tokens of a message's non-text parts (images), billed by their own formulas.
+    fn media(&self, m: &Message<'_>) -> u32 {
+        match &m.content {
+            Content::Parts(ps) => ps
+                .iter()
+                .filter(|p| !matches!(p, Part::Text(_)))
+                .map(|p| self.part(p))
+                .sum(),
+            _ => 0,
+        }
+    }
+
     /// Tokens of each message, envelope included (the reply priming is not in any of them).
+    ///
+    /// The results of a batch of parallel calls are billed as one message from
+    /// `multi_tool_use.parallel` whose content is the JSON list of the outputs: the first result
+    /// carries the envelope and `[OUTPUT]`, each later one `, OUTPUT` less the token `", "`
+    /// merges into. That equals the list's own count on every recorded batch (it can differ by
+    /// a token where BPE merges across two outputs) and keeps a message's count unchanged when
+    /// later messages are appended.
     pub fn count_each(&self, messages: &[Message<'_>]) -> Vec<u32> {
         let names = call_names(messages);
-        messages.iter().map(|m| self.message(m, &names)).collect()
+        let batches = call_batches(messages);
+        let mut opened = HashSet::new();
+        messages
+            .iter()
+            .map(|m| {
+                let batch = match (m.role, m.tool_call_id.and_then(|id| batches.get(id))) {
+                    (Role::Tool, Some(&b)) if opened.insert(b) => Batched::Opens,
+                    (Role::Tool, Some(_)) => Batched::Continues,
+                    _ => Batched::No,
+                };
+                self.message(m, &names, batch)
+            })
+            .collect()
     }
 
     /// Tokens of everything around the messages: reply priming, tool definitions, the
@@ -308,6 +377,27 @@ impl Counter {
             .sum::<u64>()
             + self.overhead(messages, tools, response_format)
     }
+}
+
+/// How a tool result is billed: alone, or as part of its batch's one outputs message.
+#[derive(Clone, Copy)]
+enum Batched {
+    No,
+    Opens,
+    Continues,
+}
+
+/// The ids of calls made in a batch of parallel calls, mapped to the batch (its message index).
+fn call_batches<'a>(messages: &[Message<'a>]) -> HashMap<&'a str, usize> {
+    let mut batches = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.tool_calls.len() > 1 {
+            for c in &m.tool_calls {
+                batches.insert(c.id, i);
+            }
+        }
+    }
+    batches
 }
 
 fn call_names<'a>(messages: &[Message<'a>]) -> HashMap<&'a str, &'a str> {
@@ -412,23 +502,45 @@ mod tests {
     }
 
     #[test]
-    fn parallel_calls_cost_each_call_plus_one_batch_wrapper() {
+    fn parallel_calls_are_one_wrapper_call_and_one_outputs_message() {
         let c = Counter::new("gpt-4o").unwrap();
         let e = Encoding::O200kBase;
         let mut a = Message::empty("assistant");
-        a.tool_calls
-            .push(call("delete_file", "{\"path\": \".env\"}"));
-        a.tool_calls
-            .push(call("create_file", "{\"path\": \"test.txt\"}"));
-        let alone =
-            |name: &str, args: &str| e.count(&format!(" to=functions.{name}")) + e.count(args) + 1;
+        let mut first = call("delete_file", "{\"path\": \".env\"}");
+        first.id = "call_a";
+        let mut second = call("create_file", "{\"path\": \"test.txt\"}");
+        second.id = "call_b";
+        a.tool_calls.push(first);
+        a.tool_calls.push(second);
+        let mut r1 = Message::text("tool", "true");
+        r1.tool_call_id = Some("call_a");
+        let mut r2 = Message::text("tool", "Line one\n\"two\"");
+        r2.tool_call_id = Some("call_b");
+        let each = c.count_each(&[a, r1, r2]);
+        let wrapper = "{\"tool_uses\": [{\"recipient_name\": \"functions.delete_file\", \
+                       \"parameters\": {\"path\": \".env\"}}, {\"recipient_name\": \
+                       \"functions.create_file\", \"parameters\": {\"path\": \"test.txt\"}}]}";
         assert_eq!(
-            c.count_each(&[a])[0] as usize,
-            3 + e.count("assistant")
-                + alone("delete_file", "{\"path\": \".env\"}")
-                + alone("create_file", "{\"path\": \"test.txt\"}")
-                + PARALLEL_BATCH as usize
+            each[0] as i64,
+            (3 + e.count("assistant") + e.count(" to=multi_tool_use.parallel") + e.count(wrapper))
+                as i64
+                + i64::from(PARALLEL_BATCH)
         );
+        // The outputs are one JSON list: newlines and quotes are billed escaped. Priced per
+        // message the sum can differ from the list's own count by a token where BPE merges
+        // across the boundary between two outputs.
+        let list = "[\"true\", \"Line one\\n\\\"two\\\"\"]";
+        let whole = 3 + e.count("multi_tool_use.parallel") + e.count(list);
+        assert!(((each[1] + each[2]) as usize).abs_diff(whole) <= 1);
+        // A result's count does not depend on the results after it.
+        let mut r1 = Message::text("tool", "true");
+        r1.tool_call_id = Some("call_a");
+        let mut a = Message::empty("assistant");
+        a.tool_calls.push(call("delete_file", "{}"));
+        a.tool_calls.push(call("create_file", "{}"));
+        a.tool_calls[0].id = "call_a";
+        a.tool_calls[1].id = "call_b";
+        assert_eq!(c.count_each(&[a, r1])[1], each[1]);
     }
 
     #[test]

@@ -104,7 +104,7 @@ def test_tools_median_within_half_percent(table):
 
 
 def test_tools_p90_within_two_percent(table):
-    # The p90 floor. Measured: p90 1.92%, 18 of 186 requests over 2% (the cookbook
+    # The p90 floor. Measured: p90 1.89%, 17 of 186 requests over 2% (the cookbook
     # formula: p90 > 20%). Still off: one nested-array tool (8 requests, +21 tokens) and tools
     # combined with a non-strict response_format (3 requests).
     s = _stats(table["tools"])
@@ -117,10 +117,11 @@ def parallel_sources():
 
 
 def test_parallel_calls_within_two_percent(table, parallel_sources):
-    # Every recorded batch of parallel calls but one (a 1,855-token request, +2.3%).
+    # Every recorded batch of parallel calls (2-3 calls; results up to 1,100 tokens, which are
+    # billed JSON-escaped): within 2% and within 6 tokens.
     rows = [(c, u, src) for c, u, src in table["tools"] if src in parallel_sources]
     assert len(rows) >= 20
-    assert sum(abs(c - u) / u > 0.02 for c, u, _ in rows) <= 1, rows
+    assert all(abs(c - u) / u <= 0.02 and abs(c - u) <= 6 for c, u, _ in rows), rows
 
 
 # ---------------------------------------------------------------- contract

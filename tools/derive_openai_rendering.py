@@ -19,11 +19,14 @@ What each family needed (residual = usage.prompt_tokens - count):
   a tool result renders its author as `"functions.NAME"` (looked up from the call id) instead of
   the role `tool`; the `name` field of a tool message is not billed. Each call costs one more
   token (its end-of-call marker); reasoning models bill more per call instead of +1: +7 on
-  gpt-5 models, +3 on o3-mini (2 requests with calls; +7 left them 4 and 7 tokens over). Several
-  calls in one assistant message: rendering them as one `multi_tool_use.parallel` call
-  over-counted every recorded batch by 11-37 tokens; what fits the 23 batches is each call
-  billed as if alone (+1 each, reasoning models too) plus PARALLEL_BATCH = 15 per batch
-  (median 0.33% -> see the table; no batch of more than 3 calls is recorded).
+  gpt-5 models, +3 on o3-mini (2 requests with calls; +7 left them 4 and 7 tokens over).
+  Several calls in one assistant message are one call to `multi_tool_use.parallel` with
+  `{"tool_uses": [{"recipient_name": "functions.NAME", "parameters": ARGS}, ...]}`, and their
+  results one message from `multi_tool_use.parallel` whose content is the JSON list of the
+  outputs (newlines and quotes billed escaped), less PARALLEL_BATCH = 9 tokens, fitted. On the
+  23 recorded batches (2-3 calls) every one is within 6 tokens; before, results billed as plain
+  tool messages left batches with long multi-line outputs 23-42 tokens under, and pricing each
+  call as if alone plus a constant fitted the short batches only.
 - tool definitions: a TypeScript-like block `# Tools\n\n## functions\n\nnamespace functions {...}`
   (see render_tools): `// description` lines,
   `type NAME = (_: {\nPROP?: TYPE,\n}) => any;`. A description renders one `// ` line per
@@ -286,7 +289,7 @@ def content_tokens(e, model, c) -> int:
     return n
 
 
-PARALLEL_BATCH = 15
+PARALLEL_BATCH = -9
 
 
 def count_messages(model: str, messages) -> list[int]:
@@ -294,13 +297,32 @@ def count_messages(model: str, messages) -> list[int]:
     reasoning = is_reasoning(model)
     per_call = (7 if model.startswith("gpt-5") else 3) if reasoning else 1
     names = {}
-    for m in messages:
+    batch_of = {}
+    for i, m in enumerate(messages):
         for tc in m.get("tool_calls") or []:
             names[tc.get("id")] = tc["function"]["name"]
+            if len(m["tool_calls"]) > 1:
+                batch_of[tc.get("id")] = i
+    # The results of one batch are billed as one message from `multi_tool_use.parallel` whose
+    # content is the JSON list of the outputs. Per message: the first result opens it (3 +
+    # author + `[OUTPUT]`), each later one adds `, OUTPUT` less the token that `", "` merges
+    # into (equal to the list's own count on all 23 recorded batches), so a result's count
+    # does not change when later results are appended.
+    opened = set()
     out = []
     for m in messages:
         n = 3
         role = m["role"]
+        if role == "tool" and m.get("tool_call_id") in batch_of:
+            b = batch_of[m["tool_call_id"]]
+            c = m.get("content")
+            text = json.dumps(c if isinstance(c, str) else "".join(p.get("text", "") for p in c or []), ensure_ascii=False)
+            if b in opened:
+                out.append(T(e, ", " + text) - 1)
+            else:
+                opened.add(b)
+                out.append(3 + T(e, "multi_tool_use.parallel") + T(e, "[" + text + "]"))
+            continue
         if role == "tool":
             n += T(e, "functions." + names.get(m.get("tool_call_id"), m.get("name") or ""))
         else:
@@ -313,11 +335,14 @@ def count_messages(model: str, messages) -> list[int]:
             f = tcs[0]["function"]
             n += T(e, " to=functions." + f["name"]) + T(e, f.get("arguments") or "") + per_call
         elif tcs:
-            # A batch of parallel calls: each call as if alone (recipient + arguments + 1, also
-            # on reasoning models), plus one fixed wrapper; fitted on the 23 recorded batches.
+            # A batch of parallel calls: one call to `multi_tool_use.parallel` (its JSON in
+            # Python's default spacing), its outputs one message (see count_messages' results).
+            uses = []
             for tc in tcs:
                 f = tc["function"]
-                n += T(e, " to=functions." + f["name"]) + T(e, f.get("arguments") or "") + 1
+                args = (f.get("arguments") or "").strip() and f["arguments"] or "{}"
+                uses.append(f'{{"recipient_name": "functions.{f["name"]}", "parameters": {args}}}')
+            n += T(e, " to=multi_tool_use.parallel") + T(e, '{"tool_uses": [' + ", ".join(uses) + "]}")
             n += PARALLEL_BATCH
         out.append(n)
     return out
