@@ -89,11 +89,14 @@ def test_images_median_within_3_percent(table):
     assert s["median"] <= 0.03, s
 
 
-def test_response_format_within_3_percent(table):
+def test_response_format_within_2_percent(table):
+    # Measured: median 0.14%, p90 1.85%, 48% exact (before minimum/maximum were dropped from
+    # the rendered schema: median 1.48%, 11% exact).
     s = _stats(table["response_format"])
     assert s["n"] >= 50
-    assert s["median"] <= 0.02, s
-    assert s["p90"] <= 0.03, s
+    assert s["median"] <= 0.003, s
+    assert s["p90"] <= 0.02, s
+    assert s["exact"] >= 0.4, s
 
 
 def test_tools_median_within_half_percent(table):
