@@ -168,6 +168,19 @@ def test_cookbook_example():
     assert len(each) == 6 and sum(each) + 3 == 124
 
 
+def test_count_each_is_prefix_stable_and_sums_to_count(parallel_sources):
+    # Cacheable per-message counts: a message's count never changes when messages are appended
+    # after it, batches of parallel calls included (their results share one billed message).
+    reqs = [r for r in _openai_chat() if r.source in parallel_sources]
+    assert reqs
+    for r in reqs:
+        each = cf.count_each(r.messages, model=r.model)
+        for k in range(1, len(r.messages)):
+            assert cf.count_each(r.messages[:k], model=r.model) == each[:k], (r.source, k)
+        priming = 2 if r.model.startswith(("o3", "o4", "gpt-5")) else 3
+        assert cf.count(r.messages, model=r.model) == sum(each) + priming
+
+
 def test_tools_and_response_format_add_tokens_and_nothing_is_mutated():
     import copy
 
