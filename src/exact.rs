@@ -16,7 +16,6 @@
 //! - tool definitions and `response_format` schemas: `tool_render`;
 //! - images: the provider formulas of `image_tokens` from the pixel size in the header.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -30,7 +29,7 @@ use crate::tool_render::{render_response_format, render_tools, Json};
 use crate::wire::push_json_string;
 
 /// Tokens a batch of parallel tool calls costs beyond its `multi_tool_use.parallel` call and the
-/// one message of its outputs (fitted on the 23 recorded batches; see `Counter::calls`).
+/// one message of its outputs (fitted on the 23 recorded batches; see `Counter::count_each`).
 const PARALLEL_BATCH: i32 = -9;
 
 /// One of OpenAI's public tokenizers.
@@ -234,27 +233,22 @@ impl Counter {
         }
     }
 
-    /// Tokens of one message, envelope included; `names` maps tool-call ids to function names.
-    fn message(&self, m: &Message<'_>, names: &HashMap<&str, &str>, batch: Batched) -> u32 {
+    /// Tokens of one message, envelope included; `calls` maps tool-call ids to their function
+    /// and batch (`call_index`).
+    fn message(&self, m: &Message<'_>, calls: &HashMap<&str, CallInfo<'_>>, batch: Batched) -> u32 {
         match batch {
             Batched::No => {}
             Batched::Opens => {
-                let mut s = String::from("[");
-                push_json_string(&mut s, &self.result_text(m));
-                s.push(']');
-                return 3 + self.text("multi_tool_use.parallel") + self.text(&s) + self.media(m);
+                return 3 + self.text("multi_tool_use.parallel") + self.batch_output(m, "[", "]")
             }
-            Batched::Continues => {
-                let mut s = String::from(", ");
-                push_json_string(&mut s, &self.result_text(m));
-                return self.text(&s).saturating_sub(1) + self.media(m);
-            }
+            // `", "` merges into one token where `,` + ` "` were counted apart.
+            Batched::Continues => return self.batch_output(m, ", ", "").saturating_sub(1),
         }
         let mut n = if self.legacy_0301 { 4 } else { 3 };
         if m.role == Role::Tool && m.tool_call_id.is_some() {
             let name = m
                 .tool_call_id
-                .and_then(|id| names.get(id).copied())
+                .and_then(|id| calls.get(id).map(|c| c.name))
                 .or(m.name)
                 .unwrap_or("");
             n += self.text(&format!("functions.{name}"));
@@ -280,32 +274,27 @@ impl Counter {
         n + self.calls(&m.tool_calls)
     }
 
-    /// The text of a tool result (its text parts joined).
-    fn result_text<'m>(&self, m: &'m Message<'_>) -> Cow<'m, str> {
+    /// Tokens of one result inside its batch's JSON list of outputs: `before`, the result's
+    /// text as a JSON string, `after`; its non-text parts (images) by their own formulas.
+    fn batch_output(&self, m: &Message<'_>, before: &str, after: &str) -> u32 {
+        let mut s = String::from(before);
+        let mut media = 0;
         match &m.content {
-            Content::None => Cow::Borrowed(""),
-            Content::Text(t) => Cow::Borrowed(t),
-            Content::Parts(ps) => Cow::Owned(
-                ps.iter()
-                    .filter_map(|p| match p {
-                        Part::Text(t) => Some(&**t),
-                        _ => None,
-                    })
-                    .collect(),
-            ),
+            Content::None => push_json_string(&mut s, ""),
+            Content::Text(t) => push_json_string(&mut s, t),
+            Content::Parts(ps) => {
+                let mut text = String::new();
+                for p in ps {
+                    match p {
+                        Part::Text(t) => text.push_str(t),
+                        _ => media += self.part(p),
+                    }
+                }
+                push_json_string(&mut s, &text);
+            }
         }
-    }
-
-    /// Tokens of a message's non-text parts (images), billed by their own formulas.
-    fn media(&self, m: &Message<'_>) -> u32 {
-        match &m.content {
-            Content::Parts(ps) => ps
-                .iter()
-                .filter(|p| !matches!(p, Part::Text(_)))
-                .map(|p| self.part(p))
-                .sum(),
-            _ => 0,
-        }
+        s.push_str(after);
+        self.text(&s) + media
     }
 
     /// Tokens of each message, envelope included (the reply priming is not in any of them).
@@ -317,18 +306,19 @@ impl Counter {
     /// a token where BPE merges across two outputs) and keeps a message's count unchanged when
     /// later messages are appended.
     pub fn count_each(&self, messages: &[Message<'_>]) -> Vec<u32> {
-        let names = call_names(messages);
-        let batches = call_batches(messages);
+        let calls = call_index(messages);
         let mut opened = HashSet::new();
         messages
             .iter()
             .map(|m| {
-                let batch = match (m.role, m.tool_call_id.and_then(|id| batches.get(id))) {
-                    (Role::Tool, Some(&b)) if opened.insert(b) => Batched::Opens,
-                    (Role::Tool, Some(_)) => Batched::Continues,
+                let batch = match (m.role, m.tool_call_id.and_then(|id| calls.get(id))) {
+                    (Role::Tool, Some(CallInfo { batch: Some(b), .. })) if opened.insert(*b) => {
+                        Batched::Opens
+                    }
+                    (Role::Tool, Some(CallInfo { batch: Some(_), .. })) => Batched::Continues,
                     _ => Batched::No,
                 };
-                self.message(m, &names, batch)
+                self.message(m, &calls, batch)
             })
             .collect()
     }
@@ -387,27 +377,29 @@ enum Batched {
     Continues,
 }
 
-/// The ids of calls made in a batch of parallel calls, mapped to the batch (its message index).
-fn call_batches<'a>(messages: &[Message<'a>]) -> HashMap<&'a str, usize> {
-    let mut batches = HashMap::new();
-    for (i, m) in messages.iter().enumerate() {
-        if m.tool_calls.len() > 1 {
-            for c in &m.tool_calls {
-                batches.insert(c.id, i);
-            }
-        }
-    }
-    batches
+/// What a tool-call id refers to: the function called and, for a call made in a batch of
+/// parallel calls, the batch (the index of the message that made it).
+struct CallInfo<'a> {
+    name: &'a str,
+    batch: Option<usize>,
 }
 
-fn call_names<'a>(messages: &[Message<'a>]) -> HashMap<&'a str, &'a str> {
-    let mut names = HashMap::new();
-    for m in messages {
+/// Every tool call of the history by id, in one pass.
+fn call_index<'a>(messages: &[Message<'a>]) -> HashMap<&'a str, CallInfo<'a>> {
+    let mut calls = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        let batch = (m.tool_calls.len() > 1).then_some(i);
         for c in &m.tool_calls {
-            names.insert(c.id, c.name);
+            calls.insert(
+                c.id,
+                CallInfo {
+                    name: c.name,
+                    batch,
+                },
+            );
         }
     }
-    names
+    calls
 }
 
 #[cfg(test)]

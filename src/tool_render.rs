@@ -76,52 +76,23 @@ impl Json {
     /// values (`enum`, `const`, `default`, `examples`).
     pub fn write_schema_compact(&self, out: &mut String, drop: &[&str]) {
         let Json::Object(kv) = self else {
-            self.write_compact(out);
-            return;
+            return self.write_compact(out);
         };
-        out.push('{');
-        let mut first = true;
-        for (k, v) in kv {
-            if drop.contains(&k.as_str()) {
-                continue;
+        let kept = kv.iter().filter(|(k, _)| !drop.contains(&k.as_str()));
+        write_object(out, kept, |out, k, v| match (k, v) {
+            ("properties" | "$defs" | "definitions" | "patternProperties", Json::Object(m)) => {
+                write_object(out, m.iter(), |out, _, sub| {
+                    sub.write_schema_compact(out, drop)
+                })
             }
-            if !first {
-                out.push(',');
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(a)) => {
+                write_array(out, a, |out, sub| sub.write_schema_compact(out, drop))
             }
-            first = false;
-            push_json_string(out, k);
-            out.push(':');
-            match (k.as_str(), v) {
-                ("properties" | "$defs" | "definitions" | "patternProperties", Json::Object(m)) => {
-                    out.push('{');
-                    for (j, (name, sub)) in m.iter().enumerate() {
-                        if j > 0 {
-                            out.push(',');
-                        }
-                        push_json_string(out, name);
-                        out.push(':');
-                        sub.write_schema_compact(out, drop);
-                    }
-                    out.push('}');
-                }
-                ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(a)) => {
-                    out.push('[');
-                    for (j, sub) in a.iter().enumerate() {
-                        if j > 0 {
-                            out.push(',');
-                        }
-                        sub.write_schema_compact(out, drop);
-                    }
-                    out.push(']');
-                }
-                (
-                    "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains",
-                    _,
-                ) => v.write_schema_compact(out, drop),
-                _ => v.write_compact(out),
+            ("items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains", _) => {
+                v.write_schema_compact(out, drop)
             }
-        }
-        out.push('}');
+            _ => v.write_compact(out),
+        });
     }
 
     /// Compact JSON (`json.dumps(v, separators=(",", ":"), ensure_ascii=False)`).
@@ -131,36 +102,44 @@ impl Json {
             Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Json::Number(n) => out.push_str(n),
             Json::String(s) => push_json_string(out, s),
-            Json::Array(a) => {
-                out.push('[');
-                for (i, v) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    v.write_compact(out);
-                }
-                out.push(']');
-            }
-            Json::Object(kv) => {
-                out.push('{');
-                let mut first = true;
-                for (k, v) in kv {
-                    if !first {
-                        out.push(',');
-                    }
-                    first = false;
-                    push_json_string(out, k);
-                    out.push(':');
-                    v.write_compact(out);
-                }
-                out.push('}');
-            }
+            Json::Array(a) => write_array(out, a, |out, v| v.write_compact(out)),
+            Json::Object(kv) => write_object(out, kv.iter(), |out, _, v| v.write_compact(out)),
         }
     }
 }
 
 // `$ref` chains and nesting deeper than this render as `any` (also stops recursive schemas).
 const MAX_DEPTH: usize = 32;
+
+/// `[v,v,...]`, each value written by `value`.
+fn write_array(out: &mut String, items: &[Json], mut value: impl FnMut(&mut String, &Json)) {
+    out.push('[');
+    for (i, v) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        value(out, v);
+    }
+    out.push(']');
+}
+
+/// `{"k":v,...}`, each value written by `value` (given its key).
+fn write_object<'j>(
+    out: &mut String,
+    entries: impl Iterator<Item = &'j (String, Json)>,
+    mut value: impl FnMut(&mut String, &str, &'j Json),
+) {
+    out.push('{');
+    for (i, (k, v)) in entries.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_json_string(out, k);
+        out.push(':');
+        value(out, k, v);
+    }
+    out.push('}');
+}
 
 struct Ctx<'a> {
     defs: Vec<&'a [(String, Json)]>,
@@ -576,21 +555,19 @@ mod tests {
         assert!(render_tools(&[blank]).contains("namespace functions {\n\ntype g = () => any;"));
     }
 
+    /// A `response_format` of type json_schema named `Out` with these `json_schema` fields.
+    fn schema_format(fields: Vec<(&str, Json)>) -> Json {
+        let mut js = vec![("name", s("Out"))];
+        js.extend(fields);
+        obj(vec![("type", s("json_schema")), ("json_schema", obj(js))])
+    }
+
     #[test]
     fn response_format_drops_titles() {
-        let rf = obj(vec![
-            ("type", s("json_schema")),
-            (
-                "json_schema",
-                obj(vec![
-                    ("name", s("Out")),
-                    (
-                        "schema",
-                        obj(vec![("title", s("Out")), ("type", s("object"))]),
-                    ),
-                ]),
-            ),
-        ]);
+        let rf = schema_format(vec![(
+            "schema",
+            obj(vec![("title", s("Out")), ("type", s("object"))]),
+        )]);
         assert_eq!(
             render_response_format(&rf).unwrap(),
             "# Response Formats\n\n## Out\n\n{\"type\":\"object\"}"
@@ -623,16 +600,9 @@ mod tests {
             out,
             "{\"properties\":{\"title\":{\"type\":\"string\"},\"n\":{\"maxItems\":1,\"default\":{\"title\":\"kept\"}}}}"
         );
-        let described = obj(vec![
-            ("type", s("json_schema")),
-            (
-                "json_schema",
-                obj(vec![
-                    ("name", s("Out")),
-                    ("description", s("Schema for Out\n")),
-                    ("schema", obj(vec![])),
-                ]),
-            ),
+        let described = schema_format(vec![
+            ("description", s("Schema for Out\n")),
+            ("schema", obj(vec![])),
         ]);
         assert_eq!(
             render_response_format(&described).unwrap(),

@@ -23,22 +23,22 @@ What each family needed (residual = usage.prompt_tokens - count):
   Several calls in one assistant message are one call to `multi_tool_use.parallel` with
   `{"tool_uses": [{"recipient_name": "functions.NAME", "parameters": ARGS}, ...]}`, and their
   results one message from `multi_tool_use.parallel` whose content is the JSON list of the
-  outputs (newlines and quotes billed escaped), less PARALLEL_BATCH = 9 tokens, fitted. On the
+  outputs (newlines and quotes billed escaped), plus PARALLEL_BATCH = -9 tokens, fitted. On the
   23 recorded batches (2-3 calls) every one is within 6 tokens; before, results billed as plain
   tool messages left batches with long multi-line outputs 23-42 tokens under, and pricing each
   call as if alone plus a constant fitted the short batches only.
-- tool definitions: a TypeScript-like block `# Tools\n\n## functions\n\nnamespace functions {...}`
-  (see render_tools): `// description` lines,
-  `type NAME = (_: {\nPROP?: TYPE,\n}) => any;`. A description renders one `// ` line per
-  non-blank line, each line stripped (docstrings with indented `Args:` blocks were over-counted
-  13-41 tokens when kept verbatim), nested objects indented by two spaces, arrays as
-  `T[]`, enums as unions of JSON literals, `type: [..]` and anyOf as unions, `$ref` resolved
-  against `$defs`/`definitions`; a property `title` renders as a `// Title` line before its
-  description and a `default` as a trailing ` // default: VALUE` (tools median 2.04% -> 0.61%;
-  harmony's extra empty `//` after the title over-counts: dropping it, 0.61% -> 0.49%);
-  strict is not rendered. The block costs +3 more when the request has no system message (it then opens its own system message), +0
-  when it is appended to an existing one; reasoning models add their own tool preamble (gpt-5:
-  +83, o3-mini: +3).
+- tool definitions: a TypeScript-like block `# Tools\n\n## functions\n\nnamespace functions
+  {...}` (see render_tools): `// description` lines, `type NAME = (_: {\nPROP?: TYPE,\n}) =>
+  any;`. A description renders one `// ` line per non-blank line, each line stripped (docstrings
+  with indented `Args:` blocks were over-counted 13-41 tokens when kept verbatim), nested
+  objects indented by two spaces, arrays as `T[]`, enums as unions of JSON literals, `type:
+  [..]` and anyOf as unions, `$ref` resolved against `$defs`/`definitions`; a property `title`
+  renders as a `// Title` line before its description and a `default` as a trailing ` //
+  default: VALUE` (tools median 2.04% -> 0.61%; harmony's extra empty `//` after the title
+  over-counts: dropping it, 0.61% -> 0.49%); strict is not rendered. The block costs +3 more
+  when the request has no system message (it then opens its own system message), +0 when it is
+  appended to an existing one; reasoning models add their own tool preamble (gpt-5: +83,
+  o3-mini: +3).
 - response_format json_schema: `# Response Formats\n\n## NAME\n\n` + the format's description
   as `// ` lines + the schema as compact JSON without its `title` keywords and without a
   number's `minimum` / `maximum` (the 26 requests of one schema were 12 over with them; a
@@ -154,7 +154,7 @@ def obj_props(s, indent: str, defs) -> str:
         d = v.get("description") if isinstance(v, dict) else None
         ti = v.get("title") if isinstance(v, dict) else None
         if isinstance(ti, str) and ti:
-            # harmony's json_schema_to_typescript: a title renders as `// Title` + `//`
+            # one `// Title` line (harmony's extra empty `//` after it over-counts)
             lines.append(f"{indent}// {ti}")
         if isinstance(d, str) and d:
             lines.extend(comment_lines(d, indent))
@@ -356,7 +356,7 @@ def count_messages(model: str, messages) -> list[int]:
             n += T(e, " to=functions." + f["name"]) + T(e, f.get("arguments") or "") + per_call
         elif tcs:
             # A batch of parallel calls: one call to `multi_tool_use.parallel` (its JSON in
-            # Python's default spacing), its outputs one message (see count_messages' results).
+            # Python's default spacing); its results are billed above, as one message.
             uses = []
             for tc in tcs:
                 f = tc["function"]
