@@ -77,7 +77,7 @@ def recorded(suffix: str, *, text: str | None = None, finish: str | None = None,
         status=overrides.pop("status", ex["status"]),
         body=body,
         headers=headers,
-        path=ex["path"].split("?", 1)[0],
+        path=overrides.pop("path", ex["path"].split("?", 1)[0]),
         **overrides,
     )
 

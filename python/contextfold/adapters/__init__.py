@@ -190,7 +190,9 @@ def classify_failure(exc: BaseException) -> Failure:
         status = getattr(exc, "code", None)
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(status, int) and 100 <= status <= 599:
-        response = getattr(exc, "response", None)
+        # ollama raises ResponseError(...) from None over httpx's HTTPStatusError: the
+        # response (and its retry-after) is still on the suppressed context.
+        response = getattr(exc, "response", None) or getattr(exc.__context__, "response", None)
         headers = getattr(response, "headers", None)
         retry_after = parse_retry_after(headers) if headers is not None else None
         retryable = status in _RETRYABLE_STATUS or status >= 500

@@ -83,6 +83,8 @@ _WRAPPER_TOKENS = 200
 # Characters per token used only to turn a token cap into a character cap for one text block
 # (English prose and code run 3.5-4.5 characters per token; the final fit is priced by estimate).
 _CHARS_PER_TOKEN = 4
+# Smallest summary budget of one chunk in map-reduce (tokens): eight headings and a line each.
+_MIN_PART_TOKENS = 256
 
 
 class SummaryFailedError(RuntimeError):
@@ -252,9 +254,9 @@ class LLMSummarizer:
         system = _system(request.max_tokens, focus)
         system_map = _system(request.max_tokens, focus, part=True)
         base = int(window * _WINDOW_SHARE) - out_cap - _WRAPPER_TOKENS - max(self._tokens([system, system_map]))
-        if base < 3 * out_cap:
+        if base < out_cap:
             raise _CallFailed(
-                f"summarizer window too small: {window} tokens leave {base} for input, less than 3x "
+                f"summarizer window too small: {window} tokens leave {base} for the input, less than "
                 f"the output cap of {out_cap} tokens; raise context_window / max_input_tokens or "
                 "lower the summary budget"
             )
@@ -264,9 +266,13 @@ class LLMSummarizer:
         if sum(costs) + prev_cost <= base:
             (text,) = yield [Prompt(system, _user_single(previous, entries), out_cap, window)]
             return text
+        # Map: each chunk's partial summary gets a share of the reduce call's input, so that the
+        # previous summary and all partials usually fit one reduce call.
         chunks = _pack(entries, costs, base)
+        share = max(_MIN_PART_TOKENS, min(request.max_tokens, (base - prev_cost) // len(chunks)))
+        system_part = _system(share, focus, part=True)
         partials = yield [
-            Prompt(system_map, _user_part(chunk, i + 1, len(chunks)), out_cap, window)
+            Prompt(system_part, _user_part(chunk, i + 1, len(chunks)), share + self.output_headroom, window)
             for i, chunk in enumerate(chunks)
         ]
         # Reduce: the previous summary and the partials, oldest first, merged until one remains.
@@ -278,6 +284,11 @@ class LLMSummarizer:
                 (text,) = yield [Prompt(system, _user_merge(parts, has_previous), out_cap, window)]
                 return text
             groups = _pack(parts, part_costs, base)
+            if len(groups) == len(parts):
+                raise _CallFailed(
+                    f"summaries too long to merge: {len(parts)} parts of up to {max(part_costs)} tokens "
+                    f"in a {base}-token input; raise context_window or lower the summary budget"
+                )
             merged = yield [
                 Prompt(system, _user_merge(group, has_previous and g == 0), out_cap, window)
                 for g, group in enumerate(groups)
