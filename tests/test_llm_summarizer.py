@@ -61,7 +61,11 @@ MIDDLE: list[dict[str, Any]] = [
             }
         ],
     },
-    {"role": "tool", "tool_call_id": "call_7", "content": "ValueError: Invalid isoformat string: '2024-13-01'"},
+    {
+        "role": "tool",
+        "tool_call_id": "call_7",
+        "content": "ValueError: Invalid isoformat string: '2024-13-01'",
+    },
     {"role": "assistant", "content": "I will parse with datetime.fromisoformat."},
 ]
 
@@ -117,7 +121,14 @@ class Kit:
 def _openai_error(code: int) -> Reply:
     return Reply(
         status=code,
-        body={"error": {"message": "The server had an error processing your request.", "type": "server_error", "param": None, "code": None}},
+        body={
+            "error": {
+                "message": "The server had an error processing your request.",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            }
+        },
     )
 
 
@@ -164,7 +175,9 @@ def _anthropic_client(url: str, is_async: bool) -> Any:
 
 
 def _gemini_client(url: str, is_async: bool) -> Any:
-    genai = pytest.importorskip("google.genai", reason="google-genai not installed: Gemini adapter not tested")
+    genai = pytest.importorskip(
+        "google.genai", reason="google-genai not installed: Gemini adapter not tested"
+    )
     client = genai.Client(api_key="test", http_options={"base_url": url, "api_version": "v1beta"})
     return client.aio if is_async else client
 
@@ -213,7 +226,16 @@ KITS = [
         lambda text=TEMPLATE, finish=None: recorded(ANTHROPIC_OK, text=text, finish=finish),
         lambda: recorded(ANTHROPIC_OK),
         # Anthropic's documented error shape; 529 is "overloaded" (https://docs.anthropic.com/en/api/errors)
-        lambda code: Reply(status=code, body={"type": "error", "error": {"type": "overloaded_error" if code == 529 else "api_error", "message": "Overloaded"}}),
+        lambda code: Reply(
+            status=code,
+            body={
+                "type": "error",
+                "error": {
+                    "type": "overloaded_error" if code == 529 else "api_error",
+                    "message": "Overloaded",
+                },
+            },
+        ),
         lambda: recorded("test_model_name_suggestion[anthropic].yaml#0"),
         _read_anthropic,
         "max_tokens",
@@ -226,9 +248,21 @@ KITS = [
         lambda text=TEMPLATE, finish=None: recorded(GEMINI_OK, text=text, finish=finish),
         lambda: recorded(GEMINI_OK),
         # Google's documented error shape (https://ai.google.dev/gemini-api/docs/troubleshooting)
-        lambda code: Reply(status=code, body={"error": {"code": code, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}}),
+        lambda code: Reply(
+            status=code,
+            body={
+                "error": {
+                    "code": code,
+                    "message": "The model is overloaded. Please try again later.",
+                    "status": "UNAVAILABLE",
+                }
+            },
+        ),
         # the recorded 404 is for another model name: replayed on this kit's path
-        lambda: recorded("test_model_name_suggestion[google].yaml#0", path="/v1beta/models/gemini-2.5-flash:generateContent"),
+        lambda: recorded(
+            "test_model_name_suggestion[google].yaml#0",
+            path="/v1beta/models/gemini-2.5-flash:generateContent",
+        ),
         _read_gemini,
         "MAX_TOKENS",
         path="/v1beta/models/gemini-2.5-flash:generateContent",
@@ -237,10 +271,17 @@ KITS = [
         "ollama",
         "qwen3:0.6b",
         _ollama_client,
-        lambda text=TEMPLATE, finish=None: Reply(body=_ollama_native(text, done_reason=finish or "stop"), path="/api/chat"),
+        lambda text=TEMPLATE, finish=None: Reply(
+            body=_ollama_native(text, done_reason=finish or "stop"), path="/api/chat"
+        ),
         # a real qwen3 answer (recorded on Ollama's /v1 route) replayed in the native shape
-        lambda: Reply(body=_ollama_native(exchange(OLLAMA_V1_OK)["response_body"]["choices"][0]["message"]["content"]), path="/api/chat"),
-        lambda code: Reply(status=code, body={"error": "llama runner process has terminated"}, path="/api/chat"),
+        lambda: Reply(
+            body=_ollama_native(exchange(OLLAMA_V1_OK)["response_body"]["choices"][0]["message"]["content"]),
+            path="/api/chat",
+        ),
+        lambda code: Reply(
+            status=code, body={"error": "llama runner process has terminated"}, path="/api/chat"
+        ),
         lambda: Reply(status=404, body={"error": "model 'qwen3:0.6b' not found"}, path="/api/chat"),
         _read_ollama,
         "length",
@@ -273,7 +314,9 @@ def mode(request: pytest.FixtureRequest) -> str:
     return request.param  # type: ignore[no-any-return]
 
 
-def run(kit: Kit, mode: str, replies: list[Reply], request: SummaryRequest | None = None, **options: Any) -> tuple[SummaryResult, ReplayServer, RecordingFallback, float]:
+def run(
+    kit: Kit, mode: str, replies: list[Reply], request: SummaryRequest | None = None, **options: Any
+) -> tuple[SummaryResult, ReplayServer, RecordingFallback, float]:
     """Summarize ``request`` (default: MIDDLE) through ``kit``'s real SDK client against a server
     serving ``replies``; returns the result, the server, the fallback and the seconds it took."""
     fallback = RecordingFallback()
@@ -316,7 +359,14 @@ def test_summary_through_each_sdk_in_its_own_request_format(kit: Kit, mode: str)
     system, user, cap = kit.read(sent.body)
     assert all(f"## {name}" in system for name in SECTIONS)
     # the middle, rendered as a transcript whatever the summarizer's provider
-    for needle in ("src/dates.py", "run_tests", "call_7", "tests/test_dates.py", "Invalid isoformat string", "fromisoformat"):
+    for needle in (
+        "src/dates.py",
+        "run_tests",
+        "call_7",
+        "tests/test_dates.py",
+        "Invalid isoformat string",
+        "fromisoformat",
+    ):
         assert needle in user
     assert cap == 2_000 + 512  # request.max_tokens + output_headroom
     if kit.name == "ollama":
@@ -384,7 +434,9 @@ def test_dropped_connection_is_retried_then_falls_back(kit: Kit, mode: str) -> N
 
 
 def test_malformed_json_body_falls_back(kit: Kit, mode: str) -> None:
-    broken = Reply(status=200, body='{"id": "chatcmpl-1", "choices": [{"message": {"content": "## Go', path=kit.path)
+    broken = Reply(
+        status=200, body='{"id": "chatcmpl-1", "choices": [{"message": {"content": "## Go', path=kit.path
+    )
     result, server, fallback, _ = run(kit, mode, [broken])
     assert_fell_back(result, fallback)
     assert len(server.requests) == 1
@@ -472,12 +524,16 @@ def test_a_middle_larger_than_the_window_is_mapped_then_reduced(mode: str) -> No
     request = SummaryRequest(middle, "openai", previous_summary="## Goal\nprevious goal", max_tokens=500)
     window = 8_000
     # map calls (one per chunk), then one reduce call; every reply is a valid template
-    replies = [kit.ok(text=TEMPLATE.replace("Fix the failing", f"Part {i}: fix the failing")) for i in range(8)]
+    replies = [
+        kit.ok(text=TEMPLATE.replace("Fix the failing", f"Part {i}: fix the failing")) for i in range(8)
+    ]
     fallback = RecordingFallback()
     with ReplayServer(*replies) as server:
         client = kit.client(server.url, mode == "async")
         summarizer = LLMSummarizer(client, kit.model, context_window=window, fallback=fallback, max_retries=0)
-        req_result = summarizer.summarize(request) if mode == "sync" else asyncio.run(summarizer.asummarize(request))
+        req_result = (
+            summarizer.summarize(request) if mode == "sync" else asyncio.run(summarizer.asummarize(request))
+        )
     assert not server.errors
     assert req_result.fallback_used is False, req_result.error
     calls = [kit.read(r.body) for r in server.requests]
@@ -514,18 +570,31 @@ def test_map_failure_falls_back_for_the_whole_middle() -> None:
 
 def test_window_too_small_for_the_summary_falls_back() -> None:
     fallback = RecordingFallback()
-    summarizer = LLMSummarizer(openai.OpenAI(api_key="test", base_url="http://127.0.0.1:9/v1"), "gpt-4o-mini", context_window=2_000, fallback=fallback)
+    summarizer = LLMSummarizer(
+        openai.OpenAI(api_key="test", base_url="http://127.0.0.1:9/v1"),
+        "gpt-4o-mini",
+        context_window=2_000,
+        fallback=fallback,
+    )
     result = summarizer.summarize(SummaryRequest(MIDDLE, "openai", max_tokens=1_500))
     assert_fell_back(result, fallback, "window too small")
 
 
 def test_empty_middle_returns_the_previous_summary_without_a_call() -> None:
-    summarizer = LLMSummarizer(openai.OpenAI(api_key="test", base_url="http://127.0.0.1:9/v1"), "gpt-4o-mini", fallback=RecordingFallback())
-    assert summarizer.summarize(SummaryRequest([], "openai", previous_summary="kept")) == SummaryResult("kept")
+    summarizer = LLMSummarizer(
+        openai.OpenAI(api_key="test", base_url="http://127.0.0.1:9/v1"),
+        "gpt-4o-mini",
+        fallback=RecordingFallback(),
+    )
+    assert summarizer.summarize(SummaryRequest([], "openai", previous_summary="kept")) == SummaryResult(
+        "kept"
+    )
 
 
 def test_sync_summarize_with_an_async_client_is_a_type_error() -> None:
-    summarizer = LLMSummarizer(openai.AsyncOpenAI(api_key="test"), "gpt-4o-mini", fallback=RecordingFallback())
+    summarizer = LLMSummarizer(
+        openai.AsyncOpenAI(api_key="test"), "gpt-4o-mini", fallback=RecordingFallback()
+    )
     with pytest.raises(TypeError, match="asummarize"):
         summarizer.summarize(SummaryRequest(MIDDLE, "openai"))
 
@@ -564,8 +633,17 @@ def test_provider_name_builds_the_sdk_default_client(monkeypatch: pytest.MonkeyP
     assert result == SummaryResult(TEMPLATE)
 
 
-@pytest.mark.parametrize(("provider", "module", "extra"), [("ollama", "ollama", "ollama"), ("gemini", "google.genai", "gemini"), ("anthropic", "anthropic", "anthropic")])
-def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch, provider: str, module: str, extra: str) -> None:
+@pytest.mark.parametrize(
+    ("provider", "module", "extra"),
+    [
+        ("ollama", "ollama", "ollama"),
+        ("gemini", "google.genai", "gemini"),
+        ("anthropic", "anthropic", "anthropic"),
+    ],
+)
+def test_missing_sdk_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, provider: str, module: str, extra: str
+) -> None:
     monkeypatch.setitem(__import__("sys").modules, module, None)  # the SDK is not installed
     with pytest.raises(ImportError, match=rf"pip install 'contextfold\[{extra}\]'"):
         LLMSummarizer(provider, "gpt-4o-mini")

@@ -15,7 +15,9 @@ from replay_server import Reply, ReplayServer, load_exchanges, recorded
 
 
 def post(url: str, body: Any, timeout: float = 5.0) -> tuple[int, dict[str, str], bytes]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, dict(r.headers), r.read()
@@ -29,7 +31,9 @@ def test_replays_a_recorded_exchange_and_records_the_request() -> None:
         status, headers, data = post(server.url + "/api/v1/chat/completions?x=1", {"model": "m"})
     assert status == 429 and headers["retry-after"] == "3"
     assert json.loads(data) == reply.body
-    assert server.requests[0].path == "/api/v1/chat/completions?x=1" and server.requests[0].body == {"model": "m"}
+    assert server.requests[0].path == "/api/v1/chat/completions?x=1" and server.requests[0].body == {
+        "model": "m"
+    }
     assert server.errors == []
 
 
@@ -54,7 +58,10 @@ def test_revoiced_replies_keep_the_recorded_envelope() -> None:
     plain = recorded("test_anthropic_model_instructions.yaml#0")
     revoiced = recorded("test_anthropic_model_instructions.yaml#0", text="new", finish="max_tokens")
     assert revoiced.body["id"] == plain.body["id"] and revoiced.body["usage"] == plain.body["usage"]
-    assert revoiced.body["content"] == [{"type": "text", "text": "new"}] and revoiced.body["stop_reason"] == "max_tokens"
+    assert (
+        revoiced.body["content"] == [{"type": "text", "text": "new"}]
+        and revoiced.body["stop_reason"] == "max_tokens"
+    )
     assert plain.body["content"][0]["text"] == "The capital of France is Paris."
 
 
@@ -78,10 +85,14 @@ def test_every_bundled_exchange_parses_in_its_real_sdk() -> None:
                     got = client.responses.create(model=body["model"], input=body["input"]).output_text
                 elif ex["api"] == "messages":
                     client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
-                    out = client.messages.create(model=body["model"], max_tokens=body["max_tokens"], messages=body["messages"])
+                    out = client.messages.create(
+                        model=body["model"], max_tokens=body["max_tokens"], messages=body["messages"]
+                    )
                     got = out.content[0].text
                 else:
-                    client = genai.Client(api_key="test", http_options={"base_url": server.url, "api_version": "v1beta"})
+                    client = genai.Client(
+                        api_key="test", http_options={"base_url": server.url, "api_version": "v1beta"}
+                    )
                     got = client.models.generate_content(model=ex["model"], contents="hi").text
                 assert ex["status"] == 200, source
                 assert got or "MAX_TOKENS" in json.dumps(ex["response_body"]), source

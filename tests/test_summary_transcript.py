@@ -25,11 +25,17 @@ SIGNATURE = "EqQBCkYIBxgCKkDs" + "s1gn" * 40
 
 def dialogues() -> list[list[dict[str, Any]]]:
     """The tau-bench airline dialogues without their system prompt (the pinned head)."""
-    return [[m for m in c["messages"] if m["role"] != "system"] for c in load_conversations(LOCAL, "tau-bench-airline")]
+    return [
+        [m for m in c["messages"] if m["role"] != "system"]
+        for c in load_conversations(LOCAL, "tau-bench-airline")
+    ]
 
 
 def _calls(m: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    return [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"])) for c in m.get("tool_calls") or []]
+    return [
+        (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+        for c in m.get("tool_calls") or []
+    ]
 
 
 def to_anthropic(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -42,7 +48,9 @@ def to_anthropic(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "user", "content": [block]})
         elif m["role"] == "assistant":
-            blocks: list[dict[str, Any]] = [{"type": "thinking", "thinking": "Checking the policy first.", "signature": SIGNATURE}]
+            blocks: list[dict[str, Any]] = [
+                {"type": "thinking", "thinking": "Checking the policy first.", "signature": SIGNATURE}
+            ]
             if m.get("content"):
                 blocks.append({"type": "text", "text": m["content"]})
             blocks += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in _calls(m)]
@@ -56,10 +64,20 @@ def to_gemini(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in history:
         if m["role"] == "tool":
-            out.append({"role": "user", "parts": [{"functionResponse": {"name": m["name"], "response": {"result": m["content"]}}}]})
+            out.append(
+                {
+                    "role": "user",
+                    "parts": [
+                        {"functionResponse": {"name": m["name"], "response": {"result": m["content"]}}}
+                    ],
+                }
+            )
         elif m["role"] == "assistant":
             parts: list[dict[str, Any]] = [{"text": m["content"]}] if m.get("content") else []
-            parts += [{"functionCall": {"name": n, "args": a}, "thoughtSignature": SIGNATURE} for _, n, a in _calls(m)]
+            parts += [
+                {"functionCall": {"name": n, "args": a}, "thoughtSignature": SIGNATURE}
+                for _, n, a in _calls(m)
+            ]
             out.append({"role": "model", "parts": parts})
         else:
             out.append({"role": "user", "parts": [{"text": m["content"]}]})
@@ -70,7 +88,14 @@ def to_bedrock(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in history:
         if m["role"] == "tool":
-            out.append({"role": "user", "content": [{"toolResult": {"toolUseId": m["tool_call_id"], "content": [{"text": m["content"]}]}}]})
+            out.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"toolResult": {"toolUseId": m["tool_call_id"], "content": [{"text": m["content"]}]}}
+                    ],
+                }
+            )
         elif m["role"] == "assistant":
             blocks: list[dict[str, Any]] = [{"text": m["content"]}] if m.get("content") else []
             blocks += [{"toolUse": {"toolUseId": i, "name": n, "input": a}} for i, n, a in _calls(m)]
@@ -88,8 +113,17 @@ def to_responses(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif m["role"] == "assistant":
             out.append({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": SIGNATURE})
             if m.get("content"):
-                out.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": m["content"]}]})
-            out += [{"type": "function_call", "call_id": i, "name": n, "arguments": json.dumps(a)} for i, n, a in _calls(m)]
+                out.append(
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": m["content"]}],
+                    }
+                )
+            out += [
+                {"type": "function_call", "call_id": i, "name": n, "arguments": json.dumps(a)}
+                for i, n, a in _calls(m)
+            ]
         else:
             out.append({"role": "user", "content": m["content"]})
     return out
@@ -100,7 +134,13 @@ def to_ollama(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for m in history:
         if m["role"] == "assistant":
             calls = [{"function": {"name": n, "arguments": a}} for _, n, a in _calls(m)]
-            out.append({"role": "assistant", "content": m.get("content") or "", **({"tool_calls": calls} if calls else {})})
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.get("content") or "",
+                    **({"tool_calls": calls} if calls else {}),
+                }
+            )
         elif m["role"] == "tool":
             out.append({"role": "tool", "tool_name": m["name"], "content": m["content"]})
         else:
@@ -166,19 +206,28 @@ def test_sdk_objects_render_like_their_dicts() -> None:
     openai_types = pytest.importorskip("openai.types.chat")
     history = dialogues()[0][:12]
     objects = [
-        openai_types.ChatCompletionMessage.model_validate(m) if m["role"] == "assistant" else m for m in history
+        openai_types.ChatCompletionMessage.model_validate(m) if m["role"] == "assistant" else m
+        for m in history
     ]
     assert render_transcript(objects) == render_transcript(history)
     genai_types = pytest.importorskip("google.genai.types", reason="google-genai not installed")
     contents = to_gemini(history)
-    assert render_transcript([genai_types.Content.model_validate(c) for c in contents]) == render_transcript(contents)
+    assert render_transcript([genai_types.Content.model_validate(c) for c in contents]) == render_transcript(
+        contents
+    )
 
 
 def test_long_texts_are_capped_head_and_tail_and_arguments_stay_json() -> None:
     big = "START " + "x" * 20_000 + " END"
     args = json.dumps({"path": "src/app.py", "content": "y" * 20_000})
     history = [
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "write_file", "arguments": args}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "write_file", "arguments": args}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": big},
     ]
     call, result = render_transcript(history, max_block_chars=1_000)
@@ -192,11 +241,25 @@ def test_long_texts_are_capped_head_and_tail_and_arguments_stay_json() -> None:
 
 def test_images_and_opaque_items_become_markers() -> None:
     history = [
-        {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 5000}}]},
-        {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "B" * 5000}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "see"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 5000}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "B" * 5000}}
+            ],
+        },
         {"role": "user", "parts": [{"inlineData": {"mimeType": "image/jpeg", "data": "C" * 5000}}]},
         {"type": "compaction", "id": "cmp_1", "encrypted_content": "D" * 500},
-        {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "E" * 500}, {"type": "text", "text": "ok"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "redacted_thinking", "data": "E" * 500}, {"type": "text", "text": "ok"}],
+        },
     ]
     text = "\n".join(render_transcript(history))
     assert "[image omitted]" in text and "[inline image/jpeg omitted]" in text
@@ -207,7 +270,9 @@ def test_images_and_opaque_items_become_markers() -> None:
 @pytest.mark.parametrize("shape", ["anthropic", "gemini", "bedrock", "responses"])
 def test_a_foreign_history_is_summarized_by_an_openai_model(shape: str) -> None:
     history = dialogues()[1]
-    provider = {"anthropic": "anthropic", "gemini": "gemini", "bedrock": "anthropic", "responses": "openai"}[shape]
+    provider = {"anthropic": "anthropic", "gemini": "gemini", "bedrock": "anthropic", "responses": "openai"}[
+        shape
+    ]
     request = SummaryRequest(SHAPES[shape](history), provider)
     template = "\n".join(f"## {s}\nok" for s in contextfold.summarize.SECTIONS)
     openai = pytest.importorskip("openai")
@@ -220,7 +285,9 @@ def test_a_foreign_history_is_summarized_by_an_openai_model(shape: str) -> None:
             return SummaryResult("digest")
 
     with ReplayServer(recorded("test_max_completion_tokens[gpt-4o-mini].yaml#0", text=template)) as server:
-        summarizer = LLMSummarizer(openai.OpenAI(base_url=server.url + "/v1", api_key="test"), "gpt-4o-mini", fallback=Fallback())
+        summarizer = LLMSummarizer(
+            openai.OpenAI(base_url=server.url + "/v1", api_key="test"), "gpt-4o-mini", fallback=Fallback()
+        )
         result = summarizer.summarize(request)
     assert result.fallback_used is False, result.error
     user = server.requests[0].body["messages"][1]["content"]

@@ -127,7 +127,9 @@ def adapter_for(client: Any, *, api: str | None = None) -> Adapter:
         client = module.default_client()
     sdk = _sdk_of(client)
     if api is not None and sdk != "openai":
-        raise ValueError(f"api={api!r} only applies to OpenAI clients, got a {sdk or type(client).__name__} client")
+        raise ValueError(
+            f"api={api!r} only applies to OpenAI clients, got a {sdk or type(client).__name__} client"
+        )
     if sdk == "openai":
         from contextfold.adapters.openai import OpenAIChatAdapter, OpenAIResponsesAdapter
 

@@ -43,7 +43,9 @@ class AnthropicAdapter:
         kwargs.update(options)
         return kwargs
 
-    def complete(self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]) -> Completion:
+    def complete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
         """Send ``prompt`` and wait for the reply (``timeout`` in seconds)."""
         if self.is_async:
             raise TypeError(
@@ -58,14 +60,18 @@ class AnthropicAdapter:
     ) -> Completion:
         """Send ``prompt`` through the async client, or the sync one on a worker thread."""
         if not self.is_async:
-            return await asyncio.to_thread(self.complete, prompt, model=model, timeout=timeout, options=options)
+            return await asyncio.to_thread(
+                self.complete, prompt, model=model, timeout=timeout, options=options
+            )
         client = self.client.with_options(max_retries=0, timeout=timeout)
         return _message(await client.messages.create(**self._kwargs(prompt, model, options)))
 
 
 def _message(message: Any) -> Completion:
     text = "".join(
-        block.text for block in (getattr(message, "content", None) or []) if getattr(block, "type", None) == "text"
+        block.text
+        for block in (getattr(message, "content", None) or [])
+        if getattr(block, "type", None) == "text"
     )
     usage = getattr(message, "usage", None)
     return Completion(

@@ -43,7 +43,9 @@ class GeminiAdapter:
         config.update(options)
         return config
 
-    def complete(self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]) -> Completion:
+    def complete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
         """Send ``prompt`` through ``client.models.generate_content`` (``timeout`` in seconds)."""
         if self.is_async:
             raise TypeError(

@@ -60,7 +60,9 @@ class OllamaAdapter:
         kwargs["options"] = request_options
         return kwargs
 
-    def complete(self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]) -> Completion:
+    def complete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
         """Send ``prompt`` and wait at most ``timeout`` seconds for the reply."""
         if self.is_async:
             raise TypeError(
@@ -91,7 +93,9 @@ class OllamaAdapter:
     ) -> Completion:
         """Send ``prompt`` through the async client (or the sync one on a worker thread)."""
         if not self.is_async:
-            return await asyncio.to_thread(self.complete, prompt, model=model, timeout=timeout, options=options)
+            return await asyncio.to_thread(
+                self.complete, prompt, model=model, timeout=timeout, options=options
+            )
         response = await asyncio.wait_for(self.client.chat(**self._kwargs(prompt, model, options)), timeout)
         return _chat(response)
 

@@ -72,7 +72,9 @@ class OpenAIChatAdapter:
         kwargs.update(options)
         return kwargs
 
-    def complete(self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]) -> Completion:
+    def complete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
         """Send ``prompt`` through ``client.chat.completions.create`` (``timeout`` in seconds)."""
         if self.is_async:
             raise _sync_only(self.name)
@@ -84,7 +86,9 @@ class OpenAIChatAdapter:
     ) -> Completion:
         """Send ``prompt`` through the async client, or the sync one on a worker thread."""
         if not self.is_async:
-            return await asyncio.to_thread(self.complete, prompt, model=model, timeout=timeout, options=options)
+            return await asyncio.to_thread(
+                self.complete, prompt, model=model, timeout=timeout, options=options
+            )
         client = self.client.with_options(max_retries=0, timeout=timeout)
         return _chat_completion(await client.chat.completions.create(**self._kwargs(prompt, model, options)))
 
@@ -95,7 +99,9 @@ def _chat_completion(response: Any) -> Completion:
         return Completion("", False, *_usage(response, "prompt_tokens", "completion_tokens"))
     choice = choices[0]
     text = getattr(choice.message, "content", None) or ""
-    return Completion(text, choice.finish_reason == "length", *_usage(response, "prompt_tokens", "completion_tokens"))
+    return Completion(
+        text, choice.finish_reason == "length", *_usage(response, "prompt_tokens", "completion_tokens")
+    )
 
 
 class OpenAIResponsesAdapter:
@@ -120,7 +126,9 @@ class OpenAIResponsesAdapter:
         kwargs.update(options)
         return kwargs
 
-    def complete(self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]) -> Completion:
+    def complete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
         """Send ``prompt`` through ``client.responses.create`` (``timeout`` in seconds)."""
         if self.is_async:
             raise _sync_only(self.name)
@@ -132,7 +140,9 @@ class OpenAIResponsesAdapter:
     ) -> Completion:
         """Send ``prompt`` through the async client, or the sync one on a worker thread."""
         if not self.is_async:
-            return await asyncio.to_thread(self.complete, prompt, model=model, timeout=timeout, options=options)
+            return await asyncio.to_thread(
+                self.complete, prompt, model=model, timeout=timeout, options=options
+            )
         client = self.client.with_options(max_retries=0, timeout=timeout)
         return _response(await client.responses.create(**self._kwargs(prompt, model, options)))
 

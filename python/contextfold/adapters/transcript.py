@@ -39,7 +39,7 @@ def cap_text(text: str, max_chars: int) -> str:
     head = keep * 2 // 3
     tail = keep - head
     cut = len(text) - head - tail
-    return f"{text[:head]}…[cut {cut} chars]…{text[len(text) - tail:] if tail else ''}"
+    return f"{text[:head]}…[cut {cut} chars]…{text[len(text) - tail :] if tail else ''}"
 
 
 def render_transcript(messages: Sequence[Any], /, *, max_block_chars: int = 8_000) -> list[str]:
@@ -134,7 +134,9 @@ def _text_of(value: Any) -> str:
                     parts.append(json.dumps(item["json"], ensure_ascii=False, separators=(",", ":")))
                 else:
                     marker = _binary_marker(item)
-                    parts.append(marker or json.dumps(item, ensure_ascii=False, separators=(",", ":"), default=str))
+                    parts.append(
+                        marker or json.dumps(item, ensure_ascii=False, separators=(",", ":"), default=str)
+                    )
             else:
                 parts.append(str(item))
         return "\n".join(parts)
@@ -144,7 +146,11 @@ def _text_of(value: Any) -> str:
 def _args(args: Any, max_chars: int) -> str:
     """Tool-call arguments as compact JSON text of at most ``max_chars`` characters."""
     args = _plain(args)
-    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = (
+        args
+        if isinstance(args, str)
+        else json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str)
+    )
     if len(text) <= max_chars:
         return text
     return shrink_json(text, max_chars=max(64, max_chars))
@@ -204,7 +210,9 @@ def _block(b: Any, max_chars: int) -> str:
         return _call(use.get("name"), _get(use, "input", "args"), _get(use, "toolUseId", "id"), max_chars)
     result = b.get("toolResult")
     if isinstance(result, dict):  # Bedrock toolResult
-        return _result(result.get("toolUseId"), result.get("content"), max_chars, error=result.get("status") == "error")
+        return _result(
+            result.get("toolUseId"), result.get("content"), max_chars, error=result.get("status") == "error"
+        )
     response = _get(b, "functionResponse", "function_response")
     if isinstance(response, dict):  # Gemini functionResponse
         return _result(response.get("name"), response.get("response"), max_chars)
@@ -223,17 +231,27 @@ def _block(b: Any, max_chars: int) -> str:
 def _responses_item(kind: str, m: dict[str, Any], max_chars: int) -> str:
     """An OpenAI Responses input item other than a message."""
     if kind in ("function_call", "custom_tool_call"):
-        return "assistant: " + _call(m.get("name"), _get(m, "arguments", "input"), m.get("call_id"), max_chars)
+        return "assistant: " + _call(
+            m.get("name"), _get(m, "arguments", "input"), m.get("call_id"), max_chars
+        )
     if kind in ("function_call_output", "custom_tool_call_output"):
         return f"tool result ({m.get('call_id')}): " + cap_text(_text_of(m.get("output")), max_chars)
     if kind == "reasoning":
         summary = " ".join(
-            s.get("text", "") for s in (m.get("summary") or []) if isinstance(s, dict) and isinstance(s.get("text"), str)
+            s.get("text", "")
+            for s in (m.get("summary") or [])
+            if isinstance(s, dict) and isinstance(s.get("text"), str)
         )
-        return "assistant: (thinking) " + cap_text(summary, max_chars // 4) if summary else "assistant: (reasoning)"
+        return (
+            "assistant: (thinking) " + cap_text(summary, max_chars // 4)
+            if summary
+            else "assistant: (reasoning)"
+        )
     if kind in ("compaction", "compaction_summary"):
         return "(opaque compaction item from the server, not readable)"
     if kind.endswith("_call") or kind.endswith("_call_output"):  # web_search_call, shell_call, ...
         fields = {k: v for k, v in m.items() if k not in ("id", "type", "status", "encrypted_content")}
-        return f"{kind}: " + cap_text(json.dumps(fields, ensure_ascii=False, separators=(",", ":"), default=str), max_chars)
+        return f"{kind}: " + cap_text(
+            json.dumps(fields, ensure_ascii=False, separators=(",", ":"), default=str), max_chars
+        )
     return f"{kind}: " + cap_text(_text_of(m.get("content")), max_chars)

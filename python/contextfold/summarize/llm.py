@@ -9,10 +9,11 @@ previous summary (reduce, recursively if the partials themselves do not fit).
 
 Every call has a timeout and is retried with exponential backoff on retryable failures (timeouts,
 dropped connections, 408/409/429, 5xx including 529), honouring ``retry-after`` up to
-``max_backoff``. Any failure (an error after the retries, an empty reply, a reply cut at the
-output cap, a reply without the template's sections) makes the summarizer fall back: the
-``fallback`` summarizer (default ``contextfold.ExtractiveSummarizer``) summarizes the same request
-and the result says ``fallback_used=True`` and why (``error``). The middle is never dropped.
+``max_backoff``; other 4xx and malformed bodies are not retried (they would come back the same).
+Any failure (an error after the retries, an empty reply, a reply cut at the output cap, a reply
+without the template's sections) makes the summarizer fall back: the ``fallback`` summarizer
+(default ``contextfold.ExtractiveSummarizer``) summarizes the same request and the result says
+``fallback_used=True`` and why (``error``). The middle is never dropped.
 
 ``summarize`` and ``asummarize`` run one implementation of the logic (a generator that yields
 batches of prompts); only the I/O differs (``asummarize`` sends a batch of chunks concurrently).
@@ -162,7 +163,11 @@ class LLMSummarizer:
         ):
             if value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value}")
-        for name, number in (("timeout", timeout), ("max_concurrency", max_concurrency), ("max_block_tokens", max_block_tokens)):
+        for name, number in (
+            ("timeout", timeout),
+            ("max_concurrency", max_concurrency),
+            ("max_block_tokens", max_block_tokens),
+        ):
             if number <= 0:
                 raise ValueError(f"{name} must be > 0, got {number}")
         if backoff < 0 or max_backoff < 0:
@@ -193,7 +198,9 @@ class LLMSummarizer:
         self._fallback = fallback
 
     def __repr__(self) -> str:
-        return f"LLMSummarizer({self.adapter.name}, model={self.model!r}, context_window={self.context_window})"
+        return (
+            f"LLMSummarizer({self.adapter.name}, model={self.model!r}, context_window={self.context_window})"
+        )
 
     # ----- public API -------------------------------------------------------------------------
 
@@ -253,7 +260,9 @@ class LLMSummarizer:
         focus = _focus(self.instructions, request.instructions)
         system = _system(request.max_tokens, focus)
         system_map = _system(request.max_tokens, focus, part=True)
-        base = int(window * _WINDOW_SHARE) - out_cap - _WRAPPER_TOKENS - max(self._tokens([system, system_map]))
+        base = (
+            int(window * _WINDOW_SHARE) - out_cap - _WRAPPER_TOKENS - max(self._tokens([system, system_map]))
+        )
         if base < out_cap:
             raise _CallFailed(
                 f"summarizer window too small: {window} tokens leave {base} for the input, less than "
@@ -375,7 +384,11 @@ class LLMSummarizer:
     # ----- fallback ---------------------------------------------------------------------------
 
     def _describe(self, exc: Exception) -> str:
-        return f"{self.adapter.name} ({self.model}): {exc}" if str(exc) else f"{self.adapter.name}: {type(exc).__name__}"
+        return (
+            f"{self.adapter.name} ({self.model}): {exc}"
+            if str(exc)
+            else f"{self.adapter.name}: {type(exc).__name__}"
+        )
 
     def _fallback_summarizer(self, error: str) -> Summarizer:
         if self._fallback is None:
@@ -475,7 +488,7 @@ def _pack(entries: Sequence[str], costs: Sequence[int], budget: int) -> list[lis
     chunks: list[list[str]] = []
     current: list[str] = []
     used = 0
-    for entry, cost in zip(entries, costs):
+    for entry, cost in zip(entries, costs, strict=True):
         if cost > budget:
             entry = cap_text(entry, max(256, len(entry) * budget * 9 // (cost * 10)))
             cost = budget
