@@ -664,3 +664,17 @@ def test_sdks_are_not_imported_with_the_package() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("timeout", 0), ("max_retries", -1), ("max_concurrency", 0), ("context_window", 0), ("backoff", -1.0)],
+)
+def test_bad_options_are_value_errors(option: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=option.split("_")[0]):
+        LLMSummarizer(openai.OpenAI(api_key="test"), "gpt-4o-mini", **{option: value})
+
+
+def test_api_applies_to_openai_clients_only() -> None:
+    with pytest.raises(ValueError, match="only applies to OpenAI"):
+        LLMSummarizer(anthropic.Anthropic(api_key="test"), "claude-haiku-4-5", api="responses")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "Adapter",
@@ -109,7 +109,7 @@ def import_sdk(module: str, extra: str) -> ModuleType:
 _DEFAULT_CLIENTS = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini", "ollama": "ollama"}
 
 
-def adapter_for(client: Any, *, api: str | None = None) -> Adapter:
+def adapter_for(client: Any, *, api: Literal["chat", "responses"] | None = None) -> Adapter:
     """The adapter for ``client``: an SDK client object, an ``Adapter`` (returned as is), or a
     provider name (``"openai"``, ``"anthropic"``, ``"gemini"``, ``"ollama"``) for the SDK's
     default client configured from the environment (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ...).

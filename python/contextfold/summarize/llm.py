@@ -28,7 +28,7 @@ import random
 import re
 import time
 from collections.abc import Coroutine, Generator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from contextfold._core import estimate_each
 from contextfold.adapters import Adapter, Completion, Failure, Prompt, adapter_for, classify_failure
@@ -141,7 +141,7 @@ class LLMSummarizer:
         client: Any,
         model: str,
         *,
-        api: str | None = None,
+        api: Literal["chat", "responses"] | None = None,
         fallback: Summarizer | None = None,
         context_window: int | None = None,
         max_input_tokens: int | None = None,
