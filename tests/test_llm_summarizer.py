@@ -678,3 +678,30 @@ def test_bad_options_are_value_errors(option: str, value: Any) -> None:
 def test_api_applies_to_openai_clients_only() -> None:
     with pytest.raises(ValueError, match="only applies to OpenAI"):
         LLMSummarizer(anthropic.Anthropic(api_key="test"), "claude-haiku-4-5", api="responses")
+
+
+def test_real_swe_trajectories_are_mapped_and_reduced_within_a_small_window() -> None:
+    from transcripts import LOCAL, load_conversations
+
+    kit = KITS[0]
+    window = 8_000
+    trajectories = load_conversations(LOCAL, "mini-swe-agent-gemini3")
+    assert trajectories
+    for trajectory in trajectories:
+        middle = trajectory["messages"][2:-4]  # head (system, task) and tail stay out of the fold
+        request = SummaryRequest(middle, "openai", model="gpt-4o", max_tokens=600)
+        with ReplayServer(*[kit.ok()] * 40) as server:
+            summarizer = LLMSummarizer(
+                kit.client(server.url, False), kit.model, context_window=window, fallback=RecordingFallback()
+            )
+            result = summarizer.summarize(request)
+        assert not server.errors
+        assert result == SummaryResult(TEMPLATE), result.error
+        calls = [kit.read(r.body) for r in server.requests]
+        maps = calls[:-1]
+        assert len(maps) >= 2, trajectory["source"]
+        for system, user, cap in calls:
+            prompt = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+            assert contextfold.estimate(prompt, model=kit.model) + cap <= window
+        seen = [i for _, user, _ in maps for i in range(len(middle)) if f"\n[{i}] " in user]
+        assert seen == list(range(len(middle))), trajectory["source"]
