@@ -26,11 +26,17 @@ from contextfold.errors import InvalidMessageError, UnknownModelError
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.prune import prune
 from contextfold.session import Session
+from contextfold.summarize import LLMSummarizer, Summarizer, SummaryFailedError, SummaryRequest, SummaryResult
 
 __all__ = [
     "PROVIDERS",
     "InvalidMessageError",
+    "LLMSummarizer",
     "Session",
+    "Summarizer",
+    "SummaryFailedError",
+    "SummaryRequest",
+    "SummaryResult",
     "UnknownModelError",
     "__version__",
     "context_window",

@@ -1,0 +1,93 @@
+"""Gemini adapter through google-genai (``pip install 'contextfold[gemini]'``).
+
+Takes a ``google.genai.Client`` (sync calls through ``client.models``, async ones through
+``client.aio.models``) or its ``client.aio`` (async only). ``system`` becomes the config's
+``system_instruction``; the SDK's retries are off per call (``retry_options.attempts = 1``)
+because ``LLMSummarizer`` retries itself. ``options`` are merged into the
+``GenerateContentConfig`` (``temperature``, ``thinking_config``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from contextfold.adapters import Completion, Prompt, import_sdk
+
+__all__ = ["GeminiAdapter", "default_client"]
+
+
+def default_client() -> Any:
+    """``google.genai.Client()`` configured from the environment (``GEMINI_API_KEY`` or
+    ``GOOGLE_API_KEY``; Vertex AI through ``GOOGLE_GENAI_USE_VERTEXAI``)."""
+    return import_sdk("google.genai", "gemini").Client()
+
+
+class GeminiAdapter:
+    """``models.generate_content(model=..., contents=user, config={system_instruction, ...})``."""
+
+    name = "gemini generateContent"
+    estimate_provider = "gemini"
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.is_async = type(client).__name__ == "AsyncClient"
+
+    def _config(self, prompt: Prompt, timeout: float, options: Mapping[str, Any]) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            "system_instruction": prompt.system,
+            "max_output_tokens": prompt.max_output_tokens,
+            # HttpOptions.timeout is in milliseconds.
+            "http_options": {"timeout": max(1, round(timeout * 1000)), "retry_options": {"attempts": 1}},
+        }
+        config.update(options)
+        return config
+
+    def complete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
+        """Send ``prompt`` through ``client.models.generate_content`` (``timeout`` in seconds)."""
+        if self.is_async:
+            raise TypeError(
+                f"{self.name}: the client is google.genai's AsyncClient (client.aio); use "
+                "`await summarizer.asummarize(...)` or pass the genai.Client itself"
+            )
+        return _response(
+            self.client.models.generate_content(
+                model=model, contents=prompt.user, config=self._config(prompt, timeout, options)
+            )
+        )
+
+    async def acomplete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
+        """Send ``prompt`` through ``client.aio.models.generate_content``."""
+        aio = self.client if self.is_async else self.client.aio
+        return _response(
+            await aio.models.generate_content(
+                model=model, contents=prompt.user, config=self._config(prompt, timeout, options)
+            )
+        )
+
+
+def _response(response: Any) -> Completion:
+    candidates = getattr(response, "candidates", None) or []
+    texts: list[str] = []
+    truncated = False
+    if candidates:
+        first = candidates[0]
+        content = getattr(first, "content", None)
+        texts = [
+            part.text
+            for part in (getattr(content, "parts", None) or [])
+            if getattr(part, "text", None) and not getattr(part, "thought", None)
+        ]
+        reason = getattr(first, "finish_reason", None)
+        truncated = getattr(reason, "name", reason) == "MAX_TOKENS"
+    usage = getattr(response, "usage_metadata", None)
+    return Completion(
+        "".join(texts),
+        truncated,
+        getattr(usage, "prompt_token_count", None),
+        getattr(usage, "candidates_token_count", None),
+    )

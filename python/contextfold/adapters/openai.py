@@ -1,0 +1,169 @@
+"""OpenAI adapters (``pip install 'contextfold[openai]'``): chat.completions and the Responses API.
+
+The chat adapter also serves every OpenAI-compatible server (Ollama's ``/v1``, OpenRouter, Groq,
+vLLM, ...): build ``openai.OpenAI(base_url=...)`` and pass it. Both take ``openai.OpenAI`` or
+``openai.AsyncOpenAI`` (Azure variants too); the SDK's retries are turned off per call
+(``with_options(max_retries=0, timeout=...)``) because ``LLMSummarizer`` retries itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from contextfold.adapters import Completion, Prompt, import_sdk
+
+__all__ = ["OpenAIChatAdapter", "OpenAIResponsesAdapter", "default_client"]
+
+
+def _is_async(client: Any) -> bool:
+    return type(client).__name__.startswith("Async")  # AsyncOpenAI, AsyncAzureOpenAI
+
+
+def default_client() -> Any:
+    """``openai.OpenAI()`` configured from the environment (``OPENAI_API_KEY``,
+    ``OPENAI_BASE_URL``)."""
+    return import_sdk("openai", "openai").OpenAI()
+
+
+def _sync_only(name: str) -> TypeError:
+    return TypeError(
+        f"{name}: the client is async (AsyncOpenAI); use `await summarizer.asummarize(...)` "
+        "or pass a sync openai.OpenAI client"
+    )
+
+
+class OpenAIChatAdapter:
+    """chat.completions: ``system`` as a system message, ``user`` as one user message.
+
+    ``max_tokens_param`` names the output cap: ``"max_completion_tokens"`` (what api.openai.com
+    and Azure want; the reasoning models reject ``max_tokens``) or ``"max_tokens"`` (what most
+    OpenAI-compatible servers read). Default: the former for an ``api.openai.com`` or Azure
+    ``base_url``, the latter for any other.
+    """
+
+    name = "openai chat.completions"
+    estimate_provider = "openai"
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        max_tokens_param: Literal["max_completion_tokens", "max_tokens"] | None = None,
+    ) -> None:
+        self.client = client
+        self.is_async = _is_async(client)
+        base = str(getattr(client, "base_url", ""))
+        official = "api.openai.com" in base or ".openai.azure.com" in base
+        if not official:
+            self.estimate_provider = "openai-compatible"
+        self.max_tokens_param = max_tokens_param or ("max_completion_tokens" if official else "max_tokens")
+
+    def _kwargs(self, prompt: Prompt, model: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": [
+                {"role": "system", "content": prompt.system},
+                {"role": "user", "content": prompt.user},
+            ],
+            self.max_tokens_param: prompt.max_output_tokens,
+        }
+        kwargs.update(options)
+        return kwargs
+
+    def complete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
+        """Send ``prompt`` through ``client.chat.completions.create`` (``timeout`` in seconds)."""
+        if self.is_async:
+            raise _sync_only(self.name)
+        client = self.client.with_options(max_retries=0, timeout=timeout)
+        return _chat_completion(client.chat.completions.create(**self._kwargs(prompt, model, options)))
+
+    async def acomplete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
+        """Send ``prompt`` through the async client, or the sync one on a worker thread."""
+        if not self.is_async:
+            return await asyncio.to_thread(
+                self.complete, prompt, model=model, timeout=timeout, options=options
+            )
+        client = self.client.with_options(max_retries=0, timeout=timeout)
+        return _chat_completion(await client.chat.completions.create(**self._kwargs(prompt, model, options)))
+
+
+def _chat_completion(response: Any) -> Completion:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        return Completion("", False, *_usage(response, "prompt_tokens", "completion_tokens"))
+    choice = choices[0]
+    text = getattr(choice.message, "content", None) or ""
+    return Completion(
+        text, choice.finish_reason == "length", *_usage(response, "prompt_tokens", "completion_tokens")
+    )
+
+
+class OpenAIResponsesAdapter:
+    """The Responses API: ``system`` as ``instructions``, ``user`` as one input message, sent
+    with ``store=False`` (a summary needs no server-side state; override through ``options``)."""
+
+    name = "openai responses"
+    estimate_provider = "openai"
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.is_async = _is_async(client)
+
+    def _kwargs(self, prompt: Prompt, model: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "instructions": prompt.system,
+            "input": [{"role": "user", "content": prompt.user}],
+            "max_output_tokens": prompt.max_output_tokens,
+            "store": False,
+        }
+        kwargs.update(options)
+        return kwargs
+
+    def complete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
+        """Send ``prompt`` through ``client.responses.create`` (``timeout`` in seconds)."""
+        if self.is_async:
+            raise _sync_only(self.name)
+        client = self.client.with_options(max_retries=0, timeout=timeout)
+        return _response(client.responses.create(**self._kwargs(prompt, model, options)))
+
+    async def acomplete(
+        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
+    ) -> Completion:
+        """Send ``prompt`` through the async client, or the sync one on a worker thread."""
+        if not self.is_async:
+            return await asyncio.to_thread(
+                self.complete, prompt, model=model, timeout=timeout, options=options
+            )
+        client = self.client.with_options(max_retries=0, timeout=timeout)
+        return _response(await client.responses.create(**self._kwargs(prompt, model, options)))
+
+
+def _response(response: Any) -> Completion:
+    texts = [
+        part.text
+        for item in (getattr(response, "output", None) or [])
+        if getattr(item, "type", None) == "message"
+        for part in (getattr(item, "content", None) or [])
+        if getattr(part, "type", None) == "output_text"
+    ]
+    details = getattr(response, "incomplete_details", None)
+    truncated = getattr(response, "status", None) == "incomplete" and (
+        getattr(details, "reason", None) == "max_output_tokens"
+    )
+    return Completion("".join(texts), truncated, *_usage(response, "input_tokens", "output_tokens"))
+
+
+def _usage(response: Any, prompt_field: str, output_field: str) -> tuple[int | None, int | None]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return None, None
+    return getattr(usage, prompt_field, None), getattr(usage, output_field, None)
