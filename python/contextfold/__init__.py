@@ -22,6 +22,7 @@ from contextfold._core import (
     shrink_json,
     wire_bytes,
 )
+from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, breakdown
 from contextfold.errors import InvalidMessageError, UnknownModelError
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.prune import prune
@@ -29,10 +30,14 @@ from contextfold.session import Session
 
 __all__ = [
     "PROVIDERS",
+    "Breakdown",
     "InvalidMessageError",
+    "MessageTokens",
     "Session",
     "UnknownModelError",
+    "UnmeasuredPart",
     "__version__",
+    "breakdown",
     "context_window",
     "count",
     "count_each",

@@ -11,6 +11,7 @@ __all__ = [
     "PROVIDERS",
     "SessionLedger",
     "__version__",
+    "breakdown",
     "count",
     "count_each",
     "count_many",
@@ -47,6 +48,27 @@ def estimate(
     SDK objects. Raises ``InvalidMessageError`` naming the message index and field on bad input;
     never mutates ``messages``.
     """
+
+def breakdown(
+    messages: Sequence[Any],
+    /,
+    *,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    tools: Sequence[Any] | None = None,
+    system: str | Sequence[Any] | None = None,
+) -> tuple[
+    int,
+    list[str],
+    list[str],
+    list[tuple[int, list[int]]],
+    list[int],
+    int,
+    list[tuple[int, str, int, str]],
+]:
+    """Raw breakdown ``(total, kinds, roles, per_message, request, request_system, unmeasured)``
+    in tokens; ``per_message`` holds ``(tokens, by_kind)`` with ``by_kind`` ordered like
+    ``kinds``. Use ``contextfold.breakdown``, which wraps it in dataclasses."""
 
 def estimate_each(
     messages: Sequence[Any],
