@@ -129,7 +129,14 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
         messages = doc["messages"]
         if not isinstance(messages, list):
             raise InputError("messages must be a list", field="messages")
-        anthropic = doc.get("system") is not None or _looks_anthropic(messages)
+        tools = doc.get("tools")
+        anthropic = (
+            doc.get("system") is not None
+            or "anthropic_version" in doc
+            or "claude" in (model or "").lower()
+            or (isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools))
+            or _looks_anthropic(messages)
+        )
         wire = "anthropic" if anthropic and named in (None, "anthropic") else "openai-chat"
         detected = named or ("anthropic" if wire == "anthropic" else "openai")
         return Request(messages, provider or detected, model, _tools(doc.get("tools")), doc.get("system"), wire, recorded)
