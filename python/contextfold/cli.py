@@ -549,22 +549,32 @@ def report(
 
 @app.command(epilog="Example: [bold]contextfold bench --quick[/]\n\n" + EPILOG)
 def bench(
-    quick: Annotated[bool, typer.Option("--quick", help="Small workloads only (1k synthetic, a few real histories): ~1 minute.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Small workloads only (1k synthetic, a few real histories).")] = False,
     as_json: JsonOpt = False,
+    benches: Annotated[Optional[Path], typer.Option(help="The benches/ directory of a source checkout (default: ./benches).")] = None,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the table as Markdown (as in the README).")] = False,
 ) -> None:
     """Side-by-side speed of contextfold, the pure-Python references and the libraries people
     use (LangChain, LiteLLM, tiktoken), ratios on the same inputs in one run. Peers that are not
     installed are skipped with a notice (pip install 'contextfold[bench]')."""
+    from contextfold import _bench
+
     try:
-        from contextfold import _bench
-    except ImportError as e:  # pragma: no cover - the module ships with the package
-        _stderr().print(f"[red]error:[/] {e}")
+        import pytest_benchmark  # noqa: F401
+    except ImportError:
+        _stderr().print("[red]error:[/] bench needs pytest-benchmark: pip install 'contextfold[bench]'")
         raise typer.Exit(EXIT_MISSING_TOOL) from None
-    result = _bench.run(quick=quick, notice=lambda s: _stderr().print(f"[yellow]{s}[/]"))
+    try:
+        result = _bench.run(quick=quick, benches=benches, notice=lambda s: _stderr().print(s, style="yellow", markup=False))
+    except FileNotFoundError as e:
+        _stderr().print(f"[red]error:[/] {e}")
+        raise typer.Exit(EXIT_USAGE) from None
     if as_json:
         print(json.dumps(result))
+    elif markdown:
+        print(_bench.markdown(result))
     else:
-        _bench.print_table(result, _stdout())
+        _bench.print_table(result, Console(soft_wrap=True, highlight=False, width=max(_stdout().width, 110)))
 
 
 @app.command(epilog="Example: [bold]contextfold version[/]")
