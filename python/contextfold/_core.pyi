@@ -160,6 +160,12 @@ class SessionLedger:
         """Forget cached costs of messages ``start..`` (in-place edits)."""
     def reset(self) -> None:
         """Forget cached costs, anchor, correction and last usage."""
+    def calibration(self) -> tuple[float | None, int | None, str | None, int]:
+        """``(correction, last_usage, last_model, usages)``: what pickling a session keeps."""
+    def restore_calibration(
+        self, correction: float | None, last_usage: int | None, last_model: str | None, usages: int, /
+    ) -> None:
+        """Restore what ``calibration`` returned (cached costs and anchor start empty)."""
     def set_model(self, model: str | None, /) -> None:
         """Switch model: new estimator; cached costs, anchor and correction dropped."""
     @property

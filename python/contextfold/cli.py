@@ -262,7 +262,7 @@ def _open(file: str, jsonl: bool | None) -> Source:
 def _single(src: Source, *, provider: str | None, model: str | None) -> Request:
     """The one document of a non-JSONL input, or exit 1 naming what is wrong."""
     try:
-        return read_request(json.load(src.stream), provider=provider, model=model)
+        return read_request(json.loads(src.stream.read()), provider=provider, model=model)
     except (ValueError, TypeError) as e:
         _stderr().print(_failure(e, None).describe(src.name), markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None

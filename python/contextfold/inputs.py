@@ -110,7 +110,7 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
     if not isinstance(doc, dict):
         raise InputError(f"expected a list of messages or a request body (an object), got {type(doc).__name__}")
     model = model or (doc.get("model") if isinstance(doc.get("model"), str) else None)
-    recorded = doc.get("requests") if isinstance(doc.get("requests"), list) else []
+    recorded: list[dict[str, Any]] = doc["requests"] if isinstance(doc.get("requests"), list) else []
     named = doc.get("provider") if doc.get("provider") in PROVIDERS else None
     if "contents" in doc:
         contents = doc["contents"]
@@ -143,6 +143,39 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
     raise InputError("expected a list of messages or a request body with messages, input or contents", field="messages")
 
 
+class _Prepend:
+    """A text stream with already-read text put back in front (what `json.load` and line
+    iteration need: ``read``, ``readline``, iteration, ``close``)."""
+
+    def __init__(self, head: str, rest: IO[str]) -> None:
+        self._lines = io.StringIO(head)
+        self._rest = rest
+        self._head_done = False
+
+    def readline(self) -> str:
+        if not self._head_done:
+            line = self._lines.readline()
+            if line:
+                return line
+            self._head_done = True
+        return self._rest.readline()
+
+    def read(self) -> str:
+        head = "" if self._head_done else self._lines.read()
+        self._head_done = True
+        return head + self._rest.read()
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            line = self.readline()
+            if not line:
+                return
+            yield line
+
+    def close(self) -> None:
+        self._rest.close()
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """An opened input: ``name`` for messages (the path, or ``<stdin>``), whether it is JSONL,
@@ -151,7 +184,7 @@ class Source:
     name: str
     jsonl: bool
     size: int | None
-    stream: IO[str]
+    stream: _Prepend
 
 
 def open_source(path: str, *, jsonl: bool | None = None) -> Source:
@@ -181,36 +214,3 @@ def open_source(path: str, *, jsonl: bool | None = None) -> Source:
                 first += rest
     stream = _Prepend(first, raw)
     return Source(name, jsonl, size, stream)
-
-
-class _Prepend(io.TextIOBase):
-    """A text stream with already-read text put back in front."""
-
-    def __init__(self, head: str, rest: IO[str]) -> None:
-        self._lines = io.StringIO(head)
-        self._rest = rest
-        self._head_done = False
-
-    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
-        if not self._head_done:
-            line = self._lines.readline()
-            if line:
-                return line
-            self._head_done = True
-        return self._rest.readline()
-
-    def read(self, size: int | None = -1) -> str:
-        head = "" if self._head_done else self._lines.read()
-        self._head_done = True
-        return head + self._rest.read()
-
-    def __iter__(self) -> Iterator[str]:
-        while True:
-            line = self.readline()
-            if not line:
-                return
-            yield line
-
-    def close(self) -> None:
-        self._rest.close()
-        super().close()

@@ -35,7 +35,7 @@ __all__ = ["ContextFoldMiddleware", "make_token_counter", "to_openai_messages", 
 
 def to_openai_messages(messages: Iterable[MessageLikeRepresentation]) -> list[dict[str, Any]]:
     """LangChain messages (or anything ``convert_to_messages`` takes) as OpenAI chat dicts."""
-    return list(convert_to_openai_messages(list(messages)))  # type: ignore[arg-type]
+    return list(convert_to_openai_messages(list(messages)))
 
 
 def _tools(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
@@ -73,7 +73,7 @@ def make_token_counter(*, provider: str = "openai", model: str | None = None) ->
     return functools.partial(token_counter, provider=provider, model=model)
 
 
-class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class ContextFoldMiddleware(AgentMiddleware):
     """Runs ``compactor`` on the messages of every model request before the model sees them.
 
     ``compactor`` takes OpenAI chat dicts and returns the messages to send: a list, or an object
@@ -105,10 +105,10 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         new: list[BaseMessage] = convert_to_messages(out)
         return request.override(messages=new)  # type: ignore[arg-type]
 
-    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:  # type: ignore[override]
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
         return handler(self._compact(request))
 
-    async def awrap_model_call(  # type: ignore[override]
+    async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         return await handler(self._compact(request))

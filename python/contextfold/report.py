@@ -191,7 +191,7 @@ def analyze(req: Request, *, budget: int | None = None, window: int | None = Non
     gate = contextfold.Session(provider=req.provider, model=req.model, context_window=window).trigger_tokens if window else None
     tail_budget = budget if budget is not None else max(1, b.total // 4)
     provider, model = req.provider, req.model
-    start = contextfold.find_tail_start(req.messages, budget_tokens=tail_budget, provider=provider, model=model)
+    start = contextfold.find_tail_start(req.messages, budget_tokens=tail_budget, provider=provider, model=model)  # type: ignore[arg-type]
     _, edits = contextfold._core.prune_plan(req.messages, protect_tail_tokens=tail_budget, provider=provider, model=model)  # type: ignore[arg-type]
     masked: dict[int, str] = {}
     for kind, i, _slot, _text in edits:
@@ -323,8 +323,13 @@ def growth_svg(d: ReportData, width: int = 1000, height: int = 380) -> str:
         lines.append(("compaction gate", d.gate, GATE_COLOR, ""))
     ymax = max([total] + [v for _, v, _, _ in lines]) * 1.06 or 1
     n = max(len(cols), 1)
-    x = lambda i: left + w * i / n  # noqa: E731
-    y = lambda v: top + h - h * v / ymax  # noqa: E731
+
+    def x(i: float) -> float:
+        return left + w * i / n
+
+    def y(v: float) -> float:
+        return top + h - h * v / ymax
+
     out = [f'<svg id="growth" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="cumulative tokens by kind">']
     out.append(f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fafafa" stroke="#ddd"/>')
     for t in _ticks(ymax):
@@ -370,7 +375,7 @@ def per_message_svg(d: ReportData, width: int = 1000, height: int = 240) -> str:
         out.append(f'<line x1="{left}" x2="{left + w}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#e6e6e6"/>')
         out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" font-size="11" fill="#555">{_fmt(t)}</text>')
     for i, m in enumerate(picks):
-        y0 = top + h
+        y0: float = top + h
         for k in KINDS:
             v = m.by_kind.get(k, 0)
             if not v:
