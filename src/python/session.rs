@@ -253,6 +253,9 @@ impl State {
     }
 }
 
+/// `(correction, last_usage, last_model, usages)` as Python sees a session's calibration.
+type CalibrationTuple = (Option<f64>, Option<u64>, Option<String>, u64);
+
 /// Per-session cache of message costs, usage anchor and correction (see `ledger.rs`).
 #[pyclass(frozen, module = "contextfold._core")]
 pub struct SessionLedger {
@@ -380,7 +383,7 @@ impl SessionLedger {
     }
 
     /// `(correction, last_usage, last_model, usages)`: what pickling keeps (see `Session`).
-    fn calibration(&self, py: Python<'_>) -> PyResult<(Option<f64>, Option<u64>, Option<String>, u64)> {
+    fn calibration(&self, py: Python<'_>) -> PyResult<CalibrationTuple> {
         let c = self.lock(py)?.ledger.calibration();
         Ok((c.correction, c.last_usage, c.last_model, c.usages))
     }
@@ -397,7 +400,9 @@ impl SessionLedger {
     ) -> PyResult<()> {
         if let Some(c) = correction {
             if !(c.is_finite() && c > 0.0) {
-                return Err(PyValueError::new_err("correction must be a positive number"));
+                return Err(PyValueError::new_err(
+                    "correction must be a positive number",
+                ));
             }
         }
         self.lock(py)?.ledger.restore_calibration(Calibration {
