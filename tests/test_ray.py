@@ -14,6 +14,9 @@ from transcripts import LOCAL, ROOT, load_conversations
 
 ray = pytest.importorskip("ray", reason="Ray Data example: pip install 'contextfold[ray]'")
 
+# Ray's own modules warn about their own deprecated settings while they start.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+
 
 @pytest.fixture(scope="module")
 def local_ray():
