@@ -7,8 +7,8 @@ trajectories (every recorded model call, evenly subsampled to ``--max-swe-calls`
 recorded cassettes with usage: OpenAI chat.completions, Anthropic messages, Gemini
 generateContent. Each implementation gets what a user would pass it: contextfold the request in
 its own wire format with ``provider`` / ``model`` / ``tools`` / ``system``; the peers OpenAI-style
-messages (a top-level system prompt prepended as a system message) and ``tools`` where they take
-them. An implementation that raises on a request is counted in ``failed``, not in the errors.
+messages (a top-level system prompt prepended as a system message) and ``tools`` in OpenAI's
+shape (Anthropic definitions converted) where they take them; no peer reads Gemini ``contents``. An implementation that raises on a request is counted in ``failed``, not in the errors.
 Prints median and p90 of |estimate / reported - 1| per data set.
 """
 
@@ -41,14 +41,26 @@ class Case:
         if any(isinstance(m, dict) and "parts" in m for m in self.messages):
             # Gemini `contents`: no peer takes this wire format.
             raise TypeError("Gemini contents are not OpenAI messages")
-        if isinstance(self.system, str) and self.system:
-            return [{"role": "system", "content": self.system}, *self.messages]
+        system = self.system
+        if isinstance(system, list):  # Anthropic system blocks: their text
+            system = "\n".join(b.get("text", "") for b in system if isinstance(b, dict))
+        if isinstance(system, str) and system:
+            return [{"role": "system", "content": system}, *self.messages]
         return self.messages
 
     def openai_tools(self) -> list | None:
         if not self.tools:
             return None
-        return [t for t in self.tools if isinstance(t, dict) and t.get("type") == "function"] or None
+        out = []
+        for t in self.tools:
+            if not isinstance(t, dict):
+                continue
+            if t.get("type") == "function":
+                out.append(t)
+            elif "input_schema" in t:  # Anthropic tool definition, in OpenAI's shape
+                fn = {"name": t.get("name"), "description": t.get("description", ""), "parameters": t["input_schema"]}
+                out.append({"type": "function", "function": fn})
+        return out or None
 
 
 def _flat_tools(tools: Any) -> Any:
