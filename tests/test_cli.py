@@ -206,3 +206,34 @@ def test_every_command_has_help_with_an_example(command, capsys):
 def test_version_as_python_m():
     r = run("version")
     assert r.returncode == 0 and r.stdout.strip() == cf.__version__
+
+
+def test_progress_bar_goes_to_stderr_only_on_a_terminal(tmp_path):
+    """Under a pseudo-terminal the corpus run draws rich's bar (lines, rate, ETA) on stderr;
+    stdout stays machine-readable. Without one (every other test) stderr has no bar."""
+    import os
+    import pty
+
+    p, _ = _corpus_with_bad_lines(tmp_path)
+    master, slave = pty.openpty()
+    try:
+        r = subprocess.run([sys.executable, "-m", "contextfold", "estimate", str(p), "--json", "--jobs", "1"],
+                           stdout=subprocess.PIPE, stderr=slave, text=True, timeout=120, env=dict(os.environ, COLUMNS="120"))
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+    err = b"".join(chunks).decode("utf-8", "replace")
+    assert r.returncode == 1
+    assert "lines" in err and "ETA" in err
+    assert [json.loads(x)["line"] for x in r.stdout.splitlines()] == [1, 2, 3, 4, 6, 7]
+    plain = run("estimate", str(p), "--json", "--jobs", "1")
+    assert "ETA" not in plain.stderr

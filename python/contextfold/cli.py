@@ -221,6 +221,9 @@ class _Progress:
             TimeRemainingColumn(),
             console=_stderr(),
             transient=True,
+            # stdout carries the results (--json): never fold it into the live display.
+            redirect_stdout=False,
+            redirect_stderr=False,
         )
         self.task = self.bar.add_task(src.name, total=src.size, lines=0, rate="")
 
