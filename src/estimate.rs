@@ -37,6 +37,26 @@ pub struct RequestExtras<'a> {
     pub tools: Vec<ToolDef<'a>>,
 }
 
+/// What the request overhead pays for, in fractional tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OverheadParts {
+    /// Reply priming and the request's fixed cost.
+    pub priming: f64,
+    /// The envelope of a top-level system prompt.
+    pub system_envelope: f64,
+    /// The text of a top-level system prompt.
+    pub system_text: f64,
+    /// Tool definitions and the hidden tool-use prompt.
+    pub tool_schemas: f64,
+}
+
+impl OverheadParts {
+    /// The whole overhead, in the order the estimator has always added it.
+    pub fn sum(&self) -> f64 {
+        self.priming + (self.system_envelope + self.system_text) + self.tool_schemas
+    }
+}
+
 /// Prices messages for one provider and model.
 #[derive(Debug, Clone, Copy)]
 pub struct Estimator {
@@ -96,7 +116,7 @@ impl Estimator {
         self.profile.text_scale * id.len() as f64 * BASE64_TOKENS_PER_BYTE
     }
 
-    fn tool_call(&self, c: &ToolCall<'_>) -> f64 {
+    pub(crate) fn tool_call(&self, c: &ToolCall<'_>) -> f64 {
         // The whole envelope: id, name, arguments and the syntax around them
         // (`{"id":..,"type":"function","function":{"name":..,"arguments":..}}`). Arguments travel
         // as JSON inside a JSON string, so every quote is escaped: measured on the 1,048 tool-call
@@ -107,7 +127,7 @@ impl Estimator {
             + ESCAPED_ARGUMENTS_FACTOR * self.text(&c.arguments)
     }
 
-    fn part(&self, p: &Part<'_>) -> f64 {
+    pub(crate) fn part(&self, p: &Part<'_>) -> f64 {
         match p {
             Part::Text(t) => self.text(t),
             Part::Image(img) => self.image(img) as f64,
@@ -180,18 +200,27 @@ impl Estimator {
     /// The one overhead function: tokens a request costs beyond its messages (reply priming,
     /// a top-level system prompt, tool definitions and the hidden tool-use prompt).
     pub fn overhead(&self, extras: &RequestExtras<'_>) -> u32 {
+        self.overhead_parts(extras).sum().round() as u32
+    }
+
+    /// The overhead split into what it pays for (fractional tokens); `overhead` is its rounded sum.
+    pub fn overhead_parts(&self, extras: &RequestExtras<'_>) -> OverheadParts {
         let p = &self.profile;
-        let mut t = p.per_request;
+        let mut o = OverheadParts {
+            priming: p.per_request,
+            ..OverheadParts::default()
+        };
         if let Some(s) = &extras.system {
-            t += p.per_message + self.text(s);
+            o.system_envelope = p.per_message;
+            o.system_text = self.text(s);
         }
         if !extras.tools.is_empty() {
-            t += p.tools_base;
+            o.tool_schemas = p.tools_base;
             for tool in &extras.tools {
-                t += p.per_tool_def + p.tool_schema_scale * self.text(&tool.json);
+                o.tool_schemas += p.per_tool_def + p.tool_schema_scale * self.text(&tool.json);
             }
         }
-        t.round() as u32
+        o
     }
 
     /// Tokens of a whole request: every message plus the overhead. Equals

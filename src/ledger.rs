@@ -99,6 +99,15 @@ pub struct Recorded {
     pub model_changed: bool,
 }
 
+/// The part of a ledger that survives a copy to another process (see `Ledger::calibration`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    pub correction: Option<f64>,
+    pub last_usage: Option<u64>,
+    pub last_model: Option<String>,
+    pub usages: u64,
+}
+
 /// Per-session cache of message costs, usage anchor and correction.
 #[derive(Debug, Clone)]
 pub struct Ledger {
@@ -344,6 +353,26 @@ impl Ledger {
     /// The overhead every estimate adds (system, tools, priming).
     pub fn overhead(&self) -> u64 {
         self.overhead
+    }
+
+    /// What a copy of this session in another process can keep: the correction, the last usage
+    /// and its model, the usage count. Cached costs and the anchor are keyed by object
+    /// identities that mean nothing elsewhere.
+    pub fn calibration(&self) -> Calibration {
+        Calibration {
+            correction: self.correction,
+            last_usage: self.last_usage,
+            last_model: self.last_model.clone(),
+            usages: self.usages,
+        }
+    }
+
+    /// Restore a `calibration` into an empty ledger (cached costs and anchor start empty).
+    pub fn restore_calibration(&mut self, c: Calibration) {
+        self.correction = c.correction;
+        self.last_usage = c.last_usage;
+        self.last_model = c.last_model;
+        self.usages = c.usages;
     }
 
     /// Forget everything: cached costs, anchor, correction, last usage and model.

@@ -2,6 +2,7 @@
 //!
 //! One concept per module; the Python bindings live in `python/` behind the `python` feature.
 
+pub mod breakdown;
 pub mod error;
 pub mod estimate;
 pub mod exact;

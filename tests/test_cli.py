@@ -1,21 +1,239 @@
-"""The README's main job: `contextfold report` on the bundled trajectory."""
+"""The `contextfold` command line: the README's main job, every input shape, JSONL corpora on
+a process pool (order kept, bad lines reported and skipped), exact counts, exit codes, help."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
+import pytest
+
+import contextfold as cf
 from contextfold.cli import main
-from transcripts import ROOT
+from transcripts import LOCAL, ROOT, load_conversations, load_requests, system_text
+
+EXAMPLE = ROOT / "examples" / "swe-trajectory.json"
 
 
-def test_report_on_the_bundled_example(capsys):
-    assert main(["report", str(ROOT / "examples" / "swe-trajectory.json")]) == 0
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The console entry point in a fresh interpreter, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "contextfold", *args], input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def test_readme_main_job_reports_the_bundled_trajectory(capsys):
+    assert main(["report", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
     assert "estimated prompt tokens" in out
     assert "compaction plan" in out and "protected tail" in out
-    assert "recorded calls" in out
+    assert "recorded calls" in out and "median error" in out
 
 
-def test_report_names_the_bad_message(tmp_path, capsys):
+def test_estimate_json_total_is_the_library_estimate(capsys):
+    assert main(["estimate", str(EXAMPLE), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    data = json.loads(EXAMPLE.read_text())
+    assert doc["provider"] == "gemini" and doc["model"] == data["model"]
+    assert doc["total"] == cf.estimate(data["messages"], provider="gemini", model=data["model"])
+    assert sum(doc["by_kind"].values()) == doc["total"] == sum(doc["by_role"].values())
+    assert [m["tokens"] for m in doc["per_message"]] == cf.estimate_each(data["messages"], provider="gemini", model=data["model"])
+
+
+def test_estimate_prints_kinds_roles_and_largest_messages(capsys):
+    assert main(["estimate", str(EXAMPLE), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "by kind" in out and "by role" in out and "largest 3 messages" in out
+
+
+def _body(r) -> dict:
+    """The request body a recorded request was sent as, in its own wire format."""
+    if r.api == "generateContent":
+        body = {"contents": r.messages, "tools": r.tools}
+        if r.system is not None:
+            body["systemInstruction"] = r.system
+        return body
+    if r.api == "responses":
+        return {"model": r.model, "input": r.messages, "tools": r.tools, "instructions": r.system}
+    body = {"model": r.model, "messages": r.messages, "tools": r.tools}
+    if r.system is not None:
+        body["system"] = r.system
+    return body
+
+
+WIRE = {("openai", "chat.completions"): "openai", ("anthropic", "messages"): "anthropic", ("google", "generateContent"): "gemini", ("openai", "responses"): "openai"}
+
+
+@pytest.fixture(scope="module")
+def recorded_bodies(tmp_path_factory):
+    """A JSONL corpus of real request bodies in four wire formats, with what the library says."""
+    rows = []
+    for r in load_requests(LOCAL, with_usage=False):
+        if (r.provider, r.api) not in WIRE or not isinstance(r.tools, (list, type(None))):
+            continue
+        body = _body(r)
+        from contextfold.inputs import read_request
+
+        try:
+            req = read_request(body)
+            expected = cf.estimate(req.messages, **req.options())
+        except (ValueError, TypeError):
+            continue
+        rows.append((body, WIRE[(r.provider, r.api)], expected, r))
+    path = tmp_path_factory.mktemp("corpus") / "bodies.jsonl"
+    path.write_text("".join(json.dumps(b) + "\n" for b, *_ in rows))
+    return path, rows
+
+
+def test_wire_format_of_real_request_bodies_is_detected(recorded_bodies):
+    from contextfold.inputs import read_request
+
+    _, rows = recorded_bodies
+    assert {w for _, w, _, _ in rows} == {"openai", "anthropic", "gemini"}
+    for body, wire, _, r in rows:
+        req = read_request(body)
+        assert req.provider == wire, r.source
+        if r.api == "messages" and isinstance(r.system, str):
+            assert req.system == r.system
+
+
+def test_jsonl_on_two_processes_keeps_input_order_and_matches_the_library(recorded_bodies, capsys):
+    path, rows = recorded_bodies
+    assert len(rows) > 100
+    assert main(["estimate", str(path), "--json", "--jobs", "2"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["line"] for x in lines] == list(range(1, len(rows) + 1))
+    assert [x["total"] for x in lines] == [expected for _, _, expected, _ in rows]
+
+
+def test_recorded_estimate_matches_the_accuracy_loader(recorded_bodies):
+    """The CLI's reading of a Gemini body prices like the accuracy report's loader (except
+    server tools such as googleSearch, which carry no schema: the CLI does not price them)."""
+    from contextfold.inputs import read_request
+    from transcripts import estimate_request
+
+    _, rows = recorded_bodies
+    for body, wire, expected, r in rows:
+        if wire == "gemini" and all("functionDeclarations" in t for t in r.tools or []):
+            assert expected == estimate_request(cf, r), r.source
+            assert read_request(body).system == system_text(r.system)
+
+
+def _corpus_with_bad_lines(tmp_path):
+    good = load_conversations(LOCAL, "tau-bench-airline")[:4]
+    lines = [json.dumps({"model": "gpt-4o", "messages": c["messages"], "tools": c["tools"]}) for c in good]
+    lines.insert(1, '{"messages": [ {"role": "user"')  # line 2: cut JSON
+    lines.insert(3, json.dumps([{"role": "user", "content": "hi"}, {"role": "user", "content": 3}]))  # line 4
+    lines.insert(4, "")  # line 5: blank, skipped
+    p = tmp_path / "corpus.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p, good
+
+
+def test_bad_lines_are_reported_with_file_line_index_and_field_and_the_run_goes_on(tmp_path):
+    p, good = _corpus_with_bad_lines(tmp_path)
+    r = run("estimate", str(p), "--json", "--jobs", "2")
+    assert r.returncode == 1, r.stderr
+    assert f"{p}:2: invalid JSON" in r.stderr
+    assert f"{p}:4: message 1, field 'content'" in r.stderr
+    assert "2 of 6 lines failed" in r.stderr
+    out = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["line"] for x in out] == [1, 2, 3, 4, 6, 7]
+    assert out[3] == {"line": 4, "index": 1, "field": "content", "error": out[3]["error"]}
+    ok = [x for x in out if "total" in x]
+    assert [x["total"] for x in ok] == [cf.estimate(c["messages"], model="gpt-4o", tools=c["tools"]) for c in good]
+
+
+def test_fail_fast_stops_at_the_first_bad_line(tmp_path):
+    p, _ = _corpus_with_bad_lines(tmp_path)
+    r = run("estimate", str(p), "--json", "--fail-fast", "--jobs", "1")
+    assert r.returncode == 1
+    assert [json.loads(x)["line"] for x in r.stdout.splitlines()] == [1, 2]
+    assert "--fail-fast" in r.stderr
+
+
+def test_corpus_summary_without_json(tmp_path, capsys):
+    p, good = _corpus_with_bad_lines(tmp_path)
+    assert main(["estimate", str(p), "--jobs", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "4 histories" in out and "tool outputs" in out
+
+
+def test_stdin_is_read_with_a_dash():
+    history = [{"role": "user", "content": "What is the capital of France?"}]
+    r = run("estimate", "-", "--json", stdin=json.dumps(history))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["total"] == cf.estimate(history)
+    r = run("estimate", "-", "--json", "--jobs", "1", stdin=json.dumps(history) + "\n" + json.dumps(history) + "\n")
+    assert [json.loads(x)["line"] for x in r.stdout.splitlines()] == [1, 2]
+
+
+def test_count_is_exact_for_openai_models(tmp_path, capsys):
+    c = load_conversations(LOCAL, "tau-bench-airline")[0]
+    p = tmp_path / "req.json"
+    p.write_text(json.dumps({"model": "gpt-4o", "messages": c["messages"], "tools": c["tools"]}))
+    assert main(["count", str(p), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["total"] == cf.count(c["messages"], model="gpt-4o", tools=c["tools"])
+    assert doc["encoding"] == "o200k_base"
+
+
+def test_count_names_a_model_without_public_tokenizer(tmp_path):
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    r = run("count", str(p), "--model", "claude-sonnet-4-5")
+    assert r.returncode == 3
+    assert "claude-sonnet-4-5" in r.stderr and "estimate" in r.stderr
+
+
+def test_a_single_invalid_history_exits_1_naming_the_message(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text('[{"role": "user", "content": "ok"}, {"role": "user", "content": 3}]')
-    assert main(["report", str(bad)]) == 2
+    assert main(["report", str(bad)]) == 1
     assert "message 1" in capsys.readouterr().err
+
+
+def test_missing_file_is_a_usage_error():
+    assert main(["estimate", "/nonexistent/file.json"]) == 2
+
+
+@pytest.mark.parametrize("command", ["estimate", "count", "report", "bench", "version"])
+def test_every_command_has_help_with_an_example(command, capsys):
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Example" in out and "contextfold " + command in out
+
+
+def test_version_as_python_m():
+    r = run("version")
+    assert r.returncode == 0 and r.stdout.strip() == cf.__version__
+
+
+def test_progress_bar_goes_to_stderr_only_on_a_terminal(tmp_path):
+    """Under a pseudo-terminal the corpus run draws rich's bar (lines, rate, ETA) on stderr;
+    stdout stays machine-readable. Without one (every other test) stderr has no bar."""
+    import os
+    import pty
+
+    p, _ = _corpus_with_bad_lines(tmp_path)
+    master, slave = pty.openpty()
+    try:
+        r = subprocess.run([sys.executable, "-m", "contextfold", "estimate", str(p), "--json", "--jobs", "1"],
+                           stdout=subprocess.PIPE, stderr=slave, text=True, timeout=120, env=dict(os.environ, COLUMNS="120"))
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+    err = b"".join(chunks).decode("utf-8", "replace")
+    assert r.returncode == 1
+    assert "lines" in err and "ETA" in err
+    assert [json.loads(x)["line"] for x in r.stdout.splitlines()] == [1, 2, 3, 4, 6, 7]
+    plain = run("estimate", str(p), "--json", "--jobs", "1")
+    assert "ETA" not in plain.stderr

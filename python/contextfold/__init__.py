@@ -22,6 +22,7 @@ from contextfold._core import (
     shrink_json,
     wire_bytes,
 )
+from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, breakdown
 from contextfold.errors import InvalidMessageError, UnknownModelError
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.prune import prune
@@ -30,15 +31,19 @@ from contextfold.summarize import LLMSummarizer, Summarizer, SummaryFailedError,
 
 __all__ = [
     "PROVIDERS",
+    "Breakdown",
     "InvalidMessageError",
     "LLMSummarizer",
+    "MessageTokens",
     "Session",
     "Summarizer",
     "SummaryFailedError",
     "SummaryRequest",
     "SummaryResult",
     "UnknownModelError",
+    "UnmeasuredPart",
     "__version__",
+    "breakdown",
     "context_window",
     "count",
     "count_each",

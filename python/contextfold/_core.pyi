@@ -11,6 +11,7 @@ __all__ = [
     "PROVIDERS",
     "SessionLedger",
     "__version__",
+    "breakdown",
     "count",
     "count_each",
     "count_many",
@@ -47,6 +48,27 @@ def estimate(
     SDK objects. Raises ``InvalidMessageError`` naming the message index and field on bad input;
     never mutates ``messages``.
     """
+
+def breakdown(
+    messages: Sequence[Any],
+    /,
+    *,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    tools: Sequence[Any] | None = None,
+    system: str | Sequence[Any] | None = None,
+) -> tuple[
+    int,
+    list[str],
+    list[str],
+    list[tuple[int, list[int]]],
+    list[int],
+    int,
+    list[tuple[int, str, int, str]],
+]:
+    """Raw breakdown ``(total, kinds, roles, per_message, request, request_system, unmeasured)``
+    in tokens; ``per_message`` holds ``(tokens, by_kind)`` with ``by_kind`` ordered like
+    ``kinds``. Use ``contextfold.breakdown``, which wraps it in dataclasses."""
 
 def estimate_each(
     messages: Sequence[Any],
@@ -138,6 +160,12 @@ class SessionLedger:
         """Forget cached costs of messages ``start..`` (in-place edits)."""
     def reset(self) -> None:
         """Forget cached costs, anchor, correction and last usage."""
+    def calibration(self) -> tuple[float | None, int | None, str | None, int]:
+        """``(correction, last_usage, last_model, usages)``: what pickling a session keeps."""
+    def restore_calibration(
+        self, correction: float | None, last_usage: int | None, last_model: str | None, usages: int, /
+    ) -> None:
+        """Restore what ``calibration`` returned (cached costs and anchor start empty)."""
     def set_model(self, model: str | None, /) -> None:
         """Switch model: new estimator; cached costs, anchor and correction dropped."""
     @property

@@ -1,128 +1,599 @@
-"""Command line: `contextfold report FILE` prints where a history's tokens go.
+"""The ``contextfold`` command: where a history's tokens go, exact counts, an HTML report, benchmarks.
 
-FILE is JSON: a list of messages, or an object with "messages" and optionally "provider",
-"model", "tools", "system" and "requests" (recorded model calls with their reported
-`usage_prompt_tokens`, as in the bundled example), or a JSONL file whose first line is such an
-object.
+Every command reads FILE: a history (JSON list of messages), a request body (OpenAI chat or
+Responses, Anthropic, Gemini, with their ``tools`` / ``system``), or JSONL of either, one per
+line (read line by line, priced on a process pool, output in input order). ``-`` reads stdin.
+
+Exit codes: 0 success; 1 some input could not be read (bad JSON, invalid message: each is
+reported on stderr with file, line, message index and field, and the run goes on unless
+``--fail-fast``); 2 wrong usage (unknown option, missing file); 3 unknown model (``count``
+needs a model whose tokenizer is public); 4 a tool the command needs is missing (``--png``
+without chromium, ``bench`` without pytest-benchmark).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
+import statistics
 import sys
-from collections import defaultdict
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
 
 import contextfold
+from contextfold.breakdown import KINDS
+from contextfold.inputs import InputError, Request, Source, open_source, read_request
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 1
+EXIT_USAGE = 2
+EXIT_UNKNOWN_MODEL = 3
+EXIT_MISSING_TOOL = 4
+
+EPILOG = (
+    "Exit codes: 0 ok; 1 some input unreadable (reported with file, line, message index and "
+    "field); 2 usage; 3 unknown model; 4 a needed tool is missing."
+)
+
+app = typer.Typer(
+    name="contextfold",
+    help="Where an LLM agent's context goes: estimate, count, report and benchmark token use.\n\n"
+    "FILE is a JSON history (list of messages), a request body (OpenAI chat / Responses, "
+    "Anthropic, Gemini) or JSONL of either; '-' reads stdin.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+
+ProviderOpt = Annotated[
+    Optional[str],
+    typer.Option("--provider", "-p", help=f"Force the wire format / pricing: {', '.join(contextfold.PROVIDERS)} (default: detected)."),
+]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Model name: picks tokenizer, image rules and context window.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine output: one JSON object (per input line for JSONL).")]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=0, help="Worker processes for JSONL (0, the default: the CPU count; 1: no pool).")]
+FailFastOpt = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first unreadable line (exit 1).")]
+JsonlOpt = Annotated[Optional[bool], typer.Option("--jsonl/--no-jsonl", help="Force JSONL / single-document reading (default: detected).")]
 
 
-def _load(path: Path) -> dict[str, Any]:
-    text = path.read_text()
+def _stdout() -> Console:
+    return Console(soft_wrap=True, highlight=False)
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+# --- one document -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why one input (a line of JSONL, or the whole file) could not be processed."""
+
+    line: int | None
+    index: int | None
+    field: str | None
+    message: str
+
+    def describe(self, name: str) -> str:
+        where = name + (f":{self.line}" if self.line is not None else "")
+        parts = []
+        if self.index is not None:
+            parts.append(f"message {self.index}")
+        if self.field:
+            parts.append(f"field {self.field!r}")
+        return f"{where}: " + (", ".join(parts) + ": " if parts else "") + self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "index": self.index, "field": self.field, "error": self.message}
+
+
+def _failure(e: Exception, line: int | None) -> Failure:
+    if isinstance(e, contextfold.InvalidMessageError):
+        return Failure(line, e.index, e.field or None, e.reason)
+    if isinstance(e, InputError):
+        return Failure(line, e.index, e.field, str(e))
+    if isinstance(e, json.JSONDecodeError):
+        return Failure(line, None, None, f"invalid JSON: {e.msg} at column {e.colno}")
+    return Failure(line, None, None, f"{type(e).__name__}: {e}")
+
+
+def _estimate_doc(req: Request) -> dict[str, Any]:
+    b = contextfold.breakdown(req.messages, **req.options())
+    return {
+        "provider": req.provider,
+        "model": req.model,
+        "wire": req.wire,
+        "messages": len(req.messages),
+        "total": b.total,
+        "by_role": dict(b.by_role),
+        "by_kind": dict(b.by_kind),
+        "unmeasured": [
+            {"index": u.index, "kind": u.kind, "assumed_tokens": u.assumed_tokens, "reason": u.reason} for u in b.unmeasured
+        ],
+    }
+
+
+def _count_messages(req: Request) -> list[Any]:
+    """OpenAI chat messages of a request: a top-level system prompt becomes the first message."""
+    if isinstance(req.system, str) and req.system:
+        return [{"role": "system", "content": req.system}, *req.messages]
+    return req.messages
+
+
+def _count_doc(req: Request) -> dict[str, Any]:
+    assert req.model is not None
+    total = contextfold.count(_count_messages(req), model=req.model, tools=req.tools)
+    return {"model": req.model, "encoding": contextfold.encoding_for(req.model), "messages": len(req.messages), "total": total}
+
+
+_OPS: dict[str, Callable[[Request], dict[str, Any]]] = {"estimate": _estimate_doc, "count": _count_doc}
+
+
+def _process(op: str, text: str, line: int | None, provider: str | None, model: str | None) -> dict[str, Any] | Failure:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = json.loads(text.splitlines()[0])
-    if isinstance(data, list):
-        data = {"messages": data}
-    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        raise SystemExit(f"{path}: expected a list of messages or an object with 'messages'")
-    return data
+        req = read_request(json.loads(text), provider=provider, model=model)
+        return _OPS[op](req)
+    except contextfold.UnknownModelError:
+        raise
+    except (ValueError, TypeError) as e:
+        return _failure(e, line)
 
 
-def _kind(m: Any) -> str:
-    role = m.get("role") if isinstance(m, dict) else getattr(m, "role", None)
-    if isinstance(m, dict) and m.get("tool_calls"):
-        return "assistant+tool_calls"
-    return str(role or (m.get("type") if isinstance(m, dict) else "?"))
+def _process_chunk(
+    op: str, chunk: list[tuple[int, str]], provider: str | None, model: str | None
+) -> list[tuple[int, dict[str, Any] | Failure]]:
+    """Worker task: a run of consecutive JSONL lines (picklable, top level for the pool)."""
+    return [(n, _process(op, text, n, provider, model)) for n, text in chunk]
 
 
-def _preview(m: Any, width: int = 60) -> str:
-    content = m.get("content") if isinstance(m, dict) else None
-    if isinstance(content, list):
-        content = " ".join(str(p.get("text", f"<{p.get('type')}>")) for p in content if isinstance(p, dict))
-    if not content and isinstance(m, dict) and m.get("tool_calls"):
-        content = ", ".join(c["function"]["name"] for c in m["tool_calls"])
-    s = " ".join(str(content or "").split())
-    return s[: width - 1] + "…" if len(s) > width else s
+# --- JSONL: a pool over lines, order kept -----------------------------------------------------
+
+_CHUNK_BYTES = 1 << 20
+_CHUNK_LINES = 64
 
 
-def report(data: dict[str, Any], *, provider: str | None, model: str | None, top: int, tail_budget: int | None = None) -> str:
-    """The token breakdown of one history, as text."""
-    msgs = data["messages"]
-    provider = provider or data.get("provider") or "openai"
-    model = model or data.get("model")
-    tools, system = data.get("tools"), data.get("system")
-    each = contextfold.estimate_each(msgs, provider=provider, model=model)
-    overhead = contextfold.request_overhead(provider=provider, model=model, tools=tools, system=system)
-    total = sum(each) + overhead
-    lines = [
-        f"history: {len(msgs)} messages, provider {provider!r}" + (f", model {model!r}" if model else ""),
-        f"estimated prompt tokens: {total:,}  (messages {sum(each):,} + overhead {overhead:,})",
-        f"wire size: {contextfold.wire_bytes(msgs, provider=provider):,} bytes of JSON",
-        "",
-        f"{'by kind':24s} {'messages':>9s} {'tokens':>10s} {'share':>6s}",
-    ]
-    by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for m, t in zip(msgs, each):
-        k = _kind(m)
-        by_kind[k][0] += 1
-        by_kind[k][1] += t
-    for k, (n, t) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
-        lines.append(f"{k:24s} {n:9d} {t:10,d} {t / max(total, 1):6.1%}")
-    lines += ["", f"largest {top} messages:"]
-    for i in sorted(range(len(msgs)), key=lambda i: -each[i])[:top]:
-        lines.append(f"  #{i:<5d} {_kind(msgs[i]):22s} {each[i]:8,d}  {_preview(msgs[i])}")
-    budget = tail_budget or max(1, total // 4)
-    start = contextfold.find_tail_start(msgs, budget_tokens=budget, provider=provider, model=model)
-    pruned = contextfold.prune(msgs, protect_tail_tokens=budget, provider=provider, model=model)
-    pruned_total = contextfold.estimate(pruned, provider=provider, model=model, tools=tools, system=system)
-    lines += [
-        "",
-        f"compaction plan with a {budget:,}-token tail:",
-        f"  protected tail: messages {start}..{len(msgs) - 1} ({sum(each[start:]):,} tokens)",
-        f"  to summarize:   messages 1..{start - 1} ({sum(each[1:start]):,} tokens)" if start > 1 else "  nothing to summarize",
-        f"  prune alone (old tool output, images, long arguments): {total:,} -> {pruned_total:,} tokens",
-    ]
-    requests = data.get("requests") or []
-    recorded = [(r["n_messages"], r["usage_prompt_tokens"]) for r in requests if r.get("usage_prompt_tokens")]
-    if recorded:
-        errs = []
-        for n, real in recorded:
-            est = sum(each[:n]) + overhead
-            errs.append(est / real - 1)
-        errs.sort()
-        n_last, real_last = recorded[-1]
-        lines += [
-            "",
-            f"against the provider's reported prompt tokens ({len(recorded)} recorded calls):",
-            f"  last call: estimate {sum(each[:n_last]) + overhead:,} vs reported {real_last:,}",
-            f"  median error {errs[len(errs) // 2]:+.1%}, worst {max(errs, key=abs):+.1%}",
-        ]
-    return "\n".join(lines)
+def _chunks(stream: Iterable[str], progress: Callable[[int], None]) -> Iterator[list[tuple[int, str]]]:
+    chunk: list[tuple[int, str]] = []
+    size = 0
+    for n, text in enumerate(stream, start=1):
+        progress(len(text))
+        if not text.strip():
+            continue
+        chunk.append((n, text))
+        size += len(text)
+        if size >= _CHUNK_BYTES or len(chunk) >= _CHUNK_LINES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _run_lines(
+    op: str, src: Source, *, provider: str | None, model: str | None, jobs: int, advance: Callable[[int], None]
+) -> Iterator[tuple[int, dict[str, Any] | Failure]]:
+    """Results of every non-blank line, in input order. Lines are read as the pool drains, so
+    at most a few chunks per worker are in memory at once."""
+    chunks = _chunks(src.stream, advance)
+    if jobs <= 1:
+        for chunk in chunks:
+            yield from _process_chunk(op, chunk, provider, model)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pending: deque[Future[list[tuple[int, dict[str, Any] | Failure]]]] = deque()
+        for chunk in chunks:
+            pending.append(pool.submit(_process_chunk, op, chunk, provider, model))
+            while len(pending) >= 4 * jobs:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
+class _Progress:
+    """A rich progress bar on stderr (lines, rate, ETA by bytes) only when stderr is a terminal."""
+
+    def __init__(self, src: Source) -> None:
+        self.bar: Any = None
+        self.task: Any = None
+        self.lines = 0
+        if not sys.stderr.isatty():
+            return
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[lines]:,} lines"),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=_stderr(),
+            transient=True,
+            # stdout carries the results (--json): never fold it into the live display.
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self.task = self.bar.add_task(src.name, total=src.size, lines=0, rate="")
+
+    def __enter__(self) -> _Progress:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def advance(self, nbytes: int) -> None:
+        if self.bar is None:
+            return
+        self.bar.update(self.task, advance=nbytes)
+
+    def done_line(self) -> None:
+        self.lines += 1
+        if self.bar is None:
+            return
+        elapsed = self.bar.tasks[0].elapsed or 0.0
+        rate = f"{self.lines / elapsed:,.0f} lines/s" if elapsed > 0 else ""
+        self.bar.update(self.task, lines=self.lines, rate=rate)
+
+
+def _jobs(jobs: int | None) -> int:
+    return jobs if jobs else max(1, os.cpu_count() or 1)
+
+
+def _open(file: str, jsonl: bool | None) -> Source:
+    try:
+        return open_source(file, jsonl=jsonl)
+    except OSError as e:
+        _stderr().print(f"[red]error:[/] cannot read {file}: {e.strerror or e}")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def _single(src: Source, *, provider: str | None, model: str | None) -> Request:
+    """The one document of a non-JSONL input, or exit 1 naming what is wrong."""
+    try:
+        return read_request(json.loads(src.stream.read()), provider=provider, model=model)
+    except (ValueError, TypeError) as e:
+        _stderr().print(_failure(e, None).describe(src.name), markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    finally:
+        src.stream.close()
+
+
+def _corpus(
+    op: str,
+    src: Source,
+    *,
+    provider: str | None,
+    model: str | None,
+    jobs: int | None,
+    fail_fast: bool,
+    as_json: bool,
+    on_result: Callable[[int, dict[str, Any]], None],
+) -> int:
+    """Run ``op`` over every line; print failures as they come and a summary at the end."""
+    err = _stderr()
+    failures: list[Failure] = []
+    ok = 0
+    with _Progress(src) as progress:
+        try:
+            for n, res in _run_lines(op, src, provider=provider, model=model, jobs=_jobs(jobs), advance=progress.advance):
+                progress.done_line()
+                if isinstance(res, Failure):
+                    failures.append(res)
+                    if progress.bar is not None:
+                        progress.bar.console.print(res.describe(src.name), markup=False)
+                    else:
+                        err.print(res.describe(src.name), markup=False)
+                    if as_json:
+                        print(json.dumps(res.to_dict()), flush=False)
+                    if fail_fast:
+                        break
+                    continue
+                ok += 1
+                if as_json:
+                    print(json.dumps({"line": n, **res}))
+                on_result(n, res)
+        finally:
+            src.stream.close()
+    if failures:
+        err.print(
+            f"[bold red]{len(failures)} of {ok + len(failures)} lines failed[/]"
+            + (" (stopped at the first: --fail-fast)" if fail_fast else "")
+            + f"; first at line {failures[0].line}."
+        )
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+# --- estimate --------------------------------------------------------------------------------
+
+
+def _kind_table(by_kind: dict[str, int], total: int, title: str = "by kind") -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False)
+    t.add_column("kind")
+    t.add_column("tokens", justify="right")
+    t.add_column("share", justify="right")
+    for k in KINDS:
+        v = by_kind.get(k, 0)
+        if v:
+            t.add_row(k.replace("_", " "), f"{v:,}", f"{v / max(total, 1):.1%}")
+    return t
+
+
+def _role_table(by_role: dict[str, int], total: int) -> Table:
+    t = Table(title="by role", title_justify="left", show_edge=False)
+    t.add_column("role")
+    t.add_column("tokens", justify="right")
+    t.add_column("share", justify="right")
+    for r, v in sorted(by_role.items(), key=lambda kv: -kv[1]):
+        t.add_row(r, f"{v:,}", f"{v / max(total, 1):.1%}")
+    return t
+
+
+def _print_breakdown(req: Request, name: str, top: int) -> None:
+    from contextfold.report import preview
+
+    out = _stdout()
+    b = contextfold.breakdown(req.messages, **req.options())
+    out.print(
+        f"[bold]{name}[/]: {len(req.messages):,} messages ({req.wire}), provider {req.provider}"
+        + (f", model {req.model}" if req.model else "")
+    )
+    out.print(f"estimated prompt tokens: [bold]{b.total:,}[/]")
+    out.print(_kind_table(dict(b.by_kind), b.total))
+    out.print(_role_table(dict(b.by_role), b.total))
+    if top:
+        t = Table(title=f"largest {top} messages", title_justify="left", show_edge=False)
+        for col in ("#", "role", "tokens", "mostly", "preview"):
+            t.add_column(col, justify="right" if col in ("#", "tokens") else "left", overflow="ellipsis", no_wrap=True, max_width=48 if col == "preview" else None)
+        for m in sorted(b.per_message, key=lambda m: -m.tokens)[:top]:
+            main = max(m.by_kind.items(), key=lambda kv: kv[1])[0] if m.by_kind else ""
+            t.add_row(str(m.index), m.role, f"{m.tokens:,}", main.replace("_", " "), preview(req.messages[m.index], 60))
+        out.print(t)
+    if b.unmeasured:
+        out.print(f"[yellow]{len(b.unmeasured)} part(s) priced by an assumption:[/]")
+        for u in b.unmeasured[:10]:
+            out.print(f"  message {u.index}: {u.kind}, {u.assumed_tokens:,} tokens ({u.reason})", markup=False)
+
+
+@app.command(
+    epilog="Example: [bold]contextfold estimate examples/swe-trajectory.json[/]  ·  "
+    "[bold]contextfold estimate corpus.jsonl --json > tokens.jsonl[/]\n\n" + EPILOG
+)
+def estimate(
+    file: Annotated[str, typer.Argument(help="JSON / JSONL file, or '-' for stdin.")],
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+    top: Annotated[int, typer.Option(help="List the N largest messages (single history).")] = 5,
+    jobs: JobsOpt = 0,
+    fail_fast: FailFastOpt = False,
+    jsonl: JsonlOpt = None,
+) -> None:
+    """Estimated prompt tokens, by role and by kind (text, tool calls, tool outputs, images,
+    reasoning, media, tool schemas, overhead), and the parts priced by an assumption."""
+    src = _open(file, jsonl)
+    if not src.jsonl:
+        req = _single(src, provider=provider, model=model)
+        try:
+            if as_json:
+                doc = _estimate_doc(req)
+                doc["per_message"] = [
+                    {"index": m.index, "role": m.role, "tokens": m.tokens, "by_kind": dict(m.by_kind)}
+                    for m in contextfold.breakdown(req.messages, **req.options()).per_message
+                ]
+                print(json.dumps(doc))
+            else:
+                _print_breakdown(req, src.name, top)
+        except (ValueError, TypeError) as e:
+            _stderr().print(_failure(e, None).describe(src.name), markup=False)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        return
+    totals: list[int] = []
+    by_kind: dict[str, int] = {}
+    by_role: dict[str, int] = {}
+
+    def add(_: int, res: dict[str, Any]) -> None:
+        totals.append(res["total"])
+        for k, v in res["by_kind"].items():
+            by_kind[k] = by_kind.get(k, 0) + v
+        for k, v in res["by_role"].items():
+            by_role[k] = by_role.get(k, 0) + v
+
+    code = _corpus("estimate", src, provider=provider, model=model, jobs=jobs, fail_fast=fail_fast, as_json=as_json, on_result=add)
+    if not as_json and totals:
+        out = _stdout()
+        grand = sum(totals)
+        out.print(
+            f"[bold]{src.name}[/]: {len(totals):,} histories, {grand:,} estimated prompt tokens "
+            f"(per history: median {statistics.median(totals):,.0f}, max {max(totals):,})"
+        )
+        out.print(_kind_table(by_kind, grand))
+        out.print(_role_table(by_role, grand))
+    raise typer.Exit(code)
+
+
+# --- count -----------------------------------------------------------------------------------
+
+
+@app.command(
+    epilog="Example: [bold]contextfold count request.json --model gpt-4o[/]  ·  "
+    "[bold]cat corpus.jsonl | contextfold count - -m gpt-4o-mini --json[/]\n\n" + EPILOG
+)
+def count(
+    file: Annotated[str, typer.Argument(help="JSON / JSONL file, or '-' for stdin.")],
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="OpenAI model whose public tokenizer counts (default: the body's `model`).")] = None,
+    as_json: JsonOpt = False,
+    jobs: JobsOpt = 0,
+    fail_fast: FailFastOpt = False,
+    jsonl: JsonlOpt = None,
+) -> None:
+    """Exact prompt tokens with the model's own tokenizer (OpenAI models: tiktoken encodings,
+    offline), tools rendered as OpenAI bills them. Other models: exit 3 naming the model."""
+    src = _open(file, jsonl)
+
+    def check(m: str | None) -> None:
+        if m is None:
+            return
+        try:
+            contextfold.encoding_for(m)
+        except contextfold.UnknownModelError:
+            _stderr().print(
+                f"[red]error:[/] no public tokenizer for model {m!r}: exact counts exist for OpenAI models "
+                f"only; use [bold]contextfold estimate --model {m}[/] for an estimate."
+            )
+            raise typer.Exit(EXIT_UNKNOWN_MODEL) from None
+
+    check(model)
+    if not src.jsonl:
+        req = _single(src, provider="openai", model=model)
+        if req.model is None:
+            _stderr().print("[red]error:[/] count needs --model (the body names none)")
+            raise typer.Exit(EXIT_USAGE)
+        check(req.model)
+        try:
+            res = _count_doc(req)
+        except (ValueError, TypeError) as e:
+            _stderr().print(_failure(e, None).describe(src.name), markup=False)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        if as_json:
+            print(json.dumps(res))
+        else:
+            _stdout().print(f"{res['total']:,} prompt tokens ({res['model']}, {res['encoding']}, {res['messages']:,} messages)")
+        return
+    totals: list[int] = []
+    try:
+        code = _corpus(
+            "count", src, provider="openai", model=model, jobs=jobs, fail_fast=fail_fast, as_json=as_json,
+            on_result=lambda _n, r: totals.append(r["total"]),
+        )
+    except contextfold.UnknownModelError as e:
+        _stderr().print(f"[red]error:[/] {e}; exact counts exist for OpenAI models only", markup=True)
+        raise typer.Exit(EXIT_UNKNOWN_MODEL) from None
+    if not as_json and totals:
+        _stdout().print(f"{src.name}: {len(totals):,} requests, {sum(totals):,} prompt tokens (median {statistics.median(totals):,.0f})")
+    raise typer.Exit(code)
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+@app.command(
+    epilog="Example: [bold]contextfold report examples/swe-trajectory.json -o report.html --png chart.png[/]\n\n" + EPILOG
+)
+def report(
+    file: Annotated[str, typer.Argument(help="JSON file (or JSONL: see --line), or '-' for stdin.")],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write a self-contained HTML report here (else: text on stdout).")] = None,
+    png: Annotated[Optional[Path], typer.Option("--png", help="Also write the chart as a PNG (needs chromium).")] = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    budget: Annotated[Optional[int], typer.Option(help="Token budget of the compaction plan (default: the gate, else a quarter of the estimate).")] = None,
+    window: Annotated[Optional[int], typer.Option(help="Context window in tokens (default: from the model name).")] = None,
+    line: Annotated[int, typer.Option(help="Which line of a JSONL file to report (1-based).")] = 1,
+    top: Annotated[int, typer.Option(help="How many of the largest messages to list.")] = 8,
+) -> None:
+    """Where the tokens go across one conversation: a chart stacked by kind message by message,
+    the biggest messages, duplicated tool outputs, the context window and the gate line, and
+    the compaction plan at a budget. Text on stdout, or one HTML file (-o) with no network use."""
+    from contextfold import report as rep
+
+    src = _open(file, None)
+    if src.jsonl:
+        for n, text in enumerate(src.stream, start=1):
+            if n == line:
+                break
+        else:
+            _stderr().print(f"[red]error:[/] {src.name} has no line {line}")
+            raise typer.Exit(EXIT_USAGE)
+        src.stream.close()
+        try:
+            req = read_request(json.loads(text), provider=provider, model=model)
+        except (ValueError, TypeError) as e:
+            _stderr().print(_failure(e, line).describe(src.name), markup=False)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+    else:
+        req = _single(src, provider=provider, model=model)
+    try:
+        data = rep.analyze(req, budget=budget, window=window, top=top)
+    except (ValueError, TypeError) as e:
+        _stderr().print(_failure(e, None).describe(src.name), markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    if output is None and png is None:
+        rep.print_text(data, src.name, _stdout())
+        return
+    if output is not None:
+        output.write_text(rep.render_html(data, title=src.name), encoding="utf-8")
+        _stdout().print(f"wrote {output} ({output.stat().st_size:,} bytes)")
+    if png is not None:
+        try:
+            rep.write_png(data, png)
+        except rep.BrowserMissing as e:
+            _stderr().print(f"[red]error:[/] {e}")
+            raise typer.Exit(EXIT_MISSING_TOOL) from None
+        _stdout().print(f"wrote {png}")
+
+
+# --- bench, version --------------------------------------------------------------------------
+
+
+@app.command(epilog="Example: [bold]contextfold bench --quick[/]\n\n" + EPILOG)
+def bench(
+    quick: Annotated[bool, typer.Option("--quick", help="Small workloads only (1k synthetic, a few real histories).")] = False,
+    as_json: JsonOpt = False,
+    benches: Annotated[Optional[Path], typer.Option(help="The benches/ directory of a source checkout (default: ./benches).")] = None,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the table as Markdown (as in the README).")] = False,
+) -> None:
+    """Side-by-side speed of contextfold, the pure-Python references and the libraries people
+    use (LangChain, LiteLLM, tiktoken), ratios on the same inputs in one run. Peers that are not
+    installed are skipped with a notice (pip install 'contextfold[bench]')."""
+    from contextfold import _bench
+
+    try:
+        import pytest_benchmark  # noqa: F401
+    except ImportError:
+        _stderr().print("[red]error:[/] bench needs pytest-benchmark: pip install 'contextfold[bench]'")
+        raise typer.Exit(EXIT_MISSING_TOOL) from None
+    try:
+        result = _bench.run(quick=quick, benches=benches, notice=lambda s: _stderr().print(s, style="yellow", markup=False))
+    except FileNotFoundError as e:
+        _stderr().print(f"[red]error:[/] {e}")
+        raise typer.Exit(EXIT_USAGE) from None
+    if as_json:
+        print(json.dumps(result))
+    elif markdown:
+        print(_bench.markdown(result))
+    else:
+        _bench.print_table(result, Console(soft_wrap=True, highlight=False, width=max(_stdout().width, 110)))
+
+
+@app.command(epilog="Example: [bold]contextfold version[/]")
+def version() -> None:
+    """Print the version."""
+    print(contextfold.__version__)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="contextfold", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("report", help="token breakdown of a history")
-    rep.add_argument("file", type=Path)
-    rep.add_argument("--provider", choices=contextfold.PROVIDERS)
-    rep.add_argument("--model")
-    rep.add_argument("--top", type=int, default=8, help="how many of the largest messages to list")
-    rep.add_argument("--tail-budget", type=int, help="tokens of the protected tail (default: a quarter of the estimate)")
-    sub.add_parser("version", help="print the version")
-    args = parser.parse_args(argv)
-    if args.command == "version":
-        print(contextfold.__version__)
-        return 0
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     try:
-        print(report(_load(args.file), provider=args.provider, model=args.model, top=args.top, tail_budget=args.tail_budget))
-    except contextfold.InvalidMessageError as e:
-        print(f"{args.file}: {e}", file=sys.stderr)
-        return 2
-    return 0
+        app(args=argv, prog_name="contextfold")
+    except SystemExit as e:
+        code = e.code
+        return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
+    return EXIT_OK
 
 
 if __name__ == "__main__":

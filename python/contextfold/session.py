@@ -175,6 +175,8 @@ class Session:
             text_encoding=text_encoding,
         )
         self.provider = provider
+        # Kept for pickling: a copy in another process is rebuilt from these (see __reduce__).
+        self._init = {"tools": tools, "system": system, "smoothing": smoothing, "text_encoding": text_encoding}
         self._window = context_window
         self._reserve = output_reserve
         self.trigger_ratio = trigger_ratio
@@ -323,3 +325,25 @@ class Session:
             f"context_window={self.context_window!r}, correction={self.correction:.4f}, "
             f"last_usage={self.last_usage!r})"
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle a session (to ship it to a worker process): its configuration and calibration
+        (correction, last usage and its model). The per-message cache and the usage anchor are
+        keyed by object identities that mean nothing in another process: the copy starts
+        without them (its first estimate prices the whole history, corrected)."""
+        kwargs = dict(
+            self._init,
+            provider=self.provider,
+            model=self.model,
+            context_window=self._window,
+            output_reserve=self._reserve,
+            trigger_ratio=self.trigger_ratio,
+            max_request_bytes=self.max_request_bytes,
+        )
+        return (_restore_session, (kwargs, self._core.calibration()))
+
+
+def _restore_session(kwargs: dict[str, Any], calibration: tuple[Any, ...]) -> Session:
+    s = Session(**kwargs)
+    s._core.restore_calibration(*calibration)
+    return s

@@ -20,7 +20,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::estimate::{Estimator, RequestExtras, ToolDef};
 use crate::exact::Encoding;
-use crate::ledger::{payload_chars, Entry, Ledger};
+use crate::ledger::{payload_chars, Calibration, Entry, Ledger};
 use crate::message::Message;
 use crate::profile::Provider;
 
@@ -253,6 +253,9 @@ impl State {
     }
 }
 
+/// `(correction, last_usage, last_model, usages)` as Python sees a session's calibration.
+type CalibrationTuple = (Option<f64>, Option<u64>, Option<String>, u64);
+
 /// Per-session cache of message costs, usage anchor and correction (see `ledger.rs`).
 #[pyclass(frozen, module = "contextfold._core")]
 pub struct SessionLedger {
@@ -376,6 +379,38 @@ impl SessionLedger {
     /// Forget everything: cached costs, usage anchor, correction, last usage.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
         self.lock(py)?.ledger.reset();
+        Ok(())
+    }
+
+    /// `(correction, last_usage, last_model, usages)`: what pickling keeps (see `Session`).
+    fn calibration(&self, py: Python<'_>) -> PyResult<CalibrationTuple> {
+        let c = self.lock(py)?.ledger.calibration();
+        Ok((c.correction, c.last_usage, c.last_model, c.usages))
+    }
+
+    /// Restore what `calibration` returned (cached costs and anchor start empty).
+    #[pyo3(signature = (correction, last_usage, last_model, usages, /))]
+    fn restore_calibration(
+        &self,
+        py: Python<'_>,
+        correction: Option<f64>,
+        last_usage: Option<u64>,
+        last_model: Option<String>,
+        usages: u64,
+    ) -> PyResult<()> {
+        if let Some(c) = correction {
+            if !(c.is_finite() && c > 0.0) {
+                return Err(PyValueError::new_err(
+                    "correction must be a positive number",
+                ));
+            }
+        }
+        self.lock(py)?.ledger.restore_calibration(Calibration {
+            correction,
+            last_usage,
+            last_model,
+            usages,
+        });
         Ok(())
     }
 

@@ -1,0 +1,134 @@
+"""Where a request's estimated tokens go: per message, by role, by kind, and what was assumed.
+
+All figures are estimated prompt tokens (the same estimator as `contextfold.estimate`), computed
+in one call into the Rust core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contextfold import _core
+
+#: The kinds of `Breakdown.by_kind`, in display order.
+KINDS: tuple[str, ...] = (
+    "text",
+    "tool_calls",
+    "tool_outputs",
+    "images",
+    "reasoning",
+    "media",
+    "tool_schemas",
+    "overhead",
+)
+
+#: The `by_role` key of what the request costs beyond its messages and a top-level system
+#: prompt: reply priming and tool definitions.
+REQUEST_ROLE = "request"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTokens:
+    """One message's estimated tokens (``tokens``, equal to its `estimate_each` entry), split by
+    kind (``by_kind``: only the kinds it has, summing to ``tokens``)."""
+
+    index: int
+    role: str
+    tokens: int
+    by_kind: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class UnmeasuredPart:
+    """A part priced by an assumption (remote image URL, file id, media without inline data,
+    unknown part type): ``assumed_tokens`` is what the estimate charged for it."""
+
+    index: int
+    kind: str
+    assumed_tokens: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """The estimate of one request, split.
+
+    ``total`` equals `contextfold.estimate` with the same arguments; ``by_kind`` and ``by_role``
+    each sum to it. ``by_role`` has the messages' roles as sent, ``"system"`` also holding a
+    top-level ``system=`` prompt, and ``"request"`` for reply priming and tool schemas.
+    ``request_overhead`` is `contextfold.request_overhead` split by kind.
+    """
+
+    total: int
+    per_message: tuple[MessageTokens, ...]
+    by_role: Mapping[str, int]
+    by_kind: Mapping[str, int]
+    request_overhead: Mapping[str, int]
+    unmeasured: tuple[UnmeasuredPart, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (per-message entries as ``{"index", "role", "tokens", "by_kind"}``)."""
+        return {
+            "total": self.total,
+            "by_role": dict(self.by_role),
+            "by_kind": dict(self.by_kind),
+            "request_overhead": dict(self.request_overhead),
+            "per_message": [
+                {"index": m.index, "role": m.role, "tokens": m.tokens, "by_kind": dict(m.by_kind)}
+                for m in self.per_message
+            ],
+            "unmeasured": [
+                {"index": u.index, "kind": u.kind, "assumed_tokens": u.assumed_tokens, "reason": u.reason}
+                for u in self.unmeasured
+            ],
+        }
+
+
+def breakdown(
+    messages: Sequence[Any],
+    /,
+    *,
+    provider: str = "openai",
+    model: str | None = None,
+    tools: Sequence[Any] | None = None,
+    system: str | Sequence[Any] | None = None,
+) -> Breakdown:
+    """The estimated prompt tokens of a request split per message, by role and by kind.
+
+    Same arguments and same total as `contextfold.estimate` (tokens). Kinds: ``text``,
+    ``tool_calls``, ``tool_outputs``, ``images``, ``reasoning``, ``media`` (audio, video,
+    documents, unknown parts), ``tool_schemas`` and ``overhead`` (message envelopes, reply
+    priming). Raises ``InvalidMessageError`` naming the message index and field on bad input.
+    """
+    total, kinds, roles, per, request, request_system, unmeasured = _core.breakdown(
+        messages, provider=provider, model=model, tools=tools, system=system  # type: ignore[arg-type]
+    )
+    by_kind = dict.fromkeys(kinds, 0)
+    by_role: dict[str, int] = {}
+    per_message = []
+    for i, (role, (tokens, shares)) in enumerate(zip(roles, per)):
+        mine = {}
+        for k, v in zip(kinds, shares):
+            if v:
+                mine[k] = v
+                by_kind[k] += v
+        by_role[role] = by_role.get(role, 0) + tokens
+        per_message.append(MessageTokens(i, role, tokens, mine))
+    request_kinds = dict(zip(kinds, request))
+    for k, v in request_kinds.items():
+        by_kind[k] += v
+    if request_system:
+        by_role["system"] = by_role.get("system", 0) + request_system
+    rest = sum(request) - request_system
+    if rest:
+        by_role[REQUEST_ROLE] = by_role.get(REQUEST_ROLE, 0) + rest
+    return Breakdown(
+        total=total,
+        per_message=tuple(per_message),
+        by_role=by_role,
+        by_kind=by_kind,
+        request_overhead={k: v for k, v in request_kinds.items() if v},
+        unmeasured=tuple(UnmeasuredPart(*u) for u in unmeasured),
+    )

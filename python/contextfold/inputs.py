@@ -1,0 +1,216 @@
+"""Reading what the command line is given: a history, a provider request body, or JSONL of either.
+
+A document is one JSON value: a list of messages (any wire format the library reads), or a
+request body: OpenAI chat (``messages``), OpenAI Responses (``input``, ``instructions``),
+Anthropic Messages (``messages`` with a top-level ``system`` or Anthropic content blocks) or
+Gemini (``contents``, ``systemInstruction``), each with its ``tools``. The wire format is
+detected; ``provider=`` forces it. JSONL is read line by line (files larger than memory work).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from contextfold._core import PROVIDERS
+
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
+
+
+class InputError(ValueError):
+    """A document that is not a history or a request body. ``field`` names where (``messages``)."""
+
+    def __init__(self, message: str, *, field: str | None = None, index: int | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.index = index
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One history and what surrounds it, ready for `estimate` / `count` / `breakdown`.
+
+    ``wire`` is the detected format (``history``, ``openai-chat``, ``openai-responses``,
+    ``anthropic``, ``gemini``); ``recorded`` holds recorded model calls with their reported
+    ``usage_prompt_tokens`` when the document carries them (the bundled example does).
+    """
+
+    messages: list[Any]
+    provider: str
+    model: str | None
+    tools: list[Any] | None
+    system: Any
+    wire: str
+    recorded: list[dict[str, Any]] = field(default_factory=list)
+
+    def options(self) -> dict[str, Any]:
+        """Keyword arguments of `contextfold.estimate` / `breakdown` for this request."""
+        return {"provider": self.provider, "model": self.model, "tools": self.tools, "system": self.system}
+
+
+def _looks_anthropic(messages: list[Any]) -> bool:
+    for m in messages[:64]:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                t = block.get("type")
+                if t in _ANTHROPIC_BLOCKS or (t == "image" and isinstance(block.get("source"), dict)):
+                    return True
+    return False
+
+
+def _looks_gemini(messages: list[Any]) -> bool:
+    return any(isinstance(m, dict) and "parts" in m and "content" not in m for m in messages[:64])
+
+
+def _gemini_tools(tools: Any) -> list[Any] | None:
+    if not isinstance(tools, list):
+        return None
+    out: list[Any] = []
+    for t in tools:
+        if isinstance(t, dict) and ("functionDeclarations" in t or "function_declarations" in t):
+            out.extend(t.get("functionDeclarations") or t.get("function_declarations") or [])
+        # Server tools (googleSearch, codeExecution) carry no schema to price.
+    return out or None
+
+
+def _gemini_system(system: Any) -> Any:
+    if isinstance(system, dict):
+        return system.get("parts") or system.get("text")
+    return system
+
+
+def _tools(tools: Any) -> list[Any] | None:
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        raise InputError(f"tools must be a list, got {type(tools).__name__}", field="tools")
+    return tools or None
+
+
+def read_request(doc: Any, *, provider: str | None = None, model: str | None = None) -> Request:
+    """Normalize one parsed JSON document into a `Request` (raises `InputError`)."""
+    if provider is not None and provider not in PROVIDERS:
+        raise InputError(f"unknown provider {provider!r}; valid: {', '.join(PROVIDERS)}", field="provider")
+    if isinstance(doc, list):
+        if _looks_gemini(doc):
+            detected = "gemini"
+        elif _looks_anthropic(doc):
+            detected = "anthropic"
+        else:
+            detected = "openai"
+        return Request(doc, provider or detected, model, None, None, "history")
+    if not isinstance(doc, dict):
+        raise InputError(f"expected a list of messages or a request body (an object), got {type(doc).__name__}")
+    model = model or (doc.get("model") if isinstance(doc.get("model"), str) else None)
+    recorded: list[dict[str, Any]] = doc["requests"] if isinstance(doc.get("requests"), list) else []
+    named = doc.get("provider") if doc.get("provider") in PROVIDERS else None
+    if "contents" in doc:
+        contents = doc["contents"]
+        if not isinstance(contents, list):
+            raise InputError("contents must be a list", field="contents")
+        system = _gemini_system(doc.get("systemInstruction", doc.get("system_instruction")))
+        return Request(contents, provider or "gemini", model, _gemini_tools(doc.get("tools")), system, "gemini", recorded)
+    if "input" in doc and "messages" not in doc:
+        items = doc["input"]
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+        if not isinstance(items, list):
+            raise InputError("input must be a string or a list of items", field="input")
+        return Request(items, provider or named or "openai", model, _tools(doc.get("tools")), doc.get("instructions"), "openai-responses", recorded)
+    if "messages" in doc:
+        messages = doc["messages"]
+        if not isinstance(messages, list):
+            raise InputError("messages must be a list", field="messages")
+        tools = doc.get("tools")
+        anthropic = (
+            doc.get("system") is not None
+            or "anthropic_version" in doc
+            or "claude" in (model or "").lower()
+            or (isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools))
+            or _looks_anthropic(messages)
+        )
+        wire = "anthropic" if anthropic and named in (None, "anthropic") else "openai-chat"
+        detected = named or ("anthropic" if wire == "anthropic" else "openai")
+        return Request(messages, provider or detected, model, _tools(doc.get("tools")), doc.get("system"), wire, recorded)
+    raise InputError("expected a list of messages or a request body with messages, input or contents", field="messages")
+
+
+class _Prepend:
+    """A text stream with already-read text put back in front (what `json.load` and line
+    iteration need: ``read``, ``readline``, iteration, ``close``)."""
+
+    def __init__(self, head: str, rest: IO[str]) -> None:
+        self._lines = io.StringIO(head)
+        self._rest = rest
+        self._head_done = False
+
+    def readline(self) -> str:
+        if not self._head_done:
+            line = self._lines.readline()
+            if line:
+                return line
+            self._head_done = True
+        return self._rest.readline()
+
+    def read(self) -> str:
+        head = "" if self._head_done else self._lines.read()
+        self._head_done = True
+        return head + self._rest.read()
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            line = self.readline()
+            if not line:
+                return
+            yield line
+
+    def close(self) -> None:
+        self._rest.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """An opened input: ``name`` for messages (the path, or ``<stdin>``), whether it is JSONL,
+    its size in bytes when known (for progress), and the text stream."""
+
+    name: str
+    jsonl: bool
+    size: int | None
+    stream: _Prepend
+
+
+def open_source(path: str, *, jsonl: bool | None = None) -> Source:
+    """Open ``path`` (``-`` for stdin) and tell JSON from JSONL: by extension (``.jsonl``,
+    ``.ndjson``) or, otherwise, by whether the first line is a whole JSON value followed by more
+    lines. Only the first line is read ahead; nothing else is loaded."""
+    if path == "-":
+        raw: IO[str] = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+        name, size = "<stdin>", None
+    else:
+        p = Path(path)
+        raw = p.open(encoding="utf-8")
+        name, size = path, p.stat().st_size
+    if jsonl is None and path != "-" and Path(path).suffix.lower() in (".jsonl", ".ndjson"):
+        jsonl = True
+    first = raw.readline()
+    if jsonl is None:
+        jsonl = False
+        if first.strip():
+            try:
+                json.loads(first)
+            except ValueError:
+                pass
+            else:
+                rest = raw.readline()
+                jsonl = bool(rest.strip())
+                first += rest
+    stream = _Prepend(first, raw)
+    return Source(name, jsonl, size, stream)

@@ -1,0 +1,60 @@
+//! `breakdown`: the estimate split per message, by role and by kind, in one call.
+
+use pyo3::prelude::*;
+
+use crate::breakdown::{breakdown as core_breakdown, Kind};
+use crate::estimate::Estimator;
+
+use super::messages::{Keep, Walker};
+use super::provider;
+
+/// Raw breakdown: `(total, kinds, roles, per_message, request, request_system, unmeasured)`.
+/// `per_message` holds `(tokens, by_kind)` with `by_kind` ordered like `kinds`; `unmeasured`
+/// holds `(index, kind, assumed_tokens, reason)`. `contextfold.breakdown` wraps it.
+type Raw = (
+    u64,
+    Vec<&'static str>,
+    Vec<String>,
+    Vec<(u32, Vec<u64>)>,
+    Vec<u64>,
+    u64,
+    Vec<(usize, String, u32, &'static str)>,
+);
+
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None))]
+fn breakdown(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    provider: &str,
+    model: Option<&str>,
+    tools: Option<&Bound<'_, PyAny>>,
+    system: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Raw> {
+    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let keep = Keep::new();
+    let mut w = Walker::new(py, &keep);
+    let ms = w.messages(messages)?;
+    let extras = w.extras(tools, system)?;
+    let roles: Vec<String> = ms.iter().map(|m| m.role_str.to_string()).collect();
+    let b = py.detach(|| core_breakdown(&est, &ms, &extras));
+    Ok((
+        b.total,
+        Kind::ALL.iter().map(|k| k.name()).collect(),
+        roles,
+        b.per_message
+            .into_iter()
+            .map(|m| (m.tokens, m.by_kind.to_vec()))
+            .collect(),
+        b.request.to_vec(),
+        b.request_system,
+        b.unmeasured
+            .into_iter()
+            .map(|u| (u.index, u.kind, u.assumed_tokens, u.reason))
+            .collect(),
+    ))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(breakdown, m)?)
+}

@@ -1,0 +1,150 @@
+"""The token report: what it computes, a self-contained page, and the chart as a real headless
+Chromium renders it (skipped, visibly, only where chromium is not installed)."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+import contextfold as cf
+from contextfold import report as rep
+from contextfold.cli import main
+from contextfold.inputs import read_request
+from transcripts import LOCAL, load_conversations
+
+needs_chromium = pytest.mark.skipif(
+    rep.find_browser() is None,
+    reason="chromium not installed (Debian: apt-get install chromium; .ci/run installs it)",
+)
+
+
+@pytest.fixture(scope="module")
+def tau(tmp_path_factory) -> Path:
+    """The longest real tau-bench dialogue (tool calls, outputs, schemas) as a request body."""
+    c = max(load_conversations(LOCAL, "tau-bench-airline"), key=lambda c: len(c["messages"]))
+    p = tmp_path_factory.mktemp("report") / "tau.json"
+    p.write_text(json.dumps({"model": "gpt-4o", "messages": c["messages"], "tools": c["tools"]}))
+    return p
+
+
+def test_plan_and_totals_agree_with_the_library(tau):
+    body = json.loads(tau.read_text())
+    d = rep.analyze(read_request(body), budget=3000)
+    msgs = body["messages"]
+    assert d.breakdown.total == cf.estimate(msgs, model="gpt-4o", tools=body["tools"])
+    assert d.plan.kept_from == cf.find_tail_start(msgs, budget_tokens=3000, model="gpt-4o")
+    assert d.plan.tokens_after_prune == cf.estimate(cf.prune(msgs, protect_tail_tokens=3000, model="gpt-4o"), model="gpt-4o", tools=body["tools"])
+    assert all(d.plan.head <= i < d.plan.kept_from for i in d.plan.masked)
+    assert d.window == cf.context_window("gpt-4o") and d.gate == cf.Session(model="gpt-4o").trigger_tokens
+    assert [m.tokens for m in d.top] == sorted(cf.estimate_each(msgs, model="gpt-4o"), reverse=True)[: len(d.top)]
+
+
+def test_duplicated_tool_outputs_are_found():
+    out = "x" * 50 + " the same long listing " * 20
+    msgs = [{"role": "user", "content": "go"}]
+    for i in range(3):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": out})
+    d = rep.analyze(read_request(msgs))
+    (dup,) = d.duplicates
+    assert dup.indices == (2, 4, 6)
+    assert dup.wasted_tokens == 2 * cf.estimate_each(msgs)[6]
+
+
+def test_html_is_one_self_contained_page(tau, tmp_path):
+    out = tmp_path / "r.html"
+    assert main(["report", str(tau), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "<script" not in page and "<link" not in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", page)
+    assert page.count("<svg") == 2 and 'id="growth"' in page
+    for k in ("tool outputs", "tool calls", "tool schemas", "Compaction plan", "Duplicated tool outputs", "Biggest"):
+        assert k in page
+
+
+def read_png(path: Path) -> tuple[int, int, list[bytes]]:
+    """Width, height and RGB rows of an 8-bit RGB/RGBA PNG (what Chromium writes)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        (n,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6), (depth, color)
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line) if bpp == 3 else bytes(v for j, v in enumerate(line) if j % 4 != 3))
+        prev = line
+    return width, height, rows
+
+
+def color_box(rows: list[bytes], hex_color: str) -> tuple[int, int, int, int, int]:
+    """(pixels, x0, y0, x1, y1) of the pixels exactly of ``hex_color``."""
+    rgb = bytes.fromhex(hex_color[1:])
+    n, xs, ys = 0, [], []
+    for y, row in enumerate(rows):
+        x = row.find(rgb)
+        while x != -1:
+            if x % 3 == 0:
+                n += 1
+                xs.append(x // 3)
+                ys.append(y)
+            x = row.find(rgb, x + 1)
+    return (n, min(xs), min(ys), max(xs), max(ys)) if n else (0, 0, 0, 0, 0)
+
+
+@needs_chromium
+def test_chart_renders_in_headless_chromium(tau, tmp_path):
+    """The page as a browser draws it: the growth chart's kind bands are painted over a wide
+    area (not just the 12-px legend swatches), and the per-message plan strip is there."""
+    page, shot = tmp_path / "r.html", tmp_path / "page.png"
+    assert main(["report", str(tau), "-o", str(page)]) == 0
+    rep.screenshot(page, shot, width=1100, height=1400)
+    width, height, rows = read_png(shot)
+    assert (width, height) == (1100, 1400)
+    for kind in ("tool_outputs", "tool_calls", "text", "tool_schemas"):
+        n, x0, y0, x1, y1 = color_box(rows, rep.COLORS[kind])
+        assert n > 2000, (kind, n)
+        assert x1 - x0 > 600 and y1 - y0 > 100, (kind, x0, y0, x1, y1)
+    assert color_box(rows, rep.PLAN_COLORS["kept"])[0] > 300
+
+
+@needs_chromium
+def test_png_option_writes_the_chart(tau, tmp_path):
+    png = tmp_path / "chart.png"
+    assert main(["report", str(tau), "--png", str(png)]) == 0
+    _, _, rows = read_png(png)
+    n, x0, _, x1, _ = color_box(rows, rep.COLORS["tool_outputs"])
+    assert n > 2000 and x1 - x0 > 600
+
+
+def test_png_without_chromium_exits_4(tau, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CONTEXTFOLD_CHROMIUM", raising=False)
+    assert main(["report", str(tau), "--png", str(tmp_path / "c.png")]) == 4
