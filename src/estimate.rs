@@ -12,8 +12,10 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::media_tokens::media_tokens;
 use crate::message::{Content, Detail, Image, ImageSource, MediaKind, Message, Part, ToolCall};
+use crate::model_info::{model_info, Family, ModelInfo};
 use crate::profile::{profile, Profile, Provider};
 use crate::text_stats::{text_tokens, BASE64_TOKENS_PER_BYTE};
+use crate::tool_render::openai_tool_block_tokens;
 
 /// Tokens per character for opaque parts (audio, files, unknown blocks) priced from their
 /// serialized size: the common 4 characters per token rule, for lack of anything better.
@@ -41,6 +43,16 @@ pub struct RequestExtras<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct Estimator {
     provider: Provider,
+    /// The token family pricing text, envelopes and overheads (the model's, else the
+    /// provider's default).
+    family: Family,
+    /// The model's public tokenizer, when it has one: prices the tool block exactly.
+    model_encoding: Option<Encoding>,
+    /// gpt-5 reasoning models add their own tool preamble.
+    gpt5: bool,
+    /// Tokens a serving stack adds to every request beyond the profile (gpt-oss's harmony
+    /// system message).
+    hidden_request: f64,
     profile: Profile,
     image_rule: ImageRule,
     /// Tokenize text with this encoding instead of the sampled shape estimate (opt-in, used by
@@ -49,14 +61,47 @@ pub struct Estimator {
 }
 
 impl Estimator {
-    /// The estimator of `provider`'s billing; `model` (may be empty) picks the image rule.
+    /// The estimator of a history in `provider`'s wire format sent to `model` (may be empty):
+    /// the model's token family prices text, images and overheads; an unknown model is priced
+    /// by the provider's default family.
     pub fn new(provider: Provider, model: &str) -> Self {
+        Self::for_model(provider, &model_info(model))
+    }
+
+    /// The estimator of an already resolved model.
+    pub fn for_model(provider: Provider, info: &ModelInfo) -> Self {
+        let family = match info.family {
+            Family::Unknown => provider.default_family(),
+            f => f,
+        };
+        let base = info.base.as_str();
         Estimator {
             provider,
-            profile: profile(provider),
-            image_rule: rule_for(provider, model),
+            family,
+            model_encoding: if family == Family::OpenAI {
+                info.encoding
+            } else {
+                None
+            },
+            gpt5: base.starts_with("gpt-5") && !base.starts_with("gpt-5-chat"),
+            // Harmony models (gpt-oss) get a system message from the server ("You are ChatGPT,
+            // ... Knowledge cutoff ... Reasoning: medium ... # Valid channels", the format of
+            // https://cookbook.openai.com/articles/openai-harmony): fitted +62 on the 10 plain
+            // gpt-oss requests of shared/data (groq, cerebras, bedrock, ollama).
+            hidden_request: if info.encoding == Some(Encoding::O200kHarmony) {
+                62.0
+            } else {
+                0.0
+            },
+            profile: profile(family),
+            image_rule: rule_for(family.pricing_provider(), base),
             encoding: None,
         }
+    }
+
+    /// The token family this estimator prices with.
+    pub fn family(&self) -> Family {
+        self.family
     }
 
     /// This estimator with text tokenized by `encoding` (scaled by the provider's tokenizer
@@ -93,7 +138,7 @@ impl Estimator {
     /// Tokens of a call id: random alphanumerics that BPE splits almost per pair of characters
     /// (`call_2IDxBAleIuZyViB5UVOapbQA`: 17 o200k tokens for 29 characters).
     fn id(&self, id: &str) -> f64 {
-        self.profile.text_scale * id.len() as f64 * BASE64_TOKENS_PER_BYTE
+        self.profile.id_scale * self.profile.text_scale * id.len() as f64 * BASE64_TOKENS_PER_BYTE
     }
 
     fn tool_call(&self, c: &ToolCall<'_>) -> f64 {
@@ -136,7 +181,7 @@ impl Estimator {
                 }
                 // Base64 carries 3 bytes per 4 characters.
                 let decoded = payload_chars.map(|c| c / 4 * 3);
-                media_tokens(self.provider, *media, decoded).unwrap_or_else(|| {
+                media_tokens(self.family.pricing_provider(), *media, decoded).unwrap_or_else(|| {
                     self.profile.text_scale * *wire_chars as f64 / OPAQUE_CHARS_PER_TOKEN
                 })
             }
@@ -181,17 +226,32 @@ impl Estimator {
     /// a top-level system prompt, tool definitions and the hidden tool-use prompt).
     pub fn overhead(&self, extras: &RequestExtras<'_>) -> u32 {
         let p = &self.profile;
-        let mut t = p.per_request;
+        let mut t = p.per_request + self.hidden_request;
         if let Some(s) = &extras.system {
             t += p.per_message + self.text(s);
         }
         if !extras.tools.is_empty() {
-            t += p.tools_base;
-            for tool in &extras.tools {
-                t += p.per_tool_def + p.tool_schema_scale * self.text(&tool.json);
-            }
+            t += self.tools(&extras.tools);
         }
         t.round() as u32
+    }
+
+    /// Tokens of the tool definitions and the hidden tool-use prompt.
+    fn tools(&self, tools: &[ToolDef<'_>]) -> f64 {
+        // OpenAI models: the exact rendering `count` bills (tool_render), cached by content.
+        if let Some(enc) = self.model_encoding {
+            if let Some(n) = openai_tool_block_tokens(tools.iter().map(|t| t.json.as_ref()), enc) {
+                // Measured on the cassettes (exact.rs): gpt-5 models add their own tool
+                // preamble (+83); elsewhere the block opens a system message (+3).
+                return f64::from(n) + if self.gpt5 { 83.0 } else { 3.0 };
+            }
+        }
+        let p = &self.profile;
+        p.tools_base
+            + tools
+                .iter()
+                .map(|tool| p.per_tool_def + p.tool_schema_scale * self.text(&tool.json))
+                .sum::<f64>()
     }
 
     /// Tokens of a whole request: every message plus the overhead. Equals
@@ -251,7 +311,7 @@ mod tests {
         let text = "The quick brown fox jumps over the lazy dog.";
         let exact = Encoding::O200kBase.count(text) as f64;
         let e = Estimator::new(Provider::Gemini, "").with_encoding(Some(Encoding::O200kBase));
-        assert_eq!(e.text(text), profile(Provider::Gemini).text_scale * exact);
+        assert_eq!(e.text(text), profile(Family::Gemini).text_scale * exact);
         let m = Message::text("user", text);
         let sampled = Estimator::new(Provider::Gemini, "");
         assert_eq!(

@@ -11,7 +11,7 @@ import statistics
 import pytest
 
 import contextfold as cf
-from transcripts import LOCAL, SHARED, estimate_request, load_conversations, load_requests, shared_available, swe_calls
+from transcripts import LOCAL, SHARED, estimate_request, load_conversations, load_requests, shared_available, swe_call_kwargs, swe_calls
 
 ROOTS = [pytest.param(LOCAL, id="tests-data"), pytest.param(SHARED, id="shared-data")]
 
@@ -25,8 +25,8 @@ def _root(root):
 def _errors(root) -> tuple[list[float], list[float]]:
     cassettes = [abs(estimate_request(cf, r) / r.usage - 1) for r in load_requests(root)]
     swe = [
-        abs(cf.estimate(ms, provider="gemini") / usage - 1)
-        for _, _, ms, usage in swe_calls(load_conversations(root, "mini-swe-agent-gemini3"))
+        abs(cf.estimate(ms, **swe_call_kwargs(conv)) / usage - 1)
+        for conv, _, ms, usage in swe_calls(load_conversations(root, "mini-swe-agent-gemini3"))
     ]
     return cassettes, swe
 

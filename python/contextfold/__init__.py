@@ -24,12 +24,14 @@ from contextfold._core import (
 )
 from contextfold.errors import InvalidMessageError, UnknownModelError
 from contextfold.limits import context_window, ollama_context_window
+from contextfold.model_info import ModelInfo, model_info
 from contextfold.prune import prune
 from contextfold.session import Session
 
 __all__ = [
     "PROVIDERS",
     "InvalidMessageError",
+    "ModelInfo",
     "Session",
     "UnknownModelError",
     "__version__",
@@ -45,6 +47,7 @@ __all__ = [
     "find_tail_start",
     "image_size",
     "image_tokens",
+    "model_info",
     "ollama_context_window",
     "prune",
     "request_overhead",

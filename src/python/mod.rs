@@ -94,7 +94,13 @@ fn image_tokens(
     model: Option<&str>,
     detail: &str,
 ) -> PyResult<u32> {
-    let rule = rule_for(self::provider(provider)?, model.unwrap_or(""));
+    // The model's family decides the formula; an unknown model the provider's default one.
+    let info = crate::model_info::model_info(model.unwrap_or(""));
+    let family = match info.family {
+        crate::model_info::Family::Unknown => self::provider(provider)?.default_family(),
+        f => f,
+    };
+    let rule = rule_for(family.pricing_provider(), &info.base);
     let detail = Detail::parse(detail).ok_or_else(|| {
         PyValueError::new_err(format!(
             "unknown detail {detail:?}; valid: auto, low, high, original"
@@ -117,6 +123,37 @@ fn image_tokens(
         ));
     };
     Ok(image_cost(rule, dims, detail))
+}
+
+/// What a model name resolves to, as the fields of `contextfold.ModelInfo`:
+/// `(model, base, family, encoding, context_window, matched, resolved, unknown_overheads)`.
+#[pyfunction]
+#[pyo3(signature = (model, /))]
+#[allow(clippy::type_complexity)]
+fn _model_info(
+    model: &str,
+) -> (
+    String,
+    String,
+    &'static str,
+    Option<&'static str>,
+    Option<u64>,
+    Option<&'static str>,
+    String,
+    Vec<&'static str>,
+) {
+    let i = crate::model_info::model_info(model);
+    let resolved = i.resolved();
+    (
+        i.model,
+        i.base,
+        i.family.name(),
+        i.encoding.map(|e| e.name()),
+        i.context_window,
+        i.matched,
+        resolved,
+        i.unknown_overheads.to_vec(),
+    )
 }
 
 /// Pixel size `(width, height)` read from an image header, or None when unreadable.
@@ -147,6 +184,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(wire_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(image_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(image_size, m)?)?;
+    m.add_function(wrap_pyfunction!(_model_info, m)?)?;
     exact::register(m)?;
     prune::register(m)?;
     session::register(m)?;
