@@ -99,6 +99,11 @@ impl Estimator {
         }
     }
 
+    /// The image formula of the model.
+    pub fn image_rule(&self) -> ImageRule {
+        self.image_rule
+    }
+
     /// The token family this estimator prices with.
     pub fn family(&self) -> Family {
         self.family

@@ -24,6 +24,7 @@ from contextfold._core import (
 )
 from contextfold.errors import InvalidMessageError, UnknownModelError
 from contextfold.limits import context_window, ollama_context_window
+from contextfold.images import fetch_image_size, http_image_sizes
 from contextfold.model_info import ModelInfo, model_info
 from contextfold.prune import prune
 from contextfold.session import Session
@@ -44,7 +45,9 @@ __all__ = [
     "estimate",
     "estimate_each",
     "estimate_many",
+    "fetch_image_size",
     "find_tail_start",
+    "http_image_sizes",
     "image_size",
     "image_tokens",
     "model_info",

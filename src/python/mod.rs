@@ -3,12 +3,13 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
+use std::collections::HashMap;
 
 use crate::estimate::Estimator;
-use crate::image::{dims_of_base64, dims_of_bytes};
-use crate::image_tokens::{image_tokens as image_cost, rule_for};
-use crate::message::Detail;
+use crate::image::{dims_of_base64, dims_of_bytes, Dims};
+use crate::image_tokens::{image_tokens as image_cost, rule_for, size_correction, unsized_refs, ImageRule};
+use crate::message::{Detail, Message};
 use crate::profile::Provider;
 
 mod exact;
@@ -24,9 +25,65 @@ fn provider(name: &str) -> PyResult<Provider> {
     Provider::parse(name).map_err(PyValueError::new_err)
 }
 
+/// Pixel sizes of the remote images of `ms` that the caller's `image_sizes` knows: a mapping
+/// from URL (or file id) to `(width, height)`, or a callable returning `(width, height)` or
+/// None. Only the references the core could not size are looked up, once each.
+pub(crate) fn resolve_sizes(
+    image_sizes: Option<&Bound<'_, PyAny>>,
+    ms: &[Message<'_>],
+) -> PyResult<HashMap<String, Dims>> {
+    let mut out = HashMap::new();
+    let Some(src) = image_sizes.filter(|s| !s.is_none()) else {
+        return Ok(out);
+    };
+    let dict = src.cast::<PyDict>().ok();
+    let is_mapping = dict.is_some() || src.hasattr("keys")?;
+    if !is_mapping && !src.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "image_sizes must be a mapping from URL to (width, height) or a callable, got {}",
+            src.get_type().name()?
+        )));
+    }
+    for r in unsized_refs(ms) {
+        let v = match (&dict, is_mapping) {
+            (Some(d), _) => d.get_item(r)?,
+            (None, true) => Some(src.call_method1("get", (r,))?),
+            (None, false) => Some(src.call1((r,))?),
+        };
+        let Some(v) = v.filter(|v| !v.is_none()) else {
+            continue;
+        };
+        let (width, height): (u32, u32) = v.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "image_sizes[{r:?}] must be (width, height) in pixels or None"
+            ))
+        })?;
+        if width == 0 || height == 0 {
+            return Err(PyValueError::new_err(format!(
+                "image_sizes[{r:?}] must be positive, got ({width}, {height})"
+            )));
+        }
+        out.insert(r.to_string(), Dims { width, height });
+    }
+    Ok(out)
+}
+
+/// Tokens to add to each message's price for the images `sizes` knows.
+pub(crate) fn size_fixes(rule: ImageRule, ms: &[Message<'_>], sizes: &HashMap<String, Dims>) -> Vec<i64> {
+    if sizes.is_empty() {
+        return vec![0; ms.len()];
+    }
+    let size_of = |u: &str| sizes.get(u).copied();
+    ms.iter().map(|m| size_correction(rule, m, &size_of)).collect()
+}
+
+pub(crate) fn add_signed(x: u64, d: i64) -> u64 {
+    x.saturating_add_signed(d)
+}
+
 /// Estimated prompt tokens of a whole request: every message plus the request overhead.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None))]
+#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None, image_sizes=None))]
 fn estimate(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -34,28 +91,42 @@ fn estimate(
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
+    image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
     let extras = w.extras(tools, system)?;
-    Ok(py.detach(|| est.total(&ms, &extras)))
+    let sizes = resolve_sizes(image_sizes, &ms)?;
+    Ok(py.detach(|| {
+        let fix: i64 = size_fixes(est.image_rule(), &ms, &sizes).iter().sum();
+        add_signed(est.total(&ms, &extras), fix)
+    }))
 }
 
 /// Estimated tokens of each message, envelope included.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai", model=None))]
+#[pyo3(signature = (messages, /, *, provider="openai", model=None, image_sizes=None))]
 fn estimate_each(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
     provider: &str,
     model: Option<&str>,
+    image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u32>> {
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(messages)?;
-    Ok(py.detach(|| est.each(&ms)))
+    let sizes = resolve_sizes(image_sizes, &ms)?;
+    Ok(py.detach(|| {
+        let fixes = size_fixes(est.image_rule(), &ms, &sizes);
+        est.each(&ms)
+            .into_iter()
+            .zip(fixes)
+            .map(|(t, d)| add_signed(u64::from(t), d) as u32)
+            .collect()
+    }))
 }
 
 /// Estimated tokens of what surrounds the messages: reply priming, system prompt, tools.
