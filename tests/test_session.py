@@ -332,8 +332,10 @@ def test_context_window_table(model, window):
 
 
 def test_unknown_model_window_raises():
+    # Llama 3.1 is in the table now (Meta's model card: 128K); Ollama tags are stripped.
+    assert cf.context_window("llama3.1:8b") == 131_072
     with pytest.raises(cf.UnknownModelError):
-        cf.context_window("llama3.1:8b")
+        cf.context_window("my-local-model:8b")
     with pytest.raises(cf.UnknownModelError):
         cf.context_window("gpt-4x")  # not a name boundary
 

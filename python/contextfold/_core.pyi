@@ -13,6 +13,7 @@ __all__ = [
     "PROVIDERS",
     "SessionLedger",
     "__version__",
+    "_model_info",
     "count",
     "count_each",
     "count_many",
