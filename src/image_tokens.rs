@@ -277,7 +277,11 @@ pub fn unsized_refs<'a>(ms: &[Message<'a>]) -> Vec<&'a str> {
 
 /// Tokens to add to a message's price (priced with `DEFAULT_DIMS` for its remote images) once
 /// `size_of` knows some of those images' pixel sizes.
-pub fn size_correction(rule: ImageRule, m: &Message<'_>, size_of: &dyn Fn(&str) -> Option<Dims>) -> i64 {
+pub fn size_correction(
+    rule: ImageRule,
+    m: &Message<'_>,
+    size_of: &dyn Fn(&str) -> Option<Dims>,
+) -> i64 {
     remote_images(m)
         .into_iter()
         .filter_map(|img| match img.source {
@@ -368,9 +372,17 @@ mod tests {
             }),
         ]);
         let rule = rule_for(Provider::OpenAI, "gpt-4o");
-        let sizes = |u: &str| (u == "https://x/a.png").then_some(Dims { width: 512, height: 512 });
+        let sizes = |u: &str| {
+            (u == "https://x/a.png").then_some(Dims {
+                width: 512,
+                height: 512,
+            })
+        };
         // 512x512: 85 + 170; the default 1024x1024: 765.
         assert_eq!(size_correction(rule, &m, &sizes), 255 - 765);
-        assert_eq!(unsized_refs(std::slice::from_ref(&m)), ["https://x/a.png", "https://x/b.png"]);
+        assert_eq!(
+            unsized_refs(std::slice::from_ref(&m)),
+            ["https://x/a.png", "https://x/b.png"]
+        );
     }
 }

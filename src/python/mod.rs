@@ -8,7 +8,9 @@ use std::collections::HashMap;
 
 use crate::estimate::Estimator;
 use crate::image::{dims_of_base64, dims_of_bytes, Dims};
-use crate::image_tokens::{image_tokens as image_cost, rule_for, size_correction, unsized_refs, ImageRule};
+use crate::image_tokens::{
+    image_tokens as image_cost, rule_for, size_correction, unsized_refs, ImageRule,
+};
 use crate::message::{Detail, Message};
 use crate::profile::Provider;
 
@@ -69,12 +71,18 @@ pub(crate) fn resolve_sizes(
 }
 
 /// Tokens to add to each message's price for the images `sizes` knows.
-pub(crate) fn size_fixes(rule: ImageRule, ms: &[Message<'_>], sizes: &HashMap<String, Dims>) -> Vec<i64> {
+pub(crate) fn size_fixes(
+    rule: ImageRule,
+    ms: &[Message<'_>],
+    sizes: &HashMap<String, Dims>,
+) -> Vec<i64> {
     if sizes.is_empty() {
         return vec![0; ms.len()];
     }
     let size_of = |u: &str| sizes.get(u).copied();
-    ms.iter().map(|m| size_correction(rule, m, &size_of)).collect()
+    ms.iter()
+        .map(|m| size_correction(rule, m, &size_of))
+        .collect()
 }
 
 pub(crate) fn add_signed(x: u64, d: i64) -> u64 {
