@@ -24,6 +24,51 @@ const OPAQUE_CHARS_PER_TOKEN: f64 = 4.0;
 /// Tokens of tool-call arguments once escaped inside the JSON envelope, per raw token.
 const ESCAPED_ARGUMENTS_FACTOR: f64 = 1.15;
 
+/// The `type` of a provider-hosted tool definition (`{"type":"web_search"}`,
+/// `{"type":"code_execution_20260120","name":"code_execution"}`): small objects whose type is
+/// not `function`/`custom`. Function definitions (large, or typed `function`) return None.
+fn hosted_tool_type(json: &str) -> Option<&str> {
+    // Hosted tool definitions are a few fields; a long definition is a function schema.
+    if json.len() > 1024 {
+        return None;
+    }
+    let at = json.find("\"type\":\"")? + 8;
+    let end = at + json[at..].find('"')?;
+    let ty = &json[at..end];
+    // Only a top-level type names a hosted tool: a schema's `"type":"object"` sits deeper.
+    let depth = json[..at].bytes().filter(|&b| b == b'{').count()
+        - json[..at].bytes().filter(|&b| b == b'}').count();
+    (depth == 1 && !matches!(ty, "function" | "custom" | "object")).then_some(ty)
+}
+
+/// Hidden tokens of a provider-hosted tool: its server-side prompt, and for search and fetch
+/// tools the results the server inserts (unknowable offline: a median prior). Fitted: the
+/// median of `usage - estimate` over every recorded request carrying that tool in shared/data
+/// (n in brackets); None for tools with fewer than 2 recordings (priced as a definition).
+fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
+    let starts = |p: &str| ty.starts_with(p);
+    match family {
+        Family::OpenAI => Some(match () {
+            _ if starts("web_search") => 9_300.0, // [12] openai + azure Responses
+            _ if starts("code_interpreter") => 2_850.0, // [6]
+            _ if starts("image_generation") => 1_775.0, // [9]
+            _ if starts("file_search") => 1_150.0, // [2]
+            _ if starts("mcp") => 1_160.0,        // [5] the listed tools of the MCP server included
+            _ => return None,
+        }),
+        Family::Anthropic => Some(match () {
+            _ if starts("web_search") => 14_000.0, // [14] search results included
+            _ if starts("web_fetch") => 4_250.0,   // [2] fetched page included
+            _ if starts("code_execution") => 4_990.0, // [16]
+            _ if starts("tool_search_tool") => 780.0, // [26]
+            _ if starts("advisor") => 1_750.0,     // [2]
+            _ => return None,
+        }),
+        _ if ty.ends_with("web_search") => Some(2_290.0), // [4] openrouter:web_search
+        _ => None,
+    }
+}
+
 /// A tool definition as sent: its name and its whole definition serialized as compact JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolDef<'a> {
@@ -243,17 +288,35 @@ impl Estimator {
 
     /// Tokens of the tool definitions and the hidden tool-use prompt.
     fn tools(&self, tools: &[ToolDef<'_>]) -> f64 {
+        let mut functions: Vec<&ToolDef<'_>> = Vec::with_capacity(tools.len());
+        let mut hosted = 0.0;
+        for t in tools {
+            match hosted_tool_type(&t.json).and_then(|ty| hosted_tool_tokens(self.family, ty)) {
+                Some(n) => hosted += n,
+                None => functions.push(t),
+            }
+        }
+        if functions.is_empty() {
+            return hosted;
+        }
         // OpenAI models: the exact rendering `count` bills (tool_render), cached by content.
         if let Some(enc) = self.model_encoding {
-            if let Some(n) = openai_tool_block_tokens(tools.iter().map(|t| t.json.as_ref()), enc) {
+            let jsons = functions.iter().map(|t| t.json.as_ref());
+            if let Some(n) = openai_tool_block_tokens(jsons, enc) {
                 // Measured on the cassettes (exact.rs): gpt-5 models add their own tool
-                // preamble (+83); elsewhere the block opens a system message (+3).
-                return f64::from(n) + if self.gpt5 { 83.0 } else { 3.0 };
+                // preamble (+83) to chat.completions tools (`{"type":"function","function":
+                // {...}}`), not to the Responses API's flat definitions (the 20 gpt-5 / gpt-5-mini
+                // Responses requests with function tools were 83 over with it); elsewhere the
+                // block opens a system message (+3).
+                let chat_shape = functions.iter().any(|t| t.json.contains("\"function\":{"));
+                let extra = if self.gpt5 && chat_shape { 83.0 } else { 3.0 };
+                return hosted + f64::from(n) + extra;
             }
         }
         let p = &self.profile;
-        p.tools_base
-            + tools
+        hosted
+            + p.tools_base
+            + functions
                 .iter()
                 .map(|tool| p.per_tool_def + p.tool_schema_scale * self.text(&tool.json))
                 .sum::<f64>()
@@ -323,6 +386,31 @@ mod tests {
             e.message_f64(&m) - e.text(text),
             sampled.message_f64(&m) - sampled.text(text)
         );
+    }
+
+    #[test]
+    fn hosted_tools_are_told_from_function_schemas() {
+        assert_eq!(
+            hosted_tool_type("{\"type\":\"web_search\"}"),
+            Some("web_search")
+        );
+        assert_eq!(
+            hosted_tool_type("{\"name\":\"code_execution\",\"type\":\"code_execution_20260120\"}"),
+            Some("code_execution_20260120")
+        );
+        let f = "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}";
+        assert_eq!(hosted_tool_type(f), None);
+        let a = "{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}";
+        assert_eq!(hosted_tool_type(a), None);
+        let e = Estimator::new(Provider::OpenAI, "gpt-5");
+        let web = RequestExtras {
+            system: None,
+            tools: vec![ToolDef {
+                name: Cow::Borrowed("web_search"),
+                json: Cow::Borrowed("{\"type\":\"web_search\"}"),
+            }],
+        };
+        assert!(e.overhead(&web) > 5_000);
     }
 
     #[test]

@@ -511,13 +511,15 @@ def test_swe_session_accuracy_floors_with_exact_text(root):
 @pytest.mark.parametrize("root", ROOTS)
 def test_swe_session_accuracy_default_heuristic(root):
     # Sampled text estimate (the default, microseconds per turn), head plus three body windows
-    # for long texts. Measured: shared-data 4,310 later calls median 0.18%, p90 1.39%, p99 7.41%;
-    # tests-data 489 calls 0.22% / 1.47% / 8.00%. First calls: median 3.9% / 4.6%, max 26.7%.
+    # for texts over 1 KiB, called as a router user calls it (provider="openai",
+    # model="google/gemini-3-pro-preview": the model's Gemini family prices it). Measured:
+    # shared-data 4,310 later calls median 0.17%, p90 1.35%, p99 6.49%; tests-data 489 calls
+    # 0.22% / 1.48% / 7.41%. First calls: median 3.9% / 4.6%, max 26.7% (as o200k: 14.4%).
     first, later = session_errors(root)
     assert statistics.median(later) <= 0.003
     assert quantile(later, 0.90) <= 0.015
-    assert quantile(later, 0.99) <= 0.0801
-    assert statistics.median(first) <= 0.08
+    assert quantile(later, 0.99) <= 0.075
+    assert statistics.median(first) <= 0.06
 
 
 def test_text_encoding_option():
