@@ -21,9 +21,6 @@ use crate::tool_render::openai_tool_block_tokens;
 /// serialized size: the common 4 characters per token rule, for lack of anything better.
 const OPAQUE_CHARS_PER_TOKEN: f64 = 4.0;
 
-/// Tokens of tool-call arguments once escaped inside the JSON envelope, per raw token.
-const ESCAPED_ARGUMENTS_FACTOR: f64 = 1.15;
-
 /// The `type` of a provider-hosted tool definition (`{"type":"web_search"}`,
 /// `{"type":"code_execution_20260120","name":"code_execution"}`): small objects whose type is
 /// not `function`/`custom`. Function definitions (large, or typed `function`) return None.
@@ -192,14 +189,13 @@ impl Estimator {
     }
 
     fn tool_call(&self, c: &ToolCall<'_>) -> f64 {
-        // The whole envelope: id, name, arguments and the syntax around them
-        // (`{"id":..,"type":"function","function":{"name":..,"arguments":..}}`). Arguments travel
-        // as JSON inside a JSON string, so every quote is escaped: measured on the 1,048 tool-call
-        // messages of shared/data, the escaped arguments cost 1.15x their raw o200k tokens.
+        // The whole call as the family bills it: name, arguments and the syntax around them,
+        // and the id where the model sees it (`Profile::per_tool_call`, `id_scale`,
+        // `arguments_scale`): never the arguments alone (SEEDS 1).
         self.profile.per_tool_call
             + self.id(c.id)
             + self.text(c.name)
-            + ESCAPED_ARGUMENTS_FACTOR * self.text(&c.arguments)
+            + self.profile.arguments_scale * self.text(&c.arguments)
     }
 
     fn part(&self, p: &Part<'_>) -> f64 {
@@ -252,6 +248,9 @@ impl Estimator {
         };
         for c in &m.tool_calls {
             t += self.tool_call(c);
+        }
+        if m.tool_calls.len() > 1 {
+            t += p.per_parallel_call * m.tool_calls.len() as f64;
         }
         if let Some(id) = m.tool_call_id {
             t += p.per_tool_result + self.id(id);

@@ -98,8 +98,15 @@ pub struct Profile {
     /// them, 15 o200k tokens for `{"id":"","type":"function","function":{"name":"",
     /// "arguments":""}}` plus the separators of the list.
     pub per_tool_call: f64,
+    /// Extra tokens per call when one message carries several (OpenAI wraps them in one
+    /// `multi_tool_use.parallel` call whose JSON names every recipient).
+    pub per_parallel_call: f64,
     /// Fixed tokens per tool result beyond its content (call id, wrapping).
     pub per_tool_result: f64,
+    /// Tokens of tool-call arguments per raw token: 1.15 where they travel as JSON inside a
+    /// JSON string (every quote escaped: measured on the 1,048 tool-call messages of
+    /// shared/data), 1.0 where the model sees them raw (OpenAI).
+    pub arguments_scale: f64,
     /// Share of a tool-call id's tokens that is billed: Gemini matches calls by name and
     /// order, its `id` never reaches the model.
     pub id_scale: f64,
@@ -122,7 +129,9 @@ const GENERIC: Profile = Profile {
     per_name: 1.0,
     per_request: 3.0,
     per_tool_call: 17.0,
+    per_parallel_call: 0.0,
     per_tool_result: 8.0,
+    arguments_scale: 1.15,
     id_scale: 1.0,
     tools_base: 30.0,
     per_tool_def: 8.0,
@@ -140,17 +149,25 @@ const GENERIC: Profile = Profile {
 pub fn profile(family: Family) -> Profile {
     match family {
         // Cookbook (FACTS.md): 3 tokens per message plus the role's token, +1 per name, +3 reply
-        // priming. The tool-call envelope constants are fitted on the cassettes; the tool block
-        // of a model with a known encoding is priced by its exact rendering (tool_render), and
-        // these tool constants only serve models without one.
+        // priming. Tool calls as OpenAI bills them (exact.rs, derived on the cassettes): ids are
+        // not billed, a call is ` to=functions.NAME` + the raw arguments + an end marker (4
+        // tokens beyond the name), a result is authored by `functions.NAME` instead of `tool`
+        // (~3 tokens: the called name is in another message). Pricing the JSON envelope instead
+        // put the 315 call and result messages of shared/data at 2.86x their billed count. The
+        // tool block of a model with a known encoding is priced by its exact rendering
+        // (tool_render); the tool constants below only serve models without one.
         Family::OpenAI => Profile {
             text_scale: 1.0,
             per_message: 4.0,
             per_name: 1.0,
             per_request: 3.0,
-            per_tool_call: 17.0,
-            per_tool_result: 8.0,
-            id_scale: 1.0,
+            per_tool_call: 4.0,
+            // Fitted on the 23 recorded messages with 2+ calls (count_each is exact on them):
+            // `{"recipient_name": "functions.NAME", "parameters": ...}, ` per call.
+            per_parallel_call: 5.5,
+            per_tool_result: 3.0,
+            arguments_scale: 1.0,
+            id_scale: 0.0,
             tools_base: 16.0,
             per_tool_def: 0.0,
             tool_schema_scale: 0.84,
@@ -169,7 +186,9 @@ pub fn profile(family: Family) -> Profile {
             per_name: 0.0,
             per_request: 3.0,
             per_tool_call: 17.0,
+            per_parallel_call: 0.0,
             per_tool_result: 8.0,
+            arguments_scale: 1.15,
             id_scale: 1.0,
             tools_base: 346.0 + 200.0,
             per_tool_def: 0.0,
@@ -186,7 +205,9 @@ pub fn profile(family: Family) -> Profile {
             per_name: 0.0,
             per_request: 0.0,
             per_tool_call: 8.0,
+            per_parallel_call: 0.0,
             per_tool_result: 4.0,
+            arguments_scale: 1.15,
             id_scale: 0.0,
             tools_base: 0.0,
             per_tool_def: 0.0,
