@@ -40,8 +40,9 @@ fn hosted_tool_type(json: &str) -> Option<&str> {
 
 /// Hidden tokens of a provider-hosted tool: its server-side prompt, and for search and fetch
 /// tools the results the server inserts (unknowable offline: a median prior). Fitted: the
-/// median of `usage - estimate` over every recorded request carrying that tool in shared/data
-/// (n in brackets); None for tools with fewer than 2 recordings (priced as a definition).
+/// median of `usage - estimate without it` over every recorded request carrying that tool in
+/// shared/data (n in brackets; `tools/fit_family_overheads.py` prints them); None for tools with
+/// fewer than 2 recordings (priced as a definition).
 fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
     let starts = |p: &str| ty.starts_with(p);
     match family {
@@ -57,7 +58,7 @@ fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
             _ if starts("web_search") => 14_000.0, // [14] search results included
             _ if starts("web_fetch") => 4_250.0,   // [2] fetched page included
             _ if starts("code_execution") => 4_990.0, // [16]
-            _ if starts("tool_search_tool") => 780.0, // [26]
+            _ if starts("tool_search_tool") => 140.0, // [26] beside function tools
             _ if starts("advisor") => 1_750.0,     // [2]
             _ => return None,
         }),

@@ -177,9 +177,10 @@ pub fn profile(family: Family) -> Profile {
         // tool_choice (https://docs.claude.com/en/docs/agents-and-tools/tool-use/overview,
         // "Pricing": 346 tokens for `auto`/`none`, 313 for `any`/`tool` on Claude 4.x and
         // Sonnet 3.7; Claude 3 Haiku 264/340, Claude 3 Opus 530/281). The tool definitions
-        // themselves are rendered more verbosely than their JSON: fitted on 189 requests with
-        // tools (anthropic, bedrock, openrouter), the block costs ~200 tokens more than the
-        // documented prompt plus one token per o200k token of the schemas.
+        // themselves are rendered more verbosely than their JSON: fitted on the 128 requests
+        // with function tools (anthropic, bedrock, openrouter; hosted tools apart), the block
+        // costs ~155 tokens more than the documented prompt plus one token per o200k token of
+        // the schemas (`tools/fit_family_overheads.py`).
         Family::Anthropic => Profile {
             text_scale: 1.05,
             per_message: 3.0,
@@ -190,7 +191,7 @@ pub fn profile(family: Family) -> Profile {
             per_tool_result: 8.0,
             arguments_scale: 1.15,
             id_scale: 1.0,
-            tools_base: 346.0 + 200.0,
+            tools_base: 346.0 + 155.0,
             per_tool_def: 0.0,
             tool_schema_scale: 0.95,
             encrypted_per_byte: 0.0,
