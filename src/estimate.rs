@@ -33,8 +33,11 @@ fn hosted_tool_type(json: &str) -> Option<&str> {
     let end = at + json[at..].find('"')?;
     let ty = &json[at..end];
     // Only a top-level type names a hosted tool: a schema's `"type":"object"` sits deeper.
-    let depth = json[..at].bytes().filter(|&b| b == b'{').count()
-        - json[..at].bytes().filter(|&b| b == b'}').count();
+    let depth = json[..at].bytes().fold(0i64, |d, b| match b {
+        b'{' => d + 1,
+        b'}' => d - 1,
+        _ => d,
+    });
     (depth == 1 && !matches!(ty, "function" | "custom" | "object")).then_some(ty)
 }
 
@@ -402,6 +405,8 @@ mod tests {
         assert_eq!(hosted_tool_type(f), None);
         let a = "{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}";
         assert_eq!(hosted_tool_type(a), None);
+        // Not JSON: never a panic.
+        assert_eq!(hosted_tool_type("}}}\"type\":\"x\""), None);
         let e = Estimator::new(Provider::OpenAI, "gpt-5");
         let web = RequestExtras {
             system: None,

@@ -310,17 +310,14 @@ pub fn base_name(model: &str) -> String {
     }
     if m.starts_with("claude") {
         // "claude-3.5-sonnet" (OpenRouter) and "claude-sonnet-4.5" spell versions with dots.
-        let b = m.as_bytes();
-        let mut out = String::with_capacity(m.len());
-        for (i, &c) in b.iter().enumerate() {
-            let dot_between_digits = c == b'.'
-                && i > 0
-                && i + 1 < b.len()
-                && b[i - 1].is_ascii_digit()
-                && b[i + 1].is_ascii_digit();
-            out.push(if dot_between_digits { '-' } else { c as char });
+        let mut b = m.into_bytes();
+        for i in 1..b.len().saturating_sub(1) {
+            if b[i] == b'.' && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit() {
+                b[i] = b'-';
+            }
         }
-        m = out;
+        // Only ASCII bytes were replaced by ASCII bytes: still UTF-8.
+        m = String::from_utf8(b).unwrap_or_default();
     }
     while let Some(r) = strip_suffix_once(&m) {
         if r.is_empty() {
@@ -474,5 +471,19 @@ mod tests {
         assert_eq!(model_info("gpt-4").context_window, Some(8_192));
         assert_eq!(model_info("claude-sonnet-4-6").encoding, None);
         assert_eq!(model_info("some-local-model").context_window, None);
+        // Any text resolves without a panic.
+        for m in [
+            "claude-é.5",
+            "-",
+            ":",
+            "@",
+            "ft:",
+            "us.",
+            "claude-3.",
+            "日本語-v1",
+            "x-2024",
+        ] {
+            let _ = model_info(m);
+        }
     }
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import contextfold as cf
 from transcripts import LOCAL, SHARED, load_conversations, shared_available, swe_call_kwargs, swe_calls
@@ -96,3 +98,12 @@ def test_gemini_trajectories_routed_as_openai_are_priced_as_gemini(root):
     # Measured on ../shared/data (4,430 calls): median |err| 2.6%, signed -0.9% (as o200k: -16.2%).
     assert statistics.median(abs(e) for e in errs) <= 0.05
     assert abs(statistics.median(errs)) <= 0.05
+
+
+@given(st.text(max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_any_model_name_resolves_and_prices(name):
+    info = cf.model_info(name)
+    assert info.family in {"openai", "anthropic", "gemini", "gemma", "llama", "qwen", "mistral", "deepseek", "nova",
+                           "cohere", "glm", "kimi", "minimax", "grok", "unknown"}
+    assert cf.estimate([{"role": "user", "content": "hello"}], provider="openai-compatible", model=name) > 0
