@@ -12,15 +12,63 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::media_tokens::media_tokens;
 use crate::message::{Content, Detail, Image, ImageSource, MediaKind, Message, Part, ToolCall};
+use crate::model_info::{model_info, Family, ModelInfo};
 use crate::profile::{profile, Profile, Provider};
 use crate::text_stats::{text_tokens, BASE64_TOKENS_PER_BYTE};
+use crate::tool_render::openai_tool_block_tokens;
 
 /// Tokens per character for opaque parts (audio, files, unknown blocks) priced from their
 /// serialized size: the common 4 characters per token rule, for lack of anything better.
 const OPAQUE_CHARS_PER_TOKEN: f64 = 4.0;
 
-/// Tokens of tool-call arguments once escaped inside the JSON envelope, per raw token.
-const ESCAPED_ARGUMENTS_FACTOR: f64 = 1.15;
+/// The `type` of a provider-hosted tool definition (`{"type":"web_search"}`,
+/// `{"type":"code_execution_20260120","name":"code_execution"}`): small objects whose type is
+/// not `function`/`custom`. Function definitions (large, or typed `function`) return None.
+fn hosted_tool_type(json: &str) -> Option<&str> {
+    // Hosted tool definitions are a few fields; a long definition is a function schema.
+    if json.len() > 1024 {
+        return None;
+    }
+    let at = json.find("\"type\":\"")? + 8;
+    let end = at + json[at..].find('"')?;
+    let ty = &json[at..end];
+    // Only a top-level type names a hosted tool: a schema's `"type":"object"` sits deeper.
+    let depth = json[..at].bytes().fold(0i64, |d, b| match b {
+        b'{' => d + 1,
+        b'}' => d - 1,
+        _ => d,
+    });
+    (depth == 1 && !matches!(ty, "function" | "custom" | "object")).then_some(ty)
+}
+
+/// Hidden tokens of a provider-hosted tool: its server-side prompt, and for search and fetch
+/// tools the results the server inserts (unknowable offline: a median prior). Fitted: the
+/// median of `usage - estimate without it` over every recorded request carrying that tool in
+/// shared/data (n in brackets; `tools/fit_family_overheads.py` prints them); None for tools with
+/// fewer than 2 recordings (priced as a definition).
+fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
+    let starts = |p: &str| ty.starts_with(p);
+    match family {
+        Family::OpenAI => Some(match () {
+            _ if starts("web_search") => 9_300.0, // [12] openai + azure Responses
+            _ if starts("code_interpreter") => 2_850.0, // [6]
+            _ if starts("image_generation") => 1_775.0, // [9]
+            _ if starts("file_search") => 1_150.0, // [2]
+            _ if starts("mcp") => 1_160.0,        // [5] the listed tools of the MCP server included
+            _ => return None,
+        }),
+        Family::Anthropic => Some(match () {
+            _ if starts("web_search") => 14_000.0, // [14] search results included
+            _ if starts("web_fetch") => 4_250.0,   // [2] fetched page included
+            _ if starts("code_execution") => 4_990.0, // [16]
+            _ if starts("tool_search_tool") => 140.0, // [26] beside function tools
+            _ if starts("advisor") => 1_750.0,     // [2]
+            _ => return None,
+        }),
+        _ if ty.ends_with("web_search") => Some(2_290.0), // [4] openrouter:web_search
+        _ => None,
+    }
+}
 
 /// A tool definition as sent: its name and its whole definition serialized as compact JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +109,16 @@ impl OverheadParts {
 #[derive(Debug, Clone, Copy)]
 pub struct Estimator {
     provider: Provider,
+    /// The token family pricing text, envelopes and overheads (the model's, else the
+    /// provider's default).
+    family: Family,
+    /// The model's public tokenizer, when it has one: prices the tool block exactly.
+    model_encoding: Option<Encoding>,
+    /// gpt-5 reasoning models add their own tool preamble.
+    gpt5: bool,
+    /// Tokens a serving stack adds to every request beyond the profile (gpt-oss's harmony
+    /// system message).
+    hidden_request: f64,
     profile: Profile,
     image_rule: ImageRule,
     /// Tokenize text with this encoding instead of the sampled shape estimate (opt-in, used by
@@ -69,14 +127,52 @@ pub struct Estimator {
 }
 
 impl Estimator {
-    /// The estimator of `provider`'s billing; `model` (may be empty) picks the image rule.
+    /// The estimator of a history in `provider`'s wire format sent to `model` (may be empty):
+    /// the model's token family prices text, images and overheads; an unknown model is priced
+    /// by the provider's default family.
     pub fn new(provider: Provider, model: &str) -> Self {
+        Self::for_model(provider, &model_info(model))
+    }
+
+    /// The estimator of an already resolved model.
+    pub fn for_model(provider: Provider, info: &ModelInfo) -> Self {
+        let family = match info.family {
+            Family::Unknown => provider.default_family(),
+            f => f,
+        };
+        let base = info.base.as_str();
         Estimator {
             provider,
-            profile: profile(provider),
-            image_rule: rule_for(provider, model),
+            family,
+            model_encoding: if family == Family::OpenAI {
+                info.encoding
+            } else {
+                None
+            },
+            gpt5: base.starts_with("gpt-5") && !base.starts_with("gpt-5-chat"),
+            // Harmony models (gpt-oss) get a system message from the server ("You are ChatGPT,
+            // ... Knowledge cutoff ... Reasoning: medium ... # Valid channels", the format of
+            // https://cookbook.openai.com/articles/openai-harmony): fitted +62 on the 10 plain
+            // gpt-oss requests of shared/data (groq, cerebras, bedrock, ollama).
+            hidden_request: if info.encoding == Some(Encoding::O200kHarmony) {
+                62.0
+            } else {
+                0.0
+            },
+            profile: profile(family),
+            image_rule: rule_for(family.pricing_provider(), base),
             encoding: None,
         }
+    }
+
+    /// The image formula of the model.
+    pub fn image_rule(&self) -> ImageRule {
+        self.image_rule
+    }
+
+    /// The token family this estimator prices with.
+    pub fn family(&self) -> Family {
+        self.family
     }
 
     /// This estimator with text tokenized by `encoding` (scaled by the provider's tokenizer
@@ -113,18 +209,17 @@ impl Estimator {
     /// Tokens of a call id: random alphanumerics that BPE splits almost per pair of characters
     /// (`call_2IDxBAleIuZyViB5UVOapbQA`: 17 o200k tokens for 29 characters).
     fn id(&self, id: &str) -> f64 {
-        self.profile.text_scale * id.len() as f64 * BASE64_TOKENS_PER_BYTE
+        self.profile.id_scale * self.profile.text_scale * id.len() as f64 * BASE64_TOKENS_PER_BYTE
     }
 
     pub(crate) fn tool_call(&self, c: &ToolCall<'_>) -> f64 {
-        // The whole envelope: id, name, arguments and the syntax around them
-        // (`{"id":..,"type":"function","function":{"name":..,"arguments":..}}`). Arguments travel
-        // as JSON inside a JSON string, so every quote is escaped: measured on the 1,048 tool-call
-        // messages of shared/data, the escaped arguments cost 1.15x their raw o200k tokens.
+        // The whole call as the family bills it: name, arguments and the syntax around them,
+        // and the id where the model sees it (`Profile::per_tool_call`, `id_scale`,
+        // `arguments_scale`): never the arguments alone (SEEDS 1).
         self.profile.per_tool_call
             + self.id(c.id)
             + self.text(c.name)
-            + ESCAPED_ARGUMENTS_FACTOR * self.text(&c.arguments)
+            + self.profile.arguments_scale * self.text(&c.arguments)
     }
 
     pub(crate) fn part(&self, p: &Part<'_>) -> f64 {
@@ -156,7 +251,7 @@ impl Estimator {
                 }
                 // Base64 carries 3 bytes per 4 characters.
                 let decoded = payload_chars.map(|c| c / 4 * 3);
-                media_tokens(self.provider, *media, decoded).unwrap_or_else(|| {
+                media_tokens(self.family.pricing_provider(), *media, decoded).unwrap_or_else(|| {
                     self.profile.text_scale * *wire_chars as f64 / OPAQUE_CHARS_PER_TOKEN
                 })
             }
@@ -177,6 +272,9 @@ impl Estimator {
         };
         for c in &m.tool_calls {
             t += self.tool_call(c);
+        }
+        if m.tool_calls.len() > 1 {
+            t += p.per_parallel_call * m.tool_calls.len() as f64;
         }
         if let Some(id) = m.tool_call_id {
             t += p.per_tool_result + self.id(id);
@@ -207,7 +305,7 @@ impl Estimator {
     pub fn overhead_parts(&self, extras: &RequestExtras<'_>) -> OverheadParts {
         let p = &self.profile;
         let mut o = OverheadParts {
-            priming: p.per_request,
+            priming: p.per_request + self.hidden_request,
             ..OverheadParts::default()
         };
         if let Some(s) = &extras.system {
@@ -215,12 +313,45 @@ impl Estimator {
             o.system_text = self.text(s);
         }
         if !extras.tools.is_empty() {
-            o.tool_schemas = p.tools_base;
-            for tool in &extras.tools {
-                o.tool_schemas += p.per_tool_def + p.tool_schema_scale * self.text(&tool.json);
-            }
+            o.tool_schemas = self.tools(&extras.tools);
         }
         o
+    }
+
+    /// Tokens of the tool definitions and the hidden tool-use prompt.
+    fn tools(&self, tools: &[ToolDef<'_>]) -> f64 {
+        let mut functions: Vec<&ToolDef<'_>> = Vec::with_capacity(tools.len());
+        let mut hosted = 0.0;
+        for t in tools {
+            match hosted_tool_type(&t.json).and_then(|ty| hosted_tool_tokens(self.family, ty)) {
+                Some(n) => hosted += n,
+                None => functions.push(t),
+            }
+        }
+        if functions.is_empty() {
+            return hosted;
+        }
+        // OpenAI models: the exact rendering `count` bills (tool_render), cached by content.
+        if let Some(enc) = self.model_encoding {
+            let jsons = functions.iter().map(|t| t.json.as_ref());
+            if let Some(n) = openai_tool_block_tokens(jsons, enc) {
+                // Measured on the cassettes (exact.rs): gpt-5 models add their own tool
+                // preamble (+83) to chat.completions tools (`{"type":"function","function":
+                // {...}}`), not to the Responses API's flat definitions (the 20 gpt-5 / gpt-5-mini
+                // Responses requests with function tools were 83 over with it); elsewhere the
+                // block opens a system message (+3).
+                let chat_shape = functions.iter().any(|t| t.json.contains("\"function\":{"));
+                let extra = if self.gpt5 && chat_shape { 83.0 } else { 3.0 };
+                return hosted + f64::from(n) + extra;
+            }
+        }
+        let p = &self.profile;
+        hosted
+            + p.tools_base
+            + functions
+                .iter()
+                .map(|tool| p.per_tool_def + p.tool_schema_scale * self.text(&tool.json))
+                .sum::<f64>()
     }
 
     /// Tokens of a whole request: every message plus the overhead. Equals
@@ -280,13 +411,40 @@ mod tests {
         let text = "The quick brown fox jumps over the lazy dog.";
         let exact = Encoding::O200kBase.count(text) as f64;
         let e = Estimator::new(Provider::Gemini, "").with_encoding(Some(Encoding::O200kBase));
-        assert_eq!(e.text(text), profile(Provider::Gemini).text_scale * exact);
+        assert_eq!(e.text(text), profile(Family::Gemini).text_scale * exact);
         let m = Message::text("user", text);
         let sampled = Estimator::new(Provider::Gemini, "");
         assert_eq!(
             e.message_f64(&m) - e.text(text),
             sampled.message_f64(&m) - sampled.text(text)
         );
+    }
+
+    #[test]
+    fn hosted_tools_are_told_from_function_schemas() {
+        assert_eq!(
+            hosted_tool_type("{\"type\":\"web_search\"}"),
+            Some("web_search")
+        );
+        assert_eq!(
+            hosted_tool_type("{\"name\":\"code_execution\",\"type\":\"code_execution_20260120\"}"),
+            Some("code_execution_20260120")
+        );
+        let f = "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}";
+        assert_eq!(hosted_tool_type(f), None);
+        let a = "{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}";
+        assert_eq!(hosted_tool_type(a), None);
+        // Not JSON: never a panic.
+        assert_eq!(hosted_tool_type("}}}\"type\":\"x\""), None);
+        let e = Estimator::new(Provider::OpenAI, "gpt-5");
+        let web = RequestExtras {
+            system: None,
+            tools: vec![ToolDef {
+                name: Cow::Borrowed("web_search"),
+                json: Cow::Borrowed("{\"type\":\"web_search\"}"),
+            }],
+        };
+        assert!(e.overhead(&web) > 5_000);
     }
 
     #[test]

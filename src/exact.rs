@@ -171,6 +171,11 @@ impl Counter {
         self.encoding.count(s) as u32
     }
 
+    /// The image formula of the model.
+    pub fn image_rule(&self) -> ImageRule {
+        self.image_rule
+    }
+
     fn image(&self, source: &ImageSource<'_>, detail: crate::message::Detail) -> u32 {
         let dims = match source {
             ImageSource::Base64(b) => dims_of_base64(b),

@@ -5,7 +5,7 @@
 //! docs "image understanding" (258 tokens per 768-px tile, images fit to 3072 px).
 
 use crate::image::Dims;
-use crate::message::Detail;
+use crate::message::{Content, Detail, Image, ImageSource, Message, Part};
 use crate::profile::Provider;
 
 /// How a model family bills images.
@@ -235,6 +235,65 @@ pub fn image_tokens(rule: ImageRule, dims: Option<Dims>, detail: Detail) -> u32 
     }
 }
 
+fn visit_images<'m, 'a>(parts: &'m [Part<'a>], f: &mut impl FnMut(&'m Image<'a>)) {
+    for p in parts {
+        match p {
+            Part::Image(img) => f(img),
+            Part::ToolResult { content, .. } => visit_images(content, f),
+            _ => {}
+        }
+    }
+}
+
+/// The image references (URLs) of a message whose pixels are not in the request, in order.
+fn remote_images<'m, 'a>(m: &'m Message<'a>) -> Vec<&'m Image<'a>> {
+    let mut out = Vec::new();
+    if let Content::Parts(parts) = &m.content {
+        visit_images(parts, &mut |img| {
+            if matches!(img.source, ImageSource::Url(u) if !u.is_empty()) {
+                out.push(img);
+            }
+        });
+    }
+    out
+}
+
+/// Every distinct image reference (remote URL) of a history that cannot be sized offline: what
+/// a caller's `image_sizes` mapping or callable is asked about, and nothing else.
+pub fn unsized_refs<'a>(ms: &[Message<'a>]) -> Vec<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for m in ms {
+        for img in remote_images(m) {
+            if let ImageSource::Url(u) = img.source {
+                if seen.insert(u) {
+                    out.push(u);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Tokens to add to a message's price (priced with `DEFAULT_DIMS` for its remote images) once
+/// `size_of` knows some of those images' pixel sizes.
+pub fn size_correction(
+    rule: ImageRule,
+    m: &Message<'_>,
+    size_of: &dyn Fn(&str) -> Option<Dims>,
+) -> i64 {
+    remote_images(m)
+        .into_iter()
+        .filter_map(|img| match img.source {
+            ImageSource::Url(u) => size_of(u).map(|d| {
+                i64::from(image_tokens(rule, Some(d), img.detail))
+                    - i64::from(image_tokens(rule, None, img.detail))
+            }),
+            _ => None,
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +356,33 @@ mod tests {
                 assert!(t <= 10_000, "{p:?} {m}: {t}");
             }
         }
+    }
+
+    #[test]
+    fn known_sizes_correct_the_default_price_of_remote_images() {
+        let mut m = Message::empty("user");
+        m.content = Content::Parts(vec![
+            Part::Image(Image {
+                source: ImageSource::Url("https://x/a.png"),
+                detail: Detail::High,
+            }),
+            Part::Image(Image {
+                source: ImageSource::Url("https://x/b.png"),
+                detail: Detail::High,
+            }),
+        ]);
+        let rule = rule_for(Provider::OpenAI, "gpt-4o");
+        let sizes = |u: &str| {
+            (u == "https://x/a.png").then_some(Dims {
+                width: 512,
+                height: 512,
+            })
+        };
+        // 512x512: 85 + 170; the default 1024x1024: 765.
+        assert_eq!(size_correction(rule, &m, &sizes), 255 - 765);
+        assert_eq!(
+            unsized_refs(std::slice::from_ref(&m)),
+            ["https://x/a.png", "https://x/b.png"]
+        );
     }
 }

@@ -11,6 +11,7 @@ pub mod image_tokens;
 pub mod ledger;
 pub mod media_tokens;
 pub mod message;
+pub mod model_info;
 pub mod profile;
 pub mod prune;
 pub mod shrink_json;

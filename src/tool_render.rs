@@ -403,6 +403,197 @@ pub fn render_response_format(rf: &Json) -> Option<String> {
     Some(out)
 }
 
+/// A JSON text parsed with object keys in order; `None` when it is not valid JSON.
+pub fn parse_json(text: &str) -> Option<Json> {
+    let mut p = Parser {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    let v = p.value(0)?;
+    p.ws();
+    (p.i == p.b.len()).then_some(v)
+}
+
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\n' | b'\t' | b'\r') {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.b.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Option<Json> {
+        // Tool schemas are shallow; a bound keeps a hostile one from exhausting the stack.
+        if depth > 256 {
+            return None;
+        }
+        self.ws();
+        match *self.b.get(self.i)? {
+            b'{' => {
+                self.i += 1;
+                let mut kv = Vec::new();
+                if self.eat(b'}') {
+                    return Some(Json::Object(kv));
+                }
+                loop {
+                    self.ws();
+                    let k = self.string()?;
+                    if !self.eat(b':') {
+                        return None;
+                    }
+                    kv.push((k, self.value(depth + 1)?));
+                    if self.eat(b'}') {
+                        return Some(Json::Object(kv));
+                    }
+                    if !self.eat(b',') {
+                        return None;
+                    }
+                }
+            }
+            b'[' => {
+                self.i += 1;
+                let mut a = Vec::new();
+                if self.eat(b']') {
+                    return Some(Json::Array(a));
+                }
+                loop {
+                    a.push(self.value(depth + 1)?);
+                    if self.eat(b']') {
+                        return Some(Json::Array(a));
+                    }
+                    if !self.eat(b',') {
+                        return None;
+                    }
+                }
+            }
+            b'"' => self.string().map(Json::String),
+            b't' => self.word("true", Json::Bool(true)),
+            b'f' => self.word("false", Json::Bool(false)),
+            b'n' => self.word("null", Json::Null),
+            _ => {
+                let start = self.i;
+                while self.i < self.b.len()
+                    && matches!(
+                        self.b[self.i],
+                        b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'
+                    )
+                {
+                    self.i += 1;
+                }
+                let n = std::str::from_utf8(&self.b[start..self.i]).ok()?;
+                (!n.is_empty()).then(|| Json::Number(n.to_string()))
+            }
+        }
+    }
+
+    fn word(&mut self, w: &str, v: Json) -> Option<Json> {
+        if self.b[self.i..].starts_with(w.as_bytes()) {
+            self.i += w.len();
+            Some(v)
+        } else {
+            None
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        if self.b.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        self.i += 1;
+        let mut out = String::new();
+        loop {
+            let start = self.i;
+            while self.i < self.b.len() && !matches!(self.b[self.i], b'"' | b'\\') {
+                self.i += 1;
+            }
+            out.push_str(std::str::from_utf8(&self.b[start..self.i]).ok()?);
+            match *self.b.get(self.i)? {
+                b'"' => {
+                    self.i += 1;
+                    return Some(out);
+                }
+                _ => {
+                    let e = *self.b.get(self.i + 1)?;
+                    self.i += 2;
+                    match e {
+                        b'n' => out.push('\n'),
+                        b't' => out.push('\t'),
+                        b'r' => out.push('\r'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'u' => {
+                            let mut cp = self.hex4()?;
+                            if (0xD800..0xDC00).contains(&cp)
+                                && self.b[self.i..].starts_with(b"\\u")
+                            {
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                cp = 0x10000
+                                    + ((cp - 0xD800) << 10)
+                                    + (lo.wrapping_sub(0xDC00) & 0x3FF);
+                            }
+                            out.push(char::from_u32(cp).unwrap_or('\u{FFFD}'));
+                        }
+                        c => out.push(c as char),
+                    }
+                }
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let h = std::str::from_utf8(self.b.get(self.i..self.i + 4)?).ok()?;
+        self.i += 4;
+        u32::from_str_radix(h, 16).ok()
+    }
+}
+
+/// Tokens of the tool block OpenAI renders for these tool definitions (each one's JSON text),
+/// in `encoding`; `None` when one is not valid JSON. The block is static over a conversation, so
+/// counts are cached by content: a history re-estimated every turn tokenizes it once.
+pub fn openai_tool_block_tokens<'a>(
+    tools: impl Iterator<Item = &'a str> + Clone,
+    encoding: crate::exact::Encoding,
+) -> Option<u32> {
+    use std::collections::HashMap;
+    use std::hash::{Hash, Hasher};
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<u64, u32>>> = OnceLock::new();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    encoding.name().hash(&mut h);
+    for t in tools.clone() {
+        t.hash(&mut h);
+    }
+    let key = h.finish();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(&n) = cache.lock().ok()?.get(&key) {
+        return Some(n);
+    }
+    let parsed = tools.map(parse_json).collect::<Option<Vec<_>>>()?;
+    let n = encoding.count(&render_tools(&parsed)) as u32;
+    let mut c = cache.lock().ok()?;
+    // Bounded: a server pricing many distinct tool sets starts over rather than grow.
+    if c.len() >= 4096 {
+        c.clear();
+    }
+    c.insert(key, n);
+    Some(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ import statistics
 import pytest
 
 import contextfold as cf
-from transcripts import LOCAL, SHARED, estimate_request, load_conversations, load_requests, shared_available, swe_calls
+from transcripts import LOCAL, SHARED, estimate_request, load_conversations, load_requests, shared_available, swe_call_kwargs, swe_calls
 
 ROOTS = [pytest.param(LOCAL, id="tests-data"), pytest.param(SHARED, id="shared-data")]
 
@@ -25,19 +25,42 @@ def _root(root):
 def _errors(root) -> tuple[list[float], list[float]]:
     cassettes = [abs(estimate_request(cf, r) / r.usage - 1) for r in load_requests(root)]
     swe = [
-        abs(cf.estimate(ms, provider="gemini") / usage - 1)
-        for _, _, ms, usage in swe_calls(load_conversations(root, "mini-swe-agent-gemini3"))
+        abs(cf.estimate(ms, **swe_call_kwargs(conv)) / usage - 1)
+        for conv, _, ms, usage in swe_calls(load_conversations(root, "mini-swe-agent-gemini3"))
     ]
     return cassettes, swe
 
 
 @pytest.mark.parametrize("root", ROOTS)
-def test_median_error_across_cassettes_and_swe_calls_is_under_12_percent(root):
+def test_median_error_across_cassettes_and_swe_calls_is_under_6_percent(root):
+    # Called as a user calls it: provider = wire format, model = the model as sent.
+    # Measured on ../shared/data: 3.1% over 6,065 requests and calls (16.5% when the wire
+    # format decided the token family).
     cassettes, swe = _errors(_root(root))
     assert len(cassettes) > 500 and len(swe) > 200
-    assert statistics.median(cassettes + swe) <= 0.12
-    # The uncalibrated estimate of a long coding trajectory is close on its own.
-    assert statistics.median(swe) <= 0.06
+    assert statistics.median(cassettes + swe) <= 0.06
+    # The uncalibrated estimate of a long coding trajectory is close on its own (2.6%).
+    assert statistics.median(swe) <= 0.04
+
+
+# Providers with 5+ recorded requests whose signed median is pinned within +-15%. Measured
+# (tools/accuracy_report.py): openai +0.0%, anthropic -1.6%, google -1.4%, bedrock +1.7%,
+# openrouter +2.6%, mistral +4.7%, azure 0.0%, groq -1.1%, deepseek -10.7%, bedrock-mantle
+# -7.6%, snowflake -6.0%, cerebras +2.0%, cohere 0.0%, zai -3.5%. Still outside: google-vertex
+# (+36%: Gemini 3 Flash function calls / responses and their declarations over),
+# huggingface (+125%: DeepSeek-R1's template drops earlier <think> blocks), crusoe (-23%, 5).
+PINNED_PROVIDERS = ["openai", "anthropic", "google", "bedrock", "openrouter", "mistral", "azure", "groq",
+                    "deepseek", "bedrock-mantle", "snowflake", "cerebras", "cohere", "zai"]
+
+
+def test_signed_median_per_provider_within_15_percent():
+    if not shared_available():
+        pytest.skip(f"full transcripts not found at {SHARED}")
+    by: dict[str, list[float]] = {}
+    for r in load_requests(SHARED):
+        by.setdefault(r.provider, []).append(estimate_request(cf, r) / r.usage - 1)
+    off = {p: round(statistics.median(by[p]), 3) for p in PINNED_PROVIDERS if abs(statistics.median(by[p])) > 0.15}
+    assert not off, off
 
 
 @pytest.mark.parametrize("root", ROOTS)
@@ -90,11 +113,23 @@ def _canonical_envelope(m: dict) -> str:
 
 @pytest.mark.parametrize("root", ROOTS)
 def test_no_tool_call_message_is_underestimated_by_more_than_25_percent(root, o200k):
+    # SEEDS 1: a tool call costs its whole rendering, never its arguments alone. For an OpenAI
+    # model the truth is what OpenAI bills for the message (`count_each`: ids not billed, a
+    # call rendered as ` to=functions.NAME` + arguments); for a model that sees the JSON
+    # envelope (the generic profile) it is the envelope's tokens.
     root = _root(root)
     msgs = [m for c in load_conversations(root, "tau-bench-airline") for m in c["messages"] if m.get("tool_calls")]
     for r in load_requests(root):
         if r.api == "chat.completions":
             msgs += [m for m in r.messages if isinstance(m, dict) and m.get("tool_calls")]
     assert len(msgs) > 100
-    worst = min(cf.estimate_each([m])[0] / o200k(_canonical_envelope(m)) for m in msgs)
-    assert worst >= 0.75, worst
+    billed = [cf.estimate_each([m], model="gpt-4o")[0] / cf.count_each([m], model="gpt-4o")[0] for m in msgs]
+    # Measured on ../shared/data + tau-bench (1,048 messages): min 0.71, median 1.03, max 1.44;
+    # the lowest are long digit-heavy `think` arguments the text sample under-reads, not a
+    # missing envelope (SEEDS 1 was 2.3x-15x under).
+    assert min(billed) >= 0.7, min(billed)
+    assert 0.9 <= statistics.median(billed) <= 1.15, statistics.median(billed)
+    envelope = [
+        cf.estimate_each([m], provider="openai-compatible")[0] / o200k(_canonical_envelope(m)) for m in msgs
+    ]
+    assert min(envelope) >= 0.75, min(envelope)

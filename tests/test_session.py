@@ -179,13 +179,14 @@ def test_anchor_is_real_count_plus_estimate_of_appended_messages():
     ms = history(20)
     s = cf.Session()
     h0 = s.estimate(ms)
-    assert s.record_usage({"usage": {"prompt_tokens": 3000}}) == 3000
-    assert s.last_usage == 3000
-    assert s.correction == pytest.approx(3000 / h0)
-    assert s.estimate(ms) == 3000
+    real = round(1.5 * h0)  # within the ledger's plausible-ratio range (0.2-5x)
+    assert s.record_usage({"usage": {"prompt_tokens": real}}) == real
+    assert s.last_usage == real
+    assert s.correction == pytest.approx(real / h0)
+    assert s.estimate(ms) == real
     new = [{"role": "assistant", "content": "done " * 20}, {"role": "user", "content": "thanks"}]
     ms.extend(new)
-    assert s.estimate(ms) == 3000 + sum(cf.estimate_each(new))
+    assert s.estimate(ms) == real + sum(cf.estimate_each(new))
 
 
 def test_record_usage_with_explicit_messages():
@@ -332,8 +333,10 @@ def test_context_window_table(model, window):
 
 
 def test_unknown_model_window_raises():
+    # Llama 3.1 is in the table now (Meta's model card: 128K); Ollama tags are stripped.
+    assert cf.context_window("llama3.1:8b") == 131_072
     with pytest.raises(cf.UnknownModelError):
-        cf.context_window("llama3.1:8b")
+        cf.context_window("my-local-model:8b")
     with pytest.raises(cf.UnknownModelError):
         cf.context_window("gpt-4x")  # not a name boundary
 
@@ -509,13 +512,15 @@ def test_swe_session_accuracy_floors_with_exact_text(root):
 @pytest.mark.parametrize("root", ROOTS)
 def test_swe_session_accuracy_default_heuristic(root):
     # Sampled text estimate (the default, microseconds per turn), head plus three body windows
-    # for long texts. Measured: shared-data 4,310 later calls median 0.18%, p90 1.39%, p99 7.41%;
-    # tests-data 489 calls 0.22% / 1.47% / 8.00%. First calls: median 3.9% / 4.6%, max 26.7%.
+    # for texts over 1 KiB, called as a router user calls it (provider="openai",
+    # model="google/gemini-3-pro-preview": the model's Gemini family prices it). Measured:
+    # shared-data 4,310 later calls median 0.17%, p90 1.37%, p99 6.53%; tests-data 489 calls
+    # ~0.22% / 1.5% / 7.4%. First calls: median 3.8% / 4.6%, max 26.8% (as o200k: 14.4%).
     first, later = session_errors(root)
     assert statistics.median(later) <= 0.003
     assert quantile(later, 0.90) <= 0.015
-    assert quantile(later, 0.99) <= 0.0801
-    assert statistics.median(first) <= 0.08
+    assert quantile(later, 0.99) <= 0.075
+    assert statistics.median(first) <= 0.06
 
 
 def test_text_encoding_option():

@@ -20,14 +20,17 @@ SHARED = Path(os.environ.get("CONTEXTFOLD_SHARED_DATA", ROOT.parent / "shared" /
 
 _BLOB = re.compile(r"^<<BLOB:([0-9a-f]{40})>>$")
 
-# Which estimator profile prices a recorded provider's requests.
-PROVIDER_OF = {
-    "openai": "openai",
-    "azure": "openai",
-    "anthropic": "anthropic",
-    "google": "gemini",
-    "google-vertex": "gemini",
-    "ollama": "ollama",
+# The wire format a user passes as ``provider=`` for a recorded API: how the messages are
+# written. What they cost is the model's business (``model=``), as a user calls the library.
+WIRE_OF_API = {
+    "chat.completions": "openai",
+    "responses": "openai",
+    "responses.input_tokens": "openai",
+    "responses.compact": "openai",
+    "messages": "anthropic",
+    "messages.count_tokens": "anthropic",
+    "generateContent": "gemini",
+    "countTokens": "gemini",
 }
 
 
@@ -65,19 +68,16 @@ class Request:
     usage: int | None
     has_image: bool
     raw: dict = field(repr=False, default_factory=dict)
+    dataset: str = ""
 
     @property
     def profile(self) -> str:
-        """The contextfold provider whose profile prices this request."""
-        if self.provider in PROVIDER_OF:
-            return PROVIDER_OF[self.provider]
-        m = (self.model or "").lower()
-        if "claude" in m or "anthropic" in m:
-            return "anthropic"
-        if "gemini" in m or "gemma" in m:
-            return "gemini"
-        if m.startswith(("gpt-", "o1", "o3", "o4", "openai/")):
-            return "openai"
+        """The ``provider=`` (wire format) a user of this API passes; the model prices it."""
+        if self.api in WIRE_OF_API:
+            return WIRE_OF_API[self.api]
+        if self.provider == "ollama":
+            return "ollama"
+        # Bedrock Converse and other block formats: read generically, priced by the model.
         return "openai-compatible"
 
 
@@ -106,6 +106,7 @@ def load_requests(root: Path, *, with_usage: bool = True) -> list[Request]:
                         usage=r.get("usage_prompt_tokens"),
                         has_image=bool(r.get("has_image_or_binary")),
                         raw=r,
+                        dataset=path.parent.name,
                     )
                 )
     return out
@@ -126,6 +127,12 @@ def swe_calls(conversations: list[dict]) -> Iterator[tuple[dict, int, list, int]
         for k, req in enumerate(conv.get("requests") or []):
             if req.get("usage_prompt_tokens"):
                 yield conv, k, conv["messages"][: req["n_messages"]], req["usage_prompt_tokens"]
+
+
+def swe_call_kwargs(conv: dict) -> dict:
+    """How a user of an OpenAI-compatible router calls the library for a SWE trajectory: the
+    OpenAI chat wire format, the model named as the router names it."""
+    return {"provider": "openai", "model": conv.get("model") or None}
 
 
 def system_text(system: Any) -> Any:
@@ -169,7 +176,7 @@ def session_errors(cf: Any, root: Path, **session_kw: Any) -> tuple[list[float],
     first: list[float] = []
     later: list[float] = []
     for conv in load_conversations(root, "mini-swe-agent-gemini3"):
-        s = cf.Session(provider="gemini", **session_kw)
+        s = cf.Session(**swe_call_kwargs(conv), **session_kw)
         for k, req in enumerate(conv["requests"]):
             real = req.get("usage_prompt_tokens")
             est = s.estimate(conv["messages"][: req["n_messages"]])

@@ -1,9 +1,13 @@
 """Estimate accuracy against provider-reported prompt tokens (shared/data or tests/data).
 
-    python tools/accuracy_report.py [--local]
+    python tools/accuracy_report.py [--local] [-v]
 
-Prints one row per (recorded provider, api) and the overall median |estimate/real - 1|, plus
-the SWE trajectories (every model call, no calibration).
+Calls the library the way a user does: ``provider=`` is the wire format of the recorded API
+(OpenAI chat / Responses, Anthropic Messages, Gemini), ``model=`` the model name as sent; the
+SWE trajectories (Gemini 3 Pro through an OpenAI-compatible router) are estimated as
+``provider="openai", model="google/gemini-3-pro-preview"``, every model call, no calibration.
+Prints median |err|, p90 |err| and the signed median of ``estimate / real - 1`` per data set,
+per recorded provider, and overall (requests and trajectory calls pooled).
 """
 
 from __future__ import annotations
@@ -16,44 +20,66 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import contextfold as cf  # noqa: E402
-from transcripts import LOCAL, SHARED, estimate_request, load_conversations, load_requests, swe_calls  # noqa: E402
+from transcripts import (  # noqa: E402
+    LOCAL,
+    SHARED,
+    estimate_request,
+    load_conversations,
+    load_requests,
+    swe_call_kwargs,
+    swe_calls,
+)
 
 
-def pct(xs, q):
+def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
+def row(label: str, errs: list[float]) -> str:
+    a = [abs(x) for x in errs]
+    return (
+        f"| {label} | {len(errs)} | {statistics.median(a):.1%} | {pct(a, 0.9):.1%} "
+        f"| {statistics.median(errs):+.1%} |"
+    )
+
+
+def collect(root: Path, verbose: bool = False) -> tuple[dict, dict, list[float]]:
+    """(errors by data set, errors by recorded provider, SWE call errors)."""
+    by_set: dict[str, list[float]] = defaultdict(list)
+    by_provider: dict[str, list[float]] = defaultdict(list)
+    for r in load_requests(root):
+        err = estimate_request(cf, r) / r.usage - 1
+        by_set[r.dataset].append(err)
+        by_provider[r.provider].append(err)
+        if verbose and abs(err) > 0.5:
+            print(f"  {r.source[:90]:90s} {r.model} real={r.usage} err={err:+.2f}")
+    swe = [
+        cf.estimate(ms, **swe_call_kwargs(conv)) / u - 1
+        for conv, _, ms, u in swe_calls(load_conversations(root, "mini-swe-agent-gemini3"))
+    ]
+    return by_set, by_provider, swe
+
+
 def main() -> None:
     root = LOCAL if "--local" in sys.argv else SHARED
-    rows = defaultdict(list)
-    errors = defaultdict(int)
-    allerr = []
-    for r in load_requests(root):
-        try:
-            e = estimate_request(cf, r)
-        except Exception as exc:  # noqa: BLE001 - a report, not a test
-            errors[(r.provider, r.api)] += 1
-            if "-v" in sys.argv:
-                print("ERR", r.source, type(exc).__name__, exc)
-            continue
-        err = e / r.usage - 1
-        rows[(r.provider, r.api)].append(err)
-        allerr.append(abs(err))
-        if "-v" in sys.argv and abs(err) > 0.5:
-            print(f"  {r.source[:90]:90s} est={e} real={r.usage} err={err:+.2f}")
-    swe = [e / u - 1 for _, _, ms, u in swe_calls(load_conversations(root, "mini-swe-agent-gemini3"))
-           for e in [cf.estimate(ms, provider="gemini")]]
-    print(f"{'provider/api':40s} {'n':>5s} {'median|err|':>11s} {'median err':>10s} {'p90|err|':>9s} errors")
-    for k in sorted(rows):
-        v = rows[k]
-        a = [abs(x) for x in v]
-        print(f"{'/'.join(k):40s} {len(v):5d} {statistics.median(a):11.3f} {statistics.median(v):+10.3f} {pct(a, .9):9.3f} {errors.get(k, 0)}")
+    by_set, by_provider, swe = collect(root, "-v" in sys.argv)
+    head = "| {} | n | median abs | p90 abs | signed median |\n| --- | ---: | ---: | ---: | ---: |"
+    print(head.format("data set"))
+    for k in sorted(by_set):
+        print(row(k, by_set[k]))
     if swe:
-        a = [abs(x) for x in swe]
-        print(f"{'swe-trajectories (gemini)':40s} {len(swe):5d} {statistics.median(a):11.3f} {statistics.median(swe):+10.3f} {pct(a, .9):9.3f}")
-    both = allerr + [abs(x) for x in swe]
-    print(f"cassettes: n={len(allerr)} median={statistics.median(allerr):.3f}; with SWE: n={len(both)} median={statistics.median(both):.3f}")
+        print(row("mini-swe-agent-gemini3 (every call)", swe))
+    everything = [e for v in by_set.values() for e in v] + swe
+    print(row("**all requests and calls**", everything))
+    print()
+    print(head.format("recorded provider (requests)"))
+    for k in sorted(by_provider, key=lambda k: -len(by_provider[k])):
+        print(row(k, by_provider[k]))
+    if swe:
+        print(row("openrouter: SWE trajectory calls", swe))
+    small = [k for k, v in by_provider.items() if len(v) >= 5 and abs(statistics.median(v)) > 0.15]
+    print(f"\nproviders with 5+ requests and |signed median| > 15%: {', '.join(sorted(small)) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ from contextfold._core import (
 from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, breakdown
 from contextfold.errors import InvalidMessageError, UnknownModelError
 from contextfold.limits import context_window, ollama_context_window
+from contextfold.images import fetch_image_size, http_image_sizes
+from contextfold.model_info import ModelInfo, model_info
 from contextfold.prune import prune
 from contextfold.session import Session
 from contextfold.summarize import LLMSummarizer, Summarizer, SummaryFailedError, SummaryRequest, SummaryResult
@@ -35,6 +37,7 @@ __all__ = [
     "InvalidMessageError",
     "LLMSummarizer",
     "MessageTokens",
+    "ModelInfo",
     "Session",
     "Summarizer",
     "SummaryFailedError",
@@ -53,9 +56,12 @@ __all__ = [
     "estimate",
     "estimate_each",
     "estimate_many",
+    "fetch_image_size",
     "find_tail_start",
+    "http_image_sizes",
     "image_size",
     "image_tokens",
+    "model_info",
     "ollama_context_window",
     "prune",
     "request_overhead",

@@ -1,10 +1,12 @@
 """Type stubs of the Rust extension. Token counts are in the provider's tokens; `*_bytes` are bytes."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, final
 
 _Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
 _Detail = Literal["auto", "low", "high", "original"]
+# URL (or file id) -> (width, height) in pixels; or a callable returning that or None.
+_ImageSizes = Mapping[str, tuple[int, int] | None] | Callable[[str], tuple[int, int] | None]
 
 __version__: str
 __all__ = [
@@ -12,6 +14,7 @@ __all__ = [
     "SessionLedger",
     "__version__",
     "breakdown",
+    "_model_info",
     "count",
     "count_each",
     "count_many",
@@ -38,8 +41,14 @@ def estimate(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    image_sizes: _ImageSizes | None = None,
 ) -> int:
     """Estimated prompt tokens of a whole request, without tokenizing.
+
+    ``provider`` is the wire format the messages are written in; ``model`` decides how they cost
+    (token family, image formula, hidden overheads; see ``model_info``). Remote images (URLs)
+    are priced as 1024x1024 unless ``image_sizes`` (URL -> ``(width, height)``, or a callable
+    returning it or None) knows their size; only those URLs are looked up.
 
     Equals ``sum(estimate_each(messages)) + request_overhead(tools=..., system=...)``. Every
     message is priced with its whole envelope (role, name, tool calls with ids, names, arguments
@@ -76,6 +85,7 @@ def estimate_each(
     *,
     provider: _Provider = "openai",
     model: str | None = None,
+    image_sizes: _ImageSizes | None = None,
 ) -> list[int]:
     """Estimated tokens of each message (envelope included), in order."""
 
@@ -105,6 +115,11 @@ def image_tokens(
     """Tokens one image costs under the provider's formula (OpenAI tiles or patches, Anthropic
     28-px patches, Gemini 258-token tiles) from the pixel size in its header. ``image`` is a data
     URL, a base64 string, a URL (priced at the documented 1024x1024 default) or raw bytes."""
+
+def _model_info(
+    model: str, /
+) -> tuple[str, str, str, str | None, int | None, str | None, str, list[str]]:
+    """Fields of ``contextfold.ModelInfo`` (use ``contextfold.model_info``)."""
 
 def image_size(image: str | bytes | bytearray, /) -> tuple[int, int] | None:
     """``(width, height)`` from a PNG, JPEG, GIF or WebP header, decoding only its first bytes;
@@ -143,6 +158,7 @@ class SessionLedger:
         track_wire: bool = False,
         smoothing: float = 0.5,
         text_encoding: Literal["o200k_base", "cl100k_base", "o200k_harmony"] | None = None,
+        image_sizes: _ImageSizes | None = None,
     ) -> SessionLedger: ...
     def estimate(self, messages: Sequence[Any], /) -> int:
         """Prompt tokens of ``messages``: anchored on the last usage while its prefix is
@@ -196,6 +212,7 @@ def count(
     model: str,
     tools: Sequence[Any] | None = None,
     response_format: Any | None = None,
+    image_sizes: _ImageSizes | None = None,
 ) -> int:
     """Prompt tokens the OpenAI API bills for this chat.completions request, tokenized with the
     model's own encoding (offline; tiktoken-rs embeds the vocabularies).

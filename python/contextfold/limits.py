@@ -1,6 +1,6 @@
 """Context limits: how many tokens a model accepts.
 
-``context_window(model)`` looks the model up in a data table; ``ollama_context_window(show)`` reads
+``context_window(model)`` looks the model up in the core's model table (``model_info``); ``ollama_context_window(show)`` reads
 the effective limit of a local Ollama model from its ``/api/show`` response.
 """
 
@@ -10,110 +10,26 @@ import re
 from typing import Any
 
 from contextfold.errors import UnknownModelError
+from contextfold.model_info import model_info
 
-__all__ = ["CONTEXT_WINDOWS", "context_window", "ollama_context_window"]
-
-# Total context window (prompt + output) in tokens, by model-name prefix. The longest prefix that
-# ends at a name boundary ("-", "@", ":", "/" or the end) wins, so dated snapshots
-# ("gpt-4o-2024-08-06", "claude-3-5-sonnet-20241022", "gemini-2.5-pro-preview-05-06") resolve to
-# their family.
-#
-# Sources (read 2025-11): OpenAI https://platform.openai.com/docs/models (each model page,
-# "Context window"); Anthropic https://docs.anthropic.com/en/docs/about-claude/models/overview
-# ("Context window"; the 1M-token window of Sonnet 4 / 4.5 is a beta behind a request header, so
-# the default 200K is listed); Google https://ai.google.dev/gemini-api/docs/models (each model's
-# "Input token limit": Gemini's output limit is separate, so this is the prompt limit).
-CONTEXT_WINDOWS: dict[str, int] = {
-    # OpenAI
-    "gpt-5": 400_000,
-    "gpt-5-chat": 128_000,
-    "gpt-5-chat-latest": 128_000,
-    "gpt-5.1": 400_000,
-    "gpt-5.1-chat-latest": 128_000,
-    "gpt-5.2": 400_000,
-    "codex-mini-latest": 200_000,
-    "gpt-4.1": 1_047_576,
-    "gpt-4.5-preview": 128_000,
-    "gpt-4o": 128_000,
-    "chatgpt-4o-latest": 128_000,
-    "gpt-4-turbo": 128_000,
-    "gpt-4-1106-preview": 128_000,
-    "gpt-4-0125-preview": 128_000,
-    "gpt-4-vision-preview": 128_000,
-    "gpt-4-32k": 32_768,
-    "gpt-4": 8_192,
-    "gpt-3.5-turbo": 16_385,
-    "gpt-3.5-turbo-instruct": 4_096,
-    "o1": 200_000,
-    "o1-mini": 128_000,
-    "o1-preview": 128_000,
-    "o3": 200_000,
-    "o3-mini": 200_000,
-    "o4-mini": 200_000,
-    "gpt-oss-120b": 131_072,
-    "gpt-oss-20b": 131_072,
-    # Anthropic
-    "claude-opus-4": 200_000,
-    "claude-sonnet-4": 200_000,
-    "claude-haiku-4": 200_000,
-    "claude-3": 200_000,
-    "claude-2-1": 200_000,  # claude-2.1 (dots become dashes for Claude names)
-    "claude-2-0": 100_000,
-    "claude-2": 100_000,
-    "claude-instant": 100_000,
-    # Google Gemini (input token limit)
-    "gemini-3-pro": 1_048_576,
-    "gemini-2.5-pro": 1_048_576,
-    "gemini-2.5-flash": 1_048_576,
-    "gemini-2.5-flash-lite": 1_048_576,
-    "gemini-2.0-flash": 1_048_576,
-    "gemini-2.0-flash-lite": 1_048_576,
-    "gemini-2.0-pro": 2_097_152,
-    "gemini-1.5-pro": 2_097_152,
-    "gemini-1.5-flash": 1_048_576,
-    "gemini-1.0-pro": 30_720,
-}
-
-_BOUNDARY = "-@:/"
-# "claude-3.5-sonnet" (OpenRouter) and "claude-sonnet-4.5" spell versions with dots.
-_CLAUDE_DOT = re.compile(r"(?<=\d)\.(?=\d)")
-
-
-def _normalize(model: str) -> str:
-    m = model.strip().lower()
-    if m.startswith("ft:"):
-        # ft:gpt-4o-mini-2024-07-18:org::id -> the base model.
-        m = m[3:].split(":", 1)[0]
-    # Provider prefixes: "openai/gpt-4o", "google/gemini-2.5-pro", "models/gemini-1.5-pro".
-    m = m.rsplit("/", 1)[-1]
-    # Bedrock ids: "us.anthropic.claude-3-5-sonnet-20240620-v1:0".
-    if "anthropic." in m:
-        m = m.split("anthropic.", 1)[1]
-    if m.startswith("claude"):
-        m = _CLAUDE_DOT.sub("-", m)
-    return m
-
+__all__ = ["context_window", "ollama_context_window"]
 
 def context_window(model: str) -> int:
-    """Context window of ``model`` in tokens, from a table of common OpenAI, Anthropic and Gemini
-    models (sources cited in ``limits.py``; for Gemini, the input token limit).
+    """Context window of ``model`` in tokens (for Gemini, the input token limit), from the model
+    table of the Rust core (``src/model_info.rs``, sources cited there): the same resolution as
+    ``model_info(model).context_window``.
 
-    Dated snapshots, provider prefixes (``openai/``, ``google/``, ``models/``), fine-tuned
-    names (``ft:gpt-4o-mini:...``) and Bedrock / Vertex ids resolve to their family. Raises
-    ``UnknownModelError`` for a model not in the table: pass ``context_window=`` explicitly then.
+    Dated snapshots, routing and vendor prefixes (``openai/``, ``google/``, ``openrouter/``,
+    ``models/``), fine-tuned names (``ft:gpt-4o-mini:...``) and Bedrock / Vertex ids resolve to
+    their family. Raises ``UnknownModelError`` for a model not in the table: pass
+    ``context_window=`` explicitly then.
     """
     if not isinstance(model, str):
         raise TypeError(f"model must be a string, got {type(model).__name__}")
-    name = _normalize(model)
-    matches = [
-        prefix
-        for prefix in CONTEXT_WINDOWS
-        if name.startswith(prefix) and (len(name) == len(prefix) or name[len(prefix)] in _BOUNDARY)
-    ]
-    best = max(matches, key=len, default=None)
-    if best is None:
+    window = model_info(model).context_window
+    if window is None:
         raise UnknownModelError(f"unknown context window for model {model!r}; pass context_window=")
-    return CONTEXT_WINDOWS[best]
+    return window
 
 
 def _field(obj: Any, *names: str) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 
 from contextfold._core import SessionLedger, wire_bytes
 from contextfold.errors import UnknownModelError
+from contextfold.images import ImageSizes
 from contextfold.limits import context_window as _context_window
 
 __all__ = ["Session", "prompt_tokens_of"]
@@ -113,6 +114,8 @@ class Session:
     message with that BPE (scaled to the provider's tokens) instead of the sampled estimate:
     ~30 ns per byte once per message, which halves the error of the appended part (SWE
     trajectories: p90 1.67% -> ~1%, p99 8.0% -> ~3.4%); the default keeps a turn in microseconds.
+    ``image_sizes`` (a mapping from image URL to ``(width, height)``, or a callable returning
+    one or None) sizes remote images, asked once per new message that carries one.
 
     Prefix-change contract. The session caches, per message of the last history it saw, the
     message object's identity (``id()``), a cheap fingerprint (type, number of keys, length of
@@ -154,6 +157,7 @@ class Session:
         max_request_bytes: int | None = None,
         smoothing: float = 0.5,
         text_encoding: str | None = None,
+        image_sizes: ImageSizes | None = None,
     ) -> None:
         if not 0.0 < trigger_ratio <= 1.0:
             raise ValueError(f"trigger_ratio must be within (0, 1], got {trigger_ratio}")
@@ -173,6 +177,7 @@ class Session:
             track_wire=max_request_bytes is not None,
             smoothing=smoothing,
             text_encoding=text_encoding,
+            image_sizes=image_sizes,
         )
         self.provider = provider
         # Kept for pickling: a copy in another process is rebuilt from these (see __reduce__).

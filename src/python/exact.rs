@@ -105,13 +105,14 @@ pub(super) fn tools_json(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Json>
 
 /// Prompt tokens OpenAI bills for a chat.completions request.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, model, tools=None, response_format=None))]
+#[pyo3(signature = (messages, /, *, model, tools=None, response_format=None, image_sizes=None))]
 fn count(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
     model: &str,
     tools: Option<&Bound<'_, PyAny>>,
     response_format: Option<&Bound<'_, PyAny>>,
+    image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
     let c = counter(py, model)?;
     let keep = Keep::new();
@@ -121,7 +122,11 @@ fn count(
         Some(r) => Some(to_json(r, "response_format", 0)?),
         None => None,
     };
-    Ok(py.detach(|| c.count(&ms, &tools, rf.as_ref())))
+    let sizes = super::resolve_sizes(image_sizes, &ms)?;
+    Ok(py.detach(|| {
+        let fix: i64 = super::size_fixes(c.image_rule(), &ms, &sizes).iter().sum();
+        super::add_signed(c.count(&ms, &tools, rf.as_ref()), fix)
+    }))
 }
 
 /// Exact tokens of each message, envelope included.

@@ -3,12 +3,15 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
+use std::collections::HashMap;
 
 use crate::estimate::Estimator;
-use crate::image::{dims_of_base64, dims_of_bytes};
-use crate::image_tokens::{image_tokens as image_cost, rule_for};
-use crate::message::Detail;
+use crate::image::{dims_of_base64, dims_of_bytes, Dims};
+use crate::image_tokens::{
+    image_tokens as image_cost, rule_for, size_correction, unsized_refs, ImageRule,
+};
+use crate::message::{Detail, Message};
 use crate::profile::Provider;
 
 mod breakdown;
@@ -25,9 +28,71 @@ fn provider(name: &str) -> PyResult<Provider> {
     Provider::parse(name).map_err(PyValueError::new_err)
 }
 
+/// Pixel sizes of the remote images of `ms` that the caller's `image_sizes` knows: a mapping
+/// from URL (or file id) to `(width, height)`, or a callable returning `(width, height)` or
+/// None. Only the references the core could not size are looked up, once each.
+pub(crate) fn resolve_sizes(
+    image_sizes: Option<&Bound<'_, PyAny>>,
+    ms: &[Message<'_>],
+) -> PyResult<HashMap<String, Dims>> {
+    let mut out = HashMap::new();
+    let Some(src) = image_sizes.filter(|s| !s.is_none()) else {
+        return Ok(out);
+    };
+    let dict = src.cast::<PyDict>().ok();
+    let is_mapping = dict.is_some() || src.hasattr("keys")?;
+    if !is_mapping && !src.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "image_sizes must be a mapping from URL to (width, height) or a callable, got {}",
+            src.get_type().name()?
+        )));
+    }
+    for r in unsized_refs(ms) {
+        let v = match (&dict, is_mapping) {
+            (Some(d), _) => d.get_item(r)?,
+            (None, true) => Some(src.call_method1("get", (r,))?),
+            (None, false) => Some(src.call1((r,))?),
+        };
+        let Some(v) = v.filter(|v| !v.is_none()) else {
+            continue;
+        };
+        let (width, height): (u32, u32) = v.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "image_sizes[{r:?}] must be (width, height) in pixels or None"
+            ))
+        })?;
+        if width == 0 || height == 0 {
+            return Err(PyValueError::new_err(format!(
+                "image_sizes[{r:?}] must be positive, got ({width}, {height})"
+            )));
+        }
+        out.insert(r.to_string(), Dims { width, height });
+    }
+    Ok(out)
+}
+
+/// Tokens to add to each message's price for the images `sizes` knows.
+pub(crate) fn size_fixes(
+    rule: ImageRule,
+    ms: &[Message<'_>],
+    sizes: &HashMap<String, Dims>,
+) -> Vec<i64> {
+    if sizes.is_empty() {
+        return vec![0; ms.len()];
+    }
+    let size_of = |u: &str| sizes.get(u).copied();
+    ms.iter()
+        .map(|m| size_correction(rule, m, &size_of))
+        .collect()
+}
+
+pub(crate) fn add_signed(x: u64, d: i64) -> u64 {
+    x.saturating_add_signed(d)
+}
+
 /// Estimated prompt tokens of a whole request: every message plus the request overhead.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None))]
+#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None, image_sizes=None))]
 fn estimate(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -35,28 +100,42 @@ fn estimate(
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
+    image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
     let extras = w.extras(tools, system)?;
-    Ok(py.detach(|| est.total(&ms, &extras)))
+    let sizes = resolve_sizes(image_sizes, &ms)?;
+    Ok(py.detach(|| {
+        let fix: i64 = size_fixes(est.image_rule(), &ms, &sizes).iter().sum();
+        add_signed(est.total(&ms, &extras), fix)
+    }))
 }
 
 /// Estimated tokens of each message, envelope included.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai", model=None))]
+#[pyo3(signature = (messages, /, *, provider="openai", model=None, image_sizes=None))]
 fn estimate_each(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
     provider: &str,
     model: Option<&str>,
+    image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u32>> {
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(messages)?;
-    Ok(py.detach(|| est.each(&ms)))
+    let sizes = resolve_sizes(image_sizes, &ms)?;
+    Ok(py.detach(|| {
+        let fixes = size_fixes(est.image_rule(), &ms, &sizes);
+        est.each(&ms)
+            .into_iter()
+            .zip(fixes)
+            .map(|(t, d)| add_signed(u64::from(t), d) as u32)
+            .collect()
+    }))
 }
 
 /// Estimated tokens of what surrounds the messages: reply priming, system prompt, tools.
@@ -95,7 +174,13 @@ fn image_tokens(
     model: Option<&str>,
     detail: &str,
 ) -> PyResult<u32> {
-    let rule = rule_for(self::provider(provider)?, model.unwrap_or(""));
+    // The model's family decides the formula; an unknown model the provider's default one.
+    let info = crate::model_info::model_info(model.unwrap_or(""));
+    let family = match info.family {
+        crate::model_info::Family::Unknown => self::provider(provider)?.default_family(),
+        f => f,
+    };
+    let rule = rule_for(family.pricing_provider(), &info.base);
     let detail = Detail::parse(detail).ok_or_else(|| {
         PyValueError::new_err(format!(
             "unknown detail {detail:?}; valid: auto, low, high, original"
@@ -118,6 +203,37 @@ fn image_tokens(
         ));
     };
     Ok(image_cost(rule, dims, detail))
+}
+
+/// What a model name resolves to, as the fields of `contextfold.ModelInfo`:
+/// `(model, base, family, encoding, context_window, matched, resolved, unknown_overheads)`.
+#[pyfunction]
+#[pyo3(signature = (model, /))]
+#[allow(clippy::type_complexity)]
+fn _model_info(
+    model: &str,
+) -> (
+    String,
+    String,
+    &'static str,
+    Option<&'static str>,
+    Option<u64>,
+    Option<&'static str>,
+    String,
+    Vec<&'static str>,
+) {
+    let i = crate::model_info::model_info(model);
+    let resolved = i.resolved();
+    (
+        i.model,
+        i.base,
+        i.family.name(),
+        i.encoding.map(|e| e.name()),
+        i.context_window,
+        i.matched,
+        resolved,
+        i.unknown_overheads.to_vec(),
+    )
 }
 
 /// Pixel size `(width, height)` read from an image header, or None when unreadable.
@@ -149,6 +265,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(image_size, m)?)?;
     breakdown::register(m)?;
+    m.add_function(wrap_pyfunction!(_model_info, m)?)?;
     exact::register(m)?;
     prune::register(m)?;
     session::register(m)?;

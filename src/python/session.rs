@@ -187,6 +187,8 @@ struct State {
     estimator: Estimator,
     extras: RequestExtras<'static>,
     ledger: Ledger,
+    /// The caller's `image_sizes` (mapping or callable), asked about new remote images only.
+    image_sizes: Option<Py<PyAny>>,
 }
 
 impl State {
@@ -229,6 +231,8 @@ impl State {
             meta.push((m.as_ptr() as usize, fingerprint(&m)?, wire));
         }
         let est = self.estimator;
+        let sizes = super::resolve_sizes(self.image_sizes.as_ref().map(|s| s.bind(py)), &views)?;
+        let fixes = super::size_fixes(est.image_rule(), &views, &sizes);
         let price = || {
             views
                 .iter()
@@ -240,11 +244,13 @@ impl State {
         } else {
             price()
         };
-        for ((id, fingerprint, wire_bytes), (tokens, chars)) in meta.into_iter().zip(costs) {
+        for (((id, fingerprint, wire_bytes), (tokens, chars)), fix) in
+            meta.into_iter().zip(costs).zip(fixes)
+        {
             self.ledger.push(Entry {
                 id,
                 fingerprint,
-                tokens,
+                tokens: super::add_signed(u64::from(tokens), fix) as u32,
                 wire_bytes,
                 chars,
             });
@@ -275,7 +281,7 @@ impl SessionLedger {
 impl SessionLedger {
     // `smoothing=0.5` is `ledger::DEFAULT_SMOOTHING`, spelled out so the signature shows it.
     #[new]
-    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, track_wire=false, smoothing=0.5, text_encoding=None))]
+    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, track_wire=false, smoothing=0.5, text_encoding=None, image_sizes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -286,6 +292,7 @@ impl SessionLedger {
         track_wire: bool,
         smoothing: f64,
         text_encoding: Option<&str>,
+        image_sizes: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
         if !(0.0..=1.0).contains(&smoothing) {
@@ -313,6 +320,7 @@ impl SessionLedger {
                 estimator,
                 extras,
                 ledger,
+                image_sizes: image_sizes.filter(|s| !s.is_none(py)),
             }),
             track_wire,
         })
