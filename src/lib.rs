@@ -2,7 +2,6 @@
 //!
 //! One concept per module; the Python bindings live in `python/` behind the `python` feature.
 
-pub mod error;
 pub mod estimate;
 pub mod exact;
 pub mod image;
