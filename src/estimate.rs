@@ -2,8 +2,8 @@
 //!
 //! One estimator prices every message for every caller (totals, per-message lists, the tail
 //! walk, pruning, the session ledger), and one overhead function prices what surrounds the
-//! messages (system prompt, tool definitions, reply priming). SEEDS items 1 and 4: two call
-//! sites that counted differently were the root of the field's worst compaction bugs.
+//! messages (system prompt, tool definitions, reply priming): two call sites that count
+//! differently make a compaction trigger and the budget it compacts to disagree.
 
 use std::borrow::Cow;
 

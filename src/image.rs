@@ -1,7 +1,7 @@
 //! Image sizes from file headers, and each provider's image-token formula.
 //!
 //! An image costs what the provider's vision encoder bills for its pixel size, never anything
-//! proportional to its base64 length (SEEDS item 5: a 3 MB PNG billed ~1,500x too high). The
+//! proportional to its base64 length (priced by length, a 3 MB PNG would cost ~1,500x too much). The
 //! size is read from the header alone: base64 is decoded only in small windows at the offsets
 //! the header walk needs, so a 20 MB data URL costs the same as a 2 KB one.
 

@@ -85,7 +85,7 @@ pub struct Profile {
 /// The pricing profile of a provider.
 pub fn profile(provider: Provider) -> Profile {
     match provider {
-        // Cookbook (FACTS.md): 3 tokens per message plus the role's token, +1 per name, +3 reply
+        // OpenAI cookbook "How to count tokens with tiktoken": 3 tokens per message plus the role's token, +1 per name, +3 reply
         // priming. The tool-call
         // envelope and tool-definition constants are fitted on the cassettes.
         Provider::OpenAI => Profile {

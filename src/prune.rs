@@ -3,7 +3,7 @@
 //! Outside the protected tail (the same tail walk and estimator as everywhere), large tool
 //! results become a one-line placeholder naming the tool and the size, an output repeated later
 //! becomes a pointer to the newer copy, images become a short placeholder and long tool-call
-//! arguments are shrunk with `shrink_json` (still valid JSON, SEEDS item 2). The plan decides
+//! arguments are shrunk with `shrink_json` (still valid JSON). The plan decides
 //! what to change in format-neutral terms; each message's wire format writes the change as an
 //! [`Edit`] (a path inside the message and a replacement in that format), kept only when it
 //! makes the message smaller in bytes and in estimated tokens. The bindings apply the edits

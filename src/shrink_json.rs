@@ -1,4 +1,4 @@
-//! JSON-safe shrinking of tool-call arguments (SEEDS item 2).
+//! JSON-safe shrinking of tool-call arguments.
 //!
 //! Slicing an arguments string to 200 chars and appending "...[truncated]" leaves a text that
 //! is not JSON; providers that re-parse arguments answer HTTP 400 on that turn and on every

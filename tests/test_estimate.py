@@ -30,7 +30,7 @@ CALL = {
 
 
 def test_tool_call_envelope_counts_more_than_content_plus_arguments():
-    # SEEDS 1: four short parallel calls are mostly envelope (ids, names, syntax).
+    # Four short parallel calls are mostly envelope (ids, names, syntax).
     msg = {"role": "assistant", "content": None, "tool_calls": [CALL] * 4}
     args_only = cf.estimate_each([{"role": "assistant", "content": CALL["function"]["arguments"] * 4}])[0]
     assert cf.estimate_each([msg])[0] > 3 * args_only
@@ -179,7 +179,7 @@ def test_wire_bytes_is_the_compact_json_body():
 
 
 def test_big_image_counts_in_wire_bytes_but_not_in_tokens():
-    # SEEDS 5: two notions of size.
+    # Two notions of size: wire bytes and context tokens.
     msgs = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": data_url(png(2000, 1500, payload=2_300_000))}}]}]
     assert cf.wire_bytes(msgs) > 3_000_000
     assert cf.estimate(msgs, model="gpt-4o") < 2_000
