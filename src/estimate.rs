@@ -237,7 +237,7 @@ mod tests {
         let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
         png.extend(1024u32.to_be_bytes());
         png.extend(1024u32.to_be_bytes());
-        png.extend(std::iter::repeat(7u8).take(3_000_000));
+        png.extend(std::iter::repeat_n(7u8, 3_000_000));
         let mut m = Message::empty("user");
         m.content = Content::Parts(vec![Part::Image(Image {
             source: ImageSource::Bytes(&png),

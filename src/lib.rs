@@ -2,6 +2,8 @@
 //!
 //! One concept per module; the Python bindings live in `python/` behind the `python` feature.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod estimate;
 pub mod exact;
 pub mod image;

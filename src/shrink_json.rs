@@ -730,7 +730,7 @@ fn shrink_valid(text: &str, doc: &Doc, max: usize) -> String {
             continue;
         }
         let depth = largest(0, depth_hi, |d| fits(Params { depth: d, ..p }));
-        if best.map_or(true, |b| depth > b.depth) {
+        if best.is_none_or(|b| depth > b.depth) {
             best = Some(Params { depth, ..p });
         }
     }

@@ -433,14 +433,16 @@ pub fn read_history<'a, V: Input<'a>>(seq: &V) -> Result<Vec<Message<'a>>, Histo
         .collect()
 }
 
+/// A tool definitions error: the index `j` of the definition (`None` when `tools` is not a
+/// list) and what is wrong.
+pub type ToolsError<E> = (Option<usize>, ReadError<E>);
+
 /// Tool definitions (OpenAI `{"type":"function","function":{...}}`, Responses
 /// `{"type":"function","name":...}`, Anthropic `{"name","input_schema"}`, Gemini
 /// `{"functionDeclarations":[...]}`, Bedrock `{"toolSpec":{...}}`), each serialized once for the
 /// overhead function. An error comes with the index `j` of the definition (`tools[j]`; `None`
 /// when `tools` itself is not a list), and its field names `tools[j]...`.
-pub fn read_tools<'a, V: Input<'a>>(
-    tools: &V,
-) -> Result<Vec<ToolDef<'a>>, (Option<usize>, ReadError<V::Error>)> {
+pub fn read_tools<'a, V: Input<'a>>(tools: &V) -> Result<Vec<ToolDef<'a>>, ToolsError<V::Error>> {
     let items = match tools.items() {
         Ok(Some(items)) => items,
         Ok(None) => {
