@@ -31,7 +31,7 @@ def _copy(obj: Any) -> Any:
     return {k: v for k, v in vars(obj).items() if not k.startswith("_") and v is not None}
 
 
-def _apply(messages: list, edits: list[tuple[int, list[str | int], str]]) -> list:
+def _apply(messages: list[Any], edits: list[tuple[int, list[str | int], str]]) -> list[Any]:
     """A new list with every edit ``(message index, path, JSON value)`` applied copy-on-write."""
     out = list(messages)
     mine: set[int] = set()  # ids of the containers this function created (safe to write)
@@ -54,7 +54,7 @@ def _apply(messages: list, edits: list[tuple[int, list[str | int], str]]) -> lis
 
 
 def prune(
-    messages: list,
+    messages: list[Any],
     /,
     *,
     protect_tail_tokens: int,
@@ -68,7 +68,7 @@ def prune(
     prune_images: bool = True,
     dedupe: bool = True,
     cache_block_tokens: int = 0,
-) -> list:
+) -> list[Any]:
     """A new history where, outside the protected tail, old tool output is cut down.
 
     The tail (the last ``protect_tail_tokens`` estimated tokens, found by the same walk as
