@@ -140,8 +140,7 @@ pub struct PyInput<'k, 'py> {
 }
 
 impl<'k, 'py> PyInput<'k, 'py> {
-    fn new(v: Bound<'py, PyAny>, keep: &'k Keep<'py>) -> Self {
-        let keys = keys(v.py());
+    fn new(v: Bound<'py, PyAny>, keep: &'k Keep<'py>, keys: &'static [Py<PyString>]) -> Self {
         PyInput { v, keep, keys }
     }
 
@@ -299,12 +298,22 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
 pub struct Walker<'k, 'py> {
     py: Python<'py>,
     keep: &'k Keep<'py>,
+    keys: &'static [Py<PyString>],
     index: usize,
 }
 
 impl<'k, 'py> Walker<'k, 'py> {
     pub fn new(py: Python<'py>, keep: &'k Keep<'py>) -> Self {
-        Walker { py, keep, index: 0 }
+        Walker {
+            py,
+            keep,
+            keys: keys(py),
+            index: 0,
+        }
+    }
+
+    fn input(&self, v: &Bound<'py, PyAny>) -> PyInput<'k, 'py> {
+        PyInput::new(v.clone(), self.keep, self.keys)
     }
 
     /// Set the message index that errors report (for callers that read messages one by one).
@@ -337,8 +346,7 @@ impl<'k, 'py> Walker<'k, 'py> {
 
     /// Read one message (any supported format).
     pub fn message(&self, m: &Bound<'py, PyAny>) -> PyResult<Message<'k>> {
-        read_message(&PyInput::new(m.clone(), self.keep))
-            .map_err(|e| message_error(self.py, self.index, e))
+        read_message(&self.input(m)).map_err(|e| message_error(self.py, self.index, e))
     }
 
     /// Extras of a request: optional tools and system.
@@ -347,8 +355,8 @@ impl<'k, 'py> Walker<'k, 'py> {
         tools: Option<&Bound<'py, PyAny>>,
         system: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<RequestExtras<'k>> {
-        let tools = tools.map(|t| PyInput::new(t.clone(), self.keep));
-        let system = system.map(|s| PyInput::new(s.clone(), self.keep));
+        let tools = tools.map(|t| self.input(t));
+        let system = system.map(|s| self.input(s));
         read_extras(tools.as_ref(), system.as_ref()).map_err(|e| match e {
             ExtrasError::Tools(Some(j), e) => extras_error(self.py, &format!("tools[{j}]"), e),
             ExtrasError::Tools(None, e) => extras_error(self.py, "tools", e),
