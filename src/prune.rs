@@ -9,6 +9,7 @@
 //! makes the message smaller in bytes and in estimated tokens. The bindings apply the edits
 //! copy-on-write, without knowing any format.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::estimate::Estimator;
@@ -232,8 +233,8 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
 
     let mut edits = Vec::new();
     // Keep a change only when its format can write it and it saves estimated tokens.
-    let mut push = |i: usize, m: &Message<'_>, change: Change, old_tokens: f64, new_text: &str| {
-        if est.text(new_text) < old_tokens {
+    let mut push = |i: usize, m: &Message<'_>, change: Change, saves_tokens: bool| {
+        if saves_tokens {
             if let Some(e) = write(i, m, &change) {
                 edits.push(e);
             }
@@ -249,33 +250,27 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
                         .then(|| placeholder(tool, t.len(), costs[i])),
                 };
                 if let Some(text) = text {
-                    let old = est.text(t);
-                    push(
-                        i,
-                        m,
-                        Change::ResultText {
-                            part: None,
-                            text: text.clone(),
-                        },
-                        old,
-                        &text,
-                    );
+                    // The whole message priced again with the new text (its old price is known).
+                    let after = est.message(&Message {
+                        role: m.role,
+                        role_str: m.role_str,
+                        name: m.name,
+                        content: Content::Text(Cow::Borrowed(&text)),
+                        tool_calls: m.tool_calls.clone(),
+                        tool_call_id: m.tool_call_id,
+                        reasoning: m.reasoning.clone(),
+                        wire: m.wire,
+                    });
+                    let saves = after < costs[i];
+                    push(i, m, Change::ResultText { part: None, text }, saves);
                 }
             }
         }
         for (j, c) in m.tool_calls.iter().enumerate() {
             if let Some(json) = shorter_arguments(&c.arguments, opt.arguments_max_chars) {
-                let old = est.text(&c.arguments);
-                push(
-                    i,
-                    m,
-                    Change::Arguments {
-                        call: CallAt::ToolCalls(j),
-                        json: json.clone(),
-                    },
-                    old,
-                    &json,
-                );
+                let saves = est.text(&json) < est.text(&c.arguments);
+                let call = CallAt::ToolCalls(j);
+                push(i, m, Change::Arguments { call, json }, saves);
             }
         }
         for (part, p) in m.parts().iter().enumerate() {
@@ -290,17 +285,8 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
                         Some(d) => format!("[image omitted: {}x{}]", d.width, d.height),
                         None => "[image omitted]".to_string(),
                     };
-                    let old = f64::from(est.image(img));
-                    push(
-                        i,
-                        m,
-                        Change::Image {
-                            part,
-                            text: text.clone(),
-                        },
-                        old,
-                        &text,
-                    );
+                    let saves = est.text(&text) < f64::from(est.image(img));
+                    push(i, m, Change::Image { part, text }, saves);
                 }
                 Part::ToolResult {
                     tool_use_id,
@@ -332,26 +318,19 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
                                 _ => 0.0,
                             })
                             .sum();
+                        let saves = est.text(&text) < old;
                         let change = Change::ResultText {
                             part: Some(part),
-                            text: text.clone(),
+                            text,
                         };
-                        push(i, m, change, old, &text);
+                        push(i, m, change, saves);
                     }
                 }
                 Part::ToolUse(c) => {
                     if let Some(json) = shorter_arguments(&c.arguments, opt.arguments_max_chars) {
-                        let old = est.text(&c.arguments);
-                        push(
-                            i,
-                            m,
-                            Change::Arguments {
-                                call: CallAt::Part(part),
-                                json: json.clone(),
-                            },
-                            old,
-                            &json,
-                        );
+                        let saves = est.text(&json) < est.text(&c.arguments);
+                        let call = CallAt::Part(part);
+                        push(i, m, Change::Arguments { call, json }, saves);
                     }
                 }
                 _ => {}

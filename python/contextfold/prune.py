@@ -9,7 +9,6 @@ and value is the caller's own object, and nothing the caller holds is mutated.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from contextfold import _core
@@ -31,8 +30,8 @@ def _copy(obj: Any) -> Any:
     return {k: v for k, v in vars(obj).items() if not k.startswith("_") and v is not None}
 
 
-def _apply(messages: list[Any], edits: list[tuple[int, list[str | int], str]]) -> list[Any]:
-    """A new list with every edit ``(message index, path, JSON value)`` applied copy-on-write."""
+def _apply(messages: list[Any], edits: list[tuple[int, list[str | int], Any]]) -> list[Any]:
+    """A new list with every edit ``(message index, path, value)`` applied copy-on-write."""
     out = list(messages)
     mine: set[int] = set()  # ids of the containers this function created (safe to write)
 
@@ -49,7 +48,7 @@ def _apply(messages: list[Any], edits: list[tuple[int, list[str | int], str]]) -
             child = own(node[step])
             node[step] = child
             node = child
-        node[path[-1]] = json.loads(value)
+        node[path[-1]] = value  # a new object of the plan's: never shared with the caller
     return out
 
 

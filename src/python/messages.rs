@@ -29,6 +29,8 @@ use super::json_out::{json_len, json_text};
 
 /// Strong references to every Python string and bytes object a view borrows from.
 pub struct Keep<'py> {
+    /// The interned field names (set by the first `Walker`; kept here so a value is 2 words).
+    keys: std::cell::OnceCell<&'static [Py<PyString>]>,
     strs: Arena<PyBackedStr>,
     bytes: Arena<PyBackedBytes>,
     _py: std::marker::PhantomData<Python<'py>>,
@@ -43,6 +45,7 @@ impl Default for Keep<'_> {
 impl<'py> Keep<'py> {
     pub fn new() -> Self {
         Keep {
+            keys: std::cell::OnceCell::new(),
             strs: Arena::with_capacity(64),
             bytes: Arena::new(),
             _py: std::marker::PhantomData,
@@ -50,6 +53,7 @@ impl<'py> Keep<'py> {
     }
 
     /// The text of a str, valid as long as `self` (lossy copy for lone surrogates).
+    #[inline]
     fn str<'k>(&'k self, s: &Bound<'py, PyString>) -> Cow<'k, str> {
         match PyBackedStr::try_from(s.clone()) {
             Ok(b) => Cow::Borrowed(&**self.strs.alloc(b)),
@@ -136,24 +140,23 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 pub struct PyInput<'k, 'py> {
     v: Bound<'py, PyAny>,
     keep: &'k Keep<'py>,
-    keys: &'static [Py<PyString>],
 }
 
 impl<'k, 'py> PyInput<'k, 'py> {
-    fn new(v: Bound<'py, PyAny>, keep: &'k Keep<'py>, keys: &'static [Py<PyString>]) -> Self {
-        PyInput { v, keep, keys }
+    fn new(v: Bound<'py, PyAny>, keep: &'k Keep<'py>) -> Self {
+        PyInput { v, keep }
     }
 
+    #[inline]
     fn wrap(&self, v: Bound<'py, PyAny>) -> Self {
-        PyInput {
-            v,
-            keep: self.keep,
-            keys: self.keys,
-        }
+        PyInput { v, keep: self.keep }
     }
 
+    #[inline]
     fn key(&self, key: Key) -> &Bound<'py, PyString> {
-        self.keys[key.index()].bind(self.v.py())
+        let py = self.v.py();
+        let keys = *self.keep.keys.get_or_init(|| keys(py));
+        keys[key.index()].bind(py)
     }
 
     /// One pass over an exact dict's items with borrowed references, keys matched by identity
@@ -165,7 +168,9 @@ impl<'k, 'py> PyInput<'k, 'py> {
         use pyo3::ffi;
         let py = self.v.py();
         let mut out = [const { None }; N];
-        let ptrs: [*mut ffi::PyObject; N] = std::array::from_fn(|i| self.key(keys[i]).as_ptr());
+        let names = *self.keep.keys.get_or_init(|| self::keys(py));
+        let ptrs: [*mut ffi::PyObject; N] =
+            std::array::from_fn(|i| names[keys[i].index()].as_ptr());
         let mut pos: ffi::Py_ssize_t = 0;
         let mut k: *mut ffi::PyObject = std::ptr::null_mut();
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
@@ -204,6 +209,7 @@ impl<'k, 'py> PyInput<'k, 'py> {
 impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
     type Error = PyErr;
 
+    #[inline]
     fn shape(&self) -> Shape {
         let v = &self.v;
         if v.is_instance_of::<PyString>() {
@@ -229,6 +235,7 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
         type_name(&self.v)
     }
 
+    #[inline]
     fn get(&self, key: Key) -> PyResult<Option<Self>> {
         let k = self.key(key);
         let v = if let Ok(d) = self.v.cast::<PyDict>() {
@@ -251,10 +258,12 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
         Ok(out)
     }
 
+    #[inline]
     fn str(&self) -> PyResult<Option<Cow<'k, str>>> {
         Ok(self.v.cast::<PyString>().ok().map(|s| self.keep.str(s)))
     }
 
+    #[inline]
     fn bytes(&self) -> PyResult<Option<&'k [u8]>> {
         Ok(self.keep.bytes(&self.v))
     }
@@ -298,22 +307,17 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
 pub struct Walker<'k, 'py> {
     py: Python<'py>,
     keep: &'k Keep<'py>,
-    keys: &'static [Py<PyString>],
     index: usize,
 }
 
 impl<'k, 'py> Walker<'k, 'py> {
     pub fn new(py: Python<'py>, keep: &'k Keep<'py>) -> Self {
-        Walker {
-            py,
-            keep,
-            keys: keys(py),
-            index: 0,
-        }
+        keep.keys.get_or_init(|| keys(py));
+        Walker { py, keep, index: 0 }
     }
 
     fn input(&self, v: &Bound<'py, PyAny>) -> PyInput<'k, 'py> {
-        PyInput::new(v.clone(), self.keep, self.keys)
+        PyInput::new(v.clone(), self.keep)
     }
 
     /// Set the message index that errors report (for callers that read messages one by one).
@@ -339,14 +343,18 @@ impl<'k, 'py> Walker<'k, 'py> {
         let mut out = Vec::with_capacity(items.len());
         for (i, m) in items.into_iter().enumerate() {
             self.index = i;
-            out.push(self.message(&m)?);
+            out.push(self.read(m)?);
         }
         Ok(out)
     }
 
     /// Read one message (any supported format).
     pub fn message(&self, m: &Bound<'py, PyAny>) -> PyResult<Message<'k>> {
-        read_message(&self.input(m)).map_err(|e| message_error(self.py, self.index, e))
+        self.read(m.clone())
+    }
+
+    fn read(&self, m: Bound<'py, PyAny>) -> PyResult<Message<'k>> {
+        read_message(&PyInput::new(m, self.keep)).map_err(|e| message_error(self.py, self.index, e))
     }
 
     /// Extras of a request: optional tools and system.

@@ -5,7 +5,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
 use super::messages::{Keep, Walker};
 use super::provider;
@@ -139,9 +139,9 @@ fn tail_from_the_end(
     Ok(None)
 }
 
-/// The prune plan: `(protected_from, [(message index, path, value JSON), ...])`: each edit
-/// replaces the value at `path` (keys and list positions, in the message's own wire format)
-/// with the JSON value `value`. Applying needs no knowledge of the formats.
+/// The prune plan: `(protected_from, [(message index, path, value), ...])`: each edit replaces
+/// the value at `path` (keys and list positions, in the message's own wire format) with
+/// `value`, new Python objects of a JSON value. Applying needs no knowledge of the formats.
 #[pyfunction]
 #[pyo3(signature = (messages, /, *, protect_tail_tokens, provider="openai", model=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0))]
 #[allow(clippy::too_many_arguments)]
@@ -190,13 +190,44 @@ fn prune_plan<'py>(
                 Step::Index(j) => path.append(j)?,
             }
         }
-        edits.push((e.message, path, e.value));
+        let value: serde_json::Value = serde_json::from_str(&e.value)
+            .map_err(|err| PyValueError::new_err(format!("edit value is not JSON: {err}")))?;
+        edits.push((e.message, path, to_python(py, &value)?));
     }
     Ok((p.protected_from, edits))
 }
 
-/// `(message index, path inside it, replacement as JSON text)`.
-type PlannedEdit<'py> = (usize, Bound<'py, PyList>, String);
+/// `(message index, path inside it, replacement value)`.
+type PlannedEdit<'py> = (usize, Bound<'py, PyList>, Bound<'py, PyAny>);
+
+/// A JSON value as new Python objects (what `json.loads` would return).
+fn to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use serde_json::Value;
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_pyobject(py)?.into_any(),
+            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(a) => {
+            let list = PyList::empty(py);
+            for x in a {
+                list.append(to_python(py, x)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, x) in o {
+                d.set_item(k, to_python(py, x)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_tail_start, m)?)?;

@@ -57,6 +57,7 @@ pub(crate) fn invalid<E>(field: impl Into<String>, reason: impl Into<String>) ->
 }
 
 /// Only a lossy (lone-surrogate) id is owned; it has no exact form to borrow.
+#[inline]
 pub(crate) fn borrowed_or_placeholder(c: Cow<'_, str>) -> &'_ str {
     match c {
         Cow::Borrowed(s) => s,
@@ -65,6 +66,7 @@ pub(crate) fn borrowed_or_placeholder(c: Cow<'_, str>) -> &'_ str {
 }
 
 /// A string value, or an error naming `path` when it is another type.
+#[inline]
 pub(crate) fn str_value<'a, V: Input<'a>>(
     v: Option<V>,
     path: impl Display,
@@ -82,6 +84,7 @@ pub(crate) fn str_value<'a, V: Input<'a>>(
 }
 
 /// A required-if-present string field.
+#[inline]
 pub(crate) fn opt_str<'a, V: Input<'a>>(
     obj: &V,
     key: Key,
@@ -91,6 +94,7 @@ pub(crate) fn opt_str<'a, V: Input<'a>>(
 }
 
 /// A short string field borrowed as `&'a str` (ids, names, kinds).
+#[inline]
 pub(crate) fn opt_id<'a, V: Input<'a>>(
     obj: &V,
     key: Key,
@@ -100,6 +104,7 @@ pub(crate) fn opt_id<'a, V: Input<'a>>(
 }
 
 /// A string field, `""` when absent.
+#[inline]
 pub(crate) fn text_field<'a, V: Input<'a>>(
     p: &V,
     key: Key,
@@ -109,6 +114,7 @@ pub(crate) fn text_field<'a, V: Input<'a>>(
 }
 
 /// Tool-call arguments: a string as is, anything else serialized as compact JSON.
+#[inline]
 pub(crate) fn json_or_str<'a, V: Input<'a>>(v: &V) -> ReadResult<Cow<'a, str>, V::Error> {
     match v.str().src()? {
         Some(s) => Ok(s),
