@@ -1,4 +1,4 @@
-"""The pure-Python estimator agents ship today (SEEDS item 1, after its fix), as the baseline.
+"""The pure-Python estimator agents ship today (tool calls counted whole), as the baseline.
 
 chars / 4 + 10 per message, where a message's chars are its text content, every tool call's
 repr (id, type, name, arguments and the syntax around them), and for an image part a fixed

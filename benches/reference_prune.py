@@ -1,4 +1,4 @@
-"""The pruning agents ship today (SEEDS items 2 and 3, after their fixes), in pure Python.
+"""The pruning agents ship today (JSON-safe arguments, token-budget tail), in pure Python.
 
 Per-message estimate chars/4 + 10 (tool-call repr included); a backward walk that protects the
 tail by that estimate; outside it, tool results over a size become a placeholder, images a

@@ -2,8 +2,8 @@
 //!
 //! One estimator prices every message for every caller (totals, per-message lists, the tail
 //! walk, pruning, the session ledger), and one overhead function prices what surrounds the
-//! messages (system prompt, tool definitions, reply priming). SEEDS items 1 and 4: two call
-//! sites that counted differently were the root of the field's worst compaction bugs.
+//! messages (system prompt, tool definitions, reply priming): two call sites that count
+//! differently make a compaction trigger and the budget it compacts to disagree.
 
 use std::borrow::Cow;
 
@@ -215,7 +215,8 @@ impl Estimator {
     pub(crate) fn tool_call(&self, c: &ToolCall<'_>) -> f64 {
         // The whole call as the family bills it: name, arguments and the syntax around them,
         // and the id where the model sees it (`Profile::per_tool_call`, `id_scale`,
-        // `arguments_scale`): never the arguments alone (SEEDS 1).
+        // `arguments_scale`): never the arguments alone (an agent that priced only the arguments
+        // under-counted short parallel calls 10-15x).
         self.profile.per_tool_call
             + self.id(c.id)
             + self.text(c.name)
@@ -397,7 +398,7 @@ mod tests {
         let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
         png.extend(1024u32.to_be_bytes());
         png.extend(1024u32.to_be_bytes());
-        png.extend(std::iter::repeat(7u8).take(3_000_000));
+        png.extend(std::iter::repeat_n(7u8, 3_000_000));
         let mut m = Message::empty("user");
         m.content = Content::Parts(vec![Part::Image(Image {
             source: ImageSource::Bytes(&png),

@@ -6,7 +6,7 @@
 //! What a chat.completions request is billed (derived on the recorded cassettes,
 //! `tools/derive_openai_rendering.py`, which is the Python reference of this module):
 //! - per message 3 tokens + role + content (+ name + 1), + 3 for reply priming: the OpenAI
-//!   cookbook "How to count tokens with tiktoken" (verified there against the API; FACTS.md);
+//!   cookbook "How to count tokens with tiktoken" (verified there against the API);
 //!   gpt-3.5-turbo-0301: 4 per message, -1 per name;
 //! - reasoning models (o3, o4, gpt-5) bill 1 token less per request (every recording);
 //! - tool-call ids are not billed; a call is `" to=functions.NAME"` + arguments + 1 (+7 on gpt-5,
@@ -99,7 +99,7 @@ impl fmt::Display for UnknownModel {
 
 impl std::error::Error for UnknownModel {}
 
-// Model-name prefixes, as tiktoken's `model.py` maps them (FACTS.md), longest first where they
+// Model-name prefixes, as tiktoken's `model.py` maps them, longest first where they
 // overlap. Dated and suffixed names (`gpt-4o-2024-11-20`, `gpt-4.1-mini`) match by prefix.
 const PREFIXES: &[(&str, Encoding)] = &[
     ("gpt-oss", Encoding::O200kHarmony),

@@ -1,7 +1,7 @@
 //! Image sizes from file headers, and each provider's image-token formula.
 //!
 //! An image costs what the provider's vision encoder bills for its pixel size, never anything
-//! proportional to its base64 length (SEEDS item 5: a 3 MB PNG billed ~1,500x too high). The
+//! proportional to its base64 length (priced by length, a 3 MB PNG would cost ~1,500x too much). The
 //! size is read from the header alone: base64 is decoded only in small windows at the offsets
 //! the header walk needs, so a 20 MB data URL costs the same as a 2 KB one.
 
@@ -254,14 +254,14 @@ mod tests {
         v.extend(w.to_be_bytes());
         v.extend(h.to_be_bytes());
         v.extend([8, 6, 0, 0, 0, 0, 0, 0, 0]);
-        v.extend(std::iter::repeat(0xAB).take(10_000));
+        v.extend(std::iter::repeat_n(0xAB, 10_000));
         v
     }
 
     fn jpeg(w: u16, h: u16, app_len: usize) -> Vec<u8> {
         let mut v = vec![0xFF, 0xD8, 0xFF, 0xE1];
         v.extend(((app_len + 2) as u16).to_be_bytes());
-        v.extend(std::iter::repeat(0x11).take(app_len));
+        v.extend(std::iter::repeat_n(0x11, app_len));
         v.extend([0xFF, 0xC0, 0x00, 0x11, 0x08]);
         v.extend(h.to_be_bytes());
         v.extend(w.to_be_bytes());
@@ -378,11 +378,7 @@ mod tests {
         assert_eq!(dims_of_bytes(&[0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x00]), None);
         // A JPEG whose segments loop forever must terminate.
         let mut v = vec![0xFF, 0xD8];
-        v.extend(
-            std::iter::repeat([0xFF, 0xE0, 0x00, 0x02])
-                .take(1000)
-                .flatten(),
-        );
+        v.extend(std::iter::repeat_n([0xFF, 0xE0, 0x00, 0x02], 1000).flatten());
         assert_eq!(dims_of_bytes(&v), None);
     }
 }

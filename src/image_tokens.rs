@@ -1,8 +1,9 @@
 //! Each provider's image-token formula, from the pixel size.
 //!
-//! Sources (shared/design/FACTS.md): OpenAI platform docs "images-vision#calculating-costs"
-//! (tile and patch models), Anthropic docs "vision" (28-px patches and resize limits), Gemini
-//! docs "image understanding" (258 tokens per 768-px tile, images fit to 3072 px).
+//! Sources: OpenAI https://platform.openai.com/docs/guides/images-vision#calculating-costs
+//! (tile and patch models), Anthropic https://docs.anthropic.com/en/docs/build-with-claude/vision
+//! (28-px patches and resize limits), Gemini https://ai.google.dev/gemini-api/docs/image-understanding
+//! (258 tokens per 768-px tile, images fit to 3072 px).
 
 use crate::image::Dims;
 use crate::message::{Content, Detail, Image, ImageSource, Message, Part};
@@ -37,7 +38,7 @@ pub fn rule_for(provider: Provider, model: &str) -> ImageRule {
     match provider {
         Provider::OpenAI => openai_rule(m),
         Provider::Anthropic => {
-            // The newest Opus accepts larger images (FACTS: 2576 px / 4784 tokens).
+            // The newest Opus accepts larger images (Anthropic vision docs: 2576 px / 4784 tokens).
             if starts_any(m, &["claude-opus-4-7", "claude-opus-5"]) {
                 ImageRule::Anthropic {
                     max_edge: 2576,
@@ -79,7 +80,7 @@ fn openai_rule(m: &str) -> ImageRule {
     if m.starts_with("o4-mini") {
         return patches(1536, 1.72);
     }
-    // Billing reports 1.2 (mini) and 1.5 (nano) on the gpt-5 small models (FACTS).
+    // Billing reports 1.2 (mini) and 1.5 (nano) on the gpt-5 small models (recorded usage).
     if m.starts_with("gpt-5-mini") {
         return patches(1536, 1.2);
     }

@@ -4,8 +4,8 @@
 //! An agent asks "how full is this context?" before every model call, on a history that only
 //! grew since the last call. The ledger remembers, for each message of the last history seen, an
 //! identity, a cheap fingerprint and its estimated cost, so the next estimate prices only the
-//! messages appended since (SEEDS item 4; FACTS "reliable agents trigger on last reported prompt
-//! tokens + estimate of only what was appended since").
+//! messages appended since: the provider's last reported prompt tokens plus an estimate of only
+//! what was appended is the trigger that stays within a few percent of the real count.
 //!
 //! # Prefix-change contract
 //!

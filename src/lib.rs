@@ -2,8 +2,9 @@
 //!
 //! One concept per module; the Python bindings live in `python/` behind the `python` feature.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod breakdown;
-pub mod error;
 pub mod estimate;
 pub mod exact;
 pub mod image;

@@ -1,17 +1,19 @@
 //! The message model: borrowed views of one chat history, normalized across wire formats.
 //!
-//! The bindings fill these views in one walk over the caller's Python objects. Strings are
-//! borrowed (`&'a str`) from the Python objects, which the bindings keep alive, so an 8 MB history
-//! is never copied; only values that have no string form on the Python side (an Anthropic
-//! `tool_use.input` dict, say) are serialized into owned text.
+//! The wire readers (`crate::wire`) fill these views in one walk over the caller's values.
+//! Strings are borrowed (`&'a str`) from those values, which the caller keeps alive, so an 8 MB
+//! history is never copied; only values that have no string form (an Anthropic `tool_use.input`
+//! object, say) are serialized into owned text.
 //!
-//! One model covers the OpenAI chat wire format (`tool_calls`, role `tool`, `image_url` parts) and
-//! the Anthropic Messages format (`tool_use` / `tool_result` / `thinking` blocks, base64 `image`
-//! sources): the provider chosen by the caller decides how a view is priced, not how it is read.
+//! One model covers the five wire formats (OpenAI chat and Responses, Anthropic, Gemini,
+//! Bedrock): the provider chosen by the caller decides how a view is priced, not how it is
+//! read. Each message remembers the format it was read from (`wire`), which decides how an edit
+//! of it is written.
 
 use std::borrow::Cow;
 
 pub use crate::media_tokens::MediaKind;
+pub use crate::wire::Format;
 
 /// The speaker of a message, as far as counting and grouping care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +147,8 @@ pub struct Message<'a> {
     pub tool_call_id: Option<&'a str>,
     /// Reasoning text sent back by OpenAI-compatible servers (`reasoning_content`, `reasoning`).
     pub reasoning: Option<Cow<'a, str>>,
+    /// The wire format the message was read from (`Unknown` when nothing in it is specific).
+    pub wire: Format,
 }
 
 impl<'a> Message<'a> {
@@ -158,6 +162,7 @@ impl<'a> Message<'a> {
             tool_calls: Vec::new(),
             tool_call_id: None,
             reasoning: None,
+            wire: Format::Unknown,
         }
     }
 
@@ -171,6 +176,15 @@ impl<'a> Message<'a> {
             tool_calls: Vec::new(),
             tool_call_id: None,
             reasoning: None,
+            wire: Format::Unknown,
+        }
+    }
+
+    /// The content parts (empty when the content is a string or absent).
+    pub fn parts(&self) -> &[Part<'a>] {
+        match &self.content {
+            Content::Parts(p) => p,
+            _ => &[],
         }
     }
 

@@ -148,7 +148,7 @@ const GENERIC: Profile = Profile {
 /// JSON (`tools/fit_family_overheads.py` prints these medians).
 pub fn profile(family: Family) -> Profile {
     match family {
-        // Cookbook (FACTS.md): 3 tokens per message plus the role's token, +1 per name, +3 reply
+        // OpenAI cookbook "How to count tokens with tiktoken": 3 tokens per message plus the role's token, +1 per name, +3 reply
         // priming. Tool calls as OpenAI bills them (exact.rs, derived on the cassettes): ids are
         // not billed, a call is ` to=functions.NAME` + the raw arguments + an end marker (4
         // tokens beyond the name), a result is authored by `functions.NAME` instead of `tool`

@@ -3,9 +3,13 @@
 //! Outside the protected tail (the same tail walk and estimator as everywhere), large tool
 //! results become a one-line placeholder naming the tool and the size, an output repeated later
 //! becomes a pointer to the newer copy, images become a short placeholder and long tool-call
-//! arguments are shrunk with `shrink_json` (still valid JSON, SEEDS item 2). The plan says what
-//! to replace; the bindings build new message objects only for the edited messages.
+//! arguments are shrunk with `shrink_json` (still valid JSON). The plan decides
+//! what to change in format-neutral terms; each message's wire format writes the change as an
+//! [`Edit`] (a path inside the message and a replacement in that format), kept only when it
+//! makes the message smaller in bytes and in estimated tokens. The bindings apply the edits
+//! copy-on-write, without knowing any format.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::estimate::Estimator;
@@ -13,6 +17,8 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::message::{Content, ImageSource, Message, Part};
 use crate::shrink_json::shrink_json;
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
+use crate::wire::edit::{write, CallAt, Change};
+pub use crate::wire::{Edit, Step};
 
 /// Thresholds of a prune (all sizes in tokens of the estimator unless named chars).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,33 +57,6 @@ impl Default for PruneOptions {
             cache_block_tokens: 0,
         }
     }
-}
-
-/// One replacement. `part` indexes the message's content list; `call` its tool calls.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Edit {
-    /// Replace the whole content of a tool-result message (OpenAI `tool`, Responses output).
-    Content { index: usize, text: String },
-    /// Replace the content of an Anthropic `tool_result` block.
-    ResultBlock {
-        index: usize,
-        part: usize,
-        text: String,
-    },
-    /// Replace an image part with a text part.
-    Image {
-        index: usize,
-        part: usize,
-        text: String,
-    },
-    /// Replace the arguments of a tool call (`tool_calls[call]`, or a `tool_use` block at
-    /// content `part` when `in_content`).
-    Arguments {
-        index: usize,
-        call: usize,
-        in_content: bool,
-        text: String,
-    },
 }
 
 /// What a prune decided: the tail start it protected and the edits.
@@ -135,7 +114,7 @@ fn group_sep(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -152,6 +131,16 @@ fn placeholder(tool: &str, bytes: usize, tokens: u32) -> String {
         group_sep(bytes),
         group_sep(tokens as usize)
     )
+}
+
+/// Arguments over `max_chars` characters shrunk to valid JSON within it; `None` when they fit,
+/// or when shrinking changes nothing. Text that is not JSON becomes a valid JSON preview.
+fn shorter_arguments(args: &str, max_chars: usize) -> Option<String> {
+    if args.len() <= max_chars || args.chars().count() <= max_chars {
+        return None;
+    }
+    let text = shrink_json(args, max_chars);
+    (text != args).then_some(text)
 }
 
 /// The end of the prunable region: the tail start, or in cache-aware mode the last block
@@ -243,37 +232,48 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
     };
 
     let mut edits = Vec::new();
+    // Keep a change only when its format can write it and it saves estimated tokens.
+    let mut push = |i: usize, m: &Message<'_>, change: Change, saves_tokens: bool| {
+        if saves_tokens {
+            if let Some(e) = write(i, m, &change) {
+                edits.push(e);
+            }
+        }
+    };
     for (i, m) in msgs.iter().enumerate().take(end).skip(first) {
         if let Some(id) = m.tool_call_id {
             if let Content::Text(t) = &m.content {
                 let tool = tool_names.get(id).copied().unwrap_or("");
-                if let Some(text) = pointer(i, t, hashes.get(i).copied()) {
-                    edits.push(Edit::Content { index: i, text });
-                } else if costs[i] > opt.tool_result_max_tokens {
-                    let text = placeholder(tool, t.len(), costs[i]);
-                    edits.push(Edit::Content { index: i, text });
-                }
-            }
-        }
-        for (call, c) in m.tool_calls.iter().enumerate() {
-            if c.arguments.len() > opt.arguments_max_chars
-                && c.arguments.chars().count() > opt.arguments_max_chars
-            {
-                let text = shrink_json(&c.arguments, opt.arguments_max_chars);
-                if text != *c.arguments {
-                    edits.push(Edit::Arguments {
-                        index: i,
-                        call,
-                        in_content: false,
-                        text,
+                let text = match pointer(i, t, hashes.get(i).copied()) {
+                    Some(text) => Some(text),
+                    None => (costs[i] > opt.tool_result_max_tokens)
+                        .then(|| placeholder(tool, t.len(), costs[i])),
+                };
+                if let Some(text) = text {
+                    // The whole message priced again with the new text (its old price is known).
+                    let after = est.message(&Message {
+                        role: m.role,
+                        role_str: m.role_str,
+                        name: m.name,
+                        content: Content::Text(Cow::Borrowed(&text)),
+                        tool_calls: m.tool_calls.clone(),
+                        tool_call_id: m.tool_call_id,
+                        reasoning: m.reasoning.clone(),
+                        wire: m.wire,
                     });
+                    let saves = after < costs[i];
+                    push(i, m, Change::ResultText { part: None, text }, saves);
                 }
             }
         }
-        let Content::Parts(parts) = &m.content else {
-            continue;
-        };
-        for (part, p) in parts.iter().enumerate() {
+        for (j, c) in m.tool_calls.iter().enumerate() {
+            if let Some(json) = shorter_arguments(&c.arguments, opt.arguments_max_chars) {
+                let saves = est.text(&json) < est.text(&c.arguments);
+                let call = CallAt::ToolCalls(j);
+                push(i, m, Change::Arguments { call, json }, saves);
+            }
+        }
+        for (part, p) in m.parts().iter().enumerate() {
             match p {
                 Part::Image(img) if opt.prune_images => {
                     let dims = match img.source {
@@ -285,11 +285,8 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
                         Some(d) => format!("[image omitted: {}x{}]", d.width, d.height),
                         None => "[image omitted]".to_string(),
                     };
-                    edits.push(Edit::Image {
-                        index: i,
-                        part,
-                        text,
-                    });
+                    let saves = est.text(&text) < f64::from(est.image(img));
+                    push(i, m, Change::Image { part, text }, saves);
                 }
                 Part::ToolResult {
                     tool_use_id,
@@ -300,38 +297,40 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
                         ..Message::empty("user")
                     });
                     let tool = tool_names.get(tool_use_id).copied().unwrap_or("");
-                    let text_now = block_text(content);
-                    if let Some(text) = text_now.and_then(|t| pointer(i, t, None)) {
-                        edits.push(Edit::ResultBlock {
-                            index: i,
-                            part,
-                            text,
-                        });
-                    } else if cost > opt.tool_result_max_tokens {
-                        let bytes = content
+                    let text = match block_text(content).and_then(|t| pointer(i, t, None)) {
+                        Some(text) => Some(text),
+                        None => (cost > opt.tool_result_max_tokens).then(|| {
+                            let bytes = content
+                                .iter()
+                                .map(|c| match c {
+                                    Part::Text(t) => t.len(),
+                                    _ => 0,
+                                })
+                                .sum();
+                            placeholder(tool, bytes, cost)
+                        }),
+                    };
+                    if let Some(text) = text {
+                        let old: f64 = content
                             .iter()
                             .map(|c| match c {
-                                Part::Text(t) => t.len(),
-                                _ => 0,
+                                Part::Text(t) => est.text(t),
+                                _ => 0.0,
                             })
                             .sum();
-                        let text = placeholder(tool, bytes, cost);
-                        edits.push(Edit::ResultBlock {
-                            index: i,
-                            part,
+                        let saves = est.text(&text) < old;
+                        let change = Change::ResultText {
+                            part: Some(part),
                             text,
-                        });
+                        };
+                        push(i, m, change, saves);
                     }
                 }
-                Part::ToolUse(c) if c.arguments.chars().count() > opt.arguments_max_chars => {
-                    let text = shrink_json(&c.arguments, opt.arguments_max_chars);
-                    if text != *c.arguments {
-                        edits.push(Edit::Arguments {
-                            index: i,
-                            call: part,
-                            in_content: true,
-                            text,
-                        });
+                Part::ToolUse(c) => {
+                    if let Some(json) = shorter_arguments(&c.arguments, opt.arguments_max_chars) {
+                        let saves = est.text(&json) < est.text(&c.arguments);
+                        let call = CallAt::Part(part);
+                        push(i, m, Change::Arguments { call, json }, saves);
                     }
                 }
                 _ => {}
@@ -347,7 +346,7 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolCall;
+    use crate::message::{Format, ToolCall};
     use crate::profile::Provider;
     use std::borrow::Cow;
 
@@ -359,6 +358,7 @@ mod tests {
         for k in 0..6 {
             let id: &'static str = ["c0", "c1", "c2", "c3", "c4", "c5"][k];
             let mut a = Message::empty("assistant");
+            a.wire = Format::OpenAIChat;
             a.tool_calls.push(ToolCall {
                 id,
                 name: "read_file",
@@ -366,6 +366,7 @@ mod tests {
             });
             v.push(a);
             let mut r = Message::empty("tool");
+            r.wire = Format::OpenAIChat;
             r.tool_call_id = Some(id);
             r.content = Content::Text(Cow::Borrowed(big));
             v.push(r);
@@ -386,25 +387,26 @@ mod tests {
         };
         let plan = plan(&msgs, &est, &opt);
         assert!(plan.protected_from > 2 && plan.protected_from < msgs.len());
-        assert!(plan.edits.iter().all(|e| match e {
-            Edit::Content { index, text } | Edit::Arguments { index, text, .. } => {
-                *index < plan.protected_from && *index >= 1 && !text.is_empty()
-            }
-            _ => false,
-        }));
+        assert!(plan
+            .edits
+            .iter()
+            .all(|e| e.message < plan.protected_from && e.message >= 1));
         let placeholders = plan
             .edits
             .iter()
-            .filter(
-                |e| matches!(e, Edit::Content { text, .. } if text.contains("read_file returned")),
-            )
+            .filter(|e| e.path == [Step::Key("content")] && e.value.contains("read_file returned"))
             .count();
         assert!(placeholders >= 1);
+        let mut shortened = 0;
         for e in &plan.edits {
-            if let Edit::Arguments { text, .. } = e {
+            if e.path.last() == Some(&Step::Key("arguments")) {
+                let text: String = serde_json::from_str(&e.value).unwrap();
                 assert!(text.chars().count() <= 2_000);
+                assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok());
+                shortened += 1;
             }
         }
+        assert!(shortened >= 1);
     }
 
     #[test]
@@ -420,7 +422,7 @@ mod tests {
         assert!(plan
             .edits
             .iter()
-            .any(|e| matches!(e, Edit::Content { text, .. } if text.starts_with("[same output as message"))));
+            .any(|e| e.value.starts_with("\"[same output as message")));
     }
 
     #[test]

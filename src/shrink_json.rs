@@ -1,4 +1,4 @@
-//! JSON-safe shrinking of tool-call arguments (SEEDS item 2).
+//! JSON-safe shrinking of tool-call arguments.
 //!
 //! Slicing an arguments string to 200 chars and appending "...[truncated]" leaves a text that
 //! is not JSON; providers that re-parse arguments answer HTTP 400 on that turn and on every
@@ -730,7 +730,7 @@ fn shrink_valid(text: &str, doc: &Doc, max: usize) -> String {
             continue;
         }
         let depth = largest(0, depth_hi, |d| fits(Params { depth: d, ..p }));
-        if best.map_or(true, |b| depth > b.depth) {
+        if best.is_none_or(|b| depth > b.depth) {
             best = Some(Params { depth, ..p });
         }
     }

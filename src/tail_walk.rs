@@ -2,8 +2,8 @@
 //!
 //! Works on per-message costs (the estimator's, the same numbers `estimate_each` returns) and
 //! on where a cut is legal, so it is a pure function over two arrays that property tests can
-//! hammer. SEEDS item 3: the tail is chosen by a token budget, not a message count, and a cut
-//! never separates a tool call from its results.
+//! hammer. The tail is chosen by a token budget, not a message count (ten messages can be 100
+//! tokens or 100k), and a cut never separates a tool call from its results.
 
 use crate::message::Message;
 

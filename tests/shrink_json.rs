@@ -23,7 +23,7 @@ fn esc(s: &str) -> String {
             '\n' => o.push_str("\\n"),
             c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
             // Astral characters written as escaped surrogate pairs half of the time.
-            c if (c as u32) > 0xFFFF && s.len() % 2 == 0 => {
+            c if (c as u32) > 0xFFFF && s.len().is_multiple_of(2) => {
                 let mut buf = [0u16; 2];
                 for u in c.encode_utf16(&mut buf) {
                     o.push_str(&format!("\\u{:04x}", u));

@@ -15,9 +15,9 @@
 use std::borrow::Cow;
 
 use contextfold::estimate::Estimator;
-use contextfold::message::{Content, Message, Part, ToolCall};
+use contextfold::message::{Content, Format, Message, Part, ToolCall};
 use contextfold::profile::Provider;
-use contextfold::prune::{plan, Edit, PruneOptions};
+use contextfold::prune::{plan, PruneOptions, Step as PathStep};
 use contextfold::tail_walk::{find_tail_start, legal_cuts, TailOptions};
 use proptest::prelude::*;
 
@@ -185,6 +185,11 @@ fn build<'a>(steps: &[Step], st: &'a Store) -> Vec<Message<'a>> {
                     })
                     .collect();
                 let mut a = Message::empty("assistant");
+                a.wire = if anthropic {
+                    Format::Anthropic
+                } else {
+                    Format::OpenAIChat
+                };
                 if anthropic {
                     a.content = Content::Parts(calls.into_iter().map(Part::ToolUse).collect());
                 } else {
@@ -197,6 +202,7 @@ fn build<'a>(steps: &[Step], st: &'a Store) -> Vec<Message<'a>> {
                 let answered = if drop_last { k - 1 } else { k };
                 if anthropic && answered > 0 {
                     let mut u = Message::empty("user");
+                    u.wire = Format::Anthropic;
                     u.content = Content::Parts(
                         ids[..answered]
                             .iter()
@@ -210,6 +216,7 @@ fn build<'a>(steps: &[Step], st: &'a Store) -> Vec<Message<'a>> {
                 } else {
                     for id in &ids[..answered] {
                         let mut r = Message::empty("tool");
+                        r.wire = Format::OpenAIChat;
                         r.tool_call_id = Some(id);
                         r.content = Content::Text(Cow::Borrowed(text(result_len)));
                         msgs.push(r);
@@ -289,12 +296,17 @@ proptest! {
         prop_assert_eq!(p.protected_from, start);
         let plain = plan(&msgs, &est, &PruneOptions { cache_block_tokens: 0, ..popt });
         for e in &p.edits {
-            let (Edit::Content { index, .. } | Edit::ResultBlock { index, .. }
-                | Edit::Image { index, .. } | Edit::Arguments { index, .. }) = e;
-            prop_assert!(*index >= opt.protect_first_n && *index < start, "edit at {index}, tail {start}");
-            if let Edit::Arguments { text, .. } = e {
+            let index = e.message;
+            prop_assert!(index >= opt.protect_first_n && index < start, "edit at {index}, tail {start}");
+            let value: serde_json::Value = serde_json::from_str(&e.value).expect("edit values are JSON");
+            let args = match (e.path.last(), &value) {
+                (Some(PathStep::Key("arguments")), serde_json::Value::String(a)) => Some(a.clone()),
+                (Some(PathStep::Key("input")), v) => Some(v.to_string()),
+                _ => None,
+            };
+            if let Some(text) = args {
                 prop_assert!(text.chars().count() <= max_args);
-                prop_assert!(serde_json::from_str::<serde_json::Value>(text).is_ok(), "{text}");
+                prop_assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok(), "{text}");
             }
             // Cache-aware edits are a subset of the plain plan's (blocks end at or before it).
             prop_assert!(plain.edits.contains(e), "cache-aware edit {e:?} not in the plain plan");

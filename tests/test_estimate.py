@@ -30,7 +30,7 @@ CALL = {
 
 
 def test_tool_call_envelope_counts_more_than_content_plus_arguments():
-    # SEEDS 1: four short parallel calls are mostly envelope (names, syntax, and ids where the
+    # Four short parallel calls are mostly envelope (names, syntax, and ids where the
     # model sees them). OpenAI bills the batch as one `multi_tool_use.parallel` call (count_each:
     # 102 tokens, ids not billed); the generic profile prices the JSON envelope, ids included.
     msg = {"role": "assistant", "content": None, "tool_calls": [CALL] * 4}
@@ -183,7 +183,7 @@ def test_wire_bytes_is_the_compact_json_body():
 
 
 def test_big_image_counts_in_wire_bytes_but_not_in_tokens():
-    # SEEDS 5: two notions of size.
+    # Two notions of size: wire bytes and context tokens.
     msgs = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": data_url(png(2000, 1500, payload=2_300_000))}}]}]
     assert cf.wire_bytes(msgs) > 3_000_000
     assert cf.estimate(msgs, model="gpt-4o") < 2_000

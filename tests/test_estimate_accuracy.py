@@ -113,7 +113,7 @@ def _canonical_envelope(m: dict) -> str:
 
 @pytest.mark.parametrize("root", ROOTS)
 def test_no_tool_call_message_is_underestimated_by_more_than_25_percent(root, o200k):
-    # SEEDS 1: a tool call costs its whole rendering, never its arguments alone. For an OpenAI
+    # A tool call costs its whole rendering, never its arguments alone. For an OpenAI
     # model the truth is what OpenAI bills for the message (`count_each`: ids not billed, a
     # call rendered as ` to=functions.NAME` + arguments); for a model that sees the JSON
     # envelope (the generic profile) it is the envelope's tokens.
@@ -126,7 +126,7 @@ def test_no_tool_call_message_is_underestimated_by_more_than_25_percent(root, o2
     billed = [cf.estimate_each([m], model="gpt-4o")[0] / cf.count_each([m], model="gpt-4o")[0] for m in msgs]
     # Measured on ../shared/data + tau-bench (1,048 messages): min 0.71, median 1.03, max 1.44;
     # the lowest are long digit-heavy `think` arguments the text sample under-reads, not a
-    # missing envelope (SEEDS 1 was 2.3x-15x under).
+    # missing envelope (pricing the arguments alone was 2.3x-15x under).
     assert min(billed) >= 0.7, min(billed)
     assert 0.9 <= statistics.median(billed) <= 1.15, statistics.median(billed)
     envelope = [

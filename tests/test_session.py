@@ -284,7 +284,7 @@ def _png(w: int, h: int, payload: int) -> str:
 
 
 def test_image_costs_tokens_by_formula_while_wire_cap_sees_its_bytes():
-    # SEEDS item 5: a 2.3 MB screenshot must not trip the token gate, only the byte cap.
+    # A 2.3 MB screenshot must not trip the token gate, only the byte cap.
     img = {"role": "user", "content": [
         {"type": "text", "text": "screenshot"},
         {"type": "image_url", "image_url": {"url": _png(1920, 1080, 2_300_000)}},
@@ -381,10 +381,10 @@ def test_count_many_equals_count_of_each(threads):
         cf.count_many(hs, model="gemini-2.5-pro")
 
 
-def test_estimate_many_reports_the_history_and_message_index():
+def test_estimate_many_reports_the_message_index_and_field_of_a_bad_history():
     with pytest.raises(cf.InvalidMessageError) as e:
-        cf.estimate_many([history(3), [{"role": "user", "content": 1}]])
-    assert e.value.index == 0
+        cf.estimate_many([history(3), [{"role": "user", "content": "ok"}, {"role": "user", "content": 1}]])
+    assert (e.value.index, e.value.field) == (1, "content")
 
 
 # -- threads and memory ----------------------------------------------------------------------

@@ -297,9 +297,14 @@ def prune_plan(
     prune_images: bool = True,
     dedupe: bool = True,
     cache_block_tokens: int = 0,
-) -> tuple[int, list[tuple[str, int, int, str]]]:
-    """The edits ``contextfold.prune`` applies: ``(protected_from, [(kind, index, slot, text)])``
-    with kind ``content``, ``result_block``, ``image``, ``arguments`` or ``tool_use_input``."""
+) -> tuple[int, list[tuple[int, list[str | int], Any]]]:
+    """The edits ``contextfold.prune`` applies: ``(protected_from, [(index, path, value)])``.
+
+    Each edit replaces the value at ``path`` (keys and list positions inside message ``index``,
+    in that message's own wire format) with ``value`` (new objects of a JSON value: a string,
+    or a dict / list for a text part, a Gemini response or Bedrock result blocks, an arguments
+    object). The path always ends at a key or position the message already has, so applying an
+    edit adds no key."""
 
 def shrink_json(text: str, /, *, max_chars: int) -> str:
     """Shrink a JSON text (a tool call's ``arguments``) to valid JSON of at most ``max_chars``

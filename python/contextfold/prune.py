@@ -1,31 +1,59 @@
 """Pruning of old tool output, applied without touching the caller's history.
 
 The Rust core plans the edits (which tool results, images and arguments outside the protected
-tail to replace); this module builds a NEW list in which only the edited messages are new
-objects (shallow copies, with new inner lists/dicts along the edited path). Every other
-message is the caller's own object, and nothing the caller holds is mutated.
+tail to replace) and writes each in the message's own wire format: a path inside the message
+and the replacement value. This module applies them copy-on-write, without knowing any format:
+only the containers along an edited path are new objects (shallow copies); every other message
+and value is the caller's own object, and nothing the caller holds is mutated.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from contextfold import _core
 
 
-def _as_dict(obj: Any) -> dict:
-    """A shallow dict copy of a message or block (SDK objects: their JSON-mode dump)."""
+def _copy(obj: Any) -> Any:
+    """A shallow, writable copy of a container on an edit's path.
+
+    Dicts and lists are copied as they are, tuples become lists, and SDK objects become the
+    dict of their fields by attribute name (the names the reader read them by).
+    """
     if isinstance(obj, dict):
         return dict(obj)
+    if isinstance(obj, (list, tuple)):
+        return list(obj)
     dump = getattr(obj, "model_dump", None)
     if dump is not None:
-        return dump(mode="json", exclude_none=True, by_alias=True)
+        return dump(mode="json", exclude_none=True)
     return {k: v for k, v in vars(obj).items() if not k.startswith("_") and v is not None}
 
 
+def _apply(messages: list[Any], edits: list[tuple[int, list[str | int], Any]]) -> list[Any]:
+    """A new list with every edit ``(message index, path, value)`` applied copy-on-write."""
+    out = list(messages)
+    mine: set[int] = set()  # ids of the containers this function created (safe to write)
+
+    def own(obj: Any) -> Any:
+        if id(obj) in mine:
+            return obj
+        new = _copy(obj)
+        mine.add(id(new))
+        return new
+
+    for index, path, value in edits:
+        node = out[index] = own(out[index])
+        for step in path[:-1]:
+            child = own(node[step])
+            node[step] = child
+            node = child
+        node[path[-1]] = value  # a new object of the plan's: never shared with the caller
+    return out
+
+
 def prune(
-    messages: list,
+    messages: list[Any],
     /,
     *,
     protect_tail_tokens: int,
@@ -39,7 +67,7 @@ def prune(
     prune_images: bool = True,
     dedupe: bool = True,
     cache_block_tokens: int = 0,
-) -> list:
+) -> list[Any]:
     """A new history where, outside the protected tail, old tool output is cut down.
 
     The tail (the last ``protect_tail_tokens`` estimated tokens, found by the same walk as
@@ -51,6 +79,12 @@ def prune(
     shrunk with ``shrink_json`` and stay valid JSON. With ``cache_block_tokens`` > 0 the pruned
     region only grows in whole blocks of that many tokens, so the prefix already sent stays
     byte-identical from turn to turn and the provider's prompt cache keeps hitting.
+
+    Every edit is written in the history's own wire format (OpenAI chat or Responses,
+    Anthropic, Gemini, Bedrock): a tool result's text where that format keeps it, an omitted
+    image as a text part of that format, shortened arguments as a string (OpenAI) or an object
+    (Anthropic, Gemini, Bedrock). No key is added, no call loses its result, and an edit is made
+    only when it makes the request smaller in bytes and in estimated tokens.
 
     Returns a new list; the caller's list and message objects are never modified. Edited
     SDK-object messages come back as dicts.
@@ -69,45 +103,4 @@ def prune(
         dedupe=dedupe,
         cache_block_tokens=cache_block_tokens,
     )
-    out = list(messages)
-    copied: dict[int, dict] = {}
-    parts_copied: set[int] = set()
-    calls_copied: set[int] = set()
-
-    def message(i: int) -> dict:
-        if i not in copied:
-            copied[i] = _as_dict(messages[i])
-            out[i] = copied[i]
-        return copied[i]
-
-    def parts(i: int) -> list:
-        m = message(i)
-        key = "content" if m.get("content") is not None else "parts"
-        if i not in parts_copied:
-            m[key] = list(m[key])
-            parts_copied.add(i)
-        return m[key]
-
-    for kind, i, slot, text in edits:
-        if kind == "content":
-            message(i)["content"] = text
-        elif kind == "result_block":
-            p = parts(i)
-            block = _as_dict(p[slot])
-            block["content"] = text
-            p[slot] = block
-        elif kind == "image":
-            parts(i)[slot] = {"type": "text", "text": text}
-        elif kind == "arguments":
-            m = message(i)
-            if i not in calls_copied:
-                m["tool_calls"] = [_as_dict(c) for c in m["tool_calls"]]
-                calls_copied.add(i)
-            call = m["tool_calls"][slot]
-            call["function"] = dict(_as_dict(call["function"]), arguments=text)
-        elif kind == "tool_use_input":
-            p = parts(i)
-            block = _as_dict(p[slot])
-            block["input"] = json.loads(text)
-            p[slot] = block
-    return out
+    return _apply(messages, edits)

@@ -8,7 +8,7 @@ use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
 };
 
-use crate::wire::{json_string_len, push_json_string};
+use crate::wire::json_size::{json_string_len, push_json_string};
 
 // Deeper than any real message; also stops cyclic containers.
 const MAX_DEPTH: usize = 512;
@@ -72,7 +72,10 @@ fn write<S: Sink>(v: &Bound<'_, PyAny>, out: &mut S, depth: usize) -> PyResult<(
         }
     } else if let Ok(d) = v.cast::<PyDict>() {
         out.raw("{");
-        for (i, (k, val)) in d.iter().enumerate() {
+        // A private copy: serializing a value may run Python code (`model_dump`, `__str__`)
+        // that changes the caller's dict, which must not disturb (or panic) this iteration.
+        let snapshot = d.copy()?;
+        for (i, (k, val)) in snapshot.iter().enumerate() {
             if i > 0 {
                 out.raw(",");
             }

@@ -1,16 +1,16 @@
 //! Bindings of the tail walk and the prune plan. The plan is returned as plain tuples; the
 //! Python layer (`contextfold.prune`) builds new message objects for the edited messages only.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
 use super::messages::{Keep, Walker};
 use super::provider;
 use crate::estimate::Estimator;
-use crate::prune::{plan, Edit, PruneOptions};
+use crate::prune::{plan, PruneOptions, Step};
 use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
 
 fn check_ceiling(soft_ceiling: f64, min_tail: usize) -> PyResult<()> {
@@ -57,6 +57,13 @@ fn find_tail_start(
     Ok(py.detach(|| walk(&est.each(&ms), &legal_cuts(&ms), &opt)))
 }
 
+/// The error of a history that changed length while it was read (a property that trims the
+/// list, another thread).
+#[cold]
+fn changed() -> PyErr {
+    PyRuntimeError::new_err("messages changed size while being read")
+}
+
 /// The tail walk reading only the end of the history: messages are parsed backward until two
 /// legal cuts lie beyond the budget's reach (`w1`, the nearer, and `w2` before it), after
 /// which the walk on `w2..n` provably returns what the walk on the whole history would (every
@@ -81,7 +88,8 @@ fn tail_from_the_end(
     while i > opt.protect_first_n {
         i -= 1;
         walker.set_index(i);
-        let m = walker.message(&list.get_item(i)?)?;
+        let item = list.get_item(i).map_err(|_| changed())?;
+        let m = walker.message(&item)?;
         let cost = est.message(&m);
         costs_rev.push(cost);
         suffix += f64::from(cost);
@@ -114,7 +122,12 @@ fn tail_from_the_end(
                 // bookkeeping, so redo the backward pass over the collected window instead.
                 let window = list.get_slice(i, n);
                 let views = Walker::new(py, &keep).messages(window.as_any())?;
-                legal.copy_from_slice(&legal_cuts(&views));
+                // Reading runs Python code (properties, `model_dump`) that may change the list.
+                let cuts = legal_cuts(&views);
+                if cuts.len() != legal.len() || list.len() != n {
+                    return Err(changed());
+                }
+                legal.copy_from_slice(&cuts);
                 let w = TailOptions {
                     protect_first_n: 0,
                     ..*opt
@@ -126,14 +139,15 @@ fn tail_from_the_end(
     Ok(None)
 }
 
-/// The prune plan: `(protected_from, [(kind, index, slot, text), ...])` where kind is
-/// "content", "result_block", "image", "arguments" or "tool_use_input".
+/// The prune plan: `(protected_from, [(message index, path, value), ...])`: each edit replaces
+/// the value at `path` (keys and list positions, in the message's own wire format) with
+/// `value`, new Python objects of a JSON value. Applying needs no knowledge of the formats.
 #[pyfunction]
 #[pyo3(signature = (messages, /, *, protect_tail_tokens, provider="openai", model=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0))]
 #[allow(clippy::too_many_arguments)]
-fn prune_plan(
-    py: Python<'_>,
-    messages: &Bound<'_, PyAny>,
+fn prune_plan<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
     protect_tail_tokens: u64,
     provider: &str,
     model: Option<&str>,
@@ -145,7 +159,7 @@ fn prune_plan(
     prune_images: bool,
     dedupe: bool,
     cache_block_tokens: u64,
-) -> PyResult<(usize, Vec<PlannedEdit>)> {
+) -> PyResult<(usize, Vec<PlannedEdit<'py>>)> {
     check_ceiling(soft_ceiling, min_tail)?;
     if arguments_max_chars < 64 {
         return Err(PyValueError::new_err(
@@ -167,29 +181,53 @@ fn prune_plan(
         cache_block_tokens,
     };
     let p = py.detach(|| plan(&ms, &est, &opt));
-    let edits = p
-        .edits
-        .into_iter()
-        .map(|e| match e {
-            Edit::Content { index, text } => ("content", index, 0, text),
-            Edit::ResultBlock { index, part, text } => ("result_block", index, part, text),
-            Edit::Image { index, part, text } => ("image", index, part, text),
-            Edit::Arguments {
-                index,
-                call,
-                in_content: false,
-                text,
-            } => ("arguments", index, call, text),
-            Edit::Arguments {
-                index, call, text, ..
-            } => ("tool_use_input", index, call, text),
-        })
-        .collect();
+    let mut edits = Vec::with_capacity(p.edits.len());
+    for e in p.edits {
+        let path = PyList::empty(py);
+        for step in e.path {
+            match step {
+                Step::Key(k) => path.append(k)?,
+                Step::Index(j) => path.append(j)?,
+            }
+        }
+        let value: serde_json::Value = serde_json::from_str(&e.value)
+            .map_err(|err| PyValueError::new_err(format!("edit value is not JSON: {err}")))?;
+        edits.push((e.message, path, to_python(py, &value)?));
+    }
     Ok((p.protected_from, edits))
 }
 
-/// `(kind, message index, part or call index, replacement text)`.
-type PlannedEdit = (&'static str, usize, usize, String);
+/// `(message index, path inside it, replacement value)`.
+type PlannedEdit<'py> = (usize, Bound<'py, PyList>, Bound<'py, PyAny>);
+
+/// A JSON value as new Python objects (what `json.loads` would return).
+fn to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use serde_json::Value;
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_pyobject(py)?.into_any(),
+            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(a) => {
+            let list = PyList::empty(py);
+            for x in a {
+                list.append(to_python(py, x)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, x) in o {
+                d.set_item(k, to_python(py, x)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_tail_start, m)?)?;

@@ -156,7 +156,11 @@ fn list_layout_ok(py: Python<'_>) -> bool {
         raw.ob_size == 5
             && raw.ob_type == std::ptr::addr_of_mut!(ffi::PyList_Type)
             && !raw.ob_item.is_null()
-            && (0..5).all(|i| unsafe { *raw.ob_item.add(i) } as usize == id_at(&list, i))
+            && (0..5).all(|i| {
+                // SAFETY: `ob_size` is 5 and `ob_item` non-null (checked just above), so slots
+                // 0..5 are inside the list's item array.
+                (unsafe { *raw.ob_item.add(i) }) as usize == id_at(&list, i)
+            })
     })
 }
 

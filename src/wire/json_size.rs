@@ -1,6 +1,6 @@
 //! Wire size: the bytes a history occupies in the serialized request body.
 //!
-//! The other notion of size (SEEDS item 5): base64 images count in full here, while context
+//! The other notion of size: base64 images count in full here, while context
 //! pressure prices them by pixels. Requests are measured as compact JSON in UTF-8
 //! (`json.dumps(obj, separators=(",", ":"), ensure_ascii=False)`), which is how httpx-based
 //! SDKs send them.

@@ -1,0 +1,159 @@
+//! Anthropic Messages: content blocks `text`, `image`, `tool_use`, `tool_result`, `thinking`,
+//! `redacted_thinking` (and the server / MCP tool blocks).
+//!
+//! Detection: one of those block types. Edits
+//! (https://docs.anthropic.com/en/api/messages, content block types): a tool result's text is
+//! the `tool_result` block's `content` (a string is accepted there); an omitted image becomes
+//! `{"type":"text","text":...}`; shortened arguments stay a JSON *object* at the `tool_use`
+//! block's `input`.
+
+use std::borrow::Cow;
+
+use super::edit::{
+    if_smaller, image_bytes, json_string, object_of, text_parts_bytes, CallAt, Change, Step,
+    Written,
+};
+use super::input::{Input, Key, ReadResult, Shape, Src};
+use super::read::{image_data, invalid, json_or_str, opaque, opt_id, Reader};
+use super::Format;
+use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
+
+/// `{"type":"image","source":{"type":"base64","media_type","data"} | {"type":"url","url"}}`.
+fn image<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<Part<'a>, V::Error> {
+    let spath = format!("{path}.source");
+    let src = p
+        .get(Key::source)
+        .src()?
+        .ok_or_else(|| invalid(spath.as_str(), "missing"))?;
+    let source = match opt_id(&src, Key::kind, format_args!("{spath}.type"))? {
+        Some("base64") => match src.get(Key::data).src()? {
+            Some(d) => image_data(&d)?
+                .ok_or_else(|| invalid(format!("{spath}.data"), "expected base64 text or bytes"))?,
+            None => return Err(invalid(format!("{spath}.data"), "missing")),
+        },
+        Some("url") => {
+            ImageSource::Url(opt_id(&src, Key::url, format_args!("{spath}.url"))?.unwrap_or(""))
+        }
+        _ => ImageSource::Url(""),
+    };
+    Ok(Part::Image(Image {
+        source,
+        detail: Detail::Auto,
+    }))
+}
+
+/// The Anthropic block types.
+pub(crate) fn typed_part<'a, V: Input<'a>>(
+    r: &Reader,
+    kind: &'a str,
+    p: &V,
+    path: &str,
+) -> ReadResult<Option<Part<'a>>, V::Error> {
+    Ok(Some(match kind {
+        "image" => {
+            r.saw(Format::Anthropic);
+            image(p, path)?
+        }
+        "tool_use" | "server_tool_use" | "mcp_tool_use" => {
+            r.saw(Format::Anthropic);
+            let id = opt_id(p, Key::id, format_args!("{path}.id"))?.unwrap_or("");
+            let name = opt_id(p, Key::name, format_args!("{path}.name"))?.unwrap_or("");
+            let arguments = match p.get(Key::input).src()? {
+                Some(i) => json_or_str(&i)?,
+                None => Cow::Borrowed("{}"),
+            };
+            Part::ToolUse(ToolCall {
+                id,
+                name,
+                arguments,
+            })
+        }
+        k if k == "tool_result" || k.ends_with("_tool_result") => {
+            r.saw(Format::Anthropic);
+            let tool_use_id =
+                opt_id(p, Key::tool_use_id, format_args!("{path}.tool_use_id"))?.unwrap_or("");
+            let content = match p.get(Key::content).src()? {
+                None => Vec::new(),
+                Some(c) if matches!(c.shape(), Shape::Str | Shape::List) => {
+                    r.nested_parts(&c, &format!("{path}.content"))?
+                }
+                // Server tool results carry structured objects: priced by their JSON, and not
+                // text, so never replaced by a text.
+                Some(c) => vec![opaque(kind, &c)?],
+            };
+            Part::ToolResult {
+                tool_use_id,
+                content,
+            }
+        }
+        "thinking" => {
+            r.saw(Format::Anthropic);
+            Part::Thinking {
+                text: r.thinking_text(p, path)?,
+                signature: opt_id(p, Key::signature, format_args!("{path}.signature"))?
+                    .unwrap_or(""),
+            }
+        }
+        "redacted_thinking" => {
+            r.saw(Format::Anthropic);
+            Part::EncryptedReasoning(
+                opt_id(p, Key::data, format_args!("{path}.data"))?.unwrap_or(""),
+            )
+        }
+        _ => return Ok(None),
+    }))
+}
+
+// The smallest Anthropic image block, without its data.
+const IMAGE_SKELETON: &str = r#"{"type":"image","source":{}}"#;
+
+/// An edit of an Anthropic message.
+pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
+    match change {
+        Change::ResultText {
+            part: Some(k),
+            text,
+        } => {
+            let Part::ToolResult { content, .. } = msg.parts().get(*k)? else {
+                return None;
+            };
+            if_smaller(
+                text_parts_bytes(content)?,
+                vec![Step::Key("content"), Step::Index(*k), Step::Key("content")],
+                json_string(text),
+            )
+        }
+        Change::Image { part, text } => if_smaller(
+            image_bytes(msg, *part, IMAGE_SKELETON)?,
+            vec![Step::Key("content"), Step::Index(*part)],
+            object_of(&[("type", "text"), ("text", text)]),
+        ),
+        Change::Arguments {
+            call: CallAt::Part(k),
+            json,
+        } => object_arguments(
+            msg,
+            *k,
+            json,
+            vec![Step::Key("content"), Step::Index(*k), Step::Key("input")],
+        ),
+        _ => None,
+    }
+}
+
+/// Shortened arguments of the tool-call block at `k`, written as an object: only when the
+/// original was an object (its compact JSON is the view's text) and the new one is smaller.
+pub(crate) fn object_arguments(
+    msg: &Message<'_>,
+    k: usize,
+    json: &str,
+    path: Vec<Step>,
+) -> Option<Written> {
+    let Part::ToolUse(c) = msg.parts().get(k)? else {
+        return None;
+    };
+    if !(c.arguments.starts_with('{') && json.starts_with('{')) {
+        return None;
+    }
+    if_smaller(c.arguments.len(), path, json.to_string())
+}

@@ -1,0 +1,138 @@
+//! Edits in a format the bindings apply without knowing any format.
+//!
+//! The planner says what it wants changed in format-neutral terms ([`Change`]: this tool
+//! result's text, this image, these arguments); the message's format writes it as an [`Edit`]:
+//! the path to the value it replaces inside that message, in that format's own keys, and the
+//! replacement as compact JSON in that format. Applying an edit is a copy-on-write assignment
+//! along the path; no key is ever added (the last step names a key the message already has).
+
+use super::json_size::push_json_string;
+use super::{anthropic, bedrock, gemini, openai_chat, openai_responses, Format};
+use crate::message::{ImageSource, Message, Part};
+
+/// One step of a path inside a message: a field or a list position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Step {
+    Key(&'static str),
+    Index(usize),
+}
+
+/// Replace the value at `path` inside message `message` with the JSON value `value`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub message: usize,
+    pub path: Vec<Step>,
+    /// Compact JSON text of the replacement.
+    pub value: String,
+}
+
+/// Which tool call of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallAt {
+    /// `message.tool_calls[j]` (OpenAI chat; a Responses `function_call` item is its own call 0).
+    ToolCalls(usize),
+    /// The tool-call block at this content position (Anthropic, Gemini, Bedrock).
+    Part(usize),
+}
+
+/// What the planner wants changed in one message, whatever its format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The text of a tool result becomes `text`: the message's own result (`part: None`:
+    /// OpenAI `tool` message, Responses `function_call_output`) or the result block at content
+    /// position `part` (Anthropic `tool_result`, Gemini `functionResponse`, Bedrock
+    /// `toolResult`).
+    ResultText { part: Option<usize>, text: String },
+    /// The image part at content position `part` becomes a text part saying `text`.
+    Image { part: usize, text: String },
+    /// The arguments of a call become `json` (valid JSON text of the same root type).
+    Arguments { call: CallAt, json: String },
+}
+
+/// The edit that makes `change` to message `index` in its own format, or `None` when the format
+/// cannot express it or the edit would not make the message smaller.
+pub fn write(index: usize, msg: &Message<'_>, change: &Change) -> Option<Edit> {
+    let (path, value) = match msg.wire {
+        Format::Unknown => return None,
+        Format::OpenAIChat => openai_chat::write(msg, change)?,
+        Format::OpenAIResponses => openai_responses::write(msg, change)?,
+        Format::Anthropic => anthropic::write(msg, change)?,
+        Format::Gemini => gemini::write(msg, change, false)?,
+        Format::GeminiSnake => gemini::write(msg, change, true)?,
+        Format::Bedrock => bedrock::write(msg, change)?,
+    };
+    Some(Edit {
+        message: index,
+        path,
+        value,
+    })
+}
+
+/// What a format writer returns: the path and the replacement's JSON text.
+pub(crate) type Written = (Vec<Step>, String);
+
+/// A JSON string literal.
+pub(crate) fn json_string(text: &str) -> String {
+    let mut s = String::with_capacity(text.len() + 2);
+    push_json_string(&mut s, text);
+    s
+}
+
+/// A JSON object with one string field: `{"<key>":"<text>"}`.
+pub(crate) fn object_of(fields: &[(&str, &str)]) -> String {
+    let mut s = String::from("{");
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        push_json_string(&mut s, k);
+        s.push(':');
+        push_json_string(&mut s, v);
+    }
+    s.push('}');
+    s
+}
+
+/// A lower bound on the compact JSON bytes of a string value `text`: its UTF-8 and two quotes
+/// (escapes only add; O(1), where the exact size would scan a large tool output).
+pub(crate) fn string_bytes(text: &str) -> usize {
+    text.len() + 2
+}
+
+/// A lower bound on the JSON bytes of a tool result's nested content, whatever its format wrote
+/// (a string, text blocks, JSON blocks): each text is at least its own length plus two.
+/// `None` when the content holds anything but text (an image, a server tool's structured
+/// result): such a result is not replaced by a plain text.
+pub(crate) fn text_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) => Some(t.len() + 2),
+            _ => None,
+        })
+        .sum()
+}
+
+/// A lower bound on the JSON bytes of an image's source value (`0` when it has none).
+pub(crate) fn source_bytes(src: &ImageSource<'_>) -> usize {
+    match src {
+        ImageSource::Base64(s) | ImageSource::Url(s) if s.is_empty() => 0,
+        ImageSource::Base64(s) | ImageSource::Url(s) => s.len() + 2,
+        ImageSource::Bytes(b) => b.len().div_ceil(3) * 4 + 2,
+    }
+}
+
+/// The image part at content position `part`, with a lower bound on its bytes given the
+/// format's smallest image skeleton.
+pub(crate) fn image_bytes(msg: &Message<'_>, part: usize, skeleton: &str) -> Option<usize> {
+    match msg.parts().get(part)? {
+        Part::Image(img) => Some(skeleton.len() + source_bytes(&img.source)),
+        _ => None,
+    }
+}
+
+/// `Some(written)` only when the replacement is smaller than the lower bound of what it
+/// replaces: an edit never grows a request.
+pub(crate) fn if_smaller(old_min: usize, path: Vec<Step>, value: String) -> Option<Written> {
+    (value.len() < old_min).then_some((path, value))
+}

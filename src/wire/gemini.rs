@@ -1,0 +1,156 @@
+//! Gemini `contents`: `{"role": "user" | "model", "parts": [...]}` with parts keyed by their
+//! kind: `text`, `inlineData`, `functionCall`, `functionResponse` (snake case from the Python
+//! SDK's field names: `inline_data`, `function_call`, `function_response`).
+//!
+//! Detection: a `parts` list. Edits (https://ai.google.dev/api/caching#Part): a tool result is
+//! the `functionResponse.response` object, replaced by `{"output": text}` (the key the docs name
+//! for a function's output, https://ai.google.dev/api/caching#FunctionResponse); an omitted
+//! image becomes `{"text": ...}`; shortened arguments stay a JSON *object* at
+//! `functionCall.args`.
+
+use std::borrow::Cow;
+
+use super::anthropic::object_arguments;
+use super::edit::{if_smaller, image_bytes, object_of, CallAt, Change, Step, Written};
+use super::input::{Input, Key, ReadResult, Src};
+use super::read::{image_data, json_or_str, opaque, opt_id, opt_str, Reader};
+use super::Format;
+use crate::message::{Detail, Image, Message, Part, ToolCall};
+
+/// A Gemini part (no `type` key; its kind is its key).
+pub(crate) fn keyed_part<'a, V: Input<'a>>(
+    r: &Reader,
+    p: &V,
+    path: &str,
+) -> ReadResult<Part<'a>, V::Error> {
+    if let Some(t) = opt_str(p, Key::text, format_args!("{path}.text"))? {
+        return Ok(Part::Text(t));
+    }
+    for (key, snake) in [(Key::inlineData, false), (Key::inline_data, true)] {
+        if let Some(d) = p.get(key).src()? {
+            r.saw(if snake {
+                Format::GeminiSnake
+            } else {
+                Format::Gemini
+            });
+            let mime = match opt_id(&d, Key::mimeType, path)? {
+                Some(m) => m,
+                None => opt_id(&d, Key::mime_type, path)?.unwrap_or(""),
+            };
+            if mime.starts_with("image/") {
+                if let Some(data) = d.get(Key::data).src()? {
+                    if let Some(source) = image_data(&data)? {
+                        return Ok(Part::Image(Image {
+                            source,
+                            detail: Detail::Auto,
+                        }));
+                    }
+                }
+            }
+            return opaque("inlineData", &d);
+        }
+    }
+    for (key, snake) in [(Key::functionCall, false), (Key::function_call, true)] {
+        if let Some(f) = p.get(key).src()? {
+            r.saw(if snake {
+                Format::GeminiSnake
+            } else {
+                Format::Gemini
+            });
+            let name =
+                opt_id(&f, Key::name, format_args!("{path}.functionCall.name"))?.unwrap_or("");
+            let id = opt_id(&f, Key::id, format_args!("{path}.functionCall.id"))?.unwrap_or(name);
+            let arguments = match f.get(Key::args).src()? {
+                Some(a) => json_or_str(&a)?,
+                None => Cow::Borrowed("{}"),
+            };
+            return Ok(Part::ToolUse(ToolCall {
+                id,
+                name,
+                arguments,
+            }));
+        }
+    }
+    for (key, snake) in [
+        (Key::functionResponse, false),
+        (Key::function_response, true),
+    ] {
+        if let Some(f) = p.get(key).src()? {
+            r.saw(if snake {
+                Format::GeminiSnake
+            } else {
+                Format::Gemini
+            });
+            let name =
+                opt_id(&f, Key::name, format_args!("{path}.functionResponse.name"))?.unwrap_or("");
+            let id =
+                opt_id(&f, Key::id, format_args!("{path}.functionResponse.id"))?.unwrap_or(name);
+            let body = match f.get(Key::response).src()? {
+                Some(r) => r.json_text().src()?,
+                None => String::new(),
+            };
+            return Ok(Part::ToolResult {
+                tool_use_id: id,
+                content: vec![Part::Text(Cow::Owned(body))],
+            });
+        }
+    }
+    // `fileData` and other keyed parts: priced as media by their MIME type.
+    opaque("unknown", p)
+}
+
+// The smallest Gemini image part, without its data.
+const IMAGE_SKELETON: &str = r#"{"inlineData":{}}"#;
+
+/// An edit of a Gemini content; `snake` when its parts use the SDK's snake-case keys.
+pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<Written> {
+    let (call_key, response_key) = if snake {
+        ("function_call", "function_response")
+    } else {
+        ("functionCall", "functionResponse")
+    };
+    match change {
+        Change::ResultText {
+            part: Some(k),
+            text,
+        } => {
+            let Part::ToolResult { content, .. } = msg.parts().get(*k)? else {
+                return None;
+            };
+            // The view's text is the response object's compact JSON: its exact size.
+            let [Part::Text(old)] = content.as_slice() else {
+                return None;
+            };
+            if_smaller(
+                old.len(),
+                vec![
+                    Step::Key("parts"),
+                    Step::Index(*k),
+                    Step::Key(response_key),
+                    Step::Key("response"),
+                ],
+                object_of(&[("output", text)]),
+            )
+        }
+        Change::Image { part, text } => if_smaller(
+            image_bytes(msg, *part, IMAGE_SKELETON)?,
+            vec![Step::Key("parts"), Step::Index(*part)],
+            object_of(&[("text", text)]),
+        ),
+        Change::Arguments {
+            call: CallAt::Part(k),
+            json,
+        } => object_arguments(
+            msg,
+            *k,
+            json,
+            vec![
+                Step::Key("parts"),
+                Step::Index(*k),
+                Step::Key(call_key),
+                Step::Key("args"),
+            ],
+        ),
+        _ => None,
+    }
+}

@@ -1,0 +1,163 @@
+//! OpenAI Chat Completions messages: `{"role", "content", "tool_calls", "tool_call_id"}`.
+//!
+//! Detection: a `tool_calls` list, a `tool_call_id`, or an `image_url` part. Edits
+//! (https://platform.openai.com/docs/api-reference/chat/create): a tool result is the `tool`
+//! message's `content` string; an omitted image becomes `{"type":"text","text":...}`; shortened
+//! arguments stay a JSON *string* at `tool_calls[j].function.arguments`.
+
+use std::borrow::Cow;
+
+use super::edit::{
+    if_smaller, image_bytes, json_string, object_of, string_bytes, CallAt, Change, Step, Written,
+};
+use super::input::{Input, Key, ReadResult, Shape, Src};
+use super::read::{
+    detail, image_source, invalid, json_or_str, opt_id, opt_str, text_field, Reader,
+};
+use super::Format;
+use crate::message::{Content, Detail, Image, Message, Part, ToolCall};
+
+/// `message.tool_calls`: `[{"id", "type": "function", "function": {"name", "arguments"}}]`.
+pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall<'a>>, V::Error> {
+    let Some(items) = calls.items().src()? else {
+        return Err(invalid(
+            "tool_calls",
+            format!("expected a list, got {}", calls.type_name()),
+        ));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (j, c) in items.iter().enumerate() {
+        if !matches!(c.shape(), Shape::Map | Shape::Object) {
+            return Err(invalid(
+                format!("tool_calls[{j}]"),
+                format!("expected a tool call object, got {}", c.type_name()),
+            ));
+        }
+        let id = opt_id(c, Key::id, format_args!("tool_calls[{j}].id"))?.unwrap_or("");
+        let Some(f) = c.get(Key::function).src()? else {
+            return Err(invalid(
+                format!("tool_calls[{j}].function"),
+                "missing: a tool call needs a function",
+            ));
+        };
+        let name = opt_id(&f, Key::name, format_args!("tool_calls[{j}].function.name"))?
+            .ok_or_else(|| invalid(format!("tool_calls[{j}].function.name"), "missing"))?;
+        let arguments = match f.get(Key::arguments).src()? {
+            Some(a) => json_or_str(&a)?,
+            None => Cow::Borrowed(""),
+        };
+        out.push(ToolCall {
+            id,
+            name,
+            arguments,
+        });
+    }
+    Ok(out)
+}
+
+/// OpenRouter `reasoning_details`: the visible text and summaries are priced as reasoning;
+/// signatures and encrypted data are not billed as text (see `Profile::encrypted_per_byte`).
+pub(crate) fn reasoning_details<'a, V: Input<'a>>(
+    d: &V,
+) -> ReadResult<Option<Cow<'a, str>>, V::Error> {
+    let Some(items) = d.items().src()? else {
+        return Ok(None);
+    };
+    let mut text = String::new();
+    for item in &items {
+        if !matches!(item.shape(), Shape::Map | Shape::Object) {
+            continue;
+        }
+        for key in [Key::text, Key::summary] {
+            if let Some(v) = item.get(key).src()? {
+                if let Some(s) = v.str().src()? {
+                    text.push_str(&s);
+                }
+            }
+        }
+    }
+    Ok((!text.is_empty()).then_some(Cow::Owned(text)))
+}
+
+/// An `image_url` value: a URL string or `{"url", "detail"}`.
+pub(crate) fn image_url<'a, V: Input<'a>>(
+    u: &V,
+    default: Detail,
+    path: &str,
+) -> ReadResult<Part<'a>, V::Error> {
+    let (url, detail) = match u.str().src()? {
+        Some(s) => (s, default),
+        None => {
+            let url = opt_str(u, Key::url, format_args!("{path}.url"))?
+                .ok_or_else(|| invalid(format!("{path}.url"), "missing"))?;
+            (url, detail(u, path)?.unwrap_or(default))
+        }
+    };
+    Ok(Part::Image(Image {
+        source: image_source(url),
+        detail,
+    }))
+}
+
+/// The chat part types: `text`, `image_url`, `refusal`.
+pub(crate) fn typed_part<'a, V: Input<'a>>(
+    r: &Reader,
+    kind: &str,
+    p: &V,
+    path: &str,
+) -> ReadResult<Option<Part<'a>>, V::Error> {
+    Ok(Some(match kind {
+        "text" => Part::Text(text_field(p, Key::text, path)?),
+        "refusal" => Part::Text(text_field(p, Key::refusal, path)?),
+        "image_url" => {
+            r.saw(Format::OpenAIChat);
+            let u = p
+                .get(Key::image_url)
+                .src()?
+                .ok_or_else(|| invalid(format!("{path}.image_url"), "missing"))?;
+            image_url(&u, Detail::Auto, &format!("{path}.image_url"))?
+        }
+        _ => return Ok(None),
+    }))
+}
+
+// The smallest chat image part, without its URL.
+const IMAGE_SKELETON: &str = r#"{"type":"image_url","image_url":{"url":}}"#;
+
+/// An edit of a chat message.
+pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
+    match change {
+        Change::ResultText { part: None, text } => {
+            let Content::Text(old) = &msg.content else {
+                return None;
+            };
+            if_smaller(
+                string_bytes(old),
+                vec![Step::Key("content")],
+                json_string(text),
+            )
+        }
+        Change::Image { part, text } => if_smaller(
+            image_bytes(msg, *part, IMAGE_SKELETON)?,
+            vec![Step::Key("content"), Step::Index(*part)],
+            object_of(&[("type", "text"), ("text", text)]),
+        ),
+        Change::Arguments {
+            call: CallAt::ToolCalls(j),
+            json,
+        } => {
+            let old = msg.tool_calls.get(*j)?;
+            if_smaller(
+                string_bytes(&old.arguments),
+                vec![
+                    Step::Key("tool_calls"),
+                    Step::Index(*j),
+                    Step::Key("function"),
+                    Step::Key("arguments"),
+                ],
+                json_string(json),
+            )
+        }
+        _ => None,
+    }
+}

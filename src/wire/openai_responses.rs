@@ -1,0 +1,164 @@
+//! OpenAI Responses API input items: role-less `function_call` / `function_call_output` /
+//! `reasoning` items beside `{"role", "content"}` messages with `input_text` / `input_image`
+//! parts.
+//!
+//! Detection: an item without a `role` but with a `type`, or a Responses part type. Edits
+//! (https://platform.openai.com/docs/api-reference/responses/create, input item list): a tool
+//! result is the `function_call_output` item's `output` string; an omitted image becomes
+//! `{"type":"input_text","text":...}`; shortened arguments stay a JSON *string* at the
+//! `function_call` item's `arguments`. A `custom_tool_call`'s free-form `input` is not JSON and
+//! is never shortened.
+
+use std::borrow::Cow;
+
+use super::edit::{
+    if_smaller, image_bytes, json_string, object_of, string_bytes, CallAt, Change, Step, Written,
+};
+use super::input::{Input, Key, ReadResult, Src};
+use super::openai_chat::image_url;
+use super::read::{detail, invalid, json_or_str, opaque, opt_id, text_field, Reader};
+use super::Format;
+use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
+
+/// The Responses part types: `input_text`, `output_text`, `summary_text`, `reasoning_text`,
+/// `input_image`.
+pub(crate) fn typed_part<'a, V: Input<'a>>(
+    r: &Reader,
+    kind: &str,
+    p: &V,
+    path: &str,
+) -> ReadResult<Option<Part<'a>>, V::Error> {
+    Ok(Some(match kind {
+        "input_text" | "output_text" | "summary_text" | "reasoning_text" => {
+            r.saw(Format::OpenAIResponses);
+            Part::Text(text_field(p, Key::text, path)?)
+        }
+        "input_image" => {
+            r.saw(Format::OpenAIResponses);
+            let detail = detail(p, path)?.unwrap_or_default();
+            match p.get(Key::image_url).src()? {
+                Some(u) => image_url(&u, detail, &format!("{path}.image_url"))?,
+                None => Part::Image(Image {
+                    source: ImageSource::Url(""),
+                    detail,
+                }),
+            }
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// A Responses input item without a role (`function_call`, `function_call_output`,
+/// `reasoning`, hosted-tool calls).
+pub(crate) fn item<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error> {
+    let Some(kind) = opt_id(m, Key::kind, "type")? else {
+        return Err(invalid(
+            "role",
+            "missing (and no Responses item `type` either)",
+        ));
+    };
+    let r = Reader::new();
+    let mut msg = match kind {
+        "function_call" | "custom_tool_call" => {
+            let mut msg = Message::empty("assistant");
+            let id = opt_id(m, Key::call_id, "call_id")?.unwrap_or("");
+            let name = opt_id(m, Key::name, "name")?
+                .ok_or_else(|| invalid("name", "a function_call item needs a name"))?;
+            let args = match m.get(Key::arguments).src()? {
+                Some(a) => json_or_str(&a)?,
+                None => match m.get(Key::input).src()? {
+                    Some(a) => json_or_str(&a)?,
+                    None => Cow::Borrowed(""),
+                },
+            };
+            msg.tool_calls.push(ToolCall {
+                id,
+                name,
+                arguments: args,
+            });
+            // Only a function_call's arguments are JSON (and may be shortened).
+            if kind == "function_call" {
+                msg.wire = Format::OpenAIResponses;
+            }
+            msg
+        }
+        "function_call_output" | "custom_tool_call_output" => {
+            let mut msg = Message::empty("tool");
+            msg.tool_call_id = opt_id(m, Key::call_id, "call_id")?;
+            if let Some(o) = m.get(Key::output).src()? {
+                msg.content = r.content(&o, "output")?;
+            }
+            msg.wire = Format::OpenAIResponses;
+            msg
+        }
+        "reasoning" => {
+            let mut msg = Message::empty("assistant");
+            let mut parts = Vec::new();
+            if let Some(e) = opt_id(m, Key::encrypted_content, "encrypted_content")? {
+                parts.push(Part::EncryptedReasoning(e));
+            }
+            for key in [Key::summary, Key::content] {
+                if let Some(s) = m.get(key).src()? {
+                    if let Content::Parts(p) = r.content(&s, key.as_str())? {
+                        parts.extend(p);
+                    }
+                }
+            }
+            msg.content = Content::Parts(parts);
+            msg
+        }
+        _ => {
+            let mut msg = Message::empty("assistant");
+            msg.content = Content::Parts(vec![opaque(kind, m)?]);
+            msg
+        }
+    };
+    // Parts of a reasoning item are merged: their positions are not the item's, never edited.
+    if kind == "reasoning" {
+        msg.wire = Format::Unknown;
+    }
+    Ok(msg)
+}
+
+// The smallest Responses image part, without its URL.
+const IMAGE_SKELETON: &str = r#"{"type":"input_image"}"#;
+
+/// An edit of a Responses item.
+pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
+    // A function_call_output keeps its parts (if a list) under `output`.
+    let list_key = if msg.tool_call_id.is_some() {
+        "output"
+    } else {
+        "content"
+    };
+    match change {
+        Change::ResultText { part: None, text } => {
+            let Content::Text(old) = &msg.content else {
+                return None;
+            };
+            msg.tool_call_id?;
+            if_smaller(
+                string_bytes(old),
+                vec![Step::Key("output")],
+                json_string(text),
+            )
+        }
+        Change::Image { part, text } => if_smaller(
+            image_bytes(msg, *part, IMAGE_SKELETON)?,
+            vec![Step::Key(list_key), Step::Index(*part)],
+            object_of(&[("type", "input_text"), ("text", text)]),
+        ),
+        Change::Arguments {
+            call: CallAt::ToolCalls(0),
+            json,
+        } => {
+            let old = msg.tool_calls.first()?;
+            if_smaller(
+                string_bytes(&old.arguments),
+                vec![Step::Key("arguments")],
+                json_string(json),
+            )
+        }
+        _ => None,
+    }
+}
