@@ -194,8 +194,9 @@ def analyze(req: Request, *, budget: int | None = None, window: int | None = Non
     start = contextfold.find_tail_start(req.messages, budget_tokens=tail_budget, provider=provider, model=model)  # type: ignore[arg-type]
     _, edits = contextfold._core.prune_plan(req.messages, protect_tail_tokens=tail_budget, provider=provider, model=model)  # type: ignore[arg-type]
     masked: dict[int, str] = {}
-    for kind, i, _slot, _text in edits:
-        masked[i] = kind if i not in masked else masked[i]
+    # Edits are (message index, path inside the message, new value): name each by its field.
+    for i, path, _value in edits:
+        masked.setdefault(i, str(path[-1]) if path else "message")
     pruned = contextfold.prune(req.messages, protect_tail_tokens=tail_budget, provider=provider, model=model)
     after = contextfold.estimate(pruned, **opts)
     biggest = tuple(sorted(b.per_message, key=lambda m: -m.tokens)[:top])
