@@ -65,6 +65,9 @@ pub struct PrunePlan {
     /// Messages from here on are untouched.
     pub protected_from: usize,
     pub edits: Vec<Edit>,
+    /// The format-neutral change behind each edit (same order and length as `edits`): what
+    /// callers that re-price or filter edits (the compaction planner) reason about.
+    pub changes: Vec<(usize, Change)>,
 }
 
 // FxHash-style 64-bit hash of the length, the first and the last 256 bytes: cheap whatever the
@@ -232,11 +235,13 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
     };
 
     let mut edits = Vec::new();
+    let mut changes = Vec::new();
     // Keep a change only when its format can write it and it saves estimated tokens.
     let mut push = |i: usize, m: &Message<'_>, change: Change, saves_tokens: bool| {
         if saves_tokens {
             if let Some(e) = write(i, m, &change) {
                 edits.push(e);
+                changes.push((i, change));
             }
         }
     };
@@ -340,6 +345,7 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PruneP
     PrunePlan {
         protected_from: tail,
         edits,
+        changes,
     }
 }
 

@@ -636,3 +636,60 @@ proptest! {
         }
     }
 }
+
+/// A text agent's long observation (a user message with string content) is rewritten where
+/// each format keeps a string message's text, and nowhere a format has no string form.
+#[test]
+fn plain_text_change_lands_on_the_string_content_of_each_format() {
+    use contextfold::wire::edit::{write, Change};
+    let long = "ls -la output line\n".repeat(200);
+    let change = Change::Text {
+        text: "[observation pruned]".into(),
+    };
+    let cases = [
+        (
+            json!({"role": "user", "content": long}),
+            Format::OpenAIChat,
+            true,
+        ),
+        (
+            json!({"role": "user", "content": long}),
+            Format::Anthropic,
+            true,
+        ),
+        (
+            json!({"type": "message", "role": "user", "content": long}),
+            Format::OpenAIResponses,
+            true,
+        ),
+        (
+            json!({"role": "user", "parts": [{"text": long}]}),
+            Format::Gemini,
+            false,
+        ),
+        (
+            json!({"role": "user", "content": [{"text": long}]}),
+            Format::Bedrock,
+            false,
+        ),
+        // A tool result is never rewritten by a plain-text change (ResultText owns those).
+        (
+            json!({"type": "function_call_output", "call_id": "c1", "output": long}),
+            Format::OpenAIResponses,
+            false,
+        ),
+    ];
+    for (msg, format, writable) in cases {
+        let h = vec![msg];
+        let mut views = read(&h);
+        views[0].wire = format;
+        let edit = write(0, &views[0], &change);
+        assert_eq!(edit.is_some(), writable, "{format:?}");
+        if let Some(e) = edit {
+            assert_eq!(e.path, [Step::Key("content")]);
+            let out = apply(&h, &[e]);
+            assert_eq!(out[0]["content"], json!("[observation pruned]"));
+            assert!(bytes(&out) < bytes(&h));
+        }
+    }
+}

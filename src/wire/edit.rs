@@ -47,6 +47,10 @@ pub enum Change {
     Image { part: usize, text: String },
     /// The arguments of a call become `json` (valid JSON text of the same root type).
     Arguments { call: CallAt, json: String },
+    /// The plain-text content of a message that is not a tool result (a text agent's
+    /// observation sent as a user message) becomes `text`. Written only where the content is
+    /// a string, so the message keeps its shape.
+    Text { text: String },
 }
 
 /// The edit that makes `change` to message `index` in its own format, or `None` when the format

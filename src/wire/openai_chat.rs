@@ -127,7 +127,7 @@ const IMAGE_SKELETON: &str = r#"{"type":"image_url","image_url":{"url":}}"#;
 /// An edit of a chat message.
 pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
     match change {
-        Change::ResultText { part: None, text } => {
+        Change::ResultText { part: None, text } | Change::Text { text } => {
             let Content::Text(old) = &msg.content else {
                 return None;
             };

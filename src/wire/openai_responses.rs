@@ -143,6 +143,20 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 json_string(text),
             )
         }
+        Change::Text { text } => {
+            // A message item (`{"role", "content": "..."}`), never a function_call_output.
+            let Content::Text(old) = &msg.content else {
+                return None;
+            };
+            if msg.tool_call_id.is_some() {
+                return None;
+            }
+            if_smaller(
+                string_bytes(old),
+                vec![Step::Key("content")],
+                json_string(text),
+            )
+        }
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key(list_key), Step::Index(*part)],
