@@ -237,3 +237,22 @@ def test_invariants_on_real_conversations_at_several_budgets(root):
             assert cf.estimate(out, provider=provider) <= cf.estimate(msgs, provider=provider)
             checked += 1
     assert checked >= 4 * len(convs)
+
+
+def test_apply_edits_removes_blocks_after_replacing_and_never_touches_the_input() -> None:
+    from contextfold.prune import apply_edits
+
+    msg = {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "a", "signature": "s1"},
+        {"type": "text", "text": "hello"},
+        {"type": "thinking", "thinking": "b", "signature": "s2"},
+        {"type": "tool_use", "id": "t", "name": "f", "input": {"x": "y" * 50}},
+    ]}
+    history = [msg]
+    snapshot = copy.deepcopy(history)
+    # removals name positions of the original list; the replacement at 3 lands first
+    out = apply_edits(history, [(0, ["content", 0], None), (0, ["content", 3, "input"], {"x": "…"}),
+                                (0, ["content", 2], None)])
+    assert history == snapshot
+    assert [b["type"] for b in out[0]["content"]] == ["text", "tool_use"]
+    assert out[0]["content"][1]["input"] == {"x": "…"}

@@ -9,6 +9,7 @@ and value is the caller's own object, and nothing the caller holds is mutated.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from contextfold import _core
@@ -30,8 +31,15 @@ def _copy(obj: Any) -> Any:
     return {k: v for k, v in vars(obj).items() if not k.startswith("_") and v is not None}
 
 
-def _apply(messages: list[Any], edits: list[tuple[int, list[str | int], Any]]) -> list[Any]:
-    """A new list with every edit ``(message index, path, value)`` applied copy-on-write."""
+def apply_edits(messages: Sequence[Any], edits: Iterable[Sequence[Any]]) -> list[Any]:
+    """A new list with every edit applied copy-on-write; the caller's objects are never modified.
+
+    Each edit is ``(message index, path, value, ...)`` as the core plans it (extra fields are
+    ignored): ``value`` is the replacement (a new object built by the core) at ``path`` (a list
+    of keys and list positions inside the message, in that message's wire format), or ``None``
+    to remove the list element the path names (a block dropped whole; no edit writes a null). Removals are applied after
+    every replacement, highest position first, so the positions the plan gave stay valid.
+    """
     out = list(messages)
     mine: set[int] = set()  # ids of the containers this function created (safe to write)
 
@@ -42,13 +50,23 @@ def _apply(messages: list[Any], edits: list[tuple[int, list[str | int], Any]]) -
         mine.add(id(new))
         return new
 
-    for index, path, value in edits:
+    def walk(index: int, steps: Sequence[str | int]) -> Any:
         node = out[index] = own(out[index])
-        for step in path[:-1]:
+        for step in steps:
             child = own(node[step])
             node[step] = child
             node = child
-        node[path[-1]] = value  # a new object of the plan's: never shared with the caller
+        return node
+
+    removals: list[tuple[int, tuple[str | int, ...], int]] = []
+    for edit in edits:
+        index, path, value = edit[0], edit[1], edit[2]
+        if value is None:
+            removals.append((index, tuple(path[:-1]), path[-1]))
+            continue
+        walk(index, path[:-1])[path[-1]] = value  # a new object of the plan's, never shared
+    for index, parent, position in sorted(removals, key=lambda r: r[2], reverse=True):
+        del walk(index, parent)[position]
     return out
 
 
@@ -103,4 +121,4 @@ def prune(
         dedupe=dedupe,
         cache_block_tokens=cache_block_tokens,
     )
-    return _apply(messages, edits)
+    return apply_edits(messages, edits)
