@@ -2,6 +2,8 @@
 //!
 //! One concept per module; the Python bindings live in `python/` behind the `python` feature.
 
+pub mod compaction;
+pub mod digest;
 pub mod error;
 pub mod estimate;
 pub mod exact;

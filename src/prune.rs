@@ -157,7 +157,7 @@ fn placeholder(tool: &str, bytes: usize, tokens: u32) -> String {
 /// The end of the prunable region: the tail start, or in cache-aware mode the last block
 /// boundary at or before it (boundaries at every `block` tokens of cumulative cost, which only
 /// depend on the messages before them, so they do not move as the history grows).
-fn prune_end(costs: &[u32], tail_start: usize, block: u64, legal: &[bool]) -> usize {
+pub fn prune_end(costs: &[u32], tail_start: usize, block: u64, legal: &[bool]) -> usize {
     if block == 0 {
         return tail_start;
     }

@@ -22,15 +22,31 @@ from contextfold._core import (
     shrink_json,
     wire_bytes,
 )
-from contextfold.errors import InvalidMessageError, UnknownModelError
+from contextfold.compactor import CompactionResult, Compactor, Pruned, detect_wire_format
+from contextfold.errors import (
+    CompactionBudgetError,
+    CompactionError,
+    InvalidMessageError,
+    UnknownModelError,
+)
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.prune import prune
 from contextfold.session import Session
+from contextfold.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, SummaryResult
 
 __all__ = [
     "PROVIDERS",
+    "CompactionBudgetError",
+    "CompactionError",
+    "CompactionResult",
+    "Compactor",
+    "ExtractiveSummarizer",
     "InvalidMessageError",
+    "Pruned",
     "Session",
+    "Summarizer",
+    "SummaryRequest",
+    "SummaryResult",
     "UnknownModelError",
     "__version__",
     "context_window",
@@ -38,6 +54,7 @@ __all__ = [
     "count_each",
     "count_many",
     "count_text",
+    "detect_wire_format",
     "encoding_for",
     "estimate",
     "estimate_each",

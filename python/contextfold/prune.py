@@ -69,6 +69,17 @@ def prune(
         dedupe=dedupe,
         cache_block_tokens=cache_block_tokens,
     )
+    return apply_edits(messages, edits)
+
+
+def apply_edits(messages: list, edits: list) -> list:
+    """A new list with planned edits applied; the caller's objects are never modified.
+
+    ``edits`` are ``(kind, index, slot, text, ...)`` tuples as ``_core.prune_plan`` and
+    ``_core.compaction_plan`` return them (extra fields ignored). Kinds: ``content``,
+    ``result_block``, ``image``, ``arguments``, ``tool_use_input`` and ``drop_part`` (a content
+    block removed whole, e.g. an old turn's thinking). Only edited messages are new objects.
+    """
     out = list(messages)
     copied: dict[int, dict] = {}
     parts_copied: set[int] = set()
@@ -88,7 +99,8 @@ def prune(
             parts_copied.add(i)
         return m[key]
 
-    for kind, i, slot, text in edits:
+    drops: dict[int, list[int]] = {}
+    for kind, i, slot, text, *_ in edits:
         if kind == "content":
             message(i)["content"] = text
         elif kind == "result_block":
@@ -110,4 +122,11 @@ def prune(
             block = _as_dict(p[slot])
             block["input"] = json.loads(text)
             p[slot] = block
+        elif kind == "drop_part":
+            drops.setdefault(i, []).append(slot)
+    # Removals last, highest block first, so the slots of the other edits stay valid.
+    for i, slots in drops.items():
+        p = parts(i)
+        for slot in sorted(set(slots), reverse=True):
+            del p[slot]
     return out

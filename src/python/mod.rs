@@ -11,6 +11,7 @@ use crate::image_tokens::{image_tokens as image_cost, rule_for};
 use crate::message::Detail;
 use crate::profile::Provider;
 
+mod compaction;
 mod exact;
 mod json_out;
 mod messages;
@@ -147,6 +148,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(wire_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(image_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(image_size, m)?)?;
+    compaction::register(m)?;
     exact::register(m)?;
     prune::register(m)?;
     session::register(m)?;

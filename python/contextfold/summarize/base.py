@@ -1,0 +1,49 @@
+"""The summarizer protocol: what the Compactor asks of any summarizer, sync or async."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Summarizer", "SummaryRequest", "SummaryResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """What to fold into a summary.
+
+    ``messages`` are the caller's objects of the folded middle, in the conversation's wire
+    format (``provider`` says how to read them); ``max_tokens`` is the summary's budget in the
+    conversation model's tokens; ``previous_summary`` is the text of the summary being updated
+    (iterative compaction); ``instructions`` is a focus string that steers what is kept.
+    """
+
+    messages: Sequence[Any]
+    provider: str
+    model: str | None = None
+    previous_summary: str | None = None
+    instructions: str | None = None
+    max_tokens: int = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryResult:
+    """A summary's text; ``fallback_used`` is True when a fallback produced it (``error`` says why)."""
+
+    text: str
+    fallback_used: bool = False
+    error: str | None = None
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Anything that turns a ``SummaryRequest`` into a ``SummaryResult``."""
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """Summarize synchronously."""
+        ...
+
+    async def asummarize(self, request: SummaryRequest) -> SummaryResult:
+        """Summarize without blocking the event loop."""
+        ...
