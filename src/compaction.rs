@@ -833,20 +833,34 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
             }
         }
     }
+    // Merge into a neighbour instead of a same-role pair: the tail's first message (the head
+    // stays byte-identical), else the message before; never into a turn with thinking (its
+    // signed blocks stay as they are), a tool result or a Responses item without content.
+    let mergeable = |m: &Message<'_>, at_start: bool| -> bool {
+        let parts_ok = match &m.content {
+            Content::Parts(ps) => !ps.iter().any(|p| {
+                matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_))
+                    || (at_start && matches!(p, Part::ToolResult { .. }))
+            }),
+            Content::None => opt.format == WireFormat::Chat,
+            Content::Text(_) => true,
+        };
+        matches!(Turn::of(m), Turn::User | Turn::Assistant) && parts_ok
+    };
     let placement = placement.unwrap_or_else(|| {
-        // Merge into a neighbour instead of a same-role pair: the tail's first message when it
-        // is the user's (the head stays byte-identical), else the message before.
-        if Turn::of(&msgs[tail_start]) == Turn::User {
+        let prev_idx = segs.last().map(|s| s.1).unwrap_or(head_end);
+        if mergeable(&msgs[tail_start], true) {
             Placement::Merge {
                 index: tail_start,
                 at_start: true,
             }
-        } else {
-            let prev_idx = segs.last().map(|s| s.1).unwrap_or(head_end);
+        } else if prev_idx > 0 && mergeable(&msgs[prev_idx - 1], false) {
             Placement::Merge {
                 index: prev_idx - 1,
                 at_start: false,
             }
+        } else {
+            Placement::Insert(Turn::User)
         }
     });
 

@@ -141,7 +141,9 @@ def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> dict[str, An
     role = "assistant" if d.get("role") in ("assistant", "model") else "user"
     block = json.loads(_core.summary_block(text, format=fmt, role=role))  # type: ignore[arg-type]
     content = d.get(key)
-    if isinstance(content, str):
+    if content is None:
+        d[key] = text  # an OpenAI chat assistant message that only called tools
+    elif isinstance(content, str):
         if at_start:
             d[key] = text + "\n\n" + content
         else:
@@ -441,7 +443,7 @@ class Compactor:
             fn = getattr(summarizer, "asummarize", None)
             if fn is not None:
                 return await fn(req)  # type: ignore[no-any-return]
-            return await asyncio.to_thread(summarizer.summarize, req)  # type: ignore[no-any-return]
+            return await asyncio.to_thread(summarizer.summarize, req)
         except Exception as e:  # noqa: BLE001
             if summarizer is self._fallback:
                 raise
@@ -595,7 +597,7 @@ class Compactor:
                 out.extend(base[tail_start:])
             else:
                 out.extend(base[tail_start:])
-                target = int(plan["merge_index"])
+                target = int(plan["merge_index"] or 0)
                 pos = target if target < head_end else (
                     head_end + kept_idx.index(target) if target in kept_idx else head_end + len(kept_idx) + target - tail_start)
                 out[pos] = _merge(out[pos], wrapped, at_start=bool(plan["merge_at_start"]), fmt=fmt)

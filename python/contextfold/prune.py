@@ -9,6 +9,7 @@ message is the caller's own object, and nothing the caller holds is mutated.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from contextfold import _core
@@ -72,7 +73,7 @@ def prune(
     return apply_edits(messages, edits)
 
 
-def apply_edits(messages: list, edits: list) -> list:
+def apply_edits(messages: Sequence[Any], edits: Sequence[tuple[Any, ...]]) -> list[Any]:
     """A new list with planned edits applied; the caller's objects are never modified.
 
     ``edits`` are ``(kind, index, slot, text, ...)`` tuples as ``_core.prune_plan`` and
@@ -81,23 +82,24 @@ def apply_edits(messages: list, edits: list) -> list:
     block removed whole, e.g. an old turn's thinking). Only edited messages are new objects.
     """
     out = list(messages)
-    copied: dict[int, dict] = {}
+    copied: dict[int, dict[str, Any]] = {}
     parts_copied: set[int] = set()
     calls_copied: set[int] = set()
 
-    def message(i: int) -> dict:
+    def message(i: int) -> dict[str, Any]:
         if i not in copied:
             copied[i] = _as_dict(messages[i])
             out[i] = copied[i]
         return copied[i]
 
-    def parts(i: int) -> list:
+    def parts(i: int) -> list[Any]:
         m = message(i)
         key = "content" if m.get("content") is not None else "parts"
         if i not in parts_copied:
             m[key] = list(m[key])
             parts_copied.add(i)
-        return m[key]
+        blocks: list[Any] = m[key]
+        return blocks
 
     drops: dict[int, list[int]] = {}
     for kind, i, slot, text, *_ in edits:
