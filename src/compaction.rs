@@ -582,11 +582,27 @@ fn find_mask_edits(
             {
                 continue;
             }
-            if let Content::Text(t) = &m.content {
+            // Plain text, as a string or as text blocks only (replaced by a string).
+            let text: Option<Cow<'_, str>> = match &m.content {
+                Content::Text(t) => Some(Cow::Borrowed(t.as_ref())),
+                Content::Parts(ps) if !ps.is_empty() && ps.iter().all(|p| matches!(p, Part::Text(_))) => {
+                    Some(Cow::Owned(
+                        ps.iter()
+                            .filter_map(|p| match p {
+                                Part::Text(t) => Some(t.as_ref()),
+                                _ => None,
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    ))
+                }
+                _ => None,
+            };
+            if let Some(t) = text {
                 if own_summary(m).is_none() {
                     out.push(MaskEdit::Prune(Edit::Content {
                         index: i,
-                        text: observation_placeholder(t, costs[i]),
+                        text: observation_placeholder(&t, costs[i]),
                     }));
                 }
             }
@@ -728,7 +744,8 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
     let room = opt
         .budget_tokens
         .saturating_sub(opt.overhead_tokens + head_cost + kept_upper + opt.summary_tokens);
-    let tail_budget = opt.tail_tokens.min(room);
+    // The walk may overshoot its budget by the soft ceiling: leave room for that.
+    let tail_budget = opt.tail_tokens.min((room as f64 / opt.soft_ceiling.max(1.0)) as u64);
     let topt = TailOptions {
         budget_tokens: tail_budget,
         protect_first_n: head_end,

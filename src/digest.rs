@@ -64,6 +64,8 @@ struct Entry {
     /// A shorter form used before the entry is dropped.
     short: Option<String>,
     focus: bool,
+    /// Dropped before the others of its section (paths only seen in output).
+    weak: bool,
     alive: bool,
     tokens: f64,
 }
@@ -320,6 +322,10 @@ struct Builder {
 
 impl Builder {
     fn push(&mut self, section: Section, text: String, short: Option<String>) {
+        self.push_weak(section, text, short, false);
+    }
+
+    fn push_weak(&mut self, section: Section, text: String, short: Option<String>, weak: bool) {
         if text.is_empty() || !self.seen.insert((section, text.clone())) {
             return;
         }
@@ -330,6 +336,7 @@ impl Builder {
             text,
             short,
             focus,
+            weak,
             alive: true,
             tokens: 0.0,
         });
@@ -539,6 +546,7 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                 for c in calls {
                     n_calls += 1;
                     let mut call_ids = Vec::new();
+                    call_ids.push(c.name.to_string());
                     let line = call_line(c.name, &c.arguments, &mut call_ids);
                     paths_in(&c.arguments, &mut files, &mut seen_files, 200);
                     ids.extend(call_ids);
@@ -563,8 +571,11 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
             }
         }
     }
-    for f in files.into_iter().chain(output_files) {
+    for f in files {
         b.push(Section::Files, f, None);
+    }
+    for f in output_files {
+        b.push_weak(Section::Files, f, None, true);
     }
     if let Some(s) = last_state {
         b.push(Section::LastState, s, None);
@@ -609,6 +620,16 @@ fn fit(mut entries: Vec<Entry>, header: &str, est: &Estimator, max_tokens: u64) 
         (Section::Requests, 2, false),
         (Section::Identifiers, 30, false),
     ];
+    // Paths only seen in output go first.
+    for i in 0..entries.len() {
+        if total <= budget {
+            break;
+        }
+        if entries[i].alive && entries[i].weak {
+            entries[i].alive = false;
+            total -= entries[i].tokens;
+        }
+    }
     for focus_pass in [false, true] {
         for &(sec, keep, shorten) in &phases {
             if total <= budget {

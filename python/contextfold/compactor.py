@@ -211,7 +211,7 @@ class Compactor:
       protected tail (LangChain's words).
     - ``clear_at_least``: do nothing unless at least this many tokens are freed (a cache break
       for a small gain is not worth it); ``min_free_share``: likewise as a share of the tokens
-      before (default 0.1), and then the gate backs off until the history has grown by that
+      before (default 0.05), and then the gate backs off until the history has grown by that
       share of the trigger (anti-thrash).
     - ``exclude_tools``: outputs of these tools are never masked (memory, plan, todo tools);
       ``clear_tool_inputs``: also shrink the arguments of calls whose output was masked;
@@ -254,7 +254,7 @@ class Compactor:
         trigger: Any = None,
         keep: int | tuple[str, float] | dict[str, Any] | None = None,
         clear_at_least: int = 0,
-        min_free_share: float = 0.1,
+        min_free_share: float = 0.05,
         exclude_tools: Sequence[str] = (),
         clear_tool_inputs: bool = False,
         keep_thinking_turns: int | None = None,
