@@ -585,7 +585,9 @@ fn find_mask_edits(
             // Plain text, as a string or as text blocks only (replaced by a string).
             let text: Option<Cow<'_, str>> = match &m.content {
                 Content::Text(t) => Some(Cow::Borrowed(t.as_ref())),
-                Content::Parts(ps) if !ps.is_empty() && ps.iter().all(|p| matches!(p, Part::Text(_))) => {
+                Content::Parts(ps)
+                    if !ps.is_empty() && ps.iter().all(|p| matches!(p, Part::Text(_))) =>
+                {
                     Some(Cow::Owned(
                         ps.iter()
                             .filter_map(|p| match p {
@@ -636,14 +638,23 @@ fn find_mask_edits(
                 .collect();
             // A message left without any content would be rejected: keep it whole then.
             if drops.len() < ps.len() || !msgs[i].tool_calls.is_empty() {
-                out.extend(drops.into_iter().map(|part| MaskEdit::DropPart { index: i, part }));
+                out.extend(
+                    drops
+                        .into_iter()
+                        .map(|part| MaskEdit::DropPart { index: i, part }),
+                );
             }
         }
     }
     out
 }
 
-fn priced(msgs: &[Message<'_>], est: &Estimator, costs: &[u32], edits: Vec<MaskEdit>) -> Vec<PricedEdit> {
+fn priced(
+    msgs: &[Message<'_>],
+    est: &Estimator,
+    costs: &[u32],
+    edits: Vec<MaskEdit>,
+) -> Vec<PricedEdit> {
     edits
         .into_iter()
         .map(|edit| {
@@ -745,7 +756,9 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
         .budget_tokens
         .saturating_sub(opt.overhead_tokens + head_cost + kept_upper + opt.summary_tokens);
     // The walk may overshoot its budget by the soft ceiling: leave room for that.
-    let tail_budget = opt.tail_tokens.min((room as f64 / opt.soft_ceiling.max(1.0)) as u64);
+    let tail_budget = opt
+        .tail_tokens
+        .min((room as f64 / opt.soft_ceiling.max(1.0)) as u64);
     let topt = TailOptions {
         budget_tokens: tail_budget,
         protect_first_n: head_end,
@@ -754,7 +767,8 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
     };
     let mut tail_start = find_tail_start(costs, &legal, &topt);
     if tail_start <= head_end {
-        out.reason = Some("nothing to fold: the head and the protected tail cover the history".into());
+        out.reason =
+            Some("nothing to fold: the head and the protected tail cover the history".into());
         return out;
     }
 
@@ -790,9 +804,7 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
             let prev_end = if k == 0 { head_end } else { segs[k - 1].1 };
             let prev_turn = (prev_end > 0).then(|| Turn::of(&msgs[prev_end - 1]));
             let (mut a, b) = segs[k];
-            while a > prev_end
-                && prev_turn.is_some_and(|t| collide(t, Turn::of(&msgs[a])))
-            {
+            while a > prev_end && prev_turn.is_some_and(|t| collide(t, Turn::of(&msgs[a]))) {
                 a -= 1;
                 while a > prev_end && !legal[a] {
                     a -= 1;
@@ -817,9 +829,8 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
         let first_turn = (0..prev_idx).all(|i| Turn::of(&msgs[i]) == Turn::System);
         let next = Turn::of(&msgs[t]);
         [Turn::User, Turn::Assistant].into_iter().find(|&c| {
-            !prev.is_some_and(|p| collide(p, c))
-                && !collide(c, next)
-                && !(opt.format.strict_turns() && first_turn && c != Turn::User)
+            let user_first_ok = c == Turn::User || !first_turn || !opt.format.strict_turns();
+            !prev.is_some_and(|p| collide(p, c)) && !collide(c, next) && user_first_ok
         })
     };
     let tail_cost = |t: usize| -> u64 { costs[t..].iter().map(|&c| u64::from(c)).sum() };
@@ -904,7 +915,11 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
     let kept_cost: u64 = kept.iter().map(|&i| u64::from(costs[i])).sum();
     let envelope = match placement {
         Placement::Insert(turn) => {
-            let role = if turn == Turn::User { "user" } else { "assistant" };
+            let role = if turn == Turn::User {
+                "user"
+            } else {
+                "assistant"
+            };
             u64::from(est.message(&Message::text(role, "")))
         }
         Placement::Merge { .. } => 4,
@@ -913,26 +928,22 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
         + 2;
     let mut fixed = opt.overhead_tokens + head_cost + kept_cost + tail_cost(tail_start) + envelope;
     let mut tail_edits = Vec::new();
-    if opt.budget_tokens < fixed + MIN_SUMMARY_TOKENS.min(opt.summary_tokens) && opt.format.maskable()
+    if opt.budget_tokens < fixed + MIN_SUMMARY_TOKENS.min(opt.summary_tokens)
+        && opt.format.maskable()
     {
         // The tail's floor alone overflows: mask inside it too (never its last message, never
         // kept tool uses, excluded tools or pinned messages).
         let edits = find_mask_edits(
-            msgs,
-            est,
-            costs,
-            &legal,
-            &opt.mask,
-            &pinned,
-            tail_start,
-            0,
-            1,
-            1.0,
-            0,
+            msgs, est, costs, &legal, &opt.mask, &pinned, tail_start, 0, 1, 1.0, 0,
         );
         tail_edits = priced(msgs, est, costs, edits);
         let saved: u64 = tail_cost(tail_start)
-            - (costs_with(&msgs[tail_start..], est, &costs[tail_start..], &shifted(&tail_edits, tail_start)));
+            - (costs_with(
+                &msgs[tail_start..],
+                est,
+                &costs[tail_start..],
+                &shifted(&tail_edits, tail_start),
+            ));
         fixed -= saved;
     }
     out.head_end = head_end;
@@ -1301,7 +1312,10 @@ mod tests {
     ];
 
     fn agent<'a>(big: &'a str) -> Vec<Message<'a>> {
-        let mut v = vec![Message::text("system", "sys"), Message::text("user", "task")];
+        let mut v = vec![
+            Message::text("system", "sys"),
+            Message::text("user", "task"),
+        ];
         for id in IDS {
             v.push(call(id, "{\"path\":\"a.py\"}"));
             v.push(result(id, big));
@@ -1350,7 +1364,10 @@ mod tests {
         let next = Turn::of(&msgs[p.tail_start]);
         match p.placement {
             Placement::Insert(t) => {
-                assert!(!collide(prev, t) && !collide(t, next), "{t:?} between {prev:?} and {next:?}");
+                assert!(
+                    !collide(prev, t) && !collide(t, next),
+                    "{t:?} between {prev:?} and {next:?}"
+                );
             }
             Placement::Merge { index, .. } => assert_eq!(Turn::of(&msgs[index]), Turn::User),
         }
@@ -1363,7 +1380,10 @@ mod tests {
         let mut msgs = vec![Message::text("user", "task")];
         let long = "words ".repeat(400);
         for k in 0..10 {
-            msgs.push(Message::text(if k % 2 == 0 { "assistant" } else { "user" }, &long));
+            msgs.push(Message::text(
+                if k % 2 == 0 { "assistant" } else { "user" },
+                &long,
+            ));
         }
         let mut o = options(2_000);
         o.format = WireFormat::Anthropic;
@@ -1391,7 +1411,11 @@ mod tests {
         o.pinned = vec![6];
         let p = plan(&msgs, &est(), &o);
         assert!(p.kept.contains(&2), "{:?}", p.kept);
-        assert!(p.kept.contains(&6) && p.kept.contains(&5), "group kept whole: {:?}", p.kept);
+        assert!(
+            p.kept.contains(&6) && p.kept.contains(&5),
+            "group kept whole: {:?}",
+            p.kept
+        );
         assert!(p.folded.iter().all(|i| !p.kept.contains(i)));
     }
 
@@ -1432,11 +1456,23 @@ mod tests {
         ];
         let v = verify(&msgs, WireFormat::Chat, &est(), 0, Some(1), &[3]);
         let kinds: Vec<_> = v.failures.iter().map(|f| f.kind()).collect();
-        for k in ["orphan_call", "orphan_result", "invalid_arguments", "role_collision", "over_budget"] {
+        for k in [
+            "orphan_call",
+            "orphan_result",
+            "invalid_arguments",
+            "role_collision",
+            "over_budget",
+        ] {
             assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
         }
-        let ok = vec![Message::text("user", "task"), call("a", "{}"), result("a", "r")];
-        assert!(verify(&ok, WireFormat::Chat, &est(), 0, None, &[]).failures.is_empty());
+        let ok = vec![
+            Message::text("user", "task"),
+            call("a", "{}"),
+            result("a", "r"),
+        ];
+        assert!(verify(&ok, WireFormat::Chat, &est(), 0, None, &[])
+            .failures
+            .is_empty());
         let v = verify(&ok[1..], WireFormat::Anthropic, &est(), 0, None, &[]);
         assert!(v.failures.iter().any(|f| f.kind() == "first_turn_not_user"));
     }

@@ -83,9 +83,8 @@ const ERROR_WORDS: [&str; 9] = [
 ];
 
 const PATH_EXTENSIONS: [&str; 28] = [
-    "py", "rs", "js", "ts", "tsx", "jsx", "json", "md", "txt", "toml", "yaml", "yml", "cfg",
-    "ini", "c", "h", "cc", "cpp", "hpp", "go", "java", "sh", "html", "css", "rst", "lock",
-    "xml", "sql",
+    "py", "rs", "js", "ts", "tsx", "jsx", "json", "md", "txt", "toml", "yaml", "yml", "cfg", "ini",
+    "c", "h", "cc", "cpp", "hpp", "go", "java", "sh", "html", "css", "rst", "lock", "xml", "sql",
 ];
 
 /// Whitespace collapsed, at most `max` characters (an ellipsis marks a cut).
@@ -117,7 +116,7 @@ fn clip(s: &str, max: usize) -> String {
     out
 }
 
-fn text_of<'m>(m: &'m Message<'_>) -> String {
+fn text_of(m: &Message<'_>) -> String {
     match &m.content {
         Content::Text(t) => t.to_string(),
         Content::Parts(ps) => {
@@ -203,12 +202,32 @@ fn thought(text: &str) -> &str {
 /// Path-like tokens of a text, in order of appearance.
 fn paths_in(text: &str, out: &mut Vec<String>, seen: &mut HashSet<String>, limit: usize) {
     for raw in text.split(|c: char| {
-        c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | ',' | ';' | '<' | '>' | '=' | '|' | '&')
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\''
+                    | '`'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | ','
+                    | ';'
+                    | '<'
+                    | '>'
+                    | '='
+                    | '|'
+                    | '&'
+            )
     }) {
         if out.len() >= limit {
             return;
         }
-        let t = raw.trim_end_matches(['.', ':', ',']).trim_start_matches("./");
+        let t = raw
+            .trim_end_matches(['.', ':', ','])
+            .trim_start_matches("./");
         if t.len() < 3 || t.len() > 120 || t.starts_with('-') || t.contains("://") {
             continue;
         }
@@ -222,7 +241,10 @@ fn paths_in(text: &str, out: &mut Vec<String>, seen: &mut HashSet<String>, limit
             .rsplit_once('.')
             .is_some_and(|(stem, ext)| !stem.is_empty() && PATH_EXTENSIONS.contains(&ext));
         let dir_like = t.contains('/')
-            && t.split('/').filter(|s| s.chars().any(|c| c.is_ascii_alphabetic())).count() >= 2;
+            && t.split('/')
+                .filter(|s| s.chars().any(|c| c.is_ascii_alphabetic()))
+                .count()
+                >= 2;
         if (has_ext || dir_like) && seen.insert(t.to_string()) {
             out.push(t.to_string());
         }
@@ -288,7 +310,10 @@ fn collect_strings(v: &Value, ids: &mut Vec<String>, depth: usize) {
         Value::String(t) if (2..=40).contains(&t.len()) && !t.chars().any(char::is_whitespace) => {
             ids.push(t.clone())
         }
-        Value::Array(a) => a.iter().take(20).for_each(|x| collect_strings(x, ids, depth + 1)),
+        Value::Array(a) => a
+            .iter()
+            .take(20)
+            .for_each(|x| collect_strings(x, ids, depth + 1)),
         Value::Object(o) => o
             .values()
             .take(20)
@@ -309,7 +334,14 @@ fn outcome(text: Option<&str>) -> (bool, String) {
                 s.push_str(&format!("rc={rc}: "));
             }
             s.push_str(&clip(body, if err { 160 } else { 80 }));
-            (err, if err { format!("error: {s}") } else { format!("ok: {s}") })
+            (
+                err,
+                if err {
+                    format!("error: {s}")
+                } else {
+                    format!("ok: {s}")
+                },
+            )
         }
     }
 }
@@ -372,9 +404,11 @@ fn merge_previous(b: &mut Builder, prev: &str) {
                 }
             }
             // The state and open items of an older span are history now.
-            Some(Section::LastState) => {
-                b.push(Section::Decisions, format!("earlier state: {}", clip(line, 300)), None)
-            }
+            Some(Section::LastState) => b.push(
+                Section::Decisions,
+                format!("earlier state: {}", clip(line, 300)),
+                None,
+            ),
             Some(Section::Open) => b.push(
                 Section::Decisions,
                 format!("earlier open item: {}", line.trim_start_matches("- ")),
@@ -479,7 +513,7 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
         let own = crate::compaction::own_summary(m);
         if let Some(s) = own {
             // A summary folded again (not given as `previous`): merge it too.
-            if opt.previous.is_none_or(|p| p.trim() != s.trim()) {
+            if opt.previous.map_or(true, |p| p.trim() != s.trim()) {
                 merge_previous(&mut b, s);
             }
             continue;
@@ -492,7 +526,12 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     n_calls += 1;
                     let (err, out) = outcome(Some(&text));
                     paths_in(&cmd, &mut files, &mut seen_files, 200);
-                    paths_in(observation_body(&text), &mut output_files, &mut seen_files, 100);
+                    paths_in(
+                        observation_body(&text),
+                        &mut output_files,
+                        &mut seen_files,
+                        100,
+                    );
                     let line = format!("$ {} -> {}", clip(&cmd, 160), out);
                     if err {
                         n_errors += 1;
@@ -621,13 +660,13 @@ fn fit(mut entries: Vec<Entry>, header: &str, est: &Estimator, max_tokens: u64) 
         (Section::Identifiers, 30, false),
     ];
     // Paths only seen in output go first.
-    for i in 0..entries.len() {
+    for e in entries.iter_mut() {
         if total <= budget {
             break;
         }
-        if entries[i].alive && entries[i].weak {
-            entries[i].alive = false;
-            total -= entries[i].tokens;
+        if e.alive && e.weak {
+            e.alive = false;
+            total -= e.tokens;
         }
     }
     for focus_pass in [false, true] {
@@ -666,7 +705,11 @@ fn fit(mut entries: Vec<Entry>, header: &str, est: &Estimator, max_tokens: u64) 
         // Last resort: cut by characters (about 3 characters per token), on a line boundary.
         let mut max_chars = (budget * 3.0) as usize;
         while max_chars > 0 && est.text(&out) > budget {
-            let mut cut = out.char_indices().nth(max_chars).map(|(i, _)| i).unwrap_or(out.len());
+            let mut cut = out
+                .char_indices()
+                .nth(max_chars)
+                .map(|(i, _)| i)
+                .unwrap_or(out.len());
             if let Some(nl) = out[..cut].rfind('\n') {
                 cut = nl;
             }
@@ -689,7 +732,10 @@ mod tests {
     }
 
     fn history<'a>() -> Vec<Message<'a>> {
-        let mut v = vec![Message::text("user", "Book a flight for user mia_li_3668 from JFK to SEA")];
+        let mut v = vec![Message::text(
+            "user",
+            "Book a flight for user mia_li_3668 from JFK to SEA",
+        )];
         let mut a = Message::empty("assistant");
         a.tool_calls.push(ToolCall {
             id: "c1",
@@ -699,7 +745,9 @@ mod tests {
         v.push(a);
         let mut r = Message::empty("tool");
         r.tool_call_id = Some("c1");
-        r.content = Content::Text(Cow::Borrowed("{\"name\":\"Mia\",\"reservations\":[\"NO6JO3\"]}"));
+        r.content = Content::Text(Cow::Borrowed(
+            "{\"name\":\"Mia\",\"reservations\":[\"NO6JO3\"]}",
+        ));
         v.push(r);
         let mut a = Message::empty("assistant");
         a.tool_calls.push(ToolCall {
@@ -712,13 +760,23 @@ mod tests {
         r.tool_call_id = Some("c2");
         r.content = Content::Text(Cow::Borrowed("Error: no such file src/app/main.py"));
         v.push(r);
-        v.push(Message::text("assistant", "I will search instead. TODO: check the config."));
+        v.push(Message::text(
+            "assistant",
+            "I will search instead. TODO: check the config.",
+        ));
         v
     }
 
     #[test]
     fn sections_hold_requests_calls_errors_files_and_ids() {
-        let d = digest(&history(), &est(), &DigestOptions { max_tokens: 2_000, ..Default::default() });
+        let d = digest(
+            &history(),
+            &est(),
+            &DigestOptions {
+                max_tokens: 2_000,
+                ..Default::default()
+            },
+        );
         for needle in [
             "## User requests",
             "mia_li_3668",
@@ -741,20 +799,46 @@ mod tests {
             msgs.push(Message::text("user", &long));
         }
         for budget in [80u64, 200, 600] {
-            let o = DigestOptions { max_tokens: budget, ..Default::default() };
+            let o = DigestOptions {
+                max_tokens: budget,
+                ..Default::default()
+            };
             let d = digest(&msgs, &est(), &o);
-            assert!(est().text(&d) <= budget as f64 + 1.0, "{budget}: {}", est().text(&d));
+            assert!(
+                est().text(&d) <= budget as f64 + 1.0,
+                "{budget}: {}",
+                est().text(&d)
+            );
             assert_eq!(d, digest(&msgs, &est(), &o));
         }
     }
 
     #[test]
     fn a_second_digest_keeps_the_first_ones_identifiers() {
-        let first = digest(&history(), &est(), &DigestOptions { max_tokens: 2_000, ..Default::default() });
-        let later = vec![Message::text("user", "also add a bag"), Message::text("assistant", "Done.")];
-        let o = DigestOptions { max_tokens: 2_000, previous: Some(&first), instructions: None };
+        let first = digest(
+            &history(),
+            &est(),
+            &DigestOptions {
+                max_tokens: 2_000,
+                ..Default::default()
+            },
+        );
+        let later = vec![
+            Message::text("user", "also add a bag"),
+            Message::text("assistant", "Done."),
+        ];
+        let o = DigestOptions {
+            max_tokens: 2_000,
+            previous: Some(&first),
+            instructions: None,
+        };
         let second = digest(&later, &est(), &o);
-        for needle in ["mia_li_3668", "src/app/main.py", "get_user_details", "also add a bag"] {
+        for needle in [
+            "mia_li_3668",
+            "src/app/main.py",
+            "get_user_details",
+            "also add a bag",
+        ] {
             assert!(second.contains(needle), "{needle:?} missing in\n{second}");
         }
     }
@@ -762,11 +846,27 @@ mod tests {
     #[test]
     fn text_agent_commands_become_calls_with_return_codes() {
         let msgs = vec![
-            Message::text("assistant", "THOUGHT: look\n\n```bash\ncat astropy/modeling/separable.py\n```"),
-            Message::text("user", "<returncode>1</returncode>\n<output>\ncat: nope: No such file\n</output>"),
+            Message::text(
+                "assistant",
+                "THOUGHT: look\n\n```bash\ncat astropy/modeling/separable.py\n```",
+            ),
+            Message::text(
+                "user",
+                "<returncode>1</returncode>\n<output>\ncat: nope: No such file\n</output>",
+            ),
         ];
-        let d = digest(&msgs, &est(), &DigestOptions { max_tokens: 500, ..Default::default() });
-        assert!(d.contains("$ cat astropy/modeling/separable.py -> error: rc=1"), "{d}");
+        let d = digest(
+            &msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens: 500,
+                ..Default::default()
+            },
+        );
+        assert!(
+            d.contains("$ cat astropy/modeling/separable.py -> error: rc=1"),
+            "{d}"
+        );
         assert!(d.contains("astropy/modeling/separable.py"));
     }
 }

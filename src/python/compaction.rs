@@ -186,7 +186,7 @@ fn compaction_verify(
     system: Option<&Bound<'_, PyAny>>,
     budget_tokens: Option<u64>,
     seams: Vec<usize>,
-) -> PyResult<(u64, Vec<(&'static str, i64, String)>)> {
+) -> PyResult<(u64, Vec<FailureTuple>)> {
     let fmt = self::format(format)?;
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
     let keep = Keep::new();
@@ -208,6 +208,9 @@ fn compaction_verify(
         .collect();
     Ok((v.tokens, failures))
 }
+
+/// `(kind, message index or -1, description)`.
+type FailureTuple = (&'static str, i64, String);
 
 /// The extractive digest of `messages` (the folded middle), at most `max_tokens` tokens.
 #[pyfunction]
@@ -236,7 +239,11 @@ fn extractive_digest(
 #[pyfunction]
 #[pyo3(signature = (text, /, *, format, role))]
 fn summary_message(text: &str, format: &str, role: &str) -> PyResult<String> {
-    Ok(summary_message_json(self::format(format)?, turn(role)?, text))
+    Ok(summary_message_json(
+        self::format(format)?,
+        turn(role)?,
+        text,
+    ))
 }
 
 /// A text block of the wire format carrying `text` (to merge into a message), as compact JSON.
