@@ -479,7 +479,7 @@ fn find_mask_edits(
         dedupe: opt.dedupe,
         cache_block_tokens,
     };
-    let p = prune::plan(msgs, est, &popt);
+    let p = prune::plan_with(msgs, est, costs, legal, &popt);
     let (names, order) = calls_in_order(msgs);
     let kept_ids: HashSet<&str> = order
         .iter()
@@ -1369,14 +1369,15 @@ mod tests {
                     "{t:?} between {prev:?} and {next:?}"
                 );
             }
-            Placement::Merge { index, .. } => assert_eq!(Turn::of(&msgs[index]), Turn::User),
+            // The tail's first message takes it: the head stays byte-identical.
+            Placement::Merge { index, at_start } => assert!(index == p.tail_start && at_start),
         }
     }
 
     #[test]
     fn strict_formats_merge_rather_than_start_with_an_assistant() {
-        // No head at all (protect_first_n = 0 and the first message is the assistant's? no:
-        // the task is always kept), so build: user task, then alternating text turns.
+        // The user's task, then alternating text turns: whatever the tail's first role, the
+        // summary never makes two neighbours share a role.
         let mut msgs = vec![Message::text("user", "task")];
         let long = "words ".repeat(400);
         for k in 0..10 {

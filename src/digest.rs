@@ -156,8 +156,22 @@ fn looks_like_error(text: &str) -> bool {
     ERROR_WORDS.iter().any(|w| head.contains(w))
 }
 
-/// `<returncode>N</returncode>` of a mini-swe-agent observation.
+/// The first bytes of a text (on a character boundary): observation tags lead the text, so
+/// looking for them further would scan whole outputs for nothing.
+fn lead(text: &str, n: usize) -> &str {
+    if text.len() <= n {
+        return text;
+    }
+    let mut end = n;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// `<returncode>N</returncode>` of a mini-swe-agent observation (at the start of the text).
 fn return_code(text: &str) -> Option<i64> {
+    let text = lead(text, 256);
     let start = text.find("<returncode>")? + "<returncode>".len();
     let end = text[start..].find("</returncode>")? + start;
     text[start..end].trim().parse().ok()
@@ -165,10 +179,15 @@ fn return_code(text: &str) -> Option<i64> {
 
 /// The body of an observation: inside `<output>` when present.
 fn observation_body(text: &str) -> &str {
-    if let Some(s) = text.find("<output>") {
+    if let Some(s) = lead(text, 512).find("<output>") {
         let body = &text[s + "<output>".len()..];
-        return match body.find("</output>") {
-            Some(e) => &body[..e],
+        // The closing tag ends the text (or comes before a short trailer).
+        let tail_from = body.len().saturating_sub(512);
+        let tail_from = (tail_from..body.len())
+            .find(|&i| body.is_char_boundary(i))
+            .unwrap_or(body.len());
+        return match body[tail_from..].find("</output>") {
+            Some(e) => &body[..tail_from + e],
             None => body,
         };
     }
@@ -361,8 +380,10 @@ impl Builder {
         if text.is_empty() || !self.seen.insert((section, text.clone())) {
             return;
         }
-        let lower = text.to_lowercase();
-        let focus = self.focus.iter().any(|w| lower.contains(w.as_str()));
+        let focus = !self.focus.is_empty() && {
+            let lower = text.to_lowercase();
+            self.focus.iter().any(|w| lower.contains(w.as_str()))
+        };
         self.entries.push(Entry {
             section,
             text,

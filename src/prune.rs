@@ -181,8 +181,19 @@ pub fn prune_end(costs: &[u32], tail_start: usize, block: u64, legal: &[bool]) -
 
 /// Plan the prune of `msgs` priced by `est`.
 pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PrunePlan {
-    let costs = est.each(msgs);
-    let legal = legal_cuts(msgs);
+    plan_with(msgs, est, &est.each(msgs), &legal_cuts(msgs), opt)
+}
+
+/// As [`plan`], with the costs (`est.each(msgs)`) and legal cuts (`legal_cuts(msgs)`) a caller
+/// already has.
+pub fn plan_with(
+    msgs: &[Message<'_>],
+    est: &Estimator,
+    costs: &[u32],
+    legal: &[bool],
+    opt: &PruneOptions,
+) -> PrunePlan {
+    let (costs, legal) = (costs.to_vec(), legal.to_vec());
     let tail = find_tail_start(
         &costs,
         &legal,
