@@ -9,6 +9,7 @@
 //! stay in the identifier list), requests and errors last. A previous digest is merged section
 //! by section, so a second compaction keeps what the first one kept.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde_json::Value;
@@ -116,22 +117,12 @@ fn clip(s: &str, max: usize) -> String {
     out
 }
 
-fn text_of(m: &Message<'_>) -> String {
+/// The text of a message: borrowed when it is one string, joined text blocks otherwise.
+fn text_of<'m>(m: &'m Message<'_>) -> Cow<'m, str> {
     match &m.content {
-        Content::Text(t) => t.to_string(),
-        Content::Parts(ps) => {
-            let mut s = String::new();
-            for p in ps {
-                if let Part::Text(t) = p {
-                    if !s.is_empty() {
-                        s.push('\n');
-                    }
-                    s.push_str(t);
-                }
-            }
-            s
-        }
-        Content::None => String::new(),
+        Content::Text(t) => Cow::Borrowed(t.as_ref()),
+        Content::Parts(ps) => Cow::Owned(parts_text(ps)),
+        Content::None => Cow::Borrowed(""),
     }
 }
 
@@ -503,7 +494,8 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
     }
 
     // Results by call id, within the span.
-    let mut results: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+    let mut results: std::collections::HashMap<&str, Cow<'_, str>> =
+        std::collections::HashMap::new();
     for m in msgs {
         if let Some(id) = m.tool_call_id {
             results.insert(id, text_of(m));
@@ -515,7 +507,7 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     content,
                 } = p
                 {
-                    results.insert(tool_use_id, parts_text(content));
+                    results.insert(tool_use_id, Cow::Owned(parts_text(content)));
                 }
             }
         }
@@ -547,18 +539,33 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     n_calls += 1;
                     let (err, out) = outcome(Some(&text));
                     paths_in(&cmd, &mut files, &mut seen_files, 200);
-                    paths_in(
-                        observation_body(&text),
-                        &mut output_files,
-                        &mut seen_files,
-                        100,
-                    );
-                    let line = format!("$ {} -> {}", clip(&cmd, 160), out);
+                    // Paths an output mentions are weak hints: its edges are enough.
+                    let body = observation_body(&text);
+                    paths_in(lead(body, 2048), &mut output_files, &mut seen_files, 100);
+                    if body.len() > 4096 {
+                        let mut from = body.len() - 1024;
+                        while !body.is_char_boundary(from) {
+                            from += 1;
+                        }
+                        paths_in(&body[from..], &mut output_files, &mut seen_files, 100);
+                    }
+                    // A heredoc or script: its first line says what it does.
+                    let shown = match cmd.split_once('\n') {
+                        Some((first, rest)) => {
+                            format!("{first} … ({} more lines)", rest.lines().count())
+                        }
+                        None => cmd.clone(),
+                    };
+                    let line = format!("$ {} -> {}", clip(&shown, 160), out);
                     if err {
                         n_errors += 1;
                         b.push(Section::Errors, line, None);
                     } else {
-                        b.push(Section::Calls, line, Some(format!("$ {}", clip(&cmd, 100))));
+                        b.push(
+                            Section::Calls,
+                            line,
+                            Some(format!("$ {}", clip(&shown, 100))),
+                        );
                     }
                 } else if !text.trim().is_empty() {
                     n_requests += 1;
@@ -610,7 +617,7 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     let line = call_line(c.name, &c.arguments, &mut call_ids);
                     paths_in(&c.arguments, &mut files, &mut seen_files, 200);
                     ids.extend(call_ids);
-                    let res = results.get(c.id).map(|s| s.as_str());
+                    let res = results.get(c.id).map(|s| s.as_ref());
                     let (err, out) = outcome(res);
                     if err {
                         n_errors += 1;
