@@ -954,10 +954,11 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
     out.fixed_tokens = fixed;
     if out.summary_tokens < MIN_SUMMARY_TOKENS.min(opt.summary_tokens) {
         out.reason = Some(format!(
-            "budget {} too small: the head, pinned messages and the last {} messages already cost {} tokens",
+            "budget {} too small: the head, pinned messages and the last {} messages cost {} tokens, plus at least {} for a summary",
             opt.budget_tokens,
             n - tail_start,
-            fixed
+            fixed,
+            MIN_SUMMARY_TOKENS.min(opt.summary_tokens)
         ));
     }
     // Output positions: head, kept, [summary], tail.

@@ -140,10 +140,10 @@ fn parts_text(ps: &[Part<'_>]) -> String {
 }
 
 fn looks_like_error(text: &str) -> bool {
-    let head: String = text.chars().take(400).collect::<String>().to_lowercase();
     if let Some(rc) = return_code(text) {
         return rc != 0;
     }
+    let head = lead(text, 400).to_ascii_lowercase();
     ERROR_WORDS.iter().any(|w| head.contains(w))
 }
 
@@ -541,9 +541,9 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     paths_in(&cmd, &mut files, &mut seen_files, 200);
                     // Paths an output mentions are weak hints: its edges are enough.
                     let body = observation_body(&text);
-                    paths_in(lead(body, 2048), &mut output_files, &mut seen_files, 100);
-                    if body.len() > 4096 {
-                        let mut from = body.len() - 1024;
+                    paths_in(lead(body, 600), &mut output_files, &mut seen_files, 100);
+                    if body.len() > 1200 {
+                        let mut from = body.len() - 300;
                         while !body.is_char_boundary(from) {
                             from += 1;
                         }

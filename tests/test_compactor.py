@@ -9,7 +9,7 @@ import json
 import pytest
 
 import contextfold as cf
-from transcripts import LOCAL, load_conversations
+from transcripts import LOCAL, SHARED, load_conversations, shared_available
 from wire_shapes import convert, same_role_pairs, shape_problems
 
 OPEN, CLOSE = cf._core.SUMMARY_MARKERS
@@ -393,3 +393,43 @@ def test_real_swe_trajectories_at_three_budgets(strategy):
             assert r.messages[1] is msgs[1], "the task is kept"
             if strategy != "mask":
                 assert r.tokens_after <= int(before * share)
+
+
+def test_readme_main_job_runs_offline():
+    """The README's first command: compact the bundled trajectory, show before / after."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "examples" / "compact.py"
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "strategy: summarize" in r.stdout and "folded: messages" in r.stdout
+    budget = int(re.search(r"budget ([\d,]+)", r.stdout).group(1).replace(",", ""))
+    after = int(re.search(r"-> \d+ messages / ([\d,]+) tokens", r.stdout).group(1).replace(",", ""))
+    assert after <= budget
+
+
+@pytest.mark.skipif(not shared_available(), reason="full data sets absent (../shared/data): subset only")
+@pytest.mark.parametrize("shape", ["chat", "anthropic"])
+def test_every_shared_history_compacts_cleanly(shape):
+    for name in ("mini-swe-agent-gemini3", "tau-bench-airline"):
+        for conv in load_conversations(SHARED, name):
+            msgs, system = convert(conv["messages"], shape)
+            provider = "anthropic" if shape == "anthropic" else "openai"
+            kw = dict(provider=provider, system=system, tools=conv.get("tools"))
+            before = cf.estimate(msgs, **kw)
+            first_user = next(i for i, m in enumerate(msgs) if m["role"] == "user")
+            floor = cf.estimate(msgs[: first_user + 1], **kw)
+            snap = copy.deepcopy(msgs)
+            budget = int(floor + 0.5 * (before - floor))
+            try:
+                r = cf.Compactor(budget=budget, **kw).compact(msgs)
+            except cf.CompactionBudgetError as e:
+                assert e.tokens > e.budget
+                continue
+            check(r, msgs, snap, shape)
+            if r.changed:
+                assert r.tokens_after <= budget
+                assert any(m is msgs[first_user] for m in r.messages)

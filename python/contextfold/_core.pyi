@@ -8,6 +8,7 @@ _Detail = Literal["auto", "low", "high", "original"]
 
 __version__: str
 __all__ = [
+    "MIN_SUMMARY_TOKENS",
     "PROVIDERS",
     "SUMMARY_MARKERS",
     "WIRE_FORMATS",
@@ -296,6 +297,7 @@ _WireFormat = Literal["chat", "responses", "anthropic", "gemini", "bedrock"]
 _PlannedEdit = tuple[str, int, int, str, int]
 
 SUMMARY_MARKERS: tuple[str, str]
+MIN_SUMMARY_TOKENS: int
 WIRE_FORMATS: list[str]
 
 class _CompactionPlan(TypedDict):

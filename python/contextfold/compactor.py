@@ -538,14 +538,15 @@ class Compactor:
             if failures:
                 raise CompactionError("masking produced a history a provider would reject: "
                                       + "; ".join(d for _, _, d in failures), tuple(failures))
-            reason = None
             if tokens > effective:
-                reason = f"masking alone reached {tokens} tokens, over the budget of {effective}"
+                if self.strategy == "hybrid" and not plan["reason"]:
+                    return None  # the summary path does better
+                notes.append(f"masking alone reached {tokens} tokens, over the budget of {effective}")
             self._after_compaction(min(e[1] for e in edits))
             return CompactionResult(
                 messages=out, summary=None, tokens_before=before, tokens_after=tokens, removed=(),
                 pruned=tuple(Pruned(i, k, s, saved) for k, i, s, _, saved in edits), strategy_used="mask",
-                fallback_used=False, reason=reason, budget=budget, notes=tuple(notes))
+                fallback_used=False, reason=None, budget=budget, notes=tuple(notes))
 
         if self.strategy == "mask" or (self.strategy == "hybrid" and int(plan["tokens_after_mask"]) <= effective):
             r = masked_result()
@@ -557,7 +558,8 @@ class Compactor:
         if plan["reason"] is not None:
             reason = str(plan["reason"])
             if reason.startswith("budget"):
-                raise CompactionBudgetError(reason, tokens=int(plan["fixed_tokens"]), budget=effective)
+                floor = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
+                raise CompactionBudgetError(reason, tokens=floor, budget=effective)
             if self.strategy == "hybrid":
                 r = masked_result()
                 if r is not None:

@@ -10,7 +10,7 @@ use super::messages::{Keep, Walker};
 use super::provider;
 use crate::compaction::{
     plan, summary_message_json, text_block_json, verify, MaskEdit, MaskOptions, Placement,
-    PlanOptions, PricedEdit, Turn, WireFormat, SUMMARY_CLOSE, SUMMARY_OPEN,
+    PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
 };
 use crate::digest::{digest, DigestOptions};
 use crate::estimate::Estimator;
@@ -256,6 +256,7 @@ fn summary_block(text: &str, format: &str, role: &str) -> PyResult<String> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SUMMARY_MARKERS", (SUMMARY_OPEN, SUMMARY_CLOSE))?;
     m.add("WIRE_FORMATS", WireFormat::NAMES.to_vec())?;
+    m.add("MIN_SUMMARY_TOKENS", MIN_SUMMARY_TOKENS)?;
     m.add_function(wrap_pyfunction!(compaction_plan, m)?)?;
     m.add_function(wrap_pyfunction!(compaction_verify, m)?)?;
     m.add_function(wrap_pyfunction!(extractive_digest, m)?)?;
