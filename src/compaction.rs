@@ -122,6 +122,28 @@ impl Turn {
     }
 }
 
+/// The turn a message takes in alternation on `format`'s wire. Responses items without a role
+/// of their own (function calls, reasoning) sit between messages freely: they never collide.
+pub fn seat(format: WireFormat, m: &Message<'_>) -> Turn {
+    let t = Turn::of(m);
+    if format == WireFormat::Responses && t == Turn::Assistant {
+        let item = match &m.content {
+            Content::None => true,
+            Content::Parts(ps) => ps.iter().all(|p| {
+                matches!(
+                    p,
+                    Part::EncryptedReasoning(_) | Part::Thinking { .. } | Part::Opaque { .. }
+                )
+            }),
+            Content::Text(_) => false,
+        };
+        if item {
+            return Turn::Tool;
+        }
+    }
+    t
+}
+
 fn collide(a: Turn, b: Turn) -> bool {
     a == b && matches!(a, Turn::User | Turn::Assistant)
 }
@@ -802,9 +824,10 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
         let mut k = 0;
         while k < segs.len() {
             let prev_end = if k == 0 { head_end } else { segs[k - 1].1 };
-            let prev_turn = (prev_end > 0).then(|| Turn::of(&msgs[prev_end - 1]));
+            let prev_turn = (prev_end > 0).then(|| seat(opt.format, &msgs[prev_end - 1]));
             let (mut a, b) = segs[k];
-            while a > prev_end && prev_turn.is_some_and(|t| collide(t, Turn::of(&msgs[a]))) {
+            while a > prev_end && prev_turn.is_some_and(|t| collide(t, seat(opt.format, &msgs[a])))
+            {
                 a -= 1;
                 while a > prev_end && !legal[a] {
                     a -= 1;
@@ -825,9 +848,9 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
     // head's last) nor with the tail's first; strict formats want a user turn first.
     let choose = |segs: &[(usize, usize)], t: usize| -> Option<Turn> {
         let prev_idx = segs.last().map(|s| s.1).unwrap_or(head_end);
-        let prev = (prev_idx > 0).then(|| Turn::of(&msgs[prev_idx - 1]));
+        let prev = (prev_idx > 0).then(|| seat(opt.format, &msgs[prev_idx - 1]));
         let first_turn = (0..prev_idx).all(|i| Turn::of(&msgs[i]) == Turn::System);
-        let next = Turn::of(&msgs[t]);
+        let next = seat(opt.format, &msgs[t]);
         [Turn::User, Turn::Assistant].into_iter().find(|&c| {
             let user_first_ok = c == Turn::User || !first_turn || !opt.format.strict_turns();
             !prev.is_some_and(|p| collide(p, c)) && !collide(c, next) && user_first_ok
@@ -875,14 +898,15 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
         };
         matches!(Turn::of(m), Turn::User | Turn::Assistant) && parts_ok
     };
+    // Pinned messages and server compaction items stay verbatim: never merged into.
     let placement = placement.unwrap_or_else(|| {
         let prev_idx = segs.last().map(|s| s.1).unwrap_or(head_end);
-        if mergeable(&msgs[tail_start], true) {
+        if !special(tail_start) && mergeable(&msgs[tail_start], true) {
             Placement::Merge {
                 index: tail_start,
                 at_start: true,
             }
-        } else if prev_idx > 0 && mergeable(&msgs[prev_idx - 1], false) {
+        } else if prev_idx > 0 && !special(prev_idx - 1) && mergeable(&msgs[prev_idx - 1], false) {
             Placement::Merge {
                 index: prev_idx - 1,
                 at_start: false,
@@ -1236,7 +1260,7 @@ pub fn verify(
     }
     // Roles at seams.
     for &p in seams {
-        if p > 0 && p < n && collide(Turn::of(&msgs[p - 1]), Turn::of(&msgs[p])) {
+        if p > 0 && p < n && collide(seat(format, &msgs[p - 1]), seat(format, &msgs[p])) {
             failures.push(Failure::RoleCollision { index: p });
         }
     }

@@ -209,42 +209,35 @@ fn thought(text: &str) -> &str {
         .trim()
 }
 
-/// Path-like tokens of a text, in order of appearance.
+fn is_path_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'-')
+}
+
+/// Path-like tokens of a text, in order of appearance: runs of `[A-Za-z0-9_./-]` that carry a
+/// known file extension or at least two named directory levels.
 fn paths_in(text: &str, out: &mut Vec<String>, seen: &mut HashSet<String>, limit: usize) {
-    for raw in text.split(|c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\''
-                    | '`'
-                    | '('
-                    | ')'
-                    | '['
-                    | ']'
-                    | '{'
-                    | '}'
-                    | ','
-                    | ';'
-                    | '<'
-                    | '>'
-                    | '='
-                    | '|'
-                    | '&'
-            )
-    }) {
-        if out.len() >= limit {
-            return;
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() && out.len() < limit {
+        while i < b.len() && !is_path_byte(b[i]) {
+            i += 1;
         }
-        let t = raw
-            .trim_end_matches(['.', ':', ','])
-            .trim_start_matches("./");
-        if t.len() < 3 || t.len() > 120 || t.starts_with('-') || t.contains("://") {
+        let start = i;
+        let mut marked = false;
+        while i < b.len() && is_path_byte(b[i]) {
+            marked |= b[i] == b'/' || b[i] == b'.';
+            i += 1;
+        }
+        // A run glued to non-ASCII text is part of a word, not a path.
+        let glued = (i < b.len() && b[i] >= 0x80) || (start > 0 && b[start - 1] >= 0x80);
+        if !marked || glued {
             continue;
         }
-        if !t
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'))
-        {
+        // ASCII bytes only: the slice is on character boundaries.
+        let t = text[start..i]
+            .trim_end_matches('.')
+            .trim_start_matches("./");
+        if t.len() < 3 || t.len() > 120 || t.starts_with('-') || t.starts_with("//") {
             continue;
         }
         let has_ext = t
@@ -252,10 +245,11 @@ fn paths_in(text: &str, out: &mut Vec<String>, seen: &mut HashSet<String>, limit
             .is_some_and(|(stem, ext)| !stem.is_empty() && PATH_EXTENSIONS.contains(&ext));
         let dir_like = t.contains('/')
             && t.split('/')
-                .filter(|s| s.chars().any(|c| c.is_ascii_alphabetic()))
+                .filter(|s| s.bytes().any(|c| c.is_ascii_alphabetic()))
                 .count()
                 >= 2;
-        if (has_ext || dir_like) && seen.insert(t.to_string()) {
+        if (has_ext || dir_like) && !seen.contains(t) {
+            seen.insert(t.to_string());
             out.push(t.to_string());
         }
     }

@@ -176,6 +176,18 @@ def main() -> None:
         print(f"| {dataset} | {shape} | {strategy} | {int(share * 100)}% | {row['cases']} | {row['compacted']} | "
               f"{row['within_budget']} | {row['budget_infeasible']} | {row['backed_off']} / {row['unchanged']} | {row['shape_problems']} | "
               f"{row['verification_failed']} | {row['pinned_lost']} / {row['task_lost']} | {row['input_altered']} |")
+    print("\nAll five shapes together (cases = histories x 5 shapes; problems = shape problems + verification"
+          " raised + pinned or task lost + input altered):\n")
+    print("| data set | strategy | budget | cases | compacted | within budget | infeasible budget | backed off / unchanged | problems |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    agg: dict[tuple[str, str, float], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for (dataset, _shape, strategy, share), row in res["rows"].items():
+        for k, v in row.items():
+            agg[(dataset, strategy, share)][k] += v
+    for (dataset, strategy, share), row in sorted(agg.items()):
+        problems = row["shape_problems"] + row["verification_failed"] + row["pinned_lost"] + row["task_lost"] + row["input_altered"]
+        print(f"| {dataset} | {strategy} | {int(share * 100)}% | {row['cases']} | {row['compacted']} | {row['within_budget']} | "
+              f"{row['budget_infeasible']} | {row['backed_off']} / {row['unchanged']} | {problems} |")
     print("\nSummary quality proxy (identifiers of the folded middle present in the extractive summary, chat, 50% budget):")
     for dataset, qs in res["quality"].items():
         print(f"  {dataset}: median {statistics.median(qs):.0%} over {len(qs)} summaries (p10 {sorted(qs)[len(qs) // 10]:.0%})")

@@ -566,6 +566,9 @@ class Compactor:
                     return r
             return unchanged(reason)
 
+        # Even an empty summary would free too little: do not call the summarizer at all.
+        if (why := worth_it(int(plan["fixed_tokens"]))) is not None:
+            return unchanged(why)
         folded_idx: list[int] = plan["folded"]
         request = SummaryRequest(
             messages=[msgs[i] for i in folded_idx],
