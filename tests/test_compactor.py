@@ -433,3 +433,34 @@ def test_every_shared_history_compacts_cleanly(shape):
             if r.changed:
                 assert r.tokens_after <= budget
                 assert any(m is msgs[first_user] for m in r.messages)
+
+
+def test_sdk_objects_in_the_history_are_read_and_never_mutated():
+    from openai.types.chat import ChatCompletionMessage
+
+    msgs: list = agent_history(30)
+    for i, m in enumerate(msgs):
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            msgs[i] = ChatCompletionMessage.model_validate({**m, "content": None})
+    dumps = [m.model_dump_json() if not isinstance(m, dict) else json.dumps(m) for m in msgs]
+    for strategy in ("mask", "summarize"):
+        r = cf.Compactor(budget=6_000, strategy=strategy, tail_tokens=2_000).compact(msgs)
+        assert r.changed
+        assert [m.model_dump_json() if not isinstance(m, dict) else json.dumps(m) for m in msgs] == dumps
+        as_dicts = [m if isinstance(m, dict) else m.model_dump(exclude_none=True) for m in r.messages]
+        assert shape_problems(as_dicts, "chat") == []
+
+
+def test_trigger_and_keep_spellings():
+    msgs = agent_history(20)
+    tokens = cf.estimate(msgs)
+    assert cf.Compactor(trigger=tokens - 1).should_compact(msgs)
+    assert not cf.Compactor(trigger=tokens + 1).should_compact(msgs)
+    assert cf.Compactor(trigger={"type": "input_tokens", "value": tokens - 1}).should_compact(msgs)
+    assert cf.Compactor(trigger=("messages", len(msgs))).should_compact(msgs)
+    assert not cf.Compactor(trigger=("messages", len(msgs) + 1)).should_compact(msgs)
+    assert cf.Compactor(context_window=tokens * 2, trigger=0.4).should_compact(msgs)
+    assert cf.Compactor(keep={"type": "tool_uses", "value": 4}).keep_tool_uses == 4
+    assert cf.Compactor(keep=("messages", 6)).min_tail == 6
+    r = cf.Compactor(budget=6_000, strategy="summarize", keep=("messages", 8)).compact(msgs)
+    assert len(r.messages) - r.messages.index(next(m for m in r.messages if OPEN in str(m.get("content")))) - 1 >= 8
