@@ -185,20 +185,34 @@ fn observation_body(text: &str) -> &str {
     text
 }
 
+/// Where the first code fence (```) starts: a byte search for the backtick, then a check.
+fn find_fence(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut from = 0;
+    while let Some(i) = b[from..].iter().position(|&c| c == b'`') {
+        let at = from + i;
+        if b.len() >= at + 3 && b[at + 1] == b'`' && b[at + 2] == b'`' {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
 /// The first fenced code block of a text (its body, language line skipped).
 fn fenced_command(text: &str) -> Option<&str> {
-    let start = text.find("```")?;
+    let start = find_fence(text)?;
     let after = &text[start + 3..];
     let body_start = after.find('\n')? + 1;
     let body = &after[body_start..];
-    let end = body.find("```").unwrap_or(body.len());
+    let end = find_fence(body).unwrap_or(body.len());
     let cmd = body[..end].trim();
     (!cmd.is_empty()).then_some(cmd)
 }
 
 /// The reasoning before the command, without its `THOUGHT:` label.
 fn thought(text: &str) -> &str {
-    let before = match text.find("```") {
+    let before = match find_fence(text) {
         Some(i) => &text[..i],
         None => text,
     };
@@ -510,13 +524,13 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
     let mut seen_files = HashSet::new();
     let mut output_files = Vec::new();
     let mut ids: Vec<String> = Vec::new();
-    let mut last_state: Option<String> = None;
-    let mut open: Vec<String> = Vec::new();
+    // The newest assistant thought: the last state, and where open items are looked for.
+    let mut last_thought: Option<usize> = None;
     let mut n_calls = 0usize;
     let mut n_errors = 0usize;
     let mut n_requests = 0usize;
     let mut prev_command: Option<String> = None;
-    for m in msgs {
+    for (k, m) in msgs.iter().enumerate() {
         let own = crate::compaction::own_summary(m);
         if let Some(s) = own {
             // A summary folded again (not given as `previous`): merge it too.
@@ -535,9 +549,9 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     paths_in(&cmd, &mut files, &mut seen_files, 200);
                     // Paths an output mentions are weak hints: its edges are enough.
                     let body = observation_body(&text);
-                    paths_in(lead(body, 600), &mut output_files, &mut seen_files, 100);
-                    if body.len() > 1200 {
-                        let mut from = body.len() - 300;
+                    paths_in(lead(body, 300), &mut output_files, &mut seen_files, 100);
+                    if body.len() > 600 {
+                        let mut from = body.len() - 200;
                         while !body.is_char_boundary(from) {
                             from += 1;
                         }
@@ -577,20 +591,9 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     let t = thought(&text);
                     if !t.is_empty() {
                         // The previous thought becomes a decision; the newest is the last state.
-                        if let Some(prev) = last_state.take() {
-                            b.push(Section::Decisions, clip(&prev, 200), None);
-                        }
-                        last_state = Some(clip(t, 400));
-                        for line in t.lines() {
-                            let l = line.to_lowercase();
-                            if l.contains("todo")
-                                || l.starts_with("next")
-                                || l.contains("next step")
-                                || l.contains("still need")
-                                || l.contains("i need to")
-                            {
-                                open.push(clip(line, 160));
-                            }
+                        if let Some(prev) = last_thought.replace(k) {
+                            let pt = text_of(&msgs[prev]);
+                            b.push(Section::Decisions, clip(thought(&pt), 200), None);
                         }
                     }
                 }
@@ -638,11 +641,25 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
     for f in output_files {
         b.push_weak(Section::Files, f, None, true);
     }
-    if let Some(s) = last_state {
-        b.push(Section::LastState, s, None);
-    }
-    for o in open.into_iter().rev().take(3) {
-        b.push(Section::Open, o, None);
+    if let Some(k) = last_thought {
+        let text = text_of(&msgs[k]);
+        let t = thought(&text);
+        b.push(Section::LastState, clip(t, 400), None);
+        let mut open = Vec::new();
+        for line in t.lines() {
+            let l = line.to_lowercase();
+            if l.contains("todo")
+                || l.starts_with("next")
+                || l.contains("next step")
+                || l.contains("still need")
+                || l.contains("i need to")
+            {
+                open.push(clip(line, 160));
+            }
+        }
+        for o in open.into_iter().rev().take(3) {
+            b.push(Section::Open, o, None);
+        }
     }
 
     let mut header = format!(
