@@ -5,6 +5,8 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod breakdown;
+pub mod compaction;
+pub mod digest;
 pub mod estimate;
 pub mod exact;
 pub mod image;

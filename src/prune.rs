@@ -149,7 +149,7 @@ fn shorter_arguments(args: &str, max_chars: usize) -> Option<String> {
 /// The end of the prunable region: the tail start, or in cache-aware mode the last block
 /// boundary at or before it (boundaries at every `block` tokens of cumulative cost, which only
 /// depend on the messages before them, so they do not move as the history grows).
-fn prune_end(costs: &[u32], tail_start: usize, block: u64, legal: &[bool]) -> usize {
+pub fn prune_end(costs: &[u32], tail_start: usize, block: u64, legal: &[bool]) -> usize {
     if block == 0 {
         return tail_start;
     }
@@ -173,8 +173,19 @@ fn prune_end(costs: &[u32], tail_start: usize, block: u64, legal: &[bool]) -> us
 
 /// Plan the prune of `msgs` priced by `est`.
 pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PruneOptions) -> PrunePlan {
-    let costs = est.each(msgs);
-    let legal = legal_cuts(msgs);
+    plan_with(msgs, est, &est.each(msgs), &legal_cuts(msgs), opt)
+}
+
+/// As [`plan`], with the costs (`est.each(msgs)`) and legal cuts (`legal_cuts(msgs)`) a caller
+/// already has.
+pub fn plan_with(
+    msgs: &[Message<'_>],
+    est: &Estimator,
+    costs: &[u32],
+    legal: &[bool],
+    opt: &PruneOptions,
+) -> PrunePlan {
+    let (costs, legal) = (costs.to_vec(), legal.to_vec());
     let tail = find_tail_start(
         &costs,
         &legal,

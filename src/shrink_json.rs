@@ -66,6 +66,11 @@ pub fn shrink_json(text: &str, max_chars: usize) -> String {
     shrink_json_cow(text, max_chars).into_owned()
 }
 
+/// True when `text` is one valid RFC 8259 JSON value (surrounding whitespace allowed).
+pub fn is_valid_json(text: &str) -> bool {
+    validate(text).is_some()
+}
+
 /// As [`shrink_json`], borrowing the input when it comes back unchanged (valid and fitting).
 pub fn shrink_json_cow(text: &str, max_chars: usize) -> Cow<'_, str> {
     let max = max_chars.max(MIN_MAX_CHARS);

@@ -23,21 +23,40 @@ from contextfold._core import (
     wire_bytes,
 )
 from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, breakdown
-from contextfold.errors import InvalidMessageError, UnknownModelError
+from contextfold.compactor import CompactionResult, Compactor, Pruned, detect_wire_format
+from contextfold.errors import (
+    CompactionBudgetError,
+    CompactionError,
+    InvalidMessageError,
+    UnknownModelError,
+)
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.images import fetch_image_size, http_image_sizes
 from contextfold.model_info import ModelInfo, model_info
 from contextfold.prune import prune
 from contextfold.session import Session
-from contextfold.summarize import LLMSummarizer, Summarizer, SummaryFailedError, SummaryRequest, SummaryResult
+from contextfold.summarize import (
+    ExtractiveSummarizer,
+    LLMSummarizer,
+    Summarizer,
+    SummaryFailedError,
+    SummaryRequest,
+    SummaryResult,
+)
 
 __all__ = [
     "PROVIDERS",
     "Breakdown",
+    "CompactionBudgetError",
+    "CompactionError",
+    "CompactionResult",
+    "Compactor",
+    "ExtractiveSummarizer",
     "InvalidMessageError",
     "LLMSummarizer",
     "MessageTokens",
     "ModelInfo",
+    "Pruned",
     "Session",
     "Summarizer",
     "SummaryFailedError",
@@ -52,6 +71,7 @@ __all__ = [
     "count_each",
     "count_many",
     "count_text",
+    "detect_wire_format",
     "encoding_for",
     "estimate",
     "estimate_each",

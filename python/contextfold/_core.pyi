@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension. Token counts are in the provider's tokens; `*_bytes` are bytes."""
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, final
+from typing import Any, Literal, TypedDict, final
 
 _Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
 _Detail = Literal["auto", "low", "high", "original"]
@@ -10,7 +10,10 @@ _ImageSizes = Mapping[str, tuple[int, int] | None] | Callable[[str], tuple[int, 
 
 __version__: str
 __all__ = [
+    "MIN_SUMMARY_TOKENS",
     "PROVIDERS",
+    "SUMMARY_MARKERS",
+    "WIRE_FORMATS",
     "SessionLedger",
     "__version__",
     "breakdown",
@@ -18,17 +21,22 @@ __all__ = [
     "count",
     "count_each",
     "count_many",
+    "compaction_plan",
+    "compaction_verify",
     "count_text",
     "encoding_for",
     "estimate",
     "estimate_each",
     "estimate_many",
+    "extractive_digest",
     "find_tail_start",
     "image_size",
     "image_tokens",
     "prune_plan",
     "request_overhead",
     "shrink_json",
+    "summary_block",
+    "summary_message",
     "wire_bytes",
 ]
 PROVIDERS: list[str]
@@ -333,3 +341,103 @@ def shrink_json(text: str, /, *, max_chars: int) -> str:
     nesting are fine. The GIL is released for inputs over 64 KiB. A ``str`` holding lone
     surrogates cannot be JSON text and raises ``UnicodeEncodeError``.
     """
+
+_WireFormat = Literal["chat", "responses", "anthropic", "gemini", "bedrock"]
+#: ``(kind, message index, block or call index, replacement text, tokens saved)``.
+# (message index, path, value or None to remove, kind, part or call index, tokens saved)
+_PlannedEdit = tuple[int, list[str | int], Any, str, int, int]
+
+SUMMARY_MARKERS: tuple[str, str]
+MIN_SUMMARY_TOKENS: int
+WIRE_FORMATS: list[str]
+
+class _CompactionPlan(TypedDict):
+    """What ``compaction_plan`` returns (token counts are the estimator's)."""
+
+    overhead_tokens: int
+    tokens_before: int
+    tokens_after_mask: int
+    mask_edits: list[_PlannedEdit]
+    mask_note: str | None
+    head_end: int
+    tail_start: int
+    kept: list[int]
+    folded: list[int]
+    previous_summary: str | None
+    summary_role: Literal["user", "assistant"] | None
+    merge_index: int | None
+    merge_at_start: bool
+    tail_edits: list[_PlannedEdit]
+    summary_tokens: int
+    fixed_tokens: int
+    seams: list[int]
+    reason: str | None
+
+def compaction_plan(
+    messages: Sequence[Any],
+    /,
+    *,
+    format: _WireFormat,
+    budget_tokens: int,
+    tail_tokens: int,
+    summary_tokens: int,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    tools: Sequence[Any] | None = None,
+    system: str | Sequence[Any] | None = None,
+    protect_first_n: int = 1,
+    min_tail: int = 3,
+    soft_ceiling: float = 1.5,
+    pinned: Sequence[int] = ...,
+    tool_result_max_tokens: int = 200,
+    arguments_max_chars: int = 2000,
+    prune_images: bool = True,
+    dedupe: bool = True,
+    cache_block_tokens: int = 0,
+    keep_tool_uses: int = 0,
+    exclude_tools: Sequence[str] = ...,
+    clear_tool_inputs: bool = False,
+    keep_thinking_turns: int | None = None,
+    mask_observations: bool = True,
+) -> _CompactionPlan:
+    """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
+    request), protected tail (token budget, never inside a tool group), mask edits (prune's,
+    filtered by ``keep_tool_uses`` / ``exclude_tools`` / pinned, plus ``clear_tool_inputs``,
+    thinking drops and text agents' observations), the middle's kept and folded messages, the
+    previous summary, and the summary's role (or the message to merge it into) so no two
+    neighbours share a role. Masking is planned for ``chat`` and ``anthropic`` only."""
+
+def compaction_verify(
+    messages: Sequence[Any],
+    /,
+    *,
+    format: _WireFormat,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    tools: Sequence[Any] | None = None,
+    system: str | Sequence[Any] | None = None,
+    budget_tokens: int | None = None,
+    seams: Sequence[int] = ...,
+) -> tuple[int, list[tuple[str, int, str]]]:
+    """Check a finished history: ``(tokens, [(kind, message index or -1, description)])``.
+    Pairs of calls and results per format, roles at ``seams`` and the first turn, JSON of every
+    arguments string / tool_use input, and the budget."""
+
+def extractive_digest(
+    messages: Sequence[Any],
+    /,
+    *,
+    max_tokens: int,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    previous: str | None = None,
+    instructions: str | None = None,
+) -> str:
+    """The extractive digest of ``messages`` in at most ``max_tokens`` tokens (see
+    ``contextfold.ExtractiveSummarizer``)."""
+
+def summary_message(text: str, /, *, format: _WireFormat, role: Literal["user", "assistant"]) -> str:
+    """The summary as one message of the wire format, as compact JSON."""
+
+def summary_block(text: str, /, *, format: _WireFormat, role: Literal["user", "assistant"]) -> str:
+    """A text block of the wire format carrying ``text``, as compact JSON."""

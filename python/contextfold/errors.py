@@ -23,3 +23,37 @@ class InvalidMessageError(ValueError):
 
 class UnknownModelError(ValueError):
     """A model name that contextfold cannot map to a tokenizer or a context window."""
+
+
+class CompactionError(ValueError):
+    """A compaction could not produce a history the provider would accept.
+
+    ``failures`` lists what the final check found, as ``(kind, message index or -1, description)``
+    tuples; kinds: ``orphan_call``, ``orphan_result``, ``role_collision``,
+    ``first_turn_not_user``, ``invalid_arguments``, ``empty_message``, ``over_budget``.
+    """
+
+    def __init__(self, message: str, failures: tuple[tuple[str, int, str], ...] = ()) -> None:
+        self.failures = failures
+        super().__init__(message)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (type(self), (self.args[0], self.failures))
+
+
+class CompactionBudgetError(CompactionError):
+    """The budget cannot be met: what must stay verbatim (system, tools, the task, pinned
+    messages, the last messages) already costs more. ``tokens`` is that floor, ``budget`` the
+    target, both in the provider's tokens."""
+
+    def __init__(self, message: str, *, tokens: int, budget: int) -> None:
+        self.tokens = tokens
+        self.budget = budget
+        super().__init__(message, (("over_budget", -1, message),))
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_budget_error, (self.args[0], self.tokens, self.budget))
+
+
+def _budget_error(message: str, tokens: int, budget: int) -> CompactionBudgetError:
+    return CompactionBudgetError(message, tokens=tokens, budget=budget)

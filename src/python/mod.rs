@@ -15,6 +15,7 @@ use crate::message::{Detail, Message};
 use crate::profile::Provider;
 
 mod breakdown;
+mod compaction;
 mod exact;
 mod json_out;
 mod messages;
@@ -266,6 +267,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_size, m)?)?;
     breakdown::register(m)?;
     m.add_function(wrap_pyfunction!(_model_info, m)?)?;
+    compaction::register(m)?;
     exact::register(m)?;
     prune::register(m)?;
     session::register(m)?;

@@ -183,22 +183,39 @@ fn prune_plan<'py>(
     let p = py.detach(|| plan(&ms, &est, &opt));
     let mut edits = Vec::with_capacity(p.edits.len());
     for e in p.edits {
-        let path = PyList::empty(py);
-        for step in e.path {
-            match step {
-                Step::Key(k) => path.append(k)?,
-                Step::Index(j) => path.append(j)?,
-            }
-        }
-        let value: serde_json::Value = serde_json::from_str(&e.value)
-            .map_err(|err| PyValueError::new_err(format!("edit value is not JSON: {err}")))?;
-        edits.push((e.message, path, to_python(py, &value)?));
+        edits.push(planned_edit(py, e.message, &e.path, Some(&e.value))?);
     }
     Ok((p.protected_from, edits))
 }
 
+/// One edit as `contextfold.prune.apply_edits` takes it: `(message index, path, value)`, the
+/// value a new Python object (`None`: remove the list element the path names).
+pub(super) fn planned_edit<'py>(
+    py: Python<'py>,
+    message: usize,
+    steps: &[Step],
+    value: Option<&str>,
+) -> PyResult<PlannedEdit<'py>> {
+    let path = PyList::empty(py);
+    for step in steps {
+        match step {
+            Step::Key(k) => path.append(*k)?,
+            Step::Index(j) => path.append(*j)?,
+        }
+    }
+    let value = match value {
+        Some(text) => {
+            let v: serde_json::Value = serde_json::from_str(text)
+                .map_err(|err| PyValueError::new_err(format!("edit value is not JSON: {err}")))?;
+            to_python(py, &v)?
+        }
+        None => py.None().into_bound(py),
+    };
+    Ok((message, path, value))
+}
+
 /// `(message index, path inside it, replacement value)`.
-type PlannedEdit<'py> = (usize, Bound<'py, PyList>, Bound<'py, PyAny>);
+pub(super) type PlannedEdit<'py> = (usize, Bound<'py, PyList>, Bound<'py, PyAny>);
 
 /// A JSON value as new Python objects (what `json.loads` would return).
 fn to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {

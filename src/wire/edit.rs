@@ -27,7 +27,7 @@ pub struct Edit {
 }
 
 /// Which tool call of a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CallAt {
     /// `message.tool_calls[j]` (OpenAI chat; a Responses `function_call` item is its own call 0).
     ToolCalls(usize),

@@ -1,16 +1,19 @@
 """Summarizers: what the Compactor calls to fold the middle of a history into a summary.
 
 ``Summarizer`` is the protocol (sync ``summarize`` and async ``asummarize`` of a
-``SummaryRequest`` into a ``SummaryResult``); ``LLMSummarizer`` writes a templated summary with a
-model of your choice through its official SDK and falls back to the extractive digest on any
-failure.
+``SummaryRequest`` into a ``SummaryResult``). ``ExtractiveSummarizer`` (offline, deterministic)
+is the default and every LLM summarizer's fallback; ``LLMSummarizer`` writes a templated summary
+with a model of your choice through its official SDK and falls back to the extractive digest on
+any failure.
 """
 
 from contextfold.summarize.base import Summarizer, SummaryRequest, SummaryResult
+from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summarize.llm import SECTIONS, LLMSummarizer, SummaryFailedError
 
 __all__ = [
     "SECTIONS",
+    "ExtractiveSummarizer",
     "LLMSummarizer",
     "Summarizer",
     "SummaryFailedError",

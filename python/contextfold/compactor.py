@@ -1,0 +1,669 @@
+"""The Compactor: fold the middle of a history into a summary so the next request fits.
+
+The Rust core plans (one walk: costs, head, protected tail, mask edits, kept and folded
+messages, the summary's role and place) and verifies the finished history (one walk: call /
+result pairs, roles at the seams, JSON of every arguments string, the budget). This module only
+orchestrates: apply the edits, call the summarizer on the folded messages, assemble the new
+list. ``compact`` and ``compact_async`` drive the same generator; only the summarizer call
+differs.
+
+Token counts are the estimator's tokens of ``provider`` (calibrated by a ``Session``'s real
+usage when one is attached).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from contextfold import _core
+from contextfold.errors import CompactionBudgetError, CompactionError
+from contextfold.prune import _copy, apply_edits
+from contextfold.session import Session
+from contextfold.summarize.base import SummaryRequest, SummaryResult
+from contextfold.summarize.extractive import ExtractiveSummarizer
+
+__all__ = [
+    "CompactionResult",
+    "Compactor",
+    "Pruned",
+    "detect_wire_format",
+]
+
+Strategy = Literal["mask", "summarize", "hybrid"]
+WireFormat = Literal["chat", "responses", "anthropic", "gemini", "bedrock"]
+
+#: Default budget: this share of the gate's trigger, so a compaction leaves room for many turns
+#: before the gate fires again (the remedy of compaction repeating every few turns).
+DEFAULT_BUDGET_SHARE = 0.5
+#: Default protected tail: this share of the budget stays verbatim at the end.
+DEFAULT_TAIL_SHARE = 0.5
+#: Default summary size: this share of the budget, within [256, 4_000] tokens.
+DEFAULT_SUMMARY_SHARE = 0.1
+#: Default mask block: masking only grows in steps of this share of the budget (at least 1,000
+#: tokens), so the prefix sent last time stays byte-identical between steps (prompt cache).
+DEFAULT_CACHE_BLOCK_SHARE = 0.05
+
+OPEN, CLOSE = _core.SUMMARY_MARKERS
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    """One masking edit: message ``index`` of the caller's list, what was shortened (``kind``:
+    ``content``, ``result_block``, ``image``, ``arguments``, ``tool_use_input``, ``observation``,
+    ``drop_part``),
+    which block or call (``slot``) and the tokens it saved."""
+
+    index: int
+    kind: str
+    slot: int
+    tokens_saved: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What a compaction did.
+
+    ``messages`` is the NEW history to send (the caller's list is never altered; unchanged
+    messages are the caller's own objects). ``tokens_before`` / ``tokens_after`` are the same
+    estimator's prompt tokens (system and tools included). ``removed`` are the indices of the
+    caller's list folded into ``summary``; ``pruned`` what masking shortened;
+    ``strategy_used`` is ``"mask"``, ``"summarize"`` or None when nothing was done, and then
+    ``reason`` says why. ``kept`` are messages of the middle kept verbatim (pinned, server
+    compaction items); ``notes`` remarks (masking skipped for a format, a fallback, a back-off).
+    """
+
+    messages: list[Any]
+    summary: str | None
+    tokens_before: int
+    tokens_after: int
+    removed: tuple[int, ...]
+    pruned: tuple[Pruned, ...]
+    strategy_used: Literal["mask", "summarize"] | None
+    fallback_used: bool
+    reason: str | None
+    budget: int
+    kept: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """True when ``messages`` differs from the input."""
+        return self.strategy_used is not None
+
+    def __repr__(self) -> str:
+        what = self.strategy_used or f"unchanged ({self.reason})"
+        return (
+            f"CompactionResult({what}: {self.tokens_before} -> {self.tokens_after} tokens, "
+            f"budget {self.budget}, {len(self.removed)} folded, {len(self.pruned)} pruned)"
+        )
+
+
+def _field(obj: Any, name: str) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def detect_wire_format(messages: Sequence[Any], provider: str = "openai") -> WireFormat:
+    """The wire format of a history, from the shape of its first messages (at most 16).
+
+    Responses items (a ``type`` and no ``role``, or ``input_text`` blocks), Gemini contents
+    (role ``model`` or ``parts``), Bedrock blocks (``{"text": ...}`` / ``toolUse`` without a
+    ``type``), Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``); otherwise
+    Anthropic when ``provider="anthropic"``, else OpenAI chat.
+    """
+    for m in list(messages[:16]):
+        role = _field(m, "role")
+        if role is None and _field(m, "type") is not None:
+            return "responses"
+        if role == "model" or _field(m, "parts") is not None:
+            return "gemini"
+        content = _field(m, "content")
+        if isinstance(content, list):
+            for b in content[:8]:
+                kind = _field(b, "type")
+                if kind is None and isinstance(b, dict) and b.keys() & {"text", "toolUse", "toolResult", "image", "document"}:
+                    return "bedrock"
+                if kind in ("input_text", "output_text", "input_image", "input_file"):
+                    return "responses"
+                if kind in ("tool_use", "tool_result", "thinking", "redacted_thinking"):
+                    return "anthropic"
+    return "anthropic" if provider == "anthropic" else "chat"
+
+
+def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> dict[str, Any]:
+    """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content."""
+    d: dict[str, Any] = _copy(message)
+    key = "parts" if fmt == "gemini" else "content"
+    role = "assistant" if d.get("role") in ("assistant", "model") else "user"
+    block = json.loads(_core.summary_block(text, format=fmt, role=role))  # type: ignore[arg-type]
+    content = d.get(key)
+    if content is None:
+        d[key] = text  # an OpenAI chat assistant message that only called tools
+    elif isinstance(content, str):
+        if at_start:
+            d[key] = text + "\n\n" + content
+        else:
+            first = dict(block, text=content)
+            d[key] = [first, block]
+    else:
+        blocks = list(content or [])
+        if at_start:
+            blocks.insert(0, block)
+        else:
+            blocks.append(block)
+        d[key] = blocks
+    return d
+
+
+def _parse_trigger(trigger: Any) -> tuple[str, float] | None:
+    if trigger is None:
+        return None
+    if isinstance(trigger, dict):
+        kind = {"input_tokens": "tokens", "tokens": "tokens", "messages": "messages", "fraction": "fraction"}.get(
+            str(trigger.get("type")), "")
+        if not kind:
+            raise ValueError(f"unknown trigger type {trigger.get('type')!r}; valid: input_tokens, messages, fraction")
+        return kind, float(trigger["value"])
+    if isinstance(trigger, tuple):
+        kind, value = trigger
+        if kind not in ("tokens", "fraction", "messages"):
+            raise ValueError(f"unknown trigger kind {kind!r}; valid: tokens, fraction, messages")
+        return kind, float(value)
+    if isinstance(trigger, bool):
+        raise TypeError("trigger must be tokens (int), a fraction (float) or (kind, value)")
+    if isinstance(trigger, int):
+        return "tokens", float(trigger)
+    if isinstance(trigger, float):
+        if not 0.0 < trigger <= 1.0:
+            raise ValueError(f"a fractional trigger must be within (0, 1], got {trigger}")
+        return "fraction", trigger
+    raise TypeError("trigger must be tokens (int), a fraction (float) or (kind, value)")
+
+
+class Compactor:
+    """Keeps a conversation inside its window by masking old tool output and folding the middle
+    of the history into a summary.
+
+    Sizes are prompt tokens of ``provider``'s estimator (``model`` picks image rules; a
+    ``session``'s real-usage correction scales the budget when it runs above 1).
+
+    - ``budget``: target prompt tokens after compaction (messages + ``system`` + ``tools``).
+      Default: half the gate's trigger (``context_window`` or the model's known window; the
+      trigger is ``min(0.9 * window, window - output reserve)``, see ``Session``).
+    - ``strategy``: ``"mask"`` (observation masking only: old tool output, images, long
+      arguments become placeholders; text agents' long observations too), ``"summarize"``
+      (head + summary + tail) or ``"hybrid"`` (default: mask first, summarize only when masking
+      does not reach the budget).
+    - ``protect_first_n``: first messages kept verbatim (the first user request, the task, is
+      always kept too); ``pinned``: indices or a predicate ``(message) -> bool`` of messages
+      kept verbatim wherever they are (the predicate is called once per message per compaction);
+      ``tail_tokens``: the protected tail (default: half the budget, shrunk when head and summary
+      leave less room; never fewer than ``min_tail`` messages, never inside a tool group).
+    - ``trigger`` (when ``should_compact`` fires): tokens (int), a fraction of the window (float),
+      ``("tokens" | "fraction" | "messages", value)`` or Anthropic's
+      ``{"type": "input_tokens", "value": n}``; default: the ``Session`` gate.
+    - ``keep``: tool uses whose results are never masked (int: the last N, Anthropic's
+      ``keep``), or ``("messages", n)`` / ``("tokens", n)`` / ``("fraction", f)`` for the
+      protected tail (LangChain's words).
+    - ``clear_at_least``: do nothing unless at least this many tokens are freed (a cache break
+      for a small gain is not worth it); ``min_free_share``: likewise as a share of the tokens
+      before (default 0.05), and then the gate backs off until the history has grown by that
+      share of the trigger (anti-thrash).
+    - ``exclude_tools``: outputs of these tools are never masked (memory, plan, todo tools);
+      ``clear_tool_inputs``: also shrink the arguments of calls whose output was masked;
+      ``keep_thinking_turns``: keep thinking blocks only in the last N assistant turns having
+      them (the others go whole; the kept ones stay byte-identical).
+    - ``instructions``: a focus string passed to the summarizer (``/compact <focus>``).
+    - ``summarizer``: anything with ``summarize(SummaryRequest) -> SummaryResult`` (and
+      optionally ``asummarize``); default ``ExtractiveSummarizer()``, also the fallback when a
+      summarizer raises or returns nothing.
+    - ``wire_format``: ``"chat"`` (OpenAI, Ollama, OpenAI-compatible), ``"responses"``,
+      ``"anthropic"``, ``"gemini"``, ``"bedrock"``; default: detected from the history's shape.
+      Masking runs for chat and Anthropic histories; for the other three only the summary
+      strategy runs for now (``notes`` says so).
+    - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
+      budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
+
+    Guarantees: the caller's list and objects are never altered; the result passes the core's
+    check (every call with its result and vice versa, summary never between a call and its
+    result, no two neighbours sharing a role at a seam, user first for Anthropic / Gemini /
+    Bedrock, every arguments string valid JSON, tokens within the budget) or a
+    ``CompactionError`` is raised (``CompactionBudgetError`` when what must stay verbatim
+    already exceeds the budget).
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str = "openai",
+        model: str | None = None,
+        context_window: int | None = None,
+        budget: int | None = None,
+        summarizer: Any = None,
+        strategy: Strategy = "hybrid",
+        protect_first_n: int = 1,
+        tail_tokens: int | None = None,
+        pinned: Sequence[int] | Callable[[Any], bool] | None = None,
+        session: Session | None = None,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        trigger: Any = None,
+        keep: int | tuple[str, float] | dict[str, Any] | None = None,
+        clear_at_least: int = 0,
+        min_free_share: float = 0.05,
+        exclude_tools: Sequence[str] = (),
+        clear_tool_inputs: bool = False,
+        keep_thinking_turns: int | None = None,
+        instructions: str | None = None,
+        wire_format: WireFormat | None = None,
+        summary_tokens: int | None = None,
+        min_tail: int = 3,
+        tool_result_max_tokens: int = 200,
+        arguments_max_chars: int = 2000,
+        cache_block_tokens: int | None = None,
+    ) -> None:
+        if strategy not in ("mask", "summarize", "hybrid"):
+            raise ValueError(f"unknown strategy {strategy!r}; valid: mask, summarize, hybrid")
+        if provider not in _core.PROVIDERS:
+            raise ValueError(f"unknown provider {provider!r}; valid providers: {', '.join(_core.PROVIDERS)}")
+        if wire_format is not None and wire_format not in _core.WIRE_FORMATS:
+            raise ValueError(f"unknown wire format {wire_format!r}; valid: {', '.join(_core.WIRE_FORMATS)}")
+        for name, v in (("budget", budget), ("tail_tokens", tail_tokens), ("summary_tokens", summary_tokens),
+                        ("context_window", context_window)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if protect_first_n < 0 or min_tail < 1:
+            raise ValueError("protect_first_n must be >= 0 and min_tail >= 1")
+        if not 0.0 <= min_free_share < 1.0:
+            raise ValueError(f"min_free_share must be within [0, 1), got {min_free_share}")
+        if keep_thinking_turns is not None and keep_thinking_turns < 1:
+            raise ValueError("keep_thinking_turns must be >= 1 (the current turn keeps its thinking)")
+        self.provider = provider
+        self.model = model
+        self.strategy: Strategy = strategy
+        self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
+        self._fallback = ExtractiveSummarizer()
+        self.protect_first_n = protect_first_n
+        self.pinned = pinned
+        self.system = system
+        self.tools = tools
+        self.clear_at_least = clear_at_least
+        self.min_free_share = min_free_share
+        self.exclude_tools = tuple(exclude_tools)
+        self.clear_tool_inputs = clear_tool_inputs
+        self.keep_thinking_turns = keep_thinking_turns
+        self.instructions = instructions
+        self.wire_format = wire_format
+        self.min_tail = min_tail
+        self.tool_result_max_tokens = tool_result_max_tokens
+        self.arguments_max_chars = arguments_max_chars
+        self._budget = budget
+        self._tail_tokens = tail_tokens
+        self._summary_tokens = summary_tokens
+        self._cache_block = cache_block_tokens
+        self._trigger = _parse_trigger(trigger)
+        self.keep_tool_uses = 0
+        self._tail_share = DEFAULT_TAIL_SHARE
+        if isinstance(keep, dict):
+            keep = (str(keep.get("type")), float(keep["value"]))
+        if isinstance(keep, bool):
+            raise TypeError("keep must be an int or (kind, value)")
+        if isinstance(keep, int):
+            self.keep_tool_uses = keep
+        elif isinstance(keep, tuple):
+            kind, value = keep
+            if kind == "tool_uses":
+                self.keep_tool_uses = int(value)
+            elif kind == "messages":
+                self.min_tail = max(1, int(value))
+            elif kind == "tokens":
+                self._tail_tokens = int(value)
+            elif kind == "fraction":
+                self._tail_share = float(value)
+            else:
+                raise ValueError(f"unknown keep kind {kind!r}; valid: tool_uses, messages, tokens, fraction")
+        elif keep is not None:
+            raise TypeError("keep must be an int or (kind, value)")
+        self.session = session if session is not None else Session(
+            provider=provider, model=model, context_window=context_window, tools=tools, system=system)
+        self._window = context_window
+        # Anti-thrash state: the gate stays closed below this estimate after a back-off.
+        self._backoff_below: int | None = None
+
+    # -- sizes ---------------------------------------------------------------------------------
+
+    @property
+    def context_window(self) -> int | None:
+        """The window in tokens: as given, else the session's, else None."""
+        return self._window if self._window is not None else self.session.context_window
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Estimated prompt tokens at which ``should_compact`` fires."""
+        if self._trigger is not None:
+            kind, value = self._trigger
+            if kind == "tokens":
+                return int(value)
+            if kind == "fraction":
+                return int(value * self._require_window())
+        try:
+            return self.session.trigger_tokens
+        except ValueError:
+            pass
+        if self._window is not None:
+            w = self._window
+            return int(min(w * 0.9, w - min(32_768, w // 4)))
+        if self._budget is not None:
+            return int(self._budget / DEFAULT_BUDGET_SHARE)
+        raise ValueError("no context window known: pass Compactor(context_window=...), budget= or trigger=")
+
+    def _require_window(self) -> int:
+        w = self.context_window
+        if w is None:
+            raise ValueError(f"no context window for model {self.model!r}: pass Compactor(context_window=...)")
+        return w
+
+    @property
+    def budget(self) -> int:
+        """Target prompt tokens after a compaction."""
+        if self._budget is not None:
+            return self._budget
+        return int(self.trigger_tokens * DEFAULT_BUDGET_SHARE)
+
+    def _sizes(self, budget: int) -> tuple[int, int, int]:
+        tail = self._tail_tokens if self._tail_tokens is not None else int(budget * self._tail_share)
+        summary = self._summary_tokens if self._summary_tokens is not None else max(
+            256, min(int(budget * DEFAULT_SUMMARY_SHARE), 4_000))
+        block = self._cache_block if self._cache_block is not None else max(
+            1_000, int(budget * DEFAULT_CACHE_BLOCK_SHARE))
+        return tail, summary, block
+
+    # -- the gate ------------------------------------------------------------------------------
+
+    def should_compact(self, messages: Sequence[Any], /) -> bool:
+        """True when the history reaches the trigger (the Session gate: O(messages appended since
+        the last call)). After a compaction that freed too little the gate backs off until the
+        history has grown by ``min_free_share`` of the trigger, unless the window itself is full."""
+        if self._trigger is not None and self._trigger[0] == "messages":
+            return len(messages) >= self._trigger[1]
+        tokens = self.session.estimate(messages)
+        if self._backoff_below is not None and tokens < self._backoff_below:
+            try:
+                full = tokens >= self.session.usable_tokens
+            except ValueError:
+                full = False
+            if not full:
+                return False
+        if self._trigger is None and self.session.context_window is not None:
+            return self.session.should_compact(messages)
+        return tokens >= self.trigger_tokens
+
+    # -- compaction ----------------------------------------------------------------------------
+
+    def compact(self, messages: Sequence[Any], /) -> CompactionResult:
+        """Compact ``messages`` (see the class docstring); the caller's list is not altered."""
+        steps = self._steps(messages)
+        try:
+            request = next(steps)
+            while True:
+                request = steps.send(self._summarize(request))
+        except StopIteration as done:
+            result: CompactionResult = done.value
+            return result
+
+    async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
+        """As ``compact``, awaiting the summarizer's ``asummarize`` (or running its ``summarize``
+        in a thread when it has none), so an asyncio server is never blocked by an LLM call."""
+        steps = self._steps(messages)
+        try:
+            request = next(steps)
+            while True:
+                request = steps.send(await self._asummarize(request))
+        except StopIteration as done:
+            result: CompactionResult = done.value
+            return result
+
+    def _summarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
+        summarizer, req = request
+        try:
+            return summarizer.summarize(req)  # type: ignore[no-any-return]
+        except Exception as e:  # noqa: BLE001 - any summarizer failure falls back, never drops
+            if summarizer is self._fallback:
+                raise
+            r = self._fallback.summarize(req)
+            return SummaryResult(text=r.text, fallback_used=True, error=f"{type(e).__name__}: {e}")
+
+    async def _asummarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
+        summarizer, req = request
+        try:
+            fn = getattr(summarizer, "asummarize", None)
+            if fn is not None:
+                return await fn(req)  # type: ignore[no-any-return]
+            return await asyncio.to_thread(summarizer.summarize, req)
+        except Exception as e:  # noqa: BLE001
+            if summarizer is self._fallback:
+                raise
+            r = self._fallback.summarize(req)
+            return SummaryResult(text=r.text, fallback_used=True, error=f"{type(e).__name__}: {e}")
+
+    def _pinned_indices(self, msgs: list[Any]) -> list[int]:
+        p = self.pinned
+        if p is None:
+            return []
+        if callable(p):
+            return [i for i, m in enumerate(msgs) if p(m)]
+        n = len(msgs)
+        return sorted({i + n if i < 0 else i for i in p if -n <= i < n})
+
+    def _steps(self, messages: Sequence[Any]) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
+        msgs = list(messages)
+        fmt = self.wire_format or detect_wire_format(msgs, self.provider)
+        budget = self.budget
+        notes: list[str] = []
+        correction = self.session.correction if self.session.last_usage is not None else 1.0
+        effective = budget
+        if correction > 1.0:
+            # Real usage ran above the estimate: aim lower so the real count meets the budget.
+            effective = int(budget / correction)
+            notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
+        tail, summary_tokens, block = self._sizes(effective)
+        common: dict[str, Any] = dict(
+            format=fmt, provider=self.provider, model=self.model, tools=self.tools, system=self.system)
+        plan = _core.compaction_plan(
+            msgs,
+            budget_tokens=effective,
+            tail_tokens=tail,
+            summary_tokens=summary_tokens,
+            protect_first_n=self.protect_first_n,
+            min_tail=self.min_tail,
+            pinned=self._pinned_indices(msgs),
+            tool_result_max_tokens=self.tool_result_max_tokens,
+            arguments_max_chars=self.arguments_max_chars,
+            cache_block_tokens=block,
+            keep_tool_uses=self.keep_tool_uses,
+            exclude_tools=list(self.exclude_tools),
+            clear_tool_inputs=self.clear_tool_inputs,
+            keep_thinking_turns=self.keep_thinking_turns,
+            **common,
+        )
+        before = int(plan["tokens_before"])
+        if plan["mask_note"]:
+            notes.append(plan["mask_note"])
+
+        def unchanged(reason: str) -> CompactionResult:
+            return CompactionResult(
+                messages=msgs, summary=None, tokens_before=before, tokens_after=before, removed=(),
+                pruned=(), strategy_used=None, fallback_used=False, reason=reason, budget=budget,
+                notes=tuple(notes))
+
+        if before <= effective:
+            return unchanged(f"under budget: {before} <= {effective} tokens")
+
+        def worth_it(after: int) -> str | None:
+            freed = before - after
+            if freed < self.clear_at_least:
+                return f"would free {freed} tokens, less than clear_at_least={self.clear_at_least}"
+            if freed < self.min_free_share * before:
+                if self._window_full(before):
+                    notes.append(f"frees only {freed} tokens, applied anyway: the window is full")
+                    return None
+                # Back off: the gate stays closed until the history has grown by that share.
+                self._backoff_below = before + int(self.min_free_share * self._safe_trigger(budget))
+                return (f"backed off: would free only {freed} of {before} tokens "
+                        f"(< min_free_share={self.min_free_share}); the gate reopens at {self._backoff_below} tokens")
+            return None
+
+        def verified(out: list[Any], seams: list[int], limit: int | None) -> tuple[int, list[tuple[str, int, str]]]:
+            tokens, failures = _core.compaction_verify(out, budget_tokens=limit, seams=seams, **common)
+            if failures and any(k != "over_budget" for k, _, _ in failures):
+                # Problems the caller's history already had are not ours to raise about.
+                _, pre = _core.compaction_verify(msgs, **common)
+                known = {(k, d.split(":", 1)[-1]) for k, _, d in pre}
+                failures = [f for f in failures if f[0] == "over_budget" or (f[0], f[2].split(":", 1)[-1]) not in known]
+            return tokens, failures
+
+        def masked_result() -> CompactionResult | None:
+            edits = plan["mask_edits"]
+            if not edits:
+                return None
+            after_estimate = int(plan["tokens_after_mask"])
+            if (why := worth_it(after_estimate)) is not None:
+                return unchanged(why)
+            out = apply_edits(msgs, edits)
+            tokens, failures = verified(out, [], None)
+            if failures:
+                raise CompactionError("masking produced a history a provider would reject: "
+                                      + "; ".join(d for _, _, d in failures), tuple(failures))
+            if tokens > effective:
+                if self.strategy == "hybrid" and not plan["reason"]:
+                    return None  # the summary path does better
+                notes.append(f"masking alone reached {tokens} tokens, over the budget of {effective}")
+            self._after_compaction(min(e[0] for e in edits))
+            return CompactionResult(
+                messages=out, summary=None, tokens_before=before, tokens_after=tokens, removed=(),
+                pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in edits), strategy_used="mask",
+                fallback_used=False, reason=None, budget=budget, notes=tuple(notes))
+
+        if self.strategy == "mask" or (self.strategy == "hybrid" and int(plan["tokens_after_mask"]) <= effective):
+            r = masked_result()
+            if r is not None:
+                return r
+            if self.strategy == "mask":
+                return unchanged("nothing to mask" + (f" ({plan['mask_note']})" if plan["mask_note"] else ""))
+
+        if plan["reason"] is not None:
+            reason = str(plan["reason"])
+            if reason.startswith("budget"):
+                floor = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
+                raise CompactionBudgetError(reason, tokens=floor, budget=effective)
+            if self.strategy == "hybrid":
+                r = masked_result()
+                if r is not None:
+                    return r
+            return unchanged(reason)
+
+        # Even an empty summary would free too little: do not call the summarizer at all.
+        if (why := worth_it(int(plan["fixed_tokens"]))) is not None:
+            return unchanged(why)
+        folded_idx: list[int] = plan["folded"]
+        request = SummaryRequest(
+            messages=[msgs[i] for i in folded_idx],
+            provider=self.provider,
+            model=self.model,
+            previous_summary=plan["previous_summary"],
+            instructions=self.instructions,
+            max_tokens=int(plan["summary_tokens"]),
+        )
+        result = yield (self.summarizer, request)
+        fallback = bool(result.fallback_used)
+        if result.error:
+            notes.append(f"summarizer fell back to the extractive digest: {result.error}")
+        text = (result.text or "").strip()
+        if not text:
+            result = yield (self._fallback, request)
+            fallback = True
+            notes.append("summarizer returned nothing: extractive digest used")
+            text = result.text.strip()
+
+        base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
+        head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])
+        kept_idx: list[int] = plan["kept"]
+        seams: list[int] = plan["seams"]
+
+        def assemble(summary_text: str) -> tuple[str, list[Any]]:
+            wrapped = f"{OPEN}\n{summary_text}\n{CLOSE}"
+            out = base[:head_end] + [base[i] for i in kept_idx]
+            if plan["summary_role"] is not None:
+                out.append(json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"])))
+                out.extend(base[tail_start:])
+            else:
+                out.extend(base[tail_start:])
+                target = int(plan["merge_index"] or 0)
+                pos = target if target < head_end else (
+                    head_end + kept_idx.index(target) if target in kept_idx else head_end + len(kept_idx) + target - tail_start)
+                out[pos] = _merge(out[pos], wrapped, at_start=bool(plan["merge_at_start"]), fmt=fmt)
+            return wrapped, out
+
+        wrapped, out = assemble(text)
+        tokens, failures = verified(out, seams, effective)
+        for _ in range(3):
+            over = [f for f in failures if f[0] == "over_budget"]
+            if not over or failures != over:
+                break
+            # The summary came out longer than its share: digest again, smaller by the overflow.
+            shrink = tokens - effective + 16
+            smaller = SummaryRequest(
+                messages=request.messages, provider=request.provider, model=request.model,
+                previous_summary=request.previous_summary, instructions=request.instructions,
+                max_tokens=max(16, request.max_tokens - shrink))
+            request = smaller
+            result = yield (self._fallback, smaller)
+            if self.summarizer is not self._fallback:
+                fallback = True
+                notes.append("summary over its share of the budget: replaced by the extractive digest")
+            text = result.text.strip()
+            wrapped, out = assemble(text)
+            tokens, failures = verified(out, seams, effective)
+        if failures:
+            if all(k == "over_budget" for k, _, _ in failures):
+                raise CompactionBudgetError(
+                    f"compacted history still {tokens} tokens, over the budget of {effective}",
+                    tokens=tokens, budget=effective)
+            raise CompactionError("compaction produced a history a provider would reject: "
+                                  + "; ".join(d for _, _, d in failures), tuple(failures))
+        if (why := worth_it(tokens)) is not None:
+            return unchanged(why)
+        self._after_compaction(head_end)
+        return CompactionResult(
+            messages=out, summary=text, tokens_before=before, tokens_after=tokens,
+            removed=tuple(folded_idx),
+            pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
+            strategy_used="summarize", fallback_used=fallback, reason=None, budget=budget,
+            kept=tuple(kept_idx), notes=tuple(notes))
+
+    def _window_full(self, tokens: int) -> bool:
+        try:
+            return tokens >= self.session.usable_tokens
+        except ValueError:
+            return False
+
+    def _safe_trigger(self, budget: int) -> int:
+        try:
+            return self.trigger_tokens
+        except ValueError:
+            return int(budget / DEFAULT_BUDGET_SHARE)
+
+    def _after_compaction(self, first_changed: int) -> None:
+        """Re-anchor the session: its cached costs and usage anchor stop at the first message
+        the compaction changed; the next estimate prices the new history from there."""
+        self._backoff_below = None
+        self.session.invalidate(first_changed)
+
+    def __repr__(self) -> str:
+        return (f"Compactor(provider={self.provider!r}, model={self.model!r}, strategy={self.strategy!r}, "
+                f"summarizer={self.summarizer!r})")

@@ -1,0 +1,45 @@
+"""The extractive summarizer: a structured digest built by the Rust core, no LLM, no network."""
+
+from __future__ import annotations
+
+from contextfold import _core
+from contextfold.summarize.base import SummaryRequest, SummaryResult
+
+__all__ = ["ExtractiveSummarizer"]
+
+
+class ExtractiveSummarizer:
+    """Offline, deterministic summary of the folded messages, sized to ``request.max_tokens``.
+
+    The digest lists, in sections: the user's requests in order, each tool call with its key
+    arguments and outcome (errors in their own section), files and paths touched, identifiers
+    (short string arguments: ids, codes), decisions and notes, the last state and open items.
+    Text agents that run shell commands in fenced blocks get their commands and return codes as
+    calls. Over budget, detail goes first (outcome snippets, old decisions, old successful calls
+    whose identifiers stay listed), requests and errors last. With ``previous_summary`` (a
+    second compaction) the previous digest's sections are merged with the new ones.
+    ``instructions`` words keep the entries that mention them longest.
+
+    Sizes are the estimator's tokens of ``request.provider`` (``"openai"`` when it is not one of
+    ``contextfold.PROVIDERS``). One call into the core; it never fails on a valid history.
+    """
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """The digest of ``request.messages``."""
+        provider = request.provider if request.provider in _core.PROVIDERS else "openai"
+        text = _core.extractive_digest(
+            request.messages,
+            max_tokens=max(0, int(request.max_tokens)),
+            provider=provider,  # type: ignore[arg-type]
+            model=request.model,
+            previous=request.previous_summary,
+            instructions=request.instructions,
+        )
+        return SummaryResult(text=text)
+
+    async def asummarize(self, request: SummaryRequest) -> SummaryResult:
+        """As ``summarize`` (the digest takes milliseconds: no thread needed)."""
+        return self.summarize(request)
+
+    def __repr__(self) -> str:
+        return "ExtractiveSummarizer()"

@@ -1,0 +1,191 @@
+//! Property tests of the compaction plan and the check of a finished history (no Python).
+//!
+//! On random chat and Anthropic agent histories (text turns, parallel tool calls, results) at
+//! random budgets, a plan that folds something:
+//! - partitions the history: head `..head_end`, kept + folded = `head_end..tail_start`, tail;
+//! - starts the tail at a legal cut (no call separated from its result) and keeps the task;
+//! - assembled as head + kept + summary + tail (or with the summary merged into a neighbour),
+//!   passes `verify` with no failure but the budget, and with the summary at its planned size
+//!   within the budget whenever the plan says it fits;
+//! - folds or keeps every pinned message verbatim (pinned ones are never folded).
+
+use std::borrow::Cow;
+
+use contextfold::compaction::{
+    plan, verify, MaskOptions, Placement, PlanOptions, Turn, WireFormat,
+};
+use contextfold::estimate::Estimator;
+use contextfold::message::{Content, Message, Part, ToolCall};
+use contextfold::profile::Provider;
+use contextfold::tail_walk::legal_cuts;
+use proptest::prelude::*;
+
+const IDS: [&str; 64] = [
+    "c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c10", "c11", "c12", "c13", "c14",
+    "c15", "c16", "c17", "c18", "c19", "c20", "c21", "c22", "c23", "c24", "c25", "c26", "c27",
+    "c28", "c29", "c30", "c31", "c32", "c33", "c34", "c35", "c36", "c37", "c38", "c39", "c40",
+    "c41", "c42", "c43", "c44", "c45", "c46", "c47", "c48", "c49", "c50", "c51", "c52", "c53",
+    "c54", "c55", "c56", "c57", "c58", "c59", "c60", "c61", "c62", "c63",
+];
+
+#[derive(Debug, Clone)]
+enum Step {
+    /// An assistant text turn then a user text turn.
+    Talk(usize),
+    /// An assistant turn with `k` calls and their results of the given size.
+    Tools(usize, usize),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (1usize..400).prop_map(Step::Talk),
+        (1usize..4, 1usize..2_000).prop_map(|(k, s)| Step::Tools(k, s)),
+    ]
+}
+
+fn history<'a>(steps: &[Step], anthropic: bool, text: &'a str) -> Vec<Message<'a>> {
+    let mut v = Vec::new();
+    if !anthropic {
+        v.push(Message::text("system", &text[..50]));
+    }
+    v.push(Message::text("user", &text[..80]));
+    let mut next_id = 0;
+    for s in steps {
+        match *s {
+            Step::Talk(n) => {
+                v.push(Message::text("assistant", &text[..n]));
+                v.push(Message::text("user", &text[..n / 2 + 1]));
+            }
+            Step::Tools(k, size) => {
+                if next_id + k > IDS.len() {
+                    continue;
+                }
+                let ids = &IDS[next_id..next_id + k];
+                next_id += k;
+                let mut a = Message::empty("assistant");
+                let calls: Vec<ToolCall<'_>> = ids
+                    .iter()
+                    .map(|&id| ToolCall {
+                        id,
+                        name: "run",
+                        arguments: Cow::Borrowed("{\"cmd\":\"ls\"}"),
+                    })
+                    .collect();
+                if anthropic {
+                    a.content = Content::Parts(calls.into_iter().map(Part::ToolUse).collect());
+                    v.push(a);
+                    let mut r = Message::empty("user");
+                    r.content = Content::Parts(
+                        ids.iter()
+                            .map(|&id| Part::ToolResult {
+                                tool_use_id: id,
+                                content: vec![Part::Text(Cow::Borrowed(&text[..size]))],
+                            })
+                            .collect(),
+                    );
+                    v.push(r);
+                } else {
+                    a.tool_calls = calls;
+                    v.push(a);
+                    for &id in ids {
+                        let mut r = Message::empty("tool");
+                        r.tool_call_id = Some(id);
+                        r.content = Content::Text(Cow::Borrowed(&text[..size]));
+                        v.push(r);
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn plans_partition_and_assemble_into_valid_requests(
+        steps in prop::collection::vec(step(), 3..40),
+        anthropic in any::<bool>(),
+        budget_share in 0.1f64..0.9,
+        pin in 0usize..60,
+        summary_tokens in 64u64..600,
+    ) {
+        let text = "word and more words with some_identifier/path.py in them. ".repeat(40);
+        let msgs = history(&steps, anthropic, &text);
+        let n = msgs.len();
+        let est = Estimator::new(if anthropic { Provider::Anthropic } else { Provider::OpenAI }, "");
+        let total: u64 = est.each(&msgs).iter().map(|&c| u64::from(c)).sum();
+        let budget = (total as f64 * budget_share) as u64;
+        let format = if anthropic { WireFormat::Anthropic } else { WireFormat::Chat };
+        let opt = PlanOptions {
+            format,
+            budget_tokens: budget,
+            overhead_tokens: 0,
+            tail_tokens: budget / 2,
+            summary_tokens,
+            protect_first_n: 1,
+            min_tail: 3,
+            soft_ceiling: 1.5,
+            pinned: vec![pin],
+            mask: MaskOptions::default(),
+        };
+        let p = plan(&msgs, &est, &opt);
+        if p.folded.is_empty() {
+            return Ok(());
+        }
+        let legal = legal_cuts(&msgs);
+        prop_assert!(p.head_end <= p.tail_start && p.tail_start < n);
+        prop_assert!(legal[p.tail_start], "tail starts inside a tool group");
+        let first_user = msgs.iter().position(|m| Turn::of(m) == Turn::User).unwrap();
+        prop_assert!(first_user < p.head_end, "the task is in the head");
+        let mut middle: Vec<usize> = p.kept.iter().chain(&p.folded).copied().collect();
+        middle.sort_unstable();
+        prop_assert_eq!(middle, (p.head_end..p.tail_start).collect::<Vec<_>>());
+        prop_assert!(!p.folded.contains(&pin), "a pinned message was folded");
+
+        // Assemble with a summary of the planned size.
+        let summary = "x ".repeat((p.summary_tokens as usize).saturating_sub(24));
+        let mut out: Vec<Message<'_>> = msgs[..p.head_end].to_vec();
+        out.extend(p.kept.iter().map(|&i| msgs[i].clone()));
+        match p.placement {
+            Placement::Insert(t) => {
+                let role = if t == Turn::Assistant { "assistant" } else { "user" };
+                out.push(Message::text(role, &summary));
+                out.extend(msgs[p.tail_start..].iter().cloned());
+            }
+            Placement::Merge { index, at_start } => {
+                let base_len = out.len();
+                out.extend(msgs[p.tail_start..].iter().cloned());
+                let pos = if index < p.head_end {
+                    index
+                } else if let Some(k) = p.kept.iter().position(|&i| i == index) {
+                    p.head_end + k
+                } else {
+                    base_len + index - p.tail_start
+                };
+                let m = &mut out[pos];
+                let block = Part::Text(Cow::Borrowed(summary.as_str()));
+                m.content = match std::mem::take(&mut m.content) {
+                    Content::Parts(mut ps) => {
+                        if at_start { ps.insert(0, block) } else { ps.push(block) }
+                        Content::Parts(ps)
+                    }
+                    Content::Text(t) => Content::Parts(if at_start {
+                        vec![block, Part::Text(t)]
+                    } else {
+                        vec![Part::Text(t), block]
+                    }),
+                    Content::None => Content::Parts(vec![block]),
+                };
+            }
+        }
+        let v = verify(&out, format, &est, 0, Some(budget), &p.seams);
+        let problems: Vec<_> = v.failures.iter().filter(|f| f.kind() != "over_budget").collect();
+        prop_assert!(problems.is_empty(), "{:?}", problems);
+        if p.reason.is_none() && p.tail_edits.is_empty() {
+            // The planned summary size fits; a few tokens of slack for rounding per message.
+            prop_assert!(v.tokens <= budget + 4 + n as u64 / 50, "{} > {}", v.tokens, budget);
+        }
+    }
+}
