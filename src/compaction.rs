@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::estimate::Estimator;
 use crate::message::{Content, Message, Part, Role};
-use crate::prune::{self, PruneOptions};
+use crate::prune::{self, group_sep, PruneOptions};
 use crate::shrink_json::{is_valid_json, shrink_json};
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
 use crate::wire::edit::{write, CallAt, Change};
@@ -494,18 +494,6 @@ fn edit_call_id<'a>(msgs: &[Message<'a>], index: usize, change: &Change) -> Opti
         } => m.tool_calls.get(*j).map(|c| c.id),
         Change::Image { .. } | Change::Text { .. } => None,
     }
-}
-
-fn group_sep(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// The stand-in of a masked observation: its first line (the return code, say) and its size.

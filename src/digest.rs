@@ -534,7 +534,7 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
         let own = crate::compaction::own_summary(m);
         if let Some(s) = own {
             // A summary folded again (not given as `previous`): merge it too.
-            if opt.previous.map_or(true, |p| p.trim() != s.trim()) {
+            if opt.previous.is_none_or(|p| p.trim() != s.trim()) {
                 merge_previous(&mut b, s);
             }
             continue;

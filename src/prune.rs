@@ -112,7 +112,7 @@ fn block_text<'m>(content: &'m [Part<'_>]) -> Option<&'m str> {
     }
 }
 
-fn group_sep(n: usize) -> String {
+pub(crate) fn group_sep(n: usize) -> String {
     // 1234567 -> "1,234,567": placeholders are read by models and people.
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);

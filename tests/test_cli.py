@@ -237,3 +237,61 @@ def test_progress_bar_goes_to_stderr_only_on_a_terminal(tmp_path):
     assert [json.loads(x)["line"] for x in r.stdout.splitlines()] == [1, 2, 3, 4, 6, 7]
     plain = run("estimate", str(p), "--json", "--jobs", "1")
     assert "ETA" not in plain.stderr
+
+
+# --- compact ---------------------------------------------------------------------------------
+
+
+def test_compact_writes_the_input_format_within_budget_and_says_what_was_folded(tmp_path, capsys):
+    out = tmp_path / "small.json"
+    assert main(["compact", str(EXAMPLE), "--budget", "8000", "-o", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    data = json.loads(EXAMPLE.read_text())
+    new = json.loads(out.read_text())
+    # the same body shape: only the history is replaced, everything else as it was
+    assert set(new) == set(data) and new["model"] == data["model"]
+    assert report["tokens_after"] <= 8000 < report["tokens_before"]
+    assert report["messages_after"] == len(new["messages"]) < len(data["messages"])
+    assert report["folded"] and report["strategy_used"] in ("mask", "summarize")
+    # the task and the recent tail are verbatim
+    assert new["messages"][:2] == data["messages"][:2]
+    assert new["messages"][-3:] == data["messages"][-3:]
+    # the written history passes the core's own check of a request
+    assert cf.estimate(new["messages"], model=data["model"]) <= 8000
+
+
+def test_compact_anthropic_body_keeps_system_and_tools(tmp_path, capsys):
+    conv = max(load_conversations(LOCAL, "tau-bench-airline"), key=lambda c: len(c["messages"]))
+    from compaction_shapes import convert
+
+    msgs, system = convert(conv["messages"], "anthropic")
+    tools = [{"name": t["function"]["name"], "description": t["function"].get("description", ""),
+              "input_schema": t["function"]["parameters"]} for t in conv["tools"]]
+    body = {"model": "claude-sonnet-4-5", "system": system, "tools": tools, "messages": msgs, "max_tokens": 1024}
+    src, out = tmp_path / "body.json", tmp_path / "out.json"
+    src.write_text(json.dumps(body))
+    before = cf.estimate(msgs, provider="anthropic", model=body["model"], system=system, tools=tools)
+    budget = before // 2
+    assert main(["compact", str(src), "--budget", str(budget), "-o", str(out)]) == 0
+    new = json.loads(out.read_text())
+    assert new["system"] == system and new["tools"] == tools and new["max_tokens"] == 1024
+    assert new["messages"][0]["role"] == "user"
+    assert cf.estimate(new["messages"], provider="anthropic", model=body["model"], system=system, tools=tools) <= budget
+    assert "->" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--strategy", "fold"], ["--summarizer", "gpt-4o"], ["--summarizer", "acme:model"]],
+)
+def test_compact_rejects_bad_options_with_usage_exit(args):
+    r = run("compact", str(EXAMPLE), "--budget", "8000", *args)
+    assert r.returncode == 2, r.stderr
+
+
+def test_compact_on_jsonl_is_a_usage_error(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    line = json.dumps(json.loads(EXAMPLE.read_text())["messages"])
+    corpus.write_text(line + "\n" + line + "\n")
+    r = run("compact", str(corpus), "--budget", "8000")
+    assert r.returncode == 2 and "one document" in r.stderr
