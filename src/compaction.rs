@@ -80,12 +80,6 @@ impl WireFormat {
         self.strict_turns()
     }
 
-    /// Whether masking edits can be written for this format: every format's editor lives in
-    /// `wire/` (each edit is written in the message's own format, or not made at all).
-    pub fn maskable(self) -> bool {
-        true
-    }
-
     /// The assistant's role string on this wire.
     pub fn assistant_role(self) -> &'static str {
         match self {
@@ -312,8 +306,6 @@ pub struct Plan {
     pub mask_edits: Vec<PricedEdit>,
     /// Tokens of the whole request once the mask edits are applied.
     pub tokens_after_mask: u64,
-    /// Why masking does nothing, when it cannot run (format not maskable yet).
-    pub mask_note: Option<String>,
     /// Messages `..head_end` are kept verbatim.
     pub head_end: usize,
     /// Messages `tail_start..` are kept (verbatim, or masked by `tail_edits`).
@@ -740,34 +732,20 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
     }
 
     // Masking: the region between the head and the tail walk's protected tail.
-    let (mask_edits, mask_note) = if opt.format.maskable() {
-        let edits = find_mask_edits(
-            msgs,
-            est,
-            &costs,
-            &legal,
-            &opt.mask,
-            &pinned,
-            head_end,
-            opt.tail_tokens,
-            opt.min_tail,
-            opt.soft_ceiling,
-            opt.mask.cache_block_tokens,
-        );
-        (priced(msgs, est, &costs, edits), None)
-    } else {
-        (
-            Vec::new(),
-            Some(format!(
-                "masking skipped: edits of {} histories are not written by prune yet",
-                match opt.format {
-                    WireFormat::Responses => "OpenAI Responses",
-                    WireFormat::Gemini => "Gemini",
-                    _ => "Bedrock",
-                }
-            )),
-        )
-    };
+    let edits = find_mask_edits(
+        msgs,
+        est,
+        &costs,
+        &legal,
+        &opt.mask,
+        &pinned,
+        head_end,
+        opt.tail_tokens,
+        opt.min_tail,
+        opt.soft_ceiling,
+        opt.mask.cache_block_tokens,
+    );
+    let mask_edits = priced(msgs, est, &costs, edits);
     let tokens_after_mask = costs_with(msgs, est, &costs, &mask_edits) + opt.overhead_tokens;
 
     let mut out = Plan {
@@ -775,7 +753,6 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
         tokens_before,
         mask_edits,
         tokens_after_mask,
-        mask_note,
         head_end,
         tail_start: head_end,
         kept: Vec::new(),
@@ -980,9 +957,7 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
         + 2;
     let mut fixed = opt.overhead_tokens + head_cost + kept_cost + tail_cost(tail_start) + envelope;
     let mut tail_edits = Vec::new();
-    if opt.budget_tokens < fixed + MIN_SUMMARY_TOKENS.min(opt.summary_tokens)
-        && opt.format.maskable()
-    {
+    if opt.budget_tokens < fixed + MIN_SUMMARY_TOKENS.min(opt.summary_tokens) {
         // The tail's floor alone overflows: mask inside it too (never its last message, never
         // kept tool uses, excluded tools or pinned messages).
         let edits = find_mask_edits(

@@ -358,7 +358,6 @@ class _CompactionPlan(TypedDict):
     tokens_before: int
     tokens_after_mask: int
     mask_edits: list[_PlannedEdit]
-    mask_note: str | None
     head_end: int
     tail_start: int
     kept: list[int]

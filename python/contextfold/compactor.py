@@ -73,7 +73,7 @@ class CompactionResult:
     caller's list folded into ``summary``; ``pruned`` what masking shortened;
     ``strategy_used`` is ``"mask"``, ``"summarize"`` or None when nothing was done, and then
     ``reason`` says why. ``kept`` are messages of the middle kept verbatim (pinned, server
-    compaction items); ``notes`` remarks (masking skipped for a format, a fallback, a back-off).
+    compaction items); ``notes`` remarks (a fallback, a back-off).
     """
 
     messages: list[Any]
@@ -224,8 +224,8 @@ class Compactor:
       summarizer raises or returns nothing.
     - ``wire_format``: ``"chat"`` (OpenAI, Ollama, OpenAI-compatible), ``"responses"``,
       ``"anthropic"``, ``"gemini"``, ``"bedrock"``; default: detected from the history's shape.
-      Masking runs for chat and Anthropic histories; for the other three only the summary
-      strategy runs for now (``notes`` says so).
+      Every strategy runs on every format: each masking edit is written in the message's own
+      format by the core (``wire/``), or not made at all.
     - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
       budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
 
@@ -492,8 +492,6 @@ class Compactor:
             **common,
         )
         before = int(plan["tokens_before"])
-        if plan["mask_note"]:
-            notes.append(plan["mask_note"])
 
         def unchanged(reason: str) -> CompactionResult:
             return CompactionResult(
@@ -554,7 +552,7 @@ class Compactor:
             if r is not None:
                 return r
             if self.strategy == "mask":
-                return unchanged("nothing to mask" + (f" ({plan['mask_note']})" if plan["mask_note"] else ""))
+                return unchanged("nothing to mask")
 
         if plan["reason"] is not None:
             reason = str(plan["reason"])

@@ -139,7 +139,6 @@ fn compaction_plan<'py>(
     d.set_item("tokens_before", p.tokens_before)?;
     d.set_item("tokens_after_mask", p.tokens_after_mask)?;
     d.set_item("mask_edits", edit_tuples(py, &ms, p.mask_edits)?)?;
-    d.set_item("mask_note", p.mask_note)?;
     d.set_item("head_end", p.head_end)?;
     d.set_item("tail_start", p.tail_start)?;
     d.set_item("kept", p.kept)?;
