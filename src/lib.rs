@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod media_tokens;
 pub mod message;
 pub mod profile;
+pub mod session_state;
 pub mod prune;
 pub mod shrink_json;
 pub mod tail_walk;

@@ -140,6 +140,15 @@ class SessionLedger:
         """Forget cached costs, anchor, correction and last usage."""
     def set_model(self, model: str | None, /) -> None:
         """Switch model: new estimator; cached costs, anchor and correction dropped."""
+    def to_state(self, *, meta: str = ...) -> bytes:
+        """The ledger as versioned, checksummed bytes (content hashes and costs, anchor,
+        correction, overhead inputs) plus ``meta``; independent of object ids."""
+    @staticmethod
+    def from_state(data: bytes, /) -> tuple[SessionLedger, str]:
+        """``(ledger, meta)`` from ``to_state`` bytes; ``SessionStateError`` for another
+        version, corrupted or contradictory bytes."""
+    @property
+    def usages(self) -> int: ...
     @property
     def correction(self) -> float: ...
     @property

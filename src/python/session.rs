@@ -16,11 +16,12 @@ use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::estimate::{Estimator, RequestExtras, ToolDef};
 use crate::exact::Encoding;
-use crate::ledger::{payload_chars, Entry, Ledger};
+use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
+use crate::session_state::SessionState;
 use crate::message::Message;
 use crate::profile::Provider;
 
@@ -200,6 +201,9 @@ impl State {
     ) -> PyResult<usize> {
         let list = as_list(messages)?;
         let n = list.len();
+        if self.ledger.is_unbound() {
+            self.rebind(py, &list)?;
+        }
         // Identity of every cached message, in order: a pointer compare each (the item array
         // is read in place when the list layout is known, else one C call per item).
         let mut prefix = match item_addresses(&list) {
@@ -232,7 +236,7 @@ impl State {
         let price = || {
             views
                 .iter()
-                .map(|v| (est.message(v), payload_chars(v)))
+                .map(|v| (est.message(v), payload_chars(v), content_hash(v)))
                 .collect::<Vec<_>>()
         };
         let costs = if views.len() >= DETACH_AT || self.encoding.is_some() {
@@ -240,16 +244,87 @@ impl State {
         } else {
             price()
         };
-        for ((id, fingerprint, wire_bytes), (tokens, chars)) in meta.into_iter().zip(costs) {
+        for ((id, fingerprint, wire_bytes), (tokens, chars, content)) in meta.into_iter().zip(costs)
+        {
             self.ledger.push(Entry {
                 id,
                 fingerprint,
+                content,
                 tokens,
                 wire_bytes,
                 chars,
             });
         }
         Ok(n)
+    }
+}
+
+impl State {
+    /// First history after a restore: match its messages, by content hash, against the costs
+    /// the state carried; the matching prefix is bound to this process's objects, the rest (and
+    /// an anchor over any of it) dropped. Reads the history once, as a session's first estimate
+    /// would.
+    fn rebind(&mut self, py: Python<'_>, list: &Bound<'_, PyList>) -> PyResult<()> {
+        let n = list.len().min(self.ledger.len());
+        let keep = Keep::new();
+        let mut w = Walker::new(py, &keep);
+        let mut ids = Vec::with_capacity(n);
+        let mut fingerprints = Vec::with_capacity(n);
+        let mut views = Vec::with_capacity(n);
+        for i in 0..n {
+            let m = list.get_item(i)?;
+            w.set_index(i);
+            views.push(w.message(&m)?);
+            ids.push(m.as_ptr() as usize);
+            fingerprints.push(fingerprint(&m)?);
+        }
+        let hash_all = || views.iter().map(content_hash).collect::<Vec<_>>();
+        let hashes = if n >= DETACH_AT {
+            py.detach(hash_all)
+        } else {
+            hash_all()
+        };
+        let same = hashes
+            .iter()
+            .enumerate()
+            .take_while(|&(i, &h)| self.ledger.content(i) == Some(h))
+            .count();
+        ids.truncate(same);
+        fingerprints.truncate(same);
+        self.ledger.rebind(ids, fingerprints);
+        Ok(())
+    }
+
+    fn to_state(&self, meta: String) -> SessionState {
+        SessionState {
+            provider: self.provider.name().to_string(),
+            model: self.model.clone(),
+            text_encoding: self.encoding.map(|e| e.name().to_string()),
+            track_wire: false,
+            system: self.extras.system.as_ref().map(|s| s.to_string()),
+            tools: self
+                .extras
+                .tools
+                .iter()
+                .map(|t| (t.name.to_string(), t.json.to_string()))
+                .collect(),
+            meta,
+            ledger: self.ledger.snapshot(),
+        }
+    }
+}
+
+static STATE_ERROR: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> =
+    pyo3::sync::PyOnceLock::new();
+
+#[cold]
+fn state_error(py: Python<'_>, msg: String) -> PyErr {
+    match STATE_ERROR.import(py, "contextfold.errors", "SessionStateError") {
+        Ok(cls) => match cls.call1((msg,)) {
+            Ok(exc) => PyErr::from_value(exc),
+            Err(err) => err,
+        },
+        Err(err) => err,
     }
 }
 
@@ -392,6 +467,72 @@ impl SessionLedger {
         st.ledger.reset_with_overhead(overhead);
         st.model = model;
         Ok(())
+    }
+
+    /// The session as bytes (see `session_state.rs`): costs per message keyed by content hash,
+    /// anchor, correction, last usage and model, what prices the overhead, and `meta` (the
+    /// Python layer's settings). Independent of this process's objects.
+    #[pyo3(signature = (*, meta=String::new()))]
+    fn to_state<'py>(&self, py: Python<'py>, meta: String) -> PyResult<Bound<'py, PyBytes>> {
+        let st = self.lock(py)?;
+        let mut state = st.to_state(meta);
+        state.track_wire = self.track_wire;
+        drop(st);
+        let bytes = py.detach(|| state.encode());
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// `(ledger, meta)` from bytes written by `to_state`; `SessionStateError` when they come
+    /// from another version, are corrupted or contradict themselves.
+    #[staticmethod]
+    #[pyo3(signature = (data, /))]
+    fn from_state(py: Python<'_>, data: &[u8]) -> PyResult<(SessionLedger, String)> {
+        let state = SessionState::decode(data).map_err(|e| state_error(py, e.to_string()))?;
+        let invalid = |why: &str| state_error(py, format!("session state invalid: {why}"));
+        let provider = Provider::parse(&state.provider).map_err(|_| invalid("unknown provider"))?;
+        let encoding = match &state.text_encoding {
+            None => None,
+            Some(name) => Some(Encoding::parse(name).ok_or_else(|| invalid("unknown encoding"))?),
+        };
+        let estimator = Estimator::new(provider, state.model.as_deref().unwrap_or(""))
+            .with_encoding(encoding);
+        let extras = RequestExtras {
+            system: state.system.map(Cow::Owned),
+            tools: state
+                .tools
+                .into_iter()
+                .map(|(name, json)| ToolDef {
+                    name: Cow::Owned(name),
+                    json: Cow::Owned(json),
+                })
+                .collect(),
+        };
+        // The overhead is a function of what the state carries: a state whose overhead
+        // disagrees was not written by this estimator.
+        if u64::from(estimator.overhead(&extras)) != state.ledger.overhead {
+            return Err(invalid("overhead does not match its tools and system"));
+        }
+        let ledger =
+            Ledger::restore(state.ledger).ok_or_else(|| invalid("contradictory ledger fields"))?;
+        Ok((
+            SessionLedger {
+                state: Mutex::new(State {
+                    provider,
+                    encoding,
+                    model: state.model,
+                    estimator,
+                    extras,
+                    ledger,
+                }),
+                track_wire: state.track_wire,
+            },
+            state.meta,
+        ))
+    }
+
+    #[getter]
+    fn usages(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.lock(py)?.ledger.usages())
     }
 
     #[getter]
