@@ -22,7 +22,13 @@ from contextfold._core import (
     shrink_json,
     wire_bytes,
 )
-from contextfold.errors import InvalidMessageError, UnknownModelError
+from contextfold.errors import (
+    InvalidMessageError,
+    InvalidUsageError,
+    SessionStateError,
+    SessionStoreError,
+    UnknownModelError,
+)
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.prune import prune
 from contextfold.session import Session
@@ -30,7 +36,10 @@ from contextfold.session import Session
 __all__ = [
     "PROVIDERS",
     "InvalidMessageError",
+    "InvalidUsageError",
     "Session",
+    "SessionStateError",
+    "SessionStoreError",
     "UnknownModelError",
     "__version__",
     "context_window",

@@ -44,3 +44,9 @@ class InvalidUsageError(ValueError):
 
     def __reduce__(self) -> tuple[type["InvalidUsageError"], tuple[str, str]]:
         return (type(self), (self.reason, self.path))
+
+
+class SessionStoreError(ConnectionError):
+    """A session store (``RedisSessionStore``) could not load or save a conversation's state:
+    the server is unreachable or timed out (the redis-py error is chained as ``__cause__``), or
+    every attempt of an update lost a race to other writers."""
