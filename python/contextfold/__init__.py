@@ -15,7 +15,6 @@ from contextfold._core import (
     estimate,
     estimate_each,
     estimate_many,
-    find_tail_start,
     image_size,
     image_tokens,
     request_overhead,
@@ -30,7 +29,7 @@ from contextfold.errors import (
     UnknownModelError,
 )
 from contextfold.limits import context_window, ollama_context_window
-from contextfold.prune import prune
+from contextfold.prune import find_tail_start, prune
 from contextfold.session import Session
 
 __all__ = [

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from contextfold._args import HUGE, count_arg
 from contextfold._core import SessionLedger, wire_bytes
 from contextfold.errors import InvalidUsageError, SessionStateError, UnknownModelError
 from contextfold.limits import context_window as _context_window
@@ -326,6 +327,8 @@ class Session:
         if tokens is None:
             log.debug("usage without a prompt count (unknown, not 0): nothing recorded")
             return None
+        if tokens > HUGE:
+            raise InvalidUsageError(f"prompt tokens {tokens} beyond any context window", "usage")
         model = model or response_model
         n, chars, heuristic, before, real, correction, changed = self._core.record_usage(
             tokens, messages=messages, model=model
@@ -417,9 +420,7 @@ class Session:
 
     def invalidate(self, start: int = 0) -> None:
         """Forget cached costs from message ``start`` on (after editing messages in place)."""
-        if start < 0:
-            raise ValueError("start must be >= 0")
-        self._core.invalidate(start)
+        self._core.invalidate(count_arg("start", start))
 
     def reset(self) -> None:
         """Forget everything learned: cached costs, usage anchor, correction, last usage."""

@@ -81,23 +81,32 @@ impl Fail {
         self
     }
 
+    /// The dotted path from the root (`a.b[2]`, empty for the root itself).
+    fn path_text(path: &[Seg]) -> String {
+        let mut p = String::new();
+        for s in path.iter().rev() {
+            match s {
+                Seg::Key(k) => {
+                    if !p.is_empty() {
+                        p.push('.');
+                    }
+                    p.push_str(k);
+                }
+                Seg::Index(i) => p.push_str(&format!("[{i}]")),
+                Seg::Dump => p.push_str(".model_dump()"),
+            }
+        }
+        p
+    }
+
     #[cold]
     fn into_py(self) -> PyErr {
         match self {
             Fail::Py(e) => e,
             Fail::Shape { reason, path } => {
-                let mut p = String::from("$");
-                for s in path.iter().rev() {
-                    match s {
-                        Seg::Key(k) => {
-                            p.push('.');
-                            p.push_str(k);
-                        }
-                        Seg::Index(i) => p.push_str(&format!("[{i}]")),
-                        Seg::Dump => p.push_str(".model_dump()"),
-                    }
-                }
-                PyValueError::new_err(format!("{reason} at {p}: cannot serialize"))
+                let p = Fail::path_text(&path);
+                let dot = if p.is_empty() || p.starts_with('[') { "" } else { "." };
+                PyValueError::new_err(format!("{reason} at ${dot}{p}: cannot serialize"))
             }
         }
     }
@@ -224,6 +233,30 @@ pub fn json_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
     let mut s = String::new();
     write(v, &mut s)?;
     Ok(s)
+}
+
+static INVALID_MESSAGE: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> =
+    pyo3::sync::PyOnceLock::new();
+
+/// Byte length of the compact JSON of message `index`; a cycle or excessive depth inside it is
+/// `contextfold.InvalidMessageError` naming the index and the path (`content[0].self`).
+pub fn message_json_len(m: &Bound<'_, PyAny>, index: usize) -> PyResult<usize> {
+    let mut c = Counter(0);
+    let r = Walk {
+        out: &mut c,
+        open: Vec::new(),
+    }
+    .write(m);
+    match r {
+        Ok(()) => Ok(c.0),
+        Err(Fail::Py(e)) => Err(e),
+        Err(Fail::Shape { reason, path }) => {
+            let py = m.py();
+            let field = Fail::path_text(&path);
+            let cls = INVALID_MESSAGE.import(py, "contextfold.errors", "InvalidMessageError")?;
+            Err(PyErr::from_value(cls.call1((reason, index, field))?))
+        }
+    }
 }
 
 /// Byte length of the compact UTF-8 JSON of a Python value.

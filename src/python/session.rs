@@ -639,16 +639,61 @@ where
     out
 }
 
-fn check_batch_args(histories: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<usize> {
-    if threads == Some(0) {
-        return Err(PyValueError::new_err("threads must be at least 1"));
-    }
+fn check_batch_args(
+    histories: &Bound<'_, PyAny>,
+    threads: Option<&Bound<'_, PyAny>>,
+) -> PyResult<usize> {
+    let threads = match threads.filter(|t| !t.is_none()) {
+        None => None,
+        Some(t) if t.is_instance_of::<pyo3::types::PyBool>() => {
+            return Err(PyTypeError::new_err("threads must be an int, got bool"));
+        }
+        Some(t) => {
+            let n: i64 = t.extract().or_else(|e| {
+                // An int beyond i64: more threads than any machine has.
+                if t.is_instance_of::<pyo3::types::PyInt>() && t.gt(0).unwrap_or(false) {
+                    Ok(i64::MAX)
+                } else {
+                    Err(e)
+                }
+            })?;
+            if n < 1 {
+                return Err(PyValueError::new_err(format!(
+                    "threads must be at least 1, got {n}"
+                )));
+            }
+            // Never more threads than the batch can use (price_all caps it again by work).
+            Some(usize::try_from(n).unwrap_or(usize::MAX).min(1024))
+        }
+    };
     if histories.is_instance_of::<PyString>() || histories.is_instance_of::<PyDict>() {
         return Err(PyTypeError::new_err(
             "histories must be a list of message lists",
         ));
     }
     Ok(threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())))
+}
+
+/// An error reading history `k` of a batch: an `InvalidMessageError` gets `.history = k` (its
+/// `.index` is the message's position inside that history) and says so in its text.
+#[cold]
+fn in_history(py: Python<'_>, e: PyErr, k: usize) -> PyErr {
+    let v = e.value(py);
+    if v.hasattr("index").unwrap_or(false) && v.setattr("history", k).is_ok() {
+        if let (Ok(reason), Ok(index), Ok(field)) = (
+            v.getattr("reason"),
+            v.getattr("index"),
+            v.getattr("field"),
+        ) {
+            let reason = format!("history {k}: {reason}");
+            if let Ok(new) = v.get_type().call1((reason, index, field)) {
+                let _ = new.setattr("history", k);
+                let _ = new.setattr("__cause__", v.getattr("__cause__").ok());
+                return PyErr::from_value(new);
+            }
+        }
+    }
+    e
 }
 
 /// Walk `histories` in batches of about `BATCH_MESSAGES` messages with the GIL held, and price
@@ -672,7 +717,7 @@ where
         let mut walked = 0;
         while walked < BATCH_MESSAGES {
             let Some(h) = it.next() else { break };
-            let ms = w.messages(&h?)?;
+            let ms = w.messages(&h?).map_err(|e| in_history(py, e, out.len() + batch.len()))?;
             walked += ms.len() + 1;
             batch.push(ms);
         }
@@ -692,7 +737,7 @@ fn estimate_many(
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u64>> {
     let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
     let threads = check_batch_args(histories, threads)?;
@@ -720,7 +765,7 @@ fn count_many(
     model: &str,
     tools: Option<&Bound<'_, PyAny>>,
     response_format: Option<&Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u64>> {
     let threads = check_batch_args(histories, threads)?;
     let c = super::exact::counter(py, model)?;
