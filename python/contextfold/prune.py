@@ -108,6 +108,10 @@ def prune(
             parts(i)[slot] = {"type": "text", "text": text}
         elif kind == "arguments":
             m = message(i)
+            if "tool_calls" not in m and "arguments" in m:
+                # An OpenAI Responses `function_call` item: the arguments are its own field.
+                m["arguments"] = text
+                continue
             if i not in calls_copied:
                 m["tool_calls"] = [_as_dict(c) for c in m["tool_calls"]]
                 calls_copied.add(i)
