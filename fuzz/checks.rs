@@ -178,7 +178,11 @@ fn synthetic_images(w: u32, h: u32) -> [String; 3] {
 }
 
 fn call<'a>(src: &mut Src<'a>) -> ToolCall<'a> {
-    let id = if src.u8() % 4 == 0 { src.str() } else { src.pick(&IDS) };
+    let id = if src.u8() % 4 == 0 {
+        src.str()
+    } else {
+        src.pick(&IDS)
+    };
     ToolCall {
         id,
         name: src.str(),
@@ -226,7 +230,7 @@ fn part<'a>(src: &mut Src<'a>, images: &'a [String; 3], depth: usize) -> Part<'a
             payload_chars: match src.u8() % 3 {
                 0 => None,
                 1 => Some(usize::from(src.u8()) << 20),
-                _ => Some(usize::MAX >> src.u8() % 64),
+                _ => Some(usize::MAX >> (src.u8() % 64)),
             },
             wire_chars: usize::from(src.u8()) << (src.u8() % 40),
         },
@@ -324,7 +328,10 @@ pub fn history(data: &[u8]) {
     let costs = est.each(&msgs);
     assert_eq!(costs.len(), n);
     let sum: u64 = costs.iter().map(|&c| u64::from(c)).sum();
-    assert_eq!(est.total(&msgs, &extras), sum + u64::from(est.overhead(&extras)));
+    assert_eq!(
+        est.total(&msgs, &extras),
+        sum + u64::from(est.overhead(&extras))
+    );
 
     let legal = legal_cuts(&msgs);
     assert_eq!(legal.len(), n + 1);
@@ -340,8 +347,14 @@ pub fn history(data: &[u8]) {
     while head < n && !legal[head] {
         head += 1;
     }
-    assert!(start <= n && start >= head, "start {start} head {head} n {n}");
-    assert!(start == head || legal[start], "start {start} splits a tool group");
+    assert!(
+        start <= n && start >= head,
+        "start {start} head {head} n {n}"
+    );
+    assert!(
+        start == head || legal[start],
+        "start {start} splits a tool group"
+    );
 
     let popt = PruneOptions {
         protect_tail_tokens: budget,
@@ -374,8 +387,14 @@ pub fn history(data: &[u8]) {
     // The exact counter runs BPE over every text: ~50x the cost of everything else here, so
     // one input in 16 takes this path (the fuzzer still steers into it through the selector).
     let exact = src.u8() % 16 == 0;
-    if let Ok(counter) = Counter::new(model).map_err(|_| ()).and_then(|c| if exact { Ok(c) } else { Err(()) }) {
-        let tools: Vec<Json> = parse(tool_text).map(|v| vec![to_json(&v)]).unwrap_or_default();
+    if let Ok(counter) =
+        Counter::new(model)
+            .map_err(|_| ())
+            .and_then(|c| if exact { Ok(c) } else { Err(()) })
+    {
+        let tools: Vec<Json> = parse(tool_text)
+            .map(|v| vec![to_json(&v)])
+            .unwrap_or_default();
         let each = counter.count_each(&msgs);
         assert_eq!(each.len(), n);
         let total = counter.count(&msgs, &tools, None);

@@ -318,7 +318,8 @@ impl Ledger {
         let mut l = Ledger::new(s.overhead as u32, s.smoothing);
         for e in &s.entries {
             let last = l.ids.len();
-            l.cum_tokens.push(l.cum_tokens[last].checked_add(u64::from(e.tokens))?);
+            l.cum_tokens
+                .push(l.cum_tokens[last].checked_add(u64::from(e.tokens))?);
             l.cum_wire.push(l.cum_wire[last].checked_add(e.wire_bytes)?);
             l.cum_chars.push(l.cum_chars[last].checked_add(e.chars)?);
             // No object of this process has address 0: nothing matches until `rebind`.

@@ -160,10 +160,14 @@ impl<'a> Reader<'a> {
         }
     }
     fn f64(&mut self) -> R<f64> {
-        Ok(f64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(f64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
     fn u64(&mut self) -> R<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
 }
 
@@ -177,7 +181,9 @@ impl SessionState {
     /// The state as bytes (see the module docs for the layout).
     pub fn encode(&self) -> Vec<u8> {
         let l = &self.ledger;
-        let mut w = Writer(Vec::with_capacity(64 + 16 * l.entries.len() + self.meta.len()));
+        let mut w = Writer(Vec::with_capacity(
+            64 + 16 * l.entries.len() + self.meta.len(),
+        ));
         w.0.extend_from_slice(MAGIC);
         w.0.push(FORMAT_VERSION);
         w.str(LIBRARY_VERSION);
@@ -370,11 +376,17 @@ mod tests {
             for bit in [0x01u8, 0x80] {
                 let mut b = bytes.clone();
                 b[i] ^= bit;
-                assert!(SessionState::decode(&b).is_err(), "flip at byte {i} accepted");
+                assert!(
+                    SessionState::decode(&b).is_err(),
+                    "flip at byte {i} accepted"
+                );
             }
         }
         for n in 0..bytes.len() {
-            assert!(SessionState::decode(&bytes[..n]).is_err(), "cut at {n} accepted");
+            assert!(
+                SessionState::decode(&bytes[..n]).is_err(),
+                "cut at {n} accepted"
+            );
         }
     }
 

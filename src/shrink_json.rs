@@ -434,7 +434,10 @@ fn digits(n: usize) -> usize {
 
 /// True when 4 hex digits name a UTF-16 surrogate (U+D800 to U+DFFF).
 fn surrogate(hex: &[u8]) -> bool {
-    matches!(hex, [b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F', _, _])
+    matches!(
+        hex,
+        [b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F', _, _]
+    )
 }
 
 /// `text` (valid JSON) with every escape of a lone surrogate replaced by `\ufffd`.
@@ -1012,7 +1015,10 @@ mod tests {
     fn lone_surrogate_escapes_become_replacement_characters() {
         // Found by the fuzzer: Python's json.dumps("\ud800") is grammatical JSON that strict
         // parsers refuse; the output must parse everywhere.
-        let out = shrink_json(r#"{"s":"a\ud800b\udc00","pair":"\ud83d\ude00","e":"\\ud800"}"#, 1000);
+        let out = shrink_json(
+            r#"{"s":"a\ud800b\udc00","pair":"\ud83d\ude00","e":"\\ud800"}"#,
+            1000,
+        );
         assert_eq!(
             out,
             r#"{"s":"a\ufffdb\ufffd","pair":"\ud83d\ude00","e":"\\ud800"}"#

@@ -315,7 +315,10 @@ impl<'a> Ctx<'a> {
             let text = key.len()
                 + indent.len()
                 + val.get("title").and_then(Json::as_str).map_or(0, str::len)
-                + val.get("description").and_then(Json::as_str).map_or(0, str::len);
+                + val
+                    .get("description")
+                    .and_then(Json::as_str)
+                    .map_or(0, str::len);
             if self.charge(text) {
                 out.push_str(indent);
                 out.push_str("// ...");
@@ -680,10 +683,7 @@ mod tests {
                             "$defs",
                             obj(vec![(
                                 "Node",
-                                obj(vec![
-                                    ("type", s("object")),
-                                    ("properties", obj(node_props)),
-                                ]),
+                                obj(vec![("type", s("object")), ("properties", obj(node_props))]),
                             )]),
                         ),
                     ]),
@@ -709,7 +709,11 @@ mod tests {
         // counts the comments, so this stays near the cut rather than 50^32 x 10 KB.
         let long = "x".repeat(10_000);
         let text = render_tools(&[self_referencing_tool(50, &long)]);
-        assert!(text.len() <= RENDER_BUDGET_BYTES + 2 * 10_100, "{}", text.len());
+        assert!(
+            text.len() <= RENDER_BUDGET_BYTES + 2 * 10_100,
+            "{}",
+            text.len()
+        );
         assert!(text.contains("// ..."));
     }
 

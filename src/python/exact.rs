@@ -98,7 +98,12 @@ fn to_json_in(
         enter(v, path, open)?;
         let mut out = Vec::new();
         for (i, item) in v.try_iter()?.enumerate() {
-            out.push(to_json_in(&item?, &format!("{path}[{i}]"), depth + 1, open)?);
+            out.push(to_json_in(
+                &item?,
+                &format!("{path}[{i}]"),
+                depth + 1,
+                open,
+            )?);
         }
         open.pop();
         return Ok(Json::Array(out));

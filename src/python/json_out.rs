@@ -63,7 +63,10 @@ enum Seg {
 /// shape we refuse (cycle, depth), with the path from the root, innermost step last.
 enum Fail {
     Py(PyErr),
-    Shape { reason: &'static str, path: Vec<Seg> },
+    Shape {
+        reason: &'static str,
+        path: Vec<Seg>,
+    },
 }
 
 impl From<PyErr> for Fail {
@@ -105,7 +108,11 @@ impl Fail {
             Fail::Py(e) => e,
             Fail::Shape { reason, path } => {
                 let p = Fail::path_text(&path);
-                let dot = if p.is_empty() || p.starts_with('[') { "" } else { "." };
+                let dot = if p.is_empty() || p.starts_with('[') {
+                    ""
+                } else {
+                    "."
+                };
                 PyValueError::new_err(format!("{reason} at ${dot}{p}: cannot serialize"))
             }
         }

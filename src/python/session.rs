@@ -21,9 +21,9 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::estimate::{Estimator, RequestExtras, ToolDef};
 use crate::exact::Encoding;
 use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
-use crate::session_state::SessionState;
 use crate::message::Message;
 use crate::profile::Provider;
+use crate::session_state::SessionState;
 
 use super::json_out::json_len;
 use super::messages::{Keep, Walker};
@@ -314,8 +314,7 @@ impl State {
     }
 }
 
-static STATE_ERROR: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> =
-    pyo3::sync::PyOnceLock::new();
+static STATE_ERROR: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
 
 #[cold]
 fn state_error(py: Python<'_>, msg: String) -> PyErr {
@@ -494,8 +493,8 @@ impl SessionLedger {
             None => None,
             Some(name) => Some(Encoding::parse(name).ok_or_else(|| invalid("unknown encoding"))?),
         };
-        let estimator = Estimator::new(provider, state.model.as_deref().unwrap_or(""))
-            .with_encoding(encoding);
+        let estimator =
+            Estimator::new(provider, state.model.as_deref().unwrap_or("")).with_encoding(encoding);
         let extras = RequestExtras {
             system: state.system.map(Cow::Owned),
             tools: state
@@ -680,11 +679,9 @@ fn check_batch_args(
 fn in_history(py: Python<'_>, e: PyErr, k: usize) -> PyErr {
     let v = e.value(py);
     if v.hasattr("index").unwrap_or(false) && v.setattr("history", k).is_ok() {
-        if let (Ok(reason), Ok(index), Ok(field)) = (
-            v.getattr("reason"),
-            v.getattr("index"),
-            v.getattr("field"),
-        ) {
+        if let (Ok(reason), Ok(index), Ok(field)) =
+            (v.getattr("reason"), v.getattr("index"), v.getattr("field"))
+        {
             let reason = format!("history {k}: {reason}");
             if let Ok(new) = v.get_type().call1((reason, index, field)) {
                 let _ = new.setattr("history", k);
@@ -717,7 +714,9 @@ where
         let mut walked = 0;
         while walked < BATCH_MESSAGES {
             let Some(h) = it.next() else { break };
-            let ms = w.messages(&h?).map_err(|e| in_history(py, e, out.len() + batch.len()))?;
+            let ms = w
+                .messages(&h?)
+                .map_err(|e| in_history(py, e, out.len() + batch.len()))?;
             walked += ms.len() + 1;
             batch.push(ms);
         }

@@ -27,11 +27,10 @@ fn shrink_json(
         )));
     }
     // Beyond i64: larger than any text, so nothing is cut.
-    let max_chars: i64 = max_chars.extract().unwrap_or(if max_chars.gt(0)? {
-        i64::MAX
-    } else {
-        i64::MIN
-    });
+    let max_chars: i64 =
+        max_chars
+            .extract()
+            .unwrap_or(if max_chars.gt(0)? { i64::MAX } else { i64::MIN });
     if max_chars < MIN_MAX_CHARS as i64 {
         return Err(PyValueError::new_err(format!(
             "max_chars must be at least {MIN_MAX_CHARS} (room for a valid JSON marker), got {max_chars}"
