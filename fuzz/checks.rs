@@ -52,8 +52,8 @@ fn kind(v: &serde_json::Value) -> u8 {
 }
 
 /// `shrink_json`: the output parses with serde_json, fits, is a fixed point, equals a valid
-/// fitting input, keeps the root's type and (unless the root itself was collapsed into a
-/// `{"_cut": ...}` marker) the root object's keys.
+/// fitting input, keeps a container root's type and (unless the root itself was collapsed
+/// into a `{"_cut": ...}` marker) the root object's keys.
 pub fn shrink_json(data: &[u8]) {
     if data.len() < 2 {
         return;
@@ -72,7 +72,11 @@ pub fn shrink_json(data: &[u8]) {
         if text.chars().count() <= max {
             assert_eq!(out, *text, "a valid fitting input was changed");
         }
-        assert_eq!(kind(&parsed), kind(&input), "root type changed: {out:?}");
+        // A container root keeps its type even when collapsed; a scalar root longer than
+        // `max` (a 200-digit number) has no shorter form and becomes a marker string.
+        if kind(&input) >= 4 {
+            assert_eq!(kind(&parsed), kind(&input), "root type changed: {out:?}");
+        }
         if let (serde_json::Value::Object(a), serde_json::Value::Object(b)) = (&input, &parsed) {
             if !out.starts_with("{\"_cut\":") {
                 let ka: Vec<&String> = a.keys().collect();

@@ -104,9 +104,14 @@ class RedisSessionStore:
     def _unavailable(self, e: Exception, what: str) -> SessionStoreError:
         return SessionStoreError(f"redis unavailable while {what}: {e}")
 
-    def _restore(self, data: bytes | None, new: Callable[[], Session] | None, key: str) -> Session | None:
+    def _restore(self, data: Any, new: Callable[[], Session] | None, key: str) -> Session | None:
         if data is None:
             return None if new is None else new()
+        if not isinstance(data, bytes):
+            raise TypeError(
+                f"{key}: redis returned {type(data).__name__}, not bytes: "
+                "create the client with decode_responses=False"
+            )
         try:
             return Session.from_state(data)
         except SessionStateError:
