@@ -285,7 +285,9 @@ def shrink_json(text: str, /, *, max_chars: int) -> str:
        since arguments and Anthropic ``tool_use.input`` must stay an object).
 
     Cuts fall on character boundaries of the decoded string: an escape or an escaped surrogate
-    pair is never split, and ``N`` counts decoded characters. Invalid JSON (including text already
+    pair is never split, and ``N`` counts decoded characters. An escaped LONE surrogate
+    (``"\\ud800"``, which Python's json writes but strict parsers refuse) becomes ``"\\ufffd"``,
+    even in a text that fits. Invalid JSON (including text already
     cut mid-value) becomes ``{"invalid_json_preview": "<head>…", "original_chars": N}``.
     Deterministic and idempotent (``shrink_json(shrink_json(x, max_chars=m), max_chars=m)`` is the
     first result); linear per pass in the input and iterative, so 100 MB or 100,000 levels of
