@@ -311,9 +311,11 @@ impl<'a> Ctx<'a> {
                 out.push('\n');
             }
             first = false;
-            // The text this property adds besides its type (ts_type charges the type).
+            // The text this property adds besides its type (ts_type charges the type), from
+            // above: its line and the closing line of an object type at this indent.
             let text = key.len()
-                + indent.len()
+                + 2 * indent.len()
+                + 16
                 + val.get("title").and_then(Json::as_str).map_or(0, str::len)
                 + val
                     .get("description")
