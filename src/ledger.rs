@@ -56,6 +56,9 @@ pub struct Entry {
     pub id: usize,
     /// Cheap content fingerprint, re-checked for the most recent messages.
     pub fingerprint: u64,
+    /// Hash of everything the message view holds ([`content_hash`]): independent of the
+    /// process, it is what a saved state compares after a replica hop.
+    pub content: u64,
     /// Estimated tokens (the estimator's rounded per-message cost).
     pub tokens: u32,
     /// Bytes of the message as compact JSON (0 when the session does not track wire size).
@@ -71,6 +74,29 @@ pub struct Anchor {
     pub messages: usize,
     /// Prompt tokens the provider reported for them (overhead included).
     pub real: u64,
+}
+
+/// What a saved state keeps of one cached message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    pub content: u64,
+    pub tokens: u32,
+    pub wire_bytes: u64,
+    pub chars: u64,
+}
+
+/// The process-independent part of a ledger (see [`Ledger::snapshot`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub overhead: u64,
+    pub smoothing: f64,
+    pub anchor: Option<Anchor>,
+    pub correction: Option<f64>,
+    pub last_len: usize,
+    pub last_usage: Option<u64>,
+    pub last_model: Option<String>,
+    pub usages: u64,
+    pub entries: Vec<Stored>,
 }
 
 /// One estimate, decomposed.
@@ -99,15 +125,6 @@ pub struct Recorded {
     pub model_changed: bool,
 }
 
-/// The part of a ledger that survives a copy to another process (see `Ledger::calibration`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Calibration {
-    pub correction: Option<f64>,
-    pub last_usage: Option<u64>,
-    pub last_model: Option<String>,
-    pub usages: u64,
-}
-
 /// Per-session cache of message costs, usage anchor and correction.
 #[derive(Debug, Clone)]
 pub struct Ledger {
@@ -115,6 +132,10 @@ pub struct Ledger {
     // 80 KB for 10k messages: it stays in L2 and compares as memory blocks).
     ids: Vec<usize>,
     fingerprints: Vec<u64>,
+    contents: Vec<u64>,
+    /// True for a ledger restored from a saved state until its first history is matched: its
+    /// ids and cheap fingerprints belong to another process and mean nothing here.
+    unbound: bool,
     /// `cum_tokens[i]` = tokens of the first `i` messages (one more element than `ids`).
     cum_tokens: Vec<u64>,
     cum_wire: Vec<u64>,
@@ -136,6 +157,8 @@ impl Ledger {
         Ledger {
             ids: Vec::new(),
             fingerprints: Vec::new(),
+            contents: Vec::new(),
+            unbound: false,
             cum_tokens: vec![0],
             cum_wire: vec![0],
             cum_chars: vec![0],
@@ -210,6 +233,7 @@ impl Ledger {
         }
         self.ids.truncate(from);
         self.fingerprints.truncate(from);
+        self.contents.truncate(from);
         self.cum_tokens.truncate(from + 1);
         self.cum_wire.truncate(from + 1);
         self.cum_chars.truncate(from + 1);
@@ -228,6 +252,89 @@ impl Ledger {
         self.cum_chars.push(self.cum_chars[last] + e.chars);
         self.ids.push(e.id);
         self.fingerprints.push(e.fingerprint);
+        self.contents.push(e.content);
+    }
+
+    /// True while the ledger holds costs restored from a saved state that no history of this
+    /// process has been matched against yet (see [`Ledger::rebind`]).
+    pub fn is_unbound(&self) -> bool {
+        self.unbound
+    }
+
+    /// The content hash of cached message `i`.
+    pub fn content(&self, i: usize) -> Option<u64> {
+        self.contents.get(i).copied()
+    }
+
+    /// After a restore: the first `ids.len()` cached messages were matched by content hash
+    /// against this process's history, whose messages have these ids and cheap fingerprints.
+    /// The rest of the cache (and the anchor, if it covers any of it) is dropped.
+    pub fn rebind(&mut self, ids: Vec<usize>, fingerprints: Vec<u64>) {
+        debug_assert_eq!(ids.len(), fingerprints.len());
+        let n = ids.len().min(self.ids.len());
+        self.invalidate(n);
+        self.ids[..n].copy_from_slice(&ids[..n]);
+        self.fingerprints[..n].copy_from_slice(&fingerprints[..n]);
+        self.unbound = false;
+    }
+
+    /// Everything the ledger knows, without the process-bound ids and cheap fingerprints:
+    /// what a replica needs to continue the conversation (see `session_state`).
+    pub fn snapshot(&self) -> Snapshot {
+        let at = |v: &Vec<u64>, i: usize| v[i + 1] - v[i];
+        Snapshot {
+            overhead: self.overhead,
+            smoothing: self.smoothing,
+            anchor: self.anchor,
+            correction: self.correction,
+            last_len: self.last_len,
+            last_usage: self.last_usage,
+            last_model: self.last_model.clone(),
+            usages: self.usages,
+            entries: (0..self.ids.len())
+                .map(|i| Stored {
+                    content: self.contents[i],
+                    tokens: at(&self.cum_tokens, i) as u32,
+                    wire_bytes: at(&self.cum_wire, i),
+                    chars: at(&self.cum_chars, i),
+                })
+                .collect(),
+        }
+    }
+
+    /// A ledger from a snapshot, unbound until the first history is matched against it.
+    /// `None` when the snapshot contradicts itself (an anchor or last history longer than the
+    /// cached messages, a correction that is not a positive finite number).
+    pub fn restore(s: Snapshot) -> Option<Ledger> {
+        let n = s.entries.len();
+        if s.anchor.is_some_and(|a| a.messages > n)
+            || s.last_len > n
+            || s.correction.is_some_and(|c| !(c.is_finite() && c > 0.0))
+            || !(0.0..=1.0).contains(&s.smoothing)
+            || s.overhead > u64::from(u32::MAX)
+        {
+            return None;
+        }
+        let mut l = Ledger::new(s.overhead as u32, s.smoothing);
+        for e in &s.entries {
+            let last = l.ids.len();
+            l.cum_tokens
+                .push(l.cum_tokens[last].checked_add(u64::from(e.tokens))?);
+            l.cum_wire.push(l.cum_wire[last].checked_add(e.wire_bytes)?);
+            l.cum_chars.push(l.cum_chars[last].checked_add(e.chars)?);
+            // No object of this process has address 0: nothing matches until `rebind`.
+            l.ids.push(0);
+            l.fingerprints.push(0);
+            l.contents.push(e.content);
+        }
+        l.anchor = s.anchor;
+        l.correction = s.correction;
+        l.last_len = s.last_len;
+        l.last_usage = s.last_usage;
+        l.last_model = s.last_model;
+        l.usages = s.usages;
+        l.unbound = true;
+        Some(l)
     }
 
     /// The uncalibrated heuristic of the first `n` cached messages plus the overhead.
@@ -355,25 +462,6 @@ impl Ledger {
         self.overhead
     }
 
-    /// What a copy of this session in another process can keep: the correction, the last usage
-    /// and its model, the usage count. Cached costs and the anchor are keyed by object
-    /// identities that mean nothing elsewhere.
-    pub fn calibration(&self) -> Calibration {
-        Calibration {
-            correction: self.correction,
-            last_usage: self.last_usage,
-            last_model: self.last_model.clone(),
-            usages: self.usages,
-        }
-    }
-
-    /// Restore a `calibration` into an empty ledger (cached costs and anchor start empty).
-    pub fn restore_calibration(&mut self, c: Calibration) {
-        self.correction = c.correction;
-        self.last_usage = c.last_usage;
-        self.last_model = c.last_model;
-        self.usages = c.usages;
-    }
 
     /// Forget everything: cached costs, anchor, correction, last usage and model.
     pub fn reset(&mut self) {
@@ -423,6 +511,174 @@ pub fn payload_chars(m: &Message<'_>) -> u64 {
     n as u64
 }
 
+/// A 64-bit hash of a byte stream, the same in every process and version of this format
+/// (no random seed): word-at-a-time multiply-rotate, finished with murmur3's avalanche.
+#[derive(Debug, Clone, Copy)]
+pub struct StableHash(u64);
+
+impl Default for StableHash {
+    fn default() -> Self {
+        StableHash(0x243f_6a88_85a3_08d3)
+    }
+}
+
+impl StableHash {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+    #[inline]
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(23) ^ w).wrapping_mul(Self::K);
+    }
+
+    /// Feed a length-prefixed byte string (so `"ab" + "c"` and `"a" + "bc"` differ).
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.word(b.len() as u64);
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            self.word(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.word(u64::from_le_bytes(last));
+        }
+    }
+
+    pub fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+
+    pub fn u64(&mut self, x: u64) {
+        self.word(x);
+    }
+
+    pub fn finish(self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+}
+
+/// Hash of everything a message view holds (role, name, text, parts, tool calls, ids,
+/// reasoning): equal views hash equal in every process, so a restored ledger can tell which
+/// messages of a new process's history are the ones it priced and anchored. Reads every byte
+/// once (~1 ns per 8 bytes), only for messages being priced.
+pub fn content_hash(m: &Message<'_>) -> u64 {
+    fn part(h: &mut StableHash, p: &Part<'_>) {
+        match p {
+            Part::Text(t) => {
+                h.u64(1);
+                h.str(t);
+            }
+            Part::Image(img) => {
+                h.u64(2);
+                h.u64(img.detail as u64);
+                match img.source {
+                    ImageSource::Base64(s) => {
+                        h.u64(1);
+                        h.str(s);
+                    }
+                    ImageSource::Url(s) => {
+                        h.u64(2);
+                        h.str(s);
+                    }
+                    ImageSource::Bytes(b) => {
+                        h.u64(3);
+                        h.bytes(b);
+                    }
+                }
+            }
+            Part::ToolUse(c) => {
+                h.u64(3);
+                call(h, c);
+            }
+            Part::ToolResult {
+                tool_use_id,
+                content,
+            } => {
+                h.u64(4);
+                h.str(tool_use_id);
+                h.u64(content.len() as u64);
+                for p in content {
+                    part(h, p);
+                }
+            }
+            Part::Thinking { text, signature } => {
+                h.u64(5);
+                h.str(text);
+                h.str(signature);
+            }
+            Part::EncryptedReasoning(d) => {
+                h.u64(6);
+                h.str(d);
+            }
+            Part::Opaque {
+                kind,
+                media,
+                payload_chars,
+                wire_chars,
+            } => {
+                h.u64(7);
+                h.str(kind);
+                h.u64(*media as u64);
+                h.u64(payload_chars.map_or(u64::MAX, |n| n as u64));
+                h.u64(*wire_chars as u64);
+            }
+        }
+    }
+    fn call(h: &mut StableHash, c: &crate::message::ToolCall<'_>) {
+        h.str(c.id);
+        h.str(c.name);
+        h.str(&c.arguments);
+    }
+    let mut h = StableHash::default();
+    h.str(m.role_str);
+    match m.name {
+        Some(n) => {
+            h.u64(1);
+            h.str(n);
+        }
+        None => h.u64(0),
+    }
+    match &m.content {
+        Content::None => h.u64(0),
+        Content::Text(t) => {
+            h.u64(1);
+            h.str(t);
+        }
+        Content::Parts(ps) => {
+            h.u64(2);
+            h.u64(ps.len() as u64);
+            for p in ps {
+                part(&mut h, p);
+            }
+        }
+    }
+    h.u64(m.tool_calls.len() as u64);
+    for c in &m.tool_calls {
+        call(&mut h, c);
+    }
+    match m.tool_call_id {
+        Some(id) => {
+            h.u64(1);
+            h.str(id);
+        }
+        None => h.u64(0),
+    }
+    match &m.reasoning {
+        Some(r) => {
+            h.u64(1);
+            h.str(r);
+        }
+        None => h.u64(0),
+    }
+    h.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,6 +686,7 @@ mod tests {
     pub(super) fn entry(id: usize, tokens: u32) -> Entry {
         Entry {
             id,
+            content: id as u64 * 17 + 3,
             fingerprint: id as u64 * 31,
             tokens,
             wire_bytes: u64::from(tokens) * 4,

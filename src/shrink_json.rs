@@ -77,6 +77,14 @@ pub fn shrink_json_cow(text: &str, max_chars: usize) -> Cow<'_, str> {
     let Some(doc) = validate(text) else {
         return Cow::Owned(invalid_wrapper(text, max));
     };
+    if doc.lone_surrogate {
+        // Grammatical JSON (Python's json writes it for a str holding a lone surrogate), but
+        // not Unicode text: strict parsers (serde_json, Go, many proxies) reject it, which is
+        // the poisoned-history failure this function exists to prevent. `\ufffd` has the same
+        // length, so the document's shape and sizes are unchanged.
+        let fixed = replace_lone_surrogates(text);
+        return Cow::Owned(shrink_json_cow(&fixed, max).into_owned());
+    }
     // Cheap exits first: the input fits as it is (byte-identical), or once compacted.
     if text.len() <= max || char_count(text.as_bytes()) <= max {
         return Cow::Borrowed(text);
@@ -119,6 +127,8 @@ fn char_count(b: &[u8]) -> usize {
 struct Lexer<'a> {
     b: &'a [u8],
     i: usize,
+    /// A `\uD800`-`\uDFFF` escape that is not half of a pair was seen.
+    lone_surrogate: bool,
 }
 
 impl<'a> Lexer<'a> {
@@ -126,6 +136,7 @@ impl<'a> Lexer<'a> {
         Lexer {
             b: text.as_bytes(),
             i: 0,
+            lone_surrogate: false,
         }
     }
 
@@ -233,8 +244,12 @@ impl<'a> Lexer<'a> {
                             Some(h) if h.iter().all(u8::is_ascii_hexdigit) => {}
                             _ => return Tok::Error,
                         }
-                        self.i += 6;
-                        width += 6;
+                        let (n, _) = unit(&b[self.i..]);
+                        if n == 6 && surrogate(&b[self.i + 2..self.i + 6]) {
+                            self.lone_surrogate = true;
+                        }
+                        self.i += n;
+                        width += n;
                     }
                     _ => return Tok::Error,
                 },
@@ -253,6 +268,8 @@ struct Doc {
     max_depth: usize,
     max_array: usize,
     root_is_container: bool,
+    /// Some string escapes a lone surrogate (see `replace_lone_surrogates`).
+    lone_surrogate: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -281,6 +298,7 @@ fn validate(text: &str) -> Option<Doc> {
         max_depth: 0,
         max_array: 0,
         root_is_container: false,
+        lone_surrogate: false,
     };
     let mut state = State::Value;
     loop {
@@ -347,6 +365,7 @@ fn validate(text: &str) -> Option<Doc> {
     }
     doc.counts = counts;
     doc.small = small;
+    doc.lone_surrogate = lx.lone_surrogate;
     Some(doc)
 }
 
@@ -416,6 +435,36 @@ impl Sink for Render {
 
 fn digits(n: usize) -> usize {
     n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// True when 4 hex digits name a UTF-16 surrogate (U+D800 to U+DFFF).
+fn surrogate(hex: &[u8]) -> bool {
+    matches!(
+        hex,
+        [b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F', _, _]
+    )
+}
+
+/// `text` (valid JSON) with every escape of a lone surrogate replaced by `\ufffd`.
+fn replace_lone_surrogates(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut kept) = (0, 0);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let (n, _) = unit(&b[i..]);
+        if n == 6 && b[i + 1] == b'u' && surrogate(&b[i + 2..i + 6]) {
+            out.push_str(&text[kept..i]);
+            out.push_str("\\ufffd");
+            kept = i + 6;
+        }
+        i += n;
+    }
+    out.push_str(&text[kept..]);
+    out
 }
 
 /// Length of one decoded character's raw text at the start of `b` (a string body): an escape,
@@ -965,5 +1014,20 @@ mod tests {
         ] {
             assert!(validate(s).is_some(), "{s:?}");
         }
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        // Found by the fuzzer: Python's json.dumps("\ud800") is grammatical JSON that strict
+        // parsers refuse; the output must parse everywhere.
+        let out = shrink_json(
+            r#"{"s":"a\ud800b\udc00","pair":"\ud83d\ude00","e":"\\ud800"}"#,
+            1000,
+        );
+        assert_eq!(
+            out,
+            r#"{"s":"a\ufffdb\ufffd","pair":"\ud83d\ude00","e":"\\ud800"}"#
+        );
+        assert_eq!(shrink_json(&out, 1000), out);
     }
 }

@@ -73,7 +73,9 @@ pub fn find_tail_start(costs: &[u32], legal: &[bool], opt: &TailOptions) -> usiz
     while head < n && !legal[head] {
         head += 1;
     }
-    if n - head < opt.min_tail + 1 {
+    // Saturating: a caller's `min_tail` near usize::MAX (found by the fuzzer) must mean
+    // "nothing to summarize", not wrap around.
+    if n - head < opt.min_tail.saturating_add(1) {
         return head;
     }
     let budget = opt.budget_tokens as f64;
@@ -92,7 +94,7 @@ pub fn find_tail_start(costs: &[u32], legal: &[bool], opt: &TailOptions) -> usiz
             break;
         }
     }
-    let floor = n - opt.min_tail;
+    let floor = n.saturating_sub(opt.min_tail);
     start = start.min(floor).max(head + 1);
     if legal[start] {
         return start;
@@ -183,5 +185,19 @@ mod tests {
         let costs = [5, 5, 5, 5, 5, 5, 5];
         // Budget for 4 messages would start at 3 (inside the group): moved to 2.
         assert_eq!(find_tail_start(&costs, &legal, &opts(20)), 2);
+    }
+
+    #[test]
+    fn a_huge_min_tail_means_nothing_to_summarize() {
+        let costs = [10u32; 6];
+        let legal = [true; 7];
+        for min_tail in [usize::MAX, usize::MAX - 1, 1 << 40] {
+            let opt = TailOptions {
+                min_tail,
+                ..opts(5)
+            };
+            assert_eq!(find_tail_start(&costs, &legal, &opt), 1);
+            assert_eq!(find_tail_start(&[], &[true], &opt), 0);
+        }
     }
 }

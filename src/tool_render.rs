@@ -111,6 +111,19 @@ impl Json {
 // `$ref` chains and nesting deeper than this render as `any` (also stops recursive schemas).
 const MAX_DEPTH: usize = 32;
 
+/// Bytes of rendered text one tool's parameters may expand to; past it, every further nested
+/// type renders as `any`. `$ref` reuses a definition at each use, so a definition that refers
+/// to itself twice (`Node{a: Node, b: Node}`) doubles at each of the 32 levels: 2^32 copies,
+/// which killed the process (6 GB allocation) before this cut. OpenAI documents no rendering of
+/// recursive schemas; 1 MiB (~250k tokens, more than a whole context window of most models)
+/// is far above any real tool (the recorded cassettes' largest renders in under 8 KiB), so the
+/// cut changes no real count and bounds time and memory at ~1 MiB plus the schema's own text.
+pub const RENDER_BUDGET_BYTES: usize = 1 << 20;
+
+/// What a type node costs against [`RENDER_BUDGET_BYTES`] besides the text of its names and
+/// comments (its punctuation, `string`, `{`, `}`...).
+const NODE_BYTES: usize = 8;
+
 /// `[v,v,...]`, each value written by `value`.
 fn write_array(out: &mut String, items: &[Json], mut value: impl FnMut(&mut String, &Json)) {
     out.push('[');
@@ -143,6 +156,8 @@ fn write_object<'j>(
 
 struct Ctx<'a> {
     defs: Vec<&'a [(String, Json)]>,
+    /// Bytes of text rendered so far (an estimate from above, see [`RENDER_BUDGET_BYTES`]).
+    spent: std::cell::Cell<usize>,
 }
 
 impl<'a> Ctx<'a> {
@@ -153,7 +168,17 @@ impl<'a> Ctx<'a> {
                 defs.push(kv.as_slice());
             }
         }
-        Ctx { defs }
+        Ctx {
+            defs,
+            spent: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Count `bytes` against the budget; true when the budget is exhausted.
+    fn charge(&self, bytes: usize) -> bool {
+        let spent = self.spent.get().saturating_add(bytes);
+        self.spent.set(spent);
+        spent > RENDER_BUDGET_BYTES
     }
 
     /// Follow `{"$ref": "#/$defs/Name"}` to its definition.
@@ -177,7 +202,7 @@ impl<'a> Ctx<'a> {
 
     fn ts_type(&self, s: &'a Json, indent: &str, depth: usize, out: &mut String) {
         let s = self.resolve(s);
-        if depth > MAX_DEPTH || !matches!(s, Json::Object(_)) {
+        if self.charge(NODE_BYTES) || depth > MAX_DEPTH || !matches!(s, Json::Object(_)) {
             out.push_str("any");
             return;
         }
@@ -199,17 +224,21 @@ impl<'a> Ctx<'a> {
         }
         if let Some(vals) = s.get("enum").and_then(Json::as_array) {
             if !vals.is_empty() {
+                let before = out.len();
                 for (i, v) in vals.iter().enumerate() {
                     if i > 0 {
                         out.push_str(" | ");
                     }
                     v.write_compact(out);
                 }
+                self.charge(out.len() - before);
                 return;
             }
         }
         if let Some(c) = s.get("const") {
+            let before = out.len();
             c.write_compact(out);
+            self.charge(out.len() - before);
             return;
         }
         let t = ty.and_then(Json::as_str).unwrap_or("");
@@ -282,6 +311,21 @@ impl<'a> Ctx<'a> {
                 out.push('\n');
             }
             first = false;
+            // The text this property adds besides its type (ts_type charges the type), from
+            // above: its line and the closing line of an object type at this indent.
+            let text = key.len()
+                + 2 * indent.len()
+                + 16
+                + val.get("title").and_then(Json::as_str).map_or(0, str::len)
+                + val
+                    .get("description")
+                    .and_then(Json::as_str)
+                    .map_or(0, str::len);
+            if self.charge(text) {
+                out.push_str(indent);
+                out.push_str("// ...");
+                break;
+            }
             // A property title renders as its own `// Title` line before the description
             // (fitted on the cassettes: an extra empty `//` line after it, as in
             // openai/harmony's `json_schema_to_typescript`, over-counts 1-2 tokens a property).
@@ -309,11 +353,13 @@ impl<'a> Ctx<'a> {
             // A default trails the property as ` // default: VALUE` (compact JSON; a string
             // default of an enum is written bare).
             if let Some(dv) = val.get("default") {
+                let before = out.len();
                 out.push_str(" // default: ");
                 match dv {
                     Json::String(sv) if val.get("enum").is_some() => out.push_str(sv),
                     _ => dv.write_compact(out),
                 }
+                self.charge(out.len() - before);
             }
         }
     }
@@ -799,5 +845,75 @@ mod tests {
             render_response_format(&described).unwrap(),
             "# Response Formats\n\n## Out\n\n// Schema for Out\n{}"
         );
+    }
+
+    fn self_referencing_tool(fanout: usize, description: &str) -> Json {
+        let node_props: Vec<(&str, Json)> = (0..fanout)
+            .map(|i| {
+                let name: &'static str = Box::leak(format!("c{i}").into_boxed_str());
+                (
+                    name,
+                    obj(vec![
+                        ("$ref", s("#/$defs/Node")),
+                        ("description", s(description)),
+                    ]),
+                )
+            })
+            .collect();
+        obj(vec![(
+            "function",
+            obj(vec![
+                ("name", s("tree")),
+                (
+                    "parameters",
+                    obj(vec![
+                        ("type", s("object")),
+                        (
+                            "properties",
+                            obj(vec![("root", obj(vec![("$ref", s("#/$defs/Node"))]))]),
+                        ),
+                        (
+                            "$defs",
+                            obj(vec![(
+                                "Node",
+                                obj(vec![("type", s("object")), ("properties", obj(node_props))]),
+                            )]),
+                        ),
+                    ]),
+                ),
+            ]),
+        )])
+    }
+
+    #[test]
+    fn a_definition_referring_to_itself_twice_renders_within_the_budget() {
+        // Node{a: Node, b: Node}: 2^32 copies without the budget (the process was killed).
+        let started = std::time::Instant::now();
+        let text = render_tools(&[self_referencing_tool(2, "")]);
+        assert!(text.len() <= RENDER_BUDGET_BYTES + 4096, "{}", text.len());
+        assert!(text.contains("c0?: {") && text.contains("any"));
+        assert!(text.ends_with("} // namespace functions"));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn wide_recursive_graphs_with_long_comments_stay_bounded() {
+        // 50 self-references a level, each carrying a 10 KB description: the budget also
+        // counts the comments, so this stays near the cut rather than 50^32 x 10 KB.
+        let long = "x".repeat(10_000);
+        let text = render_tools(&[self_referencing_tool(50, &long)]);
+        assert!(
+            text.len() <= RENDER_BUDGET_BYTES + 2 * 10_100,
+            "{}",
+            text.len()
+        );
+        assert!(text.contains("// ..."));
+    }
+
+    #[test]
+    fn the_budget_leaves_ordinary_tools_unchanged() {
+        let text = render_tools(&[weather()]);
+        assert!(!text.contains("// ..."));
+        assert!(text.contains("where?: {"));
     }
 }

@@ -174,15 +174,20 @@ def test_short_invalid_input_is_wrapped():
         assert d == {"invalid_json_preview": bad, "original_chars": len(bad)}
 
 
-def test_lone_surrogate_escapes_and_pairs_survive_cuts():
-    # Python's json accepts lone surrogate escapes; they are one character each and never split.
+def test_lone_surrogate_escapes_become_replacement_characters_and_pairs_survive_cuts():
+    # Python's json accepts lone surrogate escapes, strict parsers (serde_json, Go) refuse them:
+    # each becomes U+FFFD (same length, so nothing else moves); pairs are one character, never
+    # split.
     body = "\\ud800x\\udfffy\\ud83d\\ude00z" * 50
     text = '{"s": "' + body + '"}'
-    orig = json.loads(text)["s"]
+    orig = json.loads(text)["s"].replace("\ud800", "\ufffd").replace("\udfff", "\ufffd")
     for m in range(64, 200, 7):
         out = cf.shrink_json(text, max_chars=m)
         assert len(out) <= m
+        assert "\\ud800" not in out and "\\udfff" not in out
         assert is_cut_of(json.loads(out)["s"], orig)
+    fitting = '{"s": "\\ud800"}'
+    assert cf.shrink_json(fitting, max_chars=100) == '{"s": "\\ufffd"}'
 
 
 def test_array_elision_keeps_the_ends_and_uses_the_budget():

@@ -15,7 +15,6 @@ from contextfold._core import (
     estimate,
     estimate_each,
     estimate_many,
-    find_tail_start,
     image_size,
     image_tokens,
     request_overhead,
@@ -28,12 +27,15 @@ from contextfold.errors import (
     CompactionBudgetError,
     CompactionError,
     InvalidMessageError,
+    InvalidUsageError,
+    SessionStateError,
+    SessionStoreError,
     UnknownModelError,
 )
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.images import fetch_image_size, http_image_sizes
 from contextfold.model_info import ModelInfo, model_info
-from contextfold.prune import prune
+from contextfold.prune import find_tail_start, prune
 from contextfold.session import Session
 from contextfold.summarize import (
     ExtractiveSummarizer,
@@ -53,11 +55,14 @@ __all__ = [
     "Compactor",
     "ExtractiveSummarizer",
     "InvalidMessageError",
+    "InvalidUsageError",
     "LLMSummarizer",
     "MessageTokens",
     "ModelInfo",
     "Pruned",
     "Session",
+    "SessionStateError",
+    "SessionStoreError",
     "Summarizer",
     "SummaryFailedError",
     "SummaryRequest",

@@ -184,14 +184,17 @@ class SessionLedger:
         """Forget cached costs of messages ``start..`` (in-place edits)."""
     def reset(self) -> None:
         """Forget cached costs, anchor, correction and last usage."""
-    def calibration(self) -> tuple[float | None, int | None, str | None, int]:
-        """``(correction, last_usage, last_model, usages)``: what pickling a session keeps."""
-    def restore_calibration(
-        self, correction: float | None, last_usage: int | None, last_model: str | None, usages: int, /
-    ) -> None:
-        """Restore what ``calibration`` returned (cached costs and anchor start empty)."""
     def set_model(self, model: str | None, /) -> None:
         """Switch model: new estimator; cached costs, anchor and correction dropped."""
+    def to_state(self, *, meta: str = ...) -> bytes:
+        """The ledger as versioned, checksummed bytes (content hashes and costs, anchor,
+        correction, overhead inputs) plus ``meta``; independent of object ids."""
+    @staticmethod
+    def from_state(data: bytes, /) -> tuple[SessionLedger, str]:
+        """``(ledger, meta)`` from ``to_state`` bytes; ``SessionStateError`` for another
+        version, corrupted or contradictory bytes."""
+    @property
+    def usages(self) -> int: ...
     @property
     def correction(self) -> float: ...
     @property
@@ -334,7 +337,9 @@ def shrink_json(text: str, /, *, max_chars: int) -> str:
        since arguments and Anthropic ``tool_use.input`` must stay an object).
 
     Cuts fall on character boundaries of the decoded string: an escape or an escaped surrogate
-    pair is never split, and ``N`` counts decoded characters. Invalid JSON (including text already
+    pair is never split, and ``N`` counts decoded characters. An escaped LONE surrogate
+    (``"\\ud800"``, which Python's json writes but strict parsers refuse) becomes ``"\\ufffd"``,
+    even in a text that fits. Invalid JSON (including text already
     cut mid-value) becomes ``{"invalid_json_preview": "<head>…", "original_chars": N}``.
     Deterministic and idempotent (``shrink_json(shrink_json(x, max_chars=m), max_chars=m)`` is the
     first result); linear per pass in the input and iterative, so 100 MB or 100,000 levels of

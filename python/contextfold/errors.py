@@ -57,3 +57,30 @@ class CompactionBudgetError(CompactionError):
 
 def _budget_error(message: str, tokens: int, budget: int) -> CompactionBudgetError:
     return CompactionBudgetError(message, tokens=tokens, budget=budget)
+
+
+class SessionStateError(ValueError):
+    """Bytes given to ``Session.from_state`` that cannot be continued from: written by another
+    version of contextfold, corrupted (checksum mismatch), cut short, or self-contradictory.
+    Never silently accepted: a session restored from them could give wrong numbers. Start a new
+    ``Session`` (the estimate is then the uncalibrated heuristic until the next usage)."""
+
+
+class InvalidUsageError(ValueError):
+    """A usage object (``Session.record_usage``) that cannot be read: a container that
+    contains itself, nesting beyond reason, or a token count that is not a non-negative int.
+    ``path`` says where (``"usage.usage"``)."""
+
+    def __init__(self, reason: str, path: str) -> None:
+        self.reason = reason
+        self.path = path
+        super().__init__(f"{path}: {reason}")
+
+    def __reduce__(self) -> tuple[type["InvalidUsageError"], tuple[str, str]]:
+        return (type(self), (self.reason, self.path))
+
+
+class SessionStoreError(ConnectionError):
+    """A session store (``RedisSessionStore``) could not load or save a conversation's state:
+    the server is unreachable or timed out (the redis-py error is chained as ``__cause__``), or
+    every attempt of an update lost a race to other writers."""

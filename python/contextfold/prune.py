@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from contextfold import _core
+from contextfold._args import count_arg
 
 
 def _copy(obj: Any) -> Any:
@@ -107,6 +108,12 @@ def prune(
     Returns a new list; the caller's list and message objects are never modified. Edited
     SDK-object messages come back as dicts.
     """
+    protect_tail_tokens = count_arg("protect_tail_tokens", protect_tail_tokens)
+    protect_first_n = count_arg("protect_first_n", protect_first_n)
+    min_tail = count_arg("min_tail", min_tail)
+    tool_result_max_tokens = min(count_arg("tool_result_max_tokens", tool_result_max_tokens), 2**32 - 1)
+    arguments_max_chars = count_arg("arguments_max_chars", arguments_max_chars)
+    cache_block_tokens = count_arg("cache_block_tokens", cache_block_tokens)
     _, edits = _core.prune_plan(
         messages,
         protect_tail_tokens=protect_tail_tokens,
@@ -122,3 +129,29 @@ def prune(
         cache_block_tokens=cache_block_tokens,
     )
     return apply_edits(messages, edits)
+
+
+def find_tail_start(
+    messages: Sequence[Any],
+    /,
+    *,
+    budget_tokens: int,
+    protect_first_n: int = 1,
+    min_tail: int = 3,
+    soft_ceiling: float = 1.5,
+    provider: str = "openai",
+    model: str | None = None,
+) -> int:
+    """Index where the protected tail begins, walking back from the end by token budget (the
+    same per-message estimate as ``estimate_each``); see ``contextfold._core.find_tail_start``
+    for the rules. Counts are ints (a bool is a TypeError, a negative one a ValueError; huge
+    ones mean "all of it")."""
+    return _core.find_tail_start(
+        messages,
+        budget_tokens=count_arg("budget_tokens", budget_tokens),
+        protect_first_n=count_arg("protect_first_n", protect_first_n),
+        min_tail=count_arg("min_tail", min_tail),
+        soft_ceiling=soft_ceiling,
+        provider=provider,  # type: ignore[arg-type]
+        model=model,
+    )

@@ -8,12 +8,14 @@ call, not to the history (the cache lives in the Rust ``SessionLedger``).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
 
+from contextfold._args import HUGE, count_arg
 from contextfold._core import SessionLedger, wire_bytes
-from contextfold.errors import UnknownModelError
+from contextfold.errors import InvalidUsageError, SessionStateError, UnknownModelError
 from contextfold.images import ImageSizes
 from contextfold.limits import context_window as _context_window
 
@@ -30,22 +32,43 @@ DEFAULT_OUTPUT_RESERVE = 32_768
 
 _MISSING = object()
 
+#: Usage objects nest a few levels at most (response -> usage -> details).
+_MAX_USAGE_DEPTH = 8
 
-def _get(obj: Any, *names: str) -> Any:
-    """The first of ``names`` present on a dict key or object attribute (its value may be None)."""
+
+def _get(obj: Any, path: str, *names: str) -> Any:
+    """The first of ``names`` present on a dict key or object attribute (its value may be None).
+
+    An attribute whose getter raises (a broken SDK property) becomes an ``InvalidUsageError``
+    naming it, with the original exception chained.
+    """
     for n in names:
         if isinstance(obj, dict):
             if n in obj:
                 return obj[n]
         else:
-            v = getattr(obj, n, _MISSING)
+            try:
+                v = getattr(obj, n, _MISSING)
+            except Exception as e:
+                raise InvalidUsageError(f"reading {n!r} raised {type(e).__name__}: {e}", f"{path}.{n}") from e
             if v is not _MISSING:
                 return v
     return _MISSING
 
 
-def _int(v: Any) -> int:
-    return 0 if v is _MISSING or v is None else int(v)
+def _tokens(v: Any, path: str) -> int | None:
+    """A token count: a non-negative int (an integral float from a JSON decoder is accepted)."""
+    if v is _MISSING or v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InvalidUsageError(f"token count must be an int, got {type(v).__name__}", path)
+    if isinstance(v, float):
+        if not (v.is_integer() and v >= 0):
+            raise InvalidUsageError(f"token count must be a non-negative integer, got {v!r}", path)
+        v = int(v)
+    if v < 0:
+        raise InvalidUsageError(f"token count must be >= 0, got {v}", path)
+    return int(v)
 
 
 def prompt_tokens_of(usage: Any) -> tuple[int | None, str | None]:
@@ -58,46 +81,67 @@ def prompt_tokens_of(usage: Any) -> tuple[int | None, str | None]:
     Converse ``inputTokens + cacheReadInputTokens + cacheWriteInputTokens``, Ollama
     ``prompt_eval_count`` (the whole prompt; ABSENT when served from the KV cache, which gives
     ``None``: unknown, not 0), or a plain int. The model is read from a whole response's ``model``
-    (``modelVersion`` for Gemini) when present. Raises ``TypeError`` for an unrecognized shape.
+    (``modelVersion`` for Gemini) when present. Raises ``TypeError`` for an unrecognized shape,
+    ``InvalidUsageError`` (a ValueError, with ``.path``) for a usage that contains itself, a
+    count that is not a non-negative int (a bool included), or an attribute that raises.
     """
-    if usage is None:
-        return None, None
     if isinstance(usage, bool):
         raise TypeError("usage must be a usage object, a response or an int, got bool")
-    if isinstance(usage, int):
+    return _prompt_tokens(usage, "usage", [])
+
+
+def _prompt_tokens(usage: Any, path: str, seen: list[int]) -> tuple[int | None, str | None]:
+    if usage is None:
+        return None, None
+    if isinstance(usage, int) and not isinstance(usage, bool):
         if usage < 0:
             raise ValueError(f"prompt tokens must be >= 0, got {usage}")
         return usage, None
-    model = _get(usage, "model", "modelVersion", "model_version")
+    if id(usage) in seen:
+        raise InvalidUsageError("a usage object that contains itself (cycle)", path)
+    if len(seen) >= _MAX_USAGE_DEPTH:
+        raise InvalidUsageError(f"usage nested deeper than {_MAX_USAGE_DEPTH} levels", path)
+    seen = [*seen, id(usage)]
+    model = _get(usage, path, "model", "modelVersion", "model_version")
     model = model if isinstance(model, str) else None
-    gemini = _get(usage, "usageMetadata", "usage_metadata")
+    gemini = _get(usage, path, "usageMetadata", "usage_metadata")
     if gemini is not _MISSING and gemini is not None:
-        tokens = _get(gemini, "promptTokenCount", "prompt_token_count")
-        return (None if tokens is _MISSING or tokens is None else int(tokens)), model
-    inner = _get(usage, "usage")
+        gpath = f"{path}.usageMetadata"
+        if id(gemini) in seen:
+            raise InvalidUsageError("a usage object that contains itself (cycle)", gpath)
+        return _tokens(_get(gemini, gpath, "promptTokenCount", "prompt_token_count"), f"{gpath}.promptTokenCount"), model
+    inner = _get(usage, path, "usage")
     if inner is not _MISSING and inner is not None and not isinstance(inner, (int, str)):
-        tokens, _ = prompt_tokens_of(inner)
+        tokens, _ = _prompt_tokens(inner, f"{path}.usage", seen)
         return tokens, model
     # Ollama: the final (done) object of /api/chat or /api/generate.
-    ollama = _get(usage, "prompt_eval_count")
+    ollama = _get(usage, path, "prompt_eval_count")
     if ollama is not _MISSING:
-        return (None if ollama is None else int(ollama)), model
-    if _get(usage, "eval_count", "done", "total_duration") is not _MISSING:
+        return _tokens(ollama, f"{path}.prompt_eval_count"), model
+    if _get(usage, path, "eval_count", "done", "total_duration") is not _MISSING:
         return None, model  # an Ollama response without prompt_eval_count: unknown
     for key in ("promptTokenCount", "prompt_token_count", "prompt_tokens"):
-        v = _get(usage, key)
+        v = _get(usage, path, key)
         if v is not _MISSING and v is not None:
-            return int(v), model
-    v = _get(usage, "input_tokens")
+            return _tokens(v, f"{path}.{key}"), model
+    v = _get(usage, path, "input_tokens")
     if v is not _MISSING and v is not None:
         # Anthropic bills the cache separately; OpenAI Responses has no such fields (its
         # input_tokens already include cached tokens).
-        extra = _int(_get(usage, "cache_creation_input_tokens")) + _int(_get(usage, "cache_read_input_tokens"))
-        return int(v) + extra, model
-    v = _get(usage, "inputTokens")
+        base = _tokens(v, f"{path}.input_tokens") or 0
+        extra = sum(
+            _tokens(_get(usage, path, k), f"{path}.{k}") or 0
+            for k in ("cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        return base + extra, model
+    v = _get(usage, path, "inputTokens")
     if v is not _MISSING and v is not None:
-        extra = _int(_get(usage, "cacheReadInputTokens")) + _int(_get(usage, "cacheWriteInputTokens"))
-        return int(v) + extra, model
+        base = _tokens(v, f"{path}.inputTokens") or 0
+        extra = sum(
+            _tokens(_get(usage, path, k), f"{path}.{k}") or 0
+            for k in ("cacheReadInputTokens", "cacheWriteInputTokens")
+        )
+        return base + extra, model
     raise TypeError(f"unrecognized usage object: {type(usage).__name__}")
 
 
@@ -180,8 +224,6 @@ class Session:
             image_sizes=image_sizes,
         )
         self.provider = provider
-        # Kept for pickling: a copy in another process is rebuilt from these (see __reduce__).
-        self._init = {"tools": tools, "system": system, "smoothing": smoothing, "text_encoding": text_encoding}
         self._window = context_window
         self._reserve = output_reserve
         self.trigger_ratio = trigger_ratio
@@ -290,6 +332,8 @@ class Session:
         if tokens is None:
             log.debug("usage without a prompt count (unknown, not 0): nothing recorded")
             return None
+        if tokens > HUGE:
+            raise InvalidUsageError(f"prompt tokens {tokens} beyond any context window", "usage")
         model = model or response_model
         n, chars, heuristic, before, real, correction, changed = self._core.record_usage(
             tokens, messages=messages, model=model
@@ -314,11 +358,74 @@ class Session:
         """The last recorded real prompt count."""
         return self._core.last_usage
 
+    @property
+    def usages(self) -> int:
+        """Number of usages recorded since the session started (or was reset)."""
+        return self._core.usages
+
+    # -- state across processes ----------------------------------------------------------------
+
+    def to_state(self) -> bytes:
+        """The session as bytes, to continue it in another process (a replica, after a restart).
+
+        Holds, per message of the last history seen, a 64-bit content hash and its costs (~11
+        bytes), the usage anchor, correction, last usage and model, what prices the overhead
+        (provider, model, system prompt, tool definitions) and this object's settings; never the
+        messages, never object ids. Versioned and checksummed: ``from_state`` refuses bytes
+        written by another contextfold version or changed in any way (``SessionStateError``).
+        """
+        meta = json.dumps(
+            {
+                "provider": self.provider,
+                "context_window": self._window,
+                "output_reserve": self._reserve,
+                "trigger_ratio": self.trigger_ratio,
+                "max_request_bytes": self.max_request_bytes,
+            },
+            separators=(",", ":"),
+        )
+        return self._core.to_state(meta=meta)
+
+    @classmethod
+    def from_state(cls, data: bytes, /) -> Session:
+        """A session continuing the one ``to_state`` saved (possibly in another process).
+
+        Its first estimate reads the whole history once and matches each message, by content
+        hash, against the saved costs: the usage anchor is kept only when every message it
+        covers is unchanged, so the estimates are the ones the original process would give, and
+        a history that changed meanwhile gets the calibrated heuristic, never a stale real
+        count. Raises ``SessionStateError`` (a ValueError) for bytes from another version,
+        corrupted, cut or self-contradictory.
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"state must be bytes, got {type(data).__name__}")
+        core, meta_text = SessionLedger.from_state(bytes(data))
+        try:
+            meta = json.loads(meta_text)
+            provider = meta["provider"]
+            window = meta["context_window"]
+            reserve = meta["output_reserve"]
+            ratio = float(meta["trigger_ratio"])
+            max_bytes = meta["max_request_bytes"]
+            if not isinstance(provider, str) or not 0.0 < ratio <= 1.0:
+                raise ValueError("out of range")
+            for v in (window, reserve, max_bytes):
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                    raise ValueError("out of range")
+        except (ValueError, KeyError, TypeError) as e:
+            raise SessionStateError(f"session state invalid: settings unreadable ({e})") from e
+        self = cls.__new__(cls)
+        self._core = core
+        self.provider = provider
+        self._window = window
+        self._reserve = reserve
+        self.trigger_ratio = ratio
+        self.max_request_bytes = max_bytes
+        return self
+
     def invalidate(self, start: int = 0) -> None:
         """Forget cached costs from message ``start`` on (after editing messages in place)."""
-        if start < 0:
-            raise ValueError("start must be >= 0")
-        self._core.invalidate(start)
+        self._core.invalidate(count_arg("start", start))
 
     def reset(self) -> None:
         """Forget everything learned: cached costs, usage anchor, correction, last usage."""
@@ -332,23 +439,8 @@ class Session:
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle a session (to ship it to a worker process): its configuration and calibration
-        (correction, last usage and its model). The per-message cache and the usage anchor are
-        keyed by object identities that mean nothing in another process: the copy starts
-        without them (its first estimate prices the whole history, corrected)."""
-        kwargs = dict(
-            self._init,
-            provider=self.provider,
-            model=self.model,
-            context_window=self._window,
-            output_reserve=self._reserve,
-            trigger_ratio=self.trigger_ratio,
-            max_request_bytes=self.max_request_bytes,
-        )
-        return (_restore_session, (kwargs, self._core.calibration()))
-
-
-def _restore_session(kwargs: dict[str, Any], calibration: tuple[Any, ...]) -> Session:
-    s = Session(**kwargs)
-    s._core.restore_calibration(*calibration)
-    return s
+        """Pickle a session (to ship it to a worker process) through ``to_state``: the copy
+        continues it exactly as ``from_state`` does (content hashes, usage anchor, calibration,
+        settings). An ``image_sizes`` callable or mapping does not travel: pass it again if the
+        copy must size remote images."""
+        return (Session.from_state, (self.to_state(),))

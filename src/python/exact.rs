@@ -34,7 +34,32 @@ pub(super) fn counter(py: Python<'_>, model: &str) -> PyResult<Counter> {
 const MAX_DEPTH: usize = 256;
 
 /// A Python value (dicts, lists, strings, numbers, pydantic models) as an ordered JSON value.
+///
+/// Dicts are read through a snapshot of their items, so a callback (a key's `__str__`, a
+/// `model_dump`) that changes the dict cannot break the walk; a container met again inside
+/// itself is a `ValueError` naming its path.
 pub(super) fn to_json(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResult<Json> {
+    let mut open = Vec::new();
+    to_json_in(v, path, depth, &mut open)
+}
+
+fn enter(v: &Bound<'_, PyAny>, path: &str, open: &mut Vec<usize>) -> PyResult<()> {
+    let id = v.as_ptr() as usize;
+    if open.contains(&id) {
+        return Err(PyValueError::new_err(format!(
+            "{path}: a container that contains itself (cycle)"
+        )));
+    }
+    open.push(id);
+    Ok(())
+}
+
+fn to_json_in(
+    v: &Bound<'_, PyAny>,
+    path: &str,
+    depth: usize,
+    open: &mut Vec<usize>,
+) -> PyResult<Json> {
     if depth > MAX_DEPTH {
         return Err(PyValueError::new_err(format!(
             "{path}: nested deeper than {MAX_DEPTH} levels"
@@ -54,31 +79,45 @@ pub(super) fn to_json(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> PyResul
         return Ok(Json::Number(v.repr()?.to_string_lossy().into_owned()));
     }
     if let Ok(d) = v.cast::<PyDict>() {
-        let mut kv = Vec::with_capacity(d.len());
-        for (k, val) in d.iter() {
+        enter(v, path, open)?;
+        let items = d.items();
+        let mut kv = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            let (k, val): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
             let key = match k.cast::<PyString>() {
                 Ok(s) => s.to_string_lossy().into_owned(),
                 Err(_) => k.str()?.to_string_lossy().into_owned(),
             };
-            let sub = to_json(&val, &format!("{path}.{key}"), depth + 1)?;
+            let sub = to_json_in(&val, &format!("{path}.{key}"), depth + 1, open)?;
             kv.push((key, sub));
         }
+        open.pop();
         return Ok(Json::Object(kv));
     }
     if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        enter(v, path, open)?;
         let mut out = Vec::new();
         for (i, item) in v.try_iter()?.enumerate() {
-            out.push(to_json(&item?, &format!("{path}[{i}]"), depth + 1)?);
+            out.push(to_json_in(
+                &item?,
+                &format!("{path}[{i}]"),
+                depth + 1,
+                open,
+            )?);
         }
+        open.pop();
         return Ok(Json::Array(out));
     }
     // SDK objects (pydantic models): their JSON form, without unset optional fields.
     if let Ok(dump) = v.getattr(intern!(v.py(), "model_dump")) {
+        enter(v, path, open)?;
         let kwargs = PyDict::new(v.py());
         kwargs.set_item("mode", "json")?;
         kwargs.set_item("exclude_none", true)?;
         let d = dump.call((), Some(&kwargs))?;
-        return to_json(&d, path, depth + 1);
+        let out = to_json_in(&d, path, depth + 1, open)?;
+        open.pop();
+        return Ok(out);
     }
     Err(PyTypeError::new_err(format!(
         "{path}: expected JSON-like data (dict, list, str, number, bool, None), got {}",

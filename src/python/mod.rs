@@ -163,7 +163,12 @@ fn wire_bytes(py: Python<'_>, messages: &Bound<'_, PyAny>, provider: &str) -> Py
     // Validate like every other entry point so a malformed history fails the same way.
     let keep = Keep::new();
     Walker::new(py, &keep).messages(messages)?;
-    json_out::json_len(messages)
+    // `[m0,m1,...]`, measured message by message so a failure names its message.
+    let mut total = 2usize;
+    for (i, m) in messages.try_iter()?.enumerate() {
+        total += usize::from(i > 0) + json_out::message_json_len(&m?, i)?;
+    }
+    Ok(total)
 }
 
 /// Tokens one image costs with a provider's formula, from the pixel size in its header.

@@ -16,13 +16,14 @@ use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::estimate::{Estimator, RequestExtras, ToolDef};
 use crate::exact::Encoding;
-use crate::ledger::{payload_chars, Calibration, Entry, Ledger};
+use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
 use crate::message::Message;
 use crate::profile::Provider;
+use crate::session_state::SessionState;
 
 use super::json_out::json_len;
 use super::messages::{Keep, Walker};
@@ -206,6 +207,9 @@ impl State {
     ) -> PyResult<usize> {
         let list = as_list(messages)?;
         let n = list.len();
+        if self.ledger.is_unbound() {
+            self.rebind(py, &list)?;
+        }
         // Identity of every cached message, in order: a pointer compare each (the item array
         // is read in place when the list layout is known, else one C call per item).
         let mut prefix = match item_addresses(&list) {
@@ -240,7 +244,7 @@ impl State {
         let price = || {
             views
                 .iter()
-                .map(|v| (est.message(v), payload_chars(v)))
+                .map(|v| (est.message(v), payload_chars(v), content_hash(v)))
                 .collect::<Vec<_>>()
         };
         let costs = if views.len() >= DETACH_AT || self.encoding.is_some() {
@@ -248,12 +252,13 @@ impl State {
         } else {
             price()
         };
-        for (((id, fingerprint, wire_bytes), (tokens, chars)), fix) in
+        for (((id, fingerprint, wire_bytes), (tokens, chars, content)), fix) in
             meta.into_iter().zip(costs).zip(fixes)
         {
             self.ledger.push(Entry {
                 id,
                 fingerprint,
+                content,
                 tokens: super::add_signed(u64::from(tokens), fix) as u32,
                 wire_bytes,
                 chars,
@@ -263,8 +268,74 @@ impl State {
     }
 }
 
-/// `(correction, last_usage, last_model, usages)` as Python sees a session's calibration.
-type CalibrationTuple = (Option<f64>, Option<u64>, Option<String>, u64);
+
+impl State {
+    /// First history after a restore: match its messages, by content hash, against the costs
+    /// the state carried; the matching prefix is bound to this process's objects, the rest (and
+    /// an anchor over any of it) dropped. Reads the history once, as a session's first estimate
+    /// would.
+    fn rebind(&mut self, py: Python<'_>, list: &Bound<'_, PyList>) -> PyResult<()> {
+        let n = list.len().min(self.ledger.len());
+        let keep = Keep::new();
+        let mut w = Walker::new(py, &keep);
+        let mut ids = Vec::with_capacity(n);
+        let mut fingerprints = Vec::with_capacity(n);
+        let mut views = Vec::with_capacity(n);
+        for i in 0..n {
+            let m = list.get_item(i)?;
+            w.set_index(i);
+            views.push(w.message(&m)?);
+            ids.push(m.as_ptr() as usize);
+            fingerprints.push(fingerprint(&m)?);
+        }
+        let hash_all = || views.iter().map(content_hash).collect::<Vec<_>>();
+        let hashes = if n >= DETACH_AT {
+            py.detach(hash_all)
+        } else {
+            hash_all()
+        };
+        let same = hashes
+            .iter()
+            .enumerate()
+            .take_while(|&(i, &h)| self.ledger.content(i) == Some(h))
+            .count();
+        ids.truncate(same);
+        fingerprints.truncate(same);
+        self.ledger.rebind(ids, fingerprints);
+        Ok(())
+    }
+
+    fn to_state(&self, meta: String) -> SessionState {
+        SessionState {
+            provider: self.provider.name().to_string(),
+            model: self.model.clone(),
+            text_encoding: self.encoding.map(|e| e.name().to_string()),
+            track_wire: false,
+            system: self.extras.system.as_ref().map(|s| s.to_string()),
+            tools: self
+                .extras
+                .tools
+                .iter()
+                .map(|t| (t.name.to_string(), t.json.to_string()))
+                .collect(),
+            meta,
+            ledger: self.ledger.snapshot(),
+        }
+    }
+}
+
+static STATE_ERROR: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
+
+#[cold]
+fn state_error(py: Python<'_>, msg: String) -> PyErr {
+    match STATE_ERROR.import(py, "contextfold.errors", "SessionStateError") {
+        Ok(cls) => match cls.call1((msg,)) {
+            Ok(exc) => PyErr::from_value(exc),
+            Err(err) => err,
+        },
+        Err(err) => err,
+    }
+}
 
 /// Per-session cache of message costs, usage anchor and correction (see `ledger.rs`).
 #[pyclass(frozen, module = "contextfold._core")]
@@ -394,37 +465,6 @@ impl SessionLedger {
         Ok(())
     }
 
-    /// `(correction, last_usage, last_model, usages)`: what pickling keeps (see `Session`).
-    fn calibration(&self, py: Python<'_>) -> PyResult<CalibrationTuple> {
-        let c = self.lock(py)?.ledger.calibration();
-        Ok((c.correction, c.last_usage, c.last_model, c.usages))
-    }
-
-    /// Restore what `calibration` returned (cached costs and anchor start empty).
-    #[pyo3(signature = (correction, last_usage, last_model, usages, /))]
-    fn restore_calibration(
-        &self,
-        py: Python<'_>,
-        correction: Option<f64>,
-        last_usage: Option<u64>,
-        last_model: Option<String>,
-        usages: u64,
-    ) -> PyResult<()> {
-        if let Some(c) = correction {
-            if !(c.is_finite() && c > 0.0) {
-                return Err(PyValueError::new_err(
-                    "correction must be a positive number",
-                ));
-            }
-        }
-        self.lock(py)?.ledger.restore_calibration(Calibration {
-            correction,
-            last_usage,
-            last_model,
-            usages,
-        });
-        Ok(())
-    }
 
     /// Switch model: a new estimator; cached costs, anchor and correction are dropped.
     #[pyo3(signature = (model, /))]
@@ -439,6 +479,74 @@ impl SessionLedger {
         st.ledger.reset_with_overhead(overhead);
         st.model = model;
         Ok(())
+    }
+
+    /// The session as bytes (see `session_state.rs`): costs per message keyed by content hash,
+    /// anchor, correction, last usage and model, what prices the overhead, and `meta` (the
+    /// Python layer's settings). Independent of this process's objects.
+    #[pyo3(signature = (*, meta=String::new()))]
+    fn to_state<'py>(&self, py: Python<'py>, meta: String) -> PyResult<Bound<'py, PyBytes>> {
+        let st = self.lock(py)?;
+        let mut state = st.to_state(meta);
+        state.track_wire = self.track_wire;
+        drop(st);
+        let bytes = py.detach(|| state.encode());
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// `(ledger, meta)` from bytes written by `to_state`; `SessionStateError` when they come
+    /// from another version, are corrupted or contradict themselves.
+    #[staticmethod]
+    #[pyo3(signature = (data, /))]
+    fn from_state(py: Python<'_>, data: &[u8]) -> PyResult<(SessionLedger, String)> {
+        let state = SessionState::decode(data).map_err(|e| state_error(py, e.to_string()))?;
+        let invalid = |why: &str| state_error(py, format!("session state invalid: {why}"));
+        let provider = Provider::parse(&state.provider).map_err(|_| invalid("unknown provider"))?;
+        let encoding = match &state.text_encoding {
+            None => None,
+            Some(name) => Some(Encoding::parse(name).ok_or_else(|| invalid("unknown encoding"))?),
+        };
+        let estimator =
+            Estimator::new(provider, state.model.as_deref().unwrap_or("")).with_encoding(encoding);
+        let extras = RequestExtras {
+            system: state.system.map(Cow::Owned),
+            tools: state
+                .tools
+                .into_iter()
+                .map(|(name, json)| ToolDef {
+                    name: Cow::Owned(name),
+                    json: Cow::Owned(json),
+                })
+                .collect(),
+        };
+        // The overhead is a function of what the state carries: a state whose overhead
+        // disagrees was not written by this estimator.
+        if u64::from(estimator.overhead(&extras)) != state.ledger.overhead {
+            return Err(invalid("overhead does not match its tools and system"));
+        }
+        let ledger =
+            Ledger::restore(state.ledger).ok_or_else(|| invalid("contradictory ledger fields"))?;
+        Ok((
+            SessionLedger {
+                state: Mutex::new(State {
+                    provider,
+                    encoding,
+                    model: state.model,
+                    estimator,
+                    extras,
+                    ledger,
+                    // A mapping or callable of the caller's does not travel in bytes.
+                    image_sizes: None,
+                }),
+                track_wire: state.track_wire,
+            },
+            state.meta,
+        ))
+    }
+
+    #[getter]
+    fn usages(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.lock(py)?.ledger.usages())
     }
 
     #[getter]
@@ -545,16 +653,59 @@ where
     out
 }
 
-fn check_batch_args(histories: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<usize> {
-    if threads == Some(0) {
-        return Err(PyValueError::new_err("threads must be at least 1"));
-    }
+fn check_batch_args(
+    histories: &Bound<'_, PyAny>,
+    threads: Option<&Bound<'_, PyAny>>,
+) -> PyResult<usize> {
+    let threads = match threads.filter(|t| !t.is_none()) {
+        None => None,
+        Some(t) if t.is_instance_of::<pyo3::types::PyBool>() => {
+            return Err(PyTypeError::new_err("threads must be an int, got bool"));
+        }
+        Some(t) => {
+            let n: i64 = t.extract().or_else(|e| {
+                // An int beyond i64: more threads than any machine has.
+                if t.is_instance_of::<pyo3::types::PyInt>() && t.gt(0).unwrap_or(false) {
+                    Ok(i64::MAX)
+                } else {
+                    Err(e)
+                }
+            })?;
+            if n < 1 {
+                return Err(PyValueError::new_err(format!(
+                    "threads must be at least 1, got {n}"
+                )));
+            }
+            // Never more threads than the batch can use (price_all caps it again by work).
+            Some(usize::try_from(n).unwrap_or(usize::MAX).min(1024))
+        }
+    };
     if histories.is_instance_of::<PyString>() || histories.is_instance_of::<PyDict>() {
         return Err(PyTypeError::new_err(
             "histories must be a list of message lists",
         ));
     }
     Ok(threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())))
+}
+
+/// An error reading history `k` of a batch: an `InvalidMessageError` gets `.history = k` (its
+/// `.index` is the message's position inside that history) and says so in its text.
+#[cold]
+fn in_history(py: Python<'_>, e: PyErr, k: usize) -> PyErr {
+    let v = e.value(py);
+    if v.hasattr("index").unwrap_or(false) && v.setattr("history", k).is_ok() {
+        if let (Ok(reason), Ok(index), Ok(field)) =
+            (v.getattr("reason"), v.getattr("index"), v.getattr("field"))
+        {
+            let reason = format!("history {k}: {reason}");
+            if let Ok(new) = v.get_type().call1((reason, index, field)) {
+                let _ = new.setattr("history", k);
+                let _ = new.setattr("__cause__", v.getattr("__cause__").ok());
+                return PyErr::from_value(new);
+            }
+        }
+    }
+    e
 }
 
 /// Walk `histories` in batches of about `BATCH_MESSAGES` messages with the GIL held, and price
@@ -578,7 +729,9 @@ where
         let mut walked = 0;
         while walked < BATCH_MESSAGES {
             let Some(h) = it.next() else { break };
-            let ms = w.messages(&h?)?;
+            let ms = w
+                .messages(&h?)
+                .map_err(|e| in_history(py, e, out.len() + batch.len()))?;
             walked += ms.len() + 1;
             batch.push(ms);
         }
@@ -598,7 +751,7 @@ fn estimate_many(
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u64>> {
     let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
     let threads = check_batch_args(histories, threads)?;
@@ -626,7 +779,7 @@ fn count_many(
     model: &str,
     tools: Option<&Bound<'_, PyAny>>,
     response_format: Option<&Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u64>> {
     let threads = check_batch_args(histories, threads)?;
     let c = super::exact::counter(py, model)?;

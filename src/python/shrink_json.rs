@@ -2,9 +2,9 @@
 
 use std::borrow::Cow;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBool, PyInt, PyString};
 
 use crate::shrink_json::{shrink_json_cow, MIN_MAX_CHARS};
 
@@ -18,8 +18,19 @@ const DETACH_BYTES: usize = 64 * 1024;
 fn shrink_json(
     py: Python<'_>,
     text: &Bound<'_, PyString>,
-    max_chars: i64,
+    max_chars: &Bound<'_, PyAny>,
 ) -> PyResult<Py<PyString>> {
+    if max_chars.is_instance_of::<PyBool>() || !max_chars.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "max_chars must be an int, got {}",
+            max_chars.get_type().name()?
+        )));
+    }
+    // Beyond i64: larger than any text, so nothing is cut.
+    let max_chars: i64 =
+        max_chars
+            .extract()
+            .unwrap_or(if max_chars.gt(0)? { i64::MAX } else { i64::MIN });
     if max_chars < MIN_MAX_CHARS as i64 {
         return Err(PyValueError::new_err(format!(
             "max_chars must be at least {MIN_MAX_CHARS} (room for a valid JSON marker), got {max_chars}"
