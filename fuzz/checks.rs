@@ -17,12 +17,12 @@ use contextfold::media_tokens::MediaKind;
 use contextfold::message::{Content, Detail, Image, ImageSource, Message, Part, Role, ToolCall};
 use contextfold::profile::Provider;
 use contextfold::prune::{plan, PruneOptions};
-use contextfold::wire::edit::Change;
-use contextfold::wire::Format;
 use contextfold::session_state::SessionState;
 use contextfold::shrink_json::{shrink_json as shrink, MIN_MAX_CHARS};
 use contextfold::tail_walk::{find_tail_start, legal_cuts, TailOptions};
 use contextfold::tool_render::{render_tools, Json};
+use contextfold::wire::edit::Change;
+use contextfold::wire::Format;
 
 /// serde_json's reading of `s` as one JSON document (no depth limit: shrink_json keeps any
 /// depth, and the fuzz inputs are small enough for the stack).
@@ -389,7 +389,10 @@ pub fn history(data: &[u8]) {
     assert_eq!(p.edits.len(), p.changes.len());
     for (e, (i, change)) in p.edits.iter().zip(&p.changes) {
         assert_eq!(e.message, *i);
-        assert!(*i < p.protected_from, "edit of protected message {i}: {e:?}");
+        assert!(
+            *i < p.protected_from,
+            "edit of protected message {i}: {e:?}"
+        );
         // Every replacement is JSON in its format, and shortened arguments parse inside it.
         if let Err(err) = parse(&e.value) {
             panic!("edit value is not JSON ({err}): {:?}", e.value);

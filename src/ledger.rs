@@ -462,7 +462,6 @@ impl Ledger {
         self.overhead
     }
 
-
     /// Forget everything: cached costs, anchor, correction, last usage and model.
     pub fn reset(&mut self) {
         let (overhead, smoothing) = (self.overhead as u32, self.smoothing);

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::sync::PyOnceLock;
@@ -31,6 +31,8 @@ use super::json_out::{json_len, json_text};
 pub struct Keep<'py> {
     /// The interned field names (set by the first `Walker`; kept here so a value is 2 words).
     keys: std::cell::OnceCell<&'static [Py<PyString>]>,
+    /// The field whose read raised a Python exception last (for the error's `field`).
+    failed: std::cell::Cell<Option<&'static str>>,
     strs: Arena<PyBackedStr>,
     bytes: Arena<PyBackedBytes>,
     _py: std::marker::PhantomData<Python<'py>>,
@@ -46,6 +48,7 @@ impl<'py> Keep<'py> {
     pub fn new() -> Self {
         Keep {
             keys: std::cell::OnceCell::new(),
+            failed: std::cell::Cell::new(None),
             strs: Arena::with_capacity(64),
             bytes: Arena::new(),
             _py: std::marker::PhantomData,
@@ -90,13 +93,43 @@ pub fn invalid(py: Python<'_>, index: usize, field: &str, reason: &str) -> PyErr
     }
 }
 
-/// The Python error of a read error in message `index`.
+/// The Python error of a read error in message `index`. An exception raised while reading (an
+/// SDK property that fails, a value that contains itself) becomes an `InvalidMessageError`
+/// naming the message and, where known, the field whose read raised it, with the original as
+/// its `__cause__`; what is not an `Exception` (KeyboardInterrupt, SystemExit) passes through.
 #[cold]
-fn message_error(py: Python<'_>, index: usize, e: ReadError<PyErr>) -> PyErr {
+fn message_error(
+    py: Python<'_>,
+    index: usize,
+    failed: Option<&'static str>,
+    e: ReadError<PyErr>,
+) -> PyErr {
     match e {
         ReadError::Invalid { field, reason } => invalid(py, index, &field, &reason),
-        ReadError::Source(e) => e,
+        ReadError::Source(cause) => {
+            if !cause.is_instance_of::<PyException>(py) || is_invalid_message(py, &cause) {
+                return cause;
+            }
+            let reason = format!(
+                "could not be read: {}: {}",
+                cause
+                    .get_type(py)
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default(),
+                cause.value(py)
+            );
+            let err = invalid(py, index, failed.unwrap_or(""), &reason);
+            err.set_cause(py, Some(cause));
+            err
+        }
     }
+}
+
+fn is_invalid_message(py: Python<'_>, e: &PyErr) -> bool {
+    INVALID_MESSAGE
+        .import(py, "contextfold.errors", "InvalidMessageError")
+        .is_ok_and(|cls| e.value(py).is_instance(cls).unwrap_or(false))
 }
 
 /// A `TypeError` saying where (`tools[3]`, `system`) a request's extras are wrong, caused by
@@ -109,7 +142,14 @@ fn extras_error(py: Python<'_>, at: &str, e: ReadError<PyErr>) -> PyErr {
         }
         ReadError::Invalid { field, reason } => PyTypeError::new_err(format!("{field}: {reason}")),
         ReadError::Source(cause) => {
-            let err = PyTypeError::new_err(format!("{at}: could not be read: {cause}"));
+            // A bad value (a schema that contains itself, nesting past the bound) stays a
+            // ValueError; anything else that raised while reading is reported as a TypeError.
+            let text = format!("{at}: could not be read: {cause}");
+            let err = if cause.is_instance_of::<PyValueError>(py) {
+                PyValueError::new_err(text)
+            } else {
+                PyTypeError::new_err(text)
+            };
             err.set_cause(py, Some(cause));
             err
         }
@@ -239,10 +279,11 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
     fn get(&self, key: Key) -> PyResult<Option<Self>> {
         let k = self.key(key);
         let v = if let Ok(d) = self.v.cast::<PyDict>() {
-            d.get_item(k)?
+            d.get_item(k)
         } else {
-            self.v.getattr_opt(k)?
-        };
+            self.v.getattr_opt(k)
+        }
+        .inspect_err(|_| self.keep.failed.set(Some(key.as_str())))?;
         Ok(v.filter(|v| !v.is_none()).map(|v| self.wrap(v)))
     }
 
@@ -354,7 +395,9 @@ impl<'k, 'py> Walker<'k, 'py> {
     }
 
     fn read(&self, m: Bound<'py, PyAny>) -> PyResult<Message<'k>> {
-        read_message(&PyInput::new(m, self.keep)).map_err(|e| message_error(self.py, self.index, e))
+        self.keep.failed.set(None);
+        read_message(&PyInput::new(m, self.keep))
+            .map_err(|e| message_error(self.py, self.index, self.keep.failed.take(), e))
     }
 
     /// Extras of a request: optional tools and system.

@@ -268,7 +268,6 @@ impl State {
     }
 }
 
-
 impl State {
     /// First history after a restore: match its messages, by content hash, against the costs
     /// the state carried; the matching prefix is bound to this process's objects, the rest (and
@@ -464,7 +463,6 @@ impl SessionLedger {
         self.lock(py)?.ledger.reset();
         Ok(())
     }
-
 
     /// Switch model: a new estimator; cached costs, anchor and correction are dropped.
     #[pyo3(signature = (model, /))]
