@@ -18,6 +18,7 @@ use contextfold::estimate::Estimator;
 use contextfold::message::{Content, Message, Part, ToolCall};
 use contextfold::profile::Provider;
 use contextfold::tail_walk::legal_cuts;
+use contextfold::wire::Format;
 use proptest::prelude::*;
 
 const IDS: [&str; 64] = [
@@ -96,6 +97,15 @@ fn history<'a>(steps: &[Step], anthropic: bool, text: &'a str) -> Vec<Message<'a
                 }
             }
         }
+    }
+    // Edits are written in the messages' own wire format.
+    let format = if anthropic {
+        Format::Anthropic
+    } else {
+        Format::OpenAIChat
+    };
+    for m in &mut v {
+        m.wire = format;
     }
     v
 }
