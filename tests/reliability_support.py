@@ -26,6 +26,14 @@ def _session_calls(ms: Any) -> Any:
     return out
 
 
+def _compact(ms: Any) -> Any:
+    """A compaction to a small budget; a budget no history can meet is a defined outcome."""
+    try:
+        return cf.Compactor(model=MODEL, budget=60, tail_tokens=30, strategy="hybrid").compact(ms).messages
+    except cf.CompactionBudgetError as e:
+        return ("over budget", e.tokens)
+
+
 #: name -> call over one history. Every public entry point that reads a history is here.
 CALLS: dict[str, Callable[[Any], Any]] = {
     "estimate": lambda ms: cf.estimate(ms, model=MODEL),
@@ -38,11 +46,12 @@ CALLS: dict[str, Callable[[Any], Any]] = {
     "find_tail_start": lambda ms: cf.find_tail_start(ms, budget_tokens=50),
     "prune": lambda ms: cf.prune(ms, protect_tail_tokens=50, tool_result_max_tokens=5, arguments_max_chars=80),
     "session": _session_calls,
+    "compact": lambda ms: _compact(ms),
 }
 
 #: Calls over a provider's own wire format (the estimator reads every format; the exact
 #: counter is OpenAI chat only).
-ESTIMATE_CALLS = ("estimate", "estimate_each", "estimate_many", "wire_bytes", "find_tail_start", "prune", "session")
+ESTIMATE_CALLS = ("estimate", "estimate_each", "estimate_many", "wire_bytes", "find_tail_start", "prune", "session", "compact")
 
 
 class Cycle:

@@ -99,6 +99,33 @@ def test_middleware_compacts_what_each_model_call_sees_inside_create_agent():
     assert state["messages"][-1].content == "There are 400 files in each."
 
 
+def test_middleware_runs_the_compactor_inside_create_agent():
+    script = [
+        AIMessage(content="", tool_calls=[{"id": f"call_{i}", "name": "list_files", "args": {"path": f"/d{i}"}}])
+        for i in range(4)
+    ] + [AIMessage(content="Four directories of 400 files.")]
+    model = RecordingFakeModel(messages=iter(script))
+    model.seen = []
+    compactor = cf.Compactor(model="gpt-4o", budget=14_000, tail_tokens=6_000, strategy="hybrid")
+    mw = ContextFoldMiddleware(compactor, model="gpt-4o")
+    agent = create_agent(model=model, tools=[list_files], middleware=[mw])
+    state = agent.invoke({"messages": [HumanMessage("Count the files in /d0 to /d3.")]})
+
+    assert len(model.seen) == 5
+    last = model.seen[-1]
+    before, after = mw.last_tokens
+    assert after <= 14_000 < before
+    # The task is kept verbatim, every tool result the model sees follows its call, and the
+    # newest listing is intact.
+    assert last[0].content == "Count the files in /d0 to /d3."
+    called = {c["id"] for m in last if isinstance(m, AIMessage) for c in m.tool_calls}
+    assert all(m.tool_call_id in called for m in last if isinstance(m, ToolMessage))
+    assert [m for m in last if isinstance(m, ToolMessage)][-1].content == f"/d3:\n{BIG}"
+    # The agent's own history is untouched.
+    stored = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert [m.content for m in stored] == [f"/d{i}:\n{BIG}" for i in range(4)]
+
+
 def test_middleware_accepts_a_result_object_and_rejects_garbage():
     class Result:
         def __init__(self, messages):

@@ -103,9 +103,14 @@ class CompactionResult:
 
 
 def _field(obj: Any, name: str) -> Any:
+    """A field for shape detection; one whose read raises counts as absent here (the core's
+    read that follows reports it, naming the message and the field, with the cause)."""
     if isinstance(obj, dict):
         return obj.get(name)
-    return getattr(obj, name, None)
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
 
 
 def detect_wire_format(messages: Sequence[Any], provider: str = "openai") -> WireFormat:
@@ -133,6 +138,13 @@ def detect_wire_format(messages: Sequence[Any], provider: str = "openai") -> Wir
                 if kind in ("tool_use", "tool_result", "thinking", "redacted_thinking"):
                     return "anthropic"
     return "anthropic" if provider == "anthropic" else "chat"
+
+
+def _require_history(messages: Any) -> None:
+    """A history is a sequence of messages: a str, bytes, a dict (one message) or a non-sequence
+    is a TypeError, as in every other call of the library (never iterated as if it were one)."""
+    if isinstance(messages, (str, bytes, bytearray, dict)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a list of messages, got {type(messages).__name__}")
 
 
 def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> dict[str, Any]:
@@ -389,6 +401,7 @@ class Compactor:
         """True when the history reaches the trigger (the Session gate: O(messages appended since
         the last call)). After a compaction that freed too little the gate backs off until the
         history has grown by ``min_free_share`` of the trigger, unless the window itself is full."""
+        _require_history(messages)
         if self._trigger is not None and self._trigger[0] == "messages":
             return len(messages) >= self._trigger[1]
         tokens = self.session.estimate(messages)
@@ -461,6 +474,7 @@ class Compactor:
         return sorted({i + n if i < 0 else i for i in p if -n <= i < n})
 
     def _steps(self, messages: Sequence[Any]) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
+        _require_history(messages)
         msgs = list(messages)
         fmt = self.wire_format or detect_wire_format(msgs, self.provider)
         budget = self.budget

@@ -76,14 +76,15 @@ def make_token_counter(*, provider: str = "openai", model: str | None = None) ->
 class ContextFoldMiddleware(AgentMiddleware):
     """Runs ``compactor`` on the messages of every model request before the model sees them.
 
-    ``compactor`` takes OpenAI chat dicts and returns the messages to send: a list, or an object
-    with a ``.messages`` list (a compaction result). ``contextfold.prune`` bound with
-    ``functools.partial`` fits, and so does the Compactor. When it returns the history unchanged
+    ``compactor`` is a ``contextfold.Compactor`` (its ``compact``, or ``compact_async`` under
+    ``ainvoke``, runs on every call) or any callable taking OpenAI chat dicts and returning the
+    messages to send: a list, or an object with a ``.messages`` list. ``contextfold.prune`` bound
+    with ``functools.partial`` fits too. When it returns the history unchanged
     (equal lists) the original LangChain messages are sent as they were. The agent's state is
     never modified; ``last_tokens`` holds ``(before, after)`` estimated tokens of the latest call.
     """
 
-    def __init__(self, compactor: Callable[[list[dict[str, Any]]], Any], *, provider: str = "openai", model: str | None = None) -> None:
+    def __init__(self, compactor: Any, *, provider: str = "openai", model: str | None = None) -> None:
         super().__init__()
         self.compactor = compactor
         self.provider = provider
@@ -92,7 +93,18 @@ class ContextFoldMiddleware(AgentMiddleware):
 
     def _compact(self, request: ModelRequest) -> ModelRequest:
         sent = to_openai_messages(request.messages)
-        out = self.compactor(sent)
+        return self._swap(request, sent, self._run(sent))
+
+    def _run(self, sent: list[dict[str, Any]]) -> Any:
+        # A Compactor (anything with .compact) or a plain callable.
+        compact = getattr(self.compactor, "compact", None)
+        return compact(sent) if callable(compact) else self.compactor(sent)
+
+    async def _arun(self, sent: list[dict[str, Any]]) -> Any:
+        compact_async = getattr(self.compactor, "compact_async", None)
+        return await compact_async(sent) if callable(compact_async) else self._run(sent)
+
+    def _swap(self, request: ModelRequest, sent: list[dict[str, Any]], out: Any) -> ModelRequest:
         out = getattr(out, "messages", out)
         if not isinstance(out, list):
             raise TypeError(f"compactor must return a list of messages or an object with .messages, got {type(out).__name__}")
@@ -111,4 +123,5 @@ class ContextFoldMiddleware(AgentMiddleware):
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        return await handler(self._compact(request))
+        sent = to_openai_messages(request.messages)
+        return await handler(self._swap(request, sent, await self._arun(sent)))
