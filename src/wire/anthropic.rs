@@ -10,13 +10,13 @@
 use std::borrow::Cow;
 
 use super::edit::{
-    if_smaller, image_bytes, json_string, object_of, string_bytes, text_parts_bytes, CallAt,
-    Change, Step, Written,
+    if_smaller, image_bytes, json_string, object_of, plain_text, text_parts_bytes, CallAt, Change,
+    Step, Written,
 };
 use super::input::{Input, Key, ReadResult, Shape, Src};
 use super::read::{image_data, invalid, json_or_str, opaque, opt_id, Reader};
 use super::Format;
-use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCall};
+use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
 /// `{"type":"image","source":{"type":"base64","media_type","data"} | {"type":"url","url"}}`.
 fn image<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<Part<'a>, V::Error> {
@@ -123,16 +123,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 json_string(text),
             )
         }
-        Change::Text { text } => {
-            let Content::Text(old) = &msg.content else {
-                return None;
-            };
-            if_smaller(
-                string_bytes(old),
-                vec![Step::Key("content")],
-                json_string(text),
-            )
-        }
+        Change::Text { text } => plain_text(msg, "content", text, None),
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("content"), Step::Index(*part)],

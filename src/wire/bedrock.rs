@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
 use super::edit::{
-    if_smaller, image_bytes, object_of, text_parts_bytes, CallAt, Change, Step, Written,
+    if_smaller, image_bytes, object_of, plain_text, text_parts_bytes, CallAt, Change, Step, Written,
 };
 use super::input::{Input, Key, ReadResult, Src};
 use super::read::{image_data, image_source, json_or_str, opaque, opt_id, Reader};
@@ -112,6 +112,12 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("content"), Step::Index(*part)],
             object_of(&[("text", text)]),
+        ),
+        Change::Text { text } => plain_text(
+            msg,
+            "content",
+            text,
+            Some(&|t| format!("[{}]", object_of(&[("text", t)]))),
         ),
         Change::Arguments {
             call: CallAt::Part(k),

@@ -57,7 +57,13 @@ pub enum Change {
 /// cannot express it or the edit would not make the message smaller.
 pub fn write(index: usize, msg: &Message<'_>, change: &Change) -> Option<Edit> {
     let (path, value) = match msg.wire {
-        Format::Unknown => return None,
+        // A message that shows no format is plain `{"role", "content": "..."}`: its text is at
+        // `content` in every format that has string content, so a plain-text change can be
+        // written; nothing else can.
+        Format::Unknown => match change {
+            Change::Text { .. } => openai_chat::write(msg, change)?,
+            _ => return None,
+        },
         Format::OpenAIChat => openai_chat::write(msg, change)?,
         Format::OpenAIResponses => openai_responses::write(msg, change)?,
         Format::Anthropic => anthropic::write(msg, change)?,
@@ -95,6 +101,31 @@ pub(crate) fn object_of(fields: &[(&str, &str)]) -> String {
     }
     s.push('}');
     s
+}
+
+/// `Change::Text` where a message's text lives at `key`: string content becomes the new string;
+/// content made only of text parts becomes one text, written by `list` as that format's list of
+/// one text part, or as a plain string when `list` is `None` (formats whose content may be a
+/// string). Anything else in the content (an image, a tool block) and nothing is written.
+pub(crate) fn plain_text(
+    msg: &Message<'_>,
+    key: &'static str,
+    text: &str,
+    list: Option<&dyn Fn(&str) -> String>,
+) -> Option<Written> {
+    let (old_min, value) = match &msg.content {
+        crate::message::Content::Text(old) => (string_bytes(old), json_string(text)),
+        crate::message::Content::Parts(parts) if !parts.is_empty() => {
+            let old = text_parts_bytes(parts)?;
+            let value = match list {
+                Some(list) => list(text),
+                None => json_string(text),
+            };
+            (old, value)
+        }
+        _ => return None,
+    };
+    if_smaller(old_min, vec![Step::Key(key)], value)
 }
 
 /// A lower bound on the compact JSON bytes of a string value `text`: its UTF-8 and two quotes

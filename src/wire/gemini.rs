@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
-use super::edit::{if_smaller, image_bytes, object_of, CallAt, Change, Step, Written};
+use super::edit::{if_smaller, image_bytes, object_of, plain_text, CallAt, Change, Step, Written};
 use super::input::{Input, Key, ReadResult, Src};
 use super::read::{image_data, json_or_str, opaque, opt_id, opt_str, Reader};
 use super::Format;
@@ -136,6 +136,12 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("parts"), Step::Index(*part)],
             object_of(&[("text", text)]),
+        ),
+        Change::Text { text } => plain_text(
+            msg,
+            "parts",
+            text,
+            Some(&|t| format!("[{}]", object_of(&[("text", t)]))),
         ),
         Change::Arguments {
             call: CallAt::Part(k),

@@ -8,7 +8,8 @@
 use std::borrow::Cow;
 
 use super::edit::{
-    if_smaller, image_bytes, json_string, object_of, string_bytes, CallAt, Change, Step, Written,
+    if_smaller, image_bytes, json_string, object_of, plain_text, string_bytes, CallAt, Change,
+    Step, Written,
 };
 use super::input::{Input, Key, ReadResult, Shape, Src};
 use super::read::{
@@ -127,7 +128,8 @@ const IMAGE_SKELETON: &str = r#"{"type":"image_url","image_url":{"url":}}"#;
 /// An edit of a chat message.
 pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
     match change {
-        Change::ResultText { part: None, text } | Change::Text { text } => {
+        Change::Text { text } => plain_text(msg, "content", text, None),
+        Change::ResultText { part: None, text } => {
             let Content::Text(old) = &msg.content else {
                 return None;
             };

@@ -12,7 +12,8 @@
 use std::borrow::Cow;
 
 use super::edit::{
-    if_smaller, image_bytes, json_string, object_of, string_bytes, CallAt, Change, Step, Written,
+    if_smaller, image_bytes, json_string, object_of, plain_text, string_bytes, CallAt, Change,
+    Step, Written,
 };
 use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
@@ -143,19 +144,9 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 json_string(text),
             )
         }
-        Change::Text { text } => {
-            // A message item (`{"role", "content": "..."}`), never a function_call_output.
-            let Content::Text(old) = &msg.content else {
-                return None;
-            };
-            if msg.tool_call_id.is_some() {
-                return None;
-            }
-            if_smaller(
-                string_bytes(old),
-                vec![Step::Key("content")],
-                json_string(text),
-            )
+        // A message item (`{"role", "content": ...}`), never a function_call_output.
+        Change::Text { text } if msg.tool_call_id.is_none() => {
+            plain_text(msg, "content", text, None)
         }
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
