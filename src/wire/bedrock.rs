@@ -11,7 +11,8 @@ use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
 use super::edit::{
-    if_smaller, image_bytes, object_of, plain_text, text_parts_bytes, CallAt, Change, Step, Written,
+    if_smaller, image_bytes, object_of, one_text_part, plain_text, text_parts_bytes, CallAt,
+    Change, Step, Written,
 };
 use super::input::{Input, Key, ReadResult, Src};
 use super::read::{image_data, image_source, json_or_str, opaque, opt_id, Reader};
@@ -113,12 +114,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             vec![Step::Key("content"), Step::Index(*part)],
             object_of(&[("text", text)]),
         ),
-        Change::Text { text } => plain_text(
-            msg,
-            "content",
-            text,
-            Some(&|t| format!("[{}]", object_of(&[("text", t)]))),
-        ),
+        Change::Text { text } => plain_text(msg, "content", text, Some(&one_text_part)),
         Change::Arguments {
             call: CallAt::Part(k),
             json,

@@ -103,6 +103,12 @@ pub(crate) fn object_of(fields: &[(&str, &str)]) -> String {
     s
 }
 
+/// A list holding one `{"text": ...}` part: the plain text of a Gemini `parts` list or a
+/// Bedrock `content` list.
+pub(crate) fn one_text_part(text: &str) -> String {
+    format!("[{}]", object_of(&[("text", text)]))
+}
+
 /// `Change::Text` where a message's text lives at `key`: string content becomes the new string;
 /// content made only of text parts becomes one text, written by `list` as that format's list of
 /// one text part, or as a plain string when `list` is `None` (formats whose content may be a

@@ -11,7 +11,9 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
-use super::edit::{if_smaller, image_bytes, object_of, plain_text, CallAt, Change, Step, Written};
+use super::edit::{
+    if_smaller, image_bytes, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
+};
 use super::input::{Input, Key, ReadResult, Src};
 use super::read::{image_data, json_or_str, opaque, opt_id, opt_str, Reader};
 use super::Format;
@@ -137,12 +139,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             vec![Step::Key("parts"), Step::Index(*part)],
             object_of(&[("text", text)]),
         ),
-        Change::Text { text } => plain_text(
-            msg,
-            "parts",
-            text,
-            Some(&|t| format!("[{}]", object_of(&[("text", t)]))),
-        ),
+        Change::Text { text } => plain_text(msg, "parts", text, Some(&one_text_part)),
         Change::Arguments {
             call: CallAt::Part(k),
             json,
