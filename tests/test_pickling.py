@@ -53,3 +53,17 @@ def test_session_keeps_configuration_and_calibration_across_pickling():
 def test_breakdown_result_pickles():
     b = cf.breakdown([{"role": "user", "content": "hello"}])
     assert pickle.loads(pickle.dumps(b)) == b
+
+
+def _compact_in_worker(args):
+    compactor, history = args
+    return compactor.compact(history).messages
+
+
+def test_compactor_runs_in_a_process_pool_with_the_same_results():
+    histories = [c["messages"] for c in load_conversations(LOCAL, "mini-swe-agent-gemini3")][:4]
+    compactor = cf.Compactor(model="gpt-4o", budget=6_000, exclude_tools=["memory"], instructions="keep file paths")
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        got = list(pool.map(_compact_in_worker, [(compactor, h) for h in histories]))
+    assert got == [compactor.compact(h).messages for h in histories]
+    assert any(len(g) < len(h) for g, h in zip(got, histories))
