@@ -17,7 +17,8 @@ class InvalidMessageError(ValueError):
         where = f"message {index}" + (f", field {field!r}" if field else "")
         super().__init__(f"{where}: {reason}")
 
-    def __reduce__(self):  # keep pickling (multiprocessing) working with three arguments
+    def __reduce__(self) -> tuple[type[InvalidMessageError], tuple[str, int, str]]:
+        # keep pickling (multiprocessing) working with three arguments
         return (type(self), (self.reason, self.index, self.field))
 
 

@@ -10,10 +10,13 @@ and value is the caller's own object, and nothing the caller holds is mutated.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextfold import _core
 from contextfold._args import count_arg
+
+if TYPE_CHECKING:
+    from contextfold._core import _Provider
 
 
 def _copy(obj: Any) -> Any:
@@ -117,7 +120,7 @@ def prune(
     _, edits = _core.prune_plan(
         messages,
         protect_tail_tokens=protect_tail_tokens,
-        provider=provider,
+        provider=cast("_Provider", provider),  # the core validates it (ValueError)
         model=model,
         protect_first_n=protect_first_n,
         min_tail=min_tail,

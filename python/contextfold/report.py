@@ -191,7 +191,7 @@ def analyze(req: Request, *, budget: int | None = None, window: int | None = Non
     gate = contextfold.Session(provider=req.provider, model=req.model, context_window=window).trigger_tokens if window else None
     tail_budget = budget if budget is not None else max(1, b.total // 4)
     provider, model = req.provider, req.model
-    start = contextfold.find_tail_start(req.messages, budget_tokens=tail_budget, provider=provider, model=model)  # type: ignore[arg-type]
+    start = contextfold.find_tail_start(req.messages, budget_tokens=tail_budget, provider=provider, model=model)
     _, edits = contextfold._core.prune_plan(req.messages, protect_tail_tokens=tail_budget, provider=provider, model=model)  # type: ignore[arg-type]
     masked: dict[int, str] = {}
     # Edits are (message index, path inside the message, new value): name each by its field.

@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from contextfold._args import HUGE, count_arg
 from contextfold._core import SessionLedger, wire_bytes
 from contextfold.errors import InvalidUsageError, SessionStateError, UnknownModelError
 from contextfold.images import ImageSizes
 from contextfold.limits import context_window as _context_window
+
+if TYPE_CHECKING:
+    from contextfold._core import _Encoding, _Provider
 
 __all__ = ["Session", "prompt_tokens_of"]
 
@@ -213,14 +216,15 @@ class Session:
                 raise ValueError(f"{name} must be positive, got {v}")
         if output_reserve is not None and output_reserve < 0:
             raise ValueError(f"output_reserve must be >= 0, got {output_reserve}")
+        # Both are validated by the core (ValueError naming the valid names).
         self._core = SessionLedger(
-            provider=provider,
+            provider=cast("_Provider", provider),
             model=model,
             tools=tools,
             system=system,
             track_wire=max_request_bytes is not None,
             smoothing=smoothing,
-            text_encoding=text_encoding,
+            text_encoding=cast("_Encoding | None", text_encoding),
             image_sizes=image_sizes,
         )
         self.provider = provider
@@ -314,7 +318,7 @@ class Session:
         set, computed in full otherwise)."""
         if self._core.track_wire:
             return self._core.measure(messages)[3]
-        return wire_bytes(messages, provider=self.provider)
+        return wire_bytes(messages, provider=cast("_Provider", self.provider))
 
     def record_usage(
         self, usage: Any, /, messages: Sequence[Any] | None = None, *, model: str | None = None
