@@ -208,8 +208,17 @@ pub struct PlanOptions {
 /// thinking). Each is written in the message's own wire format by [`MaskEdit::wire_edit`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MaskEdit {
-    Change { index: usize, change: Change },
-    DropPart { index: usize, part: usize },
+    /// `change` and how the message's format writes it (`path`, `value`), written once.
+    Change {
+        index: usize,
+        change: Change,
+        path: Vec<Step>,
+        value: String,
+    },
+    DropPart {
+        index: usize,
+        part: usize,
+    },
 }
 
 impl MaskEdit {
@@ -253,29 +262,36 @@ impl MaskEdit {
         }
     }
 
-    /// The edit as the bindings apply it: a replacement written in `m`'s own wire format
-    /// (`Some(value)`), or the removal of a content block (`None`). `None` overall when the
-    /// format cannot write the change (the planner only keeps changes that it can).
-    pub fn wire_edit(&self, m: &Message<'_>) -> Option<(Vec<Step>, Option<String>)> {
+    /// The edit as the bindings apply it, in `m`'s own wire format: the path and the
+    /// replacement's JSON (`Some`), or the removal of a content block (`None`).
+    pub fn wire_edit(&self, m: &Message<'_>) -> (Vec<Step>, Option<String>) {
         match self {
-            MaskEdit::Change { index, change } => {
-                write(*index, m, change).map(|e: Edit| (e.path, Some(e.value)))
-            }
+            MaskEdit::Change { path, value, .. } => (path.clone(), Some(value.clone())),
             MaskEdit::DropPart { part, .. } => {
                 let key = match m.wire {
                     Format::Gemini | Format::GeminiSnake => "parts",
                     _ => "content",
                 };
-                Some((vec![Step::Key(key), Step::Index(*part)], None))
+                (vec![Step::Key(key), Step::Index(*part)], None)
             }
+        }
+    }
+
+    /// A change prune already wrote in the message's format.
+    fn written(e: Edit, change: Change) -> MaskEdit {
+        MaskEdit::Change {
+            index: e.message,
+            change,
+            path: e.path,
+            value: e.value,
         }
     }
 }
 
 /// `change` to message `i` as a mask edit, when its format can write it.
 fn writable(msgs: &[Message<'_>], i: usize, change: Change) -> Option<MaskEdit> {
-    write(i, &msgs[i], &change)?;
-    Some(MaskEdit::Change { index: i, change })
+    let e = write(i, &msgs[i], &change)?;
+    Some(MaskEdit::written(e, change))
 }
 
 /// An edit with the tokens it saves (the message's cost before minus after that edit alone).
@@ -560,7 +576,7 @@ fn find_mask_edits(
     };
     let mut out: Vec<MaskEdit> = Vec::new();
     let mut cleared: HashSet<&str> = HashSet::new();
-    for (idx, change) in p.changes {
+    for (e, (idx, change)) in p.edits.into_iter().zip(p.changes) {
         if pinned.contains(&idx) {
             continue;
         }
@@ -573,7 +589,7 @@ fn find_mask_edits(
                 cleared.insert(id);
             }
         }
-        out.push(MaskEdit::Change { index: idx, change });
+        out.push(MaskEdit::written(e, change));
     }
     let end = prune::prune_end(costs, p.protected_from, cache_block_tokens, legal);
     let first = protect_first_n.min(end);
@@ -584,6 +600,7 @@ fn find_mask_edits(
                 MaskEdit::Change {
                     index,
                     change: Change::Arguments { call, .. },
+                    ..
                 } => Some((*index, *call)),
                 _ => None,
             })

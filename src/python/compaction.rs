@@ -50,10 +50,7 @@ fn edit_tuples<'py>(
     let mut out = Vec::with_capacity(edits.len());
     for e in edits {
         let i = e.edit.index();
-        // The planner keeps only changes the message's format can write.
-        let Some((path, value)) = e.edit.wire_edit(&ms[i]) else {
-            continue;
-        };
+        let (path, value) = e.edit.wire_edit(&ms[i]);
         let (i, path, value) = planned_edit(py, i, &path, value.as_deref())?;
         out.push((i, path, value, e.edit.kind(), e.edit.slot(), e.saved));
     }
