@@ -269,7 +269,8 @@ impl Walk<'_> {
         }
         // Whatever the estimator charged beyond the parts is the envelope: role, name and
         // separators (overhead); a tool result's call id belongs to the output it labels.
-        let envelope = self.est.message_f64(m) - self.shares.iter().sum::<f64>();
+        let full = self.est.message_f64(m);
+        let envelope = full - self.shares.iter().sum::<f64>();
         if m.tool_call_id.is_some() {
             let bare = self.est.message_f64(&Message::empty(m.role_str));
             self.add(Kind::Overhead, bare);
@@ -277,7 +278,8 @@ impl Walk<'_> {
         } else {
             self.add(Kind::Overhead, envelope);
         }
-        let tokens = self.est.message(m);
+        // `Estimator::message` is this price rounded: priced once.
+        let tokens = full.round() as u32;
         MessageShare {
             tokens,
             by_kind: apportion(&self.shares, u64::from(tokens)),
@@ -299,7 +301,8 @@ pub fn breakdown(est: &Estimator, ms: &[Message<'_>], extras: &RequestExtras<'_>
         per_message.push(walk.message(m));
     }
     let o = est.overhead_parts(extras);
-    let overhead = est.overhead(extras);
+    // `Estimator::overhead` is this sum rounded: the system prompt and tools priced once.
+    let overhead = o.sum().round() as u32;
     let mut shares = [0.0; Kind::ALL.len()];
     shares[Kind::Overhead.slot()] = o.priming + o.system_envelope;
     shares[Kind::Text.slot()] = o.system_text;

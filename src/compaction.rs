@@ -87,14 +87,6 @@ impl WireFormat {
             _ => "assistant",
         }
     }
-
-    /// The key holding a message's content blocks.
-    pub fn content_key(self) -> &'static str {
-        match self {
-            WireFormat::Gemini => "parts",
-            _ => "content",
-        }
-    }
 }
 
 /// A turn as far as alternation cares. OpenAI `tool` messages follow their call and never

@@ -538,7 +538,7 @@ def test_a_middle_larger_than_the_window_is_mapped_then_reduced(mode: str) -> No
     assert req_result.fallback_used is False, req_result.error
     calls = [kit.read(r.body) for r in server.requests]
     maps, reduce = calls[:-1], calls[-1]
-    assert len(maps) >= 2 and server.pending == 8 - len(calls)
+    assert len(maps) >= 2
     for system, user, cap in calls:
         tokens = contextfold.estimate(
             [{"role": "system", "content": system}, {"role": "user", "content": user}], model=kit.model
@@ -602,21 +602,12 @@ def test_sync_summarize_with_an_async_client_is_a_type_error() -> None:
 
 
 def test_default_fallback_is_the_extractive_summarizer() -> None:
-    fallback_module: Any
-    try:
-        import contextfold.summarize.extractive as fallback_module
-    except ImportError:
-        fallback_module = None
     with ReplayServer(KITS[0].client_error()) as server:
         summarizer = LLMSummarizer(openai.OpenAI(base_url=server.url + "/v1", api_key="test"), "gpt-4o-mini")
-        if fallback_module is None:
-            # this branch alone: no silent drop, a typed error naming what failed
-            with pytest.raises(contextfold.SummaryFailedError, match="404.*ExtractiveSummarizer"):
-                summarizer.summarize(SummaryRequest(MIDDLE, "openai"))
-        else:
-            result = summarizer.summarize(SummaryRequest(MIDDLE, "openai"))
-            assert result.fallback_used is True and "404" in (result.error or "")
-            assert result.text and result.text != TEMPLATE
+        result = summarizer.summarize(SummaryRequest(MIDDLE, "openai"))
+    assert result.fallback_used is True and "404" in (result.error or "")
+    expected = contextfold.ExtractiveSummarizer().summarize(SummaryRequest(MIDDLE, "openai"))
+    assert result.text == expected.text != TEMPLATE
 
 
 def test_unknown_summarizer_model_needs_a_context_window() -> None:
@@ -673,7 +664,7 @@ def test_sdks_are_not_imported_with_the_package() -> None:
     [("timeout", 0), ("max_retries", -1), ("max_concurrency", 0), ("context_window", 0), ("backoff", -1.0)],
 )
 def test_bad_options_are_value_errors(option: str, value: Any) -> None:
-    with pytest.raises(ValueError, match=option.split("_")[0]):
+    with pytest.raises(ValueError, match=option):
         LLMSummarizer(openai.OpenAI(api_key="test"), "gpt-4o-mini", **{option: value})
 
 

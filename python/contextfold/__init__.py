@@ -41,7 +41,6 @@ from contextfold.summarize import (
     ExtractiveSummarizer,
     LLMSummarizer,
     Summarizer,
-    SummaryFailedError,
     SummaryRequest,
     SummaryResult,
 )
@@ -64,7 +63,6 @@ __all__ = [
     "SessionStateError",
     "SessionStoreError",
     "Summarizer",
-    "SummaryFailedError",
     "SummaryRequest",
     "SummaryResult",
     "UnknownModelError",

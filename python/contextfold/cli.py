@@ -109,20 +109,13 @@ def _failure(e: Exception, line: int | None) -> Failure:
     return Failure(line, None, None, f"{type(e).__name__}: {e}")
 
 
-def _estimate_doc(req: Request) -> dict[str, Any]:
-    b = contextfold.breakdown(req.messages, **req.options())
-    return {
-        "provider": req.provider,
-        "model": req.model,
-        "wire": req.wire,
-        "messages": len(req.messages),
-        "total": b.total,
-        "by_role": dict(b.by_role),
-        "by_kind": dict(b.by_kind),
-        "unmeasured": [
-            {"index": u.index, "kind": u.kind, "assumed_tokens": u.assumed_tokens, "reason": u.reason} for u in b.unmeasured
-        ],
-    }
+def _estimate_doc(req: Request, *, per_message: bool = False) -> dict[str, Any]:
+    """The `estimate --json` object of one request (one breakdown; per message on request)."""
+    b = contextfold.breakdown(req.messages, **req.options()).to_dict()
+    del b["request_overhead"]
+    if not per_message:
+        del b["per_message"]
+    return {"provider": req.provider, "model": req.model, "wire": req.wire, "messages": len(req.messages), **b}
 
 
 def _count_messages(req: Request) -> list[Any]:
@@ -391,12 +384,7 @@ def estimate(
         req = _single(src, provider=provider, model=model)
         try:
             if as_json:
-                doc = _estimate_doc(req)
-                doc["per_message"] = [
-                    {"index": m.index, "role": m.role, "tokens": m.tokens, "by_kind": dict(m.by_kind)}
-                    for m in contextfold.breakdown(req.messages, **req.options()).per_message
-                ]
-                print(json.dumps(doc))
+                print(json.dumps(_estimate_doc(req, per_message=True)))
             else:
                 _print_breakdown(req, src.name, top)
         except (ValueError, TypeError) as e:

@@ -22,6 +22,7 @@ from typing import Any
 import contextfold
 from contextfold.breakdown import KINDS, Breakdown, MessageTokens
 from contextfold.inputs import Request
+from contextfold.prune import apply_edits
 
 #: Fill colour of each kind in both charts (and the legend).
 COLORS: dict[str, str] = {
@@ -197,7 +198,7 @@ def analyze(req: Request, *, budget: int | None = None, window: int | None = Non
     # Edits are (message index, path inside the message, new value): name each by its field.
     for i, path, _value in edits:
         masked.setdefault(i, str(path[-1]) if path else "message")
-    pruned = contextfold.prune(req.messages, protect_tail_tokens=tail_budget, provider=provider, model=model)
+    pruned = apply_edits(req.messages, edits)  # the plan above, applied (not planned again)
     after = contextfold.estimate(pruned, **opts)
     biggest = tuple(sorted(b.per_message, key=lambda m: -m.tokens)[:top])
     previews = {m.index: preview(req.messages[m.index], 90) for m in biggest}

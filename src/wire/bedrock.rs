@@ -95,9 +95,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             let Part::ToolResult { content, .. } = msg.parts().get(*k)? else {
                 return None;
             };
-            let mut value = String::from("[");
-            value.push_str(&object_of(&[("text", text)]));
-            value.push(']');
+            let value = one_text_part(text);
             if_smaller(
                 text_parts_bytes(content)?,
                 vec![

@@ -9,14 +9,13 @@ any failure.
 
 from contextfold.summarize.base import Summarizer, SummaryRequest, SummaryResult
 from contextfold.summarize.extractive import ExtractiveSummarizer
-from contextfold.summarize.llm import SECTIONS, LLMSummarizer, SummaryFailedError
+from contextfold.summarize.llm import SECTIONS, LLMSummarizer
 
 __all__ = [
     "SECTIONS",
     "ExtractiveSummarizer",
     "LLMSummarizer",
     "Summarizer",
-    "SummaryFailedError",
     "SummaryRequest",
     "SummaryResult",
 ]

@@ -22,7 +22,6 @@ batches of prompts); only the I/O differs (``asummarize`` sends a batch of chunk
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import random
 import re
@@ -38,7 +37,7 @@ from contextfold.limits import context_window as _context_window
 from contextfold.prune import prune
 from contextfold.summarize.base import Summarizer, SummaryRequest, SummaryResult
 
-__all__ = ["SECTIONS", "LLMSummarizer", "SummaryFailedError"]
+__all__ = ["SECTIONS", "LLMSummarizer"]
 
 _log = logging.getLogger("contextfold")
 
@@ -87,13 +86,6 @@ _CHARS_PER_TOKEN = 4
 # Smallest summary budget of one chunk in map-reduce (tokens): eight headings and a line each.
 _MIN_PART_TOKENS = 256
 
-
-class SummaryFailedError(RuntimeError):
-    """The LLM summary failed and no fallback summarizer was available (``error`` says why)."""
-
-    def __init__(self, error: str) -> None:
-        self.error = error
-        super().__init__(error)
 
 
 class _InvalidOutput(Exception):
@@ -242,7 +234,7 @@ class LLMSummarizer:
             return SummaryResult(cast(str, done.value))
         except Exception as exc:
             error = self._describe(exc)
-        fallback = self._fallback_summarizer(error)
+        fallback = self._fallback_summarizer()
         result = await fallback.asummarize(request)
         _log.warning("LLM summary failed, fallback used: %s", error)
         return SummaryResult(result.text, fallback_used=True, error=error)
@@ -390,20 +382,16 @@ class LLMSummarizer:
             else f"{self.adapter.name}: {type(exc).__name__}"
         )
 
-    def _fallback_summarizer(self, error: str) -> Summarizer:
+    def _fallback_summarizer(self) -> Summarizer:
         if self._fallback is None:
-            try:
-                module = importlib.import_module("contextfold.summarize.extractive")
-            except ImportError as exc:
-                raise SummaryFailedError(
-                    f"{error}; and the default fallback contextfold.summarize.extractive."
-                    "ExtractiveSummarizer is not available: pass fallback="
-                ) from exc
-            self._fallback = cast(Summarizer, module.ExtractiveSummarizer())
+            # Imported here: the extractive digest is only built when a call fails.
+            from contextfold.summarize.extractive import ExtractiveSummarizer
+
+            self._fallback = ExtractiveSummarizer()
         return self._fallback
 
     def _fall_back(self, request: SummaryRequest, error: str) -> SummaryResult:
-        result = self._fallback_summarizer(error).summarize(request)
+        result = self._fallback_summarizer().summarize(request)
         _log.warning("LLM summary failed, fallback used: %s", error)
         return SummaryResult(result.text, fallback_used=True, error=error)
 
