@@ -371,7 +371,7 @@ def mutating_tool() -> dict:
 def test_a_tool_schema_whose_model_dump_changes_the_dict_being_read_never_panics():
     for call in (lambda t: cf.estimate([user()], tools=t), lambda t: cf.count([user()], model="gpt-4o", tools=t),
                  lambda t: cf.request_overhead(tools=t), lambda t: cf.Session(tools=t).estimate([user()]),
-                 lambda t: cf.count_many([[user()]], model="gpt-4o", tools=t)):
+                 lambda t: cf.count_many([[user()]], model="gpt-4o", tools=t)[0]):
         # A typed error is a defined outcome; a PanicException (a BaseException) propagates and fails.
         try:
             value = call([mutating_tool()])
