@@ -358,8 +358,13 @@ impl Estimator {
     /// Tokens of a whole request: every message plus the overhead. Equals
     /// `each(ms).sum() + overhead(extras)`.
     pub fn total(&self, ms: &[Message<'_>], extras: &RequestExtras<'_>) -> u64 {
-        ms.iter().map(|m| u64::from(self.message(m))).sum::<u64>()
-            + u64::from(self.overhead(extras))
+        self.messages_total(ms) + u64::from(self.overhead(extras))
+    }
+
+    /// Tokens of the messages alone (each rounded as `message` rounds it), without the request
+    /// overhead: `total` is this plus `overhead`, so a history priced chunk by chunk sums to it.
+    pub fn messages_total(&self, ms: &[Message<'_>]) -> u64 {
+        ms.iter().map(|m| u64::from(self.message(m))).sum()
     }
 }
 

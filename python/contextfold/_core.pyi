@@ -17,6 +17,7 @@ __all__ = [
     "SessionLedger",
     "__version__",
     "breakdown",
+    "_floor_walk",
     "_model_info",
     "count",
     "count_each",
@@ -123,6 +124,10 @@ def image_tokens(
     """Tokens one image costs under the provider's formula (OpenAI tiles or patches, Anthropic
     28-px patches, Gemini 258-token tiles) from the pixel size in its header. ``image`` is a data
     URL, a base64 string, a URL (priced at the documented 1024x1024 default) or raw bytes."""
+
+def _floor_walk(messages: object, /) -> int:
+    """Benchmarks only: the cheapest walk of a history (every string's length and a 128-byte
+    sample of it); ``estimate`` is reported as a multiple of its time. The result is a checksum."""
 
 def _model_info(
     model: str, /

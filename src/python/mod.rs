@@ -17,6 +17,7 @@ use crate::profile::Provider;
 mod breakdown;
 mod compaction;
 mod exact;
+mod floor_walk;
 mod json_out;
 mod messages;
 mod prune;
@@ -105,14 +106,22 @@ fn estimate(
 ) -> PyResult<u64> {
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
     let keep = Keep::new();
-    let mut w = Walker::new(py, &keep);
-    let ms = w.messages(messages)?;
-    let extras = w.extras(tools, system)?;
-    let sizes = resolve_sizes(image_sizes, &ms)?;
-    Ok(py.detach(|| {
-        let fix: i64 = size_fixes(est.image_rule(), &ms, &sizes).iter().sum();
-        add_signed(est.total(&ms, &extras), fix)
-    }))
+    let w = Walker::new(py, &keep);
+    let overhead = u64::from(est.overhead(&w.extras(tools, system)?));
+    if image_sizes.is_some_and(|s| !s.is_none()) {
+        // The caller's sizes are looked up once per reference over the whole history.
+        let ms = Walker::new(py, &keep).messages(messages)?;
+        let sizes = resolve_sizes(image_sizes, &ms)?;
+        return Ok(py.detach(|| {
+            let fix: i64 = size_fixes(est.image_rule(), &ms, &sizes).iter().sum();
+            add_signed(est.messages_total(&ms) + overhead, fix)
+        }));
+    }
+    // Priced as read, with the GIL held: pricing a chunk takes less time than releasing and
+    // taking back the GIL would, and the samples are priced while still in the CPU's cache.
+    let mut total = overhead;
+    Walker::chunks(py, messages, |_, ms| total += est.messages_total(ms))?;
+    Ok(total)
 }
 
 /// Estimated tokens of each message, envelope included.
@@ -126,17 +135,22 @@ fn estimate_each(
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u32>> {
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
-    let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(messages)?;
-    let sizes = resolve_sizes(image_sizes, &ms)?;
-    Ok(py.detach(|| {
-        let fixes = size_fixes(est.image_rule(), &ms, &sizes);
-        est.each(&ms)
-            .into_iter()
-            .zip(fixes)
-            .map(|(t, d)| add_signed(u64::from(t), d) as u32)
-            .collect()
-    }))
+    if image_sizes.is_some_and(|s| !s.is_none()) {
+        let keep = Keep::new();
+        let ms = Walker::new(py, &keep).messages(messages)?;
+        let sizes = resolve_sizes(image_sizes, &ms)?;
+        return Ok(py.detach(|| {
+            let fixes = size_fixes(est.image_rule(), &ms, &sizes);
+            est.each(&ms)
+                .into_iter()
+                .zip(fixes)
+                .map(|(t, d)| add_signed(u64::from(t), d) as u32)
+                .collect()
+        }));
+    }
+    let mut out = Vec::new();
+    Walker::chunks(py, messages, |_, ms| out.extend(est.each(ms)))?;
+    Ok(out)
 }
 
 /// Estimated tokens of what surrounds the messages: reply priming, system prompt, tools.
@@ -274,6 +288,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_model_info, m)?)?;
     compaction::register(m)?;
     exact::register(m)?;
+    floor_walk::register(m)?;
     prune::register(m)?;
     session::register(m)?;
     shrink_json::register(m)?;
