@@ -54,9 +54,10 @@ def estimate(
     """Estimated prompt tokens of a whole request, without tokenizing.
 
     ``provider`` is the wire format the messages are written in; ``model`` decides how they cost
-    (token family, image formula, hidden overheads; see ``model_info``). Remote images (URLs)
-    are priced as 1024x1024 unless ``image_sizes`` (URL -> ``(width, height)``, or a callable
-    returning it or None) knows their size; only those URLs are looked up.
+    (token family, image formula, hidden overheads; see ``model_info``). Remote images (URLs and
+    uploaded file ids) are priced as 1024x1024 unless ``image_sizes`` (URL or file id ->
+    ``(width, height)``, or a callable returning it or None) knows their size; only those
+    references are looked up.
 
     Equals ``sum(estimate_each(messages)) + request_overhead(tools=..., system=...)``. Every
     message is priced with its whole envelope (role, name, tool calls with ids, names, arguments
@@ -74,6 +75,7 @@ def breakdown(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    image_sizes: _ImageSizes | None = None,
 ) -> tuple[
     int,
     list[str],

@@ -37,10 +37,14 @@ pub(crate) fn typed_part<'a, V: Input<'a>>(
         "input_image" => {
             r.saw(Format::OpenAIResponses);
             let detail = detail(p, path)?.unwrap_or_default();
+            // `image_url` (a URL or data URL) or `file_id` (an uploaded file), per the
+            // Responses input_image content part.
             match p.get(Key::image_url).src()? {
                 Some(u) => image_url(&u, detail, &format!("{path}.image_url"))?,
                 None => Part::Image(Image {
-                    source: ImageSource::Url(""),
+                    source: ImageSource::File(
+                        opt_id(p, Key::file_id, format_args!("{path}.file_id"))?.unwrap_or(""),
+                    ),
                     detail,
                 }),
             }
