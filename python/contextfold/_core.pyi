@@ -24,6 +24,7 @@ __all__ = [
     "compaction_plan",
     "compaction_verify",
     "count_text",
+    "detect_wire_format",
     "encoding_for",
     "estimate",
     "estimate_each",
@@ -447,3 +448,9 @@ def summary_message(text: str, /, *, format: _WireFormat, role: Literal["user", 
 
 def summary_block(text: str, /, *, format: _WireFormat, role: Literal["user", "assistant"]) -> str:
     """A text block of the wire format carrying ``text``, as compact JSON."""
+
+def detect_wire_format(messages: Sequence[Any], /) -> _WireFormat | None:
+    """The wire format of a history as the core reads it, from the first message that shows
+    one; None when none does (plain text messages, an empty history). Reads messages one by one
+    and stops at the first that decides. Raises ``InvalidMessageError`` on a message it cannot
+    read, ``TypeError`` when ``messages`` is a str or a dict."""

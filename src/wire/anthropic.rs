@@ -100,6 +100,12 @@ pub(crate) fn typed_part<'a, V: Input<'a>>(
                     .unwrap_or(""),
             }
         }
+        // A document block (PDF, text; by base64, URL or file id) is Anthropic's alone;
+        // priced as media.
+        "document" => {
+            r.saw(Format::Anthropic);
+            opaque(kind, p)?
+        }
         "redacted_thinking" => {
             r.saw(Format::Anthropic);
             Part::EncryptedReasoning(

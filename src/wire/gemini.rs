@@ -26,6 +26,10 @@ pub(crate) fn keyed_part<'a, V: Input<'a>>(
     path: &str,
 ) -> ReadResult<Part<'a>, V::Error> {
     if let Some(t) = opt_str(p, Key::text, format_args!("{path}.text"))? {
+        // An untyped text block is Bedrock's (`content: [{"text"}]`) unless the message is
+        // already known to be Gemini (it has `parts`, seen before its parts are read: the
+        // first format a message shows wins).
+        r.saw(Format::Bedrock);
         return Ok(Part::Text(t));
     }
     for (key, snake) in [(Key::inlineData, false), (Key::inline_data, true)] {

@@ -22,10 +22,10 @@ use super::Format;
 use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
 
 /// The Responses part types: `input_text`, `output_text`, `summary_text`, `reasoning_text`,
-/// `input_image`.
+/// `input_image`, `input_file`.
 pub(crate) fn typed_part<'a, V: Input<'a>>(
     r: &Reader,
-    kind: &str,
+    kind: &'a str,
     p: &V,
     path: &str,
 ) -> ReadResult<Option<Part<'a>>, V::Error> {
@@ -48,6 +48,11 @@ pub(crate) fn typed_part<'a, V: Input<'a>>(
                     detail,
                 }),
             }
+        }
+        // A file (PDF and other documents by file id, URL or data): priced as media.
+        "input_file" => {
+            r.saw(Format::OpenAIResponses);
+            opaque(kind, p)?
         }
         _ => return Ok(None),
     }))
