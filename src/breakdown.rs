@@ -8,8 +8,9 @@
 //! total, the same integer `estimate_each` returns.
 
 use crate::estimate::{Estimator, RequestExtras};
-use crate::image::{dims_of_base64, dims_of_bytes};
-use crate::message::{Content, ImageSource, MediaKind, Message, Part, Role};
+use crate::image::{dims_of_base64, dims_of_bytes, Dims};
+use crate::image_tokens::{reference, sized_delta};
+use crate::message::{Content, Image, ImageSource, MediaKind, Message, Part, Role};
 
 /// What a share of the tokens pays for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -144,10 +145,16 @@ fn apportion(shares: &[f64; Kind::ALL.len()], target: u64) -> KindTokens {
     out
 }
 
+/// The pixel size a caller knows for an image reference (URL or file id), if any.
+pub type SizeOf<'s> = &'s (dyn Fn(&str) -> Option<Dims> + Sync);
+
 struct Walk<'e> {
     est: &'e Estimator,
+    size_of: SizeOf<'e>,
     index: usize,
     shares: [f64; Kind::ALL.len()],
+    /// Tokens the caller's sizes add to the estimator's price of the current message.
+    sized: f64,
     unmeasured: Vec<Unmeasured>,
 }
 
@@ -165,39 +172,49 @@ impl Walk<'_> {
         });
     }
 
+    /// An image part the estimator priced at `price`: re-priced when the caller knows the size
+    /// of its reference, listed as an assumption when nobody does.
+    fn image(&mut self, img: &Image<'_>, price: f64) {
+        if let Some(d) = reference(&img.source).and_then(self.size_of) {
+            let delta = sized_delta(self.est.image_rule(), d, img.detail) as f64;
+            self.sized += delta;
+            self.add(Kind::Images, price + delta);
+            return;
+        }
+        self.add(Kind::Images, price);
+        let reason = match img.source {
+            ImageSource::Url(_) => {
+                "remote image URL: size unknown, priced as a 1024x1024 image (image_sizes= sizes it)"
+            }
+            ImageSource::File(_) => {
+                "image sent by file id or file URI: size unknown, priced as a 1024x1024 image \
+                 (image_sizes= sizes it by that id)"
+            }
+            ImageSource::Base64(s) if dims_of_base64(s).is_none() => {
+                "image header unreadable: priced as a 1024x1024 image"
+            }
+            ImageSource::Bytes(b) if dims_of_bytes(b).is_none() => {
+                "image header unreadable: priced as a 1024x1024 image"
+            }
+            _ => return,
+        };
+        self.assumed("image", price, reason);
+    }
+
     /// One part; `text_kind` is what its text counts as (tool output inside a result).
     fn part(&mut self, p: &Part<'_>, text_kind: Kind) {
         let price = self.est.part(p);
         match p {
             Part::Text(_) => self.add(text_kind, price),
-            Part::Image(img) => {
-                self.add(Kind::Images, price);
-                match img.source {
-                    ImageSource::Url(_) => self.assumed(
-                        "image",
-                        price,
-                        "remote image URL: size unknown, priced as a 1024x1024 image",
-                    ),
-                    ImageSource::Base64(s) if dims_of_base64(s).is_none() => self.assumed(
-                        "image",
-                        price,
-                        "image header unreadable: priced as a 1024x1024 image",
-                    ),
-                    ImageSource::Bytes(b) if dims_of_bytes(b).is_none() => self.assumed(
-                        "image",
-                        price,
-                        "image header unreadable: priced as a 1024x1024 image",
-                    ),
-                    _ => {}
-                }
-            }
+            Part::Image(img) => self.image(img, price),
             Part::ToolUse(_) => self.add(Kind::ToolCalls, price),
             Part::ToolResult { content, .. } => {
-                let before: f64 = self.shares.iter().sum();
+                let before: f64 = self.shares.iter().sum::<f64>() - self.sized;
                 for c in content {
                     self.part(c, Kind::ToolOutputs);
                 }
-                let nested: f64 = self.shares.iter().sum::<f64>() - before;
+                // What the estimator charged for the nested parts (without the caller's sizes).
+                let nested: f64 = self.shares.iter().sum::<f64>() - self.sized - before;
                 // The result's own envelope: its call id and separators.
                 self.add(Kind::ToolOutputs, price - nested);
             }
@@ -246,6 +263,7 @@ impl Walk<'_> {
 
     fn message(&mut self, m: &Message<'_>) -> MessageShare {
         self.shares = [0.0; Kind::ALL.len()];
+        self.sized = 0.0;
         let is_result = m.role == Role::Tool || m.tool_call_id.is_some();
         let text_kind = if is_result {
             Kind::ToolOutputs
@@ -269,7 +287,7 @@ impl Walk<'_> {
         }
         // Whatever the estimator charged beyond the parts is the envelope: role, name and
         // separators (overhead); a tool result's call id belongs to the output it labels.
-        let full = self.est.message_f64(m);
+        let full = self.est.message_f64(m) + self.sized;
         let envelope = full - self.shares.iter().sum::<f64>();
         if m.tool_call_id.is_some() {
             let bare = self.est.message_f64(&Message::empty(m.role_str));
@@ -278,7 +296,8 @@ impl Walk<'_> {
         } else {
             self.add(Kind::Overhead, envelope);
         }
-        // `Estimator::message` is this price rounded: priced once.
+        // `Estimator::message` is this price rounded (priced once); the caller's sizes move it
+        // by whole tokens, as `size_correction` moves `estimate_each`.
         let tokens = full.round() as u32;
         MessageShare {
             tokens,
@@ -287,12 +306,21 @@ impl Walk<'_> {
     }
 }
 
-/// The breakdown of a request, priced by `est` exactly as `est.total(ms, extras)` prices it.
-pub fn breakdown(est: &Estimator, ms: &[Message<'_>], extras: &RequestExtras<'_>) -> Breakdown {
+/// The breakdown of a request, priced by `est` exactly as `est.total(ms, extras)` prices it,
+/// plus `size_correction` for the image references `size_of` knows (which are then measured,
+/// not assumed).
+pub fn breakdown(
+    est: &Estimator,
+    ms: &[Message<'_>],
+    extras: &RequestExtras<'_>,
+    size_of: SizeOf<'_>,
+) -> Breakdown {
     let mut walk = Walk {
         est,
+        size_of,
         index: 0,
         shares: [0.0; Kind::ALL.len()],
+        sized: 0.0,
         unmeasured: Vec::new(),
     };
     let mut per_message = Vec::with_capacity(ms.len());
@@ -327,6 +355,7 @@ mod tests {
 
     use super::*;
     use crate::estimate::ToolDef;
+    use crate::image_tokens::size_correction;
     use crate::message::{Detail, Image, ToolCall};
     use crate::profile::Provider;
 
@@ -405,7 +434,7 @@ mod tests {
             Provider::Ollama,
         ] {
             let est = Estimator::new(p, "gpt-4o");
-            let b = breakdown(&est, &ms, &extras());
+            let b = breakdown(&est, &ms, &extras(), &|_| None);
             assert_eq!(b.total, est.total(&ms, &extras()), "{p:?}");
             let each = est.each(&ms);
             for (share, e) in b.per_message.iter().zip(&each) {
@@ -423,7 +452,7 @@ mod tests {
     #[test]
     fn kinds_land_where_they_belong() {
         let est = Estimator::new(Provider::Anthropic, "");
-        let b = breakdown(&est, &history(), &extras());
+        let b = breakdown(&est, &history(), &extras(), &|_| None);
         let k = |i: usize, kind: Kind| b.per_message[i].by_kind[kind as usize];
         assert!(k(2, Kind::ToolCalls) > k(2, Kind::Text));
         assert!(k(3, Kind::ToolOutputs) > 0 && k(3, Kind::Text) == 0);
@@ -437,7 +466,7 @@ mod tests {
     #[test]
     fn assumptions_are_listed_with_their_price() {
         let est = Estimator::new(Provider::OpenAI, "gpt-4o");
-        let b = breakdown(&est, &history(), &RequestExtras::default());
+        let b = breakdown(&est, &history(), &RequestExtras::default(), &|_| None);
         let kinds: Vec<(usize, &str)> = b
             .unmeasured
             .iter()
@@ -447,6 +476,57 @@ mod tests {
         // gpt-4o prices an unknown-size image as 1024x1024 at auto detail: 765 tokens.
         assert_eq!(b.unmeasured[0].assumed_tokens, 765);
         assert!(b.unmeasured[0].reason.contains("URL"));
+    }
+
+    #[test]
+    fn sized_references_are_repriced_and_no_longer_assumed() {
+        let mut ms = history();
+        let mut file = Message::empty("user");
+        // Inside a tool result: the result's own envelope must stay what the estimator charged.
+        file.content = Content::Parts(vec![Part::ToolResult {
+            tool_use_id: "toolu_02",
+            content: vec![
+                Part::Text(Cow::Borrowed("screenshot")),
+                Part::Image(Image {
+                    source: ImageSource::File("file-abc"),
+                    detail: Detail::High,
+                }),
+            ],
+        }]);
+        ms.push(file);
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let sizes = |r: &str| match r {
+            "https://example.com/cat.png" => Some(Dims {
+                width: 512,
+                height: 512,
+            }),
+            "file-abc" => Some(Dims {
+                width: 2048,
+                height: 1024,
+            }),
+            _ => None,
+        };
+        let b = breakdown(&est, &ms, &extras(), &sizes);
+        let fix: i64 = ms
+            .iter()
+            .map(|m| size_correction(est.image_rule(), m, &sizes))
+            .sum();
+        assert_eq!(
+            b.total,
+            est.total(&ms, &extras()).saturating_add_signed(fix)
+        );
+        assert_eq!(b.by_kind().iter().sum::<u64>(), b.total);
+        let kinds: Vec<&str> = b.unmeasured.iter().map(|u| u.kind.as_str()).collect();
+        assert_eq!(kinds, ["audio"]);
+        // 512x512: 85 + 170; 2048x1024 high: 1536x768 after the 768-px shortest side, 6 tiles,
+        // 85 + 6 * 170 (OpenAI's tile formula).
+        assert_eq!(b.per_message[4].by_kind[Kind::Images as usize], 255);
+        assert_eq!(b.per_message[7].by_kind[Kind::Images as usize], 1105);
+        let assumed = breakdown(&est, &ms, &extras(), &|_| None);
+        let outputs = |b: &Breakdown| b.per_message[7].by_kind[Kind::ToolOutputs as usize];
+        assert_eq!(outputs(&b), outputs(&assumed));
+        let reasons: Vec<&str> = assumed.unmeasured.iter().map(|u| u.reason).collect();
+        assert!(reasons[2].contains("file id"), "{reasons:?}");
     }
 
     #[test]

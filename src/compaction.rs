@@ -74,6 +74,31 @@ impl WireFormat {
         )
     }
 
+    /// Its name, as `NAMES` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WireFormat::Chat => "chat",
+            WireFormat::Responses => "responses",
+            WireFormat::Anthropic => "anthropic",
+            WireFormat::Gemini => "gemini",
+            WireFormat::Bedrock => "bedrock",
+        }
+    }
+
+    /// The format a compaction writes for a history read as `f` (`crate::wire::detect`);
+    /// `None` when nothing in the history is specific to one format.
+    pub fn of(f: crate::wire::Format) -> Option<WireFormat> {
+        use crate::wire::Format;
+        match f {
+            Format::Unknown => None,
+            Format::OpenAIChat => Some(WireFormat::Chat),
+            Format::OpenAIResponses => Some(WireFormat::Responses),
+            Format::Anthropic => Some(WireFormat::Anthropic),
+            Format::Gemini | Format::GeminiSnake => Some(WireFormat::Gemini),
+            Format::Bedrock => Some(WireFormat::Bedrock),
+        }
+    }
+
     /// Tool calls are answered in the very next message (Anthropic, Gemini, Bedrock), in the run
     /// of `tool` messages that follows (chat), or anywhere later (Responses).
     fn results_in_next_message(self) -> bool {

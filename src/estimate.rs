@@ -201,7 +201,7 @@ impl Estimator {
         let dims = match img.source {
             ImageSource::Base64(s) => dims_of_base64(s),
             ImageSource::Bytes(b) => dims_of_bytes(b),
-            ImageSource::Url(_) => None,
+            ImageSource::Url(_) | ImageSource::File(_) => None,
         };
         image_tokens(self.image_rule, dims, img.detail)
     }

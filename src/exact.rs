@@ -180,7 +180,7 @@ impl Counter {
         let dims = match source {
             ImageSource::Base64(b) => dims_of_base64(b),
             ImageSource::Bytes(b) => dims_of_bytes(b),
-            ImageSource::Url(_) => None,
+            ImageSource::Url(_) | ImageSource::File(_) => None,
         };
         image_tokens(self.image_rule, dims, detail)
     }

@@ -246,34 +246,48 @@ fn visit_images<'m, 'a>(parts: &'m [Part<'a>], f: &mut impl FnMut(&'m Image<'a>)
     }
 }
 
-/// The image references (URLs) of a message whose pixels are not in the request, in order.
-fn remote_images<'m, 'a>(m: &'m Message<'a>) -> Vec<&'m Image<'a>> {
+/// The key an image without pixels in the request is sized by: its URL or its uploaded file's
+/// id / URI; `None` for inline data or an empty reference (nothing to look up).
+pub fn reference<'a>(src: &ImageSource<'a>) -> Option<&'a str> {
+    match *src {
+        ImageSource::Url(u) | ImageSource::File(u) if !u.is_empty() => Some(u),
+        _ => None,
+    }
+}
+
+/// The images of a message whose pixels are not in the request (remote URLs, file ids), in
+/// order, each with its reference.
+fn remote_images<'m, 'a>(m: &'m Message<'a>) -> Vec<(&'a str, &'m Image<'a>)> {
     let mut out = Vec::new();
     if let Content::Parts(parts) = &m.content {
         visit_images(parts, &mut |img| {
-            if matches!(img.source, ImageSource::Url(u) if !u.is_empty()) {
-                out.push(img);
+            if let Some(r) = reference(&img.source) {
+                out.push((r, img));
             }
         });
     }
     out
 }
 
-/// Every distinct image reference (remote URL) of a history that cannot be sized offline: what
-/// a caller's `image_sizes` mapping or callable is asked about, and nothing else.
+/// Every distinct image reference (remote URL or uploaded file id) of a history that cannot be
+/// sized offline: what a caller's `image_sizes` mapping or callable is asked about, and
+/// nothing else.
 pub fn unsized_refs<'a>(ms: &[Message<'a>]) -> Vec<&'a str> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for m in ms {
-        for img in remote_images(m) {
-            if let ImageSource::Url(u) = img.source {
-                if seen.insert(u) {
-                    out.push(u);
-                }
+        for (r, _) in remote_images(m) {
+            if seen.insert(r) {
+                out.push(r);
             }
         }
     }
     out
+}
+
+/// Tokens an image of known size `dims` costs beyond the `DEFAULT_DIMS` price charged for it.
+pub fn sized_delta(rule: ImageRule, dims: Dims, detail: Detail) -> i64 {
+    i64::from(image_tokens(rule, Some(dims), detail)) - i64::from(image_tokens(rule, None, detail))
 }
 
 /// Tokens to add to a message's price (priced with `DEFAULT_DIMS` for its remote images) once
@@ -285,13 +299,7 @@ pub fn size_correction(
 ) -> i64 {
     remote_images(m)
         .into_iter()
-        .filter_map(|img| match img.source {
-            ImageSource::Url(u) => size_of(u).map(|d| {
-                i64::from(image_tokens(rule, Some(d), img.detail))
-                    - i64::from(image_tokens(rule, None, img.detail))
-            }),
-            _ => None,
-        })
+        .filter_map(|(r, img)| size_of(r).map(|d| sized_delta(rule, d, img.detail)))
         .sum()
 }
 

@@ -482,7 +482,7 @@ pub fn payload_chars(m: &Message<'_>) -> u64 {
         match p {
             Part::Text(t) => t.len(),
             Part::Image(img) => match img.source {
-                ImageSource::Base64(s) | ImageSource::Url(s) => s.len(),
+                ImageSource::Base64(s) | ImageSource::Url(s) | ImageSource::File(s) => s.len(),
                 ImageSource::Bytes(b) => b.len().div_ceil(3) * 4,
             },
             Part::ToolUse(c) => c.id.len() + c.name.len() + c.arguments.len(),
@@ -588,6 +588,10 @@ pub fn content_hash(m: &Message<'_>) -> u64 {
                     ImageSource::Bytes(b) => {
                         h.u64(3);
                         h.bytes(b);
+                    }
+                    ImageSource::File(s) => {
+                        h.u64(4);
+                        h.str(s);
                     }
                 }
             }

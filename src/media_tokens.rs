@@ -26,9 +26,19 @@ pub enum MediaKind {
 }
 
 impl MediaKind {
-    /// Classify a MIME type (`audio/wav`) or an OpenAI audio `format` (`wav`, `mp3`).
+    /// Classify a MIME type (`audio/wav`), an OpenAI audio `format` (`wav`, `mp3`) or a Bedrock
+    /// document / video `format` (`pdf`, `docx`, `mp4`: DocumentBlock and VideoBlock in the
+    /// Bedrock Converse API reference).
     pub fn from_mime(mime: &str) -> MediaKind {
         let m = mime.trim().to_ascii_lowercase();
+        match m.as_str() {
+            "pdf" | "doc" | "docx" | "xls" | "xlsx" => return MediaKind::Document,
+            "csv" | "html" | "txt" | "md" => return MediaKind::Text,
+            "mkv" | "mov" | "mp4" | "webm" | "flv" | "mpeg" | "mpg" | "wmv" | "three_gp" => {
+                return MediaKind::Video
+            }
+            _ => {}
+        }
         if m.starts_with("audio/")
             || matches!(
                 m.as_str(),
@@ -128,6 +138,10 @@ mod tests {
         assert_eq!(MediaKind::from_mime("video/mp4"), MediaKind::Video);
         assert_eq!(MediaKind::from_mime("application/pdf"), MediaKind::Document);
         assert_eq!(MediaKind::from_mime("text/plain"), MediaKind::Text);
+        // Bedrock's bare `format` values.
+        assert_eq!(MediaKind::from_mime("pdf"), MediaKind::Document);
+        assert_eq!(MediaKind::from_mime("mp4"), MediaKind::Video);
+        assert_eq!(MediaKind::from_mime("md"), MediaKind::Text);
         assert_eq!(
             MediaKind::from_mime("application/octet-stream"),
             MediaKind::Unknown

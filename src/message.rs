@@ -75,6 +75,10 @@ pub enum ImageSource<'a> {
     Bytes(&'a [u8]),
     /// A remote URL: the size is unknown, priced with the provider's bounded default.
     Url(&'a str),
+    /// An uploaded file, by its id (OpenAI `file_id`, Anthropic `source.file_id`) or URI
+    /// (Gemini `fileData.fileUri`, Bedrock `s3Location.uri`): the size is unknown, priced like
+    /// a URL; the id is what a caller's `image_sizes` is keyed by.
+    File(&'a str),
 }
 
 /// One image part.

@@ -295,7 +295,7 @@ pub fn plan_with(
                     let dims = match img.source {
                         ImageSource::Base64(s) => dims_of_base64(s),
                         ImageSource::Bytes(b) => dims_of_bytes(b),
-                        ImageSource::Url(_) => None,
+                        ImageSource::Url(_) | ImageSource::File(_) => None,
                     };
                     let text = match dims {
                         Some(d) => format!("[image omitted: {}x{}]", d.width, d.height),

@@ -121,3 +121,141 @@ def test_http_image_sizes_prices_with_the_fetched_size_and_caches(server):
     assert est == cf.estimate(ms, model="claude-sonnet-4-5", provider="openai", image_sizes={url: (1600, 900)})
     cf.estimate(ms, model="claude-sonnet-4-5", provider="openai", image_sizes=sizes)
     assert len(_Handler.ranges) == 1
+
+
+# Uploaded images, each in its provider's documented shape, beside the same 512x512 image sent
+# inline in that format: (provider, reference, by-file message, inline message).
+_B64 = base64.b64encode(_png(512, 512)).decode()
+_DATA_URL = "data:image/png;base64," + _B64
+FILE_IMAGES = {
+    # https://platform.openai.com/docs/api-reference/responses/create (input_image.file_id)
+    "openai_responses": ("openai", "file-6F2ksmvXxt4VdoqmHRw6kL",
+        {"role": "user", "content": [{"type": "input_text", "text": "what is this?"},
+                                     {"type": "input_image", "file_id": "file-6F2ksmvXxt4VdoqmHRw6kL", "detail": "high"}]},
+        {"role": "user", "content": [{"type": "input_text", "text": "what is this?"},
+                                     {"type": "input_image", "image_url": _DATA_URL, "detail": "high"}]}),
+    # Assistants messages: image_file.file_id
+    "openai_image_file": ("openai", "file-BK7bzQj3FfZFXr7DbL6xJwfo",
+        {"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                     {"type": "image_file", "image_file": {"file_id": "file-BK7bzQj3FfZFXr7DbL6xJwfo", "detail": "high"}}]},
+        {"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                     {"type": "image_url", "image_url": {"url": _DATA_URL, "detail": "high"}}]}),
+    # https://docs.anthropic.com/en/docs/build-with-claude/files (source.type "file")
+    "anthropic": ("anthropic", "file_011CNha8iCJcU1wXNR6q4V8w",
+        {"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                     {"type": "image", "source": {"type": "file", "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"}}]},
+        {"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _B64}}]}),
+    # https://ai.google.dev/api/caching#FileData
+    "gemini": ("gemini", "https://generativelanguage.googleapis.com/v1beta/files/a1b2c3",
+        {"role": "user", "parts": [{"text": "what is this?"},
+                                   {"fileData": {"mimeType": "image/png", "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/a1b2c3"}}]},
+        {"role": "user", "parts": [{"text": "what is this?"}, {"inlineData": {"mimeType": "image/png", "data": _B64}}]}),
+    "gemini_snake": ("gemini", "https://generativelanguage.googleapis.com/v1beta/files/a1b2c3",
+        {"role": "user", "parts": [{"text": "what is this?"},
+                                   {"file_data": {"mime_type": "image/png", "file_uri": "https://generativelanguage.googleapis.com/v1beta/files/a1b2c3"}}]},
+        {"role": "user", "parts": [{"text": "what is this?"}, {"inline_data": {"mime_type": "image/png", "data": _B64}}]}),
+    # Bedrock Converse ImageSource.s3Location
+    "bedrock": ("anthropic", "s3://my-bucket/photos/cat.png",
+        {"role": "user", "content": [{"text": "what is this?"},
+                                     {"image": {"format": "png", "source": {"s3Location": {"uri": "s3://my-bucket/photos/cat.png"}}}}]},
+        {"role": "user", "content": [{"text": "what is this?"},
+                                     {"image": {"format": "png", "source": {"bytes": _png(512, 512)}}}]}),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(FILE_IMAGES))
+def test_an_uploaded_image_is_sized_by_its_file_id_like_the_same_image_inline(fmt):
+    provider, ref, by_file, inline = FILE_IMAGES[fmt]
+    ms, inline_ms = [by_file], [inline]
+    want = cf.estimate(inline_ms, provider=provider, model="")
+    assert cf.estimate(ms, provider=provider) != want  # the 1024x1024 default
+    asked: list[str] = []
+
+    def sizes(r: str) -> tuple[int, int] | None:
+        asked.append(r)
+        return (512, 512) if r == ref else None
+
+    assert cf.estimate(ms, provider=provider, image_sizes=sizes) == want
+    assert asked == [ref]
+    assert cf.estimate_each(ms, provider=provider, image_sizes={ref: (512, 512)}) == cf.estimate_each(inline_ms, provider=provider)
+    assert cf.Session(provider=provider, image_sizes={ref: (512, 512)}).estimate(ms) == want
+
+    before = cf.breakdown(ms, provider=provider)
+    (u,) = before.unmeasured
+    assert (u.index, u.kind) == (0, "image") and "file id" in u.reason
+    assert before.total == cf.estimate(ms, provider=provider)
+    after = cf.breakdown(ms, provider=provider, image_sizes={ref: (512, 512)})
+    assert after.unmeasured == ()
+    assert after.total == want == sum(after.by_kind.values()) == sum(after.by_role.values())
+    assert after.by_kind["images"] == cf.breakdown(inline_ms, provider=provider).by_kind["images"]
+
+
+def test_count_sizes_an_openai_file_id():
+    provider, ref, by_file, inline = FILE_IMAGES["openai_image_file"]
+    assert cf.count([by_file], model="gpt-4o", image_sizes={ref: (512, 512)}) == cf.count([inline], model="gpt-4o")
+
+
+def test_breakdown_total_equals_estimate_with_the_same_image_sizes():
+    ms = [*MSGS, FILE_IMAGES["openai_responses"][2], {"role": "assistant", "content": "a cat"}]
+    sizes = {URL: (300, 200), FILE_IMAGES["openai_responses"][1]: (4000, 3000)}
+    for model in ["gpt-4o", "gpt-4.1-mini", "claude-sonnet-4-6", "gemini-2.5-pro", ""]:
+        b = cf.breakdown(ms, model=model, tools=None, system="Be brief.", image_sizes=sizes)
+        assert b.total == cf.estimate(ms, model=model, system="Be brief.", image_sizes=sizes), model
+        assert [m.tokens for m in b.per_message] == cf.estimate_each(ms, model=model, image_sizes=sizes)
+        assert b.unmeasured == ()
+    # Sizing one of the two leaves the other listed.
+    b = cf.breakdown(ms, model="gpt-4o", image_sizes={URL: (300, 200)})
+    assert [(u.index, u.kind) for u in b.unmeasured] == [(1, "image")]
+
+
+def test_breakdown_sizes_an_image_inside_a_tool_result():
+    ref = "file_011CNha8iCJcU1wXNR6q4V8w"
+    ms = [{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "screenshot", "input": {}}]},
+          {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+              {"type": "text", "text": "the screen"},
+              {"type": "image", "source": {"type": "file", "file_id": ref}}]}]}]
+    plain = cf.breakdown(ms, provider="anthropic")
+    sized = cf.breakdown(ms, provider="anthropic", image_sizes={ref: (200, 100)})
+    assert sized.total == cf.estimate(ms, provider="anthropic", image_sizes={ref: (200, 100)}) < plain.total
+    assert sized.per_message[1].by_kind["tool_outputs"] == plain.per_message[1].by_kind["tool_outputs"]
+    # Anthropic: ceil(200/28) * ceil(100/28) = 8 * 4 patches.
+    assert sized.per_message[1].by_kind["images"] == 32
+    assert sized.unmeasured == () and len(plain.unmeasured) == 1
+
+
+# Audio and documents sent without their bytes, in each format's documented shape: listed with
+# what was assumed.
+MEDIA_BY_REFERENCE = [
+    ("openai", {"type": "file", "file": {"file_id": "file-pdf1"}}, "document"),
+    ("openai", {"type": "input_file", "file_id": "file-pdf1"}, "document"),
+    ("openai", {"type": "input_file", "file_url": "https://example.com/report.pdf"}, "document"),
+    ("anthropic", {"type": "document", "source": {"type": "file", "file_id": "file_011pdf"}}, "document"),
+    ("anthropic", {"type": "document", "source": {"type": "url", "url": "https://example.com/report.pdf"}}, "document"),
+    ("gemini", {"fileData": {"mimeType": "audio/mp3", "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/aud"}}, "audio"),
+    ("gemini", {"fileData": {"mimeType": "application/pdf", "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/pdf"}}, "document"),
+    ("gemini", {"fileData": {"mimeType": "video/mp4", "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/vid"}}, "video"),
+    ("anthropic", {"document": {"format": "pdf", "name": "report", "source": {"s3Location": {"uri": "s3://b/report.pdf"}}}}, "document"),
+]
+
+
+@pytest.mark.parametrize(("provider", "part", "kind"), MEDIA_BY_REFERENCE)
+def test_audio_and_documents_without_their_bytes_are_listed_with_a_reason(provider, part, kind):
+    key = "parts" if provider == "gemini" else "content"
+    ms = [{"role": "user", key: [part]}]
+    b = cf.breakdown(ms, provider=provider)
+    (u,) = b.unmeasured
+    assert (u.index, u.kind) == (0, kind)
+    assert "without inline data" in u.reason and u.assumed_tokens > 0
+    assert b.total == cf.estimate(ms, provider=provider)
+
+
+def test_media_with_inline_bytes_is_measured_and_a_bedrock_pdf_is_priced_by_pages():
+    pdf = b"%PDF-1.7\n" + b"0" * 120_000  # 3 pages at the assumed 50 KB per page
+    ms = [{"role": "user", "content": [{"document": {"format": "pdf", "name": "report", "source": {"bytes": pdf}}}]}]
+    b = cf.breakdown(ms, provider="anthropic")
+    assert b.unmeasured == ()
+    # Priced per page (Anthropic ~1,600 tokens a page), not by its base64 length (~40k tokens).
+    assert b.by_kind["media"] == 3 * 1600
+    audio = [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "UklGR" * 1000, "format": "wav"}}]}]
+    assert cf.breakdown(audio).unmeasured == ()

@@ -15,7 +15,10 @@ import contextfold as cf
 from contextfold import report as rep
 from contextfold.cli import main
 from contextfold.inputs import read_request
-from transcripts import LOCAL, load_conversations
+from rich.console import Console
+from transcripts import LOCAL, ROOT, load_conversations
+
+EXAMPLE = ROOT / "examples" / "swe-trajectory.json"
 
 needs_chromium = pytest.mark.skipif(
     rep.find_browser() is None,
@@ -32,16 +35,69 @@ def tau(tmp_path_factory) -> Path:
     return p
 
 
-def test_plan_and_totals_agree_with_the_library(tau):
+def _compact(msgs, budget, **kw):
+    return cf.Compactor(budget=budget, summarizer=cf.ExtractiveSummarizer(), **kw).compact(msgs)
+
+
+def test_plan_is_what_the_compactor_does_and_totals_agree_with_the_library(tau):
     body = json.loads(tau.read_text())
-    d = rep.analyze(read_request(body), budget=3000)
     msgs = body["messages"]
-    assert d.breakdown.total == cf.estimate(msgs, model="gpt-4o", tools=body["tools"])
-    assert d.plan.kept_from == cf.find_tail_start(msgs, budget_tokens=3000, model="gpt-4o")
-    assert d.plan.tokens_after_prune == cf.estimate(cf.prune(msgs, protect_tail_tokens=3000, model="gpt-4o"), model="gpt-4o", tools=body["tools"])
-    assert all(d.plan.head <= i < d.plan.kept_from for i in d.plan.masked)
+    strategies = set()
+    # A budget that masking alone reaches, and one that takes a summary.
+    for budget in (8000, 6000):
+        d = rep.analyze(read_request(body), budget=budget)
+        assert d.breakdown.total == cf.estimate(msgs, model="gpt-4o", tools=body["tools"])
+        want = _compact(msgs, budget, model="gpt-4o", tools=body["tools"])
+        got = d.plan.result
+        assert got is not None and d.plan.budget == budget
+        assert (got.strategy_used, got.tokens_after, got.removed, got.pruned) == (want.strategy_used, want.tokens_after, want.removed, want.pruned)
+        assert got.messages == want.messages
+        states = d.plan.states(len(msgs))
+        assert [i for i, s in enumerate(states) if s == "fold"] == list(got.removed)
+        assert {i for i, s in enumerate(states) if s == "masked"} == {p.index for p in got.pruned}
+        assert all(s == "head" for s in states[: got.removed[0]]) if got.removed else "head" not in states
+        strategies.add(got.strategy_used)
+    assert strategies == {"mask", "summarize"}
     assert d.window == cf.context_window("gpt-4o") and d.gate == cf.Session(model="gpt-4o").trigger_tokens
     assert [m.tokens for m in d.top] == sorted(cf.estimate_each(msgs, model="gpt-4o"), reverse=True)[: len(d.top)]
+
+
+def test_plan_of_a_text_agent_folds_as_deep_as_the_compactor(capsys):
+    """A text-protocol agent (observations as user messages, no tool results): the old plan
+    (tail walk + prune) said pruning saves nothing; the report now shows the compactor's fold."""
+    body = json.loads(EXAMPLE.read_text())
+    req = read_request(body)
+    d = rep.analyze(req)
+    total = d.breakdown.total
+    assert d.plan.budget == total // 2  # far under the 1M window's own budget: half the history
+    want = _compact(req.messages, total // 2, provider=req.provider, model=req.model, tools=req.tools, system=req.system)
+    got = d.plan.result
+    assert got is not None and got.changed and got.tokens_after <= total // 2 < total
+    assert (got.removed, got.tokens_after, got.strategy_used) == (want.removed, want.tokens_after, want.strategy_used)
+    rep.print_text(d, "x", Console(width=200))
+    out = capsys.readouterr().out
+    first, last = got.removed[0], got.removed[-1]
+    assert f"folded into one summary: {len(got.removed)} messages ({first}..{last})" in out
+    assert f"protected tail: messages {last + 1}..{len(req.messages) - 1}" in out
+    assert f"{total:,} tokens -> {len(got.messages)} messages / {got.tokens_after:,} tokens" in out
+
+
+def test_a_budget_the_compactor_cannot_reach_is_reported_not_raised(tau):
+    d = rep.analyze(read_request(json.loads(tau.read_text())), budget=50)
+    assert d.plan.result is None and d.plan.error
+    assert set(d.plan.states(len(d.breakdown.per_message))) == {"kept"}
+    page = rep.render_html(d)
+    assert "cannot compact to 50 tokens" in page
+
+
+def test_estimate_and_report_print_the_breakdown_from_one_place(capsys):
+    """`contextfold estimate` prints exactly the first part of `contextfold report`."""
+    assert main(["estimate", str(EXAMPLE), "--top", "8"]) == 0
+    estimate_out = capsys.readouterr().out
+    assert main(["report", str(EXAMPLE), "--top", "8"]) == 0
+    report_out = capsys.readouterr().out
+    assert "largest 8 messages" in estimate_out and "by kind" in estimate_out
+    assert report_out.startswith(estimate_out)
 
 
 def test_duplicated_tool_outputs_are_found():

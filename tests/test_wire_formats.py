@@ -290,3 +290,71 @@ def test_errors_in_tools_and_system_name_them_and_chain_the_cause():
         cf.estimate([{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {"name": 5}}])
     with pytest.raises(TypeError, match="system"):
         cf.estimate([{"role": "user", "content": "hi"}] * 3, system=5)
+
+
+# --- detection: one implementation (the core's), seen from every Python caller -----------------
+
+_SHAPE_FORMAT = {"openai": "chat", "responses": "responses", "anthropic": "anthropic", "gemini": "gemini", "bedrock": "bedrock"}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_format_of_a_real_trajectory_is_detected(shape):
+    conv = max(load_conversations(LOCAL, "tau-bench-airline"), key=lambda c: len(c["messages"]))
+    msgs = convert(conv["messages"], shape)
+    fmt = _SHAPE_FORMAT[shape]
+    assert cf._core.detect_wire_format(msgs) == fmt
+    assert cf.detect_wire_format(msgs) == cf.detect_wire_format(msgs, "anthropic") == fmt
+    from contextfold.inputs import read_request
+
+    assert read_request(msgs).provider == {"gemini": "gemini", "anthropic": "anthropic"}.get(fmt, "openai")
+
+
+# The first message that shows a format decides; each entry is the smallest such message.
+SMALLEST = [
+    ({"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, "chat"),
+    ({"role": "tool", "tool_call_id": "c1", "content": "ok"}, "chat"),
+    ({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png"}}]}, "chat"),
+    ({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}, "responses"),
+    ({"type": "function_call_output", "call_id": "c1", "output": "ok"}, "responses"),
+    ({"role": "user", "content": [{"type": "input_text", "text": "hi"}]}, "responses"),
+    ({"role": "user", "content": [{"type": "input_file", "file_id": "file-1"}]}, "responses"),
+    ({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]}, "anthropic"),
+    ({"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "c2ln"}]}, "anthropic"),
+    ({"role": "user", "content": [{"type": "image", "source": {"type": "file", "file_id": "file_1"}}]}, "anthropic"),
+    ({"role": "user", "content": [{"type": "document", "source": {"type": "file", "file_id": "file_1"}}]}, "anthropic"),
+    ({"role": "user", "parts": [{"text": "hi"}]}, "gemini"),
+    ({"role": "model", "parts": [{"function_call": {"name": "f", "args": {}}}]}, "gemini"),
+    ({"role": "user", "content": [{"text": "hi"}]}, "bedrock"),
+    ({"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}}]}, "bedrock"),
+]
+
+
+@pytest.mark.parametrize(("message", "fmt"), SMALLEST)
+def test_the_first_message_that_shows_a_format_decides(message, fmt):
+    plain = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    assert cf._core.detect_wire_format([*plain, message]) == fmt
+    assert cf.detect_wire_format([*plain, message, *plain]) == fmt
+
+
+@pytest.mark.parametrize("history", [[], [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+                                     [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]])
+def test_ambiguous_and_empty_histories_fall_back_to_the_provider(history):
+    """Plain text messages (and typed `text` parts, which chat and Anthropic share) show no format."""
+    assert cf._core.detect_wire_format(history) is None
+    assert cf.detect_wire_format(history) == cf.detect_wire_format(history, "gemini") == "chat"
+    assert cf.detect_wire_format(history, "anthropic") == "anthropic"
+    from contextfold.inputs import read_request
+
+    assert read_request(history).provider == "openai"
+
+
+def test_detection_reads_only_until_a_message_decides_and_names_a_bad_one():
+    decided = [{"role": "user", "parts": [{"text": "hi"}]}]
+    # Message 1 is not a message at all: never read once message 0 decided.
+    assert cf._core.detect_wire_format([*decided, 42]) == "gemini"
+    with pytest.raises(cf.InvalidMessageError) as e:
+        cf._core.detect_wire_format([{"role": "user", "content": "hi"}, {"role": "user", "content": 3}, *decided])
+    assert (e.value.index, e.value.field) == (1, "content")
+    for bad in ("hello", {"role": "user", "content": "hi"}):
+        with pytest.raises(TypeError, match="list of messages"):
+            cf._core.detect_wire_format(bad)  # type: ignore[arg-type]

@@ -723,3 +723,28 @@ fn plain_text_change_lands_where_each_format_keeps_the_text() {
         }
     }
 }
+
+#[test]
+fn untyped_text_blocks_are_bedrock_in_content_and_gemini_in_parts() {
+    let one = |m: Value| detect(&read(std::slice::from_ref(&m)));
+    assert_eq!(
+        one(json!({"role": "user", "content": [{"text": "hi"}]})),
+        Format::Bedrock
+    );
+    assert_eq!(
+        one(json!({"role": "user", "parts": [{"text": "hi"}]})),
+        Format::Gemini
+    );
+    assert_eq!(
+        one(
+            json!({"role": "user", "parts": [{"text": "hi"}, {"inline_data": {"mime_type": "text/plain", "data": "aGk="}}]})
+        ),
+        Format::GeminiSnake
+    );
+    // Typed text parts are shared by chat and Anthropic: nothing specific.
+    assert_eq!(
+        one(json!({"role": "user", "content": [{"type": "text", "text": "hi"}]})),
+        Format::Unknown
+    );
+    assert_eq!(detect(&[]), Format::Unknown);
+}

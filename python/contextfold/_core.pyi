@@ -25,6 +25,7 @@ __all__ = [
     "compaction_plan",
     "compaction_verify",
     "count_text",
+    "detect_wire_format",
     "encoding_for",
     "estimate",
     "estimate_each",
@@ -55,9 +56,10 @@ def estimate(
     """Estimated prompt tokens of a whole request, without tokenizing.
 
     ``provider`` is the wire format the messages are written in; ``model`` decides how they cost
-    (token family, image formula, hidden overheads; see ``model_info``). Remote images (URLs)
-    are priced as 1024x1024 unless ``image_sizes`` (URL -> ``(width, height)``, or a callable
-    returning it or None) knows their size; only those URLs are looked up.
+    (token family, image formula, hidden overheads; see ``model_info``). Remote images (URLs and
+    uploaded file ids) are priced as 1024x1024 unless ``image_sizes`` (URL or file id ->
+    ``(width, height)``, or a callable returning it or None) knows their size; only those
+    references are looked up.
 
     Equals ``sum(estimate_each(messages)) + request_overhead(tools=..., system=...)``. Every
     message is priced with its whole envelope (role, name, tool calls with ids, names, arguments
@@ -75,6 +77,7 @@ def breakdown(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    image_sizes: _ImageSizes | None = None,
 ) -> tuple[
     int,
     list[str],
@@ -450,3 +453,9 @@ def summary_message(text: str, /, *, format: _WireFormat, role: Literal["user", 
 
 def summary_block(text: str, /, *, format: _WireFormat, role: Literal["user", "assistant"]) -> str:
     """A text block of the wire format carrying ``text``, as compact JSON."""
+
+def detect_wire_format(messages: Sequence[Any], /) -> _WireFormat | None:
+    """The wire format of a history as the core reads it, from the first message that shows
+    one; None when none does (plain text messages, an empty history). Reads messages one by one
+    and stops at the first that decides. Raises ``InvalidMessageError`` on a message it cannot
+    read, ``TypeError`` when ``messages`` is a str or a dict."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextfold import _core
+from contextfold.images import ImageSizes
 
 #: The kinds of `Breakdown.by_kind`, in display order.
 KINDS: tuple[str, ...] = (
@@ -42,8 +43,9 @@ class MessageTokens:
 
 @dataclass(frozen=True, slots=True)
 class UnmeasuredPart:
-    """A part priced by an assumption (remote image URL, file id, media without inline data,
-    unknown part type): ``assumed_tokens`` is what the estimate charged for it."""
+    """A part priced by an assumption (remote image URL or uploaded file id that ``image_sizes``
+    did not size, audio / video / document without inline data, unknown part type):
+    ``assumed_tokens`` is what the estimate charged for it, ``reason`` says what was assumed."""
 
     index: int
     kind: str
@@ -94,16 +96,25 @@ def breakdown(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    image_sizes: ImageSizes | None = None,
 ) -> Breakdown:
     """The estimated prompt tokens of a request split per message, by role and by kind.
 
     Same arguments and same total as `contextfold.estimate` (tokens). Kinds: ``text``,
     ``tool_calls``, ``tool_outputs``, ``images``, ``reasoning``, ``media`` (audio, video,
     documents, unknown parts), ``tool_schemas`` and ``overhead`` (message envelopes, reply
-    priming). Raises ``InvalidMessageError`` naming the message index and field on bad input.
+    priming). ``image_sizes`` (a mapping from image URL or uploaded file id to ``(width,
+    height)`` in pixels, or a callable returning that or None) prices those images at their size,
+    as `contextfold.estimate` does, and takes them off ``unmeasured``. Raises
+    ``InvalidMessageError`` naming the message index and field on bad input.
     """
     total, kinds, roles, per, request, request_system, unmeasured = _core.breakdown(
-        messages, provider=provider, model=model, tools=tools, system=system  # type: ignore[arg-type]
+        messages,
+        provider=provider,  # type: ignore[arg-type]
+        model=model,
+        tools=tools,
+        system=system,
+        image_sizes=image_sizes,
     )
     by_kind = dict.fromkeys(kinds, 0)
     by_role: dict[str, int] = {}

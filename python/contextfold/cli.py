@@ -26,10 +26,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 import contextfold
-from contextfold.breakdown import KINDS
+from contextfold import report as rep
 from contextfold.inputs import InputError, Request, Source, open_source, read_request
 
 EXIT_OK = 0
@@ -315,52 +314,10 @@ def _corpus(
 # --- estimate --------------------------------------------------------------------------------
 
 
-def _kind_table(by_kind: dict[str, int], total: int, title: str = "by kind") -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False)
-    t.add_column("kind")
-    t.add_column("tokens", justify="right")
-    t.add_column("share", justify="right")
-    for k in KINDS:
-        v = by_kind.get(k, 0)
-        if v:
-            t.add_row(k.replace("_", " "), f"{v:,}", f"{v / max(total, 1):.1%}")
-    return t
-
-
-def _role_table(by_role: dict[str, int], total: int) -> Table:
-    t = Table(title="by role", title_justify="left", show_edge=False)
-    t.add_column("role")
-    t.add_column("tokens", justify="right")
-    t.add_column("share", justify="right")
-    for r, v in sorted(by_role.items(), key=lambda kv: -kv[1]):
-        t.add_row(r, f"{v:,}", f"{v / max(total, 1):.1%}")
-    return t
-
-
 def _print_breakdown(req: Request, name: str, top: int) -> None:
-    from contextfold.report import preview
-
-    out = _stdout()
     b = contextfold.breakdown(req.messages, **req.options())
-    out.print(
-        f"[bold]{name}[/]: {len(req.messages):,} messages ({req.wire}), provider {req.provider}"
-        + (f", model {req.model}" if req.model else "")
-    )
-    out.print(f"estimated prompt tokens: [bold]{b.total:,}[/]")
-    out.print(_kind_table(dict(b.by_kind), b.total))
-    out.print(_role_table(dict(b.by_role), b.total))
-    if top:
-        t = Table(title=f"largest {top} messages", title_justify="left", show_edge=False)
-        for col in ("#", "role", "tokens", "mostly", "preview"):
-            t.add_column(col, justify="right" if col in ("#", "tokens") else "left", overflow="ellipsis", no_wrap=True, max_width=48 if col == "preview" else None)
-        for m in sorted(b.per_message, key=lambda m: -m.tokens)[:top]:
-            main = max(m.by_kind.items(), key=lambda kv: kv[1])[0] if m.by_kind else ""
-            t.add_row(str(m.index), m.role, f"{m.tokens:,}", main.replace("_", " "), preview(req.messages[m.index], 60))
-        out.print(t)
-    if b.unmeasured:
-        out.print(f"[yellow]{len(b.unmeasured)} part(s) priced by an assumption:[/]")
-        for u in b.unmeasured[:10]:
-            out.print(f"  message {u.index}: {u.kind}, {u.assumed_tokens:,} tokens ({u.reason})", markup=False)
+    biggest, previews = rep.largest(b, req.messages, top)
+    rep.print_breakdown(req, b, name, _stdout(), top=biggest, previews=previews)
 
 
 @app.command(
@@ -410,8 +367,8 @@ def estimate(
             f"[bold]{src.name}[/]: {len(totals):,} histories, {grand:,} estimated prompt tokens "
             f"(per history: median {statistics.median(totals):,.0f}, max {max(totals):,})"
         )
-        out.print(_kind_table(by_kind, grand))
-        out.print(_role_table(by_role, grand))
+        out.print(rep.kind_table(by_kind, grand))
+        out.print(rep.role_table(by_role, grand))
     raise typer.Exit(code)
 
 
@@ -489,7 +446,7 @@ def report(
     png: Annotated[Optional[Path], typer.Option("--png", help="Also write the chart as a PNG (needs chromium).")] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
-    budget: Annotated[Optional[int], typer.Option(help="Token budget of the compaction plan (default: the gate, else a quarter of the estimate).")] = None,
+    budget: Annotated[Optional[int], typer.Option(help="Target tokens of the compaction plan, what Compactor.compact is run at (default: its own budget when the history is past it, else half the estimate).")] = None,
     window: Annotated[Optional[int], typer.Option(help="Context window in tokens (default: from the model name).")] = None,
     line: Annotated[int, typer.Option(help="Which line of a JSONL file to report (1-based).")] = 1,
     top: Annotated[int, typer.Option(help="How many of the largest messages to list.")] = 8,
@@ -497,8 +454,6 @@ def report(
     """Where the tokens go across one conversation: a chart stacked by kind message by message,
     the biggest messages, duplicated tool outputs, the context window and the gate line, and
     the compaction plan at a budget. Text on stdout, or one HTML file (-o) with no network use."""
-    from contextfold import report as rep
-
     src = _open(file, None)
     if src.jsonl:
         for n, text in enumerate(src.stream, start=1):
@@ -624,24 +579,10 @@ def compact(
         return
     out = _stdout()
     out.print(f"[bold]{src.name}[/] ({req.wire}, {req.provider}{', ' + req.model if req.model else ''}): budget {budget:,} tokens")
+    for text in rep.compaction_lines(result, len(req.messages)):
+        out.print(text, markup=False)
     if not result.changed:
-        out.print(f"nothing done: {result.reason}")
         return
-    out.print(
-        f"{result.strategy_used}: {len(req.messages):,} messages / {result.tokens_before:,} tokens -> "
-        f"{len(result.messages):,} messages / {result.tokens_after:,} tokens"
-    )
-    if folded:
-        out.print(f"folded into one summary: {len(folded)} messages ({folded[0]}..{folded[-1]})"
-                  + (" [yellow](LLM failed: extractive fallback)[/]" if result.fallback_used else ""))
-    if result.pruned:
-        kinds: dict[str, int] = {}
-        for p in result.pruned:
-            kinds[p.kind] = kinds.get(p.kind, 0) + 1
-        saved = sum(p.tokens_saved for p in result.pruned)
-        out.print("shortened: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + f" ({saved:,} tokens saved)")
-    for note in result.notes:
-        out.print(f"note: {note}")
     if output is not None:
         out.print(f"wrote {output}")
     else:

@@ -102,42 +102,15 @@ class CompactionResult:
         )
 
 
-def _field(obj: Any, name: str) -> Any:
-    """A field for shape detection; one whose read raises counts as absent here (the core's
-    read that follows reports it, naming the message and the field, with the cause)."""
-    if isinstance(obj, dict):
-        return obj.get(name)
-    try:
-        return getattr(obj, name, None)
-    except Exception:
-        return None
-
-
 def detect_wire_format(messages: Sequence[Any], provider: str = "openai") -> WireFormat:
-    """The wire format of a history, from the shape of its first messages (at most 16).
-
-    Responses items (a ``type`` and no ``role``, or ``input_text`` blocks), Gemini contents
-    (role ``model`` or ``parts``), Bedrock blocks (``{"text": ...}`` / ``toolUse`` without a
-    ``type``), Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``); otherwise
-    Anthropic when ``provider="anthropic"``, else OpenAI chat.
+    """The wire format of a history, as the core reads it: from the first message that shows
+    one (``function_call`` items or ``input_text`` parts: Responses; ``parts``: Gemini;
+    ``tool_use`` / ``tool_result`` / ``thinking`` / ``image`` / ``document`` blocks: Anthropic;
+    untyped ``{"text"}`` / ``toolUse`` / ``image`` blocks in ``content``: Bedrock; ``tool_calls``,
+    ``tool`` messages, ``image_url`` parts: OpenAI chat). A history with none of these (plain
+    text messages, or empty) is Anthropic when ``provider="anthropic"``, else OpenAI chat.
     """
-    for m in list(messages[:16]):
-        role = _field(m, "role")
-        if role is None and _field(m, "type") is not None:
-            return "responses"
-        if role == "model" or _field(m, "parts") is not None:
-            return "gemini"
-        content = _field(m, "content")
-        if isinstance(content, list):
-            for b in content[:8]:
-                kind = _field(b, "type")
-                if kind is None and isinstance(b, dict) and b.keys() & {"text", "toolUse", "toolResult", "image", "document"}:
-                    return "bedrock"
-                if kind in ("input_text", "output_text", "input_image", "input_file"):
-                    return "responses"
-                if kind in ("tool_use", "tool_result", "thinking", "redacted_thinking"):
-                    return "anthropic"
-    return "anthropic" if provider == "anthropic" else "chat"
+    return _core.detect_wire_format(messages) or ("anthropic" if provider == "anthropic" else "chat")
 
 
 def _require_history(messages: Any) -> None:

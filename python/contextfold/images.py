@@ -1,8 +1,10 @@
-"""Sizes of images whose pixels are not in the request (remote URLs).
+"""Sizes of images whose pixels are not in the request (remote URLs, uploaded files).
 
-``estimate``, ``estimate_each``, ``count`` and ``Session`` take ``image_sizes=``: a mapping from
-URL to ``(width, height)`` in pixels, or a callable returning that or None. Only the URLs the
-core could not size are asked about. ``fetch_image_size`` is an opt-in callable that reads the
+``estimate``, ``estimate_each``, ``count``, ``Session`` and ``breakdown`` take ``image_sizes=``:
+a mapping from reference to ``(width, height)`` in pixels, or a callable returning that or None.
+The reference is the image's URL, or the id of an uploaded file: OpenAI ``file_id``
+(``input_image``, ``image_file``), Anthropic ``source.file_id``, Gemini ``fileData.fileUri``,
+Bedrock ``s3Location.uri``. Only the references the core could not size are asked about. ``fetch_image_size`` is an opt-in callable that reads the
 first bytes of an image over HTTP; nothing here touches the network unless you call it.
 """
 

@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from contextfold._core import PROVIDERS
-
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
+from contextfold._core import PROVIDERS, detect_wire_format
 
 
 class InputError(ValueError):
@@ -53,23 +51,6 @@ class Request:
         return {"provider": self.provider, "model": self.model, "tools": self.tools, "system": self.system}
 
 
-def _looks_anthropic(messages: list[Any]) -> bool:
-    for m in messages[:64]:
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, list):
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                t = block.get("type")
-                if t in _ANTHROPIC_BLOCKS or (t == "image" and isinstance(block.get("source"), dict)):
-                    return True
-    return False
-
-
-def _looks_gemini(messages: list[Any]) -> bool:
-    return any(isinstance(m, dict) and "parts" in m and "content" not in m for m in messages[:64])
-
-
 def _gemini_tools(tools: Any) -> list[Any] | None:
     if not isinstance(tools, list):
         return None
@@ -100,13 +81,11 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
     if provider is not None and provider not in PROVIDERS:
         raise InputError(f"unknown provider {provider!r}; valid: {', '.join(PROVIDERS)}", field="provider")
     if isinstance(doc, list):
-        if _looks_gemini(doc):
-            detected = "gemini"
-        elif _looks_anthropic(doc):
-            detected = "anthropic"
-        else:
-            detected = "openai"
-        return Request(doc, provider or detected, model, None, None, "history")
+        if provider is None:
+            # The provider whose shape the messages have (the core's detection); OpenAI otherwise.
+            fmt = detect_wire_format(doc)
+            provider = fmt if fmt in ("gemini", "anthropic") else "openai"
+        return Request(doc, provider, model, None, None, "history")
     if not isinstance(doc, dict):
         raise InputError(f"expected a list of messages or a request body (an object), got {type(doc).__name__}")
     model = model or (doc.get("model") if isinstance(doc.get("model"), str) else None)
@@ -135,7 +114,7 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
             or "anthropic_version" in doc
             or "claude" in (model or "").lower()
             or (isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools))
-            or _looks_anthropic(messages)
+            or detect_wire_format(messages) == "anthropic"
         )
         wire = "anthropic" if anthropic and named in (None, "anthropic") else "openai-chat"
         detected = named or ("anthropic" if wire == "anthropic" else "openai")

@@ -14,15 +14,22 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import contextfold
 from contextfold.breakdown import KINDS, Breakdown, MessageTokens
+from contextfold.compactor import CompactionResult, Compactor
+from contextfold.errors import CompactionError
 from contextfold.inputs import Request
-from contextfold.prune import apply_edits
+from contextfold.summarize import ExtractiveSummarizer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 #: Fill colour of each kind in both charts (and the legend).
 COLORS: dict[str, str] = {
@@ -64,15 +71,27 @@ class Duplicate:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What compaction at ``budget`` tokens of protected tail would do, with today's tools: keep
-    the tail verbatim (``kept_from``), prune old tool output outside it (``masked``: index ->
-    what was cut) and leave messages ``head..kept_from`` to fold into a summary."""
+    """What ``Compactor.compact`` does to this history at ``budget`` tokens, with its default
+    (hybrid) strategy and the extractive summarizer, so the report stays offline. ``result`` is
+    the compactor's own result; None when it raised, and then ``error`` says why (what must stay
+    verbatim already exceeds the budget, say)."""
 
     budget: int
-    head: int
-    kept_from: int
-    masked: dict[int, str]
-    tokens_after_prune: int
+    result: CompactionResult | None
+    error: str | None = None
+
+    def states(self, n: int) -> list[str]:
+        """The fate of each of the ``n`` messages: ``head`` (kept, before the summary), ``fold``
+        (into the summary), ``masked`` (kept, shortened) or ``kept`` (verbatim)."""
+        r = self.result
+        if r is None:
+            return ["kept"] * n
+        folded, masked = set(r.removed), {p.index for p in r.pruned}
+        first = min(r.removed) if r.removed else 0
+        return [
+            "fold" if i in folded else "masked" if i in masked else "head" if i < first else "kept"
+            for i in range(n)
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,10 +197,28 @@ def _duplicates(req: Request, per: Sequence[MessageTokens]) -> tuple[Duplicate, 
     return tuple(sorted(dups, key=lambda d: -d.wasted_tokens))
 
 
+def _plan(req: Request, budget: int, window: int | None) -> Plan:
+    """Run the Compactor (extractive summary: offline) on the history at ``budget`` tokens."""
+    compactor = Compactor(
+        provider=req.provider, model=req.model, context_window=window, budget=budget,
+        summarizer=ExtractiveSummarizer(), tools=req.tools, system=req.system,
+    )
+    try:
+        return Plan(budget, compactor.compact(req.messages))
+    except CompactionError as e:
+        return Plan(budget, None, str(e))
+
+
+def largest(b: Breakdown, messages: Sequence[Any], top: int) -> tuple[tuple[MessageTokens, ...], dict[int, str]]:
+    """The ``top`` largest messages of a breakdown and a one-line preview of each."""
+    biggest = tuple(sorted(b.per_message, key=lambda m: -m.tokens)[:top])
+    return biggest, {m.index: preview(messages[m.index], 90) for m in biggest}
+
+
 def analyze(req: Request, *, budget: int | None = None, window: int | None = None, top: int = 8) -> ReportData:
-    """Compute what the reports show for one request. ``budget``: tokens of the protected tail
-    in the compaction plan (default: a quarter of the estimate); ``window``: context window
-    (default: from the model name, when known)."""
+    """Compute what the reports show for one request. ``budget``: target tokens of the
+    compaction plan (default: the Compactor's own budget when the history is past it, else half
+    the estimate); ``window``: context window (default: from the model name, when known)."""
     opts = req.options()
     b = contextfold.breakdown(req.messages, **opts)
     if window is None and req.model:
@@ -189,19 +226,18 @@ def analyze(req: Request, *, budget: int | None = None, window: int | None = Non
             window = contextfold.context_window(req.model)
         except contextfold.UnknownModelError:
             window = None
-    gate = contextfold.Session(provider=req.provider, model=req.model, context_window=window).trigger_tokens if window else None
-    tail_budget = budget if budget is not None else max(1, b.total // 4)
-    provider, model = req.provider, req.model
-    start = contextfold.find_tail_start(req.messages, budget_tokens=tail_budget, provider=provider, model=model)
-    _, edits = contextfold._core.prune_plan(req.messages, protect_tail_tokens=tail_budget, provider=provider, model=model)  # type: ignore[arg-type]
-    masked: dict[int, str] = {}
-    # Edits are (message index, path inside the message, new value): name each by its field.
-    for i, path, _value in edits:
-        masked.setdefault(i, str(path[-1]) if path else "message")
-    pruned = apply_edits(req.messages, edits)  # the plan above, applied (not planned again)
-    after = contextfold.estimate(pruned, **opts)
-    biggest = tuple(sorted(b.per_message, key=lambda m: -m.tokens)[:top])
-    previews = {m.index: preview(req.messages[m.index], 90) for m in biggest}
+    compactor = Compactor(provider=req.provider, model=req.model, context_window=window, tools=req.tools, system=req.system)
+    try:
+        gate: int | None = compactor.trigger_tokens if window else None
+        default_budget: int | None = compactor.budget
+    except ValueError:
+        gate = default_budget = None
+    # The compactor's own budget when this history is past it (what the gate would do now),
+    # else half the history (what a compaction to half its size would do).
+    if budget is None:
+        budget = default_budget if default_budget is not None and b.total > default_budget else max(1, b.total // 2)
+    plan = _plan(req, budget, window)
+    biggest, previews = largest(b, req.messages, top)
     recorded = []
     if req.recorded:
         cum = [0]
@@ -217,7 +253,7 @@ def analyze(req: Request, *, budget: int | None = None, window: int | None = Non
         breakdown=b,
         window=window,
         gate=gate,
-        plan=Plan(tail_budget, 1, start, masked, after),
+        plan=plan,
         top=biggest,
         previews=previews,
         duplicates=_duplicates(req, b.per_message),
@@ -228,52 +264,132 @@ def analyze(req: Request, *, budget: int | None = None, window: int | None = Non
 # --- text --------------------------------------------------------------------------------------
 
 
-def print_text(d: ReportData, name: str, console: Any) -> None:
-    """The report as rich text on ``console``."""
+def kind_table(by_kind: dict[str, int], total: int, title: str = "by kind") -> Table:
+    """Tokens and share of each kind, in `KINDS` order."""
     from rich.table import Table
 
-    from contextfold.cli import _kind_table, _role_table
+    t = Table(title=title, title_justify="left", show_edge=False)
+    t.add_column("kind")
+    t.add_column("tokens", justify="right")
+    t.add_column("share", justify="right")
+    for k in KINDS:
+        v = by_kind.get(k, 0)
+        if v:
+            t.add_row(k.replace("_", " "), f"{v:,}", f"{v / max(total, 1):.1%}")
+    return t
 
-    b, req = d.breakdown, d.request
+
+def role_table(by_role: dict[str, int], total: int) -> Table:
+    """Tokens and share of each role, largest first."""
+    from rich.table import Table
+
+    t = Table(title="by role", title_justify="left", show_edge=False)
+    t.add_column("role")
+    t.add_column("tokens", justify="right")
+    t.add_column("share", justify="right")
+    for r, v in sorted(by_role.items(), key=lambda kv: -kv[1]):
+        t.add_row(r, f"{v:,}", f"{v / max(total, 1):.1%}")
+    return t
+
+
+def _mostly(m: MessageTokens) -> str:
+    return max(m.by_kind, key=lambda k: m.by_kind[k]).replace("_", " ") if m.by_kind else ""
+
+
+def print_breakdown(
+    req: Request, b: Breakdown, name: str, console: Console, *,
+    top: Sequence[MessageTokens], previews: dict[int, str],
+) -> None:
+    """The breakdown as text: totals, by kind, by role, the largest messages and what was
+    priced by an assumption (``contextfold estimate`` and the first half of the text report)."""
+    from rich.table import Table
+
     console.print(
         f"[bold]{name}[/]: {len(req.messages):,} messages ({req.wire}), provider {req.provider}"
         + (f", model {req.model}" if req.model else "")
     )
     console.print(f"estimated prompt tokens: [bold]{b.total:,}[/]")
+    console.print(kind_table(dict(b.by_kind), b.total))
+    console.print(role_table(dict(b.by_role), b.total))
+    if top:
+        t = Table(title=f"largest {len(top)} messages", title_justify="left", show_edge=False)
+        rows = [(str(m.index), m.role, f"{m.tokens:,}", _mostly(m), previews[m.index]) for m in top]
+        for j, col in enumerate(("#", "role", "tokens", "mostly", "preview")):
+            # Every column but the preview keeps its full width; the preview takes what is left.
+            full = max(len(col), *(len(r[j]) for r in rows)) if col != "preview" else None
+            t.add_column(col, justify="right" if col in ("#", "tokens") else "left", no_wrap=True, overflow="ellipsis",
+                         min_width=full, max_width=48 if col == "preview" else None)
+        for r in rows:
+            t.add_row(*r)
+        console.print(t)
+    if b.unmeasured:
+        console.print(f"[yellow]{len(b.unmeasured)} part(s) priced by an assumption:[/]")
+        for u in b.unmeasured[:10]:
+            console.print(f"  message {u.index}: {u.kind}, {u.assumed_tokens:,} tokens ({u.reason})", markup=False)
+
+
+def compaction_lines(r: CompactionResult, n_messages: int) -> list[str]:
+    """What a compaction did, one fact per line (``contextfold compact`` and the report)."""
+    if not r.changed:
+        return [f"nothing done: {r.reason}"]
+    lines = [
+        f"{r.strategy_used}: {n_messages:,} messages / {r.tokens_before:,} tokens -> "
+        f"{len(r.messages):,} messages / {r.tokens_after:,} tokens"
+    ]
+    if r.removed:
+        lines.append(
+            f"folded into one summary: {len(r.removed)} messages ({r.removed[0]}..{r.removed[-1]})"
+            + (" (LLM failed: extractive fallback)" if r.fallback_used else "")
+        )
+    if r.kept:
+        lines.append(f"kept verbatim among the folded: messages {', '.join(map(str, r.kept))}")
+    if r.pruned:
+        kinds = Counter(p.kind for p in r.pruned)
+        edited = len({p.index for p in r.pruned})
+        saved = sum(p.tokens_saved for p in r.pruned)
+        lines.append(
+            "shortened: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+            + f" in {edited} messages ({saved:,} tokens saved)"
+        )
+    lines += [f"note: {note}" for note in r.notes]
+    return lines
+
+
+def plan_lines(p: Plan, per: Sequence[MessageTokens]) -> list[str]:
+    """The compaction plan, one fact per line: what ``Compactor.compact`` does at its budget,
+    and which messages it keeps verbatim."""
+    if p.result is None:
+        return [f"cannot compact to {p.budget:,} tokens: {p.error}"]
+    r = p.result
+    lines = compaction_lines(r, len(per))
+    if r.removed:
+        first, last = r.removed[0], r.removed[-1]
+        lines.append(f"kept head: messages 0..{first - 1} ({sum(m.tokens for m in per[:first]):,} tokens)")
+        lines.append(f"protected tail: messages {last + 1}..{len(per) - 1} ({sum(m.tokens for m in per[last + 1:]):,} tokens)")
+    return lines
+
+
+def print_text(d: ReportData, name: str, console: Console) -> None:
+    """The report as rich text on ``console``."""
+    b, req = d.breakdown, d.request
+    print_breakdown(req, b, name, console, top=d.top, previews=d.previews)
     console.print(f"wire size: {contextfold.wire_bytes(req.messages, provider=req.provider):,} bytes of JSON")  # type: ignore[arg-type]
     if d.window:
         console.print(f"context window {d.window:,}: {b.total / d.window:.1%} used; compaction gate at {d.gate:,}")
-    console.print(_kind_table(dict(b.by_kind), b.total))
-    console.print(_role_table(dict(b.by_role), b.total))
-    t = Table(title=f"largest {len(d.top)} messages", title_justify="left", show_edge=False)
-    for col in ("#", "role", "tokens", "preview"):
-        t.add_column(col, justify="right" if col in ("#", "tokens") else "left", no_wrap=True, overflow="ellipsis", max_width=48 if col == "preview" else None)
-    for m in d.top:
-        t.add_row(str(m.index), m.role, f"{m.tokens:,}", d.previews[m.index])
-    console.print(t)
     if d.duplicates:
         wasted = sum(x.wasted_tokens for x in d.duplicates)
         console.print(f"duplicated tool outputs: {len(d.duplicates)} outputs sent more than once, {wasted:,} tokens in extra copies")
         for x in d.duplicates[:5]:
             console.print(f"  messages {', '.join(map(str, x.indices))}: {x.tokens_each:,} tokens each  {x.preview[:60]}", markup=False)
-    p, per = d.plan, b.per_message
-    kept = sum(m.tokens for m in per[p.kept_from:])
-    fold = sum(m.tokens for m in per[p.head:p.kept_from])
-    console.print(f"\n[bold]compaction plan[/] with a {p.budget:,}-token tail:")
-    console.print(f"  protected tail: messages {p.kept_from}..{len(per) - 1} ({kept:,} tokens)")
-    if p.kept_from > p.head:
-        console.print(f"  to summarize:   messages {p.head}..{p.kept_from - 1} ({fold:,} tokens)")
-    else:
-        console.print("  nothing to summarize")
-    console.print(f"  prune alone (old tool output, images, long arguments): {b.total:,} -> {p.tokens_after_prune:,} tokens ({len(p.masked)} messages edited)")
+    console.print(f"\n[bold]compaction plan[/] at a budget of {d.plan.budget:,} tokens (what Compactor.compact does; extractive summary, offline):")
+    for line in plan_lines(d.plan, b.per_message):
+        console.print(f"  {line}", markup=False)
     if d.recorded:
         errs = sorted(est / real - 1 for _, real, est in d.recorded)
         n, real, est = d.recorded[-1]
         console.print(f"\nagainst the provider's reported prompt tokens ({len(d.recorded)} recorded calls):")
         console.print(f"  last call: estimate {est:,} vs reported {real:,}")
         console.print(f"  median error {errs[len(errs) // 2]:+.1%}, worst {max(errs, key=abs):+.1%}")
-    if b.unmeasured:
-        console.print(f"[yellow]{len(b.unmeasured)} part(s) priced by an assumption[/] (first: message {b.unmeasured[0].index}, {b.unmeasured[0].reason})")
 
 
 # --- SVG charts --------------------------------------------------------------------------------
@@ -386,11 +502,11 @@ def per_message_svg(d: ReportData, width: int = 1000, height: int = 240) -> str:
             y0 -= hh
             out.append(f'<rect x="{left + i * bw:.2f}" y="{y0:.2f}" width="{max(bw - 0.3, 0.6):.2f}" height="{hh:.2f}" fill="{COLORS[k]}"><title>#{m.index} {m.role}: {k.replace("_", " ")} {v:,} of {m.tokens:,}</title></rect>')
     # The plan strip: head, folded, masked (pruned) and kept messages.
-    p = d.plan
+    states = d.plan.states(len(per))
     sy = top + h + 8
     for i, (a, e) in enumerate(cols):
-        idx = a
-        state = "head" if idx < p.head else "kept" if idx >= p.kept_from else "masked" if any(j in p.masked for j in range(a, e)) else "fold"
+        column = set(states[a:e])
+        state = next(s for s in ("masked", "fold", "head", "kept") if s in column)
         out.append(f'<rect class="plan-{state}" x="{left + i * bw:.2f}" y="{sy}" width="{bw + 0.05:.2f}" height="10" fill="{PLAN_COLORS[state]}"/>')
     out.append(f'<text x="{left - 6}" y="{sy + 9}" text-anchor="end" font-size="11" fill="#555">plan</text>')
     out.append(f'<text x="{left + w / 2}" y="{height - 6}" text-anchor="middle" font-size="12" fill="#333">message index (0 … {len(per) - 1})</text>')
@@ -467,22 +583,26 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
     ]
     if len(per) > _MAX_COLUMNS:
         parts.append(f"<p class='sub'>{len(per):,} messages binned into {_MAX_COLUMNS} columns: each bar is the largest message of its column.</p>")
-    kept = sum(m.tokens for m in per[p.kept_from:])
-    fold = sum(m.tokens for m in per[p.head:p.kept_from])
-    masked_tokens = sum(per[i].tokens for i in p.masked)
+    states = p.states(len(per))
+    by_state = dict.fromkeys(PLAN_COLORS, 0)
+    count = dict.fromkeys(PLAN_COLORS, 0)
+    for m, st in zip(per, states):
+        by_state[st] += m.tokens
+        count[st] += 1
     parts += [
-        f"<h2>Compaction plan with a {p.budget:,}-token tail</h2>",
+        f"<h2>Compaction plan at a budget of {p.budget:,} tokens</h2>",
+        "<p class='sub'>What <code>Compactor.compact</code> does to this history (hybrid strategy, extractive summary: offline).</p>",
         _table(
             ["part", "messages", "tokens now"],
             [
-                ["head (kept)", f"0..{p.head - 1}", sum(m.tokens for m in per[: p.head])],
-                ["fold into a summary", f"{p.head}..{p.kept_from - 1}" if p.kept_from > p.head else "none", fold],
-                ["of which pruned alone (old tool output, images, arguments)", f"{len(p.masked)} messages", masked_tokens],
-                ["kept verbatim (tail)", f"{p.kept_from}..{len(per) - 1}", kept],
+                ["head (kept verbatim)", count["head"], by_state["head"]],
+                ["folded into one summary", count["fold"], by_state["fold"]],
+                ["shortened (old tool output, images, arguments)", count["masked"], by_state["masked"]],
+                ["kept verbatim", count["kept"], by_state["kept"]],
             ],
-            {2},
+            {1, 2},
         ),
-        f"<p>Pruning alone takes the request from {b.total:,} to {p.tokens_after_prune:,} estimated tokens.</p>",
+        "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in plan_lines(p, per)) + "</ul>",
         "<div class='grid'><div><h2>By kind</h2>",
         _table(["kind", "tokens", "share"], [[k.replace("_", " "), v, f"{v / total:.1%}"] for k in KINDS if (v := b.by_kind.get(k, 0))], {1, 2}),
         "</div><div><h2>By role</h2>",
@@ -490,7 +610,7 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
         "</div></div>",
         f"<h2>Biggest {len(d.top)} messages</h2>",
         _table(["#", "role", "tokens", "mostly", "preview"],
-               [[m.index, m.role, m.tokens, max(m.by_kind, key=lambda k: m.by_kind[k]).replace("_", " ") if m.by_kind else "", d.previews[m.index]] for m in d.top],
+               [[m.index, m.role, m.tokens, _mostly(m), d.previews[m.index]] for m in d.top],
                {0, 2}),
     ]
     parts.append("<h2>Duplicated tool outputs</h2>")

@@ -161,8 +161,9 @@ class Session:
     message with that BPE (scaled to the provider's tokens) instead of the sampled estimate:
     ~30 ns per byte once per message, which halves the error of the appended part (SWE
     trajectories: p90 1.67% -> ~1%, p99 8.0% -> ~3.4%); the default keeps a turn in microseconds.
-    ``image_sizes`` (a mapping from image URL to ``(width, height)``, or a callable returning
-    one or None) sizes remote images, asked once per new message that carries one.
+    ``image_sizes`` (a mapping from image URL or uploaded file id to ``(width, height)``, or a
+    callable returning one or None) sizes remote images, asked once per new message that
+    carries one.
 
     Prefix-change contract. The session caches, per message of the last history it saw, the
     message object's identity (``id()``), a cheap fingerprint (type, number of keys, length of

@@ -6,7 +6,7 @@ use crate::breakdown::{breakdown as core_breakdown, Kind};
 use crate::estimate::Estimator;
 
 use super::messages::{Keep, Walker};
-use super::provider;
+use super::{provider, resolve_sizes};
 
 /// Raw breakdown: `(total, kinds, roles, per_message, request, request_system, unmeasured)`.
 /// `per_message` holds `(tokens, by_kind)` with `by_kind` ordered like `kinds`; `unmeasured`
@@ -22,7 +22,7 @@ type Raw = (
 );
 
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None))]
+#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None, image_sizes=None))]
 fn breakdown(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -30,14 +30,16 @@ fn breakdown(
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
+    image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Raw> {
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
     let extras = w.extras(tools, system)?;
+    let sizes = resolve_sizes(image_sizes, &ms)?;
     let roles: Vec<String> = ms.iter().map(|m| m.role_str.to_string()).collect();
-    let b = py.detach(|| core_breakdown(&est, &ms, &extras));
+    let b = py.detach(|| core_breakdown(&est, &ms, &extras, &|r| sizes.get(r).copied()));
     Ok((
         b.total,
         Kind::ALL.iter().map(|k| k.name()).collect(),

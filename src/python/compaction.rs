@@ -2,9 +2,9 @@
 //! digest. Histories are read only through `Keep` / `Walker`; plans come back as plain dicts
 //! and tuples that `contextfold.compactor` applies.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use super::messages::{Keep, Walker};
 use super::provider;
@@ -16,6 +16,7 @@ use crate::compaction::{
 use crate::digest::{digest, DigestOptions};
 use crate::estimate::Estimator;
 use crate::message::Message;
+use crate::wire::detect;
 
 fn format(name: &str) -> PyResult<WireFormat> {
     WireFormat::parse(name).map_err(PyValueError::new_err)
@@ -231,6 +232,34 @@ fn extractive_digest(
     Ok(py.detach(|| digest(&ms, &est, &opt)))
 }
 
+/// The wire format of a history as the core reads it (`crate::wire::detect`): `chat`,
+/// `responses`, `anthropic`, `gemini` or `bedrock`, from the first message that shows one;
+/// None when none does (plain text messages, an empty history). Messages are read one by one
+/// and the walk stops at the first that decides, so a long history costs its first messages.
+#[pyfunction]
+#[pyo3(signature = (messages, /))]
+fn detect_wire_format(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+) -> PyResult<Option<&'static str>> {
+    if messages.is_instance_of::<PyString>() || messages.is_instance_of::<PyDict>() {
+        return Err(PyTypeError::new_err(format!(
+            "messages must be a list of messages, got {}",
+            messages.get_type().name()?
+        )));
+    }
+    let keep = Keep::new();
+    let mut w = Walker::new(py, &keep);
+    for (i, m) in messages.try_iter()?.enumerate() {
+        w.set_index(i);
+        let m = w.message(&m?)?;
+        if let Some(f) = WireFormat::of(detect(std::slice::from_ref(&m))) {
+            return Ok(Some(f.name()));
+        }
+    }
+    Ok(None)
+}
+
 /// The summary as one message of the wire format, as compact JSON.
 #[pyfunction]
 #[pyo3(signature = (text, /, *, format, role))]
@@ -258,5 +287,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(extractive_digest, m)?)?;
     m.add_function(wrap_pyfunction!(summary_message, m)?)?;
     m.add_function(wrap_pyfunction!(summary_block, m)?)?;
+    m.add_function(wrap_pyfunction!(detect_wire_format, m)?)?;
     Ok(())
 }

@@ -18,7 +18,8 @@ use super::read::{image_data, invalid, json_or_str, opaque, opt_id, Reader};
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
-/// `{"type":"image","source":{"type":"base64","media_type","data"} | {"type":"url","url"}}`.
+/// `{"type":"image","source":{"type":"base64","media_type","data"} | {"type":"url","url"} |
+/// {"type":"file","file_id"}}`.
 fn image<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<Part<'a>, V::Error> {
     let spath = format!("{path}.source");
     let src = p
@@ -34,6 +35,11 @@ fn image<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<Part<'a>, V::Error> 
         Some("url") => {
             ImageSource::Url(opt_id(&src, Key::url, format_args!("{spath}.url"))?.unwrap_or(""))
         }
+        // Files API: `{"type":"file","file_id"}`
+        // (https://docs.anthropic.com/en/docs/build-with-claude/files).
+        Some("file") => ImageSource::File(
+            opt_id(&src, Key::file_id, format_args!("{spath}.file_id"))?.unwrap_or(""),
+        ),
         _ => ImageSource::Url(""),
     };
     Ok(Part::Image(Image {
@@ -93,6 +99,12 @@ pub(crate) fn typed_part<'a, V: Input<'a>>(
                 signature: opt_id(p, Key::signature, format_args!("{path}.signature"))?
                     .unwrap_or(""),
             }
+        }
+        // A document block (PDF, text; by base64, URL or file id) is Anthropic's alone;
+        // priced as media.
+        "document" => {
+            r.saw(Format::Anthropic);
+            opaque(kind, p)?
         }
         "redacted_thinking" => {
             r.saw(Format::Anthropic);

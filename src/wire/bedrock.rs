@@ -27,13 +27,22 @@ pub(crate) fn keyed_part<'a, V: Input<'a>>(
 ) -> ReadResult<Option<Part<'a>>, V::Error> {
     if let Some(img) = p.get(Key::image).src()? {
         r.saw(Format::Bedrock);
-        let bytes = match img.get(Key::source).src()? {
-            Some(src) => src.get(Key::bytes).src()?,
-            None => None,
+        // `source`: `{"bytes"}` or `{"s3Location": {"uri"}}` (ImageSource in the API reference).
+        let (bytes, s3) = match img.get(Key::source).src()? {
+            Some(src) => (src.get(Key::bytes).src()?, src.get(Key::s3Location).src()?),
+            None => (None, None),
         };
-        let source = match bytes {
-            Some(b) => image_data(&b)?.unwrap_or(ImageSource::Url("")),
-            None => image_source(Cow::Borrowed("")),
+        let source = match (bytes, s3) {
+            (Some(b), _) => image_data(&b)?.unwrap_or(ImageSource::Url("")),
+            (None, Some(s3)) => ImageSource::File(
+                opt_id(
+                    &s3,
+                    Key::uri,
+                    format_args!("{path}.image.source.s3Location.uri"),
+                )?
+                .unwrap_or(""),
+            ),
+            (None, None) => image_source(Cow::Borrowed("")),
         };
         return Ok(Some(Part::Image(Image {
             source,

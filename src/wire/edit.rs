@@ -157,8 +157,8 @@ pub(crate) fn text_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
 /// A lower bound on the JSON bytes of an image's source value (`0` when it has none).
 pub(crate) fn source_bytes(src: &ImageSource<'_>) -> usize {
     match src {
-        ImageSource::Base64(s) | ImageSource::Url(s) if s.is_empty() => 0,
-        ImageSource::Base64(s) | ImageSource::Url(s) => s.len() + 2,
+        ImageSource::Base64(s) | ImageSource::Url(s) | ImageSource::File(s) if s.is_empty() => 0,
+        ImageSource::Base64(s) | ImageSource::Url(s) | ImageSource::File(s) => s.len() + 2,
         ImageSource::Bytes(b) => b.len().div_ceil(3) * 4 + 2,
     }
 }

@@ -17,7 +17,7 @@ use super::edit::{
 use super::input::{Input, Key, ReadResult, Src};
 use super::read::{image_data, json_or_str, opaque, opt_id, opt_str, Reader};
 use super::Format;
-use crate::message::{Detail, Image, Message, Part, ToolCall};
+use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
 /// A Gemini part (no `type` key; its kind is its key).
 pub(crate) fn keyed_part<'a, V: Input<'a>>(
@@ -26,6 +26,10 @@ pub(crate) fn keyed_part<'a, V: Input<'a>>(
     path: &str,
 ) -> ReadResult<Part<'a>, V::Error> {
     if let Some(t) = opt_str(p, Key::text, format_args!("{path}.text"))? {
+        // An untyped text block is Bedrock's (`content: [{"text"}]`) unless the message is
+        // already known to be Gemini (it has `parts`, seen before its parts are read: the
+        // first format a message shows wins).
+        r.saw(Format::Bedrock);
         return Ok(Part::Text(t));
     }
     for (key, snake) in [(Key::inlineData, false), (Key::inline_data, true)] {
@@ -97,7 +101,30 @@ pub(crate) fn keyed_part<'a, V: Input<'a>>(
             });
         }
     }
-    // `fileData` and other keyed parts: priced as media by their MIME type.
+    // An uploaded image (`fileData: {mimeType, fileUri}`, https://ai.google.dev/api/caching#FileData):
+    // sized by its URI. Other files and other keyed parts: priced as media by their MIME type.
+    for (key, snake) in [(Key::fileData, false), (Key::file_data, true)] {
+        if let Some(f) = p.get(key).src()? {
+            let (mime_key, uri_key) = if snake {
+                (Key::mime_type, Key::file_uri)
+            } else {
+                (Key::mimeType, Key::fileUri)
+            };
+            let mime = opt_id(&f, mime_key, format_args!("{path}.{}", key.as_str()))?;
+            if mime.is_some_and(|m| m.starts_with("image/")) {
+                r.saw(if snake {
+                    Format::GeminiSnake
+                } else {
+                    Format::Gemini
+                });
+                let uri = opt_id(&f, uri_key, format_args!("{path}.{}", key.as_str()))?;
+                return Ok(Part::Image(Image {
+                    source: ImageSource::File(uri.unwrap_or("")),
+                    detail: Detail::Auto,
+                }));
+            }
+        }
+    }
     opaque("unknown", p)
 }
 

@@ -94,6 +94,14 @@ keys! {
     function_response = "function_response",
     args = "args",
     response = "response",
+    file_id = "file_id",
+    image_file = "image_file",
+    fileData = "fileData",
+    file_data = "file_data",
+    fileUri = "fileUri",
+    file_uri = "file_uri",
+    s3Location = "s3Location",
+    uri = "uri",
 }
 
 impl Key {

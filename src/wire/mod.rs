@@ -73,7 +73,8 @@ impl Format {
 }
 
 /// The format of a whole history: the first message that shows one (`Unknown` when none does,
-/// e.g. a history of plain text messages).
+/// e.g. a history of plain text messages). The one detection of the library: the bindings'
+/// `detect_wire_format` is this over the messages read so far.
 pub fn detect(msgs: &[Message<'_>]) -> Format {
     msgs.iter()
         .map(|m| m.wire)

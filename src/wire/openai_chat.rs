@@ -16,7 +16,7 @@ use super::read::{
     detail, image_source, invalid, json_or_str, opt_id, opt_str, text_field, Reader,
 };
 use super::Format;
-use crate::message::{Content, Detail, Image, Message, Part, ToolCall};
+use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCall};
 
 /// `message.tool_calls`: `[{"id", "type": "function", "function": {"name", "arguments"}}]`.
 pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall<'a>>, V::Error> {
@@ -100,7 +100,7 @@ pub(crate) fn image_url<'a, V: Input<'a>>(
     }))
 }
 
-/// The chat part types: `text`, `image_url`, `refusal`.
+/// The chat part types: `text`, `image_url`, `refusal` (and the Assistants' `image_file`).
 pub(crate) fn typed_part<'a, V: Input<'a>>(
     r: &Reader,
     kind: &str,
@@ -117,6 +117,22 @@ pub(crate) fn typed_part<'a, V: Input<'a>>(
                 .src()?
                 .ok_or_else(|| invalid(format!("{path}.image_url"), "missing"))?;
             image_url(&u, Detail::Auto, &format!("{path}.image_url"))?
+        }
+        // Assistants messages: `{"type":"image_file","image_file":{"file_id","detail"}}`
+        // (https://platform.openai.com/docs/api-reference/messages/createMessage).
+        "image_file" => {
+            r.saw(Format::OpenAIChat);
+            let fpath = format!("{path}.image_file");
+            let f = p
+                .get(Key::image_file)
+                .src()?
+                .ok_or_else(|| invalid(fpath.as_str(), "missing"))?;
+            Part::Image(Image {
+                source: ImageSource::File(
+                    opt_id(&f, Key::file_id, format_args!("{fpath}.file_id"))?.unwrap_or(""),
+                ),
+                detail: detail(&f, &fpath)?.unwrap_or_default(),
+            })
         }
         _ => return Ok(None),
     }))

@@ -22,10 +22,10 @@ use super::Format;
 use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
 
 /// The Responses part types: `input_text`, `output_text`, `summary_text`, `reasoning_text`,
-/// `input_image`.
+/// `input_image`, `input_file`.
 pub(crate) fn typed_part<'a, V: Input<'a>>(
     r: &Reader,
-    kind: &str,
+    kind: &'a str,
     p: &V,
     path: &str,
 ) -> ReadResult<Option<Part<'a>>, V::Error> {
@@ -37,13 +37,22 @@ pub(crate) fn typed_part<'a, V: Input<'a>>(
         "input_image" => {
             r.saw(Format::OpenAIResponses);
             let detail = detail(p, path)?.unwrap_or_default();
+            // `image_url` (a URL or data URL) or `file_id` (an uploaded file), per the
+            // Responses input_image content part.
             match p.get(Key::image_url).src()? {
                 Some(u) => image_url(&u, detail, &format!("{path}.image_url"))?,
                 None => Part::Image(Image {
-                    source: ImageSource::Url(""),
+                    source: ImageSource::File(
+                        opt_id(p, Key::file_id, format_args!("{path}.file_id"))?.unwrap_or(""),
+                    ),
                     detail,
                 }),
             }
+        }
+        // A file (PDF and other documents by file id, URL or data): priced as media.
+        "input_file" => {
+            r.saw(Format::OpenAIResponses);
+            opaque(kind, p)?
         }
         _ => return Ok(None),
     }))
