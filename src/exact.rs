@@ -9,13 +9,16 @@
 //!   cookbook "How to count tokens with tiktoken" (verified there against the API);
 //!   gpt-3.5-turbo-0301: 4 per message, -1 per name;
 //! - reasoning models (o3, o4, gpt-5) bill 1 token less per request (every recording);
-//! - tool-call ids are not billed; a call is `" to=functions.NAME"` + arguments + 1 (+7 on gpt-5,
-//!   +3 on o-series), and its result is authored by `functions.NAME` instead of `tool`; several
-//!   calls in one message are one call to `multi_tool_use.parallel` and their results one
-//!   message of the JSON list of outputs, less a fitted constant (`Counter::count_each`);
-//! - tool definitions and `response_format` schemas: `tool_render`;
+//! - tool-call ids are not billed; a call is `" to=functions.NAME"` + its arguments re-serialized
+//!   as compact JSON + a per-call constant of the model generation (`Counter::per_call`), and its
+//!   result is authored by `functions.NAME` instead of `tool`; several calls in one message are
+//!   one call to `multi_tool_use.parallel` and their results one message of the JSON list of
+//!   outputs, less a fitted constant (`Counter::count_each`);
+//! - tool definitions and `response_format` schemas: `tool_render`; the tool block is appended
+//!   to the first system message (`Counter::tool_block`);
 //! - images: the provider formulas of `image_tokens` from the pixel size in the header.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -25,7 +28,7 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::message::{Content, ImageSource, Message, Part, Role, ToolCall};
 use crate::profile::Provider;
-use crate::tool_render::{render_response_format, render_tools, Json};
+use crate::tool_render::{parse_json, render_response_format, render_tools, Json};
 use crate::wire::push_json_string;
 
 /// Tokens a batch of parallel tool calls costs beyond its `multi_tool_use.parallel` call and the
@@ -147,6 +150,8 @@ pub struct Counter {
     /// o-series and gpt-5: one token less per request, more per tool call.
     reasoning: bool,
     gpt5: bool,
+    /// Tokens each single tool call costs beyond its header and arguments (see `Counter::new`).
+    per_call: u32,
     /// gpt-3.5-turbo-0301: 4 per message, -1 per name (cookbook).
     legacy_0301: bool,
     image_rule: ImageRule,
@@ -158,10 +163,34 @@ impl Counter {
         let encoding = encoding_for(model)?;
         let m = base_model(model);
         let gpt5 = m.starts_with("gpt-5") && !m.starts_with("gpt-5-chat");
+        let reasoning = gpt5 || m.starts_with("o3") || m.starts_with("o4");
+        // The call's end-of-call marker and framing, per model generation (residuals of the
+        // recorded requests with single calls, arguments compacted, ../shared/data/{crewai,
+        // pydantic-ai}):
+        // - gpt-4o / gpt-4.1 (and chatgpt-4o, gpt-4.5, gpt-5-chat, same template): 2. Exact on
+        //   25 of 27 gpt-4.1-mini and 15 of 19 gpt-4o-mini requests with calls (1 left them 1
+        //   token under per call: 2 and 7 exact); on gpt-4o it moves 8 requests from +1 to 0;
+        // - gpt-5 models: 7 (every recording with a call); o-series: 3 (the two o3-mini
+        //   requests with a call, both exact; o4 has no recording with calls, assumed like o3);
+        // - gpt-4 / gpt-3.5: 1, the cookbook-era value (4 recorded requests with calls, too few
+        //   and too spread, +0 / +3 / +3 / +6, to fit another).
+        let per_call = if gpt5 {
+            7
+        } else if reasoning {
+            3
+        } else if ["gpt-4o", "gpt-4.1", "gpt-4.5", "chatgpt-4o", "gpt-5-chat"]
+            .iter()
+            .any(|p| m.starts_with(p))
+        {
+            2
+        } else {
+            1
+        };
         Ok(Counter {
             encoding,
-            reasoning: gpt5 || m.starts_with("o3") || m.starts_with("o4"),
+            reasoning,
             gpt5,
+            per_call,
             legacy_0301: m.starts_with("gpt-3.5-turbo-0301"),
             image_rule: rule_for(Provider::OpenAI, m),
         })
@@ -200,18 +229,12 @@ impl Counter {
     }
 
     fn calls(&self, calls: &[ToolCall<'_>]) -> u32 {
-        // Each call's end-of-call marker and, on reasoning models, their own call framing:
-        // +7 on gpt-5 models (every recording), +3 on o-series (the two o3-mini requests with a
-        // call; o4 has no recording with calls and is assumed to follow o3).
-        let per_call = match (self.reasoning, self.gpt5) {
-            (false, _) => 1,
-            (true, true) => 7,
-            (true, false) => 3,
-        };
         match calls {
             [] => 0,
             [c] => {
-                self.text(&format!(" to=functions.{}", c.name)) + self.text(&c.arguments) + per_call
+                self.text(&format!(" to=functions.{}", c.name))
+                    + self.text(&billed_arguments(&c.arguments))
+                    + self.per_call
             }
             // Parallel calls: one call to the `multi_tool_use.parallel` wrapper, its JSON in
             // Python's default spacing with each call's arguments as sent, plus PARALLEL_BATCH.
@@ -224,11 +247,8 @@ impl Counter {
                     s.push_str("{\"recipient_name\": \"functions.");
                     s.push_str(c.name);
                     s.push_str("\", \"parameters\": ");
-                    s.push_str(if c.arguments.trim().is_empty() {
-                        "{}"
-                    } else {
-                        &c.arguments
-                    });
+                    let args = billed_arguments(&c.arguments);
+                    s.push_str(if args.trim().is_empty() { "{}" } else { &args });
                     s.push('}');
                 }
                 s.push_str("]}");
@@ -341,22 +361,49 @@ impl Counter {
             n -= 1;
         }
         if !tools.is_empty() {
-            n += self.text(&render_tools(tools)) as i64;
-            let has_system = messages
-                .iter()
-                .any(|m| matches!(m.role, Role::System | Role::Developer));
-            // Measured: gpt-5 models add their own tool preamble (+83 on every recording);
-            // elsewhere the block opens a system message of its own when there is none.
-            if self.gpt5 {
-                n += 83;
-            } else if !has_system {
-                n += 3;
-            }
+            n += self.tool_block(messages, &render_tools(tools));
         }
         if let Some(text) = response_format.and_then(render_response_format) {
             n += self.text(&text) as i64 + 4;
         }
         n.max(0) as u64
+    }
+
+    /// Tokens the rendered tool block `block` adds to a request with these messages.
+    ///
+    /// gpt-5 models add their own tool preamble (+83 on every recording). Elsewhere the block
+    /// opens a system message of its own when the request has none (+3, its envelope), and is
+    /// otherwise appended to the first system message after a blank line, so BPE merges across
+    /// the seam: the block costs `T(system + "\n\n" + block) - T(system) - 1`. Fitted on the
+    /// 125 recorded requests with tools and a system message (../shared/data/{crewai,
+    /// pydantic-ai}): priced alone, the block left them +1 / -1 depending on how the system
+    /// text ends (42 exact); appended, 51 exact before the per-call and argument rules, 80 after.
+    fn tool_block(&self, messages: &[Message<'_>], block: &str) -> i64 {
+        let block_tokens = self.text(block) as i64;
+        if self.gpt5 {
+            return block_tokens + 83;
+        }
+        let Some(system) = messages
+            .iter()
+            .find(|m| matches!(m.role, Role::System | Role::Developer))
+        else {
+            return block_tokens + 3;
+        };
+        let text: Cow<'_, str> = match &system.content {
+            Content::None => Cow::Borrowed(""),
+            Content::Text(t) => Cow::Borrowed(t.as_ref()),
+            Content::Parts(ps) => Cow::Owned(
+                ps.iter()
+                    .filter_map(|p| match p {
+                        Part::Text(t) => Some(t.as_ref()),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+        };
+        let tail = seam_tail(&text);
+        let joined = format!("{tail}\n\n{block}");
+        self.text(&joined) as i64 - self.text(tail) as i64 - 1
     }
 
     /// Prompt tokens of a whole chat.completions request.
@@ -371,6 +418,46 @@ impl Counter {
             .map(|&t| u64::from(t))
             .sum::<u64>()
             + self.overhead(messages, tools, response_format)
+    }
+}
+
+/// The arguments of a call as billed: re-serialized as compact JSON when they parse (key order
+/// and values kept), as sent otherwise. Fitted on ../shared/data: arguments sent with spaces
+/// (`{"a": 2, "b": 6}`) are billed as `{"a":2,"b":6}` (the o3-mini call sent spaced was 3
+/// tokens over, exact compacted; 4 of the gpt-4.1-mini / gpt-4o-mini misses likewise).
+fn billed_arguments<'a>(args: &'a str) -> Cow<'a, str> {
+    match parse_json(args) {
+        Some(v) => {
+            let mut out = String::with_capacity(args.len());
+            v.write_compact(&mut out);
+            if out == args {
+                Cow::Borrowed(args)
+            } else {
+                Cow::Owned(out)
+            }
+        }
+        None => Cow::Borrowed(args),
+    }
+}
+
+/// The end of `text` from which the tokens at its seam with appended text are decided: after the
+/// last line break followed by an ASCII letter or digit in the last 2 KiB: tiktoken's
+/// pre-tokenizer never lets a piece cross such a break (a piece may end in line breaks or
+/// start with one non-letter, never a line break), and BPE merges only within a piece, so `T(tail + x) - T(tail) == T(text + x) - T(text)`; the whole text when
+/// there is no such break (a short or single-line system message).
+fn seam_tail(text: &str) -> &str {
+    let from = text.len().saturating_sub(2048);
+    let from = (from..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    let window = &text[from..];
+    let bytes = window.as_bytes();
+    let cut = (0..bytes.len().saturating_sub(1))
+        .rev()
+        .find(|&i| bytes[i] == b'\n' && bytes[i + 1].is_ascii_alphanumeric());
+    match cut {
+        Some(i) if from > 0 || i > 0 => &window[i + 1..],
+        _ => text,
     }
 }
 
