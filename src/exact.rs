@@ -569,7 +569,7 @@ mod tests {
             3 + e.count("assistant")
                 + e.count(" to=functions.get_weather")
                 + e.count("{\"city\":\"Paris\"}")
-                + 1
+                + 2
         );
         assert_eq!(
             each[1] as usize,
@@ -601,9 +601,10 @@ mod tests {
         let mut r2 = Message::text("tool", "Line one\n\"two\"");
         r2.tool_call_id = Some("call_b");
         let each = c.count_each(&[a, r1, r2]);
+        // The wrapper in Python's default spacing; each call's arguments compacted.
         let wrapper = "{\"tool_uses\": [{\"recipient_name\": \"functions.delete_file\", \
-                       \"parameters\": {\"path\": \".env\"}}, {\"recipient_name\": \
-                       \"functions.create_file\", \"parameters\": {\"path\": \"test.txt\"}}]}";
+                       \"parameters\": {\"path\":\".env\"}}, {\"recipient_name\": \
+                       \"functions.create_file\", \"parameters\": {\"path\":\"test.txt\"}}]}";
         assert_eq!(
             each[0] as i64,
             (3 + e.count("assistant") + e.count(" to=multi_tool_use.parallel") + e.count(wrapper))
@@ -633,8 +634,120 @@ mod tests {
         a.tool_calls.push(call("f", "{}"));
         let ms = [a];
         let each = |m: &str| Counter::new(m).unwrap().count_each(&ms)[0];
-        assert_eq!(each("gpt-5") - each("gpt-4o"), 6);
-        assert_eq!(each("o3-mini") - each("gpt-4o"), 2);
+        assert_eq!(each("gpt-5") - each("gpt-4o"), 5);
+        assert_eq!(each("o3-mini") - each("gpt-4o"), 1);
+    }
+
+    #[test]
+    fn per_call_constant_by_model_generation() {
+        for (model, per_call) in [
+            ("gpt-4o", 2),
+            ("gpt-4o-mini-2024-07-18", 2),
+            ("gpt-4.1-mini", 2),
+            ("chatgpt-4o-latest", 2),
+            ("gpt-4", 1),
+            ("gpt-4-0125-preview", 1),
+            ("gpt-3.5-turbo", 1),
+            ("o3-mini", 3),
+            ("o4-mini", 3),
+            ("gpt-5-nano", 7),
+            ("gpt-5-chat-latest", 2),
+        ] {
+            assert_eq!(Counter::new(model).unwrap().per_call, per_call, "{model}");
+        }
+    }
+
+    #[test]
+    fn arguments_are_billed_as_compact_json() {
+        for (sent, billed) in [
+            ("{\"a\": 2, \"b\": 6}", "{\"a\":2,\"b\":6}"),
+            ("{\"a\":2,\"b\":6}", "{\"a\":2,\"b\":6}"),
+            // Key order, number text and non-ASCII are kept; nested values compacted too.
+            ("{ \"z\": 1.50, \"a\": [1, {\"x\": \"é\"}] }", "{\"z\":1.50,\"a\":[1,{\"x\":\"é\"}]}"),
+            ("", ""),
+            // Not JSON: billed as sent.
+            ("{\"a\": 2", "{\"a\": 2"),
+            ("not json", "not json"),
+        ] {
+            assert_eq!(billed_arguments(sent), billed, "{sent:?}");
+        }
+        assert!(matches!(billed_arguments("{\"a\":1}"), Cow::Borrowed(_)));
+        // The spaced and compact forms of one call cost the same.
+        let c = Counter::new("o3-mini").unwrap();
+        let mut spaced = Message::empty("assistant");
+        spaced.tool_calls.push(call("f", "{\"first_number\": 3, \"second_number\": 4}"));
+        let mut tight = Message::empty("assistant");
+        tight.tool_calls.push(call("f", "{\"first_number\":3,\"second_number\":4}"));
+        assert_eq!(c.count_each(&[spaced]), c.count_each(&[tight]));
+    }
+
+    fn tools() -> Vec<Json> {
+        vec![crate::tool_render::parse_json(
+            r#"{"type":"function","function":{"name":"get_weather","description":"Get the weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}"#,
+        )
+        .unwrap()]
+    }
+
+    #[test]
+    fn the_tool_block_joins_the_first_system_message() {
+        let e = Encoding::O200kBase;
+        let block = render_tools(&tools());
+        let c = Counter::new("gpt-4o").unwrap();
+        let user = Message::text("user", "weather in Paris?");
+        let base = |ms: &[Message<'_>]| c.count(ms, &[], None) as i64;
+        let with = |ms: &[Message<'_>]| c.count(ms, &tools(), None) as i64;
+        // No system message: the block opens one of its own (+3, its envelope).
+        let ms = [user.clone()];
+        assert_eq!(with(&ms) - base(&ms), e.count(&block) as i64 + 3);
+        // Appended to the system text after a blank line: the seam merges ("task" + "\n\n"
+        // and "python." + "\n\n" tokenize differently), less one.
+        for system in [
+            "Validate the output of the task",
+            "Do not include code block markers like ```json or ```python.",
+            "line one\nline two ends here.\n",
+        ] {
+            let ms = [Message::text("system", system), user.clone()];
+            let want = e.count(&format!("{system}\n\n{block}")) as i64 - e.count(system) as i64 - 1;
+            assert_eq!(with(&ms) - base(&ms), want, "{system:?}");
+            // Only the first system message takes the block.
+            let two = [
+                Message::text("system", system),
+                user.clone(),
+                Message::text("developer", "other"),
+            ];
+            assert_eq!(with(&two) - base(&two), want, "{system:?}");
+        }
+        // gpt-5 models: their own preamble, wherever the system message is.
+        let c5 = Counter::new("gpt-5-mini").unwrap();
+        let ms = [Message::text("system", "Be brief."), user.clone()];
+        assert_eq!(
+            c5.count(&ms, &tools(), None) - c5.count(&ms, &[], None),
+            e.count(&block) as u64 + 83
+        );
+    }
+
+    #[test]
+    fn the_seam_tail_prices_like_the_whole_system_text() {
+        let e = Encoding::O200kBase;
+        let block = "\n\n# Tools\n\n## functions";
+        let para = "Some instructions, with punctuation: (a) / b -- c.\n  indented line\n";
+        for text in [
+            String::new(),
+            "short".to_string(),
+            para.repeat(80),
+            format!("{}\n/usr/bin path.\n\nTrailing words", para.repeat(60)),
+            format!("{}é日本語\n1234 digits", para.repeat(60)),
+            "x".repeat(5000),
+        ] {
+            let tail = seam_tail(&text);
+            assert!(text.ends_with(tail));
+            let whole = e.count(&format!("{text}{block}")) as i64 - e.count(&text) as i64;
+            let cut = e.count(&format!("{tail}{block}")) as i64 - e.count(tail) as i64;
+            assert_eq!(whole, cut, "{}", text.len());
+            if text.len() > 4096 && text.contains('\n') {
+                assert!(tail.len() <= 2048);
+            }
+        }
     }
 
     #[test]
