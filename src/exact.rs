@@ -691,7 +691,10 @@ mod tests {
             ("{\"a\": 2, \"b\": 6}", "{\"a\":2,\"b\":6}"),
             ("{\"a\":2,\"b\":6}", "{\"a\":2,\"b\":6}"),
             // Key order, number text and non-ASCII are kept; nested values compacted too.
-            ("{ \"z\": 1.50, \"a\": [1, {\"x\": \"é\"}] }", "{\"z\":1.50,\"a\":[1,{\"x\":\"é\"}]}"),
+            (
+                "{ \"z\": 1.50, \"a\": [1, {\"x\": \"é\"}] }",
+                "{\"z\":1.50,\"a\":[1,{\"x\":\"é\"}]}",
+            ),
             ("", ""),
             // Not JSON: billed as sent.
             ("{\"a\": 2", "{\"a\": 2"),
@@ -703,9 +706,13 @@ mod tests {
         // The spaced and compact forms of one call cost the same.
         let c = Counter::new("o3-mini").unwrap();
         let mut spaced = Message::empty("assistant");
-        spaced.tool_calls.push(call("f", "{\"first_number\": 3, \"second_number\": 4}"));
+        spaced
+            .tool_calls
+            .push(call("f", "{\"first_number\": 3, \"second_number\": 4}"));
         let mut tight = Message::empty("assistant");
-        tight.tool_calls.push(call("f", "{\"first_number\":3,\"second_number\":4}"));
+        tight
+            .tool_calls
+            .push(call("f", "{\"first_number\":3,\"second_number\":4}"));
         assert_eq!(c.count_each(&[spaced]), c.count_each(&[tight]));
     }
 
