@@ -756,7 +756,10 @@ mod tests {
         let added5 = |ms: &[Message<'_>]| {
             c5.count(ms, &tools(), None) as i64 - c5.count(ms, &[], None) as i64
         };
-        assert_eq!(added5(&[user.clone()]), e.count(&block) as i64 + 84);
+        assert_eq!(
+            added5(std::slice::from_ref(&user)),
+            e.count(&block) as i64 + 84
+        );
         let system = "Validate the output of the task";
         assert_eq!(
             added5(&[Message::text("system", system), user.clone()]),
