@@ -9,13 +9,16 @@
 //!   cookbook "How to count tokens with tiktoken" (verified there against the API);
 //!   gpt-3.5-turbo-0301: 4 per message, -1 per name;
 //! - reasoning models (o3, o4, gpt-5) bill 1 token less per request (every recording);
-//! - tool-call ids are not billed; a call is `" to=functions.NAME"` + arguments + 1 (+7 on gpt-5,
-//!   +3 on o-series), and its result is authored by `functions.NAME` instead of `tool`; several
-//!   calls in one message are one call to `multi_tool_use.parallel` and their results one
-//!   message of the JSON list of outputs, less a fitted constant (`Counter::count_each`);
-//! - tool definitions and `response_format` schemas: `tool_render`;
+//! - tool-call ids are not billed; a call is `" to=functions.NAME"` + its arguments re-serialized
+//!   as compact JSON + a per-call constant of the model generation (`Counter::per_call`), and its
+//!   result is authored by `functions.NAME` instead of `tool`; several calls in one message are
+//!   one call to `multi_tool_use.parallel` and their results one message of the JSON list of
+//!   outputs, less a fitted constant (`Counter::count_each`);
+//! - tool definitions and `response_format` schemas: `tool_render`; the tool block is appended
+//!   to the first system message (`Counter::tool_block`);
 //! - images: the provider formulas of `image_tokens` from the pixel size in the header.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -25,7 +28,7 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::message::{Content, ImageSource, Message, Part, Role, ToolCall};
 use crate::profile::Provider;
-use crate::tool_render::{render_response_format, render_tools, Json};
+use crate::tool_render::{parse_json, render_response_format, render_tools, Json};
 use crate::wire::push_json_string;
 
 /// Tokens a batch of parallel tool calls costs beyond its `multi_tool_use.parallel` call and the
@@ -147,6 +150,8 @@ pub struct Counter {
     /// o-series and gpt-5: one token less per request, more per tool call.
     reasoning: bool,
     gpt5: bool,
+    /// Tokens each single tool call costs beyond its header and arguments (see `Counter::new`).
+    per_call: u32,
     /// gpt-3.5-turbo-0301: 4 per message, -1 per name (cookbook).
     legacy_0301: bool,
     image_rule: ImageRule,
@@ -158,10 +163,34 @@ impl Counter {
         let encoding = encoding_for(model)?;
         let m = base_model(model);
         let gpt5 = m.starts_with("gpt-5") && !m.starts_with("gpt-5-chat");
+        let reasoning = gpt5 || m.starts_with("o3") || m.starts_with("o4");
+        // The call's end-of-call marker and framing, per model generation (residuals of the
+        // recorded requests with single calls, arguments compacted, ../shared/data/{crewai,
+        // pydantic-ai}):
+        // - gpt-4o / gpt-4.1 (and chatgpt-4o, gpt-4.5, gpt-5-chat, same template): 2. Exact on
+        //   25 of 27 gpt-4.1-mini and 15 of 19 gpt-4o-mini requests with calls (1 left them 1
+        //   token under per call: 2 and 7 exact); on gpt-4o it moves 8 requests from +1 to 0;
+        // - gpt-5 models: 7 (every recording with a call); o-series: 3 (the two o3-mini
+        //   requests with a call, both exact; o4 has no recording with calls, assumed like o3);
+        // - gpt-4 / gpt-3.5: 1, the cookbook-era value (4 recorded requests with calls, too few
+        //   and too spread, +0 / +3 / +3 / +6, to fit another).
+        let per_call = if gpt5 {
+            7
+        } else if reasoning {
+            3
+        } else if ["gpt-4o", "gpt-4.1", "gpt-4.5", "chatgpt-4o", "gpt-5-chat"]
+            .iter()
+            .any(|p| m.starts_with(p))
+        {
+            2
+        } else {
+            1
+        };
         Ok(Counter {
             encoding,
-            reasoning: gpt5 || m.starts_with("o3") || m.starts_with("o4"),
+            reasoning,
             gpt5,
+            per_call,
             legacy_0301: m.starts_with("gpt-3.5-turbo-0301"),
             image_rule: rule_for(Provider::OpenAI, m),
         })
@@ -200,18 +229,12 @@ impl Counter {
     }
 
     fn calls(&self, calls: &[ToolCall<'_>]) -> u32 {
-        // Each call's end-of-call marker and, on reasoning models, their own call framing:
-        // +7 on gpt-5 models (every recording), +3 on o-series (the two o3-mini requests with a
-        // call; o4 has no recording with calls and is assumed to follow o3).
-        let per_call = match (self.reasoning, self.gpt5) {
-            (false, _) => 1,
-            (true, true) => 7,
-            (true, false) => 3,
-        };
         match calls {
             [] => 0,
             [c] => {
-                self.text(&format!(" to=functions.{}", c.name)) + self.text(&c.arguments) + per_call
+                self.text(&format!(" to=functions.{}", c.name))
+                    + self.text(&billed_arguments(&c.arguments))
+                    + self.per_call
             }
             // Parallel calls: one call to the `multi_tool_use.parallel` wrapper, its JSON in
             // Python's default spacing with each call's arguments as sent, plus PARALLEL_BATCH.
@@ -224,11 +247,8 @@ impl Counter {
                     s.push_str("{\"recipient_name\": \"functions.");
                     s.push_str(c.name);
                     s.push_str("\", \"parameters\": ");
-                    s.push_str(if c.arguments.trim().is_empty() {
-                        "{}"
-                    } else {
-                        &c.arguments
-                    });
+                    let args = billed_arguments(&c.arguments);
+                    s.push_str(if args.trim().is_empty() { "{}" } else { &args });
                     s.push('}');
                 }
                 s.push_str("]}");
@@ -341,22 +361,76 @@ impl Counter {
             n -= 1;
         }
         if !tools.is_empty() {
-            n += self.text(&render_tools(tools)) as i64;
-            let has_system = messages
-                .iter()
-                .any(|m| matches!(m.role, Role::System | Role::Developer));
-            // Measured: gpt-5 models add their own tool preamble (+83 on every recording);
-            // elsewhere the block opens a system message of its own when there is none.
-            if self.gpt5 {
-                n += 83;
-            } else if !has_system {
-                n += 3;
-            }
+            n += self.tool_block(messages, &render_tools(tools));
         }
         if let Some(text) = response_format.and_then(render_response_format) {
-            n += self.text(&text) as i64 + 4;
+            n += self.structured_output(messages, &text, !tools.is_empty());
         }
         n.max(0) as u64
+    }
+
+    /// Tokens a json_schema `response_format` adds, its schema rendered as `text`.
+    ///
+    /// Derived on the recorded requests with one (../shared/data/{crewai,pydantic-ai}, 82):
+    /// - the rendered schema + 4 (70 requests without tools: 34 exact, the rest spread from 5
+    ///   under to 8 over by schema, which no rendering rule tried explains, see the report of
+    ///   `tools/exact_report.py --misses`);
+    /// - 1 less when the request also has tools (4 requests of 2 schemas, all 1 over with +4;
+    ///   2 other schemas stay 3 and 10 over);
+    /// - 4 more for each earlier assistant reply with text content (2 requests, gpt-4o and
+    ///   gpt-4o-mini, 2 schemas: both 4 under without it). Both replies are JSON answers to the
+    ///   schema, as a constrained-format reply would be rendered; whether a plain-text reply
+    ///   costs the same the data cannot tell.
+    fn structured_output(&self, messages: &[Message<'_>], text: &str, with_tools: bool) -> i64 {
+        let replies = messages
+            .iter()
+            .filter(|m| {
+                m.role == Role::Assistant
+                    && m.tool_calls.is_empty()
+                    && match &m.content {
+                        Content::None => false,
+                        Content::Text(t) => !t.is_empty(),
+                        Content::Parts(ps) => !ps.is_empty(),
+                    }
+            })
+            .count() as i64;
+        self.text(text) as i64 + 4 - i64::from(with_tools) + 4 * replies
+    }
+
+    /// Tokens the rendered tool block `block` adds to a request with these messages.
+    ///
+    /// Without a system message the block opens one of its own (+3, its envelope). Otherwise it
+    /// is appended to the first system message after a blank line, so BPE merges across the
+    /// seam: the block costs `T(system + "\n\n" + block) - T(system) - 1`. Fitted on the 125
+    /// recorded requests with tools and a system message (../shared/data/{crewai,
+    /// pydantic-ai}): priced alone, the block left them +1 / -1 depending on how the system
+    /// text ends (42 exact); appended, 51 exact before the per-call and argument rules, 80
+    /// after. gpt-5 models add their own tool preamble instead of the envelope and the -1: +84
+    /// wherever the block goes (the 12 recorded gpt-5 requests with tools and no calls, 6 of
+    /// them with a system message, all exact; +83 priced alone left them 1-2 under).
+    fn tool_block(&self, messages: &[Message<'_>], block: &str) -> i64 {
+        let (alone, seam) = if self.gpt5 { (84, 84) } else { (3, -1) };
+        let Some(system) = messages
+            .iter()
+            .find(|m| matches!(m.role, Role::System | Role::Developer))
+        else {
+            return self.text(block) as i64 + alone;
+        };
+        let text: Cow<'_, str> = match &system.content {
+            Content::None => Cow::Borrowed(""),
+            Content::Text(t) => Cow::Borrowed(t.as_ref()),
+            Content::Parts(ps) => Cow::Owned(
+                ps.iter()
+                    .filter_map(|p| match p {
+                        Part::Text(t) => Some(t.as_ref()),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+        };
+        let tail = seam_tail(&text);
+        let joined = format!("{tail}\n\n{block}");
+        self.text(&joined) as i64 - self.text(tail) as i64 + seam
     }
 
     /// Prompt tokens of a whole chat.completions request.
@@ -371,6 +445,46 @@ impl Counter {
             .map(|&t| u64::from(t))
             .sum::<u64>()
             + self.overhead(messages, tools, response_format)
+    }
+}
+
+/// The arguments of a call as billed: re-serialized as compact JSON when they parse (key order
+/// and values kept), as sent otherwise. Fitted on ../shared/data: arguments sent with spaces
+/// (`{"a": 2, "b": 6}`) are billed as `{"a":2,"b":6}` (the o3-mini call sent spaced was 3
+/// tokens over, exact compacted; 4 of the gpt-4.1-mini / gpt-4o-mini misses likewise).
+fn billed_arguments<'a>(args: &'a str) -> Cow<'a, str> {
+    match parse_json(args) {
+        Some(v) => {
+            let mut out = String::with_capacity(args.len());
+            v.write_compact(&mut out);
+            if out == args {
+                Cow::Borrowed(args)
+            } else {
+                Cow::Owned(out)
+            }
+        }
+        None => Cow::Borrowed(args),
+    }
+}
+
+/// The end of `text` from which the tokens at its seam with appended text are decided: after the
+/// last line break followed by an ASCII letter or digit in the last 2 KiB: tiktoken's
+/// pre-tokenizer never lets a piece cross such a break (a piece may end in line breaks or
+/// start with one non-letter, never a line break), and BPE merges only within a piece, so `T(tail + x) - T(tail) == T(text + x) - T(text)`; the whole text when
+/// there is no such break (a short or single-line system message).
+fn seam_tail(text: &str) -> &str {
+    let from = text.len().saturating_sub(2048);
+    let from = (from..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    let window = &text[from..];
+    let bytes = window.as_bytes();
+    let cut = (0..bytes.len().saturating_sub(1))
+        .rev()
+        .find(|&i| bytes[i] == b'\n' && bytes[i + 1].is_ascii_alphanumeric());
+    match cut {
+        Some(i) if from > 0 || i > 0 => &window[i + 1..],
+        _ => text,
     }
 }
 
@@ -482,7 +596,7 @@ mod tests {
             3 + e.count("assistant")
                 + e.count(" to=functions.get_weather")
                 + e.count("{\"city\":\"Paris\"}")
-                + 1
+                + 2
         );
         assert_eq!(
             each[1] as usize,
@@ -514,9 +628,10 @@ mod tests {
         let mut r2 = Message::text("tool", "Line one\n\"two\"");
         r2.tool_call_id = Some("call_b");
         let each = c.count_each(&[a, r1, r2]);
+        // The wrapper in Python's default spacing; each call's arguments compacted.
         let wrapper = "{\"tool_uses\": [{\"recipient_name\": \"functions.delete_file\", \
-                       \"parameters\": {\"path\": \".env\"}}, {\"recipient_name\": \
-                       \"functions.create_file\", \"parameters\": {\"path\": \"test.txt\"}}]}";
+                       \"parameters\": {\"path\":\".env\"}}, {\"recipient_name\": \
+                       \"functions.create_file\", \"parameters\": {\"path\":\"test.txt\"}}]}";
         assert_eq!(
             each[0] as i64,
             (3 + e.count("assistant") + e.count(" to=multi_tool_use.parallel") + e.count(wrapper))
@@ -546,8 +661,166 @@ mod tests {
         a.tool_calls.push(call("f", "{}"));
         let ms = [a];
         let each = |m: &str| Counter::new(m).unwrap().count_each(&ms)[0];
-        assert_eq!(each("gpt-5") - each("gpt-4o"), 6);
-        assert_eq!(each("o3-mini") - each("gpt-4o"), 2);
+        assert_eq!(each("gpt-5") - each("gpt-4o"), 5);
+        assert_eq!(each("o3-mini") - each("gpt-4o"), 1);
+    }
+
+    #[test]
+    fn per_call_constant_by_model_generation() {
+        for (model, per_call) in [
+            ("gpt-4o", 2),
+            ("gpt-4o-mini-2024-07-18", 2),
+            ("gpt-4.1-mini", 2),
+            ("chatgpt-4o-latest", 2),
+            ("gpt-4", 1),
+            ("gpt-4-0125-preview", 1),
+            ("gpt-3.5-turbo", 1),
+            ("o3-mini", 3),
+            ("o4-mini", 3),
+            ("gpt-5-nano", 7),
+            ("gpt-5-chat-latest", 2),
+        ] {
+            assert_eq!(Counter::new(model).unwrap().per_call, per_call, "{model}");
+        }
+    }
+
+    #[test]
+    fn arguments_are_billed_as_compact_json() {
+        for (sent, billed) in [
+            ("{\"a\": 2, \"b\": 6}", "{\"a\":2,\"b\":6}"),
+            ("{\"a\":2,\"b\":6}", "{\"a\":2,\"b\":6}"),
+            // Key order, number text and non-ASCII are kept; nested values compacted too.
+            (
+                "{ \"z\": 1.50, \"a\": [1, {\"x\": \"é\"}] }",
+                "{\"z\":1.50,\"a\":[1,{\"x\":\"é\"}]}",
+            ),
+            ("", ""),
+            // Not JSON: billed as sent.
+            ("{\"a\": 2", "{\"a\": 2"),
+            ("not json", "not json"),
+        ] {
+            assert_eq!(billed_arguments(sent), billed, "{sent:?}");
+        }
+        assert!(matches!(billed_arguments("{\"a\":1}"), Cow::Borrowed(_)));
+        // The spaced and compact forms of one call cost the same.
+        let c = Counter::new("o3-mini").unwrap();
+        let mut spaced = Message::empty("assistant");
+        spaced
+            .tool_calls
+            .push(call("f", "{\"first_number\": 3, \"second_number\": 4}"));
+        let mut tight = Message::empty("assistant");
+        tight
+            .tool_calls
+            .push(call("f", "{\"first_number\":3,\"second_number\":4}"));
+        assert_eq!(c.count_each(&[spaced]), c.count_each(&[tight]));
+    }
+
+    fn tools() -> Vec<Json> {
+        vec![crate::tool_render::parse_json(
+            r#"{"type":"function","function":{"name":"get_weather","description":"Get the weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}"#,
+        )
+        .unwrap()]
+    }
+
+    #[test]
+    fn the_tool_block_joins_the_first_system_message() {
+        let e = Encoding::O200kBase;
+        let block = render_tools(&tools());
+        let c = Counter::new("gpt-4o").unwrap();
+        let user = Message::text("user", "weather in Paris?");
+        let base = |ms: &[Message<'_>]| c.count(ms, &[], None) as i64;
+        let with = |ms: &[Message<'_>]| c.count(ms, &tools(), None) as i64;
+        // No system message: the block opens one of its own (+3, its envelope).
+        let ms = [user.clone()];
+        assert_eq!(with(&ms) - base(&ms), e.count(&block) as i64 + 3);
+        // Appended to the system text after a blank line: the seam merges ("task" + "\n\n"
+        // and "python." + "\n\n" tokenize differently), less one.
+        for system in [
+            "Validate the output of the task",
+            "Do not include code block markers like ```json or ```python.",
+            "line one\nline two ends here.\n",
+        ] {
+            let ms = [Message::text("system", system), user.clone()];
+            let want = e.count(&format!("{system}\n\n{block}")) as i64 - e.count(system) as i64 - 1;
+            assert_eq!(with(&ms) - base(&ms), want, "{system:?}");
+            // Only the first system message takes the block.
+            let two = [
+                Message::text("system", system),
+                user.clone(),
+                Message::text("developer", "other"),
+            ];
+            assert_eq!(with(&two) - base(&two), want, "{system:?}");
+        }
+        // gpt-5 models: their own preamble (+84), at the same seam.
+        let c5 = Counter::new("gpt-5-mini").unwrap();
+        let added5 = |ms: &[Message<'_>]| {
+            c5.count(ms, &tools(), None) as i64 - c5.count(ms, &[], None) as i64
+        };
+        assert_eq!(
+            added5(std::slice::from_ref(&user)),
+            e.count(&block) as i64 + 84
+        );
+        let system = "Validate the output of the task";
+        assert_eq!(
+            added5(&[Message::text("system", system), user.clone()]),
+            e.count(&format!("{system}\n\n{block}")) as i64 - e.count(system) as i64 + 84
+        );
+    }
+
+    #[test]
+    fn structured_output_costs_by_context() {
+        let e = Encoding::O200kBase;
+        let rf = crate::tool_render::parse_json(
+            r#"{"type":"json_schema","json_schema":{"name":"Out","strict":true,"schema":{"type":"object","properties":{"a":{"type":"string"}}}}}"#,
+        )
+        .unwrap();
+        let text = render_response_format(&rf).unwrap();
+        let c = Counter::new("gpt-4o-mini").unwrap();
+        let added = |ms: &[Message<'_>], tools: &[Json]| {
+            c.count(ms, tools, Some(&rf)) as i64 - c.count(ms, tools, None) as i64
+        };
+        let sys = Message::text("system", "Be brief.");
+        let user = Message::text("user", "hi");
+        let schema = e.count(&text) as i64;
+        // Alone: the schema + 4; with tools 1 less.
+        assert_eq!(added(&[sys.clone(), user.clone()], &[]), schema + 4);
+        assert_eq!(added(&[sys.clone(), user.clone()], &tools()), schema + 3);
+        // Each earlier assistant text reply: 4 more; a reply that only calls a tool, none.
+        let reply = Message::text("assistant", "{\"a\":\"x\"}");
+        let mut calling = Message::empty("assistant");
+        calling.tool_calls.push(call("f", "{}"));
+        let ms = [sys.clone(), user.clone(), reply, calling, user.clone()];
+        assert_eq!(added(&ms, &[]), schema + 4 + 4);
+        // A json_object format adds nothing.
+        let json_object = crate::tool_render::parse_json(r#"{"type":"json_object"}"#).unwrap();
+        assert_eq!(
+            c.count(&ms, &[], Some(&json_object)),
+            c.count(&ms, &[], None)
+        );
+    }
+
+    #[test]
+    fn the_seam_tail_prices_like_the_whole_system_text() {
+        let e = Encoding::O200kBase;
+        let block = "\n\n# Tools\n\n## functions";
+        let para = "Some instructions, with punctuation: (a) / b -- c.\n  indented line\n";
+        for text in [
+            String::new(),
+            "short".to_string(),
+            para.repeat(80),
+            format!("{}\n/usr/bin path.\n\nTrailing words", para.repeat(60)),
+            format!("{}é日本語\n1234 digits", para.repeat(60)),
+            "x".repeat(5000),
+        ] {
+            let tail = seam_tail(&text);
+            assert!(text.ends_with(tail));
+            let whole = e.count(&format!("{text}{block}")) as i64 - e.count(&text) as i64;
+            let cut = e.count(&format!("{tail}{block}")) as i64 - e.count(tail) as i64;
+            assert_eq!(whole, cut, "{}", text.len());
+            if text.len() > 4096 && text.contains('\n') {
+                assert!(tail.len() <= 2048);
+            }
+        }
     }
 
     #[test]

@@ -15,11 +15,15 @@ What each family needed (residual = usage.prompt_tokens - count):
   priming) is exact on every gpt-4 / gpt-4o / gpt-4.1 / gpt-3.5 request. Reasoning models
   (o3*, o4*, gpt-5*) bill one token less (-1 on every recording); o1-mini bills like gpt-4o.
 - tool calls: the ids are not billed (neither `tool_calls[i].id` nor `tool_call_id`). An
-  assistant call renders as a recipient header `" to=functions.NAME"` + the arguments text;
-  a tool result renders its author as `"functions.NAME"` (looked up from the call id) instead of
-  the role `tool`; the `name` field of a tool message is not billed. Each call costs one more
-  token (its end-of-call marker); reasoning models bill more per call instead of +1: +7 on
-  gpt-5 models, +3 on o3-mini (2 requests with calls; +7 left them 4 and 7 tokens over).
+  assistant call renders as a recipient header `" to=functions.NAME"` + the arguments
+  re-serialized as compact JSON (arguments sent as `{"a": 2, "b": 6}` are billed as
+  `{"a":2,"b":6}`: the o3-mini call sent spaced was 3 over, exact compacted); a tool result
+  renders its author as `"functions.NAME"` (looked up from the call id) instead of the role
+  `tool`; the `name` field of a tool message is not billed. Each call costs a constant of the
+  model generation on top: 2 on gpt-4o / gpt-4.1 (25 of 27 gpt-4.1-mini and 15 of 19
+  gpt-4o-mini requests with single calls exact; 1 left them 1 under per call), 7 on gpt-5
+  models, 3 on o3-mini (2 requests with calls), 1 on gpt-4 / gpt-3.5 (too few recordings to
+  fit another).
   Several calls in one assistant message are one call to `multi_tool_use.parallel` with
   `{"tool_uses": [{"recipient_name": "functions.NAME", "parameters": ARGS}, ...]}`, and their
   results one message from `multi_tool_use.parallel` whose content is the JSON list of the
@@ -36,13 +40,19 @@ What each family needed (residual = usage.prompt_tokens - count):
   renders as a `// Title` line before its description and a `default` as a trailing ` //
   default: VALUE` (tools median 2.04% -> 0.61%; harmony's extra empty `//` after the title
   over-counts: dropping it, 0.61% -> 0.49%); strict is not rendered. The block costs +3 more
-  when the request has no system message (it then opens its own system message), +0 when it is
-  appended to an existing one; reasoning models add their own tool preamble (gpt-5: +83,
-  o3-mini: +3).
+  when the request has no system message (it then opens its own system message); otherwise it
+  is appended to the first system message after a blank line, so BPE merges across the seam:
+  `T(system + "\n\n" + block) - T(system) - 1` (priced alone it left requests +1 / -1 by how
+  the system text ends). gpt-5 models add their own tool preamble: +84 (12 requests without
+  calls, 6 with a system message, all exact; +83, the value before the seam, left them 1-2
+  under).
 - response_format json_schema: `# Response Formats\n\n## NAME\n\n` + the format's description
   as `// ` lines + the schema as compact JSON without its `title` keywords and without a
   number's `minimum` / `maximum` (the 26 requests of one schema were 12 over with them; a
-  `maxItems` is billed: 4 requests exact), + 4. Median 1.48% -> 0.14%.
+  `maxItems` is billed: 4 requests exact), + 4 (+3 beside tools: 4 requests), + 4 for each
+  earlier assistant text reply (2 requests). Median 1.48% -> 0.14%; 37 of the 71 requests
+  without tools are still 5 under to 8 over by schema, which no rendering tried explains
+  (`tools/exact_report.py --misses`).
 - images: the lead's image formulas (src/image_tokens.rs) from the header's pixel size.
 """
 
@@ -312,10 +322,32 @@ def content_tokens(e, model, c) -> int:
 PARALLEL_BATCH = -9
 
 
+def compact_arguments(args: str) -> str:
+    """Call arguments as billed: compact JSON when they parse, as sent otherwise."""
+    try:
+        return json.dumps(json.loads(args), separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        return args
+
+
+def per_call(model: str) -> int:
+    if is_reasoning(model):
+        return 7 if model.startswith("gpt-5") else 3
+    if model.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "chatgpt-4o", "gpt-5-chat")):
+        return 2
+    return 1
+
+
 def count_messages(model: str, messages) -> list[int]:
     e = enc(model)
-    reasoning = is_reasoning(model)
-    per_call = (7 if model.startswith("gpt-5") else 3) if reasoning else 1
+    messages = [
+        {**m, "tool_calls": [
+            {**tc, "function": {**tc["function"], "arguments": compact_arguments(tc["function"].get("arguments") or "")}}
+            for tc in m["tool_calls"]
+        ]} if m.get("tool_calls") else m
+        for m in messages
+    ]
+    pc = per_call(model)
     names = {}
     batch_of = {}
     for i, m in enumerate(messages):
@@ -353,7 +385,7 @@ def count_messages(model: str, messages) -> list[int]:
         tcs = m.get("tool_calls") or []
         if len(tcs) == 1:
             f = tcs[0]["function"]
-            n += T(e, " to=functions." + f["name"]) + T(e, f.get("arguments") or "") + per_call
+            n += T(e, " to=functions." + f["name"]) + T(e, f.get("arguments") or "") + pc
         elif tcs:
             # A batch of parallel calls: one call to `multi_tool_use.parallel` (its JSON in
             # Python's default spacing); its results are billed above, as one message.
@@ -375,14 +407,21 @@ def count(model: str, messages, tools=None, response_format=None) -> int:
     if reasoning:
         n -= 1
     if tools:
-        n += T(e, render_tools(tools))
-        if is_reasoning(model) and model.startswith("gpt-5"):
-            n += 83
-        elif not any(m.get("role") in ("system", "developer") for m in messages):
-            n += 3
+        block = render_tools(tools)
+        systems = [m for m in messages if m.get("role") in ("system", "developer")]
+        gpt5 = is_reasoning(model) and model.startswith("gpt-5")
+        if not systems:
+            n += T(e, block) + (84 if gpt5 else 3)
+        else:
+            c = systems[0].get("content") or ""
+            sys_text = c if isinstance(c, str) else "".join(p.get("text", "") for p in c if p.get("type") == "text")
+            n += T(e, sys_text + "\n\n" + block) - T(e, sys_text) + (84 if gpt5 else -1)
     rf = render_response_format(response_format)
     if rf is not None:
-        n += T(e, rf) + 4
+        replies = sum(
+            1 for m in messages if m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls")
+        )
+        n += T(e, rf) + 4 - (1 if tools else 0) + 4 * replies
     return n
 
 
