@@ -2,7 +2,7 @@
 //! use. Every constant here is measured on the recorded requests in `shared/data` (see
 //! `tools/calibrate_profiles.py`, which refits them) unless a comment cites a provider doc.
 
-use crate::model_info::Family;
+use crate::model_info::{Family, ModelInfo};
 
 /// The wire format a history is written in (how messages are read). What they cost is decided
 /// by the model's `Family` (`model_info`), this provider's default family when the model is
@@ -284,6 +284,42 @@ pub fn profile(family: Family) -> Profile {
         },
         Family::Kimi | Family::Grok | Family::Unknown => GENERIC,
     }
+}
+
+/// The pricing profile of one resolved model: its family's profile with what a model
+/// generation's chat template adds (documented, or fitted across providers serving it).
+/// `family` is the family that prices the request (the model's, else the provider's default).
+pub fn profile_for(family: Family, info: &ModelInfo) -> Profile {
+    let mut p = profile(family);
+    if family != info.family {
+        // An unknown name priced by the provider's default family: nothing more is known.
+        return p;
+    }
+    let base = info.base.as_str();
+    match family {
+        // Open-weight DeepSeek checkpoints (R1, V3, V2 and the R1 distills) served by third
+        // parties run their tokenizer_config.json `chat_template` (huggingface.co/deepseek-ai/
+        // DeepSeek-R1, DeepSeek-V3): `<｜begin▁of▁sentence｜>` + system, `<｜User｜>` + text
+        // per user turn, `<｜Assistant｜>` + text + `<｜end▁of▁sentence｜>` per reply and a
+        // closing `<｜Assistant｜>`: one marker per message, two per request (the generic 5 and
+        // 3 put the 6 plain open-weight DeepSeek requests of ../shared/data, huggingface,
+        // openrouter and groq, 5 tokens over each). DeepSeek's own API names (`deepseek-chat`,
+        // `deepseek-reasoner`, `deepseek-v4-*`) add a server-side prompt: generic constants.
+        Family::DeepSeek
+            if ["deepseek-r1", "deepseek-v3", "deepseek-v2"]
+                .iter()
+                .any(|p| base.starts_with(p)) =>
+        {
+            p.per_message = 1.0;
+            p.per_request = 2.0;
+        }
+        // GLM-5 templates add ~6 tokens more than GLM-4.x (fitted: the 4 plain GLM-5.x
+        // requests of ../shared/data/pydantic-ai, crusoe and zai, are each 6 under with the
+        // GLM-4 constants; the 5 plain GLM-4.6 / 4.7 requests are 1 over).
+        Family::Glm if base.starts_with("glm-5") => p.per_request += 6.0,
+        _ => {}
+    }
+    p
 }
 
 #[cfg(test)]
