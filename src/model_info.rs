@@ -373,9 +373,13 @@ fn strip_suffix_once(m: &str) -> Option<&str> {
 pub fn base_name(model: &str) -> String {
     let mut m = model.trim().to_ascii_lowercase();
     if let Some((head, rest)) = m.split_once(':') {
-        // pydantic-ai's `provider:model`; `ft:` is handled below.
-        if !rest.is_empty() && COLON_PROVIDERS.contains(&head) {
-            m = rest.to_string();
+        // pydantic-ai's `provider:model`, when what follows names a model: `mistral:7b` is
+        // Ollama's tag of `mistral`, not a Mistral-hosted model called `7b`.
+        if !rest.is_empty()
+            && COLON_PROVIDERS.contains(&head)
+            && family_of(&base_name(rest), rest) != Family::Unknown
+        {
+            return base_name(rest);
         }
     }
     if let Some(rest) = m.strip_prefix("ft:") {
@@ -602,6 +606,9 @@ mod tests {
                 "deepseek",
             ),
             ("ollama:qwen3:0.6b", "qwen3", "qwen"),
+            ("mistral:7b", "mistral", "mistral"),
+            ("mistral:latest", "mistral", "mistral"),
+            ("mistral:mistral-large-latest", "mistral-large", "mistral"),
             ("qwen3:0.6b", "qwen3", "qwen"),
             ("openai:", "openai", "unknown"),
         ];

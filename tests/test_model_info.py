@@ -51,6 +51,7 @@ def test_prefixes_suffixes_and_tags_resolve_to_the_family(model, family, encodin
         ("huggingface:deepseek-ai/DeepSeek-R1", "deepseek-r1", "deepseek", None),
         # Ollama tags after a colon are not providers.
         ("qwen3:0.6b", "qwen3", "qwen", None),
+        ("mistral:7b", "mistral", "mistral", None),
         ("vertex_ai/gemini-2.5-pro", "gemini-2.5-pro", "gemini", "vertex-ai"),
         ("projects/p/locations/l/publishers/google/models/gemini-2.0-flash", "gemini-2.0-flash", "gemini", "vertex-ai"),
         ("gemini/gemini-3-pro-preview", "gemini-3-pro", "gemini", "gemini-api"),
