@@ -472,12 +472,14 @@ fn unknown_overheads(f: Family, base: &str, platform: Option<Platform>) -> &'sta
     let gemini3 = f == Family::Gemini && base.starts_with("gemini-") && !is_gemini_before_3(base);
     match f {
         // Gemini 3 thought signatures sent back are billed by the Gemini Developer API, about
-        // as many tokens as the thoughts they carry (0.19 per base64 byte, median over the 41
-        // gemini-3 requests of ../shared/data/pydantic-ai provider `google` with signatures),
-        // and not by Vertex AI (29 requests, residual independent of signature length). The
-        // reader does not price them: a Gemini API history with long signatures is under-counted.
-        // Without a platform in the name, Vertex's cheaper function declarations and calls are
-        // not known either (profile_for).
+        // as many tokens as the thoughts they carry (0.198 token per base64 byte: median of
+        // `(usage - estimate) / signature bytes` over the 50 gemini-3 requests with signatures
+        // and no media of ../shared/data/pydantic-ai provider `google`), and not by Vertex AI
+        // (25 requests: -0.012) nor for Gemini 2.x (12 requests: 0.011; as reported in
+        // googleapis/python-genai#1129, though https://ai.google.dev/gemini-api/docs/thinking
+        // says signatures add input tokens). The reader does not price them: a Gemini API
+        // history with long signatures is under-counted. Without a platform in the name,
+        // Vertex's cheaper function declarations and calls are not known either (profile_for).
         Family::Gemini if gemini3 && platform == Some(Platform::VertexAi) => &["tool-use prompt"],
         Family::Gemini if gemini3 && platform == Some(Platform::GeminiApi) => {
             &["tool-use prompt", "thought signatures"]
@@ -493,7 +495,7 @@ fn unknown_overheads(f: Family, base: &str, platform: Option<Platform>) -> &'sta
     }
 }
 
-/// Gemini 1.x / 2.x (their thought signatures are not billed: the 9 gemini-2.5 requests with
+/// Gemini 1.x / 2.x (their thought signatures are not billed: the 12 gemini-2.5 requests with
 /// signatures in ../shared/data are priced within a few tokens without them).
 fn is_gemini_before_3(base: &str) -> bool {
     [
