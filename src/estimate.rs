@@ -13,7 +13,7 @@ use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::media_tokens::media_tokens;
 use crate::message::{Content, Detail, Image, ImageSource, MediaKind, Message, Part, ToolCall};
 use crate::model_info::{model_info, Family, ModelInfo};
-use crate::profile::{profile, Profile, Provider};
+use crate::profile::{profile_for, Profile, Provider};
 use crate::text_stats::{text_tokens, BASE64_TOKENS_PER_BYTE};
 use crate::tool_render::openai_tool_block_tokens;
 
@@ -159,7 +159,7 @@ impl Estimator {
             } else {
                 0.0
             },
-            profile: profile(family),
+            profile: profile_for(family, info),
             image_rule: rule_for(family.pricing_provider(), base),
             encoding: None,
         }
@@ -417,7 +417,10 @@ mod tests {
         let text = "The quick brown fox jumps over the lazy dog.";
         let exact = Encoding::O200kBase.count(text) as f64;
         let e = Estimator::new(Provider::Gemini, "").with_encoding(Some(Encoding::O200kBase));
-        assert_eq!(e.text(text), profile(Family::Gemini).text_scale * exact);
+        assert_eq!(
+            e.text(text),
+            crate::profile::profile(Family::Gemini).text_scale * exact
+        );
         let m = Message::text("user", text);
         let sampled = Estimator::new(Provider::Gemini, "");
         assert_eq!(

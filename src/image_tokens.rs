@@ -25,6 +25,8 @@ pub enum ImageRule {
     Anthropic { max_edge: u32, max_tokens: u32 },
     /// Gemini: 258 when both sides <= 384 px, else 258 per 768x768 tile.
     Gemini,
+    /// The same tokens for every image whatever its size (Gemini 3's media resolution budget).
+    Fixed(u32),
 }
 
 fn starts_any(model: &str, prefixes: &[&str]) -> bool {
@@ -51,6 +53,12 @@ pub fn rule_for(provider: Provider, model: &str) -> ImageRule {
                 }
             }
         }
+        // Gemini 3 bills an image by its media resolution, not by tiles: `high` (the default for
+        // images) caps it at 1,120 tokens (https://ai.google.dev/gemini-api/docs/media-resolution,
+        // "Token counts"). Recorded: 1,088 for every JPEG and 1,102 for every PNG (11 single
+        // images of gemini-3-flash in ../shared/data/pydantic-ai, Gemini API and Vertex AI,
+        // 180 px to 1 MP): the median, 1,088.
+        Provider::Gemini if is_gemini_3_or_later(m) => ImageRule::Fixed(1088),
         Provider::Gemini => ImageRule::Gemini,
         // Unknown vision encoders: 28-px patches under a ~1.2 MP cap, the shape of current ViT
         // front ends (Qwen-VL, Claude). On the cassettes' Llama 4 (Groq) and Nova (Bedrock)
@@ -61,6 +69,15 @@ pub fn rule_for(provider: Provider, model: &str) -> ImageRule {
             max_tokens: 1568,
         },
     }
+}
+
+/// A Gemini model of generation 3 or later (`gemini-3-pro-preview`, `gemini-3.1-flash-lite`).
+fn is_gemini_3_or_later(m: &str) -> bool {
+    let Some(v) = m.strip_prefix("gemini-") else {
+        return false;
+    };
+    let major: String = v.chars().take_while(|c| c.is_ascii_digit()).collect();
+    major.parse::<u32>().is_ok_and(|n| n >= 3)
 }
 
 fn openai_rule(m: &str) -> ImageRule {
@@ -233,6 +250,7 @@ pub fn image_tokens(rule: ImageRule, dims: Option<Dims>, detail: Detail) -> u32 
             max_tokens,
         } => anthropic_tokens(dims.unwrap_or(DEFAULT_DIMS), max_edge, max_tokens),
         ImageRule::Gemini => gemini_tokens(dims.unwrap_or(DEFAULT_DIMS)),
+        ImageRule::Fixed(tokens) => tokens,
     }
 }
 
@@ -342,6 +360,30 @@ mod tests {
         assert_eq!(image_tokens(r, d(1920, 1080), Detail::Auto), 1560);
         assert!(image_tokens(r, d(10_000, 10_000), Detail::Auto) <= 1568);
         assert!(image_tokens(r, d(1, 50_000), Detail::Auto) <= 1568);
+    }
+
+    #[test]
+    fn gemini_3_bills_every_image_its_media_resolution_budget() {
+        for m in [
+            "gemini-3-flash",
+            "gemini-3-pro",
+            "gemini-3.1-flash-lite",
+            "gemini-4",
+        ] {
+            let r = rule_for(Provider::Gemini, m);
+            assert_eq!(r, ImageRule::Fixed(1088), "{m}");
+            assert_eq!(image_tokens(r, d(180, 180), Detail::Auto), 1088);
+            assert_eq!(image_tokens(r, None, Detail::Auto), 1088);
+        }
+        for m in [
+            "gemini-2.5-flash",
+            "gemini-1.5-pro",
+            "gemini-exp",
+            "",
+            "gemma-3-27b",
+        ] {
+            assert_eq!(rule_for(Provider::Gemini, m), ImageRule::Gemini, "{m}");
+        }
     }
 
     #[test]

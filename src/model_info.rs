@@ -60,6 +60,29 @@ impl Family {
     }
 }
 
+/// Where a model is served, when its name says so and the platform bills the same model
+/// differently. Google serves Gemini on two platforms that count the same request differently
+/// (identical recorded requests in ../shared/data/pydantic-ai: 36 vs 22 and 33 vs 19 prompt
+/// tokens): the Gemini Developer API and Vertex AI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Platform {
+    /// The Gemini Developer API (`gemini/` LiteLLM, `google-gla:` pydantic-ai, `models/`).
+    GeminiApi,
+    /// Vertex AI (`vertex_ai/` LiteLLM, `google-vertex:` pydantic-ai, a
+    /// `projects/.../publishers/google/models/...` resource name).
+    VertexAi,
+}
+
+impl Platform {
+    /// The name `model_info` reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Platform::GeminiApi => "gemini-api",
+            Platform::VertexAi => "vertex-ai",
+        }
+    }
+}
+
 /// What is known about one model name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelInfo {
@@ -68,6 +91,8 @@ pub struct ModelInfo {
     /// The base name after prefixes, suffixes and snapshot dates were stripped.
     pub base: String,
     pub family: Family,
+    /// The serving platform, when the name's routing prefix says it and it changes the billing.
+    pub platform: Option<Platform>,
     /// The public tokenizer, when the provider publishes it (OpenAI models only).
     pub encoding: Option<Encoding>,
     /// Total context window in tokens (Gemini: the input limit), None when unknown.
@@ -148,6 +173,7 @@ const CONTEXT_WINDOWS: &[(&str, u64)] = &[
     ("claude-instant", 100_000),
     // Google Gemini (input token limit)
     ("gemini-3-pro", 1_048_576),
+    ("gemini-3-flash", 1_048_576),
     ("gemini-2.5-pro", 1_048_576),
     ("gemini-2.5-flash", 1_048_576),
     ("gemini-2.5-flash-lite", 1_048_576),
@@ -234,6 +260,75 @@ const BEDROCK_VENDORS: &[&str] = &[
     "ai21.",
 ];
 
+/// Routers and SDKs that spell a model `provider:model` (pydantic-ai's `openai:gpt-4o`,
+/// `google-vertex:gemini-2.5-pro`, `bedrock:us.anthropic...`): the part before the first `:` is
+/// stripped only when it is one of these, so Ollama tags (`qwen3:0.6b`) keep their meaning.
+const COLON_PROVIDERS: &[&str] = &[
+    "openai",
+    "openai-chat",
+    "openai-responses",
+    "azure",
+    "anthropic",
+    "bedrock",
+    "google",
+    "google-gla",
+    "google-vertex",
+    "gemini",
+    "vertex_ai",
+    "vertexai",
+    "groq",
+    "mistral",
+    "cohere",
+    "deepseek",
+    "cerebras",
+    "grok",
+    "xai",
+    "huggingface",
+    "heroku",
+    "moonshotai",
+    "openrouter",
+    "together",
+    "fireworks",
+    "ollama",
+    "litellm",
+    "vercel",
+    "nebius",
+    "ovhcloud",
+    "github",
+    "alibaba",
+    "sambanova",
+];
+
+/// The serving platform a routing prefix names (see [`Platform`]).
+fn platform_of(model: &str) -> Option<Platform> {
+    let m = model.trim().to_ascii_lowercase();
+    const VERTEX: &[&str] = &[
+        "vertex_ai/",
+        "vertex_ai_beta/",
+        "vertex-ai/",
+        "vertexai/",
+        "vertex/",
+        "google-vertex:",
+        "google-vertex/",
+        "vertex_ai:",
+        "vertexai:",
+    ];
+    const GEMINI_API: &[&str] = &[
+        "gemini/",
+        "google-gla:",
+        "google-gla/",
+        "models/",
+        "gemini:",
+    ];
+    if VERTEX.iter().any(|p| m.starts_with(p)) || m.contains("/publishers/google/models/") {
+        return Some(Platform::VertexAi);
+    }
+    if GEMINI_API.iter().any(|p| m.starts_with(p)) {
+        return Some(Platform::GeminiApi);
+    }
+    None
+}
+
 /// Bedrock cross-region inference prefixes.
 const REGIONS: &[&str] = &[
     "us.", "eu.", "apac.", "au.", "ca.", "jp.", "us-gov.", "global.",
@@ -277,6 +372,16 @@ fn strip_suffix_once(m: &str) -> Option<&str> {
 /// wrappers, tags, and snapshot dates.
 pub fn base_name(model: &str) -> String {
     let mut m = model.trim().to_ascii_lowercase();
+    if let Some((head, rest)) = m.split_once(':') {
+        // pydantic-ai's `provider:model`, when what follows names a model: `mistral:7b` is
+        // Ollama's tag of `mistral`, not a Mistral-hosted model called `7b`.
+        if !rest.is_empty()
+            && COLON_PROVIDERS.contains(&head)
+            && family_of(&base_name(rest), rest) != Family::Unknown
+        {
+            return base_name(rest);
+        }
+    }
     if let Some(rest) = m.strip_prefix("ft:") {
         // ft:gpt-4o-mini-2024-07-18:org::id -> the base model.
         m = rest.split(':').next().unwrap_or(rest).to_string();
@@ -363,8 +468,24 @@ fn family_of(base: &str, raw: &str) -> Family {
 }
 
 /// Hidden overheads that depend on the serving stack and are priced by a fitted average.
-fn unknown_overheads(f: Family) -> &'static [&'static str] {
+fn unknown_overheads(f: Family, base: &str, platform: Option<Platform>) -> &'static [&'static str] {
+    let gemini3 = f == Family::Gemini && base.starts_with("gemini-") && !is_gemini_before_3(base);
     match f {
+        // Gemini 3 thought signatures sent back are billed by the Gemini Developer API, about
+        // as many tokens as the thoughts they carry (0.198 token per base64 byte: median of
+        // `(usage - estimate) / signature bytes` over the 50 gemini-3 requests with signatures
+        // and no media of ../shared/data/pydantic-ai provider `google`), and not by Vertex AI
+        // (25 requests: -0.012) nor for Gemini 2.x (12 requests: 0.011; as reported in
+        // googleapis/python-genai#1129, though https://ai.google.dev/gemini-api/docs/thinking
+        // says signatures add input tokens). The reader does not price them: a Gemini API
+        // history with long signatures is under-counted. Without a platform in the name,
+        // Vertex's cheaper function declarations and calls are not known either (profile_for).
+        Family::Gemini if gemini3 && platform == Some(Platform::VertexAi) => &["tool-use prompt"],
+        Family::Gemini if gemini3 && platform == Some(Platform::GeminiApi) => {
+            &["tool-use prompt", "thought signatures"]
+        }
+        Family::Gemini if gemini3 => &["tool-use prompt", "thought signatures", "serving platform"],
+        Family::Gemini if platform.is_none() => &["tool-use prompt", "serving platform"],
         // Exact for chat.completions (`count`); the Responses API adds server-side items.
         Family::OpenAI => &[],
         // Documented per model and tool_choice; `tool_choice: any/tool` costs ~30 fewer.
@@ -374,10 +495,28 @@ fn unknown_overheads(f: Family) -> &'static [&'static str] {
     }
 }
 
+/// Gemini 1.x / 2.x (their thought signatures are not billed: the 12 gemini-2.5 requests with
+/// signatures in ../shared/data are priced within a few tokens without them).
+fn is_gemini_before_3(base: &str) -> bool {
+    [
+        "gemini-1",
+        "gemini-2",
+        "gemini-pro",
+        "gemini-ultra",
+        "gemini-exp",
+    ]
+    .iter()
+    .any(|p| base.starts_with(p))
+}
+
 /// Resolve a model name. Never fails: an unknown name has `Family::Unknown`.
 pub fn model_info(model: &str) -> ModelInfo {
     let base = base_name(model);
     let family = family_of(&base, model);
+    let platform = match family {
+        Family::Gemini | Family::Gemma => platform_of(model),
+        _ => None,
+    };
     let encoding = if family == Family::OpenAI {
         encoding_for(&base).ok()
     } else {
@@ -387,14 +526,16 @@ pub fn model_info(model: &str) -> ModelInfo {
         .iter()
         .filter(|(p, _)| prefix_match(&base, p))
         .max_by_key(|(p, _)| p.len());
+    let unknown = unknown_overheads(family, &base, platform);
     ModelInfo {
         model: model.to_string(),
         base,
         family,
+        platform,
         encoding,
         context_window: matched.map(|&(_, w)| w),
         matched: matched.map(|&(p, _)| p),
-        unknown_overheads: unknown_overheads(family),
+        unknown_overheads: unknown,
     }
 }
 
@@ -434,6 +575,89 @@ mod tests {
         for (m, f) in cases {
             assert_eq!(fam(m), f, "{m}");
         }
+    }
+
+    #[test]
+    fn provider_colon_prefixes_are_stripped_but_ollama_tags_kept() {
+        let cases = [
+            ("openai:gpt-4o", "gpt-4o", "openai"),
+            (
+                "anthropic:claude-sonnet-4-5",
+                "claude-sonnet-4-5",
+                "anthropic",
+            ),
+            (
+                "google-vertex:gemini-3-flash-preview",
+                "gemini-3-flash",
+                "gemini",
+            ),
+            ("google-gla:gemini-2.5-flash", "gemini-2.5-flash", "gemini"),
+            (
+                "groq:llama-3.3-70b-versatile",
+                "llama-3.3-70b-versatile",
+                "llama",
+            ),
+            (
+                "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                "claude-sonnet-4-5",
+                "anthropic",
+            ),
+            (
+                "huggingface:deepseek-ai/DeepSeek-R1",
+                "deepseek-r1",
+                "deepseek",
+            ),
+            ("ollama:qwen3:0.6b", "qwen3", "qwen"),
+            ("mistral:7b", "mistral", "mistral"),
+            ("mistral:latest", "mistral", "mistral"),
+            ("mistral:mistral-large-latest", "mistral-large", "mistral"),
+            ("qwen3:0.6b", "qwen3", "qwen"),
+            ("openai:", "openai", "unknown"),
+        ];
+        for (m, base, f) in cases {
+            let i = model_info(m);
+            assert_eq!((i.base.as_str(), i.family.name()), (base, f), "{m}");
+        }
+    }
+
+    #[test]
+    fn a_routing_prefix_names_the_gemini_serving_platform() {
+        let cases = [
+            ("vertex_ai/gemini-3-flash-preview", Some(Platform::VertexAi)),
+            ("google-vertex:gemini-2.5-pro", Some(Platform::VertexAi)),
+            (
+                "projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash",
+                Some(Platform::VertexAi),
+            ),
+            ("gemini/gemini-2.5-flash", Some(Platform::GeminiApi)),
+            ("google-gla:gemini-3-pro-preview", Some(Platform::GeminiApi)),
+            ("models/gemini-2.0-flash", Some(Platform::GeminiApi)),
+            // OpenRouter's vendor segment says who made the model, not where it runs.
+            ("openrouter/google/gemini-2.5-flash", None),
+            ("gemini-3-flash-preview", None),
+            // Only Gemini models are billed differently by platform.
+            ("vertex_ai/claude-3-5-sonnet@20240620", None),
+        ];
+        for (m, p) in cases {
+            assert_eq!(model_info(m).platform, p, "{m}");
+        }
+    }
+
+    #[test]
+    fn gemini_overheads_say_what_the_name_leaves_unknown() {
+        let bare = model_info("gemini-3-flash-preview").unknown_overheads;
+        assert!(bare.contains(&"thought signatures") && bare.contains(&"serving platform"));
+        let api = model_info("gemini/gemini-3-flash-preview").unknown_overheads;
+        assert!(api.contains(&"thought signatures") && !api.contains(&"serving platform"));
+        let vertex = model_info("vertex_ai/gemini-3-pro-preview").unknown_overheads;
+        assert!(!vertex.contains(&"thought signatures") && !vertex.contains(&"serving platform"));
+        // Gemini 2.x signatures are not billed; the platform still is unknown.
+        let old = model_info("gemini-2.5-flash").unknown_overheads;
+        assert!(!old.contains(&"thought signatures") && old.contains(&"serving platform"));
+        assert_eq!(
+            model_info("gemini-3-flash-preview").context_window,
+            Some(1_048_576)
+        );
     }
 
     #[test]

@@ -2,7 +2,11 @@
 //! use. Every constant here is measured on the recorded requests in `shared/data` (see
 //! `tools/calibrate_profiles.py`, which refits them) unless a comment cites a provider doc.
 
-use crate::model_info::Family;
+use crate::model_info::{Family, ModelInfo, Platform};
+
+const VERTEX_TOOL_SCHEMA_SCALE: f64 = 0.2;
+const VERTEX_PER_TOOL_CALL: f64 = 0.0;
+const VERTEX_PER_TOOL_RESULT: f64 = 0.0;
 
 /// The wire format a history is written in (how messages are read). What they cost is decided
 /// by the model's `Family` (`model_info`), this provider's default family when the model is
@@ -286,9 +290,100 @@ pub fn profile(family: Family) -> Profile {
     }
 }
 
+/// The pricing profile of one resolved model: its family's profile with what a model
+/// generation's chat template adds (documented, or fitted across providers serving it).
+/// `family` is the family that prices the request (the model's, else the provider's default).
+pub fn profile_for(family: Family, info: &ModelInfo) -> Profile {
+    let mut p = profile(family);
+    if family != info.family {
+        // An unknown name priced by the provider's default family: nothing more is known.
+        return p;
+    }
+    let base = info.base.as_str();
+    match family {
+        // Open-weight DeepSeek checkpoints (R1, V3, V2 and the R1 distills) served by third
+        // parties run their tokenizer_config.json `chat_template` (huggingface.co/deepseek-ai/
+        // DeepSeek-R1, DeepSeek-V3): `<｜begin▁of▁sentence｜>` + system, `<｜User｜>` + text
+        // per user turn, `<｜Assistant｜>` + text + `<｜end▁of▁sentence｜>` per reply and a
+        // closing `<｜Assistant｜>`: one marker per message, two per request (the generic 5 and
+        // 3 put the 6 plain open-weight DeepSeek requests of ../shared/data, huggingface,
+        // openrouter and groq, 5 tokens over each). DeepSeek's own API names (`deepseek-chat`,
+        // `deepseek-reasoner`, `deepseek-v4-*`) add a server-side prompt: generic constants.
+        Family::DeepSeek
+            if ["deepseek-r1", "deepseek-v3", "deepseek-v2"]
+                .iter()
+                .any(|p| base.starts_with(p)) =>
+        {
+            p.per_message = 1.0;
+            p.per_request = 2.0;
+        }
+        // GLM-5 templates add ~6 tokens more than GLM-4.x (fitted: the 4 plain GLM-5.x
+        // requests of ../shared/data/pydantic-ai, crusoe and zai, are each 6 under with the
+        // GLM-4 constants; the 5 plain GLM-4.6 / 4.7 requests are 1 over).
+        Family::Glm if base.starts_with("glm-5") => p.per_request += 6.0,
+        // Vertex AI bills function declarations and function turns lower than the Gemini API
+        // the Gemini constants were fitted on: identical requests cost 14 tokens fewer per
+        // declaration on Vertex (two pairs in ../shared/data/pydantic-ai), and a function
+        // call + response round ~20 fewer (the 17 Vertex gemini-3 requests with one or two
+        // rounds: 36-43 under per round with one declaration, 59 with two rounds). Fitted on
+        // the 21 Vertex requests with function declarations (gemini-2.0 / 2.5 / 3 flash).
+        Family::Gemini | Family::Gemma if info.platform == Some(Platform::VertexAi) => {
+            p.tool_schema_scale = VERTEX_TOOL_SCHEMA_SCALE;
+            p.per_tool_call = VERTEX_PER_TOOL_CALL;
+            p.per_tool_result = VERTEX_PER_TOOL_RESULT;
+        }
+        _ => {}
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::model_info::model_info;
+
+    fn of(model: &str) -> Profile {
+        let info = model_info(model);
+        profile_for(info.family, &info)
+    }
+
+    #[test]
+    fn open_weight_deepseek_is_priced_by_its_chat_template_markers() {
+        for m in [
+            "deepseek-ai/DeepSeek-R1",
+            "huggingface:deepseek-ai/DeepSeek-V3-0324",
+            "deepseek-r1-distill-llama-70b",
+        ] {
+            let p = of(m);
+            assert_eq!((p.per_message, p.per_request), (1.0, 2.0), "{m}");
+        }
+        // DeepSeek's own API names keep the generic constants (its server adds a prompt).
+        assert_eq!(of("deepseek-reasoner"), profile(Family::DeepSeek));
+        assert_eq!(of("deepseek-chat"), profile(Family::DeepSeek));
+    }
+
+    #[test]
+    fn glm_5_adds_to_the_glm_4_request_overhead() {
+        let glm4 = of("zai/glm-4.7");
+        assert_eq!(glm4, profile(Family::Glm));
+        assert_eq!(of("zai/GLM-5.2").per_request, glm4.per_request + 6.0);
+    }
+
+    #[test]
+    fn vertex_ai_prices_gemini_function_declarations_and_turns_lower() {
+        let api = of("gemini/gemini-3-flash-preview");
+        let bare = of("gemini-3-flash-preview");
+        let vertex = of("vertex_ai/gemini-3-flash-preview");
+        assert_eq!(api, bare);
+        assert!(vertex.tool_schema_scale < api.tool_schema_scale);
+        assert!(vertex.per_tool_call < api.per_tool_call);
+        assert!(vertex.per_tool_result < api.per_tool_result);
+        assert_eq!(vertex.text_scale, api.text_scale);
+        // An unknown name priced by a provider's default family gets that family's profile.
+        let info = model_info("my-model");
+        assert_eq!(profile_for(Family::Gemini, &info), profile(Family::Gemini));
+    }
 
     #[test]
     fn every_name_round_trips() {

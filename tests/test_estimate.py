@@ -68,6 +68,40 @@ def test_image_costs_its_pixels_not_its_base64_length():
     assert cf.image_tokens(small, provider="gemini") == 4 * 258
 
 
+def test_gemini_3_prices_images_returned_in_function_responses():
+    # Gemini 3 multimodal function responses carry media in `functionResponse.parts`; the
+    # recorded requests bill each image 1,088 tokens (1,102 for a PNG) on both platforms.
+    image = {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(png(64, 64)).decode()}}
+
+    def history(with_image: bool, key: str = "functionResponse") -> list:
+        response = {"name": "get_image", "response": {"return_value": "see the image"}}
+        if with_image:
+            response["parts"] = [image]
+        return [
+            {"role": "user", "parts": [{"text": "Call get_image."}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "get_image", "args": {}}}]},
+            {"role": "user", "parts": [{key: response}]},
+        ]
+
+    for model, price in [("gemini-3-flash-preview", 1088), ("gemini-2.5-flash", 258)]:
+        with_image = cf.estimate(history(True), provider="gemini", model=model)
+        assert with_image - cf.estimate(history(False), provider="gemini", model=model) == price, model
+    snake = cf.estimate(history(True, "function_response"), provider="gemini", model="gemini-3-flash-preview")
+    assert snake == cf.estimate(history(True), provider="gemini", model="gemini-3-flash-preview")
+    # Pruning never rewrites such a result as text (it would drop the image silently).
+    later = [{"role": r, "parts": [{"text": "more " * 50}]} for r in ("model", "user") * 2]
+    pruned = cf.prune(
+        history(True) + later,
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        protect_tail_tokens=0,
+        protect_first_n=0,
+        min_tail=1,
+        tool_result_max_tokens=10,
+    )
+    assert pruned[2]["parts"][0]["functionResponse"]["parts"] == [image]
+
+
 def test_anthropic_image_block_and_url_default_are_bounded():
     raw = png(1920, 1080, payload=2_000_000)
     block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(raw).decode()}}

@@ -40,6 +40,54 @@ def test_prefixes_suffixes_and_tags_resolve_to_the_family(model, family, encodin
     assert info.resolved
 
 
+@pytest.mark.parametrize(
+    ("model", "base", "family", "platform"),
+    [
+        # pydantic-ai's `provider:model` spelling (was resolved to the provider's name).
+        ("openai:gpt-4o", "gpt-4o", "openai", None),
+        ("anthropic:claude-sonnet-4-5", "claude-sonnet-4-5", "anthropic", None),
+        ("google-vertex:gemini-3-flash-preview", "gemini-3-flash", "gemini", "vertex-ai"),
+        ("google-gla:gemini-2.5-flash", "gemini-2.5-flash", "gemini", "gemini-api"),
+        ("huggingface:deepseek-ai/DeepSeek-R1", "deepseek-r1", "deepseek", None),
+        # Ollama tags after a colon are not providers.
+        ("qwen3:0.6b", "qwen3", "qwen", None),
+        ("mistral:7b", "mistral", "mistral", None),
+        ("vertex_ai/gemini-2.5-pro", "gemini-2.5-pro", "gemini", "vertex-ai"),
+        ("projects/p/locations/l/publishers/google/models/gemini-2.0-flash", "gemini-2.0-flash", "gemini", "vertex-ai"),
+        ("gemini/gemini-3-pro-preview", "gemini-3-pro", "gemini", "gemini-api"),
+        ("openrouter/google/gemini-2.5-flash", "gemini-2.5-flash", "gemini", None),
+        ("gemini-3-flash-preview", "gemini-3-flash", "gemini", None),
+    ],
+)
+def test_provider_prefixes_and_the_serving_platform_resolve(model, base, family, platform):
+    info = cf.model_info(model)
+    assert (info.base, info.family, info.platform) == (base, family, platform), info
+
+
+def test_a_bare_gemini_3_name_reports_what_it_cannot_know():
+    assert {"thought signatures", "serving platform"} <= set(cf.model_info("gemini-3-flash-preview").unknown_overheads)
+    assert "serving platform" not in cf.model_info("vertex_ai/gemini-3-flash-preview").unknown_overheads
+
+
+def test_vertex_prices_a_gemini_function_turn_below_the_gemini_api():
+    # The same request (recorded on both platforms in ../shared/data/pydantic-ai): 36 prompt
+    # tokens on the Gemini API, 22 on Vertex AI.
+    messages = [{"role": "user", "parts": [{"text": "Use the get_file tool now to retrieve a audio file, then describe what you received."}]}]
+    tools = [{"name": "get_file", "description": "", "parametersJsonSchema": {"additionalProperties": False, "properties": {}, "type": "object"}}]
+    api = cf.estimate(messages, provider="gemini", model="gemini/gemini-3-flash-preview", tools=tools)
+    vertex = cf.estimate(messages, provider="gemini", model="vertex_ai/gemini-3-flash-preview", tools=tools)
+    assert api == cf.estimate(messages, provider="gemini", model="gemini-3-flash-preview", tools=tools)
+    assert abs(api - 36) <= 8 and abs(vertex - 22) <= 8 and vertex < api
+
+
+def test_open_weight_deepseek_r1_pays_its_template_markers_only():
+    # Recorded on the Hugging Face router: "Hello" costs 4 prompt tokens (BOS, <｜User｜>, Hello,
+    # <｜Assistant｜>); DeepSeek's own API adds 2 (6 for deepseek-reasoner).
+    hello = [{"role": "user", "content": "Hello"}]
+    assert cf.estimate(hello, provider="openai-compatible", model="deepseek-ai/DeepSeek-R1") == 4
+    assert cf.estimate(hello, provider="openai-compatible", model="deepseek-reasoner") > 4
+
+
 def test_unknown_models_never_raise_and_say_what_is_unknown():
     info = cf.model_info("my-local-finetune")
     assert info.family == "unknown" and info.context_window is None

@@ -150,8 +150,21 @@ def system_text(system: Any) -> Any:
     return json.dumps(system)
 
 
-def estimate_request(cf: Any, r: Request) -> int:
-    """contextfold's estimate of a recorded request, its options' schemas included as tools."""
+# How a caller names the serving platform of a Gemini model in the model string (LiteLLM's
+# routing prefixes): the recorded `provider` says which platform served the request.
+PLATFORM_PREFIX = {"google": "gemini/", "google-vertex": "vertex_ai/"}
+
+
+def platform_model(r: Request) -> str:
+    """The recorded model name with its serving platform named, as a caller who knows it
+    spells it (``vertex_ai/gemini-3-flash-preview``); other providers' names unchanged."""
+    prefix = PLATFORM_PREFIX.get(r.provider)
+    return prefix + r.model if prefix and r.model and "/" not in r.model else r.model
+
+
+def estimate_request(cf: Any, r: Request, *, name_platform: bool = False) -> int:
+    """contextfold's estimate of a recorded request, its options' schemas included as tools.
+    ``name_platform``: spell the model with its serving platform (``platform_model``)."""
     tools = r.tools
     if tools and isinstance(tools, list) and tools and isinstance(tools[0], dict):
         if "functionDeclarations" in tools[0] or "function_declarations" in tools[0]:
@@ -164,7 +177,7 @@ def estimate_request(cf: Any, r: Request) -> int:
     return cf.estimate(
         r.messages,
         provider=r.profile,
-        model=r.model,
+        model=platform_model(r) if name_platform else r.model,
         tools=tools or None,
         system=system_text(r.system),
     )

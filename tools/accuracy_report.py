@@ -1,6 +1,6 @@
 """Estimate accuracy against provider-reported prompt tokens (shared/data or tests/data).
 
-    python tools/accuracy_report.py [--local] [-v]
+    python tools/accuracy_report.py [--local] [--platform] [-v]
 
 Calls the library the way a user does: ``provider=`` is the wire format of the recorded API
 (OpenAI chat / Responses, Anthropic Messages, Gemini), ``model=`` the model name as sent; the
@@ -8,6 +8,11 @@ SWE trajectories (Gemini 3 Pro through an OpenAI-compatible router) are estimate
 ``provider="openai", model="google/gemini-3-pro-preview"``, every model call, no calibration.
 Prints median |err|, p90 |err| and the signed median of ``estimate / real - 1`` per data set,
 per recorded provider, and overall (requests and trajectory calls pooled).
+
+``--platform``: the Gemini requests' model names carry their serving platform as a caller who
+knows it spells it (``gemini/...`` for the recorded ``google``, ``vertex_ai/...`` for
+``google-vertex``): the two platforms bill the same request differently, which a bare model
+name cannot say (``contextfold.model_info(name).unknown_overheads`` lists "serving platform").
 """
 
 from __future__ import annotations
@@ -44,12 +49,14 @@ def row(label: str, errs: list[float]) -> str:
     )
 
 
-def collect(root: Path, verbose: bool = False) -> tuple[dict, dict, list[float]]:
+def collect(
+    root: Path, verbose: bool = False, name_platform: bool = False
+) -> tuple[dict, dict, list[float]]:
     """(errors by data set, errors by recorded provider, SWE call errors)."""
     by_set: dict[str, list[float]] = defaultdict(list)
     by_provider: dict[str, list[float]] = defaultdict(list)
     for r in load_requests(root):
-        err = estimate_request(cf, r) / r.usage - 1
+        err = estimate_request(cf, r, name_platform=name_platform) / r.usage - 1
         by_set[r.dataset].append(err)
         by_provider[r.provider].append(err)
         if verbose and abs(err) > 0.5:
@@ -63,7 +70,7 @@ def collect(root: Path, verbose: bool = False) -> tuple[dict, dict, list[float]]
 
 def main() -> None:
     root = LOCAL if "--local" in sys.argv else SHARED
-    by_set, by_provider, swe = collect(root, "-v" in sys.argv)
+    by_set, by_provider, swe = collect(root, "-v" in sys.argv, "--platform" in sys.argv)
     head = "| {} | n | median abs | p90 abs | signed median |\n| --- | ---: | ---: | ---: | ---: |"
     print(head.format("data set"))
     for k in sorted(by_set):

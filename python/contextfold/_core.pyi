@@ -134,7 +134,7 @@ def _floor_walk(messages: object, /) -> int:
 
 def _model_info(
     model: str, /
-) -> tuple[str, str, str, str | None, int | None, str | None, str, list[str]]:
+) -> tuple[str, str, str, str | None, int | None, str | None, str, list[str], str | None]:
     """Fields of ``contextfold.ModelInfo`` (use ``contextfold.model_info``)."""
 
 def image_size(image: str | bytes | bytearray, /) -> tuple[int, int] | None:

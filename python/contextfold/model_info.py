@@ -26,8 +26,14 @@ class ModelInfo:
     None. ``context_window``: total tokens (Gemini: the input limit), None when unknown.
     ``base``: the name after routing prefixes, vendor segments, tags and dates were stripped;
     ``matched``: the table entry of the context window; ``resolved``: one line saying how.
-    ``unknown_overheads``: hidden costs priced by a fitted average (chat template, tool-use
-    prompt, tokenizer) because the provider does not publish them.
+    ``unknown_overheads``: hidden costs priced by a fitted average or not priced (chat
+    template, tool-use prompt, tokenizer; for Gemini: ``"thought signatures"``, billed by the
+    Gemini API for Gemini 3 and not priced, and ``"serving platform"`` when the name does not say
+    whether the Gemini API or Vertex AI serves it). ``platform``: ``"gemini-api"`` or
+    ``"vertex-ai"`` when a routing prefix names it (``gemini/``, ``google-gla:``, ``models/``;
+    ``vertex_ai/``, ``google-vertex:``, ``projects/.../publishers/google/models/``), else None:
+    the two bill the same Gemini request differently (Vertex AI prices function declarations
+    and calls lower).
     """
 
     model: str
@@ -38,6 +44,7 @@ class ModelInfo:
     matched: str | None
     resolved: str
     unknown_overheads: tuple[str, ...]
+    platform: str | None = None
 
 
 def model_info(model: str) -> ModelInfo:
@@ -47,7 +54,7 @@ def model_info(model: str) -> ModelInfo:
     non-string."""
     if not isinstance(model, str):
         raise TypeError(f"model must be a string, got {type(model).__name__}")
-    name, base, family, encoding, window, matched, resolved, unknown = _model_info(model)
+    name, base, family, encoding, window, matched, resolved, unknown, platform = _model_info(model)
     return ModelInfo(
         model=name,
         base=base,
@@ -57,4 +64,5 @@ def model_info(model: str) -> ModelInfo:
         matched=matched,
         resolved=resolved,
         unknown_overheads=tuple(unknown),
+        platform=platform,
     )

@@ -226,7 +226,8 @@ fn image_tokens(
 }
 
 /// What a model name resolves to, as the fields of `contextfold.ModelInfo`:
-/// `(model, base, family, encoding, context_window, matched, resolved, unknown_overheads)`.
+/// `(model, base, family, encoding, context_window, matched, resolved, unknown_overheads,
+/// platform)`.
 #[pyfunction]
 #[pyo3(signature = (model, /))]
 #[allow(clippy::type_complexity)]
@@ -241,6 +242,7 @@ fn _model_info(
     Option<&'static str>,
     String,
     Vec<&'static str>,
+    Option<&'static str>,
 ) {
     let i = crate::model_info::model_info(model);
     let resolved = i.resolved();
@@ -253,6 +255,7 @@ fn _model_info(
         i.matched,
         resolved,
         i.unknown_overheads.to_vec(),
+        i.platform.map(|p| p.name()),
     )
 }
 

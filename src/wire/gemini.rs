@@ -95,9 +95,17 @@ pub(crate) fn keyed_part<'a, V: Input<'a>>(
                 Some(r) => r.json_text().src()?,
                 None => String::new(),
             };
+            let mut content = vec![Part::Text(Cow::Owned(body))];
+            // Gemini 3 multimodal function responses carry images and files beside the
+            // `response` object, in `functionResponse.parts`
+            // (https://ai.google.dev/gemini-api/docs/function-calling, "Multimodal function
+            // responses"): billed as media (1,088 tokens per image in the recorded requests).
+            if let Some(media) = f.get(Key::parts).src()? {
+                content.extend(r.nested_parts(&media, &format!("{path}.functionResponse.parts"))?);
+            }
             return Ok(Part::ToolResult {
                 tool_use_id: id,
-                content: vec![Part::Text(Cow::Owned(body))],
+                content,
             });
         }
     }
