@@ -746,8 +746,18 @@ fn priced(
 
 /// Plan a compaction of `msgs`.
 pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
+    plan_priced(msgs, est, &est.each(msgs), opt)
+}
+
+/// As [`plan`], with the messages' costs (`est.each(msgs)`) a caller already has (the
+/// bindings price while reading).
+pub fn plan_priced(
+    msgs: &[Message<'_>],
+    est: &Estimator,
+    costs: &[u32],
+    opt: &PlanOptions,
+) -> Plan {
     let n = msgs.len();
-    let costs = est.each(msgs);
     let legal = legal_cuts(msgs);
     let msg_tokens: u64 = costs.iter().map(|&c| u64::from(c)).sum();
     let tokens_before = msg_tokens + opt.overhead_tokens;
@@ -783,7 +793,7 @@ pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
     let tokens_after_mask = costs_with(msgs, est, &costs, &mask_edits) + opt.overhead_tokens;
 
     let mut out = Plan {
-        costs,
+        costs: costs.to_vec(),
         tokens_before,
         mask_edits,
         tokens_after_mask,

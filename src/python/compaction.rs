@@ -10,8 +10,8 @@ use super::messages::{Keep, Walker};
 use super::provider;
 use super::prune::planned_edit;
 use crate::compaction::{
-    plan, summary_message_json, text_block_json, verify, MaskOptions, Placement, PlanOptions,
-    PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
+    plan_priced, summary_message_json, text_block_json, verify, MaskOptions, Placement,
+    PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
 };
 use crate::digest::{digest, DigestOptions};
 use crate::estimate::Estimator;
@@ -105,7 +105,7 @@ fn compaction_plan<'py>(
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
-    let ms = w.messages(messages)?;
+    let (ms, costs) = w.messages_priced(messages, &est)?;
     let extras = w.extras(tools, system)?;
     let opt = PlanOptions {
         format: fmt,
@@ -131,7 +131,7 @@ fn compaction_plan<'py>(
         },
     };
     let overhead = opt.overhead_tokens;
-    let p = py.detach(|| plan(&ms, &est, &opt));
+    let p = py.detach(|| plan_priced(&ms, &est, &costs, &opt));
     let d = PyDict::new(py);
     d.set_item("overhead_tokens", overhead)?;
     d.set_item("tokens_before", p.tokens_before)?;

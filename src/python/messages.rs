@@ -20,7 +20,7 @@ use pyo3::types::{
 };
 use typed_arena::Arena;
 
-use crate::estimate::RequestExtras;
+use crate::estimate::{Estimator, RequestExtras};
 use crate::message::Message;
 use crate::wire::input::KEY_NAMES;
 use crate::wire::{read_extras, read_message, ExtrasError, Input, Key, ReadError, Shape};
@@ -348,6 +348,10 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
     }
 }
 
+/// Messages read before they are priced: their samples (a few cache lines each) stay well
+/// inside L1/L2 between the read and the pricing.
+const CHUNK: usize = 32;
+
 /// Reads one history, knowing which message it is in for error messages.
 pub struct Walker<'k, 'py> {
     py: Python<'py>,
@@ -393,8 +397,6 @@ impl<'k, 'py> Walker<'k, 'py> {
         seq: &Bound<'py, PyAny>,
         mut f: impl FnMut(usize, &[Message<'_>]),
     ) -> PyResult<()> {
-        /// Messages per chunk: their samples (a few cache lines each) stay well inside L1/L2.
-        const CHUNK: usize = 32;
         let items = Self::snapshot(seq)?;
         for (c, chunk) in items.chunks(CHUNK).enumerate() {
             let keep = Keep::new();
@@ -407,6 +409,28 @@ impl<'k, 'py> Walker<'k, 'py> {
             f(c * CHUNK, &ms);
         }
         Ok(())
+    }
+
+    /// Read a whole history as [`Walker::messages`] does, and the estimated tokens of each
+    /// message (`est.each`), priced a chunk at a time right after the chunk is read, while its
+    /// samples are still in the CPU's cache (see [`Walker::chunks`]).
+    pub fn messages_priced(
+        &mut self,
+        seq: &Bound<'py, PyAny>,
+        est: &Estimator,
+    ) -> PyResult<(Vec<Message<'k>>, Vec<u32>)> {
+        let items = Self::snapshot(seq)?;
+        let mut out = Vec::with_capacity(items.len());
+        let mut costs = Vec::with_capacity(items.len());
+        for (i, m) in items.into_iter().enumerate() {
+            self.index = i;
+            out.push(self.read(m)?);
+            if out.len() - costs.len() == CHUNK {
+                costs.extend(est.each(&out[costs.len()..]));
+            }
+        }
+        costs.extend(est.each(&out[costs.len()..]));
+        Ok((out, costs))
     }
 
     /// The items of a history (any sequence but a str or a dict), as a snapshot: reading one

@@ -10,7 +10,7 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString};
 use super::messages::{Keep, Walker};
 use super::provider;
 use crate::estimate::Estimator;
-use crate::prune::{plan, PruneOptions, Step};
+use crate::prune::{plan_with, PruneOptions, Step};
 use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
 
 fn check_ceiling(soft_ceiling: f64, min_tail: usize) -> PyResult<()> {
@@ -53,8 +53,8 @@ fn find_tail_start(
         }
     }
     let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(messages)?;
-    Ok(py.detach(|| walk(&est.each(&ms), &legal_cuts(&ms), &opt)))
+    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &est)?;
+    Ok(py.detach(|| walk(&costs, &legal_cuts(&ms), &opt)))
 }
 
 /// The error of a history that changed length while it was read (a property that trims the
@@ -168,7 +168,7 @@ fn prune_plan<'py>(
     }
     let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
     let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(messages)?;
+    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &est)?;
     let opt = PruneOptions {
         protect_tail_tokens,
         protect_first_n,
@@ -180,7 +180,7 @@ fn prune_plan<'py>(
         dedupe,
         cache_block_tokens,
     };
-    let p = py.detach(|| plan(&ms, &est, &opt));
+    let p = py.detach(|| plan_with(&ms, &est, &costs, &legal_cuts(&ms), &opt));
     let mut edits = Vec::with_capacity(p.edits.len());
     for e in p.edits {
         edits.push(planned_edit(py, e.message, &e.path, Some(&e.value))?);
