@@ -26,6 +26,7 @@ use crate::wire::input::KEY_NAMES;
 use crate::wire::{read_extras, read_message, ExtrasError, Input, Key, ReadError, Shape};
 
 use super::json_out::{json_len, json_text};
+use super::langchain_message;
 
 /// Strong references to every Python string and bytes object a view borrows from.
 pub struct Keep<'py> {
@@ -57,7 +58,7 @@ impl<'py> Keep<'py> {
 
     /// The text of a str, valid as long as `self` (lossy copy for lone surrogates).
     #[inline]
-    fn str<'k>(&'k self, s: &Bound<'py, PyString>) -> Cow<'k, str> {
+    pub(super) fn str<'k>(&'k self, s: &Bound<'py, PyString>) -> Cow<'k, str> {
         match PyBackedStr::try_from(s.clone()) {
             Ok(b) => Cow::Borrowed(&**self.strs.alloc(b)),
             // Lone surrogates have no UTF-8 form: price a lossy copy instead of failing.
@@ -183,7 +184,7 @@ pub struct PyInput<'k, 'py> {
 }
 
 impl<'k, 'py> PyInput<'k, 'py> {
-    fn new(v: Bound<'py, PyAny>, keep: &'k Keep<'py>) -> Self {
+    pub(super) fn new(v: Bound<'py, PyAny>, keep: &'k Keep<'py>) -> Self {
         PyInput { v, keep }
     }
 
@@ -396,6 +397,10 @@ impl<'k, 'py> Walker<'k, 'py> {
 
     fn read(&self, m: Bound<'py, PyAny>) -> PyResult<Message<'k>> {
         self.keep.failed.set(None);
+        if langchain_message::is_message(&m) {
+            return langchain_message::read(&m, self.keep)
+                .map_err(|e| message_error(self.py, self.index, self.keep.failed.take(), e));
+        }
         read_message(&PyInput::new(m, self.keep))
             .map_err(|e| message_error(self.py, self.index, self.keep.failed.take(), e))
     }

@@ -18,6 +18,7 @@ mod breakdown;
 mod compaction;
 mod exact;
 mod json_out;
+mod langchain_message;
 mod messages;
 mod prune;
 mod session;
