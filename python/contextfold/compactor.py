@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from contextfold import _core
 from contextfold.errors import CompactionBudgetError, CompactionError
-from contextfold.prune import _copy, apply_edits
+from contextfold.prune import _copy, apply_edits, is_langchain_message
 from contextfold.session import Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.extractive import ExtractiveSummarizer
@@ -119,9 +119,13 @@ def detect_wire_format(messages: Sequence[Any], provider: str = "openai") -> Wir
     Responses items (a ``type`` and no ``role``, or ``input_text`` blocks), Gemini contents
     (role ``model`` or ``parts``), Bedrock blocks (``{"text": ...}`` / ``toolUse`` without a
     ``type``), Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``); otherwise
-    Anthropic when ``provider="anthropic"``, else OpenAI chat.
+    Anthropic when ``provider="anthropic"``, else OpenAI chat. LangChain messages are
+    ``"chat"``: their text blocks are OpenAI chat's, and what the compaction adds to such a
+    history (the summary) is a LangChain message too.
     """
     for m in list(messages[:16]):
+        if is_langchain_message(m):
+            return "chat"  # LangChain's content blocks are OpenAI chat's ({"type": "text", ...})
         role = _field(m, "role")
         if role is None and _field(m, "type") is not None:
             return "responses"
@@ -147,8 +151,12 @@ def _require_history(messages: Any) -> None:
         raise TypeError(f"messages must be a list of messages, got {type(messages).__name__}")
 
 
-def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> dict[str, Any]:
+def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:
     """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content."""
+    if is_langchain_message(message):
+        # A copy of the same class, ids and metadata kept, with the merged content.
+        d = {"role": "assistant" if message.type in ("ai", "AIMessageChunk") else "user", "content": message.content}
+        return message.model_copy(update={"content": _merge(d, text, at_start=at_start, fmt="chat")["content"]})
     d: dict[str, Any] = _copy(message)
     key = "parts" if fmt == "gemini" else "content"
     role = "assistant" if d.get("role") in ("assistant", "model") else "user"
@@ -170,6 +178,16 @@ def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> dict[str, An
             blocks.append(block)
         d[key] = blocks
     return d
+
+
+def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
+    """A message the compaction adds, as the history holds them: a LangChain message in a
+    history of LangChain messages (LangChain's own ``convert_to_messages``), else the dict."""
+    if not any(is_langchain_message(m) for m in history):
+        return message
+    from langchain_core.messages import convert_to_messages
+
+    return convert_to_messages([message])[0]
 
 
 def _parse_trigger(trigger: Any) -> tuple[str, float] | None:
@@ -611,7 +629,8 @@ class Compactor:
             wrapped = f"{OPEN}\n{summary_text}\n{CLOSE}"
             out = base[:head_end] + [base[i] for i in kept_idx]
             if plan["summary_role"] is not None:
-                out.append(json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"])))
+                summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))
+                out.append(_like_history(summary, msgs))
                 out.extend(base[tail_start:])
             else:
                 out.extend(base[tail_start:])

@@ -25,8 +25,8 @@ use crate::message::Message;
 use crate::wire::input::KEY_NAMES;
 use crate::wire::{read_extras, read_message, ExtrasError, Input, Key, ReadError, Shape};
 
-use super::json_out::{json_len, json_text};
-use super::langchain_message;
+use super::json_out::json_text;
+use super::{langchain_message, sdk_objects};
 
 /// Strong references to every Python string and bytes object a view borrows from.
 pub struct Keep<'py> {
@@ -282,7 +282,10 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
         let v = if let Ok(d) = self.v.cast::<PyDict>() {
             d.get_item(k)
         } else {
-            self.v.getattr_opt(k)
+            // A method (pydantic's `json()`) is not a field: absent, never priced as text.
+            self.v
+                .getattr_opt(k)
+                .map(|v| v.filter(|v| !v.is_callable()))
         }
         .inspect_err(|_| self.keep.failed.set(Some(key.as_str())))?;
         Ok(v.filter(|v| !v.is_none()).map(|v| self.wrap(v)))
@@ -341,7 +344,7 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
     }
 
     fn json_len(&self) -> PyResult<usize> {
-        json_len(&self.v)
+        sdk_objects::json_len(&self.v, *self.keep.keys.get_or_init(|| keys(self.v.py())))
     }
 }
 

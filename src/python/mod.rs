@@ -21,6 +21,7 @@ mod json_out;
 mod langchain_message;
 mod messages;
 mod prune;
+mod sdk_objects;
 mod session;
 mod shrink_json;
 
