@@ -155,8 +155,8 @@ def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:
     """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content."""
     if is_langchain_message(message):
         # A copy of the same class, ids and metadata kept, with the merged content.
-        d = {"role": "assistant" if message.type in ("ai", "AIMessageChunk") else "user", "content": message.content}
-        return message.model_copy(update={"content": _merge(d, text, at_start=at_start, fmt="chat")["content"]})
+        said = {"role": "assistant" if message.type in ("ai", "AIMessageChunk") else "user", "content": message.content}
+        return message.model_copy(update={"content": _merge(said, text, at_start=at_start, fmt="chat")["content"]})
     d: dict[str, Any] = _copy(message)
     key = "parts" if fmt == "gemini" else "content"
     role = "assistant" if d.get("role") in ("assistant", "model") else "user"

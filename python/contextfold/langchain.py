@@ -67,7 +67,7 @@ def token_counter(
     (`make_token_counter` binds them for APIs that call ``token_counter(messages)``).
     """
     del chars_per_token, extra_tokens_per_message, count_name, tokens_per_image, use_usage_metadata_scaling
-    return contextfold.estimate(convert_to_messages(list(messages)), provider=provider, model=model, tools=_tools(tools))
+    return contextfold.estimate(convert_to_messages(list(messages)), provider=provider, model=model, tools=_tools(tools))  # type: ignore[arg-type]
 
 
 def make_token_counter(*, provider: str = "openai", model: str | None = None) -> Callable[..., int]:
@@ -98,7 +98,7 @@ class ContextFoldMiddleware(AgentMiddleware):
         self.last_tokens: tuple[int, int] | None = None
 
     def _compact(self, request: ModelRequest) -> ModelRequest:
-        sent = list(request.messages)
+        sent: list[BaseMessage] = list(request.messages)
         return self._swap(request, sent, self._run(sent))
 
     def _run(self, sent: list[BaseMessage]) -> Any:
@@ -114,11 +114,11 @@ class ContextFoldMiddleware(AgentMiddleware):
         out = getattr(out, "messages", out)
         if not isinstance(out, list):
             raise TypeError(f"compactor must return a list of messages or an object with .messages, got {type(out).__name__}")
-        before = contextfold.estimate(sent, provider=self.provider, model=self.model)
+        before = contextfold.estimate(sent, provider=self.provider, model=self.model)  # type: ignore[arg-type]
         if out == sent:
             self.last_tokens = (before, before)
             return request
-        after = contextfold.estimate(out, provider=self.provider, model=self.model)
+        after = contextfold.estimate(out, provider=self.provider, model=self.model)  # type: ignore[arg-type]
         self.last_tokens = (before, after)
         new: list[BaseMessage] = convert_to_messages(out)
         return request.override(messages=new)  # type: ignore[arg-type]
@@ -129,5 +129,5 @@ class ContextFoldMiddleware(AgentMiddleware):
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        sent = list(request.messages)
+        sent: list[BaseMessage] = list(request.messages)
         return await handler(self._swap(request, sent, await self._arun(sent)))

@@ -49,12 +49,12 @@ def _copy(obj: Any) -> Any:
 
 def _get(node: Any, step: str | int) -> Any:
     """A field on an edit's path: a key or position, or a LangChain message's attribute."""
-    return node[step] if isinstance(node, (dict, list)) else getattr(node, cast("str", step))
+    return cast("Any", node)[step] if isinstance(node, (dict, list)) else getattr(node, cast("str", step))
 
 
 def _set(node: Any, step: str | int, value: Any) -> None:
     if isinstance(node, (dict, list)):
-        node[step] = value
+        cast("Any", node)[step] = value
     else:
         setattr(node, cast("str", step), value)
 

@@ -344,7 +344,7 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
     }
 
     fn json_len(&self) -> PyResult<usize> {
-        sdk_objects::json_len(&self.v, *self.keep.keys.get_or_init(|| keys(self.v.py())))
+        sdk_objects::json_len(&self.v, self.keep.keys.get_or_init(|| keys(self.v.py())))
     }
 }
 
