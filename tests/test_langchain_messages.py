@@ -370,3 +370,11 @@ def test_detection_never_imports_langchain():
             "cf.estimate([M()])\n"
             "assert not any(m.startswith('langchain') for m in sys.modules), sorted(sys.modules)\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_wire_bytes_of_langchain_messages_are_those_of_what_is_sent():
+    lc = [CASES[k][0] for k in ("system", "human", "ai_tool_call", "tool")]
+    sent = convert_to_openai_messages(lc)
+    assert cf.wire_bytes(lc) == cf.wire_bytes(sent) == len(json.dumps(sent, separators=(",", ":"), ensure_ascii=False).encode())
+    session = cf.Session(provider="openai", model="gpt-4o", max_request_bytes=10**6)
+    assert session.wire_bytes(lc) == cf.wire_bytes(sent)

@@ -482,3 +482,19 @@ fn reasoning<'k, 'py>(
         signature,
     })
 }
+
+static TO_OPENAI: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Bytes of the compact JSON of a LangChain message as langchain-core renders it for OpenAI
+/// chat (`convert_to_openai_messages`): the size of what is sent, without its bookkeeping.
+/// Only called for a message `is_message` recognized, so LangChain is already imported.
+pub(super) fn wire_json_len(m: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let py = m.py();
+    let convert = TO_OPENAI.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py
+            .import("langchain_core.messages")?
+            .getattr("convert_to_openai_messages")?
+            .unbind())
+    })?;
+    super::json_out::json_len(&convert.bind(py).call1((m,))?)
+}
