@@ -50,3 +50,70 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         _ => openai_chat::write(msg, change),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+    use crate::message::{Content, ToolCall};
+    use crate::wire::Format;
+
+    fn ai_call(arguments: &str) -> Message<'_> {
+        let mut m = Message::empty("assistant");
+        m.tool_calls.push(ToolCall {
+            id: "call_1",
+            name: "write",
+            arguments: Cow::Borrowed(arguments),
+        });
+        m.wire = Format::LangChain;
+        m
+    }
+
+    #[test]
+    fn shortened_arguments_are_the_args_object_of_the_call() {
+        let long = format!("{{\"path\": \"/a\", \"body\": \"{}\"}}", "x".repeat(500));
+        let m = ai_call(&long);
+        let change = Change::Arguments {
+            call: CallAt::ToolCalls(0),
+            json: r#"{"body":"xx…","path":"/a"}"#.to_string(),
+        };
+        let (path, value) = write(&m, &change).unwrap();
+        assert_eq!(
+            path,
+            vec![Step::Key("tool_calls"), Step::Index(0), Step::Key("args")]
+        );
+        assert_eq!(value, r#"{"body":"xx…","path":"/a"}"#);
+        // Never a bigger value, never a change of root type, never a call that is not there.
+        let bigger = Change::Arguments {
+            call: CallAt::ToolCalls(0),
+            json: format!("{{\"b\":\"{}\"}}", "y".repeat(600)),
+        };
+        assert!(write(&m, &bigger).is_none());
+        let list = Change::Arguments {
+            call: CallAt::ToolCalls(0),
+            json: "[1]".to_string(),
+        };
+        assert!(write(&m, &list).is_none());
+        let absent = Change::Arguments {
+            call: CallAt::ToolCalls(1),
+            json: "{}".to_string(),
+        };
+        assert!(write(&m, &absent).is_none());
+    }
+
+    #[test]
+    fn a_tool_result_is_the_content_string() {
+        let mut m = Message::empty("tool");
+        m.tool_call_id = Some("call_1");
+        m.content = Content::Text(Cow::Borrowed("a long listing of many files"));
+        m.wire = Format::LangChain;
+        let change = Change::ResultText {
+            part: None,
+            text: "[pruned]".into(),
+        };
+        let (path, value) = write(&m, &change).unwrap();
+        assert_eq!(path, vec![Step::Key("content")]);
+        assert_eq!(value, r#""[pruned]""#);
+    }
+}
