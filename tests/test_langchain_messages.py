@@ -204,7 +204,13 @@ def test_the_four_message_exchange_prices_like_its_dicts_and_ignores_bookkeeping
     assert cf.count(lc, model="gpt-4o") == cf.count(dicts, model="gpt-4o")
     assert cf.breakdown(lc).total == cf.estimate(dicts)
     assert cf.breakdown(lc).per_message == cf.breakdown(dicts).per_message
-    assert cf.Session(provider="openai").estimate(lc) == cf.Session(provider="openai").estimate(dicts)
+    assert cf.count_each(lc, model="gpt-4o") == cf.count_each(dicts, model="gpt-4o")
+    assert cf.estimate_many([lc, lc[:2]]) == cf.estimate_many([dicts, dicts[:2]])
+    assert cf.count_many([lc, lc[:2]], model="gpt-4o") == cf.count_many([dicts, dicts[:2]], model="gpt-4o")
+    # A session pricing the history as it grows, turn by turn.
+    session = cf.Session(provider="openai", model="gpt-4o")
+    for n in range(1, len(lc) + 1):
+        assert session.estimate(lc[:n]) == cf.estimate(dicts[:n], model="gpt-4o")
     # LangChain's own converter says the same messages.
     assert cf.estimate(convert_to_openai_messages(lc)) == cf.estimate(lc)
     # Bookkeeping of any size changes nothing.
