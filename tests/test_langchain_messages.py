@@ -240,7 +240,7 @@ def test_real_tau_bench_conversation_prices_like_langchains_openai_rendering():
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
 _ids = st.from_regex(r"call_[A-Za-z0-9]{4,24}", fullmatch=True)
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | _text,
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats() | _text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=8,
 )

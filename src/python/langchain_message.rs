@@ -15,7 +15,7 @@
 //!   `base64`, `url`, `file_id` or a v0 `source_type`, `reasoning` (its text, as reasoning),
 //!   a v1 `tool_call` block, and `non_standard` (its `value`, a provider block).
 //! - An AI message's `tool_calls` `[{"name", "args", "id"}]`: each a call whose arguments are
-//!   `json.dumps(args, ensure_ascii=False)`, the text LangChain's OpenAI integration and
+//!   `json.dumps(args, ensure_ascii=False)` (written in Rust), the text LangChain's OpenAI integration and
 //!   `convert_to_openai_messages` send, priced in the envelope of the provider asked for. A
 //!   content block that repeats one of these calls (an Anthropic `tool_use`, a Responses
 //!   `function_call`, a v1 `tool_call` with the same id) is not priced twice: the integrations
@@ -34,7 +34,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
-use super::json_out::json_text;
+use super::json_out::spaced_json_text;
 use super::messages::{Keep, PyInput};
 use crate::message::{Content, Detail, Image, MediaKind, Message, Part, ToolCall};
 use crate::wire::read::{borrowed_or_placeholder, image_source, Reader};
@@ -42,7 +42,6 @@ use crate::wire::{Format, Input, ReadError, ReadResult};
 
 static SYS_MODULES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 static BASE_MESSAGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-static DUMPS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// `langchain_core.messages.BaseMessage` once someone has imported it (never imported here).
 fn base_message(py: Python<'_>) -> Option<&Py<PyType>> {
@@ -135,8 +134,9 @@ fn id_field<'k, 'py>(
 }
 
 /// Tool-call arguments as LangChain's integrations send them: a string as is, anything else
-/// `json.dumps(args, ensure_ascii=False)`; what `json` cannot serialize, the compact JSON the
-/// core writes for any value (SDK objects dumped, other values as their `str`).
+/// `json.dumps(args, ensure_ascii=False)` (Python's default separators, non-ASCII kept), written
+/// without a Python call. Values `json` cannot serialize are written as the core writes any
+/// value (SDK objects dumped, others as their `str`).
 fn arguments<'k, 'py>(
     keep: &'k Keep<'py>,
     args: Option<Bound<'py, PyAny>>,
@@ -148,28 +148,9 @@ fn arguments<'k, 'py>(
     if let Ok(s) = args.cast::<PyString>() {
         return Ok(keep.str(s));
     }
-    let py = args.py();
-    let dumps = DUMPS
-        .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("ensure_ascii", false)?;
-            let dumps = py.import("json")?.getattr("dumps")?;
-            Ok(py
-                .import("functools")?
-                .getattr("partial")?
-                .call((dumps,), Some(&kwargs))?
-                .unbind())
-        })
-        .map_err(ReadError::Source)?;
-    match dumps.bind(py).call1((&args,)) {
-        Ok(text) => match text.cast::<PyString>() {
-            Ok(s) => Ok(keep.str(s)),
-            Err(_) => Err(invalid(path(), "json.dumps returned a non-string")),
-        },
-        Err(_) => json_text(&args)
-            .map(Cow::Owned)
-            .map_err(|e| invalid(path(), format!("could not be serialized: {e}"))),
-    }
+    spaced_json_text(&args)
+        .map(Cow::Owned)
+        .map_err(|e| invalid(path(), format!("could not be serialized: {e}")))
 }
 
 /// What one LangChain message is read into before its content: role and calls.
