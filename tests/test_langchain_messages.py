@@ -398,3 +398,11 @@ def test_wire_bytes_of_langchain_messages_are_those_of_what_is_sent():
     assert cf.wire_bytes(lc) == cf.wire_bytes(sent) == len(json.dumps(sent, separators=(",", ":"), ensure_ascii=False).encode())
     session = cf.Session(provider="openai", model="gpt-4o", max_request_bytes=10**6)
     assert session.wire_bytes(lc) == cf.wire_bytes(sent)
+
+
+def test_the_summarizer_transcript_reads_langchain_messages_as_what_they_say():
+    from contextfold.adapters.transcript import render_transcript
+
+    lc = agent_history()
+    assert render_transcript(lc) == render_transcript(convert_to_openai_messages(lc))
+    assert "ai-0" not in "\n".join(render_transcript(lc))  # ids are bookkeeping

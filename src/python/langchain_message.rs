@@ -153,7 +153,8 @@ fn arguments<'k, 'py>(
         .map_err(|e| invalid(path(), format!("could not be serialized: {e}")))
 }
 
-/// What one LangChain message is read into before its content: role and calls.
+/// The tool calls of the message being read: a content block that repeats one is not priced
+/// twice.
 struct Calls<'k> {
     calls: Vec<ToolCall<'k>>,
 }
