@@ -91,7 +91,8 @@ impl WireFormat {
         use crate::wire::Format;
         match f {
             Format::Unknown => None,
-            Format::OpenAIChat => Some(WireFormat::Chat),
+            // LangChain messages are written as chat (their content blocks are chat's).
+            Format::OpenAIChat | Format::LangChain => Some(WireFormat::Chat),
             Format::OpenAIResponses => Some(WireFormat::Responses),
             Format::Anthropic => Some(WireFormat::Anthropic),
             Format::Gemini | Format::GeminiSnake => Some(WireFormat::Gemini),
@@ -779,7 +780,7 @@ pub fn plan_priced(
     let edits = find_mask_edits(
         msgs,
         est,
-        &costs,
+        costs,
         &legal,
         &opt.mask,
         &pinned,
@@ -789,8 +790,8 @@ pub fn plan_priced(
         opt.soft_ceiling,
         opt.mask.cache_block_tokens,
     );
-    let mask_edits = priced(msgs, est, &costs, edits);
-    let tokens_after_mask = costs_with(msgs, est, &costs, &mask_edits) + opt.overhead_tokens;
+    let mask_edits = priced(msgs, est, costs, edits);
+    let tokens_after_mask = costs_with(msgs, est, costs, &mask_edits) + opt.overhead_tokens;
 
     let mut out = Plan {
         costs: costs.to_vec(),

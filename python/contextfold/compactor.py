@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from contextfold import _core
 from contextfold.errors import CompactionBudgetError, CompactionError
-from contextfold.prune import _copy, apply_edits
+from contextfold.prune import _copy, apply_edits, is_langchain_message
 from contextfold.session import Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.extractive import ExtractiveSummarizer
@@ -109,7 +109,11 @@ def detect_wire_format(messages: Sequence[Any], provider: str = "openai") -> Wir
     untyped ``{"text"}`` / ``toolUse`` / ``image`` blocks in ``content``: Bedrock; ``tool_calls``,
     ``tool`` messages, ``image_url`` parts: OpenAI chat). A history with none of these (plain
     text messages, or empty) is Anthropic when ``provider="anthropic"``, else OpenAI chat.
+    LangChain messages are ``"chat"``: their text blocks are OpenAI chat's, and what the
+    compaction adds to such a history (the summary) is a LangChain message too.
     """
+    if len(messages) and is_langchain_message(messages[0]):
+        return "chat"
     return _core.detect_wire_format(messages) or ("anthropic" if provider == "anthropic" else "chat")
 
 
@@ -120,8 +124,12 @@ def _require_history(messages: Any) -> None:
         raise TypeError(f"messages must be a list of messages, got {type(messages).__name__}")
 
 
-def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> dict[str, Any]:
+def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:
     """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content."""
+    if is_langchain_message(message):
+        # A copy of the same class, ids and metadata kept, with the merged content.
+        said = {"role": "assistant" if message.type in ("ai", "AIMessageChunk") else "user", "content": message.content}
+        return message.model_copy(update={"content": _merge(said, text, at_start=at_start, fmt="chat")["content"]})
     d: dict[str, Any] = _copy(message)
     key = "parts" if fmt == "gemini" else "content"
     role = "assistant" if d.get("role") in ("assistant", "model") else "user"
@@ -143,6 +151,16 @@ def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> dict[str, An
             blocks.append(block)
         d[key] = blocks
     return d
+
+
+def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
+    """A message the compaction adds, as the history holds them: a LangChain message in a
+    history of LangChain messages (LangChain's own ``convert_to_messages``), else the dict."""
+    if not any(is_langchain_message(m) for m in history):
+        return message
+    from langchain_core.messages import convert_to_messages
+
+    return convert_to_messages([message])[0]
 
 
 def _parse_trigger(trigger: Any) -> tuple[str, float] | None:
@@ -584,7 +602,8 @@ class Compactor:
             wrapped = f"{OPEN}\n{summary_text}\n{CLOSE}"
             out = base[:head_end] + [base[i] for i in kept_idx]
             if plan["summary_role"] is not None:
-                out.append(json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"])))
+                summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))
+                out.append(_like_history(summary, msgs))
                 out.extend(base[tail_start:])
             else:
                 out.extend(base[tail_start:])

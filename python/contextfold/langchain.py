@@ -8,7 +8,11 @@
   before each model call (``create_agent(..., middleware=[ContextFoldMiddleware(compactor)])``).
   The agent's stored history is never changed: only the request sent to the model is.
 
-LangChain messages are converted with langchain-core's own ``convert_to_openai_messages``.
+Every contextfold entry point (``estimate``, ``count``, ``prune``, ``Compactor``, ``Session``,
+...) reads LangChain messages directly, by meaning: role, content blocks, tool calls and tool
+call ids, never the bookkeeping (``additional_kwargs``, ``response_metadata``, ids,
+``usage_metadata``); they price as the same messages converted to OpenAI chat dicts. Edited
+messages come back as copies of their own class.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ def token_counter(
     (`make_token_counter` binds them for APIs that call ``token_counter(messages)``).
     """
     del chars_per_token, extra_tokens_per_message, count_name, tokens_per_image, use_usage_metadata_scaling
-    return contextfold.estimate(to_openai_messages(messages), provider=provider, model=model, tools=_tools(tools))  # type: ignore[arg-type]
+    return contextfold.estimate(convert_to_messages(list(messages)), provider=provider, model=model, tools=_tools(tools))  # type: ignore[arg-type]
 
 
 def make_token_counter(*, provider: str = "openai", model: str | None = None) -> Callable[..., int]:
@@ -77,11 +81,13 @@ class ContextFoldMiddleware(AgentMiddleware):
     """Runs ``compactor`` on the messages of every model request before the model sees them.
 
     ``compactor`` is a ``contextfold.Compactor`` (its ``compact``, or ``compact_async`` under
-    ``ainvoke``, runs on every call) or any callable taking OpenAI chat dicts and returning the
-    messages to send: a list, or an object with a ``.messages`` list. ``contextfold.prune`` bound
-    with ``functools.partial`` fits too. When it returns the history unchanged
-    (equal lists) the original LangChain messages are sent as they were. The agent's state is
-    never modified; ``last_tokens`` holds ``(before, after)`` estimated tokens of the latest call.
+    ``ainvoke``, runs on every call) or any callable taking the request's LangChain messages and
+    returning the messages to send (LangChain messages or OpenAI chat dicts): a list, or an
+    object with a ``.messages`` list. ``contextfold.prune`` bound with ``functools.partial`` fits
+    too. The messages are handed over as they are (contextfold reads LangChain messages by
+    meaning), so every message the compactor does not change is sent as the same object, and an
+    edited one as a copy of its class with its ids and metadata. The agent's state is never
+    modified; ``last_tokens`` holds ``(before, after)`` estimated tokens of the latest call.
     """
 
     def __init__(self, compactor: Any, *, provider: str = "openai", model: str | None = None) -> None:
@@ -92,19 +98,19 @@ class ContextFoldMiddleware(AgentMiddleware):
         self.last_tokens: tuple[int, int] | None = None
 
     def _compact(self, request: ModelRequest) -> ModelRequest:
-        sent = to_openai_messages(request.messages)
+        sent: list[BaseMessage] = list(request.messages)
         return self._swap(request, sent, self._run(sent))
 
-    def _run(self, sent: list[dict[str, Any]]) -> Any:
+    def _run(self, sent: list[BaseMessage]) -> Any:
         # A Compactor (anything with .compact) or a plain callable.
         compact = getattr(self.compactor, "compact", None)
         return compact(sent) if callable(compact) else self.compactor(sent)
 
-    async def _arun(self, sent: list[dict[str, Any]]) -> Any:
+    async def _arun(self, sent: list[BaseMessage]) -> Any:
         compact_async = getattr(self.compactor, "compact_async", None)
         return await compact_async(sent) if callable(compact_async) else self._run(sent)
 
-    def _swap(self, request: ModelRequest, sent: list[dict[str, Any]], out: Any) -> ModelRequest:
+    def _swap(self, request: ModelRequest, sent: list[BaseMessage], out: Any) -> ModelRequest:
         out = getattr(out, "messages", out)
         if not isinstance(out, list):
             raise TypeError(f"compactor must return a list of messages or an object with .messages, got {type(out).__name__}")
@@ -123,5 +129,5 @@ class ContextFoldMiddleware(AgentMiddleware):
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        sent = to_openai_messages(request.messages)
+        sent: list[BaseMessage] = list(request.messages)
         return await handler(self._swap(request, sent, await self._arun(sent)))

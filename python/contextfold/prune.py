@@ -9,6 +9,7 @@ and value is the caller's own object, and nothing the caller holds is mutated.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,20 +20,43 @@ if TYPE_CHECKING:
     from contextfold._core import _Provider
 
 
+def is_langchain_message(obj: Any) -> bool:
+    """Whether ``obj`` is a LangChain ``BaseMessage`` (never imports LangChain: no such message
+    exists before ``langchain_core`` is imported)."""
+    base = sys.modules.get("langchain_core.messages.base")
+    return base is not None and isinstance(obj, base.BaseMessage)
+
+
 def _copy(obj: Any) -> Any:
     """A shallow, writable copy of a container on an edit's path.
 
-    Dicts and lists are copied as they are, tuples become lists, and SDK objects become the
-    dict of their fields by attribute name (the names the reader read them by).
+    Dicts and lists are copied as they are, tuples become lists, a LangChain message stays a
+    message of its own class (``model_copy``: its fields are edited by attribute, its ids and
+    metadata kept), and other SDK objects become the dict of their fields by attribute name
+    (the names the reader read them by).
     """
     if isinstance(obj, dict):
         return dict(obj)
     if isinstance(obj, (list, tuple)):
         return list(obj)
+    if is_langchain_message(obj):
+        return obj.model_copy()
     dump = getattr(obj, "model_dump", None)
     if dump is not None:
         return dump(mode="json", exclude_none=True)
     return {k: v for k, v in vars(obj).items() if not k.startswith("_") and v is not None}
+
+
+def _get(node: Any, step: str | int) -> Any:
+    """A field on an edit's path: a key or position, or a LangChain message's attribute."""
+    return cast("Any", node)[step] if isinstance(node, (dict, list)) else getattr(node, cast("str", step))
+
+
+def _set(node: Any, step: str | int, value: Any) -> None:
+    if isinstance(node, (dict, list)):
+        cast("Any", node)[step] = value
+    else:
+        setattr(node, cast("str", step), value)
 
 
 def apply_edits(messages: Sequence[Any], edits: Iterable[Sequence[Any]]) -> list[Any]:
@@ -57,8 +81,8 @@ def apply_edits(messages: Sequence[Any], edits: Iterable[Sequence[Any]]) -> list
     def walk(index: int, steps: Sequence[str | int]) -> Any:
         node = out[index] = own(out[index])
         for step in steps:
-            child = own(node[step])
-            node[step] = child
+            child = own(_get(node, step))
+            _set(node, step, child)
             node = child
         return node
 
@@ -68,7 +92,7 @@ def apply_edits(messages: Sequence[Any], edits: Iterable[Sequence[Any]]) -> list
         if value is None:
             removals.append((index, tuple(path[:-1]), path[-1]))
             continue
-        walk(index, path[:-1])[path[-1]] = value  # a new object of the plan's, never shared
+        _set(walk(index, path[:-1]), path[-1], value)  # a new object of the plan's, never shared
     for index, parent, position in sorted(removals, key=lambda r: r[2], reverse=True):
         del walk(index, parent)[position]
     return out
@@ -109,7 +133,8 @@ def prune(
     only when it makes the request smaller in bytes and in estimated tokens.
 
     Returns a new list; the caller's list and message objects are never modified. Edited
-    SDK-object messages come back as dicts.
+    SDK-object messages come back as dicts; edited LangChain messages stay messages of their
+    class (a copy: ids and metadata kept, the edited field replaced).
     """
     protect_tail_tokens = count_arg("protect_tail_tokens", protect_tail_tokens)
     protect_first_n = count_arg("protect_first_n", protect_first_n)

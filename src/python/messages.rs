@@ -25,7 +25,8 @@ use crate::message::Message;
 use crate::wire::input::KEY_NAMES;
 use crate::wire::{read_extras, read_message, ExtrasError, Input, Key, ReadError, Shape};
 
-use super::json_out::{json_len, json_text};
+use super::json_out::json_text;
+use super::{langchain_message, sdk_objects};
 
 /// Strong references to every Python string and bytes object a view borrows from.
 pub struct Keep<'py> {
@@ -57,7 +58,7 @@ impl<'py> Keep<'py> {
 
     /// The text of a str, valid as long as `self` (lossy copy for lone surrogates).
     #[inline]
-    fn str<'k>(&'k self, s: &Bound<'py, PyString>) -> Cow<'k, str> {
+    pub(super) fn str<'k>(&'k self, s: &Bound<'py, PyString>) -> Cow<'k, str> {
         match PyBackedStr::try_from(s.clone()) {
             Ok(b) => {
                 let text: &str = self.strs.alloc(b);
@@ -187,7 +188,7 @@ pub struct PyInput<'k, 'py> {
 }
 
 impl<'k, 'py> PyInput<'k, 'py> {
-    fn new(v: Bound<'py, PyAny>, keep: &'k Keep<'py>) -> Self {
+    pub(super) fn new(v: Bound<'py, PyAny>, keep: &'k Keep<'py>) -> Self {
         PyInput { v, keep }
     }
 
@@ -285,7 +286,10 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
         let v = if let Ok(d) = self.v.cast::<PyDict>() {
             d.get_item(k)
         } else {
-            self.v.getattr_opt(k)
+            // A method (pydantic's `json()`) is not a field: absent, never priced as text.
+            self.v
+                .getattr_opt(k)
+                .map(|v| v.filter(|v| !v.is_callable()))
         }
         .inspect_err(|_| self.keep.failed.set(Some(key.as_str())))?;
         Ok(v.filter(|v| !v.is_none()).map(|v| self.wrap(v)))
@@ -344,7 +348,7 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
     }
 
     fn json_len(&self) -> PyResult<usize> {
-        json_len(&self.v)
+        sdk_objects::json_len(&self.v, self.keep.keys.get_or_init(|| keys(self.v.py())))
     }
 }
 
@@ -456,6 +460,10 @@ impl<'k, 'py> Walker<'k, 'py> {
 
     fn read(&self, m: Bound<'py, PyAny>) -> PyResult<Message<'k>> {
         self.keep.failed.set(None);
+        if langchain_message::is_message(&m) {
+            return langchain_message::read(&m, self.keep)
+                .map_err(|e| message_error(self.py, self.index, self.keep.failed.take(), e));
+        }
         read_message(&PyInput::new(m, self.keep))
             .map_err(|e| message_error(self.py, self.index, self.keep.failed.take(), e))
     }

@@ -19,8 +19,10 @@ mod compaction;
 mod exact;
 mod floor_walk;
 mod json_out;
+mod langchain_message;
 mod messages;
 mod prune;
+mod sdk_objects;
 mod session;
 mod shrink_json;
 
@@ -180,7 +182,13 @@ fn wire_bytes(py: Python<'_>, messages: &Bound<'_, PyAny>, provider: &str) -> Py
     // `[m0,m1,...]`, measured message by message so a failure names its message.
     let mut total = 2usize;
     for (i, m) in messages.try_iter()?.enumerate() {
-        total += usize::from(i > 0) + json_out::message_json_len(&m?, i)?;
+        let m = m?;
+        total += usize::from(i > 0)
+            + if langchain_message::is_message(&m) {
+                langchain_message::wire_json_len(&m)?
+            } else {
+                json_out::message_json_len(&m, i)?
+            };
     }
     Ok(total)
 }

@@ -235,7 +235,13 @@ impl State {
             let m = list.get_item(i)?;
             w.set_index(i);
             views.push(w.message(&m)?);
-            let wire = if track_wire { json_len(&m)? as u64 } else { 0 };
+            let wire = match track_wire {
+                false => 0,
+                true if super::langchain_message::is_message(&m) => {
+                    super::langchain_message::wire_json_len(&m)? as u64
+                }
+                true => json_len(&m)? as u64,
+            };
             meta.push((m.as_ptr() as usize, fingerprint(&m)?, wire));
         }
         let est = self.estimator;

@@ -7,7 +7,7 @@
 //! along the path; no key is ever added (the last step names a key the message already has).
 
 use super::json_size::push_json_string;
-use super::{anthropic, bedrock, gemini, openai_chat, openai_responses, Format};
+use super::{anthropic, bedrock, gemini, langchain, openai_chat, openai_responses, Format};
 use crate::message::{ImageSource, Message, Part};
 
 /// One step of a path inside a message: a field or a list position.
@@ -70,6 +70,7 @@ pub fn write(index: usize, msg: &Message<'_>, change: &Change) -> Option<Edit> {
         Format::Gemini => gemini::write(msg, change, false)?,
         Format::GeminiSnake => gemini::write(msg, change, true)?,
         Format::Bedrock => bedrock::write(msg, change)?,
+        Format::LangChain => langchain::write(msg, change)?,
     };
     Some(Edit {
         message: index,

@@ -12,6 +12,7 @@ pub mod edit;
 pub mod gemini;
 pub mod input;
 pub mod json_size;
+pub mod langchain;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod read;
@@ -46,6 +47,8 @@ pub enum Format {
     GeminiSnake,
     /// Bedrock Converse: `toolUse` / `toolResult` / `image` content blocks.
     Bedrock,
+    /// A LangChain message object, read by meaning by the bindings (see `langchain`).
+    LangChain,
 }
 
 impl Format {
@@ -68,6 +71,7 @@ impl Format {
             Format::Anthropic => "anthropic",
             Format::Gemini | Format::GeminiSnake => "gemini",
             Format::Bedrock => "bedrock",
+            Format::LangChain => "langchain",
         }
     }
 }

@@ -284,7 +284,11 @@ impl Reader {
 
     /// One content part of any supported wire format: typed parts by their `type`, keyed
     /// parts (Gemini, Bedrock) by the key that names their kind.
-    fn part<'a, V: Input<'a>>(&self, p: &V, path: &str) -> ReadResult<Part<'a>, V::Error> {
+    pub(crate) fn part<'a, V: Input<'a>>(
+        &self,
+        p: &V,
+        path: &str,
+    ) -> ReadResult<Part<'a>, V::Error> {
         if let Some(s) = p.str().src()? {
             return Ok(Part::Text(s));
         }

@@ -10,7 +10,7 @@ Reads, per message and whatever ``provider`` says (histories mix shapes): OpenAI
 Ollama's native ``tool_calls``/``images`` and every OpenAI-compatible server), OpenAI Responses
 input items, Anthropic Messages blocks, Gemini ``contents`` (``parts`` with ``functionCall`` /
 ``functionResponse``, camelCase or snake_case), Bedrock Converse blocks (``toolUse`` /
-``toolResult``), as dicts or SDK objects. Binary payloads become a short marker; every text is
+``toolResult``), as dicts or SDK objects, and LangChain messages. Binary payloads become a short marker; every text is
 capped at ``max_block_chars`` characters (head and tail kept); tool-call arguments are shrunk
 with ``contextfold.shrink_json`` so they stay valid JSON.
 """
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextfold._core import shrink_json
+from contextfold.prune import is_langchain_message
 
 __all__ = ["cap_text", "render_message", "render_transcript"]
 
@@ -50,7 +51,7 @@ def render_transcript(messages: Sequence[Any], /, *, max_block_chars: int = 8_00
 
 def render_message(message: Any, index: int, /, *, max_block_chars: int = 8_000) -> str:
     """One message (or Responses item) as transcript text; see ``render_transcript``."""
-    m = _plain(message)
+    m = _langchain_as_openai(message) if is_langchain_message(message) else _plain(message)
     if not isinstance(m, dict):
         return f"[{index}] {cap_text(_text_of(m), max_block_chars)}"
     kind = m.get("type")
@@ -94,6 +95,14 @@ def render_message(message: Any, index: int, /, *, max_block_chars: int = 8_000)
     name = m.get("name")
     who = f"{role} ({name})" if isinstance(name, str) and name else role
     return f"[{index}] {who}: " + "\n".join(lines)
+
+
+def _langchain_as_openai(message: Any) -> Any:
+    """A LangChain message as LangChain's own OpenAI chat rendering of it (its bookkeeping
+    fields are not part of what was said)."""
+    from langchain_core.messages import convert_to_openai_messages
+
+    return convert_to_openai_messages(message)
 
 
 def _plain(obj: Any) -> Any:
