@@ -3,10 +3,9 @@
 use pyo3::prelude::*;
 
 use crate::breakdown::{breakdown as core_breakdown, Kind};
-use crate::estimate::Estimator;
 
 use super::messages::{Keep, Walker};
-use super::{provider, resolve_sizes};
+use super::resolve_sizes;
 
 /// Raw breakdown: `(total, kinds, roles, per_message, request, request_system, unmeasured)`.
 /// `per_message` holds `(tokens, by_kind)` with `by_kind` ordered like `kinds`; `unmeasured`
@@ -32,7 +31,7 @@ fn breakdown(
     system: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Raw> {
-    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;

@@ -7,14 +7,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use super::messages::{Keep, Walker};
-use super::provider;
 use super::prune::planned_edit;
 use crate::compaction::{
     plan_priced, summary_message_json, text_block_json, verify, MaskOptions, Placement,
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
 };
 use crate::digest::{digest, DigestOptions};
-use crate::estimate::Estimator;
 use crate::message::Message;
 use crate::wire::detect;
 
@@ -102,7 +100,7 @@ fn compaction_plan<'py>(
         ));
     }
     let fmt = self::format(format)?;
-    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let (ms, costs) = w.messages_priced(messages, &est)?;
@@ -185,7 +183,7 @@ fn compaction_verify(
     seams: Vec<usize>,
 ) -> PyResult<(u64, Vec<FailureTuple>)> {
     let fmt = self::format(format)?;
-    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
@@ -221,7 +219,7 @@ fn extractive_digest(
     previous: Option<&str>,
     instructions: Option<&str>,
 ) -> PyResult<String> {
-    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(messages)?;
     let opt = DigestOptions {

@@ -32,6 +32,15 @@ fn provider(name: &str) -> PyResult<Provider> {
     Provider::parse(name).map_err(PyValueError::new_err)
 }
 
+/// The estimator of the `provider=` / `model=` arguments every pricing function takes (a
+/// `ValueError` for an unknown provider; an unknown model falls back to the provider's family).
+pub(crate) fn estimator(provider: &str, model: Option<&str>) -> PyResult<Estimator> {
+    Ok(Estimator::new(
+        self::provider(provider)?,
+        model.unwrap_or(""),
+    ))
+}
+
 /// Pixel sizes of the remote images of `ms` that the caller's `image_sizes` knows: a mapping
 /// from URL (or file id) to `(width, height)`, or a callable returning `(width, height)` or
 /// None. Only the references the core could not size are looked up, once each.
@@ -106,7 +115,7 @@ fn estimate(
     system: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
-    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let est = estimator(provider, model)?;
     let keep = Keep::new();
     let w = Walker::new(py, &keep);
     let overhead = u64::from(est.overhead(&w.extras(tools, system)?));
@@ -136,7 +145,7 @@ fn estimate_each(
     model: Option<&str>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u32>> {
-    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let est = estimator(provider, model)?;
     if image_sizes.is_some_and(|s| !s.is_none()) {
         let keep = Keep::new();
         let ms = Walker::new(py, &keep).messages(messages)?;
@@ -165,7 +174,7 @@ fn request_overhead(
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u32> {
-    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let est = estimator(provider, model)?;
     let keep = Keep::new();
     let extras = Walker::new(py, &keep).extras(tools, system)?;
     Ok(est.overhead(&extras))

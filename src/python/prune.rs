@@ -8,7 +8,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
 use super::messages::{Keep, Walker};
-use super::provider;
 use crate::estimate::Estimator;
 use crate::prune::{plan_with, PruneOptions, Step};
 use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
@@ -40,7 +39,7 @@ fn find_tail_start(
     model: Option<&str>,
 ) -> PyResult<usize> {
     check_ceiling(soft_ceiling, min_tail)?;
-    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let est = super::estimator(provider, model)?;
     let opt = TailOptions {
         budget_tokens,
         protect_first_n,
@@ -166,7 +165,7 @@ fn prune_plan<'py>(
             "arguments_max_chars must be at least 64 (room for a valid JSON marker)",
         ));
     }
-    let est = Estimator::new(self::provider(provider)?, model.unwrap_or(""));
+    let est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &est)?;
     let opt = PruneOptions {
