@@ -437,6 +437,9 @@ def test_every_shared_history_compacts_cleanly(shape):
             check(r, msgs, snap, shape)
             if r.changed:
                 assert r.tokens_after <= budget
+                # The verification prices tools and system by the plan's overhead: the same as
+                # estimating the result from scratch.
+                assert r.tokens_after == cf.estimate(r.messages, **kw)
                 assert any(m is msgs[first_user] for m in r.messages)
                 compacted += 1
     assert compacted > 0, "no history was compacted: nothing was checked"

@@ -430,10 +430,12 @@ def compaction_verify(
     system: str | Sequence[Any] | None = None,
     budget_tokens: int | None = None,
     seams: Sequence[int] = ...,
+    overhead_tokens: int | None = None,
 ) -> tuple[int, list[tuple[str, int, str]]]:
     """Check a finished history: ``(tokens, [(kind, message index or -1, description)])``.
     Pairs of calls and results per format, roles at ``seams`` and the first turn, JSON of every
-    arguments string / tool_use input, and the budget."""
+    arguments string / tool_use input, and the budget. ``overhead_tokens`` (the plan's) stands
+    for the request overhead of ``tools`` and ``system``, which are then not read again."""
 
 def extractive_digest(
     messages: Sequence[Any],

@@ -522,10 +522,12 @@ class Compactor:
             return None
 
         def verified(out: list[Any], seams: list[int], limit: int | None) -> tuple[int, list[tuple[str, int, str]]]:
-            tokens, failures = _core.compaction_verify(out, budget_tokens=limit, seams=seams, **common)
+            overhead = int(plan["overhead_tokens"])
+            tokens, failures = _core.compaction_verify(
+                out, budget_tokens=limit, seams=seams, overhead_tokens=overhead, **common)
             if failures and any(k != "over_budget" for k, _, _ in failures):
                 # Problems the caller's history already had are not ours to raise about.
-                _, pre = _core.compaction_verify(msgs, **common)
+                _, pre = _core.compaction_verify(msgs, overhead_tokens=overhead, **common)
                 known = {(k, d.split(":", 1)[-1]) for k, _, d in pre}
                 failures = [f for f in failures if f[0] == "over_budget" or (f[0], f[2].split(":", 1)[-1]) not in known]
             return tokens, failures

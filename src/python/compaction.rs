@@ -169,7 +169,7 @@ fn compaction_plan<'py>(
 
 /// Verify a finished history: `(tokens, [(kind, message index or -1, description), ...])`.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, provider="openai", model=None, tools=None, system=None, budget_tokens=None, seams=Vec::new()))]
+#[pyo3(signature = (messages, /, *, format, provider="openai", model=None, tools=None, system=None, budget_tokens=None, seams=Vec::new(), overhead_tokens=None))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_verify(
     py: Python<'_>,
@@ -181,14 +181,19 @@ fn compaction_verify(
     system: Option<&Bound<'_, PyAny>>,
     budget_tokens: Option<u64>,
     seams: Vec<usize>,
+    overhead_tokens: Option<u64>,
 ) -> PyResult<(u64, Vec<FailureTuple>)> {
     let fmt = self::format(format)?;
     let est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
-    let extras = w.extras(tools, system)?;
-    let overhead = u64::from(est.overhead(&extras));
+    // The plan already priced the tools and system (its `overhead_tokens`): a caller that has
+    // it passes it instead of having them read and priced again.
+    let overhead = match overhead_tokens {
+        Some(t) => t,
+        None => u64::from(est.overhead(&w.extras(tools, system)?)),
+    };
     let v = py.detach(|| verify(&ms, fmt, &est, overhead, budget_tokens, &seams));
     let failures = v
         .failures
