@@ -1,7 +1,8 @@
 //! Exact prompt-token counts for OpenAI models, with the tokenizers OpenAI publishes.
 //!
 //! tiktoken-rs embeds the vocabularies, so this works offline. Each encoder is built once per
-//! process (construction costs ~0.3 s) and shared by every thread: `CoreBPE` is `Sync`.
+//! process (construction costs ~0.3 s) and shared by every thread: `CoreBPE` is `Sync`; the
+//! counting itself splits with a regex of each thread's own (`bpe_count`).
 //!
 //! What a chat.completions request is billed (derived on the recorded cassettes,
 //! `tools/derive_openai_rendering.py`, which is the Python reference of this module):
@@ -80,7 +81,13 @@ impl Encoding {
         if text.is_empty() {
             return 0;
         }
-        self.bpe().encode_ordinary(text).len()
+        // The same count as `self.bpe().encode_ordinary(text).len()`, split by this thread's own
+        // regex (see `bpe_count`: the encoder's regex serializes threads).
+        let vocab = match self {
+            Encoding::O200kBase | Encoding::O200kHarmony => crate::bpe_count::o200k(),
+            Encoding::Cl100kBase => crate::bpe_count::cl100k(),
+        };
+        vocab.count(text, self.bpe())
     }
 }
 

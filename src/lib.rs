@@ -4,6 +4,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod bpe_count;
 pub mod breakdown;
 pub mod compaction;
 pub mod digest;

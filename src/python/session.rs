@@ -631,24 +631,27 @@ where
     order.sort_by_key(|&i| std::cmp::Reverse(all[i].len()));
     let next = AtomicUsize::new(0);
     let (total, order, next) = (&total, &order, &next);
+    let work = move || {
+        let mut got = Vec::new();
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&i) = order.get(k) else { break };
+            got.push((i, total(&all[i])));
+        }
+        got
+    };
     let parts: Vec<Vec<(usize, u64)>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(move || {
-                    let mut got = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&i) = order.get(k) else { break };
-                        got.push((i, total(&all[i])));
-                    }
-                    got
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
+        let workers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        // The calling thread is a worker too: one spawn fewer, and its per-thread tokenizer
+        // state (`bpe_count`'s compiled split regex and its lazily built DFA caches) is already
+        // warm, where a new thread builds its own first.
+        let mut parts = vec![work()];
+        parts.extend(
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
+        );
+        parts
     });
     let mut out = vec![0u64; all.len()];
     for (i, v) in parts.into_iter().flatten() {
