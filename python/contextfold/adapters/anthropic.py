@@ -7,11 +7,11 @@ user turn, and the SDK's retries are off per call (``LLMSummarizer`` retries its
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from contextfold.adapters import Completion, Prompt, import_sdk
+from contextfold.adapters.base import RetriesOffAdapter
 
 __all__ = ["AnthropicAdapter", "default_client"]
 
@@ -22,16 +22,16 @@ def default_client() -> Any:
     return import_sdk("anthropic", "anthropic").Anthropic()
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(RetriesOffAdapter):
     """``client.messages.create(system=..., messages=[user], max_tokens=...)``."""
 
     name = "anthropic messages"
     estimate_provider = "anthropic"
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        # AsyncAnthropic and its Bedrock / Vertex / Foundry twins
-        self.is_async = type(client).__name__.startswith("Async")
+    # AsyncAnthropic and its Bedrock / Vertex / Foundry twins are refused by `complete`.
+    async_hint = (
+        "the client is async (AsyncAnthropic); use `await summarizer.asummarize(...)` "
+        "or pass a sync anthropic.Anthropic client"
+    )
 
     def _kwargs(self, prompt: Prompt, model: str, options: Mapping[str, Any]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -43,28 +43,11 @@ class AnthropicAdapter:
         kwargs.update(options)
         return kwargs
 
-    def complete(
-        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
-    ) -> Completion:
-        """Send ``prompt`` and wait for the reply (``timeout`` in seconds)."""
-        if self.is_async:
-            raise TypeError(
-                f"{self.name}: the client is async (AsyncAnthropic); use `await summarizer.asummarize(...)` "
-                "or pass a sync anthropic.Anthropic client"
-            )
-        client = self.client.with_options(max_retries=0, timeout=timeout)
-        return _message(client.messages.create(**self._kwargs(prompt, model, options)))
+    def _endpoint(self, client: Any) -> Callable[..., Any]:
+        return cast("Callable[..., Any]", client.messages.create)
 
-    async def acomplete(
-        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
-    ) -> Completion:
-        """Send ``prompt`` through the async client, or the sync one on a worker thread."""
-        if not self.is_async:
-            return await asyncio.to_thread(
-                self.complete, prompt, model=model, timeout=timeout, options=options
-            )
-        client = self.client.with_options(max_retries=0, timeout=timeout)
-        return _message(await client.messages.create(**self._kwargs(prompt, model, options)))
+    def _parse(self, response: Any) -> Completion:
+        return _message(response)
 
 
 def _message(message: Any) -> Completion:

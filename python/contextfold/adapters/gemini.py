@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contextfold.adapters import Completion, Prompt, import_sdk
+from contextfold.adapters.base import SDKAdapter
 
 __all__ = ["GeminiAdapter", "default_client"]
 
@@ -23,15 +24,16 @@ def default_client() -> Any:
     return import_sdk("google.genai", "gemini").Client()
 
 
-class GeminiAdapter:
+class GeminiAdapter(SDKAdapter):
     """``models.generate_content(model=..., contents=user, config={system_instruction, ...})``."""
 
     name = "gemini generateContent"
     estimate_provider = "gemini"
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.is_async = type(client).__name__ == "AsyncClient"
+    async_hint = (
+        "the client is google.genai's AsyncClient (client.aio); use "
+        "`await summarizer.asummarize(...)` or pass the genai.Client itself"
+    )
+    async_client_class = "AsyncClient"
 
     def _config(self, prompt: Prompt, timeout: float, options: Mapping[str, Any]) -> dict[str, Any]:
         config: dict[str, Any] = {
@@ -43,31 +45,26 @@ class GeminiAdapter:
         config.update(options)
         return config
 
-    def complete(
-        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
-    ) -> Completion:
-        """Send ``prompt`` through ``client.models.generate_content`` (``timeout`` in seconds)."""
-        if self.is_async:
-            raise TypeError(
-                f"{self.name}: the client is google.genai's AsyncClient (client.aio); use "
-                "`await summarizer.asummarize(...)` or pass the genai.Client itself"
-            )
-        return _response(
-            self.client.models.generate_content(
-                model=model, contents=prompt.user, config=self._config(prompt, timeout, options)
-            )
+    def _send(self, prompt: Prompt, model: str, timeout: float, options: Mapping[str, Any]) -> Any:
+        return self.client.models.generate_content(
+            model=model, contents=prompt.user, config=self._config(prompt, timeout, options)
         )
+
+    async def _asend(self, prompt: Prompt, model: str, timeout: float, options: Mapping[str, Any]) -> Any:
+        aio = self.client if self.is_async else self.client.aio
+        return await aio.models.generate_content(
+            model=model, contents=prompt.user, config=self._config(prompt, timeout, options)
+        )
+
+    def _parse(self, response: Any) -> Completion:
+        return _response(response)
 
     async def acomplete(
         self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
     ) -> Completion:
-        """Send ``prompt`` through ``client.aio.models.generate_content``."""
-        aio = self.client if self.is_async else self.client.aio
-        return _response(
-            await aio.models.generate_content(
-                model=model, contents=prompt.user, config=self._config(prompt, timeout, options)
-            )
-        )
+        """Send ``prompt`` through ``client.aio.models.generate_content`` (a sync ``Client`` has
+        its async twin at ``client.aio``: no worker thread needed)."""
+        return self._parse(await self._asend(prompt, model, timeout, options))
 
 
 def _response(response: Any) -> Completion:

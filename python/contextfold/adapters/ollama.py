@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contextfold.adapters import Completion, Prompt, import_sdk
+from contextfold.adapters.base import SDKAdapter
 
 __all__ = ["OllamaAdapter", "default_client"]
 
@@ -31,15 +32,16 @@ def default_client() -> Any:
     return import_sdk("ollama", "ollama").Client()
 
 
-class OllamaAdapter:
+class OllamaAdapter(SDKAdapter):
     """``client.chat(model=..., messages=[system, user], options={num_predict, num_ctx})``."""
 
     name = "ollama chat"
     estimate_provider = "ollama"
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.is_async = type(client).__name__ == "AsyncClient"
+    async_hint = (
+        "the client is ollama.AsyncClient; use `await summarizer.asummarize(...)` "
+        "or pass an ollama.Client"
+    )
+    async_client_class = "AsyncClient"
 
     def _kwargs(self, prompt: Prompt, model: str, options: Mapping[str, Any]) -> dict[str, Any]:
         request_options: dict[str, Any] = {"num_predict": prompt.max_output_tokens}
@@ -60,15 +62,7 @@ class OllamaAdapter:
         kwargs["options"] = request_options
         return kwargs
 
-    def complete(
-        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
-    ) -> Completion:
-        """Send ``prompt`` and wait at most ``timeout`` seconds for the reply."""
-        if self.is_async:
-            raise TypeError(
-                f"{self.name}: the client is ollama.AsyncClient; use `await summarizer.asummarize(...)` "
-                "or pass an ollama.Client"
-            )
+    def _send(self, prompt: Prompt, model: str, timeout: float, options: Mapping[str, Any]) -> Any:
         kwargs = self._kwargs(prompt, model, options)
         outcome: list[Any] = []
 
@@ -86,17 +80,12 @@ class OllamaAdapter:
         ok, value = outcome[0]
         if not ok:
             raise value
-        return _chat(value)
+        return value
 
-    async def acomplete(
-        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
-    ) -> Completion:
-        """Send ``prompt`` through the async client (or the sync one on a worker thread)."""
-        if not self.is_async:
-            return await asyncio.to_thread(
-                self.complete, prompt, model=model, timeout=timeout, options=options
-            )
-        response = await asyncio.wait_for(self.client.chat(**self._kwargs(prompt, model, options)), timeout)
+    async def _asend(self, prompt: Prompt, model: str, timeout: float, options: Mapping[str, Any]) -> Any:
+        return await asyncio.wait_for(self.client.chat(**self._kwargs(prompt, model, options)), timeout)
+
+    def _parse(self, response: Any) -> Completion:
         return _chat(response)
 
 

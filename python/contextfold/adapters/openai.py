@@ -8,17 +8,19 @@ vLLM, ...): build ``openai.OpenAI(base_url=...)`` and pass it. Both take ``opena
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, cast
 
 from contextfold.adapters import Completion, Prompt, import_sdk
+from contextfold.adapters.base import RetriesOffAdapter
 
 __all__ = ["OpenAIChatAdapter", "OpenAIResponsesAdapter", "default_client"]
 
-
-def _is_async(client: Any) -> bool:
-    return type(client).__name__.startswith("Async")  # AsyncOpenAI, AsyncAzureOpenAI
+# AsyncOpenAI, AsyncAzureOpenAI: what `complete` says when given one.
+_ASYNC_HINT = (
+    "the client is async (AsyncOpenAI); use `await summarizer.asummarize(...)` "
+    "or pass a sync openai.OpenAI client"
+)
 
 
 def default_client() -> Any:
@@ -27,14 +29,7 @@ def default_client() -> Any:
     return import_sdk("openai", "openai").OpenAI()
 
 
-def _sync_only(name: str) -> TypeError:
-    return TypeError(
-        f"{name}: the client is async (AsyncOpenAI); use `await summarizer.asummarize(...)` "
-        "or pass a sync openai.OpenAI client"
-    )
-
-
-class OpenAIChatAdapter:
+class OpenAIChatAdapter(RetriesOffAdapter):
     """chat.completions: ``system`` as a system message, ``user`` as one user message.
 
     ``max_tokens_param`` names the output cap: ``"max_completion_tokens"`` (what api.openai.com
@@ -45,6 +40,7 @@ class OpenAIChatAdapter:
 
     name = "openai chat.completions"
     estimate_provider = "openai"
+    async_hint = _ASYNC_HINT
 
     def __init__(
         self,
@@ -52,8 +48,7 @@ class OpenAIChatAdapter:
         *,
         max_tokens_param: Literal["max_completion_tokens", "max_tokens"] | None = None,
     ) -> None:
-        self.client = client
-        self.is_async = _is_async(client)
+        super().__init__(client)
         base = str(getattr(client, "base_url", ""))
         official = "api.openai.com" in base or ".openai.azure.com" in base
         if not official:
@@ -72,25 +67,11 @@ class OpenAIChatAdapter:
         kwargs.update(options)
         return kwargs
 
-    def complete(
-        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
-    ) -> Completion:
-        """Send ``prompt`` through ``client.chat.completions.create`` (``timeout`` in seconds)."""
-        if self.is_async:
-            raise _sync_only(self.name)
-        client = self.client.with_options(max_retries=0, timeout=timeout)
-        return _chat_completion(client.chat.completions.create(**self._kwargs(prompt, model, options)))
+    def _endpoint(self, client: Any) -> Callable[..., Any]:
+        return cast("Callable[..., Any]", client.chat.completions.create)
 
-    async def acomplete(
-        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
-    ) -> Completion:
-        """Send ``prompt`` through the async client, or the sync one on a worker thread."""
-        if not self.is_async:
-            return await asyncio.to_thread(
-                self.complete, prompt, model=model, timeout=timeout, options=options
-            )
-        client = self.client.with_options(max_retries=0, timeout=timeout)
-        return _chat_completion(await client.chat.completions.create(**self._kwargs(prompt, model, options)))
+    def _parse(self, response: Any) -> Completion:
+        return _chat_completion(response)
 
 
 def _chat_completion(response: Any) -> Completion:
@@ -104,16 +85,13 @@ def _chat_completion(response: Any) -> Completion:
     )
 
 
-class OpenAIResponsesAdapter:
+class OpenAIResponsesAdapter(RetriesOffAdapter):
     """The Responses API: ``system`` as ``instructions``, ``user`` as one input message, sent
     with ``store=False`` (a summary needs no server-side state; override through ``options``)."""
 
     name = "openai responses"
     estimate_provider = "openai"
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.is_async = _is_async(client)
+    async_hint = _ASYNC_HINT
 
     def _kwargs(self, prompt: Prompt, model: str, options: Mapping[str, Any]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -126,25 +104,11 @@ class OpenAIResponsesAdapter:
         kwargs.update(options)
         return kwargs
 
-    def complete(
-        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
-    ) -> Completion:
-        """Send ``prompt`` through ``client.responses.create`` (``timeout`` in seconds)."""
-        if self.is_async:
-            raise _sync_only(self.name)
-        client = self.client.with_options(max_retries=0, timeout=timeout)
-        return _response(client.responses.create(**self._kwargs(prompt, model, options)))
+    def _endpoint(self, client: Any) -> Callable[..., Any]:
+        return cast("Callable[..., Any]", client.responses.create)
 
-    async def acomplete(
-        self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
-    ) -> Completion:
-        """Send ``prompt`` through the async client, or the sync one on a worker thread."""
-        if not self.is_async:
-            return await asyncio.to_thread(
-                self.complete, prompt, model=model, timeout=timeout, options=options
-            )
-        client = self.client.with_options(max_retries=0, timeout=timeout)
-        return _response(await client.responses.create(**self._kwargs(prompt, model, options)))
+    def _parse(self, response: Any) -> Completion:
+        return _response(response)
 
 
 def _response(response: Any) -> Completion:
