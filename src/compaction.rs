@@ -9,6 +9,7 @@
 //! where the summary goes so that no two neighbours share a role. A second call verifies the
 //! assembled history: call/result pairs, roles, JSON of every arguments string, budget.
 
+pub use crate::wire::WireFormat;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
@@ -31,89 +32,6 @@ pub const MIN_SUMMARY_TOKENS: u64 = 64;
 /// Arguments of a call whose result was cleared (`clear_tool_inputs`) shrink to this many
 /// characters (shrink_json's floor: still valid JSON, keys and short values kept).
 const CLEARED_INPUT_CHARS: usize = 64;
-
-/// How a history is written on the wire (what a request of that API accepts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireFormat {
-    /// OpenAI chat completions, also Ollama and every OpenAI-compatible server.
-    Chat,
-    /// OpenAI Responses input items.
-    Responses,
-    /// Anthropic Messages (system separate).
-    Anthropic,
-    /// Gemini `contents` (user / model, parts).
-    Gemini,
-    /// Bedrock Converse messages.
-    Bedrock,
-}
-
-impl WireFormat {
-    /// The accepted spellings.
-    pub const NAMES: [&'static str; 5] = ["chat", "responses", "anthropic", "gemini", "bedrock"];
-
-    /// Parse a format name; the error lists the valid ones.
-    pub fn parse(s: &str) -> Result<WireFormat, String> {
-        match s {
-            "chat" => Ok(WireFormat::Chat),
-            "responses" => Ok(WireFormat::Responses),
-            "anthropic" => Ok(WireFormat::Anthropic),
-            "gemini" => Ok(WireFormat::Gemini),
-            "bedrock" => Ok(WireFormat::Bedrock),
-            _ => Err(format!(
-                "unknown wire format {s:?}; valid formats: {}",
-                WireFormat::NAMES.join(", ")
-            )),
-        }
-    }
-
-    /// Turns alternate user / assistant and the first non-system turn is the user's.
-    pub fn strict_turns(self) -> bool {
-        matches!(
-            self,
-            WireFormat::Anthropic | WireFormat::Gemini | WireFormat::Bedrock
-        )
-    }
-
-    /// Its name, as `NAMES` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            WireFormat::Chat => "chat",
-            WireFormat::Responses => "responses",
-            WireFormat::Anthropic => "anthropic",
-            WireFormat::Gemini => "gemini",
-            WireFormat::Bedrock => "bedrock",
-        }
-    }
-
-    /// The format a compaction writes for a history read as `f` (`crate::wire::detect`);
-    /// `None` when nothing in the history is specific to one format.
-    pub fn of(f: crate::wire::Format) -> Option<WireFormat> {
-        use crate::wire::Format;
-        match f {
-            Format::Unknown => None,
-            // LangChain messages are written as chat (their content blocks are chat's).
-            Format::OpenAIChat | Format::LangChain => Some(WireFormat::Chat),
-            Format::OpenAIResponses => Some(WireFormat::Responses),
-            Format::Anthropic => Some(WireFormat::Anthropic),
-            Format::Gemini | Format::GeminiSnake => Some(WireFormat::Gemini),
-            Format::Bedrock => Some(WireFormat::Bedrock),
-        }
-    }
-
-    /// Tool calls are answered in the very next message (Anthropic, Gemini, Bedrock), in the run
-    /// of `tool` messages that follows (chat), or anywhere later (Responses).
-    fn results_in_next_message(self) -> bool {
-        self.strict_turns()
-    }
-
-    /// The assistant's role string on this wire.
-    pub fn assistant_role(self) -> &'static str {
-        match self {
-            WireFormat::Gemini => "model",
-            _ => "assistant",
-        }
-    }
-}
 
 /// A turn as far as alternation cares. OpenAI `tool` messages follow their call and never
 /// collide with anything; system and developer messages neither.
@@ -1082,60 +1000,12 @@ fn shifted(edits: &[PricedEdit], offset: usize) -> Vec<PricedEdit> {
 
 /// The summary as a whole message of the format, as compact JSON.
 pub fn summary_message_json(format: WireFormat, turn: Turn, text: &str) -> String {
-    let role = match turn {
-        Turn::Assistant => format.assistant_role(),
-        _ => "user",
-    };
-    let mut s = String::with_capacity(text.len() + 64);
-    let str_ = |s: &mut String, v: &str| crate::wire::push_json_string(s, v);
-    match format {
-        WireFormat::Chat | WireFormat::Anthropic => {
-            s.push_str("{\"role\":");
-            str_(&mut s, role);
-            s.push_str(",\"content\":");
-            str_(&mut s, text);
-            s.push('}');
-        }
-        WireFormat::Responses => {
-            s.push_str("{\"type\":\"message\",\"role\":");
-            str_(&mut s, role);
-            s.push_str(",\"content\":");
-            str_(&mut s, text);
-            s.push('}');
-        }
-        WireFormat::Gemini => {
-            s.push_str("{\"role\":");
-            str_(&mut s, role);
-            s.push_str(",\"parts\":[{\"text\":");
-            str_(&mut s, text);
-            s.push_str("}]}");
-        }
-        WireFormat::Bedrock => {
-            s.push_str("{\"role\":");
-            str_(&mut s, role);
-            s.push_str(",\"content\":[{\"text\":");
-            str_(&mut s, text);
-            s.push_str("}]}");
-        }
-    }
-    s
+    format.text_message_json(turn == Turn::Assistant, text)
 }
 
 /// A text block of the format carrying `text`, as compact JSON (for merging into a message).
 pub fn text_block_json(format: WireFormat, turn: Turn, text: &str) -> String {
-    let mut s = String::with_capacity(text.len() + 32);
-    match format {
-        WireFormat::Chat | WireFormat::Anthropic => s.push_str("{\"type\":\"text\",\"text\":"),
-        WireFormat::Responses => s.push_str(if turn == Turn::Assistant {
-            "{\"type\":\"output_text\",\"text\":"
-        } else {
-            "{\"type\":\"input_text\",\"text\":"
-        }),
-        WireFormat::Gemini | WireFormat::Bedrock => s.push_str("{\"text\":"),
-    }
-    crate::wire::push_json_string(&mut s, text);
-    s.push('}');
-    s
+    format.text_block_json(turn == Turn::Assistant, text)
 }
 
 /// Why a finished history would be rejected (or miss its budget).

@@ -170,3 +170,14 @@ pub(crate) fn object_arguments(
     }
     if_smaller(c.arguments.len(), path, json.to_string())
 }
+
+/// A text message, `{"role", "content": text}` (Messages takes a plain string as one text
+/// block), as compact JSON.
+pub(crate) fn text_message_json(role: &str, text: &str) -> String {
+    super::openai_chat::text_message_json(role, text)
+}
+
+/// A text block, `{"type": "text", "text"}`, as compact JSON.
+pub(crate) fn text_block_json(text: &str) -> String {
+    super::openai_chat::text_block_json(text)
+}

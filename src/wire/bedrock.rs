@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
+use super::edit::role_and_text_list;
 use super::edit::{
     if_smaller, image_bytes, object_of, one_text_part, plain_text, text_parts_bytes, CallAt,
     Change, Step, Written,
@@ -138,4 +139,14 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         ),
         _ => None,
     }
+}
+
+/// A text message, `{"role", "content": [{"text"}]}`, as compact JSON.
+pub(crate) fn text_message_json(role: &str, text: &str) -> String {
+    role_and_text_list(role, "content", text)
+}
+
+/// A text content block, `{"text"}` (Converse blocks carry no type), as compact JSON.
+pub(crate) fn text_block_json(text: &str) -> String {
+    object_of(&[("text", text)])
 }

@@ -110,6 +110,19 @@ pub(crate) fn one_text_part(text: &str) -> String {
     format!("[{}]", object_of(&[("text", text)]))
 }
 
+/// A message of a role and one text part in the list under `key`: `{"role", key: [{"text"}]}`
+/// (Gemini `parts`, Bedrock `content`).
+pub(crate) fn role_and_text_list(role: &str, key: &str, text: &str) -> String {
+    let mut s = String::from("{\"role\":");
+    push_json_string(&mut s, role);
+    s.push(',');
+    push_json_string(&mut s, key);
+    s.push(':');
+    s.push_str(&one_text_part(text));
+    s.push('}');
+    s
+}
+
 /// `Change::Text` where a message's text lives at `key`: string content becomes the new string;
 /// content made only of text parts becomes one text, written by `list` as that format's list of
 /// one text part, or as a plain string when `list` is `None` (formats whose content may be a

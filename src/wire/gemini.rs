@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
+use super::edit::role_and_text_list;
 use super::edit::{
     if_smaller, image_bytes, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
 };
@@ -191,4 +192,14 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
         ),
         _ => None,
     }
+}
+
+/// A text message, `{"role", "parts": [{"text"}]}`, as compact JSON.
+pub(crate) fn text_message_json(role: &str, text: &str) -> String {
+    role_and_text_list(role, "parts", text)
+}
+
+/// A text part, `{"text"}`, as compact JSON.
+pub(crate) fn text_block_json(text: &str) -> String {
+    object_of(&[("text", text)])
 }

@@ -16,6 +16,7 @@ pub mod langchain;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod read;
+pub mod wire_format;
 
 pub use edit::{Change, Edit, Step};
 pub use input::{Input, Key, ReadError, ReadResult, Shape};
@@ -23,6 +24,7 @@ pub use json_size::{json_string_len, push_json_string};
 pub use read::{
     read_extras, read_history, read_message, read_system, read_tools, ExtrasError, HistoryError,
 };
+pub use wire_format::WireFormat;
 
 use crate::message::Message;
 

@@ -179,3 +179,13 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         _ => None,
     }
 }
+
+/// A text message, `{"role", "content": text}`, as compact JSON.
+pub(crate) fn text_message_json(role: &str, text: &str) -> String {
+    object_of(&[("role", role), ("content", text)])
+}
+
+/// A text content part, `{"type": "text", "text"}`, as compact JSON.
+pub(crate) fn text_block_json(text: &str) -> String {
+    object_of(&[("type", "text"), ("text", text)])
+}

@@ -176,3 +176,18 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         _ => None,
     }
 }
+
+/// A message item, `{"type": "message", "role", "content": text}`, as compact JSON.
+pub(crate) fn text_message_json(role: &str, text: &str) -> String {
+    object_of(&[("type", "message"), ("role", role), ("content", text)])
+}
+
+/// A text part: `output_text` in the assistant's messages, `input_text` in the others.
+pub(crate) fn text_block_json(assistant: bool, text: &str) -> String {
+    let kind = if assistant {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    object_of(&[("type", kind), ("text", text)])
+}
