@@ -10,8 +10,8 @@
 use std::borrow::Cow;
 
 use super::edit::{
-    if_smaller, image_bytes, json_string, object_of, plain_text, text_parts_bytes, CallAt, Change,
-    Step, Written,
+    if_smaller, image_bytes, json_string, plain_text, text_parts_bytes, CallAt, Change, Step,
+    Written,
 };
 use super::input::{Input, Key, ReadResult, Shape, Src};
 use super::read::{image_data, invalid, json_or_str, opaque, opt_id, Reader};
@@ -139,7 +139,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("content"), Step::Index(*part)],
-            object_of(&[("type", "text"), ("text", text)]),
+            text_block_json(text),
         ),
         Change::Arguments {
             call: CallAt::Part(k),

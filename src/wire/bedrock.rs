@@ -120,7 +120,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("content"), Step::Index(*part)],
-            object_of(&[("text", text)]),
+            text_block_json(text),
         ),
         Change::Text { text } => plain_text(msg, "content", text, Some(&one_text_part)),
         Change::Arguments {

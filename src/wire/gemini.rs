@@ -173,7 +173,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("parts"), Step::Index(*part)],
-            object_of(&[("text", text)]),
+            text_block_json(text),
         ),
         Change::Text { text } => plain_text(msg, "parts", text, Some(&one_text_part)),
         Change::Arguments {

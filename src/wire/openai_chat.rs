@@ -158,7 +158,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("content"), Step::Index(*part)],
-            object_of(&[("type", "text"), ("text", text)]),
+            text_block_json(text),
         ),
         Change::Arguments {
             call: CallAt::ToolCalls(j),

@@ -160,7 +160,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key(list_key), Step::Index(*part)],
-            object_of(&[("type", "input_text"), ("text", text)]),
+            text_block_json(false, text),
         ),
         Change::Arguments {
             call: CallAt::ToolCalls(0),
