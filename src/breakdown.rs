@@ -285,6 +285,7 @@ impl Walk<'_> {
         if let Some(r) = &m.reasoning {
             self.add(Kind::Reasoning, self.est.text(r));
         }
+        self.add(Kind::Reasoning, self.est.signatures(&m.thought_signatures));
         // Whatever the estimator charged beyond the parts is the envelope: role, name and
         // separators (overhead); a tool result's call id belongs to the output it labels.
         let full = self.est.message_f64(m) + self.sized;

@@ -11,9 +11,11 @@ use crate::exact::Encoding;
 use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::media_tokens::media_tokens;
-use crate::message::{Content, Detail, Image, ImageSource, MediaKind, Message, Part, ToolCall};
-use crate::model_info::{model_info, Family, ModelInfo};
-use crate::profile::{profile_for, Profile, Provider};
+use crate::message::{
+    Content, Detail, Image, ImageSource, MediaKind, Message, Part, ThoughtSignatures, ToolCall,
+};
+use crate::model_info::{is_gemini_3, model_info, Family, ModelInfo};
+use crate::profile::{on_vertex_ai, profile_for, Profile, Provider};
 use crate::text_stats::{text_tokens, BASE64_TOKENS_PER_BYTE};
 use crate::tool_render::openai_tool_block_tokens;
 
@@ -124,6 +126,9 @@ pub struct Estimator {
     /// Tokenize text with this encoding instead of the sampled shape estimate (opt-in, used by
     /// sessions that price only a few new messages per turn and can afford BPE).
     encoding: Option<Encoding>,
+    /// A Gemini 3 name that does not say its serving platform: the first thought signature of
+    /// the history settles it (`settle_platform`).
+    platform_open: bool,
 }
 
 impl Estimator {
@@ -162,7 +167,51 @@ impl Estimator {
             profile: profile_for(family, info),
             image_rule: rule_for(family.pricing_provider(), base),
             encoding: None,
+            platform_open: family == Family::Gemini
+                && info.family == Family::Gemini
+                && info.platform.is_none()
+                && is_gemini_3(base),
         }
+    }
+
+    /// Settle the serving platform of a Gemini 3 model named without one from the thought
+    /// signatures of `ms`, the next messages of the history in order; true when this switched
+    /// the estimator to Vertex AI's pricing (`profile::on_vertex_ai`). Callers settle each batch
+    /// of messages before pricing it; a no-op for any other model, and once settled.
+    ///
+    /// The signatures' shape says who issued them (`ThoughtSignatures`): field 2 is the Gemini
+    /// API (the profile already prices it), field 1 on a Gemini 3 model is Vertex AI. Gemini 3
+    /// puts a signature on the first function call of every model turn, so the messages priced
+    /// before the first one carry no call and no result, and cost the same on both platforms:
+    /// only the overhead (function declarations) must be priced after settling.
+    pub fn settle_platform(&mut self, ms: &[Message<'_>]) -> bool {
+        if !self.platform_open {
+            return false;
+        }
+        let Some(s) = ms
+            .iter()
+            .map(|m| m.thought_signatures)
+            .find(|s| s.field2_chars + s.field1_chars > 0)
+        else {
+            return false;
+        };
+        if s.field2_chars > 0 {
+            self.platform_open = false;
+            return false;
+        }
+        *self = self.settled_on_vertex_ai().unwrap_or(*self);
+        true
+    }
+
+    /// This estimator settled on Vertex AI's pricing, when its serving platform is still open
+    /// (a restored session whose saved overhead says it had settled so).
+    pub fn settled_on_vertex_ai(mut self) -> Option<Self> {
+        if !self.platform_open {
+            return None;
+        }
+        self.platform_open = false;
+        self.profile = on_vertex_ai(self.profile);
+        Some(self)
     }
 
     /// The image formula of the model.
@@ -283,7 +332,13 @@ impl Estimator {
         if let Some(r) = &m.reasoning {
             t += self.text(r);
         }
-        t
+        t + self.signatures(&m.thought_signatures)
+    }
+
+    /// Tokens of the Gemini thought signatures a message sends back: those of the Gemini API's
+    /// shape, unless the platform is Vertex AI (see `ThoughtSignatures`).
+    pub(crate) fn signatures(&self, s: &ThoughtSignatures) -> f64 {
+        self.profile.signature_per_char * s.field2_chars as f64
     }
 
     /// Tokens of one message, rounded to a whole token.
@@ -395,6 +450,51 @@ mod tests {
         }
         let args_only: f64 = 4.0 * e.text("{\"city\":\"Paris\"}");
         assert!(e.message(&m) as f64 > 3.0 * args_only);
+    }
+
+    #[test]
+    fn gemini_signatures_read_their_shape_and_settle_the_platform() {
+        let json = |sig: &str| {
+            serde_json::json!([
+                {"role": "user", "parts": [{"text": "read a.txt"}]},
+                {"role": "model", "parts": [
+                    {"functionCall": {"name": "read", "args": {"p": "a.txt"}}, "thoughtSignature": sig}
+                ]},
+                {"role": "user", "parts": [
+                    {"functionResponse": {"name": "read", "response": {"output": "hello"}}}
+                ]},
+            ])
+        };
+        let api_sig = format!("E{}", "a".repeat(999));
+        let vertex_sig = format!("C{}", "a".repeat(999));
+        let (a, v) = (json(&api_sig), json(&vertex_sig));
+        let api = crate::wire::read_history(&&a).unwrap();
+        let vertex = crate::wire::read_history(&&v).unwrap();
+        assert_eq!(api[1].thought_signatures.field2_chars, 1000);
+        assert_eq!(vertex[1].thought_signatures.field1_chars, 1000);
+        assert!(api[0].thought_signatures.is_empty());
+
+        let bare = Estimator::new(Provider::Gemini, "gemini-3-pro-preview");
+        // The Gemini API shape is billed, and settles nothing away from the Gemini API.
+        let mut e = bare;
+        assert!(!e.settle_platform(&api));
+        assert!((e.message_f64(&api[1]) - e.message_f64(&vertex[1]) - 197.0).abs() < 1e-9);
+        // Vertex's shape switches a bare Gemini 3 name to Vertex pricing, once.
+        let mut e = bare;
+        assert!(e.settle_platform(&vertex));
+        assert!(!e.settle_platform(&vertex));
+        let named = Estimator::new(Provider::Gemini, "vertex_ai/gemini-3-pro-preview");
+        assert_eq!(e.each(&vertex), named.each(&vertex));
+        assert!(e.message(&vertex[2]) < bare.message(&vertex[2]));
+        // Names that already say their platform, and Gemini 2.x, never switch.
+        for m in [
+            "gemini/gemini-3-pro-preview",
+            "vertex_ai/gemini-3-pro-preview",
+            "gemini-2.5-pro",
+        ] {
+            let mut e = Estimator::new(Provider::Gemini, m);
+            assert!(!e.settle_platform(&vertex), "{m}");
+        }
     }
 
     #[test]

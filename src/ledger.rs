@@ -462,6 +462,13 @@ impl Ledger {
         self.overhead
     }
 
+    /// The overhead changed while the cached costs still hold (a Gemini 3 session that settled
+    /// its serving platform: only the tools' price moved). Anchor and correction are kept: the
+    /// anchored count is real, and the correction is a smoothed ratio.
+    pub fn set_overhead(&mut self, overhead: u32) {
+        self.overhead = u64::from(overhead);
+    }
+
     /// Forget everything: cached costs, anchor, correction, last usage and model.
     pub fn reset(&mut self) {
         let (overhead, smoothing) = (self.overhead as u32, self.smoothing);
@@ -507,6 +514,8 @@ pub fn payload_chars(m: &Message<'_>) -> u64 {
         .map(|c| c.id.len() + c.name.len() + c.arguments.len())
         .sum::<usize>();
     n += m.tool_call_id.map_or(0, str::len) + m.reasoning.as_ref().map_or(0, |r| r.len());
+    let s = &m.thought_signatures;
+    n += s.field2_chars + s.field1_chars + s.other_chars;
     n as u64
 }
 
@@ -678,6 +687,14 @@ pub fn content_hash(m: &Message<'_>) -> u64 {
             h.str(r);
         }
         None => h.u64(0),
+    }
+    // Their lengths by shape, which is all that prices them; hashed only where present, so a
+    // message without signatures hashes as before.
+    let s = &m.thought_signatures;
+    if !s.is_empty() {
+        h.u64(s.field2_chars as u64);
+        h.u64(s.field1_chars as u64);
+        h.u64(s.other_chars as u64);
     }
     h.finish()
 }

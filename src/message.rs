@@ -153,6 +153,62 @@ pub struct Message<'a> {
     pub reasoning: Option<Cow<'a, str>>,
     /// The wire format the message was read from (`Unknown` when nothing in it is specific).
     pub wire: Format,
+    /// Gemini thought signatures sent back on this message's parts.
+    pub thought_signatures: ThoughtSignatures,
+}
+
+/// The Gemini thought signatures (`thoughtSignature` / `thought_signature` beside a part) of one
+/// message, in base64 characters, by the protobuf field their bytes open with: that field says
+/// which serving platform issued them, and so whether they are billed when sent back.
+///
+/// The distinct signatures of the recorded Gemini requests (../shared/data, with or without
+/// usage):
+/// - Gemini 3 on the Gemini Developer API: 82, every one opens with field 2 (byte `0x12`,
+///   base64 `E`);
+/// - Gemini 3 on Vertex AI: 59, every one opens with field 1 (byte `0x0a`, base64 `C`), and
+///   the payload inside with the same 4 bytes;
+/// - Gemini 2.5 on the Gemini API: 39, every one opens with field 1.
+///
+/// Only the first group is billed (see `Estimator`), so the shape, not the model name, tells a
+/// Gemini API history from a Vertex one when the caller names a bare model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThoughtSignatures {
+    /// Characters of signatures opening with protobuf field 2 (Gemini API, Gemini 3).
+    pub field2_chars: usize,
+    /// Characters of signatures opening with protobuf field 1 (Vertex AI; Gemini 2.x).
+    pub field1_chars: usize,
+    /// Characters of anything else sent as a signature (placeholders such as
+    /// `skip_thought_signature_validator`, which clients send to skip validation).
+    pub other_chars: usize,
+}
+
+impl ThoughtSignatures {
+    /// Count one signature sent as base64 text.
+    pub fn add_base64(&mut self, sig: &str) {
+        match sig.as_bytes().first() {
+            // The first base64 character holds the first byte's top 6 bits: `E` is 0x10-0x13
+            // (0x12: field 2, length-delimited), `C` is 0x08-0x0b (0x0a: field 1).
+            Some(b'E') => self.field2_chars += sig.len(),
+            Some(b'C') => self.field1_chars += sig.len(),
+            _ => self.other_chars += sig.len(),
+        }
+    }
+
+    /// Count one signature sent as raw bytes (the Python SDK's `bytes` field): priced by the
+    /// length of the base64 it travels as.
+    pub fn add_bytes(&mut self, sig: &[u8]) {
+        let chars = sig.len().div_ceil(3) * 4;
+        match sig.first() {
+            Some(0x12) => self.field2_chars += chars,
+            Some(0x0a) => self.field1_chars += chars,
+            _ => self.other_chars += chars,
+        }
+    }
+
+    /// True when the message carries no signature.
+    pub fn is_empty(&self) -> bool {
+        self.field2_chars + self.field1_chars + self.other_chars == 0
+    }
 }
 
 impl<'a> Message<'a> {
@@ -167,6 +223,7 @@ impl<'a> Message<'a> {
             tool_call_id: None,
             reasoning: None,
             wire: Format::Unknown,
+            thought_signatures: ThoughtSignatures::default(),
         }
     }
 
@@ -181,6 +238,7 @@ impl<'a> Message<'a> {
             tool_call_id: None,
             reasoning: None,
             wire: Format::Unknown,
+            thought_signatures: ThoughtSignatures::default(),
         }
     }
 

@@ -468,23 +468,14 @@ fn family_of(base: &str, raw: &str) -> Family {
 }
 
 /// Hidden overheads that depend on the serving stack and are priced by a fitted average.
-fn unknown_overheads(f: Family, base: &str, platform: Option<Platform>) -> &'static [&'static str] {
-    let gemini3 = f == Family::Gemini && base.starts_with("gemini-") && !is_gemini_before_3(base);
+fn unknown_overheads(f: Family, platform: Option<Platform>) -> &'static [&'static str] {
     match f {
-        // Gemini 3 thought signatures sent back are billed by the Gemini Developer API, about
-        // as many tokens as the thoughts they carry (0.198 token per base64 byte: median of
-        // `(usage - estimate) / signature bytes` over the 50 gemini-3 requests with signatures
-        // and no media of ../shared/data/pydantic-ai provider `google`), and not by Vertex AI
-        // (25 requests: -0.012) nor for Gemini 2.x (12 requests: 0.011; as reported in
-        // googleapis/python-genai#1129, though https://ai.google.dev/gemini-api/docs/thinking
-        // says signatures add input tokens). The reader does not price them: a Gemini API
-        // history with long signatures is under-counted. Without a platform in the name,
-        // Vertex's cheaper function declarations and calls are not known either (profile_for).
-        Family::Gemini if gemini3 && platform == Some(Platform::VertexAi) => &["tool-use prompt"],
-        Family::Gemini if gemini3 && platform == Some(Platform::GeminiApi) => {
-            &["tool-use prompt", "thought signatures"]
-        }
-        Family::Gemini if gemini3 => &["tool-use prompt", "thought signatures", "serving platform"],
+        // Gemini's serving platforms bill the same request differently (Vertex AI: cheaper
+        // function declarations and turns, thought signatures not billed; `profile::
+        // on_vertex_ai`). A name with a routing prefix says which; a bare Gemini 3 name is
+        // settled by its history's first thought signature (`Estimator::settle_platform`),
+        // which a first turn does not have yet; a bare Gemini 2.x name is priced as the
+        // Gemini API (its signatures look the same on both).
         Family::Gemini if platform.is_none() => &["tool-use prompt", "serving platform"],
         // Exact for chat.completions (`count`); the Responses API adds server-side items.
         Family::OpenAI => &[],
@@ -493,6 +484,11 @@ fn unknown_overheads(f: Family, base: &str, platform: Option<Platform>) -> &'sta
         Family::Gemini | Family::Gemma => &["tool-use prompt"],
         _ => &["chat template", "tool-use prompt", "tokenizer"],
     }
+}
+
+/// A Gemini model of generation 3 or later (a base name, see [`ModelInfo::base`]).
+pub fn is_gemini_3(base: &str) -> bool {
+    base.starts_with("gemini-") && !is_gemini_before_3(base)
 }
 
 /// Gemini 1.x / 2.x (their thought signatures are not billed: the 12 gemini-2.5 requests with
@@ -526,7 +522,7 @@ pub fn model_info(model: &str) -> ModelInfo {
         .iter()
         .filter(|(p, _)| prefix_match(&base, p))
         .max_by_key(|(p, _)| p.len());
-    let unknown = unknown_overheads(family, &base, platform);
+    let unknown = unknown_overheads(family, platform);
     ModelInfo {
         model: model.to_string(),
         base,
@@ -645,15 +641,38 @@ mod tests {
 
     #[test]
     fn gemini_overheads_say_what_the_name_leaves_unknown() {
-        let bare = model_info("gemini-3-flash-preview").unknown_overheads;
-        assert!(bare.contains(&"thought signatures") && bare.contains(&"serving platform"));
-        let api = model_info("gemini/gemini-3-flash-preview").unknown_overheads;
-        assert!(api.contains(&"thought signatures") && !api.contains(&"serving platform"));
-        let vertex = model_info("vertex_ai/gemini-3-pro-preview").unknown_overheads;
-        assert!(!vertex.contains(&"thought signatures") && !vertex.contains(&"serving platform"));
-        // Gemini 2.x signatures are not billed; the platform still is unknown.
-        let old = model_info("gemini-2.5-flash").unknown_overheads;
-        assert!(!old.contains(&"thought signatures") && old.contains(&"serving platform"));
+        // Thought signatures are priced by their shape, whatever the name says.
+        for m in [
+            "gemini-3-flash-preview",
+            "gemini/gemini-3-flash-preview",
+            "vertex_ai/gemini-3-pro-preview",
+            "gemini-2.5-flash",
+        ] {
+            assert!(
+                !model_info(m)
+                    .unknown_overheads
+                    .contains(&"thought signatures"),
+                "{m}"
+            );
+        }
+        // The platform is unknown until a name or a history says it.
+        assert!(model_info("gemini-3-flash-preview")
+            .unknown_overheads
+            .contains(&"serving platform"));
+        assert!(model_info("gemini-2.5-flash")
+            .unknown_overheads
+            .contains(&"serving platform"));
+        for m in [
+            "gemini/gemini-3-flash-preview",
+            "vertex_ai/gemini-3-pro-preview",
+        ] {
+            assert!(
+                !model_info(m)
+                    .unknown_overheads
+                    .contains(&"serving platform"),
+                "{m}"
+            );
+        }
         assert_eq!(
             model_info("gemini-3-flash-preview").context_window,
             Some(1_048_576)

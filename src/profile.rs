@@ -7,6 +7,13 @@ use crate::model_info::{Family, ModelInfo, Platform};
 const VERTEX_TOOL_SCHEMA_SCALE: f64 = 0.2;
 const VERTEX_PER_TOOL_CALL: f64 = 0.0;
 const VERTEX_PER_TOOL_RESULT: f64 = 0.0;
+/// Gemini 3 thought signatures sent back to the Gemini Developer API are billed as input
+/// (https://ai.google.dev/gemini-api/docs/thinking says signatures add input tokens): 0.197
+/// token per base64 character, the median of `(usage - estimate without them) / signature
+/// characters` over the 46 gemini-3 requests of ../shared/data/pydantic-ai (provider `google`)
+/// with field-2 signatures and no media (quartiles 0.187 / 0.209). Field-1 signatures are not
+/// billed: Vertex AI's (25 requests: -0.012) and Gemini 2.5's (12 requests: 0.011).
+const GEMINI_SIGNATURE_PER_CHAR: f64 = 0.197;
 
 /// The wire format a history is written in (how messages are read). What they cost is decided
 /// by the model's `Family` (`model_info`), this provider's default family when the model is
@@ -123,6 +130,10 @@ pub struct Profile {
     /// Tokens billed per byte of encrypted reasoning sent back (OpenAI `encrypted_content`,
     /// Anthropic `redacted_thinking` data, thinking signatures).
     pub encrypted_per_byte: f64,
+    /// Tokens billed per base64 character of a Gemini thought signature that opens with
+    /// protobuf field 2 (`ThoughtSignatures::field2_chars`: the Gemini API's Gemini 3
+    /// signatures); signatures of other shapes are not billed.
+    pub signature_per_char: f64,
 }
 
 /// The generic profile: OpenAI-like chat templates, o200k-like density. Families without a
@@ -141,6 +152,7 @@ const GENERIC: Profile = Profile {
     per_tool_def: 8.0,
     tool_schema_scale: 0.8,
     encrypted_per_byte: 0.0,
+    signature_per_char: 0.0,
 };
 
 /// The pricing profile of a token family.
@@ -176,6 +188,7 @@ pub fn profile(family: Family) -> Profile {
             per_tool_def: 0.0,
             tool_schema_scale: 0.84,
             encrypted_per_byte: 0.0,
+            signature_per_char: 0.0,
         },
         // Tool use: Anthropic documents the hidden tool-use system prompt per model and
         // tool_choice (https://docs.claude.com/en/docs/agents-and-tools/tool-use/overview,
@@ -199,6 +212,7 @@ pub fn profile(family: Family) -> Profile {
             per_tool_def: 0.0,
             tool_schema_scale: 0.95,
             encrypted_per_byte: 0.0,
+            signature_per_char: 0.0,
         },
         // Gemini bills declarations compactly: fitted on 162 requests with tools (google,
         // google-vertex, openrouter), no fixed tool prompt and ~0.7 token per o200k token.
@@ -219,6 +233,7 @@ pub fn profile(family: Family) -> Profile {
             per_tool_def: 0.0,
             tool_schema_scale: 0.6,
             encrypted_per_byte: 0.0,
+            signature_per_char: GEMINI_SIGNATURE_PER_CHAR,
         },
         // Llama 3.1+ chat templates open with a system header carrying "Cutting Knowledge
         // Date" and "Today Date" lines (Meta's prompt-format docs,
@@ -290,6 +305,20 @@ pub fn profile(family: Family) -> Profile {
     }
 }
 
+/// A Gemini profile as Vertex AI bills it: function declarations and function turns lower
+/// than the Gemini API the Gemini constants were fitted on (identical requests cost 14 tokens
+/// fewer per declaration on Vertex: two pairs in ../shared/data/pydantic-ai; a function call +
+/// response round ~20 fewer: the 17 Vertex gemini-3 requests with one or two rounds, 36-43
+/// under per round with one declaration, 59 with two rounds; fitted on the 21 Vertex requests
+/// with function declarations, gemini-2.0 / 2.5 / 3 flash), and thought signatures not billed.
+pub fn on_vertex_ai(mut p: Profile) -> Profile {
+    p.tool_schema_scale = VERTEX_TOOL_SCHEMA_SCALE;
+    p.per_tool_call = VERTEX_PER_TOOL_CALL;
+    p.per_tool_result = VERTEX_PER_TOOL_RESULT;
+    p.signature_per_char = 0.0;
+    p
+}
+
 /// The pricing profile of one resolved model: its family's profile with what a model
 /// generation's chat template adds (documented, or fitted across providers serving it).
 /// `family` is the family that prices the request (the model's, else the provider's default).
@@ -321,16 +350,10 @@ pub fn profile_for(family: Family, info: &ModelInfo) -> Profile {
         // requests of ../shared/data/pydantic-ai, crusoe and zai, are each 6 under with the
         // GLM-4 constants; the 5 plain GLM-4.6 / 4.7 requests are 1 over).
         Family::Glm if base.starts_with("glm-5") => p.per_request += 6.0,
-        // Vertex AI bills function declarations and function turns lower than the Gemini API
-        // the Gemini constants were fitted on: identical requests cost 14 tokens fewer per
-        // declaration on Vertex (two pairs in ../shared/data/pydantic-ai), and a function
-        // call + response round ~20 fewer (the 17 Vertex gemini-3 requests with one or two
-        // rounds: 36-43 under per round with one declaration, 59 with two rounds). Fitted on
-        // the 21 Vertex requests with function declarations (gemini-2.0 / 2.5 / 3 flash).
+        // A name that says Vertex AI (a bare Gemini 3 name is settled from its history's
+        // thought signatures instead: `Estimator::settle_platform`).
         Family::Gemini | Family::Gemma if info.platform == Some(Platform::VertexAi) => {
-            p.tool_schema_scale = VERTEX_TOOL_SCHEMA_SCALE;
-            p.per_tool_call = VERTEX_PER_TOOL_CALL;
-            p.per_tool_result = VERTEX_PER_TOOL_RESULT;
+            p = on_vertex_ai(p);
         }
         _ => {}
     }

@@ -276,6 +276,7 @@ pub fn plan_with(
                         tool_call_id: m.tool_call_id,
                         reasoning: m.reasoning.clone(),
                         wire: m.wire,
+                        thought_signatures: m.thought_signatures,
                     });
                     let saves = after < costs[i];
                     push(i, m, Change::ResultText { part: None, text }, saves);

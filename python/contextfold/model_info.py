@@ -27,13 +27,14 @@ class ModelInfo:
     ``base``: the name after routing prefixes, vendor segments, tags and dates were stripped;
     ``matched``: the table entry of the context window; ``resolved``: one line saying how.
     ``unknown_overheads``: hidden costs priced by a fitted average or not priced (chat
-    template, tool-use prompt, tokenizer; for Gemini: ``"thought signatures"``, billed by the
-    Gemini API for Gemini 3 and not priced, and ``"serving platform"`` when the name does not say
-    whether the Gemini API or Vertex AI serves it). ``platform``: ``"gemini-api"`` or
+    template, tool-use prompt, tokenizer; for Gemini: ``"serving platform"`` when the name does
+    not say whether the Gemini API or Vertex AI serves it). ``platform``: ``"gemini-api"`` or
     ``"vertex-ai"`` when a routing prefix names it (``gemini/``, ``google-gla:``, ``models/``;
     ``vertex_ai/``, ``google-vertex:``, ``projects/.../publishers/google/models/``), else None:
     the two bill the same Gemini request differently (Vertex AI prices function declarations
-    and calls lower).
+    and calls lower, and does not bill thought signatures sent back). For a bare Gemini 3 name
+    the estimators read the platform off the history's first thought signature (the two
+    platforms issue signatures of different shapes); a first turn has none yet.
     """
 
     model: str

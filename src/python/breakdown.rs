@@ -31,10 +31,11 @@ fn breakdown(
     system: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Raw> {
-    let est = super::estimator(provider, model)?;
+    let mut est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
+    est.settle_platform(&ms);
     let extras = w.extras(tools, system)?;
     let sizes = resolve_sizes(image_sizes, &ms)?;
     let roles: Vec<String> = ms.iter().map(|m| m.role_str.to_string()).collect();

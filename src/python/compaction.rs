@@ -100,10 +100,10 @@ fn compaction_plan<'py>(
         ));
     }
     let fmt = self::format(format)?;
-    let est = super::estimator(provider, model)?;
+    let mut est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
-    let (ms, costs) = w.messages_priced(messages, &est)?;
+    let (ms, costs) = w.messages_priced(messages, &mut est)?;
     let extras = w.extras(tools, system)?;
     let opt = PlanOptions {
         format: fmt,

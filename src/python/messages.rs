@@ -418,11 +418,12 @@ impl<'k, 'py> Walker<'k, 'py> {
 
     /// Read a whole history as [`Walker::messages`] does, and the estimated tokens of each
     /// message (`est.each`), priced a chunk at a time right after the chunk is read, while its
-    /// samples are still in the CPU's cache (see [`Walker::chunks`]).
+    /// samples are still in the CPU's cache (see [`Walker::chunks`]). `est` settles its
+    /// serving platform on each chunk before pricing it (`Estimator::settle_platform`).
     pub fn messages_priced(
         &mut self,
         seq: &Bound<'py, PyAny>,
-        est: &Estimator,
+        est: &mut Estimator,
     ) -> PyResult<(Vec<Message<'k>>, Vec<u32>)> {
         let items = Self::snapshot(seq)?;
         let mut out = Vec::with_capacity(items.len());
@@ -431,10 +432,14 @@ impl<'k, 'py> Walker<'k, 'py> {
             self.index = i;
             out.push(self.read(m)?);
             if out.len() - costs.len() == CHUNK {
-                costs.extend(est.each(&out[costs.len()..]));
+                let chunk = &out[costs.len()..];
+                est.settle_platform(chunk);
+                costs.extend(est.each(chunk));
             }
         }
-        costs.extend(est.each(&out[costs.len()..]));
+        let chunk = &out[costs.len()..];
+        est.settle_platform(chunk);
+        costs.extend(est.each(chunk));
         Ok((out, costs))
     }
 

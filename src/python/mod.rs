@@ -115,10 +115,12 @@ fn estimate(
     system: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
-    let est = estimator(provider, model)?;
+    let mut est = estimator(provider, model)?;
     let keep = Keep::new();
-    let overhead = u64::from(est.overhead(&Walker::new(py, &keep).extras(tools, system)?));
-    let each = message_tokens(py, messages, &est, image_sizes)?;
+    let extras = Walker::new(py, &keep).extras(tools, system)?;
+    // The messages first: their thought signatures may settle what the tools cost.
+    let each = message_tokens(py, messages, &mut est, image_sizes)?;
+    let overhead = u64::from(est.overhead(&extras));
     Ok(overhead + each.iter().map(|&t| u64::from(t)).sum::<u64>())
 }
 
@@ -132,21 +134,24 @@ fn estimate_each(
     model: Option<&str>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u32>> {
-    message_tokens(py, messages, &estimator(provider, model)?, image_sizes)
+    message_tokens(py, messages, &mut estimator(provider, model)?, image_sizes)
 }
 
 /// Each message's estimated tokens (`estimate_each`), the images the caller's `image_sizes`
-/// knows priced at their size; `estimate` is their sum plus the request overhead.
+/// knows priced at their size; `estimate` is their sum plus the request overhead. `est`
+/// settles its serving platform on the messages (`Estimator::settle_platform`).
 fn message_tokens(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
-    est: &Estimator,
+    est: &mut Estimator,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u32>> {
     if image_sizes.is_some_and(|s| !s.is_none()) {
         // The caller's sizes are looked up once per reference over the whole history.
         let keep = Keep::new();
         let ms = Walker::new(py, &keep).messages(messages)?;
+        est.settle_platform(&ms);
+        let est = *est;
         let sizes = resolve_sizes(image_sizes, &ms)?;
         return Ok(py.detach(|| {
             let fixes = size_fixes(est.image_rule(), &ms, &sizes);
@@ -162,7 +167,10 @@ fn message_tokens(
     // (Reading the whole history with `messages_priced`, which keeps every view for a planner,
     // measured 1.07x this.)
     let mut out = Vec::new();
-    Walker::chunks(py, messages, |ms| out.extend(est.each(ms)))?;
+    Walker::chunks(py, messages, |ms| {
+        est.settle_platform(ms);
+        out.extend(est.each(ms))
+    })?;
     Ok(out)
 }
 

@@ -39,7 +39,7 @@ fn find_tail_start(
     model: Option<&str>,
 ) -> PyResult<usize> {
     check_ceiling(soft_ceiling, min_tail)?;
-    let est = super::estimator(provider, model)?;
+    let mut est = super::estimator(provider, model)?;
     let opt = TailOptions {
         budget_tokens,
         protect_first_n,
@@ -52,7 +52,7 @@ fn find_tail_start(
         }
     }
     let keep = Keep::new();
-    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &est)?;
+    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
     Ok(py.detach(|| walk(&costs, &legal_cuts(&ms), &opt)))
 }
 
@@ -75,6 +75,9 @@ fn tail_from_the_end(
     est: &Estimator,
     opt: &TailOptions,
 ) -> PyResult<Option<usize>> {
+    let mut est = *est;
+    // Whether a message already priced would cost otherwise once the platform is settled.
+    let mut priced_calls = false;
     let n = list.len();
     let ceiling = opt.budget_tokens as f64 * opt.soft_ceiling.max(1.0);
     let keep = Keep::new();
@@ -89,6 +92,12 @@ fn tail_from_the_end(
         walker.set_index(i);
         let item = list.get_item(i).map_err(|_| changed())?;
         let m = walker.message(&item)?;
+        // Read backward, the function results of the newest turn come before the signature
+        // that settles a bare Gemini 3 name's platform; the forward walk prices them as settled.
+        if est.settle_platform(std::slice::from_ref(&m)) && priced_calls {
+            return Ok(None);
+        }
+        priced_calls |= m.call_ids().next().is_some() || m.result_ids().next().is_some();
         let cost = est.message(&m);
         costs_rev.push(cost);
         suffix += f64::from(cost);
@@ -165,9 +174,9 @@ fn prune_plan<'py>(
             "arguments_max_chars must be at least 64 (room for a valid JSON marker)",
         ));
     }
-    let est = super::estimator(provider, model)?;
+    let mut est = super::estimator(provider, model)?;
     let keep = Keep::new();
-    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &est)?;
+    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
     let opt = PruneOptions {
         protect_tail_tokens,
         protect_first_n,

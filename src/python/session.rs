@@ -244,6 +244,12 @@ impl State {
             };
             meta.push((m.as_ptr() as usize, fingerprint(&m)?, wire));
         }
+        if self.estimator.settle_platform(&views) {
+            // The cached messages come before the first thought signature: no call, no result,
+            // the same cost on either platform. The tools' price moved.
+            let overhead = self.estimator.overhead(&self.extras);
+            self.ledger.set_overhead(overhead);
+        }
         let est = self.estimator;
         let sizes = super::resolve_sizes(self.image_sizes.as_ref().map(|s| s.bind(py)), &views)?;
         let fixes = super::size_fixes(est.image_rule(), &views, &sizes);
@@ -510,7 +516,7 @@ impl SessionLedger {
             None => None,
             Some(name) => Some(Encoding::parse(name).ok_or_else(|| invalid("unknown encoding"))?),
         };
-        let estimator =
+        let mut estimator =
             Estimator::new(provider, state.model.as_deref().unwrap_or("")).with_encoding(encoding);
         let extras = RequestExtras {
             system: state.system.map(Cow::Owned),
@@ -524,9 +530,13 @@ impl SessionLedger {
                 .collect(),
         };
         // The overhead is a function of what the state carries: a state whose overhead
-        // disagrees was not written by this estimator.
+        // disagrees was not written by this estimator, unless the session had settled a bare
+        // Gemini 3 name on Vertex AI (`Estimator::settle_platform`), which prices tools lower.
         if u64::from(estimator.overhead(&extras)) != state.ledger.overhead {
-            return Err(invalid("overhead does not match its tools and system"));
+            match estimator.settled_on_vertex_ai() {
+                Some(v) if u64::from(v.overhead(&extras)) == state.ledger.overhead => estimator = v,
+                _ => return Err(invalid("overhead does not match its tools and system")),
+            }
         }
         let ledger =
             Ledger::restore(state.ledger).ok_or_else(|| invalid("contradictory ledger fields"))?;
@@ -763,15 +773,15 @@ fn estimate_many(
     let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
     let threads = check_batch_args(histories, threads)?;
     let est = Estimator::new(provider, model.unwrap_or(""));
-    let overhead = {
-        let keep = Keep::new();
-        let extras = Walker::new(py, &keep).extras(tools, system)?;
-        u64::from(est.overhead(&extras))
-    };
+    let keep = Keep::new();
+    let extras = Walker::new(py, &keep).extras(tools, system)?;
     // The heuristic prices ~1,000 messages in well under a millisecond: threads only pay off
     // on large batches.
     batched(py, histories, threads, 2048, |ms| {
-        ms.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead
+        // Each history settles its own serving platform (`Estimator::settle_platform`).
+        let mut est = est;
+        est.settle_platform(ms);
+        ms.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + u64::from(est.overhead(&extras))
     })
 }
 

@@ -26,6 +26,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>>(
     p: &V,
     path: &str,
 ) -> ReadResult<Part<'a>, V::Error> {
+    r.thought_signature(p, path)?;
     if let Some(t) = opt_str(p, Key::text, format_args!("{path}.text"))? {
         // An untyped text block is Bedrock's (`content: [{"text"}]`) unless the message is
         // already known to be Gemini (it has `parts`, seen before its parts are read: the

@@ -102,6 +102,8 @@ keys! {
     file_uri = "file_uri",
     s3Location = "s3Location",
     uri = "uri",
+    thoughtSignature = "thoughtSignature",
+    thought_signature = "thought_signature",
 }
 
 impl Key {

@@ -8,7 +8,9 @@ use std::fmt::Display;
 use super::input::{Input, Key, ReadError, ReadResult, Shape, Src};
 use super::{anthropic, bedrock, gemini, openai_chat, openai_responses, Format};
 use crate::estimate::{RequestExtras, ToolDef};
-use crate::message::{Content, Detail, ImageSource, MediaKind, Message, Part, Role};
+use crate::message::{
+    Content, Detail, ImageSource, MediaKind, Message, Part, Role, ThoughtSignatures,
+};
 
 // Real histories nest content two levels deep (a tool result inside a user message); a hostile
 // depth must not overflow the stack.
@@ -34,6 +36,7 @@ const MESSAGE_FIELDS: [Key; 9] = [
 pub(crate) struct Reader {
     depth: Cell<u32>,
     format: Cell<Format>,
+    signatures: Cell<ThoughtSignatures>,
 }
 
 impl Reader {
@@ -41,7 +44,36 @@ impl Reader {
         Reader {
             depth: Cell::new(0),
             format: Cell::new(Format::Unknown),
+            signatures: Cell::new(ThoughtSignatures::default()),
         }
+    }
+
+    /// Record the Gemini thought signature beside part `p`, if it has one (base64 text, or the
+    /// Python SDK's raw bytes).
+    pub(crate) fn thought_signature<'a, V: Input<'a>>(
+        &self,
+        p: &V,
+        path: &str,
+    ) -> ReadResult<(), V::Error> {
+        for key in [Key::thoughtSignature, Key::thought_signature] {
+            let Some(v) = p.get(key).src()? else {
+                continue;
+            };
+            let mut s = self.signatures.get();
+            if let Some(t) = v.str().src()? {
+                s.add_base64(&t);
+            } else if let Some(b) = v.bytes().src()? {
+                s.add_bytes(b);
+            } else if v.shape() != Shape::Null {
+                return Err(invalid(
+                    format!("{path}.{}", key.as_str()),
+                    format!("expected base64 text or bytes, got {}", v.type_name()),
+                ));
+            }
+            self.signatures.set(s);
+            return Ok(());
+        }
+        Ok(())
     }
 
     /// Record that the message shows `f`.
@@ -403,6 +435,7 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         };
     }
     msg.wire = r.format.get();
+    msg.thought_signatures = r.signatures.get();
     Ok(msg)
 }
 
