@@ -231,15 +231,26 @@ pub fn prefetch_sample(text: &[u8]) {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let n = text.len();
         let ptr = text.as_ptr();
+        // Every cache line a sampled range touches: the string's bytes are not aligned to
+        // lines, so a 64-byte window spans two of them (prefetching its start alone left the
+        // second a miss).
+        let lines = |from: usize, to: usize| {
+            let mut off = from;
+            while off < to {
+                // SAFETY: `off < to <= n`: inside `text`; a prefetch never faults.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.add(off).cast()) };
+                off += 64;
+            }
+            // SAFETY: `from < to <= n`, so `to - 1` lies inside `text`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.add(to - 1).cast()) };
+        };
         // The head: its first line came in with the string's header; the next ones may not.
-        for off in (64..n.min(SAMPLE_BYTES)).step_by(64) {
-            // SAFETY: `off < n`, so the address lies inside `text`; a prefetch never faults.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.add(off).cast()) };
+        if n > 64 {
+            lines(64, n.min(SAMPLE_BYTES));
         }
         if n > LONG_TEXT {
             for at in window_starts(n) {
-                // SAFETY: `at < n` (k / (WINDOWS + 1) < 1): inside `text`; a prefetch never faults.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.add(at).cast()) };
+                lines(at, (at + WINDOW).min(n));
             }
         }
     }
