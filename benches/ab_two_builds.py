@@ -1,7 +1,8 @@
 """A/B of two builds of the extension in one process, on the same objects: paired runs of
-``estimate`` over the synthetic 10,000-message history, alternating which build goes first.
+``estimate`` (or, with ``--prune``, of ``prune_plan`` with a 30,000-token tail) over the
+synthetic 10,000-message history, alternating which build goes first.
 
-    python benches/ab_two_builds.py BEFORE.so AFTER.so [--values-may-differ]
+    python benches/ab_two_builds.py BEFORE.so AFTER.so [--values-may-differ] [--prune]
 
 Each ``.so`` is a ``cargo build --release --features python --lib`` of one commit
 (``target/release/libcontextfold.so``), loaded under its own module name so both live in this
@@ -13,6 +14,7 @@ the speed is still compared on the same objects).
 
 from __future__ import annotations
 
+import gc
 import importlib.machinery
 import importlib.util
 import statistics
@@ -34,27 +36,47 @@ def load(name: str, path: str) -> ModuleType:
     return module
 
 
-def main(before_path: str, after_path: str, pairs: int = 400, values_may_differ: bool = False) -> None:
+PRUNE = dict(protect_tail_tokens=30_000, provider="openai", model=None, protect_first_n=1, min_tail=3,
+             soft_ceiling=1.5, tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=True,
+             dedupe=True, cache_block_tokens=0)
+
+
+def main(before_path: str, after_path: str, pairs: int = 400, values_may_differ: bool = False,
+         prune: bool = False) -> None:
     before, after = load("cf_before", before_path), load("cf_after", after_path)
     history = synthetic_history(10_000)
-    b, a = before.estimate(history), after.estimate(history)
+    name = "prune_plan" if prune else "estimate"
+
+    def call(mod: ModuleType) -> object:
+        # The collector is off while timing: the plan's thousands of new objects would otherwise
+        # trigger collections that land on either build at random.
+        gc.disable()
+        try:
+            return mod.prune_plan(history, **PRUNE) if prune else mod.estimate(history)
+        finally:
+            gc.enable()
+
+    b, a = call(before), call(after)
     if b != a:
         if not values_may_differ:
-            sys.exit(f"the builds price the history differently ({b} vs {a}): pass --values-may-differ")
-        print(f"values differ: before {b}, after {a} tokens")
+            sys.exit(f"the builds' {name} differ: pass --values-may-differ")
+        print(f"values differ: before {b if not prune else '...'}, after {a if not prune else '...'}")
     tb: list[float] = []
     ta: list[float] = []
     for i in range(pairs):
         order = ((tb, before), (ta, after)) if i % 2 else ((ta, after), (tb, before))
         for times, mod in order:
+            gc.collect()
             t = time.perf_counter()
-            mod.estimate(history)
+            call(mod)
             times.append(time.perf_counter() - t)
     ratio = statistics.median(a / b for a, b in zip(ta, tb))
     q = lambda ts: statistics.quantiles(ts, n=4)[0] * 1e3  # noqa: E731
-    print(f"{pairs} pairs, estimate of 10,000 dict messages: before min {min(tb) * 1e3:.2f} ms, p25 {q(tb):.2f} ms; "
+    print(f"{pairs} pairs, {name} of 10,000 dict messages: before min {min(tb) * 1e3:.2f} ms, p25 {q(tb):.2f} ms; "
           f"after min {min(ta) * 1e3:.2f} ms, p25 {q(ta):.2f} ms; median after/before {ratio:.3f}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], values_may_differ="--values-may-differ" in sys.argv[3:])
+    flags = sys.argv[3:]
+    main(sys.argv[1], sys.argv[2], pairs=100 if "--prune" in flags else 400,
+         values_may_differ="--values-may-differ" in flags, prune="--prune" in flags)

@@ -98,6 +98,28 @@ fn text_hash(s: &str) -> u64 {
     h
 }
 
+/// Ask the CPU to start loading the bytes `text_hash(s)` reads (its two edges), a few texts
+/// before they are hashed: by the time a plan hashes a long history's outputs, every one of
+/// them has left the cache since it was read and priced.
+#[inline]
+fn prefetch_edges(s: &str) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        const EDGE: usize = 256;
+        let b = s.as_bytes();
+        let tail = b.len().saturating_sub(EDGE).max(EDGE.min(b.len()));
+        for range in [0..b.len().min(EDGE), tail..b.len()] {
+            for off in range.step_by(64) {
+                // SAFETY: `off < b.len()`: inside the string; a prefetch never faults.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().add(off).cast()) };
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = s;
+}
+
 fn result_text<'m>(m: &'m Message<'_>) -> Option<&'m str> {
     match &m.content {
         Content::Text(t) if m.tool_call_id.is_some() => Some(t),
@@ -220,7 +242,11 @@ pub fn plan_with(
     let mut hashes: Vec<u64> = Vec::new();
     if opt.dedupe {
         hashes = vec![0; msgs.len()];
+        const AHEAD: usize = 8;
         for (i, m) in msgs.iter().enumerate() {
+            if let Some(t) = msgs.get(i + AHEAD).and_then(result_text) {
+                prefetch_edges(t);
+            }
             if let Some(t) = result_text(m).filter(|t| t.len() > DEDUPE_MIN) {
                 hashes[i] = text_hash(t);
                 newest.insert(hashes[i], (i, t));
