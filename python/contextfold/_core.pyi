@@ -34,6 +34,7 @@ __all__ = [
     "find_tail_start",
     "image_size",
     "image_tokens",
+    "prune",
     "prune_plan",
     "request_overhead",
     "shrink_json",
@@ -324,6 +325,27 @@ def prune_plan(
     or a dict / list for a text part, a Gemini response or Bedrock result blocks, an arguments
     object). The path always ends at a key or position the message already has, so applying an
     edit adds no key."""
+
+def prune(
+    messages: Sequence[Any],
+    /,
+    *,
+    copy: Callable[[Any], Any],
+    protect_tail_tokens: int,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    protect_first_n: int = 1,
+    min_tail: int = 3,
+    soft_ceiling: float = 1.5,
+    tool_result_max_tokens: int = 200,
+    arguments_max_chars: int = 2000,
+    prune_images: bool = True,
+    dedupe: bool = True,
+    cache_block_tokens: int = 0,
+) -> list[Any]:
+    """``prune_plan``'s edits applied copy-on-write to a new list (``contextfold.prune``): only
+    the containers on an edited path are new objects, dicts and lists copied shallowly and any
+    other container by ``copy``; nothing the caller holds is changed."""
 
 def shrink_json(text: str, /, *, max_chars: int) -> str:
     """Shrink a JSON text (a tool call's ``arguments``) to valid JSON of at most ``max_chars``

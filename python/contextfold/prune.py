@@ -142,8 +142,12 @@ def prune(
     tool_result_max_tokens = min(count_arg("tool_result_max_tokens", tool_result_max_tokens), 2**32 - 1)
     arguments_max_chars = count_arg("arguments_max_chars", arguments_max_chars)
     cache_block_tokens = count_arg("cache_block_tokens", cache_block_tokens)
-    _, edits = _core.prune_plan(
+    # Planned and applied by the core in one call (the same copy-on-write as `apply_edits`,
+    # without building the plan's paths as Python objects); `_copy` copies what is not a dict,
+    # list or tuple.
+    return _core.prune(
         messages,
+        copy=_copy,
         protect_tail_tokens=protect_tail_tokens,
         provider=cast("_Provider", provider),  # the core validates it (ValueError)
         model=model,
@@ -156,7 +160,6 @@ def prune(
         dedupe=dedupe,
         cache_block_tokens=cache_block_tokens,
     )
-    return apply_edits(messages, edits)
 
 
 def find_tail_start(

@@ -1,15 +1,16 @@
-//! Bindings of the tail walk and the prune plan. The plan is returned as plain tuples; the
-//! Python layer (`contextfold.prune`) builds new message objects for the edited messages only.
+//! Bindings of the tail walk and the prune plan. `prune_plan` returns the plan as plain tuples
+//! (the compactor filters and applies them in Python); `prune` applies it here, copy-on-write,
+//! building new objects for the containers on the edited paths only.
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
-use std::collections::HashMap;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use std::collections::{HashMap, HashSet};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::messages::{Keep, Walker};
 use crate::estimate::Estimator;
-use crate::prune::{plan_with, PruneOptions, Step};
+use crate::prune::{plan_with, PruneOptions, PrunePlan, Step};
 use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
 
 fn check_ceiling(soft_ceiling: f64, min_tail: usize) -> PyResult<()> {
@@ -168,15 +169,6 @@ fn prune_plan<'py>(
     dedupe: bool,
     cache_block_tokens: u64,
 ) -> PyResult<(usize, Vec<PlannedEdit<'py>>)> {
-    check_ceiling(soft_ceiling, min_tail)?;
-    if arguments_max_chars < 64 {
-        return Err(PyValueError::new_err(
-            "arguments_max_chars must be at least 64 (room for a valid JSON marker)",
-        ));
-    }
-    let mut est = super::estimator(provider, model)?;
-    let keep = Keep::new();
-    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
     let opt = PruneOptions {
         protect_tail_tokens,
         protect_first_n,
@@ -188,12 +180,175 @@ fn prune_plan<'py>(
         dedupe,
         cache_block_tokens,
     };
-    let p = py.detach(|| plan_with(&ms, &est, &costs, &legal_cuts(&ms), &opt));
+    let p = plan(py, messages, provider, model, &opt)?;
     let mut edits = Vec::with_capacity(p.edits.len());
     for e in p.edits {
         edits.push(planned_edit(py, e.message, &e.path, Some(&e.value))?);
     }
     Ok((p.protected_from, edits))
+}
+
+/// `contextfold.prune`: the plan of `prune_plan` applied copy-on-write, in one call. Only the
+/// containers along an edited path are new objects (shallow copies: `copy`, the Python
+/// layer's, for what is not a dict, list or tuple); every other message and value is the
+/// caller's own, and nothing the caller holds is changed.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, copy, protect_tail_tokens, provider="openai", model=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0))]
+#[allow(clippy::too_many_arguments)]
+fn prune<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    copy: &Bound<'py, PyAny>,
+    protect_tail_tokens: u64,
+    provider: &str,
+    model: Option<&str>,
+    protect_first_n: usize,
+    min_tail: usize,
+    soft_ceiling: f64,
+    tool_result_max_tokens: u32,
+    arguments_max_chars: usize,
+    prune_images: bool,
+    dedupe: bool,
+    cache_block_tokens: u64,
+) -> PyResult<Bound<'py, PyList>> {
+    let opt = PruneOptions {
+        protect_tail_tokens,
+        protect_first_n,
+        min_tail,
+        soft_ceiling,
+        tool_result_max_tokens,
+        arguments_max_chars,
+        prune_images,
+        dedupe,
+        cache_block_tokens,
+    };
+    // One snapshot of the history: the plan reads it and the edits apply to it.
+    let out = list_of(messages)?;
+    let p = plan(py, out.as_any(), provider, model, &opt)?;
+    let mut cow = CopyOnWrite {
+        copy,
+        mine: HashSet::new(),
+    };
+    for e in &p.edits {
+        let value = json_value(py, &e.value)?;
+        cow.replace(&out, e.message, &e.path, &value)?;
+    }
+    Ok(out)
+}
+
+/// Arguments checked, the history read and priced, the plan made (with the GIL released).
+fn plan(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    provider: &str,
+    model: Option<&str>,
+    opt: &PruneOptions,
+) -> PyResult<PrunePlan> {
+    check_ceiling(opt.soft_ceiling, opt.min_tail)?;
+    if opt.arguments_max_chars < 64 {
+        return Err(PyValueError::new_err(
+            "arguments_max_chars must be at least 64 (room for a valid JSON marker)",
+        ));
+    }
+    let mut est = super::estimator(provider, model)?;
+    let keep = Keep::new();
+    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
+    Ok(py.detach(|| plan_with(&ms, &est, &costs, &legal_cuts(&ms), opt)))
+}
+
+/// A new list of the items of `messages` (`list(messages)`); a str or a dict is refused as the
+/// reader refuses it.
+fn list_of<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    if messages.is_instance_of::<PyString>() || messages.is_instance_of::<PyDict>() {
+        return Err(PyTypeError::new_err(format!(
+            "messages must be a list of messages, got {}",
+            messages.get_type().name()?
+        )));
+    }
+    PyList::new(
+        messages.py(),
+        messages.try_iter()?.collect::<PyResult<Vec<_>>>()?,
+    )
+}
+
+/// Edits applied to a new list without changing any object the caller holds: each container on
+/// an edited path is replaced by a shallow copy the first time an edit passes through it.
+struct CopyOnWrite<'a, 'py> {
+    /// The Python layer's copy of a container that is not a dict, list or tuple (an SDK object
+    /// becomes the dict of its fields; a LangChain message a copy of its class).
+    copy: &'a Bound<'py, PyAny>,
+    /// Addresses of the containers made here (safe to write); each is held by `out`.
+    mine: HashSet<usize>,
+}
+
+impl<'py> CopyOnWrite<'_, 'py> {
+    fn own(&mut self, obj: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if self.mine.contains(&(obj.as_ptr() as usize)) {
+            return Ok(obj);
+        }
+        let new = if let Ok(d) = obj.cast::<PyDict>() {
+            // `dict(obj)`: a plain dict, also of a dict subclass.
+            let new = PyDict::new(obj.py());
+            new.update(d.as_mapping())?;
+            new.into_any()
+        } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+            PyList::new(obj.py(), obj.try_iter()?.collect::<PyResult<Vec<_>>>()?)?.into_any()
+        } else {
+            self.copy.call1((obj,))?
+        };
+        self.mine.insert(new.as_ptr() as usize);
+        Ok(new)
+    }
+
+    /// Set `value` at `path` inside `out[index]`, copying the containers along the way.
+    fn replace(
+        &mut self,
+        out: &Bound<'py, PyList>,
+        index: usize,
+        path: &[Step],
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<()> {
+        let Some((last, parents)) = path.split_last() else {
+            return Err(PyValueError::new_err("an edit with an empty path"));
+        };
+        let mut node = self.own(out.get_item(index)?)?;
+        out.set_item(index, &node)?;
+        for step in parents {
+            let child = self.own(get(&node, step)?)?;
+            set(&node, step, &child)?;
+            node = child;
+        }
+        set(&node, last, value)
+    }
+}
+
+/// A field on an edit's path: a key or position of a dict or list, an attribute elsewhere (a
+/// LangChain message's field).
+fn get<'py>(node: &Bound<'py, PyAny>, step: &Step) -> PyResult<Bound<'py, PyAny>> {
+    match step {
+        Step::Key(k) if !node.is_instance_of::<PyDict>() && !node.is_instance_of::<PyList>() => {
+            node.getattr(*k)
+        }
+        Step::Key(k) => node.get_item(*k),
+        Step::Index(j) => node.get_item(*j),
+    }
+}
+
+fn set(node: &Bound<'_, PyAny>, step: &Step, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    match step {
+        Step::Key(k) if !node.is_instance_of::<PyDict>() && !node.is_instance_of::<PyList>() => {
+            node.setattr(*k, value)
+        }
+        Step::Key(k) => node.set_item(*k, value),
+        Step::Index(j) => node.set_item(*j, value),
+    }
+}
+
+/// An edit's replacement (compact JSON text) as new Python objects.
+fn json_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|err| PyValueError::new_err(format!("edit value is not JSON: {err}")))?;
+    to_python(py, &v)
 }
 
 /// One edit as `contextfold.prune.apply_edits` takes it: `(message index, path, value)`, the
@@ -212,11 +367,7 @@ pub(super) fn planned_edit<'py>(
         }
     }
     let value = match value {
-        Some(text) => {
-            let v: serde_json::Value = serde_json::from_str(text)
-                .map_err(|err| PyValueError::new_err(format!("edit value is not JSON: {err}")))?;
-            to_python(py, &v)?
-        }
+        Some(text) => json_value(py, text)?,
         None => py.None().into_bound(py),
     };
     Ok((message, path, value))
@@ -257,5 +408,6 @@ fn to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py,
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_tail_start, m)?)?;
     m.add_function(wrap_pyfunction!(prune_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(prune, m)?)?;
     Ok(())
 }
