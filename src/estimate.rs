@@ -14,7 +14,7 @@ use crate::media_tokens::media_tokens;
 use crate::message::{Content, Detail, Image, ImageSource, MediaKind, Message, Part, ToolCall};
 use crate::model_info::{model_info, Family, ModelInfo};
 use crate::profile::{profile_for, Profile, Provider};
-use crate::text_stats::{text_tokens, BASE64_TOKENS_PER_BYTE};
+use crate::text_stats::{text_tokens, TextWeights, BASE64_TOKENS_PER_BYTE};
 use crate::tool_render::openai_tool_block_tokens;
 
 /// Tokens per character for opaque parts (audio, files, unknown blocks) priced from their
@@ -70,6 +70,18 @@ fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
     }
 }
 
+/// The weights pricing a family's text from its sampled shape, and the density they are scaled
+/// by: Gemini's own weights (its vocabulary prices digits, punctuation and whitespace unlike
+/// o200k, so no one scale of o200k fits both its prose and its code: `TextWeights::GEMINI`),
+/// else o200k's times the profile's density. `Profile::text_scale` still prices what is counted
+/// in o200k tokens (text tokenized by `with_encoding`, ids, opaque parts).
+fn text_weights_of(family: Family, profile: &Profile) -> (&'static TextWeights, f64) {
+    match family {
+        Family::Gemini | Family::Gemma => (&TextWeights::GEMINI, 1.0),
+        _ => (&TextWeights::O200K, profile.text_scale),
+    }
+}
+
 /// A tool definition as sent: its name and its whole definition serialized as compact JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolDef<'a> {
@@ -120,6 +132,9 @@ pub struct Estimator {
     /// system message).
     hidden_request: f64,
     profile: Profile,
+    /// The weights of the sampled text estimate, and the density they are multiplied by.
+    text_weights: &'static TextWeights,
+    sampled_text_scale: f64,
     image_rule: ImageRule,
     /// Tokenize text with this encoding instead of the sampled shape estimate (opt-in, used by
     /// sessions that price only a few new messages per turn and can afford BPE).
@@ -141,6 +156,8 @@ impl Estimator {
             f => f,
         };
         let base = info.base.as_str();
+        let profile = profile_for(family, info);
+        let (text_weights, sampled_text_scale) = text_weights_of(family, &profile);
         Estimator {
             provider,
             family,
@@ -159,7 +176,9 @@ impl Estimator {
             } else {
                 0.0
             },
-            profile: profile_for(family, info),
+            profile,
+            text_weights,
+            sampled_text_scale,
             image_rule: rule_for(family.pricing_provider(), base),
             encoding: None,
         }
@@ -192,7 +211,7 @@ impl Estimator {
     pub fn text(&self, s: &str) -> f64 {
         match self.encoding {
             Some(e) => self.profile.text_scale * e.count(s) as f64,
-            None => self.profile.text_scale * text_tokens(s.as_bytes()),
+            None => self.sampled_text_scale * text_tokens(s.as_bytes(), self.text_weights),
         }
     }
 
