@@ -1,4 +1,4 @@
-"""Fit the text weights of the Gemini token family (src/text_stats.rs `GEMINI`).
+"""Fit the text weights of the Gemini token family (src/text_stats.rs `TextWeights::GEMINI`).
 
     python tools/fit_gemini_text.py          # ../shared/data (CONTEXTFOLD_SHARED_DATA)
 
@@ -10,17 +10,24 @@ density is fitted on what the providers billed:
   those messages (pairs served by the same upstream deployment only: counts dip when it
   switches); and the first call of each trajectory (system prompt + task);
 - the plain Gemini requests of pydantic-ai / crewai (providers ``google`` and
-  ``google-vertex``: no tools, no images, no thought signatures), whose usage is their text.
+  ``google-vertex``: no tools, images, thought signatures or response schema; 10+ tokens),
+  whose usage is their text.
 
 Each text is described by the byte-shape features the estimator reads (letters, letter runs,
-digits, punctuation, punctuation runs, whitespace runs, 2-byte and 3/4-byte UTF-8 leads),
-computed on the WHOLE text; the estimator applies the weights to its sample and extrapolates.
-The weights are a non-negative least-squares fit of the billed tokens, each row weighted by
-1/billed so that every row counts by its relative error (a 60k-token dump does not outweigh
-a hundred short messages). Printed: the weights, in-sample and 5-fold held-out (by trajectory)
-errors of the deltas, and the error on the SWE calls and plain requests of an estimator that
-mirrors src/text_stats.rs (same sample, same extrapolation) with the o200k weights times a
-scale versus the fitted Gemini weights.
+digits, punctuation, punctuation runs, whitespace runs, 2-byte and 3/4-byte UTF-8 leads). The
+fits are non-negative least squares of the billed tokens, each row weighted by 1/billed so
+that every row counts by its relative error (a 60k-token dump does not outweigh a hundred short
+messages), refitted without the rows off by more than 30% (cache or deployment glitches).
+
+- ``whole``: fitted on the features of the WHOLE texts (plus a per-message cost, which comes
+  out 0): Gemini's density, applied by the estimator to texts it reads whole.
+- ``sampled``: fitted on the features of the sample the estimator reads of each long text
+  (head and windows, extrapolated to its length), the texts read whole priced by ``whole``.
+
+Printed: the weights, the errors of the per-call deltas (in-sample and held out by trajectory,
+5 folds) and of the plain requests against o200k times one scale, and every SWE call priced by
+a mirror of the estimator (src/text_stats.rs: same sample, same extrapolation, each message
+rounded) with the o200k weights x 1.2 (before), the whole weights alone, and both sets.
 """
 
 from __future__ import annotations
@@ -395,6 +402,18 @@ def main() -> None:
     print(f"- SWE calls priced on whole texts, o200k x 1.2: {summary(calls)}; first calls {summary(first)}")
     calls, first = mirror(convs, gw, gw, sample=False)
     print(f"- SWE calls priced on whole texts, Gemini:      {summary(calls)}; first calls {summary(first)}")
+
+    print("\n## The sampled weights on what the sample shows (texts read whole by the whole weights)")
+    held = []
+    for fold in range(5):
+        bw = fit([r for r in swe_full if r.group % 5 != fold] + plain_full)
+        bs = regime_fit([r for r in swe_sampled if r.group % 5 != fold], bw)
+        for r in swe_sampled:
+            if r.group % 5 == fold:
+                known = r.fixed() + sum(b * v for b, v in zip(bw[:FREE], r.whole)) + bw[FREE] * r.messages
+                held.append((known + sum(b * (a - c) for b, a, c in zip(bs, r.x, r.whole))) / r.billed - 1)
+    print(f"- SWE rows, o200k x 1.2:            {summary(scaled_errs(swe_sampled, 1.2))}")
+    print(f"- SWE rows, held out (5 folds by trajectory): {summary(held)}")
 
     print("\n## The estimator (sampled texts, rounded per message) on every SWE call")
     for label, w1, w2 in (("o200k x 1.2 (before)", o12, o12), ("Gemini whole-text weights alone", gw, gw),
