@@ -16,7 +16,7 @@ use crate::message::{
 };
 use crate::model_info::{is_gemini_3, model_info, Family, ModelInfo};
 use crate::profile::{on_vertex_ai, profile_for, Profile, Provider};
-use crate::text_stats::{text_tokens, BASE64_TOKENS_PER_BYTE};
+use crate::text_stats::{text_tokens, TextWeights, BASE64_TOKENS_PER_BYTE};
 use crate::tool_render::openai_tool_block_tokens;
 
 /// Tokens per character for opaque parts (audio, files, unknown blocks) priced from their
@@ -72,6 +72,23 @@ fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
     }
 }
 
+/// The weights pricing a family's text from its sampled shape, and the density they are scaled
+/// by: Gemini's own weights (its vocabulary prices digits, punctuation and whitespace unlike
+/// o200k, so no one scale of o200k fits both its prose and its code: `TextWeights::GEMINI`),
+/// else o200k's times the profile's density. `Profile::text_scale` still prices what is counted
+/// in o200k tokens (text tokenized by `with_encoding`, ids, opaque parts). Measured and not
+/// kept for `with_encoding` (Session `text_encoding="o200k_base"` on the SWE trajectories,
+/// `tools/session_accuracy.py`): the o200k count times the Gemini/o200k ratio of the whole
+/// text's shape took the first calls from 8.9% to 2.5% off but the later calls' p99 from 3.3% to
+/// 4.3% (aligned `ls -la` listings priced ~20% over); `whole` weights on the whole text instead
+/// of BPE, 3.3% and 3.6%.
+fn text_weights_of(family: Family, profile: &Profile) -> (&'static TextWeights, f64) {
+    match family {
+        Family::Gemini | Family::Gemma => (&TextWeights::GEMINI, 1.0),
+        _ => (&TextWeights::O200K, profile.text_scale),
+    }
+}
+
 /// A tool definition as sent: its name and its whole definition serialized as compact JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolDef<'a> {
@@ -122,6 +139,9 @@ pub struct Estimator {
     /// system message).
     hidden_request: f64,
     profile: Profile,
+    /// The weights of the sampled text estimate, and the density they are multiplied by.
+    text_weights: &'static TextWeights,
+    sampled_text_scale: f64,
     image_rule: ImageRule,
     /// Tokenize text with this encoding instead of the sampled shape estimate (opt-in, used by
     /// sessions that price only a few new messages per turn and can afford BPE).
@@ -146,6 +166,8 @@ impl Estimator {
             f => f,
         };
         let base = info.base.as_str();
+        let profile = profile_for(family, info);
+        let (text_weights, sampled_text_scale) = text_weights_of(family, &profile);
         Estimator {
             provider,
             family,
@@ -164,7 +186,9 @@ impl Estimator {
             } else {
                 0.0
             },
-            profile: profile_for(family, info),
+            profile,
+            text_weights,
+            sampled_text_scale,
             image_rule: rule_for(family.pricing_provider(), base),
             encoding: None,
             platform_open: family == Family::Gemini
@@ -241,7 +265,7 @@ impl Estimator {
     pub fn text(&self, s: &str) -> f64 {
         match self.encoding {
             Some(e) => self.profile.text_scale * e.count(s) as f64,
-            None => self.profile.text_scale * text_tokens(s.as_bytes()),
+            None => self.sampled_text_scale * text_tokens(s.as_bytes(), self.text_weights),
         }
     }
 
@@ -526,6 +550,30 @@ mod tests {
         assert_eq!(
             e.message_f64(&m) - e.text(text),
             sampled.message_f64(&m) - sampled.text(text)
+        );
+    }
+
+    #[test]
+    fn the_gemini_family_prices_text_by_its_own_weights_whatever_the_wire_format() {
+        let s = "THOUGHT: list the files.\n\n```bash\nls -la src/ | head -n 40\n```";
+        for (provider, model) in [
+            (Provider::OpenAI, "google/gemini-3-pro-preview"),
+            (Provider::Gemini, ""),
+            (Provider::OpenAICompatible, "gemma-3-27b-it"),
+        ] {
+            let e = Estimator::new(provider, model);
+            assert_eq!(
+                e.text(s),
+                text_tokens(s.as_bytes(), &TextWeights::GEMINI),
+                "{model}"
+            );
+        }
+        // Other families: o200k's weights times their density.
+        let a = Estimator::new(Provider::Anthropic, "claude-sonnet-4-5");
+        let scale = crate::profile::profile(Family::Anthropic).text_scale;
+        assert_eq!(
+            a.text(s),
+            scale * text_tokens(s.as_bytes(), &TextWeights::O200K)
         );
     }
 

@@ -220,6 +220,9 @@ pub fn profile(family: Family) -> Profile {
         // format and without their ids (fitted on the same requests). The usage counts content
         // only: no per-message role tokens (fitted: 57 plain requests were 2 over with one).
         Family::Gemini | Family::Gemma => Profile {
+            // Only what is counted in o200k tokens (text tokenized by `with_encoding`, opaque
+            // parts): the sampled text estimate uses Gemini's own weights
+            // (`TextWeights::GEMINI`, chosen by `Estimator`).
             text_scale: 1.2,
             per_message: 0.0,
             per_name: 0.0,

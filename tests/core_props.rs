@@ -8,7 +8,7 @@ use contextfold::image::{dims_of_base64, dims_of_bytes};
 use contextfold::image_tokens::{image_tokens, rule_for};
 use contextfold::message::{Content, Detail, Message, Part, ToolCall};
 use contextfold::profile::Provider;
-use contextfold::text_stats::text_tokens;
+use contextfold::text_stats::{text_tokens, TextWeights};
 use proptest::prelude::*;
 
 const PROVIDERS: [Provider; 5] = [
@@ -54,7 +54,7 @@ proptest! {
 
     #[test]
     fn text_estimate_is_finite_and_positive(s in any::<String>()) {
-        let t = text_tokens(s.as_bytes());
+        let t = text_tokens(s.as_bytes(), &TextWeights::O200K);
         prop_assert!(t.is_finite());
         prop_assert!(s.is_empty() == (t == 0.0));
     }

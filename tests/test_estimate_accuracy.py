@@ -34,25 +34,26 @@ def _errors(root) -> tuple[list[float], list[float]]:
 @pytest.mark.parametrize("root", ROOTS)
 def test_median_error_across_cassettes_and_swe_calls_is_under_6_percent(root):
     # Called as a user calls it: provider = wire format, model = the model as sent.
-    # Measured on ../shared/data: 3.1% over 6,065 requests and calls (16.5% when the wire
+    # Measured on ../shared/data: 2.7% over 6,065 requests and calls (16.5% when the wire
     # format decided the token family).
     cassettes, swe = _errors(_root(root))
     assert len(cassettes) > 500 and len(swe) > 200
     assert statistics.median(cassettes + swe) <= 0.06
-    # The uncalibrated estimate of a long coding trajectory is close on its own (2.6%).
-    assert statistics.median(swe) <= 0.04
+    # The uncalibrated estimate of a long coding trajectory is close on its own: 2.1% (tests-data
+    # 1.9%) with Gemini's own text weights, 2.6% when Gemini was o200k x 1.2.
+    assert statistics.median(swe) <= 0.03
 
 
 # Providers with 5+ recorded requests whose signed median is pinned within +-15%. Measured on
-# ../shared/data (tools/accuracy_report.py): openai +0.0%, anthropic -1.6%, google -1.1%,
-# bedrock +1.7%, openrouter +2.6%, mistral +4.7%, azure 0.0%, groq -3.6%, deepseek -10.7%,
+# ../shared/data (tools/accuracy_report.py): openai +0.0%, anthropic -1.6%, google -0.5% (-74%
+# on its Gemini 3 requests with thought signatures before they were priced), google-vertex
+# +5.2% (+37.2% before Gemini's text weights and the platform read off the signatures),
+# bedrock +1.1%, openrouter +2.6%, mistral +4.7%, azure 0.0%, groq -3.6%, deepseek -10.7%,
 # bedrock-mantle -7.6%, snowflake -6.0%, cerebras +2.0%, cohere 0.0%, zai +3.8%, huggingface
 # 0.0% (was +125%: open-weight DeepSeek-R1 priced by its template markers), crusoe 0.0% (was
-# -22.8%: GLM-5's template overhead). google-vertex is +37% with bare model names: the same
-# Gemini request costs fewer tokens on Vertex AI than on the Gemini API, which the name does not
-# say (pinned below with the platform named).
-PINNED_PROVIDERS = ["openai", "anthropic", "google", "bedrock", "openrouter", "mistral", "azure", "groq",
-                    "deepseek", "bedrock-mantle", "snowflake", "cerebras", "cohere", "zai", "huggingface",
+# -22.8%: GLM-5's template overhead).
+PINNED_PROVIDERS = ["openai", "anthropic", "google", "google-vertex", "bedrock", "openrouter", "mistral", "azure",
+                    "groq", "deepseek", "bedrock-mantle", "snowflake", "cerebras", "cohere", "zai", "huggingface",
                     "crusoe"]
 
 
@@ -73,15 +74,15 @@ def test_signed_median_per_provider_within_15_percent(root):
 
 def test_thought_signatures_settle_the_vertex_platform_of_a_bare_name():
     # Measured on ../shared/data: google-vertex was +37.2% with bare names while thought
-    # signatures went unread, +16.4% as `vertex_ai/<model>`. The history's first signature now
+    # signatures went unread (+16.4% as `vertex_ai/<model>`). The history's first signature now
     # says which platform issued it, so a bare name prices as the named one wherever the history
-    # has one (+16.6% vs +16.4%: first turns carry no signature yet and are priced as the Gemini
-    # API). The Gemini API's requests are unchanged by naming theirs (`gemini/<model>`).
+    # has one: +5.2% bare, +4.9% named (first turns carry no signature yet and are priced as the
+    # Gemini API). The Gemini API's requests are unchanged by naming theirs (`gemini/<model>`).
     root = _root(SHARED)
     bare = _signed_medians(root)
     named = _signed_medians(root, name_platform=True)
     assert abs(bare["google-vertex"] - named["google-vertex"]) <= 0.02
-    assert abs(named["google-vertex"]) <= 0.20
+    assert abs(named["google-vertex"]) <= 0.10
     assert named["google"] == bare["google"]
 
 

@@ -513,13 +513,14 @@ def test_swe_session_accuracy_floors_with_exact_text(root):
 def test_swe_session_accuracy_default_heuristic(root):
     # Sampled text estimate (the default, microseconds per turn), head plus three body windows
     # for texts over 1 KiB, called as a router user calls it (provider="openai",
-    # model="google/gemini-3-pro-preview": the model's Gemini family prices it). Measured:
-    # shared-data 4,310 later calls median 0.17%, p90 1.37%, p99 6.53%; tests-data 489 calls
-    # ~0.22% / 1.5% / 7.4%. First calls: median 3.8% / 4.6%, max 26.8% (as o200k: 14.4%).
+    # model="google/gemini-3-pro-preview": the model's Gemini family prices it, by Gemini's own
+    # text weights). Measured: shared-data 4,310 later calls median 0.15%, p90 1.28%, p99 5.20%;
+    # tests-data 489 calls 0.19% / 1.32% / 6.75% (as o200k x 1.2: 0.17 / 1.37 / 6.53% and
+    # 0.21 / 1.47 / 7.49%). First calls: median 4.1% / 5.0%, max 25.1% (as o200k: 14.4%).
     first, later = session_errors(root)
     assert statistics.median(later) <= 0.003
     assert quantile(later, 0.90) <= 0.015
-    assert quantile(later, 0.99) <= 0.075
+    assert quantile(later, 0.99) <= 0.07
     assert statistics.median(first) <= 0.06
 
 
