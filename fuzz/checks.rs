@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use contextfold::estimate::{Estimator, RequestExtras, ToolDef};
+use contextfold::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
 use contextfold::exact::Counter;
 use contextfold::ledger::{content_hash, Entry, Ledger};
 use contextfold::media_tokens::MediaKind;
@@ -341,6 +341,12 @@ pub fn history(data: &[u8]) {
             name: Cow::Borrowed("t"),
             json: Cow::Borrowed(tool_text),
         }],
+        // The same arbitrary text as a structured-output schema (JSON or not).
+        response_format: (!tool_text.is_empty()).then(|| ResponseFormat {
+            name: Cow::Borrowed("r"),
+            description: (!system.is_empty()).then_some(Cow::Borrowed(system)),
+            schema: Cow::Borrowed(tool_text),
+        }),
     };
     let costs = est.each(&msgs);
     assert_eq!(costs.len(), n);
@@ -451,6 +457,8 @@ pub fn history(data: &[u8]) {
         track_wire: false,
         system: Some(system.to_string()),
         tools: vec![("t".into(), tool_text.to_string())],
+        response_format: (!tool_text.is_empty())
+            .then(|| ("r".into(), Some(system.to_string()), tool_text.to_string())),
         meta: String::new(),
         ledger: ledger.snapshot(),
     };

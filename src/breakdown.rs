@@ -422,6 +422,7 @@ mod tests {
                     "{\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"parameters\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}}}",
                 ),
             }],
+            response_format: None,
         }
     }
 

@@ -9,11 +9,12 @@
 //! message it covers hashes equal, so a changed history never inherits a real count that does
 //! not apply to it.
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //! ```text
 //! "CFST"  u8 format version  str library version
 //! str provider  opt-str model  opt-str text encoding  u8 track_wire  opt-str system
 //! varint tool count, then per tool: str name, str json
+//! opt(str name, opt-str description, str schema) response format
 //! str meta (the Python layer's own settings, JSON)
 //! f64 smoothing  varint overhead  opt-f64 correction  opt(varint messages, varint real) anchor
 //! varint last_len  opt-varint last_usage  opt-str last_model  varint usages
@@ -29,7 +30,7 @@ use crate::ledger::{Anchor, Snapshot, StableHash, Stored};
 
 const MAGIC: &[u8; 4] = b"CFST";
 /// Bumped whenever the layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
 /// The library that wrote a state: costs are those of its estimator, so a state is only read
 /// back by the same version (a rolling upgrade starts its conversations' ledgers afresh).
 pub const LIBRARY_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -44,6 +45,8 @@ pub struct SessionState {
     pub system: Option<String>,
     /// `(name, compact JSON)` of each tool definition.
     pub tools: Vec<(String, String)>,
+    /// `(name, description, schema as compact JSON)` of the structured-output format.
+    pub response_format: Option<(String, Option<String>, String)>,
     /// Settings of the layer above (opaque here).
     pub meta: String,
     pub ledger: Snapshot,
@@ -197,6 +200,14 @@ impl SessionState {
             w.str(name);
             w.str(json);
         }
+        w.opt(
+            self.response_format.as_ref(),
+            |w, (name, description, schema)| {
+                w.str(name);
+                w.opt(description.as_deref(), Writer::str);
+                w.str(schema);
+            },
+        );
         w.str(&self.meta);
         w.f64(l.smoothing);
         w.varint(l.overhead);
@@ -265,6 +276,7 @@ impl SessionState {
         for _ in 0..n_tools {
             tools.push((r.str()?, r.str()?));
         }
+        let response_format = r.opt(|r| Ok((r.str()?, r.opt(Reader::str)?, r.str()?)))?;
         let meta = r.str()?;
         let smoothing = r.f64()?;
         let overhead = r.varint()?;
@@ -305,6 +317,7 @@ impl SessionState {
             track_wire,
             system,
             tools,
+            response_format,
             meta,
             ledger: Snapshot {
                 overhead,
@@ -347,6 +360,7 @@ mod tests {
             track_wire: true,
             system: Some("be brief".into()),
             tools: vec![("f".into(), "{\"name\":\"f\"}".into())],
+            response_format: Some(("Out".into(), None, "{\"type\":\"object\"}".into())),
             meta: "{}".into(),
             ledger: l.snapshot(),
         }

@@ -432,21 +432,28 @@ pub fn render_response_format(rf: &Json) -> Option<String> {
     }
     let js = rf.get("json_schema")?;
     let name = js.get("name").and_then(Json::as_str).unwrap_or("");
+    let description = js.get("description").and_then(Json::as_str);
+    Some(match js.get("schema") {
+        Some(s) => render_structured_output(name, description, s),
+        None => render_structured_output(name, description, &Json::Object(Vec::new())),
+    })
+}
+
+/// The text OpenAI adds for a json_schema format named `name`: `# Response Formats`, the name
+/// as a heading, the description as `// ` lines, the schema as compact JSON.
+pub fn render_structured_output(name: &str, description: Option<&str>, schema: &Json) -> String {
     let mut out = format!("# Response Formats\n\n## {name}\n\n");
     // The format's own description leads the schema as `// ` lines (fitted: the three recorded
     // requests with one were 5-10 tokens under without it).
-    if let Some(d) = js.get("description").and_then(Json::as_str) {
+    if let Some(d) = description {
         if comment_lines(d, "", &mut out) {
             out.push('\n');
         }
     }
-    match js.get("schema") {
-        // Fitted: `title` keywords are not billed, nor a number's `minimum` / `maximum` (26
-        // requests of one schema went from 12 over to exact); `maxItems` is (4 requests exact).
-        Some(s) => s.write_schema_compact(&mut out, &["title", "minimum", "maximum"]),
-        None => out.push_str("{}"),
-    }
-    Some(out)
+    // Fitted: `title` keywords are not billed, nor a number's `minimum` / `maximum` (26
+    // requests of one schema went from 12 over to exact); `maxItems` is (4 requests exact).
+    schema.write_schema_compact(&mut out, &["title", "minimum", "maximum"]);
+    out
 }
 
 /// A JSON text parsed with object keys in order; `None` when it is not valid JSON.
@@ -615,24 +622,55 @@ pub fn openai_tool_block_tokens<'a>(
     tools: impl Iterator<Item = &'a str> + Clone,
     encoding: crate::exact::Encoding,
 ) -> Option<u32> {
-    use std::collections::HashMap;
     use std::hash::{Hash, Hasher};
-    use std::sync::{Mutex, OnceLock};
-    static CACHE: OnceLock<Mutex<HashMap<u64, u32>>> = OnceLock::new();
     let mut h = std::collections::hash_map::DefaultHasher::new();
     encoding.name().hash(&mut h);
     for t in tools.clone() {
         t.hash(&mut h);
     }
-    let key = h.finish();
+    cached_count(h.finish(), || {
+        let parsed = tools.map(parse_json).collect::<Option<Vec<_>>>()?;
+        Some(encoding.count(&render_tools(&parsed)) as u32)
+    })
+}
+
+/// Tokens of the structured-output text OpenAI renders for a json_schema response format
+/// (`render_structured_output`) in `encoding`; `None` when `schema` is not valid JSON. Cached
+/// by content, as the tool block is.
+pub fn openai_response_format_tokens(
+    name: &str,
+    description: Option<&str>,
+    schema: &str,
+    encoding: crate::exact::Encoding,
+) -> Option<u32> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (
+        encoding.name(),
+        "response_format",
+        name,
+        description,
+        schema,
+    )
+        .hash(&mut h);
+    cached_count(h.finish(), || {
+        let text = render_structured_output(name, description, &parse_json(schema)?);
+        Some(encoding.count(&text) as u32)
+    })
+}
+
+/// `count()`, remembered by `key` (a hash of what it counts) for the whole process. Bounded: a
+/// server pricing many distinct tool sets starts over rather than grow.
+fn cached_count(key: u64, count: impl FnOnce() -> Option<u32>) -> Option<u32> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<u64, u32>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(&n) = cache.lock().ok()?.get(&key) {
         return Some(n);
     }
-    let parsed = tools.map(parse_json).collect::<Option<Vec<_>>>()?;
-    let n = encoding.count(&render_tools(&parsed)) as u32;
+    let n = count()?;
     let mut c = cache.lock().ok()?;
-    // Bounded: a server pricing many distinct tool sets starts over rather than grow.
     if c.len() >= 4096 {
         c.clear();
     }

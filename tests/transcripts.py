@@ -162,9 +162,25 @@ def platform_model(r: Request) -> str:
     return prefix + r.model if prefix and r.model and "/" not in r.model else r.model
 
 
+# Where each recorded API keeps the structured-output schema a caller passes as
+# ``response_format=`` (OpenAI chat ``response_format``, the Responses ``text`` parameter,
+# Gemini's ``generationConfig``, Anthropic's ``output_format``).
+RESPONSE_FORMAT_OPTION = {"openai": ("response_format", "text"), "gemini": ("generationConfig",),
+                          "anthropic": ("output_format",), "openai-compatible": ("response_format",)}
+
+
+def response_format(r: Request) -> Any:
+    """The recorded request's structured-output option, as its caller passed it (or None)."""
+    for key in RESPONSE_FORMAT_OPTION.get(r.profile, ()):
+        if r.options.get(key) is not None:
+            return r.options[key]
+    return None
+
+
 def estimate_request(cf: Any, r: Request, *, name_platform: bool = False) -> int:
-    """contextfold's estimate of a recorded request, its options' schemas included as tools.
-    ``name_platform``: spell the model with its serving platform (``platform_model``)."""
+    """contextfold's estimate of a recorded request, as its caller passes it: messages, tools,
+    system and structured-output schema (``response_format``). ``name_platform``: spell the
+    model with its serving platform (``platform_model``)."""
     tools = r.tools
     if tools and isinstance(tools, list) and tools and isinstance(tools[0], dict):
         if "functionDeclarations" in tools[0] or "function_declarations" in tools[0]:
@@ -180,6 +196,7 @@ def estimate_request(cf: Any, r: Request, *, name_platform: bool = False) -> int
         model=platform_model(r) if name_platform else r.model,
         tools=tools or None,
         system=system_text(r.system),
+        response_format=response_format(r),
     )
 
 

@@ -7,6 +7,10 @@ _Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatibl
 _Detail = Literal["auto", "low", "high", "original"]
 # URL (or file id) -> (width, height) in pixels; or a callable returning that or None.
 _ImageSizes = Mapping[str, tuple[int, int] | None] | Callable[[str], tuple[int, int] | None]
+# A structured-output schema: OpenAI's `response_format`, the Responses `text` (or its `format`),
+# Anthropic's `output_format`, Gemini's `generationConfig` or a bare JSON schema, or a pydantic
+# model class (its `model_json_schema()`).
+_ResponseFormat = Mapping[str, Any] | type
 
 __version__: str
 __all__ = [
@@ -52,6 +56,7 @@ def estimate(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    response_format: _ResponseFormat | None = None,
     image_sizes: _ImageSizes | None = None,
 ) -> int:
     """Estimated prompt tokens of a whole request, without tokenizing.
@@ -62,7 +67,12 @@ def estimate(
     ``(width, height)``, or a callable returning it or None) knows their size; only those
     references are looked up.
 
-    Equals ``sum(estimate_each(messages)) + request_overhead(tools=..., system=...)``. Every
+    ``response_format``: the structured-output schema the reply is held to (OpenAI
+    ``response_format`` or Responses ``text``, Anthropic ``output_format``, Gemini
+    ``generationConfig`` or its schema, or a pydantic model class), priced with the tools.
+
+    Equals ``sum(estimate_each(messages)) + request_overhead(tools=..., system=...,
+    response_format=...)``. Every
     message is priced with its whole envelope (role, name, tool calls with ids, names, arguments
     and JSON syntax, tool results, reasoning); images by their pixel size read from the header.
     Messages may be dicts (OpenAI chat, Responses items, Anthropic, Gemini, Bedrock blocks) or
@@ -78,6 +88,7 @@ def breakdown(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    response_format: _ResponseFormat | None = None,
     image_sizes: _ImageSizes | None = None,
 ) -> tuple[
     int,
@@ -108,10 +119,12 @@ def request_overhead(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    response_format: _ResponseFormat | None = None,
 ) -> int:
     """Tokens a request costs beyond its messages: reply priming, a top-level system prompt,
-    tool definitions and the provider's hidden tool-use prompt. The one overhead function every
-    estimate uses."""
+    tool definitions and the provider's hidden tool-use prompt, and a structured-output schema
+    (OpenAI models: the text OpenAI renders for it, as ``count`` bills it). The one overhead
+    function every estimate uses."""
 
 def wire_bytes(messages: Sequence[Any], /, *, provider: _Provider = "openai") -> int:
     """Bytes of ``messages`` serialized as compact UTF-8 JSON (base64 payloads included): the
@@ -150,6 +163,7 @@ def estimate_many(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    response_format: _ResponseFormat | None = None,
     threads: int | None = None,
 ) -> list[int]:
     """``[estimate(h, ...) for h in histories]`` in one call: every history is read from the
@@ -172,6 +186,7 @@ class SessionLedger:
         model: str | None = None,
         tools: Sequence[Any] | None = None,
         system: str | Sequence[Any] | None = None,
+    response_format: _ResponseFormat | None = None,
         track_wire: bool = False,
         smoothing: float = 0.5,
         text_encoding: Literal["o200k_base", "cl100k_base", "o200k_harmony"] | None = None,
@@ -419,6 +434,7 @@ def compaction_plan(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    response_format: _ResponseFormat | None = None,
     protect_first_n: int = 1,
     min_tail: int = 3,
     soft_ceiling: float = 1.5,
@@ -450,6 +466,7 @@ def compaction_verify(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    response_format: _ResponseFormat | None = None,
     budget_tokens: int | None = None,
     seams: Sequence[int] = ...,
     overhead_tokens: int | None = None,

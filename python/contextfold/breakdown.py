@@ -96,13 +96,15 @@ def breakdown(
     model: str | None = None,
     tools: Sequence[Any] | None = None,
     system: str | Sequence[Any] | None = None,
+    response_format: Mapping[str, Any] | type | None = None,
     image_sizes: ImageSizes | None = None,
 ) -> Breakdown:
     """The estimated prompt tokens of a request split per message, by role and by kind.
 
     Same arguments and same total as `contextfold.estimate` (tokens). Kinds: ``text``,
     ``tool_calls``, ``tool_outputs``, ``images``, ``reasoning``, ``media`` (audio, video,
-    documents, unknown parts), ``tool_schemas`` and ``overhead`` (message envelopes, reply
+    documents, unknown parts), ``tool_schemas`` (tool definitions and a ``response_format``
+    schema) and ``overhead`` (message envelopes, reply
     priming). ``image_sizes`` (a mapping from image URL or uploaded file id to ``(width,
     height)`` in pixels, or a callable returning that or None) prices those images at their size,
     as `contextfold.estimate` does, and takes them off ``unmeasured``. Raises
@@ -114,6 +116,7 @@ def breakdown(
         model=model,
         tools=tools,
         system=system,
+        response_format=response_format,
         image_sizes=image_sizes,
     )
     by_kind = dict.fromkeys(kinds, 0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -195,7 +195,8 @@ class Compactor:
     Sizes are prompt tokens of ``provider``'s estimator (``model`` picks image rules; a
     ``session``'s real-usage correction scales the budget when it runs above 1).
 
-    - ``budget``: target prompt tokens after compaction (messages + ``system`` + ``tools``).
+    - ``budget``: target prompt tokens after compaction (messages + ``system`` + ``tools`` +
+      ``response_format``, the structured-output schema, priced as ``contextfold.estimate`` does).
       Default: half the gate's trigger (``context_window`` or the model's known window; the
       trigger is ``min(0.9 * window, window - output reserve)``, see ``Session``).
     - ``strategy``: ``"mask"`` (observation masking only: old tool output, images, long
@@ -255,6 +256,7 @@ class Compactor:
         session: Session | None = None,
         system: Any = None,
         tools: Sequence[Any] | None = None,
+        response_format: Mapping[str, Any] | type | None = None,
         trigger: Any = None,
         keep: int | tuple[str, float] | dict[str, Any] | None = None,
         clear_at_least: int = 0,
@@ -295,6 +297,7 @@ class Compactor:
         self.pinned = pinned
         self.system = system
         self.tools = tools
+        self.response_format = response_format
         self.clear_at_least = clear_at_least
         self.min_free_share = min_free_share
         self.exclude_tools = tuple(exclude_tools)
@@ -333,7 +336,8 @@ class Compactor:
         elif keep is not None:
             raise TypeError("keep must be an int or (kind, value)")
         self.session = session if session is not None else Session(
-            provider=provider, model=model, context_window=context_window, tools=tools, system=system)
+            provider=provider, model=model, context_window=context_window, tools=tools, system=system,
+            response_format=response_format)
         self._window = context_window
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
@@ -478,7 +482,8 @@ class Compactor:
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
         tail, summary_tokens, block = self._sizes(effective)
         common: dict[str, Any] = dict(
-            format=fmt, provider=self.provider, model=self.model, tools=self.tools, system=self.system)
+            format=fmt, provider=self.provider, model=self.model, tools=self.tools, system=self.system,
+            response_format=self.response_format)
         plan = _core.compaction_plan(
             msgs,
             budget_tokens=effective,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from contextfold._args import HUGE, count_arg
@@ -151,9 +151,10 @@ def _prompt_tokens(usage: Any, path: str, seen: list[int]) -> tuple[int | None, 
 class Session:
     """Token accounting for one conversation.
 
-    ``provider`` / ``model`` pick the estimator (as in ``contextfold.estimate``); ``tools`` and
-    ``system`` are priced once as the request overhead of every estimate. ``context_window``
-    defaults to ``contextfold.context_window(model)`` (None when unknown: the gate then needs it);
+    ``provider`` / ``model`` pick the estimator (as in ``contextfold.estimate``); ``tools``,
+    ``system`` and ``response_format`` are priced once as the request overhead of every
+    estimate. ``context_window`` defaults to ``contextfold.context_window(model)`` (None when
+    unknown: the gate then needs it);
     ``output_reserve`` defaults to ``min(32_768, context_window // 4)``; ``trigger_ratio`` to 0.9.
     ``max_request_bytes`` turns on the wire-size cap of the gate (compact JSON bytes of the
     messages, base64 included: a separate notion from token pressure). ``text_encoding``
@@ -200,6 +201,7 @@ class Session:
         context_window: int | None = None,
         tools: Sequence[Any] | None = None,
         system: Any = None,
+        response_format: Mapping[str, Any] | type | None = None,
         output_reserve: int | None = None,
         trigger_ratio: float = DEFAULT_TRIGGER_RATIO,
         max_request_bytes: int | None = None,
@@ -223,6 +225,7 @@ class Session:
             model=model,
             tools=tools,
             system=system,
+            response_format=response_format,
             track_wire=max_request_bytes is not None,
             smoothing=smoothing,
             text_encoding=cast("_Encoding | None", text_encoding),

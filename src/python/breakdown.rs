@@ -21,7 +21,8 @@ type Raw = (
 );
 
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None, image_sizes=None))]
+#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None, response_format=None, image_sizes=None))]
+#[allow(clippy::too_many_arguments)]
 fn breakdown(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -29,6 +30,7 @@ fn breakdown(
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
+    response_format: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Raw> {
     let mut est = super::estimator(provider, model)?;
@@ -36,7 +38,7 @@ fn breakdown(
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
     est.settle_platform(&ms);
-    let extras = w.extras(tools, system)?;
+    let extras = w.extras(tools, system, response_format)?;
     let sizes = resolve_sizes(image_sizes, &ms)?;
     let roles: Vec<String> = ms.iter().map(|m| m.role_str.to_string()).collect();
     let b = py.detach(|| core_breakdown(&est, &ms, &extras, &|r| sizes.get(r).copied()));

@@ -58,7 +58,7 @@ fn edit_tuples<'py>(
 
 /// The compaction plan of a history (see `compaction::plan`), as a dict.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true))]
+#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
@@ -71,6 +71,7 @@ fn compaction_plan<'py>(
     model: Option<&str>,
     tools: Option<&Bound<'py, PyAny>>,
     system: Option<&Bound<'py, PyAny>>,
+    response_format: Option<&Bound<'py, PyAny>>,
     protect_first_n: usize,
     min_tail: usize,
     soft_ceiling: f64,
@@ -104,7 +105,7 @@ fn compaction_plan<'py>(
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let (ms, costs) = w.messages_priced(messages, &mut est)?;
-    let extras = w.extras(tools, system)?;
+    let extras = w.extras(tools, system, response_format)?;
     let opt = PlanOptions {
         format: fmt,
         budget_tokens,
@@ -169,7 +170,7 @@ fn compaction_plan<'py>(
 
 /// Verify a finished history: `(tokens, [(kind, message index or -1, description), ...])`.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, provider="openai", model=None, tools=None, system=None, budget_tokens=None, seams=Vec::new(), overhead_tokens=None))]
+#[pyo3(signature = (messages, /, *, format, provider="openai", model=None, tools=None, system=None, response_format=None, budget_tokens=None, seams=Vec::new(), overhead_tokens=None))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_verify(
     py: Python<'_>,
@@ -179,6 +180,7 @@ fn compaction_verify(
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
+    response_format: Option<&Bound<'_, PyAny>>,
     budget_tokens: Option<u64>,
     seams: Vec<usize>,
     overhead_tokens: Option<u64>,
@@ -192,7 +194,7 @@ fn compaction_verify(
     // it passes it instead of having them read and priced again.
     let overhead = match overhead_tokens {
         Some(t) => t,
-        None => u64::from(est.overhead(&w.extras(tools, system)?)),
+        None => u64::from(est.overhead(&w.extras(tools, system, response_format)?)),
     };
     let v = py.detach(|| verify(&ms, fmt, &est, overhead, budget_tokens, &seams));
     let failures = v

@@ -474,18 +474,32 @@ impl<'k, 'py> Walker<'k, 'py> {
             .map_err(|e| message_error(self.py, self.index, self.keep.failed.take(), e))
     }
 
-    /// Extras of a request: optional tools and system.
+    /// Extras of a request: optional tools, system and structured-output schema.
     pub fn extras(
         &self,
         tools: Option<&Bound<'py, PyAny>>,
         system: Option<&Bound<'py, PyAny>>,
+        response_format: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<RequestExtras<'k>> {
         let tools = tools.map(|t| self.input(t));
         let system = system.map(|s| self.input(s));
-        read_extras(tools.as_ref(), system.as_ref()).map_err(|e| match e {
-            ExtrasError::Tools(Some(j), e) => extras_error(self.py, &format!("tools[{j}]"), e),
-            ExtrasError::Tools(None, e) => extras_error(self.py, "tools", e),
-            ExtrasError::System(e) => extras_error(self.py, "system", e),
-        })
+        // A pydantic model class (what OpenAI's `parse` takes) stands for its JSON schema.
+        let schema_of_class;
+        let response_format = match response_format {
+            Some(r) if r.is_instance_of::<PyType>() && r.hasattr("model_json_schema")? => {
+                schema_of_class = r.call_method0("model_json_schema")?;
+                Some(&schema_of_class)
+            }
+            r => r,
+        }
+        .map(|r| self.input(r));
+        read_extras(tools.as_ref(), system.as_ref(), response_format.as_ref()).map_err(
+            |e| match e {
+                ExtrasError::Tools(Some(j), e) => extras_error(self.py, &format!("tools[{j}]"), e),
+                ExtrasError::Tools(None, e) => extras_error(self.py, "tools", e),
+                ExtrasError::System(e) => extras_error(self.py, "system", e),
+                ExtrasError::ResponseFormat(e) => extras_error(self.py, "response_format", e),
+            },
+        )
     }
 }

@@ -105,7 +105,8 @@ pub(crate) fn add_signed(x: u64, d: i64) -> u64 {
 
 /// Estimated prompt tokens of a whole request: every message plus the request overhead.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None, image_sizes=None))]
+#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None, response_format=None, image_sizes=None))]
+#[allow(clippy::too_many_arguments)]
 fn estimate(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -113,11 +114,12 @@ fn estimate(
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
+    response_format: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
     let mut est = estimator(provider, model)?;
     let keep = Keep::new();
-    let extras = Walker::new(py, &keep).extras(tools, system)?;
+    let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
     // The messages first: their thought signatures may settle what the tools cost.
     let each = message_tokens(py, messages, &mut est, image_sizes)?;
     let overhead = u64::from(est.overhead(&extras));
@@ -176,17 +178,18 @@ fn message_tokens(
 
 /// Estimated tokens of what surrounds the messages: reply priming, system prompt, tools.
 #[pyfunction]
-#[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None))]
+#[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, response_format=None))]
 fn request_overhead(
     py: Python<'_>,
     provider: &str,
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
+    response_format: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u32> {
     let est = estimator(provider, model)?;
     let keep = Keep::new();
-    let extras = Walker::new(py, &keep).extras(tools, system)?;
+    let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
     Ok(est.overhead(&extras))
 }
 

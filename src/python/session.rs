@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use crate::estimate::{Estimator, RequestExtras, ToolDef};
+use crate::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
 use crate::exact::Encoding;
 use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
 use crate::message::Message;
@@ -33,6 +33,11 @@ const DETACH_AT: usize = 256;
 
 fn owned_extras(e: RequestExtras<'_>) -> RequestExtras<'static> {
     RequestExtras {
+        response_format: e.response_format.map(|r| ResponseFormat {
+            name: Cow::Owned(r.name.into_owned()),
+            description: r.description.map(|d| Cow::Owned(d.into_owned())),
+            schema: Cow::Owned(r.schema.into_owned()),
+        }),
         system: e.system.map(|s| Cow::Owned(s.into_owned())),
         tools: e
             .tools
@@ -329,6 +334,13 @@ impl State {
                 .iter()
                 .map(|t| (t.name.to_string(), t.json.to_string()))
                 .collect(),
+            response_format: self.extras.response_format.as_ref().map(|r| {
+                (
+                    r.name.to_string(),
+                    r.description.as_ref().map(|d| d.to_string()),
+                    r.schema.to_string(),
+                )
+            }),
             meta,
             ledger: self.ledger.snapshot(),
         }
@@ -367,7 +379,7 @@ impl SessionLedger {
 impl SessionLedger {
     // `smoothing=0.5` is `ledger::DEFAULT_SMOOTHING`, spelled out so the signature shows it.
     #[new]
-    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, track_wire=false, smoothing=0.5, text_encoding=None, image_sizes=None))]
+    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, response_format=None, track_wire=false, smoothing=0.5, text_encoding=None, image_sizes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -375,6 +387,7 @@ impl SessionLedger {
         model: Option<String>,
         tools: Option<&Bound<'_, PyAny>>,
         system: Option<&Bound<'_, PyAny>>,
+        response_format: Option<&Bound<'_, PyAny>>,
         track_wire: bool,
         smoothing: f64,
         text_encoding: Option<&str>,
@@ -396,7 +409,7 @@ impl SessionLedger {
         let estimator =
             Estimator::new(provider, model.as_deref().unwrap_or("")).with_encoding(encoding);
         let keep = Keep::new();
-        let extras = owned_extras(Walker::new(py, &keep).extras(tools, system)?);
+        let extras = owned_extras(Walker::new(py, &keep).extras(tools, system, response_format)?);
         let ledger = Ledger::new(estimator.overhead(&extras), smoothing);
         Ok(SessionLedger {
             state: Mutex::new(State {
@@ -528,6 +541,13 @@ impl SessionLedger {
                     json: Cow::Owned(json),
                 })
                 .collect(),
+            response_format: state.response_format.map(|(name, description, schema)| {
+                ResponseFormat {
+                    name: Cow::Owned(name),
+                    description: description.map(Cow::Owned),
+                    schema: Cow::Owned(schema),
+                }
+            }),
         };
         // The overhead is a function of what the state carries: a state whose overhead
         // disagrees was not written by this estimator, unless the session had settled a bare
@@ -760,7 +780,8 @@ where
 /// Estimates of many histories (same provider, model, tools and system): read in batches with
 /// the GIL, priced on several threads with the GIL released.
 #[pyfunction]
-#[pyo3(signature = (histories, /, *, provider="openai", model=None, tools=None, system=None, threads=None))]
+#[pyo3(signature = (histories, /, *, provider="openai", model=None, tools=None, system=None, response_format=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
 fn estimate_many(
     py: Python<'_>,
     histories: &Bound<'_, PyAny>,
@@ -768,13 +789,14 @@ fn estimate_many(
     model: Option<&str>,
     tools: Option<&Bound<'_, PyAny>>,
     system: Option<&Bound<'_, PyAny>>,
+    response_format: Option<&Bound<'_, PyAny>>,
     threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u64>> {
     let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
     let threads = check_batch_args(histories, threads)?;
     let est = Estimator::new(provider, model.unwrap_or(""));
     let keep = Keep::new();
-    let extras = Walker::new(py, &keep).extras(tools, system)?;
+    let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
     // The heuristic prices ~1,000 messages in well under a millisecond: threads only pay off
     // on large batches.
     batched(py, histories, threads, 2048, |ms| {

@@ -104,6 +104,14 @@ keys! {
     uri = "uri",
     thoughtSignature = "thoughtSignature",
     thought_signature = "thought_signature",
+    json_schema = "json_schema",
+    schema = "schema",
+    format = "format",
+    description = "description",
+    responseJsonSchema = "responseJsonSchema",
+    response_json_schema = "response_json_schema",
+    responseSchema = "responseSchema",
+    response_schema = "response_schema",
 }
 
 impl Key {

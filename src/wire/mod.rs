@@ -16,6 +16,7 @@ pub mod langchain;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod read;
+pub mod response_format;
 pub mod wire_format;
 
 pub use edit::{Change, Edit, Step};

@@ -539,14 +539,21 @@ pub enum ExtrasError<E> {
     /// In `tools` (at `tools[j]` when `Some(j)`).
     Tools(Option<usize>, ReadError<E>),
     System(ReadError<E>),
+    ResponseFormat(ReadError<E>),
 }
 
-/// Extras of a request: optional tools and system.
+/// Extras of a request: optional tools, system and structured-output schema.
 pub fn read_extras<'a, V: Input<'a>>(
     tools: Option<&V>,
     system: Option<&V>,
+    response_format: Option<&V>,
 ) -> Result<RequestExtras<'a>, ExtrasError<V::Error>> {
     Ok(RequestExtras {
+        response_format: match response_format {
+            Some(r) if r.shape() != Shape::Null => super::response_format::read_response_format(r)
+                .map_err(ExtrasError::ResponseFormat)?,
+            _ => None,
+        },
         system: match system {
             Some(s) if s.shape() != Shape::Null => {
                 Some(read_system(s).map_err(ExtrasError::System)?)
