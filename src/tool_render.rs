@@ -24,8 +24,9 @@
 //! ```
 //!
 //! A `response_format` JSON schema is rendered as `# Response Formats\n\n## NAME\n\n`, its
-//! description as `// ` lines, then the schema as compact JSON without its `title`, `minimum`
-//! and `maximum` keywords.
+//! description as `// ` lines, then the schema as compact ASCII-escaped JSON without the keywords
+//! the model is not shown (`shown_in_prompt`: `required`, `additionalProperties: false`,
+//! `default`, numeric and length bounds, the root `title`, which is billed apart).
 
 use crate::wire::push_json_string;
 
@@ -71,25 +72,39 @@ impl Json {
         }
     }
 
-    /// Compact JSON of a JSON schema without the keywords in `drop`: only schema keywords are
-    /// dropped, never a property named like one (`properties.title`) nor anything inside data
+    /// Compact JSON of a JSON schema with only the keywords `shown(keyword, value, root)`
+    /// accepts (`root`: the keyword belongs to the top-level schema): only schema keywords are
+    /// filtered, never a property named like one (`properties.title`) nor anything inside data
     /// values (`enum`, `const`, `default`, `examples`).
-    pub fn write_schema_compact(&self, out: &mut String, drop: &[&str]) {
+    pub fn write_schema_compact(
+        &self,
+        out: &mut String,
+        shown: &impl Fn(&str, &Json, bool) -> bool,
+    ) {
+        self.write_schema(out, shown, true);
+    }
+
+    fn write_schema(
+        &self,
+        out: &mut String,
+        shown: &impl Fn(&str, &Json, bool) -> bool,
+        root: bool,
+    ) {
         let Json::Object(kv) = self else {
             return self.write_compact(out);
         };
-        let kept = kv.iter().filter(|(k, _)| !drop.contains(&k.as_str()));
+        let kept = kv.iter().filter(|(k, v)| shown(k, v, root));
         write_object(out, kept, |out, k, v| match (k, v) {
             ("properties" | "$defs" | "definitions" | "patternProperties", Json::Object(m)) => {
                 write_object(out, m.iter(), |out, _, sub| {
-                    sub.write_schema_compact(out, drop)
+                    sub.write_schema(out, shown, false)
                 })
             }
             ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(a)) => {
-                write_array(out, a, |out, sub| sub.write_schema_compact(out, drop))
+                write_array(out, a, |out, sub| sub.write_schema(out, shown, false))
             }
             ("items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains", _) => {
-                v.write_schema_compact(out, drop)
+                v.write_schema(out, shown, false)
             }
             _ => v.write_compact(out),
         });
@@ -424,8 +439,33 @@ pub fn render_tools(tools: &[Json]) -> String {
     out
 }
 
+/// Whether a keyword of a `response_format` schema is shown to the model (`root`: it belongs to
+/// the top-level schema).
+///
+/// Derived on the 79 recorded chat.completions requests with a json_schema format (19 schemas,
+/// ../shared/data/{crewai,pydantic-ai}; `tools/derive_response_format.py` prints the table and
+/// what each rule buys). All 79 are exact with these rules; dropping any one of them breaks
+/// requests of at least one schema:
+/// - `required` and `additionalProperties: false` are not shown: a strict schema implies them
+///   (as a prompt leak of gpt-4.1 showed, https://ghost.ai.moda/openai-structured-outputs-to-system-prompt),
+///   and the non-strict ones recorded (2 schemas, pydantic-ai) are billed the same way. Keeping
+///   them leaves every one of the 79 requests 10-70 tokens over;
+/// - `default`, `minimum`, `maximum`, `maxItems` are not shown (enforced by the sampler, not
+///   read by the model): 3 schemas with defaults (16 requests), 1 with minimum / maximum (26),
+///   1 with maxItems (4); `minItems` is dropped alongside `maxItems` by symmetry (no recording);
+/// - a property's `title` is shown (11 schemas with titled properties are 2-22 under without
+///   them); the root schema's title is not, it is billed apart (`response_format_title`).
+fn shown_in_prompt(keyword: &str, value: &Json, root: bool) -> bool {
+    match keyword {
+        "title" => !root,
+        "required" | "default" | "minimum" | "maximum" | "minItems" | "maxItems" => false,
+        "additionalProperties" => !matches!(value, Json::Bool(false)),
+        _ => true,
+    }
+}
+
 /// The text OpenAI adds for a `response_format`; `None` when it adds none (`text`,
-/// `json_object`, or no schema).
+/// `json_object`, or no schema). Its root `title` is billed apart: `response_format_title`.
 pub fn render_response_format(rf: &Json) -> Option<String> {
     if rf.get("type").and_then(Json::as_str) != Some("json_schema") {
         return None;
@@ -441,12 +481,48 @@ pub fn render_response_format(rf: &Json) -> Option<String> {
         }
     }
     match js.get("schema") {
-        // Fitted: `title` keywords are not billed, nor a number's `minimum` / `maximum` (26
-        // requests of one schema went from 12 over to exact); `maxItems` is (4 requests exact).
-        Some(s) => s.write_schema_compact(&mut out, &["title", "minimum", "maximum"]),
+        Some(s) => {
+            let mut schema = String::new();
+            s.write_schema_compact(&mut schema, &shown_in_prompt);
+            // Written with non-ASCII characters escaped (`\u2014`), as Python's `json.dumps`
+            // does by default: the two recorded schemas with em dashes in their descriptions
+            // (15 requests) are exact so, 6 and 12 tokens over with the characters as sent.
+            push_ascii_escaped(&mut out, &schema);
+        }
         None => out.push_str("{}"),
     }
     Some(out)
+}
+
+/// The root `title` of a json_schema `response_format`, which the prompt does not show inside
+/// the schema but bills apart, for `2 x tokens(title) + 1` (`exact::Counter::structured_output`).
+pub fn response_format_title(rf: &Json) -> Option<&str> {
+    if rf.get("type").and_then(Json::as_str) != Some("json_schema") {
+        return None;
+    }
+    let title = rf
+        .get("json_schema")?
+        .get("schema")?
+        .get("title")?
+        .as_str()?;
+    (!title.is_empty()).then_some(title)
+}
+
+/// `json` (JSON text) with every non-ASCII character written as `\uXXXX` (UTF-16 units, lower-case
+/// hex: Python's `ensure_ascii`). In JSON text such characters only occur inside strings, where
+/// the escape means the same character.
+fn push_ascii_escaped(out: &mut String, json: &str) {
+    use std::fmt::Write;
+    for c in json.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{u:04x}");
+            }
+        }
+    }
 }
 
 /// A JSON text parsed with object keys in order; `None` when it is not valid JSON.
@@ -800,42 +876,65 @@ mod tests {
     }
 
     #[test]
-    fn response_format_drops_titles() {
+    fn response_format_shows_what_the_model_reads() {
         let rf = schema_format(vec![(
             "schema",
             obj(vec![("title", s("Out")), ("type", s("object"))]),
         )]);
+        // The root title is not in the text: it is billed apart.
         assert_eq!(
             render_response_format(&rf).unwrap(),
             "# Response Formats\n\n## Out\n\n{\"type\":\"object\"}"
         );
+        assert_eq!(response_format_title(&rf), Some("Out"));
         assert_eq!(
             render_response_format(&obj(vec![("type", s("json_object"))])),
             None
         );
-        // Keywords are dropped, a property named `title` and data values are not.
+        assert_eq!(
+            response_format_title(&obj(vec![("type", s("json_object"))])),
+            None
+        );
+        // Hidden: `required`, `additionalProperties: false`, defaults and bounds. Shown: a
+        // property's title, an `additionalProperties` schema, a property named `required` or
+        // `title`, and data values (a default's own `title`), non-ASCII escaped.
         let schema = obj(vec![
             ("title", s("Out")),
             (
                 "properties",
                 obj(vec![
-                    ("title", obj(vec![("type", s("string")), ("title", s("T"))])),
                     (
-                        "n",
+                        "title",
+                        obj(vec![("type", s("string")), ("title", s("T\u{2014}"))]),
+                    ),
+                    (
+                        "required",
                         obj(vec![
                             ("minimum", Json::Number("0".into())),
                             ("maxItems", Json::Number("1".into())),
-                            ("default", obj(vec![("title", s("kept"))])),
+                            ("enum", Json::Array(vec![obj(vec![("title", s("kept"))])])),
+                            ("default", obj(vec![("title", s("gone"))])),
                         ]),
+                    ),
+                    (
+                        "map",
+                        obj(vec![(
+                            "additionalProperties",
+                            obj(vec![("type", s("integer"))]),
+                        )]),
                     ),
                 ]),
             ),
+            ("required", Json::Array(vec![s("title")])),
+            ("additionalProperties", Json::Bool(false)),
         ]);
-        let mut out = String::new();
-        schema.write_schema_compact(&mut out, &["title", "minimum", "maximum"]);
+        let rf = schema_format(vec![("schema", schema)]);
         assert_eq!(
-            out,
-            "{\"properties\":{\"title\":{\"type\":\"string\"},\"n\":{\"maxItems\":1,\"default\":{\"title\":\"kept\"}}}}"
+            render_response_format(&rf).unwrap(),
+            "# Response Formats\n\n## Out\n\n\
+             {\"properties\":{\"title\":{\"type\":\"string\",\"title\":\"T\\u2014\"},\
+             \"required\":{\"enum\":[{\"title\":\"kept\"}]},\
+             \"map\":{\"additionalProperties\":{\"type\":\"integer\"}}}}"
         );
         let described = schema_format(vec![
             ("description", s("Schema for Out\n")),
@@ -845,6 +944,14 @@ mod tests {
             render_response_format(&described).unwrap(),
             "# Response Formats\n\n## Out\n\n// Schema for Out\n{}"
         );
+        assert_eq!(response_format_title(&described), None);
+    }
+
+    #[test]
+    fn ascii_escaping_writes_utf16_units() {
+        let mut out = String::new();
+        push_ascii_escaped(&mut out, "{\"a\":\"\u{e9}\u{1f600}x\"}");
+        assert_eq!(out, "{\"a\":\"\\u00e9\\ud83d\\ude00x\"}");
     }
 
     fn self_referencing_tool(fanout: usize, description: &str) -> Json {
