@@ -31,13 +31,24 @@ use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::message::{Content, ImageSource, Message, Part, Role, ToolCall};
 use crate::profile::Provider;
 use crate::tool_render::{
-    parse_json, render_response_format, render_tools, response_format_title, Json,
+    parse_json, render_response_format, render_tools, response_format_title,
+    tools_without_property_comments, Json,
 };
 use crate::wire::push_json_string;
 
 /// Tokens a batch of parallel tool calls costs beyond its `multi_tool_use.parallel` call and the
-/// one message of its outputs (fitted on the 23 recorded batches; see `Counter::count_each`).
-const PARALLEL_BATCH: i32 = -9;
+/// one message of its outputs, on the gpt-4o / gpt-4.1 generation: `PARALLEL_BATCH_BASE +
+/// PARALLEL_PER_CALL x calls`. Fitted on the 18 recorded batches of these models
+/// (../shared/data/{crewai,pydantic-ai}) once tools without property comments were billed 1 less
+/// (`tool_render::tools_without_property_comments`): every batch of 2 calls (14) was 5 under and
+/// every batch of 3 (4) 1 under with the single constant -9 fitted before; -4 for 2 calls and -8
+/// for 3 make all 18 exact.
+const PARALLEL_BATCH_BASE: i32 = 4;
+const PARALLEL_PER_CALL: i32 = -4;
+
+/// The same constant on reasoning models (gpt-5, o-series): -9 a batch, the earlier fit over
+/// every recorded batch; the gpt-5-nano batches of 3 calls (4 requests of one test) stay 7 under.
+const PARALLEL_BATCH_REASONING: i32 = -9;
 
 /// One of OpenAI's public tokenizers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -247,7 +258,8 @@ impl Counter {
                     + self.per_call
             }
             // Parallel calls: one call to the `multi_tool_use.parallel` wrapper, its JSON in
-            // Python's default spacing with each call's arguments as sent, plus PARALLEL_BATCH.
+            // Python's default spacing with each call's arguments as sent, plus the batch
+            // constant (`parallel_batch`).
             _ => {
                 let mut s = String::from("{\"tool_uses\": [");
                 for (i, c) in calls.iter().enumerate() {
@@ -263,9 +275,18 @@ impl Counter {
                 }
                 s.push_str("]}");
                 (self.text(" to=multi_tool_use.parallel") + self.text(&s))
-                    .saturating_add_signed(PARALLEL_BATCH)
+                    .saturating_add_signed(self.parallel_batch(calls.len()))
             }
         }
+    }
+
+    /// Tokens a batch of `calls` parallel calls costs beyond its wrapper call and outputs.
+    fn parallel_batch(&self, calls: usize) -> i32 {
+        if self.reasoning {
+            return PARALLEL_BATCH_REASONING;
+        }
+        let calls = i32::try_from(calls).unwrap_or(i32::MAX);
+        PARALLEL_BATCH_BASE.saturating_add(PARALLEL_PER_CALL.saturating_mul(calls))
     }
 
     /// Tokens of one message, envelope included; `calls` maps tool-call ids to their function
@@ -372,7 +393,7 @@ impl Counter {
         }
         let tool_text = (!tools.is_empty()).then(|| render_tools(tools));
         if let Some(block) = &tool_text {
-            n += self.tool_block(messages, block);
+            n += self.tool_block(messages, tools, block);
         }
         if let Some(rf) = response_format {
             if let Some(text) = render_response_format(rf) {
@@ -451,12 +472,21 @@ impl Counter {
     /// after. gpt-5 models add their own tool preamble instead of the envelope and the -1: +84
     /// wherever the block goes (the 12 recorded gpt-5 requests with tools and no calls, 6 of
     /// them with a system message, all exact; +83 priced alone left them 1-2 under).
-    fn tool_block(&self, messages: &[Message<'_>], block: &str) -> i64 {
+    ///
+    /// On the gpt-4o / gpt-4.1 generation each tool whose properties carry no comment is billed
+    /// 1 less (`tool_render::tools_without_property_comments`).
+    fn tool_block(&self, messages: &[Message<'_>], tools: &[Json], block: &str) -> i64 {
         let (alone, seam) = if self.gpt5 { (84, 84) } else { (3, -1) };
-        match system_text(messages) {
+        let bare = if self.reasoning {
+            0
+        } else {
+            tools_without_property_comments(tools) as i64
+        };
+        let placed = match system_text(messages) {
             Some(system) => self.appended(&system, block) + seam,
             None => self.text(block) as i64 + alone,
-        }
+        };
+        placed - bare
     }
 
     /// Prompt tokens of a whole chat.completions request.
@@ -682,7 +712,7 @@ mod tests {
             each[0] as i64,
             (3 + e.count("assistant") + e.count(" to=multi_tool_use.parallel") + e.count(wrapper))
                 as i64
-                + i64::from(PARALLEL_BATCH)
+                + i64::from(PARALLEL_BATCH_BASE + 2 * PARALLEL_PER_CALL)
         );
         // The outputs are one JSON list: newlines and quotes are billed escaped. Priced per
         // message the sum can differ from the list's own count by a token where BPE merges
@@ -763,7 +793,7 @@ mod tests {
 
     fn tools() -> Vec<Json> {
         vec![crate::tool_render::parse_json(
-            r#"{"type":"function","function":{"name":"get_weather","description":"Get the weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}"#,
+            r#"{"type":"function","function":{"name":"get_weather","description":"Get the weather","parameters":{"type":"object","properties":{"city":{"type":"string","description":"City name"}},"required":["city"]}}}"#,
         )
         .unwrap()]
     }
@@ -811,6 +841,61 @@ mod tests {
             added5(&[Message::text("system", system), user.clone()]),
             e.count(&format!("{system}\n\n{block}")) as i64 - e.count(system) as i64 + 84
         );
+    }
+
+    #[test]
+    fn tools_without_property_comments_cost_one_less_before_gpt5() {
+        let bare = crate::tool_render::parse_json(
+            r#"{"type":"function","function":{"name":"get_weather","description":"","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}"#,
+        )
+        .unwrap();
+        let e = Encoding::O200kBase;
+        let block = render_tools(std::slice::from_ref(&bare));
+        let user = [Message::text("user", "weather in Paris?")];
+        let added = |model: &str| {
+            let c = Counter::new(model).unwrap();
+            c.count(&user, std::slice::from_ref(&bare), None) as i64
+                - c.count(&user, &[], None) as i64
+        };
+        assert_eq!(added("gpt-4o"), e.count(&block) as i64 + 3 - 1);
+        assert_eq!(added("gpt-4.1-mini"), e.count(&block) as i64 + 3 - 1);
+        assert_eq!(added("gpt-5-mini"), e.count(&block) as i64 + 84);
+        // A description, a title or a default on any property renders a comment: no discount.
+        assert_eq!(
+            crate::tool_render::tools_without_property_comments(&tools()),
+            0
+        );
+        assert_eq!(
+            crate::tool_render::tools_without_property_comments(&[bare.clone(), bare]),
+            2
+        );
+    }
+
+    #[test]
+    fn parallel_batches_cost_less_per_call() {
+        let c = Counter::new("gpt-4o").unwrap();
+        let batch = |n: usize| {
+            let mut a = Message::empty("assistant");
+            for _ in 0..n {
+                a.tool_calls.push(call("f", "{}"));
+            }
+            c.count_each(&[a])[0] as i64
+        };
+        let wrapper = |n: usize| {
+            let one = "{\"recipient_name\": \"functions.f\", \"parameters\": {}}";
+            let list = vec![one; n].join(", ");
+            Encoding::O200kBase.count(&format!("{{\"tool_uses\": [{list}]}}")) as i64
+        };
+        let e = Encoding::O200kBase;
+        let head = 3 + e.count("assistant") as i64 + e.count(" to=multi_tool_use.parallel") as i64;
+        assert_eq!(batch(2), head + wrapper(2) - 4);
+        assert_eq!(batch(3), head + wrapper(3) - 8);
+        // Reasoning models keep the single constant.
+        let c5 = Counter::new("gpt-5-nano").unwrap();
+        let mut a = Message::empty("assistant");
+        a.tool_calls.push(call("f", "{}"));
+        a.tool_calls.push(call("f", "{}"));
+        assert_eq!(c5.count_each(&[a])[0] as i64, head + wrapper(2) - 9);
     }
 
     #[test]

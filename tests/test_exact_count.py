@@ -101,31 +101,33 @@ def test_response_format_requests_are_exact(table):
 
 
 def test_tools_median_and_exact_share(table):
-    # The median goal (<= 0.3%). Measured: median 0.00%, 65.6% exact (62.6% before the
-    # response_format rules; before the per-call, compact-argument, system-seam and gpt-5
-    # preamble rules: median 0.30%, 33% exact; the cookbook formula: median 13.8%).
+    # The median goal (<= 0.3%). Measured: median 0.00%, 80.1% exact (65.6% before tools
+    # without property comments were billed 1 less and parallel batches 4 - 4 x calls; 62.6%
+    # before the response_format rules; before the per-call, compact-argument, system-seam and
+    # gpt-5 preamble rules: median 0.30%, 33% exact; the cookbook formula: median 13.8%).
     s = _stats(table["tools"])
     assert s["n"] >= 150
     assert s["median"] <= 0.001, s
-    assert s["exact"] >= 0.65, s
+    assert s["exact"] >= 0.80, s
 
 
 def test_tools_p90_pinned(table):
-    # Measured: p90 1.92% (2.08% before the response_format rules; the goal, 1%, is not
-    # reached). Over 1%: one nested array-of-objects tool (8 requests, 22 tokens under: no
-    # rendering derived from the data explains it), gpt-5-nano batches of 3 parallel calls (4,
-    # +9), and short gpt-4o requests without a system message that end on a tool result (1
-    # token = 1-2% of 45-90 tokens).
+    # The goal (p90 <= 1%). Measured: p90 0.75% (1.92% before tools without property
+    # comments were billed 1 less and parallel batches 4 - 4 x calls; 2.08% before the
+    # response_format rules). Over 1% (17 of 186): one nested array-of-objects tool (8 requests,
+    # 22 tokens under: no rendering derived from the data explains it), gpt-5-nano batches of
+    # 3 parallel calls (4, 7 under), and a few short requests 2-4 tokens off.
     s = _stats(table["tools"])
-    assert s["p90"] <= 0.0193, s
+    assert s["p90"] <= 0.0076, s
 
 
 def test_requests_with_single_calls_are_exact_on_gpt41_and_gpt4o_mini(table, parallel_sources):
     # The per-call rule (2 tokens a call on the gpt-4o / gpt-4.1 generation, arguments billed as
-    # compact JSON) and the tool block joining the system message: 25 of 27 gpt-4.1-mini and 15
-    # of 19 gpt-4o-mini requests with calls are exact (2 and 7 with 1 token a call).
+    # compact JSON), the tool block joining the system message and tools without property
+    # comments 1 less: 25 of 27 gpt-4.1-mini, 19 of 20 gpt-4o-mini and 33 of 38 gpt-4o requests
+    # with calls are exact (2 and 7 with 1 token a call).
     calls = {r.source: r for r in _openai_chat() if any(m.get("tool_calls") for m in r.messages)}
-    for prefix, floor in (("gpt-4.1-mini", 0.9), ("gpt-4o-mini", 0.75)):
+    for prefix, floor in (("gpt-4.1-mini", 0.92), ("gpt-4o-mini", 0.95), ("gpt-4o", 0.86)):
         rows = [
             (c, u)
             for c, u, src in table["tools"]
@@ -178,7 +180,7 @@ def test_full_shared_set_pinned():
     assert _p99(plain) <= 0.01
     assert _stats(rows["response_format"])["exact"] == 1.0
     s = _stats(rows["tools"])
-    assert s["median"] <= 0.001 and s["p90"] <= 0.0193 and s["exact"] >= 0.65, s
+    assert s["median"] <= 0.001 and s["p90"] <= 0.0076 and s["exact"] >= 0.79, s
 
 
 @pytest.fixture(scope="module")
@@ -186,15 +188,19 @@ def parallel_sources():
     return {r.source for r in _openai_chat() if any(len(m.get("tool_calls") or []) > 1 for m in r.messages)}
 
 
-def test_parallel_calls_within_two_and_a_half_percent(table, parallel_sources):
+def test_parallel_calls_are_exact_before_gpt5(table, parallel_sources):
     # Every recorded batch of parallel calls (2-3 calls; results up to 1,100 tokens, which are
-    # billed JSON-escaped): within 2.5% and 9 tokens. Measured: gpt-4o within 5 tokens; the
-    # batch constant (-9) does not fit gpt-5-nano's 3-call batches (4 requests of one test,
-    # 9 under, 1.7-1.9%) nor a 133-token gpt-4o request (3 under, 2.3%). Was within 2% and 6
-    # tokens before the arguments were compacted and gpt-4o billed 2 a call.
+    # billed JSON-escaped) on the gpt-4o / gpt-4.1 generation is exact with the batch constant
+    # 4 - 4 x calls (with the single constant -9 fitted before: 2-call batches 5 under, 3-call
+    # batches 1 under). gpt-5-nano's 3-call batches (4 requests of one test) keep -9 and stay
+    # 7 under (1.3-1.5%).
+    models = {r.source: r.model for r in _openai_chat()}
     rows = [(c, u, src) for c, u, src in table["tools"] if src in parallel_sources]
     assert len(rows) >= 20
-    assert all(abs(c - u) / u <= 0.025 and abs(c - u) <= 9 for c, u, _ in rows), rows
+    older = [(c, u, src) for c, u, src in rows if not models[src].startswith(("gpt-5", "o"))]
+    assert len(older) >= 15
+    assert all(c == u for c, u, _ in older), older
+    assert all(abs(c - u) / u <= 0.016 and abs(c - u) <= 7 for c, u, _ in rows), rows
 
 
 # ---------------------------------------------------------------- contract

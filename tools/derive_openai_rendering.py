@@ -27,11 +27,14 @@ What each family needed (residual = usage.prompt_tokens - count):
   Several calls in one assistant message are one call to `multi_tool_use.parallel` with
   `{"tool_uses": [{"recipient_name": "functions.NAME", "parameters": ARGS}, ...]}`, and their
   results one message from `multi_tool_use.parallel` whose content is the JSON list of the
-  outputs (newlines and quotes billed escaped), plus PARALLEL_BATCH = -9 tokens, fitted. On the
-  23 recorded batches (2-3 calls) every one is within 6 tokens; before, results billed as plain
+  outputs (newlines and quotes billed escaped), plus 4 - 4 x calls tokens on the gpt-4o / gpt-4.1
+  generation (fitted: the 18 recorded batches of 2 and 3 calls all exact; the single constant -9
+  fitted before left them 5 and 1 under), -9 on reasoning models. Before, results billed as plain
   tool messages left batches with long multi-line outputs 23-42 tokens under, and pricing each
   call as if alone plus a constant fitted the short batches only.
-- tool definitions: a TypeScript-like block `# Tools\n\n## functions\n\nnamespace functions
+- tool definitions (on the gpt-4o / gpt-4.1 generation, a tool whose properties carry no comment,
+  no description, title nor default, is billed 1 less than its text: the 14 non-parallel
+  requests with such tools were 1 over per tool): a TypeScript-like block `# Tools\n\n## functions\n\nnamespace functions
   {...}` (see render_tools): `// description` lines, `type NAME = (_: {\nPROP?: TYPE,\n}) =>
   any;`. A description renders one `// ` line per non-blank line, each line stripped (docstrings
   with indented `Args:` blocks were over-counted 13-41 tokens when kept verbatim), nested
@@ -282,7 +285,28 @@ def content_tokens(e, model, c) -> int:
     return n
 
 
-PARALLEL_BATCH = -9
+# A batch of parallel calls beyond its wrapper call and outputs: 4 - 4 x calls on the gpt-4o /
+# gpt-4.1 generation (the 18 recorded batches, 2 and 3 calls, all exact once tools without
+# property comments cost 1 less), -9 on reasoning models (the earlier single fit).
+PARALLEL_BATCH_BASE, PARALLEL_PER_CALL, PARALLEL_BATCH_REASONING = 4, -4, -9
+
+
+def parallel_batch(model: str, calls: int) -> int:
+    if is_reasoning(model):
+        return PARALLEL_BATCH_REASONING
+    return PARALLEL_BATCH_BASE + PARALLEL_PER_CALL * calls
+
+
+def tools_without_property_comments(tools) -> int:
+    """Tools with properties of which none renders a comment (description, title, default)."""
+    n = 0
+    for t in tools:
+        props = (t.get("function", t).get("parameters") or {}).get("properties") or {}
+        if props and not any(
+            isinstance(v, dict) and (v.get("description") or v.get("title") or "default" in v) for v in props.values()
+        ):
+            n += 1
+    return n
 
 
 def compact_arguments(args: str) -> str:
@@ -358,7 +382,7 @@ def count_messages(model: str, messages) -> list[int]:
                 args = (f.get("arguments") or "").strip() and f["arguments"] or "{}"
                 uses.append(f'{{"recipient_name": "functions.{f["name"]}", "parameters": {args}}}')
             n += T(e, " to=multi_tool_use.parallel") + T(e, '{"tool_uses": [' + ", ".join(uses) + "]}")
-            n += PARALLEL_BATCH
+            n += parallel_batch(model, len(tcs))
         out.append(n)
     return out
 
@@ -379,6 +403,8 @@ def count(model: str, messages, tools=None, response_format=None) -> int:
             c = systems[0].get("content") or ""
             sys_text = c if isinstance(c, str) else "".join(p.get("text", "") for p in c if p.get("type") == "text")
             n += T(e, sys_text + "\n\n" + block) - T(e, sys_text) + (84 if gpt5 else -1)
+        if not is_reasoning(model):
+            n -= tools_without_property_comments(tools)
     # response_format: the reference lives in derive_response_format.py (imported here, late,
     # because it builds on this module's tool rendering).
     from derive_response_format import added_tokens
