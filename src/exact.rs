@@ -414,14 +414,15 @@ impl Counter {
     /// Derived on the 79 recorded requests with one (../shared/data/{crewai,pydantic-ai}, 19
     /// schemas, all exact; `tools/derive_response_format.py` prints the table):
     /// - the block is appended after a blank line to the tool block when there is one (9
-    ///   requests, 6 schemas), else to the first system message, + 4 (70 requests, 14
+    ///   requests, 6 schemas), else to the first system message, + 4 (70 requests, 15
     ///   schemas): BPE merges across the seam as with the tool block. Priced alone, the
     ///   requests of one schema whose system texts end differently were 1 token apart. Without
     ///   a system message or tools (no recording) it is assumed to open a system message of its
     ///   own, which costs 3 more than joining one, as the tool block does;
-    /// - the schema's root title, not in the text, costs twice its tokens + 1 (14 schemas with
-    ///   titles of 1 to 6 tokens, all exact, and 2 without one; the rendering it comes from
-    ///   cannot be told from the counts);
+    /// - the schema's root title, not in the text, costs twice its tokens + 1 (17 schemas with
+    ///   titles of 1 to 6 tokens, all exact, and 2 without one; kept in the JSON instead, the 5
+    ///   whose titles are not 2 tokens long miss by 1-4; the rendering it comes from cannot be
+    ///   told from the counts);
     /// - 4 more for each earlier assistant reply with text content (2 requests, gpt-4o and
     ///   gpt-4o-mini, 2 schemas: both 4 under without it). Both replies are JSON answers to the
     ///   schema, as a constrained-format reply would be rendered; whether a plain-text reply
