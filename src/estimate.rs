@@ -413,17 +413,18 @@ impl Estimator {
         o
     }
 
-    /// Tokens a structured-output schema adds. OpenAI models: the text `count` bills for it
-    /// (`tool_render::render_structured_output`) + 4, one less beside tools (`exact.rs`, derived
-    /// on the 82 recorded requests with one; `count` also adds 4 per earlier assistant reply,
-    /// which the overhead, priced without the messages, leaves out). Gemini: nothing. Other
-    /// families: the schema priced as their tool definitions are.
+    /// Tokens a structured-output schema adds. OpenAI models: what `count` bills for it
+    /// (`exact::Counter::structured_output`: the rendered text and its root title, appended
+    /// after a blank line to the tool block, else to the system message and 4 more), with the
+    /// seam priced as one token: the overhead is priced without the messages, so the system
+    /// text's ending (and `count`'s 4 per earlier assistant reply) is not known here. Gemini:
+    /// nothing. Other families: the schema priced as their tool definitions are.
     fn response_format(&self, rf: &ResponseFormat<'_>, with_tools: bool) -> f64 {
         if let Some(enc) = self.model_encoding {
             let n =
                 openai_response_format_tokens(&rf.name, rf.description.as_deref(), &rf.schema, enc);
             if let Some(n) = n {
-                return f64::from(n) + if with_tools { 3.0 } else { 4.0 };
+                return f64::from(n) + if with_tools { 1.0 } else { 5.0 };
             }
         }
         // Gemini does not bill its `responseJsonSchema` as prompt tokens: the 5 recorded plain

@@ -24,8 +24,9 @@
 //! ```
 //!
 //! A `response_format` JSON schema is rendered as `# Response Formats\n\n## NAME\n\n`, its
-//! description as `// ` lines, then the schema as compact JSON without its `title`, `minimum`
-//! and `maximum` keywords.
+//! description as `// ` lines, then the schema as compact ASCII-escaped JSON without the keywords
+//! the model is not shown (`shown_in_prompt`: `required`, `additionalProperties: false`,
+//! `default`, numeric and length bounds, the root `title`, which is billed apart).
 
 use crate::wire::push_json_string;
 
@@ -71,25 +72,39 @@ impl Json {
         }
     }
 
-    /// Compact JSON of a JSON schema without the keywords in `drop`: only schema keywords are
-    /// dropped, never a property named like one (`properties.title`) nor anything inside data
+    /// Compact JSON of a JSON schema with only the keywords `shown(keyword, value, root)`
+    /// accepts (`root`: the keyword belongs to the top-level schema): only schema keywords are
+    /// filtered, never a property named like one (`properties.title`) nor anything inside data
     /// values (`enum`, `const`, `default`, `examples`).
-    pub fn write_schema_compact(&self, out: &mut String, drop: &[&str]) {
+    pub fn write_schema_compact(
+        &self,
+        out: &mut String,
+        shown: &impl Fn(&str, &Json, bool) -> bool,
+    ) {
+        self.write_schema(out, shown, true);
+    }
+
+    fn write_schema(
+        &self,
+        out: &mut String,
+        shown: &impl Fn(&str, &Json, bool) -> bool,
+        root: bool,
+    ) {
         let Json::Object(kv) = self else {
             return self.write_compact(out);
         };
-        let kept = kv.iter().filter(|(k, _)| !drop.contains(&k.as_str()));
+        let kept = kv.iter().filter(|(k, v)| shown(k, v, root));
         write_object(out, kept, |out, k, v| match (k, v) {
             ("properties" | "$defs" | "definitions" | "patternProperties", Json::Object(m)) => {
                 write_object(out, m.iter(), |out, _, sub| {
-                    sub.write_schema_compact(out, drop)
+                    sub.write_schema(out, shown, false)
                 })
             }
             ("anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(a)) => {
-                write_array(out, a, |out, sub| sub.write_schema_compact(out, drop))
+                write_array(out, a, |out, sub| sub.write_schema(out, shown, false))
             }
             ("items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains", _) => {
-                v.write_schema_compact(out, drop)
+                v.write_schema(out, shown, false)
             }
             _ => v.write_compact(out),
         });
@@ -413,6 +428,38 @@ fn render_tool(tool: &Json, out: &mut String) {
     }
 }
 
+/// How many of these tool definitions have parameters with properties of which none renders a
+/// comment (no `description`, `title` nor `default`): such a tool is billed 1 token less than its
+/// rendered text on the gpt-4o / gpt-4.1 generation (`exact::Counter::tool_block`).
+///
+/// Fitted on ../shared/data/{crewai,pydantic-ai}: the 14 recorded non-parallel requests with
+/// such tools (1 to 6 of them, gpt-4o, gpt-4o-mini, gpt-4.1-mini) were exactly 1 token over per
+/// tool, whether strict or not; every request whose tools all carry comments (crewai's titled
+/// parameters, 100+ requests) is exact without it. Counting a tool whose only comment is a
+/// `// default:` as uncommented leaves 8 requests off. gpt-5 models are exact without it (7
+/// requests break with it). Which text the API renders instead is not known.
+pub fn tools_without_property_comments(tools: &[Json]) -> usize {
+    tools
+        .iter()
+        .filter(|tool| {
+            let f = match tool.get("function") {
+                Some(f @ Json::Object(_)) => f,
+                _ => tool,
+            };
+            let props = f.get("parameters").map_or(&[][..], Json::props);
+            !props.is_empty()
+                && props.iter().all(|(_, v)| {
+                    let text = |k| {
+                        v.get(k)
+                            .and_then(Json::as_str)
+                            .is_some_and(|t| !t.is_empty())
+                    };
+                    !text("description") && !text("title") && v.get("default").is_none()
+                })
+        })
+        .count()
+}
+
 /// The text OpenAI adds to the prompt for a list of tool definitions.
 pub fn render_tools(tools: &[Json]) -> String {
     let mut out = String::from("# Tools\n\n## functions\n\nnamespace functions {\n\n");
@@ -424,8 +471,35 @@ pub fn render_tools(tools: &[Json]) -> String {
     out
 }
 
+/// Whether a keyword of a `response_format` schema is shown to the model (`root`: it belongs to
+/// the top-level schema).
+///
+/// Derived on the 79 recorded chat.completions requests with a json_schema format (19 schemas,
+/// ../shared/data/{crewai,pydantic-ai}; `tools/derive_response_format.py` prints the table and
+/// what each rule buys). All 79 are exact with these rules; dropping any one of them breaks
+/// requests of at least one schema:
+/// - `required` and `additionalProperties: false` are not shown: a strict schema implies them
+///   (as a prompt leak of gpt-4.1 showed, https://ghost.ai.moda/openai-structured-outputs-to-system-prompt),
+///   and the non-strict ones recorded (2 schemas, pydantic-ai) are billed the same way. Keeping
+///   `required` leaves all 79 requests 5-51 tokens over, `additionalProperties: false` 77 of
+///   them 5-15 over;
+/// - `default`, `minimum`, `maximum`, `maxItems` are not shown (enforced by the sampler, not
+///   read by the model): 3 schemas with defaults (41 requests, 6-14 over with them), 1 with
+///   minimum / maximum (26), 1 with maxItems (4); `minItems` is dropped alongside `maxItems` by
+///   symmetry (no recording);
+/// - a property's `title` is shown (without them 76 requests of 17 schemas are 4-61 under); the
+///   root schema's title is not, it is billed apart (`response_format_title`).
+fn shown_in_prompt(keyword: &str, value: &Json, root: bool) -> bool {
+    match keyword {
+        "title" => !root,
+        "required" | "default" | "minimum" | "maximum" | "minItems" | "maxItems" => false,
+        "additionalProperties" => !matches!(value, Json::Bool(false)),
+        _ => true,
+    }
+}
+
 /// The text OpenAI adds for a `response_format`; `None` when it adds none (`text`,
-/// `json_object`, or no schema).
+/// `json_object`, or no schema). Its root `title` is billed apart: `response_format_title`.
 pub fn render_response_format(rf: &Json) -> Option<String> {
     if rf.get("type").and_then(Json::as_str) != Some("json_schema") {
         return None;
@@ -440,7 +514,9 @@ pub fn render_response_format(rf: &Json) -> Option<String> {
 }
 
 /// The text OpenAI adds for a json_schema format named `name`: `# Response Formats`, the name
-/// as a heading, the description as `// ` lines, the schema as compact JSON.
+/// as a heading, the description as `// ` lines, the schema as compact JSON with the keywords
+/// the prompt does not show left out (`shown_in_prompt`). Its root `title` is billed apart
+/// (`response_format_title`).
 pub fn render_structured_output(name: &str, description: Option<&str>, schema: &Json) -> String {
     let mut out = format!("# Response Formats\n\n## {name}\n\n");
     // The format's own description leads the schema as `// ` lines (fitted: the three recorded
@@ -450,10 +526,44 @@ pub fn render_structured_output(name: &str, description: Option<&str>, schema: &
             out.push('\n');
         }
     }
-    // Fitted: `title` keywords are not billed, nor a number's `minimum` / `maximum` (26
-    // requests of one schema went from 12 over to exact); `maxItems` is (4 requests exact).
-    schema.write_schema_compact(&mut out, &["title", "minimum", "maximum"]);
+    let mut json = String::new();
+    schema.write_schema_compact(&mut json, &shown_in_prompt);
+    // Written with non-ASCII characters escaped (`\u2014`), as Python's `json.dumps` does by
+    // default: the two recorded schemas with em dashes in their descriptions (15 requests) are
+    // exact so, 6 and 12 tokens under with the characters as sent.
+    push_ascii_escaped(&mut out, &json);
     out
+}
+
+/// The root `title` of a json_schema `response_format`, which the prompt does not show inside
+/// the schema but bills apart, for `2 x tokens(title) + 1` (`exact::Counter::structured_output`).
+pub fn response_format_title(rf: &Json) -> Option<&str> {
+    if rf.get("type").and_then(Json::as_str) != Some("json_schema") {
+        return None;
+    }
+    let title = rf
+        .get("json_schema")?
+        .get("schema")?
+        .get("title")?
+        .as_str()?;
+    (!title.is_empty()).then_some(title)
+}
+
+/// `json` (JSON text) with every non-ASCII character written as `\uXXXX` (UTF-16 units, lower-case
+/// hex: Python's `ensure_ascii`). In JSON text such characters only occur inside strings, where
+/// the escape means the same character.
+fn push_ascii_escaped(out: &mut String, json: &str) {
+    use std::fmt::Write;
+    for c in json.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{u:04x}");
+            }
+        }
+    }
 }
 
 /// A JSON text parsed with object keys in order; `None` when it is not valid JSON.
@@ -635,8 +745,9 @@ pub fn openai_tool_block_tokens<'a>(
 }
 
 /// Tokens of the structured-output text OpenAI renders for a json_schema response format
-/// (`render_structured_output`) in `encoding`; `None` when `schema` is not valid JSON. Cached
-/// by content, as the tool block is.
+/// (`render_structured_output`) in `encoding`, plus its root title's (billed apart, `2 x
+/// tokens + 1`: `exact::Counter::structured_output`); `None` when `schema` is not valid JSON.
+/// Cached by content, as the tool block is.
 pub fn openai_response_format_tokens(
     name: &str,
     description: Option<&str>,
@@ -654,8 +765,13 @@ pub fn openai_response_format_tokens(
     )
         .hash(&mut h);
     cached_count(h.finish(), || {
-        let text = render_structured_output(name, description, &parse_json(schema)?);
-        Some(encoding.count(&text) as u32)
+        let schema = parse_json(schema)?;
+        let text = render_structured_output(name, description, &schema);
+        let title = match schema.get("title").and_then(Json::as_str) {
+            Some(t) if !t.is_empty() => 2 * encoding.count(t) + 1,
+            _ => 0,
+        };
+        Some((encoding.count(&text) + title) as u32)
     })
 }
 
@@ -838,42 +954,65 @@ mod tests {
     }
 
     #[test]
-    fn response_format_drops_titles() {
+    fn response_format_shows_what_the_model_reads() {
         let rf = schema_format(vec![(
             "schema",
             obj(vec![("title", s("Out")), ("type", s("object"))]),
         )]);
+        // The root title is not in the text: it is billed apart.
         assert_eq!(
             render_response_format(&rf).unwrap(),
             "# Response Formats\n\n## Out\n\n{\"type\":\"object\"}"
         );
+        assert_eq!(response_format_title(&rf), Some("Out"));
         assert_eq!(
             render_response_format(&obj(vec![("type", s("json_object"))])),
             None
         );
-        // Keywords are dropped, a property named `title` and data values are not.
+        assert_eq!(
+            response_format_title(&obj(vec![("type", s("json_object"))])),
+            None
+        );
+        // Hidden: `required`, `additionalProperties: false`, defaults and bounds. Shown: a
+        // property's title, an `additionalProperties` schema, a property named `required` or
+        // `title`, and data values (a default's own `title`), non-ASCII escaped.
         let schema = obj(vec![
             ("title", s("Out")),
             (
                 "properties",
                 obj(vec![
-                    ("title", obj(vec![("type", s("string")), ("title", s("T"))])),
                     (
-                        "n",
+                        "title",
+                        obj(vec![("type", s("string")), ("title", s("T\u{2014}"))]),
+                    ),
+                    (
+                        "required",
                         obj(vec![
                             ("minimum", Json::Number("0".into())),
                             ("maxItems", Json::Number("1".into())),
-                            ("default", obj(vec![("title", s("kept"))])),
+                            ("enum", Json::Array(vec![obj(vec![("title", s("kept"))])])),
+                            ("default", obj(vec![("title", s("gone"))])),
                         ]),
+                    ),
+                    (
+                        "map",
+                        obj(vec![(
+                            "additionalProperties",
+                            obj(vec![("type", s("integer"))]),
+                        )]),
                     ),
                 ]),
             ),
+            ("required", Json::Array(vec![s("title")])),
+            ("additionalProperties", Json::Bool(false)),
         ]);
-        let mut out = String::new();
-        schema.write_schema_compact(&mut out, &["title", "minimum", "maximum"]);
+        let rf = schema_format(vec![("schema", schema)]);
         assert_eq!(
-            out,
-            "{\"properties\":{\"title\":{\"type\":\"string\"},\"n\":{\"maxItems\":1,\"default\":{\"title\":\"kept\"}}}}"
+            render_response_format(&rf).unwrap(),
+            "# Response Formats\n\n## Out\n\n\
+             {\"properties\":{\"title\":{\"type\":\"string\",\"title\":\"T\\u2014\"},\
+             \"required\":{\"enum\":[{\"title\":\"kept\"}]},\
+             \"map\":{\"additionalProperties\":{\"type\":\"integer\"}}}}"
         );
         let described = schema_format(vec![
             ("description", s("Schema for Out\n")),
@@ -883,6 +1022,14 @@ mod tests {
             render_response_format(&described).unwrap(),
             "# Response Formats\n\n## Out\n\n// Schema for Out\n{}"
         );
+        assert_eq!(response_format_title(&described), None);
+    }
+
+    #[test]
+    fn ascii_escaping_writes_utf16_units() {
+        let mut out = String::new();
+        push_ascii_escaped(&mut out, "{\"a\":\"\u{e9}\u{1f600}x\"}");
+        assert_eq!(out, "{\"a\":\"\\u00e9\\ud83d\\ude00x\"}");
     }
 
     fn self_referencing_tool(fanout: usize, description: &str) -> Json {

@@ -35,7 +35,9 @@ def overhead(model: str, rf, **kw) -> int:
 def test_openai_schema_costs_what_count_bills_for_it(model):
     est = cf.estimate(MESSAGES, model=model, response_format=CHAT) - cf.estimate(MESSAGES, model=model)
     exact = cf.count(MESSAGES, model=model, response_format=CHAT) - cf.count(MESSAGES, model=model)
-    assert est == exact > 20
+    # `count` joins the schema to the system message, where BPE may merge a token across the
+    # seam; the overhead, priced without the messages, counts the seam as one token.
+    assert exact > 20 and abs(est - exact) <= 1
 
 
 def test_every_api_shape_of_the_same_schema_prices_alike():
@@ -72,9 +74,15 @@ def test_gemini_does_not_bill_its_response_schema():
     assert cf.request_overhead(provider="gemini", model="gemini-2.5-flash", response_format=rf) == base
 
 
-def test_beside_tools_the_schema_costs_one_token_less():
+def test_beside_tools_the_schema_joins_the_tool_block():
+    # Appended to the tool block it opens nothing (exact.rs: +0); appended to the system
+    # message it costs 4 more.
     tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}]
-    assert overhead("gpt-4o", CHAT, tools=tools) == overhead("gpt-4o", CHAT) - 1
+    assert overhead("gpt-4o", CHAT, tools=tools) == overhead("gpt-4o", CHAT) - 4
+    ms = [*MESSAGES]
+    est = cf.estimate(ms, model="gpt-4o", tools=tools, response_format=CHAT) - cf.estimate(ms, model="gpt-4o", tools=tools)
+    exact = cf.count(ms, model="gpt-4o", tools=tools, response_format=CHAT) - cf.count(ms, model="gpt-4o", tools=tools)
+    assert abs(est - exact) <= 1
 
 
 def test_a_response_format_that_is_not_a_dict_names_the_argument():

@@ -27,11 +27,14 @@ What each family needed (residual = usage.prompt_tokens - count):
   Several calls in one assistant message are one call to `multi_tool_use.parallel` with
   `{"tool_uses": [{"recipient_name": "functions.NAME", "parameters": ARGS}, ...]}`, and their
   results one message from `multi_tool_use.parallel` whose content is the JSON list of the
-  outputs (newlines and quotes billed escaped), plus PARALLEL_BATCH = -9 tokens, fitted. On the
-  23 recorded batches (2-3 calls) every one is within 6 tokens; before, results billed as plain
+  outputs (newlines and quotes billed escaped), plus 4 - 4 x calls tokens on the gpt-4o / gpt-4.1
+  generation (fitted: the 18 recorded batches of 2 and 3 calls all exact; the single constant -9
+  fitted before left them 5 and 1 under), -9 on reasoning models. Before, results billed as plain
   tool messages left batches with long multi-line outputs 23-42 tokens under, and pricing each
   call as if alone plus a constant fitted the short batches only.
-- tool definitions: a TypeScript-like block `# Tools\n\n## functions\n\nnamespace functions
+- tool definitions (on the gpt-4o / gpt-4.1 generation, a tool whose properties carry no comment,
+  no description, title nor default, is billed 1 less than its text: the 14 non-parallel
+  requests with such tools were 1 over per tool): a TypeScript-like block `# Tools\n\n## functions\n\nnamespace functions
   {...}` (see render_tools): `// description` lines, `type NAME = (_: {\nPROP?: TYPE,\n}) =>
   any;`. A description renders one `// ` line per non-blank line, each line stripped (docstrings
   with indented `Args:` blocks were over-counted 13-41 tokens when kept verbatim), nested
@@ -46,13 +49,12 @@ What each family needed (residual = usage.prompt_tokens - count):
   the system text ends). gpt-5 models add their own tool preamble: +84 (12 requests without
   calls, 6 with a system message, all exact; +83, the value before the seam, left them 1-2
   under).
-- response_format json_schema: `# Response Formats\n\n## NAME\n\n` + the format's description
-  as `// ` lines + the schema as compact JSON without its `title` keywords and without a
-  number's `minimum` / `maximum` (the 26 requests of one schema were 12 over with them; a
-  `maxItems` is billed: 4 requests exact), + 4 (+3 beside tools: 4 requests), + 4 for each
-  earlier assistant text reply (2 requests). Median 1.48% -> 0.14%; 37 of the 71 requests
-  without tools are still 5 under to 8 over by schema, which no rendering tried explains
-  (`tools/exact_report.py --misses`).
+- response_format json_schema: see tools/derive_response_format.py (all 79 recorded requests
+  exact): `# Response Formats\n\n## NAME\n\n` + the format's description as `// ` lines + the
+  schema as compact ASCII-escaped JSON without `required`, `additionalProperties: false`,
+  `default`, `minimum` / `maximum` / `maxItems` and its root title, appended after a blank line
+  to the tool block (or to the first system message, + 4); the root title costs 2 x its tokens
+  + 1; + 4 for each earlier assistant text reply.
 - images: the lead's image formulas (src/image_tokens.rs) from the header's pixel size.
 """
 
@@ -197,42 +199,6 @@ def render_tools(tools) -> str:
     return "# Tools\n\n## functions\n\n" + "\n".join(out)
 
 
-DROPPED_KEYWORDS = {"title", "minimum", "maximum"}
-_NAME_MAPS = {"properties", "$defs", "definitions", "patternProperties"}
-_SCHEMA_LISTS = {"anyOf", "oneOf", "allOf", "prefixItems"}
-_SUBSCHEMAS = {"items", "additionalProperties", "not", "if", "then", "else", "contains"}
-
-
-def drop_keywords(schema):
-    """A JSON schema without the DROPPED_KEYWORDS: schema keywords only, never a property named
-    like one (`properties.title`) nor anything inside data values (`enum`, `default`, ...)."""
-    if not isinstance(schema, dict):
-        return schema
-    out = {}
-    for k, v in schema.items():
-        if k in DROPPED_KEYWORDS:
-            continue
-        if k in _NAME_MAPS and isinstance(v, dict):
-            out[k] = {name: drop_keywords(sub) for name, sub in v.items()}
-        elif k in _SCHEMA_LISTS and isinstance(v, list):
-            out[k] = [drop_keywords(sub) for sub in v]
-        elif k in _SUBSCHEMAS:
-            out[k] = drop_keywords(v)
-        else:
-            out[k] = v
-    return out
-
-
-def render_response_format(rf) -> str | None:
-    if not isinstance(rf, dict) or rf.get("type") != "json_schema":
-        return None
-    js = rf.get("json_schema") or {}
-    body = json.dumps(drop_keywords(js.get("schema") or {}), separators=(",", ":"), ensure_ascii=False)
-    desc = js.get("description")
-    lead = "".join(line + "\n" for line in comment_lines(desc, "")) if isinstance(desc, str) else ""
-    return f"# Response Formats\n\n## {js.get('name', '')}\n\n{lead}{body}"
-
-
 # ---------------------------------------------------------------- images
 
 def image_dims(data: str):
@@ -319,7 +285,28 @@ def content_tokens(e, model, c) -> int:
     return n
 
 
-PARALLEL_BATCH = -9
+# A batch of parallel calls beyond its wrapper call and outputs: 4 - 4 x calls on the gpt-4o /
+# gpt-4.1 generation (the 18 recorded batches, 2 and 3 calls, all exact once tools without
+# property comments cost 1 less), -9 on reasoning models (the earlier single fit).
+PARALLEL_BATCH_BASE, PARALLEL_PER_CALL, PARALLEL_BATCH_REASONING = 4, -4, -9
+
+
+def parallel_batch(model: str, calls: int) -> int:
+    if is_reasoning(model):
+        return PARALLEL_BATCH_REASONING
+    return PARALLEL_BATCH_BASE + PARALLEL_PER_CALL * calls
+
+
+def tools_without_property_comments(tools) -> int:
+    """Tools with properties of which none renders a comment (description, title, default)."""
+    n = 0
+    for t in tools:
+        props = (t.get("function", t).get("parameters") or {}).get("properties") or {}
+        if props and not any(
+            isinstance(v, dict) and (v.get("description") or v.get("title") or "default" in v) for v in props.values()
+        ):
+            n += 1
+    return n
 
 
 def compact_arguments(args: str) -> str:
@@ -395,7 +382,7 @@ def count_messages(model: str, messages) -> list[int]:
                 args = (f.get("arguments") or "").strip() and f["arguments"] or "{}"
                 uses.append(f'{{"recipient_name": "functions.{f["name"]}", "parameters": {args}}}')
             n += T(e, " to=multi_tool_use.parallel") + T(e, '{"tool_uses": [' + ", ".join(uses) + "]}")
-            n += PARALLEL_BATCH
+            n += parallel_batch(model, len(tcs))
         out.append(n)
     return out
 
@@ -416,12 +403,13 @@ def count(model: str, messages, tools=None, response_format=None) -> int:
             c = systems[0].get("content") or ""
             sys_text = c if isinstance(c, str) else "".join(p.get("text", "") for p in c if p.get("type") == "text")
             n += T(e, sys_text + "\n\n" + block) - T(e, sys_text) + (84 if gpt5 else -1)
-    rf = render_response_format(response_format)
-    if rf is not None:
-        replies = sum(
-            1 for m in messages if m.get("role") == "assistant" and m.get("content") and not m.get("tool_calls")
-        )
-        n += T(e, rf) + 4 - (1 if tools else 0) + 4 * replies
+        if not is_reasoning(model):
+            n -= tools_without_property_comments(tools)
+    # response_format: the reference lives in derive_response_format.py (imported here, late,
+    # because it builds on this module's tool rendering).
+    from derive_response_format import added_tokens
+
+    n += added_tokens(model, messages, tools, response_format)
     return n
 
 
