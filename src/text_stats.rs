@@ -211,12 +211,13 @@ pub const SAMPLE_BYTES: usize = 128;
 /// head is representative) off; a tail window did not pay on its own.
 pub const LONG_TEXT: usize = 1024;
 const WINDOWS: usize = 3;
-const WINDOW: usize = 64;
+/// Bytes of each window.
+pub const WINDOW: usize = 64;
 
 /// The byte offsets of the windows `shape_of` reads from a text of `n` bytes (before moving
 /// each to a character boundary).
 #[inline]
-fn window_starts(n: usize) -> impl Iterator<Item = usize> {
+pub fn window_starts(n: usize) -> impl Iterator<Item = usize> {
     (1..=WINDOWS).map(move |k| n * k / (WINDOWS + 1))
 }
 

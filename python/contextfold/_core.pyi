@@ -142,9 +142,10 @@ def image_tokens(
     28-px patches, Gemini 258-token tiles) from the pixel size in its header. ``image`` is a data
     URL, a base64 string, a URL (priced at the documented 1024x1024 default) or raw bytes."""
 
-def _floor_walk(messages: object, /) -> int:
+def _floor_walk(messages: object, /, *, windows: bool = False) -> int:
     """Benchmarks only: the cheapest walk of a history (every string's length and a 128-byte
-    sample of it); ``estimate`` is reported as a multiple of its time. The result is a checksum."""
+    sample of it; with ``windows``, also the three 64-byte windows the estimate reads from texts
+    over 1 KiB); ``estimate`` is reported as a multiple of its time. The result is a checksum."""
 
 def _model_info(
     model: str, /

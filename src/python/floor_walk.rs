@@ -9,7 +9,7 @@
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::text_stats::SAMPLE_BYTES;
+use crate::text_stats::{window_starts, LONG_TEXT, SAMPLE_BYTES, WINDOW};
 
 /// Dicts and lists nested deeper than this are not walked (a history's values are shallow; the
 /// bound only keeps a self-containing value from overflowing the stack).
@@ -18,7 +18,7 @@ const MAX_DEPTH: usize = 64;
 /// Sum of the first `SAMPLE_BYTES` bytes and the length of every str reachable from `obj`
 /// through dict values, lists and tuples. Borrowed references only, like the reader's fast path.
 #[cfg(not(Py_GIL_DISABLED))]
-fn walk(obj: *mut ffi::PyObject, depth: usize) -> u64 {
+fn walk(obj: *mut ffi::PyObject, depth: usize, windows: bool) -> u64 {
     if depth > MAX_DEPTH {
         return 0;
     }
@@ -35,9 +35,18 @@ fn walk(obj: *mut ffi::PyObject, depth: usize) -> u64 {
             }
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), len as usize);
             let sample = &bytes[..bytes.len().min(SAMPLE_BYTES)];
-            let sum = sample
+            let mut sum = sample
                 .iter()
                 .fold(0u64, |a, &b| a.wrapping_add(u64::from(b)));
+            if windows && bytes.len() > LONG_TEXT {
+                // The estimate's own sample of a long text: its windows, where they start.
+                for at in window_starts(bytes.len()) {
+                    let window = &bytes[at..(at + WINDOW).min(bytes.len())];
+                    sum = window
+                        .iter()
+                        .fold(sum, |a, &b| a.wrapping_add(u64::from(b)));
+                }
+            }
             return std::hint::black_box(sum).wrapping_add(len as u64);
         }
         if ffi::PyDict_Check(obj) != 0 {
@@ -46,21 +55,21 @@ fn walk(obj: *mut ffi::PyObject, depth: usize) -> u64 {
             let mut v: *mut ffi::PyObject = std::ptr::null_mut();
             let mut sum = 0u64;
             while ffi::PyDict_Next(obj, &mut pos, &mut k, &mut v) != 0 {
-                sum = sum.wrapping_add(walk(v, depth + 1));
+                sum = sum.wrapping_add(walk(v, depth + 1, windows));
             }
             return sum;
         }
         if ffi::PyList_Check(obj) != 0 {
             let mut sum = 0u64;
             for i in 0..ffi::PyList_Size(obj) {
-                sum = sum.wrapping_add(walk(ffi::PyList_GetItem(obj, i), depth + 1));
+                sum = sum.wrapping_add(walk(ffi::PyList_GetItem(obj, i), depth + 1, windows));
             }
             return sum;
         }
         if ffi::PyTuple_Check(obj) != 0 {
             let mut sum = 0u64;
             for i in 0..ffi::PyTuple_Size(obj) {
-                sum = sum.wrapping_add(walk(ffi::PyTuple_GetItem(obj, i), depth + 1));
+                sum = sum.wrapping_add(walk(ffi::PyTuple_GetItem(obj, i), depth + 1, windows));
             }
             return sum;
         }
@@ -69,20 +78,22 @@ fn walk(obj: *mut ffi::PyObject, depth: usize) -> u64 {
 }
 
 /// Walk `messages` as cheaply as Python objects can be walked: every string's length plus a
-/// sum over its first 128 bytes. For benchmarks (the floor `estimate` is measured against);
-/// the result is a checksum with no meaning of its own.
+/// sum over its first 128 bytes, and with `windows` over the three 64-byte windows the estimate
+/// also reads from texts over 1 KiB (the floor of the estimate's own sample). For benchmarks
+/// (the floor `estimate` is measured against); the result is a checksum with no meaning of its
+/// own.
 #[pyfunction]
-#[pyo3(signature = (messages, /))]
-fn _floor_walk(messages: &Bound<'_, PyAny>) -> u64 {
+#[pyo3(signature = (messages, /, *, windows=false))]
+fn _floor_walk(messages: &Bound<'_, PyAny>, windows: bool) -> u64 {
     #[cfg(not(Py_GIL_DISABLED))]
     {
-        walk(messages.as_ptr(), 0)
+        walk(messages.as_ptr(), 0, windows)
     }
     #[cfg(Py_GIL_DISABLED)]
     {
         // The borrowed-reference walk needs the GIL to keep containers still; free-threaded
         // builds have no floor to compare with.
-        let _ = messages;
+        let _ = (messages, windows);
         0
     }
 }
