@@ -61,6 +61,13 @@ def test_a_pydantic_model_class_stands_for_its_schema():
     assert overhead("gpt-4o", CityInfo) == overhead("gpt-4o", CityInfo.model_json_schema()) > 0
 
 
+def test_an_sdk_response_format_object_prices_as_its_dict():
+    shared = pytest.importorskip("openai.types.shared")
+    # The SDK's field is `schema_`, sent as `schema`: read through its wire dict.
+    obj = shared.ResponseFormatJSONSchema.model_validate(CHAT)
+    assert overhead("gpt-4o", obj) == overhead("gpt-4o", CHAT) > 0
+
+
 def test_formats_without_a_schema_cost_nothing():
     for rf in ({"type": "json_object"}, {"type": "text"}, {"format": {"type": "text"}},
                {"temperature": 0.2, "responseMimeType": "application/json"}, None):

@@ -483,12 +483,22 @@ impl<'k, 'py> Walker<'k, 'py> {
     ) -> PyResult<RequestExtras<'k>> {
         let tools = tools.map(|t| self.input(t));
         let system = system.map(|s| self.input(s));
-        // A pydantic model class (what OpenAI's `parse` takes) stands for its JSON schema.
-        let schema_of_class;
+        // A pydantic model class (what OpenAI's `parse` takes) stands for its JSON schema; an
+        // SDK object (OpenAI's `ResponseFormatJSONSchema`) for its wire dict, aliases included
+        // (its `schema_` field travels as `schema`).
+        let converted;
         let response_format = match response_format {
             Some(r) if r.is_instance_of::<PyType>() && r.hasattr("model_json_schema")? => {
-                schema_of_class = r.call_method0("model_json_schema")?;
-                Some(&schema_of_class)
+                converted = r.call_method0("model_json_schema")?;
+                Some(&converted)
+            }
+            Some(r) if !r.is_instance_of::<PyDict>() && r.hasattr("model_dump")? => {
+                let kw = PyDict::new(self.py);
+                kw.set_item("mode", "json")?;
+                kw.set_item("by_alias", true)?;
+                kw.set_item("exclude_none", true)?;
+                converted = r.call_method("model_dump", (), Some(&kw))?;
+                Some(&converted)
             }
             r => r,
         }
