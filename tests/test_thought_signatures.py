@@ -177,3 +177,15 @@ def test_recorded_vertex_histories_price_as_their_platform_named():
     assert len(rs) >= 20
     for r in rs:
         assert estimate_request(cf, r) == estimate_request(cf, r, name_platform=True), r.source
+
+
+@pytest.mark.parametrize("sig", [gemini_api_sig(), vertex_sig()], ids=["gemini-api", "vertex"])
+def test_the_compactor_measures_before_and_after_as_the_estimate_does(sig):
+    model = "gemini-3-flash-preview"
+    ms = history(sig, rounds=40)
+    total = est(ms, model)
+    r = cf.Compactor(provider="gemini", model=model, tools=TOOLS, budget=total // 3,
+                     context_window=1_000_000).compact(ms)
+    assert r.tokens_before == total
+    assert r.strategy_used is not None and r.tokens_after <= total // 3
+    assert r.tokens_after == est(r.messages, model)

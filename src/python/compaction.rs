@@ -186,10 +186,13 @@ fn compaction_verify(
     overhead_tokens: Option<u64>,
 ) -> PyResult<(u64, Vec<FailureTuple>)> {
     let fmt = self::format(format)?;
-    let est = super::estimator(provider, model)?;
+    let mut est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
+    // As the plan did (a history compacted down to no signature stays priced as the Gemini
+    // API: the higher of the two, so the budget check errs on the safe side).
+    est.settle_platform(&ms);
     // The plan already priced the tools and system (its `overhead_tokens`): a caller that has
     // it passes it instead of having them read and priced again.
     let overhead = match overhead_tokens {
@@ -226,9 +229,10 @@ fn extractive_digest(
     previous: Option<&str>,
     instructions: Option<&str>,
 ) -> PyResult<String> {
-    let est = super::estimator(provider, model)?;
+    let mut est = super::estimator(provider, model)?;
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(messages)?;
+    est.settle_platform(&ms);
     let opt = DigestOptions {
         max_tokens,
         previous,
