@@ -177,6 +177,24 @@ def test_count_is_exact_for_openai_models(tmp_path, capsys):
     assert doc["encoding"] == "o200k_base"
 
 
+def test_a_body_with_a_structured_output_schema_is_priced_with_it(tmp_path, capsys):
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
+              "additionalProperties": False}
+    rf = {"type": "json_schema", "json_schema": {"name": "Answer", "strict": True, "schema": schema}}
+    messages = [{"role": "system", "content": "Answer in JSON."}, {"role": "user", "content": "What is 2 + 2?"}]
+    p = tmp_path / "req.json"
+    p.write_text(json.dumps({"model": "gpt-4o", "messages": messages, "response_format": rf}))
+    assert main(["estimate", str(p), "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)["total"]
+    assert est == cf.estimate(messages, model="gpt-4o", response_format=rf) > cf.estimate(messages, model="gpt-4o")
+    assert main(["count", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] == cf.count(messages, model="gpt-4o", response_format=rf)
+    # The Responses API's `text` parameter and Gemini's generation config are read as well.
+    from contextfold.inputs import read_request
+    assert read_request({"model": "gpt-4o", "input": "hi", "text": {"format": {"type": "json_schema", "name": "A", "schema": schema}}}).response_format
+    assert read_request({"contents": [], "generationConfig": {"responseJsonSchema": schema}}).response_format
+
+
 def test_count_names_a_model_without_public_tokenizer(tmp_path):
     p = tmp_path / "h.json"
     p.write_text(json.dumps([{"role": "user", "content": "hi"}]))

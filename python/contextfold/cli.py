@@ -126,7 +126,9 @@ def _count_messages(req: Request) -> list[Any]:
 
 def _count_doc(req: Request) -> dict[str, Any]:
     assert req.model is not None
-    total = contextfold.count(_count_messages(req), model=req.model, tools=req.tools)
+    # `count` renders OpenAI chat's `response_format` (a Responses `text` format is not its shape).
+    rf = req.response_format if req.wire == "openai-chat" else None
+    total = contextfold.count(_count_messages(req), model=req.model, tools=req.tools, response_format=rf)
     return {"model": req.model, "encoding": contextfold.encoding_for(req.model), "messages": len(req.messages), "total": total}
 
 
@@ -544,7 +546,8 @@ def compact(
         req = read_request(doc, provider=provider, model=model)
         compactor = contextfold.Compactor(
             provider=req.provider, model=req.model, budget=budget, strategy=strategy,  # type: ignore[arg-type]
-            summarizer=chosen, system=req.system, tools=req.tools, instructions=focus,
+            summarizer=chosen, system=req.system, tools=req.tools, response_format=req.response_format,
+            instructions=focus,
         )
         result = compactor.compact(req.messages)
     except contextfold.CompactionError as e:

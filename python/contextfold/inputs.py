@@ -3,7 +3,8 @@
 A document is one JSON value: a list of messages (any wire format the library reads), or a
 request body: OpenAI chat (``messages``), OpenAI Responses (``input``, ``instructions``),
 Anthropic Messages (``messages`` with a top-level ``system`` or Anthropic content blocks) or
-Gemini (``contents``, ``systemInstruction``), each with its ``tools``. The wire format is
+Gemini (``contents``, ``systemInstruction``), each with its ``tools`` and structured-output
+schema (``response_format``, ``text``, ``output_format``, ``generationConfig``). The wire format is
 detected; ``provider=`` forces it. JSONL is read line by line (files larger than memory work).
 """
 
@@ -45,10 +46,14 @@ class Request:
     system: Any
     wire: str
     recorded: list[dict[str, Any]] = field(default_factory=list)
+    #: The structured-output schema the body asks for (OpenAI ``response_format``, Responses
+    #: ``text``, Anthropic ``output_format``, Gemini ``generationConfig``), as sent.
+    response_format: Any = None
 
     def options(self) -> dict[str, Any]:
         """Keyword arguments of `contextfold.estimate` / `breakdown` for this request."""
-        return {"provider": self.provider, "model": self.model, "tools": self.tools, "system": self.system}
+        return {"provider": self.provider, "model": self.model, "tools": self.tools, "system": self.system,
+                "response_format": self.response_format}
 
 
 def _gemini_tools(tools: Any) -> list[Any] | None:
@@ -96,14 +101,18 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
         if not isinstance(contents, list):
             raise InputError("contents must be a list", field="contents")
         system = _gemini_system(doc.get("systemInstruction", doc.get("system_instruction")))
-        return Request(contents, provider or "gemini", model, _gemini_tools(doc.get("tools")), system, "gemini", recorded)
+        config = doc.get("generationConfig", doc.get("generation_config"))
+        return Request(contents, provider or "gemini", model, _gemini_tools(doc.get("tools")), system, "gemini", recorded,
+                       config if isinstance(config, dict) else None)
     if "input" in doc and "messages" not in doc:
         items = doc["input"]
         if isinstance(items, str):
             items = [{"role": "user", "content": items}]
         if not isinstance(items, list):
             raise InputError("input must be a string or a list of items", field="input")
-        return Request(items, provider or named or "openai", model, _tools(doc.get("tools")), doc.get("instructions"), "openai-responses", recorded)
+        text = doc.get("text")
+        return Request(items, provider or named or "openai", model, _tools(doc.get("tools")), doc.get("instructions"),
+                       "openai-responses", recorded, text if isinstance(text, dict) else None)
     if "messages" in doc:
         messages = doc["messages"]
         if not isinstance(messages, list):
@@ -118,7 +127,9 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
         )
         wire = "anthropic" if anthropic and named in (None, "anthropic") else "openai-chat"
         detected = named or ("anthropic" if wire == "anthropic" else "openai")
-        return Request(messages, provider or detected, model, _tools(doc.get("tools")), doc.get("system"), wire, recorded)
+        rf = doc.get("output_format") if wire == "anthropic" else doc.get("response_format")
+        return Request(messages, provider or detected, model, _tools(doc.get("tools")), doc.get("system"), wire, recorded,
+                       rf if isinstance(rf, dict) else None)
     raise InputError("expected a list of messages or a request body with messages, input or contents", field="messages")
 
 

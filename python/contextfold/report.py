@@ -201,7 +201,7 @@ def _plan(req: Request, budget: int, window: int | None) -> Plan:
     """Run the Compactor (extractive summary: offline) on the history at ``budget`` tokens."""
     compactor = Compactor(
         provider=req.provider, model=req.model, context_window=window, budget=budget,
-        summarizer=ExtractiveSummarizer(), tools=req.tools, system=req.system,
+        summarizer=ExtractiveSummarizer(), tools=req.tools, system=req.system, response_format=req.response_format,
     )
     try:
         return Plan(budget, compactor.compact(req.messages))
@@ -226,7 +226,8 @@ def analyze(req: Request, *, budget: int | None = None, window: int | None = Non
             window = contextfold.context_window(req.model)
         except contextfold.UnknownModelError:
             window = None
-    compactor = Compactor(provider=req.provider, model=req.model, context_window=window, tools=req.tools, system=req.system)
+    compactor = Compactor(provider=req.provider, model=req.model, context_window=window, tools=req.tools, system=req.system,
+                          response_format=req.response_format)
     try:
         gate: int | None = compactor.trigger_tokens if window else None
         default_budget: int | None = compactor.budget
