@@ -406,3 +406,26 @@ def test_the_summarizer_transcript_reads_langchain_messages_as_what_they_say():
     lc = agent_history()
     assert render_transcript(lc) == render_transcript(convert_to_openai_messages(lc))
     assert "ai-0" not in "\n".join(render_transcript(lc))  # ids are bookkeeping
+
+
+def test_gemini_thought_signatures_kept_by_langchain_google_genai_are_priced_by_shape():
+    # langchain-google-genai keeps a call's signature in additional_kwargs (call id -> base64);
+    # it is sent back with the call, so it is priced as the Gemini reader prices thoughtSignature.
+    from test_thought_signatures import PER_CHAR, gemini_api_sig, vertex_sig
+
+    def history(sig: str | None) -> list[BaseMessage]:
+        kw = {"__gemini_function_call_thought_signatures__": {"c1": sig}} if sig else {}
+        return [
+            HumanMessage("Read README.md"),
+            AIMessage("", tool_calls=[{"name": "read", "args": {"path": "README.md"}, "id": "c1"}], additional_kwargs=kw),
+            ToolMessage("contextfold keeps histories inside the window.", tool_call_id="c1"),
+        ]
+
+    model = "gemini-3-flash-preview"
+    api, none = gemini_api_sig(), history(None)
+    with_api = cf.estimate(history(api), provider="gemini", model=model)
+    assert abs(with_api - cf.estimate(none, provider="gemini", model=model) - PER_CHAR * len(api)) <= 1
+    # A Vertex-issued signature is free and settles the platform, as in Gemini's own messages.
+    vertex = history(vertex_sig())
+    assert cf.estimate(vertex, provider="gemini", model=model) == cf.estimate(
+        vertex, provider="gemini", model="vertex_ai/" + model)

@@ -22,6 +22,8 @@
 //!   send the call once. `invalid_tool_calls` are not priced (`convert_to_openai_messages`
 //!   drops them too).
 //! - A tool message's `tool_call_id`.
+//! - The Gemini thought signatures langchain-google-genai keeps for an AI message's calls in
+//!   `additional_kwargs["__gemini_function_call_thought_signatures__"]` (sent back with them).
 //!
 //! Detection never imports LangChain: `BaseMessage` is looked up in `sys.modules` (no LangChain
 //! message can exist before `langchain_core.messages.base` is imported) and cached once found;
@@ -32,11 +34,13 @@ use std::borrow::Cow;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::json_out::spaced_json_text;
 use super::messages::{Keep, PyInput};
-use crate::message::{Content, Detail, Image, MediaKind, Message, Part, ToolCall};
+use crate::message::{
+    Content, Detail, Image, MediaKind, Message, Part, ThoughtSignatures, ToolCall,
+};
 use crate::wire::read::{borrowed_or_placeholder, image_source, Reader};
 use crate::wire::{Format, Input, ReadError, ReadResult};
 
@@ -216,8 +220,39 @@ pub(super) fn read<'k, 'py>(
         })?;
     }
     msg.tool_calls = calls.calls;
+    if msg.role == crate::message::Role::Assistant {
+        msg.thought_signatures = gemini_signatures(m)?;
+    }
     msg.wire = Format::LangChain;
     Ok(msg)
+}
+
+/// The Gemini thought signatures langchain-google-genai keeps beside an AI message's calls
+/// (`additional_kwargs["__gemini_function_call_thought_signatures__"]`: call id -> base64
+/// signature, or raw bytes) and sends back with them: priced by their shape as the Gemini
+/// reader prices `thoughtSignature` (`ThoughtSignatures`). Nothing else of `additional_kwargs`
+/// is read.
+fn gemini_signatures(m: &Bound<'_, PyAny>) -> ReadResult<ThoughtSignatures, PyErr> {
+    let py = m.py();
+    let mut out = ThoughtSignatures::default();
+    let Some(kw) = field(m, intern!(py, "additional_kwargs")).map_err(ReadError::Source)? else {
+        return Ok(out);
+    };
+    let key = intern!(py, "__gemini_function_call_thought_signatures__");
+    let Some(map) = field(&kw, key).map_err(ReadError::Source)? else {
+        return Ok(out);
+    };
+    let Ok(map) = map.cast::<PyDict>() else {
+        return Ok(out);
+    };
+    for (_, v) in map.iter() {
+        if let Ok(s) = v.cast::<PyString>() {
+            out.add_base64(&s.to_cow().map_err(ReadError::Source)?);
+        } else if let Ok(b) = v.cast::<PyBytes>() {
+            out.add_bytes(b.as_bytes());
+        }
+    }
+    Ok(out)
 }
 
 /// `system`, or the role LangChain keeps in `additional_kwargs["__openai_role__"]`
