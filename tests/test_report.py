@@ -204,3 +204,18 @@ def test_png_without_chromium_exits_4(tau, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CONTEXTFOLD_CHROMIUM", raising=False)
     assert main(["report", str(tau), "--png", str(tmp_path / "c.png")]) == 4
+
+
+def test_the_plan_legend_names_only_the_states_the_strip_shows():
+    from contextfold.inputs import read_request
+    from contextfold.report import analyze, render_html
+
+    # A chat without tool output: the plan folds and keeps, and masks nothing.
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}: " + "words and more words " * 40}
+               for i in range(40)]
+    d = analyze(read_request(history), budget=cf.estimate(history) // 3)
+    states = set(d.plan.states(len(history)))
+    assert "masked" not in states and "fold" in states
+    page = render_html(d)
+    assert "plan: masked" not in page
+    assert "plan: fold" in page and "plan: kept" in page

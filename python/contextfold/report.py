@@ -576,10 +576,11 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
     ]
     if d.window and d.window > 3 * total:
         parts.append(f"<p class='sub'>The context window ({d.window:,}) and the gate ({d.gate:,}) are far above this history: not drawn.</p>")
+    shown = set(p.states(len(per)))  # the legend names only the plan states the strip shows
     parts += [
         "<h2>Tokens per message</h2>",
         _legend([(k.replace("_", " "), COLORS[k]) for k in KINDS if b.by_kind.get(k)]
-                + [(f"plan: {s}", c) for s, c in PLAN_COLORS.items()]),
+                + [(f"plan: {s}", c) for s, c in PLAN_COLORS.items() if s in shown]),
         per_message_svg(d),
     ]
     if len(per) > _MAX_COLUMNS:
