@@ -80,10 +80,9 @@ def add(a: list, b: list) -> list:
     return [x + y for x, y in zip(a, b)]
 
 
-def sampled_tokens(b: bytes, w: list[float]) -> float:
-    """`text_tokens` of src/text_stats.rs with weights `w`: the sample's tokens extrapolated."""
-    if not b:
-        return 0.0
+def sample_shape(b: bytes) -> list[float]:
+    """The features of what `shape_of` in src/text_stats.rs reads: the head, and the windows
+    of a text over `LONG_TEXT` bytes (each moved to a character boundary)."""
     s = shape(b[:SAMPLE_BYTES])
     n = len(b)
     if n > LONG_TEXT:
@@ -92,6 +91,15 @@ def sampled_tokens(b: bytes, w: list[float]) -> float:
             while at < n and (b[at] & 0xC0) == 0x80:
                 at += 1
             s = add(s, shape(b[at : at + WINDOW]))
+    return s
+
+
+def sampled_tokens(b: bytes, w: list[float]) -> float:
+    """`text_tokens` of src/text_stats.rs with weights `w`: the sample's tokens extrapolated."""
+    if not b:
+        return 0.0
+    s = sample_shape(b)
+    n = len(b)
     sampled, space = s[9], s[8]
     opaque = sampled >= 64 and space <= 0.01 * sampled and s[3] < 0.05 * sampled and s[6] + s[7] == 0
     t = sampled * BASE64_TOKENS_PER_BYTE if opaque else sum(x * y for x, y in zip(w, s))
@@ -198,17 +206,7 @@ def features(b: bytes, sampled: bool) -> tuple[list[float], float]:
     """(the 8 features, extrapolated to the whole text when sampled; tokens priced apart):
     full text, or the sample `shape_of` reads. Opaque samples (base64-like) are priced per byte
     whatever the weights."""
-    if not sampled or len(b) <= SAMPLE_BYTES:
-        s = shape(b)
-    else:
-        s = shape(b[:SAMPLE_BYTES])
-        n = len(b)
-        if n > LONG_TEXT:
-            for k in range(1, WINDOWS + 1):
-                at = n * k // (WINDOWS + 1)
-                while at < n and (b[at] & 0xC0) == 0x80:
-                    at += 1
-                s = add(s, shape(b[at : at + WINDOW]))
+    s = sample_shape(b) if sampled and len(b) > SAMPLE_BYTES else shape(b)
     n_sampled, space = s[9], s[8]
     if not b:
         return [0.0] * 8, 0.0
