@@ -9,7 +9,7 @@
 //! serializes them). Blocks the core reads as another format's (an Anthropic `tool_use`
 //! block) are edited as that format writes them.
 
-use super::anthropic::{self, object_arguments};
+use super::anthropic;
 use super::edit::{CallAt, Change, Step, Written};
 use super::openai_chat;
 use crate::message::Message;
@@ -34,17 +34,13 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 )
             })
         }
+        // A tool_use or tool result block (Anthropic style) inside a LangChain message's
+        // content: edited as Anthropic writes it.
         Change::Arguments {
-            call: CallAt::Part(k),
-            json,
-        } => object_arguments(
-            msg,
-            *k,
-            json,
-            vec![Step::Key("content"), Step::Index(*k), Step::Key("input")],
-        ),
-        // A tool result block (Anthropic style) inside a LangChain message's content.
-        Change::ResultText { part: Some(_), .. } => anthropic::write(msg, change),
+            call: CallAt::Part(_),
+            ..
+        }
+        | Change::ResultText { part: Some(_), .. } => anthropic::write(msg, change),
         // Text, tool-result text and images sit where OpenAI chat keeps them (`content`,
         // `content[i]` with an OpenAI-style text block), which LangChain reads as is.
         _ => openai_chat::write(msg, change),
