@@ -107,6 +107,17 @@ pub struct ResponseFormat<'a> {
     pub schema: Cow<'a, str>,
 }
 
+impl ResponseFormat<'_> {
+    /// The same format owning its text (kept past the objects it was read from).
+    pub fn into_owned(self) -> ResponseFormat<'static> {
+        ResponseFormat {
+            name: Cow::Owned(self.name.into_owned()),
+            description: self.description.map(|d| Cow::Owned(d.into_owned())),
+            schema: Cow::Owned(self.schema.into_owned()),
+        }
+    }
+}
+
 /// What a request carries besides its messages.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestExtras<'a> {
@@ -203,8 +214,7 @@ impl Estimator {
             sampled_text_scale,
             image_rule: rule_for(family.pricing_provider(), base),
             encoding: None,
-            platform_open: family == Family::Gemini
-                && info.family == Family::Gemini
+            platform_open: info.family == Family::Gemini
                 && info.platform.is_none()
                 && is_gemini_3(base),
         }

@@ -33,11 +33,7 @@ const DETACH_AT: usize = 256;
 
 fn owned_extras(e: RequestExtras<'_>) -> RequestExtras<'static> {
     RequestExtras {
-        response_format: e.response_format.map(|r| ResponseFormat {
-            name: Cow::Owned(r.name.into_owned()),
-            description: r.description.map(|d| Cow::Owned(d.into_owned())),
-            schema: Cow::Owned(r.schema.into_owned()),
-        }),
+        response_format: e.response_format.map(ResponseFormat::into_owned),
         system: e.system.map(|s| Cow::Owned(s.into_owned())),
         tools: e
             .tools
@@ -797,13 +793,18 @@ fn estimate_many(
     let est = Estimator::new(provider, model.unwrap_or(""));
     let keep = Keep::new();
     let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
+    let overhead = u64::from(est.overhead(&extras));
     // The heuristic prices ~1,000 messages in well under a millisecond: threads only pay off
     // on large batches.
     batched(py, histories, threads, 2048, |ms| {
-        // Each history settles its own serving platform (`Estimator::settle_platform`).
+        // Each history settles its own serving platform (`Estimator::settle_platform`); only
+        // one that does pays for its overhead again.
         let mut est = est;
-        est.settle_platform(ms);
-        ms.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + u64::from(est.overhead(&extras))
+        let overhead = match est.settle_platform(ms) {
+            true => u64::from(est.overhead(&extras)),
+            false => overhead,
+        };
+        est.messages_total(ms) + overhead
     })
 }
 
