@@ -38,6 +38,7 @@ __all__ = [
     "find_tail_start",
     "image_size",
     "image_tokens",
+    "apply_edits",
     "prune",
     "prune_plan",
     "request_overhead",
@@ -341,6 +342,13 @@ def prune_plan(
     or a dict / list for a text part, a Gemini response or Bedrock result blocks, an arguments
     object). The path always ends at a key or position the message already has, so applying an
     edit adds no key."""
+
+def apply_edits(
+    messages: Sequence[Any], edits: Sequence[Sequence[Any]], /, *, copy: Callable[[Any], Any]
+) -> list[Any]:
+    """``(index, path, value, ...)`` edits (``prune_plan``'s, the compaction plan's) applied
+    copy-on-write to a new list; ``value`` None removes the list element ``path`` names (after
+    every replacement, highest position first). Use ``contextfold.prune.apply_edits``."""
 
 def prune(
     messages: Sequence[Any],

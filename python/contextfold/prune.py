@@ -2,9 +2,10 @@
 
 The Rust core plans the edits (which tool results, images and arguments outside the protected
 tail to replace) and writes each in the message's own wire format: a path inside the message
-and the replacement value. This module applies them copy-on-write, without knowing any format:
-only the containers along an edited path are new objects (shallow copies); every other message
-and value is the caller's own object, and nothing the caller holds is mutated.
+and the replacement value; the core also applies them copy-on-write, without knowing any
+format: only the containers along an edited path are new objects (shallow copies); every other
+message and value is the caller's own object, and nothing the caller holds is mutated. This
+module supplies the copy of what is not a dict or list (SDK objects, LangChain messages).
 """
 
 from __future__ import annotations
@@ -47,55 +48,18 @@ def _copy(obj: Any) -> Any:
     return {k: v for k, v in vars(obj).items() if not k.startswith("_") and v is not None}
 
 
-def _get(node: Any, step: str | int) -> Any:
-    """A field on an edit's path: a key or position, or a LangChain message's attribute."""
-    return cast("Any", node)[step] if isinstance(node, (dict, list)) else getattr(node, cast("str", step))
-
-
-def _set(node: Any, step: str | int, value: Any) -> None:
-    if isinstance(node, (dict, list)):
-        cast("Any", node)[step] = value
-    else:
-        setattr(node, cast("str", step), value)
-
-
 def apply_edits(messages: Sequence[Any], edits: Iterable[Sequence[Any]]) -> list[Any]:
     """A new list with every edit applied copy-on-write; the caller's objects are never modified.
 
     Each edit is ``(message index, path, value, ...)`` as the core plans it (extra fields are
     ignored): ``value`` is the replacement (a new object built by the core) at ``path`` (a list
     of keys and list positions inside the message, in that message's wire format), or ``None``
-    to remove the list element the path names (a block dropped whole; no edit writes a null). Removals are applied after
-    every replacement, highest position first, so the positions the plan gave stay valid.
+    to remove the list element the path names (a block dropped whole; no edit writes a null).
+    Removals are applied after every replacement, highest position first, so the positions the
+    plan gave stay valid. Applied by the core (``prune`` applies its own plan the same way);
+    containers other than dicts, lists and tuples are copied by `_copy`.
     """
-    out = list(messages)
-    mine: set[int] = set()  # ids of the containers this function created (safe to write)
-
-    def own(obj: Any) -> Any:
-        if id(obj) in mine:
-            return obj
-        new = _copy(obj)
-        mine.add(id(new))
-        return new
-
-    def walk(index: int, steps: Sequence[str | int]) -> Any:
-        node = out[index] = own(out[index])
-        for step in steps:
-            child = own(_get(node, step))
-            _set(node, step, child)
-            node = child
-        return node
-
-    removals: list[tuple[int, tuple[str | int, ...], int]] = []
-    for edit in edits:
-        index, path, value = edit[0], edit[1], edit[2]
-        if value is None:
-            removals.append((index, tuple(path[:-1]), path[-1]))
-            continue
-        _set(walk(index, path[:-1]), path[-1], value)  # a new object of the plan's, never shared
-    for index, parent, position in sorted(removals, key=lambda r: r[2], reverse=True):
-        del walk(index, parent)[position]
-    return out
+    return _core.apply_edits(messages, list(edits), copy=_copy)
 
 
 def prune(

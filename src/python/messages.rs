@@ -445,7 +445,7 @@ impl<'k, 'py> Walker<'k, 'py> {
 
     /// The items of a history (any sequence but a str or a dict), as a snapshot: reading one
     /// message may run Python code (a property, a `model_dump`) that changes the list.
-    fn snapshot(seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    pub(super) fn snapshot(seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         if seq.is_instance_of::<PyString>() || seq.is_instance_of::<PyDict>() {
             return Err(PyTypeError::new_err(format!(
                 "messages must be a list of messages, got {}",

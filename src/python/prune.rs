@@ -2,7 +2,7 @@
 //! (the compactor filters and applies them in Python); `prune` applies it here, copy-on-write,
 //! building new objects for the containers on the edited paths only.
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use std::collections::{HashMap, HashSet};
 
 use pyo3::prelude::*;
@@ -223,15 +223,19 @@ fn prune<'py>(
         cache_block_tokens,
     };
     // One snapshot of the history: the plan reads it and the edits apply to it.
-    let out = list_of(messages)?;
+    let out = PyList::new(py, Walker::snapshot(messages)?)?;
     let p = plan(py, out.as_any(), provider, model, &opt)?;
-    let mut cow = CopyOnWrite {
-        copy,
-        mine: HashSet::new(),
-    };
+    let mut cow = CopyOnWrite::new(&out, copy);
     for e in &p.edits {
-        let value = json_value(py, &e.value)?;
-        cow.replace(&out, e.message, &e.path, &value)?;
+        let steps = e
+            .path
+            .iter()
+            .map(|s| step_object(py, s))
+            .collect::<PyResult<Vec<_>>>()?;
+        let Some((last, parents)) = steps.split_last() else {
+            return Err(PyValueError::new_err("an edit with an empty path"));
+        };
+        cow.set_at(e.message, parents, last, &json_value(py, &e.value)?)?;
     }
     Ok(out)
 }
@@ -256,24 +260,49 @@ fn plan(
     Ok(py.detach(|| plan_with(&ms, &est, &costs, &legal_cuts(&ms), opt)))
 }
 
-/// A new list of the items of `messages` (`list(messages)`); a str or a dict is refused as the
-/// reader refuses it.
-fn list_of<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-    if messages.is_instance_of::<PyString>() || messages.is_instance_of::<PyDict>() {
-        return Err(PyTypeError::new_err(format!(
-            "messages must be a list of messages, got {}",
-            messages.get_type().name()?
-        )));
+/// `contextfold.prune.apply_edits`: a new list of `messages` with `edits` applied copy-on-write.
+/// Each edit is `(message index, path, value, ...)` (further fields ignored): `value` replaces
+/// what `path` (keys and list positions) names, or `None` removes that list element. Removals
+/// come after every replacement, highest position first, so the plan's positions stay valid.
+/// `copy` is the Python layer's copy of a container that is not a dict, list or tuple.
+#[pyfunction]
+#[pyo3(signature = (messages, edits, /, *, copy))]
+fn apply_edits<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    edits: &Bound<'py, PyAny>,
+    copy: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::new(py, Walker::snapshot(messages)?)?;
+    let mut cow = CopyOnWrite::new(&out, copy);
+    let mut removals: Vec<(usize, Vec<Bound<'py, PyAny>>, usize)> = Vec::new();
+    for edit in edits.try_iter()? {
+        let edit = edit?;
+        let index: usize = edit.get_item(0)?.extract()?;
+        let mut path: Vec<Bound<'py, PyAny>> =
+            edit.get_item(1)?.try_iter()?.collect::<PyResult<_>>()?;
+        let value = edit.get_item(2)?;
+        let Some(last) = path.pop() else {
+            return Err(PyValueError::new_err("an edit with an empty path"));
+        };
+        if value.is_none() {
+            removals.push((index, path, last.extract()?));
+        } else {
+            cow.set_at(index, &path, &last, &value)?;
+        }
     }
-    PyList::new(
-        messages.py(),
-        messages.try_iter()?.collect::<PyResult<Vec<_>>>()?,
-    )
+    removals.sort_by_key(|r| std::cmp::Reverse(r.2));
+    for (index, parents, position) in removals {
+        cow.walk(index, &parents)?.del_item(position)?;
+    }
+    Ok(out)
 }
 
 /// Edits applied to a new list without changing any object the caller holds: each container on
-/// an edited path is replaced by a shallow copy the first time an edit passes through it.
+/// an edited path is replaced by a shallow copy the first time an edit passes through it. A
+/// path is keys (str) and list positions (int), or attribute names on a LangChain message.
 struct CopyOnWrite<'a, 'py> {
+    out: &'a Bound<'py, PyList>,
     /// The Python layer's copy of a container that is not a dict, list or tuple (an SDK object
     /// becomes the dict of its fields; a LangChain message a copy of its class).
     copy: &'a Bound<'py, PyAny>,
@@ -281,7 +310,15 @@ struct CopyOnWrite<'a, 'py> {
     mine: HashSet<usize>,
 }
 
-impl<'py> CopyOnWrite<'_, 'py> {
+impl<'a, 'py> CopyOnWrite<'a, 'py> {
+    fn new(out: &'a Bound<'py, PyList>, copy: &'a Bound<'py, PyAny>) -> Self {
+        CopyOnWrite {
+            out,
+            copy,
+            mine: HashSet::new(),
+        }
+    }
+
     fn own(&mut self, obj: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         if self.mine.contains(&(obj.as_ptr() as usize)) {
             return Ok(obj);
@@ -300,48 +337,56 @@ impl<'py> CopyOnWrite<'_, 'py> {
         Ok(new)
     }
 
-    /// Set `value` at `path` inside `out[index]`, copying the containers along the way.
-    fn replace(
-        &mut self,
-        out: &Bound<'py, PyList>,
-        index: usize,
-        path: &[Step],
-        value: &Bound<'py, PyAny>,
-    ) -> PyResult<()> {
-        let Some((last, parents)) = path.split_last() else {
-            return Err(PyValueError::new_err("an edit with an empty path"));
-        };
-        let mut node = self.own(out.get_item(index)?)?;
-        out.set_item(index, &node)?;
-        for step in parents {
+    /// The container at `steps` inside `out[index]`, every container on the way a copy of ours.
+    fn walk(&mut self, index: usize, steps: &[Bound<'py, PyAny>]) -> PyResult<Bound<'py, PyAny>> {
+        let mut node = self.own(self.out.get_item(index)?)?;
+        self.out.set_item(index, &node)?;
+        for step in steps {
             let child = self.own(get(&node, step)?)?;
             set(&node, step, &child)?;
             node = child;
         }
-        set(&node, last, value)
+        Ok(node)
+    }
+
+    /// Set `value` at `parents` + `last` inside `out[index]`.
+    fn set_at(
+        &mut self,
+        index: usize,
+        parents: &[Bound<'py, PyAny>],
+        last: &Bound<'py, PyAny>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<()> {
+        set(&self.walk(index, parents)?, last, value)
     }
 }
 
-/// A field on an edit's path: a key or position of a dict or list, an attribute elsewhere (a
-/// LangChain message's field).
-fn get<'py>(node: &Bound<'py, PyAny>, step: &Step) -> PyResult<Bound<'py, PyAny>> {
-    match step {
-        Step::Key(k) if !node.is_instance_of::<PyDict>() && !node.is_instance_of::<PyList>() => {
-            node.getattr(*k)
-        }
-        Step::Key(k) => node.get_item(*k),
-        Step::Index(j) => node.get_item(*j),
+/// Whether a path step on `node` is an item (a dict's key, a list's position) rather than an
+/// attribute (a LangChain message's field).
+fn by_item(node: &Bound<'_, PyAny>) -> bool {
+    node.is_instance_of::<PyDict>() || node.is_instance_of::<PyList>()
+}
+
+fn get<'py>(node: &Bound<'py, PyAny>, step: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    match by_item(node) {
+        true => node.get_item(step),
+        false => node.getattr(step.cast::<PyString>()?),
     }
 }
 
-fn set(node: &Bound<'_, PyAny>, step: &Step, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    match step {
-        Step::Key(k) if !node.is_instance_of::<PyDict>() && !node.is_instance_of::<PyList>() => {
-            node.setattr(*k, value)
-        }
-        Step::Key(k) => node.set_item(*k, value),
-        Step::Index(j) => node.set_item(*j, value),
+fn set(node: &Bound<'_, PyAny>, step: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    match by_item(node) {
+        true => node.set_item(step, value),
+        false => node.setattr(step.cast::<PyString>()?, value),
     }
+}
+
+/// A core path step as the Python object `apply_edits` takes.
+fn step_object<'py>(py: Python<'py>, step: &Step) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match step {
+        Step::Key(k) => PyString::new(py, k).into_any(),
+        Step::Index(j) => j.into_pyobject(py)?.into_any(),
+    })
 }
 
 /// An edit's replacement (compact JSON text) as new Python objects.
@@ -359,13 +404,13 @@ pub(super) fn planned_edit<'py>(
     steps: &[Step],
     value: Option<&str>,
 ) -> PyResult<PlannedEdit<'py>> {
-    let path = PyList::empty(py);
-    for step in steps {
-        match step {
-            Step::Key(k) => path.append(*k)?,
-            Step::Index(j) => path.append(*j)?,
-        }
-    }
+    let path = PyList::new(
+        py,
+        steps
+            .iter()
+            .map(|s| step_object(py, s))
+            .collect::<PyResult<Vec<_>>>()?,
+    )?;
     let value = match value {
         Some(text) => json_value(py, text)?,
         None => py.None().into_bound(py),
@@ -409,5 +454,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_tail_start, m)?)?;
     m.add_function(wrap_pyfunction!(prune_plan, m)?)?;
     m.add_function(wrap_pyfunction!(prune, m)?)?;
+    m.add_function(wrap_pyfunction!(apply_edits, m)?)?;
     Ok(())
 }
