@@ -31,7 +31,7 @@ use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::message::{Content, ImageSource, Message, Part, Role, ToolCall};
 use crate::profile::Provider;
 use crate::tool_render::{
-    parse_json, render_response_format, render_tools, response_format_title,
+    parse_json, render_response_format, render_tools, response_format_title, title_tokens,
     tools_without_property_comments, Json,
 };
 use crate::wire::push_json_string;
@@ -451,7 +451,7 @@ impl Counter {
             (None, Some(system)) => self.appended(&system, text) + 4,
             (None, None) => self.text(text) as i64 + 1 + 4 + 3,
         };
-        let title = title.map_or(0, |t| 2 * self.text(t) as i64 + 1);
+        let title = title.map_or(0, |t| title_tokens(self.text(t) as usize) as i64);
         block + title + 4 * replies
     }
 

@@ -536,17 +536,23 @@ pub fn render_structured_output(name: &str, description: Option<&str>, schema: &
 }
 
 /// The root `title` of a json_schema `response_format`, which the prompt does not show inside
-/// the schema but bills apart, for `2 x tokens(title) + 1` (`exact::Counter::structured_output`).
+/// the schema but bills apart (`title_tokens`).
 pub fn response_format_title(rf: &Json) -> Option<&str> {
     if rf.get("type").and_then(Json::as_str) != Some("json_schema") {
         return None;
     }
-    let title = rf
-        .get("json_schema")?
-        .get("schema")?
-        .get("title")?
-        .as_str()?;
-    (!title.is_empty()).then_some(title)
+    schema_title(rf.get("json_schema")?.get("schema")?)
+}
+
+/// A schema's non-empty root `title`.
+fn schema_title(schema: &Json) -> Option<&str> {
+    schema.get("title")?.as_str().filter(|t| !t.is_empty())
+}
+
+/// Tokens a schema's root title bills, given its own token count: twice it, plus one
+/// (`exact::Counter::structured_output` says how it was derived).
+pub fn title_tokens(tokens: usize) -> usize {
+    2 * tokens + 1
 }
 
 /// `json` (JSON text) with every non-ASCII character written as `\uXXXX` (UTF-16 units, lower-case
@@ -745,8 +751,8 @@ pub fn openai_tool_block_tokens<'a>(
 }
 
 /// Tokens of the structured-output text OpenAI renders for a json_schema response format
-/// (`render_structured_output`) in `encoding`, plus its root title's (billed apart, `2 x
-/// tokens + 1`: `exact::Counter::structured_output`); `None` when `schema` is not valid JSON.
+/// (`render_structured_output`) in `encoding`, plus its root title's (billed apart,
+/// `title_tokens`); `None` when `schema` is not valid JSON.
 /// Cached by content, as the tool block is.
 pub fn openai_response_format_tokens(
     name: &str,
@@ -767,10 +773,7 @@ pub fn openai_response_format_tokens(
     cached_count(h.finish(), || {
         let schema = parse_json(schema)?;
         let text = render_structured_output(name, description, &schema);
-        let title = match schema.get("title").and_then(Json::as_str) {
-            Some(t) if !t.is_empty() => 2 * encoding.count(t) + 1,
-            _ => 0,
-        };
+        let title = schema_title(&schema).map_or(0, |t| title_tokens(encoding.count(t)));
         Some((encoding.count(&text) + title) as u32)
     })
 }
