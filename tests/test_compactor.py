@@ -223,6 +223,7 @@ def test_double_collision_merges_into_a_neighbour_when_the_tail_cannot_move():
 
 
 def test_anthropic_user_first_and_tool_result_right_after_tool_use():
+    checked = raised = 0
     for conv in tau()[:8]:
         chat = conv["messages"]
         msgs, system = convert(chat, "anthropic")
@@ -232,10 +233,15 @@ def test_anthropic_user_first_and_tool_result_right_after_tool_use():
             c = cf.Compactor(provider="anthropic", budget=int(before * share), system=system, strategy="summarize")
             try:
                 r = c.compact(msgs)
-            except cf.CompactionBudgetError:
+            except cf.CompactionBudgetError as e:
+                assert e.tokens > e.budget
+                raised += 1
                 continue
             check(r, msgs, snap, "anthropic")
             assert r.messages[0]["role"] == "user"
+            checked += r.changed
+    # A raise on every case would check nothing: most of the 16 cases must compact.
+    assert checked >= 8, (checked, raised)
 
 
 def thinking_history() -> list[dict]:
