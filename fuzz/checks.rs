@@ -15,7 +15,7 @@ use contextfold::exact::Counter;
 use contextfold::ledger::{content_hash, Entry, Ledger};
 use contextfold::media_tokens::MediaKind;
 use contextfold::message::{Content, Detail, Image, ImageSource, Message, Part, Role, ToolCall};
-use contextfold::profile::Provider;
+use contextfold::provider::Provider;
 use contextfold::prune::{plan, PruneOptions};
 use contextfold::session_state::SessionState;
 use contextfold::shrink_json::{shrink_json as shrink, MIN_MAX_CHARS};

@@ -1223,7 +1223,7 @@ pub fn verify(
 mod tests {
     use super::*;
     use crate::message::ToolCall;
-    use crate::profile::Provider;
+    use crate::provider::Provider;
 
     fn est() -> Estimator {
         Estimator::new(Provider::OpenAI, "")

@@ -5,9 +5,7 @@
 //! messages (system prompt, tool definitions, reply priming): two call sites that count
 //! differently make a compaction trigger and the budget it compacts to disagree.
 
-use std::borrow::Cow;
-
-use crate::exact::Encoding;
+use crate::encoding::Encoding;
 use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::media_tokens::media_tokens;
@@ -15,7 +13,9 @@ use crate::message::{
     Content, Detail, Image, ImageSource, MediaKind, Message, Part, ThoughtSignatures, ToolCall,
 };
 use crate::model_info::{is_gemini_3, model_info, Family, ModelInfo};
-use crate::profile::{on_vertex_ai, profile_for, Profile, Provider};
+use crate::profile::{on_vertex_ai, profile_for, Profile};
+use crate::provider::Provider;
+pub use crate::request_extras::{RequestExtras, ResponseFormat, ToolDef};
 use crate::text_stats::{text_tokens, TextWeights, BASE64_TOKENS_PER_BYTE};
 use crate::tool_render::{openai_response_format_tokens, openai_tool_block_tokens};
 
@@ -87,44 +87,6 @@ fn text_weights_of(family: Family, profile: &Profile) -> (&'static TextWeights, 
         Family::Gemini | Family::Gemma => (&TextWeights::GEMINI, 1.0),
         _ => (&TextWeights::O200K, profile.text_scale),
     }
-}
-
-/// A tool definition as sent: its name and its whole definition serialized as compact JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolDef<'a> {
-    pub name: Cow<'a, str>,
-    pub json: Cow<'a, str>,
-}
-
-/// A structured-output schema the reply is constrained to (OpenAI `response_format`, the
-/// Responses `text.format`, Anthropic `output_format`, Gemini `responseJsonSchema`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResponseFormat<'a> {
-    /// The format's name (OpenAI's `json_schema.name`), empty when it has none.
-    pub name: Cow<'a, str>,
-    pub description: Option<Cow<'a, str>>,
-    /// The JSON schema, as compact JSON.
-    pub schema: Cow<'a, str>,
-}
-
-impl ResponseFormat<'_> {
-    /// The same format owning its text (kept past the objects it was read from).
-    pub fn into_owned(self) -> ResponseFormat<'static> {
-        ResponseFormat {
-            name: Cow::Owned(self.name.into_owned()),
-            description: self.description.map(|d| Cow::Owned(d.into_owned())),
-            schema: Cow::Owned(self.schema.into_owned()),
-        }
-    }
-}
-
-/// What a request carries besides its messages.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestExtras<'a> {
-    /// A top-level system prompt (Anthropic `system`, or one to be prepended).
-    pub system: Option<Cow<'a, str>>,
-    pub tools: Vec<ToolDef<'a>>,
-    pub response_format: Option<ResponseFormat<'a>>,
 }
 
 /// What the request overhead pays for, in fractional tokens.
@@ -500,6 +462,7 @@ impl Estimator {
 mod tests {
     use super::*;
     use crate::message::Detail;
+    use std::borrow::Cow;
 
     fn call<'a>(id: &'a str, name: &'a str, args: &'a str) -> ToolCall<'a> {
         ToolCall {

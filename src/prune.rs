@@ -391,7 +391,7 @@ pub fn plan_with(
 mod tests {
     use super::*;
     use crate::message::{Format, ToolCall};
-    use crate::profile::Provider;
+    use crate::provider::Provider;
     use std::borrow::Cow;
 
     fn history<'a>(big: &'a str, args: &'a str) -> Vec<Message<'a>> {

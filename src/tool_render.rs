@@ -28,7 +28,7 @@
 //! the model is not shown (`shown_in_prompt`: `required`, `additionalProperties: false`,
 //! `default`, numeric and length bounds, the root `title`, which is billed apart).
 
-use crate::wire::push_json_string;
+use crate::json_string::push_json_string;
 
 /// A JSON value with object keys in their original order (the rendering follows it).
 #[derive(Debug, Clone, PartialEq)]
@@ -736,7 +736,7 @@ impl Parser<'_> {
 /// counts are cached by content: a history re-estimated every turn tokenizes it once.
 pub fn openai_tool_block_tokens<'a>(
     tools: impl Iterator<Item = &'a str> + Clone,
-    encoding: crate::exact::Encoding,
+    encoding: crate::encoding::Encoding,
 ) -> Option<u32> {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -758,7 +758,7 @@ pub fn openai_response_format_tokens(
     name: &str,
     description: Option<&str>,
     schema: &str,
-    encoding: crate::exact::Encoding,
+    encoding: crate::encoding::Encoding,
 ) -> Option<u32> {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();

@@ -8,7 +8,7 @@
 
 use contextfold::estimate::{Estimator, RequestExtras};
 use contextfold::message::{Format, Message, Part};
-use contextfold::profile::Provider;
+use contextfold::provider::Provider;
 use contextfold::prune::{plan, Edit, PruneOptions, Step};
 use contextfold::wire::{detect, read_history};
 use proptest::prelude::*;

@@ -8,7 +8,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
-use crate::exact::{encoding_for as core_encoding_for, Counter, Encoding, UnknownModel};
+use crate::encoding::{encoding_for as core_encoding_for, Encoding, UnknownModel};
+use crate::exact::Counter;
 use crate::tool_render::Json;
 
 use super::messages::{Keep, Walker};

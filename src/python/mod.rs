@@ -12,7 +12,7 @@ use crate::image_tokens::{
     image_tokens as image_cost, rule_for, size_correction, unsized_refs, ImageRule,
 };
 use crate::message::{Detail, Message};
-use crate::profile::Provider;
+use crate::provider::Provider;
 
 mod breakdown;
 mod compaction;

@@ -18,11 +18,11 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
+use crate::encoding::Encoding;
 use crate::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
-use crate::exact::Encoding;
 use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
 use crate::message::Message;
-use crate::profile::Provider;
+use crate::provider::Provider;
 use crate::session_state::SessionState;
 
 use super::json_out::json_len;

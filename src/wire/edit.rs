@@ -6,8 +6,8 @@
 //! replacement as compact JSON in that format. Applying an edit is a copy-on-write assignment
 //! along the path; no key is ever added (the last step names a key the message already has).
 
-use super::json_size::push_json_string;
 use super::{anthropic, bedrock, gemini, langchain, openai_chat, openai_responses, Format};
+use crate::json_string::push_json_string;
 use crate::message::{ImageSource, Message, Part};
 
 /// One step of a path inside a message: a field or a list position.

@@ -27,57 +27,8 @@ pub use read::{
 };
 pub use wire_format::WireFormat;
 
+pub use crate::message::Format;
 use crate::message::Message;
-
-/// The wire format a message was read from: decides how an edit of it is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub enum Format {
-    /// Nothing format-specific seen (a plain `{"role", "content": "text"}` message): any format
-    /// could have sent it, and nothing in it is ever edited.
-    #[default]
-    Unknown,
-    /// OpenAI Chat Completions: `tool_calls`, role `tool`, `image_url` parts.
-    OpenAIChat,
-    /// OpenAI Responses input items: `function_call` / `function_call_output` items,
-    /// `input_text` / `input_image` parts.
-    OpenAIResponses,
-    /// Anthropic Messages: `tool_use` / `tool_result` / `image` blocks.
-    Anthropic,
-    /// Gemini `contents`: `parts` with `functionCall` / `functionResponse` / `inlineData`.
-    Gemini,
-    /// Gemini parts spelled in snake case (`function_call`, `inline_data`: the Python SDK's
-    /// field names).
-    GeminiSnake,
-    /// Bedrock Converse: `toolUse` / `toolResult` / `image` content blocks.
-    Bedrock,
-    /// A LangChain message object, read by meaning by the bindings (see `langchain`).
-    LangChain,
-}
-
-impl Format {
-    /// Combine what two parts of one message say: the first specific format wins, except that
-    /// a Gemini message learns its key spelling from its parts.
-    pub(crate) fn merge(self, other: Format) -> Format {
-        match (self, other) {
-            (Format::Unknown, o) => o,
-            (Format::Gemini, Format::GeminiSnake) => Format::GeminiSnake,
-            (s, _) => s,
-        }
-    }
-
-    /// Its name, as the bindings and reports say it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Unknown => "unknown",
-            Format::OpenAIChat => "openai_chat",
-            Format::OpenAIResponses => "openai_responses",
-            Format::Anthropic => "anthropic",
-            Format::Gemini | Format::GeminiSnake => "gemini",
-            Format::Bedrock => "bedrock",
-            Format::LangChain => "langchain",
-        }
-    }
-}
 
 /// The format of a whole history: the first message that shows one (`Unknown` when none does,
 /// e.g. a history of plain text messages). The one detection of the library: the bindings'

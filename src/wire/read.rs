@@ -7,10 +7,10 @@ use std::fmt::Display;
 
 use super::input::{Input, Key, ReadError, ReadResult, Shape, Src};
 use super::{anthropic, bedrock, gemini, openai_chat, openai_responses, Format};
-use crate::estimate::{RequestExtras, ToolDef};
 use crate::message::{
     Content, Detail, ImageSource, MediaKind, Message, Part, Role, ThoughtSignatures,
 };
+use crate::request_extras::{RequestExtras, ToolDef};
 
 // Real histories nest content two levels deep (a tool result inside a user message); a hostile
 // depth must not overflow the stack.
