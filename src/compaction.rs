@@ -18,8 +18,9 @@ use crate::message::{Content, Message, Part, Role};
 use crate::prune::{self, group_sep, PruneOptions};
 use crate::shrink_json::{is_valid_json, shrink_json};
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
-use crate::wire::edit::{write, CallAt, Change};
-use crate::wire::{Edit, Format, Step};
+use crate::wire::edit::{CallAt, Change};
+use crate::wire::write_edit as write;
+use crate::wire::{Edit, Step};
 
 /// First line of every summary contextfold writes; how a later compaction recognises it.
 pub const SUMMARY_OPEN: &str = "<contextfold:summary>";
@@ -204,10 +205,7 @@ impl MaskEdit {
         match self {
             MaskEdit::Change { path, value, .. } => (path.clone(), Some(value.clone())),
             MaskEdit::DropPart { part, .. } => {
-                let key = match m.wire {
-                    Format::Gemini | Format::GeminiSnake => "parts",
-                    _ => "content",
-                };
+                let key = crate::wire::dialect_of(m.wire).map_or("content", |d| d.content_key);
                 (vec![Step::Key(key), Step::Index(*part)], None)
             }
         }

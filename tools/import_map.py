@@ -64,6 +64,15 @@ def rust_graph() -> dict[str, set[str]]:
     files = [p for p in (ROOT / "src").rglob("*.rs")]
     mods = {rust_module(p): p for p in files}
     graph: dict[str, set[str]] = {m: set() for m in mods}
+    # What each folder module re-exports from outside itself: `pub use crate::a::B` -> {B: a}.
+    reexports: dict[str, dict[str, str]] = {}
+    for m, p in mods.items():
+        if p.name != "mod.rs":
+            continue
+        for path, names in re.findall(r"pub use crate::((?:[a-z_]+::)*)\{?([A-Za-z_, ]+)\}?;", p.read_text()):
+            for name in names.split(","):
+                if name.strip():
+                    reexports.setdefault(m, {})[name.strip()] = path.rstrip(":")
     for m, p in mods.items():
         text = strip_tests(p.read_text())
         # Comments name modules without importing them.
@@ -72,13 +81,25 @@ def rust_graph() -> dict[str, set[str]]:
         # `use crate::{a, b::c}` groups
         for grp in re.findall(r"crate::\{([^}]*)\}", text):
             paths |= {g.strip().split("::")[0] for g in grp.split(",") if g.strip()}
-        if m.startswith("wire") or m.startswith("python"):
-            parent = m.rsplit("::", 1)[0] if "::" in m else ""
-            sups = set(re.findall(r"super::([a-z_][a-z0-9_]*)", text))
+        parent = m.rsplit("::", 1)[0] if "::" in m else ""
+        if parent:
+            # `super::x` is the parent folder's item `x`: a child module, or an item the folder
+            # re-exports from elsewhere (`pub use crate::message::Format`), resolved to its origin.
+            sups = set(re.findall(r"super::([A-Za-z_][A-Za-z0-9_]*)", text))
             for grp in re.findall(r"super::\{([^}]*)\}", text):
                 sups |= {g.strip().split("::")[0] for g in grp.split(",") if g.strip()}
             for sup in sups:
-                paths.add(f"{parent}::{sup}" if parent else sup)
+                origin = reexports.get(parent, {}).get(sup)
+                paths.add(origin if origin else f"{parent}::{sup}")
+        if p.name == "mod.rs" or p.name == "lib.rs":
+            # A folder's own code naming its children (`openai_chat::DIALECT`), beyond the `mod`
+            # declarations and re-exports that assemble it.
+            body = "\n".join(line for line in text.split("\n")
+                             if not re.match(r"\s*(pub\s+)?(mod|use)\s", line))
+            for child in re.findall(r"\b([a-z_][a-z0-9_]*)::", body):
+                cand = f"{m}::{child}" if m != "crate" else child
+                if cand in mods:
+                    paths.add(cand)
         for path in paths:
             segs = path.split("::")
             # the longest prefix that is a module
@@ -239,7 +260,9 @@ def widest_bindings(top: int = 5) -> list[tuple[int, str]]:
 
 
 def report(name: str, graph: dict[str, set[str]], sep: str, edges: bool) -> None:
-    skip = parent_child_reexports(graph, sep)
+    # Rust edges from a folder to its children are real uses (declarations are not read);
+    # a Python package's `__init__` importing its children is how it is assembled.
+    skip = parent_child_reexports(graph, sep) if sep == "." else set()
     g = {v: {w for w in ws if (v, w) not in skip} for v, ws in graph.items()}
     circles = sccs(g)
     in_circle = {(a, b) for c in circles for a in c for b in g[a] if b in c}

@@ -9,12 +9,14 @@
 
 use std::borrow::Cow;
 
+use super::dialect::Dialect;
 use super::edit::{
     if_smaller, image_bytes, json_string, plain_text, text_parts_bytes, CallAt, Change, Step,
     Written,
 };
+use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Shape, Src};
-use super::read::{image_data, invalid, json_or_str, opaque, opt_id, Reader};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
@@ -49,8 +51,8 @@ fn image<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<Part<'a>, V::Error> 
 }
 
 /// The Anthropic block types.
-pub(crate) fn typed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     kind: &'a str,
     p: &V,
     path: &str,
@@ -181,3 +183,15 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 pub(crate) fn text_block_json(text: &str) -> String {
     super::openai_chat::text_block_json(text)
 }
+
+/// Anthropic Messages (the system prompt apart).
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Anthropic,
+    history_key: "messages",
+    content_key: "content",
+    assistant_role: "assistant",
+    strict_turns: true,
+    text_message: text_message_json,
+    text_block: |_, text| text_block_json(text),
+    write,
+};

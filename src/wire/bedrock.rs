@@ -10,19 +10,21 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
+use super::dialect::Dialect;
 use super::edit::role_and_text_list;
 use super::edit::{
     if_smaller, image_bytes, object_of, one_text_part, plain_text, text_parts_bytes, CallAt,
     Change, Step, Written,
 };
+use super::fields::{image_data, image_source, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
-use super::read::{image_data, image_source, json_or_str, opaque, opt_id, Reader};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
 /// A Bedrock block, or `None` when `p` has none of Bedrock's block keys.
-pub(crate) fn keyed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     p: &V,
     path: &str,
 ) -> ReadResult<Option<Part<'a>>, V::Error> {
@@ -150,3 +152,15 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("text", text)])
 }
+
+/// Bedrock Converse messages.
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Bedrock,
+    history_key: "messages",
+    content_key: "content",
+    assistant_role: "assistant",
+    strict_turns: true,
+    text_message: text_message_json,
+    text_block: |_, text| text_block_json(text),
+    write,
+};

@@ -11,18 +11,20 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
+use super::dialect::Dialect;
 use super::edit::role_and_text_list;
 use super::edit::{
     if_smaller, image_bytes, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
 };
+use super::fields::{image_data, json_or_str, opaque, opt_id, opt_str, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
-use super::read::{image_data, json_or_str, opaque, opt_id, opt_str, Reader};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
 /// A Gemini part (no `type` key; its kind is its key).
-pub(crate) fn keyed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     p: &V,
     path: &str,
 ) -> ReadResult<Part<'a>, V::Error> {
@@ -204,3 +206,23 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("text", text)])
 }
+
+/// Gemini `contents` (user / model turns of `parts`), keys in camel case as the REST API
+/// spells them.
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Gemini,
+    history_key: "contents",
+    content_key: "parts",
+    assistant_role: "model",
+    strict_turns: true,
+    text_message: text_message_json,
+    text_block: |_, text| text_block_json(text),
+    write: |msg, change| write(msg, change, false),
+};
+
+/// Gemini parts in the Python SDK's snake case (`function_call`, `inline_data`): written back
+/// in the same spelling.
+pub const SNAKE_DIALECT: Dialect = Dialect {
+    write: |msg, change| write(msg, change, true),
+    ..DIALECT
+};

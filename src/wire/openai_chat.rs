@@ -7,14 +7,16 @@
 
 use std::borrow::Cow;
 
+use super::dialect::Dialect;
 use super::edit::{
     if_smaller, image_bytes, json_string, object_of, plain_text, string_bytes, CallAt, Change,
     Step, Written,
 };
-use super::input::{Input, Key, ReadResult, Shape, Src};
-use super::read::{
-    detail, image_source, invalid, json_or_str, opt_id, opt_str, text_field, Reader,
+use super::fields::{
+    detail, image_source, invalid, json_or_str, opt_id, opt_str, text_field, PartReader, Reader,
 };
+use super::input::{Input, Key, ReadResult, Shape, Src};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCall};
 
@@ -101,8 +103,8 @@ pub(crate) fn image_url<'a, V: Input<'a>>(
 }
 
 /// The chat part types: `text`, `image_url`, `refusal` (and the Assistants' `image_file`).
-pub(crate) fn typed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     kind: &str,
     p: &V,
     path: &str,
@@ -189,3 +191,15 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("type", "text"), ("text", text)])
 }
+
+/// OpenAI chat completions (also Ollama and every OpenAI-compatible server).
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Chat,
+    history_key: "messages",
+    content_key: "content",
+    assistant_role: "assistant",
+    strict_turns: false,
+    text_message: text_message_json,
+    text_block: |_, text| text_block_json(text),
+    write,
+};

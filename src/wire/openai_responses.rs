@@ -11,20 +11,22 @@
 
 use std::borrow::Cow;
 
+use super::dialect::Dialect;
 use super::edit::{
     if_smaller, image_bytes, json_string, object_of, plain_text, string_bytes, CallAt, Change,
     Step, Written,
 };
+use super::fields::{detail, invalid, json_or_str, opaque, opt_id, text_field, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
-use super::read::{detail, invalid, json_or_str, opaque, opt_id, text_field, Reader};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
 
 /// The Responses part types: `input_text`, `output_text`, `summary_text`, `reasoning_text`,
 /// `input_image`, `input_file`.
-pub(crate) fn typed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     kind: &'a str,
     p: &V,
     path: &str,
@@ -60,14 +62,14 @@ pub(crate) fn typed_part<'a, V: Input<'a>>(
 
 /// A Responses input item without a role (`function_call`, `function_call_output`,
 /// `reasoning`, hosted-tool calls).
-pub(crate) fn item<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error> {
+pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error> {
     let Some(kind) = opt_id(m, Key::kind, "type")? else {
         return Err(invalid(
             "role",
             "missing (and no Responses item `type` either)",
         ));
     };
-    let r = Reader::new();
+    let r = Reader::<D>::new();
     let mut msg = match kind {
         "function_call" | "custom_tool_call" => {
             let mut msg = Message::empty("assistant");
@@ -191,3 +193,15 @@ pub(crate) fn text_block_json(assistant: bool, text: &str) -> String {
     };
     object_of(&[("type", kind), ("text", text)])
 }
+
+/// OpenAI Responses input items.
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Responses,
+    history_key: "input",
+    content_key: "content",
+    assistant_role: "assistant",
+    strict_turns: false,
+    text_message: text_message_json,
+    text_block: text_block_json,
+    write,
+};
