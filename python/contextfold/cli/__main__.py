@@ -1,0 +1,3 @@
+from contextfold.cli import main
+
+raise SystemExit(main())

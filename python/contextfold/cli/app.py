@@ -1,0 +1,53 @@
+"""The typer application every command registers on, its exit codes and shared options."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+import contextfold
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 1
+EXIT_USAGE = 2
+EXIT_UNKNOWN_MODEL = 3
+EXIT_MISSING_TOOL = 4
+
+EPILOG = (
+    "Exit codes: 0 ok; 1 some input unreadable (reported with file, line, message index and "
+    "field); 2 usage; 3 unknown model; 4 a needed tool is missing."
+)
+
+app = typer.Typer(
+    name="contextfold",
+    help="Where an LLM agent's context goes: estimate, count, report and benchmark token use.\n\n"
+    "FILE is a JSON history (list of messages), a request body (OpenAI chat / Responses, "
+    "Anthropic, Gemini) or JSONL of either; '-' reads stdin.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+
+ProviderOpt = Annotated[
+    Optional[str],
+    typer.Option("--provider", "-p", help=f"Force the wire format / pricing: {', '.join(contextfold.PROVIDERS)} (default: detected)."),
+]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Model name: picks tokenizer, image rules and context window.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine output: one JSON object (per input line for JSONL).")]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=0, help="Worker processes for JSONL (0, the default: the CPU count; 1: no pool).")]
+FailFastOpt = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first unreadable line (exit 1).")]
+JsonlOpt = Annotated[Optional[bool], typer.Option("--jsonl/--no-jsonl", help="Force JSONL / single-document reading (default: detected).")]
+
+
+def stdout_console() -> Console:
+    """Where results go."""
+    return Console(soft_wrap=True, highlight=False)
+
+
+def stderr_console() -> Console:
+    """Where errors, notices and the progress bar go."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
