@@ -638,7 +638,7 @@ def test_missing_sdk_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, provider: str, module: str, extra: str
 ) -> None:
     monkeypatch.setitem(__import__("sys").modules, module, None)  # the SDK is not installed
-    with pytest.raises(ImportError, match=rf"pip install 'contextfold\[{extra}\]'"):
+    with pytest.raises(ImportError, match=rf"pip install '\.\[{extra}\]' in a checkout"):
         LLMSummarizer(provider, "gpt-4o-mini")
 
 

@@ -22,6 +22,8 @@ from typing import Any, Literal
 from contextfold import _core
 from contextfold.compactor_config import CompactorConfig
 from contextfold.errors import CompactionBudgetError, CompactionError
+from contextfold.model_info import check_model
+from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits, is_langchain_message
 from contextfold.session import Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
@@ -208,6 +210,8 @@ class Compactor:
       ``"anthropic"``, ``"gemini"``, ``"bedrock"``; default: detected from the history's shape.
       Every strategy runs on every format: each masking edit is written in the message's own
       format by the core (``wire/``), or not made at all.
+    - ``strict``: an unknown ``model`` name raises ``UnknownModelError`` (default: an
+      ``UnknownModelWarning``, and generic constants price it).
     - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
       budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
 
@@ -249,6 +253,7 @@ class Compactor:
         tool_result_max_tokens: int = 200,
         arguments_max_chars: int = 2000,
         cache_block_tokens: int | None = None,
+        strict: bool = False,
     ) -> None:
         #: Every option, checked once here (TypeError / ValueError naming the option).
         self.config = cfg = CompactorConfig.build(
@@ -259,6 +264,8 @@ class Compactor:
             wire_format=wire_format, summary_tokens=summary_tokens, min_tail=min_tail,
             tool_result_max_tokens=tool_result_max_tokens, arguments_max_chars=arguments_max_chars,
             cache_block_tokens=cache_block_tokens, tail_share=DEFAULT_TAIL_SHARE)
+        # An unknown model name (a typo) is priced with generic constants: say so, or raise.
+        check_model(cfg.model, strict=strict, stacklevel=2)
         if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
             raise TypeError(f"summarizer must have a summarize(SummaryRequest) method, got {type(summarizer).__name__}")
         if session is not None and not isinstance(session, Session):
@@ -347,6 +354,7 @@ class Compactor:
 
     # -- the gate ------------------------------------------------------------------------------
 
+    @no_panic
     def should_compact(self, messages: Sequence[Any], /) -> bool:
         """True when the history reaches the trigger (the Session gate: O(messages appended since
         the last call)). After a compaction that freed too little the gate backs off until the
@@ -368,6 +376,7 @@ class Compactor:
 
     # -- compaction ----------------------------------------------------------------------------
 
+    @no_panic
     def compact(self, messages: Sequence[Any], /) -> CompactionResult:
         """Compact ``messages`` (see the class docstring); the caller's list is not altered."""
         steps = self._steps(messages)
@@ -379,6 +388,7 @@ class Compactor:
             result: CompactionResult = done.value
             return result
 
+    @no_panic
     async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
         """As ``compact``, awaiting the summarizer's ``asummarize`` (or running its ``summarize``
         in a thread when it has none), so an asyncio server is never blocked by an LLM call."""
@@ -485,15 +495,17 @@ class Compactor:
         def worth_it(after: int) -> str | None:
             freed = before - after
             if freed < self.clear_at_least:
-                return f"would free {freed} tokens, less than clear_at_least={self.clear_at_least}"
+                return (f"compaction skipped: it would free only {freed} tokens, "
+                        f"less than clear_at_least={self.clear_at_least}")
             if freed < self.min_free_share * before:
                 if self._window_full(before):
                     notes.append(f"frees only {freed} tokens, applied anyway: the window is full")
                     return None
                 # Back off: the gate stays closed until the history has grown by that share.
                 self._backoff_below = before + int(self.min_free_share * self._safe_trigger(budget))
-                return (f"backed off: would free only {freed} of {before} tokens "
-                        f"(< min_free_share={self.min_free_share}); the gate reopens at {self._backoff_below} tokens")
+                return (f"compaction skipped: it would free only {freed} of {before} tokens "
+                        f"(less than min_free_share={self.min_free_share}); should_compact stays False "
+                        f"until the history reaches {self._backoff_below} tokens")
             return None
 
         def verified(out: list[Any], seams: list[int], limit: int | None) -> tuple[int, list[tuple[str, int, str]]]:

@@ -18,6 +18,12 @@ its name in the import below.
 
 from __future__ import annotations
 
+import errno
+import os
+import sys
+
+import typer
+
 from contextfold.cli.app import EXIT_BAD_INPUT, EXIT_MISSING_TOOL, EXIT_OK, EXIT_UNKNOWN_MODEL, EXIT_USAGE, app
 
 # Each import registers its command on `app`, in this order (the order of the help).
@@ -27,10 +33,45 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_MISSING_TOOL", "EXIT_OK", "EXIT_UNKNOWN_MODEL
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code.
+
+    Usage errors exit 2; output cut short by a closed pipe (``| head``) is not an error: the
+    rest is dropped quietly and the exit code is 0."""
+    command = typer.main.get_command(app)
     try:
-        app(args=argv, prog_name="contextfold")
+        rv = command.main(args=argv, prog_name="contextfold", standalone_mode=False)
+    except typer.Exit as e:
+        return int(e.exit_code)
+    except _ClickException as e:
+        e.show()  # type: ignore[attr-defined]
+        return int(e.exit_code)  # type: ignore[attr-defined]
+    except typer.Abort:
+        print("Aborted.", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            raise
+        _quiet_stdout()
+        return EXIT_OK
     except SystemExit as e:
-        code = e.code
-        return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
-    return EXIT_OK
+        # click answers a closed pipe itself (exit 1, stdout wrapped to stay quiet): not an error.
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            _quiet_stdout()
+            return EXIT_OK
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+    return rv if isinstance(rv, int) else EXIT_OK
+
+
+# click's base exception, wherever this typer takes click from (its own copy since 0.26).
+_ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _quiet_stdout() -> None:
+    # The reader has gone: point stdout at /dev/null so the interpreter's last flush is silent.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from contextfold.safe_text import clean
 from contextfold.cli.app import EPILOG, EXIT_MISSING_TOOL, EXIT_USAGE, JsonOpt, app, stderr_console, stdout_console
 
 
@@ -27,12 +28,12 @@ def bench(
     try:
         import pytest_benchmark  # noqa: F401
     except ImportError:
-        stderr_console().print("[red]error:[/] bench needs pytest-benchmark: pip install '.[bench]' in the checkout")
+        stderr_console().print("error: bench needs pytest-benchmark: pip install '.[bench]' in the checkout", markup=False)
         raise typer.Exit(EXIT_MISSING_TOOL) from None
     try:
         result = _bench.run(quick=quick, benches=benches, notice=lambda s: stderr_console().print(s, style="yellow", markup=False))
     except FileNotFoundError as e:
-        stderr_console().print(f"[red]error:[/] {e}")
+        stderr_console().print(f"error: {clean(e)}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     if as_json:
         print(json.dumps(result))

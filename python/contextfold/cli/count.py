@@ -18,11 +18,13 @@ from contextfold.cli.app import (
     JobsOpt,
     JsonlOpt,
     JsonOpt,
+    MaxBytesOpt,
     app,
     stderr_console,
     stdout_console,
 )
 from contextfold.cli.documents import failure_of, open_input, read_single
+from contextfold.cli.output import clean
 from contextfold.cli.pool import run_corpus
 from contextfold.inputs import Request
 
@@ -53,10 +55,11 @@ def count(
     jobs: JobsOpt = 0,
     fail_fast: FailFastOpt = False,
     jsonl: JsonlOpt = None,
+    max_bytes: MaxBytesOpt = None,
 ) -> None:
     """Exact prompt tokens with the model's own tokenizer (OpenAI models: tiktoken encodings,
     offline), tools rendered as OpenAI bills them. Other models: exit 3 naming the model."""
-    src = open_input(file, jsonl)
+    src = open_input(file, jsonl, max_bytes)
 
     def check(m: str | None) -> None:
         if m is None:
@@ -65,8 +68,8 @@ def count(
             contextfold.encoding_for(m)
         except contextfold.UnknownModelError:
             stderr_console().print(
-                f"[red]error:[/] no public tokenizer for model {m!r}: exact counts exist for OpenAI models "
-                f"only; use [bold]contextfold estimate --model {m}[/] for an estimate."
+                clean(f"error: no public tokenizer for model {m!r}: exact counts exist for OpenAI models "
+                      f"only; use `contextfold estimate --model {m}` for an estimate."), markup=False
             )
             raise typer.Exit(EXIT_UNKNOWN_MODEL) from None
 
@@ -74,18 +77,18 @@ def count(
     if not src.jsonl:
         req = read_single(src, provider="openai", model=model)
         if req.model is None:
-            stderr_console().print("[red]error:[/] count needs --model (the body names none)")
+            stderr_console().print("error: count needs --model (the body names none)", markup=False)
             raise typer.Exit(EXIT_USAGE)
         check(req.model)
         try:
             res = _count_doc(req)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, RecursionError) as e:
             stderr_console().print(failure_of(e, None).describe(src.name), markup=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         if as_json:
             print(json.dumps(res))
         else:
-            stdout_console().print(f"{res['total']:,} prompt tokens ({res['model']}, {res['encoding']}, {res['messages']:,} messages)")
+            stdout_console().print(clean(f"{res['total']:,} prompt tokens ({res['model']}, {res['encoding']}, {res['messages']:,} messages)"), markup=False)
         return
     totals: list[int] = []
     try:
@@ -94,10 +97,10 @@ def count(
             on_result=lambda _n, r: totals.append(r["total"]),
         )
     except contextfold.UnknownModelError as e:
-        stderr_console().print(f"[red]error:[/] {e}; exact counts exist for OpenAI models only", markup=True)
+        stderr_console().print(clean(f"error: {e}; exact counts exist for OpenAI models only"), markup=False)
         raise typer.Exit(EXIT_UNKNOWN_MODEL) from None
     if not as_json and totals:
-        stdout_console().print(f"{src.name}: {len(totals):,} requests, {sum(totals):,} prompt tokens (median {statistics.median(totals):,.0f})")
+        stdout_console().print(clean(f"{src.name}: {len(totals):,} requests, {sum(totals):,} prompt tokens (median {statistics.median(totals):,.0f})"), markup=False)
     raise typer.Exit(code)
 
 

@@ -7,11 +7,27 @@ import statistics
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 import contextfold
 from contextfold import report as rep
-from contextfold.cli.app import EPILOG, EXIT_BAD_INPUT, FailFastOpt, JobsOpt, JsonlOpt, JsonOpt, ModelOpt, ProviderOpt, app, stderr_console, stdout_console
-from contextfold.cli.documents import failure_of, open_input, read_single
+from contextfold.cli.app import (
+    EPILOG,
+    EXIT_BAD_INPUT,
+    FailFastOpt,
+    JobsOpt,
+    JsonlOpt,
+    JsonOpt,
+    MaxBytesOpt,
+    ModelOpt,
+    ProviderOpt,
+    StrictOpt,
+    app,
+    stderr_console,
+    stdout_console,
+)
+from contextfold.cli.documents import failure_of, open_input, read_single, say_unknown_model
+from contextfold.cli.output import clean
 from contextfold.cli.pool import run_corpus
 from contextfold.inputs import Request
 
@@ -40,22 +56,27 @@ def estimate(
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     as_json: JsonOpt = False,
-    top: Annotated[int, typer.Option(help="List the N largest messages (single history).")] = 5,
+    top: Annotated[int, typer.Option(min=0, help="List the N largest messages (single history).")] = 5,
     jobs: JobsOpt = 0,
     fail_fast: FailFastOpt = False,
     jsonl: JsonlOpt = None,
+    max_bytes: MaxBytesOpt = None,
+    strict: StrictOpt = False,
 ) -> None:
     """Estimated prompt tokens, by role and by kind (text, tool calls, tool outputs, images,
     reasoning, media, tool schemas, overhead), and the parts priced by an assumption."""
-    src = open_input(file, jsonl)
+    say_unknown_model(model, strict=strict)
+    src = open_input(file, jsonl, max_bytes)
     if not src.jsonl:
         req = read_single(src, provider=provider, model=model)
+        if model is None:
+            say_unknown_model(req.model, strict=strict)
         try:
             if as_json:
                 print(json.dumps(_estimate_doc(req, per_message=True)))
             else:
                 _print_breakdown(req, src.name, top)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, RecursionError) as e:
             stderr_console().print(failure_of(e, None).describe(src.name), markup=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         return
@@ -75,7 +96,7 @@ def estimate(
         out = stdout_console()
         grand = sum(totals)
         out.print(
-            f"[bold]{src.name}[/]: {len(totals):,} histories, {grand:,} estimated prompt tokens "
+            f"[bold]{escape(clean(src.name))}[/]: {len(totals):,} histories, {grand:,} estimated prompt tokens "
             f"(per history: median {statistics.median(totals):,.0f}, max {max(totals):,})"
         )
         out.print(rep.kind_table(by_kind, grand))

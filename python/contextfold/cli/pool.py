@@ -14,27 +14,31 @@ from typing import Any
 import contextfold
 from contextfold.cli.app import EXIT_BAD_INPUT, EXIT_OK, stderr_console
 from contextfold.cli.documents import Failure, failure_of
-from contextfold.inputs import Request, Source, read_request
+from contextfold.inputs import DocumentTooLarge, Request, Source, decode_json, read_request
 
 #: What a command computes for one document (top level, so the pool can pickle it by name).
 Op = Callable[[Request], dict[str, Any]]
 
 
-def _process(op: Op, text: str, line: int | None, provider: str | None, model: str | None) -> dict[str, Any] | Failure:
+def _process(op: Op, data: bytes | None, line: int, provider: str | None, model: str | None, cap: int) -> dict[str, Any] | Failure:
+    """One JSONL line: its result, or a Failure for anything wrong with it (invalid UTF-8 or
+    JSON, nesting too deep, a line past the size cap, a bad message), so the run goes on."""
     try:
-        req = read_request(json.loads(text), provider=provider, model=model)
+        if data is None:
+            raise DocumentTooLarge(cap)
+        req = read_request(decode_json(data), provider=provider, model=model)
         return op(req)
     except contextfold.UnknownModelError:
         raise
-    except (ValueError, TypeError) as e:
+    except Exception as e:  # noqa: BLE001 - one bad line is reported, never ends the run
         return failure_of(e, line)
 
 
 def _process_chunk(
-    op: Op, chunk: list[tuple[int, str]], provider: str | None, model: str | None
+    op: Op, chunk: list[tuple[int, bytes | None]], provider: str | None, model: str | None, cap: int
 ) -> list[tuple[int, dict[str, Any] | Failure]]:
     """Worker task: a run of consecutive JSONL lines (picklable, top level for the pool)."""
-    return [(n, _process(op, text, n, provider, model)) for n, text in chunk]
+    return [(n, _process(op, data, n, provider, model, cap)) for n, data in chunk]
 
 
 # --- JSONL: a pool over lines, order kept -----------------------------------------------------
@@ -43,15 +47,15 @@ _CHUNK_BYTES = 1 << 20
 _CHUNK_LINES = 64
 
 
-def _chunks(stream: Iterable[str], progress: Callable[[int], None]) -> Iterator[list[tuple[int, str]]]:
-    chunk: list[tuple[int, str]] = []
+def _chunks(stream: Iterable[bytes | None], progress: Callable[[int], None], cap: int) -> Iterator[list[tuple[int, bytes | None]]]:
+    chunk: list[tuple[int, bytes | None]] = []
     size = 0
-    for n, text in enumerate(stream, start=1):
-        progress(len(text))
-        if not text.strip():
+    for n, data in enumerate(stream, start=1):
+        progress(cap if data is None else len(data))
+        if data is not None and not data.strip():
             continue
-        chunk.append((n, text))
-        size += len(text)
+        chunk.append((n, data))
+        size += 0 if data is None else len(data)
         if size >= _CHUNK_BYTES or len(chunk) >= _CHUNK_LINES:
             yield chunk
             chunk, size = [], 0
@@ -64,15 +68,16 @@ def _run_lines(
 ) -> Iterator[tuple[int, dict[str, Any] | Failure]]:
     """Results of every non-blank line, in input order. Lines are read as the pool drains, so
     at most a few chunks per worker are in memory at once."""
-    chunks = _chunks(src.stream, advance)
+    cap = src.stream.cap
+    chunks = _chunks(src.stream, advance, cap)
     if jobs <= 1:
         for chunk in chunks:
-            yield from _process_chunk(op, chunk, provider, model)
+            yield from _process_chunk(op, chunk, provider, model, cap)
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         pending: deque[Future[list[tuple[int, dict[str, Any] | Failure]]]] = deque()
         for chunk in chunks:
-            pending.append(pool.submit(_process_chunk, op, chunk, provider, model))
+            pending.append(pool.submit(_process_chunk, op, chunk, provider, model, cap))
             while len(pending) >= 4 * jobs:
                 yield from pending.popleft().result()
         while pending:
@@ -171,7 +176,7 @@ def run_corpus(
             src.stream.close()
     if failures:
         err.print(
-            f"[bold red]{len(failures)} of {ok + len(failures)} lines failed[/]"
+            f"[bold red]{len(failures)} of {ok + len(failures)} lines failed[/]"  # numbers only: safe as markup
             + (" (stopped at the first: --fail-fast)" if fail_fast else "")
             + f"; first at line {failures[0].line}."
         )

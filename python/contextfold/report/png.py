@@ -41,7 +41,11 @@ def screenshot(html_path: Path, png_path: Path, *, width: int, height: int, time
             "--disable-dev-shm-usage", f"--user-data-dir={profile}", f"--window-size={width},{height}",
             f"--screenshot={png_path.resolve()}", html_path.resolve().as_uri(),
         ]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except OSError as e:
+            # A CONTEXTFOLD_CHROMIUM that does not exist or cannot run.
+            raise BrowserMissing(f"cannot run the browser {browser!r}: {e.strerror or e}") from e
     if r.returncode != 0 or not png_path.exists():
         raise RuntimeError(f"chromium failed ({r.returncode}): {r.stderr[-500:]}")
 

@@ -11,6 +11,7 @@ from contextfold.breakdown import KINDS, Breakdown, MessageTokens
 from contextfold.compactor import CompactionResult
 from contextfold.inputs import Request
 from contextfold.report.analysis import Plan, ReportData
+from contextfold.safe_text import clean, plain
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,7 +29,7 @@ def kind_table(by_kind: dict[str, int], total: int, title: str = "by kind") -> T
     for k in KINDS:
         v = by_kind.get(k, 0)
         if v:
-            t.add_row(k.replace("_", " "), f"{v:,}", f"{v / max(total, 1):.1%}")
+            t.add_row(plain(k.replace("_", " ")), f"{v:,}", f"{v / max(total, 1):.1%}")
     return t
 
 
@@ -41,7 +42,7 @@ def role_table(by_role: dict[str, int], total: int) -> Table:
     t.add_column("tokens", justify="right")
     t.add_column("share", justify="right")
     for r, v in sorted(by_role.items(), key=lambda kv: -kv[1]):
-        t.add_row(r, f"{v:,}", f"{v / max(total, 1):.1%}")
+        t.add_row(plain(r), f"{v:,}", f"{v / max(total, 1):.1%}")
     return t
 
 
@@ -55,11 +56,13 @@ def print_breakdown(
 ) -> None:
     """The breakdown as text: totals, by kind, by role, the largest messages and what was
     priced by an assumption (``contextfold estimate`` and the first half of the text report)."""
+    from rich.markup import escape
     from rich.table import Table
 
     console.print(
-        f"[bold]{name}[/]: {len(req.messages):,} messages ({req.wire}), provider {req.provider}"
-        + (f", model {req.model}" if req.model else "")
+        f"[bold]{escape(clean(name))}[/]: "
+        + escape(clean(f"{len(req.messages):,} messages ({req.wire}), provider {req.provider}"
+                       + (f", model {req.model}" if req.model else "")))
     )
     console.print(f"estimated prompt tokens: [bold]{b.total:,}[/]")
     console.print(kind_table(dict(b.by_kind), b.total))
@@ -73,12 +76,12 @@ def print_breakdown(
             t.add_column(col, justify="right" if col in ("#", "tokens") else "left", no_wrap=True, overflow="ellipsis",
                          min_width=full, max_width=48 if col == "preview" else None)
         for r in rows:
-            t.add_row(*r)
+            t.add_row(*(plain(c) for c in r))
         console.print(t)
     if b.unmeasured:
         console.print(f"[yellow]{len(b.unmeasured)} part(s) priced by an assumption:[/]")
         for u in b.unmeasured[:10]:
-            console.print(f"  message {u.index}: {u.kind}, {u.assumed_tokens:,} tokens ({u.reason})", markup=False)
+            console.print(clean(f"  message {u.index}: {u.kind}, {u.assumed_tokens:,} tokens ({u.reason})"), markup=False)
 
 
 def compaction_lines(r: CompactionResult, n_messages: int) -> list[str]:
@@ -133,10 +136,10 @@ def print_text(d: ReportData, name: str, console: Console) -> None:
         wasted = sum(x.wasted_tokens for x in d.duplicates)
         console.print(f"duplicated tool outputs: {len(d.duplicates)} outputs sent more than once, {wasted:,} tokens in extra copies")
         for x in d.duplicates[:5]:
-            console.print(f"  messages {', '.join(map(str, x.indices))}: {x.tokens_each:,} tokens each  {x.preview[:60]}", markup=False)
+            console.print(clean(f"  messages {', '.join(map(str, x.indices))}: {x.tokens_each:,} tokens each  {x.preview[:60]}"), markup=False)
     console.print(f"\n[bold]compaction plan[/] at a budget of {d.plan.budget:,} tokens (what Compactor.compact does; extractive summary, offline):")
     for line in plan_lines(d.plan, b.per_message):
-        console.print(f"  {line}", markup=False)
+        console.print(clean(f"  {line}"), markup=False)
     if d.recorded:
         errs = sorted(est / real - 1 for _, real, est in d.recorded)
         n, real, est = d.recorded[-1]

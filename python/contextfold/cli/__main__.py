@@ -1,3 +1,0 @@
-from contextfold.cli import main
-
-raise SystemExit(main())
