@@ -256,3 +256,25 @@ def test_the_config_is_frozen_and_holds_the_checked_options():
     assert c.config.budget == 2**62
     with pytest.raises(AttributeError):
         c.config.budget = 5  # type: ignore[misc]
+
+
+# -- a core panic never escapes as a BaseException --------------------------------------------------
+
+
+def test_a_panic_under_compact_reaches_the_caller_as_an_internal_error_that_except_exception_catches():
+    # pyo3 raises its PanicException from `pyo3_runtime`; one raised under compact() (here by
+    # the summarizer, the one place a test can raise it without a core bug) must come out as
+    # contextfold.InternalError, an Exception.
+    panic = type("PanicException", (BaseException,), {"__module__": "pyo3_runtime"})
+
+    class Panics:
+        def summarize(self, request):
+            raise panic("index out of bounds: the len is 4 but the index is 18446744073709551612")
+
+    c = cf.Compactor(budget=2500, strategy="summarize", summarizer=Panics())
+    with pytest.raises(cf.InternalError, match="Compactor.compact.*index out of bounds") as info:
+        try:
+            c.compact(_long_chat())
+        except Exception:
+            raise
+    assert isinstance(info.value, Exception)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,8 +13,9 @@ from typing import Any
 import contextfold
 from contextfold.breakdown import Breakdown, MessageTokens
 from contextfold.compactor import CompactionResult, Compactor
-from contextfold.errors import CompactionError
+from contextfold.errors import CompactionError, UnknownModelWarning
 from contextfold.inputs import Request
+from contextfold.model_info import check_model
 from contextfold.summarize import ExtractiveSummarizer
 
 # Outputs shorter than this (characters) are not worth reporting as duplicates.
@@ -120,8 +122,9 @@ def preview(message: Any, width: int = 80) -> str:
         text = (text + " " if text else "") + f"→ {names}"
     if not text and _get(message, "type") in ("function_call", "custom_tool_call"):
         text = f"→ {_get(message, 'name')}"
-    s = " ".join(text.split())
-    return s[: width - 1] + "…" if len(s) > width else s
+    # Cut before splitting: a 50 MB message must not be split whole for an 80-character line.
+    s = " ".join(text[: width * 8].split())
+    return s[: width - 1] + "…" if len(s) > width or len(text) > width * 8 else s
 
 
 def _tool_outputs(req: Request) -> list[tuple[int, str]]:
@@ -154,7 +157,7 @@ def _duplicates(req: Request, per: Sequence[MessageTokens]) -> tuple[Duplicate, 
         seen.setdefault(h, []).append(i)
         text_of.setdefault(h, text)
     dups = [
-        Duplicate(tuple(ix), per[ix[-1]].tokens, " ".join(text_of[h].split())[:100])
+        Duplicate(tuple(ix), per[ix[-1]].tokens, " ".join(text_of[h][:800].split())[:100])
         for h, ix in seen.items()
         if len(ix) > 1
     ]
@@ -182,7 +185,15 @@ def largest(b: Breakdown, messages: Sequence[Any], top: int) -> tuple[tuple[Mess
 def analyze(req: Request, *, budget: int | None = None, window: int | None = None, top: int = 8) -> ReportData:
     """Compute what the reports show for one request. ``budget``: target tokens of the
     compaction plan (default: the Compactor's own budget when the history is past it, else half
-    the estimate); ``window``: context window (default: from the model name, when known)."""
+    the estimate); ``window``: context window (default: from the model name, when known). An
+    unknown model name is said once (``UnknownModelWarning``)."""
+    check_model(req.model, stacklevel=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownModelWarning)  # said once, above
+        return _analyze(req, budget=budget, window=window, top=top)
+
+
+def _analyze(req: Request, *, budget: int | None, window: int | None, top: int) -> ReportData:
     opts = req.options()
     b = contextfold.breakdown(req.messages, **opts)
     if window is None and req.model:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +15,10 @@ from contextfold.report.svg import _MAX_COLUMNS, COLORS, GATE_COLOR, PLAN_COLORS
 from contextfold.report.text import _mostly, plan_lines
 
 
+# Legend swatches by class (the CSP allows no inline style attribute).
+_SWATCHES = {**{k: c for k, c in COLORS.items()}, "window": WINDOW_COLOR, "gate": GATE_COLOR,
+             **{f"plan-{k}": c for k, c in PLAN_COLORS.items()}}
+
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1040px;color:#222;background:#fff}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #eee;padding-bottom:4px}
@@ -23,11 +29,22 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px;border-bott
 table{border-collapse:collapse;font-size:13px;margin:6px 0}td,th{padding:3px 10px;border-bottom:1px solid #f0f0f0;text-align:left}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}.pv{color:#555;max-width:620px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:24px}.warn{color:#8a6d00}
-"""
+body{padding:0 16px}svg{max-width:100%;height:auto}
+""" + "".join(f".sw-{name}{{background:{color}}}" for name, color in _SWATCHES.items()) + "\n"
+
+
+def _csp(css: str) -> str:
+    """The page's Content-Security-Policy: nothing loads, no script, no inline style attribute;
+    the one <style> element is allowed by its hash; no <base>, no form target."""
+    digest = base64.b64encode(hashlib.sha256(css.encode("utf-8")).digest()).decode("ascii")
+    return (f"default-src 'none'; style-src 'sha256-{digest}'; img-src data:; base-uri 'none'; "
+            "form-action 'none'")
 
 
 def _legend(items: Sequence[tuple[str, str]]) -> str:
-    return '<div class="legend">' + "".join(f'<span><i class="sw" style="background:{c}"></i>{html.escape(t)}</span>' for t, c in items) + "</div>"
+    """A legend of ``(label, swatch)`` pairs; a swatch is a key of ``_SWATCHES``."""
+    return '<div class="legend">' + "".join(
+        f'<span><i class="sw sw-{html.escape(c)}"></i>{html.escape(t)}</span>' for t, c in items) + "</div>"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], numeric: set[int]) -> str:
@@ -52,13 +69,14 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
         ("messages", f"{len(per):,}"),
     ]
     if d.window:
-        cards.append(("of the context window", f"{b.total / d.window:.1%}"))
+        share = b.total / d.window
+        cards.append(("of the context window", f"{share:.1%}") if share < 2 else ("times the context window", f"{share:,.1f}x"))
         cards.append(("compaction gate", f"{d.gate:,}"))
     if d.duplicates:
         cards.append(("in duplicated outputs", f"{sum(x.wasted_tokens for x in d.duplicates):,}"))
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
+        f"<meta http-equiv='Content-Security-Policy' content=\"{_csp(_CSS)}\">",
         f"<title>contextfold report: {html.escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>Where the tokens go: {html.escape(title)}</h1>",
         f"<div class='sub'>{len(per):,} messages ({html.escape(req.wire)}), provider {html.escape(req.provider)}"
@@ -66,8 +84,8 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
         + f" · contextfold {html.escape(contextfold.__version__)} · estimated tokens (no tokenizer call)</div>",
         "<div class='cards'>" + "".join(f"<div class='card'><b>{v}</b>{html.escape(k)}</div>" for k, v in cards) + "</div>",
         "<h2>Context growth, stacked by kind</h2>",
-        _legend([(k.replace("_", " "), COLORS[k]) for k in KINDS if b.by_kind.get(k)]
-                + ([("context window", WINDOW_COLOR), ("compaction gate", GATE_COLOR)] if d.window and d.window <= 3 * total else [])),
+        _legend([(k.replace("_", " "), k) for k in KINDS if b.by_kind.get(k)]
+                + ([("context window", "window"), ("compaction gate", "gate")] if d.window and d.window <= 3 * total else [])),
         growth_svg(d),
     ]
     if d.window and d.window > 3 * total:
@@ -75,8 +93,8 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
     shown = set(p.states(len(per)))  # the legend names only the plan states the strip shows
     parts += [
         "<h2>Tokens per message</h2>",
-        _legend([(k.replace("_", " "), COLORS[k]) for k in KINDS if b.by_kind.get(k)]
-                + [(f"plan: {s}", c) for s, c in PLAN_COLORS.items() if s in shown]),
+        _legend([(k.replace("_", " "), k) for k in KINDS if b.by_kind.get(k)]
+                + [(f"plan: {s}", f"plan-{s}") for s in PLAN_COLORS if s in shown]),
         per_message_svg(d),
     ]
     if len(per) > _MAX_COLUMNS:
@@ -87,18 +105,34 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
     for m, st in zip(per, states):
         by_state[st] += m.tokens
         count[st] += 1
+    overhead = sum(b.request_overhead.values())
+    after: dict[str, int | str] = {k: "" for k in PLAN_COLORS}
+    total_after: int | str = ""
+    if p.result is not None and p.result.changed:
+        # What each part costs once compacted: verbatim parts as before, shortened ones less what
+        # masking saved, the folded ones become the summary (the rest of the compacted total).
+        saved = sum(x.tokens_saved for x in p.result.pruned)
+        after.update(head=by_state["head"], kept=by_state["kept"], masked=max(0, by_state["masked"] - saved))
+        rest = p.result.tokens_after - overhead - by_state["head"] - by_state["kept"] - int(after["masked"])
+        after["fold"] = max(0, rest) if count["fold"] else 0
+        total_after = p.result.tokens_after
+    elif p.result is not None:
+        after = dict(by_state)
+        total_after = b.total
     parts += [
         f"<h2>Compaction plan at a budget of {p.budget:,} tokens</h2>",
         "<p class='sub'>What <code>Compactor.compact</code> does to this history (hybrid strategy, extractive summary: offline).</p>",
         _table(
-            ["part", "messages", "tokens now"],
+            ["part", "messages", "tokens before", "tokens after"],
             [
-                ["head (kept verbatim)", count["head"], by_state["head"]],
-                ["folded into one summary", count["fold"], by_state["fold"]],
-                ["shortened (old tool output, images, arguments)", count["masked"], by_state["masked"]],
-                ["kept verbatim", count["kept"], by_state["kept"]],
+                ["head (kept verbatim)", count["head"], by_state["head"], after["head"]],
+                ["folded into one summary", count["fold"], by_state["fold"], after["fold"]],
+                ["shortened (old tool output, images, arguments)", count["masked"], by_state["masked"], after["masked"]],
+                ["kept verbatim", count["kept"], by_state["kept"], after["kept"]],
+                ["system, tools and framing", "", overhead, overhead if p.result is not None else ""],
+                ["total", len(per), b.total, total_after],
             ],
-            {1, 2},
+            {1, 2, 3},
         ),
         "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in plan_lines(p, per)) + "</ul>",
         "<div class='grid'><div><h2>By kind</h2>",

@@ -11,7 +11,7 @@ from pathlib import Path
 from contextfold.breakdown import KINDS
 from contextfold.report.analysis import ReportData
 from contextfold.report.html import _CSS, _legend
-from contextfold.report.svg import COLORS, growth_svg
+from contextfold.report.svg import growth_svg
 
 
 class BrowserMissing(RuntimeError):
@@ -54,7 +54,7 @@ def write_png(d: ReportData, png_path: Path) -> None:
     """The growth chart (with its legend) as a PNG, rendered by headless Chromium."""
     page = (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{_CSS}body{{margin:8px;max-width:none}}</style></head><body>"
-        + _legend([(k.replace("_", " "), COLORS[k]) for k in KINDS if d.breakdown.by_kind.get(k)])
+        + _legend([(k.replace("_", " "), k) for k in KINDS if d.breakdown.by_kind.get(k)])
         + growth_svg(d)
         + "</body></html>"
     )

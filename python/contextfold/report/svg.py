@@ -3,6 +3,8 @@ message with the compaction plan as a strip."""
 
 from __future__ import annotations
 
+import html
+
 from contextfold.breakdown import KINDS
 from contextfold.report.analysis import ReportData
 
@@ -42,8 +44,29 @@ def _ticks(top: float) -> list[int]:
     return [int(step * k) for k in range(int(top // step) + 1)]
 
 
-def _fmt(n: float) -> str:
-    return f"{n / 1000:.0f}k" if n >= 10_000 else f"{n:,.0f}"
+def _unit(top: float) -> tuple[float, str]:
+    """One unit for every tick of an axis, chosen by its largest tick (never "10000k")."""
+    if top >= 1_000_000:
+        return 1_000_000, "M"
+    if top >= 10_000:
+        return 1_000, "k"
+    return 1, ""
+
+
+def _fmt(n: float, top: float | None = None) -> str:
+    """``n`` in the unit of an axis whose largest tick is ``top`` (default: ``n``'s own)."""
+    div, suffix = _unit(n if top is None else top)
+    if not suffix or n == 0:
+        return f"{n:,.0f}"
+    v = n / div
+    return f"{v:,.1f}".rstrip("0").rstrip(".") + suffix
+
+
+def _axis_label(text: str, top: int, h: int) -> str:
+    """The y axis's title, written upwards beside the tick labels."""
+    cy = top + h / 2
+    return (f'<text class="axis-title" x="12" y="{cy:.1f}" transform="rotate(-90 12 {cy:.1f})" text-anchor="middle" '
+            f'font-size="12" fill="#333">{html.escape(text)}</text>')
 
 
 def growth_svg(d: ReportData, width: int = 1000, height: int = 380) -> str:
@@ -80,9 +103,11 @@ def growth_svg(d: ReportData, width: int = 1000, height: int = 380) -> str:
 
     out = [f'<svg id="growth" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="cumulative tokens by kind">']
     out.append(f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fafafa" stroke="#ddd"/>')
-    for t in _ticks(ymax):
+    ticks = _ticks(ymax)
+    for t in ticks:
         out.append(f'<line x1="{left}" x2="{left + w}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#e6e6e6"/>')
-        out.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" font-size="11" fill="#555">{_fmt(t)}</text>')
+        out.append(f'<text class="tick" x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" font-size="11" fill="#555">{_fmt(t, ticks[-1])}</text>')
+    out.append(_axis_label("prompt tokens (cumulative)", top, h))
     # One polygon per kind: the band between the cumulative sum of the kinds below and its own top.
     base = [0] * len(stacks)
     for k in KINDS:
@@ -93,10 +118,17 @@ def growth_svg(d: ReportData, width: int = 1000, height: int = 380) -> str:
         back = [f"{x(i + 1):.1f},{y(v):.1f} {x(i):.1f},{y(v):.1f}" for i, v in reversed(list(enumerate(base)))]
         out.append(f'<polygon class="kind-{k}" points="{" ".join(pts + back)}" fill="{COLORS[k]}"><title>{k.replace("_", " ")}: {b.by_kind[k]:,} tokens</title></polygon>')
         base = topv
+    # The window's label at the right end of its line, the gate's at the left: two lines a few
+    # pixels apart (a history far above the window) never print their labels on each other.
     for label, v, color, dash in lines:
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        # A white casing under the line: it stays visible across a band of its own colour.
+        out.append(f'<line x1="{left}" x2="{left + w}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ffffff" stroke-width="5"/>')
         out.append(f'<line class="limit" x1="{left}" x2="{left + w}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="{color}" stroke-width="2"{dash_attr}/>')
-        out.append(f'<text x="{left + 6}" y="{y(v) - 5:.1f}" font-size="12" fill="{color}">{label} {v:,}</text>')
+        at_right = label == "context window"
+        x_text, anchor = (left + w - 6, "end") if at_right else (left + 6, "start")
+        out.append(f'<text class="limit-label" x="{x_text}" y="{y(v) - 5:.1f}" text-anchor="{anchor}" font-size="12" '
+                   f'fill="{color}" stroke="#fafafa" stroke-width="3" paint-order="stroke">{label} {v:,}</text>')
     for t in _ticks(len(per)):
         xi = left + w * t / max(len(per), 1)
         out.append(f'<text x="{xi:.1f}" y="{top + h + 16}" text-anchor="middle" font-size="11" fill="#555">{t}</text>')
@@ -118,10 +150,12 @@ def per_message_svg(d: ReportData, width: int = 1000, height: int = 240) -> str:
     bw = w / n
     out = [f'<svg id="per-message" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="tokens per message by kind">']
     out.append(f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fafafa" stroke="#ddd"/>')
-    for t in _ticks(ymax):
+    ticks = _ticks(ymax)
+    for t in ticks:
         yy = top + h - h * t / ymax
         out.append(f'<line x1="{left}" x2="{left + w}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#e6e6e6"/>')
-        out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" font-size="11" fill="#555">{_fmt(t)}</text>')
+        out.append(f'<text class="tick" x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" font-size="11" fill="#555">{_fmt(t, ticks[-1])}</text>')
+    out.append(_axis_label("tokens", top, h))
     for i, m in enumerate(picks):
         y0: float = top + h
         for k in KINDS:
@@ -130,7 +164,7 @@ def per_message_svg(d: ReportData, width: int = 1000, height: int = 240) -> str:
                 continue
             hh = h * v / ymax
             y0 -= hh
-            out.append(f'<rect x="{left + i * bw:.2f}" y="{y0:.2f}" width="{max(bw - 0.3, 0.6):.2f}" height="{hh:.2f}" fill="{COLORS[k]}"><title>#{m.index} {m.role}: {k.replace("_", " ")} {v:,} of {m.tokens:,}</title></rect>')
+            out.append(f'<rect x="{left + i * bw:.2f}" y="{y0:.2f}" width="{max(bw - 0.3, 0.6):.2f}" height="{hh:.2f}" fill="{COLORS[k]}"><title>#{m.index} {html.escape(m.role)}: {k.replace("_", " ")} {v:,} of {m.tokens:,}</title></rect>')
     # The plan strip: head, folded, masked (pruned) and kept messages.
     states = d.plan.states(len(per))
     sy = top + h + 8
