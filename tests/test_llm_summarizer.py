@@ -384,7 +384,8 @@ def test_timeout_falls_back(kit: Kit, mode: str) -> None:
 
 
 def test_timeout_is_retried_then_succeeds(kit: Kit, mode: str) -> None:
-    result, server, _, _ = run(kit, mode, [Reply(delay=1.0), kit.ok()], timeout=0.3, max_retries=1)
+    # Each attempt may take 0.3 s; the whole call, retries included, 10 s.
+    result, server, _, _ = run(kit, mode, [Reply(delay=1.0), kit.ok()], timeout=10, attempt_timeout=0.3, max_retries=1)
     assert result == SummaryResult(TEMPLATE)
     assert len(server.requests) == 2
 
