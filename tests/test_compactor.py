@@ -110,7 +110,7 @@ def test_anti_thrash_backs_off_when_little_can_be_freed():
     c = cf.Compactor(budget=10_000, strategy="summarize", pinned=list(range(6, len(msgs))),
                      min_free_share=0.2, context_window=200_000)
     r = c.compact(msgs)
-    assert not r.changed and r.reason is not None and r.reason.startswith("backed off"), r.reason
+    assert not r.changed and r.reason is not None and r.reason.startswith("compaction skipped"), r.reason
     assert r.messages == msgs and r.messages is not msgs
     # The gate stays closed until the history has grown by min_free_share of the trigger.
     assert not c.should_compact(msgs + agent_history(1)[2:4])

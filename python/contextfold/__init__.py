@@ -27,14 +27,16 @@ from contextfold.errors import (
     CompactionBudgetError,
     CompactionError,
     InvalidMessageError,
+    InternalError,
     InvalidUsageError,
     SessionStateError,
     SessionStoreError,
     UnknownModelError,
+    UnknownModelWarning,
 )
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.images import fetch_image_size, http_image_sizes
-from contextfold.model_info import ModelInfo, model_info
+from contextfold.model_info import ModelInfo, check_model, model_info
 from contextfold.prune import find_tail_start, prune
 from contextfold.session import Session
 from contextfold.summarize import (
@@ -46,6 +48,9 @@ from contextfold.summarize import (
 )
 
 __all__ = [
+    "UnknownModelWarning",
+    "check_model",
+    "InternalError",
     "PROVIDERS",
     "Breakdown",
     "CompactionBudgetError",

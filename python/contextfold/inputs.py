@@ -10,8 +10,8 @@ detected; ``provider=`` forces it. JSONL is read line by line (files larger than
 
 from __future__ import annotations
 
-import io
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -133,33 +133,80 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
     raise InputError("expected a list of messages or a request body with messages, input or contents", field="messages")
 
 
-class _Prepend:
-    """A text stream with already-read text put back in front (what `json.load` and line
-    iteration need: ``read``, ``readline``, iteration, ``close``)."""
+#: The largest document read (a JSON file, or one line of JSONL), in bytes: past it the input is
+#: refused with a clean error instead of being read until memory runs out (``/dev/zero``, an
+#: endless stdin). Override with the CLI's ``--max-bytes`` or ``CONTEXTFOLD_MAX_BYTES``.
+MAX_DOCUMENT_BYTES = 512 << 20
+MAX_BYTES_ENV = "CONTEXTFOLD_MAX_BYTES"
+# Bytes read at once while skipping the rest of a line longer than the cap.
+_SKIP_CHUNK = 1 << 20
 
-    def __init__(self, head: str, rest: IO[str]) -> None:
-        self._lines = io.StringIO(head)
+
+def max_document_bytes(explicit: int | None = None) -> int:
+    """The cap in force: ``explicit``, else ``$CONTEXTFOLD_MAX_BYTES``, else the default."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get(MAX_BYTES_ENV)
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            raise InputError(f"{MAX_BYTES_ENV} must be a number of bytes, got {env!r}", field=MAX_BYTES_ENV) from None
+        if value > 0:
+            return value
+        raise InputError(f"{MAX_BYTES_ENV} must be > 0, got {value}", field=MAX_BYTES_ENV)
+    return MAX_DOCUMENT_BYTES
+
+
+class DocumentTooLarge(InputError):
+    """A document (or a JSONL line) larger than the cap; ``limit`` is the cap in bytes."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"larger than the cap of {limit:,} bytes (raise it with --max-bytes or {MAX_BYTES_ENV})")
+        self.limit = limit
+
+
+class Lines:
+    """A byte stream read with a cap: the first line is put back in front after detection;
+    ``document()`` reads the whole (at most ``cap`` bytes), iteration yields each line, or None
+    for a line longer than the cap (its bytes are skipped, never held)."""
+
+    def __init__(self, head: bytes, rest: IO[bytes], cap: int) -> None:
+        self._pending = head.splitlines(keepends=True)
         self._rest = rest
-        self._head_done = False
+        self.cap = cap
 
-    def readline(self) -> str:
-        if not self._head_done:
-            line = self._lines.readline()
-            if line:
+    def _readline(self) -> bytes:
+        if self._pending:
+            line = self._pending.pop(0)
+            if line.endswith(b"\n") or len(line) > self.cap or self._pending:
                 return line
-            self._head_done = True
-        return self._rest.readline()
+            return line + self._rest.readline(self.cap + 1 - len(line))
+        return self._rest.readline(self.cap + 1)
 
-    def read(self) -> str:
-        head = "" if self._head_done else self._lines.read()
-        self._head_done = True
-        return head + self._rest.read()
+    def document(self) -> bytes:
+        """Everything (head included); DocumentTooLarge past the cap."""
+        head = b"".join(self._pending)
+        self._pending = []
+        data = head + self._rest.read(max(0, self.cap + 1 - len(head)))
+        if len(data) > self.cap:
+            raise DocumentTooLarge(self.cap)
+        return data
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[bytes | None]:
         while True:
-            line = self.readline()
+            line = self._readline()
             if not line:
                 return
+            if len(line) > self.cap and not line.endswith(b"\n"):
+                # Skip to the end of this line in fixed chunks: memory stays at one chunk.
+                while True:
+                    more = self._rest.readline(_SKIP_CHUNK)
+                    if not more or more.endswith(b"\n"):
+                        break
+                yield None
+                continue
             yield line
 
     def close(self) -> None:
@@ -169,38 +216,53 @@ class _Prepend:
 @dataclass(frozen=True, slots=True)
 class Source:
     """An opened input: ``name`` for messages (the path, or ``<stdin>``), whether it is JSONL,
-    its size in bytes when known (for progress), and the text stream."""
+    its size in bytes when known (for progress), and the byte stream (capped)."""
 
     name: str
     jsonl: bool
     size: int | None
-    stream: _Prepend
+    stream: Lines
 
 
-def open_source(path: str, *, jsonl: bool | None = None) -> Source:
+def open_source(path: str, *, jsonl: bool | None = None, max_bytes: int | None = None) -> Source:
     """Open ``path`` (``-`` for stdin) and tell JSON from JSONL: by extension (``.jsonl``,
     ``.ndjson``) or, otherwise, by whether the first line is a whole JSON value followed by more
-    lines. Only the first line is read ahead; nothing else is loaded."""
+    lines. Only the first line is read ahead (at most the cap); nothing else is loaded."""
+    cap = max_document_bytes(max_bytes)
     if path == "-":
-        raw: IO[str] = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+        raw: IO[bytes] = sys.stdin.buffer
         name, size = "<stdin>", None
     else:
         p = Path(path)
-        raw = p.open(encoding="utf-8")
+        raw = p.open("rb")
         name, size = path, p.stat().st_size
     if jsonl is None and path != "-" and Path(path).suffix.lower() in (".jsonl", ".ndjson"):
         jsonl = True
-    first = raw.readline()
+    first = raw.readline(cap + 1)
     if jsonl is None:
         jsonl = False
-        if first.strip():
+        if first.strip() and len(first) <= cap:
             try:
                 json.loads(first)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
             else:
-                rest = raw.readline()
+                rest = raw.readline(cap + 1)
                 jsonl = bool(rest.strip())
                 first += rest
-    stream = _Prepend(first, raw)
-    return Source(name, jsonl, size, stream)
+    return Source(name, jsonl, size, Lines(first, raw, cap))
+
+
+def decode_json(data: bytes) -> Any:
+    """One JSON document from bytes: invalid UTF-8 and nesting too deep for the parser are
+    ValueErrors saying where, like invalid JSON."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"invalid UTF-8 at byte {e.start}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read") from None
