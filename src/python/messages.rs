@@ -192,6 +192,11 @@ impl<'k, 'py> PyInput<'k, 'py> {
         PyInput { v, keep }
     }
 
+    /// The Python value itself.
+    pub(super) fn value(&self) -> &Bound<'py, PyAny> {
+        &self.v
+    }
+
     #[inline]
     fn wrap(&self, v: Bound<'py, PyAny>) -> Self {
         PyInput { v, keep: self.keep }
@@ -369,7 +374,7 @@ impl<'k, 'py> Walker<'k, 'py> {
         Walker { py, keep, index: 0 }
     }
 
-    fn input(&self, v: &Bound<'py, PyAny>) -> PyInput<'k, 'py> {
+    pub(super) fn input(&self, v: &Bound<'py, PyAny>) -> PyInput<'k, 'py> {
         PyInput::new(v.clone(), self.keep)
     }
 
