@@ -10,14 +10,17 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::media_tokens::media_tokens;
 use crate::message::{
-    Content, Detail, Image, ImageSource, MediaKind, Message, Part, ThoughtSignatures, ToolCall,
+    Content, Detail, Image, ImageSource, MediaKind, Message, Part, Role, ThoughtSignatures,
+    ToolCall,
 };
 use crate::model_info::{is_gemini_3, model_info, Family, ModelInfo};
 use crate::profile::{on_vertex_ai, profile_for, Profile};
 use crate::provider::Provider;
 pub use crate::request_extras::{RequestExtras, ResponseFormat, ToolDef};
 use crate::text_stats::{text_tokens, TextWeights, BASE64_TOKENS_PER_BYTE};
-use crate::tool_render::{openai_response_format_tokens, openai_tool_block_tokens};
+use crate::tool_render::{
+    openai_response_format_tokens, openai_system_tokens, openai_tool_block_tokens,
+};
 
 /// Tokens per character for opaque parts (audio, files, unknown blocks) priced from their
 /// serialized size: the common 4 characters per token rule, for lack of anything better.
@@ -253,6 +256,17 @@ impl Estimator {
         }
     }
 
+    /// Tokens of a system prompt's text: OpenAI models count it exactly, cached by content (it
+    /// is as static over a conversation as the tools); other families sample it as any text.
+    fn system_text(&self, s: &str) -> f64 {
+        match self.model_encoding {
+            Some(enc) if self.encoding.is_none() => {
+                self.profile.text_scale * f64::from(openai_system_tokens(s, enc))
+            }
+            _ => self.text(s),
+        }
+    }
+
     /// Tokens of one image part.
     pub fn image(&self, img: &Image<'_>) -> u32 {
         let dims = match img.source {
@@ -323,9 +337,18 @@ impl Estimator {
         if let Some(name) = m.name {
             t += p.per_name + self.text(name);
         }
+        let system = matches!(m.role, Role::System | Role::Developer);
         t += match &m.content {
             Content::None => 0.0,
+            Content::Text(s) if system => self.system_text(s),
             Content::Text(s) => self.text(s),
+            Content::Parts(parts) if system => parts
+                .iter()
+                .map(|x| match x {
+                    Part::Text(s) => self.system_text(s),
+                    _ => self.part(x),
+                })
+                .sum(),
             Content::Parts(parts) => parts.iter().map(|x| self.part(x)).sum(),
         };
         for c in &m.tool_calls {
@@ -374,7 +397,7 @@ impl Estimator {
         };
         if let Some(s) = &extras.system {
             o.system_envelope = p.per_message;
-            o.system_text = self.text(s);
+            o.system_text = self.system_text(s);
         }
         if !extras.tools.is_empty() {
             o.tool_schemas = self.tools(&extras.tools);

@@ -22,6 +22,7 @@ pub mod profile;
 pub mod provider;
 pub mod prune;
 pub mod request_extras;
+pub mod request_settings;
 pub mod session_state;
 pub mod shrink_json;
 pub mod tail_walk;

@@ -778,6 +778,17 @@ pub fn openai_response_format_tokens(
     })
 }
 
+/// Tokens of a system prompt in `encoding`, cached by content as the tool block is: a system
+/// prompt is as static over a conversation as the tools, and English prose is where the sampled
+/// estimate (fitted mostly on code and tool output) misses most (a 6,155-character markdown
+/// policy: 1,674 sampled against 1,260 counted for gpt-4o).
+pub fn openai_system_tokens(text: &str, encoding: crate::encoding::Encoding) -> u32 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (encoding.name(), "system", text).hash(&mut h);
+    cached_count(h.finish(), || Some(encoding.count(text) as u32)).unwrap_or(0)
+}
+
 /// `count()`, remembered by `key` (a hash of what it counts) for the whole process. Bounded: a
 /// server pricing many distinct tool sets starts over rather than grow.
 fn cached_count(key: u64, count: impl FnOnce() -> Option<u32>) -> Option<u32> {

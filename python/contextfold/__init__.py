@@ -38,6 +38,14 @@ from contextfold.limits import context_window, ollama_context_window
 from contextfold.images import fetch_image_size, http_image_sizes
 from contextfold.model_info import ModelInfo, check_model, model_info
 from contextfold.prune import find_tail_start, prune
+from contextfold.request import (
+    RequestBody,
+    RequestSettings,
+    breakdown_request,
+    count_request,
+    estimate_request,
+    read_request,
+)
 from contextfold.session import Session
 from contextfold.summarize import (
     ExtractiveSummarizer,
@@ -64,6 +72,8 @@ __all__ = [
     "MessageTokens",
     "ModelInfo",
     "Pruned",
+    "RequestBody",
+    "RequestSettings",
     "Session",
     "SessionStateError",
     "SessionStoreError",
@@ -74,16 +84,19 @@ __all__ = [
     "UnmeasuredPart",
     "__version__",
     "breakdown",
+    "breakdown_request",
     "context_window",
     "count",
     "count_each",
     "count_many",
+    "count_request",
     "count_text",
     "detect_wire_format",
     "encoding_for",
     "estimate",
     "estimate_each",
     "estimate_many",
+    "estimate_request",
     "fetch_image_size",
     "find_tail_start",
     "http_image_sizes",
@@ -92,6 +105,7 @@ __all__ = [
     "model_info",
     "ollama_context_window",
     "prune",
+    "read_request",
     "request_overhead",
     "shrink_json",
     "wire_bytes",

@@ -40,6 +40,7 @@ __all__ = [
     "image_tokens",
     "apply_edits",
     "prune",
+    "read_request",
     "prune_plan",
     "request_overhead",
     "shrink_json",
@@ -509,3 +510,20 @@ def detect_wire_format(messages: Sequence[Any], /) -> _WireFormat | None:
     one; None when none does (plain text messages, an empty history). Reads messages one by one
     and stops at the first that decides. Raises ``InvalidMessageError`` on a message it cannot
     read, ``TypeError`` when ``messages`` is a str or a dict."""
+
+def read_request(
+    body: Any, /, *, provider: _Provider | None = None
+) -> tuple[
+    str,
+    str,
+    str | None,
+    Any,
+    list[Any] | None,
+    Any,
+    Any,
+    tuple[str, int | None, str | None, str | None, str | None, list[tuple[str, str]], list[str], int],
+    int,
+]:
+    """A request body read by the core: ``(api, provider, model, messages, tools, system,
+    response_format, settings, settings_tokens)``; ``contextfold.request.read_request`` wraps it.
+    Raises ``ValueError`` with ``.field`` naming the body's field."""

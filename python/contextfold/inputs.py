@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from contextfold._core import PROVIDERS, detect_wire_format
+from contextfold.request import RequestBody
+from contextfold.request import read_request as read_body
 
 
 class InputError(ValueError):
@@ -35,7 +37,7 @@ class Request:
     """One history and what surrounds it, ready for `estimate` / `count` / `breakdown`.
 
     ``wire`` is the detected format (``history``, ``openai-chat``, ``openai-responses``,
-    ``anthropic``, ``gemini``); ``recorded`` holds recorded model calls with their reported
+    ``anthropic``, ``gemini``, ``bedrock``); ``recorded`` holds recorded model calls with their reported
     ``usage_prompt_tokens`` when the document carries them (the bundled example does).
     """
 
@@ -49,6 +51,8 @@ class Request:
     #: The structured-output schema the body asks for (OpenAI ``response_format``, Responses
     #: ``text``, Anthropic ``output_format``, Gemini ``generationConfig``), as sent.
     response_format: Any = None
+    #: The body as the core read it (its settings and what they cost); None for a history.
+    body: RequestBody | None = None
 
     def options(self) -> dict[str, Any]:
         """Keyword arguments of `contextfold.estimate` / `breakdown` for this request."""
@@ -56,33 +60,11 @@ class Request:
                 "response_format": self.response_format}
 
 
-def _gemini_tools(tools: Any) -> list[Any] | None:
-    if not isinstance(tools, list):
-        return None
-    out: list[Any] = []
-    for t in tools:
-        if isinstance(t, dict) and ("functionDeclarations" in t or "function_declarations" in t):
-            out.extend(t.get("functionDeclarations") or t.get("function_declarations") or [])
-        # Server tools (googleSearch, codeExecution) carry no schema to price.
-    return out or None
-
-
-def _gemini_system(system: Any) -> Any:
-    if isinstance(system, dict):
-        return system.get("parts") or system.get("text")
-    return system
-
-
-def _tools(tools: Any) -> list[Any] | None:
-    if tools is None:
-        return None
-    if not isinstance(tools, list):
-        raise InputError(f"tools must be a list, got {type(tools).__name__}", field="tools")
-    return tools or None
-
-
 def read_request(doc: Any, *, provider: str | None = None, model: str | None = None) -> Request:
-    """Normalize one parsed JSON document into a `Request` (raises `InputError`)."""
+    """Normalize one parsed JSON document into a `Request` (raises `InputError`).
+
+    A list is a history; an object is a request body, read by the core's body readers (the one
+    reader `contextfold.read_request` / `estimate_request` use)."""
     if provider is not None and provider not in PROVIDERS:
         raise InputError(f"unknown provider {provider!r}; valid: {', '.join(PROVIDERS)}", field="provider")
     if isinstance(doc, list):
@@ -93,44 +75,15 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
         return Request(doc, provider, model, None, None, "history")
     if not isinstance(doc, dict):
         raise InputError(f"expected a list of messages or a request body (an object), got {type(doc).__name__}")
-    model = model or (doc.get("model") if isinstance(doc.get("model"), str) else None)
     recorded: list[dict[str, Any]] = doc["requests"] if isinstance(doc.get("requests"), list) else []
+    # A recorded document may name the provider that served it (the bundled example does).
     named = doc.get("provider") if doc.get("provider") in PROVIDERS else None
-    if "contents" in doc:
-        contents = doc["contents"]
-        if not isinstance(contents, list):
-            raise InputError("contents must be a list", field="contents")
-        system = _gemini_system(doc.get("systemInstruction", doc.get("system_instruction")))
-        config = doc.get("generationConfig", doc.get("generation_config"))
-        return Request(contents, provider or "gemini", model, _gemini_tools(doc.get("tools")), system, "gemini", recorded,
-                       config if isinstance(config, dict) else None)
-    if "input" in doc and "messages" not in doc:
-        items = doc["input"]
-        if isinstance(items, str):
-            items = [{"role": "user", "content": items}]
-        if not isinstance(items, list):
-            raise InputError("input must be a string or a list of items", field="input")
-        text = doc.get("text")
-        return Request(items, provider or named or "openai", model, _tools(doc.get("tools")), doc.get("instructions"),
-                       "openai-responses", recorded, text if isinstance(text, dict) else None)
-    if "messages" in doc:
-        messages = doc["messages"]
-        if not isinstance(messages, list):
-            raise InputError("messages must be a list", field="messages")
-        tools = doc.get("tools")
-        anthropic = (
-            doc.get("system") is not None
-            or "anthropic_version" in doc
-            or "claude" in (model or "").lower()
-            or (isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools))
-            or detect_wire_format(messages) == "anthropic"
-        )
-        wire = "anthropic" if anthropic and named in (None, "anthropic") else "openai-chat"
-        detected = named or ("anthropic" if wire == "anthropic" else "openai")
-        rf = doc.get("output_format") if wire == "anthropic" else doc.get("response_format")
-        return Request(messages, provider or detected, model, _tools(doc.get("tools")), doc.get("system"), wire, recorded,
-                       rf if isinstance(rf, dict) else None)
-    raise InputError("expected a list of messages or a request body with messages, input or contents", field="messages")
+    try:
+        body = read_body(doc, provider=provider or named)
+    except ValueError as e:
+        raise InputError(str(e), field=getattr(e, "field", None) or None) from e
+    return Request(body.messages, body.provider, model or body.model, body.tools, body.system, body.api, recorded,
+                   body.response_format, body)
 
 
 #: The largest document read (a JSON file, or one line of JSONL), in bytes: past it the input is

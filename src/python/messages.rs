@@ -32,7 +32,7 @@ impl<'k, 'py> Walker<'k, 'py> {
         Walker { py, keep, index: 0 }
     }
 
-    fn input(&self, v: &Bound<'py, PyAny>) -> PyInput<'k, 'py> {
+    pub(super) fn input(&self, v: &Bound<'py, PyAny>) -> PyInput<'k, 'py> {
         PyInput::new(v.clone(), self.keep)
     }
 

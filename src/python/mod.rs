@@ -17,6 +17,7 @@ mod langchain_message;
 mod messages;
 mod prune;
 mod py_input;
+mod request;
 mod sdk_objects;
 mod session;
 mod shrink_json;
@@ -31,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     exact::register(m)?;
     floor_walk::register(m)?;
     prune::register(m)?;
+    request::register(m)?;
     session::register(m)?;
     shrink_json::register(m)?;
     Ok(())

@@ -188,6 +188,11 @@ impl<'k, 'py> PyInput<'k, 'py> {
         PyInput { v, keep }
     }
 
+    /// The Python value itself.
+    pub(super) fn value(&self) -> &Bound<'py, PyAny> {
+        &self.v
+    }
+
     #[inline]
     fn wrap(&self, v: Bound<'py, PyAny>) -> Self {
         PyInput { v, keep: self.keep }

@@ -16,6 +16,10 @@ use super::edit::{
 };
 use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Shape, Src};
+use super::request::{
+    cache_breakpoints, history_list, list_items, opt_u64, tool_choice, Api, Body, McpServer,
+    Thinking,
+};
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
@@ -195,3 +199,46 @@ pub const DIALECT: Dialect = Dialect {
     text_block: |_, text| text_block_json(text),
     write,
 };
+/// A Messages API body: `messages`, `system` (a string or text blocks), `tools` (client and
+/// server tools), `output_format` (or `output_config.format`), `thinking`, `tool_choice`,
+/// `mcp_servers`, `cache_control` breakpoints.
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let mut out = Body::new(Api::Anthropic, history_list(b, Key::messages)?);
+    out.system = b.get(Key::system).src()?;
+    out.tools = list_items(b.get(Key::tools).src()?, "tools")?;
+    out.response_format = match b.get(Key::output_format).src()? {
+        Some(f) => Some(f),
+        None => match b.get(Key::output_config).src()? {
+            Some(c) => c.get(Key::format).src()?,
+            None => None,
+        },
+    };
+    if let Some(t) = b.get(Key::thinking).src()? {
+        out.settings.thinking = match opt_id(&t, Key::kind, "thinking.type")? {
+            Some("enabled") => Thinking::Enabled {
+                budget: opt_u64(&t, Key::budget_tokens, "thinking")?,
+            },
+            Some("adaptive") => Thinking::Adaptive,
+            _ => Thinking::Off,
+        };
+    }
+    out.settings.tool_choice = tool_choice(b, Key::tool_choice)?;
+    for (j, s) in list_items(b.get(Key::mcp_servers).src()?, "mcp_servers")?
+        .iter()
+        .enumerate()
+    {
+        let field = |k: Key| -> ReadResult<String, V::Error> {
+            Ok(
+                super::fields::opt_str(s, k, format_args!("mcp_servers[{j}].{}", k.as_str()))?
+                    .map(Cow::into_owned)
+                    .unwrap_or_default(),
+            )
+        };
+        out.settings.mcp_servers.push(McpServer {
+            name: field(Key::name)?,
+            url: field(Key::url)?,
+        });
+    }
+    out.settings.cache_breakpoints = cache_breakpoints(b, out.system.as_ref(), &out.tools)?;
+    Ok(out)
+}

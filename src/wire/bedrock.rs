@@ -18,6 +18,7 @@ use super::edit::{
 };
 use super::fields::{image_data, image_source, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
+use super::request::{history_list, list_items, opt_u64, Api, Body, Thinking, ToolChoice};
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
@@ -164,3 +165,38 @@ pub const DIALECT: Dialect = Dialect {
     text_block: |_, text| text_block_json(text),
     write,
 };
+/// A Converse body: `messages`, `system` (text blocks), `toolConfig.tools` (`toolSpec`s) and
+/// `toolConfig.toolChoice` (`{"auto"|"any": {}}`, `{"tool": {"name"}}`), and Anthropic's
+/// `thinking` passed in `additionalModelRequestFields`.
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let mut out = Body::new(Api::Bedrock, history_list(b, Key::messages)?);
+    out.system = b.get(Key::system).src()?;
+    if let Some(tc) = b.get(Key::toolConfig).src()? {
+        out.tools = list_items(tc.get(Key::tools).src()?, "toolConfig.tools")?;
+        if let Some(choice) = tc.get(Key::toolChoice).src()? {
+            out.settings.tool_choice = if choice.get(Key::any).src()?.is_some() {
+                ToolChoice::Any
+            } else if let Some(t) = choice.get(Key::tool).src()? {
+                let name =
+                    super::fields::opt_str(&t, Key::name, "toolConfig.toolChoice.tool.name")?;
+                ToolChoice::Tool(name.map(Cow::into_owned).unwrap_or_default())
+            } else if choice.get(Key::auto).src()?.is_some() {
+                ToolChoice::Auto
+            } else {
+                ToolChoice::Unset
+            };
+        }
+    }
+    if let Some(extra) = b.get(Key::additionalModelRequestFields).src()? {
+        if let Some(t) = extra.get(Key::thinking).src()? {
+            if opt_id(&t, Key::kind, "additionalModelRequestFields.thinking.type")?
+                == Some("enabled")
+            {
+                out.settings.thinking = Thinking::Enabled {
+                    budget: opt_u64(&t, Key::budget_tokens, "thinking")?,
+                };
+            }
+        }
+    }
+    Ok(out)
+}

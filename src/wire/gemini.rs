@@ -18,6 +18,7 @@ use super::edit::{
 };
 use super::fields::{image_data, json_or_str, opaque, opt_id, opt_str, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
+use super::request::{history_list, list_items, opt_u64, Api, Body, Thinking, ToolChoice};
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
@@ -226,3 +227,92 @@ pub const SNAKE_DIALECT: Dialect = Dialect {
     write: |msg, change| write(msg, change, true),
     ..DIALECT
 };
+/// A `generateContent` request: `contents`, `systemInstruction`, `tools` (function
+/// declarations flattened; `googleSearch`, `codeExecution`, ... kept as server tools),
+/// `toolConfig.functionCallingConfig.mode`, `generationConfig` (its schema and
+/// `thinkingConfig`). The Python SDK's `config` (snake case, the same fields) is read too.
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let mut out = Body::new(Api::Gemini, history_list(b, Key::contents)?);
+    let config = b.get(Key::config).src()?;
+    let field = |camel: Key, snake: Key| -> ReadResult<Option<V>, V::Error> {
+        for src in [Some(b), config.as_ref()].into_iter().flatten() {
+            for k in [camel, snake] {
+                if let Some(v) = src.get(k).src()? {
+                    return Ok(Some(v));
+                }
+            }
+        }
+        Ok(None)
+    };
+    out.system = match field(Key::systemInstruction, Key::system_instruction)? {
+        Some(s) => match s.get(Key::parts).src()? {
+            Some(p) => Some(p),
+            None if s.str().src()?.is_some() || s.shape() == super::Shape::List => Some(s),
+            None => s.get(Key::text).src()?,
+        },
+        None => None,
+    };
+    for (j, t) in list_items(field(Key::tools, Key::tools)?, "tools")?
+        .into_iter()
+        .enumerate()
+    {
+        let decls = match t.get(Key::functionDeclarations).src()? {
+            Some(d) => Some(d),
+            None => t.get(Key::function_declarations).src()?,
+        };
+        if let Some(d) = decls {
+            out.tools.extend(list_items(
+                Some(d),
+                &format!("tools[{j}].functionDeclarations"),
+            )?);
+        }
+        for (k, _) in t.entries().src()?.unwrap_or_default() {
+            if k != "functionDeclarations" && k != "function_declarations" {
+                out.settings.server_tools.push(k);
+            }
+        }
+    }
+    if let Some(tc) = field(Key::toolConfig, Key::tool_config)? {
+        let fc = match tc.get(Key::functionCallingConfig).src()? {
+            Some(f) => Some(f),
+            None => tc.get(Key::function_calling_config).src()?,
+        };
+        if let Some(fc) = fc {
+            let mode = opt_str(&fc, Key::mode, "toolConfig.functionCallingConfig.mode")?;
+            out.settings.tool_choice = match mode.as_deref().map(str::to_ascii_uppercase) {
+                Some(m) if m == "ANY" || m == "VALIDATED" => ToolChoice::Any,
+                Some(m) if m == "NONE" => ToolChoice::None,
+                Some(m) if m == "AUTO" => ToolChoice::Auto,
+                _ => ToolChoice::Unset,
+            };
+        }
+    }
+    // The SDK's `config` holds the generation settings itself.
+    let gen = match field(Key::generationConfig, Key::generation_config)? {
+        Some(g) => Some(g),
+        None => config,
+    };
+    if let Some(g) = &gen {
+        let thinking = match g.get(Key::thinkingConfig).src()? {
+            Some(t) => Some(t),
+            None => g.get(Key::thinking_config).src()?,
+        };
+        if let Some(t) = thinking {
+            let mut budget = opt_u64(&t, Key::thinkingBudget, "thinkingConfig")?;
+            if budget.is_none() {
+                budget = opt_u64(&t, Key::thinking_budget, "thinkingConfig")?;
+            }
+            out.settings.thinking = match budget {
+                Some(0) => Thinking::Off,
+                b => Thinking::Enabled { budget: b },
+            };
+            for k in [Key::thinkingLevel, Key::thinking_level] {
+                if let Some(l) = opt_str(&t, k, "thinkingConfig.thinkingLevel")? {
+                    out.settings.reasoning_effort = Some(l.into_owned());
+                }
+            }
+        }
+    }
+    out.response_format = gen;
+    Ok(out)
+}

@@ -24,6 +24,7 @@ pub mod langchain;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod read;
+pub mod request;
 pub mod response_format;
 pub mod wire_format;
 
@@ -34,6 +35,7 @@ pub use json_size::{json_string_len, push_json_string};
 pub use read::{
     read_extras, read_history, read_message, read_system, read_tools, ExtrasError, HistoryError,
 };
+pub use request::{read_request, Api, Body, History, McpServer, Settings, Thinking, ToolChoice};
 pub use wire_format::WireFormat;
 
 pub use crate::message::Format;

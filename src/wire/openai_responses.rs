@@ -19,6 +19,7 @@ use super::edit::{
 use super::fields::{detail, invalid, json_or_str, opaque, opt_id, text_field, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
+use super::request::{cache_breakpoints, list_items, tool_choice, Api, Body, History};
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
@@ -205,3 +206,35 @@ pub const DIALECT: Dialect = Dialect {
     text_block: text_block_json,
     write,
 };
+/// A Responses API body: `input` (a string or a list of items), `instructions`, `tools` (function
+/// and hosted tools, MCP included), `text` (its `format`), `tool_choice`, `reasoning.effort`.
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let input = b
+        .get(Key::input)
+        .src()?
+        .ok_or_else(|| invalid("input", "missing"))?;
+    let history = match input.str().src()? {
+        Some(s) => History::Text(s),
+        None if input.shape() == super::Shape::List => History::List(input),
+        None => {
+            return Err(invalid(
+                "input",
+                format!(
+                    "input must be a string or a list of items, got {}",
+                    input.type_name()
+                ),
+            ))
+        }
+    };
+    let mut out = Body::new(Api::OpenAIResponses, history);
+    out.system = b.get(Key::instructions).src()?;
+    out.tools = list_items(b.get(Key::tools).src()?, "tools")?;
+    out.response_format = b.get(Key::text).src()?;
+    out.settings.tool_choice = tool_choice(b, Key::tool_choice)?;
+    if let Some(r) = b.get(Key::reasoning).src()? {
+        out.settings.reasoning_effort =
+            super::fields::opt_str(&r, Key::effort, "reasoning.effort")?.map(Cow::into_owned);
+    }
+    out.settings.cache_breakpoints = cache_breakpoints(b, None, &out.tools)?;
+    Ok(out)
+}
