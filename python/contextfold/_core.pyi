@@ -14,6 +14,7 @@ _ResponseFormat = Mapping[str, Any] | type
 
 __version__: str
 __all__ = [
+    "IDENTIFIER_INDEX_HEADING",
     "MIN_SUMMARY_TOKENS",
     "PROVIDERS",
     "SUMMARY_MARKERS",
@@ -36,6 +37,7 @@ __all__ = [
     "estimate_many",
     "extractive_digest",
     "find_tail_start",
+    "identifier_index",
     "image_size",
     "image_tokens",
     "apply_edits",
@@ -484,6 +486,23 @@ def compaction_verify(
     Pairs of calls and results per format, roles at ``seams`` and the first turn, JSON of every
     arguments string / tool_use input, and the budget. ``overhead_tokens`` (the plan's) stands
     for the request overhead of ``tools`` and ``system``, which are then not read again."""
+
+IDENTIFIER_INDEX_HEADING: str
+"""Heading of the identifier index section of a summary."""
+
+def identifier_index(
+    messages: Sequence[Any],
+    /,
+    *,
+    max_tokens: int,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    previous: str | None = None,
+) -> str:
+    """The identifier index of ``messages`` (paths, URLs, hashes, ids, numbers with units, error
+    lines, issue numbers, config keys, symbols), ranked by who said them, how often and how
+    recently, in at most ``max_tokens`` tokens; the index of ``previous`` (a summary) carried
+    first. An empty string when nothing fits."""
 
 def extractive_digest(
     messages: Sequence[Any],

@@ -25,6 +25,7 @@ from contextfold.prune import _copy, apply_edits, is_langchain_message
 from contextfold.session import Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.extractive import ExtractiveSummarizer
+from contextfold.summary_room import index_share, summary_room, with_index
 
 __all__ = [
     "CompactionResult",
@@ -223,6 +224,11 @@ class Compactor:
       ``keep_thinking_turns``: keep thinking blocks only in the last N assistant turns having
       them (the others go whole; the kept ones stay byte-identical).
     - ``instructions``: a focus string passed to the summarizer (``/compact <focus>``).
+    - ``summary_max_tokens``: caps the summary. Without it, a summary takes the room the budget
+      leaves (the result lands at 95-100% of the budget when there is enough to keep); every
+      summary ends with an identifier index of the folded span (see ``summary_room``).
+      ``summary_tokens`` is the share planned for it when sizing the tail (and a cap too when
+      given).
     - ``summarizer``: anything with ``summarize(SummaryRequest) -> SummaryResult`` (and
       optionally ``asummarize``); default ``ExtractiveSummarizer()``, also the fallback when a
       summarizer raises or returns nothing.
@@ -267,6 +273,7 @@ class Compactor:
         instructions: str | None = None,
         wire_format: WireFormat | None = None,
         summary_tokens: int | None = None,
+        summary_max_tokens: int | None = None,
         min_tail: int = 3,
         tool_result_max_tokens: int = 200,
         arguments_max_chars: int = 2000,
@@ -279,7 +286,7 @@ class Compactor:
         if wire_format is not None and wire_format not in _core.WIRE_FORMATS:
             raise ValueError(f"unknown wire format {wire_format!r}; valid: {', '.join(_core.WIRE_FORMATS)}")
         for name, v in (("budget", budget), ("tail_tokens", tail_tokens), ("summary_tokens", summary_tokens),
-                        ("context_window", context_window)):
+                        ("summary_max_tokens", summary_max_tokens), ("context_window", context_window)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         if protect_first_n < 0 or min_tail < 1:
@@ -311,6 +318,8 @@ class Compactor:
         self._budget = budget
         self._tail_tokens = tail_tokens
         self._summary_tokens = summary_tokens
+        # The summary takes the room the budget leaves when folding, unless capped.
+        self._summary_cap = summary_max_tokens if summary_max_tokens is not None else summary_tokens
         self._cache_block = cache_block_tokens
         self._trigger = _parse_trigger(trigger)
         self.keep_tool_uses = 0
@@ -581,13 +590,18 @@ class Compactor:
         if (why := worth_it(int(plan["fixed_tokens"]))) is not None:
             return unchanged(why)
         folded_idx: list[int] = plan["folded"]
+        folded_msgs = [msgs[i] for i in folded_idx]
+        room = summary_room(plan, effective, self._summary_cap)
+        # The identifier index is appended to every summary; the extractive digest writes its
+        # own (it fills what its other units leave), other summarizers leave it a share.
+        own_index = isinstance(self.summarizer, ExtractiveSummarizer)
         request = SummaryRequest(
-            messages=[msgs[i] for i in folded_idx],
+            messages=folded_msgs,
             provider=self.provider,
             model=self.model,
             previous_summary=plan["previous_summary"],
             instructions=self.instructions,
-            max_tokens=int(plan["summary_tokens"]),
+            max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
         )
         result = yield (self.summarizer, request)
         fallback = bool(result.fallback_used)
@@ -599,6 +613,8 @@ class Compactor:
             fallback = True
             notes.append("summarizer returned nothing: extractive digest used")
             text = result.text.strip()
+        text = with_index(text, folded_msgs, provider=self.provider, model=self.model,
+                          previous=request.previous_summary, room=room)
 
         base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
         head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])

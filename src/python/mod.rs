@@ -16,6 +16,7 @@ use crate::profile::Provider;
 
 mod breakdown;
 mod compaction;
+mod identifier_index;
 mod exact;
 mod floor_walk;
 mod json_out;
@@ -320,6 +321,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     breakdown::register(m)?;
     m.add_function(wrap_pyfunction!(_model_info, m)?)?;
     compaction::register(m)?;
+    identifier_index::register(m)?;
     exact::register(m)?;
     floor_walk::register(m)?;
     prune::register(m)?;
