@@ -62,6 +62,10 @@ const OLD_TITLES: [(&str, Section); 2] = [
     ("User constraints", Section::Rules),
 ];
 
+/// Characters of a successful result kept in a call's shortest form: a short result (a sum, a
+/// count, "Transfer successful") survives whole, a long one keeps its end.
+const SHORT_RESULT_CHARS: usize = 48;
+
 /// Share of the room the identifier index is sure to get (it takes more when the rest is short).
 const INDEX_SHARE: f64 = 0.25;
 
@@ -102,7 +106,8 @@ fn clip(s: &str, max: usize) -> String {
 /// Whitespace collapsed (a line never carries a newline); over `max` characters, the head
 /// (`head_share` of `max`) and the end are kept around an ellipsis.
 fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
-    let words: Vec<&str> = s.split_whitespace().collect();
+    let squeezed = squeeze_rules(s);
+    let words: Vec<&str> = squeezed.split_whitespace().collect();
     let total: usize = words.iter().map(|w| w.chars().count()).sum::<usize>() + words.len().saturating_sub(1);
     let joined = || words.join(" ");
     if total <= max {
@@ -224,6 +229,30 @@ fn thought(text: &str) -> &str {
         .strip_prefix("THOUGHT:")
         .unwrap_or(before.trim())
         .trim()
+}
+
+/// Runs of one punctuation character (`=====`, `-----` rules of test runners) cut to three:
+/// they cost tokens and say nothing.
+fn squeeze_rules(s: &str) -> Cow<'_, str> {
+    let b = s.as_bytes();
+    if !b.windows(4).any(|w| w[0] == w[1] && w[1] == w[2] && w[2] == w[3] && w[0].is_ascii_punctuation()) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut run = 0;
+    let mut prev = None;
+    for ch in s.chars() {
+        if Some(ch) == prev && ch.is_ascii_punctuation() {
+            run += 1;
+        } else {
+            run = 1;
+        }
+        prev = Some(ch);
+        if run <= 3 {
+            out.push(ch);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `name(key=value, ...)`: every key, string values whole up to `max_value` characters (a
@@ -506,7 +535,7 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     n_calls += 1;
                     let (err, rich) = outcome(Some(&text), if looks_like_error(&text) { 900 } else { 700 });
                     let (_, normal) = outcome(Some(&text), if err { 360 } else { 200 });
-                    let (_, short) = outcome(Some(&text), if err { 160 } else { 0 });
+                    let (_, short) = outcome(Some(&text), if err { 160 } else { SHORT_RESULT_CHARS });
                     let line = |c: usize, o: &str| format!("$ {} -> {o}", command_text(&cmd, c));
                     let forms = vec![line(600, &rich), line(300, &normal), line(140, &short)];
                     if err {
@@ -555,7 +584,7 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     let res = results.get(c.id).map(|s| s.as_ref());
                     let (err, rich) = outcome(res, if res.is_some_and(looks_like_error) { 900 } else { 600 });
                     let (_, normal) = outcome(res, if err { 360 } else { 160 });
-                    let (_, short) = outcome(res, if err { 160 } else { 0 });
+                    let (_, short) = outcome(res, if err { 160 } else { SHORT_RESULT_CHARS });
                     let forms = vec![
                         format!("{} -> {rich}", call_line(c.name, &c.arguments, 400)),
                         format!("{} -> {normal}", call_line(c.name, &c.arguments, 160)),
@@ -629,15 +658,17 @@ fn fit(
     let mut total: f64 = fixed + entries.iter().map(|e| e.tokens).sum::<f64>();
     // Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
     // Requests and rules are never dropped.
-    let phases: [(Section, usize, bool); 16] = [
+    let phases: [(Section, usize, bool); 18] = [
         (Section::Calls, 0, true),
         (Section::Earlier, 0, true),
         (Section::Conclusions, 0, true),
         (Section::Calls, 0, true),
         (Section::LastState, 0, true),
+        (Section::Conclusions, 0, true),
+        (Section::Calls, 8, false),
+        (Section::Conclusions, 6, false),
         (Section::Calls, 4, false),
         (Section::Earlier, 0, true),
-        (Section::Conclusions, 0, true),
         (Section::Conclusions, 3, false),
         (Section::Errors, 0, true),
         (Section::Requests, 0, true),

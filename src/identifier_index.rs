@@ -60,7 +60,13 @@ impl Ident {
     fn score(&self) -> f64 {
         // Carried identifiers already won a place once: they go first, in their old order.
         let carried = if self.carried { 1_000.0 } else { 0.0 };
-        carried + self.weight.min(12.0) * (0.5 + 0.5 * self.recency)
+        // Code symbols abound in file dumps: an exact path, id or error says more.
+        let kind = match self.kind {
+            Kind::Symbol => 0.6,
+            Kind::Key => 0.8,
+            _ => 1.0,
+        };
+        carried + kind * self.weight.min(12.0) * (0.5 + 0.5 * self.recency)
     }
 }
 
@@ -219,6 +225,10 @@ fn one_line(s: &str, max: usize) -> String {
 pub struct Collector {
     found: HashMap<(Kind, String), Ident>,
     order: Vec<(Kind, String)>,
+    /// Which message the last mention of each identifier came from: a file dump repeating a
+    /// name forty times counts it once.
+    mentioned_in: HashMap<(Kind, String), u64>,
+    serial: u64,
 }
 
 impl Collector {
@@ -227,6 +237,9 @@ impl Collector {
             return;
         }
         let key = (kind, text);
+        if self.serial > 0 && self.mentioned_in.insert(key.clone(), self.serial) == Some(self.serial) {
+            return;
+        }
         match self.found.get_mut(&key) {
             Some(id) => {
                 id.weight += weight;
@@ -360,6 +373,7 @@ impl Collector {
 
 /// The texts of a message with the weight of who said them.
 pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
+    c.serial += 1;
     let is_result = m.role == Role::Tool || m.tool_call_id.is_some();
     let own = match m.role {
         Role::User | Role::Other if !is_result => 3.0,

@@ -43,7 +43,7 @@ DEFAULT_BUDGET_SHARE = 0.5
 #: Default protected tail: this share of the budget stays verbatim at the end.
 DEFAULT_TAIL_SHARE = 0.5
 #: Default summary size: this share of the budget, within [256, 4_000] tokens.
-DEFAULT_SUMMARY_SHARE = 0.1
+DEFAULT_SUMMARY_SHARE = 0.25
 #: Default mask block: masking only grows in steps of this share of the budget (at least 1,000
 #: tokens), so the prefix sent last time stays byte-identical between steps (prompt cache).
 DEFAULT_CACHE_BLOCK_SHARE = 0.05
