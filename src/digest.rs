@@ -367,7 +367,12 @@ impl Builder {
     fn request(&mut self, text: &str) {
         self.push(
             Section::Requests,
-            vec![clip_ends(text, 1_500, 0.6), clip_ends(text, 400, 0.6), clip_ends(text, 160, 0.6)],
+            vec![
+                clip_ends(text, 1_500, 0.6),
+                clip_ends(text, 400, 0.6),
+                clip_ends(text, 160, 0.6),
+                clip_ends(text, 80, 0.6),
+            ],
         );
         for r in rules_in(text) {
             self.push(Section::Rules, vec![r]);
@@ -655,10 +660,30 @@ fn fit(
     let natural_index = est.text(&identifier_index::render(&idents, est, max_tokens)) + 2.0;
     let reserved = natural_index.min(budget * INDEX_SHARE);
     let room = budget - reserved;
-    let mut total: f64 = fixed + entries.iter().map(|e| e.tokens).sum::<f64>();
+    // A rule said inside a request kept whole is not written twice: it costs nothing while
+    // that request's form still holds it, and comes back when the request is shortened.
+    let mut cover: Vec<Option<usize>> = entries
+        .iter()
+        .map(|r| {
+            (r.section == Section::Rules)
+                .then(|| {
+                    entries
+                        .iter()
+                        .position(|q| q.section == Section::Requests && q.text().contains(r.text()))
+                })
+                .flatten()
+        })
+        .collect();
+    let mut total: f64 = fixed
+        + entries
+            .iter()
+            .zip(&cover)
+            .filter(|(_, c)| c.is_none())
+            .map(|(e, _)| e.tokens)
+            .sum::<f64>();
     // Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
     // Requests and rules are never dropped.
-    let phases: [(Section, usize, bool); 18] = [
+    let phases: [(Section, usize, bool); 23] = [
         (Section::Calls, 0, true),
         (Section::Earlier, 0, true),
         (Section::Conclusions, 0, true),
@@ -677,7 +702,15 @@ fn fit(
         (Section::Requests, 0, true),
         (Section::Open, 1, false),
         (Section::Earlier, 0, false),
+        (Section::Requests, 0, true),
+        // Last resorts when even the shortest requests do not fit: the oldest go first.
+        (Section::Conclusions, 0, false),
+        (Section::Calls, 0, false),
+        (Section::Requests, 3, false),
+        (Section::Rules, 3, false),
     ];
+    // Requests dropped as a last resort keep the first ones of the span (the goal) too.
+    const FIRST_REQUESTS_KEPT: usize = 2;
     for focus_pass in [false, true] {
         for &(sec, keep, shorten) in &phases {
             if total <= room {
@@ -703,9 +736,21 @@ fn fit(
                         total += t - e.tokens;
                         e.tokens = t;
                     }
-                } else if k + keep < n {
+                } else if k + keep < n
+                    && !(sec == Section::Requests && k < FIRST_REQUESTS_KEPT && n > keep + FIRST_REQUESTS_KEPT)
+                {
                     entries[i].alive = false;
                     total -= entries[i].tokens;
+                } else {
+                    continue;
+                }
+                if entries[i].section == Section::Requests {
+                    for r in 0..entries.len() {
+                        if cover[r] == Some(i) && (!entries[i].alive || !entries[i].text().contains(entries[r].text())) {
+                            cover[r] = None;
+                            total += entries[r].tokens;
+                        }
+                    }
                 }
             }
         }
@@ -713,6 +758,11 @@ fn fit(
     // The index gets its share and what the rest left.
     let index_room = (budget - total).max(0.0);
     let index = identifier_index::render(&idents, est, index_room as u64);
+    for (e, c) in entries.iter_mut().zip(&cover) {
+        if c.is_some() {
+            e.alive = false;
+        }
+    }
     let mut out = render(&entries, header, &index);
     if est.text(&out) > budget {
         // Last resort: cut by characters (about 3 characters per token), on a line boundary;

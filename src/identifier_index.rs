@@ -274,7 +274,10 @@ impl Collector {
                 let is_err = !name.is_empty()
                     && name.len() <= 60
                     && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
-                    && (name.ends_with("Error") || name.ends_with("Exception") || name == "FAIL" || name == "FAILED")
+                    && (name.ends_with("Error")
+                        || name.ends_with("Exception")
+                        || matches!(name, "FAIL" | "FAILED" | "FAILURE")
+                        || ["FAIL", "ERROR"].iter().any(|w| rest.starts_with(w)))
                     && !rest.trim().is_empty();
                 if is_err {
                     self.add(Kind::Error, one_line(l, ERROR_LINE_CHARS), weight + 1.0, recency, false);

@@ -5,11 +5,8 @@
 
 /// Words and phrases that make a sentence a standing rule (matched case-insensitively at word
 /// boundaries).
-const MARKERS: [&str; 24] = [
+const MARKERS: [&str; 21] = [
     "never",
-    "do not",
-    "don't",
-    "dont",
     "always",
     "must",
     "only",
@@ -17,25 +14,34 @@ const MARKERS: [&str; 24] = [
     "shouldn't",
     "make sure",
     "at most",
-    "at least",
     "no more than",
-    "without",
+    "don't want",
+    "do not want",
     "approval",
     "approve",
     "ask me",
     "ask before",
-    "confirm",
     "unless",
     "avoid",
     "prefer",
     "under no circumstances",
     "not allowed",
+    "without my",
 ];
+
+/// Imperatives that make a rule only when they open the sentence ("Do not push", "Please don't
+/// touch the tests"); "I do not have the id" states a fact.
+const OPENERS: [&str; 4] = ["do not", "don't", "dont", "please do not"];
 
 /// Longest rule kept whole (characters); a longer sentence keeps its head and end.
 const MAX_RULE_CHARS: usize = 600;
 
 fn has_marker(lower: &str) -> bool {
+    let opening = lower.trim_start_matches(|c: char| !c.is_alphanumeric());
+    let opening = opening.strip_prefix("please ").unwrap_or(opening);
+    if OPENERS.iter().any(|o| opening.starts_with(o)) {
+        return true;
+    }
     MARKERS.iter().any(|m| {
         let mut from = 0;
         while let Some(i) = lower[from..].find(m) {
@@ -95,8 +101,8 @@ mod tests {
     #[test]
     fn finds_rules_and_leaves_the_rest() {
         let text = "Hi! Please book the flight.\nNever use my Visa card. I only want aisle seats! \
-                    The weather is nice. Do not change the return flight; always ask me before \
-                    paying.";
+                    The weather is nice. I do not have the id. Do not change the return flight; \
+                    always ask me before paying.";
         let rules = rules_in(text);
         assert_eq!(
             rules,
