@@ -137,6 +137,9 @@ pub struct PlanOptions {
     /// Indices of messages kept verbatim wherever they are.
     pub pinned: Vec<usize>,
     pub mask: MaskOptions,
+    /// Hashes (`summary_trust::summary_hash`) of the summaries the caller wrote: only those, or
+    /// one standing where an inserted summary goes, are read as the previous summary.
+    pub trusted_summaries: Vec<u64>,
 }
 
 /// One mask edit: a format-neutral change to a message (prune's, or the compaction's own:
@@ -866,22 +869,24 @@ pub fn plan_priced(
         };
         matches!(Turn::of(m), Turn::User | Turn::Assistant) && parts_ok
     };
-    // Pinned messages and server compaction items stay verbatim: never merged into.
+    // Pinned messages, server compaction items and the head (the task stays byte-identical,
+    // and so does the prompt cache's prefix) are never merged into: the tail's first message
+    // takes the summary at its start, else the first user turn of the tail that can carry a
+    // text after its own blocks (a tool-result turn of a thinking tool loop).
     let placement = placement.unwrap_or_else(|| {
-        let prev_idx = segs.last().map(|s| s.1).unwrap_or(head_end);
         if !special(tail_start) && mergeable(&msgs[tail_start], true) {
-            Placement::Merge {
+            return Placement::Merge {
                 index: tail_start,
                 at_start: true,
-            }
-        } else if prev_idx > 0 && !special(prev_idx - 1) && mergeable(&msgs[prev_idx - 1], false) {
-            Placement::Merge {
-                index: prev_idx - 1,
-                at_start: false,
-            }
-        } else {
-            Placement::Insert(Turn::User)
+            };
         }
+        (tail_start..n)
+            .find(|&i| !special(i) && Turn::of(&msgs[i]) == Turn::User && mergeable(&msgs[i], false))
+            .map(|index| Placement::Merge {
+                index,
+                at_start: false,
+            })
+            .unwrap_or(Placement::Insert(Turn::User))
     });
 
     let mut kept = Vec::new();
@@ -900,7 +905,9 @@ pub fn plan_priced(
     }
     let mut previous: Vec<&str> = Vec::new();
     for &i in &folded {
-        if let Some(s) = own_summary(&msgs[i]) {
+        if let Some(s) =
+            crate::summary_trust::trusted_summary(msgs, i, head_end, &opt.trusted_summaries)
+        {
             previous.push(s);
         }
     }
@@ -1280,6 +1287,7 @@ mod tests {
             soft_ceiling: 1.5,
             pinned: Vec::new(),
             mask: MaskOptions::default(),
+            trusted_summaries: Vec::new(),
         }
     }
 

@@ -519,12 +519,12 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
     let mut n_requests = 0usize;
     let mut prev_command: Option<String> = None;
     for (k, m) in msgs.iter().enumerate() {
-        if let Some(s) = crate::compaction::own_summary(m) {
-            // A summary folded again (not given as `previous`): merge it too.
-            if opt.previous.is_none_or(|p| p.trim() != s.trim()) {
-                merge_previous(&mut b, s);
+        // The previous summary comes as `opt.previous` (only one the library trusts as its
+        // own); a text that merely carries the marker is data like any other.
+        if let (Some(s), Some(p)) = (crate::compaction::own_summary(m), opt.previous) {
+            if p.contains(s.trim()) {
+                continue;
             }
-            continue;
         }
         identifier_index::scan_message(&mut b.index, m, (k + 1) as f64 / n);
         match m.role {

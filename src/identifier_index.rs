@@ -427,8 +427,11 @@ pub fn collect(msgs: &[Message<'_>], previous: Option<&str>) -> Vec<Ident> {
     }
     let n = msgs.len().max(1) as f64;
     for (i, m) in msgs.iter().enumerate() {
-        if crate::compaction::own_summary(m).is_some() {
-            continue;
+        // The previous summary is read through `previous` (its index carried), not rescanned.
+        if let (Some(s), Some(p)) = (crate::compaction::own_summary(m), previous) {
+            if p.contains(s.trim()) {
+                continue;
+            }
         }
         scan_message(&mut c, m, (i + 1) as f64 / n);
     }

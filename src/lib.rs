@@ -22,6 +22,7 @@ pub mod prune;
 pub mod session_state;
 pub mod shrink_json;
 pub mod standing_rules;
+pub mod summary_trust;
 pub mod tail_walk;
 pub mod text_stats;
 pub mod tool_render;

@@ -139,6 +139,7 @@ proptest! {
             soft_ceiling: 1.5,
             pinned: vec![pin],
             mask: MaskOptions::default(),
+            trusted_summaries: Vec::new(),
         };
         let p = plan(&msgs, &est, &opt);
         // A case where nothing folds checks nothing: reject it, so that a planner that never

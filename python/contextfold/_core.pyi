@@ -46,6 +46,7 @@ __all__ = [
     "request_overhead",
     "shrink_json",
     "summary_block",
+    "summary_hash",
     "summary_message",
     "wire_bytes",
 ]
@@ -460,13 +461,20 @@ def compaction_plan(
     clear_tool_inputs: bool = False,
     keep_thinking_turns: int | None = None,
     mask_observations: bool = True,
+    trusted_summaries: Sequence[int] = ...,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
     filtered by ``keep_tool_uses`` / ``exclude_tools`` / pinned, plus ``clear_tool_inputs``,
     thinking drops and text agents' observations), the middle's kept and folded messages, the
-    previous summary, and the summary's role (or the message to merge it into) so no two
+    previous summary (only one the caller trusts: its ``summary_hash`` is in
+    ``trusted_summaries``, or it stands alone right after the head), and the summary's role (or
+    the message of the tail to merge it into, never the head or a pinned message) so no two
     neighbours share a role. Masking is planned for ``chat`` and ``anthropic`` only."""
+
+def summary_hash(body: str, /) -> int:
+    """The 64-bit hash by which a later compaction trusts a summary as the library's own (the
+    text between the markers)."""
 
 def compaction_verify(
     messages: Sequence[Any],

@@ -22,10 +22,10 @@ from typing import Any, Literal
 from contextfold import _core
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.prune import _copy, apply_edits, is_langchain_message
-from contextfold.session import Session
+from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.extractive import ExtractiveSummarizer
-from contextfold.summary_room import index_share, summary_room, with_index
+from contextfold.summary_room import index_share, neutralize_markers, summary_room, with_index
 
 __all__ = [
     "CompactionResult",
@@ -74,7 +74,9 @@ class CompactionResult:
     caller's list folded into ``summary``; ``pruned`` what masking shortened;
     ``strategy_used`` is ``"mask"``, ``"summarize"`` or None when nothing was done, and then
     ``reason`` says why. ``kept`` are messages of the middle kept verbatim (pinned, server
-    compaction items); ``notes`` remarks (a fallback, a back-off).
+    compaction items); ``notes`` remarks (a fallback, a back-off). ``summary_hash`` is the hash
+    by which the next compaction trusts this summary as the library's own (also kept in the
+    session's ``summary_hashes`` and state).
     """
 
     messages: list[Any]
@@ -89,6 +91,7 @@ class CompactionResult:
     budget: int
     kept: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
+    summary_hash: int | None = None
 
     @property
     def changed(self) -> bool:
@@ -508,6 +511,7 @@ class Compactor:
             exclude_tools=list(self.exclude_tools),
             clear_tool_inputs=self.clear_tool_inputs,
             keep_thinking_turns=self.keep_thinking_turns,
+            trusted_summaries=list(self.session.summary_hashes),
             **common,
         )
         before = int(plan["tokens_before"])
@@ -622,7 +626,7 @@ class Compactor:
         seams: list[int] = plan["seams"]
 
         def assemble(summary_text: str) -> tuple[str, list[Any]]:
-            wrapped = f"{OPEN}\n{summary_text}\n{CLOSE}"
+            wrapped = f"{OPEN}\n{neutralize_markers(summary_text)}\n{CLOSE}"
             out = base[:head_end] + [base[i] for i in kept_idx]
             if plan["summary_role"] is not None:
                 summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))
@@ -666,8 +670,10 @@ class Compactor:
         if (why := worth_it(tokens)) is not None:
             return unchanged(why)
         self._after_compaction(head_end)
+        digest = _core.summary_hash(neutralize_markers(text))
+        self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
         return CompactionResult(
-            messages=out, summary=text, tokens_before=before, tokens_after=tokens,
+            messages=out, summary=text, tokens_before=before, tokens_after=tokens, summary_hash=digest,
             removed=tuple(folded_idx),
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
             strategy_used="summarize", fallback_used=fallback, reason=None, budget=budget,

@@ -18,7 +18,7 @@ from typing import Any
 
 from contextfold import _core
 
-__all__ = ["INDEX_SHARE", "index_share", "strip_index", "summary_room", "with_index"]
+__all__ = ["INDEX_SHARE", "index_share", "neutralize_markers", "strip_index", "summary_room", "with_index"]
 
 #: Share of the summary's room the identifier index is sure to get.
 INDEX_SHARE = 0.25
@@ -63,3 +63,10 @@ def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | 
     index = _core.identifier_index(folded, max_tokens=left, provider=provider, model=model,  # type: ignore[arg-type]
                                    previous=previous)
     return f"{text}\n\n{index}" if index else text
+
+
+def neutralize_markers(text: str) -> str:
+    """``text`` with the summary markers made inert (a folded tool output may quote them): only
+    the markers the Compactor writes around a summary open and close it."""
+    open_, close = _core.SUMMARY_MARKERS
+    return text.replace(close, close.replace("<", "‹", 1)).replace(open_, open_.replace("<", "‹", 1))
