@@ -140,6 +140,9 @@ pub struct PlanOptions {
     /// Hashes (`summary_trust::summary_hash`) of the summaries the caller wrote: only those, or
     /// one standing where an inserted summary goes, are read as the previous summary.
     pub trusted_summaries: Vec<u64>,
+    /// Tokens the summary should have at least: old tool output inside the tail is masked to
+    /// leave it that room (0: only when even `MIN_SUMMARY_TOKENS` would not fit).
+    pub summary_floor: u64,
 }
 
 /// One mask edit: a format-neutral change to a message (prune's, or the compaction's own:
@@ -927,7 +930,10 @@ pub fn plan_priced(
         + 2;
     let mut fixed = opt.overhead_tokens + head_cost + kept_cost + tail_cost(tail_start) + envelope;
     let mut tail_edits = Vec::new();
-    if opt.budget_tokens < fixed + MIN_SUMMARY_TOKENS.min(opt.summary_tokens) {
+    let floor = MIN_SUMMARY_TOKENS
+        .min(opt.summary_tokens)
+        .max(opt.summary_floor.min(opt.summary_tokens));
+    if opt.budget_tokens < fixed + floor {
         // The tail's floor alone overflows: mask inside it too (never its last message, never
         // kept tool uses, excluded tools or pinned messages).
         let edits = find_mask_edits(
@@ -1288,6 +1294,7 @@ mod tests {
             pinned: Vec::new(),
             mask: MaskOptions::default(),
             trusted_summaries: Vec::new(),
+            summary_floor: 0,
         }
     }
 

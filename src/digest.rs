@@ -66,6 +66,9 @@ const OLD_TITLES: [(&str, Section); 2] = [
 /// count, "Transfer successful") survives whole, a long one keeps its end.
 const SHORT_RESULT_CHARS: usize = 48;
 
+/// Share of the room the identifiers carried from the previous summary may keep.
+const CARRIED_INDEX_SHARE: f64 = 0.5;
+
 /// Share of the room the identifier index is sure to get (it takes more when the rest is short).
 const INDEX_SHARE: f64 = 0.25;
 
@@ -512,6 +515,10 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
         }
     }
     let n = msgs.len().max(1) as f64;
+    // Whether this agent's observations carry a return code (mini-swe-agent's do).
+    let coded = msgs.iter().any(|m| {
+        matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some()
+    });
     // The newest assistant thought: the last state, and where open items are looked for.
     let mut last_thought: Option<usize> = None;
     let mut n_calls = 0usize;
@@ -535,7 +542,13 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
             }
             Role::User | Role::Other if m.result_ids().next().is_none() => {
                 let text = text_of(m);
-                if let Some(cmd) = prev_command.take() {
+                // A text agent's observation: it opens with its return code; where the agent's
+                // observations carry none, the user turn right after a command.
+                let observation = return_code(&text).is_some() || (prev_command.is_some() && !coded);
+                let cmd = prev_command.take().filter(|_| observation).or_else(|| {
+                    return_code(&text).is_some().then(|| "(command not in this span)".to_string())
+                });
+                if let Some(cmd) = cmd {
                     // A text agent's observation of the command before it.
                     n_calls += 1;
                     let (err, rich) = outcome(Some(&text), if looks_like_error(&text) { 900 } else { 700 });
@@ -658,7 +671,16 @@ fn fit(
     let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
     let budget = max_tokens as f64;
     let natural_index = est.text(&identifier_index::render(&idents, est, max_tokens)) + 2.0;
-    let reserved = natural_index.min(budget * INDEX_SHARE);
+    // Identifiers carried from the previous summary keep their room (up to half of it): a
+    // second compaction keeps what the first one indexed.
+    let carried: Vec<identifier_index::Ident> = idents.iter().filter(|i| i.carried).cloned().collect();
+    let carried_cost = if carried.is_empty() {
+        0.0
+    } else {
+        est.text(&identifier_index::render(&carried, est, max_tokens)) + 2.0
+    };
+    let share = INDEX_SHARE.max((carried_cost / budget.max(1.0)).min(CARRIED_INDEX_SHARE));
+    let reserved = natural_index.min(budget * share);
     let room = budget - reserved;
     // A rule said inside a request kept whole is not written twice: it costs nothing while
     // that request's form still holds it, and comes back when the request is shortened.

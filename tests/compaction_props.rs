@@ -140,6 +140,7 @@ proptest! {
             pinned: vec![pin],
             mask: MaskOptions::default(),
             trusted_summaries: Vec::new(),
+            summary_floor: 0,
         };
         let p = plan(&msgs, &est, &opt);
         // A case where nothing folds checks nothing: reject it, so that a planner that never

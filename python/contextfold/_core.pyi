@@ -462,6 +462,7 @@ def compaction_plan(
     keep_thinking_turns: int | None = None,
     mask_observations: bool = True,
     trusted_summaries: Sequence[int] = ...,
+    summary_floor: int = 0,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
@@ -470,7 +471,8 @@ def compaction_plan(
     previous summary (only one the caller trusts: its ``summary_hash`` is in
     ``trusted_summaries``, or it stands alone right after the head), and the summary's role (or
     the message of the tail to merge it into, never the head or a pinned message) so no two
-    neighbours share a role. Masking is planned for ``chat`` and ``anthropic`` only."""
+    neighbours share a role. Masking is planned for ``chat`` and ``anthropic`` only. Old tool
+    output inside the tail is masked when the summary would get less than ``summary_floor``."""
 
 def summary_hash(body: str, /) -> int:
     """The 64-bit hash by which a later compaction trusts a summary as the library's own (the

@@ -512,6 +512,9 @@ class Compactor:
             clear_tool_inputs=self.clear_tool_inputs,
             keep_thinking_turns=self.keep_thinking_turns,
             trusted_summaries=list(self.session.summary_hashes),
+            # What a summary never drops (requests, rules, the index) needs room: old output in
+            # the tail is masked rather than the summary squeezed below half its share.
+            summary_floor=summary_tokens // 2,
             **common,
         )
         before = int(plan["tokens_before"])

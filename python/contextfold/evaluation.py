@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import statistics
 import urllib.request
@@ -43,10 +44,14 @@ __all__ = [
     "Fixture",
     "Probe",
     "ProbeScore",
+    "Successive",
     "evaluate",
     "facts_seen",
     "load_fixtures",
     "naive_cut",
+    "planted",
+    "successive",
+    "successive_table",
     "visible_text",
 ]
 
@@ -469,4 +474,125 @@ def run_cli(
                                        "strategy": s.strategy, "kept": s.kept, "total": s.total,
                                        "judged": list(s.judged)} for s in ev.scores]}, default=str)
     n = sum(len(f.probes) for f in fixtures)
-    return f"{len(fixtures)} fixtures, {n} probes\n\n" + ev.markdown()
+    return (f"{len(fixtures)} fixtures, {n} probes\n\n" + ev.markdown()
+            + "\n\nSuccessive compactions (growing history, planted rules):\n\n" + successive_table(fixtures))
+
+
+# ----- successive compactions -----------------------------------------------------------------
+
+
+def _index_items(summary: str) -> list[str]:
+    """Identifiers listed in a summary's index section."""
+    at = summary.rfind(_core.IDENTIFIER_INDEX_HEADING)
+    if at < 0:
+        return []
+    items: list[str] = []
+    for line in summary[at:].splitlines()[1:]:
+        if not line.startswith("- ") or ": " not in line:
+            break
+        label, rest = line[2:].split(": ", 1)
+        items.extend(x.strip() for x in rest.split(" | " if label == "errors" else ", ") if x.strip())
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class Successive:
+    """Successive compactions of one growing conversation: ``carried`` the share of the first
+    summary's indexed identifiers still seen after the second compaction; ``sizes`` each
+    summary's tokens; ``growth`` the last size over the first; ``rules_lost`` planted rules
+    missing after the last compaction."""
+
+    fixture: str
+    carried: float
+    sizes: tuple[int, ...]
+    growth: float
+    rules_lost: int
+
+
+def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3, strategy: str = "summarize",
+               summarizer: Any = None, rules: Sequence[tuple[int, str]] = ()) -> Successive:
+    """Feed ``fixture``'s conversation in ``rounds`` chunks; after each chunk, compact what the
+    agent would send next (the last result's messages + the new chunk) to ``budget_share`` of the
+    whole conversation's tokens. ``rules`` are ``(position, text)`` user messages planted into
+    the conversation first (standing rules a user states mid-dialogue)."""
+    msgs = list(fixture.messages)
+    for pos, text in sorted(rules, reverse=True):
+        # Planted after the message at ``pos`` (and after its tool results), as a user turn.
+        at = _tail_from(msgs, min(pos + 1, len(msgs)))
+        msgs[at:at] = [{"role": "user", "content": text}]
+    head = _head_end(msgs)
+    total = _tokens(msgs, fixture)
+    fixed = _tokens(msgs[:head], fixture)
+    budget = fixed + max(1, int((total - fixed) * budget_share))
+    # A compaction runs when the conversation after the head has grown a third over its share
+    # (the default gate waits for twice: too few rounds in a short dialogue).
+    trigger = budget + (budget - fixed) // 3
+    compactor = Compactor(provider=fixture.provider, budget=budget, strategy=strategy,  # type: ignore[arg-type]
+                          summarizer=summarizer, tools=fixture.tools, system=fixture.system, min_free_share=0.0,
+                          wire_format=detect_wire_format(msgs, fixture.provider))
+    step = 1
+    current: list[Any] = msgs[:head]
+    sizes: list[int] = []
+    summaries: list[str] = []
+    seen_after: list[str] = []
+    fed = head
+    while fed < len(msgs) and len(sizes) < rounds:
+        end = _tail_from(msgs, min(len(msgs), fed + step))
+        current = current + msgs[fed:end]
+        fed = end
+        if _tokens(current, fixture) < trigger and fed < len(msgs):
+            continue
+        try:
+            r = compactor.compact(current)
+        except CompactionError:
+            continue
+        current = list(r.messages)
+        if r.summary:
+            summaries.append(r.summary)
+            sizes.append(int(_core.estimate_each([{"role": "user", "content": r.summary}],
+                                                  provider=fixture.provider)[0]))  # type: ignore[arg-type]
+            if len(summaries) == 2:
+                seen_after.append(visible_text(current, fixture.system))
+    first = _index_items(summaries[0]) if summaries else []
+    carried = 1.0
+    if first and seen_after:
+        carried = sum(facts_seen(seen_after[0], first)) / len(first)
+    final = visible_text(current, fixture.system)
+    lost = sum(1 for _, text in rules if not facts_seen(final, [text])[0])
+    growth = sizes[-1] / sizes[0] if sizes else 1.0
+    return Successive(fixture.name, carried, tuple(sizes), growth, lost)
+
+
+#: Standing rules planted into each conversation by ``successive_table`` (a user states them
+#: mid-dialogue); none may be lost by any compaction.
+PLANTED_RULES: tuple[str, ...] = (
+    "Never charge my Visa card ending in 4417.",
+    "Do not cancel reservation ZZ9Q7T under any circumstances.",
+    "Always ask me before you run git push or book anything.",
+)
+
+
+def planted(fixture: Fixture) -> list[tuple[int, str]]:
+    """``PLANTED_RULES`` at positions drawn from a generator seeded by the fixture's name."""
+    rnd = random.Random(fixture.name)
+    n = len(fixture.messages)
+    return [(rnd.randrange(1, max(2, n - 2)), text) for text in PLANTED_RULES]
+
+
+def successive_table(fixtures: Sequence[Fixture], *, summarizer: Any = None) -> str:
+    """Markdown: per data set, successive compactions with planted rules (``successive``)."""
+    runs = [successive(f, summarizer=summarizer, rules=planted(f)) for f in fixtures]
+    lines = ["| fixtures | compactions (median) | first summary's identifiers kept by the second "
+             "(median, share >= 90%) | last / first summary size (median, max) | planted rules lost |",
+             "| --- | --- | --- | --- | --- |"]
+    ran = [r for r in runs if r.sizes]
+    if ran:
+        carried = [r.carried for r in ran if len(r.sizes) >= 2]
+        growth = [r.growth for r in ran]
+        lines.append(
+            f"| {len(ran)} | {statistics.median(len(r.sizes) for r in ran):g} | "
+            f"{100 * statistics.median(carried or [1.0]):.0f}%, "
+            f"{sum(1 for c in carried if c >= 0.9)} of {len(carried)} | "
+            f"{statistics.median(growth):.2f}x, {max(growth):.2f}x | "
+            f"{sum(r.rules_lost for r in runs)} of {len(PLANTED_RULES) * len(runs)} |")
+    return "\n".join(lines)

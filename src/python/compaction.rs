@@ -58,7 +58,7 @@ fn edit_tuples<'py>(
 
 /// The compaction plan of a history (see `compaction::plan`), as a dict.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true, trusted_summaries=Vec::new()))]
+#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true, trusted_summaries=Vec::new(), summary_floor=0))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
@@ -87,6 +87,7 @@ fn compaction_plan<'py>(
     keep_thinking_turns: Option<usize>,
     mask_observations: bool,
     trusted_summaries: Vec<u64>,
+    summary_floor: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     if !(soft_ceiling >= 1.0 && soft_ceiling.is_finite()) {
         return Err(PyValueError::new_err(format!(
@@ -130,6 +131,7 @@ fn compaction_plan<'py>(
             mask_observations,
         },
         trusted_summaries,
+        summary_floor,
     };
     let overhead = opt.overhead_tokens;
     let p = py.detach(|| plan_priced(&ms, &est, &costs, &opt));
