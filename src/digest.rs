@@ -655,33 +655,18 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
     fit(entries, &header, index.ranked(), est, opt.max_tokens)
 }
 
-/// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the
-/// identifier index takes at least its share and whatever room the rest leaves.
-fn fit(
+/// One packing of `entries` into `room` tokens (see `fit`); the index takes what is left of
+/// `limit`.
+#[allow(clippy::too_many_arguments)]
+fn pack(
     mut entries: Vec<Entry>,
     header: &str,
-    idents: Vec<identifier_index::Ident>,
+    idents: &[identifier_index::Ident],
     est: &Estimator,
-    max_tokens: u64,
+    fixed: f64,
+    room: f64,
+    limit: f64,
 ) -> String {
-    // Per line: its text plus ~1 token of list syntax.
-    for e in &mut entries {
-        e.tokens = est.text(e.text()) + 1.0;
-    }
-    let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
-    let budget = max_tokens as f64;
-    let natural_index = est.text(&identifier_index::render(&idents, est, max_tokens)) + 2.0;
-    // Identifiers carried from the previous summary keep their room (up to half of it): a
-    // second compaction keeps what the first one indexed.
-    let carried: Vec<identifier_index::Ident> = idents.iter().filter(|i| i.carried).cloned().collect();
-    let carried_cost = if carried.is_empty() {
-        0.0
-    } else {
-        est.text(&identifier_index::render(&carried, est, max_tokens)) + 2.0
-    };
-    let share = INDEX_SHARE.max((carried_cost / budget.max(1.0)).min(CARRIED_INDEX_SHARE));
-    let reserved = natural_index.min(budget * share);
-    let room = budget - reserved;
     // A rule said inside a request kept whole is not written twice: it costs nothing while
     // that request's form still holds it, and comes back when the request is shortened.
     let mut cover: Vec<Option<usize>> = entries
@@ -704,8 +689,9 @@ fn fit(
             .map(|(e, _)| e.tokens)
             .sum::<f64>();
     // Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
-    // Requests and rules are never dropped.
-    let phases: [(Section, usize, bool); 23] = [
+    // Rules are never dropped (they render first: only the last-resort cut could reach them);
+    // requests only when even their shortest forms do not fit.
+    let phases: [(Section, usize, bool); 22] = [
         (Section::Calls, 0, true),
         (Section::Earlier, 0, true),
         (Section::Conclusions, 0, true),
@@ -729,7 +715,6 @@ fn fit(
         (Section::Conclusions, 0, false),
         (Section::Calls, 0, false),
         (Section::Requests, 3, false),
-        (Section::Rules, 3, false),
     ];
     // Requests dropped as a last resort keep the first ones of the span (the goal) too.
     const FIRST_REQUESTS_KEPT: usize = 2;
@@ -778,14 +763,56 @@ fn fit(
         }
     }
     // The index gets its share and what the rest left.
-    let index_room = (budget - total).max(0.0);
+    let index_room = (limit - total).max(0.0);
     let index = identifier_index::render(&idents, est, index_room as u64);
     for (e, c) in entries.iter_mut().zip(&cover) {
         if c.is_some() {
             e.alive = false;
         }
     }
-    let mut out = render(&entries, header, &index);
+    render(&entries, header, &index)
+}
+
+/// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the
+/// identifier index takes at least its share and whatever room the rest leaves.
+fn fit(
+    mut entries: Vec<Entry>,
+    header: &str,
+    idents: Vec<identifier_index::Ident>,
+    est: &Estimator,
+    max_tokens: u64,
+) -> String {
+    // Per line: its text plus ~1 token of list syntax.
+    for e in &mut entries {
+        e.tokens = est.text(e.text()) + 1.0;
+    }
+    let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
+    let budget = max_tokens as f64;
+    let natural_index = est.text(&identifier_index::render(&idents, est, max_tokens)) + 2.0;
+    // Identifiers carried from the previous summary keep their room (up to half of it): a
+    // second compaction keeps what the first one indexed.
+    let carried: Vec<identifier_index::Ident> = idents.iter().filter(|i| i.carried).cloned().collect();
+    let carried_cost = if carried.is_empty() {
+        0.0
+    } else {
+        est.text(&identifier_index::render(&carried, est, max_tokens)) + 2.0
+    };
+    let share = INDEX_SHARE.max((carried_cost / budget.max(1.0)).min(CARRIED_INDEX_SHARE));
+    let reserved = natural_index.min(budget * share);
+    let mut room = budget - reserved;
+    let mut limit = budget;
+    let mut out = String::new();
+    // Line-by-line prices run a little under the rendered whole: when the result is over, pack
+    // again into a room smaller by the overflow (the last resort cuts characters).
+    for _ in 0..4 {
+        out = pack(entries.clone(), header, &idents, est, fixed, room, limit);
+        let over = est.text(&out) - budget;
+        if over <= 0.0 {
+            return out;
+        }
+        room -= over + 4.0;
+        limit -= over + 4.0;
+    }
     if est.text(&out) > budget {
         // Last resort: cut by characters (about 3 characters per token), on a line boundary;
         // the index and the oldest details are at the end.
