@@ -62,6 +62,10 @@ const OLD_TITLES: [(&str, Section); 2] = [
     ("User constraints", Section::Rules),
 ];
 
+/// Characters of a result in a call's fullest form (used while the room allows: a summary
+/// fills the room it is given).
+const FULLEST_RESULT_CHARS: usize = 6_000;
+
 /// Characters of a successful result kept in a call's shortest form: a short result (a sum, a
 /// count, "Transfer successful") survives whole, a long one keeps its end.
 const SHORT_RESULT_CHARS: usize = 48;
@@ -371,6 +375,7 @@ impl Builder {
         self.push(
             Section::Requests,
             vec![
+                clip_ends(text, 4_000, 0.6),
                 clip_ends(text, 1_500, 0.6),
                 clip_ends(text, 400, 0.6),
                 clip_ends(text, 160, 0.6),
@@ -551,11 +556,17 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                 if let Some(cmd) = cmd {
                     // A text agent's observation of the command before it.
                     n_calls += 1;
-                    let (err, rich) = outcome(Some(&text), if looks_like_error(&text) { 900 } else { 700 });
+                    let (err, fullest) = outcome(Some(&text), FULLEST_RESULT_CHARS);
+                    let (_, rich) = outcome(Some(&text), if err { 900 } else { 700 });
                     let (_, normal) = outcome(Some(&text), if err { 360 } else { 200 });
                     let (_, short) = outcome(Some(&text), if err { 160 } else { SHORT_RESULT_CHARS });
                     let line = |c: usize, o: &str| format!("$ {} -> {o}", command_text(&cmd, c));
-                    let forms = vec![line(600, &rich), line(300, &normal), line(140, &short)];
+                    let forms = vec![
+                        line(2_000, &fullest),
+                        line(600, &rich),
+                        line(300, &normal),
+                        line(140, &short),
+                    ];
                     if err {
                         n_errors += 1;
                         b.push(Section::Errors, forms);
@@ -582,7 +593,12 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                             let th = thought(&pt);
                             b.push(
                                 Section::Conclusions,
-                                vec![clip_ends(th, 900, 0.6), clip_ends(th, 300, 0.6), clip_ends(th, 120, 0.7)],
+                                vec![
+                                    clip_ends(th, 4_000, 0.6),
+                                    clip_ends(th, 900, 0.6),
+                                    clip_ends(th, 300, 0.6),
+                                    clip_ends(th, 120, 0.7),
+                                ],
                             );
                         }
                     }
@@ -600,10 +616,12 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                 for c in calls {
                     n_calls += 1;
                     let res = results.get(c.id).map(|s| s.as_ref());
-                    let (err, rich) = outcome(res, if res.is_some_and(looks_like_error) { 900 } else { 600 });
+                    let (err, fullest) = outcome(res, FULLEST_RESULT_CHARS);
+                    let (_, rich) = outcome(res, if err { 900 } else { 600 });
                     let (_, normal) = outcome(res, if err { 360 } else { 160 });
                     let (_, short) = outcome(res, if err { 160 } else { SHORT_RESULT_CHARS });
                     let forms = vec![
+                        format!("{} -> {fullest}", call_line(c.name, &c.arguments, 1_200)),
                         format!("{} -> {rich}", call_line(c.name, &c.arguments, 400)),
                         format!("{} -> {normal}", call_line(c.name, &c.arguments, 160)),
                         format!("{} -> {short}", call_line(c.name, &c.arguments, 60)),
@@ -691,7 +709,9 @@ fn pack(
     // Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
     // Rules are never dropped (they render first: only the last-resort cut could reach them);
     // requests only when even their shortest forms do not fit.
-    let phases: [(Section, usize, bool); 22] = [
+    let phases: [(Section, usize, bool); 24] = [
+        (Section::Calls, 0, true),
+        (Section::Conclusions, 0, true),
         (Section::Calls, 0, true),
         (Section::Earlier, 0, true),
         (Section::Conclusions, 0, true),
@@ -762,6 +782,34 @@ fn pack(
             }
         }
     }
+    // A shortening can free more than needed (one long output): give the room left back to
+    // the newest units, a form at a time, and bring back dropped ones that fit again.
+    for i in (0..entries.len()).rev() {
+        if entries[i].section == Section::Requests {
+            continue;
+        }
+        if !entries[i].alive && !cover[i].is_some() {
+            let e = &mut entries[i];
+            e.level = e.forms.len() - 1;
+            let t = est.text(e.text()) + 1.0;
+            if total + t > room {
+                continue;
+            }
+            e.alive = true;
+            e.tokens = t;
+            total += t;
+        }
+        while entries[i].alive && entries[i].level > 0 {
+            let e = &mut entries[i];
+            let t = est.text(&e.forms[e.level - 1]) + 1.0;
+            if total + t - e.tokens > room {
+                break;
+            }
+            total += t - e.tokens;
+            e.level -= 1;
+            e.tokens = t;
+        }
+    }
     // The index gets its share and what the rest left.
     let index_room = (limit - total).max(0.0);
     let index = identifier_index::render(&idents, est, index_room as u64);
@@ -802,16 +850,25 @@ fn fit(
     let mut room = budget - reserved;
     let mut limit = budget;
     let mut out = String::new();
-    // Line-by-line prices run a little under the rendered whole: when the result is over, pack
-    // again into a room smaller by the overflow (the last resort cuts characters).
-    for _ in 0..4 {
+    let mut best: Option<(f64, String)> = None;
+    // Line-by-line prices differ a little from the rendered whole: pack again into a room
+    // moved by the difference, over or under, and keep the fullest packing that fits (the last
+    // resort cuts characters).
+    for _ in 0..5 {
         out = pack(entries.clone(), header, &idents, est, fixed, room, limit);
-        let over = est.text(&out) - budget;
-        if over <= 0.0 {
-            return out;
+        let used = est.text(&out);
+        if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
+            best = Some((used, out.clone()));
         }
-        room -= over + 4.0;
-        limit -= over + 4.0;
+        let gap = budget - used;
+        if (0.0..=budget * 0.02 + 2.0).contains(&gap) {
+            break;
+        }
+        room += gap - if gap < 0.0 { 4.0 } else { 1.0 };
+        limit += gap - if gap < 0.0 { 4.0 } else { 1.0 };
+    }
+    if let Some((_, b)) = best {
+        return b;
     }
     if est.text(&out) > budget {
         // Last resort: cut by characters (about 3 characters per token), on a line boundary;
