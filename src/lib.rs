@@ -18,6 +18,7 @@ pub mod message;
 pub mod model_info;
 pub mod profile;
 pub mod prune;
+pub mod recall;
 pub mod session_state;
 pub mod shrink_json;
 pub mod tail_walk;

@@ -23,6 +23,8 @@ from contextfold._core import (
 )
 from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, breakdown
 from contextfold.compactor import CompactionResult, Compactor, Pruned, detect_wire_format
+from contextfold.content_store import ContentStore, DirectoryContentStore, MemoryContentStore, RedisContentStore
+from contextfold.recall import RECALL_TOOL, recall_tool
 from contextfold.errors import (
     CompactionBudgetError,
     CompactionError,
@@ -52,6 +54,11 @@ __all__ = [
     "CompactionError",
     "CompactionResult",
     "Compactor",
+    "ContentStore",
+    "DirectoryContentStore",
+    "MemoryContentStore",
+    "RECALL_TOOL",
+    "RedisContentStore",
     "ExtractiveSummarizer",
     "InvalidMessageError",
     "InvalidUsageError",
@@ -87,6 +94,7 @@ __all__ = [
     "model_info",
     "ollama_context_window",
     "prune",
+    "recall_tool",
     "request_overhead",
     "shrink_json",
     "wire_bytes",

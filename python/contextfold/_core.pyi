@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension. Token counts are in the provider's tokens; `*_bytes` are bytes."""
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypedDict, final
+from typing import Any, Literal, NotRequired, TypedDict, final
 
 _Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
 _Detail = Literal["auto", "low", "high", "original"]
@@ -16,6 +16,7 @@ __version__: str
 __all__ = [
     "MIN_SUMMARY_TOKENS",
     "PROVIDERS",
+    "RECALL_TOOL",
     "SUMMARY_MARKERS",
     "WIRE_FORMATS",
     "SessionLedger",
@@ -46,6 +47,12 @@ __all__ = [
     "summary_block",
     "summary_message",
     "wire_bytes",
+    "fold_id",
+    "fold_ids_in",
+    "recall_calls",
+    "recall_page",
+    "recall_result",
+    "recall_tool",
 ]
 PROVIDERS: list[str]
 
@@ -430,6 +437,7 @@ class _CompactionPlan(TypedDict):
     fixed_tokens: int
     seams: list[int]
     reason: str | None
+    folds: NotRequired[list[tuple[str, str]]]
 
 def compaction_plan(
     messages: Sequence[Any],
@@ -458,6 +466,7 @@ def compaction_plan(
     clear_tool_inputs: bool = False,
     keep_thinking_turns: int | None = None,
     mask_observations: bool = True,
+    recoverable: bool = False,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
@@ -509,3 +518,29 @@ def detect_wire_format(messages: Sequence[Any], /) -> _WireFormat | None:
     one; None when none does (plain text messages, an empty history). Reads messages one by one
     and stops at the first that decides. Raises ``InvalidMessageError`` on a message it cannot
     read, ``TypeError`` when ``messages`` is a str or a dict."""
+
+# -- recoverable folds (src/recall.rs) --------------------------------------------------------
+
+RECALL_TOOL: str
+
+def fold_id(text: str, /) -> str:
+    """The stable short id of a text: ``cf`` + 12 hex digits of its 64-bit hash."""
+
+def fold_ids_in(text: str, /) -> list[str]:
+    """The fold ids a text names (``id=cf...``), in order, without repeats."""
+
+def recall_tool(*, format: _WireFormat) -> str:
+    """The recall tool's declaration in ``format``'s tool list, as compact JSON."""
+
+def recall_calls(message: Any, /) -> list[tuple[str, str]]:
+    """``(call id, arguments JSON)`` of each recall call in ``message`` (any format)."""
+
+def recall_result(message: Any, /, *, call_id: str, text: str) -> str:
+    """The message answering recall call ``call_id`` of ``message`` with ``text``, in
+    ``message``'s own format, as compact JSON."""
+
+def recall_page(
+    text: str, /, *, offset: int, max_tokens: int, provider: _Provider = "openai", model: str | None = None
+) -> tuple[str, int, int]:
+    """One page of ``text`` from character ``offset``, at most ``max_tokens`` estimated tokens:
+    ``(page, end offset in characters, total characters)``."""

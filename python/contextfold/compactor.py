@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from contextfold import _core
+from contextfold.content_store import ContentStore
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.prune import _copy, apply_edits, is_langchain_message
+from contextfold.recoverable import RecoverableFolds
 from contextfold.session import Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.extractive import ExtractiveSummarizer
@@ -88,6 +90,9 @@ class CompactionResult:
     budget: int
     kept: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
+    #: With ``Compactor(recoverable=True)``: the tool list to send with ``messages`` (the
+    #: caller's tools plus the recall tool, priced in the budget); else None.
+    tools: list[Any] | None = None
 
     @property
     def changed(self) -> bool:
@@ -188,7 +193,7 @@ def _parse_trigger(trigger: Any) -> tuple[str, float] | None:
     raise TypeError("trigger must be tokens (int), a fraction (float) or (kind, value)")
 
 
-class Compactor:
+class Compactor(RecoverableFolds):
     """Keeps a conversation inside its window by masking old tool output and folding the middle
     of the history into a summary.
 
@@ -271,6 +276,10 @@ class Compactor:
         tool_result_max_tokens: int = 200,
         arguments_max_chars: int = 2000,
         cache_block_tokens: int | None = None,
+        recoverable: bool = False,
+        store: ContentStore | None = None,
+        recall_max_tokens: int | None = None,
+        repair: bool = False,
     ) -> None:
         if strategy not in ("mask", "summarize", "hybrid"):
             raise ValueError(f"unknown strategy {strategy!r}; valid: mask, summarize, hybrid")
@@ -341,6 +350,7 @@ class Compactor:
         self._window = context_window
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
+        self._init_recall(recoverable, store, recall_max_tokens, repair)
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -422,7 +432,7 @@ class Compactor:
                 request = steps.send(self._summarize(request))
         except StopIteration as done:
             result: CompactionResult = done.value
-            return result
+            return self._with_tools(result)
 
     async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
         """As ``compact``, awaiting the summarizer's ``asummarize`` (or running its ``summarize``
@@ -434,7 +444,7 @@ class Compactor:
                 request = steps.send(await self._asummarize(request))
         except StopIteration as done:
             result: CompactionResult = done.value
-            return result
+            return self._with_tools(result)
 
     def _summarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
@@ -474,16 +484,22 @@ class Compactor:
         fmt = self.wire_format or detect_wire_format(msgs, self.provider)
         budget = self.budget
         notes: list[str] = []
+        if self.repair:
+            msgs = self._repaired(msgs, fmt, notes)
         correction = self.session.correction if self.session.last_usage is not None else 1.0
         effective = budget
         if correction > 1.0:
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
+        if self.recoverable:
+            # Room for one recall round (the call and its answer) after the compaction.
+            effective = max(1, effective - self._recall_reserve(effective))
         tail, summary_tokens, block = self._sizes(effective)
+        self._format = fmt
         common: dict[str, Any] = dict(
-            format=fmt, provider=self.provider, model=self.model, tools=self.tools, system=self.system,
-            response_format=self.response_format)
+            format=fmt, provider=self.provider, model=self.model, tools=self._request_tools(fmt),
+            system=self.system, response_format=self.response_format)
         plan = _core.compaction_plan(
             msgs,
             budget_tokens=effective,
@@ -499,8 +515,11 @@ class Compactor:
             exclude_tools=list(self.exclude_tools),
             clear_tool_inputs=self.clear_tool_inputs,
             keep_thinking_turns=self.keep_thinking_turns,
+            recoverable=self.recoverable,
             **common,
         )
+        for fold_id, text in plan.get("folds", ()):
+            self.store.put(fold_id, text)
         before = int(plan["tokens_before"])
 
         def unchanged(reason: str) -> CompactionResult:
@@ -605,8 +624,10 @@ class Compactor:
         kept_idx: list[int] = plan["kept"]
         seams: list[int] = plan["seams"]
 
+        fold_line = self._fold_span([msgs[i] for i in folded_idx]) if self.recoverable else ""
+
         def assemble(summary_text: str) -> tuple[str, list[Any]]:
-            wrapped = f"{OPEN}\n{summary_text}\n{CLOSE}"
+            wrapped = f"{OPEN}\n{summary_text}{fold_line}\n{CLOSE}"
             out = base[:head_end] + [base[i] for i in kept_idx]
             if plan["summary_role"] is not None:
                 summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))

@@ -22,6 +22,7 @@ mod json_out;
 mod langchain_message;
 mod messages;
 mod prune;
+mod recall;
 mod sdk_objects;
 mod session;
 mod shrink_json;
@@ -323,6 +324,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     exact::register(m)?;
     floor_walk::register(m)?;
     prune::register(m)?;
+    recall::register(m)?;
     session::register(m)?;
     shrink_json::register(m)?;
     Ok(())

@@ -10,8 +10,8 @@
 use std::borrow::Cow;
 
 use super::edit::{
-    if_smaller, image_bytes, json_string, plain_text, text_parts_bytes, CallAt, Change, Step,
-    Written,
+    if_smaller, image_bytes, json_string, object_of, plain_text, text_parts_bytes, CallAt, Change,
+    Step, Written,
 };
 use super::input::{Input, Key, ReadResult, Shape, Src};
 use super::read::{image_data, invalid, json_or_str, opaque, opt_id, Reader};
@@ -180,4 +180,29 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 /// A text block, `{"type": "text", "text"}`, as compact JSON.
 pub(crate) fn text_block_json(text: &str) -> String {
     super::openai_chat::text_block_json(text)
+}
+
+/// A client tool of the Messages tool list, `{"name", "description", "input_schema"}`
+/// (https://docs.anthropic.com/en/api/messages#body-tools), as compact JSON; `schema` is
+/// compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"name\":");
+    s.push_str(&json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&json_string(description));
+    s.push_str(",\"input_schema\":");
+    s.push_str(schema);
+    s.push('}');
+    s
+}
+
+/// The user message answering `tool_use` block `call_id` with `text` (one `tool_result`
+/// block), as compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    let block = object_of(&[
+        ("type", "tool_result"),
+        ("tool_use_id", call_id),
+        ("content", text),
+    ]);
+    format!("{{\"role\":\"user\",\"content\":[{block}]}}")
 }

@@ -150,3 +150,29 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("text", text)])
 }
+
+/// A tool of the Converse tool configuration, `{"toolSpec": {"name", "description",
+/// "inputSchema": {"json": schema}}}`
+/// (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolSpecification.html),
+/// as compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"toolSpec\":{\"name\":");
+    s.push_str(&super::edit::json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&super::edit::json_string(description));
+    s.push_str(",\"inputSchema\":{\"json\":");
+    s.push_str(schema);
+    s.push_str("}}}");
+    s
+}
+
+/// The user message answering `toolUse` `call_id` with `text` (one `toolResult` block), as
+/// compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    let mut s = String::from("{\"role\":\"user\",\"content\":[{\"toolResult\":{\"toolUseId\":");
+    s.push_str(&super::edit::json_string(call_id));
+    s.push_str(",\"content\":[");
+    s.push_str(&object_of(&[("text", text)]));
+    s.push_str("]}}]}");
+    s
+}

@@ -204,3 +204,39 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("text", text)])
 }
+
+/// A tool of Gemini's tool list holding one function declaration, `{"functionDeclarations":
+/// [{"name", "description", "parameters"}]}` (https://ai.google.dev/api/caching#Tool), as
+/// compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"functionDeclarations\":[{\"name\":");
+    s.push_str(&super::edit::json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&super::edit::json_string(description));
+    s.push_str(",\"parameters\":");
+    s.push_str(schema);
+    s.push_str("}]}");
+    s
+}
+
+/// The user content answering function call `call_id` of `name` with `text`: one
+/// `functionResponse` part whose response is `{"output": text}` (the docs' key for a
+/// function's output). A call read without an id has its name as id: the response then names
+/// no id either. `snake`: the Python SDK's key spelling.
+pub(crate) fn tool_result_json(call_id: &str, name: &str, text: &str, snake: bool) -> String {
+    let key = if snake {
+        "function_response"
+    } else {
+        "functionResponse"
+    };
+    let mut f = String::from("{\"name\":");
+    f.push_str(&super::edit::json_string(name));
+    if call_id != name {
+        f.push_str(",\"id\":");
+        f.push_str(&super::edit::json_string(call_id));
+    }
+    f.push_str(",\"response\":");
+    f.push_str(&object_of(&[("output", text)]));
+    f.push('}');
+    format!("{{\"role\":\"user\",\"parts\":[{{\"{key}\":{f}}}]}}")
+}

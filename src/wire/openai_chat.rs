@@ -189,3 +189,26 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("type", "text"), ("text", text)])
 }
+
+/// A function tool of the chat tool list, `{"type": "function", "function": {"name",
+/// "description", "parameters"}}` (https://platform.openai.com/docs/api-reference/chat/create#chat-create-tools),
+/// as compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"type\":\"function\",\"function\":{\"name\":");
+    s.push_str(&json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&json_string(description));
+    s.push_str(",\"parameters\":");
+    s.push_str(schema);
+    s.push_str("}}");
+    s
+}
+
+/// The `tool` message answering call `call_id` with `text`, as compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    object_of(&[
+        ("role", "tool"),
+        ("tool_call_id", call_id),
+        ("content", text),
+    ])
+}

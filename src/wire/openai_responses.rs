@@ -191,3 +191,26 @@ pub(crate) fn text_block_json(assistant: bool, text: &str) -> String {
     };
     object_of(&[("type", kind), ("text", text)])
 }
+
+/// A function tool of the Responses tool list, `{"type": "function", "name", "description",
+/// "parameters"}` (https://platform.openai.com/docs/api-reference/responses/create#responses-create-tools),
+/// as compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"type\":\"function\",\"name\":");
+    s.push_str(&json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&json_string(description));
+    s.push_str(",\"parameters\":");
+    s.push_str(schema);
+    s.push('}');
+    s
+}
+
+/// The `function_call_output` item answering call `call_id` with `text`, as compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    object_of(&[
+        ("type", "function_call_output"),
+        ("call_id", call_id),
+        ("output", text),
+    ])
+}
