@@ -19,6 +19,7 @@ pub mod model_info;
 pub mod profile;
 pub mod prune;
 pub mod recall;
+pub mod repair;
 pub mod session_state;
 pub mod shrink_json;
 pub mod tail_walk;

@@ -25,6 +25,7 @@ from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, brea
 from contextfold.compactor import CompactionResult, Compactor, Pruned, detect_wire_format
 from contextfold.content_store import ContentStore, DirectoryContentStore, MemoryContentStore, RedisContentStore
 from contextfold.recall import RECALL_TOOL, recall_tool
+from contextfold.repair import RepairResult, repair
 from contextfold.errors import (
     CompactionBudgetError,
     CompactionError,
@@ -59,6 +60,7 @@ __all__ = [
     "MemoryContentStore",
     "RECALL_TOOL",
     "RedisContentStore",
+    "RepairResult",
     "ExtractiveSummarizer",
     "InvalidMessageError",
     "InvalidUsageError",
@@ -95,6 +97,7 @@ __all__ = [
     "ollama_context_window",
     "prune",
     "recall_tool",
+    "repair",
     "request_overhead",
     "shrink_json",
     "wire_bytes",

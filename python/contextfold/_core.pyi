@@ -53,6 +53,7 @@ __all__ = [
     "recall_page",
     "recall_result",
     "recall_tool",
+    "repair_history",
 ]
 PROVIDERS: list[str]
 
@@ -544,3 +545,11 @@ def recall_page(
 ) -> tuple[str, int, int]:
     """One page of ``text`` from character ``offset``, at most ``max_tokens`` estimated tokens:
     ``(page, end offset in characters, total characters)``."""
+
+# -- repair (src/repair.rs) -----------------------------------------------------------------
+
+def repair_history(
+    messages: Sequence[Any], /, *, format: _WireFormat, copy: Callable[[Any], Any]
+) -> tuple[list[Any], list[str]]:
+    """``(repaired messages, changes)``: stand-in results for unanswered calls, results without
+    a call dropped, duplicate call ids made unique; a pending last turn left as it is."""

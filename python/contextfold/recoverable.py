@@ -161,7 +161,7 @@ class RecoverableFolds:
     def _repaired(self, msgs: list[Any], fmt: str, notes: list[str]) -> list[Any]:
         from contextfold.repair import repair
 
-        r = repair(msgs, provider=self.provider, wire_format=fmt)  # type: ignore[arg-type]
+        r = repair(msgs, provider=self.provider, wire_format=fmt)
         if r.changes:
             notes.append("repaired the history first: " + "; ".join(r.changes))
         return r.messages

@@ -23,6 +23,7 @@ mod langchain_message;
 mod messages;
 mod prune;
 mod recall;
+mod repair;
 mod sdk_objects;
 mod session;
 mod shrink_json;
@@ -325,6 +326,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     floor_walk::register(m)?;
     prune::register(m)?;
     recall::register(m)?;
+    repair::register(m)?;
     session::register(m)?;
     shrink_json::register(m)?;
     Ok(())

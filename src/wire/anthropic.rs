@@ -206,3 +206,32 @@ pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
     ]);
     format!("{{\"role\":\"user\",\"content\":[{block}]}}")
 }
+
+/// Where the id of the `tool_use` block at `at` sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    match at {
+        CallAt::Part(k) => Some(vec![Step::Key("content"), Step::Index(k), Step::Key("id")]),
+        CallAt::ToolCalls(_) => None,
+    }
+}
+
+/// Where the `tool_result` block at `part` names its call.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.map(|k| {
+        vec![
+            Step::Key("content"),
+            Step::Index(k),
+            Step::Key("tool_use_id"),
+        ]
+    })
+}
+
+/// A `tool_result` block marked as an error (`is_error`), saying `text`, as compact JSON.
+pub(crate) fn error_result_block_json(call_id: &str, text: &str) -> String {
+    let block = object_of(&[
+        ("type", "tool_result"),
+        ("tool_use_id", call_id),
+        ("content", text),
+    ]);
+    format!("{},\"is_error\":true}}", &block[..block.len() - 1])
+}

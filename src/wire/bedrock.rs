@@ -176,3 +176,38 @@ pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
     s.push_str("]}}]}");
     s
 }
+
+/// Where the id of the `toolUse` block at `at` sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    match at {
+        CallAt::Part(k) => Some(vec![
+            Step::Key("content"),
+            Step::Index(k),
+            Step::Key("toolUse"),
+            Step::Key("toolUseId"),
+        ]),
+        CallAt::ToolCalls(_) => None,
+    }
+}
+
+/// Where the `toolResult` block at `part` names its call.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.map(|k| {
+        vec![
+            Step::Key("content"),
+            Step::Index(k),
+            Step::Key("toolResult"),
+            Step::Key("toolUseId"),
+        ]
+    })
+}
+
+/// A `toolResult` block with `status: "error"`, saying `text`, as compact JSON.
+pub(crate) fn error_result_block_json(call_id: &str, text: &str) -> String {
+    let mut s = String::from("{\"toolResult\":{\"toolUseId\":");
+    s.push_str(&super::edit::json_string(call_id));
+    s.push_str(",\"content\":[");
+    s.push_str(&object_of(&[("text", text)]));
+    s.push_str("],\"status\":\"error\"}}");
+    s
+}

@@ -212,3 +212,20 @@ pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
         ("content", text),
     ])
 }
+
+/// Where the id of call `at` sits in a chat message (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    match at {
+        CallAt::ToolCalls(j) => Some(vec![
+            Step::Key("tool_calls"),
+            Step::Index(j),
+            Step::Key("id"),
+        ]),
+        CallAt::Part(_) => None,
+    }
+}
+
+/// Where a `tool` message names the call it answers.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.is_none().then(|| vec![Step::Key("tool_call_id")])
+}

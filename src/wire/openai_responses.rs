@@ -214,3 +214,13 @@ pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
         ("output", text),
     ])
 }
+
+/// Where the id of a `function_call` item sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    matches!(at, CallAt::ToolCalls(0)).then(|| vec![Step::Key("call_id")])
+}
+
+/// Where a `function_call_output` item names the call it answers.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.is_none().then(|| vec![Step::Key("call_id")])
+}
