@@ -7,6 +7,7 @@
 pub mod bpe_count;
 pub mod breakdown;
 pub mod compaction;
+pub mod degrade;
 pub mod digest;
 pub mod estimate;
 pub mod exact;

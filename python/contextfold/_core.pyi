@@ -54,6 +54,8 @@ __all__ = [
     "recall_result",
     "recall_tool",
     "repair_history",
+    "cut_middle",
+    "tail_floor",
 ]
 PROVIDERS: list[str]
 
@@ -553,3 +555,17 @@ def repair_history(
 ) -> tuple[list[Any], list[str]]:
     """``(repaired messages, changes)``: stand-in results for unanswered calls, results without
     a call dropped, duplicate call ids made unique; a pending last turn left as it is."""
+
+# -- degrading steps (src/degrade.rs) -----------------------------------------------------------
+
+def cut_middle(
+    messages: Sequence[Any], /, *, index: int, keep_tokens: int, provider: _Provider = "openai",
+    model: str | None = None
+) -> tuple[tuple[int, list[str | int], Any], str, str] | None:
+    """The edit cutting the middle of ``messages[index]`` down to about ``keep_tokens`` (its
+    head and end kept, the cut named by a fold id): ``((index, path, value), id, whole text)``,
+    or None when the message holds no text that can be cut."""
+
+def tail_floor(messages: Sequence[Any], /) -> tuple[int | None, int | None, int]:
+    """``(task index, last user turn index, floor start)``: a compaction keeps messages from
+    ``floor start`` on whatever the budget."""

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from contextfold import _core
 from contextfold.content_store import ContentStore
+from contextfold.degrade import budget_error, degrade, liftable
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.prune import _copy, apply_edits, is_langchain_message
 from contextfold.recoverable import RecoverableFolds
@@ -500,26 +501,31 @@ class Compactor(RecoverableFolds):
         common: dict[str, Any] = dict(
             format=fmt, provider=self.provider, model=self.model, tools=self._request_tools(fmt),
             system=self.system, response_format=self.response_format)
-        plan = _core.compaction_plan(
-            msgs,
-            budget_tokens=effective,
-            tail_tokens=tail,
-            summary_tokens=summary_tokens,
-            protect_first_n=self.protect_first_n,
-            min_tail=self.min_tail,
-            pinned=self._pinned_indices(msgs),
-            tool_result_max_tokens=self.tool_result_max_tokens,
-            arguments_max_chars=self.arguments_max_chars,
-            cache_block_tokens=block,
-            keep_tool_uses=self.keep_tool_uses,
-            exclude_tools=list(self.exclude_tools),
-            clear_tool_inputs=self.clear_tool_inputs,
-            keep_thinking_turns=self.keep_thinking_turns,
-            recoverable=self.recoverable,
-            **common,
-        )
-        for fold_id, text in plan.get("folds", ()):
-            self.store.put(fold_id, text)
+        def make_plan(ms: list[Any], min_tail: int, summary_tokens: int = summary_tokens,
+                      result_max: int | None = None, args_max: int | None = None) -> dict[str, Any]:
+            p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
+                ms,
+                budget_tokens=effective,
+                tail_tokens=tail,
+                summary_tokens=summary_tokens,
+                protect_first_n=self.protect_first_n,
+                min_tail=min_tail,
+                pinned=self._pinned_indices(ms),
+                tool_result_max_tokens=self.tool_result_max_tokens if result_max is None else result_max,
+                arguments_max_chars=self.arguments_max_chars if args_max is None else args_max,
+                cache_block_tokens=block,
+                keep_tool_uses=self.keep_tool_uses,
+                exclude_tools=list(self.exclude_tools),
+                clear_tool_inputs=self.clear_tool_inputs,
+                keep_thinking_turns=self.keep_thinking_turns,
+                recoverable=self.recoverable,
+                **common,
+            )
+            for fold_id, text in p.get("folds", ()):
+                self.store.put(fold_id, text)
+            return p
+
+        plan = make_plan(msgs, self.min_tail)
         before = int(plan["tokens_before"])
 
         def unchanged(reason: str) -> CompactionResult:
@@ -585,11 +591,18 @@ class Compactor(RecoverableFolds):
             if self.strategy == "mask":
                 return unchanged("nothing to mask")
 
+        if liftable(plan["reason"]):
+            # Degrade in steps (each noted) before giving up: see contextfold.degrade.
+            msgs, plan = degrade(msgs, plan, make_plan, min_tail=self.min_tail, budget=effective,
+                                 summary_tokens=summary_tokens, store=self.store, provider=self.provider,
+                                 model=self.model, notes=notes)
         if plan["reason"] is not None:
             reason = str(plan["reason"])
             if reason.startswith("budget"):
-                floor = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
-                raise CompactionBudgetError(reason, tokens=floor, budget=effective)
+                needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
+                raise budget_error(msgs, budget=effective, reason=reason, needed=needed, kw=dict(
+                    provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
+                    response_format=self.response_format))
             if self.strategy == "hybrid":
                 r = masked_result()
                 if r is not None:

@@ -113,5 +113,56 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(recall_calls, m)?)?;
     m.add_function(wrap_pyfunction!(recall_result, m)?)?;
     m.add_function(wrap_pyfunction!(recall_page, m)?)?;
+    register_degrade(m)
+}
+
+/// The edit cutting the middle of `messages[index]` down to about `keep_tokens` (its head and
+/// end kept, the cut named by a fold id): `((index, path, value), id, whole text)`, or None
+/// when the message holds no text that can be cut.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, index, keep_tokens, provider="openai", model=None))]
+#[allow(clippy::type_complexity)]
+fn cut_middle<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    index: usize,
+    keep_tokens: u32,
+    provider: &str,
+    model: Option<&str>,
+) -> PyResult<Option<(super::prune::PlannedEdit<'py>, String, String)>> {
+    let est = super::estimator(provider, model)?;
+    let keep = Keep::new();
+    let mut w = Walker::new(py, &keep);
+    let ms = w.messages(messages)?;
+    if index >= ms.len() {
+        return Err(PyValueError::new_err(format!(
+            "index {index} out of range for {} messages",
+            ms.len()
+        )));
+    }
+    let Some((edit, id, whole)) = crate::degrade::cut_middle(&ms, index, keep_tokens, &est) else {
+        return Ok(None);
+    };
+    let (path, value) = edit.wire_edit(&ms[index]);
+    let planned = super::prune::planned_edit(py, index, &path, value.as_deref())?;
+    Ok(Some((planned, id, whole)))
+}
+
+pub fn register_degrade(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cut_middle, m)?)?;
+    m.add_function(wrap_pyfunction!(tail_floor, m)?)?;
     Ok(())
+}
+
+/// `(task index, last user turn index, floor start)` of a history (see `degrade::tail_floor`).
+#[pyfunction]
+#[pyo3(signature = (messages, /))]
+fn tail_floor(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+) -> PyResult<(Option<usize>, Option<usize>, usize)> {
+    let keep = Keep::new();
+    let mut w = Walker::new(py, &keep);
+    let ms = w.messages(messages)?;
+    Ok(crate::degrade::tail_floor(&ms))
 }
