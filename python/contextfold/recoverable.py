@@ -137,17 +137,26 @@ class RecoverableFolds:
             # SEAM_SLACK: two messages priced alone can cost a few tokens less than inside the
             # history (Gemini prices a turn's seam with its neighbour).
             target = max(ANSWER_ENVELOPE + 16, min(target, self._last_room - call_tokens - SEAM_SLACK))
-        page_bound = bound
-        for _ in range(8):
+        # The page is cut by its text's estimate; the message prices it in its own context (a
+        # tool result's text may cost more, and not in proportion): search the largest page
+        # bound whose message fits the target.
+        def attempt(page_bound: int) -> tuple[Any, int]:
             text = _recall.answer_text(self.store, calls[0], max_tokens=page_bound, provider=self.provider,
                                        model=self.model)
             message = json.loads(_core.recall_result(call, call_id=calls[0].call_id, text=text))
-            # The page was cut by its text's estimate; the message prices it in its own context
-            # (a tool result's text may cost more per character): shrink until the message fits.
-            tokens = int(_core.estimate([message], provider=self.provider, model=self.model))  # type: ignore[arg-type]
-            if tokens <= target or page_bound <= 16:
-                break
-            page_bound = max(16, min(page_bound - (tokens - target) - 4, page_bound * target // tokens))
+            return message, int(_core.estimate([message], provider=self.provider, model=self.model))  # type: ignore[arg-type]
+
+        message, tokens = attempt(bound)
+        if tokens > target:
+            lo, hi = 1, bound - 1
+            message, _ = attempt(lo)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                m, t = attempt(mid)
+                if t <= target:
+                    lo, message = mid, m
+                else:
+                    hi = mid - 1
         return message
 
     def _default_budget(self) -> int:
