@@ -326,3 +326,31 @@ def test_redis_store_recalls_across_compactor_instances(redis_url):
         assert other.recall(fold_id) in known
     with pytest.raises(ValueError):
         RedisContentStore(url=redis_url, ttl=0)
+
+
+def test_cleared_inputs_and_dropped_images_are_recoverable_byte_exact():
+    import base64
+    import struct
+    import zlib
+
+    msgs = agent_history(20)
+    for m in msgs:
+        for c in m.get("tool_calls") or []:
+            c["function"]["arguments"] = json.dumps({"path": "src/a.py", "content": "def f():\n    return 1\n" * 200})
+    ihdr = struct.pack(">IIBBBBB", 1600, 1200, 8, 2, 0, 0, 0)
+    png = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    url = "data:image/png;base64," + base64.b64encode(png + bytes(3000)).decode()
+    msgs.insert(4, {"role": "user", "content": [{"type": "text", "text": "the screenshot"},
+                                                {"type": "image_url", "image_url": {"url": url}}]})
+    msgs.insert(5, {"role": "assistant", "content": "Seen."})
+    snap = copy.deepcopy(msgs)
+    c = cf.Compactor(budget=6_000, strategy="mask", recoverable=True, clear_tool_inputs=True)
+    r = c.compact(msgs)
+    assert msgs == snap
+    shrunk = [json.loads(tc["function"]["arguments"]) for m in r.messages for tc in m.get("tool_calls") or []]
+    ids = {a["contextfold_recall"] for a in shrunk if "contextfold_recall" in a}
+    assert ids
+    for fold_id in ids:
+        assert c.recall(fold_id) == msgs[2]["tool_calls"][0]["function"]["arguments"]
+    image_note = r.messages[4]["content"][1]["text"]
+    assert image_note.startswith("[folded image") and c.recall(ID.search(image_note).group(1)) == url
