@@ -18,8 +18,9 @@ use crate::message::{Content, Message, Part, Role};
 use crate::prune::{self, group_sep, PruneOptions};
 use crate::shrink_json::{is_valid_json, shrink_json};
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
-use crate::wire::edit::{write, CallAt, Change};
-use crate::wire::{Edit, Format, Step};
+use crate::wire::edit::{CallAt, Change};
+use crate::wire::write_edit as write;
+use crate::wire::{Edit, Step};
 
 /// First line of every summary contextfold writes; how a later compaction recognises it.
 pub const SUMMARY_OPEN: &str = "<contextfold:summary>";
@@ -207,10 +208,7 @@ impl MaskEdit {
         match self {
             MaskEdit::Change { path, value, .. } => (path.clone(), Some(value.clone())),
             MaskEdit::DropPart { part, .. } => {
-                let key = match m.wire {
-                    Format::Gemini | Format::GeminiSnake => "parts",
-                    _ => "content",
-                };
+                let key = crate::wire::dialect_of(m.wire).map_or("content", |d| d.content_key);
                 (vec![Step::Key(key), Step::Index(*part)], None)
             }
         }
@@ -622,7 +620,9 @@ fn find_mask_edits(
         let keep = keep.max(1);
         let cut = with_thinking.len().saturating_sub(keep);
         for &i in &with_thinking[..cut] {
-            if pinned.contains(&i) || Turn::of(&msgs[i]) != Turn::Assistant {
+            // The protected head stays byte-identical; the tail pass protects all before the
+            // tail this way, and an edit there would be priced against the wrong slice.
+            if i < protect_first_n || pinned.contains(&i) || Turn::of(&msgs[i]) != Turn::Assistant {
                 continue;
             }
             let Content::Parts(ps) = &msgs[i].content else {
@@ -824,10 +824,13 @@ pub fn plan_priced(
         let prev_idx = segs.last().map(|s| s.1).unwrap_or(head_end);
         let prev = (prev_idx > 0).then(|| seat(opt.format, &msgs[prev_idx - 1]));
         let first_turn = (0..prev_idx).all(|i| Turn::of(&msgs[i]) == Turn::System);
-        let next = seat(opt.format, &msgs[t]);
+        // An empty tail (min_tail 0) has no first message to collide with.
+        let next = (t < n).then(|| seat(opt.format, &msgs[t]));
         [Turn::User, Turn::Assistant].into_iter().find(|&c| {
             let user_first_ok = c == Turn::User || !first_turn || !opt.format.strict_turns();
-            !prev.is_some_and(|p| collide(p, c)) && !collide(c, next) && user_first_ok
+            !prev.is_some_and(|p| collide(p, c))
+                && !next.is_some_and(|x| collide(c, x))
+                && user_first_ok
         })
     };
     let tail_cost = |t: usize| -> u64 { costs[t..].iter().map(|&c| u64::from(c)).sum() };
@@ -988,18 +991,19 @@ pub fn plan_priced(
     out
 }
 
-/// Edits re-indexed relative to `offset` (for pricing a slice).
+/// Edits re-indexed relative to `offset` (for pricing a slice); edits before the slice are
+/// not part of it and are left out (never wrapped below zero).
 fn shifted(edits: &[PricedEdit], offset: usize) -> Vec<PricedEdit> {
     edits
         .iter()
-        .map(|e| {
+        .filter_map(|e| {
             let mut e = e.clone();
             match &mut e.edit {
                 MaskEdit::Change { index, .. } | MaskEdit::DropPart { index, .. } => {
-                    *index -= offset
+                    *index = index.checked_sub(offset)?
                 }
             }
-            e
+            Some(e)
         })
         .collect()
 }
@@ -1229,7 +1233,7 @@ pub fn verify(
 mod tests {
     use super::*;
     use crate::message::ToolCall;
-    use crate::profile::Provider;
+    use crate::provider::Provider;
 
     fn est() -> Estimator {
         Estimator::new(Provider::OpenAI, "")

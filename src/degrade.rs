@@ -9,7 +9,8 @@ use crate::estimate::Estimator;
 use crate::message::{Content, Message, Part};
 use crate::prune::group_sep;
 use crate::recall::{fold_id, RECALL_TOOL};
-use crate::wire::edit::{write, Change};
+use crate::wire::edit::Change;
+use crate::wire::write_edit as write;
 
 /// Share of the kept tokens given to the head; the rest (minus the marker) to the end.
 const HEAD_SHARE: f64 = 0.5;

@@ -763,7 +763,7 @@ fn fit(mut entries: Vec<Entry>, header: &str, est: &Estimator, max_tokens: u64) 
 mod tests {
     use super::*;
     use crate::message::ToolCall;
-    use crate::profile::Provider;
+    use crate::provider::Provider;
     use std::borrow::Cow;
 
     fn est() -> Estimator {

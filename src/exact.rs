@@ -20,21 +20,19 @@
 //!   (`Counter::structured_output`);
 //! - images: the provider formulas of `image_tokens` from the pixel size in the header.
 
-use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
-use std::fmt;
-
-use tiktoken_rs::CoreBPE;
-
+use crate::encoding::base_model;
+pub use crate::encoding::{encoding_for, Encoding, UnknownModel};
 use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
+use crate::json_string::push_json_string;
 use crate::message::{Content, ImageSource, Message, Part, Role, ToolCall};
-use crate::profile::Provider;
+use crate::provider::Provider;
 use crate::tool_render::{
     parse_json, render_response_format, render_tools, response_format_title, title_tokens,
     tools_without_property_comments, Json,
 };
-use crate::wire::push_json_string;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
 /// Tokens a batch of parallel tool calls costs beyond its `multi_tool_use.parallel` call and the
 /// one message of its outputs, on the gpt-4o / gpt-4.1 generation: `PARALLEL_BATCH_BASE +
@@ -49,120 +47,6 @@ const PARALLEL_PER_CALL: i32 = -4;
 /// The same constant on reasoning models (gpt-5, o-series): -9 a batch, the earlier fit over
 /// every recorded batch; the gpt-5-nano batches of 3 calls (4 requests of one test) stay 7 under.
 const PARALLEL_BATCH_REASONING: i32 = -9;
-
-/// One of OpenAI's public tokenizers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Encoding {
-    O200kBase,
-    Cl100kBase,
-    O200kHarmony,
-}
-
-impl Encoding {
-    pub const NAMES: [&'static str; 3] = ["o200k_base", "cl100k_base", "o200k_harmony"];
-
-    /// tiktoken's name of the encoding.
-    pub fn name(self) -> &'static str {
-        match self {
-            Encoding::O200kBase => "o200k_base",
-            Encoding::Cl100kBase => "cl100k_base",
-            Encoding::O200kHarmony => "o200k_harmony",
-        }
-    }
-
-    /// Parse a tiktoken encoding name.
-    pub fn parse(name: &str) -> Option<Encoding> {
-        match name {
-            "o200k_base" => Some(Encoding::O200kBase),
-            "cl100k_base" => Some(Encoding::Cl100kBase),
-            "o200k_harmony" => Some(Encoding::O200kHarmony),
-            _ => None,
-        }
-    }
-
-    /// The shared encoder, built on first use.
-    pub fn bpe(self) -> &'static CoreBPE {
-        match self {
-            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-            Encoding::O200kHarmony => tiktoken_rs::o200k_harmony_singleton(),
-        }
-    }
-
-    /// Tokens of `text` with special-token text (`<|endoftext|>`) counted as ordinary text,
-    /// as the API does for message content.
-    pub fn count(self, text: &str) -> usize {
-        if text.is_empty() {
-            return 0;
-        }
-        // The same count as `self.bpe().encode_ordinary(text).len()`, split by this thread's own
-        // regex (see `bpe_count`: the encoder's regex serializes threads).
-        let vocab = match self {
-            Encoding::O200kBase | Encoding::O200kHarmony => crate::bpe_count::o200k(),
-            Encoding::Cl100kBase => crate::bpe_count::cl100k(),
-        };
-        vocab.count(text, self.bpe())
-    }
-}
-
-/// A model name that maps to no known OpenAI encoding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownModel(pub String);
-
-impl fmt::Display for UnknownModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown model {:?}: no OpenAI encoding is known for it; pass encoding= \
-             (one of {}) to count_text, or use a known model name",
-            self.0,
-            Encoding::NAMES.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for UnknownModel {}
-
-// Model-name prefixes, as tiktoken's `model.py` maps them, longest first where they
-// overlap. Dated and suffixed names (`gpt-4o-2024-11-20`, `gpt-4.1-mini`) match by prefix.
-const PREFIXES: &[(&str, Encoding)] = &[
-    ("gpt-oss", Encoding::O200kHarmony),
-    ("gpt-4o", Encoding::O200kBase),
-    ("chatgpt-4o", Encoding::O200kBase),
-    ("gpt-4.1", Encoding::O200kBase),
-    ("gpt-4.5", Encoding::O200kBase),
-    ("gpt-5", Encoding::O200kBase),
-    ("o1", Encoding::O200kBase),
-    ("o3", Encoding::O200kBase),
-    ("o4", Encoding::O200kBase),
-    ("codex-", Encoding::O200kBase),
-    ("gpt-4", Encoding::Cl100kBase),
-    ("gpt-3.5", Encoding::Cl100kBase),
-    ("gpt-35", Encoding::Cl100kBase),
-    ("text-embedding-3", Encoding::Cl100kBase),
-    ("text-embedding-ada-002", Encoding::Cl100kBase),
-];
-
-/// The model name without an `ft:` prefix, fine-tune suffix (`ft:gpt-4o:org::id`) or provider
-/// path (`openai/gpt-4o`, `azure/gpt-4o`).
-fn base_model(model: &str) -> &str {
-    let m = model.trim();
-    let m = m.rsplit('/').next().unwrap_or(m);
-    match m.strip_prefix("ft:") {
-        Some(rest) => rest.split(':').next().unwrap_or(rest),
-        None => m,
-    }
-}
-
-/// The encoding of an OpenAI model name.
-pub fn encoding_for(model: &str) -> Result<Encoding, UnknownModel> {
-    let m = base_model(model);
-    PREFIXES
-        .iter()
-        .find(|(p, _)| m.starts_with(p))
-        .map(|&(_, e)| e)
-        .ok_or_else(|| UnknownModel(model.to_string()))
-}
 
 /// How one model is billed.
 #[derive(Debug, Clone, Copy)]

@@ -17,7 +17,8 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::message::{Content, ImageSource, Message, Part};
 use crate::shrink_json::shrink_json;
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
-use crate::wire::edit::{write, CallAt, Change};
+use crate::wire::edit::{CallAt, Change};
+use crate::wire::write_edit as write;
 pub use crate::wire::{Edit, Step};
 
 /// Thresholds of a prune (all sizes in tokens of the estimator unless named chars).
@@ -391,7 +392,7 @@ pub fn plan_with(
 mod tests {
     use super::*;
     use crate::message::{Format, ToolCall};
-    use crate::profile::Provider;
+    use crate::provider::Provider;
     use std::borrow::Cow;
 
     fn history<'a>(big: &'a str, args: &'a str) -> Vec<Message<'a>> {

@@ -14,7 +14,8 @@ use crate::compaction::MaskEdit;
 use crate::estimate::Estimator;
 use crate::message::{Content, ImageSource, Message, Part};
 use crate::prune::group_sep;
-use crate::wire::edit::{write, CallAt, Change};
+use crate::wire::edit::{CallAt, Change};
+use crate::wire::write_edit as write;
 use crate::wire::{anthropic, bedrock, gemini, openai_chat, openai_responses, WireFormat};
 
 /// The recall tool's name, as declared in every format.

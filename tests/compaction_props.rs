@@ -16,7 +16,7 @@ use contextfold::compaction::{
 };
 use contextfold::estimate::Estimator;
 use contextfold::message::{Content, Message, Part, ToolCall};
-use contextfold::profile::Provider;
+use contextfold::provider::Provider;
 use contextfold::tail_walk::legal_cuts;
 use contextfold::wire::Format;
 use proptest::prelude::*;

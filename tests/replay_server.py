@@ -37,6 +37,10 @@ class Reply:
     delay: float = 0.0
     close: bool = False
     path: str | None = None
+    #: Seconds between bytes of the body (a server that drips its reply), 0: all at once.
+    drip: float = 0.0
+    #: A body produced in pieces (``(content_length, chunks)``): a large body never held whole.
+    stream: tuple[int, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -167,9 +171,10 @@ class ReplayServer:
                 if reply.close:
                     self.close_connection = True
                     return
-                self._send(reply.status, reply.body, reply.headers)
+                self._send(reply.status, reply.body, reply.headers, reply.drip, reply.stream)
 
-            def _send(self, status: int, body: Any, headers: dict[str, str]) -> None:
+            def _send(self, status: int, body: Any, headers: dict[str, str], drip: float = 0.0,
+                      stream: tuple[int, Any] | None = None) -> None:
                 if isinstance(body, (dict, list)):
                     data = json.dumps(body).encode()
                 elif isinstance(body, str):
@@ -182,9 +187,22 @@ class ReplayServer:
                         self.send_header("content-type", "application/json")
                     for key, value in headers.items():
                         self.send_header(key, value)
-                    self.send_header("content-length", str(len(data)))
+                    self.send_header("content-length", str(stream[0] if stream else len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if stream is not None:
+                        for piece in stream[1]:
+                            if server._stop.is_set():
+                                return
+                            self.wfile.write(piece)
+                    elif drip:
+                        self.wfile.flush()
+                        for i in range(len(data)):
+                            if server._stop.wait(drip):
+                                return
+                            self.wfile.write(data[i : i + 1])
+                            self.wfile.flush()
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 

@@ -110,7 +110,7 @@ def test_anti_thrash_backs_off_when_little_can_be_freed():
     c = cf.Compactor(budget=10_000, strategy="summarize", pinned=list(range(6, len(msgs))),
                      min_free_share=0.2, context_window=200_000)
     r = c.compact(msgs)
-    assert not r.changed and r.reason is not None and r.reason.startswith("backed off"), r.reason
+    assert not r.changed and r.reason is not None and r.reason.startswith("compaction skipped"), r.reason
     assert r.messages == msgs and r.messages is not msgs
     # The gate stays closed until the history has grown by min_free_share of the trigger.
     assert not c.should_compact(msgs + agent_history(1)[2:4])
@@ -223,6 +223,7 @@ def test_double_collision_merges_into_a_neighbour_when_the_tail_cannot_move():
 
 
 def test_anthropic_user_first_and_tool_result_right_after_tool_use():
+    checked = raised = 0
     for conv in tau()[:8]:
         chat = conv["messages"]
         msgs, system = convert(chat, "anthropic")
@@ -232,10 +233,15 @@ def test_anthropic_user_first_and_tool_result_right_after_tool_use():
             c = cf.Compactor(provider="anthropic", budget=int(before * share), system=system, strategy="summarize")
             try:
                 r = c.compact(msgs)
-            except cf.CompactionBudgetError:
+            except cf.CompactionBudgetError as e:
+                assert e.tokens > e.budget
+                raised += 1
                 continue
             check(r, msgs, snap, "anthropic")
             assert r.messages[0]["role"] == "user"
+            checked += r.changed
+    # A raise on every case would check nothing: most of the 16 cases must compact.
+    assert checked >= 8, (checked, raised)
 
 
 def thinking_history() -> list[dict]:

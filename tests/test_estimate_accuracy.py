@@ -88,8 +88,13 @@ def test_thought_signatures_settle_the_vertex_platform_of_a_bare_name():
 
 @pytest.mark.parametrize("root", ROOTS)
 def test_every_supported_recorded_request_is_read_without_error(root):
+    read = 0
     for r in load_requests(_root(root)):
-        estimate_request(cf, r)
+        tokens = estimate_request(cf, r)
+        # A request always carries at least its messages' envelope: a zero means nothing was read.
+        assert tokens > 0, r.source
+        read += 1
+    assert read >= 50, f"only {read} recorded requests found under {_root(root)}"
 
 
 @pytest.mark.parametrize("root", ROOTS)

@@ -12,7 +12,7 @@ import pytest
 import contextfold as cf
 from transcripts import LOCAL, load_conversations
 
-pytest.importorskip("langchain.agents", reason="pip install 'contextfold[langchain]'")
+pytest.importorskip("langchain.agents", reason="pip install '.[langchain]'")
 
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
@@ -145,5 +145,5 @@ def test_middleware_accepts_a_result_object_and_rejects_garbage():
 def test_module_error_names_the_extra():
     import contextfold.langchain as lc
 
-    assert "contextfold[langchain]" in (lc.__doc__ or "")
+    assert "'.[langchain]'" in (lc.__doc__ or "")
     assert json.dumps(to_openai_messages([HumanMessage("x")])) == '[{"role": "user", "content": "x"}]'

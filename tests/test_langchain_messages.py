@@ -23,7 +23,7 @@ import contextfold as cf
 from contextfold.errors import InvalidMessageError
 from transcripts import LOCAL, load_conversations
 
-pytest.importorskip("langchain_core", reason="pip install 'contextfold[test]'")
+pytest.importorskip("langchain_core", reason="pip install '.[test]'")
 
 from langchain_core.messages import (  # noqa: E402
     AIMessage,

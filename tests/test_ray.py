@@ -12,7 +12,7 @@ import pytest
 import contextfold as cf
 from transcripts import LOCAL, ROOT, load_conversations
 
-ray = pytest.importorskip("ray", reason="Ray Data example: pip install 'contextfold[ray]'")
+ray = pytest.importorskip("ray", reason="Ray Data example: pip install '.[ray]'")
 
 # Ray's own modules warn about their own deprecated settings while they start.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")

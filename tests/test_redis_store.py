@@ -19,7 +19,7 @@ from contextfold.store import RedisSessionStore
 from test_session import history
 from test_session_state import one_process, replica_copy, swe_trajectory
 
-redis = pytest.importorskip("redis", reason="redis-py not installed: pip install 'contextfold[redis]'")
+redis = pytest.importorskip("redis", reason="redis-py not installed: pip install '.[redis]'")
 
 
 def free_port() -> int:

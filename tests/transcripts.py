@@ -200,6 +200,43 @@ def estimate_request(cf: Any, r: Request, *, name_platform: bool = False) -> int
     )
 
 
+def request_body(r: Request, *, name_platform: bool = False) -> dict[str, Any]:
+    """The recorded request as its caller passed it to the SDK: the body of its API with the
+    recorded ``request_options`` (tool_choice, thinking, reasoning, response_format, ...) in it.
+    ``name_platform``: spell the model with its serving platform (``platform_model``)."""
+    model = platform_model(r) if name_platform else r.model
+    opts = dict(r.options)
+    body: dict[str, Any]
+    if r.api.startswith("generateContent") or r.api.startswith("countTokens"):
+        body = {"model": model, "contents": r.messages}
+        if r.system is not None:
+            body["systemInstruction"] = r.system
+    elif r.api in ("converse", "count_tokens"):
+        body = {"modelId": model, "messages": r.messages}
+        if r.system is not None:
+            body["system"] = r.system
+        if r.tools:
+            opts["toolConfig"] = {**opts.get("toolConfig", {}), "tools": r.tools}
+    elif r.api.startswith("responses"):
+        body = {"model": model, "input": r.messages}
+        if r.system is not None:
+            body["instructions"] = r.system
+    else:
+        body = {"model": model, "messages": r.messages}
+        if r.system is not None:
+            body["system"] = r.system
+    if r.tools is not None and "modelId" not in body:
+        body["tools"] = r.tools
+    body.update(opts)
+    return body
+
+
+def estimate_request_body(cf: Any, r: Request, *, name_platform: bool = False) -> int:
+    """contextfold's ``estimate_request`` of the recorded request's body (``request_body``),
+    with ``provider=`` the recorded API's wire format as a user of that API passes it."""
+    return int(cf.estimate_request(request_body(r, name_platform=name_platform), provider=r.profile))
+
+
 def session_errors(cf: Any, root: Path, **session_kw: Any) -> tuple[list[float], list[float]]:
     """|estimate/real - 1| of a Session over every SWE call (usage of call k-1 recorded before
     call k is estimated): (first calls, later calls)."""

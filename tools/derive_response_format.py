@@ -39,7 +39,7 @@ os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_DATA / "tiktoken-cache"))
 import tiktoken  # noqa: E402
 
 import contextfold as cf  # noqa: E402
-from derive_openai_rendering import comment_lines, encoding_name, render_tools  # noqa: E402
+from openai_tool_render import comment_lines, encoding_name, render_tools  # noqa: E402
 from exact_report import openai_chat  # noqa: E402
 from transcripts import SHARED  # noqa: E402
 

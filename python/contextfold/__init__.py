@@ -30,15 +30,25 @@ from contextfold.errors import (
     CompactionBudgetError,
     CompactionError,
     InvalidMessageError,
+    InternalError,
     InvalidUsageError,
     SessionStateError,
     SessionStoreError,
     UnknownModelError,
+    UnknownModelWarning,
 )
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.images import fetch_image_size, http_image_sizes
-from contextfold.model_info import ModelInfo, model_info
+from contextfold.model_info import ModelInfo, check_model, model_info
 from contextfold.prune import find_tail_start, prune
+from contextfold.request import (
+    RequestBody,
+    RequestSettings,
+    breakdown_request,
+    count_request,
+    estimate_request,
+    read_request,
+)
 from contextfold.session import Session
 from contextfold.summarize import (
     ExtractiveSummarizer,
@@ -49,6 +59,9 @@ from contextfold.summarize import (
 )
 
 __all__ = [
+    "UnknownModelWarning",
+    "check_model",
+    "InternalError",
     "PROVIDERS",
     "Breakdown",
     "CompactionBudgetError",
@@ -68,6 +81,8 @@ __all__ = [
     "MessageTokens",
     "ModelInfo",
     "Pruned",
+    "RequestBody",
+    "RequestSettings",
     "Session",
     "SessionStateError",
     "SessionStoreError",
@@ -78,16 +93,19 @@ __all__ = [
     "UnmeasuredPart",
     "__version__",
     "breakdown",
+    "breakdown_request",
     "context_window",
     "count",
     "count_each",
     "count_many",
+    "count_request",
     "count_text",
     "detect_wire_format",
     "encoding_for",
     "estimate",
     "estimate_each",
     "estimate_many",
+    "estimate_request",
     "fetch_image_size",
     "find_tail_start",
     "http_image_sizes",
@@ -98,6 +116,7 @@ __all__ = [
     "prune",
     "recall_tool",
     "repair",
+    "read_request",
     "request_overhead",
     "shrink_json",
     "wire_bytes",

@@ -41,6 +41,7 @@ __all__ = [
     "image_tokens",
     "apply_edits",
     "prune",
+    "read_request",
     "prune_plan",
     "request_overhead",
     "shrink_json",
@@ -569,3 +570,19 @@ def cut_middle(
 def tail_floor(messages: Sequence[Any], /) -> tuple[int | None, int | None, int]:
     """``(task index, last user turn index, floor start)``: a compaction keeps messages from
     ``floor start`` on whatever the budget."""
+def read_request(
+    body: Any, /, *, provider: _Provider | None = None
+) -> tuple[
+    str,
+    str,
+    str | None,
+    Any,
+    list[Any] | None,
+    Any,
+    Any,
+    tuple[str, int | None, str | None, str | None, str | None, list[tuple[str, str]], list[str], int],
+    int,
+]:
+    """A request body read by the core: ``(api, provider, model, messages, tools, system,
+    response_format, settings, settings_tokens)``; ``contextfold.request.read_request`` wraps it.
+    Raises ``ValueError`` with ``.field`` naming the body's field."""

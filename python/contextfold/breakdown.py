@@ -12,6 +12,7 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.images import ImageSizes
+from contextfold.panic_guard import no_panic
 
 #: The kinds of `Breakdown.by_kind`, in display order.
 KINDS: tuple[str, ...] = (
@@ -88,6 +89,7 @@ class Breakdown:
         }
 
 
+@no_panic
 def breakdown(
     messages: Sequence[Any],
     /,

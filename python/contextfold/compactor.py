@@ -22,11 +22,15 @@ from typing import Any, Literal
 from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.degrade import budget_error, degrade, liftable
+from contextfold.compactor_config import CompactorConfig
 from contextfold.errors import CompactionBudgetError, CompactionError
+from contextfold.model_info import check_model
+from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits, is_langchain_message
 from contextfold.recoverable import RecoverableFolds
 from contextfold.session import Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
+from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 
 __all__ = [
@@ -169,31 +173,6 @@ def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
     return convert_to_messages([message])[0]
 
 
-def _parse_trigger(trigger: Any) -> tuple[str, float] | None:
-    if trigger is None:
-        return None
-    if isinstance(trigger, dict):
-        kind = {"input_tokens": "tokens", "tokens": "tokens", "messages": "messages", "fraction": "fraction"}.get(
-            str(trigger.get("type")), "")
-        if not kind:
-            raise ValueError(f"unknown trigger type {trigger.get('type')!r}; valid: input_tokens, messages, fraction")
-        return kind, float(trigger["value"])
-    if isinstance(trigger, tuple):
-        kind, value = trigger
-        if kind not in ("tokens", "fraction", "messages"):
-            raise ValueError(f"unknown trigger kind {kind!r}; valid: tokens, fraction, messages")
-        return kind, float(value)
-    if isinstance(trigger, bool):
-        raise TypeError("trigger must be tokens (int), a fraction (float) or (kind, value)")
-    if isinstance(trigger, int):
-        return "tokens", float(trigger)
-    if isinstance(trigger, float):
-        if not 0.0 < trigger <= 1.0:
-            raise ValueError(f"a fractional trigger must be within (0, 1], got {trigger}")
-        return "fraction", trigger
-    raise TypeError("trigger must be tokens (int), a fraction (float) or (kind, value)")
-
-
 class Compactor(RecoverableFolds):
     """Keeps a conversation inside its window by masking old tool output and folding the middle
     of the history into a summary.
@@ -224,7 +203,8 @@ class Compactor(RecoverableFolds):
       for a small gain is not worth it); ``min_free_share``: likewise as a share of the tokens
       before (default 0.05), and then the gate backs off until the history has grown by that
       share of the trigger (anti-thrash).
-    - ``exclude_tools``: outputs of these tools are never masked (memory, plan, todo tools);
+    - ``exclude_tools``: outputs of these tools are never masked (memory, plan, todo tools; a
+      str is one tool name);
       ``clear_tool_inputs``: also shrink the arguments of calls whose output was masked;
       ``keep_thinking_turns``: keep thinking blocks only in the last N assistant turns having
       them (the others go whole; the kept ones stay byte-identical).
@@ -236,8 +216,17 @@ class Compactor(RecoverableFolds):
       ``"anthropic"``, ``"gemini"``, ``"bedrock"``; default: detected from the history's shape.
       Every strategy runs on every format: each masking edit is written in the message's own
       format by the core (``wire/``), or not made at all.
+    - ``strict``: an unknown ``model`` name raises ``UnknownModelError`` (default: an
+      ``UnknownModelWarning``, and generic constants price it).
     - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
       budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
+    - ``recoverable``: every placeholder and folded span names a fold id whose original the
+      ``store`` keeps (default ``MemoryContentStore()``); ``result.tools`` is then the tool list
+      to send (yours plus ``contextfold_recall``, priced in the budget), ``answer(call)`` answers
+      the model's recall call (pages of at most ``recall_max_tokens``) and ``recall(id)`` gives
+      the original back (see ``contextfold.recoverable``).
+    - ``repair``: repair the history first (``contextfold.repair``), each change in ``notes``.
+    - Before raising, a compaction degrades in steps, each in ``notes`` (``contextfold.degrade``).
 
     Guarantees: the caller's list and objects are never altered; the result passes the core's
     check (every call with its result and vice versa, summary never between a call and its
@@ -277,78 +266,58 @@ class Compactor(RecoverableFolds):
         tool_result_max_tokens: int = 200,
         arguments_max_chars: int = 2000,
         cache_block_tokens: int | None = None,
+        strict: bool = False,
         recoverable: bool = False,
         store: ContentStore | None = None,
         recall_max_tokens: int | None = None,
         repair: bool = False,
     ) -> None:
-        if strategy not in ("mask", "summarize", "hybrid"):
-            raise ValueError(f"unknown strategy {strategy!r}; valid: mask, summarize, hybrid")
-        if provider not in _core.PROVIDERS:
-            raise ValueError(f"unknown provider {provider!r}; valid providers: {', '.join(_core.PROVIDERS)}")
-        if wire_format is not None and wire_format not in _core.WIRE_FORMATS:
-            raise ValueError(f"unknown wire format {wire_format!r}; valid: {', '.join(_core.WIRE_FORMATS)}")
-        for name, v in (("budget", budget), ("tail_tokens", tail_tokens), ("summary_tokens", summary_tokens),
-                        ("context_window", context_window)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if protect_first_n < 0 or min_tail < 1:
-            raise ValueError("protect_first_n must be >= 0 and min_tail >= 1")
-        if not 0.0 <= min_free_share < 1.0:
-            raise ValueError(f"min_free_share must be within [0, 1), got {min_free_share}")
-        if keep_thinking_turns is not None and keep_thinking_turns < 1:
-            raise ValueError("keep_thinking_turns must be >= 1 (the current turn keeps its thinking)")
-        self.provider = provider
-        self.model = model
-        self.strategy: Strategy = strategy
+        #: Every option, checked once here (TypeError / ValueError naming the option).
+        self.config = cfg = CompactorConfig.build(
+            provider=provider, model=model, context_window=context_window, budget=budget, strategy=strategy,
+            protect_first_n=protect_first_n, tail_tokens=tail_tokens, pinned=pinned, trigger=trigger, keep=keep,
+            clear_at_least=clear_at_least, min_free_share=min_free_share, exclude_tools=exclude_tools,
+            clear_tool_inputs=clear_tool_inputs, keep_thinking_turns=keep_thinking_turns, instructions=instructions,
+            wire_format=wire_format, summary_tokens=summary_tokens, min_tail=min_tail,
+            tool_result_max_tokens=tool_result_max_tokens, arguments_max_chars=arguments_max_chars,
+            cache_block_tokens=cache_block_tokens, tail_share=DEFAULT_TAIL_SHARE)
+        # An unknown model name (a typo) is priced with generic constants: say so, or raise.
+        check_model(cfg.model, strict=strict, stacklevel=2)
+        if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
+            raise TypeError(f"summarizer must have a summarize(SummaryRequest) method, got {type(summarizer).__name__}")
+        if session is not None and not isinstance(session, Session):
+            raise TypeError(f"session must be a contextfold.Session, got {type(session).__name__}")
+        self.provider = cfg.provider
+        self.model = cfg.model
+        self.strategy: Strategy = cfg.strategy
         self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self._fallback = ExtractiveSummarizer()
-        self.protect_first_n = protect_first_n
-        self.pinned = pinned
+        self.protect_first_n = cfg.protect_first_n
+        self.pinned = cfg.pinned
         self.system = system
         self.tools = tools
         self.response_format = response_format
-        self.clear_at_least = clear_at_least
-        self.min_free_share = min_free_share
-        self.exclude_tools = tuple(exclude_tools)
-        self.clear_tool_inputs = clear_tool_inputs
-        self.keep_thinking_turns = keep_thinking_turns
-        self.instructions = instructions
-        self.wire_format = wire_format
-        self.min_tail = min_tail
-        self.tool_result_max_tokens = tool_result_max_tokens
-        self.arguments_max_chars = arguments_max_chars
-        self._budget = budget
-        self._tail_tokens = tail_tokens
-        self._summary_tokens = summary_tokens
-        self._cache_block = cache_block_tokens
-        self._trigger = _parse_trigger(trigger)
-        self.keep_tool_uses = 0
-        self._tail_share = DEFAULT_TAIL_SHARE
-        if isinstance(keep, dict):
-            keep = (str(keep.get("type")), float(keep["value"]))
-        if isinstance(keep, bool):
-            raise TypeError("keep must be an int or (kind, value)")
-        if isinstance(keep, int):
-            self.keep_tool_uses = keep
-        elif isinstance(keep, tuple):
-            kind, value = keep
-            if kind == "tool_uses":
-                self.keep_tool_uses = int(value)
-            elif kind == "messages":
-                self.min_tail = max(1, int(value))
-            elif kind == "tokens":
-                self._tail_tokens = int(value)
-            elif kind == "fraction":
-                self._tail_share = float(value)
-            else:
-                raise ValueError(f"unknown keep kind {kind!r}; valid: tool_uses, messages, tokens, fraction")
-        elif keep is not None:
-            raise TypeError("keep must be an int or (kind, value)")
+        self.clear_at_least = cfg.clear_at_least
+        self.min_free_share = cfg.min_free_share
+        self.exclude_tools = cfg.exclude_tools
+        self.clear_tool_inputs = cfg.clear_tool_inputs
+        self.keep_thinking_turns = cfg.keep_thinking_turns
+        self.instructions = cfg.instructions
+        self.wire_format = cfg.wire_format
+        self.min_tail = cfg.min_tail
+        self.tool_result_max_tokens = cfg.tool_result_max_tokens
+        self.arguments_max_chars = cfg.arguments_max_chars
+        self._budget = cfg.budget
+        self._tail_tokens = cfg.tail_tokens
+        self._summary_tokens = cfg.summary_tokens
+        self._cache_block = cfg.cache_block_tokens
+        self._trigger = cfg.trigger
+        self.keep_tool_uses = cfg.keep_tool_uses
+        self._tail_share = cfg.tail_share
         self.session = session if session is not None else Session(
-            provider=provider, model=model, context_window=context_window, tools=tools, system=system,
+            provider=cfg.provider, model=cfg.model, context_window=cfg.context_window, tools=tools, system=system,
             response_format=response_format)
-        self._window = context_window
+        self._window = cfg.context_window
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
         self._init_recall(recoverable, store, recall_max_tokens, repair)
@@ -403,6 +372,7 @@ class Compactor(RecoverableFolds):
 
     # -- the gate ------------------------------------------------------------------------------
 
+    @no_panic
     def should_compact(self, messages: Sequence[Any], /) -> bool:
         """True when the history reaches the trigger (the Session gate: O(messages appended since
         the last call)). After a compaction that freed too little the gate backs off until the
@@ -424,6 +394,7 @@ class Compactor(RecoverableFolds):
 
     # -- compaction ----------------------------------------------------------------------------
 
+    @no_panic
     def compact(self, messages: Sequence[Any], /) -> CompactionResult:
         """Compact ``messages`` (see the class docstring); the caller's list is not altered."""
         steps = self._steps(messages)
@@ -435,6 +406,7 @@ class Compactor(RecoverableFolds):
             result: CompactionResult = done.value
             return self._with_tools(result)
 
+    @no_panic
     async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
         """As ``compact``, awaiting the summarizer's ``asummarize`` (or running its ``summarize``
         in a thread when it has none), so an asyncio server is never blocked by an LLM call."""
@@ -450,25 +422,40 @@ class Compactor(RecoverableFolds):
     def _summarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
         try:
-            return summarizer.summarize(req)  # type: ignore[no-any-return]
+            out = summarizer.summarize(req)
         except Exception as e:  # noqa: BLE001 - any summarizer failure falls back, never drops
             if summarizer is self._fallback:
                 raise
-            r = self._fallback.summarize(req)
-            return SummaryResult(text=r.text, fallback_used=True, error=f"{type(e).__name__}: {e}")
+            return self._fell_back(req, f"{type(e).__name__}: {e}")
+        return self._checked(out, req)
 
     async def _asummarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
         try:
             fn = getattr(summarizer, "asummarize", None)
             if fn is not None:
-                return await fn(req)  # type: ignore[no-any-return]
-            return await asyncio.to_thread(summarizer.summarize, req)
+                out = await fn(req)
+            else:
+                out = await run_bounded(summarizer.summarize, req)
         except Exception as e:  # noqa: BLE001
             if summarizer is self._fallback:
                 raise
-            r = self._fallback.summarize(req)
-            return SummaryResult(text=r.text, fallback_used=True, error=f"{type(e).__name__}: {e}")
+            return self._fell_back(req, f"{type(e).__name__}: {e}")
+        return self._checked(out, req)
+
+    def _fell_back(self, req: SummaryRequest, error: str) -> SummaryResult:
+        r = self._fallback.summarize(req)
+        return SummaryResult(text=r.text, fallback_used=True, error=error)
+
+    def _checked(self, out: Any, req: SummaryRequest) -> SummaryResult:
+        """A summarizer's answer as a SummaryResult: a str is the summary's text; anything but a
+        SummaryResult with str text falls back to the extractive digest, the error recorded."""
+        if isinstance(out, str):
+            return SummaryResult(text=out)
+        if isinstance(out, SummaryResult) and isinstance(out.text, str):
+            return out
+        what = f"SummaryResult with text of type {type(out.text).__name__}" if isinstance(out, SummaryResult) else type(out).__name__
+        return self._fell_back(req, f"summarizer returned {what}, expected a SummaryResult or a str")
 
     def _pinned_indices(self, msgs: list[Any]) -> list[int]:
         p = self.pinned
@@ -540,15 +527,17 @@ class Compactor(RecoverableFolds):
         def worth_it(after: int) -> str | None:
             freed = before - after
             if freed < self.clear_at_least:
-                return f"would free {freed} tokens, less than clear_at_least={self.clear_at_least}"
+                return (f"compaction skipped: it would free only {freed} tokens, "
+                        f"less than clear_at_least={self.clear_at_least}")
             if freed < self.min_free_share * before:
                 if self._window_full(before):
                     notes.append(f"frees only {freed} tokens, applied anyway: the window is full")
                     return None
                 # Back off: the gate stays closed until the history has grown by that share.
                 self._backoff_below = before + int(self.min_free_share * self._safe_trigger(budget))
-                return (f"backed off: would free only {freed} of {before} tokens "
-                        f"(< min_free_share={self.min_free_share}); the gate reopens at {self._backoff_below} tokens")
+                return (f"compaction skipped: it would free only {freed} of {before} tokens "
+                        f"(less than min_free_share={self.min_free_share}); should_compact stays False "
+                        f"until the history reaches {self._backoff_below} tokens")
             return None
 
         def verified(out: list[Any], seams: list[int], limit: int | None) -> tuple[int, list[tuple[str, int, str]]]:

@@ -1,4 +1,4 @@
-"""LangChain integration (``pip install 'contextfold[langchain]'``).
+"""LangChain integration (``pip install '.[langchain]'`` in a checkout).
 
 - `token_counter`: a drop-in for ``langchain_core.messages.utils.count_tokens_approximately``
   (same call shape) that prices messages with contextfold's estimate: whole tool-call envelopes,
@@ -28,7 +28,7 @@ try:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "contextfold.langchain needs LangChain: pip install 'contextfold[langchain]'"
+        "contextfold.langchain needs LangChain: pip install '.[langchain]' in a checkout of contextfold, or pip install langchain"
     ) from e
 
 if TYPE_CHECKING:

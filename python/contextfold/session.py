@@ -18,6 +18,7 @@ from contextfold._core import SessionLedger, wire_bytes
 from contextfold.errors import InvalidUsageError, SessionStateError, UnknownModelError
 from contextfold.images import ImageSizes
 from contextfold.limits import context_window as _context_window
+from contextfold.usage import Usage, prompt_tokens_of, usage_of
 
 if TYPE_CHECKING:
     from contextfold._core import _Encoding, _Provider
@@ -32,121 +33,6 @@ DEFAULT_TRIGGER_RATIO = 0.9
 #: (capped at a quarter of the window for small models). For a 200k window:
 #: min(200_000 * 0.9, 200_000 - 32_768) = 167_232.
 DEFAULT_OUTPUT_RESERVE = 32_768
-
-_MISSING = object()
-
-#: Usage objects nest a few levels at most (response -> usage -> details).
-_MAX_USAGE_DEPTH = 8
-
-
-def _get(obj: Any, path: str, *names: str) -> Any:
-    """The first of ``names`` present on a dict key or object attribute (its value may be None).
-
-    An attribute whose getter raises (a broken SDK property) becomes an ``InvalidUsageError``
-    naming it, with the original exception chained.
-    """
-    for n in names:
-        if isinstance(obj, dict):
-            if n in obj:
-                return obj[n]
-        else:
-            try:
-                v = getattr(obj, n, _MISSING)
-            except Exception as e:
-                raise InvalidUsageError(f"reading {n!r} raised {type(e).__name__}: {e}", f"{path}.{n}") from e
-            if v is not _MISSING:
-                return v
-    return _MISSING
-
-
-def _tokens(v: Any, path: str) -> int | None:
-    """A token count: a non-negative int (an integral float from a JSON decoder is accepted)."""
-    if v is _MISSING or v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InvalidUsageError(f"token count must be an int, got {type(v).__name__}", path)
-    if isinstance(v, float):
-        if not (v.is_integer() and v >= 0):
-            raise InvalidUsageError(f"token count must be a non-negative integer, got {v!r}", path)
-        v = int(v)
-    if v < 0:
-        raise InvalidUsageError(f"token count must be >= 0, got {v}", path)
-    return int(v)
-
-
-def prompt_tokens_of(usage: Any) -> tuple[int | None, str | None]:
-    """``(prompt tokens, model)`` from a provider's usage, or its whole response.
-
-    Accepts SDK objects or dicts: OpenAI chat ``usage.prompt_tokens`` (cached tokens included),
-    OpenAI Responses ``usage.input_tokens``, Anthropic ``input_tokens + cache_creation_input_tokens
-    + cache_read_input_tokens`` (``input_tokens`` alone excludes the cache), Gemini
-    ``usageMetadata.promptTokenCount`` (``usage_metadata.prompt_token_count`` in the SDK), Bedrock
-    Converse ``inputTokens + cacheReadInputTokens + cacheWriteInputTokens``, Ollama
-    ``prompt_eval_count`` (the whole prompt; ABSENT when served from the KV cache, which gives
-    ``None``: unknown, not 0), or a plain int. The model is read from a whole response's ``model``
-    (``modelVersion`` for Gemini) when present. Raises ``TypeError`` for an unrecognized shape,
-    ``InvalidUsageError`` (a ValueError, with ``.path``) for a usage that contains itself, a
-    count that is not a non-negative int (a bool included), or an attribute that raises.
-    """
-    if isinstance(usage, bool):
-        raise TypeError("usage must be a usage object, a response or an int, got bool")
-    return _prompt_tokens(usage, "usage", [])
-
-
-def _prompt_tokens(usage: Any, path: str, seen: list[int]) -> tuple[int | None, str | None]:
-    if usage is None:
-        return None, None
-    if isinstance(usage, int) and not isinstance(usage, bool):
-        if usage < 0:
-            raise ValueError(f"prompt tokens must be >= 0, got {usage}")
-        return usage, None
-    if id(usage) in seen:
-        raise InvalidUsageError("a usage object that contains itself (cycle)", path)
-    if len(seen) >= _MAX_USAGE_DEPTH:
-        raise InvalidUsageError(f"usage nested deeper than {_MAX_USAGE_DEPTH} levels", path)
-    seen = [*seen, id(usage)]
-    model = _get(usage, path, "model", "modelVersion", "model_version")
-    model = model if isinstance(model, str) else None
-    gemini = _get(usage, path, "usageMetadata", "usage_metadata")
-    if gemini is not _MISSING and gemini is not None:
-        gpath = f"{path}.usageMetadata"
-        if id(gemini) in seen:
-            raise InvalidUsageError("a usage object that contains itself (cycle)", gpath)
-        return _tokens(_get(gemini, gpath, "promptTokenCount", "prompt_token_count"), f"{gpath}.promptTokenCount"), model
-    inner = _get(usage, path, "usage")
-    if inner is not _MISSING and inner is not None and not isinstance(inner, (int, str)):
-        tokens, _ = _prompt_tokens(inner, f"{path}.usage", seen)
-        return tokens, model
-    # Ollama: the final (done) object of /api/chat or /api/generate.
-    ollama = _get(usage, path, "prompt_eval_count")
-    if ollama is not _MISSING:
-        return _tokens(ollama, f"{path}.prompt_eval_count"), model
-    if _get(usage, path, "eval_count", "done", "total_duration") is not _MISSING:
-        return None, model  # an Ollama response without prompt_eval_count: unknown
-    for key in ("promptTokenCount", "prompt_token_count", "prompt_tokens"):
-        v = _get(usage, path, key)
-        if v is not _MISSING and v is not None:
-            return _tokens(v, f"{path}.{key}"), model
-    v = _get(usage, path, "input_tokens")
-    if v is not _MISSING and v is not None:
-        # Anthropic bills the cache separately; OpenAI Responses has no such fields (its
-        # input_tokens already include cached tokens).
-        base = _tokens(v, f"{path}.input_tokens") or 0
-        extra = sum(
-            _tokens(_get(usage, path, k), f"{path}.{k}") or 0
-            for k in ("cache_creation_input_tokens", "cache_read_input_tokens")
-        )
-        return base + extra, model
-    v = _get(usage, path, "inputTokens")
-    if v is not _MISSING and v is not None:
-        base = _tokens(v, f"{path}.inputTokens") or 0
-        extra = sum(
-            _tokens(_get(usage, path, k), f"{path}.{k}") or 0
-            for k in ("cacheReadInputTokens", "cacheWriteInputTokens")
-        )
-        return base + extra, model
-    raise TypeError(f"unrecognized usage object: {type(usage).__name__}")
-
 
 class Session:
     """Token accounting for one conversation.
@@ -330,19 +216,23 @@ class Session:
         """Record the provider's real prompt count of a response.
 
         ``usage`` is the SDK usage object, the whole response or a dict (see
-        ``prompt_tokens_of``). It applies to the messages of the last ``estimate`` call, or to
+        ``prompt_tokens_of``), read whole (``last_usage_detail``: cache read / write tokens;
+        with Anthropic's server-side compaction the anchor is the prompt of the history as
+        sent, the compaction iteration's). It applies to the messages of the last ``estimate`` call, or to
         ``messages`` when given. ``model`` (default: the response's ``model`` when it has one)
         restarts the correction when it differs from the previous usage's. Returns the prompt
         tokens, or None when the usage does not say (Ollama served from cache): nothing is
         recorded then.
         """
-        tokens, response_model = prompt_tokens_of(usage)
+        detail = usage_of(usage)
+        tokens, response_model = detail.prompt_tokens, detail.model
         if tokens is None:
             log.debug("usage without a prompt count (unknown, not 0): nothing recorded")
             return None
         if tokens > HUGE:
             raise InvalidUsageError(f"prompt tokens {tokens} beyond any context window", "usage")
         model = model or response_model
+        self._last_usage_detail = detail
         n, chars, heuristic, before, real, correction, changed = self._core.record_usage(
             tokens, messages=messages, model=model
         )
@@ -365,6 +255,12 @@ class Session:
     def last_usage(self) -> int | None:
         """The last recorded real prompt count."""
         return self._core.last_usage
+
+    @property
+    def last_usage_detail(self) -> Usage | None:
+        """The last recorded usage read whole: cache read / write tokens, and the compacted
+        prompt of a server-side compaction (`contextfold.usage.Usage`); None before any."""
+        return getattr(self, "_last_usage_detail", None)
 
     @property
     def usages(self) -> int:

@@ -12,7 +12,7 @@ by default. With ``on_unavailable="fresh"`` (the documented degraded mode) ``upd
 function on a new session built by ``new()`` and saves nothing: its estimates are the
 uncalibrated heuristic (what a first turn gets), never numbers derived from a stale state.
 
-Needs redis-py: ``pip install contextfold[redis]``.
+Needs redis-py: ``pip install '.[redis]'`` in a checkout.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _redis() -> Any:
         import redis
     except ImportError as e:  # pragma: no cover - exercised only without the extra
         raise ImportError(
-            "RedisSessionStore needs redis-py: pip install 'contextfold[redis]'"
+            "RedisSessionStore needs redis-py: pip install '.[redis]' in a checkout of contextfold, or pip install redis"
         ) from e
     return redis
 

@@ -4,8 +4,8 @@ use pyo3::prelude::*;
 
 use crate::breakdown::{breakdown as core_breakdown, Kind};
 
+use super::estimator_args::resolve_sizes;
 use super::messages::{Keep, Walker};
-use super::resolve_sizes;
 
 /// Raw breakdown: `(total, kinds, roles, per_message, request, request_system, unmeasured)`.
 /// `per_message` holds `(tokens, by_kind)` with `by_kind` ordered like `kinds`; `unmeasured`
@@ -33,7 +33,7 @@ fn breakdown(
     response_format: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Raw> {
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;

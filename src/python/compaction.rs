@@ -102,7 +102,7 @@ fn compaction_plan<'py>(
         ));
     }
     let fmt = self::format(format)?;
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let (ms, costs) = w.messages_priced(messages, &mut est)?;
@@ -193,7 +193,7 @@ fn compaction_verify(
     overhead_tokens: Option<u64>,
 ) -> PyResult<(u64, Vec<FailureTuple>)> {
     let fmt = self::format(format)?;
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
@@ -236,7 +236,7 @@ fn extractive_digest(
     previous: Option<&str>,
     instructions: Option<&str>,
 ) -> PyResult<String> {
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(messages)?;
     est.settle_platform(&ms);

@@ -40,7 +40,7 @@ fn find_tail_start(
     model: Option<&str>,
 ) -> PyResult<usize> {
     check_ceiling(soft_ceiling, min_tail)?;
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let opt = TailOptions {
         budget_tokens,
         protect_first_n,
@@ -254,7 +254,7 @@ fn plan(
             "arguments_max_chars must be at least 64 (room for a valid JSON marker)",
         ));
     }
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
     Ok(py.detach(|| plan_with(&ms, &est, &costs, &legal_cuts(&ms), opt)))

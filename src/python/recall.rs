@@ -100,7 +100,7 @@ fn recall_page(
     provider: &str,
     model: Option<&str>,
 ) -> PyResult<(String, usize, usize)> {
-    let est = super::estimator(provider, model)?;
+    let est = super::estimator_args::estimator(provider, model)?;
     let (a, b, end) = page(text, offset, max_tokens.max(1), &est);
     Ok((text[a..b].to_string(), end, text.chars().count()))
 }
@@ -130,7 +130,7 @@ fn cut_middle<'py>(
     provider: &str,
     model: Option<&str>,
 ) -> PyResult<Option<(super::prune::PlannedEdit<'py>, String, String)>> {
-    let est = super::estimator(provider, model)?;
+    let est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;

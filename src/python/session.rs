@@ -18,11 +18,11 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
+use crate::encoding::Encoding;
 use crate::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
-use crate::exact::Encoding;
 use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
 use crate::message::Message;
-use crate::profile::Provider;
+use crate::provider::Provider;
 use crate::session_state::SessionState;
 
 use super::json_out::json_len;
@@ -252,8 +252,11 @@ impl State {
             self.ledger.set_overhead(overhead);
         }
         let est = self.estimator;
-        let sizes = super::resolve_sizes(self.image_sizes.as_ref().map(|s| s.bind(py)), &views)?;
-        let fixes = super::size_fixes(est.image_rule(), &views, &sizes);
+        let sizes = super::estimator_args::resolve_sizes(
+            self.image_sizes.as_ref().map(|s| s.bind(py)),
+            &views,
+        )?;
+        let fixes = super::estimator_args::size_fixes(est.image_rule(), &views, &sizes);
         let price = || {
             views
                 .iter()
@@ -272,7 +275,7 @@ impl State {
                 id,
                 fingerprint,
                 content,
-                tokens: super::add_signed(u64::from(tokens), fix) as u32,
+                tokens: super::estimator_args::add_signed(u64::from(tokens), fix) as u32,
                 wire_bytes,
                 chars,
             });

@@ -9,12 +9,18 @@
 
 use std::borrow::Cow;
 
+use super::dialect::Dialect;
 use super::edit::{
     if_smaller, image_bytes, json_string, object_of, plain_text, text_parts_bytes, CallAt, Change,
     Step, Written,
 };
+use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Shape, Src};
-use super::read::{image_data, invalid, json_or_str, opaque, opt_id, Reader};
+use super::request::{
+    cache_breakpoints, history_list, list_items, opt_u64, tool_choice, Api, Body, McpServer,
+    Thinking,
+};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
@@ -49,8 +55,8 @@ fn image<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<Part<'a>, V::Error> 
 }
 
 /// The Anthropic block types.
-pub(crate) fn typed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     kind: &'a str,
     p: &V,
     path: &str,
@@ -234,4 +240,59 @@ pub(crate) fn error_result_block_json(call_id: &str, text: &str) -> String {
         ("content", text),
     ]);
     format!("{},\"is_error\":true}}", &block[..block.len() - 1])
+}
+
+/// Anthropic Messages (the system prompt apart).
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Anthropic,
+    history_key: "messages",
+    content_key: "content",
+    assistant_role: "assistant",
+    strict_turns: true,
+    text_message: text_message_json,
+    text_block: |_, text| text_block_json(text),
+    write,
+};
+/// A Messages API body: `messages`, `system` (a string or text blocks), `tools` (client and
+/// server tools), `output_format` (or `output_config.format`), `thinking`, `tool_choice`,
+/// `mcp_servers`, `cache_control` breakpoints.
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let mut out = Body::new(Api::Anthropic, history_list(b, Key::messages)?);
+    out.system = b.get(Key::system).src()?;
+    out.tools = list_items(b.get(Key::tools).src()?, "tools")?;
+    out.response_format = match b.get(Key::output_format).src()? {
+        Some(f) => Some(f),
+        None => match b.get(Key::output_config).src()? {
+            Some(c) => c.get(Key::format).src()?,
+            None => None,
+        },
+    };
+    if let Some(t) = b.get(Key::thinking).src()? {
+        out.settings.thinking = match opt_id(&t, Key::kind, "thinking.type")? {
+            Some("enabled") => Thinking::Enabled {
+                budget: opt_u64(&t, Key::budget_tokens, "thinking")?,
+            },
+            Some("adaptive") => Thinking::Adaptive,
+            _ => Thinking::Off,
+        };
+    }
+    out.settings.tool_choice = tool_choice(b, Key::tool_choice)?;
+    for (j, s) in list_items(b.get(Key::mcp_servers).src()?, "mcp_servers")?
+        .iter()
+        .enumerate()
+    {
+        let field = |k: Key| -> ReadResult<String, V::Error> {
+            Ok(
+                super::fields::opt_str(s, k, format_args!("mcp_servers[{j}].{}", k.as_str()))?
+                    .map(Cow::into_owned)
+                    .unwrap_or_default(),
+            )
+        };
+        out.settings.mcp_servers.push(McpServer {
+            name: field(Key::name)?,
+            url: field(Key::url)?,
+        });
+    }
+    out.settings.cache_breakpoints = cache_breakpoints(b, out.system.as_ref(), &out.tools)?;
+    Ok(out)
 }

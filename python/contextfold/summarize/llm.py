@@ -114,7 +114,10 @@ class LLMSummarizer:
     ``output_headroom`` (tokens) is added to the request's ``max_tokens`` for the output cap of a
     call (tokenizer differences, short reasoning).
 
-    ``timeout`` is per call (seconds); ``max_retries`` retries follow a retryable failure, waiting
+    ``timeout`` (seconds) bounds the whole ``summarize`` call: every request, its retries and the
+    waits between them, however slowly a server sends its reply (a reply is read in chunks against
+    this deadline, and at most ``MAX_RESPONSE_BYTES`` of it); ``attempt_timeout`` (default:
+    ``timeout``) bounds one request. ``max_retries`` retries follow a retryable failure, waiting
     ``backoff * 2**attempt`` seconds (jittered down to half) or what ``retry-after`` asks, at most
     ``max_backoff`` seconds: a longer ``retry-after`` ends the retries at once. ``max_concurrency``
     bounds the chunk calls ``asummarize`` runs at once.
@@ -139,6 +142,7 @@ class LLMSummarizer:
         max_input_tokens: int | None = None,
         output_headroom: int = 512,
         timeout: float = 60.0,
+        attempt_timeout: float | None = None,
         max_retries: int = 2,
         backoff: float = 1.0,
         max_backoff: float = 30.0,
@@ -157,6 +161,7 @@ class LLMSummarizer:
                 raise ValueError(f"{name} must be >= 0, got {value}")
         for name, number in (
             ("timeout", timeout),
+            ("attempt_timeout", timeout if attempt_timeout is None else attempt_timeout),
             ("max_concurrency", max_concurrency),
             ("max_block_tokens", max_block_tokens),
         ):
@@ -180,6 +185,7 @@ class LLMSummarizer:
         self.max_input_tokens = max_input_tokens
         self.output_headroom = output_headroom
         self.timeout = timeout
+        self.attempt_timeout = timeout if attempt_timeout is None else min(attempt_timeout, timeout)
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -205,11 +211,12 @@ class LLMSummarizer:
                 f"{self.adapter.name}: this LLMSummarizer wraps an async client; use "
                 "`await summarizer.asummarize(request)` or pass a sync client"
             )
+        deadline = time.monotonic() + self.timeout
         try:
             steps = self._steps(request)
             prompts = next(steps)
             while True:
-                prompts = steps.send([self._call(p) for p in prompts])
+                prompts = steps.send([self._call(p, deadline) for p in prompts])
         except StopIteration as done:
             return SummaryResult(cast(str, done.value))
         except Exception as exc:
@@ -220,18 +227,26 @@ class LLMSummarizer:
         """``summarize`` without blocking the event loop; chunk calls run concurrently (at most
         ``max_concurrency`` at once)."""
         gate = asyncio.Semaphore(self.max_concurrency)
+        deadline = time.monotonic() + self.timeout
 
         async def bounded(prompt: Prompt) -> str:
             async with gate:
-                return await self._acall(prompt)
+                return await self._acall(prompt, deadline)
+
+        async def run() -> str:
+            try:
+                steps = self._steps(request)
+                prompts = next(steps)
+                while True:
+                    prompts = steps.send(await _gather_or_cancel([bounded(p) for p in prompts]))
+            except StopIteration as done:
+                return cast(str, done.value)
 
         try:
-            steps = self._steps(request)
-            prompts = next(steps)
-            while True:
-                prompts = steps.send(await _gather_or_cancel([bounded(p) for p in prompts]))
-        except StopIteration as done:
-            return SummaryResult(cast(str, done.value))
+            # The whole call, retries and waits included, within the time limit.
+            return SummaryResult(await asyncio.wait_for(run(), timeout=self.timeout))
+        except asyncio.TimeoutError:
+            error = f"{self.adapter.name} ({self.model}): no summary within timeout={self.timeout:g} s"
         except Exception as exc:
             error = self._describe(exc)
         fallback = self._fallback_summarizer()
@@ -327,35 +342,45 @@ class LLMSummarizer:
 
     # ----- I/O: one call, with retries --------------------------------------------------------
 
-    def _call(self, prompt: Prompt) -> str:
+    def _remaining(self, deadline: float) -> float:
+        """Seconds left for the next attempt (at most ``attempt_timeout``); 0 when none."""
+        return max(0.0, min(self.attempt_timeout, deadline - time.monotonic()))
+
+    def _call(self, prompt: Prompt, deadline: float) -> str:
         attempt = 0
         while True:
+            left = self._remaining(deadline)
+            if left <= 0:
+                raise _CallFailed(f"no summary within timeout={self.timeout:g} s ({attempt} attempts)")
             try:
                 completion = self.adapter.complete(
-                    prompt, model=self.model, timeout=self.timeout, options=self.request_options
+                    prompt, model=self.model, timeout=left, options=self.request_options
                 )
             except Exception as exc:
-                delay = self._retry_delay(exc, attempt)
+                delay = self._retry_delay(exc, attempt, deadline)
                 time.sleep(delay)
                 attempt += 1
                 continue
             return _checked(completion)
 
-    async def _acall(self, prompt: Prompt) -> str:
+    async def _acall(self, prompt: Prompt, deadline: float) -> str:
         attempt = 0
         while True:
+            left = self._remaining(deadline)
+            if left <= 0:
+                raise _CallFailed(f"no summary within timeout={self.timeout:g} s ({attempt} attempts)")
             try:
                 completion = await self.adapter.acomplete(
-                    prompt, model=self.model, timeout=self.timeout, options=self.request_options
+                    prompt, model=self.model, timeout=left, options=self.request_options
                 )
             except Exception as exc:
-                delay = self._retry_delay(exc, attempt)
+                delay = self._retry_delay(exc, attempt, deadline)
                 await asyncio.sleep(delay)
                 attempt += 1
                 continue
             return _checked(completion)
 
-    def _retry_delay(self, exc: Exception, attempt: int) -> float:
+    def _retry_delay(self, exc: Exception, attempt: int, deadline: float | None = None) -> float:
         """Seconds to wait before retrying after ``exc``, or raise ``_CallFailed`` to stop."""
         failure: Failure = classify_failure(exc)
         tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
@@ -363,6 +388,12 @@ class LLMSummarizer:
             raise _CallFailed(f"{failure.description} ({tries})") from exc
         if attempt >= self.max_retries:
             raise _CallFailed(f"{failure.description} (gave up after {tries})") from exc
+        delay = self._retry_wait(exc, failure, tries, attempt)
+        if deadline is not None and time.monotonic() + delay >= deadline:
+            raise _CallFailed(f"{failure.description} (timeout={self.timeout:g} s leaves no time to retry; {tries})") from exc
+        return delay
+
+    def _retry_wait(self, exc: Exception, failure: Failure, tries: str, attempt: int) -> float:
         if failure.retry_after is not None:
             if failure.retry_after > self.max_backoff:
                 raise _CallFailed(
