@@ -168,7 +168,7 @@ pub fn cut_middle(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::Provider;
+    use crate::provider::Provider;
 
     #[test]
     fn a_cut_keeps_head_and_end_names_the_id_and_fits() {

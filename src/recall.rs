@@ -438,7 +438,7 @@ pub fn result_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::Provider;
+    use crate::provider::Provider;
 
     #[test]
     fn fold_id_is_stable_short_and_content_addressed() {
