@@ -621,6 +621,7 @@ pub fn compaction(data: &[u8]) {
             k => Some(usize::from(k) - 1),
         },
         mask_observations: src.u8() & 1 == 0,
+        recoverable: src.u8() & 1 == 0,
     };
     let protect_first_n = usize::from(src.u8() % 6);
     let pinned: Vec<usize> = (0..src.u8() % 3)

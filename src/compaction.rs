@@ -101,6 +101,8 @@ pub struct MaskOptions {
     /// Text agents (no structured tool calls, e.g. mini-swe-agent): a long user message that
     /// answers an assistant's command is an observation and is masked like a tool result.
     pub mask_observations: bool,
+    /// Every placeholder names the id its removed text is kept under (`recall`).
+    pub recoverable: bool,
 }
 
 impl Default for MaskOptions {
@@ -116,6 +118,7 @@ impl Default for MaskOptions {
             clear_tool_inputs: false,
             keep_thinking_turns: None,
             mask_observations: true,
+            recoverable: false,
         }
     }
 }
@@ -646,6 +649,9 @@ fn find_mask_edits(
                 );
             }
         }
+    }
+    if opt.recoverable {
+        out = crate::recall::recoverable_edits(msgs, est, costs, &names, out);
     }
     out
 }

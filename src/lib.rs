@@ -7,6 +7,7 @@
 pub mod bpe_count;
 pub mod breakdown;
 pub mod compaction;
+pub mod degrade;
 pub mod digest;
 pub mod encoding;
 pub mod estimate;
@@ -22,6 +23,8 @@ pub mod model_info;
 pub mod profile;
 pub mod provider;
 pub mod prune;
+pub mod recall;
+pub mod repair;
 pub mod request_extras;
 pub mod request_settings;
 pub mod session_state;

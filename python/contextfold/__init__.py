@@ -23,6 +23,9 @@ from contextfold._core import (
 )
 from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, breakdown
 from contextfold.compactor import CompactionResult, Compactor, Pruned, detect_wire_format
+from contextfold.content_store import ContentStore, DirectoryContentStore, MemoryContentStore, RedisContentStore
+from contextfold.recall import RECALL_TOOL, recall_tool
+from contextfold.repair import RepairResult, repair
 from contextfold.errors import (
     CompactionBudgetError,
     CompactionError,
@@ -65,6 +68,12 @@ __all__ = [
     "CompactionError",
     "CompactionResult",
     "Compactor",
+    "ContentStore",
+    "DirectoryContentStore",
+    "MemoryContentStore",
+    "RECALL_TOOL",
+    "RedisContentStore",
+    "RepairResult",
     "ExtractiveSummarizer",
     "InvalidMessageError",
     "InvalidUsageError",
@@ -105,6 +114,8 @@ __all__ = [
     "model_info",
     "ollama_context_window",
     "prune",
+    "recall_tool",
+    "repair",
     "read_request",
     "request_overhead",
     "shrink_json",

@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension. Token counts are in the provider's tokens; `*_bytes` are bytes."""
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypedDict, final
+from typing import Any, Literal, NotRequired, TypedDict, final
 
 _Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
 _Detail = Literal["auto", "low", "high", "original"]
@@ -17,6 +17,7 @@ __all__ = [
     "IDENTIFIER_INDEX_HEADING",
     "MIN_SUMMARY_TOKENS",
     "PROVIDERS",
+    "RECALL_TOOL",
     "SUMMARY_MARKERS",
     "WIRE_FORMATS",
     "SessionLedger",
@@ -50,6 +51,15 @@ __all__ = [
     "summary_hash",
     "summary_message",
     "wire_bytes",
+    "fold_id",
+    "fold_ids_in",
+    "recall_calls",
+    "recall_page",
+    "recall_result",
+    "recall_tool",
+    "repair_history",
+    "cut_middle",
+    "tail_floor",
 ]
 PROVIDERS: list[str]
 
@@ -434,6 +444,7 @@ class _CompactionPlan(TypedDict):
     fixed_tokens: int
     seams: list[int]
     reason: str | None
+    folds: NotRequired[list[tuple[str, str]]]
 
 def compaction_plan(
     messages: Sequence[Any],
@@ -464,6 +475,7 @@ def compaction_plan(
     mask_observations: bool = True,
     trusted_summaries: Sequence[int] = ...,
     summary_floor: int = 0,
+    recoverable: bool = False,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
@@ -540,6 +552,53 @@ def detect_wire_format(messages: Sequence[Any], /) -> _WireFormat | None:
     and stops at the first that decides. Raises ``InvalidMessageError`` on a message it cannot
     read, ``TypeError`` when ``messages`` is a str or a dict."""
 
+# -- recoverable folds (src/recall.rs) --------------------------------------------------------
+
+RECALL_TOOL: str
+
+def fold_id(text: str, /) -> str:
+    """The stable short id of a text: ``cf`` + 12 hex digits of its 64-bit hash."""
+
+def fold_ids_in(text: str, /) -> list[str]:
+    """The fold ids a text names (``id=cf...``), in order, without repeats."""
+
+def recall_tool(*, format: _WireFormat) -> str:
+    """The recall tool's declaration in ``format``'s tool list, as compact JSON."""
+
+def recall_calls(message: Any, /) -> list[tuple[str, str]]:
+    """``(call id, arguments JSON)`` of each recall call in ``message`` (any format)."""
+
+def recall_result(message: Any, /, *, call_id: str, text: str) -> str:
+    """The message answering recall call ``call_id`` of ``message`` with ``text``, in
+    ``message``'s own format, as compact JSON."""
+
+def recall_page(
+    text: str, /, *, offset: int, max_tokens: int, provider: _Provider = "openai", model: str | None = None
+) -> tuple[str, int, int]:
+    """One page of ``text`` from character ``offset``, at most ``max_tokens`` estimated tokens:
+    ``(page, end offset in characters, total characters)``."""
+
+# -- repair (src/repair.rs) -----------------------------------------------------------------
+
+def repair_history(
+    messages: Sequence[Any], /, *, format: _WireFormat, copy: Callable[[Any], Any]
+) -> tuple[list[Any], list[str]]:
+    """``(repaired messages, changes)``: stand-in results for unanswered calls, results without
+    a call dropped, duplicate call ids made unique; a pending last turn left as it is."""
+
+# -- degrading steps (src/degrade.rs) -----------------------------------------------------------
+
+def cut_middle(
+    messages: Sequence[Any], /, *, index: int, keep_tokens: int, provider: _Provider = "openai",
+    model: str | None = None
+) -> tuple[tuple[int, list[str | int], Any], str, str] | None:
+    """The edit cutting the middle of ``messages[index]`` down to about ``keep_tokens`` (its
+    head and end kept, the cut named by a fold id): ``((index, path, value), id, whole text)``,
+    or None when the message holds no text that can be cut."""
+
+def tail_floor(messages: Sequence[Any], /) -> tuple[int | None, int | None, int]:
+    """``(task index, last user turn index, floor start)``: a compaction keeps messages from
+    ``floor start`` on whatever the budget."""
 def read_request(
     body: Any, /, *, provider: _Provider | None = None
 ) -> tuple[

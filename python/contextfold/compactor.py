@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from contextfold import _core
+from contextfold.content_store import ContentStore
+from contextfold.degrade import budget_error, degrade, liftable
 from contextfold.compactor_config import CompactorConfig
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits, is_langchain_message
+from contextfold.recoverable import RecoverableFolds
 from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
@@ -96,6 +99,9 @@ class CompactionResult:
     kept: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
     summary_hash: int | None = None
+    #: With ``Compactor(recoverable=True)``: the tool list to send with ``messages`` (the
+    #: caller's tools plus the recall tool, priced in the budget); else None.
+    tools: list[Any] | None = None
 
     @property
     def changed(self) -> bool:
@@ -171,7 +177,7 @@ def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
     return convert_to_messages([message])[0]
 
 
-class Compactor:
+class Compactor(RecoverableFolds):
     """Keeps a conversation inside its window by masking old tool output and folding the middle
     of the history into a summary.
 
@@ -223,6 +229,13 @@ class Compactor:
       ``UnknownModelWarning``, and generic constants price it).
     - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
       budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
+    - ``recoverable``: every placeholder and folded span names a fold id whose original the
+      ``store`` keeps (default ``MemoryContentStore()``); ``result.tools`` is then the tool list
+      to send (yours plus ``contextfold_recall``, priced in the budget), ``answer(call)`` answers
+      the model's recall call (pages of at most ``recall_max_tokens``) and ``recall(id)`` gives
+      the original back (see ``contextfold.recoverable``).
+    - ``repair``: repair the history first (``contextfold.repair``), each change in ``notes``.
+    - Before raising, a compaction degrades in steps, each in ``notes`` (``contextfold.degrade``).
 
     Guarantees: the caller's list and objects are never altered; the result passes the core's
     check (every call with its result and vice versa, summary never between a call and its
@@ -264,6 +277,10 @@ class Compactor:
         arguments_max_chars: int = 2000,
         cache_block_tokens: int | None = None,
         strict: bool = False,
+        recoverable: bool = False,
+        store: ContentStore | None = None,
+        recall_max_tokens: int | None = None,
+        repair: bool = False,
     ) -> None:
         #: Every option, checked once here (TypeError / ValueError naming the option).
         self.config = cfg = CompactorConfig.build(
@@ -316,6 +333,7 @@ class Compactor:
         self._window = cfg.context_window
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
+        self._init_recall(recoverable, store, recall_max_tokens, repair)
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -399,7 +417,7 @@ class Compactor:
                 request = steps.send(self._summarize(request))
         except StopIteration as done:
             result: CompactionResult = done.value
-            return result
+            return self._with_tools(result)
 
     @no_panic
     async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
@@ -412,7 +430,7 @@ class Compactor:
                 request = steps.send(await self._asummarize(request))
         except StopIteration as done:
             result: CompactionResult = done.value
-            return result
+            return self._with_tools(result)
 
     def _summarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
@@ -467,37 +485,51 @@ class Compactor:
         fmt = self.wire_format or detect_wire_format(msgs, self.provider)
         budget = self.budget
         notes: list[str] = []
+        if self.repair:
+            msgs = self._repaired(msgs, fmt, notes)
         correction = self.session.correction if self.session.last_usage is not None else 1.0
         effective = budget
         if correction > 1.0:
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
+        if self.recoverable:
+            # Room for one recall round (the call and its answer) after the compaction.
+            effective = max(1, effective - self._recall_reserve(effective))
         tail, summary_tokens, block = self._sizes(effective)
+        self._format = fmt
         common: dict[str, Any] = dict(
-            format=fmt, provider=self.provider, model=self.model, tools=self.tools, system=self.system,
-            response_format=self.response_format)
-        plan = _core.compaction_plan(
-            msgs,
-            budget_tokens=effective,
-            tail_tokens=tail,
-            summary_tokens=summary_tokens,
-            protect_first_n=self.protect_first_n,
-            min_tail=self.min_tail,
-            pinned=self._pinned_indices(msgs),
-            tool_result_max_tokens=self.tool_result_max_tokens,
-            arguments_max_chars=self.arguments_max_chars,
-            cache_block_tokens=block,
-            keep_tool_uses=self.keep_tool_uses,
-            exclude_tools=list(self.exclude_tools),
-            clear_tool_inputs=self.clear_tool_inputs,
-            keep_thinking_turns=self.keep_thinking_turns,
-            trusted_summaries=list(self.session.summary_hashes),
-            # What a summary never drops (requests, rules, the index) needs room: old output in
-            # the tail is masked rather than the summary squeezed below half its share.
-            summary_floor=summary_tokens // 2,
-            **common,
-        )
+            format=fmt, provider=self.provider, model=self.model, tools=self._request_tools(fmt),
+            system=self.system, response_format=self.response_format)
+        def make_plan(ms: list[Any], min_tail: int, summary_tokens: int = summary_tokens,
+                      result_max: int | None = None, args_max: int | None = None) -> dict[str, Any]:
+            p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
+                ms,
+                budget_tokens=effective,
+                tail_tokens=tail,
+                summary_tokens=summary_tokens,
+                protect_first_n=self.protect_first_n,
+                min_tail=min_tail,
+                pinned=self._pinned_indices(ms),
+                tool_result_max_tokens=self.tool_result_max_tokens if result_max is None else result_max,
+                arguments_max_chars=self.arguments_max_chars if args_max is None else args_max,
+                cache_block_tokens=block,
+                keep_tool_uses=self.keep_tool_uses,
+                exclude_tools=list(self.exclude_tools),
+                clear_tool_inputs=self.clear_tool_inputs,
+                keep_thinking_turns=self.keep_thinking_turns,
+                trusted_summaries=list(self.session.summary_hashes),
+                # What a summary never drops (requests, rules, the index) needs room: old output
+                # in the tail is masked rather than the summary squeezed below half its share.
+                summary_floor=summary_tokens // 2,
+                recoverable=self.recoverable,
+                **common,
+            )
+            for fold_id, text in p.get("folds", ()):
+                self.store.put(fold_id, text)
+            return p
+
+        plan = make_plan(msgs, self.min_tail)
         before = int(plan["tokens_before"])
 
         def unchanged(reason: str) -> CompactionResult:
@@ -565,11 +597,18 @@ class Compactor:
             if self.strategy == "mask":
                 return unchanged("nothing to mask")
 
+        if liftable(plan["reason"]):
+            # Degrade in steps (each noted) before giving up: see contextfold.degrade.
+            msgs, plan = degrade(msgs, plan, make_plan, min_tail=self.min_tail, budget=effective,
+                                 summary_tokens=summary_tokens, store=self.store, provider=self.provider,
+                                 model=self.model, notes=notes)
         if plan["reason"] is not None:
             reason = str(plan["reason"])
             if reason.startswith("budget"):
-                floor = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
-                raise CompactionBudgetError(reason, tokens=floor, budget=effective)
+                needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
+                raise budget_error(msgs, budget=effective, reason=reason, needed=needed, kw=dict(
+                    provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
+                    response_format=self.response_format))
             if self.strategy == "hybrid":
                 r = masked_result()
                 if r is not None:
@@ -611,8 +650,10 @@ class Compactor:
         kept_idx: list[int] = plan["kept"]
         seams: list[int] = plan["seams"]
 
+        fold_line = self._fold_span([msgs[i] for i in folded_idx]) if self.recoverable else ""
+
         def assemble(summary_text: str) -> tuple[str, list[Any]]:
-            wrapped = f"{OPEN}\n{neutralize_markers(summary_text)}\n{CLOSE}"
+            wrapped = f"{OPEN}\n{neutralize_markers(summary_text)}{fold_line}\n{CLOSE}"
             out = base[:head_end] + [base[i] for i in kept_idx]
             if plan["summary_role"] is not None:
                 summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))

@@ -58,7 +58,7 @@ fn edit_tuples<'py>(
 
 /// The compaction plan of a history (see `compaction::plan`), as a dict.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true, trusted_summaries=Vec::new(), summary_floor=0))]
+#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true, trusted_summaries=Vec::new(), summary_floor=0, recoverable=false))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
@@ -88,6 +88,7 @@ fn compaction_plan<'py>(
     mask_observations: bool,
     trusted_summaries: Vec<u64>,
     summary_floor: u64,
+    recoverable: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     if !(soft_ceiling >= 1.0 && soft_ceiling.is_finite()) {
         return Err(PyValueError::new_err(format!(
@@ -129,6 +130,7 @@ fn compaction_plan<'py>(
             clear_tool_inputs,
             keep_thinking_turns,
             mask_observations,
+            recoverable,
         },
         trusted_summaries,
         summary_floor,
@@ -139,6 +141,11 @@ fn compaction_plan<'py>(
     d.set_item("overhead_tokens", overhead)?;
     d.set_item("tokens_before", p.tokens_before)?;
     d.set_item("tokens_after_mask", p.tokens_after_mask)?;
+    if recoverable {
+        let mut all = super::recall::folds(&ms, &p.mask_edits);
+        all.extend(super::recall::folds(&ms, &p.tail_edits));
+        d.set_item("folds", all)?;
+    }
     d.set_item("mask_edits", edit_tuples(py, &ms, p.mask_edits)?)?;
     d.set_item("head_end", p.head_end)?;
     d.set_item("tail_start", p.tail_start)?;

@@ -18,6 +18,8 @@ mod langchain_message;
 mod messages;
 mod prune;
 mod py_input;
+mod recall;
+mod repair;
 mod request;
 mod sdk_objects;
 mod session;
@@ -34,6 +36,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     exact::register(m)?;
     floor_walk::register(m)?;
     prune::register(m)?;
+    recall::register(m)?;
+    repair::register(m)?;
     request::register(m)?;
     session::register(m)?;
     shrink_json::register(m)?;

@@ -11,8 +11,8 @@ use std::borrow::Cow;
 
 use super::dialect::Dialect;
 use super::edit::{
-    if_smaller, image_bytes, json_string, plain_text, text_parts_bytes, CallAt, Change, Step,
-    Written,
+    if_smaller, image_bytes, json_string, object_of, plain_text, text_parts_bytes, CallAt, Change,
+    Step, Written,
 };
 use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Shape, Src};
@@ -186,6 +186,60 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 /// A text block, `{"type": "text", "text"}`, as compact JSON.
 pub(crate) fn text_block_json(text: &str) -> String {
     super::openai_chat::text_block_json(text)
+}
+
+/// A client tool of the Messages tool list, `{"name", "description", "input_schema"}`
+/// (https://docs.anthropic.com/en/api/messages#body-tools), as compact JSON; `schema` is
+/// compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"name\":");
+    s.push_str(&json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&json_string(description));
+    s.push_str(",\"input_schema\":");
+    s.push_str(schema);
+    s.push('}');
+    s
+}
+
+/// The user message answering `tool_use` block `call_id` with `text` (one `tool_result`
+/// block), as compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    let block = object_of(&[
+        ("type", "tool_result"),
+        ("tool_use_id", call_id),
+        ("content", text),
+    ]);
+    format!("{{\"role\":\"user\",\"content\":[{block}]}}")
+}
+
+/// Where the id of the `tool_use` block at `at` sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    match at {
+        CallAt::Part(k) => Some(vec![Step::Key("content"), Step::Index(k), Step::Key("id")]),
+        CallAt::ToolCalls(_) => None,
+    }
+}
+
+/// Where the `tool_result` block at `part` names its call.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.map(|k| {
+        vec![
+            Step::Key("content"),
+            Step::Index(k),
+            Step::Key("tool_use_id"),
+        ]
+    })
+}
+
+/// A `tool_result` block marked as an error (`is_error`), saying `text`, as compact JSON.
+pub(crate) fn error_result_block_json(call_id: &str, text: &str) -> String {
+    let block = object_of(&[
+        ("type", "tool_result"),
+        ("tool_use_id", call_id),
+        ("content", text),
+    ]);
+    format!("{},\"is_error\":true}}", &block[..block.len() - 1])
 }
 
 /// Anthropic Messages (the system prompt apart).

@@ -154,6 +154,67 @@ pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("text", text)])
 }
 
+/// A tool of the Converse tool configuration, `{"toolSpec": {"name", "description",
+/// "inputSchema": {"json": schema}}}`
+/// (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolSpecification.html),
+/// as compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"toolSpec\":{\"name\":");
+    s.push_str(&super::edit::json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&super::edit::json_string(description));
+    s.push_str(",\"inputSchema\":{\"json\":");
+    s.push_str(schema);
+    s.push_str("}}}");
+    s
+}
+
+/// The user message answering `toolUse` `call_id` with `text` (one `toolResult` block), as
+/// compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    let mut s = String::from("{\"role\":\"user\",\"content\":[{\"toolResult\":{\"toolUseId\":");
+    s.push_str(&super::edit::json_string(call_id));
+    s.push_str(",\"content\":[");
+    s.push_str(&object_of(&[("text", text)]));
+    s.push_str("]}}]}");
+    s
+}
+
+/// Where the id of the `toolUse` block at `at` sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    match at {
+        CallAt::Part(k) => Some(vec![
+            Step::Key("content"),
+            Step::Index(k),
+            Step::Key("toolUse"),
+            Step::Key("toolUseId"),
+        ]),
+        CallAt::ToolCalls(_) => None,
+    }
+}
+
+/// Where the `toolResult` block at `part` names its call.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.map(|k| {
+        vec![
+            Step::Key("content"),
+            Step::Index(k),
+            Step::Key("toolResult"),
+            Step::Key("toolUseId"),
+        ]
+    })
+}
+
+/// A `toolResult` block with `status: "error"`, saying `text`, as compact JSON.
+pub(crate) fn error_result_block_json(call_id: &str, text: &str) -> String {
+    let mut s = String::from("{\"toolResult\":{\"toolUseId\":");
+    s.push_str(&super::edit::json_string(call_id));
+    s.push_str(",\"content\":[");
+    s.push_str(&object_of(&[("text", text)]));
+    s.push_str("],\"status\":\"error\"}}");
+    s
+}
+
 /// Bedrock Converse messages.
 pub const DIALECT: Dialect = Dialect {
     wire: WireFormat::Bedrock,

@@ -208,6 +208,102 @@ pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("text", text)])
 }
 
+/// A tool of Gemini's tool list holding one function declaration, `{"functionDeclarations":
+/// [{"name", "description", "parameters"}]}` (https://ai.google.dev/api/caching#Tool), as
+/// compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"functionDeclarations\":[{\"name\":");
+    s.push_str(&super::edit::json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&super::edit::json_string(description));
+    s.push_str(",\"parameters\":");
+    s.push_str(schema);
+    s.push_str("}]}");
+    s
+}
+
+/// The user content answering function call `call_id` of `name` with `text`: one
+/// `functionResponse` part whose response is `{"output": text}` (the docs' key for a
+/// function's output). A call read without an id has its name as id: the response then names
+/// no id either. `snake`: the Python SDK's key spelling.
+pub(crate) fn tool_result_json(call_id: &str, name: &str, text: &str, snake: bool) -> String {
+    let key = if snake {
+        "function_response"
+    } else {
+        "functionResponse"
+    };
+    let mut f = String::from("{\"name\":");
+    f.push_str(&super::edit::json_string(name));
+    if call_id != name {
+        f.push_str(",\"id\":");
+        f.push_str(&super::edit::json_string(call_id));
+    }
+    f.push_str(",\"response\":");
+    f.push_str(&object_of(&[("output", text)]));
+    f.push('}');
+    format!("{{\"role\":\"user\",\"parts\":[{{\"{key}\":{f}}}]}}")
+}
+
+/// Where the id of the `functionCall` part at `at` sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt, snake: bool) -> Option<Vec<Step>> {
+    let key = if snake {
+        "function_call"
+    } else {
+        "functionCall"
+    };
+    match at {
+        CallAt::Part(k) => Some(vec![
+            Step::Key("parts"),
+            Step::Index(k),
+            Step::Key(key),
+            Step::Key("id"),
+        ]),
+        CallAt::ToolCalls(_) => None,
+    }
+}
+
+/// Where the `functionResponse` part at `part` names its call.
+pub(crate) fn result_id_path(part: Option<usize>, snake: bool) -> Option<Vec<Step>> {
+    let key = if snake {
+        "function_response"
+    } else {
+        "functionResponse"
+    };
+    part.map(|k| {
+        vec![
+            Step::Key("parts"),
+            Step::Index(k),
+            Step::Key(key),
+            Step::Key("id"),
+        ]
+    })
+}
+
+/// A `functionResponse` part whose response is `{"error": text}` (the docs' key for error
+/// details), as compact JSON; the id is named only when the call had one.
+pub(crate) fn error_result_block_json(
+    call_id: &str,
+    name: &str,
+    text: &str,
+    snake: bool,
+) -> String {
+    let key = if snake {
+        "function_response"
+    } else {
+        "functionResponse"
+    };
+    let mut f = String::from("{\"name\":");
+    f.push_str(&super::edit::json_string(name));
+    if call_id != name {
+        f.push_str(",\"id\":");
+        f.push_str(&super::edit::json_string(call_id));
+    }
+    f.push_str(",\"response\":");
+    f.push_str(&object_of(&[("error", text)]));
+    f.push('}');
+    format!("{{\"{key}\":{f}}}")
+}
+
 /// Gemini `contents` (user / model turns of `parts`), keys in camel case as the REST API
 /// spells them.
 pub const DIALECT: Dialect = Dialect {

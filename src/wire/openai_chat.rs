@@ -195,6 +195,46 @@ pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("type", "text"), ("text", text)])
 }
 
+/// A function tool of the chat tool list, `{"type": "function", "function": {"name",
+/// "description", "parameters"}}` (https://platform.openai.com/docs/api-reference/chat/create#chat-create-tools),
+/// as compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"type\":\"function\",\"function\":{\"name\":");
+    s.push_str(&json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&json_string(description));
+    s.push_str(",\"parameters\":");
+    s.push_str(schema);
+    s.push_str("}}");
+    s
+}
+
+/// The `tool` message answering call `call_id` with `text`, as compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    object_of(&[
+        ("role", "tool"),
+        ("tool_call_id", call_id),
+        ("content", text),
+    ])
+}
+
+/// Where the id of call `at` sits in a chat message (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    match at {
+        CallAt::ToolCalls(j) => Some(vec![
+            Step::Key("tool_calls"),
+            Step::Index(j),
+            Step::Key("id"),
+        ]),
+        CallAt::Part(_) => None,
+    }
+}
+
+/// Where a `tool` message names the call it answers.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.is_none().then(|| vec![Step::Key("tool_call_id")])
+}
+
 /// OpenAI chat completions (also Ollama and every OpenAI-compatible server).
 pub const DIALECT: Dialect = Dialect {
     wire: WireFormat::Chat,

@@ -195,6 +195,39 @@ pub(crate) fn text_block_json(assistant: bool, text: &str) -> String {
     object_of(&[("type", kind), ("text", text)])
 }
 
+/// A function tool of the Responses tool list, `{"type": "function", "name", "description",
+/// "parameters"}` (https://platform.openai.com/docs/api-reference/responses/create#responses-create-tools),
+/// as compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"type\":\"function\",\"name\":");
+    s.push_str(&json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&json_string(description));
+    s.push_str(",\"parameters\":");
+    s.push_str(schema);
+    s.push('}');
+    s
+}
+
+/// The `function_call_output` item answering call `call_id` with `text`, as compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    object_of(&[
+        ("type", "function_call_output"),
+        ("call_id", call_id),
+        ("output", text),
+    ])
+}
+
+/// Where the id of a `function_call` item sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    matches!(at, CallAt::ToolCalls(0)).then(|| vec![Step::Key("call_id")])
+}
+
+/// Where a `function_call_output` item names the call it answers.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.is_none().then(|| vec![Step::Key("call_id")])
+}
+
 /// OpenAI Responses input items.
 pub const DIALECT: Dialect = Dialect {
     wire: WireFormat::Responses,
