@@ -628,6 +628,11 @@ def version() -> None:
     print(contextfold.__version__)
 
 
+from contextfold.serve.command import EPILOG as _SERVE_EPILOG, serve as _serve  # noqa: E402
+
+app.command(name="serve", epilog=_SERVE_EPILOG)(_serve)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     try:
