@@ -56,6 +56,7 @@ class RecordingUpstream:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # one answer, two writes: no 40 ms delayed-ACK stall
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

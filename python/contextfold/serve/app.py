@@ -173,7 +173,8 @@ class _Proxy:
         headers.append(("accept-encoding", "identity"))
         assert self.client is not None, "the app runs inside its lifespan"
         upstream = self.client.build_request(request.method, url, headers=headers, content=outcome.body)
-        self.metrics.latency(time.perf_counter() - t0, compacted=outcome.compacted)
+        added = time.perf_counter() - t0
+        self.metrics.latency(added, compacted=outcome.compacted)
         try:
             resp = await self.client.send(upstream, stream=True)
         except httpx.TransportError as e:
@@ -188,6 +189,7 @@ class _Proxy:
                 self.metrics.hit()
         out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP}
         out_headers.update(self._headers(outcome))
+        out_headers["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
         tap = _UsageTap()
         if resp.headers.get("content-type", "").startswith("text/event-stream"):
             return StreamingResponse(self._stream(resp, tap, outcome.conversation), status_code=resp.status_code,
