@@ -443,3 +443,79 @@ def test_config_reads_flags_over_environment_over_toml(tmp_path):
     with pytest.raises(ValueError, match="strategy"):
         load_config({"strategy": "fold"}, environ={})
     assert MemoryFoldCache().sizes("x") == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_google_genai_sdk_through_the_proxy(stream):
+    genai = pytest.importorskip("google.genai", reason="google-genai not installed")
+    from google.genai import types
+
+    ex = stream_exchange("test_google_model_stream.yaml#0") if stream else exchange("test_google/test_google_model.yaml#0")
+    body = ex["response_body"]
+    answer = (lambda m, p, r: (200, {"content-type": "text/event-stream"}, body.encode())) if stream else json_answer(body)
+    with RecordingUpstream(answer) as up, ProxyServer(config(up.url, context_window=1_000_000)) as proxy:
+        client = genai.Client(api_key="AIza-test", http_options=types.HttpOptions(base_url=proxy.url, api_version="v1beta"))
+        if stream:
+            text = "".join(c.text or "" for c in client.models.generate_content_stream(
+                model="gemini-2.0-flash-exp", contents="What is the capital of France?"))
+            assert "Paris" in text
+        else:
+            out = client.models.generate_content(model="gemini-2.5-flash", contents="What is the capital of France?")
+            assert out.text == body["candidates"][0]["content"]["parts"][-1]["text"]
+        client.close()
+        sent = up.seen[0]
+        assert sent.path.split("?")[0].endswith(":streamGenerateContent" if stream else ":generateContent")
+        assert sent.headers.get("x-goog-api-key") == "AIza-test" or "key=AIza-test" in sent.path
+        assert sent.body["contents"][0]["parts"][0]["text"] == "What is the capital of France?"
+
+
+def test_a_stream_passes_through_unbuffered():
+    """The upstream sends the first event and waits until the client has it before sending the
+    rest: a proxy that buffered the stream would leave the client with nothing until the end."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    got_first = threading.Event()
+    waited: list[bool] = []
+    events = stream_exchange("test_openai_moderation_stream.yaml#0")["response_body"].split("\n\n")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+
+            def chunk(data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            chunk((events[0] + "\n\n").encode())
+            waited.append(got_first.wait(10))
+            chunk(("\n\n".join(events[1:])).encode())
+            self.wfile.write(b"0\r\n\r\n")
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        with ProxyServer(config(f"http://127.0.0.1:{httpd.server_address[1]}", context_window=128_000)) as proxy:
+            client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+            chunks = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
+                                                    stream=True)
+            first = next(iter(chunks))
+            got_first.set()  # only reachable if the first event arrived while the upstream waited
+            rest = "".join((c.choices[0].delta.content or "") for c in chunks if c.choices)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert first.choices[0].delta.role == "assistant"
+    assert waited == [True]
+    assert "Paris" in rest
