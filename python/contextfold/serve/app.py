@@ -20,6 +20,7 @@ import logging
 import socket
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -127,6 +128,7 @@ class _Proxy:
         self.folder = Folder(config, cache)
         self.metrics = Metrics()
         self.client: httpx.AsyncClient | None = None
+        self.workers = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="contextfold-fold")
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -140,6 +142,7 @@ class _Proxy:
             yield
         finally:
             await self.client.aclose()
+            self.workers.shutdown(wait=False, cancel_futures=True)
             close = getattr(self.cache, "close", None)
             if callable(close):
                 close()
@@ -161,8 +164,10 @@ class _Proxy:
             outcome = Outcome(raw)
         else:
             fast = self.folder.fast(api, raw, model)
-            # Whole reads and compactions run on a worker thread: the loop keeps streaming others.
-            outcome = fast if fast is not None else await asyncio.to_thread(self.folder.slow, api, raw, model)
+            # Whole reads and compactions run on the few worker threads: the loop keeps relaying
+            # the other conversations, and competes for the GIL with no more than these.
+            outcome = fast if fast is not None else await asyncio.get_running_loop().run_in_executor(
+                self.workers, self.folder.slow, api, raw, model)
         key = _upstream_key(api, path)
         try:
             base = self.config.upstream_for(key)

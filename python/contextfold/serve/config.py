@@ -16,7 +16,7 @@ TOML (``--config contextfold.toml``), every key optional::
 Environment: ``CONTEXTFOLD_UPSTREAM``, ``CONTEXTFOLD_HOST``, ``CONTEXTFOLD_PORT``,
 ``CONTEXTFOLD_REDIS``, ``CONTEXTFOLD_BUDGET``, ``CONTEXTFOLD_CONTEXT_WINDOW``,
 ``CONTEXTFOLD_TRIGGER``, ``CONTEXTFOLD_STRATEGY``, ``CONTEXTFOLD_STRICT`` (1/true),
-``CONTEXTFOLD_TIMEOUT``.
+``CONTEXTFOLD_TIMEOUT``, ``CONTEXTFOLD_WORKERS``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class ServeConfig:
     the gate that cannot be compacted instead of forwarding it unchanged. ``redis``: URL of the
     shared fold cache (default: in memory). ``timeout``: seconds for the upstream (connect and
     each read); ``max_connections``: the pooled client's limit. ``max_conversations`` /
-    ``max_cached_bytes``: the bound of the per-conversation state kept in memory.
+    ``max_cached_bytes``: the bound of the per-conversation state kept in memory. ``workers``:
+    threads reading whole bodies and compacting (more compete with the event loop for the GIL).
     """
 
     upstream: str | None = None
@@ -63,6 +64,7 @@ class ServeConfig:
     max_connections: int = 256
     max_conversations: int = 4096
     max_cached_bytes: int = 1 << 30
+    workers: int = 2
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -74,6 +76,8 @@ class ServeConfig:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"workers must be an int >= 1, got {self.workers!r}")
         if self.summarizer not in ("extractive",):
             raise ValueError(f"unknown summarizer {self.summarizer!r}; valid: extractive")
 
@@ -100,6 +104,7 @@ _ENV: dict[str, tuple[str, Any]] = {
     "CONTEXTFOLD_STRATEGY": ("strategy", str),
     "CONTEXTFOLD_STRICT": ("strict", lambda v: v.strip().lower() in ("1", "true", "yes", "on")),
     "CONTEXTFOLD_TIMEOUT": ("timeout", float),
+    "CONTEXTFOLD_WORKERS": ("workers", int),
 }
 
 

@@ -79,7 +79,7 @@ class Metrics:
                     "# HELP contextfold_upstream_errors_total Requests whose upstream could not be reached.",
                     "# TYPE contextfold_upstream_errors_total counter",
                     f"contextfold_upstream_errors_total {self.upstream_errors}",
-                    "# HELP contextfold_added_latency_seconds Time spent by the proxy before forwarding a request.",
+                    "# HELP contextfold_added_latency_seconds Time the proxy spent on a request between its body arriving and its departure upstream.",
                     "# TYPE contextfold_added_latency_seconds histogram"]
             for key in sorted(self._buckets):
                 for bound, n in zip(LATENCY_BUCKETS, self._buckets[key]):
