@@ -519,3 +519,15 @@ def test_a_stream_passes_through_unbuffered():
     assert first.choices[0].delta.role == "assistant"
     assert waited == [True]
     assert "Paris" in rest
+
+
+def test_the_serve_command_refuses_bad_options_with_exit_code_2(capsys, monkeypatch):
+    from contextfold.cli import main
+
+    monkeypatch.delenv("CONTEXTFOLD_UPSTREAM", raising=False)
+    assert main(["serve"]) == 2
+    assert "no upstream" in capsys.readouterr().err
+    assert main(["serve", "--upstream", "http://127.0.0.1:9", "--strategy", "bogus"]) == 2
+    assert "unknown strategy" in capsys.readouterr().err
+    assert main(["serve", "--upstream", "nope=http://127.0.0.1:9"]) == 2
+    assert "unknown API" in capsys.readouterr().err
