@@ -637,11 +637,16 @@ class Compactor(RecoverableFolds):
         if result.error:
             notes.append(f"summarizer fell back to the extractive digest: {result.error}")
         text = (result.text or "").strip()
+        # A provider's own compaction (summarize/provider.py), sent verbatim where the summary goes
+        # when its role fits the seam (Responses items have none).
+        native = tuple(getattr(result, "messages", ()) or ())
+        if native and fmt != "responses" and plan["summary_role"] != native[0].get("role"):
+            native = ()
         if not text:
             result = yield (self._fallback, request)
             fallback = True
             notes.append("summarizer returned nothing: extractive digest used")
-            text = result.text.strip()
+            text, native = result.text.strip(), ()
         text = with_index(text, folded_msgs, provider=self.provider, model=self.model,
                           previous=request.previous_summary, room=room)
 
@@ -655,6 +660,8 @@ class Compactor(RecoverableFolds):
         def assemble(summary_text: str) -> tuple[str, list[Any]]:
             wrapped = f"{OPEN}\n{neutralize_markers(summary_text)}{fold_line}\n{CLOSE}"
             out = base[:head_end] + [base[i] for i in kept_idx]
+            if native:
+                return wrapped, out + [_like_history(m, msgs) for m in native] + base[tail_start:]
             if plan["summary_role"] is not None:
                 summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))
                 out.append(_like_history(summary, msgs))
@@ -680,6 +687,7 @@ class Compactor(RecoverableFolds):
                 previous_summary=request.previous_summary, instructions=request.instructions,
                 max_tokens=max(16, request.max_tokens - shrink))
             request = smaller
+            native = ()
             result = yield (self._fallback, smaller)
             if self.summarizer is not self._fallback:
                 fallback = True
