@@ -420,8 +420,9 @@ class Session:
             for v in (window, reserve, max_bytes):
                 if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                     raise ValueError("out of range")
-        except (ValueError, KeyError, TypeError) as e:
-            raise SessionStateError(f"session state invalid: settings unreadable ({e})") from e
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            # RecursionError: settings nested beyond the parser's depth (a forged state).
+            raise SessionStateError(f"session state invalid: settings unreadable ({type(e).__name__})") from e
         self = cls.__new__(cls)
         self._core = core
         self.provider = provider
