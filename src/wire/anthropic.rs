@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use super::edit::{
-    if_smaller, image_bytes, json_string, plain_text, text_parts_bytes, CallAt, Change, Step,
+    if_smaller, image_bytes, json_string, plain_text, result_parts_bytes, CallAt, Change, Step,
     Written,
 };
 use super::input::{Input, Key, ReadResult, Shape, Src};
@@ -130,7 +130,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 return None;
             };
             if_smaller(
-                text_parts_bytes(content)?,
+                result_parts_bytes(content)?,
                 vec![Step::Key("content"), Step::Index(*k), Step::Key("content")],
                 json_string(text),
             )

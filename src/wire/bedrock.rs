@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use super::anthropic::object_arguments;
 use super::edit::role_and_text_list;
 use super::edit::{
-    if_smaller, image_bytes, object_of, one_text_part, plain_text, text_parts_bytes, CallAt,
+    if_smaller, image_bytes, object_of, one_text_part, plain_text, result_parts_bytes, CallAt,
     Change, Step, Written,
 };
 use super::input::{Input, Key, ReadResult, Src};
@@ -107,7 +107,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             };
             let value = one_text_part(text);
             if_smaller(
-                text_parts_bytes(content)?,
+                result_parts_bytes(content)?,
                 vec![
                     Step::Key("content"),
                     Step::Index(*k),
