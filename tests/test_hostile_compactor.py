@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -137,7 +138,9 @@ options = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# CONTEXTFOLD_HYPOTHESIS_EXAMPLES raises the count for a longer hunt (4,000 once, see the report).
+@settings(max_examples=int(os.environ.get("CONTEXTFOLD_HYPOTHESIS_EXAMPLES", "300")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(fmt=st.sampled_from(FORMATS), turns=thinking_turns, opts=options, share=st.floats(0.05, 1.2))
 def test_every_option_on_thinking_histories_in_every_format_returns_or_raises_a_typed_error(fmt, turns, opts, share):
     h = agent_history(fmt, turns)
@@ -343,3 +346,15 @@ def test_screenshots_inside_tool_results_are_masked_like_other_old_tool_output(f
     # the newest screenshots stay, the oldest are gone
     assert SHOT in json.dumps(r.messages[-1], default=str) or fmt == "bedrock"
     assert SHOT not in json.dumps(r.messages[2], default=str)
+
+
+def test_keep_thinking_turns_on_responses_reasoning_items_never_writes_an_edit_they_cannot_take():
+    # Found by the hypothesis test above: a drop of a reasoning item's "content" block, which a
+    # Responses reasoning item does not have (KeyError in apply_edits).
+    h = agent_history("responses", [(True, False, 0, 0), (True, False, 0, 0)])
+    before = copy.deepcopy(h)
+    total = cf.estimate(h)
+    r = cf.Compactor(strategy="mask", keep_thinking_turns=1, protect_first_n=0, min_tail=1, min_free_share=0.0,
+                     tool_result_max_tokens=0, arguments_max_chars=64, budget=total // 2).compact(h)
+    assert h == before
+    assert all(m.get("type") != "reasoning" or "content" not in m for m in r.messages)
