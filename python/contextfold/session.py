@@ -328,8 +328,9 @@ class Session:
             if not isinstance(hashes, list) or len(hashes) > MAX_SUMMARY_HASHES or not all(
                     isinstance(h, int) and not isinstance(h, bool) and 0 <= h < 2**64 for h in hashes):
                 raise ValueError("summary_hashes out of range")
-        except (ValueError, KeyError, TypeError) as e:
-            raise SessionStateError(f"session state invalid: settings unreadable ({e})") from e
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            # RecursionError: settings nested beyond the parser's depth (a forged state).
+            raise SessionStateError(f"session state invalid: settings unreadable ({type(e).__name__})") from e
         self = cls.__new__(cls)
         self._core = core
         self.provider = provider
