@@ -884,7 +884,9 @@ pub fn plan_priced(
             };
         }
         (tail_start..n)
-            .find(|&i| !special(i) && Turn::of(&msgs[i]) == Turn::User && mergeable(&msgs[i], false))
+            .find(|&i| {
+                !special(i) && Turn::of(&msgs[i]) == Turn::User && mergeable(&msgs[i], false)
+            })
             .map(|index| Placement::Merge {
                 index,
                 at_start: false,

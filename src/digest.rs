@@ -115,7 +115,8 @@ fn clip(s: &str, max: usize) -> String {
 fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
     let squeezed = squeeze_rules(s);
     let words: Vec<&str> = squeezed.split_whitespace().collect();
-    let total: usize = words.iter().map(|w| w.chars().count()).sum::<usize>() + words.len().saturating_sub(1);
+    let total: usize =
+        words.iter().map(|w| w.chars().count()).sum::<usize>() + words.len().saturating_sub(1);
     let joined = || words.join(" ");
     if total <= max {
         return joined();
@@ -242,7 +243,10 @@ fn thought(text: &str) -> &str {
 /// they cost tokens and say nothing.
 fn squeeze_rules(s: &str) -> Cow<'_, str> {
     let b = s.as_bytes();
-    if !b.windows(4).any(|w| w[0] == w[1] && w[1] == w[2] && w[2] == w[3] && w[0].is_ascii_punctuation()) {
+    if !b
+        .windows(4)
+        .any(|w| w[0] == w[1] && w[1] == w[2] && w[2] == w[3] && w[0].is_ascii_punctuation())
+    {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
@@ -304,7 +308,11 @@ fn call_line(name: &str, args: &str, max_value: usize) -> String {
 /// A command shown whole up to `max` characters; a longer one keeps its head and its end
 /// (`&& git diff`, the file a heredoc writes to). Lines are joined by ` ⏎ `.
 fn command_text(cmd: &str, max: usize) -> String {
-    let joined: Vec<&str> = cmd.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+    let joined: Vec<&str> = cmd
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
     clip_ends(&joined.join(" ⏎ "), max, 0.6)
 }
 
@@ -327,7 +335,11 @@ fn outcome(text: Option<&str>, chars: usize) -> (bool, String) {
                 s.push_str(&clip_ends(body, chars, 0.35));
             }
             if s.is_empty() {
-                s.push_str(if body.trim().is_empty() { "(empty)" } else { "…" });
+                s.push_str(if body.trim().is_empty() {
+                    "(empty)"
+                } else {
+                    "…"
+                });
             }
             (err, format!("{}: {s}", if err { "error" } else { "ok" }))
         }
@@ -351,7 +363,9 @@ impl Builder {
         // Deduplicated on the shortest form too: a request carried over in its short form is
         // the same request.
         let last = forms.last().cloned().unwrap_or_default();
-        if self.seen.contains(&(section, first.clone())) || self.seen.contains(&(section, last.clone())) {
+        if self.seen.contains(&(section, first.clone()))
+            || self.seen.contains(&(section, last.clone()))
+        {
             return;
         }
         for f in &forms {
@@ -404,7 +418,12 @@ fn merge_previous(b: &mut Builder, prev: &str) {
                 .iter()
                 .find(|(_, t)| *t == title)
                 .map(|(s, _)| *s)
-                .or_else(|| OLD_TITLES.iter().find(|(t, _)| *t == title).map(|(_, s)| *s));
+                .or_else(|| {
+                    OLD_TITLES
+                        .iter()
+                        .find(|(t, _)| *t == title)
+                        .map(|(_, s)| *s)
+                });
             continue;
         }
         let line = line.trim();
@@ -428,9 +447,15 @@ fn merge_previous(b: &mut Builder, prev: &str) {
             // The state and open items of an older span are history now.
             Some(Section::LastState) => b.push(
                 Section::Conclusions,
-                vec![format!("earlier state: {}", clip(item, 400)), format!("earlier state: {}", clip(item, 120))],
+                vec![
+                    format!("earlier state: {}", clip(item, 400)),
+                    format!("earlier state: {}", clip(item, 120)),
+                ],
             ),
-            Some(Section::Open) => b.push(Section::Conclusions, vec![format!("earlier open item: {item}")]),
+            Some(Section::Open) => b.push(
+                Section::Conclusions,
+                vec![format!("earlier open item: {item}")],
+            ),
             Some(s @ (Section::Calls | Section::Errors)) => {
                 let head = match item.find(" -> ") {
                     Some(i) => &item[..i],
@@ -447,7 +472,11 @@ fn merge_previous(b: &mut Builder, prev: &str) {
         }
         b.push(
             Section::Earlier,
-            vec![clip(&foreign, 2_000), clip(&foreign, 600), clip(&foreign, 200)],
+            vec![
+                clip(&foreign, 2_000),
+                clip(&foreign, 600),
+                clip(&foreign, 200),
+            ],
         );
     }
 }
@@ -521,9 +550,9 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
     }
     let n = msgs.len().max(1) as f64;
     // Whether this agent's observations carry a return code (mini-swe-agent's do).
-    let coded = msgs.iter().any(|m| {
-        matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some()
-    });
+    let coded = msgs
+        .iter()
+        .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some());
     // The newest assistant thought: the last state, and where open items are looked for.
     let mut last_thought: Option<usize> = None;
     let mut n_calls = 0usize;
@@ -549,9 +578,12 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                 let text = text_of(m);
                 // A text agent's observation: it opens with its return code; where the agent's
                 // observations carry none, the user turn right after a command.
-                let observation = return_code(&text).is_some() || (prev_command.is_some() && !coded);
+                let observation =
+                    return_code(&text).is_some() || (prev_command.is_some() && !coded);
                 let cmd = prev_command.take().filter(|_| observation).or_else(|| {
-                    return_code(&text).is_some().then(|| "(command not in this span)".to_string())
+                    return_code(&text)
+                        .is_some()
+                        .then(|| "(command not in this span)".to_string())
                 });
                 if let Some(cmd) = cmd {
                     // A text agent's observation of the command before it.
@@ -559,7 +591,8 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     let (err, fullest) = outcome(Some(&text), FULLEST_RESULT_CHARS);
                     let (_, rich) = outcome(Some(&text), if err { 900 } else { 700 });
                     let (_, normal) = outcome(Some(&text), if err { 360 } else { 200 });
-                    let (_, short) = outcome(Some(&text), if err { 160 } else { SHORT_RESULT_CHARS });
+                    let (_, short) =
+                        outcome(Some(&text), if err { 160 } else { SHORT_RESULT_CHARS });
                     let line = |c: usize, o: &str| format!("$ {} -> {o}", command_text(&cmd, c));
                     let forms = vec![
                         line(2_000, &fullest),
@@ -640,7 +673,14 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
     if let Some(k) = last_thought {
         let text = text_of(&msgs[k]);
         let t = thought(&text);
-        b.push(Section::LastState, vec![clip_ends(t, 900, 0.6), clip_ends(t, 400, 0.6), clip_ends(t, 160, 0.6)]);
+        b.push(
+            Section::LastState,
+            vec![
+                clip_ends(t, 900, 0.6),
+                clip_ends(t, 400, 0.6),
+                clip_ends(t, 160, 0.6),
+            ],
+        );
         let mut open = Vec::new();
         for line in t.lines() {
             let l = line.to_lowercase();
@@ -764,7 +804,9 @@ fn pack(
                         e.tokens = t;
                     }
                 } else if k + keep < n
-                    && !(sec == Section::Requests && k < FIRST_REQUESTS_KEPT && n > keep + FIRST_REQUESTS_KEPT)
+                    && !(sec == Section::Requests
+                        && k < FIRST_REQUESTS_KEPT
+                        && n > keep + FIRST_REQUESTS_KEPT)
                 {
                     entries[i].alive = false;
                     total -= entries[i].tokens;
@@ -773,7 +815,9 @@ fn pack(
                 }
                 if entries[i].section == Section::Requests {
                     for r in 0..entries.len() {
-                        if cover[r] == Some(i) && (!entries[i].alive || !entries[i].text().contains(entries[r].text())) {
+                        if cover[r] == Some(i)
+                            && (!entries[i].alive || !entries[i].text().contains(entries[r].text()))
+                        {
                             cover[r] = None;
                             total += entries[r].tokens;
                         }
@@ -788,7 +832,7 @@ fn pack(
         if entries[i].section == Section::Requests {
             continue;
         }
-        if !entries[i].alive && !cover[i].is_some() {
+        if !entries[i].alive && cover[i].is_none() {
             let e = &mut entries[i];
             e.level = e.forms.len() - 1;
             let t = est.text(e.text()) + 1.0;
@@ -812,7 +856,7 @@ fn pack(
     }
     // The index gets its share and what the rest left.
     let index_room = (limit - total).max(0.0);
-    let index = identifier_index::render(&idents, est, index_room as u64);
+    let index = identifier_index::render(idents, est, index_room as u64);
     for (e, c) in entries.iter_mut().zip(&cover) {
         if c.is_some() {
             e.alive = false;
@@ -839,7 +883,8 @@ fn fit(
     let natural_index = est.text(&identifier_index::render(&idents, est, max_tokens)) + 2.0;
     // Identifiers carried from the previous summary keep their room (up to half of it): a
     // second compaction keeps what the first one indexed.
-    let carried: Vec<identifier_index::Ident> = idents.iter().filter(|i| i.carried).cloned().collect();
+    let carried: Vec<identifier_index::Ident> =
+        idents.iter().filter(|i| i.carried).cloned().collect();
     let carried_cost = if carried.is_empty() {
         0.0
     } else {

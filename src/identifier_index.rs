@@ -84,7 +84,11 @@ const UNITS: [&str; 26] = [
 
 /// Characters an identifier token may hold.
 fn is_token_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-' | ':' | '#' | '$' | '%' | '@' | '+' | '~' | '=' | '?' | '&' | ',')
+    c.is_alphanumeric()
+        || matches!(
+            c,
+            '_' | '.' | '/' | '-' | ':' | '#' | '$' | '%' | '@' | '+' | '~' | '=' | '?' | '&' | ','
+        )
 }
 
 fn trim_token(t: &str) -> &str {
@@ -131,7 +135,11 @@ fn is_path(t: &str) -> bool {
 /// snake-case names ending in digits (`sofia_kim_7287`, `gift_card_6941833`).
 fn is_record_id(t: &str) -> bool {
     let n = t.len();
-    if !(4..=40).contains(&n) || !t.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
+    if !(4..=40).contains(&n)
+        || !t
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+    {
         return false;
     }
     let digits = t.bytes().filter(u8::is_ascii_digit).count();
@@ -143,7 +151,9 @@ fn is_record_id(t: &str) -> bool {
         && t.bytes()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'-' || c == b'_');
     let snake_digits = t.contains('_')
-        && t.rsplit('_').next().is_some_and(|last| last.len() >= 3 && last.bytes().all(|c| c.is_ascii_digit()));
+        && t.rsplit('_')
+            .next()
+            .is_some_and(|last| last.len() >= 3 && last.bytes().all(|c| c.is_ascii_digit()));
     upper_code || snake_digits
 }
 
@@ -167,10 +177,13 @@ fn is_symbol(t: &str) -> bool {
         return true;
     }
     let dotted = core.contains('.')
-        && core.split('.').all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()))
+        && core
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()))
         && core.split('.').count() >= 2
         && core.bytes().any(|c| c.is_ascii_lowercase());
-    let snake = core.contains('_') && core.trim_matches('_').contains('_') || core.starts_with('_') && core.len() > 4;
+    let snake = core.contains('_') && core.trim_matches('_').contains('_')
+        || core.starts_with('_') && core.len() > 4;
     let humps = core
         .as_bytes()
         .windows(2)
@@ -183,7 +196,8 @@ fn is_symbol(t: &str) -> bool {
 fn is_config_key(t: &str) -> bool {
     t.len() >= 5
         && t.contains('_')
-        && t.bytes().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+        && t.bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
         && t.bytes().next().is_some_and(|c| c.is_ascii_uppercase())
         && t.bytes().filter(u8::is_ascii_uppercase).count() >= 3
 }
@@ -192,7 +206,8 @@ fn is_number(t: &str) -> bool {
     let t = t.strip_prefix('$').unwrap_or(t);
     !t.is_empty()
         && t.bytes().next().is_some_and(|c| c.is_ascii_digit())
-        && t.bytes().all(|c| c.is_ascii_digit() || c == b'.' || c == b',')
+        && t.bytes()
+            .all(|c| c.is_ascii_digit() || c == b'.' || c == b',')
 }
 
 /// Characters kept of an error's first line.
@@ -237,7 +252,9 @@ impl Collector {
             return;
         }
         let key = (kind, text);
-        if self.serial > 0 && self.mentioned_in.insert(key.clone(), self.serial) == Some(self.serial) {
+        if self.serial > 0
+            && self.mentioned_in.insert(key.clone(), self.serial) == Some(self.serial)
+        {
             return;
         }
         match self.found.get_mut(&key) {
@@ -280,7 +297,13 @@ impl Collector {
                         || ["FAIL", "ERROR"].iter().any(|w| rest.starts_with(w)))
                     && !rest.trim().is_empty();
                 if is_err {
-                    self.add(Kind::Error, one_line(l, ERROR_LINE_CHARS), weight + 1.0, recency, false);
+                    self.add(
+                        Kind::Error,
+                        one_line(l, ERROR_LINE_CHARS),
+                        weight + 1.0,
+                        recency,
+                        false,
+                    );
                 }
             }
         }
@@ -312,31 +335,63 @@ impl Collector {
                     continue;
                 }
                 if t.starts_with("http://") || t.starts_with("https://") {
-                    self.add(Kind::Url, t.trim_end_matches([')', '.']).to_string(), weight, recency, false);
-                } else if is_uuid(t) {
-                    self.add(Kind::Hash, t.to_string(), weight, recency, false);
-                } else if t.len() >= 7
-                    && t.len() <= 64
-                    && is_hex(t)
-                    && t.bytes().any(|c| c.is_ascii_digit())
-                    && t.bytes().any(|c| c.is_ascii_alphabetic())
+                    self.add(
+                        Kind::Url,
+                        t.trim_end_matches([')', '.']).to_string(),
+                        weight,
+                        recency,
+                        false,
+                    );
+                } else if is_uuid(t)
+                    || (t.len() >= 7
+                        && t.len() <= 64
+                        && is_hex(t)
+                        && t.bytes().any(|c| c.is_ascii_digit())
+                        && t.bytes().any(|c| c.is_ascii_alphabetic()))
                 {
                     self.add(Kind::Hash, t.to_string(), weight, recency, false);
-                } else if let Some(n) = t.strip_prefix('#').filter(|n| (2..=7).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit())) {
+                } else if let Some(n) = t
+                    .strip_prefix('#')
+                    .filter(|n| (2..=7).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()))
+                {
                     self.add(Kind::Issue, format!("#{n}"), weight, recency, false);
                 } else if is_path(t) {
-                    self.add(Kind::Path, t.trim_start_matches("./").to_string(), weight, recency, false);
+                    self.add(
+                        Kind::Path,
+                        t.trim_start_matches("./").to_string(),
+                        weight,
+                        recency,
+                        false,
+                    );
                 } else if is_number(t) {
-                    let unit = tokens.get(k + 1).map(|u| trim_token(u).to_ascii_lowercase());
+                    let unit = tokens
+                        .get(k + 1)
+                        .map(|u| trim_token(u).to_ascii_lowercase());
                     if t.starts_with('$') {
-                        self.add(Kind::Quantity, t.trim_end_matches(['.', ',']).to_string(), weight, recency, false);
+                        self.add(
+                            Kind::Quantity,
+                            t.trim_end_matches(['.', ',']).to_string(),
+                            weight,
+                            recency,
+                            false,
+                        );
                     } else if unit.is_some_and(|u| UNITS.contains(&u.as_str())) {
                         let shown = trim_token(tokens[k + 1]);
-                        self.add(Kind::Quantity, format!("{t} {shown}"), weight, recency, false);
+                        self.add(
+                            Kind::Quantity,
+                            format!("{t} {shown}"),
+                            weight,
+                            recency,
+                            false,
+                        );
                     }
-                } else if is_number(t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%'))
-                    && UNITS.contains(&t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.').to_ascii_lowercase().as_str())
-                {
+                } else if is_number(
+                    t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%'),
+                ) && UNITS.contains(
+                    &t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+                        .to_ascii_lowercase()
+                        .as_str(),
+                ) {
                     self.add(Kind::Quantity, t.to_string(), weight, recency, false);
                 } else if is_record_id(t) {
                     self.add(Kind::Id, t.to_string(), weight, recency, false);
@@ -451,7 +506,11 @@ pub fn render(idents: &[Ident], est: &Estimator, max_tokens: u64) -> String {
     let mut chosen: Vec<&Ident> = Vec::new();
     let mut kinds_used = std::collections::HashSet::new();
     for id in idents {
-        let line_cost = if kinds_used.contains(&id.kind) { 0.0 } else { 4.0 };
+        let line_cost = if kinds_used.contains(&id.kind) {
+            0.0
+        } else {
+            4.0
+        };
         let cost = est.text(&id.text) + 1.0 + line_cost;
         if used + cost > budget {
             continue;
@@ -557,7 +616,10 @@ mod tests {
             (Kind::Symbol, "parse_http_date"),
             (Kind::Symbol, "pkgutil.iter_modules"),
             (Kind::Symbol, "ASCIIUsernameValidator"),
-            (Kind::Error, "AssertionError: 22 != 25 : 22 queries executed, 25 expected"),
+            (
+                Kind::Error,
+                "AssertionError: 22 != 25 : 22 queries executed, 25 expected",
+            ),
         ] {
             assert!(
                 found.iter().any(|(k, t)| *k == kind && t == text),
@@ -565,7 +627,10 @@ mod tests {
             );
         }
         for plain in ["Edited", "and", "costs", "takes"] {
-            assert!(!found.iter().any(|(_, t)| t == plain), "{plain} taken: {found:?}");
+            assert!(
+                !found.iter().any(|(_, t)| t == plain),
+                "{plain} taken: {found:?}"
+            );
         }
     }
 
@@ -574,7 +639,11 @@ mod tests {
         let est = Estimator::new(Provider::OpenAI, "");
         let mut c = Collector::default();
         for i in 0..200 {
-            c.scan(&format!("file src/mod{i}/part.py booking AB{i:04}X"), 1.0, i as f64 / 200.0);
+            c.scan(
+                &format!("file src/mod{i}/part.py booking AB{i:04}X"),
+                1.0,
+                i as f64 / 200.0,
+            );
         }
         let ids = c.ranked();
         let text = render(&ids, &est, 120);
@@ -598,7 +667,11 @@ mod tests {
     #[test]
     fn a_newline_never_reaches_an_item() {
         let mut c = Collector::default();
-        c.scan("ValueError: first line\nsecond line\n## Install\n", 1.0, 1.0);
+        c.scan(
+            "ValueError: first line\nsecond line\n## Install\n",
+            1.0,
+            1.0,
+        );
         let est = Estimator::new(Provider::OpenAI, "");
         let text = render(&c.ranked(), &est, 500);
         assert!(text.lines().all(|l| !l.starts_with("## Install")), "{text}");

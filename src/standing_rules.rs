@@ -70,7 +70,11 @@ pub fn rules_in(text: &str) -> Vec<String> {
             || (matches!(b[i], b'.' | b'!' | b'?')
                 && (i + 1 == b.len() || b[i + 1].is_ascii_whitespace()));
         if end_here {
-            let stop = if i < b.len() && b[i] != b'\n' { i + 1 } else { i };
+            let stop = if i < b.len() && b[i] != b'\n' {
+                i + 1
+            } else {
+                i
+            };
             let sentence = text[start..stop].trim();
             if sentence.len() >= 8 && has_marker(&sentence.to_lowercase()) {
                 out.push(one_line(sentence));

@@ -82,6 +82,9 @@ mod tests {
         assert_eq!(trusted_summary(&msgs, 1, 1, &[]), Some("facts"));
         // Elsewhere only by its hash.
         assert_eq!(trusted_summary(&msgs, 3, 1, &[]), None);
-        assert_eq!(trusted_summary(&msgs, 3, 1, &[summary_hash("facts")]), Some("facts"));
+        assert_eq!(
+            trusted_summary(&msgs, 3, 1, &[summary_hash("facts")]),
+            Some("facts")
+        );
     }
 }

@@ -222,9 +222,10 @@ def _fixture(doc: Mapping[str, Any], name: str, data_dir: Path | None, rows: dic
         tools = tools if tools is not None else row.get("tools")
         name = str(doc.get("name") or ref["source"])
     else:
-        messages = doc.get("messages")
-        if not isinstance(messages, list):
+        given = doc.get("messages")
+        if not isinstance(given, list):
             raise ValueError(f"{name}: 'messages' must be a list")
+        messages = given
         name = str(doc.get("name") or name)
     return Fixture(name, messages, tuple(probes), provider, tools, system)
 

@@ -16,9 +16,9 @@ use crate::profile::Provider;
 
 mod breakdown;
 mod compaction;
-mod identifier_index;
 mod exact;
 mod floor_walk;
+mod identifier_index;
 mod json_out;
 mod langchain_message;
 mod messages;
