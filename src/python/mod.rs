@@ -17,6 +17,7 @@ use crate::profile::Provider;
 mod breakdown;
 mod compaction;
 mod exact;
+mod exact_session;
 mod floor_walk;
 mod json_out;
 mod langchain_message;
@@ -322,6 +323,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_model_info, m)?)?;
     compaction::register(m)?;
     exact::register(m)?;
+    exact_session::register(m)?;
     floor_walk::register(m)?;
     prune::register(m)?;
     request::register(m)?;
