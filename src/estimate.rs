@@ -506,6 +506,30 @@ impl Estimator {
                 .sum::<f64>()
     }
 
+    /// Each tool definition's own cost (fractional tokens), in order: what it would add alone
+    /// (OpenAI models: its exact rendering; hosted tools: their fitted hidden prompt). A
+    /// breakdown shares the tool block's cost out in these proportions (`by_tool`).
+    pub fn tool_costs(&self, tools: &[ToolDef<'_>]) -> Vec<f64> {
+        let p = &self.profile;
+        tools
+            .iter()
+            .map(|t| {
+                if let Some(n) =
+                    hosted_tool_type(&t.json).and_then(|ty| hosted_tool_tokens(self.family, ty))
+                {
+                    return n;
+                }
+                if let Some(enc) = self.model_encoding {
+                    if let Some(n) = openai_tool_block_tokens(std::iter::once(t.json.as_ref()), enc)
+                    {
+                        return f64::from(n);
+                    }
+                }
+                p.per_tool_def + p.tool_schema_scale * self.text(&t.json)
+            })
+            .collect()
+    }
+
     /// Tokens of a whole request: every message plus the overhead. Equals
     /// `each(ms).sum() + overhead(extras)`.
     pub fn total(&self, ms: &[Message<'_>], extras: &RequestExtras<'_>) -> u64 {

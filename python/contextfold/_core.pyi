@@ -45,6 +45,7 @@ __all__ = [
     "prune_plan",
     "request_overhead",
     "shrink_json",
+    "tool_costs",
     "summary_block",
     "summary_message",
     "wire_bytes",
@@ -82,6 +83,12 @@ def estimate(
     SDK objects. Raises ``InvalidMessageError`` naming the message index and field on bad input;
     never mutates ``messages``.
     """
+
+def tool_costs(
+    tools: Sequence[Any], /, *, provider: _Provider = "openai", model: str | None = None
+) -> list[tuple[str, float]]:
+    """Each tool's ``(name, own cost)`` in fractional tokens (OpenAI models: its exact
+    rendering); ``contextfold.breakdown`` shares the tool schemas out in these proportions."""
 
 def breakdown(
     messages: Sequence[Any],
