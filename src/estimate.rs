@@ -85,9 +85,15 @@ fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
 /// text's shape took the first calls from 8.9% to 2.5% off but the later calls' p99 from 3.3% to
 /// 4.3% (aligned `ls -la` listings priced ~20% over); `whole` weights on the whole text instead
 /// of BPE, 3.3% and 3.6%.
-fn text_weights_of(family: Family, profile: &Profile) -> (&'static TextWeights, f64) {
-    match family {
-        Family::Gemini | Family::Gemma => (&TextWeights::GEMINI, 1.0),
+fn text_weights_of(
+    family: Family,
+    encoding: Option<Encoding>,
+    profile: &Profile,
+) -> (&'static TextWeights, f64) {
+    match (family, encoding) {
+        (Family::Gemini | Family::Gemma, _) => (&TextWeights::GEMINI, 1.0),
+        // OpenAI's cl100k models: that vocabulary's own per-script weights.
+        (Family::OpenAI, Some(Encoding::Cl100kBase)) => (&TextWeights::CL100K, profile.text_scale),
         _ => (&TextWeights::O200K, profile.text_scale),
     }
 }
@@ -193,7 +199,7 @@ impl Estimator {
         };
         let base = info.base.as_str();
         let profile = profile_for(family, info);
-        let (text_weights, sampled_text_scale) = text_weights_of(family, &profile);
+        let (text_weights, sampled_text_scale) = text_weights_of(family, info.encoding, &profile);
         Estimator {
             provider,
             family,
