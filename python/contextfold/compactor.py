@@ -94,6 +94,14 @@ class CompactionResult:
         """True when ``messages`` differs from the input."""
         return self.strategy_used is not None
 
+    def cost(self, *, model: str, provider: str = "openai", **kw: Any) -> Any:
+        """The predicted effect of this compaction on ``model``'s bill, in USD
+        (`contextfold.cost.compaction_cost`: the summarizer call, the cached prefix it
+        invalidates, what each later turn saves)."""
+        from contextfold.cost import compaction_cost
+
+        return compaction_cost(self, model=model, provider=provider, **kw)
+
     def __repr__(self) -> str:
         what = self.strategy_used or f"unchanged ({self.reason})"
         return (
