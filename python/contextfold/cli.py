@@ -30,6 +30,7 @@ from rich.console import Console
 import contextfold
 from contextfold import report as rep
 from contextfold.inputs import InputError, Request, Source, open_source, read_request
+from contextfold.request import breakdown_of
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
@@ -110,7 +111,8 @@ def _failure(e: Exception, line: int | None) -> Failure:
 
 def _estimate_doc(req: Request, *, per_message: bool = False) -> dict[str, Any]:
     """The `estimate --json` object of one request (one breakdown; per message on request)."""
-    b = contextfold.breakdown(req.messages, **req.options()).to_dict()
+    # A body is priced with what its settings add (the core's body reader, as estimate_request).
+    b = (breakdown_of(req.body) if req.body is not None else contextfold.breakdown(req.messages, **req.options())).to_dict()
     del b["request_overhead"]
     if not per_message:
         del b["per_message"]

@@ -209,9 +209,29 @@ class Session:
         return self._tokens(messages)
 
     def _tokens(self, messages: Sequence[Any]) -> int:
-        tokens = self._core.estimate(messages)
+        extra = getattr(self, "_settings_tokens", 0)
+        if extra and not self._core.usages:
+            # A body's settings (thinking, a forced tool) until a real count carries them.
+            tokens = self._core.estimate(messages) + extra
+        else:
+            tokens = self._core.estimate(messages)
         # The ledger still follows the history (the usage anchor is recorded against it).
         return tokens if self._exact is None else self._exact.count(messages)
+
+    @classmethod
+    def from_request(cls, body: Any, /, *, provider: str | None = None, **kw: Any) -> Session:
+        """A session for the conversation of a request body as sent to the SDK (read by the
+        core's body reader, as `contextfold.estimate_request` reads it): its provider, model,
+        tools, system prompt and structured output; the tokens its settings add (Anthropic
+        thinking, a forced tool choice) are counted until the first recorded usage carries
+        them. ``kw`` are the other `Session` arguments."""
+        from contextfold.request import read_request
+
+        r = read_request(body, provider=provider)
+        s = cls(provider=r.provider, model=r.model, tools=r.tools, system=r.system,
+                response_format=r.response_format, **kw)
+        s._settings_tokens = r.settings_tokens
+        return s
 
     def pressure(self, messages: Sequence[Any], /) -> float:
         """``estimate(messages) / usable_tokens``: 1.0 means no room left for the reply."""
