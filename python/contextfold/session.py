@@ -121,6 +121,8 @@ class Session:
             text_encoding=cast("_Encoding | None", text_encoding),
             image_sizes=image_sizes,
         )
+        #: Tokens a request body's settings add (`from_request`), until a usage carries them.
+        self._settings_tokens = 0
         self._exact: ExactLedger | None = None
         if exact:
             if model is None:
@@ -209,7 +211,7 @@ class Session:
         return self._tokens(messages)
 
     def _tokens(self, messages: Sequence[Any]) -> int:
-        extra = getattr(self, "_settings_tokens", 0)
+        extra = self._settings_tokens
         if extra and not self._core.usages:
             # A body's settings (thinking, a forced tool) until a real count carries them.
             tokens = self._core.estimate(messages) + extra
@@ -365,6 +367,10 @@ class Session:
             raise SessionStateError(f"session state invalid: settings unreadable ({e})") from e
         self = cls.__new__(cls)
         self._core = core
+        # An exact session is not saved: a restored one estimates (exact=True counts again).
+        self._exact = None
+        self._exact_extras = (None, None)
+        self._settings_tokens = 0
         self.provider = provider
         self._window = window
         self._reserve = reserve
