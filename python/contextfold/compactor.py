@@ -22,6 +22,7 @@ from typing import Any, Literal
 from contextfold import _core
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.prune import _copy, apply_edits, is_langchain_message
+from contextfold.cache_policy import CachePolicy
 from contextfold.session import Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.extractive import ExtractiveSummarizer
@@ -240,6 +241,10 @@ class Compactor:
       format by the core (``wire/``), or not made at all.
     - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
       budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
+    - ``cache_aware``: the gate (``should_compact``, asked before every model call) defers while
+      the previous call is within the model's cache TTL, unless the estimate is within 5% of the
+      usable window; ``clear_at_least`` (when left 0) is chosen from the model's cache prices
+      (`contextfold.cache_policy`).
 
     Guarantees: the caller's list and objects are never altered; the result passes the core's
     check (every call with its result and vice versa, summary never between a call and its
@@ -279,6 +284,7 @@ class Compactor:
         tool_result_max_tokens: int = 200,
         arguments_max_chars: int = 2000,
         cache_block_tokens: int | None = None,
+        cache_aware: bool = False,
     ) -> None:
         if strategy not in ("mask", "summarize", "hybrid"):
             raise ValueError(f"unknown strategy {strategy!r}; valid: mask, summarize, hybrid")
@@ -349,6 +355,13 @@ class Compactor:
         self._window = context_window
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
+        # cache_aware: the gate defers while the cached prefix is warm (contextfold.cache_policy).
+        self._cache = CachePolicy.for_model(model) if cache_aware else None
+        if self._cache is not None and clear_at_least == 0:
+            try:
+                self.clear_at_least = self._cache.clear_at_least(self.budget)
+            except ValueError:
+                pass  # no window known yet: nothing to choose from
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -416,8 +429,17 @@ class Compactor:
             if not full:
                 return False
         if self._trigger is None and self.session.context_window is not None:
-            return self.session.should_compact(messages)
-        return tokens >= self.trigger_tokens
+            fire = self.session.should_compact(messages)
+        else:
+            fire = tokens >= self.trigger_tokens
+        if self._cache is not None and self._cache.observe() and fire:
+            # Warm cache: compacting now mostly buys a cache write; wait unless the window is full.
+            try:
+                usable: int | None = self.session.usable_tokens
+            except ValueError:
+                usable = None
+            return self._cache.hard_limit_near(tokens, usable)
+        return fire
 
     # -- compaction ----------------------------------------------------------------------------
 
