@@ -638,6 +638,8 @@ pub fn compaction(data: &[u8]) {
         soft_ceiling: src.pick(&[1.0, 1.5, 0.0, f64::NAN, f64::INFINITY]),
         pinned: pinned.clone(),
         mask,
+        trusted_summaries: Vec::new(),
+        summary_floor: u64::from(src.u8()) * 8,
     };
     let p = compaction_plan(&msgs, &est, &opt);
     assert_eq!(p.costs.len(), n);

@@ -141,6 +141,12 @@ pub struct PlanOptions {
     /// Indices of messages kept verbatim wherever they are.
     pub pinned: Vec<usize>,
     pub mask: MaskOptions,
+    /// Hashes (`summary_trust::summary_hash`) of the summaries the caller wrote: only those, or
+    /// one standing where an inserted summary goes, are read as the previous summary.
+    pub trusted_summaries: Vec<u64>,
+    /// Tokens the summary should have at least: old tool output inside the tail is masked to
+    /// leave it that room (0: only when even `MIN_SUMMARY_TOKENS` would not fit).
+    pub summary_floor: u64,
 }
 
 /// One mask edit: a format-neutral change to a message (prune's, or the compaction's own:
@@ -875,22 +881,26 @@ pub fn plan_priced(
         };
         matches!(Turn::of(m), Turn::User | Turn::Assistant) && parts_ok
     };
-    // Pinned messages and server compaction items stay verbatim: never merged into.
+    // Pinned messages, server compaction items and the head (the task stays byte-identical,
+    // and so does the prompt cache's prefix) are never merged into: the tail's first message
+    // takes the summary at its start, else the first user turn of the tail that can carry a
+    // text after its own blocks (a tool-result turn of a thinking tool loop).
     let placement = placement.unwrap_or_else(|| {
-        let prev_idx = segs.last().map(|s| s.1).unwrap_or(head_end);
         if !special(tail_start) && mergeable(&msgs[tail_start], true) {
-            Placement::Merge {
+            return Placement::Merge {
                 index: tail_start,
                 at_start: true,
-            }
-        } else if prev_idx > 0 && !special(prev_idx - 1) && mergeable(&msgs[prev_idx - 1], false) {
-            Placement::Merge {
-                index: prev_idx - 1,
-                at_start: false,
-            }
-        } else {
-            Placement::Insert(Turn::User)
+            };
         }
+        (tail_start..n)
+            .find(|&i| {
+                !special(i) && Turn::of(&msgs[i]) == Turn::User && mergeable(&msgs[i], false)
+            })
+            .map(|index| Placement::Merge {
+                index,
+                at_start: false,
+            })
+            .unwrap_or(Placement::Insert(Turn::User))
     });
 
     let mut kept = Vec::new();
@@ -909,7 +919,9 @@ pub fn plan_priced(
     }
     let mut previous: Vec<&str> = Vec::new();
     for &i in &folded {
-        if let Some(s) = own_summary(&msgs[i]) {
+        if let Some(s) =
+            crate::summary_trust::trusted_summary(msgs, i, head_end, &opt.trusted_summaries)
+        {
             previous.push(s);
         }
     }
@@ -929,7 +941,10 @@ pub fn plan_priced(
         + 2;
     let mut fixed = opt.overhead_tokens + head_cost + kept_cost + tail_cost(tail_start) + envelope;
     let mut tail_edits = Vec::new();
-    if opt.budget_tokens < fixed + MIN_SUMMARY_TOKENS.min(opt.summary_tokens) {
+    let floor = MIN_SUMMARY_TOKENS
+        .min(opt.summary_tokens)
+        .max(opt.summary_floor.min(opt.summary_tokens));
+    if opt.budget_tokens < fixed + floor {
         // The tail's floor alone overflows: mask inside it too (never its last message, never
         // kept tool uses, excluded tools or pinned messages).
         let edits = find_mask_edits(
@@ -1290,6 +1305,8 @@ mod tests {
             soft_ceiling: 1.5,
             pinned: Vec::new(),
             mask: MaskOptions::default(),
+            trusted_summaries: Vec::new(),
+            summary_floor: 0,
         }
     }
 

@@ -139,6 +139,8 @@ proptest! {
             soft_ceiling: 1.5,
             pinned: vec![pin],
             mask: MaskOptions::default(),
+            trusted_summaries: Vec::new(),
+            summary_floor: 0,
         };
         let p = plan(&msgs, &est, &opt);
         // A case where nothing folds checks nothing: reject it, so that a planner that never

@@ -14,6 +14,7 @@ _ResponseFormat = Mapping[str, Any] | type
 
 __version__: str
 __all__ = [
+    "IDENTIFIER_INDEX_HEADING",
     "MIN_SUMMARY_TOKENS",
     "PROVIDERS",
     "RECALL_TOOL",
@@ -37,6 +38,7 @@ __all__ = [
     "estimate_many",
     "extractive_digest",
     "find_tail_start",
+    "identifier_index",
     "image_size",
     "image_tokens",
     "apply_edits",
@@ -46,6 +48,7 @@ __all__ = [
     "request_overhead",
     "shrink_json",
     "summary_block",
+    "summary_hash",
     "summary_message",
     "wire_bytes",
     "fold_id",
@@ -471,13 +474,22 @@ def compaction_plan(
     keep_thinking_turns: int | None = None,
     mask_observations: bool = True,
     recoverable: bool = False,
+    trusted_summaries: Sequence[int] = ...,
+    summary_floor: int = 0,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
     filtered by ``keep_tool_uses`` / ``exclude_tools`` / pinned, plus ``clear_tool_inputs``,
     thinking drops and text agents' observations), the middle's kept and folded messages, the
-    previous summary, and the summary's role (or the message to merge it into) so no two
-    neighbours share a role. Masking is planned for ``chat`` and ``anthropic`` only."""
+    previous summary (only one the caller trusts: its ``summary_hash`` is in
+    ``trusted_summaries``, or it stands alone right after the head), and the summary's role (or
+    the message of the tail to merge it into, never the head or a pinned message) so no two
+    neighbours share a role. Masking is planned for ``chat`` and ``anthropic`` only. Old tool
+    output inside the tail is masked when the summary would get less than ``summary_floor``."""
+
+def summary_hash(body: str, /) -> int:
+    """The 64-bit hash by which a later compaction trusts a summary as the library's own (the
+    text between the markers)."""
 
 def compaction_verify(
     messages: Sequence[Any],
@@ -497,6 +509,23 @@ def compaction_verify(
     Pairs of calls and results per format, roles at ``seams`` and the first turn, JSON of every
     arguments string / tool_use input, and the budget. ``overhead_tokens`` (the plan's) stands
     for the request overhead of ``tools`` and ``system``, which are then not read again."""
+
+IDENTIFIER_INDEX_HEADING: str
+"""Heading of the identifier index section of a summary."""
+
+def identifier_index(
+    messages: Sequence[Any],
+    /,
+    *,
+    max_tokens: int,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    previous: str | None = None,
+) -> str:
+    """The identifier index of ``messages`` (paths, URLs, hashes, ids, numbers with units, error
+    lines, issue numbers, config keys, symbols), ranked by who said them, how often and how
+    recently, in at most ``max_tokens`` tokens; the index of ``previous`` (a summary) carried
+    first. An empty string when nothing fits."""
 
 def extractive_digest(
     messages: Sequence[Any],

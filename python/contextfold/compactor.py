@@ -28,10 +28,11 @@ from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits, is_langchain_message
 from contextfold.recoverable import RecoverableFolds
-from contextfold.session import Session
+from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
+from contextfold.summary_room import index_share, neutralize_markers, summary_room, with_index
 
 __all__ = [
     "CompactionResult",
@@ -49,7 +50,7 @@ DEFAULT_BUDGET_SHARE = 0.5
 #: Default protected tail: this share of the budget stays verbatim at the end.
 DEFAULT_TAIL_SHARE = 0.5
 #: Default summary size: this share of the budget, within [256, 4_000] tokens.
-DEFAULT_SUMMARY_SHARE = 0.1
+DEFAULT_SUMMARY_SHARE = 0.25
 #: Default mask block: masking only grows in steps of this share of the budget (at least 1,000
 #: tokens), so the prefix sent last time stays byte-identical between steps (prompt cache).
 DEFAULT_CACHE_BLOCK_SHARE = 0.05
@@ -80,7 +81,9 @@ class CompactionResult:
     caller's list folded into ``summary``; ``pruned`` what masking shortened;
     ``strategy_used`` is ``"mask"``, ``"summarize"`` or None when nothing was done, and then
     ``reason`` says why. ``kept`` are messages of the middle kept verbatim (pinned, server
-    compaction items); ``notes`` remarks (a fallback, a back-off).
+    compaction items); ``notes`` remarks (a fallback, a back-off). ``summary_hash`` is the hash
+    by which the next compaction trusts this summary as the library's own (also kept in the
+    session's ``summary_hashes`` and state).
     """
 
     messages: list[Any]
@@ -98,6 +101,7 @@ class CompactionResult:
     #: With ``Compactor(recoverable=True)``: the tool list to send with ``messages`` (the
     #: caller's tools plus the recall tool, priced in the budget); else None.
     tools: list[Any] | None = None
+    summary_hash: int | None = None
 
     @property
     def changed(self) -> bool:
@@ -209,6 +213,11 @@ class Compactor(RecoverableFolds):
       ``keep_thinking_turns``: keep thinking blocks only in the last N assistant turns having
       them (the others go whole; the kept ones stay byte-identical).
     - ``instructions``: a focus string passed to the summarizer (``/compact <focus>``).
+    - ``summary_max_tokens``: caps the summary. Without it, a summary takes the room the budget
+      leaves (the result lands at 95-100% of the budget when there is enough to keep); every
+      summary ends with an identifier index of the folded span (see ``summary_room``).
+      ``summary_tokens`` is the share planned for it when sizing the tail (and a cap too when
+      given).
     - ``summarizer``: anything with ``summarize(SummaryRequest) -> SummaryResult`` (and
       optionally ``asummarize``); default ``ExtractiveSummarizer()``, also the fallback when a
       summarizer raises or returns nothing.
@@ -262,6 +271,7 @@ class Compactor(RecoverableFolds):
         instructions: str | None = None,
         wire_format: WireFormat | None = None,
         summary_tokens: int | None = None,
+        summary_max_tokens: int | None = None,
         min_tail: int = 3,
         tool_result_max_tokens: int = 200,
         arguments_max_chars: int = 2000,
@@ -278,7 +288,8 @@ class Compactor(RecoverableFolds):
             protect_first_n=protect_first_n, tail_tokens=tail_tokens, pinned=pinned, trigger=trigger, keep=keep,
             clear_at_least=clear_at_least, min_free_share=min_free_share, exclude_tools=exclude_tools,
             clear_tool_inputs=clear_tool_inputs, keep_thinking_turns=keep_thinking_turns, instructions=instructions,
-            wire_format=wire_format, summary_tokens=summary_tokens, min_tail=min_tail,
+            wire_format=wire_format, summary_tokens=summary_tokens, summary_max_tokens=summary_max_tokens,
+            min_tail=min_tail,
             tool_result_max_tokens=tool_result_max_tokens, arguments_max_chars=arguments_max_chars,
             cache_block_tokens=cache_block_tokens, tail_share=DEFAULT_TAIL_SHARE)
         # An unknown model name (a typo) is priced with generic constants: say so, or raise.
@@ -310,6 +321,8 @@ class Compactor(RecoverableFolds):
         self._budget = cfg.budget
         self._tail_tokens = cfg.tail_tokens
         self._summary_tokens = cfg.summary_tokens
+        # The summary takes the room the budget leaves when folding, unless capped.
+        self._summary_cap = cfg.summary_max_tokens if cfg.summary_max_tokens is not None else cfg.summary_tokens
         self._cache_block = cfg.cache_block_tokens
         self._trigger = cfg.trigger
         self.keep_tool_uses = cfg.keep_tool_uses
@@ -505,6 +518,10 @@ class Compactor(RecoverableFolds):
                 exclude_tools=list(self.exclude_tools),
                 clear_tool_inputs=self.clear_tool_inputs,
                 keep_thinking_turns=self.keep_thinking_turns,
+                trusted_summaries=list(self.session.summary_hashes),
+                # What a summary never drops (requests, rules, the index) needs room: old output
+                # in the tail is masked rather than the summary squeezed below half its share.
+                summary_floor=summary_tokens // 2,
                 recoverable=self.recoverable,
                 **common,
             )
@@ -602,13 +619,18 @@ class Compactor(RecoverableFolds):
         if (why := worth_it(int(plan["fixed_tokens"]))) is not None:
             return unchanged(why)
         folded_idx: list[int] = plan["folded"]
+        folded_msgs = [msgs[i] for i in folded_idx]
+        room = summary_room(plan, effective, self._summary_cap)
+        # The identifier index is appended to every summary; the extractive digest writes its
+        # own (it fills what its other units leave), other summarizers leave it a share.
+        own_index = isinstance(self.summarizer, ExtractiveSummarizer)
         request = SummaryRequest(
-            messages=[msgs[i] for i in folded_idx],
+            messages=folded_msgs,
             provider=self.provider,
             model=self.model,
             previous_summary=plan["previous_summary"],
             instructions=self.instructions,
-            max_tokens=int(plan["summary_tokens"]),
+            max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
         )
         result = yield (self.summarizer, request)
         fallback = bool(result.fallback_used)
@@ -620,6 +642,8 @@ class Compactor(RecoverableFolds):
             fallback = True
             notes.append("summarizer returned nothing: extractive digest used")
             text = result.text.strip()
+        text = with_index(text, folded_msgs, provider=self.provider, model=self.model,
+                          previous=request.previous_summary, room=room)
 
         base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
         head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])
@@ -629,7 +653,7 @@ class Compactor(RecoverableFolds):
         fold_line = self._fold_span([msgs[i] for i in folded_idx]) if self.recoverable else ""
 
         def assemble(summary_text: str) -> tuple[str, list[Any]]:
-            wrapped = f"{OPEN}\n{summary_text}{fold_line}\n{CLOSE}"
+            wrapped = f"{OPEN}\n{neutralize_markers(summary_text)}{fold_line}\n{CLOSE}"
             out = base[:head_end] + [base[i] for i in kept_idx]
             if plan["summary_role"] is not None:
                 summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))
@@ -673,8 +697,11 @@ class Compactor(RecoverableFolds):
         if (why := worth_it(tokens)) is not None:
             return unchanged(why)
         self._after_compaction(head_end)
+        # The body between the markers, as the next compaction reads it (the fold line too).
+        digest = _core.summary_hash(neutralize_markers(text) + fold_line)
+        self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
         return CompactionResult(
-            messages=out, summary=text, tokens_before=before, tokens_after=tokens,
+            messages=out, summary=text, tokens_before=before, tokens_after=tokens, summary_hash=digest,
             removed=tuple(folded_idx),
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
             strategy_used="summarize", fallback_used=fallback, reason=None, budget=budget,

@@ -197,6 +197,7 @@ class CompactorConfig:
     instructions: str | None
     wire_format: WireFormat | None
     summary_tokens: int | None
+    summary_max_tokens: int | None
     min_tail: int
     tool_result_max_tokens: int
     arguments_max_chars: int
@@ -224,6 +225,7 @@ class CompactorConfig:
         instructions: Any = None,
         wire_format: Any = None,
         summary_tokens: Any = None,
+        summary_max_tokens: Any = None,
         min_tail: Any = 3,
         tool_result_max_tokens: Any = 200,
         arguments_max_chars: Any = 2000,
@@ -262,6 +264,7 @@ class CompactorConfig:
             instructions=_opt_str("instructions", instructions),
             wire_format=None if wire_format is None else _choice("wire_format", wire_format, _core.WIRE_FORMATS),  # type: ignore[arg-type]
             summary_tokens=_opt_int("summary_tokens", summary_tokens, minimum=1),
+            summary_max_tokens=_opt_int("summary_max_tokens", summary_max_tokens, minimum=1),
             min_tail=rule.min_tail if rule.min_tail is not None else _int("min_tail", min_tail, minimum=1),
             tool_result_max_tokens=_int("tool_result_max_tokens", tool_result_max_tokens, minimum=0, maximum=_U32_MAX),
             arguments_max_chars=_int("arguments_max_chars", arguments_max_chars, minimum=MIN_ARGUMENTS_CHARS),

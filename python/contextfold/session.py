@@ -34,6 +34,9 @@ DEFAULT_TRIGGER_RATIO = 0.9
 #: min(200_000 * 0.9, 200_000 - 32_768) = 167_232.
 DEFAULT_OUTPUT_RESERVE = 32_768
 
+#: Summary hashes a session keeps (the newest; a summary older than these is folded long ago).
+MAX_SUMMARY_HASHES = 16
+
 class Session:
     """Token accounting for one conversation.
 
@@ -122,6 +125,10 @@ class Session:
         self._reserve = output_reserve
         self.trigger_ratio = trigger_ratio
         self.max_request_bytes = max_request_bytes
+        #: Hashes (``contextfold._core.summary_hash``) of the last summaries a Compactor wrote
+        #: into this conversation: a later compaction trusts a summary only by these (or by the
+        #: place an inserted summary takes), never by its marker text.
+        self.summary_hashes: tuple[int, ...] = ()
         if context_window is not None and output_reserve is not None and output_reserve >= context_window:
             raise ValueError("output_reserve must be smaller than context_window")
 
@@ -285,6 +292,7 @@ class Session:
                 "output_reserve": self._reserve,
                 "trigger_ratio": self.trigger_ratio,
                 "max_request_bytes": self.max_request_bytes,
+                "summary_hashes": list(self.summary_hashes),
             },
             separators=(",", ":"),
         )
@@ -316,6 +324,10 @@ class Session:
             for v in (window, reserve, max_bytes):
                 if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                     raise ValueError("out of range")
+            hashes = meta.get("summary_hashes", [])
+            if not isinstance(hashes, list) or len(hashes) > MAX_SUMMARY_HASHES or not all(
+                    isinstance(h, int) and not isinstance(h, bool) and 0 <= h < 2**64 for h in hashes):
+                raise ValueError("summary_hashes out of range")
         except (ValueError, KeyError, TypeError) as e:
             raise SessionStateError(f"session state invalid: settings unreadable ({e})") from e
         self = cls.__new__(cls)
@@ -325,6 +337,7 @@ class Session:
         self._reserve = reserve
         self.trigger_ratio = ratio
         self.max_request_bytes = max_bytes
+        self.summary_hashes = tuple(hashes)
         return self
 
     def invalidate(self, start: int = 0) -> None:

@@ -58,7 +58,7 @@ fn edit_tuples<'py>(
 
 /// The compaction plan of a history (see `compaction::plan`), as a dict.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true, recoverable=false))]
+#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true, trusted_summaries=Vec::new(), summary_floor=0, recoverable=false))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
@@ -86,6 +86,8 @@ fn compaction_plan<'py>(
     clear_tool_inputs: bool,
     keep_thinking_turns: Option<usize>,
     mask_observations: bool,
+    trusted_summaries: Vec<u64>,
+    summary_floor: u64,
     recoverable: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     if !(soft_ceiling >= 1.0 && soft_ceiling.is_finite()) {
@@ -130,6 +132,8 @@ fn compaction_plan<'py>(
             mask_observations,
             recoverable,
         },
+        trusted_summaries,
+        summary_floor,
     };
     let overhead = opt.overhead_tokens;
     let p = py.detach(|| plan_priced(&ms, &est, &costs, &opt));
@@ -248,6 +252,14 @@ fn extractive_digest(
     Ok(py.detach(|| digest(&ms, &est, &opt)))
 }
 
+/// The hash by which a later compaction trusts a summary as the library's own
+/// (`summary_trust::summary_hash` of the text between the markers).
+#[pyfunction]
+#[pyo3(signature = (body, /))]
+fn summary_hash(body: &str) -> u64 {
+    crate::summary_trust::summary_hash(body)
+}
+
 /// The wire format of a history as the core reads it (`crate::wire::detect`): `chat`,
 /// `responses`, `anthropic`, `gemini` or `bedrock`, from the first message that shows one;
 /// None when none does (plain text messages, an empty history). Messages are read one by one
@@ -301,6 +313,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compaction_plan, m)?)?;
     m.add_function(wrap_pyfunction!(compaction_verify, m)?)?;
     m.add_function(wrap_pyfunction!(extractive_digest, m)?)?;
+    m.add_function(wrap_pyfunction!(summary_hash, m)?)?;
     m.add_function(wrap_pyfunction!(summary_message, m)?)?;
     m.add_function(wrap_pyfunction!(summary_block, m)?)?;
     m.add_function(wrap_pyfunction!(detect_wire_format, m)?)?;

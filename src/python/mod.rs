@@ -12,6 +12,7 @@ mod estimate;
 mod estimator_args;
 mod exact;
 mod floor_walk;
+mod identifier_index;
 mod json_out;
 mod langchain_message;
 mod messages;
@@ -31,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     estimate::register(m)?;
     breakdown::register(m)?;
     compaction::register(m)?;
+    identifier_index::register(m)?;
     exact::register(m)?;
     floor_walk::register(m)?;
     prune::register(m)?;
