@@ -354,3 +354,18 @@ def test_cleared_inputs_and_dropped_images_are_recoverable_byte_exact():
         assert c.recall(fold_id) == msgs[2]["tool_calls"][0]["function"]["arguments"]
     image_note = r.messages[4]["content"][1]["text"]
     assert image_note.startswith("[folded image") and c.recall(ID.search(image_note).group(1)) == url
+
+
+def test_a_memory_store_travels_to_another_process_with_its_entries():
+    # A Compactor sent to a process pool pickles its store: the lock stays, the entries travel.
+    import pickle
+
+    from contextfold.content_store import MemoryContentStore
+
+    store = MemoryContentStore(max_bytes=1 << 20, ttl=60.0)
+    store.put("cf0123456789ab", "the original output")
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.get("cf0123456789ab") == "the original output"
+    assert (copy.max_bytes, copy.ttl) == (1 << 20, 60.0)
+    copy.put("cf0123456789ac", "more")  # the copy has a working lock of its own
+    assert store.get("cf0123456789ac") is None
