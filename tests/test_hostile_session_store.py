@@ -13,7 +13,6 @@ import pytest
 import contextfold as cf
 from contextfold.store import AsyncRedisSessionStore, RedisSessionStore
 
-from test_redis_store import redis_url  # noqa: F401 - the real redis-server fixture
 from test_session import history
 
 redis = pytest.importorskip("redis", reason="redis-py not installed: pip install '.[redis]'")
@@ -167,7 +166,7 @@ def test_a_forged_anchor_of_2_64_minus_1_is_refused_not_wrapped_to_a_tiny_estima
         cf.Session.from_state(bad)
 
 
-def test_settings_nested_past_the_parser_are_an_invalid_state_that_reset_mode_handles(redis_url):  # noqa: F811
+def test_settings_nested_past_the_parser_are_an_invalid_state_that_reset_mode_handles(redis_url):
     s, ms = calibrated()
     bad = forge(s.to_state(), meta="[" * 50_000 + "]" * 50_000)
     with pytest.raises(cf.SessionStateError):
@@ -180,7 +179,7 @@ def test_settings_nested_past_the_parser_are_an_invalid_state_that_reset_mode_ha
     assert store.update("deep", lambda x: x.estimate(ms), new=lambda: cf.Session(model="gpt-4o")) == cf.estimate(ms, model="gpt-4o")
 
 
-def test_a_keyed_store_refuses_a_forged_state_that_an_unkeyed_one_accepts(redis_url):  # noqa: F811
+def test_a_keyed_store_refuses_a_forged_state_that_an_unkeyed_one_accepts(redis_url):
     s, ms = calibrated()
     forged = forge(s.to_state(), anchor_real=1)  # in range, checksum valid: only a MAC tells
     plain = RedisSessionStore(url=redis_url, prefix="plain:")
@@ -217,7 +216,7 @@ def test_a_short_secret_is_refused():
 # -- item 12: wrong-type keys, decoding clients, asyncio ----------------------------------------------
 
 
-def test_a_key_of_the_wrong_redis_type_resets_in_reset_mode_and_is_a_state_error_otherwise(redis_url):  # noqa: F811
+def test_a_key_of_the_wrong_redis_type_resets_in_reset_mode_and_is_a_state_error_otherwise(redis_url):
     ms = history(8)
     raising = RedisSessionStore(url=redis_url, prefix="wt:")
     raising.client.delete("wt:list")
@@ -231,7 +230,7 @@ def test_a_key_of_the_wrong_redis_type_resets_in_reset_mode_and_is_a_state_error
     assert raising.load("list") is not None  # overwritten with a state
 
 
-def test_a_client_that_decodes_responses_is_refused_at_construction(redis_url):  # noqa: F811
+def test_a_client_that_decodes_responses_is_refused_at_construction(redis_url):
     with pytest.raises(ValueError, match="decode_responses"):
         RedisSessionStore(redis.Redis.from_url(redis_url, decode_responses=True))
     import redis.asyncio as aredis
@@ -240,7 +239,7 @@ def test_a_client_that_decodes_responses_is_refused_at_construction(redis_url): 
         AsyncRedisSessionStore(aredis.Redis.from_url(redis_url, decode_responses=True))
 
 
-def test_the_async_store_follows_a_conversation_like_the_sync_one(redis_url):  # noqa: F811
+def test_the_async_store_follows_a_conversation_like_the_sync_one(redis_url):
     import redis.asyncio as aredis
 
     ms = history(14)

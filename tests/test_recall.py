@@ -7,9 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-import shutil
 import socket
-import subprocess
 import time
 from typing import Any
 
@@ -285,30 +283,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server not installed (Debian: apt-get install redis-server)")
-    port = _free_port()
-    d = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", str(d)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("redis-server did not start")
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_redis_store_recalls_across_compactor_instances(redis_url):

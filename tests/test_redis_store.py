@@ -28,35 +28,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server not installed (Debian: apt-get install redis-server)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path_factory.mktemp("redis"))],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("redis-server did not start")
-            time.sleep(0.02)
-    client.close()
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
 def no_retry_client(port: int) -> "redis.Redis":
     """A client that fails at once (redis-py retries with backoff by default: seconds)."""
     from redis.backoff import NoBackoff

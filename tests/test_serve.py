@@ -9,10 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import shutil
 import socket
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -363,36 +360,6 @@ def test_responses_and_gemini_routes_forward_and_price_their_histories():
             model="gpt-4o", input=[{"role": "user", "content": "more"}], previous_response_id="resp_1")
         assert "held upstream" in out.headers["x-contextfold-not-compacted"]
         assert httpx.get(proxy.url + "/healthz").text == "ok\n"
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    redis = pytest.importorskip("redis", reason="redis-py not installed: pip install '.[redis]'")
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server not installed (Debian: apt-get install redis-server)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path_factory.mktemp("redis"))], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("redis-server did not start")
-            time.sleep(0.02)
-    client.close()
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def test_a_restarted_proxy_finds_the_fold_in_redis_and_sends_the_same_prefix(redis_url):

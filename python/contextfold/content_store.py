@@ -182,7 +182,7 @@ class RedisContentStore:
         client: redis.Redis | None = None,
         *,
         url: str | None = None,
-        prefix: str = "contextfold:fold:",
+        prefix: str = "contextfold:recall:",
         ttl: int | None = 7 * 24 * 3600,
     ) -> None:
         try:
