@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from contextfold import _core
 from contextfold._args import HUGE
@@ -143,8 +143,10 @@ def parse_keep(keep: Any) -> KeepRule:
 
 
 def _pinned(value: Any) -> tuple[int, ...] | Callable[[Any], bool] | None:
-    if value is None or callable(value):
-        return value
+    if value is None:
+        return None
+    if callable(value):
+        return cast("Callable[[Any], bool]", value)
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
         raise TypeError(f"pinned must be message indices or a predicate, got {type(value).__name__}")
     out = []
