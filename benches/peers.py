@@ -1,5 +1,5 @@
 """The libraries people count and trim with today, loaded if installed (`pip install
-'contextfold[bench]'`), each behind one function so the benchmarks and the accuracy script call
+'.[bench]'` in a checkout), each behind one function so the benchmarks and the accuracy script call
 them the same way. A peer that is not installed is reported with a notice, never dropped silently.
 
 - LangChain: `count_tokens_approximately` and `trim_messages` (on LangChain message objects,
