@@ -38,8 +38,10 @@ def _need(reason: str) -> str:
     for key, need in _NEEDS:
         if key in low:
             return need
-    # An optional package: "could not import 'x'" or a reason naming the extra.
-    return "optional packages: " + reason.split(":", 1)[-1].strip()[:60]
+    if any(k in low for k in ("not installed", "pip install", "could not import")):
+        # An optional package: "could not import 'x'" or a reason naming the extra.
+        return "optional packages (" + reason.strip()[:60] + ")"
+    return reason.strip()[:80]
 
 
 @pytest.hookimpl(trylast=True)
@@ -55,7 +57,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # type: igno
         reason = reason.removeprefix("Skipped: ")
         need = _need(reason)
         counts[need] = counts.get(need, 0) + 1
-    parts = [f"{n} need {need}" for need, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    parts = [f"{n}: {need}" for need, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     terminalreporter.write_line(f"skipped {len(skipped)}: " + "; ".join(parts))
 
 

@@ -26,8 +26,8 @@ def test_the_last_line_of_a_run_names_what_was_skipped_and_why(tmp_path):
                         "--rootdir", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     lines = [x for x in r.stdout.splitlines() if x.strip()]
     summary = next(x for x in lines if x.startswith("skipped 4:"))
-    assert "2 need ../shared/data" in summary
-    assert "1 need chromium (apt-get install chromium)" in summary
-    assert "1 need redis-server (apt-get install redis-server)" in summary
+    assert "2: ../shared/data" in summary
+    assert "1: chromium (apt-get install chromium)" in summary
+    assert "1: redis-server (apt-get install redis-server)" in summary
     # It comes after pytest's own summary: the end of the run.
     assert lines.index(summary) >= len(lines) - 2
