@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 from transcripts import SHARED  # noqa: E402
 
 # LiteLLM fetches a price map over the network at import unless told to use its bundled copy.

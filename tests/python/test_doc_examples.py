@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import start_redis_server
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```python[^\n]*\n(.*?)^```", re.M | re.S)
 
 

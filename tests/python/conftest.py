@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+# The support modules (transcripts, the replay server, shapes) live in tests/support.
+_sys.path.insert(0, str(_Path(__file__).resolve().parent.parent / "support"))
+
 import shutil
 import socket
 import subprocess

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOCAL = ROOT / "tests" / "data"
 SHARED = Path(os.environ.get("CONTEXTFOLD_SHARED_DATA", ROOT.parent / "shared" / "data"))
 

@@ -122,7 +122,7 @@ print(json.dumps({"fallback": r.fallback_used, "error": r.error, "grown_kib": gr
 @pytest.mark.parametrize("what", ["gzip", "plain"])
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_a_huge_or_gzip_bomb_reply_is_cut_at_the_cap_and_falls_back(kind, what):
-    r = subprocess.run([sys.executable, "-c", _MEASURE, str(Path(__file__).parent), kind, what],
+    r = subprocess.run([sys.executable, "-c", _MEASURE, str(Path(__file__).parent.parent / "support"), kind, what],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])

@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).parent / "data" / "replay" / "exchanges.jsonl"
+DATA = Path(__file__).parent.parent / "data" / "replay" / "exchanges.jsonl"
 
 
 @dataclass(frozen=True)

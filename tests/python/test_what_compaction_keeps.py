@@ -36,7 +36,7 @@ from contextfold.evaluation import (
 from contextfold.summarize import SummaryRequest, SummaryResult
 from transcripts import SHARED, shared_available
 
-PROBES = Path(__file__).parent / "data" / "probes"
+PROBES = Path(__file__).parent.parent / "data" / "probes"
 INLINE = sorted(PROBES.glob("*.inline.json"))
 OPEN, CLOSE = _core.SUMMARY_MARKERS
 

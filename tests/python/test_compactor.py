@@ -412,7 +412,7 @@ def test_readme_main_job_runs_offline():
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parent.parent / "examples" / "compact.py"
+    script = Path(__file__).resolve().parents[2] / "examples" / "compact.py"
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "strategy: summarize" in r.stdout and "folded: messages" in r.stdout

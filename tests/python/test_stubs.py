@@ -17,7 +17,7 @@ def test_core_stubs_match_the_extension():
 
 def test_package_type_checks_under_mypy_strict():
     pytest.importorskip("mypy")
-    package = Path(__file__).resolve().parent.parent / "python" / "contextfold"
+    package = Path(__file__).resolve().parents[2] / "python" / "contextfold"
     if not package.is_dir():
         pytest.skip(f"package sources not found at {package}")
     r = subprocess.run([sys.executable, "-m", "mypy", "--strict", str(package)], capture_output=True, text=True)

@@ -30,7 +30,7 @@ from proxy_support import ProxyServer, RecordingUpstream, json_answer
 from replay_server import exchange
 from transcripts import LOCAL, load_conversations
 
-STREAMS = Path(__file__).parent / "data" / "replay" / "proxy_streams.jsonl"
+STREAMS = Path(__file__).parent.parent / "data" / "replay" / "proxy_streams.jsonl"
 
 #: The fake upstream bills this many times the estimate (a provider counting a little more),
 #: so calibration has something to learn.
