@@ -14,18 +14,16 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::estimate::Estimator;
-use crate::message::{Content, Message, Part, Role};
+use crate::message::{Content, Message, Part};
 use crate::prune::{self, group_sep, PruneOptions};
 use crate::shrink_json::{is_valid_json, shrink_json};
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
 use crate::wire::edit::{CallAt, Change};
-use crate::wire::write_edit as write;
-use crate::wire::{Edit, Step};
 
-/// First line of every summary contextfold writes; how a later compaction recognises it.
-pub const SUMMARY_OPEN: &str = "<contextfold:summary>";
-/// Last line of a summary.
-pub const SUMMARY_CLOSE: &str = "</contextfold:summary>";
+use crate::mask_edit::writable;
+pub use crate::mask_edit::MaskEdit;
+pub use crate::summary_marker::{own_summary, SUMMARY_CLOSE, SUMMARY_OPEN};
+pub use crate::turn::{seat, Turn};
 
 /// A summary smaller than this (tokens) is not worth writing: the plan masks the tail instead.
 pub const MIN_SUMMARY_TOKENS: u64 = 64;
@@ -33,49 +31,6 @@ pub const MIN_SUMMARY_TOKENS: u64 = 64;
 /// Arguments of a call whose result was cleared (`clear_tool_inputs`) shrink to this many
 /// characters (shrink_json's floor: still valid JSON, keys and short values kept).
 const CLEARED_INPUT_CHARS: usize = 64;
-
-/// A turn as far as alternation cares. OpenAI `tool` messages follow their call and never
-/// collide with anything; system and developer messages neither.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Turn {
-    System,
-    User,
-    Assistant,
-    Tool,
-}
-
-impl Turn {
-    pub fn of(m: &Message<'_>) -> Turn {
-        match m.role {
-            Role::System | Role::Developer => Turn::System,
-            Role::User | Role::Other => Turn::User,
-            Role::Assistant => Turn::Assistant,
-            Role::Tool => Turn::Tool,
-        }
-    }
-}
-
-/// The turn a message takes in alternation on `format`'s wire. Responses items without a role
-/// of their own (function calls, reasoning) sit between messages freely: they never collide.
-pub fn seat(format: WireFormat, m: &Message<'_>) -> Turn {
-    let t = Turn::of(m);
-    if format == WireFormat::Responses && t == Turn::Assistant {
-        let item = match &m.content {
-            Content::None => true,
-            Content::Parts(ps) => ps.iter().all(|p| {
-                matches!(
-                    p,
-                    Part::EncryptedReasoning(_) | Part::Thinking { .. } | Part::Opaque { .. }
-                )
-            }),
-            Content::Text(_) => false,
-        };
-        if item {
-            return Turn::Tool;
-        }
-    }
-    t
-}
 
 fn collide(a: Turn, b: Turn) -> bool {
     a == b && matches!(a, Turn::User | Turn::Assistant)
@@ -149,94 +104,6 @@ pub struct PlanOptions {
     pub summary_floor: u64,
 }
 
-/// One mask edit: a format-neutral change to a message (prune's, or the compaction's own:
-/// observation placeholders, cleared tool inputs), or a block removed whole (an old turn's
-/// thinking). Each is written in the message's own wire format by [`MaskEdit::wire_edit`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MaskEdit {
-    /// `change` and how the message's format writes it (`path`, `value`), written once.
-    Change {
-        index: usize,
-        change: Change,
-        path: Vec<Step>,
-        value: String,
-    },
-    DropPart {
-        index: usize,
-        part: usize,
-    },
-}
-
-impl MaskEdit {
-    pub fn index(&self) -> usize {
-        match self {
-            MaskEdit::Change { index, .. } | MaskEdit::DropPart { index, .. } => *index,
-        }
-    }
-
-    /// Which kind of edit, for the result's `pruned` list.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            MaskEdit::Change { change, .. } => match change {
-                Change::ResultText { part: None, .. } => "content",
-                Change::ResultText { .. } => "result_block",
-                Change::Image { .. } => "image",
-                Change::Arguments {
-                    call: CallAt::ToolCalls(_),
-                    ..
-                } => "arguments",
-                Change::Arguments { .. } => "tool_use_input",
-                Change::Text { .. } => "observation",
-            },
-            MaskEdit::DropPart { .. } => "drop_part",
-        }
-    }
-
-    /// The part or call position the edit touches (0 for a whole message's text).
-    pub fn slot(&self) -> usize {
-        match self {
-            MaskEdit::Change { change, .. } => match change {
-                Change::ResultText { part, .. } => part.unwrap_or(0),
-                Change::Image { part, .. } => *part,
-                Change::Arguments {
-                    call: CallAt::ToolCalls(j) | CallAt::Part(j),
-                    ..
-                } => *j,
-                Change::Text { .. } => 0,
-            },
-            MaskEdit::DropPart { part, .. } => *part,
-        }
-    }
-
-    /// The edit as the bindings apply it, in `m`'s own wire format: the path and the
-    /// replacement's JSON (`Some`), or the removal of a content block (`None`).
-    pub fn wire_edit(&self, m: &Message<'_>) -> (Vec<Step>, Option<String>) {
-        match self {
-            MaskEdit::Change { path, value, .. } => (path.clone(), Some(value.clone())),
-            MaskEdit::DropPart { part, .. } => {
-                let key = crate::wire::dialect_of(m.wire).map_or("content", |d| d.content_key);
-                (vec![Step::Key(key), Step::Index(*part)], None)
-            }
-        }
-    }
-
-    /// A change prune already wrote in the message's format.
-    fn written(e: Edit, change: Change) -> MaskEdit {
-        MaskEdit::Change {
-            index: e.message,
-            change,
-            path: e.path,
-            value: e.value,
-        }
-    }
-}
-
-/// `change` to message `i` as a mask edit, when its format can write it.
-fn writable(msgs: &[Message<'_>], i: usize, change: Change) -> Option<MaskEdit> {
-    let e = write(i, &msgs[i], &change)?;
-    Some(MaskEdit::written(e, change))
-}
-
 /// An edit with the tokens it saves (the message's cost before minus after that edit alone).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PricedEdit {
@@ -298,26 +165,6 @@ fn is_server_compaction(m: &Message<'_>) -> bool {
             matches!(p, Part::Opaque { kind, .. } if kind == "compaction" || kind.ends_with("_compaction") || kind == "compaction_summary")
         }),
         _ => false,
-    }
-}
-
-/// The text of contextfold's own summary in a message (a text starting with the marker).
-pub fn own_summary<'m>(m: &'m Message<'_>) -> Option<&'m str> {
-    let inner = |t: &'m str| -> Option<&'m str> {
-        let rest = t.trim_start().strip_prefix(SUMMARY_OPEN)?;
-        let body = match rest.find(SUMMARY_CLOSE) {
-            Some(end) => &rest[..end],
-            None => rest,
-        };
-        Some(body.trim_matches('\n'))
-    };
-    match &m.content {
-        Content::Text(t) => inner(t),
-        Content::Parts(parts) => parts.iter().find_map(|p| match p {
-            Part::Text(t) => inner(t),
-            _ => None,
-        }),
-        Content::None => None,
     }
 }
 

@@ -17,6 +17,7 @@ pub mod image;
 pub mod image_tokens;
 pub mod json_string;
 pub mod ledger;
+pub mod mask_edit;
 pub mod media_tokens;
 pub mod message;
 pub mod model_info;
@@ -30,10 +31,12 @@ pub mod request_settings;
 pub mod session_state;
 pub mod shrink_json;
 pub mod standing_rules;
+pub mod summary_marker;
 pub mod summary_trust;
 pub mod tail_walk;
 pub mod text_stats;
 pub mod tool_render;
+pub mod turn;
 pub mod wire;
 
 #[cfg(feature = "python")]

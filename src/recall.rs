@@ -10,8 +10,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::compaction::MaskEdit;
 use crate::estimate::Estimator;
+use crate::mask_edit::MaskEdit;
 use crate::message::{Content, ImageSource, Message, Part};
 use crate::prune::group_sep;
 use crate::wire::edit::{CallAt, Change};

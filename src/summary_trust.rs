@@ -7,8 +7,9 @@
 //!
 //! Everything else that looks like a summary is data and is summarized like any other text.
 
-use crate::compaction::{own_summary, Turn};
 use crate::message::{Content, Message, Part};
+use crate::summary_marker::own_summary;
+use crate::turn::Turn;
 
 /// 64-bit FNV-1a of a summary's body (the text between the markers), as the Compactor keeps it.
 pub fn summary_hash(body: &str) -> u64 {
@@ -53,7 +54,7 @@ pub fn trusted_summary<'m>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::{SUMMARY_CLOSE, SUMMARY_OPEN};
+    use crate::summary_marker::{SUMMARY_CLOSE, SUMMARY_OPEN};
 
     fn wrapped(body: &str) -> String {
         format!("{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}")

@@ -13,10 +13,8 @@ usage when one is attached).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from contextfold import _core
@@ -24,7 +22,9 @@ from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig
 from contextfold.content_store import ContentStore
 from contextfold.degrade import budget_error, degrade, liftable
+from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.errors import CompactionBudgetError, CompactionError
+from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits, is_langchain_message
@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 Strategy = Literal["mask", "summarize", "hybrid"]
-WireFormat = Literal["chat", "responses", "anthropic", "gemini", "bedrock"]
 
 #: Default budget: this share of the gate's trigger, so a compaction leaves room for many turns
 #: before the gate fires again (the remedy of compaction repeating every few turns).
@@ -57,94 +56,6 @@ DEFAULT_SUMMARY_SHARE = 0.25
 DEFAULT_CACHE_BLOCK_SHARE = 0.05
 
 OPEN, CLOSE = _core.SUMMARY_MARKERS
-
-
-@dataclass(frozen=True, slots=True)
-class Pruned:
-    """One masking edit: message ``index`` of the caller's list, what was shortened (``kind``:
-    ``content``, ``result_block``, ``image``, ``arguments``, ``tool_use_input``, ``observation``,
-    ``drop_part``),
-    which block or call (``slot``) and the tokens it saved."""
-
-    index: int
-    kind: str
-    slot: int
-    tokens_saved: int
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionResult:
-    """What a compaction did.
-
-    ``messages`` is the NEW history to send (the caller's list is never altered; unchanged
-    messages are the caller's own objects). ``tokens_before`` / ``tokens_after`` are the same
-    estimator's prompt tokens (system and tools included). ``removed`` are the indices of the
-    caller's list folded into ``summary``; ``pruned`` what masking shortened;
-    ``strategy_used`` is ``"mask"``, ``"summarize"`` or None when nothing was done, and then
-    ``reason`` says why. ``kept`` are messages of the middle kept verbatim (pinned, server
-    compaction items); ``notes`` remarks (a fallback, a back-off). ``summary_hash`` is the hash
-    by which the next compaction trusts this summary as the library's own (also kept in the
-    session's ``summary_hashes`` and state).
-    """
-
-    messages: list[Any]
-    summary: str | None
-    tokens_before: int
-    tokens_after: int
-    removed: tuple[int, ...]
-    pruned: tuple[Pruned, ...]
-    strategy_used: Literal["mask", "summarize"] | None
-    fallback_used: bool
-    reason: str | None
-    budget: int
-    kept: tuple[int, ...] = ()
-    notes: tuple[str, ...] = ()
-    summary_hash: int | None = None
-    #: With ``Compactor(recoverable=True)``: the tool list to send with ``messages`` (the
-    #: caller's tools plus the recall tool, priced in the budget); else None.
-    tools: list[Any] | None = None
-
-    @property
-    def changed(self) -> bool:
-        """True when ``messages`` differs from the input."""
-        return self.strategy_used is not None
-
-    def cost(self, *, model: str, provider: str = "openai", **kw: Any) -> Any:
-        """The predicted effect of this compaction on ``model``'s bill, in USD
-        (`contextfold.cost.compaction_cost`: the summarizer call, the cached prefix it
-        invalidates, what each later turn saves)."""
-        from contextfold.cost import compaction_cost
-
-        return compaction_cost(self, model=model, provider=provider, **kw)
-
-    def __repr__(self) -> str:
-        what = self.strategy_used or f"unchanged ({self.reason})"
-        return (
-            f"CompactionResult({what}: {self.tokens_before} -> {self.tokens_after} tokens, "
-            f"budget {self.budget}, {len(self.removed)} folded, {len(self.pruned)} pruned)"
-        )
-
-
-def detect_wire_format(messages: Sequence[Any], provider: str = "openai") -> WireFormat:
-    """The wire format of a history, as the core reads it: from the first message that shows
-    one (``function_call`` items or ``input_text`` parts: Responses; ``parts``: Gemini;
-    ``tool_use`` / ``tool_result`` / ``thinking`` / ``image`` / ``document`` blocks: Anthropic;
-    untyped ``{"text"}`` / ``toolUse`` / ``image`` blocks in ``content``: Bedrock; ``tool_calls``,
-    ``tool`` messages, ``image_url`` parts: OpenAI chat). A history with none of these (plain
-    text messages, or empty) is Anthropic when ``provider="anthropic"``, else OpenAI chat.
-    LangChain messages are ``"chat"``: their text blocks are OpenAI chat's, and what the
-    compaction adds to such a history (the summary) is a LangChain message too.
-    """
-    if len(messages) and is_langchain_message(messages[0]):
-        return "chat"
-    return _core.detect_wire_format(messages) or ("anthropic" if provider == "anthropic" else "chat")
-
-
-def _require_history(messages: Any) -> None:
-    """A history is a sequence of messages: a str, bytes, a dict (one message) or a non-sequence
-    is a TypeError, as in every other call of the library (never iterated as if it were one)."""
-    if isinstance(messages, (str, bytes, bytearray, dict)) or not isinstance(messages, Sequence):
-        raise TypeError(f"messages must be a list of messages, got {type(messages).__name__}")
 
 
 def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:

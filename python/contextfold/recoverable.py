@@ -22,7 +22,7 @@ from contextfold import recall as _recall
 from contextfold.content_store import ContentStore, MemoryContentStore
 
 if TYPE_CHECKING:  # pragma: no cover
-    from contextfold.compactor import CompactionResult
+    from contextfold.compaction_result import CompactionResult
 
 #: Tokens a recall call message and the answer's envelope and header take besides the page
 #: (an assistant message with one call of ~30 tokens of arguments, the result's wrapping).

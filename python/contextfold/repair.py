@@ -45,7 +45,7 @@ def repair(messages: Sequence[Any], /, *, provider: str = "openai", wire_format:
     """Repair ``messages`` (see the module docs). ``provider`` picks the format of a history
     that shows none (as ``Compactor`` does); ``wire_format`` forces one (``"chat"``,
     ``"responses"``, ``"anthropic"``, ``"gemini"``, ``"bedrock"``)."""
-    from contextfold.compactor import _require_history, detect_wire_format
+    from contextfold.history import _require_history, detect_wire_format
 
     _require_history(messages)
     if wire_format is not None and wire_format not in _core.WIRE_FORMATS:

@@ -16,7 +16,7 @@ use super::edit::{
 };
 use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Shape, Src};
-use super::request::{
+use super::request_body::{
     cache_breakpoints, history_list, list_items, opt_u64, tool_choice, Api, Body, McpServer,
     Thinking,
 };

@@ -18,7 +18,7 @@ use super::edit::{
 };
 use super::fields::{image_data, image_source, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
-use super::request::{history_list, list_items, opt_u64, Api, Body, Thinking, ToolChoice};
+use super::request_body::{history_list, list_items, opt_u64, Api, Body, Thinking, ToolChoice};
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};

@@ -25,6 +25,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 pub mod read;
 pub mod request;
+pub mod request_body;
 pub mod response_format;
 pub mod wire_format;
 

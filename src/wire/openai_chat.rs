@@ -16,7 +16,7 @@ use super::fields::{
     detail, image_source, invalid, json_or_str, opt_id, opt_str, text_field, PartReader, Reader,
 };
 use super::input::{Input, Key, ReadResult, Shape, Src};
-use super::request::{
+use super::request_body::{
     cache_breakpoints, history_list, list_items, opt_u64, tool_choice, Api, Body, Thinking,
 };
 use super::wire_format::WireFormat;

@@ -19,7 +19,7 @@ use super::edit::{
 use super::fields::{detail, invalid, json_or_str, opaque, opt_id, text_field, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
-use super::request::{cache_breakpoints, list_items, tool_choice, Api, Body, History};
+use super::request_body::{cache_breakpoints, list_items, tool_choice, Api, Body, History};
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};

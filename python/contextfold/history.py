@@ -1,0 +1,35 @@
+"""What every compaction step asks of a history first: that it is one, and its wire format."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from contextfold import _core
+from contextfold.prune import is_langchain_message
+
+__all__ = ["WireFormat", "detect_wire_format"]
+
+WireFormat = Literal["chat", "responses", "anthropic", "gemini", "bedrock"]
+
+
+def detect_wire_format(messages: Sequence[Any], provider: str = "openai") -> WireFormat:
+    """The wire format of a history, as the core reads it: from the first message that shows
+    one (``function_call`` items or ``input_text`` parts: Responses; ``parts``: Gemini;
+    ``tool_use`` / ``tool_result`` / ``thinking`` / ``image`` / ``document`` blocks: Anthropic;
+    untyped ``{"text"}`` / ``toolUse`` / ``image`` blocks in ``content``: Bedrock; ``tool_calls``,
+    ``tool`` messages, ``image_url`` parts: OpenAI chat). A history with none of these (plain
+    text messages, or empty) is Anthropic when ``provider="anthropic"``, else OpenAI chat.
+    LangChain messages are ``"chat"``: their text blocks are OpenAI chat's, and what the
+    compaction adds to such a history (the summary) is a LangChain message too.
+    """
+    if len(messages) and is_langchain_message(messages[0]):
+        return "chat"
+    return _core.detect_wire_format(messages) or ("anthropic" if provider == "anthropic" else "chat")
+
+
+def _require_history(messages: Any) -> None:
+    """A history is a sequence of messages: a str, bytes, a dict (one message) or a non-sequence
+    is a TypeError, as in every other call of the library (never iterated as if it were one)."""
+    if isinstance(messages, (str, bytes, bytearray, dict)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a list of messages, got {type(messages).__name__}")
