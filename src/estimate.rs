@@ -17,7 +17,7 @@ use crate::model_info::{is_gemini_3, model_info, Family, ModelInfo};
 use crate::profile::{on_vertex_ai, profile_for, Profile};
 use crate::provider::Provider;
 pub use crate::request_extras::{RequestExtras, ResponseFormat, ToolDef};
-use crate::text_stats::{text_tokens, TextWeights, BASE64_TOKENS_PER_BYTE};
+use crate::text_stats::{text_tokens, text_tokens_whole, TextWeights, BASE64_TOKENS_PER_BYTE};
 use crate::tool_render::{
     openai_response_format_tokens, openai_system_tokens, openai_tool_block_tokens,
 };
@@ -263,13 +263,16 @@ impl Estimator {
     }
 
     /// Tokens of a system prompt's text: OpenAI models count it exactly, cached by content (it
-    /// is as static over a conversation as the tools); other families sample it as any text.
+    /// is as static over a conversation as the tools); other families read it whole instead of
+    /// sampling it (the tau-bench airline policy opens with a date and a time: its 128-byte head
+    /// extrapolated over 6,155 characters of prose put it 33% over).
     fn system_text(&self, s: &str) -> f64 {
-        match self.model_encoding {
-            Some(enc) if self.encoding.is_none() => {
-                self.profile.text_scale * f64::from(openai_system_tokens(s, enc))
+        match (self.model_encoding, self.encoding) {
+            (Some(enc), None) => self.profile.text_scale * f64::from(openai_system_tokens(s, enc)),
+            (_, Some(_)) => self.text(s),
+            (None, None) => {
+                self.sampled_text_scale * text_tokens_whole(s.as_bytes(), self.text_weights)
             }
-            _ => self.text(s),
         }
     }
 

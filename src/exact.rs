@@ -544,7 +544,9 @@ impl Counter {
         memo: &mut HashMap<u64, u32>,
         new: &[Message<'_>],
     ) -> Vec<u32> {
-        let mut out = Vec::with_capacity(new.len());
+        // The call context is settled in order; the counts the memo lacks are then tokenized
+        // spread over the cores (a first call on a long history is a whole count).
+        let mut plan: Vec<Planned> = Vec::with_capacity(new.len());
         for m in new {
             let i = ctx.seen;
             let batch = (m.tool_calls.len() > 1).then_some(i);
@@ -552,41 +554,49 @@ impl Counter {
                 ctx.calls
                     .insert(c.id.to_string(), (c.name.to_string(), batch));
             }
-            let info = m.tool_call_id.and_then(|id| ctx.calls.get(id));
-            let batched = match (m.role, info) {
+            let info = m.tool_call_id.and_then(|id| ctx.calls.get(id)).cloned();
+            let batched = match (m.role, &info) {
                 (Role::Tool, Some((_, Some(b)))) if ctx.opened.insert(*b) => Batched::Opens,
                 (Role::Tool, Some((_, Some(_)))) => Batched::Continues,
                 _ => Batched::No,
             };
-            let mut view: HashMap<&str, CallInfo<'_>> = HashMap::new();
-            if let (Some(id), Some((name, b))) = (m.tool_call_id, info) {
-                view.insert(id, CallInfo { name, batch: *b });
-            }
             let key = {
                 let mut h = crate::ledger::StableHash::default();
                 h.u64(crate::ledger::content_hash(m));
                 h.u64(batched as u64);
-                h.str(info.map_or("", |(name, _)| name.as_str()));
+                h.str(info.as_ref().map_or("", |(name, _)| name.as_str()));
                 h.str(self.encoding.name());
                 h.finish()
             };
-            let n = match memo.get(&key) {
-                Some(&n) => n,
-                None => {
-                    let n = self.message(m, &view, batched);
-                    if memo.len() >= MEMO_CAP {
-                        memo.clear();
-                    }
-                    memo.insert(key, n);
-                    n
-                }
-            };
-            out.push(n);
+            plan.push((info, batched, key));
             if ctx.system.is_none() && matches!(m.role, Role::System | Role::Developer) {
                 ctx.system = system_text(std::slice::from_ref(m)).map(Cow::into_owned);
             }
             ctx.replies += usize::from(is_text_reply(m));
             ctx.seen += 1;
+        }
+        let known: &HashMap<u64, u32> = memo;
+        let out = spread(new, |from, to| {
+            (from..to)
+                .map(|j| {
+                    let (info, batched, key) = &plan[j];
+                    if let Some(&n) = known.get(key) {
+                        return n;
+                    }
+                    let m = &new[j];
+                    let mut view: HashMap<&str, CallInfo<'_>> = HashMap::new();
+                    if let (Some(id), Some((name, b))) = (m.tool_call_id, info) {
+                        view.insert(id, CallInfo { name, batch: *b });
+                    }
+                    self.message(m, &view, *batched)
+                })
+                .collect()
+        });
+        for ((_, _, key), &n) in plan.iter().zip(&out) {
+            if memo.len() >= MEMO_CAP {
+                memo.clear();
+            }
+            memo.insert(*key, n);
         }
         out
     }
@@ -601,6 +611,10 @@ impl Counter {
         self.overhead_with(ctx.system.as_deref(), ctx.replies, tools, response_format)
     }
 }
+
+/// One appended message's count context: the call its result answers (function, batch), its
+/// place in a batch's outputs, and its memo key.
+type Planned = (Option<(String, Option<usize>)>, Batched, u64);
 
 /// Below this many bytes of text a history is counted on the calling thread: a thread costs
 /// its start and its own split regex (~2 ms, `bpe_count`), ~1/15 of counting 1 MB.

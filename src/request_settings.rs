@@ -8,7 +8,7 @@
 
 use crate::estimate::Estimator;
 use crate::model_info::Family;
-use crate::wire::{Settings, Thinking, ToolChoice};
+use crate::wire::{Api, Settings, Thinking, ToolChoice};
 
 /// Anthropic models with extended thinking enabled (`{"type": "enabled"}`): +30 tokens a request.
 /// The 13 recorded plain Messages requests with it (claude-sonnet-4-5 / haiku-4-5 / opus-4-5,
@@ -27,11 +27,28 @@ const ANTHROPIC_THINKING: f64 = 30.0;
 /// `auto` prompt is already in `Profile::tools_base`; `any` measures larger than its `auto`.
 const ANTHROPIC_TOOL_CHOICE_ANY: f64 = 105.0;
 
+/// DeepSeek models through the Responses API: +75 tokens a request, a preamble the endpoint
+/// adds that its chat endpoint does not. The 3 recorded plain first turns
+/// (deepseek-v4-flash, ../shared/data/pydantic-ai) are each exactly 75 over their text; with it,
+/// the 13 DeepSeek requests' signed median goes from -10.7% to +9.8% (the 4 chat requests are
+/// unchanged, 8-50% over; the 5 later turns carry reasoning items priced ~17 over).
+const DEEPSEEK_RESPONSES: f64 = 75.0;
+
 /// Why an MCP server's share of a request is not in the estimate.
 pub const MCP_REASON: &str = "MCP server: its tools are listed by the server at request time \
      (unknown offline); pass mcp_sizes={name: tokens} to price them";
 
 impl Estimator {
+    /// Tokens a body adds beyond its parts: its settings (`settings_tokens`) and what its API
+    /// adds for this family.
+    pub fn body_tokens(&self, api: Api, s: &Settings, tools: bool) -> f64 {
+        let hidden = match (api, self.family()) {
+            (Api::OpenAIResponses, Family::DeepSeek) => DEEPSEEK_RESPONSES,
+            _ => 0.0,
+        };
+        hidden + self.settings_tokens(s, tools)
+    }
+
     /// Tokens the settings of a request add to its overhead (fractional); `tools` says whether
     /// the request defines any (a forced tool choice without tools costs nothing).
     pub fn settings_tokens(&self, s: &Settings, tools: bool) -> f64 {
@@ -68,6 +85,14 @@ mod tests {
         );
         // Without tools a forced choice has nothing to force.
         assert_eq!(a.settings_tokens(&s, false), ANTHROPIC_THINKING);
+        // The API's own preamble: DeepSeek's Responses endpoint.
+        let d = Estimator::new(Provider::OpenAI, "deepseek-v4-flash");
+        let plain = Settings::default();
+        assert_eq!(
+            d.body_tokens(Api::OpenAIResponses, &plain, false),
+            DEEPSEEK_RESPONSES
+        );
+        assert_eq!(d.body_tokens(Api::OpenAIChat, &plain, false), 0.0);
         // Other families: nothing measured.
         let o = Estimator::new(Provider::OpenAI, "gpt-4o");
         assert_eq!(o.settings_tokens(&s, true), 0.0);

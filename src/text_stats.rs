@@ -570,6 +570,19 @@ pub fn text_tokens(text: &[u8], weights: &TextWeights) -> f64 {
     }
 }
 
+/// Estimated tokens of a text read whole, however long, priced by the `whole` weights: for the
+/// few texts that are static over a conversation (a system prompt), where a sample's bias (a
+/// head of dates and times extrapolated over a page of prose) would repeat on every call.
+/// ~1 ns per byte.
+pub fn text_tokens_whole(text: &[u8], weights: &TextWeights) -> f64 {
+    if text.is_empty() {
+        return 0.0;
+    }
+    Shape::scan(text, masks_fast)
+        .sample_tokens(&weights.whole, weights.opaque_per_byte)
+        .max(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,13 @@ def rust_graph() -> dict[str, set[str]]:
             for name in names.split(","):
                 if name.strip():
                     reexports.setdefault(m, {})[name.strip()] = path.rstrip(":")
+        # `pub use child::{A, B}` inside the folder: the items' home is the child module.
+        for child, names in re.findall(r"pub use ([a-z_]+)::\{?([A-Za-z_, ]+)\}?;", p.read_text()):
+            if child in ("crate", "self", "super"):
+                continue
+            for name in names.split(","):
+                if name.strip():
+                    reexports.setdefault(m, {})[name.strip()] = f"{m}::{child}"
     for m, p in mods.items():
         text = strip_tests(p.read_text())
         # Comments name modules without importing them.

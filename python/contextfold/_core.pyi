@@ -24,6 +24,7 @@ __all__ = [
     "SessionLedger",
     "__version__",
     "breakdown",
+    "called_tools",
     "_floor_walk",
     "_model_info",
     "count",
@@ -96,6 +97,9 @@ def estimate(
     SDK objects. Raises ``InvalidMessageError`` naming the message index and field on bad input;
     never mutates ``messages``.
     """
+
+def called_tools(messages: Sequence[Any], /) -> list[str]:
+    """The names of the tools ``messages`` call, sorted."""
 
 def tool_costs(
     tools: Sequence[Any], /, *, provider: _Provider = "openai", model: str | None = None

@@ -78,6 +78,8 @@ class Breakdown:
     #: ``by_tool`` grouped by MCP server (``mcp__SERVER__tool`` names, or the ``tool_servers``
     #: mapping); tools of no server under ``"(local)"``.
     by_server: Mapping[str, int] = field(default_factory=dict)
+    #: Tools of ``by_tool`` the history never calls (their schemas are paid for every turn).
+    unused_tools: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (per-message entries as ``{"index", "role", "tokens", "by_kind"}``)."""
@@ -96,6 +98,7 @@ class Breakdown:
             ],
             "by_tool": dict(self.by_tool),
             "by_server": dict(self.by_server),
+            "unused_tools": list(self.unused_tools),
         }
 
 
@@ -163,7 +166,16 @@ def breakdown(
         unmeasured=tuple(UnmeasuredPart(*u) for u in unmeasured),
         by_tool=by_tool,
         by_server=_by_server(by_tool, tool_servers),
+        unused_tools=_unused(messages, by_tool),
     )
+
+
+def _unused(messages: Sequence[Any], by_tool: Mapping[str, int]) -> tuple[str, ...]:
+    defined = [n for n in by_tool if n not in (RESPONSE_FORMAT_KEY, TOOL_PROMPT_KEY) and not n.startswith("tools[")]
+    if not defined:
+        return ()
+    called = set(_core.called_tools(messages))
+    return tuple(n for n in defined if n not in called)
 
 
 #: The ``by_tool`` key of a structured-output schema.

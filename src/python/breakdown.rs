@@ -81,7 +81,30 @@ fn tool_costs(
         .collect())
 }
 
+/// The names of the tools `messages` call (OpenAI `tool_calls`, Anthropic `tool_use`, Gemini
+/// `functionCall`, ... : every format the reader knows), sorted.
+#[pyfunction]
+#[pyo3(signature = (messages, /))]
+fn called_tools(py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    use crate::message::{Content, Part};
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
+    let mut names = std::collections::BTreeSet::new();
+    for m in &ms {
+        names.extend(m.tool_calls.iter().map(|c| c.name.to_string()));
+        if let Content::Parts(parts) = &m.content {
+            for p in parts {
+                if let Part::ToolUse(c) = p {
+                    names.insert(c.name.to_string());
+                }
+            }
+        }
+    }
+    Ok(names.into_iter().collect())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(breakdown, m)?)?;
-    m.add_function(wrap_pyfunction!(tool_costs, m)?)
+    m.add_function(wrap_pyfunction!(tool_costs, m)?)?;
+    m.add_function(wrap_pyfunction!(called_tools, m)?)
 }

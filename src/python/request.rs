@@ -119,7 +119,7 @@ fn read_request<'py>(
     let model = b.model.as_deref().map(str::to_string);
     let est = super::estimator_args::estimator(provider.name(), model.as_deref())?;
     let settings = est
-        .settings_tokens(&b.settings, !b.tools.is_empty())
+        .body_tokens(b.api, &b.settings, !b.tools.is_empty())
         .round() as u32;
     let tools = if b.tools.is_empty() {
         None

@@ -363,8 +363,12 @@ pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error>
                 &format!("tools[{j}].functionDeclarations"),
             )?);
         }
-        for (k, _) in t.entries().src()?.unwrap_or_default() {
-            if k != "functionDeclarations" && k != "function_declarations" {
+        for (k, v) in t.entries().src()?.unwrap_or_default() {
+            // An SDK `Tool` dumped whole names every kind, the unset ones as null.
+            if k != "functionDeclarations"
+                && k != "function_declarations"
+                && v.shape() != super::Shape::Null
+            {
                 out.settings.server_tools.push(k);
             }
         }

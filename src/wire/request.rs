@@ -190,7 +190,7 @@ mod tests {
         let b = json!({
             "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
             "systemInstruction": {"parts": [{"text": "be brief"}]},
-            "tools": [{"functionDeclarations": [{"name": "a"}, {"name": "b"}]},
+            "tools": [{"functionDeclarations": [{"name": "a"}, {"name": "b"}], "codeExecution": null},
                       {"googleSearch": {}}],
             "toolConfig": {"functionCallingConfig": {"mode": "ANY"}},
             "generationConfig": {"thinkingConfig": {"thinkingBudget": 512},

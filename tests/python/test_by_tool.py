@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import contextfold as cf
 from contextfold.breakdown import RESPONSE_FORMAT_KEY, TOOL_PROMPT_KEY
 from transcripts import LOCAL, SHARED, load_conversations, load_requests, shared_available
@@ -41,3 +43,13 @@ def test_the_largest_schema_costs_the_most_and_mcp_tools_group_by_server() -> No
     assert b.by_server["github"] == b.by_tool["mcp__github__create_issue"] + b.by_tool["mcp__github__list_prs"]
     assert b.by_tool[RESPONSE_FORMAT_KEY] > 0 and b.by_tool[TOOL_PROMPT_KEY] > 0
     assert sum(b.by_tool.values()) == b.by_kind["tool_schemas"]
+
+
+def test_tools_the_history_never_calls_are_flagged() -> None:
+    conv = load_conversations(ROOT, "tau-bench-airline")
+    if not conv:
+        pytest.skip("no tau-bench dialogues in the data")
+    ms, tools = conv[0]["messages"], conv[0]["tools"]
+    b = cf.breakdown(ms, model="gpt-4o", tools=tools)
+    called = {c["function"]["name"] for m in ms for c in m.get("tool_calls") or []}
+    assert called and set(b.unused_tools) == {t["function"]["name"] for t in tools} - called
