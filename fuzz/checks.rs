@@ -581,7 +581,7 @@ pub fn compaction(data: &[u8]) {
         WireFormat::Gemini,
         WireFormat::Bedrock,
     ]);
-    let well_formed = src.u8() % 4 != 0;
+    let well_formed = !src.u8().is_multiple_of(4);
     let images = synthetic_images(64, 64);
     let msgs: Vec<Message<'_>> = if well_formed {
         agent_history(&mut src, format)

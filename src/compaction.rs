@@ -628,7 +628,15 @@ fn find_mask_edits(
         for &i in &with_thinking[..cut] {
             // The protected head stays byte-identical; the tail pass protects all before the
             // tail this way, and an edit there would be priced against the wrong slice.
-            if i < protect_first_n || pinned.contains(&i) || Turn::of(&msgs[i]) != Turn::Assistant {
+            // Only formats whose thinking is a block of the message's own content array can
+            // drop it (a Responses reasoning item is an item of its own, chat's a field).
+            let block_format =
+                crate::wire::dialect_of(msgs[i].wire).is_some_and(|d| d.thinking_in_content);
+            if !block_format
+                || i < protect_first_n
+                || pinned.contains(&i)
+                || Turn::of(&msgs[i]) != Turn::Assistant
+            {
                 continue;
             }
             let Content::Parts(ps) = &msgs[i].content else {

@@ -832,7 +832,7 @@ fn pack(
         if entries[i].section == Section::Requests {
             continue;
         }
-        if !entries[i].alive && !cover[i].is_some() {
+        if !entries[i].alive && cover[i].is_none() {
             let e = &mut entries[i];
             e.level = e.forms.len() - 1;
             let t = est.text(e.text()) + 1.0;
@@ -856,7 +856,7 @@ fn pack(
     }
     // The index gets its share and what the rest left.
     let index_room = (limit - total).max(0.0);
-    let index = identifier_index::render(&idents, est, index_room as u64);
+    let index = identifier_index::render(idents, est, index_room as u64);
     for (e, c) in entries.iter_mut().zip(&cover) {
         if c.is_some() {
             e.alive = false;

@@ -85,9 +85,15 @@ fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
 /// text's shape took the first calls from 8.9% to 2.5% off but the later calls' p99 from 3.3% to
 /// 4.3% (aligned `ls -la` listings priced ~20% over); `whole` weights on the whole text instead
 /// of BPE, 3.3% and 3.6%.
-fn text_weights_of(family: Family, profile: &Profile) -> (&'static TextWeights, f64) {
-    match family {
-        Family::Gemini | Family::Gemma => (&TextWeights::GEMINI, 1.0),
+fn text_weights_of(
+    family: Family,
+    encoding: Option<Encoding>,
+    profile: &Profile,
+) -> (&'static TextWeights, f64) {
+    match (family, encoding) {
+        (Family::Gemini | Family::Gemma, _) => (&TextWeights::GEMINI, 1.0),
+        // OpenAI's cl100k models: that vocabulary's own per-script weights.
+        (Family::OpenAI, Some(Encoding::Cl100kBase)) => (&TextWeights::CL100K, profile.text_scale),
         _ => (&TextWeights::O200K, profile.text_scale),
     }
 }
@@ -155,7 +161,7 @@ impl Estimator {
         };
         let base = info.base.as_str();
         let profile = profile_for(family, info);
-        let (text_weights, sampled_text_scale) = text_weights_of(family, &profile);
+        let (text_weights, sampled_text_scale) = text_weights_of(family, info.encoding, &profile);
         Estimator {
             provider,
             family,
@@ -466,6 +472,30 @@ impl Estimator {
                 .iter()
                 .map(|tool| p.per_tool_def + p.tool_schema_scale * self.text(&tool.json))
                 .sum::<f64>()
+    }
+
+    /// Each tool definition's own cost (fractional tokens), in order: what it would add alone
+    /// (OpenAI models: its exact rendering; hosted tools: their fitted hidden prompt). A
+    /// breakdown shares the tool block's cost out in these proportions (`by_tool`).
+    pub fn tool_costs(&self, tools: &[ToolDef<'_>]) -> Vec<f64> {
+        let p = &self.profile;
+        tools
+            .iter()
+            .map(|t| {
+                if let Some(n) =
+                    hosted_tool_type(&t.json).and_then(|ty| hosted_tool_tokens(self.family, ty))
+                {
+                    return n;
+                }
+                if let Some(enc) = self.model_encoding {
+                    if let Some(n) = openai_tool_block_tokens(std::iter::once(t.json.as_ref()), enc)
+                    {
+                        return f64::from(n);
+                    }
+                }
+                p.per_tool_def + p.tool_schema_scale * self.text(&t.json)
+            })
+            .collect()
     }
 
     /// Tokens of a whole request: every message plus the overhead. Equals

@@ -342,13 +342,12 @@ impl Collector {
                         recency,
                         false,
                     );
-                } else if is_uuid(t) {
-                    self.add(Kind::Hash, t.to_string(), weight, recency, false);
-                } else if t.len() >= 7
-                    && t.len() <= 64
-                    && is_hex(t)
-                    && t.bytes().any(|c| c.is_ascii_digit())
-                    && t.bytes().any(|c| c.is_ascii_alphabetic())
+                } else if is_uuid(t)
+                    || (t.len() >= 7
+                        && t.len() <= 64
+                        && is_hex(t)
+                        && t.bytes().any(|c| c.is_ascii_digit())
+                        && t.bytes().any(|c| c.is_ascii_alphabetic()))
                 {
                     self.add(Kind::Hash, t.to_string(), weight, recency, false);
                 } else if let Some(n) = t

@@ -355,10 +355,12 @@ pub fn plan_with(
                         }),
                     };
                     if let Some(text) = text {
+                        // Images in a result (screenshots) are old output too: their price counts.
                         let old: f64 = content
                             .iter()
                             .map(|c| match c {
                                 Part::Text(t) => est.text(t),
+                                Part::Image(img) => f64::from(est.image(img)),
                                 _ => 0.0,
                             })
                             .sum();

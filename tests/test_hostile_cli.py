@@ -53,9 +53,9 @@ def test_an_endless_stdin_stops_at_the_cap_set_in_the_environment():
         try:
             for _ in range(1000):  # 10 MB offered; the reader stops after 200 KB
                 p.stdin.write(b"[" * 10_000)
+            p.stdin.close()
         except BrokenPipeError:
-            pass
-        p.stdin.close()
+            pass  # the reader stopped and went away: what this test wants
         err = p.stderr.read().decode() if p.stderr else ""
         assert p.wait(timeout=60) == 1
     assert "larger than the cap of 200,000 bytes" in err

@@ -3,7 +3,9 @@ middleware inside LangChain's own `create_agent` loop driven by LangChain's fake
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import itertools
 import json
 import pickle
 
@@ -19,6 +21,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, convert_to_messages  # noqa: E402
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
+from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
 
 from contextfold.langchain import ContextFoldMiddleware, make_token_counter, to_openai_messages, token_counter  # noqa: E402
 
@@ -106,7 +109,7 @@ def test_middleware_runs_the_compactor_inside_create_agent():
     ] + [AIMessage(content="Four directories of 400 files.")]
     model = RecordingFakeModel(messages=iter(script))
     model.seen = []
-    compactor = cf.Compactor(model="gpt-4o", budget=14_000, tail_tokens=6_000, strategy="hybrid")
+    compactor = cf.Compactor(model="gpt-4o", budget=14_000, trigger=20_000, tail_tokens=6_000, strategy="hybrid")
     mw = ContextFoldMiddleware(compactor, model="gpt-4o")
     agent = create_agent(model=model, tools=[list_files], middleware=[mw])
     state = agent.invoke({"messages": [HumanMessage("Count the files in /d0 to /d3.")]})
@@ -124,6 +127,100 @@ def test_middleware_runs_the_compactor_inside_create_agent():
     # The agent's own history is untouched.
     stored = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert [m.content for m in stored] == [f"/d{i}:\n{BIG}" for i in range(4)]
+
+
+SUMMARY = "\n".join(f"## {name}\n- noted about {name.lower()}" for name in cf.summarize.SECTIONS)
+
+
+class CountingSummaryModel(GenericFakeChatModel):
+    """LangChain's fake chat model answering every call with a summary in the template."""
+
+    calls: int = 0
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.calls += 1
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def steps(n: int) -> list:
+    return [
+        AIMessage(content="", tool_calls=[{"id": f"call_{i}", "name": "list_files", "args": {"path": f"/d{i}"}}])
+        for i in range(n)
+    ] + [AIMessage(content="Done.")]
+
+
+def test_middleware_summarizes_once_per_compaction_and_only_at_the_trigger():
+    model = RecordingFakeModel(messages=iter(steps(7)))
+    model.seen = []
+    summarizer = CountingSummaryModel(messages=itertools.repeat(AIMessage(SUMMARY)))
+    mw = ContextFoldMiddleware(model=summarizer, trigger=("tokens", 24_000), keep=("messages", 2), strategy="summarize",
+                               pricing_model="gpt-4o")
+    agent = create_agent(model=model, tools=[list_files], middleware=[mw])
+    agent.invoke({"messages": [HumanMessage("Count the files in /d0 to /d6.")]})
+
+    assert len(model.seen) == 8
+    # An LLMSummarizer on a LangChain chat model wrote the summary: once per compaction, not once
+    # per model call, and not before the history reached the trigger.
+    assert 1 <= mw.compactions < 4
+    assert summarizer.calls == mw.compactions
+    first = [m for m in model.seen[1] if isinstance(m, ToolMessage)]
+    assert [m.content for m in first] == [f"/d0:\n{BIG}"]  # under the trigger: sent as is
+    sizes = [cf.estimate(seen, model="gpt-4o", tools=[convert_to_openai_tool(list_files)]) for seen in model.seen]
+    assert max(sizes) < 24_000 + 7_000  # one listing past the trigger at most, never the whole history
+    # Between compactions the model sees the same prefix, up to and including the summary.
+    prefixes = []
+    for seen in model.seen:
+        at = [i for i, m in enumerate(seen) if "<contextfold:summary>" in str(m.content)]
+        if at:
+            prefixes.append(tuple(str(m.content) for m in seen[: at[0] + 1]))
+    assert len(prefixes) >= 2
+    assert 1 <= len(set(prefixes)) <= mw.compactions
+
+
+@tool
+def list_some(path: str) -> str:
+    """List the first files under a path."""
+    return f"{path}:\n" + "\n".join(BIG.splitlines()[:100])
+
+
+def test_middleware_counts_the_system_prompt_and_tools_in_the_budget():
+    script = [AIMessage(content="", tool_calls=[{"id": f"c{i}", "name": "list_some", "args": {"path": f"/d{i}"}}])
+              for i in range(6)] + [AIMessage(content="Done.")]
+    model = RecordingFakeModel(messages=iter(script))
+    model.seen = []
+    system = "You are a careful file auditor. " + "Always double-check every listing. " * 300  # 2.2k tokens
+    mw = ContextFoldMiddleware(trigger=("tokens", 9_000), budget=6_000, keep=("messages", 2), strategy="summarize",
+                               pricing_model="gpt-4o")
+    agent = create_agent(model=model, tools=[list_some], middleware=[mw], system_prompt=system)
+    agent.invoke({"messages": [HumanMessage("Count the files in /d0 to /d5.")]})
+    tools = [convert_to_openai_tool(list_some)]
+    assert mw.compactions >= 1
+    # What the model received, its system message and tool definitions included, stays under the
+    # trigger; a compacted request is within the budget (the messages alone would fit 6,000
+    # tokens with the 2.2k-token system prompt on top: the budget counts it).
+    for seen in model.seen:
+        assert isinstance(seen[0], SystemMessage)
+        assert cf.estimate(seen, model="gpt-4o", tools=tools) < 9_000
+    folded = [seen for seen in model.seen if any("<contextfold:summary>" in str(m.content) for m in seen)]
+    assert folded and min(cf.estimate(seen, model="gpt-4o", tools=tools) for seen in folded) <= 6_000
+
+
+def test_the_docs_snippet_runs_with_a_fake_model_that_binds_tools():
+    # The constructor users know from SummarizationMiddleware, offline (no summarizer model).
+    mw = ContextFoldMiddleware(trigger=("tokens", 4000), keep=("messages", 6))
+    model = RecordingFakeModel(messages=iter([AIMessage("hi")]))
+    agent = create_agent(model=model, tools=[list_files], middleware=[mw])
+    assert agent.invoke({"messages": [HumanMessage("hello")]})["messages"][-1].content == "hi"
+    with pytest.raises(TypeError, match="trigger"):
+        ContextFoldMiddleware()
+
+
+def test_llm_summarizer_accepts_a_langchain_chat_model():
+    summarizer = cf.LLMSummarizer(CountingSummaryModel(messages=itertools.repeat(AIMessage(SUMMARY))), "gpt-4o-mini")
+    msgs, _ = tau_messages()
+    out = summarizer.summarize(cf.SummaryRequest(messages=msgs[1:20], provider="openai", max_tokens=500))
+    assert not out.fallback_used and out.text.startswith("## Goal")
+    assert asyncio.run(summarizer.asummarize(cf.SummaryRequest(messages=msgs[1:20], provider="openai"))).text
 
 
 def test_middleware_accepts_a_result_object_and_rejects_garbage():

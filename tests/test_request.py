@@ -140,3 +140,21 @@ def test_anthropic_settings_bring_the_recorded_groups_within_ten_percent() -> No
     for name, errs in groups.items():
         assert len(errs) >= 5, name
         assert abs(statistics.median(errs)) <= 0.10, (name, statistics.median(errs))
+
+
+def test_the_session_and_the_cli_read_a_body_as_estimate_request_does(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "system": "Be brief.", "messages": [{"role": "user", "content": "Briefly: what is 17 * 23?"}]}
+    s = cf.Session.from_request(body)
+    assert s.estimate(body["messages"]) == cf.estimate_request(body)
+    s.record_usage({"input_tokens": 60, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0})
+    assert s.estimate(body["messages"]) == 60
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    out = subprocess.run([sys.executable, "-m", "contextfold", "estimate", str(path), "--json"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["total"] == cf.estimate_request(body)

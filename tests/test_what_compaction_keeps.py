@@ -386,3 +386,19 @@ def test_the_summary_hash_travels_in_the_session_state() -> None:
     assert r.summary_hash is not None and r.summary_hash in c.session.summary_hashes
     restored = cf.Session.from_state(c.session.to_state())
     assert restored.summary_hashes == c.session.summary_hashes
+
+
+def test_an_llm_summary_is_checked_but_heading_variations_pass() -> None:
+    from contextfold.adapters import Completion
+    from contextfold.summarize.llm import _checked, _InvalidOutput, _system, _user_single
+
+    varied = ("**Goal:** ship it\n### User constraints\nnone\n1. Progress: half\nDecisions:\n- a\n"
+              "## Files touched\nsrc/a.py\n## Errors\nNone.\n")
+    assert _checked(Completion(varied, truncated=False)).startswith("**Goal:**")
+    with pytest.raises(_InvalidOutput):
+        _checked(Completion("## Goal\nonly one heading", truncated=False))
+    with pytest.raises(_InvalidOutput, match="over its cap"):
+        _checked(Completion(varied + "word " * 2_000, truncated=False), 100,
+                 lambda texts: [len((t or "").split()) for t in texts])
+    assert "UPDATE it" in _system(500, None)
+    assert "<previous_summary>" in _user_single("old summary", ["[0] user: hi"])

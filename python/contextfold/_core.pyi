@@ -15,6 +15,7 @@ _ResponseFormat = Mapping[str, Any] | type
 __version__: str
 __all__ = [
     "IDENTIFIER_INDEX_HEADING",
+    "ExactLedger",
     "MIN_SUMMARY_TOKENS",
     "PROVIDERS",
     "RECALL_TOOL",
@@ -47,6 +48,7 @@ __all__ = [
     "prune_plan",
     "request_overhead",
     "shrink_json",
+    "tool_costs",
     "summary_block",
     "summary_hash",
     "summary_message",
@@ -94,6 +96,12 @@ def estimate(
     SDK objects. Raises ``InvalidMessageError`` naming the message index and field on bad input;
     never mutates ``messages``.
     """
+
+def tool_costs(
+    tools: Sequence[Any], /, *, provider: _Provider = "openai", model: str | None = None
+) -> list[tuple[str, float]]:
+    """Each tool's ``(name, own cost)`` in fractional tokens (OpenAI models: its exact
+    rendering); ``contextfold.breakdown`` shares the tool schemas out in these proportions."""
 
 def breakdown(
     messages: Sequence[Any],
@@ -473,9 +481,9 @@ def compaction_plan(
     clear_tool_inputs: bool = False,
     keep_thinking_turns: int | None = None,
     mask_observations: bool = True,
-    recoverable: bool = False,
     trusted_summaries: Sequence[int] = ...,
     summary_floor: int = 0,
+    recoverable: bool = False,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
@@ -615,3 +623,20 @@ def read_request(
     """A request body read by the core: ``(api, provider, model, messages, tools, system,
     response_format, settings, settings_tokens)``; ``contextfold.request.read_request`` wraps it.
     Raises ``ValueError`` with ``.field`` naming the body's field."""
+
+@final
+class ExactLedger:
+    """Exact counts of one conversation turn by turn (``Session(exact=True)``): only messages
+    not seen in the same place last call are tokenized; counts are remembered by content."""
+
+    def __new__(cls, *, model: str, tools: Sequence[Any] | None = None, response_format: Any | None = None) -> ExactLedger: ...
+    def count(self, messages: Sequence[Any], /) -> int:
+        """Exact prompt tokens of ``messages``, equal to ``count(messages, model=..., tools=...,
+        response_format=...)``."""
+    @property
+    def cached_messages(self) -> int:
+        """Messages whose counts are cached."""
+    def invalidate(self) -> None:
+        """Forget the history seen (in-place edits); counts remembered by content stay."""
+    def reset(self) -> None:
+        """Forget everything."""

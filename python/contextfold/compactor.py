@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from contextfold import _core
+from contextfold.cache_policy import CachePolicy
+from contextfold.compactor_config import CompactorConfig
 from contextfold.content_store import ContentStore
 from contextfold.degrade import budget_error, degrade, liftable
-from contextfold.compactor_config import CompactorConfig
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
@@ -98,15 +99,23 @@ class CompactionResult:
     budget: int
     kept: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
+    summary_hash: int | None = None
     #: With ``Compactor(recoverable=True)``: the tool list to send with ``messages`` (the
     #: caller's tools plus the recall tool, priced in the budget); else None.
     tools: list[Any] | None = None
-    summary_hash: int | None = None
 
     @property
     def changed(self) -> bool:
         """True when ``messages`` differs from the input."""
         return self.strategy_used is not None
+
+    def cost(self, *, model: str, provider: str = "openai", **kw: Any) -> Any:
+        """The predicted effect of this compaction on ``model``'s bill, in USD
+        (`contextfold.cost.compaction_cost`: the summarizer call, the cached prefix it
+        invalidates, what each later turn saves)."""
+        from contextfold.cost import compaction_cost
+
+        return compaction_cost(self, model=model, provider=provider, **kw)
 
     def __repr__(self) -> str:
         what = self.strategy_used or f"unchanged ({self.reason})"
@@ -236,6 +245,10 @@ class Compactor(RecoverableFolds):
       the original back (see ``contextfold.recoverable``).
     - ``repair``: repair the history first (``contextfold.repair``), each change in ``notes``.
     - Before raising, a compaction degrades in steps, each in ``notes`` (``contextfold.degrade``).
+    - ``cache_aware``: the gate (``should_compact``, asked before every model call) defers while
+      the previous call is within the model's cache TTL, unless the estimate is within 5% of the
+      usable window; ``clear_at_least`` (when left 0) is chosen from the model's cache prices
+      (`contextfold.cache_policy`).
 
     Guarantees: the caller's list and objects are never altered; the result passes the core's
     check (every call with its result and vice versa, summary never between a call and its
@@ -281,6 +294,7 @@ class Compactor(RecoverableFolds):
         store: ContentStore | None = None,
         recall_max_tokens: int | None = None,
         repair: bool = False,
+        cache_aware: bool = False,
     ) -> None:
         #: Every option, checked once here (TypeError / ValueError naming the option).
         self.config = cfg = CompactorConfig.build(
@@ -334,6 +348,13 @@ class Compactor(RecoverableFolds):
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
         self._init_recall(recoverable, store, recall_max_tokens, repair)
+        # cache_aware: the gate defers while the cached prefix is warm (contextfold.cache_policy).
+        self._cache = CachePolicy.for_model(model) if cache_aware else None
+        if self._cache is not None and clear_at_least == 0:
+            try:
+                self.clear_at_least = self._cache.clear_at_least(self.budget)
+            except ValueError:
+                pass  # no window known yet: nothing to choose from
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -402,8 +423,17 @@ class Compactor(RecoverableFolds):
             if not full:
                 return False
         if self._trigger is None and self.session.context_window is not None:
-            return self.session.should_compact(messages)
-        return tokens >= self.trigger_tokens
+            fire = self.session.should_compact(messages)
+        else:
+            fire = tokens >= self.trigger_tokens
+        if self._cache is not None and self._cache.observe() and fire:
+            # Warm cache: compacting now mostly buys a cache write; wait unless the window is full.
+            try:
+                usable: int | None = self.session.usable_tokens
+            except ValueError:
+                usable = None
+            return self._cache.hard_limit_near(tokens, usable)
+        return fire
 
     # -- compaction ----------------------------------------------------------------------------
 
@@ -639,11 +669,16 @@ class Compactor(RecoverableFolds):
         if result.error:
             notes.append(f"summarizer fell back to the extractive digest: {result.error}")
         text = (result.text or "").strip()
+        # A provider's own compaction (summarize/provider.py), sent verbatim where the summary goes
+        # when its role fits the seam (Responses items have none).
+        native = tuple(getattr(result, "messages", ()) or ())
+        if native and fmt != "responses" and plan["summary_role"] != native[0].get("role"):
+            native = ()
         if not text:
             result = yield (self._fallback, request)
             fallback = True
             notes.append("summarizer returned nothing: extractive digest used")
-            text = result.text.strip()
+            text, native = result.text.strip(), ()
         text = with_index(text, folded_msgs, provider=self.provider, model=self.model,
                           previous=request.previous_summary, room=room)
 
@@ -657,6 +692,8 @@ class Compactor(RecoverableFolds):
         def assemble(summary_text: str) -> tuple[str, list[Any]]:
             wrapped = f"{OPEN}\n{neutralize_markers(summary_text)}{fold_line}\n{CLOSE}"
             out = base[:head_end] + [base[i] for i in kept_idx]
+            if native:
+                return wrapped, out + [_like_history(m, msgs) for m in native] + base[tail_start:]
             if plan["summary_role"] is not None:
                 summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))
                 out.append(_like_history(summary, msgs))
@@ -682,6 +719,7 @@ class Compactor(RecoverableFolds):
                 previous_summary=request.previous_summary, instructions=request.instructions,
                 max_tokens=max(16, request.max_tokens - shrink))
             request = smaller
+            native = ()
             result = yield (self._fallback, smaller)
             if self.summarizer is not self._fallback:
                 fallback = True
@@ -706,8 +744,7 @@ class Compactor(RecoverableFolds):
         if (why := worth_it(tokens)) is not None:
             return unchanged(why)
         self._after_compaction(head_end)
-        # The body between the markers, as the next compaction reads it (the fold line too).
-        digest = _core.summary_hash(neutralize_markers(text) + fold_line)
+        digest = _core.summary_hash(neutralize_markers(text))
         self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
         return CompactionResult(
             messages=out, summary=text, tokens_before=before, tokens_after=tokens, summary_hash=digest,

@@ -14,7 +14,7 @@ Three stores, one protocol (``put(id, text)``, ``get(id) -> str | None``):
   temporary file renamed into place), so a crash never leaves half a text and several
   processes may share it.
 - ``RedisContentStore``: one Redis key per id (``prefix + id``) with a TTL; needs redis-py
-  (``pip install contextfold[redis]``).
+  (``pip install '.[redis]'``).
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ class RedisContentStore:
         try:
             import redis as redis_mod
         except ImportError as e:  # pragma: no cover - exercised only without the extra
-            raise ImportError("RedisContentStore needs redis-py: pip install 'contextfold[redis]'") from e
+            raise ImportError("RedisContentStore needs redis-py: pip install '.[redis]' in a checkout of contextfold") from e
         if client is None:
             if url is None:
                 raise TypeError("pass a redis client or url=")

@@ -152,7 +152,13 @@ def breakdown_request(
     (role ``"request"``); MCP servers sized by ``mcp_sizes`` in ``tool_schemas``; the others are
     listed in ``unmeasured`` (index -1: the request, not a message) with the reason.
     """
-    r = read_request(body, provider=provider)
+    return breakdown_of(read_request(body, provider=provider), image_sizes=image_sizes, mcp_sizes=mcp_sizes)
+
+
+def breakdown_of(
+    r: RequestBody, /, *, image_sizes: ImageSizes | None = None, mcp_sizes: Mapping[str, int] | None = None
+) -> Breakdown:
+    """`breakdown_request` of a body already read (`read_request`)."""
     b = breakdown(r.messages, image_sizes=image_sizes, **r.options())
     known, unknown = _mcp_tokens(r, mcp_sizes)
     extra = r.settings_tokens + known

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from contextfold._args import HUGE, count_arg
-from contextfold._core import SessionLedger, wire_bytes
+from contextfold._core import ExactLedger, SessionLedger, wire_bytes
 from contextfold.errors import InvalidUsageError, SessionStateError, UnknownModelError
 from contextfold.images import ImageSizes
 from contextfold.limits import context_window as _context_window
@@ -53,7 +53,10 @@ class Session:
     trajectories: p90 1.67% -> ~1%, p99 8.0% -> ~3.4%); the default keeps a turn in microseconds.
     ``image_sizes`` (a mapping from image URL or uploaded file id to ``(width, height)``, or a
     callable returning one or None) sizes remote images, asked once per new message that
-    carries one.
+    carries one. ``exact=True`` (OpenAI models with a public tokenizer; chat.completions
+    messages, the system prompt among them) makes ``estimate`` the exact ``contextfold.count`` of
+    the request: each message is tokenized once, when first seen, and remembered by content, so
+    a turn costs the appended messages only.
 
     Prefix-change contract. The session caches, per message of the last history it saw, the
     message object's identity (``id()``), a cheap fingerprint (type, number of keys, length of
@@ -97,6 +100,7 @@ class Session:
         smoothing: float = 0.5,
         text_encoding: str | None = None,
         image_sizes: ImageSizes | None = None,
+        exact: bool = False,
     ) -> None:
         if not 0.0 < trigger_ratio <= 1.0:
             raise ValueError(f"trigger_ratio must be within (0, 1], got {trigger_ratio}")
@@ -120,6 +124,17 @@ class Session:
             text_encoding=cast("_Encoding | None", text_encoding),
             image_sizes=image_sizes,
         )
+        #: Tokens a request body's settings add (`from_request`), until a usage carries them.
+        self._settings_tokens = 0
+        self._exact: ExactLedger | None = None
+        if exact:
+            if model is None:
+                raise ValueError("exact=True needs model= (an OpenAI model with a public tokenizer)")
+            if system is not None:
+                raise ValueError("exact=True counts chat.completions requests: put the system prompt in the messages")
+            # UnknownModelError for a model without a public tokenizer.
+            self._exact = ExactLedger(model=model, tools=tools, response_format=response_format)
+        self._exact_extras = (tools, response_format)
         self.provider = provider
         self._window = context_window
         self._reserve = output_reserve
@@ -142,6 +157,11 @@ class Session:
     def model(self, model: str | None) -> None:
         """Switch model: cached costs, usage anchor and correction are dropped."""
         self._core.set_model(model)
+        if self._exact is not None:
+            if model is None:
+                raise ValueError("exact=True needs a model")
+            tools, rf = self._exact_extras
+            self._exact = ExactLedger(model=model, tools=tools, response_format=rf)
 
     @property
     def context_window(self) -> int | None:
@@ -195,19 +215,46 @@ class Session:
         O(messages appended since the last call) when ``messages`` extends the history seen last
         time (see the prefix-change contract in the class docstring).
         """
-        return self._core.estimate(messages)
+        return self._tokens(messages)
+
+    def _tokens(self, messages: Sequence[Any]) -> int:
+        extra = self._settings_tokens
+        if extra and not self._core.usages:
+            # A body's settings (thinking, a forced tool) until a real count carries them.
+            tokens = self._core.estimate(messages) + extra
+        else:
+            tokens = self._core.estimate(messages)
+        # The ledger still follows the history (the usage anchor is recorded against it).
+        return tokens if self._exact is None else self._exact.count(messages)
+
+    @classmethod
+    def from_request(cls, body: Any, /, *, provider: str | None = None, **kw: Any) -> Session:
+        """A session for the conversation of a request body as sent to the SDK (read by the
+        core's body reader, as `contextfold.estimate_request` reads it): its provider, model,
+        tools, system prompt and structured output; the tokens its settings add (Anthropic
+        thinking, a forced tool choice) are counted until the first recorded usage carries
+        them. ``kw`` are the other `Session` arguments."""
+        from contextfold.request import read_request
+
+        r = read_request(body, provider=provider)
+        s = cls(provider=r.provider, model=r.model, tools=r.tools, system=r.system,
+                response_format=r.response_format, **kw)
+        s._settings_tokens = r.settings_tokens
+        return s
 
     def pressure(self, messages: Sequence[Any], /) -> float:
         """``estimate(messages) / usable_tokens``: 1.0 means no room left for the reply."""
-        return self._core.estimate(messages) / self.usable_tokens
+        return self._tokens(messages) / self.usable_tokens
 
     def should_compact(self, messages: Sequence[Any], /) -> bool:
         """True when the estimate reaches ``trigger_tokens`` or, with ``max_request_bytes``, when
         the messages' wire size exceeds it."""
         trigger = self.trigger_tokens
         if self.max_request_bytes is None:
-            return self._core.estimate(messages) >= trigger
+            return self._tokens(messages) >= trigger
         tokens, _, _, wire = self._core.measure(messages)
+        if self._exact is not None:
+            tokens = self._exact.count(messages)
         return tokens >= trigger or wire > self.max_request_bytes
 
     def wire_bytes(self, messages: Sequence[Any], /) -> int:
@@ -328,10 +375,15 @@ class Session:
             if not isinstance(hashes, list) or len(hashes) > MAX_SUMMARY_HASHES or not all(
                     isinstance(h, int) and not isinstance(h, bool) and 0 <= h < 2**64 for h in hashes):
                 raise ValueError("summary_hashes out of range")
-        except (ValueError, KeyError, TypeError) as e:
-            raise SessionStateError(f"session state invalid: settings unreadable ({e})") from e
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            # RecursionError: settings nested beyond the parser's depth (a forged state).
+            raise SessionStateError(f"session state invalid: settings unreadable ({type(e).__name__})") from e
         self = cls.__new__(cls)
         self._core = core
+        # An exact session is not saved: a restored one estimates (exact=True counts again).
+        self._exact = None
+        self._exact_extras = (None, None)
+        self._settings_tokens = 0
         self.provider = provider
         self._window = window
         self._reserve = reserve
@@ -343,10 +395,14 @@ class Session:
     def invalidate(self, start: int = 0) -> None:
         """Forget cached costs from message ``start`` on (after editing messages in place)."""
         self._core.invalidate(count_arg("start", start))
+        if self._exact is not None:
+            self._exact.invalidate()
 
     def reset(self) -> None:
         """Forget everything learned: cached costs, usage anchor, correction, last usage."""
         self._core.reset()
+        if self._exact is not None:
+            self._exact.reset()
 
     def __repr__(self) -> str:
         return (

@@ -11,6 +11,7 @@ mod compaction;
 mod estimate;
 mod estimator_args;
 mod exact;
+mod exact_session;
 mod floor_walk;
 mod identifier_index;
 mod json_out;
@@ -34,6 +35,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     compaction::register(m)?;
     identifier_index::register(m)?;
     exact::register(m)?;
+    exact_session::register(m)?;
     floor_walk::register(m)?;
     prune::register(m)?;
     recall::register(m)?;

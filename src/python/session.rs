@@ -82,7 +82,7 @@ fn size_of(v: Option<Bound<'_, PyAny>>) -> u64 {
 /// The cheap fingerprint of the prefix-change contract: the object's type, its number of keys
 /// (dicts), and the lengths of `content` (or Gemini `parts`) and `tool_calls`. A few dict
 /// lookups, never a walk of the content.
-fn fingerprint(m: &Bound<'_, PyAny>) -> PyResult<u64> {
+pub(super) fn fingerprint(m: &Bound<'_, PyAny>) -> PyResult<u64> {
     let py = m.py();
     let mut h = Fnv(0xcbf2_9ce4_8422_2325);
     h.add(m.get_type().as_ptr() as u64);
@@ -105,7 +105,7 @@ fn fingerprint(m: &Bound<'_, PyAny>) -> PyResult<u64> {
 }
 
 /// The history as a list (a list is used as is; other sequences are copied into one).
-fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+pub(super) fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     if let Ok(l) = messages.cast::<PyList>() {
         return Ok(l.clone());
     }
@@ -121,7 +121,7 @@ fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
 
 /// The address of message `i` of `list` (identity only, never dereferenced later).
 #[inline]
-fn id_at(list: &Bound<'_, PyList>, i: usize) -> usize {
+pub(super) fn id_at(list: &Bound<'_, PyList>, i: usize) -> usize {
     // SAFETY: `i < len(list)` (callers bound it), the GIL is held and no Python code runs between
     // the length read and this call; PyList_GetItem returns a borrowed pointer used as a number.
     unsafe { ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t) as usize }

@@ -11,8 +11,8 @@ use std::borrow::Cow;
 
 use super::dialect::Dialect;
 use super::edit::{
-    if_smaller, image_bytes, json_string, object_of, plain_text, text_parts_bytes, CallAt, Change,
-    Step, Written,
+    if_smaller, image_bytes, json_string, object_of, plain_text, result_parts_bytes, CallAt,
+    Change, Step, Written,
 };
 use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Shape, Src};
@@ -136,7 +136,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 return None;
             };
             if_smaller(
-                text_parts_bytes(content)?,
+                result_parts_bytes(content)?,
                 vec![Step::Key("content"), Step::Index(*k), Step::Key("content")],
                 json_string(text),
             )
@@ -249,6 +249,7 @@ pub const DIALECT: Dialect = Dialect {
     content_key: "content",
     assistant_role: "assistant",
     strict_turns: true,
+    thinking_in_content: true,
     text_message: text_message_json,
     text_block: |_, text| text_block_json(text),
     write,

@@ -13,7 +13,7 @@ use super::anthropic::object_arguments;
 use super::dialect::Dialect;
 use super::edit::role_and_text_list;
 use super::edit::{
-    if_smaller, image_bytes, object_of, one_text_part, plain_text, text_parts_bytes, CallAt,
+    if_smaller, image_bytes, object_of, one_text_part, plain_text, result_parts_bytes, CallAt,
     Change, Step, Written,
 };
 use super::fields::{image_data, image_source, json_or_str, opaque, opt_id, PartReader, Reader};
@@ -110,7 +110,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             };
             let value = one_text_part(text);
             if_smaller(
-                text_parts_bytes(content)?,
+                result_parts_bytes(content)?,
                 vec![
                     Step::Key("content"),
                     Step::Index(*k),
@@ -222,6 +222,7 @@ pub const DIALECT: Dialect = Dialect {
     content_key: "content",
     assistant_role: "assistant",
     strict_turns: true,
+    thinking_in_content: true,
     text_message: text_message_json,
     text_block: |_, text| text_block_json(text),
     write,

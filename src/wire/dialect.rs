@@ -22,6 +22,9 @@ pub struct Dialect {
     /// Turns alternate user / assistant and the first non-system turn is the user's; a tool
     /// call is answered in the very next message.
     pub strict_turns: bool,
+    /// Reasoning (thinking) is a block of the message's own content list, which an edit may
+    /// drop whole; elsewhere it is an item of its own (Responses) or a field (chat).
+    pub thinking_in_content: bool,
     /// A whole text message `(role, text)`, as compact JSON.
     pub text_message: fn(&str, &str) -> String,
     /// A text block `(assistant_turn, text)` to merge into a message, as compact JSON.

@@ -141,6 +141,21 @@ pub(crate) fn text_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
         .sum()
 }
 
+/// A lower bound on the JSON bytes of a tool result's content of text and image blocks (a
+/// screenshot a tool returned is old tool output like its text); None for any other block.
+pub(crate) fn result_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
+    // The smallest image block of any format: `{"image":{}}` and its source.
+    const IMAGE_MIN: usize = 12;
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) => Some(t.len() + 2),
+            Part::Image(img) => Some(IMAGE_MIN + source_bytes(&img.source)),
+            _ => None,
+        })
+        .sum()
+}
+
 /// A lower bound on the JSON bytes of an image's source value (`0` when it has none).
 pub(crate) fn source_bytes(src: &ImageSource<'_>) -> usize {
     match src {

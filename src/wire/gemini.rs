@@ -312,6 +312,7 @@ pub const DIALECT: Dialect = Dialect {
     content_key: "parts",
     assistant_role: "model",
     strict_turns: true,
+    thinking_in_content: true,
     text_message: text_message_json,
     text_block: |_, text| text_block_json(text),
     write: |msg, change| write(msg, change, false),

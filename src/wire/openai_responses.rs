@@ -235,6 +235,7 @@ pub const DIALECT: Dialect = Dialect {
     content_key: "content",
     assistant_role: "assistant",
     strict_turns: false,
+    thinking_in_content: false,
     text_message: text_message_json,
     text_block: text_block_json,
     write,

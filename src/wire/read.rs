@@ -190,9 +190,12 @@ pub fn read_tools<'a, V: Input<'a>>(tools: &V) -> Result<Vec<ToolDef<'a>>, Tools
     let mut out = Vec::with_capacity(items.len());
     for (j, t) in items.iter().enumerate() {
         let def = || -> ReadResult<ToolDef<'a>, V::Error> {
-            let name = match t.get(Key::function).src()? {
-                Some(f) => opt_str(&f, Key::name, format_args!("tools[{j}].function.name"))?,
-                None => opt_str(t, Key::name, format_args!("tools[{j}].name"))?,
+            let name = match (t.get(Key::function).src()?, t.get(Key::toolSpec).src()?) {
+                (Some(f), _) => opt_str(&f, Key::name, format_args!("tools[{j}].function.name"))?,
+                (None, Some(spec)) => {
+                    opt_str(&spec, Key::name, format_args!("tools[{j}].toolSpec.name"))?
+                }
+                (None, None) => opt_str(t, Key::name, format_args!("tools[{j}].name"))?,
             };
             Ok(ToolDef {
                 name: name.unwrap_or(Cow::Borrowed("")),

@@ -125,6 +125,10 @@ def adapter_for(client: Any, *, api: Literal["chat", "responses"] | None = None)
             raise ValueError(f"unknown provider {client!r}; expected one of {sorted(_DEFAULT_CLIENTS)}")
         module = importlib.import_module(f"contextfold.adapters.{_DEFAULT_CLIENTS[client]}")
         client = module.default_client()
+    from contextfold.adapters.langchain import LangChainAdapter, is_chat_model
+
+    if is_chat_model(client):  # any LangChain BaseChatModel
+        return LangChainAdapter(client)
     sdk = _sdk_of(client)
     if api is not None and sdk != "openai":
         raise ValueError(

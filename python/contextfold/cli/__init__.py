@@ -27,7 +27,7 @@ import typer
 from contextfold.cli.app import EXIT_BAD_INPUT, EXIT_MISSING_TOOL, EXIT_OK, EXIT_UNKNOWN_MODEL, EXIT_USAGE, app
 
 # Each import registers its command on `app`, in this order (the order of the help).
-from contextfold.cli import estimate, count, report, compact, evaluate, bench, version  # noqa: E402, F401, I001
+from contextfold.cli import estimate, count, report, compact, evaluate, serve, bench, version  # noqa: E402, F401, I001
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_MISSING_TOOL", "EXIT_OK", "EXIT_UNKNOWN_MODEL", "EXIT_USAGE", "app", "main"]
 

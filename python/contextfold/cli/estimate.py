@@ -30,11 +30,13 @@ from contextfold.cli.documents import failure_of, open_input, read_single, say_u
 from contextfold.cli.output import clean
 from contextfold.cli.pool import run_corpus
 from contextfold.inputs import Request
+from contextfold.request import breakdown_of
 
 
 def _estimate_doc(req: Request, *, per_message: bool = False) -> dict[str, Any]:
     """The `estimate --json` object of one request (one breakdown; per message on request)."""
-    b = contextfold.breakdown(req.messages, **req.options()).to_dict()
+    # A body is priced with what its settings add (the core's body reader, as estimate_request).
+    b = (breakdown_of(req.body) if req.body is not None else contextfold.breakdown(req.messages, **req.options())).to_dict()
     del b["request_overhead"]
     if not per_message:
         del b["per_message"]

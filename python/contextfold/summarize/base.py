@@ -29,11 +29,14 @@ class SummaryRequest:
 
 @dataclass(frozen=True, slots=True)
 class SummaryResult:
-    """A summary's text; ``fallback_used`` is True when a fallback produced it (``error`` says why)."""
+    """A summary's text; ``fallback_used`` is True when a fallback produced it (``error`` says why).
+    ``messages``: the provider's own messages standing for the summary (a compaction block or
+    item, ``contextfold.summarize.provider``), sent verbatim in its place when given."""
 
     text: str
     fallback_used: bool = False
     error: str | None = None
+    messages: tuple[Any, ...] = ()
 
 
 @runtime_checkable

@@ -1,0 +1,275 @@
+"""LangChain integration (``pip install '.[langchain]' in a checkout of contextfold``).
+
+- `token_counter`: a drop-in for ``langchain_core.messages.utils.count_tokens_approximately``
+  (same call shape) that prices messages with contextfold's estimate: whole tool-call envelopes,
+  images by pixel size, a provider's tokenizer density. Pass it wherever LangChain takes a
+  ``token_counter`` (``trim_messages``, ``SummarizationMiddleware``).
+- `ContextFoldMiddleware`: an agent middleware that compacts what is sent before each model
+  call (``create_agent(..., middleware=[ContextFoldMiddleware(trigger=("tokens", 4000))])``).
+  The agent's stored history is never changed: only the request sent to the model is.
+
+Every contextfold entry point (``estimate``, ``count``, ``prune``, ``Compactor``, ``Session``,
+...) reads LangChain messages directly, by meaning: role, content blocks, tool calls and tool
+call ids, never the bookkeeping (``additional_kwargs``, ``response_metadata``, ids,
+``usage_metadata``); they price as the same messages converted to OpenAI chat dicts. Edited
+messages come back as copies of their own class.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import contextfold
+from contextfold.compactor import Compactor
+from contextfold.session import Session
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "contextfold.langchain needs LangChain: pip install '.[langchain]' in a checkout of contextfold"
+    ) from e
+
+if TYPE_CHECKING:
+    from langchain_core.messages import MessageLikeRepresentation
+
+__all__ = ["ContextFoldMiddleware", "make_token_counter", "to_openai_messages", "token_counter"]
+
+#: Conversations whose latest compaction the middleware remembers (one middleware may serve
+#: many threads of an agent); the least recently used is forgotten first.
+MAX_REMEMBERED = 256
+#: Window assumed for a summarizer model the tables do not know (a LangChain model of any
+#: provider): small enough for every current chat model.
+SUMMARIZER_FALLBACK_WINDOW = 32_000
+
+
+def to_openai_messages(messages: Iterable[MessageLikeRepresentation]) -> list[dict[str, Any]]:
+    """LangChain messages (or anything ``convert_to_messages`` takes) as OpenAI chat dicts."""
+    return list(convert_to_openai_messages(list(messages)))
+
+
+def _tools(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
+    return [convert_to_openai_tool(t) for t in tools] if tools else None
+
+
+def token_counter(
+    messages: Iterable[MessageLikeRepresentation],
+    *,
+    chars_per_token: float = 4.0,
+    extra_tokens_per_message: float = 3.0,
+    count_name: bool = True,
+    tokens_per_image: int = 85,
+    use_usage_metadata_scaling: bool = False,
+    tools: Sequence[Any] | None = None,
+    provider: str = "openai",
+    model: str | None = None,
+) -> int:
+    """Estimated prompt tokens of LangChain messages (and ``tools``), contextfold's estimate.
+
+    Same call shape as ``count_tokens_approximately``. Its heuristic knobs
+    (``chars_per_token``, ``extra_tokens_per_message``, ``count_name``, ``tokens_per_image``,
+    ``use_usage_metadata_scaling``) are accepted so calls keep working, and ignored: the
+    estimate prices each part by its provider's rules. ``provider`` / ``model`` pick them
+    (`make_token_counter` binds them for APIs that call ``token_counter(messages)``).
+    """
+    del chars_per_token, extra_tokens_per_message, count_name, tokens_per_image, use_usage_metadata_scaling
+    return contextfold.estimate(convert_to_messages(list(messages)), provider=provider, model=model, tools=_tools(tools))  # type: ignore[arg-type]
+
+
+def make_token_counter(*, provider: str = "openai", model: str | None = None) -> Callable[..., int]:
+    """A `token_counter` bound to a provider and model (picklable: a plain function call)."""
+    import functools
+
+    return functools.partial(token_counter, provider=provider, model=model)
+
+
+def _summarizer_for(model: str | BaseChatModel | None) -> Any:
+    if model is None:
+        return None
+    if isinstance(model, str):
+        from langchain.chat_models import init_chat_model
+
+        model = init_chat_model(model)
+    from contextfold.adapters.langchain import model_name
+    from contextfold.errors import UnknownModelError
+    from contextfold.summarize.llm import LLMSummarizer
+
+    name = model_name(model) or type(model).__name__
+    try:
+        return LLMSummarizer(model, name)
+    except UnknownModelError:
+        return LLMSummarizer(model, name, context_window=SUMMARIZER_FALLBACK_WINDOW)
+
+
+def _system_of(request: ModelRequest) -> Any:
+    message = getattr(request, "system_message", None)
+    if message is None:
+        return getattr(request, "system_prompt", None)
+    return message.content
+
+
+def _tools_of(request: ModelRequest) -> list[dict[str, Any]] | None:
+    out: list[dict[str, Any]] = []
+    for t in request.tools or ():
+        try:
+            out.append(convert_to_openai_tool(t))
+        except (TypeError, ValueError):
+            continue  # a provider's built-in tool given as a dict it alone reads
+    return out or None
+
+
+class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
+    """Compacts the messages of each model request before the model sees them.
+
+    Two ways to build it:
+
+    - ``ContextFoldMiddleware(model=..., trigger=..., keep=...)``, the words of LangChain's
+      ``SummarizationMiddleware``: ``model`` (a model string for ``init_chat_model`` or any
+      ``BaseChatModel``; None: contextfold's offline extractive digest) writes the summaries;
+      ``trigger`` (``("tokens", n)``, ``("fraction", f)`` of ``context_window``, ``("messages",
+      n)``) says when; ``keep`` what stays verbatim (``("messages", n)``, ``("tokens", n)``,
+      ``("fraction", f)``, or an int: the last tool results kept unmasked). ``budget``: tokens
+      after a compaction (default half the trigger); ``strategy``: ``hybrid`` (default),
+      ``mask`` or ``summarize``; ``pricing_model``: the model whose tokens are counted.
+    - ``ContextFoldMiddleware(compactor)``: a ``contextfold.Compactor``, or any callable taking
+      the request's messages and returning the messages to send (a list, or an object with
+      ``.messages``; ``contextfold.prune`` bound with ``functools.partial`` fits). ``model``
+      is then the model name the ``last_tokens`` estimates are priced for.
+
+    With a Compactor, a call compacts only when the history reaches the trigger
+    (``Compactor.should_compact``), and the result is reused on the next calls: what the model
+    is sent is the last compaction's messages plus what the agent appended since, so the
+    summarizer runs once per compaction and the prefix the model sees stays the same between
+    compactions (its prompt cache keeps hitting). The request's system prompt and tools count
+    in the trigger and the budget. A plain callable runs on every call.
+
+    The agent's state is never modified; ``last_tokens`` holds ``(before, after)`` estimated
+    tokens (system prompt and tools included) of the latest call; ``compactions`` counts them.
+    """
+
+    def __init__(
+        self,
+        compactor: Any = None,
+        *,
+        model: str | BaseChatModel | None = None,
+        trigger: Any = None,
+        keep: Any = None,
+        budget: int | None = None,
+        strategy: str = "hybrid",
+        context_window: int | None = None,
+        pricing_model: str | None = None,
+        provider: str = "openai",
+    ) -> None:
+        super().__init__()
+        if compactor is None:
+            if trigger is None and context_window is None:
+                raise TypeError("pass a compactor, or trigger= (e.g. ('tokens', 100_000)) or context_window=")
+            compactor = Compactor(
+                provider=provider, model=pricing_model, context_window=context_window, budget=budget,
+                trigger=trigger, keep=keep, strategy=strategy,  # type: ignore[arg-type]
+                summarizer=_summarizer_for(model))
+            self.model: str | None = pricing_model
+        else:
+            if not isinstance(model, (str, type(None))):
+                raise TypeError("with a compactor, model= is the model name estimates are priced for")
+            self.model = model
+        self.compactor = compactor
+        self.provider = provider
+        self.last_tokens: tuple[int, int] | None = None
+        self.compactions = 0
+        self._lock = threading.Lock()
+        # Latest compaction per conversation: (messages it was made from, messages it sent).
+        self._folds: OrderedDict[int, tuple[list[Any], list[Any]]] = OrderedDict()
+        self._overhead: tuple[Any, Any] | None = None
+
+    # -- the shared logic ----------------------------------------------------------------------
+
+    def _bind(self, request: ModelRequest) -> tuple[Any, list[dict[str, Any]] | None]:
+        """Make the Compactor count the request's system prompt and tools (its session too)."""
+        system, tools = _system_of(request), _tools_of(request)
+        c = self.compactor
+        if isinstance(c, Compactor) and self._overhead != (system, tools):
+            c.system, c.tools = system, tools
+            c.session = Session(provider=c.provider, model=c.model, context_window=c.context_window,
+                                tools=tools, system=system, response_format=c.response_format)
+            self._overhead = (system, tools)
+        return system, tools
+
+    def _reuse(self, sent: list[Any]) -> tuple[int | None, list[Any]]:
+        """The last compaction's messages plus what was appended since, when ``sent`` extends
+        the history that compaction was made from."""
+        with self._lock:
+            for key, (source, out) in reversed(self._folds.items()):
+                n = len(source)
+                if len(sent) >= n and all(a is b or a == b for a, b in zip(sent, source)):
+                    self._folds.move_to_end(key)
+                    return key, out + sent[n:]
+        return None, sent
+
+    def _remember(self, key: int | None, sent: list[Any], out: list[Any]) -> None:
+        with self._lock:
+            if key is not None:
+                self._folds.pop(key, None)
+            self._folds[id(sent)] = (sent, out)
+            while len(self._folds) > MAX_REMEMBERED:
+                self._folds.popitem(last=False)
+
+    def _estimate(self, messages: list[Any], system: Any, tools: Any) -> int:
+        c = self.compactor
+        provider = c.provider if isinstance(c, Compactor) else self.provider
+        model = c.model if isinstance(c, Compactor) else self.model
+        return contextfold.estimate(messages, provider=provider, model=model, system=system, tools=tools)  # type: ignore[arg-type]
+
+    def _plan(self, request: ModelRequest) -> tuple[list[Any], list[Any], int | None, bool, Any, Any]:
+        """(sent, what to send or compact, fold key, compact now?, system, tools)."""
+        sent: list[Any] = list(request.messages)
+        system, tools = self._bind(request)
+        if not isinstance(self.compactor, Compactor):
+            return sent, sent, None, True, system, tools
+        key, effective = self._reuse(sent)
+        return sent, effective, key, self.compactor.should_compact(effective), system, tools
+
+    def _finish(self, request: ModelRequest, sent: list[Any], effective: list[Any], out: Any, key: int | None,
+                compacted: bool, system: Any, tools: Any) -> ModelRequest:
+        changed = getattr(out, "changed", None)
+        out = getattr(out, "messages", out)
+        if not isinstance(out, list):
+            raise TypeError(f"compactor must return a list of messages or an object with .messages, got {type(out).__name__}")
+        if compacted and isinstance(self.compactor, Compactor) and changed:
+            self.compactions += 1
+            self._remember(key, sent, out)
+        before = self._estimate(sent, system, tools)
+        if out is sent or out == sent:
+            self.last_tokens = (before, before)
+            return request
+        self.last_tokens = (before, self._estimate(out, system, tools))
+        new: list[BaseMessage] = convert_to_messages(out)
+        return request.override(messages=new)  # type: ignore[arg-type]
+
+    def _run(self, effective: list[Any]) -> Any:
+        compact = getattr(self.compactor, "compact", None)
+        return compact(effective) if callable(compact) else self.compactor(effective)
+
+    async def _arun(self, effective: list[Any]) -> Any:
+        compact_async = getattr(self.compactor, "compact_async", None)
+        return await compact_async(effective) if callable(compact_async) else self._run(effective)
+
+    # -- the hooks -----------------------------------------------------------------------------
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
+        sent, effective, key, now, system, tools = self._plan(request)
+        out = self._run(effective) if now else effective
+        return handler(self._finish(request, sent, effective, out, key, now, system, tools))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        sent, effective, key, now, system, tools = self._plan(request)
+        out = await self._arun(effective) if now else effective
+        return await handler(self._finish(request, sent, effective, out, key, now, system, tools))

@@ -1,0 +1,65 @@
+"""OpenAI Agents SDK integration: a session that compacts the items it hands back
+(``pip install openai-agents``)::
+
+    session = CompactingSession("user-42", trigger=100_000)
+    await Runner.run(agent, "next question", session=session)
+
+The session stores every item in an inner session (default: the SDK's ``SQLiteSession``, in
+memory) and never alters them; ``get_items()`` returns the history compacted when it reaches
+the trigger (Responses API items, the format the SDK keeps), reusing the same compaction on the
+next turns until the history reaches the trigger again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextfold.compactor import Compactor
+from contextfold.integrations.folding import CompactingHistory
+
+try:
+    from agents.memory.session import SessionABC
+    from agents.memory.sqlite_session import SQLiteSession
+except ImportError as e:  # pragma: no cover - exercised only without the SDK
+    raise ImportError("contextfold.integrations.openai_agents needs the OpenAI Agents SDK: pip install openai-agents") from e
+
+__all__ = ["CompactingSession"]
+
+
+class CompactingSession(SessionABC):  # type: ignore[misc, unused-ignore]
+    """A ``Session`` whose ``get_items()`` is compacted.
+
+    ``inner``: the session that stores the items (default ``SQLiteSession(session_id)``).
+    ``compactor``: a ``contextfold.Compactor``; or give its options (``trigger``, ``budget``,
+    ``keep``, ``strategy``, ``summarizer``, ``model``, ``context_window``, ``tools``,
+    ``system``: the agent's instructions and tool definitions, to count them). ``history``
+    exposes ``compactions`` and the ``last`` result."""
+
+    def __init__(self, session_id: str, *, inner: Any = None, compactor: Compactor | None = None, **options: Any) -> None:
+        self.session_id = session_id
+        self.inner = inner if inner is not None else SQLiteSession(session_id)
+        if compactor is None:
+            compactor = Compactor(wire_format="responses", **options)
+        elif options:
+            raise TypeError("pass either a compactor or its options, not both")
+        self.history = CompactingHistory(compactor)
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The stored items, compacted when they reach the trigger (``limit``: the latest N of
+        them, as stored, uncompacted)."""
+        items = await self.inner.get_items(limit)
+        if limit is not None:
+            return list(items)
+        return await self.history.acompact(items)
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Store new items (all of them, verbatim)."""
+        await self.inner.add_items(items)
+
+    async def pop_item(self) -> Any:
+        """Remove and return the newest stored item."""
+        return await self.inner.pop_item()
+
+    async def clear_session(self) -> None:
+        """Forget every stored item."""
+        await self.inner.clear_session()

@@ -1,0 +1,180 @@
+"""pydantic-ai integration: a history processor that compacts the message history before each
+model request (``pip install pydantic-ai-slim``)::
+
+    Agent(model, history_processors=[history_processor(trigger=100_000)])   # pydantic-ai 1.x
+    Agent(model, capabilities=[ProcessHistory(history_processor(trigger=100_000))])  # 2.x
+
+pydantic-ai's messages are ``ModelRequest`` / ``ModelResponse`` objects made of parts. The
+processor prices them as the OpenAI chat messages they stand for and, at the trigger, folds
+whole model turns: the first request (the task) is kept, the turns after it up to a model
+response are summarized into a ``UserPromptPart`` appended to a copy of that first request, and
+the history resumes verbatim at that response, so no tool call is ever separated from its
+return. The summary of the next compaction updates the previous one. The compaction is reused
+on the next steps (the same objects are sent). The caller's list is never altered; pydantic-ai
+itself keeps what a history processor returns as the run's history.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from contextfold import _core
+from contextfold.compactor import Compactor
+from contextfold.summarize.base import SummaryRequest
+from contextfold.summarize.extractive import ExtractiveSummarizer
+
+try:
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+except ImportError as e:  # pragma: no cover - exercised only without pydantic-ai
+    raise ImportError("contextfold.integrations.pydantic_ai needs pydantic-ai: pip install pydantic-ai-slim") from e
+
+__all__ = ["ContextFoldHistoryProcessor", "history_processor", "to_openai_messages"]
+
+log = logging.getLogger("contextfold.pydantic_ai")
+
+OPEN, CLOSE = _core.SUMMARY_MARKERS
+#: Share of the budget the summary may take (as the Compactor's default).
+SUMMARY_SHARE = 0.1
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "\n".join(c if isinstance(c, str) else f"[{type(c).__name__}]" for c in content)
+    return str(content)
+
+
+def to_openai_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
+    """pydantic-ai messages as the OpenAI chat messages they stand for (what is priced and
+    summarized); parts of other kinds are read as text."""
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        if isinstance(msg, ModelRequest):
+            for p in msg.parts:
+                if isinstance(p, SystemPromptPart):
+                    out.append({"role": "system", "content": p.content})
+                elif isinstance(p, UserPromptPart):
+                    out.append({"role": "user", "content": _text(p.content)})
+                elif isinstance(p, ToolReturnPart):
+                    out.append({"role": "tool", "tool_call_id": p.tool_call_id, "content": p.model_response_str()})
+                elif isinstance(p, RetryPromptPart) and p.tool_name:
+                    out.append({"role": "tool", "tool_call_id": p.tool_call_id, "content": p.model_response()})
+                else:
+                    out.append({"role": "user", "content": _text(getattr(p, "content", ""))})
+        elif isinstance(msg, ModelResponse):
+            text = "".join(p.content for p in msg.parts if isinstance(p, TextPart))
+            calls = [{"id": p.tool_call_id, "type": "function",
+                      "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
+                     for p in msg.parts if isinstance(p, ToolCallPart)]
+            d: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                d["tool_calls"] = calls
+            out.append(d)
+    return out
+
+
+class ContextFoldHistoryProcessor:
+    """The processor (see the module docs). ``compactor`` gives the trigger, budget, pricing
+    model and summarizer; ``compactions`` counts the compactions made."""
+
+    def __init__(self, compactor: Compactor) -> None:
+        self.compactor = compactor
+        self.compactions = 0
+        self._lock = threading.Lock()
+        self._last: tuple[list[ModelMessage], list[ModelMessage]] | None = None
+
+    def _continue(self, sent: list[ModelMessage]) -> list[ModelMessage]:
+        with self._lock:
+            if self._last is not None:
+                source, out = self._last
+                n = len(source)
+                if len(sent) >= n and all(a is b or a == b for a, b in zip(sent, source)):
+                    return out + sent[n:]
+        return sent
+
+    def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """The history to send for ``messages``."""
+        sent = list(messages)
+        effective = self._continue(sent)
+        c = self.compactor
+        if len(effective) < 3 or not isinstance(effective[0], ModelRequest):
+            return effective
+        dicts = to_openai_messages(effective)
+        if not c.should_compact(dicts):
+            return effective
+        folded = self._fold(effective)
+        if folded is None:
+            return effective
+        with self._lock:
+            self._last = (sent, folded)
+            self.compactions += 1
+        return folded
+
+    def _fold(self, history: list[ModelMessage]) -> list[ModelMessage] | None:
+        c = self.compactor
+        head = history[0]
+        assert isinstance(head, ModelRequest)
+        previous = None
+        base_parts = []
+        for p in head.parts:
+            if isinstance(p, UserPromptPart) and isinstance(p.content, str) and p.content.startswith(OPEN):
+                previous = p.content[len(OPEN): -len(CLOSE)].strip() if p.content.endswith(CLOSE) else p.content
+            else:
+                base_parts.append(p)
+        cuts = [j for j in range(2, len(history)) if isinstance(history[j], ModelResponse)]
+        if not cuts:
+            return None
+        budget = c.budget
+        summary_tokens = max(256, min(int(budget * SUMMARY_SHARE), 4_000))
+        fixed = _core.request_overhead(provider=c.provider, model=c.model, tools=c.tools, system=c.system)  # type: ignore[arg-type]
+        fixed += sum(_core.estimate_each(to_openai_messages([head]), provider=c.provider, model=c.model))  # type: ignore[arg-type]
+        cut = cuts[-1]
+        for j in cuts:  # the earliest cut whose tail fits what the head and summary leave
+            tail = sum(_core.estimate_each(to_openai_messages(history[j:]), provider=c.provider, model=c.model))  # type: ignore[arg-type]
+            if fixed + summary_tokens + tail <= budget:
+                cut = j
+                break
+        request = SummaryRequest(messages=to_openai_messages(history[1:cut]), provider="openai", model=c.model,
+                                 previous_summary=previous, instructions=c.instructions, max_tokens=summary_tokens)
+        try:
+            text = c.summarizer.summarize(request).text.strip()
+        except Exception as e:  # noqa: BLE001 - any summarizer failure falls back, never drops
+            log.warning("summarizer failed (%s): extractive digest used", type(e).__name__)
+            text = ""
+        if not text:
+            text = ExtractiveSummarizer().summarize(request).text.strip()
+        summary = UserPromptPart(content=f"{OPEN}\n{text}\n{CLOSE}")
+        return [dataclasses.replace(head, parts=[*base_parts, summary]), *history[cut:]]
+
+
+def history_processor(
+    *,
+    trigger: Any = None,
+    budget: int | None = None,
+    model: str | None = None,
+    context_window: int | None = None,
+    summarizer: Any = None,
+    instructions: str | None = None,
+) -> ContextFoldHistoryProcessor:
+    """A processor for ``Agent(history_processors=[...])``: compacts at ``trigger`` (tokens, a
+    fraction of the window, ``("messages", n)``) down to ``budget`` (default half the trigger),
+    prices with ``model``'s estimator, summarizes with ``summarizer`` (default: the extractive
+    digest; an ``LLMSummarizer`` for a model-written summary)."""
+    return ContextFoldHistoryProcessor(Compactor(
+        model=model, trigger=trigger, budget=budget, context_window=context_window, summarizer=summarizer,
+        instructions=instructions))

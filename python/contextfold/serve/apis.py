@@ -1,0 +1,88 @@
+"""What the proxy knows of each provider API: where the history sits in a request body, how it
+is priced (provider, wire format, system prompt, tools, structured-output schema), where usage
+is reported, and the API's own error shape.
+
+One ``Api`` per route; nothing else in the proxy reads a provider's raw shape.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["API_BY_NAME", "Api", "Pricing"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    """What prices a request beyond its messages, read from its top-level fields."""
+
+    model: str | None
+    system: Any
+    tools: list[Any] | None
+    response_format: Any
+    server_history: str | None  # why the history lives upstream (not in the body), or None
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    """One provider API the proxy serves.
+
+    ``history_key`` is the top-level key of the history array; ``provider`` the estimator's
+    provider; ``wire_format`` the Compactor's format."""
+
+    name: str
+    history_key: str
+    provider: str
+    wire_format: str
+
+    def pricing(self, fields: dict[str, Any], path_model: str | None) -> Pricing:
+        """The pricing of a request from its top-level fields (the history excluded)."""
+        model = fields.get("model") if isinstance(fields.get("model"), str) else path_model
+        tools = fields.get("tools") if isinstance(fields.get("tools"), list) else None
+        server: str | None = None
+        if self.name == "chat":
+            system, fmt = None, fields.get("response_format")
+        elif self.name == "responses":
+            system = fields.get("instructions") if isinstance(fields.get("instructions"), str) else None
+            fmt = fields.get("text") if isinstance(fields.get("text"), dict) and "format" in fields["text"] else None
+            if fields.get("previous_response_id") or fields.get("conversation"):
+                server = "the history is held upstream (previous_response_id / conversation)"
+        elif self.name == "anthropic":
+            raw = fields.get("system")
+            system = raw if isinstance(raw, (str, list)) else None
+            fmt = fields.get("output_format")
+        else:  # gemini
+            raw = fields.get("systemInstruction") or fields.get("system_instruction")
+            system = None
+            if isinstance(raw, dict) and isinstance(raw.get("parts"), list):
+                system = "\n".join(str(p.get("text", "")) for p in raw["parts"] if isinstance(p, dict)) or None
+            elif isinstance(raw, str):
+                system = raw
+            cfg = fields.get("generationConfig")
+            fmt = cfg if isinstance(cfg, dict) and ("responseSchema" in cfg or "responseJsonSchema" in cfg) else None
+        return Pricing(model, system, tools, fmt if isinstance(fmt, dict) else None, server)
+
+    def error_body(self, status: int, message: str, kind: str) -> bytes:
+        """An error in the API's own shape, so an SDK raises its usual status error."""
+        if self.name == "anthropic":
+            # Anthropic's error types: https://docs.anthropic.com/en/api/errors
+            atype = {413: "request_too_large", 502: "api_error", 400: "invalid_request_error"}.get(status, "api_error")
+            body: dict[str, Any] = {"type": "error", "error": {"type": atype, "message": message}}
+        elif self.name == "gemini":
+            # Google's error model: {"error": {"code", "message", "status"}}.
+            gstatus = {413: "INVALID_ARGUMENT", 502: "UNAVAILABLE", 400: "INVALID_ARGUMENT"}.get(status, "UNKNOWN")
+            body = {"error": {"code": status, "message": message, "status": gstatus}}
+        else:
+            # OpenAI: {"error": {"message", "type", "param", "code"}}.
+            body = {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+        return json.dumps(body).encode()
+
+
+API_BY_NAME: dict[str, Api] = {
+    "chat": Api("chat", "messages", "openai", "chat"),
+    "responses": Api("responses", "input", "openai", "responses"),
+    "anthropic": Api("anthropic", "messages", "anthropic", "anthropic"),
+    "gemini": Api("gemini", "contents", "gemini", "gemini"),
+}

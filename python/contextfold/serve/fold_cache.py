@@ -1,0 +1,145 @@
+"""The fold cache: the folded prefix of a conversation, keyed by the content hash of what it
+replaces, so every turn sends the same bytes and the provider's prompt cache keeps hitting.
+
+A fold says: the first ``k`` messages of a history whose raw bytes hash to ``key`` are sent as
+``messages`` (already serialized, so the bytes never change). An index per conversation (keyed
+by the hash of its first message) lists the ``k`` of its recent folds, so a process that has
+never seen the conversation (a restart, another replica) finds the fold again by hashing the
+first ``k`` messages of the body it received.
+
+``MemoryFoldCache`` keeps folds in-process (bounded, least recently used first out);
+``RedisFoldCache`` in Redis, shared by replicas and kept across restarts (with a TTL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["Fold", "FoldCache", "MemoryFoldCache", "RedisFoldCache", "content_hash"]
+
+#: The index of a conversation remembers this many folds (the newest first).
+INDEX_DEPTH = 4
+
+
+def content_hash(data: bytes | memoryview) -> str:
+    """A 128-bit BLAKE2b hex digest of ``data`` (collisions are out of reach; it is a cache key
+    deciding which history is sent)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """The first ``k`` messages of a history (content hash ``key``) are sent as ``payload``:
+    the folded messages' JSON joined by commas, bytes that never change. ``count`` messages,
+    ``tokens`` their estimate; ``strategy`` what made them (``mask`` or ``summarize``)."""
+
+    key: str
+    k: int
+    payload: bytes
+    count: int
+    tokens: int
+    strategy: str
+
+    def to_bytes(self) -> bytes:
+        head = json.dumps({"key": self.key, "k": self.k, "count": self.count, "tokens": self.tokens,
+                           "strategy": self.strategy}).encode()
+        return head + b"\n" + self.payload
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Fold:
+        head, _, payload = data.partition(b"\n")
+        meta = json.loads(head)
+        return cls(str(meta["key"]), int(meta["k"]), payload, int(meta["count"]), int(meta["tokens"]),
+                   str(meta["strategy"]))
+
+
+class FoldCache(Protocol):
+    """Where folds live: ``get`` / ``put`` by content hash, and each conversation's fold sizes."""
+
+    def get(self, key: str) -> Fold | None:
+        """The fold stored under ``key``, or None."""
+        ...
+
+    def put(self, conversation: str, fold: Fold) -> None:
+        """Store ``fold`` and list its ``k`` first in the conversation's index."""
+        ...
+
+    def sizes(self, conversation: str) -> list[int]:
+        """The ``k`` of the conversation's recent folds, newest first."""
+        ...
+
+
+class MemoryFoldCache:
+    """In-process folds, at most ``max_folds`` (least recently used evicted)."""
+
+    def __init__(self, max_folds: int = 4096) -> None:
+        self.max_folds = max_folds
+        self._folds: OrderedDict[str, Fold] = OrderedDict()
+        self._index: OrderedDict[str, list[int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Fold | None:
+        with self._lock:
+            fold = self._folds.get(key)
+            if fold is not None:
+                self._folds.move_to_end(key)
+            return fold
+
+    def put(self, conversation: str, fold: Fold) -> None:
+        with self._lock:
+            self._folds[fold.key] = fold
+            self._folds.move_to_end(fold.key)
+            ks = [fold.k, *(k for k in self._index.get(conversation, []) if k != fold.k)][:INDEX_DEPTH]
+            self._index[conversation] = ks
+            self._index.move_to_end(conversation)
+            while len(self._folds) > self.max_folds:
+                self._folds.popitem(last=False)
+            while len(self._index) > self.max_folds:
+                self._index.popitem(last=False)
+
+    def sizes(self, conversation: str) -> list[int]:
+        with self._lock:
+            return list(self._index.get(conversation, []))
+
+    def __len__(self) -> int:
+        return len(self._folds)
+
+
+class RedisFoldCache:
+    """Folds in Redis under ``prefix + "fold:" + key`` and ``prefix + "conv:" + conversation``,
+    renewed for ``ttl`` seconds at every write. Needs redis-py (``pip install '.[redis]'``)."""
+
+    def __init__(self, url: str, *, prefix: str = "contextfold:", ttl: int = 7 * 24 * 3600) -> None:
+        try:
+            import redis
+        except ImportError as e:  # pragma: no cover - exercised only without the extra
+            raise ImportError("the Redis fold cache needs redis-py: pip install '.[redis]' in a checkout of contextfold") from e
+        self.client: Any = redis.Redis.from_url(url)
+        self.prefix = prefix
+        self.ttl = ttl
+
+    def get(self, key: str) -> Fold | None:
+        data = self.client.get(self.prefix + "fold:" + key)
+        return None if data is None else Fold.from_bytes(data)
+
+    def put(self, conversation: str, fold: Fold) -> None:
+        ck = self.prefix + "conv:" + conversation
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.set(self.prefix + "fold:" + fold.key, fold.to_bytes(), ex=self.ttl)
+            pipe.lrem(ck, 0, fold.k)
+            pipe.lpush(ck, fold.k)
+            pipe.ltrim(ck, 0, INDEX_DEPTH - 1)
+            pipe.expire(ck, self.ttl)
+            pipe.execute()
+
+    def sizes(self, conversation: str) -> list[int]:
+        return [int(k) for k in self.client.lrange(self.prefix + "conv:" + conversation, 0, INDEX_DEPTH - 1)]
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.client.close()

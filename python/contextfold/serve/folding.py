@@ -1,0 +1,404 @@
+"""What the proxy does to one request body: price it, fold it the way it was folded last turn,
+compact it when it reaches the gate.
+
+A proxy sees the whole history on every turn, so it remembers, per conversation, the last body
+it received (bytes), where the history array ends in it, the estimated tokens of what it sent,
+the fold applied and the calibration learnt from the usage the responses reported. The next
+body of the conversation starts with those same bytes when the client only appended (every SDK
+serializes the same history the same way); the proxy then parses only what was appended
+(``fast``): O(new messages). Anything else (a first turn, an edited history, a restart, a turn
+over the gate) is read whole (``slow``), looking the fold up in the fold cache by the content
+hash of the messages it replaces.
+
+A fold replaces the first ``k`` messages of the history with fixed bytes, so the prefix the
+upstream sees is byte-identical turn after turn until the next compaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from contextfold import _core
+from contextfold.compactor import Compactor
+from contextfold.errors import CompactionError, InvalidMessageError, UnknownModelError
+from contextfold.limits import context_window as _context_window
+from contextfold.serve.apis import Api, Pricing
+from contextfold.serve.body import BodyError, ScannedBody, scan_appended, scan_body
+from contextfold.serve.config import ServeConfig
+from contextfold.serve.fold_cache import Fold, FoldCache, content_hash
+from contextfold.session import DEFAULT_OUTPUT_RESERVE, DEFAULT_TRIGGER_RATIO
+
+__all__ = ["Conversation", "Folder", "Outcome"]
+
+log = logging.getLogger("contextfold.serve")
+
+#: Bodies are indexed by their first bytes for the O(new) lookup; a body this short is read
+#: whole every turn (it costs microseconds).
+HEAD = 512
+#: Weight of the newest usage in the per-conversation real/estimate ratio (as ``Session``).
+SMOOTHING = 0.5
+#: A usage whose real/estimate ratio falls outside these bounds does not describe the request
+#: sent (a replayed or cached answer, a count of another request): it is not learnt from. The
+#: estimate's error on the recorded requests stays far inside them (README: p99 within tens of
+#: percent).
+RATIO_BOUNDS = (0.2, 5.0)
+#: Default budget: this share of the trigger (as ``Compactor``).
+BUDGET_SHARE = 0.5
+
+
+@dataclass(slots=True)
+class Conversation:
+    """What the proxy remembers of one conversation (its last body; never logged)."""
+
+    api: str
+    raw: bytes
+    start: int
+    end: int
+    n: int
+    before: dict[str, Any]
+    after: dict[str, Any]
+    conv_id: str
+    overhead: int
+    orig_tokens: int
+    msg_tokens: int
+    fold: Fold | None
+    fold_offset: int
+    correction: float = 1.0
+    usages: int = 0
+    sent: int = 0
+
+    def record_usage(self, real: int) -> None:
+        """Calibrate by the real prompt tokens of the request sent last (``sent`` estimated)."""
+        if self.sent <= 0 or real <= 0:
+            return
+        ratio = real / self.sent
+        if not RATIO_BOUNDS[0] <= ratio <= RATIO_BOUNDS[1]:
+            log.debug("usage of %d tokens for an estimate of %d: not learnt from", real, self.sent)
+            return
+        self.correction = ratio if self.usages == 0 else SMOOTHING * ratio + (1 - SMOOTHING) * self.correction
+        self.usages += 1
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What to forward and what to say about it in the response headers.
+
+    ``tokens_before`` / ``tokens_after``: estimated prompt tokens of the history as received and
+    as sent (calibrated); ``strategy``: ``none``, or what made the fold sent (``mask``,
+    ``summarize``); ``fold``: ``none``, ``new`` (compacted this turn) or ``reused``;
+    ``reason``: why nothing was compacted when it should have been; ``refuse``: answer 413."""
+
+    body: bytes
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    strategy: str = "none"
+    fold: str = "none"
+    folded: int = 0
+    reason: str | None = None
+    refuse: bool = False
+    compacted: bool = False
+    conversation: Conversation | None = None
+    saved: int = 0
+
+
+@dataclass(slots=True)
+class _Gate:
+    trigger: int
+    budget: int
+    window: int | None
+
+
+@dataclass(slots=True)
+class _Records:
+    """Conversations by the first ``HEAD`` bytes of their last body; LRU-bounded."""
+
+    max_count: int
+    max_bytes: int
+    lru: OrderedDict[int, Conversation] = field(default_factory=OrderedDict)
+    by_head: dict[tuple[str, bytes], list[Conversation]] = field(default_factory=dict)
+    size: int = 0
+
+    def find(self, api: str, raw: bytes) -> Conversation | None:
+        candidates = self.by_head.get((api, raw[:HEAD]))
+        best: Conversation | None = None
+        for rec in candidates or ():
+            if (best is None or rec.end > best.end) and raw.startswith(memoryview(rec.raw)[: rec.end]):
+                best = rec
+        return best
+
+    def replace(self, old: Conversation | None, new: Conversation) -> None:
+        if old is not None:
+            self._drop(old)
+        if new.end <= HEAD:
+            return  # read whole every turn: nothing to find it by
+        self.lru[id(new)] = new
+        self.by_head.setdefault((new.api, new.raw[:HEAD]), []).append(new)
+        self.size += len(new.raw)
+        while self.lru and (len(self.lru) > self.max_count or self.size > self.max_bytes):
+            _, victim = self.lru.popitem(last=False)
+            self._unindex(victim)
+
+    def _drop(self, rec: Conversation) -> None:
+        if self.lru.pop(id(rec), None) is not None:
+            self._unindex(rec)
+
+    def _unindex(self, rec: Conversation) -> None:
+        self.size -= len(rec.raw)
+        key = (rec.api, rec.raw[:HEAD])
+        group = self.by_head.get(key)
+        if group is not None:
+            group[:] = [r for r in group if r is not rec]
+            if not group:
+                del self.by_head[key]
+
+
+def _dumps(message: Any) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class Folder:
+    """Prices, folds and compacts request bodies for the proxy; thread-safe (``fast`` runs on
+    the event loop, ``slow`` on worker threads)."""
+
+    def __init__(self, config: ServeConfig, cache: FoldCache) -> None:
+        self.config = config
+        self.cache = cache
+        self._lock = threading.Lock()
+        self._records = _Records(config.max_conversations, config.max_cached_bytes)
+
+    @property
+    def conversations(self) -> int:
+        """Conversations held in memory."""
+        return len(self._records.lru)
+
+    # -- the gate ------------------------------------------------------------------------------
+
+    def gate(self, model: str | None) -> _Gate | None:
+        """Trigger and budget (estimated tokens) for ``model``; None when nothing says them."""
+        cfg = self.config
+        window = cfg.context_window
+        if window is None and model:
+            try:
+                window = _context_window(model)
+            except UnknownModelError:
+                window = None
+        trigger: int | None = None
+        if isinstance(cfg.trigger, int) and not isinstance(cfg.trigger, bool):
+            trigger = cfg.trigger
+        elif isinstance(cfg.trigger, float) and window is not None:
+            trigger = int(cfg.trigger * window)
+        elif window is not None:
+            # The Session's gate: 90% of the window or the window less the output reserve.
+            trigger = int(min(window * DEFAULT_TRIGGER_RATIO, window - min(DEFAULT_OUTPUT_RESERVE, window // 4)))
+        elif cfg.budget is not None:
+            trigger = int(cfg.budget / BUDGET_SHARE)
+        if trigger is None:
+            return None
+        budget = cfg.budget if cfg.budget is not None else int(trigger * BUDGET_SHARE)
+        return _Gate(trigger, min(budget, trigger), window)
+
+    # -- one request ---------------------------------------------------------------------------
+
+    def fast(self, api: Api, raw: bytes, path_model: str | None) -> Outcome | None:
+        """The O(new) path: a body extending the last one seen of its conversation, under the
+        gate. None when the body needs ``slow``."""
+        if len(raw) <= HEAD:
+            return None
+        with self._lock:
+            rec = self._records.find(api.name, raw)
+        if rec is None:
+            return None
+        try:
+            appended = scan_appended(raw, rec.end)
+        except BodyError:
+            return None
+        fields = {**rec.before, **appended.after}
+        pricing = api.pricing(fields, path_model)
+        if pricing.server_history is not None:
+            return None
+        try:
+            new = self._each(api, pricing, appended.messages)
+            overhead = rec.overhead if appended.after == rec.after else self._overhead(api, pricing)
+        except (InvalidMessageError, TypeError, ValueError):
+            return None
+        gate = self.gate(pricing.model)
+        msg_tokens = rec.msg_tokens + sum(new)
+        sent = msg_tokens + overhead
+        if gate is not None and int(sent * rec.correction) >= gate.trigger:
+            return None  # a compacting turn: read whole
+        body = raw if rec.fold is None else self._splice(raw, rec.start, rec.fold.payload, rec.fold_offset)
+        nxt = Conversation(
+            api.name, raw, rec.start, appended.end, rec.n + len(new), rec.before, appended.after, rec.conv_id,
+            overhead, rec.orig_tokens + sum(new), msg_tokens, rec.fold, rec.fold_offset, rec.correction,
+            rec.usages, sent)
+        with self._lock:
+            self._records.replace(rec, nxt)
+        return self._outcome(nxt, body, gate)
+
+    def slow(self, api: Api, raw: bytes, path_model: str | None) -> Outcome:
+        """The whole body read: fold looked up by content hash, compaction when over the gate."""
+        try:
+            sb = scan_body(raw, api.history_key)
+        except BodyError as e:
+            return Outcome(raw, reason=f"body not read: {e}")
+        if sb.history is None or not sb.history:
+            return Outcome(raw, reason=f"no {api.history_key} array to compact")
+        pricing = api.pricing(sb.fields, path_model)
+        if pricing.server_history is not None:
+            return Outcome(raw, reason=pricing.server_history)
+        msgs = sb.history
+        n = len(msgs)
+        conv_id = content_hash(api.name.encode() + raw[sb.offsets[0]: sb.offsets[1]])
+        with self._lock:
+            prior = self._records.find(api.name, raw)
+        fold = self._find_fold(conv_id, raw, sb)
+        try:
+            each = self._each(api, pricing, msgs)
+            overhead = self._overhead(api, pricing)
+        except (InvalidMessageError, TypeError, ValueError) as e:
+            return Outcome(raw, reason=f"history not priced: {e}")
+        k = fold.k if fold is not None else 0
+        orig = sum(each)
+        msg_tokens = (fold.tokens + sum(each[k:])) if fold is not None else orig
+        correction = prior.correction if prior is not None else 1.0
+        usages = prior.usages if prior is not None else 0
+        gate = self.gate(pricing.model)
+        rec = Conversation(
+            api.name, raw, sb.start, sb.offsets[n], n, sb.before, self._after(sb), conv_id, overhead, orig,
+            msg_tokens, fold, sb.offsets[k] if fold is not None else 0, correction, usages, msg_tokens + overhead)
+        if gate is None:
+            out = self._outcome(rec, self._body(raw, rec), None)
+            self._keep(prior, rec)
+            return Outcome(out.body, out.tokens_before, out.tokens_after, out.strategy, out.fold, out.folded,
+                           f"no context window known for model {pricing.model!r}: pass --context-window or --trigger",
+                           conversation=rec)
+        if int(rec.sent * correction) < gate.trigger:
+            self._keep(prior, rec)
+            return self._outcome(rec, self._body(raw, rec), gate)
+        return self._compact(api, raw, sb, pricing, rec, prior, gate)
+
+    # -- compaction ----------------------------------------------------------------------------
+
+    def _compact(self, api: Api, raw: bytes, sb: ScannedBody, pricing: Pricing, rec: Conversation,
+                 prior: Conversation | None, gate: _Gate) -> Outcome:
+        msgs = cast("list[Any]", sb.history)
+        n = len(msgs)
+        fold = rec.fold
+        k = fold.k if fold is not None else 0
+        prefix: list[Any] = json.loads(b"[" + fold.payload + b"]") if fold is not None else []
+        f = len(prefix)
+        work = prefix + msgs[k:]
+        # The calibrated budget: aim lower when real usage ran above the estimate.
+        budget = max(1, int(gate.budget / rec.correction)) if rec.correction > 1.0 else gate.budget
+        cfg = self.config
+        try:
+            compactor = Compactor(
+                provider=api.provider, model=pricing.model, context_window=gate.window, budget=budget,
+                strategy=cfg.strategy,  # type: ignore[arg-type]
+                system=pricing.system, tools=pricing.tools, response_format=pricing.response_format,
+                wire_format=api.wire_format)  # type: ignore[arg-type]
+            result = compactor.compact(work)
+        except (CompactionError, InvalidMessageError, TypeError, ValueError) as e:
+            return self._not_compacted(rec, prior, raw, gate, f"{type(e).__name__}: {e}")
+        if not result.changed or result.strategy_used is None:
+            return self._not_compacted(rec, prior, raw, gate, result.reason or "nothing to compact")
+        out = result.messages
+        # The messages the compaction left as they were are the very objects it was given: the
+        # longest such suffix is sent from the client's own bytes, the rest becomes the fold.
+        i, j = len(out), len(work)
+        while i > 0 and j > f and out[i - 1] is work[j - 1]:
+            i -= 1
+            j -= 1
+        new_k = k + (j - f)
+        if new_k >= n or i == 0:
+            return self._not_compacted(rec, prior, raw, gate, "the compaction changed the newest message")
+        payload = b",".join(_dumps(m) for m in out[:i])
+        try:
+            tokens = sum(self._each(api, pricing, out[:i]))
+        except (InvalidMessageError, TypeError, ValueError) as e:
+            return self._not_compacted(rec, prior, raw, gate, f"fold not priced: {e}")
+        offset = sb.offsets[new_k]
+        new_fold = Fold(content_hash(memoryview(raw)[sb.offsets[0]: offset]), new_k, payload, i, tokens,
+                        result.strategy_used)
+        try:
+            self.cache.put(rec.conv_id, new_fold)
+        except Exception as e:  # noqa: BLE001 - a cache that cannot store still lets this turn through
+            log.warning("fold cache unavailable (%s): the fold is sent but not kept", type(e).__name__)
+        each_rest = self._each(api, pricing, msgs[new_k:])
+        rec.fold, rec.fold_offset = new_fold, offset
+        rec.msg_tokens = tokens + sum(each_rest)
+        rec.sent = rec.msg_tokens + rec.overhead
+        self._keep(prior, rec)
+        body = self._splice(raw, sb.start, payload, offset)
+        o = self._outcome(rec, body, gate)
+        return Outcome(o.body, o.tokens_before, o.tokens_after, o.strategy, "new", o.folded, None,
+                       compacted=True, conversation=rec, saved=(o.tokens_before or 0) - (o.tokens_after or 0))
+
+    def _not_compacted(self, rec: Conversation, prior: Conversation | None, raw: bytes, gate: _Gate,
+                       reason: str) -> Outcome:
+        self._keep(prior, rec)
+        o = self._outcome(rec, self._body(raw, rec), gate)
+        return Outcome(o.body, o.tokens_before, o.tokens_after, o.strategy, o.fold, o.folded,
+                       reason, refuse=self.config.strict, conversation=rec)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _find_fold(self, conv_id: str, raw: bytes, sb: ScannedBody) -> Fold | None:
+        n = len(sb.offsets) - 1
+        try:
+            sizes = self.cache.sizes(conv_id)
+        except Exception as e:  # noqa: BLE001 - an unreachable cache means no fold, not a failure
+            log.warning("fold cache unavailable (%s): history read without its fold", type(e).__name__)
+            return None
+        view = memoryview(raw)
+        for k in sizes:
+            if not 0 < k < n:
+                continue
+            try:
+                fold = self.cache.get(content_hash(view[sb.offsets[0]: sb.offsets[k]]))
+            except Exception as e:  # noqa: BLE001
+                log.warning("fold cache unavailable (%s): history read without its fold", type(e).__name__)
+                return None
+            if fold is not None and fold.k == k:
+                return fold
+        return None
+
+    def _keep(self, prior: Conversation | None, rec: Conversation) -> None:
+        with self._lock:
+            self._records.replace(prior, rec)
+
+    @staticmethod
+    def _after(sb: ScannedBody) -> dict[str, Any]:
+        return {k: v for k, v in sb.fields.items() if k not in sb.before}
+
+    @staticmethod
+    def _splice(raw: bytes, start: int, payload: bytes, offset: int) -> bytes:
+        return b"".join((raw[: start + 1], payload, b",", raw[offset:]))
+
+    def _body(self, raw: bytes, rec: Conversation) -> bytes:
+        return raw if rec.fold is None else self._splice(raw, rec.start, rec.fold.payload, rec.fold_offset)
+
+    @staticmethod
+    def _each(api: Api, pricing: Pricing, messages: list[Any]) -> list[int]:
+        if not messages:
+            return []
+        return _core.estimate_each(messages, provider=api.provider, model=pricing.model)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _overhead(api: Api, pricing: Pricing) -> int:
+        return _core.request_overhead(
+            provider=api.provider, model=pricing.model, tools=pricing.tools,  # type: ignore[arg-type]
+            system=pricing.system, response_format=pricing.response_format)
+
+    @staticmethod
+    def _outcome(rec: Conversation, body: bytes, gate: _Gate | None) -> Outcome:
+        before = int((rec.orig_tokens + rec.overhead) * rec.correction)
+        after = int(rec.sent * rec.correction)
+        fold = rec.fold
+        return Outcome(body, before, after, fold.strategy if fold else "none", "reused" if fold else "none",
+                       fold.k if fold else 0, conversation=rec)

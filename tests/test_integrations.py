@@ -1,0 +1,222 @@
+"""The framework hooks, each in its framework's own loop: LiteLLM's pre-call hooks (through
+``litellm.acompletion`` to a loopback upstream that records what it received, and with
+LiteLLM's mock responses), pydantic-ai's ``history_processors`` with its ``FunctionModel``,
+the OpenAI Agents SDK's ``Runner`` with a compacting session and a chat-completions model
+pointed at the loopback upstream. What the model receives is valid and within the budget, and
+the compaction is reused (the same prefix) on the next calls.
+
+LiteLLM is not in the ``test`` extra (a 200 MB install that also brings aiohttp, which changes
+google-genai's async transport): its tests skip visibly when it is absent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+import pytest
+
+import contextfold as cf
+from contextfold import _core
+
+from proxy_support import RecordingUpstream, json_answer
+from replay_server import exchange
+from transcripts import LOCAL, load_conversations
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch at import
+
+
+def tau() -> dict[str, Any]:
+    return max(load_conversations(LOCAL, "tau-bench-airline"), key=lambda c: (len(c["messages"]), c["source"]))
+
+
+def chat_reply() -> dict[str, Any]:
+    return exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+
+
+# -- LiteLLM -----------------------------------------------------------------------------------
+
+
+def import_litellm() -> Any:
+    """LiteLLM, imported without failing on the warnings its own import raises (pydantic
+    schema warnings of its OAuth types): those are LiteLLM's, not contextfold's."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        litellm = pytest.importorskip("litellm", reason="LiteLLM not installed (pip install litellm): not in the test extra")
+        import contextfold.integrations.litellm  # noqa: F401
+    return litellm
+
+
+
+@pytest.mark.filterwarnings("ignore:Item.*ReadOnly:UserWarning")  # LiteLLM's own types, built lazily
+def test_litellm_pre_call_hook_compacts_acompletion_requests_and_reuses_the_fold():
+    litellm = import_litellm()
+    from contextfold.integrations.litellm import ContextFoldLogger
+
+    conv = tau()
+    msgs, tools = conv["messages"], conv["tools"]
+    full = cf.estimate(msgs, tools=tools, model="gpt-4o")
+    hook = ContextFoldLogger(trigger=int(full * 0.7), budget=int(full * 0.5))
+    before = list(litellm.callbacks)
+    litellm.callbacks = [hook]
+    try:
+        with RecordingUpstream(json_answer(chat_reply())) as up:
+            async def run() -> None:
+                for m in range(int(len(msgs) * 0.8), len(msgs) + 1, 4):
+                    history = msgs[:m]
+                    snapshot = json.dumps(history)
+                    r = await litellm.acompletion(model="openai/gpt-4o", messages=history, tools=tools,
+                                                  api_base=up.url + "/v1", api_key="sk-test")
+                    assert r.choices[0].message.content
+                    assert json.dumps(history) == snapshot  # the caller's messages are untouched
+                # LiteLLM's mock response runs through the same hook without a network call.
+                mocked = await litellm.acompletion(model="gpt-4o", messages=msgs, tools=tools, mock_response="ok")
+                assert mocked.choices[0].message.content == "ok"
+            asyncio.run(run())
+        assert hook.compactions >= 1
+        sent = [s.body["messages"] for s in up.seen]
+        for s in sent:
+            tokens, failures = _core.compaction_verify(s, format="chat", tools=tools, model="gpt-4o")
+            assert failures == []
+            assert tokens <= int(full * 0.7)
+        summary_at = [next(i for i, m in enumerate(s) if "<contextfold:summary>" in str(m.get("content"))) for s in sent]
+        prefixes = {json.dumps(s[: i + 1]) for s, i in zip(sent, summary_at)}
+        assert len(prefixes) <= hook.compactions  # the same prefix until the next compaction
+    finally:
+        litellm.callbacks = before
+
+
+@pytest.mark.filterwarnings("ignore:Item.*ReadOnly:UserWarning")  # LiteLLM's own types, built lazily
+def test_litellm_proxy_hook_returns_the_body_with_compacted_messages():
+    import_litellm()
+    from contextfold.integrations.litellm import ContextFoldLogger
+
+    conv = tau()
+    full = cf.estimate(conv["messages"], model="gpt-4o")
+    hook = ContextFoldLogger(trigger=int(full * 0.6), budget=int(full * 0.4))
+    data = {"model": "gpt-4o", "messages": conv["messages"], "user": "u1"}
+    out = asyncio.run(hook.async_pre_call_hook(None, None, data, "completion"))
+    assert out["user"] == "u1" and out is not data
+    assert cf.estimate(out["messages"], model="gpt-4o") <= int(full * 0.4)
+    assert data["messages"] is conv["messages"]
+    small = {"model": "gpt-4o", "messages": conv["messages"][:3]}
+    assert asyncio.run(hook.async_pre_call_hook(None, None, small, "completion")) is small
+
+
+# -- pydantic-ai -------------------------------------------------------------------------------
+
+
+def test_pydantic_ai_history_processor_in_the_agent_loop():
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from contextfold.integrations.pydantic_ai import history_processor, to_openai_messages
+
+    listing = "\n".join(f"-rw-r--r-- 1 root root {i:>6} file_{i:04d}.py" for i in range(300))
+    seen: list[list[ModelMessage]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(list(messages))
+        step = len(seen)
+        if step <= 8:
+            return ModelResponse(parts=[ToolCallPart("list_files", {"path": f"/d{step}"}, tool_call_id=f"c{step}")])
+        return ModelResponse(parts=[TextPart("Eight directories listed.")])
+
+    processor = history_processor(trigger=12_000, budget=7_000, model="gpt-4o")
+    try:
+        agent = Agent(FunctionModel(model), history_processors=[processor], system_prompt="You audit files.")
+    except TypeError:  # pydantic-ai 2: history processors are a capability
+        from pydantic_ai.capabilities import ProcessHistory
+
+        agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(processor)], system_prompt="You audit files.")
+
+    @agent.tool_plain
+    def list_files(path: str) -> str:
+        """List the files under a path."""
+        return f"{path}:\n{listing}"
+
+    result = agent.run_sync("List /d1 to /d8.")
+    assert result.output == "Eight directories listed."
+    assert processor.compactions >= 1
+    sizes = [cf.estimate(to_openai_messages(s), model="gpt-4o") for s in seen]
+    assert max(sizes) < 12_000 + 3_000  # the trigger, plus at most the listing appended since
+    # Every request the model saw starts with the task and pairs each tool call with its return.
+    for s in seen:
+        dicts = to_openai_messages(s)
+        _, failures = _core.compaction_verify(dicts, format="chat", model="gpt-4o")
+        assert failures == []
+        assert "List /d1 to /d8." in json.dumps(dicts[:3])
+    # Between compactions the first request (task + summary) is the same object.
+    folded = [s[0] for s in seen if "<contextfold:summary>" in json.dumps(to_openai_messages(s[:1]))]
+    assert folded and len({id(m) for m in folded}) <= processor.compactions
+    # pydantic-ai keeps what the processor returned as the run's history: the folded turns are
+    # in the summary, the last ones verbatim.
+    kept = to_openai_messages(result.all_messages())
+    assert "<contextfold:summary>" in json.dumps(kept)
+    assert kept[-1]["content"] == "Eight directories listed."
+
+
+# -- OpenAI Agents SDK -------------------------------------------------------------------------
+
+
+def responses_items(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An OpenAI chat history as the Responses API items the Agents SDK stores."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "system":
+            continue
+        if m["role"] == "tool":
+            out.append({"type": "function_call_output", "call_id": m["tool_call_id"], "output": m["content"]})
+        elif m["role"] == "assistant":
+            if m.get("content"):
+                out.append({"role": "assistant", "content": m["content"]})
+            for c in m.get("tool_calls") or []:
+                out.append({"type": "function_call", "call_id": c["id"], "name": c["function"]["name"],
+                            "arguments": c["function"]["arguments"]})
+        else:
+            out.append({"role": "user", "content": m["content"]})
+    return out
+
+
+def test_openai_agents_compacting_session_in_the_runner():
+    agents = pytest.importorskip("agents", reason="OpenAI Agents SDK not installed (pip install openai-agents)")
+    import openai
+    from agents import Agent, OpenAIChatCompletionsModel, Runner
+
+    from contextfold.integrations.openai_agents import CompactingSession
+
+    agents.set_tracing_disabled(True)
+    conv = tau()
+    items = responses_items(conv["messages"])
+    full = cf.estimate(items, model="gpt-4o")
+    with RecordingUpstream(json_answer(chat_reply())) as up:
+        async def run() -> CompactingSession:
+            client = openai.AsyncOpenAI(base_url=up.url + "/v1", api_key="sk-test", max_retries=0)
+            session = CompactingSession("c1", trigger=int(full * 0.7), budget=int(full * 0.5), model="gpt-4o")
+            await session.add_items(items)
+            agent = Agent(name="support", instructions="Help the traveller.",
+                          model=OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client))
+            for question in ("Can you check again?", "And the return flight?", "Thanks, anything else?"):
+                result = await Runner.run(agent, question, session=session)
+                assert result.final_output
+            await client.close()
+            return session
+
+        session = asyncio.run(run())
+    assert session.history.compactions == 1
+    stored = asyncio.run(session.inner.get_items())
+    assert len(stored) == len(items) + 6  # every item kept, verbatim
+    sent = [s.body["messages"] for s in up.seen]
+    assert len(sent) == 3
+    for s in sent:
+        tokens, failures = _core.compaction_verify(s, format="chat", model="gpt-4o")
+        assert failures == []
+        assert tokens <= int(full * 0.7)
+    # The three turns share the compacted prefix (everything up to and including the summary).
+    at = [next(i for i, m in enumerate(s) if "<contextfold:summary>" in json.dumps(m)) for s in sent]
+    assert len({json.dumps(s[: i + 1]) for s, i in zip(sent, at)}) == 1

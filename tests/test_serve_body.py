@@ -1,0 +1,53 @@
+"""The proxy's raw-body reader: the offsets it keeps are where each message's bytes are, and
+what it reads after a known prefix is exactly what was appended, for any JSON spacing and any
+text (non-ASCII included)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextfold.serve.body import BodyError, scan_appended, scan_body
+
+text = st.text(max_size=30)
+message = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool"]), "content": text})
+history = st.lists(message, min_size=1, max_size=12)
+
+
+def encode(body: dict, style: int) -> bytes:
+    if style == 0:
+        return json.dumps(body).encode()
+    if style == 1:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return json.dumps(body, ensure_ascii=False, indent=2).encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(history, history, st.integers(0, 2), st.booleans())
+def test_offsets_and_appended_messages_are_exact(first, more, style, key_first):
+    def body(msgs: list) -> dict:
+        return {"messages": msgs, "model": "m", "stream": False} if key_first else \
+            {"max_tokens": 9, "messages": msgs, "system": "s\u00e9"}
+
+    raw = encode(body(first), style)
+    scanned = scan_body(raw, "messages")
+    assert scanned.history == first
+    for i, m in enumerate(first):
+        piece = raw[scanned.offsets[i]: scanned.offsets[i + 1]].decode().rstrip(" ,\n")
+        assert json.loads(piece) == m
+    assert raw[scanned.start: scanned.start + 1] == b"["
+    longer = encode(body(first + more), style)
+    assert longer.startswith(raw[: scanned.offsets[-1]])
+    appended = scan_appended(longer, scanned.offsets[-1])
+    assert appended.messages == more
+    assert {**scanned.before, **appended.after} == {k: v for k, v in body([]).items() if k != "messages"}
+    assert appended.end == scan_body(longer, "messages").offsets[-1]
+
+
+@pytest.mark.parametrize("raw", [b"[1]", b'{"messages": [1,', b'{"messages": []} x', b"\xff", b'{"a" 1}'])
+def test_a_body_that_is_not_a_json_object_is_a_body_error(raw):
+    with pytest.raises(BodyError):
+        scan_body(raw, "messages")
