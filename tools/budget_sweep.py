@@ -9,6 +9,7 @@ task or last user turn lost (none).
 
     python tools/budget_sweep.py            # ../shared/data (tests/data when absent)
     python tools/budget_sweep.py --json     # one JSON object on stdout
+    python tools/budget_sweep.py --no-degrade   # before: the degrading steps switched off
 """
 
 from __future__ import annotations
@@ -51,7 +52,12 @@ def text_of(m: Any) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-degrade", action="store_true", help="switch the degrading steps off (the before)")
     args = ap.parse_args()
+    if args.no_degrade:
+        import contextfold.compactor
+
+        contextfold.compactor.liftable = lambda reason: False  # type: ignore[assignment]
     root = SHARED if shared_available() else LOCAL
     c: Counter[str] = Counter()
     by_set: Counter[str] = Counter()

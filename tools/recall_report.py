@@ -29,6 +29,14 @@ from transcripts import LOCAL, SHARED, load_conversations, shared_available  # n
 ID = re.compile(r"id=(cf[0-9a-f]{12})")
 
 
+def is_span(text: str, msgs: list) -> bool:
+    try:
+        span = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(span, list) and all(m in msgs for m in span)
+
+
 def main() -> None:
     root = SHARED if shared_available() else LOCAL
     c: Counter[str] = Counter()
@@ -55,10 +63,9 @@ def main() -> None:
                         except AssertionError:
                             c["answer rejected or over budget"] += 1
                             continue
-                        if back.startswith("["):
-                            exact = all(m in msgs for m in json.loads(back))
-                        else:
-                            exact = back in known
+                        # A tool output, arguments or observation of the input, or a folded span
+                        # (a JSON list of the input's messages).
+                        exact = back in known or (back.startswith("[") and is_span(back, msgs))
                         c["exact" if exact else "not exact"] += 1
     for k, v in c.items():
         print(f"{k}: {v}")

@@ -538,8 +538,10 @@ class Compactor(RecoverableFolds):
             if self.strategy == "mask":
                 return unchanged("nothing to mask")
 
+        undegraded: tuple[list[Any], dict[str, Any]] | None = None
         if liftable(plan["reason"]):
             # Degrade in steps (each noted) before giving up: see contextfold.degrade.
+            undegraded = (msgs, plan)
             msgs, plan = degrade(msgs, plan, make_plan, min_tail=self.min_tail, budget=effective,
                                  summary_tokens=summary_tokens, store=self.store, provider=self.provider,
                                  model=self.model, notes=notes)
@@ -641,6 +643,13 @@ class Compactor(RecoverableFolds):
                 raise CompactionBudgetError(
                     f"compacted history still {tokens} tokens, over the budget of {effective}",
                     tokens=tokens, budget=effective)
+            if undegraded is not None:
+                # A degraded plan the check rejects is no answer: the budget error it replaced.
+                first_msgs, first = undegraded
+                raise budget_error(first_msgs, budget=effective, reason=str(first["reason"]), kw=dict(
+                    provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
+                    response_format=self.response_format),
+                    needed=int(first["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens))
             raise CompactionError("compaction produced a history a provider would reject: "
                                   + "; ".join(d for _, _, d in failures), tuple(failures))
         if (why := worth_it(tokens)) is not None:

@@ -124,6 +124,18 @@ class MemoryContentStore:
     def __len__(self) -> int:
         return len(self._items)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A Compactor goes to worker processes by pickle: the texts travel, the lock is new.
+        with self._lock:
+            return {"max_bytes": self.max_bytes, "ttl": self.ttl, "items": list(self._items.items())}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.max_bytes = state["max_bytes"]
+        self.ttl = state["ttl"]
+        self._items = OrderedDict(state["items"])
+        self._bytes = sum(size for _, size, _ in self._items.values())
+        self._lock = threading.Lock()
+
     @property
     def nbytes(self) -> int:
         """UTF-8 bytes of the texts held."""

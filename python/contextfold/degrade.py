@@ -42,9 +42,9 @@ CUT_MARGIN = 0.95
 #: The smallest summary the last step writes (tokens): a line naming what was folded.
 MIN_ROOM_TOKENS = 12
 
-#: Plan reasons the degrading steps can lift (the tail's floor leaves no room for a summary, or
-#: covers the whole history).
-_LIFTABLE = ("budget", "too short to compact", "nothing to fold: the head and the protected tail")
+#: The plan reason the degrading steps lift: what must stay leaves no room for a summary.
+#: ("too short" and "nothing to fold" return the history unchanged, as before: they never raise.)
+_LIFTABLE = ("budget",)
 
 
 def liftable(reason: str | None) -> bool:
