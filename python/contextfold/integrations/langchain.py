@@ -124,7 +124,7 @@ def _tools_of(request: ModelRequest) -> list[dict[str, Any]] | None:
     return out or None
 
 
-class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg,unused-ignore]
     """Compacts the messages of each model request before the model sees them.
 
     Two ways to build it:

@@ -41,7 +41,7 @@ def _model_name(model: Any) -> str | None:
 
 
 
-class ContextFoldLogger(CustomLogger):  # type: ignore[misc]
+class ContextFoldLogger(CustomLogger):  # type: ignore[misc,unused-ignore]
     """Compacts each request's OpenAI-format ``messages`` (LiteLLM's own format, whatever the
     provider) when they reach the trigger.
 
