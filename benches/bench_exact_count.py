@@ -86,3 +86,24 @@ def bench_count_threads(benchmark, swe_histories, threads):
         assert len(benchmark(run)) == len(histories)
     finally:
         pool.shutdown()
+
+
+@pytest.mark.parametrize("case", ["full count", "exact session: 2 appended"])
+def bench_count_per_turn(benchmark, history_10k, case):
+    """A turn of an exact session (2 messages appended to the 10k history) against a full count:
+    the ratio of the two means is what a turn costs (goal <= 1%)."""
+    benchmark.group = "count/per turn"
+    if case == "full count":
+        cf.count(history_10k[:2], model=MODEL)
+        assert benchmark(lambda: cf.count(history_10k, model=MODEL)) > 0
+        return
+    base = history_10k[:-2]
+    turn = [{"role": "user", "content": "and now?"}, {"role": "assistant", "content": "Done: the tests pass."}]
+
+    def setup():
+        s = cf.Session(model=MODEL, exact=True)
+        s.estimate(base)
+        return (s, base + turn), {}
+
+    result = benchmark.pedantic(lambda s, h: s.estimate(h), setup=setup, rounds=15)
+    assert result == cf.count(base + turn, model=MODEL)

@@ -10,7 +10,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 from synthetic import synthetic_history  # noqa: E402
 from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402

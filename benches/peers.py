@@ -1,5 +1,5 @@
 """The libraries people count and trim with today, loaded if installed (`pip install
-'contextfold[bench]'`), each behind one function so the benchmarks and the accuracy script call
+'.[bench]'` in a checkout), each behind one function so the benchmarks and the accuracy script call
 them the same way. A peer that is not installed is reported with a notice, never dropped silently.
 
 - LangChain: `count_tokens_approximately` and `trim_messages` (on LangChain message objects,
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 from transcripts import SHARED  # noqa: E402
 
 # LiteLLM fetches a price map over the network at import unless told to use its bundled copy.
@@ -36,7 +36,7 @@ def _langchain() -> Any:
         from langchain_core.messages import convert_to_messages
         from langchain_core.messages.utils import count_tokens_approximately, trim_messages
     except ImportError as e:
-        MISSING["langchain"] = f"langchain-core not installed ({e.name}): pip install 'contextfold[bench]'"
+        MISSING["langchain"] = f"langchain-core not installed ({e.name}): pip install '.[bench]'"
         return None
     return convert_to_messages, count_tokens_approximately, trim_messages
 
@@ -45,7 +45,7 @@ def _litellm() -> Any:
     try:
         import litellm
     except ImportError as e:
-        MISSING["litellm"] = f"litellm not installed ({e.name}): pip install 'contextfold[bench]'"
+        MISSING["litellm"] = f"litellm not installed ({e.name}): pip install '.[bench]'"
         return None
     return litellm
 
@@ -58,7 +58,7 @@ def _tiktoken() -> Any:
     try:
         import tiktoken
     except ImportError:
-        MISSING["tiktoken"] = "tiktoken not installed: pip install 'contextfold[bench]'"
+        MISSING["tiktoken"] = "tiktoken not installed: pip install '.[bench]'"
         return None
     return tiktoken.get_encoding("o200k_base")
 

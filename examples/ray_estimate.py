@@ -1,4 +1,4 @@
-"""Estimate every history of a JSONL corpus with Ray Data (``pip install 'contextfold[ray]'``).
+"""Estimate every history of a JSONL corpus with Ray Data (``pip install '.[ray]'`` in a checkout).
 
     python examples/ray_estimate.py corpus.jsonl out_dir/ [--provider openai] [--model gpt-4o]
 

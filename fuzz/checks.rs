@@ -10,12 +10,15 @@
 
 use std::borrow::Cow;
 
+use contextfold::compaction::{
+    plan as compaction_plan, seat, verify, MaskOptions, Placement, PlanOptions, Turn, WireFormat,
+};
 use contextfold::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
 use contextfold::exact::Counter;
 use contextfold::ledger::{content_hash, Entry, Ledger};
 use contextfold::media_tokens::MediaKind;
 use contextfold::message::{Content, Detail, Image, ImageSource, Message, Part, Role, ToolCall};
-use contextfold::profile::Provider;
+use contextfold::provider::Provider;
 use contextfold::prune::{plan, PruneOptions};
 use contextfold::session_state::SessionState;
 use contextfold::shrink_json::{shrink_json as shrink, MIN_MAX_CHARS};
@@ -467,4 +470,269 @@ pub fn history(data: &[u8]) {
     assert_eq!(back, state);
     let mut restored = Ledger::restore(back.ledger).expect("a state we wrote restores");
     assert_eq!(restored.estimate(n), ledger.estimate(n));
+}
+
+/// A well-formed agent history decoded from the bytes: the task, then assistant turns with
+/// thinking (signed, redacted or none), text and tool calls, each answered by its results, in
+/// one wire format (parts-based calls for Anthropic / Gemini / Bedrock, `tool_calls` and tool
+/// messages for chat and Responses).
+fn agent_history<'a>(src: &mut Src<'a>, format: WireFormat) -> Vec<Message<'a>> {
+    const CALL_IDS: [&str; 24] = [
+        "t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9", "t10", "t11", "t12", "t13",
+        "t14", "t15", "t16", "t17", "t18", "t19", "t20", "t21", "t22", "t23",
+    ];
+    let wire = match format {
+        WireFormat::Chat => Format::OpenAIChat,
+        WireFormat::Responses => Format::OpenAIResponses,
+        WireFormat::Anthropic => Format::Anthropic,
+        WireFormat::Gemini => Format::Gemini,
+        WireFormat::Bedrock => Format::Bedrock,
+    };
+    let parts_calls = matches!(
+        format,
+        WireFormat::Anthropic | WireFormat::Gemini | WireFormat::Bedrock
+    );
+    let mut v = vec![Message::text("user", src.str())];
+    let turns = usize::from(src.u8() % 12);
+    let mut next = 0;
+    for _ in 0..turns {
+        let flags = src.u8();
+        let mut a = Message::empty("assistant");
+        let mut parts = Vec::new();
+        match flags % 3 {
+            0 => parts.push(Part::Thinking {
+                text: Cow::Borrowed(src.str()),
+                signature: src.str(),
+            }),
+            1 => parts.push(Part::EncryptedReasoning(src.str())),
+            _ => {}
+        }
+        if flags & 4 != 0 {
+            parts.push(Part::Text(Cow::Borrowed(src.str())));
+        }
+        let k = usize::from((flags >> 3) % 4).min(CALL_IDS.len() - next);
+        let ids = &CALL_IDS[next..next + k];
+        next += k;
+        let calls: Vec<ToolCall<'a>> = ids
+            .iter()
+            .map(|&id| ToolCall {
+                id,
+                name: src.pick(&["bash", "memory", "read"]),
+                arguments: Cow::Borrowed(src.pick(&[
+                    "{\"cmd\":\"ls -la\"}",
+                    "{}",
+                    "{\"path\":\"a/b.py\",\"n\":3}",
+                ])),
+            })
+            .collect();
+        if parts_calls {
+            parts.extend(calls.into_iter().map(Part::ToolUse));
+        } else {
+            a.tool_calls = calls;
+        }
+        if parts.is_empty() {
+            parts.push(Part::Text(Cow::Borrowed("ok")));
+        }
+        a.content = Content::Parts(parts);
+        v.push(a);
+        if k == 0 {
+            v.push(Message::text("user", src.str()));
+            continue;
+        }
+        if parts_calls {
+            let mut r = Message::empty("user");
+            r.content = Content::Parts(
+                ids.iter()
+                    .map(|&id| Part::ToolResult {
+                        tool_use_id: id,
+                        content: vec![Part::Text(Cow::Borrowed(src.str()))],
+                    })
+                    .collect(),
+            );
+            v.push(r);
+        } else {
+            for &id in ids {
+                let mut r = Message::empty("tool");
+                r.tool_call_id = Some(id);
+                r.content = Content::Text(Cow::Borrowed(src.str()));
+                v.push(r);
+            }
+        }
+    }
+    for m in &mut v {
+        m.wire = wire;
+    }
+    v
+}
+
+/// The compaction plan with every option drawn from the bytes, on a well-formed agent history
+/// with thinking (or, one input in four, on an arbitrary decoded history): never a panic; the
+/// plan partitions the history (head, kept + folded = the middle, tail); no mask edit touches
+/// the protected head, the tail's edits stay in the tail; every edit names a message; and on a
+/// well-formed history assembled with a summary of the planned size (no tail edits), the
+/// check finds nothing but the budget.
+pub fn compaction(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut src = Src { s: &text, at: 0 };
+    let format = src.pick(&[
+        WireFormat::Anthropic,
+        WireFormat::Chat,
+        WireFormat::Responses,
+        WireFormat::Gemini,
+        WireFormat::Bedrock,
+    ]);
+    let well_formed = !src.u8().is_multiple_of(4);
+    let images = synthetic_images(64, 64);
+    let msgs: Vec<Message<'_>> = if well_formed {
+        agent_history(&mut src, format)
+    } else {
+        let n = usize::from(src.u8() % 24);
+        (0..n).map(|_| message(&mut src, &images)).collect()
+    };
+    let n = msgs.len();
+    let provider = match format {
+        WireFormat::Anthropic | WireFormat::Bedrock => Provider::Anthropic,
+        WireFormat::Gemini => Provider::Gemini,
+        _ => Provider::OpenAI,
+    };
+    let est = Estimator::new(provider, "");
+    let total: u64 = est.each(&msgs).iter().map(|&c| u64::from(c)).sum();
+    let budget = match src.u8() % 4 {
+        0 => total * u64::from(src.u8()) / 256,
+        1 => u64::from(src.u8()) * 16,
+        2 => u64::MAX >> (src.u8() % 64),
+        _ => total / 2,
+    };
+    let mask = MaskOptions {
+        tool_result_max_tokens: u32::from(src.u8()),
+        arguments_max_chars: usize::from(src.u8()) * 8,
+        prune_images: src.u8() & 1 == 0,
+        dedupe: src.u8() & 1 == 0,
+        cache_block_tokens: u64::from(src.u8()) * 16,
+        keep_tool_uses: usize::from(src.u8() % 5),
+        exclude_tools: if src.u8() & 1 == 0 {
+            vec!["memory".into()]
+        } else {
+            Vec::new()
+        },
+        clear_tool_inputs: src.u8() & 1 == 0,
+        keep_thinking_turns: match src.u8() % 4 {
+            0 => None,
+            k => Some(usize::from(k) - 1),
+        },
+        mask_observations: src.u8() & 1 == 0,
+        recoverable: src.u8() & 1 == 0,
+    };
+    let protect_first_n = usize::from(src.u8() % 6);
+    let pinned: Vec<usize> = (0..src.u8() % 3)
+        .map(|_| usize::from(src.u8()) % (n + 2))
+        .collect();
+    let opt = PlanOptions {
+        format,
+        budget_tokens: budget,
+        overhead_tokens: u64::from(src.u8()),
+        tail_tokens: budget / u64::from(src.u8() % 4 + 1),
+        summary_tokens: u64::from(src.u8()) * 8 + 1,
+        protect_first_n,
+        min_tail: usize::from(src.u8() % 5),
+        soft_ceiling: src.pick(&[1.0, 1.5, 0.0, f64::NAN, f64::INFINITY]),
+        pinned: pinned.clone(),
+        mask,
+        trusted_summaries: Vec::new(),
+        summary_floor: u64::from(src.u8()) * 8,
+    };
+    let p = compaction_plan(&msgs, &est, &opt);
+    assert_eq!(p.costs.len(), n);
+    assert!(
+        p.head_end <= p.tail_start && p.tail_start <= n,
+        "{} {} {n}",
+        p.head_end,
+        p.tail_start
+    );
+    let mut middle: Vec<usize> = p.kept.iter().chain(&p.folded).copied().collect();
+    middle.sort_unstable();
+    if !p.folded.is_empty() {
+        assert_eq!(middle, (p.head_end..p.tail_start).collect::<Vec<_>>());
+    }
+    let head = protect_first_n.min(n);
+    for e in &p.mask_edits {
+        let i = e.edit.index();
+        assert!(i < n, "mask edit of message {i} of {n}");
+        assert!(
+            i >= head,
+            "mask edit {i} inside the protected head of {head}"
+        );
+        assert!(!pinned.contains(&i), "mask edit of pinned message {i}");
+    }
+    for e in &p.tail_edits {
+        let i = e.edit.index();
+        assert!(
+            i >= p.tail_start && i < n,
+            "tail edit {i} outside {}..{n}",
+            p.tail_start
+        );
+    }
+    if !well_formed || p.folded.is_empty() || !p.tail_edits.is_empty() {
+        return;
+    }
+    let summary = "x ".repeat((p.summary_tokens.min(4096) as usize).saturating_sub(24));
+    let mut out: Vec<Message<'_>> = msgs[..p.head_end].to_vec();
+    out.extend(p.kept.iter().map(|&i| msgs[i].clone()));
+    match p.placement {
+        Placement::Insert(t) => {
+            let role = if t == Turn::Assistant {
+                "assistant"
+            } else {
+                "user"
+            };
+            out.push(Message::text(role, &summary));
+            out.extend(msgs[p.tail_start..].iter().cloned());
+        }
+        Placement::Merge { index, at_start } => {
+            let base_len = out.len();
+            out.extend(msgs[p.tail_start..].iter().cloned());
+            let pos = if index < p.head_end {
+                index
+            } else if let Some(k) = p.kept.iter().position(|&i| i == index) {
+                p.head_end + k
+            } else {
+                base_len + index - p.tail_start
+            };
+            let m = &mut out[pos];
+            let block = Part::Text(Cow::Borrowed(summary.as_str()));
+            m.content = match std::mem::take(&mut m.content) {
+                Content::Parts(mut ps) => {
+                    if at_start {
+                        ps.insert(0, block)
+                    } else {
+                        ps.push(block)
+                    }
+                    Content::Parts(ps)
+                }
+                Content::Text(t) => Content::Parts(if at_start {
+                    vec![block, Part::Text(t)]
+                } else {
+                    vec![Part::Text(t), block]
+                }),
+                Content::None => Content::Parts(vec![block]),
+            };
+        }
+    }
+    let v = verify(&out, format, &est, 0, None, &p.seams);
+    let problems: Vec<_> = v
+        .failures
+        .iter()
+        // A role collision at the summary's seam is what the planner's last resort gives when
+        // neither neighbour can take the summary (a pinned message before it, a turn with
+        // thinking after it); the Compactor's own check refuses it with a CompactionError, so
+        // it never reaches a provider. Anything else is an invalid output.
+        .filter(|f| !matches!(f.kind(), "over_budget" | "role_collision"))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "{problems:?} format {format:?} roles {:?} out {:?} head_end {} tail_start {} kept {:?} placement {:?} seams {:?} min_tail {} pinned {pinned:?}",
+        msgs.iter().map(|m| seat(format, m)).collect::<Vec<_>>(),
+        out.iter().map(|m| seat(format, m)).collect::<Vec<_>>(),
+        p.head_end, p.tail_start, p.kept, p.placement, p.seams, opt.min_tail
+    );
 }

@@ -358,7 +358,7 @@ mod tests {
     use crate::estimate::ToolDef;
     use crate::image_tokens::size_correction;
     use crate::message::{Detail, Image, ToolCall};
-    use crate::profile::Provider;
+    use crate::provider::Provider;
 
     fn history() -> Vec<Message<'static>> {
         let mut call = Message::empty("assistant");

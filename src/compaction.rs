@@ -18,8 +18,9 @@ use crate::message::{Content, Message, Part, Role};
 use crate::prune::{self, group_sep, PruneOptions};
 use crate::shrink_json::{is_valid_json, shrink_json};
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
-use crate::wire::edit::{write, CallAt, Change};
-use crate::wire::{Edit, Format, Step};
+use crate::wire::edit::{CallAt, Change};
+use crate::wire::write_edit as write;
+use crate::wire::{Edit, Step};
 
 /// First line of every summary contextfold writes; how a later compaction recognises it.
 pub const SUMMARY_OPEN: &str = "<contextfold:summary>";
@@ -100,6 +101,8 @@ pub struct MaskOptions {
     /// Text agents (no structured tool calls, e.g. mini-swe-agent): a long user message that
     /// answers an assistant's command is an observation and is masked like a tool result.
     pub mask_observations: bool,
+    /// Every placeholder names the id its removed text is kept under (`recall`).
+    pub recoverable: bool,
 }
 
 impl Default for MaskOptions {
@@ -115,6 +118,7 @@ impl Default for MaskOptions {
             clear_tool_inputs: false,
             keep_thinking_turns: None,
             mask_observations: true,
+            recoverable: false,
         }
     }
 }
@@ -137,6 +141,12 @@ pub struct PlanOptions {
     /// Indices of messages kept verbatim wherever they are.
     pub pinned: Vec<usize>,
     pub mask: MaskOptions,
+    /// Hashes (`summary_trust::summary_hash`) of the summaries the caller wrote: only those, or
+    /// one standing where an inserted summary goes, are read as the previous summary.
+    pub trusted_summaries: Vec<u64>,
+    /// Tokens the summary should have at least: old tool output inside the tail is masked to
+    /// leave it that room (0: only when even `MIN_SUMMARY_TOKENS` would not fit).
+    pub summary_floor: u64,
 }
 
 /// One mask edit: a format-neutral change to a message (prune's, or the compaction's own:
@@ -204,10 +214,7 @@ impl MaskEdit {
         match self {
             MaskEdit::Change { path, value, .. } => (path.clone(), Some(value.clone())),
             MaskEdit::DropPart { part, .. } => {
-                let key = match m.wire {
-                    Format::Gemini | Format::GeminiSnake => "parts",
-                    _ => "content",
-                };
+                let key = crate::wire::dialect_of(m.wire).map_or("content", |d| d.content_key);
                 (vec![Step::Key(key), Step::Index(*part)], None)
             }
         }
@@ -619,7 +626,17 @@ fn find_mask_edits(
         let keep = keep.max(1);
         let cut = with_thinking.len().saturating_sub(keep);
         for &i in &with_thinking[..cut] {
-            if pinned.contains(&i) || Turn::of(&msgs[i]) != Turn::Assistant {
+            // The protected head stays byte-identical; the tail pass protects all before the
+            // tail this way, and an edit there would be priced against the wrong slice.
+            // Only formats whose thinking is a block of the message's own content array can
+            // drop it (a Responses reasoning item is an item of its own, chat's a field).
+            let block_format =
+                crate::wire::dialect_of(msgs[i].wire).is_some_and(|d| d.thinking_in_content);
+            if !block_format
+                || i < protect_first_n
+                || pinned.contains(&i)
+                || Turn::of(&msgs[i]) != Turn::Assistant
+            {
                 continue;
             }
             let Content::Parts(ps) = &msgs[i].content else {
@@ -640,6 +657,9 @@ fn find_mask_edits(
                 );
             }
         }
+    }
+    if opt.recoverable {
+        out = crate::recall::recoverable_edits(msgs, est, costs, &names, out);
     }
     out
 }
@@ -818,10 +838,13 @@ pub fn plan_priced(
         let prev_idx = segs.last().map(|s| s.1).unwrap_or(head_end);
         let prev = (prev_idx > 0).then(|| seat(opt.format, &msgs[prev_idx - 1]));
         let first_turn = (0..prev_idx).all(|i| Turn::of(&msgs[i]) == Turn::System);
-        let next = seat(opt.format, &msgs[t]);
+        // An empty tail (min_tail 0) has no first message to collide with.
+        let next = (t < n).then(|| seat(opt.format, &msgs[t]));
         [Turn::User, Turn::Assistant].into_iter().find(|&c| {
             let user_first_ok = c == Turn::User || !first_turn || !opt.format.strict_turns();
-            !prev.is_some_and(|p| collide(p, c)) && !collide(c, next) && user_first_ok
+            !prev.is_some_and(|p| collide(p, c))
+                && !next.is_some_and(|x| collide(c, x))
+                && user_first_ok
         })
     };
     let tail_cost = |t: usize| -> u64 { costs[t..].iter().map(|&c| u64::from(c)).sum() };
@@ -866,22 +889,26 @@ pub fn plan_priced(
         };
         matches!(Turn::of(m), Turn::User | Turn::Assistant) && parts_ok
     };
-    // Pinned messages and server compaction items stay verbatim: never merged into.
+    // Pinned messages, server compaction items and the head (the task stays byte-identical,
+    // and so does the prompt cache's prefix) are never merged into: the tail's first message
+    // takes the summary at its start, else the first user turn of the tail that can carry a
+    // text after its own blocks (a tool-result turn of a thinking tool loop).
     let placement = placement.unwrap_or_else(|| {
-        let prev_idx = segs.last().map(|s| s.1).unwrap_or(head_end);
         if !special(tail_start) && mergeable(&msgs[tail_start], true) {
-            Placement::Merge {
+            return Placement::Merge {
                 index: tail_start,
                 at_start: true,
-            }
-        } else if prev_idx > 0 && !special(prev_idx - 1) && mergeable(&msgs[prev_idx - 1], false) {
-            Placement::Merge {
-                index: prev_idx - 1,
-                at_start: false,
-            }
-        } else {
-            Placement::Insert(Turn::User)
+            };
         }
+        (tail_start..n)
+            .find(|&i| {
+                !special(i) && Turn::of(&msgs[i]) == Turn::User && mergeable(&msgs[i], false)
+            })
+            .map(|index| Placement::Merge {
+                index,
+                at_start: false,
+            })
+            .unwrap_or(Placement::Insert(Turn::User))
     });
 
     let mut kept = Vec::new();
@@ -900,7 +927,9 @@ pub fn plan_priced(
     }
     let mut previous: Vec<&str> = Vec::new();
     for &i in &folded {
-        if let Some(s) = own_summary(&msgs[i]) {
+        if let Some(s) =
+            crate::summary_trust::trusted_summary(msgs, i, head_end, &opt.trusted_summaries)
+        {
             previous.push(s);
         }
     }
@@ -920,7 +949,10 @@ pub fn plan_priced(
         + 2;
     let mut fixed = opt.overhead_tokens + head_cost + kept_cost + tail_cost(tail_start) + envelope;
     let mut tail_edits = Vec::new();
-    if opt.budget_tokens < fixed + MIN_SUMMARY_TOKENS.min(opt.summary_tokens) {
+    let floor = MIN_SUMMARY_TOKENS
+        .min(opt.summary_tokens)
+        .max(opt.summary_floor.min(opt.summary_tokens));
+    if opt.budget_tokens < fixed + floor {
         // The tail's floor alone overflows: mask inside it too (never its last message, never
         // kept tool uses, excluded tools or pinned messages).
         let edits = find_mask_edits(
@@ -982,18 +1014,19 @@ pub fn plan_priced(
     out
 }
 
-/// Edits re-indexed relative to `offset` (for pricing a slice).
+/// Edits re-indexed relative to `offset` (for pricing a slice); edits before the slice are
+/// not part of it and are left out (never wrapped below zero).
 fn shifted(edits: &[PricedEdit], offset: usize) -> Vec<PricedEdit> {
     edits
         .iter()
-        .map(|e| {
+        .filter_map(|e| {
             let mut e = e.clone();
             match &mut e.edit {
                 MaskEdit::Change { index, .. } | MaskEdit::DropPart { index, .. } => {
-                    *index -= offset
+                    *index = index.checked_sub(offset)?
                 }
             }
-            e
+            Some(e)
         })
         .collect()
 }
@@ -1223,7 +1256,7 @@ pub fn verify(
 mod tests {
     use super::*;
     use crate::message::ToolCall;
-    use crate::profile::Provider;
+    use crate::provider::Provider;
 
     fn est() -> Estimator {
         Estimator::new(Provider::OpenAI, "")
@@ -1280,6 +1313,8 @@ mod tests {
             soft_ceiling: 1.5,
             pinned: Vec::new(),
             mask: MaskOptions::default(),
+            trusted_summaries: Vec::new(),
+            summary_floor: 0,
         }
     }
 

@@ -1,13 +1,16 @@
-//! The extractive digest: an offline, deterministic summary of folded messages, sized to a
-//! token budget.
+//! The extractive digest: an offline, deterministic summary of folded messages that fills the
+//! token room it is given.
 //!
-//! Sections: the user's requests in order, each tool call with its key arguments and outcome
-//! (errors kept apart), files and paths touched, identifiers (short string arguments: ids,
-//! codes), decisions, the last state and open items. Text agents that run commands in fenced
-//! blocks (mini-swe-agent) get their commands and return codes as calls. When over budget,
-//! detail goes first (outcome snippets, old decisions, old successful calls: their identifiers
-//! stay in the identifier list), requests and errors last. A previous digest is merged section
-//! by section, so a second compaction keeps what the first one kept.
+//! Units, from the most to the least protected: the standing rules of user and system messages
+//! (verbatim, never dropped), every user request (verbatim; a long one keeps its head and end;
+//! shortened, never dropped), errors with their message, each tool call with its arguments whole
+//! (a long value or command loses its middle, never its end) and the last lines of its result
+//! (test counts, exit codes), the assistant's conclusions, the last state and open items, and
+//! the identifier index (`identifier_index`) over the span. Each unit starts in its richest form;
+//! while the digest is over its room, the oldest units of the cheapest kind are shortened, then
+//! dropped (old tool calls first: their identifiers stay in the index), so what is left is the
+//! most information per token, recent before old. A previous digest is merged section by
+//! section: its requests and rules are kept (deduplicated), its identifiers carried.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -15,7 +18,9 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::estimate::Estimator;
+use crate::identifier_index::{self, Collector};
 use crate::message::{Content, Message, Part, Role};
+use crate::standing_rules::rules_in;
 
 /// Options of a digest.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,45 +35,62 @@ pub struct DigestOptions<'a> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Section {
+    Rules,
     Requests,
-    Calls,
     Errors,
-    Files,
-    Identifiers,
-    Decisions,
+    Calls,
+    Conclusions,
     LastState,
     Open,
     Earlier,
 }
 
-const SECTIONS: [(Section, &str); 9] = [
+const SECTIONS: [(Section, &str); 8] = [
+    (Section::Rules, "Standing rules"),
     (Section::Requests, "User requests"),
-    (Section::Calls, "Tool calls"),
     (Section::Errors, "Errors"),
-    (Section::Files, "Files and paths"),
-    (Section::Identifiers, "Identifiers"),
-    (Section::Decisions, "Decisions and notes"),
+    (Section::Calls, "Tool calls"),
+    (Section::Conclusions, "Assistant conclusions"),
     (Section::LastState, "Last state"),
     (Section::Open, "Open items"),
     (Section::Earlier, "Earlier summary"),
 ];
 
-/// Sections rendered as one comma-separated line.
-fn is_list(s: Section) -> bool {
-    matches!(s, Section::Files | Section::Identifiers)
-}
+/// Titles of earlier digests' sections, read back into today's.
+const OLD_TITLES: [(&str, Section); 2] = [
+    ("Decisions and notes", Section::Conclusions),
+    ("User constraints", Section::Rules),
+];
+
+/// Characters of a result in a call's fullest form (used while the room allows: a summary
+/// fills the room it is given).
+const FULLEST_RESULT_CHARS: usize = 6_000;
+
+/// Characters of a successful result kept in a call's shortest form: a short result (a sum, a
+/// count, "Transfer successful") survives whole, a long one keeps its end.
+const SHORT_RESULT_CHARS: usize = 48;
+
+/// Share of the room the identifiers carried from the previous summary may keep.
+const CARRIED_INDEX_SHARE: f64 = 0.5;
+
+/// Share of the room the identifier index is sure to get (it takes more when the rest is short).
+const INDEX_SHARE: f64 = 0.25;
 
 #[derive(Debug, Clone)]
 struct Entry {
     section: Section,
-    text: String,
-    /// A shorter form used before the entry is dropped.
-    short: Option<String>,
+    /// Forms from the richest to the shortest; `level` is the one used.
+    forms: Vec<String>,
+    level: usize,
     focus: bool,
-    /// Dropped before the others of its section (paths only seen in output).
-    weak: bool,
     alive: bool,
     tokens: f64,
+}
+
+impl Entry {
+    fn text(&self) -> &str {
+        &self.forms[self.level]
+    }
 }
 
 const ERROR_WORDS: [&str; 9] = [
@@ -83,36 +105,30 @@ const ERROR_WORDS: [&str; 9] = [
     "no such file",
 ];
 
-const PATH_EXTENSIONS: [&str; 28] = [
-    "py", "rs", "js", "ts", "tsx", "jsx", "json", "md", "txt", "toml", "yaml", "yml", "cfg", "ini",
-    "c", "h", "cc", "cpp", "hpp", "go", "java", "sh", "html", "css", "rst", "lock", "xml", "sql",
-];
-
 /// Whitespace collapsed, at most `max` characters (an ellipsis marks a cut).
 fn clip(s: &str, max: usize) -> String {
-    let mut out = String::with_capacity(max.min(s.len()) + 3);
-    let mut count = 0;
-    let mut space = false;
-    for ch in s.chars() {
-        if ch.is_whitespace() {
-            space = !out.is_empty();
-            continue;
-        }
-        if space {
-            if count + 1 >= max {
-                out.push('…');
-                return out;
-            }
-            out.push(' ');
-            count += 1;
-            space = false;
-        }
-        if count >= max {
-            out.push('…');
-            return out;
-        }
-        out.push(ch);
-        count += 1;
+    clip_ends(s, max, 1.0)
+}
+
+/// Whitespace collapsed (a line never carries a newline); over `max` characters, the head
+/// (`head_share` of `max`) and the end are kept around an ellipsis.
+fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
+    let squeezed = squeeze_rules(s);
+    let words: Vec<&str> = squeezed.split_whitespace().collect();
+    let total: usize =
+        words.iter().map(|w| w.chars().count()).sum::<usize>() + words.len().saturating_sub(1);
+    let joined = || words.join(" ");
+    if total <= max {
+        return joined();
+    }
+    let line = joined();
+    let chars: Vec<char> = line.chars().collect();
+    let head_n = ((max as f64 * head_share) as usize).min(chars.len());
+    let tail_n = max.saturating_sub(head_n).min(chars.len() - head_n);
+    let mut out: String = chars[..head_n].iter().collect();
+    out.push('…');
+    if tail_n > 0 {
+        out.extend(&chars[chars.len() - tail_n..]);
     }
     out
 }
@@ -223,60 +239,42 @@ fn thought(text: &str) -> &str {
         .trim()
 }
 
-fn is_path_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'-')
-}
-
-/// Path-like tokens of a text, in order of appearance: runs of `[A-Za-z0-9_./-]` that carry a
-/// known file extension or at least two named directory levels.
-fn paths_in(text: &str, out: &mut Vec<String>, seen: &mut HashSet<String>, limit: usize) {
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() && out.len() < limit {
-        while i < b.len() && !is_path_byte(b[i]) {
-            i += 1;
+/// Runs of one punctuation character (`=====`, `-----` rules of test runners) cut to three:
+/// they cost tokens and say nothing.
+fn squeeze_rules(s: &str) -> Cow<'_, str> {
+    let b = s.as_bytes();
+    if !b
+        .windows(4)
+        .any(|w| w[0] == w[1] && w[1] == w[2] && w[2] == w[3] && w[0].is_ascii_punctuation())
+    {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut run = 0;
+    let mut prev = None;
+    for ch in s.chars() {
+        if Some(ch) == prev && ch.is_ascii_punctuation() {
+            run += 1;
+        } else {
+            run = 1;
         }
-        let start = i;
-        let mut marked = false;
-        while i < b.len() && is_path_byte(b[i]) {
-            marked |= b[i] == b'/' || b[i] == b'.';
-            i += 1;
-        }
-        // A run glued to non-ASCII text is part of a word, not a path.
-        let glued = (i < b.len() && b[i] >= 0x80) || (start > 0 && b[start - 1] >= 0x80);
-        if !marked || glued {
-            continue;
-        }
-        // ASCII bytes only: the slice is on character boundaries.
-        let t = text[start..i]
-            .trim_end_matches('.')
-            .trim_start_matches("./");
-        if t.len() < 3 || t.len() > 120 || t.starts_with('-') || t.starts_with("//") {
-            continue;
-        }
-        let has_ext = t
-            .rsplit_once('.')
-            .is_some_and(|(stem, ext)| !stem.is_empty() && PATH_EXTENSIONS.contains(&ext));
-        let dir_like = t.contains('/')
-            && t.split('/')
-                .filter(|s| s.bytes().any(|c| c.is_ascii_alphabetic()))
-                .count()
-                >= 2;
-        if (has_ext || dir_like) && !seen.contains(t) {
-            seen.insert(t.to_string());
-            out.push(t.to_string());
+        prev = Some(ch);
+        if run <= 3 {
+            out.push(ch);
         }
     }
+    Cow::Owned(out)
 }
 
-/// `name(key=value, ...)` with short values whole and long ones cut; ids collected.
-fn call_line(name: &str, args: &str, ids: &mut Vec<String>) -> String {
+/// `name(key=value, ...)`: every key, string values whole up to `max_value` characters (a
+/// longer one keeps its head and end), nested values as compact JSON, likewise bounded.
+fn call_line(name: &str, args: &str, max_value: usize) -> String {
     let mut s = String::from(name);
     s.push('(');
     match serde_json::from_str::<Value>(args) {
         Ok(Value::Object(map)) => {
             for (k, (key, v)) in map.iter().enumerate() {
-                if k == 6 {
+                if k == 16 {
                     s.push_str(", …");
                     break;
                 }
@@ -287,61 +285,40 @@ fn call_line(name: &str, args: &str, ids: &mut Vec<String>) -> String {
                 s.push('=');
                 match v {
                     Value::String(t) => {
-                        if t.chars().count() <= 60 {
-                            if t.chars().any(char::is_whitespace) {
-                                s.push('"');
-                                s.push_str(t);
-                                s.push('"');
-                            } else {
-                                s.push_str(t);
-                            }
-                            if (2..=40).contains(&t.len()) && !t.chars().any(char::is_whitespace) {
-                                ids.push(t.clone());
-                            }
-                        } else {
+                        let shown = clip_ends(t, max_value, 0.6);
+                        if shown.contains(' ') || shown.is_empty() {
                             s.push('"');
-                            s.push_str(&clip(t, 40));
-                            s.push_str(&format!("\" ({} chars)", t.len()));
+                            s.push_str(&shown);
+                            s.push('"');
+                        } else {
+                            s.push_str(&shown);
                         }
                     }
-                    Value::Array(_) | Value::Object(_) => {
-                        let j = v.to_string();
-                        collect_strings(v, ids, 0);
-                        s.push_str(&clip(&j, 80));
-                    }
-                    other => s.push_str(&other.to_string()),
+                    other => s.push_str(&clip_ends(&other.to_string(), max_value * 2, 0.6)),
                 }
             }
         }
-        Ok(other) => s.push_str(&clip(&other.to_string(), 80)),
-        Err(_) => s.push_str(&clip(args, 80)),
+        Ok(other) => s.push_str(&clip_ends(&other.to_string(), max_value * 2, 0.6)),
+        Err(_) => s.push_str(&clip_ends(args, max_value * 2, 0.6)),
     }
     s.push(')');
     s
 }
 
-fn collect_strings(v: &Value, ids: &mut Vec<String>, depth: usize) {
-    if depth > 3 {
-        return;
-    }
-    match v {
-        Value::String(t) if (2..=40).contains(&t.len()) && !t.chars().any(char::is_whitespace) => {
-            ids.push(t.clone())
-        }
-        Value::Array(a) => a
-            .iter()
-            .take(20)
-            .for_each(|x| collect_strings(x, ids, depth + 1)),
-        Value::Object(o) => o
-            .values()
-            .take(20)
-            .for_each(|x| collect_strings(x, ids, depth + 1)),
-        _ => {}
-    }
+/// A command shown whole up to `max` characters; a longer one keeps its head and its end
+/// (`&& git diff`, the file a heredoc writes to). Lines are joined by ` ⏎ `.
+fn command_text(cmd: &str, max: usize) -> String {
+    let joined: Vec<&str> = cmd
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    clip_ends(&joined.join(" ⏎ "), max, 0.6)
 }
 
-/// Outcome of a call from its result text.
-fn outcome(text: Option<&str>) -> (bool, String) {
+/// The outcome of a call from its result text, `chars` characters of it (its head and, more,
+/// its end: the last lines say how it ended). None: no result in the span.
+fn outcome(text: Option<&str>, chars: usize) -> (bool, String) {
     match text {
         None => (false, "no result in this span".into()),
         Some(t) => {
@@ -349,17 +326,22 @@ fn outcome(text: Option<&str>) -> (bool, String) {
             let body = observation_body(t);
             let mut s = String::new();
             if let Some(rc) = return_code(t) {
-                s.push_str(&format!("rc={rc}: "));
+                s.push_str(&format!("rc={rc}"));
+                if chars > 0 && !body.trim().is_empty() {
+                    s.push_str(": ");
+                }
             }
-            s.push_str(&clip(body, if err { 160 } else { 80 }));
-            (
-                err,
-                if err {
-                    format!("error: {s}")
+            if chars > 0 {
+                s.push_str(&clip_ends(body, chars, 0.35));
+            }
+            if s.is_empty() {
+                s.push_str(if body.trim().is_empty() {
+                    "(empty)"
                 } else {
-                    format!("ok: {s}")
-                },
-            )
+                    "…"
+                });
+            }
+            (err, format!("{}: {s}", if err { "error" } else { "ok" }))
         }
     }
 }
@@ -368,49 +350,92 @@ struct Builder {
     entries: Vec<Entry>,
     seen: HashSet<(Section, String)>,
     focus: Vec<String>,
+    index: Collector,
 }
 
 impl Builder {
-    fn push(&mut self, section: Section, text: String, short: Option<String>) {
-        self.push_weak(section, text, short, false);
-    }
-
-    fn push_weak(&mut self, section: Section, text: String, short: Option<String>, weak: bool) {
-        if text.is_empty() || !self.seen.insert((section, text.clone())) {
+    fn push(&mut self, section: Section, forms: Vec<String>) {
+        let mut forms: Vec<String> = forms.into_iter().filter(|f| !f.is_empty()).collect();
+        forms.dedup();
+        let Some(first) = forms.first() else {
+            return;
+        };
+        // Deduplicated on the shortest form too: a request carried over in its short form is
+        // the same request.
+        let last = forms.last().cloned().unwrap_or_default();
+        if self.seen.contains(&(section, first.clone()))
+            || self.seen.contains(&(section, last.clone()))
+        {
             return;
         }
+        for f in &forms {
+            self.seen.insert((section, f.clone()));
+        }
         let focus = !self.focus.is_empty() && {
-            let lower = text.to_lowercase();
+            let lower = first.to_lowercase();
             self.focus.iter().any(|w| lower.contains(w.as_str()))
         };
         self.entries.push(Entry {
             section,
-            text,
-            short,
+            forms,
+            level: 0,
             focus,
-            weak,
             alive: true,
             tokens: 0.0,
         });
     }
+
+    fn request(&mut self, text: &str) {
+        self.push(
+            Section::Requests,
+            vec![
+                clip_ends(text, 4_000, 0.6),
+                clip_ends(text, 1_500, 0.6),
+                clip_ends(text, 400, 0.6),
+                clip_ends(text, 160, 0.6),
+                clip_ends(text, 80, 0.6),
+            ],
+        );
+        for r in rules_in(text) {
+            self.push(Section::Rules, vec![r]);
+        }
+    }
 }
 
-/// Merge the sections of a previous digest (or keep foreign text as one entry).
+/// Merge the sections of a previous digest (or keep foreign text as one entry); its identifier
+/// index is carried into this one's.
 fn merge_previous(b: &mut Builder, prev: &str) {
+    b.index.carry(prev);
+    let body = identifier_index::strip(prev);
     let mut current: Option<Section> = None;
+    let mut old_list = false;
     let mut foreign = String::new();
-    for line in prev.lines() {
+    for line in body.lines() {
         if let Some(title) = line.strip_prefix("## ") {
+            let title = title.trim();
+            old_list = matches!(title, "Files and paths" | "Identifiers");
             current = SECTIONS
                 .iter()
-                .find(|(_, t)| *t == title.trim())
-                .map(|(s, _)| *s);
+                .find(|(_, t)| *t == title)
+                .map(|(s, _)| *s)
+                .or_else(|| {
+                    OLD_TITLES
+                        .iter()
+                        .find(|(t, _)| *t == title)
+                        .map(|(_, s)| *s)
+                });
             continue;
         }
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
+        if old_list {
+            // An older digest's comma-separated lists: carried as identifiers.
+            b.index.scan(line, 2.0, 0.0);
+            continue;
+        }
+        let item = line.strip_prefix("- ").unwrap_or(line);
         match current {
             None => {
                 if !line.starts_with("Earlier conversation folded") && !line.starts_with("Focus:") {
@@ -418,39 +443,45 @@ fn merge_previous(b: &mut Builder, prev: &str) {
                     foreign.push('\n');
                 }
             }
-            Some(s) if is_list(s) => {
-                for item in line.split(", ") {
-                    b.push(s, item.trim().to_string(), None);
-                }
-            }
+            Some(Section::Requests) => b.request(item),
             // The state and open items of an older span are history now.
             Some(Section::LastState) => b.push(
-                Section::Decisions,
-                format!("earlier state: {}", clip(line, 300)),
-                None,
+                Section::Conclusions,
+                vec![
+                    format!("earlier state: {}", clip(item, 400)),
+                    format!("earlier state: {}", clip(item, 120)),
+                ],
             ),
             Some(Section::Open) => b.push(
-                Section::Decisions,
-                format!("earlier open item: {}", line.trim_start_matches("- ")),
-                None,
+                Section::Conclusions,
+                vec![format!("earlier open item: {item}")],
             ),
-            Some(s) => {
-                let t = line.trim_start_matches("- ").to_string();
-                let short = (s == Section::Calls).then(|| match t.find(" -> ") {
-                    Some(i) => t[..i].to_string(),
-                    None => t.clone(),
-                });
-                b.push(s, t, short);
+            Some(s @ (Section::Calls | Section::Errors)) => {
+                let head = match item.find(" -> ") {
+                    Some(i) => &item[..i],
+                    None => item,
+                };
+                b.push(s, vec![item.to_string(), clip(item, 240), clip(head, 120)]);
             }
+            Some(s) => b.push(s, vec![item.to_string(), clip(item, 200)]),
         }
     }
-    if !foreign.is_empty() {
-        let short = clip(&foreign, 600);
-        b.push(Section::Earlier, foreign.trim().to_string(), Some(short));
+    if !foreign.trim().is_empty() {
+        for r in rules_in(&foreign) {
+            b.push(Section::Rules, vec![r]);
+        }
+        b.push(
+            Section::Earlier,
+            vec![
+                clip(&foreign, 2_000),
+                clip(&foreign, 600),
+                clip(&foreign, 200),
+            ],
+        );
     }
 }
 
-fn render(entries: &[Entry], header: &str) -> String {
+fn render(entries: &[Entry], header: &str, index: &str) -> String {
     let mut out = String::from(header);
     for (sec, title) in SECTIONS {
         let items: Vec<&Entry> = entries
@@ -463,22 +494,18 @@ fn render(entries: &[Entry], header: &str) -> String {
         out.push_str("\n## ");
         out.push_str(title);
         out.push('\n');
-        if is_list(sec) {
-            let list: Vec<&str> = items.iter().map(|e| e.text.as_str()).collect();
-            out.push_str(&list.join(", "));
-            out.push('\n');
-        } else if sec == Section::LastState || sec == Section::Earlier {
-            for e in items {
-                out.push_str(&e.text);
-                out.push('\n');
-            }
-        } else {
-            for e in items {
+        for e in items {
+            if !matches!(sec, Section::LastState | Section::Earlier) {
                 out.push_str("- ");
-                out.push_str(&e.text);
-                out.push('\n');
             }
+            out.push_str(e.text());
+            out.push('\n');
         }
+    }
+    if !index.is_empty() {
+        out.push('\n');
+        out.push_str(index);
+        out.push('\n');
     }
     out
 }
@@ -496,6 +523,7 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
         entries: Vec::new(),
         seen: HashSet::new(),
         focus,
+        index: Collector::default(),
     };
     if let Some(prev) = opt.previous {
         merge_previous(&mut b, prev);
@@ -520,10 +548,11 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
             }
         }
     }
-    let mut files = Vec::new();
-    let mut seen_files = HashSet::new();
-    let mut output_files = Vec::new();
-    let mut ids: Vec<String> = Vec::new();
+    let n = msgs.len().max(1) as f64;
+    // Whether this agent's observations carry a return code (mini-swe-agent's do).
+    let coded = msgs
+        .iter()
+        .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some());
     // The newest assistant thought: the last state, and where open items are looked for.
     let mut last_thought: Option<usize> = None;
     let mut n_calls = 0usize;
@@ -531,54 +560,55 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
     let mut n_requests = 0usize;
     let mut prev_command: Option<String> = None;
     for (k, m) in msgs.iter().enumerate() {
-        let own = crate::compaction::own_summary(m);
-        if let Some(s) = own {
-            // A summary folded again (not given as `previous`): merge it too.
-            if opt.previous.is_none_or(|p| p.trim() != s.trim()) {
-                merge_previous(&mut b, s);
+        // The previous summary comes as `opt.previous` (only one the library trusts as its
+        // own); a text that merely carries the marker is data like any other.
+        if let (Some(s), Some(p)) = (crate::compaction::own_summary(m), opt.previous) {
+            if p.contains(s.trim()) {
+                continue;
             }
-            continue;
         }
+        identifier_index::scan_message(&mut b.index, m, (k + 1) as f64 / n);
         match m.role {
+            Role::System | Role::Developer => {
+                for r in rules_in(&text_of(m)) {
+                    b.push(Section::Rules, vec![r]);
+                }
+            }
             Role::User | Role::Other if m.result_ids().next().is_none() => {
                 let text = text_of(m);
-                if let Some(cmd) = prev_command.take() {
+                // A text agent's observation: it opens with its return code; where the agent's
+                // observations carry none, the user turn right after a command.
+                let observation =
+                    return_code(&text).is_some() || (prev_command.is_some() && !coded);
+                let cmd = prev_command.take().filter(|_| observation).or_else(|| {
+                    return_code(&text)
+                        .is_some()
+                        .then(|| "(command not in this span)".to_string())
+                });
+                if let Some(cmd) = cmd {
                     // A text agent's observation of the command before it.
                     n_calls += 1;
-                    let (err, out) = outcome(Some(&text));
-                    paths_in(&cmd, &mut files, &mut seen_files, 200);
-                    // Paths an output mentions are weak hints: its edges are enough.
-                    let body = observation_body(&text);
-                    paths_in(lead(body, 300), &mut output_files, &mut seen_files, 100);
-                    if body.len() > 600 {
-                        let mut from = body.len() - 200;
-                        while !body.is_char_boundary(from) {
-                            from += 1;
-                        }
-                        paths_in(&body[from..], &mut output_files, &mut seen_files, 100);
-                    }
-                    // A heredoc or script: its first line says what it does.
-                    let shown = match cmd.split_once('\n') {
-                        Some((first, rest)) => {
-                            format!("{first} … ({} more lines)", rest.lines().count())
-                        }
-                        None => cmd.clone(),
-                    };
-                    let line = format!("$ {} -> {}", clip(&shown, 160), out);
+                    let (err, fullest) = outcome(Some(&text), FULLEST_RESULT_CHARS);
+                    let (_, rich) = outcome(Some(&text), if err { 900 } else { 700 });
+                    let (_, normal) = outcome(Some(&text), if err { 360 } else { 200 });
+                    let (_, short) =
+                        outcome(Some(&text), if err { 160 } else { SHORT_RESULT_CHARS });
+                    let line = |c: usize, o: &str| format!("$ {} -> {o}", command_text(&cmd, c));
+                    let forms = vec![
+                        line(2_000, &fullest),
+                        line(600, &rich),
+                        line(300, &normal),
+                        line(140, &short),
+                    ];
                     if err {
                         n_errors += 1;
-                        b.push(Section::Errors, line, None);
+                        b.push(Section::Errors, forms);
                     } else {
-                        b.push(
-                            Section::Calls,
-                            line,
-                            Some(format!("$ {}", clip(&shown, 100))),
-                        );
+                        b.push(Section::Calls, forms);
                     }
                 } else if !text.trim().is_empty() {
                     n_requests += 1;
-                    paths_in(&text, &mut files, &mut seen_files, 200);
-                    b.push(Section::Requests, clip(&text, 400), Some(clip(&text, 160)));
+                    b.request(&text);
                 }
             }
             Role::Assistant => {
@@ -590,10 +620,19 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     }
                     let t = thought(&text);
                     if !t.is_empty() {
-                        // The previous thought becomes a decision; the newest is the last state.
+                        // The previous thought becomes a conclusion; the newest is the last state.
                         if let Some(prev) = last_thought.replace(k) {
                             let pt = text_of(&msgs[prev]);
-                            b.push(Section::Decisions, clip(thought(&pt), 200), None);
+                            let th = thought(&pt);
+                            b.push(
+                                Section::Conclusions,
+                                vec![
+                                    clip_ends(th, 4_000, 0.6),
+                                    clip_ends(th, 900, 0.6),
+                                    clip_ends(th, 300, 0.6),
+                                    clip_ends(th, 120, 0.7),
+                                ],
+                            );
                         }
                     }
                 }
@@ -609,42 +648,39 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                 });
                 for c in calls {
                     n_calls += 1;
-                    let mut call_ids = Vec::new();
-                    call_ids.push(c.name.to_string());
-                    let line = call_line(c.name, &c.arguments, &mut call_ids);
-                    paths_in(&c.arguments, &mut files, &mut seen_files, 200);
-                    ids.extend(call_ids);
                     let res = results.get(c.id).map(|s| s.as_ref());
-                    let (err, out) = outcome(res);
+                    let (err, fullest) = outcome(res, FULLEST_RESULT_CHARS);
+                    let (_, rich) = outcome(res, if err { 900 } else { 600 });
+                    let (_, normal) = outcome(res, if err { 360 } else { 160 });
+                    let (_, short) = outcome(res, if err { 160 } else { SHORT_RESULT_CHARS });
+                    let forms = vec![
+                        format!("{} -> {fullest}", call_line(c.name, &c.arguments, 1_200)),
+                        format!("{} -> {rich}", call_line(c.name, &c.arguments, 400)),
+                        format!("{} -> {normal}", call_line(c.name, &c.arguments, 160)),
+                        format!("{} -> {short}", call_line(c.name, &c.arguments, 60)),
+                    ];
                     if err {
                         n_errors += 1;
-                        b.push(Section::Errors, format!("{line} -> {out}"), Some(line));
+                        b.push(Section::Errors, forms);
                     } else {
-                        b.push(Section::Calls, format!("{line} -> {out}"), Some(line));
+                        b.push(Section::Calls, forms);
                     }
                 }
             }
             _ => {}
         }
     }
-    if !b.entries.iter().any(|e| e.section == Section::Identifiers) || !ids.is_empty() {
-        let mut seen_ids = HashSet::new();
-        for id in ids {
-            if seen_ids.insert(id.clone()) && !seen_files.contains(&id) {
-                b.push(Section::Identifiers, id, None);
-            }
-        }
-    }
-    for f in files {
-        b.push(Section::Files, f, None);
-    }
-    for f in output_files {
-        b.push_weak(Section::Files, f, None, true);
-    }
     if let Some(k) = last_thought {
         let text = text_of(&msgs[k]);
         let t = thought(&text);
-        b.push(Section::LastState, clip(t, 400), None);
+        b.push(
+            Section::LastState,
+            vec![
+                clip_ends(t, 900, 0.6),
+                clip_ends(t, 400, 0.6),
+                clip_ends(t, 160, 0.6),
+            ],
+        );
         let mut open = Vec::new();
         for line in t.lines() {
             let l = line.to_lowercase();
@@ -654,11 +690,11 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                 || l.contains("still need")
                 || l.contains("i need to")
             {
-                open.push(clip(line, 160));
+                open.push(clip(line, 240));
             }
         }
         for o in open.into_iter().rev().take(3) {
-            b.push(Section::Open, o, None);
+            b.push(Section::Open, vec![o]);
         }
     }
 
@@ -673,44 +709,78 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
         header.push_str("\nFocus: ");
         header.push_str(&clip(i, 300));
     }
-    fit(b.entries, &header, est, opt.max_tokens)
+    let Builder { entries, index, .. } = b;
+    fit(entries, &header, index.ranked(), est, opt.max_tokens)
 }
 
-/// Drop detail until the rendered digest fits `max_tokens`.
-fn fit(mut entries: Vec<Entry>, header: &str, est: &Estimator, max_tokens: u64) -> String {
-    // Per line: its text plus ~1 token of list syntax.
-    for e in &mut entries {
-        e.tokens = est.text(&e.text) + 1.0;
-    }
-    let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
-    let budget = max_tokens as f64;
-    let mut total: f64 = fixed + entries.iter().map(|e| e.tokens).sum::<f64>();
-    // Each phase: which entries, keep the newest `keep` of them, shorten or drop.
-    let phases: [(Section, usize, bool); 10] = [
+/// One packing of `entries` into `room` tokens (see `fit`); the index takes what is left of
+/// `limit`.
+#[allow(clippy::too_many_arguments)]
+fn pack(
+    mut entries: Vec<Entry>,
+    header: &str,
+    idents: &[identifier_index::Ident],
+    est: &Estimator,
+    fixed: f64,
+    room: f64,
+    limit: f64,
+) -> String {
+    // A rule said inside a request kept whole is not written twice: it costs nothing while
+    // that request's form still holds it, and comes back when the request is shortened.
+    let mut cover: Vec<Option<usize>> = entries
+        .iter()
+        .map(|r| {
+            (r.section == Section::Rules)
+                .then(|| {
+                    entries
+                        .iter()
+                        .position(|q| q.section == Section::Requests && q.text().contains(r.text()))
+                })
+                .flatten()
+        })
+        .collect();
+    let mut total: f64 = fixed
+        + entries
+            .iter()
+            .zip(&cover)
+            .filter(|(_, c)| c.is_none())
+            .map(|(e, _)| e.tokens)
+            .sum::<f64>();
+    // Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
+    // Rules are never dropped (they render first: only the last-resort cut could reach them);
+    // requests only when even their shortest forms do not fit.
+    let phases: [(Section, usize, bool); 24] = [
+        (Section::Calls, 0, true),
+        (Section::Conclusions, 0, true),
         (Section::Calls, 0, true),
         (Section::Earlier, 0, true),
-        (Section::Decisions, 3, false),
+        (Section::Conclusions, 0, true),
+        (Section::Calls, 0, true),
+        (Section::LastState, 0, true),
+        (Section::Conclusions, 0, true),
+        (Section::Calls, 8, false),
+        (Section::Conclusions, 6, false),
         (Section::Calls, 4, false),
+        (Section::Earlier, 0, true),
+        (Section::Conclusions, 3, false),
+        (Section::Errors, 0, true),
         (Section::Requests, 0, true),
         (Section::Errors, 0, true),
         (Section::Errors, 3, false),
-        (Section::Files, 30, false),
-        (Section::Requests, 2, false),
-        (Section::Identifiers, 30, false),
+        (Section::Requests, 0, true),
+        (Section::Open, 1, false),
+        (Section::Earlier, 0, false),
+        (Section::Requests, 0, true),
+        // Last resorts when even the shortest requests do not fit: the oldest go first.
+        (Section::Conclusions, 0, false),
+        (Section::Calls, 0, false),
+        (Section::Requests, 3, false),
     ];
-    // Paths only seen in output go first.
-    for e in entries.iter_mut() {
-        if total <= budget {
-            break;
-        }
-        if e.alive && e.weak {
-            e.alive = false;
-            total -= e.tokens;
-        }
-    }
+    // Requests dropped as a last resort keep the first ones of the span (the goal) too.
+    const FIRST_REQUESTS_KEPT: usize = 2;
     for focus_pass in [false, true] {
         for &(sec, keep, shorten) in &phases {
-            if total <= budget {
+            if total <= room {
                 break;
             }
             let idx: Vec<usize> = (0..entries.len())
@@ -722,26 +792,132 @@ fn fit(mut entries: Vec<Entry>, header: &str, est: &Estimator, max_tokens: u64) 
                 .collect();
             let n = idx.len();
             for (k, &i) in idx.iter().enumerate() {
-                if total <= budget {
+                if total <= room {
                     break;
                 }
                 if shorten {
-                    if let Some(s) = entries[i].short.take() {
-                        let t = est.text(&s) + 1.0;
-                        total += t - entries[i].tokens;
-                        entries[i].text = s;
-                        entries[i].tokens = t;
+                    let e = &mut entries[i];
+                    if e.level + 1 < e.forms.len() {
+                        e.level += 1;
+                        let t = est.text(e.text()) + 1.0;
+                        total += t - e.tokens;
+                        e.tokens = t;
                     }
-                } else if k + keep < n {
+                } else if k + keep < n
+                    && !(sec == Section::Requests
+                        && k < FIRST_REQUESTS_KEPT
+                        && n > keep + FIRST_REQUESTS_KEPT)
+                {
                     entries[i].alive = false;
                     total -= entries[i].tokens;
+                } else {
+                    continue;
+                }
+                if entries[i].section == Section::Requests {
+                    for r in 0..entries.len() {
+                        if cover[r] == Some(i)
+                            && (!entries[i].alive || !entries[i].text().contains(entries[r].text()))
+                        {
+                            cover[r] = None;
+                            total += entries[r].tokens;
+                        }
+                    }
                 }
             }
         }
     }
-    let mut out = render(&entries, header);
+    // A shortening can free more than needed (one long output): give the room left back to
+    // the newest units, a form at a time, and bring back dropped ones that fit again.
+    for i in (0..entries.len()).rev() {
+        if entries[i].section == Section::Requests {
+            continue;
+        }
+        if !entries[i].alive && cover[i].is_none() {
+            let e = &mut entries[i];
+            e.level = e.forms.len() - 1;
+            let t = est.text(e.text()) + 1.0;
+            if total + t > room {
+                continue;
+            }
+            e.alive = true;
+            e.tokens = t;
+            total += t;
+        }
+        while entries[i].alive && entries[i].level > 0 {
+            let e = &mut entries[i];
+            let t = est.text(&e.forms[e.level - 1]) + 1.0;
+            if total + t - e.tokens > room {
+                break;
+            }
+            total += t - e.tokens;
+            e.level -= 1;
+            e.tokens = t;
+        }
+    }
+    // The index gets its share and what the rest left.
+    let index_room = (limit - total).max(0.0);
+    let index = identifier_index::render(idents, est, index_room as u64);
+    for (e, c) in entries.iter_mut().zip(&cover) {
+        if c.is_some() {
+            e.alive = false;
+        }
+    }
+    render(&entries, header, &index)
+}
+
+/// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the
+/// identifier index takes at least its share and whatever room the rest leaves.
+fn fit(
+    mut entries: Vec<Entry>,
+    header: &str,
+    idents: Vec<identifier_index::Ident>,
+    est: &Estimator,
+    max_tokens: u64,
+) -> String {
+    // Per line: its text plus ~1 token of list syntax.
+    for e in &mut entries {
+        e.tokens = est.text(e.text()) + 1.0;
+    }
+    let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
+    let budget = max_tokens as f64;
+    let natural_index = est.text(&identifier_index::render(&idents, est, max_tokens)) + 2.0;
+    // Identifiers carried from the previous summary keep their room (up to half of it): a
+    // second compaction keeps what the first one indexed.
+    let carried: Vec<identifier_index::Ident> =
+        idents.iter().filter(|i| i.carried).cloned().collect();
+    let carried_cost = if carried.is_empty() {
+        0.0
+    } else {
+        est.text(&identifier_index::render(&carried, est, max_tokens)) + 2.0
+    };
+    let share = INDEX_SHARE.max((carried_cost / budget.max(1.0)).min(CARRIED_INDEX_SHARE));
+    let reserved = natural_index.min(budget * share);
+    let mut room = budget - reserved;
+    let mut limit = budget;
+    let mut out = String::new();
+    let mut best: Option<(f64, String)> = None;
+    // Line-by-line prices differ a little from the rendered whole: pack again into a room
+    // moved by the difference, over or under, and keep the fullest packing that fits (the last
+    // resort cuts characters).
+    for _ in 0..5 {
+        out = pack(entries.clone(), header, &idents, est, fixed, room, limit);
+        let used = est.text(&out);
+        if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
+            best = Some((used, out.clone()));
+        }
+        let gap = budget - used;
+        if (0.0..=budget * 0.02 + 2.0).contains(&gap) {
+            break;
+        }
+        room += gap - if gap < 0.0 { 4.0 } else { 1.0 };
+        limit += gap - if gap < 0.0 { 4.0 } else { 1.0 };
+    }
+    if let Some((_, b)) = best {
+        return b;
+    }
     if est.text(&out) > budget {
-        // Last resort: cut by characters (about 3 characters per token), on a line boundary.
+        // Last resort: cut by characters (about 3 characters per token), on a line boundary;
+        // the index and the oldest details are at the end.
         let mut max_chars = (budget * 3.0) as usize;
         while max_chars > 0 && est.text(&out) > budget {
             let mut cut = out
@@ -763,7 +939,7 @@ fn fit(mut entries: Vec<Entry>, header: &str, est: &Estimator, max_tokens: u64) 
 mod tests {
     use super::*;
     use crate::message::ToolCall;
-    use crate::profile::Provider;
+    use crate::provider::Provider;
     use std::borrow::Cow;
 
     fn est() -> Estimator {

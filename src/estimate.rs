@@ -5,19 +5,22 @@
 //! messages (system prompt, tool definitions, reply priming): two call sites that count
 //! differently make a compaction trigger and the budget it compacts to disagree.
 
-use std::borrow::Cow;
-
-use crate::exact::Encoding;
+use crate::encoding::Encoding;
 use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::media_tokens::media_tokens;
 use crate::message::{
-    Content, Detail, Image, ImageSource, MediaKind, Message, Part, ThoughtSignatures, ToolCall,
+    Content, Detail, Image, ImageSource, MediaKind, Message, Part, Role, ThoughtSignatures,
+    ToolCall,
 };
 use crate::model_info::{is_gemini_3, model_info, Family, ModelInfo};
-use crate::profile::{on_vertex_ai, profile_for, Profile, Provider};
+use crate::profile::{on_vertex_ai, profile_for, Profile};
+use crate::provider::Provider;
+pub use crate::request_extras::{RequestExtras, ResponseFormat, ToolDef};
 use crate::text_stats::{text_tokens, TextWeights, BASE64_TOKENS_PER_BYTE};
-use crate::tool_render::{openai_response_format_tokens, openai_tool_block_tokens};
+use crate::tool_render::{
+    openai_response_format_tokens, openai_system_tokens, openai_tool_block_tokens,
+};
 
 /// Tokens per character for opaque parts (audio, files, unknown blocks) priced from their
 /// serialized size: the common 4 characters per token rule, for lack of anything better.
@@ -82,49 +85,17 @@ fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
 /// text's shape took the first calls from 8.9% to 2.5% off but the later calls' p99 from 3.3% to
 /// 4.3% (aligned `ls -la` listings priced ~20% over); `whole` weights on the whole text instead
 /// of BPE, 3.3% and 3.6%.
-fn text_weights_of(family: Family, profile: &Profile) -> (&'static TextWeights, f64) {
-    match family {
-        Family::Gemini | Family::Gemma => (&TextWeights::GEMINI, 1.0),
+fn text_weights_of(
+    family: Family,
+    encoding: Option<Encoding>,
+    profile: &Profile,
+) -> (&'static TextWeights, f64) {
+    match (family, encoding) {
+        (Family::Gemini | Family::Gemma, _) => (&TextWeights::GEMINI, 1.0),
+        // OpenAI's cl100k models: that vocabulary's own per-script weights.
+        (Family::OpenAI, Some(Encoding::Cl100kBase)) => (&TextWeights::CL100K, profile.text_scale),
         _ => (&TextWeights::O200K, profile.text_scale),
     }
-}
-
-/// A tool definition as sent: its name and its whole definition serialized as compact JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolDef<'a> {
-    pub name: Cow<'a, str>,
-    pub json: Cow<'a, str>,
-}
-
-/// A structured-output schema the reply is constrained to (OpenAI `response_format`, the
-/// Responses `text.format`, Anthropic `output_format`, Gemini `responseJsonSchema`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResponseFormat<'a> {
-    /// The format's name (OpenAI's `json_schema.name`), empty when it has none.
-    pub name: Cow<'a, str>,
-    pub description: Option<Cow<'a, str>>,
-    /// The JSON schema, as compact JSON.
-    pub schema: Cow<'a, str>,
-}
-
-impl ResponseFormat<'_> {
-    /// The same format owning its text (kept past the objects it was read from).
-    pub fn into_owned(self) -> ResponseFormat<'static> {
-        ResponseFormat {
-            name: Cow::Owned(self.name.into_owned()),
-            description: self.description.map(|d| Cow::Owned(d.into_owned())),
-            schema: Cow::Owned(self.schema.into_owned()),
-        }
-    }
-}
-
-/// What a request carries besides its messages.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestExtras<'a> {
-    /// A top-level system prompt (Anthropic `system`, or one to be prepended).
-    pub system: Option<Cow<'a, str>>,
-    pub tools: Vec<ToolDef<'a>>,
-    pub response_format: Option<ResponseFormat<'a>>,
 }
 
 /// What the request overhead pays for, in fractional tokens.
@@ -190,7 +161,7 @@ impl Estimator {
         };
         let base = info.base.as_str();
         let profile = profile_for(family, info);
-        let (text_weights, sampled_text_scale) = text_weights_of(family, &profile);
+        let (text_weights, sampled_text_scale) = text_weights_of(family, info.encoding, &profile);
         Estimator {
             provider,
             family,
@@ -291,6 +262,17 @@ impl Estimator {
         }
     }
 
+    /// Tokens of a system prompt's text: OpenAI models count it exactly, cached by content (it
+    /// is as static over a conversation as the tools); other families sample it as any text.
+    fn system_text(&self, s: &str) -> f64 {
+        match self.model_encoding {
+            Some(enc) if self.encoding.is_none() => {
+                self.profile.text_scale * f64::from(openai_system_tokens(s, enc))
+            }
+            _ => self.text(s),
+        }
+    }
+
     /// Tokens of one image part.
     pub fn image(&self, img: &Image<'_>) -> u32 {
         let dims = match img.source {
@@ -361,9 +343,18 @@ impl Estimator {
         if let Some(name) = m.name {
             t += p.per_name + self.text(name);
         }
+        let system = matches!(m.role, Role::System | Role::Developer);
         t += match &m.content {
             Content::None => 0.0,
+            Content::Text(s) if system => self.system_text(s),
             Content::Text(s) => self.text(s),
+            Content::Parts(parts) if system => parts
+                .iter()
+                .map(|x| match x {
+                    Part::Text(s) => self.system_text(s),
+                    _ => self.part(x),
+                })
+                .sum(),
             Content::Parts(parts) => parts.iter().map(|x| self.part(x)).sum(),
         };
         for c in &m.tool_calls {
@@ -412,7 +403,7 @@ impl Estimator {
         };
         if let Some(s) = &extras.system {
             o.system_envelope = p.per_message;
-            o.system_text = self.text(s);
+            o.system_text = self.system_text(s);
         }
         if !extras.tools.is_empty() {
             o.tool_schemas = self.tools(&extras.tools);
@@ -483,6 +474,30 @@ impl Estimator {
                 .sum::<f64>()
     }
 
+    /// Each tool definition's own cost (fractional tokens), in order: what it would add alone
+    /// (OpenAI models: its exact rendering; hosted tools: their fitted hidden prompt). A
+    /// breakdown shares the tool block's cost out in these proportions (`by_tool`).
+    pub fn tool_costs(&self, tools: &[ToolDef<'_>]) -> Vec<f64> {
+        let p = &self.profile;
+        tools
+            .iter()
+            .map(|t| {
+                if let Some(n) =
+                    hosted_tool_type(&t.json).and_then(|ty| hosted_tool_tokens(self.family, ty))
+                {
+                    return n;
+                }
+                if let Some(enc) = self.model_encoding {
+                    if let Some(n) = openai_tool_block_tokens(std::iter::once(t.json.as_ref()), enc)
+                    {
+                        return f64::from(n);
+                    }
+                }
+                p.per_tool_def + p.tool_schema_scale * self.text(&t.json)
+            })
+            .collect()
+    }
+
     /// Tokens of a whole request: every message plus the overhead. Equals
     /// `each(ms).sum() + overhead(extras)`.
     pub fn total(&self, ms: &[Message<'_>], extras: &RequestExtras<'_>) -> u64 {
@@ -500,6 +515,7 @@ impl Estimator {
 mod tests {
     use super::*;
     use crate::message::Detail;
+    use std::borrow::Cow;
 
     fn call<'a>(id: &'a str, name: &'a str, args: &'a str) -> ToolCall<'a> {
         ToolCall {

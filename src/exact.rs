@@ -20,21 +20,19 @@
 //!   (`Counter::structured_output`);
 //! - images: the provider formulas of `image_tokens` from the pixel size in the header.
 
-use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
-use std::fmt;
-
-use tiktoken_rs::CoreBPE;
-
+use crate::encoding::base_model;
+pub use crate::encoding::{encoding_for, Encoding, UnknownModel};
 use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
+use crate::json_string::push_json_string;
 use crate::message::{Content, ImageSource, Message, Part, Role, ToolCall};
-use crate::profile::Provider;
+use crate::provider::Provider;
 use crate::tool_render::{
     parse_json, render_response_format, render_tools, response_format_title, title_tokens,
     tools_without_property_comments, Json,
 };
-use crate::wire::push_json_string;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
 /// Tokens a batch of parallel tool calls costs beyond its `multi_tool_use.parallel` call and the
 /// one message of its outputs, on the gpt-4o / gpt-4.1 generation: `PARALLEL_BATCH_BASE +
@@ -49,120 +47,6 @@ const PARALLEL_PER_CALL: i32 = -4;
 /// The same constant on reasoning models (gpt-5, o-series): -9 a batch, the earlier fit over
 /// every recorded batch; the gpt-5-nano batches of 3 calls (4 requests of one test) stay 7 under.
 const PARALLEL_BATCH_REASONING: i32 = -9;
-
-/// One of OpenAI's public tokenizers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Encoding {
-    O200kBase,
-    Cl100kBase,
-    O200kHarmony,
-}
-
-impl Encoding {
-    pub const NAMES: [&'static str; 3] = ["o200k_base", "cl100k_base", "o200k_harmony"];
-
-    /// tiktoken's name of the encoding.
-    pub fn name(self) -> &'static str {
-        match self {
-            Encoding::O200kBase => "o200k_base",
-            Encoding::Cl100kBase => "cl100k_base",
-            Encoding::O200kHarmony => "o200k_harmony",
-        }
-    }
-
-    /// Parse a tiktoken encoding name.
-    pub fn parse(name: &str) -> Option<Encoding> {
-        match name {
-            "o200k_base" => Some(Encoding::O200kBase),
-            "cl100k_base" => Some(Encoding::Cl100kBase),
-            "o200k_harmony" => Some(Encoding::O200kHarmony),
-            _ => None,
-        }
-    }
-
-    /// The shared encoder, built on first use.
-    pub fn bpe(self) -> &'static CoreBPE {
-        match self {
-            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-            Encoding::O200kHarmony => tiktoken_rs::o200k_harmony_singleton(),
-        }
-    }
-
-    /// Tokens of `text` with special-token text (`<|endoftext|>`) counted as ordinary text,
-    /// as the API does for message content.
-    pub fn count(self, text: &str) -> usize {
-        if text.is_empty() {
-            return 0;
-        }
-        // The same count as `self.bpe().encode_ordinary(text).len()`, split by this thread's own
-        // regex (see `bpe_count`: the encoder's regex serializes threads).
-        let vocab = match self {
-            Encoding::O200kBase | Encoding::O200kHarmony => crate::bpe_count::o200k(),
-            Encoding::Cl100kBase => crate::bpe_count::cl100k(),
-        };
-        vocab.count(text, self.bpe())
-    }
-}
-
-/// A model name that maps to no known OpenAI encoding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownModel(pub String);
-
-impl fmt::Display for UnknownModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown model {:?}: no OpenAI encoding is known for it; pass encoding= \
-             (one of {}) to count_text, or use a known model name",
-            self.0,
-            Encoding::NAMES.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for UnknownModel {}
-
-// Model-name prefixes, as tiktoken's `model.py` maps them, longest first where they
-// overlap. Dated and suffixed names (`gpt-4o-2024-11-20`, `gpt-4.1-mini`) match by prefix.
-const PREFIXES: &[(&str, Encoding)] = &[
-    ("gpt-oss", Encoding::O200kHarmony),
-    ("gpt-4o", Encoding::O200kBase),
-    ("chatgpt-4o", Encoding::O200kBase),
-    ("gpt-4.1", Encoding::O200kBase),
-    ("gpt-4.5", Encoding::O200kBase),
-    ("gpt-5", Encoding::O200kBase),
-    ("o1", Encoding::O200kBase),
-    ("o3", Encoding::O200kBase),
-    ("o4", Encoding::O200kBase),
-    ("codex-", Encoding::O200kBase),
-    ("gpt-4", Encoding::Cl100kBase),
-    ("gpt-3.5", Encoding::Cl100kBase),
-    ("gpt-35", Encoding::Cl100kBase),
-    ("text-embedding-3", Encoding::Cl100kBase),
-    ("text-embedding-ada-002", Encoding::Cl100kBase),
-];
-
-/// The model name without an `ft:` prefix, fine-tune suffix (`ft:gpt-4o:org::id`) or provider
-/// path (`openai/gpt-4o`, `azure/gpt-4o`).
-fn base_model(model: &str) -> &str {
-    let m = model.trim();
-    let m = m.rsplit('/').next().unwrap_or(m);
-    match m.strip_prefix("ft:") {
-        Some(rest) => rest.split(':').next().unwrap_or(rest),
-        None => m,
-    }
-}
-
-/// The encoding of an OpenAI model name.
-pub fn encoding_for(model: &str) -> Result<Encoding, UnknownModel> {
-    let m = base_model(model);
-    PREFIXES
-        .iter()
-        .find(|(p, _)| m.starts_with(p))
-        .map(|&(_, e)| e)
-        .ok_or_else(|| UnknownModel(model.to_string()))
-}
 
 /// How one model is billed.
 #[derive(Debug, Clone, Copy)]
@@ -290,7 +174,7 @@ impl Counter {
     }
 
     /// Tokens of one message, envelope included; `calls` maps tool-call ids to their function
-    /// and batch (`call_index`).
+    /// and batch (the latest call with its id before `m`).
     fn message(&self, m: &Message<'_>, calls: &HashMap<&str, CallInfo<'_>>, batch: Batched) -> u32 {
         match batch {
             Batched::No => {}
@@ -361,22 +245,52 @@ impl Counter {
     /// merges into. That equals the list's own count on every recorded batch (it can differ by
     /// a token where BPE merges across two outputs) and keeps a message's count unchanged when
     /// later messages are appended.
+    ///
+    /// A long history is spread over the machine's cores (`spread`): each message's count
+    /// depends only on the call index and its batch position, both settled first.
     pub fn count_each(&self, messages: &[Message<'_>]) -> Vec<u32> {
-        let calls = call_index(messages);
+        // Each result answers the latest call with its id made before it (ids repeat in real
+        // histories: tau-bench's reuse one call id 4 messages later).
+        let mut calls: HashMap<&str, CallInfo<'_>> = HashMap::new();
         let mut opened = HashSet::new();
-        messages
+        let plan: Vec<(Option<CallInfo<'_>>, Batched)> = messages
             .iter()
-            .map(|m| {
-                let batch = match (m.role, m.tool_call_id.and_then(|id| calls.get(id))) {
-                    (Role::Tool, Some(CallInfo { batch: Some(b), .. })) if opened.insert(*b) => {
+            .enumerate()
+            .map(|(i, m)| {
+                let batch = (m.tool_calls.len() > 1).then_some(i);
+                for c in &m.tool_calls {
+                    calls.insert(
+                        c.id,
+                        CallInfo {
+                            name: c.name,
+                            batch,
+                        },
+                    );
+                }
+                let info = m.tool_call_id.and_then(|id| calls.get(id)).copied();
+                let batched = match (m.role, info) {
+                    (Role::Tool, Some(CallInfo { batch: Some(b), .. })) if opened.insert(b) => {
                         Batched::Opens
                     }
                     (Role::Tool, Some(CallInfo { batch: Some(_), .. })) => Batched::Continues,
                     _ => Batched::No,
                 };
-                self.message(m, &calls, batch)
+                (info, batched)
             })
-            .collect()
+            .collect();
+        spread(messages, |from, to| {
+            messages[from..to]
+                .iter()
+                .zip(&plan[from..to])
+                .map(|(m, (info, batched))| {
+                    let mut view = HashMap::new();
+                    if let (Some(id), Some(info)) = (m.tool_call_id, info) {
+                        view.insert(id, *info);
+                    }
+                    self.message(m, &view, *batched)
+                })
+                .collect()
+        })
     }
 
     /// Tokens of everything around the messages: reply priming, tool definitions, the
@@ -387,18 +301,37 @@ impl Counter {
         tools: &[Json],
         response_format: Option<&Json>,
     ) -> u64 {
+        let system = system_text(messages);
+        self.overhead_with(
+            system.as_deref(),
+            text_replies(messages),
+            tools,
+            response_format,
+        )
+    }
+
+    /// `overhead` from what it reads of the messages: the first system message's text and the
+    /// number of earlier assistant replies with text (`text_replies`).
+    pub fn overhead_with(
+        &self,
+        system: Option<&str>,
+        replies: usize,
+        tools: &[Json],
+        response_format: Option<&Json>,
+    ) -> u64 {
         let mut n: i64 = 3;
         if self.reasoning {
             n -= 1;
         }
         let tool_text = (!tools.is_empty()).then(|| render_tools(tools));
         if let Some(block) = &tool_text {
-            n += self.tool_block(messages, tools, block);
+            n += self.tool_block(system, tools, block);
         }
         if let Some(rf) = response_format {
             if let Some(text) = render_response_format(rf) {
                 n += self.structured_output(
-                    messages,
+                    system,
+                    replies as i64,
                     &text,
                     response_format_title(rf),
                     tool_text.as_deref(),
@@ -429,26 +362,15 @@ impl Counter {
     ///   costs the same the data cannot tell.
     fn structured_output(
         &self,
-        messages: &[Message<'_>],
+        system: Option<&str>,
+        replies: i64,
         text: &str,
         title: Option<&str>,
         tools: Option<&str>,
     ) -> i64 {
-        let replies = messages
-            .iter()
-            .filter(|m| {
-                m.role == Role::Assistant
-                    && m.tool_calls.is_empty()
-                    && match &m.content {
-                        Content::None => false,
-                        Content::Text(t) => !t.is_empty(),
-                        Content::Parts(ps) => !ps.is_empty(),
-                    }
-            })
-            .count() as i64;
-        let block = match (tools, system_text(messages)) {
+        let block = match (tools, system) {
             (Some(tools), _) => self.appended(tools, text),
-            (None, Some(system)) => self.appended(&system, text) + 4,
+            (None, Some(system)) => self.appended(system, text) + 4,
             (None, None) => self.text(text) as i64 + 1 + 4 + 3,
         };
         let title = title.map_or(0, |t| title_tokens(self.text(t) as usize) as i64);
@@ -476,15 +398,15 @@ impl Counter {
     ///
     /// On the gpt-4o / gpt-4.1 generation each tool whose properties carry no comment is billed
     /// 1 less (`tool_render::tools_without_property_comments`).
-    fn tool_block(&self, messages: &[Message<'_>], tools: &[Json], block: &str) -> i64 {
+    fn tool_block(&self, system: Option<&str>, tools: &[Json], block: &str) -> i64 {
         let (alone, seam) = if self.gpt5 { (84, 84) } else { (3, -1) };
         let bare = if self.reasoning {
             0
         } else {
             tools_without_property_comments(tools) as i64
         };
-        let placed = match system_text(messages) {
-            Some(system) => self.appended(&system, block) + seam,
+        let placed = match system {
+            Some(system) => self.appended(system, block) + seam,
             None => self.text(block) as i64 + alone,
         };
         placed - bare
@@ -545,6 +467,22 @@ fn seam_tail(text: &str) -> &str {
     }
 }
 
+/// Whether `m` is an assistant reply with text (what a structured output bills 4 more for).
+fn is_text_reply(m: &Message<'_>) -> bool {
+    m.role == Role::Assistant
+        && m.tool_calls.is_empty()
+        && match &m.content {
+            Content::None => false,
+            Content::Text(t) => !t.is_empty(),
+            Content::Parts(ps) => !ps.is_empty(),
+        }
+}
+
+/// The number of assistant replies with text among `messages`.
+fn text_replies(messages: &[Message<'_>]) -> usize {
+    messages.iter().filter(|m| is_text_reply(m)).count()
+}
+
 /// The text of the first system (or developer) message, which the tool block and the
 /// structured-output schema join; `None` without one.
 fn system_text<'m>(messages: &'m [Message<'_>]) -> Option<Cow<'m, str>> {
@@ -565,8 +503,183 @@ fn system_text<'m>(messages: &'m [Message<'_>]) -> Option<Cow<'m, str>> {
     })
 }
 
+/// Counts a session remembers by content before starting over (~24 bytes each).
+const MEMO_CAP: usize = 1 << 20;
+
+/// What counting appended messages needs to know of the earlier ones: the calls they made
+/// (function name and parallel batch of each call id), the batches whose outputs message is
+/// open, the first system text and the text replies (the overhead reads both). Owned: it
+/// outlives the messages, so a session counts only what was appended since.
+#[derive(Debug, Clone, Default)]
+pub struct CountContext {
+    calls: HashMap<String, (String, Option<usize>)>,
+    opened: HashSet<usize>,
+    seen: usize,
+    system: Option<String>,
+    replies: usize,
+}
+
+impl CountContext {
+    /// Messages counted so far.
+    pub fn len(&self) -> usize {
+        self.seen
+    }
+
+    /// Whether nothing was counted yet.
+    pub fn is_empty(&self) -> bool {
+        self.seen == 0
+    }
+}
+
+impl Counter {
+    /// Tokens of `new`, the messages appended after those `ctx` has seen, exactly as
+    /// `count_each` of the whole history would give them; `ctx` learns them.
+    ///
+    /// `memo` remembers counts by content (the message, its batch position and the function a
+    /// result answers): a history rebuilt with the same messages (after a compaction, a
+    /// restart) is recounted by hashing, not tokenizing. Bounded: cleared past `MEMO_CAP`.
+    pub fn count_appended(
+        &self,
+        ctx: &mut CountContext,
+        memo: &mut HashMap<u64, u32>,
+        new: &[Message<'_>],
+    ) -> Vec<u32> {
+        let mut out = Vec::with_capacity(new.len());
+        for m in new {
+            let i = ctx.seen;
+            let batch = (m.tool_calls.len() > 1).then_some(i);
+            for c in &m.tool_calls {
+                ctx.calls
+                    .insert(c.id.to_string(), (c.name.to_string(), batch));
+            }
+            let info = m.tool_call_id.and_then(|id| ctx.calls.get(id));
+            let batched = match (m.role, info) {
+                (Role::Tool, Some((_, Some(b)))) if ctx.opened.insert(*b) => Batched::Opens,
+                (Role::Tool, Some((_, Some(_)))) => Batched::Continues,
+                _ => Batched::No,
+            };
+            let mut view: HashMap<&str, CallInfo<'_>> = HashMap::new();
+            if let (Some(id), Some((name, b))) = (m.tool_call_id, info) {
+                view.insert(id, CallInfo { name, batch: *b });
+            }
+            let key = {
+                let mut h = crate::ledger::StableHash::default();
+                h.u64(crate::ledger::content_hash(m));
+                h.u64(batched as u64);
+                h.str(info.map_or("", |(name, _)| name.as_str()));
+                h.str(self.encoding.name());
+                h.finish()
+            };
+            let n = match memo.get(&key) {
+                Some(&n) => n,
+                None => {
+                    let n = self.message(m, &view, batched);
+                    if memo.len() >= MEMO_CAP {
+                        memo.clear();
+                    }
+                    memo.insert(key, n);
+                    n
+                }
+            };
+            out.push(n);
+            if ctx.system.is_none() && matches!(m.role, Role::System | Role::Developer) {
+                ctx.system = system_text(std::slice::from_ref(m)).map(Cow::into_owned);
+            }
+            ctx.replies += usize::from(is_text_reply(m));
+            ctx.seen += 1;
+        }
+        out
+    }
+
+    /// `overhead` of the history `ctx` has seen.
+    pub fn overhead_of(
+        &self,
+        ctx: &CountContext,
+        tools: &[Json],
+        response_format: Option<&Json>,
+    ) -> u64 {
+        self.overhead_with(ctx.system.as_deref(), ctx.replies, tools, response_format)
+    }
+}
+
+/// Below this many bytes of text a history is counted on the calling thread: a thread costs
+/// its start and its own split regex (~2 ms, `bpe_count`), ~1/15 of counting 1 MB.
+const SPREAD_FROM_BYTES: u64 = 1 << 20;
+
+/// Counts in progress in this process.
+static COUNTING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One count in progress, and how many others were when it started.
+struct Busy {
+    others: usize,
+}
+
+impl Busy {
+    fn enter() -> Busy {
+        use std::sync::atomic::Ordering;
+        Busy {
+            others: COUNTING.fetch_add(1, Ordering::AcqRel),
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        COUNTING.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// `f(from, to)` over contiguous ranges of `messages` of about equal text, one per available
+/// core, concatenated in order; one range on the calling thread when the history is small.
+fn spread<F>(messages: &[Message<'_>], f: F) -> Vec<u32>
+where
+    F: Fn(usize, usize) -> Vec<u32> + Sync,
+{
+    let bytes: Vec<u64> = messages
+        .iter()
+        .map(|m| crate::ledger::payload_chars(m) + 16)
+        .collect();
+    let total: u64 = bytes.iter().sum();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Counts already running elsewhere (`count_many`, a caller's thread pool) have the cores:
+    // threads of this one would only compete with them and compile their regex for nothing
+    // (a pool of 2 callers on 2 cores measured 1.27x slower with every count spread).
+    let _busy = Busy::enter();
+    if cores < 2 || total < SPREAD_FROM_BYTES || _busy.others > 0 {
+        return f(0, messages.len());
+    }
+    let share = total.div_ceil(cores as u64);
+    let mut cuts = vec![0];
+    let mut acc = 0;
+    for (i, b) in bytes.iter().enumerate() {
+        acc += b;
+        if acc >= share * cuts.len() as u64 && cuts.len() < cores && i + 1 < messages.len() {
+            cuts.push(i + 1);
+        }
+    }
+    cuts.push(messages.len());
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = cuts
+            .windows(2)
+            .skip(1)
+            .map(|w| {
+                let (from, to) = (w[0], w[1]);
+                scope.spawn(move || f(from, to))
+            })
+            .collect();
+        let mut out = f(cuts[0], cuts[1]);
+        for h in handles {
+            // A panic in a counting thread is a bug; re-raise it where it is seen.
+            out.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        out
+    })
+}
+
 /// How a tool result is billed: alone, or as part of its batch's one outputs message.
 #[derive(Clone, Copy)]
+#[repr(u8)]
 enum Batched {
     No,
     Opens,
@@ -575,32 +688,59 @@ enum Batched {
 
 /// What a tool-call id refers to: the function called and, for a call made in a batch of
 /// parallel calls, the batch (the index of the message that made it).
+#[derive(Clone, Copy)]
 struct CallInfo<'a> {
     name: &'a str,
     batch: Option<usize>,
 }
 
-/// Every tool call of the history by id, in one pass.
-fn call_index<'a>(messages: &[Message<'a>]) -> HashMap<&'a str, CallInfo<'a>> {
-    let mut calls = HashMap::new();
-    for (i, m) in messages.iter().enumerate() {
-        let batch = (m.tool_calls.len() > 1).then_some(i);
-        for c in &m.tool_calls {
-            calls.insert(
-                c.id,
-                CallInfo {
-                    name: c.name,
-                    batch,
-                },
-            );
-        }
-    }
-    calls
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counting_appended_messages_equals_counting_the_whole_history() {
+        let v = serde_json::json!([
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "weather in Paris and Rome?"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "w", "arguments": "{\"c\":\"Paris\"}"}},
+                {"id": "b", "type": "function", "function": {"name": "w", "arguments": "{\"c\":\"Rome\"}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "sunny"},
+            {"role": "tool", "tool_call_id": "b", "content": "rain"},
+            {"role": "assistant", "content": "Sunny in Paris, rain in Rome."},
+            {"role": "user", "content": "thanks"},
+        ]);
+        let ms = crate::wire::read_history(&&v).unwrap();
+        let c = Counter::new("gpt-4o").unwrap();
+        for cut in 0..=ms.len() {
+            let mut ctx = CountContext::default();
+            let mut memo = HashMap::new();
+            let mut each = c.count_appended(&mut ctx, &mut memo, &ms[..cut]);
+            each.extend(c.count_appended(&mut ctx, &mut memo, &ms[cut..]));
+            assert_eq!(each, c.count_each(&ms), "cut at {cut}");
+            assert_eq!(c.overhead_of(&ctx, &[], None), c.overhead(&ms, &[], None));
+        }
+    }
+
+    #[test]
+    fn spread_concatenates_its_ranges_in_order_whatever_the_cores() {
+        let text = "x".repeat(4096);
+        let ms: Vec<Message<'_>> = (0..600).map(|_| Message::text("user", &text)).collect();
+        let out = spread(&ms, |a, b| (a..b).map(|i| i as u32).collect());
+        assert_eq!(out, (0..600).collect::<Vec<u32>>());
+        let small = &ms[..3];
+        assert_eq!(spread(small, |a, b| vec![(b - a) as u32]), vec![3]);
+    }
+
+    #[test]
+    fn a_spread_count_equals_the_sum_of_its_messages() {
+        let c = Counter::new("gpt-4o").unwrap();
+        let text = "The quick brown fox jumps over the lazy dog. ".repeat(200);
+        let ms: Vec<Message<'_>> = (0..200).map(|_| Message::text("user", &text)).collect();
+        let one = c.count_each(&ms[..1])[0];
+        assert!(c.count_each(&ms).iter().all(|&n| n == one));
+    }
     use std::borrow::Cow;
 
     #[test]

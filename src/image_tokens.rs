@@ -7,7 +7,7 @@
 
 use crate::image::Dims;
 use crate::message::{Content, Detail, Image, ImageSource, Message, Part};
-use crate::profile::Provider;
+use crate::provider::Provider;
 
 /// How a model family bills images.
 #[derive(Debug, Clone, Copy, PartialEq)]

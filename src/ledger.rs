@@ -47,7 +47,7 @@ pub const DEFAULT_SMOOTHING: f64 = 0.5;
 
 /// Ratios real / heuristic outside this range are not used to calibrate: such a usage counts
 /// something the messages do not show (server-side state, a wrong `messages=`).
-const RATIO_RANGE: (f64, f64) = (0.2, 5.0);
+pub const RATIO_RANGE: (f64, f64) = (0.2, 5.0);
 
 /// What the ledger remembers of one message: never the message itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

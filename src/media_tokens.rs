@@ -8,62 +8,8 @@
 //! 100 ms); OpenAI PDFs ~100 tokens per page and Anthropic PDFs ~1,600 tokens for a one-page PDF, measured on the cassettes in
 //! shared/data (1,626-1,658 tokens for the 1-page test PDF, text plus page image).
 
-use crate::profile::Provider;
-
-/// What a non-image binary part holds, from its MIME type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MediaKind {
-    /// An image sent by reference only (no bytes to read a header from).
-    Image,
-    Audio,
-    Video,
-    /// PDFs and office documents: billed per page.
-    Document,
-    /// Plain text sent as a file: priced as text by the caller.
-    Text,
-    /// No MIME type known.
-    Unknown,
-}
-
-impl MediaKind {
-    /// Classify a MIME type (`audio/wav`), an OpenAI audio `format` (`wav`, `mp3`) or a Bedrock
-    /// document / video `format` (`pdf`, `docx`, `mp4`: DocumentBlock and VideoBlock in the
-    /// Bedrock Converse API reference).
-    pub fn from_mime(mime: &str) -> MediaKind {
-        let m = mime.trim().to_ascii_lowercase();
-        match m.as_str() {
-            "pdf" | "doc" | "docx" | "xls" | "xlsx" => return MediaKind::Document,
-            "csv" | "html" | "txt" | "md" => return MediaKind::Text,
-            "mkv" | "mov" | "mp4" | "webm" | "flv" | "mpeg" | "mpg" | "wmv" | "three_gp" => {
-                return MediaKind::Video
-            }
-            _ => {}
-        }
-        if m.starts_with("audio/")
-            || matches!(
-                m.as_str(),
-                "wav" | "mp3" | "flac" | "ogg" | "pcm16" | "aac" | "opus"
-            )
-        {
-            MediaKind::Audio
-        } else if m.starts_with("image/") {
-            MediaKind::Image
-        } else if m.starts_with("video/") {
-            MediaKind::Video
-        } else if m.starts_with("text/") || m == "application/json" {
-            MediaKind::Text
-        } else if m == "application/pdf"
-            || m.contains("document")
-            || m.contains("msword")
-            || m.contains("presentation")
-            || m.contains("spreadsheet")
-        {
-            MediaKind::Document
-        } else {
-            MediaKind::Unknown
-        }
-    }
-}
+pub use crate::message::MediaKind;
+use crate::provider::Provider;
 
 // Assumed bitrates turning bytes into seconds: 128 kbit/s audio (also 8 kHz 16-bit PCM), and a
 // 1 Mbit/s video stream. Only the order of magnitude matters for a context gate.

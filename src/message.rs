@@ -12,8 +12,110 @@
 
 use std::borrow::Cow;
 
-pub use crate::media_tokens::MediaKind;
-pub use crate::wire::Format;
+/// What a non-image binary part holds, from its MIME type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaKind {
+    /// An image sent by reference only (no bytes to read a header from).
+    Image,
+    Audio,
+    Video,
+    /// PDFs and office documents: billed per page.
+    Document,
+    /// Plain text sent as a file: priced as text by the caller.
+    Text,
+    /// No MIME type known.
+    Unknown,
+}
+
+impl MediaKind {
+    /// Classify a MIME type (`audio/wav`), an OpenAI audio `format` (`wav`, `mp3`) or a Bedrock
+    /// document / video `format` (`pdf`, `docx`, `mp4`: DocumentBlock and VideoBlock in the
+    /// Bedrock Converse API reference).
+    pub fn from_mime(mime: &str) -> MediaKind {
+        let m = mime.trim().to_ascii_lowercase();
+        match m.as_str() {
+            "pdf" | "doc" | "docx" | "xls" | "xlsx" => return MediaKind::Document,
+            "csv" | "html" | "txt" | "md" => return MediaKind::Text,
+            "mkv" | "mov" | "mp4" | "webm" | "flv" | "mpeg" | "mpg" | "wmv" | "three_gp" => {
+                return MediaKind::Video
+            }
+            _ => {}
+        }
+        if m.starts_with("audio/")
+            || matches!(
+                m.as_str(),
+                "wav" | "mp3" | "flac" | "ogg" | "pcm16" | "aac" | "opus"
+            )
+        {
+            MediaKind::Audio
+        } else if m.starts_with("image/") {
+            MediaKind::Image
+        } else if m.starts_with("video/") {
+            MediaKind::Video
+        } else if m.starts_with("text/") || m == "application/json" {
+            MediaKind::Text
+        } else if m == "application/pdf"
+            || m.contains("document")
+            || m.contains("msword")
+            || m.contains("presentation")
+            || m.contains("spreadsheet")
+        {
+            MediaKind::Document
+        } else {
+            MediaKind::Unknown
+        }
+    }
+}
+
+/// The wire format a message was read from: decides how an edit of it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Format {
+    /// Nothing format-specific seen (a plain `{"role", "content": "text"}` message): any format
+    /// could have sent it, and nothing in it is ever edited.
+    #[default]
+    Unknown,
+    /// OpenAI Chat Completions: `tool_calls`, role `tool`, `image_url` parts.
+    OpenAIChat,
+    /// OpenAI Responses input items: `function_call` / `function_call_output` items,
+    /// `input_text` / `input_image` parts.
+    OpenAIResponses,
+    /// Anthropic Messages: `tool_use` / `tool_result` / `image` blocks.
+    Anthropic,
+    /// Gemini `contents`: `parts` with `functionCall` / `functionResponse` / `inlineData`.
+    Gemini,
+    /// Gemini parts spelled in snake case (`function_call`, `inline_data`: the Python SDK's
+    /// field names).
+    GeminiSnake,
+    /// Bedrock Converse: `toolUse` / `toolResult` / `image` content blocks.
+    Bedrock,
+    /// A LangChain message object, read by meaning by the bindings (see `langchain`).
+    LangChain,
+}
+
+impl Format {
+    /// Combine what two parts of one message say: the first specific format wins, except that
+    /// a Gemini message learns its key spelling from its parts.
+    pub(crate) fn merge(self, other: Format) -> Format {
+        match (self, other) {
+            (Format::Unknown, o) => o,
+            (Format::Gemini, Format::GeminiSnake) => Format::GeminiSnake,
+            (s, _) => s,
+        }
+    }
+
+    /// Its name, as the bindings and reports say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Unknown => "unknown",
+            Format::OpenAIChat => "openai_chat",
+            Format::OpenAIResponses => "openai_responses",
+            Format::Anthropic => "anthropic",
+            Format::Gemini | Format::GeminiSnake => "gemini",
+            Format::Bedrock => "bedrock",
+            Format::LangChain => "langchain",
+        }
+    }
+}
 
 /// The speaker of a message, as far as counting and grouping care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

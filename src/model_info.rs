@@ -9,7 +9,7 @@
 //! `-v1:0`, Vertex `@20240620`, Ollama quantization tags) are stripped before the lookup. An
 //! unknown name never fails: it resolves to `Family::Unknown`, priced by the caller's provider.
 
-use crate::exact::{encoding_for, Encoding};
+use crate::encoding::{encoding_for, Encoding};
 
 /// A model's token family: one tokenizer and chat template lineage, priced by one profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -17,7 +17,8 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::message::{Content, ImageSource, Message, Part};
 use crate::shrink_json::shrink_json;
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
-use crate::wire::edit::{write, CallAt, Change};
+use crate::wire::edit::{CallAt, Change};
+use crate::wire::write_edit as write;
 pub use crate::wire::{Edit, Step};
 
 /// Thresholds of a prune (all sizes in tokens of the estimator unless named chars).
@@ -354,10 +355,12 @@ pub fn plan_with(
                         }),
                     };
                     if let Some(text) = text {
+                        // Images in a result (screenshots) are old output too: their price counts.
                         let old: f64 = content
                             .iter()
                             .map(|c| match c {
                                 Part::Text(t) => est.text(t),
+                                Part::Image(img) => f64::from(est.image(img)),
                                 _ => 0.0,
                             })
                             .sum();
@@ -391,7 +394,7 @@ pub fn plan_with(
 mod tests {
     use super::*;
     use crate::message::{Format, ToolCall};
-    use crate::profile::Provider;
+    use crate::provider::Provider;
     use std::borrow::Cow;
 
     fn history<'a>(big: &'a str, args: &'a str) -> Vec<Message<'a>> {

@@ -26,9 +26,14 @@
 
 use std::fmt;
 
-use crate::ledger::{Anchor, Snapshot, StableHash, Stored};
+use crate::ledger::{Anchor, Snapshot, StableHash, Stored, RATIO_RANGE};
 
 const MAGIC: &[u8; 4] = b"CFST";
+/// The largest token, byte or usage count a state may hold (what the Python layer clamps every
+/// count to): a real count near `u64::MAX` would wrap the estimate it anchors.
+pub const MAX_COUNT: u64 = 1 << 62;
+/// The largest settings text (the layer above's JSON) a state may carry.
+pub const MAX_META_BYTES: usize = 64 << 10;
 /// Bumped whenever the layout or the meaning of a field changes.
 pub const FORMAT_VERSION: u8 = 2;
 /// The library that wrote a state: costs are those of its estimator, so a state is only read
@@ -310,6 +315,30 @@ impl SessionState {
         if r.at != body.len() {
             return Err(StateError::Invalid("trailing bytes"));
         }
+        // Every field within its range, so no arithmetic on a restored state can wrap (the
+        // checksum is not a MAC: anyone who can write the bytes can make it match).
+        if meta.len() > MAX_META_BYTES {
+            return Err(StateError::Invalid("settings larger than 64 KiB"));
+        }
+        if anchor.is_some_and(|a| a.real > MAX_COUNT || a.messages > n)
+            || last_usage.is_some_and(|u| u > MAX_COUNT)
+            || usages > MAX_COUNT
+            || last_len > n
+        {
+            return Err(StateError::Invalid("usage count out of range"));
+        }
+        if correction.is_some_and(|c| !(RATIO_RANGE.0..=RATIO_RANGE.1).contains(&c)) {
+            return Err(StateError::Invalid("correction out of range"));
+        }
+        if !(0.0..=1.0).contains(&smoothing) || overhead > u64::from(u32::MAX) {
+            return Err(StateError::Invalid("smoothing or overhead out of range"));
+        }
+        if entries
+            .iter()
+            .any(|e| e.wire_bytes > MAX_COUNT || e.chars > MAX_COUNT)
+        {
+            return Err(StateError::Invalid("message size out of range"));
+        }
         Ok(SessionState {
             provider,
             model,
@@ -432,5 +461,44 @@ mod tests {
         s.ledger.anchor = None;
         s.ledger.correction = Some(f64::NAN);
         assert!(Ledger::restore(s.ledger).is_none());
+    }
+
+    #[test]
+    fn a_forged_state_with_a_valid_checksum_is_refused_when_a_count_is_out_of_range() {
+        // What an attacker who can write the key does: any field, checksum recomputed.
+        let forge = |f: &dyn Fn(&mut SessionState)| {
+            let mut s = state();
+            f(&mut s);
+            SessionState::decode(&s.encode())
+        };
+        let anchor = |s: &mut SessionState| {
+            s.ledger.anchor = Some(Anchor {
+                messages: 10,
+                real: u64::MAX,
+            })
+        };
+        assert!(matches!(forge(&anchor), Err(StateError::Invalid(_))));
+        assert!(matches!(
+            forge(&|s| s.ledger.last_usage = Some(u64::MAX)),
+            Err(StateError::Invalid(_))
+        ));
+        assert!(matches!(
+            forge(&|s| s.ledger.usages = u64::MAX),
+            Err(StateError::Invalid(_))
+        ));
+        assert!(matches!(
+            forge(&|s| s.ledger.correction = Some(1e300)),
+            Err(StateError::Invalid(_))
+        ));
+        assert!(matches!(
+            forge(&|s| s.meta = "[".repeat(100_000)),
+            Err(StateError::Invalid(_))
+        ));
+        assert!(matches!(
+            forge(&|s| s.ledger.last_len = 10_000),
+            Err(StateError::Invalid(_))
+        ));
+        // In range, the same forgery reads back (a MAC, not a range check, tells it apart).
+        assert!(forge(&|s| s.ledger.usages = 7).is_ok());
     }
 }

@@ -45,7 +45,7 @@
 
 use std::borrow::Cow;
 
-use crate::wire::push_json_string;
+use crate::json_string::push_json_string;
 
 /// String values at most this long (characters of their JSON text, quotes excluded) are never
 /// cut; it is also the smallest cap a cut string is shrunk to.

@@ -30,6 +30,14 @@ pub struct Shape {
     lead2: u32,
     /// Lead bytes of 3- and 4-byte characters (CJK, emoji, most other scripts).
     lead3: u32,
+    /// Of `lead2`: leads 0xD0-0xDF (Cyrillic, Armenian, Hebrew, Arabic, Syriac, Thaana, NKo).
+    lead2_hi: u32,
+    /// Of `lead2_hi`: leads 0xD8-0xDF (Arabic and the scripts after it).
+    lead2_ar: u32,
+    /// Of `lead3`: leads 0xE3-0xED (kana, CJK ideographs, Yi, Hangul).
+    lead3_cjk: u32,
+    /// Of `lead3`: 4-byte leads 0xF0-0xF4 (emoji, rare ideographs).
+    lead4: u32,
     /// Bytes actually read.
     sampled: u32,
 }
@@ -43,6 +51,10 @@ struct Masks {
     non_ascii: u64,
     lead2: u64,
     lead3: u64,
+    lead2_hi: u64,
+    lead2_ar: u64,
+    lead3_cjk: u64,
+    lead4: u64,
 }
 
 impl Masks {
@@ -55,6 +67,10 @@ impl Masks {
         self.non_ascii |= m.non_ascii << at;
         self.lead2 |= m.lead2 << at;
         self.lead3 |= m.lead3 << at;
+        self.lead2_hi |= m.lead2_hi << at;
+        self.lead2_ar |= m.lead2_ar << at;
+        self.lead3_cjk |= m.lead3_cjk << at;
+        self.lead4 |= m.lead4 << at;
     }
 }
 
@@ -72,8 +88,19 @@ fn masks_scalar(bytes: &[u8]) -> Masks {
             m.non_ascii |= bit;
             if b >= 0xE0 {
                 m.lead3 |= bit;
+                if (0xE3..=0xED).contains(&b) {
+                    m.lead3_cjk |= bit;
+                } else if b >= 0xF0 {
+                    m.lead4 |= bit;
+                }
             } else if b >= 0xC0 {
                 m.lead2 |= bit;
+                if b >= 0xD0 {
+                    m.lead2_hi |= bit;
+                    if b >= 0xD8 {
+                        m.lead2_ar |= bit;
+                    }
+                }
             }
         }
     }
@@ -109,6 +136,10 @@ fn masks_16(chunk: &[u8; 16]) -> Masks {
         );
         let lead2 = in_range(v, 0xC0u8 as i8, 0x20);
         let lead3 = in_range(v, 0xE0u8 as i8, 0x20);
+        let lead2_hi = in_range(v, 0xD0u8 as i8, 0x10);
+        let lead2_ar = in_range(v, 0xD8u8 as i8, 0x08);
+        let lead3_cjk = in_range(v, 0xE3u8 as i8, 0x0B);
+        let lead4 = in_range(v, 0xF0u8 as i8, 0x10);
         let bits = |x: __m128i| _mm_movemask_epi8(x) as u32 as u64;
         Masks {
             letter: bits(letter),
@@ -117,6 +148,10 @@ fn masks_16(chunk: &[u8; 16]) -> Masks {
             non_ascii: bits(v),
             lead2: bits(lead2),
             lead3: bits(lead3),
+            lead2_hi: bits(lead2_hi),
+            lead2_ar: bits(lead2_ar),
+            lead3_cjk: bits(lead3_cjk),
+            lead4: bits(lead4),
         }
     }
 }
@@ -148,6 +183,12 @@ impl Shape {
         self.space_runs += run_starts(m.space, carry[2]).count_ones();
         self.lead2 += m.lead2.count_ones();
         self.lead3 += m.lead3.count_ones();
+        if (m.lead2 | m.lead3) != 0 {
+            self.lead2_hi += m.lead2_hi.count_ones();
+            self.lead2_ar += m.lead2_ar.count_ones();
+            self.lead3_cjk += m.lead3_cjk.count_ones();
+            self.lead4 += m.lead4.count_ones();
+        }
         self.sampled += n;
         let last = |x: u64| (x >> (n - 1)) & 1;
         [last(m.letter), last(punct), last(m.space)]
@@ -315,6 +356,13 @@ pub struct ShapeWeights {
     pub space_run: f64,
     pub lead2: f64,
     pub lead3: f64,
+    /// Added to `lead2` for leads 0xD0-0xDF (Cyrillic to NKo), and `lead2_ar` more for
+    /// 0xD8-0xDF (Arabic on); added to `lead3` for CJK and Hangul leads (0xE3-0xED) and for
+    /// 4-byte leads (emoji): scripts a vocabulary prices apart (`tools/script_report.py`).
+    pub lead2_hi: f64,
+    pub lead2_ar: f64,
+    pub lead3_cjk: f64,
+    pub lead4: f64,
 }
 
 /// How one token family prices text from its shape: the weights of a text read whole, those of
@@ -336,6 +384,16 @@ pub struct TextWeights {
 
 /// Least-squares weights, o200k_base tokens per feature (see module docs and
 /// tools/fit_text_weights.py).
+///
+/// The non-ASCII weights are fitted by `tools/fit_script_weights.py` on the translations Debian
+/// packages install (gettext catalogs of coreutils, bash, apt, git, gtk, postgres, ...: French,
+/// German, Chinese, Japanese, Korean, Russian, Arabic, and English with emoji), the ASCII ones
+/// kept: per character, Latin accents 1.387 (a marker of the longer words of the languages
+/// that use them more than a price of the letter), Cyrillic 0.262, Arabic 0.362, CJK and Hangul
+/// 0.742, other 3-byte characters (typographic quotes and dashes, Indic) 1.141, emoji 2.370.
+/// Before (0.211 per 2-byte, 0.700 per 3/4-byte character) the median per script was: French
+/// -13.6%, German -22.5%, Chinese -11.0%, Russian -15.6%, Arabic -33.9%, emoji -19.7%
+/// (`tools/script_report.py` prints the table).
 const O200K_SHAPE: ShapeWeights = ShapeWeights {
     letter: 0.066,
     letter_run: 0.514,
@@ -343,8 +401,27 @@ const O200K_SHAPE: ShapeWeights = ShapeWeights {
     punct: 0.132,
     punct_run: 0.783,
     space_run: 0.251,
-    lead2: 0.211,
-    lead3: 0.700,
+    lead2: 1.387,
+    lead3: 1.141,
+    lead2_hi: -1.125,
+    lead2_ar: 0.100,
+    lead3_cjk: -0.399,
+    lead4: 1.229,
+};
+
+/// cl100k_base (gpt-4, gpt-3.5): o200k's ASCII weights (English and code cost the same in both
+/// within a point), its own non-ASCII ones, fitted as o200k's: cl100k spends far more on every
+/// script but Latin (Cyrillic 0.433, Arabic 0.823, CJK and Hangul 1.081 per character, emoji
+/// 2.958). Priced with o200k's weights before: Russian -40.7%, Arabic -65.1%, Chinese -25.4%,
+/// Japanese -27.3%, Korean -27.7%.
+const CL100K_SHAPE: ShapeWeights = ShapeWeights {
+    lead2: 2.269,
+    lead3: 0.918,
+    lead2_hi: -1.836,
+    lead2_ar: 0.390,
+    lead3_cjk: 0.163,
+    lead4: 2.040,
+    ..O200K_SHAPE
 };
 
 /// Tokens per byte of base64-like text (encrypted reasoning, inline files), measured on the
@@ -356,6 +433,13 @@ impl TextWeights {
     pub const O200K: TextWeights = TextWeights {
         whole: O200K_SHAPE,
         sampled: O200K_SHAPE,
+        opaque_per_byte: BASE64_TOKENS_PER_BYTE,
+    };
+
+    /// cl100k_base (OpenAI's gpt-4 / gpt-3.5 generation).
+    pub const CL100K: TextWeights = TextWeights {
+        whole: CL100K_SHAPE,
+        sampled: CL100K_SHAPE,
         opaque_per_byte: BASE64_TOKENS_PER_BYTE,
     };
 
@@ -394,6 +478,10 @@ impl TextWeights {
             space_run: 0.149,
             lead2: 1.2 * 0.211,
             lead3: 1.2 * 0.700,
+            lead2_hi: 0.0,
+            lead2_ar: 0.0,
+            lead3_cjk: 0.0,
+            lead4: 0.0,
         },
         sampled: ShapeWeights {
             letter: 0.142,
@@ -404,6 +492,10 @@ impl TextWeights {
             space_run: 0.319,
             lead2: 1.2 * 0.211,
             lead3: 1.2 * 0.700,
+            lead2_hi: 0.0,
+            lead2_ar: 0.0,
+            lead3_cjk: 0.0,
+            lead4: 0.0,
         },
         opaque_per_byte: 1.2 * BASE64_TOKENS_PER_BYTE,
     };
@@ -420,6 +512,10 @@ impl Shape {
         self.space_runs += o.space_runs;
         self.lead2 += o.lead2;
         self.lead3 += o.lead3;
+        self.lead2_hi += o.lead2_hi;
+        self.lead2_ar += o.lead2_ar;
+        self.lead3_cjk += o.lead3_cjk;
+        self.lead4 += o.lead4;
         self.sampled += o.sampled;
     }
 
@@ -447,6 +543,10 @@ impl Shape {
             + w.space_run * self.space_runs as f64
             + w.lead2 * self.lead2 as f64
             + w.lead3 * self.lead3 as f64
+            + w.lead2_hi * self.lead2_hi as f64
+            + w.lead2_ar * self.lead2_ar as f64
+            + w.lead3_cjk * self.lead3_cjk as f64
+            + w.lead4 * self.lead4 as f64
     }
 }
 

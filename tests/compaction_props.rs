@@ -16,7 +16,7 @@ use contextfold::compaction::{
 };
 use contextfold::estimate::Estimator;
 use contextfold::message::{Content, Message, Part, ToolCall};
-use contextfold::profile::Provider;
+use contextfold::provider::Provider;
 use contextfold::tail_walk::legal_cuts;
 use contextfold::wire::Format;
 use proptest::prelude::*;
@@ -139,6 +139,8 @@ proptest! {
             soft_ceiling: 1.5,
             pinned: vec![pin],
             mask: MaskOptions::default(),
+            trusted_summaries: Vec::new(),
+            summary_floor: 0,
         };
         let p = plan(&msgs, &est, &opt);
         // A case where nothing folds checks nothing: reject it, so that a planner that never

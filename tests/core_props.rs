@@ -7,7 +7,7 @@ use contextfold::estimate::Estimator;
 use contextfold::image::{dims_of_base64, dims_of_bytes};
 use contextfold::image_tokens::{image_tokens, rule_for};
 use contextfold::message::{Content, Detail, Message, Part, ToolCall};
-use contextfold::profile::Provider;
+use contextfold::provider::Provider;
 use contextfold::text_stats::{text_tokens, TextWeights};
 use proptest::prelude::*;
 

@@ -105,3 +105,52 @@ fn shrink_json_corpus_and_mutants() {
 fn history_corpus_and_mutants() {
     replay("history", checks::history, 2_000);
 }
+
+#[test]
+fn compaction_on_the_history_seeds_and_mutants() {
+    // The history seeds are byte streams like any other: the compaction decoder reads them
+    // its own way (well-formed agent histories with thinking, every wire format).
+    replay("history", checks::compaction, 4_000);
+}
+
+/// The long run the fuzzing report counts: `CONTEXTFOLD_FUZZ_CASES` mutants (default 10^6) of
+/// the seeds through `checks::compaction` and `checks::history`, any case slower than 2 s
+/// counted as a hang. Run: `CONTEXTFOLD_FUZZ_CASES=1000000 cargo test --release --locked
+/// --test fuzz_corpus -- --ignored --nocapture long_run`.
+#[test]
+#[ignore]
+fn long_run_counts_cases_panics_and_hangs() {
+    let cases: usize = std::env::var("CONTEXTFOLD_FUZZ_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let inputs = corpus("history");
+            let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+            let mut slowest = std::time::Duration::ZERO;
+            let start = std::time::Instant::now();
+            for k in 0..cases {
+                let a = &inputs[rng.below(inputs.len())];
+                let b = &inputs[rng.below(inputs.len())];
+                let input = mutate(&mut rng, a, b);
+                let t = std::time::Instant::now();
+                checks::compaction(&input);
+                if k % 8 == 0 {
+                    checks::history(&input);
+                }
+                let dt = t.elapsed();
+                slowest = slowest.max(dt);
+                assert!(dt.as_secs() < 2, "hang: case {k} took {dt:?}: {input:?}");
+            }
+            println!(
+                "fuzz long run: {cases} compaction cases ({} history cases), 0 panics, 0 invalid outputs, 0 hangs; slowest case {slowest:?}; {:?} in all",
+                cases.div_ceil(8),
+                start.elapsed()
+            );
+        })
+        .unwrap()
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+}

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use contextfold::estimate::Estimator;
 use contextfold::message::{Content, Format, Message, Part, ToolCall};
-use contextfold::profile::Provider;
+use contextfold::provider::Provider;
 use contextfold::prune::{plan, PruneOptions, Step as PathStep};
 use contextfold::tail_walk::{find_tail_start, legal_cuts, TailOptions};
 use proptest::prelude::*;

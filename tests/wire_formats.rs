@@ -8,7 +8,7 @@
 
 use contextfold::estimate::{Estimator, RequestExtras};
 use contextfold::message::{Format, Message, Part};
-use contextfold::profile::Provider;
+use contextfold::provider::Provider;
 use contextfold::prune::{plan, Edit, PruneOptions, Step};
 use contextfold::wire::{detect, read_history};
 use proptest::prelude::*;
@@ -646,7 +646,8 @@ proptest! {
 /// anything but text, and a tool result, are never rewritten by a plain-text change.
 #[test]
 fn plain_text_change_lands_where_each_format_keeps_the_text() {
-    use contextfold::wire::edit::{write, Change};
+    use contextfold::wire::edit::Change;
+    use contextfold::wire::write_edit as write;
     let long = "ls -la output line\n".repeat(200);
     let change = Change::Text {
         text: "[observation pruned]".into(),

@@ -1,6 +1,6 @@
 """Estimate accuracy against provider-reported prompt tokens (shared/data or tests/data).
 
-    python tools/accuracy_report.py [--local] [--platform] [-v]
+    python tools/accuracy_report.py [--local] [--platform] [--body] [-v]
 
 Calls the library the way a user does: ``provider=`` is the wire format of the recorded API
 (OpenAI chat / Responses, Anthropic Messages, Gemini), ``model=`` the model name as sent; the
@@ -8,6 +8,10 @@ SWE trajectories (Gemini 3 Pro through an OpenAI-compatible router) are estimate
 ``provider="openai", model="google/gemini-3-pro-preview"``, every model call, no calibration.
 Prints median |err|, p90 |err| and the signed median of ``estimate / real - 1`` per data set,
 per recorded provider, and overall (requests and trajectory calls pooled).
+
+``--body``: each recorded request is priced as the body its caller sent (``estimate_request``:
+the request options, thinking and tool_choice included, read by the core's body readers)
+instead of its parts passed to ``estimate``.
 
 ``--platform``: the Gemini requests' model names carry their serving platform as a caller who
 knows it spells it (``gemini/...`` for the recorded ``google``, ``vertex_ai/...`` for
@@ -22,13 +26,14 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 import contextfold as cf  # noqa: E402
 from transcripts import (  # noqa: E402
     LOCAL,
     SHARED,
     estimate_request,
+    estimate_request_body,
     load_conversations,
     load_requests,
     swe_call_kwargs,
@@ -50,13 +55,14 @@ def row(label: str, errs: list[float]) -> str:
 
 
 def collect(
-    root: Path, verbose: bool = False, name_platform: bool = False
+    root: Path, verbose: bool = False, name_platform: bool = False, body: bool = False
 ) -> tuple[dict, dict, list[float]]:
     """(errors by data set, errors by recorded provider, SWE call errors)."""
     by_set: dict[str, list[float]] = defaultdict(list)
     by_provider: dict[str, list[float]] = defaultdict(list)
+    price = estimate_request_body if body else estimate_request
     for r in load_requests(root):
-        err = estimate_request(cf, r, name_platform=name_platform) / r.usage - 1
+        err = price(cf, r, name_platform=name_platform) / r.usage - 1
         by_set[r.dataset].append(err)
         by_provider[r.provider].append(err)
         if verbose and abs(err) > 0.5:
@@ -70,7 +76,7 @@ def collect(
 
 def main() -> None:
     root = LOCAL if "--local" in sys.argv else SHARED
-    by_set, by_provider, swe = collect(root, "-v" in sys.argv, "--platform" in sys.argv)
+    by_set, by_provider, swe = collect(root, "-v" in sys.argv, "--platform" in sys.argv, "--body" in sys.argv)
     head = "| {} | n | median abs | p90 abs | signed median |\n| --- | ---: | ---: | ---: | ---: |"
     print(head.format("data set"))
     for k in sorted(by_set):

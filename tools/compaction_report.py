@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 import contextfold as cf  # noqa: E402
 from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402

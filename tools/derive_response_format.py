@@ -31,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 sys.path.insert(0, str(ROOT / "tools"))
 _DATA = Path(os.environ.get("CONTEXTFOLD_SHARED_DATA", ROOT.parent / "shared" / "data"))
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_DATA / "tiktoken-cache"))
@@ -39,7 +39,7 @@ os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_DATA / "tiktoken-cache"))
 import tiktoken  # noqa: E402
 
 import contextfold as cf  # noqa: E402
-from derive_openai_rendering import comment_lines, encoding_name, render_tools  # noqa: E402
+from openai_tool_render import comment_lines, encoding_name, render_tools  # noqa: E402
 from exact_report import openai_chat  # noqa: E402
 from transcripts import SHARED  # noqa: E402
 

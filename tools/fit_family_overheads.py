@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 import contextfold as cf  # noqa: E402
 from transcripts import SHARED, estimate_request, load_requests  # noqa: E402

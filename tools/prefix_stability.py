@@ -14,7 +14,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 import contextfold as cf  # noqa: E402
 from transcripts import LOCAL, SHARED, load_conversations  # noqa: E402

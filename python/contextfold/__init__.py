@@ -23,19 +23,32 @@ from contextfold._core import (
 )
 from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, breakdown
 from contextfold.compactor import CompactionResult, Compactor, Pruned, detect_wire_format
+from contextfold.content_store import ContentStore, DirectoryContentStore, MemoryContentStore, RedisContentStore
+from contextfold.recall import RECALL_TOOL, recall_tool
+from contextfold.repair import RepairResult, repair
 from contextfold.errors import (
     CompactionBudgetError,
     CompactionError,
     InvalidMessageError,
+    InternalError,
     InvalidUsageError,
     SessionStateError,
     SessionStoreError,
     UnknownModelError,
+    UnknownModelWarning,
 )
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.images import fetch_image_size, http_image_sizes
-from contextfold.model_info import ModelInfo, model_info
+from contextfold.model_info import ModelInfo, check_model, model_info
 from contextfold.prune import find_tail_start, prune
+from contextfold.request import (
+    RequestBody,
+    RequestSettings,
+    breakdown_request,
+    count_request,
+    estimate_request,
+    read_request,
+)
 from contextfold.session import Session
 from contextfold.summarize import (
     ExtractiveSummarizer,
@@ -46,12 +59,21 @@ from contextfold.summarize import (
 )
 
 __all__ = [
+    "UnknownModelWarning",
+    "check_model",
+    "InternalError",
     "PROVIDERS",
     "Breakdown",
     "CompactionBudgetError",
     "CompactionError",
     "CompactionResult",
     "Compactor",
+    "ContentStore",
+    "DirectoryContentStore",
+    "MemoryContentStore",
+    "RECALL_TOOL",
+    "RedisContentStore",
+    "RepairResult",
     "ExtractiveSummarizer",
     "InvalidMessageError",
     "InvalidUsageError",
@@ -59,6 +81,8 @@ __all__ = [
     "MessageTokens",
     "ModelInfo",
     "Pruned",
+    "RequestBody",
+    "RequestSettings",
     "Session",
     "SessionStateError",
     "SessionStoreError",
@@ -69,16 +93,19 @@ __all__ = [
     "UnmeasuredPart",
     "__version__",
     "breakdown",
+    "breakdown_request",
     "context_window",
     "count",
     "count_each",
     "count_many",
+    "count_request",
     "count_text",
     "detect_wire_format",
     "encoding_for",
     "estimate",
     "estimate_each",
     "estimate_many",
+    "estimate_request",
     "fetch_image_size",
     "find_tail_start",
     "http_image_sizes",
@@ -87,6 +114,9 @@ __all__ = [
     "model_info",
     "ollama_context_window",
     "prune",
+    "recall_tool",
+    "repair",
+    "read_request",
     "request_overhead",
     "shrink_json",
     "wire_bytes",

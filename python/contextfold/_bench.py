@@ -1,5 +1,9 @@
 """`contextfold bench`: runs the side-by-side benchmarks (benches/bench_peers.py, pytest-benchmark)
-and prints each group's medians with their ratio to contextfold's."""
+and prints each group's medians with their ratio to contextfold's.
+
+A development command: the benchmarks and their fixtures live in a source checkout, not in the
+installed package. It finds them under the current directory or in ``--benches DIR``; the
+package never guesses where a checkout is from its own install path."""
 
 from __future__ import annotations
 
@@ -17,9 +21,9 @@ BASELINES = {"count": "contextfold estimate", "trim": "contextfold prune + tail 
 
 
 def find_benches(explicit: Path | None = None) -> Path | None:
-    """``benches/bench_peers.py`` of a source checkout: given, under the current directory, or
-    beside the package's source (editable installs)."""
-    candidates = [explicit] if explicit else [Path.cwd() / "benches", Path(__file__).resolve().parents[2] / "benches"]
+    """``benches/`` of a source checkout holding ``bench_peers.py``: ``explicit``, else
+    ``./benches`` (run from the checkout's root)."""
+    candidates = [explicit] if explicit else [Path.cwd() / "benches"]
     for c in candidates:
         if c is not None and (c / "bench_peers.py").exists():
             return c
@@ -31,7 +35,7 @@ def run(*, quick: bool, notice: Callable[[str], None], benches: Path | None = No
     "skipped": [reasons], "machine": {...}}``."""
     where = find_benches(benches)
     if where is None:
-        raise FileNotFoundError("benches/bench_peers.py not found: run from a source checkout of contextfold (or pass --benches DIR)")
+        raise FileNotFoundError("benches/bench_peers.py not found: `contextfold bench` is a development command: run it from the root of a source checkout of contextfold, or pass --benches DIR")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
         env = dict(os.environ, CONTEXTFOLD_BENCH_QUICK="1" if quick else "0")

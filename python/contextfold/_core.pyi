@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension. Token counts are in the provider's tokens; `*_bytes` are bytes."""
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypedDict, final
+from typing import Any, Literal, NotRequired, TypedDict, final
 
 _Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
 _Detail = Literal["auto", "low", "high", "original"]
@@ -14,8 +14,11 @@ _ResponseFormat = Mapping[str, Any] | type
 
 __version__: str
 __all__ = [
+    "IDENTIFIER_INDEX_HEADING",
+    "ExactLedger",
     "MIN_SUMMARY_TOKENS",
     "PROVIDERS",
+    "RECALL_TOOL",
     "SUMMARY_MARKERS",
     "WIRE_FORMATS",
     "SessionLedger",
@@ -36,16 +39,29 @@ __all__ = [
     "estimate_many",
     "extractive_digest",
     "find_tail_start",
+    "identifier_index",
     "image_size",
     "image_tokens",
     "apply_edits",
     "prune",
+    "read_request",
     "prune_plan",
     "request_overhead",
     "shrink_json",
+    "tool_costs",
     "summary_block",
+    "summary_hash",
     "summary_message",
     "wire_bytes",
+    "fold_id",
+    "fold_ids_in",
+    "recall_calls",
+    "recall_page",
+    "recall_result",
+    "recall_tool",
+    "repair_history",
+    "cut_middle",
+    "tail_floor",
 ]
 PROVIDERS: list[str]
 
@@ -80,6 +96,12 @@ def estimate(
     SDK objects. Raises ``InvalidMessageError`` naming the message index and field on bad input;
     never mutates ``messages``.
     """
+
+def tool_costs(
+    tools: Sequence[Any], /, *, provider: _Provider = "openai", model: str | None = None
+) -> list[tuple[str, float]]:
+    """Each tool's ``(name, own cost)`` in fractional tokens (OpenAI models: its exact
+    rendering); ``contextfold.breakdown`` shares the tool schemas out in these proportions."""
 
 def breakdown(
     messages: Sequence[Any],
@@ -430,6 +452,7 @@ class _CompactionPlan(TypedDict):
     fixed_tokens: int
     seams: list[int]
     reason: str | None
+    folds: NotRequired[list[tuple[str, str]]]
 
 def compaction_plan(
     messages: Sequence[Any],
@@ -458,13 +481,23 @@ def compaction_plan(
     clear_tool_inputs: bool = False,
     keep_thinking_turns: int | None = None,
     mask_observations: bool = True,
+    trusted_summaries: Sequence[int] = ...,
+    summary_floor: int = 0,
+    recoverable: bool = False,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
     filtered by ``keep_tool_uses`` / ``exclude_tools`` / pinned, plus ``clear_tool_inputs``,
     thinking drops and text agents' observations), the middle's kept and folded messages, the
-    previous summary, and the summary's role (or the message to merge it into) so no two
-    neighbours share a role. Masking is planned for ``chat`` and ``anthropic`` only."""
+    previous summary (only one the caller trusts: its ``summary_hash`` is in
+    ``trusted_summaries``, or it stands alone right after the head), and the summary's role (or
+    the message of the tail to merge it into, never the head or a pinned message) so no two
+    neighbours share a role. Masking is planned for ``chat`` and ``anthropic`` only. Old tool
+    output inside the tail is masked when the summary would get less than ``summary_floor``."""
+
+def summary_hash(body: str, /) -> int:
+    """The 64-bit hash by which a later compaction trusts a summary as the library's own (the
+    text between the markers)."""
 
 def compaction_verify(
     messages: Sequence[Any],
@@ -484,6 +517,23 @@ def compaction_verify(
     Pairs of calls and results per format, roles at ``seams`` and the first turn, JSON of every
     arguments string / tool_use input, and the budget. ``overhead_tokens`` (the plan's) stands
     for the request overhead of ``tools`` and ``system``, which are then not read again."""
+
+IDENTIFIER_INDEX_HEADING: str
+"""Heading of the identifier index section of a summary."""
+
+def identifier_index(
+    messages: Sequence[Any],
+    /,
+    *,
+    max_tokens: int,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    previous: str | None = None,
+) -> str:
+    """The identifier index of ``messages`` (paths, URLs, hashes, ids, numbers with units, error
+    lines, issue numbers, config keys, symbols), ranked by who said them, how often and how
+    recently, in at most ``max_tokens`` tokens; the index of ``previous`` (a summary) carried
+    first. An empty string when nothing fits."""
 
 def extractive_digest(
     messages: Sequence[Any],
@@ -509,3 +559,84 @@ def detect_wire_format(messages: Sequence[Any], /) -> _WireFormat | None:
     one; None when none does (plain text messages, an empty history). Reads messages one by one
     and stops at the first that decides. Raises ``InvalidMessageError`` on a message it cannot
     read, ``TypeError`` when ``messages`` is a str or a dict."""
+
+# -- recoverable folds (src/recall.rs) --------------------------------------------------------
+
+RECALL_TOOL: str
+
+def fold_id(text: str, /) -> str:
+    """The stable short id of a text: ``cf`` + 12 hex digits of its 64-bit hash."""
+
+def fold_ids_in(text: str, /) -> list[str]:
+    """The fold ids a text names (``id=cf...``), in order, without repeats."""
+
+def recall_tool(*, format: _WireFormat) -> str:
+    """The recall tool's declaration in ``format``'s tool list, as compact JSON."""
+
+def recall_calls(message: Any, /) -> list[tuple[str, str]]:
+    """``(call id, arguments JSON)`` of each recall call in ``message`` (any format)."""
+
+def recall_result(message: Any, /, *, call_id: str, text: str) -> str:
+    """The message answering recall call ``call_id`` of ``message`` with ``text``, in
+    ``message``'s own format, as compact JSON."""
+
+def recall_page(
+    text: str, /, *, offset: int, max_tokens: int, provider: _Provider = "openai", model: str | None = None
+) -> tuple[str, int, int]:
+    """One page of ``text`` from character ``offset``, at most ``max_tokens`` estimated tokens:
+    ``(page, end offset in characters, total characters)``."""
+
+# -- repair (src/repair.rs) -----------------------------------------------------------------
+
+def repair_history(
+    messages: Sequence[Any], /, *, format: _WireFormat, copy: Callable[[Any], Any]
+) -> tuple[list[Any], list[str]]:
+    """``(repaired messages, changes)``: stand-in results for unanswered calls, results without
+    a call dropped, duplicate call ids made unique; a pending last turn left as it is."""
+
+# -- degrading steps (src/degrade.rs) -----------------------------------------------------------
+
+def cut_middle(
+    messages: Sequence[Any], /, *, index: int, keep_tokens: int, provider: _Provider = "openai",
+    model: str | None = None
+) -> tuple[tuple[int, list[str | int], Any], str, str] | None:
+    """The edit cutting the middle of ``messages[index]`` down to about ``keep_tokens`` (its
+    head and end kept, the cut named by a fold id): ``((index, path, value), id, whole text)``,
+    or None when the message holds no text that can be cut."""
+
+def tail_floor(messages: Sequence[Any], /) -> tuple[int | None, int | None, int]:
+    """``(task index, last user turn index, floor start)``: a compaction keeps messages from
+    ``floor start`` on whatever the budget."""
+def read_request(
+    body: Any, /, *, provider: _Provider | None = None
+) -> tuple[
+    str,
+    str,
+    str | None,
+    Any,
+    list[Any] | None,
+    Any,
+    Any,
+    tuple[str, int | None, str | None, str | None, str | None, list[tuple[str, str]], list[str], int],
+    int,
+]:
+    """A request body read by the core: ``(api, provider, model, messages, tools, system,
+    response_format, settings, settings_tokens)``; ``contextfold.request.read_request`` wraps it.
+    Raises ``ValueError`` with ``.field`` naming the body's field."""
+
+@final
+class ExactLedger:
+    """Exact counts of one conversation turn by turn (``Session(exact=True)``): only messages
+    not seen in the same place last call are tokenized; counts are remembered by content."""
+
+    def __new__(cls, *, model: str, tools: Sequence[Any] | None = None, response_format: Any | None = None) -> ExactLedger: ...
+    def count(self, messages: Sequence[Any], /) -> int:
+        """Exact prompt tokens of ``messages``, equal to ``count(messages, model=..., tools=...,
+        response_format=...)``."""
+    @property
+    def cached_messages(self) -> int:
+        """Messages whose counts are cached."""
+    def invalidate(self) -> None:
+        """Forget the history seen (in-place edits); counts remembered by content stay."""
+    def reset(self) -> None:
+        """Forget everything."""

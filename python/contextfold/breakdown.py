@@ -7,11 +7,12 @@ in one call into the Rust core.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from contextfold import _core
 from contextfold.images import ImageSizes
+from contextfold.panic_guard import no_panic
 
 #: The kinds of `Breakdown.by_kind`, in display order.
 KINDS: tuple[str, ...] = (
@@ -69,6 +70,14 @@ class Breakdown:
     by_kind: Mapping[str, int]
     request_overhead: Mapping[str, int]
     unmeasured: tuple[UnmeasuredPart, ...]
+    #: Tool name -> tokens of its definition: the tools' part of ``by_kind["tool_schemas"]``
+    #: shared out by each tool's own cost (OpenAI models: its exact rendering); a structured-output
+    #: schema is ``"(response_format)"``, the provider's hidden tool-use prompt
+    #: ``"(tool-use prompt)"``. The values add up to ``by_kind["tool_schemas"]``.
+    by_tool: Mapping[str, int] = field(default_factory=dict)
+    #: ``by_tool`` grouped by MCP server (``mcp__SERVER__tool`` names, or the ``tool_servers``
+    #: mapping); tools of no server under ``"(local)"``.
+    by_server: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (per-message entries as ``{"index", "role", "tokens", "by_kind"}``)."""
@@ -85,9 +94,12 @@ class Breakdown:
                 {"index": u.index, "kind": u.kind, "assumed_tokens": u.assumed_tokens, "reason": u.reason}
                 for u in self.unmeasured
             ],
+            "by_tool": dict(self.by_tool),
+            "by_server": dict(self.by_server),
         }
 
 
+@no_panic
 def breakdown(
     messages: Sequence[Any],
     /,
@@ -98,6 +110,7 @@ def breakdown(
     system: str | Sequence[Any] | None = None,
     response_format: Mapping[str, Any] | type | None = None,
     image_sizes: ImageSizes | None = None,
+    tool_servers: Mapping[str, str] | None = None,
 ) -> Breakdown:
     """The estimated prompt tokens of a request split per message, by role and by kind.
 
@@ -107,7 +120,9 @@ def breakdown(
     schema) and ``overhead`` (message envelopes, reply
     priming). ``image_sizes`` (a mapping from image URL or uploaded file id to ``(width,
     height)`` in pixels, or a callable returning that or None) prices those images at their size,
-    as `contextfold.estimate` does, and takes them off ``unmeasured``. Raises
+    as `contextfold.estimate` does, and takes them off ``unmeasured``. ``by_tool`` splits the tool
+    schemas per tool and ``by_server`` per MCP server (``tool_servers`` maps a tool name to its
+    server where the names do not say it). Raises
     ``InvalidMessageError`` naming the message index and field on bad input.
     """
     total, kinds, roles, per, request, request_system, unmeasured = _core.breakdown(
@@ -138,6 +153,7 @@ def breakdown(
     rest = sum(request) - request_system
     if rest:
         by_role[REQUEST_ROLE] = by_role.get(REQUEST_ROLE, 0) + rest
+    by_tool = _by_tool(request_kinds.get("tool_schemas", 0), provider, model, tools, system, response_format)
     return Breakdown(
         total=total,
         per_message=tuple(per_message),
@@ -145,4 +161,75 @@ def breakdown(
         by_kind=by_kind,
         request_overhead={k: v for k, v in request_kinds.items() if v},
         unmeasured=tuple(UnmeasuredPart(*u) for u in unmeasured),
+        by_tool=by_tool,
+        by_server=_by_server(by_tool, tool_servers),
     )
+
+
+#: The ``by_tool`` key of a structured-output schema.
+RESPONSE_FORMAT_KEY = "(response_format)"
+#: The ``by_tool`` key of the provider's hidden tool-use prompt (beyond the definitions).
+TOOL_PROMPT_KEY = "(tool-use prompt)"
+
+
+def _apportion(total: int, weights: Sequence[float]) -> list[int]:
+    """``total`` shared in proportion to ``weights`` (largest remainders), summing to it."""
+    w = [max(0.0, x) for x in weights]
+    s = sum(w)
+    if not w or total <= 0:
+        return [0] * len(w)
+    if s <= 0:
+        w, s = [1.0] * len(w), float(len(w))
+    exact = [total * x / s for x in w]
+    out = [int(x) for x in exact]
+    for i in sorted(range(len(w)), key=lambda i: out[i] - exact[i])[: total - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def _by_tool(share: int, provider: str, model: str | None, tools: Sequence[Any] | None, system: Any,
+             response_format: Any) -> dict[str, int]:
+    """Tool name -> tokens: ``share`` (the request's tool schemas) less a structured-output
+    schema's part, shared out by each tool's own cost."""
+    out: dict[str, int] = {}
+    rf = 0
+    if response_format is not None:
+        opts: dict[str, Any] = {"provider": provider, "model": model, "tools": tools, "system": system}
+        rf = max(0, min(share, _core.request_overhead(**opts, response_format=response_format)
+                        - _core.request_overhead(**opts)))
+    if tools:
+        costs = _core.tool_costs(tools, provider=provider, model=model)  # type: ignore[arg-type]
+        own = round(sum(c for _, c in costs))
+        # What the definitions do not account for is the provider's hidden tool-use prompt
+        # (Anthropic's, gpt-5's preamble); definitions that overlap (OpenAI's shared namespace
+        # header, counted once per tool alone) share the block instead.
+        prompt = max(0, share - rf - own)
+        for j, ((name, _), n) in enumerate(zip(costs, _apportion(share - rf - prompt, [c for _, c in costs]))):
+            key = name or f"tools[{j}]"
+            out[key] = out.get(key, 0) + n
+        if prompt:
+            out[TOOL_PROMPT_KEY] = prompt
+    else:
+        rf = share
+    if rf:
+        out[RESPONSE_FORMAT_KEY] = rf
+    return out
+
+
+def _server_of(name: str, mapping: Mapping[str, str] | None) -> str:
+    if mapping and name in mapping:
+        return mapping[name]
+    # The agent CLIs' convention for MCP tools: mcp__SERVER__TOOL.
+    if name.startswith("mcp__") and name.count("__") >= 2:
+        return name.split("__")[1]
+    return "(local)"
+
+
+def _by_server(by_tool: Mapping[str, int], mapping: Mapping[str, str] | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, n in by_tool.items():
+        if name in (RESPONSE_FORMAT_KEY, TOOL_PROMPT_KEY):
+            continue
+        server = _server_of(name, mapping)
+        out[server] = out.get(server, 0) + n
+    return out

@@ -20,11 +20,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from contextfold import _core
+from contextfold.cache_policy import CachePolicy
+from contextfold.compactor_config import CompactorConfig
+from contextfold.content_store import ContentStore
+from contextfold.degrade import budget_error, degrade, liftable
 from contextfold.errors import CompactionBudgetError, CompactionError
+from contextfold.model_info import check_model
+from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits, is_langchain_message
-from contextfold.session import Session
+from contextfold.recoverable import RecoverableFolds
+from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
+from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
+from contextfold.summary_room import index_share, neutralize_markers, summary_room, with_index
 
 __all__ = [
     "CompactionResult",
@@ -42,7 +51,7 @@ DEFAULT_BUDGET_SHARE = 0.5
 #: Default protected tail: this share of the budget stays verbatim at the end.
 DEFAULT_TAIL_SHARE = 0.5
 #: Default summary size: this share of the budget, within [256, 4_000] tokens.
-DEFAULT_SUMMARY_SHARE = 0.1
+DEFAULT_SUMMARY_SHARE = 0.25
 #: Default mask block: masking only grows in steps of this share of the budget (at least 1,000
 #: tokens), so the prefix sent last time stays byte-identical between steps (prompt cache).
 DEFAULT_CACHE_BLOCK_SHARE = 0.05
@@ -73,7 +82,9 @@ class CompactionResult:
     caller's list folded into ``summary``; ``pruned`` what masking shortened;
     ``strategy_used`` is ``"mask"``, ``"summarize"`` or None when nothing was done, and then
     ``reason`` says why. ``kept`` are messages of the middle kept verbatim (pinned, server
-    compaction items); ``notes`` remarks (a fallback, a back-off).
+    compaction items); ``notes`` remarks (a fallback, a back-off). ``summary_hash`` is the hash
+    by which the next compaction trusts this summary as the library's own (also kept in the
+    session's ``summary_hashes`` and state).
     """
 
     messages: list[Any]
@@ -88,11 +99,23 @@ class CompactionResult:
     budget: int
     kept: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
+    summary_hash: int | None = None
+    #: With ``Compactor(recoverable=True)``: the tool list to send with ``messages`` (the
+    #: caller's tools plus the recall tool, priced in the budget); else None.
+    tools: list[Any] | None = None
 
     @property
     def changed(self) -> bool:
         """True when ``messages`` differs from the input."""
         return self.strategy_used is not None
+
+    def cost(self, *, model: str, provider: str = "openai", **kw: Any) -> Any:
+        """The predicted effect of this compaction on ``model``'s bill, in USD
+        (`contextfold.cost.compaction_cost`: the summarizer call, the cached prefix it
+        invalidates, what each later turn saves)."""
+        from contextfold.cost import compaction_cost
+
+        return compaction_cost(self, model=model, provider=provider, **kw)
 
     def __repr__(self) -> str:
         what = self.strategy_used or f"unchanged ({self.reason})"
@@ -163,32 +186,7 @@ def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
     return convert_to_messages([message])[0]
 
 
-def _parse_trigger(trigger: Any) -> tuple[str, float] | None:
-    if trigger is None:
-        return None
-    if isinstance(trigger, dict):
-        kind = {"input_tokens": "tokens", "tokens": "tokens", "messages": "messages", "fraction": "fraction"}.get(
-            str(trigger.get("type")), "")
-        if not kind:
-            raise ValueError(f"unknown trigger type {trigger.get('type')!r}; valid: input_tokens, messages, fraction")
-        return kind, float(trigger["value"])
-    if isinstance(trigger, tuple):
-        kind, value = trigger
-        if kind not in ("tokens", "fraction", "messages"):
-            raise ValueError(f"unknown trigger kind {kind!r}; valid: tokens, fraction, messages")
-        return kind, float(value)
-    if isinstance(trigger, bool):
-        raise TypeError("trigger must be tokens (int), a fraction (float) or (kind, value)")
-    if isinstance(trigger, int):
-        return "tokens", float(trigger)
-    if isinstance(trigger, float):
-        if not 0.0 < trigger <= 1.0:
-            raise ValueError(f"a fractional trigger must be within (0, 1], got {trigger}")
-        return "fraction", trigger
-    raise TypeError("trigger must be tokens (int), a fraction (float) or (kind, value)")
-
-
-class Compactor:
+class Compactor(RecoverableFolds):
     """Keeps a conversation inside its window by masking old tool output and folding the middle
     of the history into a summary.
 
@@ -218,11 +216,17 @@ class Compactor:
       for a small gain is not worth it); ``min_free_share``: likewise as a share of the tokens
       before (default 0.05), and then the gate backs off until the history has grown by that
       share of the trigger (anti-thrash).
-    - ``exclude_tools``: outputs of these tools are never masked (memory, plan, todo tools);
+    - ``exclude_tools``: outputs of these tools are never masked (memory, plan, todo tools; a
+      str is one tool name);
       ``clear_tool_inputs``: also shrink the arguments of calls whose output was masked;
       ``keep_thinking_turns``: keep thinking blocks only in the last N assistant turns having
       them (the others go whole; the kept ones stay byte-identical).
     - ``instructions``: a focus string passed to the summarizer (``/compact <focus>``).
+    - ``summary_max_tokens``: caps the summary. Without it, a summary takes the room the budget
+      leaves (the result lands at 95-100% of the budget when there is enough to keep); every
+      summary ends with an identifier index of the folded span (see ``summary_room``).
+      ``summary_tokens`` is the share planned for it when sizing the tail (and a cap too when
+      given).
     - ``summarizer``: anything with ``summarize(SummaryRequest) -> SummaryResult`` (and
       optionally ``asummarize``); default ``ExtractiveSummarizer()``, also the fallback when a
       summarizer raises or returns nothing.
@@ -230,8 +234,21 @@ class Compactor:
       ``"anthropic"``, ``"gemini"``, ``"bedrock"``; default: detected from the history's shape.
       Every strategy runs on every format: each masking edit is written in the message's own
       format by the core (``wire/``), or not made at all.
+    - ``strict``: an unknown ``model`` name raises ``UnknownModelError`` (default: an
+      ``UnknownModelWarning``, and generic constants price it).
     - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
       budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
+    - ``recoverable``: every placeholder and folded span names a fold id whose original the
+      ``store`` keeps (default ``MemoryContentStore()``); ``result.tools`` is then the tool list
+      to send (yours plus ``contextfold_recall``, priced in the budget), ``answer(call)`` answers
+      the model's recall call (pages of at most ``recall_max_tokens``) and ``recall(id)`` gives
+      the original back (see ``contextfold.recoverable``).
+    - ``repair``: repair the history first (``contextfold.repair``), each change in ``notes``.
+    - Before raising, a compaction degrades in steps, each in ``notes`` (``contextfold.degrade``).
+    - ``cache_aware``: the gate (``should_compact``, asked before every model call) defers while
+      the previous call is within the model's cache TTL, unless the estimate is within 5% of the
+      usable window; ``clear_at_least`` (when left 0) is chosen from the model's cache prices
+      (`contextfold.cache_policy`).
 
     Guarantees: the caller's list and objects are never altered; the result passes the core's
     check (every call with its result and vice versa, summary never between a call and its
@@ -267,80 +284,77 @@ class Compactor:
         instructions: str | None = None,
         wire_format: WireFormat | None = None,
         summary_tokens: int | None = None,
+        summary_max_tokens: int | None = None,
         min_tail: int = 3,
         tool_result_max_tokens: int = 200,
         arguments_max_chars: int = 2000,
         cache_block_tokens: int | None = None,
+        strict: bool = False,
+        recoverable: bool = False,
+        store: ContentStore | None = None,
+        recall_max_tokens: int | None = None,
+        repair: bool = False,
+        cache_aware: bool = False,
     ) -> None:
-        if strategy not in ("mask", "summarize", "hybrid"):
-            raise ValueError(f"unknown strategy {strategy!r}; valid: mask, summarize, hybrid")
-        if provider not in _core.PROVIDERS:
-            raise ValueError(f"unknown provider {provider!r}; valid providers: {', '.join(_core.PROVIDERS)}")
-        if wire_format is not None and wire_format not in _core.WIRE_FORMATS:
-            raise ValueError(f"unknown wire format {wire_format!r}; valid: {', '.join(_core.WIRE_FORMATS)}")
-        for name, v in (("budget", budget), ("tail_tokens", tail_tokens), ("summary_tokens", summary_tokens),
-                        ("context_window", context_window)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if protect_first_n < 0 or min_tail < 1:
-            raise ValueError("protect_first_n must be >= 0 and min_tail >= 1")
-        if not 0.0 <= min_free_share < 1.0:
-            raise ValueError(f"min_free_share must be within [0, 1), got {min_free_share}")
-        if keep_thinking_turns is not None and keep_thinking_turns < 1:
-            raise ValueError("keep_thinking_turns must be >= 1 (the current turn keeps its thinking)")
-        self.provider = provider
-        self.model = model
-        self.strategy: Strategy = strategy
+        #: Every option, checked once here (TypeError / ValueError naming the option).
+        self.config = cfg = CompactorConfig.build(
+            provider=provider, model=model, context_window=context_window, budget=budget, strategy=strategy,
+            protect_first_n=protect_first_n, tail_tokens=tail_tokens, pinned=pinned, trigger=trigger, keep=keep,
+            clear_at_least=clear_at_least, min_free_share=min_free_share, exclude_tools=exclude_tools,
+            clear_tool_inputs=clear_tool_inputs, keep_thinking_turns=keep_thinking_turns, instructions=instructions,
+            wire_format=wire_format, summary_tokens=summary_tokens, summary_max_tokens=summary_max_tokens,
+            min_tail=min_tail,
+            tool_result_max_tokens=tool_result_max_tokens, arguments_max_chars=arguments_max_chars,
+            cache_block_tokens=cache_block_tokens, tail_share=DEFAULT_TAIL_SHARE)
+        # An unknown model name (a typo) is priced with generic constants: say so, or raise.
+        check_model(cfg.model, strict=strict, stacklevel=2)
+        if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
+            raise TypeError(f"summarizer must have a summarize(SummaryRequest) method, got {type(summarizer).__name__}")
+        if session is not None and not isinstance(session, Session):
+            raise TypeError(f"session must be a contextfold.Session, got {type(session).__name__}")
+        self.provider = cfg.provider
+        self.model = cfg.model
+        self.strategy: Strategy = cfg.strategy
         self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self._fallback = ExtractiveSummarizer()
-        self.protect_first_n = protect_first_n
-        self.pinned = pinned
+        self.protect_first_n = cfg.protect_first_n
+        self.pinned = cfg.pinned
         self.system = system
         self.tools = tools
         self.response_format = response_format
-        self.clear_at_least = clear_at_least
-        self.min_free_share = min_free_share
-        self.exclude_tools = tuple(exclude_tools)
-        self.clear_tool_inputs = clear_tool_inputs
-        self.keep_thinking_turns = keep_thinking_turns
-        self.instructions = instructions
-        self.wire_format = wire_format
-        self.min_tail = min_tail
-        self.tool_result_max_tokens = tool_result_max_tokens
-        self.arguments_max_chars = arguments_max_chars
-        self._budget = budget
-        self._tail_tokens = tail_tokens
-        self._summary_tokens = summary_tokens
-        self._cache_block = cache_block_tokens
-        self._trigger = _parse_trigger(trigger)
-        self.keep_tool_uses = 0
-        self._tail_share = DEFAULT_TAIL_SHARE
-        if isinstance(keep, dict):
-            keep = (str(keep.get("type")), float(keep["value"]))
-        if isinstance(keep, bool):
-            raise TypeError("keep must be an int or (kind, value)")
-        if isinstance(keep, int):
-            self.keep_tool_uses = keep
-        elif isinstance(keep, tuple):
-            kind, value = keep
-            if kind == "tool_uses":
-                self.keep_tool_uses = int(value)
-            elif kind == "messages":
-                self.min_tail = max(1, int(value))
-            elif kind == "tokens":
-                self._tail_tokens = int(value)
-            elif kind == "fraction":
-                self._tail_share = float(value)
-            else:
-                raise ValueError(f"unknown keep kind {kind!r}; valid: tool_uses, messages, tokens, fraction")
-        elif keep is not None:
-            raise TypeError("keep must be an int or (kind, value)")
+        self.clear_at_least = cfg.clear_at_least
+        self.min_free_share = cfg.min_free_share
+        self.exclude_tools = cfg.exclude_tools
+        self.clear_tool_inputs = cfg.clear_tool_inputs
+        self.keep_thinking_turns = cfg.keep_thinking_turns
+        self.instructions = cfg.instructions
+        self.wire_format = cfg.wire_format
+        self.min_tail = cfg.min_tail
+        self.tool_result_max_tokens = cfg.tool_result_max_tokens
+        self.arguments_max_chars = cfg.arguments_max_chars
+        self._budget = cfg.budget
+        self._tail_tokens = cfg.tail_tokens
+        self._summary_tokens = cfg.summary_tokens
+        # The summary takes the room the budget leaves when folding, unless capped.
+        self._summary_cap = cfg.summary_max_tokens if cfg.summary_max_tokens is not None else cfg.summary_tokens
+        self._cache_block = cfg.cache_block_tokens
+        self._trigger = cfg.trigger
+        self.keep_tool_uses = cfg.keep_tool_uses
+        self._tail_share = cfg.tail_share
         self.session = session if session is not None else Session(
-            provider=provider, model=model, context_window=context_window, tools=tools, system=system,
+            provider=cfg.provider, model=cfg.model, context_window=cfg.context_window, tools=tools, system=system,
             response_format=response_format)
-        self._window = context_window
+        self._window = cfg.context_window
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
+        self._init_recall(recoverable, store, recall_max_tokens, repair)
+        # cache_aware: the gate defers while the cached prefix is warm (contextfold.cache_policy).
+        self._cache = CachePolicy.for_model(model) if cache_aware else None
+        if self._cache is not None and clear_at_least == 0:
+            try:
+                self.clear_at_least = self._cache.clear_at_least(self.budget)
+            except ValueError:
+                pass  # no window known yet: nothing to choose from
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -392,6 +406,7 @@ class Compactor:
 
     # -- the gate ------------------------------------------------------------------------------
 
+    @no_panic
     def should_compact(self, messages: Sequence[Any], /) -> bool:
         """True when the history reaches the trigger (the Session gate: O(messages appended since
         the last call)). After a compaction that freed too little the gate backs off until the
@@ -408,11 +423,21 @@ class Compactor:
             if not full:
                 return False
         if self._trigger is None and self.session.context_window is not None:
-            return self.session.should_compact(messages)
-        return tokens >= self.trigger_tokens
+            fire = self.session.should_compact(messages)
+        else:
+            fire = tokens >= self.trigger_tokens
+        if self._cache is not None and self._cache.observe() and fire:
+            # Warm cache: compacting now mostly buys a cache write; wait unless the window is full.
+            try:
+                usable: int | None = self.session.usable_tokens
+            except ValueError:
+                usable = None
+            return self._cache.hard_limit_near(tokens, usable)
+        return fire
 
     # -- compaction ----------------------------------------------------------------------------
 
+    @no_panic
     def compact(self, messages: Sequence[Any], /) -> CompactionResult:
         """Compact ``messages`` (see the class docstring); the caller's list is not altered."""
         steps = self._steps(messages)
@@ -422,8 +447,9 @@ class Compactor:
                 request = steps.send(self._summarize(request))
         except StopIteration as done:
             result: CompactionResult = done.value
-            return result
+            return self._with_tools(result)
 
+    @no_panic
     async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
         """As ``compact``, awaiting the summarizer's ``asummarize`` (or running its ``summarize``
         in a thread when it has none), so an asyncio server is never blocked by an LLM call."""
@@ -434,30 +460,45 @@ class Compactor:
                 request = steps.send(await self._asummarize(request))
         except StopIteration as done:
             result: CompactionResult = done.value
-            return result
+            return self._with_tools(result)
 
     def _summarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
         try:
-            return summarizer.summarize(req)  # type: ignore[no-any-return]
+            out = summarizer.summarize(req)
         except Exception as e:  # noqa: BLE001 - any summarizer failure falls back, never drops
             if summarizer is self._fallback:
                 raise
-            r = self._fallback.summarize(req)
-            return SummaryResult(text=r.text, fallback_used=True, error=f"{type(e).__name__}: {e}")
+            return self._fell_back(req, f"{type(e).__name__}: {e}")
+        return self._checked(out, req)
 
     async def _asummarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
         try:
             fn = getattr(summarizer, "asummarize", None)
             if fn is not None:
-                return await fn(req)  # type: ignore[no-any-return]
-            return await asyncio.to_thread(summarizer.summarize, req)
+                out = await fn(req)
+            else:
+                out = await run_bounded(summarizer.summarize, req)
         except Exception as e:  # noqa: BLE001
             if summarizer is self._fallback:
                 raise
-            r = self._fallback.summarize(req)
-            return SummaryResult(text=r.text, fallback_used=True, error=f"{type(e).__name__}: {e}")
+            return self._fell_back(req, f"{type(e).__name__}: {e}")
+        return self._checked(out, req)
+
+    def _fell_back(self, req: SummaryRequest, error: str) -> SummaryResult:
+        r = self._fallback.summarize(req)
+        return SummaryResult(text=r.text, fallback_used=True, error=error)
+
+    def _checked(self, out: Any, req: SummaryRequest) -> SummaryResult:
+        """A summarizer's answer as a SummaryResult: a str is the summary's text; anything but a
+        SummaryResult with str text falls back to the extractive digest, the error recorded."""
+        if isinstance(out, str):
+            return SummaryResult(text=out)
+        if isinstance(out, SummaryResult) and isinstance(out.text, str):
+            return out
+        what = f"SummaryResult with text of type {type(out.text).__name__}" if isinstance(out, SummaryResult) else type(out).__name__
+        return self._fell_back(req, f"summarizer returned {what}, expected a SummaryResult or a str")
 
     def _pinned_indices(self, msgs: list[Any]) -> list[int]:
         p = self.pinned
@@ -474,33 +515,51 @@ class Compactor:
         fmt = self.wire_format or detect_wire_format(msgs, self.provider)
         budget = self.budget
         notes: list[str] = []
+        if self.repair:
+            msgs = self._repaired(msgs, fmt, notes)
         correction = self.session.correction if self.session.last_usage is not None else 1.0
         effective = budget
         if correction > 1.0:
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
+        if self.recoverable:
+            # Room for one recall round (the call and its answer) after the compaction.
+            effective = max(1, effective - self._recall_reserve(effective))
         tail, summary_tokens, block = self._sizes(effective)
+        self._format = fmt
         common: dict[str, Any] = dict(
-            format=fmt, provider=self.provider, model=self.model, tools=self.tools, system=self.system,
-            response_format=self.response_format)
-        plan = _core.compaction_plan(
-            msgs,
-            budget_tokens=effective,
-            tail_tokens=tail,
-            summary_tokens=summary_tokens,
-            protect_first_n=self.protect_first_n,
-            min_tail=self.min_tail,
-            pinned=self._pinned_indices(msgs),
-            tool_result_max_tokens=self.tool_result_max_tokens,
-            arguments_max_chars=self.arguments_max_chars,
-            cache_block_tokens=block,
-            keep_tool_uses=self.keep_tool_uses,
-            exclude_tools=list(self.exclude_tools),
-            clear_tool_inputs=self.clear_tool_inputs,
-            keep_thinking_turns=self.keep_thinking_turns,
-            **common,
-        )
+            format=fmt, provider=self.provider, model=self.model, tools=self._request_tools(fmt),
+            system=self.system, response_format=self.response_format)
+        def make_plan(ms: list[Any], min_tail: int, summary_tokens: int = summary_tokens,
+                      result_max: int | None = None, args_max: int | None = None) -> dict[str, Any]:
+            p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
+                ms,
+                budget_tokens=effective,
+                tail_tokens=tail,
+                summary_tokens=summary_tokens,
+                protect_first_n=self.protect_first_n,
+                min_tail=min_tail,
+                pinned=self._pinned_indices(ms),
+                tool_result_max_tokens=self.tool_result_max_tokens if result_max is None else result_max,
+                arguments_max_chars=self.arguments_max_chars if args_max is None else args_max,
+                cache_block_tokens=block,
+                keep_tool_uses=self.keep_tool_uses,
+                exclude_tools=list(self.exclude_tools),
+                clear_tool_inputs=self.clear_tool_inputs,
+                keep_thinking_turns=self.keep_thinking_turns,
+                trusted_summaries=list(self.session.summary_hashes),
+                # What a summary never drops (requests, rules, the index) needs room: old output
+                # in the tail is masked rather than the summary squeezed below half its share.
+                summary_floor=summary_tokens // 2,
+                recoverable=self.recoverable,
+                **common,
+            )
+            for fold_id, text in p.get("folds", ()):
+                self.store.put(fold_id, text)
+            return p
+
+        plan = make_plan(msgs, self.min_tail)
         before = int(plan["tokens_before"])
 
         def unchanged(reason: str) -> CompactionResult:
@@ -515,15 +574,17 @@ class Compactor:
         def worth_it(after: int) -> str | None:
             freed = before - after
             if freed < self.clear_at_least:
-                return f"would free {freed} tokens, less than clear_at_least={self.clear_at_least}"
+                return (f"compaction skipped: it would free only {freed} tokens, "
+                        f"less than clear_at_least={self.clear_at_least}")
             if freed < self.min_free_share * before:
                 if self._window_full(before):
                     notes.append(f"frees only {freed} tokens, applied anyway: the window is full")
                     return None
                 # Back off: the gate stays closed until the history has grown by that share.
                 self._backoff_below = before + int(self.min_free_share * self._safe_trigger(budget))
-                return (f"backed off: would free only {freed} of {before} tokens "
-                        f"(< min_free_share={self.min_free_share}); the gate reopens at {self._backoff_below} tokens")
+                return (f"compaction skipped: it would free only {freed} of {before} tokens "
+                        f"(less than min_free_share={self.min_free_share}); should_compact stays False "
+                        f"until the history reaches {self._backoff_below} tokens")
             return None
 
         def verified(out: list[Any], seams: list[int], limit: int | None) -> tuple[int, list[tuple[str, int, str]]]:
@@ -566,11 +627,18 @@ class Compactor:
             if self.strategy == "mask":
                 return unchanged("nothing to mask")
 
+        if liftable(plan["reason"]):
+            # Degrade in steps (each noted) before giving up: see contextfold.degrade.
+            msgs, plan = degrade(msgs, plan, make_plan, min_tail=self.min_tail, budget=effective,
+                                 summary_tokens=summary_tokens, store=self.store, provider=self.provider,
+                                 model=self.model, notes=notes)
         if plan["reason"] is not None:
             reason = str(plan["reason"])
             if reason.startswith("budget"):
-                floor = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
-                raise CompactionBudgetError(reason, tokens=floor, budget=effective)
+                needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
+                raise budget_error(msgs, budget=effective, reason=reason, needed=needed, kw=dict(
+                    provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
+                    response_format=self.response_format))
             if self.strategy == "hybrid":
                 r = masked_result()
                 if r is not None:
@@ -581,13 +649,18 @@ class Compactor:
         if (why := worth_it(int(plan["fixed_tokens"]))) is not None:
             return unchanged(why)
         folded_idx: list[int] = plan["folded"]
+        folded_msgs = [msgs[i] for i in folded_idx]
+        room = summary_room(plan, effective, self._summary_cap)
+        # The identifier index is appended to every summary; the extractive digest writes its
+        # own (it fills what its other units leave), other summarizers leave it a share.
+        own_index = isinstance(self.summarizer, ExtractiveSummarizer)
         request = SummaryRequest(
-            messages=[msgs[i] for i in folded_idx],
+            messages=folded_msgs,
             provider=self.provider,
             model=self.model,
             previous_summary=plan["previous_summary"],
             instructions=self.instructions,
-            max_tokens=int(plan["summary_tokens"]),
+            max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
         )
         result = yield (self.summarizer, request)
         fallback = bool(result.fallback_used)
@@ -604,14 +677,18 @@ class Compactor:
             fallback = True
             notes.append("summarizer returned nothing: extractive digest used")
             text, native = result.text.strip(), ()
+        text = with_index(text, folded_msgs, provider=self.provider, model=self.model,
+                          previous=request.previous_summary, room=room)
 
         base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
         head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])
         kept_idx: list[int] = plan["kept"]
         seams: list[int] = plan["seams"]
 
+        fold_line = self._fold_span([msgs[i] for i in folded_idx]) if self.recoverable else ""
+
         def assemble(summary_text: str) -> tuple[str, list[Any]]:
-            wrapped = f"{OPEN}\n{summary_text}\n{CLOSE}"
+            wrapped = f"{OPEN}\n{neutralize_markers(summary_text)}{fold_line}\n{CLOSE}"
             out = base[:head_end] + [base[i] for i in kept_idx]
             if native:
                 return wrapped, out + [_like_history(m, msgs) for m in native] + base[tail_start:]
@@ -658,8 +735,10 @@ class Compactor:
         if (why := worth_it(tokens)) is not None:
             return unchanged(why)
         self._after_compaction(head_end)
+        digest = _core.summary_hash(neutralize_markers(text))
+        self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
         return CompactionResult(
-            messages=out, summary=text, tokens_before=before, tokens_after=tokens,
+            messages=out, summary=text, tokens_before=before, tokens_after=tokens, summary_hash=digest,
             removed=tuple(folded_idx),
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
             strategy_used="summarize", fallback_used=fallback, reason=None, budget=budget,

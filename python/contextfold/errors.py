@@ -26,6 +26,13 @@ class UnknownModelError(ValueError):
     """A model name that contextfold cannot map to a tokenizer or a context window."""
 
 
+class UnknownModelWarning(UserWarning):
+    """A model name contextfold does not recognise (a typo like ``gpt4o``, a new model): its
+    requests are priced with the provider's default constants. Filter it with
+    ``warnings.filterwarnings("ignore", category=contextfold.UnknownModelWarning)``, or make it
+    an error with ``strict=True``."""
+
+
 class CompactionError(ValueError):
     """A compaction could not produce a history the provider would accept.
 
@@ -85,3 +92,16 @@ class SessionStoreError(ConnectionError):
     """A session store (``RedisSessionStore``) could not load or save a conversation's state:
     the server is unreachable or timed out (the redis-py error is chained as ``__cause__``), or
     every attempt of an update lost a race to other writers."""
+
+
+class InternalError(RuntimeError):
+    """A bug in contextfold, not in the input: the Rust core panicked. Raised instead of pyo3's
+    ``PanicException`` (a ``BaseException`` that ``except Exception`` misses), with the core's
+    message; ``where`` names the call. Please report it with the input that caused it."""
+
+    def __init__(self, message: str, where: str) -> None:
+        self.where = where
+        super().__init__(f"contextfold internal error in {where}: {message} (please report it with the input)")
+
+    def __reduce__(self) -> tuple[type["InternalError"], tuple[str, str]]:
+        return (type(self), (str(self.args[0]), self.where))

@@ -10,8 +10,8 @@ detected; ``provider=`` forces it. JSONL is read line by line (files larger than
 
 from __future__ import annotations
 
-import io
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from contextfold._core import PROVIDERS, detect_wire_format
+from contextfold.request import RequestBody
+from contextfold.request import read_request as read_body
 
 
 class InputError(ValueError):
@@ -35,7 +37,7 @@ class Request:
     """One history and what surrounds it, ready for `estimate` / `count` / `breakdown`.
 
     ``wire`` is the detected format (``history``, ``openai-chat``, ``openai-responses``,
-    ``anthropic``, ``gemini``); ``recorded`` holds recorded model calls with their reported
+    ``anthropic``, ``gemini``, ``bedrock``); ``recorded`` holds recorded model calls with their reported
     ``usage_prompt_tokens`` when the document carries them (the bundled example does).
     """
 
@@ -49,6 +51,8 @@ class Request:
     #: The structured-output schema the body asks for (OpenAI ``response_format``, Responses
     #: ``text``, Anthropic ``output_format``, Gemini ``generationConfig``), as sent.
     response_format: Any = None
+    #: The body as the core read it (its settings and what they cost); None for a history.
+    body: RequestBody | None = None
 
     def options(self) -> dict[str, Any]:
         """Keyword arguments of `contextfold.estimate` / `breakdown` for this request."""
@@ -56,33 +60,11 @@ class Request:
                 "response_format": self.response_format}
 
 
-def _gemini_tools(tools: Any) -> list[Any] | None:
-    if not isinstance(tools, list):
-        return None
-    out: list[Any] = []
-    for t in tools:
-        if isinstance(t, dict) and ("functionDeclarations" in t or "function_declarations" in t):
-            out.extend(t.get("functionDeclarations") or t.get("function_declarations") or [])
-        # Server tools (googleSearch, codeExecution) carry no schema to price.
-    return out or None
-
-
-def _gemini_system(system: Any) -> Any:
-    if isinstance(system, dict):
-        return system.get("parts") or system.get("text")
-    return system
-
-
-def _tools(tools: Any) -> list[Any] | None:
-    if tools is None:
-        return None
-    if not isinstance(tools, list):
-        raise InputError(f"tools must be a list, got {type(tools).__name__}", field="tools")
-    return tools or None
-
-
 def read_request(doc: Any, *, provider: str | None = None, model: str | None = None) -> Request:
-    """Normalize one parsed JSON document into a `Request` (raises `InputError`)."""
+    """Normalize one parsed JSON document into a `Request` (raises `InputError`).
+
+    A list is a history; an object is a request body, read by the core's body readers (the one
+    reader `contextfold.read_request` / `estimate_request` use)."""
     if provider is not None and provider not in PROVIDERS:
         raise InputError(f"unknown provider {provider!r}; valid: {', '.join(PROVIDERS)}", field="provider")
     if isinstance(doc, list):
@@ -93,73 +75,91 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
         return Request(doc, provider, model, None, None, "history")
     if not isinstance(doc, dict):
         raise InputError(f"expected a list of messages or a request body (an object), got {type(doc).__name__}")
-    model = model or (doc.get("model") if isinstance(doc.get("model"), str) else None)
     recorded: list[dict[str, Any]] = doc["requests"] if isinstance(doc.get("requests"), list) else []
+    # A recorded document may name the provider that served it (the bundled example does).
     named = doc.get("provider") if doc.get("provider") in PROVIDERS else None
-    if "contents" in doc:
-        contents = doc["contents"]
-        if not isinstance(contents, list):
-            raise InputError("contents must be a list", field="contents")
-        system = _gemini_system(doc.get("systemInstruction", doc.get("system_instruction")))
-        config = doc.get("generationConfig", doc.get("generation_config"))
-        return Request(contents, provider or "gemini", model, _gemini_tools(doc.get("tools")), system, "gemini", recorded,
-                       config if isinstance(config, dict) else None)
-    if "input" in doc and "messages" not in doc:
-        items = doc["input"]
-        if isinstance(items, str):
-            items = [{"role": "user", "content": items}]
-        if not isinstance(items, list):
-            raise InputError("input must be a string or a list of items", field="input")
-        text = doc.get("text")
-        return Request(items, provider or named or "openai", model, _tools(doc.get("tools")), doc.get("instructions"),
-                       "openai-responses", recorded, text if isinstance(text, dict) else None)
-    if "messages" in doc:
-        messages = doc["messages"]
-        if not isinstance(messages, list):
-            raise InputError("messages must be a list", field="messages")
-        tools = doc.get("tools")
-        anthropic = (
-            doc.get("system") is not None
-            or "anthropic_version" in doc
-            or "claude" in (model or "").lower()
-            or (isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools))
-            or detect_wire_format(messages) == "anthropic"
-        )
-        wire = "anthropic" if anthropic and named in (None, "anthropic") else "openai-chat"
-        detected = named or ("anthropic" if wire == "anthropic" else "openai")
-        rf = doc.get("output_format") if wire == "anthropic" else doc.get("response_format")
-        return Request(messages, provider or detected, model, _tools(doc.get("tools")), doc.get("system"), wire, recorded,
-                       rf if isinstance(rf, dict) else None)
-    raise InputError("expected a list of messages or a request body with messages, input or contents", field="messages")
+    try:
+        body = read_body(doc, provider=provider or named)
+    except ValueError as e:
+        raise InputError(str(e), field=getattr(e, "field", None) or None) from e
+    return Request(body.messages, body.provider, model or body.model, body.tools, body.system, body.api, recorded,
+                   body.response_format, body)
 
 
-class _Prepend:
-    """A text stream with already-read text put back in front (what `json.load` and line
-    iteration need: ``read``, ``readline``, iteration, ``close``)."""
+#: The largest document read (a JSON file, or one line of JSONL), in bytes: past it the input is
+#: refused with a clean error instead of being read until memory runs out (``/dev/zero``, an
+#: endless stdin). Override with the CLI's ``--max-bytes`` or ``CONTEXTFOLD_MAX_BYTES``.
+MAX_DOCUMENT_BYTES = 512 << 20
+MAX_BYTES_ENV = "CONTEXTFOLD_MAX_BYTES"
+# Bytes read at once while skipping the rest of a line longer than the cap.
+_SKIP_CHUNK = 1 << 20
 
-    def __init__(self, head: str, rest: IO[str]) -> None:
-        self._lines = io.StringIO(head)
+
+def max_document_bytes(explicit: int | None = None) -> int:
+    """The cap in force: ``explicit``, else ``$CONTEXTFOLD_MAX_BYTES``, else the default."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get(MAX_BYTES_ENV)
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            raise InputError(f"{MAX_BYTES_ENV} must be a number of bytes, got {env!r}", field=MAX_BYTES_ENV) from None
+        if value > 0:
+            return value
+        raise InputError(f"{MAX_BYTES_ENV} must be > 0, got {value}", field=MAX_BYTES_ENV)
+    return MAX_DOCUMENT_BYTES
+
+
+class DocumentTooLarge(InputError):
+    """A document (or a JSONL line) larger than the cap; ``limit`` is the cap in bytes."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"larger than the cap of {limit:,} bytes (raise it with --max-bytes or {MAX_BYTES_ENV})")
+        self.limit = limit
+
+
+class Lines:
+    """A byte stream read with a cap: the first line is put back in front after detection;
+    ``document()`` reads the whole (at most ``cap`` bytes), iteration yields each line, or None
+    for a line longer than the cap (its bytes are skipped, never held)."""
+
+    def __init__(self, head: bytes, rest: IO[bytes], cap: int) -> None:
+        self._pending = head.splitlines(keepends=True)
         self._rest = rest
-        self._head_done = False
+        self.cap = cap
 
-    def readline(self) -> str:
-        if not self._head_done:
-            line = self._lines.readline()
-            if line:
+    def _readline(self) -> bytes:
+        if self._pending:
+            line = self._pending.pop(0)
+            if line.endswith(b"\n") or len(line) > self.cap or self._pending:
                 return line
-            self._head_done = True
-        return self._rest.readline()
+            return line + self._rest.readline(self.cap + 1 - len(line))
+        return self._rest.readline(self.cap + 1)
 
-    def read(self) -> str:
-        head = "" if self._head_done else self._lines.read()
-        self._head_done = True
-        return head + self._rest.read()
+    def document(self) -> bytes:
+        """Everything (head included); DocumentTooLarge past the cap."""
+        head = b"".join(self._pending)
+        self._pending = []
+        data = head + self._rest.read(max(0, self.cap + 1 - len(head)))
+        if len(data) > self.cap:
+            raise DocumentTooLarge(self.cap)
+        return data
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[bytes | None]:
         while True:
-            line = self.readline()
+            line = self._readline()
             if not line:
                 return
+            if len(line) > self.cap and not line.endswith(b"\n"):
+                # Skip to the end of this line in fixed chunks: memory stays at one chunk.
+                while True:
+                    more = self._rest.readline(_SKIP_CHUNK)
+                    if not more or more.endswith(b"\n"):
+                        break
+                yield None
+                continue
             yield line
 
     def close(self) -> None:
@@ -169,38 +169,53 @@ class _Prepend:
 @dataclass(frozen=True, slots=True)
 class Source:
     """An opened input: ``name`` for messages (the path, or ``<stdin>``), whether it is JSONL,
-    its size in bytes when known (for progress), and the text stream."""
+    its size in bytes when known (for progress), and the byte stream (capped)."""
 
     name: str
     jsonl: bool
     size: int | None
-    stream: _Prepend
+    stream: Lines
 
 
-def open_source(path: str, *, jsonl: bool | None = None) -> Source:
+def open_source(path: str, *, jsonl: bool | None = None, max_bytes: int | None = None) -> Source:
     """Open ``path`` (``-`` for stdin) and tell JSON from JSONL: by extension (``.jsonl``,
     ``.ndjson``) or, otherwise, by whether the first line is a whole JSON value followed by more
-    lines. Only the first line is read ahead; nothing else is loaded."""
+    lines. Only the first line is read ahead (at most the cap); nothing else is loaded."""
+    cap = max_document_bytes(max_bytes)
     if path == "-":
-        raw: IO[str] = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+        raw: IO[bytes] = sys.stdin.buffer
         name, size = "<stdin>", None
     else:
         p = Path(path)
-        raw = p.open(encoding="utf-8")
+        raw = p.open("rb")
         name, size = path, p.stat().st_size
     if jsonl is None and path != "-" and Path(path).suffix.lower() in (".jsonl", ".ndjson"):
         jsonl = True
-    first = raw.readline()
+    first = raw.readline(cap + 1)
     if jsonl is None:
         jsonl = False
-        if first.strip():
+        if first.strip() and len(first) <= cap:
             try:
                 json.loads(first)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
             else:
-                rest = raw.readline()
+                rest = raw.readline(cap + 1)
                 jsonl = bool(rest.strip())
                 first += rest
-    stream = _Prepend(first, raw)
-    return Source(name, jsonl, size, stream)
+    return Source(name, jsonl, size, Lines(first, raw, cap))
+
+
+def decode_json(data: bytes) -> Any:
+    """One JSON document from bytes: invalid UTF-8 and nesting too deep for the parser are
+    ValueErrors saying where, like invalid JSON."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"invalid UTF-8 at byte {e.start}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read") from None

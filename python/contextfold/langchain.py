@@ -1,4 +1,4 @@
-"""LangChain integration (``pip install 'contextfold[langchain]'``).
+"""LangChain integration (``pip install '.[langchain]' in a checkout of contextfold``).
 
 ``contextfold.langchain`` is ``contextfold.integrations.langchain`` (kept importable under
 this name): ``ContextFoldMiddleware``, ``token_counter``, ``make_token_counter``,

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contextfold._core import _model_info
+import warnings
 
-__all__ = ["ModelInfo", "model_info"]
+from contextfold._core import _model_info
+from contextfold.errors import UnknownModelError, UnknownModelWarning
+
+__all__ = ["ModelInfo", "check_model", "model_info"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +70,19 @@ def model_info(model: str) -> ModelInfo:
         unknown_overheads=tuple(unknown),
         platform=platform,
     )
+
+
+def check_model(model: str | None, *, strict: bool = False, stacklevel: int = 2) -> None:
+    """Say when ``model`` is a name contextfold does not recognise (priced with the provider's
+    default constants): an ``UnknownModelWarning``, or ``UnknownModelError`` when ``strict``.
+    None (no model given) says nothing."""
+    if model is None:
+        return
+    info = model_info(model)
+    if info.family != "unknown":
+        return
+    message = (f"unknown model {model!r}: priced with the provider's default constants "
+               "(check the spelling; contextfold.model_info shows what a name resolves to)")
+    if strict:
+        raise UnknownModelError(message)
+    warnings.warn(message, UnknownModelWarning, stacklevel=stacklevel + 1)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from contextfold import _core
 from contextfold._args import count_arg
+from contextfold.panic_guard import no_panic
 
 if TYPE_CHECKING:
     from contextfold._core import _Provider
@@ -62,6 +63,7 @@ def apply_edits(messages: Sequence[Any], edits: Iterable[Sequence[Any]]) -> list
     return _core.apply_edits(messages, list(edits), copy=_copy)
 
 
+@no_panic
 def prune(
     messages: list[Any],
     /,
@@ -126,6 +128,7 @@ def prune(
     )
 
 
+@no_panic
 def find_tail_start(
     messages: Sequence[Any],
     /,

@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from contextfold._args import HUGE, count_arg
-from contextfold._core import SessionLedger, wire_bytes
+from contextfold._core import ExactLedger, SessionLedger, wire_bytes
 from contextfold.errors import InvalidUsageError, SessionStateError, UnknownModelError
 from contextfold.images import ImageSizes
 from contextfold.limits import context_window as _context_window
+from contextfold.usage import Usage, prompt_tokens_of, usage_of
 
 if TYPE_CHECKING:
     from contextfold._core import _Encoding, _Provider
@@ -33,120 +34,8 @@ DEFAULT_TRIGGER_RATIO = 0.9
 #: min(200_000 * 0.9, 200_000 - 32_768) = 167_232.
 DEFAULT_OUTPUT_RESERVE = 32_768
 
-_MISSING = object()
-
-#: Usage objects nest a few levels at most (response -> usage -> details).
-_MAX_USAGE_DEPTH = 8
-
-
-def _get(obj: Any, path: str, *names: str) -> Any:
-    """The first of ``names`` present on a dict key or object attribute (its value may be None).
-
-    An attribute whose getter raises (a broken SDK property) becomes an ``InvalidUsageError``
-    naming it, with the original exception chained.
-    """
-    for n in names:
-        if isinstance(obj, dict):
-            if n in obj:
-                return obj[n]
-        else:
-            try:
-                v = getattr(obj, n, _MISSING)
-            except Exception as e:
-                raise InvalidUsageError(f"reading {n!r} raised {type(e).__name__}: {e}", f"{path}.{n}") from e
-            if v is not _MISSING:
-                return v
-    return _MISSING
-
-
-def _tokens(v: Any, path: str) -> int | None:
-    """A token count: a non-negative int (an integral float from a JSON decoder is accepted)."""
-    if v is _MISSING or v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InvalidUsageError(f"token count must be an int, got {type(v).__name__}", path)
-    if isinstance(v, float):
-        if not (v.is_integer() and v >= 0):
-            raise InvalidUsageError(f"token count must be a non-negative integer, got {v!r}", path)
-        v = int(v)
-    if v < 0:
-        raise InvalidUsageError(f"token count must be >= 0, got {v}", path)
-    return int(v)
-
-
-def prompt_tokens_of(usage: Any) -> tuple[int | None, str | None]:
-    """``(prompt tokens, model)`` from a provider's usage, or its whole response.
-
-    Accepts SDK objects or dicts: OpenAI chat ``usage.prompt_tokens`` (cached tokens included),
-    OpenAI Responses ``usage.input_tokens``, Anthropic ``input_tokens + cache_creation_input_tokens
-    + cache_read_input_tokens`` (``input_tokens`` alone excludes the cache), Gemini
-    ``usageMetadata.promptTokenCount`` (``usage_metadata.prompt_token_count`` in the SDK), Bedrock
-    Converse ``inputTokens + cacheReadInputTokens + cacheWriteInputTokens``, Ollama
-    ``prompt_eval_count`` (the whole prompt; ABSENT when served from the KV cache, which gives
-    ``None``: unknown, not 0), or a plain int. The model is read from a whole response's ``model``
-    (``modelVersion`` for Gemini) when present. Raises ``TypeError`` for an unrecognized shape,
-    ``InvalidUsageError`` (a ValueError, with ``.path``) for a usage that contains itself, a
-    count that is not a non-negative int (a bool included), or an attribute that raises.
-    """
-    if isinstance(usage, bool):
-        raise TypeError("usage must be a usage object, a response or an int, got bool")
-    return _prompt_tokens(usage, "usage", [])
-
-
-def _prompt_tokens(usage: Any, path: str, seen: list[int]) -> tuple[int | None, str | None]:
-    if usage is None:
-        return None, None
-    if isinstance(usage, int) and not isinstance(usage, bool):
-        if usage < 0:
-            raise ValueError(f"prompt tokens must be >= 0, got {usage}")
-        return usage, None
-    if id(usage) in seen:
-        raise InvalidUsageError("a usage object that contains itself (cycle)", path)
-    if len(seen) >= _MAX_USAGE_DEPTH:
-        raise InvalidUsageError(f"usage nested deeper than {_MAX_USAGE_DEPTH} levels", path)
-    seen = [*seen, id(usage)]
-    model = _get(usage, path, "model", "modelVersion", "model_version")
-    model = model if isinstance(model, str) else None
-    gemini = _get(usage, path, "usageMetadata", "usage_metadata")
-    if gemini is not _MISSING and gemini is not None:
-        gpath = f"{path}.usageMetadata"
-        if id(gemini) in seen:
-            raise InvalidUsageError("a usage object that contains itself (cycle)", gpath)
-        return _tokens(_get(gemini, gpath, "promptTokenCount", "prompt_token_count"), f"{gpath}.promptTokenCount"), model
-    inner = _get(usage, path, "usage")
-    if inner is not _MISSING and inner is not None and not isinstance(inner, (int, str)):
-        tokens, _ = _prompt_tokens(inner, f"{path}.usage", seen)
-        return tokens, model
-    # Ollama: the final (done) object of /api/chat or /api/generate.
-    ollama = _get(usage, path, "prompt_eval_count")
-    if ollama is not _MISSING:
-        return _tokens(ollama, f"{path}.prompt_eval_count"), model
-    if _get(usage, path, "eval_count", "done", "total_duration") is not _MISSING:
-        return None, model  # an Ollama response without prompt_eval_count: unknown
-    for key in ("promptTokenCount", "prompt_token_count", "prompt_tokens"):
-        v = _get(usage, path, key)
-        if v is not _MISSING and v is not None:
-            return _tokens(v, f"{path}.{key}"), model
-    v = _get(usage, path, "input_tokens")
-    if v is not _MISSING and v is not None:
-        # Anthropic bills the cache separately; OpenAI Responses has no such fields (its
-        # input_tokens already include cached tokens).
-        base = _tokens(v, f"{path}.input_tokens") or 0
-        extra = sum(
-            _tokens(_get(usage, path, k), f"{path}.{k}") or 0
-            for k in ("cache_creation_input_tokens", "cache_read_input_tokens")
-        )
-        return base + extra, model
-    v = _get(usage, path, "inputTokens")
-    if v is not _MISSING and v is not None:
-        base = _tokens(v, f"{path}.inputTokens") or 0
-        extra = sum(
-            _tokens(_get(usage, path, k), f"{path}.{k}") or 0
-            for k in ("cacheReadInputTokens", "cacheWriteInputTokens")
-        )
-        return base + extra, model
-    raise TypeError(f"unrecognized usage object: {type(usage).__name__}")
-
+#: Summary hashes a session keeps (the newest; a summary older than these is folded long ago).
+MAX_SUMMARY_HASHES = 16
 
 class Session:
     """Token accounting for one conversation.
@@ -164,7 +53,10 @@ class Session:
     trajectories: p90 1.67% -> ~1%, p99 8.0% -> ~3.4%); the default keeps a turn in microseconds.
     ``image_sizes`` (a mapping from image URL or uploaded file id to ``(width, height)``, or a
     callable returning one or None) sizes remote images, asked once per new message that
-    carries one.
+    carries one. ``exact=True`` (OpenAI models with a public tokenizer; chat.completions
+    messages, the system prompt among them) makes ``estimate`` the exact ``contextfold.count`` of
+    the request: each message is tokenized once, when first seen, and remembered by content, so
+    a turn costs the appended messages only.
 
     Prefix-change contract. The session caches, per message of the last history it saw, the
     message object's identity (``id()``), a cheap fingerprint (type, number of keys, length of
@@ -208,6 +100,7 @@ class Session:
         smoothing: float = 0.5,
         text_encoding: str | None = None,
         image_sizes: ImageSizes | None = None,
+        exact: bool = False,
     ) -> None:
         if not 0.0 < trigger_ratio <= 1.0:
             raise ValueError(f"trigger_ratio must be within (0, 1], got {trigger_ratio}")
@@ -231,11 +124,26 @@ class Session:
             text_encoding=cast("_Encoding | None", text_encoding),
             image_sizes=image_sizes,
         )
+        #: Tokens a request body's settings add (`from_request`), until a usage carries them.
+        self._settings_tokens = 0
+        self._exact: ExactLedger | None = None
+        if exact:
+            if model is None:
+                raise ValueError("exact=True needs model= (an OpenAI model with a public tokenizer)")
+            if system is not None:
+                raise ValueError("exact=True counts chat.completions requests: put the system prompt in the messages")
+            # UnknownModelError for a model without a public tokenizer.
+            self._exact = ExactLedger(model=model, tools=tools, response_format=response_format)
+        self._exact_extras = (tools, response_format)
         self.provider = provider
         self._window = context_window
         self._reserve = output_reserve
         self.trigger_ratio = trigger_ratio
         self.max_request_bytes = max_request_bytes
+        #: Hashes (``contextfold._core.summary_hash``) of the last summaries a Compactor wrote
+        #: into this conversation: a later compaction trusts a summary only by these (or by the
+        #: place an inserted summary takes), never by its marker text.
+        self.summary_hashes: tuple[int, ...] = ()
         if context_window is not None and output_reserve is not None and output_reserve >= context_window:
             raise ValueError("output_reserve must be smaller than context_window")
 
@@ -249,6 +157,11 @@ class Session:
     def model(self, model: str | None) -> None:
         """Switch model: cached costs, usage anchor and correction are dropped."""
         self._core.set_model(model)
+        if self._exact is not None:
+            if model is None:
+                raise ValueError("exact=True needs a model")
+            tools, rf = self._exact_extras
+            self._exact = ExactLedger(model=model, tools=tools, response_format=rf)
 
     @property
     def context_window(self) -> int | None:
@@ -302,19 +215,46 @@ class Session:
         O(messages appended since the last call) when ``messages`` extends the history seen last
         time (see the prefix-change contract in the class docstring).
         """
-        return self._core.estimate(messages)
+        return self._tokens(messages)
+
+    def _tokens(self, messages: Sequence[Any]) -> int:
+        extra = self._settings_tokens
+        if extra and not self._core.usages:
+            # A body's settings (thinking, a forced tool) until a real count carries them.
+            tokens = self._core.estimate(messages) + extra
+        else:
+            tokens = self._core.estimate(messages)
+        # The ledger still follows the history (the usage anchor is recorded against it).
+        return tokens if self._exact is None else self._exact.count(messages)
+
+    @classmethod
+    def from_request(cls, body: Any, /, *, provider: str | None = None, **kw: Any) -> Session:
+        """A session for the conversation of a request body as sent to the SDK (read by the
+        core's body reader, as `contextfold.estimate_request` reads it): its provider, model,
+        tools, system prompt and structured output; the tokens its settings add (Anthropic
+        thinking, a forced tool choice) are counted until the first recorded usage carries
+        them. ``kw`` are the other `Session` arguments."""
+        from contextfold.request import read_request
+
+        r = read_request(body, provider=provider)
+        s = cls(provider=r.provider, model=r.model, tools=r.tools, system=r.system,
+                response_format=r.response_format, **kw)
+        s._settings_tokens = r.settings_tokens
+        return s
 
     def pressure(self, messages: Sequence[Any], /) -> float:
         """``estimate(messages) / usable_tokens``: 1.0 means no room left for the reply."""
-        return self._core.estimate(messages) / self.usable_tokens
+        return self._tokens(messages) / self.usable_tokens
 
     def should_compact(self, messages: Sequence[Any], /) -> bool:
         """True when the estimate reaches ``trigger_tokens`` or, with ``max_request_bytes``, when
         the messages' wire size exceeds it."""
         trigger = self.trigger_tokens
         if self.max_request_bytes is None:
-            return self._core.estimate(messages) >= trigger
+            return self._tokens(messages) >= trigger
         tokens, _, _, wire = self._core.measure(messages)
+        if self._exact is not None:
+            tokens = self._exact.count(messages)
         return tokens >= trigger or wire > self.max_request_bytes
 
     def wire_bytes(self, messages: Sequence[Any], /) -> int:
@@ -330,19 +270,23 @@ class Session:
         """Record the provider's real prompt count of a response.
 
         ``usage`` is the SDK usage object, the whole response or a dict (see
-        ``prompt_tokens_of``). It applies to the messages of the last ``estimate`` call, or to
+        ``prompt_tokens_of``), read whole (``last_usage_detail``: cache read / write tokens;
+        with Anthropic's server-side compaction the anchor is the prompt of the history as
+        sent, the compaction iteration's). It applies to the messages of the last ``estimate`` call, or to
         ``messages`` when given. ``model`` (default: the response's ``model`` when it has one)
         restarts the correction when it differs from the previous usage's. Returns the prompt
         tokens, or None when the usage does not say (Ollama served from cache): nothing is
         recorded then.
         """
-        tokens, response_model = prompt_tokens_of(usage)
+        detail = usage_of(usage)
+        tokens, response_model = detail.prompt_tokens, detail.model
         if tokens is None:
             log.debug("usage without a prompt count (unknown, not 0): nothing recorded")
             return None
         if tokens > HUGE:
             raise InvalidUsageError(f"prompt tokens {tokens} beyond any context window", "usage")
         model = model or response_model
+        self._last_usage_detail = detail
         n, chars, heuristic, before, real, correction, changed = self._core.record_usage(
             tokens, messages=messages, model=model
         )
@@ -367,6 +311,12 @@ class Session:
         return self._core.last_usage
 
     @property
+    def last_usage_detail(self) -> Usage | None:
+        """The last recorded usage read whole: cache read / write tokens, and the compacted
+        prompt of a server-side compaction (`contextfold.usage.Usage`); None before any."""
+        return getattr(self, "_last_usage_detail", None)
+
+    @property
     def usages(self) -> int:
         """Number of usages recorded since the session started (or was reset)."""
         return self._core.usages
@@ -389,6 +339,7 @@ class Session:
                 "output_reserve": self._reserve,
                 "trigger_ratio": self.trigger_ratio,
                 "max_request_bytes": self.max_request_bytes,
+                "summary_hashes": list(self.summary_hashes),
             },
             separators=(",", ":"),
         )
@@ -420,24 +371,38 @@ class Session:
             for v in (window, reserve, max_bytes):
                 if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                     raise ValueError("out of range")
-        except (ValueError, KeyError, TypeError) as e:
-            raise SessionStateError(f"session state invalid: settings unreadable ({e})") from e
+            hashes = meta.get("summary_hashes", [])
+            if not isinstance(hashes, list) or len(hashes) > MAX_SUMMARY_HASHES or not all(
+                    isinstance(h, int) and not isinstance(h, bool) and 0 <= h < 2**64 for h in hashes):
+                raise ValueError("summary_hashes out of range")
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            # RecursionError: settings nested beyond the parser's depth (a forged state).
+            raise SessionStateError(f"session state invalid: settings unreadable ({type(e).__name__})") from e
         self = cls.__new__(cls)
         self._core = core
+        # An exact session is not saved: a restored one estimates (exact=True counts again).
+        self._exact = None
+        self._exact_extras = (None, None)
+        self._settings_tokens = 0
         self.provider = provider
         self._window = window
         self._reserve = reserve
         self.trigger_ratio = ratio
         self.max_request_bytes = max_bytes
+        self.summary_hashes = tuple(hashes)
         return self
 
     def invalidate(self, start: int = 0) -> None:
         """Forget cached costs from message ``start`` on (after editing messages in place)."""
         self._core.invalidate(count_arg("start", start))
+        if self._exact is not None:
+            self._exact.invalidate()
 
     def reset(self) -> None:
         """Forget everything learned: cached costs, usage anchor, correction, last usage."""
         self._core.reset()
+        if self._exact is not None:
+            self._exact.reset()
 
     def __repr__(self) -> str:
         return (

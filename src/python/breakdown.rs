@@ -4,8 +4,8 @@ use pyo3::prelude::*;
 
 use crate::breakdown::{breakdown as core_breakdown, Kind};
 
+use super::estimator_args::resolve_sizes;
 use super::messages::{Keep, Walker};
-use super::resolve_sizes;
 
 /// Raw breakdown: `(total, kinds, roles, per_message, request, request_system, unmeasured)`.
 /// `per_message` holds `(tokens, by_kind)` with `by_kind` ordered like `kinds`; `unmeasured`
@@ -33,7 +33,7 @@ fn breakdown(
     response_format: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Raw> {
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
@@ -59,6 +59,29 @@ fn breakdown(
     ))
 }
 
+/// Each tool's `(name, own cost)` (`Estimator::tool_costs`), in order; `contextfold.breakdown`
+/// shares the tools' part of the overhead out in these proportions.
+#[pyfunction]
+#[pyo3(signature = (tools, /, *, provider="openai", model=None))]
+fn tool_costs(
+    py: Python<'_>,
+    tools: &Bound<'_, PyAny>,
+    provider: &str,
+    model: Option<&str>,
+) -> PyResult<Vec<(String, f64)>> {
+    let est = super::estimator_args::estimator(provider, model)?;
+    let keep = Keep::new();
+    let extras = Walker::new(py, &keep).extras(Some(tools), None, None)?;
+    let costs = est.tool_costs(&extras.tools);
+    Ok(extras
+        .tools
+        .iter()
+        .zip(costs)
+        .map(|(t, c)| (t.name.to_string(), c))
+        .collect())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(breakdown, m)?)
+    m.add_function(wrap_pyfunction!(breakdown, m)?)?;
+    m.add_function(wrap_pyfunction!(tool_costs, m)?)
 }

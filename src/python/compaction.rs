@@ -58,7 +58,7 @@ fn edit_tuples<'py>(
 
 /// The compaction plan of a history (see `compaction::plan`), as a dict.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true))]
+#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true, trusted_summaries=Vec::new(), summary_floor=0, recoverable=false))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
@@ -86,6 +86,9 @@ fn compaction_plan<'py>(
     clear_tool_inputs: bool,
     keep_thinking_turns: Option<usize>,
     mask_observations: bool,
+    trusted_summaries: Vec<u64>,
+    summary_floor: u64,
+    recoverable: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     if !(soft_ceiling >= 1.0 && soft_ceiling.is_finite()) {
         return Err(PyValueError::new_err(format!(
@@ -101,7 +104,7 @@ fn compaction_plan<'py>(
         ));
     }
     let fmt = self::format(format)?;
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let (ms, costs) = w.messages_priced(messages, &mut est)?;
@@ -127,7 +130,10 @@ fn compaction_plan<'py>(
             clear_tool_inputs,
             keep_thinking_turns,
             mask_observations,
+            recoverable,
         },
+        trusted_summaries,
+        summary_floor,
     };
     let overhead = opt.overhead_tokens;
     let p = py.detach(|| plan_priced(&ms, &est, &costs, &opt));
@@ -135,6 +141,11 @@ fn compaction_plan<'py>(
     d.set_item("overhead_tokens", overhead)?;
     d.set_item("tokens_before", p.tokens_before)?;
     d.set_item("tokens_after_mask", p.tokens_after_mask)?;
+    if recoverable {
+        let mut all = super::recall::folds(&ms, &p.mask_edits);
+        all.extend(super::recall::folds(&ms, &p.tail_edits));
+        d.set_item("folds", all)?;
+    }
     d.set_item("mask_edits", edit_tuples(py, &ms, p.mask_edits)?)?;
     d.set_item("head_end", p.head_end)?;
     d.set_item("tail_start", p.tail_start)?;
@@ -186,7 +197,7 @@ fn compaction_verify(
     overhead_tokens: Option<u64>,
 ) -> PyResult<(u64, Vec<FailureTuple>)> {
     let fmt = self::format(format)?;
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
@@ -229,7 +240,7 @@ fn extractive_digest(
     previous: Option<&str>,
     instructions: Option<&str>,
 ) -> PyResult<String> {
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(messages)?;
     est.settle_platform(&ms);
@@ -239,6 +250,14 @@ fn extractive_digest(
         instructions,
     };
     Ok(py.detach(|| digest(&ms, &est, &opt)))
+}
+
+/// The hash by which a later compaction trusts a summary as the library's own
+/// (`summary_trust::summary_hash` of the text between the markers).
+#[pyfunction]
+#[pyo3(signature = (body, /))]
+fn summary_hash(body: &str) -> u64 {
+    crate::summary_trust::summary_hash(body)
 }
 
 /// The wire format of a history as the core reads it (`crate::wire::detect`): `chat`,
@@ -294,6 +313,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compaction_plan, m)?)?;
     m.add_function(wrap_pyfunction!(compaction_verify, m)?)?;
     m.add_function(wrap_pyfunction!(extractive_digest, m)?)?;
+    m.add_function(wrap_pyfunction!(summary_hash, m)?)?;
     m.add_function(wrap_pyfunction!(summary_message, m)?)?;
     m.add_function(wrap_pyfunction!(summary_block, m)?)?;
     m.add_function(wrap_pyfunction!(detect_wire_format, m)?)?;

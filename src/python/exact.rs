@@ -8,7 +8,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
-use crate::exact::{encoding_for as core_encoding_for, Counter, Encoding, UnknownModel};
+use crate::encoding::{encoding_for as core_encoding_for, Encoding, UnknownModel};
+use crate::exact::Counter;
 use crate::tool_render::Json;
 
 use super::messages::{Keep, Walker};
@@ -161,10 +162,12 @@ fn count(
         Some(r) => Some(to_json(r, "response_format", 0)?),
         None => None,
     };
-    let sizes = super::resolve_sizes(image_sizes, &ms)?;
+    let sizes = super::estimator_args::resolve_sizes(image_sizes, &ms)?;
     Ok(py.detach(|| {
-        let fix: i64 = super::size_fixes(c.image_rule(), &ms, &sizes).iter().sum();
-        super::add_signed(c.count(&ms, &tools, rf.as_ref()), fix)
+        let fix: i64 = super::estimator_args::size_fixes(c.image_rule(), &ms, &sizes)
+            .iter()
+            .sum();
+        super::estimator_args::add_signed(c.count(&ms, &tools, rf.as_ref()), fix)
     }))
 }
 

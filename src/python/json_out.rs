@@ -14,7 +14,7 @@ use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
 };
 
-use crate::wire::json_size::{json_string_len, push_json_string};
+use crate::json_string::{json_string_len, push_json_string};
 
 /// Deeper than any real message; values nested deeper are refused with a path.
 pub const MAX_DEPTH: usize = 512;

@@ -37,11 +37,12 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::json_out::spaced_json_text;
-use super::messages::{Keep, PyInput};
+use super::py_input::{Keep, PyInput};
 use crate::message::{
     Content, Detail, Image, MediaKind, Message, Part, ThoughtSignatures, ToolCall,
 };
-use crate::wire::read::{borrowed_or_placeholder, image_source, Reader};
+use crate::wire::fields::{borrowed_or_placeholder, image_source};
+use crate::wire::read::Reader;
 use crate::wire::{Format, Input, ReadError, ReadResult};
 
 static SYS_MODULES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();

@@ -1,328 +1,46 @@
 //! The only place that speaks PyO3: converts Python objects into core views, calls the core with
-//! the GIL released where the work is heavy, and converts results back.
+//! the GIL released where the work is heavy, and converts results back. This file only
+//! assembles the module; each binding lives in the file of its concept.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
-use std::collections::HashMap;
 
-use crate::estimate::Estimator;
-use crate::image::{dims_of_base64, dims_of_bytes, Dims};
-use crate::image_tokens::{
-    image_tokens as image_cost, rule_for, size_correction, unsized_refs, ImageRule,
-};
-use crate::message::{Detail, Message};
-use crate::profile::Provider;
+use crate::provider::Provider;
 
 mod breakdown;
 mod compaction;
+mod estimate;
+mod estimator_args;
 mod exact;
+mod exact_session;
 mod floor_walk;
+mod identifier_index;
 mod json_out;
 mod langchain_message;
 mod messages;
 mod prune;
+mod py_input;
+mod recall;
+mod repair;
+mod request;
 mod sdk_objects;
 mod session;
 mod shrink_json;
-
-use messages::{Keep, Walker};
-
-fn provider(name: &str) -> PyResult<Provider> {
-    Provider::parse(name).map_err(PyValueError::new_err)
-}
-
-/// The estimator of the `provider=` / `model=` arguments every pricing function takes (a
-/// `ValueError` for an unknown provider; an unknown model falls back to the provider's family).
-pub(crate) fn estimator(provider: &str, model: Option<&str>) -> PyResult<Estimator> {
-    Ok(Estimator::new(
-        self::provider(provider)?,
-        model.unwrap_or(""),
-    ))
-}
-
-/// Pixel sizes of the remote images of `ms` that the caller's `image_sizes` knows: a mapping
-/// from URL (or file id) to `(width, height)`, or a callable returning `(width, height)` or
-/// None. Only the references the core could not size are looked up, once each.
-pub(crate) fn resolve_sizes(
-    image_sizes: Option<&Bound<'_, PyAny>>,
-    ms: &[Message<'_>],
-) -> PyResult<HashMap<String, Dims>> {
-    let mut out = HashMap::new();
-    let Some(src) = image_sizes.filter(|s| !s.is_none()) else {
-        return Ok(out);
-    };
-    let dict = src.cast::<PyDict>().ok();
-    let is_mapping = dict.is_some() || src.hasattr("keys")?;
-    if !is_mapping && !src.is_callable() {
-        return Err(PyTypeError::new_err(format!(
-            "image_sizes must be a mapping from URL to (width, height) or a callable, got {}",
-            src.get_type().name()?
-        )));
-    }
-    for r in unsized_refs(ms) {
-        let v = match (&dict, is_mapping) {
-            (Some(d), _) => d.get_item(r)?,
-            (None, true) => Some(src.call_method1("get", (r,))?),
-            (None, false) => Some(src.call1((r,))?),
-        };
-        let Some(v) = v.filter(|v| !v.is_none()) else {
-            continue;
-        };
-        let (width, height): (u32, u32) = v.extract().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "image_sizes[{r:?}] must be (width, height) in pixels or None"
-            ))
-        })?;
-        if width == 0 || height == 0 {
-            return Err(PyValueError::new_err(format!(
-                "image_sizes[{r:?}] must be positive, got ({width}, {height})"
-            )));
-        }
-        out.insert(r.to_string(), Dims { width, height });
-    }
-    Ok(out)
-}
-
-/// Tokens to add to each message's price for the images `sizes` knows.
-pub(crate) fn size_fixes(
-    rule: ImageRule,
-    ms: &[Message<'_>],
-    sizes: &HashMap<String, Dims>,
-) -> Vec<i64> {
-    if sizes.is_empty() {
-        return vec![0; ms.len()];
-    }
-    let size_of = |u: &str| sizes.get(u).copied();
-    ms.iter()
-        .map(|m| size_correction(rule, m, &size_of))
-        .collect()
-}
-
-pub(crate) fn add_signed(x: u64, d: i64) -> u64 {
-    x.saturating_add_signed(d)
-}
-
-/// Estimated prompt tokens of a whole request: every message plus the request overhead.
-#[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai", model=None, tools=None, system=None, response_format=None, image_sizes=None))]
-#[allow(clippy::too_many_arguments)]
-fn estimate(
-    py: Python<'_>,
-    messages: &Bound<'_, PyAny>,
-    provider: &str,
-    model: Option<&str>,
-    tools: Option<&Bound<'_, PyAny>>,
-    system: Option<&Bound<'_, PyAny>>,
-    response_format: Option<&Bound<'_, PyAny>>,
-    image_sizes: Option<&Bound<'_, PyAny>>,
-) -> PyResult<u64> {
-    let mut est = estimator(provider, model)?;
-    let keep = Keep::new();
-    let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
-    // The messages first: their thought signatures may settle what the tools cost.
-    let each = message_tokens(py, messages, &mut est, image_sizes)?;
-    let overhead = u64::from(est.overhead(&extras));
-    Ok(overhead + each.iter().map(|&t| u64::from(t)).sum::<u64>())
-}
-
-/// Estimated tokens of each message, envelope included.
-#[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai", model=None, image_sizes=None))]
-fn estimate_each(
-    py: Python<'_>,
-    messages: &Bound<'_, PyAny>,
-    provider: &str,
-    model: Option<&str>,
-    image_sizes: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<u32>> {
-    message_tokens(py, messages, &mut estimator(provider, model)?, image_sizes)
-}
-
-/// Each message's estimated tokens (`estimate_each`), the images the caller's `image_sizes`
-/// knows priced at their size; `estimate` is their sum plus the request overhead. `est`
-/// settles its serving platform on the messages (`Estimator::settle_platform`).
-fn message_tokens(
-    py: Python<'_>,
-    messages: &Bound<'_, PyAny>,
-    est: &mut Estimator,
-    image_sizes: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<u32>> {
-    if image_sizes.is_some_and(|s| !s.is_none()) {
-        // The caller's sizes are looked up once per reference over the whole history.
-        let keep = Keep::new();
-        let ms = Walker::new(py, &keep).messages(messages)?;
-        est.settle_platform(&ms);
-        let est = *est;
-        let sizes = resolve_sizes(image_sizes, &ms)?;
-        return Ok(py.detach(|| {
-            let fixes = size_fixes(est.image_rule(), &ms, &sizes);
-            est.each(&ms)
-                .into_iter()
-                .zip(fixes)
-                .map(|(t, d)| add_signed(u64::from(t), d) as u32)
-                .collect()
-        }));
-    }
-    // Priced as read, with the GIL held: pricing a chunk takes less time than releasing and
-    // taking back the GIL would, and the samples are priced while still in the CPU's cache.
-    // (Reading the whole history with `messages_priced`, which keeps every view for a planner,
-    // measured 1.07x this.)
-    let mut out = Vec::new();
-    Walker::chunks(py, messages, |ms| {
-        est.settle_platform(ms);
-        out.extend(est.each(ms))
-    })?;
-    Ok(out)
-}
-
-/// Estimated tokens of what surrounds the messages: reply priming, system prompt, tools.
-#[pyfunction]
-#[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, response_format=None))]
-fn request_overhead(
-    py: Python<'_>,
-    provider: &str,
-    model: Option<&str>,
-    tools: Option<&Bound<'_, PyAny>>,
-    system: Option<&Bound<'_, PyAny>>,
-    response_format: Option<&Bound<'_, PyAny>>,
-) -> PyResult<u32> {
-    let est = estimator(provider, model)?;
-    let keep = Keep::new();
-    let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
-    Ok(est.overhead(&extras))
-}
-
-/// Bytes of the messages serialized as compact UTF-8 JSON (the request body's share).
-#[pyfunction]
-#[pyo3(signature = (messages, /, *, provider="openai"))]
-fn wire_bytes(py: Python<'_>, messages: &Bound<'_, PyAny>, provider: &str) -> PyResult<usize> {
-    self::provider(provider)?;
-    // Validate like every other entry point so a malformed history fails the same way.
-    let keep = Keep::new();
-    Walker::new(py, &keep).messages(messages)?;
-    // `[m0,m1,...]`, measured message by message so a failure names its message.
-    let mut total = 2usize;
-    for (i, m) in messages.try_iter()?.enumerate() {
-        let m = m?;
-        total += usize::from(i > 0)
-            + if langchain_message::is_message(&m) {
-                langchain_message::wire_json_len(&m)?
-            } else {
-                json_out::message_json_len(&m, i)?
-            };
-    }
-    Ok(total)
-}
-
-/// Tokens one image costs with a provider's formula, from the pixel size in its header.
-#[pyfunction]
-#[pyo3(signature = (image, /, *, provider="openai", model=None, detail="auto"))]
-fn image_tokens(
-    image: &Bound<'_, PyAny>,
-    provider: &str,
-    model: Option<&str>,
-    detail: &str,
-) -> PyResult<u32> {
-    // The model's family decides the formula; an unknown model the provider's default one.
-    let info = crate::model_info::model_info(model.unwrap_or(""));
-    let family = match info.family {
-        crate::model_info::Family::Unknown => self::provider(provider)?.default_family(),
-        f => f,
-    };
-    let rule = rule_for(family.pricing_provider(), &info.base);
-    let detail = Detail::parse(detail).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "unknown detail {detail:?}; valid: auto, low, high, original"
-        ))
-    })?;
-    let dims = if let Ok(s) = image.cast::<PyString>() {
-        let s = s.to_str()?;
-        if s.starts_with("data:") || !s.contains("://") {
-            dims_of_base64(s)
-        } else {
-            None
-        }
-    } else if let Ok(b) = image.cast::<PyBytes>() {
-        dims_of_bytes(b.as_bytes())
-    } else if let Ok(b) = image.cast::<PyByteArray>() {
-        dims_of_bytes(&b.to_vec())
-    } else {
-        return Err(PyTypeError::new_err(
-            "image must be a data URL, a base64 string, a URL or bytes",
-        ));
-    };
-    Ok(image_cost(rule, dims, detail))
-}
-
-/// What a model name resolves to, as the fields of `contextfold.ModelInfo`:
-/// `(model, base, family, encoding, context_window, matched, resolved, unknown_overheads,
-/// platform)`.
-#[pyfunction]
-#[pyo3(signature = (model, /))]
-#[allow(clippy::type_complexity)]
-fn _model_info(
-    model: &str,
-) -> (
-    String,
-    String,
-    &'static str,
-    Option<&'static str>,
-    Option<u64>,
-    Option<&'static str>,
-    String,
-    Vec<&'static str>,
-    Option<&'static str>,
-) {
-    let i = crate::model_info::model_info(model);
-    let resolved = i.resolved();
-    (
-        i.model,
-        i.base,
-        i.family.name(),
-        i.encoding.map(|e| e.name()),
-        i.context_window,
-        i.matched,
-        resolved,
-        i.unknown_overheads.to_vec(),
-        i.platform.map(|p| p.name()),
-    )
-}
-
-/// Pixel size `(width, height)` read from an image header, or None when unreadable.
-#[pyfunction]
-#[pyo3(signature = (image, /))]
-fn image_size(image: &Bound<'_, PyAny>) -> PyResult<Option<(u32, u32)>> {
-    let dims = if let Ok(s) = image.cast::<PyString>() {
-        dims_of_base64(s.to_str()?)
-    } else if let Ok(b) = image.cast::<PyBytes>() {
-        dims_of_bytes(b.as_bytes())
-    } else if let Ok(b) = image.cast::<PyByteArray>() {
-        dims_of_bytes(&b.to_vec())
-    } else {
-        return Err(PyTypeError::new_err(
-            "image must be a data URL, a base64 string or bytes",
-        ));
-    };
-    Ok(dims.map(|d| (d.width, d.height)))
-}
 
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PROVIDERS", Provider::NAMES.to_vec())?;
-    m.add_function(wrap_pyfunction!(estimate, m)?)?;
-    m.add_function(wrap_pyfunction!(estimate_each, m)?)?;
-    m.add_function(wrap_pyfunction!(request_overhead, m)?)?;
-    m.add_function(wrap_pyfunction!(wire_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(image_tokens, m)?)?;
-    m.add_function(wrap_pyfunction!(image_size, m)?)?;
+    estimate::register(m)?;
     breakdown::register(m)?;
-    m.add_function(wrap_pyfunction!(_model_info, m)?)?;
     compaction::register(m)?;
+    identifier_index::register(m)?;
     exact::register(m)?;
+    exact_session::register(m)?;
     floor_walk::register(m)?;
     prune::register(m)?;
+    recall::register(m)?;
+    repair::register(m)?;
+    request::register(m)?;
     session::register(m)?;
     shrink_json::register(m)?;
     Ok(())

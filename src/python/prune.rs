@@ -40,7 +40,7 @@ fn find_tail_start(
     model: Option<&str>,
 ) -> PyResult<usize> {
     check_ceiling(soft_ceiling, min_tail)?;
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let opt = TailOptions {
         budget_tokens,
         protect_first_n,
@@ -254,7 +254,7 @@ fn plan(
             "arguments_max_chars must be at least 64 (room for a valid JSON marker)",
         ));
     }
-    let mut est = super::estimator(provider, model)?;
+    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
     Ok(py.detach(|| plan_with(&ms, &est, &costs, &legal_cuts(&ms), opt)))
@@ -301,7 +301,7 @@ fn apply_edits<'py>(
 /// Edits applied to a new list without changing any object the caller holds: each container on
 /// an edited path is replaced by a shallow copy the first time an edit passes through it. A
 /// path is keys (str) and list positions (int), or attribute names on a LangChain message.
-struct CopyOnWrite<'a, 'py> {
+pub(super) struct CopyOnWrite<'a, 'py> {
     out: &'a Bound<'py, PyList>,
     /// The Python layer's copy of a container that is not a dict, list or tuple (an SDK object
     /// becomes the dict of its fields; a LangChain message a copy of its class).
@@ -311,7 +311,7 @@ struct CopyOnWrite<'a, 'py> {
 }
 
 impl<'a, 'py> CopyOnWrite<'a, 'py> {
-    fn new(out: &'a Bound<'py, PyList>, copy: &'a Bound<'py, PyAny>) -> Self {
+    pub(super) fn new(out: &'a Bound<'py, PyList>, copy: &'a Bound<'py, PyAny>) -> Self {
         CopyOnWrite {
             out,
             copy,
@@ -338,7 +338,11 @@ impl<'a, 'py> CopyOnWrite<'a, 'py> {
     }
 
     /// The container at `steps` inside `out[index]`, every container on the way a copy of ours.
-    fn walk(&mut self, index: usize, steps: &[Bound<'py, PyAny>]) -> PyResult<Bound<'py, PyAny>> {
+    pub(super) fn walk(
+        &mut self,
+        index: usize,
+        steps: &[Bound<'py, PyAny>],
+    ) -> PyResult<Bound<'py, PyAny>> {
         let mut node = self.own(self.out.get_item(index)?)?;
         self.out.set_item(index, &node)?;
         for step in steps {
@@ -350,7 +354,7 @@ impl<'a, 'py> CopyOnWrite<'a, 'py> {
     }
 
     /// Set `value` at `parents` + `last` inside `out[index]`.
-    fn set_at(
+    pub(super) fn set_at(
         &mut self,
         index: usize,
         parents: &[Bound<'py, PyAny>],
@@ -382,7 +386,7 @@ fn set(node: &Bound<'_, PyAny>, step: &Bound<'_, PyAny>, value: &Bound<'_, PyAny
 }
 
 /// A core path step as the Python object `apply_edits` takes.
-fn step_object<'py>(py: Python<'py>, step: &Step) -> PyResult<Bound<'py, PyAny>> {
+pub(super) fn step_object<'py>(py: Python<'py>, step: &Step) -> PyResult<Bound<'py, PyAny>> {
     Ok(match step {
         Step::Key(k) => PyString::new(py, k).into_any(),
         Step::Index(j) => j.into_pyobject(py)?.into_any(),
@@ -390,7 +394,7 @@ fn step_object<'py>(py: Python<'py>, step: &Step) -> PyResult<Bound<'py, PyAny>>
 }
 
 /// An edit's replacement (compact JSON text) as new Python objects.
-fn json_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+pub(super) fn json_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     let v: serde_json::Value = serde_json::from_str(text)
         .map_err(|err| PyValueError::new_err(format!("edit value is not JSON: {err}")))?;
     to_python(py, &v)

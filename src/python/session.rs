@@ -18,11 +18,11 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
+use crate::encoding::Encoding;
 use crate::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
-use crate::exact::Encoding;
 use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
 use crate::message::Message;
-use crate::profile::Provider;
+use crate::provider::Provider;
 use crate::session_state::SessionState;
 
 use super::json_out::json_len;
@@ -82,7 +82,7 @@ fn size_of(v: Option<Bound<'_, PyAny>>) -> u64 {
 /// The cheap fingerprint of the prefix-change contract: the object's type, its number of keys
 /// (dicts), and the lengths of `content` (or Gemini `parts`) and `tool_calls`. A few dict
 /// lookups, never a walk of the content.
-fn fingerprint(m: &Bound<'_, PyAny>) -> PyResult<u64> {
+pub(super) fn fingerprint(m: &Bound<'_, PyAny>) -> PyResult<u64> {
     let py = m.py();
     let mut h = Fnv(0xcbf2_9ce4_8422_2325);
     h.add(m.get_type().as_ptr() as u64);
@@ -105,7 +105,7 @@ fn fingerprint(m: &Bound<'_, PyAny>) -> PyResult<u64> {
 }
 
 /// The history as a list (a list is used as is; other sequences are copied into one).
-fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+pub(super) fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     if let Ok(l) = messages.cast::<PyList>() {
         return Ok(l.clone());
     }
@@ -121,7 +121,7 @@ fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
 
 /// The address of message `i` of `list` (identity only, never dereferenced later).
 #[inline]
-fn id_at(list: &Bound<'_, PyList>, i: usize) -> usize {
+pub(super) fn id_at(list: &Bound<'_, PyList>, i: usize) -> usize {
     // SAFETY: `i < len(list)` (callers bound it), the GIL is held and no Python code runs between
     // the length read and this call; PyList_GetItem returns a borrowed pointer used as a number.
     unsafe { ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t) as usize }
@@ -252,8 +252,11 @@ impl State {
             self.ledger.set_overhead(overhead);
         }
         let est = self.estimator;
-        let sizes = super::resolve_sizes(self.image_sizes.as_ref().map(|s| s.bind(py)), &views)?;
-        let fixes = super::size_fixes(est.image_rule(), &views, &sizes);
+        let sizes = super::estimator_args::resolve_sizes(
+            self.image_sizes.as_ref().map(|s| s.bind(py)),
+            &views,
+        )?;
+        let fixes = super::estimator_args::size_fixes(est.image_rule(), &views, &sizes);
         let price = || {
             views
                 .iter()
@@ -272,7 +275,7 @@ impl State {
                 id,
                 fingerprint,
                 content,
-                tokens: super::add_signed(u64::from(tokens), fix) as u32,
+                tokens: super::estimator_args::add_signed(u64::from(tokens), fix) as u32,
                 wire_bytes,
                 chars,
             });

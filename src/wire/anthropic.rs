@@ -9,12 +9,18 @@
 
 use std::borrow::Cow;
 
+use super::dialect::Dialect;
 use super::edit::{
-    if_smaller, image_bytes, json_string, plain_text, text_parts_bytes, CallAt, Change, Step,
-    Written,
+    if_smaller, image_bytes, json_string, object_of, plain_text, result_parts_bytes, CallAt,
+    Change, Step, Written,
 };
+use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Shape, Src};
-use super::read::{image_data, invalid, json_or_str, opaque, opt_id, Reader};
+use super::request::{
+    cache_breakpoints, history_list, list_items, opt_u64, tool_choice, Api, Body, McpServer,
+    Thinking,
+};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
@@ -49,8 +55,8 @@ fn image<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<Part<'a>, V::Error> 
 }
 
 /// The Anthropic block types.
-pub(crate) fn typed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     kind: &'a str,
     p: &V,
     path: &str,
@@ -130,7 +136,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 return None;
             };
             if_smaller(
-                text_parts_bytes(content)?,
+                result_parts_bytes(content)?,
                 vec![Step::Key("content"), Step::Index(*k), Step::Key("content")],
                 json_string(text),
             )
@@ -180,4 +186,114 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 /// A text block, `{"type": "text", "text"}`, as compact JSON.
 pub(crate) fn text_block_json(text: &str) -> String {
     super::openai_chat::text_block_json(text)
+}
+
+/// A client tool of the Messages tool list, `{"name", "description", "input_schema"}`
+/// (https://docs.anthropic.com/en/api/messages#body-tools), as compact JSON; `schema` is
+/// compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"name\":");
+    s.push_str(&json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&json_string(description));
+    s.push_str(",\"input_schema\":");
+    s.push_str(schema);
+    s.push('}');
+    s
+}
+
+/// The user message answering `tool_use` block `call_id` with `text` (one `tool_result`
+/// block), as compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    let block = object_of(&[
+        ("type", "tool_result"),
+        ("tool_use_id", call_id),
+        ("content", text),
+    ]);
+    format!("{{\"role\":\"user\",\"content\":[{block}]}}")
+}
+
+/// Where the id of the `tool_use` block at `at` sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    match at {
+        CallAt::Part(k) => Some(vec![Step::Key("content"), Step::Index(k), Step::Key("id")]),
+        CallAt::ToolCalls(_) => None,
+    }
+}
+
+/// Where the `tool_result` block at `part` names its call.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.map(|k| {
+        vec![
+            Step::Key("content"),
+            Step::Index(k),
+            Step::Key("tool_use_id"),
+        ]
+    })
+}
+
+/// A `tool_result` block marked as an error (`is_error`), saying `text`, as compact JSON.
+pub(crate) fn error_result_block_json(call_id: &str, text: &str) -> String {
+    let block = object_of(&[
+        ("type", "tool_result"),
+        ("tool_use_id", call_id),
+        ("content", text),
+    ]);
+    format!("{},\"is_error\":true}}", &block[..block.len() - 1])
+}
+
+/// Anthropic Messages (the system prompt apart).
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Anthropic,
+    history_key: "messages",
+    content_key: "content",
+    assistant_role: "assistant",
+    strict_turns: true,
+    thinking_in_content: true,
+    text_message: text_message_json,
+    text_block: |_, text| text_block_json(text),
+    write,
+};
+/// A Messages API body: `messages`, `system` (a string or text blocks), `tools` (client and
+/// server tools), `output_format` (or `output_config.format`), `thinking`, `tool_choice`,
+/// `mcp_servers`, `cache_control` breakpoints.
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let mut out = Body::new(Api::Anthropic, history_list(b, Key::messages)?);
+    out.system = b.get(Key::system).src()?;
+    out.tools = list_items(b.get(Key::tools).src()?, "tools")?;
+    out.response_format = match b.get(Key::output_format).src()? {
+        Some(f) => Some(f),
+        None => match b.get(Key::output_config).src()? {
+            Some(c) => c.get(Key::format).src()?,
+            None => None,
+        },
+    };
+    if let Some(t) = b.get(Key::thinking).src()? {
+        out.settings.thinking = match opt_id(&t, Key::kind, "thinking.type")? {
+            Some("enabled") => Thinking::Enabled {
+                budget: opt_u64(&t, Key::budget_tokens, "thinking")?,
+            },
+            Some("adaptive") => Thinking::Adaptive,
+            _ => Thinking::Off,
+        };
+    }
+    out.settings.tool_choice = tool_choice(b, Key::tool_choice)?;
+    for (j, s) in list_items(b.get(Key::mcp_servers).src()?, "mcp_servers")?
+        .iter()
+        .enumerate()
+    {
+        let field = |k: Key| -> ReadResult<String, V::Error> {
+            Ok(
+                super::fields::opt_str(s, k, format_args!("mcp_servers[{j}].{}", k.as_str()))?
+                    .map(Cow::into_owned)
+                    .unwrap_or_default(),
+            )
+        };
+        out.settings.mcp_servers.push(McpServer {
+            name: field(Key::name)?,
+            url: field(Key::url)?,
+        });
+    }
+    out.settings.cache_breakpoints = cache_breakpoints(b, out.system.as_ref(), &out.tools)?;
+    Ok(out)
 }

@@ -10,19 +10,22 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
+use super::dialect::Dialect;
 use super::edit::role_and_text_list;
 use super::edit::{
-    if_smaller, image_bytes, object_of, one_text_part, plain_text, text_parts_bytes, CallAt,
+    if_smaller, image_bytes, object_of, one_text_part, plain_text, result_parts_bytes, CallAt,
     Change, Step, Written,
 };
+use super::fields::{image_data, image_source, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
-use super::read::{image_data, image_source, json_or_str, opaque, opt_id, Reader};
+use super::request::{history_list, list_items, opt_u64, Api, Body, Thinking, ToolChoice};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
 /// A Bedrock block, or `None` when `p` has none of Bedrock's block keys.
-pub(crate) fn keyed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     p: &V,
     path: &str,
 ) -> ReadResult<Option<Part<'a>>, V::Error> {
@@ -107,7 +110,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             };
             let value = one_text_part(text);
             if_smaller(
-                text_parts_bytes(content)?,
+                result_parts_bytes(content)?,
                 vec![
                     Step::Key("content"),
                     Step::Index(*k),
@@ -149,4 +152,113 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 /// A text content block, `{"text"}` (Converse blocks carry no type), as compact JSON.
 pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("text", text)])
+}
+
+/// A tool of the Converse tool configuration, `{"toolSpec": {"name", "description",
+/// "inputSchema": {"json": schema}}}`
+/// (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolSpecification.html),
+/// as compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"toolSpec\":{\"name\":");
+    s.push_str(&super::edit::json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&super::edit::json_string(description));
+    s.push_str(",\"inputSchema\":{\"json\":");
+    s.push_str(schema);
+    s.push_str("}}}");
+    s
+}
+
+/// The user message answering `toolUse` `call_id` with `text` (one `toolResult` block), as
+/// compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    let mut s = String::from("{\"role\":\"user\",\"content\":[{\"toolResult\":{\"toolUseId\":");
+    s.push_str(&super::edit::json_string(call_id));
+    s.push_str(",\"content\":[");
+    s.push_str(&object_of(&[("text", text)]));
+    s.push_str("]}}]}");
+    s
+}
+
+/// Where the id of the `toolUse` block at `at` sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    match at {
+        CallAt::Part(k) => Some(vec![
+            Step::Key("content"),
+            Step::Index(k),
+            Step::Key("toolUse"),
+            Step::Key("toolUseId"),
+        ]),
+        CallAt::ToolCalls(_) => None,
+    }
+}
+
+/// Where the `toolResult` block at `part` names its call.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.map(|k| {
+        vec![
+            Step::Key("content"),
+            Step::Index(k),
+            Step::Key("toolResult"),
+            Step::Key("toolUseId"),
+        ]
+    })
+}
+
+/// A `toolResult` block with `status: "error"`, saying `text`, as compact JSON.
+pub(crate) fn error_result_block_json(call_id: &str, text: &str) -> String {
+    let mut s = String::from("{\"toolResult\":{\"toolUseId\":");
+    s.push_str(&super::edit::json_string(call_id));
+    s.push_str(",\"content\":[");
+    s.push_str(&object_of(&[("text", text)]));
+    s.push_str("],\"status\":\"error\"}}");
+    s
+}
+
+/// Bedrock Converse messages.
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Bedrock,
+    history_key: "messages",
+    content_key: "content",
+    assistant_role: "assistant",
+    strict_turns: true,
+    thinking_in_content: true,
+    text_message: text_message_json,
+    text_block: |_, text| text_block_json(text),
+    write,
+};
+/// A Converse body: `messages`, `system` (text blocks), `toolConfig.tools` (`toolSpec`s) and
+/// `toolConfig.toolChoice` (`{"auto"|"any": {}}`, `{"tool": {"name"}}`), and Anthropic's
+/// `thinking` passed in `additionalModelRequestFields`.
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let mut out = Body::new(Api::Bedrock, history_list(b, Key::messages)?);
+    out.system = b.get(Key::system).src()?;
+    if let Some(tc) = b.get(Key::toolConfig).src()? {
+        out.tools = list_items(tc.get(Key::tools).src()?, "toolConfig.tools")?;
+        if let Some(choice) = tc.get(Key::toolChoice).src()? {
+            out.settings.tool_choice = if choice.get(Key::any).src()?.is_some() {
+                ToolChoice::Any
+            } else if let Some(t) = choice.get(Key::tool).src()? {
+                let name =
+                    super::fields::opt_str(&t, Key::name, "toolConfig.toolChoice.tool.name")?;
+                ToolChoice::Tool(name.map(Cow::into_owned).unwrap_or_default())
+            } else if choice.get(Key::auto).src()?.is_some() {
+                ToolChoice::Auto
+            } else {
+                ToolChoice::Unset
+            };
+        }
+    }
+    if let Some(extra) = b.get(Key::additionalModelRequestFields).src()? {
+        if let Some(t) = extra.get(Key::thinking).src()? {
+            if opt_id(&t, Key::kind, "additionalModelRequestFields.thinking.type")?
+                == Some("enabled")
+            {
+                out.settings.thinking = Thinking::Enabled {
+                    budget: opt_u64(&t, Key::budget_tokens, "thinking")?,
+                };
+            }
+        }
+    }
+    Ok(out)
 }

@@ -6,8 +6,7 @@
 //! replacement as compact JSON in that format. Applying an edit is a copy-on-write assignment
 //! along the path; no key is ever added (the last step names a key the message already has).
 
-use super::json_size::push_json_string;
-use super::{anthropic, bedrock, gemini, langchain, openai_chat, openai_responses, Format};
+use crate::json_string::push_json_string;
 use crate::message::{ImageSource, Message, Part};
 
 /// One step of a path inside a message: a field or a list position.
@@ -51,32 +50,6 @@ pub enum Change {
     /// observation sent as a user message) becomes `text`. Written only where the content is
     /// a string, so the message keeps its shape.
     Text { text: String },
-}
-
-/// The edit that makes `change` to message `index` in its own format, or `None` when the format
-/// cannot express it or the edit would not make the message smaller.
-pub fn write(index: usize, msg: &Message<'_>, change: &Change) -> Option<Edit> {
-    let (path, value) = match msg.wire {
-        // A message that shows no format is plain `{"role", "content": "..."}`: its text is at
-        // `content` in every format that has string content, so a plain-text change can be
-        // written; nothing else can.
-        Format::Unknown => match change {
-            Change::Text { .. } => openai_chat::write(msg, change)?,
-            _ => return None,
-        },
-        Format::OpenAIChat => openai_chat::write(msg, change)?,
-        Format::OpenAIResponses => openai_responses::write(msg, change)?,
-        Format::Anthropic => anthropic::write(msg, change)?,
-        Format::Gemini => gemini::write(msg, change, false)?,
-        Format::GeminiSnake => gemini::write(msg, change, true)?,
-        Format::Bedrock => bedrock::write(msg, change)?,
-        Format::LangChain => langchain::write(msg, change)?,
-    };
-    Some(Edit {
-        message: index,
-        path,
-        value,
-    })
 }
 
 /// What a format writer returns: the path and the replacement's JSON text.
@@ -163,6 +136,21 @@ pub(crate) fn text_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
         .iter()
         .map(|p| match p {
             Part::Text(t) => Some(t.len() + 2),
+            _ => None,
+        })
+        .sum()
+}
+
+/// A lower bound on the JSON bytes of a tool result's content of text and image blocks (a
+/// screenshot a tool returned is old tool output like its text); None for any other block.
+pub(crate) fn result_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
+    // The smallest image block of any format: `{"image":{}}` and its source.
+    const IMAGE_MIN: usize = 12;
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) => Some(t.len() + 2),
+            Part::Image(img) => Some(IMAGE_MIN + source_bytes(&img.source)),
             _ => None,
         })
         .sum()

@@ -11,18 +11,21 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
+use super::dialect::Dialect;
 use super::edit::role_and_text_list;
 use super::edit::{
     if_smaller, image_bytes, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
 };
+use super::fields::{image_data, json_or_str, opaque, opt_id, opt_str, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
-use super::read::{image_data, json_or_str, opaque, opt_id, opt_str, Reader};
+use super::request::{history_list, list_items, opt_u64, Api, Body, Thinking, ToolChoice};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
 
 /// A Gemini part (no `type` key; its kind is its key).
-pub(crate) fn keyed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     p: &V,
     path: &str,
 ) -> ReadResult<Part<'a>, V::Error> {
@@ -203,4 +206,210 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 /// A text part, `{"text"}`, as compact JSON.
 pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("text", text)])
+}
+
+/// A tool of Gemini's tool list holding one function declaration, `{"functionDeclarations":
+/// [{"name", "description", "parameters"}]}` (https://ai.google.dev/api/caching#Tool), as
+/// compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"functionDeclarations\":[{\"name\":");
+    s.push_str(&super::edit::json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&super::edit::json_string(description));
+    s.push_str(",\"parameters\":");
+    s.push_str(schema);
+    s.push_str("}]}");
+    s
+}
+
+/// The user content answering function call `call_id` of `name` with `text`: one
+/// `functionResponse` part whose response is `{"output": text}` (the docs' key for a
+/// function's output). A call read without an id has its name as id: the response then names
+/// no id either. `snake`: the Python SDK's key spelling.
+pub(crate) fn tool_result_json(call_id: &str, name: &str, text: &str, snake: bool) -> String {
+    let key = if snake {
+        "function_response"
+    } else {
+        "functionResponse"
+    };
+    let mut f = String::from("{\"name\":");
+    f.push_str(&super::edit::json_string(name));
+    if call_id != name {
+        f.push_str(",\"id\":");
+        f.push_str(&super::edit::json_string(call_id));
+    }
+    f.push_str(",\"response\":");
+    f.push_str(&object_of(&[("output", text)]));
+    f.push('}');
+    format!("{{\"role\":\"user\",\"parts\":[{{\"{key}\":{f}}}]}}")
+}
+
+/// Where the id of the `functionCall` part at `at` sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt, snake: bool) -> Option<Vec<Step>> {
+    let key = if snake {
+        "function_call"
+    } else {
+        "functionCall"
+    };
+    match at {
+        CallAt::Part(k) => Some(vec![
+            Step::Key("parts"),
+            Step::Index(k),
+            Step::Key(key),
+            Step::Key("id"),
+        ]),
+        CallAt::ToolCalls(_) => None,
+    }
+}
+
+/// Where the `functionResponse` part at `part` names its call.
+pub(crate) fn result_id_path(part: Option<usize>, snake: bool) -> Option<Vec<Step>> {
+    let key = if snake {
+        "function_response"
+    } else {
+        "functionResponse"
+    };
+    part.map(|k| {
+        vec![
+            Step::Key("parts"),
+            Step::Index(k),
+            Step::Key(key),
+            Step::Key("id"),
+        ]
+    })
+}
+
+/// A `functionResponse` part whose response is `{"error": text}` (the docs' key for error
+/// details), as compact JSON; the id is named only when the call had one.
+pub(crate) fn error_result_block_json(
+    call_id: &str,
+    name: &str,
+    text: &str,
+    snake: bool,
+) -> String {
+    let key = if snake {
+        "function_response"
+    } else {
+        "functionResponse"
+    };
+    let mut f = String::from("{\"name\":");
+    f.push_str(&super::edit::json_string(name));
+    if call_id != name {
+        f.push_str(",\"id\":");
+        f.push_str(&super::edit::json_string(call_id));
+    }
+    f.push_str(",\"response\":");
+    f.push_str(&object_of(&[("error", text)]));
+    f.push('}');
+    format!("{{\"{key}\":{f}}}")
+}
+
+/// Gemini `contents` (user / model turns of `parts`), keys in camel case as the REST API
+/// spells them.
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Gemini,
+    history_key: "contents",
+    content_key: "parts",
+    assistant_role: "model",
+    strict_turns: true,
+    thinking_in_content: true,
+    text_message: text_message_json,
+    text_block: |_, text| text_block_json(text),
+    write: |msg, change| write(msg, change, false),
+};
+
+/// Gemini parts in the Python SDK's snake case (`function_call`, `inline_data`): written back
+/// in the same spelling.
+pub const SNAKE_DIALECT: Dialect = Dialect {
+    write: |msg, change| write(msg, change, true),
+    ..DIALECT
+};
+/// A `generateContent` request: `contents`, `systemInstruction`, `tools` (function
+/// declarations flattened; `googleSearch`, `codeExecution`, ... kept as server tools),
+/// `toolConfig.functionCallingConfig.mode`, `generationConfig` (its schema and
+/// `thinkingConfig`). The Python SDK's `config` (snake case, the same fields) is read too.
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let mut out = Body::new(Api::Gemini, history_list(b, Key::contents)?);
+    let config = b.get(Key::config).src()?;
+    let field = |camel: Key, snake: Key| -> ReadResult<Option<V>, V::Error> {
+        for src in [Some(b), config.as_ref()].into_iter().flatten() {
+            for k in [camel, snake] {
+                if let Some(v) = src.get(k).src()? {
+                    return Ok(Some(v));
+                }
+            }
+        }
+        Ok(None)
+    };
+    out.system = match field(Key::systemInstruction, Key::system_instruction)? {
+        Some(s) => match s.get(Key::parts).src()? {
+            Some(p) => Some(p),
+            None if s.str().src()?.is_some() || s.shape() == super::Shape::List => Some(s),
+            None => s.get(Key::text).src()?,
+        },
+        None => None,
+    };
+    for (j, t) in list_items(field(Key::tools, Key::tools)?, "tools")?
+        .into_iter()
+        .enumerate()
+    {
+        let decls = match t.get(Key::functionDeclarations).src()? {
+            Some(d) => Some(d),
+            None => t.get(Key::function_declarations).src()?,
+        };
+        if let Some(d) = decls {
+            out.tools.extend(list_items(
+                Some(d),
+                &format!("tools[{j}].functionDeclarations"),
+            )?);
+        }
+        for (k, _) in t.entries().src()?.unwrap_or_default() {
+            if k != "functionDeclarations" && k != "function_declarations" {
+                out.settings.server_tools.push(k);
+            }
+        }
+    }
+    if let Some(tc) = field(Key::toolConfig, Key::tool_config)? {
+        let fc = match tc.get(Key::functionCallingConfig).src()? {
+            Some(f) => Some(f),
+            None => tc.get(Key::function_calling_config).src()?,
+        };
+        if let Some(fc) = fc {
+            let mode = opt_str(&fc, Key::mode, "toolConfig.functionCallingConfig.mode")?;
+            out.settings.tool_choice = match mode.as_deref().map(str::to_ascii_uppercase) {
+                Some(m) if m == "ANY" || m == "VALIDATED" => ToolChoice::Any,
+                Some(m) if m == "NONE" => ToolChoice::None,
+                Some(m) if m == "AUTO" => ToolChoice::Auto,
+                _ => ToolChoice::Unset,
+            };
+        }
+    }
+    // The SDK's `config` holds the generation settings itself.
+    let gen = match field(Key::generationConfig, Key::generation_config)? {
+        Some(g) => Some(g),
+        None => config,
+    };
+    if let Some(g) = &gen {
+        let thinking = match g.get(Key::thinkingConfig).src()? {
+            Some(t) => Some(t),
+            None => g.get(Key::thinking_config).src()?,
+        };
+        if let Some(t) = thinking {
+            let mut budget = opt_u64(&t, Key::thinkingBudget, "thinkingConfig")?;
+            if budget.is_none() {
+                budget = opt_u64(&t, Key::thinking_budget, "thinkingConfig")?;
+            }
+            out.settings.thinking = match budget {
+                Some(0) => Thinking::Off,
+                b => Thinking::Enabled { budget: b },
+            };
+            for k in [Key::thinkingLevel, Key::thinking_level] {
+                if let Some(l) = opt_str(&t, k, "thinkingConfig.thinkingLevel")? {
+                    out.settings.reasoning_effort = Some(l.into_owned());
+                }
+            }
+        }
+    }
+    out.response_format = gen;
+    Ok(out)
 }

@@ -10,6 +10,7 @@
 //! block) are edited as that format writes them.
 
 use super::anthropic;
+use super::dialect::Dialect;
 use super::edit::{CallAt, Change, Step, Written};
 use super::openai_chat;
 use crate::message::Message;
@@ -46,6 +47,13 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         _ => openai_chat::write(msg, change),
     }
 }
+
+/// LangChain messages: written as chat (their content blocks are chat's), edited on the
+/// objects' own fields.
+pub const DIALECT: Dialect = Dialect {
+    write,
+    ..openai_chat::DIALECT
+};
 
 #[cfg(test)]
 mod tests {

@@ -2,13 +2,21 @@
 //! edit is written back in that same format.
 //!
 //! One file per format owns its detection (which shapes belong to it), its reading into
-//! [`crate::message::Message`] views and its edit writer. `read` holds what the formats share
-//! (the message / content / part dispatch); `input` the accessor trait every reader is generic
-//! over; `edit` the format-neutral edit the bindings apply without knowing any format.
+//! [`crate::message::Message`] views and its [`Dialect`]: its keys, roles, turn rules and
+//! writers (a text message, a text block, an edit). Below the formats: `input` (the accessor
+//! trait every reader is generic over), `fields` (the field readers and the content walk they
+//! share), `edit` (the format-neutral edit the bindings apply without knowing any format) and
+//! `dialect` (the type). Above them, and the only `match` over formats: `read` (which reader
+//! reads a part) and this file (which dialect writes a message).
+//!
+//! A new format is one file here: its reader, its `DIALECT`, and an arm in `dialect_of` and in
+//! `read`'s part dispatch.
 
 pub mod anthropic;
 pub mod bedrock;
+pub mod dialect;
 pub mod edit;
+pub mod fields;
 pub mod gemini;
 pub mod input;
 pub mod json_size;
@@ -16,67 +24,104 @@ pub mod langchain;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod read;
+pub mod request;
 pub mod response_format;
 pub mod wire_format;
 
+pub use dialect::Dialect;
 pub use edit::{Change, Edit, Step};
 pub use input::{Input, Key, ReadError, ReadResult, Shape};
 pub use json_size::{json_string_len, push_json_string};
 pub use read::{
     read_extras, read_history, read_message, read_system, read_tools, ExtrasError, HistoryError,
 };
+pub use request::{read_request, Api, Body, History, McpServer, Settings, Thinking, ToolChoice};
 pub use wire_format::WireFormat;
 
+pub use crate::message::Format;
 use crate::message::Message;
 
-/// The wire format a message was read from: decides how an edit of it is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub enum Format {
-    /// Nothing format-specific seen (a plain `{"role", "content": "text"}` message): any format
-    /// could have sent it, and nothing in it is ever edited.
-    #[default]
-    Unknown,
-    /// OpenAI Chat Completions: `tool_calls`, role `tool`, `image_url` parts.
-    OpenAIChat,
-    /// OpenAI Responses input items: `function_call` / `function_call_output` items,
-    /// `input_text` / `input_image` parts.
-    OpenAIResponses,
-    /// Anthropic Messages: `tool_use` / `tool_result` / `image` blocks.
-    Anthropic,
-    /// Gemini `contents`: `parts` with `functionCall` / `functionResponse` / `inlineData`.
-    Gemini,
-    /// Gemini parts spelled in snake case (`function_call`, `inline_data`: the Python SDK's
-    /// field names).
-    GeminiSnake,
-    /// Bedrock Converse: `toolUse` / `toolResult` / `image` content blocks.
-    Bedrock,
-    /// A LangChain message object, read by meaning by the bindings (see `langchain`).
-    LangChain,
+/// The dialect a message read as `f` is written in; `None` for a message that shows no format
+/// (plain `{"role", "content": "text"}`), which any format could have sent.
+pub fn dialect_of(f: Format) -> Option<&'static Dialect> {
+    Some(match f {
+        Format::Unknown => return None,
+        Format::OpenAIChat => &openai_chat::DIALECT,
+        Format::OpenAIResponses => &openai_responses::DIALECT,
+        Format::Anthropic => &anthropic::DIALECT,
+        Format::Gemini => &gemini::DIALECT,
+        Format::GeminiSnake => &gemini::SNAKE_DIALECT,
+        Format::Bedrock => &bedrock::DIALECT,
+        Format::LangChain => &langchain::DIALECT,
+    })
 }
 
-impl Format {
-    /// Combine what two parts of one message say: the first specific format wins, except that
-    /// a Gemini message learns its key spelling from its parts.
-    pub(crate) fn merge(self, other: Format) -> Format {
-        match (self, other) {
-            (Format::Unknown, o) => o,
-            (Format::Gemini, Format::GeminiSnake) => Format::GeminiSnake,
-            (s, _) => s,
+impl WireFormat {
+    /// The format a compaction writes for a history read as `f` (`detect`); `None` when
+    /// nothing in the history is specific to one format.
+    pub fn of(f: Format) -> Option<WireFormat> {
+        dialect_of(f).map(|d| d.wire)
+    }
+
+    /// The dialect that writes this format.
+    pub fn dialect(self) -> &'static Dialect {
+        match self {
+            WireFormat::Chat => &openai_chat::DIALECT,
+            WireFormat::Responses => &openai_responses::DIALECT,
+            WireFormat::Anthropic => &anthropic::DIALECT,
+            WireFormat::Gemini => &gemini::DIALECT,
+            WireFormat::Bedrock => &bedrock::DIALECT,
         }
     }
 
-    /// Its name, as the bindings and reports say it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Unknown => "unknown",
-            Format::OpenAIChat => "openai_chat",
-            Format::OpenAIResponses => "openai_responses",
-            Format::Anthropic => "anthropic",
-            Format::Gemini | Format::GeminiSnake => "gemini",
-            Format::Bedrock => "bedrock",
-            Format::LangChain => "langchain",
-        }
+    /// Turns alternate user / assistant and the first non-system turn is the user's.
+    pub fn strict_turns(self) -> bool {
+        self.dialect().strict_turns
     }
+
+    /// Tool calls are answered in the very next message (Anthropic, Gemini, Bedrock), in the run
+    /// of `tool` messages that follows (chat), or anywhere later (Responses).
+    pub(crate) fn results_in_next_message(self) -> bool {
+        self.strict_turns()
+    }
+
+    /// The assistant's role string on this wire.
+    pub fn assistant_role(self) -> &'static str {
+        self.dialect().assistant_role
+    }
+
+    /// A whole text message of this format (a summary, a merged turn), as compact JSON;
+    /// `assistant`: the assistant's turn (else the user's).
+    pub fn text_message_json(self, assistant: bool, text: &str) -> String {
+        let d = self.dialect();
+        (d.text_message)(if assistant { d.assistant_role } else { "user" }, text)
+    }
+
+    /// A text block of this format carrying `text`, as compact JSON (for merging into a
+    /// message of the assistant's turn when `assistant`, else the user's).
+    pub fn text_block_json(self, assistant: bool, text: &str) -> String {
+        (self.dialect().text_block)(assistant, text)
+    }
+}
+
+/// The edit that makes `change` to message `index` in its own format, or `None` when the format
+/// cannot express it or the edit would not make the message smaller.
+pub fn write_edit(index: usize, msg: &Message<'_>, change: &Change) -> Option<Edit> {
+    let (path, value) = match dialect_of(msg.wire) {
+        Some(d) => (d.write)(msg, change)?,
+        // A message that shows no format is plain `{"role", "content": "..."}`: its text is at
+        // `content` in every format that has string content, so a plain-text change can be
+        // written; nothing else can.
+        None => match change {
+            Change::Text { .. } => (openai_chat::DIALECT.write)(msg, change)?,
+            _ => return None,
+        },
+    };
+    Some(Edit {
+        message: index,
+        path,
+        value,
+    })
 }
 
 /// The format of a whole history: the first message that shows one (`Unknown` when none does,

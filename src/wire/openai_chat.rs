@@ -7,14 +7,19 @@
 
 use std::borrow::Cow;
 
+use super::dialect::Dialect;
 use super::edit::{
     if_smaller, image_bytes, json_string, object_of, plain_text, string_bytes, CallAt, Change,
     Step, Written,
 };
-use super::input::{Input, Key, ReadResult, Shape, Src};
-use super::read::{
-    detail, image_source, invalid, json_or_str, opt_id, opt_str, text_field, Reader,
+use super::fields::{
+    detail, image_source, invalid, json_or_str, opt_id, opt_str, text_field, PartReader, Reader,
 };
+use super::input::{Input, Key, ReadResult, Shape, Src};
+use super::request::{
+    cache_breakpoints, history_list, list_items, opt_u64, tool_choice, Api, Body, Thinking,
+};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCall};
 
@@ -101,8 +106,8 @@ pub(crate) fn image_url<'a, V: Input<'a>>(
 }
 
 /// The chat part types: `text`, `image_url`, `refusal` (and the Assistants' `image_file`).
-pub(crate) fn typed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     kind: &str,
     p: &V,
     path: &str,
@@ -188,4 +193,96 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
 /// A text content part, `{"type": "text", "text"}`, as compact JSON.
 pub(crate) fn text_block_json(text: &str) -> String {
     object_of(&[("type", "text"), ("text", text)])
+}
+
+/// A function tool of the chat tool list, `{"type": "function", "function": {"name",
+/// "description", "parameters"}}` (https://platform.openai.com/docs/api-reference/chat/create#chat-create-tools),
+/// as compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"type\":\"function\",\"function\":{\"name\":");
+    s.push_str(&json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&json_string(description));
+    s.push_str(",\"parameters\":");
+    s.push_str(schema);
+    s.push_str("}}");
+    s
+}
+
+/// The `tool` message answering call `call_id` with `text`, as compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    object_of(&[
+        ("role", "tool"),
+        ("tool_call_id", call_id),
+        ("content", text),
+    ])
+}
+
+/// Where the id of call `at` sits in a chat message (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    match at {
+        CallAt::ToolCalls(j) => Some(vec![
+            Step::Key("tool_calls"),
+            Step::Index(j),
+            Step::Key("id"),
+        ]),
+        CallAt::Part(_) => None,
+    }
+}
+
+/// Where a `tool` message names the call it answers.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.is_none().then(|| vec![Step::Key("tool_call_id")])
+}
+
+/// OpenAI chat completions (also Ollama and every OpenAI-compatible server).
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Chat,
+    history_key: "messages",
+    content_key: "content",
+    assistant_role: "assistant",
+    strict_turns: false,
+    thinking_in_content: false,
+    text_message: text_message_json,
+    text_block: |_, text| text_block_json(text),
+    write,
+};
+/// A chat.completions body: `messages`, `tools`, `response_format`, `tool_choice`,
+/// `reasoning_effort`, and the `reasoning` / `thinking` objects of OpenAI-compatible servers
+/// (OpenRouter `{"effort" | "max_tokens"}`, z.ai and DeepSeek `{"type": "enabled"}`).
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let mut out = Body::new(Api::OpenAIChat, history_list(b, Key::messages)?);
+    out.tools = list_items(b.get(Key::tools).src()?, "tools")?;
+    out.response_format = b.get(Key::response_format).src()?;
+    out.settings.tool_choice = tool_choice(b, Key::tool_choice)?;
+    out.settings.reasoning_effort =
+        opt_str(b, Key::reasoning_effort, "reasoning_effort")?.map(Cow::into_owned);
+    out.settings.thinking = compatible_thinking(b)?;
+    out.settings.cache_breakpoints = cache_breakpoints(b, None, &out.tools)?;
+    Ok(out)
+}
+
+/// Reasoning asked of an OpenAI-compatible server: OpenRouter's `reasoning` object (unless
+/// `enabled: false` or `effort: "none"`), or a `thinking: {"type": "enabled"}` object.
+pub(crate) fn compatible_thinking<'a, V: Input<'a>>(b: &V) -> ReadResult<Thinking, V::Error> {
+    if let Some(r) = b.get(Key::reasoning).src()? {
+        if matches!(r.shape(), Shape::Map | Shape::Object) {
+            let effort = opt_str(&r, Key::effort, "reasoning.effort")?;
+            let off = effort.as_deref() == Some("none")
+                || r.get(Key::enabled)
+                    .src()?
+                    .is_some_and(|e| e.json_text().is_ok_and(|t| t == "false"));
+            if !off {
+                return Ok(Thinking::Enabled { budget: None });
+            }
+        }
+    }
+    if let Some(t) = b.get(Key::thinking).src()? {
+        if opt_str(&t, Key::kind, "thinking.type")?.as_deref() == Some("enabled") {
+            return Ok(Thinking::Enabled {
+                budget: opt_u64(&t, Key::budget_tokens, "thinking")?,
+            });
+        }
+    }
+    Ok(Thinking::Off)
 }

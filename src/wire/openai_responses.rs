@@ -11,20 +11,23 @@
 
 use std::borrow::Cow;
 
+use super::dialect::Dialect;
 use super::edit::{
     if_smaller, image_bytes, json_string, object_of, plain_text, string_bytes, CallAt, Change,
     Step, Written,
 };
+use super::fields::{detail, invalid, json_or_str, opaque, opt_id, text_field, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
-use super::read::{detail, invalid, json_or_str, opaque, opt_id, text_field, Reader};
+use super::request::{cache_breakpoints, list_items, tool_choice, Api, Body, History};
+use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
 
 /// The Responses part types: `input_text`, `output_text`, `summary_text`, `reasoning_text`,
 /// `input_image`, `input_file`.
-pub(crate) fn typed_part<'a, V: Input<'a>>(
-    r: &Reader,
+pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
     kind: &'a str,
     p: &V,
     path: &str,
@@ -60,14 +63,14 @@ pub(crate) fn typed_part<'a, V: Input<'a>>(
 
 /// A Responses input item without a role (`function_call`, `function_call_output`,
 /// `reasoning`, hosted-tool calls).
-pub(crate) fn item<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error> {
+pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error> {
     let Some(kind) = opt_id(m, Key::kind, "type")? else {
         return Err(invalid(
             "role",
             "missing (and no Responses item `type` either)",
         ));
     };
-    let r = Reader::new();
+    let r = Reader::<D>::new();
     let mut msg = match kind {
         "function_call" | "custom_tool_call" => {
             let mut msg = Message::empty("assistant");
@@ -190,4 +193,82 @@ pub(crate) fn text_block_json(assistant: bool, text: &str) -> String {
         "input_text"
     };
     object_of(&[("type", kind), ("text", text)])
+}
+
+/// A function tool of the Responses tool list, `{"type": "function", "name", "description",
+/// "parameters"}` (https://platform.openai.com/docs/api-reference/responses/create#responses-create-tools),
+/// as compact JSON; `schema` is compact JSON.
+pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str) -> String {
+    let mut s = String::from("{\"type\":\"function\",\"name\":");
+    s.push_str(&json_string(name));
+    s.push_str(",\"description\":");
+    s.push_str(&json_string(description));
+    s.push_str(",\"parameters\":");
+    s.push_str(schema);
+    s.push('}');
+    s
+}
+
+/// The `function_call_output` item answering call `call_id` with `text`, as compact JSON.
+pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
+    object_of(&[
+        ("type", "function_call_output"),
+        ("call_id", call_id),
+        ("output", text),
+    ])
+}
+
+/// Where the id of a `function_call` item sits (repair renames duplicates there).
+pub(crate) fn call_id_path(at: CallAt) -> Option<Vec<Step>> {
+    matches!(at, CallAt::ToolCalls(0)).then(|| vec![Step::Key("call_id")])
+}
+
+/// Where a `function_call_output` item names the call it answers.
+pub(crate) fn result_id_path(part: Option<usize>) -> Option<Vec<Step>> {
+    part.is_none().then(|| vec![Step::Key("call_id")])
+}
+
+/// OpenAI Responses input items.
+pub const DIALECT: Dialect = Dialect {
+    wire: WireFormat::Responses,
+    history_key: "input",
+    content_key: "content",
+    assistant_role: "assistant",
+    strict_turns: false,
+    thinking_in_content: false,
+    text_message: text_message_json,
+    text_block: text_block_json,
+    write,
+};
+/// A Responses API body: `input` (a string or a list of items), `instructions`, `tools` (function
+/// and hosted tools, MCP included), `text` (its `format`), `tool_choice`, `reasoning.effort`.
+pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
+    let input = b
+        .get(Key::input)
+        .src()?
+        .ok_or_else(|| invalid("input", "missing"))?;
+    let history = match input.str().src()? {
+        Some(s) => History::Text(s),
+        None if input.shape() == super::Shape::List => History::List(input),
+        None => {
+            return Err(invalid(
+                "input",
+                format!(
+                    "input must be a string or a list of items, got {}",
+                    input.type_name()
+                ),
+            ))
+        }
+    };
+    let mut out = Body::new(Api::OpenAIResponses, history);
+    out.system = b.get(Key::instructions).src()?;
+    out.tools = list_items(b.get(Key::tools).src()?, "tools")?;
+    out.response_format = b.get(Key::text).src()?;
+    out.settings.tool_choice = tool_choice(b, Key::tool_choice)?;
+    if let Some(r) = b.get(Key::reasoning).src()? {
+        out.settings.reasoning_effort =
+            super::fields::opt_str(&r, Key::effort, "reasoning.effort")?.map(Cow::into_owned);
+    }
+    out.settings.cache_breakpoints = cache_breakpoints(b, None, &out.tools)?;
+    Ok(out)
 }

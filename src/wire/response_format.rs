@@ -14,9 +14,9 @@
 
 use std::borrow::Cow;
 
+use super::fields::{invalid, opt_str};
 use super::input::{Input, Key, ReadResult, Src};
-use super::read::{invalid, opt_str};
-use crate::estimate::ResponseFormat;
+use crate::request_extras::ResponseFormat;
 
 /// The structured-output schema of `v` (see the module docs); `None` when it sets none. Errors
 /// name `response_format...`.

@@ -102,7 +102,7 @@ def import_sdk(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            f"this adapter needs the {module!r} package: pip install 'contextfold[{extra}]'"
+            f"this adapter needs the {module!r} package: pip install '.[{extra}]' in a checkout of contextfold (or install the SDK itself)"
         ) from exc
 
 

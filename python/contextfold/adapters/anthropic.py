@@ -1,4 +1,4 @@
-"""Anthropic Messages adapter (``pip install 'contextfold[anthropic]'``).
+"""Anthropic Messages adapter (``pip install '.[anthropic]'`` in a checkout).
 
 Takes ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` (the Bedrock and Vertex variants
 share the Messages API). ``system`` goes to the top-level ``system`` field, ``user`` is the one

@@ -5,10 +5,14 @@ and how to read the reply (``_parse``)."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from contextfold.adapters import Completion, Prompt
+from contextfold.adapters.bounded_read import aread_body, parse_reply, read_body, streaming_variant
+from contextfold.summarize.bounded import run_bounded
 
 
 class SDKAdapter:
@@ -53,12 +57,19 @@ class SDKAdapter:
     async def acomplete(
         self, prompt: Prompt, *, model: str, timeout: float, options: Mapping[str, Any]
     ) -> Completion:
-        """Send ``prompt`` through the async client, or the sync one on a worker thread."""
+        """Send ``prompt`` through the async client, or the sync one on contextfold's own bounded
+        worker pool (never the loop's default executor); cancelling the awaiting task stops the
+        sync call at its next chunk, and the call always ends by its deadline."""
         if not self.is_async:
-            return await asyncio.to_thread(
-                self.complete, prompt, model=model, timeout=timeout, options=options
-            )
-        return self._parse(await self._asend(prompt, model, timeout, options))
+            stop = threading.Event()
+            return await run_bounded(self._complete_stoppable, prompt, model, timeout, options, stop, stop=stop)
+        return self._parse(await asyncio.wait_for(self._asend(prompt, model, timeout, options), timeout))
+
+    def _complete_stoppable(self, prompt: Prompt, model: str, timeout: float, options: Mapping[str, Any],
+                            stop: threading.Event) -> Completion:
+        if isinstance(self, RetriesOffAdapter):
+            return self._parse(self._send(prompt, model, timeout, options, stop))
+        return self.complete(prompt, model=model, timeout=timeout, options=options)
 
 
 class RetriesOffAdapter(SDKAdapter):
@@ -76,8 +87,27 @@ class RetriesOffAdapter(SDKAdapter):
     def _configured(self, timeout: float) -> Any:
         return self.client.with_options(max_retries=0, timeout=timeout)
 
-    def _send(self, prompt: Prompt, model: str, timeout: float, options: Mapping[str, Any]) -> Any:
-        return self._endpoint(self._configured(timeout))(**self._kwargs(prompt, model, options))
+    def _send(self, prompt: Prompt, model: str, timeout: float, options: Mapping[str, Any],
+              stop: threading.Event | None = None) -> Any:
+        # `timeout` is what is left of the call's time limit: each socket read may take all of
+        # it, and the reply is read (capped) within it however slowly it arrives.
+        deadline = time.monotonic() + timeout
+        create = self._endpoint(self._configured(timeout))
+        streaming = streaming_variant(create)
+        kwargs = self._kwargs(prompt, model, options)
+        if streaming is None:
+            return create(**kwargs)
+        with streaming(**kwargs) as response:
+            body = read_body(response.iter_bytes(), deadline=deadline, stop=stop)
+        return parse_reply(body)
 
     async def _asend(self, prompt: Prompt, model: str, timeout: float, options: Mapping[str, Any]) -> Any:
-        return await self._endpoint(self._configured(timeout))(**self._kwargs(prompt, model, options))
+        deadline = time.monotonic() + timeout
+        create = self._endpoint(self._configured(timeout))
+        streaming = streaming_variant(create)
+        kwargs = self._kwargs(prompt, model, options)
+        if streaming is None:
+            return await create(**kwargs)
+        async with streaming(**kwargs) as response:
+            body = await aread_body(response.iter_bytes(), deadline=deadline)
+        return parse_reply(body)

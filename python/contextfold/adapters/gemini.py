@@ -1,4 +1,4 @@
-"""Gemini adapter through google-genai (``pip install 'contextfold[gemini]'``).
+"""Gemini adapter through google-genai (``pip install '.[gemini]'`` in a checkout).
 
 Takes a ``google.genai.Client`` (sync calls through ``client.models``, async ones through
 ``client.aio.models``) or its ``client.aio`` (async only). ``system`` becomes the config's

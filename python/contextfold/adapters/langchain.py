@@ -1,4 +1,4 @@
-"""LangChain chat-model adapter (``pip install 'contextfold[langchain]'``).
+"""LangChain chat-model adapter (``pip install '.[langchain]' in a checkout of contextfold``).
 
 Takes any ``langchain_core.language_models.BaseChatModel`` (``ChatOpenAI``, ``ChatAnthropic``,
 ``init_chat_model(...)``, a fake model in tests): the prompt goes as a ``SystemMessage`` and a

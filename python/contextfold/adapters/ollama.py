@@ -1,4 +1,4 @@
-"""Ollama adapter through the ``ollama`` package (``pip install 'contextfold[ollama]'``), native
+"""Ollama adapter through the ``ollama`` package (``pip install '.[ollama]'`` in a checkout), native
 ``/api/chat``. (For Ollama's OpenAI-compatible ``/v1`` route use ``openai.OpenAI(base_url=...)``.)
 
 Takes ``ollama.Client`` or ``ollama.AsyncClient``. The output cap goes to ``options.num_predict``

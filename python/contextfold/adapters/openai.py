@@ -1,4 +1,4 @@
-"""OpenAI adapters (``pip install 'contextfold[openai]'``): chat.completions and the Responses API.
+"""OpenAI adapters (``pip install '.[openai]'`` in a checkout): chat.completions and the Responses API.
 
 The chat adapter also serves every OpenAI-compatible server (Ollama's ``/v1``, OpenRouter, Groq,
 vLLM, ...): build ``openai.OpenAI(base_url=...)`` and pass it. Both take ``openai.OpenAI`` or

@@ -1,5 +1,5 @@
 """Contextfold inside the agent frameworks, each through the framework's own hook, each SDK
-imported only by its module (``pip install 'contextfold[<extra>]'``):
+imported only by its module (``pip install '.[<extra>]'``):
 
 - ``contextfold.integrations.langchain``: ``ContextFoldMiddleware`` for ``create_agent`` and a
   drop-in ``token_counter``.

@@ -1,4 +1,4 @@
-"""LangChain integration (``pip install 'contextfold[langchain]'``).
+"""LangChain integration (``pip install '.[langchain]' in a checkout of contextfold``).
 
 - `token_counter`: a drop-in for ``langchain_core.messages.utils.count_tokens_approximately``
   (same call shape) that prices messages with contextfold's estimate: whole tool-call envelopes,
@@ -33,7 +33,7 @@ try:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "contextfold.langchain needs LangChain: pip install 'contextfold[langchain]'"
+        "contextfold.langchain needs LangChain: pip install '.[langchain]' in a checkout of contextfold"
     ) from e
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def _tools_of(request: ModelRequest) -> list[dict[str, Any]] | None:
     return out or None
 
 
-class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg,unused-ignore]
+class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
     """Compacts the messages of each model request before the model sees them.
 
     Two ways to build it:

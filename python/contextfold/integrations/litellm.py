@@ -23,7 +23,7 @@ from contextfold.errors import CompactionError, InvalidMessageError
 from contextfold.integrations.folding import CompactingHistory
 
 try:
-    from litellm.integrations.custom_logger import CustomLogger
+    from litellm.integrations.custom_logger import CustomLogger  # type: ignore[import-not-found, unused-ignore]
 except ImportError as e:  # pragma: no cover - exercised only without litellm
     raise ImportError("contextfold.integrations.litellm needs LiteLLM: pip install litellm") from e
 
@@ -41,7 +41,7 @@ def _model_name(model: Any) -> str | None:
 
 
 
-class ContextFoldLogger(CustomLogger):  # type: ignore[misc,unused-ignore]
+class ContextFoldLogger(CustomLogger):  # type: ignore[misc, unused-ignore]
     """Compacts each request's OpenAI-format ``messages`` (LiteLLM's own format, whatever the
     provider) when they reach the trigger.
 

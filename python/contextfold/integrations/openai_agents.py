@@ -26,7 +26,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the SDK
 __all__ = ["CompactingSession"]
 
 
-class CompactingSession(SessionABC):  # type: ignore[misc,unused-ignore]
+class CompactingSession(SessionABC):  # type: ignore[misc, unused-ignore]
     """A ``Session`` whose ``get_items()`` is compacted.
 
     ``inner``: the session that stores the items (default ``SQLiteSession(session_id)``).

@@ -1,5 +1,5 @@
 """``contextfold serve``: a compacting proxy in front of any provider API
-(``pip install 'contextfold[proxy]'``).
+(``pip install '.[proxy]' in a checkout of contextfold``).
 
 Point an SDK's base URL at the proxy; it forwards every request to the upstream, compacting the
 history when it reaches the gate and folding it the same way on every later turn, so the prefix
@@ -23,6 +23,6 @@ def __getattr__(name: str) -> object:
         try:
             from contextfold.serve.app import create_app
         except ImportError as e:  # pragma: no cover - exercised only without the extra
-            raise ImportError("contextfold serve needs its extra: pip install 'contextfold[proxy]'") from e
+            raise ImportError("contextfold serve needs its extra: pip install '.[proxy]' in a checkout of contextfold") from e
         return create_app
     raise AttributeError(name)

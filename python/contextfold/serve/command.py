@@ -55,7 +55,7 @@ def serve(
     try:
         from contextfold.serve.app import run
     except ImportError:
-        typer.echo("error: contextfold serve needs its extra: pip install 'contextfold[proxy]'", err=True)
+        typer.echo("error: contextfold serve needs its extra: pip install '.[proxy]' in a checkout of contextfold", err=True)
         raise typer.Exit(4) from None
     default, per_api = _upstreams(upstream or [])
     trig: int | float | None = None

@@ -112,13 +112,13 @@ class MemoryFoldCache:
 
 class RedisFoldCache:
     """Folds in Redis under ``prefix + "fold:" + key`` and ``prefix + "conv:" + conversation``,
-    renewed for ``ttl`` seconds at every write. Needs redis-py (``contextfold[redis]``)."""
+    renewed for ``ttl`` seconds at every write. Needs redis-py (``pip install '.[redis]'``)."""
 
     def __init__(self, url: str, *, prefix: str = "contextfold:", ttl: int = 7 * 24 * 3600) -> None:
         try:
             import redis
         except ImportError as e:  # pragma: no cover - exercised only without the extra
-            raise ImportError("the Redis fold cache needs redis-py: pip install 'contextfold[redis]'") from e
+            raise ImportError("the Redis fold cache needs redis-py: pip install '.[redis]' in a checkout of contextfold") from e
         self.client: Any = redis.Redis.from_url(url)
         self.prefix = prefix
         self.ttl = ttl

@@ -1,0 +1,80 @@
+"""compact() against LangChain's SummarizationMiddleware with a stub model, side by side, one run.
+
+    pytest benches/bench_compact_peers.py --benchmark-enable   (release build)
+
+Both get the same history, trigger and tail: the trigger is a third of the history's tokens
+(each side with its own counter), the kept tail half of that. contextfold runs its default
+``hybrid`` strategy with the extractive summarizer; LangChain's middleware (langchain >= 1.0,
+``langchain.agents.middleware.SummarizationMiddleware``) runs ``before_model`` with a stub chat
+model answering a fixed summary (``FakeListChatModel``), so neither side waits on a model:
+what is timed is the library's own work. LangChain gets its own message objects, converted once
+outside the timing (``peers.to_langchain``). Workloads: the synthetic 10k-message history and
+the 20 longest real SWE trajectories.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import contextfold as cf
+import peers
+
+
+def _langchain_setup(histories: list[list[dict]]):
+    pytest.importorskip("langchain.agents.middleware", reason="langchain >= 1.0 (pip install '.[bench]')")
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    model = FakeListChatModel(responses=["## SESSION INTENT\nFix the bug.\n## SUMMARY\nRead the files."])
+    runs = []
+    for h in histories:
+        lc = peers.to_langchain(h)
+        budget = count_tokens_approximately(lc) // 3
+        mw = SummarizationMiddleware(model, trigger=("tokens", budget), keep=("tokens", budget // 2))
+        runs.append((mw, lc))
+
+    def run() -> list:
+        return [mw.before_model({"messages": lc}, None) for mw, lc in runs]
+
+    return run
+
+
+def _contextfold_setup(histories: list[list[dict]]):
+    runs = []
+    for h in histories:
+        budget = cf.estimate(h) // 3
+        runs.append((cf.Compactor(budget=budget, tail_tokens=budget // 2), h))
+
+    def run() -> list:
+        return [c.compact(h) for c, h in runs]
+
+    return run
+
+
+SETUPS = {"contextfold compact (hybrid, extractive)": _contextfold_setup,
+          "langchain SummarizationMiddleware (stub model)": _langchain_setup}
+
+
+@pytest.fixture(scope="module")
+def swe_feasible(swe_histories: list[list[dict]]) -> list[list[dict]]:
+    """The trajectories both sides can compact to a third (the tail alone may not fit)."""
+    ok = []
+    for h in swe_histories:
+        try:
+            _contextfold_setup([h])()
+        except cf.CompactionBudgetError:
+            continue
+        ok.append(h)
+    return ok
+
+
+@pytest.mark.parametrize("impl", list(SETUPS))
+@pytest.mark.parametrize("workload", ["history_10k", "swe_feasible"])
+def bench_compact_peers(benchmark, request, impl, workload):
+    data = request.getfixturevalue(workload)
+    histories = [data] if workload == "history_10k" else data
+    run = SETUPS[impl](histories)
+    benchmark.group = f"compact vs peers/{workload}"
+    out = benchmark(run)
+    assert len(out) == len(histories)

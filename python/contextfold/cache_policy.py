@@ -1,0 +1,68 @@
+"""When a compaction is worth its cache break: the prompt cache's warmth and price, per model.
+
+A compaction rewrites the history from its first changed message on; the next request writes that
+part to the provider's prompt cache again (on Anthropic at 1.25x the input price, where reading
+it back costs 0.1x). While the cached prefix is warm, compacting early mostly buys a cache write;
+once it has gone cold the next request pays full input anyway, and compacting costs nothing
+extra. `Compactor(cache_aware=True)` asks this policy.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from contextfold.cost import Prices, prices_for
+
+#: Later requests over which a compaction's cache write must pay back (`clear_at_least`).
+PAYBACK_TURNS = 10
+#: "The hard limit is near": the estimate is within this share of the usable window.
+HARD_LIMIT_MARGIN = 0.05
+
+
+@dataclass(slots=True)
+class CachePolicy:
+    """The cache of one conversation on one model. ``prices`` default to the model's row of
+    `contextfold.cost.PRICES` (None when unknown: a 5-minute TTL and no premium assumed)."""
+
+    prices: Prices | None
+    clock: Callable[[], float] = time.monotonic
+    _last: float | None = field(default=None, init=False)
+
+    @classmethod
+    def for_model(cls, model: str | None, prices: Prices | None = None) -> CachePolicy:
+        if prices is None and model:
+            try:
+                prices = prices_for(model)
+            except KeyError:
+                prices = None
+        return cls(prices)
+
+    @property
+    def ttl_s(self) -> float:
+        return float(self.prices.ttl_s if self.prices else 300)
+
+    def observe(self) -> bool:
+        """Note a request about to be sent (the gate is asked before every model call); True when
+        the previous one was within the cache's TTL, so its prefix is still cached."""
+        now = self.clock()
+        warm = self._last is not None and now - self._last < self.ttl_s
+        self._last = now
+        return warm
+
+    def clear_at_least(self, budget: int) -> int:
+        """Tokens a compaction must free to pay back its cache write within `PAYBACK_TURNS`
+        requests: the rewritten prompt (about ``budget``) costs ``write - read`` more per token
+        once, each freed token saves ``read`` per request. Anthropic's Sonnet: 1.15x the budget
+        (compacting a warm cache rarely pays); gpt-4o: 0.1x."""
+        p = self.prices
+        if p is None or p.cached_read <= 0 or p.cache_write <= p.cached_read:
+            return 0
+        return math.ceil(budget * (p.cache_write - p.cached_read) / (p.cached_read * PAYBACK_TURNS))
+
+    @staticmethod
+    def hard_limit_near(tokens: int, usable: int | None) -> bool:
+        """True when ``tokens`` is within `HARD_LIMIT_MARGIN` of the usable window."""
+        return usable is not None and tokens >= usable * (1 - HARD_LIMIT_MARGIN)

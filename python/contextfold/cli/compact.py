@@ -1,0 +1,171 @@
+"""``contextfold compact``: fold a history to a token budget, written in its own wire format."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+import contextfold
+from contextfold import report as rep
+from contextfold.cli.app import (
+    EPILOG,
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_OVER_BUDGET,
+    EXIT_USAGE,
+    JsonOpt,
+    MaxBytesOpt,
+    ModelOpt,
+    ProviderOpt,
+    StrictOpt,
+    app,
+    stderr_console,
+    stdout_console,
+)
+from contextfold.cli.documents import failure_of, open_input, read_document, say_unknown_model
+from contextfold.cli.output import clean, is_stdout, write_text
+from contextfold.errors import UnknownModelWarning
+from contextfold.inputs import read_request
+
+
+# Where each wire format keeps its history inside a request body.
+_HISTORY_KEY = {"openai-chat": "messages", "anthropic": "messages", "openai-responses": "input", "gemini": "contents"}
+
+
+def _summarizer(spec: str, window: int | None) -> Any:
+    """``extractive`` or ``PROVIDER:MODEL`` (openai, anthropic, gemini, ollama) as a summarizer;
+    a usage error (exit 2) naming what is missing: the SDK, its API key, the model's window."""
+    if spec == "extractive":
+        return contextfold.ExtractiveSummarizer()
+    name, sep, model = spec.partition(":")
+    if not sep or not model or name not in ("openai", "anthropic", "gemini", "ollama"):
+        raise typer.BadParameter(
+            f"expected 'extractive' or PROVIDER:MODEL with PROVIDER one of openai, anthropic, gemini, ollama; got {spec!r}",
+            param_hint="--summarizer",
+        )
+    try:
+        return contextfold.LLMSummarizer(name, model, context_window=window)
+    except contextfold.UnknownModelError:
+        raise typer.BadParameter(
+            f"unknown context window for summarizer model {model!r}: give it with --summarizer-window TOKENS",
+            param_hint="--summarizer",
+        ) from None
+    except ImportError as e:
+        raise typer.BadParameter(str(e), param_hint="--summarizer") from None
+    except Exception as e:  # noqa: BLE001 - the SDK's own error when its client cannot be built
+        # openai.OpenAIError, anthropic's: most often the API key is not set.
+        raise typer.BadParameter(
+            f"cannot build the {name} client: {type(e).__name__}: {e}", param_hint="--summarizer"
+        ) from None
+
+
+@app.command(
+    epilog="Example: [bold]contextfold compact examples/swe-trajectory.json --budget 8000 -o compacted.json[/]  ·  "
+    "[bold]contextfold compact body.json --budget 20000 --summarizer openai:gpt-4.1-mini -o body.small.json[/]\n\n"
+    + EPILOG
+)
+def compact(
+    file: Annotated[str, typer.Argument(help="JSON history or request body, or '-' for stdin (one document).")],
+    budget: Annotated[int, typer.Option("--budget", "-b", min=1, help="Target prompt tokens after compaction (system and tools included).")],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the compacted history / body here, same wire format as the input ('-': stdout). An existing file is replaced only once the new one is complete.")] = None,
+    strategy: Annotated[str, typer.Option(help="mask (prune old tool output only), summarize (head + summary + tail) or hybrid (mask, then summarize if needed).")] = "hybrid",
+    summarizer: Annotated[str, typer.Option(help="extractive (offline, default) or PROVIDER:MODEL, e.g. openai:gpt-4.1-mini, anthropic:claude-haiku-4-5, ollama:llama3.2 (needs the SDK extra and its API key).")] = "extractive",
+    summarizer_window: Annotated[Optional[int], typer.Option(min=1, help="Context window of the summarizer model in tokens (for a model contextfold does not know).")] = None,
+    focus: Annotated[Optional[str], typer.Option(help="What the summary should keep (like /compact <focus>).")] = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+    allow_over: Annotated[bool, typer.Option("--allow-over", help="Exit 0 even when the result is over the budget (else exit 5).")] = False,
+    max_bytes: MaxBytesOpt = None,
+    strict: StrictOpt = False,
+) -> None:
+    """Fold the middle of a history into a summary (and mask old tool output) to fit a token
+    budget; write the new history in the input's own wire format and show what changed.
+    A result over the budget (``--strategy mask`` that cannot reach it) is said and exits 5."""
+    if strategy not in ("mask", "summarize", "hybrid"):
+        raise typer.BadParameter(f"expected mask, summarize or hybrid; got {strategy!r}", param_hint="--strategy")
+    chosen = _summarizer(summarizer, summarizer_window)
+    say_unknown_model(model, strict=strict)
+    src = open_input(file, None, max_bytes)
+    if src.jsonl:
+        src.stream.close()
+        stderr_console().print("error: compact takes one document; for a JSONL corpus use the Python API (see the Ray example)", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    doc = read_document(src)
+    try:
+        req = read_request(doc, provider=provider, model=model)
+    except (ValueError, TypeError, RecursionError) as e:
+        stderr_console().print(failure_of(e, None).describe(src.name), markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    if model is None:
+        say_unknown_model(req.model, strict=strict)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnknownModelWarning)  # said above, on stderr
+            compactor = contextfold.Compactor(
+                provider=req.provider, model=req.model, budget=budget, strategy=strategy,  # type: ignore[arg-type]
+                summarizer=chosen, system=req.system, tools=req.tools, response_format=req.response_format,
+                instructions=focus,
+            )
+        result = compactor.compact(req.messages)
+    except contextfold.CompactionError as e:
+        stderr_console().print(f"error: {clean(e)}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except (ValueError, TypeError, RecursionError) as e:
+        stderr_console().print(failure_of(e, None).describe(src.name), markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    if isinstance(doc, dict) and req.wire in _HISTORY_KEY:
+        body: Any = dict(doc, **{_HISTORY_KEY[req.wire]: result.messages})
+    else:
+        body = result.messages
+    over = result.tokens_after > budget
+    if output is not None:
+        try:
+            text = json.dumps(body, ensure_ascii=False)
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate cannot be UTF-8: write it as a JSON escape, which reads back the same.
+            text = json.dumps(body, ensure_ascii=True)
+        write_text(output, text + ("\n" if is_stdout(output) else ""))
+    folded = list(result.removed)
+    summary_doc = {
+        "messages_before": len(req.messages),
+        "messages_after": len(result.messages),
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+        "budget": budget,
+        "over_budget": over,
+        "strategy_used": result.strategy_used,
+        "fallback_used": result.fallback_used,
+        "folded": folded,
+        "pruned": [{"index": p.index, "kind": p.kind, "slot": p.slot, "tokens_saved": p.tokens_saved} for p in result.pruned],
+        "reason": result.reason,
+        "notes": list(result.notes),
+        "output": str(output) if output is not None else None,
+    }
+    code = EXIT_OVER_BUDGET if over and not allow_over else EXIT_OK
+    # With `-o -` the history is on stdout: what was done goes to stderr.
+    out = stderr_console() if is_stdout(output) else stdout_console()
+    if as_json:
+        if is_stdout(output):
+            out.print(json.dumps(summary_doc), markup=False, highlight=False)
+        else:
+            print(json.dumps(summary_doc))
+    else:
+        out.print(clean(f"{src.name} ({req.wire}, {req.provider}{', ' + req.model if req.model else ''}): budget {budget:,} tokens"), markup=False)
+        for text_line in rep.compaction_lines(result, len(req.messages)):
+            out.print(clean(text_line), markup=False)
+        if result.changed:
+            if output is not None and not is_stdout(output):
+                out.print(clean(f"wrote {output}"), markup=False)
+            elif output is None:
+                out.print("(no --output: nothing written)", markup=False)
+    if over:
+        stderr_console().print(
+            f"{'warning' if allow_over else 'error'}: the result is {result.tokens_after:,} tokens, over the budget of {budget:,}"
+            + ("" if allow_over else " (exit 5; --allow-over accepts it)"), markup=False)
+    raise typer.Exit(code)

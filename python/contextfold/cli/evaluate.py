@@ -1,0 +1,32 @@
+"""``contextfold eval``: score what compaction keeps on probe fixtures (``contextfold.evaluation``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Optional
+
+import typer
+
+from contextfold.cli.app import EPILOG, EXIT_BAD_INPUT, JsonOpt, app, stderr_console
+
+
+@app.command("eval", epilog="Example: [bold]contextfold eval tests/data/probes/*.json[/]\n\n" + EPILOG)
+def eval_(
+    files: Annotated[list[str], typer.Argument(help="Fixture files (JSON / JSONL): messages and probes with their expected facts.")],
+    data_dir: Annotated[Optional[str], typer.Option(help="Where fixtures that reference a data set read it (default ../shared/data).")] = None,
+    answerer: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL that answers the probes (e.g. http://localhost:11434/v1).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="The answerer's model (and the judge's unless --judge-model).")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(help="The judge's model.")] = None,
+    replicates: Annotated[int, typer.Option(min=3, help="Answer-and-judge runs per probe (spread reported).")] = 3,
+    as_json: JsonOpt = False,
+) -> None:
+    """Score what compaction keeps: each probe's expected facts found whole-word in what the
+    continuing model sees, per strategy, at the naive cut's budget and beside it."""
+    from contextfold.evaluation import run_cli
+
+    try:
+        print(run_cli(files, data_dir=data_dir, answerer_url=answerer, model=model, judge_model=judge_model,
+                      replicates=replicates, api_key=os.environ.get("CONTEXTFOLD_EVAL_API_KEY"), as_json=as_json))
+    except (OSError, ValueError, KeyError) as e:
+        stderr_console().print(f"error: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None

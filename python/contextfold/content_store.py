@@ -1,0 +1,216 @@
+"""Where recoverable folds keep what they removed: text under a stable short id.
+
+A ``Compactor(recoverable=True)`` puts every masked tool output, cleared tool input, dropped
+image and folded span into a ``ContentStore`` under the id its placeholder names (``cf`` + 12
+hex digits of a hash of the text: the same text always gets the same id, so storing it twice
+costs nothing and a placeholder folded again keeps its id). ``compactor.recall(id)`` and the
+recall tool read it back.
+
+Three stores, one protocol (``put(id, text)``, ``get(id) -> str | None``):
+
+- ``MemoryContentStore`` (the default): in-process, least recently used first out once over
+  ``max_bytes`` (UTF-8 bytes of the texts), entries older than ``ttl`` seconds forgotten.
+- ``DirectoryContentStore``: one file per id under a directory, written atomically (a
+  temporary file renamed into place), so a crash never leaves half a text and several
+  processes may share it.
+- ``RedisContentStore``: one Redis key per id (``prefix + id``) with a TTL; needs redis-py
+  (``pip install '.[redis]'``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import redis
+
+__all__ = [
+    "ContentStore",
+    "DirectoryContentStore",
+    "MemoryContentStore",
+    "RedisContentStore",
+]
+
+#: What an id looks like (the core's ``fold_id``); anything else is refused before it reaches a
+#: file name or a Redis key.
+_ID = re.compile(r"cf[0-9a-f]{12}")
+
+
+def _check_id(fold_id: str) -> str:
+    if not isinstance(fold_id, str) or not _ID.fullmatch(fold_id):
+        raise ValueError(f"not a contextfold fold id: {fold_id!r} (expected 'cf' + 12 hex digits)")
+    return fold_id
+
+
+@runtime_checkable
+class ContentStore(Protocol):
+    """Keeps folded text by id. ``put`` may drop old entries (a cache); ``get`` returns None
+    for an id it does not hold."""
+
+    def put(self, fold_id: str, text: str, /) -> None:
+        """Keep ``text`` under ``fold_id``."""
+        ...
+
+    def get(self, fold_id: str, /) -> str | None:
+        """The text kept under ``fold_id``, or None."""
+        ...
+
+
+class MemoryContentStore:
+    """In-process store: least recently used entries go first once the texts exceed
+    ``max_bytes`` (UTF-8 bytes; default 64 MiB), and entries older than ``ttl`` seconds
+    (default one day; None: never) are forgotten. Thread-safe."""
+
+    def __init__(self, *, max_bytes: int = 64 * 1024 * 1024, ttl: float | None = 24 * 3600.0) -> None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+            raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
+        if ttl is not None and not ttl > 0:
+            raise ValueError(f"ttl must be positive seconds or None, got {ttl!r}")
+        self.max_bytes = max_bytes
+        self.ttl = ttl
+        self._items: OrderedDict[str, tuple[str, int, float]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A lock does not travel (a Compactor sent to a process pool): the entries do, without
+        # their times, which are this process's monotonic clock.
+        with self._lock:
+            items = [(k, text) for k, (text, _, _) in self._items.items()]
+        return {"max_bytes": self.max_bytes, "ttl": self.ttl, "items": items}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(max_bytes=state["max_bytes"], ttl=state["ttl"])  # type: ignore[misc]
+        for fold_id, text in state["items"]:
+            self.put(fold_id, text)
+
+    def put(self, fold_id: str, text: str, /) -> None:
+        """Keep ``text``; an entry larger than ``max_bytes`` is not kept at all."""
+        _check_id(fold_id)
+        size = len(text.encode("utf-8"))
+        with self._lock:
+            old = self._items.pop(fold_id, None)
+            if old is not None:
+                self._bytes -= old[1]
+            if size > self.max_bytes:
+                return
+            self._items[fold_id] = (text, size, time.monotonic())
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, s, _) = self._items.popitem(last=False)
+                self._bytes -= s
+
+    def get(self, fold_id: str, /) -> str | None:
+        """The text, or None when never kept, evicted or expired."""
+        with self._lock:
+            item = self._items.get(fold_id)
+            if item is None:
+                return None
+            text, size, at = item
+            if self.ttl is not None and time.monotonic() - at > self.ttl:
+                del self._items[fold_id]
+                self._bytes -= size
+                return None
+            self._items.move_to_end(fold_id)
+            return text
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def nbytes(self) -> int:
+        """UTF-8 bytes of the texts held."""
+        return self._bytes
+
+    def __repr__(self) -> str:
+        return f"MemoryContentStore({len(self)} items, {self._bytes} of {self.max_bytes} bytes)"
+
+
+class DirectoryContentStore:
+    """One UTF-8 file per id under ``path`` (created if missing). Writes go to a temporary file
+    in the same directory, then ``os.replace`` it into place: a reader sees the whole text or
+    nothing. Nothing expires (delete the files to clean up)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def _file(self, fold_id: str) -> Path:
+        return self.path / f"{_check_id(fold_id)}.txt"
+
+    def put(self, fold_id: str, text: str, /) -> None:
+        """Write ``text`` atomically (skipped when the id's file already exists: same id, same
+        text)."""
+        target = self._file(fold_id)
+        if target.exists():
+            return
+        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{fold_id}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get(self, fold_id: str, /) -> str | None:
+        """The text, or None when no file holds it."""
+        try:
+            # newline="": the text comes back byte-exact (no \r\n translation).
+            with open(self._file(fold_id), encoding="utf-8", newline="") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def __repr__(self) -> str:
+        return f"DirectoryContentStore({str(self.path)!r})"
+
+
+class RedisContentStore:
+    """One Redis key per id (``prefix + id``), expiring after ``ttl`` seconds (None: never).
+    ``client`` is a ``redis.Redis``, or give ``url``."""
+
+    def __init__(
+        self,
+        client: redis.Redis | None = None,
+        *,
+        url: str | None = None,
+        prefix: str = "contextfold:recall:",
+        ttl: int | None = 7 * 24 * 3600,
+    ) -> None:
+        try:
+            import redis as redis_mod
+        except ImportError as e:  # pragma: no cover - exercised only without the extra
+            raise ImportError("RedisContentStore needs redis-py: pip install '.[redis]' in a checkout of contextfold") from e
+        if client is None:
+            if url is None:
+                raise TypeError("pass a redis client or url=")
+            client = redis_mod.Redis.from_url(url)
+        elif url is not None:
+            raise TypeError("pass either a client or url=, not both")
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
+            raise ValueError(f"ttl must be a positive int (seconds) or None, got {ttl!r}")
+        self.client: Any = client
+        self.prefix = prefix
+        self.ttl = ttl
+
+    def put(self, fold_id: str, text: str, /) -> None:
+        """Keep ``text`` (its expiry renewed when already there)."""
+        self.client.set(self.prefix + _check_id(fold_id), text.encode("utf-8"), ex=self.ttl)
+
+    def get(self, fold_id: str, /) -> str | None:
+        """The text, or None when absent or expired."""
+        raw = self.client.get(self.prefix + _check_id(fold_id))
+        if raw is None:
+            return None
+        return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+
+    def __repr__(self) -> str:
+        return f"RedisContentStore(prefix={self.prefix!r}, ttl={self.ttl})"

@@ -1,0 +1,155 @@
+"""What a compaction costs in money: a per-model price and prompt-cache table, and the predicted
+effect of a `CompactionResult` on the bill (the summarizer call, the cached prefix it
+invalidates, what it saves on every later turn).
+
+Prices are list prices in USD per million tokens, as the providers publish them (sources on each
+row); they change: pass your own `Prices` (or a whole table) to override. A compaction rewrites
+the history from its first changed message on, so the next request writes that part to the
+prompt cache again: on Anthropic a cache write costs more than plain input (1.25x for the
+5-minute cache, 2x for the 1-hour one), so a compaction can shrink the prompt and still raise the
+bill until enough turns have read the smaller prompt back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from contextfold import _core
+
+__all__ = ["CompactionCost", "PRICES", "Prices", "compaction_cost", "prices_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """One model's prices, USD per million tokens, and its prompt cache.
+
+    ``cached_read``: input read from the prompt cache; ``cache_write``: input written to it
+    (Anthropic's 5-minute cache write; OpenAI and Gemini cache implicitly, at the input price);
+    ``ttl_s``: how long an unused cached prefix stays warm (seconds).
+    """
+
+    input: float
+    cached_read: float
+    cache_write: float
+    output: float
+    ttl_s: int = 300
+    source: str = ""
+
+
+_OPENAI = "https://openai.com/api/pricing (cached input: the prompt caching guide, platform.openai.com/docs/guides/prompt-caching: 5-10 minutes idle)"
+_ANTHROPIC = ("https://docs.claude.com/en/docs/about-claude/pricing (cache writes 1.25x input for 5 minutes, "
+              "reads 0.1x: docs.claude.com/en/docs/build-with-claude/prompt-caching)")
+_GEMINI = "https://ai.google.dev/gemini-api/docs/pricing (implicit caching: ai.google.dev/gemini-api/docs/caching)"
+
+#: List prices by model-name prefix (the longest matching prefix wins); override any row.
+PRICES: dict[str, Prices] = {
+    "gpt-4o-mini": Prices(0.15, 0.075, 0.15, 0.60, 300, _OPENAI),
+    "gpt-4o": Prices(2.50, 1.25, 2.50, 10.00, 300, _OPENAI),
+    "gpt-4.1-nano": Prices(0.10, 0.025, 0.10, 0.40, 300, _OPENAI),
+    "gpt-4.1-mini": Prices(0.40, 0.10, 0.40, 1.60, 300, _OPENAI),
+    "gpt-4.1": Prices(2.00, 0.50, 2.00, 8.00, 300, _OPENAI),
+    "gpt-5-nano": Prices(0.05, 0.005, 0.05, 0.40, 300, _OPENAI),
+    "gpt-5-mini": Prices(0.25, 0.025, 0.25, 2.00, 300, _OPENAI),
+    "gpt-5": Prices(1.25, 0.125, 1.25, 10.00, 300, _OPENAI),
+    "o4-mini": Prices(1.10, 0.275, 1.10, 4.40, 300, _OPENAI),
+    "o3": Prices(2.00, 0.50, 2.00, 8.00, 300, _OPENAI),
+    "claude-opus-4-5": Prices(5.00, 0.50, 6.25, 25.00, 300, _ANTHROPIC),
+    "claude-opus-4": Prices(15.00, 1.50, 18.75, 75.00, 300, _ANTHROPIC),
+    "claude-sonnet-4": Prices(3.00, 0.30, 3.75, 15.00, 300, _ANTHROPIC),
+    "claude-3-7-sonnet": Prices(3.00, 0.30, 3.75, 15.00, 300, _ANTHROPIC),
+    "claude-haiku-4-5": Prices(1.00, 0.10, 1.25, 5.00, 300, _ANTHROPIC),
+    "claude-3-5-haiku": Prices(0.80, 0.08, 1.00, 4.00, 300, _ANTHROPIC),
+    "gemini-2.5-pro": Prices(1.25, 0.31, 1.25, 10.00, 300, _GEMINI),
+    "gemini-2.5-flash": Prices(0.30, 0.075, 0.30, 2.50, 300, _GEMINI),
+    "gemini-3-pro": Prices(2.00, 0.20, 2.00, 12.00, 300, _GEMINI),
+}
+
+
+def prices_for(model: str, table: Mapping[str, Prices] | None = None) -> Prices:
+    """The prices of ``model`` (its base name, routing prefixes such as ``openai/`` removed):
+    the row of the longest prefix of ``table`` (default `PRICES`) it starts with. Raises
+    ``KeyError`` naming the model when no row matches (pass ``prices=``)."""
+    rows = PRICES if table is None else table
+    base = model.rsplit("/", 1)[-1].lower()
+    best = max((p for p in rows if base.startswith(p)), key=len, default=None)
+    if best is None:
+        raise KeyError(f"no prices for model {model!r}: pass prices=Prices(...) or add a row to the table")
+    return rows[best]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionCost:
+    """A compaction's predicted effect on the bill, in USD (positive: money spent).
+
+    ``summarizer_call``: the summarizer's input and output (0 for the extractive summarizer);
+    ``next_turn_extra``: what the first request after the compaction costs beyond the same
+    request without it (the rewritten part is written to the cache again instead of read from
+    it; negative when the smaller prompt already pays); ``saved_per_turn``: what every later
+    request saves (the removed tokens, read from a warm cache or sent as input);
+    ``prefix_tokens``: the tokens before the first changed message, which stay cached.
+    """
+
+    summarizer_call: float
+    next_turn_extra: float
+    saved_per_turn: float
+    prefix_tokens: int
+    prices: Prices
+
+    def net(self, turns: int) -> float:
+        """USD the compaction costs over the next ``turns`` requests (negative: it saves)."""
+        if turns < 1:
+            return self.summarizer_call
+        return self.summarizer_call + self.next_turn_extra - self.saved_per_turn * (turns - 1)
+
+    @property
+    def break_even_turns(self) -> int | None:
+        """Requests after which the compaction has paid for itself (None: never)."""
+        if self.net(1) <= 0:
+            return 1
+        if self.saved_per_turn <= 0:
+            return None
+        return 1 + int(-(-(self.summarizer_call + self.next_turn_extra) // self.saved_per_turn))
+
+
+def compaction_cost(
+    result: Any,
+    *,
+    model: str,
+    provider: str = "openai",
+    prices: Prices | None = None,
+    warm: bool = True,
+    llm_summary: bool = False,
+    same_model_summarizer: bool = True,
+    summary_output_tokens: int | None = None,
+) -> CompactionCost:
+    """The predicted money effect of ``result`` (a `CompactionResult`) on ``model``'s bill.
+
+    ``warm``: the conversation's cached prefix is still in the provider's cache (a request within
+    its TTL). ``llm_summary``: the summary was written by a model (`LLMSummarizer`); the
+    extractive summarizer costs nothing. ``same_model_summarizer``: an LLM summary was written by the same model reading the
+    conversation, so its input is the cached prefix (read at the cached price); otherwise a
+    one-shot call carrying no cache markers (input price). The summary's output tokens default to
+    the estimate of ``result.summary``.
+    """
+    p = prices or prices_for(model)
+    per = 1e-6
+    before, after = int(result.tokens_before), int(result.tokens_after)
+    changed = [*result.removed, *(x.index for x in result.pruned)]
+    first = min(changed) if changed else len(result.messages)
+    prefix = int(_core.estimate(result.messages[:first], provider=provider, model=model)) if first else 0  # type: ignore[arg-type]
+    prefix = min(prefix, after, before)
+    read = p.cached_read if warm else p.input
+    summary = 0.0
+    if result.summary and llm_summary:
+        out = summary_output_tokens
+        if out is None:
+            out = int(_core.estimate([{"role": "assistant", "content": result.summary}], provider=provider, model=model))  # type: ignore[arg-type]
+        folded = max(0, before - after + out)
+        summary = (folded * (read if same_model_summarizer else p.input) + out * p.output) * per
+    # The next request: the kept prefix is read as before; the rest is written anew (a cache
+    # write) where, without the compaction, it would have been read.
+    with_it = prefix * read + (after - prefix) * p.cache_write
+    without = before * read
+    return CompactionCost(summary, (with_it - without) * per, (before - after) * read * per, prefix, p)

@@ -1,0 +1,113 @@
+"""The recall tool: how a model asks for what a recoverable compaction folded away.
+
+The core declares the tool in each wire format (``recall_tool``), reads the model's calls to it
+with the same readers as any history (``recall_calls``) and writes the answer in the calling
+message's own format; this module pages the stored text and says where the page sits in it.
+
+An answer is one header line and the page::
+
+    [contextfold_recall id=cf0123456789ab: characters 0-8000 of 20000; more: offset=8000]
+    <the page, byte-exact>
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contextfold import _core
+from contextfold.content_store import ContentStore
+
+__all__ = ["RECALL_TOOL", "RecallCall", "recall_calls", "recall_tool", "span_text"]
+
+#: The tool's name in every format.
+RECALL_TOOL: str = _core.RECALL_TOOL
+
+#: A page holds at most this many tokens unless the Compactor's budget asks for less.
+DEFAULT_PAGE_TOKENS = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class RecallCall:
+    """One call of the recall tool: the provider's call id, the fold id asked for, the
+    character offset to start from and the page bound the model asked for (tokens, or None)."""
+
+    call_id: str
+    fold_id: str
+    offset: int
+    max_tokens: int | None
+
+
+def recall_tool(format: str) -> dict[str, Any]:
+    """The recall tool's declaration for ``format``'s tool list (``"chat"``, ``"responses"``,
+    ``"anthropic"``, ``"gemini"``, ``"bedrock"``), as a dict to append to your tools."""
+    return json.loads(_core.recall_tool(format=format))  # type: ignore[arg-type,no-any-return]
+
+
+def _int(value: Any, name: str, default: int | None) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {value!r}")
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {value!r}") from None
+    if n < 0:
+        raise ValueError(f"{RECALL_TOOL}: {name} must be >= 0, got {n}")
+    return n
+
+
+def recall_calls(message: Any) -> list[RecallCall]:
+    """The recall calls in ``message`` (an assistant message of any format, a Responses
+    ``function_call`` item), read by the core's readers. Arguments that are not an object with
+    a string ``id`` raise ValueError."""
+    out = []
+    for call_id, arguments in _core.recall_calls(message):
+        try:
+            args = json.loads(arguments) if arguments else {}
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{RECALL_TOOL} call {call_id!r}: arguments are not JSON: {e}") from None
+        if not isinstance(args, dict) or not isinstance(args.get("id"), str):
+            raise ValueError(f"{RECALL_TOOL} call {call_id!r}: arguments must be an object with a string 'id'")
+        offset = _int(args.get("offset"), "offset", 0)
+        out.append(RecallCall(call_id, args["id"], offset or 0, _int(args.get("max_tokens"), "max_tokens", None)))
+    return out
+
+
+def answer_text(store: ContentStore, call: RecallCall, *, max_tokens: int, provider: str, model: str | None) -> str:
+    """The answer's text: a header line, then the page of the stored text (at most
+    ``max_tokens`` estimated tokens, never less than one character)."""
+    text = store.get(call.fold_id) if _is_id(call.fold_id) else None
+    if text is None:
+        return (f"[{RECALL_TOOL} id={call.fold_id}: not found (never folded here, or expired from "
+                "the store); continue without it]")
+    bound = max(1, min(max_tokens, call.max_tokens or max_tokens))
+    page, end, total = _core.recall_page(text, offset=call.offset, max_tokens=bound, provider=provider,  # type: ignore[arg-type]
+                                           model=model)
+    start = min(call.offset, total)
+    more = f"; more: offset={end}" if end < total else "; end"
+    return f"[{RECALL_TOOL} id={call.fold_id}: characters {start}-{end} of {total}{more}]\n{page}"
+
+
+def _is_id(s: str) -> bool:
+    return len(s) == 14 and s.startswith("cf") and all(c in "0123456789abcdef" for c in s[2:])
+
+
+def _plain(obj: Any) -> Any:
+    """A message as plain JSON data (SDK and LangChain objects through their own dump)."""
+    if isinstance(obj, dict | list | str | int | float | bool) or obj is None:
+        return obj
+    for dump in ("model_dump", "dict", "to_dict"):
+        fn = getattr(obj, dump, None)
+        if callable(fn):
+            return fn()
+    return repr(obj)
+
+
+def span_text(messages: Sequence[Any]) -> str:
+    """The folded messages as the recall tool gives them back: a JSON list of the messages as
+    the history held them (bytes as base64-free ``repr`` when not JSON)."""
+    return json.dumps([_plain(m) for m in messages], ensure_ascii=False, default=repr)

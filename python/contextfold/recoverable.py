@@ -1,0 +1,176 @@
+"""The Compactor's recoverable folds and repair: what ``Compactor(recoverable=True, store=...,
+repair=True)`` adds, kept apart from the compaction pipeline (``compactor.py``).
+
+- Every placeholder the core writes names the id its removed text is stored under; a folded
+  span is stored whole (its messages as JSON) and its id, with the ids of earlier folds it
+  held, is named at the end of the summary: an id survives later compactions.
+- ``.tools`` of a result is the tool list to send: the caller's tools plus the recall tool,
+  priced in the budget. A compaction keeps room for one recall round under the budget (the
+  call and an answer of ``recall_max_tokens``), so the history after ``answer`` fits too.
+- ``answer(call)`` answers the model's recall call in the call's own format; ``recall(id)``
+  gives the original text back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import TYPE_CHECKING, Any
+
+from contextfold import _core
+from contextfold import recall as _recall
+from contextfold.content_store import ContentStore, MemoryContentStore
+
+if TYPE_CHECKING:  # pragma: no cover
+    from contextfold.compactor import CompactionResult
+
+#: Tokens a recall call message and the answer's envelope and header take besides the page
+#: (an assistant message with one call of ~30 tokens of arguments, the result's wrapping).
+RECALL_ROUND_OVERHEAD = 140
+
+#: Tokens an answer message takes besides its page (the header line, the result's envelope).
+ANSWER_ENVELOPE = 60
+
+#: Tokens kept aside when the answer is fitted to the room exactly (see ``answer``).
+SEAM_SLACK = 8
+
+#: At most this many ids of earlier folds are named again at the end of a summary.
+CARRIED_IDS = 12
+
+
+class RecoverableFolds:
+    """Mixin of ``Compactor``: the store, the recall tool and the repair step."""
+
+    provider: str
+    model: str | None
+    tools: Any
+    wire_format: Any
+
+    def _init_recall(self, recoverable: bool, store: ContentStore | None, recall_max_tokens: int | None,
+                     repair: bool) -> None:
+        if not isinstance(recoverable, bool) or not isinstance(repair, bool):
+            raise TypeError("recoverable and repair must be True or False")
+        if store is not None and not isinstance(store, ContentStore):
+            raise TypeError(f"store must have put(id, text) and get(id), got {type(store).__name__}")
+        if recall_max_tokens is not None and (
+                isinstance(recall_max_tokens, bool) or not isinstance(recall_max_tokens, int) or recall_max_tokens < 16):
+            raise ValueError(f"recall_max_tokens must be an int >= 16, got {recall_max_tokens!r}")
+        self.recoverable = recoverable
+        self.store: ContentStore = store if store is not None else MemoryContentStore()
+        self.repair = repair
+        self._recall_max_tokens = recall_max_tokens
+        self._format: str | None = None
+        self._recall_budget: int | None = None
+        # Budget minus the tokens of the last compacted history: what one recall round may take.
+        self._last_room: int | None = None
+
+    # -- sizes -------------------------------------------------------------------------------
+
+    def _page_tokens(self, budget: int) -> int:
+        if self._recall_max_tokens is not None:
+            return self._recall_max_tokens
+        return max(64, min(_recall.DEFAULT_PAGE_TOKENS, budget // 10))
+
+    def _recall_reserve(self, budget: int) -> int:
+        """Tokens kept free under the budget for one recall round."""
+        self._recall_budget = budget
+        return self._page_tokens(budget) + RECALL_ROUND_OVERHEAD
+
+    def _request_tools(self, fmt: str) -> Any:
+        if not self.recoverable:
+            return self.tools
+        return [*(self.tools or ()), _recall.recall_tool(fmt)]
+
+    def _with_tools(self, result: CompactionResult) -> CompactionResult:
+        if not self.recoverable:
+            return result
+        fmt = self._format or self.wire_format or "chat"
+        self._last_room = result.budget - result.tokens_after
+        return dataclasses.replace(result, tools=self._request_tools(fmt))
+
+    # -- folds -------------------------------------------------------------------------------
+
+    def _fold_span(self, folded: list[Any]) -> str:
+        """Store the folded messages whole; the line naming their id (and earlier folds' ids
+        they held, most recent first) that ends the summary."""
+        text = _recall.span_text(folded)
+        fold_id = _core.fold_id(text)
+        self.store.put(fold_id, text)
+        earlier = [i for i in _core.fold_ids_in(text) if i != fold_id][-CARRIED_IDS:]
+        line = f"\n[folded {len(folded)} messages; id={fold_id}, {_recall.RECALL_TOOL} restores them"
+        if earlier:
+            line += "; earlier folds: " + " ".join(f"id={i}" for i in reversed(earlier))
+        return line + "]"
+
+    def recall(self, fold_id: str, /) -> str:
+        """The original text folded under ``fold_id`` (a tool output, a call's arguments JSON,
+        an image's source, or a folded span's messages as a JSON list). KeyError when the store
+        does not hold it (never folded here, evicted or expired)."""
+        text = self.store.get(fold_id)
+        if text is None:
+            raise KeyError(f"no folded content under {fold_id!r} in {self.store!r}")
+        return text
+
+    def answer(self, call: Any, /, *, max_tokens: int | None = None) -> Any:
+        """The tool-result message to append after the model's recall ``call`` (the assistant
+        message that calls ``contextfold_recall``, in the history's format; for Responses the
+        ``function_call`` item), written in that format: a chat ``tool`` message, a Responses
+        ``function_call_output`` item, an Anthropic / Bedrock user message with one result
+        block, a Gemini user content with one ``functionResponse``.
+
+        The answer is one page of the original: at most ``max_tokens`` tokens (default: the
+        Compactor's ``recall_max_tokens``, 10% of the budget within [64, 2,000], and no more than
+        the room the last compaction left under its budget once the call is added; the model's
+        own ``max_tokens`` argument can only lower it); the header line says which characters it
+        holds and the ``offset`` of the next page. ValueError when ``call`` holds no recall call
+        or several (answer a message with one recall call at a time)."""
+        calls = _recall.recall_calls(call)
+        if not calls:
+            raise ValueError(f"the message holds no {_recall.RECALL_TOOL} call")
+        if len(calls) > 1:
+            raise ValueError(f"the message holds {len(calls)} {_recall.RECALL_TOOL} calls; answer one call per message")
+        bound = max_tokens if max_tokens is not None else self._page_tokens(
+            self._recall_budget if self._recall_budget is not None else self._default_budget())
+        target = bound + ANSWER_ENVELOPE
+        if max_tokens is None and self._last_room is not None:
+            call_tokens = int(_core.estimate([call], provider=self.provider, model=self.model))  # type: ignore[arg-type]
+            # SEAM_SLACK: two messages priced alone can cost a few tokens less than inside the
+            # history (Gemini prices a turn's seam with its neighbour).
+            target = max(ANSWER_ENVELOPE + 16, min(target, self._last_room - call_tokens - SEAM_SLACK))
+        # The page is cut by its text's estimate; the message prices it in its own context (a
+        # tool result's text may cost more, and not in proportion): search the largest page
+        # bound whose message fits the target.
+        def attempt(page_bound: int) -> tuple[Any, int]:
+            text = _recall.answer_text(self.store, calls[0], max_tokens=page_bound, provider=self.provider,
+                                       model=self.model)
+            message = json.loads(_core.recall_result(call, call_id=calls[0].call_id, text=text))
+            return message, int(_core.estimate([message], provider=self.provider, model=self.model))  # type: ignore[arg-type]
+
+        message, tokens = attempt(bound)
+        if tokens > target:
+            lo, hi = 1, bound - 1
+            message, _ = attempt(lo)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                m, t = attempt(mid)
+                if t <= target:
+                    lo, message = mid, m
+                else:
+                    hi = mid - 1
+        return message
+
+    def _default_budget(self) -> int:
+        try:
+            return int(getattr(self, "budget"))
+        except ValueError:
+            return 20 * _recall.DEFAULT_PAGE_TOKENS
+
+    # -- repair ------------------------------------------------------------------------------
+
+    def _repaired(self, msgs: list[Any], fmt: str, notes: list[str]) -> list[Any]:
+        from contextfold.repair import repair
+
+        r = repair(msgs, provider=self.provider, wire_format=fmt)
+        if r.changes:
+            notes.append("repaired the history first: " + "; ".join(r.changes))
+        return r.messages

@@ -1,0 +1,55 @@
+"""Repair of a broken history before it is sent (or compacted).
+
+Agent runs stop mid-turn, tools crash, histories get merged: a call without its result, a
+result without its call, two calls sharing an id. Every provider rejects such a request.
+``repair`` fixes them with the least change and says what it did:
+
+- a call without a result gets a stand-in result marked as interrupted (an error result where
+  the format has one);
+- a result without its call (or a second result of one call) is dropped;
+- duplicate call ids are made unique (``id_2``, ...), the result that answers each renamed
+  call renamed with it;
+- a pending last turn (calls still awaiting their results or an approval) is left as it is.
+
+The core plans the repair for all five wire formats; the caller's list and objects are never
+changed (edited messages are copies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contextfold import _core
+from contextfold.prune import _copy
+
+__all__ = ["RepairResult", "repair"]
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    """``messages``: the repaired history (the caller's own objects where nothing changed);
+    ``changes``: one line per change, naming the caller's message index."""
+
+    messages: list[Any]
+    changes: tuple[str, ...]
+
+    @property
+    def changed(self) -> bool:
+        """True when anything was repaired."""
+        return bool(self.changes)
+
+
+def repair(messages: Sequence[Any], /, *, provider: str = "openai", wire_format: str | None = None) -> RepairResult:
+    """Repair ``messages`` (see the module docs). ``provider`` picks the format of a history
+    that shows none (as ``Compactor`` does); ``wire_format`` forces one (``"chat"``,
+    ``"responses"``, ``"anthropic"``, ``"gemini"``, ``"bedrock"``)."""
+    from contextfold.compactor import _require_history, detect_wire_format
+
+    _require_history(messages)
+    if wire_format is not None and wire_format not in _core.WIRE_FORMATS:
+        raise ValueError(f"unknown wire format {wire_format!r}; valid: {', '.join(_core.WIRE_FORMATS)}")
+    fmt = wire_format or detect_wire_format(messages, provider)
+    out, changes = _core.repair_history(messages, format=fmt, copy=_copy)  # type: ignore[arg-type]
+    return RepairResult(messages=list(out), changes=tuple(changes))

@@ -1,0 +1,50 @@
+"""The token report of one conversation: as text for a terminal, or one self-contained HTML page.
+
+The page has no script and loads nothing: its charts are inline SVG drawn here, so it opens
+offline in any browser and can be attached to a bug report. ``write_png`` screenshots the
+growth chart with a headless Chromium.
+
+One module per job: ``analysis`` (what the report shows), ``text`` (the terminal), ``svg`` (the
+charts), ``html`` (the page), ``png`` (the screenshot).
+"""
+
+from __future__ import annotations
+
+from contextfold.report.analysis import Duplicate, Plan, ReportData, analyze, largest, preview
+from contextfold.report.html import render_html
+from contextfold.report.png import BrowserMissing, find_browser, screenshot, write_png
+from contextfold.report.svg import COLORS, GATE_COLOR, PLAN_COLORS, WINDOW_COLOR, growth_svg, per_message_svg
+from contextfold.report.text import (
+    compaction_lines,
+    kind_table,
+    plan_lines,
+    print_breakdown,
+    print_text,
+    role_table,
+)
+
+__all__ = [
+    "COLORS",
+    "GATE_COLOR",
+    "PLAN_COLORS",
+    "WINDOW_COLOR",
+    "BrowserMissing",
+    "Duplicate",
+    "Plan",
+    "ReportData",
+    "analyze",
+    "compaction_lines",
+    "find_browser",
+    "growth_svg",
+    "kind_table",
+    "largest",
+    "per_message_svg",
+    "plan_lines",
+    "preview",
+    "print_breakdown",
+    "print_text",
+    "render_html",
+    "role_table",
+    "screenshot",
+    "write_png",
+]

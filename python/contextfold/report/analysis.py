@@ -1,0 +1,239 @@
+"""What a report shows, computed once: the breakdown, the largest messages, duplicated tool
+outputs, the context window and gate, and the compaction plan at a budget (offline)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import contextfold
+from contextfold.breakdown import Breakdown, MessageTokens
+from contextfold.compactor import CompactionResult, Compactor
+from contextfold.errors import CompactionError, UnknownModelWarning
+from contextfold.inputs import Request
+from contextfold.model_info import check_model
+from contextfold.summarize import ExtractiveSummarizer
+
+# Outputs shorter than this (characters) are not worth reporting as duplicates.
+_MIN_DUPLICATE_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """A tool output sent more than once: where (message indices) and what the extra copies cost."""
+
+    indices: tuple[int, ...]
+    tokens_each: int
+    preview: str
+
+    @property
+    def wasted_tokens(self) -> int:
+        return self.tokens_each * (len(self.indices) - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What ``Compactor.compact`` does to this history at ``budget`` tokens, with its default
+    (hybrid) strategy and the extractive summarizer, so the report stays offline. ``result`` is
+    the compactor's own result; None when it raised, and then ``error`` says why (what must stay
+    verbatim already exceeds the budget, say)."""
+
+    budget: int
+    result: CompactionResult | None
+    error: str | None = None
+
+    def states(self, n: int) -> list[str]:
+        """The fate of each of the ``n`` messages: ``head`` (kept, before the summary), ``fold``
+        (into the summary), ``masked`` (kept, shortened) or ``kept`` (verbatim)."""
+        r = self.result
+        if r is None:
+            return ["kept"] * n
+        folded, masked = set(r.removed), {p.index for p in r.pruned}
+        first = min(r.removed) if r.removed else 0
+        return [
+            "fold" if i in folded else "masked" if i in masked else "head" if i < first else "kept"
+            for i in range(n)
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportData:
+    """Everything the text and HTML reports show (tokens are estimated prompt tokens)."""
+
+    request: Request
+    breakdown: Breakdown
+    window: int | None
+    gate: int | None
+    plan: Plan
+    top: tuple[MessageTokens, ...]
+    previews: dict[int, str]
+    duplicates: tuple[Duplicate, ...]
+    recorded: tuple[tuple[int, int, int], ...]  # (n_messages, reported, estimated)
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _part_text(p: Any) -> str:
+    if isinstance(p, str):
+        return p
+    for key in ("text", "thinking"):
+        v = _get(p, key)
+        if isinstance(v, str):
+            return v
+    for key in ("content", "output"):
+        v = _get(p, key)
+        if isinstance(v, (str, list)):
+            return _content_text(v)
+    t = _get(p, "type")
+    if t == "tool_use" or _get(p, "functionCall") is not None:
+        call = _get(p, "functionCall") or p
+        return f"{_get(call, 'name')}({json.dumps(_get(call, 'input') or _get(call, 'args') or {})[:200]})"
+    if _get(p, "functionResponse") is not None:
+        return json.dumps(_get(_get(p, "functionResponse"), "response"))[:2000]
+    return f"<{t or 'part'}>"
+
+
+def _content_text(c: Any) -> str:
+    if c is None:
+        return ""
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return " ".join(_part_text(p) for p in c)
+    return str(c)
+
+
+def preview(message: Any, width: int = 80) -> str:
+    """A one-line preview of a message (any wire format), at most ``width`` characters."""
+    text = _content_text(_get(message, "content"))
+    if not text:
+        text = _content_text(_get(message, "parts"))
+    if not text:
+        text = _content_text(_get(message, "output"))
+    calls = _get(message, "tool_calls")
+    if calls:
+        names = ", ".join(str(_get(_get(c, "function") or c, "name")) for c in calls)
+        text = (text + " " if text else "") + f"→ {names}"
+    if not text and _get(message, "type") in ("function_call", "custom_tool_call"):
+        text = f"→ {_get(message, 'name')}"
+    # Cut before splitting: a 50 MB message must not be split whole for an 80-character line.
+    s = " ".join(text[: width * 8].split())
+    return s[: width - 1] + "…" if len(s) > width or len(text) > width * 8 else s
+
+
+def _tool_outputs(req: Request) -> list[tuple[int, str]]:
+    """(message index, output text) of every tool output; for text-protocol histories without
+    tool results (observations sent as user messages), the user messages after the first."""
+    out: list[tuple[int, str]] = []
+    for i, m in enumerate(req.messages):
+        role = _get(m, "role")
+        if role in ("tool", "function") or _get(m, "type") in ("function_call_output", "custom_tool_call_output"):
+            out.append((i, _content_text(_get(m, "content") or _get(m, "output"))))
+            continue
+        blocks = _get(m, "content") if role is not None else None
+        blocks = blocks if isinstance(blocks, list) else _get(m, "parts") if isinstance(_get(m, "parts"), list) else []
+        for b in blocks:
+            if _get(b, "type") == "tool_result" or _get(b, "functionResponse") is not None or _get(b, "toolResult") is not None:
+                out.append((i, _part_text(b)))
+    if out:
+        return out
+    users = [(i, _content_text(_get(m, "content"))) for i, m in enumerate(req.messages) if _get(m, "role") == "user"]
+    return users[1:]
+
+
+def _duplicates(req: Request, per: Sequence[MessageTokens]) -> tuple[Duplicate, ...]:
+    seen: dict[bytes, list[int]] = {}
+    text_of: dict[bytes, str] = {}
+    for i, text in _tool_outputs(req):
+        if len(text) < _MIN_DUPLICATE_CHARS:
+            continue
+        h = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
+        seen.setdefault(h, []).append(i)
+        text_of.setdefault(h, text)
+    dups = [
+        Duplicate(tuple(ix), per[ix[-1]].tokens, " ".join(text_of[h][:800].split())[:100])
+        for h, ix in seen.items()
+        if len(ix) > 1
+    ]
+    return tuple(sorted(dups, key=lambda d: -d.wasted_tokens))
+
+
+def _plan(req: Request, budget: int, window: int | None) -> Plan:
+    """Run the Compactor (extractive summary: offline) on the history at ``budget`` tokens."""
+    compactor = Compactor(
+        provider=req.provider, model=req.model, context_window=window, budget=budget,
+        summarizer=ExtractiveSummarizer(), tools=req.tools, system=req.system, response_format=req.response_format,
+    )
+    try:
+        return Plan(budget, compactor.compact(req.messages))
+    except CompactionError as e:
+        return Plan(budget, None, str(e))
+
+
+def largest(b: Breakdown, messages: Sequence[Any], top: int) -> tuple[tuple[MessageTokens, ...], dict[int, str]]:
+    """The ``top`` largest messages of a breakdown and a one-line preview of each."""
+    biggest = tuple(sorted(b.per_message, key=lambda m: -m.tokens)[:top])
+    return biggest, {m.index: preview(messages[m.index], 90) for m in biggest}
+
+
+def analyze(req: Request, *, budget: int | None = None, window: int | None = None, top: int = 8) -> ReportData:
+    """Compute what the reports show for one request. ``budget``: target tokens of the
+    compaction plan (default: the Compactor's own budget when the history is past it, else half
+    the estimate); ``window``: context window (default: from the model name, when known). An
+    unknown model name is said once (``UnknownModelWarning``)."""
+    check_model(req.model, stacklevel=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownModelWarning)  # said once, above
+        return _analyze(req, budget=budget, window=window, top=top)
+
+
+def _analyze(req: Request, *, budget: int | None, window: int | None, top: int) -> ReportData:
+    opts = req.options()
+    b = contextfold.breakdown(req.messages, **opts)
+    if window is None and req.model:
+        try:
+            window = contextfold.context_window(req.model)
+        except contextfold.UnknownModelError:
+            window = None
+    compactor = Compactor(provider=req.provider, model=req.model, context_window=window, tools=req.tools, system=req.system,
+                          response_format=req.response_format)
+    try:
+        gate: int | None = compactor.trigger_tokens if window else None
+        default_budget: int | None = compactor.budget
+    except ValueError:
+        gate = default_budget = None
+    # The compactor's own budget when this history is past it (what the gate would do now),
+    # else half the history (what a compaction to half its size would do).
+    if budget is None:
+        budget = default_budget if default_budget is not None and b.total > default_budget else max(1, b.total // 2)
+    plan = _plan(req, budget, window)
+    biggest, previews = largest(b, req.messages, top)
+    recorded = []
+    if req.recorded:
+        cum = [0]
+        for m in b.per_message:
+            cum.append(cum[-1] + m.tokens)
+        overhead = sum(b.request_overhead.values())
+        for r in req.recorded:
+            n, real = r.get("n_messages"), r.get("usage_prompt_tokens")
+            if isinstance(n, int) and isinstance(real, int) and real > 0 and 0 < n <= len(req.messages):
+                recorded.append((n, real, cum[n] + overhead))
+    return ReportData(
+        request=req,
+        breakdown=b,
+        window=window,
+        gate=gate,
+        plan=plan,
+        top=biggest,
+        previews=previews,
+        duplicates=_duplicates(req, b.per_message),
+        recorded=tuple(recorded),
+    )
+
+

@@ -1,0 +1,198 @@
+"""The request as sent: a provider request body, exactly as passed to the SDK, read and priced.
+
+``estimate_request(body)`` prices what ``client.chat.completions.create(**body)``,
+``client.responses.create(**body)``, ``client.messages.create(**body)``, Gemini's
+``generateContent`` request or Bedrock's ``converse(**body)`` sends: the history, the system
+prompt, the tools, the structured-output schema and the settings that cost prompt tokens without
+being text (Anthropic thinking and forced tool choice). The body is read by the Rust core, one
+reader per API; the CLI and `contextfold.inputs` use the same reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from contextfold._core import _Provider
+
+from contextfold import _core
+from contextfold.breakdown import REQUEST_ROLE, Breakdown, UnmeasuredPart, breakdown
+from contextfold.images import ImageSizes
+
+#: Why an MCP server is listed in ``Breakdown.unmeasured`` (the core's reason, verbatim).
+MCP_REASON = (
+    "MCP server: its tools are listed by the server at request time (unknown offline); "
+    "pass mcp_sizes={name: tokens} to price them"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class McpServer:
+    """An MCP server the provider connects to (Anthropic ``mcp_servers``)."""
+
+    name: str
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSettings:
+    """What a body asks for beyond its text.
+
+    ``thinking`` is ``"off"``, ``"enabled"`` (with ``thinking_budget`` tokens when given) or
+    ``"adaptive"``; ``tool_choice`` is None (not set), ``"auto"``, ``"none"``, ``"any"`` (OpenAI
+    ``required``, Gemini ``ANY``) or ``"tool"`` (``tool_name``); ``server_tools`` are hosted
+    tools given without a definition (Gemini ``googleSearch``); ``cache_breakpoints`` counts
+    ``cache_control`` markers on the body, its system blocks and its tools.
+    """
+
+    thinking: str
+    thinking_budget: int | None
+    reasoning_effort: str | None
+    tool_choice: str | None
+    tool_name: str | None
+    mcp_servers: tuple[McpServer, ...]
+    server_tools: tuple[str, ...]
+    cache_breakpoints: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBody:
+    """A request body, read: ``api`` (``openai-chat``, ``openai-responses``, ``anthropic``,
+    ``gemini``, ``bedrock``), the ``provider=`` it is estimated with, the ``model`` it names, and
+    its parts in the shapes `contextfold.estimate` takes (the caller's own objects; the
+    Responses API's string ``input`` as one user message). ``settings_tokens`` is what the
+    settings add to the estimate (tokens)."""
+
+    api: str
+    provider: str
+    model: str | None
+    messages: Any
+    tools: list[Any] | None
+    system: Any
+    response_format: Any
+    settings: RequestSettings
+    settings_tokens: int
+
+    def options(self) -> dict[str, Any]:
+        """Keyword arguments of `contextfold.estimate` / `breakdown` for this body."""
+        return {"provider": self.provider, "model": self.model, "tools": self.tools, "system": self.system,
+                "response_format": self.response_format}
+
+
+def read_request(body: Any, /, *, provider: str | None = None) -> RequestBody:
+    """Read a request body (a dict or an SDK params object). ``provider=`` forces the provider
+    (it also settles a bare ``messages`` body as Anthropic's or OpenAI's). Raises ``ValueError``
+    with ``.field`` naming the body's field (``messages``, ``thinking.budget_tokens``)."""
+    api, prov, model, messages, tools, system, rf, s, tokens = _core.read_request(
+        body, provider=cast("_Provider | None", provider))
+    settings = RequestSettings(
+        thinking=s[0],
+        thinking_budget=s[1],
+        reasoning_effort=s[2],
+        tool_choice=s[3],
+        tool_name=s[4],
+        mcp_servers=tuple(McpServer(n, u) for n, u in s[5]),
+        server_tools=tuple(s[6]),
+        cache_breakpoints=s[7],
+    )
+    return RequestBody(api, prov, model, messages, tools, system, rf, settings, tokens)
+
+
+def _mcp_tokens(r: RequestBody, mcp_sizes: Mapping[str, int] | None) -> tuple[int, list[McpServer]]:
+    """(tokens the caller's size hints give the MCP servers, the servers left unmeasured)."""
+    sizes = dict(mcp_sizes or {})
+    known = 0
+    unknown = []
+    for server in r.settings.mcp_servers:
+        n = sizes.get(server.name)
+        if n is None:
+            unknown.append(server)
+            continue
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise TypeError(f"mcp_sizes[{server.name!r}] must be a non-negative int (tokens), got {n!r}")
+        known += n
+    return known, unknown
+
+
+def estimate_request(
+    body: Any,
+    /,
+    *,
+    provider: str | None = None,
+    image_sizes: ImageSizes | None = None,
+    mcp_sizes: Mapping[str, int] | None = None,
+) -> int:
+    """Estimated prompt tokens of a request body as sent (see the module docs).
+
+    ``provider=`` forces the provider (otherwise the body's API says it; the ``model`` in the
+    body picks the token family). ``image_sizes`` sizes remote images as in
+    `contextfold.estimate`. ``mcp_sizes`` maps an MCP server's name to the tokens its tool
+    listing costs (an Anthropic body's ``mcp_servers`` are otherwise not priced: their tools are
+    fetched by the provider; `breakdown_request` lists them in ``unmeasured``).
+    """
+    r = read_request(body, provider=provider)
+    known, _ = _mcp_tokens(r, mcp_sizes)
+    return int(_core.estimate(r.messages, image_sizes=image_sizes, **r.options())) + r.settings_tokens + known
+
+
+def breakdown_request(
+    body: Any,
+    /,
+    *,
+    provider: str | None = None,
+    image_sizes: ImageSizes | None = None,
+    mcp_sizes: Mapping[str, int] | None = None,
+) -> Breakdown:
+    """`contextfold.breakdown` of a request body as sent: the same total as `estimate_request`.
+
+    The settings' hidden prompt is in ``by_kind["overhead"]`` and ``request_overhead["settings"]``
+    (role ``"request"``); MCP servers sized by ``mcp_sizes`` in ``tool_schemas``; the others are
+    listed in ``unmeasured`` (index -1: the request, not a message) with the reason.
+    """
+    return breakdown_of(read_request(body, provider=provider), image_sizes=image_sizes, mcp_sizes=mcp_sizes)
+
+
+def breakdown_of(
+    r: RequestBody, /, *, image_sizes: ImageSizes | None = None, mcp_sizes: Mapping[str, int] | None = None
+) -> Breakdown:
+    """`breakdown_request` of a body already read (`read_request`)."""
+    b = breakdown(r.messages, image_sizes=image_sizes, **r.options())
+    known, unknown = _mcp_tokens(r, mcp_sizes)
+    extra = r.settings_tokens + known
+    if not extra and not unknown:
+        return b
+    by_kind = dict(b.by_kind)
+    by_kind["overhead"] = by_kind.get("overhead", 0) + r.settings_tokens
+    by_kind["tool_schemas"] = by_kind.get("tool_schemas", 0) + known
+    by_role = dict(b.by_role)
+    if extra:
+        by_role[REQUEST_ROLE] = by_role.get(REQUEST_ROLE, 0) + extra
+    request = dict(b.request_overhead)
+    if r.settings_tokens:
+        request["settings"] = r.settings_tokens
+    if known:
+        request["tool_schemas"] = request.get("tool_schemas", 0) + known
+    unmeasured = b.unmeasured + tuple(UnmeasuredPart(-1, f"mcp_server:{s.name}", 0, MCP_REASON) for s in unknown)
+    return dataclasses.replace(b, total=b.total + extra, by_kind=by_kind, by_role=by_role,
+                               request_overhead=request, unmeasured=unmeasured)
+
+
+def count_request(body: Any, /, *, image_sizes: ImageSizes | None = None) -> int:
+    """Exact prompt tokens of an OpenAI request body (chat.completions or Responses), as
+    `contextfold.count` bills it: the Responses ``instructions`` join as the first system
+    message. Raises ``UnknownModelError`` for a model without a public tokenizer and
+    ``ValueError`` for a body of another API."""
+    r = read_request(body, provider="openai")
+    if r.api not in ("openai-chat", "openai-responses"):
+        raise ValueError(f"count_request counts OpenAI bodies; this one is written for {r.api}")
+    if not r.model:
+        raise ValueError("count_request needs the body's model (field 'model')")
+    messages = r.messages
+    if r.api == "openai-responses" and r.system is not None:
+        messages = [{"role": "system", "content": r.system}, *messages]
+    # `count` renders chat's `response_format`; a Responses `text` format is not its shape.
+    rf = r.response_format if r.api == "openai-chat" else None
+    return int(_core.count(messages, model=r.model, tools=r.tools, response_format=rf, image_sizes=image_sizes))

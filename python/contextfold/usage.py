@@ -1,0 +1,191 @@
+"""A provider's usage, read whole: the prompt the request cost, its cached part, and the prompt
+a server-side compaction saw.
+
+Every provider reports prompt tokens in its own shape; `usage_of` reads them all into one
+`Usage` (SDK objects or dicts, the usage itself or the whole response).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contextfold.errors import InvalidUsageError
+
+__all__ = ["Usage", "prompt_tokens_of", "usage_of"]
+
+_MISSING = object()
+
+#: Usage objects nest a few levels at most (response -> usage -> details).
+_MAX_USAGE_DEPTH = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One response's prompt usage, in the provider's tokens.
+
+    ``prompt_tokens``: what the request as sent cost (cached tokens included; None when the
+    provider does not say). ``cache_read_tokens`` / ``cache_write_tokens``: its part read from /
+    written to the prompt cache (OpenAI ``prompt_tokens_details.cached_tokens``, Anthropic
+    ``cache_read_input_tokens`` / ``cache_creation_input_tokens``, Gemini
+    ``cachedContentTokenCount``, Bedrock ``cacheReadInputTokens`` / ``cacheWriteInputTokens``).
+    ``compacted_prompt_tokens``: with Anthropic's server-side compaction (``usage.iterations``
+    holding a ``compaction`` iteration), the prompt the model answered from after compacting;
+    ``prompt_tokens`` is then the compaction iteration's, the history as sent.
+    """
+
+    prompt_tokens: int | None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    compacted_prompt_tokens: int | None = None
+    model: str | None = None
+
+
+def _get(obj: Any, path: str, *names: str) -> Any:
+    """The first of ``names`` present on a dict key or object attribute (its value may be None).
+
+    An attribute whose getter raises (a broken SDK property) becomes an ``InvalidUsageError``
+    naming it, with the original exception chained.
+    """
+    for n in names:
+        if isinstance(obj, dict):
+            if n in obj:
+                return obj[n]
+        else:
+            try:
+                v = getattr(obj, n, _MISSING)
+            except Exception as e:
+                raise InvalidUsageError(f"reading {n!r} raised {type(e).__name__}: {e}", f"{path}.{n}") from e
+            if v is not _MISSING:
+                return v
+    return _MISSING
+
+
+def _tokens(v: Any, path: str) -> int | None:
+    """A token count: a non-negative int (an integral float from a JSON decoder is accepted)."""
+    if v is _MISSING or v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InvalidUsageError(f"token count must be an int, got {type(v).__name__}", path)
+    if isinstance(v, float):
+        if not (v.is_integer() and v >= 0):
+            raise InvalidUsageError(f"token count must be a non-negative integer, got {v!r}", path)
+        v = int(v)
+    if v < 0:
+        raise InvalidUsageError(f"token count must be >= 0, got {v}", path)
+    return int(v)
+
+
+def _field(obj: Any, path: str, *names: str) -> int:
+    """The first present count of ``names`` (0 when none is)."""
+    for n in names:
+        v = _tokens(_get(obj, path, n), f"{path}.{n}")
+        if v is not None:
+            return v
+    return 0
+
+
+def prompt_tokens_of(usage: Any) -> tuple[int | None, str | None]:
+    """``(prompt tokens, model)`` from a provider's usage, or its whole response.
+
+    Accepts SDK objects or dicts: OpenAI chat ``usage.prompt_tokens`` (cached tokens included),
+    OpenAI Responses ``usage.input_tokens``, Anthropic ``input_tokens + cache_creation_input_tokens
+    + cache_read_input_tokens`` (``input_tokens`` alone excludes the cache; with server-side
+    compaction, the ``compaction`` iteration's prompt: the history as sent), Gemini
+    ``usageMetadata.promptTokenCount`` (``usage_metadata.prompt_token_count`` in the SDK), Bedrock
+    Converse ``inputTokens + cacheReadInputTokens + cacheWriteInputTokens``, Ollama
+    ``prompt_eval_count`` (the whole prompt; ABSENT when served from the KV cache, which gives
+    ``None``: unknown, not 0), or a plain int. The model is read from a whole response's ``model``
+    (``modelVersion`` for Gemini) when present. Raises ``TypeError`` for an unrecognized shape,
+    ``InvalidUsageError`` (a ValueError, with ``.path``) for a usage that contains itself, a
+    count that is not a non-negative int (a bool included), or an attribute that raises.
+    """
+    u = usage_of(usage)
+    return u.prompt_tokens, u.model
+
+
+def usage_of(usage: Any) -> Usage:
+    """A provider's usage (or whole response, or a plain int of prompt tokens) read whole: see
+    `Usage` and `prompt_tokens_of` for the shapes; same errors."""
+    if isinstance(usage, bool):
+        raise TypeError("usage must be a usage object, a response or an int, got bool")
+    return _usage(usage, "usage", [])
+
+
+def _anthropic(usage: Any, path: str, base: int) -> Usage:
+    read = _field(usage, path, "cache_read_input_tokens")
+    write = _field(usage, path, "cache_creation_input_tokens")
+    iterations = _get(usage, path, "iterations")
+    if isinstance(iterations, (list, tuple)):
+        # Server-side compaction: the first iteration summarized the history as sent; the
+        # top-level counts only what the model answered from after it (the recorded compaction
+        # exchanges of ../shared/data: iterations [compaction 55,196, message 220], top-level 220).
+        for j, it in enumerate(iterations):
+            ipath = f"{path}.iterations[{j}]"
+            if _get(it, ipath, "type") == "compaction":
+                i_read = _field(it, ipath, "cache_read_input_tokens")
+                i_write = _field(it, ipath, "cache_creation_input_tokens")
+                sent = _field(it, ipath, "input_tokens") + i_read + i_write
+                return Usage(sent, i_read, i_write, base + read + write)
+    return Usage(base + read + write, read, write)
+
+
+def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
+    if usage is None:
+        return Usage(None)
+    if isinstance(usage, int) and not isinstance(usage, bool):
+        if usage < 0:
+            raise ValueError(f"prompt tokens must be >= 0, got {usage}")
+        return Usage(usage)
+    if id(usage) in seen:
+        raise InvalidUsageError("a usage object that contains itself (cycle)", path)
+    if len(seen) >= _MAX_USAGE_DEPTH:
+        raise InvalidUsageError(f"usage nested deeper than {_MAX_USAGE_DEPTH} levels", path)
+    seen = [*seen, id(usage)]
+    model = _get(usage, path, "model", "modelVersion", "model_version")
+    model = model if isinstance(model, str) else None
+    gemini = _get(usage, path, "usageMetadata", "usage_metadata")
+    if gemini is not _MISSING and gemini is not None:
+        gpath = f"{path}.usageMetadata"
+        if id(gemini) in seen:
+            raise InvalidUsageError("a usage object that contains itself (cycle)", gpath)
+        tokens = _tokens(_get(gemini, gpath, "promptTokenCount", "prompt_token_count"), f"{gpath}.promptTokenCount")
+        cached = _field(gemini, gpath, "cachedContentTokenCount", "cached_content_token_count")
+        return Usage(tokens, cached, 0, None, model)
+    inner = _get(usage, path, "usage")
+    if inner is not _MISSING and inner is not None and not isinstance(inner, (int, str)):
+        u = _usage(inner, f"{path}.usage", seen)
+        return Usage(u.prompt_tokens, u.cache_read_tokens, u.cache_write_tokens, u.compacted_prompt_tokens, model)
+    # Ollama: the final (done) object of /api/chat or /api/generate.
+    ollama = _get(usage, path, "prompt_eval_count")
+    if ollama is not _MISSING:
+        return Usage(_tokens(ollama, f"{path}.prompt_eval_count"), model=model)
+    if _get(usage, path, "eval_count", "done", "total_duration") is not _MISSING:
+        return Usage(None, model=model)  # an Ollama response without prompt_eval_count: unknown
+    for key in ("promptTokenCount", "prompt_token_count", "prompt_tokens"):
+        v = _get(usage, path, key)
+        if v is not _MISSING and v is not None:
+            return Usage(_tokens(v, f"{path}.{key}"), _openai_cached(usage, path), 0, None, model)
+    v = _get(usage, path, "input_tokens")
+    if v is not _MISSING and v is not None:
+        base = _tokens(v, f"{path}.input_tokens") or 0
+        if _get(usage, path, "cache_creation_input_tokens", "cache_read_input_tokens", "iterations") is not _MISSING:
+            u = _anthropic(usage, path, base)
+            return Usage(u.prompt_tokens, u.cache_read_tokens, u.cache_write_tokens, u.compacted_prompt_tokens, model)
+        # OpenAI Responses: input_tokens already include cached tokens.
+        return Usage(base, _openai_cached(usage, path, "input_tokens_details"), 0, None, model)
+    v = _get(usage, path, "inputTokens")
+    if v is not _MISSING and v is not None:
+        base = _tokens(v, f"{path}.inputTokens") or 0
+        read = _field(usage, path, "cacheReadInputTokens")
+        write = _field(usage, path, "cacheWriteInputTokens")
+        return Usage(base + read + write, read, write, None, model)
+    raise TypeError(f"unrecognized usage object: {type(usage).__name__}")
+
+
+def _openai_cached(usage: Any, path: str, details: str = "prompt_tokens_details") -> int:
+    """OpenAI's cached prompt tokens (``prompt_tokens_details.cached_tokens``), 0 when absent."""
+    d = _get(usage, path, details)
+    if d is _MISSING or d is None or isinstance(d, (int, str)):
+        return 0
+    return _field(d, f"{path}.{details}", "cached_tokens")

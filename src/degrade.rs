@@ -1,0 +1,223 @@
+//! The last steps before a compaction gives up: cut the middle of one oversized message,
+//! keeping its head and its end (where tools print their summary lines and errors), the cut
+//! named by a fold id so it can be recalled.
+
+use std::borrow::Cow;
+
+use crate::compaction::MaskEdit;
+use crate::estimate::Estimator;
+use crate::message::{Content, Message, Part};
+use crate::prune::group_sep;
+use crate::recall::{fold_id, RECALL_TOOL};
+use crate::wire::edit::Change;
+use crate::wire::write_edit as write;
+
+/// Share of the kept tokens given to the head; the rest (minus the marker) to the end.
+const HEAD_SHARE: f64 = 0.5;
+
+/// A cut never keeps less than this many tokens of a message (head and end together).
+pub const MIN_KEPT_TOKENS: u32 = 16;
+
+/// Byte offset where the longest prefix of `text` within `tokens` ends (on a char boundary).
+fn prefix_end(text: &str, tokens: f64, est: &Estimator) -> usize {
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(b, _)| b)
+        .chain([text.len()])
+        .collect();
+    let (mut lo, mut hi) = (0usize, bounds.len() - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if est.text(&text[..bounds[mid]]) <= tokens {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    bounds[lo]
+}
+
+/// Byte offset where the longest suffix of `text` within `tokens` starts.
+fn suffix_start(text: &str, tokens: f64, est: &Estimator) -> usize {
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(b, _)| b)
+        .chain([text.len()])
+        .collect();
+    let (mut lo, mut hi) = (0usize, bounds.len() - 1);
+    // The smallest start whose suffix fits.
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if est.text(&text[bounds[mid]..]) <= tokens {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    bounds[lo]
+}
+
+/// `text` cut to about `keep_tokens`: its head, a marker naming what was cut and the id that
+/// restores the whole, and its end. None when the text is already that small.
+pub fn cut_text(text: &str, keep_tokens: u32, est: &Estimator) -> Option<String> {
+    let total = est.text(text);
+    let keep = f64::from(keep_tokens.max(MIN_KEPT_TOKENS));
+    if total <= keep {
+        return None;
+    }
+    let id = fold_id(text);
+    // A short marker when little may stay; the head and end share what the marker leaves.
+    let long = keep >= 96.0;
+    let marker_len = if long { 40.0 } else { 22.0 };
+    let room = (keep - marker_len).max(0.0);
+    let head = prefix_end(text, room * HEAD_SHARE, est);
+    let tail = suffix_start(text, room * (1.0 - HEAD_SHARE), est).max(head);
+    let cut = group_sep(est.text(&text[head..tail]).ceil() as usize);
+    let marker = if long {
+        format!("[... ~{cut} tokens cut from the middle; id={id}, {RECALL_TOOL} restores the whole ...]")
+    } else {
+        format!("[~{cut} tokens cut; id={id}, {RECALL_TOOL} restores it]")
+    };
+    let mut out = String::with_capacity(head + marker.len() + text.len() - tail + 2);
+    out.push_str(&text[..head]);
+    if head > 0 {
+        out.push('\n');
+    }
+    out.push_str(&marker);
+    if tail < text.len() {
+        out.push('\n');
+    }
+    out.push_str(&text[tail..]);
+    Some(out)
+}
+
+/// The edit that cuts the middle of message `i` down to about `keep_tokens` (the message's
+/// price), in the message's
+/// own format, with the id and the whole text it folds: a tool result's text (the largest
+/// result block), or a plain text message. None when the message holds neither, or its format
+/// cannot write the cut.
+pub fn cut_middle(
+    msgs: &[Message<'_>],
+    i: usize,
+    keep_tokens: u32,
+    est: &Estimator,
+) -> Option<(MaskEdit, String, String)> {
+    let m = &msgs[i];
+    let joined = |ps: &[Part<'_>]| -> Option<String> {
+        if ps.is_empty() || !ps.iter().all(|p| matches!(p, Part::Text(_))) {
+            return None;
+        }
+        Some(
+            ps.iter()
+                .filter_map(|p| match p {
+                    Part::Text(t) => Some(t.as_ref()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    };
+    let whole_content = || -> Option<Cow<'_, str>> {
+        match &m.content {
+            Content::Text(t) => Some(Cow::Borrowed(t.as_ref())),
+            Content::Parts(ps) => joined(ps).map(Cow::Owned),
+            Content::None => None,
+        }
+    };
+    // (the text, Some(result part) / None for the message's own result, is a tool result)
+    let (whole, part, result): (Cow<'_, str>, Option<usize>, bool) = if m.tool_call_id.is_some() {
+        (whole_content()?, None, true)
+    } else if let Some((k, t)) = m
+        .parts()
+        .iter()
+        .enumerate()
+        .filter_map(|(k, p)| match p {
+            Part::ToolResult { content, .. } => joined(content).map(|t| (k, t)),
+            _ => None,
+        })
+        .max_by_key(|(_, t)| t.len())
+    {
+        (Cow::Owned(t), Some(k), true)
+    } else {
+        (whole_content()?, None, false)
+    };
+    // `keep_tokens` is the message's price; the cut is made on its text's estimate, which
+    // prices the same characters a little differently: scale by the message's own ratio.
+    let price = f64::from(est.message(m)).max(1.0);
+    let ratio = (est.text(&whole) / price).clamp(0.05, 1.0);
+    let text = cut_text(&whole, (f64::from(keep_tokens) * ratio) as u32, est)?;
+    let change = if result {
+        Change::ResultText { part, text }
+    } else {
+        Change::Text { text }
+    };
+    let w = write(i, m, &change)?;
+    let id = fold_id(&whole);
+    Some((
+        MaskEdit::Change {
+            index: i,
+            change,
+            path: w.path,
+            value: w.value,
+        },
+        id,
+        whole.into_owned(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Provider;
+
+    #[test]
+    fn a_cut_keeps_head_and_end_names_the_id_and_fits() {
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let text: String = (0..2_000)
+            .map(|k| format!("line {k}: ok\n"))
+            .collect::<String>()
+            + "FAILED: 3 errors\n";
+        let cut = cut_text(&text, 200, &est).expect("cut");
+        assert!(cut.starts_with("line 0: ok"));
+        assert!(cut.ends_with("FAILED: 3 errors\n"));
+        assert!(cut.contains(&format!("id={}", fold_id(&text))));
+        assert!(est.text(&cut) <= 210.0, "{}", est.text(&cut));
+        assert!(cut_text("short", 200, &est).is_none());
+    }
+}
+
+/// What a compaction must keep at the end whatever the budget: `(task, last user turn,
+/// floor start)`. The task is the first user request, the last user turn the last user message
+/// that is not only tool results; the floor starts at the last user turn (when it is not the
+/// task) or at the pending tool round (the last assistant message with calls when only results
+/// follow it), else at the last message.
+pub fn tail_floor(msgs: &[Message<'_>]) -> (Option<usize>, Option<usize>, usize) {
+    use crate::compaction::Turn;
+    let n = msgs.len();
+    // A user message that says something (results merged with the user's words count too).
+    let own_turn = |m: &Message<'_>| {
+        Turn::of(m) == Turn::User
+            && (m.result_ids().next().is_none()
+                || matches!(&m.content, Content::Parts(ps) if ps.iter().any(|p| matches!(p, Part::Text(_)))))
+    };
+    let task = msgs.iter().position(own_turn);
+    let last_user = msgs.iter().rposition(own_turn);
+    let mut start = n.saturating_sub(1);
+    if let Some(a) = msgs
+        .iter()
+        .rposition(|m| Turn::of(m) == Turn::Assistant && m.has_tool_calls())
+    {
+        let only_results = msgs[a + 1..]
+            .iter()
+            .all(|m| m.result_ids().next().is_some() && !own_turn(m));
+        if only_results {
+            start = start.min(a);
+        }
+    }
+    if let (Some(u), Some(t)) = (last_user, task) {
+        if u > t {
+            start = start.min(u);
+        }
+    }
+    (task, last_user, start)
+}

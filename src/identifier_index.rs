@@ -1,0 +1,680 @@
+//! The identifier index: exact identifiers of a folded span, kept verbatim in every summary.
+//!
+//! A summary that paraphrases loses what an agent needs to act again: the file it edited, the
+//! booking it changed, the commit it checked out. The index lists them mechanically: paths,
+//! URLs, hashes and hex ids, UUIDs, record and booking ids, numbers with units, error class
+//! names with their first line, issue / PR numbers, config keys, function and class names.
+//! Deduplicated, ranked by where they were said (the user's and the assistant's own words and
+//! call arguments weigh more than tool output), how often and how recently, and bounded by a
+//! token budget. A previous summary's index is read back and ranked first, so identifiers carry
+//! over from one compaction to the next until the room runs out.
+
+use std::collections::HashMap;
+
+use crate::estimate::Estimator;
+use crate::message::{Content, Message, Part, Role};
+
+/// Heading of the index section in a summary.
+pub const INDEX_HEADING: &str = "## Identifier index";
+
+/// What an identifier is; the order is the render order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Error,
+    Path,
+    Url,
+    Id,
+    Hash,
+    Quantity,
+    Issue,
+    Key,
+    Symbol,
+}
+
+const KINDS: [(Kind, &str); 9] = [
+    (Kind::Error, "errors"),
+    (Kind::Path, "paths"),
+    (Kind::Url, "urls"),
+    (Kind::Id, "ids"),
+    (Kind::Hash, "hashes"),
+    (Kind::Quantity, "quantities"),
+    (Kind::Issue, "issues"),
+    (Kind::Key, "keys"),
+    (Kind::Symbol, "symbols"),
+];
+
+/// One identifier with its ranking evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ident {
+    pub kind: Kind,
+    pub text: String,
+    /// Sum of the weights of its mentions (user 3, assistant text and arguments 2, output 1).
+    pub weight: f64,
+    /// Position of the last mention in the span, 0..=1 (1: the newest message).
+    pub recency: f64,
+    /// Carried from a previous index.
+    pub carried: bool,
+}
+
+impl Ident {
+    fn score(&self) -> f64 {
+        // Carried identifiers already won a place once: they go first, in their old order.
+        let carried = if self.carried { 1_000.0 } else { 0.0 };
+        // Code symbols abound in file dumps: an exact path, id or error says more.
+        let kind = match self.kind {
+            Kind::Symbol => 0.6,
+            Kind::Key => 0.8,
+            _ => 1.0,
+        };
+        carried + kind * self.weight.min(12.0) * (0.5 + 0.5 * self.recency)
+    }
+}
+
+const PATH_EXTENSIONS: [&str; 30] = [
+    "py", "rs", "js", "ts", "tsx", "jsx", "json", "md", "txt", "toml", "yaml", "yml", "cfg", "ini",
+    "c", "h", "cc", "cpp", "hpp", "go", "java", "sh", "html", "css", "rst", "lock", "xml", "sql",
+    "log", "csv",
+];
+
+const UNITS: [&str; 26] = [
+    "ms", "s", "sec", "secs", "seconds", "second", "minutes", "minute", "min", "mins", "hours",
+    "hour", "days", "day", "weeks", "kb", "mb", "gb", "tb", "bytes", "tokens", "passed", "failed",
+    "errors", "%", "px",
+];
+
+/// Characters an identifier token may hold.
+fn is_token_char(c: char) -> bool {
+    c.is_alphanumeric()
+        || matches!(
+            c,
+            '_' | '.' | '/' | '-' | ':' | '#' | '$' | '%' | '@' | '+' | '~' | '=' | '?' | '&' | ','
+        )
+}
+
+fn trim_token(t: &str) -> &str {
+    t.trim_start_matches(['.', ',', ':', '=', '?', '&', '-', '+'])
+        .trim_end_matches(['.', ',', ':', '=', '?', '&', ';', '-', '+'])
+}
+
+fn is_hex(s: &str) -> bool {
+    s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && is_hex(p))
+}
+
+fn is_path(t: &str) -> bool {
+    if t.len() < 3 || t.len() > 160 || t.starts_with("//") || t.contains("://") {
+        return false;
+    }
+    let t = t.trim_start_matches("./");
+    let valid = t
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'-' | b'~'));
+    if !valid {
+        return false;
+    }
+    let has_ext = t.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty() && !stem.ends_with('/') && PATH_EXTENSIONS.contains(&ext)
+    });
+    let dir_like = t.contains('/')
+        && t.split('/')
+            .filter(|s| s.bytes().any(|c| c.is_ascii_alphabetic()))
+            .count()
+            >= 2;
+    has_ext || dir_like
+}
+
+/// A record id: letters and digits mixed, either upper-case codes (`OBUT9V`, `HAT229`) or
+/// snake-case names ending in digits (`sofia_kim_7287`, `gift_card_6941833`).
+fn is_record_id(t: &str) -> bool {
+    let n = t.len();
+    if !(4..=40).contains(&n)
+        || !t
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+    {
+        return false;
+    }
+    let digits = t.bytes().filter(u8::is_ascii_digit).count();
+    let letters = t.bytes().filter(u8::is_ascii_alphabetic).count();
+    if digits == 0 || letters == 0 {
+        return false;
+    }
+    let upper_code = n <= 12
+        && t.bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'-' || c == b'_');
+    let snake_digits = t.contains('_')
+        && t.rsplit('_')
+            .next()
+            .is_some_and(|last| last.len() >= 3 && last.bytes().all(|c| c.is_ascii_digit()));
+    upper_code || snake_digits
+}
+
+/// A function, class or module name: snake_case with an underscore, CamelCase with two humps,
+/// `name()`, or a dotted name (`pkgutil.iter_modules`).
+fn is_symbol(t: &str) -> bool {
+    let core = t.strip_suffix("()").unwrap_or(t);
+    if core.len() < 4 || core.len() > 80 {
+        return false;
+    }
+    if !core
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+        || core.starts_with('.')
+        || core.ends_with('.')
+        || core.bytes().next().is_some_and(|c| c.is_ascii_digit())
+    {
+        return false;
+    }
+    if t.ends_with("()") {
+        return true;
+    }
+    let dotted = core.contains('.')
+        && core
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()))
+        && core.split('.').count() >= 2
+        && core.bytes().any(|c| c.is_ascii_lowercase());
+    let snake = core.contains('_') && core.trim_matches('_').contains('_')
+        || core.starts_with('_') && core.len() > 4;
+    let humps = core
+        .as_bytes()
+        .windows(2)
+        .filter(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+        .count();
+    let camel = core.bytes().next().is_some_and(|c| c.is_ascii_uppercase()) && humps >= 1;
+    dotted || snake || camel
+}
+
+fn is_config_key(t: &str) -> bool {
+    t.len() >= 5
+        && t.contains('_')
+        && t.bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+        && t.bytes().next().is_some_and(|c| c.is_ascii_uppercase())
+        && t.bytes().filter(u8::is_ascii_uppercase).count() >= 3
+}
+
+fn is_number(t: &str) -> bool {
+    let t = t.strip_prefix('$').unwrap_or(t);
+    !t.is_empty()
+        && t.bytes().next().is_some_and(|c| c.is_ascii_digit())
+        && t.bytes()
+            .all(|c| c.is_ascii_digit() || c == b'.' || c == b',')
+}
+
+/// Characters kept of an error's first line.
+const ERROR_LINE_CHARS: usize = 160;
+
+/// Whitespace collapsed to single spaces, at most `max` characters (an ellipsis marks a cut):
+/// an index line never carries a newline.
+fn one_line(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut n = 0;
+    for w in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+            n += 1;
+        }
+        for ch in w.chars() {
+            if n >= max {
+                out.push('…');
+                return out;
+            }
+            out.push(ch);
+            n += 1;
+        }
+    }
+    out
+}
+
+/// Accumulates identifiers over texts.
+#[derive(Default)]
+pub struct Collector {
+    found: HashMap<(Kind, String), Ident>,
+    order: Vec<(Kind, String)>,
+    /// Which message the last mention of each identifier came from: a file dump repeating a
+    /// name forty times counts it once.
+    mentioned_in: HashMap<(Kind, String), u64>,
+    serial: u64,
+}
+
+impl Collector {
+    fn add(&mut self, kind: Kind, text: String, weight: f64, recency: f64, carried: bool) {
+        if text.is_empty() || text.contains('\n') {
+            return;
+        }
+        let key = (kind, text);
+        if self.serial > 0
+            && self.mentioned_in.insert(key.clone(), self.serial) == Some(self.serial)
+        {
+            return;
+        }
+        match self.found.get_mut(&key) {
+            Some(id) => {
+                id.weight += weight;
+                id.recency = id.recency.max(recency);
+                id.carried |= carried;
+            }
+            None => {
+                self.order.push(key.clone());
+                let text = key.1.clone();
+                self.found.insert(
+                    key,
+                    Ident {
+                        kind,
+                        text,
+                        weight,
+                        recency,
+                        carried,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Scan one text said with `weight` at `recency`.
+    pub fn scan(&mut self, text: &str, weight: f64, recency: f64) {
+        // Error lines: `SomeError: message` / `Error: message` at a line start (or after a
+        // traceback's `File ...` lines), kept with their first line.
+        for line in text.lines() {
+            let l = line.trim();
+            if let Some((head, rest)) = l.split_once(": ") {
+                let name = head.rsplit('.').next().unwrap_or(head);
+                let is_err = !name.is_empty()
+                    && name.len() <= 60
+                    && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                    && (name.ends_with("Error")
+                        || name.ends_with("Exception")
+                        || matches!(name, "FAIL" | "FAILED" | "FAILURE")
+                        || ["FAIL", "ERROR"].iter().any(|w| rest.starts_with(w)))
+                    && !rest.trim().is_empty();
+                if is_err {
+                    self.add(
+                        Kind::Error,
+                        one_line(l, ERROR_LINE_CHARS),
+                        weight + 1.0,
+                        recency,
+                        false,
+                    );
+                }
+            }
+        }
+        let mut tokens: Vec<&str> = Vec::new();
+        let mut start: Option<usize> = None;
+        for (i, c) in text.char_indices() {
+            if is_token_char(c) {
+                start.get_or_insert(i);
+            } else if let Some(s) = start.take() {
+                tokens.push(&text[s..i]);
+            }
+        }
+        if let Some(s) = start {
+            tokens.push(&text[s..]);
+        }
+        for (k, raw) in tokens.iter().enumerate() {
+            // Commas separate list items unless they sit inside a number ("$1,023").
+            // URLs stay whole; elsewhere `=` and `:` join a key to its value and commas
+            // separate list items, unless they sit inside a number ("$1,023").
+            let url = raw.contains("://");
+            let pieces: Vec<&str> = if url || is_number(trim_token(raw)) {
+                vec![raw]
+            } else {
+                raw.split([',', '=', ':']).collect()
+            };
+            for piece in pieces {
+                let t = trim_token(piece);
+                if t.is_empty() || (t.len() < 2 && !t.bytes().all(|c| c.is_ascii_digit())) {
+                    continue;
+                }
+                if t.starts_with("http://") || t.starts_with("https://") {
+                    self.add(
+                        Kind::Url,
+                        t.trim_end_matches([')', '.']).to_string(),
+                        weight,
+                        recency,
+                        false,
+                    );
+                } else if is_uuid(t)
+                    || (t.len() >= 7
+                        && t.len() <= 64
+                        && is_hex(t)
+                        && t.bytes().any(|c| c.is_ascii_digit())
+                        && t.bytes().any(|c| c.is_ascii_alphabetic()))
+                {
+                    self.add(Kind::Hash, t.to_string(), weight, recency, false);
+                } else if let Some(n) = t
+                    .strip_prefix('#')
+                    .filter(|n| (2..=7).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()))
+                {
+                    self.add(Kind::Issue, format!("#{n}"), weight, recency, false);
+                } else if is_path(t) {
+                    self.add(
+                        Kind::Path,
+                        t.trim_start_matches("./").to_string(),
+                        weight,
+                        recency,
+                        false,
+                    );
+                } else if is_number(t) {
+                    let unit = tokens
+                        .get(k + 1)
+                        .map(|u| trim_token(u).to_ascii_lowercase());
+                    if t.starts_with('$') {
+                        self.add(
+                            Kind::Quantity,
+                            t.trim_end_matches(['.', ',']).to_string(),
+                            weight,
+                            recency,
+                            false,
+                        );
+                    } else if unit.is_some_and(|u| UNITS.contains(&u.as_str())) {
+                        let shown = trim_token(tokens[k + 1]);
+                        self.add(
+                            Kind::Quantity,
+                            format!("{t} {shown}"),
+                            weight,
+                            recency,
+                            false,
+                        );
+                    }
+                } else if is_number(
+                    t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%'),
+                ) && UNITS.contains(
+                    &t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+                        .to_ascii_lowercase()
+                        .as_str(),
+                ) {
+                    self.add(Kind::Quantity, t.to_string(), weight, recency, false);
+                } else if is_record_id(t) {
+                    self.add(Kind::Id, t.to_string(), weight, recency, false);
+                } else if is_config_key(t) {
+                    self.add(Kind::Key, t.to_string(), weight, recency, false);
+                } else if is_symbol(t) {
+                    self.add(Kind::Symbol, t.to_string(), weight, recency, false);
+                }
+            }
+        }
+    }
+
+    /// Read back the index section of a previous summary: its identifiers carry over.
+    pub fn carry(&mut self, previous: &str) {
+        for (kind, text) in parse(previous) {
+            self.add(kind, text, 2.0, 0.0, true);
+        }
+    }
+
+    /// Identifiers, best first.
+    pub fn ranked(self) -> Vec<Ident> {
+        let mut v: Vec<(usize, Ident)> = self
+            .order
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| self.found.get(k).map(|id| (i, id.clone())))
+            .collect();
+        v.sort_by(|(ia, a), (ib, b)| {
+            b.score()
+                .partial_cmp(&a.score())
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(ia.cmp(ib))
+        });
+        v.into_iter().map(|(_, id)| id).collect()
+    }
+}
+
+/// The texts of a message with the weight of who said them.
+pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
+    c.serial += 1;
+    let is_result = m.role == Role::Tool || m.tool_call_id.is_some();
+    let own = match m.role {
+        Role::User | Role::Other if !is_result => 3.0,
+        Role::System | Role::Developer => 3.0,
+        Role::Assistant => 2.0,
+        _ => 1.0,
+    };
+    // A text agent's observation (a user message opening with its return code) is output.
+    let text_weight = |t: &str| {
+        if own == 3.0 && t.trim_start().starts_with("<returncode>") {
+            1.0
+        } else {
+            own
+        }
+    };
+    match &m.content {
+        Content::Text(t) => c.scan(t, text_weight(t), recency),
+        Content::Parts(ps) => {
+            for p in ps {
+                match p {
+                    Part::Text(t) => c.scan(t, text_weight(t), recency),
+                    Part::ToolUse(call) => {
+                        c.scan(&call.arguments, 2.0, recency);
+                    }
+                    Part::ToolResult { content, .. } => {
+                        for q in content {
+                            if let Part::Text(t) = q {
+                                c.scan(t, 1.0, recency);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Content::None => {}
+    }
+    for call in &m.tool_calls {
+        c.scan(&call.arguments, 2.0, recency);
+    }
+}
+
+/// The ranked identifiers of `msgs`, with `previous`'s index carried first.
+pub fn collect(msgs: &[Message<'_>], previous: Option<&str>) -> Vec<Ident> {
+    let mut c = Collector::default();
+    if let Some(p) = previous {
+        c.carry(p);
+    }
+    let n = msgs.len().max(1) as f64;
+    for (i, m) in msgs.iter().enumerate() {
+        // The previous summary is read through `previous` (its index carried), not rescanned.
+        if let (Some(s), Some(p)) = (crate::compaction::own_summary(m), previous) {
+            if p.contains(s.trim()) {
+                continue;
+            }
+        }
+        scan_message(&mut c, m, (i + 1) as f64 / n);
+    }
+    c.ranked()
+}
+
+/// The index section: the best identifiers that fit `max_tokens` (the estimator's), one line per
+/// kind, items separated by `, ` (an item never holds a newline; `, ` inside an item is written
+/// `,` so the list reads back). Empty when nothing fits.
+pub fn render(idents: &[Ident], est: &Estimator, max_tokens: u64) -> String {
+    let budget = max_tokens as f64;
+    let header = est.text(INDEX_HEADING) + 2.0;
+    if budget <= header + 8.0 {
+        return String::new();
+    }
+    let mut used = header;
+    let mut chosen: Vec<&Ident> = Vec::new();
+    let mut kinds_used = std::collections::HashSet::new();
+    for id in idents {
+        let line_cost = if kinds_used.contains(&id.kind) {
+            0.0
+        } else {
+            4.0
+        };
+        let cost = est.text(&id.text) + 1.0 + line_cost;
+        if used + cost > budget {
+            continue;
+        }
+        used += cost;
+        kinds_used.insert(id.kind);
+        chosen.push(id);
+    }
+    if chosen.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(INDEX_HEADING);
+    for (kind, label) in KINDS {
+        let items: Vec<String> = chosen
+            .iter()
+            .filter(|i| i.kind == kind)
+            .map(|i| i.text.replace(", ", ","))
+            .collect();
+        if items.is_empty() {
+            continue;
+        }
+        out.push_str("\n- ");
+        out.push_str(label);
+        out.push_str(": ");
+        // Errors hold commas and colons of their own: one per line is not worth its tokens,
+        // so they are separated by ` | `.
+        out.push_str(&items.join(if kind == Kind::Error { " | " } else { ", " }));
+    }
+    out
+}
+
+/// The identifiers of an index section found in `summary` (the last one written by contextfold).
+pub fn parse(summary: &str) -> Vec<(Kind, String)> {
+    let mut out = Vec::new();
+    let Some(at) = summary.rfind(INDEX_HEADING) else {
+        return out;
+    };
+    for line in summary[at + INDEX_HEADING.len()..].lines().skip(1) {
+        let Some(rest) = line.strip_prefix("- ") else {
+            if line.trim().is_empty() {
+                continue;
+            }
+            break;
+        };
+        let Some((label, items)) = rest.split_once(": ") else {
+            break;
+        };
+        let Some(&(kind, _)) = KINDS.iter().find(|(_, l)| *l == label) else {
+            break;
+        };
+        let sep = if kind == Kind::Error { " | " } else { ", " };
+        for item in items.split(sep) {
+            let item = item.trim();
+            if !item.is_empty() {
+                out.push((kind, item.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The summary without its index section (what a merge reads as the summary's own text).
+pub fn strip(summary: &str) -> &str {
+    match summary.rfind(INDEX_HEADING) {
+        Some(at) => summary[..at].trim_end(),
+        None => summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Provider;
+
+    fn kinds(text: &str) -> Vec<(Kind, String)> {
+        let mut c = Collector::default();
+        c.scan(text, 1.0, 1.0);
+        c.ranked().into_iter().map(|i| (i.kind, i.text)).collect()
+    }
+
+    #[test]
+    fn finds_each_kind() {
+        let found = kinds(
+            "Edited src/app/main.py and django/utils/http.py; see https://github.com/o/r/pull/13614 \
+             (#13614), commit 3f2a9c1d, id 123e4567-e89b-12d3-a456-426614174000. Reservation OBUT9V \
+             for sofia_kim_7287 on HAT229 costs $1,023 and takes 5 hours. Set DJANGO_SETTINGS_MODULE; \
+             call parse_http_date() in pkgutil.iter_modules and ASCIIUsernameValidator.\n\
+             AssertionError: 22 != 25 : 22 queries executed, 25 expected",
+        );
+        for (kind, text) in [
+            (Kind::Path, "src/app/main.py"),
+            (Kind::Path, "django/utils/http.py"),
+            (Kind::Url, "https://github.com/o/r/pull/13614"),
+            (Kind::Issue, "#13614"),
+            (Kind::Hash, "3f2a9c1d"),
+            (Kind::Hash, "123e4567-e89b-12d3-a456-426614174000"),
+            (Kind::Id, "OBUT9V"),
+            (Kind::Id, "sofia_kim_7287"),
+            (Kind::Id, "HAT229"),
+            (Kind::Quantity, "$1,023"),
+            (Kind::Quantity, "5 hours"),
+            (Kind::Key, "DJANGO_SETTINGS_MODULE"),
+            (Kind::Symbol, "parse_http_date"),
+            (Kind::Symbol, "pkgutil.iter_modules"),
+            (Kind::Symbol, "ASCIIUsernameValidator"),
+            (
+                Kind::Error,
+                "AssertionError: 22 != 25 : 22 queries executed, 25 expected",
+            ),
+        ] {
+            assert!(
+                found.iter().any(|(k, t)| *k == kind && t == text),
+                "{kind:?} {text:?} missing in {found:?}"
+            );
+        }
+        for plain in ["Edited", "and", "costs", "takes"] {
+            assert!(
+                !found.iter().any(|(_, t)| t == plain),
+                "{plain} taken: {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn render_is_bounded_and_reads_back() {
+        let est = Estimator::new(Provider::OpenAI, "");
+        let mut c = Collector::default();
+        for i in 0..200 {
+            c.scan(
+                &format!("file src/mod{i}/part.py booking AB{i:04}X"),
+                1.0,
+                i as f64 / 200.0,
+            );
+        }
+        let ids = c.ranked();
+        let text = render(&ids, &est, 120);
+        assert!(est.text(&text) <= 120.0 + 1.0, "{}", est.text(&text));
+        let back = parse(&text);
+        assert!(!back.is_empty());
+        // The newest are ranked first.
+        assert!(text.contains("src/mod199/part.py"), "{text}");
+        // Carried identifiers come back first on the next round.
+        let mut next = Collector::default();
+        next.carry(&text);
+        next.scan("new thing other/dir/new.rs", 3.0, 1.0);
+        let again = render(&next.ranked(), &est, 1_000);
+        for (_, t) in &back {
+            assert!(again.contains(t.as_str()), "{t} lost in {again}");
+        }
+        assert!(again.contains("other/dir/new.rs"));
+        assert!(!again.contains("\n\n"));
+    }
+
+    #[test]
+    fn a_newline_never_reaches_an_item() {
+        let mut c = Collector::default();
+        c.scan(
+            "ValueError: first line\nsecond line\n## Install\n",
+            1.0,
+            1.0,
+        );
+        let est = Estimator::new(Provider::OpenAI, "");
+        let text = render(&c.ranked(), &est, 500);
+        assert!(text.lines().all(|l| !l.starts_with("## Install")), "{text}");
+        assert!(text.contains("ValueError: first line"));
+    }
+}

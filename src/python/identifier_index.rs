@@ -1,0 +1,31 @@
+//! Bindings of the identifier index (`crate::identifier_index`): one walk over the folded
+//! messages, the ranked index rendered within a token budget.
+
+use pyo3::prelude::*;
+
+use super::messages::{Keep, Walker};
+use crate::identifier_index::{collect, render, INDEX_HEADING};
+
+/// The identifier index section of `messages` in at most `max_tokens` tokens, carrying the
+/// index of `previous` (a summary) first; an empty string when nothing fits.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None))]
+fn identifier_index(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    max_tokens: u64,
+    provider: &str,
+    model: Option<&str>,
+    previous: Option<&str>,
+) -> PyResult<String> {
+    let mut est = super::estimator_args::estimator(provider, model)?;
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
+    est.settle_platform(&ms);
+    Ok(py.detach(|| render(&collect(&ms, previous), &est, max_tokens)))
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("IDENTIFIER_INDEX_HEADING", INDEX_HEADING)?;
+    m.add_function(wrap_pyfunction!(identifier_index, m)?)
+}

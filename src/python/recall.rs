@@ -1,0 +1,168 @@
+//! Bindings of recoverable folds (`crate::recall`): the fold ids of a plan's edits, the recall
+//! tool's declaration, the calls of a model's message to it, its answer in that message's
+//! format, and the page cut of an answer.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::messages::{Keep, Walker};
+use crate::compaction::{PricedEdit, WireFormat};
+use crate::message::{Content, Message, Part};
+use crate::recall::{fold_of, page, result_json, tool_json, RECALL_TOOL};
+
+/// `(id, removed text)` of every edit that removes recoverable text.
+pub(crate) fn folds(ms: &[Message<'_>], edits: &[PricedEdit]) -> Vec<(String, String)> {
+    edits
+        .iter()
+        .filter_map(|e| fold_of(&ms[e.edit.index()], &e.edit))
+        .collect()
+}
+
+/// The stable short id of a text (`cf` + 12 hex digits of its hash).
+#[pyfunction]
+#[pyo3(signature = (text, /))]
+fn fold_id(text: &str) -> String {
+    crate::recall::fold_id(text)
+}
+
+/// The fold ids a text names, in order, without repeats.
+#[pyfunction]
+#[pyo3(signature = (text, /))]
+fn fold_ids_in(text: &str) -> Vec<String> {
+    crate::recall::ids_in(text)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The recall tool's declaration in a format's tool list, as compact JSON.
+#[pyfunction]
+#[pyo3(signature = (*, format))]
+fn recall_tool(format: &str) -> PyResult<String> {
+    let f = WireFormat::parse(format).map_err(PyValueError::new_err)?;
+    Ok(tool_json(f))
+}
+
+/// The calls of `message` to the recall tool: `(call id, arguments JSON)` each, read by the
+/// core's readers whatever the format (a Responses `function_call` item is its own call).
+#[pyfunction]
+#[pyo3(signature = (message, /))]
+fn recall_calls(py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<Vec<(String, String)>> {
+    let keep = Keep::new();
+    let w = Walker::new(py, &keep);
+    let m = w.message(message)?;
+    let mut out: Vec<(String, String)> = m
+        .tool_calls
+        .iter()
+        .filter(|c| c.name == RECALL_TOOL)
+        .map(|c| (c.id.to_string(), c.arguments.to_string()))
+        .collect();
+    if let Content::Parts(ps) = &m.content {
+        for p in ps {
+            if let Part::ToolUse(c) = p {
+                if c.name == RECALL_TOOL {
+                    out.push((c.id.to_string(), c.arguments.to_string()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The message answering recall call `call_id` of `message` with `text`, in `message`'s own
+/// format (a chat `tool` message, a Responses `function_call_output` item, an Anthropic /
+/// Bedrock user message with one result block, a Gemini user content with one
+/// `functionResponse`), as compact JSON.
+#[pyfunction]
+#[pyo3(signature = (message, /, *, call_id, text))]
+fn recall_result(
+    py: Python<'_>,
+    message: &Bound<'_, PyAny>,
+    call_id: &str,
+    text: &str,
+) -> PyResult<String> {
+    let keep = Keep::new();
+    let w = Walker::new(py, &keep);
+    let m = w.message(message)?;
+    result_json(m.wire, call_id, RECALL_TOOL, text).ok_or_else(|| {
+        PyValueError::new_err("a LangChain message: answer it with the history's dict format")
+    })
+}
+
+/// One page of `text` from character `offset`, at most `max_tokens` estimated tokens:
+/// `(page, end offset in characters, total characters)`.
+#[pyfunction]
+#[pyo3(signature = (text, /, *, offset, max_tokens, provider="openai", model=None))]
+fn recall_page(
+    text: &str,
+    offset: usize,
+    max_tokens: u32,
+    provider: &str,
+    model: Option<&str>,
+) -> PyResult<(String, usize, usize)> {
+    let est = super::estimator_args::estimator(provider, model)?;
+    let (a, b, end) = page(text, offset, max_tokens.max(1), &est);
+    Ok((text[a..b].to_string(), end, text.chars().count()))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("RECALL_TOOL", RECALL_TOOL)?;
+    m.add_function(wrap_pyfunction!(fold_id, m)?)?;
+    m.add_function(wrap_pyfunction!(fold_ids_in, m)?)?;
+    m.add_function(wrap_pyfunction!(recall_tool, m)?)?;
+    m.add_function(wrap_pyfunction!(recall_calls, m)?)?;
+    m.add_function(wrap_pyfunction!(recall_result, m)?)?;
+    m.add_function(wrap_pyfunction!(recall_page, m)?)?;
+    register_degrade(m)
+}
+
+/// The edit cutting the middle of `messages[index]` down to about `keep_tokens` (its head and
+/// end kept, the cut named by a fold id): `((index, path, value), id, whole text)`, or None
+/// when the message holds no text that can be cut.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, index, keep_tokens, provider="openai", model=None))]
+#[allow(clippy::type_complexity)]
+fn cut_middle<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    index: usize,
+    keep_tokens: u32,
+    provider: &str,
+    model: Option<&str>,
+) -> PyResult<Option<(super::prune::PlannedEdit<'py>, String, String)>> {
+    let est = super::estimator_args::estimator(provider, model)?;
+    let keep = Keep::new();
+    let mut w = Walker::new(py, &keep);
+    let ms = w.messages(messages)?;
+    if index >= ms.len() {
+        return Err(PyValueError::new_err(format!(
+            "index {index} out of range for {} messages",
+            ms.len()
+        )));
+    }
+    let Some((edit, id, whole)) = crate::degrade::cut_middle(&ms, index, keep_tokens, &est) else {
+        return Ok(None);
+    };
+    let (path, value) = edit.wire_edit(&ms[index]);
+    let planned = super::prune::planned_edit(py, index, &path, value.as_deref())?;
+    Ok(Some((planned, id, whole)))
+}
+
+pub fn register_degrade(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cut_middle, m)?)?;
+    m.add_function(wrap_pyfunction!(tail_floor, m)?)?;
+    Ok(())
+}
+
+/// `(task index, last user turn index, floor start)` of a history (see `degrade::tail_floor`).
+#[pyfunction]
+#[pyo3(signature = (messages, /))]
+fn tail_floor(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+) -> PyResult<(Option<usize>, Option<usize>, usize)> {
+    let keep = Keep::new();
+    let mut w = Walker::new(py, &keep);
+    let ms = w.messages(messages)?;
+    Ok(crate::degrade::tail_floor(&ms))
+}

@@ -1,0 +1,73 @@
+//! Binding of the repair of a broken history (`crate::repair`): the core plans, this applies
+//! the plan copy-on-write (the caller's objects are never changed) and assembles the list.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use super::messages::{Keep, Walker};
+use super::prune::{json_value, step_object, CopyOnWrite};
+use crate::compaction::WireFormat;
+use crate::repair::{repair, Action, Slot};
+
+/// `(repaired messages, changes)`: the history with stand-in results for unanswered calls,
+/// results without a call dropped and duplicate call ids made unique (see `crate::repair`).
+/// Unchanged messages are the caller's own objects; `copy` is the Python layer's copy of a
+/// container that is not a dict or list.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, format, copy))]
+fn repair_history<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    format: &str,
+    copy: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyList>, Vec<String>)> {
+    let fmt = WireFormat::parse(format).map_err(PyValueError::new_err)?;
+    let keep = Keep::new();
+    let mut w = Walker::new(py, &keep);
+    let ms = w.messages(messages)?;
+    let plan = py.detach(|| repair(&ms, fmt));
+    let edited = PyList::new(py, Walker::snapshot(messages)?)?;
+    if plan.changes.is_empty() {
+        return Ok((edited, Vec::new()));
+    }
+    let mut cow = CopyOnWrite::new(&edited, copy);
+    let steps = |path: &[crate::wire::Step]| -> PyResult<Vec<Bound<'py, PyAny>>> {
+        path.iter().map(|s| step_object(py, s)).collect()
+    };
+    // Sets name positions of the caller's lists: before any removal or insertion.
+    for e in &plan.edits {
+        if let Action::Set(value) = &e.action {
+            let mut path = steps(&e.path)?;
+            let last = path.pop().expect("a set names a key");
+            cow.set_at(e.index, &path, &last, &json_value(py, value)?)?;
+        }
+    }
+    for e in &plan.edits {
+        if e.action == Action::Remove {
+            let mut path = steps(&e.path)?;
+            let last = path.pop().expect("a removal names a position");
+            cow.walk(e.index, &path)?.del_item(last)?;
+        }
+    }
+    for e in &plan.edits {
+        if let Action::Insert { position, value } = &e.action {
+            let path = steps(&e.path)?;
+            cow.walk(e.index, &path)?
+                .call_method1("insert", (*position, json_value(py, value)?))?;
+        }
+    }
+    let out = PyList::empty(py);
+    for slot in &plan.messages {
+        match slot {
+            Slot::Keep(i) => out.append(edited.get_item(*i)?)?,
+            Slot::New(json) => out.append(json_value(py, json)?)?,
+        }
+    }
+    Ok((out, plan.changes))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(repair_history, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! `read_request` and `estimate_request`: a request body as the user passes it to the SDK, read
+//! by the core's body readers (`crate::wire::request`), its values handed back unchanged.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::provider::Provider;
+use crate::wire::{
+    read_request as core_read_request, Body, History, ReadError, Thinking, ToolChoice,
+};
+
+use super::messages::{Keep, PyInput, Walker};
+
+/// `(thinking, budget, reasoning_effort, tool_choice, tool_name, mcp_servers, server_tools,
+/// cache_breakpoints)`.
+type RawSettings = (
+    &'static str,
+    Option<u64>,
+    Option<String>,
+    Option<&'static str>,
+    Option<String>,
+    Vec<(String, String)>,
+    Vec<String>,
+    u32,
+);
+
+/// `(api, provider, model, messages, tools, system, response_format, settings, settings_tokens)`.
+type RawRequest<'py> = (
+    &'static str,
+    &'static str,
+    Option<String>,
+    Bound<'py, PyAny>,
+    Option<Bound<'py, PyList>>,
+    Option<Bound<'py, PyAny>>,
+    Option<Bound<'py, PyAny>>,
+    RawSettings,
+    u32,
+);
+
+/// A body error: a `ValueError` whose `field` attribute names the body's field.
+#[cold]
+fn body_error(py: Python<'_>, e: ReadError<PyErr>) -> PyErr {
+    match e {
+        ReadError::Source(err) => err,
+        ReadError::Invalid { field, reason } => {
+            let text = if field.is_empty() {
+                reason
+            } else {
+                format!("{field}: {reason}")
+            };
+            let err = PyValueError::new_err(text);
+            let _ = err.value(py).setattr("field", field);
+            err
+        }
+    }
+}
+
+fn settings_of(b: &Body<'_, PyInput<'_, '_>>) -> RawSettings {
+    let s = &b.settings;
+    let (thinking, budget) = match s.thinking {
+        Thinking::Off => ("off", None),
+        Thinking::Enabled { budget } => ("enabled", budget),
+        Thinking::Adaptive => ("adaptive", None),
+    };
+    let (choice, name) = match &s.tool_choice {
+        ToolChoice::Unset => (None, None),
+        ToolChoice::Auto => (Some("auto"), None),
+        ToolChoice::None => (Some("none"), None),
+        ToolChoice::Any => (Some("any"), None),
+        ToolChoice::Tool(n) => (Some("tool"), Some(n.clone())),
+    };
+    (
+        thinking,
+        budget,
+        s.reasoning_effort.clone(),
+        choice,
+        name,
+        s.mcp_servers
+            .iter()
+            .map(|m| (m.name.clone(), m.url.clone()))
+            .collect(),
+        s.server_tools.clone(),
+        s.cache_breakpoints,
+    )
+}
+
+/// The history of a body as a Python list (the Responses API's string `input` as one user
+/// message).
+fn history<'py>(py: Python<'py>, h: &History<'_, PyInput<'_, 'py>>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match h {
+        History::List(v) => v.value().clone(),
+        History::Text(t) => {
+            let m = PyDict::new(py);
+            m.set_item("role", "user")?;
+            m.set_item("content", t.as_ref())?;
+            PyList::new(py, [m])?.into_any()
+        }
+    })
+}
+
+/// Read a request body: which API it is for, its history, tools, system prompt, structured
+/// output and settings, and the tokens those settings add (see `contextfold.inputs`).
+#[pyfunction]
+#[pyo3(signature = (body, /, *, provider=None))]
+fn read_request<'py>(
+    py: Python<'py>,
+    body: &Bound<'py, PyAny>,
+    provider: Option<&str>,
+) -> PyResult<RawRequest<'py>> {
+    let forced = provider
+        .map(Provider::parse)
+        .transpose()
+        .map_err(PyValueError::new_err)?;
+    let keep = Keep::new();
+    let w = Walker::new(py, &keep);
+    let b = core_read_request(&w.input(body), forced).map_err(|e| body_error(py, e))?;
+    let provider = forced.unwrap_or(b.api.provider());
+    let model = b.model.as_deref().map(str::to_string);
+    let est = super::estimator_args::estimator(provider.name(), model.as_deref())?;
+    let settings = est
+        .settings_tokens(&b.settings, !b.tools.is_empty())
+        .round() as u32;
+    let tools = if b.tools.is_empty() {
+        None
+    } else {
+        Some(PyList::new(py, b.tools.iter().map(|t| t.value().clone()))?)
+    };
+    Ok((
+        b.api.name(),
+        provider.name(),
+        model,
+        history(py, &b.history)?,
+        tools,
+        b.system.as_ref().map(|s| s.value().clone()),
+        b.response_format.as_ref().map(|r| r.value().clone()),
+        settings_of(&b),
+        settings,
+    ))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read_request, m)?)
+}

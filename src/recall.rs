@@ -1,0 +1,522 @@
+//! Recoverable folds: what a compaction removes is kept under a stable short id, and the text
+//! left in its place names that id and says what was there, so a model can ask for it back
+//! with the recall tool.
+//!
+//! The core owns the id (a hash of the removed text), the placeholder (tool, size, error,
+//! the identifiers and paths it held), the page cut of a recall answer, and (through each
+//! format's file in `wire/`) how the recall tool is declared and answered. The bindings only
+//! move the removed text into a store.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use crate::compaction::MaskEdit;
+use crate::estimate::Estimator;
+use crate::message::{Content, ImageSource, Message, Part};
+use crate::prune::group_sep;
+use crate::wire::edit::{CallAt, Change};
+use crate::wire::write_edit as write;
+use crate::wire::{anthropic, bedrock, gemini, openai_chat, openai_responses, WireFormat};
+
+/// The recall tool's name, as declared in every format.
+pub const RECALL_TOOL: &str = "contextfold_recall";
+
+/// What the recall tool says it does (the model reads this).
+pub const RECALL_DESCRIPTION: &str = "Restore content that contextfold folded out of this \
+conversation to save context. Call it with the id a placeholder names ([folded ... id=...]); \
+long content comes back in pages: call again with the offset the answer gives.";
+
+/// The recall tool's parameters as JSON Schema (compact JSON).
+pub const RECALL_SCHEMA: &str = r#"{"type":"object","properties":{"id":{"type":"string","description":"The id a contextfold placeholder names."},"offset":{"type":"integer","minimum":0,"description":"Character offset to start from (0: the beginning)."},"max_tokens":{"type":"integer","minimum":1,"description":"Upper bound of the page in tokens."}},"required":["id"]}"#;
+
+/// A placeholder stays within this many estimated tokens (the issue's ~64).
+pub const PLACEHOLDER_MAX_TOKENS: f64 = 64.0;
+
+/// How many identifiers and paths a placeholder names at most.
+const MENTIONS: usize = 5;
+
+/// Longest identifier a placeholder quotes (characters); longer ones are cut.
+const MENTION_MAX_CHARS: usize = 48;
+
+/// Prefix of every id: tells a fold id apart from any other token in a text.
+pub const ID_PREFIX: &str = "cf";
+
+/// The stable short id of `text`: `cf` + 12 hex digits of its 64-bit FNV-1a hash. Identical
+/// text gets the same id in every process and version (a placeholder folded again keeps it).
+pub fn fold_id(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{ID_PREFIX}{:012x}", h >> 16)
+}
+
+/// The fold ids a text names (`id=cf...` as placeholders and summaries write them), in order,
+/// without repeats.
+pub fn ids_in(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    let needle = "id=cf";
+    let mut from = 0;
+    while let Some(k) = text[from..].find(needle) {
+        let start = from + k + 3;
+        let end = start + 2 + 12;
+        if let Some(id) = text.get(start..end) {
+            if id[2..].bytes().all(|b| b.is_ascii_hexdigit()) && !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        from = start;
+    }
+    out
+}
+
+/// Whether a tool output reports an error (a traceback, an exception, "error", "failed", a
+/// non-zero exit code), judged on its first and last lines where tools print them.
+pub fn looks_like_error(text: &str) -> bool {
+    let head: String = text.chars().take(2_000).collect();
+    let tail: String = {
+        let n = text.chars().count();
+        text.chars().skip(n.saturating_sub(2_000)).collect()
+    };
+    [head, tail].iter().any(|t| {
+        let l = t.to_lowercase();
+        l.contains("traceback")
+            || l.contains("exception")
+            || l.contains("error")
+            || l.contains("failed")
+            || l.contains("fatal:")
+            || l.split("exit code").skip(1).any(|rest| {
+                rest.trim_start_matches([' ', ':', '='])
+                    .starts_with(|c: char| c.is_ascii_digit() && c != '0')
+            })
+    })
+}
+
+/// Whether a word looks like something a model may need verbatim: a path or file name, a
+/// dotted or snake / camel-case identifier, an error class, a long hex id.
+fn salient(w: &str) -> bool {
+    if w.len() < 4 || w.len() > 200 || w.starts_with("http") && w.len() < 10 {
+        return false;
+    }
+    let alnum = w.chars().filter(|c| c.is_ascii_alphanumeric()).count();
+    if alnum * 2 < w.len() {
+        return false;
+    }
+    let path = w.contains('/') && w.chars().any(|c| c.is_ascii_alphabetic());
+    let file = w.rsplit_once('.').is_some_and(|(a, ext)| {
+        !a.is_empty()
+            && (1..=5).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphabetic())
+            && a.chars().any(|c| c.is_ascii_alphabetic())
+    });
+    let snake = w.contains('_') && w.chars().any(|c| c.is_ascii_alphabetic());
+    let camel = w.chars().skip(1).any(|c| c.is_ascii_uppercase())
+        && w.chars().any(|c| c.is_ascii_lowercase());
+    let hex = w.len() >= 7
+        && w.chars().all(|c| c.is_ascii_hexdigit())
+        && w.chars().any(|c| c.is_ascii_digit())
+        && w.chars().any(|c| c.is_ascii_alphabetic());
+    let error = w.ends_with("Error") || w.ends_with("Exception");
+    path || file || snake || camel || hex || error
+}
+
+/// The identifiers and paths `text` holds, most frequent first (ties: first seen first), at
+/// most `k`, each at most [`MENTION_MAX_CHARS`] characters. Deterministic.
+pub fn mentions(text: &str, k: usize) -> Vec<String> {
+    let mut seen: HashMap<&str, (usize, usize)> = HashMap::new();
+    let words = text.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\''
+                    | '`'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | ','
+                    | ';'
+                    | '<'
+                    | '>'
+                    | '='
+                    | '|'
+            )
+    });
+    for (order, w) in words.enumerate() {
+        let w = w.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?' | '*'));
+        if salient(w) {
+            let e = seen.entry(w).or_insert((0, order));
+            e.0 += 1;
+        }
+    }
+    let mut ranked: Vec<(&str, (usize, usize))> = seen.into_iter().collect();
+    ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
+    ranked
+        .into_iter()
+        .take(k)
+        .map(|(w, _)| {
+            if w.chars().count() > MENTION_MAX_CHARS {
+                let cut: String = w.chars().take(MENTION_MAX_CHARS - 1).collect();
+                format!("{cut}…")
+            } else {
+                w.to_string()
+            }
+        })
+        .collect()
+}
+
+/// The one-line stand-in of a folded piece: what it was (`what`: "tool output", "tool input",
+/// "image", "observation", "messages"), of which tool, its size, whether it held an error,
+/// what it mentions, and the id to recall it by. At most [`PLACEHOLDER_MAX_TOKENS`] tokens
+/// (mentions are dropped from the end until it fits).
+pub fn placeholder(
+    est: &Estimator,
+    what: &str,
+    tool: Option<&str>,
+    tokens: u32,
+    original: &str,
+    id: &str,
+) -> String {
+    let of = match tool {
+        Some(t) if !t.is_empty() => format!(" of {t}"),
+        _ => String::new(),
+    };
+    let error = if what != "image" && looks_like_error(original) {
+        ", held an error"
+    } else {
+        ""
+    };
+    let mut names = if what == "image" {
+        Vec::new()
+    } else {
+        mentions(original, MENTIONS)
+    };
+    loop {
+        let said = if names.is_empty() {
+            String::new()
+        } else {
+            format!("; mentions {}", names.join(", "))
+        };
+        let text = format!(
+            "[folded {what}{of}, ~{} tokens{error}{said}; id={id}, {RECALL_TOOL} restores it]",
+            group_sep(tokens as usize)
+        );
+        if names.is_empty() || est.text(&text) <= PLACEHOLDER_MAX_TOKENS {
+            return text;
+        }
+        names.pop();
+    }
+}
+
+/// The text an edit removes from its message, as the recall tool gives it back: a tool
+/// result's text (its text blocks joined by newlines), an observation's text, a call's
+/// arguments (JSON text), an image's source (URL or base64). `None` for edits that remove
+/// nothing recoverable (thinking dropped whole).
+pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
+    let MaskEdit::Change { change, .. } = e else {
+        return None;
+    };
+    let joined = |ps: &'m [Part<'_>]| -> Option<Cow<'m, str>> {
+        let texts: Vec<&str> = ps
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t.as_ref()),
+                _ => None,
+            })
+            .collect();
+        match texts.as_slice() {
+            [] => None,
+            [one] => Some(Cow::Borrowed(*one)),
+            many => Some(Cow::Owned(many.join("\n"))),
+        }
+    };
+    match change {
+        Change::ResultText { part: None, .. } | Change::Text { .. } => match &m.content {
+            Content::Text(t) => Some(Cow::Borrowed(t.as_ref())),
+            Content::Parts(ps) => joined(ps),
+            Content::None => None,
+        },
+        Change::ResultText { part: Some(k), .. } => match m.parts().get(*k)? {
+            Part::ToolResult { content, .. } => joined(content),
+            _ => None,
+        },
+        Change::Image { part, .. } => match m.parts().get(*part)? {
+            Part::Image(img) => match img.source {
+                // Raw bytes may be only the file's header here: not recoverable whole.
+                ImageSource::Base64(t) | ImageSource::Url(t) | ImageSource::File(t) => {
+                    Some(Cow::Borrowed(t))
+                }
+                ImageSource::Bytes(_) => None,
+            },
+            _ => None,
+        },
+        Change::Arguments { call, .. } => match call {
+            CallAt::ToolCalls(j) => m
+                .tool_calls
+                .get(*j)
+                .map(|c| Cow::Borrowed(c.arguments.as_ref())),
+            CallAt::Part(k) => match m.parts().get(*k)? {
+                Part::ToolUse(c) => Some(Cow::Borrowed(c.arguments.as_ref())),
+                _ => None,
+            },
+        },
+    }
+}
+
+/// The id to store an edit's removed text under, and that text.
+pub fn fold_of(m: &Message<'_>, e: &MaskEdit) -> Option<(String, String)> {
+    let text = original(m, e)?;
+    Some((fold_id(&text), text.into_owned()))
+}
+
+/// Shrunk arguments that name the fold: an object gains `"contextfold_recall": id` (still
+/// valid JSON of the same root type); other roots stay as they are (the id is then only in
+/// the store, found by the call's result placeholder).
+fn arguments_with_id(json: &str, id: &str) -> String {
+    let t = json.trim_end();
+    if let Some(body) = t.strip_suffix('}') {
+        let body = body.trim_end();
+        let sep = if body.ends_with('{') { "" } else { "," };
+        format!("{body}{sep}\"{RECALL_TOOL}\":\"{id}\"}}")
+    } else {
+        json.to_string()
+    }
+}
+
+/// The same edits, each placeholder rewritten to name the fold's id and what it held (the
+/// edit is dropped when its message's format cannot write the new text smaller). `names`:
+/// tool name by call id.
+pub fn recoverable_edits(
+    msgs: &[Message<'_>],
+    est: &Estimator,
+    costs: &[u32],
+    names: &HashMap<&str, &str>,
+    edits: Vec<MaskEdit>,
+) -> Vec<MaskEdit> {
+    let mut out = Vec::with_capacity(edits.len());
+    for e in edits {
+        let i = e.index();
+        let m = &msgs[i];
+        let Some(text) = original(m, &e) else {
+            out.push(e);
+            continue;
+        };
+        let id = fold_id(&text);
+        let tokens = est.text(&text).ceil() as u32;
+        let MaskEdit::Change { change, .. } = &e else {
+            out.push(e);
+            continue;
+        };
+        let new = match change {
+            Change::ResultText { part, .. } => {
+                let call = match part {
+                    None => m.tool_call_id,
+                    Some(k) => match m.parts().get(*k) {
+                        Some(Part::ToolResult { tool_use_id, .. }) => Some(*tool_use_id),
+                        _ => None,
+                    },
+                };
+                let tool = call.and_then(|c| names.get(c).copied());
+                Change::ResultText {
+                    part: *part,
+                    text: placeholder(
+                        est,
+                        "tool output",
+                        tool,
+                        tokens.max(costs[i].min(tokens.max(1))),
+                        &text,
+                        &id,
+                    ),
+                }
+            }
+            Change::Text { .. } => Change::Text {
+                text: placeholder(est, "observation", None, tokens, &text, &id),
+            },
+            Change::Image { part, .. } => Change::Image {
+                part: *part,
+                text: placeholder(est, "image", None, tokens, "", &id),
+            },
+            Change::Arguments { call, json } => Change::Arguments {
+                call: *call,
+                json: arguments_with_id(json, &id),
+            },
+        };
+        match write(i, m, &new) {
+            Some(w) => out.push(MaskEdit::Change {
+                index: i,
+                change: new,
+                path: w.path,
+                value: w.value,
+            }),
+            None => out.push(e),
+        }
+    }
+    out
+}
+
+/// The character offset where a page of `text` starting at character `offset` ends, the page
+/// holding at most `max_tokens` estimated tokens (at least one character, so paging always
+/// moves on). Returns `(start byte, end byte, end char offset)`.
+pub fn page(text: &str, offset: usize, max_tokens: u32, est: &Estimator) -> (usize, usize, usize) {
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(b, _)| b)
+        .chain(std::iter::once(text.len()))
+        .collect();
+    let chars = bounds.len() - 1;
+    let start_c = offset.min(chars);
+    let start = bounds[start_c];
+    let fits = |end_c: usize| est.text(&text[start..bounds[end_c]]) <= f64::from(max_tokens);
+    if fits(chars) {
+        return (start, text.len(), chars);
+    }
+    let (mut lo, mut hi) = (start_c + 1, chars);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    // Prefer to end at a line break within the last quarter of the page.
+    let end_c = lo;
+    let piece = &text[start..bounds[end_c]];
+    let end_c = match piece.rfind('\n') {
+        Some(nl) if nl >= piece.len() * 3 / 4 && end_c < chars => {
+            start_c + piece[..=nl].chars().count()
+        }
+        _ => end_c,
+    };
+    (start, bounds[end_c], end_c)
+}
+
+/// The recall tool's declaration in `format`'s tool list, as compact JSON.
+pub fn tool_json(format: WireFormat) -> String {
+    match format {
+        WireFormat::Chat => {
+            openai_chat::tool_declaration_json(RECALL_TOOL, RECALL_DESCRIPTION, RECALL_SCHEMA)
+        }
+        WireFormat::Responses => {
+            openai_responses::tool_declaration_json(RECALL_TOOL, RECALL_DESCRIPTION, RECALL_SCHEMA)
+        }
+        WireFormat::Anthropic => {
+            anthropic::tool_declaration_json(RECALL_TOOL, RECALL_DESCRIPTION, RECALL_SCHEMA)
+        }
+        WireFormat::Gemini => {
+            gemini::tool_declaration_json(RECALL_TOOL, RECALL_DESCRIPTION, RECALL_SCHEMA)
+        }
+        WireFormat::Bedrock => {
+            bedrock::tool_declaration_json(RECALL_TOOL, RECALL_DESCRIPTION, RECALL_SCHEMA)
+        }
+    }
+}
+
+/// The message (Responses: the item) answering call `call_id` of tool `name` with `text`, in
+/// the format of the message that made the call (`wire`), as compact JSON.
+pub fn result_json(
+    wire: crate::wire::Format,
+    call_id: &str,
+    name: &str,
+    text: &str,
+) -> Option<String> {
+    use crate::wire::Format;
+    Some(match wire {
+        Format::OpenAIChat | Format::Unknown => openai_chat::tool_result_json(call_id, text),
+        Format::OpenAIResponses => openai_responses::tool_result_json(call_id, text),
+        Format::Anthropic => anthropic::tool_result_json(call_id, text),
+        Format::Gemini => gemini::tool_result_json(call_id, name, text, false),
+        Format::GeminiSnake => gemini::tool_result_json(call_id, name, text, true),
+        Format::Bedrock => bedrock::tool_result_json(call_id, text),
+        Format::LangChain => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Provider;
+
+    #[test]
+    fn fold_id_is_stable_short_and_content_addressed() {
+        let a = fold_id("hello world");
+        assert_eq!(a.len(), 14);
+        assert!(a.starts_with("cf"));
+        assert_eq!(a, fold_id("hello world"));
+        assert_ne!(a, fold_id("hello world!"));
+    }
+
+    #[test]
+    fn ids_in_finds_every_id_a_text_names_once() {
+        let a = fold_id("a");
+        let b = fold_id("b");
+        let t = format!("x id={a} y id={b} z id={a} id=cfzz");
+        assert_eq!(ids_in(&t), vec![a.as_str(), b.as_str()]);
+    }
+
+    #[test]
+    fn placeholder_names_tool_error_mentions_and_id_within_64_tokens() {
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let text = "Traceback (most recent call last):\n  File \"src/app/models.py\", line 3\nKeyError: 'user_id'\n".repeat(50);
+        let p = placeholder(
+            &est,
+            "tool output",
+            Some("run_tests"),
+            2_000,
+            &text,
+            "cf0123456789ab",
+        );
+        assert!(p.contains("run_tests"), "{p}");
+        assert!(p.contains("held an error"), "{p}");
+        assert!(p.contains("src/app/models.py"), "{p}");
+        assert!(p.contains("id=cf0123456789ab"), "{p}");
+        assert!(est.text(&p) <= PLACEHOLDER_MAX_TOKENS, "{p}");
+        let long: String = (0..200)
+            .map(|k| format!("very_long_identifier_name_{k}_x "))
+            .collect();
+        let p = placeholder(
+            &est,
+            "tool output",
+            Some("grep"),
+            9_000,
+            &long,
+            "cf0123456789ab",
+        );
+        assert!(est.text(&p) <= PLACEHOLDER_MAX_TOKENS, "{p}");
+        assert!(!looks_like_error("all 12 passed\nexit code 0"));
+        assert!(looks_like_error("exit code: 2"));
+    }
+
+    #[test]
+    fn pages_cover_the_text_exactly_and_stay_within_their_tokens() {
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let text = "line é ünïcode 12345\n".repeat(400);
+        let mut offset = 0;
+        let mut back = String::new();
+        let chars = text.chars().count();
+        while offset < chars {
+            let (a, b, end) = page(&text, offset, 100, &est);
+            assert!(est.text(&text[a..b]) <= 100.0);
+            assert!(end > offset);
+            back.push_str(&text[a..b]);
+            offset = end;
+        }
+        assert_eq!(back, text);
+    }
+
+    #[test]
+    fn arguments_keep_their_root_and_name_the_id() {
+        assert_eq!(
+            arguments_with_id("{\"a\":1}", "cf1"),
+            "{\"a\":1,\"contextfold_recall\":\"cf1\"}"
+        );
+        assert_eq!(
+            arguments_with_id("{}", "cf1"),
+            "{\"contextfold_recall\":\"cf1\"}"
+        );
+        assert_eq!(arguments_with_id("[1]", "cf1"), "[1]");
+    }
+}

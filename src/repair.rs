@@ -1,0 +1,483 @@
+//! Repair of broken histories: what a provider would reject, made acceptable with the least
+//! change, each change said.
+//!
+//! - A call without a result gets a stand-in result marked as interrupted (an error result
+//!   where the format has the notion: Anthropic `is_error`, Bedrock `status: "error"`, Gemini
+//!   `response.error`).
+//! - A result without its call (or a second result of one call) is dropped.
+//! - Duplicate call ids are made unique (`id_2`, `id_3`, ...), the result that follows each
+//!   renamed call renamed with it.
+//! - A pending last turn (calls still awaiting results or an approval) is left as it is.
+//!
+//! Where a result must sit: OpenAI chat, in the run of `tool` messages right after its call;
+//! Responses, in a `function_call_output` item after its call and before the next user or
+//! assistant message; Anthropic, Bedrock and Gemini, in the message right after the call's.
+//! Gemini calls without an id pair by name and order, so they are never renamed.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use crate::compaction::Turn;
+use crate::message::{Content, Message, Part};
+use crate::wire::edit::{json_string, CallAt, Step};
+use crate::wire::{anthropic, bedrock, gemini, openai_chat, openai_responses, Format, WireFormat};
+
+/// The text of a stand-in result.
+pub const INTERRUPTED: &str =
+    "[interrupted: no result was recorded for this call (the run stopped \
+before it returned); stand-in added by contextfold repair]";
+
+/// The text left in a message whose every block was a result without its call.
+pub const DROPPED: &str =
+    "[results of calls missing from this history were dropped by contextfold repair]";
+
+/// What an edit does at its path inside a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Replace the value at the path (its last step names an existing key) with this JSON.
+    Set(String),
+    /// Remove the list element the path ends on.
+    Remove,
+    /// Insert this JSON into the list at the path, at `position`.
+    Insert { position: usize, value: String },
+}
+
+/// One edit of caller message `index`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairEdit {
+    pub index: usize,
+    pub path: Vec<Step>,
+    pub action: Action,
+}
+
+/// A message of the repaired history: a caller's message (edited by `edits` when any names
+/// it) or a new one (compact JSON).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Slot {
+    Keep(usize),
+    New(String),
+}
+
+/// The repair of a history.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RepairPlan {
+    pub messages: Vec<Slot>,
+    /// Sets first, then removals (highest position first), then insertions, per message.
+    pub edits: Vec<RepairEdit>,
+    /// What was changed, one line each, naming the caller's message index.
+    pub changes: Vec<String>,
+}
+
+struct CallRef<'a> {
+    at: CallAt,
+    id: &'a str,
+    name: &'a str,
+}
+
+fn calls_of<'a>(m: &'a Message<'_>) -> Vec<CallRef<'a>> {
+    let mut out: Vec<CallRef<'a>> = m
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(j, c)| CallRef {
+            at: CallAt::ToolCalls(j),
+            id: c.id,
+            name: c.name,
+        })
+        .collect();
+    if let Content::Parts(ps) = &m.content {
+        for (k, p) in ps.iter().enumerate() {
+            if let Part::ToolUse(c) = p {
+                out.push(CallRef {
+                    at: CallAt::Part(k),
+                    id: c.id,
+                    name: c.name,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn results_of<'a>(m: &'a Message<'_>) -> Vec<(Option<usize>, &'a str)> {
+    let mut out = Vec::new();
+    if let Some(id) = m.tool_call_id {
+        out.push((None, id));
+    }
+    if let Content::Parts(ps) = &m.content {
+        for (k, p) in ps.iter().enumerate() {
+            if let Part::ToolResult { tool_use_id, .. } = p {
+                out.push((Some(k), *tool_use_id));
+            }
+        }
+    }
+    out
+}
+
+fn call_path(m: &Message<'_>, at: CallAt) -> Option<Vec<Step>> {
+    match m.wire {
+        Format::OpenAIChat => openai_chat::call_id_path(at),
+        Format::OpenAIResponses => openai_responses::call_id_path(at),
+        Format::Anthropic => anthropic::call_id_path(at),
+        Format::Gemini => gemini::call_id_path(at, false),
+        Format::GeminiSnake => gemini::call_id_path(at, true),
+        Format::Bedrock => bedrock::call_id_path(at),
+        Format::Unknown | Format::LangChain => None,
+    }
+}
+
+fn result_path(m: &Message<'_>, part: Option<usize>) -> Option<Vec<Step>> {
+    match m.wire {
+        Format::OpenAIChat => openai_chat::result_id_path(part),
+        Format::OpenAIResponses => openai_responses::result_id_path(part),
+        Format::Anthropic => anthropic::result_id_path(part),
+        Format::Gemini => gemini::result_id_path(part, false),
+        Format::GeminiSnake => gemini::result_id_path(part, true),
+        Format::Bedrock => bedrock::result_id_path(part),
+        Format::Unknown | Format::LangChain => None,
+    }
+}
+
+/// Whether a call is a Gemini call without an id (its view's id is its name).
+fn nameless(m: &Message<'_>, id: &str, name: &str) -> bool {
+    matches!(m.wire, Format::Gemini | Format::GeminiSnake) && id == name
+}
+
+/// The list key of a strict format's message content.
+fn list_key(wire: Format) -> &'static str {
+    match wire {
+        Format::Gemini | Format::GeminiSnake => "parts",
+        _ => "content",
+    }
+}
+
+/// A stand-in result block of a strict format.
+fn block(wire: Format, id: &str, name: &str) -> String {
+    match wire {
+        Format::Gemini => gemini::error_result_block_json(id, name, INTERRUPTED, false),
+        Format::GeminiSnake => gemini::error_result_block_json(id, name, INTERRUPTED, true),
+        Format::Bedrock => bedrock::error_result_block_json(id, INTERRUPTED),
+        _ => anthropic::error_result_block_json(id, INTERRUPTED),
+    }
+}
+
+/// A text block of a strict format.
+fn text_block(wire: Format, text: &str) -> String {
+    match wire {
+        Format::Gemini | Format::GeminiSnake => gemini::text_block_json(text),
+        Format::Bedrock => bedrock::text_block_json(text),
+        _ => anthropic::text_block_json(text),
+    }
+}
+
+fn count_parts(m: &Message<'_>) -> usize {
+    match &m.content {
+        Content::Parts(ps) => ps.len(),
+        _ => 0,
+    }
+}
+
+/// The repair of `msgs`, a history of `format`.
+pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
+    let n = msgs.len();
+    let mut plan = RepairPlan::default();
+
+    // Ids made unique; effective ids of each message's calls and results.
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut pending: HashMap<&str, VecDeque<String>> = HashMap::new();
+    let mut call_ids: Vec<Vec<(String, String)>> = Vec::with_capacity(n);
+    let mut result_ids: Vec<Vec<(Option<usize>, String)>> = Vec::with_capacity(n);
+    for (i, m) in msgs.iter().enumerate() {
+        let mut calls = Vec::new();
+        for c in calls_of(m) {
+            let mut id = c.id.to_string();
+            let free = nameless(m, c.id, c.name);
+            if !free && seen.contains(&id) {
+                if let Some(path) = call_path(m, c.at) {
+                    let mut k = 2;
+                    while seen.contains(&format!("{}_{k}", c.id)) {
+                        k += 1;
+                    }
+                    let new = format!("{}_{k}", c.id);
+                    plan.changes.push(format!(
+                        "message {i}: duplicate call id {:?} renamed {new:?}",
+                        c.id
+                    ));
+                    plan.edits.push(RepairEdit {
+                        index: i,
+                        path,
+                        action: Action::Set(json_string(&new)),
+                    });
+                    id = new;
+                }
+            }
+            if !free {
+                seen.insert(id.clone());
+                pending.entry(c.id).or_default().push_back(id.clone());
+            }
+            calls.push((id, c.name.to_string()));
+        }
+        let mut results = Vec::new();
+        for (part, rid) in results_of(m) {
+            let mut id = rid.to_string();
+            if let Some(e) = pending.get_mut(rid).and_then(|q| q.pop_front()) {
+                if e != rid {
+                    if let Some(path) = result_path(m, part) {
+                        plan.changes.push(format!(
+                            "message {i}: result of duplicate call id {rid:?} renamed {e:?}"
+                        ));
+                        plan.edits.push(RepairEdit {
+                            index: i,
+                            path,
+                            action: Action::Set(json_string(&e)),
+                        });
+                        id = e;
+                    }
+                }
+            }
+            results.push((part, id));
+        }
+        call_ids.push(calls);
+        result_ids.push(results);
+    }
+
+    let interrupted = |plan: &mut RepairPlan, i: usize, id: &str| {
+        plan.changes.push(format!(
+            "message {i}: call {id:?} had no result: stand-in result marked interrupted added"
+        ));
+    };
+    let orphan = |plan: &mut RepairPlan, i: usize, id: &str| {
+        plan.changes.push(format!(
+            "message {i}: result for call {id:?} without that call (or answered twice): dropped"
+        ));
+    };
+
+    if format.strict_turns() {
+        for (i, m) in msgs.iter().enumerate() {
+            // Results must answer the previous message's calls, each once.
+            let mut open: Vec<&str> = if i > 0 && Turn::of(&msgs[i - 1]) == Turn::Assistant {
+                call_ids[i - 1].iter().map(|(id, _)| id.as_str()).collect()
+            } else {
+                Vec::new()
+            };
+            let mut drops: Vec<usize> = Vec::new();
+            let mut drop_whole = false;
+            for (part, id) in &result_ids[i] {
+                match open.iter().position(|x| x == id) {
+                    Some(p) => {
+                        open.remove(p);
+                    }
+                    None => {
+                        orphan(&mut plan, i, id);
+                        match part {
+                            Some(k) => drops.push(*k),
+                            None => drop_whole = true,
+                        }
+                    }
+                }
+            }
+            if drop_whole {
+                continue;
+            }
+            if !drops.is_empty() && drops.len() == count_parts(m) {
+                // Nothing of the message would remain: a note in its place keeps the turns
+                // alternating (a strict format rejects two assistant turns in a row).
+                plan.edits.push(RepairEdit {
+                    index: i,
+                    path: vec![Step::Key(list_key(m.wire))],
+                    action: Action::Set(format!("[{}]", text_block(m.wire, DROPPED))),
+                });
+                plan.messages.push(Slot::Keep(i));
+                continue;
+            } else {
+                drops.sort_unstable_by(|a, b| b.cmp(a));
+            }
+            for k in drops {
+                plan.edits.push(RepairEdit {
+                    index: i,
+                    path: vec![Step::Key(list_key(m.wire)), Step::Index(k)],
+                    action: Action::Remove,
+                });
+            }
+            plan.messages.push(Slot::Keep(i));
+            // This message's calls must be answered by the next one.
+            if call_ids[i].is_empty() || i + 1 == n {
+                continue; // none, or the pending last turn
+            }
+            let next = &msgs[i + 1];
+            let mut answered: Vec<&str> = result_ids[i + 1]
+                .iter()
+                .map(|(_, id)| id.as_str())
+                .collect();
+            let mut missing: Vec<(&str, &str)> = Vec::new();
+            for (id, name) in &call_ids[i] {
+                match answered.iter().position(|x| x == id) {
+                    Some(p) => {
+                        answered.remove(p);
+                    }
+                    None => missing.push((id, name)),
+                }
+            }
+            if missing.is_empty() {
+                continue;
+            }
+            let blocks: Vec<String> = missing
+                .iter()
+                .map(|(id, name)| {
+                    interrupted(&mut plan, i, id);
+                    block(m.wire, id, name)
+                })
+                .collect();
+            if Turn::of(next) == Turn::User {
+                match &next.content {
+                    Content::Parts(_) => {
+                        for (position, value) in blocks.into_iter().enumerate() {
+                            plan.edits.push(RepairEdit {
+                                index: i + 1,
+                                path: vec![Step::Key(list_key(next.wire))],
+                                action: Action::Insert { position, value },
+                            });
+                        }
+                    }
+                    Content::Text(t) => {
+                        let mut list = blocks;
+                        list.push(text_block(m.wire, t));
+                        plan.edits.push(RepairEdit {
+                            index: i + 1,
+                            path: vec![Step::Key(list_key(next.wire))],
+                            action: Action::Set(format!("[{}]", list.join(","))),
+                        });
+                    }
+                    Content::None => {
+                        plan.messages
+                            .push(Slot::New(results_message(m.wire, &blocks)));
+                    }
+                }
+            } else {
+                plan.messages
+                    .push(Slot::New(results_message(m.wire, &blocks)));
+            }
+        }
+    } else {
+        let responses = format == WireFormat::Responses;
+        let mut open: Vec<(String, usize)> = Vec::new();
+        for (i, m) in msgs.iter().enumerate() {
+            let turn = Turn::of(m);
+            if !result_ids[i].is_empty() && turn != Turn::User && turn != Turn::Assistant {
+                // A chat `tool` message or a Responses output item: one result.
+                let id = &result_ids[i][0].1;
+                match open.iter().position(|(x, _)| x == id) {
+                    Some(p) => {
+                        open.remove(p);
+                        plan.messages.push(Slot::Keep(i));
+                    }
+                    None => orphan(&mut plan, i, id),
+                }
+                continue;
+            }
+            let speaks = match turn {
+                Turn::User => true,
+                Turn::Assistant => {
+                    !responses
+                        || matches!(&m.content, Content::Text(_))
+                        || matches!(&m.content, Content::Parts(ps) if ps.iter().any(|p| matches!(p, Part::Text(_))))
+                }
+                _ => false,
+            };
+            if !open.is_empty() && speaks && !(responses && !call_ids[i].is_empty()) {
+                for (id, at) in std::mem::take(&mut open) {
+                    interrupted(&mut plan, at, &id);
+                    let json = if responses {
+                        openai_responses::tool_result_json(&id, INTERRUPTED)
+                    } else {
+                        openai_chat::tool_result_json(&id, INTERRUPTED)
+                    };
+                    plan.messages.push(Slot::New(json));
+                }
+            }
+            plan.messages.push(Slot::Keep(i));
+            open.extend(call_ids[i].iter().map(|(id, _)| (id.clone(), i)));
+        }
+        // Calls still open at the end are the pending last turn: left as they are.
+    }
+    plan
+}
+
+/// A user message holding result blocks, in a strict format.
+fn results_message(wire: Format, blocks: &[String]) -> String {
+    format!(
+        "{{\"role\":\"user\",\"{}\":[{}]}}",
+        list_key(wire),
+        blocks.join(",")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::read_history;
+    use serde_json::{json, Value};
+
+    fn plan_of(v: &Value, format: WireFormat) -> RepairPlan {
+        let msgs = read_history(&v).expect("readable");
+        repair(&msgs, format)
+    }
+
+    #[test]
+    fn chat_call_without_result_gets_an_interrupted_stand_in_and_orphans_go() {
+        let h = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "ok"},
+            {"role": "tool", "tool_call_id": "zzz", "content": "stray"},
+            {"role": "user", "content": "next"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+        ]);
+        let p = plan_of(&h, WireFormat::Chat);
+        assert_eq!(p.messages.len(), 6, "{p:?}");
+        assert!(
+            matches!(&p.messages[3], Slot::New(s) if s.contains("\"tool_call_id\":\"b\"") && s.contains("interrupted"))
+        );
+        assert!(!p.messages.contains(&Slot::Keep(3)));
+        // The pending last call is left alone.
+        assert_eq!(p.messages.last(), Some(&Slot::Keep(5)));
+        assert_eq!(p.changes.len(), 2, "{:?}", p.changes);
+    }
+
+    #[test]
+    fn duplicate_ids_are_renamed_with_their_results() {
+        let h = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "1"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "2"}]}
+        ]);
+        let p = plan_of(&h, WireFormat::Anthropic);
+        let sets: Vec<_> = p
+            .edits
+            .iter()
+            .filter(|e| matches!(&e.action, Action::Set(v) if v == "\"x_2\""))
+            .map(|e| e.index)
+            .collect();
+        assert_eq!(sets, vec![3, 4], "{p:?}");
+        assert_eq!(p.messages, (0..5).map(Slot::Keep).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn strict_formats_put_stand_ins_into_the_next_user_message() {
+        let h = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}}]},
+            {"role": "user", "content": [{"text": "never mind"}]},
+            {"role": "assistant", "content": [{"text": "ok"}]}
+        ]);
+        let p = plan_of(&h, WireFormat::Bedrock);
+        assert_eq!(p.messages, (0..4).map(Slot::Keep).collect::<Vec<_>>());
+        assert!(
+            matches!(&p.edits[0].action, Action::Insert { position: 0, value } if value.contains("\"status\":\"error\""))
+        );
+    }
+}

@@ -1,0 +1,43 @@
+//! What a request carries besides its messages: the system prompt, tool definitions and a
+//! structured-output schema, as the wire readers read them and the estimator prices them. A
+//! floor of the message model, below both (`wire/` fills it, `estimate` reads it).
+
+use std::borrow::Cow;
+
+/// A tool definition as sent: its name and its whole definition serialized as compact JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDef<'a> {
+    pub name: Cow<'a, str>,
+    pub json: Cow<'a, str>,
+}
+
+/// A structured-output schema the reply is constrained to (OpenAI `response_format`, the
+/// Responses `text.format`, Anthropic `output_format`, Gemini `responseJsonSchema`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseFormat<'a> {
+    /// The format's name (OpenAI's `json_schema.name`), empty when it has none.
+    pub name: Cow<'a, str>,
+    pub description: Option<Cow<'a, str>>,
+    /// The JSON schema, as compact JSON.
+    pub schema: Cow<'a, str>,
+}
+
+impl ResponseFormat<'_> {
+    /// The same format owning its text (kept past the objects it was read from).
+    pub fn into_owned(self) -> ResponseFormat<'static> {
+        ResponseFormat {
+            name: Cow::Owned(self.name.into_owned()),
+            description: self.description.map(|d| Cow::Owned(d.into_owned())),
+            schema: Cow::Owned(self.schema.into_owned()),
+        }
+    }
+}
+
+/// What a request carries besides its messages.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestExtras<'a> {
+    /// A top-level system prompt (Anthropic `system`, or one to be prepended).
+    pub system: Option<Cow<'a, str>>,
+    pub tools: Vec<ToolDef<'a>>,
+    pub response_format: Option<ResponseFormat<'a>>,
+}

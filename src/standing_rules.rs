@@ -1,0 +1,121 @@
+//! Standing rules: the sentences of user and system messages that constrain every later turn
+//! ("never push to main", "do not modify the tests", "always ask before booking", "only use the
+//! gift card", approval gates). A summary keeps them verbatim, whatever else it shortens, so a
+//! compaction never turns a forbidden action into an allowed one.
+
+/// Words and phrases that make a sentence a standing rule (matched case-insensitively at word
+/// boundaries).
+const MARKERS: [&str; 21] = [
+    "never",
+    "always",
+    "must",
+    "only",
+    "should not",
+    "shouldn't",
+    "make sure",
+    "at most",
+    "no more than",
+    "don't want",
+    "do not want",
+    "approval",
+    "approve",
+    "ask me",
+    "ask before",
+    "unless",
+    "avoid",
+    "prefer",
+    "under no circumstances",
+    "not allowed",
+    "without my",
+];
+
+/// Imperatives that make a rule only when they open the sentence ("Do not push", "Please don't
+/// touch the tests"); "I do not have the id" states a fact.
+const OPENERS: [&str; 4] = ["do not", "don't", "dont", "please do not"];
+
+/// Longest rule kept whole (characters); a longer sentence keeps its head and end.
+const MAX_RULE_CHARS: usize = 600;
+
+fn has_marker(lower: &str) -> bool {
+    let opening = lower.trim_start_matches(|c: char| !c.is_alphanumeric());
+    let opening = opening.strip_prefix("please ").unwrap_or(opening);
+    if OPENERS.iter().any(|o| opening.starts_with(o)) {
+        return true;
+    }
+    MARKERS.iter().any(|m| {
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(m) {
+            let at = from + i;
+            let before = lower[..at].chars().next_back();
+            let after = lower[at + m.len()..].chars().next();
+            let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+            if edge(before) && edge(after) {
+                return true;
+            }
+            from = at + m.len();
+        }
+        false
+    })
+}
+
+/// Sentences of `text` that state a rule, each on one line (whitespace collapsed), in order.
+pub fn rules_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i <= b.len() {
+        let end_here = i == b.len()
+            || b[i] == b'\n'
+            || (matches!(b[i], b'.' | b'!' | b'?')
+                && (i + 1 == b.len() || b[i + 1].is_ascii_whitespace()));
+        if end_here {
+            let stop = if i < b.len() && b[i] != b'\n' {
+                i + 1
+            } else {
+                i
+            };
+            let sentence = text[start..stop].trim();
+            if sentence.len() >= 8 && has_marker(&sentence.to_lowercase()) {
+                out.push(one_line(sentence));
+            }
+            start = (i + 1).min(b.len());
+        }
+        i += 1;
+    }
+    out
+}
+
+fn one_line(s: &str) -> String {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    let line = words.join(" ");
+    if line.chars().count() <= MAX_RULE_CHARS {
+        return line;
+    }
+    let chars: Vec<char> = line.chars().collect();
+    let head: String = chars[..MAX_RULE_CHARS * 2 / 3].iter().collect();
+    let tail: String = chars[chars.len() - MAX_RULE_CHARS / 3..].iter().collect();
+    format!("{head} … {tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_rules_and_leaves_the_rest() {
+        let text = "Hi! Please book the flight.\nNever use my Visa card. I only want aisle seats! \
+                    The weather is nice. I do not have the id. Do not change the return flight; \
+                    always ask me before paying.";
+        let rules = rules_in(text);
+        assert_eq!(
+            rules,
+            vec![
+                "Never use my Visa card.",
+                "I only want aisle seats!",
+                "Do not change the return flight; always ask me before paying.",
+            ]
+        );
+        assert!(rules_in("The onlyness of the mustard.").is_empty());
+    }
+}

@@ -1,0 +1,59 @@
+"""`Compactor(cache_aware=True)`: the gate waits while the cached prefix is warm, unless the
+window is nearly full; `clear_at_least` is chosen from the model's cache prices."""
+
+from __future__ import annotations
+
+import contextfold as cf
+from contextfold.cache_policy import CachePolicy
+from contextfold.cost import prices_for
+from transcripts import LOCAL, SHARED, load_conversations, shared_available
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _history() -> list[dict]:
+    convs = load_conversations(SHARED if shared_available() else LOCAL, "mini-swe-agent-gemini3")
+    return max((c["messages"] for c in convs), key=len)
+
+
+def test_the_gate_defers_while_warm_and_fires_when_cold_or_nearly_full() -> None:
+    h = _history()
+    tokens = cf.estimate(h, provider="anthropic", model="claude-sonnet-4-5")
+    c = cf.Compactor(provider="anthropic", model="claude-sonnet-4-5", trigger=tokens // 2,
+                     context_window=tokens * 4, cache_aware=True)
+    clock = Clock()
+    assert c._cache is not None
+    c._cache.clock = clock
+    assert c.should_compact(h)  # no earlier call: nothing cached to lose
+    clock.now += 60
+    assert not c.should_compact(h)  # within the 5-minute TTL: wait
+    clock.now += 301
+    assert c.should_compact(h)  # gone cold: compacting costs no cache write premium
+    # Nearly full: compact even when warm.
+    full = cf.Compactor(provider="anthropic", model="claude-sonnet-4-5", trigger=tokens // 2,
+                        context_window=int(tokens * 1.1), cache_aware=True)
+    assert full._cache is not None
+    full._cache.clock = clock
+    full.should_compact(h)
+    clock.now += 1
+    assert full.should_compact(h)
+    # Without cache_aware the gate never waits.
+    plain = cf.Compactor(provider="anthropic", model="claude-sonnet-4-5", trigger=tokens // 2,
+                         context_window=tokens * 4)
+    assert plain.should_compact(h) and plain.should_compact(h)
+
+
+def test_clear_at_least_follows_the_cache_price_of_the_model() -> None:
+    sonnet = cf.Compactor(provider="anthropic", model="claude-sonnet-4-5", budget=50_000, cache_aware=True)
+    gpt = cf.Compactor(model="gpt-4o", budget=50_000, cache_aware=True)
+    assert sonnet.clear_at_least > gpt.clear_at_least > 0
+    p = prices_for("gpt-4o")
+    assert gpt.clear_at_least == CachePolicy(p).clear_at_least(50_000)
+    # A caller's own value is kept.
+    assert cf.Compactor(model="gpt-4o", budget=50_000, cache_aware=True, clear_at_least=7).clear_at_least == 7

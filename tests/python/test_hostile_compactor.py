@@ -1,0 +1,360 @@
+"""Hostile input to the Compactor: thinking histories that once panicked in the core, summarizers
+that return the wrong thing, options that used to fail late, and hypothesis over agent histories
+with thinking (signed and redacted) in every wire format with every option."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import contextfold as cf
+from contextfold.compactor_config import CompactorConfig
+from contextfold.summarize import SummaryResult
+
+FORMATS = ("anthropic", "chat", "responses", "gemini", "bedrock")
+
+
+def _thinking(fmt: str, i: int, redacted: bool) -> dict | None:
+    """One reasoning block of ``fmt`` (signed, or redacted / encrypted)."""
+    text = f"weighing option {i} " * 20
+    if fmt == "anthropic":
+        return {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk" * 8} if redacted else {
+            "type": "thinking", "thinking": text, "signature": f"sig{i}" * 10}
+    if fmt == "bedrock":
+        return {"reasoningContent": {"redactedContent": "ZW5jcnlwdGVk"}} if redacted else {
+            "reasoningContent": {"reasoningText": {"text": text, "signature": f"sig{i}"}}}
+    if fmt == "gemini":
+        return {"text": text, "thought": True, "thoughtSignature": "c2lnbmF0dXJl" * 4}
+    return None
+
+
+def agent_history(fmt: str, turns: list[tuple[bool, bool, int, int]]) -> list[dict]:
+    """The task, then per turn (thinking?, redacted?, calls, result chars) an assistant turn
+    with its reasoning and tool calls, answered by the results, in ``fmt``."""
+    h: list[dict] = []
+    task = "Fix the failing test in the repository. " * 10
+    if fmt == "gemini":
+        h.append({"role": "user", "parts": [{"text": task}]})
+    elif fmt == "bedrock":
+        h.append({"role": "user", "content": [{"text": task}]})
+    else:
+        h.append({"role": "user", "content": task})
+    cid = 0
+    for t, (think, redacted, calls, size) in enumerate(turns):
+        ids = [f"call_{cid + k}" for k in range(calls)]
+        cid += calls
+        out = "line of tool output\n" * (size // 20 + 1)
+        if fmt == "anthropic":
+            blocks = ([_thinking(fmt, t, redacted)] if think else []) + [{"type": "text", "text": f"step {t}"}]
+            blocks += [{"type": "tool_use", "id": i, "name": "bash", "input": {"cmd": f"ls {t}"}} for i in ids]
+            h.append({"role": "assistant", "content": blocks})
+            h.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": out} for i in ids]
+                      or f"go on {t}"})
+        elif fmt == "bedrock":
+            blocks = ([_thinking(fmt, t, redacted)] if think else []) + [{"text": f"step {t}"}]
+            blocks += [{"toolUse": {"toolUseId": i, "name": "bash", "input": {"cmd": f"ls {t}"}}} for i in ids]
+            h.append({"role": "assistant", "content": blocks})
+            h.append({"role": "user", "content": [{"toolResult": {"toolUseId": i, "content": [{"text": out}]}} for i in ids]
+                      or [{"text": f"go on {t}"}]})
+        elif fmt == "gemini":
+            parts = ([_thinking(fmt, t, redacted)] if think else []) + [{"text": f"step {t}"}]
+            parts += [{"functionCall": {"name": "bash", "args": {"cmd": f"ls {t}"}}} for _ in ids]
+            h.append({"role": "model", "parts": parts})
+            h.append({"role": "user", "parts": [{"functionResponse": {"name": "bash", "response": {"out": out}}} for _ in ids]
+                      or [{"text": f"go on {t}"}]})
+        elif fmt == "responses":
+            if think:
+                h.append({"type": "reasoning", "id": f"rs_{t}", "summary": [{"type": "summary_text", "text": f"plan {t}"}],
+                          "encrypted_content": "gAAAA" + "x" * 200})
+            h.append({"role": "assistant", "content": f"step {t}"})
+            for i in ids:
+                h.append({"type": "function_call", "call_id": i, "name": "bash", "arguments": json.dumps({"cmd": f"ls {t}"})})
+            for i in ids:
+                h.append({"type": "function_call_output", "call_id": i, "output": out})
+            if not ids:
+                h.append({"role": "user", "content": f"go on {t}"})
+        else:  # chat
+            m: dict = {"role": "assistant", "content": f"step {t}"}
+            if think:
+                m["reasoning_content"] = f"weighing option {t} " * 20
+            if ids:
+                m["tool_calls"] = [{"id": i, "type": "function", "function": {"name": "bash", "arguments": json.dumps({"cmd": f"ls {t}"})}}
+                                   for i in ids]
+            h.append(m)
+            h += [{"role": "tool", "tool_call_id": i, "content": out} for i in ids] or [{"role": "user", "content": f"go on {t}"}]
+    return h
+
+
+def _provider(fmt: str) -> str:
+    return {"anthropic": "anthropic", "bedrock": "anthropic", "gemini": "gemini"}.get(fmt, "openai")
+
+
+# -- item 1: the thinking pass of the plan ------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["mask", "summarize", "hybrid"])
+def test_keep_thinking_turns_on_a_five_message_thinking_loop_compacts_instead_of_panicking(strategy):
+    h = agent_history("anthropic", [(True, False, 1, 4000), (True, False, 1, 4000)])
+    assert len(h) == 5
+    before = copy.deepcopy(h)
+    c = cf.Compactor(provider="anthropic", keep_thinking_turns=1, budget=1200, strategy=strategy, protect_first_n=2)
+    try:
+        r = c.compact(h)
+    except cf.CompactionError:
+        pass  # a clean, typed refusal is allowed; a PanicException is not
+    else:
+        assert r.tokens_after <= r.tokens_before
+    assert h == before
+
+
+def test_a_thinking_loop_with_its_first_turn_in_the_head_keeps_the_head_byte_identical():
+    h = agent_history("anthropic", [(True, False, 1, 3000)] * 6)
+    r = cf.Compactor(provider="anthropic", keep_thinking_turns=1, budget=3000, protect_first_n=3, strategy="mask").compact(h)
+    assert r.messages[:3] == h[:3]
+
+
+thinking_turns = st.lists(
+    st.tuples(st.booleans(), st.booleans(), st.integers(0, 3), st.integers(0, 6000)), min_size=1, max_size=10)
+options = st.fixed_dictionaries({
+    "strategy": st.sampled_from(["mask", "summarize", "hybrid"]),
+    "keep_thinking_turns": st.none() | st.integers(1, 4),
+    "protect_first_n": st.integers(0, 5),
+    "min_tail": st.integers(1, 6),
+    "keep": st.none() | st.integers(0, 4) | st.tuples(st.sampled_from(["messages", "tokens"]), st.integers(1, 3000)),
+    "exclude_tools": st.sampled_from([(), "bash", ("memory", "bash")]),
+    "clear_tool_inputs": st.booleans(),
+    "clear_at_least": st.integers(0, 2000),
+    "min_free_share": st.sampled_from([0.0, 0.05, 0.5]),
+    "pinned": st.none() | st.lists(st.integers(-8, 30), max_size=3),
+    "tool_result_max_tokens": st.integers(0, 500),
+    "arguments_max_chars": st.integers(64, 3000),
+    "cache_block_tokens": st.none() | st.integers(1, 5000),
+    "summary_tokens": st.none() | st.integers(1, 2000),
+})
+
+
+# CONTEXTFOLD_HYPOTHESIS_EXAMPLES raises the count for a longer hunt (4,000 once, see the report).
+@settings(max_examples=int(os.environ.get("CONTEXTFOLD_HYPOTHESIS_EXAMPLES", "300")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(fmt=st.sampled_from(FORMATS), turns=thinking_turns, opts=options, share=st.floats(0.05, 1.2))
+def test_every_option_on_thinking_histories_in_every_format_returns_or_raises_a_typed_error(fmt, turns, opts, share):
+    h = agent_history(fmt, turns)
+    before = copy.deepcopy(h)
+    total = cf.estimate(h, provider=_provider(fmt))  # type: ignore[arg-type]
+    c = cf.Compactor(provider=_provider(fmt), budget=max(1, int(total * share)), **opts)
+    try:
+        r = c.compact(h)
+    except cf.CompactionError:
+        pass
+    else:
+        if r.changed:
+            assert r.tokens_after < r.tokens_before or r.notes
+    assert h == before
+
+
+# -- item 5: what a custom summarizer returns ----------------------------------------------------
+
+
+class Returns:
+    def __init__(self, value):
+        self.value = value
+
+    def summarize(self, request):
+        return self.value
+
+
+def _long_chat() -> list[dict]:
+    return agent_history("chat", [(False, False, 1, 3000)] * 8)
+
+
+def test_a_summarizer_returning_a_str_gives_that_text_as_the_summary():
+    r = cf.Compactor(budget=2500, strategy="summarize", summarizer=Returns("the agent listed files")).compact(_long_chat())
+    assert r.summary == "the agent listed files"
+    assert not r.fallback_used
+
+
+@pytest.mark.parametrize("value", [None, {"text": "x"}, 42, SummaryResult(text=None)], ids=["None", "dict", "int", "result-None-text"])  # type: ignore[arg-type]
+def test_a_summarizer_returning_anything_else_falls_back_with_the_error_recorded(value):
+    r = cf.Compactor(budget=2500, strategy="summarize", summarizer=Returns(value)).compact(_long_chat())
+    assert r.fallback_used and r.summary
+    assert any("expected a SummaryResult or a str" in n for n in r.notes)
+
+
+def test_a_summarizer_returning_a_dict_falls_back_under_compact_async_too():
+    import asyncio
+
+    r = asyncio.run(cf.Compactor(budget=2500, strategy="summarize", summarizer=Returns({"x": 1})).compact_async(_long_chat()))
+    assert r.fallback_used
+
+
+# -- items 9 and 15: options checked at construction ----------------------------------------------
+
+
+def test_exclude_tools_as_one_str_is_one_tool_name_not_its_characters():
+    h = []
+    h.append({"role": "user", "content": "remember things " * 20})
+    for k in range(8):
+        name = "memory" if k % 2 == 0 else "bash"
+        h.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{k}", "type": "function", "function": {"name": name, "arguments": "{}"}}]})
+        h.append({"role": "tool", "tool_call_id": f"c{k}", "content": f"{name} output line\n" * 300})
+    c = cf.Compactor(budget=3000, strategy="mask", exclude_tools="memory")
+    assert c.exclude_tools == ("memory",)
+    r = c.compact(h)
+    masked = {p.index for p in r.pruned}
+    assert masked, "bash outputs are masked"
+    assert all(h[i - 1]["tool_calls"][0]["function"]["name"] != "memory" for i in masked if h[i]["role"] == "tool")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("keep", -3, ValueError),
+        ("min_tail", 0, ValueError),
+        ("protect_first_n", -1, ValueError),
+        ("budget", "1000", TypeError),
+        ("budget", 0, ValueError),
+        ("clear_at_least", -5, ValueError),
+        ("tool_result_max_tokens", -1, ValueError),
+        ("arguments_max_chars", 1.5, TypeError),
+        ("arguments_max_chars", 10, ValueError),
+        ("exclude_tools", 5, TypeError),
+        ("exclude_tools", ["memory", 3], TypeError),
+        ("pinned", "0", TypeError),
+        ("pinned", [0, "1"], TypeError),
+        ("clear_tool_inputs", "yes", TypeError),
+        ("keep_thinking_turns", 0, ValueError),
+        ("keep_thinking_turns", 1.0, TypeError),
+        ("trigger", ("tokens", -1), ValueError),
+        ("trigger", {"type": "messages", "value": 0}, ValueError),
+        ("keep", ("fraction", 2.0), ValueError),
+        ("keep", ("messages", "3"), TypeError),
+        ("min_free_share", float("nan"), ValueError),
+        ("provider", 3, TypeError),
+        ("instructions", 3, TypeError),
+        ("summarizer", "openai", TypeError),
+    ],
+)
+def test_a_bad_option_is_refused_at_construction_naming_it(option, value, error):
+    with pytest.raises(error, match=option):
+        cf.Compactor(**{option: value})
+
+
+@pytest.mark.parametrize("option", ["min_tail", "protect_first_n", "tail_tokens", "budget", "cache_block_tokens",
+                                    "summary_tokens", "arguments_max_chars", "tool_result_max_tokens", "clear_at_least"])
+def test_a_huge_count_means_all_of_it_and_never_overflows_inside_compact(option):
+    opts = {"budget": 2500, option: 2**64}
+    cf.Compactor(**opts).compact(_long_chat())  # no OverflowError
+
+
+def test_the_config_is_frozen_and_holds_the_checked_options():
+    c = cf.Compactor(keep=("messages", 4), exclude_tools="memory", budget=2**70)
+    assert isinstance(c.config, CompactorConfig)
+    assert c.config.min_tail == 4 and c.min_tail == 4
+    assert c.config.budget == 2**62
+    with pytest.raises(AttributeError):
+        c.config.budget = 5  # type: ignore[misc]
+
+
+# -- a core panic never escapes as a BaseException --------------------------------------------------
+
+
+def test_a_panic_under_compact_reaches_the_caller_as_an_internal_error_that_except_exception_catches():
+    # pyo3 raises its PanicException from `pyo3_runtime`; one raised under compact() (here by
+    # the summarizer, the one place a test can raise it without a core bug) must come out as
+    # contextfold.InternalError, an Exception.
+    panic = type("PanicException", (BaseException,), {"__module__": "pyo3_runtime"})
+
+    class Panics:
+        def summarize(self, request):
+            raise panic("index out of bounds: the len is 4 but the index is 18446744073709551612")
+
+    c = cf.Compactor(budget=2500, strategy="summarize", summarizer=Panics())
+    with pytest.raises(cf.InternalError, match="Compactor.compact.*index out of bounds") as info:
+        try:
+            c.compact(_long_chat())
+        except Exception:
+            raise
+    assert isinstance(info.value, Exception)
+
+
+# -- item 8: images inside tool results are old tool output -----------------------------------------
+
+
+def _png(width: int, height: int) -> str:
+    """A real PNG (one grey colour) of ``width`` x ``height``, base64."""
+    import base64
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    raw = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    return base64.b64encode(png).decode()
+
+
+SHOT = _png(1280, 800)
+
+
+def screenshot_loop(fmt: str, turns: int = 12) -> list[dict]:
+    """A computer-use loop: each tool call answered by a screenshot inside the tool result."""
+    h: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "Book the flight."}] if fmt == "anthropic" else
+                      [{"text": "Book the flight."}] if fmt == "bedrock" else "Book the flight."}]
+    for k in range(turns):
+        cid = f"toolu_{k}"
+        if fmt == "anthropic":
+            h.append({"role": "assistant", "content": [{"type": "tool_use", "id": cid, "name": "computer", "input": {"action": "screenshot"}}]})
+            h.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": cid, "content": [
+                {"type": "text", "text": f"screen {k}"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": SHOT}}]}]})
+        elif fmt == "bedrock":
+            import base64
+
+            h.append({"role": "assistant", "content": [{"toolUse": {"toolUseId": cid, "name": "computer", "input": {"action": "screenshot"}}}]})
+            h.append({"role": "user", "content": [{"toolResult": {"toolUseId": cid, "content": [
+                {"text": f"screen {k}"}, {"image": {"format": "png", "source": {"bytes": base64.b64decode(SHOT)}}}]}}]})
+        elif fmt == "chat":
+            h.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": cid, "type": "function", "function": {"name": "computer", "arguments": '{"action": "screenshot"}'}}]})
+            h.append({"role": "tool", "tool_call_id": cid, "content": [
+                {"type": "text", "text": f"screen {k}"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64," + SHOT}}]})
+        elif fmt == "responses":
+            h.append({"type": "function_call", "call_id": cid, "name": "computer", "arguments": '{"action": "screenshot"}'})
+            h.append({"type": "function_call_output", "call_id": cid, "output": [
+                {"type": "input_text", "text": f"screen {k}"},
+                {"type": "input_image", "image_url": "data:image/png;base64," + SHOT}]})
+    return h
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "bedrock", "chat", "responses"])
+def test_screenshots_inside_tool_results_are_masked_like_other_old_tool_output(fmt):
+    h = screenshot_loop(fmt)
+    provider = "anthropic" if fmt in ("anthropic", "bedrock") else "openai"
+    before = cf.estimate(h, provider=provider)  # type: ignore[arg-type]
+    r = cf.Compactor(provider=provider, strategy="mask", budget=before // 3).compact(h)
+    assert r.changed, r.reason
+    assert r.tokens_after < before // 2
+    # the newest screenshots stay, the oldest are gone
+    assert SHOT in json.dumps(r.messages[-1], default=str) or fmt == "bedrock"
+    assert SHOT not in json.dumps(r.messages[2], default=str)
+
+
+def test_keep_thinking_turns_on_responses_reasoning_items_never_writes_an_edit_they_cannot_take():
+    # Found by the hypothesis test above: a drop of a reasoning item's "content" block, which a
+    # Responses reasoning item does not have (KeyError in apply_edits).
+    h = agent_history("responses", [(True, False, 0, 0), (True, False, 0, 0)])
+    before = copy.deepcopy(h)
+    total = cf.estimate(h)
+    r = cf.Compactor(strategy="mask", keep_thinking_turns=1, protect_first_n=0, min_tail=1, min_free_share=0.0,
+                     tool_result_max_tokens=0, arguments_max_chars=64, budget=total // 2).compact(h)
+    assert h == before
+    assert all(m.get("type") != "reasoning" or "content" not in m for m in r.messages)

@@ -1,0 +1,202 @@
+"""Repair of broken histories on all five formats: hand-made cases, then random damage to real
+histories (calls and results lost, ids duplicated), repair, compact: every format's checks
+(the independent ``shape_problems`` and the core's verification) accept the result."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+import pytest
+
+import contextfold as cf
+from compaction_shapes import FORMATS, convert, shape_problems
+from test_compactor import agent_history
+from transcripts import LOCAL, SHARED, load_conversations, shared_available
+
+PROVIDER = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
+            "bedrock": "anthropic"}
+
+
+def blocks(m: dict[str, Any]) -> list[Any] | None:
+    c = m.get("parts", m.get("content"))
+    return c if isinstance(c, list) else None
+
+
+def id_slots(m: dict[str, Any]) -> tuple[list[tuple[dict[str, Any], str]], list[tuple[dict[str, Any], str]]]:
+    """Where a message keeps its calls' ids and its results' ids: (container, key) pairs."""
+    calls: list[tuple[dict[str, Any], str]] = [(c, "id") for c in m.get("tool_calls") or []]
+    results: list[tuple[dict[str, Any], str]] = [(m, "tool_call_id")] if m.get("tool_call_id") else []
+    if m.get("type") == "function_call":
+        calls.append((m, "call_id"))
+    if m.get("type") == "function_call_output":
+        results.append((m, "call_id"))
+    for b in blocks(m) or []:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "tool_use":
+            calls.append((b, "id"))
+        if b.get("type") == "tool_result":
+            results.append((b, "tool_use_id"))
+        if "toolUse" in b:
+            calls.append((b["toolUse"], "toolUseId"))
+        if "toolResult" in b:
+            results.append((b["toolResult"], "toolUseId"))
+        if "functionCall" in b and "id" in b["functionCall"]:
+            calls.append((b["functionCall"], "id"))
+        if "functionResponse" in b and "id" in b["functionResponse"]:
+            results.append((b["functionResponse"], "id"))
+    return calls, results
+
+
+def is_call_block(b: Any) -> bool:
+    return isinstance(b, dict) and (b.get("type") == "tool_use" or "toolUse" in b or "functionCall" in b)
+
+
+def is_result_block(b: Any) -> bool:
+    return isinstance(b, dict) and (b.get("type") == "tool_result" or "toolResult" in b or "functionResponse" in b)
+
+
+def lost(fmt: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": "(lost)"}] if fmt == "anthropic" else [{"text": "(lost)"}]
+
+
+def damage(msgs: list[dict[str, Any]], fmt: str, rng: random.Random) -> tuple[list[dict[str, Any]], str]:
+    """One random damage: a result lost, a call lost, or a later call (and its result) given an
+    earlier call's id. The last three messages are spared (the pending turn is another test)."""
+    msgs = copy.deepcopy(msgs)
+    body = range(1, max(1, len(msgs) - 3))
+    kind = rng.choice(["drop_result", "drop_call", "duplicate"])
+    if kind == "duplicate":
+        pairs = [(i, c) for i in body for c in id_slots(msgs[i])[0]]
+        if len(pairs) >= 2:
+            (_, first), (j, later) = sorted(rng.sample(pairs, 2), key=lambda p: p[0])
+            old, new = later[0][later[1]], first[0][first[1]]
+            later[0][later[1]] = new
+            for k in range(j, len(msgs)):
+                for box, key in id_slots(msgs[k])[1]:
+                    if box[key] == old:
+                        box[key] = new
+        return msgs, kind
+    want = is_result_block if kind == "drop_result" else is_call_block
+    spots = [i for i in body if (id_slots(msgs[i])[1] if kind == "drop_result" else id_slots(msgs[i])[0])]
+    if not spots:
+        return msgs, kind
+    i = rng.choice(spots)
+    m = msgs[i]
+    if m.get("role") == "tool" or m.get("type") in ("function_call", "function_call_output"):
+        del msgs[i]
+    elif m.get("tool_calls"):
+        m["tool_calls"].pop(rng.randrange(len(m["tool_calls"])))
+        if not m["tool_calls"]:
+            del m["tool_calls"]
+            m["content"] = m.get("content") or "(lost)"
+    else:
+        key = "parts" if "parts" in m else "content"
+        idx = [k for k, b in enumerate(m[key]) if want(b)]
+        m[key].pop(rng.choice(idx))
+        if not m[key]:
+            m[key] = lost(fmt)
+    return msgs, kind
+
+
+def accepted(messages: list[Any], fmt: str, system: Any) -> list[str]:
+    problems = shape_problems(messages, fmt)
+    _, failures = cf._core.compaction_verify(messages, format=fmt, provider=PROVIDER[fmt], system=system)
+    return problems + [d for k, _, d in failures if k != "over_budget"]
+
+
+# -- hand-made cases ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_lost_result_gets_an_interrupted_stand_in_on_every_format(fmt):
+    msgs, system = convert(agent_history(4), fmt)
+    # Lose the first result.
+    broken = copy.deepcopy(msgs)
+    k = next(i for i, m in enumerate(broken) if id_slots(m)[1])
+    m = broken[k]
+    if m.get("role") == "tool" or m.get("type") == "function_call_output":
+        del broken[k]
+    else:
+        key = "parts" if "parts" in m else "content"
+        m[key] = [b for b in m[key] if not is_result_block(b)] or lost(fmt)
+    assert accepted(broken, fmt, system), "the damage is real"
+    snap = copy.deepcopy(broken)
+    r = cf.repair(broken, provider=PROVIDER[fmt], wire_format=fmt)
+    assert broken == snap, "the caller's history was altered"
+    assert accepted(r.messages, fmt, system) == []
+    assert len(r.changes) == 1 and "interrupted" in r.changes[0]
+    assert "interrupted" in json.dumps(r.messages)
+    # Untouched messages are the caller's own objects.
+    assert r.messages[0] is broken[0]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_pending_last_turn_is_left_as_it_is_and_never_folded(fmt):
+    chat = agent_history(30)[:-2]
+    chat.append({"role": "user", "content": "Now run the tests."})
+    chat.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_pending", "type": "function", "function": {"name": "run_tests", "arguments": "{}"}}]})
+    msgs, system = convert(chat, fmt)
+    r = cf.repair(msgs, provider=PROVIDER[fmt], wire_format=fmt)
+    assert r.changes == ()
+    assert all(a is b for a, b in zip(r.messages, msgs))
+    c = cf.Compactor(provider=PROVIDER[fmt], budget=5_000, system=system, wire_format=fmt, repair=True)
+    out = c.compact(msgs)
+    assert out.changed
+    assert out.messages[-1] is msgs[-1], "the pending call was folded or changed"
+    assert "call_pending" in json.dumps(out.messages[-1]) and "interrupted" not in json.dumps(out.messages)
+
+
+def test_compactor_repair_says_what_it_changed():
+    msgs = agent_history(20)
+    broken = [m for m in msgs if m.get("tool_call_id") != "call_3"]
+    r = cf.Compactor(budget=5_000, repair=True).compact(broken)
+    assert any("repaired the history first" in n and "call_3" in n for n in r.notes)
+    assert shape_problems(r.messages, "chat") == []
+    assert r.tokens_after <= r.budget
+    plain = cf.Compactor(budget=5_000).compact(broken)
+    assert not any("repaired" in n for n in plain.notes)
+
+
+# -- property: random damage to real histories ---------------------------------------------------
+
+
+def real_histories() -> list[dict[str, Any]]:
+    root = SHARED if shared_available() else LOCAL
+    out = []
+    for name in ("tau-bench-airline", "mini-swe-agent-gemini3"):
+        out += [c for c in load_conversations(root, name) if any(m.get("tool_calls") for m in c["messages"])][:8]
+    return out
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_random_damage_then_repair_then_compact_is_accepted_on_every_format(fmt):
+    histories = real_histories()
+    if not histories:
+        pytest.skip("no real history with tool calls in the data at hand")
+    rng = random.Random(21)
+    checked = damaged = 0
+    for conv in histories:
+        msgs, system = convert(conv["messages"], fmt)
+        for _ in range(6):
+            broken, kind = msgs, ""
+            for _ in range(rng.randint(1, 3)):
+                broken, kind = damage(broken, fmt, rng)
+            snap = copy.deepcopy(broken)
+            damaged += bool(accepted(broken, fmt, system))
+            r = cf.repair(broken, provider=PROVIDER[fmt], wire_format=fmt)
+            assert broken == snap
+            assert accepted(r.messages, fmt, system) == [], (kind, r.changes)
+            kw = dict(provider=PROVIDER[fmt], system=system, tools=conv.get("tools"))
+            budget = max(2_000, cf.estimate(r.messages, **kw) // 2)
+            try:
+                out = cf.Compactor(budget=budget, wire_format=fmt, repair=True, **kw).compact(broken)
+            except cf.CompactionBudgetError:
+                continue
+            assert accepted(out.messages, fmt, system) == []
+            checked += 1
+    assert damaged > 0 and checked > 0

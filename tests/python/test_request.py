@@ -1,0 +1,160 @@
+"""The request as sent: `read_request`, `estimate_request`, `breakdown_request`, `count_request`
+on bodies exactly as callers pass them to the SDKs (hand-made and the recorded requests)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+import contextfold as cf
+from transcripts import LOCAL, SHARED, estimate_request, load_requests, request_body, shared_available
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+def test_each_api_body_is_read_with_its_history_tools_and_system() -> None:
+    chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER],
+            "tool_choice": "required", "response_format": {"type": "json_object"}}
+    r = cf.read_request(chat)
+    assert (r.api, r.provider, r.model) == ("openai-chat", "openai", "gpt-4o")
+    assert r.messages is chat["messages"] and r.tools == [WEATHER]
+    assert r.settings.tool_choice == "any"
+
+    responses = {"model": "gpt-5", "input": "hi", "instructions": "be brief", "reasoning": {"effort": "low"}}
+    r = cf.read_request(responses)
+    assert r.api == "openai-responses" and r.messages == [{"role": "user", "content": "hi"}]
+    assert r.system == "be brief" and r.settings.reasoning_effort == "low"
+
+    gemini = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+              "systemInstruction": {"parts": [{"text": "be brief"}]},
+              "tools": [{"functionDeclarations": [{"name": "a"}, {"name": "b"}]}, {"googleSearch": {}}]}
+    r = cf.read_request(gemini)
+    assert r.api == "gemini" and r.provider == "gemini"
+    assert r.tools == [{"name": "a"}, {"name": "b"}] and r.settings.server_tools == ("googleSearch",)
+    assert r.system == [{"text": "be brief"}]
+
+    bedrock = {"modelId": "anthropic.claude-3-haiku", "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+               "system": [{"text": "s"}], "toolConfig": {"tools": [{"toolSpec": {"name": "t"}}], "toolChoice": {"any": {}}}}
+    r = cf.read_request(bedrock)
+    assert r.api == "bedrock" and r.model == "anthropic.claude-3-haiku" and r.settings.tool_choice == "any"
+
+
+def test_anthropic_thinking_and_forced_tool_are_priced_beyond_the_parts() -> None:
+    msgs = [{"role": "user", "content": "Briefly: what is 17 * 23?"}]
+    tool = {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    plain = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": msgs, "tools": [tool]}
+    parts = cf.estimate(msgs, provider="anthropic", model="claude-sonnet-4-5", tools=[tool])
+    assert cf.estimate_request(plain) == parts
+    thinking = dict(plain, thinking={"type": "enabled", "budget_tokens": 1024})
+    forced = dict(plain, tool_choice={"type": "any"})
+    assert cf.estimate_request(thinking) > parts
+    assert cf.estimate_request(forced) > cf.estimate_request(thinking)
+    assert cf.read_request(forced).settings_tokens == cf.estimate_request(forced) - parts
+    # The breakdown adds up to the same total and says where the settings went.
+    b = cf.breakdown_request(forced)
+    assert b.total == cf.estimate_request(forced) == sum(b.by_kind.values()) == sum(b.by_role.values())
+    assert b.request_overhead["settings"] == cf.read_request(forced).settings_tokens
+
+
+def test_mcp_servers_are_listed_unmeasured_unless_sized() -> None:
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
+            "mcp_servers": [{"type": "url", "url": "https://mcp.example.com/sse", "name": "docs"},
+                            {"type": "url", "url": "https://other.example.com/sse", "name": "crm"}]}
+    b = cf.breakdown_request(body)
+    listed = [u for u in b.unmeasured if u.kind.startswith("mcp_server:")]
+    assert [u.kind for u in listed] == ["mcp_server:docs", "mcp_server:crm"]
+    assert all("unknown offline" in u.reason and u.index == -1 for u in listed)
+    sized = cf.breakdown_request(body, mcp_sizes={"docs": 2_700})
+    assert sized.total == b.total + 2_700 == cf.estimate_request(body, mcp_sizes={"docs": 2_700})
+    assert [u.kind for u in sized.unmeasured if u.kind.startswith("mcp")] == ["mcp_server:crm"]
+    with pytest.raises(TypeError, match="docs"):
+        cf.estimate_request(body, mcp_sizes={"docs": "many"})
+
+
+def test_count_request_is_count_of_the_same_request() -> None:
+    msgs = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Weather in Paris?"}]
+    rf = {"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "object", "properties": {"t": {"type": "number"}}}}}
+    body = {"model": "gpt-4o", "messages": msgs, "tools": [WEATHER], "response_format": rf}
+    assert cf.count_request(body) == cf.count(msgs, model="gpt-4o", tools=[WEATHER], response_format=rf)
+    resp = {"model": "gpt-4o", "instructions": "You are terse.", "input": "Weather in Paris?"}
+    assert cf.count_request(resp) == cf.count(msgs, model="gpt-4o")
+    with pytest.raises(ValueError, match="anthropic"):
+        cf.count_request({"model": "claude-sonnet-4-5", "system": "s", "messages": msgs[1:]})
+
+
+def test_bad_bodies_name_their_field() -> None:
+    with pytest.raises(ValueError, match="messages") as e:
+        cf.estimate_request({"model": "gpt-4o", "messages": "hi"})
+    assert e.value.field == "messages"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError) as e:
+        cf.estimate_request({"model": "claude-x", "messages": [], "thinking": {"type": "enabled", "budget_tokens": "x"}})
+    assert e.value.field == "thinking.budget_tokens"  # type: ignore[attr-defined]
+    with pytest.raises(cf.InvalidMessageError) as m:
+        cf.estimate_request({"model": "gpt-4o", "messages": [{"role": "user", "content": 3}]})
+    assert m.value.index == 0
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    before = repr(body)
+    cf.estimate_request(body)
+    assert repr(body) == before
+
+
+def _recorded() -> list:
+    return load_requests(SHARED) if shared_available() else load_requests(LOCAL)
+
+
+def test_every_recorded_body_is_read_and_priced_as_its_parts_plus_its_settings() -> None:
+    checked = 0
+    for r in _recorded():
+        body = request_body(r)
+        got = cf.estimate_request(body, provider=r.profile)
+        settings = cf.read_request(body, provider=r.profile).settings_tokens
+        parts = estimate_request(cf, r)
+        # Gemini server tools (googleSearch) are settings, not definitions, in the body reader.
+        if not (r.provider.startswith("google") and any("functionDeclarations" not in t for t in r.tools or [])):
+            assert got == parts + settings, r.source
+        checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data")
+def test_anthropic_settings_bring_the_recorded_groups_within_ten_percent() -> None:
+    groups: dict[str, list[float]] = {"thinking": [], "tool_choice any": []}
+    for r in load_requests(SHARED):
+        if r.provider != "anthropic" or r.api != "messages":
+            continue
+        err = cf.estimate_request(request_body(r), provider=r.profile) / r.usage - 1
+        th = (r.options.get("thinking") or {}).get("type")
+        tc = (r.options.get("tool_choice") or {}).get("type")
+        if th == "enabled" and not r.tools:
+            groups["thinking"].append(err)
+        if tc == "any":
+            groups["tool_choice any"].append(err)
+    for name, errs in groups.items():
+        assert len(errs) >= 5, name
+        assert abs(statistics.median(errs)) <= 0.10, (name, statistics.median(errs))
+
+
+def test_the_session_and_the_cli_read_a_body_as_estimate_request_does(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "system": "Be brief.", "messages": [{"role": "user", "content": "Briefly: what is 17 * 23?"}]}
+    s = cf.Session.from_request(body)
+    assert s.estimate(body["messages"]) == cf.estimate_request(body)
+    s.record_usage({"input_tokens": 60, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0})
+    assert s.estimate(body["messages"]) == 60
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    out = subprocess.run([sys.executable, "-m", "contextfold", "estimate", str(path), "--json"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["total"] == cf.estimate_request(body)

@@ -1,0 +1,534 @@
+"""``contextfold serve`` driven by the real openai and anthropic SDKs (sync, async, streaming),
+in front of a loopback upstream that records the raw bytes it receives and answers with recorded
+provider responses (tests/data/replay): what it forwards is valid for its API and within the
+budget, later turns share the first compaction's folded prefix byte for byte, the fold survives
+a restart through a real redis-server, errors come back in the provider's own shape."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="contextfold serve needs its extra: pip install '.[proxy]'")
+pytest.importorskip("uvicorn", reason="contextfold serve needs its extra: pip install '.[proxy]'")
+
+import anthropic
+import contextfold as cf
+import httpx
+import openai
+from contextfold import _core
+from contextfold.serve.config import ServeConfig, load_config
+from contextfold.serve.fold_cache import Fold, MemoryFoldCache, RedisFoldCache
+
+from proxy_support import ProxyServer, RecordingUpstream, json_answer
+from replay_server import exchange
+from transcripts import LOCAL, load_conversations
+
+STREAMS = Path(__file__).parent.parent / "data" / "replay" / "proxy_streams.jsonl"
+
+#: The fake upstream bills this many times the estimate (a provider counting a little more),
+#: so calibration has something to learn.
+BILLED = 1.1
+
+
+_OPEN: list[Any] = []
+
+
+def _sync(cls: Any, *args: Any, **kw: Any) -> Any:
+    """A sync client closed when the test ends (its sockets too)."""
+    client = cls(*args, **kw)
+    _OPEN.append(client)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _close_clients():
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
+def stream_exchange(suffix: str) -> dict[str, Any]:
+    rows = [json.loads(line) for line in STREAMS.read_text().splitlines() if line.strip()]
+    (row,) = [r for r in rows if r["source"].endswith(suffix)]
+    return row
+
+
+def tau_conversation() -> dict[str, Any]:
+    """The longest tau-bench airline conversation (OpenAI chat, tools, GPT-4o)."""
+    convs = load_conversations(LOCAL, "tau-bench-airline")
+    return max(convs, key=lambda c: (len(c["messages"]), c["source"]))
+
+
+def chat_answer(reply: dict[str, Any]) -> Any:
+    """The recorded chat completion, its usage set to what the upstream would bill for the
+    request it received (BILLED x the estimate)."""
+
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        body = json.loads(raw)
+        billed = int(BILLED * cf.estimate(body["messages"], tools=body.get("tools"), model=body.get("model")))
+        out = json.loads(json.dumps(reply))
+        out["usage"]["prompt_tokens"] = billed
+        out["usage"]["total_tokens"] = billed + out["usage"]["completion_tokens"]
+        return 200, {"content-type": "application/json"}, json.dumps(out).encode()
+
+    return answer
+
+
+def anthropic_answer(reply: dict[str, Any]) -> Any:
+    """The recorded Anthropic message, billed BILLED x the estimate of the request received."""
+
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        body = json.loads(raw)
+        billed = int(BILLED * cf.estimate(body["messages"], provider="anthropic", system=body.get("system")))
+        out = json.loads(json.dumps(reply))
+        out["usage"].update(input_tokens=billed, cache_read_input_tokens=0, cache_creation_input_tokens=0)
+        return 200, {"content-type": "application/json"}, json.dumps(out).encode()
+
+    return answer
+
+
+def turns(messages: list[dict[str, Any]]) -> list[int]:
+    """Lengths of the histories a client sends: each time the next message is the model's."""
+    return [m for m in range(2, len(messages)) if messages[m]["role"] == "assistant"]
+
+
+def config(upstream: str, **kw: Any) -> ServeConfig:
+    return ServeConfig(upstream=upstream, **kw)
+
+
+def test_an_agent_loop_through_the_openai_sdk_is_compacted_valid_within_budget_and_folded_the_same_way():
+    conv = tau_conversation()
+    msgs, tools = conv["messages"], conv["tools"]
+    full = cf.estimate(msgs, tools=tools, model="gpt-4o")
+    trigger, budget = int(full * 0.7), int(full * 0.5)
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    with RecordingUpstream(chat_answer(reply)) as up, \
+            ProxyServer(config(up.url, trigger=trigger, budget=budget)) as proxy:
+        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+        headers = []
+        for m in turns(msgs):
+            raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[:m], tools=tools)
+            assert raw.parse().choices[0].message.content  # the upstream's answer, parsed by the SDK
+            headers.append(raw.headers)
+        seen = [s for s in up.seen if s.path == "/v1/chat/completions"]
+        assert len(seen) == len(turns(msgs))
+        strategies = [h["x-contextfold-fold"] for h in headers]
+        assert "new" in strategies, strategies
+        first = strategies.index("new")
+        cache = proxy.proxy.cache
+        for s, h in zip(seen, headers):
+            sent = s.body["messages"]
+            tokens, failures = _core.compaction_verify(sent, format="chat", tools=tools, model="gpt-4o")
+            assert failures == [], failures  # every call with its result, roles, JSON arguments
+            # Within the gate: what was sent, as the upstream billed it, never reaches the trigger
+            # once the proxy has learnt the billing (the first turn has no usage yet).
+            assert tokens <= trigger
+            assert int(h["x-contextfold-tokens-after"]) <= int(h["x-contextfold-tokens-before"])
+        # The compacting turn lands at the budget; the turns after it share its folded prefix.
+        c = seen[first]
+        assert cf.estimate(c.body["messages"], tools=tools, model="gpt-4o") * BILLED <= budget * 1.05
+        fold_k = int(headers[first]["x-contextfold-folded-messages"])
+        assert 0 < fold_k < len(c.body["messages"]) + fold_k
+        later = [s for s, h in zip(seen[first + 1:], headers[first + 1:]) if h["x-contextfold-fold"] == "reused"]
+        assert later, "no turn after the compaction reused its fold"
+        folds = [cache.get(k) for k in list(cache._folds)]
+        prefix_end = c.raw.index(folds[-1].payload) + len(folds[-1].payload) if len(folds) == 1 else None
+        shared = c.raw[: prefix_end] if prefix_end else None
+        for s in later:
+            if shared is not None:
+                assert s.raw.startswith(shared)  # byte for byte: the provider's prompt cache hits
+            # Only appended since: the client's new messages follow the fold as the client sent them.
+            assert s.body["messages"][-1] in msgs
+        metrics = httpx.get(proxy.url + "/metrics").text
+        assert 'contextfold_compactions_total{api="chat"' in metrics
+        assert "contextfold_added_latency_seconds_bucket" in metrics
+
+
+def test_the_estimate_is_calibrated_by_the_usage_the_responses_report():
+    conv = tau_conversation()
+    msgs, tools = conv["messages"], conv["tools"]
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    with RecordingUpstream(chat_answer(reply)) as up, ProxyServer(config(up.url, context_window=128_000)) as proxy:
+        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+        ms = turns(msgs)
+        first = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[: ms[0]], tools=tools)
+        second = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[: ms[1]], tools=tools)
+        raw_first = cf.estimate(msgs[: ms[0]], tools=tools, model="gpt-4o")
+        raw_second = cf.estimate(msgs[: ms[1]], tools=tools, model="gpt-4o")
+        assert int(first.headers["x-contextfold-tokens-after"]) == raw_first  # nothing learnt yet
+        # The first response billed 1.1x the estimate: the second turn is priced that way.
+        assert int(second.headers["x-contextfold-tokens-after"]) == pytest.approx(BILLED * raw_second, rel=0.01)
+        assert len(up.seen) == 2
+
+
+def test_a_body_under_the_gate_is_forwarded_as_the_very_bytes_the_sdk_sent_with_auth_untouched(caplog):
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")
+    caplog.set_level(logging.DEBUG)
+    with RecordingUpstream(json_answer(reply["response_body"])) as up, \
+            ProxyServer(config(up.url, context_window=128_000)) as proxy:
+        direct = _sync(httpx.Client)
+        body = json.dumps({"messages": [{"role": "user", "content": "What is the capital of France?"}],
+                           "model": "gpt-4o-mini"}, indent=1).encode()
+        r = direct.post(proxy.url + "/v1/chat/completions", content=body,
+                        headers={"authorization": "Bearer sk-secret-123", "content-type": "application/json",
+                                 "openai-organization": "org-x"})
+        assert r.status_code == 200
+        assert r.json() == reply["response_body"]
+        assert up.seen[0].raw == body
+        assert up.seen[0].headers["authorization"] == "Bearer sk-secret-123"
+        assert up.seen[0].headers["openai-organization"] == "org-x"
+        assert r.headers["x-contextfold-strategy"] == "none"
+        assert r.headers["x-contextfold-tokens-before"] == r.headers["x-contextfold-tokens-after"]
+    assert not any("sk-secret-123" in rec.getMessage() for rec in caplog.records)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "stream", "astream"])
+def test_the_openai_sdk_through_the_proxy(mode):
+    ex = stream_exchange("test_openai_moderation_stream.yaml#0") if "stream" in mode else \
+        exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")
+    body = ex["response_body"]
+    answer = json_answer(body) if not ex["stream"] else \
+        (lambda m, p, r: (200, {"content-type": "text/event-stream"}, body.encode()))
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    with RecordingUpstream(answer) as up, ProxyServer(config(up.url, context_window=128_000)) as proxy:
+        base = proxy.url + "/v1"
+        if mode == "sync":
+            out = _sync(openai.OpenAI, base_url=base, api_key="k", max_retries=0).chat.completions.create(
+                model="gpt-4o-mini", messages=messages)
+            text = out.choices[0].message.content
+        elif mode == "async":
+            async def go() -> str | None:
+                async with openai.AsyncOpenAI(base_url=base, api_key="k", max_retries=0) as c:
+                    out = await c.chat.completions.create(model="gpt-4o-mini", messages=messages)
+                    return out.choices[0].message.content
+            text = asyncio.run(go())
+        elif mode == "stream":
+            chunks = _sync(openai.OpenAI, base_url=base, api_key="k", max_retries=0).chat.completions.create(
+                model="gpt-4o-mini", messages=messages, stream=True)
+            text = "".join((c.choices[0].delta.content or "") for c in chunks if c.choices)
+        else:
+            async def go() -> str:
+                async with openai.AsyncOpenAI(base_url=base, api_key="k", max_retries=0) as c:
+                    chunks = await c.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)
+                    return "".join([(x.choices[0].delta.content or "") async for x in chunks if x.choices])
+            text = asyncio.run(go())
+        expected = body if not ex["stream"] else None
+        if expected is not None:
+            assert text == expected["choices"][0]["message"]["content"]
+        else:
+            assert "Paris" in (text or "")
+        assert up.seen[0].body["messages"] == messages
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "stream"])
+def test_the_anthropic_sdk_through_the_proxy(mode):
+    ex = stream_exchange("test_request_stream_fallback_for_high_max_tokens.yaml#0") if mode == "stream" else \
+        exchange("test_anthropic_model_instructions.yaml#0")
+    body = ex["response_body"]
+    answer = json_answer(body) if not ex["stream"] else \
+        (lambda m, p, r: (200, {"content-type": "text/event-stream"}, body.encode()))
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    with RecordingUpstream(answer) as up, ProxyServer(config(up.url, context_window=200_000)) as proxy:
+        if mode == "sync":
+            out = _sync(anthropic.Anthropic, base_url=proxy.url, api_key="k", max_retries=0).messages.create(
+                model="claude-haiku-4-5", max_tokens=100, messages=messages)
+            assert out.content[0].text == body["content"][0]["text"]
+        elif mode == "async":
+            async def go() -> Any:
+                async with anthropic.AsyncAnthropic(base_url=proxy.url, api_key="k", max_retries=0) as c:
+                    return await c.messages.create(model="claude-haiku-4-5", max_tokens=100, messages=messages)
+            assert asyncio.run(go()).content[0].text == body["content"][0]["text"]
+        else:
+            with _sync(anthropic.Anthropic, base_url=proxy.url, api_key="k", max_retries=0).messages.stream(
+                    model="claude-haiku-4-5", max_tokens=100, messages=messages) as s:
+                text = "".join(s.text_stream)
+            assert text
+        sent = up.seen[0].headers
+        # The key as this SDK version sends it (x-api-key, or a bearer token), untouched.
+        assert sent.get("x-api-key") == "k" or sent.get("authorization") == "Bearer k"
+        assert sent["anthropic-version"]
+        assert up.seen[0].body["messages"] == messages
+
+
+def test_an_anthropic_agent_history_is_compacted_into_a_valid_messages_request():
+    conv = tau_conversation()
+    # The same conversation written as Anthropic messages: tool calls as tool_use blocks.
+    system = conv["messages"][0]["content"]
+    out: list[dict[str, Any]] = []
+    for m in conv["messages"][1:]:
+        if m["role"] == "tool":
+            block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m["role"] == "assistant":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+            for c in m.get("tool_calls") or []:
+                blocks.append({"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                               "input": json.loads(c["function"]["arguments"])})
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": "user", "content": m["content"]})
+    full = cf.estimate(out, provider="anthropic", system=system)
+    reply = exchange("test_anthropic_model_instructions.yaml#0")["response_body"]
+    with RecordingUpstream(anthropic_answer(reply)) as up, \
+            ProxyServer(config(up.url, trigger=int(full * 0.7), budget=int(full * 0.5))) as proxy:
+        client = _sync(anthropic.Anthropic, base_url=proxy.url, api_key="k", max_retries=0)
+        folds = []
+        for m in range(2, len(out) + 1):
+            if out[m - 1]["role"] != "user":
+                continue
+            r = client.messages.with_raw_response.create(model="claude-haiku-4-5", max_tokens=64, system=system,
+                                                         messages=out[:m])
+            folds.append(r.headers["x-contextfold-fold"])
+        assert "new" in folds
+        for s in up.seen:
+            sent = s.body["messages"]
+            tokens, failures = _core.compaction_verify(sent, format="anthropic", provider="anthropic", system=system)
+            assert failures == [], failures
+            assert sent[0]["role"] == "user"
+            assert tokens <= int(full * 0.7)
+
+
+def test_an_unreachable_upstream_is_a_502_in_each_providers_own_shape():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # closed when the block ends: nobody listens
+    with ProxyServer(config(dead, context_window=128_000)) as proxy:
+        with pytest.raises(openai.APIStatusError) as e:
+            _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert e.value.status_code == 502
+        assert "unreachable" in e.value.message
+        with pytest.raises(anthropic.APIStatusError) as a:
+            _sync(anthropic.Anthropic, base_url=proxy.url, api_key="k", max_retries=0).messages.create(
+                model="claude-haiku-4-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+        assert a.value.status_code == 502
+        assert a.value.body["error"]["type"] == "api_error"
+        g = httpx.post(proxy.url + "/v1beta/models/gemini-2.5-flash:generateContent",
+                       json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+        assert g.status_code == 502 and g.json()["error"]["status"] == "UNAVAILABLE"
+
+
+def test_a_request_that_cannot_be_compacted_is_forwarded_with_the_reason_or_refused_under_strict():
+    # One user message larger than the whole budget: nothing can be folded.
+    huge = [{"role": "user", "content": "word " * 4000}]
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    with RecordingUpstream(json_answer(reply)) as up:
+        with ProxyServer(config(up.url, trigger=1000, budget=500)) as proxy:
+            r = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0) \
+                .chat.completions.with_raw_response.create(model="gpt-4o", messages=huge)
+            assert r.headers["x-contextfold-not-compacted"]
+            assert up.seen[-1].body["messages"] == huge
+        n = len(up.seen)
+        with ProxyServer(config(up.url, trigger=1000, budget=500, strict=True)) as proxy:
+            with pytest.raises(openai.APIStatusError) as e:
+                _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+                    model="gpt-4o", messages=huge)
+            assert e.value.status_code == 413
+            assert len(up.seen) == n  # refused: nothing went upstream
+
+
+def test_responses_and_gemini_routes_forward_and_price_their_histories():
+    resp = exchange("test_openai_responses_system_prompt.yaml#0")["response_body"]
+    gem = exchange("test_google/test_google_model.yaml#0")["response_body"]
+
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"content-type": "application/json"}, json.dumps(resp if "responses" in path else gem).encode()
+
+    with RecordingUpstream(answer) as up, ProxyServer(config(up.url, context_window=128_000)) as proxy:
+        out = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0).responses.with_raw_response.create(
+            model="gpt-4o", input=[{"role": "user", "content": "hi"}], instructions="be brief")
+        assert out.parse().output_text
+        assert int(out.headers["x-contextfold-tokens-before"]) == cf.estimate(
+            [{"role": "user", "content": "hi"}], system="be brief", model="gpt-4o")
+        g = httpx.post(proxy.url + "/v1beta/models/gemini-2.5-flash:generateContent?key=AIza-test",
+                       json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+        assert g.status_code == 200 and g.json() == gem
+        assert up.seen[-1].path == "/v1beta/models/gemini-2.5-flash:generateContent?key=AIza-test"
+        assert int(g.headers["x-contextfold-tokens-before"]) > 0
+        # A Responses turn continuing server-side state is forwarded unchanged, saying why.
+        out = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0).responses.with_raw_response.create(
+            model="gpt-4o", input=[{"role": "user", "content": "more"}], previous_response_id="resp_1")
+        assert "held upstream" in out.headers["x-contextfold-not-compacted"]
+        assert httpx.get(proxy.url + "/healthz").text == "ok\n"
+
+
+def test_a_restarted_proxy_finds_the_fold_in_redis_and_sends_the_same_prefix(redis_url):
+    conv = tau_conversation()
+    msgs, tools = conv["messages"], conv["tools"]
+    full = cf.estimate(msgs, tools=tools, model="gpt-4o")
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    ms = turns(msgs)
+    with RecordingUpstream(json_answer(reply)) as up:
+        cfg = ServeConfig(upstream=up.url, trigger=int(full * 0.7), budget=int(full * 0.5), redis=redis_url)
+        with ProxyServer(cfg) as proxy:
+            client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+            for i, m in enumerate(ms):
+                r = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[:m], tools=tools)
+                if r.headers["x-contextfold-fold"] == "new":
+                    break
+            else:
+                pytest.fail("no compaction happened")
+            folded = up.seen[-1].raw
+        # A new process: nothing in memory, the fold comes from Redis by the content hash.
+        with ProxyServer(cfg) as proxy:
+            client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+            r = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[: ms[i + 1]], tools=tools)
+            assert r.headers["x-contextfold-fold"] == "reused"
+            again = up.seen[-1].raw
+    cache = RedisFoldCache(redis_url)
+    try:
+        (key,) = cache.client.keys(cache.prefix + "fold:*")
+        fold = Fold.from_bytes(cache.client.get(key))
+    finally:
+        cache.close()
+    assert fold.k == int(r.headers["x-contextfold-folded-messages"])
+    shared = folded[: folded.index(fold.payload) + len(fold.payload)]
+    assert again.startswith(shared)  # byte for byte, across the restart
+
+
+def test_config_reads_flags_over_environment_over_toml(tmp_path):
+    toml = tmp_path / "cf.toml"
+    toml.write_text('upstream = "http://file"\nport = 9000\n[upstreams]\nanthropic = "http://a"\n'
+                    '[compaction]\nbudget = 5000\nstrategy = "mask"\n')
+    cfg = load_config({"port": 9100}, config_file=toml, environ={"CONTEXTFOLD_UPSTREAM": "http://env",
+                                                                   "CONTEXTFOLD_STRICT": "1"})
+    assert (cfg.upstream, cfg.port, cfg.budget, cfg.strategy, cfg.strict) == ("http://env", 9100, 5000, "mask", True)
+    assert cfg.upstream_for("anthropic") == "http://a" and cfg.upstream_for("chat") == "http://env"
+    toml.write_text("[compaction]\nbudgett = 1\n")
+    with pytest.raises(ValueError, match="budgett"):
+        load_config(config_file=toml, environ={})
+    with pytest.raises(ValueError, match="strategy"):
+        load_config({"strategy": "fold"}, environ={})
+    assert MemoryFoldCache().sizes("x") == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_google_genai_sdk_through_the_proxy(stream):
+    genai = pytest.importorskip("google.genai", reason="google-genai not installed")
+    from google.genai import types
+
+    ex = stream_exchange("test_google_model_stream.yaml#0") if stream else exchange("test_google/test_google_model.yaml#0")
+    body = ex["response_body"]
+    answer = (lambda m, p, r: (200, {"content-type": "text/event-stream"}, body.encode())) if stream else json_answer(body)
+    with RecordingUpstream(answer) as up, ProxyServer(config(up.url, context_window=1_000_000)) as proxy:
+        client = genai.Client(api_key="AIza-test", http_options=types.HttpOptions(base_url=proxy.url, api_version="v1beta"))
+        if stream:
+            text = "".join(c.text or "" for c in client.models.generate_content_stream(
+                model="gemini-2.0-flash-exp", contents="What is the capital of France?"))
+            assert "Paris" in text
+        else:
+            out = client.models.generate_content(model="gemini-2.5-flash", contents="What is the capital of France?")
+            assert out.text == body["candidates"][0]["content"]["parts"][-1]["text"]
+        client.close()
+        sent = up.seen[0]
+        assert sent.path.split("?")[0].endswith(":streamGenerateContent" if stream else ":generateContent")
+        assert sent.headers.get("x-goog-api-key") == "AIza-test" or "key=AIza-test" in sent.path
+        assert sent.body["contents"][0]["parts"][0]["text"] == "What is the capital of France?"
+
+
+def test_a_stream_passes_through_unbuffered():
+    """The upstream sends the first event and waits until the client has it before sending the
+    rest: a proxy that buffered the stream would leave the client with nothing until the end."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    got_first = threading.Event()
+    waited: list[bool] = []
+    events = stream_exchange("test_openai_moderation_stream.yaml#0")["response_body"].split("\n\n")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+
+            def chunk(data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            chunk((events[0] + "\n\n").encode())
+            waited.append(got_first.wait(10))
+            chunk(("\n\n".join(events[1:])).encode())
+            self.wfile.write(b"0\r\n\r\n")
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        with ProxyServer(config(f"http://127.0.0.1:{httpd.server_address[1]}", context_window=128_000)) as proxy:
+            client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+            chunks = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
+                                                    stream=True)
+            first = next(iter(chunks))
+            got_first.set()  # only reachable if the first event arrived while the upstream waited
+            rest = "".join((c.choices[0].delta.content or "") for c in chunks if c.choices)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert first.choices[0].delta.role == "assistant"
+    assert waited == [True]
+    assert "Paris" in rest
+
+
+def test_the_serve_command_refuses_bad_options_with_exit_code_2(capsys, monkeypatch):
+    from contextfold.cli import main
+
+    monkeypatch.delenv("CONTEXTFOLD_UPSTREAM", raising=False)
+    assert main(["serve"]) == 2
+    assert "no upstream" in capsys.readouterr().err
+    assert main(["serve", "--upstream", "http://127.0.0.1:9", "--strategy", "bogus"]) == 2
+    assert "unknown strategy" in capsys.readouterr().err
+    assert main(["serve", "--upstream", "nope=http://127.0.0.1:9"]) == 2
+    assert "unknown API" in capsys.readouterr().err
+
+
+def test_an_llm_summarizer_named_by_provider_and_model_writes_the_proxys_summaries(monkeypatch):
+    conv = tau_conversation()
+    msgs, tools = conv["messages"], conv["tools"]
+    full = cf.estimate(msgs, tools=tools, model="gpt-4o")
+    summary = "\n".join(f"## {name}\n- noted about {name.lower()}" for name in cf.summarize.SECTIONS)
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    agent_answer = chat_answer(reply)
+
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        if json.loads(raw).get("model") == "gpt-4o-mini":  # the summarizer's call
+            out = json.loads(json.dumps(reply))
+            out["choices"][0]["message"]["content"] = summary
+            return 200, {"content-type": "application/json"}, json.dumps(out).encode()
+        return agent_answer(method, path, raw)
+
+    with RecordingUpstream(answer) as up:
+        monkeypatch.setenv("OPENAI_BASE_URL", up.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-summarizer")
+        cfg = config(up.url, trigger=int(full * 0.7), budget=int(full * 0.5), strategy="summarize",
+                     summarizer="openai:gpt-4o-mini")
+        with ProxyServer(cfg) as proxy:
+            client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-agent", max_retries=0)
+            folds = [client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[:m], tools=tools)
+                     .headers["x-contextfold-fold"] for m in turns(msgs)]
+    assert "new" in folds
+    calls = [s for s in up.seen if s.body.get("model") == "gpt-4o-mini"]
+    assert len(calls) == folds.count("new")  # one summary per compaction, none on reused turns
+    assert calls[0].headers["authorization"] == "Bearer sk-summarizer"  # its own key, not the agent's
+    folded = [s for s in up.seen if s.body.get("model") == "gpt-4o" and "## Goal" in json.dumps(s.body)]
+    assert folded, "the model's summary did not reach the forwarded requests"
+    with pytest.raises(ValueError, match="summarizer"):
+        ServeConfig(upstream="http://x", summarizer="nope:model")

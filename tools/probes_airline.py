@@ -1,0 +1,101 @@
+"""Probes over tau-bench-airline dialogues: questions a continuing agent must answer, facts read by hand from the
+conversations (not extracted by the library)."""
+
+PROBES: dict[str, list[tuple[str, list[str]]]] = {
+    'tau-bench-airline:gpt-4o-airline.json#task3-trial0': [
+        ("What is the user's id?", ['sofia_kim_7287']),
+        ('Which reservation is being changed for the Denver to Houston return?', ['OBUT9V']),
+        ('What did the user first ask for?', ['Denver', 'Houston', 'May 27', 'quickest']),
+        ('Which reservations of the user did the agent look up besides the one changed?', ['OI5L9G', 'AQLBTL', 'KA7I60', 'I57WUD', '4BMN53', 'Q0ZF0J']),
+        ('Which flight had no economy seats left, and what payment and extra did the user ask for?', ['HAT229', 'smallest balance', 'checked bag']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task13-trial0': [
+        ('Who is the user and which reservation is being changed?', ['james_lee_6136', 'XEWRD9']),
+        ('What cabin was the original booking in?', ['basic economy']),
+        ('Which flight did the user choose for Atlanta to Las Vegas, and what time window did they want?', ['HAT052', '3-4 hours']),
+        ('What error kept the update from going through?', ['HAT030', 'not available', '2024-05-13']),
+        ('What was the original flight from Atlanta?', ['HAT252', 'DFW']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task9-trial0': [
+        ('What did the user ask about before the reservation change?', ['gift cards', 'certificate']),
+        ('What change did the user want to make to the reservation?', ['cheapest business round trip', 'same dates']),
+        ('How does the user want to pay for the new booking?', ['certificates', 'gift cards', 'MasterCard']),
+        ('Which certificate and which passengers did the user mention?', ['$500 certificate', 'Aarav', 'Evelyn']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task33-trial0': [
+        ("What is the user's id?", ['sophia_silva_7557']),
+        ('Which future reservations does the user hold?', ['NM1VX1', 'KC18K6', 'S61CZX', 'H8Q05L', 'WUNA5K']),
+        ('What rule did the user set for cancelling?', ['more than 3 hours']),
+        ('Which reservations are basic economy?', ['NM1VX1', 'KC18K6', 'H8Q05L']),
+        ('Which flight numbers does reservation NM1VX1 hold?', ['HAT300', 'HAT208']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task2-trial1': [
+        ('What does the user want done, and for whom?', ['downgrade', 'economy', 'omar_davis_3817']),
+        ('Which reservations does the user hold?', ['JG7FMM', 'LQ940Q', '2FBBAH', 'X7BYG1', 'EQ1G6C', 'BOH180']),
+        ('Which reservation was already in economy?', ['LQ940Q']),
+        ('What did the user ask about refunds and constraints?', ['original payment method', 'without changing the flights or passengers']),
+        ('Where does reservation X7BYG1 fly?', ['MIA', 'EWR']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task9-trial2': [
+        ('Which reservation was cancelled, and for which user?', ['K1NW8N', 'mohamed_silva_9265']),
+        ('What was the cheapest business round trip found and its price per passenger?', ['HAT023', '833']),
+        ('What is the total cost for all passengers and what is left after certificates and gift cards?', ['2499', '1327', '1172']),
+        ('Why did the user cancel?', ['upgrade to business class']),
+        ('How did the user want to minimize the MasterCard charge?', ['three separate reservations', 'three certificates']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task9-trial3': [
+        ('What did the user ask about before the reservation change?', ['gift card balances', 'certificate balances']),
+        ('What change does the user want?', ['cheapest business class round trip', 'without changing the dates']),
+        ('What cabin is the current ticket, and why can it not be changed?', ['basic economy', 'cannot be modified']),
+        ('Who are the passengers?', ['Aarav', 'Evelyn']),
+        ("What is the user's cancellation reason and payment order?", ['change of plan', 'certificates and gift cards first']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task0-trial3': [
+        ('What trip did the user ask to book?', ['New York', 'Seattle', 'May 20th', 'one-way', 'economy']),
+        ('Who is the user?', ['mia_li_3668']),
+        ('Which flights were chosen and why?', ['HAT136', 'HAT039', 'cheaper']),
+        ('Which reservation was booked first, and what error came before it?', ['HATHAT', 'total price is 305, but paid 255']),
+        ('Which certificates failed as payment methods?', ['certificate_7504069', 'certificate_4856383']),
+        ('What time constraint did the user give?', ['after 11 AM EST']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task13-trial2': [
+        ('Which user and reservation is this about?', ['james_lee_6136', 'XEWRD9']),
+        ('What cabin upgrade did the user accept?', ['economy', 'all flights']),
+        ('What error blocked the upgrade?', ['HAT030', 'not available on date 2024-05-13']),
+        ('Which new flight did the user pick, and which segment does it replace?', ['HAT102', 'HAT252']),
+        ('Which route did the user actually want changed?', ['ATL', 'LAS', 'nonstop']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task25-trial3': [
+        ('Which reservation did the user want to cancel, and why?', ['M20IZO', 'change of plan']),
+        ('What membership does the user claim, and what do they expect?', ['silver member', 'full refund']),
+        ('Why was no full refund given?', ['travel insurance']),
+        ('What new flight does the user want?', ['JFK', 'SFO', 'May 24th', 'second cheapest']),
+        ('How will the user pay?', ['7334']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task3-trial1': [
+        ('Which reservation holds the Houston to Denver trip, and whose is it?', ['OBUT9V', 'sofia_kim_7287']),
+        ('When was the return originally scheduled, and when does the user want it?', ['May 28', 'May 27']),
+        ('Besides the flight change, what did the user ask to add?', ['one checked bag']),
+        ("Which flight had no seats, and what was the fastest option's total time?", ['HAT229', '5 hours']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task8-trial1': [
+        ('What does the user want done with the most recent reservation?', ['cheapest business round trip', 'without changing the dates']),
+        ('Which reservation and user?', ['K1NW8N', 'mohamed_silva_9265']),
+        ('What did the cheapest business option cost and what would the upgrade add?', ['1625', '1436']),
+        ('Which flights did the search find for the outbound?', ['HAT023']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task17-trial1': [
+        ('Which reservation and which user?', ['4NQLHD', 'liam_khan_2521']),
+        ('What date change did the user ask for?', ['May 23', 'May 24']),
+        ('What spending limit did the user set?', ['$1,000']),
+        ('Which flights are currently booked outbound?', ['HAT190', 'HAT047']),
+        ('What do the business upgrade options cost?', ['1023', '1203', '1008']),
+    ],
+    'tau-bench-airline:gpt-4o-airline.json#task23-trial1': [
+        ('Which reservation and which user?', ['HXDUBJ', 'yara_garcia_1905']),
+        ('What schedule change did the user ask for?', ['nonstop', 'delay it by one day', 'back by one day']),
+        ('What departure window does the user prefer, and which flights fit?', ['after 8am and before 9pm', 'HAT072', 'HAT278']),
+        ('What extras and what fee limit did the user ask for?', ['2 checked bags', '$200']),
+        ('What did the upgrade with bags cost in total, and what did the user claim about insurance?', ['668', 'insurance']),
+    ],
+}

@@ -1,0 +1,70 @@
+"""Does recall return the exact original for every placeholder? Measured on the shared data.
+
+Every SWE trajectory and tau-bench dialogue, in all five wire formats, compacted with
+``Compactor(recoverable=True)`` at budgets of 30%, 50% and 70% of its size: every fold id the
+result names is recalled through the recall tool (a scripted model paging with
+``compactor.answer``), and the pages joined must equal, byte for byte, a text the input held
+(a tool output, arguments, an observation) or, for a folded span, the folded messages. Also
+counted: histories after an answer that fail the format's checks or exceed the budget.
+
+    python tools/recall_report.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+import contextfold as cf  # noqa: E402
+from compaction_shapes import FORMATS, convert  # noqa: E402
+from test_recall import PROVIDER, originals, scripted_recall  # noqa: E402
+from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
+
+ID = re.compile(r"id=(cf[0-9a-f]{12})")
+
+
+def main() -> None:
+    root = SHARED if shared_available() else LOCAL
+    c: Counter[str] = Counter()
+    for name in ("mini-swe-agent-gemini3", "tau-bench-airline"):
+        for conv in load_conversations(root, name):
+            for fmt in FORMATS:
+                msgs, system = convert(conv["messages"], fmt)
+                kw = dict(provider=PROVIDER[fmt], system=system)
+                size = cf.estimate(msgs, tools=conv.get("tools"), **kw)
+                known = originals(msgs, fmt)
+                for share in (0.3, 0.5, 0.7):
+                    comp = cf.Compactor(budget=max(2_000, int(size * share)), recoverable=True, wire_format=fmt,
+                                        tools=conv.get("tools"), **kw)
+                    try:
+                        r = comp.compact(msgs)
+                    except cf.CompactionBudgetError:
+                        c["raised"] += 1
+                        continue
+                    c["compactions"] += 1
+                    for fold_id in sorted(set(ID.findall(json.dumps(r.messages, ensure_ascii=False)))):
+                        c["placeholders"] += 1
+                        try:
+                            back = scripted_recall(comp, fmt, fold_id, r.messages, dict(kw, tools=r.tools), r.budget)
+                        except AssertionError:
+                            c["answer rejected or over budget"] += 1
+                            continue
+                        if back.startswith("["):
+                            exact = all(m in msgs for m in json.loads(back))
+                        else:
+                            exact = back in known
+                        c["exact" if exact else "not exact"] += 1
+    for k, v in c.items():
+        print(f"{k}: {v}")
+    if c["placeholders"]:
+        print(f"exact: {c['exact'] / c['placeholders']:.2%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Text by script: the sampled estimate against exact o200k / cl100k counts, per script.
+
+    python tools/script_report.py [--size 3000]
+
+Source of real multilingual text: the gettext catalogs (``.mo``) that Debian packages install
+under ``/usr/share/locale`` (coreutils, bash, apt, git, glib, gtk, postgres, ...: real
+human translations of the same English messages, each under its package's license, GPL or
+LGPL for most; read in place, nothing copied into the repository). Each script's texts are
+the translations of its locale's catalogs (English: the message ids), joined into chunks of
+``--size`` characters. Code: the Python standard library's sources. Emoji: English messages
+with one emoji from Unicode's emoji blocks after every few words (no real corpus of emoji chat
+is installed; the mix is stated as built).
+
+Prints per script and encoding the number of chunks and the median / p10 / p90 of
+``estimate / exact - 1`` of the text alone (a one-message request minus the empty one), with
+``gpt-4o`` (o200k_base) and ``gpt-4`` (cl100k_base).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gettext
+import glob
+import statistics
+import sys
+import sysconfig
+from pathlib import Path
+
+import contextfold as cf
+
+LOCALES = {"Latin prose (en)": "en", "Latin prose (fr)": "fr", "Latin prose (de)": "de", "Chinese": "zh_CN",
+           "Japanese": "ja", "Korean": "ko", "Cyrillic (ru)": "ru", "Arabic": "ar"}
+MODELS = {"o200k": "gpt-4o", "cl100k": "gpt-4"}
+
+
+def _chunks(parts: list[str], size: int) -> list[str]:
+    out, chunk = [], ""
+    for s in parts:
+        chunk += s + "\n"
+        if len(chunk) >= size:
+            out.append(chunk)
+            chunk = ""
+    return out
+
+
+def catalog_texts(lang: str, size: int) -> list[str]:
+    """Translations of every installed catalog of ``lang`` (``en``: the message ids)."""
+    locale = "ru" if lang == "en" else lang
+    parts: list[str] = []
+    for mo in sorted(glob.glob(f"/usr/share/locale/{locale}/LC_MESSAGES/*.mo")):
+        try:
+            with open(mo, "rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        for k, v in catalog.items():
+            s = (k[0] if isinstance(k, tuple) else k) if lang == "en" else v
+            if isinstance(s, str) and len(s) > 20:
+                parts.append(s)
+    return _chunks(parts, size)
+
+
+def code_texts(size: int) -> list[str]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    out: list[str] = []
+    for p in sorted(stdlib.glob("*.py"))[:200]:
+        text = p.read_text(encoding="utf-8", errors="replace")
+        out.extend(text[i : i + size] for i in range(0, min(len(text), 4 * size), size))
+    return out
+
+
+def emoji_texts(size: int) -> list[str]:
+    emoji = [chr(c) for c in range(0x1F600, 0x1F650)] + [chr(c) for c in range(0x1F680, 0x1F6C0)]
+    out = []
+    for j, t in enumerate(catalog_texts("en", size)):
+        words = t.split(" ")
+        out.append(" ".join(w + (emoji[(i + j) % len(emoji)] if i % 4 == 3 else "") for i, w in enumerate(words)))
+    return out
+
+
+def errors(model: str, texts: list[str]) -> list[float]:
+    empty = [{"role": "user", "content": ""}]
+    e0, c0 = cf.estimate(empty, model=model), cf.count(empty, model=model)
+    out = []
+    for t in texts:
+        m = [{"role": "user", "content": t}]
+        exact = cf.count(m, model=model) - c0
+        if exact > 0:
+            out.append((cf.estimate(m, model=model) - e0) / exact - 1)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=int, default=3000)
+    args = ap.parse_args()
+    corpora = {name: catalog_texts(lang, args.size) for name, lang in LOCALES.items()}
+    corpora["Code (Python stdlib)"] = code_texts(args.size)
+    corpora["Emoji (in English)"] = emoji_texts(args.size)
+    print("| script | n | " + " | ".join(f"{e} median (p10 / p90)" for e in MODELS) + " |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in MODELS) + " |")
+    for name, texts in corpora.items():
+        if not texts:
+            print(f"| {name} | 0 | " + " | ".join("n/a" for _ in MODELS) + " |", file=sys.stdout)
+            continue
+        cells = []
+        for model in MODELS.values():
+            e = sorted(errors(model, texts))
+            cells.append(f"{statistics.median(e):+.1%} ({e[len(e) // 10]:+.1%} / {e[9 * len(e) // 10]:+.1%})")
+        print(f"| {name} | {len(texts)} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
