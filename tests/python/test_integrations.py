@@ -140,7 +140,7 @@ def test_pydantic_ai_history_processor_in_the_agent_loop():
         """List the files under a path."""
         return f"{path}:\n{listing}"
 
-    result = agent.run_sync("List /d1 to /d8.")
+    result = asyncio.run(agent.run("List /d1 to /d8."))  # run_sync keeps a loop of its own open
     assert result.output == "Eight directories listed."
     assert processor.compactions >= 1
     sizes = [cf.estimate(to_openai_messages(s), model="gpt-4o") for s in seen]

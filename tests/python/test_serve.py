@@ -498,3 +498,37 @@ def test_the_serve_command_refuses_bad_options_with_exit_code_2(capsys, monkeypa
     assert "unknown strategy" in capsys.readouterr().err
     assert main(["serve", "--upstream", "nope=http://127.0.0.1:9"]) == 2
     assert "unknown API" in capsys.readouterr().err
+
+
+def test_an_llm_summarizer_named_by_provider_and_model_writes_the_proxys_summaries(monkeypatch):
+    conv = tau_conversation()
+    msgs, tools = conv["messages"], conv["tools"]
+    full = cf.estimate(msgs, tools=tools, model="gpt-4o")
+    summary = "\n".join(f"## {name}\n- noted about {name.lower()}" for name in cf.summarize.SECTIONS)
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    agent_answer = chat_answer(reply)
+
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        if json.loads(raw).get("model") == "gpt-4o-mini":  # the summarizer's call
+            out = json.loads(json.dumps(reply))
+            out["choices"][0]["message"]["content"] = summary
+            return 200, {"content-type": "application/json"}, json.dumps(out).encode()
+        return agent_answer(method, path, raw)
+
+    with RecordingUpstream(answer) as up:
+        monkeypatch.setenv("OPENAI_BASE_URL", up.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-summarizer")
+        cfg = config(up.url, trigger=int(full * 0.7), budget=int(full * 0.5), strategy="summarize",
+                     summarizer="openai:gpt-4o-mini")
+        with ProxyServer(cfg) as proxy:
+            client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-agent", max_retries=0)
+            folds = [client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[:m], tools=tools)
+                     .headers["x-contextfold-fold"] for m in turns(msgs)]
+    assert "new" in folds
+    calls = [s for s in up.seen if s.body.get("model") == "gpt-4o-mini"]
+    assert len(calls) == folds.count("new")  # one summary per compaction, none on reused turns
+    assert calls[0].headers["authorization"] == "Bearer sk-summarizer"  # its own key, not the agent's
+    folded = [s for s in up.seen if s.body.get("model") == "gpt-4o" and "## Goal" in json.dumps(s.body)]
+    assert folded, "the model's summary did not reach the forwarded requests"
+    with pytest.raises(ValueError, match="summarizer"):
+        ServeConfig(upstream="http://x", summarizer="nope:model")

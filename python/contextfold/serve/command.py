@@ -40,6 +40,7 @@ def serve(
     context_window: Annotated[Optional[int], typer.Option(help="Window in tokens, for models not in the table.")] = None,  # noqa: UP045
     trigger: Annotated[Optional[float], typer.Option(help="Compact at this many tokens (>1) or share of the window (<=1).")] = None,  # noqa: UP045
     strategy: Annotated[Optional[str], typer.Option(help="mask, summarize or hybrid (default).")] = None,  # noqa: UP045
+    summarizer: Annotated[Optional[str], typer.Option(help="extractive (default, offline) or PROVIDER:MODEL, e.g. openai:gpt-4o-mini (key from the environment).")] = None,  # noqa: UP045
     strict: Annotated[Optional[bool], typer.Option("--strict/--no-strict", help="Refuse (413) a request over the gate that cannot be compacted.")] = None,  # noqa: UP045
     timeout: Annotated[Optional[float], typer.Option(help="Seconds for the upstream (connect and each read).")] = None,  # noqa: UP045
     workers: Annotated[Optional[int], typer.Option(help="Threads reading whole bodies and compacting (default 2).")] = None,  # noqa: UP045
@@ -61,12 +62,15 @@ def serve(
     if trigger is not None:
         trig = int(trigger) if trigger > 1 else trigger
     flags = {"upstream": default, "upstreams": per_api or None, "host": host, "port": port, "redis": redis,
-             "budget": budget, "context_window": context_window, "trigger": trig, "strategy": strategy,
+             "budget": budget, "context_window": context_window, "trigger": trig, "strategy": strategy, "summarizer": summarizer,
              "strict": strict, "timeout": timeout, "workers": workers}
     try:
         cfg = load_config(flags, config_file=config)
         if not cfg.upstream and not cfg.upstreams:
             raise ValueError("no upstream: pass --upstream URL (or set CONTEXTFOLD_UPSTREAM)")
+        from contextfold.serve.folding import Folder
+
+        Folder._summarizer(cfg.summarizer)  # a summarizer that cannot be built is a bad option
     except (ValueError, OSError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

@@ -11,11 +11,11 @@ TOML (``--config contextfold.toml``), every key optional::
     context_window = 128000   # when the model's window is not known
     trigger = 100000          # tokens (int) or a share of the window (float)
     strategy = "hybrid"       # mask | summarize | hybrid
-    summarizer = "extractive" # extractive (the only one that needs no key)
+    summarizer = "extractive" # or PROVIDER:MODEL, e.g. "openai:gpt-4o-mini" (key from the environment)
 
 Environment: ``CONTEXTFOLD_UPSTREAM``, ``CONTEXTFOLD_HOST``, ``CONTEXTFOLD_PORT``,
 ``CONTEXTFOLD_REDIS``, ``CONTEXTFOLD_BUDGET``, ``CONTEXTFOLD_CONTEXT_WINDOW``,
-``CONTEXTFOLD_TRIGGER``, ``CONTEXTFOLD_STRATEGY``, ``CONTEXTFOLD_STRICT`` (1/true),
+``CONTEXTFOLD_TRIGGER``, ``CONTEXTFOLD_STRATEGY``, ``CONTEXTFOLD_SUMMARIZER``, ``CONTEXTFOLD_STRICT`` (1/true),
 ``CONTEXTFOLD_TIMEOUT``, ``CONTEXTFOLD_WORKERS``.
 """
 
@@ -31,6 +31,8 @@ __all__ = ["APIS", "ServeConfig", "load_config"]
 
 APIS = ("chat", "responses", "anthropic", "gemini")
 STRATEGIES = ("mask", "summarize", "hybrid")
+#: Providers an LLM summarizer can be named by (``LLMSummarizer``'s default clients).
+SUMMARIZER_PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,9 @@ class ServeConfig:
     proxy forwards ``/v1/chat/completions`` to ``https://api.openai.com/v1/chat/completions``);
     ``upstreams`` overrides it per API (``chat``, ``responses``, ``anthropic``, ``gemini``).
     ``budget`` / ``context_window`` / ``trigger`` (tokens, or a float share of the window) /
-    ``strategy`` / ``summarizer`` are the Compactor's. ``strict``: refuse (413) a request over
+    ``strategy`` are the Compactor's; ``summarizer`` is ``extractive`` (offline) or
+    ``PROVIDER:MODEL`` (an ``LLMSummarizer`` on the SDK's default client, its key read from the
+    environment; it falls back to the extractive digest on any failure). ``strict``: refuse (413) a request over
     the gate that cannot be compacted instead of forwarding it unchanged. ``redis``: URL of the
     shared fold cache (default: in memory). ``timeout``: seconds for the upstream (connect and
     each read); ``max_connections``: the pooled client's limit. ``max_conversations`` /
@@ -78,8 +82,10 @@ class ServeConfig:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {self.workers!r}")
-        if self.summarizer not in ("extractive",):
-            raise ValueError(f"unknown summarizer {self.summarizer!r}; valid: extractive")
+        provider, sep, model = self.summarizer.partition(":")
+        if self.summarizer != "extractive" and not (sep and model and provider in SUMMARIZER_PROVIDERS):
+            raise ValueError(f"unknown summarizer {self.summarizer!r}; valid: extractive, or PROVIDER:MODEL with "
+                             f"PROVIDER one of {', '.join(SUMMARIZER_PROVIDERS)}")
 
     def upstream_for(self, api: str) -> str:
         """The base URL requests of ``api`` go to (no trailing slash); ValueError when none."""
@@ -102,6 +108,7 @@ _ENV: dict[str, tuple[str, Any]] = {
     "CONTEXTFOLD_CONTEXT_WINDOW": ("context_window", int),
     "CONTEXTFOLD_TRIGGER": ("trigger", _number),
     "CONTEXTFOLD_STRATEGY": ("strategy", str),
+    "CONTEXTFOLD_SUMMARIZER": ("summarizer", str),
     "CONTEXTFOLD_STRICT": ("strict", lambda v: v.strip().lower() in ("1", "true", "yes", "on")),
     "CONTEXTFOLD_TIMEOUT": ("timeout", float),
     "CONTEXTFOLD_WORKERS": ("workers", int),

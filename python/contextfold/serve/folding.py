@@ -170,6 +170,19 @@ class Folder:
         self.cache = cache
         self._lock = threading.Lock()
         self._records = _Records(config.max_conversations, config.max_cached_bytes)
+        self.summarizer = self._summarizer(config.summarizer)
+
+    @staticmethod
+    def _summarizer(name: str) -> Any:
+        if name == "extractive":
+            return None  # the Compactor's default
+        from contextfold.summarize.llm import LLMSummarizer
+
+        provider, _, model = name.partition(":")
+        try:
+            return LLMSummarizer(provider, model)
+        except Exception as e:  # noqa: BLE001 - a summarizer that cannot be built is a config error
+            raise ValueError(f"summarizer {name!r}: {type(e).__name__}: {e}") from e
 
     @property
     def conversations(self) -> int:
@@ -300,6 +313,7 @@ class Folder:
             compactor = Compactor(
                 provider=api.provider, model=pricing.model, context_window=gate.window, budget=budget,
                 strategy=cfg.strategy,  # type: ignore[arg-type]
+                summarizer=self.summarizer,
                 system=pricing.system, tools=pricing.tools, response_format=pricing.response_format,
                 wire_format=api.wire_format)  # type: ignore[arg-type]
             result = compactor.compact(work)
