@@ -79,18 +79,6 @@ class MemoryContentStore:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def __getstate__(self) -> dict[str, Any]:
-        # A lock does not travel (a Compactor sent to a process pool): the entries do, without
-        # their times, which are this process's monotonic clock.
-        with self._lock:
-            items = [(k, text) for k, (text, _, _) in self._items.items()]
-        return {"max_bytes": self.max_bytes, "ttl": self.ttl, "items": items}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(max_bytes=state["max_bytes"], ttl=state["ttl"])  # type: ignore[misc]
-        for fold_id, text in state["items"]:
-            self.put(fold_id, text)
-
     def put(self, fold_id: str, text: str, /) -> None:
         """Keep ``text``; an entry larger than ``max_bytes`` is not kept at all."""
         _check_id(fold_id)
