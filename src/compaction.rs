@@ -740,12 +740,12 @@ pub fn plan_priced(
     // and so does the prompt cache's prefix) are never merged into: the tail's first message
     // takes the summary at its start, else the first user turn of the tail that can carry a
     // text after its own blocks (a tool-result turn of a thinking tool loop).
-    let placement = placement.unwrap_or_else(|| {
+    let merge_into = |tail_start: usize| -> Option<Placement> {
         if !special(tail_start) && mergeable(&msgs[tail_start], true) {
-            return Placement::Merge {
+            return Some(Placement::Merge {
                 index: tail_start,
                 at_start: true,
-            };
+            });
         }
         (tail_start..n)
             .find(|&i| {
@@ -755,8 +755,35 @@ pub fn plan_priced(
                 index,
                 at_start: false,
             })
-            .unwrap_or(Placement::Insert(Turn::User))
-    });
+    };
+    let placement = match placement.or_else(|| merge_into(tail_start)) {
+        Some(p) => p,
+        None => {
+            // No seat and no message that may carry the summary (a pinned turn opens a tail of
+            // tool results, say): a valid request comes before the tail's ceiling, so the tail
+            // keeps more, from the nearest earlier legal cut whose roles work out (the budget
+            // check and the Compactor's degrading steps follow).
+            let found = (head_end + 1..tail_start)
+                .rev()
+                .filter(|&t| legal[t])
+                .find_map(|t| {
+                    let s = build_kept(t);
+                    if s.last().is_some_and(|l| l.1 >= t) {
+                        return None;
+                    }
+                    let seat = choose(&s, t).map(Placement::Insert);
+                    seat.or_else(|| merge_into(t)).map(|p| (t, s, p))
+                });
+            match found {
+                Some((t, s, p)) => {
+                    tail_start = t;
+                    segs = s;
+                    p
+                }
+                None => Placement::Insert(Turn::User),
+            }
+        }
+    };
 
     let mut kept = Vec::new();
     for &(a, b) in &segs {

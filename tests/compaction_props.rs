@@ -121,83 +121,146 @@ proptest! {
         pin in 0usize..60,
         summary_tokens in 64u64..600,
     ) {
-        let text = "word and more words with some_identifier/path.py in them. ".repeat(40);
-        let msgs = history(&steps, anthropic, &text);
-        let n = msgs.len();
-        let est = Estimator::new(if anthropic { Provider::Anthropic } else { Provider::OpenAI }, "");
-        let total: u64 = est.each(&msgs).iter().map(|&c| u64::from(c)).sum();
-        let budget = (total as f64 * budget_share) as u64;
-        let format = if anthropic { WireFormat::Anthropic } else { WireFormat::Chat };
-        let opt = PlanOptions {
-            format,
-            budget_tokens: budget,
-            overhead_tokens: 0,
-            tail_tokens: budget / 2,
-            summary_tokens,
-            protect_first_n: 1,
-            min_tail: 3,
-            soft_ceiling: 1.5,
-            pinned: vec![pin],
-            mask: MaskOptions::default(),
-            trusted_summaries: Vec::new(),
-            summary_floor: 0,
-        };
-        let p = plan(&msgs, &est, &opt);
-        // A case where nothing folds checks nothing: reject it, so that a planner that never
-        // folds fails the test (proptest gives up after too many rejects).
-        prop_assume!(!p.folded.is_empty());
-        let legal = legal_cuts(&msgs);
-        prop_assert!(p.head_end <= p.tail_start && p.tail_start < n);
-        prop_assert!(legal[p.tail_start], "tail starts inside a tool group");
-        let first_user = msgs.iter().position(|m| Turn::of(m) == Turn::User).unwrap();
-        prop_assert!(first_user < p.head_end, "the task is in the head");
-        let mut middle: Vec<usize> = p.kept.iter().chain(&p.folded).copied().collect();
-        middle.sort_unstable();
-        prop_assert_eq!(middle, (p.head_end..p.tail_start).collect::<Vec<_>>());
-        prop_assert!(!p.folded.contains(&pin), "a pinned message was folded");
+        check_plan(&steps, anthropic, budget_share, pin, summary_tokens)?;
+    }
+}
 
-        // Assemble with a summary of the planned size.
-        let summary = "x ".repeat((p.summary_tokens as usize).saturating_sub(24));
-        let mut out: Vec<Message<'_>> = msgs[..p.head_end].to_vec();
-        out.extend(p.kept.iter().map(|&i| msgs[i].clone()));
-        match p.placement {
-            Placement::Insert(t) => {
-                let role = if t == Turn::Assistant { "assistant" } else { "user" };
-                out.push(Message::text(role, &summary));
-                out.extend(msgs[p.tail_start..].iter().cloned());
-            }
-            Placement::Merge { index, at_start } => {
-                let base_len = out.len();
-                out.extend(msgs[p.tail_start..].iter().cloned());
-                let pos = if index < p.head_end {
-                    index
-                } else if let Some(k) = p.kept.iter().position(|&i| i == index) {
-                    p.head_end + k
-                } else {
-                    base_len + index - p.tail_start
-                };
-                let m = &mut out[pos];
-                let block = Part::Text(Cow::Borrowed(summary.as_str()));
-                m.content = match std::mem::take(&mut m.content) {
-                    Content::Parts(mut ps) => {
-                        if at_start { ps.insert(0, block) } else { ps.push(block) }
-                        Content::Parts(ps)
-                    }
-                    Content::Text(t) => Content::Parts(if at_start {
-                        vec![block, Part::Text(t)]
-                    } else {
-                        vec![Part::Text(t), block]
-                    }),
-                    Content::None => Content::Parts(vec![block]),
-                };
-            }
+fn check_plan(
+    steps: &[Step],
+    anthropic: bool,
+    budget_share: f64,
+    pin: usize,
+    summary_tokens: u64,
+) -> Result<(), TestCaseError> {
+    let text = "word and more words with some_identifier/path.py in them. ".repeat(40);
+    let msgs = history(&steps, anthropic, &text);
+    let n = msgs.len();
+    let est = Estimator::new(
+        if anthropic {
+            Provider::Anthropic
+        } else {
+            Provider::OpenAI
+        },
+        "",
+    );
+    let total: u64 = est.each(&msgs).iter().map(|&c| u64::from(c)).sum();
+    let budget = (total as f64 * budget_share) as u64;
+    let format = if anthropic {
+        WireFormat::Anthropic
+    } else {
+        WireFormat::Chat
+    };
+    let opt = PlanOptions {
+        format,
+        budget_tokens: budget,
+        overhead_tokens: 0,
+        tail_tokens: budget / 2,
+        summary_tokens,
+        protect_first_n: 1,
+        min_tail: 3,
+        soft_ceiling: 1.5,
+        pinned: vec![pin],
+        mask: MaskOptions::default(),
+        trusted_summaries: Vec::new(),
+        summary_floor: 0,
+    };
+    let p = plan(&msgs, &est, &opt);
+    // A case where nothing folds checks nothing: reject it, so that a planner that never
+    // folds fails the test (proptest gives up after too many rejects).
+    prop_assume!(!p.folded.is_empty());
+    let legal = legal_cuts(&msgs);
+    prop_assert!(p.head_end <= p.tail_start && p.tail_start < n);
+    prop_assert!(legal[p.tail_start], "tail starts inside a tool group");
+    let first_user = msgs.iter().position(|m| Turn::of(m) == Turn::User).unwrap();
+    prop_assert!(first_user < p.head_end, "the task is in the head");
+    let mut middle: Vec<usize> = p.kept.iter().chain(&p.folded).copied().collect();
+    middle.sort_unstable();
+    prop_assert_eq!(middle, (p.head_end..p.tail_start).collect::<Vec<_>>());
+    prop_assert!(!p.folded.contains(&pin), "a pinned message was folded");
+
+    // Assemble with a summary of the planned size.
+    let summary = "x ".repeat((p.summary_tokens as usize).saturating_sub(24));
+    let mut out: Vec<Message<'_>> = msgs[..p.head_end].to_vec();
+    out.extend(p.kept.iter().map(|&i| msgs[i].clone()));
+    match p.placement {
+        Placement::Insert(t) => {
+            let role = if t == Turn::Assistant {
+                "assistant"
+            } else {
+                "user"
+            };
+            out.push(Message::text(role, &summary));
+            out.extend(msgs[p.tail_start..].iter().cloned());
         }
-        let v = verify(&out, format, &est, 0, Some(budget), &p.seams);
-        let problems: Vec<_> = v.failures.iter().filter(|f| f.kind() != "over_budget").collect();
-        prop_assert!(problems.is_empty(), "{:?}", problems);
-        if p.reason.is_none() && p.tail_edits.is_empty() {
-            // The planned summary size fits; a few tokens of slack for rounding per message.
-            prop_assert!(v.tokens <= budget + 4 + n as u64 / 50, "{} > {}", v.tokens, budget);
+        Placement::Merge { index, at_start } => {
+            let base_len = out.len();
+            out.extend(msgs[p.tail_start..].iter().cloned());
+            let pos = if index < p.head_end {
+                index
+            } else if let Some(k) = p.kept.iter().position(|&i| i == index) {
+                p.head_end + k
+            } else {
+                base_len + index - p.tail_start
+            };
+            let m = &mut out[pos];
+            let block = Part::Text(Cow::Borrowed(summary.as_str()));
+            m.content = match std::mem::take(&mut m.content) {
+                Content::Parts(mut ps) => {
+                    if at_start {
+                        ps.insert(0, block)
+                    } else {
+                        ps.push(block)
+                    }
+                    Content::Parts(ps)
+                }
+                Content::Text(t) => Content::Parts(if at_start {
+                    vec![block, Part::Text(t)]
+                } else {
+                    vec![Part::Text(t), block]
+                }),
+                Content::None => Content::Parts(vec![block]),
+            };
         }
     }
+    let v = verify(&out, format, &est, 0, Some(budget), &p.seams);
+    let problems: Vec<_> = v
+        .failures
+        .iter()
+        .filter(|f| f.kind() != "over_budget")
+        .collect();
+    prop_assert!(problems.is_empty(), "{:?}", problems);
+    if p.reason.is_none() && p.tail_edits.is_empty() {
+        // The planned summary size fits; a few tokens of slack for rounding per message.
+        prop_assert!(
+            v.tokens <= budget + 4 + n as u64 / 50,
+            "{} > {}",
+            v.tokens,
+            budget
+        );
+    }
+    Ok(())
+}
+
+/// Found by the property below on a clean checkout: a pinned message right before the tail and
+/// a tool round after it left no seat for the summary without a role collision.
+#[test]
+fn a_pinned_message_before_a_tool_round_still_seats_the_summary() {
+    check_plan(
+        &[Step::Talk(1), Step::Talk(1), Step::Tools(2, 1)],
+        false,
+        0.1,
+        6,
+        64,
+    )
+    .unwrap();
+    // Every legal cut opens with a tool round, the last one pinned: the summary is merged into
+    // the first message of a tail that starts one round earlier.
+    check_plan(
+        &[Step::Tools(3, 1), Step::Tools(1, 1), Step::Tools(2, 1)],
+        false,
+        0.1,
+        8,
+        64,
+    )
+    .unwrap();
 }
