@@ -85,6 +85,10 @@ struct Entry {
     focus: bool,
     alive: bool,
     tokens: f64,
+    /// For a rule: the request entry it was said in (it need not be written twice).
+    from: Option<usize>,
+    /// Tokens of each form (priced once, before packing).
+    costs: Vec<f64>,
 }
 
 impl Entry {
@@ -113,23 +117,58 @@ fn clip(s: &str, max: usize) -> String {
 /// Whitespace collapsed (a line never carries a newline); over `max` characters, the head
 /// (`head_share` of `max`) and the end are kept around an ellipsis.
 fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
+    // Only the edges can be kept: a long text is cut to windows of its head and end first (a
+    // window of 8 bytes per character kept covers squeezed rules and runs of spaces), so the
+    // work is bounded by `max`, not by the text.
+    let window = max.saturating_mul(8).max(64);
+    let cut;
+    let s = if s.len() > 2 * window {
+        let head_w = ((window as f64 * head_share * 2.0) as usize).min(s.len());
+        let mut a = head_w;
+        while !s.is_char_boundary(a) {
+            a -= 1;
+        }
+        let mut b = s.len() - (2 * window - head_w).min(s.len());
+        while !s.is_char_boundary(b) {
+            b += 1;
+        }
+        cut = format!("{} … {}", &s[..a], &s[b.max(a)..]);
+        cut.as_str()
+    } else {
+        s
+    };
     let squeezed = squeeze_rules(s);
-    let words: Vec<&str> = squeezed.split_whitespace().collect();
-    let total: usize =
-        words.iter().map(|w| w.chars().count()).sum::<usize>() + words.len().saturating_sub(1);
-    let joined = || words.join(" ");
+    let mut line = String::with_capacity(squeezed.len().min(max * 4 + 8));
+    for w in squeezed.split_whitespace() {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    if line.len() <= max {
+        return line;
+    }
+    let total = line.chars().count();
     if total <= max {
-        return joined();
+        return line;
     }
-    let line = joined();
-    let chars: Vec<char> = line.chars().collect();
-    let head_n = ((max as f64 * head_share) as usize).min(chars.len());
-    let tail_n = max.saturating_sub(head_n).min(chars.len() - head_n);
-    let mut out: String = chars[..head_n].iter().collect();
+    let head_n = ((max as f64 * head_share) as usize).min(total);
+    let tail_n = max.saturating_sub(head_n).min(total - head_n);
+    let head_end = line
+        .char_indices()
+        .nth(head_n)
+        .map_or(line.len(), |(i, _)| i);
+    let tail_start = if tail_n == 0 {
+        line.len()
+    } else {
+        line.char_indices()
+            .nth(total - tail_n)
+            .map_or(line.len(), |(i, _)| i)
+    };
+    let mut out = String::with_capacity(head_end + (line.len() - tail_start) + 3);
+    out.push_str(&line[..head_end]);
     out.push('…');
-    if tail_n > 0 {
-        out.extend(&chars[chars.len() - tail_n..]);
-    }
+    out.push_str(&line[tail_start..]);
     out
 }
 
@@ -268,10 +307,15 @@ fn squeeze_rules(s: &str) -> Cow<'_, str> {
 
 /// `name(key=value, ...)`: every key, string values whole up to `max_value` characters (a
 /// longer one keeps its head and end), nested values as compact JSON, likewise bounded.
-fn call_line(name: &str, args: &str, max_value: usize) -> String {
+fn call_line(
+    name: &str,
+    args: &str,
+    parsed: &Result<Value, serde_json::Error>,
+    max_value: usize,
+) -> String {
     let mut s = String::from(name);
     s.push('(');
-    match serde_json::from_str::<Value>(args) {
+    match parsed {
         Ok(Value::Object(map)) => {
             for (k, (key, v)) in map.iter().enumerate() {
                 if k == 16 {
@@ -368,9 +412,8 @@ impl Builder {
         {
             return;
         }
-        for f in &forms {
-            self.seen.insert((section, f.clone()));
-        }
+        self.seen.insert((section, first.clone()));
+        self.seen.insert((section, last));
         let focus = !self.focus.is_empty() && {
             let lower = first.to_lowercase();
             self.focus.iter().any(|w| lower.contains(w.as_str()))
@@ -382,10 +425,13 @@ impl Builder {
             focus,
             alive: true,
             tokens: 0.0,
+            from: None,
+            costs: Vec::new(),
         });
     }
 
     fn request(&mut self, text: &str) {
+        let at = self.entries.len();
         self.push(
             Section::Requests,
             vec![
@@ -396,8 +442,13 @@ impl Builder {
                 clip_ends(text, 80, 0.6),
             ],
         );
+        let said_in = (self.entries.len() > at).then_some(at);
         for r in rules_in(text) {
+            let before = self.entries.len();
             self.push(Section::Rules, vec![r]);
+            if self.entries.len() > before {
+                self.entries[before].from = said_in;
+            }
         }
     }
 }
@@ -549,6 +600,8 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
         }
     }
     let n = msgs.len().max(1) as f64;
+    // Every unit starts in its fullest form (a summary fills the room it is given).
+    let skip = 0usize;
     // Whether this agent's observations carry a return code (mini-swe-agent's do).
     let coded = msgs
         .iter()
@@ -588,18 +641,21 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                 if let Some(cmd) = cmd {
                     // A text agent's observation of the command before it.
                     n_calls += 1;
-                    let (err, fullest) = outcome(Some(&text), FULLEST_RESULT_CHARS);
-                    let (_, rich) = outcome(Some(&text), if err { 900 } else { 700 });
-                    let (_, normal) = outcome(Some(&text), if err { 360 } else { 200 });
-                    let (_, short) =
-                        outcome(Some(&text), if err { 160 } else { SHORT_RESULT_CHARS });
-                    let line = |c: usize, o: &str| format!("$ {} -> {o}", command_text(&cmd, c));
-                    let forms = vec![
-                        line(2_000, &fullest),
-                        line(600, &rich),
-                        line(300, &normal),
-                        line(140, &short),
+                    let err = looks_like_error(&text);
+                    let line = |c: usize, chars: usize| {
+                        format!(
+                            "$ {} -> {}",
+                            command_text(&cmd, c),
+                            outcome(Some(&text), chars).1
+                        )
+                    };
+                    let plan = [
+                        (2_000, FULLEST_RESULT_CHARS),
+                        (600, if err { 900 } else { 700 }),
+                        (300, if err { 360 } else { 200 }),
+                        (140, if err { 160 } else { SHORT_RESULT_CHARS }),
                     ];
+                    let forms = plan[skip..].iter().map(|&(c, o)| line(c, o)).collect();
                     if err {
                         n_errors += 1;
                         b.push(Section::Errors, forms);
@@ -649,16 +705,22 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                 for c in calls {
                     n_calls += 1;
                     let res = results.get(c.id).map(|s| s.as_ref());
-                    let (err, fullest) = outcome(res, FULLEST_RESULT_CHARS);
-                    let (_, rich) = outcome(res, if err { 900 } else { 600 });
-                    let (_, normal) = outcome(res, if err { 360 } else { 160 });
-                    let (_, short) = outcome(res, if err { 160 } else { SHORT_RESULT_CHARS });
-                    let forms = vec![
-                        format!("{} -> {fullest}", call_line(c.name, &c.arguments, 1_200)),
-                        format!("{} -> {rich}", call_line(c.name, &c.arguments, 400)),
-                        format!("{} -> {normal}", call_line(c.name, &c.arguments, 160)),
-                        format!("{} -> {short}", call_line(c.name, &c.arguments, 60)),
+                    let err = res.is_some_and(looks_like_error);
+                    let parsed = serde_json::from_str::<Value>(&c.arguments);
+                    let line = |max: usize, chars: usize| {
+                        format!(
+                            "{} -> {}",
+                            call_line(c.name, &c.arguments, &parsed, max),
+                            outcome(res, chars).1
+                        )
+                    };
+                    let plan = [
+                        (1_200, FULLEST_RESULT_CHARS),
+                        (400, if err { 900 } else { 600 }),
+                        (160, if err { 360 } else { 160 }),
+                        (60, if err { 160 } else { SHORT_RESULT_CHARS }),
                     ];
+                    let forms = plan[skip..].iter().map(|&(m, o)| line(m, o)).collect();
                     if err {
                         n_errors += 1;
                         b.push(Section::Errors, forms);
@@ -730,13 +792,8 @@ fn pack(
     let mut cover: Vec<Option<usize>> = entries
         .iter()
         .map(|r| {
-            (r.section == Section::Rules)
-                .then(|| {
-                    entries
-                        .iter()
-                        .position(|q| q.section == Section::Requests && q.text().contains(r.text()))
-                })
-                .flatten()
+            r.from
+                .filter(|&q| r.section == Section::Rules && entries[q].text().contains(r.text()))
         })
         .collect();
     let mut total: f64 = fixed
@@ -799,7 +856,7 @@ fn pack(
                     let e = &mut entries[i];
                     if e.level + 1 < e.forms.len() {
                         e.level += 1;
-                        let t = est.text(e.text()) + 1.0;
+                        let t = e.costs[e.level];
                         total += t - e.tokens;
                         e.tokens = t;
                     }
@@ -835,7 +892,7 @@ fn pack(
         if !entries[i].alive && cover[i].is_none() {
             let e = &mut entries[i];
             e.level = e.forms.len() - 1;
-            let t = est.text(e.text()) + 1.0;
+            let t = e.costs[e.level];
             if total + t > room {
                 continue;
             }
@@ -845,7 +902,7 @@ fn pack(
         }
         while entries[i].alive && entries[i].level > 0 {
             let e = &mut entries[i];
-            let t = est.text(&e.forms[e.level - 1]) + 1.0;
+            let t = e.costs[e.level - 1];
             if total + t - e.tokens > room {
                 break;
             }
@@ -876,7 +933,8 @@ fn fit(
 ) -> String {
     // Per line: its text plus ~1 token of list syntax.
     for e in &mut entries {
-        e.tokens = est.text(e.text()) + 1.0;
+        e.costs = e.forms.iter().map(|f| est.text(f) + 1.0).collect();
+        e.tokens = e.costs[0];
     }
     let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
     let budget = max_tokens as f64;
@@ -892,15 +950,25 @@ fn fit(
     };
     let share = INDEX_SHARE.max((carried_cost / budget.max(1.0)).min(CARRIED_INDEX_SHARE));
     let reserved = natural_index.min(budget * share);
-    let mut room = budget - reserved;
-    let mut limit = budget;
+    let room = budget - reserved;
+    let limit = budget;
     let mut out = String::new();
     let mut best: Option<(f64, String)> = None;
     // Line-by-line prices differ a little from the rendered whole: pack again into a room
     // moved by the difference, over or under, and keep the fullest packing that fits (the last
     // resort cuts characters).
-    for _ in 0..5 {
-        out = pack(entries.clone(), header, &idents, est, fixed, room, limit);
+    // The shift of room and limit: moved by the gap until the fit is bracketed, then bisected.
+    let (mut shift, mut fits, mut over): (f64, Option<f64>, Option<f64>) = (0.0, None, None);
+    for _ in 0..8 {
+        out = pack(
+            entries.clone(),
+            header,
+            &idents,
+            est,
+            fixed,
+            room + shift,
+            limit + shift,
+        );
         let used = est.text(&out);
         if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
             best = Some((used, out.clone()));
@@ -909,8 +977,15 @@ fn fit(
         if (0.0..=budget * 0.02 + 2.0).contains(&gap) {
             break;
         }
-        room += gap - if gap < 0.0 { 4.0 } else { 1.0 };
-        limit += gap - if gap < 0.0 { 4.0 } else { 1.0 };
+        if gap < 0.0 {
+            over = Some(shift);
+        } else {
+            fits = Some(shift);
+        }
+        shift = match (fits, over) {
+            (Some(a), Some(b)) => (a + b) / 2.0,
+            _ => shift + gap - if gap < 0.0 { 4.0 } else { 1.0 },
+        };
     }
     if let Some((_, b)) = best {
         return b;

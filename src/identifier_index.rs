@@ -429,6 +429,40 @@ impl Collector {
     }
 }
 
+/// Bytes of one text scanned at each end: identifiers of a long output sit at its edges (the
+/// command's echo, the error, the summary line); a file dump's middle only adds noise, and the
+/// scan stays bounded whatever the size of the outputs.
+const SCAN_EDGE_BYTES: usize = 4_096;
+/// As `SCAN_EDGE_BYTES`, for tool output.
+const OUTPUT_EDGE_BYTES: usize = 768;
+
+/// Scan `text`, or its two edges when it is long.
+fn scan_edges(c: &mut Collector, text: &str, weight: f64, recency: f64) {
+    // Tool output is read at its edges only; what the user and the assistant said, further.
+    let edge = if weight <= 1.0 {
+        OUTPUT_EDGE_BYTES
+    } else {
+        SCAN_EDGE_BYTES
+    };
+    if text.len() <= 2 * edge {
+        c.scan(text, weight, recency);
+        return;
+    }
+    let mut a = edge;
+    while !text.is_char_boundary(a) {
+        a -= 1;
+    }
+    let mut b = text.len() - edge;
+    while !text.is_char_boundary(b) {
+        b += 1;
+    }
+    // Cut at line ends so no identifier is split.
+    let head = text[..a].rfind('\n').map_or(&text[..a], |i| &text[..i]);
+    let tail = text[b..].find('\n').map_or(&text[b..], |i| &text[b + i..]);
+    c.scan(head, weight, recency);
+    c.scan(tail, weight, recency);
+}
+
 /// The texts of a message with the weight of who said them.
 pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
     c.serial += 1;
@@ -448,18 +482,18 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
         }
     };
     match &m.content {
-        Content::Text(t) => c.scan(t, text_weight(t), recency),
+        Content::Text(t) => scan_edges(c, t, text_weight(t), recency),
         Content::Parts(ps) => {
             for p in ps {
                 match p {
-                    Part::Text(t) => c.scan(t, text_weight(t), recency),
+                    Part::Text(t) => scan_edges(c, t, text_weight(t), recency),
                     Part::ToolUse(call) => {
-                        c.scan(&call.arguments, 2.0, recency);
+                        scan_edges(c, &call.arguments, 2.0, recency);
                     }
                     Part::ToolResult { content, .. } => {
                         for q in content {
                             if let Part::Text(t) = q {
-                                c.scan(t, 1.0, recency);
+                                scan_edges(c, t, 1.0, recency);
                             }
                         }
                     }
@@ -470,7 +504,7 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
         Content::None => {}
     }
     for call in &m.tool_calls {
-        c.scan(&call.arguments, 2.0, recency);
+        scan_edges(c, &call.arguments, 2.0, recency);
     }
 }
 

@@ -36,6 +36,13 @@ const OPENERS: [&str; 4] = ["do not", "don't", "dont", "please do not"];
 /// Longest rule kept whole (characters); a longer sentence keeps its head and end.
 const MAX_RULE_CHARS: usize = 600;
 
+fn has_marker_anywhere(lower: &str) -> bool {
+    MARKERS
+        .iter()
+        .chain(OPENERS.iter())
+        .any(|m| lower.contains(m))
+}
+
 fn has_marker(lower: &str) -> bool {
     let opening = lower.trim_start_matches(|c: char| !c.is_alphanumeric());
     let opening = opening.strip_prefix("please ").unwrap_or(opening);
@@ -61,6 +68,11 @@ fn has_marker(lower: &str) -> bool {
 /// Sentences of `text` that state a rule, each on one line (whitespace collapsed), in order.
 pub fn rules_in(text: &str) -> Vec<String> {
     let mut out = Vec::new();
+    // Most texts hold no marker at all: one pass over the whole text rules them out.
+    let lower = text.to_lowercase();
+    if !has_marker_anywhere(&lower) {
+        return out;
+    }
     let mut start = 0;
     let b = text.as_bytes();
     let mut i = 0;
