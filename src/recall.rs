@@ -71,16 +71,33 @@ pub fn ids_in(text: &str) -> Vec<&str> {
     out
 }
 
+/// Bytes of a text read at each end when a placeholder describes it: tools print what matters
+/// (the command, the error, the summary line) first and last, and a bound keeps the cost of a
+/// placeholder independent of the output's size.
+const SCAN_BYTES: usize = 2_048;
+
+/// The first and last [`SCAN_BYTES`] of `text` (all of it when shorter), on char boundaries.
+fn ends(text: &str) -> (&str, &str) {
+    if text.len() <= 2 * SCAN_BYTES {
+        return (text, "");
+    }
+    let mut a = SCAN_BYTES;
+    while !text.is_char_boundary(a) {
+        a -= 1;
+    }
+    let mut b = text.len() - SCAN_BYTES;
+    while !text.is_char_boundary(b) {
+        b += 1;
+    }
+    (&text[..a], &text[b..])
+}
+
 /// Whether a tool output reports an error (a traceback, an exception, "error", "failed", a
 /// non-zero exit code), judged on its first and last lines where tools print them.
 pub fn looks_like_error(text: &str) -> bool {
-    let head: String = text.chars().take(2_000).collect();
-    let tail: String = {
-        let n = text.chars().count();
-        text.chars().skip(n.saturating_sub(2_000)).collect()
-    };
+    let (head, tail) = ends(text);
     [head, tail].iter().any(|t| {
-        let l = t.to_lowercase();
+        let l = t.to_ascii_lowercase();
         l.contains("traceback")
             || l.contains("exception")
             || l.contains("error")
@@ -125,7 +142,8 @@ fn salient(w: &str) -> bool {
 /// most `k`, each at most [`MENTION_MAX_CHARS`] characters. Deterministic.
 pub fn mentions(text: &str, k: usize) -> Vec<String> {
     let mut seen: HashMap<&str, (usize, usize)> = HashMap::new();
-    let words = text.split(|c: char| {
+    let (head, tail) = ends(text);
+    let sep = |c: char| {
         c.is_whitespace()
             || matches!(
                 c,
@@ -144,7 +162,8 @@ pub fn mentions(text: &str, k: usize) -> Vec<String> {
                     | '='
                     | '|'
             )
-    });
+    };
+    let words = head.split(sep).chain(tail.split(sep));
     for (order, w) in words.enumerate() {
         let w = w.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?' | '*'));
         if salient(w) {
@@ -305,7 +324,15 @@ pub fn recoverable_edits(
             continue;
         };
         let id = fold_id(&text);
-        let tokens = est.text(&text).ceil() as u32;
+        // The message's price when the edit replaces its whole text (known: no scan of a
+        // long output); a block's own estimate otherwise.
+        let tokens = match &e {
+            MaskEdit::Change {
+                change: Change::ResultText { part: None, .. } | Change::Text { .. },
+                ..
+            } => costs[i],
+            _ => est.text(&text).ceil() as u32,
+        };
         let MaskEdit::Change { change, .. } = &e else {
             out.push(e);
             continue;
@@ -322,14 +349,7 @@ pub fn recoverable_edits(
                 let tool = call.and_then(|c| names.get(c).copied());
                 Change::ResultText {
                     part: *part,
-                    text: placeholder(
-                        est,
-                        "tool output",
-                        tool,
-                        tokens.max(costs[i].min(tokens.max(1))),
-                        &text,
-                        &id,
-                    ),
+                    text: placeholder(est, "tool output", tool, tokens, &text, &id),
                 }
             }
             Change::Text { .. } => Change::Text {
