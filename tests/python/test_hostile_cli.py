@@ -46,18 +46,27 @@ def test_dev_zero_stops_at_the_size_cap_with_a_clean_error():
 
 
 def test_an_endless_stdin_stops_at_the_cap_set_in_the_environment():
-    with subprocess.Popen([sys.executable, "-m", "contextfold", "estimate", "-"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env={**os.environ, "CONTEXTFOLD_MAX_BYTES": "200000"}) as p:
-        assert p.stdin is not None
+    # Unbuffered: a write fails at once when the reader has gone, and closing flushes nothing
+    # (a buffered close after the reader left raised BrokenPipeError outside the test's hands).
+    p = subprocess.Popen([sys.executable, "-m", "contextfold", "estimate", "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                         env={**os.environ, "CONTEXTFOLD_MAX_BYTES": "200000"})
+    assert p.stdin is not None and p.stderr is not None
+    try:
+        for _ in range(1000):  # 10 MB offered; the reader stops after 200 KB
+            p.stdin.write(b"[" * 10_000)
+    except BrokenPipeError:
+        pass  # the reader stopped and went away: what this test wants
+    finally:
         try:
-            for _ in range(1000):  # 10 MB offered; the reader stops after 200 KB
-                p.stdin.write(b"[" * 10_000)
             p.stdin.close()
         except BrokenPipeError:
-            pass  # the reader stopped and went away: what this test wants
-        err = p.stderr.read().decode() if p.stderr else ""
-        assert p.wait(timeout=60) == 1
+            pass
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    if p.stdout is not None:
+        p.stdout.close()
+    assert p.wait(timeout=60) == 1
     assert "larger than the cap of 200,000 bytes" in err
 
 
