@@ -137,20 +137,40 @@ fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
     } else {
         s
     };
-    let squeezed = squeeze_rules(s);
-    let mut line = String::with_capacity(squeezed.len().min(max * 4 + 8));
-    for w in squeezed.split_whitespace() {
-        if !line.is_empty() {
-            line.push(' ');
+    // A unit's shortened forms clip the same text several times over: its collapsed line and
+    // character count are kept from the last call (compared by content, never by address).
+    COLLAPSED.with(|cell| {
+        let mut cached = cell.borrow_mut();
+        if cached.0 != s {
+            let squeezed = squeeze_rules(s);
+            let mut line = String::with_capacity(squeezed.len().min(max * 4 + 8));
+            for w in squeezed.split_whitespace() {
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(w);
+            }
+            let total = line.chars().count();
+            cached.0.clear();
+            cached.0.push_str(s);
+            cached.1 = line;
+            cached.2 = total;
         }
-        line.push_str(w);
-    }
-    if line.len() <= max {
-        return line;
-    }
-    let total = line.chars().count();
-    if total <= max {
-        return line;
+        cut_line(&cached.1, cached.2, max, head_share)
+    })
+}
+
+thread_local! {
+    /// The last text `clip_ends` collapsed: (input, collapsed line, its characters).
+    static COLLAPSED: std::cell::RefCell<(String, String, usize)> =
+        const { std::cell::RefCell::new((String::new(), String::new(), 0)) };
+}
+
+/// `line` (collapsed, `total` characters) at most `max` characters: its head (`head_share` of
+/// `max`) and end around an ellipsis.
+fn cut_line(line: &str, total: usize, max: usize, head_share: f64) -> String {
+    if line.len() <= max || total <= max {
+        return line.to_string();
     }
     let head_n = ((max as f64 * head_share) as usize).min(total);
     let tail_n = max.saturating_sub(head_n).min(total - head_n);
@@ -158,11 +178,13 @@ fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
         .char_indices()
         .nth(head_n)
         .map_or(line.len(), |(i, _)| i);
+    // The tail's start counted from the end: O(tail), not O(line).
     let tail_start = if tail_n == 0 {
         line.len()
     } else {
         line.char_indices()
-            .nth(total - tail_n)
+            .rev()
+            .nth(tail_n - 1)
             .map_or(line.len(), |(i, _)| i)
     };
     let mut out = String::with_capacity(head_end + (line.len() - tail_start) + 3);
