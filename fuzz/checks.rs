@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use contextfold::compaction::{
-    plan as compaction_plan, seat, verify, MaskOptions, Placement, PlanOptions, Turn, WireFormat,
+    assemble, plan as compaction_plan, seat, verify, MaskOptions, PlanOptions, WireFormat,
 };
 use contextfold::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
 use contextfold::exact::Counter;
@@ -676,48 +676,7 @@ pub fn compaction(data: &[u8]) {
         return;
     }
     let summary = "x ".repeat((p.summary_tokens.min(4096) as usize).saturating_sub(24));
-    let mut out: Vec<Message<'_>> = msgs[..p.head_end].to_vec();
-    out.extend(p.kept.iter().map(|&i| msgs[i].clone()));
-    match p.placement {
-        Placement::Insert(t) => {
-            let role = if t == Turn::Assistant {
-                "assistant"
-            } else {
-                "user"
-            };
-            out.push(Message::text(role, &summary));
-            out.extend(msgs[p.tail_start..].iter().cloned());
-        }
-        Placement::Merge { index, at_start } => {
-            let base_len = out.len();
-            out.extend(msgs[p.tail_start..].iter().cloned());
-            let pos = if index < p.head_end {
-                index
-            } else if let Some(k) = p.kept.iter().position(|&i| i == index) {
-                p.head_end + k
-            } else {
-                base_len + index - p.tail_start
-            };
-            let m = &mut out[pos];
-            let block = Part::Text(Cow::Borrowed(summary.as_str()));
-            m.content = match std::mem::take(&mut m.content) {
-                Content::Parts(mut ps) => {
-                    if at_start {
-                        ps.insert(0, block)
-                    } else {
-                        ps.push(block)
-                    }
-                    Content::Parts(ps)
-                }
-                Content::Text(t) => Content::Parts(if at_start {
-                    vec![block, Part::Text(t)]
-                } else {
-                    vec![Part::Text(t), block]
-                }),
-                Content::None => Content::Parts(vec![block]),
-            };
-        }
-    }
+    let out = assemble(&msgs, &p, &summary);
     let v = verify(&out, format, &est, 0, None, &p.seams);
     let problems: Vec<_> = v
         .failures

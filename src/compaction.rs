@@ -530,6 +530,56 @@ fn priced(
         .collect()
 }
 
+/// The history a plan describes, with `summary` written where the plan places it: the head, the
+/// messages of the middle kept verbatim, the summary (a message of its own, or a text block
+/// merged into the message the plan names), then the tail. The Compactor writes the same in
+/// each wire format's own shape; this is the format-neutral view its checks and tests verify.
+pub fn assemble<'a>(msgs: &[Message<'a>], p: &Plan, summary: &'a str) -> Vec<Message<'a>> {
+    let mut out: Vec<Message<'a>> = msgs[..p.head_end].to_vec();
+    out.extend(p.kept.iter().map(|&i| msgs[i].clone()));
+    match p.placement {
+        Placement::Insert(t) => {
+            let role = if t == Turn::Assistant {
+                "assistant"
+            } else {
+                "user"
+            };
+            out.push(Message::text(role, summary));
+            out.extend(msgs[p.tail_start..].iter().cloned());
+        }
+        Placement::Merge { index, at_start } => {
+            let base_len = out.len();
+            out.extend(msgs[p.tail_start..].iter().cloned());
+            let pos = if index < p.head_end {
+                index
+            } else if let Some(k) = p.kept.iter().position(|&i| i == index) {
+                p.head_end + k
+            } else {
+                base_len + index - p.tail_start
+            };
+            let m = &mut out[pos];
+            let block = Part::Text(Cow::Borrowed(summary));
+            m.content = match std::mem::take(&mut m.content) {
+                Content::Parts(mut ps) => {
+                    if at_start {
+                        ps.insert(0, block)
+                    } else {
+                        ps.push(block)
+                    }
+                    Content::Parts(ps)
+                }
+                Content::Text(t) => Content::Parts(if at_start {
+                    vec![block, Part::Text(t)]
+                } else {
+                    vec![Part::Text(t), block]
+                }),
+                Content::None => Content::Parts(vec![block]),
+            };
+        }
+    }
+    out
+}
+
 /// Plan a compaction of `msgs`.
 pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
     plan_priced(msgs, est, &est.each(msgs), opt)
