@@ -146,11 +146,7 @@ const IMAGE_SKELETON: &str = r#"{"inlineData":{}}"#;
 
 /// An edit of a Gemini content; `snake` when its parts use the SDK's snake-case keys.
 pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<Written> {
-    let (call_key, response_key) = if snake {
-        ("function_call", "function_response")
-    } else {
-        ("functionCall", "functionResponse")
-    };
+    let (call_key, response_key) = part_keys(snake);
     match change {
         Change::ResultText {
             part: Some(k),
@@ -222,16 +218,20 @@ pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str)
     s
 }
 
-/// The user content answering function call `call_id` of `name` with `text`: one
-/// `functionResponse` part whose response is `{"output": text}` (the docs' key for a
-/// function's output). A call read without an id has its name as id: the response then names
-/// no id either. `snake`: the Python SDK's key spelling.
-pub(crate) fn tool_result_json(call_id: &str, name: &str, text: &str, snake: bool) -> String {
-    let key = if snake {
-        "function_response"
+/// The key of a function call / response part in the REST spelling or (`snake`) the Python
+/// SDK's.
+fn part_keys(snake: bool) -> (&'static str, &'static str) {
+    if snake {
+        ("function_call", "function_response")
     } else {
-        "functionResponse"
-    };
+        ("functionCall", "functionResponse")
+    }
+}
+
+/// A `functionResponse` part answering `call_id` of `name` with `{field: text}`, as compact
+/// JSON; the id is named only when the call had one (a call read without an id has its name as
+/// id).
+fn response_part_json(call_id: &str, name: &str, field: &str, text: &str, snake: bool) -> String {
     let mut f = String::from("{\"name\":");
     f.push_str(&super::edit::json_string(name));
     if call_id != name {
@@ -239,44 +239,40 @@ pub(crate) fn tool_result_json(call_id: &str, name: &str, text: &str, snake: boo
         f.push_str(&super::edit::json_string(call_id));
     }
     f.push_str(",\"response\":");
-    f.push_str(&object_of(&[("output", text)]));
+    f.push_str(&object_of(&[(field, text)]));
     f.push('}');
-    format!("{{\"role\":\"user\",\"parts\":[{{\"{key}\":{f}}}]}}")
+    format!("{{\"{}\":{f}}}", part_keys(snake).1)
+}
+
+/// The user content answering function call `call_id` of `name` with `text`: one
+/// `functionResponse` part whose response is `{"output": text}` (the docs' key for a
+/// function's output). `snake`: the Python SDK's key spelling.
+pub(crate) fn tool_result_json(call_id: &str, name: &str, text: &str, snake: bool) -> String {
+    let part = response_part_json(call_id, name, "output", text, snake);
+    format!("{{\"role\":\"user\",\"parts\":[{part}]}}")
+}
+
+/// The path to the id inside the part at `k` under `key`.
+fn part_id_path(k: usize, key: &'static str) -> Vec<Step> {
+    vec![
+        Step::Key("parts"),
+        Step::Index(k),
+        Step::Key(key),
+        Step::Key("id"),
+    ]
 }
 
 /// Where the id of the `functionCall` part at `at` sits (repair renames duplicates there).
 pub(crate) fn call_id_path(at: CallAt, snake: bool) -> Option<Vec<Step>> {
-    let key = if snake {
-        "function_call"
-    } else {
-        "functionCall"
-    };
     match at {
-        CallAt::Part(k) => Some(vec![
-            Step::Key("parts"),
-            Step::Index(k),
-            Step::Key(key),
-            Step::Key("id"),
-        ]),
+        CallAt::Part(k) => Some(part_id_path(k, part_keys(snake).0)),
         CallAt::ToolCalls(_) => None,
     }
 }
 
 /// Where the `functionResponse` part at `part` names its call.
 pub(crate) fn result_id_path(part: Option<usize>, snake: bool) -> Option<Vec<Step>> {
-    let key = if snake {
-        "function_response"
-    } else {
-        "functionResponse"
-    };
-    part.map(|k| {
-        vec![
-            Step::Key("parts"),
-            Step::Index(k),
-            Step::Key(key),
-            Step::Key("id"),
-        ]
-    })
+    part.map(|k| part_id_path(k, part_keys(snake).1))
 }
 
 /// A `functionResponse` part whose response is `{"error": text}` (the docs' key for error
@@ -287,21 +283,7 @@ pub(crate) fn error_result_block_json(
     text: &str,
     snake: bool,
 ) -> String {
-    let key = if snake {
-        "function_response"
-    } else {
-        "functionResponse"
-    };
-    let mut f = String::from("{\"name\":");
-    f.push_str(&super::edit::json_string(name));
-    if call_id != name {
-        f.push_str(",\"id\":");
-        f.push_str(&super::edit::json_string(call_id));
-    }
-    f.push_str(",\"response\":");
-    f.push_str(&object_of(&[("error", text)]));
-    f.push('}');
-    format!("{{\"{key}\":{f}}}")
+    response_part_json(call_id, name, "error", text, snake)
 }
 
 /// Gemini `contents` (user / model turns of `parts`), keys in camel case as the REST API
