@@ -22,6 +22,11 @@ use crate::identifier_index::{self, Collector};
 use crate::message::{Content, Message, Part, Role};
 use crate::standing_rules::rules_in;
 
+mod clip;
+mod pack;
+
+use clip::{clip, clip_ends};
+
 /// Options of a digest.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DigestOptions<'a> {
@@ -76,25 +81,17 @@ const CARRIED_INDEX_SHARE: f64 = 0.5;
 /// Share of the room the identifier index is sure to get (it takes more when the rest is short).
 const INDEX_SHARE: f64 = 0.25;
 
+/// One unit of the digest with its forms (a packing chooses one, `pack`).
 #[derive(Debug, Clone)]
 struct Entry {
     section: Section,
-    /// Forms from the richest to the shortest; `level` is the one used.
+    /// Forms from the richest to the shortest.
     forms: Vec<String>,
-    level: usize,
     focus: bool,
-    alive: bool,
-    tokens: f64,
     /// For a rule: the request entry it was said in (it need not be written twice).
     from: Option<usize>,
     /// Tokens of each form (priced once, before packing).
     costs: Vec<f64>,
-}
-
-impl Entry {
-    fn text(&self) -> &str {
-        &self.forms[self.level]
-    }
 }
 
 const ERROR_WORDS: [&str; 9] = [
@@ -108,91 +105,6 @@ const ERROR_WORDS: [&str; 9] = [
     "denied",
     "no such file",
 ];
-
-/// Whitespace collapsed, at most `max` characters (an ellipsis marks a cut).
-fn clip(s: &str, max: usize) -> String {
-    clip_ends(s, max, 1.0)
-}
-
-/// Whitespace collapsed (a line never carries a newline); over `max` characters, the head
-/// (`head_share` of `max`) and the end are kept around an ellipsis.
-fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
-    // Only the edges can be kept: a long text is cut to windows of its head and end first (a
-    // window of 8 bytes per character kept covers squeezed rules and runs of spaces), so the
-    // work is bounded by `max`, not by the text.
-    let window = max.saturating_mul(8).max(64);
-    let cut;
-    let s = if s.len() > 2 * window {
-        let head_w = ((window as f64 * head_share * 2.0) as usize).min(s.len());
-        let mut a = head_w;
-        while !s.is_char_boundary(a) {
-            a -= 1;
-        }
-        let mut b = s.len() - (2 * window - head_w).min(s.len());
-        while !s.is_char_boundary(b) {
-            b += 1;
-        }
-        cut = format!("{} … {}", &s[..a], &s[b.max(a)..]);
-        cut.as_str()
-    } else {
-        s
-    };
-    // A unit's shortened forms clip the same text several times over: its collapsed line and
-    // character count are kept from the last call (compared by content, never by address).
-    COLLAPSED.with(|cell| {
-        let mut cached = cell.borrow_mut();
-        if cached.0 != s {
-            let squeezed = squeeze_rules(s);
-            let mut line = String::with_capacity(squeezed.len().min(max * 4 + 8));
-            for w in squeezed.split_whitespace() {
-                if !line.is_empty() {
-                    line.push(' ');
-                }
-                line.push_str(w);
-            }
-            let total = line.chars().count();
-            cached.0.clear();
-            cached.0.push_str(s);
-            cached.1 = line;
-            cached.2 = total;
-        }
-        cut_line(&cached.1, cached.2, max, head_share)
-    })
-}
-
-thread_local! {
-    /// The last text `clip_ends` collapsed: (input, collapsed line, its characters).
-    static COLLAPSED: std::cell::RefCell<(String, String, usize)> =
-        const { std::cell::RefCell::new((String::new(), String::new(), 0)) };
-}
-
-/// `line` (collapsed, `total` characters) at most `max` characters: its head (`head_share` of
-/// `max`) and end around an ellipsis.
-fn cut_line(line: &str, total: usize, max: usize, head_share: f64) -> String {
-    if line.len() <= max || total <= max {
-        return line.to_string();
-    }
-    let head_n = ((max as f64 * head_share) as usize).min(total);
-    let tail_n = max.saturating_sub(head_n).min(total - head_n);
-    let head_end = line
-        .char_indices()
-        .nth(head_n)
-        .map_or(line.len(), |(i, _)| i);
-    // The tail's start counted from the end: O(tail), not O(line).
-    let tail_start = if tail_n == 0 {
-        line.len()
-    } else {
-        line.char_indices()
-            .rev()
-            .nth(tail_n - 1)
-            .map_or(line.len(), |(i, _)| i)
-    };
-    let mut out = String::with_capacity(head_end + (line.len() - tail_start) + 3);
-    out.push_str(&line[..head_end]);
-    out.push('…');
-    out.push_str(&line[tail_start..]);
-    out
-}
 
 /// The text of a message: borrowed when it is one string, joined text blocks otherwise.
 fn text_of<'m>(m: &'m Message<'_>) -> Cow<'m, str> {
@@ -298,33 +210,6 @@ fn thought(text: &str) -> &str {
         .strip_prefix("THOUGHT:")
         .unwrap_or(before.trim())
         .trim()
-}
-
-/// Runs of one punctuation character (`=====`, `-----` rules of test runners) cut to three:
-/// they cost tokens and say nothing.
-fn squeeze_rules(s: &str) -> Cow<'_, str> {
-    let b = s.as_bytes();
-    if !b
-        .windows(4)
-        .any(|w| w[0] == w[1] && w[1] == w[2] && w[2] == w[3] && w[0].is_ascii_punctuation())
-    {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut run = 0;
-    let mut prev = None;
-    for ch in s.chars() {
-        if Some(ch) == prev && ch.is_ascii_punctuation() {
-            run += 1;
-        } else {
-            run = 1;
-        }
-        prev = Some(ch);
-        if run <= 3 {
-            out.push(ch);
-        }
-    }
-    Cow::Owned(out)
 }
 
 /// `name(key=value, ...)`: every key, string values whole up to `max_value` characters (a
@@ -443,10 +328,7 @@ impl Builder {
         self.entries.push(Entry {
             section,
             forms,
-            level: 0,
             focus,
-            alive: true,
-            tokens: 0.0,
             from: None,
             costs: Vec::new(),
         });
@@ -552,35 +434,6 @@ fn merge_previous(b: &mut Builder, prev: &str) {
             ],
         );
     }
-}
-
-fn render(entries: &[Entry], header: &str, index: &str) -> String {
-    let mut out = String::from(header);
-    for (sec, title) in SECTIONS {
-        let items: Vec<&Entry> = entries
-            .iter()
-            .filter(|e| e.alive && e.section == sec)
-            .collect();
-        if items.is_empty() {
-            continue;
-        }
-        out.push_str("\n## ");
-        out.push_str(title);
-        out.push('\n');
-        for e in items {
-            if !matches!(sec, Section::LastState | Section::Earlier) {
-                out.push_str("- ");
-            }
-            out.push_str(e.text());
-            out.push('\n');
-        }
-    }
-    if !index.is_empty() {
-        out.push('\n');
-        out.push_str(index);
-        out.push('\n');
-    }
-    out
 }
 
 /// The digest of `msgs` (the folded middle), sized to `opt.max_tokens`.
@@ -794,242 +647,7 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
         header.push_str(&clip(i, 300));
     }
     let Builder { entries, index, .. } = b;
-    fit(entries, &header, index.ranked(), est, opt.max_tokens)
-}
-
-/// One packing of `entries` into `room` tokens (see `fit`); the index takes what is left of
-/// `limit`.
-#[allow(clippy::too_many_arguments)]
-fn pack(
-    mut entries: Vec<Entry>,
-    header: &str,
-    idents: &[identifier_index::Ident],
-    est: &Estimator,
-    fixed: f64,
-    room: f64,
-    limit: f64,
-) -> String {
-    // A rule said inside a request kept whole is not written twice: it costs nothing while
-    // that request's form still holds it, and comes back when the request is shortened.
-    let mut cover: Vec<Option<usize>> = entries
-        .iter()
-        .map(|r| {
-            r.from
-                .filter(|&q| r.section == Section::Rules && entries[q].text().contains(r.text()))
-        })
-        .collect();
-    let mut total: f64 = fixed
-        + entries
-            .iter()
-            .zip(&cover)
-            .filter(|(_, c)| c.is_none())
-            .map(|(e, _)| e.tokens)
-            .sum::<f64>();
-    // Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
-    // Rules are never dropped (they render first: only the last-resort cut could reach them);
-    // requests only when even their shortest forms do not fit.
-    let phases: [(Section, usize, bool); 24] = [
-        (Section::Calls, 0, true),
-        (Section::Conclusions, 0, true),
-        (Section::Calls, 0, true),
-        (Section::Earlier, 0, true),
-        (Section::Conclusions, 0, true),
-        (Section::Calls, 0, true),
-        (Section::LastState, 0, true),
-        (Section::Conclusions, 0, true),
-        (Section::Calls, 8, false),
-        (Section::Conclusions, 6, false),
-        (Section::Calls, 4, false),
-        (Section::Earlier, 0, true),
-        (Section::Conclusions, 3, false),
-        (Section::Errors, 0, true),
-        (Section::Requests, 0, true),
-        (Section::Errors, 0, true),
-        (Section::Errors, 3, false),
-        (Section::Requests, 0, true),
-        (Section::Open, 1, false),
-        (Section::Earlier, 0, false),
-        (Section::Requests, 0, true),
-        // Last resorts when even the shortest requests do not fit: the oldest go first.
-        (Section::Conclusions, 0, false),
-        (Section::Calls, 0, false),
-        (Section::Requests, 3, false),
-    ];
-    // Requests dropped as a last resort keep the first ones of the span (the goal) too.
-    const FIRST_REQUESTS_KEPT: usize = 2;
-    for focus_pass in [false, true] {
-        for &(sec, keep, shorten) in &phases {
-            if total <= room {
-                break;
-            }
-            let idx: Vec<usize> = (0..entries.len())
-                .filter(|&i| {
-                    entries[i].alive
-                        && entries[i].section == sec
-                        && (focus_pass || !entries[i].focus)
-                })
-                .collect();
-            let n = idx.len();
-            for (k, &i) in idx.iter().enumerate() {
-                if total <= room {
-                    break;
-                }
-                if shorten {
-                    let e = &mut entries[i];
-                    if e.level + 1 < e.forms.len() {
-                        e.level += 1;
-                        let t = e.costs[e.level];
-                        total += t - e.tokens;
-                        e.tokens = t;
-                    }
-                } else if k + keep < n
-                    && !(sec == Section::Requests
-                        && k < FIRST_REQUESTS_KEPT
-                        && n > keep + FIRST_REQUESTS_KEPT)
-                {
-                    entries[i].alive = false;
-                    total -= entries[i].tokens;
-                } else {
-                    continue;
-                }
-                if entries[i].section == Section::Requests {
-                    for r in 0..entries.len() {
-                        if cover[r] == Some(i)
-                            && (!entries[i].alive || !entries[i].text().contains(entries[r].text()))
-                        {
-                            cover[r] = None;
-                            total += entries[r].tokens;
-                        }
-                    }
-                }
-            }
-        }
-    }
-    // A shortening can free more than needed (one long output): give the room left back to
-    // the newest units, a form at a time, and bring back dropped ones that fit again.
-    for i in (0..entries.len()).rev() {
-        if entries[i].section == Section::Requests {
-            continue;
-        }
-        if !entries[i].alive && cover[i].is_none() {
-            let e = &mut entries[i];
-            e.level = e.forms.len() - 1;
-            let t = e.costs[e.level];
-            if total + t > room {
-                continue;
-            }
-            e.alive = true;
-            e.tokens = t;
-            total += t;
-        }
-        while entries[i].alive && entries[i].level > 0 {
-            let e = &mut entries[i];
-            let t = e.costs[e.level - 1];
-            if total + t - e.tokens > room {
-                break;
-            }
-            total += t - e.tokens;
-            e.level -= 1;
-            e.tokens = t;
-        }
-    }
-    // The index gets its share and what the rest left.
-    let index_room = (limit - total).max(0.0);
-    let index = identifier_index::render(idents, est, index_room as u64);
-    for (e, c) in entries.iter_mut().zip(&cover) {
-        if c.is_some() {
-            e.alive = false;
-        }
-    }
-    render(&entries, header, &index)
-}
-
-/// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the
-/// identifier index takes at least its share and whatever room the rest leaves.
-fn fit(
-    mut entries: Vec<Entry>,
-    header: &str,
-    idents: Vec<identifier_index::Ident>,
-    est: &Estimator,
-    max_tokens: u64,
-) -> String {
-    // Per line: its text plus ~1 token of list syntax.
-    for e in &mut entries {
-        e.costs = e.forms.iter().map(|f| est.text(f) + 1.0).collect();
-        e.tokens = e.costs[0];
-    }
-    let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
-    let budget = max_tokens as f64;
-    let natural_index = est.text(&identifier_index::render(&idents, est, max_tokens)) + 2.0;
-    // Identifiers carried from the previous summary keep their room (up to half of it): a
-    // second compaction keeps what the first one indexed.
-    let carried: Vec<identifier_index::Ident> =
-        idents.iter().filter(|i| i.carried).cloned().collect();
-    let carried_cost = if carried.is_empty() {
-        0.0
-    } else {
-        est.text(&identifier_index::render(&carried, est, max_tokens)) + 2.0
-    };
-    let share = INDEX_SHARE.max((carried_cost / budget.max(1.0)).min(CARRIED_INDEX_SHARE));
-    let reserved = natural_index.min(budget * share);
-    let room = budget - reserved;
-    let limit = budget;
-    let mut out = String::new();
-    let mut best: Option<(f64, String)> = None;
-    // Line-by-line prices differ a little from the rendered whole: pack again into a room
-    // moved by the difference, over or under, and keep the fullest packing that fits (the last
-    // resort cuts characters).
-    // The shift of room and limit: moved by the gap until the fit is bracketed, then bisected.
-    let (mut shift, mut fits, mut over): (f64, Option<f64>, Option<f64>) = (0.0, None, None);
-    for _ in 0..8 {
-        out = pack(
-            entries.clone(),
-            header,
-            &idents,
-            est,
-            fixed,
-            room + shift,
-            limit + shift,
-        );
-        let used = est.text(&out);
-        if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
-            best = Some((used, out.clone()));
-        }
-        let gap = budget - used;
-        if (0.0..=budget * 0.02 + 2.0).contains(&gap) {
-            break;
-        }
-        if gap < 0.0 {
-            over = Some(shift);
-        } else {
-            fits = Some(shift);
-        }
-        shift = match (fits, over) {
-            (Some(a), Some(b)) => (a + b) / 2.0,
-            _ => shift + gap - if gap < 0.0 { 4.0 } else { 1.0 },
-        };
-    }
-    if let Some((_, b)) = best {
-        return b;
-    }
-    if est.text(&out) > budget {
-        // Last resort: cut by characters (about 3 characters per token), on a line boundary;
-        // the index and the oldest details are at the end.
-        let mut max_chars = (budget * 3.0) as usize;
-        while max_chars > 0 && est.text(&out) > budget {
-            let mut cut = out
-                .char_indices()
-                .nth(max_chars)
-                .map(|(i, _)| i)
-                .unwrap_or(out.len());
-            if let Some(nl) = out[..cut].rfind('\n') {
-                cut = nl;
-            }
-            out.truncate(cut);
-            max_chars = max_chars * 9 / 10;
-        }
-    }
-    out
+    pack::fit(entries, &header, index.ranked(), est, opt.max_tokens)
 }
 
 #[cfg(test)]
