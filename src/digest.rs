@@ -13,19 +13,23 @@
 //! section: its requests and rules are kept (deduplicated), its identifiers carried.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Collector};
-use crate::message::{Content, Message, Part, Role};
+use crate::message::{Content, Message, Part, Role, ToolCall};
 use crate::standing_rules::rules_in;
 
 mod clip;
+mod forms;
 mod pack;
+mod units;
 
 use clip::{clip, clip_ends};
+use forms::{Call, Clipped, Command, Forms, Outcome, CONCLUSION_PLAN, REQUEST_PLAN};
+use units::Entry;
 
 /// Options of a digest.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,32 +71,11 @@ const OLD_TITLES: [(&str, Section); 2] = [
     ("User constraints", Section::Rules),
 ];
 
-/// Characters of a result in a call's fullest form (used while the room allows: a summary
-/// fills the room it is given).
-const FULLEST_RESULT_CHARS: usize = 6_000;
-
-/// Characters of a successful result kept in a call's shortest form: a short result (a sum, a
-/// count, "Transfer successful") survives whole, a long one keeps its end.
-const SHORT_RESULT_CHARS: usize = 48;
-
 /// Share of the room the identifiers carried from the previous summary may keep.
 const CARRIED_INDEX_SHARE: f64 = 0.5;
 
 /// Share of the room the identifier index is sure to get (it takes more when the rest is short).
 const INDEX_SHARE: f64 = 0.25;
-
-/// One unit of the digest with its forms (a packing chooses one, `pack`).
-#[derive(Debug, Clone)]
-struct Entry {
-    section: Section,
-    /// Forms from the richest to the shortest.
-    forms: Vec<String>,
-    focus: bool,
-    /// For a rule: the request entry it was said in (it need not be written twice).
-    from: Option<usize>,
-    /// Tokens of each form (priced once, before packing).
-    costs: Vec<f64>,
-}
 
 const ERROR_WORDS: [&str; 9] = [
     "error",
@@ -212,154 +195,115 @@ fn thought(text: &str) -> &str {
         .trim()
 }
 
-/// `name(key=value, ...)`: every key, string values whole up to `max_value` characters (a
-/// longer one keeps its head and end), nested values as compact JSON, likewise bounded.
-fn call_line(
-    name: &str,
-    args: &str,
-    parsed: &Result<Value, serde_json::Error>,
-    max_value: usize,
-) -> String {
-    let mut s = String::from(name);
-    s.push('(');
-    match parsed {
-        Ok(Value::Object(map)) => {
-            for (k, (key, v)) in map.iter().enumerate() {
-                if k == 16 {
-                    s.push_str(", …");
-                    break;
-                }
-                if k > 0 {
-                    s.push_str(", ");
-                }
-                s.push_str(key);
-                s.push('=');
-                match v {
-                    Value::String(t) => {
-                        let shown = clip_ends(t, max_value, 0.6);
-                        if shown.contains(' ') || shown.is_empty() {
-                            s.push('"');
-                            s.push_str(&shown);
-                            s.push('"');
-                        } else {
-                            s.push_str(&shown);
-                        }
-                    }
-                    other => s.push_str(&clip_ends(&other.to_string(), max_value * 2, 0.6)),
-                }
-            }
-        }
-        Ok(other) => s.push_str(&clip_ends(&other.to_string(), max_value * 2, 0.6)),
-        Err(_) => s.push_str(&clip_ends(args, max_value * 2, 0.6)),
-    }
-    s.push(')');
-    s
-}
-
-/// A command shown whole up to `max` characters; a longer one keeps its head and its end
-/// (`&& git diff`, the file a heredoc writes to). Lines are joined by ` ⏎ `.
-fn command_text(cmd: &str, max: usize) -> String {
-    let joined: Vec<&str> = cmd
-        .lines()
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    clip_ends(&joined.join(" ⏎ "), max, 0.6)
-}
-
-/// The outcome of a call from its result text, `chars` characters of it (its head and, more,
-/// its end: the last lines say how it ended). None: no result in the span.
-fn outcome(text: Option<&str>, chars: usize) -> (bool, String) {
-    match text {
-        None => (false, "no result in this span".into()),
-        Some(t) => {
-            let err = looks_like_error(t);
-            let body = observation_body(t);
-            let mut s = String::new();
-            if let Some(rc) = return_code(t) {
-                s.push_str(&format!("rc={rc}"));
-                if chars > 0 && !body.trim().is_empty() {
-                    s.push_str(": ");
-                }
-            }
-            if chars > 0 {
-                s.push_str(&clip_ends(body, chars, 0.35));
-            }
-            if s.is_empty() {
-                s.push_str(if body.trim().is_empty() {
-                    "(empty)"
-                } else {
-                    "…"
-                });
-            }
-            (err, format!("{}: {s}", if err { "error" } else { "ok" }))
-        }
+/// The thought of an assistant message, borrowed where the message's text is one string.
+fn thought_of<'a>(m: &'a Message<'_>) -> Cow<'a, str> {
+    match text_of(m) {
+        Cow::Borrowed(t) => Cow::Borrowed(thought(t)),
+        Cow::Owned(t) => Cow::Owned(thought(&t).to_string()),
     }
 }
 
-struct Builder {
-    entries: Vec<Entry>,
-    seen: HashSet<(Section, String)>,
+struct Builder<'a> {
+    entries: Vec<Entry<'a>>,
+    /// What the units so far say (`units::key`), by section: the richest form of each unit
+    /// whose forms were given, and the shortest form of every unit.
+    seen: HashSet<(Section, u64)>,
+    /// Whether units built lazily are keyed by their richest form too (when a previous
+    /// digest is merged: its units were keyed so).
+    keyed: bool,
     focus: Vec<String>,
     index: Collector,
 }
 
-impl Builder {
-    fn push(&mut self, section: Section, forms: Vec<String>) {
-        let mut forms: Vec<String> = forms.into_iter().filter(|f| !f.is_empty()).collect();
-        forms.dedup();
-        let Some(first) = forms.first() else {
-            return;
-        };
-        // Deduplicated on the shortest form too: a request carried over in its short form is
-        // the same request.
-        let last = forms.last().cloned().unwrap_or_default();
-        if self.seen.contains(&(section, first.clone()))
-            || self.seen.contains(&(section, last.clone()))
-        {
-            return;
+impl<'a> Builder<'a> {
+    /// Add `e` unless a unit of its section said the same already: its richest form (`first`,
+    /// for a unit whose forms were given) or its shortest form (a request carried over in its
+    /// short form is the same request; two units whose richest forms agree agree in their
+    /// shortest). Whether it was added.
+    fn add(&mut self, mut e: Entry<'a>, first: Option<(Section, u64)>) -> bool {
+        let last = units::key(e.section, e.last());
+        if first.is_some_and(|f| self.seen.contains(&f)) || self.seen.contains(&last) {
+            return false;
         }
-        self.seen.insert((section, first.clone()));
-        self.seen.insert((section, last));
-        let focus = !self.focus.is_empty() && {
-            let lower = first.to_lowercase();
+        self.seen.extend(first);
+        self.seen.insert(last);
+        e.focus = !self.focus.is_empty() && {
+            let lower = e.form(0).to_lowercase();
             self.focus.iter().any(|w| lower.contains(w.as_str()))
         };
-        self.entries.push(Entry {
-            section,
-            forms,
-            focus,
-            from: None,
-            costs: Vec::new(),
-        });
+        self.entries.push(e);
+        true
     }
 
-    fn request(&mut self, text: &str) {
+    /// A unit of the given forms.
+    fn push(&mut self, section: Section, forms: Vec<String>) -> bool {
+        let Some(e) = Entry::given(section, forms) else {
+            return false;
+        };
+        let first = units::key(section, e.form(0));
+        self.add(e, Some(first))
+    }
+
+    /// A unit whose forms are built when read (`forms::Forms`).
+    fn push_lazy(&mut self, section: Section, forms: Box<dyn Forms + 'a>) -> bool {
+        let e = Entry::lazy(section, forms);
+        // Beside a previous digest's units (given whole, as it wrote them) a unit is compared
+        // by its richest form too, as they are: the same call carried and made again is one.
+        let first = self.keyed.then(|| units::key(section, e.form(0)));
+        self.add(e, first)
+    }
+
+    fn request(&mut self, text: Cow<'a, str>) {
+        let rules = rules_in(&text);
+        let forms = Clipped {
+            text,
+            plan: &REQUEST_PLAN,
+        };
         let at = self.entries.len();
-        self.push(
-            Section::Requests,
-            vec![
-                clip_ends(text, 4_000, 0.6),
-                clip_ends(text, 1_500, 0.6),
-                clip_ends(text, 400, 0.6),
-                clip_ends(text, 160, 0.6),
-                clip_ends(text, 80, 0.6),
-            ],
-        );
-        let said_in = (self.entries.len() > at).then_some(at);
-        for r in rules_in(text) {
+        let said_in = self
+            .push_lazy(Section::Requests, Box::new(forms))
+            .then_some(at);
+        for r in rules {
             let before = self.entries.len();
-            self.push(Section::Rules, vec![r]);
-            if self.entries.len() > before {
+            if self.push(Section::Rules, vec![r]) {
                 self.entries[before].from = said_in;
             }
         }
+    }
+
+    /// A tool call and its result (None: not in the span). Whether the result is an error.
+    fn call(&mut self, c: &'a ToolCall<'a>, result: Option<Cow<'a, str>>) -> bool {
+        let err = result.as_deref().is_some_and(looks_like_error);
+        let forms = Call {
+            name: c.name,
+            args: &c.arguments,
+            parsed: serde_json::from_str::<Value>(&c.arguments),
+            outcome: Outcome { text: result, err },
+        };
+        let section = if err { Section::Errors } else { Section::Calls };
+        self.push_lazy(section, Box::new(forms));
+        err
+    }
+
+    /// A text agent's command and the observation that answered it. Whether it failed.
+    fn command(&mut self, cmd: &str, observation: Cow<'a, str>) -> bool {
+        let err = looks_like_error(&observation);
+        let forms = Command {
+            joined: Command::join(cmd),
+            outcome: Outcome {
+                text: Some(observation),
+                err,
+            },
+        };
+        let section = if err { Section::Errors } else { Section::Calls };
+        self.push_lazy(section, Box::new(forms));
+        err
     }
 }
 
 /// Merge the sections of a previous digest (or keep foreign text as one entry); its identifier
 /// index is carried into this one's.
-fn merge_previous(b: &mut Builder, prev: &str) {
+fn merge_previous<'a>(b: &mut Builder<'a>, prev: &'a str) {
     b.index.carry(prev);
     let body = identifier_index::strip(prev);
     let mut current: Option<Section> = None;
@@ -398,19 +342,23 @@ fn merge_previous(b: &mut Builder, prev: &str) {
                     foreign.push('\n');
                 }
             }
-            Some(Section::Requests) => b.request(item),
+            Some(Section::Requests) => b.request(Cow::Borrowed(item)),
             // The state and open items of an older span are history now.
-            Some(Section::LastState) => b.push(
-                Section::Conclusions,
-                vec![
-                    format!("earlier state: {}", clip(item, 400)),
-                    format!("earlier state: {}", clip(item, 120)),
-                ],
-            ),
-            Some(Section::Open) => b.push(
-                Section::Conclusions,
-                vec![format!("earlier open item: {item}")],
-            ),
+            Some(Section::LastState) => {
+                b.push(
+                    Section::Conclusions,
+                    vec![
+                        format!("earlier state: {}", clip(item, 400)),
+                        format!("earlier state: {}", clip(item, 120)),
+                    ],
+                );
+            }
+            Some(Section::Open) => {
+                b.push(
+                    Section::Conclusions,
+                    vec![format!("earlier open item: {item}")],
+                );
+            }
             Some(s @ (Section::Calls | Section::Errors)) => {
                 let head = match item.find(" -> ") {
                     Some(i) => &item[..i],
@@ -418,7 +366,9 @@ fn merge_previous(b: &mut Builder, prev: &str) {
                 };
                 b.push(s, vec![item.to_string(), clip(item, 240), clip(head, 120)]);
             }
-            Some(s) => b.push(s, vec![item.to_string(), clip(item, 200)]),
+            Some(s) => {
+                b.push(s, vec![item.to_string(), clip(item, 200)]);
+            }
         }
     }
     if !foreign.trim().is_empty() {
@@ -436,28 +386,9 @@ fn merge_previous(b: &mut Builder, prev: &str) {
     }
 }
 
-/// The digest of `msgs` (the folded middle), sized to `opt.max_tokens`.
-pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) -> String {
-    let focus: Vec<String> = opt
-        .instructions
-        .unwrap_or("")
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| w.len() >= 4)
-        .map(|w| w.to_lowercase())
-        .collect();
-    let mut b = Builder {
-        entries: Vec::new(),
-        seen: HashSet::new(),
-        focus,
-        index: Collector::default(),
-    };
-    if let Some(prev) = opt.previous {
-        merge_previous(&mut b, prev);
-    }
-
-    // Results by call id, within the span.
-    let mut results: std::collections::HashMap<&str, Cow<'_, str>> =
-        std::collections::HashMap::new();
+/// The texts a call's result can come from, by call id, within the span.
+fn results_by_id<'a>(msgs: &'a [Message<'_>]) -> HashMap<&'a str, Cow<'a, str>> {
+    let mut results = HashMap::new();
     for m in msgs {
         if let Some(id) = m.tool_call_id {
             results.insert(id, text_of(m));
@@ -469,148 +400,98 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                     content,
                 } = p
                 {
-                    results.insert(tool_use_id, Cow::Owned(parts_text(content)));
+                    results.insert(*tool_use_id, Cow::Owned(parts_text(content)));
                 }
             }
         }
     }
-    let n = msgs.len().max(1) as f64;
-    // Every unit starts in its fullest form (a summary fills the room it is given).
-    let skip = 0usize;
-    // Whether this agent's observations carry a return code (mini-swe-agent's do).
-    let coded = msgs
-        .iter()
-        .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some());
-    // The newest assistant thought: the last state, and where open items are looked for.
-    let mut last_thought: Option<usize> = None;
-    let mut n_calls = 0usize;
-    let mut n_errors = 0usize;
-    let mut n_requests = 0usize;
-    let mut prev_command: Option<String> = None;
-    for (k, m) in msgs.iter().enumerate() {
-        // The previous summary comes as `opt.previous` (only one the library trusts as its
-        // own); a text that merely carries the marker is data like any other.
-        if let (Some(s), Some(p)) = (crate::compaction::own_summary(m), opt.previous) {
-            if p.contains(s.trim()) {
-                continue;
+    results
+}
+
+/// The walk over the span's messages: the units found and what the header counts.
+struct Walk<'a> {
+    b: Builder<'a>,
+    msgs: &'a [Message<'a>],
+    results: HashMap<&'a str, Cow<'a, str>>,
+    /// Whether this agent's observations carry a return code (mini-swe-agent's do).
+    coded: bool,
+    /// The newest assistant thought: the last state, and where open items are looked for.
+    last_thought: Option<usize>,
+    prev_command: Option<String>,
+    n_calls: usize,
+    n_errors: usize,
+    n_requests: usize,
+}
+
+impl<'a> Walk<'a> {
+    /// A user turn: a request, or a text agent's observation of the command before it.
+    fn user_turn(&mut self, m: &'a Message<'a>) {
+        let text = text_of(m);
+        // An observation opens with its return code; where the agent's observations carry
+        // none, it is the user turn right after a command.
+        let coded_here = return_code(&text).is_some();
+        let observation = coded_here || (self.prev_command.is_some() && !self.coded);
+        let cmd = self
+            .prev_command
+            .take()
+            .filter(|_| observation)
+            .or_else(|| coded_here.then(|| "(command not in this span)".to_string()));
+        if let Some(cmd) = cmd {
+            self.n_calls += 1;
+            if self.b.command(&cmd, text) {
+                self.n_errors += 1;
             }
-        }
-        identifier_index::scan_message(&mut b.index, m, (k + 1) as f64 / n);
-        match m.role {
-            Role::System | Role::Developer => {
-                for r in rules_in(&text_of(m)) {
-                    b.push(Section::Rules, vec![r]);
-                }
-            }
-            Role::User | Role::Other if m.result_ids().next().is_none() => {
-                let text = text_of(m);
-                // A text agent's observation: it opens with its return code; where the agent's
-                // observations carry none, the user turn right after a command.
-                let observation =
-                    return_code(&text).is_some() || (prev_command.is_some() && !coded);
-                let cmd = prev_command.take().filter(|_| observation).or_else(|| {
-                    return_code(&text)
-                        .is_some()
-                        .then(|| "(command not in this span)".to_string())
-                });
-                if let Some(cmd) = cmd {
-                    // A text agent's observation of the command before it.
-                    n_calls += 1;
-                    let err = looks_like_error(&text);
-                    let line = |c: usize, chars: usize| {
-                        format!(
-                            "$ {} -> {}",
-                            command_text(&cmd, c),
-                            outcome(Some(&text), chars).1
-                        )
-                    };
-                    let plan = [
-                        (2_000, FULLEST_RESULT_CHARS),
-                        (600, if err { 900 } else { 700 }),
-                        (300, if err { 360 } else { 200 }),
-                        (140, if err { 160 } else { SHORT_RESULT_CHARS }),
-                    ];
-                    let forms = plan[skip..].iter().map(|&(c, o)| line(c, o)).collect();
-                    if err {
-                        n_errors += 1;
-                        b.push(Section::Errors, forms);
-                    } else {
-                        b.push(Section::Calls, forms);
-                    }
-                } else if !text.trim().is_empty() {
-                    n_requests += 1;
-                    b.request(&text);
-                }
-            }
-            Role::Assistant => {
-                let text = text_of(m);
-                prev_command = None;
-                if !text.trim().is_empty() {
-                    if let Some(cmd) = fenced_command(&text) {
-                        prev_command = Some(cmd.to_string());
-                    }
-                    let t = thought(&text);
-                    if !t.is_empty() {
-                        // The previous thought becomes a conclusion; the newest is the last state.
-                        if let Some(prev) = last_thought.replace(k) {
-                            let pt = text_of(&msgs[prev]);
-                            let th = thought(&pt);
-                            b.push(
-                                Section::Conclusions,
-                                vec![
-                                    clip_ends(th, 4_000, 0.6),
-                                    clip_ends(th, 900, 0.6),
-                                    clip_ends(th, 300, 0.6),
-                                    clip_ends(th, 120, 0.7),
-                                ],
-                            );
-                        }
-                    }
-                }
-                let calls = m.tool_calls.iter().chain(match &m.content {
-                    Content::Parts(ps) => ps
-                        .iter()
-                        .filter_map(|p| match p {
-                            Part::ToolUse(c) => Some(c),
-                            _ => None,
-                        })
-                        .collect::<Vec<_>>(),
-                    _ => Vec::new(),
-                });
-                for c in calls {
-                    n_calls += 1;
-                    let res = results.get(c.id).map(|s| s.as_ref());
-                    let err = res.is_some_and(looks_like_error);
-                    let parsed = serde_json::from_str::<Value>(&c.arguments);
-                    let line = |max: usize, chars: usize| {
-                        format!(
-                            "{} -> {}",
-                            call_line(c.name, &c.arguments, &parsed, max),
-                            outcome(res, chars).1
-                        )
-                    };
-                    let plan = [
-                        (1_200, FULLEST_RESULT_CHARS),
-                        (400, if err { 900 } else { 600 }),
-                        (160, if err { 360 } else { 160 }),
-                        (60, if err { 160 } else { SHORT_RESULT_CHARS }),
-                    ];
-                    let forms = plan[skip..].iter().map(|&(m, o)| line(m, o)).collect();
-                    if err {
-                        n_errors += 1;
-                        b.push(Section::Errors, forms);
-                    } else {
-                        b.push(Section::Calls, forms);
-                    }
-                }
-            }
-            _ => {}
+        } else if !text.trim().is_empty() {
+            self.n_requests += 1;
+            self.b.request(text);
         }
     }
-    if let Some(k) = last_thought {
-        let text = text_of(&msgs[k]);
+
+    /// An assistant turn: the previous thought becomes a conclusion (this one is the last
+    /// state until a newer one comes), its fenced command waits for its observation, and each
+    /// tool call becomes a unit with its result.
+    fn assistant_turn(&mut self, k: usize, m: &'a Message<'a>) {
+        let text = text_of(m);
+        self.prev_command = None;
+        if !text.trim().is_empty() {
+            if let Some(cmd) = fenced_command(&text) {
+                self.prev_command = Some(cmd.to_string());
+            }
+            if !thought(&text).is_empty() {
+                if let Some(prev) = self.last_thought.replace(k) {
+                    let forms = Clipped {
+                        text: thought_of(&self.msgs[prev]),
+                        plan: &CONCLUSION_PLAN,
+                    };
+                    self.b.push_lazy(Section::Conclusions, Box::new(forms));
+                }
+            }
+        }
+        let parts = match &m.content {
+            Content::Parts(ps) => ps.as_slice(),
+            _ => &[],
+        };
+        let used = parts.iter().filter_map(|p| match p {
+            Part::ToolUse(c) => Some(c),
+            _ => None,
+        });
+        for c in m.tool_calls.iter().chain(used) {
+            self.n_calls += 1;
+            let result = self.results.get(c.id).cloned();
+            if self.b.call(c, result) {
+                self.n_errors += 1;
+            }
+        }
+    }
+
+    /// The newest thought as the last state, and the open items it names.
+    fn last_state(&mut self) {
+        let Some(k) = self.last_thought else {
+            return;
+        };
+        let text = text_of(&self.msgs[k]);
         let t = thought(&text);
-        b.push(
+        self.b.push(
             Section::LastState,
             vec![
                 clip_ends(t, 900, 0.6),
@@ -631,23 +512,86 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
             }
         }
         for o in open.into_iter().rev().take(3) {
-            b.push(Section::Open, vec![o]);
+            self.b.push(Section::Open, vec![o]);
         }
     }
 
-    let mut header = format!(
-        "Earlier conversation folded by contextfold ({} messages: {} user requests, {} tool calls, {} errors).",
-        msgs.len(),
-        n_requests,
-        n_calls,
-        n_errors
-    );
-    if let Some(i) = opt.instructions.filter(|s| !s.trim().is_empty()) {
-        header.push_str("\nFocus: ");
-        header.push_str(&clip(i, 300));
+    /// The digest's first line: what the span held (and the focus asked for).
+    fn header(&self, instructions: Option<&str>) -> String {
+        let mut header = format!(
+            "Earlier conversation folded by contextfold ({} messages: {} user requests, {} tool calls, {} errors).",
+            self.msgs.len(),
+            self.n_requests,
+            self.n_calls,
+            self.n_errors
+        );
+        if let Some(i) = instructions.filter(|s| !s.trim().is_empty()) {
+            header.push_str("\nFocus: ");
+            header.push_str(&clip(i, 300));
+        }
+        header
     }
+}
+
+/// The digest of `msgs` (the folded middle), sized to `opt.max_tokens`.
+pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<'a>) -> String {
+    let focus: Vec<String> = opt
+        .instructions
+        .unwrap_or("")
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| w.len() >= 4)
+        .map(|w| w.to_lowercase())
+        .collect();
+    let mut b = Builder {
+        entries: Vec::new(),
+        seen: HashSet::new(),
+        keyed: opt.previous.is_some(),
+        focus,
+        index: Collector::default(),
+    };
+    if let Some(prev) = opt.previous {
+        merge_previous(&mut b, prev);
+    }
+    let coded = msgs
+        .iter()
+        .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some());
+    let mut w = Walk {
+        b,
+        msgs,
+        results: results_by_id(msgs),
+        coded,
+        last_thought: None,
+        prev_command: None,
+        n_calls: 0,
+        n_errors: 0,
+        n_requests: 0,
+    };
+    let n = msgs.len().max(1) as f64;
+    for (k, m) in msgs.iter().enumerate() {
+        // The previous summary comes as `opt.previous` (only one the library trusts as its
+        // own); a text that merely carries the marker is data like any other.
+        if let (Some(s), Some(p)) = (crate::compaction::own_summary(m), opt.previous) {
+            if p.contains(s.trim()) {
+                continue;
+            }
+        }
+        identifier_index::scan_message(&mut w.b.index, m, (k + 1) as f64 / n);
+        match m.role {
+            Role::System | Role::Developer => {
+                for r in rules_in(&text_of(m)) {
+                    w.b.push(Section::Rules, vec![r]);
+                }
+            }
+            Role::User | Role::Other if m.result_ids().next().is_none() => w.user_turn(m),
+            Role::Assistant => w.assistant_turn(k, m),
+            _ => {}
+        }
+    }
+    w.last_state();
+    let header = w.header(opt.instructions);
+    let Walk { b, .. } = w;
     let Builder { entries, index, .. } = b;
-    pack::fit(entries, &header, index.ranked(), est, opt.max_tokens)
+    pack::fit(&entries, &header, index.ranked(), est, opt.max_tokens)
 }
 
 #[cfg(test)]

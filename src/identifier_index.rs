@@ -112,53 +112,91 @@ fn is_uuid(s: &str) -> bool {
         })
 }
 
+/// Whether `t` holds `://` (a URL's scheme separator).
+fn has_scheme(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.iter()
+        .enumerate()
+        .any(|(i, &c)| c == b':' && b.get(i + 1) == Some(&b'/') && b.get(i + 2) == Some(&b'/'))
+}
+
+/// `l.split_once(": ")`, found from the colons alone.
+fn split_colon_space(l: &str) -> Option<(&str, &str)> {
+    let b = l.as_bytes();
+    let mut from = 0;
+    while let Some(i) = b[from..].iter().position(|&c| c == b':') {
+        let at = from + i;
+        if b.get(at + 1) == Some(&b' ') {
+            return Some((&l[..at], &l[at + 2..]));
+        }
+        from = at + 1;
+    }
+    None
+}
+
 /// A unit a number is said in (`UNITS`, any case).
 fn is_unit(u: &str) -> bool {
     UNITS.iter().any(|x| x.eq_ignore_ascii_case(u))
 }
 
+/// ASCII bytes an identifier token may hold (`is_token_char`).
+const TOKEN_BYTES: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'_' | b'.'
+                    | b'/'
+                    | b'-'
+                    | b':'
+                    | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'@'
+                    | b'+'
+                    | b'~'
+                    | b'='
+                    | b'?'
+                    | b'&'
+                    | b','
+            );
+        c += 1;
+    }
+    t
+};
+
 /// The runs of identifier characters of `text` (`is_token_char`), read byte by byte where the
-/// text is ASCII.
-fn tokens_of(text: &str) -> Vec<&str> {
+/// text is ASCII, each with whether it is ASCII letters only (a plain word).
+fn tokens_of(text: &str) -> Vec<(&str, bool)> {
     let b = text.as_bytes();
     let mut tokens = Vec::new();
     let mut start: Option<usize> = None;
+    let mut letters = true;
     let mut i = 0;
     while i < b.len() {
-        let (token_char, width) = if b[i] < 0x80 {
-            let c = b[i];
-            let t = c.is_ascii_alphanumeric()
-                || matches!(
-                    c,
-                    b'_' | b'.'
-                        | b'/'
-                        | b'-'
-                        | b':'
-                        | b'#'
-                        | b'$'
-                        | b'%'
-                        | b'@'
-                        | b'+'
-                        | b'~'
-                        | b'='
-                        | b'?'
-                        | b'&'
-                        | b','
-                );
-            (t, 1)
+        let c = b[i];
+        let (token_char, width) = if c < 0x80 {
+            (TOKEN_BYTES[usize::from(c)], 1)
         } else {
             let ch = text[i..].chars().next().unwrap_or(' ');
             (is_token_char(ch), ch.len_utf8())
         };
         if token_char {
-            start.get_or_insert(i);
+            if start.is_none() {
+                start = Some(i);
+                letters = true;
+            }
+            letters &= c.is_ascii_alphabetic();
         } else if let Some(s) = start.take() {
-            tokens.push(&text[s..i]);
+            tokens.push((&text[s..i], letters));
         }
         i += width;
     }
     if let Some(s) = start {
-        tokens.push(&text[s..]);
+        tokens.push((&text[s..], letters));
     }
     tokens
 }
@@ -369,10 +407,17 @@ impl Collector {
     pub fn scan(&mut self, text: &str, weight: f64, recency: f64) {
         self.scan_error_lines(text, weight, recency);
         let tokens = tokens_of(text);
-        for (k, raw) in tokens.iter().enumerate() {
+        for (k, &(raw, plain)) in tokens.iter().enumerate() {
+            if plain {
+                // Plain words (most of any text) can only be CamelCase symbols.
+                if raw.as_bytes()[0].is_ascii_uppercase() && is_symbol(raw) {
+                    self.add(Kind::Symbol, raw, weight, recency, false);
+                }
+                continue;
+            }
             // URLs stay whole; elsewhere `=` and `:` join a key to its value and commas
             // separate list items, unless they sit inside a number ("$1,023").
-            let whole = raw.contains("://") || is_number(trim_token(raw));
+            let whole = has_scheme(raw) || is_number(trim_token(raw));
             let seps: &[char] = if whole { &[] } else { &[',', '=', ':'] };
             for piece in raw.split(seps) {
                 let t = trim_token(piece);
@@ -386,7 +431,7 @@ impl Collector {
                     }
                     continue;
                 }
-                self.classify(t, tokens.get(k + 1).copied(), weight, recency);
+                self.classify(t, tokens.get(k + 1).map(|&(n, _)| n), weight, recency);
             }
         }
     }
@@ -396,7 +441,7 @@ impl Collector {
     fn scan_error_lines(&mut self, text: &str, weight: f64, recency: f64) {
         for line in text.lines() {
             let l = line.trim();
-            if let Some((head, rest)) = l.split_once(": ") {
+            if let Some((head, rest)) = split_colon_space(l) {
                 let name = head.rsplit('.').next().unwrap_or(head);
                 let is_err = !name.is_empty()
                     && name.len() <= 60

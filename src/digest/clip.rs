@@ -69,6 +69,43 @@ pub(super) fn clip(s: &str, max: usize) -> String {
     clip_ends(s, max, 1.0)
 }
 
+/// Whether `clip_ends(s, max, head_share)` gives `s`'s whole line: `s` is not cut to windows
+/// and its line holds at most `max` characters, or one more with the ellipsis exactly where the
+/// clip would put its own (a line an earlier clip made: clipping it again changes nothing).
+/// Then a clip to any larger limit gives the same line. Reads at most `max + 1` characters
+/// (none when the byte length decides).
+pub(super) fn is_whole(s: &str, max: usize, head_share: f64) -> bool {
+    if s.len() <= max {
+        return true;
+    }
+    let window = max.saturating_mul(8).max(64);
+    if s.len() > 2 * window {
+        return false;
+    }
+    // Letters and digits all survive the collapse: more of them than the line may hold, and
+    // it is not whole (a byte count, far cheaper than collapsing).
+    let mut solid = 0usize;
+    for &c in s.as_bytes() {
+        solid += usize::from(c.is_ascii_alphanumeric());
+        if solid > max + 1 {
+            return false;
+        }
+    }
+    let head_n = (max as f64 * head_share) as usize;
+    let mut at_cut = None;
+    let mut n = 0usize;
+    for ch in Collapse::new(s.chars()) {
+        if n == head_n {
+            at_cut = Some(ch);
+        }
+        n += 1;
+        if n > max + 1 {
+            return false;
+        }
+    }
+    n <= max || at_cut == Some('…')
+}
+
 /// The part of `s` a clip to `max` characters may show: all of it, or (a long text) windows of
 /// its head and end around ` … ` (a window of 8 bytes per character kept covers squeezed rules
 /// and runs of spaces).
@@ -95,17 +132,9 @@ pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
     let (head, mid, tail) = windows(s, max, head_share);
     let forward = head.chars().chain(mid.chars()).chain(tail.chars());
     let mut line = String::with_capacity(max.min(s.len()) + 4);
-    let mut total = 0usize;
-    let mut over = false;
-    for ch in Collapse::new(forward) {
-        if total == max {
-            over = true;
-            break;
-        }
-        line.push(ch);
-        total += 1;
-    }
-    if !over {
+    let mut collapsed = Collapse::new(forward);
+    line.extend(collapsed.by_ref().take(max));
+    if collapsed.next().is_none() {
         return line;
     }
     // Longer than `max`: the head from the front, the end read backwards.
@@ -167,6 +196,41 @@ mod tests {
             }
         }
         Cow::Owned(out)
+    }
+
+    #[test]
+    fn a_whole_clip_is_the_same_line_at_every_larger_limit() {
+        for s in [
+            "a  b\n\n c",
+            &"word ".repeat(40),
+            &"x\n".repeat(300),
+            "=====  ===",
+        ] {
+            for max in [1usize, 5, 8, 48, 200, 900] {
+                if is_whole(s, max, 0.6) {
+                    for larger in [max, max + 1, max * 3, 6_000] {
+                        assert_eq!(clip_ends(s, larger, 0.35), clip_ends(s, max, 0.6));
+                    }
+                } else {
+                    assert_ne!(
+                        clip_ends(s, max, 0.6),
+                        clip_ends(s, max * 8, 0.6),
+                        "{s:?} {max}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_clipped_line_clipped_again_is_whole() {
+        let text = "word ".repeat(500);
+        for (max, share) in [(80, 0.6), (160, 0.35), (1_500, 0.7)] {
+            let once = clip_ends(&text, max, share);
+            assert!(is_whole(&once, max, share), "{once}");
+            assert_eq!(clip_ends(&once, max, share), once);
+            assert!(!is_whole(&text, max, share));
+        }
     }
 
     #[test]

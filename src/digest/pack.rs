@@ -1,18 +1,25 @@
 //! Packing a digest's units into its room: every unit starts in its richest form; while the
 //! digest is over its room the oldest units of the cheapest kind are shortened, then dropped,
-//! and the room a shortening freed beyond need is given back to the newest units. The units'
-//! forms are read, never copied: a packing is a small state per unit (form, alive, tokens).
+//! and the room a shortening freed beyond need is given back to the newest units.
+//!
+//! The steps that are sure to run whole are not walked one unit at a time: each step's state
+//! is known without prices (which units it shortens or drops), and the total of a state is
+//! never below what its units cost in it (a shorter form never costs more, `Entry::cost`; only
+//! a rule a shortened request no longer holds adds tokens, and rules are counted as they stand
+//! at the start). So the packing starts from the last state whose lower bound is still over
+//! the room, and prices only the forms it reads from there: on a span of thousands of calls,
+//! the richest forms are never built.
 
-use super::{Entry, Section, CARRIED_INDEX_SHARE, INDEX_SHARE, SECTIONS};
+use super::units::Entry;
+use super::{Section, CARRIED_INDEX_SHARE, INDEX_SHARE, SECTIONS};
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Ident};
 
-/// Which form of a unit a packing uses, whether the unit is kept, and its tokens.
+/// Which form of a unit a packing uses, and whether the unit is kept.
 #[derive(Debug, Clone, Copy)]
 struct Slot {
-    level: usize,
+    level: u8,
     alive: bool,
-    tokens: f64,
 }
 
 /// Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
@@ -49,24 +56,35 @@ const PHASES: [(Section, usize, bool); 24] = [
 /// Requests dropped as a last resort keep the first ones of the span (the goal) too.
 const FIRST_REQUESTS_KEPT: usize = 2;
 
-/// What every packing of one set of units shares: the units, their prices, and which rules a
-/// request may cover (a rule said inside a request kept whole is not written twice).
-struct Units<'e> {
-    entries: &'e [Entry],
-    fixed: f64,
-    /// Per unit: the request whose richest form holds it (rules only).
-    cover: Vec<Option<usize>>,
-    /// Per request: the rules said in it, in order.
-    said: Vec<Vec<usize>>,
+/// Every step of a packing: each phase without the focus units, then each with them.
+fn step(t: usize) -> (bool, (Section, usize, bool)) {
+    (t >= PHASES.len(), PHASES[t % PHASES.len()])
 }
 
-impl<'e> Units<'e> {
-    fn new(entries: &'e [Entry], fixed: f64) -> Self {
+const STEPS: usize = 2 * PHASES.len();
+
+/// What every packing of one set of units shares: the units, their prices, which rules a
+/// request may cover (a rule said inside a request kept whole is not written twice), and the
+/// state after each step run whole.
+struct Units<'e, 'a> {
+    entries: &'e [Entry<'a>],
+    est: &'e Estimator,
+    fixed: f64,
+    /// Per request: the rules said in it, in order.
+    said: Vec<Vec<usize>>,
+    /// States: [0] the start, [t + 1] after steps 0..=t run whole.
+    states: Vec<(Vec<Slot>, Vec<Option<usize>>)>,
+    /// Lower bound of each state's total (filled when asked).
+    bounds: Vec<Option<f64>>,
+}
+
+impl<'e, 'a> Units<'e, 'a> {
+    fn new(entries: &'e [Entry<'a>], est: &'e Estimator, fixed: f64) -> Self {
         let cover: Vec<Option<usize>> = entries
             .iter()
             .map(|r| {
                 r.from.filter(|&q| {
-                    r.section == Section::Rules && entries[q].forms[0].contains(&*r.forms[0])
+                    r.section == Section::Rules && entries[q].form(0).contains(r.form(0))
                 })
             })
             .collect();
@@ -76,96 +94,178 @@ impl<'e> Units<'e> {
                 said[q].push(r);
             }
         }
-        Units {
+        let start = vec![
+            Slot {
+                level: 0,
+                alive: true
+            };
+            entries.len()
+        ];
+        let mut u = Units {
             entries,
+            est,
             fixed,
-            cover,
             said,
+            states: vec![(start, cover)],
+            bounds: vec![None; STEPS + 1],
+        };
+        for t in 0..STEPS {
+            let (mut slots, mut cover) = u.states[t].clone();
+            u.run_whole(t, &mut slots, &mut cover);
+            u.states.push((slots, cover));
         }
+        u
+    }
+
+    /// Step `t` run over every unit it reaches, as when the total stays over the room.
+    fn run_whole(&self, t: usize, slots: &mut [Slot], cover: &mut [Option<usize>]) {
+        let (focus_pass, (sec, keep, shorten)) = step(t);
+        let idx = eligible(self.entries, slots, sec, focus_pass);
+        let n = idx.len();
+        for (k, &i) in idx.iter().enumerate() {
+            if shorten {
+                if usize::from(slots[i].level) + 1 < self.entries[i].levels() {
+                    slots[i].level += 1;
+                }
+            } else if droppable(sec, k, keep, n) {
+                slots[i].alive = false;
+            } else {
+                continue;
+            }
+            if sec == Section::Requests {
+                for &r in &self.said[i] {
+                    if cover[r] == Some(i) && !holds(self.entries, slots, i, r) {
+                        cover[r] = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The lower bound of state `s`'s total, and of every state before it that a packing
+    /// passes on its way (see the module's note).
+    fn bound(&mut self, s: usize) -> f64 {
+        if let Some(b) = self.bounds[s] {
+            return b;
+        }
+        let (slots, _) = &self.states[s];
+        let start_cover = &self.states[0].1;
+        let b = self.fixed
+            + self
+                .entries
+                .iter()
+                .zip(slots)
+                .zip(start_cover)
+                .filter(|((e, sl), c)| {
+                    if e.section == Section::Rules {
+                        c.is_none()
+                    } else {
+                        sl.alive
+                    }
+                })
+                .map(|((e, sl), _)| e.cost(usize::from(sl.level), self.est))
+                .sum::<f64>();
+        self.bounds[s] = Some(b);
+        b
+    }
+
+    /// The last state whose total is sure to be over `room` (0 when none is). Bounds fall
+    /// from state to state; they are read from the last state back, so the forms priced are
+    /// those of states the packing reaches anyway (never every unit's richest form, unless
+    /// the packing starts there).
+    fn start_for(&mut self, room: f64) -> usize {
+        (1..=STEPS)
+            .rev()
+            .find(|&s| self.bound(s) > room)
+            .unwrap_or(0)
     }
 }
 
+/// The live units of section `sec` a step reaches, oldest first.
+fn eligible(entries: &[Entry<'_>], slots: &[Slot], sec: Section, focus_pass: bool) -> Vec<usize> {
+    (0..entries.len())
+        .filter(|&i| {
+            slots[i].alive && entries[i].section == sec && (focus_pass || !entries[i].focus)
+        })
+        .collect()
+}
+
+/// Whether a dropping step that keeps the newest `keep` of `n` drops the `k`th.
+fn droppable(sec: Section, k: usize, keep: usize, n: usize) -> bool {
+    k + keep < n
+        && !(sec == Section::Requests && k < FIRST_REQUESTS_KEPT && n > keep + FIRST_REQUESTS_KEPT)
+}
+
+/// Whether request `i`, as it stands, still holds rule `r`'s text.
+fn holds(entries: &[Entry<'_>], slots: &[Slot], i: usize, r: usize) -> bool {
+    slots[i].alive
+        && entries[i]
+            .form(usize::from(slots[i].level))
+            .contains(entries[r].form(0))
+}
+
 /// One packing in progress.
-struct Packing<'u, 'e> {
-    units: &'u Units<'e>,
+struct Packing<'u, 'e, 'a> {
+    units: &'u Units<'e, 'a>,
     slots: Vec<Slot>,
     cover: Vec<Option<usize>>,
     total: f64,
 }
 
-impl<'u, 'e> Packing<'u, 'e> {
-    fn new(units: &'u Units<'e>) -> Self {
-        let slots: Vec<Slot> = units
-            .entries
-            .iter()
-            .map(|e| Slot {
-                level: 0,
-                alive: true,
-                tokens: e.costs[0],
-            })
-            .collect();
-        let cover = units.cover.clone();
-        let total = units.fixed
-            + slots
-                .iter()
-                .zip(&cover)
-                .filter(|(_, c)| c.is_none())
-                .map(|(s, _)| s.tokens)
-                .sum::<f64>();
-        Packing {
+impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
+    /// The packing at state `s` (see `Units::start_for`), priced exactly.
+    fn at(units: &'u Units<'e, 'a>, s: usize) -> Self {
+        let (slots, cover) = units.states[s].clone();
+        let mut p = Packing {
             units,
             slots,
             cover,
-            total,
-        }
+            total: 0.0,
+        };
+        p.total = units.fixed
+            + (0..units.entries.len())
+                .filter(|&i| p.slots[i].alive && p.cover[i].is_none())
+                .map(|i| p.tokens(i))
+                .sum::<f64>();
+        p
     }
 
-    fn text(&self, i: usize) -> &'e str {
-        &self.units.entries[i].forms[self.slots[i].level]
+    fn tokens(&self, i: usize) -> f64 {
+        self.units.entries[i].cost(usize::from(self.slots[i].level), self.units.est)
     }
 
-    /// Shorten, then drop, units phase by phase until the total fits `room` (focus units
-    /// only in the second pass).
-    fn shrink(&mut self, room: f64) {
+    fn text(&self, i: usize) -> &str {
+        self.units.entries[i].form(usize::from(self.slots[i].level))
+    }
+
+    /// Run steps `from..` one unit at a time until the total fits `room`.
+    fn shrink(&mut self, from: usize, room: f64) {
         let entries = self.units.entries;
-        for focus_pass in [false, true] {
-            for &(sec, keep, shorten) in &PHASES {
+        for t in from..STEPS {
+            let (focus_pass, (sec, keep, shorten)) = step(t);
+            if self.total <= room {
+                return;
+            }
+            let idx = eligible(entries, &self.slots, sec, focus_pass);
+            let n = idx.len();
+            for (k, &i) in idx.iter().enumerate() {
                 if self.total <= room {
-                    return;
+                    break;
                 }
-                let idx: Vec<usize> = (0..entries.len())
-                    .filter(|&i| {
-                        self.slots[i].alive
-                            && entries[i].section == sec
-                            && (focus_pass || !entries[i].focus)
-                    })
-                    .collect();
-                let n = idx.len();
-                for (k, &i) in idx.iter().enumerate() {
-                    if self.total <= room {
-                        break;
+                if shorten {
+                    if usize::from(self.slots[i].level) + 1 < entries[i].levels() {
+                        let before = self.tokens(i);
+                        self.slots[i].level += 1;
+                        self.total += self.tokens(i) - before;
                     }
-                    if shorten {
-                        let s = &mut self.slots[i];
-                        if s.level + 1 < entries[i].forms.len() {
-                            s.level += 1;
-                            let t = entries[i].costs[s.level];
-                            self.total += t - s.tokens;
-                            s.tokens = t;
-                        }
-                    } else if k + keep < n
-                        && !(sec == Section::Requests
-                            && k < FIRST_REQUESTS_KEPT
-                            && n > keep + FIRST_REQUESTS_KEPT)
-                    {
-                        self.slots[i].alive = false;
-                        self.total -= self.slots[i].tokens;
-                    } else {
-                        continue;
-                    }
-                    if entries[i].section == Section::Requests {
-                        self.uncover(i);
-                    }
+                } else if droppable(sec, k, keep, n) {
+                    self.slots[i].alive = false;
+                    self.total -= self.tokens(i);
+                } else {
+                    continue;
+                }
+                if sec == Section::Requests {
+                    self.uncover(i);
                 }
             }
         }
@@ -174,11 +274,9 @@ impl<'u, 'e> Packing<'u, 'e> {
     /// A request `i` was shortened or dropped: the rules it no longer holds are priced again.
     fn uncover(&mut self, i: usize) {
         for &r in &self.units.said[i] {
-            if self.cover[r] == Some(i)
-                && (!self.slots[i].alive || !self.text(i).contains(self.text(r)))
-            {
+            if self.cover[r] == Some(i) && !holds(self.units.entries, &self.slots, i, r) {
                 self.cover[r] = None;
-                self.total += self.slots[r].tokens;
+                self.total += self.tokens(r);
             }
         }
     }
@@ -191,26 +289,24 @@ impl<'u, 'e> Packing<'u, 'e> {
             if entries[i].section == Section::Requests {
                 continue;
             }
-            let costs = &entries[i].costs;
-            let s = &mut self.slots[i];
-            if !s.alive && self.cover[i].is_none() {
-                s.level = entries[i].forms.len() - 1;
-                let t = costs[s.level];
+            if !self.slots[i].alive && self.cover[i].is_none() {
+                self.slots[i].level = (entries[i].levels() - 1) as u8;
+                let t = self.tokens(i);
                 if self.total + t > room {
                     continue;
                 }
-                s.alive = true;
-                s.tokens = t;
+                self.slots[i].alive = true;
                 self.total += t;
             }
-            while s.alive && s.level > 0 {
-                let t = costs[s.level - 1];
-                if self.total + t - s.tokens > room {
+            // A richer form never costs less: over the room, none is tried (nor built).
+            while self.slots[i].alive && self.slots[i].level > 0 && self.total <= room {
+                let now = self.tokens(i);
+                let richer = entries[i].cost(usize::from(self.slots[i].level) - 1, self.units.est);
+                if self.total + richer - now > room {
                     break;
                 }
-                self.total += t - s.tokens;
-                s.level -= 1;
-                s.tokens = t;
+                self.total += richer - now;
+                self.slots[i].level -= 1;
             }
         }
     }
@@ -254,15 +350,16 @@ impl<'u, 'e> Packing<'u, 'e> {
 /// One packing of the units into `room` tokens (see `fit`); the index takes what is left of
 /// `limit`.
 fn pack(
-    units: &Units<'_>,
+    units: &mut Units<'_, '_>,
     header: &str,
     idents: &[Ident],
-    est: &Estimator,
     room: f64,
     limit: f64,
 ) -> String {
-    let mut p = Packing::new(units);
-    p.shrink(room);
+    let from = units.start_for(room);
+    let est = units.est;
+    let mut p = Packing::at(units, from);
+    p.shrink(from, room);
     p.give_back(room);
     // The index gets its share and what the rest left.
     let index_room = (limit - p.total).max(0.0);
@@ -291,18 +388,14 @@ fn units_room(idents: &[Ident], est: &Estimator, max_tokens: u64) -> f64 {
 /// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the
 /// identifier index takes at least its share and whatever room the rest leaves.
 pub(super) fn fit(
-    mut entries: Vec<Entry>,
+    entries: &[Entry<'_>],
     header: &str,
     idents: Vec<Ident>,
     est: &Estimator,
     max_tokens: u64,
 ) -> String {
-    // Per line: its text plus ~1 token of list syntax.
-    for e in &mut entries {
-        e.costs = e.forms.iter().map(|f| est.text(f) + 1.0).collect();
-    }
     let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
-    let units = Units::new(&entries, fixed);
+    let mut units = Units::new(entries, est, fixed);
     let budget = max_tokens as f64;
     let room = units_room(&idents, est, max_tokens);
     let limit = budget;
@@ -314,7 +407,7 @@ pub(super) fn fit(
     // The shift of room and limit: moved by the gap until the fit is bracketed, then bisected.
     let (mut shift, mut fits, mut over): (f64, Option<f64>, Option<f64>) = (0.0, None, None);
     for _ in 0..8 {
-        out = pack(&units, header, &idents, est, room + shift, limit + shift);
+        out = pack(&mut units, header, &idents, room + shift, limit + shift);
         let used = est.text(&out);
         if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
             best = Some((used, out.clone()));
