@@ -9,6 +9,8 @@ profiling``) of one commit, loaded under its own module name (``ab_two_builds.lo
 each build's fastest time and the median after/before ratio of the pairs (the statistic that
 survives a shared, noisy machine), and whether the digests are byte-identical. ``--swe``: the
 20 longest real SWE trajectories of ../shared/data instead, digested one after another.
+``--peers``: the digests of ``bench_compact_peers.py``'s default ``Compactor`` (no summary cap:
+the summary fills the room the budget leaves) instead.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ab_two_builds import load  # noqa: E402
 from synthetic import synthetic_history  # noqa: E402
 
 
-def spans(swe: bool) -> list[tuple[list, dict]]:
+def spans(swe: bool, peers: bool = False) -> list[tuple[list, dict]]:
     """The (messages, keywords) of every digest ``bench_compact.py``'s compaction asks for,
     caught on their way into the core."""
     import contextfold as cf
@@ -52,7 +54,8 @@ def spans(swe: bool) -> list[tuple[list, dict]]:
     try:
         for h in hs:
             budget = cf.estimate(h) // 3
-            c = cf.Compactor(budget=budget, tail_tokens=budget // 2, summary_tokens=max(256, budget // 10))
+            summary = {} if peers else {"summary_tokens": max(256, budget // 10)}
+            c = cf.Compactor(budget=budget, tail_tokens=budget // 2, **summary)
             try:
                 c.compact(h)
             except cf.CompactionBudgetError:
@@ -62,9 +65,9 @@ def spans(swe: bool) -> list[tuple[list, dict]]:
     return caught
 
 
-def main(before_path: str, after_path: str, pairs: int, swe: bool) -> None:
+def main(before_path: str, after_path: str, pairs: int, swe: bool, peers: bool = False) -> None:
     before, after = load("cf_before", before_path), load("cf_after", after_path)
-    work = spans(swe)
+    work = spans(swe, peers)
     print(f"{len(work)} digests of {sum(len(m) for m, _ in work)} messages")
 
     def call(mod):
@@ -95,4 +98,4 @@ def main(before_path: str, after_path: str, pairs: int, swe: bool) -> None:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    main(args[0], args[1], int(args[2]) if len(args) > 2 else 10, "--swe" in sys.argv)
+    main(args[0], args[1], int(args[2]) if len(args) > 2 else 10, "--swe" in sys.argv, "--peers" in sys.argv)
