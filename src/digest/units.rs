@@ -109,3 +109,82 @@ pub(super) fn key(section: Section, text: &str) -> (Section, u64) {
     text.hash(&mut h);
     (section, h.finish())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::super::forms::{Call, Clipped, Command, Forms, Outcome, REQUEST_PLAN};
+    use super::super::Section;
+    use super::Entry;
+
+    /// The forms a unit whose forms were all built and deduplicated would have.
+    fn built(forms: &dyn Forms) -> Vec<String> {
+        let mut all: Vec<String> = (0..forms.count()).map(|j| forms.build(j)).collect();
+        all.dedup();
+        all
+    }
+
+    fn lazy_forms(e: &Entry<'_>) -> Vec<String> {
+        (0..e.levels()).map(|l| e.form(l).to_string()).collect()
+    }
+
+    #[test]
+    fn a_lazy_unit_has_the_forms_a_built_one_would() {
+        let long = "line of output with words\n".repeat(400);
+        let clipped_once = super::super::clip::clip_ends(&long, 1_500, 0.6);
+        let texts: Vec<String> = vec![
+            "short".into(),
+            "a request of a few words".repeat(9),
+            long.clone(),
+            clipped_once,
+            "=====\n".repeat(300),
+            format!("<returncode>1</returncode>\n<output>\n{long}</output>"),
+        ];
+        for t in &texts {
+            let request = || Clipped {
+                text: Cow::Borrowed(t.as_str()),
+                plan: &REQUEST_PLAN,
+            };
+            let e = Entry::lazy(Section::Requests, Box::new(request()));
+            assert_eq!(lazy_forms(&e), built(&request()), "{t:.80}");
+            let args = format!("{{\"path\":\"src/app.py\",\"content\":{:?}}}", t);
+            let call = || Call {
+                name: "write_file",
+                args: &args,
+                parsed: serde_json::from_str(&args),
+                outcome: Outcome {
+                    text: Some(Cow::Borrowed(t.as_str())),
+                    err: false,
+                },
+            };
+            let e = Entry::lazy(Section::Calls, Box::new(call()));
+            assert_eq!(lazy_forms(&e), built(&call()), "{t:.80}");
+            let command = || Command {
+                joined: Command::join(t),
+                outcome: Outcome {
+                    text: Some(Cow::Borrowed(t.as_str())),
+                    err: true,
+                },
+            };
+            let e = Entry::lazy(Section::Errors, Box::new(command()));
+            assert_eq!(lazy_forms(&e), built(&command()), "{t:.80}");
+        }
+    }
+
+    #[test]
+    fn a_shorter_form_never_costs_more() {
+        let est = crate::estimate::Estimator::new(crate::provider::Provider::OpenAI, "");
+        let text = "x = 1 # ✓ ".repeat(500) + &"plain words here ".repeat(300);
+        let e = Entry::lazy(
+            Section::Requests,
+            Box::new(Clipped {
+                text: Cow::Owned(text),
+                plan: &REQUEST_PLAN,
+            }),
+        );
+        for l in 1..e.levels() {
+            assert!(e.cost(l - 1, &est) >= e.cost(l, &est));
+        }
+    }
+}
