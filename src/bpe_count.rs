@@ -1,42 +1,43 @@
-//! Exact token counts of ordinary text, each thread splitting with its own compiled regex.
+//! Exact token counts of ordinary text.
 //!
 //! The count is tiktoken's: split the text with the encoding's pattern, then each piece is one
 //! token when it is in the vocabulary, else as many as byte-pair merging by rank leaves. The
-//! encoder's own `CoreBPE::encode_ordinary` does exactly this, but its per-thread regex copies
-//! are clones of one compiled fancy-regex program, which holds ONE scratch pool: the first
-//! thread to use it takes scratch space lock-free, every other thread through a mutex, once per
-//! match. Measured on the 20 longest SWE trajectories: the same loop of `count` took 87.7 ms on
-//! the first thread and 124.9 ms on another, and `count_many` on 2 threads reached 1.4x. Here
-//! every thread compiles the pattern once (~2 ms) and owns its pools; the vocabulary is
-//! shared read-only (read back from the encoder once per process: ~13 MB for o200k, measured
-//! as the resident-size growth of the first `count`).
+//! split is `pretokenize`'s (tiktoken's patterns as code, no regex: the regex was most of the
+//! time of a count, and the encoder's compiled regex copies share one scratch pool that every
+//! thread but the first reached through a mutex per match). The vocabulary is shared read-only
+//! (read back from the encoder once per process: ~13 MB for o200k, measured as the resident-size
+//! growth of the first `count`). Pieces that are not one token are merged once per thread and
+//! their counts remembered (`MERGED`): agent histories repeat the same identifiers, paths and
+//! JSON keys.
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use fancy_regex::Regex;
 use rustc_hash::FxHashMap;
 use tiktoken_rs::{byte_pair_split, CoreBPE, Rank};
 
-/// cl100k_base's split pattern, as tiktoken publishes it (openai_public.py, `cl100k_base`).
-const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+use crate::pretokenize::{split, Pattern};
 
 /// Pieces longer than this are merged by the encoder itself: the plain merge here is quadratic
-/// in the piece's length (real text splits into pieces of a few bytes; a 100 MB run of one
-/// letter is one piece).
+/// in the piece's length, the encoder's heap merge is not (real text splits into pieces of a
+/// few bytes; a 100 MB run of one letter is one piece).
 const LONG_PIECE: usize = 2048;
+
+/// Merged pieces remembered per thread and vocabulary before the memory starts over: ~64k
+/// pieces of a few bytes each, a few MB at most.
+const MERGED_CAP: usize = 1 << 16;
 
 /// One vocabulary: ordinary token bytes to rank, and the split pattern.
 pub struct Vocab {
     ranks: FxHashMap<Vec<u8>, Rank>,
-    pattern: &'static str,
-    /// Which per-thread regex slot this vocabulary's pattern uses.
+    pattern: Pattern,
+    /// Which per-thread memory of merged pieces this vocabulary uses.
     slot: usize,
 }
 
 /// The vocabulary of an encoder, read back from it once: every rank it decodes to bytes,
 /// special tokens excluded (ordinary text never produces them).
-fn vocab_of(bpe: &CoreBPE, pattern: &'static str, slot: usize) -> Vocab {
+fn vocab_of(bpe: &CoreBPE, pattern: Pattern, slot: usize) -> Vocab {
     let special: Vec<Vec<u8>> = bpe
         .special_tokens()
         .into_iter()
@@ -68,51 +69,51 @@ fn vocab_of(bpe: &CoreBPE, pattern: &'static str, slot: usize) -> Vocab {
 /// way, only its special tokens differ).
 pub fn o200k() -> &'static Vocab {
     static V: OnceLock<Vocab> = OnceLock::new();
-    V.get_or_init(|| {
-        vocab_of(
-            tiktoken_rs::o200k_base_singleton(),
-            tiktoken_rs::O200K_BASE_PAT_STR,
-            0,
-        )
-    })
+    V.get_or_init(|| vocab_of(tiktoken_rs::o200k_base_singleton(), Pattern::O200k, 0))
 }
 
 /// The cl100k_base vocabulary.
 pub fn cl100k() -> &'static Vocab {
     static V: OnceLock<Vocab> = OnceLock::new();
-    V.get_or_init(|| vocab_of(tiktoken_rs::cl100k_base_singleton(), CL100K_PATTERN, 1))
+    V.get_or_init(|| vocab_of(tiktoken_rs::cl100k_base_singleton(), Pattern::Cl100k, 1))
 }
 
 thread_local! {
-    /// This thread's compiled split patterns, one slot per vocabulary.
-    static SPLITTERS: RefCell<[Option<Regex>; 2]> = const { RefCell::new([None, None]) };
+    /// This thread's token counts of pieces that are not one token, one map per vocabulary.
+    static MERGED: RefCell<[FxHashMap<Box<[u8]>, u32>; 2]> = RefCell::default();
 }
 
 impl Vocab {
     /// Tokens of `text` encoded as ordinary text (special-token text counted as plain text),
-    /// the same count as `bpe.encode_ordinary(text).len()`; `bpe` (the same encoder) takes the
-    /// rare text whose split the fast path cannot finish (a giant piece, a regex error).
+    /// the same count as `bpe.encode_ordinary(text).len()`; `bpe` (the same encoder) merges the
+    /// rare giant piece.
     pub fn count(&self, text: &str, bpe: &CoreBPE) -> usize {
-        let fast = SPLITTERS.with(|cell| {
-            let mut slots = cell.borrow_mut();
-            let re = match &mut slots[self.slot] {
-                Some(re) => re,
-                empty => empty.insert(Regex::new(self.pattern).ok()?),
-            };
+        MERGED.with(|cell| {
+            let mut maps = cell.borrow_mut();
+            let merged = &mut maps[self.slot];
             let mut n = 0;
-            for m in re.find_iter(text) {
-                let piece = m.ok()?.as_str().as_bytes();
-                n += if piece.len() == 1 || self.ranks.contains_key(piece) {
+            split(text, self.pattern, |piece| {
+                let bytes = piece.as_bytes();
+                n += if bytes.len() == 1 || self.ranks.contains_key(bytes) {
                     1
-                } else if piece.len() > LONG_PIECE {
-                    return None;
+                } else if let Some(&k) = merged.get(bytes) {
+                    k as usize
+                } else if bytes.len() > LONG_PIECE {
+                    // The piece alone splits into itself: every alternative of both patterns
+                    // matches the longest run it can, so a piece is a whole match at the end
+                    // of a text too.
+                    bpe.encode_ordinary(piece).len()
                 } else {
-                    byte_pair_split(piece, &self.ranks).len()
+                    let k = byte_pair_split(bytes, &self.ranks).len();
+                    if merged.len() >= MERGED_CAP {
+                        merged.clear();
+                    }
+                    merged.insert(bytes.into(), k as u32);
+                    k
                 };
-            }
-            Some(n)
-        });
-        fast.unwrap_or_else(|| bpe.encode_ordinary(text).len())
+            });
+            n
+        })
     }
 }
 
