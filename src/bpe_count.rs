@@ -230,6 +230,60 @@ mod tests {
             proptest::prop_assert_eq!(o200k().count(&t, o), o.encode_ordinary(&t).len());
             proptest::prop_assert_eq!(cl100k().count(&t, c), c.encode_ordinary(&t).len());
         }
+
+        #[test]
+        fn any_text_counts_equal_the_encoders_own(
+            // Any characters; and words of every script with contractions, numbers and runs
+            // of whitespace between them.
+            t in "\\PC{0,120}|([\\p{L}\\p{M}]{1,8}('s|'ll|'VE|'d|'T|ſ)?[ \\t\\n\\r\u{a0}\u{3000}]{0,4}[0-9٣½]{0,5}[.,!?/\"-]{0,3}){0,20}"
+        ) {
+            let (o, c) = (tiktoken_rs::o200k_base_singleton(), tiktoken_rs::cl100k_base_singleton());
+            proptest::prop_assert_eq!(o200k().count(&t, o), o.encode_ordinary(&t).len());
+            proptest::prop_assert_eq!(cl100k().count(&t, c), c.encode_ordinary(&t).len());
+        }
+    }
+
+    #[test]
+    fn real_texts_count_as_the_encoders_own() {
+        // Every distinct string of ../shared/data, counted in one thread (the memories of
+        // pieces filled and reused across texts).
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+        let mut strings = std::collections::BTreeSet::new();
+        for f in [
+            "crewai/requests.jsonl",
+            "tau-bench-airline/conversations.jsonl",
+            "replay/exchanges.jsonl",
+        ] {
+            let Ok(text) = std::fs::read_to_string(root.join(f)) else {
+                continue;
+            };
+            for line in text.lines() {
+                let mut stack = vec![serde_json::from_str::<serde_json::Value>(line).unwrap()];
+                while let Some(v) = stack.pop() {
+                    match v {
+                        serde_json::Value::String(s) => {
+                            strings.insert(s);
+                        }
+                        serde_json::Value::Array(a) => stack.extend(a),
+                        serde_json::Value::Object(o) => stack.extend(o.into_iter().map(|(_, v)| v)),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if strings.is_empty() {
+            eprintln!("SKIPPED: ../shared/data not found, real texts not counted");
+            return;
+        }
+        let (o, c) = (
+            tiktoken_rs::o200k_base_singleton(),
+            tiktoken_rs::cl100k_base_singleton(),
+        );
+        for s in &strings {
+            assert_eq!(o200k().count(s, o), o.encode_ordinary(s).len(), "{s:?}");
+            assert_eq!(cl100k().count(s, c), c.encode_ordinary(s).len(), "{s:?}");
+        }
+        assert!(strings.len() > 1000, "{}", strings.len());
     }
 
     #[test]
