@@ -212,11 +212,16 @@ def _exact_shares(req: Request) -> tuple[int, int] | None:
         return None
     try:
         contextfold.encoding_for(req.model)
+    except contextfold.UnknownModelError:
+        return None
+    if not req.tools and req.response_format is None:
+        return 0, 0
+    try:
         bare = contextfold.count(req.messages, model=req.model)
         tools = contextfold.count(req.messages, model=req.model, tools=req.tools) - bare if req.tools else 0
         rf = (contextfold.count(req.messages, model=req.model, response_format=req.response_format) - bare
               if req.response_format is not None else 0)
-    except (contextfold.UnknownModelError, ValueError, TypeError):
+    except (ValueError, TypeError):
         return None
     return max(0, tools), max(0, rf)
 
