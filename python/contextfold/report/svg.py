@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from contextfold.breakdown import KINDS
-from contextfold.report.analysis import ReportData, ToolSchemas
+from contextfold.report.analysis import ReportData, ToolCost, ToolSchemas
 
 #: Fill colour of each kind in both charts (and the legend).
 COLORS: dict[str, str] = {
@@ -191,7 +191,7 @@ def tools_svg(ts: ToolSchemas, width: int = 1000) -> str:
     tool (hover: its name and tokens); tools the history never calls are drawn pale."""
     servers = list(ts.by_server)
     shown = servers[:_MAX_SERVERS]
-    rows: dict[str, list] = {s: [] for s in shown}
+    rows: dict[str, list[ToolCost]] = {s: [] for s in shown}
     other = "other servers"
     for t in ts.tools:
         rows.setdefault(t.server if t.server in rows else other, []).append(t)
