@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use crate::estimate::Estimator;
 use crate::mask_edit::{writable, MaskEdit};
 use crate::message::{Content, Message, Part};
-use crate::prune::{self, group_sep, PruneOptions};
+use crate::prune::{self, calls_in_order, group_sep, PruneOptions};
 use crate::shrink_json::shrink_json;
 use crate::summary_marker::own_summary;
 use crate::turn::Turn;
@@ -61,29 +61,6 @@ impl Default for MaskOptions {
             recoverable: false,
         }
     }
-}
-
-/// Names of the tool each call id belongs to, and the ids of calls in order.
-pub(crate) fn calls_in_order<'a>(
-    msgs: &[Message<'a>],
-) -> (HashMap<&'a str, &'a str>, Vec<&'a str>) {
-    let mut names = HashMap::new();
-    let mut order = Vec::new();
-    for m in msgs {
-        for c in &m.tool_calls {
-            names.insert(c.id, c.name);
-            order.push(c.id);
-        }
-        if let Content::Parts(ps) = &m.content {
-            for p in ps {
-                if let Part::ToolUse(c) = p {
-                    names.insert(c.id, c.name);
-                    order.push(c.id);
-                }
-            }
-        }
-    }
-    (names, order)
 }
 
 /// The call id a change touches (the result it replaces, or the call it shrinks).
