@@ -144,6 +144,35 @@ pub fn assemble<'a>(msgs: &[Message<'a>], p: &Plan, summary: &'a str) -> Vec<Mes
     out
 }
 
+impl Plan {
+    /// A plan that folds nothing (yet): everything kept, the mask edits alone.
+    fn unfolded(
+        costs: &[u32],
+        tokens_before: u64,
+        mask_edits: Vec<PricedEdit>,
+        tokens_after_mask: u64,
+        head_end: usize,
+    ) -> Plan {
+        Plan {
+            costs: costs.to_vec(),
+            tokens_before,
+            mask_edits,
+            tokens_after_mask,
+            head_end,
+            tail_start: head_end,
+            kept: Vec::new(),
+            folded: Vec::new(),
+            previous_summary: None,
+            placement: Placement::Insert(Turn::User),
+            tail_edits: Vec::new(),
+            summary_tokens: 0,
+            fixed_tokens: tokens_before,
+            seams: Vec::new(),
+            reason: None,
+        }
+    }
+}
+
 /// Plan a compaction of `msgs`.
 pub fn plan(msgs: &[Message<'_>], est: &Estimator, opt: &PlanOptions) -> Plan {
     plan_priced(msgs, est, &est.each(msgs), opt)
@@ -177,23 +206,13 @@ pub fn plan_priced(
     let mask_edits = priced(msgs, est, costs, edits);
     let tokens_after_mask = costs_with(msgs, est, costs, &mask_edits) + opt.overhead_tokens;
 
-    let mut out = Plan {
-        costs: costs.to_vec(),
+    let mut out = Plan::unfolded(
+        costs,
         tokens_before,
         mask_edits,
         tokens_after_mask,
         head_end,
-        tail_start: head_end,
-        kept: Vec::new(),
-        folded: Vec::new(),
-        previous_summary: None,
-        placement: Placement::Insert(Turn::User),
-        tail_edits: Vec::new(),
-        summary_tokens: 0,
-        fixed_tokens: tokens_before,
-        seams: Vec::new(),
-        reason: None,
-    };
+    );
     if n < head_end + opt.min_tail + 1 {
         out.reason = Some(format!(
             "too short to compact: {n} messages, the head keeps {head_end} and the tail at least {}",
@@ -457,9 +476,59 @@ pub fn verify(
     budget: Option<u64>,
     seams: &[usize],
 ) -> Verification {
+    let n = msgs.len();
+    let mut failures = pair_failures(msgs, format);
+    // Roles at seams.
+    for &p in seams {
+        if p > 0 && p < n && collide(seat(format, &msgs[p - 1]), seat(format, &msgs[p])) {
+            failures.push(Failure::RoleCollision { index: p });
+        }
+    }
+    if format.strict_turns() {
+        if let Some(i) = msgs.iter().position(|m| Turn::of(m) != Turn::System) {
+            if Turn::of(&msgs[i]) != Turn::User {
+                failures.push(Failure::FirstTurnNotUser { index: i });
+            }
+        }
+    }
+    // JSON of every arguments string, and non-empty messages.
+    for (i, m) in msgs.iter().enumerate() {
+        for (j, c) in m.tool_calls.iter().enumerate() {
+            if !is_valid_json(&c.arguments) {
+                failures.push(Failure::InvalidArguments { index: i, call: j });
+            }
+        }
+        if let Content::Parts(ps) = &m.content {
+            for (j, p) in ps.iter().enumerate() {
+                if let Part::ToolUse(c) = p {
+                    if !is_valid_json(&c.arguments) {
+                        failures.push(Failure::InvalidArguments { index: i, call: j });
+                    }
+                }
+            }
+        }
+        let empty = match &m.content {
+            Content::None => m.tool_calls.is_empty() && m.tool_call_id.is_none(),
+            Content::Parts(ps) => ps.is_empty() && m.tool_calls.is_empty(),
+            Content::Text(_) => false,
+        };
+        if empty && format.strict_turns() {
+            failures.push(Failure::EmptyMessage { index: i });
+        }
+    }
+    let tokens = msgs.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead_tokens;
+    if let Some(b) = budget {
+        if tokens > b {
+            failures.push(Failure::OverBudget { tokens, budget: b });
+        }
+    }
+    Verification { tokens, failures }
+}
+
+/// Calls without their result and results without their call, where `format` wants each.
+fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
     let mut failures = Vec::new();
     let n = msgs.len();
-    // Pairs.
     if format.results_in_next_message() {
         for (i, m) in msgs.iter().enumerate() {
             let calls: Vec<&str> = m.call_ids().collect();
@@ -531,51 +600,7 @@ pub fn verify(
             }
         }
     }
-    // Roles at seams.
-    for &p in seams {
-        if p > 0 && p < n && collide(seat(format, &msgs[p - 1]), seat(format, &msgs[p])) {
-            failures.push(Failure::RoleCollision { index: p });
-        }
-    }
-    if format.strict_turns() {
-        if let Some(i) = msgs.iter().position(|m| Turn::of(m) != Turn::System) {
-            if Turn::of(&msgs[i]) != Turn::User {
-                failures.push(Failure::FirstTurnNotUser { index: i });
-            }
-        }
-    }
-    // JSON of every arguments string, and non-empty messages.
-    for (i, m) in msgs.iter().enumerate() {
-        for (j, c) in m.tool_calls.iter().enumerate() {
-            if !is_valid_json(&c.arguments) {
-                failures.push(Failure::InvalidArguments { index: i, call: j });
-            }
-        }
-        if let Content::Parts(ps) = &m.content {
-            for (j, p) in ps.iter().enumerate() {
-                if let Part::ToolUse(c) = p {
-                    if !is_valid_json(&c.arguments) {
-                        failures.push(Failure::InvalidArguments { index: i, call: j });
-                    }
-                }
-            }
-        }
-        let empty = match &m.content {
-            Content::None => m.tool_calls.is_empty() && m.tool_call_id.is_none(),
-            Content::Parts(ps) => ps.is_empty() && m.tool_calls.is_empty(),
-            Content::Text(_) => false,
-        };
-        if empty && format.strict_turns() {
-            failures.push(Failure::EmptyMessage { index: i });
-        }
-    }
-    let tokens = msgs.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead_tokens;
-    if let Some(b) = budget {
-        if tokens > b {
-            failures.push(Failure::OverBudget { tokens, budget: b });
-        }
-    }
-    Verification { tokens, failures }
+    failures
 }
 
 #[cfg(test)]
