@@ -39,6 +39,7 @@ pub mod summary_trust;
 pub mod tail_walk;
 pub mod text_stats;
 pub mod tool_render;
+pub mod transcript;
 pub mod turn;
 pub mod wire;
 

@@ -25,6 +25,7 @@ mod request;
 mod sdk_objects;
 mod session;
 mod shrink_json;
+mod transcript;
 
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -43,5 +44,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     request::register(m)?;
     session::register(m)?;
     shrink_json::register(m)?;
+    transcript::register(m)?;
     Ok(())
 }
