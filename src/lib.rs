@@ -6,6 +6,7 @@
 
 pub mod bpe_count;
 pub mod breakdown;
+pub mod char_cut;
 pub mod compaction;
 pub mod degrade;
 pub mod digest;

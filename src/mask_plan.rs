@@ -5,7 +5,6 @@
 //! Each kind of edit is one step below; `find_mask_edits` runs them over one region of the
 //! history (the middle before the tail, or the tail itself when its floor overflows).
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::estimate::Estimator;
@@ -299,23 +298,7 @@ fn observation_edits(
             continue;
         }
         // Plain text, as a string or as text blocks only (replaced by a string).
-        let text: Option<Cow<'_, str>> = match &m.content {
-            Content::Text(t) => Some(Cow::Borrowed(t.as_ref())),
-            Content::Parts(ps)
-                if !ps.is_empty() && ps.iter().all(|p| matches!(p, Part::Text(_))) =>
-            {
-                Some(Cow::Owned(
-                    ps.iter()
-                        .filter_map(|p| match p {
-                            Part::Text(t) => Some(t.as_ref()),
-                            _ => None,
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                ))
-            }
-            _ => None,
-        };
+        let text = m.plain_text();
         if let Some(t) = text {
             if own_summary(m).is_none() {
                 let text = observation_placeholder(&t, costs[i]);

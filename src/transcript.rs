@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
+use crate::char_cut;
 use crate::message::{Content, MediaKind, Message, Part, Role};
 use crate::shrink_json::shrink_json;
 
@@ -30,15 +31,8 @@ pub fn cap_text(text: &str, max_chars: usize) -> Cow<'_, str> {
     let head = keep * 2 / 3;
     let tail = keep - head;
     let cut = total - head - tail;
-    let head_end = text.char_indices().nth(head).map_or(text.len(), |(b, _)| b);
-    let tail_start = if tail == 0 {
-        text.len()
-    } else {
-        text.char_indices()
-            .rev()
-            .nth(tail - 1)
-            .map_or(0, |(b, _)| b)
-    };
+    let head_end = char_cut::head_end(text, head);
+    let tail_start = char_cut::tail_start(text, tail);
     Cow::Owned(format!(
         "{}…[cut {cut} chars]…{}",
         &text[..head_end],
