@@ -30,16 +30,7 @@ before it returned); stand-in added by contextfold repair]";
 pub const DROPPED: &str =
     "[results of calls missing from this history were dropped by contextfold repair]";
 
-/// What an edit does at its path inside a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Replace the value at the path (its last step names an existing key) with this JSON.
-    Set(String),
-    /// Remove the list element the path ends on.
-    Remove,
-    /// Insert this JSON into the list at the path, at `position`.
-    Insert { position: usize, value: String },
-}
+pub use crate::wire::edit::Action;
 
 /// One edit of caller message `index`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -397,6 +397,15 @@ def prune(
     the containers on an edited path are new objects, dicts and lists copied shallowly and any
     other container by ``copy``; nothing the caller holds is changed."""
 
+def merge_summary(
+    message: Any, text: str, /, *, format: _WireFormat, at_start: bool, copy: Callable[[Any], Any]
+) -> Any:
+    """A copy of ``message`` carrying ``text`` as a text block of its content (first when
+    ``at_start``, else last) in ``format``'s shape; a string content becomes ``text`` and the
+    string (at the start) or two blocks (at the end). The caller's message is never changed;
+    ``copy`` copies a container that is not a dict or list (a LangChain message stays of its
+    class)."""
+
 def render_transcript(messages: Sequence[Any], /, *, max_block_chars: int = 8_000) -> list[str]:
     """One text entry per message, ``"[i] role: ..."``, in order, for a summarizer of any
     provider: calls as ``→ call NAME [id] ARGS`` (arguments shrunk to valid JSON), results as
