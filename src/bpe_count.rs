@@ -16,12 +16,17 @@ use std::sync::OnceLock;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tiktoken_rs::{byte_pair_split, CoreBPE, Rank};
 
+use crate::bpe_merge::merged_len;
+
 use crate::pretokenize::{split, Pattern};
 
-/// Pieces longer than this are merged by the encoder itself: the plain merge here is quadratic
-/// in the piece's length, the encoder's heap merge is not (real text splits into pieces of a
-/// few bytes; a 100 MB run of one letter is one piece).
-const LONG_PIECE: usize = 2048;
+/// Pieces longer than this are merged with a heap (`bpe_merge`): the plain merge rescans every
+/// pair after each merge, quadratic in the piece's length (real text splits into pieces of a
+/// few bytes; a 1 MB run of letters is one piece).
+const LONG_PIECE: usize = 128;
+
+/// Pieces longer than this are not remembered (a long run is rarely seen twice).
+const MEMO_PIECE: usize = 2048;
 
 /// Merged pieces remembered per thread and vocabulary before the memory starts over: ~64k
 /// pieces of a few bytes each, a few MB at most.
@@ -119,16 +124,15 @@ thread_local! {
 }
 
 impl Vocab {
+    /// The vocabulary's ordinary tokens and their ranks (the merge's tests).
+    #[cfg(test)]
+    pub(crate) fn ranks(&self) -> &FxHashMap<Vec<u8>, Rank> {
+        &self.ranks
+    }
+
     /// Tokens of a piece not found in the memory.
     #[inline(always)]
-    fn piece_tokens(
-        &self,
-        piece: &str,
-        key: Option<u64>,
-        memory: &mut Memory,
-        bpe: &CoreBPE,
-    ) -> u32 {
-        let bytes = piece.as_bytes();
+    fn piece_tokens(&self, bytes: &[u8], key: Option<u64>, memory: &mut Memory) -> u32 {
         let one = match key {
             Some(k) => bytes.len() == 1 || self.short.contains(&k),
             None => self.ranks.contains_key(bytes),
@@ -137,24 +141,25 @@ impl Vocab {
             1
         } else if let Some(&k) = memory.merged.get(bytes) {
             k
-        } else if bytes.len() > LONG_PIECE {
-            // The piece alone splits into itself: every alternative of both patterns matches
-            // the longest run it can, so a piece is a whole match at the end of a text too.
-            bpe.encode_ordinary(piece).len() as u32
         } else {
-            let k = byte_pair_split(bytes, &self.ranks).len() as u32;
-            if memory.merged.len() >= MERGED_CAP {
-                memory.merged.clear();
+            let k = if bytes.len() > LONG_PIECE {
+                merged_len(bytes, &self.ranks)
+            } else {
+                byte_pair_split(bytes, &self.ranks).len()
+            } as u32;
+            if bytes.len() <= MEMO_PIECE {
+                if memory.merged.len() >= MERGED_CAP {
+                    memory.merged.clear();
+                }
+                memory.merged.insert(bytes.into(), k);
             }
-            memory.merged.insert(bytes.into(), k);
             k
         }
     }
 
     /// Tokens of `text` encoded as ordinary text (special-token text counted as plain text),
-    /// the same count as `bpe.encode_ordinary(text).len()`; `bpe` (the same encoder) merges the
-    /// rare giant piece.
-    pub fn count(&self, text: &str, bpe: &CoreBPE) -> usize {
+    /// the same count as the encoder's `encode_ordinary(text).len()`.
+    pub fn count(&self, text: &str) -> usize {
         MEMORY.with(|cell| {
             let mut memories = cell.borrow_mut();
             let memory = &mut memories[self.slot];
@@ -165,7 +170,7 @@ impl Vocab {
             split(text, self.pattern, |piece| {
                 let key = short_key(piece.as_bytes());
                 let Some(k) = key else {
-                    n += self.piece_tokens(piece, None, memory, bpe) as usize;
+                    n += self.piece_tokens(piece.as_bytes(), None, memory) as usize;
                     return;
                 };
                 // A key is never 0 (its top byte holds the length), so 0 marks an empty slot.
@@ -175,7 +180,7 @@ impl Vocab {
                     n += tokens as usize;
                     return;
                 }
-                let tokens = self.piece_tokens(piece, key, memory, bpe);
+                let tokens = self.piece_tokens(piece.as_bytes(), key, memory);
                 memory.hot[slot] = (k, tokens);
                 n += tokens as usize;
             });
@@ -216,8 +221,8 @@ mod tests {
             tiktoken_rs::cl100k_base_singleton(),
         );
         for t in texts() {
-            assert_eq!(o200k().count(&t, o), o.encode_ordinary(&t).len(), "{t:?}");
-            assert_eq!(cl100k().count(&t, c), c.encode_ordinary(&t).len(), "{t:?}");
+            assert_eq!(o200k().count(&t), o.encode_ordinary(&t).len(), "{t:?}");
+            assert_eq!(cl100k().count(&t), c.encode_ordinary(&t).len(), "{t:?}");
         }
     }
 
@@ -227,8 +232,8 @@ mod tests {
             t in "[a-zA-Z0-9 \\n\\t\\r'.,;:!?(){}\\[\\]\"/=+\\-_éüß中文😀ΩЖ]{0,300}"
         ) {
             let (o, c) = (tiktoken_rs::o200k_base_singleton(), tiktoken_rs::cl100k_base_singleton());
-            proptest::prop_assert_eq!(o200k().count(&t, o), o.encode_ordinary(&t).len());
-            proptest::prop_assert_eq!(cl100k().count(&t, c), c.encode_ordinary(&t).len());
+            proptest::prop_assert_eq!(o200k().count(&t), o.encode_ordinary(&t).len());
+            proptest::prop_assert_eq!(cl100k().count(&t), c.encode_ordinary(&t).len());
         }
 
         #[test]
@@ -238,8 +243,8 @@ mod tests {
             t in "\\PC{0,120}|([\\p{L}\\p{M}]{1,8}('s|'ll|'VE|'d|'T|ſ)?[ \\t\\n\\r\u{a0}\u{3000}]{0,4}[0-9٣½]{0,5}[.,!?/\"-]{0,3}){0,20}"
         ) {
             let (o, c) = (tiktoken_rs::o200k_base_singleton(), tiktoken_rs::cl100k_base_singleton());
-            proptest::prop_assert_eq!(o200k().count(&t, o), o.encode_ordinary(&t).len());
-            proptest::prop_assert_eq!(cl100k().count(&t, c), c.encode_ordinary(&t).len());
+            proptest::prop_assert_eq!(o200k().count(&t), o.encode_ordinary(&t).len());
+            proptest::prop_assert_eq!(cl100k().count(&t), c.encode_ordinary(&t).len());
         }
     }
 
@@ -280,8 +285,8 @@ mod tests {
             tiktoken_rs::cl100k_base_singleton(),
         );
         for s in &strings {
-            assert_eq!(o200k().count(s, o), o.encode_ordinary(s).len(), "{s:?}");
-            assert_eq!(cl100k().count(s, c), c.encode_ordinary(s).len(), "{s:?}");
+            assert_eq!(o200k().count(s), o.encode_ordinary(s).len(), "{s:?}");
+            assert_eq!(cl100k().count(s), c.encode_ordinary(s).len(), "{s:?}");
         }
         assert!(strings.len() > 1000, "{}", strings.len());
     }
@@ -293,7 +298,7 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..3 {
                 s.spawn(|| {
-                    let got: Vec<usize> = texts().iter().map(|t| o200k().count(t, o)).collect();
+                    let got: Vec<usize> = texts().iter().map(|t| o200k().count(t)).collect();
                     assert_eq!(got, want);
                 });
             }

@@ -57,7 +57,7 @@ impl Encoding {
             Encoding::O200kBase | Encoding::O200kHarmony => crate::bpe_count::o200k(),
             Encoding::Cl100kBase => crate::bpe_count::cl100k(),
         };
-        vocab.count(text, self.bpe())
+        vocab.count(text)
     }
 }
 

@@ -5,6 +5,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bpe_count;
+pub mod bpe_merge;
 pub mod breakdown;
 pub mod char_cut;
 pub mod compaction;
