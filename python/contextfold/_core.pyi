@@ -63,6 +63,11 @@ __all__ = [
     "repair_history",
     "cut_middle",
     "tail_floor",
+    "cap_text",
+    "merge_summary",
+    "message_previews",
+    "render_transcript",
+    "tool_output_texts",
 ]
 PROVIDERS: list[str]
 
