@@ -50,6 +50,8 @@ use crate::message::{
 };
 
 /// Read one LangChain message by meaning (see the module docs).
+// Only the bindings (and the tests) read LangChain objects.
+#[cfg_attr(not(feature = "python"), allow(dead_code))]
 pub(crate) fn read<'a, V: Input<'a>, D: PartReader>(
     m: &V,
     r: &Reader<D>,
