@@ -1,8 +1,9 @@
 """A/B of two builds of the extension in one process, on the same objects: paired runs of
-``estimate`` (or, with ``--prune``, of ``prune_plan`` with a 30,000-token tail) over the
+``estimate`` (or, with ``--prune``, of ``prune_plan`` with a 30,000-token tail; with
+``--count``, of the exact ``count`` for gpt-4o) over the
 synthetic 10,000-message history, alternating which build goes first.
 
-    python benches/ab_two_builds.py BEFORE.so AFTER.so [--values-may-differ] [--prune]
+    python benches/ab_two_builds.py BEFORE.so AFTER.so [--values-may-differ] [--prune | --count]
 
 Each ``.so`` is a ``cargo build --release --features python --lib`` of one commit
 (``target/release/libcontextfold.so``), loaded under its own module name so both live in this
@@ -42,16 +43,18 @@ PRUNE = dict(protect_tail_tokens=30_000, provider="openai", model=None, protect_
 
 
 def main(before_path: str, after_path: str, pairs: int = 400, values_may_differ: bool = False,
-         prune: bool = False) -> None:
+         prune: bool = False, count: bool = False) -> None:
     before, after = load("cf_before", before_path), load("cf_after", after_path)
     history = synthetic_history(10_000)
-    name = "prune_plan" if prune else "estimate"
+    name = "prune_plan" if prune else "count" if count else "estimate"
 
     def call(mod: ModuleType) -> object:
         # The collector is off while timing: the plan's thousands of new objects would otherwise
         # trigger collections that land on either build at random.
         gc.disable()
         try:
+            if count:
+                return mod.count(history, model="gpt-4o")
             return mod.prune_plan(history, **PRUNE) if prune else mod.estimate(history)
         finally:
             gc.enable()
@@ -78,5 +81,5 @@ def main(before_path: str, after_path: str, pairs: int = 400, values_may_differ:
 
 if __name__ == "__main__":
     flags = sys.argv[3:]
-    main(sys.argv[1], sys.argv[2], pairs=100 if "--prune" in flags else 400,
-         values_may_differ="--values-may-differ" in flags, prune="--prune" in flags)
+    main(sys.argv[1], sys.argv[2], pairs=30 if "--count" in flags else 100 if "--prune" in flags else 400,
+         values_may_differ="--values-may-differ" in flags, prune="--prune" in flags, count="--count" in flags)

@@ -5,6 +5,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bpe_count;
+pub mod bpe_merge;
 pub mod breakdown;
 pub mod char_cut;
 pub mod compaction;
@@ -24,6 +25,7 @@ pub mod mask_plan;
 pub mod media_tokens;
 pub mod message;
 pub mod model_info;
+pub mod pretokenize;
 pub mod profile;
 pub mod provider;
 pub mod prune;

@@ -118,7 +118,7 @@ def test_html_is_one_self_contained_page(tau, tmp_path):
     page = out.read_text()
     assert "<script" not in page and "<link" not in page
     assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", page)
-    assert page.count("<svg") == 2 and 'id="growth"' in page
+    assert page.count("<svg") == 3 and 'id="growth"' in page and 'id="tools"' in page
     for k in ("tool outputs", "tool calls", "tool schemas", "Compaction plan", "Duplicated tool outputs", "Biggest"):
         assert k in page
 
