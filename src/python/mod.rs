@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 use crate::provider::Provider;
 
+mod batch;
 mod breakdown;
 mod compaction;
 mod estimate;
@@ -16,6 +17,7 @@ mod floor_walk;
 mod identifier_index;
 mod json_out;
 mod langchain_message;
+mod list_layout;
 mod messages;
 mod prune;
 mod py_input;
@@ -31,6 +33,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PROVIDERS", Provider::NAMES.to_vec())?;
     estimate::register(m)?;
+    batch::register(m)?;
     breakdown::register(m)?;
     compaction::register(m)?;
     identifier_index::register(m)?;
