@@ -1055,6 +1055,20 @@ pub fn verify(
     budget: Option<u64>,
     seams: &[usize],
 ) -> Verification {
+    let mut failures = check(msgs, format, seams);
+    let tokens = msgs.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead_tokens;
+    if let Some(b) = budget {
+        if tokens > b {
+            failures.push(Failure::OverBudget { tokens, budget: b });
+        }
+    }
+    Verification { tokens, failures }
+}
+
+/// What `verify` finds besides the budget: pairs, roles at `seams` and for the first turn, the
+/// JSON of every arguments string, empty messages. Prices nothing (a plan reports its input's
+/// own failures with it, so they are never read twice).
+pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<Failure> {
     let mut failures = Vec::new();
     let n = msgs.len();
     // Pairs.
@@ -1167,13 +1181,7 @@ pub fn verify(
             failures.push(Failure::EmptyMessage { index: i });
         }
     }
-    let tokens = msgs.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead_tokens;
-    if let Some(b) = budget {
-        if tokens > b {
-            failures.push(Failure::OverBudget { tokens, budget: b });
-        }
-    }
-    Verification { tokens, failures }
+    failures
 }
 
 #[cfg(test)]

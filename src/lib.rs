@@ -21,6 +21,7 @@ pub mod mask_edit;
 pub mod media_tokens;
 pub mod message;
 pub mod model_info;
+pub mod priced_request;
 pub mod profile;
 pub mod provider;
 pub mod prune;

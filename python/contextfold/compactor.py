@@ -260,6 +260,14 @@ class Compactor(RecoverableFolds):
         self._backoff_below: int | None = None
         self._init_recall(recoverable, store, recall_max_tokens, repair)
         # cache_aware: the gate defers while the cached prefix is warm (contextfold.cache_policy).
+        # The plan's fixed knobs, checked and built once (the core's `CompactionOptions`): each
+        # compaction passes only what changes per call. What a summary never drops (requests,
+        # rules, the index) needs room: old output in the tail is masked rather than the summary
+        # squeezed below half its share.
+        self._options = self._plan_options()
+        #: The request read and priced once per wire format: (tools, system, response_format) it
+        #: was read from (by identity: an integration that rebinds them gets a new one), request.
+        self._requests: dict[str, tuple[Any, Any, Any, _core.PricedRequest]] = {}
         self._cache = CachePolicy.for_model(model) if cache_aware else None
         if self._cache is not None and clear_at_least == 0:
             try:
@@ -420,6 +428,39 @@ class Compactor(RecoverableFolds):
         n = len(msgs)
         return sorted({i + n if i < 0 else i for i in p if -n <= i < n})
 
+    def _plan_options(self) -> _core.CompactionOptions:
+        cfg = self.config
+        return _core.CompactionOptions(
+            protect_first_n=cfg.protect_first_n, min_tail=cfg.min_tail, summary_floor_share=0.5,
+            tool_result_max_tokens=cfg.tool_result_max_tokens, arguments_max_chars=cfg.arguments_max_chars,
+            keep_tool_uses=cfg.keep_tool_uses, exclude_tools=list(cfg.exclude_tools),
+            clear_tool_inputs=cfg.clear_tool_inputs, keep_thinking_turns=cfg.keep_thinking_turns,
+            recoverable=self.recoverable)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The core's option and request objects do not pickle: a copy builds them again from its
+        # config (the requests on first use).
+        state = dict(self.__dict__)
+        state.pop("_options", None)
+        state["_requests"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._options = self._plan_options()
+
+    def _request(self, fmt: str) -> _core.PricedRequest:
+        """The request of a history in ``fmt`` (the tools as sent: the recall tool added in that
+        format when recoverable), read and priced once."""
+        got = self._requests.get(fmt)
+        if got is not None and got[0] is self.tools and got[1] is self.system and got[2] is self.response_format:
+            return got[3]
+        request = _core.PricedRequest(
+            provider=self.provider, model=self.model, tools=self._request_tools(fmt),  # type: ignore[arg-type]
+            system=self.system, response_format=self.response_format, format=fmt)  # type: ignore[arg-type]
+        self._requests[fmt] = (self.tools, self.system, self.response_format, request)
+        return request
+
     def _steps(self, messages: Sequence[Any]) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         _require_history(messages)
         msgs = list(messages)
@@ -439,33 +480,21 @@ class Compactor(RecoverableFolds):
             effective = max(1, effective - self._recall_reserve(effective))
         tail, summary_tokens, block = self._sizes(effective)
         self._format = fmt
-        common: dict[str, Any] = dict(
-            format=fmt, provider=self.provider, model=self.model, tools=self._request_tools(fmt),
-            system=self.system, response_format=self.response_format)
+        priced = self._request(fmt)
+        options = self._options if block == self._options.cache_block_tokens else self._options.replace(
+            cache_block_tokens=block)
+
         def make_plan(ms: list[Any], min_tail: int, summary_tokens: int = summary_tokens,
                       result_max: int | None = None, args_max: int | None = None) -> dict[str, Any]:
+            opts = options
+            if min_tail != opts.min_tail or result_max is not None or args_max is not None:
+                opts = opts.replace(
+                    min_tail=min_tail,
+                    tool_result_max_tokens=opts.tool_result_max_tokens if result_max is None else result_max,
+                    arguments_max_chars=opts.arguments_max_chars if args_max is None else args_max)
             p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
-                ms,
-                budget_tokens=effective,
-                tail_tokens=tail,
-                summary_tokens=summary_tokens,
-                protect_first_n=self.protect_first_n,
-                min_tail=min_tail,
-                pinned=self._pinned_indices(ms),
-                tool_result_max_tokens=self.tool_result_max_tokens if result_max is None else result_max,
-                arguments_max_chars=self.arguments_max_chars if args_max is None else args_max,
-                cache_block_tokens=block,
-                keep_tool_uses=self.keep_tool_uses,
-                exclude_tools=list(self.exclude_tools),
-                clear_tool_inputs=self.clear_tool_inputs,
-                keep_thinking_turns=self.keep_thinking_turns,
-                trusted_summaries=list(self.session.summary_hashes),
-                # What a summary never drops (requests, rules, the index) needs room: old output
-                # in the tail is masked rather than the summary squeezed below half its share.
-                summary_floor=summary_tokens // 2,
-                recoverable=self.recoverable,
-                **common,
-            )
+                ms, priced, opts, budget_tokens=effective, tail_tokens=tail, summary_tokens=summary_tokens,
+                pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes))
             for fold_id, text in p.get("folds", ()):
                 self.store.put(fold_id, text)
             return p
@@ -499,13 +528,12 @@ class Compactor(RecoverableFolds):
             return None
 
         def verified(out: list[Any], seams: list[int], limit: int | None) -> tuple[int, list[tuple[str, int, str]]]:
-            overhead = int(plan["overhead_tokens"])
             tokens, failures = _core.compaction_verify(
-                out, budget_tokens=limit, seams=seams, overhead_tokens=overhead, **common)
+                out, priced, budget_tokens=limit, seams=seams, overhead_tokens=int(plan["overhead_tokens"]))
             if failures and any(k != "over_budget" for k, _, _ in failures):
-                # Problems the caller's history already had are not ours to raise about.
-                _, pre = _core.compaction_verify(msgs, overhead_tokens=overhead, **common)
-                known = {(k, d.split(":", 1)[-1]) for k, _, d in pre}
+                # Problems the caller's history already had are not ours to raise about (the
+                # plan found them in the history it read).
+                known = {(k, d.split(":", 1)[-1]) for k, _, d in plan["input_failures"]}
                 failures = [f for f in failures if f[0] == "over_budget" or (f[0], f[2].split(":", 1)[-1]) not in known]
             return tokens, failures
 
@@ -550,7 +578,7 @@ class Compactor(RecoverableFolds):
             if reason.startswith("budget"):
                 needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
                 raise budget_error(msgs, budget=effective, reason=reason, needed=needed, kw=dict(
-                    provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
+                    provider=self.provider, model=self.model, tools=self._request_tools(fmt), system=self.system,
                     response_format=self.response_format))
             if self.strategy == "hybrid":
                 r = masked_result()
@@ -647,7 +675,7 @@ class Compactor(RecoverableFolds):
                 # A degraded plan the check rejects is no answer: the budget error it replaced.
                 first_msgs, first = undegraded
                 raise budget_error(first_msgs, budget=effective, reason=str(first["reason"]), kw=dict(
-                    provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
+                    provider=self.provider, model=self.model, tools=self._request_tools(fmt), system=self.system,
                     response_format=self.response_format),
                     needed=int(first["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens))
             raise CompactionError("compaction produced a history a provider would reject: "

@@ -7,11 +7,10 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use crate::estimate::Estimator;
 use crate::message::Message;
-use crate::provider::Provider;
 
 use super::messages::{Keep, Walker};
+use super::priced_request::request_parts;
 
 /// Messages walked per batch of `estimate_many`: each batch is read with the GIL, then priced
 /// with the GIL released, so the views and the references they need stay small and cache-warm.
@@ -176,11 +175,10 @@ fn estimate_many(
     response_format: Option<&Bound<'_, PyAny>>,
     threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u64>> {
-    let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
     let threads = check_batch_args(histories, threads)?;
-    let est = Estimator::new(provider, model.unwrap_or(""));
     let keep = Keep::new();
-    let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
+    let w = Walker::new(py, &keep);
+    let (est, extras) = request_parts(&w, provider, model, tools, system, response_format)?;
     let overhead = u64::from(est.overhead(&extras));
     // The heuristic prices ~1,000 messages in well under a millisecond: threads only pay off
     // on large batches.

@@ -19,6 +19,8 @@ mod json_out;
 mod langchain_message;
 mod list_layout;
 mod messages;
+mod options;
+mod priced_request;
 mod prune;
 mod py_input;
 mod recall;
@@ -40,6 +42,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     exact::register(m)?;
     exact_session::register(m)?;
     floor_walk::register(m)?;
+    options::register(m)?;
+    priced_request::register(m)?;
     prune::register(m)?;
     recall::register(m)?;
     repair::register(m)?;

@@ -18,33 +18,20 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::encoding::Encoding;
-use crate::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
+use crate::estimate::{RequestExtras, ResponseFormat, ToolDef};
 use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
 use crate::message::Message;
+use crate::priced_request::PricedRequest;
 use crate::provider::Provider;
 use crate::session_state::SessionState;
 
 use super::json_out::json_len;
 use super::list_layout::{as_list, id_at, item_addresses};
 use super::messages::{Keep, Walker};
+use super::priced_request::PyPricedRequest;
 
 /// Above this many new messages, their pricing runs with the GIL released.
 const DETACH_AT: usize = 256;
-
-fn owned_extras(e: RequestExtras<'_>) -> RequestExtras<'static> {
-    RequestExtras {
-        response_format: e.response_format.map(ResponseFormat::into_owned),
-        system: e.system.map(|s| Cow::Owned(s.into_owned())),
-        tools: e
-            .tools
-            .into_iter()
-            .map(|t| ToolDef {
-                name: Cow::Owned(t.name.into_owned()),
-                json: Cow::Owned(t.json.into_owned()),
-            })
-            .collect(),
-    }
-}
 
 /// FNV-1a over 64-bit words: the fingerprint only needs to differ when a message changes shape.
 struct Fnv(u64);
@@ -105,11 +92,9 @@ pub(super) fn fingerprint(m: &Bound<'_, PyAny>) -> PyResult<u64> {
 }
 
 struct State {
-    provider: Provider,
-    encoding: Option<Encoding>,
-    model: Option<String>,
-    estimator: Estimator,
-    extras: RequestExtras<'static>,
+    /// Provider, model, encoding, tools and system prompt; its estimator settles its serving
+    /// platform on the messages it prices (`Estimator::settle_platform`).
+    request: PricedRequest,
     ledger: Ledger,
     /// The caller's `image_sizes` (mapping or callable), asked about new remote images only.
     image_sizes: Option<Py<PyAny>>,
@@ -163,13 +148,13 @@ impl State {
             };
             meta.push((m.as_ptr() as usize, fingerprint(&m)?, wire));
         }
-        if self.estimator.settle_platform(&views) {
+        if self.request.estimator.settle_platform(&views) {
             // The cached messages come before the first thought signature: no call, no result,
             // the same cost on either platform. The tools' price moved.
-            let overhead = self.estimator.overhead(&self.extras);
+            let overhead = self.request.estimator.overhead(&self.request.extras);
             self.ledger.set_overhead(overhead);
         }
-        let est = self.estimator;
+        let est = self.request.estimator;
         let sizes = super::estimator_args::resolve_sizes(
             self.image_sizes.as_ref().map(|s| s.bind(py)),
             &views,
@@ -181,7 +166,7 @@ impl State {
                 .map(|v| (est.message(v), payload_chars(v), content_hash(v)))
                 .collect::<Vec<_>>()
         };
-        let costs = if views.len() >= DETACH_AT || self.encoding.is_some() {
+        let costs = if views.len() >= DETACH_AT || self.request.encoding.is_some() {
             py.detach(price)
         } else {
             price()
@@ -240,18 +225,19 @@ impl State {
 
     fn to_state(&self, meta: String) -> SessionState {
         SessionState {
-            provider: self.provider.name().to_string(),
-            model: self.model.clone(),
-            text_encoding: self.encoding.map(|e| e.name().to_string()),
+            provider: self.request.provider.name().to_string(),
+            model: self.request.model.clone(),
+            text_encoding: self.request.encoding.map(|e| e.name().to_string()),
             track_wire: false,
-            system: self.extras.system.as_ref().map(|s| s.to_string()),
+            system: self.request.extras.system.as_ref().map(|s| s.to_string()),
             tools: self
+                .request
                 .extras
                 .tools
                 .iter()
                 .map(|t| (t.name.to_string(), t.json.to_string()))
                 .collect(),
-            response_format: self.extras.response_format.as_ref().map(|r| {
+            response_format: self.request.extras.response_format.as_ref().map(|r| {
                 (
                     r.name.to_string(),
                     r.description.as_ref().map(|d| d.to_string()),
@@ -295,46 +281,25 @@ impl SessionLedger {
 #[pymethods]
 impl SessionLedger {
     // `smoothing=0.5` is `ledger::DEFAULT_SMOOTHING`, spelled out so the signature shows it.
+    /// A ledger pricing the histories of `request` (its provider, model, text encoding, tools,
+    /// system prompt and response format, read once).
     #[new]
-    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, response_format=None, track_wire=false, smoothing=0.5, text_encoding=None, image_sizes=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (request, /, *, track_wire=false, smoothing=0.5, image_sizes=None))]
     fn new(
         py: Python<'_>,
-        provider: &str,
-        model: Option<String>,
-        tools: Option<&Bound<'_, PyAny>>,
-        system: Option<&Bound<'_, PyAny>>,
-        response_format: Option<&Bound<'_, PyAny>>,
+        request: &PyPricedRequest,
         track_wire: bool,
         smoothing: f64,
-        text_encoding: Option<&str>,
         image_sizes: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
         if !(0.0..=1.0).contains(&smoothing) {
             return Err(PyValueError::new_err("smoothing must be within [0, 1]"));
         }
-        let encoding = match text_encoding {
-            None => None,
-            Some(name) => Some(Encoding::parse(name).ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "unknown text_encoding {name:?}; valid: {}",
-                    Encoding::NAMES.join(", ")
-                ))
-            })?),
-        };
-        let estimator =
-            Estimator::new(provider, model.as_deref().unwrap_or("")).with_encoding(encoding);
-        let keep = Keep::new();
-        let extras = owned_extras(Walker::new(py, &keep).extras(tools, system, response_format)?);
-        let ledger = Ledger::new(estimator.overhead(&extras), smoothing);
+        let request = request.request.clone();
+        let ledger = Ledger::new(request.overhead, smoothing);
         Ok(SessionLedger {
             state: Mutex::new(State {
-                provider,
-                encoding,
-                model,
-                estimator,
-                extras,
+                request,
                 ledger,
                 image_sizes: image_sizes.filter(|s| !s.is_none(py)),
             }),
@@ -410,14 +375,13 @@ impl SessionLedger {
     #[pyo3(signature = (model, /))]
     fn set_model(&self, py: Python<'_>, model: Option<String>) -> PyResult<()> {
         let mut st = self.lock(py)?;
-        if st.model == model {
+        if st.request.model == model {
             return Ok(());
         }
-        st.estimator =
-            Estimator::new(st.provider, model.as_deref().unwrap_or("")).with_encoding(st.encoding);
-        let overhead = st.estimator.overhead(&st.extras);
+        let r = &st.request;
+        st.request = PricedRequest::new(r.provider, model, r.encoding, r.extras.clone());
+        let overhead = st.request.overhead;
         st.ledger.reset_with_overhead(overhead);
-        st.model = model;
         Ok(())
     }
 
@@ -446,8 +410,6 @@ impl SessionLedger {
             None => None,
             Some(name) => Some(Encoding::parse(name).ok_or_else(|| invalid("unknown encoding"))?),
         };
-        let mut estimator =
-            Estimator::new(provider, state.model.as_deref().unwrap_or("")).with_encoding(encoding);
         let extras = RequestExtras {
             system: state.system.map(Cow::Owned),
             tools: state
@@ -466,12 +428,16 @@ impl SessionLedger {
                 }
             }),
         };
+        let mut request = PricedRequest::new(provider, state.model, encoding, extras);
         // The overhead is a function of what the state carries: a state whose overhead
         // disagrees was not written by this estimator, unless the session had settled a bare
         // Gemini 3 name on Vertex AI (`Estimator::settle_platform`), which prices tools lower.
-        if u64::from(estimator.overhead(&extras)) != state.ledger.overhead {
-            match estimator.settled_on_vertex_ai() {
-                Some(v) if u64::from(v.overhead(&extras)) == state.ledger.overhead => estimator = v,
+        if u64::from(request.overhead) != state.ledger.overhead {
+            match request.estimator.settled_on_vertex_ai() {
+                Some(v) if u64::from(v.overhead(&request.extras)) == state.ledger.overhead => {
+                    request.estimator = v;
+                    request.overhead = v.overhead(&request.extras);
+                }
                 _ => return Err(invalid("overhead does not match its tools and system")),
             }
         }
@@ -480,11 +446,7 @@ impl SessionLedger {
         Ok((
             SessionLedger {
                 state: Mutex::new(State {
-                    provider,
-                    encoding,
-                    model: state.model,
-                    estimator,
-                    extras,
+                    request,
                     ledger,
                     // A mapping or callable of the caller's does not travel in bytes.
                     image_sizes: None,
@@ -512,12 +474,12 @@ impl SessionLedger {
 
     #[getter]
     fn model(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        Ok(self.lock(py)?.model.clone())
+        Ok(self.lock(py)?.request.model.clone())
     }
 
     #[getter]
     fn provider(&self, py: Python<'_>) -> PyResult<&'static str> {
-        Ok(self.lock(py)?.provider.name())
+        Ok(self.lock(py)?.request.provider.name())
     }
 
     #[getter]
@@ -537,7 +499,7 @@ impl SessionLedger {
 
     #[getter]
     fn text_encoding(&self, py: Python<'_>) -> PyResult<Option<&'static str>> {
-        Ok(self.lock(py)?.encoding.map(Encoding::name))
+        Ok(self.lock(py)?.request.encoding.map(Encoding::name))
     }
 
     #[getter]
