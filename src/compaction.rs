@@ -104,6 +104,27 @@ pub struct PlanOptions {
     pub summary_floor: u64,
 }
 
+impl Default for PlanOptions {
+    /// The head and tail floors of `tail_walk` (`protect_first_n` 1, `min_tail` 3,
+    /// `soft_ceiling` 1.5) and the default masking; the sizes 0 until a caller sets them.
+    fn default() -> Self {
+        PlanOptions {
+            format: WireFormat::Chat,
+            budget_tokens: 0,
+            overhead_tokens: 0,
+            tail_tokens: 0,
+            summary_tokens: 0,
+            protect_first_n: 1,
+            min_tail: 3,
+            soft_ceiling: 1.5,
+            pinned: Vec::new(),
+            mask: MaskOptions::default(),
+            trusted_summaries: Vec::new(),
+            summary_floor: 0,
+        }
+    }
+}
+
 /// An edit with the tokens it saves (the message's cost before minus after that edit alone).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PricedEdit {

@@ -539,7 +539,8 @@ def compaction_plan(
     ``trusted_summaries``, or it stands alone right after the head), and the summary's role (or
     the message of the tail to merge it into, never the head or a pinned message) so no two
     neighbours share a role. ``request`` needs a ``format``. ``input_failures`` are what the
-    history already fails (the checks of ``compaction_verify`` but the budget)."""
+    history already fails (the checks of ``compaction_verify`` but the budget) when it is over
+    ``budget_tokens``; else empty (a history within the budget is not changed)."""
 
 def summary_hash(body: str, /) -> int:
     """The 64-bit hash by which a later compaction trusts a summary as the library's own (the

@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt};
 
-use crate::compaction::{MaskOptions, PlanOptions};
+use crate::compaction::PlanOptions;
 use crate::prune::PruneOptions as CorePruneOptions;
 
 /// Larger than any token budget, message count or character cap can matter (the Python
@@ -114,19 +114,43 @@ pub struct CompactionOptions {
     pub(super) summary_floor_share: f64,
 }
 
+/// The knobs a prune and a compaction share (the tail walk's floors and the masking limits):
+/// the same names and the same checks for both.
+struct Shared<'a> {
+    protect_first_n: &'a mut usize,
+    min_tail: &'a mut usize,
+    soft_ceiling: &'a mut f64,
+    tool_result_max_tokens: &'a mut u32,
+    arguments_max_chars: &'a mut usize,
+    prune_images: &'a mut bool,
+    dedupe: &'a mut bool,
+    cache_block_tokens: &'a mut u64,
+}
+
+impl Shared<'_> {
+    /// Set knob `name` to `v`; false when `name` is not one of these knobs.
+    fn set(self, name: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        match name {
+            "protect_first_n" => *self.protect_first_n = count(name, v)? as usize,
+            "min_tail" => *self.min_tail = count(name, v)? as usize,
+            "soft_ceiling" => *self.soft_ceiling = real(name, v)?,
+            "tool_result_max_tokens" => *self.tool_result_max_tokens = tokens_u32(name, v)?,
+            "arguments_max_chars" => *self.arguments_max_chars = count(name, v)? as usize,
+            "prune_images" => *self.prune_images = flag(name, v)?,
+            "dedupe" => *self.dedupe = flag(name, v)?,
+            "cache_block_tokens" => *self.cache_block_tokens = count(name, v)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
 impl CompactionOptions {
     fn set(&mut self, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
-        let m = &mut self.plan.mask;
+        let p = &mut self.plan;
+        let m = &mut p.mask;
         match name {
-            "protect_first_n" => self.plan.protect_first_n = count(name, v)? as usize,
-            "min_tail" => self.plan.min_tail = count(name, v)? as usize,
-            "soft_ceiling" => self.plan.soft_ceiling = real(name, v)?,
             "summary_floor_share" => self.summary_floor_share = real(name, v)?,
-            "tool_result_max_tokens" => m.tool_result_max_tokens = tokens_u32(name, v)?,
-            "arguments_max_chars" => m.arguments_max_chars = count(name, v)? as usize,
-            "prune_images" => m.prune_images = flag(name, v)?,
-            "dedupe" => m.dedupe = flag(name, v)?,
-            "cache_block_tokens" => m.cache_block_tokens = count(name, v)?,
             "keep_tool_uses" => m.keep_tool_uses = count(name, v)? as usize,
             "exclude_tools" => m.exclude_tools = v.extract()?,
             "clear_tool_inputs" => m.clear_tool_inputs = flag(name, v)?,
@@ -138,7 +162,21 @@ impl CompactionOptions {
             }
             "mask_observations" => m.mask_observations = flag(name, v)?,
             "recoverable" => m.recoverable = flag(name, v)?,
-            _ => return Err(unexpected("CompactionOptions", name)),
+            _ => {
+                let shared = Shared {
+                    protect_first_n: &mut p.protect_first_n,
+                    min_tail: &mut p.min_tail,
+                    soft_ceiling: &mut p.soft_ceiling,
+                    tool_result_max_tokens: &mut m.tool_result_max_tokens,
+                    arguments_max_chars: &mut m.arguments_max_chars,
+                    prune_images: &mut m.prune_images,
+                    dedupe: &mut m.dedupe,
+                    cache_block_tokens: &mut m.cache_block_tokens,
+                };
+                if !shared.set(name, v)? {
+                    return Err(unexpected("CompactionOptions", name));
+                }
+            }
         }
         Ok(())
     }
@@ -162,20 +200,7 @@ impl CompactionOptions {
     #[pyo3(signature = (**options))]
     fn new(options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let mut o = CompactionOptions {
-            plan: PlanOptions {
-                format: crate::compaction::WireFormat::Chat,
-                budget_tokens: 0,
-                overhead_tokens: 0,
-                tail_tokens: 0,
-                summary_tokens: 0,
-                protect_first_n: 1,
-                min_tail: 3,
-                soft_ceiling: 1.5,
-                pinned: Vec::new(),
-                mask: MaskOptions::default(),
-                trusted_summaries: Vec::new(),
-                summary_floor: 0,
-            },
+            plan: PlanOptions::default(),
             summary_floor_share: 0.0,
         };
         each(options, |k, v| o.set(k, v))?;
@@ -235,18 +260,20 @@ impl PruneOptions {
             ..CorePruneOptions::default()
         };
         each(options, |name, v| {
-            match name {
-                "protect_first_n" => o.protect_first_n = count(name, v)? as usize,
-                "min_tail" => o.min_tail = count(name, v)? as usize,
-                "soft_ceiling" => o.soft_ceiling = real(name, v)?,
-                "tool_result_max_tokens" => o.tool_result_max_tokens = tokens_u32(name, v)?,
-                "arguments_max_chars" => o.arguments_max_chars = count(name, v)? as usize,
-                "prune_images" => o.prune_images = flag(name, v)?,
-                "dedupe" => o.dedupe = flag(name, v)?,
-                "cache_block_tokens" => o.cache_block_tokens = count(name, v)?,
-                _ => return Err(unexpected("PruneOptions", name)),
+            let shared = Shared {
+                protect_first_n: &mut o.protect_first_n,
+                min_tail: &mut o.min_tail,
+                soft_ceiling: &mut o.soft_ceiling,
+                tool_result_max_tokens: &mut o.tool_result_max_tokens,
+                arguments_max_chars: &mut o.arguments_max_chars,
+                prune_images: &mut o.prune_images,
+                dedupe: &mut o.dedupe,
+                cache_block_tokens: &mut o.cache_block_tokens,
+            };
+            match shared.set(name, v)? {
+                true => Ok(()),
+                false => Err(unexpected("PruneOptions", name)),
             }
-            Ok(())
         })?;
         check_tail(o.soft_ceiling, o.min_tail)?;
         check_arguments(o.arguments_max_chars)?;
