@@ -285,7 +285,6 @@ class Compactor(RecoverableFolds):
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
         self._init_recall(recoverable, store, recall_max_tokens, repair)
-        # cache_aware: the gate defers while the cached prefix is warm (contextfold.cache_policy).
         # The plan's fixed knobs, checked and built once (the core's `CompactionOptions`): each
         # compaction passes only what changes per call. What a summary never drops (requests,
         # rules, the index) needs room: old output in the tail is masked rather than the summary
@@ -294,6 +293,7 @@ class Compactor(RecoverableFolds):
         #: The request read and priced once per wire format: (tools, system, response_format) it
         #: was read from (by identity: an integration that rebinds them gets a new one), request.
         self._requests: dict[str, tuple[Any, Any, Any, _core.PricedRequest]] = {}
+        # cache_aware: the gate defers while the cached prefix is warm (contextfold.cache_policy).
         self._cache = CachePolicy.for_model(model) if cache_aware else None
         if self._cache is not None and clear_at_least == 0:
             try:
@@ -455,6 +455,7 @@ class Compactor(RecoverableFolds):
         return sorted({i + n if i < 0 else i for i in p if -n <= i < n})
 
     def _plan_options(self) -> _core.CompactionOptions:
+        """The plan's knobs of this compactor's config, as the core's frozen options object."""
         cfg = self.config
         return _core.CompactionOptions(
             protect_first_n=cfg.protect_first_n, min_tail=cfg.min_tail, summary_floor_share=0.5,
