@@ -286,13 +286,13 @@ class Compactor(RecoverableFolds):
         self._backoff_below: int | None = None
         self._init_recall(recoverable, store, recall_max_tokens, repair)
         # The plan's fixed knobs, checked and built once (the core's `CompactionOptions`): each
-        # compaction passes only what changes per call. What a summary never drops (requests,
-        # rules, the index) needs room: old output in the tail is masked rather than the summary
-        # squeezed below half its share.
-        self._options = self._plan_options()
+        # compaction passes only what changes per call.
+        self._options = self.config.plan_options(recoverable=self.recoverable)
         #: The request read and priced once per wire format: (tools, system, response_format) it
         #: was read from (by identity: an integration that rebinds them gets a new one), request.
         self._requests: dict[str, tuple[Any, Any, Any, _core.PricedRequest]] = {}
+        if self.wire_format is not None:
+            self._request(self.wire_format)  # the format is known: read the request now
         # cache_aware: the gate defers while the cached prefix is warm (contextfold.cache_policy).
         self._cache = CachePolicy.for_model(model) if cache_aware else None
         if self._cache is not None and clear_at_least == 0:
@@ -454,16 +454,6 @@ class Compactor(RecoverableFolds):
         n = len(msgs)
         return sorted({i + n if i < 0 else i for i in p if -n <= i < n})
 
-    def _plan_options(self) -> _core.CompactionOptions:
-        """The plan's knobs of this compactor's config, as the core's frozen options object."""
-        cfg = self.config
-        return _core.CompactionOptions(
-            protect_first_n=cfg.protect_first_n, min_tail=cfg.min_tail, summary_floor_share=0.5,
-            tool_result_max_tokens=cfg.tool_result_max_tokens, arguments_max_chars=cfg.arguments_max_chars,
-            keep_tool_uses=cfg.keep_tool_uses, exclude_tools=list(cfg.exclude_tools),
-            clear_tool_inputs=cfg.clear_tool_inputs, keep_thinking_turns=cfg.keep_thinking_turns,
-            recoverable=self.recoverable)
-
     def __getstate__(self) -> dict[str, Any]:
         # The core's option and request objects do not pickle: a copy builds them again from its
         # config (the requests on first use).
@@ -474,7 +464,7 @@ class Compactor(RecoverableFolds):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._options = self._plan_options()
+        self._options = self.config.plan_options(recoverable=self.recoverable)
 
     def _request(self, fmt: str) -> _core.PricedRequest:
         """The request of a history in ``fmt`` (the tools as sent: the recall tool added in that
