@@ -352,6 +352,28 @@ impl<'a> Message<'a> {
         }
     }
 
+    /// The message's plain text when that is all it holds: its string, or its text blocks
+    /// joined by newlines (borrowed when it is one string). None for an empty block list or
+    /// any other kind of block.
+    pub fn plain_text(&self) -> Option<Cow<'_, str>> {
+        match &self.content {
+            Content::Text(t) => Some(Cow::Borrowed(t.as_ref())),
+            Content::Parts(ps)
+                if !ps.is_empty() && ps.iter().all(|p| matches!(p, Part::Text(_))) =>
+            {
+                let texts: Vec<&str> = ps
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Text(t) => Some(t.as_ref()),
+                        _ => None,
+                    })
+                    .collect();
+                Some(Cow::Owned(texts.join("\n")))
+            }
+            _ => None,
+        }
+    }
+
     /// Ids of the tool calls this message makes (OpenAI `tool_calls` and Anthropic `tool_use`).
     pub fn call_ids(&self) -> impl Iterator<Item = &'a str> + '_ {
         let blocks: &[Part<'a>] = match &self.content {

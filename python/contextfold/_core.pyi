@@ -386,6 +386,35 @@ def prune(
     dicts and lists copied shallowly and any other container by ``copy``; nothing the caller
     holds is changed."""
 
+def merge_summary(
+    message: Any, text: str, /, *, format: _WireFormat, at_start: bool, copy: Callable[[Any], Any]
+) -> Any:
+    """A copy of ``message`` carrying ``text`` as a text block of its content (first when
+    ``at_start``, else last) in ``format``'s shape; a string content becomes ``text`` and the
+    string (at the start) or two blocks (at the end). The caller's message is never changed;
+    ``copy`` copies a container that is not a dict or list (a LangChain message stays of its
+    class)."""
+
+def render_transcript(messages: Sequence[Any], /, *, max_block_chars: int = 8_000) -> list[str]:
+    """One text entry per message, ``"[i] role: ..."``, in order, for a summarizer of any
+    provider: calls as ``→ call NAME [id] ARGS`` (arguments shrunk to valid JSON), results as
+    ``← result [id]: ...`` or ``[i] tool result (id): ...``, binary payloads as a short marker,
+    thinking capped at a quarter, signatures and encrypted reasoning left out. Reads every wire
+    format, SDK objects and LangChain messages. ``max_block_chars`` caps each text, argument or
+    tool result (characters)."""
+
+def cap_text(text: str, max_chars: int, /) -> str:
+    """``text`` if it has at most ``max_chars`` characters, else its head (2/3) and tail (1/3)
+    around a ``…[cut N chars]…`` marker, at most ``max_chars`` characters in all."""
+
+def message_previews(messages: Sequence[Any], /, *, width: int = 80) -> list[str]:
+    """A one-line preview of each message (any wire format), at most ``width`` characters: what
+    it says with whitespace collapsed, then ``→ name`` for its calls; ``…`` ends a cut line."""
+
+def tool_output_texts(messages: Sequence[Any], /) -> list[tuple[int, str]]:
+    """(message index, text) of every tool output: tool messages, Responses output items and
+    result blocks; for a text agent without tool results, its user messages after the first."""
+
 def shrink_json(text: str, /, *, max_chars: int) -> str:
     """Shrink a JSON text (a tool call's ``arguments``) to valid JSON of at most ``max_chars``
     characters, keeping its shape, so a provider that re-parses arguments never sees a cut string.

@@ -61,32 +61,9 @@ OPEN, CLOSE = _core.SUMMARY_MARKERS
 
 
 def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:
-    """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content."""
-    if is_langchain_message(message):
-        # A copy of the same class, ids and metadata kept, with the merged content.
-        said = {"role": "assistant" if message.type in ("ai", "AIMessageChunk") else "user", "content": message.content}
-        return message.model_copy(update={"content": _merge(said, text, at_start=at_start, fmt="chat")["content"]})
-    d: dict[str, Any] = _copy(message)
-    key = "parts" if fmt == "gemini" else "content"
-    role = "assistant" if d.get("role") in ("assistant", "model") else "user"
-    block = json.loads(_core.summary_block(text, format=fmt, role=role))  # type: ignore[arg-type]
-    content = d.get(key)
-    if content is None:
-        d[key] = text  # an OpenAI chat assistant message that only called tools
-    elif isinstance(content, str):
-        if at_start:
-            d[key] = text + "\n\n" + content
-        else:
-            first = dict(block, text=content)
-            d[key] = [first, block]
-    else:
-        blocks = list(content or [])
-        if at_start:
-            blocks.insert(0, block)
-        else:
-            blocks.append(block)
-        d[key] = blocks
-    return d
+    """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content, as
+    its wire format writes it (the core's ``merge_summary``)."""
+    return _core.merge_summary(message, text, format=fmt, at_start=at_start, copy=_copy)  # type: ignore[arg-type]
 
 
 def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:

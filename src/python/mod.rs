@@ -29,6 +29,8 @@ mod request;
 mod sdk_objects;
 mod session;
 mod shrink_json;
+mod summary_merge;
+mod transcript;
 
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -50,5 +52,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     request::register(m)?;
     session::register(m)?;
     shrink_json::register(m)?;
+    summary_merge::register(m)?;
+    transcript::register(m)?;
     Ok(())
 }

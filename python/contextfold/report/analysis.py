@@ -4,13 +4,13 @@ outputs, the context window and gate, and the compaction plan at a budget (offli
 from __future__ import annotations
 
 import hashlib
-import json
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import contextfold
+from contextfold import _core
 from contextfold.breakdown import Breakdown, MessageTokens
 from contextfold.compactor import CompactionResult, Compactor
 from contextfold.errors import CompactionError, UnknownModelWarning
@@ -75,82 +75,15 @@ class ReportData:
     recorded: tuple[tuple[int, int, int], ...]  # (n_messages, reported, estimated)
 
 
-def _get(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
-
-
-def _part_text(p: Any) -> str:
-    if isinstance(p, str):
-        return p
-    for key in ("text", "thinking"):
-        v = _get(p, key)
-        if isinstance(v, str):
-            return v
-    for key in ("content", "output"):
-        v = _get(p, key)
-        if isinstance(v, (str, list)):
-            return _content_text(v)
-    t = _get(p, "type")
-    if t == "tool_use" or _get(p, "functionCall") is not None:
-        call = _get(p, "functionCall") or p
-        return f"{_get(call, 'name')}({json.dumps(_get(call, 'input') or _get(call, 'args') or {})[:200]})"
-    if _get(p, "functionResponse") is not None:
-        return json.dumps(_get(_get(p, "functionResponse"), "response"))[:2000]
-    return f"<{t or 'part'}>"
-
-
-def _content_text(c: Any) -> str:
-    if c is None:
-        return ""
-    if isinstance(c, str):
-        return c
-    if isinstance(c, list):
-        return " ".join(_part_text(p) for p in c)
-    return str(c)
-
-
 def preview(message: Any, width: int = 80) -> str:
     """A one-line preview of a message (any wire format), at most ``width`` characters."""
-    text = _content_text(_get(message, "content"))
-    if not text:
-        text = _content_text(_get(message, "parts"))
-    if not text:
-        text = _content_text(_get(message, "output"))
-    calls = _get(message, "tool_calls")
-    if calls:
-        names = ", ".join(str(_get(_get(c, "function") or c, "name")) for c in calls)
-        text = (text + " " if text else "") + f"→ {names}"
-    if not text and _get(message, "type") in ("function_call", "custom_tool_call"):
-        text = f"→ {_get(message, 'name')}"
-    # Cut before splitting: a 50 MB message must not be split whole for an 80-character line.
-    s = " ".join(text[: width * 8].split())
-    return s[: width - 1] + "…" if len(s) > width or len(text) > width * 8 else s
-
-
-def _tool_outputs(req: Request) -> list[tuple[int, str]]:
-    """(message index, output text) of every tool output; for text-protocol histories without
-    tool results (observations sent as user messages), the user messages after the first."""
-    out: list[tuple[int, str]] = []
-    for i, m in enumerate(req.messages):
-        role = _get(m, "role")
-        if role in ("tool", "function") or _get(m, "type") in ("function_call_output", "custom_tool_call_output"):
-            out.append((i, _content_text(_get(m, "content") or _get(m, "output"))))
-            continue
-        blocks = _get(m, "content") if role is not None else None
-        blocks = blocks if isinstance(blocks, list) else _get(m, "parts") if isinstance(_get(m, "parts"), list) else []
-        for b in blocks:
-            if _get(b, "type") == "tool_result" or _get(b, "functionResponse") is not None or _get(b, "toolResult") is not None:
-                out.append((i, _part_text(b)))
-    if out:
-        return out
-    users = [(i, _content_text(_get(m, "content"))) for i, m in enumerate(req.messages) if _get(m, "role") == "user"]
-    return users[1:]
+    return _core.message_previews([message], width=width)[0]
 
 
 def _duplicates(req: Request, per: Sequence[MessageTokens]) -> tuple[Duplicate, ...]:
     seen: dict[bytes, list[int]] = {}
     text_of: dict[bytes, str] = {}
-    for i, text in _tool_outputs(req):
+    for i, text in _core.tool_output_texts(req.messages):
         if len(text) < _MIN_DUPLICATE_CHARS:
             continue
         h = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
@@ -179,7 +112,8 @@ def _plan(req: Request, budget: int, window: int | None) -> Plan:
 def largest(b: Breakdown, messages: Sequence[Any], top: int) -> tuple[tuple[MessageTokens, ...], dict[int, str]]:
     """The ``top`` largest messages of a breakdown and a one-line preview of each."""
     biggest = tuple(sorted(b.per_message, key=lambda m: -m.tokens)[:top])
-    return biggest, {m.index: preview(messages[m.index], 90) for m in biggest}
+    texts = _core.message_previews([messages[m.index] for m in biggest], width=90)
+    return biggest, {m.index: text for m, text in zip(biggest, texts, strict=True)}
 
 
 def analyze(req: Request, *, budget: int | None = None, window: int | None = None, top: int = 8) -> ReportData:
