@@ -12,7 +12,7 @@ use super::messages::{Keep, Walker};
 use super::options::{check_tail, PruneOptions};
 use super::priced_request::PyPricedRequest;
 use crate::estimate::Estimator;
-use crate::prune::{plan_with, Step};
+use crate::prune::{plan_with, PrunePlan, Step};
 use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
 
 /// Index where the protected tail begins (see `tail_walk::find_tail_start` for the rules).
@@ -154,11 +154,7 @@ fn prune<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     // One snapshot of the history: the plan reads it and the edits apply to it.
     let out = PyList::new(py, Walker::snapshot(messages)?)?;
-    let mut est = request.request.estimator;
-    let keep = Keep::new();
-    let (ms, costs) = Walker::new(py, &keep).messages_priced(out.as_any(), &mut est)?;
-    let opt = &options.opt;
-    let p = py.detach(|| plan_with(&ms, &est, &costs, &legal_cuts(&ms), opt));
+    let p = plan(py, &out, request, options)?;
     let mut cow = CopyOnWrite::new(&out, copy);
     for e in &p.edits {
         let steps = e
@@ -172,6 +168,21 @@ fn prune<'py>(
         cow.set_at(e.message, parents, last, &json_value(py, &e.value)?)?;
     }
     Ok(out)
+}
+
+/// The prune plan of `out`, read and priced, made with the GIL released; the views are dropped
+/// before the edits are applied.
+fn plan(
+    py: Python<'_>,
+    out: &Bound<'_, PyList>,
+    request: &PyPricedRequest,
+    options: &PruneOptions,
+) -> PyResult<PrunePlan> {
+    let mut est = request.request.estimator;
+    let keep = Keep::new();
+    let (ms, costs) = Walker::new(py, &keep).messages_priced(out.as_any(), &mut est)?;
+    let opt = &options.opt;
+    Ok(py.detach(|| plan_with(&ms, &est, &costs, &legal_cuts(&ms), opt)))
 }
 
 /// `contextfold.prune.apply_edits`: a new list of `messages` with `edits` applied copy-on-write.
