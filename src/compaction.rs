@@ -58,6 +58,27 @@ pub struct PlanOptions {
     pub summary_floor: u64,
 }
 
+impl Default for PlanOptions {
+    /// The head and tail floors of `tail_walk` (`protect_first_n` 1, `min_tail` 3,
+    /// `soft_ceiling` 1.5) and the default masking; the sizes 0 until a caller sets them.
+    fn default() -> Self {
+        PlanOptions {
+            format: WireFormat::Chat,
+            budget_tokens: 0,
+            overhead_tokens: 0,
+            tail_tokens: 0,
+            summary_tokens: 0,
+            protect_first_n: 1,
+            min_tail: 3,
+            soft_ceiling: 1.5,
+            pinned: Vec::new(),
+            mask: MaskOptions::default(),
+            trusted_summaries: Vec::new(),
+            summary_floor: 0,
+        }
+    }
+}
+
 /// What one compaction will do.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -476,6 +497,20 @@ pub fn verify(
     budget: Option<u64>,
     seams: &[usize],
 ) -> Verification {
+    let mut failures = check(msgs, format, seams);
+    let tokens = msgs.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead_tokens;
+    if let Some(b) = budget {
+        if tokens > b {
+            failures.push(Failure::OverBudget { tokens, budget: b });
+        }
+    }
+    Verification { tokens, failures }
+}
+
+/// What `verify` finds besides the budget: pairs, roles at `seams` and for the first turn, the
+/// JSON of every arguments string, empty messages. Prices nothing (a plan reports its input's
+/// own failures with it, so they are never read twice).
+pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<Failure> {
     let n = msgs.len();
     let mut failures = pair_failures(msgs, format);
     // Roles at seams.
@@ -516,13 +551,7 @@ pub fn verify(
             failures.push(Failure::EmptyMessage { index: i });
         }
     }
-    let tokens = msgs.iter().map(|m| u64::from(est.message(m))).sum::<u64>() + overhead_tokens;
-    if let Some(b) = budget {
-        if tokens > b {
-            failures.push(Failure::OverBudget { tokens, budget: b });
-        }
-    }
-    Verification { tokens, failures }
+    failures
 }
 
 /// Calls without their result and results without their call, where `format` wants each.

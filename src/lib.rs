@@ -26,6 +26,7 @@ pub mod media_tokens;
 pub mod message;
 pub mod model_info;
 pub mod pretokenize;
+pub mod priced_request;
 pub mod profile;
 pub mod provider;
 pub mod prune;

@@ -70,7 +70,7 @@ def scripted_recall(c: cf.Compactor, fmt: str, fold_id: str, history: list[Any],
         answer = c.answer(call)
         after = [*history, call, answer]
         assert shape_problems(after, fmt) == [], (fmt, shape_problems(after, fmt))
-        tokens, failures = cf._core.compaction_verify(after, format=fmt, **kw)
+        tokens, failures = cf._core.compaction_verify(after, cf._core.PricedRequest(format=fmt, **kw))
         assert failures == [], failures
         assert tokens <= budget, (fmt, tokens, budget)
         header, _, page = answer_text(fmt, answer).partition("\n")
