@@ -21,7 +21,7 @@ from contextfold import _core
 from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig
 from contextfold.content_store import ContentStore
-from contextfold.degrade import budget_error, degrade, liftable
+from contextfold.degrade import bare_history, budget_error, degrade, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.history import WireFormat, _require_history, detect_wire_format
@@ -548,10 +548,20 @@ class Compactor(RecoverableFolds):
         if plan["reason"] is not None:
             reason = str(plan["reason"])
             if reason.startswith("budget"):
+                # No summary fits: the head, the last user turn and what follows, and a marker.
+                kw = dict(provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
+                          response_format=self.response_format)
+                bare = bare_history(msgs, plan, fmt=fmt, check=lambda o, s: verified(o, s, effective),
+                                    like=lambda m: _like_history(m, msgs), notes=notes, budget=effective,
+                                    estimate_kw=kw)
+                if bare is not None:
+                    self._after_compaction(int(plan["head_end"]))
+                    return CompactionResult(
+                        messages=bare[0], summary=None, tokens_before=before, tokens_after=bare[1], removed=bare[2],
+                        pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
+                        strategy_used="summarize", fallback_used=False, reason=None, budget=budget, notes=tuple(notes))
                 needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
-                raise budget_error(msgs, budget=effective, reason=reason, needed=needed, kw=dict(
-                    provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
-                    response_format=self.response_format))
+                raise budget_error(msgs, budget=effective, reason=reason, needed=needed, kw=kw)
             if self.strategy == "hybrid":
                 r = masked_result()
                 if r is not None:
