@@ -497,7 +497,9 @@ impl Builder {
                 clip_ends(text, 4_000, 0.6),
                 clip_ends(text, 1_500, 0.6),
                 clip_ends(core, 400, 0.6),
+                clip_ends(core, 240, 0.6),
                 clip_ends(core, 160, 0.6),
+                clip_ends(core, 120, 0.6),
                 clip_ends(core, 80, 0.6),
             ],
         );
@@ -925,7 +927,19 @@ fn pack(
                 })
                 .collect();
             let n = idx.len();
-            for (k, &i) in idx.iter().enumerate() {
+            let mut order: Vec<(usize, usize)> = idx.iter().copied().enumerate().collect();
+            if !shorten && matches!(sec, Section::Calls | Section::Conclusions) {
+                // Among the droppable (all but the newest `keep`), the costliest go first: a
+                // short line (`calculate(2499 - 1327) -> 1172.0`) holds as much as a long one
+                // for a fraction of the room. Ties: the oldest first.
+                order.sort_by(|&(ka, a), &(kb, b)| {
+                    (ka + keep >= n)
+                        .cmp(&(kb + keep >= n))
+                        .then(entries[b].tokens.total_cmp(&entries[a].tokens))
+                        .then(ka.cmp(&kb))
+                });
+            }
+            for (k, i) in order {
                 if total <= room {
                     break;
                 }
@@ -961,39 +975,26 @@ fn pack(
         }
     }
     // A shortening can free more than needed (one long output): give the room left back, a
-    // form at a time, and bring back dropped units that fit again: the user's requests first
-    // (a clipped request loses its middle clause, where the conditions sit), newest first,
+    // form at a time, and bring back dropped units that fit again. The user's requests first,
+    // one form at a time across all of them, newest first (a clipped request loses its middle
+    // clause, where the conditions sit: more requests a form longer beat one request whole);
     // then the other units, newest first.
-    let order: Vec<usize> = (0..entries.len())
+    let requests: Vec<usize> = (0..entries.len())
         .rev()
         .filter(|&i| entries[i].section == Section::Requests)
-        .chain(
-            (0..entries.len())
-                .rev()
-                .filter(|&i| entries[i].section != Section::Requests),
-        )
         .collect();
-    for i in order {
-        if !entries[i].alive && cover[i].is_none() {
-            let e = &mut entries[i];
-            e.level = e.forms.len() - 1;
-            let t = e.costs[e.level];
-            if total + t > room {
-                continue;
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &i in &requests {
+            if give_back(&mut entries[i], cover[i].is_none(), &mut total, room, true) {
+                grew = true;
             }
-            e.alive = true;
-            e.tokens = t;
-            total += t;
         }
-        while entries[i].alive && entries[i].level > 0 {
-            let e = &mut entries[i];
-            let t = e.costs[e.level - 1];
-            if total + t - e.tokens > room {
-                break;
-            }
-            total += t - e.tokens;
-            e.level -= 1;
-            e.tokens = t;
+    }
+    for i in (0..entries.len()).rev() {
+        if entries[i].section != Section::Requests {
+            give_back(&mut entries[i], cover[i].is_none(), &mut total, room, false);
         }
     }
     // The index gets its share and what the rest left.
@@ -1005,6 +1006,44 @@ fn pack(
         }
     }
     render(&entries, header, &index)
+}
+
+/// Give `e` back what fits of the room left: bring it back when dropped (`revivable`: no kept
+/// request covers it) in its shortest form, then longer forms, one (`one_form`) or as many as
+/// fit. True when it grew.
+fn give_back(e: &mut Entry, revivable: bool, total: &mut f64, room: f64, one_form: bool) -> bool {
+    if !e.alive {
+        if !revivable {
+            return false;
+        }
+        let level = e.forms.len() - 1;
+        let t = e.costs[level];
+        if *total + t > room {
+            return false;
+        }
+        e.alive = true;
+        e.level = level;
+        e.tokens = t;
+        *total += t;
+        if one_form {
+            return true;
+        }
+    }
+    let mut grew = false;
+    while e.level > 0 {
+        let t = e.costs[e.level - 1];
+        if *total + t - e.tokens > room {
+            break;
+        }
+        *total += t - e.tokens;
+        e.level -= 1;
+        e.tokens = t;
+        grew = true;
+        if one_form {
+            break;
+        }
+    }
+    grew
 }
 
 /// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the

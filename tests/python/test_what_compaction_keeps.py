@@ -161,7 +161,8 @@ def test_probe_set_goals_at_the_naive_budget() -> None:
     ev = evaluate(fixtures, strategies=("summarize",), budgets=(1.0,))
     rows = {r["strategy"]: r for r in ev.rows()}
     assert rows["summarize"]["facts_kept"] >= 0.85
-    assert rows["summarize"]["half_vs_naive"] >= 1.3
+    # The goal: 1.4x the probes the naive cut keeps at least half of.
+    assert rows["summarize"]["half_vs_naive"] >= 1.4
     assert 0.95 <= rows["summarize"]["budget_used_median"] <= 1.0
 
 
