@@ -33,7 +33,8 @@ from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
-from contextfold.summary_room import index_share, neutralize_markers, summary_room, with_index
+from contextfold.summary_room import ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, with_index
+from contextfold.tail_fill import fill_tail
 
 __all__ = [
     "CompactionResult",
@@ -461,8 +462,11 @@ class Compactor(RecoverableFolds):
                 keep_thinking_turns=self.keep_thinking_turns,
                 trusted_summaries=list(self.session.summary_hashes),
                 # What a summary never drops (requests, rules, the index) needs room: old output
-                # in the tail is masked rather than the summary squeezed below half its share.
-                summary_floor=summary_tokens // 2,
+                # in the tail is masked rather than the summary squeezed below its share.
+                summary_floor=summary_tokens,
+                # The tail meets its target, never overshoots it: the summary's room stays put
+                # across compactions (summary_room.stable_room).
+                soft_ceiling=1.0,
                 recoverable=self.recoverable,
                 **common,
             )
@@ -571,9 +575,15 @@ class Compactor(RecoverableFolds):
         # Even an empty summary would free too little: do not call the summarizer at all.
         if (why := worth_it(int(plan["fixed_tokens"]))) is not None:
             return unchanged(why)
+        # The summary's room stays put across compactions: the tail takes what exceeds it.
+        stable = stable_room(plan, msgs, effective, tail, summary_tokens, provider=self.provider, model=self.model)
+        if undegraded is None:
+            msgs, plan = fill_tail(msgs, plan, make_plan, room_cap=max(int(plan["summary_tokens"]), int(
+                stable * ROOM_SWING)), budget=effective, min_tail=self.min_tail, store=self.store,
+                provider=self.provider, model=self.model, notes=notes)
         folded_idx: list[int] = plan["folded"]
         folded_msgs = [msgs[i] for i in folded_idx]
-        room = summary_room(plan, effective, self._summary_cap)
+        room = summary_room(plan, effective, self._summary_cap, stable=stable)
         # The identifier index is appended to every summary; the extractive digest writes its
         # own (it fills what its other units leave), other summarizers leave it a share.
         own_index = isinstance(self.summarizer, ExtractiveSummarizer)
