@@ -496,6 +496,10 @@ def _index_items(summary: str) -> list[str]:
     return items
 
 
+#: A summary that takes at least this share of its room is full (``Successive.growth_from_full``).
+FULL_SHARE = 0.8
+
+
 @dataclass(frozen=True, slots=True)
 class Successive:
     """Successive compactions of one growing conversation: ``carried`` the share of the first
@@ -519,6 +523,15 @@ class Successive:
         fewer than three): how much the size swings once a summary carries a previous one."""
         after = self.sizes[1:]
         return max(after) / min(after) if len(after) >= 2 and min(after) > 0 else 1.0
+
+    @property
+    def growth_from_full(self) -> float:
+        """The last size over the size of the first summary that took at least ``FULL_SHARE`` of
+        its room (a first summary that folded a few messages is small because it had little to
+        say: growth from there is information, not bloat); 1.0 when none did."""
+        k = next((i for i, (s, r) in enumerate(zip(self.sizes, self.rooms, strict=True)) if r and s >= FULL_SHARE * r),
+                 None)
+        return self.sizes[-1] / self.sizes[k] if k is not None and self.sizes[k] else 1.0
 
     @property
     def fill(self) -> float:
@@ -611,28 +624,32 @@ def successive_table(fixtures: Sequence[Fixture], *, summarizer: Any = None, per
     ran = [r for r in runs if r.sizes]
     if per_fixture:
         lines = ["| conversation | compactions | messages folded | summary tokens | room (tokens) | last / first "
-                 "| max / min after the first | identifiers carried |",
-                 "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                 "| last / first full | max / min after the first | identifiers carried |",
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in ran:
             lines.append(f"| {r.fixture.rsplit('/', 1)[-1].rsplit('#', 1)[-1]} | {len(r.sizes)} | "
                          f"{', '.join(map(str, r.folded))} | {', '.join(map(str, r.sizes))} | "
-                         f"{', '.join(map(str, r.rooms))} | {r.growth:.2f}x | {r.spread_after_first:.2f}x | "
-                         f"{100 * r.carried:.0f}% |")
+                         f"{', '.join(map(str, r.rooms))} | {r.growth:.2f}x | {r.growth_from_full:.2f}x | "
+                         f"{r.spread_after_first:.2f}x | {100 * r.carried:.0f}% |")
         return "\n".join(lines)
     lines = ["| fixtures | compactions (median, min-max) | first summary's identifiers kept by the second "
-             "(median, share >= 90%) | last / first summary size (median, max) | max / min after the first "
-             "(median, max) | largest share of its room a summary took | planted rules lost |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "(median, share >= 90%) | last / first summary size (median, max, <= 1.2x) | last / first full "
+             "summary (median, max, <= 1.2x) | max / min after the first (median, max) | largest share of its "
+             "room a summary took | planted rules lost |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     if ran:
         carried = [r.carried for r in ran if len(r.sizes) >= 2]
         growth = [r.growth for r in ran]
         spread = [r.spread_after_first for r in ran]
+        full = [r.growth_from_full for r in ran]
         counts = [len(r.sizes) for r in ran]
         lines.append(
             f"| {len(ran)} | {statistics.median(counts):g}, {min(counts)}-{max(counts)} | "
             f"{100 * statistics.median(carried or [1.0]):.0f}%, "
             f"{sum(1 for c in carried if c >= 0.9)} of {len(carried)} | "
-            f"{statistics.median(growth):.2f}x, {max(growth):.2f}x | "
+            f"{statistics.median(growth):.2f}x, {max(growth):.2f}x, {sum(1 for g in growth if g <= 1.2)} of "
+            f"{len(growth)} | {statistics.median(full):.2f}x, {max(full):.2f}x, "
+            f"{sum(1 for g in full if g <= 1.2)} of {len(full)} | "
             f"{statistics.median(spread):.2f}x, {max(spread):.2f}x | {100 * max(r.fill for r in ran):.0f}% | "
             f"{sum(r.rules_lost for r in runs)} of {len(PLANTED_RULES) * len(runs)} |")
     return "\n".join(lines)
