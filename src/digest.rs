@@ -69,6 +69,8 @@ const FULLEST_RESULT_CHARS: usize = 6_000;
 /// Characters of a successful result kept in a call's shortest form: a short result (a sum, a
 /// count, "Transfer successful") survives whole, a long one keeps its end.
 const SHORT_RESULT_CHARS: usize = 48;
+/// A tool call's arguments in its shortest form, whole (characters).
+const SHORTEST_CALL_CHARS: usize = 160;
 
 /// Share of the room the identifiers carried from the previous summary may keep.
 const CARRIED_INDEX_SHARE: f64 = 0.5;
@@ -108,6 +110,38 @@ const ERROR_WORDS: [&str; 9] = [
     "denied",
     "no such file",
 ];
+
+/// Sentences this short (characters) at either edge of a request are courtesy ("No problem.",
+/// "Can you help with that?") when the rest is long: clipped forms leave them out.
+const COURTESY_CHARS: usize = 28;
+
+/// `text` without a short first sentence and a short last sentence, when what stays is still
+/// three times as long as what goes; `text` itself otherwise.
+fn without_courtesy_edges(text: &str) -> &str {
+    let t = text.trim();
+    let ends = |i: usize, c: char| {
+        matches!(c, '.' | '!' | '?') && t[i + 1..].starts_with(char::is_whitespace)
+    };
+    let mut a = 0;
+    if let Some((i, c)) = t.char_indices().find(|&(i, c)| ends(i, c)) {
+        if i < COURTESY_CHARS {
+            a = i + c.len_utf8();
+        }
+    }
+    let mut b = t.len();
+    let body = t.trim_end_matches(['.', '!', '?']);
+    if let Some((i, c)) = body.char_indices().rev().find(|&(i, c)| ends(i, c)) {
+        if t.len() - i <= COURTESY_CHARS && i >= a {
+            b = i + c.len_utf8();
+        }
+    }
+    let core = t[a..b].trim();
+    if core.len() * 3 >= (t.len() - core.len()) * 9 && core.len() > 2 * COURTESY_CHARS {
+        core
+    } else {
+        text
+    }
+}
 
 /// Whitespace collapsed, at most `max` characters (an ellipsis marks a cut).
 fn clip(s: &str, max: usize) -> String {
@@ -454,14 +488,19 @@ impl Builder {
 
     fn request(&mut self, text: &str) {
         let at = self.entries.len();
+        // The clipped forms are cut from the request without its courtesy edges: the
+        // conditions sit in its middle, which a clip would lose first.
+        let core = without_courtesy_edges(text);
         self.push(
             Section::Requests,
             vec![
                 clip_ends(text, 4_000, 0.6),
                 clip_ends(text, 1_500, 0.6),
-                clip_ends(text, 400, 0.6),
-                clip_ends(text, 160, 0.6),
-                clip_ends(text, 80, 0.6),
+                clip_ends(core, 400, 0.6),
+                clip_ends(core, 240, 0.6),
+                clip_ends(core, 160, 0.6),
+                clip_ends(core, 120, 0.6),
+                clip_ends(core, 80, 0.6),
             ],
         );
         let said_in = (self.entries.len() > at).then_some(at);
@@ -742,7 +781,20 @@ pub fn digest(msgs: &[Message<'_>], est: &Estimator, opt: &DigestOptions<'_>) ->
                         (160, if err { 360 } else { 160 }),
                         (60, if err { 160 } else { SHORT_RESULT_CHARS }),
                     ];
-                    let forms = plan[skip..].iter().map(|&(m, o)| line(m, o)).collect();
+                    let mut forms: Vec<String> =
+                        plan[skip..].iter().map(|&(m, o)| line(m, o)).collect();
+                    // The shortest form bounds the arguments as a whole (a booking's nested
+                    // lists of flights, passengers and payments run to hundreds of characters
+                    // at 60 per value); the outcome, an error's message, stays.
+                    forms.push(format!(
+                        "{} -> {}",
+                        clip_ends(
+                            &call_line(c.name, &c.arguments, &parsed, 60),
+                            SHORTEST_CALL_CHARS,
+                            0.6
+                        ),
+                        outcome(res, if err { 160 } else { SHORT_RESULT_CHARS }).1
+                    ));
                     if err {
                         n_errors += 1;
                         b.push(Section::Errors, forms);
@@ -828,7 +880,9 @@ fn pack(
     // Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
     // Rules are never dropped (they render first: only the last-resort cut could reach them);
     // requests only when even their shortest forms do not fit.
-    let phases: [(Section, usize, bool); 24] = [
+    // An error's detail (its arguments) is shortened to its shortest form before any
+    // request is: the error's message stays in every form.
+    let phases: [(Section, usize, bool); 27] = [
         (Section::Calls, 0, true),
         (Section::Conclusions, 0, true),
         (Section::Calls, 0, true),
@@ -839,9 +893,12 @@ fn pack(
         (Section::Conclusions, 0, true),
         (Section::Calls, 8, false),
         (Section::Conclusions, 6, false),
+        (Section::Calls, 0, true),
         (Section::Calls, 4, false),
         (Section::Earlier, 0, true),
         (Section::Conclusions, 3, false),
+        (Section::Errors, 0, true),
+        (Section::Errors, 0, true),
         (Section::Errors, 0, true),
         (Section::Requests, 0, true),
         (Section::Errors, 0, true),
@@ -870,7 +927,19 @@ fn pack(
                 })
                 .collect();
             let n = idx.len();
-            for (k, &i) in idx.iter().enumerate() {
+            let mut order: Vec<(usize, usize)> = idx.iter().copied().enumerate().collect();
+            if !shorten && matches!(sec, Section::Calls | Section::Conclusions) {
+                // Among the droppable (all but the newest `keep`), the costliest go first: a
+                // short line (`calculate(2499 - 1327) -> 1172.0`) holds as much as a long one
+                // for a fraction of the room. Ties: the oldest first.
+                order.sort_by(|&(ka, a), &(kb, b)| {
+                    (ka + keep >= n)
+                        .cmp(&(kb + keep >= n))
+                        .then(entries[b].tokens.total_cmp(&entries[a].tokens))
+                        .then(ka.cmp(&kb))
+                });
+            }
+            for (k, i) in order {
                 if total <= room {
                     break;
                 }
@@ -905,32 +974,27 @@ fn pack(
             }
         }
     }
-    // A shortening can free more than needed (one long output): give the room left back to
-    // the newest units, a form at a time, and bring back dropped ones that fit again.
+    // A shortening can free more than needed (one long output): give the room left back, a
+    // form at a time, and bring back dropped units that fit again. The user's requests first,
+    // one form at a time across all of them, newest first (a clipped request loses its middle
+    // clause, where the conditions sit: more requests a form longer beat one request whole);
+    // then the other units, newest first.
+    let requests: Vec<usize> = (0..entries.len())
+        .rev()
+        .filter(|&i| entries[i].section == Section::Requests)
+        .collect();
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &i in &requests {
+            if give_back(&mut entries[i], cover[i].is_none(), &mut total, room, true) {
+                grew = true;
+            }
+        }
+    }
     for i in (0..entries.len()).rev() {
-        if entries[i].section == Section::Requests {
-            continue;
-        }
-        if !entries[i].alive && cover[i].is_none() {
-            let e = &mut entries[i];
-            e.level = e.forms.len() - 1;
-            let t = e.costs[e.level];
-            if total + t > room {
-                continue;
-            }
-            e.alive = true;
-            e.tokens = t;
-            total += t;
-        }
-        while entries[i].alive && entries[i].level > 0 {
-            let e = &mut entries[i];
-            let t = e.costs[e.level - 1];
-            if total + t - e.tokens > room {
-                break;
-            }
-            total += t - e.tokens;
-            e.level -= 1;
-            e.tokens = t;
+        if entries[i].section != Section::Requests {
+            give_back(&mut entries[i], cover[i].is_none(), &mut total, room, false);
         }
     }
     // The index gets its share and what the rest left.
@@ -942,6 +1006,44 @@ fn pack(
         }
     }
     render(&entries, header, &index)
+}
+
+/// Give `e` back what fits of the room left: bring it back when dropped (`revivable`: no kept
+/// request covers it) in its shortest form, then longer forms, one (`one_form`) or as many as
+/// fit. True when it grew.
+fn give_back(e: &mut Entry, revivable: bool, total: &mut f64, room: f64, one_form: bool) -> bool {
+    if !e.alive {
+        if !revivable {
+            return false;
+        }
+        let level = e.forms.len() - 1;
+        let t = e.costs[level];
+        if *total + t > room {
+            return false;
+        }
+        e.alive = true;
+        e.level = level;
+        e.tokens = t;
+        *total += t;
+        if one_form {
+            return true;
+        }
+    }
+    let mut grew = false;
+    while e.level > 0 {
+        let t = e.costs[e.level - 1];
+        if *total + t - e.tokens > room {
+            break;
+        }
+        *total += t - e.tokens;
+        e.level -= 1;
+        e.tokens = t;
+        grew = true;
+        if one_form {
+            break;
+        }
+    }
+    grew
 }
 
 /// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the
@@ -1123,6 +1225,26 @@ mod tests {
             );
             assert_eq!(d, digest(&msgs, &est(), &o));
         }
+    }
+
+    #[test]
+    fn clipped_requests_lose_their_courtesy_edges_before_their_conditions() {
+        let r = "No problem. I recently made a reservation, and I'd like to change it to the \
+                 cheapest business class round trip without changing the dates. Can you help with that?";
+        assert_eq!(
+            without_courtesy_edges(r),
+            "I recently made a reservation, and I'd like to change it to the cheapest business \
+             class round trip without changing the dates."
+        );
+        // Short requests, and long edges, stay as they are.
+        assert_eq!(
+            without_courtesy_edges("Thanks! Book it."),
+            "Thanks! Book it."
+        );
+        let long_edges =
+            "Neither of those flights work for me; I'm looking to fly after 11 AM EST. \
+                          Could you check if there are any flights available after that?";
+        assert_eq!(without_courtesy_edges(long_edges), long_edges);
     }
 
     #[test]

@@ -22,7 +22,7 @@ from contextfold import _core
 from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig
 from contextfold.content_store import ContentStore
-from contextfold.degrade import budget_error, degrade, liftable
+from contextfold.degrade import bare_history, budget_error, degrade, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.compaction_run import CompactionRun
 from contextfold.errors import CompactionBudgetError, CompactionError
@@ -35,7 +35,8 @@ from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
-from contextfold.summary_room import index_share, neutralize_markers, summary_room, with_index
+from contextfold.summary_room import ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, with_index
+from contextfold.tail_fill import fill_tail
 
 __all__ = [
     "CompactionResult",
@@ -477,6 +478,9 @@ class Compactor(RecoverableFolds):
         if run.plan["reason"] is not None:
             reason = str(run.plan["reason"])
             if reason.startswith("budget"):
+                bare = self._bare(run)
+                if bare is not None:
+                    return bare
                 raise self._budget_error(run, run.msgs, run.plan)
             if self.strategy == "hybrid":
                 r = self._masked(run)
@@ -578,6 +582,23 @@ class Compactor(RecoverableFolds):
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in edits), strategy_used="mask",
             fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
 
+    def _bare(self, run: CompactionRun) -> CompactionResult | None:
+        """No summary fits: the head, the last user turn and what follows, and a marker
+        (``contextfold.degrade.bare_history``); None when not even that fits."""
+        kw = dict(provider=self.provider, model=self.model, tools=self._request_tools(run.fmt), system=self.system,
+                  response_format=self.response_format)
+        plan = run.plan
+        bare = bare_history(run.msgs, plan, fmt=run.fmt, check=lambda o, s: run.verified(o, s, run.effective),
+                            like=lambda m: _like_history(m, run.msgs), notes=run.notes, budget=run.effective,
+                            estimate_kw=kw)
+        if bare is None:
+            return None
+        self._after_compaction(int(plan["head_end"]))
+        return CompactionResult(
+            messages=bare[0], summary=None, tokens_before=run.before, tokens_after=bare[1], removed=bare[2],
+            pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
+            strategy_used="summarize", fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
+
     def _budget_error(self, run: CompactionRun, msgs: list[Any], plan: dict[str, Any]) -> CompactionBudgetError:
         """The error of a plan that leaves no room for a summary, measured on ``msgs``."""
         needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, run.summary_tokens)
@@ -588,10 +609,18 @@ class Compactor(RecoverableFolds):
     def _summarized(self, run: CompactionRun) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """Head + kept + summary + tail: the summary asked for, placed, checked, and digested
         again smaller (at most three times) while it overflows the budget."""
+        # The summary's room stays put across compactions: the tail takes what exceeds it.
+        stable = stable_room(run.plan, run.msgs, run.effective, run.tail, run.summary_tokens,
+                             provider=self.provider, model=self.model)
+        if run.undegraded is None:
+            run.msgs, run.plan = fill_tail(
+                run.msgs, run.plan, functools.partial(self._plan, run),
+                room_cap=max(int(run.plan["summary_tokens"]), int(stable * ROOM_SWING)), budget=run.effective,
+                min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes)
         plan, msgs, effective = run.plan, run.msgs, run.effective
         folded_idx: list[int] = plan["folded"]
         folded_msgs = [msgs[i] for i in folded_idx]
-        room = summary_room(plan, effective, self._summary_cap)
+        room = summary_room(plan, effective, self._summary_cap, stable=stable)
         # The identifier index is appended to every summary; the extractive digest writes its
         # own (it fills what its other units leave), other summarizers leave it a share.
         own_index = isinstance(self.summarizer, ExtractiveSummarizer)

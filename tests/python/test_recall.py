@@ -105,6 +105,8 @@ def originals(msgs: list[dict[str, Any]], fmt: str) -> set[str]:
     for m in msgs:
         if m.get("role") in ("tool", "user"):  # user: a text agent's observation
             text(m.get("content", m.get("parts")))
+        if m.get("role") in ("assistant", "model"):  # a message cut in the middle to fit
+            text(m.get("content", m.get("parts")))
         if m.get("type") == "function_call_output":
             text(m["output"])
         if m.get("type") == "function_call":
