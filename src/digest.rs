@@ -28,7 +28,7 @@ mod pack;
 mod units;
 
 use clip::{clip, clip_ends};
-use forms::{Call, Clipped, Command, Forms, Outcome, CONCLUSION_PLAN, REQUEST_PLAN};
+use forms::{Call, Clipped, Command, Forms, Outcome, Request, CONCLUSION_PLAN};
 use units::Entry;
 
 /// Options of a digest.
@@ -88,6 +88,38 @@ const ERROR_WORDS: [&str; 9] = [
     "denied",
     "no such file",
 ];
+
+/// Sentences this short (characters) at either edge of a request are courtesy ("No problem.",
+/// "Can you help with that?") when the rest is long: clipped forms leave them out.
+const COURTESY_CHARS: usize = 28;
+
+/// `text` without a short first sentence and a short last sentence, when what stays is still
+/// three times as long as what goes; `text` itself otherwise.
+fn without_courtesy_edges(text: &str) -> &str {
+    let t = text.trim();
+    let ends = |i: usize, c: char| {
+        matches!(c, '.' | '!' | '?') && t[i + 1..].starts_with(char::is_whitespace)
+    };
+    let mut a = 0;
+    if let Some((i, c)) = t.char_indices().find(|&(i, c)| ends(i, c)) {
+        if i < COURTESY_CHARS {
+            a = i + c.len_utf8();
+        }
+    }
+    let mut b = t.len();
+    let body = t.trim_end_matches(['.', '!', '?']);
+    if let Some((i, c)) = body.char_indices().rev().find(|&(i, c)| ends(i, c)) {
+        if t.len() - i <= COURTESY_CHARS && i >= a {
+            b = i + c.len_utf8();
+        }
+    }
+    let core = t[a..b].trim();
+    if core.len() * 3 >= (t.len() - core.len()) * 9 && core.len() > 2 * COURTESY_CHARS {
+        core
+    } else {
+        text
+    }
+}
 
 /// The text of a message: borrowed when it is one string, joined text blocks otherwise.
 fn text_of<'m>(m: &'m Message<'_>) -> Cow<'m, str> {
@@ -255,10 +287,9 @@ impl<'a> Builder<'a> {
 
     fn request(&mut self, text: Cow<'a, str>) {
         let rules = rules_in(&text);
-        let forms = Clipped {
-            text,
-            plan: &REQUEST_PLAN,
-        };
+        // The clipped forms are cut from the request without its courtesy edges: the
+        // conditions sit in its middle, which a clip would lose first.
+        let forms = Request { text };
         let at = self.entries.len();
         let said_in = self
             .push_lazy(Section::Requests, Box::new(forms))
@@ -685,6 +716,26 @@ mod tests {
             );
             assert_eq!(d, digest(&msgs, &est(), &o));
         }
+    }
+
+    #[test]
+    fn clipped_requests_lose_their_courtesy_edges_before_their_conditions() {
+        let r = "No problem. I recently made a reservation, and I'd like to change it to the \
+                 cheapest business class round trip without changing the dates. Can you help with that?";
+        assert_eq!(
+            without_courtesy_edges(r),
+            "I recently made a reservation, and I'd like to change it to the cheapest business \
+             class round trip without changing the dates."
+        );
+        // Short requests, and long edges, stay as they are.
+        assert_eq!(
+            without_courtesy_edges("Thanks! Book it."),
+            "Thanks! Book it."
+        );
+        let long_edges =
+            "Neither of those flights work for me; I'm looking to fly after 11 AM EST. \
+                          Could you check if there are any flights available after that?";
+        assert_eq!(without_courtesy_edges(long_edges), long_edges);
     }
 
     #[test]

@@ -51,13 +51,13 @@ impl Encoding {
         if text.is_empty() {
             return 0;
         }
-        // The same count as `self.bpe().encode_ordinary(text).len()`, split by this thread's own
-        // regex (see `bpe_count`: the encoder's regex serializes threads).
+        // The same count as `self.bpe().encode_ordinary(text).len()`, split without the
+        // encoder's regex (`pretokenize`).
         let vocab = match self {
             Encoding::O200kBase | Encoding::O200kHarmony => crate::bpe_count::o200k(),
             Encoding::Cl100kBase => crate::bpe_count::cl100k(),
         };
-        vocab.count(text, self.bpe())
+        vocab.count(text)
     }
 }
 

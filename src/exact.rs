@@ -2,7 +2,7 @@
 //!
 //! tiktoken-rs embeds the vocabularies, so this works offline. Each encoder is built once per
 //! process (construction costs ~0.3 s) and shared by every thread: `CoreBPE` is `Sync`; the
-//! counting itself splits with a regex of each thread's own (`bpe_count`).
+//! counting itself splits text without a regex (`pretokenize`, `bpe_count`).
 //!
 //! What a chat.completions request is billed (derived on the recorded cassettes,
 //! `tools/derive_openai_rendering.py`, which is the Python reference of this module):
@@ -617,7 +617,7 @@ impl Counter {
 type Planned = (Option<(String, Option<usize>)>, Batched, u64);
 
 /// Below this many bytes of text a history is counted on the calling thread: a thread costs
-/// its start and its own split regex (~2 ms, `bpe_count`), ~1/15 of counting 1 MB.
+/// its start and an empty memory of merged pieces (`bpe_count`).
 const SPREAD_FROM_BYTES: u64 = 1 << 20;
 
 /// Counts in progress in this process.
@@ -656,7 +656,7 @@ where
     let total: u64 = bytes.iter().sum();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Counts already running elsewhere (`count_many`, a caller's thread pool) have the cores:
-    // threads of this one would only compete with them and compile their regex for nothing
+    // threads of this one would only compete with them
     // (a pool of 2 callers on 2 cores measured 1.27x slower with every count spread).
     let _busy = Busy::enter();
     if cores < 2 || total < SPREAD_FROM_BYTES || _busy.others > 0 {

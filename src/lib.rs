@@ -5,10 +5,13 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bpe_count;
+pub mod bpe_merge;
 pub mod breakdown;
+pub mod char_cut;
 pub mod compaction;
 pub mod degrade;
 pub mod digest;
+pub mod edit_pricing;
 pub mod encoding;
 pub mod estimate;
 pub mod exact;
@@ -18,9 +21,12 @@ pub mod image_tokens;
 pub mod json_string;
 pub mod ledger;
 pub mod mask_edit;
+pub mod mask_plan;
 pub mod media_tokens;
 pub mod message;
 pub mod model_info;
+pub mod pretokenize;
+pub mod priced_request;
 pub mod profile;
 pub mod provider;
 pub mod prune;
@@ -32,10 +38,12 @@ pub mod session_state;
 pub mod shrink_json;
 pub mod standing_rules;
 pub mod summary_marker;
+pub mod summary_placement;
 pub mod summary_trust;
 pub mod tail_walk;
 pub mod text_stats;
 pub mod tool_render;
+pub mod transcript;
 pub mod turn;
 pub mod wire;
 

@@ -352,6 +352,17 @@ impl<'a> Message<'a> {
         }
     }
 
+    /// The message's plain text when that is all it holds: its string, or its text blocks
+    /// joined by newlines (borrowed when it is one string). None for an empty block list or
+    /// any other kind of block.
+    pub fn plain_text(&self) -> Option<Cow<'_, str>> {
+        match &self.content {
+            Content::Text(t) => Some(Cow::Borrowed(t.as_ref())),
+            Content::Parts(ps) if ps.iter().all(|p| matches!(p, Part::Text(_))) => joined_texts(ps),
+            _ => None,
+        }
+    }
+
     /// Ids of the tool calls this message makes (OpenAI `tool_calls` and Anthropic `tool_use`).
     pub fn call_ids(&self) -> impl Iterator<Item = &'a str> + '_ {
         let blocks: &[Part<'a>] = match &self.content {
@@ -385,6 +396,23 @@ impl<'a> Message<'a> {
     /// True when the message requests at least one tool call.
     pub fn has_tool_calls(&self) -> bool {
         self.call_ids().next().is_some()
+    }
+}
+
+/// The text blocks of `parts` joined by newlines, borrowed when there is one; None when there
+/// is none (other blocks are skipped).
+pub fn joined_texts<'m>(parts: &'m [Part<'_>]) -> Option<Cow<'m, str>> {
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text(t) => Some(t.as_ref()),
+            _ => None,
+        })
+        .collect();
+    match texts.as_slice() {
+        [] => None,
+        [one] => Some(Cow::Borrowed(*one)),
+        many => Some(Cow::Owned(many.join("\n"))),
     }
 }
 

@@ -76,6 +76,157 @@ const GENERIC: Profile = Profile {
     signature_per_char: 0.0,
 };
 
+/// OpenAI cookbook "How to count tokens with tiktoken": 3 tokens per message plus the role's token, +1 per name, +3 reply
+/// priming. Tool calls as OpenAI bills them (exact.rs, derived on the cassettes): ids are
+/// not billed, a call is ` to=functions.NAME` + the raw arguments + an end marker (4
+/// tokens beyond the name), a result is authored by `functions.NAME` instead of `tool`
+/// (~3 tokens: the called name is in another message). Pricing the JSON envelope instead
+/// put the 315 call and result messages of shared/data at 2.86x their billed count. The
+/// tool block of a model with a known encoding is priced by its exact rendering
+/// (tool_render); the tool constants below only serve models without one.
+const OPENAI: Profile = Profile {
+    text_scale: 1.0,
+    per_message: 4.0,
+    per_name: 1.0,
+    per_request: 3.0,
+    per_tool_call: 4.0,
+    // Fitted on the 23 recorded messages with 2+ calls (count_each is exact on them):
+    // `{"recipient_name": "functions.NAME", "parameters": ...}, ` per call.
+    per_parallel_call: 5.5,
+    per_tool_result: 3.0,
+    arguments_scale: 1.0,
+    id_scale: 0.0,
+    tools_base: 16.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 0.84,
+    encrypted_per_byte: 0.0,
+    signature_per_char: 0.0,
+};
+
+/// Tool use: Anthropic documents the hidden tool-use system prompt per model and
+/// tool_choice (https://docs.claude.com/en/docs/agents-and-tools/tool-use/overview,
+/// "Pricing": 346 tokens for `auto`/`none`, 313 for `any`/`tool` on Claude 4.x and
+/// Sonnet 3.7; Claude 3 Haiku 264/340, Claude 3 Opus 530/281). The tool definitions
+/// themselves are rendered more verbosely than their JSON: fitted on the 128 requests
+/// with function tools (anthropic, bedrock, openrouter; hosted tools apart), the block
+/// costs ~155 tokens more than the documented prompt plus one token per o200k token of
+/// the schemas (`tools/fit_family_overheads.py`).
+const ANTHROPIC: Profile = Profile {
+    text_scale: 1.05,
+    per_message: 3.0,
+    per_name: 0.0,
+    per_request: 3.0,
+    per_tool_call: 17.0,
+    per_parallel_call: 0.0,
+    per_tool_result: 8.0,
+    arguments_scale: 1.15,
+    id_scale: 1.0,
+    tools_base: 346.0 + 155.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 0.95,
+    encrypted_per_byte: 0.0,
+    signature_per_char: 0.0,
+};
+
+/// Gemini bills declarations compactly: fitted on 162 requests with tools (google,
+/// google-vertex, openrouter), no fixed tool prompt and ~0.7 token per o200k token.
+/// Function calls and responses are rendered without the JSON envelope of OpenAI's
+/// format and without their ids (fitted on the same requests). The usage counts content
+/// only: no per-message role tokens (fitted: 57 plain requests were 2 over with one).
+const GEMINI: Profile = Profile {
+    // Only what is counted in o200k tokens (text tokenized by `with_encoding`, opaque
+    // parts): the sampled text estimate uses Gemini's own weights
+    // (`TextWeights::GEMINI`, chosen by `Estimator`).
+    text_scale: 1.2,
+    per_message: 0.0,
+    per_name: 0.0,
+    per_request: 0.0,
+    per_tool_call: 8.0,
+    per_parallel_call: 0.0,
+    per_tool_result: 4.0,
+    arguments_scale: 1.15,
+    id_scale: 0.0,
+    tools_base: 0.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 0.6,
+    encrypted_per_byte: 0.0,
+    signature_per_char: GEMINI_SIGNATURE_PER_CHAR,
+};
+
+/// Llama 3.1+ chat templates open with a system header carrying "Cutting Knowledge
+/// Date" and "Today Date" lines (Meta's prompt-format docs,
+/// https://www.llama.com/docs/model-cards-and-prompt-formats/llama3_1/): fitted +27 on
+/// 7 plain requests; the tool-calling prompt of the served templates, fitted on 9
+/// requests with tools (groq, bedrock): ~650 tokens.
+const LLAMA: Profile = Profile {
+    per_request: 30.0,
+    tools_base: 650.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 1.0,
+    ..GENERIC
+};
+
+/// Qwen's chat template wraps tools in a fixed "# Tools" instruction block (Qwen2.5 /
+/// Qwen3 tokenizer_config.json chat_template); fitted on 2 requests with tools: ~175.
+const QWEN: Profile = Profile {
+    tools_base: 175.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 1.0,
+    ..GENERIC
+};
+
+/// Fitted: 12 plain requests +4, 18 with tools: ~10 beyond one token per schema token.
+const MISTRAL: Profile = Profile {
+    per_request: 7.0,
+    tools_base: 10.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 1.0,
+    ..GENERIC
+};
+
+/// Fitted: 13 plain requests -3 (the default is right), 9 with tools: ~265.
+const DEEPSEEK: Profile = Profile {
+    tools_base: 265.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 1.0,
+    ..GENERIC
+};
+
+/// Fitted on Bedrock Converse: 9 plain requests 13 over with the generic envelope, 9
+/// with tools: ~840 (Nova's tool-use system prompt).
+const NOVA: Profile = Profile {
+    per_message: 2.0,
+    per_request: 0.0,
+    tools_base: 840.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 1.0,
+    ..GENERIC
+};
+
+/// Command R7B prepends its default preamble (fitted +487 on 3 plain requests) and a
+/// tool instruction block (+910 more on 3 requests with tools).
+const COHERE: Profile = Profile {
+    per_request: 490.0,
+    tools_base: 910.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 1.0,
+    ..GENERIC
+};
+
+/// Fitted: 11 plain GLM requests +1; 2 with tools: ~66.
+const GLM: Profile = Profile {
+    tools_base: 66.0,
+    per_tool_def: 0.0,
+    tool_schema_scale: 1.0,
+    ..GENERIC
+};
+
+/// Fitted: 2 plain MiniMax requests +21.
+const MINIMAX: Profile = Profile {
+    per_request: 24.0,
+    ..GENERIC
+};
+
 /// The pricing profile of a token family.
 ///
 /// "Fitted" below means: the median of `usage - estimate` over the recorded requests of that
@@ -85,146 +236,17 @@ const GENERIC: Profile = Profile {
 /// JSON (`tools/fit_family_overheads.py` prints these medians).
 pub fn profile(family: Family) -> Profile {
     match family {
-        // OpenAI cookbook "How to count tokens with tiktoken": 3 tokens per message plus the role's token, +1 per name, +3 reply
-        // priming. Tool calls as OpenAI bills them (exact.rs, derived on the cassettes): ids are
-        // not billed, a call is ` to=functions.NAME` + the raw arguments + an end marker (4
-        // tokens beyond the name), a result is authored by `functions.NAME` instead of `tool`
-        // (~3 tokens: the called name is in another message). Pricing the JSON envelope instead
-        // put the 315 call and result messages of shared/data at 2.86x their billed count. The
-        // tool block of a model with a known encoding is priced by its exact rendering
-        // (tool_render); the tool constants below only serve models without one.
-        Family::OpenAI => Profile {
-            text_scale: 1.0,
-            per_message: 4.0,
-            per_name: 1.0,
-            per_request: 3.0,
-            per_tool_call: 4.0,
-            // Fitted on the 23 recorded messages with 2+ calls (count_each is exact on them):
-            // `{"recipient_name": "functions.NAME", "parameters": ...}, ` per call.
-            per_parallel_call: 5.5,
-            per_tool_result: 3.0,
-            arguments_scale: 1.0,
-            id_scale: 0.0,
-            tools_base: 16.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 0.84,
-            encrypted_per_byte: 0.0,
-            signature_per_char: 0.0,
-        },
-        // Tool use: Anthropic documents the hidden tool-use system prompt per model and
-        // tool_choice (https://docs.claude.com/en/docs/agents-and-tools/tool-use/overview,
-        // "Pricing": 346 tokens for `auto`/`none`, 313 for `any`/`tool` on Claude 4.x and
-        // Sonnet 3.7; Claude 3 Haiku 264/340, Claude 3 Opus 530/281). The tool definitions
-        // themselves are rendered more verbosely than their JSON: fitted on the 128 requests
-        // with function tools (anthropic, bedrock, openrouter; hosted tools apart), the block
-        // costs ~155 tokens more than the documented prompt plus one token per o200k token of
-        // the schemas (`tools/fit_family_overheads.py`).
-        Family::Anthropic => Profile {
-            text_scale: 1.05,
-            per_message: 3.0,
-            per_name: 0.0,
-            per_request: 3.0,
-            per_tool_call: 17.0,
-            per_parallel_call: 0.0,
-            per_tool_result: 8.0,
-            arguments_scale: 1.15,
-            id_scale: 1.0,
-            tools_base: 346.0 + 155.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 0.95,
-            encrypted_per_byte: 0.0,
-            signature_per_char: 0.0,
-        },
-        // Gemini bills declarations compactly: fitted on 162 requests with tools (google,
-        // google-vertex, openrouter), no fixed tool prompt and ~0.7 token per o200k token.
-        // Function calls and responses are rendered without the JSON envelope of OpenAI's
-        // format and without their ids (fitted on the same requests). The usage counts content
-        // only: no per-message role tokens (fitted: 57 plain requests were 2 over with one).
-        Family::Gemini | Family::Gemma => Profile {
-            // Only what is counted in o200k tokens (text tokenized by `with_encoding`, opaque
-            // parts): the sampled text estimate uses Gemini's own weights
-            // (`TextWeights::GEMINI`, chosen by `Estimator`).
-            text_scale: 1.2,
-            per_message: 0.0,
-            per_name: 0.0,
-            per_request: 0.0,
-            per_tool_call: 8.0,
-            per_parallel_call: 0.0,
-            per_tool_result: 4.0,
-            arguments_scale: 1.15,
-            id_scale: 0.0,
-            tools_base: 0.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 0.6,
-            encrypted_per_byte: 0.0,
-            signature_per_char: GEMINI_SIGNATURE_PER_CHAR,
-        },
-        // Llama 3.1+ chat templates open with a system header carrying "Cutting Knowledge
-        // Date" and "Today Date" lines (Meta's prompt-format docs,
-        // https://www.llama.com/docs/model-cards-and-prompt-formats/llama3_1/): fitted +27 on
-        // 7 plain requests; the tool-calling prompt of the served templates, fitted on 9
-        // requests with tools (groq, bedrock): ~650 tokens.
-        Family::Llama => Profile {
-            per_request: 30.0,
-            tools_base: 650.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 1.0,
-            ..GENERIC
-        },
-        // Qwen's chat template wraps tools in a fixed "# Tools" instruction block (Qwen2.5 /
-        // Qwen3 tokenizer_config.json chat_template); fitted on 2 requests with tools: ~175.
-        Family::Qwen => Profile {
-            tools_base: 175.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 1.0,
-            ..GENERIC
-        },
-        // Fitted: 12 plain requests +4, 18 with tools: ~10 beyond one token per schema token.
-        Family::Mistral => Profile {
-            per_request: 7.0,
-            tools_base: 10.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 1.0,
-            ..GENERIC
-        },
-        // Fitted: 13 plain requests -3 (the default is right), 9 with tools: ~265.
-        Family::DeepSeek => Profile {
-            tools_base: 265.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 1.0,
-            ..GENERIC
-        },
-        // Fitted on Bedrock Converse: 9 plain requests 13 over with the generic envelope, 9
-        // with tools: ~840 (Nova's tool-use system prompt).
-        Family::Nova => Profile {
-            per_message: 2.0,
-            per_request: 0.0,
-            tools_base: 840.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 1.0,
-            ..GENERIC
-        },
-        // Command R7B prepends its default preamble (fitted +487 on 3 plain requests) and a
-        // tool instruction block (+910 more on 3 requests with tools).
-        Family::Cohere => Profile {
-            per_request: 490.0,
-            tools_base: 910.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 1.0,
-            ..GENERIC
-        },
-        // Fitted: 11 plain GLM requests +1; 2 with tools: ~66.
-        Family::Glm => Profile {
-            tools_base: 66.0,
-            per_tool_def: 0.0,
-            tool_schema_scale: 1.0,
-            ..GENERIC
-        },
-        // Fitted: 2 plain MiniMax requests +21.
-        Family::MiniMax => Profile {
-            per_request: 24.0,
-            ..GENERIC
-        },
+        Family::OpenAI => OPENAI,
+        Family::Anthropic => ANTHROPIC,
+        Family::Gemini | Family::Gemma => GEMINI,
+        Family::Llama => LLAMA,
+        Family::Qwen => QWEN,
+        Family::Mistral => MISTRAL,
+        Family::DeepSeek => DEEPSEEK,
+        Family::Nova => NOVA,
+        Family::Cohere => COHERE,
+        Family::Glm => GLM,
+        Family::MiniMax => MINIMAX,
         Family::Kimi | Family::Grok | Family::Unknown => GENERIC,
     }
 }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use crate::estimate::Estimator;
 use crate::image::{dims_of_base64, dims_of_bytes};
-use crate::message::{Content, ImageSource, Message, Part};
+use crate::message::{Content, Image, ImageSource, Message, Part};
 use crate::shrink_json::shrink_json;
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
 use crate::wire::edit::{CallAt, Change};
@@ -208,10 +208,9 @@ pub fn plan_with(
     legal: &[bool],
     opt: &PruneOptions,
 ) -> PrunePlan {
-    let (costs, legal) = (costs.to_vec(), legal.to_vec());
     let tail = find_tail_start(
-        &costs,
-        &legal,
+        costs,
+        legal,
         &TailOptions {
             budget_tokens: opt.protect_tail_tokens,
             protect_first_n: opt.protect_first_n,
@@ -219,174 +218,243 @@ pub fn plan_with(
             soft_ceiling: opt.soft_ceiling,
         },
     );
-    let end = prune_end(&costs, tail, opt.cache_block_tokens, &legal);
+    let end = prune_end(costs, tail, opt.cache_block_tokens, legal);
     let first = opt.protect_first_n.min(end);
-
-    let mut tool_names: HashMap<&str, &str> = HashMap::new();
-    for m in msgs {
-        for c in &m.tool_calls {
-            tool_names.insert(c.id, c.name);
-        }
-        if let Content::Parts(parts) = &m.content {
-            for p in parts {
-                if let Part::ToolUse(c) = p {
-                    tool_names.insert(c.id, c.name);
-                }
-            }
-        }
-    }
-    // Newest occurrence of each result text, to point older copies at it. Texts of up to
-    // DEDUPE_MIN bytes are never replaced by a pointer, so they are not hashed at all.
-    const DEDUPE_MIN: usize = 64;
-    let mut newest: HashMap<u64, (usize, &str)> = HashMap::new();
-    // The hash of each tool-result message's text, computed once.
-    let mut hashes: Vec<u64> = Vec::new();
-    if opt.dedupe {
-        hashes = vec![0; msgs.len()];
-        const AHEAD: usize = 8;
-        for (i, m) in msgs.iter().enumerate() {
-            if let Some(t) = msgs.get(i + AHEAD).and_then(result_text) {
-                prefetch_edges(t);
-            }
-            if let Some(t) = result_text(m).filter(|t| t.len() > DEDUPE_MIN) {
-                hashes[i] = text_hash(t);
-                newest.insert(hashes[i], (i, t));
-            }
-            if let Content::Parts(parts) = &m.content {
-                for p in parts {
-                    if let Part::ToolResult { content, .. } = p {
-                        if let Some(t) = block_text(content).filter(|t| t.len() > DEDUPE_MIN) {
-                            newest.insert(text_hash(t), (i, t));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    // `h`: the text's hash when already known.
-    let pointer = |i: usize, t: &str, h: Option<u64>| -> Option<String> {
-        if !opt.dedupe || t.len() <= DEDUPE_MIN {
-            return None;
-        }
-        let &(j, other) = newest.get(&h.unwrap_or_else(|| text_hash(t)))?;
-        (j > i && other == t).then(|| format!("[same output as message {j}, omitted here]"))
-    };
-
-    let mut edits = Vec::new();
-    let mut changes = Vec::new();
-    // Keep a change only when its format can write it and it saves estimated tokens.
-    let mut push = |i: usize, m: &Message<'_>, change: Change, saves_tokens: bool| {
-        if saves_tokens {
-            if let Some(e) = write(i, m, &change) {
-                edits.push(e);
-                changes.push((i, change));
-            }
-        }
+    let (names, _) = calls_in_order(msgs);
+    let mut pruner = Pruner {
+        est,
+        opt,
+        names,
+        dedupe: Dedupe::index(msgs, opt.dedupe),
+        edits: Vec::new(),
+        changes: Vec::new(),
     };
     for (i, m) in msgs.iter().enumerate().take(end).skip(first) {
-        if let Some(id) = m.tool_call_id {
-            if let Content::Text(t) = &m.content {
-                let tool = tool_names.get(id).copied().unwrap_or("");
-                let text = match pointer(i, t, hashes.get(i).copied()) {
-                    Some(text) => Some(text),
-                    None => (costs[i] > opt.tool_result_max_tokens)
-                        .then(|| placeholder(tool, t.len(), costs[i])),
-                };
-                if let Some(text) = text {
-                    // The whole message priced again with the new text (its old price is known).
-                    let after = est.message(&Message {
-                        role: m.role,
-                        role_str: m.role_str,
-                        name: m.name,
-                        content: Content::Text(Cow::Borrowed(&text)),
-                        tool_calls: m.tool_calls.clone(),
-                        tool_call_id: m.tool_call_id,
-                        reasoning: m.reasoning.clone(),
-                        wire: m.wire,
-                        thought_signatures: m.thought_signatures,
-                    });
-                    let saves = after < costs[i];
-                    push(i, m, Change::ResultText { part: None, text }, saves);
-                }
-            }
-        }
+        pruner.result_message(i, m, costs[i]);
         for (j, c) in m.tool_calls.iter().enumerate() {
-            if let Some(json) = shorter_arguments(&c.arguments, opt.arguments_max_chars) {
-                let saves = est.text(&json) < est.text(&c.arguments);
-                let call = CallAt::ToolCalls(j);
-                push(i, m, Change::Arguments { call, json }, saves);
-            }
+            pruner.arguments(i, m, CallAt::ToolCalls(j), &c.arguments);
         }
         for (part, p) in m.parts().iter().enumerate() {
             match p {
-                Part::Image(img) if opt.prune_images => {
-                    let dims = match img.source {
-                        ImageSource::Base64(s) => dims_of_base64(s),
-                        ImageSource::Bytes(b) => dims_of_bytes(b),
-                        ImageSource::Url(_) | ImageSource::File(_) => None,
-                    };
-                    let text = match dims {
-                        Some(d) => format!("[image omitted: {}x{}]", d.width, d.height),
-                        None => "[image omitted]".to_string(),
-                    };
-                    let saves = est.text(&text) < f64::from(est.image(img));
-                    push(i, m, Change::Image { part, text }, saves);
-                }
+                Part::Image(img) if opt.prune_images => pruner.image(i, m, part, img),
                 Part::ToolResult {
                     tool_use_id,
                     content,
-                } => {
-                    let cost = est.message(&Message {
-                        content: Content::Parts(vec![p.clone()]),
-                        ..Message::empty("user")
-                    });
-                    let tool = tool_names.get(tool_use_id).copied().unwrap_or("");
-                    let text = match block_text(content).and_then(|t| pointer(i, t, None)) {
-                        Some(text) => Some(text),
-                        None => (cost > opt.tool_result_max_tokens).then(|| {
-                            let bytes = content
-                                .iter()
-                                .map(|c| match c {
-                                    Part::Text(t) => t.len(),
-                                    _ => 0,
-                                })
-                                .sum();
-                            placeholder(tool, bytes, cost)
-                        }),
-                    };
-                    if let Some(text) = text {
-                        // Images in a result (screenshots) are old output too: their price counts.
-                        let old: f64 = content
-                            .iter()
-                            .map(|c| match c {
-                                Part::Text(t) => est.text(t),
-                                Part::Image(img) => f64::from(est.image(img)),
-                                _ => 0.0,
-                            })
-                            .sum();
-                        let saves = est.text(&text) < old;
-                        let change = Change::ResultText {
-                            part: Some(part),
-                            text,
-                        };
-                        push(i, m, change, saves);
-                    }
-                }
-                Part::ToolUse(c) => {
-                    if let Some(json) = shorter_arguments(&c.arguments, opt.arguments_max_chars) {
-                        let saves = est.text(&json) < est.text(&c.arguments);
-                        let call = CallAt::Part(part);
-                        push(i, m, Change::Arguments { call, json }, saves);
-                    }
-                }
+                } => pruner.result_block(i, m, part, p, tool_use_id, content),
+                Part::ToolUse(c) => pruner.arguments(i, m, CallAt::Part(part), &c.arguments),
                 _ => {}
             }
         }
     }
     PrunePlan {
         protected_from: tail,
-        edits,
-        changes,
+        edits: pruner.edits,
+        changes: pruner.changes,
+    }
+}
+
+/// Names of the tool each call id belongs to, and the ids of calls in order.
+pub(crate) fn calls_in_order<'a>(
+    msgs: &[Message<'a>],
+) -> (HashMap<&'a str, &'a str>, Vec<&'a str>) {
+    let mut names = HashMap::new();
+    let mut order = Vec::new();
+    for m in msgs {
+        for c in &m.tool_calls {
+            names.insert(c.id, c.name);
+            order.push(c.id);
+        }
+        if let Content::Parts(ps) = &m.content {
+            for p in ps {
+                if let Part::ToolUse(c) = p {
+                    names.insert(c.id, c.name);
+                    order.push(c.id);
+                }
+            }
+        }
+    }
+    (names, order)
+}
+
+/// Texts of up to this many bytes are never replaced by a pointer, so they are not hashed.
+const DEDUPE_MIN: usize = 64;
+
+/// The newest occurrence of each tool-result text, to point older copies at it.
+struct Dedupe<'t> {
+    enabled: bool,
+    newest: HashMap<u64, (usize, &'t str)>,
+    /// The hash of each tool-result message's text, computed once.
+    hashes: Vec<u64>,
+}
+
+impl<'t> Dedupe<'t> {
+    fn index(msgs: &'t [Message<'_>], enabled: bool) -> Self {
+        let mut d = Dedupe {
+            enabled,
+            newest: HashMap::new(),
+            hashes: Vec::new(),
+        };
+        if !enabled {
+            return d;
+        }
+        d.hashes = vec![0; msgs.len()];
+        const AHEAD: usize = 8;
+        for (i, m) in msgs.iter().enumerate() {
+            if let Some(t) = msgs.get(i + AHEAD).and_then(result_text) {
+                prefetch_edges(t);
+            }
+            if let Some(t) = result_text(m).filter(|t| t.len() > DEDUPE_MIN) {
+                d.hashes[i] = text_hash(t);
+                d.newest.insert(d.hashes[i], (i, t));
+            }
+            if let Content::Parts(parts) = &m.content {
+                for p in parts {
+                    if let Part::ToolResult { content, .. } = p {
+                        if let Some(t) = block_text(content).filter(|t| t.len() > DEDUPE_MIN) {
+                            d.newest.insert(text_hash(t), (i, t));
+                        }
+                    }
+                }
+            }
+        }
+        d
+    }
+
+    /// A pointer to a newer copy of `t` (the text of message `i`; `h` its hash when known).
+    fn pointer(&self, i: usize, t: &str, h: Option<u64>) -> Option<String> {
+        if !self.enabled || t.len() <= DEDUPE_MIN {
+            return None;
+        }
+        let &(j, other) = self.newest.get(&h.unwrap_or_else(|| text_hash(t)))?;
+        (j > i && other == t).then(|| format!("[same output as message {j}, omitted here]"))
+    }
+}
+
+/// The edits of one prune, collected message by message.
+struct Pruner<'p> {
+    est: &'p Estimator,
+    opt: &'p PruneOptions,
+    names: HashMap<&'p str, &'p str>,
+    dedupe: Dedupe<'p>,
+    edits: Vec<Edit>,
+    changes: Vec<(usize, Change)>,
+}
+
+impl Pruner<'_> {
+    /// Keep a change only when its format can write it and it saves estimated tokens.
+    fn push(&mut self, i: usize, m: &Message<'_>, change: Change, saves_tokens: bool) {
+        if saves_tokens {
+            if let Some(e) = write(i, m, &change) {
+                self.edits.push(e);
+                self.changes.push((i, change));
+            }
+        }
+    }
+
+    /// A result message (chat `tool`, a Responses output item) over its threshold, or a copy
+    /// of a newer one.
+    fn result_message(&mut self, i: usize, m: &Message<'_>, cost: u32) {
+        let (Some(id), Content::Text(t)) = (m.tool_call_id, &m.content) else {
+            return;
+        };
+        let tool = self.names.get(id).copied().unwrap_or("");
+        let text = match self
+            .dedupe
+            .pointer(i, t, self.dedupe.hashes.get(i).copied())
+        {
+            Some(text) => Some(text),
+            None => {
+                (cost > self.opt.tool_result_max_tokens).then(|| placeholder(tool, t.len(), cost))
+            }
+        };
+        if let Some(text) = text {
+            // The whole message priced again with the new text (its old price is known).
+            let after = self.est.message(&Message {
+                role: m.role,
+                role_str: m.role_str,
+                name: m.name,
+                content: Content::Text(Cow::Borrowed(&text)),
+                tool_calls: m.tool_calls.clone(),
+                tool_call_id: m.tool_call_id,
+                reasoning: m.reasoning.clone(),
+                wire: m.wire,
+                thought_signatures: m.thought_signatures,
+            });
+            self.push(i, m, Change::ResultText { part: None, text }, after < cost);
+        }
+    }
+
+    /// Arguments longer than the knob, shrunk to valid JSON.
+    fn arguments(&mut self, i: usize, m: &Message<'_>, call: CallAt, arguments: &str) {
+        if let Some(json) = shorter_arguments(arguments, self.opt.arguments_max_chars) {
+            let saves = self.est.text(&json) < self.est.text(arguments);
+            self.push(i, m, Change::Arguments { call, json }, saves);
+        }
+    }
+
+    /// An image outside the tail, replaced by its size.
+    fn image(&mut self, i: usize, m: &Message<'_>, part: usize, img: &Image<'_>) {
+        let dims = match img.source {
+            ImageSource::Base64(s) => dims_of_base64(s),
+            ImageSource::Bytes(b) => dims_of_bytes(b),
+            ImageSource::Url(_) | ImageSource::File(_) => None,
+        };
+        let text = match dims {
+            Some(d) => format!("[image omitted: {}x{}]", d.width, d.height),
+            None => "[image omitted]".to_string(),
+        };
+        let saves = self.est.text(&text) < f64::from(self.est.image(img));
+        self.push(i, m, Change::Image { part, text }, saves);
+    }
+
+    /// A result block (Anthropic `tool_result`, Bedrock `toolResult`, ...) over its threshold,
+    /// or a copy of a newer one.
+    fn result_block(
+        &mut self,
+        i: usize,
+        m: &Message<'_>,
+        part: usize,
+        p: &Part<'_>,
+        tool_use_id: &str,
+        content: &[Part<'_>],
+    ) {
+        let est = self.est;
+        let cost = est.message(&Message {
+            content: Content::Parts(vec![p.clone()]),
+            ..Message::empty("user")
+        });
+        let tool = self.names.get(tool_use_id).copied().unwrap_or("");
+        let text = match block_text(content).and_then(|t| self.dedupe.pointer(i, t, None)) {
+            Some(text) => Some(text),
+            None => (cost > self.opt.tool_result_max_tokens).then(|| {
+                let bytes = content
+                    .iter()
+                    .map(|c| match c {
+                        Part::Text(t) => t.len(),
+                        _ => 0,
+                    })
+                    .sum();
+                placeholder(tool, bytes, cost)
+            }),
+        };
+        let Some(text) = text else {
+            return;
+        };
+        // Images in a result (screenshots) are old output too: their price counts.
+        let old: f64 = content
+            .iter()
+            .map(|c| match c {
+                Part::Text(t) => est.text(t),
+                Part::Image(img) => f64::from(est.image(img)),
+                _ => 0.0,
+            })
+            .sum();
+        let saves = est.text(&text) < old;
+        let change = Change::ResultText {
+            part: Some(part),
+            text,
+        };
+        self.push(i, m, change, saves);
     }
 }
 

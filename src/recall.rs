@@ -238,20 +238,7 @@ pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
     let MaskEdit::Change { change, .. } = e else {
         return None;
     };
-    let joined = |ps: &'m [Part<'_>]| -> Option<Cow<'m, str>> {
-        let texts: Vec<&str> = ps
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text(t) => Some(t.as_ref()),
-                _ => None,
-            })
-            .collect();
-        match texts.as_slice() {
-            [] => None,
-            [one] => Some(Cow::Borrowed(*one)),
-            many => Some(Cow::Owned(many.join("\n"))),
-        }
-    };
+    let joined = |ps: &'m [Part<'_>]| crate::message::joined_texts(ps);
     match change {
         Change::ResultText { part: None, .. } | Change::Text { .. } => match &m.content {
             Content::Text(t) => Some(Cow::Borrowed(t.as_ref())),

@@ -30,16 +30,7 @@ before it returned); stand-in added by contextfold repair]";
 pub const DROPPED: &str =
     "[results of calls missing from this history were dropped by contextfold repair]";
 
-/// What an edit does at its path inside a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Replace the value at the path (its last step names an existing key) with this JSON.
-    Set(String),
-    /// Remove the list element the path ends on.
-    Remove,
-    /// Insert this JSON into the list at the path, at `position`.
-    Insert { position: usize, value: String },
-}
+pub use crate::wire::edit::Action;
 
 /// One edit of caller message `index`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,14 +169,55 @@ fn count_parts(m: &Message<'_>) -> usize {
 
 /// The repair of `msgs`, a history of `format`.
 pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
-    let n = msgs.len();
     let mut plan = RepairPlan::default();
+    let ids = unique_ids(msgs, &mut plan);
+    if format.strict_turns() {
+        repair_strict(msgs, &ids, &mut plan);
+    } else {
+        repair_sequential(msgs, &ids, format == WireFormat::Responses, &mut plan);
+    }
+    plan
+}
 
-    // Ids made unique; effective ids of each message's calls and results.
+/// The effective ids of each message's calls (id, tool name) and results (part, id), once
+/// duplicate call ids are made unique.
+struct Ids {
+    calls: Vec<Vec<(String, String)>>,
+    results: Vec<Vec<(Option<usize>, String)>>,
+}
+
+impl RepairPlan {
+    fn interrupted(&mut self, i: usize, id: &str) {
+        self.changes.push(format!(
+            "message {i}: call {id:?} had no result: stand-in result marked interrupted added"
+        ));
+    }
+
+    fn orphan(&mut self, i: usize, id: &str) {
+        self.changes.push(format!(
+            "message {i}: result for call {id:?} without that call (or answered twice): dropped"
+        ));
+    }
+
+    fn rename(&mut self, index: usize, path: Vec<Step>, new: &str, change: String) {
+        self.changes.push(change);
+        self.edits.push(RepairEdit {
+            index,
+            path,
+            action: Action::Set(json_string(new)),
+        });
+    }
+}
+
+/// Duplicate call ids made unique (`id_2`, `id_3`, ...), the result that follows each renamed
+/// call renamed with it; calls without an id of their own (Gemini) are never renamed.
+fn unique_ids(msgs: &[Message<'_>], plan: &mut RepairPlan) -> Ids {
     let mut seen: HashSet<String> = HashSet::new();
     let mut pending: HashMap<&str, VecDeque<String>> = HashMap::new();
-    let mut call_ids: Vec<Vec<(String, String)>> = Vec::with_capacity(n);
-    let mut result_ids: Vec<Vec<(Option<usize>, String)>> = Vec::with_capacity(n);
+    let mut ids = Ids {
+        calls: Vec::with_capacity(msgs.len()),
+        results: Vec::with_capacity(msgs.len()),
+    };
     for (i, m) in msgs.iter().enumerate() {
         let mut calls = Vec::new();
         for c in calls_of(m) {
@@ -198,15 +230,9 @@ pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
                         k += 1;
                     }
                     let new = format!("{}_{k}", c.id);
-                    plan.changes.push(format!(
-                        "message {i}: duplicate call id {:?} renamed {new:?}",
-                        c.id
-                    ));
-                    plan.edits.push(RepairEdit {
-                        index: i,
-                        path,
-                        action: Action::Set(json_string(&new)),
-                    });
+                    let change =
+                        format!("message {i}: duplicate call id {:?} renamed {new:?}", c.id);
+                    plan.rename(i, path, &new, change);
                     id = new;
                 }
             }
@@ -222,184 +248,207 @@ pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
             if let Some(e) = pending.get_mut(rid).and_then(|q| q.pop_front()) {
                 if e != rid {
                     if let Some(path) = result_path(m, part) {
-                        plan.changes.push(format!(
+                        let change = format!(
                             "message {i}: result of duplicate call id {rid:?} renamed {e:?}"
-                        ));
-                        plan.edits.push(RepairEdit {
-                            index: i,
-                            path,
-                            action: Action::Set(json_string(&e)),
-                        });
+                        );
+                        plan.rename(i, path, &e, change);
                         id = e;
                     }
                 }
             }
             results.push((part, id));
         }
-        call_ids.push(calls);
-        result_ids.push(results);
+        ids.calls.push(calls);
+        ids.results.push(results);
     }
+    ids
+}
 
-    let interrupted = |plan: &mut RepairPlan, i: usize, id: &str| {
-        plan.changes.push(format!(
-            "message {i}: call {id:?} had no result: stand-in result marked interrupted added"
-        ));
-    };
-    let orphan = |plan: &mut RepairPlan, i: usize, id: &str| {
-        plan.changes.push(format!(
-            "message {i}: result for call {id:?} without that call (or answered twice): dropped"
-        ));
-    };
-
-    if format.strict_turns() {
-        for (i, m) in msgs.iter().enumerate() {
-            // Results must answer the previous message's calls, each once.
-            let mut open: Vec<&str> = if i > 0 && Turn::of(&msgs[i - 1]) == Turn::Assistant {
-                call_ids[i - 1].iter().map(|(id, _)| id.as_str()).collect()
-            } else {
-                Vec::new()
-            };
-            let mut drops: Vec<usize> = Vec::new();
-            let mut drop_whole = false;
-            for (part, id) in &result_ids[i] {
-                match open.iter().position(|x| x == id) {
-                    Some(p) => {
-                        open.remove(p);
-                    }
-                    None => {
-                        orphan(&mut plan, i, id);
-                        match part {
-                            Some(k) => drops.push(*k),
-                            None => drop_whole = true,
-                        }
-                    }
-                }
-            }
-            if drop_whole {
-                continue;
-            }
-            if !drops.is_empty() && drops.len() == count_parts(m) {
-                // Nothing of the message would remain: a note in its place keeps the turns
-                // alternating (a strict format rejects two assistant turns in a row).
-                plan.edits.push(RepairEdit {
-                    index: i,
-                    path: vec![Step::Key(list_key(m.wire))],
-                    action: Action::Set(format!("[{}]", text_block(m.wire, DROPPED))),
-                });
-                plan.messages.push(Slot::Keep(i));
-                continue;
-            } else {
-                drops.sort_unstable_by(|a, b| b.cmp(a));
-            }
-            for k in drops {
-                plan.edits.push(RepairEdit {
-                    index: i,
-                    path: vec![Step::Key(list_key(m.wire)), Step::Index(k)],
-                    action: Action::Remove,
-                });
-            }
+/// Anthropic, Bedrock, Gemini: the results of a message's calls sit in the next message, each
+/// once. Orphans are dropped (a note stands in for a message left empty); missing results get
+/// stand-ins, in the next user message or a new one.
+fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
+    let n = msgs.len();
+    for (i, m) in msgs.iter().enumerate() {
+        let left = drop_orphans(msgs, i, ids, plan);
+        if left != Left::Gone {
             plan.messages.push(Slot::Keep(i));
-            // This message's calls must be answered by the next one.
-            if call_ids[i].is_empty() || i + 1 == n {
-                continue; // none, or the pending last turn
-            }
-            let next = &msgs[i + 1];
-            let mut answered: Vec<&str> = result_ids[i + 1]
-                .iter()
-                .map(|(_, id)| id.as_str())
-                .collect();
-            let mut missing: Vec<(&str, &str)> = Vec::new();
-            for (id, name) in &call_ids[i] {
-                match answered.iter().position(|x| x == id) {
-                    Some(p) => {
-                        answered.remove(p);
-                    }
-                    None => missing.push((id, name)),
+        }
+        if left != Left::Kept {
+            continue;
+        }
+        // This message's calls must be answered by the next one.
+        if ids.calls[i].is_empty() || i + 1 == n {
+            continue; // none, or the pending last turn
+        }
+        let mut answered: Vec<&str> = ids.results[i + 1]
+            .iter()
+            .map(|(_, id)| id.as_str())
+            .collect();
+        let mut missing: Vec<(&str, &str)> = Vec::new();
+        for (id, name) in &ids.calls[i] {
+            match answered.iter().position(|x| x == id) {
+                Some(p) => {
+                    answered.remove(p);
                 }
-            }
-            if missing.is_empty() {
-                continue;
-            }
-            let blocks: Vec<String> = missing
-                .iter()
-                .map(|(id, name)| {
-                    interrupted(&mut plan, i, id);
-                    block(m.wire, id, name)
-                })
-                .collect();
-            if Turn::of(next) == Turn::User {
-                match &next.content {
-                    Content::Parts(_) => {
-                        for (position, value) in blocks.into_iter().enumerate() {
-                            plan.edits.push(RepairEdit {
-                                index: i + 1,
-                                path: vec![Step::Key(list_key(next.wire))],
-                                action: Action::Insert { position, value },
-                            });
-                        }
-                    }
-                    Content::Text(t) => {
-                        let mut list = blocks;
-                        list.push(text_block(m.wire, t));
-                        plan.edits.push(RepairEdit {
-                            index: i + 1,
-                            path: vec![Step::Key(list_key(next.wire))],
-                            action: Action::Set(format!("[{}]", list.join(","))),
-                        });
-                    }
-                    Content::None => {
-                        plan.messages
-                            .push(Slot::New(results_message(m.wire, &blocks)));
-                    }
-                }
-            } else {
-                plan.messages
-                    .push(Slot::New(results_message(m.wire, &blocks)));
+                None => missing.push((id, name)),
             }
         }
+        if missing.is_empty() {
+            continue;
+        }
+        let blocks: Vec<String> = missing
+            .iter()
+            .map(|(id, name)| {
+                plan.interrupted(i, id);
+                block(m.wire, id, name)
+            })
+            .collect();
+        answer_in_next(&msgs[i + 1], i + 1, m.wire, blocks, plan);
+    }
+}
+
+/// What is left of a message once its orphan results are dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Left {
+    /// The message, less the orphans.
+    Kept,
+    /// A note in place of a message that held only orphans.
+    Noted,
+    /// Nothing: the message was an orphan result.
+    Gone,
+}
+
+/// Drops the results of message `i` that answer no call of the message before it (or answer
+/// one twice).
+fn drop_orphans(msgs: &[Message<'_>], i: usize, ids: &Ids, plan: &mut RepairPlan) -> Left {
+    let m = &msgs[i];
+    // Results must answer the previous message's calls, each once.
+    let mut open: Vec<&str> = if i > 0 && Turn::of(&msgs[i - 1]) == Turn::Assistant {
+        ids.calls[i - 1].iter().map(|(id, _)| id.as_str()).collect()
     } else {
-        let responses = format == WireFormat::Responses;
-        let mut open: Vec<(String, usize)> = Vec::new();
-        for (i, m) in msgs.iter().enumerate() {
-            let turn = Turn::of(m);
-            if !result_ids[i].is_empty() && turn != Turn::User && turn != Turn::Assistant {
-                // A chat `tool` message or a Responses output item: one result.
-                let id = &result_ids[i][0].1;
-                match open.iter().position(|(x, _)| x == id) {
-                    Some(p) => {
-                        open.remove(p);
-                        plan.messages.push(Slot::Keep(i));
-                    }
-                    None => orphan(&mut plan, i, id),
-                }
-                continue;
+        Vec::new()
+    };
+    let mut drops: Vec<usize> = Vec::new();
+    let mut drop_whole = false;
+    for (part, id) in &ids.results[i] {
+        match open.iter().position(|x| x == id) {
+            Some(p) => {
+                open.remove(p);
             }
-            let speaks = match turn {
-                Turn::User => true,
-                Turn::Assistant => {
-                    !responses
-                        || matches!(&m.content, Content::Text(_))
-                        || matches!(&m.content, Content::Parts(ps) if ps.iter().any(|p| matches!(p, Part::Text(_))))
-                }
-                _ => false,
-            };
-            if !open.is_empty() && speaks && !(responses && !call_ids[i].is_empty()) {
-                for (id, at) in std::mem::take(&mut open) {
-                    interrupted(&mut plan, at, &id);
-                    let json = if responses {
-                        openai_responses::tool_result_json(&id, INTERRUPTED)
-                    } else {
-                        openai_chat::tool_result_json(&id, INTERRUPTED)
-                    };
-                    plan.messages.push(Slot::New(json));
+            None => {
+                plan.orphan(i, id);
+                match part {
+                    Some(k) => drops.push(*k),
+                    None => drop_whole = true,
                 }
             }
-            plan.messages.push(Slot::Keep(i));
-            open.extend(call_ids[i].iter().map(|(id, _)| (id.clone(), i)));
         }
-        // Calls still open at the end are the pending last turn: left as they are.
     }
-    plan
+    if drop_whole {
+        return Left::Gone;
+    }
+    if !drops.is_empty() && drops.len() == count_parts(m) {
+        // Nothing of the message would remain: a note in its place keeps the turns alternating
+        // (a strict format rejects two assistant turns in a row).
+        plan.edits.push(RepairEdit {
+            index: i,
+            path: vec![Step::Key(list_key(m.wire))],
+            action: Action::Set(format!("[{}]", text_block(m.wire, DROPPED))),
+        });
+        return Left::Noted;
+    }
+    drops.sort_unstable_by(|a, b| b.cmp(a));
+    for k in drops {
+        plan.edits.push(RepairEdit {
+            index: i,
+            path: vec![Step::Key(list_key(m.wire)), Step::Index(k)],
+            action: Action::Remove,
+        });
+    }
+    Left::Kept
+}
+
+/// Stand-in result `blocks` go first in `next` (caller message `index`) when it is a user
+/// message with content, else into a new user message before it.
+fn answer_in_next(
+    next: &Message<'_>,
+    index: usize,
+    wire: Format,
+    blocks: Vec<String>,
+    plan: &mut RepairPlan,
+) {
+    let path = vec![Step::Key(list_key(next.wire))];
+    match &next.content {
+        Content::Parts(_) if Turn::of(next) == Turn::User => {
+            for (position, value) in blocks.into_iter().enumerate() {
+                plan.edits.push(RepairEdit {
+                    index,
+                    path: path.clone(),
+                    action: Action::Insert { position, value },
+                });
+            }
+        }
+        Content::Text(t) if Turn::of(next) == Turn::User => {
+            let mut list = blocks;
+            list.push(text_block(wire, t));
+            plan.edits.push(RepairEdit {
+                index,
+                path,
+                action: Action::Set(format!("[{}]", list.join(","))),
+            });
+        }
+        _ => plan
+            .messages
+            .push(Slot::New(results_message(wire, &blocks))),
+    }
+}
+
+/// OpenAI chat and Responses: a result is a message (item) of its own after its call and
+/// before the next message that speaks; orphans are dropped, stand-ins are added before the
+/// first message that speaks while calls are open. Calls still open at the end are the pending
+/// last turn: left as they are.
+fn repair_sequential(msgs: &[Message<'_>], ids: &Ids, responses: bool, plan: &mut RepairPlan) {
+    let mut open: Vec<(String, usize)> = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let turn = Turn::of(m);
+        if !ids.results[i].is_empty() && turn != Turn::User && turn != Turn::Assistant {
+            // A chat `tool` message or a Responses output item: one result.
+            let id = &ids.results[i][0].1;
+            match open.iter().position(|(x, _)| x == id) {
+                Some(p) => {
+                    open.remove(p);
+                    plan.messages.push(Slot::Keep(i));
+                }
+                None => plan.orphan(i, id),
+            }
+            continue;
+        }
+        let speaks = match turn {
+            Turn::User => true,
+            Turn::Assistant => {
+                !responses
+                    || matches!(&m.content, Content::Text(_))
+                    || matches!(&m.content, Content::Parts(ps) if ps.iter().any(|p| matches!(p, Part::Text(_))))
+            }
+            _ => false,
+        };
+        // A Responses assistant item that makes calls of its own does not close earlier ones.
+        let closes = !responses || ids.calls[i].is_empty();
+        if !open.is_empty() && speaks && closes {
+            for (id, at) in std::mem::take(&mut open) {
+                plan.interrupted(at, &id);
+                let json = if responses {
+                    openai_responses::tool_result_json(&id, INTERRUPTED)
+                } else {
+                    openai_chat::tool_result_json(&id, INTERRUPTED)
+                };
+                plan.messages.push(Slot::New(json));
+            }
+        }
+        plan.messages.push(Slot::Keep(i));
+        open.extend(ids.calls[i].iter().map(|(id, _)| (id.clone(), i)));
+    }
 }
 
 /// A user message holding result blocks, in a strict format.

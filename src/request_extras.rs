@@ -41,3 +41,21 @@ pub struct RequestExtras<'a> {
     pub tools: Vec<ToolDef<'a>>,
     pub response_format: Option<ResponseFormat<'a>>,
 }
+
+impl RequestExtras<'_> {
+    /// The same extras owning their text (kept past the objects they were read from).
+    pub fn into_owned(self) -> RequestExtras<'static> {
+        RequestExtras {
+            system: self.system.map(|s| Cow::Owned(s.into_owned())),
+            tools: self
+                .tools
+                .into_iter()
+                .map(|t| ToolDef {
+                    name: Cow::Owned(t.name.into_owned()),
+                    json: Cow::Owned(t.json.into_owned()),
+                })
+                .collect(),
+            response_format: self.response_format.map(ResponseFormat::into_owned),
+        }
+    }
+}

@@ -45,3 +45,9 @@ pub fn seat(format: WireFormat, m: &Message<'_>) -> Turn {
     }
     t
 }
+
+/// Whether `a` followed by `b` breaks alternation: two user turns or two assistant turns in a
+/// row (tool, system and role-free items never collide).
+pub fn collide(a: Turn, b: Turn) -> bool {
+    a == b && matches!(a, Turn::User | Turn::Assistant)
+}

@@ -131,7 +131,7 @@ fn check_plan(
     summary_tokens: u64,
 ) -> Result<(), TestCaseError> {
     let text = "word and more words with some_identifier/path.py in them. ".repeat(40);
-    let msgs = history(&steps, anthropic, &text);
+    let msgs = history(steps, anthropic, &text);
     let n = msgs.len();
     let est = Estimator::new(
         if anthropic {

@@ -1,17 +1,24 @@
-"""Fit the per-script character weights of `text_stats` (`lead2_hi`, `lead2_ar`, `lead3_cjk`,
-`lead4`, and `lead2` / `lead3` for cl100k) on the installed gettext catalogs.
+"""Fit the per-script character weights of `text_stats` (`lead2`, `lead3`, `lead2_hi`,
+`lead2_ar`, `lead3_cjk`, `lead4`, `lead3_han`) on the installed gettext catalogs.
 
-    python tools/fit_script_weights.py
+    python tools/fit_script_weights.py          # lead3_han alone, the others kept
+    python tools/fit_script_weights.py --all    # every non-ASCII class
 
 The texts are `tools/script_report.py`'s (the translations Debian packages install, chunks of
-3,000 characters, and English with emoji). The weights of ASCII text stay as fitted on the
-transcripts; what is fitted is the per-character weight of each class of non-ASCII lead byte,
-by least squares of the relative residual ``(exact - estimate_without_them) / exact`` over every
-chunk, per encoding. Prints the weights to paste into `TextWeights::O200K` / `CL100K`.
+3,000 characters, and English with emoji). The ASCII weights stay as fitted on the transcripts;
+what is fitted is the per-character weight of each class of non-ASCII lead byte, by least
+squares of the relative residual ``(exact - estimate_without_them) / exact`` over every chunk of
+every script, per encoding. The features are counted on the bytes the estimator reads (its head
+and windows, `text_stats::shape_of`) and extrapolated as it does, so the fit prices what the
+estimate sees; the estimate's current non-ASCII part (``CURRENT``, as in `text_stats.rs`) is
+taken back out first. Prints the weights to paste into `O200K_SHAPE` / `CL100K_SHAPE` and the
+median error per script they give.
 """
 
 from __future__ import annotations
 
+import argparse
+import statistics
 import sys
 from pathlib import Path
 
@@ -20,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import contextfold as cf  # noqa: E402
 from script_report import LOCALES, catalog_texts, emoji_texts  # noqa: E402
 
-# The feature classes of `text_stats::Shape` that the fit sets, by lead-byte range.
+# The feature classes of `text_stats::Shape`, by lead-byte range.
 CLASSES = {
     "lead2": (0xC0, 0xE0),
     "lead2_hi": (0xD0, 0xE0),
@@ -28,12 +35,32 @@ CLASSES = {
     "lead3": (0xE0, 0x100),
     "lead3_cjk": (0xE3, 0xEE),
     "lead4": (0xF0, 0x100),
+    "lead3_han": (0xE4, 0xEA),
 }
+# The weights in `text_stats.rs` (O200K_SHAPE, CL100K_SHAPE) the estimate is built with.
+CURRENT = {
+    "o200k": {"lead2": 1.387, "lead2_hi": -1.125, "lead2_ar": 0.100, "lead3": 1.141, "lead3_cjk": -0.399,
+              "lead4": 1.229, "lead3_han": 0.071},
+    "cl100k": {"lead2": 2.269, "lead2_hi": -1.836, "lead2_ar": 0.390, "lead3": 0.918, "lead3_cjk": 0.163,
+               "lead4": 2.040, "lead3_han": -0.013},
+}
+# `text_stats`: SAMPLE_BYTES, LONG_TEXT, WINDOWS, WINDOW.
+HEAD, LONG, WINDOWS, WINDOW = 128, 1024, 3, 64
 
 
-def features(text: str) -> list[float]:
+def sampled_features(text: str) -> list[float]:
+    """Each class's count on the estimator's sample of ``text``, extrapolated to its length."""
     b = text.encode()
-    return [float(sum(lo <= x < hi for x in b)) for lo, hi in CLASSES.values()]
+    n = len(b)
+    parts = [b[:HEAD]]
+    if n > LONG:
+        for k in range(1, WINDOWS + 1):
+            at = n * k // (WINDOWS + 1)
+            while at < n and (b[at] & 0xC0) == 0x80:
+                at += 1
+            parts.append(b[at : at + WINDOW])
+    scale = n / sum(map(len, parts))
+    return [scale * sum(lo <= x < hi for p in parts for x in p) for lo, hi in CLASSES.values()]
 
 
 def solve(rows: list[list[float]], ys: list[float]) -> list[float]:
@@ -57,24 +84,36 @@ def solve(rows: list[list[float]], ys: list[float]) -> list[float]:
 
 
 def main() -> None:
-    texts = [t for lang in LOCALES.values() for t in catalog_texts(lang, 3000)] + emoji_texts(3000)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--all", action="store_true", help="fit every non-ASCII class, not lead3_han alone")
+    args = ap.parse_args()
+    names = list(CLASSES) if args.all else ["lead3_han"]
+    corpora = {lang: catalog_texts(lang, 3000) for lang in LOCALES.values()}
+    corpora["emoji"] = emoji_texts(3000)
     empty = [{"role": "user", "content": ""}]
     for enc, model in (("o200k", "gpt-4o"), ("cl100k", "gpt-4")):
         e0, c0 = cf.estimate(empty, model=model), cf.count(empty, model=model)
+        fitted = [n for n in CLASSES if n in names]
+        chunks: dict[str, list[tuple[int, float, list[float]]]] = {}
         rows, ys = [], []
-        for t in texts:
-            f = features(t)
-            if not any(f):
-                continue
-            exact = cf.count([{"role": "user", "content": t}], model=model) - c0
-            est = cf.estimate([{"role": "user", "content": t}], model=model) - e0
-            # The estimate's current non-ASCII part is taken back out: lead2 0.211, lead3 0.700
-            # per character (o200k's; cl100k is priced with them today).
-            base = est - 0.211 * f[0] - 0.700 * f[3]
-            rows.append([x / exact for x in f])
-            ys.append((exact - base) / exact)
+        for lang, texts in corpora.items():
+            for t in texts:
+                m = [{"role": "user", "content": t}]
+                exact = cf.count(m, model=model) - c0
+                if exact <= 0:
+                    continue
+                f = dict(zip(CLASSES, sampled_features(t)))
+                est = cf.estimate(m, model=model) - e0
+                base = est - sum(CURRENT[enc][k] * f[k] for k in fitted)
+                x = [f[k] for k in fitted]
+                chunks.setdefault(lang, []).append((exact, base, x))
+                rows.append([v / exact for v in x])
+                ys.append((exact - base) / exact)
         w = solve(rows, ys)
-        print(enc, {name: round(x, 3) for name, x in zip(CLASSES, w)})
+        print(enc, {k: round(v, 3) for k, v in zip(fitted, w)})
+        for lang, cs in chunks.items():
+            e = [(base + sum(a * b for a, b in zip(w, x))) / exact - 1 for exact, base, x in cs]
+            print(f"  {lang}: median {statistics.median(e):+.1%} (n={len(e)})")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "support"))
+sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests" / "python")]
 
 import contextfold as cf  # noqa: E402
 from compaction_shapes import FORMATS, convert  # noqa: E402

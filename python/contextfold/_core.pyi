@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension. Token counts are in the provider's tokens; `*_bytes` are bytes."""
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NotRequired, TypedDict, final
+from typing import Any, Literal, NotRequired, TypedDict, Unpack, final
 
 _Provider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
 _Detail = Literal["auto", "low", "high", "original"]
@@ -22,6 +22,9 @@ __all__ = [
     "SUMMARY_MARKERS",
     "WIRE_FORMATS",
     "SessionLedger",
+    "CompactionOptions",
+    "PricedRequest",
+    "PruneOptions",
     "__version__",
     "breakdown",
     "called_tools",
@@ -30,6 +33,7 @@ __all__ = [
     "count",
     "count_each",
     "count_many",
+    "cap_text",
     "compaction_plan",
     "compaction_verify",
     "count_text",
@@ -45,8 +49,11 @@ __all__ = [
     "image_tokens",
     "apply_edits",
     "prune",
+    "merge_summary",
+    "message_previews",
+    "render_transcript",
+    "tool_output_texts",
     "read_request",
-    "prune_plan",
     "request_overhead",
     "shrink_json",
     "tool_costs",
@@ -63,6 +70,11 @@ __all__ = [
     "repair_history",
     "cut_middle",
     "tail_floor",
+    "cap_text",
+    "merge_summary",
+    "message_previews",
+    "render_transcript",
+    "tool_output_texts",
 ]
 PROVIDERS: list[str]
 
@@ -209,15 +221,11 @@ class SessionLedger:
 
     def __new__(
         cls,
+        request: PricedRequest,
+        /,
         *,
-        provider: _Provider = "openai",
-        model: str | None = None,
-        tools: Sequence[Any] | None = None,
-        system: str | Sequence[Any] | None = None,
-    response_format: _ResponseFormat | None = None,
         track_wire: bool = False,
         smoothing: float = 0.5,
-        text_encoding: Literal["o200k_base", "cl100k_base", "o200k_harmony"] | None = None,
         image_sizes: _ImageSizes | None = None,
     ) -> SessionLedger: ...
     def estimate(self, messages: Sequence[Any], /) -> int:
@@ -345,57 +353,77 @@ def find_tail_start(
     means nothing to summarize.
     """
 
-def prune_plan(
-    messages: Sequence[Any],
-    /,
-    *,
-    protect_tail_tokens: int,
-    provider: _Provider = "openai",
-    model: str | None = None,
-    protect_first_n: int = 1,
-    min_tail: int = 3,
-    soft_ceiling: float = 1.5,
-    tool_result_max_tokens: int = 200,
-    arguments_max_chars: int = 2000,
-    prune_images: bool = True,
-    dedupe: bool = True,
-    cache_block_tokens: int = 0,
-) -> tuple[int, list[tuple[int, list[str | int], Any]]]:
-    """The edits ``contextfold.prune`` applies: ``(protected_from, [(index, path, value)])``.
-
-    Each edit replaces the value at ``path`` (keys and list positions inside message ``index``,
-    in that message's own wire format) with ``value`` (new objects of a JSON value: a string,
-    or a dict / list for a text part, a Gemini response or Bedrock result blocks, an arguments
-    object). The path always ends at a key or position the message already has, so applying an
-    edit adds no key."""
-
 def apply_edits(
     messages: Sequence[Any], edits: Sequence[Sequence[Any]], /, *, copy: Callable[[Any], Any]
 ) -> list[Any]:
-    """``(index, path, value, ...)`` edits (``prune_plan``'s, the compaction plan's) applied
+    """``(index, path, value, ...)`` edits (the compaction plan's) applied
     copy-on-write to a new list; ``value`` None removes the list element ``path`` names (after
     every replacement, highest position first). Use ``contextfold.prune.apply_edits``."""
+
+class _PruneKnobs(TypedDict, total=False):
+    """The knobs of ``contextfold.prune`` besides the tail's budget (see its docstring;
+    defaults are the core's)."""
+
+    protect_first_n: int
+    min_tail: int
+    soft_ceiling: float
+    tool_result_max_tokens: int
+    arguments_max_chars: int
+    prune_images: bool
+    dedupe: bool
+    cache_block_tokens: int
+
+@final
+class PruneOptions:
+    """``contextfold.prune``'s knobs, checked once (a bool or a non-int count is a TypeError, a
+    negative count, ``soft_ceiling`` below 1, ``min_tail`` 0 or ``arguments_max_chars`` below
+    64 a ValueError; huge counts mean "all of it")."""
+
+    def __new__(cls, *, protect_tail_tokens: int, **options: Unpack[_PruneKnobs]) -> PruneOptions: ...
+    @property
+    def protect_tail_tokens(self) -> int: ...
 
 def prune(
     messages: Sequence[Any],
     /,
+    request: PricedRequest,
+    options: PruneOptions,
     *,
     copy: Callable[[Any], Any],
-    protect_tail_tokens: int,
-    provider: _Provider = "openai",
-    model: str | None = None,
-    protect_first_n: int = 1,
-    min_tail: int = 3,
-    soft_ceiling: float = 1.5,
-    tool_result_max_tokens: int = 200,
-    arguments_max_chars: int = 2000,
-    prune_images: bool = True,
-    dedupe: bool = True,
-    cache_block_tokens: int = 0,
 ) -> list[Any]:
-    """``prune_plan``'s edits applied copy-on-write to a new list (``contextfold.prune``): only
-    the containers on an edited path are new objects, dicts and lists copied shallowly and any
-    other container by ``copy``; nothing the caller holds is changed."""
+    """The prune plan of ``messages`` priced by ``request``'s estimator, applied copy-on-write to
+    a new list (``contextfold.prune``): only the containers on an edited path are new objects,
+    dicts and lists copied shallowly and any other container by ``copy``; nothing the caller
+    holds is changed."""
+
+def merge_summary(
+    message: Any, text: str, /, *, format: _WireFormat, at_start: bool, copy: Callable[[Any], Any]
+) -> Any:
+    """A copy of ``message`` carrying ``text`` as a text block of its content (first when
+    ``at_start``, else last) in ``format``'s shape; a string content becomes ``text`` and the
+    string (at the start) or two blocks (at the end). The caller's message is never changed;
+    ``copy`` copies a container that is not a dict or list (a LangChain message stays of its
+    class)."""
+
+def render_transcript(messages: Sequence[Any], /, *, max_block_chars: int = 8_000) -> list[str]:
+    """One text entry per message, ``"[i] role: ..."``, in order, for a summarizer of any
+    provider: calls as ``→ call NAME [id] ARGS`` (arguments shrunk to valid JSON), results as
+    ``← result [id]: ...`` or ``[i] tool result (id): ...``, binary payloads as a short marker,
+    thinking capped at a quarter, signatures and encrypted reasoning left out. Reads every wire
+    format, SDK objects and LangChain messages. ``max_block_chars`` caps each text, argument or
+    tool result (characters)."""
+
+def cap_text(text: str, max_chars: int, /) -> str:
+    """``text`` if it has at most ``max_chars`` characters, else its head (2/3) and tail (1/3)
+    around a ``…[cut N chars]…`` marker, at most ``max_chars`` characters in all."""
+
+def message_previews(messages: Sequence[Any], /, *, width: int = 80) -> list[str]:
+    """A one-line preview of each message (any wire format), at most ``width`` characters: what
+    it says with whitespace collapsed, then ``→ name`` for its calls; ``…`` ends a cut line."""
+
+def tool_output_texts(messages: Sequence[Any], /) -> list[tuple[int, str]]:
+    """(message index, text) of every tool output: tool messages, Responses output items and
+    result blocks; for a text agent without tool results, its user messages after the first."""
 
 def shrink_json(text: str, /, *, max_chars: int) -> str:
     """Shrink a JSON text (a tool call's ``arguments``) to valid JSON of at most ``max_chars``
@@ -456,38 +484,91 @@ class _CompactionPlan(TypedDict):
     fixed_tokens: int
     seams: list[int]
     reason: str | None
+    input_failures: list[tuple[str, int, str]]
     folds: NotRequired[list[tuple[str, str]]]
+
+@final
+class PricedRequest:
+    """A request's fixed parts, read and priced once: provider, model, wire format, tools,
+    system prompt and response format (``text_encoding``: text tokenized instead of estimated).
+    A compaction plan, a verification, a prune and a session take it instead of reading the
+    tools and system prompt on every call. ``format`` is needed by a plan and a verification."""
+
+    def __new__(
+        cls,
+        *,
+        provider: _Provider = "openai",
+        model: str | None = None,
+        tools: Sequence[Any] | None = None,
+        system: str | Sequence[Any] | None = None,
+        response_format: _ResponseFormat | None = None,
+        format: _WireFormat | None = None,
+        text_encoding: _Encoding | None = None,
+    ) -> PricedRequest: ...
+    @property
+    def provider(self) -> _Provider: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def format(self) -> _WireFormat | None: ...
+    @property
+    def text_encoding(self) -> _Encoding | None: ...
+    @property
+    def overhead_tokens(self) -> int:
+        """Tokens of reply priming, system prompt, tools and response format."""
+
+class _CompactionKnobs(TypedDict, total=False):
+    protect_first_n: int
+    min_tail: int
+    soft_ceiling: float
+    summary_floor_share: float
+    tool_result_max_tokens: int
+    arguments_max_chars: int
+    prune_images: bool
+    dedupe: bool
+    cache_block_tokens: int
+    keep_tool_uses: int
+    exclude_tools: Sequence[str]
+    clear_tool_inputs: bool
+    keep_thinking_turns: int | None
+    mask_observations: bool
+    recoverable: bool
+
+@final
+class CompactionOptions:
+    """The compaction plan's knobs that stay the same from call to call, checked once:
+    ``protect_first_n`` (1), ``min_tail`` (3), ``soft_ceiling`` (1.5), ``summary_floor_share``
+    (0: old tool output inside the tail is masked when the summary would get less than this
+    share of ``summary_tokens``), and the masking knobs: ``tool_result_max_tokens`` (200),
+    ``arguments_max_chars`` (2000), ``prune_images``, ``dedupe``, ``mask_observations`` (True),
+    ``cache_block_tokens`` (0), ``keep_tool_uses`` (0), ``exclude_tools``,
+    ``clear_tool_inputs`` (False), ``keep_thinking_turns`` (None), ``recoverable`` (False)."""
+
+    def __new__(cls, **options: Unpack[_CompactionKnobs]) -> CompactionOptions: ...
+    def replace(self, **changes: Unpack[_CompactionKnobs]) -> CompactionOptions:
+        """A copy with ``changes`` applied."""
+    @property
+    def min_tail(self) -> int: ...
+    @property
+    def tool_result_max_tokens(self) -> int: ...
+    @property
+    def arguments_max_chars(self) -> int: ...
+    @property
+    def cache_block_tokens(self) -> int: ...
+    @property
+    def recoverable(self) -> bool: ...
 
 def compaction_plan(
     messages: Sequence[Any],
     /,
+    request: PricedRequest,
+    options: CompactionOptions,
     *,
-    format: _WireFormat,
     budget_tokens: int,
     tail_tokens: int,
     summary_tokens: int,
-    provider: _Provider = "openai",
-    model: str | None = None,
-    tools: Sequence[Any] | None = None,
-    system: str | Sequence[Any] | None = None,
-    response_format: _ResponseFormat | None = None,
-    protect_first_n: int = 1,
-    min_tail: int = 3,
-    soft_ceiling: float = 1.5,
     pinned: Sequence[int] = ...,
-    tool_result_max_tokens: int = 200,
-    arguments_max_chars: int = 2000,
-    prune_images: bool = True,
-    dedupe: bool = True,
-    cache_block_tokens: int = 0,
-    keep_tool_uses: int = 0,
-    exclude_tools: Sequence[str] = ...,
-    clear_tool_inputs: bool = False,
-    keep_thinking_turns: int | None = None,
-    mask_observations: bool = True,
     trusted_summaries: Sequence[int] = ...,
-    summary_floor: int = 0,
-    recoverable: bool = False,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
@@ -496,8 +577,9 @@ def compaction_plan(
     previous summary (only one the caller trusts: its ``summary_hash`` is in
     ``trusted_summaries``, or it stands alone right after the head), and the summary's role (or
     the message of the tail to merge it into, never the head or a pinned message) so no two
-    neighbours share a role. Masking is planned for ``chat`` and ``anthropic`` only. Old tool
-    output inside the tail is masked when the summary would get less than ``summary_floor``."""
+    neighbours share a role. ``request`` needs a ``format``. ``input_failures`` are what the
+    history already fails (the checks of ``compaction_verify`` but the budget) when it is over
+    ``budget_tokens``; else empty (a history within the budget is not changed)."""
 
 def summary_hash(body: str, /) -> int:
     """The 64-bit hash by which a later compaction trusts a summary as the library's own (the
@@ -506,21 +588,17 @@ def summary_hash(body: str, /) -> int:
 def compaction_verify(
     messages: Sequence[Any],
     /,
+    request: PricedRequest,
     *,
-    format: _WireFormat,
-    provider: _Provider = "openai",
-    model: str | None = None,
-    tools: Sequence[Any] | None = None,
-    system: str | Sequence[Any] | None = None,
-    response_format: _ResponseFormat | None = None,
     budget_tokens: int | None = None,
     seams: Sequence[int] = ...,
     overhead_tokens: int | None = None,
 ) -> tuple[int, list[tuple[str, int, str]]]:
-    """Check a finished history: ``(tokens, [(kind, message index or -1, description)])``.
-    Pairs of calls and results per format, roles at ``seams`` and the first turn, JSON of every
-    arguments string / tool_use input, and the budget. ``overhead_tokens`` (the plan's) stands
-    for the request overhead of ``tools`` and ``system``, which are then not read again."""
+    """Check a finished history written for ``request`` (which needs a ``format``):
+    ``(tokens, [(kind, message index or -1, description)])``. Pairs of calls and results per
+    format, roles at ``seams`` and the first turn, JSON of every arguments string / tool_use
+    input, and the budget. ``overhead_tokens`` (the plan's) stands for the request's overhead
+    (by default the request's own, priced beside these messages)."""
 
 IDENTIFIER_INDEX_HEADING: str
 """Heading of the identifier index section of a summary."""

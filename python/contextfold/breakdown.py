@@ -228,7 +228,9 @@ def _by_tool(share: int, provider: str, model: str | None, tools: Sequence[Any] 
     return out
 
 
-def _server_of(name: str, mapping: Mapping[str, str] | None) -> str:
+def server_of(name: str, mapping: Mapping[str, str] | None = None) -> str:
+    """The MCP server of a tool: ``mapping[name]``, else the ``SERVER`` of an
+    ``mcp__SERVER__tool`` name, else ``"(local)"``."""
     if mapping and name in mapping:
         return mapping[name]
     # The agent CLIs' convention for MCP tools: mcp__SERVER__TOOL.
@@ -242,6 +244,6 @@ def _by_server(by_tool: Mapping[str, int], mapping: Mapping[str, str] | None) ->
     for name, n in by_tool.items():
         if name in (RESPONSE_FORMAT_KEY, TOOL_PROMPT_KEY):
             continue
-        server = _server_of(name, mapping)
+        server = server_of(name, mapping)
         out[server] = out.get(server, 0) + n
     return out

@@ -13,6 +13,7 @@ usage when one is attached).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, Literal
@@ -21,8 +22,9 @@ from contextfold import _core
 from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig
 from contextfold.content_store import ContentStore
-from contextfold.degrade import budget_error, degrade, liftable
+from contextfold.degrade import bare_history, budget_error, degrade, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
+from contextfold.compaction_run import CompactionRun
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
@@ -33,7 +35,8 @@ from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
-from contextfold.summary_room import index_share, neutralize_markers, summary_room, with_index
+from contextfold.summary_room import ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, with_index
+from contextfold.tail_fill import fill_tail
 
 __all__ = [
     "CompactionResult",
@@ -59,32 +62,9 @@ OPEN, CLOSE = _core.SUMMARY_MARKERS
 
 
 def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:
-    """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content."""
-    if is_langchain_message(message):
-        # A copy of the same class, ids and metadata kept, with the merged content.
-        said = {"role": "assistant" if message.type in ("ai", "AIMessageChunk") else "user", "content": message.content}
-        return message.model_copy(update={"content": _merge(said, text, at_start=at_start, fmt="chat")["content"]})
-    d: dict[str, Any] = _copy(message)
-    key = "parts" if fmt == "gemini" else "content"
-    role = "assistant" if d.get("role") in ("assistant", "model") else "user"
-    block = json.loads(_core.summary_block(text, format=fmt, role=role))  # type: ignore[arg-type]
-    content = d.get(key)
-    if content is None:
-        d[key] = text  # an OpenAI chat assistant message that only called tools
-    elif isinstance(content, str):
-        if at_start:
-            d[key] = text + "\n\n" + content
-        else:
-            first = dict(block, text=content)
-            d[key] = [first, block]
-    else:
-        blocks = list(content or [])
-        if at_start:
-            blocks.insert(0, block)
-        else:
-            blocks.append(block)
-        d[key] = blocks
-    return d
+    """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content, as
+    its wire format writes it (the core's ``merge_summary``)."""
+    return _core.merge_summary(message, text, format=fmt, at_start=at_start, copy=_copy)  # type: ignore[arg-type]
 
 
 def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
@@ -95,6 +75,30 @@ def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
     from langchain_core.messages import convert_to_messages
 
     return convert_to_messages([message])[0]
+
+
+def _assemble(run: CompactionRun, base: list[Any], text: str, native: tuple[Any, ...], fold_line: str) -> list[Any]:
+    """The compacted history: head, kept messages, the summary (wrapped in its markers, as a
+    message of the plan's role or merged into the tail message the plan names; or the provider's
+    own ``native`` messages), then the tail. ``base`` is the history with the tail's edits."""
+    plan, fmt = run.plan, run.fmt
+    head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])
+    kept_idx: list[int] = plan["kept"]
+    wrapped = f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
+    out = base[:head_end] + [base[i] for i in kept_idx]
+    if native:
+        return out + [_like_history(m, run.msgs) for m in native] + base[tail_start:]
+    if plan["summary_role"] is not None:
+        summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))
+        out.append(_like_history(summary, run.msgs))
+        out.extend(base[tail_start:])
+    else:
+        out.extend(base[tail_start:])
+        target = int(plan["merge_index"] or 0)
+        pos = target if target < head_end else (
+            head_end + kept_idx.index(target) if target in kept_idx else head_end + len(kept_idx) + target - tail_start)
+        out[pos] = _merge(out[pos], wrapped, at_start=bool(plan["merge_at_start"]), fmt=fmt)
+    return out
 
 
 class Compactor(RecoverableFolds):
@@ -259,6 +263,14 @@ class Compactor(RecoverableFolds):
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
         self._init_recall(recoverable, store, recall_max_tokens, repair)
+        # The plan's fixed knobs, checked and built once (the core's `CompactionOptions`): each
+        # compaction passes only what changes per call.
+        self._options = self.config.plan_options(recoverable=self.recoverable)
+        #: The request read and priced once per wire format: (tools, system, response_format) it
+        #: was read from (by identity: an integration that rebinds them gets a new one), request.
+        self._requests: dict[str, tuple[Any, Any, Any, _core.PricedRequest]] = {}
+        if self.wire_format is not None:
+            self._request(self.wire_format)  # the format is known: read the request now
         # cache_aware: the gate defers while the cached prefix is warm (contextfold.cache_policy).
         self._cache = CachePolicy.for_model(model) if cache_aware else None
         if self._cache is not None and clear_at_least == 0:
@@ -420,7 +432,68 @@ class Compactor(RecoverableFolds):
         n = len(msgs)
         return sorted({i + n if i < 0 else i for i in p if -n <= i < n})
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The core's option and request objects do not pickle: a copy builds them again from its
+        # config (the requests on first use).
+        state = dict(self.__dict__)
+        state.pop("_options", None)
+        state["_requests"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._options = self.config.plan_options(recoverable=self.recoverable)
+
+    def _request(self, fmt: str) -> _core.PricedRequest:
+        """The request of a history in ``fmt`` (the tools as sent: the recall tool added in that
+        format when recoverable), read and priced once."""
+        got = self._requests.get(fmt)
+        if got is not None and got[0] is self.tools and got[1] is self.system and got[2] is self.response_format:
+            return got[3]
+        request = _core.PricedRequest(
+            provider=self.provider, model=self.model, tools=self._request_tools(fmt),  # type: ignore[arg-type]
+            system=self.system, response_format=self.response_format, format=fmt)  # type: ignore[arg-type]
+        self._requests[fmt] = (self.tools, self.system, self.response_format, request)
+        return request
+
     def _steps(self, messages: Sequence[Any]) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
+        """The state machine of one compaction: under budget, mask, degrade, summarize. Yields
+        ``(summarizer, request)`` and is sent the ``SummaryResult``; returns the result."""
+        run = self._start(messages)
+        if run.before <= run.effective:
+            return run.unchanged(f"under budget: {run.before} <= {run.effective} tokens")
+        if self.strategy == "mask" or (self.strategy == "hybrid" and int(run.plan["tokens_after_mask"]) <= run.effective):
+            r = self._masked(run)
+            if r is not None:
+                return r
+            if self.strategy == "mask":
+                return run.unchanged("nothing to mask")
+        if liftable(run.plan["reason"]):
+            # Degrade in steps (each noted) before giving up: see contextfold.degrade.
+            run.undegraded = (run.msgs, run.plan)
+            run.msgs, run.plan = degrade(
+                run.msgs, run.plan, functools.partial(self._plan, run), min_tail=self.min_tail, budget=run.effective,
+                summary_tokens=run.summary_tokens, store=self.store, provider=self.provider, model=self.model,
+                notes=run.notes)
+        if run.plan["reason"] is not None:
+            reason = str(run.plan["reason"])
+            if reason.startswith("budget"):
+                bare = self._bare(run)
+                if bare is not None:
+                    return bare
+                raise self._budget_error(run, run.msgs, run.plan)
+            if self.strategy == "hybrid":
+                r = self._masked(run)
+                if r is not None:
+                    return r
+            return run.unchanged(reason)
+        # Even an empty summary would free too little: do not call the summarizer at all.
+        if (why := self._worth_it(run, int(run.plan["fixed_tokens"]))) is not None:
+            return run.unchanged(why)
+        return (yield from self._summarized(run))
+
+    def _start(self, messages: Sequence[Any]) -> CompactionRun:
+        """The history copied (and repaired), the budget aimed at, the sizes, the first plan."""
         _require_history(messages)
         msgs = list(messages)
         fmt = self.wire_format or detect_wire_format(msgs, self.provider)
@@ -439,131 +512,115 @@ class Compactor(RecoverableFolds):
             effective = max(1, effective - self._recall_reserve(effective))
         tail, summary_tokens, block = self._sizes(effective)
         self._format = fmt
-        common: dict[str, Any] = dict(
-            format=fmt, provider=self.provider, model=self.model, tools=self._request_tools(fmt),
-            system=self.system, response_format=self.response_format)
-        def make_plan(ms: list[Any], min_tail: int, summary_tokens: int = summary_tokens,
-                      result_max: int | None = None, args_max: int | None = None) -> dict[str, Any]:
-            p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
-                ms,
-                budget_tokens=effective,
-                tail_tokens=tail,
-                summary_tokens=summary_tokens,
-                protect_first_n=self.protect_first_n,
+        options = self._options
+        if block != options.cache_block_tokens:
+            options = options.replace(cache_block_tokens=block)
+        run = CompactionRun(msgs=msgs, fmt=fmt, budget=budget, effective=effective, tail=tail,
+                            summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes)
+        run.plan = self._plan(run, msgs, self.min_tail)
+        run.before = int(run.plan["tokens_before"])
+        return run
+
+    def _plan(self, run: CompactionRun, ms: list[Any], min_tail: int, summary_tokens: int | None = None,
+              result_max: int | None = None, args_max: int | None = None) -> dict[str, Any]:
+        """The core's plan of ``ms`` (the degrading steps ask again with a smaller tail floor,
+        harder masking or a smaller summary); the originals its placeholders name are stored."""
+        opts = run.options
+        if min_tail != opts.min_tail or result_max is not None or args_max is not None:
+            opts = opts.replace(
                 min_tail=min_tail,
-                pinned=self._pinned_indices(ms),
-                tool_result_max_tokens=self.tool_result_max_tokens if result_max is None else result_max,
-                arguments_max_chars=self.arguments_max_chars if args_max is None else args_max,
-                cache_block_tokens=block,
-                keep_tool_uses=self.keep_tool_uses,
-                exclude_tools=list(self.exclude_tools),
-                clear_tool_inputs=self.clear_tool_inputs,
-                keep_thinking_turns=self.keep_thinking_turns,
-                trusted_summaries=list(self.session.summary_hashes),
-                # What a summary never drops (requests, rules, the index) needs room: old output
-                # in the tail is masked rather than the summary squeezed below half its share.
-                summary_floor=summary_tokens // 2,
-                recoverable=self.recoverable,
-                **common,
-            )
-            for fold_id, text in p.get("folds", ()):
-                self.store.put(fold_id, text)
-            return p
+                tool_result_max_tokens=opts.tool_result_max_tokens if result_max is None else result_max,
+                arguments_max_chars=opts.arguments_max_chars if args_max is None else args_max)
+        p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
+            ms, run.priced, opts, budget_tokens=run.effective, tail_tokens=run.tail,
+            summary_tokens=run.summary_tokens if summary_tokens is None else summary_tokens,
+            pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes))
+        for fold_id, text in p.get("folds", ()):
+            self.store.put(fold_id, text)
+        return p
 
-        plan = make_plan(msgs, self.min_tail)
-        before = int(plan["tokens_before"])
-
-        def unchanged(reason: str) -> CompactionResult:
-            return CompactionResult(
-                messages=msgs, summary=None, tokens_before=before, tokens_after=before, removed=(),
-                pruned=(), strategy_used=None, fallback_used=False, reason=reason, budget=budget,
-                notes=tuple(notes))
-
-        if before <= effective:
-            return unchanged(f"under budget: {before} <= {effective} tokens")
-
-        def worth_it(after: int) -> str | None:
-            freed = before - after
-            if freed < self.clear_at_least:
-                return (f"compaction skipped: it would free only {freed} tokens, "
-                        f"less than clear_at_least={self.clear_at_least}")
-            if freed < self.min_free_share * before:
-                if self._window_full(before):
-                    notes.append(f"frees only {freed} tokens, applied anyway: the window is full")
-                    return None
-                # Back off: the gate stays closed until the history has grown by that share.
-                self._backoff_below = before + int(self.min_free_share * self._safe_trigger(budget))
-                return (f"compaction skipped: it would free only {freed} of {before} tokens "
-                        f"(less than min_free_share={self.min_free_share}); should_compact stays False "
-                        f"until the history reaches {self._backoff_below} tokens")
-            return None
-
-        def verified(out: list[Any], seams: list[int], limit: int | None) -> tuple[int, list[tuple[str, int, str]]]:
-            overhead = int(plan["overhead_tokens"])
-            tokens, failures = _core.compaction_verify(
-                out, budget_tokens=limit, seams=seams, overhead_tokens=overhead, **common)
-            if failures and any(k != "over_budget" for k, _, _ in failures):
-                # Problems the caller's history already had are not ours to raise about.
-                _, pre = _core.compaction_verify(msgs, overhead_tokens=overhead, **common)
-                known = {(k, d.split(":", 1)[-1]) for k, _, d in pre}
-                failures = [f for f in failures if f[0] == "over_budget" or (f[0], f[2].split(":", 1)[-1]) not in known]
-            return tokens, failures
-
-        def masked_result() -> CompactionResult | None:
-            edits = plan["mask_edits"]
-            if not edits:
+    def _worth_it(self, run: CompactionRun, after: int) -> str | None:
+        """Why a compaction down to ``after`` tokens frees too little to be made (None: it is
+        worth it); the gate backs off after a gain below ``min_free_share``."""
+        before = run.before
+        freed = before - after
+        if freed < self.clear_at_least:
+            return (f"compaction skipped: it would free only {freed} tokens, "
+                    f"less than clear_at_least={self.clear_at_least}")
+        if freed < self.min_free_share * before:
+            if self._window_full(before):
+                run.notes.append(f"frees only {freed} tokens, applied anyway: the window is full")
                 return None
-            after_estimate = int(plan["tokens_after_mask"])
-            if (why := worth_it(after_estimate)) is not None:
-                return unchanged(why)
-            out = apply_edits(msgs, edits)
-            tokens, failures = verified(out, [], None)
-            if failures:
-                raise CompactionError("masking produced a history a provider would reject: "
-                                      + "; ".join(d for _, _, d in failures), tuple(failures))
-            if tokens > effective:
-                if self.strategy == "hybrid" and not plan["reason"]:
-                    return None  # the summary path does better
-                notes.append(f"masking alone reached {tokens} tokens, over the budget of {effective}")
-            self._after_compaction(min(e[0] for e in edits))
-            return CompactionResult(
-                messages=out, summary=None, tokens_before=before, tokens_after=tokens, removed=(),
-                pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in edits), strategy_used="mask",
-                fallback_used=False, reason=None, budget=budget, notes=tuple(notes))
+            # Back off: the gate stays closed until the history has grown by that share.
+            self._backoff_below = before + int(self.min_free_share * self._safe_trigger(run.budget))
+            return (f"compaction skipped: it would free only {freed} of {before} tokens "
+                    f"(less than min_free_share={self.min_free_share}); should_compact stays False "
+                    f"until the history reaches {self._backoff_below} tokens")
+        return None
 
-        if self.strategy == "mask" or (self.strategy == "hybrid" and int(plan["tokens_after_mask"]) <= effective):
-            r = masked_result()
-            if r is not None:
-                return r
-            if self.strategy == "mask":
-                return unchanged("nothing to mask")
+    def _masked(self, run: CompactionRun) -> CompactionResult | None:
+        """The history with the plan's mask edits applied, checked; None when there is nothing
+        to mask, or (hybrid) when masking alone misses the budget and a summary can do better."""
+        plan, msgs = run.plan, run.msgs
+        edits = plan["mask_edits"]
+        if not edits:
+            return None
+        if (why := self._worth_it(run, int(plan["tokens_after_mask"]))) is not None:
+            return run.unchanged(why)
+        out = apply_edits(msgs, edits)
+        tokens, failures = run.verified(out, [], None)
+        if failures:
+            raise CompactionError("masking produced a history a provider would reject: "
+                                  + "; ".join(d for _, _, d in failures), tuple(failures))
+        if tokens > run.effective:
+            if self.strategy == "hybrid" and not plan["reason"]:
+                return None  # the summary path does better
+            run.notes.append(f"masking alone reached {tokens} tokens, over the budget of {run.effective}")
+        self._after_compaction(min(e[0] for e in edits))
+        return CompactionResult(
+            messages=out, summary=None, tokens_before=run.before, tokens_after=tokens, removed=(),
+            pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in edits), strategy_used="mask",
+            fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
 
-        undegraded: tuple[list[Any], dict[str, Any]] | None = None
-        if liftable(plan["reason"]):
-            # Degrade in steps (each noted) before giving up: see contextfold.degrade.
-            undegraded = (msgs, plan)
-            msgs, plan = degrade(msgs, plan, make_plan, min_tail=self.min_tail, budget=effective,
-                                 summary_tokens=summary_tokens, store=self.store, provider=self.provider,
-                                 model=self.model, notes=notes)
-        if plan["reason"] is not None:
-            reason = str(plan["reason"])
-            if reason.startswith("budget"):
-                needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens)
-                raise budget_error(msgs, budget=effective, reason=reason, needed=needed, kw=dict(
-                    provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
-                    response_format=self.response_format))
-            if self.strategy == "hybrid":
-                r = masked_result()
-                if r is not None:
-                    return r
-            return unchanged(reason)
+    def _bare(self, run: CompactionRun) -> CompactionResult | None:
+        """No summary fits: the head, the last user turn and what follows, and a marker
+        (``contextfold.degrade.bare_history``); None when not even that fits."""
+        kw = dict(provider=self.provider, model=self.model, tools=self._request_tools(run.fmt), system=self.system,
+                  response_format=self.response_format)
+        plan = run.plan
+        bare = bare_history(run.msgs, plan, fmt=run.fmt, check=lambda o, s: run.verified(o, s, run.effective),
+                            like=lambda m: _like_history(m, run.msgs), notes=run.notes, budget=run.effective,
+                            estimate_kw=kw)
+        if bare is None:
+            return None
+        self._after_compaction(int(plan["head_end"]))
+        return CompactionResult(
+            messages=bare[0], summary=None, tokens_before=run.before, tokens_after=bare[1], removed=bare[2],
+            pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
+            strategy_used="summarize", fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
 
-        # Even an empty summary would free too little: do not call the summarizer at all.
-        if (why := worth_it(int(plan["fixed_tokens"]))) is not None:
-            return unchanged(why)
+    def _budget_error(self, run: CompactionRun, msgs: list[Any], plan: dict[str, Any]) -> CompactionBudgetError:
+        """The error of a plan that leaves no room for a summary, measured on ``msgs``."""
+        needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, run.summary_tokens)
+        return budget_error(msgs, budget=run.effective, reason=str(plan["reason"]), needed=needed, kw=dict(
+            provider=self.provider, model=self.model, tools=self._request_tools(run.fmt), system=self.system,
+            response_format=self.response_format))
+
+    def _summarized(self, run: CompactionRun) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
+        """Head + kept + summary + tail: the summary asked for, placed, checked, and digested
+        again smaller (at most three times) while it overflows the budget."""
+        # The summary's room stays put across compactions: the tail takes what exceeds it.
+        stable = stable_room(run.plan, run.msgs, run.effective, run.tail, run.summary_tokens,
+                             provider=self.provider, model=self.model)
+        if run.undegraded is None:
+            run.msgs, run.plan = fill_tail(
+                run.msgs, run.plan, functools.partial(self._plan, run),
+                room_cap=max(int(run.plan["summary_tokens"]), int(stable * ROOM_SWING)), budget=run.effective,
+                min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes)
+        plan, msgs, effective = run.plan, run.msgs, run.effective
         folded_idx: list[int] = plan["folded"]
         folded_msgs = [msgs[i] for i in folded_idx]
-        room = summary_room(plan, effective, self._summary_cap)
+        room = summary_room(plan, effective, self._summary_cap, stable=stable)
         # The identifier index is appended to every summary; the extractive digest writes its
         # own (it fills what its other units leave), other summarizers leave it a share.
         own_index = isinstance(self.summarizer, ExtractiveSummarizer)
@@ -575,94 +632,73 @@ class Compactor(RecoverableFolds):
             instructions=self.instructions,
             max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
         )
-        result = yield (self.summarizer, request)
-        fallback = bool(result.fallback_used)
-        if result.error:
-            notes.append(f"summarizer fell back to the extractive digest: {result.error}")
-        text = (result.text or "").strip()
-        # A provider's own compaction (summarize/provider.py), sent verbatim where the summary goes
-        # when its role fits the seam (Responses items have none).
-        native = tuple(getattr(result, "messages", ()) or ())
-        if native and fmt != "responses" and plan["summary_role"] != native[0].get("role"):
-            native = ()
-        if not text:
-            result = yield (self._fallback, request)
-            fallback = True
-            notes.append("summarizer returned nothing: extractive digest used")
-            text, native = result.text.strip(), ()
+        text, native, fallback = yield from self._summary_text(run, request)
         text = with_index(text, folded_msgs, provider=self.provider, model=self.model,
                           previous=request.previous_summary, room=room)
-
         base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
-        head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])
-        kept_idx: list[int] = plan["kept"]
+        fold_line = self._fold_span(folded_msgs) if self.recoverable else ""
         seams: list[int] = plan["seams"]
-
-        fold_line = self._fold_span([msgs[i] for i in folded_idx]) if self.recoverable else ""
-
-        def assemble(summary_text: str) -> tuple[str, list[Any]]:
-            wrapped = f"{OPEN}\n{neutralize_markers(summary_text)}{fold_line}\n{CLOSE}"
-            out = base[:head_end] + [base[i] for i in kept_idx]
-            if native:
-                return wrapped, out + [_like_history(m, msgs) for m in native] + base[tail_start:]
-            if plan["summary_role"] is not None:
-                summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))
-                out.append(_like_history(summary, msgs))
-                out.extend(base[tail_start:])
-            else:
-                out.extend(base[tail_start:])
-                target = int(plan["merge_index"] or 0)
-                pos = target if target < head_end else (
-                    head_end + kept_idx.index(target) if target in kept_idx else head_end + len(kept_idx) + target - tail_start)
-                out[pos] = _merge(out[pos], wrapped, at_start=bool(plan["merge_at_start"]), fmt=fmt)
-            return wrapped, out
-
-        wrapped, out = assemble(text)
-        tokens, failures = verified(out, seams, effective)
+        out = _assemble(run, base, text, native, fold_line)
+        tokens, failures = run.verified(out, seams, effective)
         for _ in range(3):
             over = [f for f in failures if f[0] == "over_budget"]
             if not over or failures != over:
                 break
             # The summary came out longer than its share: digest again, smaller by the overflow.
             shrink = tokens - effective + 16
-            smaller = SummaryRequest(
+            request = SummaryRequest(
                 messages=request.messages, provider=request.provider, model=request.model,
                 previous_summary=request.previous_summary, instructions=request.instructions,
                 max_tokens=max(16, request.max_tokens - shrink))
-            request = smaller
-            native = ()
-            result = yield (self._fallback, smaller)
+            result = yield (self._fallback, request)
             if self.summarizer is not self._fallback:
                 fallback = True
-                notes.append("summary over its share of the budget: replaced by the extractive digest")
+                run.notes.append("summary over its share of the budget: replaced by the extractive digest")
             text = result.text.strip()
-            wrapped, out = assemble(text)
-            tokens, failures = verified(out, seams, effective)
+            out = _assemble(run, base, text, (), fold_line)
+            tokens, failures = run.verified(out, seams, effective)
         if failures:
             if all(k == "over_budget" for k, _, _ in failures):
                 raise CompactionBudgetError(
                     f"compacted history still {tokens} tokens, over the budget of {effective}",
                     tokens=tokens, budget=effective)
-            if undegraded is not None:
+            if run.undegraded is not None:
                 # A degraded plan the check rejects is no answer: the budget error it replaced.
-                first_msgs, first = undegraded
-                raise budget_error(first_msgs, budget=effective, reason=str(first["reason"]), kw=dict(
-                    provider=self.provider, model=self.model, tools=common["tools"], system=self.system,
-                    response_format=self.response_format),
-                    needed=int(first["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, summary_tokens))
+                raise self._budget_error(run, *run.undegraded)
             raise CompactionError("compaction produced a history a provider would reject: "
                                   + "; ".join(d for _, _, d in failures), tuple(failures))
-        if (why := worth_it(tokens)) is not None:
-            return unchanged(why)
-        self._after_compaction(head_end)
+        if (why := self._worth_it(run, tokens)) is not None:
+            return run.unchanged(why)
+        self._after_compaction(int(plan["head_end"]))
         digest = _core.summary_hash(neutralize_markers(text))
         self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
         return CompactionResult(
-            messages=out, summary=text, tokens_before=before, tokens_after=tokens, summary_hash=digest,
+            messages=out, summary=text, tokens_before=run.before, tokens_after=tokens, summary_hash=digest,
             removed=tuple(folded_idx),
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
-            strategy_used="summarize", fallback_used=fallback, reason=None, budget=budget,
-            kept=tuple(kept_idx), notes=tuple(notes))
+            strategy_used="summarize", fallback_used=fallback, reason=None, budget=run.budget,
+            kept=tuple(plan["kept"]), notes=tuple(run.notes))
+
+    def _summary_text(self, run: CompactionRun, request: SummaryRequest) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, tuple[str, tuple[Any, ...], bool]]:
+        """The summarizer's text (the extractive digest when it returns none), the provider's own
+        compaction messages when it sent some that fit the seam, and whether a fallback wrote it."""
+        result = yield (self.summarizer, request)
+        fallback = bool(result.fallback_used)
+        if result.error:
+            run.notes.append(f"summarizer fell back to the extractive digest: {result.error}")
+        text = (result.text or "").strip()
+        # A provider's own compaction (summarize/provider.py), sent verbatim where the summary goes
+        # when its role fits the seam (Responses items have none).
+        native = tuple(getattr(result, "messages", ()) or ())
+        if native and run.fmt != "responses" and run.plan["summary_role"] != native[0].get("role"):
+            native = ()
+        if not text:
+            result = yield (self._fallback, request)
+            fallback = True
+            run.notes.append("summarizer returned nothing: extractive digest used")
+            text, native = result.text.strip(), ()
+        return text, native, fallback
 
     def _window_full(self, tokens: int) -> bool:
         try:

@@ -270,3 +270,17 @@ class CompactorConfig:
             arguments_max_chars=_int("arguments_max_chars", arguments_max_chars, minimum=MIN_ARGUMENTS_CHARS),
             cache_block_tokens=_opt_int("cache_block_tokens", cache_block_tokens, minimum=1),
         )
+
+    def plan_options(self, *, recoverable: bool) -> _core.CompactionOptions:
+        """The compaction plan's knobs of this config as the core's frozen options object, built
+        once by the Compactor. What a summary never drops (requests, rules, the index) needs
+        room: old output in the tail is masked rather than the summary squeezed below its share
+        (``summary_floor_share``). The tail meets its target and never overshoots it
+        (``soft_ceiling`` 1.0), so the summary's room stays put across compactions
+        (``summary_room.stable_room``)."""
+        return _core.CompactionOptions(
+            protect_first_n=self.protect_first_n, min_tail=self.min_tail, summary_floor_share=1.0, soft_ceiling=1.0,
+            tool_result_max_tokens=self.tool_result_max_tokens, arguments_max_chars=self.arguments_max_chars,
+            keep_tool_uses=self.keep_tool_uses, exclude_tools=list(self.exclude_tools),
+            clear_tool_inputs=self.clear_tool_inputs, keep_thinking_turns=self.keep_thinking_turns,
+            recoverable=recoverable)

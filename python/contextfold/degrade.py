@@ -16,6 +16,7 @@ budget is ``CompactionBudgetError`` raised, saying by how much (``budget_error``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -145,14 +146,20 @@ def _role(m: Any) -> str | None:
     return r if isinstance(r, str) else None
 
 
+def floor_tokens(msgs: Sequence[Any], kw: dict[str, Any]) -> int:
+    """Tokens of what a compaction never gives up: the system prompt and tools (``kw``: the
+    estimate's keywords), the task and the last user turn."""
+    task, last_user, _ = _core.tail_floor(msgs)
+    system = [i for i in range(task or 0) if _role(msgs[i]) in ("system", "developer")]
+    must = [msgs[i] for i in sorted({*system, *(i for i in (task, last_user) if i is not None)})]
+    return int(_core.estimate(must, **kw))
+
+
 def budget_error(msgs: Sequence[Any], *, budget: int, kw: dict[str, Any], reason: str,
                  needed: int) -> CompactionBudgetError:
     """The error raised when nothing fits, saying what must stay and by how much it misses.
     ``needed``: the plan's smallest history (head, tail floor, a summary's minimum)."""
-    task, last_user, _ = _core.tail_floor(msgs)
-    system = [i for i in range(task or 0) if _role(msgs[i]) in ("system", "developer")]
-    must = [msgs[i] for i in sorted({*system, *(i for i in (task, last_user) if i is not None)})]
-    floor = int(_core.estimate(must, **kw))
+    floor = floor_tokens(msgs, kw)
     if floor > budget:
         return CompactionBudgetError(
             f"the system prompt, tools, the task and the last user turn alone take {floor} tokens, "
@@ -161,3 +168,180 @@ def budget_error(msgs: Sequence[Any], *, budget: int, kw: dict[str, Any], reason
         f"{reason}: {needed - budget} tokens over after every degrading step (the system prompt, tools, "
         f"task and last user turn alone take {floor} of the {budget} tokens; the messages after the last "
         "user turn and the summary's markers do not fit beside them)", tokens=needed, budget=budget)
+
+
+#: Marker lines of a history folded without a summary, richest first (``{n}``: messages folded,
+#: ``{calls}``: the tools they called).
+BARE_MARKERS = ("[{n} earlier messages folded without a summary (no room for one under the budget){calls}]",
+                "[{n} earlier messages folded without a summary]", "[{n} messages folded]", "[…]")
+
+Check = Callable[[list[Any], list[int]], "tuple[int, list[tuple[str, int, str]]]"]
+
+
+def _seams(origin: Sequence[int | None]) -> list[int]:
+    """Output positions joining messages that were not neighbours (``None``: a message added)."""
+    return [p for p in range(1, len(origin))
+            if origin[p] is None or origin[p - 1] is None or origin[p] != origin[p - 1] + 1]  # type: ignore[operator]
+
+
+def _joined(first: Any, second: Any, line: str, fmt: str) -> Any | None:
+    """One message of ``first``'s role holding ``first``'s content, ``line``, then ``second``'s:
+    two turns of the same role made one where not even a marker message fits between them.
+    None for SDK objects (only plain dicts are joined)."""
+    if not isinstance(first, dict) or not isinstance(second, dict):
+        return None
+    key = "parts" if fmt == "gemini" else "content"
+    a, b = first.get(key), second.get(key)
+    if isinstance(a, str) and isinstance(b, str):
+        return {**first, key: f"{a}\n\n{line}\n\n{b}"}
+    role = "assistant" if first.get("role") in ("assistant", "model") else "user"
+
+    def blocks(c: Any) -> list[Any] | None:
+        if isinstance(c, str):
+            return [json.loads(_core.summary_block(c, format=fmt, role=role))]  # type: ignore[arg-type]
+        return list(c) if isinstance(c, list) else None
+
+    la, lb = blocks(a), blocks(b)
+    if la is None or lb is None:
+        return None
+    mid = json.loads(_core.summary_block(line, format=fmt, role=role))  # type: ignore[arg-type]
+    return {**first, key: [*la, mid, *lb]}
+
+
+def _shrunk_arguments(message: Any, max_chars: int) -> Any:
+    """A copy of ``message`` whose tool-call arguments over ``max_chars`` characters are shrunk
+    by ``shrink_json`` (still valid JSON), in each wire format's place for them; the message
+    itself when none is (or when it is not a plain dict)."""
+    if not isinstance(message, dict):
+        return message
+
+    def small(value: Any) -> Any:
+        if isinstance(value, str):
+            return _core.shrink_json(value, max_chars=max_chars) if len(value) > max_chars else value
+        text = json.dumps(value, ensure_ascii=False)
+        return json.loads(_core.shrink_json(text, max_chars=max_chars)) if len(text) > max_chars else value
+
+    out = dict(message)
+    if isinstance(out.get("tool_calls"), list):  # OpenAI chat
+        out["tool_calls"] = [dict(c, function=dict(c["function"], arguments=small(c["function"].get("arguments", ""))))
+                             if isinstance(c, dict) and isinstance(c.get("function"), dict) else c
+                             for c in out["tool_calls"]]
+    if out.get("type") == "function_call" and "arguments" in out:  # Responses
+        out["arguments"] = small(out["arguments"])
+    for key in ("content", "parts"):
+        blocks = out.get(key)
+        if not isinstance(blocks, list):
+            continue
+        new = []
+        for b in blocks:
+            if isinstance(b, dict) and b.get("type") == "tool_use" and "input" in b:  # Anthropic
+                b = dict(b, input=small(b["input"]))
+            elif isinstance(b, dict) and isinstance(b.get("toolUse"), dict):  # Bedrock
+                b = dict(b, toolUse=dict(b["toolUse"], input=small(b["toolUse"].get("input", {}))))
+            elif isinstance(b, dict) and isinstance(b.get("functionCall"), dict):  # Gemini
+                b = dict(b, functionCall=dict(b["functionCall"], args=small(b["functionCall"].get("args", {}))))
+            new.append(b)
+        out[key] = new
+    return out if out != message else message
+
+
+def bare_history(
+    msgs: list[Any],
+    plan: dict[str, Any],
+    *,
+    fmt: str,
+    check: Check,
+    like: Callable[[dict[str, Any]], Any],
+    notes: list[str],
+    budget: int,
+    estimate_kw: dict[str, Any],
+) -> tuple[list[Any], int, tuple[int, ...]] | None:
+    """The last step before raising: the head (system, task), the last user turn and what
+    follows it (the pending tool round whole), and no summary: only a marker line saying how
+    many messages were folded, the richest that fits (an added message where two turns of one
+    role would meet, or else a line joining them). ``check(out, seams)`` is the Compactor's
+    verification at the budget. Over the budget only, the kept messages are masked as hard as
+    inside the tail (tool output over ``HARD_MASK_TOKENS``, arguments over ``HARD_ARGS_CHARS``;
+    never the last message). Returns ``(messages, tokens, folded indices)`` or None when even
+    that does not fit or would not be valid, or when the system prompt, tools, task and last
+    user turn alone do not fit (``estimate_kw``: the estimate's keywords; then the error says
+    by how much)."""
+    from contextfold.prune import prune
+
+    if floor_tokens(msgs, estimate_kw) > budget:
+        return None
+    provider, model = estimate_kw["provider"], estimate_kw.get("model")
+
+    def attempt(out: list[Any], origin: list[int | None]) -> tuple[list[Any], int] | None:
+        seams = _seams(origin)
+        tokens, failures = check(out, seams)
+        if failures and all(k == "over_budget" for k, _, _ in failures):
+            out = prune(out, protect_tail_tokens=0, min_tail=1, protect_first_n=1, provider=provider, model=model,
+                        tool_result_max_tokens=HARD_MASK_TOKENS, arguments_max_chars=HARD_ARGS_CHARS)
+            # The pending round's own arguments too (the walk keeps a tool group whole).
+            out = [_shrunk_arguments(m, HARD_ARGS_CHARS) for m in out]
+            tokens, failures = check(out, seams)
+        return None if failures else (out, tokens)
+    base = apply_edits(msgs, plan["tail_edits"]) if plan.get("tail_edits") else list(msgs)
+    n = len(base)
+    task, last_user, floor_start = _core.tail_floor(msgs)
+    head_end = int(plan["head_end"])
+    kept = [i for i in plan.get("kept", ()) if head_end <= i < floor_start]
+    front = list(range(head_end)) + kept
+    # Tails, longest first: from the floor on, then the last user turn and the newest messages
+    # after it (never opening on a result: the check rejects an orphan).
+    own = last_user if last_user is not None and last_user >= head_end else None
+    tails: list[list[int]] = [list(range(max(floor_start, head_end), n))]
+    lo = (own + 1) if own is not None else max(floor_start, head_end)
+    for s in range(max(lo, floor_start + 1), n):
+        tails.append(([own] if own is not None else []) + list(range(s, n)))
+    if own is not None and own + 1 < n:
+        # Last of all: the last user turn alone, the tool round after it folded with the rest
+        # (the marker names the tools called, so the model does not call them blindly again).
+        tails.append([own])
+    for tail in tails:
+        if not tail or not front:
+            continue
+        folded = [i for i in range(head_end, n) if i not in kept and i not in tail]
+        if not folded:
+            continue
+        left, right = base[front[-1]], base[tail[0]]
+        same = isinstance(left, dict) and isinstance(right, dict) and left.get("role") is not None \
+            and left.get("role") == right.get("role")
+        said = f"kept the head, the last user turn and the {len(tail)} messages from {tail[0]}"
+        calls = _core.called_tools([msgs[i] for i in folded])
+        named = f"; tools called: {', '.join(calls)}" if calls else ""
+        if tail[-1] != n - 1:
+            said += f"; the tool round after the last user turn (messages {tail[-1] + 1}-{n - 1}) did not fit and was folded"
+        for marker in BARE_MARKERS:
+            line = marker.format(n=len(folded), calls=named)
+            # A marker message between the head and the tail (the check rejects the role that
+            # would meet its own kind at a seam).
+            for between in ("assistant", "user"):
+                added = like(json.loads(_core.summary_message(line, format=fmt, role=between)))  # type: ignore[arg-type]
+                got = attempt([base[i] for i in front] + [added] + [base[i] for i in tail], [*front, None, *tail])
+                if got is not None:
+                    notes.append(f"degraded: folded {len(folded)} messages without a summary (no room for one): {said}")
+                    return got[0], got[1], tuple(folded)
+        if not same:
+            # Turns of two roles meet: nothing is needed between them.
+            got = attempt([base[i] for i in front] + [base[i] for i in tail], [*front, *tail])
+            if got is not None:
+                notes.append(f"degraded: folded {len(folded)} messages without a summary or a marker (no room "
+                             f"for either): {said}")
+                return got[0], got[1], tuple(folded)
+            continue
+        for marker in BARE_MARKERS:
+            # Not even a marker message fits between two turns of one role: one message holds
+            # both, a marker line between them.
+            joined = _joined(left, right, marker.format(n=len(folded), calls=named), fmt)
+            if joined is None:
+                break
+            got = attempt([base[i] for i in front[:-1]] + [like(joined)] + [base[i] for i in tail[1:]],
+                          [*front[:-1], None, *tail[1:]])
+            if got is not None:
+                notes.append(f"degraded: folded {len(folded)} messages without a summary (no room for one, not "
+                             f"even for a marker message): message {tail[0]} joined to message {front[-1]} "
+                             f"with a marker line; {said}")
+                return got[0], got[1], tuple(folded)
+    return None

@@ -496,26 +496,58 @@ def _index_items(summary: str) -> list[str]:
     return items
 
 
+#: A summary that takes at least this share of its room is full (``Successive.growth_from_full``).
+FULL_SHARE = 0.8
+
+
 @dataclass(frozen=True, slots=True)
 class Successive:
     """Successive compactions of one growing conversation: ``carried`` the share of the first
     summary's indexed identifiers still seen after the second compaction; ``sizes`` each
-    summary's tokens; ``growth`` the last size over the first; ``rules_lost`` planted rules
-    missing after the last compaction."""
+    summary's tokens; ``rooms`` the tokens each summary could have taken (its size plus what
+    that compaction left unused under the budget: a summary never exceeds it); ``folded`` the
+    messages each compaction folded (the previous summary's message included); ``growth`` the
+    last size over the first; ``rules_lost`` planted rules missing after the last compaction."""
 
     fixture: str
     carried: float
     sizes: tuple[int, ...]
     growth: float
     rules_lost: int
+    rooms: tuple[int, ...] = ()
+    folded: tuple[int, ...] = ()
+
+    @property
+    def spread_after_first(self) -> float:
+        """The largest summary over the smallest, from the second compaction on (1.0 with
+        fewer than three): how much the size swings once a summary carries a previous one."""
+        after = self.sizes[1:]
+        return max(after) / min(after) if len(after) >= 2 and min(after) > 0 else 1.0
+
+    @property
+    def growth_from_full(self) -> float:
+        """The last size over the size of the first summary that took at least ``FULL_SHARE`` of
+        its room (a first summary that folded a few messages is small because it had little to
+        say: growth from there is information, not bloat); 1.0 when none did."""
+        k = next((i for i, (s, r) in enumerate(zip(self.sizes, self.rooms, strict=True)) if r and s >= FULL_SHARE * r),
+                 None)
+        return self.sizes[-1] / self.sizes[k] if k is not None and self.sizes[k] else 1.0
+
+    @property
+    def fill(self) -> float:
+        """The largest share of its room any summary took (at most 1.0)."""
+        return max((s / r for s, r in zip(self.sizes, self.rooms, strict=True) if r > 0), default=0.0)
 
 
 def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3, strategy: str = "summarize",
                summarizer: Any = None, rules: Sequence[tuple[int, str]] = ()) -> Successive:
-    """Feed ``fixture``'s conversation in ``rounds`` chunks; after each chunk, compact what the
-    agent would send next (the last result's messages + the new chunk) to ``budget_share`` of the
-    whole conversation's tokens. ``rules`` are ``(position, text)`` user messages planted into
-    the conversation first (standing rules a user states mid-dialogue)."""
+    """Feed ``fixture``'s conversation message by message and compact what the agent would send
+    next (the last result's messages + the new messages) to ``budget_share`` of the whole
+    conversation's tokens (beyond the head), up to ``rounds`` times. A compaction runs when the
+    history has grown past the budget by the step that gives ``rounds`` compactions over the
+    conversation (at most a third of the room after the head: a short conversation gets
+    fewer). ``rules`` are ``(position, text)`` user messages planted into the conversation
+    first (standing rules a user states mid-dialogue)."""
     msgs = list(fixture.messages)
     for pos, text in sorted(rules, reverse=True):
         # Planted after the message at ``pos`` (and after its tool results), as a user turn.
@@ -525,20 +557,22 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
     total = _tokens(msgs, fixture)
     fixed = _tokens(msgs[:head], fixture)
     budget = fixed + max(1, int((total - fixed) * budget_share))
-    # A compaction runs when the conversation after the head has grown a third over its share
-    # (the default gate waits for twice: too few rounds in a short dialogue).
-    trigger = budget + (budget - fixed) // 3
+    # The growth between compactions: what the conversation adds past the budget, spread over
+    # ``rounds`` (each compaction brings the history back just under the budget).
+    step_tokens = max(1, min((budget - fixed) // 3, (total - budget) // (rounds + 1)))
+    trigger = budget + step_tokens
     compactor = Compactor(provider=fixture.provider, budget=budget, strategy=strategy,  # type: ignore[arg-type]
                           summarizer=summarizer, tools=fixture.tools, system=fixture.system, min_free_share=0.0,
                           wire_format=detect_wire_format(msgs, fixture.provider))
-    step = 1
     current: list[Any] = msgs[:head]
     sizes: list[int] = []
+    rooms: list[int] = []
+    folded: list[int] = []
     summaries: list[str] = []
     seen_after: list[str] = []
     fed = head
     while fed < len(msgs) and len(sizes) < rounds:
-        end = _tail_from(msgs, min(len(msgs), fed + step))
+        end = _tail_from(msgs, min(len(msgs), fed + 1))
         current = current + msgs[fed:end]
         fed = end
         if _tokens(current, fixture) < trigger and fed < len(msgs):
@@ -550,8 +584,11 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
         current = list(r.messages)
         if r.summary:
             summaries.append(r.summary)
-            sizes.append(int(_core.estimate_each([{"role": "user", "content": r.summary}],
-                                                  provider=fixture.provider)[0]))  # type: ignore[arg-type]
+            size = int(_core.estimate_each([{"role": "user", "content": r.summary}],
+                                           provider=fixture.provider)[0])  # type: ignore[arg-type]
+            sizes.append(size)
+            rooms.append(size + max(0, r.budget - r.tokens_after))
+            folded.append(len(r.removed))
             if len(summaries) == 2:
                 seen_after.append(visible_text(current, fixture.system))
     first = _index_items(summaries[0]) if summaries else []
@@ -561,7 +598,7 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
     final = visible_text(current, fixture.system)
     lost = sum(1 for _, text in rules if not facts_seen(final, [text])[0])
     growth = sizes[-1] / sizes[0] if sizes else 1.0
-    return Successive(fixture.name, carried, tuple(sizes), growth, lost)
+    return Successive(fixture.name, carried, tuple(sizes), growth, lost, tuple(rooms), tuple(folded))
 
 
 #: Standing rules planted into each conversation by ``successive_table`` (a user states them
@@ -580,20 +617,39 @@ def planted(fixture: Fixture) -> list[tuple[int, str]]:
     return [(rnd.randrange(1, max(2, n - 2)), text) for text in PLANTED_RULES]
 
 
-def successive_table(fixtures: Sequence[Fixture], *, summarizer: Any = None) -> str:
-    """Markdown: per data set, successive compactions with planted rules (``successive``)."""
+def successive_table(fixtures: Sequence[Fixture], *, summarizer: Any = None, per_fixture: bool = False) -> str:
+    """Markdown: successive compactions with planted rules (``successive``), over all fixtures;
+    with ``per_fixture``, one row per conversation (sizes, rooms, folded counts)."""
     runs = [successive(f, summarizer=summarizer, rules=planted(f)) for f in fixtures]
-    lines = ["| fixtures | compactions (median) | first summary's identifiers kept by the second "
-             "(median, share >= 90%) | last / first summary size (median, max) | planted rules lost |",
-             "| --- | --- | --- | --- | --- |"]
     ran = [r for r in runs if r.sizes]
+    if per_fixture:
+        lines = ["| conversation | compactions | messages folded | summary tokens | room (tokens) | last / first "
+                 "| last / first full | max / min after the first | identifiers carried |",
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in ran:
+            lines.append(f"| {r.fixture.rsplit('/', 1)[-1].rsplit('#', 1)[-1]} | {len(r.sizes)} | "
+                         f"{', '.join(map(str, r.folded))} | {', '.join(map(str, r.sizes))} | "
+                         f"{', '.join(map(str, r.rooms))} | {r.growth:.2f}x | {r.growth_from_full:.2f}x | "
+                         f"{r.spread_after_first:.2f}x | {100 * r.carried:.0f}% |")
+        return "\n".join(lines)
+    lines = ["| fixtures | compactions (median, min-max) | first summary's identifiers kept by the second "
+             "(median, share >= 90%) | last / first summary size (median, max, <= 1.2x) | last / first full "
+             "summary (median, max, <= 1.2x) | max / min after the first (median, max) | largest share of its "
+             "room a summary took | planted rules lost |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     if ran:
         carried = [r.carried for r in ran if len(r.sizes) >= 2]
         growth = [r.growth for r in ran]
+        spread = [r.spread_after_first for r in ran]
+        full = [r.growth_from_full for r in ran]
+        counts = [len(r.sizes) for r in ran]
         lines.append(
-            f"| {len(ran)} | {statistics.median(len(r.sizes) for r in ran):g} | "
+            f"| {len(ran)} | {statistics.median(counts):g}, {min(counts)}-{max(counts)} | "
             f"{100 * statistics.median(carried or [1.0]):.0f}%, "
             f"{sum(1 for c in carried if c >= 0.9)} of {len(carried)} | "
-            f"{statistics.median(growth):.2f}x, {max(growth):.2f}x | "
+            f"{statistics.median(growth):.2f}x, {max(growth):.2f}x, {sum(1 for g in growth if g <= 1.2)} of "
+            f"{len(growth)} | {statistics.median(full):.2f}x, {max(full):.2f}x, "
+            f"{sum(1 for g in full if g <= 1.2)} of {len(full)} | "
+            f"{statistics.median(spread):.2f}x, {max(spread):.2f}x | {100 * max(r.fill for r in ran):.0f}% | "
             f"{sum(r.rules_lost for r in runs)} of {len(PLANTED_RULES) * len(runs)} |")
     return "\n".join(lines)

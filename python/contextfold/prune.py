@@ -19,7 +19,9 @@ from contextfold._args import count_arg
 from contextfold.panic_guard import no_panic
 
 if TYPE_CHECKING:
-    from contextfold._core import _Provider
+    from typing_extensions import Unpack
+
+    from contextfold._core import _PruneKnobs, _Provider
 
 
 def is_langchain_message(obj: Any) -> bool:
@@ -71,26 +73,22 @@ def prune(
     protect_tail_tokens: int,
     provider: str = "openai",
     model: str | None = None,
-    protect_first_n: int = 1,
-    min_tail: int = 3,
-    soft_ceiling: float = 1.5,
-    tool_result_max_tokens: int = 200,
-    arguments_max_chars: int = 2000,
-    prune_images: bool = True,
-    dedupe: bool = True,
-    cache_block_tokens: int = 0,
+    **options: Unpack[_PruneKnobs],
 ) -> list[Any]:
     """A new history where, outside the protected tail, old tool output is cut down.
 
     The tail (the last ``protect_tail_tokens`` estimated tokens, found by the same walk as
-    ``find_tail_start``) and the first ``protect_first_n`` messages are kept as they are.
-    Elsewhere: tool results costing more than ``tool_result_max_tokens`` tokens become a
-    one-line placeholder naming the tool and the size; a tool result identical to a newer one
-    becomes a pointer to it (``dedupe``); image parts become ``[image omitted: WxH]``
-    (``prune_images``); tool-call arguments longer than ``arguments_max_chars`` characters are
-    shrunk with ``shrink_json`` and stay valid JSON. With ``cache_block_tokens`` > 0 the pruned
-    region only grows in whole blocks of that many tokens, so the prefix already sent stays
-    byte-identical from turn to turn and the provider's prompt cache keeps hitting.
+    ``find_tail_start``: ``min_tail`` messages at least, default 3, one more when the tail
+    stays within ``soft_ceiling`` times the budget, default 1.5) and the first
+    ``protect_first_n`` messages (default 1) are kept as they are. Elsewhere: tool results
+    costing more than ``tool_result_max_tokens`` tokens (default 200) become a one-line
+    placeholder naming the tool and the size; a tool result identical to a newer one becomes a
+    pointer to it (``dedupe``, default True); image parts become ``[image omitted: WxH]``
+    (``prune_images``, default True); tool-call arguments longer than ``arguments_max_chars``
+    characters (default 2000, at least 64) are shrunk with ``shrink_json`` and stay valid JSON.
+    With ``cache_block_tokens`` > 0 (default 0) the pruned region only grows in whole blocks of
+    that many tokens, so the prefix already sent stays byte-identical from turn to turn and the
+    provider's prompt cache keeps hitting.
 
     Every edit is written in the history's own wire format (OpenAI chat or Responses,
     Anthropic, Gemini, Bedrock): a tool result's text where that format keeps it, an omitted
@@ -98,34 +96,19 @@ def prune(
     (Anthropic, Gemini, Bedrock). No key is added, no call loses its result, and an edit is made
     only when it makes the request smaller in bytes and in estimated tokens.
 
-    Returns a new list; the caller's list and message objects are never modified. Edited
-    SDK-object messages come back as dicts; edited LangChain messages stay messages of their
-    class (a copy: ids and metadata kept, the edited field replaced).
+    Counts are ints (a bool is a TypeError, a negative one a ValueError; huge ones mean "all of
+    it"); an unknown knob is a TypeError. Returns a new list; the caller's list and message
+    objects are never modified. Edited SDK-object messages come back as dicts; edited LangChain
+    messages stay messages of their class (a copy: ids and metadata kept, the edited field
+    replaced).
     """
-    protect_tail_tokens = count_arg("protect_tail_tokens", protect_tail_tokens)
-    protect_first_n = count_arg("protect_first_n", protect_first_n)
-    min_tail = count_arg("min_tail", min_tail)
-    tool_result_max_tokens = min(count_arg("tool_result_max_tokens", tool_result_max_tokens), 2**32 - 1)
-    arguments_max_chars = count_arg("arguments_max_chars", arguments_max_chars)
-    cache_block_tokens = count_arg("cache_block_tokens", cache_block_tokens)
+    # The knobs are named, checked and defaulted once, by the core (`_core.PruneOptions`).
+    knobs = _core.PruneOptions(protect_tail_tokens=protect_tail_tokens, **options)
+    request = _core.PricedRequest(provider=cast("_Provider", provider), model=model)
     # Planned and applied by the core in one call (the same copy-on-write as `apply_edits`,
     # without building the plan's paths as Python objects); `_copy` copies what is not a dict,
     # list or tuple.
-    return _core.prune(
-        messages,
-        copy=_copy,
-        protect_tail_tokens=protect_tail_tokens,
-        provider=cast("_Provider", provider),  # the core validates it (ValueError)
-        model=model,
-        protect_first_n=protect_first_n,
-        min_tail=min_tail,
-        soft_ceiling=soft_ceiling,
-        tool_result_max_tokens=tool_result_max_tokens,
-        arguments_max_chars=arguments_max_chars,
-        prune_images=prune_images,
-        dedupe=dedupe,
-        cache_block_tokens=cache_block_tokens,
-    )
+    return _core.prune(messages, request, knobs, copy=_copy)
 
 
 @no_panic

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from contextfold._args import HUGE, count_arg
-from contextfold._core import ExactLedger, SessionLedger, wire_bytes
+from contextfold._core import ExactLedger, PricedRequest, SessionLedger, wire_bytes
 from contextfold.errors import InvalidUsageError, SessionStateError, UnknownModelError
 from contextfold.images import ImageSizes
 from contextfold.limits import context_window as _context_window
@@ -112,18 +112,18 @@ class Session:
                 raise ValueError(f"{name} must be positive, got {v}")
         if output_reserve is not None and output_reserve < 0:
             raise ValueError(f"output_reserve must be >= 0, got {output_reserve}")
-        # Both are validated by the core (ValueError naming the valid names).
-        self._core = SessionLedger(
+        # The request is read and priced once here (provider and encoding are validated by the
+        # core: ValueError naming the valid names); every estimate reuses it.
+        request = PricedRequest(
             provider=cast("_Provider", provider),
             model=model,
             tools=tools,
             system=system,
             response_format=response_format,
-            track_wire=max_request_bytes is not None,
-            smoothing=smoothing,
             text_encoding=cast("_Encoding | None", text_encoding),
-            image_sizes=image_sizes,
         )
+        self._core = SessionLedger(
+            request, track_wire=max_request_bytes is not None, smoothing=smoothing, image_sizes=image_sizes)
         #: Tokens a request body's settings add (`from_request`), until a usage carries them.
         self._settings_tokens = 0
         self._exact: ExactLedger | None = None

@@ -128,7 +128,56 @@ def _is_wrong_type(e: Exception) -> bool:
     return str(e).startswith("WRONGTYPE")
 
 
-class RedisSessionStore:
+class _RedisStore:
+    """What the sync and async Redis stores share: options, keys, the codec and the errors."""
+
+    def __init__(
+        self,
+        client: Any,
+        connect: Callable[[str], Any],
+        *,
+        url: str | None,
+        prefix: str,
+        ttl: int | None,
+        max_attempts: int,
+        on_invalid_state: Literal["raise", "reset"],
+        on_unavailable: Literal["raise", "fresh"],
+        secret: bytes | str | None,
+    ) -> None:
+        r = _redis()
+        self.codec = StateCodec(secret=secret, on_invalid_state=on_invalid_state, on_unavailable=on_unavailable,
+                                ttl=ttl, max_attempts=max_attempts)
+        if client is None:
+            if url is None:
+                raise TypeError("pass a redis client or url=")
+            client = connect(url)
+        elif url is not None:
+            raise TypeError("pass either a client or url=, not both")
+        StateCodec.refuse_decoding_client(client)
+        self.client = client
+        self.prefix = prefix
+        self.ttl = ttl
+        self.max_attempts = max_attempts
+        self.on_invalid_state = on_invalid_state
+        self.on_unavailable = on_unavailable
+        self._errors = (r.exceptions.ConnectionError, r.exceptions.TimeoutError)
+        self._watch_error = r.exceptions.WatchError
+        self._response_error = r.exceptions.ResponseError
+
+    def key(self, conversation: str) -> str:
+        """The Redis key of a conversation."""
+        if not isinstance(conversation, str) or not conversation:
+            raise ValueError("conversation must be a non-empty str")
+        return self.prefix + conversation
+
+    def _unavailable(self, e: Exception, what: str) -> SessionStoreError:
+        return SessionStoreError(f"redis unavailable while {what}: {e}")
+
+    def _lost_races(self, key: str) -> SessionStoreError:
+        return SessionStoreError(f"{key}: {self.max_attempts} attempts all lost a race to other writers")
+
+
+class RedisSessionStore(_RedisStore):
     """Per-conversation ``Session`` state in Redis, updated atomically.
 
     ``client`` is a ``redis.Redis`` (``decode_responses`` must be False: states are bytes; a
@@ -155,34 +204,9 @@ class RedisSessionStore:
         on_unavailable: Literal["raise", "fresh"] = "raise",
         secret: bytes | str | None = None,
     ) -> None:
-        r = _redis()
-        self.codec = StateCodec(secret=secret, on_invalid_state=on_invalid_state, on_unavailable=on_unavailable,
-                                ttl=ttl, max_attempts=max_attempts)
-        if client is None:
-            if url is None:
-                raise TypeError("pass a redis client or url=")
-            client = r.Redis.from_url(url)
-        elif url is not None:
-            raise TypeError("pass either a client or url=, not both")
-        StateCodec.refuse_decoding_client(client)
-        self.client = client
-        self.prefix = prefix
-        self.ttl = ttl
-        self.max_attempts = max_attempts
-        self.on_invalid_state = on_invalid_state
-        self.on_unavailable = on_unavailable
-        self._errors = (r.exceptions.ConnectionError, r.exceptions.TimeoutError)
-        self._watch_error = r.exceptions.WatchError
-        self._response_error = r.exceptions.ResponseError
-
-    def key(self, conversation: str) -> str:
-        """The Redis key of a conversation."""
-        if not isinstance(conversation, str) or not conversation:
-            raise ValueError("conversation must be a non-empty str")
-        return self.prefix + conversation
-
-    def _unavailable(self, e: Exception, what: str) -> SessionStoreError:
-        return SessionStoreError(f"redis unavailable while {what}: {e}")
+        super().__init__(client, lambda u: _redis().Redis.from_url(u), url=url, prefix=prefix, ttl=ttl,
+                         max_attempts=max_attempts, on_invalid_state=on_invalid_state,
+                         on_unavailable=on_unavailable, secret=secret)
 
     def load(self, conversation: str) -> Session | None:
         """The conversation's session, or None when nothing is stored."""
@@ -255,10 +279,10 @@ class RedisSessionStore:
                 except self._watch_error:
                     log.debug("%s: lost a race (attempt %d), retrying on the new state", key, attempt + 1)
                     continue
-        raise SessionStoreError(f"{key}: {self.max_attempts} attempts all lost a race to other writers")
+        raise self._lost_races(key)
 
 
-class AsyncRedisSessionStore:
+class AsyncRedisSessionStore(_RedisStore):
     """``RedisSessionStore`` for asyncio servers, on a ``redis.asyncio.Redis`` client (or
     ``url=``): the same keys, states, signatures and options; ``load``, ``save``, ``delete``
     and ``update`` are coroutines (``update``'s ``fn`` stays a plain function: it runs between
@@ -276,33 +300,12 @@ class AsyncRedisSessionStore:
         on_unavailable: Literal["raise", "fresh"] = "raise",
         secret: bytes | str | None = None,
     ) -> None:
-        r = _redis()
+        _redis()  # the extra's clear error first
         import redis.asyncio as aredis
 
-        self.codec = StateCodec(secret=secret, on_invalid_state=on_invalid_state, on_unavailable=on_unavailable,
-                                ttl=ttl, max_attempts=max_attempts)
-        if client is None:
-            if url is None:
-                raise TypeError("pass a redis.asyncio client or url=")
-            client = aredis.Redis.from_url(url)
-        elif url is not None:
-            raise TypeError("pass either a client or url=, not both")
-        StateCodec.refuse_decoding_client(client)
-        self.client = client
-        self.prefix = prefix
-        self.ttl = ttl
-        self.max_attempts = max_attempts
-        self.on_invalid_state = on_invalid_state
-        self.on_unavailable = on_unavailable
-        self._errors = (r.exceptions.ConnectionError, r.exceptions.TimeoutError)
-        self._watch_error = r.exceptions.WatchError
-        self._response_error = r.exceptions.ResponseError
-
-    def key(self, conversation: str) -> str:
-        """The Redis key of a conversation."""
-        if not isinstance(conversation, str) or not conversation:
-            raise ValueError("conversation must be a non-empty str")
-        return self.prefix + conversation
+        super().__init__(client, aredis.Redis.from_url, url=url, prefix=prefix, ttl=ttl,
+                         max_attempts=max_attempts, on_invalid_state=on_invalid_state,
+                         on_unavailable=on_unavailable, secret=secret)
 
     async def load(self, conversation: str) -> Session | None:
         """The conversation's session, or None when nothing is stored."""
@@ -310,7 +313,7 @@ class AsyncRedisSessionStore:
         try:
             data = await self.client.get(key)
         except self._errors as e:
-            raise SessionStoreError(f"redis unavailable while loading {key}: {e}") from e
+            raise self._unavailable(e, f"loading {key}") from e
         except self._response_error as e:
             if not _is_wrong_type(e):
                 raise
@@ -323,7 +326,7 @@ class AsyncRedisSessionStore:
         try:
             await self.client.set(key, self.codec.dump(session), ex=self.ttl)
         except self._errors as e:
-            raise SessionStoreError(f"redis unavailable while saving {key}: {e}") from e
+            raise self._unavailable(e, f"saving {key}") from e
 
     async def delete(self, conversation: str) -> None:
         """Forget the conversation's state."""
@@ -331,7 +334,7 @@ class AsyncRedisSessionStore:
         try:
             await self.client.delete(key)
         except self._errors as e:
-            raise SessionStoreError(f"redis unavailable while deleting {key}: {e}") from e
+            raise self._unavailable(e, f"deleting {key}") from e
 
     async def update(self, conversation: str, fn: Callable[[Session], T], /, *, new: Callable[[], Session]) -> T:
         """As ``RedisSessionStore.update``: ``fn`` on the conversation's session, saved atomically
@@ -361,7 +364,7 @@ class AsyncRedisSessionStore:
                         continue
         except self._errors as e:
             if self.on_unavailable == "raise":
-                raise SessionStoreError(f"redis unavailable while updating {key}: {e}") from e
+                raise self._unavailable(e, f"updating {key}") from e
             log.warning("redis unavailable (%s): %s runs on a fresh, unsaved session", e, key)
             return fn(new())
-        raise SessionStoreError(f"{key}: {self.max_attempts} attempts all lost a race to other writers")
+        raise self._lost_races(key)

@@ -5,6 +5,14 @@ the summary's envelope are priced (``plan["fixed_tokens"]``), less a small margi
 difference between pricing a text line by line and as one message; ``summary_max_tokens``
 caps it. The planned share (``plan["summary_tokens"]``) is its floor.
 
+Across successive compactions the room stays put: it is at most ``ROOM_SWING`` times the
+*stable room* (``stable_room``), what the budget leaves when the tail meets its target exactly,
+decided from the budget, the head and the tail's target, never from the whole messages the tail
+walk happened to find (one more or one fewer tool round would otherwise swing the summary's
+size from one compaction to the next). The tail never overshoots its target (the Compactor's
+plan walks with a soft ceiling of 1.0), so the stable room is also what the summary gets at
+least, unless the messages that must stay whole (the last ones, a pending tool round) exceed it.
+
 Every summary ends with the identifier index (``contextfold._core.identifier_index``): the
 extractive digest writes its own; any other summarizer's text gets one appended here, in the
 room its text left (at least ``INDEX_SHARE`` of the room), with the previous summary's index
@@ -18,20 +26,42 @@ from typing import Any
 
 from contextfold import _core
 
-__all__ = ["INDEX_SHARE", "index_share", "neutralize_markers", "strip_index", "summary_room", "with_index"]
+__all__ = ["INDEX_SHARE", "ROOM_SWING", "index_share", "neutralize_markers", "stable_room", "strip_index",
+           "summary_room", "with_index"]
 
 #: Share of the summary's room the identifier index is sure to get.
 INDEX_SHARE = 0.25
 #: Margin (share of the room, plus tokens) left for line-by-line versus whole-message pricing.
 _MARGIN_SHARE = 0.02
 _MARGIN_TOKENS = 8
+#: A summary's room is at most this multiple of its stable room.
+ROOM_SWING = 1.2
+#: Tokens the summary's envelope (its message, the markers) takes, counted out of the stable room.
+_ENVELOPE_TOKENS = 16
 
 
-def summary_room(plan: Mapping[str, Any], budget: int, cap: int | None) -> int:
-    """Tokens the summary text may take: the budget less everything else, capped by ``cap``."""
+def stable_room(plan: Mapping[str, Any], msgs: Sequence[Any], budget: int, tail_tokens: int, summary_tokens: int,
+                *, provider: str, model: str | None) -> int:
+    """Tokens a summary has when the tail meets its target exactly: ``budget`` less the request's
+    overhead, the head and kept messages of ``plan`` (priced from ``msgs``), the tail's target
+    (``tail_tokens``, shrunk as the plan shrinks it to leave ``summary_tokens``) and the
+    envelope."""
+    provider = provider if provider in _core.PROVIDERS else "openai"
+    ahead = [msgs[i] for i in range(int(plan["head_end"]))] + [msgs[i] for i in plan["kept"]]
+    head = sum(_core.estimate_each(ahead, provider=provider, model=model)) if ahead else 0  # type: ignore[arg-type]
+    rest = budget - int(plan["overhead_tokens"]) - int(head)
+    target = min(tail_tokens, max(0, rest - summary_tokens))
+    return max(0, rest - target - _ENVELOPE_TOKENS)
+
+
+def summary_room(plan: Mapping[str, Any], budget: int, cap: int | None, stable: int | None = None) -> int:
+    """Tokens the summary text may take: the budget less everything else, at most ``ROOM_SWING``
+    times the ``stable`` room (``stable_room``) when given, capped by ``cap``."""
     planned = int(plan["summary_tokens"])
     left = budget - int(plan["fixed_tokens"])
     room = max(planned, int(left * (1.0 - _MARGIN_SHARE)) - _MARGIN_TOKENS)
+    if stable is not None:
+        room = min(room, max(planned, int(stable * ROOM_SWING)))
     return min(room, cap) if cap is not None else room
 
 

@@ -9,14 +9,17 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::clip::{clip_ends, is_whole};
-use super::{observation_body, return_code};
+use super::{observation_body, return_code, without_courtesy_edges};
 
 /// The forms of one unit.
 pub(super) trait Forms {
     /// How many forms the plan holds.
     fn count(&self) -> usize;
-    /// Whether form `j` keeps every text it clips whole.
-    fn whole(&self, j: usize) -> bool;
+    /// Whether form `j` (`j >= 1`) is the same line as form `j - 1`: every text it clips is
+    /// kept whole (`clip::is_whole`), where the one before clips the same texts with larger
+    /// limits. False means different (but for a line that happens to equal a clip of another
+    /// text).
+    fn repeats(&self, j: usize) -> bool;
     /// Form `j` (0: the richest).
     fn build(&self, j: usize) -> String;
 }
@@ -35,15 +38,6 @@ pub(super) struct Clipped<'a> {
     pub(super) plan: &'static [(usize, f64)],
 }
 
-/// A user request: whole up to 4,000 characters, then shorter (a long one keeps its head and end).
-pub(super) const REQUEST_PLAN: [(usize, f64); 5] = [
-    (4_000, 0.6),
-    (1_500, 0.6),
-    (400, 0.6),
-    (160, 0.6),
-    (80, 0.6),
-];
-
 /// An assistant's earlier thought (a conclusion).
 pub(super) const CONCLUSION_PLAN: [(usize, f64); 4] =
     [(4_000, 0.6), (900, 0.6), (300, 0.6), (120, 0.7)];
@@ -53,7 +47,7 @@ impl Forms for Clipped<'_> {
         self.plan.len()
     }
 
-    fn whole(&self, j: usize) -> bool {
+    fn repeats(&self, j: usize) -> bool {
         let (max, share) = self.plan[j];
         is_whole(&self.text, max, share)
     }
@@ -61,6 +55,43 @@ impl Forms for Clipped<'_> {
     fn build(&self, j: usize) -> String {
         let (max, share) = self.plan[j];
         clip_ends(&self.text, max, share)
+    }
+}
+
+/// Characters of a request's forms: the first two of the whole request, the others of its
+/// core (without its courtesy edges, `without_courtesy_edges`).
+const REQUEST_PLAN: [usize; 7] = [4_000, 1_500, 400, 240, 160, 120, 80];
+
+/// A user request: whole up to 4,000 characters, then shorter (a long one keeps its head and
+/// end); from 400 characters down, cut from its core.
+pub(super) struct Request<'a> {
+    pub(super) text: Cow<'a, str>,
+}
+
+impl Request<'_> {
+    /// The text form `j` clips.
+    fn source(&self, j: usize) -> &str {
+        if j < 2 {
+            &self.text
+        } else {
+            without_courtesy_edges(&self.text)
+        }
+    }
+}
+
+impl Forms for Request<'_> {
+    fn count(&self) -> usize {
+        REQUEST_PLAN.len()
+    }
+
+    fn repeats(&self, j: usize) -> bool {
+        let src = self.source(j);
+        let same_text = j != 2 || src.trim() == self.text.trim();
+        same_text && is_whole(src, REQUEST_PLAN[j], 0.6)
+    }
+
+    fn build(&self, j: usize) -> String {
+        clip_ends(self.source(j), REQUEST_PLAN[j], 0.6)
     }
 }
 
@@ -123,17 +154,41 @@ pub(super) struct Call<'a> {
     pub(super) outcome: Outcome<'a>,
 }
 
+/// A tool call's arguments in its shortest form, whole (characters).
+const SHORTEST_CALL_CHARS: usize = 160;
+
+impl Call<'_> {
+    /// The arguments of the shortest form: bounded as a whole (a booking's nested lists of
+    /// flights, passengers and payments run to hundreds of characters at 60 per value).
+    fn shortest_line(&self) -> String {
+        call_line(self.name, self.args, &self.parsed, 60)
+    }
+}
+
 impl Forms for Call<'_> {
     fn count(&self) -> usize {
-        4
+        5
     }
 
-    fn whole(&self, j: usize) -> bool {
+    fn repeats(&self, j: usize) -> bool {
+        if j == 4 {
+            // The outcome is the previous form's: only the arguments' bound can differ.
+            return is_whole(&self.shortest_line(), SHORTEST_CALL_CHARS, 0.6);
+        }
         let (max, chars) = call_plan(self.outcome.err)[j];
         self.outcome.whole(chars) && args_whole(self.args, &self.parsed, max)
     }
 
     fn build(&self, j: usize) -> String {
+        if j == 4 {
+            // The outcome, an error's message, stays.
+            let (_, chars) = call_plan(self.outcome.err)[3];
+            return format!(
+                "{} -> {}",
+                clip_ends(&self.shortest_line(), SHORTEST_CALL_CHARS, 0.6),
+                self.outcome.line(chars)
+            );
+        }
         let (max, chars) = call_plan(self.outcome.err)[j];
         format!(
             "{} -> {}",
@@ -176,7 +231,7 @@ impl Forms for Command<'_> {
         4
     }
 
-    fn whole(&self, j: usize) -> bool {
+    fn repeats(&self, j: usize) -> bool {
         let (max, chars) = command_plan(self.outcome.err)[j];
         self.outcome.whole(chars) && is_whole(&self.joined, max, 0.6)
     }

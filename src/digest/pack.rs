@@ -24,8 +24,10 @@ struct Slot {
 
 /// Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
 /// Rules are never dropped (they render first: only the last-resort cut could reach them);
-/// requests only when even their shortest forms do not fit.
-const PHASES: [(Section, usize, bool); 24] = [
+/// requests only when even their shortest forms do not fit. An error's detail (its arguments)
+/// is shortened to its shortest form before any request is: the error's message stays in
+/// every form.
+const PHASES: [(Section, usize, bool); 27] = [
     (Section::Calls, 0, true),
     (Section::Conclusions, 0, true),
     (Section::Calls, 0, true),
@@ -36,9 +38,12 @@ const PHASES: [(Section, usize, bool); 24] = [
     (Section::Conclusions, 0, true),
     (Section::Calls, 8, false),
     (Section::Conclusions, 6, false),
+    (Section::Calls, 0, true),
     (Section::Calls, 4, false),
     (Section::Earlier, 0, true),
     (Section::Conclusions, 3, false),
+    (Section::Errors, 0, true),
+    (Section::Errors, 0, true),
     (Section::Errors, 0, true),
     (Section::Requests, 0, true),
     (Section::Errors, 0, true),
@@ -248,7 +253,21 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
             }
             let idx = eligible(entries, &self.slots, sec, focus_pass);
             let n = idx.len();
-            for (k, &i) in idx.iter().enumerate() {
+            let mut order: Vec<(usize, usize)> = idx.iter().copied().enumerate().collect();
+            if !shorten && matches!(sec, Section::Calls | Section::Conclusions) {
+                // Among the droppable (all but the newest `keep`), the costliest go first: a
+                // short line (`calculate(2499 - 1327) -> 1172.0`) holds as much as a long one
+                // for a fraction of the room. Ties: the oldest first. (A step run whole drops
+                // them all: the order matters only here.)
+                let tokens: Vec<f64> = idx.iter().map(|&i| self.tokens(i)).collect();
+                order.sort_by(|&(ka, _), &(kb, _)| {
+                    (ka + keep >= n)
+                        .cmp(&(kb + keep >= n))
+                        .then(tokens[kb].total_cmp(&tokens[ka]))
+                        .then(ka.cmp(&kb))
+                });
+            }
+            for (k, i) in order {
                 if self.total <= room {
                     break;
                 }
@@ -281,34 +300,73 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
         }
     }
 
-    /// A shortening can free more than needed (one long output): give the room left back to
-    /// the newest units, a form at a time, and bring back dropped ones that fit again.
+    /// A shortening can free more than needed (one long output): give the room left back, a
+    /// form at a time, and bring back dropped units that fit again. The user's requests
+    /// first, one form at a time across all of them, newest first (a clipped request loses its
+    /// middle clause, where the conditions sit: more requests a form longer beat one request
+    /// whole); then the other units, newest first.
     fn give_back(&mut self, room: f64) {
         let entries = self.units.entries;
-        for i in (0..entries.len()).rev() {
-            if entries[i].section == Section::Requests {
-                continue;
-            }
-            if !self.slots[i].alive && self.cover[i].is_none() {
-                self.slots[i].level = (entries[i].levels() - 1) as u8;
-                let t = self.tokens(i);
-                if self.total + t > room {
-                    continue;
+        let requests: Vec<usize> = (0..entries.len())
+            .rev()
+            .filter(|&i| entries[i].section == Section::Requests)
+            .collect();
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for &i in &requests {
+                if self.grow(i, room, true) {
+                    grew = true;
                 }
-                self.slots[i].alive = true;
-                self.total += t;
-            }
-            // A richer form never costs less: over the room, none is tried (nor built).
-            while self.slots[i].alive && self.slots[i].level > 0 && self.total <= room {
-                let now = self.tokens(i);
-                let richer = entries[i].cost(usize::from(self.slots[i].level) - 1, self.units.est);
-                if self.total + richer - now > room {
-                    break;
-                }
-                self.total += richer - now;
-                self.slots[i].level -= 1;
             }
         }
+        for i in (0..entries.len()).rev() {
+            if entries[i].section != Section::Requests {
+                self.grow(i, room, false);
+            }
+        }
+    }
+
+    /// Give unit `i` what fits of the room left: bring it back when dropped (and no kept
+    /// request covers it) in its shortest form, then longer forms, one (`one_form`) or as many
+    /// as fit. Whether it grew. A form never costs less than a shorter one: over the room,
+    /// nothing is tried (nor built).
+    fn grow(&mut self, i: usize, room: f64, one_form: bool) -> bool {
+        let e = &self.units.entries[i];
+        if self.total > room {
+            return false;
+        }
+        if !self.slots[i].alive {
+            if self.cover[i].is_some() {
+                return false;
+            }
+            let level = e.levels() - 1;
+            let t = e.cost(level, self.units.est);
+            if self.total + t > room {
+                return false;
+            }
+            self.slots[i].alive = true;
+            self.slots[i].level = level as u8;
+            self.total += t;
+            if one_form {
+                return true;
+            }
+        }
+        let mut grew = false;
+        while self.slots[i].level > 0 {
+            let now = self.tokens(i);
+            let richer = e.cost(usize::from(self.slots[i].level) - 1, self.units.est);
+            if self.total + richer - now > room {
+                break;
+            }
+            self.total += richer - now;
+            self.slots[i].level -= 1;
+            grew = true;
+            if one_form {
+                break;
+            }
+        }
+        grew
     }
 
     /// The digest text: the header, the sections' kept units, the index.

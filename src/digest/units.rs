@@ -2,7 +2,7 @@
 //! gives each call four forms (its result in 6,000 characters down to 48), and the packer reads
 //! most of the richest ones never (a room of 250k tokens against 8M of rich forms on a 10k-message
 //! history). A unit knows how many forms it has and which are equal without building them
-//! (`clip::is_whole`: a clip that keeps a text whole gives the same line at any larger limit).
+//! (`Forms::repeats`: a clip that keeps a text whole gives the same line at any larger limit).
 
 use std::cell::OnceCell;
 use std::hash::{Hash, Hasher};
@@ -49,16 +49,18 @@ impl<'a> Entry<'a> {
 
     /// A unit whose forms are built when first read.
     pub(super) fn lazy(section: Section, build: Box<dyn Forms + 'a>) -> Self {
-        // Wholeness holds from the richest form down to some form: the forms up to it are one
-        // line, the shorter ones each different.
+        // A run of equal forms is one level, built from its last (cheapest) form.
         let n = build.count();
-        let mut first = 0;
-        if build.whole(0) {
-            while first + 1 < n && build.whole(first + 1) {
-                first += 1;
+        let mut plan = vec![0];
+        for j in 1..n {
+            if build.repeats(j) {
+                if let Some(last) = plan.last_mut() {
+                    *last = j;
+                }
+            } else {
+                plan.push(j);
             }
         }
-        let plan: Vec<usize> = (first..n).collect();
         let k = plan.len();
         Entry {
             section,
@@ -114,7 +116,7 @@ pub(super) fn key(section: Section, text: &str) -> (Section, u64) {
 mod tests {
     use std::borrow::Cow;
 
-    use super::super::forms::{Call, Clipped, Command, Forms, Outcome, REQUEST_PLAN};
+    use super::super::forms::{Call, Command, Forms, Outcome, Request};
     use super::super::Section;
     use super::Entry;
 
@@ -142,9 +144,8 @@ mod tests {
             format!("<returncode>1</returncode>\n<output>\n{long}</output>"),
         ];
         for t in &texts {
-            let request = || Clipped {
+            let request = || Request {
                 text: Cow::Borrowed(t.as_str()),
-                plan: &REQUEST_PLAN,
             };
             let e = Entry::lazy(Section::Requests, Box::new(request()));
             assert_eq!(lazy_forms(&e), built(&request()), "{t:.80}");
@@ -178,9 +179,8 @@ mod tests {
         let text = "x = 1 # ✓ ".repeat(500) + &"plain words here ".repeat(300);
         let e = Entry::lazy(
             Section::Requests,
-            Box::new(Clipped {
+            Box::new(Request {
                 text: Cow::Owned(text),
-                plan: &REQUEST_PLAN,
             }),
         );
         for l in 1..e.levels() {

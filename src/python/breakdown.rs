@@ -6,6 +6,7 @@ use crate::breakdown::{breakdown as core_breakdown, Kind};
 
 use super::estimator_args::resolve_sizes;
 use super::messages::{Keep, Walker};
+use super::priced_request::request_parts;
 
 /// Raw breakdown: `(total, kinds, roles, per_message, request, request_system, unmeasured)`.
 /// `per_message` holds `(tokens, by_kind)` with `by_kind` ordered like `kinds`; `unmeasured`
@@ -33,12 +34,11 @@ fn breakdown(
     response_format: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Raw> {
-    let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
+    let (mut est, extras) = request_parts(&w, provider, model, tools, system, response_format)?;
     let ms = w.messages(messages)?;
     est.settle_platform(&ms);
-    let extras = w.extras(tools, system, response_format)?;
     let sizes = resolve_sizes(image_sizes, &ms)?;
     let roles: Vec<String> = ms.iter().map(|m| m.role_str.to_string()).collect();
     let b = py.detach(|| core_breakdown(&est, &ms, &extras, &|r| sizes.get(r).copied()));

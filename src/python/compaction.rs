@@ -7,9 +7,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use super::messages::{Keep, Walker};
+use super::options::CompactionOptions;
+use super::priced_request::PyPricedRequest;
 use super::prune::planned_edit;
 use crate::compaction::{
-    plan_priced, summary_message_json, text_block_json, verify, MaskOptions, Placement,
+    check, plan_priced, summary_message_json, text_block_json, verify, Failure, Placement,
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
 };
 use crate::digest::{digest, DigestOptions};
@@ -29,6 +31,10 @@ fn turn(role: &str) -> PyResult<Turn> {
         ))),
     }
 }
+
+/// From this many messages on, the plan's check of its input runs on a second thread (below, the
+/// spawn costs more than the check).
+const CHECK_ASIDE_AT: usize = 2048;
 
 /// `(message index, path, value or None, kind, part or call index, tokens saved)`: the first
 /// three as `contextfold.prune.apply_edits` takes them, written in the message's wire format.
@@ -56,92 +62,67 @@ fn edit_tuples<'py>(
     Ok(out)
 }
 
-/// The compaction plan of a history (see `compaction::plan`), as a dict.
+/// The compaction plan of a history (see `compaction::plan`), as a dict: the sizes of this
+/// call beside what `request` (its format, tools, system prompt) and `options` fixed once.
+/// `input_failures` are what the history already fails (`compaction::check`; checked only when
+/// it is over the budget, the one case a compaction changes it), so a caller that verifies the
+/// result tells its own problems from the input's without a second read.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, budget_tokens, tail_tokens, summary_tokens, provider="openai", model=None, tools=None, system=None, response_format=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, pinned=Vec::new(), tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0, keep_tool_uses=0, exclude_tools=Vec::new(), clear_tool_inputs=false, keep_thinking_turns=None, mask_observations=true, trusted_summaries=Vec::new(), summary_floor=0, recoverable=false))]
+#[pyo3(signature = (messages, /, request, options, *, budget_tokens, tail_tokens, summary_tokens, pinned=Vec::new(), trusted_summaries=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
-    format: &str,
+    request: &PyPricedRequest,
+    options: &CompactionOptions,
     budget_tokens: u64,
     tail_tokens: u64,
     summary_tokens: u64,
-    provider: &str,
-    model: Option<&str>,
-    tools: Option<&Bound<'py, PyAny>>,
-    system: Option<&Bound<'py, PyAny>>,
-    response_format: Option<&Bound<'py, PyAny>>,
-    protect_first_n: usize,
-    min_tail: usize,
-    soft_ceiling: f64,
     pinned: Vec<usize>,
-    tool_result_max_tokens: u32,
-    arguments_max_chars: usize,
-    prune_images: bool,
-    dedupe: bool,
-    cache_block_tokens: u64,
-    keep_tool_uses: usize,
-    exclude_tools: Vec<String>,
-    clear_tool_inputs: bool,
-    keep_thinking_turns: Option<usize>,
-    mask_observations: bool,
     trusted_summaries: Vec<u64>,
-    summary_floor: u64,
-    recoverable: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    if !(soft_ceiling >= 1.0 && soft_ceiling.is_finite()) {
-        return Err(PyValueError::new_err(format!(
-            "soft_ceiling must be a finite number >= 1.0, got {soft_ceiling}"
-        )));
-    }
-    if min_tail == 0 {
-        return Err(PyValueError::new_err("min_tail must be at least 1"));
-    }
-    if arguments_max_chars < 64 {
-        return Err(PyValueError::new_err(
-            "arguments_max_chars must be at least 64 (room for a valid JSON marker)",
-        ));
-    }
-    let fmt = self::format(format)?;
-    let mut est = super::estimator_args::estimator(provider, model)?;
+    let format = request.format()?;
+    let mut est = request.request.estimator;
     let keep = Keep::new();
-    let mut w = Walker::new(py, &keep);
-    let (ms, costs) = w.messages_priced(messages, &mut est)?;
-    let extras = w.extras(tools, system, response_format)?;
+    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
     let opt = PlanOptions {
-        format: fmt,
+        format,
         budget_tokens,
-        overhead_tokens: u64::from(est.overhead(&extras)),
+        overhead_tokens: u64::from(request.request.overhead_beside(&ms)),
         tail_tokens,
         summary_tokens,
-        protect_first_n,
-        min_tail,
-        soft_ceiling,
         pinned,
-        mask: MaskOptions {
-            tool_result_max_tokens,
-            arguments_max_chars,
-            prune_images,
-            dedupe,
-            cache_block_tokens,
-            keep_tool_uses,
-            exclude_tools,
-            clear_tool_inputs,
-            keep_thinking_turns,
-            mask_observations,
-            recoverable,
-        },
         trusted_summaries,
-        summary_floor,
+        summary_floor: (summary_tokens as f64 * options.summary_floor_share) as u64,
+        ..options.plan.clone()
     };
-    let overhead = opt.overhead_tokens;
-    let p = py.detach(|| plan_priced(&ms, &est, &costs, &opt));
+    let (p, input_failures) = py.detach(|| {
+        // Only a history over the budget is changed and verified: one within it skips the walk.
+        // A long one is checked on a second thread beside the plan (the check alone cost 10% of
+        // the plan on the synthetic 10k history).
+        let over =
+            costs.iter().map(|&c| u64::from(c)).sum::<u64>() + opt.overhead_tokens > budget_tokens;
+        match (over, ms.len() >= CHECK_ASIDE_AT) {
+            (false, _) => (plan_priced(&ms, &est, &costs, &opt), Vec::new()),
+            (true, false) => (
+                plan_priced(&ms, &est, &costs, &opt),
+                check(&ms, format, &[]),
+            ),
+            (true, true) => std::thread::scope(|s| {
+                let aside = s.spawn(|| check(&ms, format, &[]));
+                let p = plan_priced(&ms, &est, &costs, &opt);
+                let failures = aside
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e));
+                (p, failures)
+            }),
+        }
+    });
     let d = PyDict::new(py);
-    d.set_item("overhead_tokens", overhead)?;
+    d.set_item("overhead_tokens", opt.overhead_tokens)?;
     d.set_item("tokens_before", p.tokens_before)?;
     d.set_item("tokens_after_mask", p.tokens_after_mask)?;
-    if recoverable {
+    if opt.mask.recoverable {
         let mut all = super::recall::folds(&ms, &p.mask_edits);
         all.extend(super::recall::folds(&ms, &p.tail_edits));
         d.set_item("folds", all)?;
@@ -176,43 +157,40 @@ fn compaction_plan<'py>(
     d.set_item("fixed_tokens", p.fixed_tokens)?;
     d.set_item("seams", p.seams)?;
     d.set_item("reason", p.reason)?;
+    d.set_item("input_failures", failure_tuples(&input_failures))?;
     Ok(d)
 }
 
-/// Verify a finished history: `(tokens, [(kind, message index or -1, description), ...])`.
+/// Verify a finished history written for `request`: `(tokens, [(kind, message index or -1,
+/// description), ...])`. `overhead_tokens` is the plan's (priced beside the history it was
+/// made from); by default the request's own.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, provider="openai", model=None, tools=None, system=None, response_format=None, budget_tokens=None, seams=Vec::new(), overhead_tokens=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (messages, /, request, *, budget_tokens=None, seams=Vec::new(), overhead_tokens=None))]
 fn compaction_verify(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
-    format: &str,
-    provider: &str,
-    model: Option<&str>,
-    tools: Option<&Bound<'_, PyAny>>,
-    system: Option<&Bound<'_, PyAny>>,
-    response_format: Option<&Bound<'_, PyAny>>,
+    request: &PyPricedRequest,
     budget_tokens: Option<u64>,
     seams: Vec<usize>,
     overhead_tokens: Option<u64>,
 ) -> PyResult<(u64, Vec<FailureTuple>)> {
-    let fmt = self::format(format)?;
-    let mut est = super::estimator_args::estimator(provider, model)?;
+    let format = request.format()?;
+    let mut est = request.request.estimator;
     let keep = Keep::new();
-    let mut w = Walker::new(py, &keep);
-    let ms = w.messages(messages)?;
+    let ms = Walker::new(py, &keep).messages(messages)?;
     // As the plan did (a history compacted down to no signature stays priced as the Gemini
     // API: the higher of the two, so the budget check errs on the safe side).
     est.settle_platform(&ms);
-    // The plan already priced the tools and system (its `overhead_tokens`): a caller that has
-    // it passes it instead of having them read and priced again.
     let overhead = match overhead_tokens {
         Some(t) => t,
-        None => u64::from(est.overhead(&w.extras(tools, system, response_format)?)),
+        None => u64::from(request.request.overhead_beside(&ms)),
     };
-    let v = py.detach(|| verify(&ms, fmt, &est, overhead, budget_tokens, &seams));
-    let failures = v
-        .failures
+    let v = py.detach(|| verify(&ms, format, &est, overhead, budget_tokens, &seams));
+    Ok((v.tokens, failure_tuples(&v.failures)))
+}
+
+fn failure_tuples(failures: &[Failure]) -> Vec<FailureTuple> {
+    failures
         .iter()
         .map(|f| {
             (
@@ -221,8 +199,7 @@ fn compaction_verify(
                 f.describe(),
             )
         })
-        .collect();
-    Ok((v.tokens, failures))
+        .collect()
 }
 
 /// `(kind, message index or -1, description)`.

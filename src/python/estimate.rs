@@ -9,6 +9,7 @@ use super::estimator_args::{
     add_signed, estimator, provider as parse_provider, resolve_sizes, size_fixes,
 };
 use super::messages::{Keep, Walker};
+use super::priced_request::request_parts;
 use super::{json_out, langchain_message};
 use crate::estimate::Estimator;
 use crate::image::{dims_of_base64, dims_of_bytes};
@@ -29,9 +30,9 @@ fn estimate(
     response_format: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
-    let mut est = estimator(provider, model)?;
     let keep = Keep::new();
-    let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
+    let w = Walker::new(py, &keep);
+    let (mut est, extras) = request_parts(&w, provider, model, tools, system, response_format)?;
     // The messages first: their thought signatures may settle what the tools cost.
     let each = message_tokens(py, messages, &mut est, image_sizes)?;
     let overhead = u64::from(est.overhead(&extras));
@@ -99,9 +100,9 @@ fn request_overhead(
     system: Option<&Bound<'_, PyAny>>,
     response_format: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u32> {
-    let est = estimator(provider, model)?;
     let keep = Keep::new();
-    let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
+    let w = Walker::new(py, &keep);
+    let (est, extras) = request_parts(&w, provider, model, tools, system, response_format)?;
     Ok(est.overhead(&extras))
 }
 

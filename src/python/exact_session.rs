@@ -17,8 +17,9 @@ use crate::ledger::VERIFY_TAIL;
 use crate::tool_render::Json;
 
 use super::exact::{counter, to_json, tools_json};
+use super::list_layout::{as_list, id_at};
 use super::messages::{Keep, Walker};
-use super::session::{as_list, fingerprint, id_at};
+use super::session::fingerprint;
 
 struct State {
     counter: Counter,

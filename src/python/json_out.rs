@@ -130,8 +130,6 @@ fn key_text(k: &Bound<'_, PyAny>) -> PyResult<String> {
 struct Walk<'o, S> {
     out: &'o mut S,
     open: Vec<usize>,
-    /// Python's default separators (`", "`, `": "`) instead of compact ones.
-    spaced: bool,
 }
 
 impl<S: Sink> Walk<'_, S> {
@@ -177,21 +175,16 @@ impl<S: Sink> Walk<'_, S> {
             // A snapshot: callbacks below (key `__str__`, value `model_dump`) may change `d`.
             let items = d.items();
             self.out.raw("{");
-            let (comma, colon) = if self.spaced {
-                (", ", ": ")
-            } else {
-                (",", ":")
-            };
             for (i, kv) in items.iter().enumerate() {
                 let (k, val): (Bound<'_, PyAny>, Bound<'_, PyAny>) = kv.extract()?;
                 if i > 0 {
-                    self.out.raw(comma);
+                    self.out.raw(",");
                 }
                 match k.cast::<PyString>() {
                     Ok(ks) => write_str(ks, self.out),
                     Err(_) => self.out.string(&k.str()?.to_cow()?),
                 }
-                self.out.raw(colon);
+                self.out.raw(":");
                 self.write(&val)
                     .map_err(|e| e.at(|| Seg::Key(key_text(&k).unwrap_or_else(|_| "?".into()))))?;
             }
@@ -204,7 +197,7 @@ impl<S: Sink> Walk<'_, S> {
             // list ends or extends the walk, never reads out of bounds.
             for (i, item) in v.try_iter()?.enumerate() {
                 if i > 0 {
-                    self.out.raw(if self.spaced { ", " } else { "," });
+                    self.out.raw(",");
                 }
                 self.write(&item?).map_err(|e| e.at(|| Seg::Index(i)))?;
             }
@@ -237,7 +230,6 @@ fn write<S: Sink>(v: &Bound<'_, PyAny>, out: &mut S) -> PyResult<()> {
     Walk {
         out,
         open: Vec::new(),
-        spaced: false,
     }
     .write(v)
     .map_err(Fail::into_py)
@@ -247,20 +239,6 @@ fn write<S: Sink>(v: &Bound<'_, PyAny>, out: &mut S) -> PyResult<()> {
 pub fn json_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
     let mut s = String::new();
     write(v, &mut s)?;
-    Ok(s)
-}
-
-/// JSON text of a Python value with Python's default separators (`json.dumps(v,
-/// ensure_ascii=False)`): how LangChain's integrations serialize tool-call arguments.
-pub fn spaced_json_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
-    let mut s = String::new();
-    Walk {
-        out: &mut s,
-        open: Vec::new(),
-        spaced: true,
-    }
-    .write(v)
-    .map_err(Fail::into_py)?;
     Ok(s)
 }
 
@@ -274,7 +252,6 @@ pub fn message_json_len(m: &Bound<'_, PyAny>, index: usize) -> PyResult<usize> {
     let r = Walk {
         out: &mut c,
         open: Vec::new(),
-        spaced: false,
     }
     .write(m);
     match r {

@@ -1,6 +1,6 @@
-//! Bindings of the tail walk and the prune plan. `prune_plan` returns the plan as plain tuples
-//! (the compactor filters and applies them in Python); `prune` applies it here, copy-on-write,
-//! building new objects for the containers on the edited paths only.
+//! Bindings of the tail walk and the prune: `prune` plans and applies its edits here,
+//! copy-on-write, building new objects for the containers on the edited paths only;
+//! `apply_edits` applies a compaction plan's edits the same way.
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use std::collections::{HashMap, HashSet};
@@ -9,21 +9,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::messages::{Keep, Walker};
+use super::options::{check_tail, PruneOptions};
+use super::priced_request::PyPricedRequest;
 use crate::estimate::Estimator;
-use crate::prune::{plan_with, PruneOptions, PrunePlan, Step};
+use crate::prune::{plan_with, PrunePlan, Step};
 use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
-
-fn check_ceiling(soft_ceiling: f64, min_tail: usize) -> PyResult<()> {
-    if !(soft_ceiling >= 1.0 && soft_ceiling.is_finite()) {
-        return Err(PyValueError::new_err(format!(
-            "soft_ceiling must be a finite number >= 1.0, got {soft_ceiling}"
-        )));
-    }
-    if min_tail == 0 {
-        return Err(PyValueError::new_err("min_tail must be at least 1"));
-    }
-    Ok(())
-}
 
 /// Index where the protected tail begins (see `tail_walk::find_tail_start` for the rules).
 #[pyfunction]
@@ -39,7 +29,7 @@ fn find_tail_start(
     provider: &str,
     model: Option<&str>,
 ) -> PyResult<usize> {
-    check_ceiling(soft_ceiling, min_tail)?;
+    check_tail(soft_ceiling, min_tail)?;
     let mut est = super::estimator_args::estimator(provider, model)?;
     let opt = TailOptions {
         budget_tokens,
@@ -148,83 +138,23 @@ fn tail_from_the_end(
     Ok(None)
 }
 
-/// The prune plan: `(protected_from, [(message index, path, value), ...])`: each edit replaces
-/// the value at `path` (keys and list positions, in the message's own wire format) with
-/// `value`, new Python objects of a JSON value. Applying needs no knowledge of the formats.
+/// `contextfold.prune`: the prune plan (`prune::plan_with`) applied copy-on-write, in one call.
+/// Only the containers along an edited path are new objects (shallow copies: `copy`, the
+/// Python layer's, for what is not a dict, list or tuple); every other message and value is the
+/// caller's own, and nothing the caller holds is changed. `request` gives the estimator (its
+/// provider and model).
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, protect_tail_tokens, provider="openai", model=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0))]
-#[allow(clippy::too_many_arguments)]
-fn prune_plan<'py>(
-    py: Python<'py>,
-    messages: &Bound<'py, PyAny>,
-    protect_tail_tokens: u64,
-    provider: &str,
-    model: Option<&str>,
-    protect_first_n: usize,
-    min_tail: usize,
-    soft_ceiling: f64,
-    tool_result_max_tokens: u32,
-    arguments_max_chars: usize,
-    prune_images: bool,
-    dedupe: bool,
-    cache_block_tokens: u64,
-) -> PyResult<(usize, Vec<PlannedEdit<'py>>)> {
-    let opt = PruneOptions {
-        protect_tail_tokens,
-        protect_first_n,
-        min_tail,
-        soft_ceiling,
-        tool_result_max_tokens,
-        arguments_max_chars,
-        prune_images,
-        dedupe,
-        cache_block_tokens,
-    };
-    let p = plan(py, messages, provider, model, &opt)?;
-    let mut edits = Vec::with_capacity(p.edits.len());
-    for e in p.edits {
-        edits.push(planned_edit(py, e.message, &e.path, Some(&e.value))?);
-    }
-    Ok((p.protected_from, edits))
-}
-
-/// `contextfold.prune`: the plan of `prune_plan` applied copy-on-write, in one call. Only the
-/// containers along an edited path are new objects (shallow copies: `copy`, the Python
-/// layer's, for what is not a dict, list or tuple); every other message and value is the
-/// caller's own, and nothing the caller holds is changed.
-#[pyfunction]
-#[pyo3(signature = (messages, /, *, copy, protect_tail_tokens, provider="openai", model=None, protect_first_n=1, min_tail=3, soft_ceiling=1.5, tool_result_max_tokens=200, arguments_max_chars=2000, prune_images=true, dedupe=true, cache_block_tokens=0))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (messages, /, request, options, *, copy))]
 fn prune<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
+    request: &PyPricedRequest,
+    options: &PruneOptions,
     copy: &Bound<'py, PyAny>,
-    protect_tail_tokens: u64,
-    provider: &str,
-    model: Option<&str>,
-    protect_first_n: usize,
-    min_tail: usize,
-    soft_ceiling: f64,
-    tool_result_max_tokens: u32,
-    arguments_max_chars: usize,
-    prune_images: bool,
-    dedupe: bool,
-    cache_block_tokens: u64,
 ) -> PyResult<Bound<'py, PyList>> {
-    let opt = PruneOptions {
-        protect_tail_tokens,
-        protect_first_n,
-        min_tail,
-        soft_ceiling,
-        tool_result_max_tokens,
-        arguments_max_chars,
-        prune_images,
-        dedupe,
-        cache_block_tokens,
-    };
     // One snapshot of the history: the plan reads it and the edits apply to it.
     let out = PyList::new(py, Walker::snapshot(messages)?)?;
-    let p = plan(py, out.as_any(), provider, model, &opt)?;
+    let p = plan(py, &out, request, options)?;
     let mut cow = CopyOnWrite::new(&out, copy);
     for e in &p.edits {
         let steps = e
@@ -240,23 +170,18 @@ fn prune<'py>(
     Ok(out)
 }
 
-/// Arguments checked, the history read and priced, the plan made (with the GIL released).
+/// The prune plan of `out`, read and priced, made with the GIL released; the views are dropped
+/// before the edits are applied.
 fn plan(
     py: Python<'_>,
-    messages: &Bound<'_, PyAny>,
-    provider: &str,
-    model: Option<&str>,
-    opt: &PruneOptions,
+    out: &Bound<'_, PyList>,
+    request: &PyPricedRequest,
+    options: &PruneOptions,
 ) -> PyResult<PrunePlan> {
-    check_ceiling(opt.soft_ceiling, opt.min_tail)?;
-    if opt.arguments_max_chars < 64 {
-        return Err(PyValueError::new_err(
-            "arguments_max_chars must be at least 64 (room for a valid JSON marker)",
-        ));
-    }
-    let mut est = super::estimator_args::estimator(provider, model)?;
+    let mut est = request.request.estimator;
     let keep = Keep::new();
-    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
+    let (ms, costs) = Walker::new(py, &keep).messages_priced(out.as_any(), &mut est)?;
+    let opt = &options.opt;
     Ok(py.detach(|| plan_with(&ms, &est, &costs, &legal_cuts(&ms), opt)))
 }
 
@@ -456,7 +381,6 @@ fn to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py,
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_tail_start, m)?)?;
-    m.add_function(wrap_pyfunction!(prune_plan, m)?)?;
     m.add_function(wrap_pyfunction!(prune, m)?)?;
     m.add_function(wrap_pyfunction!(apply_edits, m)?)?;
     Ok(())

@@ -1,5 +1,5 @@
-//! Bindings of the session ledger (`_core.SessionLedger`) and the batch estimator
-//! (`estimate_many`).
+//! Binding of the session ledger (`_core.SessionLedger`); the batch estimators live in
+//! `batch.rs`, the list-layout probe the prefix match reads with in `list_layout.rs`.
 //!
 //! A `SessionLedger` keeps, per message of the last history seen, the message object's address,
 //! a cheap fingerprint and its cost: never a reference to the message, so the caller's large
@@ -8,10 +8,9 @@
 //! (`lock_py_attached`), so two threads sharing a session cannot deadlock against the GIL.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -19,32 +18,20 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::encoding::Encoding;
-use crate::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
+use crate::estimate::{RequestExtras, ResponseFormat, ToolDef};
 use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
 use crate::message::Message;
+use crate::priced_request::PricedRequest;
 use crate::provider::Provider;
 use crate::session_state::SessionState;
 
 use super::json_out::json_len;
+use super::list_layout::{as_list, id_at, item_addresses};
 use super::messages::{Keep, Walker};
+use super::priced_request::PyPricedRequest;
 
 /// Above this many new messages, their pricing runs with the GIL released.
 const DETACH_AT: usize = 256;
-
-fn owned_extras(e: RequestExtras<'_>) -> RequestExtras<'static> {
-    RequestExtras {
-        response_format: e.response_format.map(ResponseFormat::into_owned),
-        system: e.system.map(|s| Cow::Owned(s.into_owned())),
-        tools: e
-            .tools
-            .into_iter()
-            .map(|t| ToolDef {
-                name: Cow::Owned(t.name.into_owned()),
-                json: Cow::Owned(t.json.into_owned()),
-            })
-            .collect(),
-    }
-}
 
 /// FNV-1a over 64-bit words: the fingerprint only needs to differ when a message changes shape.
 struct Fnv(u64);
@@ -104,94 +91,10 @@ pub(super) fn fingerprint(m: &Bound<'_, PyAny>) -> PyResult<u64> {
     Ok(h.0)
 }
 
-/// The history as a list (a list is used as is; other sequences are copied into one).
-pub(super) fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-    if let Ok(l) = messages.cast::<PyList>() {
-        return Ok(l.clone());
-    }
-    if messages.is_instance_of::<PyString>() || messages.is_instance_of::<PyDict>() {
-        return Err(PyTypeError::new_err(format!(
-            "messages must be a list of messages, got {}",
-            messages.get_type().name()?
-        )));
-    }
-    let items: Vec<Bound<'py, PyAny>> = messages.try_iter()?.collect::<PyResult<_>>()?;
-    PyList::new(messages.py(), items)
-}
-
-/// The address of message `i` of `list` (identity only, never dereferenced later).
-#[inline]
-pub(super) fn id_at(list: &Bound<'_, PyList>, i: usize) -> usize {
-    // SAFETY: `i < len(list)` (callers bound it), the GIL is held and no Python code runs between
-    // the length read and this call; PyList_GetItem returns a borrowed pointer used as a number.
-    unsafe { ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t) as usize }
-}
-
-/// The memory layout of a CPython list object (`PyListObject`, unchanged from 3.0 to 3.14 in
-/// GIL-enabled builds): header, size, item array. The limited API hides it; it is used only
-/// after `list_layout_ok` proved it on a live list, and only to read the item pointers.
-#[repr(C)]
-struct ListLayout {
-    ob_refcnt: ffi::Py_ssize_t,
-    ob_type: *mut ffi::PyTypeObject,
-    ob_size: ffi::Py_ssize_t,
-    ob_item: *mut *mut ffi::PyObject,
-}
-
-static LAYOUT_OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-
-/// Probe the layout once: a list of 5 distinct objects must read back, through the mirror
-/// struct, exactly what `PyList_GetItem` returns.
-fn list_layout_ok(py: Python<'_>) -> bool {
-    // A free-threaded build has a larger object header: the probe fails there and the
-    // per-item C call is used (abi3 wheels do not load on those builds anyway).
-    *LAYOUT_OK.get_or_init(|| {
-        let items: Vec<Bound<'_, PyAny>> = (0..5)
-            .map(|i| PyString::new(py, &format!("probe-{i}")).into_any())
-            .collect();
-        let Ok(list) = PyList::new(py, &items) else {
-            return false;
-        };
-        // SAFETY: `list` is a live exact list and the GIL is held; the fields read are within
-        // the object's allocation on every CPython whose header is two words.
-        let raw = unsafe { &*(list.as_ptr() as *const ListLayout) };
-        raw.ob_size == 5
-            && raw.ob_type == std::ptr::addr_of_mut!(ffi::PyList_Type)
-            && !raw.ob_item.is_null()
-            && (0..5).all(|i| {
-                // SAFETY: `ob_size` is 5 and `ob_item` non-null (checked just above), so slots
-                // 0..5 are inside the list's item array.
-                (unsafe { *raw.ob_item.add(i) }) as usize == id_at(&list, i)
-            })
-    })
-}
-
-/// The item pointers of an exact list, as addresses, when the layout probe passed.
-fn item_addresses<'a>(list: &'a Bound<'_, PyList>) -> Option<&'a [usize]> {
-    if !list.is_exact_instance_of::<PyList>() || !list_layout_ok(list.py()) {
-        return None;
-    }
-    // SAFETY: layout proven by the probe; the slice is read while the GIL is held and no Python
-    // code runs (nothing can resize the list) for as long as the borrow of `list` lasts in the
-    // caller, which only compares the addresses.
-    unsafe {
-        let raw = &*(list.as_ptr() as *const ListLayout);
-        if raw.ob_size <= 0 || raw.ob_item.is_null() {
-            return Some(&[]);
-        }
-        Some(std::slice::from_raw_parts(
-            raw.ob_item as *const usize,
-            raw.ob_size as usize,
-        ))
-    }
-}
-
 struct State {
-    provider: Provider,
-    encoding: Option<Encoding>,
-    model: Option<String>,
-    estimator: Estimator,
-    extras: RequestExtras<'static>,
+    /// Provider, model, encoding, tools and system prompt; its estimator settles its serving
+    /// platform on the messages it prices (`Estimator::settle_platform`).
+    request: PricedRequest,
     ledger: Ledger,
     /// The caller's `image_sizes` (mapping or callable), asked about new remote images only.
     image_sizes: Option<Py<PyAny>>,
@@ -245,13 +148,13 @@ impl State {
             };
             meta.push((m.as_ptr() as usize, fingerprint(&m)?, wire));
         }
-        if self.estimator.settle_platform(&views) {
+        if self.request.estimator.settle_platform(&views) {
             // The cached messages come before the first thought signature: no call, no result,
             // the same cost on either platform. The tools' price moved.
-            let overhead = self.estimator.overhead(&self.extras);
+            let overhead = self.request.estimator.overhead(&self.request.extras);
             self.ledger.set_overhead(overhead);
         }
-        let est = self.estimator;
+        let est = self.request.estimator;
         let sizes = super::estimator_args::resolve_sizes(
             self.image_sizes.as_ref().map(|s| s.bind(py)),
             &views,
@@ -263,7 +166,7 @@ impl State {
                 .map(|v| (est.message(v), payload_chars(v), content_hash(v)))
                 .collect::<Vec<_>>()
         };
-        let costs = if views.len() >= DETACH_AT || self.encoding.is_some() {
+        let costs = if views.len() >= DETACH_AT || self.request.encoding.is_some() {
             py.detach(price)
         } else {
             price()
@@ -322,18 +225,19 @@ impl State {
 
     fn to_state(&self, meta: String) -> SessionState {
         SessionState {
-            provider: self.provider.name().to_string(),
-            model: self.model.clone(),
-            text_encoding: self.encoding.map(|e| e.name().to_string()),
+            provider: self.request.provider.name().to_string(),
+            model: self.request.model.clone(),
+            text_encoding: self.request.encoding.map(|e| e.name().to_string()),
             track_wire: false,
-            system: self.extras.system.as_ref().map(|s| s.to_string()),
+            system: self.request.extras.system.as_ref().map(|s| s.to_string()),
             tools: self
+                .request
                 .extras
                 .tools
                 .iter()
                 .map(|t| (t.name.to_string(), t.json.to_string()))
                 .collect(),
-            response_format: self.extras.response_format.as_ref().map(|r| {
+            response_format: self.request.extras.response_format.as_ref().map(|r| {
                 (
                     r.name.to_string(),
                     r.description.as_ref().map(|d| d.to_string()),
@@ -377,46 +281,25 @@ impl SessionLedger {
 #[pymethods]
 impl SessionLedger {
     // `smoothing=0.5` is `ledger::DEFAULT_SMOOTHING`, spelled out so the signature shows it.
+    /// A ledger pricing the histories of `request` (its provider, model, text encoding, tools,
+    /// system prompt and response format, read once).
     #[new]
-    #[pyo3(signature = (*, provider="openai", model=None, tools=None, system=None, response_format=None, track_wire=false, smoothing=0.5, text_encoding=None, image_sizes=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (request, /, *, track_wire=false, smoothing=0.5, image_sizes=None))]
     fn new(
         py: Python<'_>,
-        provider: &str,
-        model: Option<String>,
-        tools: Option<&Bound<'_, PyAny>>,
-        system: Option<&Bound<'_, PyAny>>,
-        response_format: Option<&Bound<'_, PyAny>>,
+        request: &PyPricedRequest,
         track_wire: bool,
         smoothing: f64,
-        text_encoding: Option<&str>,
         image_sizes: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
         if !(0.0..=1.0).contains(&smoothing) {
             return Err(PyValueError::new_err("smoothing must be within [0, 1]"));
         }
-        let encoding = match text_encoding {
-            None => None,
-            Some(name) => Some(Encoding::parse(name).ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "unknown text_encoding {name:?}; valid: {}",
-                    Encoding::NAMES.join(", ")
-                ))
-            })?),
-        };
-        let estimator =
-            Estimator::new(provider, model.as_deref().unwrap_or("")).with_encoding(encoding);
-        let keep = Keep::new();
-        let extras = owned_extras(Walker::new(py, &keep).extras(tools, system, response_format)?);
-        let ledger = Ledger::new(estimator.overhead(&extras), smoothing);
+        let request = request.request.clone();
+        let ledger = Ledger::new(request.overhead, smoothing);
         Ok(SessionLedger {
             state: Mutex::new(State {
-                provider,
-                encoding,
-                model,
-                estimator,
-                extras,
+                request,
                 ledger,
                 image_sizes: image_sizes.filter(|s| !s.is_none(py)),
             }),
@@ -492,14 +375,13 @@ impl SessionLedger {
     #[pyo3(signature = (model, /))]
     fn set_model(&self, py: Python<'_>, model: Option<String>) -> PyResult<()> {
         let mut st = self.lock(py)?;
-        if st.model == model {
+        if st.request.model == model {
             return Ok(());
         }
-        st.estimator =
-            Estimator::new(st.provider, model.as_deref().unwrap_or("")).with_encoding(st.encoding);
-        let overhead = st.estimator.overhead(&st.extras);
+        let r = &st.request;
+        st.request = PricedRequest::new(r.provider, model, r.encoding, r.extras.clone());
+        let overhead = st.request.overhead;
         st.ledger.reset_with_overhead(overhead);
-        st.model = model;
         Ok(())
     }
 
@@ -528,8 +410,6 @@ impl SessionLedger {
             None => None,
             Some(name) => Some(Encoding::parse(name).ok_or_else(|| invalid("unknown encoding"))?),
         };
-        let mut estimator =
-            Estimator::new(provider, state.model.as_deref().unwrap_or("")).with_encoding(encoding);
         let extras = RequestExtras {
             system: state.system.map(Cow::Owned),
             tools: state
@@ -548,12 +428,16 @@ impl SessionLedger {
                 }
             }),
         };
+        let mut request = PricedRequest::new(provider, state.model, encoding, extras);
         // The overhead is a function of what the state carries: a state whose overhead
         // disagrees was not written by this estimator, unless the session had settled a bare
         // Gemini 3 name on Vertex AI (`Estimator::settle_platform`), which prices tools lower.
-        if u64::from(estimator.overhead(&extras)) != state.ledger.overhead {
-            match estimator.settled_on_vertex_ai() {
-                Some(v) if u64::from(v.overhead(&extras)) == state.ledger.overhead => estimator = v,
+        if u64::from(request.overhead) != state.ledger.overhead {
+            match request.estimator.settled_on_vertex_ai() {
+                Some(v) if u64::from(v.overhead(&request.extras)) == state.ledger.overhead => {
+                    request.estimator = v;
+                    request.overhead = v.overhead(&request.extras);
+                }
                 _ => return Err(invalid("overhead does not match its tools and system")),
             }
         }
@@ -562,11 +446,7 @@ impl SessionLedger {
         Ok((
             SessionLedger {
                 state: Mutex::new(State {
-                    provider,
-                    encoding,
-                    model: state.model,
-                    estimator,
-                    extras,
+                    request,
                     ledger,
                     // A mapping or callable of the caller's does not travel in bytes.
                     image_sizes: None,
@@ -594,12 +474,12 @@ impl SessionLedger {
 
     #[getter]
     fn model(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        Ok(self.lock(py)?.model.clone())
+        Ok(self.lock(py)?.request.model.clone())
     }
 
     #[getter]
     fn provider(&self, py: Python<'_>) -> PyResult<&'static str> {
-        Ok(self.lock(py)?.provider.name())
+        Ok(self.lock(py)?.request.provider.name())
     }
 
     #[getter]
@@ -619,7 +499,7 @@ impl SessionLedger {
 
     #[getter]
     fn text_encoding(&self, py: Python<'_>) -> PyResult<Option<&'static str>> {
-        Ok(self.lock(py)?.encoding.map(Encoding::name))
+        Ok(self.lock(py)?.request.encoding.map(Encoding::name))
     }
 
     #[getter]
@@ -628,219 +508,8 @@ impl SessionLedger {
     }
 }
 
-/// Messages walked per batch of `estimate_many`: each batch is read with the GIL, then priced
-/// with the GIL released, so the views and the references they need stay small and cache-warm.
-const BATCH_MESSAGES: usize = 8192;
-
-/// `total` of every history, on up to `threads` threads; one thread for small batches, where
-/// spawning would cost more than it saves.
-///
-/// Threads take the next unpriced history as they finish the last: histories differ in cost by
-/// orders of magnitude (one SWE trajectory holds most of a batch's text), so fixed chunks left
-/// one thread idle (count_many on 20 SWE histories: 1.13x on 2 threads).
-fn price_all<F>(
-    all: &[Vec<Message<'_>>],
-    threads: usize,
-    min_per_thread: usize,
-    total: F,
-) -> Vec<u64>
-where
-    F: Fn(&[Message<'_>]) -> u64 + Sync,
-{
-    let weight: usize = all.iter().map(|h| h.len() + 1).sum();
-    let threads = threads
-        .min(all.len())
-        .min(weight / min_per_thread.max(1) + 1)
-        .max(1);
-    if threads == 1 {
-        return all.iter().map(|h| total(h)).collect();
-    }
-    // Largest first, so the last history a thread picks up is a small one.
-    let mut order: Vec<usize> = (0..all.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(all[i].len()));
-    let next = AtomicUsize::new(0);
-    let (total, order, next) = (&total, &order, &next);
-    let work = move || {
-        let mut got = Vec::new();
-        loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&i) = order.get(k) else { break };
-            got.push((i, total(&all[i])));
-        }
-        got
-    };
-    let parts: Vec<Vec<(usize, u64)>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-        // The calling thread is a worker too: one spawn fewer, and its per-thread tokenizer
-        // state (`bpe_count`'s compiled split regex and its lazily built DFA caches) is already
-        // warm, where a new thread builds its own first.
-        let mut parts = vec![work()];
-        parts.extend(
-            workers
-                .into_iter()
-                .map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
-        );
-        parts
-    });
-    let mut out = vec![0u64; all.len()];
-    for (i, v) in parts.into_iter().flatten() {
-        out[i] = v;
-    }
-    out
-}
-
-fn check_batch_args(
-    histories: &Bound<'_, PyAny>,
-    threads: Option<&Bound<'_, PyAny>>,
-) -> PyResult<usize> {
-    let threads = match threads.filter(|t| !t.is_none()) {
-        None => None,
-        Some(t) if t.is_instance_of::<pyo3::types::PyBool>() => {
-            return Err(PyTypeError::new_err("threads must be an int, got bool"));
-        }
-        Some(t) => {
-            let n: i64 = t.extract().or_else(|e| {
-                // An int beyond i64: more threads than any machine has.
-                if t.is_instance_of::<pyo3::types::PyInt>() && t.gt(0).unwrap_or(false) {
-                    Ok(i64::MAX)
-                } else {
-                    Err(e)
-                }
-            })?;
-            if n < 1 {
-                return Err(PyValueError::new_err(format!(
-                    "threads must be at least 1, got {n}"
-                )));
-            }
-            // Never more threads than the batch can use (price_all caps it again by work).
-            Some(usize::try_from(n).unwrap_or(usize::MAX).min(1024))
-        }
-    };
-    if histories.is_instance_of::<PyString>() || histories.is_instance_of::<PyDict>() {
-        return Err(PyTypeError::new_err(
-            "histories must be a list of message lists",
-        ));
-    }
-    Ok(threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())))
-}
-
-/// An error reading history `k` of a batch: an `InvalidMessageError` gets `.history = k` (its
-/// `.index` is the message's position inside that history) and says so in its text.
-#[cold]
-fn in_history(py: Python<'_>, e: PyErr, k: usize) -> PyErr {
-    let v = e.value(py);
-    if v.hasattr("index").unwrap_or(false) && v.setattr("history", k).is_ok() {
-        if let (Ok(reason), Ok(index), Ok(field)) =
-            (v.getattr("reason"), v.getattr("index"), v.getattr("field"))
-        {
-            let reason = format!("history {k}: {reason}");
-            if let Ok(new) = v.get_type().call1((reason, index, field)) {
-                let _ = new.setattr("history", k);
-                let _ = new.setattr("__cause__", v.getattr("__cause__").ok());
-                return PyErr::from_value(new);
-            }
-        }
-    }
-    e
-}
-
-/// Walk `histories` in batches of about `BATCH_MESSAGES` messages with the GIL held, and price
-/// each batch with the GIL released.
-fn batched<F>(
-    py: Python<'_>,
-    histories: &Bound<'_, PyAny>,
-    threads: usize,
-    min_per_thread: usize,
-    total: F,
-) -> PyResult<Vec<u64>>
-where
-    F: Fn(&[Message<'_>]) -> u64 + Sync,
-{
-    let mut out = Vec::new();
-    let mut it = histories.try_iter()?.peekable();
-    while it.peek().is_some() {
-        let keep = Keep::new();
-        let mut w = Walker::new(py, &keep);
-        let mut batch: Vec<Vec<Message<'_>>> = Vec::new();
-        let mut walked = 0;
-        while walked < BATCH_MESSAGES {
-            let Some(h) = it.next() else { break };
-            let ms = w
-                .messages(&h?)
-                .map_err(|e| in_history(py, e, out.len() + batch.len()))?;
-            walked += ms.len() + 1;
-            batch.push(ms);
-        }
-        out.extend(py.detach(|| price_all(&batch, threads, min_per_thread, &total)));
-    }
-    Ok(out)
-}
-
-/// Estimates of many histories (same provider, model, tools and system): read in batches with
-/// the GIL, priced on several threads with the GIL released.
-#[pyfunction]
-#[pyo3(signature = (histories, /, *, provider="openai", model=None, tools=None, system=None, response_format=None, threads=None))]
-#[allow(clippy::too_many_arguments)]
-fn estimate_many(
-    py: Python<'_>,
-    histories: &Bound<'_, PyAny>,
-    provider: &str,
-    model: Option<&str>,
-    tools: Option<&Bound<'_, PyAny>>,
-    system: Option<&Bound<'_, PyAny>>,
-    response_format: Option<&Bound<'_, PyAny>>,
-    threads: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<u64>> {
-    let provider = Provider::parse(provider).map_err(PyValueError::new_err)?;
-    let threads = check_batch_args(histories, threads)?;
-    let est = Estimator::new(provider, model.unwrap_or(""));
-    let keep = Keep::new();
-    let extras = Walker::new(py, &keep).extras(tools, system, response_format)?;
-    let overhead = u64::from(est.overhead(&extras));
-    // The heuristic prices ~1,000 messages in well under a millisecond: threads only pay off
-    // on large batches.
-    batched(py, histories, threads, 2048, |ms| {
-        // Each history settles its own serving platform (`Estimator::settle_platform`); only
-        // one that does pays for its overhead again.
-        let mut est = est;
-        let overhead = match est.settle_platform(ms) {
-            true => u64::from(est.overhead(&extras)),
-            false => overhead,
-        };
-        est.messages_total(ms) + overhead
-    })
-}
-
-/// Exact OpenAI prompt tokens of many histories (same model, tools and response format), as
-/// `count` computes them: read in batches with the GIL, tokenized on several threads with the
-/// GIL released.
-#[pyfunction]
-#[pyo3(signature = (histories, /, *, model, tools=None, response_format=None, threads=None))]
-fn count_many(
-    py: Python<'_>,
-    histories: &Bound<'_, PyAny>,
-    model: &str,
-    tools: Option<&Bound<'_, PyAny>>,
-    response_format: Option<&Bound<'_, PyAny>>,
-    threads: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<u64>> {
-    let threads = check_batch_args(histories, threads)?;
-    let c = super::exact::counter(py, model)?;
-    let tools = super::exact::tools_json(tools)?;
-    let rf = match response_format.filter(|r| !r.is_none()) {
-        Some(r) => Some(super::exact::to_json(r, "response_format", 0)?),
-        None => None,
-    };
-    // BPE costs ~30 ns per byte: even small histories are worth a thread.
-    batched(py, histories, threads, 16, |ms| {
-        c.count(ms, &tools, rf.as_ref())
-    })
-}
-
-/// Register the session types and functions on the extension module.
+/// Register the session ledger on the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SessionLedger>()?;
-    m.add_function(wrap_pyfunction!(estimate_many, m)?)?;
-    m.add_function(wrap_pyfunction!(count_many, m)?)?;
     Ok(())
 }

@@ -9,6 +9,17 @@
 use crate::json_string::push_json_string;
 use crate::message::{ImageSource, Message, Part};
 
+/// What an edit does at its path inside a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Replace the value at the path (its last step names an existing key) with this JSON.
+    Set(String),
+    /// Remove the list element the path ends on.
+    Remove,
+    /// Insert this JSON into the list at the path, at `position`.
+    Insert { position: usize, value: String },
+}
+
 /// One step of a path inside a message: a field or a list position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Step {

@@ -156,6 +156,12 @@ keys! {
     auto = "auto",
     tool = "tool",
     enabled = "enabled",
+    additional_kwargs = "additional_kwargs",
+    openai_role = "__openai_role__",
+    gemini_call_signatures = "__gemini_function_call_thought_signatures__",
+    base64 = "base64",
+    source_type = "source_type",
+    value = "value",
 }
 
 impl Key {

@@ -40,7 +40,7 @@ pub use request::{read_request, Api, Body, History, McpServer, Settings, Thinkin
 pub use wire_format::WireFormat;
 
 pub use crate::message::Format;
-use crate::message::Message;
+use crate::message::{Content, Message};
 
 /// The dialect a message read as `f` is written in; `None` for a message that shows no format
 /// (plain `{"role", "content": "text"}`), which any format could have sent.
@@ -102,6 +102,35 @@ impl WireFormat {
     /// message of the assistant's turn when `assistant`, else the user's).
     pub fn text_block_json(self, assistant: bool, text: &str) -> String {
         (self.dialect().text_block)(assistant, text)
+    }
+
+    /// The edit that adds `text` (a summary) to message `msg` of this format: a text block
+    /// first (`at_start`) or last in its content list; a string content becomes `text` and the
+    /// string (at the start) or two blocks (at the end); a chat message without content (it
+    /// only called tools) gets `text` as its content.
+    pub fn merge_text(
+        self,
+        msg: &Message<'_>,
+        text: &str,
+        at_start: bool,
+    ) -> (Vec<Step>, edit::Action) {
+        let assistant = msg.role == crate::message::Role::Assistant;
+        let path = vec![Step::Key(self.dialect().content_key)];
+        let block = self.text_block_json(assistant, text);
+        let action = match &msg.content {
+            Content::None => edit::Action::Set(edit::json_string(text)),
+            Content::Text(t) if at_start => {
+                edit::Action::Set(edit::json_string(&format!("{text}\n\n{t}")))
+            }
+            Content::Text(t) => {
+                edit::Action::Set(format!("[{},{block}]", self.text_block_json(assistant, t)))
+            }
+            Content::Parts(ps) => edit::Action::Insert {
+                position: if at_start { 0 } else { ps.len() },
+                value: block,
+            },
+        };
+        (path, action)
     }
 }
 

@@ -72,3 +72,57 @@ def test_raises_only_when_system_tools_task_and_last_user_turn_cannot_fit_and_sa
         cf.Compactor(budget=floor - 100).compact(msgs)
     assert "alone take" in str(e.value) and f"{floor - (floor - 100)} over" in str(e.value)
     assert e.value.tokens == floor and e.value.budget == floor - 100
+
+
+def tight_floor(fmt: str) -> tuple[list, object, int]:
+    """A history whose system prompt, task and last user turn leave a few dozen tokens: the
+    tool rounds after the last user turn (one with long arguments) and any summary do not fit."""
+    msgs = agent_history(8)
+    msgs[0] = dict(msgs[0], content="You are a coding agent. " + "Policy line: be careful. " * 300)
+    msgs.append({"role": "user", "content": "Book the cheapest flight and tell me the confirmation."})
+    for k, args in enumerate(({"origin": "JFK", "destination": "SFO", "note": "cheapest " * 60},
+                              {"reservation": "ZQ7X2P", "summary": "the user wants a confirmation " * 20})):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_b{k}", "type": "function", "function": {"name": f"step_{k}", "arguments": json.dumps(args)}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"call_b{k}", "content": f"ok {k}: " + "detail " * 40})
+    converted, system = convert(msgs, fmt)
+    provider = PROVIDER[fmt]
+    must = [m for m in converted[:2] if m.get("role") in ("system", "user")][: 2 if fmt == "chat" else 1]
+    last_user = [m for m in converted if "cheapest flight" in json.dumps(m)][0]
+    floor = cf.estimate([*must, last_user], provider=provider, system=system)
+    return converted, system, floor
+
+
+@pytest.mark.parametrize("fmt", ["chat", "anthropic"])
+def test_where_only_the_floor_fits_a_history_without_a_summary_comes_back_instead_of_an_error(fmt):
+    msgs, system, floor = tight_floor(fmt)
+    snap = copy.deepcopy(msgs)
+    budget = floor + 40
+    c = cf.Compactor(budget=budget, provider=PROVIDER[fmt], system=system, wire_format=fmt)
+    r = c.compact(msgs)
+    assert msgs == snap
+    assert r.summary is None and r.changed and r.tokens_after <= budget
+    assert any("without a summary" in n for n in r.notes), r.notes
+    assert shape_problems(r.messages, fmt) == []
+    text = json.dumps(r.messages)
+    assert "Fix the failing test" in text and "Book the cheapest flight" in text
+    assert "folded" in text, "a marker says that messages were folded"
+    # Below the floor it still raises, saying by how much.
+    with pytest.raises(cf.CompactionBudgetError, match="alone take"):
+        cf.Compactor(budget=floor - 20, provider=PROVIDER[fmt], system=system, wire_format=fmt).compact(msgs)
+
+
+def test_budget_sweep_raises_nowhere_the_floor_fits():
+    """tools/budget_sweep.py over the real transcripts (tests/data when the shared data is
+    absent): no CompactionBudgetError where system + tools + task + last user turn fit."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, str(root / "tools" / "budget_sweep.py"), "--json"], capture_output=True,
+                         text=True, check=True, cwd=root)
+    report = json.loads(out.stdout)
+    assert report["cases"] > 0
+    assert report.get("raised where system+tools+task+last user turn fit", 0) == 0, report
+    assert report.get("over budget", 0) == 0 and report.get("rejected shape", 0) == 0, report

@@ -340,3 +340,40 @@ def test_count_text_matches_tiktoken(encoding):
     strings = _strings(10_000)
     bad = [s for s in strings if cf.count_text(s, encoding=encoding) != len(enc.encode_ordinary(s))]
     assert not bad, bad[:5]
+
+
+def _json_strings(v, out: list[str]) -> None:
+    if isinstance(v, str):
+        out.append(v)
+    elif isinstance(v, list):
+        for x in v:
+            _json_strings(x, out)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _json_strings(x, out)
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_count_text_matches_tiktoken_on_every_recorded_string(encoding):
+    """Every string of every recorded request and conversation in ../shared/data (prose in
+    several scripts, code, tool output, JSON), counted one by one in one thread so the memory of
+    merged pieces is reused across texts, equals tiktoken-py's encode_ordinary."""
+    import json
+
+    from transcripts import SHARED, shared_available
+
+    if not shared_available():
+        pytest.skip(f"shared data not found at {SHARED}")
+    if not CACHE.is_dir() or not any(CACHE.iterdir()):
+        pytest.skip(f"tiktoken cache not found at {CACHE} (set TIKTOKEN_CACHE_DIR)")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(CACHE)
+    tiktoken = pytest.importorskip("tiktoken")
+    enc = tiktoken.get_encoding(encoding)
+    strings: list[str] = []
+    for path in sorted(SHARED.glob("*/*.jsonl")):
+        for line in path.read_text().splitlines():
+            _json_strings(json.loads(line), strings)
+    strings = list(dict.fromkeys(strings))
+    assert len(strings) > 5_000
+    bad = [s[:80] for s in strings if cf.count_text(s, encoding=encoding) != len(enc.encode_ordinary(s))]
+    assert not bad, bad[:5]

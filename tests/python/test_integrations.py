@@ -79,7 +79,7 @@ def test_litellm_pre_call_hook_compacts_acompletion_requests_and_reuses_the_fold
         assert hook.compactions >= 1
         sent = [s.body["messages"] for s in up.seen]
         for s in sent:
-            tokens, failures = _core.compaction_verify(s, format="chat", tools=tools, model="gpt-4o")
+            tokens, failures = _core.compaction_verify(s, _core.PricedRequest(format="chat", tools=tools, model="gpt-4o"))
             assert failures == []
             assert tokens <= int(full * 0.7)
         summary_at = [next(i for i, m in enumerate(s) if "<contextfold:summary>" in str(m.get("content"))) for s in sent]
@@ -148,7 +148,7 @@ def test_pydantic_ai_history_processor_in_the_agent_loop():
     # Every request the model saw starts with the task and pairs each tool call with its return.
     for s in seen:
         dicts = to_openai_messages(s)
-        _, failures = _core.compaction_verify(dicts, format="chat", model="gpt-4o")
+        _, failures = _core.compaction_verify(dicts, _core.PricedRequest(format="chat", model="gpt-4o"))
         assert failures == []
         assert "List /d1 to /d8." in json.dumps(dicts[:3])
     # Between compactions the first request (task + summary) is the same object.
@@ -214,7 +214,7 @@ def test_openai_agents_compacting_session_in_the_runner():
     sent = [s.body["messages"] for s in up.seen]
     assert len(sent) == 3
     for s in sent:
-        tokens, failures = _core.compaction_verify(s, format="chat", model="gpt-4o")
+        tokens, failures = _core.compaction_verify(s, _core.PricedRequest(format="chat", model="gpt-4o"))
         assert failures == []
         assert tokens <= int(full * 0.7)
     # The three turns share the compacted prefix (everything up to and including the summary).

@@ -401,7 +401,7 @@ def test_wire_bytes_of_langchain_messages_are_those_of_what_is_sent():
 
 
 def test_the_summarizer_transcript_reads_langchain_messages_as_what_they_say():
-    from contextfold.adapters.transcript import render_transcript
+    from contextfold._core import render_transcript
 
     lc = agent_history()
     assert render_transcript(lc) == render_transcript(convert_to_openai_messages(lc))

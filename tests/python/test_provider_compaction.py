@@ -109,7 +109,7 @@ def test_openai_responses_compaction_item_replaces_the_middle_verbatim(mode):
     assert sent.body["input"] == [items[i] for i in result.removed]  # exactly the folded middle
     kept = [m for m in result.messages if m.get("type") == "compaction"]
     assert kept == [{"type": "compaction", "id": "cmp_1", "encrypted_content": ENCRYPTED}]
-    tokens, failures = _core.compaction_verify(result.messages, format="responses", model="gpt-4o")
+    tokens, failures = _core.compaction_verify(result.messages, _core.PricedRequest(format="responses", model="gpt-4o"))
     assert failures == [] and tokens <= int(full * 0.5)
     # A later compaction keeps the provider's item verbatim (never re-summarized).
     again = cf.Compactor(model="gpt-4o", wire_format="responses", budget=int(full * 0.3), strategy="summarize")
@@ -143,7 +143,7 @@ def test_anthropic_compaction_block_is_placed_where_the_summary_goes_and_sent_ba
     blocks = [b for m in result.messages if isinstance(m.get("content"), list) for b in m["content"]
               if b.get("type") == "compaction"]
     assert blocks == [json.loads(anthropic_compact_answer("POST", "", b"")[2])["content"][0]]
-    tokens, failures = _core.compaction_verify(result.messages, format="anthropic", provider="anthropic", system=system)
+    tokens, failures = _core.compaction_verify(result.messages, _core.PricedRequest(format="anthropic", provider="anthropic", system=system))
     assert failures == [] and tokens <= int(full * 0.5)
 
 

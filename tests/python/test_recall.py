@@ -70,7 +70,7 @@ def scripted_recall(c: cf.Compactor, fmt: str, fold_id: str, history: list[Any],
         answer = c.answer(call)
         after = [*history, call, answer]
         assert shape_problems(after, fmt) == [], (fmt, shape_problems(after, fmt))
-        tokens, failures = cf._core.compaction_verify(after, format=fmt, **kw)
+        tokens, failures = cf._core.compaction_verify(after, cf._core.PricedRequest(format=fmt, **kw))
         assert failures == [], failures
         assert tokens <= budget, (fmt, tokens, budget)
         header, _, page = answer_text(fmt, answer).partition("\n")
@@ -104,6 +104,8 @@ def originals(msgs: list[dict[str, Any]], fmt: str) -> set[str]:
 
     for m in msgs:
         if m.get("role") in ("tool", "user"):  # user: a text agent's observation
+            text(m.get("content", m.get("parts")))
+        if m.get("role") in ("assistant", "model"):  # a message cut in the middle to fit
             text(m.get("content", m.get("parts")))
         if m.get("type") == "function_call_output":
             text(m["output"])

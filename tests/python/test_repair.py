@@ -104,7 +104,7 @@ def damage(msgs: list[dict[str, Any]], fmt: str, rng: random.Random) -> tuple[li
 
 def accepted(messages: list[Any], fmt: str, system: Any) -> list[str]:
     problems = shape_problems(messages, fmt)
-    _, failures = cf._core.compaction_verify(messages, format=fmt, provider=PROVIDER[fmt], system=system)
+    _, failures = cf._core.compaction_verify(messages, cf._core.PricedRequest(format=fmt, provider=PROVIDER[fmt], system=system))
     return problems + [d for k, _, d in failures if k != "over_budget"]
 
 

@@ -25,9 +25,9 @@ def _texts(lang: str) -> list[str]:
 
 @pytest.mark.parametrize("model", ["gpt-4o", "gpt-4"])
 @pytest.mark.parametrize("lang", [*SCRIPTS.values(), "emoji"])
-def test_median_error_per_script_is_within_eight_percent(lang: str, model: str) -> None:
+def test_median_error_per_script_is_within_five_percent(lang: str, model: str) -> None:
     e = errors(model, _texts(lang))
-    assert abs(statistics.median(e)) <= 0.08, (lang, model, statistics.median(e))
+    assert abs(statistics.median(e)) <= 0.05, (lang, model, statistics.median(e))
 
 
 @pytest.mark.parametrize("model", ["gpt-4o", "gpt-4"])

@@ -125,7 +125,7 @@ def test_an_agent_loop_through_the_openai_sdk_is_compacted_valid_within_budget_a
         cache = proxy.proxy.cache
         for s, h in zip(seen, headers):
             sent = s.body["messages"]
-            tokens, failures = _core.compaction_verify(sent, format="chat", tools=tools, model="gpt-4o")
+            tokens, failures = _core.compaction_verify(sent, _core.PricedRequest(format="chat", tools=tools, model="gpt-4o"))
             assert failures == [], failures  # every call with its result, roles, JSON arguments
             # Within the gate: what was sent, as the upstream billed it, never reaches the trigger
             # once the proxy has learnt the billing (the first turn has no usage yet).
@@ -292,7 +292,7 @@ def test_an_anthropic_agent_history_is_compacted_into_a_valid_messages_request()
         assert "new" in folds
         for s in up.seen:
             sent = s.body["messages"]
-            tokens, failures = _core.compaction_verify(sent, format="anthropic", provider="anthropic", system=system)
+            tokens, failures = _core.compaction_verify(sent, _core.PricedRequest(format="anthropic", provider="anthropic", system=system))
             assert failures == [], failures
             assert sent[0]["role"] == "user"
             assert tokens <= int(full * 0.7)

@@ -31,6 +31,7 @@ from contextfold.evaluation import (
     naive_cut,
     planted,
     successive,
+    successive_table,
     visible_text,
 )
 from contextfold.summarize import SummaryRequest, SummaryResult
@@ -160,7 +161,8 @@ def test_probe_set_goals_at_the_naive_budget() -> None:
     ev = evaluate(fixtures, strategies=("summarize",), budgets=(1.0,))
     rows = {r["strategy"]: r for r in ev.rows()}
     assert rows["summarize"]["facts_kept"] >= 0.85
-    assert rows["summarize"]["half_vs_naive"] >= 1.3
+    # The issue's goal: 1.4x the probes the naive cut keeps at least half of.
+    assert rows["summarize"]["half_vs_naive"] >= 1.4
     assert 0.95 <= rows["summarize"]["budget_used_median"] <= 1.0
 
 
@@ -238,6 +240,34 @@ def test_the_second_summary_keeps_the_first_ones_identifiers() -> None:
     carried = sorted(s.carried for s in runs if len(s.sizes) >= 2)
     assert len(carried) >= 6
     assert carried[len(carried) // 2] >= 0.9, carried
+
+
+def test_successive_summaries_stay_within_their_room_and_carry_no_repeated_lines() -> None:
+    """Growth over successive compactions is reported both ways (last / first, max / min after
+    the first) beside each summary's room; no summary exceeds its room, and the last one holds
+    no section or line twice (growth, where there is some, is not bloat)."""
+    for fx in inline_fixtures():
+        summaries: list[str] = []
+        compact = cf.Compactor.compact
+
+        def spy(self: cf.Compactor, msgs: list[Any]) -> cf.CompactionResult:
+            r = compact(self, msgs)
+            if r.summary:
+                summaries.append(r.summary)
+            return r
+
+        cf.Compactor.compact = spy  # type: ignore[method-assign]
+        try:
+            s = successive(fx, rules=planted(fx))
+        finally:
+            cf.Compactor.compact = compact  # type: ignore[method-assign]
+        assert len(s.sizes) == len(s.rooms) == len(s.folded) >= 2, s
+        assert all(size <= room for size, room in zip(s.sizes, s.rooms)), s
+        assert 0 < s.fill <= 1.0 and s.spread_after_first >= 1.0
+        lines = [line for line in summaries[-1].splitlines() if line.strip()]
+        assert len(set(lines)) >= len(lines) - 1, [x for x in lines if lines.count(x) > 1]
+    table = successive_table(inline_fixtures(), per_fixture=True)
+    assert table.count("\n") == 1 + len(inline_fixtures())
 
 
 def test_rules_planted_at_random_places_survive_ten_compactions() -> None:

@@ -5,7 +5,7 @@ chat.completions or the Responses API and any OpenAI-compatible ``base_url``,
 ``anthropic.Anthropic`` / ``AsyncAnthropic``, ``google.genai.Client``, ``ollama.Client`` /
 ``AsyncClient``) and sends a ``Prompt`` (a system text and one user text) in that provider's own
 request format. The conversation being summarized may come from another provider: it reaches the
-adapter already rendered as a provider-neutral transcript (``contextfold.adapters.transcript``).
+adapter already rendered as a provider-neutral transcript (the core's ``render_transcript``).
 
 Retries are not the adapter's job: every call is made with the SDK's own retries off and a
 per-call timeout, so that ``LLMSummarizer`` applies one retry policy to every provider

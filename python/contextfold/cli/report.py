@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from typing import Annotated, Optional
@@ -41,13 +42,16 @@ def report(
     window: Annotated[Optional[int], typer.Option(min=1, help="Context window in tokens (default: from the model name).")] = None,
     line: Annotated[int, typer.Option(min=1, help="Which line of a JSONL file to report (1-based).")] = 1,
     top: Annotated[int, typer.Option(min=0, help="How many of the largest messages to list.")] = 8,
+    tool_servers: Annotated[Optional[Path], typer.Option("--tool-servers", help="JSON file mapping tool names to their MCP server ({\"search\": \"web\"}), for tools whose names do not say it (mcp__SERVER__tool names do).")] = None,
     max_bytes: MaxBytesOpt = None,
     strict: StrictOpt = False,
 ) -> None:
     """Where the tokens go across one conversation: a chart stacked by kind message by message,
-    the biggest messages, duplicated tool outputs, the context window and the gate line, and
-    the compaction plan at a budget. Text on stdout, or one HTML file (-o) with no network use."""
+    the biggest messages, duplicated tool outputs, the schema cost of each tool by MCP server
+    (unused tools flagged), the context window and the gate line, and the compaction plan at a
+    budget. Text on stdout, or one HTML file (-o) with no network use."""
     say_unknown_model(model, strict=strict)
+    servers = _tool_servers(tool_servers)
     src = open_input(file, None, max_bytes)
     if src.jsonl:
         data: bytes | None = b""
@@ -74,7 +78,7 @@ def report(
         with warnings.catch_warnings():
             # Said once above, on stderr.
             warnings.simplefilter("ignore", UnknownModelWarning)
-            report_data = rep.analyze(req, budget=budget, window=window, top=top)
+            report_data = rep.analyze(req, budget=budget, window=window, top=top, tool_servers=servers)
     except (ValueError, TypeError, RecursionError) as e:
         stderr_console().print(failure_of(e, None).describe(src.name), markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -92,3 +96,19 @@ def report(
             stderr_console().print(f"error: {clean(e)}", markup=False)
             raise typer.Exit(EXIT_MISSING_TOOL) from None
         stderr_console().print(clean(f"wrote {png}"), markup=False)
+
+
+def _tool_servers(path: Path | None) -> dict[str, str] | None:
+    """The ``--tool-servers`` mapping (a JSON object of tool name -> server name)."""
+    if path is None:
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        stderr_console().print(clean(f"error: --tool-servers {path}: {e}"), markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
+        stderr_console().print(clean(f"error: --tool-servers {path}: expected a JSON object of tool name -> server name"),
+                               markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    return doc

@@ -10,10 +10,29 @@ charts), ``html`` (the page), ``png`` (the screenshot).
 
 from __future__ import annotations
 
-from contextfold.report.analysis import Duplicate, Plan, ReportData, analyze, largest, preview
+from contextfold.report.analysis import (
+    Duplicate,
+    Plan,
+    ReportData,
+    ToolCost,
+    ToolSchemas,
+    analyze,
+    largest,
+    preview,
+    tool_schemas,
+)
 from contextfold.report.html import render_html
 from contextfold.report.png import BrowserMissing, find_browser, screenshot, write_png
-from contextfold.report.svg import COLORS, GATE_COLOR, PLAN_COLORS, WINDOW_COLOR, growth_svg, per_message_svg
+from contextfold.report.svg import (
+    COLORS,
+    GATE_COLOR,
+    PLAN_COLORS,
+    TOOL_COLORS,
+    WINDOW_COLOR,
+    growth_svg,
+    per_message_svg,
+    tools_svg,
+)
 from contextfold.report.text import (
     compaction_lines,
     kind_table,
@@ -21,17 +40,22 @@ from contextfold.report.text import (
     print_breakdown,
     print_text,
     role_table,
+    tool_summary,
+    tool_table,
 )
 
 __all__ = [
     "COLORS",
     "GATE_COLOR",
     "PLAN_COLORS",
+    "TOOL_COLORS",
     "WINDOW_COLOR",
     "BrowserMissing",
     "Duplicate",
     "Plan",
     "ReportData",
+    "ToolCost",
+    "ToolSchemas",
     "analyze",
     "compaction_lines",
     "find_browser",
@@ -46,5 +70,9 @@ __all__ = [
     "render_html",
     "role_table",
     "screenshot",
+    "tool_schemas",
+    "tool_summary",
+    "tool_table",
+    "tools_svg",
     "write_png",
 ]

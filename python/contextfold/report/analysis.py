@@ -1,17 +1,18 @@
 """What a report shows, computed once: the breakdown, the largest messages, duplicated tool
-outputs, the context window and gate, and the compaction plan at a budget (offline)."""
+outputs, the schema cost of each tool, the context window and gate, and the compaction plan at a
+budget (offline)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import contextfold
-from contextfold.breakdown import Breakdown, MessageTokens
+from contextfold import _core
+from contextfold.breakdown import RESPONSE_FORMAT_KEY, TOOL_PROMPT_KEY, Breakdown, MessageTokens, _apportion, server_of
 from contextfold.compactor import CompactionResult, Compactor
 from contextfold.errors import CompactionError, UnknownModelWarning
 from contextfold.inputs import Request
@@ -61,6 +62,43 @@ class Plan:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCost:
+    """One tool definition of the request: the tokens of its schema (paid on every call), the
+    MCP server it belongs to (``"(local)"`` when neither its name nor the mapping says one) and
+    whether the history calls it."""
+
+    name: str
+    server: str
+    tokens: int
+    called: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchemas:
+    """Where the request's tool schemas go (``breakdown(...).by_tool`` / ``by_server`` /
+    ``unused_tools``). ``tools``: grouped by server, the costliest server first, the costliest
+    tool first within it. ``exact``: counted with the model's tokenizer (OpenAI models), else
+    estimated. ``prompt``: the provider's hidden tool-use prompt beyond the definitions;
+    ``response_format``: a structured-output schema's tokens."""
+
+    tools: tuple[ToolCost, ...] = ()
+    by_server: Mapping[str, int] = field(default_factory=dict)
+    prompt: int = 0
+    response_format: int = 0
+    exact: bool = False
+
+    @property
+    def total(self) -> int:
+        """Tokens of every tool schema, the hidden prompt and a structured-output schema."""
+        return sum(t.tokens for t in self.tools) + self.prompt + self.response_format
+
+    @property
+    def unused(self) -> tuple[ToolCost, ...]:
+        """The tools the history never calls."""
+        return tuple(t for t in self.tools if not t.called)
+
+
+@dataclass(frozen=True, slots=True)
 class ReportData:
     """Everything the text and HTML reports show (tokens are estimated prompt tokens)."""
 
@@ -73,84 +111,18 @@ class ReportData:
     previews: dict[int, str]
     duplicates: tuple[Duplicate, ...]
     recorded: tuple[tuple[int, int, int], ...]  # (n_messages, reported, estimated)
-
-
-def _get(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
-
-
-def _part_text(p: Any) -> str:
-    if isinstance(p, str):
-        return p
-    for key in ("text", "thinking"):
-        v = _get(p, key)
-        if isinstance(v, str):
-            return v
-    for key in ("content", "output"):
-        v = _get(p, key)
-        if isinstance(v, (str, list)):
-            return _content_text(v)
-    t = _get(p, "type")
-    if t == "tool_use" or _get(p, "functionCall") is not None:
-        call = _get(p, "functionCall") or p
-        return f"{_get(call, 'name')}({json.dumps(_get(call, 'input') or _get(call, 'args') or {})[:200]})"
-    if _get(p, "functionResponse") is not None:
-        return json.dumps(_get(_get(p, "functionResponse"), "response"))[:2000]
-    return f"<{t or 'part'}>"
-
-
-def _content_text(c: Any) -> str:
-    if c is None:
-        return ""
-    if isinstance(c, str):
-        return c
-    if isinstance(c, list):
-        return " ".join(_part_text(p) for p in c)
-    return str(c)
+    tool_schemas: ToolSchemas = field(default_factory=ToolSchemas)
 
 
 def preview(message: Any, width: int = 80) -> str:
     """A one-line preview of a message (any wire format), at most ``width`` characters."""
-    text = _content_text(_get(message, "content"))
-    if not text:
-        text = _content_text(_get(message, "parts"))
-    if not text:
-        text = _content_text(_get(message, "output"))
-    calls = _get(message, "tool_calls")
-    if calls:
-        names = ", ".join(str(_get(_get(c, "function") or c, "name")) for c in calls)
-        text = (text + " " if text else "") + f"→ {names}"
-    if not text and _get(message, "type") in ("function_call", "custom_tool_call"):
-        text = f"→ {_get(message, 'name')}"
-    # Cut before splitting: a 50 MB message must not be split whole for an 80-character line.
-    s = " ".join(text[: width * 8].split())
-    return s[: width - 1] + "…" if len(s) > width or len(text) > width * 8 else s
-
-
-def _tool_outputs(req: Request) -> list[tuple[int, str]]:
-    """(message index, output text) of every tool output; for text-protocol histories without
-    tool results (observations sent as user messages), the user messages after the first."""
-    out: list[tuple[int, str]] = []
-    for i, m in enumerate(req.messages):
-        role = _get(m, "role")
-        if role in ("tool", "function") or _get(m, "type") in ("function_call_output", "custom_tool_call_output"):
-            out.append((i, _content_text(_get(m, "content") or _get(m, "output"))))
-            continue
-        blocks = _get(m, "content") if role is not None else None
-        blocks = blocks if isinstance(blocks, list) else _get(m, "parts") if isinstance(_get(m, "parts"), list) else []
-        for b in blocks:
-            if _get(b, "type") == "tool_result" or _get(b, "functionResponse") is not None or _get(b, "toolResult") is not None:
-                out.append((i, _part_text(b)))
-    if out:
-        return out
-    users = [(i, _content_text(_get(m, "content"))) for i, m in enumerate(req.messages) if _get(m, "role") == "user"]
-    return users[1:]
+    return _core.message_previews([message], width=width)[0]
 
 
 def _duplicates(req: Request, per: Sequence[MessageTokens]) -> tuple[Duplicate, ...]:
     seen: dict[bytes, list[int]] = {}
     text_of: dict[bytes, str] = {}
-    for i, text in _tool_outputs(req):
+    for i, text in _core.tool_output_texts(req.messages):
         if len(text) < _MIN_DUPLICATE_CHARS:
             continue
         h = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
@@ -162,6 +134,66 @@ def _duplicates(req: Request, per: Sequence[MessageTokens]) -> tuple[Duplicate, 
         if len(ix) > 1
     ]
     return tuple(sorted(dups, key=lambda d: -d.wasted_tokens))
+
+
+def _exact_shares(req: Request) -> tuple[int, int] | None:
+    """For an OpenAI model: the exact tokens the tool definitions and a structured-output schema
+    add to the request (`contextfold.count` with them less without them, as the API bills the
+    block); None for other models or a history `count` cannot read."""
+    if req.provider not in ("openai", "azure") or not req.model:
+        return None
+    try:
+        contextfold.encoding_for(req.model)
+    except contextfold.UnknownModelError:
+        return None
+    if not req.tools and req.response_format is None:
+        return 0, 0
+    try:
+        bare = contextfold.count(req.messages, model=req.model)
+        tools = contextfold.count(req.messages, model=req.model, tools=req.tools) - bare if req.tools else 0
+        rf = (contextfold.count(req.messages, model=req.model, response_format=req.response_format) - bare
+              if req.response_format is not None else 0)
+    except (ValueError, TypeError):
+        return None
+    return max(0, tools), max(0, rf)
+
+
+def tool_schemas(b: Breakdown, req: Request, tool_servers: Mapping[str, str] | None = None) -> ToolSchemas:
+    """The schema cost of each tool of ``b`` (a breakdown of ``req``), grouped by MCP server
+    (``mcp__SERVER__tool`` names, or ``tool_servers``: tool name -> server), unused tools flagged.
+
+    For OpenAI models the costs are exact: the tokens `contextfold.count` says the tool block
+    adds, shared out by each tool's own exact rendering (what the block's shared header does not
+    explain is the hidden tool-use prompt); for other models, ``b.by_tool`` as estimated."""
+    unused = set(b.unused_tools)
+    named = [(name, n) for name, n in b.by_tool.items() if name not in (TOOL_PROMPT_KEY, RESPONSE_FORMAT_KEY)]
+    prompt, rf = b.by_tool.get(TOOL_PROMPT_KEY, 0), b.by_tool.get(RESPONSE_FORMAT_KEY, 0)
+    exact = _exact_shares(req)
+    if exact is not None and named:
+        block, rf = exact
+        # The same tools in the same order as ``by_tool`` (one entry per name, repeated names summed).
+        own: dict[str, float] = {}
+        for j, (name, c) in enumerate(_core.tool_costs(req.tools or [], provider="openai", model=req.model)):
+            key = name or f"tools[{j}]"
+            own[key] = own.get(key, 0.0) + c
+        prompt = max(0, block - round(sum(own.values())))
+        shares = _apportion(block - prompt, [own.get(name, 0.0) for name, _ in named])
+        named = [(name, n) for (name, _), n in zip(named, shares)]
+    elif exact is not None:
+        rf = exact[1]
+    rows = [ToolCost(name, server_of(name, tool_servers), n, name not in unused) for name, n in named]
+    by_server: dict[str, int] = {}
+    for t in rows:
+        by_server[t.server] = by_server.get(t.server, 0) + t.tokens
+    order = {s: k for k, s in enumerate(sorted(by_server, key=lambda s: (-by_server[s], s)))}
+    rows.sort(key=lambda t: (order[t.server], -t.tokens, t.name))
+    return ToolSchemas(
+        tools=tuple(rows),
+        by_server={s: by_server[s] for s in order},
+        prompt=prompt,
+        response_format=rf,
+        exact=exact is not None,
+    )
 
 
 def _plan(req: Request, budget: int, window: int | None) -> Plan:
@@ -179,23 +211,28 @@ def _plan(req: Request, budget: int, window: int | None) -> Plan:
 def largest(b: Breakdown, messages: Sequence[Any], top: int) -> tuple[tuple[MessageTokens, ...], dict[int, str]]:
     """The ``top`` largest messages of a breakdown and a one-line preview of each."""
     biggest = tuple(sorted(b.per_message, key=lambda m: -m.tokens)[:top])
-    return biggest, {m.index: preview(messages[m.index], 90) for m in biggest}
+    texts = _core.message_previews([messages[m.index] for m in biggest], width=90)
+    return biggest, {m.index: text for m, text in zip(biggest, texts, strict=True)}
 
 
-def analyze(req: Request, *, budget: int | None = None, window: int | None = None, top: int = 8) -> ReportData:
+def analyze(req: Request, *, budget: int | None = None, window: int | None = None, top: int = 8,
+            tool_servers: Mapping[str, str] | None = None) -> ReportData:
     """Compute what the reports show for one request. ``budget``: target tokens of the
     compaction plan (default: the Compactor's own budget when the history is past it, else half
-    the estimate); ``window``: context window (default: from the model name, when known). An
-    unknown model name is said once (``UnknownModelWarning``)."""
+    the estimate); ``window``: context window (default: from the model name, when known);
+    ``tool_servers``: tool name -> MCP server, for tools whose names do not say it (for OpenAI
+    models the tool schemas are counted exactly: three `contextfold.count` calls). An unknown
+    model name is said once (``UnknownModelWarning``)."""
     check_model(req.model, stacklevel=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownModelWarning)  # said once, above
-        return _analyze(req, budget=budget, window=window, top=top)
+        return _analyze(req, budget=budget, window=window, top=top, tool_servers=tool_servers)
 
 
-def _analyze(req: Request, *, budget: int | None, window: int | None, top: int) -> ReportData:
+def _analyze(req: Request, *, budget: int | None, window: int | None, top: int,
+             tool_servers: Mapping[str, str] | None) -> ReportData:
     opts = req.options()
-    b = contextfold.breakdown(req.messages, **opts)
+    b = contextfold.breakdown(req.messages, **opts, tool_servers=tool_servers)
     if window is None and req.model:
         try:
             window = contextfold.context_window(req.model)
@@ -234,6 +271,7 @@ def _analyze(req: Request, *, budget: int | None, window: int | None, top: int) 
         previews=previews,
         duplicates=_duplicates(req, b.per_message),
         recorded=tuple(recorded),
+        tool_schemas=tool_schemas(b, req, tool_servers),
     )
 
 

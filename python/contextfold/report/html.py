@@ -11,13 +11,23 @@ from typing import Any
 import contextfold
 from contextfold.breakdown import KINDS
 from contextfold.report.analysis import _MIN_DUPLICATE_CHARS, ReportData
-from contextfold.report.svg import _MAX_COLUMNS, COLORS, GATE_COLOR, PLAN_COLORS, WINDOW_COLOR, growth_svg, per_message_svg
-from contextfold.report.text import _mostly, plan_lines
+from contextfold.report.svg import (
+    _MAX_COLUMNS,
+    COLORS,
+    GATE_COLOR,
+    PLAN_COLORS,
+    TOOL_COLORS,
+    WINDOW_COLOR,
+    growth_svg,
+    per_message_svg,
+    tools_svg,
+)
+from contextfold.report.text import _mostly, plan_lines, tool_summary
 
 
 # Legend swatches by class (the CSP allows no inline style attribute).
 _SWATCHES = {**{k: c for k, c in COLORS.items()}, "window": WINDOW_COLOR, "gate": GATE_COLOR,
-             **{f"plan-{k}": c for k, c in PLAN_COLORS.items()}}
+             **{f"plan-{k}": c for k, c in PLAN_COLORS.items()}, **{f"tool-{k}": c for k, c in TOOL_COLORS.items()}}
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1040px;color:#222;background:#fff}
@@ -145,6 +155,21 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
                [[m.index, m.role, m.tokens, _mostly(m), d.previews[m.index]] for m in d.top],
                {0, 2}),
     ]
+    ts = d.tool_schemas
+    if ts.tools:
+        total_tools = max(ts.total, 1)
+        parts += [
+            "<h2>Tool schemas, by MCP server</h2>",
+            f"<p>{html.escape(tool_summary(ts))}.</p>",
+            _legend([("called", "tool-called"), ("never called", "tool-unused")]),
+            tools_svg(ts),
+            _table(["server", "tool", "tokens", "share", "called"],
+                   [[t.server, t.name, t.tokens, f"{t.tokens / total_tools:.1%}", "yes" if t.called else "UNUSED"]
+                    for t in ts.tools[:500]],
+                   {2, 3}),
+        ]
+        if len(ts.tools) > 500:
+            parts.append(f"<p class='sub'>… {len(ts.tools) - 500} more tools.</p>")
     parts.append("<h2>Duplicated tool outputs</h2>")
     if d.duplicates:
         parts.append(_table(["messages", "tokens each", "extra copies cost", "preview"],

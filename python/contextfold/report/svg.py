@@ -1,12 +1,12 @@
-"""The two charts of the report as inline SVG: cumulative tokens by kind, and tokens per
-message with the compaction plan as a strip."""
+"""The charts of the report as inline SVG: cumulative tokens by kind, tokens per message with
+the compaction plan as a strip, and the tool schemas by MCP server."""
 
 from __future__ import annotations
 
 import html
 
 from contextfold.breakdown import KINDS
-from contextfold.report.analysis import ReportData
+from contextfold.report.analysis import ReportData, ToolCost, ToolSchemas
 
 #: Fill colour of each kind in both charts (and the legend).
 COLORS: dict[str, str] = {
@@ -19,6 +19,8 @@ COLORS: dict[str, str] = {
     "tool_schemas": "#b07aa1",
     "overhead": "#9c9690",
 }
+#: Tool schemas: a tool the history calls, and one it never calls.
+TOOL_COLORS = {"called": "#b07aa1", "unused": "#e0c3d8"}
 WINDOW_COLOR = "#222222"
 GATE_COLOR = "#d62728"
 PLAN_COLORS = {"head": "#6b6b6b", "fold": "#f1c40f", "masked": "#e67e22", "kept": "#27ae60"}
@@ -178,3 +180,38 @@ def per_message_svg(d: ReportData, width: int = 1000, height: int = 240) -> str:
     return "".join(out)
 
 
+
+
+# Servers drawn as their own bar; the rest are one "other servers" bar.
+_MAX_SERVERS = 20
+
+
+def tools_svg(ts: ToolSchemas, width: int = 1000) -> str:
+    """One bar per MCP server, as long as its tools' schemas cost, split into one segment per
+    tool (hover: its name and tokens); tools the history never calls are drawn pale."""
+    servers = list(ts.by_server)
+    shown = servers[:_MAX_SERVERS]
+    rows: dict[str, list[ToolCost]] = {s: [] for s in shown}
+    other = "other servers"
+    for t in ts.tools:
+        rows.setdefault(t.server if t.server in rows else other, []).append(t)
+    left, right, top, row_h = 160, 80, 8, 22
+    w = width - left - right
+    height = top * 2 + row_h * len(rows)
+    most = max((sum(t.tokens for t in r) for r in rows.values()), default=1) or 1
+    out = [f'<svg id="tools" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="tool schema tokens by server">']
+    for k, (server, tools) in enumerate(rows.items()):
+        y = top + k * row_h
+        total = sum(t.tokens for t in tools)
+        out.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" font-size="12" fill="#333">{html.escape(server[:24])}</text>')
+        x = float(left)
+        for t in tools:
+            tw = w * t.tokens / most
+            state = "called" if t.called else "unused"
+            out.append(f'<rect class="tool-{state}" x="{x:.2f}" y="{y + 3}" width="{max(tw - 0.5, 0.3):.2f}" height="{row_h - 6}" '
+                       f'fill="{TOOL_COLORS[state]}"><title>{html.escape(t.name)}: {t.tokens:,} tokens'
+                       f'{"" if t.called else " (never called)"}</title></rect>')
+            x += tw
+        out.append(f'<text x="{x + 6:.1f}" y="{y + 15}" font-size="11" fill="#555">{total:,}</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -10,7 +10,7 @@ import contextfold
 from contextfold.breakdown import KINDS, Breakdown, MessageTokens
 from contextfold.compactor import CompactionResult
 from contextfold.inputs import Request
-from contextfold.report.analysis import Plan, ReportData
+from contextfold.report.analysis import Plan, ReportData, ToolSchemas
 from contextfold.safe_text import clean, plain
 
 if TYPE_CHECKING:
@@ -84,6 +84,46 @@ def print_breakdown(
             console.print(clean(f"  message {u.index}: {u.kind}, {u.assumed_tokens:,} tokens ({u.reason})"), markup=False)
 
 
+#: Tools listed one by one in the terminal; the rest are summed on one line.
+_MAX_TOOL_ROWS = 30
+
+
+def tool_summary(ts: ToolSchemas) -> str:
+    """One line: what the tool schemas cost, how they were priced, and what the unused cost."""
+    servers = len(ts.by_server)
+    line = (f"tool schemas: {ts.total:,} tokens{' (exact)' if ts.exact else ' (estimated)'} for {len(ts.tools)} tools"
+            + (f" of {servers} servers" if servers > 1 else ""))
+    if ts.prompt:
+        line += f", {ts.prompt:,} of them the provider's tool-use prompt"
+    if ts.response_format:
+        line += f", {ts.response_format:,} the response_format schema"
+    if ts.unused:
+        line += f"; {len(ts.unused)} never called ({sum(t.tokens for t in ts.unused):,} tokens on every call)"
+    return line
+
+
+def tool_table(ts: ToolSchemas, limit: int = _MAX_TOOL_ROWS) -> Table:
+    """The schema cost of each tool, grouped by MCP server (costliest first), unused flagged."""
+    from rich.table import Table
+
+    t = Table(title="tool schemas by server", title_justify="left", show_edge=False)
+    for col in ("server", "tool", "tokens", "share", "called"):
+        t.add_column(col, justify="right" if col in ("tokens", "share") else "left", overflow="ellipsis")
+    total = max(ts.total, 1)
+    previous = None
+    for tool in ts.tools[:limit]:
+        server = tool.server if tool.server != previous else ""
+        if server and len(ts.by_server) > 1:
+            server = f"{server} ({ts.by_server[tool.server]:,})"
+        previous = tool.server
+        t.add_row(plain(server), plain(tool.name), f"{tool.tokens:,}", f"{tool.tokens / total:.1%}",
+                  "yes" if tool.called else "UNUSED")
+    rest = ts.tools[limit:]
+    if rest:
+        t.add_row("", f"… {len(rest)} more tools", f"{sum(x.tokens for x in rest):,}", "", "")
+    return t
+
+
 def compaction_lines(r: CompactionResult, n_messages: int) -> list[str]:
     """What a compaction did, one fact per line (``contextfold compact`` and the report)."""
     if not r.changed:
@@ -132,6 +172,9 @@ def print_text(d: ReportData, name: str, console: Console) -> None:
     console.print(f"wire size: {contextfold.wire_bytes(req.messages, provider=req.provider):,} bytes of JSON")  # type: ignore[arg-type]
     if d.window:
         console.print(f"context window {d.window:,}: {b.total / d.window:.1%} used; compaction gate at {d.gate:,}")
+    if d.tool_schemas.tools:
+        console.print(clean(tool_summary(d.tool_schemas)), markup=False)
+        console.print(tool_table(d.tool_schemas))
     if d.duplicates:
         wasted = sum(x.wasted_tokens for x in d.duplicates)
         console.print(f"duplicated tool outputs: {len(d.duplicates)} outputs sent more than once, {wasted:,} tokens in extra copies")

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from contextfold.request import read_request
+
 __all__ = ["API_BY_NAME", "Api", "Pricing"]
 
 
@@ -38,31 +40,19 @@ class Api:
     wire_format: str
 
     def pricing(self, fields: dict[str, Any], path_model: str | None) -> Pricing:
-        """The pricing of a request from its top-level fields (the history excluded)."""
-        model = fields.get("model") if isinstance(fields.get("model"), str) else path_model
-        tools = fields.get("tools") if isinstance(fields.get("tools"), list) else None
+        """The pricing of a request from its top-level fields (the history excluded), read by the
+        core's body reader (the one `contextfold.read_request` uses): system prompt, tools and
+        structured-output schema wherever this API keeps them."""
         server: str | None = None
-        if self.name == "chat":
-            system, fmt = None, fields.get("response_format")
-        elif self.name == "responses":
-            system = fields.get("instructions") if isinstance(fields.get("instructions"), str) else None
-            fmt = fields.get("text") if isinstance(fields.get("text"), dict) and "format" in fields["text"] else None
-            if fields.get("previous_response_id") or fields.get("conversation"):
-                server = "the history is held upstream (previous_response_id / conversation)"
-        elif self.name == "anthropic":
-            raw = fields.get("system")
-            system = raw if isinstance(raw, (str, list)) else None
-            fmt = fields.get("output_format")
-        else:  # gemini
-            raw = fields.get("systemInstruction") or fields.get("system_instruction")
-            system = None
-            if isinstance(raw, dict) and isinstance(raw.get("parts"), list):
-                system = "\n".join(str(p.get("text", "")) for p in raw["parts"] if isinstance(p, dict)) or None
-            elif isinstance(raw, str):
-                system = raw
-            cfg = fields.get("generationConfig")
-            fmt = cfg if isinstance(cfg, dict) and ("responseSchema" in cfg or "responseJsonSchema" in cfg) else None
-        return Pricing(model, system, tools, fmt if isinstance(fmt, dict) else None, server)
+        if self.name == "responses" and (fields.get("previous_response_id") or fields.get("conversation")):
+            server = "the history is held upstream (previous_response_id / conversation)"
+        try:
+            body = read_request({**fields, self.history_key: []}, provider=self.provider)
+        except ValueError:
+            # A field the reader rejects is the upstream's to refuse: priced without it.
+            return Pricing(fields.get("model") if isinstance(fields.get("model"), str) else path_model,
+                           None, None, None, server)
+        return Pricing(body.model or path_model, body.system, body.tools, body.response_format, server)
 
     def error_body(self, status: int, message: str, kind: str) -> bytes:
         """An error in the API's own shape, so an SDK raises its usual status error."""

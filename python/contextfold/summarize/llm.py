@@ -1,6 +1,6 @@
 """``LLMSummarizer``: the folded middle summarized by a (usually cheaper) model, with a fallback.
 
-The middle is rendered as a transcript (``contextfold.adapters.transcript``) after
+The middle is rendered as a transcript by the core (``render_transcript``) after
 ``contextfold.prune`` (images, duplicate tool results, long arguments), every text capped and
 arguments shrunk with ``shrink_json``, then priced with ``contextfold.estimate_each`` against the
 summarizer model's window. If it fits, one call summarizes it (updating ``previous_summary``);
@@ -31,7 +31,7 @@ from typing import Any, Literal, cast
 
 from contextfold._core import estimate_each
 from contextfold.adapters import Adapter, Completion, Failure, Prompt, adapter_for, classify_failure
-from contextfold.adapters.transcript import cap_text, render_transcript
+from contextfold._core import cap_text, render_transcript
 from contextfold.errors import UnknownModelError
 from contextfold.limits import context_window as _context_window
 from contextfold.prune import prune

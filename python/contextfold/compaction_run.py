@@ -1,0 +1,56 @@
+"""One compaction in progress: the history it works on, its plan, its sizes and its notes.
+
+``Compactor._steps`` drives a compaction as a state machine (mask, degrade, summarize, verify);
+the state those steps share lives here, with the two steps that only read it: the result that
+leaves the history unchanged, and the verification of a finished history against the core's
+check (problems the caller's history already had are not raised about).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextfold import _core
+from contextfold.compaction_result import CompactionResult
+from contextfold.history import WireFormat
+
+
+@dataclass(slots=True)
+class CompactionRun:
+    """The state of one ``compact()`` call. Sizes are the estimator's tokens: ``budget`` as the
+    caller set it, ``effective`` the budget aimed at (scaled by the session's real-usage
+    correction, less a recall round's room), ``tail`` and ``summary_tokens`` the planned shares.
+    ``msgs`` and ``plan`` move together (a degrading step replaces both); ``undegraded`` keeps
+    the first pair when one did."""
+
+    msgs: list[Any]
+    fmt: WireFormat
+    budget: int
+    effective: int
+    tail: int
+    summary_tokens: int
+    priced: _core.PricedRequest
+    options: _core.CompactionOptions
+    notes: list[str]
+    plan: dict[str, Any] = field(default_factory=dict)
+    before: int = 0
+    undegraded: tuple[list[Any], dict[str, Any]] | None = None
+
+    def unchanged(self, reason: str) -> CompactionResult:
+        """The result of a compaction that leaves the history as it was, saying why."""
+        return CompactionResult(
+            messages=self.msgs, summary=None, tokens_before=self.before, tokens_after=self.before, removed=(),
+            pruned=(), strategy_used=None, fallback_used=False, reason=reason, budget=self.budget,
+            notes=tuple(self.notes))
+
+    def verified(self, out: list[Any], seams: list[int], limit: int | None) -> tuple[int, list[tuple[str, int, str]]]:
+        """``out``'s tokens and the failures of the core's check that the input did not have
+        already (the plan reports those: ``input_failures``); ``limit``: the budget to check."""
+        tokens, failures = _core.compaction_verify(
+            out, self.priced, budget_tokens=limit, seams=seams, overhead_tokens=int(self.plan["overhead_tokens"]))
+        if failures and any(k != "over_budget" for k, _, _ in failures):
+            # Problems the caller's history already had are not ours to raise about.
+            known = {(k, d.split(":", 1)[-1]) for k, _, d in self.plan["input_failures"]}
+            failures = [f for f in failures if f[0] == "over_budget" or (f[0], f[2].split(":", 1)[-1]) not in known]
+        return tokens, failures

@@ -1,0 +1,111 @@
+"""The tail fills its target, so the summary's room stays put across compactions.
+
+The protected tail is whole messages (a tool round is never split), found walking back from the
+end up to the tail's target. When the next older round is larger than what is left of the
+target, the tail stops short and that shortfall would go to the summary, whose size would then
+swing with the size of whichever round happened to sit at the boundary (one compaction gets a
+summary twice the size of the next). Instead, the summary's room is held to ``ROOM_SWING`` times
+its stable room (``contextfold.summary_room.stable_room``) and the shortfall goes to the tail:
+the round at the boundary joins it with the middle of its largest message cut (the head and end
+kept; the cut is stored under a fold id the marker names, so ``Compactor.recall`` gives it back),
+as ``contextfold.degrade`` cuts a message. Each such cut is said in ``.notes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from contextfold import _core
+from contextfold.content_store import ContentStore
+from contextfold.prune import apply_edits
+
+__all__ = ["fill_tail"]
+
+#: A shortfall under this many tokens is left to the summary (a cut that small keeps nothing).
+MIN_FILL_TOKENS = 96
+
+#: Tokens a cut's marker and the pricing differences take, aimed below.
+_CUT_SLACK = 24
+
+
+def _opens(msgs: list[Any], head_end: int, at: int, provider: str, model: str | None) -> bool:
+    """Whether a tail may open at ``at`` (no tool round is split there)."""
+    start = _core.find_tail_start(msgs, budget_tokens=0, protect_first_n=head_end, min_tail=len(msgs) - at,
+                                  soft_ceiling=1.0, provider=provider, model=model)  # type: ignore[arg-type]
+    return int(start) == at
+
+
+def fill_tail(
+    msgs: list[Any],
+    plan: dict[str, Any],
+    make_plan: Callable[..., dict[str, Any]],
+    *,
+    room_cap: int,
+    budget: int,
+    min_tail: int,
+    store: ContentStore,
+    provider: str,
+    model: str | None,
+    notes: list[str],
+) -> tuple[list[Any], dict[str, Any]]:
+    """``msgs`` and ``plan``, or, when the room the plan leaves the summary exceeds ``room_cap``
+    by ``MIN_FILL_TOKENS`` or more, the tail extended by the whole rounds before it that fit that
+    excess, then by the next round with its largest message cut to fit what is left."""
+    if plan["reason"] is not None or plan.get("kept"):
+        return msgs, plan
+    n = len(msgs)
+    head_end = int(plan["head_end"])
+    costs = _core.estimate_each(msgs, provider=provider, model=model)  # type: ignore[arg-type]
+
+    def extended(ms: list[Any], start: int) -> dict[str, Any] | None:
+        p = make_plan(ms, max(min_tail, n - start))
+        if p["reason"] is not None or int(p["tail_start"]) > start \
+                or int(p["fixed_tokens"]) > budget - int(room_cap * 0.8):
+            return None
+        return p
+
+    # Whole rounds first: as many messages before the tail as the excess holds, back to where a
+    # tail may open.
+    excess = budget - int(plan["fixed_tokens"]) - room_cap
+    tail_start = int(plan["tail_start"])
+    if excess < MIN_FILL_TOKENS:
+        return msgs, plan
+    s, acc = tail_start, 0
+    while s - 1 > head_end and acc + costs[s - 1] <= excess - _CUT_SLACK:
+        s -= 1
+        acc += costs[s]
+    while s < tail_start and not _opens(msgs, head_end, s, provider, model):
+        s += 1
+    if s < tail_start and (p := extended(msgs, s)) is not None:
+        notes.append(f"the tail takes messages {s}-{tail_start - 1} too so the summary keeps its stable room")
+        plan = p
+    # Then the round before, its largest message cut to what is left.
+    excess = budget - int(plan["fixed_tokens"]) - room_cap
+    tail_start = int(plan["tail_start"])
+    if excess < MIN_FILL_TOKENS:
+        return msgs, plan
+    start = _core.find_tail_start(msgs, budget_tokens=0, protect_first_n=head_end, min_tail=n - tail_start + 1,
+                                  soft_ceiling=1.0, provider=provider, model=model)  # type: ignore[arg-type]
+    if not head_end < start < tail_start:
+        return msgs, plan
+    group = range(start, tail_start)
+    over = sum(costs[i] for i in group) - (excess - _CUT_SLACK)
+    if over <= 0:
+        return msgs, plan
+    i = max(group, key=lambda k: costs[k])
+    keep = costs[i] - over
+    if keep < 32:
+        return msgs, plan
+    cut = _core.cut_middle(msgs, index=i, keep_tokens=keep, provider=provider, model=model)  # type: ignore[arg-type]
+    if cut is None:
+        return msgs, plan
+    edit, fold_id, whole = cut
+    cut_msgs = apply_edits(msgs, [edit])
+    p = extended(cut_msgs, start)
+    if p is None or any(int(e[0]) == i for e in p["tail_edits"]):
+        return msgs, plan  # (masked again in the tail, a fold of a fold would recall the cut)
+    store.put(fold_id, whole)
+    notes.append(f"the tail takes message {i} with its middle cut (~{costs[i]} -> ~{keep} tokens; id={fold_id} "
+                 "restores it) so the summary keeps its stable room")
+    return cut_msgs, p
