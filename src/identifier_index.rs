@@ -100,13 +100,105 @@ fn is_hex(s: &str) -> bool {
     s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// Five hex groups of 8, 4, 4, 4 and 12 digits joined by dashes.
 fn is_uuid(s: &str) -> bool {
-    let parts: Vec<&str> = s.split('-').collect();
-    parts.len() == 5
-        && parts
-            .iter()
-            .zip([8, 4, 4, 4, 12])
-            .all(|(p, n)| p.len() == n && is_hex(p))
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, c)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                c == b'-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
+}
+
+/// Whether `t` holds `://` (a URL's scheme separator).
+fn has_scheme(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.iter()
+        .enumerate()
+        .any(|(i, &c)| c == b':' && b.get(i + 1) == Some(&b'/') && b.get(i + 2) == Some(&b'/'))
+}
+
+/// `l.split_once(": ")`, found from the colons alone.
+fn split_colon_space(l: &str) -> Option<(&str, &str)> {
+    let b = l.as_bytes();
+    let mut from = 0;
+    while let Some(i) = b[from..].iter().position(|&c| c == b':') {
+        let at = from + i;
+        if b.get(at + 1) == Some(&b' ') {
+            return Some((&l[..at], &l[at + 2..]));
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// A unit a number is said in (`UNITS`, any case).
+fn is_unit(u: &str) -> bool {
+    UNITS.iter().any(|x| x.eq_ignore_ascii_case(u))
+}
+
+/// ASCII bytes an identifier token may hold (`is_token_char`).
+const TOKEN_BYTES: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'_' | b'.'
+                    | b'/'
+                    | b'-'
+                    | b':'
+                    | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'@'
+                    | b'+'
+                    | b'~'
+                    | b'='
+                    | b'?'
+                    | b'&'
+                    | b','
+            );
+        c += 1;
+    }
+    t
+};
+
+/// The runs of identifier characters of `text` (`is_token_char`), read byte by byte where the
+/// text is ASCII, each with whether it is ASCII letters only (a plain word).
+fn tokens_of(text: &str) -> Vec<(&str, bool)> {
+    let b = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut letters = true;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let (token_char, width) = if c < 0x80 {
+            (TOKEN_BYTES[usize::from(c)], 1)
+        } else {
+            let ch = text[i..].chars().next().unwrap_or(' ');
+            (is_token_char(ch), ch.len_utf8())
+        };
+        if token_char {
+            if start.is_none() {
+                start = Some(i);
+                letters = true;
+            }
+            letters &= c.is_ascii_alphabetic();
+        } else if let Some(s) = start.take() {
+            tokens.push((&text[s..i], letters));
+        }
+        i += width;
+    }
+    if let Some(s) = start {
+        tokens.push((&text[s..], letters));
+    }
+    tokens
 }
 
 fn is_path(t: &str) -> bool {
@@ -235,58 +327,121 @@ fn one_line(s: &str, max: usize) -> String {
     out
 }
 
+/// A fast hash for the collector's short keys (the std SipHash showed in profiles; nothing
+/// here is keyed by untrusted input that could aim at collisions worth worrying about, and
+/// the map's order is never read).
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
+
+/// One identifier found, with the last message that mentioned it.
+struct Found {
+    ident: Ident,
+    /// The message (`Collector::serial`) of its last mention; None when only carried.
+    serial: Option<u64>,
+}
+
 /// Accumulates identifiers over texts.
 #[derive(Default)]
 pub struct Collector {
-    found: HashMap<(Kind, String), Ident>,
-    order: Vec<(Kind, String)>,
-    /// Which message the last mention of each identifier came from: a file dump repeating a
-    /// name forty times counts it once.
-    mentioned_in: HashMap<(Kind, String), u64>,
+    /// Per kind (`Kind as usize`): text -> place in `found`.
+    by_text: [HashMap<String, usize, FxBuild>; 9],
+    /// In the order first found.
+    found: Vec<Found>,
+    /// The message being scanned: a file dump repeating a name forty times counts it once.
     serial: u64,
 }
 
 impl Collector {
-    fn add(&mut self, kind: Kind, text: String, weight: f64, recency: f64, carried: bool) {
+    fn add(&mut self, kind: Kind, text: &str, weight: f64, recency: f64, carried: bool) {
         if text.is_empty() || text.contains('\n') {
             return;
         }
-        let key = (kind, text);
-        if self.serial > 0
-            && self.mentioned_in.insert(key.clone(), self.serial) == Some(self.serial)
-        {
-            return;
-        }
-        match self.found.get_mut(&key) {
-            Some(id) => {
-                id.weight += weight;
-                id.recency = id.recency.max(recency);
-                id.carried |= carried;
+        let serial = (self.serial > 0).then_some(self.serial);
+        match self.by_text[kind as usize].get(text) {
+            Some(&at) => {
+                let f = &mut self.found[at];
+                if serial.is_some() && std::mem::replace(&mut f.serial, serial) == serial {
+                    return;
+                }
+                f.ident.weight += weight;
+                f.ident.recency = f.ident.recency.max(recency);
+                f.ident.carried |= carried;
             }
             None => {
-                self.order.push(key.clone());
-                let text = key.1.clone();
-                self.found.insert(
-                    key,
-                    Ident {
+                self.by_text[kind as usize].insert(text.to_string(), self.found.len());
+                self.found.push(Found {
+                    ident: Ident {
                         kind,
-                        text,
+                        text: text.to_string(),
                         weight,
                         recency,
                         carried,
                     },
-                );
+                    serial,
+                });
             }
         }
     }
 
     /// Scan one text said with `weight` at `recency`.
     pub fn scan(&mut self, text: &str, weight: f64, recency: f64) {
-        // Error lines: `SomeError: message` / `Error: message` at a line start (or after a
-        // traceback's `File ...` lines), kept with their first line.
+        self.scan_error_lines(text, weight, recency);
+        let tokens = tokens_of(text);
+        for (k, &(raw, plain)) in tokens.iter().enumerate() {
+            if plain {
+                // Plain words (most of any text) can only be CamelCase symbols.
+                if raw.as_bytes()[0].is_ascii_uppercase() && is_symbol(raw) {
+                    self.add(Kind::Symbol, raw, weight, recency, false);
+                }
+                continue;
+            }
+            // URLs stay whole; elsewhere `=` and `:` join a key to its value and commas
+            // separate list items, unless they sit inside a number ("$1,023").
+            let whole = has_scheme(raw) || is_number(trim_token(raw));
+            let seps: &[char] = if whole { &[] } else { &[',', '=', ':'] };
+            for piece in raw.split(seps) {
+                let t = trim_token(piece);
+                if t.is_empty() || (t.len() < 2 && !t.bytes().all(|c| c.is_ascii_digit())) {
+                    continue;
+                }
+                if t.bytes().all(|c| c.is_ascii_alphabetic()) {
+                    // Plain words (most of any text) can only be CamelCase symbols.
+                    if is_symbol(t) {
+                        self.add(Kind::Symbol, t, weight, recency, false);
+                    }
+                    continue;
+                }
+                self.classify(t, tokens.get(k + 1).map(|&(n, _)| n), weight, recency);
+            }
+        }
+    }
+
+    /// Error lines: `SomeError: message` / `Error: message` at a line start (or after a
+    /// traceback's `File ...` lines), kept with their first line.
+    fn scan_error_lines(&mut self, text: &str, weight: f64, recency: f64) {
         for line in text.lines() {
             let l = line.trim();
-            if let Some((head, rest)) = l.split_once(": ") {
+            if let Some((head, rest)) = split_colon_space(l) {
                 let name = head.rsplit('.').next().unwrap_or(head);
                 let is_err = !name.is_empty()
                     && name.len() <= 60
@@ -297,127 +452,79 @@ impl Collector {
                         || ["FAIL", "ERROR"].iter().any(|w| rest.starts_with(w)))
                     && !rest.trim().is_empty();
                 if is_err {
-                    self.add(
-                        Kind::Error,
-                        one_line(l, ERROR_LINE_CHARS),
-                        weight + 1.0,
-                        recency,
-                        false,
-                    );
+                    let shown = one_line(l, ERROR_LINE_CHARS);
+                    self.add(Kind::Error, &shown, weight + 1.0, recency, false);
                 }
             }
         }
-        let mut tokens: Vec<&str> = Vec::new();
-        let mut start: Option<usize> = None;
-        for (i, c) in text.char_indices() {
-            if is_token_char(c) {
-                start.get_or_insert(i);
-            } else if let Some(s) = start.take() {
-                tokens.push(&text[s..i]);
+    }
+
+    /// Which identifier `t` is, if any (`next`: the token after it, a number's unit).
+    fn classify(&mut self, t: &str, next: Option<&str>, weight: f64, recency: f64) {
+        if t.starts_with("http://") || t.starts_with("https://") {
+            let url = t.trim_end_matches([')', '.']);
+            self.add(Kind::Url, url, weight, recency, false);
+        } else if is_uuid(t)
+            || (t.len() >= 7
+                && t.len() <= 64
+                && is_hex(t)
+                && t.bytes().any(|c| c.is_ascii_digit())
+                && t.bytes().any(|c| c.is_ascii_alphabetic()))
+        {
+            self.add(Kind::Hash, t, weight, recency, false);
+        } else if let Some(n) = t
+            .strip_prefix('#')
+            .filter(|n| (2..=7).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()))
+        {
+            self.add(Kind::Issue, &format!("#{n}"), weight, recency, false);
+        } else if is_path(t) {
+            self.add(
+                Kind::Path,
+                t.trim_start_matches("./"),
+                weight,
+                recency,
+                false,
+            );
+        } else if is_number(t) {
+            if t.starts_with('$') {
+                let amount = t.trim_end_matches(['.', ',']);
+                self.add(Kind::Quantity, amount, weight, recency, false);
+            } else if let Some(unit) = next.map(trim_token).filter(|u| is_unit(u)) {
+                self.add(
+                    Kind::Quantity,
+                    &format!("{t} {unit}"),
+                    weight,
+                    recency,
+                    false,
+                );
             }
-        }
-        if let Some(s) = start {
-            tokens.push(&text[s..]);
-        }
-        for (k, raw) in tokens.iter().enumerate() {
-            // Commas separate list items unless they sit inside a number ("$1,023").
-            // URLs stay whole; elsewhere `=` and `:` join a key to its value and commas
-            // separate list items, unless they sit inside a number ("$1,023").
-            let url = raw.contains("://");
-            let pieces: Vec<&str> = if url || is_number(trim_token(raw)) {
-                vec![raw]
-            } else {
-                raw.split([',', '=', ':']).collect()
-            };
-            for piece in pieces {
-                let t = trim_token(piece);
-                if t.is_empty() || (t.len() < 2 && !t.bytes().all(|c| c.is_ascii_digit())) {
-                    continue;
-                }
-                if t.starts_with("http://") || t.starts_with("https://") {
-                    self.add(
-                        Kind::Url,
-                        t.trim_end_matches([')', '.']).to_string(),
-                        weight,
-                        recency,
-                        false,
-                    );
-                } else if is_uuid(t)
-                    || (t.len() >= 7
-                        && t.len() <= 64
-                        && is_hex(t)
-                        && t.bytes().any(|c| c.is_ascii_digit())
-                        && t.bytes().any(|c| c.is_ascii_alphabetic()))
-                {
-                    self.add(Kind::Hash, t.to_string(), weight, recency, false);
-                } else if let Some(n) = t
-                    .strip_prefix('#')
-                    .filter(|n| (2..=7).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()))
-                {
-                    self.add(Kind::Issue, format!("#{n}"), weight, recency, false);
-                } else if is_path(t) {
-                    self.add(
-                        Kind::Path,
-                        t.trim_start_matches("./").to_string(),
-                        weight,
-                        recency,
-                        false,
-                    );
-                } else if is_number(t) {
-                    let unit = tokens
-                        .get(k + 1)
-                        .map(|u| trim_token(u).to_ascii_lowercase());
-                    if t.starts_with('$') {
-                        self.add(
-                            Kind::Quantity,
-                            t.trim_end_matches(['.', ',']).to_string(),
-                            weight,
-                            recency,
-                            false,
-                        );
-                    } else if unit.is_some_and(|u| UNITS.contains(&u.as_str())) {
-                        let shown = trim_token(tokens[k + 1]);
-                        self.add(
-                            Kind::Quantity,
-                            format!("{t} {shown}"),
-                            weight,
-                            recency,
-                            false,
-                        );
-                    }
-                } else if is_number(
-                    t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%'),
-                ) && UNITS.contains(
-                    &t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
-                        .to_ascii_lowercase()
-                        .as_str(),
-                ) {
-                    self.add(Kind::Quantity, t.to_string(), weight, recency, false);
-                } else if is_record_id(t) {
-                    self.add(Kind::Id, t.to_string(), weight, recency, false);
-                } else if is_config_key(t) {
-                    self.add(Kind::Key, t.to_string(), weight, recency, false);
-                } else if is_symbol(t) {
-                    self.add(Kind::Symbol, t.to_string(), weight, recency, false);
-                }
-            }
+        } else if is_number(t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%'))
+            && is_unit(t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.'))
+        {
+            self.add(Kind::Quantity, t, weight, recency, false);
+        } else if is_record_id(t) {
+            self.add(Kind::Id, t, weight, recency, false);
+        } else if is_config_key(t) {
+            self.add(Kind::Key, t, weight, recency, false);
+        } else if is_symbol(t) {
+            self.add(Kind::Symbol, t, weight, recency, false);
         }
     }
 
     /// Read back the index section of a previous summary: its identifiers carry over.
     pub fn carry(&mut self, previous: &str) {
         for (kind, text) in parse(previous) {
-            self.add(kind, text, 2.0, 0.0, true);
+            self.add(kind, &text, 2.0, 0.0, true);
         }
     }
 
     /// Identifiers, best first.
     pub fn ranked(self) -> Vec<Ident> {
         let mut v: Vec<(usize, Ident)> = self
-            .order
-            .iter()
+            .found
+            .into_iter()
             .enumerate()
-            .filter_map(|(i, k)| self.found.get(k).map(|id| (i, id.clone())))
+            .map(|(i, f)| (i, f.ident))
             .collect();
         v.sort_by(|(ia, a), (ib, b)| {
             b.score()

@@ -1,0 +1,283 @@
+//! A text clipped to one line of at most so many characters: runs of one punctuation
+//! character (`=====` rules of test runners) cut to three, whitespace collapsed to single
+//! spaces (a line never carries a newline), and over the limit its head and end kept around an
+//! ellipsis. The line is read lazily from each end, so the work is bounded by the characters
+//! kept, not by the text: a digest clips every tool output of a span several times over.
+
+/// The collapsed line of a sequence of characters, produced as it is read (read the sequence
+/// reversed and the line comes out reversed: both rules are symmetric).
+struct Collapse<I> {
+    chars: I,
+    prev: Option<char>,
+    run: u32,
+    /// Whitespace seen since the last character produced.
+    pending: bool,
+    started: bool,
+    queued: Option<char>,
+}
+
+impl<I: Iterator<Item = char>> Collapse<I> {
+    fn new(chars: I) -> Self {
+        Collapse {
+            chars,
+            prev: None,
+            run: 0,
+            pending: false,
+            started: false,
+            queued: None,
+        }
+    }
+}
+
+impl<I: Iterator<Item = char>> Iterator for Collapse<I> {
+    type Item = char;
+
+    fn next(&mut self) -> Option<char> {
+        if let Some(c) = self.queued.take() {
+            return Some(c);
+        }
+        loop {
+            let ch = self.chars.next()?;
+            // Runs of one punctuation character say nothing past their third.
+            if Some(ch) == self.prev && ch.is_ascii_punctuation() {
+                self.run += 1;
+            } else {
+                self.run = 1;
+            }
+            self.prev = Some(ch);
+            if self.run > 3 {
+                continue;
+            }
+            if ch.is_whitespace() {
+                self.pending = true;
+                continue;
+            }
+            if self.pending && self.started {
+                self.pending = false;
+                self.queued = Some(ch);
+                return Some(' ');
+            }
+            self.pending = false;
+            self.started = true;
+            return Some(ch);
+        }
+    }
+}
+
+/// Whitespace collapsed, at most `max` characters (an ellipsis marks a cut).
+pub(super) fn clip(s: &str, max: usize) -> String {
+    clip_ends(s, max, 1.0)
+}
+
+/// Whether `clip_ends(s, max, head_share)` gives `s`'s whole line: `s` is not cut to windows
+/// and its line holds at most `max` characters, or one more with the ellipsis exactly where the
+/// clip would put its own (a line an earlier clip made: clipping it again changes nothing).
+/// Then a clip to any larger limit gives the same line. Reads at most `max + 1` characters
+/// (none when the byte length decides).
+pub(super) fn is_whole(s: &str, max: usize, head_share: f64) -> bool {
+    if s.len() <= max {
+        return true;
+    }
+    let window = max.saturating_mul(8).max(64);
+    if s.len() > 2 * window {
+        return false;
+    }
+    // Letters and digits all survive the collapse: more of them than the line may hold, and
+    // it is not whole (a byte count, far cheaper than collapsing).
+    let mut solid = 0usize;
+    for &c in s.as_bytes() {
+        solid += usize::from(c.is_ascii_alphanumeric());
+        if solid > max + 1 {
+            return false;
+        }
+    }
+    let head_n = (max as f64 * head_share) as usize;
+    let mut at_cut = None;
+    let mut n = 0usize;
+    for ch in Collapse::new(s.chars()) {
+        if n == head_n {
+            at_cut = Some(ch);
+        }
+        n += 1;
+        if n > max + 1 {
+            return false;
+        }
+    }
+    n <= max || at_cut == Some('…')
+}
+
+/// The part of `s` a clip to `max` characters may show: all of it, or (a long text) windows of
+/// its head and end around ` … ` (a window of 8 bytes per character kept covers squeezed rules
+/// and runs of spaces).
+fn windows(s: &str, max: usize, head_share: f64) -> (&str, &str, &str) {
+    let window = max.saturating_mul(8).max(64);
+    if s.len() <= 2 * window {
+        return (s, "", "");
+    }
+    let head_w = ((window as f64 * head_share * 2.0) as usize).min(s.len());
+    let mut a = head_w;
+    while !s.is_char_boundary(a) {
+        a -= 1;
+    }
+    let mut b = s.len() - (2 * window - head_w).min(s.len());
+    while !s.is_char_boundary(b) {
+        b += 1;
+    }
+    (&s[..a], " … ", &s[b.max(a)..])
+}
+
+/// Whitespace collapsed (a line never carries a newline); over `max` characters, the head
+/// (`head_share` of `max`) and the end are kept around an ellipsis.
+pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
+    let (head, mid, tail) = windows(s, max, head_share);
+    let forward = head.chars().chain(mid.chars()).chain(tail.chars());
+    let mut line = String::with_capacity(max.min(s.len()) + 4);
+    let mut collapsed = Collapse::new(forward);
+    line.extend(collapsed.by_ref().take(max));
+    if collapsed.next().is_none() {
+        return line;
+    }
+    // Longer than `max`: the head from the front, the end read backwards.
+    let head_n = (max as f64 * head_share) as usize;
+    let tail_n = max.saturating_sub(head_n);
+    let head_end = line
+        .char_indices()
+        .nth(head_n)
+        .map_or(line.len(), |(i, _)| i);
+    line.truncate(head_end);
+    line.push('…');
+    if tail_n > 0 {
+        let backward = tail
+            .chars()
+            .rev()
+            .chain(mid.chars().rev())
+            .chain(head.chars().rev());
+        let end: Vec<char> = Collapse::new(backward).take(tail_n).collect();
+        line.extend(end.iter().rev());
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    /// The clip as first written: the whole (windowed) text collapsed, then cut.
+    fn reference(s: &str, max: usize, head_share: f64) -> String {
+        let (h, m, t) = windows(s, max, head_share);
+        let s = format!("{h}{m}{t}");
+        let squeezed = squeeze_rules(&s);
+        let line = squeezed.split_whitespace().collect::<Vec<_>>().join(" ");
+        let total = line.chars().count();
+        if line.len() <= max || total <= max {
+            return line;
+        }
+        let head_n = ((max as f64 * head_share) as usize).min(total);
+        let tail_n = max.saturating_sub(head_n).min(total - head_n);
+        let head: String = line.chars().take(head_n).collect();
+        let tail: String = line.chars().skip(total - tail_n).collect();
+        format!("{head}…{tail}")
+    }
+
+    fn squeeze_rules(s: &str) -> Cow<'_, str> {
+        let mut out = String::with_capacity(s.len());
+        let mut run = 0;
+        let mut prev = None;
+        for ch in s.chars() {
+            if Some(ch) == prev && ch.is_ascii_punctuation() {
+                run += 1;
+            } else {
+                run = 1;
+            }
+            prev = Some(ch);
+            if run <= 3 {
+                out.push(ch);
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    #[test]
+    fn a_whole_clip_is_the_same_line_at_every_larger_limit() {
+        for s in [
+            "a  b\n\n c",
+            &"word ".repeat(40),
+            &"x\n".repeat(300),
+            "=====  ===",
+        ] {
+            for max in [1usize, 5, 8, 48, 200, 900] {
+                if is_whole(s, max, 0.6) {
+                    for larger in [max, max + 1, max * 3, 6_000] {
+                        assert_eq!(clip_ends(s, larger, 0.35), clip_ends(s, max, 0.6));
+                    }
+                } else {
+                    assert_ne!(
+                        clip_ends(s, max, 0.6),
+                        clip_ends(s, max * 8, 0.6),
+                        "{s:?} {max}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_clipped_line_clipped_again_is_whole() {
+        let text = "word ".repeat(500);
+        for (max, share) in [(80, 0.6), (160, 0.35), (1_500, 0.7)] {
+            let once = clip_ends(&text, max, share);
+            assert!(is_whole(&once, max, share), "{once}");
+            assert_eq!(clip_ends(&once, max, share), once);
+            assert!(!is_whole(&text, max, share));
+        }
+    }
+
+    #[test]
+    fn reading_from_the_ends_matches_collapsing_the_whole_text() {
+        // A deterministic stream of awkward texts: rules, runs of spaces and newlines, multibyte
+        // characters, long and short, around every limit a digest uses.
+        let pieces = [
+            "word",
+            " ",
+            "  ",
+            "\n",
+            "\t",
+            "=====",
+            "---",
+            "é",
+            "日本語",
+            "…",
+            "a",
+            "=",
+            "==",
+            "x ⏎ y",
+            "FAILED",
+            "\u{2003}",
+            ".....",
+            "passed",
+        ];
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for case in 0..3_000 {
+            let len = (next() % if case % 10 == 0 { 4_000 } else { 120 }) as usize;
+            let s: String = (0..len)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect();
+            for max in [0usize, 1, 3, 8, 48, 80, 160, 400] {
+                for share in [0.35, 0.6, 0.7, 1.0] {
+                    assert_eq!(
+                        clip_ends(&s, max, share),
+                        reference(&s, max, share),
+                        "{s:?} {max} {share}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! The forms of the units a digest builds from the span's messages, from the richest to the
+//! shortest: a request or a thought clipped to fewer characters; a tool call with its
+//! arguments and its result's outcome, both shorter at each form; a text agent's command with
+//! its observation. Each says, without building a form, whether that form keeps every text it
+//! clips whole (`clip::is_whole`), which tells equal forms apart cheaply (`units::Entry::lazy`).
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::clip::{clip_ends, is_whole};
+use super::{observation_body, return_code, without_courtesy_edges};
+
+/// The forms of one unit.
+pub(super) trait Forms {
+    /// How many forms the plan holds.
+    fn count(&self) -> usize;
+    /// Whether form `j` (`j >= 1`) is the same line as form `j - 1`: every text it clips is
+    /// kept whole (`clip::is_whole`), where the one before clips the same texts with larger
+    /// limits. False means different (but for a line that happens to equal a clip of another
+    /// text).
+    fn repeats(&self, j: usize) -> bool;
+    /// Form `j` (0: the richest).
+    fn build(&self, j: usize) -> String;
+}
+
+/// Characters of a result in a call's fullest form (used while the room allows: a summary
+/// fills the room it is given).
+pub(super) const FULLEST_RESULT_CHARS: usize = 6_000;
+
+/// Characters of a successful result kept in a call's shortest form: a short result (a sum, a
+/// count, "Transfer successful") survives whole, a long one keeps its end.
+pub(super) const SHORT_RESULT_CHARS: usize = 48;
+
+/// A text clipped to each of `plan`'s (characters, head share).
+pub(super) struct Clipped<'a> {
+    pub(super) text: Cow<'a, str>,
+    pub(super) plan: &'static [(usize, f64)],
+}
+
+/// An assistant's earlier thought (a conclusion).
+pub(super) const CONCLUSION_PLAN: [(usize, f64); 4] =
+    [(4_000, 0.6), (900, 0.6), (300, 0.6), (120, 0.7)];
+
+impl Forms for Clipped<'_> {
+    fn count(&self) -> usize {
+        self.plan.len()
+    }
+
+    fn repeats(&self, j: usize) -> bool {
+        let (max, share) = self.plan[j];
+        is_whole(&self.text, max, share)
+    }
+
+    fn build(&self, j: usize) -> String {
+        let (max, share) = self.plan[j];
+        clip_ends(&self.text, max, share)
+    }
+}
+
+/// Characters of a request's forms: the first two of the whole request, the others of its
+/// core (without its courtesy edges, `without_courtesy_edges`).
+const REQUEST_PLAN: [usize; 7] = [4_000, 1_500, 400, 240, 160, 120, 80];
+
+/// A user request: whole up to 4,000 characters, then shorter (a long one keeps its head and
+/// end); from 400 characters down, cut from its core.
+pub(super) struct Request<'a> {
+    pub(super) text: Cow<'a, str>,
+}
+
+impl Request<'_> {
+    /// The text form `j` clips.
+    fn source(&self, j: usize) -> &str {
+        if j < 2 {
+            &self.text
+        } else {
+            without_courtesy_edges(&self.text)
+        }
+    }
+}
+
+impl Forms for Request<'_> {
+    fn count(&self) -> usize {
+        REQUEST_PLAN.len()
+    }
+
+    fn repeats(&self, j: usize) -> bool {
+        let src = self.source(j);
+        let same_text = j != 2 || src.trim() == self.text.trim();
+        same_text && is_whole(src, REQUEST_PLAN[j], 0.6)
+    }
+
+    fn build(&self, j: usize) -> String {
+        clip_ends(self.source(j), REQUEST_PLAN[j], 0.6)
+    }
+}
+
+/// The outcome of a call read from its result text.
+pub(super) struct Outcome<'a> {
+    pub(super) text: Option<Cow<'a, str>>,
+    pub(super) err: bool,
+}
+
+impl Outcome<'_> {
+    /// `ok: …` / `error: …` with `chars` characters of the result (its head and, more, its
+    /// end: the last lines say how it ended).
+    fn line(&self, chars: usize) -> String {
+        let Some(t) = self.text.as_deref() else {
+            return "no result in this span".into();
+        };
+        let body = observation_body(t);
+        let mut s = String::new();
+        if let Some(rc) = return_code(t) {
+            s.push_str(&format!("rc={rc}"));
+            if chars > 0 && !body.trim().is_empty() {
+                s.push_str(": ");
+            }
+        }
+        if chars > 0 {
+            s.push_str(&clip_ends(body, chars, 0.35));
+        }
+        if s.is_empty() {
+            s.push_str(if body.trim().is_empty() {
+                "(empty)"
+            } else {
+                "…"
+            });
+        }
+        format!("{}: {s}", if self.err { "error" } else { "ok" })
+    }
+
+    fn whole(&self, chars: usize) -> bool {
+        self.text
+            .as_deref()
+            .is_none_or(|t| chars == 0 || is_whole(observation_body(t), chars, 0.35))
+    }
+}
+
+/// (argument characters, result characters) of a call's forms; errors keep more of their text.
+fn call_plan(err: bool) -> [(usize, usize); 4] {
+    [
+        (1_200, FULLEST_RESULT_CHARS),
+        (400, if err { 900 } else { 600 }),
+        (160, if err { 360 } else { 160 }),
+        (60, if err { 160 } else { SHORT_RESULT_CHARS }),
+    ]
+}
+
+/// A tool call: `name(key=value, ...) -> outcome`.
+pub(super) struct Call<'a> {
+    pub(super) name: &'a str,
+    pub(super) args: &'a str,
+    pub(super) parsed: Result<Value, serde_json::Error>,
+    pub(super) outcome: Outcome<'a>,
+}
+
+/// A tool call's arguments in its shortest form, whole (characters).
+const SHORTEST_CALL_CHARS: usize = 160;
+
+impl Call<'_> {
+    /// The arguments of the shortest form: bounded as a whole (a booking's nested lists of
+    /// flights, passengers and payments run to hundreds of characters at 60 per value).
+    fn shortest_line(&self) -> String {
+        call_line(self.name, self.args, &self.parsed, 60)
+    }
+}
+
+impl Forms for Call<'_> {
+    fn count(&self) -> usize {
+        5
+    }
+
+    fn repeats(&self, j: usize) -> bool {
+        if j == 4 {
+            // The outcome is the previous form's: only the arguments' bound can differ.
+            return is_whole(&self.shortest_line(), SHORTEST_CALL_CHARS, 0.6);
+        }
+        let (max, chars) = call_plan(self.outcome.err)[j];
+        self.outcome.whole(chars) && args_whole(self.args, &self.parsed, max)
+    }
+
+    fn build(&self, j: usize) -> String {
+        if j == 4 {
+            // The outcome, an error's message, stays.
+            let (_, chars) = call_plan(self.outcome.err)[3];
+            return format!(
+                "{} -> {}",
+                clip_ends(&self.shortest_line(), SHORTEST_CALL_CHARS, 0.6),
+                self.outcome.line(chars)
+            );
+        }
+        let (max, chars) = call_plan(self.outcome.err)[j];
+        format!(
+            "{} -> {}",
+            call_line(self.name, self.args, &self.parsed, max),
+            self.outcome.line(chars)
+        )
+    }
+}
+
+/// (command characters, observation characters) of a text agent's command forms.
+fn command_plan(err: bool) -> [(usize, usize); 4] {
+    [
+        (2_000, FULLEST_RESULT_CHARS),
+        (600, if err { 900 } else { 700 }),
+        (300, if err { 360 } else { 200 }),
+        (140, if err { 160 } else { SHORT_RESULT_CHARS }),
+    ]
+}
+
+/// A text agent's command and its observation: `$ command -> outcome`.
+pub(super) struct Command<'a> {
+    /// The command's lines joined by ` ⏎ ` (blank lines left out).
+    pub(super) joined: String,
+    pub(super) outcome: Outcome<'a>,
+}
+
+impl Command<'_> {
+    pub(super) fn join(cmd: &str) -> String {
+        let lines: Vec<&str> = cmd
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        lines.join(" ⏎ ")
+    }
+}
+
+impl Forms for Command<'_> {
+    fn count(&self) -> usize {
+        4
+    }
+
+    fn repeats(&self, j: usize) -> bool {
+        let (max, chars) = command_plan(self.outcome.err)[j];
+        self.outcome.whole(chars) && is_whole(&self.joined, max, 0.6)
+    }
+
+    fn build(&self, j: usize) -> String {
+        let (max, chars) = command_plan(self.outcome.err)[j];
+        // A command shown whole up to `max` characters; a longer one keeps its head and its
+        // end (`&& git diff`, the file a heredoc writes to).
+        format!(
+            "$ {} -> {}",
+            clip_ends(&self.joined, max, 0.6),
+            self.outcome.line(chars)
+        )
+    }
+}
+
+/// Whether every argument `call_line` shows at `max_value` is whole.
+fn args_whole(args: &str, parsed: &Result<Value, serde_json::Error>, max_value: usize) -> bool {
+    match parsed {
+        Ok(Value::Object(map)) => map.iter().take(16).all(|(_, v)| match v {
+            Value::String(t) => is_whole(t, max_value, 0.6),
+            other => is_whole(&other.to_string(), max_value * 2, 0.6),
+        }),
+        Ok(other) => is_whole(&other.to_string(), max_value * 2, 0.6),
+        Err(_) => is_whole(args, max_value * 2, 0.6),
+    }
+}
+
+/// `name(key=value, ...)`: every key, string values whole up to `max_value` characters (a
+/// longer one keeps its head and end), nested values as compact JSON, likewise bounded.
+fn call_line(
+    name: &str,
+    args: &str,
+    parsed: &Result<Value, serde_json::Error>,
+    max_value: usize,
+) -> String {
+    let mut s = String::from(name);
+    s.push('(');
+    match parsed {
+        Ok(Value::Object(map)) => {
+            for (k, (key, v)) in map.iter().enumerate() {
+                if k == 16 {
+                    s.push_str(", …");
+                    break;
+                }
+                if k > 0 {
+                    s.push_str(", ");
+                }
+                s.push_str(key);
+                s.push('=');
+                match v {
+                    Value::String(t) => {
+                        let shown = clip_ends(t, max_value, 0.6);
+                        if shown.contains(' ') || shown.is_empty() {
+                            s.push('"');
+                            s.push_str(&shown);
+                            s.push('"');
+                        } else {
+                            s.push_str(&shown);
+                        }
+                    }
+                    other => s.push_str(&clip_ends(&other.to_string(), max_value * 2, 0.6)),
+                }
+            }
+        }
+        Ok(other) => s.push_str(&clip_ends(&other.to_string(), max_value * 2, 0.6)),
+        Err(_) => s.push_str(&clip_ends(args, max_value * 2, 0.6)),
+    }
+    s.push(')');
+    s
+}

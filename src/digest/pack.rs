@@ -1,0 +1,513 @@
+//! Packing a digest's units into its room: every unit starts in its richest form; while the
+//! digest is over its room the oldest units of the cheapest kind are shortened, then dropped,
+//! and the room a shortening freed beyond need is given back to the newest units.
+//!
+//! The steps that are sure to run whole are not walked one unit at a time: each step's state
+//! is known without prices (which units it shortens or drops), and the total of a state is
+//! never below what its units cost in it (a shorter form never costs more, `Entry::cost`; only
+//! a rule a shortened request no longer holds adds tokens, and rules are counted as they stand
+//! at the start). So the packing starts from the last state whose lower bound is still over
+//! the room, and prices only the forms it reads from there: on a span of thousands of calls,
+//! the richest forms are never built.
+
+use super::units::Entry;
+use super::{Section, CARRIED_INDEX_SHARE, INDEX_SHARE, SECTIONS};
+use crate::estimate::Estimator;
+use crate::identifier_index::{self, Ident};
+
+/// Which form of a unit a packing uses, and whether the unit is kept.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    level: u8,
+    alive: bool,
+}
+
+/// Each phase: which section, keep the newest `keep`, shorten (to the next form) or drop.
+/// Rules are never dropped (they render first: only the last-resort cut could reach them);
+/// requests only when even their shortest forms do not fit. An error's detail (its arguments)
+/// is shortened to its shortest form before any request is: the error's message stays in
+/// every form.
+const PHASES: [(Section, usize, bool); 27] = [
+    (Section::Calls, 0, true),
+    (Section::Conclusions, 0, true),
+    (Section::Calls, 0, true),
+    (Section::Earlier, 0, true),
+    (Section::Conclusions, 0, true),
+    (Section::Calls, 0, true),
+    (Section::LastState, 0, true),
+    (Section::Conclusions, 0, true),
+    (Section::Calls, 8, false),
+    (Section::Conclusions, 6, false),
+    (Section::Calls, 0, true),
+    (Section::Calls, 4, false),
+    (Section::Earlier, 0, true),
+    (Section::Conclusions, 3, false),
+    (Section::Errors, 0, true),
+    (Section::Errors, 0, true),
+    (Section::Errors, 0, true),
+    (Section::Requests, 0, true),
+    (Section::Errors, 0, true),
+    (Section::Errors, 3, false),
+    (Section::Requests, 0, true),
+    (Section::Open, 1, false),
+    (Section::Earlier, 0, false),
+    (Section::Requests, 0, true),
+    // Last resorts when even the shortest requests do not fit: the oldest go first.
+    (Section::Conclusions, 0, false),
+    (Section::Calls, 0, false),
+    (Section::Requests, 3, false),
+];
+
+/// Requests dropped as a last resort keep the first ones of the span (the goal) too.
+const FIRST_REQUESTS_KEPT: usize = 2;
+
+/// Every step of a packing: each phase without the focus units, then each with them.
+fn step(t: usize) -> (bool, (Section, usize, bool)) {
+    (t >= PHASES.len(), PHASES[t % PHASES.len()])
+}
+
+const STEPS: usize = 2 * PHASES.len();
+
+/// What every packing of one set of units shares: the units, their prices, which rules a
+/// request may cover (a rule said inside a request kept whole is not written twice), and the
+/// state after each step run whole.
+struct Units<'e, 'a> {
+    entries: &'e [Entry<'a>],
+    est: &'e Estimator,
+    fixed: f64,
+    /// Per request: the rules said in it, in order.
+    said: Vec<Vec<usize>>,
+    /// States: [0] the start, [t + 1] after steps 0..=t run whole.
+    states: Vec<(Vec<Slot>, Vec<Option<usize>>)>,
+    /// Lower bound of each state's total (filled when asked).
+    bounds: Vec<Option<f64>>,
+}
+
+impl<'e, 'a> Units<'e, 'a> {
+    fn new(entries: &'e [Entry<'a>], est: &'e Estimator, fixed: f64) -> Self {
+        let cover: Vec<Option<usize>> = entries
+            .iter()
+            .map(|r| {
+                r.from.filter(|&q| {
+                    r.section == Section::Rules && entries[q].form(0).contains(r.form(0))
+                })
+            })
+            .collect();
+        let mut said = vec![Vec::new(); entries.len()];
+        for (r, e) in entries.iter().enumerate() {
+            if let Some(q) = e.from {
+                said[q].push(r);
+            }
+        }
+        let start = vec![
+            Slot {
+                level: 0,
+                alive: true
+            };
+            entries.len()
+        ];
+        let mut u = Units {
+            entries,
+            est,
+            fixed,
+            said,
+            states: vec![(start, cover)],
+            bounds: vec![None; STEPS + 1],
+        };
+        for t in 0..STEPS {
+            let (mut slots, mut cover) = u.states[t].clone();
+            u.run_whole(t, &mut slots, &mut cover);
+            u.states.push((slots, cover));
+        }
+        u
+    }
+
+    /// Step `t` run over every unit it reaches, as when the total stays over the room.
+    fn run_whole(&self, t: usize, slots: &mut [Slot], cover: &mut [Option<usize>]) {
+        let (focus_pass, (sec, keep, shorten)) = step(t);
+        let idx = eligible(self.entries, slots, sec, focus_pass);
+        let n = idx.len();
+        for (k, &i) in idx.iter().enumerate() {
+            if shorten {
+                if usize::from(slots[i].level) + 1 < self.entries[i].levels() {
+                    slots[i].level += 1;
+                }
+            } else if droppable(sec, k, keep, n) {
+                slots[i].alive = false;
+            } else {
+                continue;
+            }
+            if sec == Section::Requests {
+                for &r in &self.said[i] {
+                    if cover[r] == Some(i) && !holds(self.entries, slots, i, r) {
+                        cover[r] = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The lower bound of state `s`'s total, and of every state before it that a packing
+    /// passes on its way (see the module's note).
+    fn bound(&mut self, s: usize) -> f64 {
+        if let Some(b) = self.bounds[s] {
+            return b;
+        }
+        let (slots, _) = &self.states[s];
+        let start_cover = &self.states[0].1;
+        let b = self.fixed
+            + self
+                .entries
+                .iter()
+                .zip(slots)
+                .zip(start_cover)
+                .filter(|((e, sl), c)| {
+                    if e.section == Section::Rules {
+                        c.is_none()
+                    } else {
+                        sl.alive
+                    }
+                })
+                .map(|((e, sl), _)| e.cost(usize::from(sl.level), self.est))
+                .sum::<f64>();
+        self.bounds[s] = Some(b);
+        b
+    }
+
+    /// The last state whose total is sure to be over `room` (0 when none is). Bounds fall
+    /// from state to state; they are read from the last state back, so the forms priced are
+    /// those of states the packing reaches anyway (never every unit's richest form, unless
+    /// the packing starts there).
+    fn start_for(&mut self, room: f64) -> usize {
+        (1..=STEPS)
+            .rev()
+            .find(|&s| self.bound(s) > room)
+            .unwrap_or(0)
+    }
+}
+
+/// The live units of section `sec` a step reaches, oldest first.
+fn eligible(entries: &[Entry<'_>], slots: &[Slot], sec: Section, focus_pass: bool) -> Vec<usize> {
+    (0..entries.len())
+        .filter(|&i| {
+            slots[i].alive && entries[i].section == sec && (focus_pass || !entries[i].focus)
+        })
+        .collect()
+}
+
+/// Whether a dropping step that keeps the newest `keep` of `n` drops the `k`th.
+fn droppable(sec: Section, k: usize, keep: usize, n: usize) -> bool {
+    k + keep < n
+        && !(sec == Section::Requests && k < FIRST_REQUESTS_KEPT && n > keep + FIRST_REQUESTS_KEPT)
+}
+
+/// Whether request `i`, as it stands, still holds rule `r`'s text.
+fn holds(entries: &[Entry<'_>], slots: &[Slot], i: usize, r: usize) -> bool {
+    slots[i].alive
+        && entries[i]
+            .form(usize::from(slots[i].level))
+            .contains(entries[r].form(0))
+}
+
+/// One packing in progress.
+struct Packing<'u, 'e, 'a> {
+    units: &'u Units<'e, 'a>,
+    slots: Vec<Slot>,
+    cover: Vec<Option<usize>>,
+    total: f64,
+}
+
+impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
+    /// The packing at state `s` (see `Units::start_for`), priced exactly.
+    fn at(units: &'u Units<'e, 'a>, s: usize) -> Self {
+        let (slots, cover) = units.states[s].clone();
+        let mut p = Packing {
+            units,
+            slots,
+            cover,
+            total: 0.0,
+        };
+        p.total = units.fixed
+            + (0..units.entries.len())
+                .filter(|&i| p.slots[i].alive && p.cover[i].is_none())
+                .map(|i| p.tokens(i))
+                .sum::<f64>();
+        p
+    }
+
+    fn tokens(&self, i: usize) -> f64 {
+        self.units.entries[i].cost(usize::from(self.slots[i].level), self.units.est)
+    }
+
+    fn text(&self, i: usize) -> &str {
+        self.units.entries[i].form(usize::from(self.slots[i].level))
+    }
+
+    /// Run steps `from..` one unit at a time until the total fits `room`.
+    fn shrink(&mut self, from: usize, room: f64) {
+        let entries = self.units.entries;
+        for t in from..STEPS {
+            let (focus_pass, (sec, keep, shorten)) = step(t);
+            if self.total <= room {
+                return;
+            }
+            let idx = eligible(entries, &self.slots, sec, focus_pass);
+            let n = idx.len();
+            let mut order: Vec<(usize, usize)> = idx.iter().copied().enumerate().collect();
+            if !shorten && matches!(sec, Section::Calls | Section::Conclusions) {
+                // Among the droppable (all but the newest `keep`), the costliest go first: a
+                // short line (`calculate(2499 - 1327) -> 1172.0`) holds as much as a long one
+                // for a fraction of the room. Ties: the oldest first. (A step run whole drops
+                // them all: the order matters only here.)
+                let tokens: Vec<f64> = idx.iter().map(|&i| self.tokens(i)).collect();
+                order.sort_by(|&(ka, _), &(kb, _)| {
+                    (ka + keep >= n)
+                        .cmp(&(kb + keep >= n))
+                        .then(tokens[kb].total_cmp(&tokens[ka]))
+                        .then(ka.cmp(&kb))
+                });
+            }
+            for (k, i) in order {
+                if self.total <= room {
+                    break;
+                }
+                if shorten {
+                    if usize::from(self.slots[i].level) + 1 < entries[i].levels() {
+                        let before = self.tokens(i);
+                        self.slots[i].level += 1;
+                        self.total += self.tokens(i) - before;
+                    }
+                } else if droppable(sec, k, keep, n) {
+                    self.slots[i].alive = false;
+                    self.total -= self.tokens(i);
+                } else {
+                    continue;
+                }
+                if sec == Section::Requests {
+                    self.uncover(i);
+                }
+            }
+        }
+    }
+
+    /// A request `i` was shortened or dropped: the rules it no longer holds are priced again.
+    fn uncover(&mut self, i: usize) {
+        for &r in &self.units.said[i] {
+            if self.cover[r] == Some(i) && !holds(self.units.entries, &self.slots, i, r) {
+                self.cover[r] = None;
+                self.total += self.tokens(r);
+            }
+        }
+    }
+
+    /// A shortening can free more than needed (one long output): give the room left back, a
+    /// form at a time, and bring back dropped units that fit again. The user's requests
+    /// first, one form at a time across all of them, newest first (a clipped request loses its
+    /// middle clause, where the conditions sit: more requests a form longer beat one request
+    /// whole); then the other units, newest first.
+    fn give_back(&mut self, room: f64) {
+        let entries = self.units.entries;
+        let requests: Vec<usize> = (0..entries.len())
+            .rev()
+            .filter(|&i| entries[i].section == Section::Requests)
+            .collect();
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for &i in &requests {
+                if self.grow(i, room, true) {
+                    grew = true;
+                }
+            }
+        }
+        for i in (0..entries.len()).rev() {
+            if entries[i].section != Section::Requests {
+                self.grow(i, room, false);
+            }
+        }
+    }
+
+    /// Give unit `i` what fits of the room left: bring it back when dropped (and no kept
+    /// request covers it) in its shortest form, then longer forms, one (`one_form`) or as many
+    /// as fit. Whether it grew. A form never costs less than a shorter one: over the room,
+    /// nothing is tried (nor built).
+    fn grow(&mut self, i: usize, room: f64, one_form: bool) -> bool {
+        let e = &self.units.entries[i];
+        if self.total > room {
+            return false;
+        }
+        if !self.slots[i].alive {
+            if self.cover[i].is_some() {
+                return false;
+            }
+            let level = e.levels() - 1;
+            let t = e.cost(level, self.units.est);
+            if self.total + t > room {
+                return false;
+            }
+            self.slots[i].alive = true;
+            self.slots[i].level = level as u8;
+            self.total += t;
+            if one_form {
+                return true;
+            }
+        }
+        let mut grew = false;
+        while self.slots[i].level > 0 {
+            let now = self.tokens(i);
+            let richer = e.cost(usize::from(self.slots[i].level) - 1, self.units.est);
+            if self.total + richer - now > room {
+                break;
+            }
+            self.total += richer - now;
+            self.slots[i].level -= 1;
+            grew = true;
+            if one_form {
+                break;
+            }
+        }
+        grew
+    }
+
+    /// The digest text: the header, the sections' kept units, the index.
+    fn render(mut self, header: &str, index: &str) -> String {
+        for (s, c) in self.slots.iter_mut().zip(&self.cover) {
+            if c.is_some() {
+                s.alive = false;
+            }
+        }
+        let entries = self.units.entries;
+        let mut out = String::from(header);
+        for (sec, title) in SECTIONS {
+            let items: Vec<usize> = (0..entries.len())
+                .filter(|&i| self.slots[i].alive && entries[i].section == sec)
+                .collect();
+            if items.is_empty() {
+                continue;
+            }
+            out.push_str("\n## ");
+            out.push_str(title);
+            out.push('\n');
+            for i in items {
+                if !matches!(sec, Section::LastState | Section::Earlier) {
+                    out.push_str("- ");
+                }
+                out.push_str(self.text(i));
+                out.push('\n');
+            }
+        }
+        if !index.is_empty() {
+            out.push('\n');
+            out.push_str(index);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// One packing of the units into `room` tokens (see `fit`); the index takes what is left of
+/// `limit`.
+fn pack(
+    units: &mut Units<'_, '_>,
+    header: &str,
+    idents: &[Ident],
+    room: f64,
+    limit: f64,
+) -> String {
+    let from = units.start_for(room);
+    let est = units.est;
+    let mut p = Packing::at(units, from);
+    p.shrink(from, room);
+    p.give_back(room);
+    // The index gets its share and what the rest left.
+    let index_room = (limit - p.total).max(0.0);
+    let index = identifier_index::render(idents, est, index_room as u64);
+    p.render(header, &index)
+}
+
+/// The room the units get: the budget less what the identifier index is sure to keep (its
+/// share, or the carried identifiers' cost up to half the room).
+fn units_room(idents: &[Ident], est: &Estimator, max_tokens: u64) -> f64 {
+    let budget = max_tokens as f64;
+    let natural_index = est.text(&identifier_index::render(idents, est, max_tokens)) + 2.0;
+    // Identifiers carried from the previous summary keep their room (up to half of it): a
+    // second compaction keeps what the first one indexed.
+    let carried: Vec<Ident> = idents.iter().filter(|i| i.carried).cloned().collect();
+    let carried_cost = if carried.is_empty() {
+        0.0
+    } else {
+        est.text(&identifier_index::render(&carried, est, max_tokens)) + 2.0
+    };
+    let share = INDEX_SHARE.max((carried_cost / budget.max(1.0)).min(CARRIED_INDEX_SHARE));
+    let reserved = natural_index.min(budget * share);
+    budget - reserved
+}
+
+/// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the
+/// identifier index takes at least its share and whatever room the rest leaves.
+pub(super) fn fit(
+    entries: &[Entry<'_>],
+    header: &str,
+    idents: Vec<Ident>,
+    est: &Estimator,
+    max_tokens: u64,
+) -> String {
+    let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
+    let mut units = Units::new(entries, est, fixed);
+    let budget = max_tokens as f64;
+    let room = units_room(&idents, est, max_tokens);
+    let limit = budget;
+    let mut out = String::new();
+    let mut best: Option<(f64, String)> = None;
+    // Line-by-line prices differ a little from the rendered whole: pack again into a room
+    // moved by the difference, over or under, and keep the fullest packing that fits (the last
+    // resort cuts characters).
+    // The shift of room and limit: moved by the gap until the fit is bracketed, then bisected.
+    let (mut shift, mut fits, mut over): (f64, Option<f64>, Option<f64>) = (0.0, None, None);
+    for _ in 0..8 {
+        out = pack(&mut units, header, &idents, room + shift, limit + shift);
+        let used = est.text(&out);
+        if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
+            best = Some((used, out.clone()));
+        }
+        let gap = budget - used;
+        if (0.0..=budget * 0.02 + 2.0).contains(&gap) {
+            break;
+        }
+        if gap < 0.0 {
+            over = Some(shift);
+        } else {
+            fits = Some(shift);
+        }
+        shift = match (fits, over) {
+            (Some(a), Some(b)) => (a + b) / 2.0,
+            _ => shift + gap - if gap < 0.0 { 4.0 } else { 1.0 },
+        };
+    }
+    match best {
+        Some((_, b)) => b,
+        None => cut_to_budget(out, est, budget),
+    }
+}
+
+/// Last resort: cut by characters (about 3 characters per token), on a line boundary; the
+/// index and the oldest details are at the end.
+fn cut_to_budget(mut out: String, est: &Estimator, budget: f64) -> String {
+    if est.text(&out) <= budget {
+        return out;
+    }
+    let mut max_chars = (budget * 3.0) as usize;
+    while max_chars > 0 && est.text(&out) > budget {
+        let mut cut = out
+            .char_indices()
+            .nth(max_chars)
+            .map(|(i, _)| i)
+            .unwrap_or(out.len());
+        if let Some(nl) = out[..cut].rfind('\n') {
+            cut = nl;
+        }
+        out.truncate(cut);
+        max_chars = max_chars * 9 / 10;
+    }
+    out
+}
