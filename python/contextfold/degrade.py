@@ -216,10 +216,16 @@ def _shrunk_arguments(message: Any, max_chars: int) -> Any:
         return message
 
     def small(value: Any) -> Any:
-        if isinstance(value, str):
-            return _core.shrink_json(value, max_chars=max_chars) if len(value) > max_chars else value
-        text = json.dumps(value, ensure_ascii=False)
-        return json.loads(_core.shrink_json(text, max_chars=max_chars)) if len(text) > max_chars else value
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if len(text) <= max_chars:
+            return value
+        try:
+            shrunk = _core.shrink_json(text, max_chars=max_chars)
+        except UnicodeEncodeError:
+            # A lone surrogate has no UTF-8 form to shrink: the arguments stay as they are (the
+            # check that follows prices them whole).
+            return value
+        return shrunk if isinstance(value, str) else json.loads(shrunk)
 
     out = dict(message)
     if isinstance(out.get("tool_calls"), list):  # OpenAI chat

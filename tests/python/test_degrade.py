@@ -126,3 +126,18 @@ def test_budget_sweep_raises_nowhere_the_floor_fits():
     assert report["cases"] > 0
     assert report.get("raised where system+tools+task+last user turn fit", 0) == 0, report
     assert report.get("over budget", 0) == 0 and report.get("rejected shape", 0) == 0, report
+
+
+def test_arguments_with_a_lone_surrogate_stay_whole_in_a_bare_history() -> None:
+    # Found by the mixed-format property test: shrinking arguments that hold a lone surrogate
+    # (no UTF-8 form) raised UnicodeEncodeError out of compact(); they are left whole, and the
+    # outcome is a result or the budget error, never another exception.
+    ms = [{"role": "system", "content": ""}] * 4 + [
+        {"role": "model", "parts": [{"functionCall": {"name": "", "args": {"": "0" * 100, "\ud800": None}}}]}]
+    before = copy.deepcopy(ms)
+    try:
+        r = cf.Compactor(model="gpt-4o", budget=60, tail_tokens=30, strategy="hybrid").compact(ms)
+        assert r.messages
+    except cf.CompactionBudgetError as e:
+        assert e.tokens > 60
+    assert ms == before
