@@ -165,27 +165,6 @@ pub fn cut_middle(
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::provider::Provider;
-
-    #[test]
-    fn a_cut_keeps_head_and_end_names_the_id_and_fits() {
-        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
-        let text: String = (0..2_000)
-            .map(|k| format!("line {k}: ok\n"))
-            .collect::<String>()
-            + "FAILED: 3 errors\n";
-        let cut = cut_text(&text, 200, &est).expect("cut");
-        assert!(cut.starts_with("line 0: ok"));
-        assert!(cut.ends_with("FAILED: 3 errors\n"));
-        assert!(cut.contains(&format!("id={}", fold_id(&text))));
-        assert!(est.text(&cut) <= 210.0, "{}", est.text(&cut));
-        assert!(cut_text("short", 200, &est).is_none());
-    }
-}
-
 /// What a compaction must keep at the end whatever the budget: `(task, last user turn,
 /// floor start)`. The task is the first user request, the last user turn the last user message
 /// that is not only tool results; the floor starts at the last user turn (when it is not the
@@ -220,4 +199,25 @@ pub fn tail_floor(msgs: &[Message<'_>]) -> (Option<usize>, Option<usize>, usize)
         }
     }
     (task, last_user, start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Provider;
+
+    #[test]
+    fn a_cut_keeps_head_and_end_names_the_id_and_fits() {
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let text: String = (0..2_000)
+            .map(|k| format!("line {k}: ok\n"))
+            .collect::<String>()
+            + "FAILED: 3 errors\n";
+        let cut = cut_text(&text, 200, &est).expect("cut");
+        assert!(cut.starts_with("line 0: ok"));
+        assert!(cut.ends_with("FAILED: 3 errors\n"));
+        assert!(cut.contains(&format!("id={}", fold_id(&text))));
+        assert!(est.text(&cut) <= 210.0, "{}", est.text(&cut));
+        assert!(cut_text("short", 200, &est).is_none());
+    }
 }
