@@ -169,6 +169,30 @@ fn shorter_arguments(args: &str, max_chars: usize) -> Option<String> {
     (text != args).then_some(text)
 }
 
+/// Edits that shrink, in every message, each tool call's arguments longer than `max_chars`
+/// characters to valid JSON of at most `max_chars` (`shrink_json`), written in each message's
+/// own format (a degrading step of the compaction: the pending round's calls too).
+pub fn argument_edits(msgs: &[Message<'_>], max_chars: usize) -> Vec<Edit> {
+    let mut out = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let fields = m
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(j, c)| (CallAt::ToolCalls(j), c));
+        let blocks = m.parts().iter().enumerate().filter_map(|(k, p)| match p {
+            Part::ToolUse(c) => Some((CallAt::Part(k), c)),
+            _ => None,
+        });
+        for (call, c) in fields.chain(blocks) {
+            if let Some(json) = shorter_arguments(&c.arguments, max_chars) {
+                out.extend(write(i, m, &Change::Arguments { call, json }));
+            }
+        }
+    }
+    out
+}
+
 /// The end of the prunable region: the tail start, or in cache-aware mode the last block
 /// boundary at or before it (boundaries at every `block` tokens of cumulative cost, which only
 /// depend on the messages before them, so they do not move as the history grows).
@@ -487,6 +511,21 @@ mod tests {
             v.push(r);
         }
         v
+    }
+
+    #[test]
+    fn argument_edits_shrink_every_long_call_the_last_one_too() {
+        let args = format!("{{\"path\":\"a.py\",\"body\":\"{}\"}}", "x".repeat(500));
+        let msgs = history("out", &args);
+        let edits = argument_edits(&msgs, 80);
+        // Six calls, the last (pending) one included; each written as valid JSON <= 80 chars.
+        assert_eq!(edits.len(), 6);
+        assert_eq!(edits.last().map(|e| e.message), Some(12));
+        for e in &edits {
+            let inner: String = serde_json::from_str(&e.value).unwrap();
+            assert!(crate::shrink_json::is_valid_json(&inner) && inner.chars().count() <= 80);
+        }
+        assert!(argument_edits(&history("out", "{\"path\":\"a.py\"}"), 80).is_empty());
     }
 
     #[test]

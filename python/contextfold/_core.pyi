@@ -75,6 +75,7 @@ __all__ = [
     "message_previews",
     "render_transcript",
     "tool_output_texts",
+    "shrink_arguments",
 ]
 PROVIDERS: list[str]
 
@@ -404,6 +405,11 @@ def merge_summary(
     string (at the start) or two blocks (at the end). The caller's message is never changed;
     ``copy`` copies a container that is not a dict or list (a LangChain message stays of its
     class)."""
+
+def shrink_arguments(messages: Sequence[Any], /, *, max_chars: int, copy: Callable[[Any], Any]) -> list[Any]:
+    """A new list where, in every message, each tool call's arguments longer than ``max_chars``
+    characters (at least 64) are shrunk to valid JSON of at most that many, written in the
+    message's own wire format; copy-on-write, the caller's objects are never changed."""
 
 def render_transcript(messages: Sequence[Any], /, *, max_block_chars: int = 8_000) -> list[str]:
     """One text entry per message, ``"[i] role: ..."``, in order, for a summarizer of any

@@ -23,7 +23,7 @@ from typing import Any
 from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.errors import CompactionBudgetError
-from contextfold.prune import apply_edits
+from contextfold.prune import _copy, apply_edits
 
 __all__ = ["budget_error", "degrade"]
 
@@ -208,49 +208,6 @@ def _joined(first: Any, second: Any, line: str, fmt: str) -> Any | None:
     return {**first, key: [*la, mid, *lb]}
 
 
-def _shrunk_arguments(message: Any, max_chars: int) -> Any:
-    """A copy of ``message`` whose tool-call arguments over ``max_chars`` characters are shrunk
-    by ``shrink_json`` (still valid JSON), in each wire format's place for them; the message
-    itself when none is (or when it is not a plain dict)."""
-    if not isinstance(message, dict):
-        return message
-
-    def small(value: Any) -> Any:
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        if len(text) <= max_chars:
-            return value
-        try:
-            shrunk = _core.shrink_json(text, max_chars=max_chars)
-        except UnicodeEncodeError:
-            # A lone surrogate has no UTF-8 form to shrink: the arguments stay as they are (the
-            # check that follows prices them whole).
-            return value
-        return shrunk if isinstance(value, str) else json.loads(shrunk)
-
-    out = dict(message)
-    if isinstance(out.get("tool_calls"), list):  # OpenAI chat
-        out["tool_calls"] = [dict(c, function=dict(c["function"], arguments=small(c["function"].get("arguments", ""))))
-                             if isinstance(c, dict) and isinstance(c.get("function"), dict) else c
-                             for c in out["tool_calls"]]
-    if out.get("type") == "function_call" and "arguments" in out:  # Responses
-        out["arguments"] = small(out["arguments"])
-    for key in ("content", "parts"):
-        blocks = out.get(key)
-        if not isinstance(blocks, list):
-            continue
-        new = []
-        for b in blocks:
-            if isinstance(b, dict) and b.get("type") == "tool_use" and "input" in b:  # Anthropic
-                b = dict(b, input=small(b["input"]))
-            elif isinstance(b, dict) and isinstance(b.get("toolUse"), dict):  # Bedrock
-                b = dict(b, toolUse=dict(b["toolUse"], input=small(b["toolUse"].get("input", {}))))
-            elif isinstance(b, dict) and isinstance(b.get("functionCall"), dict):  # Gemini
-                b = dict(b, functionCall=dict(b["functionCall"], args=small(b["functionCall"].get("args", {}))))
-            new.append(b)
-        out[key] = new
-    return out if out != message else message
-
-
 def bare_history(
     msgs: list[Any],
     plan: dict[str, Any],
@@ -285,7 +242,7 @@ def bare_history(
             out = prune(out, protect_tail_tokens=0, min_tail=1, protect_first_n=1, provider=provider, model=model,
                         tool_result_max_tokens=HARD_MASK_TOKENS, arguments_max_chars=HARD_ARGS_CHARS)
             # The pending round's own arguments too (the walk keeps a tool group whole).
-            out = [_shrunk_arguments(m, HARD_ARGS_CHARS) for m in out]
+            out = _core.shrink_arguments(out, max_chars=HARD_ARGS_CHARS, copy=_copy)
             tokens, failures = check(out, seams)
         return None if failures else (out, tokens)
     base = apply_edits(msgs, plan["tail_edits"]) if plan.get("tail_edits") else list(msgs)

@@ -12,7 +12,7 @@ use super::messages::{Keep, Walker};
 use super::options::{check_tail, PruneOptions};
 use super::priced_request::PyPricedRequest;
 use crate::estimate::Estimator;
-use crate::prune::{plan_with, PrunePlan, Step};
+use crate::prune::{argument_edits, plan_with, PrunePlan, Step};
 use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
 
 /// Index where the protected tail begins (see `tail_walk::find_tail_start` for the rules).
@@ -155,8 +155,45 @@ fn prune<'py>(
     // One snapshot of the history: the plan reads it and the edits apply to it.
     let out = PyList::new(py, Walker::snapshot(messages)?)?;
     let p = plan(py, &out, request, options)?;
-    let mut cow = CopyOnWrite::new(&out, copy);
-    for e in &p.edits {
+    apply_planned(py, &out, &p.edits, copy)?;
+    Ok(out)
+}
+
+/// A new list where, in every message, each tool call's arguments longer than `max_chars`
+/// characters are shrunk to valid JSON of at most that many (in the message's own format);
+/// copy-on-write, the caller's objects never changed.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, max_chars, copy))]
+fn shrink_arguments<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    max_chars: usize,
+    copy: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    if max_chars < 64 {
+        return Err(PyValueError::new_err(format!(
+            "max_chars must be at least 64 (room for a valid JSON marker), got {max_chars}"
+        )));
+    }
+    let out = PyList::new(py, Walker::snapshot(messages)?)?;
+    let edits = {
+        let keep = Keep::new();
+        let ms = Walker::new(py, &keep).messages(out.as_any())?;
+        py.detach(|| argument_edits(&ms, max_chars))
+    };
+    apply_planned(py, &out, &edits, copy)?;
+    Ok(out)
+}
+
+/// Apply the core's edits to `out` copy-on-write.
+fn apply_planned<'py>(
+    py: Python<'py>,
+    out: &Bound<'py, PyList>,
+    edits: &[crate::prune::Edit],
+    copy: &Bound<'py, PyAny>,
+) -> PyResult<()> {
+    let mut cow = CopyOnWrite::new(out, copy);
+    for e in edits {
         let steps = e
             .path
             .iter()
@@ -167,7 +204,7 @@ fn prune<'py>(
         };
         cow.set_at(e.message, parents, last, &json_value(py, &e.value)?)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The prune plan of `out`, read and priced, made with the GIL released; the views are dropped
@@ -380,6 +417,7 @@ fn to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py,
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(shrink_arguments, m)?)?;
     m.add_function(wrap_pyfunction!(find_tail_start, m)?)?;
     m.add_function(wrap_pyfunction!(prune, m)?)?;
     m.add_function(wrap_pyfunction!(apply_edits, m)?)?;
