@@ -21,6 +21,7 @@ __all__ = [
     "RECALL_TOOL",
     "SUMMARY_MARKERS",
     "WIRE_FORMATS",
+    "CONTENT_KEYS",
     "SessionLedger",
     "CompactionOptions",
     "PricedRequest",
@@ -78,6 +79,8 @@ __all__ = [
     "shrink_arguments",
 ]
 PROVIDERS: list[str]
+#: Each wire format's key of a message's content (``"parts"`` for Gemini, else ``"content"``).
+CONTENT_KEYS: dict[str, str]
 
 def estimate(
     messages: Sequence[Any],

@@ -190,7 +190,7 @@ def _joined(first: Any, second: Any, line: str, fmt: str) -> Any | None:
     None for SDK objects (only plain dicts are joined)."""
     if not isinstance(first, dict) or not isinstance(second, dict):
         return None
-    key = "parts" if fmt == "gemini" else "content"
+    key = _core.CONTENT_KEYS[fmt]
     a, b = first.get(key), second.get(key)
     if isinstance(a, str) and isinstance(b, str):
         return {**first, key: f"{a}\n\n{line}\n\n{b}"}

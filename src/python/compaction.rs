@@ -286,6 +286,20 @@ fn summary_block(text: &str, format: &str, role: &str) -> PyResult<String> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SUMMARY_MARKERS", (SUMMARY_OPEN, SUMMARY_CLOSE))?;
     m.add("WIRE_FORMATS", WireFormat::NAMES.to_vec())?;
+    // Each format's key of a message's content (its dialect's), for the Python steps that
+    // build a message from two.
+    let keys: Vec<(&str, &str)> = WireFormat::NAMES
+        .iter()
+        .filter_map(|n| {
+            WireFormat::parse(n)
+                .ok()
+                .map(|f| (*n, f.dialect().content_key))
+        })
+        .collect();
+    m.add(
+        "CONTENT_KEYS",
+        pyo3::types::IntoPyDict::into_py_dict(keys, m.py())?,
+    )?;
     m.add("MIN_SUMMARY_TOKENS", MIN_SUMMARY_TOKENS)?;
     m.add_function(wrap_pyfunction!(compaction_plan, m)?)?;
     m.add_function(wrap_pyfunction!(compaction_verify, m)?)?;
