@@ -683,18 +683,11 @@ mod tests {
 
     fn options(budget: u64) -> PlanOptions {
         PlanOptions {
-            format: WireFormat::Chat,
             budget_tokens: budget,
             overhead_tokens: 3,
             tail_tokens: budget / 3,
             summary_tokens: budget / 8,
-            protect_first_n: 1,
-            min_tail: 3,
-            soft_ceiling: 1.5,
-            pinned: Vec::new(),
-            mask: MaskOptions::default(),
-            trusted_summaries: Vec::new(),
-            summary_floor: 0,
+            ..PlanOptions::default()
         }
     }
 
