@@ -77,6 +77,7 @@ __all__ = [
     "render_transcript",
     "tool_output_texts",
     "shrink_arguments",
+    "legal_cuts_of",
 ]
 PROVIDERS: list[str]
 #: Each wire format's key of a message's content (``"parts"`` for Gemini, else ``"content"``).
@@ -413,6 +414,10 @@ def shrink_arguments(messages: Sequence[Any], /, *, max_chars: int, copy: Callab
     """A new list where, in every message, each tool call's arguments longer than ``max_chars``
     characters (at least 64) are shrunk to valid JSON of at most that many, written in the
     message's own wire format; copy-on-write, the caller's objects are never changed."""
+
+def legal_cuts_of(messages: Sequence[Any], /) -> list[bool]:
+    """For each message, whether a cut before it keeps every tool group whole (a call and its
+    results on one side), in the history's own wire format."""
 
 def render_transcript(messages: Sequence[Any], /, *, max_block_chars: int = 8_000) -> list[str]:
     """One text entry per message, ``"[i] role: ..."``, in order, for a summarizer of any

@@ -187,25 +187,20 @@ def _seams(origin: Sequence[int | None]) -> list[int]:
 def _joined(first: Any, second: Any, line: str, fmt: str) -> Any | None:
     """One message of ``first``'s role holding ``first``'s content, ``line``, then ``second``'s:
     two turns of the same role made one where not even a marker message fits between them.
-    None for SDK objects (only plain dicts are joined)."""
+    The blocks are written by the core (``merge_summary``, in the format's shape). None for SDK
+    objects (only plain dicts are joined) or a message without content."""
     if not isinstance(first, dict) or not isinstance(second, dict):
         return None
     key = _core.CONTENT_KEYS[fmt]
     a, b = first.get(key), second.get(key)
     if isinstance(a, str) and isinstance(b, str):
         return {**first, key: f"{a}\n\n{line}\n\n{b}"}
-    role = "assistant" if first.get("role") in ("assistant", "model") else "user"
-
-    def blocks(c: Any) -> list[Any] | None:
-        if isinstance(c, str):
-            return [json.loads(_core.summary_block(c, format=fmt, role=role))]  # type: ignore[arg-type]
-        return list(c) if isinstance(c, list) else None
-
-    la, lb = blocks(a), blocks(b)
-    if la is None or lb is None:
+    if not isinstance(a, (str, list)) or not isinstance(b, (str, list)):
         return None
-    mid = json.loads(_core.summary_block(line, format=fmt, role=role))  # type: ignore[arg-type]
-    return {**first, key: [*la, mid, *lb]}
+    with_line = _core.merge_summary(first, line, format=fmt, at_start=False, copy=_copy)  # type: ignore[arg-type]
+    if isinstance(b, str):
+        b = _core.merge_summary({**second, key: []}, b, format=fmt, at_start=False, copy=_copy)[key]  # type: ignore[arg-type]
+    return {**with_line, key: [*with_line[key], *b]}
 
 
 def bare_history(

@@ -294,19 +294,11 @@ def _head_end(messages: Sequence[Any]) -> int:
     return min(1, len(messages))
 
 
-def _is_result(m: Any) -> bool:
-    if not isinstance(m, Mapping):
-        return False
-    if m.get("role") == "tool" or m.get("type") == "function_call_output":
-        return True
-    content = m.get("content")
-    return isinstance(content, list) and any(
-        isinstance(b, Mapping) and (b.get("type") == "tool_result" or "toolResult" in b) for b in content)
-
-
 def _tail_from(messages: Sequence[Any], start: int) -> int:
-    """``start`` moved forward past tool results, so the tail never opens on an orphan."""
-    while start < len(messages) and _is_result(messages[start]):
+    """``start`` moved forward to the next cut that keeps every tool group whole (the core's
+    legal cuts, in the history's own format), so the tail never opens on an orphan result."""
+    legal = _core.legal_cuts_of(messages)
+    while start < len(messages) and not legal[start]:
         start += 1
     return start
 

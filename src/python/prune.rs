@@ -15,6 +15,16 @@ use crate::estimate::Estimator;
 use crate::prune::{argument_edits, plan_with, PrunePlan, Step};
 use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
 
+/// For each message, whether a cut before it keeps every tool group whole (a call and its
+/// results on one side), in the history's own format.
+#[pyfunction]
+#[pyo3(signature = (messages, /))]
+fn legal_cuts_of(py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
+    Ok(py.detach(|| legal_cuts(&ms)))
+}
+
 /// Index where the protected tail begins (see `tail_walk::find_tail_start` for the rules).
 #[pyfunction]
 #[pyo3(signature = (messages, /, *, budget_tokens, protect_first_n=1, min_tail=3, soft_ceiling=1.5, provider="openai", model=None))]
@@ -418,6 +428,7 @@ fn to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py,
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shrink_arguments, m)?)?;
+    m.add_function(wrap_pyfunction!(legal_cuts_of, m)?)?;
     m.add_function(wrap_pyfunction!(find_tail_start, m)?)?;
     m.add_function(wrap_pyfunction!(prune, m)?)?;
     m.add_function(wrap_pyfunction!(apply_edits, m)?)?;
