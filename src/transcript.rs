@@ -179,34 +179,41 @@ fn result_text(content: &[Part<'_>]) -> String {
 /// spaces, read no further than `limit` bytes.
 fn said(m: &Message<'_>, limit: usize) -> String {
     let mut out = String::new();
-    let mut add = |t: &str| {
-        if out.len() >= limit || t.is_empty() {
-            return;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        let end = (0..=limit.min(t.len()))
-            .rev()
-            .find(|&b| t.is_char_boundary(b))
-            .unwrap_or(0);
-        out.push_str(&t[..end]);
-    };
     match &m.content {
-        Content::Text(t) => add(t),
-        Content::Parts(ps) => {
-            for p in ps {
-                match p {
-                    Part::Text(t) | Part::Thinking { text: t, .. } => add(t),
-                    Part::ToolResult { content, .. } => add(&result_text(content)),
-                    Part::ToolUse(c) => add(&format!("→ {}", c.name)),
-                    _ => {}
-                }
-            }
-        }
+        Content::Text(t) => add_bounded(&mut out, t, limit),
+        Content::Parts(ps) => said_parts(&mut out, ps, limit),
         Content::None => {}
     }
     out
+}
+
+/// The texts of `parts` (a tool result's own parts too, read in place) added to `out`.
+fn said_parts(out: &mut String, parts: &[Part<'_>], limit: usize) {
+    for p in parts {
+        match p {
+            Part::Text(t) | Part::Thinking { text: t, .. } => add_bounded(out, t, limit),
+            Part::ToolResult { content, .. } => said_parts(out, content, limit),
+            Part::ToolUse(c) => add_bounded(out, &format!("→ {}", c.name), limit),
+            _ => {}
+        }
+    }
+}
+
+/// `t` added to `out` after a space, no further than `limit` bytes in all (on a character
+/// boundary).
+fn add_bounded(out: &mut String, t: &str, limit: usize) {
+    if out.len() >= limit || t.is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push(' ');
+    }
+    let room = limit.saturating_sub(out.len()).min(t.len());
+    let end = (0..=room)
+        .rev()
+        .find(|&b| t.is_char_boundary(b))
+        .unwrap_or(0);
+    out.push_str(&t[..end]);
 }
 
 /// A one-line preview of a message, at most `width` characters: what it says with its

@@ -32,9 +32,29 @@ struct State {
     memo: HashMap<u64, u32>,
 }
 
+impl State {
+    /// Forget the history seen (ids, fingerprints, counts, the rendering context); the memo
+    /// of counts by content stays.
+    fn forget_history(&mut self) {
+        self.ids.clear();
+        self.fingerprints.clear();
+        self.tokens.clear();
+        self.ctx = CountContext::default();
+    }
+}
+
 #[pyclass(module = "contextfold._core", frozen)]
 pub struct ExactLedger {
     state: Mutex<State>,
+}
+
+impl ExactLedger {
+    /// The ledger's state, locked (a poisoned lock is a RuntimeError, never a panic).
+    fn locked<'a>(&'a self, py: Python<'_>) -> PyResult<std::sync::MutexGuard<'a, State>> {
+        self.state
+            .lock_py_attached(py)
+            .map_err(|_| PyRuntimeError::new_err("exact ledger lock poisoned"))
+    }
 }
 
 #[pymethods]
@@ -70,10 +90,7 @@ impl ExactLedger {
     #[pyo3(signature = (messages, /))]
     fn count(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<u64> {
         let list = as_list(messages)?;
-        let mut s = self
-            .state
-            .lock_py_attached(py)
-            .map_err(|_| PyRuntimeError::new_err("exact ledger lock poisoned"))?;
+        let mut s = self.locked(py)?;
         let n = list.len();
         let mut prefix = s.ids.len().min(n);
         if let Some(i) = (0..prefix).find(|&i| id_at(&list, i) != s.ids[i]) {
@@ -122,37 +139,20 @@ impl ExactLedger {
     /// Messages whose counts are cached.
     #[getter]
     fn cached_messages(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self
-            .state
-            .lock_py_attached(py)
-            .map_err(|_| PyRuntimeError::new_err("exact ledger lock poisoned"))?
-            .ids
-            .len())
+        Ok(self.locked(py)?.ids.len())
     }
 
     /// Forget the history seen (in-place edits); the counts remembered by content stay.
     fn invalidate(&self, py: Python<'_>) -> PyResult<()> {
-        let mut s = self
-            .state
-            .lock_py_attached(py)
-            .map_err(|_| PyRuntimeError::new_err("exact ledger lock poisoned"))?;
-        s.ids.clear();
-        s.fingerprints.clear();
-        s.tokens.clear();
-        s.ctx = CountContext::default();
+        let mut s = self.locked(py)?;
+        s.forget_history();
         Ok(())
     }
 
     /// Forget everything (the memo included).
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        let mut s = self
-            .state
-            .lock_py_attached(py)
-            .map_err(|_| PyRuntimeError::new_err("exact ledger lock poisoned"))?;
-        s.ids.clear();
-        s.fingerprints.clear();
-        s.tokens.clear();
-        s.ctx = CountContext::default();
+        let mut s = self.locked(py)?;
+        s.forget_history();
         s.memo.clear();
         Ok(())
     }
