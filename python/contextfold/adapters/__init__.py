@@ -170,7 +170,7 @@ def _sdk_of(client: Any) -> str:
 # including Anthropic's 529 "overloaded" (https://docs.anthropic.com/en/api/errors).
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 # Exception class names (anywhere in the MRO) of transport failures in httpx / httpx2 (which the
-# SDKs use), requests, and the standard library: the call may succeed if repeated.
+# SDKs use), aiohttp, requests, and the standard library: the call may succeed if repeated.
 _TRANSPORT_ERRORS = frozenset(
     {
         "TimeoutException",  # httpx / httpx2: connect, read, write and pool timeouts
@@ -180,6 +180,10 @@ _TRANSPORT_ERRORS = frozenset(
         "APIConnectionError",  # openai / anthropic
         "TimeoutError",  # builtin, asyncio
         "ConnectionError",  # builtin; ollama raises it when the server is unreachable
+        # aiohttp, which google-genai's async client uses when it is installed: refused and reset
+        # connections, "Server disconnected", a response body cut short.
+        "ClientConnectionError",
+        "ClientPayloadError",
     }
 )
 
