@@ -36,7 +36,7 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_room import ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, with_index
-from contextfold.tail_fill import fill_tail
+from contextfold.tail_fill import fill_tail, restore_tail
 
 __all__ = [
     "CompactionResult",
@@ -651,7 +651,9 @@ class Compactor(RecoverableFolds):
                 previous_summary=request.previous_summary, instructions=request.instructions,
                 max_tokens=max(16, request.max_tokens - shrink))
             result = yield (self._fallback, request)
-            if self.summarizer is not self._fallback:
+            if isinstance(self.summarizer, ExtractiveSummarizer):
+                run.notes.append("the digest came out over its share of the budget: digested again smaller")
+            else:
                 fallback = True
                 run.notes.append("summary over its share of the budget: replaced by the extractive digest")
             text = result.text.strip()
@@ -667,6 +669,16 @@ class Compactor(RecoverableFolds):
                 raise self._budget_error(run, *run.undegraded)
             raise CompactionError("compaction produced a history a provider would reject: "
                                   + "; ".join(d for _, _, d in failures), tuple(failures))
+        tail_edits: list[Any] = plan["tail_edits"]
+        if run.undegraded is None:
+            # What the summary left unused goes back to the tail's masked or cut messages.
+            def assemble(edits: list[Any]) -> tuple[list[Any], int, list[Any]]:
+                built = _assemble(run, apply_edits(msgs, edits) if edits else msgs, text, native, fold_line)
+                return (built, *run.verified(built, seams, effective))
+            restored = restore_tail(msgs, tail_edits, assemble, tokens=tokens, budget=effective, store=self.store,
+                                    provider=self.provider, model=self.model, notes=run.notes)
+            if restored is not None:
+                out, tokens, tail_edits = restored
         if (why := self._worth_it(run, tokens)) is not None:
             return run.unchanged(why)
         self._after_compaction(int(plan["head_end"]))
@@ -675,7 +687,7 @@ class Compactor(RecoverableFolds):
         return CompactionResult(
             messages=out, summary=text, tokens_before=run.before, tokens_after=tokens, summary_hash=digest,
             removed=tuple(folded_idx),
-            pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
+            pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in tail_edits),
             strategy_used="summarize", fallback_used=fallback, reason=None, budget=run.budget,
             kept=tuple(plan["kept"]), notes=tuple(run.notes))
 

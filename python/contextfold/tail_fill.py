@@ -9,6 +9,13 @@ its stable room (``contextfold.summary_room.stable_room``) and the shortfall goe
 the round at the boundary joins it with the middle of its largest message cut (the head and end
 kept; the cut is stored under a fold id the marker names, so ``Compactor.recall`` gives it back),
 as ``contextfold.degrade`` cuts a message. Each such cut is said in ``.notes``.
+
+The tail takes from the fold only what leaves the fold enough to fill the summary's room: a
+digest is about as long as the span it reads at its fullest forms (``FOLD_PER_ROOM``), so a
+tail that swallowed the span would leave a summary of a few lines and the budget unused. What
+the summary then leaves unused goes back to the tail after the summary is written
+(``restore_tail``): the tail's masked or cut messages get their content back, the newest first,
+the last one that does not fit whole with its middle cut.
 """
 
 from __future__ import annotations
@@ -20,13 +27,19 @@ from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.prune import apply_edits
 
-__all__ = ["fill_tail"]
+__all__ = ["FOLD_PER_ROOM", "fill_tail", "restore_tail"]
 
 #: A shortfall under this many tokens is left to the summary (a cut that small keeps nothing).
 MIN_FILL_TOKENS = 96
 
 #: Tokens a cut's marker and the pricing differences take, aimed below.
 _CUT_SLACK = 24
+
+#: Tokens of folded messages per token of the summary's room the fold keeps when the tail grows
+#: into it. The extractive digest at its fullest forms, over 600 random spans of the probe
+#: conversations (airline and SWE, ``tests/data/probes``), is 0.45-1.40x the span's tokens (p10-p90;
+#: median 1.05 airline, 0.84 SWE): a span of 1.5x the room fills it in nine cases of ten.
+FOLD_PER_ROOM = 1.5
 
 
 def _opens(msgs: list[Any], head_end: int, at: int, provider: str, model: str | None) -> bool:
@@ -66,9 +79,11 @@ def fill_tail(
         return p
 
     # Whole rounds first: as many messages before the tail as the excess holds, back to where a
-    # tail may open.
+    # tail may open, leaving the fold what fills the room.
     excess = budget - int(plan["fixed_tokens"]) - room_cap
     tail_start = int(plan["tail_start"])
+    spare = sum(costs[i] for i in plan["folded"]) - int(FOLD_PER_ROOM * room_cap)
+    excess = min(excess, spare)
     if excess < MIN_FILL_TOKENS:
         return msgs, plan
     s, acc = tail_start, 0
@@ -109,3 +124,62 @@ def fill_tail(
     notes.append(f"the tail takes message {i} with its middle cut (~{costs[i]} -> ~{keep} tokens; id={fold_id} "
                  "restores it) so the summary keeps its stable room")
     return cut_msgs, p
+
+
+def restore_tail(
+    msgs: list[Any],
+    tail_edits: list[Any],
+    assemble: Callable[[list[Any]], tuple[list[Any], int, list[Any]]],
+    *,
+    tokens: int,
+    budget: int,
+    store: ContentStore,
+    provider: str,
+    model: str | None,
+    notes: list[str],
+) -> tuple[list[Any], int, list[Any]] | None:
+    """The compacted history with some of ``tail_edits`` left out, when the history they made
+    (``tokens``) leaves ``MIN_FILL_TOKENS`` or more of ``budget`` unused: the edited messages get
+    their content back, the newest first, while they fit whole; the next one, when it does not,
+    with its middle cut to what is left. ``assemble(edits)`` builds and checks the history with
+    ``edits`` applied: ``(messages, tokens, failures)``. Returns ``(messages, tokens, edits
+    applied)``, or None when nothing was given back."""
+    left = budget - tokens
+    if not tail_edits or left < MIN_FILL_TOKENS:
+        return None
+    saved: dict[int, int] = {}
+    for e in tail_edits:
+        saved[int(e[0])] = saved.get(int(e[0]), 0) + int(e[-1])
+    keep = list(tail_edits)
+    given: list[int] = []
+    cut: tuple[Any, str, str] | None = None
+    for i in sorted(saved, reverse=True):
+        if saved[i] <= left - _CUT_SLACK:
+            left -= saved[i]
+            given.append(i)
+            continue
+        # The newest edited message that does not fit whole: its original, middle cut.
+        costs = _core.estimate_each([msgs[i]], provider=provider, model=model)  # type: ignore[arg-type]
+        want = int(costs[0]) - saved[i] + left - _CUT_SLACK
+        if want >= 32 and left >= MIN_FILL_TOKENS:
+            cut = _core.cut_middle(msgs, index=i, keep_tokens=want, provider=provider, model=model)  # type: ignore[arg-type]
+            if cut is not None:
+                given.append(i)
+        break
+    if not given:
+        return None
+    keep = [e for e in tail_edits if int(e[0]) not in given]
+    edits = keep + ([cut[0]] if cut is not None else [])
+    out, after, failures = assemble(edits)
+    if failures or after > budget:
+        return None
+    if cut is not None:
+        store.put(cut[1], cut[2])
+    whole = [i for i in given if cut is None or i != int(cut[0][0])]
+    if whole:
+        notes.append(f"the summary left room: message{'s' if len(whole) > 1 else ''} "
+                     f"{', '.join(map(str, sorted(whole)))} of the tail kept whole")
+    if cut is not None:
+        notes.append(f"the summary left room: message {int(cut[0][0])} of the tail kept with its middle cut "
+                     f"(id={cut[1]} restores it)")
+    return out, after, keep

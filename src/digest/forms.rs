@@ -38,9 +38,16 @@ pub(super) struct Clipped<'a> {
     pub(super) plan: &'static [(usize, f64)],
 }
 
-/// An assistant's earlier thought (a conclusion).
-pub(super) const CONCLUSION_PLAN: [(usize, f64); 4] =
-    [(4_000, 0.6), (900, 0.6), (300, 0.6), (120, 0.7)];
+/// An assistant's earlier thought (a conclusion). The 1,800-character form sits between the
+/// whole thought and 900 so that a room a little short of the whole is filled rather than left
+/// (a summary fills the room it is given).
+pub(super) const CONCLUSION_PLAN: [(usize, f64); 5] = [
+    (4_000, 0.6),
+    (1_800, 0.6),
+    (900, 0.6),
+    (300, 0.6),
+    (120, 0.7),
+];
 
 impl Forms for Clipped<'_> {
     fn count(&self) -> usize {
@@ -136,10 +143,16 @@ impl Outcome<'_> {
     }
 }
 
+/// Characters of a result in a call's second form: between the fullest and the short forms, so
+/// that a room too small for a long output's fullest form still gets most of it rather than a
+/// tenth (the step from 6,000 characters to 600 left rooms a third full).
+pub(super) const MIDDLE_RESULT_CHARS: usize = 2_400;
+
 /// (argument characters, result characters) of a call's forms; errors keep more of their text.
-fn call_plan(err: bool) -> [(usize, usize); 4] {
+fn call_plan(err: bool) -> [(usize, usize); 5] {
     [
         (1_200, FULLEST_RESULT_CHARS),
+        (800, MIDDLE_RESULT_CHARS),
         (400, if err { 900 } else { 600 }),
         (160, if err { 360 } else { 160 }),
         (60, if err { 160 } else { SHORT_RESULT_CHARS }),
@@ -167,11 +180,11 @@ impl Call<'_> {
 
 impl Forms for Call<'_> {
     fn count(&self) -> usize {
-        5
+        6
     }
 
     fn repeats(&self, j: usize) -> bool {
-        if j == 4 {
+        if j == 5 {
             // The outcome is the previous form's: only the arguments' bound can differ.
             return is_whole(&self.shortest_line(), SHORTEST_CALL_CHARS, 0.6);
         }
@@ -180,9 +193,9 @@ impl Forms for Call<'_> {
     }
 
     fn build(&self, j: usize) -> String {
-        if j == 4 {
+        if j == 5 {
             // The outcome, an error's message, stays.
-            let (_, chars) = call_plan(self.outcome.err)[3];
+            let (_, chars) = call_plan(self.outcome.err)[4];
             return format!(
                 "{} -> {}",
                 clip_ends(&self.shortest_line(), SHORTEST_CALL_CHARS, 0.6),
@@ -199,9 +212,10 @@ impl Forms for Call<'_> {
 }
 
 /// (command characters, observation characters) of a text agent's command forms.
-fn command_plan(err: bool) -> [(usize, usize); 4] {
+fn command_plan(err: bool) -> [(usize, usize); 5] {
     [
         (2_000, FULLEST_RESULT_CHARS),
+        (1_000, MIDDLE_RESULT_CHARS),
         (600, if err { 900 } else { 700 }),
         (300, if err { 360 } else { 200 }),
         (140, if err { 160 } else { SHORT_RESULT_CHARS }),
@@ -228,7 +242,7 @@ impl Command<'_> {
 
 impl Forms for Command<'_> {
     fn count(&self) -> usize {
-        4
+        5
     }
 
     fn repeats(&self, j: usize) -> bool {

@@ -27,7 +27,13 @@ struct Slot {
 /// requests only when even their shortest forms do not fit. An error's detail (its arguments)
 /// is shortened to its shortest form before any request is: the error's message stays in
 /// every form.
-const PHASES: [(Section, usize, bool); 27] = [
+///
+/// The first two steps take calls and conclusions from their fullest form to their middle one
+/// (`forms::MIDDLE_RESULT_CHARS`), so every later step finds them where it would without that
+/// form; likewise the first step on errors.
+const PHASES: [(Section, usize, bool); 30] = [
+    (Section::Calls, 0, true),
+    (Section::Conclusions, 0, true),
     (Section::Calls, 0, true),
     (Section::Conclusions, 0, true),
     (Section::Calls, 0, true),
@@ -42,6 +48,7 @@ const PHASES: [(Section, usize, bool); 27] = [
     (Section::Calls, 4, false),
     (Section::Earlier, 0, true),
     (Section::Conclusions, 3, false),
+    (Section::Errors, 0, true),
     (Section::Errors, 0, true),
     (Section::Errors, 0, true),
     (Section::Errors, 0, true),

@@ -47,3 +47,48 @@ def test_the_tail_takes_what_exceeds_the_room_and_the_budget_is_still_used(fx: F
             original = fx.messages[int(m.group(1))]["content"]
             assert c.recall(m.group(2)) == original
             assert any(m.group(2) in str(x.get("content")) for x in r.messages)
+
+
+def _agent_history(big_output_chars: int) -> list[dict]:
+    """A task, twenty small tool rounds, then a round with a large output and a last small one."""
+    msgs: list[dict] = [{"role": "system", "content": "You are a coding agent."},
+                        {"role": "user", "content": "Fix the failing test in src/app.py. " + "Context line. " * 300}]
+    for k in range(20):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{k}", "type": "function", "function": {
+            "name": "bash", "arguments": f'{{"cmd": "grep -n handler src/mod{k}.py"}}'}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{k}", "content": f"src/mod{k}.py:{k + 10}: def handler_{k}(req): ..."})
+    lines = "\n".join(f"tests/test_app.py::test_case_{i} PASSED" for i in range(big_output_chars // 40))
+    msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": "big", "type": "function", "function": {
+        "name": "bash", "arguments": '{"cmd": "pytest -v"}'}}]})
+    msgs.append({"role": "tool", "tool_call_id": "big", "content": lines})
+    msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": "last", "type": "function", "function": {
+        "name": "bash", "arguments": '{"cmd": "git status"}'}}]})
+    msgs.append({"role": "tool", "tool_call_id": "last", "content": "nothing to commit"})
+    return msgs
+
+
+def test_the_tail_does_not_swallow_the_fold_and_the_summary_gives_back_what_it_leaves() -> None:
+    # Just over the budget, with a large output in the protected tail: the plan masks it so the
+    # summary gets its share, but the fold is then too small to fill that share. The tail must
+    # not take the whole fold (a summary of a few lines, the budget a third unused): the summary
+    # folds the small rounds, and what it leaves goes back to the masked output.
+    msgs = _agent_history(12_000)
+    total = _core.estimate(msgs, provider="openai")
+    budget = total - total // 8
+    for recoverable in (False, True):
+        c = cf.Compactor(budget=budget, strategy="summarize", min_free_share=0.0, recoverable=recoverable)
+        r = c.compact(msgs)
+        assert r.strategy_used == "summarize" and r.summary
+        if not recoverable:  # (recoverable keeps a recall round's reserve out of the budget)
+            assert r.tokens_after >= 0.9 * budget, r.notes
+        assert len(r.removed) >= 10, r.notes  # the small rounds are folded, not taken by the tail
+        big = next(m for m in r.messages if m.get("tool_call_id") == "big")
+        gave_back = [n for n in r.notes if n.startswith("the summary left room")]
+        assert gave_back, r.notes
+        cut = re.search(r"id=(cf[0-9a-f]{12})", gave_back[-1])
+        if cut:  # kept with its middle cut: the whole output comes back byte-exact
+            assert len(big["content"]) > len(msgs[-3]["content"]) // 2
+            assert c.recall(cut.group(1)) == msgs[-3]["content"]
+        else:
+            assert big["content"] == msgs[-3]["content"]
+    assert msgs == _agent_history(12_000)  # the caller's history untouched
