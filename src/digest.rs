@@ -456,17 +456,27 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     /// A user turn: a request, or a text agent's observation of the command before it.
-    fn user_turn(&mut self, m: &'a Message<'a>) {
+    fn user_turn(&mut self, k: usize, m: &'a Message<'a>) {
         let text = text_of(m);
-        // An observation opens with its return code; where the agent's observations carry
-        // none, it is the user turn right after a command.
+        // An observation opens with its return code, or is the user turn right after a
+        // command: where the agent's observations carry a code, an uncoded answer to a command
+        // is still the harness speaking (a format complaint, a timeout, the submitted diff)
+        // when the agent answers it next. Otherwise (the coded observation follows, or the span
+        // ends here) a person may have spoken in between, and a request is never lost.
         let coded_here = return_code(&text).is_some();
-        let observation = coded_here || (self.prev_command.is_some() && !self.coded);
-        let cmd = self
-            .prev_command
-            .take()
-            .filter(|_| observation)
-            .or_else(|| coded_here.then(|| "(command not in this span)".to_string()));
+        let answered = self
+            .msgs
+            .get(k + 1)
+            .is_some_and(|n| n.role == Role::Assistant);
+        let observation = coded_here || (self.prev_command.is_some() && (!self.coded || answered));
+        // (A person's words in between leave the command to the observation that follows.)
+        let cmd = if observation {
+            self.prev_command
+                .take()
+                .or_else(|| coded_here.then(|| "(command not in this span)".to_string()))
+        } else {
+            None
+        };
         if let Some(cmd) = cmd {
             self.n_calls += 1;
             if self.b.command(&cmd, text) {
@@ -613,7 +623,7 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
                     w.b.push(Section::Rules, vec![r]);
                 }
             }
-            Role::User | Role::Other if m.result_ids().next().is_none() => w.user_turn(m),
+            Role::User | Role::Other if m.result_ids().next().is_none() => w.user_turn(k, m),
             Role::Assistant => w.assistant_turn(k, m),
             _ => {}
         }
@@ -793,5 +803,49 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("astropy/modeling/separable.py"));
+    }
+
+    #[test]
+    fn a_harness_answer_to_a_command_is_no_user_request_but_a_person_in_between_is() {
+        let cmd = |c: &str| format!("THOUGHT: go\n\n```bash\n{c}\n```");
+        let coded = |o: &str| format!("<returncode>0</returncode>\n<output>\n{o}\n</output>");
+        let turns = [
+            ("assistant", cmd("ls src")),
+            ("user", coded("app.py")),
+            ("assistant", cmd("python app.py")),
+            (
+                "user",
+                "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
+                    .to_string(),
+            ),
+            ("assistant", cmd("git status")),
+            ("user", "Never push to the main branch.".to_string()),
+            ("user", coded("nothing to commit")),
+        ];
+        let msgs: Vec<Message<'_>> = turns.iter().map(|(r, t)| Message::text(r, t)).collect();
+        let d = digest(
+            &msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens: 800,
+                ..Default::default()
+            },
+        );
+        let requests = d
+            .split("## User requests")
+            .nth(1)
+            .map(|s| s.split("\n## ").next().unwrap_or(""))
+            .unwrap_or("");
+        assert!(requests.contains("Never push to the main branch."), "{d}");
+        assert!(!requests.contains("EXACTLY ONE action"), "{d}");
+        assert!(
+            d.contains("$ python app.py -> ok: Please always provide EXACTLY ONE"),
+            "{d}"
+        );
+        // The person's words leave the command to its coded observation.
+        assert!(
+            d.contains("$ git status -> ok: rc=0: nothing to commit"),
+            "{d}"
+        );
     }
 }
