@@ -94,7 +94,8 @@ const ERROR_WORDS: [&str; 9] = [
 const COURTESY_CHARS: usize = 28;
 
 /// `text` without a short first sentence and a short last sentence, when what stays is still
-/// three times as long as what goes; `text` itself otherwise.
+/// one and a half times as long as what goes (a 95-character request between "Alright, then."
+/// and "Could you help with that?" loses its edges); `text` itself otherwise.
 fn without_courtesy_edges(text: &str) -> &str {
     let t = text.trim();
     let ends = |i: usize, c: char| {
@@ -114,7 +115,7 @@ fn without_courtesy_edges(text: &str) -> &str {
         }
     }
     let core = t[a..b].trim();
-    if core.len() * 3 >= (t.len() - core.len()) * 9 && core.len() > 2 * COURTESY_CHARS {
+    if core.len() * 2 >= (t.len() - core.len()) * 3 && core.len() > 2 * COURTESY_CHARS {
         core
     } else {
         text
@@ -736,6 +737,14 @@ mod tests {
             without_courtesy_edges(r),
             "I recently made a reservation, and I'd like to change it to the cheapest business \
              class round trip without changing the dates."
+        );
+        let short_core =
+            "Alright, then. I'd like to change my recent reservation to the cheapest business \
+                          round trip while keeping the same dates. Could you help with that?";
+        assert_eq!(
+            without_courtesy_edges(short_core),
+            "I'd like to change my recent reservation to the cheapest business round trip while \
+             keeping the same dates."
         );
         // Short requests, and long edges, stay as they are.
         assert_eq!(
