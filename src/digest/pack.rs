@@ -309,13 +309,14 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
 
     /// A shortening can free more than needed (one long output): give the room left back, a
     /// form at a time, and bring back dropped units that fit again. The user's requests
-    /// first, one form at a time across all of them, newest first (a clipped request loses its
-    /// middle clause, where the conditions sit: more requests a form longer beat one request
-    /// whole); then the other units, newest first.
+    /// first, one form at a time across all of them (a clipped request loses its middle clause,
+    /// where the conditions sit: more requests a form longer beat one request whole), the
+    /// oldest first: the summary is the only home of the requests that set the task, while the
+    /// newest folded ones sit next to the verbatim tail that answers them ("Yes, go ahead").
+    /// Then the other units, newest first.
     fn give_back(&mut self, room: f64) {
         let entries = self.units.entries;
         let requests: Vec<usize> = (0..entries.len())
-            .rev()
             .filter(|&i| entries[i].section == Section::Requests)
             .collect();
         let mut grew = true;
