@@ -36,7 +36,7 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_room import ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, with_index
-from contextfold.tail_fill import fill_tail, restore_tail
+from contextfold.tail_fill import fill_tail, grow_tail, restore_tail
 
 __all__ = [
     "CompactionResult",
@@ -615,7 +615,7 @@ class Compactor(RecoverableFolds):
         if run.undegraded is None:
             run.msgs, run.plan = fill_tail(
                 run.msgs, run.plan, functools.partial(self._plan, run),
-                room_cap=max(int(run.plan["summary_tokens"]), int(stable * ROOM_SWING)), budget=run.effective,
+                room_cap=summary_room(run.plan, run.effective, self._summary_cap, stable=stable), budget=run.effective,
                 min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes)
         plan, msgs, effective = run.plan, run.msgs, run.effective
         folded_idx: list[int] = plan["folded"]
@@ -640,22 +640,26 @@ class Compactor(RecoverableFolds):
         seams: list[int] = plan["seams"]
         out = _assemble(run, base, text, native, fold_line)
         tokens, failures = run.verified(out, seams, effective)
-        for _ in range(3):
+        for attempt in range(3):
             over = [f for f in failures if f[0] == "over_budget"]
             if not over or failures != over:
                 break
-            # The summary came out longer than its share: digest again, smaller by the overflow.
-            shrink = tokens - effective + 16
+            # The summary came out longer than its share: digest again, smaller by the overflow
+            # and, from the second try, by a growing margin (the estimate of the whole history
+            # samples long texts, so a shorter digest can price a few tokens higher there).
+            shrink = tokens - effective + 16 + attempt * max(32, request.max_tokens // 25)
             request = SummaryRequest(
                 messages=request.messages, provider=request.provider, model=request.model,
                 previous_summary=request.previous_summary, instructions=request.instructions,
                 max_tokens=max(16, request.max_tokens - shrink))
             result = yield (self._fallback, request)
             if isinstance(self.summarizer, ExtractiveSummarizer):
-                run.notes.append("the digest came out over its share of the budget: digested again smaller")
+                note = "the digest came out over its share of the budget: digested again smaller"
             else:
                 fallback = True
-                run.notes.append("summary over its share of the budget: replaced by the extractive digest")
+                note = "summary over its share of the budget: replaced by the extractive digest"
+            if note not in run.notes:
+                run.notes.append(note)
             text = result.text.strip()
             out = _assemble(run, base, text, (), fold_line)
             tokens, failures = run.verified(out, seams, effective)
@@ -679,6 +683,11 @@ class Compactor(RecoverableFolds):
                                     provider=self.provider, model=self.model, notes=run.notes)
             if restored is not None:
                 out, tokens, tail_edits = restored
+            elif own_index and not tail_edits:
+                grown = yield from self._grown(run, request, room, tokens, text)
+                if grown is not None:
+                    out, tokens, text, plan = grown
+                    folded_idx = plan["folded"]
         if (why := self._worth_it(run, tokens)) is not None:
             return run.unchanged(why)
         self._after_compaction(int(plan["head_end"]))
@@ -690,6 +699,42 @@ class Compactor(RecoverableFolds):
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in tail_edits),
             strategy_used="summarize", fallback_used=fallback, reason=None, budget=run.budget,
             kept=tuple(plan["kept"]), notes=tuple(run.notes))
+
+    def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:
+        """The history with the newest rounds of the fold moved into the tail, verbatim, when a
+        digest (``first``) shorter than its room left them room (``tail_fill.grow_tail``):
+        ``(messages, tokens, summary, plan)``, or None when none fits, the shorter fold's digest
+        is not shorter, or the result is no fuller."""
+        old = run.plan
+        plan = grow_tail(run.msgs, old, functools.partial(self._plan, run), left=run.effective - tokens,
+                         provider=self.provider, model=self.model)
+        if plan is None:
+            return None
+        folded = [run.msgs[i] for i in plan["folded"]]
+        again = SummaryRequest(messages=folded, provider=request.provider, model=request.model,
+                               previous_summary=plan["previous_summary"], instructions=request.instructions,
+                               max_tokens=request.max_tokens)
+        result = yield (self.summarizer, again)
+        text = (result.text or "").strip()
+        if not text:
+            return None
+        text = with_index(text, folded, provider=self.provider, model=self.model,
+                          previous=again.previous_summary, room=room)
+        sizes = _core.estimate_each([{"role": "user", "content": t} for t in (text, first)],
+                                    provider=self.provider if self.provider in _core.PROVIDERS else "openai")
+        if sizes[0] > sizes[1]:
+            return None
+        run.plan = plan
+        base = apply_edits(run.msgs, plan["tail_edits"]) if plan["tail_edits"] else run.msgs
+        out = _assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")
+        after, failures = run.verified(out, plan["seams"], run.effective)
+        if failures or after <= tokens:
+            run.plan = old
+            return None
+        run.notes.append(f"the summary left room: messages {plan['tail_start']}-{int(old['tail_start']) - 1} "
+                         "stay whole in the tail")
+        return out, after, text, plan
 
     def _summary_text(self, run: CompactionRun, request: SummaryRequest) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, tuple[str, tuple[Any, ...], bool]]:

@@ -15,7 +15,10 @@ digest is about as long as the span it reads at its fullest forms (``FOLD_PER_RO
 tail that swallowed the span would leave a summary of a few lines and the budget unused. What
 the summary then leaves unused goes back to the tail after the summary is written
 (``restore_tail``): the tail's masked or cut messages get their content back, the newest first,
-the last one that does not fit whole with its middle cut.
+the last one that does not fit whole with its middle cut. A summary shorter than its room (a
+short fold says little) leaves room the other way too: the newest rounds of the fold that fit it
+join the tail verbatim and the rest is digested again (``grow_tail``, extractive digests only:
+it asks the summarizer twice).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.prune import apply_edits
 
-__all__ = ["FOLD_PER_ROOM", "fill_tail", "restore_tail"]
+__all__ = ["FOLD_PER_ROOM", "fill_tail", "grow_tail", "restore_tail"]
 
 #: A shortfall under this many tokens is left to the summary (a cut that small keeps nothing).
 MIN_FILL_TOKENS = 96
@@ -93,7 +96,8 @@ def fill_tail(
     while s < tail_start and not _opens(msgs, head_end, s, provider, model):
         s += 1
     if s < tail_start and (p := extended(msgs, s)) is not None:
-        notes.append(f"the tail takes messages {s}-{tail_start - 1} too so the summary keeps its stable room")
+        notes.append(f"the tail takes messages {s}-{tail_start - 1} too: "
+                     "the summary's room (held steady, or capped) is full")
         plan = p
     # Then the round before, its largest message cut to what is left.
     excess = budget - int(plan["fixed_tokens"]) - room_cap
@@ -122,7 +126,7 @@ def fill_tail(
         return msgs, plan  # (masked again in the tail, a fold of a fold would recall the cut)
     store.put(fold_id, whole)
     notes.append(f"the tail takes message {i} with its middle cut (~{costs[i]} -> ~{keep} tokens; id={fold_id} "
-                 "restores it) so the summary keeps its stable room")
+                 "restores it): the summary's room (held steady, or capped) is full")
     return cut_msgs, p
 
 
@@ -183,3 +187,36 @@ def restore_tail(
         notes.append(f"the summary left room: message {int(cut[0][0])} of the tail kept with its middle cut "
                      f"(id={cut[1]} restores it)")
     return out, after, keep
+
+
+def grow_tail(
+    msgs: list[Any],
+    plan: dict[str, Any],
+    make_plan: Callable[..., dict[str, Any]],
+    *,
+    left: int,
+    provider: str,
+    model: str | None,
+) -> dict[str, Any] | None:
+    """A plan whose tail also holds the newest whole rounds of ``plan``'s fold that fit ``left``
+    tokens (what a summary shorter than its room left unused), or None when none fits. The
+    fold that stays is digested again: it is shorter, so its summary is no longer, and the
+    history lands closer to its budget with those rounds verbatim."""
+    if plan["reason"] is not None or plan.get("kept") or left < MIN_FILL_TOKENS:
+        return None
+    n = len(msgs)
+    head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])
+    costs = _core.estimate_each(msgs, provider=provider, model=model)  # type: ignore[arg-type]
+    s, acc = tail_start, 0
+    while s - 1 > head_end and acc + costs[s - 1] <= left - _CUT_SLACK:
+        s -= 1
+        acc += costs[s]
+    while s < tail_start and not _opens(msgs, head_end, s, provider, model):
+        s += 1
+    if s >= tail_start:
+        return None
+    p = make_plan(msgs, n - s)
+    if p["reason"] is not None or int(p["tail_start"]) != s or not p["folded"] \
+            or len(p["tail_edits"]) > len(plan["tail_edits"]):
+        return None
+    return p

@@ -413,22 +413,33 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
     }
 }
 
+/// Tokens `identifier_index::render` budgets beyond its rendered text's estimate (its heading's
+/// 2, its spare 8), which a share measured on the text must add back to hold that text.
+const RENDER_SLACK: f64 = 10.0;
+
 /// One packing of the units into `room` tokens (see `fit`); the index takes what is left of
-/// `limit`.
+/// `limit`, and never less than `reserve` (its share: the units may not squeeze it out when
+/// `fit` moves the room to close a pricing gap).
 fn pack(
     units: &mut Units<'_, '_>,
     header: &str,
     idents: &[Ident],
     room: f64,
     limit: f64,
+    reserve: f64,
 ) -> String {
     let from = units.start_for(room);
     let est = units.est;
     let mut p = Packing::at(units, from);
     p.shrink(from, room);
     p.give_back(room);
-    // The index gets its share and what the rest left.
-    let index_room = (limit - p.total).max(0.0);
+    // The index gets its share and what the rest left. Its share was measured on its rendered
+    // text; `render` budgets its heading, its spare and each line's label above that.
+    let index_room = (limit - p.total).max(if idents.is_empty() {
+        0.0
+    } else {
+        reserve + RENDER_SLACK
+    });
     let index = identifier_index::render(idents, est, index_room as u64);
     p.render(header, &index)
 }
@@ -473,7 +484,14 @@ pub(super) fn fit(
     // The shift of room and limit: moved by the gap until the fit is bracketed, then bisected.
     let (mut shift, mut fits, mut over): (f64, Option<f64>, Option<f64>) = (0.0, None, None);
     for _ in 0..8 {
-        out = pack(&mut units, header, &idents, room + shift, limit + shift);
+        out = pack(
+            &mut units,
+            header,
+            &idents,
+            room + shift,
+            limit + shift,
+            limit - room,
+        );
         let used = est.text(&out);
         if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
             best = Some((used, out.clone()));

@@ -92,3 +92,16 @@ def test_the_tail_does_not_swallow_the_fold_and_the_summary_gives_back_what_it_l
         else:
             assert big["content"] == msgs[-3]["content"]
     assert msgs == _agent_history(12_000)  # the caller's history untouched
+
+
+@pytest.mark.parametrize("fx", inline_fixtures(), ids=lambda f: f.name[-30:])
+def test_a_capped_summary_leaves_the_rest_of_the_budget_to_the_tail(fx: Fixture) -> None:
+    # summary_max_tokens caps the summary, not the history: what the cap leaves goes to the tail
+    # (whole rounds of the fold kept verbatim) rather than being left unused.
+    total = _core.estimate(fx.messages, provider="openai", tools=fx.tools)
+    head = _core.estimate(fx.messages[:2], provider="openai", tools=fx.tools)
+    budget = head + int((total - head) * 0.5)
+    r = cf.Compactor(budget=budget, strategy="summarize", tools=fx.tools, min_free_share=0.0,
+                     summary_max_tokens=300).compact(fx.messages)
+    assert cf.estimate_each([{"role": "user", "content": r.summary}])[0] <= 300 + 8
+    assert 0.85 * budget <= r.tokens_after <= budget, r.notes
