@@ -103,8 +103,15 @@ def degrade(
         if not candidates:
             break
         i = candidates[0]
+        # A message cut anyway gives the summary its planned share too, up to half of what the
+        # cut would keep: the summary is the only home of the user's earlier requests, and the
+        # cut is recoverable. (Freeing only the summary's minimum left a 159-token summary beside
+        # a 1,485-token cut.)
+        need = max(over, 0)
+        extra = max(0, int(plan["fixed_tokens"]) + summary_tokens - budget - need)
+        free = need + min(extra, max(0, costs[i] - need) // 2)
         # The text's estimate and the message's price differ a little: aim below the overflow.
-        keep = max(16, int((costs[i] - max(over, 0)) * CUT_MARGIN) - 32)
+        keep = max(16, int((costs[i] - free) * CUT_MARGIN) - 32)
         best: tuple[Any, list[Any]] | None = None
         aim = keep
         for _ in range(4):

@@ -52,6 +52,17 @@ def test_an_oversized_last_tool_output_is_cut_in_the_middle_instead_of_raising(f
     assert "Fix the failing test" in text and "tell me what failed" in text
 
 
+def test_a_message_cut_anyway_leaves_the_summary_its_share_not_only_its_minimum():
+    # The log is cut in any case (it alone is over the budget): the cut also frees the summary's
+    # planned share (a quarter of the budget), so the earlier requests keep their room.
+    msgs = huge_last_round()
+    budget = 4_000
+    r = cf.Compactor(budget=budget).compact(msgs)
+    assert r.tokens_after <= budget
+    summary = cf.estimate_each([{"role": "user", "content": r.summary}])[0]
+    assert summary >= 0.8 * budget * 0.25, (summary, r.notes)
+
+
 def test_fewer_tail_messages_before_giving_up_never_fewer_than_the_last_user_turn():
     msgs = agent_history(30, output="x = 1\n" * 400)
     # The last three messages alone nearly fill the budget: the default floor of 3 cannot hold.
