@@ -721,8 +721,9 @@ class Compactor(RecoverableFolds):
             return None
         text = with_index(text, folded, provider=self.provider, model=self.model,
                           previous=again.previous_summary, room=room)
+        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
         sizes = _core.estimate_each([{"role": "user", "content": t} for t in (text, first)],
-                                    provider=self.provider if self.provider in _core.PROVIDERS else "openai")
+                                    provider=provider)  # type: ignore[arg-type]
         if sizes[0] > sizes[1]:
             return None
         run.plan = plan
