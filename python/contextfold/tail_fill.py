@@ -154,7 +154,6 @@ def restore_tail(
     saved: dict[int, int] = {}
     for e in tail_edits:
         saved[int(e[0])] = saved.get(int(e[0]), 0) + int(e[-1])
-    keep = list(tail_edits)
     given: list[int] = []
     cut: tuple[Any, str, str] | None = None
     for i in sorted(saved, reverse=True):
