@@ -204,21 +204,42 @@ fn find_fence(text: &str) -> Option<usize> {
     None
 }
 
-/// The first fenced code block of a text (its body, language line skipped).
+/// Info strings of a fence that runs a shell: a text agent's action (mini-swe-agent parses
+/// only ```` ```bash ```` blocks; others write `sh` or `console`).
+const SHELL_FENCES: [&str; 5] = ["bash", "sh", "shell", "zsh", "console"];
+
+/// The fenced block a text agent runs: the last one whose info string names a shell, else the
+/// last one (a thought may quote code in ```` ```python ```` before its command). Its start
+/// and its body (the info line skipped).
+fn command_fence(text: &str) -> Option<(usize, &str)> {
+    let mut chosen: Option<(usize, &str, bool)> = None;
+    let mut from = 0;
+    while let Some(i) = find_fence(&text[from..]) {
+        let start = from + i;
+        let after = &text[start + 3..];
+        let Some(nl) = after.find('\n') else { break };
+        let shell = SHELL_FENCES.contains(&after[..nl].trim().to_ascii_lowercase().as_str());
+        let body = &after[nl + 1..];
+        let end = find_fence(body).unwrap_or(body.len());
+        let cmd = body[..end].trim();
+        if !cmd.is_empty() && (shell || !chosen.is_some_and(|(_, _, s)| s)) {
+            chosen = Some((start, cmd, shell));
+        }
+        // Past the closing fence (or the end of an unclosed block).
+        from = start + 3 + nl + 1 + (end + 3).min(body.len());
+    }
+    chosen.map(|(start, cmd, _)| (start, cmd))
+}
+
+/// The command of a text agent's turn (`command_fence`).
 fn fenced_command(text: &str) -> Option<&str> {
-    let start = find_fence(text)?;
-    let after = &text[start + 3..];
-    let body_start = after.find('\n')? + 1;
-    let body = &after[body_start..];
-    let end = find_fence(body).unwrap_or(body.len());
-    let cmd = body[..end].trim();
-    (!cmd.is_empty()).then_some(cmd)
+    command_fence(text).map(|(_, cmd)| cmd)
 }
 
 /// The reasoning before the command, without its `THOUGHT:` label.
 fn thought(text: &str) -> &str {
-    let before = match find_fence(text) {
-        Some(i) => &text[..i],
+    let before = match command_fence(text) {
+        Some((i, _)) => &text[..i],
         None => text,
     };
     before
@@ -812,6 +833,16 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("astropy/modeling/separable.py"));
+    }
+
+    #[test]
+    fn the_command_is_the_shell_fence_not_code_quoted_in_the_thought() {
+        let t = "THOUGHT: the method reads\n```python\ndef write(self):\n    pass\n```\nso I check it.\n\n```bash\nsed -n '70,75p' connect.py\n```";
+        assert_eq!(fenced_command(t), Some("sed -n '70,75p' connect.py"));
+        assert!(thought(t).contains("def write(self)"));
+        // Without a shell fence, the last block; an unclosed one still counts.
+        assert_eq!(fenced_command("a\n```\nls\n```\nb\n```\npwd"), Some("pwd"));
+        assert_eq!(fenced_command("no fence here"), None);
     }
 
     #[test]
