@@ -4,64 +4,119 @@
 //! ellipsis. The line is read lazily from each end, so the work is bounded by the characters
 //! kept, not by the text: a digest clips every tool output of a span several times over.
 
-/// The collapsed line of a sequence of characters, produced as it is read (read the sequence
-/// reversed and the line comes out reversed: both rules are symmetric).
-struct Collapse<I> {
-    chars: I,
+/// The collapse's state, fed one character at a time (read a text reversed and its line comes
+/// out reversed: both rules are symmetric).
+#[derive(Default)]
+struct Collapse {
     prev: Option<char>,
     run: u32,
     /// Whitespace seen since the last character produced.
     pending: bool,
     started: bool,
-    queued: Option<char>,
 }
 
-impl<I: Iterator<Item = char>> Collapse<I> {
-    fn new(chars: I) -> Self {
-        Collapse {
-            chars,
-            prev: None,
-            run: 0,
-            pending: false,
-            started: false,
-            queued: None,
+/// What one character read gives the line.
+enum Gives {
+    Nothing,
+    /// The character.
+    One(char),
+    /// A space (the whitespace before it, collapsed), then the character.
+    Spaced(char),
+}
+
+impl Collapse {
+    #[inline(always)]
+    fn feed(&mut self, ch: char) -> Gives {
+        // Runs of one punctuation character say nothing past their third.
+        if Some(ch) == self.prev && ch.is_ascii_punctuation() {
+            self.run += 1;
+        } else {
+            self.run = 1;
         }
+        self.prev = Some(ch);
+        if self.run > 3 {
+            return Gives::Nothing;
+        }
+        if ch.is_whitespace() {
+            self.pending = true;
+            return Gives::Nothing;
+        }
+        let spaced = self.pending && self.started;
+        self.pending = false;
+        self.started = true;
+        if spaced {
+            Gives::Spaced(ch)
+        } else {
+            Gives::One(ch)
+        }
+    }
+
+    /// Feed the characters of `texts`, in order (or each read backwards, `reversed`), passing
+    /// each character of the line to `out` until it returns false. Whether it did (the line
+    /// went on). Reads bytes, decoding only non-ASCII characters: a digest clips megabytes of
+    /// tool output, and a chain of `Chars` iterators costed several times this loop.
+    #[inline(always)]
+    fn run(&mut self, texts: &[&str], reversed: bool, mut out: impl FnMut(char) -> bool) -> bool {
+        for &t in texts {
+            let b = t.as_bytes();
+            let mut i = if reversed { b.len() } else { 0 };
+            loop {
+                let ch = if reversed {
+                    if i == 0 {
+                        break;
+                    }
+                    if b[i - 1] < 0x80 {
+                        i -= 1;
+                        char::from(b[i])
+                    } else {
+                        let c = t[..i].chars().next_back().unwrap_or('\u{fffd}');
+                        i -= c.len_utf8();
+                        c
+                    }
+                } else {
+                    if i == b.len() {
+                        break;
+                    }
+                    if b[i] < 0x80 {
+                        i += 1;
+                        char::from(b[i - 1])
+                    } else {
+                        let c = t[i..].chars().next().unwrap_or('\u{fffd}');
+                        i += c.len_utf8();
+                        c
+                    }
+                };
+                match self.feed(ch) {
+                    Gives::Nothing => {}
+                    Gives::One(c) => {
+                        if !out(c) {
+                            return true;
+                        }
+                    }
+                    Gives::Spaced(c) => {
+                        if !out(' ') || !out(c) {
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        false
     }
 }
 
-impl<I: Iterator<Item = char>> Iterator for Collapse<I> {
-    type Item = char;
-
-    fn next(&mut self) -> Option<char> {
-        if let Some(c) = self.queued.take() {
-            return Some(c);
+/// The first `max` characters of the collapsed line of `texts` (read in order) appended to
+/// `line`, and whether the line is longer.
+fn collapse_head(texts: &[&str], max: usize, line: &mut String) -> bool {
+    let mut n = 0usize;
+    Collapse::default().run(texts, false, |c| {
+        if n == max {
+            return false;
         }
-        loop {
-            let ch = self.chars.next()?;
-            // Runs of one punctuation character say nothing past their third.
-            if Some(ch) == self.prev && ch.is_ascii_punctuation() {
-                self.run += 1;
-            } else {
-                self.run = 1;
-            }
-            self.prev = Some(ch);
-            if self.run > 3 {
-                continue;
-            }
-            if ch.is_whitespace() {
-                self.pending = true;
-                continue;
-            }
-            if self.pending && self.started {
-                self.pending = false;
-                self.queued = Some(ch);
-                return Some(' ');
-            }
-            self.pending = false;
-            self.started = true;
-            return Some(ch);
-        }
-    }
+        line.push(c);
+        n += 1;
+        true
+    })
 }
 
 /// Whitespace collapsed, at most `max` characters (an ellipsis marks a cut).
@@ -94,16 +149,14 @@ pub(super) fn is_whole(s: &str, max: usize, head_share: f64) -> bool {
     let head_n = (max as f64 * head_share) as usize;
     let mut at_cut = None;
     let mut n = 0usize;
-    for ch in Collapse::new(s.chars()) {
+    let longer = Collapse::default().run(&[s], false, |ch| {
         if n == head_n {
             at_cut = Some(ch);
         }
         n += 1;
-        if n > max + 1 {
-            return false;
-        }
-    }
-    n <= max || at_cut == Some('…')
+        n <= max + 1
+    });
+    !longer && (n <= max || at_cut == Some('…'))
 }
 
 /// The part of `s` a clip to `max` characters may show: all of it, or (a long text) windows of
@@ -130,11 +183,8 @@ fn windows(s: &str, max: usize, head_share: f64) -> (&str, &str, &str) {
 /// (`head_share` of `max`) and the end are kept around an ellipsis.
 pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
     let (head, mid, tail) = windows(s, max, head_share);
-    let forward = head.chars().chain(mid.chars()).chain(tail.chars());
     let mut line = String::with_capacity(max.min(s.len()) + 4);
-    let mut collapsed = Collapse::new(forward);
-    line.extend(collapsed.by_ref().take(max));
-    if collapsed.next().is_none() {
+    if !collapse_head(&[head, mid, tail], max, &mut line) {
         return line;
     }
     // Longer than `max`: the head from the front, the end read backwards.
@@ -147,12 +197,11 @@ pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
     line.truncate(head_end);
     line.push('…');
     if tail_n > 0 {
-        let backward = tail
-            .chars()
-            .rev()
-            .chain(mid.chars().rev())
-            .chain(head.chars().rev());
-        let end: Vec<char> = Collapse::new(backward).take(tail_n).collect();
+        let mut end: Vec<char> = Vec::with_capacity(tail_n);
+        Collapse::default().run(&[tail, mid, head], true, |c| {
+            end.push(c);
+            end.len() < tail_n
+        });
         line.extend(end.iter().rev());
     }
     line
