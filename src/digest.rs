@@ -597,16 +597,74 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
         n_errors: 0,
         n_requests: 0,
     };
+    // The identifier index reads every message on its own (the walk never looks at it): on a
+    // long span it scans on a second thread while the walk builds the units. Both read the
+    // messages in order, so the result is the same either way.
+    let index = std::mem::take(&mut w.b.index);
+    let index = if scan_apart(msgs) {
+        std::thread::scope(|s| {
+            let scan = s.spawn(|| scan_index(index, msgs, opt.previous));
+            walk(&mut w, opt.previous);
+            scan.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    } else {
+        walk(&mut w, opt.previous);
+        scan_index(index, msgs, opt.previous)
+    };
+    w.last_state();
+    let header = w.header(opt.instructions);
+    let Walk { b, .. } = w;
+    pack::fit(&b.entries, &header, index.ranked(), est, opt.max_tokens)
+}
+
+/// Bytes of message text from which the index scans on its own thread (a thread costs tens of
+/// microseconds; scanning this much text costs about a millisecond).
+const SCAN_APART_BYTES: usize = 256 * 1024;
+
+/// Whether a span is long enough for the index to scan on its own thread.
+fn scan_apart(msgs: &[Message<'_>]) -> bool {
+    let mut bytes = 0usize;
+    for m in msgs {
+        bytes += match &m.content {
+            Content::Text(t) => t.len(),
+            Content::Parts(ps) => ps.len() * 64,
+            Content::None => 0,
+        };
+        if bytes >= SCAN_APART_BYTES {
+            return true;
+        }
+    }
+    false
+}
+
+/// The previous summary comes as `previous` (the only one the library trusts as its own): the
+/// message that carries it is read through it, not again. A text that merely carries the
+/// marker is data like any other.
+fn carries_previous(m: &Message<'_>, previous: Option<&str>) -> bool {
+    matches!(
+        (crate::compaction::own_summary(m), previous),
+        (Some(s), Some(p)) if p.contains(s.trim())
+    )
+}
+
+/// `index` (the previous digest's identifiers carried) with the span's scanned, in order.
+fn scan_index(mut index: Collector, msgs: &[Message<'_>], previous: Option<&str>) -> Collector {
     let n = msgs.len().max(1) as f64;
     for (k, m) in msgs.iter().enumerate() {
-        // The previous summary comes as `opt.previous` (only one the library trusts as its
-        // own); a text that merely carries the marker is data like any other.
-        if let (Some(s), Some(p)) = (crate::compaction::own_summary(m), opt.previous) {
-            if p.contains(s.trim()) {
-                continue;
-            }
+        if !carries_previous(m, previous) {
+            identifier_index::scan_message(&mut index, m, (k + 1) as f64 / n);
         }
-        identifier_index::scan_message(&mut w.b.index, m, (k + 1) as f64 / n);
+    }
+    index
+}
+
+/// The walk over the span: each message's units, in order.
+fn walk<'a>(w: &mut Walk<'a>, previous: Option<&str>) {
+    for (k, m) in w.msgs.iter().enumerate() {
+        if carries_previous(m, previous) {
+            continue;
+        }
         match m.role {
             Role::System | Role::Developer => {
                 for r in rules_in(&text_of(m)) {
@@ -618,11 +676,6 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
             _ => {}
         }
     }
-    w.last_state();
-    let header = w.header(opt.instructions);
-    let Walk { b, .. } = w;
-    let Builder { entries, index, .. } = b;
-    pack::fit(&entries, &header, index.ranked(), est, opt.max_tokens)
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use super::clip::{clip_ends, is_whole};
 use super::{observation_body, return_code, without_courtesy_edges};
 
 /// The forms of one unit.
-pub(super) trait Forms {
+/// `Send + Sync`: a digest builds many units' forms on several threads (`units::price_many`).
+pub(super) trait Forms: Send + Sync {
     /// How many forms the plan holds.
     fn count(&self) -> usize;
     /// Whether form `j` (`j >= 1`) is the same line as form `j - 1`: every text it clips is

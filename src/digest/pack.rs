@@ -10,7 +10,7 @@
 //! the room, and prices only the forms it reads from there: on a span of thousands of calls,
 //! the richest forms are never built.
 
-use super::units::Entry;
+use super::units::{self, Entry};
 use super::{Section, CARRIED_INDEX_SHARE, INDEX_SHARE, SECTIONS};
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Ident};
@@ -155,6 +155,20 @@ impl<'e, 'a> Units<'e, 'a> {
         }
         let (slots, _) = &self.states[s];
         let start_cover = &self.states[0].1;
+        let entries = self.entries;
+        // The forms the sum reads, priced first (over threads when many are new).
+        units::price_many(
+            entries,
+            |i| {
+                let counted = if entries[i].section == Section::Rules {
+                    start_cover[i].is_none()
+                } else {
+                    slots[i].alive
+                };
+                counted.then_some(usize::from(slots[i].level))
+            },
+            self.est,
+        );
         let b = self.fixed
             + self
                 .entries
