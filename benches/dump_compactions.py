@@ -52,7 +52,8 @@ def fingerprint(result: Any) -> str:
         "notes": list(result.notes),
         "hash": getattr(result, "summary_hash", None),
     }
-    text = json.dumps(body, sort_keys=True, default=repr, ensure_ascii=False)
+    # Keys in their own order: a dict that says the same in another order is other bytes on the wire.
+    text = json.dumps(body, default=repr, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
