@@ -4,7 +4,9 @@
 
 Both get the same history, trigger and tail: the trigger is a third of the history's tokens
 (each side with its own counter), the kept tail half of that. contextfold runs its default
-``hybrid`` strategy with the extractive summarizer; LangChain's middleware (langchain >= 1.0,
+``hybrid`` strategy with the extractive summarizer, once as it comes (the summary fills the room
+the budget leaves) and once with the summary capped at 4,000 tokens (``SUMMARY_CAP_TOKENS``: what
+a model's summary would be, like for like with the stub's); LangChain's middleware (langchain >= 1.0,
 ``langchain.agents.middleware.SummarizationMiddleware``) runs ``before_model`` with a stub chat
 model answering a fixed summary (``FakeListChatModel``), so neither side waits on a model:
 what is timed is the library's own work. LangChain gets its own message objects, converted once
@@ -40,11 +42,19 @@ def _langchain_setup(histories: list[list[dict]]):
     return run
 
 
-def _contextfold_setup(histories: list[list[dict]]):
+#: A summary cap a model-written summary would not exceed: LangChain's middleware trims what it
+#: asks the model to summarize to 4,000 tokens (``trim_tokens_to_summarize``, default
+#: ``_DEFAULT_TRIM_TOKEN_LIMIT = 4000`` in ``langchain/agents/middleware/summarization.py``,
+#: langchain 1.5.2), and the Compactor's own default summary share is capped at 4,000 tokens
+#: (``compactor.DEFAULT_SUMMARY_SHARE``, within [256, 4_000]).
+SUMMARY_CAP_TOKENS = 4_000
+
+
+def _contextfold_setup(histories: list[list[dict]], summary_max_tokens: int | None = None):
     runs = []
     for h in histories:
         budget = cf.estimate(h) // 3
-        runs.append((cf.Compactor(budget=budget, tail_tokens=budget // 2), h))
+        runs.append((cf.Compactor(budget=budget, tail_tokens=budget // 2, summary_max_tokens=summary_max_tokens), h))
 
     def run() -> list:
         return [c.compact(h) for c, h in runs]
@@ -52,7 +62,15 @@ def _contextfold_setup(histories: list[list[dict]]):
     return run
 
 
+def _contextfold_capped_setup(histories: list[list[dict]]):
+    """As the default row, the summary capped at what a model would write (``SUMMARY_CAP_TOKENS``):
+    what is timed is the planning, the digest's reading of the folded span and the check, not
+    the writing of a summary that fills the room (1.25M tokens on the 10k history)."""
+    return _contextfold_setup(histories, summary_max_tokens=SUMMARY_CAP_TOKENS)
+
+
 SETUPS = {"contextfold compact (hybrid, extractive)": _contextfold_setup,
+          "contextfold compact (hybrid, extractive, summary_max_tokens=4000)": _contextfold_capped_setup,
           "langchain SummarizationMiddleware (stub model)": _langchain_setup}
 
 
