@@ -289,7 +289,7 @@ impl<'a> Builder<'a> {
         let rules = rules_in(&text);
         // The clipped forms are cut from the request without its courtesy edges: the
         // conditions sit in its middle, which a clip would lose first.
-        let forms = Request { text };
+        let forms = Request::new(text);
         let at = self.entries.len();
         let said_in = self
             .push_lazy(Section::Requests, Box::new(forms))
@@ -310,6 +310,7 @@ impl<'a> Builder<'a> {
             args: &c.arguments,
             parsed: serde_json::from_str::<Value>(&c.arguments),
             outcome: Outcome { text: result, err },
+            shortest: Default::default(),
         };
         let section = if err { Section::Errors } else { Section::Calls };
         self.push_lazy(section, Box::new(forms));

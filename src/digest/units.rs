@@ -200,9 +200,7 @@ mod tests {
             format!("<returncode>1</returncode>\n<output>\n{long}</output>"),
         ];
         for t in &texts {
-            let request = || Request {
-                text: Cow::Borrowed(t.as_str()),
-            };
+            let request = || Request::new(Cow::Borrowed(t.as_str()));
             let e = Entry::lazy(Section::Requests, Box::new(request()));
             assert_eq!(lazy_forms(&e), built(&request()), "{t:.80}");
             let args = format!("{{\"path\":\"src/app.py\",\"content\":{:?}}}", t);
@@ -214,6 +212,7 @@ mod tests {
                     text: Some(Cow::Borrowed(t.as_str())),
                     err: false,
                 },
+                shortest: Default::default(),
             };
             let e = Entry::lazy(Section::Calls, Box::new(call()));
             assert_eq!(lazy_forms(&e), built(&call()), "{t:.80}");
@@ -233,12 +232,7 @@ mod tests {
     fn a_shorter_form_never_costs_more() {
         let est = crate::estimate::Estimator::new(crate::provider::Provider::OpenAI, "");
         let text = "x = 1 # ✓ ".repeat(500) + &"plain words here ".repeat(300);
-        let e = Entry::lazy(
-            Section::Requests,
-            Box::new(Request {
-                text: Cow::Owned(text),
-            }),
-        );
+        let e = Entry::lazy(Section::Requests, Box::new(Request::new(Cow::Owned(text))));
         for l in 1..e.levels() {
             assert!(e.cost(l - 1, &est) >= e.cost(l, &est));
         }
