@@ -638,6 +638,17 @@ pub fn collect(msgs: &[Message<'_>], previous: Option<&str>) -> Vec<Ident> {
 /// kind, items separated by `, ` (an item never holds a newline; `, ` inside an item is written
 /// `,` so the list reads back). Empty when nothing fits.
 pub fn render(idents: &[Ident], est: &Estimator, max_tokens: u64) -> String {
+    render_priced(idents, &prices(idents, est), est, max_tokens)
+}
+
+/// Each identifier's tokens (`est.text` of its text), for `render_priced`.
+pub fn prices(idents: &[Ident], est: &Estimator) -> Vec<f64> {
+    idents.iter().map(|id| est.text(&id.text)).collect()
+}
+
+/// `render` with each identifier's tokens given (`prices`): a digest renders its index once per
+/// packing (up to ten times) over the same identifiers.
+pub fn render_priced(idents: &[Ident], prices: &[f64], est: &Estimator, max_tokens: u64) -> String {
     let budget = max_tokens as f64;
     let header = est.text(INDEX_HEADING) + 2.0;
     if budget <= header + 8.0 {
@@ -645,19 +656,19 @@ pub fn render(idents: &[Ident], est: &Estimator, max_tokens: u64) -> String {
     }
     let mut used = header;
     let mut chosen: Vec<&Ident> = Vec::new();
-    let mut kinds_used = std::collections::HashSet::new();
-    for id in idents {
-        let line_cost = if kinds_used.contains(&id.kind) {
+    let mut kinds_used = [false; KINDS.len()];
+    for (id, &tokens) in idents.iter().zip(prices) {
+        let line_cost = if kinds_used[id.kind as usize] {
             0.0
         } else {
             4.0
         };
-        let cost = est.text(&id.text) + 1.0 + line_cost;
+        let cost = tokens + 1.0 + line_cost;
         if used + cost > budget {
             continue;
         }
         used += cost;
-        kinds_used.insert(id.kind);
+        kinds_used[id.kind as usize] = true;
         chosen.push(id);
     }
     if chosen.is_empty() {

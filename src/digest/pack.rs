@@ -425,6 +425,7 @@ fn pack(
     units: &mut Units<'_, '_>,
     header: &str,
     idents: &[Ident],
+    prices: &[f64],
     room: f64,
     limit: f64,
 ) -> String {
@@ -435,15 +436,17 @@ fn pack(
     p.give_back(room);
     // The index gets its share and what the rest left.
     let index_room = (limit - p.total).max(0.0);
-    let index = identifier_index::render(idents, est, index_room as u64);
+    let index = identifier_index::render_priced(idents, prices, est, index_room as u64);
     p.render(header, &index)
 }
 
 /// The room the units get: the budget less what the identifier index is sure to keep (its
 /// share, or the carried identifiers' cost up to half the room).
-fn units_room(idents: &[Ident], est: &Estimator, max_tokens: u64) -> f64 {
+fn units_room(idents: &[Ident], prices: &[f64], est: &Estimator, max_tokens: u64) -> f64 {
     let budget = max_tokens as f64;
-    let natural_index = est.text(&identifier_index::render(idents, est, max_tokens)) + 2.0;
+    let natural_index = est.text(&identifier_index::render_priced(
+        idents, prices, est, max_tokens,
+    )) + 2.0;
     // Identifiers carried from the previous summary keep their room (up to half of it): a
     // second compaction keeps what the first one indexed.
     let carried: Vec<Ident> = idents.iter().filter(|i| i.carried).cloned().collect();
@@ -469,7 +472,9 @@ pub(super) fn fit(
     let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
     let mut units = Units::new(entries, est, fixed);
     let budget = max_tokens as f64;
-    let room = units_room(&idents, est, max_tokens);
+    // Each identifier priced once for the index's every rendering.
+    let prices = identifier_index::prices(&idents, est);
+    let room = units_room(&idents, &prices, est, max_tokens);
     let limit = budget;
     let mut out = String::new();
     let mut best: Option<(f64, String)> = None;
@@ -479,7 +484,14 @@ pub(super) fn fit(
     // The shift of room and limit: moved by the gap until the fit is bracketed, then bisected.
     let (mut shift, mut fits, mut over): (f64, Option<f64>, Option<f64>) = (0.0, None, None);
     for _ in 0..8 {
-        out = pack(&mut units, header, &idents, room + shift, limit + shift);
+        out = pack(
+            &mut units,
+            header,
+            &idents,
+            &prices,
+            room + shift,
+            limit + shift,
+        );
         let used = est.text(&out);
         if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
             best = Some((used, out.clone()));
