@@ -10,7 +10,8 @@ a model's summary would be, like for like with the stub's); LangChain's middlewa
 ``langchain.agents.middleware.SummarizationMiddleware``) runs ``before_model`` with a stub chat
 model answering a fixed summary (``FakeListChatModel``), so neither side waits on a model:
 what is timed is the library's own work. LangChain gets its own message objects, converted once
-outside the timing (``peers.to_langchain``). Workloads: the synthetic 10k-message history and
+outside the timing (``peers.to_langchain``). hermes-agent's ``ContextCompressor`` with its summary
+call stubbed likewise, when installed apart (``_hermes_setup``). Workloads: the synthetic 10k-message history and
 the 20 longest real SWE trajectories.
 """
 
@@ -69,9 +70,56 @@ def _contextfold_capped_setup(histories: list[list[dict]]):
     return _contextfold_setup(histories, summary_max_tokens=SUMMARY_CAP_TOKENS)
 
 
+#: hermes' summary, as its stub model answers it (its compressor's own prompt asks for these sections).
+HERMES_SUMMARY = "## SESSION INTENT\nFix the bug.\n## SUMMARY\nRead the files."
+
+
+def _hermes_setup(histories: list[list[dict]]):
+    """hermes-agent's ``ContextCompressor`` (Nous Research, ``agent/context_compressor.py``), its
+    summary call (``call_llm``) answered by a stub. hermes-agent installs top-level modules named
+    ``agent``, ``utils``, ... and pins its dependencies: install it apart,
+    ``pip install --no-deps --target DIR hermes-agent==0.19.0``, and name DIR in
+    ``CONTEXTFOLD_BENCH_HERMES``. The trigger is a third of the history's tokens by hermes' own
+    counter and the kept tail half of that, set on the compressor (``threshold_tokens``,
+    ``tail_token_budget``); its per-session state is reset before each compression (it updates
+    its previous summary otherwise)."""
+    import os
+    import sys
+
+    where = os.environ.get("CONTEXTFOLD_BENCH_HERMES")
+    if not where:
+        pytest.skip("hermes-agent: pip install --no-deps --target DIR hermes-agent==0.19.0; CONTEXTFOLD_BENCH_HERMES=DIR")
+    if where not in sys.path:
+        sys.path.insert(0, where)
+    hc = pytest.importorskip("agent.context_compressor")
+    import logging
+    from types import SimpleNamespace
+
+    logging.getLogger("agent").setLevel(logging.CRITICAL)
+    answer = SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=HERMES_SUMMARY))], usage=None)
+    hc.call_llm = lambda **_: answer
+    runs = []
+    for h in histories:
+        tokens = sum(hc._estimate_msg_budget_tokens(m) for m in h)
+        budget = tokens // 3
+        c = hc.ContextCompressor(model="gpt-4o", config_context_length=max(2 * budget, 200_000), quiet_mode=True)
+        c.threshold_tokens, c.tail_token_budget = budget, budget // 2
+        runs.append((c, h, tokens))
+
+    def run() -> list:
+        out = []
+        for c, h, tokens in runs:
+            c.on_session_reset()
+            out.append(c.compress(h, current_tokens=tokens))
+        return out
+
+    return run
+
+
 SETUPS = {"contextfold compact (hybrid, extractive)": _contextfold_setup,
           "contextfold compact (hybrid, extractive, summary_max_tokens=4000)": _contextfold_capped_setup,
-          "langchain SummarizationMiddleware (stub model)": _langchain_setup}
+          "langchain SummarizationMiddleware (stub model)": _langchain_setup,
+          "hermes ContextCompressor (stub model)": _hermes_setup}
 
 
 @pytest.fixture(scope="module")
