@@ -601,18 +601,27 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
     // The identifier index reads every message on its own (the walk never looks at it): on a
     // long span it scans on a second thread while the walk builds the units. Both read the
     // messages in order, so the result is the same either way.
-    let index = std::mem::take(&mut w.b.index);
-    let index = if scan_apart(msgs) {
+    // A thread the system refuses (a container's limit) leaves the scan to this one.
+    let mut index = std::mem::take(&mut w.b.index);
+    let mut scanned = false;
+    if scan_apart(msgs) {
         std::thread::scope(|s| {
-            let scan = s.spawn(|| scan_index(index, msgs, opt.previous));
+            let scan = std::thread::Builder::new()
+                .spawn_scoped(s, || scan_index(&mut index, msgs, opt.previous));
             walk(&mut w, opt.previous);
-            scan.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
+            if let Ok(handle) = scan {
+                if let Err(panic) = handle.join() {
+                    std::panic::resume_unwind(panic);
+                }
+                scanned = true;
+            }
+        });
     } else {
         walk(&mut w, opt.previous);
-        scan_index(index, msgs, opt.previous)
-    };
+    }
+    if !scanned {
+        scan_index(&mut index, msgs, opt.previous);
+    }
     w.last_state();
     let header = w.header(opt.instructions);
     let Walk { b, .. } = w;
@@ -649,15 +658,15 @@ fn carries_previous(m: &Message<'_>, previous: Option<&str>) -> bool {
     )
 }
 
-/// `index` (the previous digest's identifiers carried) with the span's scanned, in order.
-fn scan_index(mut index: Collector, msgs: &[Message<'_>], previous: Option<&str>) -> Collector {
+/// The span's identifiers scanned into `index` (which holds the previous digest's, carried),
+/// in order.
+fn scan_index(index: &mut Collector, msgs: &[Message<'_>], previous: Option<&str>) {
     let n = msgs.len().max(1) as f64;
     for (k, m) in msgs.iter().enumerate() {
         if !carries_previous(m, previous) {
-            identifier_index::scan_message(&mut index, m, (k + 1) as f64 / n);
+            identifier_index::scan_message(index, m, (k + 1) as f64 / n);
         }
     }
-    index
 }
 
 /// The walk over the span: each message's units, in order.

@@ -144,7 +144,10 @@ pub(super) fn price_many(
         }
     };
     std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        // A thread the system refuses leaves its share to the others.
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
+            .collect();
         work();
         for h in helpers {
             if let Err(panic) = h.join() {
