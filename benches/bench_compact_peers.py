@@ -4,11 +4,14 @@
 
 Both get the same history, trigger and tail: the trigger is a third of the history's tokens
 (each side with its own counter), the kept tail half of that. contextfold runs its default
-``hybrid`` strategy with the extractive summarizer; LangChain's middleware (langchain >= 1.0,
+``hybrid`` strategy with the extractive summarizer, once as it comes (the summary fills the room
+the budget leaves) and once with the summary capped at 4,000 tokens (``SUMMARY_CAP_TOKENS``: what
+a model's summary would be, like for like with the stub's); LangChain's middleware (langchain >= 1.0,
 ``langchain.agents.middleware.SummarizationMiddleware``) runs ``before_model`` with a stub chat
 model answering a fixed summary (``FakeListChatModel``), so neither side waits on a model:
 what is timed is the library's own work. LangChain gets its own message objects, converted once
-outside the timing (``peers.to_langchain``). Workloads: the synthetic 10k-message history and
+outside the timing (``peers.to_langchain``). hermes-agent's ``ContextCompressor`` with its summary
+call stubbed likewise, when installed apart (``_hermes_setup``). Workloads: the synthetic 10k-message history and
 the 20 longest real SWE trajectories.
 """
 
@@ -40,11 +43,19 @@ def _langchain_setup(histories: list[list[dict]]):
     return run
 
 
-def _contextfold_setup(histories: list[list[dict]]):
+#: A summary cap a model-written summary would not exceed: LangChain's middleware trims what it
+#: asks the model to summarize to 4,000 tokens (``trim_tokens_to_summarize``, default
+#: ``_DEFAULT_TRIM_TOKEN_LIMIT = 4000`` in ``langchain/agents/middleware/summarization.py``,
+#: langchain 1.5.2), and the Compactor's own default summary share is capped at 4,000 tokens
+#: (``compactor.DEFAULT_SUMMARY_SHARE``, within [256, 4_000]).
+SUMMARY_CAP_TOKENS = 4_000
+
+
+def _contextfold_setup(histories: list[list[dict]], summary_max_tokens: int | None = None):
     runs = []
     for h in histories:
         budget = cf.estimate(h) // 3
-        runs.append((cf.Compactor(budget=budget, tail_tokens=budget // 2), h))
+        runs.append((cf.Compactor(budget=budget, tail_tokens=budget // 2, summary_max_tokens=summary_max_tokens), h))
 
     def run() -> list:
         return [c.compact(h) for c, h in runs]
@@ -52,8 +63,63 @@ def _contextfold_setup(histories: list[list[dict]]):
     return run
 
 
+def _contextfold_capped_setup(histories: list[list[dict]]):
+    """As the default row, the summary capped at what a model would write (``SUMMARY_CAP_TOKENS``):
+    what is timed is the planning, the digest's reading of the folded span and the check, not
+    the writing of a summary that fills the room (1.25M tokens on the 10k history)."""
+    return _contextfold_setup(histories, summary_max_tokens=SUMMARY_CAP_TOKENS)
+
+
+#: hermes' summary, as its stub model answers it (its compressor's own prompt asks for these sections).
+HERMES_SUMMARY = "## SESSION INTENT\nFix the bug.\n## SUMMARY\nRead the files."
+
+
+def _hermes_setup(histories: list[list[dict]]):
+    """hermes-agent's ``ContextCompressor`` (Nous Research, ``agent/context_compressor.py``), its
+    summary call (``call_llm``) answered by a stub. hermes-agent installs top-level modules named
+    ``agent``, ``utils``, ... and pins its dependencies: install it apart,
+    ``pip install --no-deps --target DIR hermes-agent==0.19.0``, and name DIR in
+    ``CONTEXTFOLD_BENCH_HERMES``. The trigger is a third of the history's tokens by hermes' own
+    counter and the kept tail half of that, set on the compressor (``threshold_tokens``,
+    ``tail_token_budget``); its per-session state is reset before each compression (it updates
+    its previous summary otherwise)."""
+    import os
+    import sys
+
+    where = os.environ.get("CONTEXTFOLD_BENCH_HERMES")
+    if not where:
+        pytest.skip("hermes-agent: pip install --no-deps --target DIR hermes-agent==0.19.0; CONTEXTFOLD_BENCH_HERMES=DIR")
+    if where not in sys.path:
+        sys.path.insert(0, where)
+    hc = pytest.importorskip("agent.context_compressor")
+    import logging
+    from types import SimpleNamespace
+
+    logging.getLogger("agent").setLevel(logging.CRITICAL)
+    answer = SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=HERMES_SUMMARY))], usage=None)
+    hc.call_llm = lambda **_: answer
+    runs = []
+    for h in histories:
+        tokens = sum(hc._estimate_msg_budget_tokens(m) for m in h)
+        budget = tokens // 3
+        c = hc.ContextCompressor(model="gpt-4o", config_context_length=max(2 * budget, 200_000), quiet_mode=True)
+        c.threshold_tokens, c.tail_token_budget = budget, budget // 2
+        runs.append((c, h, tokens))
+
+    def run() -> list:
+        out = []
+        for c, h, tokens in runs:
+            c.on_session_reset()
+            out.append(c.compress(h, current_tokens=tokens))
+        return out
+
+    return run
+
+
 SETUPS = {"contextfold compact (hybrid, extractive)": _contextfold_setup,
-          "langchain SummarizationMiddleware (stub model)": _langchain_setup}
+          "contextfold compact (hybrid, extractive, summary_max_tokens=4000)": _contextfold_capped_setup,
+          "langchain SummarizationMiddleware (stub model)": _langchain_setup,
+          "hermes ContextCompressor (stub model)": _hermes_setup}
 
 
 @pytest.fixture(scope="module")

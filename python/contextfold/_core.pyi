@@ -481,6 +481,9 @@ WIRE_FORMATS: list[str]
 class _CompactionPlan(TypedDict):
     """What ``compaction_plan`` returns (token counts are the estimator's)."""
 
+    #: Each message's tokens as the plan priced them (``estimate_each`` of the same messages
+    #: with the request's provider and model).
+    costs: list[int]
     overhead_tokens: int
     tokens_before: int
     tokens_after_mask: int

@@ -14,7 +14,8 @@ usage when one is attached).
 from __future__ import annotations
 
 import functools
-import json
+import itertools
+import sys
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -29,12 +30,13 @@ from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
-from contextfold.prune import _copy, apply_edits, is_langchain_message
+from contextfold.prune import _copy, apply_edits
 from contextfold.recoverable import RecoverableFolds
 from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
+from contextfold.summary_message import summary_message
 from contextfold.summary_room import ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, with_index
 from contextfold.tail_fill import fill_tail, grow_tail, restore_tail
 
@@ -70,7 +72,10 @@ def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:
 def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
     """A message the compaction adds, as the history holds them: a LangChain message in a
     history of LangChain messages (LangChain's own ``convert_to_messages``), else the dict."""
-    if not any(is_langchain_message(m) for m in history):
+    # The type test runs in C over the history (``map``): a per-message Python call walked a
+    # 10,000-message history for every message the compaction adds.
+    base = sys.modules.get("langchain_core.messages.base")
+    if base is None or not any(map(isinstance, history, itertools.repeat(base.BaseMessage))):
         return message
     from langchain_core.messages import convert_to_messages
 
@@ -89,7 +94,7 @@ def _assemble(run: CompactionRun, base: list[Any], text: str, native: tuple[Any,
     if native:
         return out + [_like_history(m, run.msgs) for m in native] + base[tail_start:]
     if plan["summary_role"] is not None:
-        summary = json.loads(_core.summary_message(wrapped, format=fmt, role=plan["summary_role"]))
+        summary = summary_message(wrapped, format=fmt, role=plan["summary_role"])
         out.append(_like_history(summary, run.msgs))
         out.extend(base[tail_start:])
     else:

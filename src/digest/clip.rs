@@ -4,64 +4,246 @@
 //! ellipsis. The line is read lazily from each end, so the work is bounded by the characters
 //! kept, not by the text: a digest clips every tool output of a span several times over.
 
-/// The collapsed line of a sequence of characters, produced as it is read (read the sequence
-/// reversed and the line comes out reversed: both rules are symmetric).
-struct Collapse<I> {
-    chars: I,
+/// The collapse's state, fed one character at a time (read a text reversed and its line comes
+/// out reversed: both rules are symmetric).
+#[derive(Default)]
+struct Collapse {
     prev: Option<char>,
     run: u32,
     /// Whitespace seen since the last character produced.
     pending: bool,
     started: bool,
-    queued: Option<char>,
 }
 
-impl<I: Iterator<Item = char>> Collapse<I> {
-    fn new(chars: I) -> Self {
-        Collapse {
-            chars,
-            prev: None,
-            run: 0,
-            pending: false,
-            started: false,
-            queued: None,
+/// What one character read gives the line.
+enum Gives {
+    Nothing,
+    /// The character.
+    One(char),
+    /// A space (the whitespace before it, collapsed), then the character.
+    Spaced(char),
+}
+
+impl Collapse {
+    #[inline(always)]
+    fn feed(&mut self, ch: char) -> Gives {
+        // Runs of one punctuation character say nothing past their third.
+        if Some(ch) == self.prev && ch.is_ascii_punctuation() {
+            self.run += 1;
+        } else {
+            self.run = 1;
+        }
+        self.prev = Some(ch);
+        if self.run > 3 {
+            return Gives::Nothing;
+        }
+        if ch.is_whitespace() {
+            self.pending = true;
+            return Gives::Nothing;
+        }
+        let spaced = self.pending && self.started;
+        self.pending = false;
+        self.started = true;
+        if spaced {
+            Gives::Spaced(ch)
+        } else {
+            Gives::One(ch)
+        }
+    }
+
+    /// Feed the characters of `texts`, in order (or each read backwards, `reversed`), passing
+    /// the line to `out` until it is full. Whether it was (the line went on). Reads bytes,
+    /// decoding only non-ASCII characters, and passes a run of plain ASCII characters (neither
+    /// whitespace nor punctuation: they pass the rules unchanged) as one slice: a digest clips
+    /// megabytes of tool output, and a chain of `Chars` iterators cost several times this loop.
+    #[inline(always)]
+    fn run(&mut self, texts: &[&str], reversed: bool, out: &mut impl Sink) -> bool {
+        for &t in texts {
+            let b = t.as_bytes();
+            let mut i = if reversed { b.len() } else { 0 };
+            loop {
+                let (ch, ascii) = if reversed {
+                    if i == 0 {
+                        break;
+                    }
+                    if b[i - 1] < 0x80 {
+                        i -= 1;
+                        (char::from(b[i]), true)
+                    } else {
+                        let c = t[..i].chars().next_back().unwrap_or('\u{fffd}');
+                        i -= c.len_utf8();
+                        (c, false)
+                    }
+                } else {
+                    if i == b.len() {
+                        break;
+                    }
+                    if b[i] < 0x80 {
+                        i += 1;
+                        (char::from(b[i - 1]), true)
+                    } else {
+                        let c = t[i..].chars().next().unwrap_or('\u{fffd}');
+                        i += c.len_utf8();
+                        (c, false)
+                    }
+                };
+                match self.feed(ch) {
+                    Gives::Nothing => continue,
+                    Gives::One(c) => {
+                        if !out.char(c) {
+                            return true;
+                        }
+                    }
+                    Gives::Spaced(c) => {
+                        if !out.char(' ') || !out.char(c) {
+                            return true;
+                        }
+                    }
+                }
+                if !(ascii && PLAIN[usize::from(ch as u8)]) {
+                    continue;
+                }
+                // After a plain character the plain ones that follow pass as they are: each
+                // starts no run of punctuation and follows no pending whitespace.
+                let run = if reversed {
+                    let j = b[..i]
+                        .iter()
+                        .rposition(|&x| !PLAIN[usize::from(x)])
+                        .map_or(0, |j| j + 1);
+                    let run = &t[j..i];
+                    i = j;
+                    run
+                } else {
+                    let j = b[i..]
+                        .iter()
+                        .position(|&x| !PLAIN[usize::from(x)])
+                        .map_or(b.len(), |j| i + j);
+                    let run = &t[i..j];
+                    i = j;
+                    run
+                };
+                if let Some(&last) = if reversed {
+                    run.as_bytes().first()
+                } else {
+                    run.as_bytes().last()
+                } {
+                    self.prev = Some(char::from(last));
+                    if !out.ascii(run, reversed) {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+/// ASCII bytes that pass the collapse unchanged after one another: neither whitespace (as
+/// `char::is_whitespace`: tab to carriage return, space) nor punctuation.
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = !c.is_ascii_punctuation() && !matches!(c, b' ' | 0x09..=0x0d);
+        b += 1;
+    }
+    t
+};
+
+/// Where a collapsed line goes.
+trait Sink {
+    /// One character; false when the line is full and this one did not fit.
+    fn char(&mut self, c: char) -> bool;
+    /// ASCII characters in the order read (`reversed`: from the slice's end); false when the
+    /// line is full and some did not fit.
+    fn ascii(&mut self, run: &str, reversed: bool) -> bool {
+        if reversed {
+            run.bytes().rev().all(|b| self.char(char::from(b)))
+        } else {
+            run.bytes().all(|b| self.char(char::from(b)))
         }
     }
 }
 
-impl<I: Iterator<Item = char>> Iterator for Collapse<I> {
-    type Item = char;
+/// The first `max` characters of a line.
+struct Head<'l> {
+    line: &'l mut String,
+    room: usize,
+}
 
-    fn next(&mut self) -> Option<char> {
-        if let Some(c) = self.queued.take() {
-            return Some(c);
+impl Sink for Head<'_> {
+    fn char(&mut self, c: char) -> bool {
+        if self.room == 0 {
+            return false;
         }
-        loop {
-            let ch = self.chars.next()?;
-            // Runs of one punctuation character say nothing past their third.
-            if Some(ch) == self.prev && ch.is_ascii_punctuation() {
-                self.run += 1;
-            } else {
-                self.run = 1;
-            }
-            self.prev = Some(ch);
-            if self.run > 3 {
-                continue;
-            }
-            if ch.is_whitespace() {
-                self.pending = true;
-                continue;
-            }
-            if self.pending && self.started {
-                self.pending = false;
-                self.queued = Some(ch);
-                return Some(' ');
-            }
-            self.pending = false;
-            self.started = true;
-            return Some(ch);
-        }
+        self.line.push(c);
+        self.room -= 1;
+        true
     }
+
+    fn ascii(&mut self, run: &str, _reversed: bool) -> bool {
+        let k = run.len().min(self.room);
+        self.line.push_str(&run[..k]);
+        self.room -= k;
+        k == run.len()
+    }
+}
+
+/// The last `max` characters of a line, read backwards (they come out reversed).
+struct Tail {
+    end: Vec<char>,
+    max: usize,
+}
+
+impl Sink for Tail {
+    fn char(&mut self, c: char) -> bool {
+        self.end.push(c);
+        self.end.len() < self.max
+    }
+
+    fn ascii(&mut self, run: &str, _reversed: bool) -> bool {
+        let k = run.len().min(self.max - self.end.len());
+        self.end.extend(
+            run.as_bytes()[run.len() - k..]
+                .iter()
+                .rev()
+                .map(|&b| char::from(b)),
+        );
+        self.end.len() < self.max
+    }
+}
+
+/// How long a line is, up to `max + 1` characters, and its character at `at`.
+struct Count {
+    n: usize,
+    max: usize,
+    at: usize,
+    at_char: Option<char>,
+}
+
+impl Sink for Count {
+    fn char(&mut self, c: char) -> bool {
+        if self.n == self.at {
+            self.at_char = Some(c);
+        }
+        self.n += 1;
+        self.n <= self.max + 1
+    }
+
+    fn ascii(&mut self, run: &str, _reversed: bool) -> bool {
+        if (self.n..self.n + run.len()).contains(&self.at) {
+            self.at_char = Some(char::from(run.as_bytes()[self.at - self.n]));
+        }
+        self.n += run.len();
+        self.n <= self.max + 1
+    }
+}
+
+/// The first `max` characters of the collapsed line of `texts` (read in order) appended to
+/// `line`, and whether the line is longer.
+fn collapse_head(texts: &[&str], max: usize, line: &mut String) -> bool {
+    Collapse::default().run(texts, false, &mut Head { line, room: max })
 }
 
 /// Whitespace collapsed, at most `max` characters (an ellipsis marks a cut).
@@ -92,18 +274,14 @@ pub(super) fn is_whole(s: &str, max: usize, head_share: f64) -> bool {
         }
     }
     let head_n = (max as f64 * head_share) as usize;
-    let mut at_cut = None;
-    let mut n = 0usize;
-    for ch in Collapse::new(s.chars()) {
-        if n == head_n {
-            at_cut = Some(ch);
-        }
-        n += 1;
-        if n > max + 1 {
-            return false;
-        }
-    }
-    n <= max || at_cut == Some('…')
+    let mut count = Count {
+        n: 0,
+        max,
+        at: head_n,
+        at_char: None,
+    };
+    let longer = Collapse::default().run(&[s], false, &mut count);
+    !longer && (count.n <= max || count.at_char == Some('…'))
 }
 
 /// The part of `s` a clip to `max` characters may show: all of it, or (a long text) windows of
@@ -130,11 +308,8 @@ fn windows(s: &str, max: usize, head_share: f64) -> (&str, &str, &str) {
 /// (`head_share` of `max`) and the end are kept around an ellipsis.
 pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
     let (head, mid, tail) = windows(s, max, head_share);
-    let forward = head.chars().chain(mid.chars()).chain(tail.chars());
     let mut line = String::with_capacity(max.min(s.len()) + 4);
-    let mut collapsed = Collapse::new(forward);
-    line.extend(collapsed.by_ref().take(max));
-    if collapsed.next().is_none() {
+    if !collapse_head(&[head, mid, tail], max, &mut line) {
         return line;
     }
     // Longer than `max`: the head from the front, the end read backwards.
@@ -147,13 +322,12 @@ pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
     line.truncate(head_end);
     line.push('…');
     if tail_n > 0 {
-        let backward = tail
-            .chars()
-            .rev()
-            .chain(mid.chars().rev())
-            .chain(head.chars().rev());
-        let end: Vec<char> = Collapse::new(backward).take(tail_n).collect();
-        line.extend(end.iter().rev());
+        let mut end = Tail {
+            end: Vec::with_capacity(tail_n),
+            max: tail_n,
+        };
+        Collapse::default().run(&[tail, mid, head], true, &mut end);
+        line.extend(end.end.iter().rev());
     }
     line
 }
@@ -178,6 +352,26 @@ mod tests {
         let head: String = line.chars().take(head_n).collect();
         let tail: String = line.chars().skip(total - tail_n).collect();
         format!("{head}…{tail}")
+    }
+
+    /// `is_whole` as its definition reads: the text is not cut to windows, and its whole line
+    /// holds at most `max` characters, or `max + 1` with the ellipsis where a clip puts its own.
+    fn reference_whole(s: &str, max: usize, head_share: f64) -> bool {
+        if s.len() <= max {
+            return true;
+        }
+        if s.len() > 2 * max.saturating_mul(8).max(64) {
+            return false;
+        }
+        let squeezed = squeeze_rules(s);
+        let line: Vec<char> = squeezed
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .collect();
+        let head_n = (max as f64 * head_share) as usize;
+        line.len() <= max || (line.len() == max + 1 && line.get(head_n) == Some(&'…'))
     }
 
     fn squeeze_rules(s: &str) -> Cow<'_, str> {
@@ -274,6 +468,11 @@ mod tests {
                     assert_eq!(
                         clip_ends(&s, max, share),
                         reference(&s, max, share),
+                        "{s:?} {max} {share}"
+                    );
+                    assert_eq!(
+                        is_whole(&s, max, share),
+                        reference_whole(&s, max, share),
                         "{s:?} {max} {share}"
                     );
                 }

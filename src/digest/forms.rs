@@ -12,7 +12,8 @@ use super::clip::{clip_ends, is_whole};
 use super::{observation_body, return_code, without_courtesy_edges};
 
 /// The forms of one unit.
-pub(super) trait Forms {
+/// `Send + Sync`: a digest builds many units' forms on several threads (`units::price_many`).
+pub(super) trait Forms: Send + Sync {
     /// How many forms the plan holds.
     fn count(&self) -> usize;
     /// Whether form `j` (`j >= 1`) is the same line as form `j - 1`: every text it clips is
@@ -72,16 +73,27 @@ const REQUEST_PLAN: [usize; 7] = [4_000, 1_500, 400, 240, 160, 120, 80];
 /// A user request: whole up to 4,000 characters, then shorter (a long one keeps its head and
 /// end); from 400 characters down, cut from its core.
 pub(super) struct Request<'a> {
-    pub(super) text: Cow<'a, str>,
+    text: Cow<'a, str>,
+    /// Where the request without its courtesy edges lies in `text` (found once: every form
+    /// from the third and every check of one reads it).
+    core: std::ops::Range<usize>,
 }
 
-impl Request<'_> {
+impl<'a> Request<'a> {
+    pub(super) fn new(text: Cow<'a, str>) -> Self {
+        let core = without_courtesy_edges(&text);
+        // The core is a slice of the text: its place is its pointer's offset.
+        let start = core.as_ptr() as usize - text.as_ptr() as usize;
+        let core = start..start + core.len();
+        Request { text, core }
+    }
+
     /// The text form `j` clips.
     fn source(&self, j: usize) -> &str {
         if j < 2 {
             &self.text
         } else {
-            without_courtesy_edges(&self.text)
+            &self.text[self.core.clone()]
         }
     }
 }
@@ -165,6 +177,8 @@ pub(super) struct Call<'a> {
     pub(super) args: &'a str,
     pub(super) parsed: Result<Value, serde_json::Error>,
     pub(super) outcome: Outcome<'a>,
+    /// `shortest_line`, kept: the check of the shortest form and the form itself both read it.
+    pub(super) shortest: std::sync::OnceLock<String>,
 }
 
 /// A tool call's arguments in its shortest form, whole (characters).
@@ -173,8 +187,9 @@ const SHORTEST_CALL_CHARS: usize = 160;
 impl Call<'_> {
     /// The arguments of the shortest form: bounded as a whole (a booking's nested lists of
     /// flights, passengers and payments run to hundreds of characters at 60 per value).
-    fn shortest_line(&self) -> String {
-        call_line(self.name, self.args, &self.parsed, 60)
+    fn shortest_line(&self) -> &str {
+        self.shortest
+            .get_or_init(|| call_line(self.name, self.args, &self.parsed, 60))
     }
 }
 
@@ -186,7 +201,7 @@ impl Forms for Call<'_> {
     fn repeats(&self, j: usize) -> bool {
         if j == 5 {
             // The outcome is the previous form's: only the arguments' bound can differ.
-            return is_whole(&self.shortest_line(), SHORTEST_CALL_CHARS, 0.6);
+            return is_whole(self.shortest_line(), SHORTEST_CALL_CHARS, 0.6);
         }
         let (max, chars) = call_plan(self.outcome.err)[j];
         self.outcome.whole(chars) && args_whole(self.args, &self.parsed, max)
@@ -198,7 +213,7 @@ impl Forms for Call<'_> {
             let (_, chars) = call_plan(self.outcome.err)[4];
             return format!(
                 "{} -> {}",
-                clip_ends(&self.shortest_line(), SHORTEST_CALL_CHARS, 0.6),
+                clip_ends(self.shortest_line(), SHORTEST_CALL_CHARS, 0.6),
                 self.outcome.line(chars)
             );
         }

@@ -10,7 +10,7 @@
 //! the room, and prices only the forms it reads from there: on a span of thousands of calls,
 //! the richest forms are never built.
 
-use super::units::Entry;
+use super::units::{self, Entry};
 use super::{Section, CARRIED_INDEX_SHARE, INDEX_SHARE, SECTIONS};
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Ident};
@@ -162,6 +162,20 @@ impl<'e, 'a> Units<'e, 'a> {
         }
         let (slots, _) = &self.states[s];
         let start_cover = &self.states[0].1;
+        let entries = self.entries;
+        // The forms the sum reads, priced first (over threads when many are new).
+        units::price_many(
+            entries,
+            |i| {
+                let counted = if entries[i].section == Section::Rules {
+                    start_cover[i].is_none()
+                } else {
+                    slots[i].alive
+                };
+                counted.then_some(usize::from(slots[i].level))
+            },
+            self.est,
+        );
         let b = self.fixed
             + self
                 .entries
@@ -424,6 +438,7 @@ fn pack(
     units: &mut Units<'_, '_>,
     header: &str,
     idents: &[Ident],
+    prices: &[f64],
     room: f64,
     limit: f64,
     reserve: f64,
@@ -440,15 +455,17 @@ fn pack(
     } else {
         reserve + RENDER_SLACK
     });
-    let index = identifier_index::render(idents, est, index_room as u64);
+    let index = identifier_index::render_priced(idents, prices, est, index_room as u64);
     p.render(header, &index)
 }
 
 /// The room the units get: the budget less what the identifier index is sure to keep (its
 /// share, or the carried identifiers' cost up to half the room).
-fn units_room(idents: &[Ident], est: &Estimator, max_tokens: u64) -> f64 {
+fn units_room(idents: &[Ident], prices: &[f64], est: &Estimator, max_tokens: u64) -> f64 {
     let budget = max_tokens as f64;
-    let natural_index = est.text(&identifier_index::render(idents, est, max_tokens)) + 2.0;
+    let natural_index = est.text(&identifier_index::render_priced(
+        idents, prices, est, max_tokens,
+    )) + 2.0;
     // Identifiers carried from the previous summary keep their room (up to half of it): a
     // second compaction keeps what the first one indexed.
     let carried: Vec<Ident> = idents.iter().filter(|i| i.carried).cloned().collect();
@@ -474,7 +491,9 @@ pub(super) fn fit(
     let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
     let mut units = Units::new(entries, est, fixed);
     let budget = max_tokens as f64;
-    let room = units_room(&idents, est, max_tokens);
+    // Each identifier priced once for the index's every rendering.
+    let prices = identifier_index::prices(&idents, est);
+    let room = units_room(&idents, &prices, est, max_tokens);
     let limit = budget;
     let mut out = String::new();
     let mut best: Option<(f64, String)> = None;
@@ -488,6 +507,7 @@ pub(super) fn fit(
             &mut units,
             header,
             &idents,
+            &prices,
             room + shift,
             limit + shift,
             limit - room,

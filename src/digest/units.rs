@@ -4,8 +4,9 @@
 //! history). A unit knows how many forms it has and which are equal without building them
 //! (`Forms::repeats`: a clip that keeps a text whole gives the same line at any larger limit).
 
-use std::cell::OnceCell;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use super::forms::Forms;
 use super::Section;
@@ -20,9 +21,9 @@ pub(super) struct Entry<'a> {
     pub(super) from: Option<usize>,
     /// The plan index of each form (equal forms of the plan appear once).
     plan: Vec<usize>,
-    forms: Vec<OnceCell<String>>,
+    forms: Vec<OnceLock<String>>,
     /// Tokens of each form, never less than a shorter form's (so shortening never costs).
-    costs: Vec<OnceCell<f64>>,
+    costs: Vec<OnceLock<f64>>,
     build: Option<Box<dyn Forms + 'a>>,
 }
 
@@ -41,8 +42,8 @@ impl<'a> Entry<'a> {
             focus: false,
             from: None,
             plan: (0..n).collect(),
-            forms: forms.into_iter().map(OnceCell::from).collect(),
-            costs: (0..n).map(|_| OnceCell::new()).collect(),
+            forms: forms.into_iter().map(OnceLock::from).collect(),
+            costs: (0..n).map(|_| OnceLock::new()).collect(),
             build: None,
         })
     }
@@ -67,8 +68,8 @@ impl<'a> Entry<'a> {
             focus: false,
             from: None,
             plan,
-            forms: (0..k).map(|_| OnceCell::new()).collect(),
-            costs: (0..k).map(|_| OnceCell::new()).collect(),
+            forms: (0..k).map(|_| OnceLock::new()).collect(),
+            costs: (0..k).map(|_| OnceLock::new()).collect(),
             build: Some(build),
         }
     }
@@ -103,6 +104,64 @@ impl<'a> Entry<'a> {
             }
         })
     }
+}
+
+/// Units from which pricing many at once spreads over threads (a thread costs tens of
+/// microseconds; building and pricing this many forms costs milliseconds).
+const PRICE_APART_UNITS: usize = 512;
+
+/// Units a thread takes at a time (the forms' sizes vary: small blocks even out the threads).
+const PRICE_BLOCK: usize = 64;
+
+/// Price the form `level(i)` of each unit `i` that has one not priced yet (and so build it),
+/// spread over the machine's threads when there are many: each unit's forms and prices are
+/// its own (`Entry::cost` reads only its unit), so they come out the same on any thread, and
+/// whoever reads them next finds them ready.
+pub(super) fn price_many(
+    entries: &[Entry<'_>],
+    level: impl Fn(usize) -> Option<usize> + Sync,
+    est: &Estimator,
+) {
+    let todo: Vec<(usize, usize)> = (0..entries.len())
+        .filter_map(|i| level(i).map(|l| (i, l)))
+        .filter(|&(i, l)| entries[i].costs[l].get().is_none())
+        .collect();
+    if todo.len() < 2 * PRICE_APART_UNITS {
+        return; // the sum that follows prices them in turn
+    }
+    let threads = cores().min(todo.len() / PRICE_APART_UNITS);
+    if threads < 2 {
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let from = next.fetch_add(PRICE_BLOCK, Ordering::Relaxed);
+        if from >= todo.len() {
+            break;
+        }
+        for &(i, l) in &todo[from..(from + PRICE_BLOCK).min(todo.len())] {
+            entries[i].cost(l, est);
+        }
+    };
+    std::thread::scope(|s| {
+        // A thread the system refuses leaves its share to the others.
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
+            .collect();
+        work();
+        for h in helpers {
+            if let Err(panic) = h.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+}
+
+/// The threads the machine runs at once, asked once (the answer reads cgroup files: asked at
+/// every step of every packing, it cost more than the pricing it spread).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A key of what a unit says, for deduplication: a hash of its text, by section.
@@ -144,9 +203,7 @@ mod tests {
             format!("<returncode>1</returncode>\n<output>\n{long}</output>"),
         ];
         for t in &texts {
-            let request = || Request {
-                text: Cow::Borrowed(t.as_str()),
-            };
+            let request = || Request::new(Cow::Borrowed(t.as_str()));
             let e = Entry::lazy(Section::Requests, Box::new(request()));
             assert_eq!(lazy_forms(&e), built(&request()), "{t:.80}");
             let args = format!("{{\"path\":\"src/app.py\",\"content\":{:?}}}", t);
@@ -158,6 +215,7 @@ mod tests {
                     text: Some(Cow::Borrowed(t.as_str())),
                     err: false,
                 },
+                shortest: Default::default(),
             };
             let e = Entry::lazy(Section::Calls, Box::new(call()));
             assert_eq!(lazy_forms(&e), built(&call()), "{t:.80}");
@@ -177,12 +235,7 @@ mod tests {
     fn a_shorter_form_never_costs_more() {
         let est = crate::estimate::Estimator::new(crate::provider::Provider::OpenAI, "");
         let text = "x = 1 # ✓ ".repeat(500) + &"plain words here ".repeat(300);
-        let e = Entry::lazy(
-            Section::Requests,
-            Box::new(Request {
-                text: Cow::Owned(text),
-            }),
-        );
+        let e = Entry::lazy(Section::Requests, Box::new(Request::new(Cow::Owned(text))));
         for l in 1..e.levels() {
             assert!(e.cost(l - 1, &est) >= e.cost(l, &est));
         }

@@ -119,6 +119,9 @@ fn compaction_plan<'py>(
         }
     });
     let d = PyDict::new(py);
+    // Each message's tokens as the plan priced them: a caller that needs them again (the tail
+    // fill) reads them here instead of pricing the history a second time.
+    d.set_item("costs", &costs)?;
     d.set_item("overhead_tokens", opt.overhead_tokens)?;
     d.set_item("tokens_before", p.tokens_before)?;
     d.set_item("tokens_after_mask", p.tokens_after_mask)?;
