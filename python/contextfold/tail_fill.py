@@ -72,7 +72,7 @@ def fill_tail(
         return msgs, plan
     n = len(msgs)
     head_end = int(plan["head_end"])
-    costs = _core.estimate_each(msgs, provider=provider, model=model)  # type: ignore[arg-type]
+    costs: list[int] = plan["costs"]  # (each message's tokens as the plan priced them)
 
     def extended(ms: list[Any], start: int) -> dict[str, Any] | None:
         p = make_plan(ms, max(min_tail, n - start))
@@ -205,7 +205,7 @@ def grow_tail(
         return None
     n = len(msgs)
     head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])
-    costs = _core.estimate_each(msgs, provider=provider, model=model)  # type: ignore[arg-type]
+    costs: list[int] = plan["costs"]
     s, acc = tail_start, 0
     while s - 1 > head_end and acc + costs[s - 1] <= left - _CUT_SLACK:
         s -= 1
