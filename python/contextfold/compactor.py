@@ -37,8 +37,9 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_message import summary_message
-from contextfold.summary_room import ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, with_index
-from contextfold.tail_fill import fill_tail, grow_tail, restore_tail
+from contextfold.summary_room import (ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, trim_index,
+                                     with_index)
+from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail
 
 __all__ = [
     "CompactionResult",
@@ -645,6 +646,22 @@ class Compactor(RecoverableFolds):
         seams: list[int] = plan["seams"]
         out = _assemble(run, base, text, native, fold_line)
         tokens, failures = run.verified(out, seams, effective)
+        over = [f for f in failures if f[0] == "over_budget"]
+        if over and failures == over and not native:
+            # A few tokens over: the identifier index gives up its least identifiers first (the
+            # history's estimate samples long texts, so the cut is checked and widened).
+            excess = tokens - effective
+            for widen in (1, 2, 4):
+                trimmed = trim_index(text, excess * widen + 8 * widen, provider=self.provider, model=self.model)
+                if trimmed is None:
+                    break
+                t_out = _assemble(run, base, trimmed, native, fold_line)
+                t_tokens, t_failures = run.verified(t_out, seams, effective)
+                if not t_failures:
+                    run.notes.append(f"the summary came out {excess} tokens over its share: "
+                                     "its identifier index gave them up")
+                    text, out, tokens, failures = trimmed, t_out, t_tokens, t_failures
+                    break
         for attempt in range(3):
             over = [f for f in failures if f[0] == "over_budget"]
             if not over or failures != over:
@@ -712,6 +729,12 @@ class Compactor(RecoverableFolds):
         ``(messages, tokens, summary, plan)``, or None when none fits, the shorter fold's digest
         is not shorter, or the result is no fuller."""
         old = run.plan
+        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
+        written = _core.estimate_each([{"role": "user", "content": first}], provider=provider)[0]  # type: ignore[arg-type]
+        # (A digest within its fit's tolerance of its room filled it: a shorter fold would free
+        # none of it, and digesting again would double the compaction's cost for nothing.)
+        if written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens:
+            return None
         plan = grow_tail(run.msgs, old, functools.partial(self._plan, run), left=run.effective - tokens,
                          provider=self.provider, model=self.model)
         if plan is None:
@@ -726,7 +749,6 @@ class Compactor(RecoverableFolds):
             return None
         text = with_index(text, folded, provider=self.provider, model=self.model,
                           previous=again.previous_summary, room=room)
-        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
         sizes = _core.estimate_each([{"role": "user", "content": t} for t in (text, first)],
                                     provider=provider)  # type: ignore[arg-type]
         if sizes[0] > sizes[1]:

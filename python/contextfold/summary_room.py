@@ -27,7 +27,7 @@ from typing import Any
 from contextfold import _core
 
 __all__ = ["INDEX_SHARE", "ROOM_SWING", "index_share", "neutralize_markers", "stable_room", "strip_index",
-           "summary_room", "with_index"]
+           "summary_room", "trim_index", "with_index"]
 
 #: Share of the summary's room the identifier index is sure to get.
 INDEX_SHARE = 0.25
@@ -93,6 +93,48 @@ def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | 
     index = _core.identifier_index(folded, max_tokens=left, provider=provider, model=model,  # type: ignore[arg-type]
                                    previous=previous)
     return f"{text}\n\n{index}" if index else text
+
+
+def trim_index(summary: str, tokens: int, *, provider: str, model: str | None) -> str | None:
+    """``summary`` with about ``tokens`` fewer tokens taken from the end of its identifier index
+    (the lowest-ranked identifiers of its longest lines go first; every line keeps its first),
+    or None when it has no index or the index cannot give that much. A summary a few tokens
+    over its share (the whole history's estimate samples long texts, so a summary's price
+    moves a little once it is wrapped and placed) gives up its least identifiers rather than
+    being written again."""
+    at = summary.rfind(_core.IDENTIFIER_INDEX_HEADING)
+    if at < 0 or tokens <= 0:
+        return None
+    provider = provider if provider in _core.PROVIDERS else "openai"
+    body, index = summary[:at], summary[at:]
+    lines = index.split("\n")
+    items: list[tuple[str, list[str], str]] = []  # (label, identifiers, separator) per line
+    for line in lines[1:]:
+        if not line.startswith("- ") or ": " not in line:
+            break
+        label, rest = line[2:].split(": ", 1)
+        sep = " | " if label == "errors" else ", "
+        items.append((label, rest.split(sep), sep))
+    if not items:
+        return None
+    before = _text_tokens(index, provider, model)
+    # Characters per token of this index, to aim the first cut; checked by pricing after.
+    per_token = max(1.0, len(index) / max(1, before))
+    want = tokens
+    for _ in range(3):
+        drop = int(want * per_token) + 1
+        cut = [(label, list(ids), sep) for label, ids, sep in items]
+        while drop > 0:
+            k = max(range(len(cut)), key=lambda j: len(cut[j][2].join(cut[j][1])))
+            if len(cut[k][1]) <= 1:
+                return None
+            drop -= len(cut[k][1].pop()) + len(cut[k][2])
+        trimmed = "\n".join([lines[0], *(f"- {label}: {sep.join(ids)}" for label, ids, sep in cut),
+                              *lines[1 + len(items):]])
+        if before - _text_tokens(trimmed, provider, model) >= tokens:
+            return body + trimmed
+        want = int(want * 1.5) + 8
+    return None
 
 
 def neutralize_markers(text: str) -> str:

@@ -105,3 +105,21 @@ def test_a_capped_summary_leaves_the_rest_of_the_budget_to_the_tail(fx: Fixture)
                      summary_max_tokens=300).compact(fx.messages)
     assert cf.estimate_each([{"role": "user", "content": r.summary}])[0] <= 300 + 8
     assert 0.85 * budget <= r.tokens_after <= budget, r.notes
+
+
+def test_a_summary_a_few_tokens_over_gives_up_its_least_identifiers_not_its_body() -> None:
+    from contextfold.summary_room import trim_index
+
+    body = "## User requests\n- Fix the failing test in src/app.py.\n\n"
+    paths = ", ".join(f"src/pkg{k}/module{k}.py" for k in range(60))
+    index = f"{_core.IDENTIFIER_INDEX_HEADING}\n- paths: {paths}\n- ids: AB12CD, EF34GH"
+    summary = body + index
+    price = cf.estimate_each([{"role": "user", "content": summary}])[0]
+    trimmed = trim_index(summary, 40, provider="openai", model=None)
+    assert trimmed is not None and trimmed.startswith(body)
+    assert cf.estimate_each([{"role": "user", "content": trimmed}])[0] <= price - 40
+    # The lowest-ranked (last) identifiers of the longest line went; every line keeps its first.
+    assert "src/pkg0/module0.py" in trimmed and "src/pkg59/module59.py" not in trimmed
+    assert "- ids: AB12CD, EF34GH" in trimmed
+    assert trim_index(body, 10, provider="openai", model=None) is None  # no index: nothing to give
+    assert trim_index(summary, 10_000, provider="openai", model=None) is None  # more than it holds
