@@ -40,6 +40,9 @@ pub struct Shape {
     /// Whitespace bytes right after a newline (one per indented line): the start of an
     /// indentation, which o200k and cl100k price as a token of its own beside the newline's.
     indents: u32,
+    /// Letters right after a backslash: an escape (`\\n`, `\\t` in a JSON string, a regex's
+    /// `\\d`) is a token of its own, where the shape would join its letter to the next word.
+    escapes: u32,
     /// Lead bytes of 2-byte characters (Latin accents, Greek, Cyrillic, Hebrew, Arabic).
     lead2: u32,
     /// Lead bytes of 3- and 4-byte characters (CJK, emoji, most other scripts).
@@ -69,6 +72,7 @@ struct Masks {
     digit: u64,
     space: u64,
     newline: u64,
+    backslash: u64,
     non_ascii: u64,
     lead2: u64,
     lead3: u64,
@@ -88,6 +92,7 @@ impl Masks {
         self.digit |= m.digit << at;
         self.space |= m.space << at;
         self.newline |= m.newline << at;
+        self.backslash |= m.backslash << at;
         if m.non_ascii == 0 {
             // An ASCII chunk (most of what agents send) has no lead bytes to place.
             return;
@@ -117,6 +122,8 @@ fn masks_scalar(bytes: &[u8]) -> Masks {
             if b == b'\n' {
                 m.newline |= bit;
             }
+        } else if b == b'\\' {
+            m.backslash |= bit;
         } else if b >= 0x80 {
             m.non_ascii |= bit;
             if b >= 0xE0 {
@@ -164,6 +171,7 @@ fn masks_16(chunk: &[u8; 16]) -> Masks {
         let letter = in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), b'a' as i8, 26);
         let digit = in_range(v, b'0' as i8, 10);
         let newline = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
         let space = _mm_or_si128(
             _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8)), newline),
             _mm_or_si128(
@@ -182,6 +190,7 @@ fn masks_16(chunk: &[u8; 16]) -> Masks {
                 digit: bits(digit),
                 space: bits(space),
                 newline: bits(newline),
+                backslash: bits(backslash),
                 ..Masks::default()
             };
         }
@@ -198,6 +207,7 @@ fn masks_16(chunk: &[u8; 16]) -> Masks {
             digit: bits(digit),
             space: bits(space),
             newline: bits(newline),
+            backslash: bits(backslash),
             non_ascii,
             lead2: bits(lead2),
             lead3: bits(lead3),
@@ -225,9 +235,9 @@ fn run_starts(m: u64, carry: u64) -> u64 {
 impl Shape {
     /// Fold the masks of a block of `n` (1..=64) consecutive bytes into the counts; `carry`
     /// holds, for the byte just before the block, whether it was a letter, punctuation, space,
-    /// newline, digit.
+    /// newline, digit, backslash.
     #[inline(always)]
-    fn add(&mut self, m: &Masks, n: u32, carry: [u64; 5]) -> [u64; 5] {
+    fn add(&mut self, m: &Masks, n: u32, carry: [u64; 6]) -> [u64; 6] {
         let valid = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
         let punct = valid & !(m.letter | m.digit | m.space | m.non_ascii);
         self.letters += m.letter.count_ones();
@@ -242,6 +252,7 @@ impl Shape {
         self.newline_runs += newline_starts.count_ones();
         self.punct_newlines += (newline_starts & ((punct << 1) | carry[1])).count_ones();
         self.indents += (m.space & !m.newline & ((m.newline << 1) | carry[3])).count_ones();
+        self.escapes += (m.letter & ((m.backslash << 1) | carry[5])).count_ones();
         self.lead2 += m.lead2.count_ones();
         self.lead3 += m.lead3.count_ones();
         if (m.lead2 | m.lead3) != 0 {
@@ -260,13 +271,14 @@ impl Shape {
             last(m.space),
             last(m.newline),
             last(m.digit),
+            last(m.backslash),
         ]
     }
 
     #[inline(always)]
     fn scan(bytes: &[u8], masks: impl Fn(&[u8]) -> Masks) -> Shape {
         let mut s = Shape::default();
-        let mut carry = [0u64; 5];
+        let mut carry = [0u64; 6];
         for block in bytes.chunks(64) {
             let m = masks(block);
             carry = s.add(&m, block.len() as u32, carry);
@@ -434,6 +446,8 @@ pub struct ShapeWeights {
     pub newline_run: f64,
     pub punct_newline: f64,
     pub indent: f64,
+    /// Per escape (a letter after a backslash, `Shape::escapes`).
+    pub escape: f64,
     pub lead2: f64,
     pub lead3: f64,
     /// Added to `lead2` for leads 0xD0-0xDF (Cyrillic to NKo), and `lead2_ar` more for
@@ -480,71 +494,73 @@ pub struct TextWeights {
 /// text (its head and windows, extrapolated). `lead3` (other 3-byte characters: typographic
 /// quotes and dashes, Indic) and `lead2_ar` keep what `tools/fit_script_weights.py` fitted.
 ///
-/// Per character: Latin accents 0.638 (and the gate, `latin_letter`), Cyrillic 0.265, Arabic
-/// 0.365, kana and Hangul 0.705, CJK ideographs 0.776, other 3-byte characters 1.141, emoji
-/// 2.288. Median of `estimate / exact - 1` per script before this fit (ASCII weights fitted on
-/// the transcripts alone, no per-text, digit-run, newline or Latin-gate weights) and after
-/// (`tools/script_report.py`): English UI strings -6.2% -> -4.2%, French +2.1% -> -0.4%, German
-/// -14.1% -> -1.3%, Chinese -0.9% -> -0.8%, Japanese +2.1% -> -0.3%, Korean +2.5% -> -1.5%,
-/// Russian -1.0% -> -1.4%, Arabic -1.1% -> -0.1%, Python code -8.2% -> -0.7%, emoji -0.2% ->
-/// +0.1%; on the recorded requests and calls (`tools/accuracy_report.py`) the median went
-/// 2.57% -> 2.50% (request bodies 2.54% -> 2.46%), and every SWE call against its exact
-/// o200k_base count 2.76% -> 2.76% (p90 8.7% -> 7.5%).
+/// Per character: Latin accents 0.638 (and the gate, `latin_letter`), Cyrillic 0.266, Arabic
+/// 0.366, kana and Hangul 0.704, CJK ideographs 0.776, other 3-byte characters 1.141, emoji
+/// 2.286. Median of `estimate / exact - 1` per script before this fit (ASCII weights fitted on
+/// the transcripts alone, no per-text, digit-run, newline, escape or Latin-gate weights) and
+/// after (`tools/script_report.py`): English UI strings -6.2% -> -4.1%, French +2.1% -> -0.4%,
+/// German -14.1% -> -1.3%, Chinese -0.9% -> -0.8%, Japanese +2.1% -> -0.2%, Korean +2.5% ->
+/// -1.6%, Russian -1.0% -> -1.0%, Arabic -1.1% -> +0.1%, Python code -8.2% -> -0.6%, emoji
+/// -0.2% -> +0.2%; on the recorded requests and calls (`tools/accuracy_report.py`) the median
+/// went 2.57% -> 2.51% (request bodies 2.54% -> 2.47%), and every SWE call against its exact
+/// o200k_base count 2.76% -> 2.71% (p90 8.7% -> 7.3%).
 ///
 /// o200k spends more on a Chinese ideograph than on kana or Hangul: the ideographs' leads
 /// (0xE4-0xE9) carry `lead3_han` on top (with one weight for the three, Chinese was -5.9% while
 /// Japanese and Korean were +0.6% / +2.5%).
 const O200K_SHAPE: ShapeWeights = ShapeWeights {
-    text: 0.253,
-    letter: 0.053,
-    letter_run: 0.610,
-    digit: 0.165,
-    digit_run: 1.481,
-    punct: 0.223,
-    punct_run: 0.482,
+    text: 0.254,
+    letter: 0.054,
+    letter_run: 0.607,
+    digit: 0.164,
+    digit_run: 1.479,
+    punct: 0.218,
+    punct_run: 0.488,
     space_run: 0.174,
     newline_run: 0.880,
-    indent: 0.987,
+    indent: 0.982,
+    escape: 1.036,
     punct_newline: -0.420,
     lead2: 0.638,
     lead3: 1.141,
-    lead2_hi: -0.373,
+    lead2_hi: -0.372,
     lead2_ar: 0.100,
-    lead3_cjk: -0.436,
-    lead4: 1.147,
-    lead3_han: 0.071,
-    latin_letter: 0.190,
-    latin_letter_run: -0.690,
+    lead3_cjk: -0.437,
+    lead4: 1.145,
+    lead3_han: 0.072,
+    latin_letter: 0.189,
+    latin_letter_run: -0.688,
 };
 
 /// cl100k_base (gpt-4, gpt-3.5): fitted as o200k's, on cl100k_base counts of the same texts
 /// (`tools/fit_text_weights.py`). Its ASCII weights are within a few hundredths of o200k's, but
 /// its pre-tokenizer does not join newlines to punctuation and its whitespace pieces differ; it
 /// spends far more on every script but Latin: per character Latin accents 0.794 (and the gate),
-/// Cyrillic 0.430, Arabic 0.820, kana and Hangul 1.069, ideographs 1.025, emoji 2.863. Priced
+/// Cyrillic 0.431, Arabic 0.821, kana and Hangul 1.069, ideographs 1.025, emoji 2.861. Priced
 /// with o200k's weights before it had its own: Russian -40.7%, Arabic -65.1%, Chinese -25.4%,
-/// Japanese -27.3%, Korean -27.7%; German was -20.0% before the Latin gate, now -2.4%.
+/// Japanese -27.3%, Korean -27.7%; German was -20.0% before the Latin gate, now -2.1%.
 const CL100K_SHAPE: ShapeWeights = ShapeWeights {
-    text: 0.258,
-    letter: 0.052,
-    letter_run: 0.597,
-    digit: 0.174,
-    digit_run: 1.462,
-    punct: 0.198,
-    punct_run: 0.527,
+    text: 0.260,
+    letter: 0.053,
+    letter_run: 0.595,
+    digit: 0.173,
+    digit_run: 1.460,
+    punct: 0.192,
+    punct_run: 0.532,
     space_run: 0.200,
     newline_run: 0.796,
-    indent: 0.921,
-    punct_newline: -0.392,
+    indent: 0.917,
+    escape: 0.963,
+    punct_newline: -0.394,
     lead2: 0.794,
     lead3: 0.918,
-    lead2_hi: -0.364,
+    lead2_hi: -0.363,
     lead2_ar: 0.390,
     lead3_cjk: 0.151,
-    lead4: 1.945,
+    lead4: 1.943,
     lead3_han: -0.044,
     latin_letter: 0.261,
-    latin_letter_run: -0.842,
+    latin_letter_run: -0.840,
 };
 
 /// Tokens per byte of base64-like text (encrypted reasoning, inline files), measured on the
@@ -611,6 +627,7 @@ impl TextWeights {
             newline_run: 0.0,
             punct_newline: 0.0,
             indent: 0.0,
+            escape: 0.0,
             latin_letter: 0.0,
             latin_letter_run: 0.0,
         },
@@ -633,6 +650,7 @@ impl TextWeights {
             newline_run: 0.0,
             punct_newline: 0.0,
             indent: 0.0,
+            escape: 0.0,
             latin_letter: 0.0,
             latin_letter_run: 0.0,
         },
@@ -653,6 +671,7 @@ impl Shape {
         self.newline_runs += o.newline_runs;
         self.punct_newlines += o.punct_newlines;
         self.indents += o.indents;
+        self.escapes += o.escapes;
         self.lead2 += o.lead2;
         self.lead3 += o.lead3;
         self.lead2_hi += o.lead2_hi;
@@ -700,6 +719,7 @@ impl Shape {
             + w.newline_run * self.newline_runs as f64
             + w.punct_newline * self.punct_newlines as f64
             + w.indent * self.indents as f64
+            + w.escape * self.escapes as f64
             + w.lead2 * self.lead2 as f64
             + w.lead3 * self.lead3 as f64
             + w.lead2_hi * self.lead2_hi as f64
@@ -837,6 +857,7 @@ mod tests {
             "plain words and 12345 digits, punctuation!? {\"json\": [1, 2]}\n\tindent",
             "é中😀 mixed ascii_and_unicode ÿ\u{7f}\u{1}\r\n",
             "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!@#$%^&*()",
+            "{\"thought\":\"line one\\nline two\\n\\tindented \\\\n\"}\nnext.\n\n  x 12345 café",
         ];
         for s in samples {
             for cut in 0..=s.len().min(SAMPLE_BYTES) {
@@ -898,6 +919,15 @@ mod tests {
         let after_word = t("one two\nthree") - t("one two three");
         let after_punct = t("one two.\nthree") - t("one two. three");
         assert!(after_punct < after_word - 0.3, "{after_punct} {after_word}");
+    }
+
+    #[test]
+    fn an_escape_in_a_json_string_is_a_token_of_its_own() {
+        // `\n` escaped in a JSON string: the letter after the backslash is its own piece.
+        let s = shape_of(br#"{"a":"one\ntwo\tthree"}"#);
+        assert_eq!(s.escapes, 2);
+        let t = |s: &str| text_tokens(s.as_bytes(), &TextWeights::O200K);
+        assert!(t(r"one\ntwo") > t("one two") + 1.0);
     }
 
     #[test]

@@ -35,6 +35,7 @@ length), feature by feature as `Shape` counts them:
   whitespace byte right after a newline). A single space joins the word after it and costs
   nothing, a newline does not: code's and tool output's lines cost more than one weight per
   whitespace run priced (the standard library's code was 8% under, English UI strings 6%);
+- escapes: a letter right after a backslash (``\\n`` in a JSON string) is a piece of its own;
 - the UTF-8 lead bytes by class (2-byte; Cyrillic on, Arabic on; 3-byte; kana / CJK / Hangul,
   the ideographs; 4-byte emoji);
 - the Latin-letter gate: when the sample holds a letter of Latin-1 / Latin Extended (UTF-8 leads
@@ -76,11 +77,11 @@ BASE64_TOKENS_PER_BYTE = 0.677
 
 # The fields of `ShapeWeights`, in its order.
 NAMES = ["text", "letter", "letter_run", "digit", "digit_run", "punct", "punct_run", "space_run", "newline_run",
-         "punct_newline", "indent", "lead2", "lead3", "lead2_hi", "lead2_ar", "lead3_cjk", "lead4", "lead3_han",
+         "punct_newline", "indent", "escape", "lead2", "lead3", "lead2_hi", "lead2_ar", "lead3_cjk", "lead4", "lead3_han",
          "latin_letter", "latin_letter_run"]
 # Refitted by default: all but `lead3` and `lead2_ar`.
 FREE = ["text", "letter", "letter_run", "digit", "digit_run", "punct", "punct_run", "space_run", "newline_run",
-        "punct_newline", "indent", "lead2", "lead2_hi", "lead3_cjk", "lead4", "lead3_han", "latin_letter",
+        "punct_newline", "indent", "escape", "lead2", "lead2_hi", "lead3_cjk", "lead4", "lead3_han", "latin_letter",
         "latin_letter_run"]
 # The weights of `src/text_stats.rs` before this fit (0 for the features it did not have): the
 # ASCII ones fitted on the transcripts, the non-ASCII ones by tools/fit_script_weights.py.
@@ -105,6 +106,7 @@ _SPACE = re.compile(rb"[ \n\t\r]+")
 _NEWLINES = re.compile(rb"\n+")
 _PUNCT_NEWLINE = re.compile(rb"(?<=[\x00-\x08\x0b\x0c\x0e-\x1f!-/:-@\[-`{-\x7f])(?<!\n)\n")
 _INDENT = re.compile(rb"(?<=\n)[ \t\r]")
+_ESCAPE = re.compile(rb"(?<=\\)[A-Za-z]")
 # Lead-byte ranges of `Shape`'s non-ASCII classes, and of the Latin-letter gate.
 LEADS = {"lead2": (0xC0, 0xE0), "lead3": (0xE0, 0x100), "lead2_hi": (0xD0, 0xE0), "lead2_ar": (0xD8, 0xE0),
          "lead3_cjk": (0xE3, 0xEE), "lead4": (0xF0, 0x100), "lead3_han": (0xE4, 0xEA)}
@@ -167,7 +169,8 @@ def _part(b: bytes) -> dict[str, float]:
          "digit_run": len(_DIGITS.findall(b)), "punct": sum(map(len, punct)), "punct_run": len(punct),
          "space": sum(map(len, space)),
          "space_run": len(space), "newline_run": len(_NEWLINES.findall(b)),
-         "punct_newline": len(_PUNCT_NEWLINE.findall(b)), "indent": len(_INDENT.findall(b))}
+         "punct_newline": len(_PUNCT_NEWLINE.findall(b)), "indent": len(_INDENT.findall(b)),
+         "escape": len(_ESCAPE.findall(b))}
     for name, (lo, hi) in LEADS.items():
         f[name] = sum(lo <= x < hi for x in b)
     f["latin"] = sum(LATIN[0] <= x < LATIN[1] for x in b)

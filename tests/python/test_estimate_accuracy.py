@@ -156,8 +156,8 @@ def test_no_tool_call_message_is_underestimated_by_more_than_25_percent(root, o2
     # the lowest are long digit-heavy `think` arguments the text sample under-reads, not a
     # missing envelope (pricing the arguments alone was 2.3x-15x under). Since the text
     # weights were refitted with digit runs and newlines (tools/fit_text_weights.py): min 0.67
-    # (0.70 before), p10 0.90 (0.92), median 1.00 (1.00): a JSON string's escaped newlines
-    # (`\\n`) read as punctuation and a letter, priced a little lower than before.
+    # (0.70 before), p10 0.90 (0.92), median 1.00 (1.00): the same long `think` argument,
+    # which its sample still under-reads.
     assert min(billed) >= 0.65, min(billed)
     assert 0.9 <= statistics.median(billed) <= 1.15, statistics.median(billed)
     envelope = [
