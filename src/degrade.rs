@@ -217,7 +217,11 @@ mod tests {
         assert!(cut.starts_with("line 0: ok"));
         assert!(cut.ends_with("FAILED: 3 errors\n"));
         assert!(cut.contains(&format!("id={}", fold_id(&text))));
-        assert!(est.text(&cut) <= 210.0, "{}", est.text(&cut));
+        // The pieces are sized apart (head, marker, end) and the cut is read whole, on its
+        // sample: 220 estimated where o200k counts 213 (the estimator refitted by
+        // tools/fit_text_weights.py prices these lines 8% under their count, 13.5% before, so
+        // the bound was 210 when the cut held more lines than its estimate said).
+        assert!(est.text(&cut) <= 225.0, "{}", est.text(&cut));
         assert!(cut_text("short", 200, &est).is_none());
     }
 }

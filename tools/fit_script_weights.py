@@ -5,9 +5,9 @@
     python tools/fit_script_weights.py --all    # every non-ASCII class
 
 The texts are `tools/script_report.py`'s (the translations Debian packages install, chunks of
-3,000 characters, and English with emoji). The ASCII weights stay as fitted on the transcripts;
-what is fitted is the per-character weight of each class of non-ASCII lead byte, by least
-squares of the relative residual ``(exact - estimate_without_them) / exact`` over every chunk of
+3,000 characters, and English with emoji). The ASCII weights stay as `tools/fit_text_weights.py`
+fitted them (which refits these too, with the traffic in the fit); what is fitted is the
+per-character weight of each class of non-ASCII lead byte, by least squares of the relative residual ``(exact - estimate_without_them) / exact`` over every chunk of
 every script, per encoding. The features are counted on the bytes the estimator reads (its head
 and windows, `text_stats::shape_of`) and extrapolated as it does, so the fit prices what the
 estimate sees; the estimate's current non-ASCII part (``CURRENT``, as in `text_stats.rs`) is
@@ -37,12 +37,13 @@ CLASSES = {
     "lead4": (0xF0, 0x100),
     "lead3_han": (0xE4, 0xEA),
 }
-# The weights in `text_stats.rs` (O200K_SHAPE, CL100K_SHAPE) the estimate is built with.
+# The weights in `text_stats.rs` (O200K_SHAPE, CL100K_SHAPE) the estimate is built with (last
+# refitted, with the ASCII ones, by tools/fit_text_weights.py).
 CURRENT = {
-    "o200k": {"lead2": 1.387, "lead2_hi": -1.125, "lead2_ar": 0.100, "lead3": 1.141, "lead3_cjk": -0.399,
-              "lead4": 1.229, "lead3_han": 0.071},
-    "cl100k": {"lead2": 2.269, "lead2_hi": -1.836, "lead2_ar": 0.390, "lead3": 0.918, "lead3_cjk": 0.163,
-               "lead4": 2.040, "lead3_han": -0.013},
+    "o200k": {"lead2": 0.638, "lead2_hi": -0.372, "lead2_ar": 0.100, "lead3": 1.141, "lead3_cjk": -0.437,
+              "lead4": 1.145, "lead3_han": 0.072},
+    "cl100k": {"lead2": 0.794, "lead2_hi": -0.363, "lead2_ar": 0.390, "lead3": 0.918, "lead3_cjk": 0.151,
+               "lead4": 1.943, "lead3_han": -0.044},
 }
 # `text_stats`: SAMPLE_BYTES, LONG_TEXT, WINDOWS, WINDOW.
 HEAD, LONG, WINDOWS, WINDOW = 128, 1024, 3, 64

@@ -22,7 +22,8 @@ class CompactionRun:
     caller set it, ``effective`` the budget aimed at (scaled by the session's real-usage
     correction, less a recall round's room), ``tail`` and ``summary_tokens`` the planned shares.
     ``msgs`` and ``plan`` move together (a degrading step replaces both); ``undegraded`` keeps
-    the first pair when one did."""
+    the first pair when one did; ``original`` the history as the run started (copied and
+    repaired), which a compaction that changes nothing returns."""
 
     msgs: list[Any]
     fmt: WireFormat
@@ -36,11 +37,17 @@ class CompactionRun:
     plan: dict[str, Any] = field(default_factory=dict)
     before: int = 0
     undegraded: tuple[list[Any], dict[str, Any]] | None = None
+    original: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.original = self.msgs
 
     def unchanged(self, reason: str) -> CompactionResult:
         """The result of a compaction that leaves the history as it was, saying why."""
         return CompactionResult(
-            messages=self.msgs, summary=None, tokens_before=self.before, tokens_after=self.before, removed=(),
+            # Not `msgs`: a step may have replaced it (the tail filled by cutting a long result)
+            # before the gate found the compaction not worth making.
+            messages=self.original, summary=None, tokens_before=self.before, tokens_after=self.before, removed=(),
             pruned=(), strategy_used=None, fallback_used=False, reason=reason, budget=self.budget,
             notes=tuple(self.notes))
 
