@@ -106,16 +106,20 @@ def test_anti_thrash_backs_off_when_little_can_be_freed():
     everything_pinned = cf.Compactor(budget=2_000, strategy="summarize", pinned=list(range(2, len(msgs) - 4)))
     r = everything_pinned.compact(msgs)
     assert not r.changed and "pinned" in r.reason
-    # Only two turns can be folded: the compaction would free ~15%, under min_free_share.
+    # Only two turns can be folded: the compaction frees a small share (~15-20%, as priced);
+    # asked to free more than that, it backs off.
+    loose = cf.Compactor(budget=10_000, strategy="summarize", pinned=list(range(6, len(msgs))), min_free_share=0.0)
+    freed = loose.compact(msgs)
+    assert freed.changed
+    share = (freed.tokens_before - freed.tokens_after) / freed.tokens_before
+    assert share < 0.3
     c = cf.Compactor(budget=10_000, strategy="summarize", pinned=list(range(6, len(msgs))),
-                     min_free_share=0.2, context_window=200_000)
+                     min_free_share=share + 0.05, context_window=200_000)
     r = c.compact(msgs)
     assert not r.changed and r.reason is not None and r.reason.startswith("compaction skipped"), r.reason
     assert r.messages == msgs and r.messages is not msgs
     # The gate stays closed until the history has grown by min_free_share of the trigger.
     assert not c.should_compact(msgs + agent_history(1)[2:4])
-    loose = cf.Compactor(budget=10_000, strategy="summarize", pinned=list(range(6, len(msgs))), min_free_share=0.0)
-    assert loose.compact(msgs).changed
     # Too little to free for the caller's clear_at_least.
     strict = cf.Compactor(budget=10_000, strategy="summarize", pinned=list(range(6, len(msgs))),
                           min_free_share=0.0, clear_at_least=50_000)
@@ -446,7 +450,17 @@ def test_every_shared_history_compacts_cleanly(shape):
                 # The verification prices tools and system by the plan's overhead: the same as
                 # estimating the result from scratch.
                 assert r.tokens_after == cf.estimate(r.messages, **kw)
-                assert any(m is msgs[first_user] for m in r.messages)
+                if any("joined to message" in n for n in r.notes):
+                    # No room even for a marker message: the task and the last user turn are
+                    # one message now (roles must alternate), the task's text whole in it.
+                    def texts(m: dict) -> list[str]:
+                        c = m.get("content")
+                        return [c] if isinstance(c, str) else [b.get("text", "") for b in c or [] if isinstance(b, dict)]
+
+                    task = [t for t in texts(msgs[first_user]) if t]
+                    assert task and any(all(t in texts(m) for t in task) for m in r.messages), r.notes
+                else:
+                    assert any(m is msgs[first_user] for m in r.messages)
                 compacted += 1
     assert compacted > 0, "no history was compacted: nothing was checked"
 

@@ -42,7 +42,10 @@ def masking(history: list, shape: str, budget: int) -> tuple[list[str], float, f
 def test_the_same_trajectory_in_five_shapes_is_masked_alike(root):
     """Same decisions up to results priced across the threshold: a Gemini response is a JSON
     object holding the text, whose escaping costs more tokens (measured on the 149 shared
-    conversations: 2% of masked results differ in Gemini shape, 1% in the others)."""
+    conversations: 4.4% of masked results differ in Gemini shape, 0.8-0.9% in the others; 5.3%
+    and 2.5% on the subset in tests/data. Gemini's share rose from 2% when the text weights
+    learned that an escape is a token of its own: the escaped copy is priced closer to what it
+    costs, so more results sit across the threshold in one shape and not the other)."""
     if root == SHARED and not shared_available():
         pytest.skip(f"full transcripts not found at {SHARED}")
     convs = load_conversations(root, "tau-bench-airline")
@@ -61,7 +64,7 @@ def test_the_same_trajectory_in_five_shapes_is_masked_alike(root):
                 savings.setdefault((shape, budget), []).append(tokens)
     for shape in SHAPES[1:]:
         assert union[shape] > len(convs)  # results were masked at all
-        assert differ[shape] <= 0.05 * union[shape], (shape, differ[shape], union[shape])
+        assert differ[shape] <= (0.06 if shape == "gemini" else 0.03) * union[shape], (shape, differ[shape], union[shape])
         for budget in BUDGETS:
             mean = sum(savings[(shape, budget)]) / len(convs)
             chat = sum(savings[("openai", budget)]) / len(convs)
