@@ -14,6 +14,7 @@ from typing import Any
 from contextfold import _core
 from contextfold.compaction_result import CompactionResult
 from contextfold.history import WireFormat
+from contextfold.summarize.base import SummaryRequest
 
 
 @dataclass(slots=True)
@@ -61,3 +62,27 @@ class CompactionRun:
             known = {(k, d.split(":", 1)[-1]) for k, _, d in self.plan["input_failures"]}
             failures = [f for f in failures if f[0] == "over_budget" or (f[0], f[2].split(":", 1)[-1]) not in known]
         return tokens, failures
+
+
+@dataclass(slots=True)
+class Draft:
+    """A summarized history being fitted to its budget: the summary asked for (``request``) and
+    its ``text`` (with a provider's own compaction messages, ``native``, when it sent some), the
+    history it makes (``out``: the tail's edits in ``base``, the fold line ending the summary,
+    the plan's ``seams``), that history's ``tokens`` and the check's ``failures``, and whether a
+    fallback wrote the text."""
+
+    request: SummaryRequest
+    text: str
+    native: tuple[Any, ...]
+    base: list[Any]
+    fold_line: str
+    seams: list[int]
+    fallback: bool
+    out: list[Any] = field(default_factory=list)
+    tokens: int = 0
+    failures: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def over_only(self) -> bool:
+        """Whether the history fails only by exceeding the budget."""
+        return bool(self.failures) and all(f[0] == "over_budget" for f in self.failures)

@@ -25,7 +25,7 @@ from contextfold.compactor_config import CompactorConfig
 from contextfold.content_store import ContentStore
 from contextfold.degrade import bare_history, budget_error, degrade, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
-from contextfold.compaction_run import CompactionRun
+from contextfold.compaction_run import CompactionRun, Draft
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
@@ -613,8 +613,8 @@ class Compactor(RecoverableFolds):
             response_format=self.response_format))
 
     def _summarized(self, run: CompactionRun) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
-        """Head + kept + summary + tail: the summary asked for, placed, checked, and digested
-        again smaller (at most three times) while it overflows the budget."""
+        """Head + kept + summary + tail: the summary asked for, placed, checked, fitted to the
+        budget (``_fitted``), and the room it leaves given back to the tail (``_leftover``)."""
         # The summary's room stays put across compactions: the tail takes what exceeds it.
         stable = stable_room(run.plan, run.msgs, run.effective, run.tail, run.summary_tokens,
                              provider=self.provider, model=self.model)
@@ -623,10 +623,9 @@ class Compactor(RecoverableFolds):
                 run.msgs, run.plan, functools.partial(self._plan, run),
                 room_cap=summary_room(run.plan, run.effective, self._summary_cap, stable=stable), budget=run.effective,
                 min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes)
-        plan, msgs, effective = run.plan, run.msgs, run.effective
-        folded_idx: list[int] = plan["folded"]
-        folded_msgs = [msgs[i] for i in folded_idx]
-        room = summary_room(plan, effective, self._summary_cap, stable=stable)
+        plan, msgs = run.plan, run.msgs
+        folded_msgs = [msgs[i] for i in plan["folded"]]
+        room = summary_room(plan, run.effective, self._summary_cap, stable=stable)
         # The identifier index is appended to every summary; the extractive digest writes its
         # own (it fills what its other units leave), other summarizers leave it a share.
         own_index = isinstance(self.summarizer, ExtractiveSummarizer)
@@ -639,88 +638,110 @@ class Compactor(RecoverableFolds):
             max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
         )
         text, native, fallback = yield from self._summary_text(run, request)
-        text = with_index(text, folded_msgs, provider=self.provider, model=self.model,
-                          previous=request.previous_summary, room=room)
-        base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
-        fold_line = self._fold_span(folded_msgs) if self.recoverable else ""
-        seams: list[int] = plan["seams"]
-        out = _assemble(run, base, text, native, fold_line)
-        tokens, failures = run.verified(out, seams, effective)
-        over = [f for f in failures if f[0] == "over_budget"]
-        if over and failures == over and not native:
-            # A few tokens over: the identifier index gives up its least identifiers first (the
-            # history's estimate samples long texts, so the cut is checked and widened).
-            excess = tokens - effective
+        draft = Draft(request, with_index(text, folded_msgs, provider=self.provider, model=self.model,
+                                          previous=request.previous_summary, room=room),
+                      native, apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
+                      self._fold_span(folded_msgs) if self.recoverable else "", plan["seams"], fallback)
+        self._place(run, draft)
+        yield from self._fitted(run, draft)
+        tail_edits = yield from self._leftover(run, draft, room, own_index)
+        plan = run.plan
+        if (why := self._worth_it(run, draft.tokens)) is not None:
+            return run.unchanged(why)
+        self._after_compaction(int(plan["head_end"]))
+        digest = _core.summary_hash(neutralize_markers(draft.text))
+        self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
+        return CompactionResult(
+            messages=draft.out, summary=draft.text, tokens_before=run.before, tokens_after=draft.tokens,
+            summary_hash=digest, removed=tuple(plan["folded"]),
+            pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in tail_edits),
+            strategy_used="summarize", fallback_used=draft.fallback, reason=None, budget=run.budget,
+            kept=tuple(plan["kept"]), notes=tuple(run.notes))
+
+    def _place(self, run: CompactionRun, draft: Draft, text: str | None = None, base: list[Any] | None = None) -> bool:
+        """Assemble ``draft``'s history (with ``text`` / ``base`` in place of its own when given)
+        and check it; the draft takes them when the check passes or nothing was given. Whether
+        it passed."""
+        out = _assemble(run, draft.base if base is None else base, draft.text if text is None else text,
+                        draft.native, draft.fold_line)
+        tokens, failures = run.verified(out, draft.seams, run.effective)
+        if failures and (text is not None or base is not None):
+            return False
+        draft.out, draft.tokens, draft.failures = out, tokens, failures
+        draft.text = draft.text if text is None else text
+        draft.base = draft.base if base is None else base
+        return not failures
+
+    def _fitted(self, run: CompactionRun, draft: Draft) -> Generator[tuple[Any, SummaryRequest], SummaryResult, None]:
+        """``draft`` within its budget: a summary a few tokens over gives up its least index
+        identifiers first, then is digested again smaller (at most three times); raises when it
+        still overflows or the history fails the provider's checks."""
+        if draft.over_only() and not draft.native:
+            # The history's estimate samples long texts, so the cut is checked and widened.
+            excess = draft.tokens - run.effective
             for widen in (1, 2, 4):
-                trimmed = trim_index(text, excess * widen + 8 * widen, provider=self.provider, model=self.model)
+                trimmed = trim_index(draft.text, (excess + 8) * widen, provider=self.provider, model=self.model)
                 if trimmed is None:
                     break
-                t_out = _assemble(run, base, trimmed, native, fold_line)
-                t_tokens, t_failures = run.verified(t_out, seams, effective)
-                if not t_failures:
+                if self._place(run, draft, text=trimmed):
                     run.notes.append(f"the summary came out {excess} tokens over its share: "
                                      "its identifier index gave them up")
-                    text, out, tokens, failures = trimmed, t_out, t_tokens, t_failures
                     break
         for attempt in range(3):
-            over = [f for f in failures if f[0] == "over_budget"]
-            if not over or failures != over:
+            if not draft.over_only():
                 break
             # The summary came out longer than its share: digest again, smaller by the overflow
             # and, from the second try, by a growing margin (the estimate of the whole history
             # samples long texts, so a shorter digest can price a few tokens higher there).
-            shrink = tokens - effective + 16 + attempt * max(32, request.max_tokens // 25)
-            request = SummaryRequest(
-                messages=request.messages, provider=request.provider, model=request.model,
-                previous_summary=request.previous_summary, instructions=request.instructions,
-                max_tokens=max(16, request.max_tokens - shrink))
-            result = yield (self._fallback, request)
+            shrink = draft.tokens - run.effective + 16 + attempt * max(32, draft.request.max_tokens // 25)
+            r = draft.request
+            draft.request = SummaryRequest(
+                messages=r.messages, provider=r.provider, model=r.model, previous_summary=r.previous_summary,
+                instructions=r.instructions, max_tokens=max(16, r.max_tokens - shrink))
+            result = yield (self._fallback, draft.request)
             if isinstance(self.summarizer, ExtractiveSummarizer):
                 note = "the digest came out over its share of the budget: digested again smaller"
             else:
-                fallback = True
+                draft.fallback = True
                 note = "summary over its share of the budget: replaced by the extractive digest"
             if note not in run.notes:
                 run.notes.append(note)
-            text = result.text.strip()
-            out = _assemble(run, base, text, (), fold_line)
-            tokens, failures = run.verified(out, seams, effective)
-        if failures:
-            if all(k == "over_budget" for k, _, _ in failures):
+            draft.text, draft.native = result.text.strip(), ()
+            self._place(run, draft)
+        if draft.failures:
+            if draft.over_only():
                 raise CompactionBudgetError(
-                    f"compacted history still {tokens} tokens, over the budget of {effective}",
-                    tokens=tokens, budget=effective)
+                    f"compacted history still {draft.tokens} tokens, over the budget of {run.effective}",
+                    tokens=draft.tokens, budget=run.effective)
             if run.undegraded is not None:
                 # A degraded plan the check rejects is no answer: the budget error it replaced.
                 raise self._budget_error(run, *run.undegraded)
             raise CompactionError("compaction produced a history a provider would reject: "
-                                  + "; ".join(d for _, _, d in failures), tuple(failures))
-        tail_edits: list[Any] = plan["tail_edits"]
-        if run.undegraded is None:
-            # What the summary left unused goes back to the tail's masked or cut messages.
-            def assemble(edits: list[Any]) -> tuple[list[Any], int, list[Any]]:
-                built = _assemble(run, apply_edits(msgs, edits) if edits else msgs, text, native, fold_line)
-                return (built, *run.verified(built, seams, effective))
-            restored = restore_tail(msgs, tail_edits, assemble, tokens=tokens, budget=effective, store=self.store,
-                                    provider=self.provider, model=self.model, notes=run.notes)
-            if restored is not None:
-                out, tokens, tail_edits = restored
-            elif own_index and not tail_edits:
-                grown = yield from self._grown(run, request, room, tokens, text)
-                if grown is not None:
-                    out, tokens, text, plan = grown
-                    folded_idx = plan["folded"]
-        if (why := self._worth_it(run, tokens)) is not None:
-            return run.unchanged(why)
-        self._after_compaction(int(plan["head_end"]))
-        digest = _core.summary_hash(neutralize_markers(text))
-        self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
-        return CompactionResult(
-            messages=out, summary=text, tokens_before=run.before, tokens_after=tokens, summary_hash=digest,
-            removed=tuple(folded_idx),
-            pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in tail_edits),
-            strategy_used="summarize", fallback_used=fallback, reason=None, budget=run.budget,
-            kept=tuple(plan["kept"]), notes=tuple(run.notes))
+                                  + "; ".join(d for _, _, d in draft.failures), tuple(draft.failures))
+
+    def _leftover(self, run: CompactionRun, draft: Draft, room: int, own_index: bool) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, list[Any]]:
+        """What the summary left unused goes back to the tail: its masked or cut messages
+        (``restore_tail``), or, where it has none and the digest fell short of its room, the
+        newest rounds of the fold (``_grown``). The tail's edits applied in the end."""
+        tail_edits: list[Any] = run.plan["tail_edits"]
+        if run.undegraded is not None:
+            return tail_edits
+        msgs = run.msgs
+
+        def assemble(edits: list[Any]) -> tuple[list[Any], int, list[Any]]:
+            built = _assemble(run, apply_edits(msgs, edits) if edits else msgs, draft.text, draft.native,
+                              draft.fold_line)
+            return (built, *run.verified(built, draft.seams, run.effective))
+        restored = restore_tail(msgs, tail_edits, assemble, tokens=draft.tokens, budget=run.effective,
+                                store=self.store, provider=self.provider, model=self.model, notes=run.notes)
+        if restored is not None:
+            draft.out, draft.tokens, tail_edits = restored
+        elif own_index and not tail_edits:
+            grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
+            if grown is not None:
+                draft.out, draft.tokens, draft.text, run.plan = grown
+        return tail_edits
 
     def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:
