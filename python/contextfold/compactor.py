@@ -680,7 +680,8 @@ class Compactor(RecoverableFolds):
             # The history's estimate samples long texts, so the cut is checked and widened.
             excess = draft.tokens - run.effective
             for widen in (1, 2, 4):
-                trimmed = trim_index(draft.text, (excess + 8) * widen, provider=self.provider, model=self.model)
+                trimmed = trim_index(draft.text, (excess + 8) * widen, provider=self.provider, model=self.model,
+                                     previous=draft.request.previous_summary)
                 if trimmed is None:
                     break
                 if self._place(run, draft, text=trimmed):

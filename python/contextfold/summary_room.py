@@ -95,28 +95,41 @@ def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | 
     return f"{text}\n\n{index}" if index else text
 
 
-def trim_index(summary: str, tokens: int, *, provider: str, model: str | None) -> str | None:
-    """``summary`` with about ``tokens`` fewer tokens taken from the end of its identifier index
-    (the lowest-ranked identifiers of its longest lines go first; every line keeps its first),
-    or None when it has no index or the index cannot give that much. A summary a few tokens
-    over its share (the whole history's estimate samples long texts, so a summary's price
-    moves a little once it is wrapped and placed) gives up its least identifiers rather than
-    being written again."""
+def _index_lines(summary: str) -> tuple[str, list[str], list[tuple[str, list[str], str]]] | None:
+    """``summary`` split at its identifier index: the text before it, the index's lines, and
+    each item line as ``(label, identifiers, separator)``; None without an index."""
     at = summary.rfind(_core.IDENTIFIER_INDEX_HEADING)
-    if at < 0 or tokens <= 0:
+    if at < 0:
         return None
-    provider = provider if provider in _core.PROVIDERS else "openai"
-    body, index = summary[:at], summary[at:]
-    lines = index.split("\n")
-    items: list[tuple[str, list[str], str]] = []  # (label, identifiers, separator) per line
+    lines = summary[at:].split("\n")
+    items: list[tuple[str, list[str], str]] = []
     for line in lines[1:]:
         if not line.startswith("- ") or ": " not in line:
             break
         label, rest = line[2:].split(": ", 1)
         sep = " | " if label == "errors" else ", "
         items.append((label, rest.split(sep), sep))
+    return summary[:at], lines, items
+
+
+def trim_index(summary: str, tokens: int, *, provider: str, model: str | None,
+               previous: str | None = None) -> str | None:
+    """``summary`` with about ``tokens`` fewer tokens taken from the end of its identifier index
+    (the lowest-ranked identifiers of its longest lines go first, those the ``previous``
+    summary's index carried last; every line keeps its first), or None when it has no index or
+    the index cannot give that much. A summary a few tokens over its share (the whole history's
+    estimate samples long texts, so a summary's price moves a little once it is wrapped and
+    placed) gives up its least identifiers rather than being written again."""
+    split = _index_lines(summary)
+    if split is None or tokens <= 0:
+        return None
+    body, lines, items = split
     if not items:
         return None
+    index = summary[len(body):]
+    provider = provider if provider in _core.PROVIDERS else "openai"
+    old = _index_lines(previous) if previous else None
+    carried = {x for _, ids, _ in old[2] for x in ids} if old else set()
     before = _text_tokens(index, provider, model)
     # Characters per token of this index, to aim the first cut; checked by pricing after.
     per_token = max(1.0, len(index) / max(1, before))
@@ -125,10 +138,17 @@ def trim_index(summary: str, tokens: int, *, provider: str, model: str | None) -
         drop = int(want * per_token) + 1
         cut = [(label, list(ids), sep) for label, ids, sep in items]
         while drop > 0:
-            k = max(range(len(cut)), key=lambda j: len(cut[j][2].join(cut[j][1])))
-            if len(cut[k][1]) <= 1:
+            # The longest line's last identifier not carried from the previous summary; carried
+            # ones only when no line has another left.
+            fresh = [j for j in range(len(cut)) if any(x not in carried for x in cut[j][1][1:])]
+            lines_from = fresh or [j for j in range(len(cut)) if len(cut[j][1]) > 1]
+            if not lines_from:
                 return None
-            drop -= len(cut[k][1].pop()) + len(cut[k][2])
+            k = max(lines_from, key=lambda j: len(cut[j][2].join(cut[j][1])))
+            ids = cut[k][1]
+            at = next((i for i in range(len(ids) - 1, 0, -1) if ids[i] not in carried), len(ids) - 1) \
+                if fresh else len(ids) - 1
+            drop -= len(ids.pop(at)) + len(cut[k][2])
         trimmed = "\n".join([lines[0], *(f"- {label}: {sep.join(ids)}" for label, ids, sep in cut),
                               *lines[1 + len(items):]])
         if before - _text_tokens(trimmed, provider, model) >= tokens:

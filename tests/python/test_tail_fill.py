@@ -121,5 +121,10 @@ def test_a_summary_a_few_tokens_over_gives_up_its_least_identifiers_not_its_body
     # The lowest-ranked (last) identifiers of the longest line went; every line keeps its first.
     assert "src/pkg0/module0.py" in trimmed and "src/pkg59/module59.py" not in trimmed
     assert "- ids: AB12CD, EF34GH" in trimmed
+    # Identifiers the previous summary's index carried go last, wherever they sit in the line.
+    previous = f"{_core.IDENTIFIER_INDEX_HEADING}\n- paths: src/pkg58/module58.py, src/pkg59/module59.py"
+    kept = trim_index(summary, 40, provider="openai", model=None, previous=previous)
+    assert kept is not None and "src/pkg59/module59.py" in kept and "src/pkg58/module58.py" in kept
+    assert "src/pkg57/module57.py" not in kept
     assert trim_index(body, 10, provider="openai", model=None) is None  # no index: nothing to give
     assert trim_index(summary, 10_000, provider="openai", model=None) is None  # more than it holds
