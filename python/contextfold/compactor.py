@@ -771,9 +771,7 @@ class Compactor(RecoverableFolds):
             return None
         text = with_index(text, folded, provider=self.provider, model=self.model,
                           previous=again.previous_summary, room=room)
-        sizes = _core.estimate_each([{"role": "user", "content": t} for t in (text, first)],
-                                    provider=provider)  # type: ignore[arg-type]
-        if sizes[0] > sizes[1]:
+        if _core.estimate_each([{"role": "user", "content": text}], provider=provider)[0] > written:  # type: ignore[arg-type]
             return None
         run.plan = plan
         base = apply_edits(run.msgs, plan["tail_edits"]) if plan["tail_edits"] else run.msgs
