@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import contextfold as cf  # noqa: E402
+from fit_text_weights import solve as normal_solve  # noqa: E402
 from script_report import LOCALES, catalog_texts, emoji_texts  # noqa: E402
 
 # The feature classes of `text_stats::Shape`, by lead-byte range.
@@ -65,23 +66,12 @@ def sampled_features(text: str) -> list[float]:
 
 
 def solve(rows: list[list[float]], ys: list[float]) -> list[float]:
-    """Least squares by the normal equations (a handful of unknowns), Gaussian elimination."""
+    """Least squares of ``rows`` against ``ys``: the normal equations, solved by
+    ``fit_text_weights.solve`` (classes absent from the texts stay 0)."""
     k = len(rows[0])
     a = [[sum(r[i] * r[j] for r in rows) for j in range(k)] for i in range(k)]
     v = [sum(r[i] * y for r, y in zip(rows, ys)) for i in range(k)]
-    for i in range(k):
-        a[i][i] += 1e-6  # classes absent from the texts stay 0
-    for i in range(k):
-        p = max(range(i, k), key=lambda r: abs(a[r][i]))
-        a[i], a[p], v[i], v[p] = a[p], a[i], v[p], v[i]
-        for r in range(i + 1, k):
-            f = a[r][i] / a[i][i]
-            a[r] = [x - f * y for x, y in zip(a[r], a[i])]
-            v[r] -= f * v[i]
-    out = [0.0] * k
-    for i in reversed(range(k)):
-        out[i] = (v[i] - sum(a[i][j] * out[j] for j in range(i + 1, k))) / a[i][i]
-    return out
+    return normal_solve(a, v, ridge=1e-6)
 
 
 def main() -> None:

@@ -211,13 +211,14 @@ def estimate(w: dict[str, float], f: dict[str, float], fixed: float) -> float:
     return max(fixed + sum(w.get(k, 0.0) * f.get(k, 0.0) for k in NAMES), 1.0)
 
 
-def solve(a: list[list[float]], v: list[float]) -> list[float]:
-    """Least squares by the normal equations (a handful of unknowns), Gaussian elimination."""
+def solve(a: list[list[float]], v: list[float], ridge: float = 1e-9) -> list[float]:
+    """Least squares by the normal equations (a handful of unknowns), Gaussian elimination;
+    ``ridge`` on the diagonal keeps a feature absent from the texts at 0."""
     k = len(v)
     a = [row[:] for row in a]
     v = v[:]
     for i in range(k):
-        a[i][i] += 1e-9
+        a[i][i] += ridge
     for i in range(k):
         p = max(range(i, k), key=lambda r: abs(a[r][i]))
         a[i], a[p], v[i], v[p] = a[p], a[i], v[p], v[i]
