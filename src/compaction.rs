@@ -113,6 +113,9 @@ pub struct Plan {
     pub seams: Vec<usize>,
     /// Why nothing can be folded, when nothing can.
     pub reason: Option<String>,
+    /// Where a tail may open (`tail_walk::legal_cuts`, `n + 1` entries): a caller that moves
+    /// the tail reads the openings here instead of walking the history again.
+    pub legal: Vec<bool>,
 }
 
 /// The history a plan describes, with `summary` written where the plan places it: the head, the
@@ -173,6 +176,7 @@ impl Plan {
         mask_edits: Vec<PricedEdit>,
         tokens_after_mask: u64,
         head_end: usize,
+        legal: Vec<bool>,
     ) -> Plan {
         Plan {
             costs: costs.to_vec(),
@@ -190,6 +194,7 @@ impl Plan {
             fixed_tokens: tokens_before,
             seams: Vec::new(),
             reason: None,
+            legal,
         }
     }
 }
@@ -233,6 +238,7 @@ pub fn plan_priced(
         mask_edits,
         tokens_after_mask,
         head_end,
+        legal.clone(),
     );
     if n < head_end + opt.min_tail + 1 {
         out.reason = Some(format!(

@@ -484,6 +484,9 @@ class _CompactionPlan(TypedDict):
     #: Each message's tokens as the plan priced them (``estimate_each`` of the same messages
     #: with the request's provider and model).
     costs: list[int]
+    #: Where a tail may open, one byte per position ``0..=len(messages)`` (1: no tool round is
+    #: split there).
+    legal: bytes
     overhead_tokens: int
     tokens_before: int
     tokens_after_mask: int

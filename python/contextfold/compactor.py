@@ -57,6 +57,14 @@ DEFAULT_BUDGET_SHARE = 0.5
 DEFAULT_TAIL_SHARE = 0.5
 #: Default summary size: this share of the budget, within [256, 4_000] tokens.
 DEFAULT_SUMMARY_SHARE = 0.25
+#: Default cap of a summary (tokens) when neither ``summary_max_tokens`` nor ``summary_tokens``
+#: is given: the largest reply of a summarizer model call on OpenAI's gpt-4.1 family (32,768
+#: output tokens, platform.openai.com/docs/models/gpt-4.1), so an extractive digest is never
+#: longer than a model could have written in its place. The budget beyond it goes to the verbatim
+#: tail (``tail_fill``): at large budgets (a 1M-token window leaves a summary ~225k tokens) recent
+#: messages whole keep more than a digest of twice their size, and the digest reads the fold once
+#: instead of writing megabytes.
+DEFAULT_SUMMARY_MAX_TOKENS = 32_768
 #: Default mask block: masking only grows in steps of this share of the budget (at least 1,000
 #: tokens), so the prefix sent last time stays byte-identical between steps (prompt cache).
 DEFAULT_CACHE_BLOCK_SHARE = 0.05
@@ -143,11 +151,12 @@ class Compactor(RecoverableFolds):
       ``keep_thinking_turns``: keep thinking blocks only in the last N assistant turns having
       them (the others go whole; the kept ones stay byte-identical).
     - ``instructions``: a focus string passed to the summarizer (``/compact <focus>``).
-    - ``summary_max_tokens``: caps the summary. Without it, a summary takes the room the budget
-      leaves (the result lands at 95-100% of the budget when there is enough to keep); every
-      summary ends with an identifier index of the folded span (see ``summary_room``).
-      ``summary_tokens`` is the share planned for it when sizing the tail (and a cap too when
-      given).
+    - ``summary_max_tokens``: caps the summary (default ``DEFAULT_SUMMARY_MAX_TOKENS``, 32,768).
+      Up to it, a summary takes the room the budget leaves; beyond it the tail keeps more
+      messages whole (the result lands at 95-100% of the budget when there is enough to keep);
+      every summary ends with an identifier index of the folded span (see ``summary_room``).
+      ``summary_tokens`` is the share planned for it when sizing the tail (and the cap when
+      given without ``summary_max_tokens``).
     - ``summarizer``: anything with ``summarize(SummaryRequest) -> SummaryResult`` (and
       optionally ``asummarize``); default ``ExtractiveSummarizer()``, also the fallback when a
       summarizer raises or returns nothing.
@@ -256,8 +265,9 @@ class Compactor(RecoverableFolds):
         self._budget = cfg.budget
         self._tail_tokens = cfg.tail_tokens
         self._summary_tokens = cfg.summary_tokens
-        # The summary takes the room the budget leaves when folding, unless capped.
-        self._summary_cap = cfg.summary_max_tokens if cfg.summary_max_tokens is not None else cfg.summary_tokens
+        # The summary takes the room the budget leaves when folding, up to its cap.
+        self._summary_cap = next(c for c in (cfg.summary_max_tokens, cfg.summary_tokens, DEFAULT_SUMMARY_MAX_TOKENS)
+                                 if c is not None)
         self._cache_block = cfg.cache_block_tokens
         self._trigger = cfg.trigger
         self.keep_tool_uses = cfg.keep_tool_uses
@@ -757,8 +767,7 @@ class Compactor(RecoverableFolds):
         # none of it, and digesting again would double the compaction's cost for nothing.)
         if written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens:
             return None
-        plan = grow_tail(run.msgs, old, functools.partial(self._plan, run), left=run.effective - tokens,
-                         provider=self.provider, model=self.model)
+        plan = grow_tail(run.msgs, old, functools.partial(self._plan, run), left=run.effective - tokens)
         if plan is None:
             return None
         folded = [run.msgs[i] for i in plan["folded"]]

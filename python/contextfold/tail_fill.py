@@ -45,11 +45,12 @@ _CUT_SLACK = 24
 FOLD_PER_ROOM = 1.5
 
 
-def _opens(msgs: list[Any], head_end: int, at: int, provider: str, model: str | None) -> bool:
-    """Whether a tail may open at ``at`` (no tool round is split there)."""
-    start = _core.find_tail_start(msgs, budget_tokens=0, protect_first_n=head_end, min_tail=len(msgs) - at,
-                                  soft_ceiling=1.0, provider=provider, model=model)  # type: ignore[arg-type]
-    return int(start) == at
+def _round_before(legal: bytes, head_end: int, tail_start: int) -> int:
+    """Where the tool round just before ``tail_start`` opens: the last opening after the head
+    and before ``tail_start`` (``legal``: the plan's openings), or the head's first opening when
+    there is none (``tail_walk::find_tail_start`` with a budget of 0 and the tail one longer)."""
+    head = next((i for i in range(head_end, tail_start) if legal[i]), tail_start)
+    return next((i for i in range(tail_start - 1, head, -1) if legal[i]), head)
 
 
 def fill_tail(
@@ -67,12 +68,17 @@ def fill_tail(
 ) -> tuple[list[Any], dict[str, Any]]:
     """``msgs`` and ``plan``, or, when the room the plan leaves the summary exceeds ``room_cap``
     by ``MIN_FILL_TOKENS`` or more, the tail extended by the whole rounds before it that fit that
-    excess, then by the next round with its largest message cut to fit what is left."""
+    excess, then by the next round with its largest message cut to fit what is left.
+
+    Both moves are found from the plan's own prices and openings, and planned once together (a
+    plan reads the whole history: on 10,000 messages it is most of a compaction's time); the
+    whole rounds alone are planned again only when the plan with the cut does not hold."""
     if plan["reason"] is not None or plan.get("kept"):
         return msgs, plan
     n = len(msgs)
     head_end = int(plan["head_end"])
     costs: list[int] = plan["costs"]  # (each message's tokens as the plan priced them)
+    legal: bytes = plan["legal"]
 
     def extended(ms: list[Any], start: int) -> dict[str, Any] | None:
         p = make_plan(ms, max(min_tail, n - start))
@@ -86,48 +92,43 @@ def fill_tail(
     excess = budget - int(plan["fixed_tokens"]) - room_cap
     tail_start = int(plan["tail_start"])
     spare = sum(costs[i] for i in plan["folded"]) - int(FOLD_PER_ROOM * room_cap)
-    excess = min(excess, spare)
-    if excess < MIN_FILL_TOKENS:
+    if min(excess, spare) < MIN_FILL_TOKENS:
         return msgs, plan
     s, acc = tail_start, 0
-    while s - 1 > head_end and acc + costs[s - 1] <= excess - _CUT_SLACK:
+    while s - 1 > head_end and acc + costs[s - 1] <= min(excess, spare) - _CUT_SLACK:
         s -= 1
         acc += costs[s]
-    while s < tail_start and not _opens(msgs, head_end, s, provider, model):
+    while s < tail_start and not legal[s]:
         s += 1
+    whole = f"the tail takes messages {s}-{tail_start - 1} too: the summary's room (held steady, or capped) is full"
+    # Then the round before, its largest message cut to what is left (the whole rounds' tokens
+    # counted out of the excess as the plan priced them).
+    left = excess - sum(costs[s:tail_start])
+    start = _round_before(legal, head_end, s)
+    cut = None
+    if left >= MIN_FILL_TOKENS and head_end < start < s:
+        group = range(start, s)
+        over = sum(costs[i] for i in group) - (left - _CUT_SLACK)
+        i = max(group, key=lambda k: costs[k])
+        keep = costs[i] - over
+        if over > 0 and keep >= 32:
+            cut = _core.cut_middle(msgs, index=i, keep_tokens=keep, provider=provider, model=model)  # type: ignore[arg-type]
+    if cut is not None:
+        edit, fold_id, text = cut
+        cut_msgs = apply_edits(msgs, [edit])
+        p = extended(cut_msgs, start)
+        if p is not None and not any(int(e[0]) == i for e in p["tail_edits"]):
+            # (A cut masked again in the tail would make a fold of a fold: recall would give the cut.)
+            store.put(fold_id, text)
+            if s < tail_start:
+                notes.append(whole)
+            notes.append(f"the tail takes message {i} with its middle cut (~{costs[i]} -> ~{keep} tokens; id={fold_id} "
+                         "restores it): the summary's room (held steady, or capped) is full")
+            return cut_msgs, p
     if s < tail_start and (p := extended(msgs, s)) is not None:
-        notes.append(f"the tail takes messages {s}-{tail_start - 1} too: "
-                     "the summary's room (held steady, or capped) is full")
-        plan = p
-    # Then the round before, its largest message cut to what is left.
-    excess = budget - int(plan["fixed_tokens"]) - room_cap
-    tail_start = int(plan["tail_start"])
-    if excess < MIN_FILL_TOKENS:
-        return msgs, plan
-    start = _core.find_tail_start(msgs, budget_tokens=0, protect_first_n=head_end, min_tail=n - tail_start + 1,
-                                  soft_ceiling=1.0, provider=provider, model=model)  # type: ignore[arg-type]
-    if not head_end < start < tail_start:
-        return msgs, plan
-    group = range(start, tail_start)
-    over = sum(costs[i] for i in group) - (excess - _CUT_SLACK)
-    if over <= 0:
-        return msgs, plan
-    i = max(group, key=lambda k: costs[k])
-    keep = costs[i] - over
-    if keep < 32:
-        return msgs, plan
-    cut = _core.cut_middle(msgs, index=i, keep_tokens=keep, provider=provider, model=model)  # type: ignore[arg-type]
-    if cut is None:
-        return msgs, plan
-    edit, fold_id, whole = cut
-    cut_msgs = apply_edits(msgs, [edit])
-    p = extended(cut_msgs, start)
-    if p is None or any(int(e[0]) == i for e in p["tail_edits"]):
-        return msgs, plan  # (masked again in the tail, a fold of a fold would recall the cut)
-    store.put(fold_id, whole)
-    notes.append(f"the tail takes message {i} with its middle cut (~{costs[i]} -> ~{keep} tokens; id={fold_id} "
-                 "restores it): the summary's room (held steady, or capped) is full")
-    return cut_msgs, p
+        notes.append(whole)
+        return msgs, p
+    return msgs, plan
 
 
 def restore_tail(
@@ -194,8 +195,6 @@ def grow_tail(
     make_plan: Callable[..., dict[str, Any]],
     *,
     left: int,
-    provider: str,
-    model: str | None,
 ) -> dict[str, Any] | None:
     """A plan whose tail also holds the newest whole rounds of ``plan``'s fold that fit ``left``
     tokens (what a summary shorter than its room left unused), or None when none fits. The
@@ -206,11 +205,12 @@ def grow_tail(
     n = len(msgs)
     head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])
     costs: list[int] = plan["costs"]
+    legal: bytes = plan["legal"]
     s, acc = tail_start, 0
     while s - 1 > head_end and acc + costs[s - 1] <= left - _CUT_SLACK:
         s -= 1
         acc += costs[s]
-    while s < tail_start and not _opens(msgs, head_end, s, provider, model):
+    while s < tail_start and not legal[s]:
         s += 1
     if s >= tail_start:
         return None

@@ -4,7 +4,7 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::messages::{Keep, Walker};
 use super::options::CompactionOptions;
@@ -122,6 +122,9 @@ fn compaction_plan<'py>(
     // Each message's tokens as the plan priced them: a caller that needs them again (the tail
     // fill) reads them here instead of pricing the history a second time.
     d.set_item("costs", &costs)?;
+    // Where a tail may open, one byte per position (1: no tool round is split there).
+    let legal: Vec<u8> = p.legal.iter().map(|&ok| u8::from(ok)).collect();
+    d.set_item("legal", PyBytes::new(py, &legal))?;
     d.set_item("overhead_tokens", opt.overhead_tokens)?;
     d.set_item("tokens_before", p.tokens_before)?;
     d.set_item("tokens_after_mask", p.tokens_after_mask)?;
