@@ -3,6 +3,10 @@
 //! gift card", approval gates). A summary keeps them verbatim, whatever else it shortens, so a
 //! compaction never turns a forbidden action into an allowed one.
 
+use std::sync::OnceLock;
+
+use aho_corasick::AhoCorasick;
+
 /// Words and phrases that make a sentence a standing rule (matched case-insensitively at word
 /// boundaries).
 const MARKERS: [&str; 21] = [
@@ -43,6 +47,30 @@ fn has_marker_anywhere(lower: &str) -> bool {
         .any(|m| lower.contains(m))
 }
 
+/// Every marker and opener, found in one pass whatever their case (`rules_in`'s test of a whole
+/// text: a digest asks it of every user request, and 25 searches of a lowercased copy each cost
+/// more than the rest of the request's units).
+fn markers() -> &'static AhoCorasick {
+    static FINDER: OnceLock<AhoCorasick> = OnceLock::new();
+    FINDER.get_or_init(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(MARKERS.iter().chain(OPENERS.iter()))
+            .unwrap_or_else(|e| unreachable!("fixed ASCII patterns: {e}"))
+    })
+}
+
+/// Whether `text` holds a marker or an opener anywhere, in any case (`has_marker_anywhere` of
+/// its lowercase). An ASCII text is searched as it is; another is lowercased first (a
+/// character such as the Kelvin sign lowercases to an ASCII letter).
+fn holds_marker(text: &str) -> bool {
+    if text.is_ascii() {
+        markers().is_match(text)
+    } else {
+        has_marker_anywhere(&text.to_lowercase())
+    }
+}
+
 fn has_marker(lower: &str) -> bool {
     let opening = lower.trim_start_matches(|c: char| !c.is_alphanumeric());
     let opening = opening.strip_prefix("please ").unwrap_or(opening);
@@ -69,8 +97,7 @@ fn has_marker(lower: &str) -> bool {
 pub fn rules_in(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     // Most texts hold no marker at all: one pass over the whole text rules them out.
-    let lower = text.to_lowercase();
-    if !has_marker_anywhere(&lower) {
+    if !holds_marker(text) {
         return out;
     }
     let mut start = 0;
@@ -113,6 +140,27 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_pass_test_agrees_with_searching_the_lowercase() {
+        let texts = [
+            "NEVER push to main.",
+            "Please DON'T touch the tests",
+            "We Prefer aisle seats; Ask Me first.",
+            "nothing to see here",
+            "the onlyness of it",
+            "Ünless you know, Straße ALWAYS wins",
+            "asK me \u{212a}",
+            "",
+        ];
+        for t in texts {
+            assert_eq!(
+                holds_marker(t),
+                has_marker_anywhere(&t.to_lowercase()),
+                "{t}"
+            );
+        }
+    }
 
     #[test]
     fn finds_rules_and_leaves_the_rest() {

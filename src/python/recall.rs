@@ -133,17 +133,22 @@ fn cut_middle<'py>(
     let est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
-    let ms = w.messages(messages)?;
-    if index >= ms.len() {
+    // Only the message cut is read (a message reads the same alone as in its history): the
+    // tail fill cuts one message of a history of thousands.
+    let items = Walker::snapshot(messages)?;
+    let Some(item) = items.get(index) else {
         return Err(PyValueError::new_err(format!(
             "index {index} out of range for {} messages",
-            ms.len()
+            items.len()
         )));
-    }
-    let Some((edit, id, whole)) = crate::degrade::cut_middle(&ms, index, keep_tokens, &est) else {
+    };
+    w.set_index(index);
+    let m = w.message(item)?;
+    let one = std::slice::from_ref(&m);
+    let Some((edit, id, whole)) = crate::degrade::cut_middle(one, 0, keep_tokens, &est) else {
         return Ok(None);
     };
-    let (path, value) = edit.wire_edit(&ms[index]);
+    let (path, value) = edit.wire_edit(&m);
     let planned = super::prune::planned_edit(py, index, &path, value.as_deref())?;
     Ok(Some((planned, id, whole)))
 }

@@ -107,6 +107,32 @@ def test_a_capped_summary_leaves_the_rest_of_the_budget_to_the_tail(fx: Fixture)
     assert 0.85 * budget <= r.tokens_after <= budget, r.notes
 
 
+def test_a_large_budget_caps_the_summary_by_default_and_the_tail_keeps_the_rest() -> None:
+    # A budget whose room would take a summary of ~100k tokens: by default the summary stops at
+    # DEFAULT_SUMMARY_MAX_TOKENS and the tail keeps more rounds whole, so the budget is used.
+    from contextfold.compactor import DEFAULT_SUMMARY_MAX_TOKENS
+
+    msgs: list[dict] = [{"role": "system", "content": "You are a coding agent."},
+                        {"role": "user", "content": "Refactor the parser in src/parse.py and keep the tests green."}]
+    for k in range(900):
+        out = f"src/mod{k}.py:{k}: " + " ".join(f"token{k}_{j} value{j}" for j in range(120))
+        msgs.append({"role": "assistant", "content": f"Reading module {k}.", "tool_calls": [{
+            "id": f"c{k}", "type": "function", "function": {"name": "read", "arguments": f'{{"path": "src/mod{k}.py"}}'}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{k}", "content": out})
+    total = _core.estimate(msgs, provider="openai")
+    budget = total // 2
+    r = cf.Compactor(budget=budget, tail_tokens=budget // 4, strategy="summarize").compact(msgs)
+    summary = cf.estimate_each([{"role": "user", "content": r.summary}])[0]
+    assert budget // 2 > DEFAULT_SUMMARY_MAX_TOKENS  # the room the budget leaves is over the cap
+    assert 0.8 * DEFAULT_SUMMARY_MAX_TOKENS <= summary <= DEFAULT_SUMMARY_MAX_TOKENS + 8
+    assert 0.95 * budget <= r.tokens_after <= budget, r.notes
+    assert any(n.startswith("the tail takes messages") for n in r.notes), r.notes
+    # An explicit cap above it lets the summary take the room.
+    big = cf.Compactor(budget=budget, tail_tokens=budget // 4, strategy="summarize",
+                       summary_max_tokens=budget).compact(msgs)
+    assert cf.estimate_each([{"role": "user", "content": big.summary}])[0] > 1.5 * DEFAULT_SUMMARY_MAX_TOKENS
+
+
 def test_a_summary_a_few_tokens_over_gives_up_its_least_identifiers_not_its_body() -> None:
     from contextfold.summary_room import trim_index
 
