@@ -56,6 +56,10 @@ pub struct PlanOptions {
     /// Tokens the summary should have at least: old tool output inside the tail is masked to
     /// leave it that room (0: only when even `MIN_SUMMARY_TOKENS` would not fit).
     pub summary_floor: u64,
+    /// Whether the middle's mask edits are found (`mask_edits`, `tokens_after_mask`). A caller
+    /// that moves the tail of a plan it already has (the fold is decided: masking is not) asks
+    /// without them: on 10,000 messages they are most of the plan's own work.
+    pub find_masks: bool,
 }
 
 impl Default for PlanOptions {
@@ -75,6 +79,7 @@ impl Default for PlanOptions {
             mask: MaskOptions::default(),
             trusted_summaries: Vec::new(),
             summary_floor: 0,
+            find_masks: true,
         }
     }
 }
@@ -228,9 +233,14 @@ pub fn plan_priced(
         soft_ceiling: opt.soft_ceiling,
         cache_block_tokens: opt.mask.cache_block_tokens,
     };
-    let edits = find_mask_edits(msgs, est, costs, &legal, &opt.mask, &pinned, &region);
-    let mask_edits = priced(msgs, est, costs, edits);
-    let tokens_after_mask = costs_with(msgs, est, costs, &mask_edits) + opt.overhead_tokens;
+    let (mask_edits, tokens_after_mask) = if opt.find_masks {
+        let edits = find_mask_edits(msgs, est, costs, &legal, &opt.mask, &pinned, &region);
+        let mask_edits = priced(msgs, est, costs, edits);
+        let after = costs_with(msgs, est, costs, &mask_edits) + opt.overhead_tokens;
+        (mask_edits, after)
+    } else {
+        (Vec::new(), tokens_before)
+    };
 
     let mut out = Plan::unfolded(
         costs,

@@ -190,11 +190,13 @@ fn observation_body(text: &str) -> &str {
     text
 }
 
-/// Where the first code fence (```) starts: a byte search for the backtick, then a check.
+/// Where the first code fence (```) starts: a search for the backtick (`str::find` of one
+/// ASCII character runs as `memchr`), then a check.
 fn find_fence(text: &str) -> Option<usize> {
     let b = text.as_bytes();
     let mut from = 0;
-    while let Some(i) = b[from..].iter().position(|&c| c == b'`') {
+    // (`from` is always just past a backtick, an ASCII byte: a character boundary.)
+    while let Some(i) = text[from..].find('`') {
         let at = from + i;
         if b.len() >= at + 3 && b[at + 1] == b'`' && b[at + 2] == b'`' {
             return Some(at);
@@ -282,7 +284,7 @@ impl<'a> Builder<'a> {
         self.seen.extend(first);
         self.seen.insert(last);
         e.focus = !self.focus.is_empty() && {
-            let lower = e.form(0).to_lowercase();
+            let lower = e.richest().to_lowercase();
             self.focus.iter().any(|w| lower.contains(w.as_str()))
         };
         self.entries.push(e);
@@ -294,7 +296,7 @@ impl<'a> Builder<'a> {
         let Some(e) = Entry::given(section, forms) else {
             return false;
         };
-        let first = units::key(section, e.form(0));
+        let first = units::key(section, e.richest());
         self.add(e, Some(first))
     }
 
@@ -303,7 +305,7 @@ impl<'a> Builder<'a> {
         let e = Entry::lazy(section, forms);
         // Beside a previous digest's units (given whole, as it wrote them) a unit is compared
         // by its richest form too, as they are: the same call carried and made again is one.
-        let first = self.keyed.then(|| units::key(section, e.form(0)));
+        let first = self.keyed.then(|| units::key(section, e.richest()));
         self.add(e, first)
     }
 

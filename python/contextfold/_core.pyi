@@ -589,6 +589,8 @@ def compaction_plan(
     summary_tokens: int,
     pinned: Sequence[int] = ...,
     trusted_summaries: Sequence[int] = ...,
+    masks: bool = True,
+    check_input: bool = True,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
@@ -599,7 +601,10 @@ def compaction_plan(
     the message of the tail to merge it into, never the head or a pinned message) so no two
     neighbours share a role. ``request`` needs a ``format``. ``input_failures`` are what the
     history already fails (the checks of ``compaction_verify`` but the budget) when it is over
-    ``budget_tokens``; else empty (a history within the budget is not changed)."""
+    ``budget_tokens``; else empty (a history within the budget is not changed). A caller moving
+    the tail of a history it planned already passes ``masks=False`` (no ``mask_edits``;
+    ``tokens_after_mask`` is ``tokens_before``) and ``check_input=False`` (no ``input_failures``:
+    it has them)."""
 
 def summary_hash(body: str, /) -> int:
     """The 64-bit hash by which a later compaction trusts a summary as the library's own (the

@@ -555,6 +555,18 @@ class Compactor(RecoverableFolds):
             self.store.put(fold_id, text)
         return p
 
+    def _moved(self, run: CompactionRun, ms: list[Any], min_tail: int) -> dict[str, Any]:
+        """The plan of ``ms`` with a tail of at least ``min_tail`` messages, for the tail fill:
+        the fold is decided by then, so no mask edits are sought, and the input's own problems
+        are those the first plan found (the history checked again would find the same)."""
+        opts = run.options if min_tail == run.options.min_tail else run.options.replace(min_tail=min_tail)
+        p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
+            ms, run.priced, opts, budget_tokens=run.effective, tail_tokens=run.tail, summary_tokens=run.summary_tokens,
+            pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes), masks=False,
+            check_input=False)
+        p["input_failures"] = run.plan["input_failures"]
+        return p
+
     def _worth_it(self, run: CompactionRun, after: int) -> str | None:
         """Why a compaction down to ``after`` tokens frees too little to be made (None: it is
         worth it); the gate backs off after a gain below ``min_free_share``."""
@@ -630,7 +642,7 @@ class Compactor(RecoverableFolds):
                              provider=self.provider, model=self.model)
         if run.undegraded is None:
             run.msgs, run.plan = fill_tail(
-                run.msgs, run.plan, functools.partial(self._plan, run),
+                run.msgs, run.plan, functools.partial(self._moved, run),
                 room_cap=summary_room(run.plan, run.effective, self._summary_cap, stable=stable), budget=run.effective,
                 min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes)
         plan, msgs = run.plan, run.msgs
@@ -767,7 +779,7 @@ class Compactor(RecoverableFolds):
         # none of it, and digesting again would double the compaction's cost for nothing.)
         if written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens:
             return None
-        plan = grow_tail(run.msgs, old, functools.partial(self._plan, run), left=run.effective - tokens)
+        plan = grow_tail(run.msgs, old, functools.partial(self._moved, run), left=run.effective - tokens)
         if plan is None:
             return None
         folded = [run.msgs[i] for i in plan["folded"]]

@@ -15,7 +15,8 @@ use super::{Section, CARRIED_INDEX_SHARE, INDEX_SHARE, SECTIONS};
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Ident};
 
-/// Which form of a unit a packing uses, and whether the unit is kept.
+/// Which form of a unit a packing uses (the shortening steps it took: `units::Entry`), and
+/// whether the unit is kept.
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     level: u8,
@@ -96,7 +97,7 @@ impl<'e, 'a> Units<'e, 'a> {
             .iter()
             .map(|r| {
                 r.from.filter(|&q| {
-                    r.section == Section::Rules && entries[q].form(0).contains(r.form(0))
+                    r.section == Section::Rules && entries[q].richest().contains(r.richest())
                 })
             })
             .collect();
@@ -136,7 +137,7 @@ impl<'e, 'a> Units<'e, 'a> {
         let n = idx.len();
         for (k, &i) in idx.iter().enumerate() {
             if shorten {
-                if usize::from(slots[i].level) + 1 < self.entries[i].levels() {
+                if usize::from(slots[i].level) < self.entries[i].steps() {
                     slots[i].level += 1;
                 }
             } else if droppable(sec, k, keep, n) {
@@ -227,7 +228,7 @@ fn holds(entries: &[Entry<'_>], slots: &[Slot], i: usize, r: usize) -> bool {
     slots[i].alive
         && entries[i]
             .form(usize::from(slots[i].level))
-            .contains(entries[r].form(0))
+            .contains(entries[r].richest())
 }
 
 /// One packing in progress.
@@ -293,7 +294,9 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
                     break;
                 }
                 if shorten {
-                    if usize::from(self.slots[i].level) + 1 < entries[i].levels() {
+                    // (A step past the unit's last distinct form changes nothing: its tokens
+                    // stay, and a request's rules hold as they did.)
+                    if usize::from(self.slots[i].level) < entries[i].steps() {
                         let before = self.tokens(i);
                         self.slots[i].level += 1;
                         self.total += self.tokens(i) - before;
@@ -362,18 +365,20 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
             if self.cover[i].is_some() {
                 return false;
             }
-            let level = e.levels() - 1;
-            let t = e.cost(level, self.units.est);
+            let shortest = e.steps();
+            let t = e.cost(shortest, self.units.est);
             if self.total + t > room {
                 return false;
             }
             self.slots[i].alive = true;
-            self.slots[i].level = level as u8;
+            self.slots[i].level = shortest as u8;
             self.total += t;
             if one_form {
                 return true;
             }
         }
+        // Growing reads the distinct forms: the steps past the last one are dropped first.
+        self.slots[i].level = e.level_at(usize::from(self.slots[i].level)) as u8;
         let mut grew = false;
         while self.slots[i].level > 0 {
             let now = self.tokens(i);

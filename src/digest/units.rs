@@ -14,15 +14,25 @@ use crate::estimate::Estimator;
 
 /// One unit of the digest: its section and forms from the richest to the shortest (a packing
 /// chooses one, `pack`).
+///
+/// A packing moves a unit by *steps*: each shortening step takes it to its next distinct form,
+/// so after `s` steps it stands at distinct form `min(s, levels - 1)`. Which of its forms are
+/// distinct (its plan, `Forms::repeats`) is found only when a packing needs a form between
+/// the richest and the shortest: most units of a long span are only ever read in their
+/// shortest form (their key, a state that dropped them) and never need it.
 pub(super) struct Entry<'a> {
     pub(super) section: Section,
     pub(super) focus: bool,
     /// For a rule: the request entry it was said in (it need not be written twice).
     pub(super) from: Option<usize>,
-    /// The plan index of each form (equal forms of the plan appear once).
-    plan: Vec<usize>,
+    /// How many forms the unit has (equal ones counted apart).
+    count: usize,
+    /// The index of each distinct form (a run of equal forms appears once, as its last).
+    plan: OnceLock<Vec<usize>>,
+    /// Each form, by index (built when first read).
     forms: Vec<OnceLock<String>>,
-    /// Tokens of each form, never less than a shorter form's (so shortening never costs).
+    /// Tokens of the distinct form at each index, never less than a shorter form's (so
+    /// shortening never costs).
     costs: Vec<OnceLock<f64>>,
     build: Option<Box<dyn Forms + 'a>>,
 }
@@ -41,66 +51,125 @@ impl<'a> Entry<'a> {
             section,
             focus: false,
             from: None,
-            plan: (0..n).collect(),
+            count: n,
+            plan: OnceLock::from((0..n).collect::<Vec<_>>()),
             forms: forms.into_iter().map(OnceLock::from).collect(),
             costs: (0..n).map(|_| OnceLock::new()).collect(),
             build: None,
         })
     }
 
-    /// A unit whose forms are built when first read.
+    /// A unit whose forms are built when read, and told apart when a packing needs to.
     pub(super) fn lazy(section: Section, build: Box<dyn Forms + 'a>) -> Self {
-        // A run of equal forms is one level, built from its last (cheapest) form.
-        let n = build.count();
-        let mut plan = vec![0];
-        for j in 1..n {
-            if build.repeats(j) {
-                if let Some(last) = plan.last_mut() {
-                    *last = j;
-                }
-            } else {
-                plan.push(j);
-            }
-        }
-        let k = plan.len();
+        let n = build.count().max(1);
         Entry {
             section,
             focus: false,
             from: None,
-            plan,
-            forms: (0..k).map(|_| OnceLock::new()).collect(),
-            costs: (0..k).map(|_| OnceLock::new()).collect(),
+            count: n,
+            plan: OnceLock::new(),
+            forms: (0..n).map(|_| OnceLock::new()).collect(),
+            costs: (0..n).map(|_| OnceLock::new()).collect(),
             build: Some(build),
         }
     }
 
-    /// How many distinct forms.
-    pub(super) fn levels(&self) -> usize {
-        self.forms.len()
+    /// The index of each distinct form: a run of equal forms is one, read at its last
+    /// (cheapest) form.
+    fn plan(&self) -> &[usize] {
+        self.plan.get_or_init(|| {
+            let Some(b) = &self.build else {
+                return (0..self.count).collect();
+            };
+            let mut plan = vec![0];
+            for j in 1..self.count {
+                if b.repeats(j) {
+                    if let Some(last) = plan.last_mut() {
+                        *last = j;
+                    }
+                } else {
+                    plan.push(j);
+                }
+            }
+            plan
+        })
     }
 
-    /// The form at `level` (0: the richest).
-    pub(super) fn form(&self, level: usize) -> &str {
-        self.forms[level].get_or_init(|| match &self.build {
-            Some(b) => b.build(self.plan[level]),
+    /// How many distinct forms.
+    pub(super) fn levels(&self) -> usize {
+        self.plan().len()
+    }
+
+    /// How many shortening steps can move the unit at most (its distinct forms are fewer, or
+    /// as many: the steps past its shortest leave it there).
+    pub(super) fn steps(&self) -> usize {
+        self.count - 1
+    }
+
+    /// The distinct form a unit stands at after `steps` shortening steps.
+    pub(super) fn level_at(&self, steps: usize) -> usize {
+        steps.min(self.levels() - 1)
+    }
+
+    /// The index of the form a unit stands at after `steps` steps: its shortest needs no plan.
+    fn index_at(&self, steps: usize) -> usize {
+        if steps >= self.steps() {
+            self.count - 1
+        } else {
+            self.plan()[self.level_at(steps)]
+        }
+    }
+
+    fn built(&self, j: usize) -> &str {
+        self.forms[j].get_or_init(|| match &self.build {
+            Some(b) => b.build(j),
             None => String::new(),
         })
     }
 
-    /// The shortest form.
-    pub(super) fn last(&self) -> &str {
-        self.form(self.levels() - 1)
+    /// The form after `steps` shortening steps (0: the richest).
+    pub(super) fn form(&self, steps: usize) -> &str {
+        self.built(self.index_at(steps))
     }
 
-    /// Tokens of the form at `level` as a line (its text plus ~1 token of list syntax), at
-    /// least those of any shorter form.
-    pub(super) fn cost(&self, level: usize, est: &Estimator) -> f64 {
-        *self.costs[level].get_or_init(|| {
-            let own = est.text(self.form(level)) + 1.0;
-            if level + 1 < self.levels() {
-                own.max(self.cost(level + 1, est))
-            } else {
-                own
+    /// The richest form (equal to the first distinct form: read without telling forms apart).
+    pub(super) fn richest(&self) -> &str {
+        self.built(0)
+    }
+
+    /// The shortest form.
+    pub(super) fn last(&self) -> &str {
+        self.built(self.count - 1)
+    }
+
+    /// Tokens of the form after `steps` steps as a line (its text plus ~1 token of list
+    /// syntax), at least those of any shorter form.
+    pub(super) fn cost(&self, steps: usize, est: &Estimator) -> f64 {
+        self.cost_of(self.index_at(steps), est)
+    }
+
+    /// Whether `cost(steps)` is known without building, pricing or telling forms apart.
+    pub(super) fn priced(&self, steps: usize) -> bool {
+        if steps >= self.steps() {
+            return self.costs[self.count - 1].get().is_some();
+        }
+        match self.plan.get() {
+            Some(plan) => self.costs[plan[steps.min(plan.len() - 1)]].get().is_some(),
+            None => false,
+        }
+    }
+
+    /// Tokens of the distinct form at index `j` (one of the plan's).
+    fn cost_of(&self, j: usize, est: &Estimator) -> f64 {
+        *self.costs[j].get_or_init(|| {
+            let own = est.text(self.built(j)) + 1.0;
+            if j + 1 >= self.count {
+                return own;
+            }
+            let plan = self.plan();
+            match plan.binary_search(&j) {
+                Ok(d) if d + 1 < plan.len() => own.max(self.cost_of(plan[d + 1], est)),
+                _ => own,
             }
         })
     }
@@ -113,18 +182,19 @@ const PRICE_APART_UNITS: usize = 512;
 /// Units a thread takes at a time (the forms' sizes vary: small blocks even out the threads).
 const PRICE_BLOCK: usize = 64;
 
-/// Price the form `level(i)` of each unit `i` that has one not priced yet (and so build it),
+/// Price the form after `steps(i)` steps of each unit `i` that has one not priced yet (and so
+/// build it, and tell its forms apart when it needs to),
 /// spread over the machine's threads when there are many: each unit's forms and prices are
 /// its own (`Entry::cost` reads only its unit), so they come out the same on any thread, and
 /// whoever reads them next finds them ready.
 pub(super) fn price_many(
     entries: &[Entry<'_>],
-    level: impl Fn(usize) -> Option<usize> + Sync,
+    steps: impl Fn(usize) -> Option<usize> + Sync,
     est: &Estimator,
 ) {
     let todo: Vec<(usize, usize)> = (0..entries.len())
-        .filter_map(|i| level(i).map(|l| (i, l)))
-        .filter(|&(i, l)| entries[i].costs[l].get().is_none())
+        .filter_map(|i| steps(i).map(|s| (i, s)))
+        .filter(|&(i, s)| !entries[i].priced(s))
         .collect();
     if todo.len() < 2 * PRICE_APART_UNITS {
         return; // the sum that follows prices them in turn
@@ -139,8 +209,8 @@ pub(super) fn price_many(
         if from >= todo.len() {
             break;
         }
-        for &(i, l) in &todo[from..(from + PRICE_BLOCK).min(todo.len())] {
-            entries[i].cost(l, est);
+        for &(i, s) in &todo[from..(from + PRICE_BLOCK).min(todo.len())] {
+            entries[i].cost(s, est);
         }
     };
     std::thread::scope(|s| {

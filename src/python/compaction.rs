@@ -66,9 +66,11 @@ fn edit_tuples<'py>(
 /// call beside what `request` (its format, tools, system prompt) and `options` fixed once.
 /// `input_failures` are what the history already fails (`compaction::check`; checked only when
 /// it is over the budget, the one case a compaction changes it), so a caller that verifies the
-/// result tells its own problems from the input's without a second read.
+/// result tells its own problems from the input's without a second read. A caller moving the
+/// tail of a history it planned already asks `masks=false` (no mask edits: `tokens_after_mask`
+/// is `tokens_before`) and `check_input=false` (no `input_failures`: it has them).
 #[pyfunction]
-#[pyo3(signature = (messages, /, request, options, *, budget_tokens, tail_tokens, summary_tokens, pinned=Vec::new(), trusted_summaries=Vec::new()))]
+#[pyo3(signature = (messages, /, request, options, *, budget_tokens, tail_tokens, summary_tokens, pinned=Vec::new(), trusted_summaries=Vec::new(), masks=true, check_input=true))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
@@ -80,6 +82,8 @@ fn compaction_plan<'py>(
     summary_tokens: u64,
     pinned: Vec<usize>,
     trusted_summaries: Vec<u64>,
+    masks: bool,
+    check_input: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = request.format()?;
     let mut est = request.request.estimator;
@@ -94,15 +98,17 @@ fn compaction_plan<'py>(
         pinned,
         trusted_summaries,
         summary_floor: (summary_tokens as f64 * options.summary_floor_share) as u64,
+        find_masks: masks,
         ..options.plan.clone()
     };
     let (p, input_failures) = py.detach(|| {
         // Only a history over the budget is changed and verified: one within it skips the walk.
         // A long one is checked on a second thread beside the plan (the check alone cost 10% of
         // the plan on the synthetic 10k history).
-        let over =
-            costs.iter().map(|&c| u64::from(c)).sum::<u64>() + opt.overhead_tokens > budget_tokens;
-        match (over, ms.len() >= CHECK_ASIDE_AT) {
+        let checked = check_input
+            && costs.iter().map(|&c| u64::from(c)).sum::<u64>() + opt.overhead_tokens
+                > budget_tokens;
+        match (checked, ms.len() >= CHECK_ASIDE_AT) {
             (false, _) => (plan_priced(&ms, &est, &costs, &opt), Vec::new()),
             (true, false) => (
                 plan_priced(&ms, &est, &costs, &opt),
