@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
 /// Words and phrases that make a sentence a standing rule (matched case-insensitively at word
 /// boundaries).
@@ -53,8 +53,10 @@ fn has_marker_anywhere(lower: &str) -> bool {
 fn markers() -> &'static AhoCorasick {
     static FINDER: OnceLock<AhoCorasick> = OnceLock::new();
     FINDER.get_or_init(|| {
+        // A DFA: 25 short patterns make a small one, and it reads a byte a step.
         AhoCorasick::builder()
             .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(MARKERS.iter().chain(OPENERS.iter()))
             .unwrap_or_else(|e| unreachable!("fixed ASCII patterns: {e}"))
     })

@@ -309,9 +309,39 @@ fn windows(s: &str, max: usize, head_share: f64) -> (&str, &str, &str) {
     (&s[..a], " … ", &s[b.max(a)..])
 }
 
+/// Whether `s` is its own collapsed line: ASCII, no whitespace but single spaces between
+/// characters, no run of one punctuation character past three. One pass over the bytes: most
+/// texts a digest clips are short values (a path, a number) that pass unchanged.
+fn collapsed_already(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.first() == Some(&b' ') || b.last() == Some(&b' ') {
+        return false;
+    }
+    let mut run = 0u8;
+    let mut prev = 0u8;
+    for &c in b {
+        if c >= 0x80 || matches!(c, 0x09..=0x0d) || (c == b' ' && prev == b' ') {
+            return false;
+        }
+        run = if c == prev && c.is_ascii_punctuation() {
+            run + 1
+        } else {
+            1
+        };
+        if run > 3 {
+            return false;
+        }
+        prev = c;
+    }
+    true
+}
+
 /// Whitespace collapsed (a line never carries a newline); over `max` characters, the head
 /// (`head_share` of `max`) and the end are kept around an ellipsis.
 pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
+    if s.len() <= max && collapsed_already(s) {
+        return s.to_string();
+    }
     let (head, mid, tail) = windows(s, max, head_share);
     let mut line = String::with_capacity(max.min(s.len()) + 4);
     if !collapse_head(&[head, mid, tail], max, &mut line) {
@@ -417,6 +447,29 @@ mod tests {
                         "{s:?} {max}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_text_that_is_its_own_line_is_kept_as_it_is() {
+        for s in [
+            "src/app.py",
+            "a b c",
+            "x === y",
+            "",
+            " lead",
+            "trail ",
+            "two  spaces",
+            "tab\there",
+            "====",
+            "é",
+            "a\nb",
+        ] {
+            let reference = reference(s, 40, 0.6);
+            assert_eq!(clip_ends(s, 40, 0.6), reference, "{s:?}");
+            if collapsed_already(s) {
+                assert_eq!(reference, s);
             }
         }
     }
