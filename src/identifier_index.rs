@@ -99,13 +99,20 @@ fn is_token_char(c: char) -> bool {
 fn trim_token(t: &str) -> &str {
     let b = t.as_bytes();
     let mut start = 0;
-    while start < b.len() && matches!(b[start], b'.' | b',' | b':' | b'=' | b'?' | b'&' | b'-' | b'+')
+    while start < b.len()
+        && matches!(
+            b[start],
+            b'.' | b',' | b':' | b'=' | b'?' | b'&' | b'-' | b'+'
+        )
     {
         start += 1;
     }
     let mut end = b.len();
     while end > start
-        && matches!(b[end - 1], b'.' | b',' | b':' | b'=' | b'?' | b'&' | b';' | b'-' | b'+')
+        && matches!(
+            b[end - 1],
+            b'.' | b',' | b':' | b'=' | b'?' | b'&' | b';' | b'-' | b'+'
+        )
     {
         end -= 1;
     }
@@ -383,9 +390,7 @@ impl Collector {
         // CamelCase needs a capital first and another after it (most capitalized words have
         // none: `The`, `None`).
         let b = word.as_bytes();
-        if b[0].is_ascii_uppercase()
-            && b[1..].iter().any(u8::is_ascii_uppercase)
-            && is_symbol(word)
+        if b[0].is_ascii_uppercase() && b[1..].iter().any(u8::is_ascii_uppercase) && is_symbol(word)
         {
             self.add(Kind::Symbol, word, weight, recency, false);
         }
@@ -471,11 +476,7 @@ impl Collector {
             let url = t.trim_end_matches([')', '.']);
             self.add(Kind::Url, url, weight, recency, false);
         } else if (has(DASH) && is_uuid(t))
-            || (t.len() >= 7
-                && t.len() <= 64
-                && classes & !HEX == 0
-                && has(DIGIT)
-                && has(LETTER))
+            || (t.len() >= 7 && t.len() <= 64 && classes & !HEX == 0 && has(DIGIT) && has(LETTER))
         {
             self.add(Kind::Hash, t, weight, recency, false);
         } else if let Some(n) = t
@@ -840,7 +841,10 @@ mod tests {
             .iter()
             .map(|f| {
                 let i = &f.ident;
-                format!("{:?} {:?} {} {} {:?}", i.kind, i.text, i.weight, i.recency, f.serial)
+                format!(
+                    "{:?} {:?} {} {} {:?}",
+                    i.kind, i.text, i.weight, i.recency, f.serial
+                )
             })
             .collect()
     }
@@ -861,7 +865,10 @@ mod tests {
         let found = kinds(text);
         assert_eq!(
             found,
-            [(Kind::Hash, "deadbeef-cafe-face-bead-abcdefabcdef".to_string())]
+            [(
+                Kind::Hash,
+                "deadbeef-cafe-face-bead-abcdefabcdef".to_string()
+            )]
         );
         as_first_written(&[text]);
     }

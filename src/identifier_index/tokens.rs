@@ -61,49 +61,89 @@ const CLASS: [u32; 128] = {
     t
 };
 
-/// Bytes that make the token holding them worth reading: identifier characters other than
-/// lower-case ASCII letters, and every non-ASCII byte (its character decoded tells).
-const MARKS: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 256 {
-        t[c] = c >= 0x80 || (CLASS[c] != 0 && CLASS[c] & LOWER == 0);
-        c += 1;
+/// Bytes that make the token holding them worth reading: identifier characters that
+/// `Collector::scan` can keep a word of lower-case letters for (capitals, digits, `_`, `/`,
+/// `-` of a UUID, `#`, `$`, `%`, `@`, `~`), `.` (a dotted name's; dropped again when it ends its
+/// token) and every non-ASCII byte (its character decoded tells). The other punctuation of
+/// tokens (`,` `:` `=` `?` `&` `+`) splits or trims to words of lower-case letters only.
+const fn is_mark(c: u8) -> bool {
+    c >= 0x80
+        || (CLASS[c as usize] & !(LOWER | COMMA | COLON | EQUALS) != 0
+            && !matches!(c, b'?' | b'&' | b'+'))
+}
+
+/// Bytes read at a time for marks: most spans of text have none.
+const BLOCK: usize = 64;
+
+/// `MARK_AT[k][c]`: bit `k` set when `c` is a mark (`is_mark`), so the marks of eight bytes are
+/// eight lookups OR-ed, with no shift or branch per byte.
+const MARK_AT: [[u8; 256]; 8] = {
+    let mut t = [[0; 256]; 8];
+    let mut k = 0;
+    while k < 8 {
+        let mut c = 0;
+        while c < 256 {
+            if is_mark(c as u8) {
+                t[k][c] = 1 << k;
+            }
+            c += 1;
+        }
+        k += 1;
     }
     t
 };
 
-/// Bytes read at a time for a mark: most spans of text have none.
-const CHUNK: usize = 16;
-
-/// The first marked byte (`MARKS`) of `b` at or after `from`.
-fn next_mark(b: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while let Some(chunk) = b.get(i..i + CHUNK) {
-        // No early exit inside a chunk: one branch per chunk instead of one per byte.
-        if chunk.iter().fold(false, |any, &c| any | MARKS[usize::from(c)]) {
-            break;
-        }
-        i += CHUNK;
-    }
-    b[i..]
-        .iter()
-        .position(|&c| MARKS[usize::from(c)])
-        .map(|k| i + k)
+/// The marks of the bytes of `b` from `from` on, bit `k` for byte `from + k`, up to `BLOCK`.
+fn marks_at(b: &[u8], from: usize) -> u64 {
+    let Some(block) = b.get(from..from + BLOCK) else {
+        return b[from..].iter().enumerate().fold(0, |m, (k, &c)| {
+            m | u64::from(MARK_AT[0][usize::from(c)]) << k
+        });
+    };
+    block.chunks_exact(8).enumerate().fold(0, |m, (j, eight)| {
+        let byte = eight
+            .iter()
+            .zip(&MARK_AT)
+            .fold(0, |m8, (&c, at)| m8 | at[usize::from(c)]);
+        m | u64::from(byte) << (8 * j)
+    })
 }
 
-/// The tokens of a text that hold anything but lower-case ASCII letters, in order, each as
-/// `next_token` gives it: a word of those letters alone is never an identifier, and most of any
-/// text is such words, so they are stepped over a chunk of bytes at a time.
+/// Whether `c` is an ASCII identifier character.
+fn is_token_byte(c: u8) -> bool {
+    c < 0x80 && CLASS[usize::from(c)] != 0
+}
+
+/// The tokens of a text that hold a mark (`is_mark`), in order, each as `next_token` gives it:
+/// the others, most of any text, can never be identifiers, and they are stepped over a block of
+/// bytes at a time.
 pub struct MarkedTokens<'a> {
     text: &'a str,
     /// Where the search resumes: the end of the last token read, or past a non-token character.
     at: usize,
+    /// Start of the block of bytes whose marks `marks` holds.
+    block: usize,
+    /// The block's marks not read yet (none before `at`).
+    marks: u64,
 }
 
 impl<'a> MarkedTokens<'a> {
     pub fn new(text: &'a str) -> Self {
-        MarkedTokens { text, at: 0 }
+        MarkedTokens {
+            text,
+            at: 0,
+            block: 0,
+            marks: marks_at(text.as_bytes(), 0),
+        }
+    }
+
+    /// Marks before `at` are read.
+    fn skip_to(&mut self, at: usize) {
+        self.at = at;
+        self.marks = match at - self.block {
+            n if n < BLOCK => self.marks & (!0 << n),
+            _ => 0,
+        };
     }
 }
 
@@ -113,22 +153,35 @@ impl Iterator for MarkedTokens<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         let b = self.text.as_bytes();
         loop {
-            let p = next_mark(b, self.at)?;
-            if b[p] >= 0x80 {
+            while self.marks == 0 {
+                self.block = (self.block + BLOCK).max(self.at);
+                if self.block >= b.len() {
+                    return None;
+                }
+                self.marks = marks_at(b, self.block);
+            }
+            let p = self.block + self.marks.trailing_zeros() as usize;
+            self.marks &= self.marks - 1;
+            let c = b[p];
+            if c == b'.' && !b.get(p + 1).is_some_and(|&n| n >= 0x80 || is_token_byte(n)) {
+                // A dot that ends its token: trimmed off.
+                continue;
+            }
+            if c >= 0x80 {
                 let ch = char_at(self.text, p);
                 if !is_token_char(ch) {
-                    self.at = p + ch.len_utf8();
+                    self.skip_to(p + ch.len_utf8());
                     continue;
                 }
             }
-            // The token's start: back over the lower-case letters before its mark (none of the
-            // bytes since `at` is marked, and the token read last ended at `at`).
+            // The token's start: back over its ASCII characters before the mark (there is no
+            // non-ASCII one since `at`: it would be a mark read before this one).
             let mut start = p;
-            while start > self.at && b[start - 1].is_ascii_lowercase() {
+            while start > self.at && is_token_byte(b[start - 1]) {
                 start -= 1;
             }
             let token = next_token(self.text, start)?;
-            self.at = token.1;
+            self.skip_to(token.1);
             return Some(token);
         }
     }
