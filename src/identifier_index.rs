@@ -74,11 +74,41 @@ impl Ident {
     }
 }
 
-const PATH_EXTENSIONS: [&str; 30] = [
-    "py", "rs", "js", "ts", "tsx", "jsx", "json", "md", "txt", "toml", "yaml", "yml", "cfg", "ini",
-    "c", "h", "cc", "cpp", "hpp", "go", "java", "sh", "html", "css", "rst", "lock", "xml", "sql",
-    "log", "csv",
-];
+/// The extensions a file path is known by (a `match`: a list's `contains` compared each).
+fn is_path_extension(ext: &str) -> bool {
+    matches!(
+        ext,
+        "py" | "rs"
+            | "js"
+            | "ts"
+            | "tsx"
+            | "jsx"
+            | "json"
+            | "md"
+            | "txt"
+            | "toml"
+            | "yaml"
+            | "yml"
+            | "cfg"
+            | "ini"
+            | "c"
+            | "h"
+            | "cc"
+            | "cpp"
+            | "hpp"
+            | "go"
+            | "java"
+            | "sh"
+            | "html"
+            | "css"
+            | "rst"
+            | "lock"
+            | "xml"
+            | "sql"
+            | "log"
+            | "csv"
+    )
+}
 
 const UNITS: [&str; 26] = [
     "ms", "s", "sec", "secs", "seconds", "second", "minutes", "minute", "min", "mins", "hours",
@@ -170,7 +200,7 @@ fn is_path(t: &str) -> bool {
         return false;
     }
     let has_ext = t.rsplit_once('.').is_some_and(|(stem, ext)| {
-        !stem.is_empty() && !stem.ends_with('/') && PATH_EXTENSIONS.contains(&ext)
+        !stem.is_empty() && !stem.ends_with('/') && is_path_extension(ext)
     });
     let dir_like = t.contains('/')
         && t.split('/')
@@ -225,21 +255,27 @@ fn is_symbol(t: &str) -> bool {
     if t.ends_with("()") {
         return true;
     }
-    let dotted = core.contains('.')
-        && core
-            .split('.')
-            .all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()))
-        && core.split('.').count() >= 2
-        && core.bytes().any(|c| c.is_ascii_lowercase());
-    let snake = core.contains('_') && core.trim_matches('_').contains('_')
-        || core.starts_with('_') && core.len() > 4;
-    let humps = core
-        .as_bytes()
-        .windows(2)
-        .filter(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
-        .count();
-    let camel = core.bytes().next().is_some_and(|c| c.is_ascii_uppercase()) && humps >= 1;
-    dotted || snake || camel
+    // Each shape read only when the one before did not match.
+    let dotted = || {
+        core.contains('.')
+            && core
+                .split('.')
+                .all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()))
+            && core.split('.').count() >= 2
+            && core.bytes().any(|c| c.is_ascii_lowercase())
+    };
+    let snake = || {
+        core.contains('_') && core.trim_matches('_').contains('_')
+            || core.starts_with('_') && core.len() > 4
+    };
+    let camel = || {
+        core.bytes().next().is_some_and(|c| c.is_ascii_uppercase())
+            && core
+                .as_bytes()
+                .windows(2)
+                .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+    };
+    dotted() || snake() || camel()
 }
 
 fn is_config_key(t: &str) -> bool {
@@ -425,14 +461,10 @@ impl Collector {
     fn scan_error_lines(&mut self, text: &str, weight: f64, recency: f64) {
         let b = text.as_bytes();
         let mut from = 0;
-        while let Some(i) = text[from..].find(':') {
+        while let Some(i) = memchr::memmem::find(&b[from..], b": ") {
             let at = from + i;
-            if b.get(at + 1) != Some(&b' ') {
-                from = at + 1;
-                continue;
-            }
-            let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
-            let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
+            let start = memchr::memrchr(b'\n', &b[..at]).map_or(0, |n| n + 1);
+            let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |n| at + n);
             self.scan_error_line(&text[start..end], weight, recency);
             from = end;
         }
@@ -486,6 +518,8 @@ impl Collector {
             self.add(Kind::Issue, &format!("#{n}"), weight, recency, false);
         } else if has(DOT | SLASH)
             && classes & !(LETTER | DIGIT | UNDERSCORE | DOT | SLASH | DASH | TILDE) == 0
+            // Without a `/`, a path is known by its extension (a dotted name has none).
+            && (has(SLASH) || t.rsplit_once('.').is_some_and(|(_, ext)| is_path_extension(ext)))
             && is_path(t)
         {
             self.add(

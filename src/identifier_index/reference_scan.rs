@@ -3,9 +3,71 @@
 //! identifier for identifier and in the same order.
 
 use super::{
-    has_scheme, is_config_key, is_number, is_path, is_record_id, is_symbol, is_token_char, is_unit,
-    is_uuid, one_line, Collector, Kind, ERROR_LINE_CHARS,
+    has_scheme, is_config_key, is_number, is_record_id, is_token_char, is_unit, is_uuid, one_line,
+    Collector, Kind, ERROR_LINE_CHARS,
 };
+
+const PATH_EXTENSIONS: [&str; 30] = [
+    "py", "rs", "js", "ts", "tsx", "jsx", "json", "md", "txt", "toml", "yaml", "yml", "cfg", "ini",
+    "c", "h", "cc", "cpp", "hpp", "go", "java", "sh", "html", "css", "rst", "lock", "xml", "sql",
+    "log", "csv",
+];
+
+fn is_path(t: &str) -> bool {
+    if t.len() < 3 || t.len() > 160 || t.starts_with("//") || t.contains("://") {
+        return false;
+    }
+    let t = t.trim_start_matches("./");
+    let valid = t
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'-' | b'~'));
+    if !valid {
+        return false;
+    }
+    let has_ext = t.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty() && !stem.ends_with('/') && PATH_EXTENSIONS.contains(&ext)
+    });
+    let dir_like = t.contains('/')
+        && t.split('/')
+            .filter(|s| s.bytes().any(|c| c.is_ascii_alphabetic()))
+            .count()
+            >= 2;
+    has_ext || dir_like
+}
+
+fn is_symbol(t: &str) -> bool {
+    let core = t.strip_suffix("()").unwrap_or(t);
+    if core.len() < 4 || core.len() > 80 {
+        return false;
+    }
+    if !core
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+        || core.starts_with('.')
+        || core.ends_with('.')
+        || core.bytes().next().is_some_and(|c| c.is_ascii_digit())
+    {
+        return false;
+    }
+    if t.ends_with("()") {
+        return true;
+    }
+    let dotted = core.contains('.')
+        && core
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()))
+        && core.split('.').count() >= 2
+        && core.bytes().any(|c| c.is_ascii_lowercase());
+    let snake = core.contains('_') && core.trim_matches('_').contains('_')
+        || core.starts_with('_') && core.len() > 4;
+    let humps = core
+        .as_bytes()
+        .windows(2)
+        .filter(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+        .count();
+    let camel = core.bytes().next().is_some_and(|c| c.is_ascii_uppercase()) && humps >= 1;
+    dotted || snake || camel
+}
 
 fn trim_token(t: &str) -> &str {
     t.trim_start_matches(['.', ',', ':', '=', '?', '&', '-', '+'])
