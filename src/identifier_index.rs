@@ -396,7 +396,8 @@ impl Collector {
         }
     }
 
-    /// Scan one text said with `weight` at `recency`.
+    /// Scan one text said with `weight` at `recency`: its error lines, then its tokens in order
+    /// (those that can hold an identifier: `tokens::MarkedTokens`).
     pub fn scan(&mut self, text: &str, weight: f64, recency: f64) {
         self.scan_error_lines(text, weight, recency);
         for (start, end, classes) in tokens::MarkedTokens::new(text) {

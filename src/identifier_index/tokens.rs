@@ -1,7 +1,8 @@
 //! The tokens identifiers are read from: runs of identifier characters (`is_token_char`), each
 //! with the classes of its bytes gathered while the run is read, so a token that cannot be an
-//! identifier (most of any text: plain words) is set aside by a mask test instead of a pass per
-//! predicate over its bytes.
+//! identifier is set aside by a mask test instead of a pass per predicate over its bytes. Only
+//! the tokens holding a mark are read at all (`MarkedTokens`): words of lower-case letters, most
+//! of any text, are stepped over by a block of bytes at a time.
 
 use super::is_token_char;
 
