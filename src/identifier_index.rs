@@ -969,6 +969,20 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        // A dotted name of lower-case letters is about one soup in two hundred.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4_000))]
+        #[test]
+        fn random_character_soup_scans_as_first_written(
+            text in "([a-z]{1,6}|[A-F0-9]{1,3}|[G-Z]|[ ._/:,=#$%@+~?&;()\\n\\r\\t\\-é日—\\u{a0}]){0,120}"
+        ) {
+            proptest::prop_assert_eq!(
+                found_by(Collector::scan, &[&text]),
+                found_by(reference_scan::scan, &[&text])
+            );
+        }
+    }
+
     #[test]
     fn a_newline_never_reaches_an_item() {
         let mut c = Collector::default();
