@@ -11,6 +11,10 @@
 
 use std::collections::HashMap;
 
+#[cfg(test)]
+mod reference_scan;
+mod tokens;
+
 use crate::estimate::Estimator;
 use crate::message::{Content, Message, Part, Role};
 
@@ -70,11 +74,41 @@ impl Ident {
     }
 }
 
-const PATH_EXTENSIONS: [&str; 30] = [
-    "py", "rs", "js", "ts", "tsx", "jsx", "json", "md", "txt", "toml", "yaml", "yml", "cfg", "ini",
-    "c", "h", "cc", "cpp", "hpp", "go", "java", "sh", "html", "css", "rst", "lock", "xml", "sql",
-    "log", "csv",
-];
+/// The extensions a file path is known by (a `match`: a list's `contains` compared each).
+fn is_path_extension(ext: &str) -> bool {
+    matches!(
+        ext,
+        "py" | "rs"
+            | "js"
+            | "ts"
+            | "tsx"
+            | "jsx"
+            | "json"
+            | "md"
+            | "txt"
+            | "toml"
+            | "yaml"
+            | "yml"
+            | "cfg"
+            | "ini"
+            | "c"
+            | "h"
+            | "cc"
+            | "cpp"
+            | "hpp"
+            | "go"
+            | "java"
+            | "sh"
+            | "html"
+            | "css"
+            | "rst"
+            | "lock"
+            | "xml"
+            | "sql"
+            | "log"
+            | "csv"
+    )
+}
 
 const UNITS: [&str; 26] = [
     "ms", "s", "sec", "secs", "seconds", "second", "minutes", "minute", "min", "mins", "hours",
@@ -91,13 +125,28 @@ fn is_token_char(c: char) -> bool {
         )
 }
 
+/// `t` without the punctuation around it (all ASCII, so trimmed by bytes).
 fn trim_token(t: &str) -> &str {
-    t.trim_start_matches(['.', ',', ':', '=', '?', '&', '-', '+'])
-        .trim_end_matches(['.', ',', ':', '=', '?', '&', ';', '-', '+'])
-}
-
-fn is_hex(s: &str) -> bool {
-    s.bytes().all(|b| b.is_ascii_hexdigit())
+    let b = t.as_bytes();
+    let mut start = 0;
+    while start < b.len()
+        && matches!(
+            b[start],
+            b'.' | b',' | b':' | b'=' | b'?' | b'&' | b'-' | b'+'
+        )
+    {
+        start += 1;
+    }
+    let mut end = b.len();
+    while end > start
+        && matches!(
+            b[end - 1],
+            b'.' | b',' | b':' | b'=' | b'?' | b'&' | b';' | b'-' | b'+'
+        )
+    {
+        end -= 1;
+    }
+    &t[start..end]
 }
 
 /// Five hex groups of 8, 4, 4, 4 and 12 digits joined by dashes.
@@ -139,82 +188,6 @@ fn is_unit(u: &str) -> bool {
     UNITS.iter().any(|x| x.eq_ignore_ascii_case(u))
 }
 
-/// ASCII bytes an identifier token may hold (`is_token_char`).
-const TOKEN_BYTES: [bool; 128] = {
-    let mut t = [false; 128];
-    let mut c = 0;
-    while c < 128 {
-        let b = c as u8;
-        t[c] = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'_' | b'.'
-                    | b'/'
-                    | b'-'
-                    | b':'
-                    | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'@'
-                    | b'+'
-                    | b'~'
-                    | b'='
-                    | b'?'
-                    | b'&'
-                    | b','
-            );
-        c += 1;
-    }
-    t
-};
-
-/// The runs of identifier characters of `text` (`is_token_char`), read byte by byte where the
-/// text is ASCII, each with whether it is ASCII letters only (a plain word). A token's bytes are
-/// read by a loop of their own (a table lookup each): the scan of every folded message spends
-/// most of its time here.
-fn tokens_of(text: &str) -> Vec<(&str, bool)> {
-    let b = text.as_bytes();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c < 0x80 {
-            if !TOKEN_BYTES[usize::from(c)] {
-                i += 1;
-                continue;
-            }
-        } else {
-            let ch = text[i..].chars().next().unwrap_or(' ');
-            if !is_token_char(ch) {
-                i += ch.len_utf8();
-                continue;
-            }
-        }
-        let start = i;
-        let mut letters = true;
-        while i < b.len() {
-            let c = b[i];
-            if c < 0x80 {
-                if !TOKEN_BYTES[usize::from(c)] {
-                    break;
-                }
-                letters &= c.is_ascii_alphabetic();
-                i += 1;
-            } else {
-                let ch = text[i..].chars().next().unwrap_or(' ');
-                if !is_token_char(ch) {
-                    break;
-                }
-                // A non-ASCII character: not a plain word.
-                letters = false;
-                i += ch.len_utf8();
-            }
-        }
-        tokens.push((&text[start..i], letters));
-    }
-    tokens
-}
-
 fn is_path(t: &str) -> bool {
     if t.len() < 3 || t.len() > 160 || t.starts_with("//") || t.contains("://") {
         return false;
@@ -227,7 +200,7 @@ fn is_path(t: &str) -> bool {
         return false;
     }
     let has_ext = t.rsplit_once('.').is_some_and(|(stem, ext)| {
-        !stem.is_empty() && !stem.ends_with('/') && PATH_EXTENSIONS.contains(&ext)
+        !stem.is_empty() && !stem.ends_with('/') && is_path_extension(ext)
     });
     let dir_like = t.contains('/')
         && t.split('/')
@@ -282,21 +255,27 @@ fn is_symbol(t: &str) -> bool {
     if t.ends_with("()") {
         return true;
     }
-    let dotted = core.contains('.')
-        && core
-            .split('.')
-            .all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()))
-        && core.split('.').count() >= 2
-        && core.bytes().any(|c| c.is_ascii_lowercase());
-    let snake = core.contains('_') && core.trim_matches('_').contains('_')
-        || core.starts_with('_') && core.len() > 4;
-    let humps = core
-        .as_bytes()
-        .windows(2)
-        .filter(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
-        .count();
-    let camel = core.bytes().next().is_some_and(|c| c.is_ascii_uppercase()) && humps >= 1;
-    dotted || snake || camel
+    // Each shape read only when the one before did not match.
+    let dotted = || {
+        core.contains('.')
+            && core
+                .split('.')
+                .all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()))
+            && core.split('.').count() >= 2
+            && core.bytes().any(|c| c.is_ascii_lowercase())
+    };
+    let snake = || {
+        core.contains('_') && core.trim_matches('_').contains('_')
+            || core.starts_with('_') && core.len() > 4
+    };
+    let camel = || {
+        core.bytes().next().is_some_and(|c| c.is_ascii_uppercase())
+            && core
+                .as_bytes()
+                .windows(2)
+                .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+    };
+    dotted() || snake() || camel()
 }
 
 fn is_config_key(t: &str) -> bool {
@@ -417,73 +396,120 @@ impl Collector {
         }
     }
 
-    /// Scan one text said with `weight` at `recency`.
+    /// Scan one text said with `weight` at `recency`: its error lines, then its tokens in order
+    /// (those that can hold an identifier: `tokens::MarkedTokens`).
     pub fn scan(&mut self, text: &str, weight: f64, recency: f64) {
         self.scan_error_lines(text, weight, recency);
-        let tokens = tokens_of(text);
-        for (k, &(raw, plain)) in tokens.iter().enumerate() {
-            if plain {
-                // Plain words (most of any text) can only be CamelCase symbols.
-                if raw.as_bytes()[0].is_ascii_uppercase() && is_symbol(raw) {
-                    self.add(Kind::Symbol, raw, weight, recency, false);
-                }
+        for (start, end, classes) in tokens::MarkedTokens::new(text) {
+            let raw = &text[start..end];
+            if classes & !tokens::LETTER == 0 {
+                // Words of letters with a capital (words of lower-case letters alone are not
+                // read) can only be CamelCase symbols.
+                self.scan_word(raw, weight, recency);
                 continue;
             }
             // URLs stay whole; elsewhere `=` and `:` join a key to its value and commas
             // separate list items, unless they sit inside a number ("$1,023").
-            let whole = has_scheme(raw) || is_number(trim_token(raw));
-            let seps: &[char] = if whole { &[] } else { &[',', '=', ':'] };
-            for piece in raw.split(seps) {
-                let t = trim_token(piece);
-                if t.is_empty() || (t.len() < 2 && !t.bytes().all(|c| c.is_ascii_digit())) {
-                    continue;
+            let whole = (classes & tokens::COLON != 0 && has_scheme(raw))
+                || (classes & tokens::DIGIT != 0 && is_number(trim_token(raw)));
+            if whole || classes & (tokens::COMMA | tokens::EQUALS | tokens::COLON) == 0 {
+                self.scan_piece(text, end, raw, weight, recency);
+            } else {
+                for piece in raw.split([',', '=', ':']) {
+                    self.scan_piece(text, end, piece, weight, recency);
                 }
-                if t.bytes().all(|c| c.is_ascii_alphabetic()) {
-                    // Plain words (most of any text) can only be CamelCase symbols.
-                    if is_symbol(t) {
-                        self.add(Kind::Symbol, t, weight, recency, false);
-                    }
-                    continue;
-                }
-                self.classify(t, tokens.get(k + 1).map(|&(n, _)| n), weight, recency);
             }
         }
+    }
+
+    /// A word of ASCII letters: a CamelCase symbol or nothing.
+    fn scan_word(&mut self, word: &str, weight: f64, recency: f64) {
+        // CamelCase needs a capital first and another after it (most capitalized words have
+        // none: `The`, `None`).
+        let b = word.as_bytes();
+        if b[0].is_ascii_uppercase() && b[1..].iter().any(u8::is_ascii_uppercase) && is_symbol(word)
+        {
+            self.add(Kind::Symbol, word, weight, recency, false);
+        }
+    }
+
+    /// One piece of the token that ends at byte `end` of `text` (the token after it is a
+    /// number's unit).
+    fn scan_piece(&mut self, text: &str, end: usize, piece: &str, weight: f64, recency: f64) {
+        let t = trim_token(piece);
+        if t.is_empty() || (t.len() < 2 && !t.bytes().all(|c| c.is_ascii_digit())) {
+            return;
+        }
+        let classes = tokens::classes_of(t);
+        if classes & !tokens::LETTER == 0 {
+            self.scan_word(t, weight, recency);
+            return;
+        }
+        // Every kind but a UUID of hex letters needs one of these (`classify`).
+        if classes
+            & (tokens::DIGIT | tokens::DOT | tokens::SLASH | tokens::UNDERSCORE | tokens::UPPER)
+            == 0
+            && !(classes & tokens::DASH != 0 && is_uuid(t))
+        {
+            return;
+        }
+        self.classify(t, classes, text, end, weight, recency);
     }
 
     /// Error lines: `SomeError: message` / `Error: message` at a line start (or after a
-    /// traceback's `File ...` lines), kept with their first line.
+    /// traceback's `File ...` lines), kept with their first line. Only the lines holding `: `
+    /// are read, found from the colons of the whole text.
     fn scan_error_lines(&mut self, text: &str, weight: f64, recency: f64) {
-        for line in text.lines() {
-            let l = line.trim();
-            if let Some((head, rest)) = split_colon_space(l) {
-                let name = head.rsplit('.').next().unwrap_or(head);
-                let is_err = !name.is_empty()
-                    && name.len() <= 60
-                    && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
-                    && (name.ends_with("Error")
-                        || name.ends_with("Exception")
-                        || matches!(name, "FAIL" | "FAILED" | "FAILURE")
-                        || ["FAIL", "ERROR"].iter().any(|w| rest.starts_with(w)))
-                    && !rest.trim().is_empty();
-                if is_err {
-                    let shown = one_line(l, ERROR_LINE_CHARS);
-                    self.add(Kind::Error, &shown, weight + 1.0, recency, false);
-                }
+        let b = text.as_bytes();
+        let mut from = 0;
+        while let Some(i) = memchr::memmem::find(&b[from..], b": ") {
+            let at = from + i;
+            let start = memchr::memrchr(b'\n', &b[..at]).map_or(0, |n| n + 1);
+            let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |n| at + n);
+            self.scan_error_line(&text[start..end], weight, recency);
+            from = end;
+        }
+    }
+
+    /// One line of `scan_error_lines` (a `\r` before its newline is trimmed with the rest).
+    fn scan_error_line(&mut self, line: &str, weight: f64, recency: f64) {
+        let l = line.trim();
+        if let Some((head, rest)) = split_colon_space(l) {
+            let name = head.rsplit('.').next().unwrap_or(head);
+            let is_err = !name.is_empty()
+                && name.len() <= 60
+                && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                && (name.ends_with("Error")
+                    || name.ends_with("Exception")
+                    || matches!(name, "FAIL" | "FAILED" | "FAILURE")
+                    || ["FAIL", "ERROR"].iter().any(|w| rest.starts_with(w)))
+                && !rest.trim().is_empty();
+            if is_err {
+                let shown = one_line(l, ERROR_LINE_CHARS);
+                self.add(Kind::Error, &shown, weight + 1.0, recency, false);
             }
         }
     }
 
-    /// Which identifier `t` is, if any (`next`: the token after it, a number's unit).
-    fn classify(&mut self, t: &str, next: Option<&str>, weight: f64, recency: f64) {
-        if t.starts_with("http://") || t.starts_with("https://") {
+    /// Which identifier `t` is, if any (`classes`: of its bytes). A number's unit is the token
+    /// after the one `t` is part of, which ends at byte `end` of `text`. Each predicate runs
+    /// only when `t` holds the classes of bytes it needs.
+    fn classify(
+        &mut self,
+        t: &str,
+        classes: u32,
+        text: &str,
+        end: usize,
+        weight: f64,
+        recency: f64,
+    ) {
+        use tokens::{DASH, DIGIT, DOT, HEX, LETTER, SLASH, TILDE, UNDERSCORE};
+        let has = |k: u32| classes & k != 0;
+        if has(SLASH) && (t.starts_with("http://") || t.starts_with("https://")) {
             let url = t.trim_end_matches([')', '.']);
             self.add(Kind::Url, url, weight, recency, false);
-        } else if is_uuid(t)
-            || (t.len() >= 7
-                && t.len() <= 64
-                && is_hex(t)
-                && t.bytes().any(|c| c.is_ascii_digit())
-                && t.bytes().any(|c| c.is_ascii_alphabetic()))
+        } else if (has(DASH) && is_uuid(t))
+            || (t.len() >= 7 && t.len() <= 64 && classes & !HEX == 0 && has(DIGIT) && has(LETTER))
         {
             self.add(Kind::Hash, t, weight, recency, false);
         } else if let Some(n) = t
@@ -491,7 +517,12 @@ impl Collector {
             .filter(|n| (2..=7).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()))
         {
             self.add(Kind::Issue, &format!("#{n}"), weight, recency, false);
-        } else if is_path(t) {
+        } else if has(DOT | SLASH)
+            && classes & !(LETTER | DIGIT | UNDERSCORE | DOT | SLASH | DASH | TILDE) == 0
+            // Without a `/`, a path is known by its extension (a dotted name has none).
+            && (has(SLASH) || t.rsplit_once('.').is_some_and(|(_, ext)| is_path_extension(ext)))
+            && is_path(t)
+        {
             self.add(
                 Kind::Path,
                 t.trim_start_matches("./"),
@@ -499,11 +530,14 @@ impl Collector {
                 recency,
                 false,
             );
-        } else if is_number(t) {
+        } else if has(DIGIT) && is_number(t) {
             if t.starts_with('$') {
                 let amount = t.trim_end_matches(['.', ',']);
                 self.add(Kind::Quantity, amount, weight, recency, false);
-            } else if let Some(unit) = next.map(trim_token).filter(|u| is_unit(u)) {
+            } else if let Some(unit) = tokens::next_token(text, end)
+                .map(|(s, e, _)| trim_token(&text[s..e]))
+                .filter(|u| is_unit(u))
+            {
                 self.add(
                     Kind::Quantity,
                     &format!("{t} {unit}"),
@@ -512,13 +546,14 @@ impl Collector {
                     false,
                 );
             }
-        } else if is_number(t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%'))
+        } else if has(DIGIT)
+            && is_number(t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%'))
             && is_unit(t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.'))
         {
             self.add(Kind::Quantity, t, weight, recency, false);
-        } else if is_record_id(t) {
+        } else if has(DIGIT) && has(LETTER) && is_record_id(t) {
             self.add(Kind::Id, t, weight, recency, false);
-        } else if is_config_key(t) {
+        } else if has(UNDERSCORE) && is_config_key(t) {
             self.add(Kind::Key, t, weight, recency, false);
         } else if is_symbol(t) {
             self.add(Kind::Symbol, t, weight, recency, false);
@@ -828,6 +863,124 @@ mod tests {
         }
         assert!(again.contains("other/dir/new.rs"));
         assert!(!again.contains("\n\n"));
+    }
+
+    /// What each scan found, in the order found (the ranking's tie-break), with its evidence.
+    fn found_by(scan: fn(&mut Collector, &str, f64, f64), texts: &[&str]) -> Vec<String> {
+        let mut c = Collector::default();
+        for (i, t) in texts.iter().enumerate() {
+            c.serial = i as u64 / 2 + 1;
+            scan(&mut c, t, 1.0 + (i % 3) as f64, i as f64 / 10.0);
+        }
+        c.found
+            .iter()
+            .map(|f| {
+                let i = &f.ident;
+                format!(
+                    "{:?} {:?} {} {} {:?}",
+                    i.kind, i.text, i.weight, i.recency, f.serial
+                )
+            })
+            .collect()
+    }
+
+    fn as_first_written(texts: &[&str]) {
+        assert_eq!(
+            found_by(Collector::scan, texts),
+            found_by(reference_scan::scan, texts),
+            "{texts:?}"
+        );
+    }
+
+    #[test]
+    fn a_uuid_of_hex_letters_only_is_a_hash() {
+        // No digit, no upper case, no `.`/`/`/`_`: the one mask test that sets plain pieces
+        // aside must still let this one through.
+        let text = "id deadbeef-cafe-face-bead-abcdefabcdef, not-a-uuid-at-all";
+        let found = kinds(text);
+        assert_eq!(
+            found,
+            [(
+                Kind::Hash,
+                "deadbeef-cafe-face-bead-abcdefabcdef".to_string()
+            )]
+        );
+        as_first_written(&[text]);
+    }
+
+    #[test]
+    fn a_numbers_unit_is_the_next_token_past_any_other_characters() {
+        let text = "took 250 — (ms) then 3 «seconds», 7 ünits, 9\r\n%";
+        let found = kinds(text);
+        for q in ["250 ms", "3 seconds", "9 %"] {
+            assert!(
+                found.iter().any(|(k, t)| *k == Kind::Quantity && t == q),
+                "{q} missing in {found:?}"
+            );
+        }
+        as_first_written(&[text]);
+    }
+
+    #[test]
+    fn error_lines_are_read_as_the_lines_split() {
+        as_first_written(&[
+            "x\r\nValueError: bad\r\n  KeyError:  \nFAILED:\t\nlog: FAIL now\nE: ERROR x: y",
+            "a: b: c\nTypeError: one: two\n\nfoo.barError: z",
+            "OSError: \u{a0}\u{3000}x",
+        ]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_identifier_texts_scan_as_first_written(
+            parts in proptest::collection::vec(
+                (
+                    proptest::prop_oneof![
+                        "(\\./)?[a-z_.~-]{0,12}(/[a-zA-Z0-9_.]{1,6}){0,3}\\.(py|rs|json|md|x)",
+                        "https?://[a-z.]{1,10}(/[a-z0-9]{1,5}){0,3}[).:]?",
+                        "[0-9a-fA-F]{5,40}",
+                        "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+                        "[a-f]{8}-[a-f]{4}-[a-f]{4}-[a-f]{4}-[a-f]{12}",
+                        "\\$?[0-9]{1,4}([.,][0-9]{1,3}){0,2}",
+                        "[0-9.]{1,4}(ms|s|MB|%|px|kb|Hours|x)",
+                        "#[0-9]{1,8}",
+                        "[A-Z][a-z]{1,5}[A-Z][a-zA-Z0-9]{0,6}(\\(\\))?",
+                        "_?[a-z]{1,5}_[a-z0-9_]{1,8}",
+                        "[A-Z]{2,5}_[A-Z0-9_]{1,6}",
+                        "[A-Z0-9_-]{3,10}",
+                        "[a-z]{1,6}(\\.[a-z_]{1,6}){1,3}",
+                        "([A-Za-z]{0,6}\\.)?([A-Z][a-z]{1,6}Error|Exception|FAIL|FAILED|Error): ?(FAIL|ERROR|msg)?",
+                        "[a-zA-Z]{1,8}",
+                        "[.,:=?&+;#$%@~/()\\-]{1,3}",
+                        "[\\p{L}\\p{N}]{1,3}",
+                        "[éß日本٣\\u{a0}\\u{3000}—]{1,2}",
+                    ],
+                    "[ \n\t,=:]|\r\n|: |",
+                ),
+                0..40,
+            )
+        ) {
+            let text: String = parts.iter().flat_map(|(p, s)| [p.as_str(), s.as_str()]).collect();
+            let (a, b) = text.split_at(text.char_indices().nth(text.chars().count() / 2).map_or(0, |(i, _)| i));
+            proptest::prop_assert_eq!(
+                found_by(Collector::scan, &[&text, a, b]),
+                found_by(reference_scan::scan, &[&text, a, b])
+            );
+        }
+    }
+
+    proptest::proptest! {
+        // A dotted name of lower-case letters is about one soup in two hundred.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4_000))]
+        #[test]
+        fn random_character_soup_scans_as_first_written(
+            text in "([a-z]{1,6}|[A-F0-9]{1,3}|[G-Z]|[ ._/:,=#$%@+~?&;()\\n\\r\\t\\-é日—\\u{a0}]){0,120}"
+        ) {
+            proptest::prop_assert_eq!(
+                found_by(Collector::scan, &[&text]),
+                found_by(reference_scan::scan, &[&text])
+            );
+        }
     }
 
     #[test]
