@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use aho_corasick::AhoCorasick;
 
 /// Words and phrases that make a sentence a standing rule (matched case-insensitively at word
 /// boundaries).
@@ -40,37 +40,26 @@ const OPENERS: [&str; 4] = ["do not", "don't", "dont", "please do not"];
 /// Longest rule kept whole (characters); a longer sentence keeps its head and end.
 const MAX_RULE_CHARS: usize = 600;
 
-fn has_marker_anywhere(lower: &str) -> bool {
-    MARKERS
-        .iter()
-        .chain(OPENERS.iter())
-        .any(|m| lower.contains(m))
-}
-
-/// Every marker and opener, found in one pass whatever their case (`rules_in`'s test of a whole
-/// text: a digest asks it of every user request, and 25 searches of a lowercased copy each cost
-/// more than the rest of the request's units).
+/// Every marker and opener, found in one pass over a lowercased text (`rules_in`'s test of a
+/// whole text: a digest asks it of every user request, and 25 searches each cost more than the
+/// rest of the request's units). Case-sensitive patterns over the lowercase keep the searcher's
+/// vector prefilter, which an ASCII-case-insensitive one gives up.
 fn markers() -> &'static AhoCorasick {
     static FINDER: OnceLock<AhoCorasick> = OnceLock::new();
     FINDER.get_or_init(|| {
-        // A DFA: 25 short patterns make a small one, and it reads a byte a step.
-        AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(MARKERS.iter().chain(OPENERS.iter()))
+        AhoCorasick::new(MARKERS.iter().chain(OPENERS.iter()))
             .unwrap_or_else(|e| unreachable!("fixed ASCII patterns: {e}"))
     })
 }
 
-/// Whether `text` holds a marker or an opener anywhere, in any case (`has_marker_anywhere` of
-/// its lowercase). An ASCII text is searched as it is; another is lowercased first (a
-/// character such as the Kelvin sign lowercases to an ASCII letter).
+/// Whether `text` holds a marker or an opener anywhere, in any case.
 fn holds_marker(text: &str) -> bool {
-    if text.is_ascii() {
-        markers().is_match(text)
+    let lower = if text.is_ascii() {
+        text.to_ascii_lowercase()
     } else {
-        has_marker_anywhere(&text.to_lowercase())
-    }
+        text.to_lowercase()
+    };
+    markers().is_match(&lower)
 }
 
 fn has_marker(lower: &str) -> bool {
@@ -142,6 +131,14 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The test of a whole text as first written: each marker searched in the lowercase.
+    fn has_marker_anywhere(lower: &str) -> bool {
+        MARKERS
+            .iter()
+            .chain(OPENERS.iter())
+            .any(|m| lower.contains(m))
+    }
 
     #[test]
     fn the_one_pass_test_agrees_with_searching_the_lowercase() {
