@@ -565,6 +565,8 @@ class Compactor(RecoverableFolds):
             pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes), masks=False,
             check_input=False)
         p["input_failures"] = run.plan["input_failures"]
+        for fold_id, text in p.get("folds", ()):  # (the tail's own masks, recoverable)
+            self.store.put(fold_id, text)
         return p
 
     def _worth_it(self, run: CompactionRun, after: int) -> str | None:

@@ -245,6 +245,28 @@ def test_real_histories_recall_exactly_on_every_format(fmt):
     assert checked > 0
 
 
+@pytest.mark.skipif(not shared_available(), reason="full data sets absent (../shared/data): subset only")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_tail_moved_to_fill_the_room_keeps_its_own_masks_recoverable(fmt):
+    # SWE runs whose tail takes rounds of the fold (the summary's room is full) and masks old
+    # output inside the tail: the plan that moves the tail stores what those masks fold too.
+    convs = load_conversations(SHARED, "mini-swe-agent-gemini3")
+    moved = 0
+    for k in (2, 30, 80, 90):
+        msgs, system = convert(convs[k]["messages"], fmt)
+        kw = dict(provider=PROVIDER[fmt], system=system, tools=convs[k].get("tools"))
+        size = cf.estimate(msgs, **kw)
+        for share in (0.3, 0.5):
+            c = cf.Compactor(budget=int(size * share), recoverable=True, wire_format=fmt, **kw)
+            try:
+                r = c.compact(msgs)
+            except cf.CompactionBudgetError:
+                continue
+            moved += any(n.startswith("the tail takes") for n in r.notes)
+            check_every_fold(c, r, msgs, fmt, {k: v for k, v in kw.items() if k != "tools"})
+    assert moved > 0
+
+
 # -- stores ------------------------------------------------------------------------------------
 
 
