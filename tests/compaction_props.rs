@@ -161,6 +161,7 @@ fn check_plan(
         mask: MaskOptions::default(),
         trusted_summaries: Vec::new(),
         summary_floor: 0,
+        find_masks: true,
     };
     let p = plan(&msgs, &est, &opt);
     // A case where nothing folds checks nothing: reject it, so that a planner that never
