@@ -612,11 +612,23 @@ fn scan_edges(c: &mut Collector, text: &str, weight: f64, recency: f64) {
     while !text.is_char_boundary(b) {
         b += 1;
     }
-    // Cut at line ends so no identifier is split.
-    let head = text[..a].rfind('\n').map_or(&text[..a], |i| &text[..i]);
-    let tail = text[b..].find('\n').map_or(&text[b..], |i| &text[b + i..]);
+    // Cut at line ends so no identifier is split; an edge without one (a JSON reply on one
+    // line) is cut between tokens: a cut inside `HAT170` would index `HAT1`.
+    let head = match text[..a].rfind('\n') {
+        Some(i) => &text[..i],
+        None => &text[..text[..a].rfind(ends_token).unwrap_or(0)],
+    };
+    let tail = match text[b..].find('\n') {
+        Some(i) => &text[b + i..],
+        None => text[b..].find(ends_token).map_or("", |i| &text[b + i..]),
+    };
     c.scan(head, weight, recency);
     c.scan(tail, weight, recency);
+}
+
+/// A character no identifier holds (`is_token_char`): a cut there splits none.
+fn ends_token(c: char) -> bool {
+    !is_token_char(c)
 }
 
 /// The texts of a message with the weight of who said them.
@@ -980,6 +992,35 @@ mod tests {
                 found_by(Collector::scan, &[&text]),
                 found_by(reference_scan::scan, &[&text])
             );
+        }
+    }
+
+    #[test]
+    fn an_edge_of_a_one_line_output_splits_no_identifier() {
+        // A JSON reply on one line, longer than both edges: wherever the edge falls, only whole
+        // flight numbers are indexed.
+        for pad in 0..32 {
+            let flights: Vec<String> = (0..200)
+                .map(|k| format!("{{\"flight_number\": \"HAT{}\"}}", 170 + k))
+                .collect();
+            let text = format!("{}[{}]", " ".repeat(pad), flights.join(", "));
+            assert!(!text.contains('\n') && text.len() > 2 * OUTPUT_EDGE_BYTES);
+            let mut c = Collector::default();
+            scan_edges(&mut c, &text, 1.0, 1.0);
+            let ids: Vec<String> = c
+                .ranked()
+                .into_iter()
+                .filter(|i| i.text.starts_with("HAT") || i.text.starts_with("AT"))
+                .map(|i| i.text)
+                .collect();
+            assert!(!ids.is_empty());
+            for id in &ids {
+                let n: usize = id.trim_start_matches("HAT").parse().unwrap_or(0);
+                assert!(
+                    id.starts_with("HAT") && (170..370).contains(&n),
+                    "{pad}: {id}"
+                );
+            }
         }
     }
 
