@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import contextfold as cf  # noqa: E402
-from fit_text_weights import solve as normal_solve  # noqa: E402
+from fit_text_weights import sample_parts, solve as normal_solve  # noqa: E402
 from script_report import LOCALES, catalog_texts, emoji_texts  # noqa: E402
 
 # The feature classes of `text_stats::Shape`, by lead-byte range.
@@ -46,21 +46,13 @@ CURRENT = {
     "cl100k": {"lead2": 0.794, "lead2_hi": -0.363, "lead2_ar": 0.390, "lead3": 0.918, "lead3_cjk": 0.151,
                "lead4": 1.943, "lead3_han": -0.044},
 }
-# `text_stats`: SAMPLE_BYTES, LONG_TEXT, WINDOWS, WINDOW.
-HEAD, LONG, WINDOWS, WINDOW = 128, 1024, 3, 64
 
 
 def sampled_features(text: str) -> list[float]:
     """Each class's count on the estimator's sample of ``text``, extrapolated to its length."""
     b = text.encode()
     n = len(b)
-    parts = [b[:HEAD]]
-    if n > LONG:
-        for k in range(1, WINDOWS + 1):
-            at = n * k // (WINDOWS + 1)
-            while at < n and (b[at] & 0xC0) == 0x80:
-                at += 1
-            parts.append(b[at : at + WINDOW])
+    parts = sample_parts(b)
     scale = n / sum(map(len, parts))
     return [scale * sum(lo <= x < hi for p in parts for x in p) for lo, hi in CLASSES.values()]
 

@@ -177,13 +177,10 @@ def _part(b: bytes) -> dict[str, float]:
     return f
 
 
-def features(text: str) -> tuple[dict[str, float], float]:
-    """(the features the estimator prices, extrapolated to the text's length; tokens priced
-    whatever the weights: an opaque text's, per byte, with no features)."""
-    b = text.encode()
+def sample_parts(b: bytes) -> list[bytes]:
+    """The bytes of ``b`` the estimator reads (``text_stats``): its head, and over ``LONG`` bytes
+    ``WINDOWS`` windows spread over the rest, each starting on a character."""
     n = len(b)
-    if not n:
-        return {}, 0.0
     parts = [b[:HEAD]]
     if n > LONG:
         for k in range(1, WINDOWS + 1):
@@ -191,6 +188,17 @@ def features(text: str) -> tuple[dict[str, float], float]:
             while at < n and (b[at] & 0xC0) == 0x80:
                 at += 1
             parts.append(b[at : at + WINDOW])
+    return parts
+
+
+def features(text: str) -> tuple[dict[str, float], float]:
+    """(the features the estimator prices, extrapolated to the text's length; tokens priced
+    whatever the weights: an opaque text's, per byte, with no features)."""
+    b = text.encode()
+    n = len(b)
+    if not n:
+        return {}, 0.0
+    parts = sample_parts(b)
     f: dict[str, float] = {}
     for p in parts:
         for k, v in _part(p).items():
