@@ -538,9 +538,12 @@ class Compactor(RecoverableFolds):
         return run
 
     def _plan(self, run: CompactionRun, ms: list[Any], min_tail: int, summary_tokens: int | None = None,
-              result_max: int | None = None, args_max: int | None = None) -> dict[str, Any]:
+              result_max: int | None = None, args_max: int | None = None, *, moved: bool = False) -> dict[str, Any]:
         """The core's plan of ``ms`` (the degrading steps ask again with a smaller tail floor,
-        harder masking or a smaller summary); the originals its placeholders name are stored."""
+        harder masking or a smaller summary); the originals its placeholders name are stored.
+        ``moved``: a plan for the tail fill, which moves the tail of the first plan: the fold is
+        decided by then, so no mask edits are sought, and the input's own problems are those the
+        first plan found (the history checked again would find the same)."""
         opts = run.options
         if min_tail != opts.min_tail or result_max is not None or args_max is not None:
             opts = opts.replace(
@@ -550,22 +553,11 @@ class Compactor(RecoverableFolds):
         p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
             ms, run.priced, opts, budget_tokens=run.effective, tail_tokens=run.tail,
             summary_tokens=run.summary_tokens if summary_tokens is None else summary_tokens,
-            pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes))
+            pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes),
+            masks=not moved, check_input=not moved)
+        if moved:
+            p["input_failures"] = run.plan["input_failures"]
         for fold_id, text in p.get("folds", ()):
-            self.store.put(fold_id, text)
-        return p
-
-    def _moved(self, run: CompactionRun, ms: list[Any], min_tail: int) -> dict[str, Any]:
-        """The plan of ``ms`` with a tail of at least ``min_tail`` messages, for the tail fill:
-        the fold is decided by then, so no mask edits are sought, and the input's own problems
-        are those the first plan found (the history checked again would find the same)."""
-        opts = run.options if min_tail == run.options.min_tail else run.options.replace(min_tail=min_tail)
-        p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
-            ms, run.priced, opts, budget_tokens=run.effective, tail_tokens=run.tail, summary_tokens=run.summary_tokens,
-            pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes), masks=False,
-            check_input=False)
-        p["input_failures"] = run.plan["input_failures"]
-        for fold_id, text in p.get("folds", ()):  # (the tail's own masks, recoverable)
             self.store.put(fold_id, text)
         return p
 
@@ -644,7 +636,7 @@ class Compactor(RecoverableFolds):
                              provider=self.provider, model=self.model)
         if run.undegraded is None:
             run.msgs, run.plan = fill_tail(
-                run.msgs, run.plan, functools.partial(self._moved, run),
+                run.msgs, run.plan, functools.partial(self._plan, run, moved=True),
                 room_cap=summary_room(run.plan, run.effective, self._summary_cap, stable=stable), budget=run.effective,
                 min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes)
         plan, msgs = run.plan, run.msgs
@@ -781,7 +773,7 @@ class Compactor(RecoverableFolds):
         # none of it, and digesting again would double the compaction's cost for nothing.)
         if written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens:
             return None
-        plan = grow_tail(run.msgs, old, functools.partial(self._moved, run), left=run.effective - tokens)
+        plan = grow_tail(run.msgs, old, functools.partial(self._plan, run, moved=True), left=run.effective - tokens)
         if plan is None:
             return None
         folded = [run.msgs[i] for i in plan["folded"]]
