@@ -234,29 +234,26 @@ fn command_fence(text: &str) -> Option<(usize, &str)> {
 }
 
 /// The command of a text agent's turn (`command_fence`).
+#[cfg(test)]
 fn fenced_command(text: &str) -> Option<&str> {
     command_fence(text).map(|(_, cmd)| cmd)
 }
 
 /// The reasoning before the command, without its `THOUGHT:` label.
+#[cfg(test)]
 fn thought(text: &str) -> &str {
-    let before = match command_fence(text) {
-        Some((i, _)) => &text[..i],
-        None => text,
-    };
+    thought_before(text, command_fence(text).map(|(at, _)| at))
+}
+
+/// The reasoning of a turn's text before its command (`at`: where `command_fence` found it),
+/// without its `THOUGHT:` label.
+fn thought_before(text: &str, at: Option<usize>) -> &str {
+    let before = at.map_or(text, |i| &text[..i]);
     before
         .trim()
         .strip_prefix("THOUGHT:")
         .unwrap_or(before.trim())
         .trim()
-}
-
-/// The thought of an assistant message, borrowed where the message's text is one string.
-fn thought_of<'a>(m: &'a Message<'_>) -> Cow<'a, str> {
-    match text_of(m) {
-        Cow::Borrowed(t) => Cow::Borrowed(thought(t)),
-        Cow::Owned(t) => Cow::Owned(thought(&t).to_string()),
-    }
 }
 
 struct Builder<'a> {
@@ -472,7 +469,7 @@ struct Walk<'a> {
     /// Whether this agent's observations carry a return code (mini-swe-agent's do).
     coded: bool,
     /// The newest assistant thought: the last state, and where open items are looked for.
-    last_thought: Option<usize>,
+    last_thought: Option<Cow<'a, str>>,
     prev_command: Option<String>,
     n_calls: usize,
     n_errors: usize,
@@ -516,17 +513,25 @@ impl<'a> Walk<'a> {
     /// An assistant turn: the previous thought becomes a conclusion (this one is the last
     /// state until a newer one comes), its fenced command waits for its observation, and each
     /// tool call becomes a unit with its result.
-    fn assistant_turn(&mut self, k: usize, m: &'a Message<'a>) {
+    fn assistant_turn(&mut self, m: &'a Message<'a>) {
         let text = text_of(m);
         self.prev_command = None;
         if !text.trim().is_empty() {
-            if let Some(cmd) = fenced_command(&text) {
+            // The fence is found once: the command, the thought before it and, when a newer
+            // thought comes, the conclusion all read it.
+            let fence = command_fence(&text);
+            if let Some((_, cmd)) = fence {
                 self.prev_command = Some(cmd.to_string());
             }
-            if !thought(&text).is_empty() {
-                if let Some(prev) = self.last_thought.replace(k) {
+            let at = fence.map(|(at, _)| at);
+            let own: Cow<'a, str> = match &text {
+                Cow::Borrowed(t) => Cow::Borrowed(thought_before(t, at)),
+                Cow::Owned(t) => Cow::Owned(thought_before(t, at).to_string()),
+            };
+            if !own.is_empty() {
+                if let Some(prev) = self.last_thought.replace(own) {
                     let forms = Clipped {
-                        text: thought_of(&self.msgs[prev]),
+                        text: prev,
                         plan: &CONCLUSION_PLAN,
                     };
                     self.b.push_lazy(Section::Conclusions, Box::new(forms));
@@ -552,11 +557,10 @@ impl<'a> Walk<'a> {
 
     /// The newest thought as the last state, and the open items it names.
     fn last_state(&mut self) {
-        let Some(k) = self.last_thought else {
+        let Some(t) = self.last_thought.take() else {
             return;
         };
-        let text = text_of(&self.msgs[k]);
-        let t = thought(&text);
+        let t: &str = &t;
         self.b.push(
             Section::LastState,
             vec![
@@ -721,7 +725,7 @@ fn walk<'a>(w: &mut Walk<'a>, previous: Option<&str>) {
                 }
             }
             Role::User | Role::Other if m.result_ids().next().is_none() => w.user_turn(k, m),
-            Role::Assistant => w.assistant_turn(k, m),
+            Role::Assistant => w.assistant_turn(m),
             _ => {}
         }
     }
