@@ -242,7 +242,7 @@ def test_real_histories_recall_exactly_on_every_format(fmt):
                 continue
             if r.changed:
                 checked += check_every_fold(c, r, msgs, fmt, {k: v for k, v in kw.items() if k != "tools"})
-    assert checked > 0
+    assert checked >= 8, checked  # (10-21 folds recalled per format on the shared data)
 
 
 @pytest.mark.skipif(not shared_available(), reason="full data sets absent (../shared/data): subset only")

@@ -199,4 +199,7 @@ def test_random_damage_then_repair_then_compact_is_accepted_on_every_format(fmt)
                 continue
             assert accepted(out.messages, fmt, system) == []
             checked += 1
-    assert damaged > 0 and checked > 0
+    # 6 damaged copies of each history: most are damaged in a way the checker sees, and a good
+    # share compact within half their size (on the shared data: 39-42 damaged, 18-34 compacted
+    # and checked, per format, of 16 histories).
+    assert damaged >= 2 * len(histories) and checked >= len(histories) // 2, (damaged, checked, len(histories))
