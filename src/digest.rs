@@ -474,6 +474,9 @@ struct Walk<'a> {
     n_calls: usize,
     n_errors: usize,
     n_requests: usize,
+    /// The first message whose calls, results and thoughts become units (`read_whole_from`):
+    /// before it, only requests and rules do, and the rest is counted for the header.
+    whole_from: usize,
 }
 
 impl<'a> Walk<'a> {
@@ -501,7 +504,13 @@ impl<'a> Walk<'a> {
         };
         if let Some(cmd) = cmd {
             self.n_calls += 1;
-            if self.b.command(&cmd, text) {
+            // (Before `whole_from` a command is counted, not made a unit.)
+            let err = if k < self.whole_from {
+                looks_like_error(&text)
+            } else {
+                self.b.command(&cmd, text)
+            };
+            if err {
                 self.n_errors += 1;
             }
         } else if !text.trim().is_empty() {
@@ -550,6 +559,41 @@ impl<'a> Walk<'a> {
             self.n_calls += 1;
             let result = self.results.get(c.id).cloned();
             if self.b.call(c, result) {
+                self.n_errors += 1;
+            }
+        }
+    }
+
+    /// An assistant turn before `whole_from`: what the header counts, the command its
+    /// observation answers, and its thought (the newest one becomes the last state, or a
+    /// conclusion once a turn read whole follows); no unit of its own.
+    fn counted_turn(&mut self, m: &'a Message<'a>) {
+        let text = text_of(m);
+        self.prev_command = None;
+        if !text.trim().is_empty() {
+            let fence = command_fence(&text);
+            if let Some((_, cmd)) = fence {
+                self.prev_command = Some(cmd.to_string());
+            }
+            let own: Cow<'a, str> = match &text {
+                Cow::Borrowed(t) => Cow::Borrowed(thought_before(t, fence.map(|(at, _)| at))),
+                Cow::Owned(t) => Cow::Owned(thought_before(t, fence.map(|(at, _)| at)).to_string()),
+            };
+            if !own.is_empty() {
+                self.last_thought = Some(own);
+            }
+        }
+        let parts = match &m.content {
+            Content::Parts(ps) => ps.as_slice(),
+            _ => &[],
+        };
+        let used = parts.iter().filter_map(|p| match p {
+            Part::ToolUse(c) => Some(c),
+            _ => None,
+        });
+        for c in m.tool_calls.iter().chain(used) {
+            self.n_calls += 1;
+            if self.results.get(c.id).is_some_and(|r| looks_like_error(r)) {
                 self.n_errors += 1;
             }
         }
@@ -612,6 +656,23 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
         .filter(|w| w.len() >= 4)
         .map(|w| w.to_lowercase())
         .collect();
+    // A focus keeps the units it names, however old: the whole span is read.
+    let whole_from = if focus.is_empty() {
+        read_whole_from(msgs, opt.max_tokens)
+    } else {
+        0
+    };
+    digest_reading(msgs, est, opt, focus, whole_from)
+}
+
+/// `digest`, reading whole from message `whole_from` on (`read_whole_from`).
+fn digest_reading<'a>(
+    msgs: &'a [Message<'a>],
+    est: &Estimator,
+    opt: &DigestOptions<'a>,
+    focus: Vec<String>,
+    whole_from: usize,
+) -> String {
     let mut b = Builder {
         entries: Vec::new(),
         seen: HashSet::new(),
@@ -635,6 +696,7 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
         n_calls: 0,
         n_errors: 0,
         n_requests: 0,
+        whole_from,
     };
     // The identifier index reads every message on its own (the walk never looks at it): on a
     // long span it scans on a second thread while the walk builds the units. Both read the
@@ -669,6 +731,71 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
     let header = w.header(opt.instructions);
     let Walk { b, .. } = w;
     pack::fit(&b.entries, &header, index.ranked(), est, opt.max_tokens)
+}
+
+/// How many times its room the newest part of a span read whole holds, in text at
+/// `BYTES_PER_TOKEN` (and at least `WHOLE_ROUNDS` rounds). Before it, only the user's requests
+/// and the standing rules become units (they are the last a packing drops, if ever); calls,
+/// errors and thoughts are counted for the header and not built.
+///
+/// A packing shortens calls, errors and conclusions, drops them (the costliest first, the
+/// newest few kept), and gives what the room has left back newest first (`pack`): a unit this
+/// old would have to be cheaper than hundreds of newer ones to be kept. On the 10k-message
+/// history's fold (6,714 messages into 32,768 tokens), 3,386 calls were built and priced for 4
+/// errors kept, all from the last rounds. Checked on the 6,625 digests of
+/// `benches/dump_digests.py` (every real conversation of ../shared/data and the 10k fold, at
+/// budgets from 64 tokens up, with and without a previous digest and a focus): the same bytes
+/// as reading every message whole.
+const WHOLE_ROOMS: u64 = 16;
+
+/// The fewest assistant turns (rounds) the part read whole holds: a span of short rounds
+/// (`ls` and its one-line answer) is read whole further back than its text alone would say.
+const WHOLE_ROUNDS: usize = 256;
+
+/// Bytes of text per token for `WHOLE_ROOMS` (about what English prose and code take).
+const BYTES_PER_TOKEN: u64 = 4;
+
+/// Where the part of `msgs` read whole starts (0: the whole span): at an assistant turn, so a
+/// call and its result, or a command and its observation, are read together.
+fn read_whole_from(msgs: &[Message<'_>], max_tokens: u64) -> usize {
+    let want = max_tokens.saturating_mul(WHOLE_ROOMS * BYTES_PER_TOKEN);
+    let mut bytes = 0u64;
+    let mut rounds = 0usize;
+    for (k, m) in msgs.iter().enumerate().rev() {
+        bytes += message_bytes(m) as u64;
+        if m.role == Role::Assistant {
+            rounds += 1;
+            if bytes >= want && rounds >= WHOLE_ROUNDS {
+                return k;
+            }
+        }
+    }
+    0
+}
+
+/// The bytes of a message's text, arguments and results.
+fn message_bytes(m: &Message<'_>) -> usize {
+    fn parts(ps: &[Part<'_>]) -> usize {
+        ps.iter()
+            .map(|p| match p {
+                Part::Text(t) => t.len(),
+                Part::ToolUse(c) => c.arguments.len() + c.name.len(),
+                Part::ToolResult { content, .. } => parts(content),
+                Part::Thinking { text, .. } => text.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+    let content = match &m.content {
+        Content::Text(t) => t.len(),
+        Content::Parts(ps) => parts(ps),
+        Content::None => 0,
+    };
+    content
+        + m.tool_calls
+            .iter()
+            .map(|c| c.arguments.len() + c.name.len())
+            .sum::<usize>()
 }
 
 /// Bytes of message text from which the index scans on its own thread (a thread costs tens of
@@ -725,6 +852,7 @@ fn walk<'a>(w: &mut Walk<'a>, previous: Option<&str>) {
                 }
             }
             Role::User | Role::Other if m.result_ids().next().is_none() => w.user_turn(k, m),
+            Role::Assistant if k < w.whole_from => w.counted_turn(m),
             Role::Assistant => w.assistant_turn(m),
             _ => {}
         }
@@ -879,6 +1007,93 @@ mod tests {
             "also add a bag",
         ] {
             assert!(second.contains(needle), "{needle:?} missing in\n{second}");
+        }
+    }
+
+    /// A long span of tool rounds (every fifth result an error, a request every 40 rounds) and
+    /// of a text agent's commands.
+    fn long_span(rounds: usize) -> (Vec<String>, Vec<(usize, String)>) {
+        let mut args = Vec::new();
+        let mut texts = Vec::new();
+        for r in 0..rounds {
+            args.push(format!(
+                "{{\"path\":\"src/mod_{r}/file_{}.py\"}}",
+                r * 7 % 13
+            ));
+            // Outputs of many sizes: a packing keeps the cheap ones longest.
+            let size = 1 + (r * 7_919) % 61;
+            let out = if r % 5 == 0 {
+                format!(
+                    "Error: no such file src/mod_{r}/file.py {}",
+                    "(retry) ".repeat(size % 7)
+                )
+            } else {
+                format!("line {r}: {}", "value = compute(x) + offset ".repeat(size))
+            };
+            texts.push((r, out));
+        }
+        (args, texts)
+    }
+
+    #[test]
+    fn a_long_span_read_whole_only_from_its_newest_rounds_digests_the_same() {
+        let (args, outs) = long_span(900);
+        let ids: Vec<String> = (0..args.len()).map(|r| format!("call_{r}")).collect();
+        let mut msgs = vec![Message::text(
+            "user",
+            "Fix the failing imports in src/ and never touch tests/.",
+        )];
+        for (r, out) in &outs {
+            if r % 40 == 39 {
+                msgs.push(Message::text(
+                    "user",
+                    "Also check the module number {r} again, please.",
+                ));
+            }
+            let mut a = Message::text("assistant", "I look at the next module before changing it.");
+            a.tool_calls.push(ToolCall {
+                id: &ids[*r],
+                name: "read_file",
+                arguments: Cow::Borrowed(&args[*r]),
+            });
+            msgs.push(a);
+            let mut t = Message::text("tool", out);
+            t.tool_call_id = Some(&ids[*r]);
+            msgs.push(t);
+        }
+        // A text agent's span: commands in fences, observations with return codes.
+        let cmds: Vec<String> = (0..700)
+            .map(|r| format!("THOUGHT: step {r}\n\n```bash\ngrep -n name_{r} src/app.py\n```"))
+            .collect();
+        let obs: Vec<String> = (0..700)
+            .map(|r| {
+                format!(
+                    "<returncode>{}</returncode>\n<output>\n{r}: name_{r} = {}\n</output>",
+                    r % 7 / 6,
+                    "x".repeat(r % 50)
+                )
+            })
+            .collect();
+        let mut text_agent = vec![Message::text(
+            "user",
+            "Rename every name_ variable; always run the tests.",
+        )];
+        for (c, o) in cmds.iter().zip(&obs) {
+            text_agent.push(Message::text("assistant", c));
+            text_agent.push(Message::text("user", o));
+        }
+        for span in [&msgs, &text_agent] {
+            for budget in [64u64, 300, 1_200] {
+                let opt = DigestOptions {
+                    max_tokens: budget,
+                    ..Default::default()
+                };
+                let from = read_whole_from(span, budget);
+                assert!(from > 0, "{budget}: the whole span is read");
+                assert_eq!(span[from].role, Role::Assistant);
+                let whole = digest_reading(span, &est(), &opt, Vec::new(), 0);
+                assert_eq!(digest(span, &est(), &opt), whole, "{budget}");
+            }
         }
     }
 
