@@ -798,9 +798,11 @@ fn message_bytes(m: &Message<'_>) -> usize {
             .sum::<usize>()
 }
 
-/// Bytes of message text from which the index scans on its own thread (a thread costs tens of
-/// microseconds; scanning this much text costs about a millisecond).
-const SCAN_APART_BYTES: usize = 256 * 1024;
+/// Bytes of message text from which the index scans on its own thread: a thread costs tens of
+/// microseconds, scanning this much code and tool output about 0.2 ms (the real SWE
+/// trajectories' folds, 56-166 KB at a third of their size, scanned on the walk's thread at
+/// 256 KB: their compaction took 1.07x the time it takes now).
+const SCAN_APART_BYTES: usize = 32 * 1024;
 
 /// Whether a span is long enough for the index to scan on its own thread.
 fn scan_apart(msgs: &[Message<'_>]) -> bool {
