@@ -699,22 +699,28 @@ fn digest_reading<'a>(
         whole_from,
     };
     // The identifier index reads every message on its own (the walk never looks at it): on a
-    // long span it scans on a second thread while the walk builds the units. Both read the
-    // messages in order, so the result is the same either way.
+    // long span it scans on a second thread while the walk builds the units, and this thread
+    // joins it when the walk is done (`Claims`). The result is that of one scan in order.
     // A thread the system refuses (a container's limit) leaves the scan to this one.
     // The collector lives on the heap and the thread holds its address alone: scanned in place
     // on this thread's stack, its counters shared cache lines with the walk's state (3% more
     // CPU, measured).
     let mut index = Box::new(std::mem::take(&mut w.b.index));
     let mut scanned = false;
+    let mut later = None;
     if scan_apart(msgs) {
         let previous = opt.previous;
+        let claims = Claims::new(msgs.len());
         std::thread::scope(|s| {
             let collector: &mut Collector = &mut index;
+            let claims = &claims;
             let scan = std::thread::Builder::new()
-                .spawn_scoped(s, move || scan_index(collector, msgs, previous));
+                .spawn_scoped(s, move || scan_front(collector, msgs, previous, claims));
             walk(&mut w, opt.previous);
             if let Ok(handle) = scan {
+                // The walk done, this thread scans what the other has not reached, from the end
+                // back; the two collectors merge as one scan in order would have found.
+                later = Some(scan_back(msgs, previous, claims));
                 if let Err(panic) = handle.join() {
                     std::panic::resume_unwind(panic);
                 }
@@ -723,6 +729,9 @@ fn digest_reading<'a>(
         });
     } else {
         walk(&mut w, opt.previous);
+    }
+    if let Some(later) = later {
+        index.merge(later);
     }
     if !scanned {
         scan_index(&mut index, msgs, opt.previous);
@@ -828,6 +837,70 @@ fn carries_previous(m: &Message<'_>, previous: Option<&str>) -> bool {
         (crate::compaction::own_summary(m), previous),
         (Some(s), Some(p)) if p.contains(s.trim())
     )
+}
+
+/// The messages of a span two scans share: one takes them from the front, the other from the
+/// back, a chunk at a time, until they meet.
+struct Claims {
+    ends: std::sync::Mutex<(usize, usize)>,
+    chunk: usize,
+}
+
+impl Claims {
+    /// Chunks of about 1/128 of the span: few locks, and the two scans end close together.
+    fn new(n: usize) -> Self {
+        Claims {
+            ends: std::sync::Mutex::new((0, n)),
+            chunk: (n / 128).max(1),
+        }
+    }
+
+    fn take(&self, from_front: bool) -> Option<std::ops::Range<usize>> {
+        let mut e = self.ends.lock().unwrap_or_else(|p| p.into_inner());
+        let (a, b) = *e;
+        if a >= b {
+            return None;
+        }
+        Some(if from_front {
+            e.0 = (a + self.chunk).min(b);
+            a..e.0
+        } else {
+            e.1 = b.saturating_sub(self.chunk).max(a);
+            e.1..b
+        })
+    }
+}
+
+/// The front scan: the chunks of `claims` from the first on, in order, into `index`.
+fn scan_front(
+    index: &mut Collector,
+    msgs: &[Message<'_>],
+    previous: Option<&str>,
+    claims: &Claims,
+) {
+    let n = msgs.len().max(1) as f64;
+    while let Some(r) = claims.take(true) {
+        for k in r {
+            if !carries_previous(&msgs[k], previous) {
+                identifier_index::scan_message(index, &msgs[k], (k + 1) as f64 / n);
+            }
+        }
+    }
+}
+
+/// The back scan: the chunks `scan_front` has not taken, from the last back, into a collector
+/// to merge after the front's (`Collector::merge`).
+fn scan_back(msgs: &[Message<'_>], previous: Option<&str>, claims: &Claims) -> Collector {
+    let mut c = Collector::out_of_order();
+    let n = msgs.len().max(1) as f64;
+    while let Some(r) = claims.take(false) {
+        for k in r {
+            if !carries_previous(&msgs[k], previous) {
+                identifier_index::scan_message_at(&mut c, k, &msgs[k], (k + 1) as f64 / n);
+            }
+        }
+    }
+    c
 }
 
 /// The span's identifiers scanned into `index` (which holds the previous digest's, carried),

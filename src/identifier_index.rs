@@ -351,6 +351,9 @@ struct Found {
     ident: Ident,
     /// The message (`Collector::serial`) of its last mention; None when only carried.
     serial: Option<u64>,
+    /// Where it was first mentioned, as (message index, mention): set only when the collector
+    /// scans its messages out of order (`Collector::out_of_order`), to merge in order.
+    first: (usize, u64),
 }
 
 /// Accumulates identifiers over texts.
@@ -362,6 +365,10 @@ pub struct Collector {
     found: Vec<Found>,
     /// The message being scanned: a file dump repeating a name forty times counts it once.
     serial: u64,
+    /// Set (`out_of_order`): the index of the message being scanned, and the mentions so far,
+    /// for `Found::first`.
+    at: Option<usize>,
+    mentions: u64,
 }
 
 impl Collector {
@@ -370,9 +377,17 @@ impl Collector {
             return;
         }
         let serial = (self.serial > 0).then_some(self.serial);
+        let first = match self.at {
+            Some(k) => {
+                self.mentions += 1;
+                (k, self.mentions)
+            }
+            None => (0, 0),
+        };
         match self.by_text[kind as usize].get(text) {
             Some(&at) => {
                 let f = &mut self.found[at];
+                f.first = f.first.min(first);
                 if serial.is_some() && std::mem::replace(&mut f.serial, serial) == serial {
                     return;
                 }
@@ -391,6 +406,7 @@ impl Collector {
                         carried,
                     },
                     serial,
+                    first,
                 });
             }
         }
@@ -560,6 +576,55 @@ impl Collector {
         }
     }
 
+    /// A collector for messages scanned out of order (later parts of a span first), to be
+    /// `merge`d into the collector of the messages before them: it keeps where each identifier
+    /// was first mentioned. `scan_message_at` gives each message's index.
+    pub fn out_of_order() -> Self {
+        Collector {
+            at: Some(0),
+            ..Default::default()
+        }
+    }
+
+    /// Add what `later` (an `out_of_order` collector of messages that all come after this
+    /// one's) found, as if this one had gone on to scan them in order: the same identifiers,
+    /// weights, recencies and first-found order, so `ranked` is the same.
+    pub fn merge(&mut self, later: Collector) {
+        let mut found = later.found;
+        found.sort_by_key(|f| f.first);
+        for f in found {
+            let Ident {
+                kind,
+                text,
+                weight,
+                recency,
+                carried,
+            } = f.ident;
+            match self.by_text[kind as usize].get(text.as_str()) {
+                Some(&at) => {
+                    let mine = &mut self.found[at].ident;
+                    mine.weight += weight;
+                    mine.recency = mine.recency.max(recency);
+                    mine.carried |= carried;
+                }
+                None => {
+                    self.by_text[kind as usize].insert(text.clone(), self.found.len());
+                    self.found.push(Found {
+                        ident: Ident {
+                            kind,
+                            text,
+                            weight,
+                            recency,
+                            carried,
+                        },
+                        serial: None,
+                        first: (0, 0),
+                    });
+                }
+            }
+        }
+    }
+
     /// Read back the index section of a previous summary: its identifiers carry over.
     pub fn carry(&mut self, previous: &str) {
         for (kind, text) in parse(previous) {
@@ -629,6 +694,15 @@ fn scan_edges(c: &mut Collector, text: &str, weight: f64, recency: f64) {
 /// A character no identifier holds (`is_token_char`): a cut there splits none.
 fn ends_token(c: char) -> bool {
     !is_token_char(c)
+}
+
+/// `scan_message` of the message at index `k` of its span (an `out_of_order` collector
+/// records it).
+pub fn scan_message_at(c: &mut Collector, k: usize, m: &Message<'_>, recency: f64) {
+    if c.at.is_some() {
+        c.at = Some(k);
+    }
+    scan_message(c, m, recency);
 }
 
 /// The texts of a message with the weight of who said them.
@@ -1020,6 +1094,69 @@ mod tests {
                     id.starts_with("HAT") && (170..370).contains(&n),
                     "{pad}: {id}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_span_scanned_from_both_ends_and_merged_ranks_as_one_scan_in_order() {
+        // Identifiers repeated within a message, across messages, said by different roles,
+        // and carried from a previous index.
+        let texts: Vec<(&str, String)> = (0..60)
+            .map(|k| {
+                let role = ["user", "assistant", "tool"][k % 3];
+                let text = format!(
+                    "Edit src/mod_{}/file_{}.py for issue #{} (ValueError: bad id {}); \
+                     see https://example.com/run/{} and src/mod_{}/file_{}.py, build {}MB. \
+                     Class Handler{} calls parse_config_{}",
+                    k % 7,
+                    k % 5,
+                    100 + k % 11,
+                    k % 4,
+                    k % 9,
+                    k % 7,
+                    k % 5,
+                    k * 3 % 17,
+                    k % 6,
+                    k % 8
+                );
+                (role, text)
+            })
+            .collect();
+        let mut texts = texts;
+        // Two paths of equal score (same speaker, same messages last) rank by where each was
+        // first found, which the newest message that names both says the other way round.
+        texts[3].1.push_str(" Also alpha/one.rs.");
+        texts[6].1.push_str(" Also beta/two.rs.");
+        texts[51].1.push_str(" Then beta/two.rs and alpha/one.rs.");
+        let msgs: Vec<Message<'_>> = texts.iter().map(|(r, t)| Message::text(r, t)).collect();
+        let previous = "## Identifier index\n- paths: src/mod_3/file_3.py, carried/only.rs";
+        let n = msgs.len() as f64;
+        let mut one = Collector::default();
+        one.carry(previous);
+        for (k, m) in msgs.iter().enumerate() {
+            scan_message(&mut one, m, (k + 1) as f64 / n);
+        }
+        let want = one.ranked();
+        for split in [0, 1, 17, 30, 59, 60] {
+            for chunk in [1, 3, 8] {
+                let mut front = Collector::default();
+                front.carry(previous);
+                for (k, m) in msgs.iter().enumerate().take(split) {
+                    scan_message(&mut front, m, (k + 1) as f64 / n);
+                }
+                // The rest a chunk at a time from the end back, each chunk in order.
+                let mut back = Collector::out_of_order();
+                let mut end = msgs.len();
+                while end > split {
+                    let start = end.saturating_sub(chunk).max(split);
+                    for (k, m) in msgs.iter().enumerate().take(end).skip(start) {
+                        scan_message_at(&mut back, k, m, (k + 1) as f64 / n);
+                    }
+                    end = start;
+                }
+                front.merge(back);
+                assert_eq!(front.ranked(), want, "split {split}, chunk {chunk}");
             }
         }
     }
