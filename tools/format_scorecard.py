@@ -1,0 +1,75 @@
+"""What compaction keeps, per wire format: the project's probe set at the naive cut's budget,
+each conversation rewritten in the five formats (``tests/support/wire_shapes.convert``).
+
+The naive cut's budget is taken as a share of the conversation's own estimate in OpenAI chat,
+then applied to the converted history's estimate in its format's provider. In the formats whose
+APIs take the system prompt beside the messages (Anthropic, Gemini, Bedrock), a leading system
+message goes to ``system=``, as a user of those APIs passes it (left in the list, it would be a
+user turn and the task would be folded). Deterministic scoring as ``contextfold eval``: a fact
+counts when it occurs whole-word in what the continuing model reads.
+
+    python tools/format_scorecard.py            # needs ../shared/data (CONTEXTFOLD_SHARED_DATA)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+import contextfold as cf  # noqa: E402
+from contextfold import _core  # noqa: E402
+from contextfold import evaluation as ev  # noqa: E402
+from transcripts import SHARED, shared_available  # noqa: E402
+from wire_shapes import PROVIDER, SHAPES, convert  # noqa: E402
+
+FIXTURES = [ROOT / "tests" / "data" / "probes" / "airline.refs.json", ROOT / "tests" / "data" / "probes" / "swe.refs.json"]
+#: The formats that take the system prompt beside the messages.
+SYSTEM_APART = ("anthropic", "gemini", "bedrock")
+
+
+def score(fixtures: list[ev.Fixture], shape: str) -> tuple[int, int, int, int, int]:
+    """(facts kept, facts, probes with at least half their facts, probes, compactions raised)."""
+    kept = total = half = probes = raised = 0
+    for f in fixtures:
+        share = ev._tokens(ev.naive_cut(f.messages), f) / ev._tokens(f.messages, f)
+        src = [dict(m) for m in f.messages]
+        system = f.system
+        if shape in SYSTEM_APART and src and src[0].get("role") == "system":
+            system = src[0]["content"] if system is None else system
+            src = src[1:]
+        msgs = convert(src, shape)
+        provider = PROVIDER[shape]
+        size = int(_core.estimate(msgs, provider=provider, tools=f.tools, system=system))  # type: ignore[arg-type]
+        c = cf.Compactor(provider=provider, budget=max(1, int(size * share)), tools=f.tools,  # type: ignore[arg-type]
+                         system=system, min_free_share=0.0)
+        try:
+            out: list | None = list(c.compact(msgs).messages)
+        except cf.CompactionError:
+            raised += 1
+            out = None
+        text = ev.visible_text(out, system) if out is not None else ""
+        for p in f.probes:
+            seen = sum(ev.facts_seen(text, p.expected_facts)) if out is not None else 0
+            kept += seen
+            total += len(p.expected_facts)
+            probes += 1
+            half += seen * 2 >= len(p.expected_facts)
+    return kept, total, half, probes, raised
+
+
+def main() -> None:
+    if not shared_available():
+        sys.exit("needs ../shared/data (set CONTEXTFOLD_SHARED_DATA): the fixtures name its conversations")
+    fixtures = ev.load_fixtures(FIXTURES, data_dir=SHARED)
+    print("| format | facts kept | probes with >= half their facts | raised |")
+    print("| --- | --- | --- | --- |")
+    for shape in SHAPES:
+        kept, total, half, probes, raised = score(fixtures, shape)
+        print(f"| {shape} | {100 * kept / total:.1f}% | {half} of {probes} | {raised} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
