@@ -27,11 +27,10 @@ struct Slot {
 /// Rules are never dropped (they render first: only the last-resort cut could reach them);
 /// requests only when their forms after three steps (240 characters) do not fit once every
 /// call and conclusion is gone (the second round of phases, which reaches focus units too,
-/// may shorten the rest further). Taking every
-/// request to its shortest form first kept 2 more of the probe set's 149 folded requests and
-/// lost 1.5 points of its facts (docs/guides/compaction.md). An error's detail (its arguments)
-/// is shortened to its shortest form before any request is: the error's message stays in
-/// every form.
+/// may shorten the rest further). Taking every request to its shortest form first kept 2 more
+/// of the probe set's 149 folded requests and lost 1.5 points of its facts
+/// (docs/guides/compaction.md). An error's detail (its arguments) is shortened to its shortest
+/// form before any request is: the error's message stays in every form.
 ///
 /// The first two steps take calls and conclusions from their fullest form to their middle one
 /// (`forms::MIDDLE_RESULT_CHARS`), so every later step finds them where it would without that
