@@ -461,6 +461,20 @@ fn results_by_id<'a>(msgs: &'a [Message<'_>]) -> HashMap<&'a str, Cow<'a, str>> 
     results
 }
 
+/// The tool calls of an assistant message: its `tool_calls` and its `tool_use` blocks.
+fn calls_of<'m, 'a>(m: &'m Message<'a>) -> impl Iterator<Item = &'m ToolCall<'a>> {
+    let parts = match &m.content {
+        Content::Parts(ps) => ps.as_slice(),
+        _ => &[],
+    };
+    m.tool_calls
+        .iter()
+        .chain(parts.iter().filter_map(|p| match p {
+            Part::ToolUse(c) => Some(c),
+            _ => None,
+        }))
+}
+
 /// The walk over the span's messages: the units found and what the header counts.
 struct Walk<'a> {
     b: Builder<'a>,
@@ -519,43 +533,41 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// The thought of an assistant turn (empty when it has none), its fenced command kept to
+    /// wait for its observation. The fence is found once: the command, the thought before it
+    /// and, when a newer thought comes, the conclusion all read it.
+    fn thought(&mut self, m: &'a Message<'a>) -> Cow<'a, str> {
+        self.prev_command = None;
+        let text = text_of(m);
+        if text.trim().is_empty() {
+            return Cow::Borrowed("");
+        }
+        let fence = command_fence(&text);
+        if let Some((_, cmd)) = fence {
+            self.prev_command = Some(cmd.to_string());
+        }
+        let at = fence.map(|(at, _)| at);
+        match &text {
+            Cow::Borrowed(t) => Cow::Borrowed(thought_before(t, at)),
+            Cow::Owned(t) => Cow::Owned(thought_before(t, at).to_string()),
+        }
+    }
+
     /// An assistant turn: the previous thought becomes a conclusion (this one is the last
     /// state until a newer one comes), its fenced command waits for its observation, and each
     /// tool call becomes a unit with its result.
     fn assistant_turn(&mut self, m: &'a Message<'a>) {
-        let text = text_of(m);
-        self.prev_command = None;
-        if !text.trim().is_empty() {
-            // The fence is found once: the command, the thought before it and, when a newer
-            // thought comes, the conclusion all read it.
-            let fence = command_fence(&text);
-            if let Some((_, cmd)) = fence {
-                self.prev_command = Some(cmd.to_string());
-            }
-            let at = fence.map(|(at, _)| at);
-            let own: Cow<'a, str> = match &text {
-                Cow::Borrowed(t) => Cow::Borrowed(thought_before(t, at)),
-                Cow::Owned(t) => Cow::Owned(thought_before(t, at).to_string()),
-            };
-            if !own.is_empty() {
-                if let Some(prev) = self.last_thought.replace(own) {
-                    let forms = Clipped {
-                        text: prev,
-                        plan: &CONCLUSION_PLAN,
-                    };
-                    self.b.push_lazy(Section::Conclusions, Box::new(forms));
-                }
+        let own = self.thought(m);
+        if !own.is_empty() {
+            if let Some(prev) = self.last_thought.replace(own) {
+                let forms = Clipped {
+                    text: prev,
+                    plan: &CONCLUSION_PLAN,
+                };
+                self.b.push_lazy(Section::Conclusions, Box::new(forms));
             }
         }
-        let parts = match &m.content {
-            Content::Parts(ps) => ps.as_slice(),
-            _ => &[],
-        };
-        let used = parts.iter().filter_map(|p| match p {
-            Part::ToolUse(c) => Some(c),
-            _ => None,
-        });
-        for c in m.tool_calls.iter().chain(used) {
+        for c in calls_of(m) {
             self.n_calls += 1;
             let result = self.results.get(c.id).cloned();
             if self.b.call(c, result) {
@@ -568,30 +580,11 @@ impl<'a> Walk<'a> {
     /// observation answers, and its thought (the newest one becomes the last state, or a
     /// conclusion once a turn read whole follows); no unit of its own.
     fn counted_turn(&mut self, m: &'a Message<'a>) {
-        let text = text_of(m);
-        self.prev_command = None;
-        if !text.trim().is_empty() {
-            let fence = command_fence(&text);
-            if let Some((_, cmd)) = fence {
-                self.prev_command = Some(cmd.to_string());
-            }
-            let own: Cow<'a, str> = match &text {
-                Cow::Borrowed(t) => Cow::Borrowed(thought_before(t, fence.map(|(at, _)| at))),
-                Cow::Owned(t) => Cow::Owned(thought_before(t, fence.map(|(at, _)| at)).to_string()),
-            };
-            if !own.is_empty() {
-                self.last_thought = Some(own);
-            }
+        let own = self.thought(m);
+        if !own.is_empty() {
+            self.last_thought = Some(own);
         }
-        let parts = match &m.content {
-            Content::Parts(ps) => ps.as_slice(),
-            _ => &[],
-        };
-        let used = parts.iter().filter_map(|p| match p {
-            Part::ToolUse(c) => Some(c),
-            _ => None,
-        });
-        for c in m.tool_calls.iter().chain(used) {
+        for c in calls_of(m) {
             self.n_calls += 1;
             if self.results.get(c.id).is_some_and(|r| looks_like_error(r)) {
                 self.n_errors += 1;
