@@ -37,6 +37,7 @@ from typing import Any
 from contextfold import _core
 from contextfold.compactor import Compactor, detect_wire_format
 from contextfold.errors import CompactionError
+from contextfold.evaluation_peers import PEERS, peer_compaction, peer_missing
 
 __all__ = [
     "Answerer",
@@ -393,9 +394,14 @@ def evaluate(
 ) -> Evaluation:
     """Score every fixture's probes under each strategy at each budget (multiples of the naive
     cut's budget, priced by the estimator), beside the naive cut at the same budget. With an
-    ``answerer``, each probe is also answered ``replicates`` times (at least 3) and judged."""
+    ``answerer``, each probe is also answered ``replicates`` times (at least 3) and judged.
+    A strategy named after a peer (``contextfold.evaluation_peers.PEERS``: ``"langchain"``)
+    runs that peer's compaction instead of a ``Compactor``."""
     if answerer is not None and replicates < 3:
         raise ValueError(f"replicates must be >= 3 with an answerer, got {replicates}")
+    for strategy in strategies:
+        if strategy in PEERS and (why := peer_missing(strategy)) is not None:
+            raise ValueError(why)
     scores: list[ProbeScore] = []
     runs: list[Run] = []
     names = [_budget_name(b) for b in budgets]
@@ -409,6 +415,12 @@ def evaluate(
             runs.append(Run(fx.name, bname, "naive", budget, _tokens(cut, fx)))
             outputs.append(("naive", cut))
             for strategy in strategies:
+                if strategy in PEERS:
+                    peer = peer_compaction(strategy, fx.messages, budget=budget, provider=fx.provider,
+                                           tools=fx.tools, system=fx.system)
+                    runs.append(Run(fx.name, bname, strategy, budget, _tokens(peer, fx)))
+                    outputs.append((strategy, peer))
+                    continue
                 c = Compactor(provider=fx.provider, budget=budget, strategy=strategy,  # type: ignore[arg-type]
                               summarizer=summarizer, tools=fx.tools, system=fx.system,
                               wire_format=detect_wire_format(fx.messages, fx.provider),
@@ -449,9 +461,11 @@ def run_cli(
     replicates: int = 3,
     api_key: str | None = None,
     as_json: bool = False,
+    peers: Sequence[str] = (),
 ) -> str:
     """What ``contextfold eval`` prints: the scorecard (Markdown) or, with ``as_json``, rows and
-    per-probe scores as JSON. ``data_dir`` defaults to ``../shared/data`` when it exists."""
+    per-probe scores as JSON. ``data_dir`` defaults to ``../shared/data`` when it exists;
+    ``peers`` are scored as more strategies (``contextfold.evaluation_peers``)."""
     if answerer_url is not None and not model:
         raise ValueError("--answerer needs --model")
     if data_dir is None and Path("../shared/data").is_dir():
@@ -459,7 +473,8 @@ def run_cli(
     fixtures = load_fixtures(files, data_dir=data_dir)
     answerer = Answerer(answerer_url, model or "", judge_model=judge_model, api_key=api_key) \
         if answerer_url is not None else None
-    ev = evaluate(fixtures, strategies=strategies, budgets=budgets, answerer=answerer, replicates=replicates)
+    ev = evaluate(fixtures, strategies=(*strategies, *peers), budgets=budgets, answerer=answerer,
+                  replicates=replicates)
     if as_json:
         return json.dumps({"rows": ev.rows(), "fixtures": len(fixtures),
                            "probes": sum(len(f.probes) for f in fixtures),

@@ -92,6 +92,36 @@ def test_cli_eval_prints_the_scorecard(capsys: pytest.CaptureFixture[str]) -> No
     assert {r["budget"] for r in out["rows"]} == {"0.5x naive", "naive", "1.5x naive"}
 
 
+def test_langchain_middleware_runs_as_a_peer_with_the_same_summarizer(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("langchain.agents.middleware", reason="LangChain's SummarizationMiddleware (langchain >= 1.0)")
+    from contextfold.evaluation_peers import langchain_summarization
+
+    fx = inline_fixtures()[0]
+    size = int(_core.estimate(list(fx.messages), provider=fx.provider, tools=fx.tools, system=fx.system))
+    out = langchain_summarization(fx.messages, budget=size // 3, provider=fx.provider, tools=fx.tools,
+                                  system=fx.system)
+    # The middleware folded the old messages into one user message written by the extractive
+    # digest, and kept the newest messages as they were.
+    summaries = [m for m in out if m["role"] == "user" and "Earlier conversation folded by contextfold"
+                 in str(m["content"])]
+    assert len(summaries) == 1
+    assert str(summaries[0]["content"]).startswith("Here is a summary of the conversation to date:")
+    assert len(out) < len(fx.messages)
+    last = fx.messages[-1]
+    assert out[-1]["role"] == last["role"] and out[-1].get("content") == last.get("content")
+    code = cli_main(["eval", str(INLINE[0]), "--peer", "langchain", "--json"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert code == 0
+    assert {r["budget"] for r in rows if r["strategy"] == "langchain"} == {"0.5x naive", "naive", "1.5x naive"}
+
+
+def test_an_unknown_peer_is_refused_by_name() -> None:
+    from contextfold.evaluation_peers import peer_compaction
+
+    with pytest.raises(ValueError, match="unknown peer 'llamaindex'"):
+        peer_compaction("llamaindex", [], budget=1, provider="openai")
+
+
 class _EchoModel(BaseHTTPRequestHandler):
     """An OpenAI-compatible /chat/completions: the answerer echoes the conversation it was given;
     the judge says YES when the answer holds every expected fact (as the deterministic score)."""

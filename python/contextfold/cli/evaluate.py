@@ -18,6 +18,7 @@ def eval_(
     model: Annotated[Optional[str], typer.Option(help="The answerer's model (and the judge's unless --judge-model).")] = None,
     judge_model: Annotated[Optional[str], typer.Option(help="The judge's model.")] = None,
     replicates: Annotated[int, typer.Option(min=3, help="Answer-and-judge runs per probe (spread reported).")] = 3,
+    peer: Annotated[Optional[list[str]], typer.Option(help="Also score a peer's compaction with the same summarizer: langchain (SummarizationMiddleware; needs contextfold[langchain]).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Score what compaction keeps: each probe's expected facts found whole-word in what the
@@ -26,7 +27,8 @@ def eval_(
 
     try:
         print(run_cli(files, data_dir=data_dir, answerer_url=answerer, model=model, judge_model=judge_model,
-                      replicates=replicates, api_key=os.environ.get("CONTEXTFOLD_EVAL_API_KEY"), as_json=as_json))
+                      replicates=replicates, api_key=os.environ.get("CONTEXTFOLD_EVAL_API_KEY"), as_json=as_json,
+                      peers=tuple(peer or ())))
     except (OSError, ValueError, KeyError) as e:
         stderr_console().print(f"error: {e}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
