@@ -37,7 +37,7 @@ from typing import Any
 from contextfold import _core
 from contextfold.compactor import Compactor, detect_wire_format
 from contextfold.errors import CompactionError
-from contextfold.evaluation_peers import PEERS, peer_compaction, peer_missing
+from contextfold.evaluation_peers import PEERS, peer_compaction, peer_missing, peer_summary
 
 __all__ = [
     "Answerer",
@@ -482,8 +482,11 @@ def run_cli(
                                        "strategy": s.strategy, "kept": s.kept, "total": s.total,
                                        "judged": list(s.judged)} for s in ev.scores]}, default=str)
     n = sum(len(f.probes) for f in fixtures)
-    return (f"{len(fixtures)} fixtures, {n} probes\n\n" + ev.markdown()
-            + "\n\nSuccessive compactions (growing history, planted rules):\n\n" + successive_table(fixtures))
+    out = (f"{len(fixtures)} fixtures, {n} probes\n\n" + ev.markdown()
+           + "\n\nSuccessive compactions (growing history, planted rules):\n\n" + successive_table(fixtures))
+    for peer in peers:
+        out += f"\n\nSuccessive compactions, {peer}:\n\n" + successive_table(fixtures, strategy=peer)
+    return out
 
 
 # ----- successive compactions -----------------------------------------------------------------
@@ -568,9 +571,10 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
     # ``rounds`` (each compaction brings the history back just under the budget).
     step_tokens = max(1, min((budget - fixed) // 3, (total - budget) // (rounds + 1)))
     trigger = budget + step_tokens
-    compactor = Compactor(provider=fixture.provider, budget=budget, strategy=strategy,  # type: ignore[arg-type]
-                          summarizer=summarizer, tools=fixture.tools, system=fixture.system, min_free_share=0.0,
-                          wire_format=detect_wire_format(msgs, fixture.provider))
+    compactor = None if strategy in PEERS else Compactor(
+        provider=fixture.provider, budget=budget, strategy=strategy,  # type: ignore[arg-type]
+        summarizer=summarizer, tools=fixture.tools, system=fixture.system, min_free_share=0.0,
+        wire_format=detect_wire_format(msgs, fixture.provider))
     current: list[Any] = msgs[:head]
     sizes: list[int] = []
     rooms: list[int] = []
@@ -584,18 +588,24 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
         fed = end
         if _tokens(current, fixture) < trigger and fed < len(msgs):
             continue
-        try:
-            r = compactor.compact(current)
-        except CompactionError:
-            continue
-        current = list(r.messages)
-        if r.summary:
-            summaries.append(r.summary)
-            size = int(_core.estimate_each([{"role": "user", "content": r.summary}],
+        if compactor is None:
+            out = peer_compaction(strategy, current, budget=budget, provider=fixture.provider, tools=fixture.tools,
+                                  system=fixture.system)
+            summary, removed, after = peer_summary(strategy, out), len(current) - len(out) + 1, _tokens(out, fixture)
+        else:
+            try:
+                r = compactor.compact(current)
+            except CompactionError:
+                continue
+            out, summary, removed, after = list(r.messages), r.summary, len(r.removed), r.tokens_after
+        current = out
+        if summary:
+            summaries.append(summary)
+            size = int(_core.estimate_each([{"role": "user", "content": summary}],
                                            provider=fixture.provider)[0])  # type: ignore[arg-type]
             sizes.append(size)
-            rooms.append(size + max(0, r.budget - r.tokens_after))
-            folded.append(len(r.removed))
+            rooms.append(size + max(0, budget - after))
+            folded.append(removed)
             if len(summaries) == 2:
                 seen_after.append(visible_text(current, fixture.system))
     first = _index_items(summaries[0]) if summaries else []
@@ -624,10 +634,12 @@ def planted(fixture: Fixture) -> list[tuple[int, str]]:
     return [(rnd.randrange(1, max(2, n - 2)), text) for text in PLANTED_RULES]
 
 
-def successive_table(fixtures: Sequence[Fixture], *, summarizer: Any = None, per_fixture: bool = False) -> str:
+def successive_table(fixtures: Sequence[Fixture], *, summarizer: Any = None, per_fixture: bool = False,
+                     strategy: str = "summarize") -> str:
     """Markdown: successive compactions with planted rules (``successive``), over all fixtures;
-    with ``per_fixture``, one row per conversation (sizes, rooms, folded counts)."""
-    runs = [successive(f, summarizer=summarizer, rules=planted(f)) for f in fixtures]
+    with ``per_fixture``, one row per conversation (sizes, rooms, folded counts). ``strategy``
+    may name a peer (``contextfold.evaluation_peers``)."""
+    runs = [successive(f, summarizer=summarizer, rules=planted(f), strategy=strategy) for f in fixtures]
     ran = [r for r in runs if r.sizes]
     if per_fixture:
         lines = ["| conversation | compactions | messages folded | summary tokens | room (tokens) | last / first "

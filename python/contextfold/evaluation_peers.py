@@ -22,7 +22,7 @@ from contextfold import _core
 from contextfold.summarize.base import SummaryRequest
 from contextfold.summarize.extractive import ExtractiveSummarizer
 
-__all__ = ["PEERS", "langchain_summarization", "peer_compaction", "peer_missing"]
+__all__ = ["PEERS", "langchain_summarization", "peer_compaction", "peer_missing", "peer_summary"]
 
 #: Tokens (contextfold's) of the middleware's summary envelope ("Here is a summary of the
 #: conversation to date:"), left out of the summary's room.
@@ -75,6 +75,22 @@ def langchain_summarization(messages: Sequence[Any], *, budget: int, provider: s
         return msgs
     kept = [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
     return head + list(convert_to_openai_messages(kept))
+
+
+#: How LangChain's middleware opens the message that carries its summary.
+LANGCHAIN_SUMMARY_PREFIX = "Here is a summary of the conversation to date:"
+
+
+def peer_summary(name: str, messages: Sequence[Any]) -> str | None:
+    """The text of the summary peer ``name`` put into ``messages`` (its output), or None."""
+    if name == "langchain":
+        for m in messages:
+            if not isinstance(m, dict) or m.get("role") != "user":
+                continue
+            content = m.get("content")
+            if isinstance(content, str) and content.startswith(LANGCHAIN_SUMMARY_PREFIX):
+                return content[len(LANGCHAIN_SUMMARY_PREFIX):].strip()
+    return None
 
 
 #: Peer name -> its compaction: ``f(messages, budget=, provider=, tools=, system=)``.

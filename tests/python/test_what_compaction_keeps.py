@@ -109,6 +109,9 @@ def test_langchain_middleware_runs_as_a_peer_with_the_same_summarizer(capsys: py
     assert len(out) < len(fx.messages)
     last = fx.messages[-1]
     assert out[-1]["role"] == last["role"] and out[-1].get("content") == last.get("content")
+    # Successive compactions run through the peer too, its summaries found in its output.
+    runs = successive(fx, strategy="langchain")
+    assert runs.sizes and all(size > 0 for size in runs.sizes)
     code = cli_main(["eval", str(INLINE[0]), "--peer", "langchain", "--json"])
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert code == 0
