@@ -317,25 +317,41 @@ pub fn plan_priced(
         + token_sum(&costs[tail_start..])
         + opt.overhead_tokens
         + summary_envelope(est, seat.placement);
-    let (tail_edits, fixed) =
-        room_for_summary(msgs, est, costs, &legal, &pinned, opt, tail_start, fixed);
+    let previous_summary = (!previous.is_empty()).then(|| previous.join("\n"));
+    // The standing rules of the fold are the summary's floor: a room below them would drop a
+    // rule (priced only when the summary is squeezed below its planned share: its share holds
+    // them otherwise, and on a long fold the rules' walk is not free).
+    let squeezed = opt.summary_tokens > opt.budget_tokens.saturating_sub(fixed);
+    let rules = if squeezed {
+        crate::digest::rules_floor_tokens(msgs, &folded, previous_summary.as_deref(), est)
+    } else {
+        0
+    };
+    let floor = MIN_SUMMARY_TOKENS.max(rules).min(opt.summary_tokens);
+    let (tail_edits, fixed) = room_for_summary(
+        msgs, est, costs, &legal, &pinned, opt, tail_start, fixed, rules,
+    );
     out.summary_tokens = opt
         .summary_tokens
         .min(opt.budget_tokens.saturating_sub(fixed));
     out.fixed_tokens = fixed;
-    if out.summary_tokens < MIN_SUMMARY_TOKENS.min(opt.summary_tokens) {
+    if out.summary_tokens < floor {
+        let what = if rules > MIN_SUMMARY_TOKENS {
+            "for the summary's standing rules"
+        } else {
+            "for a summary"
+        };
         out.reason = Some(format!(
-            "budget {} too small: the head, pinned messages and the last {} messages cost {} tokens, plus at least {} for a summary",
+            "budget {} too small: the head, pinned messages and the last {} messages cost {} tokens, plus at least {floor} {what}",
             opt.budget_tokens,
             n - tail_start,
             fixed,
-            MIN_SUMMARY_TOKENS.min(opt.summary_tokens)
         ));
     }
     out.seams = seating.seams(&seat.segments, seat.placement);
     out.kept = kept;
     out.folded = folded;
-    out.previous_summary = (!previous.is_empty()).then(|| previous.join("\n"));
+    out.previous_summary = previous_summary;
     out.placement = seat.placement;
     out.tail_edits = tail_edits;
     out
@@ -392,8 +408,10 @@ fn room_for_summary(
     opt: &PlanOptions,
     tail_start: usize,
     fixed: u64,
+    rules: u64,
 ) -> (Vec<PricedEdit>, u64) {
     let floor = MIN_SUMMARY_TOKENS
+        .max(rules)
         .min(opt.summary_tokens)
         .max(opt.summary_floor.min(opt.summary_tokens));
     if opt.budget_tokens >= fixed + floor {
@@ -718,6 +736,85 @@ mod tests {
         assert_eq!(p.folded.first(), Some(&2));
         assert_eq!(*p.folded.last().unwrap() + 1, p.tail_start);
         assert!(p.summary_tokens >= MIN_SUMMARY_TOKENS);
+    }
+
+    /// The standing rules of the fold are the summary's floor: a budget that leaves the summary
+    /// more than `MIN_SUMMARY_TOKENS` but less than its rules is a budget the degrading steps
+    /// must lift (the summary would drop a rule), and the same room without rules is fine.
+    #[test]
+    fn a_summary_squeezed_under_its_folds_standing_rules_is_a_budget_reason() {
+        let rules = [
+            "Never charge my Visa card ending in 4417 for any booking, fee or upgrade you make for me.",
+            "Do not cancel reservation ZZ9Q7T under any circumstances, even if I ask you to later on.",
+            "Always ask me before you run git push, book anything, or change any of my reservations.",
+            "Only use the gift card ending in 7781 to pay, and never more than 300 dollars per booking.",
+        ];
+        let plain = [
+            "Thanks, that is helpful to know about the fares for the flight to Boston next week.",
+            "I see, so the seats on the earlier flight are taken; the later one would be fine then.",
+            "Could you tell me again what the baggage allowance on the economy fare happens to be?",
+            "Alright, and what would the total come to with the seat selection included as well?",
+        ];
+        let big = "flight HAT170 seat 12A available\n".repeat(40);
+        let build = |said: &[&'static str; 4]| -> Vec<Message<'static>> {
+            let mut v = vec![
+                Message::text("system", "sys"),
+                Message::text("user", "task"),
+            ];
+            for r in said {
+                v.push(Message::text("user", r));
+                v.push(Message::text("assistant", "Noted."));
+            }
+            v.push(Message::text("user", "What seats are left?"));
+            v
+        };
+        let mut with_rules = build(&rules);
+        let mut without = build(&plain);
+        let big: &'static str = Box::leak(big.into_boxed_str());
+        for v in [&mut with_rules, &mut without] {
+            v.push(call("c0", "{\"flight\":\"HAT170\"}"));
+            v.push(result("c0", big));
+            for m in v.iter_mut() {
+                m.wire = crate::wire::Format::OpenAIChat;
+            }
+        }
+        // The tail holds its floor only (the last question and its tool round), in both plans.
+        let sized = |budget: u64| {
+            let mut o = options(budget);
+            o.tail_tokens = 10;
+            o.summary_tokens = 2_000;
+            o.soft_ceiling = 1.0;
+            o
+        };
+        let roomy = |msgs: &[Message<'_>]| plan(msgs, &est(), &sized(20_000));
+        for msgs in [&with_rules, &without] {
+            let p = roomy(msgs);
+            assert!(p.reason.is_none(), "{:?}", p.reason);
+        }
+        let p = roomy(&with_rules);
+        let idx: Vec<usize> = p.folded.clone();
+        let floor = crate::digest::rules_floor_tokens(&with_rules, &idx, None, &est());
+        assert!(floor > MIN_SUMMARY_TOKENS + 20, "{floor}");
+        // The same tail and head, a budget leaving the summary between the two floors.
+        let squeeze = |msgs: &[Message<'_>]| {
+            let p = roomy(msgs);
+            plan(
+                msgs,
+                &est(),
+                &sized(p.fixed_tokens + MIN_SUMMARY_TOKENS + 10),
+            )
+        };
+        let p = squeeze(&with_rules);
+        assert!(
+            p.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("budget") && r.contains("standing rules")),
+            "{:?} (summary {} tokens, rules {floor})",
+            p.reason,
+            p.summary_tokens
+        );
+        let p = squeeze(&without);
+        assert!(p.reason.is_none(), "{:?}", p.reason);
     }
 
     #[test]

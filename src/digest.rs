@@ -71,6 +71,12 @@ const OLD_TITLES: [(&str, Section); 2] = [
     ("User constraints", Section::Rules),
 ];
 
+/// Characters of a command the fold ends on (its output kept after the summary).
+const PENDING_COMMAND_CHARS: usize = 800;
+
+/// Characters of the newest thought of a fold in its fullest form.
+const LAST_STATE_FULLEST_CHARS: usize = 12_000;
+
 /// Share of the room the identifiers carried from the previous summary may keep.
 const CARRIED_INDEX_SHARE: f64 = 0.5;
 
@@ -334,8 +340,18 @@ impl<'a> Builder<'a> {
             shortest: Default::default(),
         };
         let section = if err { Section::Errors } else { Section::Calls };
-        self.push_lazy(section, Box::new(forms));
+        self.push_rich(section, Box::new(forms));
         err
+    }
+
+    /// A call or command unit, whose first form keeps its result past the packing's
+    /// usual fullest (`forms::FULLEST_RESULT_CHARS`).
+    fn push_rich(&mut self, section: Section, forms: Box<dyn Forms + 'a>) {
+        if self.push_lazy(section, forms) {
+            if let Some(e) = self.entries.last_mut() {
+                e.rich_top = true;
+            }
+        }
     }
 
     /// A text agent's command and the observation that answered it. Whether it failed.
@@ -349,7 +365,7 @@ impl<'a> Builder<'a> {
             },
         };
         let section = if err { Section::Errors } else { Section::Calls };
-        self.push_lazy(section, Box::new(forms));
+        self.push_rich(section, Box::new(forms));
         err
     }
 }
@@ -507,7 +523,14 @@ impl<'a> Walk<'a> {
             .msgs
             .get(k + 1)
             .is_some_and(|n| n.role == Role::Assistant);
-        let observation = coded_here || (self.prev_command.is_some() && (!self.coded || answered));
+        // The harness answers a command once: a user turn after another user turn is a person
+        // speaking (a rule stated after a format complaint was read as the command's output).
+        let after_assistant = k
+            .checked_sub(1)
+            .and_then(|j| self.msgs.get(j))
+            .is_some_and(|p| p.role == Role::Assistant);
+        let observation = coded_here
+            || (self.prev_command.is_some() && after_assistant && (!self.coded || answered));
         // (A person's words in between leave the command to the observation that follows.)
         let cmd = if observation {
             self.prev_command
@@ -592,20 +615,51 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// A command the span ends on: its observation is in the kept tail, but the command is
+    /// only here (a heredoc that writes a whole file: its 20,000 characters were dropped, the
+    /// tail showing `rc=0` for a file nobody could see written).
+    fn pending_command(&mut self) {
+        if let Some(cmd) = self.prev_command.take() {
+            self.n_calls += 1;
+            // An open item, not a call: its output sits in the kept messages right after the
+            // summary, and as the newest call it took one of the few places the packing keeps
+            // for the newest calls (a check's `Batch size: 500` was dropped for it).
+            let joined = Command::join(&cmd);
+            self.b.push(
+                Section::Open,
+                vec![format!(
+                    "ran `$ {}`; its output is in the messages kept after this summary",
+                    clip_ends(&joined, PENDING_COMMAND_CHARS, 0.6)
+                )],
+            );
+        }
+    }
+
     /// The newest thought as the last state, and the open items it names.
     fn last_state(&mut self) {
         let Some(t) = self.last_thought.take() else {
             return;
         };
         let t: &str = &t;
+        // Its fullest form is read only where the room holds it (a packing that must shorten
+        // takes it to 900 characters first): a fold ending on a 31,000-character thought was
+        // written as 1,284 tokens in a 4,430-token room, 46% of the budget used.
+        let fullest = clip_ends(t, LAST_STATE_FULLEST_CHARS, 0.6);
+        let usual = clip_ends(t, 900, 0.6);
+        let rich = fullest != usual;
+        let at = self.b.entries.len();
         self.b.push(
             Section::LastState,
             vec![
-                clip_ends(t, 900, 0.6),
+                fullest,
+                usual,
                 clip_ends(t, 400, 0.6),
                 clip_ends(t, 160, 0.6),
             ],
         );
+        if let Some(e) = self.b.entries.get_mut(at) {
+            e.rich_top = rich;
+        }
         let mut open = Vec::new();
         for line in t.lines() {
             let l = line.to_lowercase();
@@ -621,6 +675,12 @@ impl<'a> Walk<'a> {
         for o in open.into_iter().rev().take(3) {
             self.b.push(Section::Open, vec![o]);
         }
+    }
+
+    /// The digest's first line at its shortest: how many messages were folded (the floor's,
+    /// `pack::floor`, when no packing fits the room).
+    fn short_header(&self) -> String {
+        short_header(self.msgs.len())
     }
 
     /// The digest's first line: what the span held (and the focus asked for).
@@ -729,10 +789,93 @@ fn digest_reading<'a>(
     if !scanned {
         scan_index(&mut index, msgs, opt.previous);
     }
+    w.pending_command();
     w.last_state();
     let header = w.header(opt.instructions);
+    let short = w.short_header();
     let Walk { b, .. } = w;
-    pack::fit(&b.entries, &header, index.ranked(), est, opt.max_tokens)
+    pack::fit(
+        &b.entries,
+        &header,
+        &short,
+        index.ranked(),
+        est,
+        opt.max_tokens,
+    )
+}
+
+fn short_header(n: usize) -> String {
+    format!("Earlier conversation folded by contextfold ({n} messages).")
+}
+
+/// The standing rules a digest of `folded` (indices of `msgs`, the previous summary's carrier
+/// among them) keeps, in order: the previous summary's, then those of the system and user
+/// turns of the span (a text agent's observation, opening with its return code, states none:
+/// the harness speaks there, not the user). A summary written by a model is held to the same
+/// list (`contextfold.summary_room.with_rules`).
+pub fn fold_rules(msgs: &[Message<'_>], folded: &[usize], previous: Option<&str>) -> Vec<String> {
+    let mut b = Builder {
+        entries: Vec::new(),
+        seen: HashSet::new(),
+        keyed: previous.is_some(),
+        focus: Vec::new(),
+        index: Collector::default(),
+    };
+    if let Some(prev) = previous {
+        merge_previous(&mut b, prev);
+    }
+    let mut rules: Vec<String> = b
+        .entries
+        .iter()
+        .filter(|e| e.section == Section::Rules)
+        .map(|e| e.richest().to_string())
+        .collect();
+    for &i in folded {
+        let Some(m) = msgs.get(i) else { continue };
+        if carries_previous(m, previous) {
+            continue;
+        }
+        let spoken = match m.role {
+            Role::System | Role::Developer => true,
+            Role::User | Role::Other => m.result_ids().next().is_none(),
+            _ => false,
+        };
+        if !spoken {
+            continue;
+        }
+        let text = text_of(m);
+        if return_code(&text).is_some() {
+            continue;
+        }
+        for r in rules_in(&text) {
+            if !rules.contains(&r) {
+                rules.push(r);
+            }
+        }
+    }
+    rules
+}
+
+/// Tokens the standing rules of a fold take in its digest at the least (the shortest header
+/// and the rules whole, `pack::floor`): the room under which a summary of `folded` would have
+/// to give up a rule. 0 when the fold states none (`fold_rules`).
+pub fn rules_floor_tokens(
+    msgs: &[Message<'_>],
+    folded: &[usize],
+    previous: Option<&str>,
+    est: &Estimator,
+) -> u64 {
+    let rules = fold_rules(msgs, folded, previous);
+    if rules.is_empty() {
+        return 0;
+    }
+    let refs: Vec<&str> = rules.iter().map(String::as_str).collect();
+    est.text(&pack::rules_text(
+        &short_header(folded.len()),
+        &refs,
+        usize::MAX,
+    ))
+    .ceil() as u64
 }
 
 /// How many times its room the newest part of a span read whole holds, in text at
@@ -995,6 +1138,111 @@ mod tests {
         ] {
             assert!(d.contains(needle), "{needle:?} missing in\n{d}");
         }
+    }
+
+    /// A fold of two rules said as whole requests, a courtesy and a previous summary's two
+    /// requests, digested into rooms from 40 tokens (under the header and the rules' own text)
+    /// up: no room drops a rule; rooms too small for whole rules clip each one instead. Before,
+    /// the last resort cut the packing's text at a line and kept "Okay, I'll try..." in place
+    /// of both rules at 70 tokens.
+    #[test]
+    fn a_room_too_small_for_every_unit_keeps_every_standing_rule() {
+        let prev = "Earlier conversation folded by contextfold (3 messages: 1 user requests, 0 tool calls, 0 errors).\n## User requests\n- I don't have the reservation ID with me, is it possible to look it up?\n- I don't remember the reservation ID, can we proceed with that information?";
+        let carrier = format!("<contextfold:summary>\n{prev}\n</contextfold:summary>");
+        let msgs = vec![
+            Message::text("assistant", &carrier),
+            Message::text(
+                "user",
+                "Okay, I'll try to find it and contact a human agent if needed. Thanks!",
+            ),
+            Message::text(
+                "user",
+                "Always ask me before you run git push or book anything.",
+            ),
+            Message::text(
+                "user",
+                "Do not cancel reservation ZZ9Q7T under any circumstances.",
+            ),
+        ];
+        for budget in (40u64..=140).step_by(5) {
+            let d = digest(
+                &msgs,
+                &est(),
+                &DigestOptions {
+                    max_tokens: budget,
+                    previous: Some(prev),
+                    ..Default::default()
+                },
+            );
+            assert!(est().text(&d) <= budget as f64, "{budget}: over\n{d}");
+            for rule in ["Always ask me befo", "Do not cancel rese"] {
+                assert!(d.contains(rule), "{budget}: {rule:?} lost in\n{d}");
+            }
+            if budget >= 55 {
+                assert!(d.contains("Do not cancel reservation ZZ9Q7T under any circumstances."));
+            }
+        }
+        // The floor's price is what the plan holds the summary's room to.
+        let idx: Vec<usize> = (0..msgs.len()).collect();
+        let floor = rules_floor_tokens(&msgs, &idx, Some(prev), &est());
+        assert!((25..=60).contains(&floor), "{floor}");
+        let d = digest(
+            &msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens: floor,
+                previous: Some(prev),
+                ..Default::default()
+            },
+        );
+        assert!(d.contains("Always ask me before you run git push or book anything."));
+        assert!(d.contains("Do not cancel reservation ZZ9Q7T under any circumstances."));
+        assert_eq!(rules_floor_tokens(&msgs[1..2], &[0], None, &est()), 0);
+    }
+
+    /// A text agent's harness complains about the format (an uncoded user turn answering the
+    /// command); the user then states a rule. The rule is the user speaking, not the command's
+    /// output: it was digested as `$ cmd -> ok: Do not cancel ...` and lost with the call.
+    #[test]
+    fn a_rule_stated_after_a_harness_complaint_is_a_rule_not_an_observation() {
+        let msgs = vec![
+            Message::text(
+                "assistant",
+                "THOUGHT: look.\n\n```bash\nls\n```\n\n```bash\npwd\n```",
+            ),
+            Message::text(
+                "user",
+                "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
+            ),
+            Message::text(
+                "user",
+                "Do not cancel reservation ZZ9Q7T under any circumstances.",
+            ),
+            Message::text("assistant", "THOUGHT: one action.\n\n```bash\nls\n```"),
+            Message::text(
+                "user",
+                "<returncode>0</returncode>\n<output>\nsetup.py\n</output>",
+            ),
+        ];
+        let d = digest(
+            &msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens: 400,
+                ..Default::default()
+            },
+        );
+        assert!(
+            !d.contains("-> ok: Do not cancel"),
+            "read as an observation:\n{d}"
+        );
+        let rules = d.split("## Standing rules").nth(1).unwrap_or("");
+        let requests = d.split("## User requests").nth(1).unwrap_or("");
+        assert!(
+            rules.contains("Do not cancel reservation ZZ9Q7T")
+                || requests.contains("Do not cancel reservation ZZ9Q7T"),
+            "{d}"
+        );
     }
 
     #[test]

@@ -59,6 +59,7 @@ __all__ = [
     "shrink_json",
     "tool_costs",
     "summary_block",
+    "standing_rules",
     "summary_hash",
     "summary_message",
     "wire_bytes",
@@ -654,6 +655,11 @@ def extractive_digest(
 ) -> str:
     """The extractive digest of ``messages`` in at most ``max_tokens`` tokens (see
     ``contextfold.ExtractiveSummarizer``)."""
+
+def standing_rules(messages: Sequence[Any], /, *, previous: str | None = None) -> list[str]:
+    """The standing rules a summary of ``messages`` (a folded span) must keep, in order: those of
+    ``previous`` (the summary folded with them) and of the span's system and user turns, each
+    one sentence on one line."""
 
 def summary_message(text: str, /, *, format: _WireFormat, role: Literal["user", "assistant"]) -> str:
     """The summary as one message of the wire format, as compact JSON."""

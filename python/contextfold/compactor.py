@@ -38,7 +38,7 @@ from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_message import summary_message
 from contextfold.summary_room import (ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, trim_index,
-                                     with_index)
+                                     with_index, with_rules)
 from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail
 
 __all__ = [
@@ -654,9 +654,14 @@ class Compactor(RecoverableFolds):
             max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
         )
         text, native, fallback = yield from self._summary_text(run, request)
-        draft = Draft(request, with_index(text, folded_msgs, provider=self.provider, model=self.model,
-                                          previous=request.previous_summary, room=room),
-                      native, apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
+        # (The digest's own index took what its room left: one appended here would overflow a
+        # room its standing rules filled.)
+        # (A model's summary is held to the fold's standing rules: any it did not state verbatim
+        # are appended.)
+        indexed = text if own_index and not fallback else with_index(
+            with_rules(text, folded_msgs, previous=request.previous_summary), folded_msgs,
+            provider=self.provider, model=self.model, previous=request.previous_summary, room=room)
+        draft = Draft(request, indexed, native, apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
                       self._fold_span(folded_msgs) if self.recoverable else "", plan["seams"], fallback)
         self._place(run, draft)
         yield from self._fitted(run, draft)
@@ -784,8 +789,6 @@ class Compactor(RecoverableFolds):
         text = (result.text or "").strip()
         if not text:
             return None
-        text = with_index(text, folded, provider=self.provider, model=self.model,
-                          previous=again.previous_summary, room=room)
         if _core.estimate_each([{"role": "user", "content": text}], provider=provider)[0] > written:  # type: ignore[arg-type]
             return None
         run.plan = plan

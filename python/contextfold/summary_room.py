@@ -26,8 +26,8 @@ from typing import Any
 
 from contextfold import _core
 
-__all__ = ["INDEX_SHARE", "ROOM_SWING", "index_share", "neutralize_markers", "stable_room", "strip_index",
-           "summary_room", "trim_index", "with_index"]
+__all__ = ["INDEX_SHARE", "ROOM_SWING", "RULES_HEADING", "index_share", "neutralize_markers", "stable_room",
+           "strip_index", "summary_room", "trim_index", "with_index", "with_rules"]
 
 #: Share of the summary's room the identifier index is sure to get.
 INDEX_SHARE = 0.25
@@ -93,6 +93,27 @@ def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | 
     index = _core.identifier_index(folded, max_tokens=left, provider=provider, model=model,  # type: ignore[arg-type]
                                    previous=previous)
     return f"{text}\n\n{index}" if index else text
+
+
+#: Heading of the section ``with_rules`` appends (the extractive digest's own).
+RULES_HEADING = "## Standing rules"
+
+
+def _folded_space(text: str) -> str:
+    return " ".join(text.split())
+
+
+def with_rules(text: str, folded: Sequence[Any], *, previous: str | None) -> str:
+    """``text`` (a model's summary of ``folded``) with every standing rule of the fold and of
+    ``previous`` that it does not state verbatim appended in a rules section (before the
+    index, which ``with_index`` adds after): a model that paraphrased or forgot "never push to
+    main" does not turn it into an allowed action."""
+    rules = _core.standing_rules(folded, previous=previous)
+    said = _folded_space(text)
+    missing = [r for r in rules if _folded_space(r) not in said]
+    if not missing:
+        return text
+    return text.rstrip() + f"\n\n{RULES_HEADING}\n" + "".join(f"- {r}\n" for r in missing).rstrip("\n")
 
 
 def _index_lines(summary: str) -> tuple[str, list[str], list[tuple[str, list[str], str]]] | None:

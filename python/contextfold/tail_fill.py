@@ -128,7 +128,11 @@ def fill_tail(
     left = excess - sum(costs[s:tail_start])
     start = _round_before(legal, head_end, s)
     cut = None
-    if left >= MIN_FILL_TOKENS and head_end < start < s:
+    # The cut round leaves the fold too: only while what stays folded still fills the room (a
+    # first compaction moved a 3,013-token output into the tail cut to 267 tokens, and the
+    # summary of the one message left took 111 tokens of a 1,503-token room: 71% of the budget).
+    stays = sum(costs[i] for i in plan["folded"] if i < start)
+    if left >= MIN_FILL_TOKENS and head_end < start < s and stays >= FOLD_PER_ROOM * room_cap:
         group = range(start, s)
         over = sum(costs[i] for i in group) - (left - _CUT_SLACK)
         i = max(group, key=lambda k: costs[k])

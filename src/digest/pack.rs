@@ -32,10 +32,17 @@ struct Slot {
 /// (docs/guides/compaction.md). An error's detail (its arguments) is shortened to its shortest
 /// form before any request is: the error's message stays in every form.
 ///
-/// The first two steps take calls and conclusions from their fullest form to their middle one
-/// (`forms::MIDDLE_RESULT_CHARS`), so every later step finds them where it would without that
-/// form; likewise the first step on errors.
-const PHASES: [(Section, usize, bool); 30] = [
+/// The first three steps take the units that have an extra fullest form (`Entry::rich_top`: a
+/// call's result past 6,000 characters, the newest thought past 900) to their usual fullest,
+/// and no other unit (`RICH_ONLY`): every later step finds every unit where it would without
+/// those forms, so they are read only where the room holds them. The next two take calls and
+/// conclusions from their fullest form to their middle one (`forms::MIDDLE_RESULT_CHARS`), so
+/// every later step finds them where it would without that form; likewise the first step on
+/// errors.
+const PHASES: [(Section, usize, bool); 33] = [
+    (Section::Calls, RICH_ONLY, true),
+    (Section::Errors, RICH_ONLY, true),
+    (Section::LastState, RICH_ONLY, true),
     (Section::Calls, 0, true),
     (Section::Conclusions, 0, true),
     (Section::Calls, 0, true),
@@ -68,6 +75,14 @@ const PHASES: [(Section, usize, bool); 30] = [
     (Section::Calls, 0, false),
     (Section::Requests, 3, false),
 ];
+
+/// A shortening step's `keep` that reaches only the units at their extra fullest form.
+const RICH_ONLY: usize = usize::MAX;
+
+/// Whether shortening step (`keep`) reaches unit `i` at `slot`.
+fn reaches(entries: &[Entry<'_>], slot: Slot, i: usize, keep: usize) -> bool {
+    keep != RICH_ONLY || entries[i].at_rich_top(usize::from(slot.level))
+}
 
 /// Requests dropped as a last resort keep the first ones of the span (the goal) too.
 const FIRST_REQUESTS_KEPT: usize = 2;
@@ -140,6 +155,9 @@ impl<'e, 'a> Units<'e, 'a> {
         let n = idx.len();
         for (k, &i) in idx.iter().enumerate() {
             if shorten {
+                if !reaches(self.entries, slots[i], i, keep) {
+                    continue;
+                }
                 if usize::from(slots[i].level) < self.entries[i].steps() {
                     slots[i].level += 1;
                 }
@@ -297,6 +315,9 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
                     break;
                 }
                 if shorten {
+                    if !reaches(entries, self.slots[i], i, keep) {
+                        continue;
+                    }
                     // (A step past the unit's last distinct form changes nothing: its tokens
                     // stay, and a request's rules hold as they did.)
                     if usize::from(self.slots[i].level) < entries[i].steps() {
@@ -348,11 +369,31 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
                 }
             }
         }
+        // Every unit up to its usual fullest form first, then the extra fullest forms (a call's
+        // result past 6,000 characters, a thought past 900): one long output grown first would
+        // take the room older units need (a reproduction's `Parsed: 1970, Expected: 2070`
+        // was lost to the newest output's 24,000 characters).
         for i in (0..entries.len()).rev() {
             if entries[i].section != Section::Requests {
-                self.grow(i, room, false);
+                self.grow_to(i, room, false, false);
             }
         }
+        // The extra fullest forms only once every unit stands whole at its usual fullest: a
+        // room that had to drop or shorten anything has no room for them.
+        if (0..entries.len()).all(|i| self.at_usual_fullest(i)) {
+            for i in (0..entries.len()).rev() {
+                if entries[i].section != Section::Requests {
+                    self.grow_to(i, room, false, true);
+                }
+            }
+        }
+    }
+
+    /// Whether unit `i` is kept at its richest form but an extra fullest one (`rich_top`).
+    fn at_usual_fullest(&self, i: usize) -> bool {
+        let e = &self.units.entries[i];
+        let level = usize::from(self.slots[i].level);
+        self.slots[i].alive && (level == 0 || (level == 1 && e.at_rich_top(0)))
     }
 
     /// Give unit `i` what fits of the room left: bring it back when dropped (and no kept
@@ -360,6 +401,11 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
     /// as fit. Whether it grew. A form never costs less than a shorter one: over the room,
     /// nothing is tried (nor built).
     fn grow(&mut self, i: usize, room: f64, one_form: bool) -> bool {
+        self.grow_to(i, room, one_form, true)
+    }
+
+    /// `grow`, up to the unit's extra fullest form only when `top` (`Entry::rich_top`).
+    fn grow_to(&mut self, i: usize, room: f64, one_form: bool, top: bool) -> bool {
         let e = &self.units.entries[i];
         if self.total > room {
             return false;
@@ -384,6 +430,9 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
         self.slots[i].level = e.level_at(usize::from(self.slots[i].level)) as u8;
         let mut grew = false;
         while self.slots[i].level > 0 {
+            if !top && e.at_rich_top(usize::from(self.slots[i].level) - 1) {
+                break;
+            }
             let now = self.tokens(i);
             let richer = e.cost(usize::from(self.slots[i].level) - 1, self.units.est);
             if self.total + richer - now > room {
@@ -488,10 +537,13 @@ fn units_room(idents: &[Ident], prices: &[f64], est: &Estimator, max_tokens: u64
 }
 
 /// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the
-/// identifier index takes at least its share and whatever room the rest leaves.
+/// identifier index takes at least its share and whatever room the rest leaves. When no
+/// packing fits (the rules, never dropped, and the header fill the room), the floor
+/// (`floor`): the short header, every rule, then what requests still fit.
 pub(super) fn fit(
     entries: &[Entry<'_>],
     header: &str,
+    short_header: &str,
     idents: Vec<Ident>,
     est: &Estimator,
     max_tokens: u64,
@@ -503,15 +555,14 @@ pub(super) fn fit(
     let prices = identifier_index::prices(&idents, est);
     let room = units_room(&idents, &prices, est, max_tokens);
     let limit = budget;
-    let mut out = String::new();
     let mut best: Option<(f64, String)> = None;
     // Line-by-line prices differ a little from the rendered whole: pack again into a room
-    // moved by the difference, over or under, and keep the fullest packing that fits (the last
-    // resort cuts characters).
+    // moved by the difference, over or under, and keep the fullest packing that fits (when none
+    // does, the floor).
     // The shift of room and limit: moved by the gap until the fit is bracketed, then bisected.
     let (mut shift, mut fits, mut over): (f64, Option<f64>, Option<f64>) = (0.0, None, None);
     for _ in 0..8 {
-        out = pack(
+        let out = pack(
             &mut units,
             header,
             &idents,
@@ -522,7 +573,7 @@ pub(super) fn fit(
         );
         let used = est.text(&out);
         if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
-            best = Some((used, out.clone()));
+            best = Some((used, out));
         }
         let gap = budget - used;
         if (0.0..=budget * 0.02 + 2.0).contains(&gap) {
@@ -540,8 +591,119 @@ pub(super) fn fit(
     }
     match best {
         Some((_, b)) => b,
-        None => cut_to_budget(out, est, budget),
+        None => floor(entries, short_header, &idents, &prices, est, budget),
     }
+}
+
+/// Characters each rule is clipped to (head and end kept) when the rules whole do not fit the
+/// floor's room, longest first.
+const RULE_CLIPS: [usize; 4] = [240, 120, 60, 30];
+
+/// The header and the rules section: every rule, each clipped to `max_chars` (head and end).
+pub(super) fn rules_text(header: &str, rules: &[&str], max_chars: usize) -> String {
+    let mut out = String::from(header);
+    if !rules.is_empty() {
+        out.push_str("\n## ");
+        out.push_str(super::SECTIONS[0].1);
+        out.push('\n');
+        for r in rules {
+            out.push_str("- ");
+            if max_chars == usize::MAX {
+                out.push_str(r);
+            } else {
+                out.push_str(&super::clip_ends(r, max_chars, 0.6));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The digest when no packing fits `budget`: the short header and every standing rule (whole,
+/// else each clipped to the same length: no rule is dropped while one can be shortened), then
+/// the user's requests that still fit at their shortest, the first (the task) and then the
+/// newest, in half of what the rules leave when there are identifiers to index, and the index
+/// in the rest. Before it, the last resort cut the packing's text at a line, and with it the
+/// rules rendered last (`rules_floor_tokens` gives the room this needs).
+fn floor(
+    entries: &[Entry<'_>],
+    header: &str,
+    idents: &[Ident],
+    prices: &[f64],
+    est: &Estimator,
+    budget: f64,
+) -> String {
+    let rules: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.section == Section::Rules)
+        .map(Entry::richest)
+        .collect();
+    let mut out = rules_text(header, &rules, usize::MAX);
+    for cap in RULE_CLIPS {
+        if est.text(&out) <= budget {
+            break;
+        }
+        out = rules_text(header, &rules, cap);
+    }
+    if est.text(&out) > budget {
+        return cut_to_budget(out, est, budget);
+    }
+    // Requests not already said by a rule (a rule that is the whole request is written once).
+    let requests: Vec<usize> = (0..entries.len())
+        .filter(|&i| {
+            entries[i].section == Section::Requests
+                && !rules.iter().any(|r| {
+                    let q = entries[i].richest().trim();
+                    q.contains(r) && r.len() * 5 >= q.len() * 4
+                })
+        })
+        .collect();
+    let order = requests
+        .first()
+        .into_iter()
+        .chain(requests.iter().skip(1).rev());
+    let left = budget - est.text(&out);
+    let requests_room = if idents.is_empty() {
+        budget
+    } else {
+        budget - left / 2.0
+    };
+    let mut kept: Vec<usize> = Vec::new();
+    let section = |kept: &[usize]| {
+        let mut idx = kept.to_vec();
+        idx.sort_unstable();
+        let mut s = format!("\n## {}\n", super::SECTIONS[1].1);
+        for i in idx {
+            s.push_str("- ");
+            s.push_str(entries[i].last());
+            s.push('\n');
+        }
+        s
+    };
+    // Priced line by line (a span may hold thousands of requests), then checked whole.
+    let mut total = est.text(&out) + est.text(&section(&[]));
+    for &i in order {
+        let t = entries[i].cost(entries[i].steps(), est);
+        if total + t <= requests_room {
+            kept.push(i);
+            total += t;
+        }
+    }
+    while !kept.is_empty() && est.text(&(out.clone() + &section(&kept))) > requests_room {
+        kept.pop();
+    }
+    if !kept.is_empty() {
+        out.push_str(&section(&kept));
+    }
+    let index_room = budget - est.text(&out) - 2.0;
+    if index_room > 0.0 {
+        let index = identifier_index::render_priced(idents, prices, est, index_room as u64);
+        let with = format!("{out}\n{index}\n");
+        if !index.is_empty() && est.text(&with) <= budget {
+            return with;
+        }
+    }
+    out
 }
 
 /// Last resort: cut by characters (about 3 characters per token), on a line boundary; the

@@ -23,6 +23,10 @@ use crate::estimate::Estimator;
 pub(super) struct Entry<'a> {
     pub(super) section: Section,
     pub(super) focus: bool,
+    /// Whether its first form is a fullest form beyond the ones the packing was tuned on (a
+    /// call's result past 6,000 characters, a thought past 900): the room left is given to it
+    /// only once every other unit has had its share (`pack::Packing::give_back`).
+    pub(super) rich_top: bool,
     /// For a rule: the request entry it was said in (it need not be written twice).
     pub(super) from: Option<usize>,
     /// How many forms the unit has (equal ones counted apart).
@@ -50,6 +54,7 @@ impl<'a> Entry<'a> {
         Some(Entry {
             section,
             focus: false,
+            rich_top: false,
             from: None,
             count: n,
             plan: OnceLock::from((0..n).collect::<Vec<_>>()),
@@ -65,6 +70,7 @@ impl<'a> Entry<'a> {
         Entry {
             section,
             focus: false,
+            rich_top: false,
             from: None,
             count: n,
             plan: OnceLock::new(),
@@ -125,6 +131,11 @@ impl<'a> Entry<'a> {
             Some(b) => b.build(j),
             None => String::new(),
         })
+    }
+
+    /// Whether the form after `steps` steps is the unit's extra fullest one (`rich_top`).
+    pub(super) fn at_rich_top(&self, steps: usize) -> bool {
+        self.rich_top && self.index_at(steps) == 0
     }
 
     /// The form after `steps` shortening steps (0: the richest).

@@ -241,6 +241,21 @@ fn extractive_digest(
     Ok(py.detach(|| digest(&ms, &est, &opt)))
 }
 
+/// The standing rules a summary of `messages` (the folded span) must keep, in order: those of
+/// `previous` (the summary folded with them) and of the span's system and user turns.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, previous=None))]
+fn standing_rules(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    previous: Option<&str>,
+) -> PyResult<Vec<String>> {
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
+    let all: Vec<usize> = (0..ms.len()).collect();
+    Ok(py.detach(|| crate::digest::fold_rules(&ms, &all, previous)))
+}
+
 /// The hash by which a later compaction trusts a summary as the library's own
 /// (`summary_trust::summary_hash` of the text between the markers).
 #[pyfunction]
@@ -316,6 +331,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compaction_plan, m)?)?;
     m.add_function(wrap_pyfunction!(compaction_verify, m)?)?;
     m.add_function(wrap_pyfunction!(extractive_digest, m)?)?;
+    m.add_function(wrap_pyfunction!(standing_rules, m)?)?;
     m.add_function(wrap_pyfunction!(summary_hash, m)?)?;
     m.add_function(wrap_pyfunction!(summary_message, m)?)?;
     m.add_function(wrap_pyfunction!(summary_block, m)?)?;

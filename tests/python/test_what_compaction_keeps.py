@@ -35,7 +35,7 @@ from contextfold.evaluation import (
     visible_text,
 )
 from contextfold.summarize import SummaryRequest, SummaryResult
-from transcripts import SHARED, shared_available
+from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
 PROBES = Path(__file__).parent.parent / "data" / "probes"
 INLINE = sorted(PROBES.glob("*.inline.json"))
@@ -258,6 +258,30 @@ def test_every_summarizer_gets_the_identifier_index() -> None:
     assert r.tokens_after <= 2_000
 
 
+def test_a_model_summary_that_forgets_the_rules_gets_them_appended() -> None:
+    """A model's summary is held to the fold's standing rules: those it did not state verbatim
+    are appended (a paraphrase of "never push to main" is not the rule), through successive
+    compactions where each summary is the model's and forgets every rule again."""
+    summarizer = _FixedSummarizer("## Goal\nchange the flight\n\n## User constraints\n- be careful with payments")
+    for fx in inline_fixtures():
+        s = successive(fx, rules=planted(fx), summarizer=summarizer)
+        assert len(s.sizes) >= 2 and s.rules_lost == 0, s
+    assert summarizer.requests
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Fix the lexer."}]
+    for k in range(20):
+        msgs.append({"role": "assistant", "content": f"Reading src/lexer/part{k}.py " + "notes " * 60})
+        msgs.append({"role": "user", "content": ("Never push to main.  Only   edit src/lexer. " if k == 3 else "")
+                     + "go on " + "y " * 60})
+    r = cf.Compactor(budget=2_000, strategy="summarize", summarizer=summarizer, min_free_share=0.0).compact(msgs)
+    assert r.summary is not None and r.summary.startswith("## Goal")
+    rules = r.summary.split("## Standing rules\n", 1)[1]
+    assert rules.startswith("- Never push to main.\n- Only edit src/lexer.")
+    assert _core.standing_rules(msgs[1:10]) == ["Never push to main.", "Only edit src/lexer."]
+    # The next compaction carries both the model's constraints section and the appended rules.
+    again = _core.standing_rules([], previous=r.summary)
+    assert again == ["be careful with payments", "Never push to main.", "Only edit src/lexer."]
+
+
 # ----- successive compactions: rules, the task, identifiers -----------------------------------
 
 
@@ -266,6 +290,26 @@ def test_planted_rules_survive_successive_compactions(strategy: str) -> None:
     for fx in inline_fixtures():
         s = successive(fx, rules=planted(fx), strategy=strategy)
         assert s.rules_lost == 0, (strategy, s)
+
+
+def _conversations(root: Path) -> list[Fixture]:
+    """Every conversation of the tau-bench and SWE data sets under ``root`` as a fixture
+    without probes of its own (successive compactions need none)."""
+    return [Fixture(r["source"], list(r["messages"]), (Probe("-", ("-",)),), "openai", r.get("tools"), None)
+            for name in ("tau-bench-airline", "mini-swe-agent-gemini3") for r in load_conversations(root, name)]
+
+
+def test_planted_rules_survive_successive_compactions_of_every_bundled_conversation() -> None:
+    """Beyond the probe set: the 40 bundled real conversations, rules planted as the probe set's
+    are. The airline dialogues are short, so their summaries get rooms of 30-300 tokens; there a
+    digest too small for its units cut its text at a line and lost the rules rendered last, and
+    a rule a SWE user stated after the harness's format complaint was digested as a command's
+    output (6 of 72 airline rules lost before the rules became the summary's floor)."""
+    fixtures = _conversations(LOCAL)
+    assert len(fixtures) == 40
+    runs = [successive(fx, rules=planted(fx)) for fx in fixtures]
+    assert sum(len(r.sizes) for r in runs) >= 200
+    assert [(r.fixture, r.rules_lost) for r in runs if r.rules_lost] == []
 
 
 def test_the_second_summary_keeps_the_first_ones_identifiers() -> None:
