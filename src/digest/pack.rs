@@ -603,7 +603,10 @@ const RULE_CLIPS: [usize; 4] = [240, 120, 60, 30];
 pub(super) fn rules_text(header: &str, rules: &[&str], max_chars: usize) -> String {
     let mut out = String::from(header);
     if !rules.is_empty() {
-        out.push_str("\n## ");
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("## ");
         out.push_str(super::SECTIONS[0].1);
         out.push('\n');
         for r in rules {
@@ -620,7 +623,8 @@ pub(super) fn rules_text(header: &str, rules: &[&str], max_chars: usize) -> Stri
 }
 
 /// The digest when no packing fits `budget`: the short header and every standing rule (whole,
-/// else each clipped to the same length: no rule is dropped while one can be shortened), then
+/// else without the header, else each clipped to the same length: no rule is dropped while one
+/// can be shortened), then
 /// the user's requests that still fit at their shortest, the first (the task) and then the
 /// newest, in half of what the rules leave when there are identifiers to index, and the index
 /// in the rest. Before it, the last resort cut the packing's text at a line, and with it the
@@ -639,6 +643,11 @@ fn floor(
         .map(Entry::richest)
         .collect();
     let mut out = rules_text(header, &rules, usize::MAX);
+    if est.text(&out) > budget && !rules.is_empty() {
+        // The rules whole without the header before any rule is clipped (a clipped rule no
+        // longer says what it forbids).
+        out = rules_text("", &rules, usize::MAX);
+    }
     for cap in RULE_CLIPS {
         if est.text(&out) <= budget {
             break;
