@@ -113,11 +113,13 @@ def fill_tail(
     # tail may open, leaving the fold what fills the room.
     excess = budget - int(plan["fixed_tokens"]) - room_cap
     tail_start = int(plan["tail_start"])
-    spare = sum(costs[i] for i in plan["folded"]) - int(FOLD_PER_ROOM * room_cap)
+    # (No message of the middle is kept: the fold is every message between the head and the
+    # tail, summed as slices.)
+    spare = sum(costs[head_end:tail_start]) - int(FOLD_PER_ROOM * room_cap)
     if min(excess, spare) < MIN_FILL_TOKENS:
         return msgs, plan
-    s, acc = tail_start, 0
-    while s - 1 > head_end and acc + costs[s - 1] <= min(excess, spare) - _CUT_SLACK:
+    s, acc, movable = tail_start, 0, min(excess, spare) - _CUT_SLACK
+    while s - 1 > head_end and acc + costs[s - 1] <= movable:
         s -= 1
         acc += costs[s]
     while s < tail_start and not legal[s]:
@@ -131,7 +133,7 @@ def fill_tail(
     # The cut round leaves the fold too: only while what stays folded still fills the room (a
     # first compaction moved a 3,013-token output into the tail cut to 267 tokens, and the
     # summary of the one message left took 111 tokens of a 1,503-token room: 71% of the budget).
-    stays = sum(costs[i] for i in plan["folded"] if i < start)
+    stays = sum(costs[head_end:start])
     if left >= MIN_FILL_TOKENS and head_end < start < s and stays >= FOLD_PER_ROOM * room_cap:
         group = range(start, s)
         over = sum(costs[i] for i in group) - (left - _CUT_SLACK)
