@@ -154,3 +154,19 @@ def test_a_summary_a_few_tokens_over_gives_up_its_least_identifiers_not_its_body
     assert "src/pkg57/module57.py" not in kept
     assert trim_index(body, 10, provider="openai", model=None) is None  # no index: nothing to give
     assert trim_index(summary, 10_000, provider="openai", model=None) is None  # more than it holds
+
+
+def test_the_round_cut_into_the_tail_leaves_the_fold_what_fills_the_room() -> None:
+    """A SWE run's first compaction folds its first thought and a 3,013-token listing. The tail
+    used to take the listing too, cut to 267 tokens, which left the summary one thought: 111
+    tokens of a 1,503-token room and 71% of the budget used. The cut round now moves only while
+    what stays folded fills the room (``FOLD_PER_ROOM``), so the listing is digested."""
+    from transcripts import LOCAL, load_conversations
+
+    from contextfold.evaluation import Probe, planted, successive
+
+    conv = next(r for r in load_conversations(LOCAL, "mini-swe-agent-gemini3") if "django-14608" in r["source"])
+    fx = Fixture(conv["source"], list(conv["messages"]), (Probe("-", ("-",)),), "openai", conv.get("tools"), None)
+    s = successive(fx, rules=planted(fx))
+    assert s.folded[0] >= 2 and s.sizes[0] >= 600, s
+    assert s.sizes[0] >= 0.5 * s.rooms[0], s  # (was 7%)
