@@ -1200,6 +1200,42 @@ mod tests {
         assert_eq!(rules_floor_tokens(&msgs[1..2], &[0], None, &est()), 0);
     }
 
+    /// A fold of one call whose result is far longer than the room: its forms step from 6,000
+    /// characters (over the room) to 2,400 (a third of it unused). The call's result is sized
+    /// to what the room leaves instead, its head and end kept.
+    #[test]
+    fn a_long_result_is_sized_to_the_room_its_forms_leave() {
+        let listing: String = (0..900)
+            .map(|k| format!("tests/test_app.py::test_case_{k} PASSED\n"))
+            .collect();
+        let mut a = Message::empty("assistant");
+        a.tool_calls.push(ToolCall {
+            id: "c1",
+            name: "bash",
+            arguments: Cow::Borrowed("{\"cmd\":\"pytest -v\"}"),
+        });
+        let mut r = Message::empty("tool");
+        r.tool_call_id = Some("c1");
+        r.content = Content::Text(Cow::Borrowed(&listing));
+        let msgs = vec![Message::text("user", "Run the tests."), a, r];
+        for budget in [900u64, 1_100, 1_300] {
+            let d = digest(
+                &msgs,
+                &est(),
+                &DigestOptions {
+                    max_tokens: budget,
+                    ..Default::default()
+                },
+            );
+            let used = est().text(&d);
+            assert!(
+                used <= budget as f64 && used >= 0.9 * budget as f64,
+                "{budget}: {used}\n{d}"
+            );
+            assert!(d.contains("test_case_0 PASSED") && d.contains("test_case_899 PASSED"));
+        }
+    }
+
     /// A text agent's harness complains about the format (an uncoded user turn answering the
     /// command); the user then states a rule. The rule is the user speaking, not the command's
     /// output: it was digested as `$ cmd -> ok: Do not cancel ...` and lost with the call.

@@ -23,6 +23,12 @@ pub(super) trait Forms: Send + Sync {
     fn repeats(&self, j: usize) -> bool;
     /// Form `j` (0: the richest).
     fn build(&self, j: usize) -> String;
+    /// A form between two of the plan's, its result (or text) clipped to `chars` characters:
+    /// the one unit a packing sizes to the room its forms leave (`pack::Packing::fill`). None
+    /// for units whose forms are not sized so.
+    fn build_sized(&self, _chars: usize) -> Option<String> {
+        None
+    }
 }
 
 /// Characters of a result in a call's fullest form (used while the room allows: a summary
@@ -215,6 +221,15 @@ impl Forms for Call<'_> {
         self.outcome.whole(chars) && args_whole(self.args, &self.parsed, max)
     }
 
+    fn build_sized(&self, chars: usize) -> Option<String> {
+        let (max, _) = call_plan(self.outcome.err)[0];
+        Some(format!(
+            "{} -> {}",
+            call_line(self.name, self.args, &self.parsed, max),
+            self.outcome.line(chars)
+        ))
+    }
+
     fn build(&self, j: usize) -> String {
         if j == 6 {
             // The outcome, an error's message, stays.
@@ -272,6 +287,15 @@ impl Forms for Command<'_> {
     fn repeats(&self, j: usize) -> bool {
         let (max, chars) = command_plan(self.outcome.err)[j];
         self.outcome.whole(chars) && is_whole(&self.joined, max, 0.6)
+    }
+
+    fn build_sized(&self, chars: usize) -> Option<String> {
+        let (max, _) = command_plan(self.outcome.err)[0];
+        Some(format!(
+            "$ {} -> {}",
+            clip_ends(&self.joined, max, 0.6),
+            self.outcome.line(chars)
+        ))
     }
 
     fn build(&self, j: usize) -> String {

@@ -138,6 +138,11 @@ impl<'a> Entry<'a> {
         self.rich_top && self.index_at(steps) == 0
     }
 
+    /// A form sized to `chars` characters of its result (`Forms::build_sized`).
+    pub(super) fn sized(&self, chars: usize) -> Option<String> {
+        self.build.as_ref()?.build_sized(chars)
+    }
+
     /// The form after `steps` shortening steps (0: the richest).
     pub(super) fn form(&self, steps: usize) -> &str {
         self.built(self.index_at(steps))
