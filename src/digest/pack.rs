@@ -546,6 +546,7 @@ const RENDER_SLACK: f64 = 10.0;
 /// One packing of the units into `room` tokens (see `fit`); the index takes what is left of
 /// `limit`, and never less than `reserve` (its share: the units may not squeeze it out when
 /// `fit` moves the room to close a pricing gap).
+#[allow(clippy::too_many_arguments)]
 fn pack(
     units: &mut Units<'_, '_>,
     header: &str,
@@ -554,6 +555,7 @@ fn pack(
     room: f64,
     limit: f64,
     reserve: f64,
+    sized: bool,
 ) -> String {
     let from = units.start_for(room);
     let est = units.est;
@@ -576,7 +578,7 @@ fn pack(
     // (Aimed 1% under the limit: `fit` keeps a packing that lands within 2% of it, and one
     // sized to the last token would be over once priced whole, and packed again.)
     let left = limit * 0.99 - p.total - written;
-    if left >= FILL_MIN_SHARE * limit {
+    if sized && left >= FILL_MIN_SHARE * limit {
         p.fill(left);
     }
     p.render(header, &index)
@@ -640,7 +642,7 @@ pub(super) fn fit(
     let prices = identifier_index::prices(&idents, est);
     let room = units_room(&idents, &prices, est, max_tokens);
     let limit = budget;
-    let mut best: Option<(f64, String)> = None;
+    let mut best: Option<(f64, String, f64)> = None;
     // Line-by-line prices differ a little from the rendered whole: pack again into a room
     // moved by the difference, over or under, and keep the fullest packing that fits (when none
     // does, the floor).
@@ -655,10 +657,11 @@ pub(super) fn fit(
             room + shift,
             limit + shift,
             limit - room,
+            false,
         );
         let used = est.text(&out);
-        if used <= budget && best.as_ref().is_none_or(|(b, _)| used > *b) {
-            best = Some((used, out));
+        if used <= budget && best.as_ref().is_none_or(|(b, _, _)| used > *b) {
+            best = Some((used, out, shift));
         }
         let gap = budget - used;
         if (0.0..=budget * 0.02 + 2.0).contains(&gap) {
@@ -675,7 +678,36 @@ pub(super) fn fit(
         };
     }
     match best {
-        Some((_, b)) => b,
+        // The fullest packing, with what its forms leave given to one call's result (`fill`):
+        // sized only once the units are chosen, so it never stands in for a repacking that
+        // keeps more units (a probe's six looked-up reservations).
+        Some((used, b, shift)) => {
+            let (mut best, mut best_used) = (b, used);
+            // The sized form is aimed at the shifted limit: moved once more by what the
+            // whole text shows it missed.
+            let mut aim = 0.0;
+            for _ in 0..2 {
+                if best_used >= budget * (1.0 - FILL_MIN_SHARE) {
+                    break;
+                }
+                let sized = pack(
+                    &mut units,
+                    header,
+                    &idents,
+                    &prices,
+                    room + shift,
+                    limit + shift + aim,
+                    limit - room,
+                    true,
+                );
+                let t = est.text(&sized);
+                if t <= budget && t > best_used {
+                    (best, best_used) = (sized, t);
+                }
+                aim += budget * 0.99 - t;
+            }
+            best
+        }
         None => floor(entries, short_header, &idents, &prices, est, budget),
     }
 }
