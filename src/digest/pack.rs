@@ -543,10 +543,20 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
 /// 2, its spare 8), which a share measured on the text must add back to hold that text.
 const RENDER_SLACK: f64 = 10.0;
 
+/// What a packing chose, kept to be rendered again with one result sized to the room its
+/// forms leave (`fit`, `Packing::fill`): its units' states, their total, and its index.
+struct Packed {
+    slots: Vec<Slot>,
+    cover: Vec<Option<usize>>,
+    total: f64,
+    index: String,
+    /// Tokens the index takes in the digest (0 without one).
+    written: f64,
+}
+
 /// One packing of the units into `room` tokens (see `fit`); the index takes what is left of
 /// `limit`, and never less than `reserve` (its share: the units may not squeeze it out when
-/// `fit` moves the room to close a pricing gap).
-#[allow(clippy::too_many_arguments)]
+/// `fit` moves the room to close a pricing gap). The text and what it chose.
 fn pack(
     units: &mut Units<'_, '_>,
     header: &str,
@@ -555,8 +565,7 @@ fn pack(
     room: f64,
     limit: f64,
     reserve: f64,
-    sized: bool,
-) -> String {
+) -> (String, Packed) {
     let from = units.start_for(room);
     let est = units.est;
     let mut p = Packing::at(units, from);
@@ -575,14 +584,36 @@ fn pack(
     } else {
         est.text(&index) + 2.0
     };
-    // (Aimed 1% under the limit: `fit` keeps a packing that lands within 2% of it, and one
-    // sized to the last token would be over once priced whole, and packed again.)
-    let left = limit * 0.99 - p.total - written;
-    if sized && left >= FILL_MIN_SHARE * limit {
-        p.fill(left);
-    }
-    p.render(header, &index)
+    let packed = Packed {
+        slots: p.slots.clone(),
+        cover: p.cover.clone(),
+        total: p.total,
+        index,
+        written,
+    };
+    (p.render(header, &packed.index), packed)
 }
+
+/// `packed` rendered with one call's result sized to what its forms leave of `target` tokens
+/// (`Packing::fill`); None when no result is sized.
+fn sized(units: &Units<'_, '_>, packed: &Packed, header: &str, target: f64) -> Option<String> {
+    let mut p = Packing {
+        units,
+        slots: packed.slots.clone(),
+        cover: packed.cover.clone(),
+        total: packed.total,
+        sized: None,
+    };
+    let left = target - p.total - packed.written;
+    if left < FILL_MIN_SHARE * target {
+        return None;
+    }
+    p.fill(left);
+    p.sized.is_some().then(|| p.render(header, &packed.index))
+}
+
+/// Tries at a sized form's aim (`fit`): each corrects the last by what the whole text missed.
+const FILL_AIMS: usize = 4;
 
 /// Room left under which no form is sized to it (tokens).
 const FILL_MIN_TOKENS: f64 = 64.0;
@@ -596,7 +627,7 @@ const FILL_MIN_SHARE: f64 = 0.03;
 const FILL_SLACK_TOKENS: f64 = 8.0;
 
 /// Bisection steps of a sized form's length.
-const FILL_STEPS: usize = 7;
+const FILL_STEPS: usize = 10;
 
 /// The longest result a sized form keeps (characters): a call's fullest.
 fn forms_max_chars() -> usize {
@@ -642,14 +673,14 @@ pub(super) fn fit(
     let prices = identifier_index::prices(&idents, est);
     let room = units_room(&idents, &prices, est, max_tokens);
     let limit = budget;
-    let mut best: Option<(f64, String, f64)> = None;
+    let mut best: Option<(f64, String, Packed)> = None;
     // Line-by-line prices differ a little from the rendered whole: pack again into a room
     // moved by the difference, over or under, and keep the fullest packing that fits (when none
     // does, the floor).
     // The shift of room and limit: moved by the gap until the fit is bracketed, then bisected.
     let (mut shift, mut fits, mut over): (f64, Option<f64>, Option<f64>) = (0.0, None, None);
     for _ in 0..8 {
-        let out = pack(
+        let (out, packed) = pack(
             &mut units,
             header,
             &idents,
@@ -657,11 +688,10 @@ pub(super) fn fit(
             room + shift,
             limit + shift,
             limit - room,
-            false,
         );
         let used = est.text(&out);
         if used <= budget && best.as_ref().is_none_or(|(b, _, _)| used > *b) {
-            best = Some((used, out, shift));
+            best = Some((used, out, packed));
         }
         let gap = budget - used;
         if (0.0..=budget * 0.02 + 2.0).contains(&gap) {
@@ -680,31 +710,24 @@ pub(super) fn fit(
     match best {
         // The fullest packing, with what its forms leave given to one call's result (`fill`):
         // sized only once the units are chosen, so it never stands in for a repacking that
-        // keeps more units (a probe's six looked-up reservations).
-        Some((used, b, shift)) => {
-            let (mut best, mut best_used) = (b, used);
-            // The sized form is aimed at the shifted limit: moved once more by what the
-            // whole text shows it missed.
-            let mut aim = 0.0;
-            for _ in 0..2 {
+        // keeps more units (a probe's six looked-up reservations). Aimed 1% under the budget
+        // (`fit` keeps what lands within 2% of it), then again by what the whole text missed
+        // (its line prices count every section's heading: ~10% under on a short digest).
+        Some((used, text, packed)) => {
+            let (mut best, mut best_used) = (text, used);
+            let mut target = budget * 0.99;
+            for _ in 0..FILL_AIMS {
                 if best_used >= budget * (1.0 - FILL_MIN_SHARE) {
                     break;
                 }
-                let sized = pack(
-                    &mut units,
-                    header,
-                    &idents,
-                    &prices,
-                    room + shift,
-                    limit + shift + aim,
-                    limit - room,
-                    true,
-                );
-                let t = est.text(&sized);
+                let Some(out) = sized(&units, &packed, header, target) else {
+                    break;
+                };
+                let t = est.text(&out);
                 if t <= budget && t > best_used {
-                    (best, best_used) = (sized, t);
+                    (best, best_used) = (out, t);
                 }
-                aim += budget * 0.99 - t;
+                target += budget * 0.99 - t;
             }
             best
         }
