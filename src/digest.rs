@@ -275,6 +275,22 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
+    /// The units of a span's digest, starting from the sections of `previous` (the summary
+    /// folded with the span), merged.
+    fn new(previous: Option<&'a str>, focus: Vec<String>) -> Self {
+        let mut b = Builder {
+            entries: Vec::new(),
+            seen: HashSet::new(),
+            keyed: previous.is_some(),
+            focus,
+            index: Collector::default(),
+        };
+        if let Some(prev) = previous {
+            merge_previous(&mut b, prev);
+        }
+        b
+    }
+
     /// Add `e` unless a unit of its section said the same already: its richest form (`first`,
     /// for a unit whose forms were given) or its shortest form (a request carried over in its
     /// short form is the same request; two units whose richest forms agree agree in their
@@ -348,9 +364,14 @@ impl<'a> Builder<'a> {
     /// usual fullest (`forms::FULLEST_RESULT_CHARS`).
     fn push_rich(&mut self, section: Section, forms: Box<dyn Forms + 'a>) {
         if self.push_lazy(section, forms) {
-            if let Some(e) = self.entries.last_mut() {
-                e.rich_top = true;
-            }
+            self.mark_rich_top(true);
+        }
+    }
+
+    /// The unit just added has an extra fullest form (`units::Entry::rich_top`).
+    fn mark_rich_top(&mut self, rich: bool) {
+        if let Some(e) = self.entries.last_mut() {
+            e.rich_top = rich;
         }
     }
 
@@ -647,8 +668,7 @@ impl<'a> Walk<'a> {
         let fullest = clip_ends(t, LAST_STATE_FULLEST_CHARS, 0.6);
         let usual = clip_ends(t, 900, 0.6);
         let rich = fullest != usual;
-        let at = self.b.entries.len();
-        self.b.push(
+        let pushed = self.b.push(
             Section::LastState,
             vec![
                 fullest,
@@ -657,8 +677,8 @@ impl<'a> Walk<'a> {
                 clip_ends(t, 160, 0.6),
             ],
         );
-        if let Some(e) = self.b.entries.get_mut(at) {
-            e.rich_top = rich;
+        if pushed {
+            self.b.mark_rich_top(rich);
         }
         let mut open = Vec::new();
         for line in t.lines() {
@@ -726,16 +746,7 @@ fn digest_reading<'a>(
     focus: Vec<String>,
     whole_from: usize,
 ) -> String {
-    let mut b = Builder {
-        entries: Vec::new(),
-        seen: HashSet::new(),
-        keyed: opt.previous.is_some(),
-        focus,
-        index: Collector::default(),
-    };
-    if let Some(prev) = opt.previous {
-        merge_previous(&mut b, prev);
-    }
+    let b = Builder::new(opt.previous, focus);
     let coded = msgs
         .iter()
         .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some());
@@ -814,17 +825,7 @@ fn short_header(n: usize) -> String {
 /// the harness speaks there, not the user). A summary written by a model is held to the same
 /// list (`contextfold.summary_room.with_rules`).
 pub fn fold_rules(msgs: &[Message<'_>], folded: &[usize], previous: Option<&str>) -> Vec<String> {
-    let mut b = Builder {
-        entries: Vec::new(),
-        seen: HashSet::new(),
-        keyed: previous.is_some(),
-        focus: Vec::new(),
-        index: Collector::default(),
-    };
-    if let Some(prev) = previous {
-        merge_previous(&mut b, prev);
-    }
-    let mut rules: Vec<String> = b
+    let mut rules: Vec<String> = Builder::new(previous, Vec::new())
         .entries
         .iter()
         .filter(|e| e.section == Section::Rules)
@@ -1203,7 +1204,8 @@ mod tests {
     /// A fold of one call whose result is far longer than the room: its forms step from 6,000
     /// characters (over the room) to 2,400 (half of a 900-token room unused: 438 tokens). The
     /// call's result is sized to what the room leaves instead, its head and end kept (the
-    /// sampled estimate of a clip is not monotone in its length: 85-99% of the room).
+    /// sampled estimate of a clip is not monotone in its length: 864, 965 and 1,255 tokens of
+    /// rooms of 900, 1,100 and 1,300).
     #[test]
     fn a_long_result_is_sized_to_the_room_its_forms_leave() {
         let listing: String = (0..900)

@@ -654,10 +654,9 @@ class Compactor(RecoverableFolds):
             max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
         )
         text, native, fallback = yield from self._summary_text(run, request)
-        # (The digest's own index took what its room left: one appended here would overflow a
-        # room its standing rules filled.)
-        # (A model's summary is held to the fold's standing rules: any it did not state verbatim
-        # are appended.)
+        # A model's summary is held to the fold's standing rules (those it did not state verbatim
+        # are appended) and gets the index; the digest wrote its own index in what its room left
+        # (one appended here overflowed a room its standing rules filled).
         indexed = text if own_index and not fallback else with_index(
             with_rules(text, folded_msgs, previous=request.previous_summary), folded_msgs,
             provider=self.provider, model=self.model, previous=request.previous_summary, room=room)

@@ -32,10 +32,9 @@ pub(super) trait Forms: Send + Sync {
 }
 
 /// Characters of a result in a call's fullest form (used while the room allows: a summary
-/// fills the room it is given). A fold of a few messages holding one long output (a SWE agent's
-/// `cat` of a module) used to stop at 6,000 characters of it: on the 120 SWE runs' successive
-/// compactions, 240 of 782 left more than 5% of the budget unused, a fold of 3 messages and
-/// 5,000-10,000 tokens written as a 800-1,400-token summary beside 2,500-6,800 unused tokens.
+/// fills the room it is given), and the longest a result sized to the room keeps
+/// (`pack::Packing::fill`). A fold of a few messages holding one long output (a SWE agent's
+/// `cat` of a module) stopped at 6,000 characters of it, beside thousands of unused tokens.
 pub(super) const FULLEST_RESULT_CHARS: usize = 24_000;
 
 /// Characters of a result in a call's second form: the fullest before the richest grew

@@ -465,7 +465,9 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
             self.slots[i].alive
                 && matches!(entries[i].section, Section::Calls | Section::Errors)
                 && self.slots[i].level > 0
-                && entries[i].sized(0).is_some()
+                // (A call or command read from the span: a previous summary's carried line has
+                // no result to size.)
+                && entries[i].rich_top
         }) else {
             return;
         };
@@ -473,7 +475,7 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
         let target = now + left - FILL_SLACK_TOKENS;
         let (mut lo, mut hi) = (
             entries[i].form(usize::from(self.slots[i].level)).len(),
-            forms_max_chars(),
+            super::forms::FULLEST_RESULT_CHARS,
         );
         let mut best: Option<(String, f64)> = None;
         for _ in 0..FILL_STEPS {
@@ -628,11 +630,6 @@ const FILL_SLACK_TOKENS: f64 = 8.0;
 
 /// Bisection steps of a sized form's length.
 const FILL_STEPS: usize = 10;
-
-/// The longest result a sized form keeps (characters): a call's fullest.
-fn forms_max_chars() -> usize {
-    super::forms::FULLEST_RESULT_CHARS
-}
 
 /// The room the units get: the budget less what the identifier index is sure to keep (its
 /// share, or the carried identifiers' cost up to half the room).
