@@ -592,6 +592,8 @@ def compaction_plan(
     trusted_summaries: Sequence[int] = ...,
     masks: bool = True,
     check_input: bool = True,
+    costs: Sequence[int] | None = None,
+    reprice: Sequence[int] = ...,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
@@ -605,7 +607,10 @@ def compaction_plan(
     ``budget_tokens``; else empty (a history within the budget is not changed). A caller moving
     the tail of a history it planned already passes ``masks=False`` (no ``mask_edits``;
     ``tokens_after_mask`` is ``tokens_before``) and ``check_input=False`` (no ``input_failures``:
-    it has them)."""
+    it has them), and the first plan's ``costs`` (tokens per message) with the indices of the
+    messages it changed in ``reprice``: only those are priced again, as a fresh plan would price
+    them. ``ValueError`` when ``costs`` does not have one entry per message or ``reprice`` names
+    no message."""
 
 def summary_hash(body: str, /) -> int:
     """The 64-bit hash by which a later compaction trusts a summary as the library's own (the

@@ -538,12 +538,15 @@ class Compactor(RecoverableFolds):
         return run
 
     def _plan(self, run: CompactionRun, ms: list[Any], min_tail: int, summary_tokens: int | None = None,
-              result_max: int | None = None, args_max: int | None = None, *, moved: bool = False) -> dict[str, Any]:
+              result_max: int | None = None, args_max: int | None = None, *, moved: bool = False,
+              costs: list[int] | None = None, reprice: Sequence[int] = ()) -> dict[str, Any]:
         """The core's plan of ``ms`` (the degrading steps ask again with a smaller tail floor,
         harder masking or a smaller summary); the originals its placeholders name are stored.
         ``moved``: a plan for the tail fill, which moves the tail of the first plan: the fold is
         decided by then, so no mask edits are sought, and the input's own problems are those the
-        first plan found (the history checked again would find the same)."""
+        first plan found (the history checked again would find the same). ``costs``: a plan's
+        prices of ``ms`` (tokens per message) before the messages at ``reprice`` changed; only
+        those are priced again."""
         opts = run.options
         if min_tail != opts.min_tail or result_max is not None or args_max is not None:
             opts = opts.replace(
@@ -554,7 +557,7 @@ class Compactor(RecoverableFolds):
             ms, run.priced, opts, budget_tokens=run.effective, tail_tokens=run.tail,
             summary_tokens=run.summary_tokens if summary_tokens is None else summary_tokens,
             pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes),
-            masks=not moved, check_input=not moved)
+            masks=not moved, check_input=not moved, costs=costs, reprice=list(reprice))
         if moved:
             p["input_failures"] = run.plan["input_failures"]
         for fold_id, text in p.get("folds", ()):

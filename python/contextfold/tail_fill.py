@@ -102,8 +102,9 @@ def fill_tail(
     costs: list[int] = plan["costs"]  # (each message's tokens as the plan priced them)
     legal: bytes = plan["legal"]
 
-    def extended(ms: list[Any], start: int) -> dict[str, Any] | None:
-        p = make_plan(ms, max(min_tail, n - start))
+    def extended(ms: list[Any], start: int, changed: tuple[int, ...] = ()) -> dict[str, Any] | None:
+        # (Priced from the first plan's costs: only a message the move changed is priced again.)
+        p = make_plan(ms, max(min_tail, n - start), costs=costs, reprice=changed)
         if p["reason"] is not None or int(p["tail_start"]) > start \
                 or int(p["fixed_tokens"]) > budget - int(room_cap * 0.8):
             return None
@@ -143,7 +144,7 @@ def fill_tail(
             cut = _cut_to(msgs, i, keep, provider, model)
     if cut is not None:
         cut_msgs, fold_id, text = cut
-        p = extended(cut_msgs, start)
+        p = extended(cut_msgs, start, (i,))
         if p is not None and not any(int(e[0]) == i for e in p["tail_edits"]):
             # (A cut masked again in the tail would make a fold of a fold: recall would give the cut.)
             store.put(fold_id, text)
@@ -241,7 +242,7 @@ def grow_tail(
         s += 1
     if s >= tail_start:
         return None
-    p = make_plan(msgs, n - s)
+    p = make_plan(msgs, n - s, costs=costs)
     if p["reason"] is not None or int(p["tail_start"]) != s or not p["folded"] \
             or len(p["tail_edits"]) > len(plan["tail_edits"]):
         return None

@@ -68,9 +68,13 @@ fn edit_tuples<'py>(
 /// it is over the budget, the one case a compaction changes it), so a caller that verifies the
 /// result tells its own problems from the input's without a second read. A caller moving the
 /// tail of a history it planned already asks `masks=false` (no mask edits: `tokens_after_mask`
-/// is `tokens_before`) and `check_input=false` (no `input_failures`: it has them).
+/// is `tokens_before`) and `check_input=false` (no `input_failures`: it has them), and passes
+/// the first plan's `costs` with the indices of the messages it changed in `reprice`: the
+/// others are not priced again (on the 10k synthetic history, pricing was about half of such a
+/// plan). The costs are those a fresh plan would find: the changed messages are priced with the
+/// estimator settled as `Walker::messages_priced` settles it, a chunk at a time.
 #[pyfunction]
-#[pyo3(signature = (messages, /, request, options, *, budget_tokens, tail_tokens, summary_tokens, pinned=Vec::new(), trusted_summaries=Vec::new(), masks=true, check_input=true))]
+#[pyo3(signature = (messages, /, request, options, *, budget_tokens, tail_tokens, summary_tokens, pinned=Vec::new(), trusted_summaries=Vec::new(), masks=true, check_input=true, costs=None, reprice=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
@@ -84,11 +88,34 @@ fn compaction_plan<'py>(
     trusted_summaries: Vec<u64>,
     masks: bool,
     check_input: bool,
+    costs: Option<Vec<u32>>,
+    reprice: Vec<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = request.format()?;
     let mut est = request.request.estimator;
     let keep = Keep::new();
-    let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
+    let mut walker = Walker::new(py, &keep);
+    let (ms, costs) = match costs {
+        Some(given) => {
+            let ms = walker.messages(messages)?;
+            if given.len() != ms.len() {
+                return Err(PyValueError::new_err(format!(
+                    "costs has {} entries for {} messages",
+                    given.len(),
+                    ms.len()
+                )));
+            }
+            if let Some(&i) = reprice.iter().find(|&&i| i >= ms.len()) {
+                return Err(PyValueError::new_err(format!(
+                    "reprice names message {i} of a history of {}",
+                    ms.len()
+                )));
+            }
+            let costs = Walker::repriced(&ms, given, &reprice, &mut est);
+            (ms, costs)
+        }
+        None => walker.messages_priced(messages, &mut est)?,
+    };
     let opt = PlanOptions {
         format,
         budget_tokens,

@@ -106,6 +106,33 @@ impl<'k, 'py> Walker<'k, 'py> {
         Ok((out, costs))
     }
 
+    /// `costs` (a history's [`Walker::messages_priced`] costs before the messages at `reprice`
+    /// changed) with those messages priced again, the estimator settled a chunk at a time as
+    /// `messages_priced` settles it, so the result is what it would find.
+    pub fn repriced(
+        ms: &[Message<'_>],
+        mut costs: Vec<u32>,
+        reprice: &[usize],
+        est: &mut Estimator,
+    ) -> Vec<u32> {
+        let mut todo: Vec<usize> = reprice.to_vec();
+        todo.sort_unstable();
+        todo.dedup();
+        let mut next = todo.iter().peekable();
+        for (c, chunk) in ms.chunks(CHUNK).enumerate() {
+            est.settle_platform(chunk);
+            let end = (c + 1) * CHUNK;
+            while let Some(&&i) = next.peek() {
+                if i >= end {
+                    break;
+                }
+                costs[i] = est.message(&ms[i]);
+                next.next();
+            }
+        }
+        costs
+    }
+
     /// The items of a history (any sequence but a str or a dict), as a snapshot: reading one
     /// message may run Python code (a property, a `model_dump`) that changes the list.
     pub(super) fn snapshot(seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {

@@ -11,6 +11,7 @@ import pytest
 import contextfold as cf
 from contextfold import _core
 from transcripts import LOCAL, load_conversations
+from wire_shapes import convert
 
 
 def airline() -> list[dict]:
@@ -125,3 +126,60 @@ def test_a_compactor_reads_its_tools_once_per_wire_format_and_again_when_they_ar
     # A pickled compactor builds its core objects again and compacts the same.
     copy = pickle.loads(pickle.dumps(cf.Compactor(model=conv["model"], tools=conv["tools"], budget=budget)))
     assert copy.compact(history).messages == first.messages
+
+
+
+def _plan(history: list, costs: list | None = None, reprice: tuple = (), *, fmt: str = "chat") -> dict:
+    provider, model = ("gemini", "gemini-3-pro-preview") if fmt == "gemini" else ("openai", "gpt-4o")
+    request = _core.PricedRequest(provider=provider, model=model, format=fmt)  # type: ignore[arg-type]
+    total = cf.estimate(history, provider=provider, model=model)  # type: ignore[arg-type]
+    return _core.compaction_plan(history, request, _core.CompactionOptions(), budget_tokens=total // 3,
+                                 tail_tokens=total // 6, summary_tokens=512, masks=False, check_input=False,
+                                 costs=costs, reprice=list(reprice))
+
+
+def _signed_late(history: list) -> list:
+    """The Gemini history with a Vertex AI thought signature (field 1) on a call past the first
+    32 messages: a Gemini 3 model named without its platform is priced differently from there."""
+    out = convert(history, "gemini")
+    m = next(m for m in out[32:] if m["role"] == "model" and any("functionCall" in p for p in m["parts"]))
+    next(p for p in m["parts"] if "functionCall" in p)["thoughtSignature"] = "CiQB" * 40
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["chat", "gemini"])
+def test_a_plan_given_the_first_plans_costs_prices_only_the_changed_messages_as_a_fresh_plan_would(fmt):
+    # The tail fill plans a history it planned already: the costs are taken, not priced again.
+    # The longest dialogues with a call past the first 32 messages (where the signature goes).
+    longest = [c for c in sorted(airline(), key=lambda c: -len(c["messages"]))
+               if any(m.get("tool_calls") for m in c["messages"][32:])][:4]
+    assert len(longest) == 4
+    for conv in longest:
+        history = _signed_late(conv["messages"]) if fmt == "gemini" else conv["messages"]
+        first = _plan(history, fmt=fmt)
+        assert _plan(history, first["costs"], fmt=fmt) == first
+        # Two messages changed (tool outputs cut, as the fill cuts one), one before the
+        # signature and one after: only they are priced again, each as a fresh plan prices it.
+        key, cut = ("parts", [{"text": "cut"}]) if fmt == "gemini" else ("content", "cut")
+        changed = [dict(m) for m in history]
+        picks = (max(range(1, 32), key=lambda k: first["costs"][k]),
+                 max(range(32, len(history)), key=lambda k: first["costs"][k]))
+        for i in picks:
+            changed[i][key] = cut
+        fresh = _plan(changed, fmt=fmt)
+        assert _plan(changed, first["costs"], picks, fmt=fmt) == fresh
+        assert all(fresh["costs"][i] < first["costs"][i] for i in picks)
+    if fmt == "gemini":
+        # The signature does move the prices after it (what the reuse must not lose).
+        plain = _plan(convert(longest[0]["messages"], "gemini"), fmt=fmt)["costs"]
+        signed = _plan(_signed_late(longest[0]["messages"]), fmt=fmt)["costs"]
+        assert plain[:32] == signed[:32] and plain[32:] != signed[32:]
+
+
+def test_a_plan_refuses_costs_that_do_not_match_its_history():
+    history = airline()[0]["messages"]
+    costs = _plan(history)["costs"]
+    with pytest.raises(ValueError, match=f"costs has {len(costs) - 1} entries for {len(history)} messages"):
+        _plan(history, costs[:-1])
+    with pytest.raises(ValueError, match=f"reprice names message {len(history)}"):
+        _plan(history, costs, (len(history),))
