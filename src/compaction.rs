@@ -327,16 +327,39 @@ pub fn plan_priced(
     } else {
         0
     };
-    let floor = MIN_SUMMARY_TOKENS.max(rules).min(opt.summary_tokens);
+    // A previous summary in the fold is the only home of everything before it: the tail gives
+    // way (fewer messages, cuts, all recoverable) before the summary carrying it is squeezed
+    // under half its share. (A SWE run's second compaction kept two 2,500-3,400-token thoughts
+    // whole in the tail and wrote 184 tokens where the previous summary had 3,283.)
+    let carried = match (&previous_summary, squeezed) {
+        (Some(p), true) => {
+            (est.text(p).ceil() as u64).min(opt.summary_tokens) / CARRIED_FLOOR_DIVISOR
+        }
+        _ => 0,
+    };
+    let floor = MIN_SUMMARY_TOKENS
+        .max(rules)
+        .max(carried)
+        .min(opt.summary_tokens);
     let (tail_edits, fixed) = room_for_summary(
-        msgs, est, costs, &legal, &pinned, opt, tail_start, fixed, rules,
+        msgs,
+        est,
+        costs,
+        &legal,
+        &pinned,
+        opt,
+        tail_start,
+        fixed,
+        rules.max(carried),
     );
     out.summary_tokens = opt
         .summary_tokens
         .min(opt.budget_tokens.saturating_sub(fixed));
     out.fixed_tokens = fixed;
     if out.summary_tokens < floor {
-        let what = if rules > MIN_SUMMARY_TOKENS {
+        let what = if floor == carried && carried > rules.max(MIN_SUMMARY_TOKENS) {
+            "for the summary carrying the previous one"
+        } else if rules > MIN_SUMMARY_TOKENS {
             "for the summary's standing rules"
         } else {
             "for a summary"
@@ -356,6 +379,10 @@ pub fn plan_priced(
     out.tail_edits = tail_edits;
     out
 }
+
+/// The summary carrying a previous one keeps at least this fraction of its share (or of the
+/// previous summary, when that is smaller) before the tail gives way.
+const CARRIED_FLOOR_DIVISOR: u64 = 2;
 
 fn token_sum<'c>(costs: impl IntoIterator<Item = &'c u32>) -> u64 {
     costs.into_iter().map(|&c| u64::from(c)).sum()
@@ -815,6 +842,75 @@ mod tests {
         );
         let p = squeeze(&without);
         assert!(p.reason.is_none(), "{:?}", p.reason);
+    }
+
+    /// A previous summary in the fold is the summary's floor at half its share: a budget whose
+    /// tail leaves the new summary less is one the degrading steps must lift (fewer tail
+    /// messages first), where the same room with no previous summary to carry is fine.
+    #[test]
+    fn a_summary_carrying_the_previous_one_squeezed_under_half_its_share_is_a_budget_reason() {
+        let previous: &'static str = Box::leak(
+            format!(
+                "{SUMMARY_OPEN}\n## Tool calls\n{}{SUMMARY_CLOSE}",
+                "- read django/core/servers/basehttp.py -> ok: class ThreadedWSGIServer\n"
+                    .repeat(60)
+            )
+            .into_boxed_str(),
+        );
+        let thought: &'static str = Box::leak(
+            "THOUGHT: the handler closes connections here.\n"
+                .repeat(120)
+                .into_boxed_str(),
+        );
+        let build = |first: &'static str| -> Vec<Message<'static>> {
+            let mut v = vec![
+                Message::text("system", "sys"),
+                Message::text("user", "Fix the server."),
+                Message::text("assistant", first),
+                Message::text("user", "<returncode>0</returncode>\n<output>ok</output>"),
+                Message::text("assistant", thought),
+                Message::text("user", "<returncode>0</returncode>\n<output>done</output>"),
+                Message::text("assistant", thought),
+            ];
+            for m in v.iter_mut() {
+                m.wire = crate::wire::Format::OpenAIChat;
+            }
+            v
+        };
+        let carrying = build(previous);
+        let plain = build("THOUGHT: let me look at the server.");
+        let sized = |budget: u64| {
+            let mut o = options(budget);
+            o.min_tail = 3;
+            o.tail_tokens = 10;
+            o.summary_tokens = 2_000;
+            o.soft_ceiling = 1.0;
+            o
+        };
+        let roomy = plan(&carrying, &est(), &sized(40_000));
+        assert!(roomy.reason.is_none(), "{:?}", roomy.reason);
+        assert_eq!(
+            roomy.previous_summary.as_deref().map(str::len),
+            own_summary(&carrying[2]).map(str::len)
+        );
+        // The three messages of the tail whole, and a room over the minimum but under half the
+        // share (the previous summary is larger than the share).
+        let squeezed = |msgs: &[Message<'_>]| {
+            let fixed = plan(msgs, &est(), &sized(40_000)).fixed_tokens;
+            plan(msgs, &est(), &sized(fixed + MIN_SUMMARY_TOKENS + 100))
+        };
+        let p = squeezed(&carrying);
+        assert!(
+            p.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("budget") && r.contains("carrying the previous")),
+            "{:?} (summary {} tokens)",
+            p.reason,
+            p.summary_tokens
+        );
+        let p = squeezed(&plain);
+        assert!(p.reason.is_none(), "{:?}", p.reason);
+        assert!(p.summary_tokens < 1_000);
     }
 
     #[test]
