@@ -454,10 +454,12 @@ fn merge_previous<'a>(b: &mut Builder<'a>, prev: &'a str) {
                     Some(i) => &item[..i],
                     None => item,
                 };
-                b.push(s, vec![item.to_string(), clip(item, 240), clip(head, 120)]);
+                let mut forms = carried_forms(item, CARRIED_CALL_FLOOR);
+                forms.push(clip(head, 120));
+                b.push(s, forms);
             }
             Some(s) => {
-                b.push(s, vec![item.to_string(), clip(item, 200)]);
+                b.push(s, carried_forms(item, CARRIED_NOTE_FLOOR));
             }
         }
     }
@@ -474,6 +476,34 @@ fn merge_previous<'a>(b: &mut Builder<'a>, prev: &'a str) {
             ],
         );
     }
+}
+
+/// A previous digest's line is carried as that digest wrote it: at its fullest a long output of
+/// thousands of characters. Its shorter forms step down from its length by this factor, to a
+/// floor (`CARRIED_CALL_FLOOR`, `CARRIED_NOTE_FLOOR`), so a room that holds most of the line
+/// keeps most of it: with no step between the whole line and 240 characters, a second digest
+/// whose room held most of a SWE run's `ls -R` line kept 240 characters and left the room
+/// two-thirds empty (1,673 tokens of summary became 459 in a room of 1,638).
+const CARRIED_STEP: f64 = 0.7;
+
+/// The shortest form of a carried call or error line (characters), before its command alone.
+const CARRIED_CALL_FLOOR: usize = 240;
+
+/// The shortest form of a carried conclusion, note or other line (characters).
+const CARRIED_NOTE_FLOOR: usize = 200;
+
+/// A carried line whole, then clipped to `CARRIED_STEP` of the form before, down to `floor`
+/// characters (always that form last).
+fn carried_forms(item: &str, floor: usize) -> Vec<String> {
+    let chars = item.chars().count();
+    let mut forms = vec![item.to_string()];
+    let mut n = (chars as f64 * CARRIED_STEP) as usize;
+    while n > floor {
+        forms.push(clip(item, n));
+        n = (n as f64 * CARRIED_STEP) as usize;
+    }
+    forms.push(clip(item, floor));
+    forms
 }
 
 /// The texts a call's result can come from, by call id, within the span.
@@ -1282,6 +1312,49 @@ mod tests {
                 || requests.contains("Do not cancel reservation ZZ9Q7T"),
             "{d}"
         );
+    }
+
+    /// A previous digest's long call line is carried as long as the new room holds it: between
+    /// the line whole and 240 characters there are steps, so a room that holds most of the line
+    /// is not left two-thirds empty.
+    #[test]
+    fn a_carried_call_line_keeps_what_the_room_holds() {
+        let listing: String = (0..400)
+            .map(|k| format!("./tests/view_tests/app{k}: __init__.py locale"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let prev = format!(
+            "Earlier conversation folded by contextfold (3 messages: 0 user requests, 2 tool calls, 0 errors).\n## Tool calls\n- $ ls -R -> ok: rc=0: {listing}\n"
+        );
+        let msgs = vec![Message::text("assistant", "THOUGHT: listing done.")];
+        let carried = |max_tokens: u64| {
+            let d = digest(
+                &msgs,
+                &est(),
+                &DigestOptions {
+                    max_tokens,
+                    previous: Some(&prev),
+                    ..Default::default()
+                },
+            );
+            assert!(est().text(&d) <= max_tokens as f64 + 1.0, "{max_tokens}");
+            let line = d
+                .lines()
+                .find(|l| l.starts_with("- $ ls -R"))
+                .unwrap_or_else(|| panic!("{d}"))
+                .chars()
+                .count();
+            (line, est().text(&d))
+        };
+        let whole = listing.chars().count();
+        let (line, used) = carried(2 * est().text(&prev) as u64);
+        assert!(line > whole, "{line} of {whole}");
+        // A room of about half the line keeps more than a third of it, and fills most of the room.
+        let half = (est().text(&prev) / 2.0) as u64;
+        let (line, used_half) = carried(half);
+        assert!(3 * line >= whole, "{line} characters of {whole}");
+        assert!(used_half >= 0.7 * half as f64, "{used_half} of {half}");
+        assert!(used > used_half);
     }
 
     #[test]
