@@ -769,8 +769,9 @@ class Compactor(RecoverableFolds):
 
     def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:
-        """The history with the newest rounds of the fold moved into the tail, verbatim, when a
-        digest (``first``) shorter than its room left them room (``tail_fill.grow_tail``):
+        """The history with the newest rounds of the fold moved into the tail, verbatim (the
+        newest one with its largest message cut when none fits whole), when a digest (``first``)
+        shorter than its room left them room (``tail_fill.grow_tail``):
         ``(messages, tokens, summary, plan)``, or None when none fits, the shorter fold's digest
         is not shorter, or the result is no fuller."""
         old = run.plan
@@ -780,10 +781,12 @@ class Compactor(RecoverableFolds):
         # none of it, and digesting again would double the compaction's cost for nothing.)
         if written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens:
             return None
-        plan = grow_tail(run.msgs, old, functools.partial(self._plan, run, moved=True), left=run.effective - tokens)
-        if plan is None:
+        grown = grow_tail(run.msgs, old, functools.partial(self._plan, run, moved=True), left=run.effective - tokens,
+                          provider=self.provider, model=self.model)
+        if grown is None:
             return None
-        folded = [run.msgs[i] for i in plan["folded"]]
+        msgs, plan = grown.messages, grown.plan
+        folded = [msgs[i] for i in plan["folded"]]
         again = SummaryRequest(messages=folded, provider=request.provider, model=request.model,
                                previous_summary=plan["previous_summary"], instructions=request.instructions,
                                max_tokens=request.max_tokens)
@@ -793,15 +796,23 @@ class Compactor(RecoverableFolds):
             return None
         if _core.estimate_each([{"role": "user", "content": text}], provider=provider)[0] > written:  # type: ignore[arg-type]
             return None
-        run.plan = plan
-        base = apply_edits(run.msgs, plan["tail_edits"]) if plan["tail_edits"] else run.msgs
+        run.plan = plan  # (the assembly places the summary as this plan says)
+        base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
         out = _assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")
         after, failures = run.verified(out, plan["seams"], run.effective)
         if failures or after <= tokens:
             run.plan = old
             return None
-        run.notes.append(f"the summary left room: messages {plan['tail_start']}-{int(old['tail_start']) - 1} "
-                         "stay whole in the tail")
+        run.msgs = msgs
+        if grown.cut is None:
+            run.notes.append(f"the summary left room: messages {plan['tail_start']}-{int(old['tail_start']) - 1} "
+                             "stay whole in the tail")
+        else:
+            i, before, keep, fold_id, whole = grown.cut
+            self.store.put(fold_id, whole)
+            run.notes.append(f"the summary left room: messages {plan['tail_start']}-{int(old['tail_start']) - 1} "
+                             f"join the tail, message {i} with its middle cut (~{before} -> ~{keep} tokens; "
+                             f"id={fold_id} restores it)")
         return out, after, text, plan
 
     def _summary_text(self, run: CompactionRun, request: SummaryRequest) -> Generator[

@@ -24,13 +24,13 @@ it asks the summarizer twice).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.prune import apply_edits
 
-__all__ = ["FOLD_PER_ROOM", "fill_tail", "grow_tail", "restore_tail"]
+__all__ = ["FOLD_PER_ROOM", "Grown", "fill_tail", "grow_tail", "restore_tail"]
 
 #: A shortfall under this many tokens is left to the summary (a cut that small keeps nothing).
 MIN_FILL_TOKENS = 96
@@ -43,6 +43,16 @@ _CUT_SLACK = 24
 #: conversations (airline and SWE, ``tests/data/probes``), is 0.45-1.40x the span's tokens (p10-p90;
 #: median 1.05 airline, 0.84 SWE): a span of 1.5x the room fills it in nine cases of ten.
 FOLD_PER_ROOM = 1.5
+
+
+class Grown(NamedTuple):
+    """What ``grow_tail`` found: the history (a message cut when the newest round did not fit
+    whole), its plan, and the cut as ``(index, tokens before, tokens aimed at, fold id, whole
+    text)`` or None."""
+
+    messages: list[Any]
+    plan: dict[str, Any]
+    cut: tuple[int, int, int, str, str] | None
 
 
 def _round_before(legal: bytes, head_end: int, tail_start: int) -> int:
@@ -73,6 +83,15 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None
         if aim < 32:
             return None
     return None
+
+
+def _carried(plan: dict[str, Any], provider: str, model: str | None) -> int:
+    """Tokens of the previous summary the plan's fold holds (0: none)."""
+    previous = plan.get("previous_summary")
+    if not previous:
+        return 0
+    known = provider if provider in _core.PROVIDERS else "openai"
+    return int(_core.estimate_each([{"role": "user", "content": previous}], provider=known, model=model)[0])  # type: ignore[arg-type]
 
 
 def fill_tail(
@@ -110,14 +129,22 @@ def fill_tail(
             return None
         return p
 
+    # What a fold digests to: a previous summary in it is carried about whole (merged section by
+    # section), the rest at FOLD_PER_ROOM span tokens per summary token.
+    carried = _carried(plan, provider, model)
+
+    def digest_of(span: int) -> float:
+        return min(room_cap, min(carried, span) + max(0, span - carried) / FOLD_PER_ROOM)
+
     # Whole rounds first: as many messages before the tail as the excess holds, back to where a
     # tail may open, leaving the fold what fills the room.
     excess = budget - int(plan["fixed_tokens"]) - room_cap
     tail_start = int(plan["tail_start"])
     # (No message of the middle is kept: the fold is every message between the head and the
     # tail, summed as slices.)
-    spare = sum(costs[head_end:tail_start]) - int(FOLD_PER_ROOM * room_cap)
-    if min(excess, spare) < MIN_FILL_TOKENS:
+    span = sum(costs[head_end:tail_start])
+    spare = span - carried - int(FOLD_PER_ROOM * max(0, room_cap - carried))
+    if excess < MIN_FILL_TOKENS:
         return msgs, plan
     s, acc, movable = tail_start, 0, min(excess, spare) - _CUT_SLACK
     while s - 1 > head_end and acc + costs[s - 1] <= movable:
@@ -131,11 +158,14 @@ def fill_tail(
     left = excess - sum(costs[s:tail_start])
     start = _round_before(legal, head_end, s)
     cut = None
-    # The cut round leaves the fold too: only while what stays folded still fills the room (a
-    # first compaction moved a 3,013-token output into the tail cut to 267 tokens, and the
-    # summary of the one message left took 111 tokens of a 1,503-token room: 71% of the budget).
-    stays = sum(costs[head_end:start])
-    if left >= MIN_FILL_TOKENS and head_end < start < s and stays >= FOLD_PER_ROOM * room_cap:
+    # The cut round leaves the fold too: only where the tail gains more than the summary loses
+    # (a first compaction moved a 3,013-token output into the tail cut to 267 tokens, and the
+    # summary of the one message left took 111 tokens of a 1,503-token room: 71% of the budget
+    # used; a later one left 39% of its budget unused rather than cut a 4,113-token output,
+    # though its fold kept a previous summary that filled the room nearly alone).
+    gained = left - _CUT_SLACK
+    lost = digest_of(sum(costs[head_end:s])) - digest_of(sum(costs[head_end:start]))
+    if left >= MIN_FILL_TOKENS and head_end < start < s and gained > lost:
         group = range(start, s)
         over = sum(costs[i] for i in group) - (left - _CUT_SLACK)
         i = max(group, key=lambda k: costs[k])
@@ -223,11 +253,14 @@ def grow_tail(
     make_plan: Callable[..., dict[str, Any]],
     *,
     left: int,
-) -> dict[str, Any] | None:
+    provider: str = "openai",
+    model: str | None = None,
+) -> Grown | None:
     """A plan whose tail also holds the newest whole rounds of ``plan``'s fold that fit ``left``
-    tokens (what a summary shorter than its room left unused), or None when none fits. The
-    fold that stays is digested again: it is shorter, so its summary is no longer, and the
-    history lands closer to its budget with those rounds verbatim."""
+    tokens (what a summary shorter than its room left unused) or, when not even the newest one
+    fits whole, that round with its largest message cut to fit (recoverable); None when neither
+    fits. The fold that stays is digested again: it is shorter, so its summary is no longer, and
+    the history lands closer to its budget with those rounds verbatim."""
     if plan["reason"] is not None or plan.get("kept") or left < MIN_FILL_TOKENS:
         return None
     n = len(msgs)
@@ -240,10 +273,26 @@ def grow_tail(
         acc += costs[s]
     while s < tail_start and not legal[s]:
         s += 1
+    out, cut = msgs, None
     if s >= tail_start:
-        return None
-    p = make_plan(msgs, n - s, costs=costs)
+        # Not even the newest round fits whole (a 4,113-token thought beside a 2,658-token
+        # remainder): it joins the tail with its largest message cut to what is left.
+        s = _round_before(legal, head_end, tail_start)
+        if not head_end < s < tail_start:
+            return None
+        group = range(s, tail_start)
+        i = max(group, key=lambda k: costs[k])
+        keep = costs[i] - (sum(costs[k] for k in group) - (left - _CUT_SLACK))
+        if keep < 32 or keep >= costs[i]:
+            return None
+        cut = _cut_to(msgs, i, keep, provider, model)
+        if cut is None:
+            return None
+        out = cut[0]
+    p = make_plan(out, n - s, costs=costs, reprice=() if cut is None else (i,))
     if p["reason"] is not None or int(p["tail_start"]) != s or not p["folded"] \
             or len(p["tail_edits"]) > len(plan["tail_edits"]):
         return None
-    return p
+    if cut is None:
+        return Grown(msgs, p, None)
+    return Grown(out, p, (i, costs[i], keep, cut[1], cut[2]))
