@@ -337,27 +337,17 @@ pub fn plan_priced(
         }
         _ => 0,
     };
-    let floor = MIN_SUMMARY_TOKENS
-        .max(rules)
-        .max(carried)
-        .min(opt.summary_tokens);
+    let must_keep = rules.max(carried);
+    let floor = MIN_SUMMARY_TOKENS.max(must_keep).min(opt.summary_tokens);
     let (tail_edits, fixed) = room_for_summary(
-        msgs,
-        est,
-        costs,
-        &legal,
-        &pinned,
-        opt,
-        tail_start,
-        fixed,
-        rules.max(carried),
+        msgs, est, costs, &legal, &pinned, opt, tail_start, fixed, must_keep,
     );
     out.summary_tokens = opt
         .summary_tokens
         .min(opt.budget_tokens.saturating_sub(fixed));
     out.fixed_tokens = fixed;
     if out.summary_tokens < floor {
-        let what = if floor == carried && carried > rules.max(MIN_SUMMARY_TOKENS) {
+        let what = if carried > rules.max(MIN_SUMMARY_TOKENS) {
             "for the summary carrying the previous one"
         } else if rules > MIN_SUMMARY_TOKENS {
             "for the summary's standing rules"
@@ -423,8 +413,9 @@ fn summary_envelope(est: &Estimator, placement: Placement) -> u64 {
 }
 
 /// When the tail's floor alone leaves less than the summary's floor, mask inside the tail too
-/// (never its last message, never kept tool uses, excluded tools or pinned messages). Returns
-/// those edits and the fixed tokens once they apply.
+/// (never its last message, never kept tool uses, excluded tools or pinned messages). `must_keep`:
+/// the tokens the summary must keep (its standing rules, half the previous summary it carries).
+/// Returns those edits and the fixed tokens once they apply.
 #[allow(clippy::too_many_arguments)]
 fn room_for_summary(
     msgs: &[Message<'_>],
@@ -435,10 +426,10 @@ fn room_for_summary(
     opt: &PlanOptions,
     tail_start: usize,
     fixed: u64,
-    rules: u64,
+    must_keep: u64,
 ) -> (Vec<PricedEdit>, u64) {
     let floor = MIN_SUMMARY_TOKENS
-        .max(rules)
+        .max(must_keep)
         .min(opt.summary_tokens)
         .max(opt.summary_floor.min(opt.summary_tokens));
     if opt.budget_tokens >= fixed + floor {
@@ -752,6 +743,24 @@ mod tests {
         }
     }
 
+    /// Options whose tail holds its floor only (a 10-token target, never overshot: the last
+    /// three messages, or the last question and its tool round) beside a 2,000-token summary.
+    fn floor_tail(budget: u64) -> PlanOptions {
+        PlanOptions {
+            tail_tokens: 10,
+            summary_tokens: 2_000,
+            soft_ceiling: 1.0,
+            ..options(budget)
+        }
+    }
+
+    /// The plan of `msgs` at the budget that leaves the summary `MIN_SUMMARY_TOKENS + over`
+    /// tokens beside that tail.
+    fn squeezed(msgs: &[Message<'_>], over: u64) -> Plan {
+        let fixed = plan(msgs, &est(), &floor_tail(40_000)).fixed_tokens;
+        plan(msgs, &est(), &floor_tail(fixed + MIN_SUMMARY_TOKENS + over))
+    }
+
     #[test]
     fn head_keeps_the_task_and_tail_never_starts_inside_a_group() {
         let big = "some output line\n".repeat(300);
@@ -806,14 +815,7 @@ mod tests {
             }
         }
         // The tail holds its floor only (the last question and its tool round), in both plans.
-        let sized = |budget: u64| {
-            let mut o = options(budget);
-            o.tail_tokens = 10;
-            o.summary_tokens = 2_000;
-            o.soft_ceiling = 1.0;
-            o
-        };
-        let roomy = |msgs: &[Message<'_>]| plan(msgs, &est(), &sized(20_000));
+        let roomy = |msgs: &[Message<'_>]| plan(msgs, &est(), &floor_tail(20_000));
         for msgs in [&with_rules, &without] {
             let p = roomy(msgs);
             assert!(p.reason.is_none(), "{:?}", p.reason);
@@ -823,15 +825,7 @@ mod tests {
         let floor = crate::digest::rules_floor_tokens(&with_rules, &idx, None, &est());
         assert!(floor > MIN_SUMMARY_TOKENS + 20, "{floor}");
         // The same tail and head, a budget leaving the summary between the two floors.
-        let squeeze = |msgs: &[Message<'_>]| {
-            let p = roomy(msgs);
-            plan(
-                msgs,
-                &est(),
-                &sized(p.fixed_tokens + MIN_SUMMARY_TOKENS + 10),
-            )
-        };
-        let p = squeeze(&with_rules);
+        let p = squeezed(&with_rules, 10);
         assert!(
             p.reason
                 .as_deref()
@@ -840,7 +834,7 @@ mod tests {
             p.reason,
             p.summary_tokens
         );
-        let p = squeeze(&without);
+        let p = squeezed(&without, 10);
         assert!(p.reason.is_none(), "{:?}", p.reason);
     }
 
@@ -879,15 +873,7 @@ mod tests {
         };
         let carrying = build(previous);
         let plain = build("THOUGHT: let me look at the server.");
-        let sized = |budget: u64| {
-            let mut o = options(budget);
-            o.min_tail = 3;
-            o.tail_tokens = 10;
-            o.summary_tokens = 2_000;
-            o.soft_ceiling = 1.0;
-            o
-        };
-        let roomy = plan(&carrying, &est(), &sized(40_000));
+        let roomy = plan(&carrying, &est(), &floor_tail(40_000));
         assert!(roomy.reason.is_none(), "{:?}", roomy.reason);
         assert_eq!(
             roomy.previous_summary.as_deref().map(str::len),
@@ -895,11 +881,7 @@ mod tests {
         );
         // The three messages of the tail whole, and a room over the minimum but under half the
         // share (the previous summary is larger than the share).
-        let squeezed = |msgs: &[Message<'_>]| {
-            let fixed = plan(msgs, &est(), &sized(40_000)).fixed_tokens;
-            plan(msgs, &est(), &sized(fixed + MIN_SUMMARY_TOKENS + 100))
-        };
-        let p = squeezed(&carrying);
+        let p = squeezed(&carrying, 100);
         assert!(
             p.reason
                 .as_deref()
@@ -908,7 +890,7 @@ mod tests {
             p.reason,
             p.summary_tokens
         );
-        let p = squeezed(&plain);
+        let p = squeezed(&plain, 100);
         assert!(p.reason.is_none(), "{:?}", p.reason);
         assert!(p.summary_tokens < 1_000);
     }

@@ -804,14 +804,13 @@ class Compactor(RecoverableFolds):
             run.plan = old
             return None
         run.msgs = msgs
+        moved = f"the summary left room: messages {plan['tail_start']}-{int(old['tail_start']) - 1}"
         if grown.cut is None:
-            run.notes.append(f"the summary left room: messages {plan['tail_start']}-{int(old['tail_start']) - 1} "
-                             "stay whole in the tail")
+            run.notes.append(f"{moved} stay whole in the tail")
         else:
             i, before, keep, fold_id, whole = grown.cut
             self.store.put(fold_id, whole)
-            run.notes.append(f"the summary left room: messages {plan['tail_start']}-{int(old['tail_start']) - 1} "
-                             f"join the tail, message {i} with its middle cut (~{before} -> ~{keep} tokens; "
+            run.notes.append(f"{moved} join the tail, message {i} with its middle cut (~{before} -> ~{keep} tokens; "
                              f"id={fold_id} restores it)")
         return out, after, text, plan
 

@@ -85,6 +85,19 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None
     return None
 
 
+def _cut_round(msgs: list[Any], costs: list[int], group: range, room: int, provider: str,
+               model: str | None) -> tuple[int, int, tuple[list[Any], str, str]] | None:
+    """The round ``group`` (message indices) fitted into ``room`` tokens by its largest
+    message's middle cut: ``(that message's index, the tokens it is cut to, _cut_to's result)``,
+    or None when the round fits whole, the cut would keep under 32 tokens, or none fits."""
+    i = max(group, key=lambda k: costs[k])
+    keep = costs[i] - (sum(costs[k] for k in group) - (room - _CUT_SLACK))
+    if not 32 <= keep < costs[i]:
+        return None
+    cut = _cut_to(msgs, i, keep, provider, model)
+    return None if cut is None else (i, keep, cut)
+
+
 def _carried(plan: dict[str, Any], provider: str, model: str | None) -> int:
     """Tokens of the previous summary the plan's fold holds (0: none)."""
     previous = plan.get("previous_summary")
@@ -166,14 +179,9 @@ def fill_tail(
     gained = left - _CUT_SLACK
     lost = digest_of(sum(costs[head_end:s])) - digest_of(sum(costs[head_end:start]))
     if left >= MIN_FILL_TOKENS and head_end < start < s and gained > lost:
-        group = range(start, s)
-        over = sum(costs[i] for i in group) - (left - _CUT_SLACK)
-        i = max(group, key=lambda k: costs[k])
-        keep = costs[i] - over
-        if over > 0 and keep >= 32:
-            cut = _cut_to(msgs, i, keep, provider, model)
+        cut = _cut_round(msgs, costs, range(start, s), left, provider, model)
     if cut is not None:
-        cut_msgs, fold_id, text = cut
+        i, keep, (cut_msgs, fold_id, text) = cut
         p = extended(cut_msgs, start, (i,))
         if p is not None and not any(int(e[0]) == i for e in p["tail_edits"]):
             # (A cut masked again in the tail would make a fold of a fold: recall would give the cut.)
@@ -280,19 +288,15 @@ def grow_tail(
         s = _round_before(legal, head_end, tail_start)
         if not head_end < s < tail_start:
             return None
-        group = range(s, tail_start)
-        i = max(group, key=lambda k: costs[k])
-        keep = costs[i] - (sum(costs[k] for k in group) - (left - _CUT_SLACK))
-        if keep < 32 or keep >= costs[i]:
-            return None
-        cut = _cut_to(msgs, i, keep, provider, model)
+        cut = _cut_round(msgs, costs, range(s, tail_start), left, provider, model)
         if cut is None:
             return None
-        out = cut[0]
-    p = make_plan(out, n - s, costs=costs, reprice=() if cut is None else (i,))
+        out = cut[2][0]
+    p = make_plan(out, n - s, costs=costs, reprice=() if cut is None else (cut[0],))
     if p["reason"] is not None or int(p["tail_start"]) != s or not p["folded"] \
             or len(p["tail_edits"]) > len(plan["tail_edits"]):
         return None
     if cut is None:
         return Grown(msgs, p, None)
-    return Grown(out, p, (i, costs[i], keep, cut[1], cut[2]))
+    i, keep, (_, fold_id, text) = cut
+    return Grown(out, p, (i, costs[i], keep, fold_id, text))

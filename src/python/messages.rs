@@ -107,29 +107,23 @@ impl<'k, 'py> Walker<'k, 'py> {
     }
 
     /// `costs` (a history's [`Walker::messages_priced`] costs before the messages at `reprice`
-    /// changed) with those messages priced again, the estimator settled a chunk at a time as
-    /// `messages_priced` settles it, so the result is what it would find.
+    /// changed) with those messages priced again as `messages_priced` prices them: with the
+    /// estimator settled on every chunk up to the message's own (settling on a prefix at once
+    /// finds the same first signature as chunk by chunk), and settled on the whole history after.
     pub fn repriced(
         ms: &[Message<'_>],
         mut costs: Vec<u32>,
         reprice: &[usize],
         est: &mut Estimator,
     ) -> Vec<u32> {
-        let mut todo: Vec<usize> = reprice.to_vec();
+        let mut todo = reprice.to_vec();
+        // (Ascending: settling is for good, so an earlier message must be priced before it.)
         todo.sort_unstable();
-        todo.dedup();
-        let mut next = todo.iter().peekable();
-        for (c, chunk) in ms.chunks(CHUNK).enumerate() {
-            est.settle_platform(chunk);
-            let end = (c + 1) * CHUNK;
-            while let Some(&&i) = next.peek() {
-                if i >= end {
-                    break;
-                }
-                costs[i] = est.message(&ms[i]);
-                next.next();
-            }
+        for i in todo {
+            est.settle_platform(&ms[..((i / CHUNK + 1) * CHUNK).min(ms.len())]);
+            costs[i] = est.message(&ms[i]);
         }
+        est.settle_platform(ms);
         costs
     }
 
