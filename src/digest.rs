@@ -20,7 +20,9 @@ use serde_json::Value;
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Collector};
 use crate::message::{Content, Message, Part, Role, ToolCall};
+use crate::recall;
 use crate::standing_rules::rules_in;
+use crate::tool_outcome::{self, return_code};
 
 mod clip;
 mod forms;
@@ -83,18 +85,6 @@ const CARRIED_INDEX_SHARE: f64 = 0.5;
 /// Share of the room the identifier index is sure to get (it takes more when the rest is short).
 const INDEX_SHARE: f64 = 0.25;
 
-const ERROR_WORDS: [&str; 9] = [
-    "error",
-    "exception",
-    "traceback",
-    "failed",
-    "failure",
-    "not found",
-    "invalid",
-    "denied",
-    "no such file",
-];
-
 /// Sentences this short (characters) at either edge of a request are courtesy ("No problem.",
 /// "Can you help with that?") when the rest is long: clipped forms leave them out.
 const COURTESY_CHARS: usize = 28;
@@ -150,50 +140,17 @@ fn parts_text(ps: &[Part<'_>]) -> String {
     s
 }
 
-fn looks_like_error(text: &str) -> bool {
-    if let Some(rc) = return_code(text) {
-        return rc != 0;
+/// A tool output or observation read once for the units that show it: its body, code and
+/// whether it failed (`tool_outcome::reports_failure`).
+fn outcome_of(text: Cow<'_, str>) -> Outcome<'_> {
+    let o = tool_outcome::read_cow(text);
+    Outcome {
+        err: o
+            .failed
+            .unwrap_or_else(|| tool_outcome::words_say_failure(&o.body)),
+        code: o.code,
+        text: Some(o.body),
     }
-    let head = lead(text, 400).to_ascii_lowercase();
-    ERROR_WORDS.iter().any(|w| head.contains(w))
-}
-
-/// The first bytes of a text (on a character boundary): observation tags lead the text, so
-/// looking for them further would scan whole outputs for nothing.
-fn lead(text: &str, n: usize) -> &str {
-    if text.len() <= n {
-        return text;
-    }
-    let mut end = n;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
-/// `<returncode>N</returncode>` of a mini-swe-agent observation (at the start of the text).
-fn return_code(text: &str) -> Option<i64> {
-    let text = lead(text, 256);
-    let start = text.find("<returncode>")? + "<returncode>".len();
-    let end = text[start..].find("</returncode>")? + start;
-    text[start..end].trim().parse().ok()
-}
-
-/// The body of an observation: inside `<output>` when present.
-fn observation_body(text: &str) -> &str {
-    if let Some(s) = lead(text, 512).find("<output>") {
-        let body = &text[s + "<output>".len()..];
-        // The closing tag ends the text (or comes before a short trailer).
-        let tail_from = body.len().saturating_sub(512);
-        let tail_from = (tail_from..body.len())
-            .find(|&i| body.is_char_boundary(i))
-            .unwrap_or(body.len());
-        return match body[tail_from..].find("</output>") {
-            Some(e) => &body[..tail_from + e],
-            None => body,
-        };
-    }
-    text
 }
 
 /// Where the first code fence (```) starts: a search for the backtick (`str::find` of one
@@ -347,12 +304,20 @@ impl<'a> Builder<'a> {
 
     /// A tool call and its result (None: not in the span). Whether the result is an error.
     fn call(&mut self, c: &'a ToolCall<'a>, result: Option<Cow<'a, str>>) -> bool {
-        let err = result.as_deref().is_some_and(looks_like_error);
+        let outcome = result.map_or(
+            Outcome {
+                text: None,
+                code: None,
+                err: false,
+            },
+            outcome_of,
+        );
+        let err = outcome.err;
         let forms = Call {
             name: c.name,
             args: &c.arguments,
             parsed: serde_json::from_str::<Value>(&c.arguments),
-            outcome: Outcome { text: result, err },
+            outcome,
             shortest: Default::default(),
         };
         let section = if err { Section::Errors } else { Section::Calls };
@@ -377,13 +342,11 @@ impl<'a> Builder<'a> {
 
     /// A text agent's command and the observation that answered it. Whether it failed.
     fn command(&mut self, cmd: &str, observation: Cow<'a, str>) -> bool {
-        let err = looks_like_error(&observation);
+        let outcome = outcome_of(observation);
+        let err = outcome.err;
         let forms = Command {
             joined: Command::join(cmd),
-            outcome: Outcome {
-                text: Some(observation),
-                err,
-            },
+            outcome,
         };
         let section = if err { Section::Errors } else { Section::Calls };
         self.push_rich(section, Box::new(forms));
@@ -549,6 +512,10 @@ struct Walk<'a> {
     results: HashMap<&'a str, Cow<'a, str>>,
     /// Whether this agent's observations carry a return code (mini-swe-agent's do).
     coded: bool,
+    /// Whether the agent calls tools through the API (a call in the span): its
+    /// fenced blocks are code it quotes, never a command it runs, and a user turn after its
+    /// reply is a person speaking.
+    native: bool,
     /// The newest assistant thought: the last state, and where open items are looked for.
     last_thought: Option<Cow<'a, str>>,
     prev_command: Option<String>,
@@ -594,7 +561,7 @@ impl<'a> Walk<'a> {
             self.n_calls += 1;
             // (Before `whole_from` a command is counted, not made a unit.)
             let err = if k < self.whole_from {
-                looks_like_error(&text)
+                tool_outcome::reports_failure(&text)
             } else {
                 self.b.command(&cmd, text)
             };
@@ -616,7 +583,11 @@ impl<'a> Walk<'a> {
         if text.trim().is_empty() {
             return Cow::Borrowed("");
         }
-        let fence = command_fence(&text);
+        let fence = if self.native {
+            None
+        } else {
+            command_fence(&text)
+        };
         if let Some((_, cmd)) = fence {
             self.prev_command = Some(cmd.to_string());
         }
@@ -660,7 +631,11 @@ impl<'a> Walk<'a> {
         }
         for c in calls_of(m) {
             self.n_calls += 1;
-            if self.results.get(c.id).is_some_and(|r| looks_like_error(r)) {
+            if self
+                .results
+                .get(c.id)
+                .is_some_and(|r| tool_outcome::reports_failure(r))
+            {
                 self.n_errors += 1;
             }
         }
@@ -785,6 +760,10 @@ fn digest_reading<'a>(
         msgs,
         results: results_by_id(msgs),
         coded,
+        // (The recall tool's calls are the library's own, made in text agents' histories too.)
+        native: msgs
+            .iter()
+            .any(|m| calls_of(m).any(|c| c.name != recall::RECALL_TOOL)),
         last_thought: None,
         prev_command: None,
         n_calls: 0,
@@ -1550,6 +1529,99 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("astropy/modeling/separable.py"));
+    }
+
+    /// The lines of a digest's section, from its heading to the next one ("" when absent).
+    fn section_of<'d>(d: &'d str, heading: &str) -> &'d str {
+        let Some(at) = d.find(heading) else { return "" };
+        let body = &d[at + heading.len()..];
+        &body[..body.find("\n## ").unwrap_or(body.len())]
+    }
+
+    /// An assistant turn calling a `terminal` tool through the API, and its result.
+    fn terminal_round<'a>(id: &'a str, command: &'a str, result: &'a str) -> [Message<'a>; 2] {
+        let mut a = Message::text("assistant", "Checking.");
+        a.tool_calls.push(ToolCall {
+            id,
+            name: "terminal",
+            arguments: Cow::Borrowed(command),
+        });
+        let mut r = Message::empty("tool");
+        r.tool_call_id = Some(id);
+        r.content = Content::Text(Cow::Borrowed(result));
+        [a, r]
+    }
+
+    #[test]
+    fn a_json_envelope_result_is_judged_by_its_exit_code_not_its_error_key() {
+        let mut msgs = Vec::new();
+        msgs.extend(terminal_round(
+            "c1",
+            r#"{"command":"grep -n parse_http_date django/utils/http.py"}"#,
+            r#"{"output": "158:def parse_http_date(date):\n194:def parse_http_date_safe(date):", "exit_code": 0, "error": null}"#,
+        ));
+        msgs.extend(terminal_round(
+            "c2",
+            r#"{"command":"python3 reproduce_issue.py"}"#,
+            r#"{"output": "Input: 70, Parsed: 1970, Expected: 2070\nFAIL", "exit_code": 1, "error": null}"#,
+        ));
+        let d = digest(
+            &msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens: 600,
+                ..Default::default()
+            },
+        );
+        assert!(d.contains("2 tool calls, 1 errors"), "{d}");
+        let errors = section_of(&d, "## Errors");
+        assert!(
+            errors.contains("reproduce_issue.py")
+                && errors.contains("rc=1: Input: 70, Parsed: 1970, Expected: 2070 FAIL"),
+            "{d}"
+        );
+        assert!(!errors.contains("grep"), "{d}");
+        // The output unescaped: its lines, not the envelope's `\n` and keys.
+        assert!(
+            d.contains("ok: rc=0: 158:def parse_http_date(date): 194:"),
+            "{d}"
+        );
+        assert!(!d.contains("\"exit_code\""), "{d}");
+    }
+
+    #[test]
+    fn code_quoted_by_an_agent_that_calls_tools_is_no_command_and_the_next_user_turn_is_a_request()
+    {
+        let mut msgs = Vec::new();
+        msgs.extend(terminal_round(
+            "c1",
+            r#"{"command":"cat site.conf"}"#,
+            "server { listen 80; }",
+        ));
+        msgs.push(Message::text(
+            "assistant",
+            "Done. To reload it yourself run:\n```bash\nsudo systemctl reload nginx\n```\nThen check the logs.",
+        ));
+        msgs.push(Message::text(
+            "user",
+            "Also rotate the TLS certificate for api.example.com, and never restart the database.",
+        ));
+        msgs.push(Message::text("assistant", "Will do."));
+        let d = digest(
+            &msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens: 600,
+                ..Default::default()
+            },
+        );
+        assert!(
+            section_of(&d, "## User requests").contains("never restart the database."),
+            "{d}"
+        );
+        assert!(!d.contains("$ sudo systemctl"), "{d}");
+        assert!(d.contains("Then check the logs."), "{d}");
+        assert!(d.contains("1 user requests, 1 tool calls"), "{d}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod tokens;
 
 use crate::estimate::Estimator;
 use crate::message::{Content, Message, Part, Role};
+use crate::tool_outcome;
 
 /// Heading of the index section in a summary.
 pub const INDEX_HEADING: &str = "## Identifier index";
@@ -723,7 +724,14 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
             own
         }
     };
+    // A JSON envelope's output is read unescaped: its `\n` escapes would join the lines that
+    // hold an error's message into one.
+    let output = |c: &mut Collector, t: &str| match tool_outcome::json_envelope(t) {
+        Some(o) => scan_edges(c, &o.body, 1.0, recency),
+        None => scan_edges(c, t, 1.0, recency),
+    };
     match &m.content {
+        Content::Text(t) if is_result => output(c, t),
         Content::Text(t) => scan_edges(c, t, text_weight(t), recency),
         Content::Parts(ps) => {
             for p in ps {
@@ -735,7 +743,7 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
                     Part::ToolResult { content, .. } => {
                         for q in content {
                             if let Part::Text(t) = q {
-                                scan_edges(c, t, 1.0, recency);
+                                output(c, t);
                             }
                         }
                     }

@@ -42,6 +42,7 @@ pub mod summary_placement;
 pub mod summary_trust;
 pub mod tail_walk;
 pub mod text_stats;
+pub mod tool_outcome;
 pub mod tool_render;
 pub mod transcript;
 pub mod turn;

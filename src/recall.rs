@@ -14,6 +14,7 @@ use crate::estimate::Estimator;
 use crate::mask_edit::MaskEdit;
 use crate::message::{Content, ImageSource, Message, Part};
 use crate::prune::group_sep;
+use crate::tool_outcome;
 use crate::wire::edit::{CallAt, Change};
 use crate::wire::write_edit as write;
 use crate::wire::{anthropic, bedrock, gemini, openai_chat, openai_responses, WireFormat};
@@ -90,24 +91,6 @@ fn ends(text: &str) -> (&str, &str) {
         b += 1;
     }
     (&text[..a], &text[b..])
-}
-
-/// Whether a tool output reports an error (a traceback, an exception, "error", "failed", a
-/// non-zero exit code), judged on its first and last lines where tools print them.
-pub fn looks_like_error(text: &str) -> bool {
-    let (head, tail) = ends(text);
-    [head, tail].iter().any(|t| {
-        let l = t.to_ascii_lowercase();
-        l.contains("traceback")
-            || l.contains("exception")
-            || l.contains("error")
-            || l.contains("failed")
-            || l.contains("fatal:")
-            || l.split("exit code").skip(1).any(|rest| {
-                rest.trim_start_matches([' ', ':', '='])
-                    .starts_with(|c: char| c.is_ascii_digit() && c != '0')
-            })
-    })
 }
 
 /// Whether a word looks like something a model may need verbatim: a path or file name, a
@@ -203,15 +186,17 @@ pub fn placeholder(
         Some(t) if !t.is_empty() => format!(" of {t}"),
         _ => String::new(),
     };
-    let error = if what != "image" && looks_like_error(original) {
+    let error = if what != "image" && tool_outcome::reports_failure(original) {
         ", held an error"
     } else {
         ""
     };
+    // Mentions are read from what the run printed: inside a JSON envelope, its escaped
+    // newlines would glue the words of two lines into one.
     let mut names = if what == "image" {
         Vec::new()
     } else {
-        mentions(original, MENTIONS)
+        mentions(&tool_outcome::read(original).body, MENTIONS)
     };
     loop {
         let said = if names.is_empty() {
@@ -493,8 +478,8 @@ mod tests {
             "cf0123456789ab",
         );
         assert!(est.text(&p) <= PLACEHOLDER_MAX_TOKENS, "{p}");
-        assert!(!looks_like_error("all 12 passed\nexit code 0"));
-        assert!(looks_like_error("exit code: 2"));
+        assert!(!tool_outcome::reports_failure("all 12 passed\nexit code 0"));
+        assert!(tool_outcome::reports_failure("exit code: 2"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::clip::{clip_ends, is_whole};
-use super::{observation_body, return_code, without_courtesy_edges};
+use super::without_courtesy_edges;
 
 /// The forms of one unit.
 /// `Send + Sync`: a digest builds many units' forms on several threads (`units::price_many`).
@@ -126,9 +126,11 @@ impl Forms for Request<'_> {
     }
 }
 
-/// The outcome of a call read from its result text.
+/// The outcome of a call: what its result printed (inside the tool's wrapper,
+/// `tool_outcome::read`), the exit code it reported and whether it failed.
 pub(super) struct Outcome<'a> {
     pub(super) text: Option<Cow<'a, str>>,
+    pub(super) code: Option<i64>,
     pub(super) err: bool,
 }
 
@@ -139,9 +141,9 @@ impl Outcome<'_> {
         let Some(t) = self.text.as_deref() else {
             return "no result in this span".into();
         };
-        let body = observation_body(t);
+        let body = t;
         let mut s = String::new();
-        if let Some(rc) = return_code(t) {
+        if let Some(rc) = self.code {
             s.push_str(&format!("rc={rc}"));
             if chars > 0 && !body.trim().is_empty() {
                 s.push_str(": ");
@@ -163,7 +165,7 @@ impl Outcome<'_> {
     fn whole(&self, chars: usize) -> bool {
         self.text
             .as_deref()
-            .is_none_or(|t| chars == 0 || is_whole(observation_body(t), chars, 0.35))
+            .is_none_or(|t| chars == 0 || is_whole(t, chars, 0.35))
     }
 }
 

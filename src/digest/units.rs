@@ -299,6 +299,7 @@ mod tests {
                 parsed: serde_json::from_str(&args),
                 outcome: Outcome {
                     text: Some(Cow::Borrowed(t.as_str())),
+                    code: None,
                     err: false,
                 },
                 shortest: Default::default(),
@@ -309,6 +310,7 @@ mod tests {
                 joined: Command::join(t),
                 outcome: Outcome {
                     text: Some(Cow::Borrowed(t.as_str())),
+                    code: None,
                     err: true,
                 },
             };

@@ -35,6 +35,7 @@ from contextfold.evaluation import (
     visible_text,
 )
 from contextfold.summarize import SummaryRequest, SummaryResult
+from terminal_agent import STYLES, TERMINAL_TOOL, as_terminal_calls
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
 PROBES = Path(__file__).parent.parent / "data" / "probes"
@@ -233,6 +234,53 @@ def test_commands_keep_their_end_and_no_line_is_cut_at_40_characters() -> None:
     assert r.summary is not None
     assert cmd + " -k case0" in r.summary
     assert "5680 passed, 0 failures" in r.summary
+
+
+# The bundled SWE runs as a tool-calling agent writes them: each command a `terminal` call, each
+# observation its result in the wrapper of `terminal_agent.STYLES`.
+SWE_INLINE = [fx for fx in inline_fixtures() if "swe" in fx.name]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_terminal_results_wrapper_decides_its_verdict_not_its_words(style: str) -> None:
+    checked = 0
+    for fx in SWE_INLINE:
+        msgs, codes = as_terminal_calls(fx.messages, style)
+        digest = _core.extractive_digest(msgs[1:], max_tokens=4_000)
+        errors = int(re.search(r"(\d+) errors\)", digest).group(1))  # type: ignore[union-attr]
+        failed = sum(1 for c in codes if c)
+        if style == "plain":
+            # No verdict in the result: its words decide, and a listing of source code that
+            # raises is not a failure of the command.
+            assert errors <= len(codes), digest
+            continue
+        # A JSON envelope's `"error": null` is no error, and `raise ValueError` in a listing
+        # that exited 0 is none either: the exit codes decide, each one. (A harness complaint
+        # answers with no code: the envelope says -1, the trailer is absent and words decide.)
+        unknown = codes.count(None)
+        if style == "json":
+            assert errors == failed + unknown, (fx.name, digest[:300])
+        else:
+            assert failed <= errors <= failed + unknown, (fx.name, digest[:300])
+        checked += 1
+    assert checked == (0 if style == "plain" else len(SWE_INLINE)) and len(SWE_INLINE) == 4
+
+
+@pytest.mark.parametrize("style", ["json", "exit_line"])
+def test_a_terminal_agents_wrapped_results_keep_the_facts_its_plain_observations_keep(style: str) -> None:
+    # At the naive cut's budget, as `contextfold eval` scores it. The wrapper costs a few tokens a
+    # result, so the summary's room is a little smaller: one fact of margin over the four runs
+    # (the JSON envelope lost six of 51 when its `"error"` key made every result an error and
+    # its escaped output was one line).
+    plain = [f for f in SWE_INLINE]
+    wrapped = [Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=[TERMINAL_TOOL])
+               for f in SWE_INLINE]
+
+    def kept(fixtures: list[Fixture]) -> int:
+        ev = evaluate(fixtures, strategies=("summarize",), budgets=(1.0,))
+        return sum(s.kept for s in ev.scores if s.strategy == "summarize")
+
+    assert kept(wrapped) >= kept(plain) - 1
 
 
 class _FixedSummarizer:

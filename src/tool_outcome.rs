@@ -1,0 +1,558 @@
+//! What a tool's output says about its run: the exit code or error flag the tool reports, and
+//! the text the run printed.
+//!
+//! Agents wrap a command's output in several shapes, and reading the wrapper as output is
+//! wrong both ways: a JSON envelope (`{"output": "...", "exit_code": 0, "error": null}`, the
+//! shape of hermes-agent's `terminal` tool) says "error" in every result, and its output is one
+//! line of escaped text; a source listing that prints `raise ValueError` is not a failure, and
+//! a script that exits 1 after printing `FAIL` is. Shapes read:
+//! - mini-swe-agent observations: `<returncode>N</returncode>` then `<output>...</output>`;
+//! - a JSON object with an exit code (`exit_code`, `returncode`, ...), a body (`output`,
+//!   `stdout`, `stderr`) or an error field (`error`, `is_error`): Gemini's `functionResponse`
+//!   names `output` and `error` as the keys of a function's output and error details
+//!   (https://ai.google.dev/api/caching#FunctionResponse);
+//! - a line that reports the exit code: `Exit code: 1` (a header or trailer line),
+//!   `[Command finished with exit code 1]`, `Process exited with code 1`,
+//!   `returned non-zero exit status 1`.
+//!
+//! Anything else is plain text with no verdict (`failed: None`): `words_say_failure` judges
+//! it by its words.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+/// One tool output, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutcome<'t> {
+    /// The exit code the output reports, if any.
+    pub code: Option<i64>,
+    /// Whether the run failed, when the output says so (a code, an error field); `None` when
+    /// only its words could tell.
+    pub failed: Option<bool>,
+    /// What the run printed: inside the wrapper, unescaped when it was JSON.
+    pub body: Cow<'t, str>,
+}
+
+/// Bytes at either end of an output where a wrapper's tags or an exit-code line are looked for:
+/// they lead or end the text, so looking further would scan whole outputs for nothing.
+const EDGE_BYTES: usize = 256;
+
+/// Keys of a JSON envelope's exit code.
+const CODE_KEYS: [&str; 6] = [
+    "exit_code",
+    "exitCode",
+    "returncode",
+    "return_code",
+    "exit_status",
+    "exitStatus",
+];
+/// Keys of a JSON envelope's printed text, in the order they are joined (Bedrock's Nova code
+/// interpreter result spells them `stdOut` / `stdErr`, in the recorded pydantic-ai requests).
+const BODY_KEYS: [&str; 5] = ["output", "stdout", "stdOut", "stderr", "stdErr"];
+/// Keys of a JSON envelope's error: a value other than null, false, "" or an empty container
+/// means the run failed.
+const ERROR_KEYS: [&str; 3] = ["error", "is_error", "isError"];
+/// Keys whose `false` means the run failed.
+const SUCCESS_KEYS: [&str; 2] = ["success", "ok"];
+
+/// Read a tool output (see the module doc for the shapes).
+pub fn read(text: &str) -> ToolOutcome<'_> {
+    if let Some(code) = return_code(text) {
+        return ToolOutcome {
+            code: Some(code),
+            failed: Some(code != 0),
+            body: Cow::Borrowed(observation_body(text)),
+        };
+    }
+    if let Some(o) = json_envelope(text) {
+        return o;
+    }
+    if let Some(o) = code_line(text) {
+        return o;
+    }
+    ToolOutcome {
+        code: None,
+        failed: None,
+        body: Cow::Borrowed(observation_body(text)),
+    }
+}
+
+/// Whether a tool output reports a failure: by its verdict (`read`), else by the words of
+/// what it printed (`words_say_failure`).
+pub fn reports_failure(text: &str) -> bool {
+    let o = read(text);
+    o.failed.unwrap_or_else(|| words_say_failure(&o.body))
+}
+
+impl ToolOutcome<'_> {
+    /// The same reading, its body owned.
+    pub fn into_owned(self) -> ToolOutcome<'static> {
+        ToolOutcome {
+            code: self.code,
+            failed: self.failed,
+            body: Cow::Owned(self.body.into_owned()),
+        }
+    }
+}
+
+/// `read` of a text that may be owned (the joined text blocks of a result): the body borrows
+/// when the text does.
+pub fn read_cow(text: Cow<'_, str>) -> ToolOutcome<'_> {
+    match text {
+        Cow::Borrowed(t) => read(t),
+        Cow::Owned(t) => read(&t).into_owned(),
+    }
+}
+
+/// Words that say a run failed (lowercase; `fail` covers failed, failure, FAIL).
+const FAILURE_WORDS: [&str; 9] = [
+    "error",
+    "exception",
+    "traceback",
+    "fail",
+    "fatal:",
+    "not found",
+    "invalid",
+    "denied",
+    "no such file",
+];
+/// Bytes of an output's head read for failure words.
+const HEAD_WORD_BYTES: usize = 400;
+/// Lines at an output's end read for them: where test runners and scripts print how the run
+/// ended (`1 failed, 10 passed`, `FAILED (failures=2)`, an exception's last line).
+const TAIL_WORD_LINES: usize = 2;
+
+/// Whether an output with no verdict of its own reads as a failure: a failure word in its
+/// first [`HEAD_WORD_BYTES`] bytes or on its last [`TAIL_WORD_LINES`] lines, unless it counts
+/// none (`0 failed`, `no errors`, `errors=0`).
+pub fn words_say_failure(text: &str) -> bool {
+    let head = lead(text, HEAD_WORD_BYTES);
+    let trimmed = text.trim_end();
+    let mut from = trimmed.len();
+    for _ in 0..TAIL_WORD_LINES {
+        match trimmed[..from].rfind('\n') {
+            Some(i) => from = i,
+            None => {
+                from = 0;
+                break;
+            }
+        }
+    }
+    // The end, where the head does not already cover it, and bounded like the head.
+    let from = from.max(head.len());
+    let tail = trail(&trimmed[from.min(trimmed.len())..], HEAD_WORD_BYTES);
+    says_failure(head) || says_failure(tail)
+}
+
+fn says_failure(region: &str) -> bool {
+    let l = region.to_ascii_lowercase();
+    FAILURE_WORDS.iter().any(|w| {
+        l.match_indices(w)
+            .any(|(i, _)| !counts_none(&l[..i], &l[i + w.len()..]))
+    })
+}
+
+/// Whether the words around a failure word count none of it: `0 failed`, `no errors`,
+/// `failures=0`, `errors: 0`.
+fn counts_none(before: &str, after: &str) -> bool {
+    let word_end = after
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(after.len());
+    let rest = after[word_end..].trim_start_matches([' ', '=', ':']);
+    let zero_after = rest.starts_with('0') && !rest[1..].starts_with(|c: char| c.is_ascii_digit());
+    let prev = before
+        .trim_end()
+        .rsplit(|c: char| c.is_whitespace() || c == '(' || c == ',')
+        .next()
+        .unwrap_or("");
+    zero_after || prev == "0" || prev == "no"
+}
+
+/// The first bytes of a text (on a character boundary).
+fn lead(text: &str, n: usize) -> &str {
+    if text.len() <= n {
+        return text;
+    }
+    let mut end = n;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The last bytes of a text (on a character boundary).
+fn trail(text: &str, n: usize) -> &str {
+    if text.len() <= n {
+        return text;
+    }
+    let mut start = text.len() - n;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// `<returncode>N</returncode>` of a mini-swe-agent observation (at the start of the text).
+pub fn return_code(text: &str) -> Option<i64> {
+    let text = lead(text, EDGE_BYTES);
+    let start = text.find("<returncode>")? + "<returncode>".len();
+    let end = text[start..].find("</returncode>")? + start;
+    text[start..end].trim().parse().ok()
+}
+
+/// The body of an observation: inside `<output>` when present.
+fn observation_body(text: &str) -> &str {
+    if let Some(s) = lead(text, 2 * EDGE_BYTES).find("<output>") {
+        let body = &text[s + "<output>".len()..];
+        // The closing tag ends the text (or comes before a short trailer).
+        let tail_from = body.len().saturating_sub(2 * EDGE_BYTES);
+        let tail_from = (tail_from..body.len())
+            .find(|&i| body.is_char_boundary(i))
+            .unwrap_or(body.len());
+        return match body[tail_from..].find("</output>") {
+            Some(e) => &body[..tail_from + e],
+            None => body,
+        };
+    }
+    text
+}
+
+/// A JSON object that wraps a run: it has an exit code, a body or an error field (at its top
+/// level). Checked on the text's ends before it is parsed: a long output sits between its keys.
+/// `None` for any other text.
+pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
+    let t = text.trim();
+    if !(t.starts_with('{') && t.ends_with('}')) {
+        return None;
+    }
+    let named = |edge: &str| {
+        CODE_KEYS
+            .iter()
+            .chain(&BODY_KEYS)
+            .chain(&ERROR_KEYS)
+            .any(|k| edge.contains(&format!("\"{k}\"")))
+    };
+    let worth_parsing = named(lead(t, EDGE_BYTES))
+        || named(trail(t, EDGE_BYTES))
+        || (t.len() <= WRAPPER_MAX_BYTES && opens_with_key(t));
+    if !worth_parsing {
+        return None;
+    }
+    let obj: Map<String, Value> = serde_json::from_str(t).ok()?;
+    let code = CODE_KEYS.iter().find_map(|k| obj.get(*k).and_then(integer));
+    let bodies: Vec<&Value> = BODY_KEYS.iter().filter_map(|k| obj.get(*k)).collect();
+    let errors: Vec<&Value> = ERROR_KEYS.iter().filter_map(|k| obj.get(*k)).collect();
+    if code.is_none() && bodies.is_empty() && errors.is_empty() {
+        // One key around the whole return value is a wrapper: the recorded Gemini requests
+        // (pydantic-ai, crewai) send a function's result as `{"return_value": ...}` or
+        // `{"result": ...}`. Its words decide.
+        // A wrapped string may be an envelope itself (a terminal's JSON sent back through
+        // Gemini): read once more.
+        let mut fields = obj.into_iter();
+        return match (fields.next(), fields.next()) {
+            (Some((_, Value::String(s))), None) => Some(match json_envelope(&s) {
+                Some(inner) => inner.into_owned(),
+                None => ToolOutcome {
+                    code: None,
+                    failed: None,
+                    body: Cow::Owned(s),
+                },
+            }),
+            (Some((_, v)), None) => Some(ToolOutcome {
+                code: None,
+                failed: None,
+                body: Cow::Owned(v.to_string()),
+            }),
+            _ => None,
+        };
+    }
+    // A record that merely has an `error` field among its data is not an envelope: an
+    // envelope's error stands beside a code or a body, or alone.
+    if code.is_none() && bodies.is_empty() && obj.len() > errors.len() {
+        return None;
+    }
+    let error_said = errors.iter().any(|v| present(v));
+    let unsuccessful = SUCCESS_KEYS
+        .iter()
+        .any(|k| obj.get(*k) == Some(&Value::Bool(false)));
+    let failed = code.is_some_and(|c| c != 0) || error_said || unsuccessful;
+    let has_body = !bodies.is_empty();
+    let mut body = String::new();
+    for v in bodies.into_iter().chain(
+        errors
+            .into_iter()
+            .filter(|v| matches!(v, Value::String(_) | Value::Object(_) | Value::Array(_))),
+    ) {
+        let piece = match v {
+            Value::String(s) => Cow::Borrowed(s.as_str()),
+            Value::Null => continue,
+            other => Cow::Owned(other.to_string()),
+        };
+        if piece.trim().is_empty() {
+            continue;
+        }
+        if !body.is_empty() {
+            body.push('\n');
+        }
+        body.push_str(&piece);
+    }
+    // An envelope that names no printed text (a code and fields of its own) is shown whole.
+    let body = if body.is_empty() && !has_body {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(body)
+    };
+    Some(ToolOutcome {
+        code,
+        failed: Some(failed),
+        body,
+    })
+}
+
+/// Bytes under which a JSON object is parsed to see whether it is a one-key wrapper (larger
+/// ones are parsed only when an envelope's key shows at an edge).
+const WRAPPER_MAX_BYTES: usize = 256 * 1024;
+
+/// Whether a JSON text opens with a key (`{"key":`), the shape of a one-key wrapper.
+fn opens_with_key(t: &str) -> bool {
+    let Some(rest) = t.strip_prefix("{\"") else {
+        return false;
+    };
+    match lead(rest, 64).find('"') {
+        Some(end) => rest[end + 1..].trim_start().starts_with(':'),
+        None => false,
+    }
+}
+
+fn integer(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Whether an error field says something: not null, false, empty or zero.
+fn present(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::String(s) => !s.trim().is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        Value::Number(n) => n.as_f64() != Some(0.0),
+    }
+}
+
+/// Phrases that end right before an exit code, matched in lowercase: at a line's start (after
+/// `[`, `(` or spaces) for the first two, anywhere for the rest, which say what they are.
+const LINE_MARKERS: [&str; 2] = ["exit code", "exit status"];
+const INLINE_MARKERS: [&str; 5] = [
+    "finished with exit code",
+    "completed with exit code",
+    "exited with code",
+    "exited with exit code",
+    "non-zero exit status",
+];
+
+/// An exit code on the first or last line of the text (the last wins: it reports how the
+/// run ended); the body is the text without that line.
+fn code_line(text: &str) -> Option<ToolOutcome<'_>> {
+    let trimmed = text.trim_end();
+    let last_start = trimmed.rfind('\n').map_or(0, |i| i + 1);
+    let last = &trimmed[last_start..];
+    if last.len() <= EDGE_BYTES {
+        if let Some(code) = line_code(last) {
+            return Some(ToolOutcome {
+                code: Some(code),
+                failed: Some(code != 0),
+                body: Cow::Borrowed(trimmed[..last_start].trim_end()),
+            });
+        }
+    }
+    let first_end = text.find('\n').unwrap_or(text.len());
+    let first = &text[..first_end];
+    if first.len() <= EDGE_BYTES && last_start != 0 {
+        if let Some(code) = line_code(first) {
+            return Some(ToolOutcome {
+                code: Some(code),
+                failed: Some(code != 0),
+                body: Cow::Borrowed(text[first_end..].trim_start_matches('\n')),
+            });
+        }
+    }
+    None
+}
+
+/// The exit code one line reports.
+fn line_code(line: &str) -> Option<i64> {
+    let l = line.to_ascii_lowercase();
+    let head = l.trim_start_matches([' ', '\t', '[', '(', '#', '>']);
+    let at_start = LINE_MARKERS
+        .iter()
+        .find(|m| head.starts_with(*m))
+        .map(|m| &head[m.len()..]);
+    let rest = at_start.or_else(|| {
+        INLINE_MARKERS
+            .iter()
+            .find_map(|m| l.find(m).map(|i| &l[i + m.len()..]))
+    })?;
+    let rest = rest.trim_start_matches([' ', ':', '=']);
+    let digits = rest
+        .char_indices()
+        .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && c == '-'))
+        .count();
+    rest[..digits].parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(text: &str) -> Option<bool> {
+        read(text).failed
+    }
+
+    #[test]
+    fn a_json_envelope_with_exit_code_zero_and_a_null_error_is_a_success() {
+        let o = read(
+            r#"{"output": "158:def parse_http_date(date):\n194:def x():", "exit_code": 0, "error": null}"#,
+        );
+        assert_eq!(o.code, Some(0));
+        assert_eq!(o.failed, Some(false));
+        assert_eq!(o.body, "158:def parse_http_date(date):\n194:def x():");
+    }
+
+    #[test]
+    fn a_json_envelope_with_a_nonzero_exit_code_failed_and_its_output_is_unescaped() {
+        let o =
+            read(r#"{"output": "Input: 70, Parsed: 1970\nFAIL", "exit_code": 1, "error": null}"#);
+        assert_eq!((o.code, o.failed), (Some(1), Some(true)));
+        assert_eq!(o.body, "Input: 70, Parsed: 1970\nFAIL");
+    }
+
+    #[test]
+    fn an_envelope_error_message_is_the_failure_and_part_of_the_body() {
+        let o = read(
+            r#"{"output": "", "exit_code": 124, "error": "Command timed out after 60 seconds"}"#,
+        );
+        assert_eq!(o.failed, Some(true));
+        assert_eq!(o.body, "Command timed out after 60 seconds");
+        assert_eq!(failed(r#"{"error": "reservation not found"}"#), Some(true));
+        assert_eq!(failed(r#"{"output": {"temp": 15}}"#), Some(false));
+        assert_eq!(read(r#"{"output": {"temp": 15}}"#).body, r#"{"temp":15}"#);
+        assert_eq!(failed(r#"{"stdout": "ok", "success": false}"#), Some(true));
+        assert_eq!(
+            failed(r#"{"stdout": "a", "stderr": "b", "returncode": "0"}"#),
+            Some(false)
+        );
+        assert_eq!(
+            read(r#"{"stdout": "a", "stderr": "b", "returncode": 0}"#).body,
+            "a\nb"
+        );
+    }
+
+    #[test]
+    fn a_one_key_wrapper_gives_its_value_and_leaves_the_verdict_to_its_words() {
+        let o = read(r#"{"return_value": "line one\nline two"}"#);
+        assert_eq!((o.code, o.failed), (None, None));
+        assert_eq!(o.body, "line one\nline two");
+        assert_eq!(read(r#"{"result": {"temp": 15}}"#).body, r#"{"temp":15}"#);
+        assert!(reports_failure(
+            r#"{"result": "Traceback (most recent call last):\n  x"}"#
+        ));
+        assert!(!reports_failure(r#"{"result": "12 passed"}"#));
+        // A terminal's envelope sent back inside a wrapper is read as the envelope.
+        let o = read(r#"{"result": "{\"output\": \"FAIL\", \"exit_code\": 1}"}"#);
+        assert_eq!(
+            (o.code, o.failed, o.body.as_ref()),
+            (Some(1), Some(true), "FAIL")
+        );
+        // Two keys of data are a record, shown as it is.
+        let t = r#"{"temp": 15, "unit": "C"}"#;
+        assert_eq!(read(t).body, t);
+    }
+
+    #[test]
+    fn a_record_with_an_error_field_among_its_data_is_not_an_envelope() {
+        assert_eq!(
+            failed(r#"{"reservation_id": "X1", "error": null, "status": "active"}"#),
+            None
+        );
+        assert_eq!(
+            failed(r#"{"reservation_id": "X1", "status": "cancelled"}"#),
+            None
+        );
+        assert_eq!(failed(r#"{"output": "unterminated"#), None);
+    }
+
+    #[test]
+    fn an_exit_code_line_at_either_end_is_the_verdict_and_leaves_the_body() {
+        let o = read("Exit code: 0\nWall time: 0.2 seconds\nOutput:\nall good");
+        assert_eq!((o.code, o.failed), (Some(0), Some(false)));
+        assert!(o.body.starts_with("Wall time"));
+        let o = read("Traceback (most recent call last):\n  ...\nValueError: x\n[Command finished with exit code 1]");
+        assert_eq!((o.code, o.failed), (Some(1), Some(true)));
+        assert!(o.body.ends_with("ValueError: x"));
+        assert_eq!(failed("building\nProcess exited with code 2"), Some(true));
+        assert_eq!(
+            failed("x\nCommand 'ls' returned non-zero exit status 2."),
+            Some(true)
+        );
+        assert_eq!(
+            failed("collected 12 items\n12 passed\n[The command completed with exit code 0.]"),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn words_about_exit_codes_inside_a_listing_are_no_verdict() {
+        // Source code that mentions exit codes in its middle, not on an edge line of its own.
+        assert_eq!(
+            failed("def main():\n    sys.exit(code)  # exit code 1 on error\n    return"),
+            None
+        );
+        assert_eq!(failed("raise ValueError('bad')\ntry:\n    pass"), None);
+        // A one-line output is not a header over a body.
+        assert_eq!(failed("exit code"), None);
+    }
+
+    #[test]
+    fn words_judge_an_output_without_a_verdict_at_its_head_and_last_lines() {
+        assert!(words_say_failure(
+            "Traceback (most recent call last):\n  File x"
+        ));
+        let mut listing = "collected 12 items\n".to_string();
+        listing.push_str(&"test_a.py ....\n".repeat(60));
+        assert!(!words_say_failure(&listing));
+        listing
+            .push_str("FAILED test_a.py::test_x - AssertionError\n==== 1 failed, 11 passed ====\n");
+        assert!(words_say_failure(&listing));
+        assert!(words_say_failure(
+            "Input: 70, Parsed: 1970, Expected: 2070\nFAIL"
+        ));
+        // Counts of none are no failure.
+        assert!(!words_say_failure("5680 passed, 0 failures in 12.3s"));
+        assert!(!words_say_failure(
+            "Ran 4 tests\n\nOK (errors=0, failures=0)"
+        ));
+        assert!(!words_say_failure("build finished with no errors"));
+        // A failure word deep in the middle of a long output is not read.
+        let mid = format!("{}error\n{}done", "x\n".repeat(400), "y\n".repeat(10));
+        assert!(!words_say_failure(&mid));
+    }
+
+    #[test]
+    fn a_mini_swe_agent_observation_keeps_its_tags_reading() {
+        let o = read("<returncode>1</returncode>\n<output>\ncat: nope: No such file\n</output>");
+        assert_eq!((o.code, o.failed), (Some(1), Some(true)));
+        assert_eq!(o.body, "\ncat: nope: No such file\n");
+    }
+
+    #[test]
+    fn an_owned_text_reads_the_same() {
+        let t = r#"{"output": "x", "exit_code": 3}"#;
+        assert_eq!(read_cow(Cow::Owned(t.to_string())), read(t));
+    }
+}
