@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use crate::compaction::MaskEdit;
 use crate::estimate::Estimator;
+use crate::json_string::push_json_string;
 use crate::message::{Content, Message, Part};
 use crate::prune::group_sep;
 use crate::recall::{fold_id, RECALL_TOOL};
@@ -58,14 +59,79 @@ fn suffix_start(text: &str, tokens: f64, est: &Estimator) -> usize {
 }
 
 /// `text` cut to about `keep_tokens`: its head, a marker naming what was cut and the id that
-/// restores the whole, and its end. None when the text is already that small.
+/// restores the whole, and its end. A JSON text (a tool's envelope,
+/// `{"output": "...", "exit_code": 0}`) is cut inside its longest string, so it stays valid
+/// JSON with every other byte in place. None when the text is already that small.
 pub fn cut_text(text: &str, keep_tokens: u32, est: &Estimator) -> Option<String> {
-    let total = est.text(text);
     let keep = f64::from(keep_tokens.max(MIN_KEPT_TOKENS));
-    if total <= keep {
+    if est.text(text) <= keep {
         return None;
     }
     let id = fold_id(text);
+    cut_json_string(text, keep, est, &id).or_else(|| cut_plain(text, keep, est, &id))
+}
+
+/// The cut of a JSON text inside its longest string literal (the rest kept byte for byte), the
+/// marker naming `id` (the whole text's). None when the text is not a JSON object or array, or
+/// what lies outside that string leaves it too little.
+fn cut_json_string(text: &str, keep: f64, est: &Estimator, id: &str) -> Option<String> {
+    let t = text.trim();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(t).ok()?;
+    let (start, end) = longest_string_literal(text)?;
+    let value: String = serde_json::from_str(&text[start..end]).ok()?;
+    let around = est.text(&text[..start]) + est.text(&text[end..]);
+    let mut inside = keep - around;
+    let mut out = String::new();
+    // Escaped (`\n`, `\"`), the kept value costs more than it did raw: aimed again by the excess.
+    for _ in 0..3 {
+        if inside < f64::from(MIN_KEPT_TOKENS) {
+            return None;
+        }
+        let cut = cut_plain(&value, inside, est, id)?;
+        out.clear();
+        out.push_str(&text[..start]);
+        push_json_string(&mut out, &cut);
+        out.push_str(&text[end..]);
+        let over = est.text(&out) - keep;
+        if over <= 0.0 {
+            break;
+        }
+        inside -= over;
+    }
+    Some(out)
+}
+
+/// The byte span (quotes included) of the longest string literal of a JSON text.
+fn longest_string_literal(text: &str) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    let (mut best, mut i): (Option<(usize, usize)>, usize) = (None, 0);
+    while i < b.len() {
+        if b[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        while i < b.len() && b[i] != b'"' {
+            i += if b[i] == b'\\' { 2 } else { 1 };
+        }
+        let end = (i + 1).min(b.len());
+        if best.is_none_or(|(s, e)| end - start > e - s) {
+            best = Some((start, end));
+        }
+        i = end;
+    }
+    best
+}
+
+/// `cut_text` of plain text, the marker naming `id`.
+fn cut_plain(text: &str, keep: f64, est: &Estimator, id: &str) -> Option<String> {
+    if est.text(text) <= keep {
+        return None;
+    }
     // A short marker when little may stay; the head and end share what the marker leaves.
     let long = keep >= 96.0;
     let marker_len = if long { 40.0 } else { 22.0 };
@@ -223,5 +289,29 @@ mod tests {
         // the bound was 210 when the cut held more lines than its estimate said).
         assert!(est.text(&cut) <= 225.0, "{}", est.text(&cut));
         assert!(cut_text("short", 200, &est).is_none());
+    }
+
+    #[test]
+    fn a_json_envelope_is_cut_inside_its_output_and_stays_json() {
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let output: String = (0..2_000)
+            .map(|k| format!("line {k}: \"ok\"\n"))
+            .collect::<String>()
+            + "FAILED: 3 errors";
+        let mut text = String::from("{\"output\": ");
+        push_json_string(&mut text, &output);
+        text.push_str(", \"exit_code\": 1, \"error\": null}");
+        let cut = cut_text(&text, 200, &est).expect("cut");
+        let v: serde_json::Value = serde_json::from_str(&cut).expect("still JSON");
+        let out = v["output"].as_str().expect("output");
+        assert!(out.starts_with("line 0: \"ok\""));
+        assert!(out.ends_with("FAILED: 3 errors"));
+        // The id restores the whole envelope, not its output alone.
+        assert!(out.contains(&format!("id={}", fold_id(&text))));
+        assert!(cut.ends_with(", \"exit_code\": 1, \"error\": null}"));
+        assert!(est.text(&cut) <= 210.0, "{}", est.text(&cut));
+        // Not JSON (cut by an older version, or a text that only looks like it): cut as text.
+        let broken = format!("{{\"output\": \"{}", "x ".repeat(3_000));
+        assert!(cut_text(&broken, 200, &est).is_some());
     }
 }

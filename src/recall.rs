@@ -186,17 +186,19 @@ pub fn placeholder(
         Some(t) if !t.is_empty() => format!(" of {t}"),
         _ => String::new(),
     };
-    let error = if what != "image" && tool_outcome::reports_failure(original) {
-        ", held an error"
+    // What the run printed, read once: its verdict, and the words mentions are read from
+    // (inside a JSON envelope, its escaped newlines would glue two lines' words into one).
+    let (error, mut names) = if what == "image" {
+        ("", Vec::new())
     } else {
-        ""
-    };
-    // Mentions are read from what the run printed: inside a JSON envelope, its escaped
-    // newlines would glue the words of two lines into one.
-    let mut names = if what == "image" {
-        Vec::new()
-    } else {
-        mentions(&tool_outcome::read(original).body, MENTIONS)
+        let o = tool_outcome::read(original);
+        let failed = o
+            .failed
+            .unwrap_or_else(|| tool_outcome::words_say_failure(&o.body));
+        (
+            if failed { ", held an error" } else { "" },
+            mentions(&o.body, MENTIONS),
+        )
     };
     loop {
         let said = if names.is_empty() {

@@ -146,6 +146,8 @@ pub fn words_say_failure(text: &str) -> bool {
 }
 
 fn says_failure(region: &str) -> bool {
+    // One lowercase copy of at most `HEAD_WORD_BYTES`, searched by `str::find` (far faster than
+    // a case-blind compare at every byte: every output of a fold is read here).
     let l = region.to_ascii_lowercase();
     FAILURE_WORDS.iter().any(|w| {
         l.match_indices(w)
@@ -387,6 +389,14 @@ fn code_line(text: &str) -> Option<ToolOutcome<'_>> {
 
 /// The exit code one line reports.
 fn line_code(line: &str) -> Option<i64> {
+    // Every marker says "exit": most lines are let go without a lowercase copy.
+    if !line
+        .as_bytes()
+        .windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"exit"))
+    {
+        return None;
+    }
     let l = line.to_ascii_lowercase();
     let head = l.trim_start_matches([' ', '\t', '[', '(', '#', '>']);
     let at_start = LINE_MARKERS

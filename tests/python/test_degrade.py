@@ -52,6 +52,24 @@ def test_an_oversized_last_tool_output_is_cut_in_the_middle_instead_of_raising(f
     assert "Fix the failing test" in text and "tell me what failed" in text
 
 
+def test_a_json_tool_result_cut_in_the_middle_stays_the_json_it_was() -> None:
+    # A terminal tool's envelope: the cut goes inside its output, so the result still parses
+    # and still says how the run ended; the id restores the whole envelope.
+    msgs = huge_last_round()
+    log = msgs[-1]["content"]
+    msgs[-1] = {**msgs[-1], "content": json.dumps({"output": log, "exit_code": 1, "error": None})}
+    c = cf.Compactor(budget=4_000, provider="openai")
+    r = c.compact(msgs)
+    assert any(n.startswith("degraded: cut the middle") for n in r.notes), r.notes
+    cut = json.loads(r.messages[-1]["content"])
+    assert cut["exit_code"] == 1 and cut["error"] is None
+    assert cut["output"].startswith("[00000] compiling module_0.c")
+    assert cut["output"].endswith("undefined symbol main\n")
+    (fold_id,) = set(re.findall(r"tokens cut[^\]]*id=(cf[0-9a-f]{12})", cut["output"]))
+    assert c.recall(fold_id) == msgs[-1]["content"]
+    assert r.tokens_after <= 4_000
+
+
 def test_a_message_cut_anyway_leaves_the_summary_its_share_not_only_its_minimum():
     # The log is cut in any case (it alone is over the budget): the cut also frees the summary's
     # planned share (a quarter of the budget), so the earlier requests keep their room.
