@@ -367,6 +367,19 @@ def test_the_second_summary_keeps_the_first_ones_identifiers() -> None:
     assert carried[len(carried) // 2] >= 0.9, carried
 
 
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the SWE run django-14999)")
+def test_a_summary_carrying_a_full_one_is_never_cut_back_to_its_index() -> None:
+    # django-14999 as a terminal agent's run: the second compaction folded a 3,069-token summary
+    # with two calls, and the digest's packing ended its tries over the budget and fell to the
+    # floor: 396 tokens, only the identifier index, in a room of 3,525.
+    (row,) = [r for r in load_conversations(SHARED, "mini-swe-agent-gemini3") if "django-14999" in r["source"]]
+    fx = Fixture(row["source"], as_terminal_calls(list(row["messages"]), "json")[0], (Probe("-", ("-",)),),
+                 tools=[TERMINAL_TOOL])
+    s = successive(fx, rules=planted(fx))
+    assert len(s.sizes) >= 4 and s.rules_lost == 0
+    assert all(size >= 0.5 * room for size, room in zip(s.sizes, s.rooms, strict=True)), list(zip(s.sizes, s.rooms))
+
+
 def test_successive_summaries_stay_within_their_room_and_carry_no_repeated_lines() -> None:
     """Growth over successive compactions is reported both ways (last / first, max / min after
     the first) beside each summary's room; no summary exceeds its room, and the last one holds
