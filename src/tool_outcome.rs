@@ -19,6 +19,9 @@
 //! it by its words.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use aho_corasick::AhoCorasick;
 
 use serde_json::{Map, Value};
 
@@ -146,13 +149,16 @@ pub fn words_say_failure(text: &str) -> bool {
 }
 
 fn says_failure(region: &str) -> bool {
-    // One lowercase copy of at most `HEAD_WORD_BYTES`, searched by `str::find` (far faster than
-    // a case-blind compare at every byte: every output of a fold is read here).
+    // Every output of a fold is read here: one lowercase copy of at most `HEAD_WORD_BYTES`, all
+    // the words found in one pass (case-sensitive patterns keep the searcher's prefilter).
+    static FINDER: OnceLock<AhoCorasick> = OnceLock::new();
+    let finder = FINDER.get_or_init(|| {
+        AhoCorasick::new(FAILURE_WORDS).unwrap_or_else(|e| unreachable!("fixed ASCII words: {e}"))
+    });
     let l = region.to_ascii_lowercase();
-    FAILURE_WORDS.iter().any(|w| {
-        l.match_indices(w)
-            .any(|(i, _)| !counts_none(&l[..i], &l[i + w.len()..]))
-    })
+    finder
+        .find_iter(&l)
+        .any(|m| !counts_none(&l[..m.start()], &l[m.end()..]))
 }
 
 /// Whether the words around a failure word count none of it: `0 failed`, `no errors`,
