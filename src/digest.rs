@@ -145,9 +145,7 @@ fn parts_text(ps: &[Part<'_>]) -> String {
 fn outcome_of(text: Cow<'_, str>) -> Outcome<'_> {
     let o = tool_outcome::read_cow(text);
     Outcome {
-        err: o
-            .failed
-            .unwrap_or_else(|| tool_outcome::words_say_failure(&o.body)),
+        err: o.failure(),
         code: o.code,
         text: Some(o.body),
     }

@@ -192,11 +192,8 @@ pub fn placeholder(
         ("", Vec::new())
     } else {
         let o = tool_outcome::read(original);
-        let failed = o
-            .failed
-            .unwrap_or_else(|| tool_outcome::words_say_failure(&o.body));
         (
-            if failed { ", held an error" } else { "" },
+            if o.failure() { ", held an error" } else { "" },
             mentions(&o.body, MENTIONS),
         )
     };

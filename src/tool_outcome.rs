@@ -84,11 +84,16 @@ pub fn read(text: &str) -> ToolOutcome<'_> {
 /// Whether a tool output reports a failure: by its verdict (`read`), else by the words of
 /// what it printed (`words_say_failure`).
 pub fn reports_failure(text: &str) -> bool {
-    let o = read(text);
-    o.failed.unwrap_or_else(|| words_say_failure(&o.body))
+    read(text).failure()
 }
 
 impl ToolOutcome<'_> {
+    /// Whether the run failed: its verdict, else the words of what it printed
+    /// (`words_say_failure`).
+    pub fn failure(&self) -> bool {
+        self.failed.unwrap_or_else(|| words_say_failure(&self.body))
+    }
+
     /// The same reading, its body owned.
     pub fn into_owned(self) -> ToolOutcome<'static> {
         ToolOutcome {
@@ -129,7 +134,7 @@ const TAIL_WORD_LINES: usize = 2;
 /// Whether an output with no verdict of its own reads as a failure: a failure word in its
 /// first [`HEAD_WORD_BYTES`] bytes or on its last [`TAIL_WORD_LINES`] lines, unless it counts
 /// none (`0 failed`, `no errors`, `errors=0`).
-pub fn words_say_failure(text: &str) -> bool {
+fn words_say_failure(text: &str) -> bool {
     let head = lead(text, HEAD_WORD_BYTES);
     let trimmed = text.trim_end();
     let mut from = trimmed.len();
