@@ -249,30 +249,33 @@ def test_a_terminal_results_wrapper_decides_its_verdict_not_its_words(style: str
         digest = _core.extractive_digest(msgs[1:], max_tokens=4_000)
         errors = int(re.search(r"(\d+) errors\)", digest).group(1))  # type: ignore[union-attr]
         failed = sum(1 for c in codes if c)
+        unknown = codes.count(None)
         if style == "plain":
-            # No verdict in the result: its words decide, and a listing of source code that
-            # raises is not a failure of the command.
-            assert errors <= len(codes), digest
+            # No verdict in the result: its words decide. Every failed run here says so on its
+            # last lines (last stop's build, reading only the head, missed one of django-13670's);
+            # a listing of code that raises may read as a failure, once at most.
+            assert failed <= errors <= failed + unknown + 1, (fx.name, digest[:300])
+            checked += 1
             continue
         # A JSON envelope's `"error": null` is no error, and `raise ValueError` in a listing
         # that exited 0 is none either: the exit codes decide, each one. (A harness complaint
         # answers with no code: the envelope says -1, the trailer is absent and words decide.)
-        unknown = codes.count(None)
         if style == "json":
             assert errors == failed + unknown, (fx.name, digest[:300])
         else:
             assert failed <= errors <= failed + unknown, (fx.name, digest[:300])
         checked += 1
-    assert checked == (0 if style == "plain" else len(SWE_INLINE)) and len(SWE_INLINE) == 4
+    assert checked == len(SWE_INLINE) == 4
 
 
 @pytest.mark.parametrize("style", ["json", "exit_line"])
 def test_a_terminal_agents_wrapped_results_keep_the_facts_its_plain_observations_keep(style: str) -> None:
     # At the naive cut's budget, as `contextfold eval` scores it. The wrapper costs a few tokens a
     # result, so the summary's room is a little smaller: one fact of margin over the four runs
-    # (the JSON envelope lost six of 51 when its `"error"` key made every result an error and
-    # its escaped output was one line).
-    plain = [f for f in SWE_INLINE]
+    # (31 of 33 kept as mini-swe-agent wrote them; with last stop's build the envelope kept 28,
+    # its `"error"` key making every result an error and its output one escaped line, and the
+    # trailer 29).
+    plain = list(SWE_INLINE)
     wrapped = [Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=[TERMINAL_TOOL])
                for f in SWE_INLINE]
 
