@@ -11,6 +11,8 @@
 //!   `stdout`, `stderr`) or an error field (`error`, `is_error`): Gemini's `functionResponse`
 //!   names `output` and `error` as the keys of a function's output and error details
 //!   (https://ai.google.dev/api/caching#FunctionResponse);
+//! - a one-key object around a function's return value (`{"result": ...}`,
+//!   `{"return_value": ...}`): its value, with no verdict of its own;
 //! - a line that reports the exit code: `Exit code: 1` (a header or trailer line),
 //!   `[Command finished with exit code 1]`, `Process exited with code 1`,
 //!   `returned non-zero exit status 1`.
