@@ -1089,6 +1089,18 @@ mod tests {
         Estimator::new(Provider::OpenAI, "")
     }
 
+    /// The digest of `msgs` in `max_tokens`, with no previous summary, focus or instructions.
+    fn digest_within(msgs: &[Message<'_>], max_tokens: u64) -> String {
+        digest(
+            msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens,
+                ..Default::default()
+            },
+        )
+    }
+
     fn history<'a>() -> Vec<Message<'a>> {
         let mut v = vec![Message::text(
             "user",
@@ -1270,14 +1282,7 @@ mod tests {
                 "<returncode>0</returncode>\n<output>\nsetup.py\n</output>",
             ),
         ];
-        let d = digest(
-            &msgs,
-            &est(),
-            &DigestOptions {
-                max_tokens: 400,
-                ..Default::default()
-            },
-        );
+        let d = digest_within(&msgs, 400);
         assert!(
             !d.contains("-> ok: Do not cancel"),
             "read as an observation:\n{d}"
@@ -1514,14 +1519,7 @@ mod tests {
                 "<returncode>1</returncode>\n<output>\ncat: nope: No such file\n</output>",
             ),
         ];
-        let d = digest(
-            &msgs,
-            &est(),
-            &DigestOptions {
-                max_tokens: 500,
-                ..Default::default()
-            },
-        );
+        let d = digest_within(&msgs, 500);
         assert!(
             d.contains("$ cat astropy/modeling/separable.py -> error: rc=1"),
             "{d}"
@@ -1563,14 +1561,7 @@ mod tests {
             r#"{"command":"python3 reproduce_issue.py"}"#,
             r#"{"output": "Input: 70, Parsed: 1970, Expected: 2070\nFAIL", "exit_code": 1, "error": null}"#,
         ));
-        let d = digest(
-            &msgs,
-            &est(),
-            &DigestOptions {
-                max_tokens: 600,
-                ..Default::default()
-            },
-        );
+        let d = digest_within(&msgs, 600);
         assert!(d.contains("2 tool calls, 1 errors"), "{d}");
         let errors = section_of(&d, "## Errors");
         assert!(
@@ -1605,14 +1596,7 @@ mod tests {
             "Also rotate the TLS certificate for api.example.com, and never restart the database.",
         ));
         msgs.push(Message::text("assistant", "Will do."));
-        let d = digest(
-            &msgs,
-            &est(),
-            &DigestOptions {
-                max_tokens: 600,
-                ..Default::default()
-            },
-        );
+        let d = digest_within(&msgs, 600);
         assert!(
             section_of(&d, "## User requests").contains("never restart the database."),
             "{d}"
@@ -1650,14 +1634,7 @@ mod tests {
             ("user", coded("nothing to commit")),
         ];
         let msgs: Vec<Message<'_>> = turns.iter().map(|(r, t)| Message::text(r, t)).collect();
-        let d = digest(
-            &msgs,
-            &est(),
-            &DigestOptions {
-                max_tokens: 800,
-                ..Default::default()
-            },
-        );
+        let d = digest_within(&msgs, 800);
         let requests = d
             .split("## User requests")
             .nth(1)

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 mod reference_scan;
 mod tokens;
 
+use crate::char_cut::{head_bytes, tail_bytes};
 use crate::estimate::Estimator;
 use crate::message::{Content, Message, Part, Role};
 use crate::tool_outcome;
@@ -670,14 +671,8 @@ fn scan_edges(c: &mut Collector, text: &str, weight: f64, recency: f64) {
         c.scan(text, weight, recency);
         return;
     }
-    let mut a = edge;
-    while !text.is_char_boundary(a) {
-        a -= 1;
-    }
-    let mut b = text.len() - edge;
-    while !text.is_char_boundary(b) {
-        b += 1;
-    }
+    let a = head_bytes(text, edge).len();
+    let b = text.len() - tail_bytes(text, edge).len();
     // Cut at line ends so no identifier is split; an edge without one (a JSON reply on one
     // line) is cut between tokens: a cut inside `HAT170` would index `HAT1`.
     let head = match text[..a].rfind('\n') {

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use crate::char_cut::{head_bytes, tail_bytes};
 use crate::estimate::Estimator;
 use crate::mask_edit::MaskEdit;
 use crate::message::{Content, ImageSource, Message, Part};
@@ -82,15 +83,7 @@ fn ends(text: &str) -> (&str, &str) {
     if text.len() <= 2 * SCAN_BYTES {
         return (text, "");
     }
-    let mut a = SCAN_BYTES;
-    while !text.is_char_boundary(a) {
-        a -= 1;
-    }
-    let mut b = text.len() - SCAN_BYTES;
-    while !text.is_char_boundary(b) {
-        b += 1;
-    }
-    (&text[..a], &text[b..])
+    (head_bytes(text, SCAN_BYTES), tail_bytes(text, SCAN_BYTES))
 }
 
 /// Whether a word looks like something a model may need verbatim: a path or file name, a

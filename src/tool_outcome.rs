@@ -27,6 +27,8 @@ use aho_corasick::AhoCorasick;
 
 use serde_json::{Map, Value};
 
+use crate::char_cut::{head_bytes, tail_bytes};
+
 /// One tool output, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutcome<'t> {
@@ -137,7 +139,7 @@ const TAIL_WORD_LINES: usize = 2;
 /// first [`HEAD_WORD_BYTES`] bytes or on its last [`TAIL_WORD_LINES`] lines, unless it counts
 /// none (`0 failed`, `no errors`, `errors=0`).
 fn words_say_failure(text: &str) -> bool {
-    let head = lead(text, HEAD_WORD_BYTES);
+    let head = head_bytes(text, HEAD_WORD_BYTES);
     let trimmed = text.trim_end();
     let mut from = trimmed.len();
     for _ in 0..TAIL_WORD_LINES {
@@ -151,7 +153,7 @@ fn words_say_failure(text: &str) -> bool {
     }
     // The end, where the head does not already cover it, and bounded like the head.
     let from = from.max(head.len());
-    let tail = trail(&trimmed[from.min(trimmed.len())..], HEAD_WORD_BYTES);
+    let tail = tail_bytes(&trimmed[from.min(trimmed.len())..], HEAD_WORD_BYTES);
     says_failure(head) || says_failure(tail)
 }
 
@@ -184,33 +186,9 @@ fn counts_none(before: &str, after: &str) -> bool {
     zero_after || prev == "0" || prev == "no"
 }
 
-/// The first bytes of a text (on a character boundary).
-fn lead(text: &str, n: usize) -> &str {
-    if text.len() <= n {
-        return text;
-    }
-    let mut end = n;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
-/// The last bytes of a text (on a character boundary).
-fn trail(text: &str, n: usize) -> &str {
-    if text.len() <= n {
-        return text;
-    }
-    let mut start = text.len() - n;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
-}
-
 /// `<returncode>N</returncode>` of a mini-swe-agent observation (at the start of the text).
 pub fn return_code(text: &str) -> Option<i64> {
-    let text = lead(text, EDGE_BYTES);
+    let text = head_bytes(text, EDGE_BYTES);
     let start = text.find("<returncode>")? + "<returncode>".len();
     let end = text[start..].find("</returncode>")? + start;
     text[start..end].trim().parse().ok()
@@ -218,7 +196,7 @@ pub fn return_code(text: &str) -> Option<i64> {
 
 /// The body of an observation: inside `<output>` when present.
 fn observation_body(text: &str) -> &str {
-    if let Some(s) = lead(text, 2 * EDGE_BYTES).find("<output>") {
+    if let Some(s) = head_bytes(text, 2 * EDGE_BYTES).find("<output>") {
         let body = &text[s + "<output>".len()..];
         // The closing tag ends the text (or comes before a short trailer).
         let tail_from = body.len().saturating_sub(2 * EDGE_BYTES);
@@ -241,15 +219,19 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
     if !(t.starts_with('{') && t.ends_with('}')) {
         return None;
     }
+    // (A key counts quoted, as a JSON key is written: `"output"`, not a word in the output.)
     let named = |edge: &str| {
         CODE_KEYS
             .iter()
             .chain(&BODY_KEYS)
             .chain(&ERROR_KEYS)
-            .any(|k| edge.contains(&format!("\"{k}\"")))
+            .any(|k| {
+                edge.match_indices(k)
+                    .any(|(i, _)| edge[..i].ends_with('"') && edge[i + k.len()..].starts_with('"'))
+            })
     };
-    let worth_parsing = named(lead(t, EDGE_BYTES))
-        || named(trail(t, EDGE_BYTES))
+    let worth_parsing = named(head_bytes(t, EDGE_BYTES))
+        || named(tail_bytes(t, EDGE_BYTES))
         || (t.len() <= WRAPPER_MAX_BYTES && opens_with_key(t));
     if !worth_parsing {
         return None;
@@ -259,11 +241,10 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
     let bodies: Vec<&Value> = BODY_KEYS.iter().filter_map(|k| obj.get(*k)).collect();
     let errors: Vec<&Value> = ERROR_KEYS.iter().filter_map(|k| obj.get(*k)).collect();
     if code.is_none() && bodies.is_empty() && errors.is_empty() {
-        // One key around the whole return value is a wrapper: the recorded Gemini requests
-        // (pydantic-ai, crewai) send a function's result as `{"return_value": ...}` or
-        // `{"result": ...}`. Its words decide.
-        // A wrapped string may be an envelope itself (a terminal's JSON sent back through
-        // Gemini): read once more.
+        // One key around the whole return value is a wrapper (the recorded Gemini requests of
+        // pydantic-ai and crewai send a function's result as `{"return_value": ...}` or
+        // `{"result": ...}`): its words decide, unless the wrapped string is an envelope itself
+        // (a terminal's JSON sent back through Gemini), read once more.
         let mut fields = obj.into_iter();
         return match (fields.next(), fields.next()) {
             (Some((_, Value::String(s))), None) => Some(match json_envelope(&s) {
@@ -334,7 +315,7 @@ fn opens_with_key(t: &str) -> bool {
     let Some(rest) = t.strip_prefix("{\"") else {
         return false;
     };
-    match lead(rest, 64).find('"') {
+    match head_bytes(rest, 64).find('"') {
         Some(end) => rest[end + 1..].trim_start().starts_with(':'),
         None => false,
     }
