@@ -37,7 +37,7 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_message import summary_message
-from contextfold.summary_room import (ROOM_SWING, index_share, neutralize_markers, stable_room, summary_room, trim_index,
+from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_share, neutralize_markers, stable_room, summary_room, trim_index,
                                      with_index, with_rules)
 from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail
 
@@ -494,6 +494,9 @@ class Compactor(RecoverableFolds):
         if run.plan["reason"] is not None:
             reason = str(run.plan["reason"])
             if reason.startswith("budget"):
+                ruled = yield from self._rules_only(run)
+                if ruled is not None:
+                    return ruled
                 bare = self._bare(run)
                 if bare is not None:
                     return bare
@@ -668,9 +671,14 @@ class Compactor(RecoverableFolds):
         self._place(run, draft)
         yield from self._fitted(run, draft)
         tail_edits = yield from self._leftover(run, draft, room, own_index)
-        plan = run.plan
         if (why := self._worth_it(run, draft.tokens)) is not None:
             return run.unchanged(why)
+        return self._summarized_result(run, draft, tail_edits)
+
+    def _summarized_result(self, run: CompactionRun, draft: Draft, tail_edits: list[Any]) -> CompactionResult:
+        """The result of a summarized compaction; its summary's hash joins the session's (the
+        next compaction knows it as the library's own by that hash)."""
+        plan = run.plan
         self._after_compaction(int(plan["head_end"]))
         digest = _core.summary_hash(neutralize_markers(draft.text))
         self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
@@ -680,6 +688,43 @@ class Compactor(RecoverableFolds):
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in tail_edits),
             strategy_used="summarize", fallback_used=draft.fallback, reason=None, budget=run.budget,
             kept=tuple(plan["kept"]), notes=tuple(run.notes))
+
+    def _rules_only(self, run: CompactionRun) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, CompactionResult | None]:
+        """After every degrading step, no room is left for a summary's floor (``MIN_SUMMARY_TOKENS``
+        or its standing rules whole): before the history goes without a summary
+        (``_bare``), a summary of the fold's standing rules alone in the room the degraded plan
+        leaves, written by the extractive digest (its floor keeps as many rules whole as fit,
+        the others clipped). A marker in that place kept none: the user's "never" and "do not"
+        went with the fold. None when the fold states no rule, or no rule fits."""
+        plan, msgs = run.plan, run.msgs
+        folded = [msgs[i] for i in plan["folded"]]
+        if not folded or not _core.standing_rules(folded, previous=plan["previous_summary"]):
+            return None
+        room = summary_room(plan, run.effective, self._summary_cap)
+        request = SummaryRequest(messages=folded, provider=self.provider, model=self.model,
+                                 previous_summary=plan["previous_summary"], instructions=self.instructions,
+                                 max_tokens=room)
+        result = yield (self._fallback, request)
+        text = result.text.strip()
+        if RULES_HEADING not in text:
+            return None
+        notes = list(run.notes)
+        draft = Draft(request, text, (), apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
+                      self._fold_span(folded) if self.recoverable else "", plan["seams"],
+                      not isinstance(self.summarizer, ExtractiveSummarizer))
+        self._place(run, draft)
+        try:
+            yield from self._fitted(run, draft)
+        except CompactionError:
+            run.notes[:] = notes
+            return None
+        if RULES_HEADING not in draft.text or (self._worth_it(run, draft.tokens)) is not None:
+            run.notes[:] = notes
+            return None
+        run.notes.append(f"degraded: the summary holds only the fold's standing rules ({room} tokens left for it, "
+                         f"under the {_core.MIN_SUMMARY_TOKENS} a summary gets at least)")
+        return self._summarized_result(run, draft, plan["tail_edits"])
 
     def _place(self, run: CompactionRun, draft: Draft, text: str | None = None, base: list[Any] | None = None) -> bool:
         """Assemble ``draft``'s history (with ``text`` / ``base`` in place of its own when given)

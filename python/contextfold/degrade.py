@@ -40,6 +40,9 @@ HARD_ARGS_CHARS = 64
 #: A cut aims at this share of what would just fit.
 CUT_MARGIN = 0.95
 
+#: The least a cut must free (tokens) to be made: its marker names an id and a size.
+MIN_CUT_GAIN_TOKENS = 8
+
 #: The smallest summary the last step writes (tokens): a line naming what was folded.
 MIN_ROOM_TOKENS = 12
 
@@ -113,7 +116,7 @@ def degrade(
         # The text's estimate and the message's price differ a little: aim below the overflow.
         keep = max(16, int((costs[i] - free) * CUT_MARGIN) - 32)
         best: tuple[Any, list[Any]] | None = None
-        aim = keep
+        aim, price = keep, costs[i]
         for _ in range(4):
             # Cut from the message as it is, re-aimed until its price meets the target (the
             # text's estimate and the message's price differ by a few percent).
@@ -126,7 +129,9 @@ def degrade(
                 break
             aim = max(16, aim * keep // price - 8)
         tried.add(i)
-        if best is None:
+        if best is None or costs[i] - price < MIN_CUT_GAIN_TOKENS:
+            # A short message's placeholder costs about what it held: cutting it frees nothing
+            # (a 31-token reply became a 30-token marker and lost its words).
             continue
         (_, fold_id, whole), cut_msgs = best
         cut_plan = make_plan(cut_msgs, tail, summary_tokens, result_max=result_max, args_max=args_max)

@@ -743,9 +743,9 @@ pub(super) fn fit(
     }
 }
 
-/// Characters each rule is clipped to (head and end kept) when the rules whole do not fit the
-/// floor's room, longest first.
-const RULE_CLIPS: [usize; 4] = [240, 120, 60, 30];
+/// The shortest a rule is clipped to (characters, head and end kept) when the rules whole do
+/// not fit the floor's room: under it a clipped rule no longer says what it forbids.
+const RULE_CLIP_MIN: usize = 30;
 
 /// The header and the rules section: every rule, each clipped to `max_chars` (head and end).
 pub(super) fn rules_text(header: &str, rules: &[&str], max_chars: usize) -> String {
@@ -771,8 +771,7 @@ pub(super) fn rules_text(header: &str, rules: &[&str], max_chars: usize) -> Stri
 }
 
 /// The digest when no packing fits `budget`: the short header and every standing rule (whole,
-/// else without the header, else each clipped to the same length: no rule is dropped while one
-/// can be shortened), then
+/// else without the header, as many whole as fit and the others clipped: `squeezed_rules`), then
 /// the user's requests that still fit at their shortest, the first (the task) and then the
 /// newest, in half of what the rules leave when there are identifiers to index, and the index
 /// in the rest. Before it, the last resort cut the packing's text at a line, and with it the
@@ -791,19 +790,11 @@ fn floor(
         .map(Entry::richest)
         .collect();
     let mut out = rules_text(header, &rules, usize::MAX);
-    if est.text(&out) > budget && !rules.is_empty() {
-        // The rules whole without the header before any rule is clipped (a clipped rule no
-        // longer says what it forbids).
-        out = rules_text("", &rules, usize::MAX);
-    }
-    for cap in RULE_CLIPS {
-        if est.text(&out) <= budget {
-            break;
-        }
-        out = rules_text(header, &rules, cap);
-    }
     if est.text(&out) > budget {
-        return cut_to_budget(out, est, budget);
+        if rules.is_empty() {
+            return cut_to_budget(out, est, budget);
+        }
+        out = squeezed_rules(&rules, est, budget);
     }
     // Requests not already said by a rule (a rule that is the whole request is written once).
     let requests: Vec<usize> = (0..entries.len())
@@ -861,6 +852,86 @@ fn floor(
         }
     }
     out
+}
+
+/// The rules section alone (the header goes first: it says only that a fold happened, which
+/// the summary's markers say too) in `budget` tokens. Every rule whole if they fit; else as
+/// many whole as fit, the shortest first (one a previous summary carried clipped last), and
+/// the others clipped (head and end) to the largest length that fits the room those leave, at
+/// least `RULE_CLIP_MIN` characters, or left out. Rules are kept verbatim where they can be:
+/// a clipped rule may no longer say what it forbids ("Do not cancel rese…rcumstances."), and a
+/// room that holds two of three rules whole holds all three only clipped. Before, every rule
+/// was clipped to the same step (240, 120, 60, 30 characters) with the header kept, and a room
+/// too small for that kept a cut header and no rule.
+fn squeezed_rules(rules: &[&str], est: &Estimator, budget: f64) -> String {
+    let render = |caps: &[usize]| {
+        let mut out = format!("## {}\n", super::SECTIONS[0].1);
+        for (r, &cap) in rules.iter().zip(caps) {
+            match cap {
+                0 => {}
+                usize::MAX => {
+                    out.push_str("- ");
+                    out.push_str(r);
+                    out.push('\n');
+                }
+                cap => {
+                    out.push_str("- ");
+                    out.push_str(&super::clip_ends(r, cap, 0.6));
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    };
+    let fits = |caps: &[usize]| est.text(&render(caps)) <= budget;
+    let mut caps = vec![usize::MAX; rules.len()];
+    if fits(&caps) {
+        return render(&caps);
+    }
+    // (A rule a previous summary carried clipped is no longer verbatim: it comes after the
+    // whole ones.)
+    let mut order: Vec<usize> = (0..rules.len()).collect();
+    order.sort_by_key(|&i| (rules[i].contains('…'), rules[i].len()));
+    caps.fill(0);
+    for &i in &order {
+        caps[i] = usize::MAX;
+        if !fits(&caps) {
+            caps[i] = 0;
+        }
+    }
+    let rest: Vec<usize> = (0..rules.len()).filter(|&i| caps[i] == 0).collect();
+    let longest = rest
+        .iter()
+        .map(|&i| rules[i].chars().count())
+        .max()
+        .unwrap_or(0);
+    let with = |caps: &mut Vec<usize>, cap: usize| {
+        for &i in &rest {
+            caps[i] = cap;
+        }
+    };
+    with(&mut caps, RULE_CLIP_MIN);
+    if longest <= RULE_CLIP_MIN || !fits(&caps) {
+        with(&mut caps, 0);
+    } else {
+        // The largest cap that fits, by bisection over characters (a text's price grows with
+        // its length, up to the estimate's rounding).
+        let (mut lo, mut hi) = (RULE_CLIP_MIN, longest);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            with(&mut caps, mid);
+            if fits(&caps) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        with(&mut caps, lo);
+    }
+    if caps.iter().all(|&c| c == 0) {
+        return String::new();
+    }
+    render(&caps)
 }
 
 /// Last resort: cut by characters (about 3 characters per token), on a line boundary; the
