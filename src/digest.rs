@@ -1220,6 +1220,60 @@ mod tests {
         assert_eq!(rules_floor_tokens(&msgs[1..2], &[0], None, &est()), 0);
     }
 
+    /// Three rules in rooms from 8 tokens to what they take whole: each room keeps as many
+    /// rules verbatim as fit beside each other (the shortest first), never fewer in a larger
+    /// room, and never the header in place of a rule. Before, a room under the rules whole
+    /// clipped every rule to the same step ("Do not cancel rese…rcumstances.": none verbatim),
+    /// and one under that kept a cut header ("Earlier conversation folded by contextfold (2 me").
+    #[test]
+    fn a_room_too_small_for_every_rule_keeps_the_most_rules_verbatim() {
+        let rules = [
+            "Do not cancel reservation ZZ9Q7T under any circumstances.",
+            "Never charge my Visa card ending in 4417.",
+            "Always ask me before you run git push or book anything.",
+        ];
+        let msgs: Vec<Message<'_>> = rules.iter().map(|r| Message::text("user", r)).collect();
+        let verbatim = |d: &str| rules.iter().filter(|r| d.contains(*r)).count();
+        // The most rules a room holds whole: the shortest ones, in their order, as the floor
+        // writes them.
+        let shortest = |k: usize| {
+            let mut by_len: Vec<usize> = (0..rules.len()).collect();
+            by_len.sort_by_key(|&i| rules[i].len());
+            by_len.truncate(k);
+            by_len.sort_unstable();
+            by_len.iter().map(|&i| rules[i]).collect::<Vec<_>>()
+        };
+        let most = |budget: u64| {
+            (0..=3)
+                .rev()
+                .find(|&k| {
+                    est().text(&pack::rules_text("", &shortest(k), usize::MAX)) <= budget as f64
+                })
+                .unwrap_or(0)
+        };
+        let mut last = 0;
+        for budget in 8u64..=60 {
+            let d = digest_within(&msgs, budget);
+            assert!(est().text(&d) <= budget as f64, "{budget}: over\n{d}");
+            let n = verbatim(&d);
+            assert!(
+                n >= most(budget),
+                "{budget}: {n} rules whole where {} fit\n{d}",
+                most(budget)
+            );
+            assert!(
+                n >= last,
+                "{budget}: fewer rules whole than a smaller room kept\n{d}"
+            );
+            assert!(
+                d.is_empty() || d.contains("## Standing rules"),
+                "{budget}: no rule\n{d}"
+            );
+            last = n;
+        }
+        assert_eq!(last, 3);
+    }
+
     /// A fold of one call whose result is far longer than the room: its forms step from 6,000
     /// characters (over the room) to 2,400 (half of a 900-token room unused: 438 tokens). The
     /// call's result is sized to what the room leaves instead, its head and end kept (the

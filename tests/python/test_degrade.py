@@ -12,6 +12,7 @@ import pytest
 
 import contextfold as cf
 from compaction_shapes import FORMATS, convert, shape_problems
+from transcripts import shared_available
 from test_compactor import agent_history
 
 PROVIDER = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
@@ -170,3 +171,42 @@ def test_arguments_with_a_lone_surrogate_stay_whole_in_a_bare_history() -> None:
     except cf.CompactionBudgetError as e:
         assert e.tokens > 60
     assert ms == before
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (tau-bench airline dialogues)")
+def test_a_fold_too_tight_for_a_summary_keeps_its_standing_rules_not_a_marker() -> None:
+    """task38-trial2 with the successive harness's planted rules, at its budget (the head and
+    30% of the rest: 101 tokens beside a 2,870-token system prompt and tools). The first
+    compaction folds two rules with 41 tokens left for a summary, under the 64 a summary gets
+    at least and under the rules with the digest's header: it wrote the bare marker "[4 earlier
+    messages folded without a summary ...]", and both rules were gone. Now a summary of the
+    rules alone takes that room, and the next compaction carries them (it knows the summary as
+    the library's own)."""
+    from contextfold import evaluation as ev
+    from transcripts import SHARED, load_conversations
+
+    row = next(r for r in load_conversations(SHARED, "tau-bench-airline") if r["source"].endswith("task38-trial2"))
+    fx = ev.Fixture(row["source"], list(row["messages"]), (ev.Probe("-", ("-",)),), "openai", row.get("tools"), None)
+    msgs = list(fx.messages)
+    for pos, text in sorted(ev.planted(fx), reverse=True):
+        at = ev._tail_from(msgs, min(pos + 1, len(msgs)))
+        msgs[at:at] = [{"role": "user", "content": text}]
+    head = ev._head_end(msgs)
+    fixed = ev._tokens(msgs[:head], fx)
+    budget = fixed + int((ev._tokens(msgs, fx) - fixed) * 0.3)
+    folded_rules = ("Do not cancel reservation ZZ9Q7T under any circumstances.",
+                    "Always ask me before you run git push or book anything.")
+    first = msgs[:8]
+    assert all(any(m.get("content") == r for m in first[2:6]) for r in folded_rules)
+    snap = copy.deepcopy(first)
+    c = cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0)
+    r = c.compact(first)
+    assert first == snap and r.tokens_after <= budget
+    assert any("standing rules" in n for n in r.notes), r.notes
+    assert r.summary is not None and all(rule in r.summary for rule in folded_rules), r.summary
+    assert shape_problems(r.messages, "chat") == []
+    # The next turns, compacted with a little more room by a Compactor that carries this one's
+    # session: the rules-only summary is read as the library's own and its rules carried.
+    nxt = cf.Compactor(budget=budget + 40, tools=fx.tools, min_free_share=0.0, session=c.session)
+    again = nxt.compact([*r.messages, *msgs[8:10]])
+    assert again.summary is not None and all(rule in again.summary for rule in folded_rules), again.summary
