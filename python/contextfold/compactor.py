@@ -611,21 +611,42 @@ class Compactor(RecoverableFolds):
             fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
 
     def _bare(self, run: CompactionRun) -> CompactionResult | None:
-        """No summary fits: the head, the last user turn and what follows, and a marker
+        """No summary fits: the head, the last user turn and what follows, and a summary of the
+        fold's standing rules alone where one fits, else a marker
         (``contextfold.degrade.bare_history``); None when not even that fits."""
         kw = dict(provider=self.provider, model=self.model, tools=self._request_tools(run.fmt), system=self.system,
                   response_format=self.response_format)
-        plan = run.plan
-        bare = bare_history(run.msgs, plan, fmt=run.fmt, check=lambda o, s: run.verified(o, s, run.effective),
-                            like=lambda m: _like_history(m, run.msgs), notes=run.notes, budget=run.effective,
-                            estimate_kw=kw)
+        plan, msgs = run.plan, run.msgs
+        previous = plan["previous_summary"]
+
+        def rules(folded: list[int], room: int) -> tuple[str, str] | None:
+            span = [msgs[i] for i in folded]
+            if not _core.standing_rules(span, previous=previous):
+                return None
+            text = self._fallback.summarize(SummaryRequest(
+                messages=span, provider=self.provider, model=self.model, previous_summary=previous,
+                instructions=self.instructions, max_tokens=room)).text.strip()
+            if RULES_HEADING not in text:
+                return None
+            fold_line = self._fold_span(span) if self.recoverable else ""
+            return text, f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
+        bare = bare_history(msgs, plan, fmt=run.fmt, check=lambda o, s: run.verified(o, s, run.effective),
+                            like=lambda m: _like_history(m, msgs), notes=run.notes, budget=run.effective,
+                            estimate_kw=kw, rules=rules)
         if bare is None:
             return None
+        out, tokens, folded, text = bare
         self._after_compaction(int(plan["head_end"]))
+        digest = None
+        if text is not None:
+            digest = _core.summary_hash(neutralize_markers(text))
+            self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
         return CompactionResult(
-            messages=bare[0], summary=None, tokens_before=run.before, tokens_after=bare[1], removed=bare[2],
-            pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
-            strategy_used="summarize", fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
+            messages=out, summary=text, tokens_before=run.before, tokens_after=tokens, summary_hash=digest,
+            removed=folded, pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in plan["tail_edits"]),
+            strategy_used="summarize", fallback_used=text is not None and not isinstance(
+                self.summarizer, ExtractiveSummarizer),
+            reason=None, budget=run.budget, notes=tuple(run.notes))
 
     def _budget_error(self, run: CompactionRun, msgs: list[Any], plan: dict[str, Any]) -> CompactionBudgetError:
         """The error of a plan that leaves no room for a summary, measured on ``msgs``."""

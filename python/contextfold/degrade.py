@@ -24,6 +24,7 @@ from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.errors import CompactionBudgetError
 from contextfold.prune import _copy, apply_edits
+from contextfold.summary_message import summary_message
 
 __all__ = ["budget_error", "degrade"]
 
@@ -215,6 +216,45 @@ def _joined(first: Any, second: Any, line: str, fmt: str) -> Any | None:
     return {**with_line, key: [*with_line[key], *b]}
 
 
+#: ``(folded indices, room in tokens) -> (summary text, message text with its markers)`` of a
+#: summary of the fold's standing rules alone, or None (see ``bare_history``).
+RulesSummary = Callable[[list[int], int], "tuple[str, str] | None"]
+
+#: Tokens of a summary message besides its text, guessed before the check prices it.
+_ENVELOPE_GUESS = 12
+
+
+def _rules_between(rules: RulesSummary, folded: list[int], front: list[Any], tail: list[Any],
+                   origin: list[int | None], *, check: Check, like: Callable[[dict[str, Any]], Any], fmt: str,
+                   budget: int, hard: Callable[[list[Any]], list[Any]]) -> tuple[list[Any], int, str] | None:
+    """``front``, a rules-only summary message, ``tail``: the summary sized to what the two
+    leave under ``budget`` (re-aimed by what the check finds over, up to three times), as a
+    message of the role the seams accept. Where the two leave no room, they are masked as the
+    marker's step masks them (``hard``). ``(messages, tokens, summary text)`` or None."""
+    seams = _seams(origin)
+    plain = _seams([k for k in origin if k is not None])
+    without, _ = check(front + tail, plain)
+    if without + _ENVELOPE_GUESS >= budget:
+        masked = hard(front + tail)
+        front, tail = masked[:len(front)], masked[len(front):]
+        without, _ = check(front + tail, plain)
+    for between in ("assistant", "user"):
+        room = budget - without - _ENVELOPE_GUESS
+        for _ in range(3):
+            made = rules(folded, room) if room > 0 else None
+            if made is None:
+                break
+            text, wrapped = made
+            out = front + [like(summary_message(wrapped, format=fmt, role=between))] + tail
+            tokens, failures = check(out, seams)
+            if not failures:
+                return out, tokens, text
+            if any(k != "over_budget" for k, _, _ in failures):
+                break
+            room -= tokens - budget + 2
+    return None
+
+
 def bare_history(
     msgs: list[Any],
     plan: dict[str, Any],
@@ -225,14 +265,18 @@ def bare_history(
     notes: list[str],
     budget: int,
     estimate_kw: dict[str, Any],
-) -> tuple[list[Any], int, tuple[int, ...]] | None:
+    rules: RulesSummary | None = None,
+) -> tuple[list[Any], int, tuple[int, ...], str | None] | None:
     """The last step before raising: the head (system, task), the last user turn and what
-    follows it (the pending tool round whole), and no summary: only a marker line saying how
-    many messages were folded, the richest that fits (an added message where two turns of one
-    role would meet, or else a line joining them). ``check(out, seams)`` is the Compactor's
-    verification at the budget. Over the budget only, the kept messages are masked as hard as
-    inside the tail (tool output over ``HARD_MASK_TOKENS``, arguments over ``HARD_ARGS_CHARS``;
-    never the last message). Returns ``(messages, tokens, folded indices)`` or None when even
+    follows it (the pending tool round whole), and no summary: a summary of the fold's standing
+    rules alone where one fits (``rules(folded, room)``: the summary's text and its message
+    text with the markers, or None when the fold states no rule or none fits ``room`` tokens),
+    else only a marker line saying how many messages were folded, the richest that fits (an
+    added message where two turns of one role would meet, or else a line joining them).
+    ``check(out, seams)`` is the Compactor's verification at the budget. Over the budget only,
+    the kept messages are masked as hard as inside the tail (tool output over
+    ``HARD_MASK_TOKENS``, arguments over ``HARD_ARGS_CHARS``; never the last message). Returns
+    ``(messages, tokens, folded indices, the rules summary's text or None)`` or None when even
     that does not fit or would not be valid, or when the system prompt, tools, task and last
     user turn alone do not fit (``estimate_kw``: the estimate's keywords; then the error says
     by how much)."""
@@ -242,14 +286,17 @@ def bare_history(
         return None
     provider, model = estimate_kw["provider"], estimate_kw.get("model")
 
+    def hard(out: list[Any]) -> list[Any]:
+        out = prune(out, protect_tail_tokens=0, min_tail=1, protect_first_n=1, provider=provider, model=model,
+                    tool_result_max_tokens=HARD_MASK_TOKENS, arguments_max_chars=HARD_ARGS_CHARS)
+        # The pending round's own arguments too (the walk keeps a tool group whole).
+        return _core.shrink_arguments(out, max_chars=HARD_ARGS_CHARS, copy=_copy)  # type: ignore[no-any-return]
+
     def attempt(out: list[Any], origin: list[int | None]) -> tuple[list[Any], int] | None:
         seams = _seams(origin)
         tokens, failures = check(out, seams)
         if failures and all(k == "over_budget" for k, _, _ in failures):
-            out = prune(out, protect_tail_tokens=0, min_tail=1, protect_first_n=1, provider=provider, model=model,
-                        tool_result_max_tokens=HARD_MASK_TOKENS, arguments_max_chars=HARD_ARGS_CHARS)
-            # The pending round's own arguments too (the walk keeps a tool group whole).
-            out = _core.shrink_arguments(out, max_chars=HARD_ARGS_CHARS, copy=_copy)
+            out = hard(out)
             tokens, failures = check(out, seams)
         return None if failures else (out, tokens)
     base = apply_edits(msgs, plan["tail_edits"]) if plan.get("tail_edits") else list(msgs)
@@ -283,6 +330,13 @@ def bare_history(
         named = f"; tools called: {', '.join(calls)}" if calls else ""
         if tail[-1] != n - 1:
             said += f"; the tool round after the last user turn (messages {tail[-1] + 1}-{n - 1}) did not fit and was folded"
+        if rules is not None:
+            ruled = _rules_between(rules, folded, [base[i] for i in front], [base[i] for i in tail],
+                                   [*front, None, *tail], check=check, like=like, fmt=fmt, budget=budget, hard=hard)
+            if ruled is not None:
+                notes.append(f"degraded: folded {len(folded)} messages into a summary of their standing rules "
+                             f"alone (no room for more): {said}")
+                return ruled[0], ruled[1], tuple(folded), ruled[2]
         for marker in BARE_MARKERS:
             line = marker.format(n=len(folded), calls=named)
             # A marker message between the head and the tail (the check rejects the role that
@@ -292,14 +346,14 @@ def bare_history(
                 got = attempt([base[i] for i in front] + [added] + [base[i] for i in tail], [*front, None, *tail])
                 if got is not None:
                     notes.append(f"degraded: folded {len(folded)} messages without a summary (no room for one): {said}")
-                    return got[0], got[1], tuple(folded)
+                    return got[0], got[1], tuple(folded), None
         if not same:
             # Turns of two roles meet: nothing is needed between them.
             got = attempt([base[i] for i in front] + [base[i] for i in tail], [*front, *tail])
             if got is not None:
                 notes.append(f"degraded: folded {len(folded)} messages without a summary or a marker (no room "
                              f"for either): {said}")
-                return got[0], got[1], tuple(folded)
+                return got[0], got[1], tuple(folded), None
             continue
         for marker in BARE_MARKERS:
             # Not even a marker message fits between two turns of one role: one message holds
@@ -313,5 +367,5 @@ def bare_history(
                 notes.append(f"degraded: folded {len(folded)} messages without a summary (no room for one, not "
                              f"even for a marker message): message {tail[0]} joined to message {front[-1]} "
                              f"with a marker line; {said}")
-                return got[0], got[1], tuple(folded)
+                return got[0], got[1], tuple(folded), None
     return None

@@ -210,3 +210,22 @@ def test_a_fold_too_tight_for_a_summary_keeps_its_standing_rules_not_a_marker() 
     nxt = cf.Compactor(budget=budget + 40, tools=fx.tools, min_free_share=0.0, session=c.session)
     again = nxt.compact([*r.messages, *msgs[8:10]])
     assert again.summary is not None and all(rule in again.summary for rule in folded_rules), again.summary
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (tau-bench airline dialogues)")
+def test_rules_folded_by_the_last_step_before_raising_survive_every_compaction() -> None:
+    """task12-trial3 under the successive harness (its three planted rules, 78 tokens beside
+    the policy, the tools and the task). At the last stop its first compaction ended in the
+    last step before raising (the head, the last user turn and its round, a marker), and the
+    marker took "Never charge my Visa card ending in 4417." with the fold; its third wrote a
+    floor of a cut header in place of "Do not cancel reservation ZZ9Q7T under any
+    circumstances.". The last step now writes the fold's rules alone where they fit, the floor
+    keeps rules before a header, and every rule is still seen after the last compaction."""
+    from contextfold import evaluation as ev
+    from transcripts import SHARED, load_conversations
+
+    row = next(r for r in load_conversations(SHARED, "tau-bench-airline") if r["source"].endswith("task12-trial3"))
+    fx = ev.Fixture(row["source"], list(row["messages"]), (ev.Probe("-", ("-",)),), "openai", row.get("tools"), None)
+    s = ev.successive(fx, rules=ev.planted(fx))
+    assert len(s.sizes) >= 4, s.sizes
+    assert s.rules_lost == 0, (s.sizes, s.rooms)
