@@ -8,7 +8,13 @@ tail. Then, in order:
    (the last assistant message with calls and the results that follow it);
 2. cut the middle of the largest message left in the tail (its head and end kept; the cut is
    stored under a fold id the marker names, so ``Compactor.recall`` gives it back), then the
-   next largest, a few times.
+   next largest, a few times (a cut that would free under ``MIN_CUT_GAIN_TOKENS`` is not made);
+3. give the summary only what is left, under its usual minimum; where that is under the fold's
+   standing rules, a summary of the rules alone in it (``Compactor._rules_only``);
+4. the last step (``bare_history``): the head, the last user turn and what follows it, and in
+   the middle a summary of the fold's standing rules alone where one fits, else a marker line.
+   Rules are what a fold must not lose: a marker in their place dropped the user's "never" and
+   "do not" with the span.
 
 Only when the system prompt, the tools, the task and the last user turn alone exceed the
 budget is ``CompactionBudgetError`` raised, saying by how much (``budget_error``).
