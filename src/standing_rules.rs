@@ -84,6 +84,32 @@ fn has_marker(lower: &str) -> bool {
     })
 }
 
+/// Words that make a rule an imperative when they open it ("Never charge my card", "Always ask
+/// me"), beside `OPENERS`.
+const IMPERATIVES: [&str; 6] = [
+    "never",
+    "always",
+    "only",
+    "avoid",
+    "make sure",
+    "under no circumstances",
+];
+
+/// Whether `rule` opens with an imperative ("Do not cancel ...", "Never charge ...", "Always
+/// ask ..."): a standing order, where a rule that only holds a marker may state a preference of
+/// the moment ("I don't want to cancel the flight, just the insurance."). A summary with room
+/// for some rules only keeps the imperatives first.
+pub fn imperative(rule: &str) -> bool {
+    let lower = rule.to_lowercase();
+    let opening = lower.trim_start_matches(|c: char| !c.is_alphanumeric());
+    let opening = opening.strip_prefix("please ").unwrap_or(opening);
+    OPENERS.iter().chain(IMPERATIVES.iter()).any(|w| {
+        opening
+            .strip_prefix(w)
+            .is_some_and(|rest| rest.chars().next().is_none_or(|c| !c.is_alphanumeric()))
+    })
+}
+
 /// Sentences of `text` that state a rule, each on one line (whitespace collapsed), in order.
 pub fn rules_in(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -138,6 +164,27 @@ mod tests {
             .iter()
             .chain(OPENERS.iter())
             .any(|m| lower.contains(m))
+    }
+
+    #[test]
+    fn an_order_that_opens_the_rule_is_an_imperative_and_a_preference_is_not() {
+        for r in [
+            "Do not cancel reservation ZZ9Q7T under any circumstances.",
+            "Never charge my Visa card ending in 4417.",
+            "Always ask me before you run git push or book anything.",
+            "- please don't touch the tests",
+            "Only use the gift card ending in 7781.",
+        ] {
+            assert!(imperative(r), "{r}");
+        }
+        for r in [
+            "I don't want to cancel the flight, just the insurance.",
+            "We prefer aisle seats.",
+            "Nevertheless, check the fare.",
+            "Onlyfans is blocked here; you must not open it.",
+        ] {
+            assert!(!imperative(r), "{r}");
+        }
     }
 
     #[test]

@@ -856,7 +856,8 @@ fn floor(
 
 /// The rules section alone (the header goes first: it says only that a fold happened, which
 /// the summary's markers say too) in `budget` tokens. Every rule whole if they fit; else as
-/// many whole as fit, the shortest first (one a previous summary carried clipped last), and
+/// many whole as fit, the imperatives first ("Do not ...", "Never ...": `imperative`), the
+/// shortest first among them (one a previous summary carried clipped last), and
 /// the others clipped (head and end) to the largest length that fits the room those leave, at
 /// least `RULE_CLIP_MIN` characters, or left out. Rules are kept verbatim where they can be:
 /// a clipped rule may no longer say what it forbids ("Do not cancel rese…rcumstances."), and a
@@ -889,9 +890,15 @@ fn squeezed_rules(rules: &[&str], est: &Estimator, budget: f64) -> String {
         return render(&caps);
     }
     // (A rule a previous summary carried clipped is no longer verbatim: it comes after the
-    // whole ones.)
+    // whole ones; an imperative comes before a preference.)
     let mut order: Vec<usize> = (0..rules.len()).collect();
-    order.sort_by_key(|&i| (rules[i].contains('…'), rules[i].len()));
+    order.sort_by_key(|&i| {
+        (
+            rules[i].contains('…'),
+            !crate::standing_rules::imperative(rules[i]),
+            rules[i].len(),
+        )
+    });
     caps.fill(0);
     for &i in &order {
         caps[i] = usize::MAX;
