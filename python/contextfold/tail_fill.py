@@ -223,6 +223,7 @@ def restore_tail(
         saved[int(e[0])] = saved.get(int(e[0]), 0) + int(e[-1])
     given: list[int] = []
     cut: tuple[Any, str, str] | None = None
+    want = 0
     for i in sorted(saved, reverse=True):
         if saved[i] <= left - _CUT_SLACK:
             left -= saved[i]
@@ -239,10 +240,33 @@ def restore_tail(
     if not given:
         return None
     keep = [e for e in tail_edits if int(e[0]) not in given]
-    edits = keep + ([cut[0]] if cut is not None else [])
-    out, after, failures = assemble(edits)
-    if failures or after > budget:
-        return None
+    out, after, failures = assemble(keep + ([cut[0]] if cut is not None else []))
+    if cut is not None:
+        # The cut message prices off its aim (a text's estimate and its message's price differ:
+        # a 3,068-token output cut to 2,100 landed 95 tokens over the budget, and cut again by
+        # that, 431 under): aim again by what the history missed, and keep the fullest that fits.
+        best = None if failures or after > budget else (out, after, cut)
+        fits, over = (want, None) if best is not None else (None, want)
+        for _ in range(4):
+            if any(f[0] != "over_budget" for f in failures) or 0 <= budget - after < MIN_FILL_TOKENS:
+                break
+            # By what the history missed until the aim is bracketed, then halfway.
+            want = (fits + over) // 2 if fits is not None and over is not None else want + budget - after - _CUT_SLACK
+            again = _core.cut_middle(msgs, index=int(cut[0][0]), keep_tokens=want, provider=provider,  # type: ignore[arg-type]
+                                     model=model) if want >= 32 else None
+            if again is None:
+                break
+            out, after, failures = assemble(keep + [again[0]])
+            if not failures and after <= budget:
+                fits = want
+                if best is None or after > best[1]:
+                    best = (out, after, again)
+            else:
+                over = want
+        if best is None:
+            return None
+        out, after, cut = best
+        failures = []
     if cut is not None:
         store.put(cut[1], cut[2])
     whole = [i for i in given if cut is None or i != int(cut[0][0])]
@@ -293,7 +317,9 @@ def grow_tail(
             return None
         out = cut[2][0]
     p = make_plan(out, n - s, costs=costs, reprice=() if cut is None else (cut[0],))
-    if p["reason"] is not None or int(p["tail_start"]) != s or not p["folded"] \
+    # (The tail's walk may take more than the rounds moved: a round cut to fit is smaller, and
+    # what its target then holds joins the tail too; the caller checks the history fits.)
+    if p["reason"] is not None or int(p["tail_start"]) > s or not p["folded"] \
             or len(p["tail_edits"]) > len(plan["tail_edits"]):
         return None
     if cut is None:

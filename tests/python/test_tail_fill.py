@@ -14,6 +14,7 @@ from contextfold import _core
 from contextfold.evaluation import Fixture
 from contextfold.summary_room import ROOM_SWING, summary_room
 from test_what_compaction_keeps import inline_fixtures
+from transcripts import shared_available
 
 
 def test_the_room_is_held_to_its_swing_over_the_stable_room() -> None:
@@ -231,3 +232,46 @@ def test_a_summary_carrying_the_previous_one_is_not_squeezed_to_a_few_lines(monk
             assert after >= before / 3, (conv["source"], sizes)
             checked += 1
     assert checked >= 50
+
+
+def _successive_budget_used(run: str) -> list[float]:
+    """``tokens_after / budget`` of each compaction of a SWE run of ../shared/data under the
+    successive harness (its planted rules, 30% of the run beside the head)."""
+    from contextfold import evaluation as ev
+    from transcripts import SHARED, load_conversations
+
+    row = next(r for r in load_conversations(SHARED, "mini-swe-agent-gemini3") if run in r["source"])
+    fx = Fixture(row["source"], list(row["messages"]), (ev.Probe("-", ("-",)),), "openai", row.get("tools"), None)
+    msgs = list(fx.messages)
+    for pos, text in sorted(ev.planted(fx), reverse=True):
+        at = ev._tail_from(msgs, min(pos + 1, len(msgs)))
+        msgs[at:at] = [{"role": "user", "content": text}]
+    head = ev._head_end(msgs)
+    fixed = ev._tokens(msgs[:head], fx)
+    budget = fixed + int((ev._tokens(msgs, fx) - fixed) * 0.3)
+    s = ev.successive(fx, rules=ev.planted(fx))
+    # (A compaction's room is its summary plus what it left of the budget.)
+    return [(budget - (room - size)) / budget for size, room in zip(s.sizes, s.rooms, strict=True)]
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (SWE runs)")
+def test_a_room_held_to_its_stable_size_leaves_the_rest_of_the_budget_to_the_fold_s_newest_rounds() -> None:
+    """django-11133's first compaction: the summary's room is held to 1.2x its stable room
+    (1,284 tokens) and the tail found nothing to take beside the last messages (the round
+    before them holds a 2,413-token output), so the history stood at 2,844 of 4,344 tokens
+    (65%). The digest filled its room, so the fold's newest rounds were never offered to the
+    tail; now they are while the history is under 95% of its budget, the output cut in the
+    middle (recoverable), and the tail's walk may take the rounds the cut output leaves room
+    for. Every compaction of the run uses 90% of its budget or more."""
+    used = _successive_budget_used("django__django-11133")
+    assert len(used) >= 5 and min(used) >= 0.9, used
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (SWE runs)")
+def test_a_tail_output_given_back_with_its_middle_cut_is_aimed_again_until_it_fits() -> None:
+    """django-14155's third compaction: a 3,068-token output masked in the tail was given back
+    with its middle cut to the 2,115 tokens the summary left, priced 95 tokens over the budget,
+    and was masked again: the history stood at 68% of its budget. The cut is now aimed again
+    (by what the history missed, then halfway) and the fullest that fits is kept."""
+    used = _successive_budget_used("django__django-14155")
+    assert len(used) >= 3 and used[2] >= 0.9, used
