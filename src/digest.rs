@@ -725,6 +725,8 @@ impl<'a> Walk<'a> {
 
 /// The digest of `msgs` (the folded middle), sized to `opt.max_tokens`.
 pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<'a>) -> String {
+    let hosts = with_hosts(msgs, opt.previous);
+    let msgs = hosts.as_deref().unwrap_or(msgs);
     let focus: Vec<String> = opt
         .instructions
         .unwrap_or("")
@@ -739,6 +741,29 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
         0
     };
     digest_reading(msgs, est, opt, focus, whole_from)
+}
+
+/// The span with each message that carries the previous summary and more (a summary merged at
+/// the start of a host message) replaced by the host without the summary
+/// (`summary_marker::without_summary`), so its own text and calls are read; None when no
+/// message does (the span is read as it is). A carrier is otherwise skipped whole: the
+/// previous summary comes as `previous`.
+fn with_hosts<'a>(msgs: &[Message<'a>], previous: Option<&str>) -> Option<Vec<Message<'a>>> {
+    previous?;
+    let hosts: Vec<(usize, Message<'a>)> = msgs
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| carries_previous(m, previous))
+        .filter_map(|(k, m)| crate::summary_marker::without_summary(m).map(|h| (k, h)))
+        .collect();
+    if hosts.is_empty() {
+        return None;
+    }
+    let mut v = msgs.to_vec();
+    for (k, h) in hosts {
+        v[k] = h;
+    }
+    Some(v)
 }
 
 /// `digest`, reading whole from message `whole_from` on (`read_whole_from`).
@@ -840,9 +865,19 @@ pub fn fold_rules(msgs: &[Message<'_>], folded: &[usize], previous: Option<&str>
         .collect();
     for &i in folded {
         let Some(m) = msgs.get(i) else { continue };
-        if carries_previous(m, previous) {
-            continue;
-        }
+        // (A summary merged into a host message: the host's own words are read.)
+        let host;
+        let m = if carries_previous(m, previous) {
+            match crate::summary_marker::without_summary(m) {
+                Some(h) => {
+                    host = h;
+                    &host
+                }
+                None => continue,
+            }
+        } else {
+            m
+        };
         let spoken = match m.role {
             Role::System | Role::Developer => true,
             Role::User | Role::Other => m.result_ids().next().is_none(),
@@ -1218,6 +1253,64 @@ mod tests {
         assert!(d.contains("Always ask me before you run git push or book anything."));
         assert!(d.contains("Do not cancel reservation ZZ9Q7T under any circumstances."));
         assert_eq!(rules_floor_tokens(&msgs[1..2], &[0], None, &est()), 0);
+    }
+
+    /// A summary merged at the start of the next assistant turn (a message of its own would
+    /// have put two assistant turns side by side), folded again: the host's own thought and
+    /// its call are read beside the previous summary, in the digest and the rules. Before, the
+    /// carrier was skipped whole as the previous summary: the thought, the call to
+    /// `apply_patch` and its error were in no later summary.
+    #[test]
+    fn a_turn_a_summary_was_merged_into_is_read_when_folded_again() {
+        let prev = "Earlier conversation folded by contextfold (4 messages).\n## User requests\n- Fix the date parser";
+        let carrier = format!(
+            "<contextfold:summary>\n{prev}\n</contextfold:summary>\n\nThe bug is in parse_date: it drops the offset. Never edit the vendored tzdata."
+        );
+        let mut host = Message::text("assistant", &carrier);
+        host.tool_calls.push(ToolCall {
+            id: "c9",
+            name: "apply_patch",
+            arguments: Cow::Borrowed("{\"path\":\"src/dates/parse.py\"}"),
+        });
+        let mut r = Message::empty("tool");
+        r.tool_call_id = Some("c9");
+        r.content = Content::Text(Cow::Borrowed("Error: hunk 2 failed at line 88"));
+        let mut user = Message::text("user", "Any luck?");
+        for m in [&mut host, &mut r, &mut user] {
+            m.wire = crate::wire::Format::OpenAIChat;
+        }
+        let msgs = vec![host, r, user];
+        let d = digest(
+            &msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens: 600,
+                previous: Some(prev),
+                ..Default::default()
+            },
+        );
+        for said in [
+            "Fix the date parser",
+            "parse_date",
+            "apply_patch",
+            "src/dates/parse.py",
+            "hunk 2 failed",
+        ] {
+            assert!(d.contains(said), "{said:?} lost in\n{d}");
+        }
+        assert_eq!(d.matches("## User requests").count(), 1, "{d}");
+        // A carrier holding nothing but the summary is the previous summary alone.
+        let alone = format!("<contextfold:summary>\n{prev}\n</contextfold:summary>");
+        assert!(
+            crate::summary_marker::without_summary(&Message::text("assistant", &alone)).is_none()
+        );
+        // A rule the host's text states is one of the fold's.
+        let idx: Vec<usize> = (0..msgs.len()).collect();
+        let mut as_user = msgs.clone();
+        as_user[0].role = Role::User;
+        assert!(fold_rules(&as_user, &idx, Some(prev))
+            .iter()
+            .any(|r| r.contains("Never edit the vendored tzdata")));
     }
 
     /// Three rules in rooms from 8 tokens to what they take whole: each room keeps as many
