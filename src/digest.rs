@@ -1299,6 +1299,12 @@ mod tests {
             assert!(d.contains(said), "{said:?} lost in\n{d}");
         }
         assert_eq!(d.matches("## User requests").count(), 1, "{d}");
+        // The index a model's summary gets reads the host too.
+        let idents = crate::identifier_index::collect(&msgs, Some(prev));
+        assert!(
+            idents.iter().any(|i| i.text == "src/dates/parse.py"),
+            "{idents:?}"
+        );
         // A carrier holding nothing but the summary is the previous summary alone.
         let alone = format!("<contextfold:summary>\n{prev}\n</contextfold:summary>");
         assert!(

@@ -761,9 +761,13 @@ pub fn collect(msgs: &[Message<'_>], previous: Option<&str>) -> Vec<Ident> {
     }
     let n = msgs.len().max(1) as f64;
     for (i, m) in msgs.iter().enumerate() {
-        // The previous summary is read through `previous` (its index carried), not rescanned.
+        // The previous summary is read through `previous` (its index carried), not rescanned;
+        // the message it was merged into, if any, is read without it.
         if let (Some(s), Some(p)) = (crate::compaction::own_summary(m), previous) {
             if p.contains(s.trim()) {
+                if let Some(host) = crate::summary_marker::without_summary(m) {
+                    scan_message(&mut c, &host, (i + 1) as f64 / n);
+                }
                 continue;
             }
         }
