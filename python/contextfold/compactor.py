@@ -37,8 +37,8 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_message import summary_message
-from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_share, neutralize_markers, stable_room, summary_room, trim_index,
-                                     with_index, with_rules)
+from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_share, neutralize_markers, stable_room,
+                                     summary_room, trim_index, with_index, with_rules)
 from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail
 
 __all__ = [
@@ -744,7 +744,7 @@ class Compactor(RecoverableFolds):
         except CompactionError:
             run.notes[:] = notes
             return None
-        if RULES_HEADING not in draft.text or (self._worth_it(run, draft.tokens)) is not None:
+        if RULES_HEADING not in draft.text or self._worth_it(run, draft.tokens) is not None:
             run.notes[:] = notes
             return None
         run.notes.append(f"degraded: the summary holds only the fold's standing rules ({room} tokens left for it, "

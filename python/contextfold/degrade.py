@@ -296,7 +296,7 @@ def bare_history(
         out = prune(out, protect_tail_tokens=0, min_tail=1, protect_first_n=1, provider=provider, model=model,
                     tool_result_max_tokens=HARD_MASK_TOKENS, arguments_max_chars=HARD_ARGS_CHARS)
         # The pending round's own arguments too (the walk keeps a tool group whole).
-        return _core.shrink_arguments(out, max_chars=HARD_ARGS_CHARS, copy=_copy)  # type: ignore[no-any-return]
+        return _core.shrink_arguments(out, max_chars=HARD_ARGS_CHARS, copy=_copy)
 
     def attempt(out: list[Any], origin: list[int | None]) -> tuple[list[Any], int] | None:
         seams = _seams(origin)
