@@ -625,12 +625,8 @@ class Compactor(RecoverableFolds):
 
         def rules(folded: list[int], room: int) -> tuple[str, str] | None:
             span = [msgs[i] for i in folded]
-            if not _core.standing_rules(span, previous=previous):
-                return None
-            text = self._fallback.summarize(SummaryRequest(
-                messages=span, provider=self.provider, model=self.model, previous_summary=previous,
-                instructions=self.instructions, max_tokens=room)).text.strip()
-            if RULES_HEADING not in text:
+            text = self._rules_text(span, previous, room)
+            if text is None:
                 return None
             fold_line = self._fold_span(span) if self.recoverable else ""
             return text, f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
@@ -714,6 +710,18 @@ class Compactor(RecoverableFolds):
             strategy_used="summarize", fallback_used=draft.fallback, reason=None, budget=run.budget,
             kept=tuple(plan["kept"]), notes=tuple(run.notes))
 
+    def _rules_text(self, span: list[Any], previous: str | None, room: int) -> str | None:
+        """The extractive digest of ``span`` in ``room`` tokens where the span (or ``previous``)
+        states standing rules and some fit: its floor keeps as many whole as fit, the others
+        clipped. None otherwise. (The digest takes milliseconds: called directly, not through
+        the summarizer protocol, from both steps that write a rules-only summary.)"""
+        if not span or not _core.standing_rules(span, previous=previous):
+            return None
+        text = self._fallback.summarize(SummaryRequest(
+            messages=span, provider=self.provider, model=self.model, previous_summary=previous,
+            instructions=self.instructions, max_tokens=room)).text.strip()
+        return text if RULES_HEADING in text else None
+
     def _rules_only(self, run: CompactionRun) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, CompactionResult | None]:
         """After every degrading step, no room is left for a summary's floor (``MIN_SUMMARY_TOKENS``
@@ -724,16 +732,13 @@ class Compactor(RecoverableFolds):
         went with the fold. None when the fold states no rule, or no rule fits."""
         plan, msgs = run.plan, run.msgs
         folded = [msgs[i] for i in plan["folded"]]
-        if not folded or not _core.standing_rules(folded, previous=plan["previous_summary"]):
-            return None
         room = summary_room(plan, run.effective, self._summary_cap)
+        text = self._rules_text(folded, plan["previous_summary"], room)
+        if text is None:
+            return None
         request = SummaryRequest(messages=folded, provider=self.provider, model=self.model,
                                  previous_summary=plan["previous_summary"], instructions=self.instructions,
                                  max_tokens=room)
-        result = yield (self._fallback, request)
-        text = result.text.strip()
-        if RULES_HEADING not in text:
-            return None
         notes = list(run.notes)
         draft = Draft(request, text, (), apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
                       self._fold_span(folded) if self.recoverable else "", plan["seams"],

@@ -52,6 +52,7 @@ __all__ = [
     "naive_cut",
     "planted",
     "successive",
+    "successive_setup",
     "successive_table",
     "visible_text",
 ]
@@ -549,6 +550,21 @@ class Successive:
         return max((s / r for s, r in zip(self.sizes, self.rooms, strict=True) if r > 0), default=0.0)
 
 
+def successive_setup(fixture: Fixture, *, rules: Sequence[tuple[int, str]] = (),
+                     budget_share: float = 0.3) -> tuple[list[Any], int, int]:
+    """The conversation ``successive`` feeds and its budget: ``fixture``'s messages with each of
+    ``rules`` (``(position, text)``) planted after the message at its position (and after that
+    message's tool results) as a user turn, where the head ends, and the budget (tokens): the
+    head and ``budget_share`` of the rest."""
+    msgs = list(fixture.messages)
+    for pos, text in sorted(rules, reverse=True):
+        at = _tail_from(msgs, min(pos + 1, len(msgs)))
+        msgs[at:at] = [{"role": "user", "content": text}]
+    head = _head_end(msgs)
+    fixed = _tokens(msgs[:head], fixture)
+    return msgs, head, fixed + max(1, int((_tokens(msgs, fixture) - fixed) * budget_share))
+
+
 def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3, strategy: str = "summarize",
                summarizer: Any = None, rules: Sequence[tuple[int, str]] = ()) -> Successive:
     """Feed ``fixture``'s conversation message by message and compact what the agent would send
@@ -558,15 +574,9 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
     conversation (at most a third of the room after the head: a short conversation gets
     fewer). ``rules`` are ``(position, text)`` user messages planted into the conversation
     first (standing rules a user states mid-dialogue)."""
-    msgs = list(fixture.messages)
-    for pos, text in sorted(rules, reverse=True):
-        # Planted after the message at ``pos`` (and after its tool results), as a user turn.
-        at = _tail_from(msgs, min(pos + 1, len(msgs)))
-        msgs[at:at] = [{"role": "user", "content": text}]
-    head = _head_end(msgs)
+    msgs, head, budget = successive_setup(fixture, rules=rules, budget_share=budget_share)
     total = _tokens(msgs, fixture)
     fixed = _tokens(msgs[:head], fixture)
-    budget = fixed + max(1, int((total - fixed) * budget_share))
     # The growth between compactions: what the conversation adds past the budget, spread over
     # ``rounds`` (each compaction brings the history back just under the budget).
     step_tokens = max(1, min((budget - fixed) // 3, (total - budget) // (rounds + 1)))

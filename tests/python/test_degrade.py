@@ -12,7 +12,7 @@ import pytest
 
 import contextfold as cf
 from compaction_shapes import FORMATS, convert, shape_problems
-from transcripts import shared_available
+from transcripts import shared_available, shared_fixture
 from test_compactor import agent_history
 
 PROVIDER = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
@@ -183,17 +183,9 @@ def test_a_fold_too_tight_for_a_summary_keeps_its_standing_rules_not_a_marker() 
     rules alone takes that room, and the next compaction carries them (it knows the summary as
     the library's own)."""
     from contextfold import evaluation as ev
-    from transcripts import SHARED, load_conversations
 
-    row = next(r for r in load_conversations(SHARED, "tau-bench-airline") if r["source"].endswith("task38-trial2"))
-    fx = ev.Fixture(row["source"], list(row["messages"]), (ev.Probe("-", ("-",)),), "openai", row.get("tools"), None)
-    msgs = list(fx.messages)
-    for pos, text in sorted(ev.planted(fx), reverse=True):
-        at = ev._tail_from(msgs, min(pos + 1, len(msgs)))
-        msgs[at:at] = [{"role": "user", "content": text}]
-    head = ev._head_end(msgs)
-    fixed = ev._tokens(msgs[:head], fx)
-    budget = fixed + int((ev._tokens(msgs, fx) - fixed) * 0.3)
+    fx = shared_fixture("tau-bench-airline", "#task38-trial2")
+    msgs, _, budget = ev.successive_setup(fx, rules=ev.planted(fx))
     folded_rules = ("Do not cancel reservation ZZ9Q7T under any circumstances.",
                     "Always ask me before you run git push or book anything.")
     first = msgs[:8]
@@ -222,10 +214,8 @@ def test_rules_folded_by_the_last_step_before_raising_survive_every_compaction()
     circumstances.". The last step now writes the fold's rules alone where they fit, the floor
     keeps rules before a header, and every rule is still seen after the last compaction."""
     from contextfold import evaluation as ev
-    from transcripts import SHARED, load_conversations
 
-    row = next(r for r in load_conversations(SHARED, "tau-bench-airline") if r["source"].endswith("task12-trial3"))
-    fx = ev.Fixture(row["source"], list(row["messages"]), (ev.Probe("-", ("-",)),), "openai", row.get("tools"), None)
+    fx = shared_fixture("tau-bench-airline", "#task12-trial3")
     s = ev.successive(fx, rules=ev.planted(fx))
     assert len(s.sizes) >= 4, s.sizes
     assert s.rules_lost == 0, (s.sizes, s.rooms)

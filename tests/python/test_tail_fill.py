@@ -14,7 +14,7 @@ from contextfold import _core
 from contextfold.evaluation import Fixture
 from contextfold.summary_room import ROOM_SWING, summary_room
 from test_what_compaction_keeps import inline_fixtures
-from transcripts import shared_available
+from transcripts import shared_available, shared_fixture
 
 
 def test_the_room_is_held_to_its_swing_over_the_stable_room() -> None:
@@ -238,17 +238,9 @@ def _successive_budget_used(run: str) -> list[float]:
     """``tokens_after / budget`` of each compaction of a SWE run of ../shared/data under the
     successive harness (its planted rules, 30% of the run beside the head)."""
     from contextfold import evaluation as ev
-    from transcripts import SHARED, load_conversations
 
-    row = next(r for r in load_conversations(SHARED, "mini-swe-agent-gemini3") if run in r["source"])
-    fx = Fixture(row["source"], list(row["messages"]), (ev.Probe("-", ("-",)),), "openai", row.get("tools"), None)
-    msgs = list(fx.messages)
-    for pos, text in sorted(ev.planted(fx), reverse=True):
-        at = ev._tail_from(msgs, min(pos + 1, len(msgs)))
-        msgs[at:at] = [{"role": "user", "content": text}]
-    head = ev._head_end(msgs)
-    fixed = ev._tokens(msgs[:head], fx)
-    budget = fixed + int((ev._tokens(msgs, fx) - fixed) * 0.3)
+    fx = shared_fixture("mini-swe-agent-gemini3", run)
+    _, _, budget = ev.successive_setup(fx, rules=ev.planted(fx))
     s = ev.successive(fx, rules=ev.planted(fx))
     # (A compaction's room is its summary plus what it left of the budget.)
     return [(budget - (room - size)) / budget for size, room in zip(s.sizes, s.rooms, strict=True)]

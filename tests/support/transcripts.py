@@ -121,6 +121,15 @@ def load_conversations(root: Path, name: str) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
+def shared_fixture(name: str, source_part: str) -> Any:
+    """The conversation of data set ``name`` in ../shared/data whose source names
+    ``source_part``, as an evaluation fixture with no probes of its own."""
+    from contextfold import evaluation as ev
+
+    row = next(r for r in load_conversations(SHARED, name) if source_part in r["source"])
+    return ev.Fixture(row["source"], list(row["messages"]), (ev.Probe("-", ("-",)),), "openai", row.get("tools"), None)
+
+
 def swe_calls(conversations: list[dict]) -> Iterator[tuple[dict, int, list, int]]:
     """(trajectory, k, messages sent by call k, reported prompt tokens) for each model call."""
     for conv in conversations:
