@@ -39,7 +39,7 @@ from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_message import summary_message
 from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_share, neutralize_markers, stable_room,
                                      summary_room, trim_index, with_index, with_rules)
-from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail
+from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail, span_words
 
 __all__ = [
     "CompactionResult",
@@ -72,6 +72,9 @@ DEFAULT_CACHE_BLOCK_SHARE = 0.05
 #: A folded history at this share of its budget or more has filled it (the goal is 95-100%):
 #: a digest that filled its room is not redone to move more of the fold into the tail.
 FILLED_SHARE = 0.95
+#: Tries at moving the fold's newest rounds into the tail, each aimed lower by what the last
+#: history missed (each digests the shorter fold again).
+GROW_AIMS = 3
 
 OPEN, CLOSE = _core.SUMMARY_MARKERS
 
@@ -604,11 +607,26 @@ class Compactor(RecoverableFolds):
         if failures:
             raise CompactionError("masking produced a history a provider would reject: "
                                   + "; ".join(d for _, _, d in failures), tuple(failures))
+        first_changed = min(e[0] for e in edits)
         if tokens > run.effective:
             if self.strategy == "hybrid" and not plan["reason"]:
                 return None  # the summary path does better
             run.notes.append(f"masking alone reached {tokens} tokens, over the budget of {run.effective}")
-        self._after_compaction(min(e[0] for e in edits))
+        else:
+            # Every old output over its threshold is masked at once; what that frees beyond the
+            # budget goes back, the newest output first (the last with its middle cut, when the
+            # placeholders are recoverable: a cut's marker names its id): a SWE
+            # run's 2,998-token output alone freed what its budget asked, and masking three left
+            # 33% of the budget unused.
+            def assemble(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
+                built = apply_edits(msgs, kept) if kept else list(msgs)
+                return (built, *run.verified(built, [], run.effective))
+            restored = restore_tail(msgs, list(edits), assemble, tokens=tokens, budget=run.effective,
+                                    store=self.store, provider=self.provider, model=self.model, notes=run.notes,
+                                    why="masking left room", where="", cut_one=self.recoverable)
+            if restored is not None:
+                out, tokens, edits = restored
+        self._after_compaction(first_changed)
         return CompactionResult(
             messages=out, summary=None, tokens_before=run.before, tokens_after=tokens, removed=(),
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in edits), strategy_used="mask",
@@ -860,36 +878,50 @@ class Compactor(RecoverableFolds):
         tolerance = max(MIN_FILL_TOKENS, request.max_tokens // 20)
         if written + tolerance > request.max_tokens and tokens >= run.effective * FILLED_SHARE:
             return None
-        grown = grow_tail(run.msgs, old, functools.partial(self._plan, run, moved=True), left=run.effective - tokens,
-                          provider=self.provider, model=self.model)
-        if grown is None:
-            return None
-        msgs, plan = grown.messages, grown.plan
-        folded = [msgs[i] for i in plan["folded"]]
-        again = SummaryRequest(messages=folded, provider=request.provider, model=request.model,
-                               previous_summary=plan["previous_summary"], instructions=request.instructions,
-                               max_tokens=request.max_tokens)
-        result = yield (self.summarizer, again)
-        text = (result.text or "").strip()
-        if not text:
-            return None
-        if _core.estimate_each([{"role": "user", "content": text}], provider=provider)[0] > written:  # type: ignore[arg-type]
-            return None
-        run.plan = plan  # (the assembly places the summary as this plan says)
-        base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
-        out = _assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")
-        after, failures = run.verified(out, plan["seams"], run.effective)
-        if failures or after <= tokens:
+        # Aimed again by what the history missed when it comes out over: the tail's walk may take
+        # more than the rounds moved (a SWE run's newest round cut to the 1,237 tokens left, and
+        # the three messages before it joined too: 223 over, and the room was given up).
+        left, best = run.effective - tokens, None
+        for _ in range(GROW_AIMS):
+            grown = grow_tail(run.msgs, old, functools.partial(self._plan, run, moved=True), left=left,
+                              provider=self.provider, model=self.model)
+            if grown is None:
+                break
+            msgs, plan = grown.messages, grown.plan
+            folded = [msgs[i] for i in plan["folded"]]
+            again = SummaryRequest(messages=folded, provider=request.provider, model=request.model,
+                                   previous_summary=plan["previous_summary"], instructions=request.instructions,
+                                   max_tokens=request.max_tokens)
+            result = yield (self.summarizer, again)
+            text = (result.text or "").strip()
+            if not text:
+                break
+            run.plan = plan  # (the assembly places the summary as this plan says)
+            base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
+            out = _assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")
+            after, failures = run.verified(out, plan["seams"], run.effective)
             run.plan = old
+            if any(f[0] != "over_budget" for f in failures):
+                break
+            if not failures:
+                if after > tokens:
+                    best = (grown, out, after, text)
+                break
+            left -= after - run.effective + MIN_FILL_TOKENS // 4
+        if best is None:
             return None
+        grown, out, after, text = best
+        msgs, plan = grown.messages, grown.plan
+        run.plan = plan
         run.msgs = msgs
-        moved = f"the summary left room: messages {plan['tail_start']}-{int(old['tail_start']) - 1}"
+        moved = f"the summary left room: {span_words(int(plan['tail_start']), int(old['tail_start']))}"
+        one = int(old["tail_start"]) - int(plan["tail_start"]) == 1
         if grown.cut is None:
-            run.notes.append(f"{moved} stay whole in the tail")
+            run.notes.append(f"{moved} {'stays' if one else 'stay'} whole in the tail")
         else:
             i, before, keep, fold_id, whole = grown.cut
             self.store.put(fold_id, whole)
-            run.notes.append(f"{moved} join the tail, message {i} with its middle cut (~{before} -> ~{keep} tokens; "
+            run.notes.append(f"{moved} {'joins' if one else 'join'} the tail, message {i} with its middle cut (~{before} -> ~{keep} tokens; "
                              f"id={fold_id} restores it)")
         return out, after, text, plan
 

@@ -30,7 +30,7 @@ from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.prune import apply_edits
 
-__all__ = ["FOLD_PER_ROOM", "Grown", "fill_tail", "grow_tail", "restore_tail"]
+__all__ = ["FOLD_PER_ROOM", "Grown", "fill_tail", "grow_tail", "restore_tail", "span_words"]
 
 #: A shortfall under this many tokens is left to the summary (a cut that small keeps nothing).
 MIN_FILL_TOKENS = 96
@@ -38,11 +38,19 @@ MIN_FILL_TOKENS = 96
 #: Tokens a cut's marker and the pricing differences take, aimed below.
 _CUT_SLACK = 24
 
+#: Tries at a middle cut's size (``_cut_to``).
+_CUT_AIMS = 5
+
 #: Tokens of folded messages per token of the summary's room the fold keeps when the tail grows
 #: into it. The extractive digest at its fullest forms, over 600 random spans of the probe
 #: conversations (airline and SWE, ``tests/data/probes``), is 0.45-1.40x the span's tokens (p10-p90;
 #: median 1.05 airline, 0.84 SWE): a span of 1.5x the room fills it in nine cases of ten.
 FOLD_PER_ROOM = 1.5
+
+
+def span_words(start: int, end: int) -> str:
+    """Messages ``start`` to ``end - 1`` in a note's words ("message 4", "messages 4-6")."""
+    return f"message {start}" if end - start == 1 else f"messages {start}-{end - 1}"
 
 
 class Grown(NamedTuple):
@@ -63,14 +71,20 @@ def _round_before(legal: bytes, head_end: int, tail_start: int) -> int:
     return next((i for i in range(tail_start - 1, head, -1) if legal[i]), head)
 
 
-def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None) -> tuple[list[Any], str, str] | None:
+def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None,
+            doubling: bool = False) -> tuple[list[Any], str, str] | None:
     """``msgs`` with message ``i``'s middle cut so that it prices at ``keep`` tokens or under, the
     cut's fold id and the whole text; None when no cut of at least 32 tokens fits. A cut is made
     on its text's estimate and lands within a few percent of its aim, above as often as below
-    (one 3,822-token output aimed at 1,136 tokens priced 1,237): priced whole again, an
-    overshoot is cut again aimed lower by as much, twice at most."""
-    aim = keep
-    for _ in range(3):
+    (one 3,822-token output aimed at 1,136 tokens priced 1,237), and moves in jumps (the estimate
+    samples long texts: a 6,314-token thought aimed at 1,617 priced 1,676, and aimed 59 lower,
+    1,676 again): priced whole again, an overshoot is cut again aimed lower by what it missed
+    (twice at most), or with ``doubling``, by twice as much each time it misses again (five
+    times at most); the first cut that fits is kept. (The tail's fill keeps the plain steps: a
+    cut it makes is not aimed again once the summary is written, and one that fails there
+    leaves the round to the fold's give-back, ``grow_tail``, which aims its own.)"""
+    aim, down = keep, 0
+    for _ in range(_CUT_AIMS if doubling else 3):
         cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model)  # type: ignore[arg-type]
         if cut is None:
             return None
@@ -79,14 +93,15 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None
         price = int(_core.estimate_each([out[i]], provider=provider, model=model)[0])  # type: ignore[arg-type]
         if price <= keep:
             return out, fold_id, text
-        aim -= price - keep
+        down = max(price - keep, 2 * down) if doubling else price - keep
+        aim -= down
         if aim < 32:
             return None
     return None
 
 
 def _cut_round(msgs: list[Any], costs: list[int], group: range, room: int, provider: str,
-               model: str | None) -> tuple[int, int, tuple[list[Any], str, str]] | None:
+               model: str | None, doubling: bool = False) -> tuple[int, int, tuple[list[Any], str, str]] | None:
     """The round ``group`` (message indices) fitted into ``room`` tokens by its largest
     message's middle cut: ``(that message's index, the tokens it is cut to, _cut_to's result)``,
     or None when the round fits whole, the cut would keep under 32 tokens, or none fits."""
@@ -94,7 +109,7 @@ def _cut_round(msgs: list[Any], costs: list[int], group: range, room: int, provi
     keep = costs[i] - (sum(costs[k] for k in group) - (room - _CUT_SLACK))
     if not 32 <= keep < costs[i]:
         return None
-    cut = _cut_to(msgs, i, keep, provider, model)
+    cut = _cut_to(msgs, i, keep, provider, model, doubling)
     return None if cut is None else (i, keep, cut)
 
 
@@ -165,7 +180,7 @@ def fill_tail(
         acc += costs[s]
     while s < tail_start and not legal[s]:
         s += 1
-    whole = f"the tail takes messages {s}-{tail_start - 1} too: the summary's room (held steady, or capped) is full"
+    whole = f"the tail takes {span_words(s, tail_start)} too: the summary's room (held steady, or capped) is full"
     # Then the round before, its largest message cut to what is left (the whole rounds' tokens
     # counted out of the excess as the plan priced them).
     left = excess - sum(costs[s:tail_start])
@@ -208,13 +223,18 @@ def restore_tail(
     provider: str,
     model: str | None,
     notes: list[str],
+    why: str = "the summary left room",
+    where: str = " of the tail",
+    cut_one: bool = True,
 ) -> tuple[list[Any], int, list[Any]] | None:
     """The compacted history with some of ``tail_edits`` left out, when the history they made
     (``tokens``) leaves ``MIN_FILL_TOKENS`` or more of ``budget`` unused: the edited messages get
     their content back, the newest first, while they fit whole; the next one, when it does not,
     with its middle cut to what is left. ``assemble(edits)`` builds and checks the history with
     ``edits`` applied: ``(messages, tokens, failures)``. Returns ``(messages, tokens, edits
-    applied)``, or None when nothing was given back."""
+    applied)``, or None when nothing was given back. ``why`` and ``where`` word the notes (what
+    left the room, which messages); ``cut_one=False`` gives back whole messages only (a cut's
+    marker names its id)."""
     left = budget - tokens
     if not tail_edits or left < MIN_FILL_TOKENS:
         return None
@@ -229,14 +249,20 @@ def restore_tail(
             left -= saved[i]
             given.append(i)
             continue
-        # The newest edited message that does not fit whole: its original, middle cut.
+        # The newest edited message that does not fit whole: its original, middle cut. When it
+        # has nothing to cut to that size, older ones may still fit whole (a SWE run's newest
+        # masked output was 1,129 tokens for 1,099 left, and the 942 before it stayed masked).
+        if left < MIN_FILL_TOKENS:
+            break
+        if not cut_one:
+            continue
         costs = _core.estimate_each([msgs[i]], provider=provider, model=model)  # type: ignore[arg-type]
         want = int(costs[0]) - saved[i] + left - _CUT_SLACK
-        if want >= 32 and left >= MIN_FILL_TOKENS:
+        if want >= 32:
             cut = _core.cut_middle(msgs, index=i, keep_tokens=want, provider=provider, model=model)  # type: ignore[arg-type]
             if cut is not None:
                 given.append(i)
-        break
+                break
     if not given:
         return None
     keep = [e for e in tail_edits if int(e[0]) not in given]
@@ -271,10 +297,10 @@ def restore_tail(
         store.put(cut[1], cut[2])
     whole = [i for i in given if cut is None or i != int(cut[0][0])]
     if whole:
-        notes.append(f"the summary left room: message{'s' if len(whole) > 1 else ''} "
-                     f"{', '.join(map(str, sorted(whole)))} of the tail kept whole")
+        notes.append(f"{why}: message{'s' if len(whole) > 1 else ''} "
+                     f"{', '.join(map(str, sorted(whole)))}{where} kept whole")
     if cut is not None:
-        notes.append(f"the summary left room: message {int(cut[0][0])} of the tail kept with its middle cut "
+        notes.append(f"{why}: message {int(cut[0][0])}{where} kept with its middle cut "
                      f"(id={cut[1]} restores it)")
     return out, after, keep
 
@@ -312,7 +338,7 @@ def grow_tail(
         s = _round_before(legal, head_end, tail_start)
         if not head_end < s < tail_start:
             return None
-        cut = _cut_round(msgs, costs, range(s, tail_start), left, provider, model)
+        cut = _cut_round(msgs, costs, range(s, tail_start), left, provider, model, doubling=True)
         if cut is None:
             return None
         out = cut[2][0]

@@ -166,8 +166,9 @@ def test_placeholders_name_the_tool_the_size_the_error_and_what_the_output_menti
     msgs = agent_history(12, output=out)
     c = cf.Compactor(budget=3_000, strategy="mask", recoverable=True)
     r = c.compact(msgs)
-    placeholders = [m["content"] for m in r.messages if m.get("role") == "tool" and "id=cf" in m["content"]]
-    assert placeholders
+    masked = {p.index for p in r.pruned}
+    placeholders = [m["content"] for i, m in enumerate(r.messages) if i in masked]
+    assert placeholders and all("id=cf" in p for p in placeholders)
     for p in placeholders:
         assert "read_file" in p and "held an error" in p and "src/app/parser.py" in p and "ParseError" in p
         assert cf.count_text(p, model="gpt-4o") <= 64

@@ -190,7 +190,9 @@ def test_answerer_needs_three_replicates() -> None:
 
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the full probe set)")
 def test_probe_set_goals_at_the_naive_budget() -> None:
-    fixtures = load_fixtures(sorted(PROBES.glob("*.refs.json")), data_dir=SHARED)
+    # (The project's own probe set; the held-out sets, heldout*.refs.json, are measured beside
+    # it by `contextfold eval` and not held to its goal.)
+    fixtures = load_fixtures([PROBES / "airline.refs.json", PROBES / "swe.refs.json"], data_dir=SHARED)
     assert sum(len(f.probes) for f in fixtures) >= 100
     ev = evaluate(fixtures, strategies=("summarize",), budgets=(1.0,))
     rows = {r["strategy"]: r for r in ev.rows()}
