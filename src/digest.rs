@@ -26,6 +26,7 @@ use crate::tool_outcome::{self, return_code};
 
 mod clip;
 mod forms;
+mod json_compact;
 mod pack;
 mod units;
 
@@ -83,7 +84,7 @@ const LAST_STATE_FULLEST_CHARS: usize = 12_000;
 const CARRIED_INDEX_SHARE: f64 = 0.5;
 
 /// Share of the room the identifier index is sure to get (it takes more when the rest is short).
-const INDEX_SHARE: f64 = 0.25;
+const INDEX_SHARE: f64 = 0.4;
 
 /// Sentences this short (characters) at either edge of a request are courtesy ("No problem.",
 /// "Can you help with that?") when the rest is long: clipped forms leave them out.
@@ -144,10 +145,17 @@ fn parts_text(ps: &[Part<'_>]) -> String {
 /// whether it failed (`tool_outcome::reports_failure`).
 fn outcome_of(text: Cow<'_, str>) -> Outcome<'_> {
     let o = tool_outcome::read_cow(text);
+    let err = o.failure();
+    // A JSON result is shown compactly: every value in about half the characters
+    // (`json_compact`).
+    let body = match json_compact::compact(&o.body) {
+        Some(c) => Cow::Owned(c),
+        None => o.body,
+    };
     Outcome {
-        err: o.failure(),
+        err,
         code: o.code,
-        text: Some(o.body),
+        text: Some(body),
     }
 }
 
@@ -1408,6 +1416,50 @@ mod tests {
                 "{budget}: {used}\n{d}"
             );
             assert!(d.contains("test_case_0 PASSED") && d.contains("test_case_899 PASSED"));
+        }
+    }
+
+    /// A JSON result is digested in its compact form (`json_compact`): a reservation's eight
+    /// flights, whose printed form a 260-token room clips, all keep
+    /// their prices.
+    #[test]
+    fn a_json_result_keeps_every_value_where_its_printed_form_was_clipped() {
+        let flights: Vec<String> = (0..8)
+            .map(|k| {
+                format!(
+                    "{{\"origin\": \"BOS\", \"destination\": \"SEA\", \"flight_number\": \"HAT00{k}\", \"date\": \"2024-05-1{k}\", \"price\": {}}}",
+                    311 + 7 * k
+                )
+            })
+            .collect();
+        let result = format!(
+            "{{\"reservation_id\": \"4OG6T3\", \"flights\": [{}]}}",
+            flights.join(", ")
+        );
+        let mut a = Message::empty("assistant");
+        a.tool_calls.push(ToolCall {
+            id: "c1",
+            name: "get_reservation_details",
+            arguments: Cow::Borrowed("{\"reservation_id\":\"4OG6T3\"}"),
+        });
+        let mut r = Message::empty("tool");
+        r.tool_call_id = Some("c1");
+        r.content = Content::Text(Cow::Borrowed(&result));
+        let msgs = vec![
+            Message::text("user", "What does my reservation hold?"),
+            a,
+            r,
+        ];
+        let d = digest_within(&msgs, 260);
+        assert!(
+            d.contains("flights=[origin|destination|flight_number|date|price; BOS|SEA|HAT000"),
+            "{d}"
+        );
+        for k in 0..8 {
+            assert!(
+                d.contains(&format!("|{}", 311 + 7 * k)),
+                "price {k} in\n{d}"
+            );
         }
     }
 

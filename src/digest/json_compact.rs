@@ -1,0 +1,310 @@
+//! A JSON tool result written in fewer tokens, every key and value kept in document order:
+//! `key=value` pairs without quotes around plain strings, and an array of objects that share
+//! their keys as one header row and one row of values per object
+//! (`flights=[origin|destination|flight_number; BOS|SEA|HAT006; SEA|LAS|HAT018]`).
+//!
+//! A digest shows a call's result clipped to a number of characters; a reservation or a
+//! profile as the API printed it spends about half of those on quotes, braces and keys
+//! repeated for every item, so a clip keeps the first flight of four and none of the
+//! payment methods. Written compactly the same characters hold every value.
+
+use crate::json_string::push_json_string;
+
+/// Results longer than this (bytes) are shown as printed: a digest clips them to a few
+/// thousand characters anyway, and parsing megabytes for that is not worth it.
+const MAX_BYTES: usize = 256 * 1024;
+
+/// Nesting deeper than this is not rewritten (the result is shown as printed).
+const MAX_DEPTH: usize = 48;
+
+/// Characters that make a string ambiguous unquoted in the compact form.
+const NEEDS_QUOTES: &[char] = &[
+    ',', ';', '|', '=', '[', ']', '{', '}', '"', '\n', '\r', '\t',
+];
+
+enum Node<'a> {
+    Object(Vec<(String, Node<'a>)>),
+    Array(Vec<Node<'a>>),
+    Str(String),
+    /// A number, `true`, `false` or `null`, as written.
+    Literal(&'a str),
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn skip_ws(&mut self) {
+        let b = self.text.as_bytes();
+        while self.at < b.len() && matches!(b[self.at], b' ' | b'\n' | b'\r' | b'\t') {
+            self.at += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        self.skip_ws();
+        (self.peek() == Some(c)).then(|| self.at += 1)
+    }
+
+    fn value(&mut self, depth: usize) -> Option<Node<'a>> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.skip_ws();
+        match self.peek()? {
+            b'{' => {
+                self.at += 1;
+                let mut items = Vec::new();
+                if self.eat(b'}').is_some() {
+                    return Some(Node::Object(items));
+                }
+                loop {
+                    self.skip_ws();
+                    let key = self.string()?;
+                    self.eat(b':')?;
+                    items.push((key, self.value(depth + 1)?));
+                    if self.eat(b',').is_none() {
+                        self.eat(b'}')?;
+                        return Some(Node::Object(items));
+                    }
+                }
+            }
+            b'[' => {
+                self.at += 1;
+                let mut items = Vec::new();
+                if self.eat(b']').is_some() {
+                    return Some(Node::Array(items));
+                }
+                loop {
+                    items.push(self.value(depth + 1)?);
+                    if self.eat(b',').is_none() {
+                        self.eat(b']')?;
+                        return Some(Node::Array(items));
+                    }
+                }
+            }
+            b'"' => self.string().map(Node::Str),
+            _ => {
+                let b = self.text.as_bytes();
+                let start = self.at;
+                while self.at < b.len()
+                    && matches!(b[self.at], b'-' | b'+' | b'.' | b'0'..=b'9' | b'a'..=b'z' | b'E')
+                {
+                    self.at += 1;
+                }
+                let lit = &self.text[start..self.at];
+                let known = matches!(lit, "true" | "false" | "null") || lit.parse::<f64>().is_ok();
+                known.then_some(Node::Literal(lit))
+            }
+        }
+    }
+
+    /// A JSON string at the cursor, decoded.
+    fn string(&mut self) -> Option<String> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        self.at += 1;
+        let mut out = String::new();
+        loop {
+            let rest = &self.text[self.at..];
+            let stop = rest.find(['"', '\\'])?;
+            out.push_str(&rest[..stop]);
+            self.at += stop;
+            if self.peek()? == b'"' {
+                self.at += 1;
+                return Some(out);
+            }
+            // An escape.
+            let code = *self.text.as_bytes().get(self.at + 1)?;
+            self.at += 2;
+            match code {
+                b'"' => out.push('"'),
+                b'\\' => out.push('\\'),
+                b'/' => out.push('/'),
+                b'b' => out.push('\u{8}'),
+                b'f' => out.push('\u{c}'),
+                b'n' => out.push('\n'),
+                b'r' => out.push('\r'),
+                b't' => out.push('\t'),
+                b'u' => {
+                    let unit = self.hex4()?;
+                    let c = if (0xD800..0xDC00).contains(&unit)
+                        && self.text[self.at..].starts_with("\\u")
+                    {
+                        self.at += 2;
+                        let low = self.hex4()?;
+                        char::from_u32(
+                            0x10000 + ((unit - 0xD800) << 10) + (low.checked_sub(0xDC00)? & 0x3FF),
+                        )
+                    } else {
+                        char::from_u32(unit)
+                    };
+                    out.push(c.unwrap_or('\u{FFFD}'));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let h = self.text.get(self.at..self.at + 4)?;
+        self.at += 4;
+        u32::from_str_radix(h, 16).ok()
+    }
+}
+
+/// `text` (a tool's result) rewritten compactly when it is one JSON object or array; None
+/// when it is not JSON, is too large or too deep.
+pub(super) fn compact(text: &str) -> Option<String> {
+    let t = text.trim();
+    if t.len() > MAX_BYTES || !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    let mut p = Parser { text: t, at: 0 };
+    let root = p.value(0)?;
+    p.skip_ws();
+    if p.at != t.len() {
+        return None;
+    }
+    let mut out = String::with_capacity(t.len() / 2);
+    match &root {
+        // The top object needs no braces: the result is one.
+        Node::Object(items) => pairs(&mut out, items),
+        other => write(&mut out, other),
+    }
+    Some(out)
+}
+
+fn pairs(out: &mut String, items: &[(String, Node<'_>)]) {
+    for (k, (key, v)) in items.iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        scalar_text(out, key);
+        out.push('=');
+        write(out, v);
+    }
+}
+
+fn scalar_text(out: &mut String, s: &str) {
+    if s.is_empty() || s.trim() != s || s.contains(NEEDS_QUOTES) {
+        push_json_string(out, s);
+    } else {
+        out.push_str(s);
+    }
+}
+
+/// The keys every item of `items` has, in order, when all are objects with the same keys
+/// (two items at least).
+fn shared_keys<'n>(items: &'n [Node<'_>]) -> Option<Vec<&'n str>> {
+    if items.len() < 2 {
+        return None;
+    }
+    let Node::Object(first) = &items[0] else {
+        return None;
+    };
+    if first.is_empty() {
+        return None;
+    }
+    let keys: Vec<&str> = first.iter().map(|(k, _)| k.as_str()).collect();
+    let same = items.iter().all(|n| match n {
+        Node::Object(o) => {
+            o.len() == keys.len() && o.iter().zip(&keys).all(|((k, _), want)| k == want)
+        }
+        _ => false,
+    });
+    same.then_some(keys)
+}
+
+fn write(out: &mut String, node: &Node<'_>) {
+    match node {
+        Node::Literal(l) => out.push_str(l),
+        Node::Str(s) => scalar_text(out, s),
+        Node::Object(items) => {
+            out.push('{');
+            pairs(out, items);
+            out.push('}');
+        }
+        Node::Array(items) => {
+            out.push('[');
+            if let Some(keys) = shared_keys(items) {
+                // A table: the keys once, then each object's values.
+                for (k, key) in keys.iter().enumerate() {
+                    if k > 0 {
+                        out.push('|');
+                    }
+                    scalar_text(out, key);
+                }
+                for item in items {
+                    out.push_str("; ");
+                    if let Node::Object(o) = item {
+                        for (k, (_, v)) in o.iter().enumerate() {
+                            if k > 0 {
+                                out.push('|');
+                            }
+                            write(out, v);
+                        }
+                    }
+                }
+            } else {
+                for (k, item) in items.iter().enumerate() {
+                    if k > 0 {
+                        out.push_str(", ");
+                    }
+                    write(out, item);
+                }
+            }
+            out.push(']');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compact;
+
+    #[test]
+    fn a_reservation_keeps_every_value_in_fewer_characters() {
+        let raw = r#"{"reservation_id": "4OG6T3", "cabin": "basic_economy", "flights": [{"origin": "BOS", "destination": "SEA", "flight_number": "HAT006", "date": "2024-05-11", "price": 87}, {"origin": "SEA", "destination": "LAS", "flight_number": "HAT018", "date": "2024-05-11", "price": 96}], "insurance": "yes", "note": "paid, then changed", "empty": ""}"#;
+        let c = compact(raw).unwrap();
+        assert_eq!(
+            c,
+            "reservation_id=4OG6T3, cabin=basic_economy, flights=[origin|destination|flight_number|date|price; \
+             BOS|SEA|HAT006|2024-05-11|87; SEA|LAS|HAT018|2024-05-11|96], insurance=yes, \
+             note=\"paid, then changed\", empty=\"\""
+        );
+        assert!(c.len() * 4 < raw.len() * 3, "{} of {}", c.len(), raw.len());
+    }
+
+    #[test]
+    fn escapes_are_decoded_and_ambiguous_strings_quoted() {
+        assert_eq!(
+            compact(r#"["a\u00e9", "x\ny", "\ud83d\ude00", 1.5e3, null]"#).unwrap(),
+            "[aé, \"x\\ny\", 😀, 1.5e3, null]"
+        );
+        assert_eq!(compact(r#"{"k": {"a": [1, 2]}}"#).unwrap(), "k={a=[1, 2]}");
+    }
+
+    #[test]
+    fn text_that_is_not_one_json_document_is_left_alone() {
+        for t in [
+            "plain text",
+            "{\"a\": 1} trailing",
+            "{\"a\": }",
+            "[1, 2",
+            "{\"a\": tru}",
+            "\"just a string\"",
+        ] {
+            assert!(compact(t).is_none(), "{t}");
+        }
+        let deep = "[".repeat(100) + &"]".repeat(100);
+        assert!(compact(&deep).is_none());
+    }
+}
