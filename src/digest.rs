@@ -356,7 +356,32 @@ impl<'a> Builder<'a> {
         };
         let section = if err { Section::Errors } else { Section::Calls };
         self.push_rich(section, Box::new(forms));
+        if let Some(e) = self.entries.last_mut() {
+            e.read = reads_only(cmd);
+        }
         err
+    }
+}
+
+/// Commands that print a file's lines and change nothing. (Searches, `grep -n`, `find`, `ls`,
+/// are not among them: their short output says where things are, which probes ask.)
+const READ_COMMANDS: [&str; 6] = ["cat", "head", "tail", "nl", "less", "more"];
+
+/// Whether a text agent's command only reads files: its first program (after a leading
+/// `cd DIR &&`) is one of `READ_COMMANDS`, or `sed -n`.
+fn reads_only(cmd: &str) -> bool {
+    let mut c = cmd.trim_start();
+    if let Some(rest) = c.strip_prefix("cd ") {
+        match rest.find("&&") {
+            Some(at) => c = rest[at + 2..].trim_start(),
+            None => return false,
+        }
+    }
+    let mut words = c.split_whitespace();
+    match words.next() {
+        Some("sed") => words.next() == Some("-n"),
+        Some(w) => READ_COMMANDS.contains(&w),
+        None => false,
     }
 }
 
@@ -1459,6 +1484,52 @@ mod tests {
             assert!(
                 d.contains(&format!("|{}", 311 + 7 * k)),
                 "price {k} in\n{d}"
+            );
+        }
+    }
+
+    /// The commands that print a file's lines go before the other calls are cut to the newest
+    /// eight: what a reproduction script printed survives ten file dumps after it.
+    #[test]
+    fn a_file_printed_goes_before_what_a_run_printed() {
+        let mut msgs = vec![
+            Message::text("user", "Fix the lookup cache bug."),
+            Message::text("assistant", "THOUGHT: reproduce.\n\n```bash\npython reproduce_issue.py\n```"),
+            Message::text(
+                "user",
+                "<returncode>0</returncode>\n<output>\nLookups after unregister: True\nCache size after unregister: 3\n</output>",
+            ),
+        ];
+        let dump: String = (0..60)
+            .map(|k| format!("{k}: line of the module {k}\n"))
+            .collect();
+        let dumps: Vec<String> = (0..10)
+            .map(|k| format!("<returncode>0</returncode>\n<output>\n{dump}</output> {k}"))
+            .collect();
+        let cmds: Vec<String> = (0..10)
+            .map(|k| {
+                let c = if k % 2 == 0 { "cat" } else { "sed -n '1,60p'" };
+                format!("THOUGHT: look.\n\n```bash\n{c} django/db/models/query_utils_{k}.py\n```")
+            })
+            .collect();
+        for k in 0..10 {
+            msgs.push(Message::text("assistant", &cmds[k]));
+            msgs.push(Message::text("user", &dumps[k]));
+        }
+        for room in [260, 300, 340] {
+            let d = digest_within(&msgs, room);
+            assert!(
+                d.contains("$ python reproduce_issue.py -> ok"),
+                "{room}: {d}"
+            );
+            assert!(d.contains("Cache size after unregister: 3"), "{room}: {d}");
+            assert!(
+                d.contains("$ sed -n '1,60p' django/db/models/query_utils_9.py"),
+                "{room}: the newest dump stays:\n{d}"
+            );
+            assert!(
+                !d.contains("$ cat django/db/models/query_utils_0.py"),
+                "{room}: the oldest dump goes:\n{d}"
             );
         }
     }

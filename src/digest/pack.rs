@@ -39,7 +39,7 @@ struct Slot {
 /// conclusions from their fullest form to their middle one (`forms::MIDDLE_RESULT_CHARS`), so
 /// every later step finds them where it would without that form; likewise the first step on
 /// errors.
-const PHASES: [(Section, usize, bool); 33] = [
+const PHASES: [(Section, usize, bool); 34] = [
     (Section::Calls, RICH_ONLY, true),
     (Section::Errors, RICH_ONLY, true),
     (Section::LastState, RICH_ONLY, true),
@@ -53,6 +53,7 @@ const PHASES: [(Section, usize, bool); 33] = [
     (Section::Calls, 0, true),
     (Section::LastState, 0, true),
     (Section::Conclusions, 0, true),
+    (Section::Calls, READS | 2, false),
     (Section::Calls, 8, false),
     (Section::Conclusions, 6, false),
     (Section::Calls, 0, true),
@@ -78,6 +79,14 @@ const PHASES: [(Section, usize, bool); 33] = [
 
 /// A shortening step's `keep` that reaches only the units at their extra fullest form.
 const RICH_ONLY: usize = usize::MAX;
+
+/// A dropping step's `keep` with this bit drops only the commands that print a file's lines
+/// (`units::Entry::read`) among all but the newest `keep & !READS`: a file printed can be
+/// printed again, a script's or a test run's output cannot. Run before the calls are cut to
+/// the newest eight: on the held-out probe sets (`tests/data/probes/heldout*.refs.json`) the
+/// newest eight of a SWE run's folded calls were mostly `cat` and `sed -n` of the file being
+/// edited, and what the reproduction script printed was gone.
+const READS: usize = 1 << 40;
 
 /// Whether shortening step (`keep`) reaches unit `i` at `slot`.
 fn reaches(entries: &[Entry<'_>], slot: Slot, i: usize, keep: usize) -> bool {
@@ -161,7 +170,7 @@ impl<'e, 'a> Units<'e, 'a> {
                 if usize::from(slots[i].level) < self.entries[i].steps() {
                     slots[i].level += 1;
                 }
-            } else if droppable(sec, k, keep, n) {
+            } else if droppable(sec, k, keep, n, self.entries[i].read) {
                 slots[i].alive = false;
             } else {
                 continue;
@@ -238,8 +247,12 @@ fn eligible(entries: &[Entry<'_>], slots: &[Slot], sec: Section, focus_pass: boo
         .collect()
 }
 
-/// Whether a dropping step that keeps the newest `keep` of `n` drops the `k`th.
-fn droppable(sec: Section, k: usize, keep: usize, n: usize) -> bool {
+/// Whether a dropping step that keeps the newest `keep` of `n` drops the `k`th (`read`: the
+/// unit only reads files, see `READS`).
+fn droppable(sec: Section, k: usize, keep: usize, n: usize, read: bool) -> bool {
+    if keep & READS != 0 {
+        return read && k + (keep & !READS) < n;
+    }
     k + keep < n
         && !(sec == Section::Requests && k < FIRST_REQUESTS_KEPT && n > keep + FIRST_REQUESTS_KEPT)
 }
@@ -306,6 +319,7 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
                 // for a fraction of the room. Ties: the oldest first. (A step run whole drops
                 // them all: the order matters only here.)
                 let tokens: Vec<f64> = idx.iter().map(|&i| self.tokens(i)).collect();
+                let keep = keep & !READS;
                 order.sort_by(|&(ka, _), &(kb, _)| {
                     (ka + keep >= n)
                         .cmp(&(kb + keep >= n))
@@ -328,7 +342,7 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
                         self.slots[i].level += 1;
                         self.total += self.tokens(i) - before;
                     }
-                } else if droppable(sec, k, keep, n) {
+                } else if droppable(sec, k, keep, n, entries[i].read) {
                     self.slots[i].alive = false;
                     self.total -= self.tokens(i);
                 } else {

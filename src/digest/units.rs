@@ -29,6 +29,10 @@ pub(super) struct Entry<'a> {
     pub(super) rich_top: bool,
     /// For a rule: the request entry it was said in (it need not be written twice).
     pub(super) from: Option<usize>,
+    /// A command that prints a file's lines (`cat`, `sed -n`, `head`, ...): dropped before
+    /// other calls (`pack::READS`): the file is still there to print again, a run's output is
+    /// not.
+    pub(super) read: bool,
     /// How many forms the unit has (equal ones counted apart).
     count: usize,
     /// The index of each distinct form (a run of equal forms appears once, as its last).
@@ -56,6 +60,7 @@ impl<'a> Entry<'a> {
             focus: false,
             rich_top: false,
             from: None,
+            read: false,
             count: n,
             plan: OnceLock::from((0..n).collect::<Vec<_>>()),
             forms: forms.into_iter().map(OnceLock::from).collect(),
@@ -72,6 +77,7 @@ impl<'a> Entry<'a> {
             focus: false,
             rich_top: false,
             from: None,
+            read: false,
             count: n,
             plan: OnceLock::new(),
             forms: (0..n).map(|_| OnceLock::new()).collect(),
