@@ -39,6 +39,8 @@ class CompactionRun:
     before: int = 0
     undegraded: tuple[list[Any], dict[str, Any]] | None = None
     original: list[Any] = field(default_factory=list)
+    #: The tail fill's middle cut, as an edit of ``original`` with the tokens it saved.
+    fill_cut: Any = None
 
     def __post_init__(self) -> None:
         self.original = self.msgs

@@ -680,7 +680,7 @@ class Compactor(RecoverableFolds):
         stable = stable_room(run.plan, run.msgs, run.effective, run.tail, run.summary_tokens,
                              provider=self.provider, model=self.model)
         if run.undegraded is None:
-            run.msgs, run.plan = fill_tail(
+            run.msgs, run.plan, run.fill_cut = fill_tail(
                 run.msgs, run.plan, functools.partial(self._plan, run, moved=True),
                 room_cap=summary_room(run.plan, run.effective, self._summary_cap, stable=stable), budget=run.effective,
                 min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes)
@@ -844,16 +844,23 @@ class Compactor(RecoverableFolds):
         tail_edits: list[Any] = run.plan["tail_edits"]
         if run.undegraded is not None:
             return tail_edits
-        msgs = run.msgs
+        # A message the tail's fill cut goes back like the tail's own edits: from the history as
+        # the run started, the cut one of the edits (django-11848's second compaction cut a
+        # thought to fill the tail, the digest came short of its room, and 26% of the budget
+        # went unused).
+        msgs, edits = run.msgs, list(tail_edits)
+        if run.fill_cut is not None:
+            msgs, edits = run.original, [*edits, run.fill_cut]
 
-        def assemble(edits: list[Any]) -> tuple[list[Any], int, list[Any]]:
-            built = _assemble(run, apply_edits(msgs, edits) if edits else msgs, draft.text, draft.native,
+        def assemble(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
+            built = _assemble(run, apply_edits(msgs, kept) if kept else msgs, draft.text, draft.native,
                               draft.fold_line)
             return (built, *run.verified(built, draft.seams, run.effective))
-        restored = restore_tail(msgs, tail_edits, assemble, tokens=draft.tokens, budget=run.effective,
+        restored = restore_tail(msgs, edits, assemble, tokens=draft.tokens, budget=run.effective,
                                 store=self.store, provider=self.provider, model=self.model, notes=run.notes)
         if restored is not None:
-            draft.out, draft.tokens, tail_edits = restored
+            draft.out, draft.tokens, kept = restored
+            tail_edits = [e for e in kept if e is not run.fill_cut]
         elif own_index and not tail_edits:
             grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
             if grown is not None:

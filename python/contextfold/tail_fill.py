@@ -72,9 +72,9 @@ def _round_before(legal: bytes, head_end: int, tail_start: int) -> int:
 
 
 def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None,
-            doubling: bool = False) -> tuple[list[Any], str, str] | None:
+            doubling: bool = False) -> tuple[list[Any], str, str, Any] | None:
     """``msgs`` with message ``i``'s middle cut so that it prices at ``keep`` tokens or under, the
-    cut's fold id and the whole text; None when no cut of at least 32 tokens fits. A cut is made
+    cut's fold id, the whole text and the edit; None when no cut of at least 32 tokens fits. A cut is made
     on its text's estimate and lands within a few percent of its aim, above as often as below
     (one 3,822-token output aimed at 1,136 tokens priced 1,237), and moves in jumps (the estimate
     samples long texts: a 6,314-token thought aimed at 1,617 priced 1,676, and aimed 59 lower,
@@ -92,7 +92,7 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None
         out = apply_edits(msgs, [edit])
         price = int(_core.estimate_each([out[i]], provider=provider, model=model)[0])  # type: ignore[arg-type]
         if price <= keep:
-            return out, fold_id, text
+            return out, fold_id, text, edit
         down = max(price - keep, 2 * down) if doubling else price - keep
         aim -= down
         if aim < 32:
@@ -101,7 +101,7 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None
 
 
 def _cut_round(msgs: list[Any], costs: list[int], group: range, room: int, provider: str,
-               model: str | None, doubling: bool = False) -> tuple[int, int, tuple[list[Any], str, str]] | None:
+               model: str | None, doubling: bool = False) -> tuple[int, int, tuple[list[Any], str, str, Any]] | None:
     """The round ``group`` (message indices) fitted into ``room`` tokens by its largest
     message's middle cut: ``(that message's index, the tokens it is cut to, _cut_to's result)``,
     or None when the round fits whole, the cut would keep under 32 tokens, or none fits."""
@@ -134,16 +134,18 @@ def fill_tail(
     provider: str,
     model: str | None,
     notes: list[str],
-) -> tuple[list[Any], dict[str, Any]]:
+) -> tuple[list[Any], dict[str, Any], Any]:
     """``msgs`` and ``plan``, or, when the room the plan leaves the summary exceeds ``room_cap``
     by ``MIN_FILL_TOKENS`` or more, the tail extended by the whole rounds before it that fit that
-    excess, then by the next round with its largest message cut to fit what is left.
+    excess, then by the next round with its largest message cut to fit what is left. Third: that
+    cut as an edit of ``msgs`` with the tokens it saved (``(index, path, value, saved)``), or None:
+    what the summary leaves unused goes back to it (``restore_tail``).
 
     Both moves are found from the plan's own prices and openings, and planned once together (a
     plan reads the whole history: on 10,000 messages it is most of a compaction's time); the
     whole rounds alone are planned again only when the plan with the cut does not hold."""
     if plan["reason"] is not None or plan.get("kept"):
-        return msgs, plan
+        return msgs, plan, None
     n = len(msgs)
     head_end = int(plan["head_end"])
     costs: list[int] = plan["costs"]  # (each message's tokens as the plan priced them)
@@ -173,7 +175,7 @@ def fill_tail(
     span = sum(costs[head_end:tail_start])
     spare = span - carried - int(FOLD_PER_ROOM * max(0, room_cap - carried))
     if excess < MIN_FILL_TOKENS:
-        return msgs, plan
+        return msgs, plan, None
     s, acc, movable = tail_start, 0, min(excess, spare) - _CUT_SLACK
     while s - 1 > head_end and acc + costs[s - 1] <= movable:
         s -= 1
@@ -196,7 +198,7 @@ def fill_tail(
     if left >= MIN_FILL_TOKENS and head_end < start < s and gained > lost:
         cut = _cut_round(msgs, costs, range(start, s), left, provider, model)
     if cut is not None:
-        i, keep, (cut_msgs, fold_id, text) = cut
+        i, keep, (cut_msgs, fold_id, text, edit) = cut
         p = extended(cut_msgs, start, (i,))
         if p is not None and not any(int(e[0]) == i for e in p["tail_edits"]):
             # (A cut masked again in the tail would make a fold of a fold: recall would give the cut.)
@@ -205,11 +207,12 @@ def fill_tail(
                 notes.append(whole)
             notes.append(f"the tail takes message {i} with its middle cut (~{costs[i]} -> ~{keep} tokens; id={fold_id} "
                          "restores it): the summary's room (held steady, or capped) is full")
-            return cut_msgs, p
+            price = int(p["costs"][i]) if len(p["costs"]) > i else keep
+            return cut_msgs, p, (*edit, max(0, costs[i] - price))
     if s < tail_start and (p := extended(msgs, s)) is not None:
         notes.append(whole)
-        return msgs, p
-    return msgs, plan
+        return msgs, p, None
+    return msgs, plan, None
 
 
 def restore_tail(
@@ -267,6 +270,19 @@ def restore_tail(
         return None
     keep = [e for e in tail_edits if int(e[0]) not in given]
     out, after, failures = assemble(keep + ([cut[0]] if cut is not None else []))
+    if cut is None:
+        # Messages given back whole are priced by what their edits saved; the history priced
+        # whole can differ (a message the summary was merged into is priced with it: task3-trial0
+        # gave back a 232-token cut and landed 1,082 over). Over the budget, the oldest given
+        # back are edited again, one at a time.
+        while failures and given:
+            if any(f[0] != "over_budget" for f in failures):
+                return None
+            given.pop()
+            keep = [e for e in tail_edits if int(e[0]) not in given]
+            out, after, failures = assemble(keep)
+        if failures or not given:
+            return None
     if cut is not None:
         # The cut message prices off its aim (a text's estimate and its message's price differ:
         # a 3,068-token output cut to 2,100 landed 95 tokens over the budget, and cut again by
@@ -350,5 +366,5 @@ def grow_tail(
         return None
     if cut is None:
         return Grown(msgs, p, None)
-    i, keep, (_, fold_id, text) = cut
+    i, keep, (_, fold_id, text, _) = cut
     return Grown(out, p, (i, costs[i], keep, fold_id, text))
