@@ -11,7 +11,9 @@
 //! the richest forms are never built.
 
 use super::units::{self, Entry};
-use super::{Section, CARRIED_INDEX_SHARE, INDEX_SHARE, SECTIONS};
+use super::{
+    Section, CARRIED_INDEX_SHARE, INDEX_SHARE, LARGE_ROOM_INDEX_SHARE, SECTIONS, SMALL_ROOM_TOKENS,
+};
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Ident};
 
@@ -660,7 +662,12 @@ fn units_room(idents: &[Ident], prices: &[f64], est: &Estimator, max_tokens: u64
     } else {
         est.text(&identifier_index::render(&carried, est, max_tokens)) + 2.0
     };
-    let share = INDEX_SHARE.max((carried_cost / budget.max(1.0)).min(CARRIED_INDEX_SHARE));
+    let base = if budget <= SMALL_ROOM_TOKENS {
+        INDEX_SHARE
+    } else {
+        LARGE_ROOM_INDEX_SHARE
+    };
+    let share = base.max((carried_cost / budget.max(1.0)).min(CARRIED_INDEX_SHARE));
     let reserved = natural_index.min(budget * share);
     budget - reserved
 }
