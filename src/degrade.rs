@@ -58,23 +58,25 @@ fn suffix_start(text: &str, tokens: f64, est: &Estimator) -> usize {
     bounds[lo]
 }
 
-/// `text` cut to about `keep_tokens`: its head, a marker naming what was cut and the id that
-/// restores the whole, and its end. A JSON text (a tool's envelope,
+/// `text` cut to about `keep_tokens`: its head, a marker saying what was cut (with `named`, the
+/// id that restores the whole and the recall tool; without, when the model is offered no
+/// recall tool, neither), and its end. A JSON text (a tool's envelope,
 /// `{"output": "...", "exit_code": 0}`) is cut inside its longest string, so it stays valid
 /// JSON with every other byte in place. None when the text is already that small.
-pub fn cut_text(text: &str, keep_tokens: u32, est: &Estimator) -> Option<String> {
+pub fn cut_text(text: &str, keep_tokens: u32, est: &Estimator, named: bool) -> Option<String> {
     let keep = f64::from(keep_tokens.max(MIN_KEPT_TOKENS));
     if est.text(text) <= keep {
         return None;
     }
-    let id = fold_id(text);
-    cut_json_string(text, keep, est, &id).or_else(|| cut_plain(text, keep, est, &id))
+    let id = named.then(|| fold_id(text));
+    let id = id.as_deref();
+    cut_json_string(text, keep, est, id).or_else(|| cut_plain(text, keep, est, id))
 }
 
 /// The cut of a JSON text inside its longest string literal (the rest kept byte for byte), the
 /// marker naming `id` (the whole text's). None when the text is not a JSON object or array, or
 /// what lies outside that string leaves it too little.
-fn cut_json_string(text: &str, keep: f64, est: &Estimator, id: &str) -> Option<String> {
+fn cut_json_string(text: &str, keep: f64, est: &Estimator, id: Option<&str>) -> Option<String> {
     let t = text.trim();
     if !(t.starts_with('{') || t.starts_with('[')) {
         return None;
@@ -127,8 +129,8 @@ fn longest_string_literal(text: &str) -> Option<(usize, usize)> {
     best
 }
 
-/// `cut_text` of plain text, the marker naming `id`.
-fn cut_plain(text: &str, keep: f64, est: &Estimator, id: &str) -> Option<String> {
+/// `cut_text` of plain text, the marker naming `id` (and the recall tool) when given.
+fn cut_plain(text: &str, keep: f64, est: &Estimator, id: Option<&str>) -> Option<String> {
     if est.text(text) <= keep {
         return None;
     }
@@ -139,10 +141,13 @@ fn cut_plain(text: &str, keep: f64, est: &Estimator, id: &str) -> Option<String>
     let head = prefix_end(text, room * HEAD_SHARE, est);
     let tail = suffix_start(text, room * (1.0 - HEAD_SHARE), est).max(head);
     let cut = group_sep(est.text(&text[head..tail]).ceil() as usize);
-    let marker = if long {
-        format!("[... ~{cut} tokens cut from the middle; id={id}, {RECALL_TOOL} restores the whole ...]")
-    } else {
-        format!("[~{cut} tokens cut; id={id}, {RECALL_TOOL} restores it]")
+    let marker = match (id, long) {
+        (Some(id), true) => {
+            format!("[... ~{cut} tokens cut from the middle; id={id}, {RECALL_TOOL} restores the whole ...]")
+        }
+        (Some(id), false) => format!("[~{cut} tokens cut; id={id}, {RECALL_TOOL} restores it]"),
+        (None, true) => format!("[... ~{cut} tokens cut from the middle ...]"),
+        (None, false) => format!("[~{cut} tokens cut]"),
     };
     let mut out = String::with_capacity(head + marker.len() + text.len() - tail + 2);
     out.push_str(&text[..head]);
@@ -167,6 +172,7 @@ pub fn cut_middle(
     i: usize,
     keep_tokens: u32,
     est: &Estimator,
+    named: bool,
 ) -> Option<(MaskEdit, String, String)> {
     let m = &msgs[i];
     let joined = |ps: &[Part<'_>]| -> Option<String> {
@@ -211,7 +217,7 @@ pub fn cut_middle(
     // prices the same characters a little differently: scale by the message's own ratio.
     let price = f64::from(est.message(m)).max(1.0);
     let ratio = (est.text(&whole) / price).clamp(0.05, 1.0);
-    let text = cut_text(&whole, (f64::from(keep_tokens) * ratio) as u32, est)?;
+    let text = cut_text(&whole, (f64::from(keep_tokens) * ratio) as u32, est, named)?;
     let change = if result {
         Change::ResultText { part, text }
     } else {
@@ -279,7 +285,7 @@ mod tests {
             .map(|k| format!("line {k}: ok\n"))
             .collect::<String>()
             + "FAILED: 3 errors\n";
-        let cut = cut_text(&text, 200, &est).expect("cut");
+        let cut = cut_text(&text, 200, &est, true).expect("cut");
         assert!(cut.starts_with("line 0: ok"));
         assert!(cut.ends_with("FAILED: 3 errors\n"));
         assert!(cut.contains(&format!("id={}", fold_id(&text))));
@@ -288,7 +294,17 @@ mod tests {
         // tools/fit_text_weights.py prices these lines 8% under their count, 13.5% before, so
         // the bound was 210 when the cut held more lines than its estimate said).
         assert!(est.text(&cut) <= 225.0, "{}", est.text(&cut));
-        assert!(cut_text("short", 200, &est).is_none());
+        assert!(cut_text("short", 200, &est, true).is_none());
+        // Not recoverable (no recall tool offered): the marker names no id and no tool.
+        let unnamed = cut_text(&text, 200, &est, false).expect("cut");
+        assert!(
+            unnamed.contains("tokens cut from the middle ...]"),
+            "{unnamed}"
+        );
+        assert!(
+            !unnamed.contains("id=") && !unnamed.contains(RECALL_TOOL),
+            "{unnamed}"
+        );
     }
 
     #[test]
@@ -301,7 +317,7 @@ mod tests {
         let mut text = String::from("{\"output\": ");
         push_json_string(&mut text, &output);
         text.push_str(", \"exit_code\": 1, \"error\": null}");
-        let cut = cut_text(&text, 200, &est).expect("cut");
+        let cut = cut_text(&text, 200, &est, true).expect("cut");
         let v: serde_json::Value = serde_json::from_str(&cut).expect("still JSON");
         let out = v["output"].as_str().expect("output");
         assert!(out.starts_with("line 0: \"ok\""));
@@ -312,6 +328,6 @@ mod tests {
         assert!(est.text(&cut) <= 210.0, "{}", est.text(&cut));
         // Not JSON (cut by an older version, or a text that only looks like it): cut as text.
         let broken = format!("{{\"output\": \"{}", "x ".repeat(3_000));
-        assert!(cut_text(&broken, 200, &est).is_some());
+        assert!(cut_text(&broken, 200, &est, true).is_some());
     }
 }

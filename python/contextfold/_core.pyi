@@ -716,11 +716,12 @@ def repair_history(
 
 def cut_middle(
     messages: Sequence[Any], /, *, index: int, keep_tokens: int, provider: _Provider = "openai",
-    model: str | None = None
+    model: str | None = None, recoverable: bool = True
 ) -> tuple[tuple[int, list[str | int], Any], str, str] | None:
     """The edit cutting the middle of ``messages[index]`` down to about ``keep_tokens`` (its
-    head and end kept, the cut named by a fold id): ``((index, path, value), id, whole text)``,
-    or None when the message holds no text that can be cut."""
+    head and end kept; the marker names the fold id and the recall tool when ``recoverable``):
+    ``((index, path, value), id, whole text)``, or None when the message holds no text that can
+    be cut."""
 
 def tail_floor(messages: Sequence[Any], /) -> tuple[int | None, int | None, int]:
     """``(task index, last user turn index, floor start)``: a compaction keeps messages from

@@ -614,8 +614,8 @@ class Compactor(RecoverableFolds):
             run.notes.append(f"masking alone reached {tokens} tokens, over the budget of {run.effective}")
         else:
             # Every old output over its threshold is masked at once; what that frees beyond the
-            # budget goes back, the newest output first (the last with its middle cut, when the
-            # placeholders are recoverable: a cut's marker names its id): a SWE
+            # budget goes back, the newest output first (the last with its middle cut, its marker
+            # naming the recall tool only when the model is offered it): a SWE
             # run's 2,998-token output alone freed what its budget asked, and masking three left
             # 33% of the budget unused.
             def assemble(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
@@ -623,7 +623,7 @@ class Compactor(RecoverableFolds):
                 return (built, *run.verified(built, [], run.effective))
             restored = restore_tail(msgs, list(edits), assemble, tokens=tokens, budget=run.effective,
                                     store=self.store, provider=self.provider, model=self.model, notes=run.notes,
-                                    why="masking left room", where="", cut_one=self.recoverable)
+                                    why="masking left room", where="", recoverable=self.recoverable)
             if restored is not None:
                 out, tokens, edits = restored
         self._after_compaction(first_changed)

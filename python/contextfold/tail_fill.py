@@ -228,7 +228,7 @@ def restore_tail(
     notes: list[str],
     why: str = "the summary left room",
     where: str = " of the tail",
-    cut_one: bool = True,
+    recoverable: bool = True,
 ) -> tuple[list[Any], int, list[Any]] | None:
     """The compacted history with some of ``tail_edits`` left out, when the history they made
     (``tokens``) leaves ``MIN_FILL_TOKENS`` or more of ``budget`` unused: the edited messages get
@@ -236,8 +236,8 @@ def restore_tail(
     with its middle cut to what is left. ``assemble(edits)`` builds and checks the history with
     ``edits`` applied: ``(messages, tokens, failures)``. Returns ``(messages, tokens, edits
     applied)``, or None when nothing was given back. ``why`` and ``where`` word the notes (what
-    left the room, which messages); ``cut_one=False`` gives back whole messages only (a cut's
-    marker names its id)."""
+    left the room, which messages); ``recoverable=False``: a cut's marker names no fold id and no
+    recall tool (the model is not offered one)."""
     left = budget - tokens
     if not tail_edits or left < MIN_FILL_TOKENS:
         return None
@@ -257,12 +257,11 @@ def restore_tail(
         # masked output was 1,129 tokens for 1,099 left, and the 942 before it stayed masked).
         if left < MIN_FILL_TOKENS:
             break
-        if not cut_one:
-            continue
         costs = _core.estimate_each([msgs[i]], provider=provider, model=model)  # type: ignore[arg-type]
         want = int(costs[0]) - saved[i] + left - _CUT_SLACK
         if want >= 32:
-            cut = _core.cut_middle(msgs, index=i, keep_tokens=want, provider=provider, model=model)  # type: ignore[arg-type]
+            cut = _core.cut_middle(msgs, index=i, keep_tokens=want, provider=provider, model=model,  # type: ignore[arg-type]
+                                   recoverable=recoverable)
             if cut is not None:
                 given.append(i)
                 break
@@ -295,7 +294,7 @@ def restore_tail(
             # By what the history missed until the aim is bracketed, then halfway.
             want = (fits + over) // 2 if fits is not None and over is not None else want + budget - after - _CUT_SLACK
             again = _core.cut_middle(msgs, index=int(cut[0][0]), keep_tokens=want, provider=provider,  # type: ignore[arg-type]
-                                     model=model) if want >= 32 else None
+                                     model=model, recoverable=recoverable) if want >= 32 else None
             if again is None:
                 break
             out, after, failures = assemble(keep + [again[0]])

@@ -117,10 +117,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// The edit cutting the middle of `messages[index]` down to about `keep_tokens` (its head and
-/// end kept, the cut named by a fold id): `((index, path, value), id, whole text)`, or None
-/// when the message holds no text that can be cut.
+/// end kept; the marker names the fold id and the recall tool when `recoverable`): `((index,
+/// path, value), id, whole text)`, or None when the message holds no text that can be cut.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, index, keep_tokens, provider="openai", model=None))]
+#[pyo3(signature = (messages, /, *, index, keep_tokens, provider="openai", model=None, recoverable=true))]
 #[allow(clippy::type_complexity)]
 fn cut_middle<'py>(
     py: Python<'py>,
@@ -129,6 +129,7 @@ fn cut_middle<'py>(
     keep_tokens: u32,
     provider: &str,
     model: Option<&str>,
+    recoverable: bool,
 ) -> PyResult<Option<(super::prune::PlannedEdit<'py>, String, String)>> {
     let est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
@@ -145,7 +146,9 @@ fn cut_middle<'py>(
     w.set_index(index);
     let m = w.message(item)?;
     let one = std::slice::from_ref(&m);
-    let Some((edit, id, whole)) = crate::degrade::cut_middle(one, 0, keep_tokens, &est) else {
+    let Some((edit, id, whole)) =
+        crate::degrade::cut_middle(one, 0, keep_tokens, &est, recoverable)
+    else {
         return Ok(None);
     };
     let (path, value) = edit.wire_edit(&m);
