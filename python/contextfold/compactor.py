@@ -871,9 +871,10 @@ class Compactor(RecoverableFolds):
             tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:
         """The history with the newest rounds of the fold moved into the tail, verbatim (the
         newest one with its largest message cut when none fits whole), when a digest (``first``)
-        shorter than its room left them room (``tail_fill.grow_tail``):
-        ``(messages, tokens, summary, plan)``, or None when none fits, the shorter fold's digest
-        is not shorter, or the result is no fuller."""
+        shorter than its room, or a history under ``FILLED_SHARE`` of its budget, left them room
+        (``tail_fill.grow_tail``): ``(messages, tokens, summary, plan)``, or None when none fits
+        the budget within ``GROW_AIMS`` tries or the result is no fuller. (The shorter fold's
+        digest may come out a little longer than the first: the history as a whole must fit.)"""
         old = run.plan
         provider = self.provider if self.provider in _core.PROVIDERS else "openai"
         written = _core.estimate_each([{"role": "user", "content": first}], provider=provider)[0]  # type: ignore[arg-type]
