@@ -32,6 +32,32 @@ def rows(file: str) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
+def spans(msgs: list) -> tuple[str, str, str]:
+    """The visible text of the head, of the span a compaction folds (after the head, before the
+    naive cut's kept tail) and of that tail."""
+    head = _head_end(msgs)
+    start = _tail_from(msgs, max(head, len(msgs) - math.ceil(0.3 * len(msgs))))
+    return visible_text(msgs[:head]), visible_text(msgs[head:start]), visible_text(msgs[start:])
+
+
+def misplaced(source: str, question: str, facts: list[str], msgs: list, *, head_too: bool = False) -> int:
+    """How many of ``facts`` are not in the folded span of ``msgs`` (each reported); with
+    ``head_too``, a fact also found in the head counts as misplaced."""
+    head_text, folded, _ = spans(msgs)
+    whole = visible_text(msgs)
+    bad = 0
+    for f, ok, anywhere, at_head in zip(facts, facts_seen(folded, facts), facts_seen(whole, facts),
+                                        facts_seen(head_text, facts)):
+        if not ok:
+            bad += 1
+            where = "only outside the folded span" if anywhere else "nowhere"
+            print(f"{source}: {question!r}: fact {f!r} found {where}")
+        elif head_too and at_head:
+            bad += 1
+            print(f"{source}: {question!r}: fact {f!r} also occurs in the head")
+    return bad
+
+
 def main() -> int:
     out_dir = ROOT / "tests" / "data" / "probes"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -46,17 +72,9 @@ def main() -> int:
         for source, plist in probes.items():
             row = by_source[source]
             msgs = row["messages"]
-            head = _head_end(msgs)
-            start = _tail_from(msgs, max(head, len(msgs) - math.ceil(0.3 * len(msgs))))
-            folded = visible_text(msgs[head:start])
-            whole = visible_text(msgs)
             for q, facts in plist:
                 total += 1
-                for f, ok, anywhere in zip(facts, facts_seen(folded, facts), facts_seen(whole, facts)):
-                    if not ok:
-                        bad += 1
-                        where = "only outside the folded span" if anywhere else "nowhere"
-                        print(f"{source}: {q!r}: fact {f!r} found {where}")
+                bad += misplaced(source, q, facts, msgs)
             doc = {"probes": [{"question": q, "expected_facts": list(f)} for q, f in plist]}
             refs.append({"ref": {"file": file, "source": source}, **doc})
             if len(inline) < INLINE:

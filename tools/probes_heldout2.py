@@ -5,7 +5,7 @@ The conversations were picked spread over each file by a rule fixed before readi
 line and every 12th SWE line, both starting at offset 7, taking the next line with at least 20 messages that is not
 used by tools/probes_airline.py, tools/probes_swe.py or tools/probes_heldout.py (for airline also skipping a task
 number already used there or already picked). Each expected fact must occur whole-word (case-insensitive) in the
-folded span and not in the head; tools/build_probes_heldout2.py checks that and writes
+folded span and not in the head; tools/build_probes_heldout.py checks that and writes
 tests/data/probes/heldout2.refs.json."""
 
 AIRLINE: dict[str, list[tuple[str, list[str]]]] = {
