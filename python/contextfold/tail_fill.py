@@ -71,20 +71,18 @@ def _round_before(legal: bytes, head_end: int, tail_start: int) -> int:
     return next((i for i in range(tail_start - 1, head, -1) if legal[i]), head)
 
 
-def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None,
-            doubling: bool = False) -> tuple[list[Any], str, str, Any] | None:
+def _cut_to(msgs: list[Any], i: int, keep: int, provider: str,
+            model: str | None) -> tuple[list[Any], str, str, Any] | None:
     """``msgs`` with message ``i``'s middle cut so that it prices at ``keep`` tokens or under, the
     cut's fold id, the whole text and the edit; None when no cut of at least 32 tokens fits. A cut is made
     on its text's estimate and lands within a few percent of its aim, above as often as below
     (one 3,822-token output aimed at 1,136 tokens priced 1,237), and moves in jumps (the estimate
     samples long texts: a 6,314-token thought aimed at 1,617 priced 1,676, and aimed 59 lower,
-    1,676 again): priced whole again, an overshoot is cut again aimed lower by what it missed
-    (twice at most), or with ``doubling``, by twice as much each time it misses again (five
-    times at most); the first cut that fits is kept. (The tail's fill keeps the plain steps: a
-    cut it makes is not aimed again once the summary is written, and one that fails there
-    leaves the round to the fold's give-back, ``grow_tail``, which aims its own.)"""
+    1,676 again): priced whole again, an overshoot is cut again aimed lower by what it missed,
+    twice as much each time it misses again (``_CUT_AIMS`` tries); the first cut that fits is
+    kept."""
     aim, down = keep, 0
-    for _ in range(_CUT_AIMS if doubling else 3):
+    for _ in range(_CUT_AIMS):
         cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model)  # type: ignore[arg-type]
         if cut is None:
             return None
@@ -93,7 +91,7 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None
         price = int(_core.estimate_each([out[i]], provider=provider, model=model)[0])  # type: ignore[arg-type]
         if price <= keep:
             return out, fold_id, text, edit
-        down = max(price - keep, 2 * down) if doubling else price - keep
+        down = max(price - keep, 2 * down)
         aim -= down
         if aim < 32:
             return None
@@ -101,7 +99,7 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str, model: str | None
 
 
 def _cut_round(msgs: list[Any], costs: list[int], group: range, room: int, provider: str,
-               model: str | None, doubling: bool = False) -> tuple[int, int, tuple[list[Any], str, str, Any]] | None:
+               model: str | None) -> tuple[int, int, tuple[list[Any], str, str, Any]] | None:
     """The round ``group`` (message indices) fitted into ``room`` tokens by its largest
     message's middle cut: ``(that message's index, the tokens it is cut to, _cut_to's result)``,
     or None when the round fits whole, the cut would keep under 32 tokens, or none fits."""
@@ -109,7 +107,7 @@ def _cut_round(msgs: list[Any], costs: list[int], group: range, room: int, provi
     keep = costs[i] - (sum(costs[k] for k in group) - (room - _CUT_SLACK))
     if not 32 <= keep < costs[i]:
         return None
-    cut = _cut_to(msgs, i, keep, provider, model, doubling)
+    cut = _cut_to(msgs, i, keep, provider, model)
     return None if cut is None else (i, keep, cut)
 
 
@@ -207,8 +205,7 @@ def fill_tail(
                 notes.append(whole)
             notes.append(f"the tail takes message {i} with its middle cut (~{costs[i]} -> ~{keep} tokens; id={fold_id} "
                          "restores it): the summary's room (held steady, or capped) is full")
-            price = int(p["costs"][i]) if len(p["costs"]) > i else keep
-            return cut_msgs, p, (*edit, max(0, costs[i] - price))
+            return cut_msgs, p, (*edit, max(0, costs[i] - int(p["costs"][i])))
     if s < tail_start and (p := extended(msgs, s)) is not None:
         notes.append(whole)
         return msgs, p, None
@@ -282,7 +279,7 @@ def restore_tail(
             out, after, failures = assemble(keep)
         if failures or not given:
             return None
-    if cut is not None:
+    else:
         # The cut message prices off its aim (a text's estimate and its message's price differ:
         # a 3,068-token output cut to 2,100 landed 95 tokens over the budget, and cut again by
         # that, 431 under): aim again by what the history missed, and keep the fullest that fits.
@@ -307,8 +304,6 @@ def restore_tail(
         if best is None:
             return None
         out, after, cut = best
-        failures = []
-    if cut is not None:
         store.put(cut[1], cut[2])
     whole = [i for i in given if cut is None or i != int(cut[0][0])]
     if whole:
@@ -353,7 +348,7 @@ def grow_tail(
         s = _round_before(legal, head_end, tail_start)
         if not head_end < s < tail_start:
             return None
-        cut = _cut_round(msgs, costs, range(s, tail_start), left, provider, model, doubling=True)
+        cut = _cut_round(msgs, costs, range(s, tail_start), left, provider, model)
         if cut is None:
             return None
         out = cut[2][0]
