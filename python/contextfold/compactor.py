@@ -502,6 +502,12 @@ class Compactor(RecoverableFolds):
             reason = str(run.plan["reason"])
             if reason.startswith("budget"):
                 ruled = yield from self._rules_only(run)
+                if ruled is not None and self._rules_whole(ruled.summary, run):
+                    return ruled
+                # Every rule whole with less of the tail kept beats a rule clipped (see _bare).
+                bare = self._bare(run, whole=True)
+                if bare is not None:
+                    return bare
                 if ruled is not None:
                     return ruled
                 bare = self._bare(run)
@@ -516,7 +522,18 @@ class Compactor(RecoverableFolds):
         # Even an empty summary would free too little: do not call the summarizer at all.
         if (why := self._worth_it(run, int(run.plan["fixed_tokens"]))) is not None:
             return run.unchanged(why)
-        return (yield from self._summarized(run))
+        notes = list(run.notes)
+        try:
+            return (yield from self._summarized(run))
+        except CompactionBudgetError:
+            # The summary came out over at every size its plan allowed (a few tokens, where the
+            # estimate of the whole history and of its parts differ): the last step before
+            # raising still fits where the floor does.
+            run.notes[:] = [*notes, "the summary did not fit at any size it was asked for"]
+            bare = self._bare(run, whole=True) or self._bare(run)
+            if bare is None:
+                raise
+            return bare
 
     def _start(self, messages: Sequence[Any]) -> CompactionRun:
         """The history copied (and repaired), the budget aimed at, the sizes, the first plan."""
@@ -632,10 +649,20 @@ class Compactor(RecoverableFolds):
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in edits), strategy_used="mask",
             fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
 
-    def _bare(self, run: CompactionRun) -> CompactionResult | None:
+    def _rules_whole(self, text: str | None, run: CompactionRun) -> bool:
+        """Whether ``text`` (a summary of the plan's fold) holds every standing rule of the fold
+        and of the summary folded with it whole."""
+        span = [run.msgs[i] for i in run.plan["folded"]]
+        rules = _core.standing_rules(span, previous=run.plan["previous_summary"]) if span else []
+        return all(r in (text or "") for r in rules)
+
+    def _bare(self, run: CompactionRun, *, whole: bool = False) -> CompactionResult | None:
         """No summary fits: the head, the last user turn and what follows, and a summary of the
         fold's standing rules alone where one fits, else a marker
-        (``contextfold.degrade.bare_history``); None when not even that fits."""
+        (``contextfold.degrade.bare_history``); None when not even that fits. With ``whole``,
+        only a summary holding every rule of its fold whole is taken, and the tails are tried
+        down to the last user turn alone for one: the user's "never" outranks the reply or the
+        finished tool round after their last turn, which the summary's marker names."""
         kw = dict(provider=self.provider, model=self.model, tools=self._request_tools(run.fmt), system=self.system,
                   response_format=self.response_format)
         plan, msgs = run.plan, run.msgs
@@ -644,13 +671,13 @@ class Compactor(RecoverableFolds):
         def rules(folded: list[int], room: int) -> tuple[str, str] | None:
             span = [msgs[i] for i in folded]
             text = self._rules_text(span, previous, room)
-            if text is None:
+            if text is None or (whole and not all(r in text for r in _core.standing_rules(span, previous=previous))):
                 return None
             fold_line = self._fold_span(span) if self.recoverable else ""
             return text, f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
         bare = bare_history(msgs, plan, fmt=run.fmt, check=lambda o, s: run.verified(o, s, run.effective),
                             like=lambda m: _like_history(m, msgs), notes=run.notes, budget=run.effective,
-                            estimate_kw=kw, rules=rules)
+                            estimate_kw=kw, rules=rules, rules_only=whole)
         if bare is None:
             return None
         out, tokens, folded, text = bare
@@ -712,6 +739,12 @@ class Compactor(RecoverableFolds):
         tail_edits = yield from self._leftover(run, draft, room, own_index)
         if (why := self._worth_it(run, draft.tokens)) is not None:
             return run.unchanged(why)
+        if run.undegraded is not None and not self._rules_whole(draft.text, run):
+            # A degraded room clipped a standing rule: the history with less of its tail and
+            # every rule whole, where one fits, comes first (see _bare).
+            bare = self._bare(run, whole=True)
+            if bare is not None:
+                return bare
         return self._summarized_result(run, draft, tail_edits)
 
     def _summarized_result(self, run: CompactionRun, draft: Draft, tail_edits: list[Any]) -> CompactionResult:

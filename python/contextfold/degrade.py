@@ -14,7 +14,8 @@ tail. Then, in order:
 4. the last step (``bare_history``): the head, the last user turn and what follows it, and in
    the middle a summary of the fold's standing rules alone where one fits, else a marker line.
    Rules are what a fold must not lose: a marker in their place dropped the user's "never" and
-   "do not" with the span.
+   "do not" with the span. A summary holding every rule whole, on a tail down to the last user
+   turn alone, is tried before a step 3 or 4 summary that clips one (``rules_only``).
 
 Only when the system prompt, the tools, the task and the last user turn alone exceed the
 budget is ``CompactionBudgetError`` raised, saying by how much (``budget_error``).
@@ -272,6 +273,7 @@ def bare_history(
     budget: int,
     estimate_kw: dict[str, Any],
     rules: RulesSummary | None = None,
+    rules_only: bool = False,
 ) -> tuple[list[Any], int, tuple[int, ...], str | None] | None:
     """The last step before raising: the head (system, task), the last user turn and what
     follows it (the pending tool round whole), and no summary: a summary of the fold's standing
@@ -285,7 +287,7 @@ def bare_history(
     ``(messages, tokens, folded indices, the rules summary's text or None)`` or None when even
     that does not fit or would not be valid, or when the system prompt, tools, task and last
     user turn alone do not fit (``estimate_kw``: the estimate's keywords; then the error says
-    by how much)."""
+    by how much). With ``rules_only``, only a rules summary is tried (no marker)."""
     from contextfold.prune import prune
 
     if floor_tokens(msgs, estimate_kw) > budget:
@@ -335,7 +337,8 @@ def bare_history(
         calls = _core.called_tools([msgs[i] for i in folded])
         named = f"; tools called: {', '.join(calls)}" if calls else ""
         if tail[-1] != n - 1:
-            said += f"; the tool round after the last user turn (messages {tail[-1] + 1}-{n - 1}) did not fit and was folded"
+            after = f"message {n - 1}" if tail[-1] + 1 == n - 1 else f"messages {tail[-1] + 1}-{n - 1}"
+            said += f"; what followed the last user turn ({after}) did not fit and was folded"
         if rules is not None:
             ruled = _rules_between(rules, folded, [base[i] for i in front], [base[i] for i in tail],
                                    [*front, None, *tail], check=check, like=like, fmt=fmt, budget=budget, hard=hard)
@@ -343,6 +346,8 @@ def bare_history(
                 notes.append(f"degraded: folded {len(folded)} messages into a summary of their standing rules "
                              f"alone (no room for more): {said}")
                 return ruled[0], ruled[1], tuple(folded), ruled[2]
+        if rules_only:
+            continue
         for marker in BARE_MARKERS:
             line = marker.format(n=len(folded), calls=named)
             # A marker message between the head and the tail (the check rejects the role that

@@ -219,3 +219,60 @@ def test_rules_folded_by_the_last_step_before_raising_survive_every_compaction()
     s = ev.successive(fx, rules=ev.planted(fx))
     assert len(s.sizes) >= 4, s.sizes
     assert s.rules_lost == 0, (s.sizes, s.rooms)
+
+
+def rules_dialogue() -> tuple[list[dict], tuple[str, ...]]:
+    """A short airline dialogue whose user states two standing rules mid-way, then asks a
+    question the assistant answers at length: its policy and task dwarf the rest."""
+    policy = "You are an airline agent. " + " ".join(
+        f"Policy {k}: a passenger may change a flight booked in economy once per trip without a fee." for k in range(8))
+    rules = ("Never charge my Visa card ending in 4417.", "Do not cancel reservation ZZ9Q7T under any circumstances.")
+    return [{"role": "system", "content": policy},
+            {"role": "user", "content": "I need help with my bookings."},
+            {"role": "assistant", "content": "Sure, what is your user id?"},
+            {"role": "user", "content": rules[0]},
+            {"role": "assistant", "content": "Noted. Which reservation would you like to look at first?"},
+            {"role": "user", "content": rules[1]},
+            {"role": "assistant", "content": "Understood, I will leave that reservation as it is."},
+            {"role": "user", "content": "How many checked bags may a gold member take in economy?"},
+            {"role": "assistant", "content": "A gold member flying economy may take three checked bags free of "
+             "charge; each extra bag costs fifty dollars, and the allowance is per passenger on every flight "
+             "segment of the trip."}], rules
+
+
+def test_a_standing_rule_outranks_the_reply_after_the_last_user_turn() -> None:
+    """At every budget from the floor (policy, task, last user turn) to the whole history: the
+    reply after the last user turn is kept only where every standing rule is kept whole too,
+    and nothing raises. At the last stop, budgets 226-246 kept the 39-token reply and a bare
+    marker in place of both rules (and 247 raised: its summary came out 1 token over at every
+    size)."""
+    from contextfold.evaluation import visible_text
+
+    from contextfold.degrade import floor_tokens
+
+    msgs, rules = rules_dialogue()
+    floor = floor_tokens(msgs, {"provider": "openai"})
+    traded = 0
+    for budget in range(floor, cf.estimate(msgs)):
+        r = cf.Compactor(budget=budget, min_free_share=0.0).compact(msgs)
+        seen = visible_text(r.messages)
+        whole = all(rule in seen for rule in rules)
+        assert r.tokens_after <= budget and shape_problems(r.messages, "chat") == []
+        assert whole or msgs[8]["content"] not in seen, (budget, r.notes)
+        traded += whole and msgs[8]["content"] not in seen
+    assert traded > 0
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (tau-bench airline dialogues)")
+@pytest.mark.parametrize("name", ["task38-trial2", "task35-trial3", "task37-trial3", "task44-trial3"])
+def test_no_planted_rule_is_clipped_where_less_of_the_tail_lets_it_stay_whole(name: str) -> None:
+    """The four dialogues that lost planted rules at the last stop (rooms of 28-101 tokens
+    beside a 2,870-token policy): a rule clipped to fit ("Do not cancel reservation ZZ9Q…r any
+    circumstances."), or a marker in place of three rules beside a finished tool round. Now a
+    rules-only summary with less of the tail comes first, and every rule survives."""
+    from contextfold import evaluation as ev
+
+    fx = shared_fixture("tau-bench-airline", f"#{name}")
+    s = ev.successive(fx, rules=ev.planted(fx))
+    assert len(s.sizes) >= 2, s.sizes
+    assert s.rules_lost == 0, (s.sizes, s.rooms)
