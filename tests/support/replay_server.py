@@ -122,6 +122,8 @@ class ReplayServer:
     def __init__(self, *replies: Reply, max_requests: int = 64) -> None:
         self._replies: deque[Reply] = deque(replies)
         self._lock = threading.Lock()
+        #: Notified (under ``_lock``) each time the handler takes a request off the queue.
+        self._taken = threading.Condition(self._lock)
         self._stop = threading.Event()
         self.max_requests = max_requests
         self.requests: list[Received] = []
@@ -145,6 +147,16 @@ class ReplayServer:
         """Replies queued and not yet used."""
         with self._lock:
             return len(self._replies)
+
+    def wait_taken(self, timeout: float) -> bool:
+        """Wait until every queued reply has been taken, at most ``timeout`` seconds; True if so.
+
+        A client that gives up (a timeout test) may do so before this server's thread has read
+        the request it sent: the request is in the socket, and stopping the server now would drop
+        it unread. Waiting on the queue, not on a guessed time, keeps such a test deterministic;
+        a request that was never sent still leaves its reply queued."""
+        with self._taken:
+            return self._taken.wait_for(lambda: not self._replies, timeout)
 
     def __enter__(self) -> ReplayServer:
         server = self
@@ -225,7 +237,9 @@ class ReplayServer:
             self._thread.join(timeout=5)
 
     def _take(self, request: Received) -> Reply | None:
-        with self._lock:
+        with self._taken:
+            # ``wait_taken`` re-checks the queue once this lock is released, whatever returns below.
+            self._taken.notify_all()
             self.requests.append(request)
             if len(self.requests) > self.max_requests:
                 self.errors.append(f"more than {self.max_requests} requests: {request.method} {request.path}")
