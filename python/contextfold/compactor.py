@@ -497,7 +497,7 @@ class Compactor(RecoverableFolds):
             run.msgs, run.plan = degrade(
                 run.msgs, run.plan, functools.partial(self._plan, run), min_tail=self.min_tail, budget=run.effective,
                 summary_tokens=run.summary_tokens, store=self.store, provider=self.provider, model=self.model,
-                notes=run.notes)
+                notes=run.notes, recoverable=self.recoverable)
         if run.plan["reason"] is not None:
             reason = str(run.plan["reason"])
             if reason.startswith("budget"):
@@ -710,7 +710,8 @@ class Compactor(RecoverableFolds):
             run.msgs, run.plan, run.fill_cut = fill_tail(
                 run.msgs, run.plan, functools.partial(self._plan, run, moved=True),
                 room_cap=summary_room(run.plan, run.effective, self._summary_cap, stable=stable), budget=run.effective,
-                min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes)
+                min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes,
+                recoverable=self.recoverable)
         plan, msgs = run.plan, run.msgs
         folded_msgs = [msgs[i] for i in plan["folded"]]
         room = summary_room(plan, run.effective, self._summary_cap, stable=stable)
@@ -890,7 +891,8 @@ class Compactor(RecoverableFolds):
                               draft.fold_line)
             return (built, *run.verified(built, draft.seams, run.effective))
         restored = restore_tail(msgs, edits, assemble, tokens=draft.tokens, budget=run.effective,
-                                store=self.store, provider=self.provider, model=self.model, notes=run.notes)
+                                store=self.store, provider=self.provider, model=self.model, notes=run.notes,
+                                recoverable=self.recoverable)
         if restored is not None:
             draft.out, draft.tokens, kept = restored
             tail_edits = [e for e in kept if e is not run.fill_cut]
@@ -925,7 +927,7 @@ class Compactor(RecoverableFolds):
         left, best = run.effective - tokens, None
         for _ in range(GROW_AIMS):
             grown = grow_tail(run.msgs, old, functools.partial(self._plan, run, moved=True), left=left,
-                              provider=self.provider, model=self.model)
+                              provider=self.provider, model=self.model, recoverable=self.recoverable)
             if grown is None:
                 break
             msgs, plan = grown.messages, grown.plan

@@ -76,9 +76,11 @@ def degrade(
     provider: str,
     model: str | None,
     notes: list[str],
+    recoverable: bool = True,
 ) -> tuple[list[Any], dict[str, Any]]:
     """The history (with cut messages replaced) and its plan after the degrading steps, each
-    noted; stops at the first plan that leaves room for a summary."""
+    noted; stops at the first plan that leaves room for a summary. ``recoverable=False``: a
+    cut's marker names no fold id and no recall tool (the model is not offered one)."""
     if plan.get("tail_edits"):
         notes.append(f"degraded: masked {len(plan['tail_edits'])} tool outputs / arguments inside the protected tail")
     n = len(msgs)
@@ -128,7 +130,8 @@ def degrade(
         for _ in range(4):
             # Cut from the message as it is, re-aimed until its price meets the target (the
             # text's estimate and the message's price differ by a few percent).
-            cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model)  # type: ignore[arg-type]
+            cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model,  # type: ignore[arg-type]
+                                   recoverable=recoverable)
             if cut is None:
                 break
             best = (cut, apply_edits(msgs, [cut[0]]))

@@ -72,7 +72,7 @@ def _round_before(legal: bytes, head_end: int, tail_start: int) -> int:
 
 
 def _cut_to(msgs: list[Any], i: int, keep: int, provider: str,
-            model: str | None) -> tuple[list[Any], str, str, Any] | None:
+            model: str | None, recoverable: bool = True) -> tuple[list[Any], str, str, Any] | None:
     """``msgs`` with message ``i``'s middle cut so that it prices at ``keep`` tokens or under, the
     cut's fold id, the whole text and the edit; None when no cut of at least 32 tokens fits. A cut is made
     on its text's estimate and lands within a few percent of its aim, above as often as below
@@ -80,10 +80,12 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str,
     samples long texts: a 6,314-token thought aimed at 1,617 priced 1,676, and aimed 59 lower,
     1,676 again): priced whole again, an overshoot is cut again aimed lower by what it missed,
     twice as much each time it misses again (``_CUT_AIMS`` tries); the first cut that fits is
-    kept."""
+    kept. ``recoverable=False``: the marker names no fold id and no recall tool (the model is
+    not offered one; the caller can still recall the id)."""
     aim, down = keep, 0
     for _ in range(_CUT_AIMS):
-        cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model)  # type: ignore[arg-type]
+        cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model,  # type: ignore[arg-type]
+                               recoverable=recoverable)
         if cut is None:
             return None
         edit, fold_id, text = cut
@@ -99,7 +101,7 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str,
 
 
 def _cut_round(msgs: list[Any], costs: list[int], group: range, room: int, provider: str,
-               model: str | None) -> tuple[int, int, tuple[list[Any], str, str, Any]] | None:
+               model: str | None, recoverable: bool = True) -> tuple[int, int, tuple[list[Any], str, str, Any]] | None:
     """The round ``group`` (message indices) fitted into ``room`` tokens by its largest
     message's middle cut: ``(that message's index, the tokens it is cut to, _cut_to's result)``,
     or None when the round fits whole, the cut would keep under 32 tokens, or none fits."""
@@ -107,7 +109,7 @@ def _cut_round(msgs: list[Any], costs: list[int], group: range, room: int, provi
     keep = costs[i] - (sum(costs[k] for k in group) - (room - _CUT_SLACK))
     if not 32 <= keep < costs[i]:
         return None
-    cut = _cut_to(msgs, i, keep, provider, model)
+    cut = _cut_to(msgs, i, keep, provider, model, recoverable)
     return None if cut is None else (i, keep, cut)
 
 
@@ -132,6 +134,7 @@ def fill_tail(
     provider: str,
     model: str | None,
     notes: list[str],
+    recoverable: bool = True,
 ) -> tuple[list[Any], dict[str, Any], Any]:
     """``msgs`` and ``plan``, or, when the room the plan leaves the summary exceeds ``room_cap``
     by ``MIN_FILL_TOKENS`` or more, the tail extended by the whole rounds before it that fit that
@@ -194,7 +197,7 @@ def fill_tail(
     gained = left - _CUT_SLACK
     lost = digest_of(sum(costs[head_end:s])) - digest_of(sum(costs[head_end:start]))
     if left >= MIN_FILL_TOKENS and head_end < start < s and gained > lost:
-        cut = _cut_round(msgs, costs, range(start, s), left, provider, model)
+        cut = _cut_round(msgs, costs, range(start, s), left, provider, model, recoverable)
     if cut is not None:
         i, keep, (cut_msgs, fold_id, text, edit) = cut
         p = extended(cut_msgs, start, (i,))
@@ -323,6 +326,7 @@ def grow_tail(
     left: int,
     provider: str = "openai",
     model: str | None = None,
+    recoverable: bool = True,
 ) -> Grown | None:
     """A plan whose tail also holds the newest whole rounds of ``plan``'s fold that fit ``left``
     tokens (what a summary shorter than its room left unused) or, when not even the newest one
@@ -348,7 +352,7 @@ def grow_tail(
         s = _round_before(legal, head_end, tail_start)
         if not head_end < s < tail_start:
             return None
-        cut = _cut_round(msgs, costs, range(s, tail_start), left, provider, model)
+        cut = _cut_round(msgs, costs, range(s, tail_start), left, provider, model, recoverable)
         if cut is None:
             return None
         out = cut[2][0]

@@ -42,9 +42,11 @@ def test_an_oversized_last_tool_output_is_cut_in_the_middle_instead_of_raising(f
     assert any(n.startswith("degraded: cut the middle") for n in r.notes), r.notes
     assert shape_problems(r.messages, fmt) == []
     text = json.dumps(r.messages)
-    # Head and end of the log stay; the cut is recoverable byte-exact.
+    # Head and end of the log stay; the cut is recoverable byte-exact by the id its note names.
+    # The marker names neither the id nor the recall tool: this model is not offered the tool.
     assert "[00000] compiling module_0.c" in text and "undefined symbol main" in text
-    (fold_id,) = set(re.findall(r"tokens cut[^\]]*id=(cf[0-9a-f]{12})", text))
+    (fold_id,) = set(re.findall(r"cut the middle .*id=(cf[0-9a-f]{12})", "\n".join(r.notes)))
+    assert re.search(r"tokens cut( from the middle \.\.\.)?\]", text) and fold_id not in text and "contextfold_recall" not in text
     whole = c.recall(fold_id)
     if fmt == "gemini":  # a functionResponse's response object, as the history held it
         whole = json.loads(whole)["result"]
@@ -66,8 +68,13 @@ def test_a_json_tool_result_cut_in_the_middle_stays_the_json_it_was() -> None:
     assert cut["exit_code"] == 1 and cut["error"] is None
     assert cut["output"].startswith("[00000] compiling module_0.c")
     assert cut["output"].endswith("undefined symbol main\n")
-    (fold_id,) = set(re.findall(r"tokens cut[^\]]*id=(cf[0-9a-f]{12})", cut["output"]))
+    (fold_id,) = set(re.findall(r"cut the middle .*id=(cf[0-9a-f]{12})", "\n".join(r.notes)))
     assert c.recall(fold_id) == msgs[-1]["content"]
+    # Where the model has the recall tool, the marker inside the output names the id.
+    rc = cf.Compactor(budget=4_000, provider="openai", recoverable=True)
+    named = json.loads(rc.compact(msgs).messages[-1]["content"])["output"]
+    (named_id,) = set(re.findall(r"tokens cut[^\]]*id=(cf[0-9a-f]{12}), contextfold_recall", named))
+    assert rc.recall(named_id) == msgs[-1]["content"]
     assert r.tokens_after <= 4_000
 
 
@@ -136,7 +143,8 @@ def test_where_only_the_floor_fits_a_history_without_a_summary_comes_back_instea
     assert shape_problems(r.messages, fmt) == []
     text = json.dumps(r.messages)
     assert "Fix the failing test" in text and "Book the cheapest flight" in text
-    assert "folded" in text, "a marker says that messages were folded"
+    seen = json.dumps(r.messages, ensure_ascii=False)
+    assert re.search(r"\[(\d+ (earlier )?messages folded|…\])", seen), "a marker says that messages were folded"
     # Below the floor it still raises, saying by how much.
     with pytest.raises(cf.CompactionBudgetError, match="alone take"):
         cf.Compactor(budget=floor - 20, provider=PROVIDER[fmt], system=system, wire_format=fmt).compact(msgs)

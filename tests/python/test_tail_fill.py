@@ -214,7 +214,9 @@ def test_a_round_too_large_for_what_the_summary_left_joins_the_tail_cut(monkeypa
             if m:
                 cuts += 1
                 assert c.recall(m.group(2)) == messages[int(m.group(1))]["content"]
-                assert any(m.group(2) in str(x.get("content")) for x in r.messages)
+                # (The harness's model has no recall tool: the marker names no id.)
+                assert not any(m.group(2) in str(x.get("content")) for x in r.messages)
+                assert any(re.search(r"tokens cut( from the middle \.\.\.)?\]", str(x.get("content"))) for x in r.messages)
     assert cuts >= 1
 
 
