@@ -28,6 +28,7 @@ mod clip;
 mod forms;
 mod json_compact;
 mod pack;
+mod traceback;
 mod units;
 
 use clip::{clip, clip_ends};
@@ -160,9 +161,13 @@ fn outcome_of(text: Cow<'_, str>) -> Outcome<'_> {
     let err = o.failure();
     // A JSON result is shown compactly: every value in about half the characters
     // (`json_compact`).
+    // A failed run's Python traceback is shown by its ends (`traceback::condense`).
     let body = match json_compact::compact(&o.body) {
         Some(c) => Cow::Owned(c),
-        None => o.body,
+        None => match err.then(|| traceback::condense(&o.body)).flatten() {
+            Some(c) => Cow::Owned(c),
+            None => o.body,
+        },
     };
     Outcome {
         err,

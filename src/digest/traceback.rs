@@ -1,0 +1,161 @@
+//! A Python traceback in a failed run's output, shown by its ends: the outermost frame (where
+//! the agent's own script called in) and the innermost (where the exception was raised), each
+//! with its source line, then the exception. The frames between are counted, not shown.
+//!
+//! A digest shows an error clipped to a number of characters. A Django reproduction's
+//! traceback runs 10-20 frames through the framework (`utils.py, line 84, in _execute ...`),
+//! and a head-and-end clip kept the first frames and the exception where the script's own
+//! line (`reproduce_issue.py, line 42`) and the chained exception's message sat in the cut.
+
+/// The line that opens a traceback.
+const HEADER: &str = "Traceback (most recent call last):";
+
+/// Frames kept at each end of a traceback; a traceback of fewer frames than both ends plus one
+/// is left as it is (nothing would be saved).
+const ENDS: usize = 1;
+
+/// Whether a line opens a frame: `  File "path", line N, in name`.
+fn is_frame(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("File \"") && t.contains("\", line ")
+}
+
+/// `text` with the middle frames of each Python traceback in it replaced by one line saying
+/// how many were left out; None when no traceback has frames to leave out.
+pub(super) fn condense(text: &str) -> Option<String> {
+    if !text.contains(HEADER) {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() != HEADER {
+            out.push_str(lines[i]);
+            out.push('\n');
+            i += 1;
+            continue;
+        }
+        out.push_str(lines[i]);
+        out.push('\n');
+        i += 1;
+        // Frames: a `File` line and the more indented lines after it (the source line, the
+        // carets under it), up to the first line that is neither (the exception).
+        let mut frames: Vec<(usize, usize)> = Vec::new();
+        while i < lines.len() && is_frame(lines[i]) {
+            let start = i;
+            let indent = lines[i].len() - lines[i].trim_start().len();
+            i += 1;
+            while i < lines.len()
+                && !is_frame(lines[i])
+                && !lines[i].trim().is_empty()
+                && lines[i].len() - lines[i].trim_start().len() > indent
+            {
+                i += 1;
+            }
+            frames.push((start, i));
+        }
+        let keep = |out: &mut String, (a, b): (usize, usize)| {
+            for line in &lines[a..b] {
+                out.push_str(line);
+                out.push('\n');
+            }
+        };
+        if frames.len() > 2 * ENDS + 1 {
+            changed = true;
+            for &f in &frames[..ENDS] {
+                keep(&mut out, f);
+            }
+            let left_out = frames.len() - 2 * ENDS;
+            out.push_str(&format!("  [... {left_out} frames ...]\n"));
+            for &f in &frames[frames.len() - ENDS..] {
+                keep(&mut out, f);
+            }
+        } else {
+            for &f in &frames {
+                keep(&mut out, f);
+            }
+        }
+    }
+    if !changed {
+        return None;
+    }
+    if !text.ends_with('\n') {
+        out.pop();
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHAINED: &str = "\
+Traceback (most recent call last):
+  File \"/testbed/django/db/backends/utils.py\", line 82, in _execute
+    return self.cursor.execute(sql)
+  File \"/testbed/django/db/backends/sqlite3/base.py\", line 414, in execute
+    return Database.Cursor.execute(self, query)
+sqlite3.OperationalError: table \"x\" already exists
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File \"reproduce_issue.py\", line 42, in <module>
+    schema_editor.create_model(ManagementAgent.property_groups.through)
+  File \"/testbed/django/db/backends/base/schema.py\", line 331, in create_model
+    self.execute(sql, params or None)
+  File \"/testbed/django/db/backends/base/schema.py\", line 145, in execute
+    cursor.execute(sql, params)
+  File \"/testbed/django/db/backends/utils.py\", line 66, in execute
+    return self._execute_with_wrappers(sql, params, many=False, executor=self._execute)
+  File \"/testbed/django/db/backends/sqlite3/base.py\", line 414, in execute
+    return Database.Cursor.execute(self, query)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+django.db.utils.OperationalError: table \"x\" already exists
+";
+
+    #[test]
+    fn a_traceback_keeps_the_scripts_frame_the_raising_frame_and_the_exception() {
+        let c = condense(CHAINED).unwrap();
+        // The short chained traceback stays whole; the long one keeps its ends.
+        assert!(c.contains("utils.py\", line 82, in _execute"), "{c}");
+        assert!(
+            c.contains("line 42, in <module>\n    schema_editor.create_model("),
+            "{c}"
+        );
+        assert!(c.contains("  [... 3 frames ...]\n"), "{c}");
+        assert!(c.contains(
+            "line 414, in execute\n    return Database.Cursor.execute(self, query)\n           ^^^"
+        ));
+        assert!(!c.contains("line 331, in create_model"), "{c}");
+        assert!(
+            c.contains("The above exception was the direct cause"),
+            "{c}"
+        );
+        assert!(
+            c.ends_with("django.db.utils.OperationalError: table \"x\" already exists\n"),
+            "{c}"
+        );
+        assert!(c.len() < CHAINED.len() * 3 / 4);
+    }
+
+    #[test]
+    fn text_without_a_long_traceback_is_left_alone() {
+        assert_eq!(condense("ValueError: x\n"), None);
+        let short = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    f()\n  File \"a.py\", line 2, in f\n    g()\n  File \"a.py\", line 3, in g\n    1/0\nZeroDivisionError: division by zero";
+        assert_eq!(condense(short), None);
+        let long = short.replace(
+            "ZeroDivisionError",
+            "  File \"a.py\", line 4, in h\n    x\nZeroDivisionError",
+        );
+        let c = condense(&long).unwrap();
+        assert!(c.ends_with("ZeroDivisionError: division by zero"), "{c}");
+        assert!(
+            c.contains("[... 2 frames ...]")
+                && c.contains("line 1, in <module>")
+                && c.contains("line 4, in h")
+        );
+    }
+}
