@@ -194,6 +194,7 @@ fn is_path(t: &str) -> bool {
     if t.len() < 3 || t.len() > 160 || t.starts_with("//") || t.contains("://") {
         return false;
     }
+    let rooted = t.starts_with(['/', '~', '.']) || t.ends_with('/');
     let t = t.trim_start_matches("./");
     let valid = t
         .bytes()
@@ -204,11 +205,18 @@ fn is_path(t: &str) -> bool {
     let has_ext = t.rsplit_once('.').is_some_and(|(stem, ext)| {
         !stem.is_empty() && !stem.ends_with('/') && is_path_extension(ext)
     });
+    // Without an extension a path is known by its directories: two or more named ones, none a
+    // single character (`sed` addresses `/pass/d` and `s/print`, `N/A`), and, unless it opens
+    // at a root (`/`, `~`, `./`) or ends with `/`, three or more (`True/False`, `try/except`).
+    let segments: Vec<&str> = t.split('/').filter(|s| !s.is_empty()).collect();
     let dir_like = t.contains('/')
-        && t.split('/')
+        && segments
+            .iter()
             .filter(|s| s.bytes().any(|c| c.is_ascii_alphabetic()))
             .count()
-            >= 2;
+            >= 2
+        && segments.iter().all(|s| s.len() >= 2)
+        && (rooted || segments.len() >= 3);
     has_ext || dir_like
 }
 
@@ -983,6 +991,31 @@ mod tests {
             found_by(reference_scan::scan, texts),
             "{texts:?}"
         );
+    }
+
+    #[test]
+    fn sed_addresses_and_word_pairs_are_no_paths() {
+        // Paths without an extension are known by their directories; `sed` expressions and
+        // prose pairs filled a SWE fold's index with `N/A`, `/pass/d`, `s/print`, `try/except`.
+        let text = "sed -i '/pass/d' x; sed 's/print/log/' y; N/A, True/False, try/except, \
+                    list/queryset, RelatedIn.as_sql/d, but /testbed/django, \
+                    django/db/models/sql/, astropy/io/fits and /build/out";
+        let paths: Vec<String> = kinds(text)
+            .into_iter()
+            .filter(|(k, _)| *k == Kind::Path)
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "/testbed/django",
+                "django/db/models/sql/",
+                "astropy/io/fits",
+                "/build/out"
+            ],
+            "{paths:?}"
+        );
+        as_first_written(&[text]);
     }
 
     #[test]

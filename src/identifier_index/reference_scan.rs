@@ -17,6 +17,7 @@ fn is_path(t: &str) -> bool {
     if t.len() < 3 || t.len() > 160 || t.starts_with("//") || t.contains("://") {
         return false;
     }
+    let rooted = t.starts_with('/') || t.starts_with('~') || t.starts_with('.') || t.ends_with('/');
     let t = t.trim_start_matches("./");
     let valid = t
         .bytes()
@@ -27,11 +28,15 @@ fn is_path(t: &str) -> bool {
     let has_ext = t.rsplit_once('.').is_some_and(|(stem, ext)| {
         !stem.is_empty() && !stem.ends_with('/') && PATH_EXTENSIONS.contains(&ext)
     });
+    let segments: Vec<&str> = t.split('/').filter(|s| !s.is_empty()).collect();
+    let named = segments
+        .iter()
+        .filter(|s| s.bytes().any(|c| c.is_ascii_alphabetic()))
+        .count();
     let dir_like = t.contains('/')
-        && t.split('/')
-            .filter(|s| s.bytes().any(|c| c.is_ascii_alphabetic()))
-            .count()
-            >= 2;
+        && named >= 2
+        && segments.iter().all(|s| s.len() >= 2)
+        && (rooted || segments.len() >= 3);
     has_ext || dir_like
 }
 
