@@ -65,14 +65,18 @@ pub struct Ident {
 impl Ident {
     fn score(&self) -> f64 {
         // Carried identifiers already won a place once: they go first, in their old order.
-        let carried = if self.carried { 1_000.0 } else { 0.0 };
-        // Code symbols abound in file dumps: an exact path, id or error says more.
-        let kind = match self.kind {
-            Kind::Symbol => 0.6,
-            Kind::Key => 0.8,
-            _ => 1.0,
+        // Then every other kind before code symbols: symbols abound in file dumps, and an
+        // exact path, id or error says more (a SWE fold's index held 150 symbols, most of its
+        // tokens, beside the ids and paths the questions about it ask for).
+        let tier = if self.carried {
+            1_000.0
+        } else if self.kind == Kind::Symbol {
+            0.0
+        } else {
+            100.0
         };
-        carried + kind * self.weight.min(12.0) * (0.5 + 0.5 * self.recency)
+        let kind = if self.kind == Kind::Key { 0.8 } else { 1.0 };
+        tier + kind * self.weight.min(12.0) * (0.5 + 0.5 * self.recency)
     }
 }
 
