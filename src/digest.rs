@@ -28,11 +28,12 @@ mod clip;
 mod forms;
 mod json_compact;
 mod pack;
+mod run_summary;
 mod traceback;
 mod units;
 
 use clip::{clip, clip_ends};
-use forms::{Call, Clipped, Command, Forms, Outcome, Request, CONCLUSION_PLAN};
+use forms::{Call, Clipped, Command, Forms, Outcome, Request, CONCLUSION_PLAN, RESULT_HEAD_SHARE};
 use units::Entry;
 
 /// Options of a digest.
@@ -161,18 +162,31 @@ fn outcome_of(text: Cow<'_, str>) -> Outcome<'_> {
     let err = o.failure();
     // A JSON result is shown compactly: every value in about half the characters
     // (`json_compact`).
-    // A failed run's Python traceback is shown by its ends (`traceback::condense`).
-    let body = match json_compact::compact(&o.body) {
-        Some(c) => Cow::Owned(c),
-        None => match err.then(|| traceback::condense(&o.body)).flatten() {
-            Some(c) => Cow::Owned(c),
-            None => o.body,
-        },
+    // A failed run's Python traceback is shown by its ends (`traceback::condense`); a test
+    // run, up to its runner's verdict (`run_summary`).
+    let (body, verdict) = match json_compact::compact(&o.body) {
+        Some(c) => (Cow::Owned(c), false),
+        None => {
+            let body = match err.then(|| traceback::condense(&o.body)).flatten() {
+                Some(c) => Cow::Owned(c),
+                None => o.body,
+            };
+            match (run_summary::up_to_summary(&body).map(str::len), body) {
+                (Some(n), Cow::Borrowed(b)) => (Cow::Borrowed(&b[..n]), true),
+                (Some(n), Cow::Owned(mut b)) => {
+                    b.truncate(n);
+                    (Cow::Owned(b), true)
+                }
+                (None, body) => (body, false),
+            }
+        }
     };
     Outcome {
         err,
         code: o.code,
         text: Some(body),
+        // A run shown up to its verdict keeps its end only: the verdict is what it said.
+        head_share: if verdict { 0.0 } else { RESULT_HEAD_SHARE },
     }
 }
 
@@ -332,6 +346,7 @@ impl<'a> Builder<'a> {
                 text: None,
                 code: None,
                 err: false,
+                head_share: RESULT_HEAD_SHARE,
             },
             outcome_of,
         );

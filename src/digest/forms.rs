@@ -132,7 +132,13 @@ pub(super) struct Outcome<'a> {
     pub(super) text: Option<Cow<'a, str>>,
     pub(super) code: Option<i64>,
     pub(super) err: bool,
+    /// The share of a clipped result taken from its head (`RESULT_HEAD_SHARE`, or none for a
+    /// test run shown up to its verdict: `run_summary`).
+    pub(super) head_share: f64,
 }
+
+/// The share of a clipped result taken from its head: the last lines say how it ended.
+pub(super) const RESULT_HEAD_SHARE: f64 = 0.35;
 
 impl Outcome<'_> {
     /// `ok: …` / `error: …` with `chars` characters of the result (its head and, more, its
@@ -150,7 +156,7 @@ impl Outcome<'_> {
             }
         }
         if chars > 0 {
-            s.push_str(&clip_ends(body, chars, 0.35));
+            s.push_str(&clip_ends(body, chars, self.head_share));
         }
         if s.is_empty() {
             s.push_str(if body.trim().is_empty() {
@@ -165,7 +171,7 @@ impl Outcome<'_> {
     fn whole(&self, chars: usize) -> bool {
         self.text
             .as_deref()
-            .is_none_or(|t| chars == 0 || is_whole(t, chars, 0.35))
+            .is_none_or(|t| chars == 0 || is_whole(t, chars, self.head_share))
     }
 }
 

@@ -307,6 +307,7 @@ mod tests {
                     text: Some(Cow::Borrowed(t.as_str())),
                     code: None,
                     err: false,
+                    head_share: super::super::forms::RESULT_HEAD_SHARE,
                 },
                 shortest: Default::default(),
             };
@@ -318,6 +319,7 @@ mod tests {
                     text: Some(Cow::Borrowed(t.as_str())),
                     code: None,
                     err: true,
+                    head_share: super::super::forms::RESULT_HEAD_SHARE,
                 },
             };
             let e = Entry::lazy(Section::Errors, Box::new(command()));
