@@ -238,6 +238,45 @@ def test_commands_keep_their_end_and_no_line_is_cut_at_40_characters() -> None:
     assert "5680 passed, 0 failures" in r.summary
 
 
+def _heldout(name: str) -> Fixture:
+    fixtures = load_fixtures([PROBES / "heldout.refs.json"], data_dir=SHARED)
+    return next(f for f in fixtures if name in f.name)
+
+
+def _compacted_at_the_naive_budget(fx: Fixture) -> cf.CompactionResult:
+    budget = _core.estimate(naive_cut(fx.messages), provider="openai", tools=fx.tools)
+    return cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0).compact(fx.messages)
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out SWE runs)")
+def test_a_folded_test_run_keeps_its_verdict_not_its_teardown() -> None:
+    """django-16263 folds 139 messages into a 7,000-token room. Its run of the annotations suite
+    ends `Ran 82 tests in 0.094s / OK (skipped=2)` and then three `Destroying test database for
+    alias 'default'...` lines; the shortest form of the call kept the end of those."""
+    r = _compacted_at_the_naive_budget(_heldout("django-16263"))
+    line = next(ln for ln in (r.summary or "").splitlines() if "runtests.py annotations" in ln)
+    assert "Ran 82 tests" in line and "OK (skipped=2)" in line, line
+    assert "Destroying test database" not in line, line
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out SWE runs)")
+def test_a_folded_traceback_keeps_the_scripts_line_and_the_exception() -> None:
+    """django-14351's reproduction fails with a chained traceback of 17 frames through Django's
+    database layer; the error line kept the framework's first frames. Now the script's own frame
+    (`reproduce_issue.py`, line 42), the raising one, the exception, and the count between."""
+    summary = _compacted_at_the_naive_budget(_heldout("django-14351")).summary or ""
+    errors = summary.split("## Errors", 1)[1].split("\n## ", 1)[0]
+    line = next(ln for ln in errors.splitlines() if "already exists" in ln)
+    assert re.search(r'reproduce_issue\.py", line 42, in <module>', line), line
+    assert re.search(r"\[\.\.\. \d+ frames \.\.\.\]", line), line
+    assert 'line 331, in create_model' not in line, line
+    assert line.rstrip().endswith('already exists'), line
+    # The index holds no `sed` address or word pair as a path.
+    index = summary.split(_core.IDENTIFIER_INDEX_HEADING, 1)[1]
+    paths = next(ln for ln in index.splitlines() if ln.startswith("- paths: "))
+    assert not {"/pass/d", "s/print", "N/A", "try/except", "True/False"} & set(paths[9:].split(", ")), paths
+
+
 # The bundled SWE runs as a tool-calling agent writes them: each command a `terminal` call, each
 # observation its result in the wrapper of `terminal_agent.STYLES`.
 SWE_INLINE = [fx for fx in inline_fixtures() if "swe" in fx.name]
