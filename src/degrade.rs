@@ -330,4 +330,23 @@ mod tests {
         let broken = format!("{{\"output\": \"{}", "x ".repeat(3_000));
         assert!(cut_text(&broken, 200, &est, true).is_some());
     }
+
+    #[test]
+    fn a_colored_test_run_is_cut_though_its_json_escapes_outgrow_its_bytes() {
+        // pytest's ANSI colours are 1 byte each in the text and 6 (`\u001b`) in the request:
+        // a cut to 88% of the tokens is smaller than the JSON it replaces, not than the raw
+        // bytes, and the lower bound alone refused it (astropy-14369's 9,074-byte run).
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let text = format!(
+            "platform linux -- Python 3.9.20\n{}\n{}\n\u{1b}[32m732 passed\u{1b}[0m in 1.06s",
+            "collected 732 items, running tests in astropy/units/tests/test_format.py ".repeat(40),
+            "\u{1b}[32m.\u{1b}[0m".repeat(1_500)
+        );
+        let msgs = [Message::text("user", &text)];
+        let price = est.message(&msgs[0]);
+        for keep in [price / 2, price * 7 / 8] {
+            let (_, _, whole) = cut_middle(&msgs, 0, keep, &est, false).expect("a cut");
+            assert_eq!(whole, text);
+        }
+    }
 }

@@ -11,8 +11,8 @@ use std::borrow::Cow;
 
 use super::dialect::Dialect;
 use super::edit::{
-    if_smaller, image_bytes, json_string, object_of, plain_text, result_parts_bytes, CallAt,
-    Change, Step, Written,
+    if_smaller, if_smaller_parts, image_bytes, json_string, object_of, plain_text, CallAt, Change,
+    Step, Written,
 };
 use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Shape, Src};
@@ -135,8 +135,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             let Part::ToolResult { content, .. } = msg.parts().get(*k)? else {
                 return None;
             };
-            if_smaller(
-                result_parts_bytes(content)?,
+            if_smaller_parts(
+                content,
                 vec![Step::Key("content"), Step::Index(*k), Step::Key("content")],
                 json_string(text),
             )

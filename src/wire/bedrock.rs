@@ -13,7 +13,7 @@ use super::anthropic::object_arguments;
 use super::dialect::Dialect;
 use super::edit::role_and_text_list;
 use super::edit::{
-    if_smaller, image_bytes, object_of, one_text_part, plain_text, result_parts_bytes, CallAt,
+    if_smaller, if_smaller_parts, image_bytes, object_of, one_text_part, plain_text, CallAt,
     Change, Step, Written,
 };
 use super::fields::{image_data, image_source, json_or_str, opaque, opt_id, PartReader, Reader};
@@ -109,8 +109,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 return None;
             };
             let value = one_text_part(text);
-            if_smaller(
-                result_parts_bytes(content)?,
+            if_smaller_parts(
+                content,
                 vec![
                     Step::Key("content"),
                     Step::Index(*k),

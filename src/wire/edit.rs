@@ -118,7 +118,9 @@ pub(crate) fn plain_text(
     list: Option<&dyn Fn(&str) -> String>,
 ) -> Option<Written> {
     let (old_min, value) = match &msg.content {
-        crate::message::Content::Text(old) => (string_bytes(old), json_string(text)),
+        crate::message::Content::Text(old) => {
+            return if_smaller_string(old, vec![Step::Key(key)], json_string(text));
+        }
         crate::message::Content::Parts(parts) if !parts.is_empty() => {
             let old = text_parts_bytes(parts)?;
             let value = match list {
@@ -155,16 +157,41 @@ pub(crate) fn text_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
 /// A lower bound on the JSON bytes of a tool result's content of text and image blocks (a
 /// screenshot a tool returned is old tool output like its text); None for any other block.
 pub(crate) fn result_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
+    parts_bytes(parts, |t| t.len() + 2)
+}
+
+/// `result_parts_bytes` with each text at its exact escaped size (O(bytes): read only where
+/// the O(1) bound refused an edit, see `if_smaller_string`).
+fn result_parts_escaped_bytes(parts: &[Part<'_>]) -> Option<usize> {
+    parts_bytes(parts, crate::json_string::json_string_len)
+}
+
+fn parts_bytes(parts: &[Part<'_>], text_bytes: impl Fn(&str) -> usize) -> Option<usize> {
     // The smallest image block of any format: `{"image":{}}` and its source.
     const IMAGE_MIN: usize = 12;
     parts
         .iter()
         .map(|p| match p {
-            Part::Text(t) => Some(t.len() + 2),
+            Part::Text(t) => Some(text_bytes(t)),
             Part::Image(img) => Some(IMAGE_MIN + source_bytes(&img.source)),
             _ => None,
         })
         .sum()
+}
+
+/// `if_smaller` for a tool result's content `parts` (`result_parts_bytes`, then, where that
+/// bound refuses, the texts' exact escaped sizes). None when the content holds other blocks.
+pub(crate) fn if_smaller_parts(
+    parts: &[Part<'_>],
+    path: Vec<Step>,
+    value: String,
+) -> Option<Written> {
+    if value.len() < result_parts_bytes(parts)? || value.len() < result_parts_escaped_bytes(parts)?
+    {
+        Some((path, value))
+    } else {
+        None
+    }
 }
 
 /// A lower bound on the JSON bytes of an image's source value (`0` when it has none).
@@ -189,4 +216,17 @@ pub(crate) fn image_bytes(msg: &Message<'_>, part: usize, skeleton: &str) -> Opt
 /// replaces: an edit never grows a request.
 pub(crate) fn if_smaller(old_min: usize, path: Vec<Step>, value: String) -> Option<Written> {
     (value.len() < old_min).then_some((path, value))
+}
+
+/// `if_smaller` for a string value `old`: against its lower bound first (`string_bytes`,
+/// O(1): a placeholder for a large output passes there), else against its exact escaped size.
+/// A text full of control characters (a test run's ANSI colours, `\u001b` in JSON: 6 bytes
+/// for 1) cut to 88% of its tokens is larger than its raw bytes, though smaller than what it
+/// replaces: the lower bound alone refused every cut of a 9,074-byte pytest output.
+pub(crate) fn if_smaller_string(old: &str, path: Vec<Step>, value: String) -> Option<Written> {
+    if value.len() < string_bytes(old) || value.len() < crate::json_string::json_string_len(old) {
+        Some((path, value))
+    } else {
+        None
+    }
 }

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use super::dialect::Dialect;
 use super::edit::{
-    if_smaller, image_bytes, json_string, object_of, plain_text, string_bytes, CallAt, Change,
+    if_smaller, if_smaller_string, image_bytes, json_string, object_of, plain_text, CallAt, Change,
     Step, Written,
 };
 use super::fields::{
@@ -154,11 +154,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             let Content::Text(old) = &msg.content else {
                 return None;
             };
-            if_smaller(
-                string_bytes(old),
-                vec![Step::Key("content")],
-                json_string(text),
-            )
+            if_smaller_string(old, vec![Step::Key("content")], json_string(text))
         }
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
@@ -170,8 +166,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             json,
         } => {
             let old = msg.tool_calls.get(*j)?;
-            if_smaller(
-                string_bytes(&old.arguments),
+            if_smaller_string(
+                &old.arguments,
                 vec![
                     Step::Key("tool_calls"),
                     Step::Index(*j),

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use super::dialect::Dialect;
 use super::edit::{
-    if_smaller, image_bytes, json_string, object_of, plain_text, string_bytes, CallAt, Change,
+    if_smaller, if_smaller_string, image_bytes, json_string, object_of, plain_text, CallAt, Change,
     Step, Written,
 };
 use super::fields::{detail, invalid, json_or_str, opaque, opt_id, text_field, PartReader, Reader};
@@ -150,11 +150,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 return None;
             };
             msg.tool_call_id?;
-            if_smaller(
-                string_bytes(old),
-                vec![Step::Key("output")],
-                json_string(text),
-            )
+            if_smaller_string(old, vec![Step::Key("output")], json_string(text))
         }
         // A message item (`{"role", "content": ...}`), never a function_call_output.
         Change::Text { text } if msg.tool_call_id.is_none() => {
@@ -170,8 +166,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             json,
         } => {
             let old = msg.tool_calls.first()?;
-            if_smaller(
-                string_bytes(&old.arguments),
+            if_smaller_string(
+                &old.arguments,
                 vec![Step::Key("arguments")],
                 json_string(json),
             )

@@ -308,14 +308,55 @@ def test_masking_gives_back_what_it_freed_beyond_the_budget_newest_output_first(
 
 
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (SWE runs)")
-def test_a_masked_output_with_nothing_to_cut_lets_an_older_one_come_back_whole() -> None:
+def test_masking_gives_back_the_newest_outputs_and_cuts_a_colored_test_run() -> None:
     """django-13551 at 70%: after the newest masked output came back, the next (1,129 tokens
-    for the 1,099 left) had no cut that fit, and the give-back stopped there (89% of the
-    budget) though the 942-token output before it fitted whole."""
+    for the 1,099 left, a pytest run in ANSI colours) had no cut that fit, and the give-back
+    stopped there at 89% of the budget. Older outputs that fit whole then came back (the 942
+    tokens before it), and now the run itself is cut: its escapes (`\\u001b`, 6 bytes for 1)
+    had made every cut look larger than the raw text it replaced."""
     r, budget = _compact_share("mini-swe-agent-gemini3", "django-13551", 0.7)
     assert r.strategy_used == "mask"
     assert r.tokens_after >= 0.95 * budget, (r.tokens_after, budget, r.notes)
-    assert any("messages 19, 25 kept whole" in n for n in r.notes), r.notes
+    assert any("message 25 kept whole" in n for n in r.notes), r.notes
+    assert any("message 21 kept with its middle cut" in n for n in r.notes), r.notes
+
+
+def test_a_masked_output_with_nothing_to_cut_lets_an_older_one_come_back_whole() -> None:
+    """An Anthropic history whose middle tool result holds an image beside its text (no middle
+    cut can be written for it) between two text results: masking left room for the newest and
+    the oldest but not the middle one, and the give-back goes past it to the oldest, whole or
+    cut (it had stopped at the first message with no cut that fits)."""
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+    def words(n: int, tag: str) -> str:
+        return " ".join(f"{tag}{k} value={k * 7} ok" for k in range(n))
+    msgs: list[dict] = [{"role": "user", "content": "Fix the failing build in src/app and report what changed."}]
+    for k, body in enumerate([words(150, "old"), None, words(90, "new")]):
+        msgs.append({"role": "assistant", "content": [
+            {"type": "text", "text": f"Step {k}."},
+            {"type": "tool_use", "id": f"t{k}", "name": "run", "input": {"cmd": f"make step{k}"}}]})
+        content: object = body if body is not None else [
+            {"type": "text", "text": words(400, "mid")},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}]
+        msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": content}]})
+    for k in range(6):
+        msgs.append({"role": "assistant", "content": f"Working on part {k}: " + words(20, "p")})
+        msgs.append({"role": "user", "content": f"Continue with part {k}, please."})
+    each = cf.estimate_each(msgs, provider="anthropic")
+    checked = 0
+    # Budgets where the oldest result fits at least cut, and the middle one does not fit whole
+    # (the newest is given back first where it was masked).
+    masked_all = cf.estimate(msgs, provider="anthropic") - each[2] - each[4] - each[6]
+    for budget in range(masked_all + each[6] + each[2] // 2, masked_all + each[6] + each[2] + each[4] // 2, 100):
+        r = cf.Compactor(budget=budget, provider="anthropic", strategy="hybrid", min_free_share=0.0,
+                         wire_format="anthropic").compact(msgs)
+        assert r.strategy_used == "mask" and r.tokens_after <= budget
+        if 4 not in {p.index for p in r.pruned}:
+            continue
+        checked += 1
+        notes = " ".join(r.notes)
+        assert re.search(r"messages? 2(, 6)? kept whole|message 2 kept with its middle cut", notes), (budget, r.notes)
+    assert checked >= 3
 
 
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (SWE runs)")
