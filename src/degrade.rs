@@ -342,11 +342,15 @@ mod tests {
             "collected 732 items, running tests in astropy/units/tests/test_format.py ".repeat(40),
             "\u{1b}[32m.\u{1b}[0m".repeat(1_500)
         );
-        let msgs = [Message::text("user", &text)];
-        let price = est.message(&msgs[0]);
-        for keep in [price / 2, price * 7 / 8] {
-            let (_, _, whole) = cut_middle(&msgs, 0, keep, &est, false).expect("a cut");
-            assert_eq!(whole, text);
+        // As a string, and as a list of text parts (an Anthropic user turn).
+        let mut parts = Message::text("user", "");
+        parts.content = Content::Parts(vec![Part::Text(Cow::Borrowed(text.as_str()))]);
+        for msgs in [[Message::text("user", &text)], [parts]] {
+            let price = est.message(&msgs[0]);
+            for keep in [price / 2, price * 7 / 8] {
+                let (_, _, whole) = cut_middle(&msgs, 0, keep, &est, false).expect("a cut");
+                assert_eq!(whole, text);
+            }
         }
     }
 }

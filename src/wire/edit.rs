@@ -6,7 +6,7 @@
 //! replacement as compact JSON in that format. Applying an edit is a copy-on-write assignment
 //! along the path; no key is ever added (the last step names a key the message already has).
 
-use crate::json_string::push_json_string;
+use crate::json_string::{json_string_len, push_json_string};
 use crate::message::{ImageSource, Message, Part};
 
 /// What an edit does at its path inside a message.
@@ -117,21 +117,24 @@ pub(crate) fn plain_text(
     text: &str,
     list: Option<&dyn Fn(&str) -> String>,
 ) -> Option<Written> {
-    let (old_min, value) = match &msg.content {
+    match &msg.content {
         crate::message::Content::Text(old) => {
-            return if_smaller_string(old, vec![Step::Key(key)], json_string(text));
+            if_smaller_string(old, vec![Step::Key(key)], json_string(text))
         }
         crate::message::Content::Parts(parts) if !parts.is_empty() => {
-            let old = text_parts_bytes(parts)?;
             let value = match list {
                 Some(list) => list(text),
                 None => json_string(text),
             };
-            (old, value)
+            if_smaller_than(
+                text_parts_bytes(parts)?,
+                || parts_bytes(parts, false, json_string_len),
+                vec![Step::Key(key)],
+                value,
+            )
         }
-        _ => return None,
-    };
-    if_smaller(old_min, vec![Step::Key(key)], value)
+        _ => None,
+    }
 }
 
 /// A lower bound on the compact JSON bytes of a string value `text`: its UTF-8 and two quotes
@@ -145,53 +148,48 @@ pub(crate) fn string_bytes(text: &str) -> usize {
 /// `None` when the content holds anything but text (an image, a server tool's structured
 /// result): such a result is not replaced by a plain text.
 pub(crate) fn text_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
-    parts
-        .iter()
-        .map(|p| match p {
-            Part::Text(t) => Some(t.len() + 2),
-            _ => None,
-        })
-        .sum()
+    parts_bytes(parts, false, |t| t.len() + 2)
 }
 
 /// A lower bound on the JSON bytes of a tool result's content of text and image blocks (a
 /// screenshot a tool returned is old tool output like its text); None for any other block.
 pub(crate) fn result_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
-    parts_bytes(parts, |t| t.len() + 2)
+    parts_bytes(parts, true, |t| t.len() + 2)
 }
 
-/// `result_parts_bytes` with each text at its exact escaped size (O(bytes): read only where
-/// the O(1) bound refused an edit, see `if_smaller_string`).
-fn result_parts_escaped_bytes(parts: &[Part<'_>]) -> Option<usize> {
-    parts_bytes(parts, crate::json_string::json_string_len)
-}
-
-fn parts_bytes(parts: &[Part<'_>], text_bytes: impl Fn(&str) -> usize) -> Option<usize> {
+/// The bytes of `parts` with each text priced by `text_bytes` (its lower bound, or its exact
+/// escaped size); images count with `images` (their smallest block and source), else they and
+/// any other block give None.
+fn parts_bytes(
+    parts: &[Part<'_>],
+    images: bool,
+    text_bytes: impl Fn(&str) -> usize,
+) -> Option<usize> {
     // The smallest image block of any format: `{"image":{}}` and its source.
     const IMAGE_MIN: usize = 12;
     parts
         .iter()
         .map(|p| match p {
             Part::Text(t) => Some(text_bytes(t)),
-            Part::Image(img) => Some(IMAGE_MIN + source_bytes(&img.source)),
+            Part::Image(img) if images => Some(IMAGE_MIN + source_bytes(&img.source)),
             _ => None,
         })
         .sum()
 }
 
-/// `if_smaller` for a tool result's content `parts` (`result_parts_bytes`, then, where that
-/// bound refuses, the texts' exact escaped sizes). None when the content holds other blocks.
+/// `if_smaller` for a tool result's content `parts` (`result_parts_bytes`, then its texts'
+/// exact escaped sizes). None when the content holds other blocks.
 pub(crate) fn if_smaller_parts(
     parts: &[Part<'_>],
     path: Vec<Step>,
     value: String,
 ) -> Option<Written> {
-    if value.len() < result_parts_bytes(parts)? || value.len() < result_parts_escaped_bytes(parts)?
-    {
-        Some((path, value))
-    } else {
-        None
-    }
+    if_smaller_than(
+        result_parts_bytes(parts)?,
+        || parts_bytes(parts, true, json_string_len),
+        path,
+        value,
+    )
 }
 
 /// A lower bound on the JSON bytes of an image's source value (`0` when it has none).
@@ -218,15 +216,26 @@ pub(crate) fn if_smaller(old_min: usize, path: Vec<Step>, value: String) -> Opti
     (value.len() < old_min).then_some((path, value))
 }
 
-/// `if_smaller` for a string value `old`: against its lower bound first (`string_bytes`,
-/// O(1): a placeholder for a large output passes there), else against its exact escaped size.
-/// A text full of control characters (a test run's ANSI colours, `\u001b` in JSON: 6 bytes
-/// for 1) cut to 88% of its tokens is larger than its raw bytes, though smaller than what it
-/// replaces: the lower bound alone refused every cut of a 9,074-byte pytest output.
+/// `if_smaller` for a string value `old` (`string_bytes`, then its exact escaped size).
 pub(crate) fn if_smaller_string(old: &str, path: Vec<Step>, value: String) -> Option<Written> {
-    if value.len() < string_bytes(old) || value.len() < crate::json_string::json_string_len(old) {
-        Some((path, value))
-    } else {
-        None
-    }
+    if_smaller_than(
+        string_bytes(old),
+        || Some(json_string_len(old)),
+        path,
+        value,
+    )
+}
+
+/// `if_smaller` against the O(1) lower bound `old_min` first (a placeholder for a large output
+/// passes there), then, where the bound refuses, against `exact()`, the replaced value's
+/// escaped size (O(bytes)). A text full of control characters (a test run's ANSI colours,
+/// `\u001b` in JSON: 6 bytes for 1) cut to 88% of its tokens is larger than its raw bytes, though
+/// smaller than what it replaces: the bound alone refused every cut of a 9,074-byte pytest output.
+fn if_smaller_than(
+    old_min: usize,
+    exact: impl FnOnce() -> Option<usize>,
+    path: Vec<Step>,
+    value: String,
+) -> Option<Written> {
+    (value.len() < old_min || exact().is_some_and(|e| value.len() < e)).then_some((path, value))
 }
