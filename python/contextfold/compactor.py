@@ -101,6 +101,13 @@ def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
     return convert_to_messages([message])[0]
 
 
+def _holds_every_rule(text: str | None, span: list[Any], previous: str | None) -> bool:
+    """Whether ``text`` holds whole every standing rule of ``span`` and of ``previous`` (the
+    summary folded with it)."""
+    rules = _core.standing_rules(span, previous=previous) if span else []
+    return all(r in (text or "") for r in rules)
+
+
 def _assemble(run: CompactionRun, base: list[Any], text: str, native: tuple[Any, ...], fold_line: str) -> list[Any]:
     """The compacted history: head, kept messages, the summary (wrapped in its markers, as a
     message of the plan's role or merged into the tail message the plan names; or the provider's
@@ -655,9 +662,7 @@ class Compactor(RecoverableFolds):
     def _rules_whole(self, text: str | None, run: CompactionRun) -> bool:
         """Whether ``text`` (a summary of the plan's fold) holds every standing rule of the fold
         and of the summary folded with it whole."""
-        span = [run.msgs[i] for i in run.plan["folded"]]
-        rules = _core.standing_rules(span, previous=run.plan["previous_summary"]) if span else []
-        return all(r in (text or "") for r in rules)
+        return _holds_every_rule(text, [run.msgs[i] for i in run.plan["folded"]], run.plan["previous_summary"])
 
     def _bare(self, run: CompactionRun, *, whole: bool = False) -> CompactionResult | None:
         """No summary fits: the head, the last user turn and what follows, and a summary of the
@@ -674,7 +679,7 @@ class Compactor(RecoverableFolds):
         def rules(folded: list[int], room: int) -> tuple[str, str] | None:
             span = [msgs[i] for i in folded]
             text = self._rules_text(span, previous, room)
-            if text is None or (whole and not all(r in text for r in _core.standing_rules(span, previous=previous))):
+            if text is None or (whole and not _holds_every_rule(text, span, previous)):
                 return None
             fold_line = self._fold_span(span) if self.recoverable else ""
             return text, f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
