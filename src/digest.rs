@@ -1201,6 +1201,68 @@ mod tests {
         )
     }
 
+    /// The index lists only identifiers the digest's lines do not show: at every room, no
+    /// identifier of the index stands as a whole word above it, and every id of the fold is in
+    /// the digest once the room holds its lines and index whole. (An airline digest's index
+    /// spent a fifth of its 47 tokens on ids its request and call lines showed, and lost the
+    /// profile's other reservation.)
+    #[test]
+    fn an_index_lists_no_identifier_its_lines_show() {
+        let profile = r#"{"user_id": "aarav_garcia_1177", "payment_methods": {"certificate_7473723": {"amount": 150}, "gift_card_8887175": {"amount": 35}}, "reservations": ["M05KNL", "UHDAHF"]}"#;
+        let mut a = Message::empty("assistant");
+        a.tool_calls.push(ToolCall {
+            id: "c1",
+            name: "get_user_details",
+            arguments: Cow::Borrowed(r#"{"user_id":"aarav_garcia_1177"}"#),
+        });
+        let mut r = Message::empty("tool");
+        r.tool_call_id = Some("c1");
+        r.content = Content::Text(Cow::Borrowed(profile));
+        let msgs = vec![
+            Message::text(
+                "user",
+                "My user ID is aarav_garcia_1177 and I want to change reservation M05KNL.",
+            ),
+            a,
+            r,
+            Message::text("assistant", "I found M05KNL and UHDAHF in your profile."),
+        ];
+        let ids = [
+            "aarav_garcia_1177",
+            "M05KNL",
+            "UHDAHF",
+            "certificate_7473723",
+            "gift_card_8887175",
+        ];
+        let whole = |text: &str, id: &str| {
+            text.match_indices(id).any(|(at, _)| {
+                let before = text[..at].chars().next_back();
+                let after = text[at + id.len()..].chars().next();
+                ![before, after]
+                    .iter()
+                    .any(|c| c.is_some_and(|c| c.is_alphanumeric() || c == '_'))
+            })
+        };
+        for room in (60..=400).step_by(20) {
+            let d = digest_within(&msgs, room);
+            let (lines, index) = match d.find(crate::identifier_index::INDEX_HEADING) {
+                Some(at) => d.split_at(at),
+                None => (d.as_str(), ""),
+            };
+            for id in ids {
+                assert!(
+                    !(whole(lines, id) && whole(index, id)),
+                    "{room}: {id} written twice\n{d}"
+                );
+            }
+            if room >= 300 {
+                for id in ids {
+                    assert!(whole(&d, id), "{room}: {id} lost\n{d}");
+                }
+            }
+        }
+    }
+
     fn history<'a>() -> Vec<Message<'a>> {
         let mut v = vec![Message::text(
             "user",
@@ -1606,7 +1668,9 @@ mod tests {
 
     /// A previous digest's long call line is carried as long as the new room holds it: between
     /// the line whole and 240 characters there are steps, so a room that holds most of the line
-    /// is not left two-thirds empty.
+    /// is not left two-thirds empty. What the clipped line no longer shows, the index may list
+    /// (the line's identifiers are the previous summary's): the listing's directories are
+    /// counted in the whole digest.
     #[test]
     fn a_carried_call_line_keeps_what_the_room_holds() {
         let listing: String = (0..400)
@@ -1634,15 +1698,27 @@ mod tests {
                 .unwrap_or_else(|| panic!("{d}"))
                 .chars()
                 .count();
-            (line, est().text(&d))
+            let dirs = (0..400)
+                .filter(|k| {
+                    let dir = format!("/tests/view_tests/app{k}");
+                    d.match_indices(&dir).any(|(at, _)| {
+                        !d[at + dir.len()..].starts_with(|c: char| c.is_ascii_digit())
+                    })
+                })
+                .count();
+            (line, dirs, est().text(&d))
         };
         let whole = listing.chars().count();
-        let (line, used) = carried(2 * est().text(&prev) as u64);
+        let (line, _, used) = carried(2 * est().text(&prev) as u64);
         assert!(line > whole, "{line} of {whole}");
-        // A room of about half the line keeps more than a third of it, and fills most of the room.
+        // A room of about half the line keeps more than a third of its directories, and fills
+        // most of the room.
         let half = (est().text(&prev) / 2.0) as u64;
-        let (line, used_half) = carried(half);
-        assert!(3 * line >= whole, "{line} characters of {whole}");
+        let (line, dirs, used_half) = carried(half);
+        assert!(
+            3 * dirs >= 400,
+            "{dirs} directories ({line} characters of {whole})"
+        );
         assert!(used_half >= 0.7 * half as f64, "{used_half} of {half}");
         assert!(used > used_half);
     }

@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use aho_corasick::AhoCorasick;
+
 #[cfg(test)]
 mod reference_scan;
 mod tokens;
@@ -639,10 +641,25 @@ impl Collector {
         }
     }
 
-    /// Read back the index section of a previous summary: its identifiers carry over.
+    /// Read back a previous summary's identifiers: those of its index carry over (first, in
+    /// their order). Those its sections' lines show (an index leaves them out: `Shown`) are
+    /// read as the oldest thing said, but code symbols: when a line is dropped or clipped, its
+    /// identifiers may still take a place in the index.
     pub fn carry(&mut self, previous: &str) {
         for (kind, text) in parse(previous) {
             self.add(kind, &text, 2.0, 0.0, true);
+        }
+        let body = strip(previous);
+        // From its first section on: the header line says only what was folded ("18 messages").
+        let Some(at) = body.find("\n## ") else {
+            return;
+        };
+        let mut lines = Collector::default();
+        lines.scan(&body[at..], 2.0, 0.0);
+        for f in lines.found {
+            if f.ident.kind != Kind::Symbol {
+                self.add(f.ident.kind, &f.ident.text, 2.0, 0.0, false);
+            }
         }
     }
 
@@ -803,6 +820,18 @@ pub fn prices(idents: &[Ident], est: &Estimator) -> Vec<f64> {
 /// `render` with each identifier's tokens given (`prices`): a digest renders its index once per
 /// packing (up to ten times) over the same identifiers.
 pub fn render_priced(idents: &[Ident], prices: &[f64], est: &Estimator, max_tokens: u64) -> String {
+    render_except(idents, prices, est, max_tokens, &[])
+}
+
+/// `render_priced` without the identifiers flagged in `shown` (`Shown::flags`: those the
+/// summary's own lines already hold); a flag missing counts as not shown.
+pub fn render_except(
+    idents: &[Ident],
+    prices: &[f64],
+    est: &Estimator,
+    max_tokens: u64,
+    shown: &[bool],
+) -> String {
     let budget = max_tokens as f64;
     let header = est.text(INDEX_HEADING) + 2.0;
     if budget <= header + 8.0 {
@@ -811,7 +840,10 @@ pub fn render_priced(idents: &[Ident], prices: &[f64], est: &Estimator, max_toke
     let mut used = header;
     let mut chosen: Vec<&Ident> = Vec::new();
     let mut kinds_used = [false; KINDS.len()];
-    for (id, &tokens) in idents.iter().zip(prices) {
+    for (k, (id, &tokens)) in idents.iter().zip(prices).enumerate() {
+        if shown.get(k).copied().unwrap_or(false) {
+            continue;
+        }
         let line_cost = if kinds_used[id.kind as usize] {
             0.0
         } else {
@@ -846,6 +878,65 @@ pub fn render_priced(idents: &[Ident], prices: &[f64], est: &Estimator, max_toke
         out.push_str(&items.join(if kind == Kind::Error { " | " } else { ", " }));
     }
     out
+}
+
+/// Which identifiers a text already holds, each as a whole word (no letter, digit or `_` next to
+/// either end: `HAT1` is not in `HAT110`). An index lists only what the summary's lines do not
+/// show: an id written in a kept request or call line and again in the index is paid twice
+/// (a quarter of a 47-token index held ids its airline summary showed above it).
+pub struct Shown {
+    /// Over the distinct identifier texts; None when there are none.
+    ac: Option<AhoCorasick>,
+    /// Per pattern, the identifiers of that text (one text may be of two kinds).
+    of: Vec<Vec<usize>>,
+    n: usize,
+}
+
+impl Shown {
+    /// Built once for a set of identifiers, read for each text a packing writes.
+    pub fn new(idents: &[Ident]) -> Self {
+        let mut at: HashMap<&str, usize> = HashMap::new();
+        let mut of: Vec<Vec<usize>> = Vec::new();
+        let mut patterns: Vec<&str> = Vec::new();
+        for (i, id) in idents.iter().enumerate() {
+            let k = *at.entry(id.text.as_str()).or_insert_with(|| {
+                patterns.push(id.text.as_str());
+                of.push(Vec::new());
+                patterns.len() - 1
+            });
+            of[k].push(i);
+        }
+        let ac = (!patterns.is_empty())
+            .then(|| AhoCorasick::new(&patterns).ok())
+            .flatten();
+        Shown {
+            ac,
+            of,
+            n: idents.len(),
+        }
+    }
+
+    /// Per identifier (in the order given to `new`), whether `text` holds it whole.
+    pub fn flags(&self, text: &str) -> Vec<bool> {
+        let mut out = vec![false; self.n];
+        let Some(ac) = &self.ac else {
+            return out;
+        };
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        for m in ac.find_overlapping_iter(text) {
+            let k = m.pattern().as_usize();
+            if out[self.of[k][0]] {
+                continue;
+            }
+            if !word(text[..m.start()].chars().next_back()) && !word(text[m.end()..].chars().next())
+            {
+                for &i in &self.of[k] {
+                    out[i] = true;
+                }
+            }
+        }
+        out
+    }
 }
 
 /// The identifiers of an index section found in `summary` (the last one written by contextfold).
@@ -890,6 +981,76 @@ pub fn strip(summary: &str) -> &str {
 mod tests {
     use super::*;
     use crate::provider::Provider;
+
+    /// An identifier counts as shown only as a whole word: `HAT1` is not in `HAT110`, and an id
+    /// written inside `key=value` or after a `$` is.
+    #[test]
+    fn an_identifier_is_shown_only_as_a_whole_word() {
+        let ident = |kind, text: &str| Ident {
+            kind,
+            text: text.to_string(),
+            weight: 1.0,
+            recency: 1.0,
+            carried: false,
+        };
+        let idents = [
+            ident(Kind::Id, "HAT1"),
+            ident(Kind::Id, "M05KNL"),
+            ident(Kind::Quantity, "$105"),
+            ident(Kind::Path, "src/app.py"),
+            ident(Kind::Id, "HAT110"),
+            ident(Kind::Id, "UHDAHF"),
+        ];
+        let shown = Shown::new(&idents);
+        let text = "get_reservation_details(reservation_id=M05KNL) -> flight HAT110 at $105, see src/app.pyc";
+        assert_eq!(
+            shown.flags(text),
+            vec![false, true, true, false, true, false]
+        );
+        assert_eq!(Shown::new(&[]).flags(text), Vec::<bool>::new());
+        // The index leaves the shown ones out, and lists the rest.
+        let est = Estimator::new(Provider::OpenAI, "");
+        let index = render_except(
+            &idents,
+            &prices(&idents, &est),
+            &est,
+            500,
+            &shown.flags(text),
+        );
+        for (id, listed) in [
+            ("HAT1", true),
+            ("M05KNL", false),
+            ("$105", false),
+            ("UHDAHF", true),
+        ] {
+            let found = index.split([' ', ',', '\n']).any(|w| w == id);
+            assert_eq!(found, listed, "{id} in\n{index}");
+        }
+    }
+
+    /// A previous summary's identifiers carry over: those of its index first (carried), and
+    /// those its lines show (which its index left out), read as the oldest thing said; code
+    /// symbols of its lines are not read.
+    #[test]
+    fn a_previous_summarys_lines_give_their_identifiers_too() {
+        let previous = "Earlier conversation folded by contextfold (40 messages: 2 user requests, 9 tool calls, 0 errors).\n## Tool calls\n- get_user_details(user_id=aarav_garcia_1177) -> ok: reservations=[ZZ9Q7T], MigrationLoader\n\n## Identifier index\n- ids: K2L9QX";
+        let mut c = Collector::default();
+        c.carry(previous);
+        let got: Vec<(String, bool)> = c
+            .ranked()
+            .into_iter()
+            .map(|i| (i.text, i.carried))
+            .collect();
+        assert_eq!(got[0], ("K2L9QX".to_string(), true), "{got:?}");
+        for id in ["aarav_garcia_1177", "ZZ9Q7T"] {
+            assert!(got.contains(&(id.to_string(), false)), "{id}: {got:?}");
+        }
+        assert!(
+            !got.iter()
+                .any(|(t, _)| t == "MigrationLoader" || t == "40 messages"),
+            "{got:?}"
+        );
+    }
 
     fn kinds(text: &str) -> Vec<(Kind, String)> {
         let mut c = Collector::default();

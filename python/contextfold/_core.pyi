@@ -642,11 +642,13 @@ def identifier_index(
     provider: _Provider = "openai",
     model: str | None = None,
     previous: str | None = None,
+    besides: str | None = None,
 ) -> str:
     """The identifier index of ``messages`` (paths, URLs, hashes, ids, numbers with units, error
     lines, issue numbers, config keys, symbols), ranked by who said them, how often and how
-    recently, in at most ``max_tokens`` tokens; the index of ``previous`` (a summary) carried
-    first. An empty string when nothing fits."""
+    recently, in at most ``max_tokens`` tokens; the identifiers of ``previous`` (a summary: its
+    index and its lines) carried first. Identifiers ``besides`` (the text the index is appended
+    to) already shows as whole words are left out. An empty string when nothing fits."""
 
 def extractive_digest(
     messages: Sequence[Any],

@@ -937,10 +937,12 @@ class Compactor(RecoverableFolds):
             grown = grow_tail(run.msgs, old, functools.partial(self._plan, run, moved=True), left=left,
                               provider=self.provider, model=self.model, recoverable=self.recoverable)
             if grown is None:
-                if best is None or left - fitted < 2 * MIN_FILL_TOKENS:
+                if left - fitted < 2 * MIN_FILL_TOKENS:
                     break
                 # A larger aim found no plan (django-14915: the round cut to 1,427 tokens was masked
-                # in the tail, where 741 was not): halfway back to the aim that fitted.
+                # in the tail, where 741 was not): halfway back to the aim that fitted, or to none
+                # (django-14539: the first aim's round, cut to the 1,262 tokens its digest left,
+                # was masked in the tail, and 20% of the budget stayed unused).
                 left = (fitted + left) // 2
                 continue
             msgs, plan = grown.messages, grown.plan

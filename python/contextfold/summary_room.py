@@ -90,8 +90,9 @@ def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | 
         return text
     provider = provider if provider in _core.PROVIDERS else "openai"
     left = max(index_share(room), room - _text_tokens(text, provider, model) - 4)
+    # Identifiers the text already shows are not listed again (the digest's own index does the same).
     index = _core.identifier_index(folded, max_tokens=left, provider=provider, model=model,  # type: ignore[arg-type]
-                                   previous=previous)
+                                   previous=previous, besides=text)
     return f"{text}\n\n{index}" if index else text
 
 

@@ -4,12 +4,13 @@
 use pyo3::prelude::*;
 
 use super::messages::{Keep, Walker};
-use crate::identifier_index::{collect, render, INDEX_HEADING};
+use crate::identifier_index::{collect, prices, render_except, Shown, INDEX_HEADING};
 
 /// The identifier index section of `messages` in at most `max_tokens` tokens, carrying the
-/// index of `previous` (a summary) first; an empty string when nothing fits.
+/// identifiers of `previous` (a summary) first, without those `besides` (the summary text the
+/// index is appended to) already shows; an empty string when nothing fits.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None))]
+#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None, besides=None))]
 fn identifier_index(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -17,12 +18,17 @@ fn identifier_index(
     provider: &str,
     model: Option<&str>,
     previous: Option<&str>,
+    besides: Option<&str>,
 ) -> PyResult<String> {
     let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(messages)?;
     est.settle_platform(&ms);
-    Ok(py.detach(|| render(&collect(&ms, previous), &est, max_tokens)))
+    Ok(py.detach(|| {
+        let idents = collect(&ms, previous);
+        let shown = besides.map_or_else(Vec::new, |t| Shown::new(&idents).flags(t));
+        render_except(&idents, &prices(&idents, &est), &est, max_tokens, &shown)
+    }))
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

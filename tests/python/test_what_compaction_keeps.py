@@ -34,6 +34,7 @@ from contextfold.evaluation import (
     successive_table,
     visible_text,
 )
+from contextfold.evaluation import _index_items
 from contextfold.summarize import SummaryRequest, SummaryResult
 from terminal_agent import STYLES, TERMINAL_TOOL, as_terminal_calls
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
@@ -215,7 +216,12 @@ def test_the_summary_fills_the_room_the_budget_leaves(fx: Fixture) -> None:
     # The probe set's median is 95-100% (test_probe_set_goals_at_the_naive_budget); one unit too
     # large for the room left can leave a single history short of it (django-11099: 85%).
     assert 0.85 * budget <= r.tokens_after <= budget
-    assert _core.IDENTIFIER_INDEX_HEADING in (r.summary or "")
+    # The fold's best-ranked identifiers are all in the summary: in its index, or in its lines
+    # where they already stand (the index lists only what the lines do not show; task9-trial0's
+    # requests and last reply show every one, and its summary has no index).
+    folded = [fx.messages[i] for i in r.removed]
+    top = _index_items(_core.identifier_index(folded, max_tokens=80))
+    assert top and all(facts_seen(r.summary or "", top)), (top, r.summary)
     # A cap is a cap.
     capped = cf.Compactor(budget=budget, strategy="summarize", tools=fx.tools, min_free_share=0.0,
                           summary_max_tokens=200).compact(fx.messages)
@@ -349,6 +355,24 @@ def test_every_summarizer_gets_the_identifier_index() -> None:
     assert _core.IDENTIFIER_INDEX_HEADING in r.summary
     assert "HAT201" in r.summary and "src/air/f1.py" in r.summary
     assert r.tokens_after <= 2_000
+
+
+def test_the_index_appended_to_a_model_summary_skips_what_the_model_wrote() -> None:
+    """The index appended to any summarizer's text lists what the text does not already show
+    (its ids as whole words): the model wrote the reservation and one flight, so the index has
+    the other flights and files, never those two again (and ``HAT2`` written does not stand
+    for ``HAT201``)."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Change reservation OBUT9V for sofia_kim_7287"}]
+    for k in range(20):
+        msgs.append({"role": "assistant", "content": f"Checked flight HAT{200 + k} in src/air/f{k}.py " + "x " * 80})
+        msgs.append({"role": "user", "content": "go on " + "y " * 80})
+    summarizer = _FixedSummarizer("## Goal\nchange reservation OBUT9V, flight HAT205 (not HAT2)")
+    r = cf.Compactor(budget=2_000, strategy="summarize", summarizer=summarizer, min_free_share=0.0).compact(msgs)
+    assert r.summary is not None
+    index = r.summary.split(_core.IDENTIFIER_INDEX_HEADING, 1)[1]
+    items = {x.strip() for line in index.splitlines() if ": " in line for x in line.split(": ", 1)[1].split(", ")}
+    assert "OBUT9V" not in items and "HAT205" not in items, index
+    assert {"HAT201", "HAT204", "src/air/f1.py"} <= items, index
 
 
 def test_a_model_summary_that_forgets_the_rules_gets_them_appended() -> None:
