@@ -754,7 +754,10 @@ pub(super) fn fit(
             best = Some((used, out, packed));
         }
         let gap = budget - used;
-        if (0.0..=budget * 0.02 + 2.0).contains(&gap) {
+        // Within 2% under the budget; from the fifth try, within 4% (the whole text's estimate
+        // samples long texts: a room moved by a few tokens can swing it by a hundred).
+        let close = if k < 4 { 0.02 } else { 0.04 };
+        if (0.0..=budget * close + 2.0).contains(&gap) {
             break;
         }
         if gap < 0.0 {
