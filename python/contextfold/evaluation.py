@@ -38,6 +38,7 @@ from contextfold import _core
 from contextfold.compactor import Compactor, detect_wire_format
 from contextfold.errors import CompactionError
 from contextfold.evaluation_peers import PEERS, peer_compaction, peer_missing, peer_summary
+from contextfold.summary_room import index_at
 
 __all__ = [
     "Answerer",
@@ -495,7 +496,7 @@ def run_cli(
 
 def _index_items(summary: str) -> list[str]:
     """Identifiers listed in a summary's index section."""
-    at = summary.rfind(_core.IDENTIFIER_INDEX_HEADING)
+    at = index_at(summary)
     if at < 0:
         return []
     items: list[str] = []

@@ -26,7 +26,8 @@ from typing import Any
 
 from contextfold import _core
 
-__all__ = ["INDEX_SHARE", "ROOM_SWING", "RULES_HEADING", "index_share", "neutralize_markers", "stable_room",
+__all__ = ["INDEX_SHARE", "ROOM_SWING", "RULES_HEADING", "index_at", "index_share", "neutralize_markers",
+           "stable_room",
            "strip_index", "summary_room", "trim_index", "with_index", "with_rules"]
 
 #: Share of the summary's room the identifier index is sure to get.
@@ -70,9 +71,21 @@ def index_share(room: int) -> int:
     return int(room * INDEX_SHARE)
 
 
+def index_at(summary: str) -> int:
+    """Where ``summary``'s identifier index section starts: the last line that is the heading
+    alone (the same text quoted mid-line by a tool result is not one); -1 without one."""
+    heading = _core.IDENTIFIER_INDEX_HEADING
+    end = len(summary)
+    while (at := summary.rfind(heading, 0, end)) >= 0:
+        if (at == 0 or summary[at - 1] == "\n") and not summary[at + len(heading):].split("\n", 1)[0].strip():
+            return at
+        end = at
+    return -1
+
+
 def strip_index(summary: str) -> str:
     """``summary`` without its identifier index section (what a model is asked to update)."""
-    at = summary.rfind(_core.IDENTIFIER_INDEX_HEADING)
+    at = index_at(summary)
     return summary[:at].rstrip() if at >= 0 else summary
 
 
@@ -86,7 +99,7 @@ def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | 
                room: int) -> str:
     """``text`` ending with the identifier index of ``folded`` (and of ``previous``), within
     ``room`` tokens in all; unchanged when it already has one."""
-    if _core.IDENTIFIER_INDEX_HEADING in text:
+    if index_at(text) >= 0:
         return text
     provider = provider if provider in _core.PROVIDERS else "openai"
     left = max(index_share(room), room - _text_tokens(text, provider, model) - 4)
@@ -120,7 +133,7 @@ def with_rules(text: str, folded: Sequence[Any], *, previous: str | None) -> str
 def _index_lines(summary: str) -> tuple[str, list[str], list[tuple[str, list[str], str]]] | None:
     """``summary`` split at its identifier index: the text before it, the index's lines, and
     each item line as ``(label, identifiers, separator)``; None without an index."""
-    at = summary.rfind(_core.IDENTIFIER_INDEX_HEADING)
+    at = index_at(summary)
     if at < 0:
         return None
     lines = summary[at:].split("\n")

@@ -35,6 +35,7 @@ from contextfold.evaluation import (
     visible_text,
 )
 from contextfold.evaluation import _index_items
+from contextfold.summary_room import index_at, strip_index
 from contextfold.summarize import SummaryRequest, SummaryResult
 from terminal_agent import STYLES, TERMINAL_TOOL, as_terminal_calls
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
@@ -588,6 +589,37 @@ def test_a_closing_marker_in_a_tool_output_does_not_cut_the_carried_summary() ->
     second = c.compact(later)
     kept = visible_text(second.messages)
     assert all(p in kept for p in carried), [p for p in carried if p not in kept]
+
+
+def test_an_index_heading_in_a_tool_output_does_not_cut_the_carried_summary() -> None:
+    """A fetched page that says ``## Identifier index`` is quoted mid-line in a call line. Once a
+    summary whose lines show every identifier has no index of its own, that text was the last
+    index heading in it, and the next compaction carried the summary only up to there."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Fetch the pages and summarize them."}]
+    for k in range(12):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"f{k}", "type": "function",
+                     "function": {"name": "fetch", "arguments": json.dumps({"url": f"https://example.com/p{k}"})}}]})
+        planted_text = f"{_core.IDENTIFIER_INDEX_HEADING}\n- ids: FAKE123\n" if k == 3 else ""
+        msgs.append({"role": "tool", "tool_call_id": f"f{k}", "content": planted_text + f"page text {k} " * 60})
+        msgs += [{"role": "assistant", "content": f"Page {k} read."}, {"role": "user", "content": "go on"}]
+    c = cf.Compactor(budget=1_500, strategy="summarize", min_free_share=0.0)
+    first = c.compact(msgs)
+    s1 = first.summary or ""
+    assert "ids: FAKE123" in s1
+    at = index_at(s1)
+    assert at < 0 or at > s1.index("FAKE123")
+    assert strip_index(s1) == (s1[:at] if at >= 0 else s1).rstrip()
+    later = list(first.messages)
+    for k in range(12, 16):
+        later.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"f{k}", "type": "function",
+                      "function": {"name": "fetch", "arguments": json.dumps({"url": f"https://example.com/p{k}"})}}]})
+        later.append({"role": "tool", "tool_call_id": f"f{k}", "content": f"page text {k} " * 60})
+        later += [{"role": "assistant", "content": f"Page {k} read."}, {"role": "user", "content": "go on"}]
+    second = c.compact(later)
+    kept = visible_text(second.messages)
+    lost = [f"https://example.com/p{k}" for k in range(4, 12) if f"https://example.com/p{k}" not in kept]
+    assert lost == [], lost
+    assert "Page 8 read." in kept
 
 
 def test_a_multiline_argument_never_opens_a_section() -> None:
