@@ -734,10 +734,10 @@ const CODE_NAMES: [&str; 3] = ["reservation", "booking", "confirmation"];
 /// SDZQKO"), or the quoted value (or list item) of a key that names one or ends in `id`. A code
 /// of letters alone has nothing else to tell it from a word: the tau-bench airline data's
 /// reservation ids are six letters or digits, and those without a digit (about one in seven)
-/// were never indexed. Over every conversation of ../shared/data a looser form of this rule
-/// (a name within 32 bytes, or a quoted word within 48 bytes of an id key) read 18 of the 19
-/// distinct such words of the airline dialogues (all codes) and 1 of 268 in the SWE runs (a
-/// quoted SQL `WHERE`); SQL keywords, statuses and log levels stay words.
+/// were never indexed. Over every message of ../shared/data this reads all 19 distinct such
+/// words of the airline dialogues (every one a code) and none of the 268 of the SWE runs (SQL
+/// keywords, statuses, log levels stay words; a looser window, any id key within 48 bytes
+/// before a quoted word, took a quoted SQL `WHERE` and a status `"ACTIVE"`).
 fn is_code_in_context(text: &str, start: usize, word: &str) -> bool {
     if !(5..=8).contains(&word.len()) || !word.bytes().all(|c| c.is_ascii_uppercase()) {
         return false;
