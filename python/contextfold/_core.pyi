@@ -46,6 +46,7 @@ __all__ = [
     "extractive_digest",
     "find_tail_start",
     "identifier_index",
+    "identifier_index_at",
     "image_size",
     "image_tokens",
     "apply_edits",
@@ -633,6 +634,10 @@ def compaction_verify(
 
 IDENTIFIER_INDEX_HEADING: str
 """Heading of the identifier index section of a summary."""
+
+def identifier_index_at(summary: str) -> int | None:
+    """Where ``summary``'s identifier index section starts (characters): the last line that is
+    the heading alone; None without one."""
 
 def identifier_index(
     messages: Sequence[Any],

@@ -73,14 +73,10 @@ def index_share(room: int) -> int:
 
 def index_at(summary: str) -> int:
     """Where ``summary``'s identifier index section starts: the last line that is the heading
-    alone (the same text quoted mid-line by a tool result is not one); -1 without one."""
-    heading = _core.IDENTIFIER_INDEX_HEADING
-    end = len(summary)
-    while (at := summary.rfind(heading, 0, end)) >= 0:
-        if (at == 0 or summary[at - 1] == "\n") and not summary[at + len(heading):].split("\n", 1)[0].strip():
-            return at
-        end = at
-    return -1
+    alone (the same text quoted mid-line by a tool result is not one); -1 without one. The
+    core's rule (``_core.identifier_index_at``), which its merges read summaries by."""
+    at = _core.identifier_index_at(summary)
+    return -1 if at is None else at
 
 
 def strip_index(summary: str) -> str:

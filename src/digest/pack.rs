@@ -795,11 +795,11 @@ pub(super) fn fit(
             let (mut best, mut best_used) = (text, used);
             let mut target = budget * 0.99;
             let mut raised = false;
+            let over = packed.total + packed.written - used;
             for _ in 0..FILL_AIMS {
                 if best_used >= budget * (1.0 - FILL_MIN_SHARE) {
                     break;
                 }
-                let over = packed.total + packed.written - used;
                 let out = match sized(&units, &packed, header, target) {
                     Some(out) => out,
                     None if !raised && over > 0.0 => {
@@ -817,7 +817,7 @@ pub(super) fn fit(
             }
             best
         }
-        None => floor(entries, short_header, &idents, &prices, est, budget),
+        None => floor(entries, short_header, &idents, &prices, &shown, est, budget),
     }
 }
 
@@ -859,6 +859,7 @@ fn floor(
     header: &str,
     idents: &[Ident],
     prices: &[f64],
+    shown: &Shown,
     est: &Estimator,
     budget: f64,
 ) -> String {
@@ -923,8 +924,13 @@ fn floor(
     }
     let index_room = budget - est.text(&out) - 2.0;
     if index_room > 0.0 {
-        let shown = Shown::new(idents).flags(&out);
-        let index = identifier_index::render_except(idents, prices, est, index_room as u64, &shown);
+        let index = identifier_index::render_except(
+            idents,
+            prices,
+            est,
+            index_room as u64,
+            &shown.flags(&out),
+        );
         let with = format!("{out}\n{index}\n");
         if !index.is_empty() && est.text(&with) <= budget {
             return with;

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 
 use super::messages::{Keep, Walker};
-use crate::identifier_index::{collect, prices, render_except, Shown, INDEX_HEADING};
+use crate::identifier_index::{collect, index_at, prices, render_except, Shown, INDEX_HEADING};
 
 /// The identifier index section of `messages` in at most `max_tokens` tokens, carrying the
 /// identifiers of `previous` (a summary) first, without those `besides` (the summary text the
@@ -31,7 +31,15 @@ fn identifier_index(
     }))
 }
 
+/// Where `summary`'s index section starts, in characters (`identifier_index::index_at`: the
+/// last line that is the heading alone); None without one.
+#[pyfunction]
+fn identifier_index_at(summary: &str) -> Option<usize> {
+    index_at(summary).map(|at| summary[..at].chars().count())
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("IDENTIFIER_INDEX_HEADING", INDEX_HEADING)?;
+    m.add_function(wrap_pyfunction!(identifier_index_at, m)?)?;
     m.add_function(wrap_pyfunction!(identifier_index, m)?)
 }

@@ -345,13 +345,19 @@ class _FixedSummarizer:
         return SummaryResult(self.text)
 
 
-def test_every_summarizer_gets_the_identifier_index() -> None:
+def _flight_checks() -> list[dict[str, Any]]:
+    """A reservation task, then 20 turns that each check a flight (HAT200-HAT219) in a file."""
     msgs: list[dict[str, Any]] = [{"role": "user", "content": "Change reservation OBUT9V for sofia_kim_7287"}]
     for k in range(20):
         msgs.append({"role": "assistant", "content": f"Checked flight HAT{200 + k} in src/air/f{k}.py " + "x " * 80})
         msgs.append({"role": "user", "content": "go on " + "y " * 80})
+    return msgs
+
+
+def test_every_summarizer_gets_the_identifier_index() -> None:
     summarizer = _FixedSummarizer("## Goal\nchange the flight")
-    r = cf.Compactor(budget=2_000, strategy="summarize", summarizer=summarizer, min_free_share=0.0).compact(msgs)
+    r = cf.Compactor(budget=2_000, strategy="summarize", summarizer=summarizer,
+                     min_free_share=0.0).compact(_flight_checks())
     assert r.summary is not None and r.summary.startswith("## Goal\nchange the flight")
     assert _core.IDENTIFIER_INDEX_HEADING in r.summary
     assert "HAT201" in r.summary and "src/air/f1.py" in r.summary
@@ -363,17 +369,13 @@ def test_the_index_appended_to_a_model_summary_skips_what_the_model_wrote() -> N
     (its ids as whole words): the model wrote the reservation and one flight, so the index has
     the other flights and files, never those two again (and ``HAT2`` written does not stand
     for ``HAT201``)."""
-    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Change reservation OBUT9V for sofia_kim_7287"}]
-    for k in range(20):
-        msgs.append({"role": "assistant", "content": f"Checked flight HAT{200 + k} in src/air/f{k}.py " + "x " * 80})
-        msgs.append({"role": "user", "content": "go on " + "y " * 80})
     summarizer = _FixedSummarizer("## Goal\nchange reservation OBUT9V, flight HAT205 (not HAT2)")
-    r = cf.Compactor(budget=2_000, strategy="summarize", summarizer=summarizer, min_free_share=0.0).compact(msgs)
+    r = cf.Compactor(budget=2_000, strategy="summarize", summarizer=summarizer,
+                     min_free_share=0.0).compact(_flight_checks())
     assert r.summary is not None
-    index = r.summary.split(_core.IDENTIFIER_INDEX_HEADING, 1)[1]
-    items = {x.strip() for line in index.splitlines() if ": " in line for x in line.split(": ", 1)[1].split(", ")}
-    assert "OBUT9V" not in items and "HAT205" not in items, index
-    assert {"HAT201", "HAT204", "src/air/f1.py"} <= items, index
+    items = set(_index_items(r.summary))
+    assert "OBUT9V" not in items and "HAT205" not in items, r.summary
+    assert {"HAT201", "HAT204", "src/air/f1.py"} <= items, r.summary
 
 
 def test_a_model_summary_that_forgets_the_rules_gets_them_appended() -> None:
