@@ -158,13 +158,22 @@ fn parts_text(ps: &[Part<'_>]) -> String {
 /// A tool output or observation read once for the units that show it: its body, code and
 /// whether it failed (`tool_outcome::reports_failure`).
 fn outcome_of(text: Cow<'_, str>) -> Outcome<'_> {
+    outcome_for(text, None)
+}
+
+/// As `outcome_of`, for the result of a call made with `args` (a JSON result leaves out the
+/// pairs that echo them: `json_compact::compact_for`).
+fn outcome_for<'t>(
+    text: Cow<'t, str>,
+    args: Option<&serde_json::Map<String, Value>>,
+) -> Outcome<'t> {
     let o = tool_outcome::read_cow(text);
     let err = o.failure();
     // A JSON result is shown compactly: every value in about half the characters
     // (`json_compact`).
     // A failed run's Python traceback is shown by its ends (`traceback::condense`); a test
     // run, up to its runner's verdict (`run_summary`).
-    let (body, verdict) = match json_compact::compact(&o.body) {
+    let (body, verdict) = match json_compact::compact_for(&o.body, args) {
         Some(c) => (Cow::Owned(c), false),
         None => {
             let body = match err.then(|| traceback::condense(&o.body)).flatten() {
@@ -341,6 +350,7 @@ impl<'a> Builder<'a> {
 
     /// A tool call and its result (None: not in the span). Whether the result is an error.
     fn call(&mut self, c: &'a ToolCall<'a>, result: Option<Cow<'a, str>>) -> bool {
+        let parsed = serde_json::from_str::<Value>(&c.arguments);
         let outcome = result.map_or(
             Outcome {
                 text: None,
@@ -348,13 +358,13 @@ impl<'a> Builder<'a> {
                 err: false,
                 head_share: RESULT_HEAD_SHARE,
             },
-            outcome_of,
+            |r| outcome_for(r, parsed.as_ref().ok().and_then(Value::as_object)),
         );
         let err = outcome.err;
         let forms = Call {
             name: c.name,
             args: &c.arguments,
-            parsed: serde_json::from_str::<Value>(&c.arguments),
+            parsed,
             outcome,
             shortest: Default::default(),
         };

@@ -294,6 +294,35 @@ fn is_symbol(t: &str) -> bool {
     dotted() || snake() || camel()
 }
 
+/// Whether the token that ends at byte `end` of `text` is a key of a JSON object (`"key":`).
+/// A record's field names (`first_name`, `payment_history`) repeat in every result of a tool
+/// and rank high by frequency, yet name no thing the agent acted on. Over the 20 held-out
+/// airline summaries at the naive budget, the index's symbol lines took 475 of its 2,037 tokens
+/// (300 without the keys). Their values (`basic_economy`) stay.
+fn is_json_key(text: &str, end: usize) -> bool {
+    let rest = &text.as_bytes()[end..];
+    rest.first() == Some(&b'"')
+        && rest[1..]
+            .iter()
+            .find(|c| !c.is_ascii_whitespace())
+            .is_some_and(|&c| c == b':')
+}
+
+/// Whether `t`, ending at byte `end` of `text`, is the name of a markup tag (`<name>`,
+/// `</name>`): an agent's prompt sections (`<response_example>`, repeated by every format
+/// error of a text agent) name no thing of the task.
+fn is_tag_name(text: &str, end: usize, t: &str) -> bool {
+    let b = text.as_bytes();
+    let Some(start) = end
+        .checked_sub(t.len())
+        .filter(|&s| text[..end].ends_with(t) && s > 0)
+    else {
+        return false;
+    };
+    b.get(end) == Some(&b'>')
+        && (b[start - 1] == b'<' || (b[start - 1] == b'/' && start >= 2 && b[start - 2] == b'<'))
+}
+
 fn is_config_key(t: &str) -> bool {
     t.len() >= 5
         && t.contains('_')
@@ -596,7 +625,7 @@ impl Collector {
             self.add(Kind::Id, t, weight, recency, false);
         } else if has(UNDERSCORE) && is_config_key(t) {
             self.add(Kind::Key, t, weight, recency, false);
-        } else if is_symbol(t) {
+        } else if is_symbol(t) && !is_json_key(text, end) && !is_tag_name(text, end, t) {
             self.add(Kind::Symbol, t, weight, recency, false);
         }
     }
@@ -1196,6 +1225,31 @@ mod tests {
         assert_eq!(strip(&real), planted);
         assert_eq!(parse(&real), vec![(Kind::Id, "K2L9QX".to_string())]);
         assert_eq!(index_at("## Identifier index\n- ids: A1B2C3"), Some(0));
+    }
+
+    /// A JSON object's keys are field names and a markup tag's name is a prompt's section, not
+    /// symbols; a JSON value, and code, still are.
+    #[test]
+    fn a_json_key_or_a_tag_name_is_not_a_symbol() {
+        let mut c = Collector::default();
+        c.scan(
+            r#"{"first_name": "Mei", "payment_history" : [], "cabin": "basic_economy"} then call parse_http_date(x)"#,
+            1.0,
+            1.0,
+        );
+        c.scan(
+            "Format your action as shown in <response_example>.\n<response_example>x</response_example> via response_example_fn",
+            1.0,
+            1.0,
+        );
+        let got: Vec<String> = c.ranked().into_iter().map(|i| i.text).collect();
+        assert!(!got.iter().any(|t| t == "response_example"), "{got:?}");
+        for key in ["first_name", "payment_history"] {
+            assert!(!got.iter().any(|t| t == key), "{key}: {got:?}");
+        }
+        for kept in ["basic_economy", "parse_http_date", "response_example_fn"] {
+            assert!(got.iter().any(|t| t == kept), "{kept}: {got:?}");
+        }
     }
 
     /// A code of capital letters alone is an id where the text names it or quotes it after an

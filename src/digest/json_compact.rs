@@ -162,7 +162,19 @@ impl<'a> Parser<'a> {
 
 /// `text` (a tool's result) rewritten compactly when it is one JSON object or array; None
 /// when it is not JSON, is too large or too deep.
+#[cfg(test)]
 pub(super) fn compact(text: &str) -> Option<String> {
+    compact_for(text, None)
+}
+
+/// As `compact`, for the result of a call made with `args`: a top-level pair that echoes an
+/// argument (the same key and string value: `get_reservation_details(reservation_id=X)`
+/// answering `reservation_id=X, ...`) is left out, since the call's line shows it. A clipped
+/// result spent its first characters on the echo.
+pub(super) fn compact_for(
+    text: &str,
+    args: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> Option<String> {
     let t = text.trim();
     if t.len() > MAX_BYTES || !(t.starts_with('{') || t.starts_with('[')) {
         return None;
@@ -176,14 +188,25 @@ pub(super) fn compact(text: &str) -> Option<String> {
     let mut out = String::with_capacity(t.len() / 2);
     match &root {
         // The top object needs no braces: the result is one.
-        Node::Object(items) => pairs(&mut out, items),
+        Node::Object(items) => {
+            let echoes = |(key, v): &&(String, Node<'_>)| match (v, args.and_then(|a| a.get(key))) {
+                (Node::Str(s), Some(serde_json::Value::String(a))) => s == a,
+                _ => false,
+            };
+            if items.iter().any(|p| echoes(&p)) && !items.iter().all(|p| echoes(&p)) {
+                let rest: Vec<&(String, Node<'_>)> = items.iter().filter(|p| !echoes(p)).collect();
+                pairs_of(&mut out, rest.into_iter());
+            } else {
+                pairs(&mut out, items);
+            }
+        }
         other => write(&mut out, other),
     }
     Some(out)
 }
 
-fn pairs(out: &mut String, items: &[(String, Node<'_>)]) {
-    for (k, (key, v)) in items.iter().enumerate() {
+fn pairs_of<'i, 'n: 'i>(out: &mut String, items: impl Iterator<Item = &'i (String, Node<'n>)>) {
+    for (k, (key, v)) in items.enumerate() {
         if k > 0 {
             out.push_str(", ");
         }
@@ -191,6 +214,10 @@ fn pairs(out: &mut String, items: &[(String, Node<'_>)]) {
         out.push('=');
         write(out, v);
     }
+}
+
+fn pairs(out: &mut String, items: &[(String, Node<'_>)]) {
+    pairs_of(out, items.iter());
 }
 
 fn scalar_text(out: &mut String, s: &str) {
@@ -268,7 +295,7 @@ fn write(out: &mut String, node: &Node<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use super::compact;
+    use super::{compact, compact_for};
 
     #[test]
     fn a_reservation_keeps_every_value_in_fewer_characters() {
@@ -281,6 +308,30 @@ mod tests {
              note=\"paid, then changed\", empty=\"\""
         );
         assert!(c.len() * 4 < raw.len() * 3, "{} of {}", c.len(), raw.len());
+    }
+
+    #[test]
+    fn a_result_leaves_out_the_pairs_that_echo_its_call() {
+        let raw = r#"{"reservation_id": "4OG6T3", "user_id": "mia_li_3668", "cabin": "economy"}"#;
+        let args: serde_json::Value =
+            serde_json::from_str(r#"{"reservation_id": "4OG6T3", "user_id": "other_1"}"#).unwrap();
+        assert_eq!(
+            compact_for(raw, args.as_object()).unwrap(),
+            "user_id=mia_li_3668, cabin=economy"
+        );
+        // A result that is nothing but the echo is shown as it is.
+        let echo = r#"{"reservation_id": "4OG6T3"}"#;
+        assert_eq!(
+            compact_for(echo, args.as_object()).unwrap(),
+            "reservation_id=4OG6T3"
+        );
+        // Nested pairs and non-string values are never taken for an echo.
+        let nested = r#"{"r": {"reservation_id": "4OG6T3"}, "n": 1}"#;
+        let n_args: serde_json::Value = serde_json::from_str(r#"{"n": 1}"#).unwrap();
+        assert_eq!(
+            compact_for(nested, n_args.as_object()).unwrap(),
+            "r={reservation_id=4OG6T3}, n=1"
+        );
     }
 
     #[test]
