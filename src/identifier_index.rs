@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use rustc_hash::FxHashMap;
 
 #[cfg(test)]
 mod reference_scan;
@@ -1021,11 +1021,22 @@ pub fn render_except(
 /// show: an id written in a kept request or call line and again in the index is paid twice
 /// (a quarter of a 47-token index held ids its airline summary showed above it).
 pub struct Shown {
-    /// Over the distinct identifier texts; None when there are none.
-    ac: Option<AhoCorasick>,
+    /// The distinct identifier texts.
+    patterns: Vec<String>,
     /// Per pattern, the identifiers of that text (one text may be of two kinds).
     of: Vec<Vec<usize>>,
+    /// Each pattern's first word (a run of letters, digits and `_`) and where it starts in the
+    /// pattern: a pattern is in a text as a whole word only where that word is one of the
+    /// text's words, whole (see `shown_in`).
+    by_word: FxHashMap<String, Vec<(usize, usize)>>,
+    /// Patterns with no word character (found by a plain search).
+    bare: Vec<usize>,
     n: usize,
+}
+
+/// A letter, digit or `_`: what a whole identifier may not touch.
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
 }
 
 impl Shown {
@@ -1033,49 +1044,127 @@ impl Shown {
     pub fn new(idents: &[Ident]) -> Self {
         let mut at: HashMap<&str, usize> = HashMap::new();
         let mut of: Vec<Vec<usize>> = Vec::new();
-        let mut patterns: Vec<&str> = Vec::new();
+        let mut patterns: Vec<String> = Vec::new();
         for (i, id) in idents.iter().enumerate() {
             let k = *at.entry(id.text.as_str()).or_insert_with(|| {
-                patterns.push(id.text.as_str());
+                patterns.push(id.text.clone());
                 of.push(Vec::new());
                 patterns.len() - 1
             });
             of[k].push(i);
         }
-        // A contiguous NFA: for the few hundred identifiers of a fold the default picks a DFA,
-        // whose build took a tenth of a SWE digest's time; each packing's text is short.
-        let ac = (!patterns.is_empty())
-            .then(|| {
-                AhoCorasick::builder()
-                    .kind(Some(AhoCorasickKind::ContiguousNFA))
-                    .build(&patterns)
-                    .ok()
-            })
-            .flatten();
+        let mut by_word: FxHashMap<String, Vec<(usize, usize)>> = FxHashMap::default();
+        let mut bare = Vec::new();
+        for (k, p) in patterns.iter().enumerate() {
+            match p.char_indices().find(|&(_, c)| is_word_char(c)) {
+                Some((off, _)) => {
+                    let len = p[off..]
+                        .char_indices()
+                        .find(|&(_, c)| !is_word_char(c))
+                        .map_or(p.len() - off, |(j, _)| j);
+                    by_word
+                        .entry(p[off..off + len].to_string())
+                        .or_default()
+                        .push((off, k));
+                }
+                None => bare.push(k),
+            }
+        }
         Shown {
-            ac,
+            patterns,
             of,
+            by_word,
+            bare,
             n: idents.len(),
         }
+    }
+
+    /// How many identifiers were given to `new`.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether no identifier was given to `new`.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
     }
 
     /// Per identifier (in the order given to `new`), whether `text` holds it whole.
     pub fn flags(&self, text: &str) -> Vec<bool> {
         let mut out = vec![false; self.n];
-        let Some(ac) = &self.ac else {
+        for i in self.shown_in(text) {
+            out[i as usize] = true;
+        }
+        out
+    }
+
+    /// The identifiers (their places in the order given to `new`) that `text` holds whole: no
+    /// letter, digit or `_` next to either end (`HAT1` is not in `HAT110`). Such a match's
+    /// first word is one of the text's words, whole: the character before it is the
+    /// pattern's own (not a word character) or, at the pattern's start, not a word character
+    /// either; and it ends where the pattern's first word ends (a non-word character follows
+    /// in both, or the pattern ends and the text's next character may not be a word one). So
+    /// each word of the text is looked up once, and a candidate checked where it would start.
+    pub fn shown_in(&self, text: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        if self.patterns.is_empty() {
             return out;
-        };
-        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-        for m in ac.find_overlapping_iter(text) {
-            let k = m.pattern().as_usize();
-            if out[self.of[k][0]] {
-                continue;
+        }
+        let mut seen = vec![false; self.patterns.len()];
+        let mut mark = |k: usize, out: &mut Vec<u32>| {
+            if !std::mem::replace(&mut seen[k], true) {
+                out.extend(self.of[k].iter().map(|&i| i as u32));
             }
-            if !word(text[..m.start()].chars().next_back()) && !word(text[m.end()..].chars().next())
-            {
-                for &i in &self.of[k] {
-                    out[i] = true;
+        };
+        let whole_at = |start: usize, p: &str| {
+            text.is_char_boundary(start)
+                && text[start..].starts_with(p)
+                && !text[..start].chars().next_back().is_some_and(is_word_char)
+                && !text[start + p.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(is_word_char)
+        };
+        let mut check = |from: usize, to: usize, out: &mut Vec<u32>| {
+            if let Some(cands) = self.by_word.get(&text[from..to]) {
+                for &(off, k) in cands {
+                    if from >= off && whole_at(from - off, &self.patterns[k]) {
+                        mark(k, out);
+                    }
                 }
+            }
+        };
+        let b = text.as_bytes();
+        let mut run: Option<usize> = None;
+        let mut i = 0;
+        while i < b.len() {
+            let (word, width) = if b[i] < 0x80 {
+                (b[i].is_ascii_alphanumeric() || b[i] == b'_', 1)
+            } else {
+                // (`i` is a character boundary: the loop steps by whole characters.)
+                let c = text[i..].chars().next().unwrap_or(' ');
+                (is_word_char(c), c.len_utf8())
+            };
+            match (word, run) {
+                (true, None) => run = Some(i),
+                (false, Some(from)) => {
+                    check(from, i, &mut out);
+                    run = None;
+                }
+                _ => {}
+            }
+            i += width;
+        }
+        if let Some(from) = run {
+            check(from, b.len(), &mut out);
+        }
+        for &k in &self.bare {
+            let p = &self.patterns[k];
+            if text
+                .match_indices(p.as_str())
+                .any(|(at, _)| whole_at(at, p))
+            {
+                mark(k, &mut out);
             }
         }
         out
@@ -1142,6 +1231,64 @@ pub fn strip(summary: &str) -> &str {
 mod tests {
     use super::*;
     use crate::provider::Provider;
+
+    /// The word-keyed search finds what a plain search of every identifier, checked for whole
+    /// words, finds: on texts mixing prefixes (`HAT1`, `HAT110`), leading symbols (`$105`,
+    /// `#123`, `./x`), spaces inside an identifier (`5 ms`, an error line), other scripts and
+    /// identifiers with no word character.
+    #[test]
+    fn shown_finds_what_a_plain_search_finds() {
+        let texts = [
+            "HAT1 HAT110 xHAT1 HAT1_ HAT1-2 (HAT1) $105 $1050 a$105 #123 ##123 #1234",
+            "src/app.py src/app.pyc ./src/app.py 5 ms 5 msg took 15 ms ValueError: bad thing here",
+            "Größe12 Größe123 éHAT1 HAT1é 名前ID1 ID1 -- ... --x",
+            "reservation_id=M05KNL,UHDAHF;M05KNL2 __init__ ___init__ a.b.c a.b",
+            "",
+        ];
+        let words = [
+            "HAT1",
+            "HAT110",
+            "$105",
+            "#123",
+            "src/app.py",
+            "./src/app.py",
+            "5 ms",
+            "ValueError: bad thing",
+            "Größe12",
+            "ID1",
+            "--",
+            "...",
+            "M05KNL",
+            "UHDAHF",
+            "__init__",
+            "a.b",
+            "b.c",
+        ];
+        let idents: Vec<Ident> = words
+            .iter()
+            .map(|w| Ident {
+                kind: Kind::Id,
+                text: w.to_string(),
+                weight: 1.0,
+                recency: 1.0,
+                carried: false,
+            })
+            .collect();
+        let shown = Shown::new(&idents);
+        let word = |c: Option<char>| c.is_some_and(is_word_char);
+        for text in texts {
+            let want: Vec<bool> = words
+                .iter()
+                .map(|w| {
+                    text.match_indices(w).any(|(at, _)| {
+                        !word(text[..at].chars().next_back())
+                            && !word(text[at + w.len()..].chars().next())
+                    })
+                })
+                .collect();
+            assert_eq!(shown.flags(text), want, "{text}");
+        }
+    }
 
     /// An identifier counts as shown only as a whole word: `HAT1` is not in `HAT110`, and an id
     /// written inside `key=value` or after a `$` is.

@@ -10,6 +10,10 @@
 //! the room, and prices only the forms it reads from there: on a span of thousands of calls,
 //! the richest forms are never built.
 
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
+
 use super::units::{self, Entry};
 use super::{
     Section, CARRIED_INDEX_SHARE, INDEX_SHARE, LARGE_ROOM_INDEX_SHARE, SECTIONS, SMALL_ROOM_TOKENS,
@@ -518,18 +522,27 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
         }
     }
 
-    /// The header and the kept units' lines (what `render` writes before the index; the
-    /// section headings and bullets left out: no identifier is in them).
-    fn body(&self, header: &str) -> String {
+    /// Per identifier, whether the header or a kept unit's line shows it (what `render`
+    /// writes before the index), each line's found once for every packing that writes it.
+    fn shown_flags(&self, lines: &LineShown<'_>) -> Vec<bool> {
         let entries = self.units.entries;
-        let mut out = String::from(header);
+        let mut out = vec![false; lines.shown.len()];
+        let mut set = |ids: &[u32]| {
+            for &k in ids {
+                out[k as usize] = true;
+            }
+        };
+        set(&lines.header);
+        let mut cache = lines.lines.borrow_mut();
         for i in 0..entries.len() {
-            if self.slots[i].alive && self.cover[i].is_none() {
-                out.push('\n');
-                match &self.sized {
-                    Some((k, text)) if *k == i => out.push_str(text),
-                    _ => out.push_str(self.text(i)),
-                }
+            if !self.slots[i].alive || self.cover[i].is_some() {
+                continue;
+            }
+            match &self.sized {
+                Some((k, text)) if *k == i => set(&lines.shown.shown_in(text)),
+                _ => set(cache
+                    .entry((i, self.slots[i].level))
+                    .or_insert_with(|| lines.shown.shown_in(self.text(i)))),
             }
         }
         out
@@ -578,6 +591,15 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
 /// 2, its spare 8), which a share measured on the text must add back to hold that text.
 const RENDER_SLACK: f64 = 10.0;
 
+/// Which identifiers the digest's header and each unit's form show (`Shown::shown_in`): a
+/// fit tries a dozen packings or more, most of whose lines the one before wrote too.
+struct LineShown<'s> {
+    shown: &'s Shown,
+    header: Vec<u32>,
+    /// By (unit, shortening steps).
+    lines: RefCell<FxHashMap<(usize, u8), Vec<u32>>>,
+}
+
 /// What a packing chose, kept to be rendered again with one result sized to the room its
 /// forms leave (`fit`, `Packing::fill`): its units' states, their total, and its index.
 struct Packed {
@@ -599,7 +621,7 @@ fn pack(
     header: &str,
     idents: &[Ident],
     prices: &[f64],
-    shown: &Shown,
+    shown: &LineShown<'_>,
     room: f64,
     limit: f64,
     reserve: f64,
@@ -616,7 +638,7 @@ fn pack(
     } else {
         reserve + RENDER_SLACK
     });
-    let shown_flags = shown.flags(&p.body(header));
+    let shown_flags = p.shown_flags(shown);
     let index =
         identifier_index::render_except(idents, prices, est, index_room as u64, &shown_flags);
     let written = if index.is_empty() {
@@ -723,6 +745,11 @@ pub(super) fn fit(
     // Each identifier priced once for the index's every rendering.
     let prices = identifier_index::prices(&idents, est);
     let shown = Shown::new(&idents);
+    let lines = LineShown {
+        shown: &shown,
+        header: shown.shown_in(header),
+        lines: RefCell::new(FxHashMap::default()),
+    };
     let room = units_room(&idents, &prices, est, max_tokens);
     let limit = budget;
     let mut best: Option<(f64, String, Packed)> = None;
@@ -744,7 +771,7 @@ pub(super) fn fit(
             header,
             &idents,
             &prices,
-            &shown,
+            &lines,
             room + shift,
             limit + shift,
             limit - room,
