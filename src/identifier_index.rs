@@ -1020,15 +1020,17 @@ pub fn render_except(
 /// either end: `HAT1` is not in `HAT110`). An index lists only what the summary's lines do not
 /// show: an id written in a kept request or call line and again in the index is paid twice
 /// (a quarter of a 47-token index held ids its airline summary showed above it).
-pub struct Shown {
+pub struct Shown<'a> {
     /// The distinct identifier texts.
-    patterns: Vec<String>,
+    patterns: Vec<&'a str>,
     /// Per pattern, the identifiers of that text (one text may be of two kinds).
     of: Vec<Vec<usize>>,
     /// Each pattern's first word (a run of letters, digits and `_`) and where it starts in the
-    /// pattern: a pattern is in a text as a whole word only where that word is one of the
-    /// text's words, whole (see `shown_in`).
-    by_word: FxHashMap<String, Vec<(usize, usize)>>,
+    /// pattern, sorted by the word: a pattern is in a text as a whole word only where that word
+    /// is one of the text's words, whole (see `shown_in`).
+    starts: Vec<(&'a str, usize, usize)>,
+    /// Per first word, its range in `starts`.
+    by_word: FxHashMap<&'a str, (usize, usize)>,
     /// Patterns with no word character (found by a plain search).
     bare: Vec<usize>,
     n: usize,
@@ -1039,21 +1041,21 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-impl Shown {
+impl<'a> Shown<'a> {
     /// Built once for a set of identifiers, read for each text a packing writes.
-    pub fn new(idents: &[Ident]) -> Self {
-        let mut at: HashMap<&str, usize> = HashMap::new();
+    pub fn new(idents: &'a [Ident]) -> Self {
+        let mut at: FxHashMap<&str, usize> = FxHashMap::default();
         let mut of: Vec<Vec<usize>> = Vec::new();
-        let mut patterns: Vec<String> = Vec::new();
+        let mut patterns: Vec<&'a str> = Vec::new();
         for (i, id) in idents.iter().enumerate() {
             let k = *at.entry(id.text.as_str()).or_insert_with(|| {
-                patterns.push(id.text.clone());
+                patterns.push(id.text.as_str());
                 of.push(Vec::new());
                 patterns.len() - 1
             });
             of[k].push(i);
         }
-        let mut by_word: FxHashMap<String, Vec<(usize, usize)>> = FxHashMap::default();
+        let mut starts = Vec::with_capacity(patterns.len());
         let mut bare = Vec::new();
         for (k, p) in patterns.iter().enumerate() {
             match p.char_indices().find(|&(_, c)| is_word_char(c)) {
@@ -1062,17 +1064,21 @@ impl Shown {
                         .char_indices()
                         .find(|&(_, c)| !is_word_char(c))
                         .map_or(p.len() - off, |(j, _)| j);
-                    by_word
-                        .entry(p[off..off + len].to_string())
-                        .or_default()
-                        .push((off, k));
+                    starts.push((&p[off..off + len], off, k));
                 }
                 None => bare.push(k),
             }
         }
+        starts.sort_unstable();
+        let mut by_word: FxHashMap<&'a str, (usize, usize)> = FxHashMap::default();
+        by_word.reserve(starts.len());
+        for (j, &(w, _, _)) in starts.iter().enumerate() {
+            by_word.entry(w).or_insert((j, j)).1 = j + 1;
+        }
         Shown {
             patterns,
             of,
+            starts,
             by_word,
             bare,
             n: idents.len(),
@@ -1126,9 +1132,9 @@ impl Shown {
                     .is_some_and(is_word_char)
         };
         let mut check = |from: usize, to: usize, out: &mut Vec<u32>| {
-            if let Some(cands) = self.by_word.get(&text[from..to]) {
-                for &(off, k) in cands {
-                    if from >= off && whole_at(from - off, &self.patterns[k]) {
+            if let Some(&(a, b)) = self.by_word.get(&text[from..to]) {
+                for &(_, off, k) in &self.starts[a..b] {
+                    if from >= off && whole_at(from - off, self.patterns[k]) {
                         mark(k, out);
                     }
                 }
@@ -1159,11 +1165,8 @@ impl Shown {
             check(from, b.len(), &mut out);
         }
         for &k in &self.bare {
-            let p = &self.patterns[k];
-            if text
-                .match_indices(p.as_str())
-                .any(|(at, _)| whole_at(at, p))
-            {
+            let p = self.patterns[k];
+            if text.match_indices(p).any(|(at, _)| whole_at(at, p)) {
                 mark(k, &mut out);
             }
         }

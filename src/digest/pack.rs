@@ -594,7 +594,7 @@ const RENDER_SLACK: f64 = 10.0;
 /// Which identifiers the digest's header and each unit's form show (`Shown::shown_in`): a
 /// fit tries a dozen packings or more, most of whose lines the one before wrote too.
 struct LineShown<'s> {
-    shown: &'s Shown,
+    shown: &'s Shown<'s>,
     header: Vec<u32>,
     /// By (unit, shortening steps).
     lines: RefCell<FxHashMap<(usize, u8), Vec<u32>>>,
