@@ -405,6 +405,26 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// Whether a thought names nothing: a short one with no identifier, number, path or quoted
+/// code in it ("Let's see the implementation.", "I need more lines."). Such a conclusion goes
+/// with the commands that only read files (`pack::READS`): dropped before the others, given
+/// room after them.
+fn names_nothing(thought: &str) -> bool {
+    let t = thought.trim();
+    t.len() <= IDLE_THOUGHT_BYTES
+        && !t.split_whitespace().any(|w| {
+            let b = w.as_bytes();
+            b.iter()
+                .any(|c| c.is_ascii_digit() || matches!(c, b'_' | b'/' | b'$' | b'`' | b'(' | b'"'))
+                || (b.len() >= 2 && b[1..].iter().any(u8::is_ascii_uppercase))
+                || w.trim_end_matches(['.', ',', ':', ';', '!', '?'])
+                    .contains('.')
+        })
+}
+
+/// The longest thought (bytes) `names_nothing` reads as one.
+const IDLE_THOUGHT_BYTES: usize = 160;
+
 /// Commands that print a file's lines and change nothing. (Searches, `grep -n`, `find`, `ls`,
 /// are not among them: their short output says where things are, which probes ask.)
 const READ_COMMANDS: [&str; 6] = ["cat", "head", "tail", "nl", "less", "more"];
@@ -678,11 +698,16 @@ impl<'a> Walk<'a> {
         let own = self.thought(m);
         if !own.is_empty() {
             if let Some(prev) = self.last_thought.replace(own) {
+                let idle = names_nothing(&prev);
                 let forms = Clipped {
                     text: prev,
                     plan: &CONCLUSION_PLAN,
                 };
-                self.b.push_lazy(Section::Conclusions, Box::new(forms));
+                if self.b.push_lazy(Section::Conclusions, Box::new(forms)) {
+                    if let Some(e) = self.b.entries.last_mut() {
+                        e.read = idle;
+                    }
+                }
             }
         }
         for c in calls_of(m) {
@@ -1919,6 +1944,88 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("astropy/modeling/separable.py"));
+    }
+
+    #[test]
+    fn a_thought_that_names_nothing_is_told_apart() {
+        for idle in [
+            "Let's see the implementation.",
+            "I need more lines.",
+            "Okay, let's look a bit further down.",
+            "Now I run the reproduction script.",
+        ] {
+            assert!(names_nothing(idle), "{idle}");
+        }
+        for named in [
+            "Line 214 is likely `UniqueConstraint.remove_sql`.",
+            "The test fails with 2 errors.",
+            "I need to edit django/db/models/query.py.",
+            "It calls resolve_expression first.",
+            "Reservation XEHM4B cannot be cancelled.",
+            &"word ".repeat(40),
+        ] {
+            assert!(!names_nothing(named), "{named}");
+        }
+    }
+
+    /// A text agent's run: a thought before each command, the command's output after it.
+    fn text_round(thought: &str, cmd: &str, output: &str) -> [String; 2] {
+        [
+            format!("THOUGHT: {thought}\n\n```bash\n{cmd}\n```"),
+            format!("<returncode>0</returncode>\n<output>\n{output}\n</output>"),
+        ]
+    }
+
+    /// A room too small for every line gives what it holds to the older runs' outputs before
+    /// the thoughts that name nothing: those fitted the crumbs the others left, and came back
+    /// before an older call's output (a reproduction's `Lookups after unregister: True`).
+    #[test]
+    fn thoughts_that_name_nothing_give_way_to_older_outputs() {
+        let mut texts = Vec::new();
+        texts.extend(text_round(
+            "Run the reproduction script first.",
+            "python reproduce_issue.py",
+            "Lookups before: True\nLookups after unregister: True",
+        ));
+        for k in 0..12 {
+            texts.extend(text_round(
+                [
+                    "Let's see the implementation.",
+                    "I need more lines.",
+                    "Okay, let's look a bit further down.",
+                ][k % 3],
+                &format!("grep -n lookup_{k} django/db/models/query_utils.py"),
+                &format!("{}: def lookup_{k}(self):", 100 + k),
+            ));
+        }
+        let msgs: Vec<Message<'_>> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Message::text(if i % 2 == 0 { "assistant" } else { "user" }, t))
+            .collect();
+        let whole = digest_within(&msgs, 100_000);
+        assert!(whole.contains("I need more lines."), "{whole}");
+        // Rooms that hold some of the 13 calls: the calls take the room, the idle thoughts
+        // what is left (the newest two are dropped last). Before, the newest idle thoughts were
+        // given room first: 6 calls and 4 idle thoughts in each of these rooms.
+        for room in (260..=320).step_by(20) {
+            let d = digest_within(&msgs, room);
+            let count = |heading: &str, idle: bool| {
+                section_of(&d, heading)
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("- "))
+                    .filter(|l| !idle || names_nothing(l))
+                    .count()
+            };
+            let (calls, idle) = (
+                count("## Tool calls", false),
+                count("## Assistant conclusions", true),
+            );
+            assert!(
+                calls >= 7 && idle <= 3,
+                "room {room}: {calls} calls, {idle} idle thoughts\n{d}"
+            );
+        }
     }
 
     /// The lines of a digest's section, from its heading to the next one ("" when absent).

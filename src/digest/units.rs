@@ -31,7 +31,8 @@ pub(super) struct Entry<'a> {
     pub(super) from: Option<usize>,
     /// A command that prints a file's lines (`cat`, `sed -n`, `head`, ...): dropped before
     /// other calls (`pack::READS`): the file is still there to print again, a run's output is
-    /// not.
+    /// not. Or a thought that names nothing (`digest::names_nothing`: "I need more lines."),
+    /// dropped before other conclusions. Either is given room back after the other units.
     pub(super) read: bool,
     /// How many forms the unit has (equal ones counted apart).
     count: usize,
