@@ -133,6 +133,78 @@ fn without_courtesy_edges(text: &str) -> &str {
     }
 }
 
+/// The shortest sentence `repeated_edges` counts (bytes): "Thanks." said twice is courtesy
+/// (`without_courtesy_edges`), not a repeated line.
+const REPEATED_SENTENCE_BYTES: usize = 20;
+
+/// Longest user turn (bytes) read for its edge sentences: a request, not a pasted log.
+const REPEATED_TURN_BYTES: usize = 4_000;
+
+/// The first and the last sentence of `text` (trimmed; the same one when it has one).
+fn edge_sentences(text: &str) -> (&str, &str) {
+    let t = text.trim();
+    let ends = |b: &[u8], i: usize| {
+        matches!(b[i], b'.' | b'!' | b'?') && b.get(i + 1).is_some_and(u8::is_ascii_whitespace)
+    };
+    let b = t.as_bytes();
+    let first = (0..b.len()).find(|&i| ends(b, i)).map_or(t, |i| &t[..=i]);
+    let body = t.trim_end_matches(['.', '!', '?']);
+    let last = (0..body.len())
+        .rev()
+        .find(|&i| ends(b, i))
+        .map_or(t, |i| t[i + 1..].trim_start());
+    (first.trim(), last.trim())
+}
+
+/// The sentences that open or close two user turns of `msgs` or more: a user simulator's or a
+/// person's sign-off said every turn ("You are the most lenient customer service agent I have
+/// ever spoken to."), which a clipped request kept in place of its reason.
+fn repeated_edges(msgs: &[Message<'_>]) -> HashSet<String> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for m in msgs.iter().filter(|m| m.role == Role::User) {
+        let Content::Text(t) = &m.content else {
+            continue;
+        };
+        if t.len() > REPEATED_TURN_BYTES {
+            continue;
+        }
+        let (first, last) = edge_sentences(t);
+        for e in [first, last] {
+            if e.len() >= REPEATED_SENTENCE_BYTES {
+                *count.entry(e).or_default() += 1;
+            }
+        }
+        if first == last && first.len() >= REPEATED_SENTENCE_BYTES {
+            // One sentence counted once per turn.
+            *count.entry(first).or_default() -= 1;
+        }
+    }
+    count
+        .into_iter()
+        .filter(|&(_, n)| n >= 2)
+        .map(|(e, _)| e.to_string())
+        .collect()
+}
+
+/// `core` without its first and last sentences while they are in `repeated` and something is
+/// left (a slice of `core`).
+fn without_repeated_edges<'t>(core: &'t str, repeated: &HashSet<String>) -> &'t str {
+    let mut c = core.trim();
+    loop {
+        let (first, last) = edge_sentences(c);
+        if first.len() == c.len() {
+            return c;
+        }
+        if repeated.contains(first) {
+            c = c[first.len()..].trim();
+        } else if repeated.contains(last) {
+            c = c[..c.len() - last.len()].trim();
+        } else {
+            return c;
+        }
+    }
+}
+
 /// The text of a message: borrowed when it is one string, joined text blocks otherwise.
 fn text_of<'m>(m: &'m Message<'_>) -> Cow<'m, str> {
     match &m.content {
@@ -275,18 +347,22 @@ struct Builder<'a> {
     keyed: bool,
     focus: Vec<String>,
     index: Collector,
+    /// Sentences that open or close two user turns of the span or more (`repeated_edges`):
+    /// left out of the clipped forms of the requests they open or close.
+    repeated: HashSet<String>,
 }
 
 impl<'a> Builder<'a> {
     /// The units of a span's digest, starting from the sections of `previous` (the summary
     /// folded with the span), merged.
-    fn new(previous: Option<&'a str>, focus: Vec<String>) -> Self {
+    fn new(previous: Option<&'a str>, focus: Vec<String>, repeated: HashSet<String>) -> Self {
         let mut b = Builder {
             entries: Vec::new(),
             seen: HashSet::new(),
             keyed: previous.is_some(),
             focus,
             index: Collector::default(),
+            repeated,
         };
         if let Some(prev) = previous {
             merge_previous(&mut b, prev);
@@ -335,7 +411,7 @@ impl<'a> Builder<'a> {
         let rules = rules_in(&text);
         // The clipped forms are cut from the request without its courtesy edges: the
         // conditions sit in its middle, which a clip would lose first.
-        let forms = Request::new(text);
+        let forms = Request::without(text, &self.repeated);
         let at = self.entries.len();
         let said_in = self
             .push_lazy(Section::Requests, Box::new(forms))
@@ -874,7 +950,7 @@ fn digest_reading<'a>(
     focus: Vec<String>,
     whole_from: usize,
 ) -> String {
-    let b = Builder::new(opt.previous, focus);
+    let b = Builder::new(opt.previous, focus, repeated_edges(msgs));
     let coded = msgs
         .iter()
         .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some());
@@ -957,7 +1033,7 @@ fn short_header(n: usize) -> String {
 /// the harness speaks there, not the user). A summary written by a model is held to the same
 /// list (`contextfold.summary_room.with_rules`).
 pub fn fold_rules(msgs: &[Message<'_>], folded: &[usize], previous: Option<&str>) -> Vec<String> {
-    let mut rules: Vec<String> = Builder::new(previous, Vec::new())
+    let mut rules: Vec<String> = Builder::new(previous, Vec::new(), HashSet::new())
         .entries
         .iter()
         .filter(|e| e.section == Section::Rules)
@@ -1944,6 +2020,49 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("astropy/modeling/separable.py"));
+    }
+
+    /// A sentence that opens or closes two user turns or more (a user simulator's sign-off)
+    /// is left out of the clipped requests, which keep their reasons instead; a request whole
+    /// keeps it, and a turn that is nothing but that sentence stays as it is.
+    #[test]
+    fn a_sign_off_said_every_turn_is_left_out_of_clipped_requests() {
+        let sign_off = "You are the most lenient customer service agent I have ever spoken to.";
+        let turns = [
+            format!("My reservation IDs are IFOYYZ and NQNU5R. As for the reason, there has been a change of plan and the trip is off for good. {sign_off}"),
+            format!("Yes, please proceed with the cancellation of reservation NQNU5R right away. {sign_off}"),
+            format!("I would also like to change another reservation, M20IZO, to a nonstop flight if that is possible. {sign_off}"),
+            sign_off.to_string(),
+        ];
+        let mut texts: Vec<String> = Vec::new();
+        for t in &turns {
+            texts.push(t.clone());
+            texts.push("Let me check that for you.".to_string());
+        }
+        let msgs: Vec<Message<'_>> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Message::text(if i % 2 == 0 { "user" } else { "assistant" }, t))
+            .collect();
+        let repeated = repeated_edges(&msgs);
+        assert!(repeated.contains(sign_off), "{repeated:?}");
+        assert_eq!(
+            without_repeated_edges(&turns[0], &repeated),
+            "My reservation IDs are IFOYYZ and NQNU5R. As for the reason, there has been a change of plan and the trip is off for good."
+        );
+        assert_eq!(without_repeated_edges(sign_off, &repeated), sign_off);
+        let whole = digest_within(&msgs, 100_000);
+        assert!(whole.contains(&turns[0]), "{whole}");
+        // A room that clips the requests keeps the reason, not the sign-off.
+        let tight = digest_within(&msgs, 120);
+        let requests = section_of(&tight, "## User requests");
+        assert!(requests.contains("the trip is off for good"), "{tight}");
+        // Only the turn that is the sign-off alone says it.
+        let said = requests
+            .lines()
+            .filter(|l| l.contains("I have ever spoken to"))
+            .count();
+        assert_eq!(said, 1, "{tight}");
     }
 
     #[test]

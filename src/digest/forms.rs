@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::clip::{clip_ends, is_whole};
-use super::without_courtesy_edges;
+use super::{without_courtesy_edges, without_repeated_edges};
 
 /// The forms of one unit.
 /// `Send + Sync`: a digest builds many units' forms on several threads (`units::price_many`).
@@ -92,8 +92,18 @@ pub(super) struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
+    #[cfg(test)]
     pub(super) fn new(text: Cow<'a, str>) -> Self {
-        let core = without_courtesy_edges(&text);
+        Self::without(text, &std::collections::HashSet::new())
+    }
+
+    /// A request whose clipped forms also leave out the sentences of `repeated` that open or
+    /// close it (`digest::repeated_edges`: said in other turns too).
+    pub(super) fn without(
+        text: Cow<'a, str>,
+        repeated: &std::collections::HashSet<String>,
+    ) -> Self {
+        let core = without_repeated_edges(without_courtesy_edges(&text), repeated);
         // The core is a slice of the text: its place is its pointer's offset.
         let start = core.as_ptr() as usize - text.as_ptr() as usize;
         let core = start..start + core.len();
