@@ -169,14 +169,14 @@ fn repeated_edges(msgs: &[Message<'_>]) -> HashSet<String> {
             continue;
         }
         let (first, last) = edge_sentences(t);
-        for e in [first, last] {
-            if e.len() >= REPEATED_SENTENCE_BYTES {
-                *count.entry(e).or_default() += 1;
-            }
-        }
-        if first == last && first.len() >= REPEATED_SENTENCE_BYTES {
-            // One sentence counted once per turn.
-            *count.entry(first).or_default() -= 1;
+        // A turn of one sentence counts it once.
+        let edges = if first == last {
+            &[first][..]
+        } else {
+            &[first, last][..]
+        };
+        for &e in edges.iter().filter(|e| e.len() >= REPEATED_SENTENCE_BYTES) {
+            *count.entry(e).or_default() += 1;
         }
     }
     count
@@ -451,9 +451,19 @@ impl<'a> Builder<'a> {
 
     /// A call or command unit, whose first form keeps its result past the packing's
     /// usual fullest (`forms::FULLEST_RESULT_CHARS`).
-    fn push_rich(&mut self, section: Section, forms: Box<dyn Forms + 'a>) {
-        if self.push_lazy(section, forms) {
+    /// Whether it was added (not said already).
+    fn push_rich(&mut self, section: Section, forms: Box<dyn Forms + 'a>) -> bool {
+        let pushed = self.push_lazy(section, forms);
+        if pushed {
             self.mark_rich_top(true);
+        }
+        pushed
+    }
+
+    /// Whether the unit just added (when `pushed`) is idle (`units::Entry::idle`).
+    fn mark_idle(&mut self, pushed: bool, idle: bool) {
+        if let Some(e) = self.entries.last_mut().filter(|_| pushed) {
+            e.idle = idle;
         }
     }
 
@@ -473,17 +483,15 @@ impl<'a> Builder<'a> {
             outcome,
         };
         let section = if err { Section::Errors } else { Section::Calls };
-        self.push_rich(section, Box::new(forms));
-        if let Some(e) = self.entries.last_mut() {
-            e.read = reads_only(cmd);
-        }
+        let pushed = self.push_rich(section, Box::new(forms));
+        self.mark_idle(pushed, reads_only(cmd));
         err
     }
 }
 
 /// Whether a thought names nothing: a short one with no identifier, number, path or quoted
 /// code in it ("Let's see the implementation.", "I need more lines."). Such a conclusion goes
-/// with the commands that only read files (`pack::READS`): dropped before the others, given
+/// with the commands that only read files (`pack::IDLE`): dropped before the others, given
 /// room after them.
 fn names_nothing(thought: &str) -> bool {
     let t = thought.trim();
@@ -779,11 +787,8 @@ impl<'a> Walk<'a> {
                     text: prev,
                     plan: &CONCLUSION_PLAN,
                 };
-                if self.b.push_lazy(Section::Conclusions, Box::new(forms)) {
-                    if let Some(e) = self.b.entries.last_mut() {
-                        e.read = idle;
-                    }
-                }
+                let pushed = self.b.push_lazy(Section::Conclusions, Box::new(forms));
+                self.b.mark_idle(pushed, idle);
             }
         }
         for c in calls_of(m) {

@@ -189,13 +189,14 @@ pub(super) fn compact_for(
     match &root {
         // The top object needs no braces: the result is one.
         Node::Object(items) => {
-            let echoes = |(key, v): &&(String, Node<'_>)| match (v, args.and_then(|a| a.get(key))) {
+            let echoes = |(key, v): &(String, Node<'_>)| match (v, args.and_then(|a| a.get(key))) {
                 (Node::Str(s), Some(serde_json::Value::String(a))) => s == a,
                 _ => false,
             };
-            if items.iter().any(|p| echoes(&p)) && !items.iter().all(|p| echoes(&p)) {
-                let rest: Vec<&(String, Node<'_>)> = items.iter().filter(|p| !echoes(p)).collect();
-                pairs_of(&mut out, rest.into_iter());
+            let rest = items.iter().filter(|p| !echoes(p));
+            // A result that is nothing but the echo is shown as it is.
+            if rest.clone().next().is_some() {
+                pairs_of(&mut out, rest);
             } else {
                 pairs(&mut out, items);
             }

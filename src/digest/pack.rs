@@ -59,8 +59,8 @@ const PHASES: [(Section, usize, bool); 35] = [
     (Section::Calls, 0, true),
     (Section::LastState, 0, true),
     (Section::Conclusions, 0, true),
-    (Section::Calls, READS | 2, false),
-    (Section::Conclusions, READS | 2, false),
+    (Section::Calls, IDLE | 2, false),
+    (Section::Conclusions, IDLE | 2, false),
     (Section::Calls, 8, false),
     (Section::Conclusions, 6, false),
     (Section::Calls, 0, true),
@@ -87,9 +87,10 @@ const PHASES: [(Section, usize, bool); 35] = [
 /// A shortening step's `keep` that reaches only the units at their extra fullest form.
 const RICH_ONLY: usize = usize::MAX;
 
-/// A dropping step's `keep` with this bit drops only the commands that print a file's lines
-/// (`units::Entry::read`) among all but the newest `keep & !READS`: a file printed can be
-/// printed again, a script's or a test run's output cannot. Run before the calls are cut to
+/// A dropping step's `keep` with this bit drops only the idle units (`units::Entry::idle`)
+/// among all but the newest `keep & !IDLE`. On calls, the commands that print a file's lines:
+/// a file printed can be printed again, a script's or a test run's output cannot. Run before
+/// the calls are cut to
 /// the newest eight: on the held-out probe sets (`tests/data/probes/heldout*.refs.json`) the
 /// newest eight of a SWE run's folded calls were mostly `cat` and `sed -n` of the file being
 /// edited, and what the reproduction script printed was gone. On conclusions, it drops the
@@ -97,7 +98,7 @@ const RICH_ONLY: usize = usize::MAX;
 /// lines among its sixteen conclusions, beside eight of its 29 calls (facts at the naive
 /// budget over the four probe sets: 611 -> 617, with the give-back order of
 /// `Packing::give_back`).
-const READS: usize = 1 << 40;
+const IDLE: usize = 1 << 40;
 
 /// Whether shortening step (`keep`) reaches unit `i` at `slot`.
 fn reaches(entries: &[Entry<'_>], slot: Slot, i: usize, keep: usize) -> bool {
@@ -181,7 +182,7 @@ impl<'e, 'a> Units<'e, 'a> {
                 if usize::from(slots[i].level) < self.entries[i].steps() {
                     slots[i].level += 1;
                 }
-            } else if droppable(sec, k, keep, n, self.entries[i].read) {
+            } else if droppable(sec, k, keep, n, self.entries[i].idle) {
                 slots[i].alive = false;
             } else {
                 continue;
@@ -258,11 +259,11 @@ fn eligible(entries: &[Entry<'_>], slots: &[Slot], sec: Section, focus_pass: boo
         .collect()
 }
 
-/// Whether a dropping step that keeps the newest `keep` of `n` drops the `k`th (`read`: the
-/// unit only reads files, see `READS`).
-fn droppable(sec: Section, k: usize, keep: usize, n: usize, read: bool) -> bool {
-    if keep & READS != 0 {
-        return read && k + (keep & !READS) < n;
+/// Whether a dropping step that keeps the newest `keep` of `n` drops the `k`th (`idle`: see
+/// `IDLE`).
+fn droppable(sec: Section, k: usize, keep: usize, n: usize, idle: bool) -> bool {
+    if keep & IDLE != 0 {
+        return idle && k + (keep & !IDLE) < n;
     }
     k + keep < n
         && !(sec == Section::Requests && k < FIRST_REQUESTS_KEPT && n > keep + FIRST_REQUESTS_KEPT)
@@ -330,7 +331,7 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
                 // for a fraction of the room. Ties: the oldest first. (A step run whole drops
                 // them all: the order matters only here.)
                 let tokens: Vec<f64> = idx.iter().map(|&i| self.tokens(i)).collect();
-                let keep = keep & !READS;
+                let keep = keep & !IDLE;
                 order.sort_by(|&(ka, _), &(kb, _)| {
                     (ka + keep >= n)
                         .cmp(&(kb + keep >= n))
@@ -353,7 +354,7 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
                         self.slots[i].level += 1;
                         self.total += self.tokens(i) - before;
                     }
-                } else if droppable(sec, k, keep, n, entries[i].read) {
+                } else if droppable(sec, k, keep, n, entries[i].idle) {
                     self.slots[i].alive = false;
                     self.total -= self.tokens(i);
                 } else {
@@ -401,12 +402,13 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
         // result past 6,000 characters, a thought past 900): one long output grown first would
         // take the room older units need (a reproduction's `Parsed: 1970, Expected: 2070`
         // was lost to the newest output's 24,000 characters).
-        // The units that only read a file or name nothing (`Entry::read`) after the others: a
+        // The idle units (`Entry::idle`: a command that only prints a file, a thought that names
+        // nothing) after the others: a
         // thought such as "Let's see the implementation." fits in the crumbs the others leave,
         // and came back before an older call's output.
         for idle in [false, true] {
             for i in (0..entries.len()).rev() {
-                if entries[i].section != Section::Requests && entries[i].read == idle {
+                if entries[i].section != Section::Requests && entries[i].idle == idle {
                     self.grow_to(i, room, false, false);
                 }
             }
@@ -802,7 +804,7 @@ pub(super) fn fit(
         } else {
             fits = Some(shift);
         }
-        // A bracket narrower than a token moves no form: its packings are the ones tried.
+        // A bracket narrower than two tokens moves no form: its packings are the ones tried.
         if let (Some(a), Some(b), Some(_)) = (fits, over, &best) {
             if (a - b).abs() < 2.0 {
                 break;

@@ -29,11 +29,11 @@ pub(super) struct Entry<'a> {
     pub(super) rich_top: bool,
     /// For a rule: the request entry it was said in (it need not be written twice).
     pub(super) from: Option<usize>,
-    /// A command that prints a file's lines (`cat`, `sed -n`, `head`, ...): dropped before
-    /// other calls (`pack::READS`): the file is still there to print again, a run's output is
-    /// not. Or a thought that names nothing (`digest::names_nothing`: "I need more lines."),
-    /// dropped before other conclusions. Either is given room back after the other units.
-    pub(super) read: bool,
+    /// Worth the least of its section (`pack::IDLE`): a command that prints a file's lines
+    /// (`cat`, `sed -n`, `head`, ...; the file is still there to print again, a run's output is
+    /// not), or a thought that names nothing (`digest::names_nothing`: "I need more lines.").
+    /// Dropped before the others of its section, given room back after every other unit.
+    pub(super) idle: bool,
     /// How many forms the unit has (equal ones counted apart).
     count: usize,
     /// The index of each distinct form (a run of equal forms appears once, as its last).
@@ -61,7 +61,7 @@ impl<'a> Entry<'a> {
             focus: false,
             rich_top: false,
             from: None,
-            read: false,
+            idle: false,
             count: n,
             plan: OnceLock::from((0..n).collect::<Vec<_>>()),
             forms: forms.into_iter().map(OnceLock::from).collect(),
@@ -78,7 +78,7 @@ impl<'a> Entry<'a> {
             focus: false,
             rich_top: false,
             from: None,
-            read: false,
+            idle: false,
             count: n,
             plan: OnceLock::new(),
             forms: (0..n).map(|_| OnceLock::new()).collect(),
