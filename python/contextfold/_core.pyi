@@ -24,6 +24,7 @@ __all__ = [
     "CONTENT_KEYS",
     "SessionLedger",
     "CompactionOptions",
+    "MessageCache",
     "PricedRequest",
     "PruneOptions",
     "__version__",
@@ -510,6 +511,17 @@ class _CompactionPlan(TypedDict):
     folds: NotRequired[list[tuple[str, str]]]
 
 @final
+class MessageCache:
+    """Messages read once per compaction, by object identity: ``compaction_plan``,
+    ``compaction_verify`` and ``extractive_digest`` given the same cache read each message
+    object once and reuse that reading after. For one compaction's calls only: an object changed
+    in place after it was read reads as it was."""
+
+    def __init__(self) -> None: ...
+    def __len__(self) -> int:
+        """How many distinct message objects the cache has read."""
+
+@final
 class PricedRequest:
     """A request's fixed parts, read and priced once: provider, model, wire format, tools,
     system prompt and response format (``text_encoding``: text tokenized instead of estimated).
@@ -595,6 +607,7 @@ def compaction_plan(
     check_input: bool = True,
     costs: Sequence[int] | None = None,
     reprice: Sequence[int] = ...,
+    cache: MessageCache | None = None,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,
@@ -611,7 +624,7 @@ def compaction_plan(
     it has them), and the first plan's ``costs`` (tokens per message) with the indices of the
     messages it changed in ``reprice``: only those are priced again, as a fresh plan would price
     them. ``ValueError`` when ``costs`` does not have one entry per message or ``reprice`` names
-    no message."""
+    no message. ``cache``: messages read through it are read once per object (``MessageCache``)."""
 
 def summary_hash(body: str, /) -> int:
     """The 64-bit hash by which a later compaction trusts a summary as the library's own (the
@@ -625,12 +638,14 @@ def compaction_verify(
     budget_tokens: int | None = None,
     seams: Sequence[int] = ...,
     overhead_tokens: int | None = None,
+    cache: MessageCache | None = None,
 ) -> tuple[int, list[tuple[str, int, str]]]:
     """Check a finished history written for ``request`` (which needs a ``format``):
     ``(tokens, [(kind, message index or -1, description)])``. Pairs of calls and results per
     format, roles at ``seams`` and the first turn, JSON of every arguments string / tool_use
     input, and the budget. ``overhead_tokens`` (the plan's) stands for the request's overhead
-    (by default the request's own, priced beside these messages)."""
+    (by default the request's own, priced beside these messages). ``cache``: as
+    ``compaction_plan``'s."""
 
 IDENTIFIER_INDEX_HEADING: str
 """Heading of the identifier index section of a summary."""
@@ -664,9 +679,10 @@ def extractive_digest(
     model: str | None = None,
     previous: str | None = None,
     instructions: str | None = None,
+    cache: MessageCache | None = None,
 ) -> str:
     """The extractive digest of ``messages`` in at most ``max_tokens`` tokens (see
-    ``contextfold.ExtractiveSummarizer``)."""
+    ``contextfold.ExtractiveSummarizer``). ``cache``: as ``compaction_plan``'s."""
 
 def standing_rules(messages: Sequence[Any], /, *, previous: str | None = None) -> list[str]:
     """The standing rules a summary of ``messages`` (a folded span) must keep, in order: those of

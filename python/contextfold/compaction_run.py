@@ -41,6 +41,9 @@ class CompactionRun:
     original: list[Any] = field(default_factory=list)
     #: The tail fill's middle cut, as an edit of ``original`` with the tokens it saved.
     fill_cut: Any = None
+    #: The messages the core has read in this run, by object: each plan, digest and check of
+    #: the run reads a message object once (the run never changes one in place).
+    read: _core.MessageCache = field(default_factory=_core.MessageCache)
 
     def __post_init__(self) -> None:
         self.original = self.msgs
@@ -58,7 +61,8 @@ class CompactionRun:
         """``out``'s tokens and the failures of the core's check that the input did not have
         already (the plan reports those: ``input_failures``); ``limit``: the budget to check."""
         tokens, failures = _core.compaction_verify(
-            out, self.priced, budget_tokens=limit, seams=seams, overhead_tokens=int(self.plan["overhead_tokens"]))
+            out, self.priced, budget_tokens=limit, seams=seams, overhead_tokens=int(self.plan["overhead_tokens"]),
+            cache=self.read)
         if failures and any(k != "over_budget" for k, _, _ in failures):
             # Problems the caller's history already had are not ours to raise about.
             known = {(k, d.split(":", 1)[-1]) for k, _, d in self.plan["input_failures"]}

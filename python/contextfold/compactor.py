@@ -13,6 +13,7 @@ usage when one is attached).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import sys
@@ -594,7 +595,7 @@ class Compactor(RecoverableFolds):
             ms, run.priced, opts, budget_tokens=run.effective, tail_tokens=run.tail,
             summary_tokens=run.summary_tokens if summary_tokens is None else summary_tokens,
             pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes),
-            masks=not moved, check_input=not moved, costs=costs, reprice=list(reprice))
+            masks=not moved, check_input=not moved, costs=costs, reprice=list(reprice), cache=run.read)
         if moved:
             p["input_failures"] = run.plan["input_failures"]
         for fold_id, text in p.get("folds", ()):
@@ -733,6 +734,7 @@ class Compactor(RecoverableFolds):
             previous_summary=plan["previous_summary"],
             instructions=self.instructions,
             max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
+            read_cache=run.read,
         )
         text, native, fallback = yield from self._summary_text(run, request)
         # A model's summary is held to the fold's standing rules (those it did not state verbatim
@@ -798,7 +800,7 @@ class Compactor(RecoverableFolds):
             return None
         request = SummaryRequest(messages=folded, provider=self.provider, model=self.model,
                                  previous_summary=plan["previous_summary"], instructions=self.instructions,
-                                 max_tokens=room)
+                                 max_tokens=room, read_cache=run.read)
         notes = list(run.notes)
         draft = Draft(request, text, (), apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
                       self._fold_span(folded) if self.recoverable else "", plan["seams"],
@@ -854,9 +856,7 @@ class Compactor(RecoverableFolds):
             # samples long texts, so a shorter digest can price a few tokens higher there).
             shrink = draft.tokens - run.effective + 16 + attempt * max(32, draft.request.max_tokens // 25)
             r = draft.request
-            draft.request = SummaryRequest(
-                messages=r.messages, provider=r.provider, model=r.model, previous_summary=r.previous_summary,
-                instructions=r.instructions, max_tokens=max(16, r.max_tokens - shrink))
+            draft.request = dataclasses.replace(r, max_tokens=max(16, r.max_tokens - shrink))
             result = yield (self._fallback, draft.request)
             if isinstance(self.summarizer, ExtractiveSummarizer):
                 note = "the digest came out over its share of the budget: digested again smaller"
@@ -947,9 +947,7 @@ class Compactor(RecoverableFolds):
                 continue
             msgs, plan = grown.messages, grown.plan
             folded = [msgs[i] for i in plan["folded"]]
-            again = SummaryRequest(messages=folded, provider=request.provider, model=request.model,
-                                   previous_summary=plan["previous_summary"], instructions=request.instructions,
-                                   max_tokens=request.max_tokens)
+            again = dataclasses.replace(request, messages=folded, previous_summary=plan["previous_summary"])
             result = yield (self.summarizer, again)
             text = (result.text or "").strip()
             if not text:

@@ -10,6 +10,7 @@ use super::messages::{Keep, Walker};
 use super::options::CompactionOptions;
 use super::priced_request::PyPricedRequest;
 use super::prune::planned_edit;
+use super::read_cache::MessageCache;
 use crate::compaction::{
     check, plan_priced, summary_message_json, text_block_json, verify, Failure, Placement,
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
@@ -72,9 +73,11 @@ fn edit_tuples<'py>(
 /// the first plan's `costs` with the indices of the messages it changed in `reprice`: the
 /// others are not priced again (on the 10k synthetic history, ~1 ms of such a plan's ~15 ms;
 /// reading the messages is most of the rest). The costs are those a fresh plan would find
-/// (`Walker::repriced`).
+/// (`Walker::repriced`). With a `cache` (`MessageCache`), each message object is read once per
+/// cache: the tail fill's plan, the digest and the checks of one compaction reuse the first
+/// plan's reading.
 #[pyfunction]
-#[pyo3(signature = (messages, /, request, options, *, budget_tokens, tail_tokens, summary_tokens, pinned=Vec::new(), trusted_summaries=Vec::new(), masks=true, check_input=true, costs=None, reprice=Vec::new()))]
+#[pyo3(signature = (messages, /, request, options, *, budget_tokens, tail_tokens, summary_tokens, pinned=Vec::new(), trusted_summaries=Vec::new(), masks=true, check_input=true, costs=None, reprice=Vec::new(), cache=None))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
@@ -90,14 +93,19 @@ fn compaction_plan<'py>(
     check_input: bool,
     costs: Option<Vec<u32>>,
     reprice: Vec<usize>,
+    cache: Option<&MessageCache>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = request.format()?;
     let mut est = request.request.estimator;
     let keep = Keep::new();
     let mut walker = Walker::new(py, &keep);
+    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
     let (ms, costs) = match costs {
         Some(given) => {
-            let ms = walker.messages(messages)?;
+            let ms = match locked.as_mut() {
+                Some(l) => l.messages(py, messages)?,
+                None => walker.messages(messages)?,
+            };
             if given.len() != ms.len() {
                 return Err(PyValueError::new_err(format!(
                     "costs has {} entries for {} messages",
@@ -114,7 +122,10 @@ fn compaction_plan<'py>(
             let costs = Walker::repriced(&ms, given, &reprice, &mut est);
             (ms, costs)
         }
-        None => walker.messages_priced(messages, &mut est)?,
+        None => match locked.as_mut() {
+            Some(l) => l.messages_priced(py, messages, &mut est)?,
+            None => walker.messages_priced(messages, &mut est)?,
+        },
     };
     let opt = PlanOptions {
         format,
@@ -202,9 +213,9 @@ fn compaction_plan<'py>(
 
 /// Verify a finished history written for `request`: `(tokens, [(kind, message index or -1,
 /// description), ...])`. `overhead_tokens` is the plan's (priced beside the history it was
-/// made from); by default the request's own.
+/// made from); by default the request's own. `cache`: as `compaction_plan`'s.
 #[pyfunction]
-#[pyo3(signature = (messages, /, request, *, budget_tokens=None, seams=Vec::new(), overhead_tokens=None))]
+#[pyo3(signature = (messages, /, request, *, budget_tokens=None, seams=Vec::new(), overhead_tokens=None, cache=None))]
 fn compaction_verify(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -212,11 +223,16 @@ fn compaction_verify(
     budget_tokens: Option<u64>,
     seams: Vec<usize>,
     overhead_tokens: Option<u64>,
+    cache: Option<&MessageCache>,
 ) -> PyResult<(u64, Vec<FailureTuple>)> {
     let format = request.format()?;
     let mut est = request.request.estimator;
     let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(messages)?;
+    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
+    let ms = match locked.as_mut() {
+        Some(l) => l.messages(py, messages)?,
+        None => Walker::new(py, &keep).messages(messages)?,
+    };
     // As the plan did (a history compacted down to no signature stays priced as the Gemini
     // API: the higher of the two, so the budget check errs on the safe side).
     est.settle_platform(&ms);
@@ -245,8 +261,10 @@ fn failure_tuples(failures: &[Failure]) -> Vec<FailureTuple> {
 type FailureTuple = (&'static str, i64, String);
 
 /// The extractive digest of `messages` (the folded middle), at most `max_tokens` tokens.
+/// `cache`: as `compaction_plan`'s.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None, instructions=None))]
+#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None, instructions=None, cache=None))]
+#[allow(clippy::too_many_arguments)]
 fn extractive_digest(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -255,10 +273,15 @@ fn extractive_digest(
     model: Option<&str>,
     previous: Option<&str>,
     instructions: Option<&str>,
+    cache: Option<&MessageCache>,
 ) -> PyResult<String> {
     let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(messages)?;
+    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
+    let ms = match locked.as_mut() {
+        Some(l) => l.messages(py, messages)?,
+        None => Walker::new(py, &keep).messages(messages)?,
+    };
     est.settle_platform(&ms);
     let opt = DigestOptions {
         max_tokens,

@@ -17,7 +17,7 @@ pub use super::py_input::{Keep, PyInput};
 
 /// Messages read before they are priced: their samples (a few cache lines each) stay well
 /// inside L1/L2 between the read and the pricing.
-const CHUNK: usize = 32;
+pub(super) const CHUNK: usize = 32;
 
 /// Reads one history, knowing which message it is in for error messages.
 pub struct Walker<'k, 'py> {
@@ -104,6 +104,17 @@ impl<'k, 'py> Walker<'k, 'py> {
         est.settle_platform(chunk);
         costs.extend(est.each(chunk));
         Ok((out, costs))
+    }
+
+    /// The estimated tokens of each of `ms` (already read), as [`Walker::messages_priced`]
+    /// prices them: a chunk at a time, `est` settling its serving platform on each chunk first.
+    pub fn priced(ms: &[Message<'_>], est: &mut Estimator) -> Vec<u32> {
+        let mut costs = Vec::with_capacity(ms.len());
+        for chunk in ms.chunks(CHUNK) {
+            est.settle_platform(chunk);
+            costs.extend(est.each(chunk));
+        }
+        costs
     }
 
     /// `costs` (a history's [`Walker::messages_priced`] costs before the messages at `reprice`

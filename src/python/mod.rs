@@ -23,6 +23,7 @@ mod options;
 mod priced_request;
 mod prune;
 mod py_input;
+mod read_cache;
 mod recall;
 mod repair;
 mod request;
@@ -47,6 +48,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     options::register(m)?;
     priced_request::register(m)?;
     prune::register(m)?;
+    read_cache::register(m)?;
     recall::register(m)?;
     repair::register(m)?;
     request::register(m)?;

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["Summarizer", "SummaryRequest", "SummaryResult"]
@@ -17,6 +17,9 @@ class SummaryRequest:
     format (``provider`` says how to read them); ``max_tokens`` is the summary's budget in the
     conversation model's tokens; ``previous_summary`` is the text of the summary being updated
     (iterative compaction); ``instructions`` is a focus string that steers what is kept.
+    ``read_cache`` is the Compactor's ``contextfold._core.MessageCache`` for the compaction that
+    asks: the messages as the core has read them already, by object (the extractive digest reads
+    ``messages`` through it rather than again; other summarizers can ignore it).
     """
 
     messages: Sequence[Any]
@@ -25,6 +28,7 @@ class SummaryRequest:
     previous_summary: str | None = None
     instructions: str | None = None
     max_tokens: int = 2_000
+    read_cache: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

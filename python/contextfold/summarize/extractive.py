@@ -34,6 +34,7 @@ class ExtractiveSummarizer:
             model=request.model,
             previous=request.previous_summary,
             instructions=request.instructions,
+            cache=request.read_cache,
         )
         return SummaryResult(text=text)
 

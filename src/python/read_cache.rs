@@ -1,0 +1,153 @@
+//! A history's messages read once per compaction. One `Compactor.compact` call hands the core
+//! the same Python objects again and again: the first plan reads the whole history, the tail
+//! fill's plan reads it again with one message changed, the digest reads the fold, and each
+//! check reads the result (its head and tail the history's own objects). On the 10k synthetic
+//! history that was ~40 ms of reads beside a ~100 ms compaction. A `MessageCache` keeps each
+//! object's reading by the object's identity for the length of one compaction: the Compactor
+//! never changes a message object in place (an edit copies what it changes,
+//! `prune::CopyOnWrite`), so an object seen once reads the same again.
+
+use std::sync::Mutex;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use rustc_hash::FxHashMap;
+
+use super::messages::{Keep, Walker, CHUNK};
+use crate::estimate::Estimator;
+use crate::message::Message;
+
+/// What one cache has read.
+struct Reads {
+    /// Each read object's place in `messages`, by the object's address.
+    at: FxHashMap<usize, usize>,
+    /// The readings. They borrow the texts `keep` holds: declared before it, so dropped first.
+    messages: Vec<Message<'static>>,
+    /// The objects read, held so that no address in `at` can be reused by a new object.
+    objects: Vec<Py<PyAny>>,
+    keep: Box<Keep<'static>>,
+}
+
+// SAFETY: `Reads` is only reached through the cache's mutex, with the GIL held whenever a
+// Python object is touched (`read_all` takes `Python`). What keeps it from being `Send` is
+// `Keep`'s `PhantomData<Python>` marker and its `Cell`s: the Python references it holds
+// (`PyBackedStr`, `PyBackedBytes`, `Py`) are themselves `Send`, and the cells are only used
+// inside a read, under the lock.
+unsafe impl Send for Reads {}
+
+impl Reads {
+    /// The messages of `seq`, each object read at most once over the cache's life (a new one is
+    /// read into the cache; errors name the message's index in `seq`), and with `est`, each
+    /// one's estimated tokens, priced as [`Walker::messages_priced`] prices them: a chunk at a
+    /// time, right after the chunk is read (see there why).
+    fn read_all<'s>(
+        &'s mut self,
+        py: Python<'_>,
+        seq: &Bound<'_, PyAny>,
+        mut est: Option<&mut Estimator>,
+    ) -> PyResult<(Vec<Message<'s>>, Vec<u32>)> {
+        let items = Walker::snapshot(seq)?;
+        self.at.reserve(items.len());
+        let mut out: Vec<Message<'static>> = Vec::with_capacity(items.len());
+        let mut costs = Vec::new();
+        let keep: &Keep<'static> = &self.keep;
+        let mut walker = Walker::new(py, keep);
+        for (i, m) in items.into_iter().enumerate() {
+            let address = m.as_ptr() as usize;
+            match self.at.get(&address) {
+                Some(&j) => out.push(self.messages[j].clone()),
+                None => {
+                    walker.set_index(i);
+                    let read = walker.message(&m)?;
+                    // SAFETY: the reading borrows only texts `keep` holds (its arenas never
+                    // move or free an entry while `keep` lives) or owns what it copied; `keep`
+                    // is boxed, never replaced, and dropped after `messages` (field order).
+                    // Every reading handed out is a clone bound to a borrow of `self`.
+                    let read =
+                        unsafe { std::mem::transmute::<Message<'_>, Message<'static>>(read) };
+                    self.at.insert(address, self.messages.len());
+                    self.messages.push(read.clone());
+                    self.objects.push(m.unbind());
+                    out.push(read);
+                }
+            }
+            if let Some(est) = est.as_deref_mut() {
+                if out.len() - costs.len() == CHUNK {
+                    costs.extend(Walker::priced(&out[costs.len()..], est));
+                }
+            }
+        }
+        if let Some(est) = est {
+            costs.extend(Walker::priced(&out[costs.len()..], est));
+        }
+        Ok((out, costs))
+    }
+}
+
+/// Messages read once per compaction, by object identity (see the module doc). Pass one to
+/// `compaction_plan`, `compaction_verify` and `extractive_digest` through one compaction, and
+/// drop it after: an object changed in place after it was read would read as it was.
+#[pyclass(module = "contextfold._core", frozen)]
+pub struct MessageCache {
+    reads: Mutex<Reads>,
+}
+
+#[pymethods]
+impl MessageCache {
+    #[new]
+    fn new() -> Self {
+        MessageCache {
+            reads: Mutex::new(Reads {
+                at: FxHashMap::default(),
+                messages: Vec::new(),
+                objects: Vec::new(),
+                keep: Box::new(Keep::new()),
+            }),
+        }
+    }
+
+    /// How many distinct message objects the cache has read.
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.lock(py)?.0.messages.len())
+    }
+}
+
+/// A locked cache: the messages it reads live as long as the lock.
+pub struct Locked<'c>(std::sync::MutexGuard<'c, Reads>);
+
+impl MessageCache {
+    /// The cache, locked (waiting without the GIL; a poisoned lock is a RuntimeError).
+    pub fn lock<'c>(&'c self, py: Python<'_>) -> PyResult<Locked<'c>> {
+        self.reads
+            .lock_py_attached(py)
+            .map(Locked)
+            .map_err(|_| PyRuntimeError::new_err("message cache lock poisoned"))
+    }
+}
+
+impl Locked<'_> {
+    /// The messages of `seq` (any sequence but a str or a dict), read through the cache.
+    pub fn messages<'s>(
+        &'s mut self,
+        py: Python<'_>,
+        seq: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Message<'s>>> {
+        Ok(self.0.read_all(py, seq, None)?.0)
+    }
+
+    /// The messages of `seq` read through the cache, and their estimated tokens as
+    /// [`Walker::messages_priced`] gives them.
+    pub fn messages_priced<'s>(
+        &'s mut self,
+        py: Python<'_>,
+        seq: &Bound<'_, PyAny>,
+        est: &mut Estimator,
+    ) -> PyResult<(Vec<Message<'s>>, Vec<u32>)> {
+        self.0.read_all(py, seq, Some(est))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<MessageCache>()
+}

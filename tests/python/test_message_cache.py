@@ -1,0 +1,89 @@
+"""One compaction reads each message object once: the plans, the digest and the checks of a
+``compact`` call share a ``MessageCache``. What the core finds through the cache must be what
+it finds reading the objects afresh, on every wire format."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import pytest
+
+import contextfold as cf
+from contextfold import _core
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
+from compaction_shapes import FORMATS, convert  # noqa: E402
+from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
+
+PROVIDERS = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
+             "bedrock": "anthropic"}
+
+
+def _histories() -> list[list[dict]]:
+    root = SHARED if shared_available() else LOCAL
+    out = []
+    for name in ("tau-bench-airline", "mini-swe-agent-gemini3"):
+        out += [c["messages"] for c in load_conversations(root, name)[:4]]
+    return out
+
+
+def _plan(run, msgs, cache=None, **kw):
+    return _core.compaction_plan(msgs, run.priced, run.options, budget_tokens=run.effective, tail_tokens=run.tail,
+                                 summary_tokens=run.summary_tokens, cache=cache, **kw)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_cached_read_plans_digests_and_checks_as_a_fresh_read(fmt: str) -> None:
+    provider = PROVIDERS[fmt]
+    checked = 0
+    for chat in _histories():
+        msgs, system = convert(chat, fmt)
+        c = cf.Compactor(provider=provider, system=system, budget=max(1, cf.estimate(msgs, provider=provider) // 3))
+        run = c._start(msgs)
+        cache = _core.MessageCache()
+        first = _plan(run, msgs, cache)
+        assert first == _plan(run, msgs)
+        # A second plan of the same objects but the last, replaced by a copy of another
+        # message: the new object is read, not taken for the one it replaced.
+        changed = list(msgs)
+        i = len(msgs) - 1
+        changed[i] = copy.deepcopy(msgs[1])
+        again = dict(costs=first["costs"], reprice=[i], masks=False, check_input=False)
+        assert _plan(run, changed, cache, **again) == _plan(run, changed, **again)
+        folded = [msgs[k] for k in first["folded"]]
+        if folded:
+            kw = dict(max_tokens=max(64, run.summary_tokens), provider=provider)
+            assert _core.extractive_digest(folded, cache=cache, **kw) == _core.extractive_digest(folded, **kw)
+            checked += 1
+        out = [*msgs[: int(first["head_end"])], {"role": "user", "content": "a summary"},
+               *msgs[int(first["tail_start"]):]]
+        assert _core.compaction_verify(out, run.priced, cache=cache) == _core.compaction_verify(out, run.priced)
+    assert checked >= len(_histories()) // 2
+
+
+def test_each_message_object_is_read_once() -> None:
+    msgs = _histories()[0]
+    c = cf.Compactor(budget=max(1, cf.estimate(msgs) // 3))
+    run = c._start(msgs)
+    cache = _core.MessageCache()
+    _plan(run, msgs, cache)
+    assert len(cache) == len(msgs)
+    _plan(run, msgs, cache)
+    assert len(cache) == len(msgs)
+    # A copy is a new object; the same object twice is one.
+    _core.compaction_verify([*msgs, dict(msgs[-1]), msgs[-1]], run.priced, cache=cache)
+    assert len(cache) == len(msgs) + 1
+
+
+def test_a_bad_message_read_through_the_cache_names_its_index() -> None:
+    cache = _core.MessageCache()
+    request = cf.Compactor(budget=100)._request("chat")
+    good = {"role": "user", "content": "hello"}
+    _core.compaction_verify([good], request, cache=cache)
+    with pytest.raises(cf.InvalidMessageError, match="message 2, field 'content'"):
+        _core.compaction_verify([good, good, {"role": "user", "content": 5}], request, cache=cache)
+    # The bad message is not cached: the next read raises again.
+    with pytest.raises(cf.InvalidMessageError, match="message 0, field 'content'"):
+        _core.compaction_verify([{"role": "user", "content": 5}], request, cache=cache)
