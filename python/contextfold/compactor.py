@@ -570,7 +570,8 @@ class Compactor(RecoverableFolds):
         if block != options.cache_block_tokens:
             options = options.replace(cache_block_tokens=block)
         run = CompactionRun(msgs=msgs, fmt=fmt, budget=budget, effective=effective, tail=tail,
-                            summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes)
+                            summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes,
+                            read=_core.MessageCache())
         run.plan = self._plan(run, msgs, self.min_tail)
         run.before = int(run.plan["tokens_before"])
         return run

@@ -2,6 +2,8 @@
 //! digest. Histories are read only through `Keep` / `Walker`; plans come back as plain dicts
 //! and tuples that `contextfold.compactor` applies.
 
+use std::borrow::Cow;
+
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -104,7 +106,7 @@ fn compaction_plan<'py>(
         Some(given) => {
             let ms = match locked.as_mut() {
                 Some(l) => l.messages(py, messages)?,
-                None => walker.messages(messages)?,
+                None => Cow::Owned(walker.messages(messages)?),
             };
             if given.len() != ms.len() {
                 return Err(PyValueError::new_err(format!(
@@ -124,7 +126,10 @@ fn compaction_plan<'py>(
         }
         None => match locked.as_mut() {
             Some(l) => l.messages_priced(py, messages, &mut est)?,
-            None => walker.messages_priced(messages, &mut est)?,
+            None => {
+                let (ms, costs) = walker.messages_priced(messages, &mut est)?;
+                (Cow::Owned(ms), costs)
+            }
         },
     };
     let opt = PlanOptions {
@@ -231,7 +236,7 @@ fn compaction_verify(
     let mut locked = cache.map(|c| c.lock(py)).transpose()?;
     let ms = match locked.as_mut() {
         Some(l) => l.messages(py, messages)?,
-        None => Walker::new(py, &keep).messages(messages)?,
+        None => Cow::Owned(Walker::new(py, &keep).messages(messages)?),
     };
     // As the plan did (a history compacted down to no signature stays priced as the Gemini
     // API: the higher of the two, so the budget check errs on the safe side).
@@ -280,7 +285,7 @@ fn extractive_digest(
     let mut locked = cache.map(|c| c.lock(py)).transpose()?;
     let ms = match locked.as_mut() {
         Some(l) => l.messages(py, messages)?,
-        None => Walker::new(py, &keep).messages(messages)?,
+        None => Cow::Owned(Walker::new(py, &keep).messages(messages)?),
     };
     est.settle_platform(&ms);
     let opt = DigestOptions {

@@ -7,6 +7,7 @@
 //! never changes a message object in place (an edit copies what it changes,
 //! `prune::CopyOnWrite`), so an object seen once reads the same again.
 
+use std::borrow::Cow;
 use std::sync::Mutex;
 
 use pyo3::exceptions::PyRuntimeError;
@@ -40,48 +41,67 @@ impl Reads {
     /// The messages of `seq`, each object read at most once over the cache's life (a new one is
     /// read into the cache; errors name the message's index in `seq`), and with `est`, each
     /// one's estimated tokens, priced as [`Walker::messages_priced`] prices them: a chunk at a
-    /// time, right after the chunk is read (see there why).
+    /// time, right after the chunk is read (see there why). A sequence the cache has not seen
+    /// any of (the first read of a compaction) comes back as the cache's own readings, uncopied.
     fn read_all<'s>(
         &'s mut self,
         py: Python<'_>,
         seq: &Bound<'_, PyAny>,
         mut est: Option<&mut Estimator>,
-    ) -> PyResult<(Vec<Message<'s>>, Vec<u32>)> {
+    ) -> PyResult<(Cow<'s, [Message<'s>]>, Vec<u32>)> {
         let items = Walker::snapshot(seq)?;
         self.at.reserve(items.len());
-        let mut out: Vec<Message<'static>> = Vec::with_capacity(items.len());
+        let start = self.messages.len();
+        // Empty while every item so far was new and read in order (`messages[start..]`).
+        let mut copied: Vec<Message<'static>> = Vec::new();
+        let mut whole = true;
         let mut costs = Vec::new();
         let keep: &Keep<'static> = &self.keep;
         let mut walker = Walker::new(py, keep);
-        for (i, m) in items.into_iter().enumerate() {
+        for (i, m) in items.iter().enumerate() {
             let address = m.as_ptr() as usize;
-            match self.at.get(&address) {
-                Some(&j) => out.push(self.messages[j].clone()),
-                None => {
-                    walker.set_index(i);
-                    let read = walker.message(&m)?;
-                    // SAFETY: the reading borrows only texts `keep` holds (its arenas never
-                    // move or free an entry while `keep` lives) or owns what it copied; `keep`
-                    // is boxed, never replaced, and dropped after `messages` (field order).
-                    // Every reading handed out is a clone bound to a borrow of `self`.
-                    let read =
-                        unsafe { std::mem::transmute::<Message<'_>, Message<'static>>(read) };
-                    self.at.insert(address, self.messages.len());
-                    self.messages.push(read.clone());
-                    self.objects.push(m.unbind());
-                    out.push(read);
+            if let Some(&j) = self.at.get(&address) {
+                if whole {
+                    whole = false;
+                    copied.reserve(items.len());
+                    copied.extend(self.messages[start..].iter().cloned());
                 }
+                copied.push(self.messages[j].clone());
+            } else {
+                walker.set_index(i);
+                let read = walker.message(m)?;
+                // SAFETY: the reading borrows only texts `keep` holds (its arenas never move
+                // or free an entry while `keep` lives) or owns what it copied; `keep` is boxed,
+                // never replaced, and dropped after `messages` (field order). Every reading
+                // handed out is bound to a borrow of `self`.
+                let read = unsafe { std::mem::transmute::<Message<'_>, Message<'static>>(read) };
+                self.at.insert(address, self.messages.len());
+                if !whole {
+                    copied.push(read.clone());
+                }
+                self.messages.push(read);
+                self.objects.push(m.clone().unbind());
             }
             if let Some(est) = est.as_deref_mut() {
-                if out.len() - costs.len() == CHUNK {
-                    costs.extend(Walker::priced(&out[costs.len()..], est));
+                let done = if whole {
+                    &self.messages[start..]
+                } else {
+                    &copied[..]
+                };
+                if done.len() - costs.len() == CHUNK {
+                    costs.extend(Walker::priced(&done[costs.len()..], est));
                 }
             }
         }
+        let done: Cow<'s, [Message<'s>]> = if whole {
+            Cow::Borrowed(&self.messages[start..])
+        } else {
+            Cow::Owned(copied)
+        };
         if let Some(est) = est {
-            costs.extend(Walker::priced(&out[costs.len()..], est));
+            costs.extend(Walker::priced(&done[costs.len()..], est));
         }
-        Ok((out, costs))
+        Ok((done, costs))
     }
 }
 
@@ -132,7 +152,7 @@ impl Locked<'_> {
         &'s mut self,
         py: Python<'_>,
         seq: &Bound<'_, PyAny>,
-    ) -> PyResult<Vec<Message<'s>>> {
+    ) -> PyResult<Cow<'s, [Message<'s>]>> {
         Ok(self.0.read_all(py, seq, None)?.0)
     }
 
@@ -143,7 +163,7 @@ impl Locked<'_> {
         py: Python<'_>,
         seq: &Bound<'_, PyAny>,
         est: &mut Estimator,
-    ) -> PyResult<(Vec<Message<'s>>, Vec<u32>)> {
+    ) -> PyResult<(Cow<'s, [Message<'s>]>, Vec<u32>)> {
         self.0.read_all(py, seq, Some(est))
     }
 }
