@@ -520,6 +520,8 @@ class MessageCache:
     def __init__(self) -> None: ...
     def __len__(self) -> int:
         """How many distinct message objects the cache has read."""
+    def __reduce__(self) -> tuple[type[MessageCache], tuple[()]]:
+        """A copy or a pickle is a new, empty cache."""
 
 @final
 class PricedRequest:

@@ -131,6 +131,12 @@ impl MessageCache {
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         Ok(self.lock(py)?.0.messages.len())
     }
+
+    /// A copy or a pickle is a new, empty cache: what it holds is readings of this process's
+    /// objects (a summarizer that copies or ships its `SummaryRequest` still can).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, pyo3::types::PyType>, ()) {
+        (slf.get_type(), ())
+    }
 }
 
 /// A locked cache: the messages it reads live as long as the lock.

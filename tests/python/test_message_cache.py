@@ -5,6 +5,7 @@ it finds reading the objects afresh, on every wire format."""
 from __future__ import annotations
 
 import copy
+import pickle
 import sys
 from pathlib import Path
 
@@ -87,3 +88,16 @@ def test_a_bad_message_read_through_the_cache_names_its_index() -> None:
     # The bad message is not cached: the next read raises again.
     with pytest.raises(cf.InvalidMessageError, match="message 0, field 'content'"):
         _core.compaction_verify([{"role": "user", "content": 5}], request, cache=cache)
+
+
+def test_a_request_carrying_a_cache_still_copies_and_pickles() -> None:
+    msgs = _histories()[0]
+    cache = _core.MessageCache()
+    _core.compaction_verify(msgs, cf.Compactor(budget=100)._request("chat"), cache=cache)
+    request = cf.SummaryRequest(messages=msgs[2:9], provider="openai", max_tokens=300, read_cache=cache)
+    for other in (pickle.loads(pickle.dumps(request)), copy.deepcopy(request), copy.copy(request)):
+        assert other.messages == request.messages
+        # (A copied cache starts empty: it held readings of the original's objects.)
+        assert isinstance(other.read_cache, _core.MessageCache)
+        assert len(other.read_cache) == (len(msgs) if other.read_cache is cache else 0)
+        assert cf.ExtractiveSummarizer().summarize(other).text == cf.ExtractiveSummarizer().summarize(request).text
