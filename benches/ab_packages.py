@@ -35,19 +35,10 @@ def worker(swe: bool, calls: int) -> None:
     """One package's run (in its own process): ``calls`` timed rounds of the workload."""
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(HERE.parent / "tests" / "support"))
-    import contextfold as cf
-    from ab_compact import histories
+    from ab_compact import compactors, histories
     from dump_compactions import fingerprint
 
-    runs = []
-    for h in histories(swe):
-        budget = cf.estimate(h) // 3
-        c = cf.Compactor(budget=budget, tail_tokens=budget // 2)
-        try:
-            c.compact(h)
-        except cf.CompactionBudgetError:
-            continue
-        runs.append((c, h))
+    runs = compactors(histories(swe), None)
     try:
         fp = hashlib.sha1(repr([fingerprint(c.compact(h)) for c, h in runs]).encode()).hexdigest()[:12]
     except AttributeError:

@@ -90,10 +90,10 @@ const RICH_ONLY: usize = usize::MAX;
 /// A dropping step's `keep` with this bit drops only the idle units (`units::Entry::idle`)
 /// among all but the newest `keep & !IDLE`. On calls, the commands that print a file's lines:
 /// a file printed can be printed again, a script's or a test run's output cannot. Run before
-/// the calls are cut to
-/// the newest eight: on the held-out probe sets (`tests/data/probes/heldout*.refs.json`) the
-/// newest eight of a SWE run's folded calls were mostly `cat` and `sed -n` of the file being
-/// edited, and what the reproduction script printed was gone. On conclusions, it drops the
+/// the calls are cut to the newest eight: on the held-out probe sets
+/// (`tests/data/probes/heldout*.refs.json`) the newest eight of a SWE run's folded calls were
+/// mostly `cat` and `sed -n` of the file being edited, and what the reproduction script
+/// printed was gone. On conclusions, it drops the
 /// thoughts that name nothing ("Let's see the implementation."): a SWE fold kept six such
 /// lines among its sixteen conclusions, beside eight of its 29 calls (facts at the naive
 /// budget over the four probe sets: 611 -> 617, with the give-back order of
@@ -403,9 +403,8 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
         // take the room older units need (a reproduction's `Parsed: 1970, Expected: 2070`
         // was lost to the newest output's 24,000 characters).
         // The idle units (`Entry::idle`: a command that only prints a file, a thought that names
-        // nothing) after the others: a
-        // thought such as "Let's see the implementation." fits in the crumbs the others leave,
-        // and came back before an older call's output.
+        // nothing) after the others: a thought such as "Let's see the implementation." fits in
+        // the crumbs the others leave, and came back before an older call's output.
         for idle in [false, true] {
             for i in (0..entries.len()).rev() {
                 if entries[i].section != Section::Requests && entries[i].idle == idle {

@@ -95,14 +95,10 @@ impl<'k, 'py> Walker<'k, 'py> {
             self.index = i;
             out.push(self.read(m)?);
             if out.len() - costs.len() == CHUNK {
-                let chunk = &out[costs.len()..];
-                est.settle_platform(chunk);
-                costs.extend(est.each(chunk));
+                costs.extend(Self::priced(&out[costs.len()..], est));
             }
         }
-        let chunk = &out[costs.len()..];
-        est.settle_platform(chunk);
-        costs.extend(est.each(chunk));
+        costs.extend(Self::priced(&out[costs.len()..], est));
         Ok((out, costs))
     }
 

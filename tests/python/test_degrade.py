@@ -11,12 +11,10 @@ import re
 import pytest
 
 import contextfold as cf
-from compaction_shapes import FORMATS, convert, shape_problems
+from compaction_shapes import FORMATS, PROVIDER, convert, shape_problems
 from transcripts import shared_available, shared_fixture
 from test_compactor import agent_history
 
-PROVIDER = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
-            "bedrock": "anthropic"}
 
 
 def huge_last_round() -> list[dict]:

@@ -15,19 +15,12 @@ import contextfold as cf
 from contextfold import _core
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
-from compaction_shapes import FORMATS, convert  # noqa: E402
-from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
-
-PROVIDERS = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
-             "bedrock": "anthropic"}
+from compaction_shapes import FORMATS, PROVIDER, convert  # noqa: E402
+from transcripts import first_conversations  # noqa: E402
 
 
 def _histories() -> list[list[dict]]:
-    root = SHARED if shared_available() else LOCAL
-    out = []
-    for name in ("tau-bench-airline", "mini-swe-agent-gemini3"):
-        out += [c["messages"] for c in load_conversations(root, name)[:4]]
-    return out
+    return first_conversations(4)
 
 
 def _plan(run, msgs, cache=None, **kw):
@@ -37,7 +30,7 @@ def _plan(run, msgs, cache=None, **kw):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_cached_read_plans_digests_and_checks_as_a_fresh_read(fmt: str) -> None:
-    provider = PROVIDERS[fmt]
+    provider = PROVIDER[fmt]
     checked = 0
     for chat in _histories():
         msgs, system = convert(chat, fmt)

@@ -13,26 +13,19 @@ import contextfold as cf
 from contextfold import _core
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
-from compaction_shapes import FORMATS, convert  # noqa: E402
-from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
-
-PROVIDERS = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
-             "bedrock": "anthropic"}
+from compaction_shapes import FORMATS, PROVIDER, convert  # noqa: E402
+from transcripts import first_conversations  # noqa: E402
 
 
 def _histories() -> list[list[dict]]:
-    root = SHARED if shared_available() else LOCAL
-    out = []
-    for name in ("tau-bench-airline", "mini-swe-agent-gemini3"):
-        out += [c["messages"] for c in load_conversations(root, name)[:6]]
-    return out
+    return first_conversations(6)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_the_plan_prices_each_message_as_estimate_each(fmt: str) -> None:
     for chat in _histories():
         msgs, system = convert(chat, fmt)
-        provider = PROVIDERS[fmt]
+        provider = PROVIDER[fmt]
         c = cf.Compactor(provider=provider, system=system, budget=max(1, cf.estimate(msgs, provider=provider) // 3))
         plan = c._start(msgs).plan
         assert plan["costs"] == _core.estimate_each(msgs, provider=provider, model=None)

@@ -14,14 +14,12 @@ from typing import Any
 import pytest
 
 import contextfold as cf
-from compaction_shapes import FORMATS, convert, shape_problems
+from compaction_shapes import FORMATS, PROVIDER, convert, shape_problems
 from test_compactor import agent_history
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
 from contextfold.content_store import DirectoryContentStore, MemoryContentStore, RedisContentStore
 
-PROVIDER = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
-            "bedrock": "anthropic"}
 ID = re.compile(r"id=(cf[0-9a-f]{12})")
 
 

@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 
 import contextfold as cf
-from compaction_shapes import FORMATS, convert, shape_problems
+from compaction_shapes import FORMATS, PROVIDER, convert, shape_problems
 from test_compactor import agent_history
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
-PROVIDER = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
-            "bedrock": "anthropic"}
 
 
 def blocks(m: dict[str, Any]) -> list[Any] | None:

@@ -11,6 +11,9 @@ from typing import Any
 
 FORMATS = ("chat", "anthropic", "responses", "gemini", "bedrock")
 
+#: The provider whose estimator prices each of ``FORMATS``.
+PROVIDER = {"chat": "openai", "responses": "openai", "anthropic": "anthropic", "gemini": "gemini", "bedrock": "anthropic"}
+
 
 def _text(content: Any) -> str:
     if content is None:

@@ -121,6 +121,16 @@ def load_conversations(root: Path, name: str) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
+def first_conversations(per_set: int) -> list[list[dict]]:
+    """The messages of the first ``per_set`` conversations of each compaction data set
+    (tau-bench airline, then the SWE runs), from ../shared/data when present, else tests/data."""
+    root = SHARED if shared_available() else LOCAL
+    out = []
+    for name in ("tau-bench-airline", "mini-swe-agent-gemini3"):
+        out += [c["messages"] for c in load_conversations(root, name)[:per_set]]
+    return out
+
+
 def shared_fixture(name: str, source_part: str) -> Any:
     """The conversation of data set ``name`` in ../shared/data whose source names
     ``source_part``, as an evaluation fixture with no probes of its own."""
