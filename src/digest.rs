@@ -32,7 +32,7 @@ mod run_summary;
 mod traceback;
 mod units;
 
-use clip::{clip, clip_ends};
+use clip::{clip, clip_ends, is_whole};
 use forms::{Call, Clipped, Command, Forms, Outcome, Request, CONCLUSION_PLAN, RESULT_HEAD_SHARE};
 use units::Entry;
 
@@ -79,8 +79,10 @@ const OLD_TITLES: [(&str, Section); 2] = [
 /// Characters of a command the fold ends on (its output kept after the summary).
 const PENDING_COMMAND_CHARS: usize = 800;
 
-/// Characters of the newest thought of a fold in its fullest form.
-const LAST_STATE_FULLEST_CHARS: usize = 12_000;
+/// (characters, head share) of the newest thought's forms: its fullest form, then the usual
+/// ones. A thought between 900 and 12,000 characters is sized to the room its forms leave
+/// (`pack::Packing::fill`) where no call's result is.
+const LAST_STATE_PLAN: [(usize, f64); 4] = [(12_000, 0.6), (900, 0.6), (400, 0.6), (160, 0.6)];
 
 /// Share of the room the identifiers carried from the previous summary may keep.
 const CARRIED_INDEX_SHARE: f64 = 0.5;
@@ -842,28 +844,9 @@ impl<'a> Walk<'a> {
 
     /// The newest thought as the last state, and the open items it names.
     fn last_state(&mut self) {
-        let Some(t) = self.last_thought.take() else {
+        let Some(t) = self.last_thought.take().filter(|t| !t.trim().is_empty()) else {
             return;
         };
-        let t: &str = &t;
-        // Its fullest form is read only where the room holds it (a packing that must shorten
-        // takes it to 900 characters first): a fold ending on a 31,000-character thought was
-        // written as 1,284 tokens in a 4,430-token room, 46% of the budget used.
-        let fullest = clip_ends(t, LAST_STATE_FULLEST_CHARS, 0.6);
-        let usual = clip_ends(t, 900, 0.6);
-        let rich = fullest != usual;
-        let pushed = self.b.push(
-            Section::LastState,
-            vec![
-                fullest,
-                usual,
-                clip_ends(t, 400, 0.6),
-                clip_ends(t, 160, 0.6),
-            ],
-        );
-        if pushed {
-            self.b.mark_rich_top(rich);
-        }
         let mut open = Vec::new();
         for line in t.lines() {
             let l = line.to_lowercase();
@@ -875,6 +858,17 @@ impl<'a> Walk<'a> {
             {
                 open.push(clip(line, 240));
             }
+        }
+        // Its fullest form is read only where the room holds it (a packing that must shorten
+        // takes it to 900 characters first): a fold ending on a 31,000-character thought was
+        // written as 1,284 tokens in a 4,430-token room, 46% of the budget used.
+        let rich = !is_whole(&t, LAST_STATE_PLAN[1].0, LAST_STATE_PLAN[1].1);
+        let forms = Clipped {
+            text: t,
+            plan: &LAST_STATE_PLAN,
+        };
+        if self.b.push_lazy(Section::LastState, Box::new(forms)) {
+            self.b.mark_rich_top(rich);
         }
         for o in open.into_iter().rev().take(3) {
             self.b.push(Section::Open, vec![o]);
@@ -1651,6 +1645,29 @@ mod tests {
                 "{budget}: {used}\n{d}"
             );
             assert!(d.contains("test_case_0 PASSED") && d.contains("test_case_899 PASSED"));
+        }
+    }
+
+    /// A fold of one long thought and no call: the thought is sized to the room its other
+    /// forms leave, its head and end kept, instead of standing at 900 characters (a SWE run's
+    /// fold of one 5,000-character turn left 887 tokens of a 2,072-token room unused).
+    #[test]
+    fn a_long_last_thought_is_sized_to_the_room_when_no_result_is() {
+        let thought: String = (0..120)
+            .map(|k| format!("Step {k}: the loader skips module_{k} when its path is not a list. "))
+            .collect();
+        let msgs = vec![
+            Message::text("user", "Fix the migration loader."),
+            Message::text("assistant", &thought),
+        ];
+        for budget in [700u64, 1_000, 1_400] {
+            let d = digest_within(&msgs, budget);
+            let used = est().text(&d);
+            assert!(
+                used <= budget as f64 && used >= 0.85 * budget as f64,
+                "{budget}: {used}\n{d}"
+            );
+            assert!(d.contains("Step 0:") && d.contains("module_119"), "{d}");
         }
     }
 

@@ -76,6 +76,11 @@ impl Forms for Clipped<'_> {
         let (max, share) = self.plan[j];
         clip_ends(&self.text, max, share)
     }
+
+    fn build_sized(&self, chars: usize) -> Option<String> {
+        let (max, share) = self.plan[0];
+        Some(clip_ends(&self.text, chars.min(max), share))
+    }
 }
 
 /// Characters of a request's forms: the first two of the whole request, the others of its

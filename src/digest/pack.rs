@@ -484,7 +484,7 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
 
     /// The room the forms leave (`left` tokens, once the index is written) given to one call:
     /// the newest whose next richer form did not fit, its result clipped to the characters that
-    /// fill it. A result's forms step from 6,000 characters to 2,400: a 3,000-token listing in a
+    /// fill it (or, when no call's is shortened, the newest thought). A result's forms step from 6,000 characters to 2,400: a 3,000-token listing in a
     /// 1,430-token room stood at 2,400 and left a third of the room unused.
     fn fill(&mut self, left: f64) {
         if left < FILL_MIN_TOKENS {
@@ -492,14 +492,26 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
         }
         let entries = self.units.entries;
         let est = self.units.est;
-        let Some(i) = (0..entries.len()).rev().find(|&i| {
+        let sizable = |i: usize, sections: &[Section]| {
             self.slots[i].alive
-                && matches!(entries[i].section, Section::Calls | Section::Errors)
+                && sections.contains(&entries[i].section)
                 && self.slots[i].level > 0
-                // (A call or command read from the span: a previous summary's carried line has
-                // no result to size.)
+                // (A call or command read from the span, or the newest thought: a previous
+                // summary's carried line has no result to size.)
                 && entries[i].rich_top
-        }) else {
+        };
+        // The newest thought when no call's result is shortened: a fold of one long turn (a
+        // SWE run's 5,000-character thought before its script) stood at 900 characters of
+        // it, and 887 tokens of a 2,072-token room went unused.
+        let Some(i) = (0..entries.len())
+            .rev()
+            .find(|&i| sizable(i, &[Section::Calls, Section::Errors]))
+            .or_else(|| {
+                (0..entries.len())
+                    .rev()
+                    .find(|&i| sizable(i, &[Section::LastState]))
+            })
+        else {
             return;
         };
         let now = self.tokens(i);

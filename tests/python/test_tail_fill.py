@@ -13,6 +13,7 @@ import contextfold as cf
 from contextfold import _core
 from contextfold.evaluation import Fixture
 from contextfold.summary_room import ROOM_SWING, summary_room
+from contextfold.tail_fill import _cut_to
 from test_what_compaction_keeps import inline_fixtures
 from transcripts import shared_available, shared_fixture
 
@@ -382,14 +383,29 @@ def test_the_fold_s_newest_round_moved_into_the_tail_is_aimed_again_when_it_land
     """django-13569 at 30%: the newest round of the fold, cut to the 1,237 tokens the summary
     left, joined the tail with the three messages before it (the walk takes what the cut leaves
     room for): 223 tokens over, and the room was given up at 84% of the budget. It is aimed
-    again by what the history missed. django-16661 at 70%: a 6,314-token thought cut to the
-    1,641 tokens left priced 1,676, then 1,676 again 59 tokens lower (the estimate samples long
-    texts): a cut now steps down by doubling while it misses."""
+    again by what the history missed. (django-16661 at 70%, whose 6,314-token thought was
+    moved so, now fills the budget in the digest: the newest thought is sized to the room.)"""
     for source, share in (("django-13569", 0.3), ("django-16661", 0.7)):
         r, budget = _compact_share("mini-swe-agent-gemini3", source, share)
         assert r.strategy_used == "summarize"
         assert 0.95 * budget <= r.tokens_after <= budget, (source, r.tokens_after, budget, r.notes)
-        assert any("middle cut" in n for n in r.notes), r.notes
+        if source == "django-13569":
+            assert any("middle cut" in n for n in r.notes), r.notes
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (SWE runs)")
+def test_a_middle_cut_steps_down_by_doubling_while_its_price_misses() -> None:
+    """django-16661's 6,314-token thought cut to 1,641 tokens priced 1,676, then 1,676 again
+    59 tokens lower (the estimate samples long texts, so a cut's price moves in jumps): each
+    miss now steps down twice as far, and a cut that fits is found."""
+    fx = shared_fixture("mini-swe-agent-gemini3", "django-16661")
+    costs = _core.estimate_each(fx.messages, provider="openai")
+    i = max(range(len(costs)), key=lambda k: costs[k])
+    assert costs[i] > 6_000
+    for keep in (1_641, 1_617, 1_136):
+        cut = _cut_to(list(fx.messages), i, keep, "openai", None)
+        assert cut is not None, keep
+        assert _core.estimate_each([cut[0][i]], provider="openai")[0] <= keep
 
 
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (airline dialogues)")
