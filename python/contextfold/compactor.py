@@ -909,7 +909,47 @@ class Compactor(RecoverableFolds):
             grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
             if grown is not None:
                 draft.out, draft.tokens, draft.text, run.plan = grown
+            else:
+                yield from self._widened(run, draft)
         return tail_edits
+
+    def _widened(self, run: CompactionRun, draft: Draft) -> Generator[tuple[Any, SummaryRequest], SummaryResult, None]:
+        """The digest written again in the room its steady size (``ROOM_SWING``) held back, when
+        it filled that room, the tail could take nothing more (no edit to give back, no round of
+        the fold to move) and the history stands under ``FILLED_SHARE`` of its budget: the
+        budget is used before the summary is kept steady (a SWE run's sixth compaction held
+        its digest to 1,380 tokens of the 1,983 the budget left, beside a fold whose only other
+        round held the previous summary: 87% of the budget used)."""
+        if draft.native or draft.tokens >= run.effective * FILLED_SHARE:
+            return
+        request = draft.request
+        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
+        written = int(_core.estimate_each([{"role": "user", "content": draft.text}],
+                                          provider=provider, model=self.model)[0])  # type: ignore[arg-type]
+        if written + max(MIN_FILL_TOKENS, request.max_tokens // 20) <= request.max_tokens:
+            return  # (the fold said less than its room: a wider one holds nothing more)
+        wide = summary_room(run.plan, run.effective, self._summary_cap)
+        aim = min(wide, request.max_tokens + run.effective - draft.tokens - MIN_FILL_TOKENS // 4)
+        before, text, tokens = request.max_tokens, draft.text, draft.tokens
+        for _ in range(2):
+            if aim < request.max_tokens + MIN_FILL_TOKENS:
+                return
+            again = dataclasses.replace(request, max_tokens=aim)
+            result = yield (self.summarizer, again)
+            wider = (result.text or "").strip()
+            if not wider:
+                return
+            if self._place(run, draft, text=wider):
+                if draft.tokens <= tokens:
+                    self._place(run, draft, text=text)
+                    return
+                draft.request = again
+                run.notes.append(f"the summary takes the room the tail could not (~{aim} tokens where its "
+                                 f"steady room held ~{before})")
+                return
+            # Over the budget (the whole history's estimate samples long texts): aimed lower by
+            # a tenth of what the wider room added.
+            aim -= max(MIN_FILL_TOKENS, (aim - before) // 10)
 
     def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:

@@ -519,7 +519,8 @@ class Successive:
     summary's tokens; ``rooms`` the tokens each summary could have taken (its size plus what
     that compaction left unused under the budget: a summary never exceeds it); ``folded`` the
     messages each compaction folded (the previous summary's message included); ``growth`` the
-    last size over the first; ``rules_lost`` planted rules missing after the last compaction."""
+    last size over the first; ``rules_lost`` planted rules missing after the last compaction;
+    ``notes`` each compaction's ``CompactionResult.notes`` (empty for a peer's)."""
 
     fixture: str
     carried: float
@@ -528,6 +529,7 @@ class Successive:
     rules_lost: int
     rooms: tuple[int, ...] = ()
     folded: tuple[int, ...] = ()
+    notes: tuple[tuple[str, ...], ...] = ()
 
     @property
     def spread_after_first(self) -> float:
@@ -590,6 +592,7 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
     sizes: list[int] = []
     rooms: list[int] = []
     folded: list[int] = []
+    notes: list[tuple[str, ...]] = []
     summaries: list[str] = []
     seen_after: list[str] = []
     fed = head
@@ -603,12 +606,14 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
             out = peer_compaction(strategy, current, budget=budget, provider=fixture.provider, tools=fixture.tools,
                                   system=fixture.system)
             summary, removed, after = peer_summary(strategy, out), len(current) - len(out) + 1, _tokens(out, fixture)
+            said: tuple[str, ...] = ()
         else:
             try:
                 r = compactor.compact(current)
             except CompactionError:
                 continue
             out, summary, removed, after = list(r.messages), r.summary, len(r.removed), r.tokens_after
+            said = tuple(r.notes)
         current = out
         if summary:
             summaries.append(summary)
@@ -617,6 +622,7 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
             sizes.append(size)
             rooms.append(size + max(0, budget - after))
             folded.append(removed)
+            notes.append(said)
             if len(summaries) == 2:
                 seen_after.append(visible_text(current, fixture.system))
     first = _index_items(summaries[0]) if summaries else []
@@ -626,7 +632,7 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
     final = visible_text(current, fixture.system)
     lost = sum(1 for _, text in rules if not facts_seen(final, [text])[0])
     growth = sizes[-1] / sizes[0] if sizes else 1.0
-    return Successive(fixture.name, carried, tuple(sizes), growth, lost, tuple(rooms), tuple(folded))
+    return Successive(fixture.name, carried, tuple(sizes), growth, lost, tuple(rooms), tuple(folded), tuple(notes))
 
 
 #: Standing rules planted into each conversation by ``successive_table`` (a user states them

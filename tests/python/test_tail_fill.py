@@ -417,3 +417,23 @@ def test_messages_given_back_whole_are_checked_against_the_budget_priced_whole()
     r, budget = _compact_share("tau-bench-airline", "task3-trial0", 0.7)
     assert r.strategy_used == "summarize"
     assert r.tokens_after <= budget, (r.tokens_after, budget, r.notes)
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (SWE runs)")
+def test_the_summary_takes_the_room_its_steady_size_held_back_when_the_tail_can_take_none() -> None:
+    """django-14915's first and fourth successive compactions: the digest filled its room, held
+    to 1.2x its steady size, and the tail could take nothing more (no edit to give back; the
+    next round, a 2,259-token output, left the fold nothing to digest): 82.6% and 82.3% of the
+    budget used. The digest is now written again in the room the budget leaves."""
+    from contextfold import evaluation as ev
+
+    fx = shared_fixture("mini-swe-agent-gemini3", "django__django-14915")
+    _, _, budget = ev.successive_setup(fx, rules=ev.planted(fx))
+    s = ev.successive(fx, rules=ev.planted(fx))
+    widened = [k for k, notes in enumerate(s.notes) if any("the tail could not" in n for n in notes)]
+    assert widened, s.notes
+    for k in widened:
+        used = (budget - (s.rooms[k] - s.sizes[k])) / budget
+        assert 0.95 <= used <= 1.0, (k, used)
+        # (Its steady room is the room the others were held to: the widened one is larger.)
+        assert s.sizes[k] > min(s.sizes), s.sizes
