@@ -72,10 +72,13 @@ def histories(swe: bool) -> list[list[dict]]:
 
 
 def compactors(hs: list[list[dict]], cap: int | None) -> list[tuple[Any, list[dict]]]:
+    """A Compactor per history that compacts it (the peers benchmark's settings), with it."""
     runs = []
+    # (Without a cap the option is not passed: the package before #21 has none.)
+    capped = {} if cap is None else {"summary_max_tokens": cap}
     for h in hs:
         budget = cf.estimate(h) // 3
-        c = cf.Compactor(budget=budget, tail_tokens=budget // 2, summary_max_tokens=cap)
+        c = cf.Compactor(budget=budget, tail_tokens=budget // 2, **capped)
         try:
             c.compact(h)
         except cf.CompactionBudgetError:
