@@ -162,6 +162,49 @@ fn cut_plain(text: &str, keep: f64, est: &Estimator, id: Option<&str>) -> Option
     Some(out)
 }
 
+/// Where the first marker `cut_text` wrote into `text` stands (the byte range of the marker,
+/// from its `[` to its `]`), or None. A marker stands at the start of a line (its head, when
+/// one was kept, ends with a newline before it).
+pub fn cut_marker_at(text: &str) -> Option<std::ops::Range<usize>> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("[") {
+        let at = from + i;
+        from = at + 1;
+        if at > 0 && text.as_bytes()[at - 1] != b'\n' {
+            continue;
+        }
+        let rest = &text[at..];
+        let line = &rest[..rest.find('\n').unwrap_or(rest.len())];
+        let Some(body) = line
+            .strip_prefix("[... ~")
+            .or_else(|| line.strip_prefix("[~"))
+        else {
+            continue;
+        };
+        let digits = body
+            .find(|c: char| !(c.is_ascii_digit() || c == ','))
+            .unwrap_or(body.len());
+        let Some(after) = body[digits..].strip_prefix(" tokens cut") else {
+            continue;
+        };
+        let Some(close) = after.find(']') else {
+            continue;
+        };
+        let said = &after[..close];
+        let known = digits > 0
+            && (said.is_empty()
+                || said == " from the middle ..."
+                || (said.starts_with(" from the middle; id=")
+                    && said.ends_with(" restores the whole ..."))
+                || (said.starts_with("; id=") && said.ends_with(" restores it")));
+        if known {
+            let end = at + (line.len() - after.len() + close + 1);
+            return Some(at..end);
+        }
+    }
+    None
+}
+
 /// The edit that cuts the middle of message `i` down to about `keep_tokens` (the message's
 /// price), in the message's
 /// own format, with the id and the whole text it folds: a tool result's text (the largest
@@ -277,6 +320,32 @@ pub fn tail_floor(msgs: &[Message<'_>]) -> (Option<usize>, Option<usize>, usize)
 mod tests {
     use super::*;
     use crate::provider::Provider;
+
+    #[test]
+    fn every_marker_a_cut_writes_is_found_where_it_stands() {
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let text: String = (0..2_000).map(|k| format!("line {k}: ok\n")).collect();
+        for (keep, named) in [(200, true), (200, false), (40, true), (40, false)] {
+            let cut = cut_text(&text, keep, &est, named).expect("cut");
+            let at = cut_marker_at(&cut).expect("marker");
+            assert!(
+                cut[at.clone()].starts_with('[') && cut[at.clone()].ends_with(']'),
+                "{cut}"
+            );
+            assert!(cut[at.clone()].contains("tokens cut"), "{cut}");
+            assert!(!cut[at.end..].starts_with(']'));
+        }
+        // Text that only looks like one: mid-line, or not the library's words.
+        for t in [
+            "see [~12 tokens cut] here",
+            "[~ tokens cut]",
+            "[... ~12 tokens removed ...]",
+            "a\n[~12 tokens cut, or so]",
+        ] {
+            assert!(cut_marker_at(t).is_none(), "{t}");
+        }
+        assert_eq!(cut_marker_at("a\n[~1,234 tokens cut]\nb"), Some(2..21));
+    }
 
     #[test]
     fn a_cut_keeps_head_and_end_names_the_id_and_fits() {

@@ -297,6 +297,44 @@ const SHELL_FENCES: [&str; 5] = ["bash", "sh", "shell", "zsh", "console"];
 /// last one (a thought may quote code in ```` ```python ```` before its command). Its start
 /// and its body (the info line skipped).
 fn command_fence(text: &str) -> Option<(usize, &str)> {
+    // A turn whose middle the library cut (`degrade::cut_text`) may have lost its command's
+    // opening fence: a closing fence left alone after the marker closes a block that opens at
+    // the marker. (Paired across the cut, the fences after it pair off by one, and the
+    // thought between two quoted blocks was taken for the command.)
+    if let Some(m) = crate::degrade::cut_marker_at(text) {
+        let (head, tail) = (&text[..m.start], &text[m.end..]);
+        if fence_count(head) % 2 == 0 && fence_count(tail) % 2 == 1 {
+            let close = find_fence(tail)?;
+            let after = m.end + close + 3;
+            let later = fence_in(&text[after..]).map(|(at, cmd, shell)| (after + at, cmd, shell));
+            let cut =
+                Some((m.start, tail[..close].trim(), false)).filter(|(_, cmd, _)| !cmd.is_empty());
+            let chosen = [fence_in(head), cut, later].into_iter().flatten().fold(
+                None,
+                |chosen: Option<(usize, &str, bool)>, b| match chosen {
+                    Some(c) if c.2 && !b.2 => Some(c),
+                    _ => Some(b),
+                },
+            );
+            return chosen.map(|(at, cmd, _)| (at, cmd));
+        }
+    }
+    fence_in(text).map(|(at, cmd, _)| (at, cmd))
+}
+
+/// How many fences (```) `text` holds.
+fn fence_count(text: &str) -> usize {
+    let (mut n, mut from) = (0, 0);
+    while let Some(i) = find_fence(&text[from..]) {
+        n += 1;
+        from += i + 3;
+    }
+    n
+}
+
+/// `command_fence` of text whose fences pair in order: the chosen block's start, its body and
+/// whether its info string names a shell.
+fn fence_in(text: &str) -> Option<(usize, &str, bool)> {
     let mut chosen: Option<(usize, &str, bool)> = None;
     let mut from = 0;
     while let Some(i) = find_fence(&text[from..]) {
@@ -313,7 +351,7 @@ fn command_fence(text: &str) -> Option<(usize, &str)> {
         // Past the closing fence (or the end of an unclosed block).
         from = start + 3 + nl + 1 + (end + 3).min(body.len());
     }
-    chosen.map(|(start, cmd, _)| (start, cmd))
+    chosen
 }
 
 /// The command of a text agent's turn (`command_fence`).
@@ -2246,6 +2284,30 @@ mod tests {
         assert!(!d.contains("$ sudo systemctl"), "{d}");
         assert!(d.contains("Then check the logs."), "{d}");
         assert!(d.contains("1 user requests, 1 tool calls"), "{d}");
+    }
+
+    /// A turn the library cut in its middle, the command's opening fence cut with it: the
+    /// block the lone closing fence ends is the command, opening at the marker, and the
+    /// thought is what stands before the marker (the thought between two quoted blocks was
+    /// taken for the command: "ran `$ If `load=False`, it doesn't call ...`").
+    #[test]
+    fn a_command_whose_opening_fence_was_cut_is_read_from_the_marker() {
+        let text = "THOUGHT: The check is on line 93.\n```python\n93: if x is None:\n```\nIf `load=False`, \
+                    nothing runs.\n```python\nloader.load_disk()\n```\nLet me wr\n\
+                    [... ~832 tokens cut from the middle ...]\nprint('PASS')\nEOF\n```";
+        let (at, cmd) = command_fence(text).expect("a command");
+        assert_eq!(cmd, "print('PASS')\nEOF");
+        assert_eq!(
+            thought_before(text, Some(at)),
+            thought_before(&text[..at], None)
+        );
+        assert!(thought_before(text, Some(at)).ends_with("Let me wr"));
+        // A shell block after the cut block is still the command.
+        let later = format!("{text}\nthen\n```bash\npython repro.py\n```");
+        assert_eq!(fenced_command(&later), Some("python repro.py"));
+        // Fences that pair on both sides of a marker are read as they stand.
+        let paired = "```bash\nls\n```\n[~40 tokens cut]\n```bash\npwd\n```";
+        assert_eq!(fenced_command(paired), Some("pwd"));
     }
 
     #[test]
