@@ -303,7 +303,7 @@ fn command_fence(text: &str) -> Option<(usize, &str)> {
     // thought between two quoted blocks was taken for the command.)
     if let Some(m) = crate::degrade::cut_marker_at(text) {
         let (head, tail) = (&text[..m.start], &text[m.end..]);
-        if fence_count(head) % 2 == 0 && fence_count(tail) % 2 == 1 {
+        if fence_count(head).is_multiple_of(2) && !fence_count(tail).is_multiple_of(2) {
             let close = find_fence(tail)?;
             let after = m.end + close + 3;
             let later = fence_in(&text[after..]).map(|(at, cmd, shell)| (after + at, cmd, shell));
