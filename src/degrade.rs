@@ -282,15 +282,16 @@ pub fn cut_middle(
 
 /// What a compaction must keep at the end whatever the budget: `(task, last user turn,
 /// floor start)`. The task is the first user request, the last user turn the last user message
-/// that is not only tool results; the floor starts at the last user turn (when it is not the
-/// task) or at the pending tool round (the last assistant message with calls when only results
-/// follow it), else at the last message.
+/// that is not only tool results nor a text agent's observation (`is_observation`); the floor
+/// starts at the last user turn (when it is not the task) or at the pending tool round (the
+/// last assistant message with calls when only results follow it), else at the last message.
 pub fn tail_floor(msgs: &[Message<'_>]) -> (Option<usize>, Option<usize>, usize) {
     use crate::compaction::Turn;
     let n = msgs.len();
     // A user message that says something (results merged with the user's words count too).
     let own_turn = |m: &Message<'_>| {
         Turn::of(m) == Turn::User
+            && !is_observation(m)
             && (m.result_ids().next().is_none()
                 || matches!(&m.content, Content::Parts(ps) if ps.iter().any(|p| matches!(p, Part::Text(_)))))
     };
@@ -316,10 +317,42 @@ pub fn tail_floor(msgs: &[Message<'_>]) -> (Option<usize>, Option<usize>, usize)
     (task, last_user, start)
 }
 
+/// Whether user message `m` is a text agent's observation, the harness's answer to a command
+/// (mini-swe-agent's opens with `<returncode>N</returncode>`), not a person's turn: like a tool
+/// result, it may be cut when nothing else makes room (a SWE run's 2,659-token "output too
+/// long" answer, kept whole as the last user turn, left the summary of 30 messages and the
+/// previous summary 296 tokens). A person never opens a turn with the tag.
+fn is_observation(m: &Message<'_>) -> bool {
+    m.plain_text().is_some_and(|t| {
+        t.trim_start().starts_with("<returncode>") && crate::tool_outcome::return_code(&t).is_some()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::provider::Provider;
+
+    #[test]
+    fn a_text_agent_s_observation_is_no_last_user_turn_but_a_person_s_words_are() {
+        let msgs = vec![
+            Message::text("system", "You run shell commands."),
+            Message::text("user", "Fix the parser."),
+            Message::text("assistant", "THOUGHT: run it.\n\n```bash\npytest\n```"),
+            Message::text(
+                "user",
+                "<returncode>1</returncode>\n<output>\nFAILED\n</output>",
+            ),
+        ];
+        // The last user turn is the task: the observation may be cut like a tool result.
+        assert_eq!(tail_floor(&msgs), (Some(1), Some(1), 3));
+        let mut with_person = msgs.clone();
+        with_person.push(Message::text(
+            "user",
+            "Also update the docs, and <returncode> is fine.",
+        ));
+        assert_eq!(tail_floor(&with_person), (Some(1), Some(4), 4));
+    }
 
     #[test]
     fn every_marker_a_cut_writes_is_found_where_it_stands() {

@@ -33,13 +33,17 @@ SHAPES = ("chat", "anthropic")
 
 
 def user_turns(msgs: list[dict[str, Any]]) -> list[int]:
-    """Indices of the user's own turns (not tool results)."""
+    """Indices of the user's own turns: not tool results, nor a text agent's observations (a
+    user turn opening with its return code: the harness answering a command, which the
+    library cuts like a tool output, ``contextfold._core.tail_floor``)."""
     out = []
     for i, m in enumerate(msgs):
         if m.get("role") != "user":
             continue
         c = m.get("content")
         if isinstance(c, list) and c and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in c):
+            continue
+        if isinstance(c, str) and c.lstrip().startswith("<returncode>"):
             continue
         out.append(i)
     return out

@@ -41,6 +41,9 @@ class CompactionRun:
     original: list[Any] = field(default_factory=list)
     #: The tail fill's middle cut, as an edit of ``original`` with the tokens it saved.
     fill_cut: Any = None
+    #: The degrading steps' middle cuts, as edits of the undegraded history with the tokens
+    #: each saved (``contextfold.degrade.degrade``).
+    degrade_cuts: list[Any] = field(default_factory=list)
     #: The messages the core has read in this run, by object: each plan, digest and check of
     #: the run reads a message object once (the run never changes one in place).
     read: _core.MessageCache = field(default_factory=_core.MessageCache)

@@ -508,7 +508,7 @@ class Compactor(RecoverableFolds):
             run.msgs, run.plan = degrade(
                 run.msgs, run.plan, functools.partial(self._plan, run), min_tail=self.min_tail, budget=run.effective,
                 summary_tokens=run.summary_tokens, store=self.store, provider=self.provider, model=self.model,
-                notes=run.notes, recoverable=self.recoverable)
+                notes=run.notes, recoverable=self.recoverable, cuts=run.degrade_cuts)
         if run.plan["reason"] is not None:
             reason = str(run.plan["reason"])
             if reason.startswith("budget"):
@@ -885,14 +885,21 @@ class Compactor(RecoverableFolds):
         (``restore_tail``), or, where it has none and the digest fell short of its room, the
         newest rounds of the fold (``_grown``). The tail's edits applied in the end."""
         tail_edits: list[Any] = run.plan["tail_edits"]
-        if run.undegraded is not None:
-            return tail_edits
         # A message the tail's fill cut goes back like the tail's own edits: from the history as
         # the run started, the cut one of the edits (django-11848's second compaction cut a
         # thought to fill the tail, the digest came short of its room, and 26% of the budget
-        # went unused).
+        # went unused). A degrading step's cuts likewise, from the undegraded history: a SWE
+        # run's 2,420-token last output, cut to give the summary its share, beside a fold of
+        # one message whose digest took 173 tokens of 799, left 20% of the budget unused.
         msgs, edits = run.msgs, list(tail_edits)
-        if run.fill_cut is not None:
+        cuts: list[Any] = []
+        if run.undegraded is not None:
+            if not run.degrade_cuts:
+                return tail_edits
+            cuts = run.degrade_cuts
+            msgs, edits = run.undegraded[0], [*edits, *cuts]
+        elif run.fill_cut is not None:
+            cuts = [run.fill_cut]
             msgs, edits = run.original, [*edits, run.fill_cut]
 
         def assemble(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
@@ -904,8 +911,8 @@ class Compactor(RecoverableFolds):
                                 recoverable=self.recoverable)
         if restored is not None:
             draft.out, draft.tokens, kept = restored
-            tail_edits = [e for e in kept if e is not run.fill_cut]
-        elif own_index and not tail_edits:
+            tail_edits = [e for e in kept if not any(e is c for c in cuts)]
+        elif own_index and not tail_edits and run.undegraded is None:
             grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
             if grown is not None:
                 draft.out, draft.tokens, draft.text, run.plan = grown

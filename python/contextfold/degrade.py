@@ -5,10 +5,13 @@ budget, the plan already masks old tool output and shrinks long arguments inside
 tail. Then, in order:
 
 1. keep fewer tail messages: never fewer than the last user turn and a pending tool round
-   (the last assistant message with calls and the results that follow it);
+   (the last assistant message with calls and the results that follow it); a text agent's
+   observation (a user turn opening with its return code) is the harness's answer, not a
+   user turn (``_core.tail_floor``), so step 2 may cut it as it cuts a tool output;
 2. cut the middle of the largest message left in the tail (its head and end kept; the cut is
    stored under a fold id the marker names, so ``Compactor.recall`` gives it back), then the
    next largest, a few times (a cut that would free under ``MIN_CUT_GAIN_TOKENS`` is not made);
+   what the summary leaves unused goes back to the cuts (``Compactor._leftover``);
 3. give the summary only what is left, under its usual minimum; where that is under the fold's
    standing rules, a summary of the rules alone in it (``Compactor._rules_only``);
 4. the last step (``bare_history``): the head, the last user turn and what follows it, and in
@@ -77,10 +80,13 @@ def degrade(
     model: str | None,
     notes: list[str],
     recoverable: bool = True,
+    cuts: list[Any] | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
     """The history (with cut messages replaced) and its plan after the degrading steps, each
     noted; stops at the first plan that leaves room for a summary. ``recoverable=False``: a
-    cut's marker names no fold id and no recall tool (the model is not offered one)."""
+    cut's marker names no fold id and no recall tool (the model is not offered one). ``cuts``,
+    when given, gets each middle cut made, as an edit of ``msgs`` with the tokens it saved
+    (``(index, path, value, saved)``): what the summary leaves unused can give them back."""
     if plan.get("tail_edits"):
         notes.append(f"degraded: masked {len(plan['tail_edits'])} tool outputs / arguments inside the protected tail")
     n = len(msgs)
@@ -144,11 +150,13 @@ def degrade(
             # A short message's placeholder costs about what it held: cutting it frees nothing
             # (a 31-token reply became a 30-token marker and lost its words).
             continue
-        (_, fold_id, whole), cut_msgs = best
+        (edit, fold_id, whole), cut_msgs = best
         cut_plan = make_plan(cut_msgs, tail, summary_tokens, result_max=result_max, args_max=args_max)
         if cut_plan["reason"] is not None and not str(cut_plan["reason"]).startswith("budget"):
             break  # the cut would change the plan's nature, not make room: keep the history whole
         store.put(fold_id, whole)
+        if cuts is not None:
+            cuts.append((*edit, max(0, costs[i] - int(price))))
         msgs, plan = cut_msgs, cut_plan
         notes.append(f"degraded: cut the middle of message {i} (~{costs[i]} -> ~{keep} tokens; "
                      f"id={fold_id} restores it)")

@@ -282,3 +282,65 @@ def test_no_planted_rule_is_clipped_where_less_of_the_tail_lets_it_stay_whole(na
     s = ev.successive(fx, rules=ev.planted(fx))
     assert len(s.sizes) >= 2, s.sizes
     assert s.rules_lost == 0, (s.sizes, s.rooms)
+
+
+def _text_agent(last_output: str) -> list[dict]:
+    """A mini-swe-agent run: the task, commands in fenced blocks, observations as user turns
+    opening with their return code; the last observation is ``last_output``."""
+    msgs: list[dict] = [{"role": "system", "content": "You are a helpful assistant that runs shell commands."},
+                        {"role": "user", "content": "Fix the failing parser test in src/parse.py."}]
+    for k in range(12):
+        msgs.append({"role": "assistant", "content": f"THOUGHT: step {k}, read module_{k}.\n\n```bash\ncat src/module_{k}.py\n```"})
+        msgs.append({"role": "user", "content": "<returncode>0</returncode>\n<output>\n"
+                     + "".join(f"def f_{k}_{j}(x): return x + {j}\n" for j in range(40)) + "</output>"})
+    msgs.append({"role": "assistant", "content": "THOUGHT: run the whole suite.\n\n```bash\npytest -q\n```"})
+    msgs.append({"role": "user", "content": f"<returncode>1</returncode>\n<output>\n{last_output}</output>"})
+    return msgs
+
+
+def test_a_text_agent_s_oversized_last_observation_is_cut_like_a_tool_result() -> None:
+    """A text agent's observation (mini-swe-agent: a user turn opening with its return code) is
+    the harness answering a command, not a person's turn: like a tool-calling agent's last tool
+    output, it is cut in the middle (recoverable) when nothing else makes room, where it used to
+    count as the last user turn that must stay whole: an observation alone over the budget
+    raised, and one beside a carried summary squeezed it (django-14915's third successive
+    compaction wrote the summary of 30 messages and of the previous summary in 296 tokens)."""
+    # (~3,040 tokens: over the budget by itself.)
+    log = "".join(f"tests/test_{k}.py::test_case PASSED\n" for k in range(250)) + "FAILED tests/test_parse.py::test_nested\n"
+    msgs = _text_agent(log)
+    budget = 3_000
+    c = cf.Compactor(budget=budget)
+    r = c.compact(msgs)
+    assert 0.95 * budget <= r.tokens_after <= budget, (r.tokens_after, r.notes)
+    assert any(re.match(r"degraded: cut the middle of message 27 ", n) for n in r.notes), r.notes
+    # The cut frees the summary's share too (a quarter of the budget), as for a tool output.
+    summary = cf.estimate_each([{"role": "user", "content": r.summary}])[0]
+    assert summary >= 0.8 * budget * 0.25, (summary, r.notes)
+    last = r.messages[-1]["content"]
+    # Its head and end stay (the verdict is the last line), and recall gives the whole back.
+    assert last.startswith("<returncode>1</returncode>") and "FAILED tests/test_parse.py::test_nested" in last
+    fold_id = re.search(r"id=(cf[0-9a-f]{12})", " ".join(r.notes)).group(1)  # type: ignore[union-attr]
+    assert c.recall(fold_id) == msgs[-1]["content"]
+    # A person's last turn is still never cut: the same history ending on a person's words
+    # over the budget raises, saying so.
+    person = _text_agent("") + [{"role": "user", "content": "Before you submit: " + "please check the docs. " * 900}]
+    with pytest.raises(cf.CompactionBudgetError, match="the last user turn alone take"):
+        cf.Compactor(budget=budget).compact(person)
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (SWE runs)")
+def test_a_carried_summary_is_not_squeezed_beside_a_long_last_observation() -> None:
+    """django-14915 under the successive harness: every summary after the first keeps at least
+    half the size of the one before (the third was 290 tokens after 1,198 while the last
+    observation stayed whole), and every compaction uses 90% of its budget or more."""
+    from contextfold import evaluation as ev
+
+    fx = shared_fixture("mini-swe-agent-gemini3", "django__django-14915")
+    _, _, budget = ev.successive_setup(fx, rules=ev.planted(fx))
+    s = ev.successive(fx, rules=ev.planted(fx))
+    assert len(s.sizes) >= 5, s
+    for before, after in zip(s.sizes, s.sizes[1:]):
+        assert after >= before / 2, s.sizes
+    used = [(budget - (room - size)) / budget for size, room in zip(s.sizes, s.rooms, strict=True)]
+    assert min(used) >= 0.9, used
+    assert any(any("degraded: cut the middle of message" in n for n in notes) for notes in s.notes), s.notes
