@@ -570,8 +570,7 @@ class Compactor(RecoverableFolds):
         if block != options.cache_block_tokens:
             options = options.replace(cache_block_tokens=block)
         run = CompactionRun(msgs=msgs, fmt=fmt, budget=budget, effective=effective, tail=tail,
-                            summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes,
-                            read=_core.MessageCache())
+                            summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes)
         run.plan = self._plan(run, msgs, self.min_tail)
         run.before = int(run.plan["tokens_before"])
         return run
@@ -920,6 +919,12 @@ class Compactor(RecoverableFolds):
                 yield from self._widened(run, draft)
         return tail_edits
 
+    def _fills_room(self, request: SummaryRequest, text: str) -> bool:
+        """Whether ``text`` fills ``request``'s room (``max_tokens``) within a fit's tolerance."""
+        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
+        written = _core.estimate_each([{"role": "user", "content": text}], provider=provider)[0]  # type: ignore[arg-type]
+        return int(written) + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens
+
     def _widened(self, run: CompactionRun, draft: Draft) -> Generator[tuple[Any, SummaryRequest], SummaryResult, None]:
         """The digest written again in the room its steady size (``ROOM_SWING``) held back, when
         it filled that room, the tail could take nothing more (no edit to give back, no round of
@@ -927,17 +932,12 @@ class Compactor(RecoverableFolds):
         budget is used before the summary is kept steady (a SWE run's sixth compaction held
         its digest to 1,380 tokens of the 1,983 the budget left, beside a fold whose only other
         round held the previous summary: 87% of the budget used)."""
-        if draft.native or draft.tokens >= run.effective * FILLED_SHARE:
-            return
         request = draft.request
-        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
-        written = int(_core.estimate_each([{"role": "user", "content": draft.text}],
-                                          provider=provider, model=self.model)[0])  # type: ignore[arg-type]
-        if written + max(MIN_FILL_TOKENS, request.max_tokens // 20) <= request.max_tokens:
-            return  # (the fold said less than its room: a wider one holds nothing more)
+        if draft.native or draft.tokens >= run.effective * FILLED_SHARE or not self._fills_room(request, draft.text):
+            return  # (a digest that said less than its room: a wider one holds nothing more)
         wide = summary_room(run.plan, run.effective, self._summary_cap)
         aim = min(wide, request.max_tokens + run.effective - draft.tokens - MIN_FILL_TOKENS // 4)
-        before, text, tokens = request.max_tokens, draft.text, draft.tokens
+        before, kept = request.max_tokens, (draft.out, draft.tokens, draft.text)
         for _ in range(2):
             if aim < request.max_tokens + MIN_FILL_TOKENS:
                 return
@@ -947,8 +947,9 @@ class Compactor(RecoverableFolds):
             if not wider:
                 return
             if self._place(run, draft, text=wider):
-                if draft.tokens <= tokens:
-                    self._place(run, draft, text=text)
+                if draft.tokens <= kept[1]:
+                    # (No fuller: the history as it was, already checked.)
+                    draft.out, draft.tokens, draft.text = kept
                     return
                 draft.request = again
                 run.notes.append(f"the summary takes the room the tail could not (~{aim} tokens where its "
@@ -967,15 +968,12 @@ class Compactor(RecoverableFolds):
         the budget within ``GROW_AIMS`` tries or the result is no fuller. (The shorter fold's
         digest may come out a little longer than the first: the history as a whole must fit.)"""
         old = run.plan
-        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
-        written = _core.estimate_each([{"role": "user", "content": first}], provider=provider)[0]  # type: ignore[arg-type]
-        # (A digest within its fit's tolerance of its room filled it: a shorter fold would free
-        # none of it, and digesting again would double the compaction's cost for nothing;
-        # unless the history is still under 95% of its budget: a room held to its stable size
-        # (`ROOM_SWING`) beside a tail that found nothing to take left 1,500 of 4,344 tokens
-        # unused in a SWE run's first compaction.)
-        tolerance = max(MIN_FILL_TOKENS, request.max_tokens // 20)
-        if written + tolerance > request.max_tokens and tokens >= run.effective * FILLED_SHARE:
+        # (A digest that filled its room: a shorter fold would free none of it, and digesting
+        # again would double the compaction's cost for nothing; unless the history is still
+        # under 95% of its budget: a room held to its stable size (`ROOM_SWING`) beside a tail
+        # that found nothing to take left 1,500 of 4,344 tokens unused in a SWE run's first
+        # compaction.)
+        if self._fills_room(request, first) and tokens >= run.effective * FILLED_SHARE:
             return None
         # Aimed again by what the history missed when it comes out over: the tail's walk may take
         # more than the rounds moved (a SWE run's newest round cut to the 1,237 tokens left, and

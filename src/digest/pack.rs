@@ -484,8 +484,9 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
 
     /// The room the forms leave (`left` tokens, once the index is written) given to one call:
     /// the newest whose next richer form did not fit, its result clipped to the characters that
-    /// fill it (or, when no call's is shortened, the newest thought). A result's forms step from 6,000 characters to 2,400: a 3,000-token listing in a
-    /// 1,430-token room stood at 2,400 and left a third of the room unused.
+    /// fill it (or, when no call's is shortened, the newest thought). A result's forms step
+    /// from 6,000 characters to 2,400: a 3,000-token listing in a 1,430-token room stood at
+    /// 2,400 and left a third of the room unused.
     fn fill(&mut self, left: f64) {
         if left < FILL_MIN_TOKENS {
             return;

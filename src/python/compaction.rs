@@ -12,7 +12,7 @@ use super::messages::{Keep, Walker};
 use super::options::CompactionOptions;
 use super::priced_request::PyPricedRequest;
 use super::prune::planned_edit;
-use super::read_cache::MessageCache;
+use super::read_cache::{read_messages, MessageCache};
 use crate::compaction::{
     check, plan_priced, summary_message_json, text_block_json, verify, Failure, Placement,
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
@@ -100,14 +100,10 @@ fn compaction_plan<'py>(
     let format = request.format()?;
     let mut est = request.request.estimator;
     let keep = Keep::new();
-    let mut walker = Walker::new(py, &keep);
     let mut locked = cache.map(|c| c.lock(py)).transpose()?;
     let (ms, costs) = match costs {
         Some(given) => {
-            let ms = match locked.as_mut() {
-                Some(l) => l.messages(py, messages)?,
-                None => Cow::Owned(walker.messages(messages)?),
-            };
+            let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
             if given.len() != ms.len() {
                 return Err(PyValueError::new_err(format!(
                     "costs has {} entries for {} messages",
@@ -127,7 +123,7 @@ fn compaction_plan<'py>(
         None => match locked.as_mut() {
             Some(l) => l.messages_priced(py, messages, &mut est)?,
             None => {
-                let (ms, costs) = walker.messages_priced(messages, &mut est)?;
+                let (ms, costs) = Walker::new(py, &keep).messages_priced(messages, &mut est)?;
                 (Cow::Owned(ms), costs)
             }
         },
@@ -234,10 +230,7 @@ fn compaction_verify(
     let mut est = request.request.estimator;
     let keep = Keep::new();
     let mut locked = cache.map(|c| c.lock(py)).transpose()?;
-    let ms = match locked.as_mut() {
-        Some(l) => l.messages(py, messages)?,
-        None => Cow::Owned(Walker::new(py, &keep).messages(messages)?),
-    };
+    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
     // As the plan did (a history compacted down to no signature stays priced as the Gemini
     // API: the higher of the two, so the budget check errs on the safe side).
     est.settle_platform(&ms);
@@ -283,10 +276,7 @@ fn extractive_digest(
     let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
     let mut locked = cache.map(|c| c.lock(py)).transpose()?;
-    let ms = match locked.as_mut() {
-        Some(l) => l.messages(py, messages)?,
-        None => Cow::Owned(Walker::new(py, &keep).messages(messages)?),
-    };
+    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
     est.settle_platform(&ms);
     let opt = DigestOptions {
         max_tokens,

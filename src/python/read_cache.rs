@@ -175,6 +175,20 @@ impl Locked<'_> {
     }
 }
 
+/// The messages of `seq`: through `cache` (locked) when there is one, else read afresh into
+/// `keep`. What each core entry point that takes a `cache` reads its history with.
+pub fn read_messages<'s, 'py>(
+    py: Python<'py>,
+    seq: &Bound<'py, PyAny>,
+    cache: Option<&'s mut Locked<'_>>,
+    keep: &'s Keep<'py>,
+) -> PyResult<Cow<'s, [Message<'s>]>> {
+    match cache {
+        Some(l) => l.messages(py, seq),
+        None => Ok(Cow::Owned(Walker::new(py, keep).messages(seq)?)),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MessageCache>()
 }
