@@ -38,6 +38,10 @@ MIN_FILL_TOKENS = 96
 #: Tokens a cut's marker and the pricing differences take, aimed below.
 _CUT_SLACK = 24
 
+#: The kind of edit (``CompactionResult.pruned``) that drops a thinking block
+#: (``keep_thinking_turns``): never given back.
+THINKING_DROP = "drop_part"
+
 #: Share of the budget within which a given-back cut's landing is not aimed again: each aim
 #: checks the whole history (~12 ms on the 10,000-message one), and a cut that landed 166 tokens
 #: under a budget of 2.49M took three more to fill them.
@@ -244,6 +248,11 @@ def restore_tail(
     left the room, which messages); ``recoverable=False``: a cut's marker names no fold id and no
     recall tool (the model is not offered one)."""
     left = budget - tokens
+    # A thinking block ``keep_thinking_turns`` dropped is the caller's rule, not room the
+    # compaction took: it stays dropped whatever room is left.
+    fixed = [e for e in tail_edits if e[3] == THINKING_DROP]
+    tail_edits = [e for e in tail_edits if e[3] != THINKING_DROP]
+    fixed_at = {int(e[0]) for e in fixed}
     if not tail_edits or left < MIN_FILL_TOKENS:
         return None
     saved: dict[int, int] = {}
@@ -262,6 +271,8 @@ def restore_tail(
         # masked output was 1,129 tokens for 1,099 left, and the 942 before it stayed masked).
         if left < MIN_FILL_TOKENS:
             break
+        if i in fixed_at:
+            continue  # (a cut of the original would cut the thinking the rule dropped)
         costs = _core.estimate_each([msgs[i]], provider=provider, model=model)  # type: ignore[arg-type]
         want = int(costs[0]) - saved[i] + left - _CUT_SLACK
         if want >= 32:
@@ -272,7 +283,7 @@ def restore_tail(
                 break
     if not given:
         return None
-    keep = [e for e in tail_edits if int(e[0]) not in given]
+    keep = fixed + [e for e in tail_edits if int(e[0]) not in given]
     out, after, failures = assemble(keep + ([cut[0]] if cut is not None else []))
     if cut is None:
         # Messages given back whole are priced by what their edits saved; the history priced
@@ -283,7 +294,7 @@ def restore_tail(
             if any(f[0] != "over_budget" for f in failures):
                 return None
             given.pop()
-            keep = [e for e in tail_edits if int(e[0]) not in given]
+            keep = fixed + [e for e in tail_edits if int(e[0]) not in given]
             out, after, failures = assemble(keep)
         if failures or not given:
             return None

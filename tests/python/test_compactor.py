@@ -280,6 +280,24 @@ def test_thinking_blocks_stay_byte_identical_or_go_whole():
     assert any(p.kind == "drop_part" for p in masked.pruned)
 
 
+@pytest.mark.parametrize("recoverable", [False, True])
+def test_room_left_after_masking_never_brings_dropped_thinking_back(recoverable):
+    # Masking frees more than the budget asks; what it frees beyond goes back to the masked
+    # outputs, never to the thinking blocks keep_thinking_turns dropped (before the fix, 5-6
+    # assistant turns of 10 got theirs back).
+    msgs = thinking_history()
+    snap = copy.deepcopy(msgs)
+    budget = int(cf.estimate(msgs, provider="anthropic") * 0.7)
+    r = cf.Compactor(provider="anthropic", budget=budget, strategy="mask", keep_thinking_turns=1,
+                     recoverable=recoverable).compact(msgs)
+    check(r, msgs, snap, "anthropic")
+    with_thinking = [i for i, m in enumerate(r.messages)
+                     if isinstance(m["content"], list) and any(b.get("type") == "thinking" for b in m["content"])]
+    assert with_thinking == [len(msgs) - 2], r.notes
+    # The room was given back to outputs (the give-back ran), not left for the thinking.
+    assert any(n.startswith("masking left room") for n in r.notes), r.notes
+
+
 def test_server_compaction_items_are_kept_verbatim():
     chat = agent_history(20)
     items, _ = convert(chat, "responses")
