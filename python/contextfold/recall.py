@@ -13,6 +13,7 @@ An answer is one header line and the page::
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,13 +21,17 @@ from typing import Any
 from contextfold import _core
 from contextfold.content_store import ContentStore
 
-__all__ = ["RECALL_TOOL", "RecallCall", "recall_calls", "recall_tool", "span_text"]
+__all__ = ["RECALL_TOOL", "RecallCall", "declares_recall", "malformed_text", "read_calls", "recall_calls", "recall_tool",
+           "span_text"]
 
 #: The tool's name in every format.
 RECALL_TOOL: str = _core.RECALL_TOOL
 
 #: A page holds at most this many tokens unless the Compactor's budget asks for less.
 DEFAULT_PAGE_TOKENS = 2_000
+
+#: The largest page bound the core takes (tokens, a u32); a larger one means "no bound".
+PAGE_BOUND_LIMIT = 2**32 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +51,25 @@ def recall_tool(format: str) -> dict[str, Any]:
     return json.loads(_core.recall_tool(format=format))  # type: ignore[arg-type,no-any-return]
 
 
+def declares_recall(tools: Any) -> bool:
+    """Whether ``tools`` (a tool list in any format, dicts or SDK objects) already declares the
+    recall tool: a caller who appended ``recall_tool(...)`` to their own list must not send it
+    twice (providers reject duplicate tool names)."""
+    for tool in tools or ():
+        d = _plain(tool)
+        if not isinstance(d, dict):
+            continue
+        names = [d.get("name")]
+        for key in ("function", "toolSpec"):
+            if isinstance(d.get(key), dict):
+                names.append(d[key].get("name"))
+        for key in ("functionDeclarations", "function_declarations"):
+            names.extend(f.get("name") for f in d.get(key) or () if isinstance(f, dict))
+        if RECALL_TOOL in names:
+            return True
+    return False
+
+
 def _int(value: Any, name: str, default: int | None) -> int | None:
     if value is None:
         return default
@@ -53,28 +77,51 @@ def _int(value: Any, name: str, default: int | None) -> int | None:
         raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {value!r}")
     try:
         n = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {value!r}") from None
     if n < 0:
         raise ValueError(f"{RECALL_TOOL}: {name} must be >= 0, got {n}")
-    return n
+    # (Past any text's length: the core takes a machine-sized offset.)
+    return min(n, sys.maxsize)
+
+
+def _read_call(call_id: str, arguments: str) -> RecallCall:
+    """One call's arguments read; ValueError (naming the call) when they are not an object with a
+    string ``id`` and integer ``offset`` / ``max_tokens``."""
+    try:
+        args = json.loads(arguments) if arguments else {}
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{RECALL_TOOL} call {call_id!r}: arguments are not JSON: {e}") from None
+    if not isinstance(args, dict) or not isinstance(args.get("id"), str):
+        raise ValueError(f"{RECALL_TOOL} call {call_id!r}: arguments must be an object with a string 'id'")
+    offset = _int(args.get("offset"), "offset", 0)
+    return RecallCall(call_id, args["id"], offset or 0, _int(args.get("max_tokens"), "max_tokens", None))
 
 
 def recall_calls(message: Any) -> list[RecallCall]:
     """The recall calls in ``message`` (an assistant message of any format, a Responses
     ``function_call`` item), read by the core's readers. Arguments that are not an object with
     a string ``id`` raise ValueError."""
-    out = []
+    return [_read_call(call_id, arguments) for call_id, arguments in _core.recall_calls(message)]
+
+
+def read_calls(message: Any) -> list[RecallCall | tuple[str, str]]:
+    """As ``recall_calls``, a call whose arguments are malformed read as ``(call_id, why)``
+    instead of raising: the model wrote them, so the model is answered (``malformed_text``)."""
+    out: list[RecallCall | tuple[str, str]] = []
     for call_id, arguments in _core.recall_calls(message):
         try:
-            args = json.loads(arguments) if arguments else {}
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{RECALL_TOOL} call {call_id!r}: arguments are not JSON: {e}") from None
-        if not isinstance(args, dict) or not isinstance(args.get("id"), str):
-            raise ValueError(f"{RECALL_TOOL} call {call_id!r}: arguments must be an object with a string 'id'")
-        offset = _int(args.get("offset"), "offset", 0)
-        out.append(RecallCall(call_id, args["id"], offset or 0, _int(args.get("max_tokens"), "max_tokens", None)))
+            out.append(_read_call(call_id, arguments))
+        except ValueError as e:
+            out.append((call_id, str(e)))
     return out
+
+
+def malformed_text(why: str) -> str:
+    """The answer to a recall call whose arguments could not be read: what was wrong and the
+    shape to call it with, so the model can call again."""
+    return (f"[{why}; call {RECALL_TOOL} again with arguments like "
+            '{"id": "cf0123456789ab", "offset": 0}]')
 
 
 def answer_text(store: ContentStore, call: RecallCall, *, max_tokens: int, provider: str, model: str | None) -> str:
@@ -84,7 +131,7 @@ def answer_text(store: ContentStore, call: RecallCall, *, max_tokens: int, provi
     if text is None:
         return (f"[{RECALL_TOOL} id={call.fold_id}: not found (never folded here, or expired from "
                 "the store); continue without it]")
-    bound = max(1, min(max_tokens, call.max_tokens or max_tokens))
+    bound = max(1, min(max_tokens, call.max_tokens or max_tokens, PAGE_BOUND_LIMIT))
     page, end, total = _core.recall_page(text, offset=call.offset, max_tokens=bound, provider=provider,  # type: ignore[arg-type]
                                            model=model)
     start = min(call.offset, total)

@@ -77,7 +77,7 @@ class RecoverableFolds:
         return self._page_tokens(budget) + RECALL_ROUND_OVERHEAD
 
     def _request_tools(self, fmt: str) -> Any:
-        if not self.recoverable:
+        if not self.recoverable or _recall.declares_recall(self.tools):
             return self.tools
         return [*(self.tools or ()), _recall.recall_tool(fmt)]
 
@@ -122,13 +122,26 @@ class RecoverableFolds:
         Compactor's ``recall_max_tokens``, 10% of the budget within [64, 2,000], and no more than
         the room the last compaction left under its budget once the call is added; the model's
         own ``max_tokens`` argument can only lower it); the header line says which characters it
-        holds and the ``offset`` of the next page. ValueError when ``call`` holds no recall call
-        or several (answer a message with one recall call at a time)."""
-        calls = _recall.recall_calls(call)
-        if not calls:
+        holds and the ``offset`` of the next page. A call the model wrote wrong (arguments that
+        are not JSON, no string ``id``, a negative or non-integer ``offset``) is answered with
+        what was wrong, so the model can call again. ValueError when ``call`` holds no recall
+        call or several (answer a message with one recall call at a time); TypeError /
+        ValueError for a ``max_tokens`` that is not an int >= 1."""
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
+            raise TypeError(f"max_tokens must be an int or None, got {type(max_tokens).__name__}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if max_tokens is not None:
+            max_tokens = min(max_tokens, _recall.PAGE_BOUND_LIMIT)
+        read = _recall.read_calls(call)
+        if not read:
             raise ValueError(f"the message holds no {_recall.RECALL_TOOL} call")
-        if len(calls) > 1:
-            raise ValueError(f"the message holds {len(calls)} {_recall.RECALL_TOOL} calls; answer one call per message")
+        if len(read) > 1:
+            raise ValueError(f"the message holds {len(read)} {_recall.RECALL_TOOL} calls; answer one call per message")
+        if isinstance(read[0], tuple):
+            call_id, why = read[0]
+            return json.loads(_core.recall_result(call, call_id=call_id, text=_recall.malformed_text(why)))
+        calls = [read[0]]
         bound = max_tokens if max_tokens is not None else self._page_tokens(
             self._recall_budget if self._recall_budget is not None else self._default_budget())
         target = bound + ANSWER_ENVELOPE

@@ -215,6 +215,72 @@ def test_answer_refuses_a_message_without_a_recall_call_and_unknown_ids_say_so()
         c.recall("cf0000000000ff")
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_recall_call_the_model_wrote_wrong_is_answered_not_raised(fmt):
+    # The model wrote these arguments: the loop that sends them back must not crash; the answer
+    # says what was wrong, and the history with it stays valid.
+    c = cf.Compactor(budget=6_000, recoverable=True, provider=PROVIDER[fmt])
+    good = recall_call(fmt, "cf0000000000ff", 0, 1)
+    bad_args = [{"id": "cf0000000000ff", "offset": -1}, {"id": 7}, {"offset": 3},
+                {"id": "cf0000000000ff", "offset": "ten"}, {"id": "cf0000000000ff", "offset": [1]}]
+    for k, args in enumerate(bad_args):
+        call = copy.deepcopy(good)
+        if fmt == "chat":
+            call["tool_calls"][0]["function"]["arguments"] = json.dumps(args)
+        elif fmt == "responses":
+            call["arguments"] = json.dumps(args)
+        elif fmt == "anthropic":
+            call["content"][0]["input"] = args
+        elif fmt == "gemini":
+            call["parts"][0]["functionCall"]["args"] = args
+        else:
+            call["content"][0]["toolUse"]["input"] = args
+        a = c.answer(call)
+        text = answer_text(fmt, a)
+        assert text.startswith(f"[{cf.RECALL_TOOL}") and "call contextfold_recall again" in text, (k, text)
+        assert shape_problems([{"role": "user", "content": "go"} if fmt != "responses" else
+                               {"role": "user", "content": "go"}, call, a], fmt) == [], (k, text)
+    if fmt in ("chat", "responses"):
+        # Arguments that are not JSON at all, or nested past any parser's depth.
+        for raw in ('{"id": "cf0000000000ff", ', "[" * 100_000 + "]" * 100_000):
+            call = copy.deepcopy(good)
+            if fmt == "chat":
+                call["tool_calls"][0]["function"]["arguments"] = raw
+            else:
+                call["arguments"] = raw
+            assert "arguments are not JSON" in answer_text(fmt, c.answer(call))
+
+
+def test_answer_checks_its_own_max_tokens_and_takes_any_large_bound():
+    c = cf.Compactor(budget=6_000, recoverable=True)
+    text = "".join(f"row {k}: value_{k}\n" for k in range(500))
+    fold_id = cf._core.fold_id(text)
+    c.store.put(fold_id, text)
+    call = recall_call("chat", fold_id, 0, 1)
+    for bad, err in (("100", TypeError), (1.5, TypeError), (True, TypeError), (0, ValueError), (-5, ValueError)):
+        with pytest.raises(err, match="max_tokens"):
+            c.answer(call, max_tokens=bad)  # type: ignore[arg-type]
+    whole = c.answer(call, max_tokens=10**30)["content"]
+    assert whole.endswith(text) and "; end]" in whole.split("\n", 1)[0]
+    # An offset past the end (any size) is an empty last page.
+    far = recall_call("chat", fold_id, 10**30, 2)
+    assert c.answer(far)["content"].startswith(f"[{cf.RECALL_TOOL} id={fold_id}: characters {len(text)}-{len(text)}")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_tool_list_that_already_declares_recall_is_sent_without_a_second_one(fmt):
+    # recall_tool's docstring says to append it to your tools: a list that did must not declare
+    # it twice (providers reject duplicate tool names), nor price it twice.
+    msgs, _ = convert(agent_history(30), fmt)
+    own = cf.recall_tool(fmt)
+    budget = cf.estimate(msgs, provider=PROVIDER[fmt]) // 2
+    twice = cf.Compactor(budget=budget, recoverable=True, provider=PROVIDER[fmt], tools=[own]).compact(msgs)
+    once = cf.Compactor(budget=budget, recoverable=True, provider=PROVIDER[fmt]).compact(msgs)
+    assert twice.tools == [own]
+    assert json.dumps(twice.tools).count(cf.RECALL_TOOL) == json.dumps(once.tools).count(cf.RECALL_TOOL)
+    assert twice.tokens_after == once.tokens_after
+
+
 def test_answer_pages_within_max_tokens():
     c = cf.Compactor(budget=6_000, recoverable=True, recall_max_tokens=50)
     text = "".join(f"row {k}: value_{k}\n" for k in range(500))
