@@ -29,9 +29,13 @@ class Usage:
     written to the prompt cache (OpenAI ``prompt_tokens_details.cached_tokens``, Anthropic
     ``cache_read_input_tokens`` / ``cache_creation_input_tokens``, Gemini
     ``cachedContentTokenCount``, Bedrock ``cacheReadInputTokens`` / ``cacheWriteInputTokens``).
-    ``compacted_prompt_tokens``: with Anthropic's server-side compaction (``usage.iterations``
-    holding a ``compaction`` iteration), the prompt the model answered from after compacting;
-    ``prompt_tokens`` is then the compaction iteration's, the history as sent.
+    With Anthropic's ``usage.iterations`` (server-side tool loops, the advisor tool,
+    compaction, fallback), ``prompt_tokens`` and the cache parts are the FIRST iteration's, the
+    request as sent (the top-level counts sum the executor's iterations: 2,411 tokens for a
+    1,128-token request that consulted the advisor). ``compacted_prompt_tokens``: when an
+    iteration is a ``compaction``, the prompt the model answered from after (the last)
+    compacting, the next executor iteration's; None when the response stopped at the
+    compaction.
     """
 
     prompt_tokens: int | None
@@ -90,8 +94,9 @@ def prompt_tokens_of(usage: Any) -> tuple[int | None, str | None]:
 
     Accepts SDK objects or dicts: OpenAI chat ``usage.prompt_tokens`` (cached tokens included),
     OpenAI Responses ``usage.input_tokens``, Anthropic ``input_tokens + cache_creation_input_tokens
-    + cache_read_input_tokens`` (``input_tokens`` alone excludes the cache; with server-side
-    compaction, the ``compaction`` iteration's prompt: the history as sent), Gemini
+    + cache_read_input_tokens`` (``input_tokens`` alone excludes the cache; with
+    ``usage.iterations``, those of the first iteration, whatever its type: the request as sent,
+    not the sum over a server-side loop or the prompt left after a compaction), Gemini
     ``usageMetadata.promptTokenCount`` (``usage_metadata.prompt_token_count`` in the SDK), Bedrock
     Converse ``inputTokens + cacheReadInputTokens + cacheWriteInputTokens``, Ollama
     ``prompt_eval_count`` (the whole prompt; ABSENT when served from the KV cache, which gives
@@ -116,18 +121,57 @@ def _anthropic(usage: Any, path: str, base: int) -> Usage:
     read = _field(usage, path, "cache_read_input_tokens")
     write = _field(usage, path, "cache_creation_input_tokens")
     iterations = _get(usage, path, "iterations")
-    if isinstance(iterations, (list, tuple)):
-        # Server-side compaction: the first iteration summarized the history as sent; the
-        # top-level counts only what the model answered from after it (the recorded compaction
-        # exchanges of ../shared/data: iterations [compaction 55,196, message 220], top-level 220).
-        for j, it in enumerate(iterations):
-            ipath = f"{path}.iterations[{j}]"
-            if _get(it, ipath, "type") == "compaction":
-                i_read = _field(it, ipath, "cache_read_input_tokens")
-                i_write = _field(it, ipath, "cache_creation_input_tokens")
-                sent = _field(it, ipath, "input_tokens") + i_read + i_write
-                return Usage(sent, i_read, i_write, base + read + write)
-    return Usage(base + read + write, read, write)
+    if not isinstance(iterations, (list, tuple)) or not iterations:
+        return Usage(base + read + write, read, write)
+    # ``usage.iterations`` lists every sampling iteration of the request in order. The top-level
+    # counts sum the executor's own iterations and leave compaction out (Anthropic: "A
+    # `compaction` entry's tokens are not included in the top-level `usage` fields", BetaUsage
+    # docstring, anthropic SDK 2.14; advisor tool usage,
+    # https://platform.claude.com/docs/en/agents-and-tools/tool-use/advisor-tool), so after a
+    # server-side loop they are no prompt of ours: the recorded advisor exchange
+    # (replay test_anthropic_advisor_tool_stream.yaml#0) has iterations [message 1,128,
+    # advisor_message 2,543, message 1,283] and top-level 2,411, while message_start said 1,128.
+    # The first iteration, whatever its type, read the request exactly as sent: a compaction
+    # summarizing it (recorded [compaction 55,196, message 220], top-level 220), the executor's
+    # first turn, a declined model before a fallback.
+    first = _iteration_prompt(iterations[0], f"{path}.iterations[0]")
+    if first is None:
+        return Usage(base + read + write, read, write)
+    sent, i_read, i_write = first
+    last_compaction = None
+    for j, it in enumerate(iterations):
+        if _get(it, f"{path}.iterations[{j}]", "type") == "compaction":
+            last_compaction = j
+    if last_compaction is None:
+        return Usage(sent, i_read, i_write)
+    # After compacting, the model answered from the summary: the next iteration of the executor
+    # (an advisor's sub-inference reads its own transcript). A server-side tool loop can grow the
+    # context past the trigger mid-request (the same docstring: each compaction entry "closes a
+    # context", which "can exceed it by the final iteration's output and tool results"), so a
+    # compaction can come after message iterations, and more than once: the last one counts.
+    # A compaction's own count can be mostly cache reads (recorded [compaction 100 + 55,096
+    # read, message 181]), hence input + cache read + cache write, as for any prompt.
+    compacted = None
+    for j in range(last_compaction + 1, len(iterations)):
+        jpath = f"{path}.iterations[{j}]"
+        if _get(iterations[j], jpath, "type") != "advisor_message":
+            after = _iteration_prompt(iterations[j], jpath)
+            compacted = None if after is None else after[0]
+            break
+    return Usage(sent, i_read, i_write, compacted)
+
+
+def _iteration_prompt(it: Any, path: str) -> tuple[int, int, int] | None:
+    """``(prompt tokens, cache read, cache write)`` of one ``usage.iterations`` entry; None
+    when it carries no ``input_tokens`` (then the top-level counts are all there is)."""
+    if it is None or isinstance(it, (bool, int, float, str)):
+        return None
+    fresh = _tokens(_get(it, path, "input_tokens"), f"{path}.input_tokens")
+    if fresh is None:
+        return None
+    i_read = _field(it, path, "cache_read_input_tokens")
+    i_write = _field(it, path, "cache_creation_input_tokens")
+    return fresh + i_read + i_write, i_read, i_write
 
 
 def _usage(usage: Any, path: str, seen: list[int]) -> Usage:

@@ -3,7 +3,10 @@ history-as-sent prompt of Anthropic's server-side compaction."""
 
 from __future__ import annotations
 
+import json
+
 import contextfold as cf
+import pytest
 from contextfold.usage import Usage, usage_of
 from transcripts import LOCAL, SHARED, load_requests, shared_available
 
@@ -21,16 +24,21 @@ def test_every_recorded_usage_reads_as_the_recorded_prompt_and_cache() -> None:
         u = usage_of(raw)
         iterations = raw.get("iterations") or []
         compaction = [it for it in iterations if it.get("type") == "compaction"]
-        if compaction:
-            it = compaction[0]
+        # The recorded usage_prompt_tokens is the top-level sum; the request as sent is the
+        # first iteration (the same number unless the server looped or compacted).
+        looped = len(iterations) > 1
+        if iterations:
+            it = iterations[0]
             assert u.prompt_tokens == it["input_tokens"] + it["cache_read_input_tokens"] + it["cache_creation_input_tokens"]
-            assert u.compacted_prompt_tokens == r.usage
             assert u.cache_read_tokens == it["cache_read_input_tokens"]
+        if compaction:
+            assert u.compacted_prompt_tokens == r.usage
             compactions += 1
         else:
-            assert u.prompt_tokens == r.usage, r.source
+            if not looped:
+                assert u.prompt_tokens == r.usage, r.source
             assert u.compacted_prompt_tokens is None
-        if r.raw.get("usage_cache_read_tokens") is not None and r.provider == "anthropic" and not compaction:
+        if r.raw.get("usage_cache_read_tokens") is not None and r.provider == "anthropic" and not looped:
             assert u.cache_read_tokens == r.raw["usage_cache_read_tokens"], r.source
             assert u.cache_write_tokens == r.raw["usage_cache_write_tokens"], r.source
         checked += 1
@@ -60,3 +68,67 @@ def test_session_anchors_a_server_compaction_on_the_history_as_sent() -> None:
     assert s.record_usage(usage) == 2100
     assert s.estimate(history) == 2100
     assert s.last_usage_detail is not None and s.last_usage_detail.compacted_prompt_tokens == 220
+
+
+def _zero_cache() -> dict:
+    return {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+
+
+# The final message_delta usage of the recorded advisor exchange (../shared/data/replay,
+# test_anthropic/test_anthropic_advisor_tool_stream.yaml#0): message_start said 1,128.
+ADVISOR_FINAL = {"input_tokens": 2411, **_zero_cache(), "output_tokens": 145,
+                 "iterations": [{"input_tokens": 1128, "output_tokens": 135, **_zero_cache(), "type": "message"},
+                                {"input_tokens": 2543, "output_tokens": 18, **_zero_cache(), "type": "advisor_message",
+                                 "model": "claude-opus-4-8"},
+                                {"input_tokens": 1283, "output_tokens": 10, **_zero_cache(), "type": "message"}]}
+
+
+def test_anthropic_advisor_usage_anchors_on_the_request_as_sent_not_the_executor_sum() -> None:
+    from anthropic.types.beta import BetaUsage
+
+    assert usage_of(ADVISOR_FINAL) == Usage(1128, 0, 0)
+    sdk = BetaUsage.model_validate(ADVISOR_FINAL)
+    assert usage_of(sdk) == Usage(1128, 0, 0)
+    history = [{"role": "user", "content": "x " * 1000}]
+    for usage in (ADVISOR_FINAL, sdk):
+        s = cf.Session(provider="anthropic", model="claude-sonnet-5")
+        s.estimate(history)
+        assert s.record_usage(usage, history) == 1128
+        assert s.estimate(history) == 1128
+    # Cache parts are the first iteration's too: they are parts of its prompt.
+    cached = {**ADVISOR_FINAL, "cache_read_input_tokens": 2000,
+              "iterations": [{**ADVISOR_FINAL["iterations"][0], "input_tokens": 128, "cache_read_input_tokens": 1000},
+                             *ADVISOR_FINAL["iterations"][1:]]}
+    assert usage_of(cached) == Usage(1128, 1000, 0)
+
+
+def test_recorded_advisor_stream_usage_reads_as_its_message_start_prompt() -> None:
+    path = SHARED / "replay" / "exchanges.jsonl"
+    if not path.exists():
+        pytest.skip("../shared/data/replay is not on this machine")
+    with path.open() as f:
+        row = next(json.loads(line) for line in f if "test_anthropic_advisor_tool_stream.yaml#0" in line)
+    events = [json.loads(line[5:]) for line in row["response_body"].splitlines() if line.startswith("data:")]
+    start = next(e["message"]["usage"] for e in events if e["type"] == "message_start")
+    final = [e["usage"] for e in events if e["type"] == "message_delta"][-1]
+    sent = start["input_tokens"] + start["cache_read_input_tokens"] + start["cache_creation_input_tokens"]
+    assert (sent, final["input_tokens"]) == (1128, 2411)
+    assert usage_of(start).prompt_tokens == usage_of(final).prompt_tokens == sent
+
+
+def test_late_or_paused_compaction_keeps_the_request_as_sent_and_the_next_executor_prompt() -> None:
+    def it(kind: str, tokens: int, read: int = 0) -> dict:
+        return {"type": kind, "input_tokens": tokens, "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": 0, "output_tokens": 5}
+
+    # A server-side tool loop grew the context past the trigger mid-request.
+    late = {"input_tokens": 190_000 + 21_000, **_zero_cache(),
+            "iterations": [it("message", 148_000, 42_000), it("compaction", 151_000), it("message", 21_000)]}
+    assert usage_of(late) == Usage(190_000, 42_000, 0, 21_000)
+    # The advisor's sub-inference after a compaction is not the executor's prompt.
+    advised = {"input_tokens": 900, **_zero_cache(),
+               "iterations": [it("compaction", 60_000), it("advisor_message", 61_000), it("message", 900)]}
+    assert usage_of(advised) == Usage(60_000, 0, 0, 900)
+    # pause_after_compaction: the model answered from nothing yet.
+    paused = {"input_tokens": 0, **_zero_cache(), "iterations": [it("compaction", 60_000)]}
+    assert usage_of(paused) == Usage(60_000, 0, 0, None)
