@@ -32,7 +32,7 @@ from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits
-from contextfold.recoverable import RecoverableFolds
+from contextfold.recoverable import MIN_RECALL_PAGE_TOKENS, RecoverableFolds
 from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
@@ -491,9 +491,29 @@ class Compactor(RecoverableFolds):
         return request
 
     def _steps(self, messages: Sequence[Any]) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
+        """The state machine of one compaction (``_run_steps``). With ``recoverable``, a history
+        whose floor fits the budget but not beside the room kept for a recall round of
+        ``recall_max_tokens`` is compacted beside the room of the smallest page
+        (``MIN_RECALL_PAGE_TOKENS``), and ``.notes`` says so: raising is for what cannot fit."""
+        if not self.recoverable:
+            return (yield from self._run_steps(messages, small_page=False))
+        try:
+            return (yield from self._run_steps(messages, small_page=False))
+        except CompactionBudgetError as e:
+            first = e
+        # (Where even that room misses, the error names it, as the first did.)
+        result = yield from self._run_steps(messages, small_page=True)
+        note = (f"room kept for a recall round of {MIN_RECALL_PAGE_TOKENS} tokens only: beside a round of "
+                f"recall_max_tokens, {first}")
+        return dataclasses.replace(result, notes=(*result.notes, note))
+
+    def _run_steps(self, messages: Sequence[Any], *, small_page: bool) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The state machine of one compaction: under budget, mask, degrade, summarize. Yields
-        ``(summarizer, request)`` and is sent the ``SummaryResult``; returns the result."""
-        run = self._start(messages)
+        ``(summarizer, request)`` and is sent the ``SummaryResult``; returns the result.
+        ``small_page``: the room kept for a recall round (``recoverable``) is that of the
+        smallest page."""
+        run = self._start(messages, small_page=small_page)
         if run.before <= run.effective:
             return run.unchanged(f"under budget: {run.before} <= {run.effective} tokens")
         if self.strategy == "mask" or (self.strategy == "hybrid" and int(run.plan["tokens_after_mask"]) <= run.effective):
@@ -546,7 +566,7 @@ class Compactor(RecoverableFolds):
                 raise
             return bare
 
-    def _start(self, messages: Sequence[Any]) -> CompactionRun:
+    def _start(self, messages: Sequence[Any], *, small_page: bool = False) -> CompactionRun:
         """The history copied (and repaired), the budget aimed at, the sizes, the first plan."""
         _require_history(messages)
         msgs = list(messages)
@@ -563,7 +583,7 @@ class Compactor(RecoverableFolds):
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
         if self.recoverable:
             # Room for one recall round (the call and its answer) after the compaction.
-            effective = max(1, effective - self._recall_reserve(effective))
+            effective = max(1, effective - self._recall_reserve(effective, small_page=small_page))
         tail, summary_tokens, block = self._sizes(effective)
         self._format = fmt
         options = self._options

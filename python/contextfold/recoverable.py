@@ -28,6 +28,10 @@ if TYPE_CHECKING:  # pragma: no cover
 #: (an assistant message with one call of ~30 tokens of arguments, the result's wrapping).
 RECALL_ROUND_OVERHEAD = 140
 
+#: The smallest page a recall round is kept room for (tokens): where the history's floor leaves
+#: no room for a page of ``recall_max_tokens``, the model can still page through in steps of it.
+MIN_RECALL_PAGE_TOKENS = 64
+
 #: Tokens an answer message takes besides its page (the header line, the result's envelope).
 ANSWER_ENVELOPE = 60
 
@@ -71,10 +75,12 @@ class RecoverableFolds:
             return self._recall_max_tokens
         return max(64, min(_recall.DEFAULT_PAGE_TOKENS, budget // 10))
 
-    def _recall_reserve(self, budget: int) -> int:
-        """Tokens kept free under the budget for one recall round."""
+    def _recall_reserve(self, budget: int, *, small_page: bool = False) -> int:
+        """Tokens kept free under the budget for one recall round (``small_page``: of the
+        smallest page, where the floor leaves no more)."""
         self._recall_budget = budget
-        return self._page_tokens(budget) + RECALL_ROUND_OVERHEAD
+        page = MIN_RECALL_PAGE_TOKENS if small_page else self._page_tokens(budget)
+        return page + RECALL_ROUND_OVERHEAD
 
     def _request_tools(self, fmt: str) -> Any:
         if not self.recoverable or _recall.declares_recall(self.tools):

@@ -281,6 +281,30 @@ def test_a_tool_list_that_already_declares_recall_is_sent_without_a_second_one(f
     assert twice.tokens_after == once.tokens_after
 
 
+@pytest.mark.skipif(not shared_available(), reason="full data sets absent (../shared/data): subset only")
+def test_a_floor_that_fits_the_budget_but_not_beside_the_recall_room_still_compacts():
+    # tau-bench dialogue 54 at 60% of its tokens: the system prompt, tools, task and last turn
+    # take 2,782 of 3,139 tokens, and the room for one recall round (453) does not fit beside
+    # them. Recoverable compaction used to raise where plain compaction fits.
+    conv = load_conversations(SHARED, "tau-bench-airline")[54]
+    msgs, tools = conv["messages"], conv["tools"]
+    budget = int(cf.estimate(msgs, tools=tools) * 0.6)
+    r = cf.Compactor(budget=budget, tools=tools, model="gpt-4o", recoverable=True).compact(msgs)
+    assert r.tokens_after <= budget
+    assert cf.estimate(r.messages, tools=r.tools, model="gpt-4o") <= budget
+    assert any(n.startswith("room kept for a recall round of 64 tokens only") for n in r.notes), r.notes
+    # The room of the smallest page is kept: a recall round of it still fits the budget.
+    fold_id = ID.search(json.dumps(r.messages)).group(1)  # type: ignore[union-attr]
+    call = recall_call("chat", fold_id, 0, 1)
+    c = cf.Compactor(budget=budget, tools=tools, model="gpt-4o", recoverable=True)
+    r = c.compact(msgs)
+    after = [*r.messages, call, c.answer(call)]
+    assert cf.estimate(after, tools=r.tools, model="gpt-4o") <= budget
+    # A budget the floor misses on its own still raises.
+    with pytest.raises(cf.CompactionBudgetError):
+        cf.Compactor(budget=budget // 2, tools=tools, model="gpt-4o", recoverable=True).compact(msgs)
+
+
 def test_answer_pages_within_max_tokens():
     c = cf.Compactor(budget=6_000, recoverable=True, recall_max_tokens=50)
     text = "".join(f"row {k}: value_{k}\n" for k in range(500))
