@@ -26,7 +26,8 @@ class Usage:
 
     ``prompt_tokens``: what the request as sent cost (cached tokens included; None when the
     provider does not say). ``cache_read_tokens`` / ``cache_write_tokens``: its part read from /
-    written to the prompt cache (OpenAI ``prompt_tokens_details.cached_tokens``, Anthropic
+    written to the prompt cache (OpenAI ``cached_tokens`` / ``cache_write_tokens`` of
+    ``prompt_tokens_details`` (chat) or ``input_tokens_details`` (Responses), Anthropic
     ``cache_read_input_tokens`` / ``cache_creation_input_tokens``, Gemini
     ``cachedContentTokenCount``, Bedrock ``cacheReadInputTokens`` / ``cacheWriteInputTokens``).
     With Anthropic's ``usage.iterations`` (server-side tool loops, the advisor tool,
@@ -209,7 +210,8 @@ def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
     for key in ("promptTokenCount", "prompt_token_count", "prompt_tokens"):
         v = _get(usage, path, key)
         if v is not _MISSING and v is not None:
-            return Usage(_tokens(v, f"{path}.{key}"), _openai_cached(usage, path), 0, None, model)
+            read, write = _openai_cache(usage, path)
+            return Usage(_tokens(v, f"{path}.{key}"), read, write, None, model)
     v = _get(usage, path, "input_tokens")
     if v is not _MISSING and v is not None:
         base = _tokens(v, f"{path}.input_tokens") or 0
@@ -217,7 +219,8 @@ def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
             u = _anthropic(usage, path, base)
             return Usage(u.prompt_tokens, u.cache_read_tokens, u.cache_write_tokens, u.compacted_prompt_tokens, model)
         # OpenAI Responses: input_tokens already include cached tokens.
-        return Usage(base, _openai_cached(usage, path, "input_tokens_details"), 0, None, model)
+        read, write = _openai_cache(usage, path, "input_tokens_details")
+        return Usage(base, read, write, None, model)
     v = _get(usage, path, "inputTokens")
     if v is not _MISSING and v is not None:
         base = _tokens(v, f"{path}.inputTokens") or 0
@@ -227,9 +230,16 @@ def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
     raise TypeError(f"unrecognized usage object: {type(usage).__name__}")
 
 
-def _openai_cached(usage: Any, path: str, details: str = "prompt_tokens_details") -> int:
-    """OpenAI's cached prompt tokens (``prompt_tokens_details.cached_tokens``), 0 when absent."""
+def _openai_cache(usage: Any, path: str, details: str = "prompt_tokens_details") -> tuple[int, int]:
+    """OpenAI's cached prompt tokens ``(read, written)``: ``cached_tokens`` and
+    ``cache_write_tokens`` of ``prompt_tokens_details`` (chat) or ``input_tokens_details``
+    (Responses), 0 when absent."""
     d = _get(usage, path, details)
     if d is _MISSING or d is None or isinstance(d, (int, str)):
-        return 0
-    return _field(d, f"{path}.{details}", "cached_tokens")
+        return 0, 0
+    dpath = f"{path}.{details}"
+    # Both are parts of prompt_tokens / input_tokens, not additions to them (openai SDK 3.57,
+    # CompletionUsage.PromptTokensDetails and ResponseUsage.InputTokensDetails: "The number of
+    # input tokens that were written to the cache"; recorded through OpenRouter from Claude:
+    # prompt 3,329 = 3,211 read + 115 written + 3).
+    return _field(d, dpath, "cached_tokens"), _field(d, dpath, "cache_write_tokens")

@@ -132,3 +132,39 @@ def test_late_or_paused_compaction_keeps_the_request_as_sent_and_the_next_execut
     # pause_after_compaction: the model answered from nothing yet.
     paused = {"input_tokens": 0, **_zero_cache(), "iterations": [it("compaction", 60_000)]}
     assert usage_of(paused) == Usage(60_000, 0, 0, None)
+
+
+def test_openai_cache_write_tokens_are_read_from_dicts_and_sdk_objects() -> None:
+    from openai.types.completion_usage import CompletionUsage
+    from openai.types.responses import ResponseUsage
+
+    # Recorded (../shared/data/replay,
+    # test_openai_responses_model_web_search_tool_without_external_access.yaml#0).
+    responses = {"input_tokens": 8576, "input_tokens_details": {"cache_write_tokens": 4418, "cached_tokens": 0},
+                 "output_tokens": 52, "output_tokens_details": {"reasoning_tokens": 32}, "total_tokens": 8628}
+    # Recorded through OpenRouter from Claude (test_openrouter_cache_messages_anthropic_real_api.yaml#1).
+    chat = {"prompt_tokens": 3329, "completion_tokens": 53, "total_tokens": 3382,
+            "prompt_tokens_details": {"cached_tokens": 3211, "cache_write_tokens": 115, "audio_tokens": 0}}
+    for usage in (responses, ResponseUsage.model_validate(responses)):
+        assert usage_of(usage) == Usage(8576, 0, 4418)
+    for usage in (chat, CompletionUsage.model_validate(chat)):
+        assert usage_of(usage) == Usage(3329, 3211, 115)
+    s = cf.Session(model="gpt-5")
+    s.record_usage(ResponseUsage.model_validate(responses), [{"role": "user", "content": "hi"}])
+    assert s.last_usage_detail == Usage(8576, 0, 4418)
+
+
+def test_every_recorded_openai_cache_detail_reads_as_recorded() -> None:
+    checked = written = 0
+    for r in _recorded():
+        raw = r.raw.get("usage")
+        details = isinstance(raw, dict) and (raw.get("input_tokens_details") or raw.get("prompt_tokens_details"))
+        if not isinstance(details, dict) or "cache_write_tokens" not in details:
+            continue
+        u = usage_of(raw)
+        assert (u.prompt_tokens, u.cache_read_tokens, u.cache_write_tokens) == (
+            r.usage, details.get("cached_tokens") or 0, details["cache_write_tokens"]), r.source
+        checked += 1
+        written += details["cache_write_tokens"] > 0
+    if shared_available():
+        assert checked >= 50 and written >= 8
