@@ -210,7 +210,13 @@ def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
     for key in ("promptTokenCount", "prompt_token_count", "prompt_tokens"):
         v = _get(usage, path, key)
         if v is not _MISSING and v is not None:
-            read, write = _openai_cache(usage, path)
+            if key == "prompt_tokens":
+                read, write = _openai_cache(usage, path)
+            else:
+                # Gemini's usage itself (``response.usage_metadata``, REST ``usageMetadata``):
+                # its cached part sits beside the prompt count, as in a whole response.
+                read = _field(usage, path, "cachedContentTokenCount", "cached_content_token_count")
+                write = 0
             return Usage(_tokens(v, f"{path}.{key}"), read, write, None, model)
     v = _get(usage, path, "input_tokens")
     if v is not _MISSING and v is not None:

@@ -168,3 +168,35 @@ def test_every_recorded_openai_cache_detail_reads_as_recorded() -> None:
         written += details["cache_write_tokens"] > 0
     if shared_available():
         assert checked >= 50 and written >= 8
+
+
+def test_gemini_usage_metadata_alone_keeps_its_cached_part() -> None:
+    from google.genai import types as gt
+
+    # Recorded (../shared/data/replay, test_google_model_cached_content.yaml#1).
+    rest = {"cacheTokensDetails": [{"modality": "TEXT", "tokenCount": 3512}], "cachedContentTokenCount": 3512,
+            "candidatesTokenCount": 2, "promptTokenCount": 3520, "thoughtsTokenCount": 42, "totalTokenCount": 3564}
+    meta = gt.GenerateContentResponseUsageMetadata.model_validate(rest)
+    response = gt.GenerateContentResponse(usage_metadata=meta, model_version="gemini-2.5-flash")
+    assert usage_of(response) == Usage(3520, 3512, 0, None, "gemini-2.5-flash")
+    assert usage_of(meta) == usage_of(rest) == Usage(3520, 3512)
+    s = cf.Session(model="gemini-2.5-flash")
+    s.record_usage(meta, [{"role": "user", "content": "What is in the cached file?"}])
+    assert s.last_usage_detail == Usage(3520, 3512)
+
+
+def test_every_recorded_gemini_usage_metadata_reads_as_recorded_prompt_and_cache() -> None:
+    checked = cached = 0
+    for r in _recorded():
+        raw = r.raw.get("usage")
+        if not isinstance(raw, dict) or "promptTokenCount" not in raw or r.api.startswith("countTokens"):
+            continue
+        u = usage_of(raw)  # the REST usageMetadata itself, as recorded
+        assert u.prompt_tokens == r.usage, r.source
+        if r.raw.get("usage_cache_read_tokens") is not None:
+            assert u.cache_read_tokens == r.raw["usage_cache_read_tokens"], r.source
+            cached += u.cache_read_tokens > 0
+        checked += 1
+    assert checked >= 10
+    if shared_available():
+        assert checked >= 300 and cached >= 10
