@@ -34,16 +34,23 @@ fn hosted_tool_type(json: &str) -> Option<&str> {
     if json.len() > 1024 {
         return None;
     }
-    let at = json.find("\"type\":\"")? + 8;
+    // Only a top-level type names a hosted tool: a schema's `"type":"object"` sits deeper, and
+    // so does the `"type":"auto"` of a code interpreter's `container`, which sorted keys put
+    // first (pydantic-ai's recorded `code_interpreter` tools were priced as definitions).
+    let depth_at = |at: usize| {
+        json[..at].bytes().fold(0i64, |d, b| match b {
+            b'{' => d + 1,
+            b'}' => d - 1,
+            _ => d,
+        })
+    };
+    let at = json
+        .match_indices("\"type\":\"")
+        .map(|(i, _)| i + 8)
+        .find(|&at| depth_at(at) == 1)?;
     let end = at + json[at..].find('"')?;
     let ty = &json[at..end];
-    // Only a top-level type names a hosted tool: a schema's `"type":"object"` sits deeper.
-    let depth = json[..at].bytes().fold(0i64, |d, b| match b {
-        b'{' => d + 1,
-        b'}' => d - 1,
-        _ => d,
-    });
-    (depth == 1 && !matches!(ty, "function" | "custom" | "object")).then_some(ty)
+    (!matches!(ty, "function" | "custom" | "object")).then_some(ty)
 }
 
 /// Hidden tokens of a provider-hosted tool: its server-side prompt, and for search and fetch
@@ -51,7 +58,7 @@ fn hosted_tool_type(json: &str) -> Option<&str> {
 /// median of `usage - estimate without it` over every recorded request carrying that tool in
 /// shared/data (n in brackets; `tools/fit_family_overheads.py` prints them); None for tools with
 /// fewer than 2 recordings (priced as a definition).
-fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
+pub(crate) fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
     let starts = |p: &str| ty.starts_with(p);
     match family {
         Family::OpenAI => Some(match () {

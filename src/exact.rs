@@ -26,6 +26,7 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::json_string::push_json_string;
 use crate::message::{Content, ImageSource, Message, Part, Role, ToolCall};
+use crate::model_info::Family;
 use crate::provider::Provider;
 use crate::tool_render::{
     parse_json, render_response_format, render_tools, response_format_title, title_tokens,
@@ -60,7 +61,17 @@ pub struct Counter {
     /// gpt-3.5-turbo-0301: 4 per message, -1 per name (cookbook).
     legacy_0301: bool,
     image_rule: ImageRule,
+    /// The request is written for the Responses API (`Counter::for_responses`).
+    responses: bool,
+    /// gpt-4o (not gpt-4o-mini): its strict function tools cost more on the Responses API.
+    model_is_gpt4o: bool,
 }
+
+/// Tokens gpt-4o adds on the Responses API when a function tool is `strict`: the 3 recorded
+/// requests with one (pydantic-ai's output-tool tests, 0-2 calls in their history) were 216,
+/// 216 and 229 over the non-strict rendering; strict tools on gpt-4.1 (1 request) and gpt-5
+/// models (10) cost nothing more, nor do gpt-4o's strict tools on chat.completions.
+const GPT4O_STRICT_RESPONSES: i64 = 216;
 
 impl Counter {
     /// The rules of `model`; an unknown model is an error.
@@ -98,7 +109,30 @@ impl Counter {
             per_call,
             legacy_0301: m.starts_with("gpt-3.5-turbo-0301"),
             image_rule: rule_for(Provider::OpenAI, m),
+            responses: false,
+            model_is_gpt4o: m.starts_with("gpt-4o") && !m.starts_with("gpt-4o-mini"),
         })
+    }
+
+    /// These rules for a request written for the Responses API, which bills tool definitions
+    /// and calls unlike chat.completions (`Counter::responses_tool_block`; derived on the
+    /// recorded Responses requests with usage, ../shared/data/{crewai,pydantic-ai},
+    /// `tools/derive_responses_rendering.py`):
+    /// - a function call in the history costs 2 less than in chat on the gpt-4o / gpt-4.1
+    ///   generation and 5 more on gpt-5 models (the 4 gpt-4o requests with one call, 2 tools
+    ///   definitions between them, were each 2 under their call-free twins' residual; the one
+    ///   gpt-5 request with a call and no reasoning item, 5 over);
+    /// - hosted tools (`web_search`, `code_interpreter`, `mcp`, ...) are priced by the
+    ///   estimator's fitted constants (`estimate::hosted_tool_tokens`): their prompt and
+    ///   results are inserted by the server, no tokenizer sees them.
+    pub fn for_responses(mut self) -> Counter {
+        self.responses = true;
+        self.per_call = if self.gpt5 {
+            self.per_call + 5
+        } else {
+            self.per_call.saturating_sub(2)
+        };
+        self
     }
 
     fn text(&self, s: &str) -> u32 {
@@ -323,9 +357,22 @@ impl Counter {
         if self.reasoning {
             n -= 1;
         }
+        let hosted_split;
+        let tools = if self.responses {
+            let (functions, hosted) = responses_tools(tools);
+            n += hosted;
+            hosted_split = functions;
+            &hosted_split[..]
+        } else {
+            tools
+        };
         let tool_text = (!tools.is_empty()).then(|| render_tools(tools));
         if let Some(block) = &tool_text {
-            n += self.tool_block(system, tools, block);
+            n += if self.responses {
+                self.responses_tool_block(system, tools, block)
+            } else {
+                self.tool_block(system, tools, block)
+            };
         }
         if let Some(rf) = response_format {
             if let Some(text) = render_response_format(rf) {
@@ -371,6 +418,10 @@ impl Counter {
         let block = match (tools, system) {
             (Some(tools), _) => self.appended(tools, text),
             (None, Some(system)) => self.appended(system, text) + 4,
+            // The Responses API bills a lone `text.format` without that envelope: the two
+            // recorded requests with one and neither instructions nor tools (gpt-4o-mini,
+            // gpt-5.4-mini) were 7 and 8 over with it, 0 and 1 over without.
+            (None, None) if self.responses => self.text(text) as i64 + 1,
             (None, None) => self.text(text) as i64 + 1 + 4 + 3,
         };
         let title = title.map_or(0, |t| title_tokens(self.text(t) as usize) as i64);
@@ -412,6 +463,42 @@ impl Counter {
         placed - bare
     }
 
+    /// Tokens the rendered function block `block` adds to a Responses request. The same text as
+    /// chat's, placed otherwise: gpt-5 models bill it with 3 more tokens instead of their chat
+    /// tool preamble (+84), 2 with instructions; the gpt-4o / gpt-4.1 generation 3 fewer; and on
+    /// both, each tool without a commented property 1 less (on gpt-5 models a tool without
+    /// properties too). Fitted on the 35 recorded Responses requests with function tools only
+    /// and no reasoning items (`tools/derive_responses_rendering.py`): 30 exact; chat's rules
+    /// left the gpt-5 ones 80-84 over and the gpt-4o ones 6-8 over.
+    fn responses_tool_block(&self, system: Option<&str>, tools: &[Json], block: &str) -> i64 {
+        let uncommented = tools_without_property_comments(tools) as i64;
+        let base = if self.gpt5 {
+            let empty = tools
+                .iter()
+                .filter(|t| {
+                    let f = t.get("function").unwrap_or(t);
+                    f.get("parameters").map_or(&[][..], Json::props).is_empty()
+                })
+                .count() as i64;
+            let placed = if system.is_some() { 2 } else { 3 };
+            placed - empty
+        } else if self.strict_preamble(tools) {
+            -3 + GPT4O_STRICT_RESPONSES
+        } else {
+            -3
+        };
+        self.text(block) as i64 + base - uncommented
+    }
+
+    /// Whether gpt-4o bills its hidden prompt for strict function tools (Responses only).
+    fn strict_preamble(&self, tools: &[Json]) -> bool {
+        self.responses
+            && self.model_is_gpt4o
+            && tools
+                .iter()
+                .any(|t| matches!(t.get("strict"), Some(Json::Bool(true))))
+    }
+
     /// Prompt tokens of a whole chat.completions request.
     pub fn count(
         &self,
@@ -425,6 +512,24 @@ impl Counter {
             .sum::<u64>()
             + self.overhead(messages, tools, response_format)
     }
+}
+
+/// A Responses request's tools split into the definitions rendered as functions (`function`,
+/// `custom`, untyped) and the tokens of the hosted ones, priced as the estimator prices them
+/// (rounded). Hosted tools the estimator has no constant for (`tool_search`, `namespace`) add
+/// nothing here: their cost is not known.
+fn responses_tools(tools: &[Json]) -> (Vec<Json>, i64) {
+    let mut functions = Vec::with_capacity(tools.len());
+    let mut hosted = 0.0;
+    for t in tools {
+        match t.get("type").and_then(Json::as_str) {
+            None | Some("function" | "custom") => functions.push(t.clone()),
+            Some(ty) => {
+                hosted += crate::estimate::hosted_tool_tokens(Family::OpenAI, ty).unwrap_or(0.0);
+            }
+        }
+    }
+    (functions, hosted.round() as i64)
 }
 
 /// The arguments of a call as billed: re-serialized as compact JSON when they parse (key order

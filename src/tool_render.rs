@@ -51,7 +51,7 @@ impl Json {
         }
     }
 
-    fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Json::String(s) => Some(s),
             _ => None,
@@ -65,7 +65,7 @@ impl Json {
         }
     }
 
-    fn props(&self) -> &[(String, Json)] {
+    pub(crate) fn props(&self) -> &[(String, Json)] {
         match self.get("properties") {
             Some(Json::Object(kv)) => kv,
             _ => &[],
@@ -501,10 +501,7 @@ fn shown_in_prompt(keyword: &str, value: &Json, root: bool) -> bool {
 /// The text OpenAI adds for a `response_format`; `None` when it adds none (`text`,
 /// `json_object`, or no schema). Its root `title` is billed apart: `response_format_title`.
 pub fn render_response_format(rf: &Json) -> Option<String> {
-    if rf.get("type").and_then(Json::as_str) != Some("json_schema") {
-        return None;
-    }
-    let js = rf.get("json_schema")?;
+    let js = json_schema_format(rf)?;
     let name = js.get("name").and_then(Json::as_str).unwrap_or("");
     let description = js.get("description").and_then(Json::as_str);
     Some(match js.get("schema") {
@@ -538,10 +535,26 @@ pub fn render_structured_output(name: &str, description: Option<&str>, schema: &
 /// The root `title` of a json_schema `response_format`, which the prompt does not show inside
 /// the schema but bills apart (`title_tokens`).
 pub fn response_format_title(rf: &Json) -> Option<&str> {
+    schema_title(json_schema_format(rf)?.get("schema")?)
+}
+
+/// The `{"name", "description", "schema"}` object of a json_schema format, in either API's
+/// shape: chat's `{"type": "json_schema", "json_schema": {...}}`, or the Responses API's flat
+/// `text.format` (`{"type": "json_schema", "name", "schema"}`), alone or in its `text`
+/// parameter (`{"format": {...}}`). Both bill the same rendering (`count_request` on the
+/// recorded Responses requests with one). `None` for other formats.
+fn json_schema_format(rf: &Json) -> Option<&Json> {
+    let rf = match (rf.get("type"), rf.get("format")) {
+        (None, Some(f)) => f,
+        _ => rf,
+    };
     if rf.get("type").and_then(Json::as_str) != Some("json_schema") {
         return None;
     }
-    schema_title(rf.get("json_schema")?.get("schema")?)
+    match rf.get("json_schema") {
+        Some(js) => Some(js),
+        None => rf.get("schema").is_some().then_some(rf),
+    }
 }
 
 /// A schema's non-empty root `title`.

@@ -292,9 +292,13 @@ def count(
     tools: Sequence[Any] | None = None,
     response_format: Any | None = None,
     image_sizes: _ImageSizes | None = None,
+    api: Literal["chat", "responses"] = "chat",
 ) -> int:
     """Prompt tokens the OpenAI API bills for this chat.completions request, tokenized with the
-    model's own encoding (offline; tiktoken-rs embeds the vocabularies).
+    model's own encoding (offline; tiktoken-rs embeds the vocabularies). ``api="responses"``
+    counts a Responses request (its flat tool definitions and calls are billed otherwise; its
+    hosted tools get the estimator's fitted constants); ``response_format`` takes either API's
+    json_schema shape (chat's, or the Responses ``text`` / ``text.format``).
 
     Messages: cookbook envelope (3 per message + role + content, +1 per name, +3 reply
     priming); tool calls as OpenAI renders them (ids not billed, results authored by

@@ -181,18 +181,30 @@ def breakdown_of(
 
 
 def count_request(body: Any, /, *, image_sizes: ImageSizes | None = None) -> int:
-    """Exact prompt tokens of an OpenAI request body (chat.completions or Responses), as
-    `contextfold.count` bills it: the Responses ``instructions`` join as the first system
-    message. Raises ``UnknownModelError`` for a model without a public tokenizer and
-    ``ValueError`` for a body of another API."""
+    """Prompt tokens of an OpenAI request body (chat.completions or Responses), as
+    `contextfold.count` bills it: exact for the messages, function tools and json_schema format.
+
+    A Responses body is counted with that API's own rules (``count(..., api="responses")``): a
+    non-empty ``instructions`` joins as the first system message; function tools and calls are
+    billed as the Responses API bills them (not chat's gpt-5 tool preamble); ``text.format``
+    is rendered as chat's ``response_format``. What no tokenizer can count is added as
+    `estimate_request` prices it: hosted tools (``web_search``, ``code_interpreter``, ``mcp``,
+    ...) at the same fitted constants (the server inserts their prompt and results), and
+    nothing for server-side state (``previous_response_id``, ``conversation``, a stored
+    ``prompt``; `breakdown_request` lists them in ``unmeasured``). Raises
+    ``UnknownModelError`` for a model without a public tokenizer and ``ValueError`` for a body
+    of another API."""
     r = read_request(body, provider="openai")
     if r.api not in ("openai-chat", "openai-responses"):
         raise ValueError(f"count_request counts OpenAI bodies; this one is written for {r.api}")
     if not r.model:
         raise ValueError("count_request needs the body's model (field 'model')")
+    if r.api == "openai-chat":
+        return int(_core.count(r.messages, model=r.model, tools=r.tools, response_format=r.response_format,
+                               image_sizes=image_sizes))
     messages = r.messages
-    if r.api == "openai-responses" and r.system is not None:
+    # An empty `instructions` sends no system message (recorded: the same count as none).
+    if r.system is not None and r.system != "":
         messages = [{"role": "system", "content": r.system}, *messages]
-    # `count` renders chat's `response_format`; a Responses `text` format is not its shape.
-    rf = r.response_format if r.api == "openai-chat" else None
-    return int(_core.count(messages, model=r.model, tools=r.tools, response_format=rf, image_sizes=image_sizes))
+    return int(_core.count(messages, model=r.model, tools=r.tools, response_format=r.response_format,
+                           image_sizes=image_sizes, api="responses"))

@@ -143,9 +143,11 @@ pub(super) fn tools_json(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Json>
     Ok(out)
 }
 
-/// Prompt tokens OpenAI bills for a chat.completions request.
+/// Prompt tokens OpenAI bills for a chat.completions request (`api="responses"`: for a
+/// Responses request, which bills tools and calls otherwise).
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, model, tools=None, response_format=None, image_sizes=None))]
+#[pyo3(signature = (messages, /, *, model, tools=None, response_format=None, image_sizes=None, api="chat"))]
+#[allow(clippy::too_many_arguments)]
 fn count(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -153,8 +155,18 @@ fn count(
     tools: Option<&Bound<'_, PyAny>>,
     response_format: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
+    api: &str,
 ) -> PyResult<u64> {
     let c = counter(py, model)?;
+    let c = match api {
+        "chat" => c,
+        "responses" => c.for_responses(),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "api must be \"chat\" or \"responses\", got {other:?}"
+            )))
+        }
+    };
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(messages)?;
     let tools = tools_json(tools)?;
