@@ -73,10 +73,14 @@ class Breakdown:
     #: Tool name -> tokens of its definition: the tools' part of ``by_kind["tool_schemas"]``
     #: shared out by each tool's own cost (OpenAI models: its exact rendering); a structured-output
     #: schema is ``"(response_format)"``, the provider's hidden tool-use prompt
-    #: ``"(tool-use prompt)"``. The values add up to ``by_kind["tool_schemas"]``.
+    #: ``"(tool-use prompt)"``, the tools an MCP server lists at request time (an Anthropic
+    #: body's ``mcp_servers``, sized by ``breakdown_request(..., mcp_sizes=)``)
+    #: ``"mcp__SERVER__*"``. The values add up to ``by_kind["tool_schemas"]``.
     by_tool: Mapping[str, int] = field(default_factory=dict)
     #: ``by_tool`` grouped by MCP server (``mcp__SERVER__tool`` names, or the ``tool_servers``
-    #: mapping); tools of no server under ``"(local)"``.
+    #: mapping; a sized ``mcp_servers`` entry under its name); tools of no server under
+    #: ``"(local)"``. With ``by_tool``'s ``"(tool-use prompt)"`` and ``"(response_format)"``
+    #: the values add up to ``by_kind["tool_schemas"]``.
     by_server: Mapping[str, int] = field(default_factory=dict)
     #: Tools of ``by_tool`` the history never calls (their schemas are paid for every turn).
     unused_tools: tuple[str, ...] = ()
@@ -171,7 +175,8 @@ def breakdown(
 
 
 def _unused(messages: Sequence[Any], by_tool: Mapping[str, int]) -> tuple[str, ...]:
-    defined = [n for n in by_tool if n not in (RESPONSE_FORMAT_KEY, TOOL_PROMPT_KEY) and not n.startswith("tools[")]
+    defined = [n for n in by_tool if n not in (RESPONSE_FORMAT_KEY, TOOL_PROMPT_KEY)
+               and not n.startswith("tools[") and not n.endswith("__*")]
     if not defined:
         return ()
     called = set(_core.called_tools(messages))
@@ -182,6 +187,27 @@ def _unused(messages: Sequence[Any], by_tool: Mapping[str, int]) -> tuple[str, .
 RESPONSE_FORMAT_KEY = "(response_format)"
 #: The ``by_tool`` key of the provider's hidden tool-use prompt (beyond the definitions).
 TOOL_PROMPT_KEY = "(tool-use prompt)"
+
+
+def mcp_server_key(server: str) -> str:
+    """The ``by_tool`` key of the tools MCP server ``server`` lists at request time (unknown
+    offline, priced by a size hint): ``mcp__SERVER__*``, the agent CLIs' wildcard for every
+    tool of a server, so `server_of` groups it under ``server``."""
+    return f"mcp__{server}__*"
+
+
+def with_mcp_servers(b: Breakdown, sized: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """``by_tool`` / ``by_server`` of ``b`` with MCP servers sized by the caller (``(server
+    name, tokens)`` pairs, as added to ``by_kind["tool_schemas"]``): each under
+    `mcp_server_key` and its server, so both still add up to the tool schemas. Keyword
+    arguments for ``dataclasses.replace(b, ...)``."""
+    by_tool = dict(b.by_tool)
+    by_server = dict(b.by_server)
+    for server, n in sized:
+        key = mcp_server_key(server)
+        by_tool[key] = by_tool.get(key, 0) + n
+        by_server[server] = by_server.get(server, 0) + n
+    return {"by_tool": by_tool, "by_server": by_server}
 
 
 def _apportion(total: int, weights: Sequence[float]) -> list[int]:
@@ -233,6 +259,9 @@ def server_of(name: str, mapping: Mapping[str, str] | None = None) -> str:
     ``mcp__SERVER__tool`` name, else ``"(local)"``."""
     if mapping and name in mapping:
         return mapping[name]
+    # A server's unlisted tools (`mcp_server_key`): the whole name between, even with "__" in it.
+    if name.startswith("mcp__") and name.endswith("__*") and len(name) > len("mcp____*"):
+        return name[len("mcp__"):-len("__*")]
     # The agent CLIs' convention for MCP tools: mcp__SERVER__TOOL.
     if name.startswith("mcp__") and name.count("__") >= 2:
         return name.split("__")[1]

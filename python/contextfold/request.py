@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from contextfold._core import _Provider
 
 from contextfold import _core
-from contextfold.breakdown import REQUEST_ROLE, Breakdown, UnmeasuredPart, breakdown
+from contextfold.breakdown import REQUEST_ROLE, Breakdown, UnmeasuredPart, breakdown, with_mcp_servers
 from contextfold.images import ImageSizes
 
 #: Why an MCP server is listed in ``Breakdown.unmeasured`` (the core's reason, verbatim).
@@ -176,8 +176,10 @@ def breakdown_of(
     if known:
         request["tool_schemas"] = request.get("tool_schemas", 0) + known
     unmeasured = b.unmeasured + tuple(UnmeasuredPart(-1, f"mcp_server:{s.name}", 0, MCP_REASON) for s in unknown)
+    # The sized servers join by_tool / by_server too, so those still add up to the tool schemas.
+    sized = [(s.name, mcp_sizes[s.name]) for s in r.settings.mcp_servers if s not in unknown] if mcp_sizes else []
     return dataclasses.replace(b, total=b.total + extra, by_kind=by_kind, by_role=by_role,
-                               request_overhead=request, unmeasured=unmeasured)
+                               request_overhead=request, unmeasured=unmeasured, **with_mcp_servers(b, sized))
 
 
 def count_request(body: Any, /, *, image_sizes: ImageSizes | None = None) -> int:
