@@ -215,7 +215,7 @@ pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
     let MaskEdit::Change { change, .. } = e else {
         return None;
     };
-    let joined = |ps: &'m [Part<'_>]| crate::message::joined_texts(ps);
+    let joined = |ps: &'m [Part<'_>]| result_original(ps);
     match change {
         Change::ResultText { part: None, .. } | Change::Text { .. } => match &m.content {
             Content::Text(t) => Some(Cow::Borrowed(t.as_ref())),
@@ -247,6 +247,56 @@ pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
             },
         },
     }
+}
+
+/// A tool result's content as the recall tool gives it back: its texts joined by newlines, then
+/// each image it held (a computer-use tool's screenshot) as a line saying so and its source
+/// (base64 or URL) on the next, so that masking the result loses nothing for good.
+fn result_original<'m>(parts: &'m [Part<'_>]) -> Option<Cow<'m, str>> {
+    let mut images = parts.iter().filter_map(|p| match p {
+        Part::Image(img) => Some(img),
+        _ => None,
+    });
+    let Some(first) = images.next() else {
+        return crate::message::joined_texts(parts);
+    };
+    let mut out = crate::message::joined_texts(parts).map_or_else(String::new, Cow::into_owned);
+    for img in std::iter::once(first).chain(images) {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        match img.source {
+            ImageSource::Base64(t) => {
+                out.push_str("[image, base64]\n");
+                out.push_str(t);
+            }
+            ImageSource::Url(t) => {
+                out.push_str("[image, url]\n");
+                out.push_str(t);
+            }
+            ImageSource::File(t) => {
+                out.push_str("[image, file]\n");
+                out.push_str(t);
+            }
+            // Raw bytes may be only the file's header here: not recoverable whole.
+            ImageSource::Bytes(_) => out.push_str("[image, raw bytes: not kept]"),
+        }
+    }
+    Some(Cow::Owned(out))
+}
+
+/// A tool result's tokens as its message prices them: the texts as text, each image by its
+/// pixel size (never its base64 length).
+fn result_tokens(est: &Estimator, parts: &[Part<'_>]) -> u32 {
+    let text = crate::message::joined_texts(parts).map_or(0.0, |t| est.text(&t));
+    let images: u32 = parts
+        .iter()
+        .map(|p| match p {
+            Part::Image(img) => est.image(img),
+            _ => 0,
+        })
+        .sum();
+    text.ceil() as u32 + images
 }
 
 /// The id to store an edit's removed text under, and that text.
@@ -295,6 +345,13 @@ pub fn recoverable_edits(
                 change: Change::ResultText { part: None, .. } | Change::Text { .. },
                 ..
             } => costs[i],
+            MaskEdit::Change {
+                change: Change::ResultText { part: Some(k), .. },
+                ..
+            } => match m.parts().get(*k) {
+                Some(Part::ToolResult { content, .. }) => result_tokens(est, content),
+                _ => est.text(&text).ceil() as u32,
+            },
             _ => est.text(&text).ceil() as u32,
         };
         let MaskEdit::Change { change, .. } = &e else {
@@ -311,9 +368,28 @@ pub fn recoverable_edits(
                     },
                 };
                 let tool = call.and_then(|c| names.get(c).copied());
+                // What it mentions is read from its texts (an image's base64 says nothing).
+                let parts = match part {
+                    None => m.parts(),
+                    Some(k) => match m.parts().get(*k) {
+                        Some(Part::ToolResult { content, .. }) => content.as_slice(),
+                        _ => &[],
+                    },
+                };
+                let words = match &m.content {
+                    Content::Text(t) if part.is_none() => Some(Cow::Borrowed(t.as_ref())),
+                    _ => crate::message::joined_texts(parts),
+                };
                 Change::ResultText {
                     part: *part,
-                    text: placeholder(est, "tool output", tool, tokens, &text, &id),
+                    text: placeholder(
+                        est,
+                        "tool output",
+                        tool,
+                        tokens,
+                        words.as_deref().unwrap_or(""),
+                        &id,
+                    ),
                 }
             }
             Change::Text { .. } => Change::Text {
@@ -423,6 +499,59 @@ pub fn result_json(
 mod tests {
     use super::*;
     use crate::provider::Provider;
+
+    #[test]
+    fn a_screenshot_in_a_masked_tool_result_is_kept_and_priced_by_its_pixels() {
+        use crate::message::{Content, Detail, Image};
+        // A 1x1 PNG: the image's price is its pixel size's, far under its base64 length's.
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        let data = png.repeat(40);
+        let mut m = Message::empty("user");
+        m.content = Content::Parts(vec![Part::ToolResult {
+            tool_use_id: "t1",
+            content: vec![
+                Part::Text(Cow::Borrowed("screen 1")),
+                Part::Image(Image {
+                    source: ImageSource::Base64(&data),
+                    detail: Detail::Auto,
+                }),
+            ],
+        }]);
+        let e = MaskEdit::Change {
+            index: 0,
+            change: Change::ResultText {
+                part: Some(0),
+                text: String::new(),
+            },
+            path: Vec::new(),
+            value: String::new(),
+        };
+        let kept = original(&m, &e).unwrap();
+        assert!(kept.starts_with("screen 1\n[image, base64]\n"), "{kept}");
+        assert!(kept.ends_with(data.as_str()));
+        let est = Estimator::new(Provider::Anthropic, "claude-sonnet-4-5");
+        let Part::ToolResult { content, .. } = &m.parts()[0] else {
+            unreachable!()
+        };
+        let tokens = result_tokens(&est, content);
+        let image = match &content[1] {
+            Part::Image(img) => est.image(img),
+            _ => unreachable!(),
+        };
+        assert!(image > 0);
+        assert_eq!(tokens, est.text("screen 1").ceil() as u32 + image);
+        assert!(f64::from(tokens) < est.text(&kept) / 4.0, "{tokens}");
+        // A result of texts alone is stored as its texts, as before.
+        let mut t = Message::empty("user");
+        t.content = Content::Parts(vec![Part::ToolResult {
+            tool_use_id: "t2",
+            content: vec![
+                Part::Text(Cow::Borrowed("a")),
+                Part::Text(Cow::Borrowed("b")),
+            ],
+        }]);
+        assert_eq!(original(&t, &e).unwrap(), "a\nb");
+    }
 
     #[test]
     fn fold_id_is_stable_short_and_content_addressed() {

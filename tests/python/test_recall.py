@@ -4,6 +4,7 @@ byte-exact, on every wire format, with a scripted model that calls the tool; the
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import re
@@ -303,6 +304,40 @@ def test_a_floor_that_fits_the_budget_but_not_beside_the_recall_room_still_compa
     # A budget the floor misses on its own still raises.
     with pytest.raises(cf.CompactionBudgetError):
         cf.Compactor(budget=budget // 2, tools=tools, model="gpt-4o", recoverable=True).compact(msgs)
+
+
+def test_a_screenshot_inside_a_masked_tool_result_is_recoverable_and_priced_by_its_pixels():
+    # A computer-use loop: each tool_result holds text and a screenshot. Masking the result used
+    # to store its text alone (the image was gone for good) and name a size of ~308 tokens for a
+    # result that cost ~1,690.
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (640).to_bytes(4, "big")
+                           + (480).to_bytes(4, "big") + b"\x08\x02\x00\x00\x00" + bytes(range(256)) * 20).decode()
+    h: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
+    for k in range(1, 8):
+        h.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "screenshot", "input": {}}]})
+        h.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": [
+            {"type": "text", "text": f"screen {k} " * 100},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": f"{k}{png}"}}]}]})
+    h += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+    snap = copy.deepcopy(h)
+    c = cf.Compactor(budget=cf.estimate(h, provider="anthropic") // 2, recoverable=True, provider="anthropic",
+                     strategy="mask")
+    r = c.compact(h)
+    assert h == snap
+    masked = 0
+    for i, m in enumerate(r.messages):
+        block = m["content"][0] if isinstance(m["content"], list) else None
+        if not block or block.get("type") != "tool_result" or not isinstance(block["content"], str):
+            continue
+        masked += 1
+        fold_id = ID.search(block["content"]).group(1)  # type: ignore[union-attr]
+        back = c.recall(fold_id)
+        original = h[i]["content"][0]["content"]
+        assert back == f"{original[0]['text']}\n[image, base64]\n{original[1]['source']['data']}"
+        said = int(re.search(r"~([\d,]+) tokens", block["content"]).group(1).replace(",", ""))  # type: ignore[union-attr]
+        whole = cf.estimate([h[i]], provider="anthropic")
+        assert whole * 0.8 <= said <= whole, (said, whole)
+    assert masked >= 3, masked
 
 
 def test_answer_pages_within_max_tokens():
