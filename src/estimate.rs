@@ -60,6 +60,11 @@ fn hosted_tool_type(json: &str) -> Option<&str> {
 /// fewer than 2 recordings (priced as a definition).
 pub(crate) fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
     let starts = |p: &str| ty.starts_with(p);
+    // OpenRouter's own search tool runs the same way whatever model it serves: its prior holds
+    // for every family (the OpenAI and Anthropic arms below do not know the type).
+    if starts("openrouter:") && ty.ends_with("web_search") {
+        return Some(2_290.0); // [4] openrouter:web_search
+    }
     match family {
         Family::OpenAI => Some(match () {
             _ if starts("web_search") => 9_300.0, // [12] openai + azure Responses
@@ -77,7 +82,7 @@ pub(crate) fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
             _ if starts("advisor") => 1_750.0,     // [2]
             _ => return None,
         }),
-        _ if ty.ends_with("web_search") => Some(2_290.0), // [4] openrouter:web_search
+        _ if ty.ends_with("web_search") => Some(2_290.0), // [4] as openrouter:web_search
         _ => None,
     }
 }

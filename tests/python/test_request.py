@@ -131,6 +131,15 @@ def test_a_responses_text_format_is_counted_in_either_shape() -> None:
     assert cf.count_request(body) > cf.count_request({"model": "gpt-4.1", "input": "hi"}) + 15
 
 
+def test_openrouter_web_search_gets_its_prior_whatever_the_model_family() -> None:
+    # Recorded (replay, openai/gpt-4.1-mini): 8,174 prompt tokens; estimated 47 without the prior.
+    for model in ["google/gemini-2.5-flash", "meta-llama/llama-3.3-70b-instruct", "openai/gpt-4.1-mini",
+                  "anthropic/claude-sonnet-4.5"]:
+        body = {"model": model, "messages": [{"role": "user", "content": "latest news?"}],
+                "tools": [{"type": "openrouter:web_search", "parameters": {"max_uses": 1}}]}
+        assert cf.breakdown_request(body).by_tool["tools[0]"] == 2_290, model
+
+
 def test_empty_instructions_send_no_system_message() -> None:
     body = {"model": "gpt-4o", "input": "hi"}
     assert cf.count_request(dict(body, instructions="")) == cf.count_request(body)
