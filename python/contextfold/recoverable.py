@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from contextfold import _core
 from contextfold import recall as _recall
 from contextfold.content_store import ContentStore, MemoryContentStore
+from contextfold.prune import is_langchain_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from contextfold.compaction_result import CompactionResult
@@ -40,6 +41,16 @@ SEAM_SLACK = 8
 
 #: At most this many ids of earlier folds are named again at the end of a summary.
 CARRIED_IDS = 12
+
+
+def _answer_message(call: Any, call_id: str, text: str) -> Any:
+    """The message answering ``call_id`` of ``call`` with ``text``, in the call's own format: for
+    a LangChain ``AIMessage`` (a history compacted as LangChain messages), a ``ToolMessage``."""
+    if is_langchain_message(call):
+        from langchain_core.messages import ToolMessage
+
+        return ToolMessage(content=text, tool_call_id=call_id, name=_recall.RECALL_TOOL)
+    return json.loads(_core.recall_result(call, call_id=call_id, text=text))
 
 
 class RecoverableFolds:
@@ -146,7 +157,7 @@ class RecoverableFolds:
             raise ValueError(f"the message holds {len(read)} {_recall.RECALL_TOOL} calls; answer one call per message")
         if isinstance(read[0], tuple):
             call_id, why = read[0]
-            return json.loads(_core.recall_result(call, call_id=call_id, text=_recall.malformed_text(why)))
+            return _answer_message(call, call_id, _recall.malformed_text(why))
         calls = [read[0]]
         bound = max_tokens if max_tokens is not None else self._page_tokens(
             self._recall_budget if self._recall_budget is not None else self._default_budget())
@@ -162,7 +173,7 @@ class RecoverableFolds:
         def attempt(page_bound: int) -> tuple[Any, int]:
             text = _recall.answer_text(self.store, calls[0], max_tokens=page_bound, provider=self.provider,
                                        model=self.model)
-            message = json.loads(_core.recall_result(call, call_id=calls[0].call_id, text=text))
+            message = _answer_message(call, calls[0].call_id, text)
             return message, int(_core.estimate([message], provider=self.provider, model=self.model))  # type: ignore[arg-type]
 
         message, tokens = attempt(bound)

@@ -340,6 +340,24 @@ def test_a_screenshot_inside_a_masked_tool_result_is_recoverable_and_priced_by_i
     assert masked >= 3, masked
 
 
+def test_a_langchain_history_s_recall_call_is_answered_with_a_tool_message():
+    lc = pytest.importorskip("langchain_core.messages", reason="pip install '.[test]'")
+    msgs = agent_history(30)
+    history = lc.convert_to_messages(msgs)
+    c = cf.Compactor(budget=cf.estimate(msgs) // 3, recoverable=True)
+    r = c.compact(history)
+    fold_id = ID.search(json.dumps([m.model_dump() for m in r.messages])).group(1)  # type: ignore[union-attr]
+    call = lc.AIMessage("", tool_calls=[{"id": "call_r1", "name": cf.RECALL_TOOL, "args": {"id": fold_id}}])
+    answer = c.answer(call)
+    assert isinstance(answer, lc.ToolMessage) and answer.tool_call_id == "call_r1"
+    header, _, page = str(answer.content).partition("\n")
+    assert header.startswith(f"[{cf.RECALL_TOOL} id={fold_id}: characters 0-") and c.recall(fold_id).startswith(page)
+    after = [*r.messages, call, answer]
+    assert cf.estimate(after, tools=r.tools) <= c.budget
+    bad = lc.AIMessage("", tool_calls=[{"id": "call_r2", "name": cf.RECALL_TOOL, "args": {"offset": 1}}])
+    assert "call contextfold_recall again" in str(c.answer(bad).content)
+
+
 def test_answer_pages_within_max_tokens():
     c = cf.Compactor(budget=6_000, recoverable=True, recall_max_tokens=50)
     text = "".join(f"row {k}: value_{k}\n" for k in range(500))
