@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
-import contextfold as cf  # noqa: E402
-from openai_tool_render import T, enc, render_tools  # noqa: E402
-from transcripts import SHARED, load_requests, request_body  # noqa: E402
+import contextfold as cf
+from openai_tool_render import T, enc, render_tools
+from transcripts import SHARED, load_requests, request_body
 
 
 def uncommented(tool: dict) -> bool:

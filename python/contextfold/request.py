@@ -28,6 +28,22 @@ MCP_REASON = (
     "pass mcp_sizes={name: tokens} to price them"
 )
 
+#: Body fields that continue state the provider keeps (a previous response, a conversation, a
+#: stored prompt, a Gemini context cache): what they add to the prompt is not in the body, and
+#: is priced at 0.
+SERVER_STATE_FIELDS = {
+    "openai-responses": ("previous_response_id", "conversation", "prompt"),
+    "gemini": ("cachedContent", "cached_content"),
+}
+SERVER_STATE_REASON = "server-side state: what {field} adds to the prompt is kept by the provider (unknown offline); priced at 0"
+
+#: Hosted tools priced at a fitted prior (the median over recorded requests of what the server
+#: inserts: its tool prompt and the search / execution results), by the type's prefix.
+HOSTED_TOOL_PREFIXES = ("web_search", "web_fetch", "code_execution", "code_interpreter", "mcp", "file_search",
+                        "image_generation", "tool_search_tool", "advisor", "openrouter:web_search")
+HOSTED_TOOL_REASON = ("hosted tool {type}: its server-side prompt and the results it inserts are unknown offline; "
+                      "priced at the median of recorded requests carrying it")
+
 
 @dataclass(frozen=True, slots=True)
 class McpServer:
@@ -75,6 +91,8 @@ class RequestBody:
     response_format: Any
     settings: RequestSettings
     settings_tokens: int
+    #: The body's fields that continue provider-kept state (``SERVER_STATE_FIELDS``).
+    server_state: tuple[str, ...] = ()
 
     def options(self) -> dict[str, Any]:
         """Keyword arguments of `contextfold.estimate` / `breakdown` for this body."""
@@ -98,7 +116,40 @@ def read_request(body: Any, /, *, provider: str | None = None) -> RequestBody:
         server_tools=tuple(s[6]),
         cache_breakpoints=s[7],
     )
-    return RequestBody(api, prov, model, messages, tools, system, rf, settings, tokens)
+    return RequestBody(api, prov, model, messages, tools, system, rf, settings, tokens,
+                       _server_state(body, SERVER_STATE_FIELDS.get(api, ())))
+
+
+def _field(obj: Any, name: str) -> Any:
+    """``obj[name]`` of a mapping, ``obj.name`` of an SDK object; None when absent."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _server_state(body: Any, fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The fields of ``fields`` set on the body or its Gemini ``config``."""
+    config = _field(body, "config")
+    found = []
+    for name in fields:
+        if _field(body, name) is not None:
+            found.append(name)
+        elif config is not None and _field(config, name) is not None:
+            found.append(f"config.{name}")
+    return tuple(found)
+
+
+def _hosted_tools(r: RequestBody, b: Breakdown) -> list[UnmeasuredPart]:
+    """The body's hosted tools the estimate priced at a fitted prior."""
+    out = []
+    for i, t in enumerate(r.tools or []):
+        ty = _field(t, "type")
+        name = _field(t, "name")
+        cost = b.by_tool.get(name) if isinstance(name, str) else None
+        cost = cost or b.by_tool.get(f"tools[{i}]")
+        if isinstance(ty, str) and cost and ty.startswith(HOSTED_TOOL_PREFIXES):
+            out.append(UnmeasuredPart(-1, f"hosted_tool:{ty}", int(cost), HOSTED_TOOL_REASON.format(type=ty)))
+    return out
 
 
 def _mcp_tokens(r: RequestBody, mcp_sizes: Mapping[str, int] | None) -> tuple[int, list[McpServer]]:
@@ -160,6 +211,10 @@ def breakdown_of(
 ) -> Breakdown:
     """`breakdown_request` of a body already read (`read_request`)."""
     b = breakdown(r.messages, image_sizes=image_sizes, **r.options())
+    assumed = tuple(_hosted_tools(r, b)) + tuple(
+        UnmeasuredPart(-1, f"server_state:{f}", 0, SERVER_STATE_REASON.format(field=f)) for f in r.server_state)
+    if assumed:
+        b = dataclasses.replace(b, unmeasured=b.unmeasured + assumed)
     known, unknown = _mcp_tokens(r, mcp_sizes)
     extra = r.settings_tokens + known
     if not extra and not unknown:

@@ -140,6 +140,27 @@ def test_openrouter_web_search_gets_its_prior_whatever_the_model_family() -> Non
         assert cf.breakdown_request(body).by_tool["tools[0]"] == 2_290, model
 
 
+def test_server_state_and_hosted_tool_priors_are_listed_unmeasured() -> None:
+    def kinds(body: dict) -> list[tuple[str, int]]:
+        return [(u.kind, u.assumed_tokens) for u in cf.breakdown_request(body).unmeasured]
+
+    ask = {"model": "gpt-4.1", "input": "and then?"}
+    assert kinds(dict(ask, previous_response_id="resp_abc")) == [("server_state:previous_response_id", 0)]
+    assert kinds(dict(ask, conversation="conv_abc")) == [("server_state:conversation", 0)]
+    assert kinds(dict(ask, prompt={"id": "pmpt_abc"})) == [("server_state:prompt", 0)]
+    assert kinds(dict(ask, tools=[{"type": "web_search"}])) == [("hosted_tool:web_search", 9_300)]
+    assert kinds(dict(ask, tools=[{"type": "mcp", "server_label": "d", "server_url": "https://x"}])) == [
+        ("hosted_tool:mcp", 1_160)]
+    claude = {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "news?"}]}
+    web = dict(claude, tools=[{"type": "web_search_20250305", "name": "web_search"}])
+    assert kinds(web) == [("hosted_tool:web_search_20250305", 14_000)]
+    gemini = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    assert kinds(dict(gemini, cachedContent="cachedContents/abc")) == [("server_state:cachedContent", 0)]
+    assert kinds(dict(gemini, model="gemini-2.5-flash", config={"cached_content": "cachedContents/abc"})) == [
+        ("server_state:config.cached_content", 0)]
+    assert kinds(ask) == []
+
+
 def test_empty_instructions_send_no_system_message() -> None:
     body = {"model": "gpt-4o", "input": "hi"}
     assert cf.count_request(dict(body, instructions="")) == cf.count_request(body)
