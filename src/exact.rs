@@ -65,12 +65,16 @@ pub struct Counter {
     responses: bool,
     /// gpt-4o (not gpt-4o-mini): its strict function tools cost more on the Responses API.
     model_is_gpt4o: bool,
+    /// The gpt-4o / gpt-4.1 chat template (chatgpt-4o, gpt-4.5, gpt-5-chat alike): the models
+    /// the Responses rules were fitted on beside gpt-5 (`Counter::for_responses`).
+    gpt4o_generation: bool,
 }
 
 /// Tokens gpt-4o adds on the Responses API when a function tool is `strict`: the 3 recorded
 /// requests with one (pydantic-ai's output-tool tests, 0-2 calls in their history) were 216,
-/// 216 and 229 over the non-strict rendering; strict tools on gpt-4.1 (1 request) and gpt-5
-/// models (10) cost nothing more, nor do gpt-4o's strict tools on chat.completions.
+/// 216 and 229 over the non-strict rendering (2 of 3 exact with it); strict tools on gpt-4.1
+/// (1 request) and gpt-5 models (10) cost nothing more, nor do gpt-4o's strict tools on
+/// chat.completions.
 const GPT4O_STRICT_RESPONSES: i64 = 216;
 
 impl Counter {
@@ -90,14 +94,16 @@ impl Counter {
         //   requests with a call, both exact; o4 has no recording with calls, assumed like o3);
         // - gpt-4 / gpt-3.5: 1, the cookbook-era value (4 recorded requests with calls, too few
         //   and too spread, +0 / +3 / +3 / +6, to fit another).
+        let gpt4o_generation = !gpt5
+            && !reasoning
+            && ["gpt-4o", "gpt-4.1", "gpt-4.5", "chatgpt-4o", "gpt-5-chat"]
+                .iter()
+                .any(|p| m.starts_with(p));
         let per_call = if gpt5 {
             7
         } else if reasoning {
             3
-        } else if ["gpt-4o", "gpt-4.1", "gpt-4.5", "chatgpt-4o", "gpt-5-chat"]
-            .iter()
-            .any(|p| m.starts_with(p))
-        {
+        } else if gpt4o_generation {
             2
         } else {
             1
@@ -111,27 +117,29 @@ impl Counter {
             image_rule: rule_for(Provider::OpenAI, m),
             responses: false,
             model_is_gpt4o: m.starts_with("gpt-4o") && !m.starts_with("gpt-4o-mini"),
+            gpt4o_generation,
         })
     }
 
     /// These rules for a request written for the Responses API, which bills tool definitions
     /// and calls unlike chat.completions (`Counter::responses_tool_block`; derived on the
     /// recorded Responses requests with usage, ../shared/data/{crewai,pydantic-ai},
-    /// `tools/derive_responses_rendering.py`):
+    /// `tools/derive_responses_rendering.py`, which prints how many requests back each rule):
     /// - a function call in the history costs 2 less than in chat on the gpt-4o / gpt-4.1
-    ///   generation and 5 more on gpt-5 models (the 4 gpt-4o requests with one call, 2 tools
-    ///   definitions between them, were each 2 under their call-free twins' residual; the one
-    ///   gpt-5 request with a call and no reasoning item, 5 over);
+    ///   generation: the 8 recorded gpt-4o requests with calls and no reasoning item (9 calls)
+    ///   were each 2 per call over with chat's constant, all 8 exact with it. gpt-5 and
+    ///   o-series calls keep chat's constant: one gpt-5 request alone is countable with a call
+    ///   (5 over chat's constant), too few to fit a rule on; the other 38 gpt-5 ones with calls
+    ///   also send encrypted reasoning or `tool_search` / `additional_tools` items no tokenizer
+    ///   counts, and the o-series has none;
     /// - hosted tools (`web_search`, `code_interpreter`, `mcp`, ...) are priced by the
     ///   estimator's fitted constants (`estimate::hosted_tool_tokens`): their prompt and
     ///   results are inserted by the server, no tokenizer sees them.
     pub fn for_responses(mut self) -> Counter {
         self.responses = true;
-        self.per_call = if self.gpt5 {
-            self.per_call + 5
-        } else {
-            self.per_call.saturating_sub(2)
-        };
+        if self.gpt4o_generation {
+            self.per_call -= 2;
+        }
         self
     }
 
@@ -418,9 +426,9 @@ impl Counter {
         let block = match (tools, system) {
             (Some(tools), _) => self.appended(tools, text),
             (None, Some(system)) => self.appended(system, text) + 4,
-            // The Responses API bills a lone `text.format` without that envelope: the two
+            // The Responses API bills a lone `text.format` without that envelope: the 2
             // recorded requests with one and neither instructions nor tools (gpt-4o-mini,
-            // gpt-5.4-mini) were 7 and 8 over with it, 0 and 1 over without.
+            // gpt-5.4-mini, two test suites) were 7 and 8 over with it, 0 and 1 over without.
             (None, None) if self.responses => self.text(text) as i64 + 1,
             (None, None) => self.text(text) as i64 + 1 + 4 + 3,
         };
@@ -464,12 +472,18 @@ impl Counter {
     }
 
     /// Tokens the rendered function block `block` adds to a Responses request. The same text as
-    /// chat's, placed otherwise: gpt-5 models bill it with 3 more tokens instead of their chat
-    /// tool preamble (+84), 2 with instructions; the gpt-4o / gpt-4.1 generation 3 fewer; and on
-    /// both, each tool without a commented property 1 less (on gpt-5 models a tool without
-    /// properties too). Fitted on the 35 recorded Responses requests with function tools only
-    /// and no reasoning items (`tools/derive_responses_rendering.py`): 30 exact; chat's rules
-    /// left the gpt-5 ones 80-84 over and the gpt-4o ones 6-8 over.
+    /// chat's, placed otherwise. Fitted on the 35 recorded Responses requests with function tools
+    /// only and no reasoning items (`tools/derive_responses_rendering.py` prints each rule's
+    /// support; chat's rules left the gpt-5 ones 80-84 over and the gpt-4o ones 6-8 over):
+    /// - gpt-5 models bill it with 3 more tokens instead of their chat tool preamble (+84): 15
+    ///   requests, 13 exact (one 2 over; the one with a call 5 over, see `for_responses`);
+    ///   with instructions 2 more: 3 requests, 2 exact (a gpt-5.2 one 14 over);
+    /// - on gpt-5 models each tool without properties 1 less: 8 requests, all exact;
+    /// - the gpt-4o / gpt-4.1 generation 3 fewer: 16 requests (14 gpt-4o, 2 gpt-4.1), 15 exact;
+    /// - on both, each tool without a commented property 1 less: 15 requests, 12 exact;
+    /// - gpt-4o's strict tools `GPT4O_STRICT_RESPONSES`.
+    ///
+    /// Other models (o-series, gpt-4, gpt-3.5) have no such recording: chat's rule.
     fn responses_tool_block(&self, system: Option<&str>, tools: &[Json], block: &str) -> i64 {
         let uncommented = tools_without_property_comments(tools) as i64;
         let base = if self.gpt5 {
@@ -482,6 +496,10 @@ impl Counter {
                 .count() as i64;
             let placed = if system.is_some() { 2 } else { 3 };
             placed - empty
+        } else if !self.gpt4o_generation {
+            // The o-series and older models have no recorded Responses request with function
+            // tools: chat's rule.
+            return self.tool_block(system, tools, block);
         } else if self.strict_preamble(tools) {
             -3 + GPT4O_STRICT_RESPONSES
         } else {
@@ -1018,6 +1036,54 @@ mod tests {
         ] {
             assert_eq!(Counter::new(model).unwrap().per_call, per_call, "{model}");
         }
+    }
+
+    #[test]
+    fn responses_calls_keep_chats_constant_where_no_recordings_fit_another() {
+        // gpt-4o / gpt-4.1: 2 less per call (8 recorded requests); gpt-5 and o-series: chat's
+        // constant (one gpt-5 recording is no rule; the o-series has none).
+        for (model, shift) in [
+            ("gpt-4o", -2),
+            ("gpt-4.1-mini", -2),
+            ("gpt-5", 0),
+            ("gpt-5-mini", 0),
+            ("o3-mini", 0),
+            ("gpt-4", 0),
+        ] {
+            let chat = Counter::new(model).unwrap();
+            let resp = Counter::new(model).unwrap().for_responses();
+            assert_eq!(
+                resp.per_call as i32 - chat.per_call as i32,
+                shift,
+                "{model}"
+            );
+        }
+    }
+
+    #[test]
+    fn responses_tool_block_is_chats_on_models_without_recordings() {
+        let tool = crate::tool_render::parse_json(
+            r#"{"type":"function","name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string","description":"City"}},"required":["city"]}}"#,
+        )
+        .unwrap();
+        let user = [Message::text("user", "weather in Paris?")];
+        let added = |c: Counter| {
+            c.count(&user, std::slice::from_ref(&tool), None) as i64
+                - c.count(&user, &[], None) as i64
+        };
+        let block = Encoding::O200kBase.count(&render_tools(std::slice::from_ref(&tool))) as i64;
+        assert_eq!(
+            added(Counter::new("o3-mini").unwrap().for_responses()),
+            block + 3
+        );
+        assert_eq!(
+            added(Counter::new("gpt-4o").unwrap().for_responses()),
+            block - 3
+        );
+        assert_eq!(
+            added(Counter::new("gpt-5").unwrap().for_responses()),
+            block + 3
+        );
     }
 
     #[test]

@@ -260,7 +260,9 @@ def count_request(body: Any, /, *, image_sizes: ImageSizes | None = None) -> int
         return int(_core.count(r.messages, model=r.model, tools=r.tools, response_format=r.response_format,
                                image_sizes=image_sizes))
     messages = r.messages
-    # An empty `instructions` sends no system message (recorded: the same count as none).
+    # An empty `instructions` sends no system message: of the 8 recorded requests with one,
+    # the 2 with nothing uncountable (gpt-4o, function tools, 278 and 335 tokens) are exact
+    # without it, 4 over with it.
     if r.system is not None and r.system != "":
         messages = [{"role": "system", "content": r.system}, *messages]
     return int(_core.count(messages, model=r.model, tools=r.tools, response_format=r.response_format,

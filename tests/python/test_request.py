@@ -170,7 +170,8 @@ def test_empty_instructions_send_no_system_message() -> None:
 def test_count_request_is_exact_on_recorded_responses_requests_with_function_tools() -> None:
     # Every recorded OpenAI / Azure Responses request whose tools are all functions, without
     # media or reasoning items sent back (their encrypted reasoning is billed, not countable):
-    # 0 of 34 were exact with chat's rules (gpt-5 ones 80-84 over), 30 now; the others 1-14 off.
+    # 0 of 34 were exact with chat's rules (gpt-5 ones 80-84 over), 29 now; the others 1-14 off
+    # (the one gpt-5 request with a call 5 under: one recording is no rule).
     misses = []
     n = 0
     for r in load_requests(SHARED):
@@ -185,8 +186,39 @@ def test_count_request_is_exact_on_recorded_responses_requests_with_function_too
         if got != r.usage:
             misses.append((r.source, got - r.usage))
     assert n >= 30
-    assert len(misses) <= 4, misses
+    assert len(misses) <= 5, misses
     assert all(abs(d) <= 15 for _, d in misses), misses
+
+
+def test_responses_calls_on_gpt5_cost_what_chat_bills_them() -> None:
+    # One recorded gpt-5 request with a call (no reasoning sent back) was 5 over chat's call
+    # constant; no other recording backs that, so the Responses count keeps chat's constant.
+    # The gpt-4o generation's -2 per call rests on 8 recorded requests.
+    call = [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]
+    assert cf.count(call, model="gpt-5", api="responses") == cf.count(call, model="gpt-5")
+    assert cf.count(call, model="o3-mini", api="responses") == cf.count(call, model="o3-mini")
+    assert cf.count(call, model="gpt-4o", api="responses") == cf.count(call, model="gpt-4o") - 2
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data")
+def test_every_responses_rule_rests_on_more_than_one_recorded_request() -> None:
+    # tools/derive_responses_rendering.py counts the requests behind each constant; a constant
+    # fitted on one recording is no rule. Before this check: gpt-5's +5 per call, 1 request.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "tools" / "derive_responses_rendering.py"
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout
+    support = [line for line in out.splitlines() if " on " in line and "requests, exact on" in line]
+    assert len(support) >= 6, out
+    for line in support:
+        n, exact = (int(w) for w in line.replace(",", "").split() if w.isdigit())
+        assert exact >= 2 and exact * 3 >= n * 2, line
+    assert "gpt-4o calls over chat's constant, per call, by request: [-2, -2, -2, -2, -2, -2, -2, -2]" in out
 
 
 def test_bad_bodies_name_their_field() -> None:
