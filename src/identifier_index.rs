@@ -343,6 +343,27 @@ fn is_number(t: &str) -> bool {
 /// Characters kept of an error's first line.
 const ERROR_LINE_CHARS: usize = 160;
 
+/// An error line (`l`, split at its first `: ` into `head` and `rest`) as the index shows it:
+/// from the error's qualified name on, so that a sentence quoting the error ("The error is
+/// `django.db.utils.OperationalError: Cannot add a UNIQUE column`.") and the error's own line
+/// are one entry, not two (a SWE run's index listed one error four times). A quote or backtick
+/// opened just before the name ends the message where it closes.
+fn error_entry(l: &str, head: &str, rest: &str) -> String {
+    let cut = head
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | '(' | '['))
+        .map(|(i, c)| (i + c.len_utf8(), c));
+    let Some((start, opener)) = cut else {
+        return one_line(l, ERROR_LINE_CHARS);
+    };
+    let message = match opener {
+        '`' | '\'' | '"' => rest.split(opener).next().unwrap_or(rest),
+        _ => rest,
+    };
+    one_line(&format!("{}: {message}", &head[start..]), ERROR_LINE_CHARS)
+}
+
 /// Whitespace collapsed to single spaces, at most `max` characters (an ellipsis marks a cut):
 /// an index line never carries a newline.
 fn one_line(s: &str, max: usize) -> String {
@@ -555,7 +576,7 @@ impl Collector {
                     || ["FAIL", "ERROR"].iter().any(|w| rest.starts_with(w)))
                 && !rest.trim().is_empty();
             if is_err {
-                let shown = one_line(l, ERROR_LINE_CHARS);
+                let shown = error_entry(l, head, rest);
                 self.add(Kind::Error, &shown, weight + 1.0, recency, false);
             }
         }
@@ -1600,6 +1621,36 @@ mod tests {
                 "{q} missing in {found:?}"
             );
         }
+        as_first_written(&[text]);
+    }
+
+    #[test]
+    fn an_error_quoted_in_a_sentence_and_its_own_line_are_one_entry() {
+        let text = "django.db.utils.OperationalError: Cannot add a UNIQUE column\n\
+                    The error is `django.db.utils.OperationalError: Cannot add a UNIQUE column`.\n\
+                    `django.db.utils.OperationalError: Cannot add a UNIQUE column`\n\
+                    E   sqlite3.OperationalError: Cannot add a UNIQUE column";
+        let errors: Vec<String> = kinds(text)
+            .into_iter()
+            .filter(|(k, _)| *k == Kind::Error)
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "django.db.utils.OperationalError: Cannot add a UNIQUE column",
+                "sqlite3.OperationalError: Cannot add a UNIQUE column",
+            ],
+        );
+        // A line opening with the error is shown as it is.
+        assert_eq!(
+            kinds("KeyError: 'user_id' (in `load`)")
+                .into_iter()
+                .filter(|(k, _)| *k == Kind::Error)
+                .map(|(_, t)| t)
+                .collect::<Vec<_>>(),
+            ["KeyError: 'user_id' (in `load`)"]
+        );
         as_first_written(&[text]);
     }
 

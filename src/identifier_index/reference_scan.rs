@@ -3,8 +3,8 @@
 //! identifier for identifier and in the same order.
 
 use super::{
-    has_scheme, is_config_key, is_number, is_record_id, is_token_char, is_unit, is_uuid, one_line,
-    Collector, Kind, ERROR_LINE_CHARS,
+    error_entry, has_scheme, is_config_key, is_number, is_record_id, is_token_char, is_unit,
+    is_uuid, Collector, Kind,
 };
 
 const PATH_EXTENSIONS: [&str; 30] = [
@@ -151,7 +151,7 @@ fn scan_error_lines(c: &mut Collector, text: &str, weight: f64, recency: f64) {
                     || ["FAIL", "ERROR"].iter().any(|w| rest.starts_with(w)))
                 && !rest.trim().is_empty();
             if is_err {
-                let shown = one_line(l, ERROR_LINE_CHARS);
+                let shown = error_entry(l, head, rest);
                 c.add(Kind::Error, &shown, weight + 1.0, recency, false);
             }
         }
