@@ -1,6 +1,6 @@
 """What the Responses API bills for function tools and calls, beside chat.completions' rendering.
 
-    TIKTOKEN_CACHE_DIR=../shared/data/tiktoken-cache python tools/derive_responses_rendering.py
+    python tools/derive_responses_rendering.py   # tiktoken's cache: ../shared/data/tiktoken-cache
 
 For every recorded OpenAI / Azure Responses request with usage whose tools are all functions
 (../shared/data, no media, no reasoning items sent back: their encrypted reasoning is billed and
@@ -15,6 +15,7 @@ those it makes exact: a rule only one recording backs is no rule.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -25,6 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "suppo
 import contextfold as cf
 from openai_tool_render import T, enc, render_tools
 from transcripts import SHARED, load_requests, request_body
+
+# The reference rendering tokenizes with Python tiktoken, offline from the shared cache.
+os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(SHARED / "tiktoken-cache"))
 
 GPT4O_GENERATION = ("gpt-4o", "gpt-4.1", "gpt-4.5", "chatgpt-4o", "gpt-5-chat")
 
