@@ -79,7 +79,10 @@ pub(crate) fn hosted_tool_tokens(family: Family, ty: &str) -> Option<f64> {
             _ if starts("web_fetch") => 4_250.0,   // [2] fetched page included
             _ if starts("code_execution") => 4_990.0, // [16]
             _ if starts("tool_search_tool") => 140.0, // [26] beside function tools
-            _ if starts("advisor") => 1_750.0,     // [2]
+            // [3] with replay's streamed twin; labelled by the first iteration's prompt (the
+            // request as sent, `usage.iterations[0]`): the top-level input_tokens sum every
+            // executor iteration of the advisor loop (fitted on them: 1,750).
+            _ if starts("advisor") => 1_110.0,
             _ => return None,
         }),
         _ if ty.ends_with("web_search") => Some(2_290.0), // [4] as openrouter:web_search

@@ -9,8 +9,14 @@ for unknown models) over the recorded requests without images, prints with the C
   o200k tokens of the tool JSON): the tool-use prompt at one token per schema token
   (``tools_base`` when ``tool_schema_scale * text_scale`` is ~1);
 - provider-hosted tools (``{"type": "web_search"}`` ...): median(usage - estimate without them)
-  per (provider, tool types), the constants of ``hosted_tool_tokens``.
+  per (provider, tool types), the constants of ``hosted_tool_tokens``; then the same over the
+  Anthropic exchanges of ../shared/data/replay that requests.jsonl lacks (streamed twins) added,
+  the set the advisor prior is fitted on.
 A constant is fitted when its median residual is ~0 here.
+
+The label is the prompt of the request as sent: for Anthropic usage with ``iterations`` (a
+server-side tool loop such as the advisor tool, compaction) the first iteration's, as
+``contextfold.usage`` reads it; the top-level ``input_tokens`` sum every executor iteration.
 """
 
 from __future__ import annotations
@@ -25,9 +31,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 import contextfold as cf  # noqa: E402
-from transcripts import SHARED, estimate_request, load_requests  # noqa: E402
+from transcripts import SHARED, Request, estimate_request, load_requests  # noqa: E402
 
 DEFAULT_FAMILY = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
+
+
+def sent_prompt(r: Request) -> int:
+    """The recorded prompt of the request as sent (see the module docstring)."""
+    raw = r.raw.get("usage")
+    if isinstance(raw, dict) and raw.get("iterations"):
+        return cf.usage.usage_of(raw).prompt_tokens
+    return r.usage or 0
 
 
 def main() -> None:
@@ -40,6 +54,7 @@ def main() -> None:
         fam = cf.model_info(r.model).family
         if fam == "unknown":
             fam = DEFAULT_FAMILY.get(r.profile, "unknown")
+        r = replace(r, usage=sent_prompt(r))
         est = estimate_request(cf, r)
         defs = r.tools if isinstance(r.tools, list) else []
         kinds = tuple(sorted({t.get("type") for t in defs if isinstance(t, dict)} - {"function", "custom", None}))
@@ -64,6 +79,42 @@ def main() -> None:
     print("\n| provider | hosted tools | n | median(real - est without them) |\n| --- | --- | ---: | ---: |")
     for (prov, kinds), v in sorted(hosted.items()):
         print(f"| {prov} | {', '.join(kinds)} | {len(v)} | {statistics.median(v):.0f} |")
+    for kinds, v in replay_hosted().items():
+        hosted[("anthropic", kinds)].extend(v)
+    print("\n| with the replay exchanges | hosted tools | n | median(real - est without them) |\n| --- | --- | ---: | ---: |")
+    for (prov, kinds), v in sorted(hosted.items()):
+        if prov == "anthropic":
+            print(f"| {prov} | {', '.join(kinds)} | {len(v)} | {statistics.median(v):.0f} |")
+
+
+def replay_hosted() -> dict[tuple[str, ...], list[float]]:
+    """usage - estimate without the hosted tools, per tool types, of the Anthropic exchanges in
+    replay/exchanges.jsonl whose source requests.jsonl does not hold (a stream's usage is its
+    final message_delta's, iterations included)."""
+    known = {r.source.split(":", 1)[-1] for r in load_requests(SHARED, with_usage=False)}
+    out: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    with (SHARED / "replay" / "exchanges.jsonl").open() as f:
+        for line in f:
+            x = json.loads(line)
+            body = x.get("request_body")
+            if x["provider"] != "anthropic" or x["source"] in known or x["status"] != 200 or not isinstance(body, dict):
+                continue
+            defs = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+            kinds = tuple(sorted({t.get("type") for t in defs} - {"function", "custom", None}))
+            if not kinds:
+                continue
+            resp = x["response_body"]
+            if isinstance(resp, str):  # a stream: the final message_delta carries the usage
+                events = [json.loads(ln[5:]) for ln in resp.splitlines() if ln.startswith("data:")]
+                usage = next((e["usage"] for e in reversed(events) if e.get("type") == "message_delta"), None)
+            else:
+                usage = resp.get("usage")
+            if not usage:
+                continue
+            functions = [t for t in defs if t.get("type") in ("function", "custom", None)]
+            bare = {k: v for k, v in body.items() if k != "tools"} | ({"tools": functions} if functions else {})
+            out[kinds].append(cf.usage.usage_of(usage).prompt_tokens - cf.estimate_request(bare))
+    return out
 
 
 if __name__ == "__main__":

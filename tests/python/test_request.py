@@ -140,6 +140,30 @@ def test_openrouter_web_search_gets_its_prior_whatever_the_model_family() -> Non
         assert cf.breakdown_request(body).by_tool["tools[0]"] == 2_290, model
 
 
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data")
+def test_advisor_prior_prices_the_request_as_sent_not_the_executor_loop() -> None:
+    # Every recorded Anthropic advisor exchange (requests.jsonl and replay's streamed twin),
+    # labelled by its first iteration's prompt: the top-level input_tokens sum the executor's
+    # iterations (1,128 sent, 2,390 / 2,411 reported). The prior fitted on the sums priced the
+    # 1,128-token requests at 1,769 (+57%).
+    import json
+
+    sent = []
+    for r in load_requests(SHARED):
+        if r.provider == "anthropic" and "advisor" in json.dumps(r.tools):
+            sent.append((cf.usage.usage_of(r.raw["usage"]).prompt_tokens, estimate_request(cf, r)))
+    with (SHARED / "replay" / "exchanges.jsonl").open() as f:
+        for line in f:
+            x = json.loads(line)
+            if x["provider"] == "anthropic" and "advisor" in json.dumps(x["request_body"].get("tools")):
+                events = [json.loads(ln[5:]) for ln in x["response_body"].splitlines() if ln.startswith("data:")]
+                final = next(e["usage"] for e in reversed(events) if e.get("type") == "message_delta")
+                sent.append((cf.usage.usage_of(final).prompt_tokens, cf.estimate_request(x["request_body"])))
+    assert len(sent) == 3
+    for real, est in sent:
+        assert abs(est - real) <= 0.05 * real, sent
+
+
 def test_server_state_and_hosted_tool_priors_are_listed_unmeasured() -> None:
     def kinds(body: dict) -> list[tuple[str, int]]:
         return [(u.kind, u.assumed_tokens) for u in cf.breakdown_request(body).unmeasured]
