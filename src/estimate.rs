@@ -5,6 +5,7 @@
 //! messages (system prompt, tool definitions, reply priming): two call sites that count
 //! differently make a compaction trigger and the budget it compacts to disagree.
 
+use crate::client_tools::{client_tool_tokens, ANTHROPIC_TOOL_USE_PROMPT};
 use crate::encoding::Encoding;
 use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
@@ -460,15 +461,26 @@ impl Estimator {
     fn tools(&self, tools: &[ToolDef<'_>]) -> f64 {
         let mut functions: Vec<&ToolDef<'_>> = Vec::with_capacity(tools.len());
         let mut hosted = 0.0;
+        let mut client = 0.0;
         for t in tools {
-            match hosted_tool_type(&t.json).and_then(|ty| hosted_tool_tokens(self.family, ty)) {
-                Some(n) => hosted += n,
-                None => functions.push(t),
+            let ty = hosted_tool_type(&t.json);
+            if let Some(n) = ty.and_then(|ty| hosted_tool_tokens(self.family, ty)) {
+                hosted += n;
+            } else if let Some(n) = ty.and_then(|ty| client_tool_tokens(self.family, ty)) {
+                client += n;
+            } else {
+                functions.push(t);
             }
         }
         if functions.is_empty() {
-            return hosted;
+            // Client tools alone: their documented cost and the documented tool-use prompt.
+            return if client > 0.0 {
+                hosted + client + ANTHROPIC_TOOL_USE_PROMPT
+            } else {
+                hosted
+            };
         }
+        let hosted = hosted + client;
         // OpenAI models: the exact rendering `count` bills (tool_render), cached by content.
         if let Some(enc) = self.model_encoding {
             let jsons = functions.iter().map(|t| t.json.as_ref());
@@ -493,16 +505,19 @@ impl Estimator {
     }
 
     /// Each tool definition's own cost (fractional tokens), in order: what it would add alone
-    /// (OpenAI models: its exact rendering; hosted tools: their fitted hidden prompt). A
+    /// (OpenAI models: its exact rendering; hosted tools: their fitted hidden prompt; Anthropic's
+    /// client tools: their documented cost). A
     /// breakdown shares the tool block's cost out in these proportions (`by_tool`).
     pub fn tool_costs(&self, tools: &[ToolDef<'_>]) -> Vec<f64> {
         let p = &self.profile;
         tools
             .iter()
             .map(|t| {
-                if let Some(n) =
-                    hosted_tool_type(&t.json).and_then(|ty| hosted_tool_tokens(self.family, ty))
-                {
+                let ty = hosted_tool_type(&t.json);
+                if let Some(n) = ty.and_then(|ty| {
+                    hosted_tool_tokens(self.family, ty)
+                        .or_else(|| client_tool_tokens(self.family, ty))
+                }) {
                     return n;
                 }
                 if let Some(enc) = self.model_encoding {

@@ -8,6 +8,7 @@ pub mod bpe_count;
 pub mod bpe_merge;
 pub mod breakdown;
 pub mod char_cut;
+pub mod client_tools;
 pub mod compaction;
 pub mod degrade;
 pub mod digest;

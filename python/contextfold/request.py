@@ -11,6 +11,7 @@ reader per API; the CLI and `contextfold.inputs` use the same reader.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -43,6 +44,16 @@ HOSTED_TOOL_PREFIXES = ("web_search", "web_fetch", "code_execution", "code_inter
                         "image_generation", "tool_search_tool", "advisor", "openrouter:web_search")
 HOSTED_TOOL_REASON = ("hosted tool {type}: its server-side prompt and the results it inserts are unknown offline; "
                       "priced at the median of recorded requests carrying it")
+
+#: Anthropic's computer use tool (``computer_20250124`` ...): the core prices its documented 735
+#: tokens a definition and the system prompt the docs give only as a range, 466-499 tokens, at
+#: its middle (src/client_tools.rs; https://docs.claude.com/en/docs/about-claude/pricing
+#: "Computer use tool"). The range is what a breakdown lists as assumed.
+COMPUTER_TOOL_TYPE = re.compile(r"^computer_\d{8}$")
+COMPUTER_TOOL_DEFINITION = 735
+COMPUTER_SYSTEM_PROMPT = 483
+COMPUTER_TOOL_REASON = ("computer use tool {type}: Anthropic documents its system prompt as 466-499 tokens, a range; "
+                        "priced at 483 beside the 735 of its definition")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +151,8 @@ def _server_state(body: Any, fields: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _hosted_tools(r: RequestBody, b: Breakdown) -> list[UnmeasuredPart]:
-    """The body's hosted tools the estimate priced at a fitted prior."""
+    """The body's hosted tools the estimate priced at a fitted prior, and the part of a computer
+    use tool its docs give only as a range."""
     out = []
     for i, t in enumerate(r.tools or []):
         ty = _field(t, "type")
@@ -149,6 +161,9 @@ def _hosted_tools(r: RequestBody, b: Breakdown) -> list[UnmeasuredPart]:
         cost = cost or b.by_tool.get(f"tools[{i}]")
         if isinstance(ty, str) and cost and ty.startswith(HOSTED_TOOL_PREFIXES):
             out.append(UnmeasuredPart(-1, f"hosted_tool:{ty}", int(cost), HOSTED_TOOL_REASON.format(type=ty)))
+        # Priced at the documented figures (an Anthropic model; elsewhere it is a definition).
+        elif isinstance(ty, str) and cost and COMPUTER_TOOL_TYPE.match(ty) and cost >= COMPUTER_TOOL_DEFINITION:
+            out.append(UnmeasuredPart(-1, f"client_tool:{ty}", COMPUTER_SYSTEM_PROMPT, COMPUTER_TOOL_REASON.format(type=ty)))
     return out
 
 

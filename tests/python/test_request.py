@@ -164,6 +164,30 @@ def test_advisor_prior_prices_the_request_as_sent_not_the_executor_loop() -> Non
         assert abs(est - real) <= 0.05 * real, sent
 
 
+def test_anthropic_client_tools_cost_their_documented_tokens() -> None:
+    # Anthropic's pricing page: bash 245, text editor 700, computer use 735 a definition plus a
+    # system prompt of 466-499 (a range: priced at 483, listed as assumed); the tool-use system
+    # prompt 346. Their JSON (12-29 tokens) was priced before, with the function tools' 501.
+    base = {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "ls"}]}
+    bash = {"type": "bash_20250124", "name": "bash"}
+    editor = {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}
+    computer = {"type": "computer_20250124", "name": "computer", "display_width_px": 1024, "display_height_px": 768}
+    b = cf.breakdown_request(dict(base, tools=[bash, editor, computer]))
+    assert b.by_tool == {"bash": 245, "str_replace_based_edit_tool": 700, "computer": 735 + 483,
+                         "(tool-use prompt)": 346}
+    assert [u.kind for u in b.unmeasured] == ["client_tool:computer_20250124"]
+    assert b.unmeasured[0].assumed_tokens == 483 and "466-499" in b.unmeasured[0].reason
+    assert cf.estimate_request(dict(base, tools=[bash])) - cf.estimate_request(base) == 245 + 346
+    assert not cf.breakdown_request(dict(base, tools=[bash, editor])).unmeasured
+    # Beside a function tool, the fitted tool-use prompt of function tools stands.
+    fn = {"name": "f", "description": "d", "input_schema": {"type": "object", "properties": {}}}
+    assert cf.estimate_request(dict(base, tools=[fn, bash])) - cf.estimate_request(dict(base, tools=[fn])) == 245
+    # Another family reads the type as a definition: nothing documented, nothing assumed.
+    gpt = dict(base, model="gpt-4o", tools=[computer])
+    assert cf.estimate_request(gpt) - cf.estimate_request(dict(base, model="gpt-4o")) < 100
+    assert not cf.breakdown_request(gpt).unmeasured
+
+
 def test_server_state_and_hosted_tool_priors_are_listed_unmeasured() -> None:
     def kinds(body: dict) -> list[tuple[str, int]]:
         return [(u.kind, u.assumed_tokens) for u in cf.breakdown_request(body).unmeasured]
