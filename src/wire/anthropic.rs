@@ -107,10 +107,13 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
             }
         }
         // A document block (PDF, text; by base64, URL or file id) is Anthropic's alone;
-        // priced as media.
+        // priced as media, unless it carries its content inline.
         "document" => {
             r.saw(Format::Anthropic);
-            opaque(kind, p)?
+            match content_document(r, p, path)? {
+                Some(part) => part,
+                None => opaque(kind, p)?,
+            }
         }
         "redacted_thinking" => {
             r.saw(Format::Anthropic);
@@ -120,6 +123,42 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
         }
         _ => return Ok(None),
     }))
+}
+
+/// A custom content document, `{"type":"document","source":{"type":"content","content": str |
+/// [text or image blocks]}}` (citations' own chunks,
+/// https://docs.claude.com/en/docs/build-with-claude/citations): its content is inline, so it is
+/// priced as what it holds, not as pages of a file. One block stands for itself (a text, an
+/// image); several become their texts joined, one part for the one wire block (edits address
+/// blocks by position), so the images among several blocks are not priced. None for any other
+/// source.
+fn content_document<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
+    p: &V,
+    path: &str,
+) -> ReadResult<Option<Part<'a>>, V::Error> {
+    let Some(src) = p.get(Key::source).src()? else {
+        return Ok(None);
+    };
+    let spath = format!("{path}.source");
+    if opt_id(&src, Key::kind, format_args!("{spath}.type"))? != Some("content") {
+        return Ok(None);
+    }
+    let Some(content) = src.get(Key::content).src()? else {
+        return Ok(None);
+    };
+    let mut parts = r.nested_parts(&content, &format!("{spath}.content"))?;
+    if parts.len() == 1 {
+        return Ok(parts.pop());
+    }
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Text(t) => Some(t.as_ref()),
+            _ => None,
+        })
+        .collect();
+    Ok(Some(Part::Text(Cow::Owned(texts.join("\n")))))
 }
 
 // The smallest Anthropic image block, without its data.

@@ -188,6 +188,28 @@ def test_anthropic_client_tools_cost_their_documented_tokens() -> None:
     assert not cf.breakdown_request(gpt).unmeasured
 
 
+def test_an_anthropic_content_document_is_priced_as_its_inline_blocks() -> None:
+    # A custom content document carries its chunks inline: it was priced as a 3-page file
+    # (4,812 tokens, listed unmeasured) for ~1,100 characters of text. No recording has one.
+    text = "The grass is green. The sky is blue. " * 30
+
+    def body(block: dict) -> dict:
+        return {"model": "claude-sonnet-4-5", "max_tokens": 256,
+                "messages": [{"role": "user", "content": [block, {"type": "text", "text": "Grass color?"}]}]}
+
+    plain = cf.breakdown_request(body({"type": "text", "text": text}))
+    chunks = [{"type": "text", "text": "The grass is green. " * 30}, {"type": "text", "text": "The sky is blue. " * 30}]
+    for content in ([{"type": "text", "text": text}], text, chunks):
+        doc = {"type": "document", "source": {"type": "content", "content": content}, "citations": {"enabled": True}}
+        b = cf.breakdown_request(body(doc))
+        assert not b.unmeasured
+        assert abs(b.total - plain.total) <= 0.05 * plain.total, (content, b.total, plain.total)
+    # One image block is the image.
+    png = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    doc = {"type": "document", "source": {"type": "content", "content": [png]}}
+    assert cf.estimate_request(body(doc)) == cf.estimate_request(body(png))
+
+
 def test_server_state_and_hosted_tool_priors_are_listed_unmeasured() -> None:
     def kinds(body: dict) -> list[tuple[str, int]]:
         return [(u.kind, u.assumed_tokens) for u in cf.breakdown_request(body).unmeasured]
