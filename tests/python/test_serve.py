@@ -532,3 +532,33 @@ def test_an_llm_summarizer_named_by_provider_and_model_writes_the_proxys_summari
     assert folded, "the model's summary did not reach the forwarded requests"
     with pytest.raises(ValueError, match="summarizer"):
         ServeConfig(upstream="http://x", summarizer="nope:model")
+
+
+@pytest.mark.filterwarnings("ignore:The Assistants API is deprecated:DeprecationWarning")
+def test_only_anthropics_own_paths_go_to_the_anthropic_upstream_and_openai_thread_messages_to_the_default():
+    # A thread message as the Assistants API returns it (platform.openai.com/docs/api-reference/messages/object).
+    thread_message = {"id": "msg_abc", "object": "thread.message", "created_at": 1, "assistant_id": None,
+                      "thread_id": "thread_abc", "run_id": None, "role": "user", "attachments": [], "metadata": {},
+                      "status": "completed", "incomplete_details": None, "completed_at": None, "incomplete_at": None,
+                      "content": [{"type": "text", "text": {"value": "hi", "annotations": []}}]}
+    reply = exchange("test_anthropic_model_instructions.yaml#0")["response_body"]
+
+    def anthropic_api(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        out = {"input_tokens": 12} if path.endswith("/count_tokens") else reply
+        return 200, {"content-type": "application/json"}, json.dumps(out).encode()
+
+    with RecordingUpstream(json_answer(thread_message)) as oa, RecordingUpstream(anthropic_api) as an, \
+            ProxyServer(ServeConfig(upstream=oa.url, upstreams={"anthropic": an.url}, context_window=128_000)) as proxy:
+        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-openai", max_retries=0)
+        msg = client.beta.threads.messages.create("thread_abc", role="user", content="hi")
+        assert msg.id == "msg_abc"
+        assert [s.path for s in oa.seen] == ["/v1/threads/thread_abc/messages"]
+        assert oa.seen[0].headers["authorization"] == "Bearer sk-openai"
+        assert oa.seen[0].body == {"role": "user", "content": "hi"}
+        assert an.seen == []  # the OpenAI key never reaches the Anthropic upstream
+        claude = _sync(anthropic.Anthropic, base_url=proxy.url, api_key="sk-ant", max_retries=0)
+        messages = [{"role": "user", "content": "What is the capital of France?"}]
+        claude.messages.create(model="claude-haiku-4-5", max_tokens=10, messages=messages)
+        assert claude.messages.count_tokens(model="claude-haiku-4-5", messages=messages).input_tokens == 12
+        assert [s.path for s in an.seen] == ["/v1/messages", "/v1/messages/count_tokens"]
+        assert len(oa.seen) == 1

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -56,7 +57,10 @@ def route_of(method: str, path: str) -> tuple[Api | None, str | None]:
         return API_BY_NAME["chat"], None
     if path.endswith("/responses"):
         return API_BY_NAME["responses"], None
-    if path.endswith("/messages"):
+    # Anthropic's Messages API is /v1/messages itself (a gateway may mount it under a prefix);
+    # other APIs' paths end in /messages too (OpenAI Assistants' /v1/threads/{id}/messages) and
+    # are not Anthropic's.
+    if path.endswith("/v1/messages"):
         return API_BY_NAME["anthropic"], None
     for suffix in (":generateContent", ":streamGenerateContent"):
         if path.endswith(suffix) and "/models/" in path:
@@ -64,9 +68,17 @@ def route_of(method: str, path: str) -> tuple[Api | None, str | None]:
     return None, None
 
 
-def _upstream_key(api: Api | None, path: str) -> str:
+def _upstream_key(api: Api | None, path: str, headers: Headers) -> str:
+    """Which upstream a request goes to: its API's, or for a path the proxy does not fold, the
+    API family it belongs to (``chat``, the default upstream, when nothing says otherwise)."""
     if api is not None:
         return api.name
+    # Anthropic's other endpoints (/v1/messages/count_tokens, /v1/messages/batches, /v1/models,
+    # /v1/files) share paths with OpenAI's, but its SDK sends anthropic-version on every request
+    # and OpenAI's never does: without this they would reach the OpenAI upstream with the
+    # Anthropic key.
+    if path.startswith("/v1/messages/") or "anthropic-version" in headers:
+        return "anthropic"
     if path.startswith("/v1beta") or "/models/" in path and ":" in path:
         return "gemini"
     return "chat"
@@ -168,15 +180,17 @@ class _Proxy:
             # the other conversations, and competes for the GIL with no more than these.
             outcome = fast if fast is not None else await asyncio.get_running_loop().run_in_executor(
                 self.workers, self.folder.slow, api, raw, model)
-        key = _upstream_key(api, path)
+        key = _upstream_key(api, path, request.headers)
+        # Errors the proxy answers itself are in the shape of the API the request was for.
+        shape = api if api is not None else API_BY_NAME[key]
         try:
             base = self.config.upstream_for(key)
         except ValueError as e:
-            return self._error(api, 502, str(e), "upstream_not_configured", outcome)
+            return self._error(shape, 502, str(e), "upstream_not_configured", outcome)
         if outcome.refuse and api is not None:
             self.metrics.request(api.name, "refused")
             msg = f"request over the context budget and not compacted: {outcome.reason}"
-            return self._error(api, 413, msg, "request_too_large", outcome)
+            return self._error(shape, 413, msg, "request_too_large", outcome)
         url = base + path + (("?" + request.url.query) if request.url.query else "")
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP and k.lower() != "accept-encoding"]
         # Identity, so the usage in the response can be read for calibration.
@@ -190,7 +204,7 @@ class _Proxy:
         except httpx.TransportError as e:
             self.metrics.upstream_error()
             log.warning("upstream %s unreachable: %s", base, type(e).__name__)
-            return self._error(api, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
+            return self._error(shape, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
         if api is not None:
             self.metrics.request(api.name, "compacted" if outcome.compacted else "forwarded")
             if outcome.compacted:
@@ -245,8 +259,7 @@ class _Proxy:
             h["x-contextfold-not-compacted"] = o.reason.encode("ascii", "replace").decode()[:500].replace("\n", " ")
         return h
 
-    def _error(self, api: Api | None, status: int, message: str, kind: str, o: Outcome) -> Response:
-        shape = api if api is not None else API_BY_NAME["chat"]
+    def _error(self, shape: Api, status: int, message: str, kind: str, o: Outcome) -> Response:
         return Response(shape.error_body(status, message, kind), status_code=status,
                         media_type="application/json", headers=self._headers(o))
 
