@@ -7,9 +7,13 @@ a restart through a real redis-server, errors come back in the provider's own sh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -562,3 +566,95 @@ def test_only_anthropics_own_paths_go_to_the_anthropic_upstream_and_openai_threa
         assert claude.messages.count_tokens(model="claude-haiku-4-5", messages=messages).input_tokens == 12
         assert [s.path for s in an.seen] == ["/v1/messages", "/v1/messages/count_tokens"]
         assert len(oa.seen) == 1
+
+
+@contextlib.contextmanager
+def stalling_upstream(content_type: str, first: bytes, length: int | None = None) -> Iterator[str]:
+    """The URL of a loopback upstream that sends its status line, headers and the first part of
+    its body, then stalls (until the block ends) with the rest never sent: a provider hanging
+    mid-response. ``length``: the content-length it announces (None: chunked)."""
+    release = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", content_type)
+            if length is None:
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                self.wfile.write(f"{len(first):x}\r\n".encode() + first + b"\r\n")
+            else:
+                self.send_header("content-length", str(length))
+                self.end_headers()
+                self.wfile.write(first)
+            self.wfile.flush()
+            release.wait(30)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        release.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _upstream_errors(proxy: ProxyServer) -> int:
+    (line,) = [x for x in httpx.get(proxy.url + "/metrics").text.splitlines()
+               if x.startswith("contextfold_upstream_errors_total ")]
+    return int(line.split()[1])
+
+
+def test_a_response_that_stalls_after_its_headers_is_a_502_in_the_apis_shape_and_counted():
+    reply = json.dumps(exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]).encode()
+    with stalling_upstream("application/json", reply[:10], length=len(reply)) as url, \
+            ProxyServer(config(url, context_window=128_000, timeout=0.5)) as proxy:
+        with pytest.raises(openai.APIStatusError) as e:
+            _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert e.value.status_code == 502
+        assert "broke off its response: ReadTimeout" in e.value.message
+        assert e.value.response.headers["x-contextfold-fold"] == "none"
+        assert _upstream_errors(proxy) == 1
+
+
+def test_a_stream_that_stalls_midway_ends_cleanly_with_an_error_event_each_sdk_raises():
+    events = stream_exchange("test_openai_moderation_stream.yaml#0")["response_body"].split("\n\n")
+    # Two whole events, then half of the third: the half is never passed on.
+    sent = ("\n\n".join(events[:2]) + "\n\n" + events[2][: len(events[2]) // 2]).encode()
+    with stalling_upstream("text/event-stream", sent) as url, \
+            ProxyServer(config(url, context_window=128_000, timeout=0.5)) as proxy:
+        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+        chunks = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
+                                                stream=True)
+        got = 0
+        with pytest.raises(openai.APIError, match="broke off its stream: ReadTimeout"):
+            for _ in chunks:
+                got += 1
+        assert got == 2  # the whole events came through; the half one did not
+        # The HTTP body itself ended properly: read raw, it is the two events and the error event.
+        raw = httpx.post(proxy.url + "/v1/chat/completions", json={"model": "gpt-4o", "stream": True,
+                                                                   "messages": [{"role": "user", "content": "hi"}]})
+        body = raw.text.split("\n\n")
+        assert body[:2] == events[:2] and json.loads(body[2].removeprefix("data: "))["error"]["code"] == "bad_gateway"
+        assert _upstream_errors(proxy) == 2
+
+    anthropic_events = stream_exchange("test_request_stream_fallback_for_high_max_tokens.yaml#0")["response_body"]
+    first_two = "\n\n".join(anthropic_events.split("\n\n")[:2]) + "\n\n"
+    with stalling_upstream("text/event-stream", first_two.encode()) as url, \
+            ProxyServer(config(url, context_window=200_000, timeout=0.5)) as proxy:
+        claude = _sync(anthropic.Anthropic, base_url=proxy.url, api_key="k", max_retries=0)
+        with pytest.raises(anthropic.APIStatusError, match="broke off its stream"), \
+                claude.messages.stream(model="claude-haiku-4-5", max_tokens=100,
+                                       messages=[{"role": "user", "content": "hi"}]) as s:
+            "".join(s.text_stream)
+        assert _upstream_errors(proxy) == 1

@@ -69,6 +69,14 @@ class Api:
             body = {"error": {"message": message, "type": kind, "param": None, "code": kind}}
         return json.dumps(body).encode()
 
+    def stream_error(self, message: str, kind: str) -> bytes:
+        """An SSE event in the form this API's SDK raises on mid-stream (a 502's error body): the
+        openai SDK raises on any event whose data has an ``error`` key, google-genai on a chunk
+        starting ``{"error":``, the anthropic SDK on ``event: error`` (its documented stream
+        error, with the same body as its HTTP errors)."""
+        event = b"event: error\n" if self.name == "anthropic" else b""
+        return event + b"data: " + self.error_body(502, message, kind) + b"\n\n"
+
 
 API_BY_NAME: dict[str, Api] = {
     "chat": Api("chat", "messages", "openai", "chat"),

@@ -84,6 +84,12 @@ def _upstream_key(api: Api | None, path: str, headers: Headers) -> str:
     return "chat"
 
 
+def _event_end(data: bytes) -> int:
+    """The offset just past the last complete SSE event in ``data`` (its blank line: LF LF, CR LF
+    CR LF or CR CR), 0 when none is complete."""
+    return max((i + len(sep) for sep in (b"\n\n", b"\n\r\n", b"\r\r") if (i := data.rfind(sep)) >= 0), default=0)
+
+
 class _UsageTap:
     """Reads the prompt tokens a response reports, from JSON or from SSE lines, without holding
     the stream: lines are looked at as they pass."""
@@ -218,10 +224,17 @@ class _Proxy:
         out_headers["x-contextfold-read-ms"] = f"{(t1 - t0) * 1000:.3f}"
         tap = _UsageTap()
         if resp.headers.get("content-type", "").startswith("text/event-stream"):
-            return StreamingResponse(self._stream(resp, tap, outcome.conversation), status_code=resp.status_code,
-                                     headers=out_headers)
+            return StreamingResponse(self._stream(resp, tap, outcome.conversation, shape, base),
+                                     status_code=resp.status_code, headers=out_headers)
         try:
             body = await resp.aread()
+        except httpx.TransportError as e:
+            # Headers came, then the body stalled past --timeout or was cut off: nothing has reached
+            # the client yet, so it gets the same 502 as an upstream that never answered.
+            self.metrics.upstream_error()
+            log.warning("upstream %s broke off its response: %s", base, type(e).__name__)
+            return self._error(shape, 502, f"upstream {base} broke off its response: {type(e).__name__}",
+                               "bad_gateway", outcome)
         finally:
             await resp.aclose()
         out_headers.pop("content-encoding", None)
@@ -230,14 +243,35 @@ class _Proxy:
             self._calibrate(outcome.conversation, tap)
         return Response(body, status_code=resp.status_code, headers=out_headers)
 
-    async def _stream(self, resp: httpx.Response, tap: _UsageTap, conv: Conversation | None) -> AsyncIterator[bytes]:
+    async def _stream(self, resp: httpx.Response, tap: _UsageTap, conv: Conversation | None, shape: Api,
+                      base: str) -> AsyncIterator[bytes]:
+        # An SSE client acts on an event only once its blank line has arrived, so the bytes after
+        # the last complete event are held until the rest of that event comes: that delays nothing
+        # the client could use, and lets a stream the upstream breaks off end on an event boundary.
+        held = b""
         try:
             async for chunk in resp.aiter_raw():
                 tap.feed(chunk)
-                yield chunk
+                data = held + chunk if held else chunk
+                # An upstream that never ends an event (not SSE in truth) is relayed as it comes.
+                cut = len(data) if len(data) > _MAX_LINE else _event_end(data)
+                held = data[cut:]
+                if cut:
+                    yield data[:cut]
             tap.finish()
+            if held:
+                yield held  # the upstream's last event, sent without its blank line
             if resp.status_code < 300:
                 self._calibrate(conv, tap)
+        except httpx.TransportError as e:
+            # The upstream stalled past --timeout (or dropped the connection) mid-stream. The status
+            # line is long gone, so the stream is ended cleanly (a complete HTTP body) with one
+            # error event in the API's own stream shape, which its SDK raises as an error: a client
+            # must not take a cut-off answer for a whole one, and an aborted connection would reach
+            # it as a transport error naming no cause. The half-sent event is dropped.
+            self.metrics.upstream_error()
+            log.warning("upstream %s broke off its stream: %s", base, type(e).__name__)
+            yield shape.stream_error(f"upstream {base} broke off its stream: {type(e).__name__}", "bad_gateway")
         finally:
             await resp.aclose()
 

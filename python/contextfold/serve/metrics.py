@@ -58,7 +58,8 @@ class Metrics:
             self.fold_hits += 1
 
     def upstream_error(self) -> None:
-        """Count an upstream that could not be reached."""
+        """Count an upstream that could not be reached, or broke off its response (stalled past the
+        timeout or dropped the connection after its headers)."""
         with self._lock:
             self.upstream_errors += 1
 
@@ -76,7 +77,7 @@ class Metrics:
                     "# TYPE contextfold_tokens_saved_total counter", f"contextfold_tokens_saved_total {self.tokens_saved}",
                     "# HELP contextfold_fold_reuses_total Requests sent with a fold found in the fold cache.",
                     "# TYPE contextfold_fold_reuses_total counter", f"contextfold_fold_reuses_total {self.fold_hits}",
-                    "# HELP contextfold_upstream_errors_total Requests whose upstream could not be reached.",
+                    "# HELP contextfold_upstream_errors_total Requests whose upstream could not be reached or broke off its response.",
                     "# TYPE contextfold_upstream_errors_total counter",
                     f"contextfold_upstream_errors_total {self.upstream_errors}",
                     "# HELP contextfold_added_latency_seconds Time the proxy spent on a request between its body arriving and its departure upstream.",
