@@ -233,8 +233,27 @@ pub const DIALECT: Dialect = Dialect {
 pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
     let mut out = Body::new(Api::Bedrock, history_list(b, Key::messages)?);
     out.system = b.get(Key::system).src()?;
+    // A `cachePoint` block among the system blocks is a breakpoint too (it prices nothing).
+    if let Some(system) = &out.system {
+        for block in system.items().src()?.unwrap_or_default() {
+            if block.get(Key::cachePoint).src()?.is_some() {
+                out.settings.cache_breakpoints += 1;
+            }
+        }
+    }
     if let Some(tc) = b.get(Key::toolConfig).src()? {
-        out.tools = list_items(tc.get(Key::tools).src()?, "toolConfig.tools")?;
+        // A Converse `Tool` is a union, a `toolSpec` or a `cachePoint` (AWS Bedrock API
+        // reference, `Tool`, https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Tool.html):
+        // a cache point is no definition but a cache breakpoint, as Anthropic's `cache_control`.
+        let mut kept = Vec::new();
+        for t in list_items(tc.get(Key::tools).src()?, "toolConfig.tools")? {
+            if t.get(Key::cachePoint).src()?.is_some() {
+                out.settings.cache_breakpoints += 1;
+            } else {
+                kept.push(t);
+            }
+        }
+        out.tools = kept;
         if let Some(choice) = tc.get(Key::toolChoice).src()? {
             out.settings.tool_choice = if choice.get(Key::any).src()?.is_some() {
                 ToolChoice::Any

@@ -148,6 +148,7 @@ keys! {
     functionDeclarations = "functionDeclarations",
     function_declarations = "function_declarations",
     toolSpec = "toolSpec",
+    cachePoint = "cachePoint",
     input_schema = "input_schema",
     anthropic_version = "anthropic_version",
     additionalModelRequestFields = "additionalModelRequestFields",

@@ -210,6 +210,41 @@ def test_an_anthropic_content_document_is_priced_as_its_inline_blocks() -> None:
     assert cf.estimate_request(body(doc)) == cf.estimate_request(body(png))
 
 
+def test_a_bedrock_cache_point_among_the_tools_is_a_breakpoint_not_a_tool() -> None:
+    # A Converse Tool is a toolSpec or a cachePoint: the cache point was priced as a definition
+    # ('tools[1]', 8 tokens) and not counted as a breakpoint.
+    tool = {"toolSpec": {"name": "get_weather", "description": "Get weather",
+                         "inputSchema": {"json": {"type": "object", "properties": {"city": {"type": "string"}}}}}}
+    base = {"modelId": "us.anthropic.claude-sonnet-4-20250514-v1:0", "messages": [{"role": "user", "content": [{"text": "hi"}]}]}
+    cached = dict(base, toolConfig={"tools": [tool, {"cachePoint": {"type": "default"}}]},
+                  system=[{"text": "be brief"}, {"cachePoint": {"type": "default"}}])
+    plain = dict(base, toolConfig={"tools": [tool]}, system=[{"text": "be brief"}])
+    b = cf.breakdown_request(cached)
+    assert set(b.by_tool) == {"get_weather", "(tool-use prompt)"}
+    assert b.total == cf.breakdown_request(plain).total
+    assert cf.read_request(cached).settings.cache_breakpoints == 2
+    assert cf.read_request(plain).settings.cache_breakpoints == 0
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data")
+def test_recorded_bedrock_cache_points_are_counted_and_priced_nothing() -> None:
+    import json
+
+    n = 0
+    for r in load_requests(SHARED, with_usage=False):
+        tools = (r.raw.get("tools") or [])
+        if r.api != "converse" or not any(isinstance(t, dict) and "cachePoint" in t for t in tools):
+            continue
+        n += 1
+        body = request_body(r)
+        read = cf.read_request(body)
+        assert all("cachePoint" not in json.dumps(t) for t in read.tools or []), r.source
+        points = sum("cachePoint" in b for b in (body.get("system") or []) if isinstance(b, dict))
+        points += sum("cachePoint" in t for t in tools if isinstance(t, dict))
+        assert read.settings.cache_breakpoints == points, r.source
+    assert n >= 2
+
+
 def test_server_state_and_hosted_tool_priors_are_listed_unmeasured() -> None:
     def kinds(body: dict) -> list[tuple[str, int]]:
         return [(u.kind, u.assumed_tokens) for u in cf.breakdown_request(body).unmeasured]
