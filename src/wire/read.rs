@@ -189,6 +189,10 @@ pub fn read_tools<'a, V: Input<'a>>(tools: &V) -> Result<Vec<ToolDef<'a>>, Tools
     };
     let mut out = Vec::with_capacity(items.len());
     for (j, t) in items.iter().enumerate() {
+        // A Bedrock `{"cachePoint": {...}}` entry marks a cache breakpoint: no definition.
+        if matches!(t.get(Key::cachePoint), Ok(Some(_))) {
+            continue;
+        }
         let def = || -> ReadResult<ToolDef<'a>, V::Error> {
             let name = match (t.get(Key::function).src()?, t.get(Key::toolSpec).src()?) {
                 (Some(f), _) => opt_str(&f, Key::name, format_args!("tools[{j}].function.name"))?,
