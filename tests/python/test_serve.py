@@ -658,3 +658,41 @@ def test_a_stream_that_stalls_midway_ends_cleanly_with_an_error_event_each_sdk_r
                                        messages=[{"role": "user", "content": "hi"}]) as s:
             "".join(s.text_stream)
         assert _upstream_errors(proxy) == 1
+
+
+@pytest.mark.parametrize(("args", "env", "toml", "says"), [
+    (["--port", "99999"], {}, None, "port must be an int from 1 to 65535, got 99999"),
+    (["--port", "0"], {}, None, "port must be"),
+    (["--trigger", "-5"], {}, None, "trigger must be"),
+    (["--timeout", "-1"], {}, None, "timeout must be a positive number"),
+    (["--timeout", "0"], {}, None, "timeout must be a positive number"),
+    (["--workers", "0"], {}, None, "workers must be"),
+    ([], {"CONTEXTFOLD_TIMEOUT": "-2"}, None, "CONTEXTFOLD_TIMEOUT='-2': timeout must be"),
+    ([], {"CONTEXTFOLD_TRIGGER": "0"}, None, "CONTEXTFOLD_TRIGGER='0': trigger must be"),
+    ([], {}, 'port = "abc"\n', "cf.toml: port must be an int from 1 to 65535, got 'abc'"),
+    ([], {}, "[compaction]\ntrigger = -0.5\n", "cf.toml: trigger must be"),
+    ([], {}, "timeout = true\n", "cf.toml: timeout must be"),
+    ([], {}, "upstream = \n", "cf.toml: Invalid value"),
+], ids=["port-over-65535", "port-0", "negative-trigger", "negative-timeout", "zero-timeout", "zero-workers",
+        "env-negative-timeout", "env-zero-trigger", "toml-port-string", "toml-negative-share", "toml-timeout-bool",
+        "toml-syntax-error"])
+def test_serve_refuses_an_out_of_range_or_mistyped_option_with_exit_2_and_one_line_naming_it_and_its_source(
+        args, env, toml, says, capsys, monkeypatch, tmp_path):
+    from contextfold.cli import main
+    from contextfold.serve import app as serve_app
+
+    def started(*a: Any, **kw: Any) -> None:  # a bad option let through would serve forever
+        raise AssertionError("the proxy started")
+
+    monkeypatch.setattr(serve_app, "run", started)
+    for var in ("CONTEXTFOLD_PORT", "CONTEXTFOLD_TIMEOUT", "CONTEXTFOLD_TRIGGER", "CONTEXTFOLD_WORKERS"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    if toml is not None:
+        (tmp_path / "cf.toml").write_text(toml)
+        args = [*args, "--config", str(tmp_path / "cf.toml")]
+    assert main(["serve", "--upstream", "http://127.0.0.1:9", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert says in err

@@ -34,15 +34,15 @@ def serve(
         "--upstream", help="Upstream base URL (the request path is appended), or API=URL for one API "
         "(chat, responses, anthropic, gemini). Repeatable.")] = None,
     host: Annotated[Optional[str], typer.Option(help="Interface to listen on (default 127.0.0.1).")] = None,  # noqa: UP045
-    port: Annotated[Optional[int], typer.Option(help="Port to listen on (default 8790).")] = None,  # noqa: UP045
+    port: Annotated[Optional[int], typer.Option(help="Port to listen on, 1-65535 (default 8790).")] = None,  # noqa: UP045
     redis: Annotated[Optional[str], typer.Option(help="Redis URL of the shared fold cache (default: in memory).")] = None,  # noqa: UP045
     budget: Annotated[Optional[int], typer.Option(help="Tokens after a compaction (default: half the trigger).")] = None,  # noqa: UP045
     context_window: Annotated[Optional[int], typer.Option(help="Window in tokens, for models not in the table.")] = None,  # noqa: UP045
-    trigger: Annotated[Optional[float], typer.Option(help="Compact at this many tokens (>1) or share of the window (<=1).")] = None,  # noqa: UP045
+    trigger: Annotated[Optional[float], typer.Option(help="Compact at this many tokens (>1) or share of the window (0-1].")] = None,  # noqa: UP045
     strategy: Annotated[Optional[str], typer.Option(help="mask, summarize or hybrid (default).")] = None,  # noqa: UP045
     summarizer: Annotated[Optional[str], typer.Option(help="extractive (default, offline) or PROVIDER:MODEL, e.g. openai:gpt-4o-mini (key from the environment).")] = None,  # noqa: UP045
     strict: Annotated[Optional[bool], typer.Option("--strict/--no-strict", help="Refuse (413) a request over the gate that cannot be compacted.")] = None,  # noqa: UP045
-    timeout: Annotated[Optional[float], typer.Option(help="Seconds for the upstream (connect and each read).")] = None,  # noqa: UP045
+    timeout: Annotated[Optional[float], typer.Option(help="Seconds (> 0) for the upstream (connect and each read).")] = None,  # noqa: UP045
     workers: Annotated[Optional[int], typer.Option(help="Threads reading whole bodies and compacting (default 2).")] = None,  # noqa: UP045
     config: Annotated[Optional[Path], typer.Option("--config", help="A TOML file of these settings.")] = None,  # noqa: UP045
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",

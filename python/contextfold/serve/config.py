@@ -21,6 +21,7 @@ Environment: ``CONTEXTFOLD_UPSTREAM``, ``CONTEXTFOLD_HOST``, ``CONTEXTFOLD_PORT`
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -71,17 +72,42 @@ class ServeConfig:
     workers: int = 2
 
     def __post_init__(self) -> None:
+        # Every value is checked here, whichever of flags, environment, TOML or Python it came
+        # from: a bad one would otherwise surface as a crash at startup (a port over 65535, a
+        # port that is a string) or as a proxy that fails every request (a negative trigger or
+        # timeout). A value of the wrong type is a ValueError too: settings are read from text
+        # (TOML, the environment), and load_config's callers catch ValueError for a bad one.
+        for name in ("upstream", "redis"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a URL string, got {getattr(self, name)!r}")
+        for name in ("host", "strategy", "summarizer"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")  # noqa: TRY004
+        if not isinstance(self.strict, bool):
+            raise ValueError(f"strict must be true or false, got {self.strict!r}")  # noqa: TRY004
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}; valid: {', '.join(STRATEGIES)}")
+        if not isinstance(self.upstreams, Mapping) or not all(isinstance(v, str) for v in self.upstreams.values()):
+            raise ValueError(f"upstreams must map API names to URL strings, got {self.upstreams!r}")
         bad = sorted(set(self.upstreams) - set(APIS))
         if bad:
             raise ValueError(f"unknown API in upstreams: {', '.join(bad)}; valid: {', '.join(APIS)}")
+        if not _is_int(self.port) or not 1 <= self.port <= 65535:
+            raise ValueError(f"port must be an int from 1 to 65535, got {self.port!r}")
         for name in ("budget", "context_window"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+            if v is not None and (not _is_int(v) or v <= 0):
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
-            raise ValueError(f"workers must be an int >= 1, got {self.workers!r}")
+        t = self.trigger
+        if t is not None and not (_is_int(t) and t >= 1 or isinstance(t, float) and 0 < t <= 1):
+            raise ValueError(f"trigger must be tokens (an int >= 1) or a share of the window (a float in (0, 1]), got {t!r}")
+        if not (isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool)
+                and 0 < self.timeout < math.inf):
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        for name in ("max_connections", "max_conversations", "max_cached_bytes", "workers"):
+            v = getattr(self, name)
+            if not _is_int(v) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
         provider, sep, model = self.summarizer.partition(":")
         if self.summarizer != "extractive" and not (sep and model and provider in SUMMARIZER_PROVIDERS):
             raise ValueError(f"unknown summarizer {self.summarizer!r}; valid: extractive, or PROVIDER:MODEL with "
@@ -93,6 +119,19 @@ class ServeConfig:
         if not url:
             raise ValueError(f"no upstream for the {api} API: pass --upstream URL")
         return url.rstrip("/")
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _checked(values: Mapping[str, Any], where: str) -> None:
+    """Raise ValueError prefixed with ``where`` (a file, a variable) when ``values`` are not
+    valid settings, so the message says where the bad value came from."""
+    try:
+        replace(ServeConfig(), **values)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
 
 
 def _number(text: str) -> int | float:
@@ -121,7 +160,10 @@ def _from_toml(path: Path) -> dict[str, Any]:
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
     with path.open("rb") as f:
-        data = tomllib.load(f)
+        try:
+            data = tomllib.load(f)
+        except ValueError as e:  # TOMLDecodeError, or bytes that are not UTF-8
+            raise ValueError(f"{path}: {e}") from None
     out: dict[str, Any] = {}
     known = {f.name for f in fields(ServeConfig)}
     for key, value in data.items():
@@ -144,20 +186,26 @@ def load_config(
     environ: Mapping[str, str] | None = None,
 ) -> ServeConfig:
     """The settings: ``flags`` (None values ignored) over ``environ`` (default ``os.environ``)
-    over ``config_file`` over the defaults. Raises ValueError naming a bad key or value."""
+    over ``config_file`` over the defaults. Raises ValueError naming a bad key or value, and the
+    file or environment variable it came from."""
     values: dict[str, Any] = {}
     if config_file is not None:
-        values.update(_from_toml(Path(config_file)))
+        from_file = _from_toml(Path(config_file))
+        _checked(from_file, str(config_file))
+        values.update(from_file)
     env = os.environ if environ is None else environ
     for var, (name, parse) in _ENV.items():
         if env.get(var):
+            where = f"{var}={env[var]!r}"
             try:
-                values[name] = parse(env[var])
+                value = parse(env[var])
             except ValueError as e:
-                raise ValueError(f"{var}={env[var]!r}: {e}") from e
+                raise ValueError(f"{where}: {e}") from None
+            _checked({name: value}, where)
+            values[name] = value
     for name, v in (flags or {}).items():
         if v is not None:
             values[name] = v
-    if "upstreams" in values:
+    if isinstance(values.get("upstreams"), Mapping):
         values["upstreams"] = dict(values["upstreams"])
     return replace(ServeConfig(), **values)
