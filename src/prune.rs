@@ -303,6 +303,22 @@ pub(crate) fn calls_in_order<'a>(
 /// Texts of up to this many bytes are never replaced by a pointer, so they are not hashed.
 const DEDUPE_MIN: usize = 64;
 
+/// Whether `t` is a stand-in an earlier compaction wrote for an output (a prune placeholder, a
+/// pointer to a copy, a recoverable fold's placeholder, a masked observation's first line and
+/// size). Two of them can be equal for outputs that were not (the same tool, the same byte
+/// count; two pointers to one message): deduplicated as copies, they made an agent loop's
+/// different outputs "the same output as" each other, down a chain of pointers.
+fn is_stand_in(t: &str) -> bool {
+    const MARKERS: [&str; 3] = [
+        "[output pruned to save context:",
+        "[same output as message ",
+        "[folded ",
+    ];
+    let t = t.trim();
+    MARKERS.iter().any(|m| t.starts_with(m))
+        || (t.ends_with(" tokens)]") && t.lines().last().is_some_and(|l| l.starts_with(MARKERS[0])))
+}
+
 /// The newest occurrence of each tool-result text, to point older copies at it.
 struct Dedupe<'t> {
     enabled: bool,
@@ -327,14 +343,16 @@ impl<'t> Dedupe<'t> {
             if let Some(t) = msgs.get(i + AHEAD).and_then(result_text) {
                 prefetch_edges(t);
             }
-            if let Some(t) = result_text(m).filter(|t| t.len() > DEDUPE_MIN) {
+            if let Some(t) = result_text(m).filter(|t| t.len() > DEDUPE_MIN && !is_stand_in(t)) {
                 d.hashes[i] = text_hash(t);
                 d.newest.insert(d.hashes[i], (i, t));
             }
             if let Content::Parts(parts) = &m.content {
                 for p in parts {
                     if let Part::ToolResult { content, .. } = p {
-                        if let Some(t) = block_text(content).filter(|t| t.len() > DEDUPE_MIN) {
+                        if let Some(t) =
+                            block_text(content).filter(|t| t.len() > DEDUPE_MIN && !is_stand_in(t))
+                        {
                             d.newest.insert(text_hash(t), (i, t));
                         }
                     }
@@ -346,7 +364,7 @@ impl<'t> Dedupe<'t> {
 
     /// A pointer to a newer copy of `t` (the text of message `i`; `h` its hash when known).
     fn pointer(&self, i: usize, t: &str, h: Option<u64>) -> Option<String> {
-        if !self.enabled || t.len() <= DEDUPE_MIN {
+        if !self.enabled || t.len() <= DEDUPE_MIN || is_stand_in(t) {
             return None;
         }
         let &(j, other) = self.newest.get(&h.unwrap_or_else(|| text_hash(t)))?;
@@ -577,6 +595,33 @@ mod tests {
             .edits
             .iter()
             .any(|e| e.value.starts_with("\"[same output as message")));
+    }
+
+    #[test]
+    fn an_earlier_compaction_s_stand_ins_are_never_taken_for_copies() {
+        // Two different outputs of one tool and byte count got equal placeholders; pointers to
+        // one message are equal too. Neither is a copy of anything.
+        let est = Estimator::new(Provider::OpenAI, "");
+        let opt = PruneOptions {
+            protect_tail_tokens: 10,
+            ..Default::default()
+        };
+        for stand_in in [
+            "[output pruned to save context: read_file returned 7,811 bytes (~2,757 tokens)]",
+            "[same output as message 17, omitted here; it is a much longer pointer text]",
+            "[folded tool output of read_file, ~2,757 tokens; id=cf0123456789ab, contextfold_recall restores it]",
+            "<returncode>0</returncode>\n[output pruned to save context: 7,811 bytes (~2,757 tokens)]",
+        ] {
+            assert!(is_stand_in(stand_in), "{stand_in}");
+            let msgs = history(stand_in, "{}");
+            let plan = plan(&msgs, &est, &opt);
+            assert!(
+                !plan.edits.iter().any(|e| e.value.contains("[same output as message")),
+                "{stand_in}: {:?}",
+                plan.edits
+            );
+        }
+        assert!(!is_stand_in("[1, 2, 3] a JSON list an output printed"));
     }
 
     #[test]

@@ -541,3 +541,32 @@ def test_masking_runs_in_every_format_and_adds_no_key(fmt):
         # Gemini's functionResponse.response is a free-form object: the pruned output is its value.
         extra = {k for k in _keys(new) - _keys(old) if not k.endswith("functionResponse.response.output")}
         assert extra <= {"text", "type"}, (old, new)
+
+
+def test_successive_mask_compactions_never_point_different_outputs_at_each_other():
+    # An agent loop masking as it goes: outputs of one tool with the same byte count got equal
+    # placeholders, and a later pass deduplicated those (and its own pointers) as copies: m0.py's
+    # output became "the same output as" m1.py's, down a chain of pointers.
+    def turn(t: int) -> list[dict]:
+        return [
+            {"role": "user", "content": f"Turn {t}: fix BUG-{t}"},
+            {"role": "assistant", "content": f"turn {t}", "tool_calls": [
+                {"id": f"a{t}", "type": "function",
+                 "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{t}.py"})}}]},
+            {"role": "tool", "tool_call_id": f"a{t}", "content": f"src/m{t}.py: " + f"line of m{t}\n" * 300},
+            {"role": "assistant", "content": f"Done turn {t}. " + "explanation " * 50},
+        ]
+    c = cf.Compactor(model="gpt-4o", trigger=("tokens", 6000), strategy="mask", keep=("messages", 4))
+    sent: list = []
+    compactions = 0
+    for t in range(8):
+        sent = sent + turn(t)
+        if c.should_compact(sent):
+            r = c.compact(sent)
+            if r.changed:
+                sent, compactions = list(r.messages), compactions + 1
+    assert compactions >= 2
+    # No two outputs were equal: no pointer may claim one is a copy of another.
+    pointers = [m for m in sent if m["role"] == "tool" and "[same output as message" in m["content"]]
+    assert pointers == []
+    assert sum(1 for m in sent if m["role"] == "tool" and "[output pruned to save context" in m["content"]) >= 3
