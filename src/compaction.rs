@@ -1021,6 +1021,23 @@ mod tests {
     }
 
     #[test]
+    fn a_server_tool_answered_in_its_own_message_passes_the_check() {
+        let h = serde_json::json!([
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "paris"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+                    {"type": "web_search_result", "url": "https://w.example", "title": "P", "encrypted_content": "Eq"}]},
+                {"type": "server_tool_use", "id": "srvtoolu_2", "name": "code_execution", "input": {"code": "2+2"}},
+                {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_2", "content": {"type": "code_execution_result", "stdout": "4", "stderr": "", "return_code": 0, "content": []}},
+                {"type": "text", "text": "Sunny."}]},
+            {"role": "user", "content": "thanks"}
+        ]);
+        let msgs = crate::wire::read_history(&&h).expect("readable");
+        assert_eq!(check(&msgs, WireFormat::Anthropic, &[1, 2]), vec![]);
+    }
+
+    #[test]
     fn summary_json_per_format() {
         assert_eq!(
             summary_message_json(WireFormat::Gemini, Turn::Assistant, "s\n"),

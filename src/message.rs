@@ -363,7 +363,9 @@ impl<'a> Message<'a> {
         }
     }
 
-    /// Ids of the tool calls this message makes (OpenAI `tool_calls` and Anthropic `tool_use`).
+    /// Ids of the tool calls this message makes (OpenAI `tool_calls` and Anthropic `tool_use`)
+    /// that another message must answer: a call answered in this message (`answered_here`)
+    /// is not one.
     pub fn call_ids(&self) -> impl Iterator<Item = &'a str> + '_ {
         let blocks: &[Part<'a>] = match &self.content {
             Content::Parts(p) => p,
@@ -373,13 +375,14 @@ impl<'a> Message<'a> {
             .iter()
             .map(|c| c.id)
             .chain(blocks.iter().filter_map(|p| match p {
-                Part::ToolUse(c) => Some(c.id),
+                Part::ToolUse(c) if !self.answered_here(c.id) => Some(c.id),
                 _ => None,
             }))
     }
 
-    /// Ids of the tool calls this message answers (OpenAI `tool_call_id`, Anthropic
-    /// `tool_result` blocks).
+    /// Ids of the tool calls of an earlier message that this message answers (OpenAI
+    /// `tool_call_id`, Anthropic `tool_result` blocks); a result of a call made in this
+    /// message (`answered_here`) is not one.
     pub fn result_ids(&self) -> impl Iterator<Item = &'a str> + '_ {
         let blocks: &[Part<'a>] = match &self.content {
             Content::Parts(p) => p,
@@ -388,9 +391,28 @@ impl<'a> Message<'a> {
         self.tool_call_id
             .into_iter()
             .chain(blocks.iter().filter_map(|p| match p {
-                Part::ToolResult { tool_use_id, .. } => Some(*tool_use_id),
+                Part::ToolResult { tool_use_id, .. } if !self.answered_here(tool_use_id) => {
+                    Some(*tool_use_id)
+                }
                 _ => None,
             }))
+    }
+
+    /// Whether the call `id` is both made and answered by this message's blocks. Anthropic
+    /// runs its server tools itself (web search, web fetch, code execution, MCP connector)
+    /// and returns each `server_tool_use` / `mcp_tool_use` block with its result
+    /// (`web_search_tool_result`, `mcp_tool_result`, any `*_tool_result`) in the same
+    /// assistant message; a client's `tool_result` only ever sits in the next (user) message.
+    /// Such a pair links to no other message: it needs no result after it, and its result
+    /// answers no earlier call (a stand-in `tool_result` for it is what Anthropic rejects).
+    pub fn answered_here(&self, id: &str) -> bool {
+        let blocks = self.parts();
+        blocks
+            .iter()
+            .any(|p| matches!(p, Part::ToolUse(c) if c.id == id))
+            && blocks
+                .iter()
+                .any(|p| matches!(p, Part::ToolResult { tool_use_id, .. } if *tool_use_id == id))
     }
 
     /// True when the message requests at least one tool call.
@@ -442,6 +464,33 @@ mod tests {
         }]);
         assert_eq!(r.result_ids().collect::<Vec<_>>(), ["toolu_2"]);
         assert!(!r.has_tool_calls());
+    }
+
+    #[test]
+    fn a_server_tool_call_answered_in_its_own_message_links_to_no_other_message() {
+        // Anthropic web search: `server_tool_use` and `web_search_tool_result` in one
+        // assistant message, beside a client `tool_use` the next message answers.
+        let mut a = Message::empty("assistant");
+        a.content = Content::Parts(vec![
+            Part::ToolUse(ToolCall {
+                id: "srvtoolu_1",
+                name: "web_search",
+                arguments: Cow::Borrowed("{}"),
+            }),
+            Part::ToolResult {
+                tool_use_id: "srvtoolu_1",
+                content: vec![],
+            },
+            Part::ToolUse(ToolCall {
+                id: "toolu_2",
+                name: "read_file",
+                arguments: Cow::Borrowed("{}"),
+            }),
+        ]);
+        assert!(a.answered_here("srvtoolu_1"));
+        assert!(!a.answered_here("toolu_2"));
+        assert_eq!(a.call_ids().collect::<Vec<_>>(), ["toolu_2"]);
+        assert_eq!(a.result_ids().count(), 0);
     }
 
     #[test]

@@ -77,7 +77,11 @@ fn calls_of<'a>(m: &'a Message<'_>) -> Vec<CallRef<'a>> {
         .collect();
     if let Content::Parts(ps) = &m.content {
         for (k, p) in ps.iter().enumerate() {
+            // A server tool's call answered in its own message needs no result elsewhere.
             if let Part::ToolUse(c) = p {
+                if m.answered_here(c.id) {
+                    continue;
+                }
                 out.push(CallRef {
                     at: CallAt::Part(k),
                     id: c.id,
@@ -97,6 +101,9 @@ fn results_of<'a>(m: &'a Message<'_>) -> Vec<(Option<usize>, &'a str)> {
     if let Content::Parts(ps) = &m.content {
         for (k, p) in ps.iter().enumerate() {
             if let Part::ToolResult { tool_use_id, .. } = p {
+                if m.answered_here(tool_use_id) {
+                    continue;
+                }
                 out.push((Some(k), *tool_use_id));
             }
         }
@@ -513,6 +520,38 @@ mod tests {
             .collect();
         assert_eq!(sets, vec![3, 4], "{p:?}");
         assert_eq!(p.messages, (0..5).map(Slot::Keep).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_server_tool_answered_in_its_own_message_is_left_as_it_is() {
+        // Anthropic web search and MCP: each call's result sits in the assistant message that
+        // makes it; the client call beside them is answered by the next message.
+        let h = json!([
+            {"role": "user", "content": "weather, then notes"},
+            {"role": "assistant", "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "paris"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+                    {"type": "web_search_result", "url": "https://w.example", "title": "P", "encrypted_content": "Eq"}]},
+                {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "lookup", "server_name": "s", "input": {}},
+                {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": false, "content": [{"type": "text", "text": "x"}]},
+                {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "n"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "notes"}]},
+            {"role": "assistant", "content": "done"}
+        ]);
+        let p = plan_of(&h, WireFormat::Anthropic);
+        assert_eq!(
+            p,
+            RepairPlan {
+                messages: (0..4).map(Slot::Keep).collect(),
+                ..RepairPlan::default()
+            }
+        );
+        // A client call still needs its result in the next message.
+        let mut broken = h.clone();
+        broken[2] = json!({"role": "user", "content": "no result"});
+        let p = plan_of(&broken, WireFormat::Anthropic);
+        assert_eq!(p.changes.len(), 1, "{:?}", p.changes);
+        assert!(p.changes[0].contains("\"toolu_1\""), "{:?}", p.changes);
     }
 
     #[test]

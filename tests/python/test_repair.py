@@ -14,7 +14,7 @@ import pytest
 import contextfold as cf
 from compaction_shapes import FORMATS, PROVIDER, convert, shape_problems
 from test_compactor import agent_history
-from transcripts import LOCAL, SHARED, load_conversations, shared_available
+from transcripts import LOCAL, SHARED, load_conversations, load_requests, shared_available
 
 
 
@@ -158,6 +158,59 @@ def test_compactor_repair_says_what_it_changed():
     assert r.tokens_after <= r.budget
     plain = cf.Compactor(budget=5_000).compact(broken)
     assert not any("repaired" in n for n in plain.notes)
+
+
+def server_tool_history() -> list[dict[str, Any]]:
+    """A valid Anthropic history: web search and MCP calls answered inside the assistant message
+    that makes them, beside a client call answered by the next (user) message."""
+    return [
+        {"role": "user", "content": "What is the weather in Paris? Then read notes.txt"},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "weather Paris"}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [
+                {"type": "web_search_result", "url": "https://weather.example/paris", "title": "Paris",
+                 "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1", "page_age": None}]},
+            {"type": "mcp_tool_use", "id": "mcptoolu_01", "name": "lookup", "server_name": "kb", "input": {"q": "notes"}},
+            {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_01", "is_error": False,
+             "content": [{"type": "text", "text": "notes.txt is in the repo root"}]},
+            {"type": "text", "text": "It is sunny."},
+            {"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "notes.txt"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "notes " * 600}]},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "Thanks, what next?"},
+    ]
+
+
+def test_server_tool_results_in_the_calling_message_are_left_as_they_are():
+    h = server_tool_history()
+    snap = copy.deepcopy(h)
+    r = cf.repair(h, provider="anthropic")
+    assert r.changes == () and all(a is b for a, b in zip(r.messages, h))
+    assert accepted(h, "anthropic", None) == []
+    # The compactor's repair and its own check agree: nothing dropped, no stand-in added.
+    out = cf.Compactor(provider="anthropic", strategy="mask", budget=cf.estimate(h, provider="anthropic") // 2,
+                       repair=True).compact(h)
+    assert not any("repaired" in n for n in out.notes), out.notes
+    assert out.messages[1] is h[1], "the server tool blocks were changed"
+    assert '"tool_use_id": "srvtoolu_01"' not in json.dumps(out.messages[2])
+    assert h == snap
+
+
+def test_recorded_requests_with_server_tools_pass_repair_and_the_check_untouched():
+    # Anthropic code execution, web search / fetch and MCP requests as pydantic-ai sent them:
+    # each was accepted by the API, so none is broken.
+    seen = 0
+    for rq in load_requests(LOCAL, with_usage=False):
+        text = json.dumps(rq.messages)
+        if rq.api != "messages" or not ('"server_tool_use"' in text or '"mcp_tool_use"' in text):
+            continue
+        r = cf.repair(rq.messages, provider="anthropic", wire_format="anthropic")
+        assert r.changes == (), (rq.source, r.changes)
+        _, failures = cf._core.compaction_verify(
+            rq.messages, cf._core.PricedRequest(format="anthropic", provider="anthropic", system=rq.system))
+        assert failures == [], (rq.source, failures)
+        seen += 1
+    assert seen >= 5, seen
 
 
 # -- property: random damage to real histories ---------------------------------------------------
