@@ -415,6 +415,20 @@ impl<'a> Message<'a> {
                 .any(|p| matches!(p, Part::ToolResult { tool_use_id, .. } if *tool_use_id == id))
     }
 
+    /// Whether the message is reasoning alone, as a Responses `reasoning` item is (encrypted
+    /// content and summary, read with no wire format of its own since its parts are never
+    /// edited; an empty list when the server stores it). OpenAI rejects such an item without
+    /// the item it belongs to right after it (a function call, a message), so the two are
+    /// kept or folded together.
+    pub fn is_reasoning_item(&self) -> bool {
+        self.role == Role::Assistant
+            && self.wire == Format::Unknown
+            && self.tool_calls.is_empty()
+            && matches!(&self.content, Content::Parts(ps) if ps
+                .iter()
+                .all(|p| matches!(p, Part::EncryptedReasoning(_) | Part::Thinking { .. })))
+    }
+
     /// True when the message requests at least one tool call.
     pub fn has_tool_calls(&self) -> bool {
         self.call_ids().next().is_some()

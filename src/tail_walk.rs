@@ -8,13 +8,20 @@
 use crate::message::Message;
 
 /// Where the tail may begin: `ok[i]` is true when starting the tail (or ending the summarized
-/// middle) at message `i` separates no tool call from one of its results. `ok[n]` is true.
+/// middle) at message `i` separates no tool call from one of its results, and no reasoning
+/// item from the item after it. `ok[n]` is true.
 pub fn legal_cuts(msgs: &[Message<'_>]) -> Vec<bool> {
     let n = msgs.len();
     // A call at c answered at r forbids cuts at c+1..=r; a difference array marks the ranges.
     let mut forbid = vec![0i32; n + 2];
     let mut call_at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (i, m) in msgs.iter().enumerate() {
+        // A Responses reasoning item is accepted only with the item it precedes: a head, a
+        // pinned group or a tail that ends or opens between the two would send it alone.
+        if m.is_reasoning_item() && i + 1 < n {
+            forbid[i + 1] += 1;
+            forbid[i + 2] -= 1;
+        }
         for id in m.result_ids() {
             if let Some(&c) = call_at.get(id) {
                 if c < i {
@@ -185,6 +192,31 @@ mod tests {
         let costs = [5, 5, 5, 5, 5, 5, 5];
         // Budget for 4 messages would start at 3 (inside the group): moved to 2.
         assert_eq!(find_tail_start(&costs, &legal, &opts(20)), 2);
+    }
+
+    #[test]
+    fn a_reasoning_item_is_never_cut_from_the_item_after_it() {
+        let h = serde_json::json!([
+            {"role": "user", "content": "task"},
+            {"type": "reasoning", "id": "rs_0", "summary": [], "encrypted_content": "gAAA"},
+            {"type": "function_call", "call_id": "c0", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c0", "output": "ok"},
+            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "so"}]},
+            {"type": "reasoning", "id": "rs_2", "summary": []},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+            {"role": "user", "content": "next"}
+        ]);
+        let msgs = crate::wire::read_history(&&h).expect("readable");
+        assert!(
+            msgs[1].is_reasoning_item()
+                && msgs[4].is_reasoning_item()
+                && msgs[5].is_reasoning_item()
+        );
+        assert!(!msgs[6].is_reasoning_item() && !msgs[2].is_reasoning_item());
+        assert_eq!(
+            legal_cuts(&msgs),
+            [true, true, false, false, true, false, false, true, true]
+        );
     }
 
     #[test]

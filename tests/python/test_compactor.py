@@ -9,7 +9,7 @@ import json
 import pytest
 
 import contextfold as cf
-from transcripts import LOCAL, SHARED, load_conversations, shared_available
+from transcripts import LOCAL, SHARED, load_conversations, load_requests, shared_available
 from compaction_shapes import convert, same_role_pairs, shape_problems
 
 OPEN, CLOSE = cf._core.SUMMARY_MARKERS
@@ -314,6 +314,53 @@ def test_server_compaction_items_are_kept_verbatim():
     msgs[3:3] = [block, {"role": "user", "content": "continue"}]
     r = cf.Compactor(provider="anthropic", budget=5_000, strategy="summarize").compact(msgs)
     assert any(m is block for m in r.messages)
+
+
+def reasoning_loop(turns: int = 8) -> list[dict]:
+    """Responses items of a reasoning model's tool loop: each call preceded by its reasoning."""
+    h: list[dict] = [{"role": "developer", "content": "be nice"}, {"role": "user", "content": "Task: fix"}]
+    for t in range(turns):
+        h.append({"type": "reasoning", "id": f"rs_{t}", "summary": [], "encrypted_content": "gAAAA" + "Q" * 600})
+        h.append({"type": "function_call", "id": f"fc_{t}", "call_id": f"call_{t}", "name": "read_file",
+                  "arguments": json.dumps({"p": t})})
+        h.append({"type": "function_call_output", "call_id": f"call_{t}", "output": "w " * 500})
+    h.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]})
+    h.append({"role": "user", "content": "next"})
+    return h
+
+
+def test_a_kept_reasoning_item_keeps_the_item_it_precedes():
+    h = reasoning_loop()
+    budget = int(cf.estimate(h) * 0.4)
+    reasoning = [i for i, m in enumerate(h) if m.get("type") == "reasoning"]
+    # The head ends on a reasoning item; a pinned reasoning item.
+    for kw in [dict(protect_first_n=3), *({"pinned": [i]} for i in reasoning[1:4])]:
+        r = cf.Compactor(budget=budget, strategy="summarize", wire_format="responses", **kw).compact(h)
+        assert r.strategy_used == "summarize", (kw, r.reason)
+        assert shape_problems(r.messages, "responses") == [], kw
+        for i in kw.get("pinned", [2]):
+            assert any(m is h[i] for m in r.messages) and any(m is h[i + 1] for m in r.messages), kw
+
+
+def test_recorded_responses_reasoning_stays_with_its_item_wherever_the_head_ends():
+    # The Responses requests pydantic-ai recorded with reasoning items, the head ending on each.
+    seen = 0
+    for rq in load_requests(LOCAL, with_usage=False):
+        items = rq.messages
+        if rq.api != "responses" or not any(isinstance(m, dict) and m.get("type") == "reasoning" for m in items):
+            continue
+        before = cf.estimate(items)
+        for i, m in enumerate(items):
+            if m.get("type") != "reasoning":
+                continue
+            try:
+                r = cf.Compactor(budget=max(200, before // 2), strategy="summarize", wire_format="responses",
+                                 protect_first_n=i + 1, min_tail=1).compact(items)
+            except cf.CompactionBudgetError:
+                continue
+            assert shape_problems(r.messages, "responses") == [], (rq.source, i)
+            seen += 1
+    assert seen > 0
 
 
 @pytest.mark.parametrize("fmt", ["responses", "gemini", "bedrock"])

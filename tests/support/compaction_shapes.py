@@ -137,7 +137,7 @@ def shape_problems(messages: list, fmt: str) -> list[str]:
     """What a provider of ``fmt`` would reject: unanswered calls, results without their call
     (chat: in the run of tool messages right after; Anthropic / Gemini / Bedrock: in the next
     message), same-role neighbours and a first turn that is not the user's (strict formats),
-    arguments that are not JSON."""
+    arguments that are not JSON, a Responses reasoning item without the item it belongs to."""
     problems = []
     strict = fmt in ("anthropic", "gemini", "bedrock")
     msgs = [m if isinstance(m, dict) else m.model_dump() for m in messages]
@@ -170,6 +170,17 @@ def shape_problems(messages: list, fmt: str) -> list[str]:
                 problems.append(f"{i}: arguments not JSON")
     if not strict:
         problems += [f"{j}: call {c} unanswered" for c, j in open_calls.items()]
+    if fmt == "responses":
+        # OpenAI: "Item 'rs_..' of type 'reasoning' was provided without its required following
+        # item": a reasoning item precedes the call or assistant message it belongs to.
+        for i, m in enumerate(msgs):
+            if m.get("type") == "reasoning":
+                nxt = msgs[i + 1] if i + 1 < len(msgs) else None
+                # An output item of the model: more reasoning, a call (function, custom or
+                # hosted: `tool_search_call`, `web_search_call`, ...) or its message.
+                kind = str(nxt.get("type", "")) if nxt is not None else ""
+                if nxt is None or not (kind == "reasoning" or kind.endswith("_call") or nxt.get("role") == "assistant"):
+                    problems.append(f"{i}: reasoning item without its following item")
     if strict:
         roles = [m.get("role") for m in msgs if m.get("role") != "system"]
         if roles and roles[0] != "user":
