@@ -110,10 +110,19 @@ pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message
             if let Some(e) = opt_id(m, Key::encrypted_content, "encrypted_content")? {
                 parts.push(Part::EncryptedReasoning(e));
             }
+            // Its `summary_text` / `reasoning_text` parts are reasoning, not the assistant's
+            // words: read as thinking (priced as text all the same), the item seats as the
+            // role-free item it is, and no summary merges into it.
             for key in [Key::summary, Key::content] {
                 if let Some(s) = m.get(key).src()? {
                     if let Content::Parts(p) = r.content(&s, key.as_str())? {
-                        parts.extend(p);
+                        parts.extend(p.into_iter().map(|p| match p {
+                            Part::Text(text) => Part::Thinking {
+                                text,
+                                signature: "",
+                            },
+                            other => other,
+                        }));
                     }
                 }
             }

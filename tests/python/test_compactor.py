@@ -363,6 +363,43 @@ def test_recorded_responses_reasoning_stays_with_its_item_wherever_the_head_ends
     assert seen > 0
 
 
+def agents_sdk_items(turns: int, big_from: int) -> list[dict]:
+    """Items as the OpenAI Agents SDK stores a reasoning model's session: per turn the request,
+    reasoning, two parallel calls and their outputs, reasoning again, the answer."""
+    items: list[dict] = []
+    for t in range(turns):
+        think = {"type": "reasoning", "summary": [{"type": "summary_text", "text": "thinking " * 20}],
+                 "encrypted_content": "ENC" * 200}
+        items += [{"role": "user", "content": f"Task {t}: read files"}, {**think, "id": f"rs_{t}a"}]
+        items += [{"type": "function_call", "id": f"fc_{t}{k}", "call_id": f"call_{t}{k}", "name": "read_file",
+                   "arguments": json.dumps({"path": f"{k}{t}.py"}), "status": "completed"} for k in "fg"]
+        items += [{"type": "function_call_output", "call_id": f"call_{t}{k}",
+                   "output": f"{k}{t}.py: " + "lorem ipsum " * (700 if t >= big_from else 10)} for k in "fg"]
+        items += [{**think, "id": f"rs_{t}b"},
+                  {"type": "message", "id": f"msg_{t}", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "text": f"ANSWER-{t} " + "words " * 80, "annotations": []}]}]
+    return items
+
+
+def test_the_summary_sits_before_the_tail_it_precedes_when_the_tail_opens_on_reasoning():
+    # The tail opening on a turn's reasoning item before its answer: the summary of the turns
+    # before goes right before that item (was: merged into the next turn's request, after the
+    # answer, so the model read turn 3's answer before the summary of turns 0-3).
+    opened_on_reasoning = 0
+    for trigger in (4_000, 8_000, 12_000):
+        items = agents_sdk_items(5, big_from=2)
+        r = cf.Compactor(model="gpt-4o", trigger=trigger, wire_format="responses", strategy="summarize").compact(items)
+        assert r.strategy_used == "summarize", r.reason
+        assert shape_problems(r.messages, "responses") == []
+        at = next(k for k, m in enumerate(r.messages) if OPEN in json.dumps(m))
+        before = [items.index(m) for m in r.messages[:at] if any(m is x for x in items)]
+        after = [next(j for j, x in enumerate(items) if x is m or x.get("id", 0) == m.get("id", 1))
+                 for m in r.messages[at + 1:] if any(m is x or x.get("id", 0) == m.get("id", 1) for x in items)]
+        assert all(i < min(r.removed) for i in before) and all(i > max(r.removed) for i in after), trigger
+        opened_on_reasoning += items[max(r.removed) + 1].get("type") == "reasoning"
+    assert opened_on_reasoning, "no case opened the tail on a reasoning item"
+
+
 @pytest.mark.parametrize("fmt", ["responses", "gemini", "bedrock"])
 def test_summarize_writes_each_format(fmt):
     conv = max(tau(), key=lambda c: len(c["messages"]))
