@@ -90,8 +90,10 @@ class RequestBody:
     """A request body, read: ``api`` (``openai-chat``, ``openai-responses``, ``anthropic``,
     ``gemini``, ``bedrock``), the ``provider=`` it is estimated with, the ``model`` it names, and
     its parts in the shapes `contextfold.estimate` takes (the caller's own objects; the
-    Responses API's string ``input`` as one user message). ``settings_tokens`` is what the
-    settings add to the estimate (tokens)."""
+    Responses API's string ``input`` as one user message; Gemini ``contents`` given as
+    google-genai also takes them, a str, a part or a list mixing parts and contents, as the
+    ``{"role", "parts"}`` turns the SDK sends). ``settings_tokens`` is what the settings add to
+    the estimate (tokens)."""
 
     api: str
     provider: str
@@ -112,9 +114,12 @@ class RequestBody:
 
 
 def read_request(body: Any, /, *, provider: str | None = None) -> RequestBody:
-    """Read a request body (a dict or an SDK params object). ``provider=`` forces the provider
-    (it also settles a bare ``messages`` body as Anthropic's or OpenAI's). Raises ``ValueError``
-    with ``.field`` naming the body's field (``messages``, ``thinking.budget_tokens``)."""
+    """Read a request body (a dict, any other Mapping, or an SDK params object). ``provider=``
+    forces the provider (it also settles a bare ``messages`` body as Anthropic's or OpenAI's).
+    Raises ``ValueError`` with ``.field`` naming the body's field (``messages``,
+    ``thinking.budget_tokens``, ``instructions``, ``tools[0].function.name``, ``text.format``):
+    the system prompt, tool names and structured-output option are checked here, so
+    `estimate_request`, `breakdown_request` and `count_request` refuse the same bodies."""
     api, prov, model, messages, tools, system, rf, s, tokens = _core.read_request(
         body, provider=cast("_Provider | None", provider))
     settings = RequestSettings(

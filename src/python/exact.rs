@@ -109,6 +109,14 @@ fn to_json_in(
         open.pop();
         return Ok(Json::Array(out));
     }
+    // A mapping that is not a dict (`MappingProxyType`): the dict it reads as.
+    if super::py_input::is_other_mapping(v) {
+        enter(v, path, open)?;
+        let d = v.py().get_type::<PyDict>().call1((v,))?;
+        let out = to_json_in(&d, path, depth + 1, open)?;
+        open.pop();
+        return Ok(out);
+    }
     // SDK objects (pydantic models): their JSON form, without unset optional fields.
     if let Ok(dump) = v.getattr(intern!(v.py(), "model_dump")) {
         enter(v, path, open)?;

@@ -219,6 +219,13 @@ impl<S: Sink> Walk<'_, S> {
             let dumped = dump.call((), Some(&kwargs))?;
             self.write(&dumped).map_err(|e| e.at(|| Seg::Dump))?;
             self.open.pop();
+        } else if super::py_input::is_other_mapping(v) {
+            // A mapping that is not a dict (`MappingProxyType`) is written as the dict it
+            // reads as; it stays on the path, so one that holds itself is a cycle.
+            self.enter(v)?;
+            let d = v.py().get_type::<PyDict>().call1((v,))?;
+            self.write(&d)?;
+            self.open.pop();
         } else {
             self.out.string(&v.str()?.to_cow()?);
         }

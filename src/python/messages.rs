@@ -137,7 +137,10 @@ impl<'k, 'py> Walker<'k, 'py> {
     /// The items of a history (any sequence but a str or a dict), as a snapshot: reading one
     /// message may run Python code (a property, a `model_dump`) that changes the list.
     pub(super) fn snapshot(seq: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        if seq.is_instance_of::<PyString>() || seq.is_instance_of::<PyDict>() {
+        if seq.is_instance_of::<PyString>()
+            || seq.is_instance_of::<PyDict>()
+            || (!seq.is_instance_of::<PyList>() && super::py_input::is_other_mapping(seq))
+        {
             return Err(PyTypeError::new_err(format!(
                 "messages must be a list of messages, got {}",
                 type_name(seq)

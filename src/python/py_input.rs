@@ -9,12 +9,14 @@
 
 use std::borrow::Cow;
 
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyKeyError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
-    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple,
+    PyType,
 };
 use typed_arena::Arena;
 
@@ -169,6 +171,28 @@ pub(super) fn keys(py: Python<'_>) -> &'static [Py<PyString>] {
     })
 }
 
+/// Whether `v` is a mapping that is not a dict (`types.MappingProxyType`, any
+/// `collections.abc.Mapping`): read by key as a dict is. The C slot check comes first so the
+/// ABC check (an `isinstance` through Python) is never made for SDK objects, which have no
+/// `__getitem__`; exact dicts never get here.
+pub(super) fn is_other_mapping(v: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: `v` is a live object and the GIL is held; `PyMapping_Check` only reads its type.
+    let subscriptable = unsafe { pyo3::ffi::PyMapping_Check(v.as_ptr()) } != 0;
+    subscriptable && !v.is_instance_of::<PyDict>() && v.cast::<PyMapping>().is_ok()
+}
+
+/// `v[key]` of a mapping, `None` when the key is absent.
+fn mapping_get<'py>(
+    v: &Bound<'py, PyAny>,
+    key: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match v.get_item(key) {
+        Ok(x) => Ok(Some(x)),
+        Err(e) if e.is_instance_of::<PyKeyError>(v.py()) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 pub(super) fn type_name(v: &Bound<'_, PyAny>) -> String {
     v.get_type()
         .name()
@@ -252,6 +276,48 @@ impl<'k, 'py> PyInput<'k, 'py> {
     }
 }
 
+impl<'k, 'py> PyInput<'k, 'py> {
+    /// The entries of a value that is not a dict: a mapping's items, a pydantic model's
+    /// fields (what its dict form holds, by field name; a Gemini SDK `Tool` names its kinds
+    /// as the dict does), `None` for anything else.
+    #[cold]
+    fn other_entries(&self) -> PyResult<Option<Vec<(String, Self)>>> {
+        let py = self.v.py();
+        let pairs: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)> = if is_other_mapping(&self.v) {
+            // A snapshot, as for a dict.
+            let items = self.v.call_method0(intern!(py, "items"))?;
+            items
+                .try_iter()?
+                .map(|kv| kv?.extract())
+                .collect::<PyResult<_>>()?
+        } else if let Some(fields) = self
+            .v
+            .get_type()
+            .getattr_opt(intern!(py, "__pydantic_fields__"))?
+            .filter(|f| f.is_instance_of::<PyDict>())
+        {
+            let mut out = Vec::new();
+            for name in fields.cast::<PyDict>()?.keys() {
+                if let Some(x) = self.v.getattr_opt(name.cast::<PyString>()?)? {
+                    if !x.is_callable() {
+                        out.push((name, x));
+                    }
+                }
+            }
+            out
+        } else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(pairs.len());
+        for (k, v) in pairs {
+            if let Ok(k) = k.cast::<PyString>() {
+                out.push((k.to_string_lossy().into_owned(), self.wrap(v)));
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
 impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
     type Error = PyErr;
 
@@ -272,6 +338,8 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
             Shape::Number
         } else if v.is_instance_of::<PyBytes>() || v.is_instance_of::<PyByteArray>() {
             Shape::Bytes
+        } else if is_other_mapping(v) {
+            Shape::Map
         } else {
             Shape::Object
         }
@@ -286,6 +354,8 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
         let k = self.key(key);
         let v = if let Ok(d) = self.v.cast::<PyDict>() {
             d.get_item(k)
+        } else if is_other_mapping(&self.v) {
+            mapping_get(&self.v, k)
         } else {
             // A method (pydantic's `json()`) is not a field: absent, never priced as text.
             self.v
@@ -331,7 +401,7 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
 
     fn entries(&self) -> PyResult<Option<Vec<(String, Self)>>> {
         let Ok(d) = self.v.cast::<PyDict>() else {
-            return Ok(None);
+            return self.other_entries();
         };
         // `items()` is a new list: a snapshot, whatever later reads do to the dict.
         let mut out = Vec::with_capacity(d.len());

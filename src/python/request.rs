@@ -7,7 +7,7 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::provider::Provider;
 use crate::wire::{
-    read_request as core_read_request, Body, History, ReadError, Thinking, ToolChoice,
+    read_request as core_read_request, Body, History, ReadError, Thinking, ToolChoice, Turn,
 };
 
 use super::messages::{Keep, PyInput, Walker};
@@ -86,7 +86,7 @@ fn settings_of(b: &Body<'_, PyInput<'_, '_>>) -> RawSettings {
 }
 
 /// The history of a body as a Python list (the Responses API's string `input` as one user
-/// message).
+/// message; Gemini parts given without their `Content` wrapped in one, as the SDK sends them).
 fn history<'py>(py: Python<'py>, h: &History<'_, PyInput<'_, 'py>>) -> PyResult<Bound<'py, PyAny>> {
     Ok(match h {
         History::List(v) => v.value().clone(),
@@ -95,6 +95,21 @@ fn history<'py>(py: Python<'py>, h: &History<'_, PyInput<'_, 'py>>) -> PyResult<
             m.set_item("role", "user")?;
             m.set_item("content", t.as_ref())?;
             PyList::new(py, [m])?.into_any()
+        }
+        History::Turns(turns) => {
+            let out = PyList::empty(py);
+            for t in turns {
+                match t {
+                    Turn::Message(v) => out.append(v.value())?,
+                    Turn::Parts { role, parts } => {
+                        let m = PyDict::new(py);
+                        m.set_item("role", *role)?;
+                        m.set_item("parts", PyList::new(py, parts.iter().map(|p| p.value()))?)?;
+                        out.append(m)?;
+                    }
+                }
+            }
+            out.into_any()
         }
     })
 }

@@ -246,10 +246,16 @@ pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error>
         // reference, `Tool`, https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Tool.html):
         // a cache point is no definition but a cache breakpoint, as Anthropic's `cache_control`.
         let mut kept = Vec::new();
-        for t in list_items(tc.get(Key::tools).src()?, "toolConfig.tools")? {
+        for (j, t) in list_items(tc.get(Key::tools).src()?, "toolConfig.tools")?
+            .into_iter()
+            .enumerate()
+        {
             if t.get(Key::cachePoint).src()?.is_some() {
                 out.settings.cache_breakpoints += 1;
             } else {
+                // Checked here, where the body's index is known (the estimate reads the kept
+                // list, whose indices skip the cache points).
+                super::read::tool_name(&t, format_args!("toolConfig.tools[{j}]"))?;
                 kept.push(t);
             }
         }

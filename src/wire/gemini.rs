@@ -16,9 +16,11 @@ use super::edit::role_and_text_list;
 use super::edit::{
     if_smaller, image_bytes, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
 };
-use super::fields::{image_data, json_or_str, opaque, opt_id, opt_str, PartReader, Reader};
-use super::input::{Input, Key, ReadResult, Src};
-use super::request_body::{history_list, list_items, opt_u64, Api, Body, Thinking, ToolChoice};
+use super::fields::{
+    image_data, invalid, json_or_str, opaque, opt_id, opt_str, PartReader, Reader,
+};
+use super::input::{Input, Key, ReadResult, Shape, Src};
+use super::request_body::{list_items, opt_u64, Api, Body, History, Thinking, ToolChoice, Turn};
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
@@ -306,12 +308,108 @@ pub const SNAKE_DIALECT: Dialect = Dialect {
     write: |msg, change| write(msg, change, true),
     ..DIALECT
 };
+/// The history of a `generateContent` body. The REST API takes a list of `Content`s; the
+/// Python SDK's `generate_content(contents=...)` also takes one `Content`, one part (a str, a
+/// `Part`, a part dict) or a list mixing them, and wraps them before sending (google-genai's
+/// `t_contents`): a list inside the list is one user turn of its parts, and a run of
+/// consecutive parts is one turn, `model` when its parts are function calls and `user`
+/// otherwise, a new run starting where that changes.
+fn contents<'a, V: Input<'a>>(b: &V) -> ReadResult<History<'a, V>, V::Error> {
+    let Some(c) = b.get(Key::contents).src()? else {
+        return Err(invalid("contents", "missing"));
+    };
+    let items = match c.shape() {
+        Shape::List => {
+            let items = c.items().src()?.unwrap_or_default();
+            // The REST shape, a list of contents, is handed back as given.
+            let mut all_contents = true;
+            for v in &items {
+                if !is_content(v)? {
+                    all_contents = false;
+                    break;
+                }
+            }
+            if all_contents {
+                return Ok(History::List(c));
+            }
+            items
+        }
+        Shape::Str | Shape::Map | Shape::Object => vec![c],
+        _ => {
+            return Err(invalid(
+                "contents",
+                format!(
+                    "contents must be a list, a Content or a part, got {}",
+                    c.type_name()
+                ),
+            ))
+        }
+    };
+    let mut turns = Vec::new();
+    let mut run: Vec<V> = Vec::new();
+    let mut run_role = "user";
+    for v in items {
+        let role = match v.shape() {
+            Shape::List => {
+                flush(&mut turns, &mut run, run_role);
+                let parts = v.items().src()?.unwrap_or_default();
+                turns.push(Turn::Parts {
+                    role: "user",
+                    parts,
+                });
+                continue;
+            }
+            Shape::Str => "user",
+            Shape::Map | Shape::Object if !is_content(&v)? => {
+                if v.get(Key::functionCall).src()?.is_some()
+                    || v.get(Key::function_call).src()?.is_some()
+                {
+                    "model"
+                } else {
+                    "user"
+                }
+            }
+            // A content, or a value no turn holds (the history reader reports it).
+            _ => {
+                flush(&mut turns, &mut run, run_role);
+                turns.push(Turn::Message(v));
+                continue;
+            }
+        };
+        if role != run_role {
+            flush(&mut turns, &mut run, run_role);
+            run_role = role;
+        }
+        run.push(v);
+    }
+    flush(&mut turns, &mut run, run_role);
+    Ok(History::Turns(turns))
+}
+
+/// Whether `v` is a `Content` (it has `role` or `parts`) rather than a part.
+fn is_content<'a, V: Input<'a>>(v: &V) -> ReadResult<bool, V::Error> {
+    if !matches!(v.shape(), Shape::Map | Shape::Object) {
+        return Ok(false);
+    }
+    Ok(v.get(Key::role).src()?.is_some() || v.get(Key::parts).src()?.is_some())
+}
+
+/// Close a run of parts as one turn.
+fn flush<V>(turns: &mut Vec<Turn<V>>, run: &mut Vec<V>, role: &'static str) {
+    if !run.is_empty() {
+        turns.push(Turn::Parts {
+            role,
+            parts: std::mem::take(run),
+        });
+    }
+}
+
 /// A `generateContent` request: `contents`, `systemInstruction`, `tools` (function
 /// declarations flattened; `googleSearch`, `codeExecution`, ... kept as server tools),
 /// `toolConfig.functionCallingConfig.mode`, `generationConfig` (its schema and
 /// `thinkingConfig`). The Python SDK's `config` (snake case, the same fields) is read too.
 pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error> {
-    let mut out = Body::new(Api::Gemini, history_list(b, Key::contents)?);
+    let mut out = Body::new(Api::Gemini, contents(b)?);
     let config = b.get(Key::config).src()?;
     let field = |camel: Key, snake: Key| -> ReadResult<Option<V>, V::Error> {
         for src in [Some(b), config.as_ref()].into_iter().flatten() {
@@ -340,10 +438,13 @@ pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error>
             None => t.get(Key::function_declarations).src()?,
         };
         if let Some(d) = decls {
-            out.tools.extend(list_items(
-                Some(d),
-                &format!("tools[{j}].functionDeclarations"),
-            )?);
+            let path = format!("tools[{j}].functionDeclarations");
+            for (k, decl) in list_items(Some(d), &path)?.into_iter().enumerate() {
+                // Checked here, where the body's path is known (the estimate reads the
+                // flattened list).
+                super::read::tool_name(&decl, format_args!("{path}[{k}]"))?;
+                out.tools.push(decl);
+            }
         }
         for (k, v) in t.entries().src()?.unwrap_or_default() {
             // An SDK `Tool` dumped whole names every kind, the unset ones as null.

@@ -36,7 +36,9 @@ pub use json_size::{json_string_len, push_json_string};
 pub use read::{
     read_extras, read_history, read_message, read_system, read_tools, ExtrasError, HistoryError,
 };
-pub use request::{read_request, Api, Body, History, McpServer, Settings, Thinking, ToolChoice};
+pub use request::{
+    read_request, Api, Body, History, McpServer, Settings, Thinking, ToolChoice, Turn,
+};
 pub use wire_format::WireFormat;
 
 pub use crate::message::Format;

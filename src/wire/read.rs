@@ -194,13 +194,7 @@ pub fn read_tools<'a, V: Input<'a>>(tools: &V) -> Result<Vec<ToolDef<'a>>, Tools
             continue;
         }
         let def = || -> ReadResult<ToolDef<'a>, V::Error> {
-            let name = match (t.get(Key::function).src()?, t.get(Key::toolSpec).src()?) {
-                (Some(f), _) => opt_str(&f, Key::name, format_args!("tools[{j}].function.name"))?,
-                (None, Some(spec)) => {
-                    opt_str(&spec, Key::name, format_args!("tools[{j}].toolSpec.name"))?
-                }
-                (None, None) => opt_str(t, Key::name, format_args!("tools[{j}].name"))?,
-            };
+            let name = tool_name(t, format_args!("tools[{j}]"))?;
             Ok(ToolDef {
                 name: name.unwrap_or(Cow::Borrowed("")),
                 json: Cow::Owned(t.json_text().src()?),
@@ -209,6 +203,19 @@ pub fn read_tools<'a, V: Input<'a>>(tools: &V) -> Result<Vec<ToolDef<'a>>, Tools
         out.push(def().map_err(|e| (Some(j), e))?);
     }
     Ok(out)
+}
+
+/// The name of one tool definition (`function.name`, `toolSpec.name` or `name`), `None` when
+/// it has none; an error names `{at}.function.name` ... when the name is not a string.
+pub(crate) fn tool_name<'a, V: Input<'a>>(
+    t: &V,
+    at: impl std::fmt::Display,
+) -> ReadResult<Option<Cow<'a, str>>, V::Error> {
+    match (t.get(Key::function).src()?, t.get(Key::toolSpec).src()?) {
+        (Some(f), _) => opt_str(&f, Key::name, format_args!("{at}.function.name")),
+        (None, Some(spec)) => opt_str(&spec, Key::name, format_args!("{at}.toolSpec.name")),
+        (None, None) => opt_str(t, Key::name, format_args!("{at}.name")),
+    }
 }
 
 /// A system prompt: a string, or a list of text blocks (Anthropic, Bedrock, Gemini

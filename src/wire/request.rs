@@ -10,8 +10,10 @@
 //! unchanged and the estimator reads them with the history and extras readers.
 
 use super::fields::{invalid, opt_str};
-use super::input::{Input, Key, ReadResult, Shape, Src};
-pub use super::request_body::{Api, Body, History, McpServer, Settings, Thinking, ToolChoice};
+use super::input::{Input, Key, ReadError, ReadResult, Shape, Src};
+pub use super::request_body::{
+    Api, Body, History, McpServer, Settings, Thinking, ToolChoice, Turn,
+};
 use super::{anthropic, bedrock, gemini, openai_chat, openai_responses};
 use crate::provider::Provider;
 
@@ -116,7 +118,79 @@ pub fn read_request<'a, V: Input<'a>>(
             _ => opt_str(body, Key::model, "model")?,
         };
     }
+    check_parts(body, &b)?;
     Ok(b)
+}
+
+/// Check the parts the estimate and the exact count read after the body (the system prompt,
+/// the tools' names, the structured-output option) with the readers the estimate uses, so a
+/// bad one is refused here, naming the body's field (`instructions`, not the system message
+/// the exact count makes of it; `text`, not `response_format`), for every caller alike. The
+/// exact count renders tools and formats itself and took what the estimate refuses.
+/// Gemini and Bedrock check their tools' names as they flatten them.
+fn check_parts<'a, V: Input<'a>>(body: &V, b: &Body<'a, V>) -> ReadResult<(), V::Error> {
+    if let Some(s) = b.system.as_ref().filter(|s| s.shape() != Shape::Null) {
+        if let Err(e) = super::read::read_system(s) {
+            return Err(renamed(e, "system", system_field(b.api)));
+        }
+    }
+    // An SDK object (a pydantic model class for OpenAI's `parse`, a Gemini config) is read from
+    // its dump by the estimate, and was checked by its SDK.
+    if let Some(r) = b
+        .response_format
+        .as_ref()
+        .filter(|r| !matches!(r.shape(), Shape::Null | Shape::Object))
+    {
+        if let Err(e) = super::response_format::read_response_format(r) {
+            return Err(renamed(e, "response_format", format_field(body, b.api)));
+        }
+    }
+    if !matches!(b.api, Api::Gemini | Api::Bedrock) {
+        for (j, t) in b.tools.iter().enumerate() {
+            super::read::tool_name(t, format_args!("tools[{j}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The body field that holds the system prompt.
+fn system_field(api: Api) -> &'static str {
+    match api {
+        Api::OpenAIResponses => "instructions",
+        Api::Gemini => "systemInstruction",
+        Api::OpenAIChat | Api::Anthropic | Api::Bedrock => "system",
+    }
+}
+
+/// The body field that holds the structured-output option.
+#[cold]
+fn format_field<'a, V: Input<'a>>(body: &V, api: Api) -> &'static str {
+    let has = |k: Key| matches!(body.get(k), Ok(Some(_)));
+    match api {
+        Api::OpenAIResponses => "text",
+        Api::Anthropic if has(Key::output_format) => "output_format",
+        Api::Anthropic => "output_config.format",
+        Api::Gemini if has(Key::generationConfig) => "generationConfig",
+        Api::Gemini if has(Key::generation_config) => "generation_config",
+        Api::Gemini => "config",
+        Api::OpenAIChat | Api::Bedrock => "response_format",
+    }
+}
+
+/// `e` with the field (and the reason's "{from} must ...") renamed from the extras reader's
+/// name to the body's.
+#[cold]
+fn renamed<E>(e: ReadError<E>, from: &str, to: &str) -> ReadError<E> {
+    match e {
+        ReadError::Invalid { field, reason } => ReadError::Invalid {
+            field: match field.strip_prefix(from) {
+                Some(rest) => format!("{to}{rest}"),
+                None => field,
+            },
+            reason: reason.replacen(&format!("{from} must"), &format!("{to} must"), 1),
+        },
+        e => e,
+    }
 }
 
 #[cfg(test)]
@@ -220,5 +294,94 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(read_request(&&json!([1]), None).is_err());
+    }
+
+    fn field_of(b: serde_json::Value) -> String {
+        match read_request(&&b, None) {
+            Err(super::super::ReadError::Invalid { field, .. }) => field,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_bad_system_tool_name_or_format_is_refused_naming_the_body_field() {
+        let user = json!([{"role": "user", "content": "fine"}]);
+        assert_eq!(
+            field_of(json!({"model": "gpt-4o", "instructions": 5, "input": user})),
+            "instructions"
+        );
+        assert_eq!(
+            field_of(json!({"model": "claude-sonnet-4-5", "system": 5, "messages": user})),
+            "system"
+        );
+        assert_eq!(
+            field_of(json!({"model": "gpt-4o", "messages": user,
+                            "tools": [{"type": "function", "function": {"name": 5}}]})),
+            "tools[0].function.name"
+        );
+        assert_eq!(
+            field_of(json!({"model": "gpt-4o", "messages": user, "response_format": "json"})),
+            "response_format"
+        );
+        assert_eq!(
+            field_of(json!({"model": "gpt-4.1", "input": "hi", "text": {"format": 5}})),
+            "text.format"
+        );
+        assert_eq!(
+            field_of(
+                json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                            "tools": [{"functionDeclarations": [{"name": "a"}, {"name": 5}]}]})
+            ),
+            "tools[0].functionDeclarations[1].name"
+        );
+        // Bedrock's index counts the cache point the estimate's list skips.
+        assert_eq!(
+            field_of(json!({"modelId": "m", "messages": [],
+                            "toolConfig": {"tools": [{"cachePoint": {"type": "default"}},
+                                                     {"toolSpec": {"name": 5}}]}})),
+            "toolConfig.tools[1].toolSpec.name"
+        );
+    }
+
+    fn turns(contents: serde_json::Value) -> Vec<(String, usize)> {
+        let b = json!({"model": "gemini-2.5-flash", "contents": contents});
+        match read_request(&&b, None).unwrap().history {
+            History::Turns(ts) => ts
+                .iter()
+                .map(|t| match t {
+                    Turn::Message(m) => (format!("message {}", m["role"]), 1),
+                    Turn::Parts { role, parts } => (role.to_string(), parts.len()),
+                })
+                .collect(),
+            History::List(_) => vec![("as given".to_string(), 0)],
+            History::Text(_) => panic!("text"),
+        }
+    }
+
+    #[test]
+    fn gemini_contents_in_the_sdk_shapes_are_grouped_into_turns_as_the_sdk_sends_them() {
+        let user = |n: usize| ("user".to_string(), n);
+        assert_eq!(turns(json!("Why is the sky blue?")), vec![user(1)]);
+        assert_eq!(turns(json!(["Why?", "Answer in one line."])), vec![user(2)]);
+        assert_eq!(turns(json!([{"text": "Why?"}])), vec![user(1)]);
+        assert_eq!(turns(json!({"text": "Why?"})), vec![user(1)]);
+        assert_eq!(turns(json!([["a", "b"], "c"])), vec![user(2), user(1)]);
+        // A run of function calls is the model's turn; a content breaks a run.
+        assert_eq!(
+            turns(json!(["q", {"functionCall": {"name": "f", "args": {}}},
+                         {"role": "user", "parts": [{"text": "r"}]}, "s"])),
+            vec![
+                user(1),
+                ("model".to_string(), 1),
+                ("message \"user\"".to_string(), 1),
+                user(1)
+            ]
+        );
+        // The REST shape is handed back as given.
+        assert_eq!(
+            turns(json!([{"role": "user", "parts": [{"text": "hi"}]}])),
+            vec![("as given".to_string(), 0)]
+        );
+        assert!(read_request(&&json!({"contents": 5}), None).is_err());
     }
 }

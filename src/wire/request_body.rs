@@ -102,6 +102,18 @@ pub enum History<'a, V> {
     List(V),
     /// The Responses API's `input` given as one string: one user message.
     Text(Cow<'a, str>),
+    /// Gemini `contents` given as the Python SDK also takes them (a string, one part, a list
+    /// mixing contents and parts), grouped into turns as the SDK groups them before sending.
+    Turns(Vec<Turn<V>>),
+}
+
+/// One turn of a [`History::Turns`].
+#[derive(Debug, Clone)]
+pub enum Turn<V> {
+    /// A message (a Gemini `Content`) as given.
+    Message(V),
+    /// Parts the SDK sends as one `Content` of this role.
+    Parts { role: &'static str, parts: Vec<V> },
 }
 
 /// One request body, read.

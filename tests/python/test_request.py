@@ -4,6 +4,9 @@ on bodies exactly as callers pass them to the SDKs (hand-made and the recorded r
 from __future__ import annotations
 
 import statistics
+import types
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pytest
 
@@ -394,3 +397,132 @@ def test_the_session_and_the_cli_read_a_body_as_estimate_request_does(tmp_path) 
     out = subprocess.run([sys.executable, "-m", "contextfold", "estimate", str(path), "--json"],
                          capture_output=True, text=True, check=True)
     assert json.loads(out.stdout)["total"] == cf.estimate_request(body)
+
+
+USER = [{"role": "user", "content": "fine"}]
+BAD_PARTS = [
+    # (body, the body's field) -- the user's message 0 is fine in each.
+    ({"model": "gpt-4o", "instructions": 5, "input": USER}, "instructions"),
+    ({"model": "claude-sonnet-4-5", "max_tokens": 1, "system": 5, "messages": USER}, "system"),
+    ({"model": "gpt-4o", "messages": USER, "tools": [{"type": "function", "function": {"name": 5}}]},
+     "tools[0].function.name"),
+    ({"model": "gpt-4o", "input": USER, "tools": [{"type": "function", "name": 5}]}, "tools[0].name"),
+    ({"model": "gpt-4o", "messages": USER, "response_format": "json"}, "response_format"),
+    ({"model": "gpt-4o", "input": USER, "text": {"format": "json"}}, "text.format"),
+    ({"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "x"}]}],
+      "tools": [{"functionDeclarations": [{"name": "a"}, {"name": 5}]}]}, "tools[0].functionDeclarations[1].name"),
+]
+
+
+@pytest.mark.parametrize("body,field", BAD_PARTS, ids=[f for _, f in BAD_PARTS])
+@pytest.mark.parametrize("call", ["read_request", "estimate_request", "breakdown_request", "count_request"])
+def test_a_bad_system_tool_name_or_format_is_a_value_error_naming_the_body_field(
+        call: str, body: dict[str, Any], field: str) -> None:
+    if call == "count_request" and "contents" in body:
+        pytest.skip("count_request counts OpenAI bodies")
+    with pytest.raises(ValueError) as e:
+        getattr(cf, call)(body)
+    # The body's field, never a message the exact count built from it (was: message 0 'content').
+    assert not isinstance(e.value, cf.InvalidMessageError)
+    assert e.value.field == field  # type: ignore[attr-defined]
+    assert str(e.value).startswith(f"{field}: ")
+
+
+def _wrapped(v: object, wrap: type) -> object:
+    if isinstance(v, dict):
+        return wrap({k: _wrapped(x, wrap) for k, x in v.items()})
+    if isinstance(v, list):
+        return [_wrapped(x, wrap) for x in v]
+    return v
+
+
+class _Mapping(Mapping):  # type: ignore[type-arg]
+    """A read-only mapping that is not a dict."""
+
+    def __init__(self, d: dict[str, object]) -> None:
+        self._d = d
+
+    def __getitem__(self, k: str) -> object:
+        return self._d[k]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+@pytest.mark.parametrize("wrap", [types.MappingProxyType, _Mapping], ids=["MappingProxyType", "abc.Mapping"])
+def test_a_mapping_that_is_not_a_dict_reads_as_the_dict_it_holds(wrap: type) -> None:
+    body: dict[str, Any] = {"model": "gpt-4o", "tools": [WEATHER],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "object"}}},
+            "messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]}]}
+    mapped: Any = _wrapped(body, wrap)
+    # Was: "expected a request body with messages..." for the body, "field 'role': missing" for a message.
+    assert cf.estimate_request(mapped) == cf.estimate_request(body)
+    assert cf.count_request(mapped) == cf.count_request(body)
+    assert cf.breakdown_request(mapped).total == cf.breakdown_request(body).total
+    assert cf.estimate(mapped["messages"]) == cf.estimate(body["messages"])
+    with pytest.raises(TypeError, match="messages must be a list of messages"):
+        cf.estimate(wrap({"role": "user", "content": "hi"}))
+
+
+GEMINI_SDK_CONTENTS = {
+    "str": "Why is the sky blue?",
+    "list of str": ["Why is the sky blue?", "Answer in one line."],
+    "part dict": {"text": "Why is the sky blue?"},
+    "list of part dicts": [{"text": "What is in this image?"},
+                           {"inline_data": {"mime_type": "image/png", "data": "iVBORw0KGgo" + "A" * 4000}}],
+    "list in the list": [["a", "b"], "c"],
+}
+
+
+def _sdk_contents() -> dict[str, object]:
+    gt = pytest.importorskip("google.genai.types")
+    return {
+        **GEMINI_SDK_CONTENTS,
+        "Part": gt.Part(text="Why is the sky blue?"),
+        "list of Part": [gt.Part(text="Why is the sky blue?"), gt.Part(text="Answer in one line.")],
+        "Content": gt.Content(role="user", parts=[gt.Part(text="Why is the sky blue?")]),
+        "parts and contents": [
+            "Weather in Paris?",
+            gt.Part(function_call=gt.FunctionCall(name="get_weather", args={"city": "Paris"})),
+            gt.Content(role="user", parts=[gt.Part(function_response=gt.FunctionResponse(
+                name="get_weather", response={"temp": 21}))]),
+            "And in Rome?",
+        ],
+    }
+
+
+def test_gemini_contents_in_every_shape_the_sdk_takes_are_priced_as_the_contents_it_sends() -> None:
+    transformers = pytest.importorskip("google.genai._transformers")
+    for name, contents in _sdk_contents().items():
+        # What google-genai sends for them: its own normalization, dumped as the REST list.
+        sent = [c.model_dump(exclude_none=True) for c in transformers.t_contents(contents)]
+        got = cf.estimate_request({"model": "gemini-2.5-flash", "contents": contents})
+        assert got == cf.estimate_request({"model": "gemini-2.5-flash", "contents": sent}), name
+        assert got > 0, name
+    r = cf.read_request({"model": "gemini-2.5-flash", "contents": "Why is the sky blue?"})
+    assert r.messages == [{"role": "user", "parts": ["Why is the sky blue?"]}]
+    with pytest.raises(ValueError) as e:
+        cf.read_request({"model": "gemini-2.5-flash", "contents": 5})
+    assert e.value.field == "contents"  # type: ignore[attr-defined]
+
+
+def test_a_gemini_sdk_config_object_gives_the_settings_a_dict_config_does() -> None:
+    gt = pytest.importorskip("google.genai.types")
+    fd = {"name": "get_weather", "description": "Get the weather",
+          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    contents = [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]
+    as_dict = {"tools": [{"function_declarations": [fd]}, {"google_search": {}}, {"code_execution": {}}],
+               "tool_config": {"function_calling_config": {"mode": "ANY"}}}
+    as_obj = gt.GenerateContentConfig(
+        tools=[gt.Tool(function_declarations=[gt.FunctionDeclaration(**fd)]), gt.Tool(google_search=gt.GoogleSearch()),
+               gt.Tool(code_execution=gt.ToolCodeExecution())],
+        tool_config=gt.ToolConfig(function_calling_config=gt.FunctionCallingConfig(mode="ANY")))
+    d = cf.read_request({"model": "gemini-2.5-flash", "contents": contents, "config": as_dict})
+    o = cf.read_request({"model": "gemini-2.5-flash", "contents": contents, "config": as_obj})
+    # Was: () for the object (its Tool objects had no entries to list).
+    assert o.settings == d.settings
+    assert d.settings.server_tools == ("google_search", "code_execution")
