@@ -458,6 +458,40 @@ fn repair_sequential(msgs: &[Message<'_>], ids: &Ids, responses: bool, plan: &mu
     }
 }
 
+/// Where the pending last turn of `msgs` begins: its calls are still awaiting their results,
+/// which repair leaves as they are and a check of a history about to be completed does not
+/// hold against it. Anthropic, Bedrock and Gemini: the last message's calls (their results
+/// would be the next message); OpenAI chat and Responses: the calls after the last message
+/// that speaks (a user turn, an assistant text without calls of its own), as
+/// `repair_sequential` closes them. `msgs.len()` when there is none.
+pub fn pending_from(msgs: &[Message<'_>], format: WireFormat) -> usize {
+    let n = msgs.len();
+    if format.strict_turns() {
+        return match msgs.last() {
+            Some(m) if !calls_of(m).is_empty() => n - 1,
+            _ => n,
+        };
+    }
+    let responses = format == WireFormat::Responses;
+    let speaks = |m: &Message<'_>| match Turn::of(m) {
+        Turn::User => m.result_ids().next().is_none(),
+        Turn::Assistant => {
+            calls_of(m).is_empty()
+                && !m.is_reasoning_item()
+                && (!responses
+                    || matches!(&m.content, Content::Text(_))
+                    || m.parts().iter().any(|p| matches!(p, Part::Text(_))))
+        }
+        _ => false,
+    };
+    let start = msgs.iter().rposition(speaks).map_or(0, |i| i + 1);
+    if msgs[start..].iter().any(|m| !calls_of(m).is_empty()) {
+        start
+    } else {
+        n
+    }
+}
+
 /// A user message holding result blocks, in a strict format.
 fn results_message(wire: Format, blocks: &[String]) -> String {
     format!(
@@ -552,6 +586,32 @@ mod tests {
         let p = plan_of(&broken, WireFormat::Anthropic);
         assert_eq!(p.changes.len(), 1, "{:?}", p.changes);
         assert!(p.changes[0].contains("\"toolu_1\""), "{:?}", p.changes);
+    }
+
+    #[test]
+    fn the_pending_last_turn_is_the_calls_after_the_last_message_that_speaks() {
+        let chat = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "ok"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "b", "content": "ok"}
+        ]);
+        let msgs = read_history(&&chat).expect("readable");
+        assert_eq!(pending_from(&msgs, WireFormat::Chat), 1);
+        // A finished round after the last message that speaks is in it too (nothing to answer).
+        assert_eq!(pending_from(&msgs[..3], WireFormat::Chat), 1);
+        assert_eq!(pending_from(&msgs[..1], WireFormat::Chat), 1);
+        let strict = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "f", "input": {}}]}
+        ]);
+        let msgs = read_history(&&strict).expect("readable");
+        assert_eq!(pending_from(&msgs, WireFormat::Anthropic), 1);
+        assert_eq!(pending_from(&msgs[..1], WireFormat::Anthropic), 1);
     }
 
     #[test]

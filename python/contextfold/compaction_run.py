@@ -13,6 +13,7 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.compaction_result import CompactionResult
+from contextfold.errors import CompactionError
 from contextfold.history import WireFormat
 from contextfold.summarize.base import SummaryRequest
 
@@ -47,6 +48,9 @@ class CompactionRun:
     #: The messages the core has read in this run, by object: each plan, digest and check of
     #: the run reads a message object once (the run never changes one in place).
     read: _core.MessageCache = field(default_factory=_core.MessageCache)
+    #: How many messages the pending last turn holds (calls awaiting their results, which
+    #: repair leaves as they are): the end of the history, the same in its compaction.
+    pending_tail: int = 0
 
     def __post_init__(self) -> None:
         self.original = self.msgs
@@ -71,6 +75,27 @@ class CompactionRun:
             known = {(k, d.split(":", 1)[-1]) for k, _, d in self.plan["input_failures"]}
             failures = [f for f in failures if f[0] == "over_budget" or (f[0], f[2].split(":", 1)[-1]) not in known]
         return tokens, failures
+
+
+    def refuse_inherited(self, result: CompactionResult) -> None:
+        """Raise ``CompactionError`` when the compacted history still has a broken tool pair
+        the caller's history came in with (a call without its result, a result without its
+        call), which ``verified`` leaves to this last step: a fold that takes the broken pair
+        away repairs it, so only the finished history can tell. A call of the pending last
+        turn is not broken; a history returned unchanged is the caller's own."""
+        pairs = ("orphan_call", "orphan_result")
+        if result.strategy_used is None or not any(k in pairs for k, _, _ in self.plan["input_failures"]):
+            return
+        _, failures = _core.compaction_verify(result.messages, self.priced, budget_tokens=None, seams=[],
+                                              overhead_tokens=int(self.plan["overhead_tokens"]), cache=self.read)
+        pending = len(result.messages) - self.pending_tail
+        broken = tuple(f for f in failures if f[0] in pairs and not (f[0] == "orphan_call" and f[1] >= pending))
+        if broken:
+            raise CompactionError(
+                "the history came in with tool calls and results that do not pair, and the compacted "
+                "history still has them (a provider would reject it): " + "; ".join(d for _, _, d in broken)
+                + ". Compact with repair=True (or contextfold.repair() first): a call without its result gets "
+                "a stand-in marked interrupted, a result without its call is dropped", broken)
 
 
 @dataclass(slots=True)

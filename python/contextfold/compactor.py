@@ -514,6 +514,12 @@ class Compactor(RecoverableFolds):
         ``small_page``: the room kept for a recall round (``recoverable``) is that of the
         smallest page."""
         run = self._start(messages, small_page=small_page)
+        result = yield from self._compacted(run)
+        run.refuse_inherited(result)
+        return result
+
+    def _compacted(self, run: CompactionRun) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
+        """The steps of ``_run_steps`` once the run has started."""
         if run.before <= run.effective:
             return run.unchanged(f"under budget: {run.before} <= {run.effective} tokens")
         if self.strategy == "mask" or (self.strategy == "hybrid" and int(run.plan["tokens_after_mask"]) <= run.effective):
@@ -593,6 +599,7 @@ class Compactor(RecoverableFolds):
                             summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes)
         run.plan = self._plan(run, msgs, self.min_tail)
         run.before = int(run.plan["tokens_before"])
+        run.pending_tail = len(msgs) - int(run.plan["pending_from"])
         return run
 
     def _plan(self, run: CompactionRun, ms: list[Any], min_tail: int, summary_tokens: int | None = None,

@@ -209,6 +209,9 @@ fn compaction_plan<'py>(
     d.set_item("seams", p.seams)?;
     d.set_item("reason", p.reason)?;
     d.set_item("input_failures", failure_tuples(&input_failures))?;
+    // Where the pending last turn begins (calls awaiting results, left as they are by repair):
+    // the one unanswered call a compaction may return.
+    d.set_item("pending_from", crate::repair::pending_from(&ms, format))?;
     Ok(d)
 }
 

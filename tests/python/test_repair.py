@@ -156,8 +156,56 @@ def test_compactor_repair_says_what_it_changed():
     assert any("repaired the history first" in n and "call_3" in n for n in r.notes)
     assert shape_problems(r.messages, "chat") == []
     assert r.tokens_after <= r.budget
-    plain = cf.Compactor(budget=5_000).compact(broken)
-    assert not any("repaired" in n for n in plain.notes)
+    # Without repair, the masked history would keep the unanswered call: refused, not returned.
+    with pytest.raises(cf.CompactionError, match=r'message 8: tool call "call_3" has no result.*repair=True'):
+        cf.Compactor(budget=5_000).compact(broken)
+
+
+def lost_in_the_middle(fmt: str) -> tuple[list[dict[str, Any]], Any, str]:
+    """An agent history of ``fmt`` that lost one result of a parallel pair in its middle, and
+    the lost call's id."""
+    chat: list[dict[str, Any]] = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}]
+    for t in range(8):
+        chat.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{t}{k}", "type": "function", "function": {"name": "read", "arguments": json.dumps({"k": k})}}
+            for k in range(2)]})
+        chat += [{"role": "tool", "tool_call_id": f"c{t}{k}", "content": f"data {t}{k} " * 400}
+                 for k in (1, 0) if (t, k) != (6, 1)]
+    chat.append({"role": "user", "content": "next"})
+    msgs, system = convert(chat, fmt)
+    return msgs, system, "c61"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_compaction_that_would_return_a_broken_pair_raises_and_names_repair(fmt):
+    msgs, system, lost_id = lost_in_the_middle(fmt)
+    kw = dict(provider=PROVIDER[fmt], system=system, wire_format=fmt)
+    budget = cf.estimate(msgs, provider=PROVIDER[fmt], system=system) // 2
+    # Masking keeps every message: the unanswered call would come back.
+    with pytest.raises(cf.CompactionError) as e:
+        cf.Compactor(budget=budget, strategy="mask", **kw).compact(msgs)
+    assert lost_id in str(e.value) and "repair=True" in str(e.value)
+    assert [k for k, _, _ in e.value.failures] == ["orphan_call"] and e.value.failures[0][1] >= 0
+    # Repaired first, the same compaction is accepted.
+    r = cf.Compactor(budget=budget, strategy="mask", repair=True, **kw).compact(msgs)
+    assert accepted(r.messages, fmt, system) == []
+    # A summary that folds the broken pair away returns a valid history, and no error.
+    r = cf.Compactor(budget=budget // 2, strategy="summarize", min_tail=1, keep=500, **kw).compact(msgs)
+    assert r.strategy_used == "summarize" and lost_id not in json.dumps(r.messages)
+    assert accepted(r.messages, fmt, system) == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_pending_last_turn_without_repair_compacts_without_error(fmt):
+    chat = agent_history(30)[:-2]
+    chat.append({"role": "user", "content": "Now run the tests."})
+    chat.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_pending", "type": "function", "function": {"name": "run_tests", "arguments": "{}"}}]})
+    msgs, system = convert(chat, fmt)
+    for strategy in ("mask", "summarize"):
+        out = cf.Compactor(provider=PROVIDER[fmt], budget=5_000, system=system, wire_format=fmt,
+                           strategy=strategy).compact(msgs)
+        assert out.changed and out.messages[-1] is msgs[-1]
 
 
 def server_tool_history() -> list[dict[str, Any]]:
