@@ -512,6 +512,9 @@ class _CompactionPlan(TypedDict):
     seams: list[int]
     reason: str | None
     input_failures: list[tuple[str, int, str]]
+    #: Where the pending last turn begins (calls awaiting their results); ``len(messages)``
+    #: when there is none.
+    pending_from: int
     folds: NotRequired[list[tuple[str, str]]]
 
 @final
