@@ -354,6 +354,14 @@ fn fence_in(text: &str) -> Option<(usize, &str, bool)> {
     chosen
 }
 
+/// The first line of `text` that holds anything, trimmed.
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
 /// How many blocks of `text` are fenced as shell (`SHELL_FENCES`): a text agent's harness runs
 /// one action a turn.
 fn shell_blocks(text: &str) -> usize {
@@ -535,6 +543,13 @@ impl<'a> Builder<'a> {
     /// A text agent's command and the observation that answered it (`refused`: the harness
     /// ran no command of the turn and the observation says why). Whether it failed.
     fn command(&mut self, cmd: &str, observation: Cow<'a, str>, refused: bool) -> bool {
+        // A refusal's first line says why; the rest is the harness's instructions, the same
+        // every time (a SWE fold's five refusals took more of its Errors than its tracebacks).
+        let observation = match observation {
+            Cow::Borrowed(t) if refused => Cow::Borrowed(first_line(t)),
+            Cow::Owned(t) if refused => Cow::Owned(first_line(&t).to_string()),
+            o => o,
+        };
         let mut outcome = outcome_of(observation);
         outcome.err |= refused;
         let err = outcome.err;
@@ -2362,7 +2377,8 @@ mod tests {
             ),
             (
                 "user",
-                "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
+                "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.\n\n\
+                 Please format your action in triple backticks as shown in <response_example>."
                     .to_string(),
             ),
             ("assistant", "THOUGHT: one at a time\n\n```bash\nsed -i 's/a/b/' app.py\n```".to_string()),
@@ -2378,6 +2394,8 @@ mod tests {
             errors.contains("$ python app.py -> error: Please always provide EXACTLY ONE action"),
             "{d}"
         );
+        // Its first line says why; the harness's instructions after it are left out.
+        assert!(!d.contains("Please format your action"), "{d}");
         // The submission, one action answered by its diff, ran.
         assert!(
             d.contains("$ echo DONE && git diff -> ok: diff --git"),
