@@ -1,6 +1,6 @@
 """Text by script: the sampled estimate against exact o200k / cl100k counts, per script.
 
-    python tools/script_report.py [--size 3000]
+    python tools/script_report.py [--size 3000] [--manpages]
 
 Source of real multilingual text: the gettext catalogs (``.mo``) that Debian packages install
 under ``/usr/share/locale`` (coreutils, bash, apt, git, glib, gtk, postgres, ...: real
@@ -10,6 +10,11 @@ the translations of its locale's catalogs (English: the message ids), joined int
 ``--size`` characters. Code: the Python standard library's sources. Emoji: English messages
 with one emoji from Unicode's emoji blocks after every few words (no real corpus of emoji chat
 is installed; the mix is stated as built).
+
+``--manpages``: a second source, prose rather than interface strings: the manual pages Debian's
+``manpages-zh`` and ``manpages-ja`` install (``apt-get install manpages-zh manpages-ja``), their
+roff requests and font escapes stripped, cut into chunks of ``--size`` characters, each kept
+when at least 30% of it is CJK (the rest of a page is option names and code).
 
 Prints per script and encoding the number of chunks and the median / p10 / p90 of
 ``estimate / exact - 1`` of the text alone (a one-message request minus the empty one), with
@@ -21,6 +26,8 @@ from __future__ import annotations
 import argparse
 import gettext
 import glob
+import gzip
+import re
 import statistics
 import sys
 import sysconfig
@@ -69,6 +76,25 @@ def code_texts(size: int) -> list[str]:
     return out
 
 
+#: Manual pages read by ``--manpages``: script name -> the directory Debian installs them in.
+MANPAGES = {"Chinese (man pages)": "/usr/share/man/zh_CN", "Japanese (man pages)": "/usr/share/man/ja"}
+
+
+def manpage_texts(root: str, size: int) -> list[str]:
+    """Chunks of the manual pages under ``root`` whose characters are at least 30% CJK."""
+    out: list[str] = []
+    for page in sorted(glob.glob(f"{root}/man*/*.gz")):
+        with gzip.open(page) as f:
+            raw = f.read().decode("utf-8", "ignore")
+        lines = [re.sub(r"^[.'][A-Za-z]+\s*", "", ln) for ln in raw.splitlines()]
+        text = re.sub(r"\\f[BIRP]|\\\(..|\\-|\\&|\\e", "", "\n".join(lines))
+        for i in range(0, len(text) - size, size):
+            c = text[i : i + size]
+            if sum(1 for ch in c if "\u3040" <= ch <= "\u9fff") >= 0.3 * len(c):
+                out.append(c)
+    return out
+
+
 def emoji_texts(size: int) -> list[str]:
     emoji = [chr(c) for c in range(0x1F600, 0x1F650)] + [chr(c) for c in range(0x1F680, 0x1F6C0)]
     out = []
@@ -93,10 +119,14 @@ def errors(model: str, texts: list[str]) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=3000)
+    ap.add_argument("--manpages", action="store_true", help="Chinese and Japanese manual pages instead")
     args = ap.parse_args()
-    corpora = {name: catalog_texts(lang, args.size) for name, lang in LOCALES.items()}
-    corpora["Code (Python stdlib)"] = code_texts(args.size)
-    corpora["Emoji (in English)"] = emoji_texts(args.size)
+    if args.manpages:
+        corpora = {name: manpage_texts(root, args.size) for name, root in MANPAGES.items()}
+    else:
+        corpora = {name: catalog_texts(lang, args.size) for name, lang in LOCALES.items()}
+        corpora["Code (Python stdlib)"] = code_texts(args.size)
+        corpora["Emoji (in English)"] = emoji_texts(args.size)
     print("| script | n | " + " | ".join(f"{e} median (p10 / p90)" for e in MODELS) + " |")
     print("| --- | ---: | " + " | ".join("---:" for _ in MODELS) + " |")
     for name, texts in corpora.items():
