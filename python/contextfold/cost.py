@@ -12,6 +12,7 @@ bill until enough turns have read the smaller prompt back.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,11 +40,14 @@ class Prices:
 
 
 _OPENAI = "https://openai.com/api/pricing (cached input: the prompt caching guide, platform.openai.com/docs/guides/prompt-caching: 5-10 minutes idle)"
-_ANTHROPIC = ("https://docs.claude.com/en/docs/about-claude/pricing (cache writes 1.25x input for 5 minutes, "
-              "reads 0.1x: docs.claude.com/en/docs/build-with-claude/prompt-caching)")
+_ANTHROPIC = ("https://platform.claude.com/docs/en/about-claude/pricing (model pricing table: base input, 5m cache "
+              "writes, cache hits, output; cache writes 1.25x input for 5 minutes, reads 0.1x: "
+              "docs.claude.com/en/docs/build-with-claude/prompt-caching)")
 _GEMINI = "https://ai.google.dev/gemini-api/docs/pricing (implicit caching: ai.google.dev/gemini-api/docs/caching)"
 
-#: List prices by model-name prefix (the longest matching prefix wins); override any row.
+#: List prices by model name; a row prices its own model and that model's dated snapshots
+#: (``gpt-4o-2024-08-06``, ``claude-sonnet-4-5-20250929``), never a sibling (``o3`` is not
+#: ``o3-mini``). Override any row, or pass ``prices=``.
 PRICES: dict[str, Prices] = {
     "gpt-4o-mini": Prices(0.15, 0.075, 0.15, 0.60, 300, _OPENAI),
     "gpt-4o": Prices(2.50, 1.25, 2.50, 10.00, 300, _OPENAI),
@@ -55,28 +59,70 @@ PRICES: dict[str, Prices] = {
     "gpt-5": Prices(1.25, 0.125, 1.25, 10.00, 300, _OPENAI),
     "o4-mini": Prices(1.10, 0.275, 1.10, 4.40, 300, _OPENAI),
     "o3": Prices(2.00, 0.50, 2.00, 8.00, 300, _OPENAI),
+    # Anthropic's model pricing table (_ANTHROPIC) lists each of these models on its own row.
+    "claude-opus-4-6": Prices(5.00, 0.50, 6.25, 25.00, 300, _ANTHROPIC),
     "claude-opus-4-5": Prices(5.00, 0.50, 6.25, 25.00, 300, _ANTHROPIC),
+    "claude-opus-4-1": Prices(15.00, 1.50, 18.75, 75.00, 300, _ANTHROPIC),
     "claude-opus-4": Prices(15.00, 1.50, 18.75, 75.00, 300, _ANTHROPIC),
+    "claude-sonnet-4-6": Prices(3.00, 0.30, 3.75, 15.00, 300, _ANTHROPIC),
+    "claude-sonnet-4-5": Prices(3.00, 0.30, 3.75, 15.00, 300, _ANTHROPIC),
     "claude-sonnet-4": Prices(3.00, 0.30, 3.75, 15.00, 300, _ANTHROPIC),
     "claude-3-7-sonnet": Prices(3.00, 0.30, 3.75, 15.00, 300, _ANTHROPIC),
     "claude-haiku-4-5": Prices(1.00, 0.10, 1.25, 5.00, 300, _ANTHROPIC),
     "claude-3-5-haiku": Prices(0.80, 0.08, 1.00, 4.00, 300, _ANTHROPIC),
     "gemini-2.5-pro": Prices(1.25, 0.31, 1.25, 10.00, 300, _GEMINI),
     "gemini-2.5-flash": Prices(0.30, 0.075, 0.30, 2.50, 300, _GEMINI),
-    "gemini-3-pro": Prices(2.00, 0.20, 2.00, 12.00, 300, _GEMINI),
+    "gemini-3-pro-preview": Prices(2.00, 0.20, 2.00, 12.00, 300, _GEMINI),
 }
+
+# A provider's dated snapshot of one model: OpenAI's "-2024-08-06", Anthropic's "-20250929" and
+# "-latest" alias. Anything else after a row's name (-mini, -pro, -lite, -nano) is another model.
+_SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
+# Dated ids that are NOT priced as their base model: OpenAI's pricing page lists gpt-4o-2024-05-13
+# on its own row at its own (higher) price, which we have no cited figure for: unknown, not gpt-4o.
+_OWN_PRICE_SNAPSHOTS = frozenset({"gpt-4o-2024-05-13"})
+# Amazon Bedrock's Claude ids: [region.]anthropic.<model>[-vN[:M]] (us., eu., apac., global., ...).
+_BEDROCK = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.(claude-[a-z0-9.-]+?)(?:-v\d+(?::\d+)?)?$")
+
+
+def _base_name(model: str) -> tuple[str, bool]:
+    """``model`` without routing prefixes (``openai/``, ``bedrock/``, an ARN's path), lower case,
+    Claude's dotted versions spelled with dashes (OpenRouter's ``claude-sonnet-4.5``); and True
+    when it is an Amazon Bedrock id."""
+    base = model.rsplit("/", 1)[-1].lower()
+    bedrock = _BEDROCK.match(base)
+    if bedrock:
+        base = bedrock.group(1)
+    if base.startswith("claude-"):
+        base = re.sub(r"(?<=\d)\.(?=\d)", "-", base)
+    return base, bedrock is not None
 
 
 def prices_for(model: str, table: Mapping[str, Prices] | None = None) -> Prices:
-    """The prices of ``model`` (its base name, routing prefixes such as ``openai/`` removed):
-    the row of the longest prefix of ``table`` (default `PRICES`) it starts with. Raises
-    ``KeyError`` naming the model when no row matches (pass ``prices=``)."""
+    """The prices of ``model`` from ``table`` (default `PRICES`): the row named exactly as the
+    model (routing prefixes such as ``openai/`` removed), or the row of the model a dated
+    snapshot id belongs to (``gpt-4o-2024-08-06`` -> ``gpt-4o``). A sibling is never used
+    (``o3-mini`` is not priced as ``o3``). Raises ``KeyError`` naming the model when no row
+    matches (pass ``prices=``).
+
+    Amazon Bedrock ids (``us.anthropic.claude-sonnet-4-...-v1:0``, ``bedrock/...``) resolve to
+    their model as `model_info` does, but the default table has no Bedrock prices: Bedrock
+    publishes its own, per region and endpoint, so they raise ``KeyError`` unless ``table`` has
+    a row for the id itself."""
     rows = PRICES if table is None else table
-    base = model.rsplit("/", 1)[-1].lower()
-    best = max((p for p in rows if base.startswith(p)), key=len, default=None)
-    if best is None:
-        raise KeyError(f"no prices for model {model!r}: pass prices=Prices(...) or add a row to the table")
-    return rows[best]
+    full = model.rsplit("/", 1)[-1].lower()
+    if table is not None and full in rows:
+        return rows[full]
+    base, bedrock = _base_name(model)
+    if bedrock and table is None:
+        raise KeyError(f"no prices for Bedrock model {model!r} ({base} on Amazon Bedrock): Bedrock sets its own "
+                       "prices per region and endpoint; pass prices=Prices(...) or add a row for this id")
+    if base in rows:
+        return rows[base]
+    snapshot_of = _SNAPSHOT.sub("", base)
+    if snapshot_of != base and snapshot_of in rows and base not in _OWN_PRICE_SNAPSHOTS:
+        return rows[snapshot_of]
+    raise KeyError(f"no prices for model {model!r}: pass prices=Prices(...) or add a row to the table")
 
 
 @dataclass(frozen=True, slots=True)

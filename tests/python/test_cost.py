@@ -14,14 +14,28 @@ def _trajectory() -> list[dict]:
     return max((c["messages"] for c in convs), key=len)
 
 
-def test_prices_resolve_by_the_longest_prefix_and_can_be_overridden() -> None:
+def test_prices_resolve_a_model_and_its_dated_snapshots_and_can_be_overridden() -> None:
     assert prices_for("gpt-4o-mini-2024-07-18") is PRICES["gpt-4o-mini"]
+    assert prices_for("gpt-4o-2024-08-06") is PRICES["gpt-4o"]
     assert prices_for("openai/gpt-4o") is PRICES["gpt-4o"]
-    assert prices_for("claude-sonnet-4-5-20250929").cache_write > prices_for("claude-sonnet-4-5").input
+    assert prices_for("claude-sonnet-4-5-20250929") is PRICES["claude-sonnet-4-5"]
+    assert prices_for("anthropic/claude-sonnet-4.5") is PRICES["claude-sonnet-4-5"]
+    assert prices_for("claude-opus-4-1-20250805").input == 15.0  # not Opus 4.5's 5.0
+    assert prices_for("claude-3-7-sonnet-latest") is PRICES["claude-3-7-sonnet"]
     mine = {"my-model": Prices(1.0, 0.1, 1.25, 4.0)}
-    assert prices_for("my-model-v2", mine).output == 4.0
+    assert prices_for("my-model", mine).output == 4.0
     with pytest.raises(KeyError, match="unknown-model"):
         prices_for("unknown-model")
+
+
+@pytest.mark.parametrize("sibling", ["gemini-2.5-flash-lite", "o3-mini", "o3-pro", "gpt-5-pro", "gpt-4o-2024-05-13",
+                                     "gpt-4.1-mini-fast", "my-model-v2"])
+def test_a_sibling_model_is_unknown_not_priced_as_the_model_its_name_starts_with(sibling: str) -> None:
+    # Each of these has its own list price (flash-lite 0.10/0.40 vs flash 0.30/2.50; o3-pro
+    # 20/80 vs o3 2/8; gpt-4o-2024-05-13 5/15 vs gpt-4o 2.50/10): a prefix match was silently wrong.
+    table = {"my-model": Prices(1.0, 0.1, 1.25, 4.0)} if sibling.startswith("my-") else None
+    with pytest.raises(KeyError, match=sibling):
+        prices_for(sibling, table)
 
 
 def test_a_compaction_pays_back_after_a_number_of_turns_that_the_cache_write_sets() -> None:
