@@ -36,6 +36,7 @@ from contextfold.errors import (
     SessionStoreError,
     UnknownModelError,
     UnknownModelWarning,
+    UnknownPricesWarning,
 )
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.images import fetch_image_size, http_image_sizes
@@ -60,6 +61,7 @@ from contextfold.summarize import (
 
 __all__ = [
     "UnknownModelWarning",
+    "UnknownPricesWarning",
     "check_model",
     "InternalError",
     "PROVIDERS",

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contextfold.cost import Prices, prices_for
+from contextfold.errors import UnknownPricesWarning
 
 #: Later requests over which a compaction's cache write must pay back (`clear_at_least`).
 PAYBACK_TURNS = 10
@@ -25,19 +27,27 @@ HARD_LIMIT_MARGIN = 0.05
 @dataclass(slots=True)
 class CachePolicy:
     """The cache of one conversation on one model. ``prices`` default to the model's row of
-    `contextfold.cost.PRICES` (None when unknown: a 5-minute TTL and no premium assumed)."""
+    `contextfold.cost.PRICES` (None when unknown: a 5-minute TTL and no premium assumed, said
+    by an `UnknownPricesWarning` from `for_model`)."""
 
     prices: Prices | None
     clock: Callable[[], float] = time.monotonic
     _last: float | None = field(default=None, init=False)
 
     @classmethod
-    def for_model(cls, model: str | None, prices: Prices | None = None) -> CachePolicy:
-        if prices is None and model:
+    def for_model(cls, model: str | None, prices: Prices | None = None, *, stacklevel: int = 2) -> CachePolicy:
+        """The policy of ``model``: ``prices`` if given, else its row of the price table. A model
+        without prices (an Amazon Bedrock id, a new model) warns: silently assuming no cache-write
+        premium would make a warm Claude cache look free to break."""
+        if prices is None:
             try:
+                if not model:
+                    raise KeyError("no model given")
                 prices = prices_for(model)
-            except KeyError:
-                prices = None
+            except KeyError as unknown:
+                warnings.warn(f"cache_aware: {unknown.args[0]}; the gate assumes a 300-second TTL and no "
+                              "cache-write premium (clear_at_least stays 0): pass cache_prices=Prices(...)",
+                              UnknownPricesWarning, stacklevel=stacklevel + 1)
         return cls(prices)
 
     @property

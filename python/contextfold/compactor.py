@@ -24,6 +24,7 @@ from contextfold import _core
 from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig
 from contextfold.content_store import ContentStore
+from contextfold.cost import Prices
 from contextfold.degrade import bare_history, budget_error, degrade, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.compaction_run import CompactionRun, Draft
@@ -196,7 +197,9 @@ class Compactor(RecoverableFolds):
     - ``cache_aware``: the gate (``should_compact``, asked before every model call) defers while
       the previous call is within the model's cache TTL, unless the estimate is within 5% of the
       usable window; ``clear_at_least`` (when left 0) is chosen from the model's cache prices
-      (`contextfold.cache_policy`).
+      (`contextfold.cache_policy`). ``cache_prices``: the model's `contextfold.cost.Prices`
+      (default: its row of ``contextfold.cost.PRICES``; a model without one, such as an Amazon
+      Bedrock id, gives an ``UnknownPricesWarning`` and no premium is assumed).
 
     Guarantees: the caller's list and objects are never altered; the result passes the core's
     check (every call with its result and vice versa, summary never between a call and its
@@ -243,6 +246,7 @@ class Compactor(RecoverableFolds):
         recall_max_tokens: int | None = None,
         repair: bool = False,
         cache_aware: bool = False,
+        cache_prices: Prices | None = None,
     ) -> None:
         #: Every option, checked once here (TypeError / ValueError naming the option).
         self.config = cfg = CompactorConfig.build(
@@ -306,7 +310,7 @@ class Compactor(RecoverableFolds):
         if self.wire_format is not None:
             self._request(self.wire_format)  # the format is known: read the request now
         # cache_aware: the gate defers while the cached prefix is warm (contextfold.cache_policy).
-        self._cache = CachePolicy.for_model(model) if cache_aware else None
+        self._cache = CachePolicy.for_model(model, cache_prices, stacklevel=2) if cache_aware else None
         if self._cache is not None and clear_at_least == 0:
             try:
                 self.clear_at_least = self._cache.clear_at_least(self.budget)

@@ -33,6 +33,12 @@ class UnknownModelWarning(UserWarning):
     an error with ``strict=True``."""
 
 
+class UnknownPricesWarning(UserWarning):
+    """``Compactor(cache_aware=True)`` on a model without a row in ``contextfold.cost.PRICES``
+    (an Amazon Bedrock id, a new model): the gate cannot weigh the cache-write premium, so it
+    keeps a 5-minute TTL and ``clear_at_least`` 0. Pass ``cache_prices=Prices(...)``."""
+
+
 class CompactionError(ValueError):
     """A compaction could not produce a history the provider would accept.
 

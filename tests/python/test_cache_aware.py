@@ -3,9 +3,11 @@ window is nearly full; `clear_at_least` is chosen from the model's cache prices.
 
 from __future__ import annotations
 
+import pytest
+
 import contextfold as cf
 from contextfold.cache_policy import CachePolicy
-from contextfold.cost import prices_for
+from contextfold.cost import Prices, prices_for
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
 
@@ -57,3 +59,21 @@ def test_clear_at_least_follows_the_cache_price_of_the_model() -> None:
     assert gpt.clear_at_least == CachePolicy(p).clear_at_least(50_000)
     # A caller's own value is kept.
     assert cf.Compactor(model="gpt-4o", budget=50_000, cache_aware=True, clear_at_least=7).clear_at_least == 7
+
+
+def test_a_bedrock_claude_id_resolves_to_its_model_but_is_never_silently_priced_as_free_to_rewrite() -> None:
+    # Bedrock sets its own prices (per region and endpoint): the table has none, and the gate says
+    # so instead of assuming no cache-write premium (clear_at_least 0) without a word.
+    bedrock = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    with pytest.raises(KeyError, match="Bedrock"):
+        prices_for(bedrock)
+    with pytest.raises(KeyError, match="Bedrock"):
+        prices_for("bedrock/anthropic.claude-sonnet-4-20250514-v1:0")
+    with pytest.warns(cf.UnknownPricesWarning, match="cache_prices"):
+        c = cf.Compactor(provider="anthropic", model=bedrock, budget=50_000, cache_aware=True)
+    assert c.clear_at_least == 0
+    # The caller's prices (or a table row for the id) make it priced like any model.
+    mine = Prices(3.00, 0.30, 3.75, 15.00)
+    assert prices_for(bedrock, {bedrock: mine}) is mine
+    priced = cf.Compactor(provider="anthropic", model=bedrock, budget=50_000, cache_aware=True, cache_prices=mine)
+    assert priced.clear_at_least == CachePolicy(mine).clear_at_least(50_000) > 50_000
