@@ -133,8 +133,9 @@ class CompactionCost:
     ``next_turn_extra``: what the first request after the compaction costs beyond the same
     request without it (the rewritten part is written to the cache again instead of read from
     it; negative when the smaller prompt already pays); ``saved_per_turn``: what every later
-    request saves (the removed tokens, read from a warm cache or sent as input);
-    ``prefix_tokens``: the tokens before the first changed message, which stay cached.
+    request saves (the removed tokens, read from a warm cache or, cold, written to it again);
+    ``prefix_tokens``: the tokens that stay cached (system prompt, tool definitions and the
+    messages before the first changed one).
     """
 
     summarizer_call: float
@@ -167,35 +168,54 @@ def compaction_cost(
     prices: Prices | None = None,
     warm: bool = True,
     llm_summary: bool = False,
-    same_model_summarizer: bool = True,
+    summarizer_reuses_cache: bool = False,
     summary_output_tokens: int | None = None,
 ) -> CompactionCost:
-    """The predicted money effect of ``result`` (a `CompactionResult`) on ``model``'s bill.
+    """The predicted money effect of ``result`` (a `CompactionResult`) on ``model``'s bill, in USD.
 
     ``warm``: the conversation's cached prefix is still in the provider's cache (a request within
-    its TTL). ``llm_summary``: the summary was written by a model (`LLMSummarizer`); the
-    extractive summarizer costs nothing. ``same_model_summarizer``: an LLM summary was written by the same model reading the
-    conversation, so its input is the cached prefix (read at the cached price); otherwise a
-    one-shot call carrying no cache markers (input price). The summary's output tokens default to
-    the estimate of ``result.summary``.
+    its TTL); cold (False): requests come further apart than the TTL, so every one, with or
+    without the compaction, writes its whole prompt to the cache again (Anthropic's write price;
+    OpenAI and Gemini: the input price). ``llm_summary``: the summary was written by a model
+    (`LLMSummarizer`); the extractive summarizer costs nothing. The summarizer's input (the folded
+    tokens) is priced as uncached input: `LLMSummarizer` sends its own system prompt and a
+    transcript, which share no prefix with the conversation's cache. ``summarizer_reuses_cache``:
+    the summarizer sends the conversation's own cached prefix (for example the same request with
+    a summarize instruction appended), so its input is read at the cached price when warm. The
+    summary's output tokens default to the estimate of ``result.summary``.
+
+    The cached prefix that survives is the request overhead (system prompt and tool definitions,
+    sent first) plus the messages before the first changed one; a result that changed nothing
+    costs and saves nothing.
     """
     p = prices or prices_for(model)
     per = 1e-6
     before, after = int(result.tokens_before), int(result.tokens_after)
     changed = [*result.removed, *(x.index for x in result.pruned)]
+    if not changed and after == before:
+        # Nothing rewritten: the next request is byte-identical, so it reads the same cache.
+        return CompactionCost(0.0, 0.0, 0.0, before, p)
     first = min(changed) if changed else len(result.messages)
-    prefix = int(_core.estimate(result.messages[:first], provider=provider, model=model)) if first else 0  # type: ignore[arg-type]
-    prefix = min(prefix, after, before)
-    read = p.cached_read if warm else p.input
+    # The messages before the first change are the caller's own, unchanged; everything after is
+    # new. tokens_after counts system and tools too, so the prefix is what the new tail leaves.
+    tail = result.messages[first:]
+    tail_tokens = int(_core.estimate(tail, provider=provider, model=model)) if tail else 0  # type: ignore[arg-type]
+    prefix = max(0, min(after - tail_tokens, after, before))
+    # Like with like: warm, the kept prefix is read and the rest written where, without the
+    # compaction, all of it would have been read; cold, both requests write their whole prompt.
+    read = p.cached_read if warm else p.cache_write
     summary = 0.0
     if result.summary and llm_summary:
         out = summary_output_tokens
         if out is None:
             out = int(_core.estimate([{"role": "assistant", "content": result.summary}], provider=provider, model=model))  # type: ignore[arg-type]
         folded = max(0, before - after + out)
-        summary = (folded * (read if same_model_summarizer else p.input) + out * p.output) * per
-    # The next request: the kept prefix is read as before; the rest is written anew (a cache
-    # write) where, without the compaction, it would have been read.
-    with_it = prefix * read + (after - prefix) * p.cache_write
-    without = before * read
+        summary_read = p.cached_read if (summarizer_reuses_cache and warm) else p.input
+        summary = (folded * summary_read + out * p.output) * per
+    if warm:
+        with_it = prefix * p.cached_read + (after - prefix) * p.cache_write
+        without = before * p.cached_read
+    else:
+        with_it = after * p.cache_write
+        without = before * p.cache_write
     return CompactionCost(summary, (with_it - without) * per, (before - after) * read * per, prefix, p)
