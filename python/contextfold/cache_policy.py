@@ -22,6 +22,10 @@ from contextfold.errors import UnknownPricesWarning
 PAYBACK_TURNS = 10
 #: "The hard limit is near": the estimate is within this share of the usable window.
 HARD_LIMIT_MARGIN = 0.05
+#: With the default trigger (which sits at or above the nearly-full line: min(90% of the window,
+#: window - output reserve)), the cold gate fires this share of the usable window below the
+#: nearly-full line, so a warm cache has that span to defer in (gpt-4o: 81.6k to 91.2k tokens).
+DEFER_SHARE = 0.10
 
 
 @dataclass(slots=True)
@@ -74,5 +78,16 @@ class CachePolicy:
 
     @staticmethod
     def hard_limit_near(tokens: int, usable: int | None) -> bool:
-        """True when ``tokens`` is within `HARD_LIMIT_MARGIN` of the usable window."""
+        """True when ``tokens`` is within `HARD_LIMIT_MARGIN` of the usable window (the
+        nearly-full line, where the gate compacts even on a warm cache)."""
         return usable is not None and tokens >= usable * (1 - HARD_LIMIT_MARGIN)
+
+    @staticmethod
+    def cold_trigger(trigger: int, usable: int | None) -> int:
+        """Tokens at which a cache-aware gate with the DEFAULT trigger fires (cold cache): the
+        default trigger, but at least `DEFER_SHARE` of the usable window below the nearly-full
+        line, so that a warm cache can defer between the two. An explicit trigger is kept as
+        given (above the line it leaves no room to defer)."""
+        if usable is None:
+            return trigger
+        return min(trigger, int(usable * (1 - HARD_LIMIT_MARGIN - DEFER_SHARE)))

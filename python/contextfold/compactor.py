@@ -194,9 +194,13 @@ class Compactor(RecoverableFolds):
       the original back (see ``contextfold.recoverable``).
     - ``repair``: repair the history first (``contextfold.repair``), each change in ``notes``.
     - Before raising, a compaction degrades in steps, each in ``notes`` (``contextfold.degrade``).
-    - ``cache_aware``: the gate (``should_compact``, asked before every model call) defers while
-      the previous call is within the model's cache TTL, unless the estimate is within 5% of the
-      usable window; ``clear_at_least`` (when left 0) is chosen from the model's cache prices
+    - ``cache_aware``: the gate (``should_compact``, asked before every model call, each call
+      noted as a request) defers while the previous call is within the model's cache TTL, unless
+      the estimate is within 5% of the usable window (the nearly-full line). With the default
+      trigger (itself at about that line) a cold cache compacts earlier, 10% of the usable window
+      below the line, so a warm cache defers between the two (gpt-4o: 81.6k to 91.2k tokens);
+      an explicit trigger (tokens, fraction or messages) is kept, and a warm cache defers from it
+      to the line; ``clear_at_least`` (when left 0) is chosen from the model's cache prices
       (`contextfold.cache_policy`). ``cache_prices``: the model's `contextfold.cost.Prices`
       (default: its row of ``contextfold.cost.PRICES``; a model without one, such as an Amazon
       Bedrock id, gives an ``UnknownPricesWarning`` and no premium is assumed).
@@ -373,28 +377,41 @@ class Compactor(RecoverableFolds):
         the last call)). After a compaction that freed too little the gate backs off until the
         history has grown by ``min_free_share`` of the trigger, unless the window itself is full."""
         _require_history(messages)
+        # Every call is a request about to be sent: note it even when the gate answers early (a
+        # back-off), or the next call would take a warm cache for a cold one.
+        warm = self._cache.observe() if self._cache is not None else False
         if self._trigger is not None and self._trigger[0] == "messages":
-            return len(messages) >= self._trigger[1]
-        tokens = self.session.estimate(messages)
-        if self._backoff_below is not None and tokens < self._backoff_below:
-            try:
-                full = tokens >= self.session.usable_tokens
-            except ValueError:
-                full = False
-            if not full:
-                return False
-        if self._trigger is None and self.session.context_window is not None:
-            fire = self.session.should_compact(messages)
+            fire = len(messages) >= self._trigger[1]
+            if not (fire and warm):
+                return fire
+            tokens = self.session.estimate(messages)
         else:
-            fire = tokens >= self.trigger_tokens
-        if self._cache is not None and self._cache.observe() and fire:
-            # Warm cache: compacting now mostly buys a cache write; wait unless the window is full.
-            try:
-                usable: int | None = self.session.usable_tokens
-            except ValueError:
-                usable = None
-            return self._cache.hard_limit_near(tokens, usable)
+            tokens = self.session.estimate(messages)
+            if self._backoff_below is not None and tokens < self._backoff_below:
+                try:
+                    full = tokens >= self.session.usable_tokens
+                except ValueError:
+                    full = False
+                if not full:
+                    return False
+            if self._trigger is None and self.session.context_window is not None:
+                fire = self.session.should_compact(messages)
+                if self._cache is not None and not fire:
+                    # The default trigger is at the hard limit: cache-aware, compact earlier
+                    # while cold so that a warm cache has room to wait (cache_policy.DEFER_SHARE).
+                    fire = tokens >= self._cache.cold_trigger(self.session.trigger_tokens, self._usable())
+            else:
+                fire = tokens >= self.trigger_tokens
+        if self._cache is not None and warm and fire:
+            # Warm cache: compacting now mostly buys a cache write; wait unless nearly full.
+            return self._cache.hard_limit_near(tokens, self._usable())
         return fire
+
+    def _usable(self) -> int | None:
+        try:
+            return self.session.usable_tokens
+        except ValueError:
+            return None
 
     # -- compaction ----------------------------------------------------------------------------
 

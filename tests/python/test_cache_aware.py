@@ -77,3 +77,63 @@ def test_a_bedrock_claude_id_resolves_to_its_model_but_is_never_silently_priced_
     assert prices_for(bedrock, {bedrock: mine}) is mine
     priced = cf.Compactor(provider="anthropic", model=bedrock, budget=50_000, cache_aware=True, cache_prices=mine)
     assert priced.clear_at_least == CachePolicy(mine).clear_at_least(50_000) > 50_000
+
+
+def _grown_to(tokens: int, provider: str, model: str) -> list[dict]:
+    h: list[dict] = [{"role": "user", "content": "task"}]
+    while cf.estimate(h, provider=provider, model=model) < tokens:
+        h.append({"role": "assistant", "content": "ok"})
+        h.append({"role": "user", "content": "observation " * 1000})
+    return h
+
+
+@pytest.mark.parametrize(("model", "provider"), [("gpt-4o", "openai"), ("claude-sonnet-4-5", "anthropic"),
+                                                  ("gpt-5", "openai")])
+def test_with_the_default_trigger_a_warm_cache_defers_between_the_cold_trigger_and_the_nearly_full_line(
+        model: str, provider: str) -> None:
+    # The default trigger sits at or above 95% of the usable window, so the gate used to fire
+    # warm or cold alike (gpt-4o: trigger 96,000, nearly-full line 91,200).
+    def gate(tokens: int) -> tuple[bool, bool]:
+        c = cf.Compactor(provider=provider, model=model, cache_aware=True)
+        assert c._cache is not None
+        clock = Clock()
+        c._cache.clock = clock
+        h = _grown_to(tokens, provider, model)
+        cold = c.should_compact(h)
+        clock.now += 30
+        return cold, c.should_compact(h)
+
+    c = cf.Compactor(provider=provider, model=model, cache_aware=True)
+    usable = c.session.usable_tokens
+    line = int(usable * 0.95)
+    early = CachePolicy.cold_trigger(c.session.trigger_tokens, usable)
+    assert early < line <= c.session.trigger_tokens
+    assert gate(early + (line - early) // 3) == (True, False)  # cold compacts, warm waits
+    assert gate(line + 2_000) == (True, True)  # nearly full: compact even when warm
+
+
+def test_a_messages_trigger_also_defers_while_warm() -> None:
+    h = [{"role": "user", "content": "task"}] + [{"role": r, "content": "word " * 300} for r in ["assistant", "user"] * 10]
+    c = cf.Compactor(model="gpt-4o", trigger=("messages", 5), cache_aware=True)
+    assert c._cache is not None
+    clock = Clock()
+    c._cache.clock = clock
+    assert c.should_compact(h)
+    clock.now += 10
+    assert not c.should_compact(h)  # was True: the messages trigger skipped the cache
+
+
+def test_a_backed_off_gate_still_notes_each_request_as_warming_the_cache() -> None:
+    h = _history()
+    c = cf.Compactor(model="gpt-4o", trigger=1000, cache_aware=True)
+    assert c._cache is not None
+    clock = Clock()
+    c._cache.clock = clock
+    assert c.should_compact(h)
+    c._backoff_below = c.session.estimate(h) + 10**6  # what a skipped compaction leaves
+    for _ in range(20):  # a request a minute: the cache stays warm
+        clock.now += 60
+        assert not c.should_compact(h)
+    c._backoff_below = None
+    clock.now += 60
+    assert not c.should_compact(h)  # was True: the back-off calls were not noted
