@@ -697,11 +697,18 @@ class Compactor(RecoverableFolds):
             def assemble(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
                 built = apply_edits(msgs, kept) if kept else list(msgs)
                 return (built, *run.verified(built, [], run.effective))
-            restored = restore_tail(msgs, list(edits), assemble, tokens=tokens, budget=run.effective,
+            # Give back no more than clear_at_least allows: the check above was against masking
+            # everything, and the history returned must itself free that much (Anthropic's
+            # clear_at_least clears at least that many tokens each time).
+            cap = min(run.effective, run.before - self.clear_at_least) if self.clear_at_least else run.effective
+            restored = restore_tail(msgs, list(edits), assemble, tokens=tokens, budget=cap,
                                     store=self.store, provider=self.provider, model=self.model, notes=run.notes,
                                     why="masking left room", where="", recoverable=self.recoverable)
             if restored is not None:
                 out, tokens, edits = restored
+        if run.before - tokens < self.clear_at_least:  # what the returned history frees
+            return run.unchanged(f"compaction skipped: it would free only {run.before - tokens} tokens, "
+                                 f"less than clear_at_least={self.clear_at_least}")
         self._after_compaction(first_changed)
         return CompactionResult(
             messages=out, summary=None, tokens_before=run.before, tokens_after=tokens, removed=(),

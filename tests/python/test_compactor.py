@@ -654,3 +654,19 @@ def test_successive_mask_compactions_never_point_different_outputs_at_each_other
     pointers = [m for m in sent if m["role"] == "tool" and "[same output as message" in m["content"]]
     assert pointers == []
     assert sum(1 for m in sent if m["role"] == "tool" and "[output pruned to save context" in m["content"]) >= 3
+
+
+def test_clear_at_least_holds_for_the_history_returned_after_masked_outputs_are_given_back() -> None:
+    hist: list[dict] = [{"role": "user", "content": "task: fix the bug"}]
+    for i in range(30):
+        hist.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function",
+                     "function": {"name": "bash", "arguments": '{"cmd": "cat file.py"}'}}]})
+        hist.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i}\n" * 400})
+    hist += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+    before = cf.estimate(hist, model="gpt-4o")
+    need = before - 20_000 + 3000  # more than compacting just down to the budget frees
+    r = cf.Compactor(model="gpt-4o", budget=20_000, strategy="mask", clear_at_least=need).compact(hist)
+    # Was applied freeing 26,422 < clear_at_least 29,382: outputs were given back after the check.
+    assert r.changed and r.tokens_before - r.tokens_after >= need  # gives back only what keeps it
+    plain = cf.Compactor(model="gpt-4o", budget=20_000, strategy="mask").compact(hist)
+    assert plain.changed and plain.tokens_before - plain.tokens_after < need
