@@ -155,13 +155,18 @@ class Session:
 
     @model.setter
     def model(self, model: str | None) -> None:
-        """Switch model: cached costs, usage anchor and correction are dropped."""
-        self._core.set_model(model)
+        """Switch model: cached costs, usage anchor and correction are dropped. With
+        ``exact=True`` the new model's tokenizer is checked first: a model without a public one
+        (or None) raises and leaves the session on its old model, nothing changed."""
+        exact = None
         if self._exact is not None:
             if model is None:
                 raise ValueError("exact=True needs a model")
             tools, rf = self._exact_extras
-            self._exact = ExactLedger(model=model, tools=tools, response_format=rf)
+            exact = ExactLedger(model=model, tools=tools, response_format=rf)  # raises before any change
+        self._core.set_model(model)
+        if exact is not None:
+            self._exact = exact
 
     @property
     def context_window(self) -> int | None:

@@ -57,3 +57,17 @@ def test_exact_needs_an_openai_model_and_the_system_prompt_in_the_messages() -> 
         cf.Session(model="gpt-4o", system="Be brief.", exact=True)
     with pytest.raises(ValueError, match="model"):
         cf.Session(exact=True)
+
+
+@pytest.mark.parametrize("new", ["claude-sonnet-4-5", None])
+def test_a_refused_model_switch_leaves_the_exact_session_on_its_old_model(new: str | None) -> None:
+    h = [{"role": "user", "content": "hello " * 50}]
+    s = cf.Session(model="gpt-4", exact=True)
+    assert s.estimate(h) == cf.count(h, model="gpt-4")
+    with pytest.raises(ValueError):
+        s.model = new
+    # Was: .model showed the new name while estimates stayed gpt-4 counts.
+    assert s.model == "gpt-4"
+    assert s.estimate(h) == cf.count(h, model="gpt-4")
+    s.model = "gpt-4o"  # a model with a public tokenizer still switches
+    assert s.model == "gpt-4o" and s.estimate(h) == cf.count(h, model="gpt-4o")
