@@ -531,3 +531,19 @@ def test_text_encoding_option():
     assert s.estimate(ms) > 0
     with pytest.raises(ValueError, match="text_encoding"):
         cf.Session(text_encoding="gpt2")
+
+
+def test_a_pickled_session_keeps_its_content_hashes_and_usage_anchor() -> None:
+    # sessions.md said the copy's per-message cache "starts empty"; it carries the content hashes
+    # and the usage anchor, so the same history as new objects gets the same anchored estimate.
+    import copy
+    import pickle
+
+    h = [{"role": "user", "content": "hello " * 40}, {"role": "assistant", "content": "hi " * 30}]
+    s = cf.Session(model="gpt-4o")
+    s.estimate(h)
+    s.record_usage({"prompt_tokens": 5000}, h)
+    nxt = [*h, {"role": "user", "content": "and then " * 20}]
+    c = pickle.loads(pickle.dumps(s))
+    expected = 5000 + cf.estimate_each(nxt[2:], model="gpt-4o")[0]
+    assert s.estimate(nxt) == c.estimate(copy.deepcopy(nxt)) == expected
