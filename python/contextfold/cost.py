@@ -13,6 +13,7 @@ bill until enough turns have read the smaller prompt back.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -170,6 +171,7 @@ def compaction_cost(
     llm_summary: bool = False,
     summarizer_reuses_cache: bool = False,
     summary_output_tokens: int | None = None,
+    same_model_summarizer: bool | None = None,
 ) -> CompactionCost:
     """The predicted money effect of ``result`` (a `CompactionResult`) on ``model``'s bill, in USD.
 
@@ -183,11 +185,16 @@ def compaction_cost(
     the summarizer sends the conversation's own cached prefix (for example the same request with
     a summarize instruction appended), so its input is read at the cached price when warm. The
     summary's output tokens default to the estimate of ``result.summary``.
+    ``same_model_summarizer``: the earlier name of ``summarizer_reuses_cache`` (deprecated).
 
     The cached prefix that survives is the request overhead (system prompt and tool definitions,
     sent first) plus the messages before the first changed one; a result that changed nothing
     costs and saves nothing.
     """
+    if same_model_summarizer is not None:
+        warnings.warn("compaction_cost(same_model_summarizer=) is now summarizer_reuses_cache=",
+                      DeprecationWarning, stacklevel=2)
+        summarizer_reuses_cache = same_model_summarizer
     p = prices or prices_for(model)
     per = 1e-6
     before, after = int(result.tokens_before), int(result.tokens_after)

@@ -129,3 +129,11 @@ def test_an_llm_summary_reads_its_input_uncached_by_default() -> None:
     # LLMSummarizer sends its own system prompt and a transcript: no cache hit (was priced at
     # the cached read, 10x low on Sonnet).
     assert c.summarizer_call == pytest.approx((folded * p.input + 800 * p.output) * 1e-6)
+    reuse = r.cost(model=model, provider="anthropic", llm_summary=True, summary_output_tokens=800,
+                   summarizer_reuses_cache=True)
+    assert reuse.summarizer_call < c.summarizer_call
+    # The option's earlier name still works, and says it is deprecated.
+    with pytest.warns(DeprecationWarning, match="summarizer_reuses_cache"):
+        old = r.cost(model=model, provider="anthropic", llm_summary=True, summary_output_tokens=800,
+                     same_model_summarizer=True)
+    assert old == reuse
