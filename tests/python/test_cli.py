@@ -298,6 +298,59 @@ def test_compact_anthropic_body_keeps_system_and_tools(tmp_path, capsys):
     assert "->" in capsys.readouterr().out
 
 
+def _recorded_bedrock_bodies():
+    """Recorded Bedrock Converse bodies (crewai, pydantic-ai) as their callers sent them: all of
+    ../shared/data when present, else the committed subset."""
+    from transcripts import SHARED, request_body, shared_available
+
+    rows = load_requests(SHARED if shared_available() else LOCAL, with_usage=False)
+    bodies = [request_body(r) for r in rows if r.api in ("converse", "count_tokens")]
+    assert bodies, "no recorded Bedrock body"
+    return bodies
+
+
+def test_compact_keeps_every_key_of_recorded_bedrock_bodies(tmp_path, capsys):
+    """Nothing to fold on these short bodies: the written body must be the input itself, with
+    modelId, system, toolConfig and any inferenceConfig (was: a bare list of messages)."""
+    for i, body in enumerate(_recorded_bedrock_bodies()):
+        src, out = tmp_path / f"b{i}.json", tmp_path / f"o{i}.json"
+        src.write_text(json.dumps(body))
+        assert main(["compact", str(src), "--budget", "100000", "-o", str(out), "--json"]) == 0
+        capsys.readouterr()
+        assert json.loads(out.read_text()) == body
+
+
+def _bedrock_agent_body():
+    """A hand-made Bedrock Converse agent loop: 12 file reads, a tool choice and inference settings."""
+    msgs: list = [{"role": "user", "content": [{"text": "Fix the failing test in the repo."}]}]
+    for i in range(12):
+        msgs.append({"role": "assistant", "content": [
+            {"text": f"step {i}"}, {"toolUse": {"toolUseId": f"t{i}", "name": "read_file", "input": {"path": f"src/m{i}.py"}}}]})
+        msgs.append({"role": "user", "content": [
+            {"toolResult": {"toolUseId": f"t{i}", "content": [{"text": f"def f():\n    return {i}\n" * 60}]}}]})
+    msgs.append({"role": "assistant", "content": [{"text": "done"}]})
+    tool = {"toolSpec": {"name": "read_file", "description": "Read a file",
+                         "inputSchema": {"json": {"type": "object", "properties": {"path": {"type": "string"}}}}}}
+    return {"modelId": "us.anthropic.claude-sonnet-4-6", "system": [{"text": "You are careful."}],
+            "toolConfig": {"tools": [tool], "toolChoice": {"any": {}}}, "inferenceConfig": {"maxTokens": 512},
+            "messages": msgs}
+
+
+def test_compact_bedrock_body_replaces_only_its_messages(tmp_path, capsys):
+    body = _bedrock_agent_body()
+    src, out = tmp_path / "body.json", tmp_path / "out.json"
+    src.write_text(json.dumps(body))
+    code = main(["compact", str(src), "--budget", "3000", "--strategy", "summarize", "-o", str(out), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["folded"]
+    new = json.loads(out.read_text())
+    assert {k: v for k, v in new.items() if k != "messages"} == {k: v for k, v in body.items() if k != "messages"}
+    assert len(new["messages"]) == report["messages_after"] < len(body["messages"])
+    # still Converse messages: content blocks, the task first and the last turn verbatim
+    assert new["messages"][0] == body["messages"][0] and new["messages"][-1] == body["messages"][-1]
+    assert all(isinstance(m["content"], list) for m in new["messages"])
+
+
 @pytest.mark.parametrize(
     "args",
     [["--strategy", "fold"], ["--summarizer", "gpt-4o"], ["--summarizer", "acme:model"]],

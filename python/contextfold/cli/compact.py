@@ -32,8 +32,24 @@ from contextfold.errors import UnknownModelWarning
 from contextfold.inputs import read_request
 
 
-# Where each wire format keeps its history inside a request body.
-_HISTORY_KEY = {"openai-chat": "messages", "anthropic": "messages", "openai-responses": "input", "gemini": "contents"}
+# Where each wire format keeps its history inside a request body. The written body is the input
+# with only this key replaced: every other key (a Bedrock body's modelId, system, toolConfig and
+# inferenceConfig, say) is part of the request and must survive, even when nothing was folded.
+_HISTORY_KEY = {"openai-chat": "messages", "anthropic": "messages", "openai-responses": "input", "gemini": "contents",
+                "bedrock": "messages"}
+
+
+def _with_history(doc: Any, wire: str, messages: list[Any]) -> Any:
+    """``doc`` with its history replaced by ``messages``: a bare list for a history, else the
+    body with every other key kept."""
+    if not isinstance(doc, dict):
+        return messages
+    key = _HISTORY_KEY.get(wire) or next((k for k in ("messages", "input", "contents") if k in doc), None)
+    if key is None:
+        # A body the reader accepted without a known history key: writing a bare list would drop
+        # the rest of the request, so refuse instead.
+        raise ValueError(f"cannot tell where a {wire} body keeps its history")
+    return dict(doc, **{key: messages})
 
 
 def _summarizer(spec: str, window: int | None) -> Any:
@@ -118,10 +134,11 @@ def compact(
     except (ValueError, TypeError, RecursionError) as e:
         stderr_console().print(failure_of(e, None).describe(src.name), markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    if isinstance(doc, dict) and req.wire in _HISTORY_KEY:
-        body: Any = dict(doc, **{_HISTORY_KEY[req.wire]: result.messages})
-    else:
-        body = result.messages
+    try:
+        body = _with_history(doc, req.wire, result.messages)
+    except ValueError as e:
+        stderr_console().print(f"{clean(src.name)}: {clean(e)}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     over = result.tokens_after > budget
     if output is not None:
         try:
