@@ -54,6 +54,13 @@ class Request:
     #: The body as the core read it (its settings and what they cost); None for a history.
     body: RequestBody | None = None
 
+    @property
+    def settings_tokens(self) -> int:
+        """What the body's settings (thinking, tool_choice, a provider's preamble) add to the
+        prompt beyond the history, system and tools, as `estimate_request` prices them; 0 for a
+        history."""
+        return self.body.settings_tokens if self.body is not None else 0
+
     def options(self) -> dict[str, Any]:
         """Keyword arguments of `contextfold.estimate` / `breakdown` for this request."""
         return {"provider": self.provider, "model": self.model, "tools": self.tools, "system": self.system,

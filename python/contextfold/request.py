@@ -227,10 +227,12 @@ def breakdown_request(
 
 
 def breakdown_of(
-    r: RequestBody, /, *, image_sizes: ImageSizes | None = None, mcp_sizes: Mapping[str, int] | None = None
+    r: RequestBody, /, *, image_sizes: ImageSizes | None = None, mcp_sizes: Mapping[str, int] | None = None,
+    tool_servers: Mapping[str, str] | None = None,
 ) -> Breakdown:
-    """`breakdown_request` of a body already read (`read_request`)."""
-    b = breakdown(r.messages, image_sizes=image_sizes, **r.options())
+    """`breakdown_request` of a body already read (`read_request`); ``tool_servers`` as in
+    `contextfold.breakdown`."""
+    b = breakdown(r.messages, image_sizes=image_sizes, tool_servers=tool_servers, **r.options())
     assumed = tuple(_hosted_tools(r, b)) + tuple(
         UnmeasuredPart(-1, f"server_state:{f}", 0, SERVER_STATE_REASON.format(field=f)) for f in r.server_state)
     if assumed:

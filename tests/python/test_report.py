@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+import warnings
 import zlib
 from pathlib import Path
 
@@ -219,3 +220,65 @@ def test_the_plan_legend_names_only_the_states_the_strip_shows():
     page = render_html(d)
     assert "plan: masked" not in page
     assert "plan: fold" in page and "plan: kept" in page
+
+
+# --- request settings (thinking, tool_choice, a provider's preamble) -------------------------
+
+
+def test_report_total_is_estimates_on_every_recorded_request():
+    """The report prices a body as `estimate_request` does, settings included: on the recorded
+    requests with thinking, tool_choice or a DeepSeek Responses preamble the report's total was
+    the history's alone (48 of them on ../shared/data)."""
+    from transcripts import SHARED, load_requests, request_body, shared_available
+
+    with_settings = 0
+    for r in load_requests(SHARED if shared_available() else LOCAL, with_usage=False):
+        body = request_body(r)
+        req = read_request(body)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cf.UnknownModelWarning)  # recorded names such as "test"
+            d = rep.analyze(req, top=1)
+        assert d.breakdown.total == cf.estimate_request(body), r.source
+        with_settings += cf.read_request(body).settings_tokens > 0
+    assert with_settings >= 10
+
+
+def _anthropic_thinking_body(turns: int = 30) -> dict:
+    msgs: list = [{"role": "user", "content": "Fix the bug in parser.py; never push to main."}]
+    for k in range(turns):
+        msgs.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "run", "input": {"cmd": f"pytest -k case{k}"}}]})
+        msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
+                                                  "content": f"case{k} FAILED: assertion error in parser line {k}\n" * 8}]})
+    msgs.append({"role": "user", "content": "Now fix it."})
+    return {"model": "claude-sonnet-4-5", "max_tokens": 16000, "thinking": {"type": "enabled", "budget_tokens": 8000},
+            "tool_choice": {"type": "any"}, "messages": msgs,
+            "tools": [{"name": "run", "description": "Run a shell command",
+                       "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}}}]}
+
+
+def test_report_text_and_html_show_the_total_with_the_settings(tmp_path, capsys):
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 8000, "thinking": {"type": "enabled", "budget_tokens": 5000},
+            "messages": [{"role": "user", "content": "What is 2+2?"}]}
+    src, page = tmp_path / "body.json", tmp_path / "r.html"
+    src.write_text(json.dumps(body))
+    want = cf.estimate_request(body)
+    assert want > cf.estimate(body["messages"], provider="anthropic", model=body["model"])
+    assert main(["report", str(src)]) == 0
+    assert f"estimated prompt tokens: {want:,}" in capsys.readouterr().out
+    assert main(["report", str(src), "-o", str(page)]) == 0
+    assert f"<b>{want:,}</b>estimated prompt tokens" in page.read_text()
+
+
+def test_compact_budget_counts_the_settings_so_estimate_of_the_output_is_within_it(tmp_path, capsys):
+    """Was: tokens_after 1,984 at budget 2,000 (exit 0) while `estimate` of the written body
+    gave 2,119: thinking and tool_choice=any were left out of the budget check."""
+    body = _anthropic_thinking_body()
+    src, out = tmp_path / "big.json", tmp_path / "out.json"
+    src.write_text(json.dumps(body))
+    assert main(["compact", str(src), "--budget", "2000", "-o", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["tokens_before"] == cf.estimate_request(body)
+    assert report["tokens_after"] == cf.estimate_request(json.loads(out.read_text())) <= 2000
+    # the report's plan is the same run
+    d = rep.analyze(read_request(body), budget=2000)
+    assert d.plan.result is not None and d.plan.result.tokens_after == report["tokens_after"]

@@ -122,12 +122,9 @@ def compact(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnknownModelWarning)  # said above, on stderr
-            compactor = contextfold.Compactor(
-                provider=req.provider, model=req.model, budget=budget, strategy=strategy,  # type: ignore[arg-type]
-                summarizer=chosen, system=req.system, tools=req.tools, response_format=req.response_format,
-                instructions=focus,
-            )
-        result = compactor.compact(req.messages)
+            # Priced as `estimate` prices the body (its settings included), so a result within the
+            # budget is one `estimate` of the written file finds within it.
+            result = rep.compact_request(req, budget, strategy=strategy, summarizer=chosen, instructions=focus)
     except contextfold.CompactionError as e:
         stderr_console().print(f"error: {clean(e)}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None

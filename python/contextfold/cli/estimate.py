@@ -44,7 +44,7 @@ def _estimate_doc(req: Request, *, per_message: bool = False) -> dict[str, Any]:
 
 
 def _print_breakdown(req: Request, name: str, top: int) -> None:
-    b = contextfold.breakdown(req.messages, **req.options())
+    b = breakdown_of(req.body) if req.body is not None else contextfold.breakdown(req.messages, **req.options())
     biggest, previews = rep.largest(b, req.messages, top)
     rep.print_breakdown(req, b, name, stdout_console(), top=biggest, previews=previews)
 

@@ -4,6 +4,7 @@ budget (offline)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import warnings
 from collections.abc import Mapping, Sequence
@@ -14,9 +15,10 @@ import contextfold
 from contextfold import _core
 from contextfold.breakdown import RESPONSE_FORMAT_KEY, TOOL_PROMPT_KEY, Breakdown, MessageTokens, _apportion, server_of
 from contextfold.compactor import CompactionResult, Compactor
-from contextfold.errors import CompactionError, UnknownModelWarning
+from contextfold.errors import CompactionBudgetError, CompactionError, UnknownModelWarning
 from contextfold.inputs import Request
 from contextfold.model_info import check_model
+from contextfold.request import breakdown_of
 from contextfold.summarize import ExtractiveSummarizer
 
 # Outputs shorter than this (characters) are not worth reporting as duplicates.
@@ -196,14 +198,40 @@ def tool_schemas(b: Breakdown, req: Request, tool_servers: Mapping[str, str] | N
     )
 
 
+def compact_request(req: Request, budget: int, **options: Any) -> CompactionResult:
+    """``Compactor(**options).compact`` of the request's history to ``budget`` tokens of the
+    whole request, priced as `estimate_request` prices the body.
+
+    The Compactor knows the history, system, tools and schema, not what the body's settings
+    (thinking, tool_choice, a provider's preamble) add; those are paid on every call whatever
+    the history, so they come off the budget the Compactor gets and are added back to the
+    result's ``tokens_before`` / ``tokens_after``: ``estimate`` of the written body then equals
+    ``tokens_after``. Raises ``CompactionBudgetError`` when the settings alone take the budget."""
+    settings = req.settings_tokens
+    if settings >= budget:
+        raise CompactionBudgetError(
+            f"the request's settings (thinking, tool_choice, ...) alone take {settings:,} tokens of the budget of {budget:,}",
+            tokens=settings, budget=budget)
+    compactor = Compactor(provider=req.provider, model=req.model, budget=budget - settings,
+                          tools=req.tools, system=req.system, response_format=req.response_format, **options)
+    try:
+        result = compactor.compact(req.messages)
+    except CompactionBudgetError as e:
+        if not settings:
+            raise
+        raise CompactionBudgetError(
+            f"{e} (of a budget of {budget:,}, the request's settings take {settings:,})",
+            tokens=e.tokens + settings, budget=budget) from None
+    if not settings:
+        return result
+    return dataclasses.replace(result, tokens_before=result.tokens_before + settings,
+                               tokens_after=result.tokens_after + settings, budget=budget)
+
+
 def _plan(req: Request, budget: int, window: int | None) -> Plan:
     """Run the Compactor (extractive summary: offline) on the history at ``budget`` tokens."""
-    compactor = Compactor(
-        provider=req.provider, model=req.model, context_window=window, budget=budget,
-        summarizer=ExtractiveSummarizer(), tools=req.tools, system=req.system, response_format=req.response_format,
-    )
     try:
-        return Plan(budget, compactor.compact(req.messages))
+        return Plan(budget, compact_request(req, budget, context_window=window, summarizer=ExtractiveSummarizer()))
     except CompactionError as e:
         return Plan(budget, None, str(e))
 
@@ -231,8 +259,10 @@ def analyze(req: Request, *, budget: int | None = None, window: int | None = Non
 
 def _analyze(req: Request, *, budget: int | None, window: int | None, top: int,
              tool_servers: Mapping[str, str] | None) -> ReportData:
-    opts = req.options()
-    b = contextfold.breakdown(req.messages, **opts, tool_servers=tool_servers)
+    # A body is priced with what its settings add (the core's body reader, as estimate_request),
+    # so the report's total is `estimate`'s.
+    b = breakdown_of(req.body, tool_servers=tool_servers) if req.body is not None else contextfold.breakdown(
+        req.messages, **req.options(), tool_servers=tool_servers)
     if window is None and req.model:
         try:
             window = contextfold.context_window(req.model)
