@@ -207,6 +207,25 @@ def test_png_without_chromium_exits_4(tau, tmp_path, monkeypatch):
     assert main(["report", str(tau), "--png", str(tmp_path / "c.png")]) == 4
 
 
+@pytest.mark.parametrize("browser", ["/bin/false", "/bin/true"])
+def test_png_with_a_browser_that_runs_but_writes_nothing_exits_4_in_one_line(tau, tmp_path, browser):
+    """/bin/false exits 1, /bin/true exits 0 without a screenshot: both were a RuntimeError
+    traceback with exit 1 (/bin/true's only because no PNG was there before)."""
+    import os
+    import subprocess
+    import sys
+
+    png = tmp_path / "chart.png"
+    png.write_bytes(b"last week's chart")
+    r = subprocess.run([sys.executable, "-m", "contextfold", "report", str(tau), "--png", str(png)],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "CONTEXTFOLD_CHROMIUM": browser})
+    assert r.returncode == 4, r.stderr
+    assert "Traceback" not in r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("error: the browser") and "without writing the screenshot" in line
+    assert png.read_bytes() == b"last week's chart"  # left as it was
+
+
 def test_the_plan_legend_names_only_the_states_the_strip_shows():
     from contextfold.inputs import read_request
     from contextfold.report import analyze, render_html

@@ -92,9 +92,12 @@ def report(
     if png is not None:
         try:
             rep.write_png(report_data, png)
-        except rep.BrowserMissing as e:
+        except rep.BrowserMissing as e:  # also BrowserFailed: it ran but made no PNG
             stderr_console().print(f"error: {clean(e)}", markup=False)
             raise typer.Exit(EXIT_MISSING_TOOL) from None
+        except OSError as e:
+            stderr_console().print(f"error: cannot write {clean(png)}: {clean(e.strerror or e)}", markup=False)
+            raise typer.Exit(EXIT_USAGE) from None
         stderr_console().print(clean(f"wrote {png}"), markup=False)
 
 

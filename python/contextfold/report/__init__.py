@@ -23,7 +23,7 @@ from contextfold.report.analysis import (
     tool_schemas,
 )
 from contextfold.report.html import render_html
-from contextfold.report.png import BrowserMissing, find_browser, screenshot, write_png
+from contextfold.report.png import BrowserFailed, BrowserMissing, find_browser, screenshot, write_png
 from contextfold.report.svg import (
     COLORS,
     GATE_COLOR,
@@ -51,6 +51,7 @@ __all__ = [
     "PLAN_COLORS",
     "TOOL_COLORS",
     "WINDOW_COLOR",
+    "BrowserFailed",
     "BrowserMissing",
     "Duplicate",
     "Plan",

@@ -18,6 +18,11 @@ class BrowserMissing(RuntimeError):
     """No headless Chromium / Chrome on PATH (needed by ``write_png``)."""
 
 
+class BrowserFailed(BrowserMissing):
+    """The browser started but gave no screenshot (it exited non-zero, timed out, or exited 0
+    without writing the PNG): for the command line, as missing as no browser at all."""
+
+
 def find_browser() -> str | None:
     """A headless-capable Chromium / Chrome: ``$CONTEXTFOLD_CHROMIUM`` or the first on PATH."""
     env = os.environ.get("CONTEXTFOLD_CHROMIUM")
@@ -36,18 +41,28 @@ def screenshot(html_path: Path, png_path: Path, *, width: int, height: int, time
     if browser is None:
         raise BrowserMissing("no chromium on PATH (Debian: apt-get install chromium; or set CONTEXTFOLD_CHROMIUM)")
     with tempfile.TemporaryDirectory() as profile:
+        # The browser writes into the temporary directory: a PNG there is one this run made (an
+        # older file at png_path would pass for one), and png_path is replaced only by a whole one.
+        shot = Path(profile) / "shot.png"
         cmd = [
             browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-            "--disable-dev-shm-usage", f"--user-data-dir={profile}", f"--window-size={width},{height}",
-            f"--screenshot={png_path.resolve()}", html_path.resolve().as_uri(),
+            "--disable-dev-shm-usage", f"--user-data-dir={Path(profile) / 'profile'}", f"--window-size={width},{height}",
+            f"--screenshot={shot}", html_path.resolve().as_uri(),
         ]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except OSError as e:
             # A CONTEXTFOLD_CHROMIUM that does not exist or cannot run.
             raise BrowserMissing(f"cannot run the browser {browser!r}: {e.strerror or e}") from e
-    if r.returncode != 0 or not png_path.exists():
-        raise RuntimeError(f"chromium failed ({r.returncode}): {r.stderr[-500:]}")
+        except subprocess.TimeoutExpired:
+            raise BrowserFailed(f"the browser {browser!r} wrote no screenshot within {timeout:g} s") from None
+        if r.returncode != 0 or not shot.is_file() or shot.stat().st_size == 0:
+            # One line: the browser's last word on stderr, if it said any.
+            last = next((line.strip() for line in reversed((r.stderr or "").splitlines()) if line.strip()), "")
+            raise BrowserFailed(
+                f"the browser {browser!r} exited {r.returncode} without writing the screenshot"
+                + (f": {last[:300]}" if last else ""))
+        shutil.move(str(shot), png_path)
 
 
 def write_png(d: ReportData, png_path: Path) -> None:
