@@ -360,6 +360,27 @@ def test_compact_rejects_bad_options_with_usage_exit(args):
     assert r.returncode == 2, r.stderr
 
 
+@pytest.mark.parametrize("extra", [[], ["--allow-over"]])
+def test_compact_to_an_unreachable_budget_exits_6_with_one_line_and_a_json_error(tmp_path, extra):
+    """Was exit 1 (the code for unreadable input) and nothing on stdout with --json."""
+    out = tmp_path / "small.json"
+    r = run("compact", str(EXAMPLE), "--budget", "500", "--json", "-o", str(out), *extra)
+    assert r.returncode == 6, r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("error: cannot compact to 500 tokens:") and "Traceback" not in r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["budget"] == 500 and doc["floor_tokens"] > 500 and doc["output"] is None and doc["error"]
+    assert doc["tokens_before"] == cf.estimate_request(json.loads(EXAMPLE.read_text()))
+    assert not out.exists()
+
+
+def test_exit_6_is_in_the_documented_exit_codes():
+    doc = (ROOT / "docs" / "guides" / "cli-report.md").read_text()
+    assert "| 6 | `compact` cannot reach the budget at all" in doc
+    shown = " ".join(run("compact", "--help").stdout.replace("│", " ").split())  # rich wraps it in a box
+    assert "6 compact cannot reach the budget at all" in shown
+
+
 def test_compact_on_jsonl_is_a_usage_error(tmp_path):
     corpus = tmp_path / "c.jsonl"
     line = json.dumps(json.loads(EXAMPLE.read_text())["messages"])

@@ -8,7 +8,9 @@ Exit codes: 0 success; 1 some input could not be read (bad JSON, invalid message
 reported on stderr with file, line, message index and field, and the run goes on unless
 ``--fail-fast``); 2 wrong usage (unknown option, missing file); 3 unknown model (``count``
 needs a model whose tokenizer is public); 4 a tool the command needs is missing (``--png``
-without chromium, ``bench`` without pytest-benchmark).
+without chromium, ``bench`` without pytest-benchmark); 5 ``compact`` left the history over the
+budget (``--allow-over`` accepts it); 6 ``compact`` cannot reach the budget at all (what must
+stay verbatim costs more; nothing is written).
 
 Layout: ``app`` (the typer app, exit codes, shared options), ``documents`` (opening FILE,
 reading one document, failures), ``pool`` (JSONL over a process pool), and one module per

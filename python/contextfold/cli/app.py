@@ -15,11 +15,14 @@ EXIT_USAGE = 2
 EXIT_UNKNOWN_MODEL = 3
 EXIT_MISSING_TOOL = 4
 EXIT_OVER_BUDGET = 5
+#: ``compact`` cannot reach the budget at all (what must stay verbatim already costs more):
+#: unlike 5 there is no result, so nothing is written and ``--allow-over`` has nothing to accept.
+EXIT_BUDGET_UNREACHABLE = 6
 
 EPILOG = (
     "Exit codes: 0 ok; 1 some input unreadable (reported with file, line, message index and "
     "field); 2 usage; 3 unknown model; 4 a needed tool is missing; 5 compact missed the "
-    "budget (--allow-over accepts it)."
+    "budget (--allow-over accepts it); 6 compact cannot reach the budget at all (nothing written)."
 )
 
 

@@ -14,6 +14,7 @@ from contextfold import report as rep
 from contextfold.cli.app import (
     EPILOG,
     EXIT_BAD_INPUT,
+    EXIT_BUDGET_UNREACHABLE,
     EXIT_OK,
     EXIT_OVER_BUDGET,
     EXIT_USAGE,
@@ -29,7 +30,8 @@ from contextfold.cli.app import (
 from contextfold.cli.documents import failure_of, open_input, read_document, say_unknown_model
 from contextfold.cli.output import clean, is_stdout, write_text
 from contextfold.errors import UnknownModelWarning
-from contextfold.inputs import read_request
+from contextfold.inputs import Request, read_request
+from contextfold.request import breakdown_of
 
 
 # Where each wire format keeps its history inside a request body. The written body is the input
@@ -79,6 +81,19 @@ def _summarizer(spec: str, window: int | None) -> Any:
         ) from None
 
 
+def _say_unreachable(e: contextfold.CompactionBudgetError, req: Request, budget: int, *, as_json: bool) -> None:
+    """A budget no compaction reaches: one line on stderr and, with ``--json``, an error object
+    on stdout (a script reading stdout gets an answer, not silence)."""
+    message = " ".join(str(e).split())
+    stderr_console().print(clean(f"error: cannot compact to {budget:,} tokens: {message} (exit {EXIT_BUDGET_UNREACHABLE}; nothing written)"),
+                           markup=False)
+    if as_json:
+        before = (breakdown_of(req.body) if req.body is not None
+                  else contextfold.breakdown(req.messages, **req.options())).total
+        print(json.dumps({"error": message, "budget": budget, "floor_tokens": e.tokens, "tokens_before": before,
+                          "messages_before": len(req.messages), "over_budget": True, "output": None}))
+
+
 @app.command(
     epilog="Example: [bold]contextfold compact examples/swe-trajectory.json --budget 8000 -o compacted.json[/]  ·  "
     "[bold]contextfold compact body.json --budget 20000 --summarizer openai:gpt-4.1-mini -o body.small.json[/]\n\n"
@@ -95,13 +110,14 @@ def compact(
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     as_json: JsonOpt = False,
-    allow_over: Annotated[bool, typer.Option("--allow-over", help="Exit 0 even when the result is over the budget (else exit 5).")] = False,
+    allow_over: Annotated[bool, typer.Option("--allow-over", help="Exit 0 even when the result is over the budget (else exit 5); a budget no compaction reaches still exits 6.")] = False,
     max_bytes: MaxBytesOpt = None,
     strict: StrictOpt = False,
 ) -> None:
     """Fold the middle of a history into a summary (and mask old tool output) to fit a token
     budget; write the new history in the input's own wire format and show what changed.
-    A result over the budget (``--strategy mask`` that cannot reach it) is said and exits 5."""
+    A result over the budget (``--strategy mask`` that cannot reach it) is said and exits 5; a
+    budget below what must stay verbatim exits 6 with nothing written."""
     if strategy not in ("mask", "summarize", "hybrid"):
         raise typer.BadParameter(f"expected mask, summarize or hybrid; got {strategy!r}", param_hint="--strategy")
     chosen = _summarizer(summarizer, summarizer_window)
@@ -125,6 +141,9 @@ def compact(
             # Priced as `estimate` prices the body (its settings included), so a result within the
             # budget is one `estimate` of the written file finds within it.
             result = rep.compact_request(req, budget, strategy=strategy, summarizer=chosen, instructions=focus)
+    except contextfold.CompactionBudgetError as e:
+        _say_unreachable(e, req, budget, as_json=as_json)
+        raise typer.Exit(EXIT_BUDGET_UNREACHABLE) from None
     except contextfold.CompactionError as e:
         stderr_console().print(f"error: {clean(e)}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
