@@ -55,7 +55,10 @@ def test_plan_is_what_the_compactor_does_and_totals_agree_with_the_library(tau):
         assert got.messages == want.messages
         states = d.plan.states(len(msgs))
         assert [i for i, s in enumerate(states) if s == "fold"] == list(got.removed)
-        assert {i for i, s in enumerate(states) if s == "masked"} == {p.index for p in got.pruned}
+        # shortened: what masking pruned, and a message the result changed (one cut in the middle)
+        masked = {i for i, s in enumerate(states) if s == "masked"}
+        assert masked >= {p.index for p in got.pruned}
+        assert all(not any(m is msgs[i] for m in got.messages) for i in masked)
         assert all(s == "head" for s in states[: got.removed[0]]) if got.removed else "head" not in states
         strategies.add(got.strategy_used)
     assert strategies == {"mask", "summarize"}
@@ -301,3 +304,62 @@ def test_compact_budget_counts_the_settings_so_estimate_of_the_output_is_within_
     # the report's plan is the same run
     d = rep.analyze(read_request(body), budget=2000)
     assert d.plan.result is not None and d.plan.result.tokens_after == report["tokens_after"]
+
+
+# --- the compaction-plan table reads what the result did ---------------------------------------
+
+
+def _plan_rows(page: str) -> dict[str, list[int]]:
+    """The plan table's rows: label -> [messages, tokens before, tokens after]."""
+    table = page[page.index("<h2>Compaction plan"):]
+    table = table[: table.index("</table>")]
+    rows = {}
+    for label, cells in re.findall(r"<tr><td[^>]*>([^<]*)</td>(.*?)</tr>", table):
+        nums = [int(c.replace(",", "")) if c.replace(",", "").isdigit() else 0 for c in re.findall(r">([^<]*)</td>", cells)]
+        rows[label.split(" (")[0] if not label.startswith("head") else "head"] = nums
+    return rows
+
+
+def _summary_tokens(d) -> int:
+    r = d.plan.result
+    after = cf.breakdown(r.messages, **d.request.options()).per_message
+    from contextfold._core import SUMMARY_MARKERS
+
+    (i,) = [k for k, m in enumerate(r.messages) if SUMMARY_MARKERS[0] in json.dumps(m, ensure_ascii=False)]
+    return after[i].tokens
+
+
+def test_plan_table_books_a_tail_message_cut_in_the_middle_as_shortened():
+    """At 8,000 tokens the plan cuts the middle of tail message 76: the table said "kept
+    verbatim 29 msgs 4,726 -> 4,726", "shortened 0" and a 1,404-token summary (really 2,218)."""
+    req = read_request(json.loads(EXAMPLE.read_text()))
+    d = rep.analyze(req, budget=8000)
+    r = d.plan.result
+    assert r is not None and any("middle cut" in n for n in r.notes)
+    rows = _plan_rows(rep.render_html(d))
+    before = [m.tokens for m in d.breakdown.per_message]
+    verbatim = [i for i, m in enumerate(r.messages) if any(m is x for x in req.messages)]
+    assert rows["kept verbatim"][1] == rows["kept verbatim"][2]
+    assert rows["shortened"][0] >= 1 and rows["shortened"][2] < rows["shortened"][1]
+    assert rows["folded into one summary"][2] == _summary_tokens(d)
+    assert rows["kept verbatim"][0] + rows["head"][0] == len(verbatim)
+    parts = ("head", "folded into one summary", "shortened", "kept verbatim", "system, tools and framing")
+    assert sum(rows[p][2] for p in parts) == rows["total"][2] == r.tokens_after
+    assert sum(rows[p][1] for p in parts) == rows["total"][1] == sum(before) + sum(d.breakdown.request_overhead.values())
+    assert "masked" in d.plan.states(len(req.messages))
+
+
+def test_plan_table_books_a_summary_merged_into_a_message_with_the_summary():
+    """A role seam makes the compactor merge the summary into a kept message: that message is
+    no longer verbatim, and the summary costs the merged message (was booked as verbatim)."""
+    h = [{"role": "user", "content": "task: " + "do it " * 20}]
+    h += [{"role": "assistant" if i % 2 == 0 else "user", "content": f"turn {i} " + "words " * 80} for i in range(40)]
+    d = rep.analyze(read_request(h, provider="anthropic"), budget=cf.estimate(h, provider="anthropic") // 3)
+    r = d.plan.result
+    assert r is not None and len(r.messages) == len(h) - len(r.removed)  # no message of its own: merged
+    rows = _plan_rows(rep.render_html(d))
+    assert rows["folded into one summary"][2] == _summary_tokens(d)
+    assert rows["folded into one summary"][0] == len(d.plan.result.removed) + 1
+    assert rows["kept verbatim"][1] == rows["kept verbatim"][2]
+    parts = ("head", "folded into one summary", "shortened", "kept verbatim", "system, tools and framing")
+    assert sum(rows[p][2] for p in parts) == rows["total"][2] == d.plan.result.tokens_after

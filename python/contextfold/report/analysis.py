@@ -43,24 +43,90 @@ class Plan:
     """What ``Compactor.compact`` does to this history at ``budget`` tokens, with its default
     (hybrid) strategy and the extractive summarizer, so the report stays offline. ``result`` is
     the compactor's own result; None when it raised, and then ``error`` says why (what must stay
-    verbatim already exceeds the budget, say)."""
+    verbatim already exceeds the budget, say).
+
+    ``sources`` and ``tokens_after`` read the result message by message: for each message of
+    ``result.messages``, the index of the message of the history it comes from (-1: the
+    summary) and its tokens. ``merged`` is the history message the summary was merged into (a
+    role seam), if any."""
 
     budget: int
     result: CompactionResult | None
     error: str | None = None
+    sources: tuple[int, ...] = ()
+    tokens_after: tuple[int, ...] = ()
+    merged: int | None = None
+    #: The history the plan was made of (to tell a verbatim message from a changed one).
+    history: Sequence[Any] | None = field(default=None, repr=False, compare=False)
 
     def states(self, n: int) -> list[str]:
         """The fate of each of the ``n`` messages: ``head`` (kept, before the summary), ``fold``
-        (into the summary), ``masked`` (kept, shortened) or ``kept`` (verbatim)."""
+        (into the summary), ``masked`` (kept, shortened: masked, or cut in the middle) or
+        ``kept`` (verbatim). A message counts as verbatim only when the result holds the very
+        object of the history (the compactor's promise for unchanged messages)."""
         r = self.result
         if r is None:
             return ["kept"] * n
-        folded, masked = set(r.removed), {p.index for p in r.pruned}
+        folded = set(r.removed)
         first = min(r.removed) if r.removed else 0
-        return [
-            "fold" if i in folded else "masked" if i in masked else "head" if i < first else "kept"
-            for i in range(n)
-        ]
+        h = self.history
+        verbatim = {i for i, m in zip(self.sources, r.messages) if 0 <= i < min(n, len(h)) and m is h[i]} \
+            if h is not None and self.sources else None
+        changed = {p.index for p in r.pruned}
+        out = []
+        for i in range(n):
+            if i in folded or i == self.merged:
+                out.append("fold")
+            elif i in changed or (verbatim is not None and i not in verbatim):
+                out.append("masked")
+            else:
+                out.append("head" if i < first else "kept")
+        return out
+
+
+def _read_result(history: Sequence[Any], r: CompactionResult, opts: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
+    """(sources, tokens_after, merged) of a result: its messages matched in order to the history
+    messages it did not fold; the one that carries the summary text is the summary, and it was
+    merged into the first tail message when no other message stands for that one."""
+    tokens = tuple(m.tokens for m in contextfold.breakdown(r.messages, **opts).per_message)
+    folded = set(r.removed)
+    rest = [i for i in range(len(history)) if i not in folded]
+    sources: list[int] = []
+    merged = None
+    k = 0
+    for j, m in enumerate(r.messages):
+        if k < len(rest) and m is history[rest[k]]:
+            sources.append(rest[k])
+            k += 1
+        elif -1 not in sources and (_carries(m, _core.SUMMARY_MARKERS[0]) or (r.summary and _carries(m, r.summary))):
+            sources.append(-1)
+            # Fewer messages left in the result than history messages left: this one stands
+            # for the next history message too (the summary merged into it).
+            if len(r.messages) - j - 1 < len(rest) - k:
+                merged = rest[k]
+                k += 1
+        else:
+            sources.append(rest[k] if k < len(rest) else -1)
+            k += 1
+    return tuple(sources), tokens, merged
+
+
+def _carries(message: Any, text: str) -> bool:
+    """Whether some string inside ``message`` holds ``text`` (any wire format)."""
+    probe = text.strip()[:200]
+    stack = [message]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            if probe in x:
+                return True
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif hasattr(x, "__dict__"):
+            stack.extend(vars(x).values())
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,9 +297,11 @@ def compact_request(req: Request, budget: int, **options: Any) -> CompactionResu
 def _plan(req: Request, budget: int, window: int | None) -> Plan:
     """Run the Compactor (extractive summary: offline) on the history at ``budget`` tokens."""
     try:
-        return Plan(budget, compact_request(req, budget, context_window=window, summarizer=ExtractiveSummarizer()))
+        r = compact_request(req, budget, context_window=window, summarizer=ExtractiveSummarizer())
     except CompactionError as e:
         return Plan(budget, None, str(e))
+    sources, tokens, merged = _read_result(req.messages, r, req.options())
+    return Plan(budget, r, None, sources, tokens, merged, req.messages)
 
 
 def largest(b: Breakdown, messages: Sequence[Any], top: int) -> tuple[tuple[MessageTokens, ...], dict[int, str]]:

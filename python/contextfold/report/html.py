@@ -118,9 +118,19 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
     overhead = sum(b.request_overhead.values())
     after: dict[str, int | str] = {k: "" for k in PLAN_COLORS}
     total_after: int | str = ""
-    if p.result is not None and p.result.changed:
-        # What each part costs once compacted: verbatim parts as before, shortened ones less what
-        # masking saved, the folded ones become the summary (the rest of the compacted total).
+    overhead_after: int | str = overhead if p.result is not None else ""
+    if p.result is not None and p.result.changed and p.sources:
+        # What each part costs once compacted, read off the result message by message (a tail
+        # message cut in the middle is shortened, not verbatim; the summary costs what its
+        # message costs, with the tail message it was merged into, if any).
+        booked = dict.fromkeys(PLAN_COLORS, 0)
+        for src, tokens in zip(p.sources, p.tokens_after):
+            booked["fold" if src < 0 or src == p.merged else states[src]] += tokens
+        after = dict(booked)
+        total_after = p.result.tokens_after
+        overhead_after = total_after - sum(p.tokens_after)
+    elif p.result is not None and p.result.changed:
+        # A plan without its per-message reading (built by hand): the old estimate.
         saved = sum(x.tokens_saved for x in p.result.pruned)
         after.update(head=by_state["head"], kept=by_state["kept"], masked=max(0, by_state["masked"] - saved))
         rest = p.result.tokens_after - overhead - by_state["head"] - by_state["kept"] - int(after["masked"])
@@ -129,6 +139,8 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
     elif p.result is not None:
         after = dict(by_state)
         total_after = b.total
+    fold_label = "folded into one summary" + (f" (merged into message {p.merged})" if p.merged is not None else "")
+    shortened_label = "shortened (old tool output, images, arguments, a tail message cut in the middle)"
     parts += [
         f"<h2>Compaction plan at a budget of {p.budget:,} tokens</h2>",
         "<p class='sub'>What <code>Compactor.compact</code> does to this history (hybrid strategy, extractive summary: offline).</p>",
@@ -136,10 +148,10 @@ def render_html(d: ReportData, *, title: str = "history") -> str:
             ["part", "messages", "tokens before", "tokens after"],
             [
                 ["head (kept verbatim)", count["head"], by_state["head"], after["head"]],
-                ["folded into one summary", count["fold"], by_state["fold"], after["fold"]],
-                ["shortened (old tool output, images, arguments)", count["masked"], by_state["masked"], after["masked"]],
+                [fold_label, count["fold"], by_state["fold"], after["fold"]],
+                [shortened_label, count["masked"], by_state["masked"], after["masked"]],
                 ["kept verbatim", count["kept"], by_state["kept"], after["kept"]],
-                ["system, tools and framing", "", overhead, overhead if p.result is not None else ""],
+                ["system, tools and framing", "", overhead, overhead_after],
                 ["total", len(per), b.total, total_after],
             ],
             {1, 2, 3},
