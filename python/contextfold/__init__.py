@@ -37,6 +37,7 @@ from contextfold.errors import (
     UnknownModelError,
     UnknownModelWarning,
     UnknownPricesWarning,
+    UnpairedToolCallsError,
 )
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.images import fetch_image_size, http_image_sizes
@@ -62,6 +63,7 @@ from contextfold.summarize import (
 __all__ = [
     "UnknownModelWarning",
     "UnknownPricesWarning",
+    "UnpairedToolCallsError",
     "check_model",
     "InternalError",
     "PROVIDERS",

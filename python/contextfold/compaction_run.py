@@ -13,7 +13,7 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.compaction_result import CompactionResult
-from contextfold.errors import CompactionError
+from contextfold.errors import UnpairedToolCallsError
 from contextfold.history import WireFormat
 from contextfold.summarize.base import SummaryRequest
 
@@ -78,11 +78,12 @@ class CompactionRun:
 
 
     def refuse_inherited(self, result: CompactionResult) -> None:
-        """Raise ``CompactionError`` when the compacted history still has a broken tool pair
-        the caller's history came in with (a call without its result, a result without its
-        call), which ``verified`` leaves to this last step: a fold that takes the broken pair
-        away repairs it, so only the finished history can tell. A call of the pending last
-        turn is not broken; a history returned unchanged is the caller's own."""
+        """Raise ``UnpairedToolCallsError`` (a ``CompactionError`` and an ``InvalidMessageError``)
+        when the compacted history still has a broken tool pair the caller's history came in
+        with (a call without its result, a result without its call), which ``verified`` leaves
+        to this last step: a fold that takes the broken pair away repairs it, so only the
+        finished history can tell. A call of the pending last turn is not broken; a history
+        returned unchanged is the caller's own."""
         pairs = ("orphan_call", "orphan_result")
         if result.strategy_used is None or not any(k in pairs for k, _, _ in self.plan["input_failures"]):
             return
@@ -91,11 +92,15 @@ class CompactionRun:
         pending = len(result.messages) - self.pending_tail
         broken = tuple(f for f in failures if f[0] in pairs and not (f[0] == "orphan_call" and f[1] >= pending))
         if broken:
-            raise CompactionError(
-                "the history came in with tool calls and results that do not pair, and the compacted "
-                "history still has them (a provider would reject it): " + "; ".join(d for _, _, d in broken)
+            # Named in the caller's list: the input's first broken pair (the compacted history's
+            # indices are not the caller's once a span is folded).
+            kind, index, _ = next(f for f in self.plan["input_failures"] if f[0] in pairs)
+            raise UnpairedToolCallsError(
+                f"message {index}: the history came in with tool calls and results that do not pair, and the "
+                "compacted history still has them (a provider would reject it): " + "; ".join(d for _, _, d in broken)
                 + ". Compact with repair=True (or contextfold.repair() first): a call without its result gets "
-                "a stand-in marked interrupted, a result without its call is dropped", broken)
+                "a stand-in marked interrupted, a result without its call is dropped", broken, max(0, int(index)),
+                "tool_calls" if kind == "orphan_call" else "tool_call_id")
 
 
 @dataclass(slots=True)

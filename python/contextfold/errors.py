@@ -55,6 +55,25 @@ class CompactionError(ValueError):
         return (type(self), (self.args[0], self.failures))
 
 
+class UnpairedToolCallsError(CompactionError, InvalidMessageError):
+    """The caller's history has a tool call without its result, or a result without its call,
+    and the compacted history would still have it (a provider rejects it). Both a
+    ``CompactionError`` (``failures``: the compacted history's) and an ``InvalidMessageError``:
+    ``index`` is the first broken message in the list passed in, ``field`` what is broken there
+    (``"tool_calls"``: a call without its result; ``"tool_call_id"``: a result without its
+    call). ``Compactor(repair=True)`` or ``contextfold.repair()`` fixes it."""
+
+    def __init__(self, message: str, failures: tuple[tuple[str, int, str], ...], index: int, field: str) -> None:
+        self.failures = failures
+        self.reason = message
+        self.index = index
+        self.field = field
+        ValueError.__init__(self, message)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (type(self), (self.args[0], self.failures, self.index, self.field))
+
+
 class CompactionBudgetError(CompactionError):
     """The budget cannot be met: what must stay verbatim (system, tools, the task, pinned
     messages, the last messages) already costs more. ``tokens`` is that floor, ``budget`` the

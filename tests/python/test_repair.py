@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 import random
 from typing import Any
 
@@ -186,6 +187,13 @@ def test_a_compaction_that_would_return_a_broken_pair_raises_and_names_repair(fm
         cf.Compactor(budget=budget, strategy="mask", **kw).compact(msgs)
     assert lost_id in str(e.value) and "repair=True" in str(e.value)
     assert [k for k, _, _ in e.value.failures] == ["orphan_call"] and e.value.failures[0][1] >= 0
+    # It is bad input too (the hostile-input contract: an InvalidMessageError naming the message
+    # of the caller's list and the field), and pickles whole.
+    assert isinstance(e.value, cf.UnpairedToolCallsError) and isinstance(e.value, cf.InvalidMessageError)
+    assert e.value.field == "tool_calls" and lost_id in json.dumps(msgs[e.value.index], default=str)
+    back = pickle.loads(pickle.dumps(e.value))
+    assert (type(back), back.index, back.field, back.failures) == (type(e.value), e.value.index, e.value.field,
+                                                                   e.value.failures)
     # Repaired first, the same compaction is accepted.
     r = cf.Compactor(budget=budget, strategy="mask", repair=True, **kw).compact(msgs)
     assert accepted(r.messages, fmt, system) == []
