@@ -335,23 +335,30 @@ fn fence_count(text: &str) -> usize {
 /// `command_fence` of text whose fences pair in order: the chosen block's start, its body and
 /// whether its info string names a shell.
 fn fence_in(text: &str) -> Option<(usize, &str, bool)> {
-    let mut chosen: Option<(usize, &str, bool)> = None;
+    fenced_blocks(text).fold(None, |chosen, (start, cmd, shell)| {
+        if !cmd.is_empty() && (shell || !chosen.is_some_and(|(_, _, s)| s)) {
+            Some((start, cmd, shell))
+        } else {
+            chosen
+        }
+    })
+}
+
+/// The fenced blocks of `text`, paired in order: each one's start, its body (trimmed) and
+/// whether its info string names a shell (`SHELL_FENCES`).
+fn fenced_blocks(text: &str) -> impl Iterator<Item = (usize, &str, bool)> {
     let mut from = 0;
-    while let Some(i) = find_fence(&text[from..]) {
-        let start = from + i;
+    std::iter::from_fn(move || {
+        let start = from + find_fence(&text[from..])?;
         let after = &text[start + 3..];
-        let Some(nl) = after.find('\n') else { break };
+        let nl = after.find('\n')?;
         let shell = SHELL_FENCES.contains(&after[..nl].trim().to_ascii_lowercase().as_str());
         let body = &after[nl + 1..];
         let end = find_fence(body).unwrap_or(body.len());
-        let cmd = body[..end].trim();
-        if !cmd.is_empty() && (shell || !chosen.is_some_and(|(_, _, s)| s)) {
-            chosen = Some((start, cmd, shell));
-        }
         // Past the closing fence (or the end of an unclosed block).
         from = start + 3 + nl + 1 + (end + 3).min(body.len());
-    }
-    chosen
+        Some((start, body[..end].trim(), shell))
+    })
 }
 
 /// The first line of `text` that holds anything, trimmed.
@@ -365,19 +372,7 @@ fn first_line(text: &str) -> &str {
 /// How many blocks of `text` are fenced as shell (`SHELL_FENCES`): a text agent's harness runs
 /// one action a turn.
 fn shell_blocks(text: &str) -> usize {
-    let (mut n, mut from) = (0, 0);
-    while let Some(i) = find_fence(&text[from..]) {
-        let start = from + i;
-        let after = &text[start + 3..];
-        let Some(nl) = after.find('\n') else { break };
-        if SHELL_FENCES.contains(&after[..nl].trim().to_ascii_lowercase().as_str()) {
-            n += 1;
-        }
-        let body = &after[nl + 1..];
-        let end = find_fence(body).unwrap_or(body.len());
-        from = start + 3 + nl + 1 + (end + 3).min(body.len());
-    }
-    n
+    fenced_blocks(text).filter(|&(_, _, shell)| shell).count()
 }
 
 /// The command of a text agent's turn (`command_fence`).

@@ -360,7 +360,8 @@ def test_recorded_responses_reasoning_stays_with_its_item_wherever_the_head_ends
                 continue
             assert shape_problems(r.messages, "responses") == [], (rq.source, i)
             seen += 1
-    assert seen > 0
+    # (The bundled subset holds 9 such requests, one reasoning item each; all 9 compact.)
+    assert seen >= 9, seen
 
 
 def agents_sdk_items(turns: int, big_from: int) -> list[dict]:

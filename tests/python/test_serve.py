@@ -416,6 +416,17 @@ def test_config_reads_flags_over_environment_over_toml(tmp_path):
     assert MemoryFoldCache().sizes("x") == []
 
 
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """A loopback upstream's handler: HTTP/1.1, each write sent at once (no Nagle delay), no
+    log lines."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_google_genai_sdk_through_the_proxy(stream):
     genai = pytest.importorskip("google.genai", reason="google-genai not installed")
@@ -443,20 +454,11 @@ def test_the_google_genai_sdk_through_the_proxy(stream):
 def test_a_stream_passes_through_unbuffered():
     """The upstream sends the first event and waits until the client has it before sending the
     rest: a proxy that buffered the stream would leave the client with nothing until the end."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     got_first = threading.Event()
     waited: list[bool] = []
     events = stream_exchange("test_openai_moderation_stream.yaml#0")["response_body"].split("\n\n")
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(LoopbackHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["content-length"]))
             self.send_response(200)
@@ -575,13 +577,7 @@ def stalling_upstream(content_type: str, first: bytes, length: int | None = None
     mid-response. ``length``: the content-length it announces (None: chunked)."""
     release = threading.Event()
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(LoopbackHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["content-length"]))
             self.send_response(200)
