@@ -229,38 +229,40 @@ fn parts_text(ps: &[Part<'_>]) -> String {
     s
 }
 
+/// The share of a clipped JSON result taken from its head (`RESULT_HEAD_SHARE` for text,
+/// whose last lines say how it ended).
+const JSON_HEAD_SHARE: f64 = 0.6;
+
 /// A tool output or observation read once for the units that show it: its body, code and
 /// whether it failed (`tool_outcome::reports_failure`).
 fn outcome_of(text: Cow<'_, str>) -> Outcome<'_> {
-    outcome_for(text, None)
+    outcome_for(text, &json_compact::ShownArgs::default())
 }
 
-/// As `outcome_of`, for the result of a call made with `args` (a JSON result leaves out the
-/// pairs that echo them: `json_compact::compact_for`).
-fn outcome_for<'t>(
-    text: Cow<'t, str>,
-    args: Option<&serde_json::Map<String, Value>>,
-) -> Outcome<'t> {
+/// As `outcome_of`, for the result of a call of a fold that has shown the string arguments
+/// `shown` (a JSON result leaves out the pairs that echo them: `json_compact::compact_for`).
+fn outcome_for<'t>(text: Cow<'t, str>, shown: &json_compact::ShownArgs) -> Outcome<'t> {
     let o = tool_outcome::read_cow(text);
     let err = o.failure();
     // A JSON result is shown compactly: every value in about half the characters
     // (`json_compact`).
     // A failed run's Python traceback is shown by its ends (`traceback::condense`); a test
     // run, up to its runner's verdict (`run_summary`).
-    let (body, verdict) = match json_compact::compact_for(&o.body, args) {
-        Some(c) => (Cow::Owned(c), false),
+    let (body, head_share) = match json_compact::compact_for(&o.body, shown) {
+        Some(c) => (Cow::Owned(c), JSON_HEAD_SHARE),
         None => {
             let body = match err.then(|| traceback::condense(&o.body)).flatten() {
                 Some(c) => Cow::Owned(c),
                 None => o.body,
             };
             match (run_summary::up_to_summary(&body).map(str::len), body) {
-                (Some(n), Cow::Borrowed(b)) => (Cow::Borrowed(&b[..n]), true),
+                // A run shown up to its verdict keeps its end only: the verdict is what it said.
+                (Some(n), Cow::Borrowed(b)) => (Cow::Borrowed(&b[..n]), 0.0),
                 (Some(n), Cow::Owned(mut b)) => {
                     b.truncate(n);
-                    (Cow::Owned(b), true)
+                    (Cow::Owned(b), 0.0)
                 }
-                (None, body) => (body, false),
+                (None, body) => (body, RESULT_HEAD_SHARE),
             }
         }
     };
@@ -268,8 +270,7 @@ fn outcome_for<'t>(
         err,
         code: o.code,
         text: Some(body),
-        // A run shown up to its verdict keeps its end only: the verdict is what it said.
-        head_share: if verdict { 0.0 } else { RESULT_HEAD_SHARE },
+        head_share,
     }
 }
 
@@ -411,6 +412,8 @@ struct Builder<'a> {
     /// Sentences that open or close two user turns of the span or more (`repeated_edges`):
     /// left out of the clipped forms of the requests they open or close.
     repeated: HashSet<String>,
+    /// The string arguments of the span's calls so far, which their results need not repeat.
+    shown_args: json_compact::ShownArgs,
 }
 
 impl<'a> Builder<'a> {
@@ -424,6 +427,7 @@ impl<'a> Builder<'a> {
             focus,
             index: Collector::default(),
             repeated,
+            shown_args: json_compact::ShownArgs::default(),
         };
         if let Some(prev) = previous {
             merge_previous(&mut b, prev);
@@ -488,6 +492,9 @@ impl<'a> Builder<'a> {
     /// A tool call and its result (None: not in the span). Whether the result is an error.
     fn call(&mut self, c: &'a ToolCall<'a>, result: Option<Cow<'a, str>>) -> bool {
         let parsed = serde_json::from_str::<Value>(&c.arguments);
+        if let Some(args) = parsed.as_ref().ok().and_then(Value::as_object) {
+            self.shown_args.add(args);
+        }
         let outcome = result.map_or(
             Outcome {
                 text: None,
@@ -495,7 +502,7 @@ impl<'a> Builder<'a> {
                 err: false,
                 head_share: RESULT_HEAD_SHARE,
             },
-            |r| outcome_for(r, parsed.as_ref().ok().and_then(Value::as_object)),
+            |r| outcome_for(r, &self.shown_args),
         );
         let err = outcome.err;
         let forms = Call {
@@ -1746,6 +1753,70 @@ mod tests {
             );
             assert!(d.contains("Step 0:") && d.contains("module_119"), "{d}");
         }
+    }
+
+    /// A JSON result leaves out the string pairs an earlier call of the span was made with:
+    /// seven reservations of one profile each repeating `user_id=...` (the argument of the
+    /// profile's call) showed the id and no route where the room clipped them.
+    #[test]
+    fn a_json_result_does_not_repeat_an_earlier_calls_argument() {
+        let call = |id: &'static str, name: &'static str, args: String| {
+            let mut a = Message::empty("assistant");
+            a.tool_calls.push(ToolCall {
+                id,
+                name,
+                arguments: Cow::Owned(args),
+            });
+            a
+        };
+        let result = |id: &'static str, text: String| {
+            let mut r = Message::empty("tool");
+            r.tool_call_id = Some(id);
+            r.content = Content::Text(Cow::Owned(text));
+            r
+        };
+        let user = "amelia_davis_8890";
+        let mut msgs = vec![
+            Message::text("user", "Please cancel my one-passenger trips."),
+            call(
+                "p",
+                "get_user_details",
+                format!("{{\"user_id\":\"{user}\"}}"),
+            ),
+            result(
+                "p",
+                format!("{{\"name\": \"Amelia\", \"reservations\": [\"R1\", \"R2\", \"R3\"]}}"),
+            ),
+        ];
+        let ids = ["c1", "c2", "c3"];
+        for (k, (id, dest)) in ids.iter().zip(["DEN", "LAS", "MCO"]).enumerate() {
+            msgs.push(call(
+                id,
+                "get_reservation_details",
+                format!("{{\"reservation_id\":\"R{}\"}}", k + 1),
+            ));
+            msgs.push(result(id, format!(
+                "{{\"reservation_id\": \"R{}\", \"user_id\": \"{user}\", \"origin\": \"BOS\", \"destination\": \"{dest}\", \"insurance\": \"no\"}}",
+                k + 1
+            )));
+        }
+        let d = digest_within(&msgs, 400);
+        for dest in ["DEN", "LAS", "MCO"] {
+            assert!(d.contains(&format!("destination={dest}")), "{dest} in\n{d}");
+        }
+        let results = d
+            .lines()
+            .filter(|l| l.starts_with("- get_reservation_details"));
+        assert_eq!(
+            results.filter(|l| !l.contains("user_id=")).count(),
+            3,
+            "{d}"
+        );
+        // The call that was made with it still shows it.
+        assert!(
+            d.contains(&format!("get_user_details(user_id={user})")),
+            "{d}"
+        );
     }
 
     /// A JSON result is digested in its compact form (`json_compact`): a reservation's eight

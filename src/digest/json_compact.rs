@@ -164,17 +164,39 @@ impl<'a> Parser<'a> {
 /// when it is not JSON, is too large or too deep.
 #[cfg(test)]
 pub(super) fn compact(text: &str) -> Option<String> {
-    compact_for(text, None)
+    compact_for(text, &ShownArgs::default())
 }
 
-/// As `compact`, for the result of a call made with `args`: a top-level pair that echoes an
-/// argument (the same key and string value: `get_reservation_details(reservation_id=X)`
-/// answering `reservation_id=X, ...`) is left out, since the call's line shows it. A clipped
-/// result spent its first characters on the echo.
-pub(super) fn compact_for(
-    text: &str,
-    args: Option<&serde_json::Map<String, serde_json::Value>>,
-) -> Option<String> {
+/// The string arguments (key, value) of the calls a fold has shown so far, which a JSON
+/// result need not repeat (`compact_for`).
+#[derive(Default)]
+pub(super) struct ShownArgs {
+    by_key: std::collections::HashMap<String, std::collections::HashSet<String>>,
+}
+
+impl ShownArgs {
+    /// Note the top-level string arguments of a call.
+    pub(super) fn add(&mut self, args: &serde_json::Map<String, serde_json::Value>) {
+        for (k, v) in args {
+            if let serde_json::Value::String(s) = v {
+                self.by_key.entry(k.clone()).or_default().insert(s.clone());
+            }
+        }
+    }
+
+    fn has(&self, key: &str, value: &str) -> bool {
+        self.by_key.get(key).is_some_and(|vs| vs.contains(value))
+    }
+}
+
+/// As `compact`, for the result of a call whose fold showed the string arguments `shown`
+/// (key, value): a top-level pair that echoes one (the same key and string value:
+/// `get_reservation_details(reservation_id=X)` answering `reservation_id=X, ...`, or every
+/// reservation of a profile repeating the `user_id=...` its `get_user_details` call was made
+/// with) is left out, since a call's line shows it. A clipped result spent its first
+/// characters on the echo: seven reservations of one user each showed `user_id=amelia_d…`
+/// and no flight.
+pub(super) fn compact_for(text: &str, shown: &ShownArgs) -> Option<String> {
     let t = text.trim();
     if t.len() > MAX_BYTES || !(t.starts_with('{') || t.starts_with('[')) {
         return None;
@@ -189,8 +211,8 @@ pub(super) fn compact_for(
     match &root {
         // The top object needs no braces: the result is one.
         Node::Object(items) => {
-            let echoes = |(key, v): &(String, Node<'_>)| match (v, args.and_then(|a| a.get(key))) {
-                (Node::Str(s), Some(serde_json::Value::String(a))) => s == a,
+            let echoes = |(key, v): &(String, Node<'_>)| match v {
+                Node::Str(s) => shown.has(key, s),
                 _ => false,
             };
             let rest = items.iter().filter(|p| !echoes(p));
@@ -296,7 +318,7 @@ fn write(out: &mut String, node: &Node<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{compact, compact_for};
+    use super::{compact, compact_for, ShownArgs};
 
     #[test]
     fn a_reservation_keeps_every_value_in_fewer_characters() {
@@ -316,23 +338,39 @@ mod tests {
         let raw = r#"{"reservation_id": "4OG6T3", "user_id": "mia_li_3668", "cabin": "economy"}"#;
         let args: serde_json::Value =
             serde_json::from_str(r#"{"reservation_id": "4OG6T3", "user_id": "other_1"}"#).unwrap();
+        let mut shown = ShownArgs::default();
+        shown.add(args.as_object().unwrap());
         assert_eq!(
-            compact_for(raw, args.as_object()).unwrap(),
+            compact_for(raw, &shown).unwrap(),
             "user_id=mia_li_3668, cabin=economy"
         );
         // A result that is nothing but the echo is shown as it is.
         let echo = r#"{"reservation_id": "4OG6T3"}"#;
-        assert_eq!(
-            compact_for(echo, args.as_object()).unwrap(),
-            "reservation_id=4OG6T3"
-        );
+        assert_eq!(compact_for(echo, &shown).unwrap(), "reservation_id=4OG6T3");
         // Nested pairs and non-string values are never taken for an echo.
         let nested = r#"{"r": {"reservation_id": "4OG6T3"}, "n": 1}"#;
         let n_args: serde_json::Value = serde_json::from_str(r#"{"n": 1}"#).unwrap();
+        let mut n_shown = ShownArgs::default();
+        n_shown.add(n_args.as_object().unwrap());
         assert_eq!(
-            compact_for(nested, n_args.as_object()).unwrap(),
+            compact_for(nested, &n_shown).unwrap(),
             "r={reservation_id=4OG6T3}, n=1"
         );
+    }
+
+    #[test]
+    fn a_result_leaves_out_any_shown_argument_of_the_same_key_only() {
+        let mut shown = ShownArgs::default();
+        for args in [
+            r#"{"user_id": "u_1"}"#,
+            r#"{"reservation_id": "R2", "n": 3}"#,
+        ] {
+            let v: serde_json::Value = serde_json::from_str(args).unwrap();
+            shown.add(v.as_object().unwrap());
+        }
+        // The same value under another key is not an echo; a non-string argument never is.
+        let raw = r#"{"reservation_id": "R2", "user_id": "u_1", "owner": "u_1", "n": "3"}"#;
+        assert_eq!(compact_for(raw, &shown).unwrap(), "owner=u_1, n=3");
     }
 
     #[test]
