@@ -336,6 +336,46 @@ fn collapsed_already(s: &str) -> bool {
     true
 }
 
+/// The head share at which `clip_ends(s, max, _)` shows whole the line of `s` its end starts
+/// in: the end (`1 - head_share` of `max` characters) reaches back to that line's start when
+/// the head can give what that takes, else `head_share`. A script's verdict is its last line
+/// (`SUCCESS: Cause is None, so previous exception is hidden.`); an end of a fixed share cut
+/// it to `so previous exception is hidden.` beside a head of `Exception: my ne`.
+/// Reads the lines of the last `8 * max` bytes, each up to `max + 1` characters.
+pub(super) fn whole_line_share(s: &str, max: usize, head_share: f64) -> f64 {
+    let head_n = (max as f64 * head_share) as usize;
+    let tail_n = max.saturating_sub(head_n);
+    if head_n == 0 || s.len() <= max {
+        return head_share;
+    }
+    let mut from = s.len().saturating_sub(max.saturating_mul(8));
+    while !s.is_char_boundary(from) {
+        from += 1;
+    }
+    let mut end = 0usize;
+    for line in s[from..].trim_end().rsplit('\n') {
+        let mut count = Count {
+            n: 0,
+            max,
+            at: usize::MAX,
+            at_char: None,
+        };
+        Collapse::default().run(&[line], false, &mut count);
+        if count.n == 0 {
+            continue;
+        }
+        let with = if end == 0 { count.n } else { end + 1 + count.n };
+        if with > max {
+            return head_share;
+        }
+        if with >= tail_n {
+            return 1.0 - with as f64 / max as f64;
+        }
+        end = with;
+    }
+    head_share
+}
+
 /// Whitespace collapsed (a line never carries a newline); over `max` characters, the head
 /// (`head_share` of `max`) and the end are kept around an ellipsis.
 pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
@@ -371,6 +411,27 @@ pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
 mod tests {
     use super::*;
     use std::borrow::Cow;
+
+    #[test]
+    fn a_clip_shows_the_line_its_end_starts_in_whole_when_the_head_can_give_it() {
+        let out = "Exception: my new error\n__cause__: None\n__context__: my error\n\
+                   SUCCESS: Cause is None, hidden.";
+        let share = whole_line_share(out, 60, 0.35);
+        let line = clip_ends(out, 60, share);
+        // The end's 39 characters started inside `__context__: my error`: that line is whole.
+        assert!(
+            line.ends_with("…__context__: my error SUCCESS: Cause is None, hidden."),
+            "{line}"
+        );
+        assert_eq!(clip_ends(out, 60, 0.35).matches("__context__").count(), 0);
+        // A last line longer than the whole clip, or a single line, keeps the share given.
+        assert_eq!(whole_line_share(&"x".repeat(200), 60, 0.35), 0.35);
+        let long_last = format!("head\n{}", "y ".repeat(80));
+        assert_eq!(whole_line_share(&long_last, 60, 0.35), 0.35);
+        // An end that already starts at a line's start, or a clip of the end only, is as given.
+        assert_eq!(whole_line_share(out, 60, 0.0), 0.0);
+        assert_eq!(whole_line_share("short", 60, 0.35), 0.35);
+    }
 
     /// The clip as first written: the whole (windowed) text collapsed, then cut.
     fn reference(s: &str, max: usize, head_share: f64) -> String {

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::clip::{clip_ends, is_whole};
+use super::clip::{clip_ends, is_whole, whole_line_share};
 use super::{without_courtesy_edges, without_repeated_edges};
 
 /// The forms of one unit.
@@ -171,7 +171,7 @@ impl Outcome<'_> {
             }
         }
         if chars > 0 {
-            s.push_str(&clip_ends(body, chars, self.head_share));
+            s.push_str(&clip_ends(body, chars, self.share(chars)));
         }
         if s.is_empty() {
             s.push_str(if body.trim().is_empty() {
@@ -186,7 +186,15 @@ impl Outcome<'_> {
     fn whole(&self, chars: usize) -> bool {
         self.text
             .as_deref()
-            .is_none_or(|t| chars == 0 || is_whole(t, chars, self.head_share))
+            .is_none_or(|t| chars == 0 || is_whole(t, chars, self.share(chars)))
+    }
+
+    /// The head share of a clip to `chars`: the line the end starts in whole where the head
+    /// can give what that takes (`whole_line_share`).
+    fn share(&self, chars: usize) -> f64 {
+        self.text.as_deref().map_or(self.head_share, |t| {
+            whole_line_share(t, chars, self.head_share)
+        })
     }
 }
 
