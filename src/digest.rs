@@ -650,15 +650,17 @@ fn merge_previous<'a>(b: &mut Builder<'a>, prev: &'a str) {
                 }
             }
             Some(Section::Requests) => b.request(Cow::Borrowed(item)),
-            // The state and open items of an older span are history now.
+            // The state and open items of an older span are history now. A state is carried
+            // as long as the room holds it, stepping down as any carried line: cut to 400
+            // characters at once, a SWE run's 12,001-character state (a script the agent
+            // wrote) left a second digest 2,300 tokens short of its room, the room unused.
             Some(Section::LastState) => {
-                b.push(
-                    Section::Conclusions,
-                    vec![
-                        format!("earlier state: {}", clip(item, 400)),
-                        format!("earlier state: {}", clip(item, 120)),
-                    ],
-                );
+                let mut forms: Vec<String> = carried_forms(item, 400)
+                    .into_iter()
+                    .map(|f| format!("earlier state: {f}"))
+                    .collect();
+                forms.push(format!("earlier state: {}", clip(item, 120)));
+                b.push(Section::Conclusions, forms);
             }
             Some(Section::Open) => {
                 b.push(
@@ -1381,6 +1383,41 @@ mod tests {
 
     fn est() -> Estimator {
         Estimator::new(Provider::OpenAI, "")
+    }
+
+    /// A previous digest's last state is carried as long as the new room holds it: a room
+    /// that holds it whole keeps it whole, one that does not keeps what it can (cut to 400
+    /// characters at once, a 12,001-character state left a second digest 2,300 tokens short of
+    /// its room).
+    #[test]
+    fn a_carried_last_state_keeps_what_the_room_holds() {
+        let state: String = (0..120)
+            .map(|k| format!("step {k} checked module_{k}.py and found value_{k}. "))
+            .collect();
+        let prev = format!(
+            "Earlier conversation folded by contextfold (9 messages).\n## User requests\n- Fix it.\n\n## Last state\n{state}"
+        );
+        let msgs = vec![Message::text("user", "Go on.")];
+        let at = |max_tokens| {
+            digest(
+                &msgs,
+                &est(),
+                &DigestOptions {
+                    max_tokens,
+                    previous: Some(&prev),
+                    ..Default::default()
+                },
+            )
+        };
+        let roomy = at(4_000);
+        assert!(roomy.contains("module_119.py"), "{roomy}");
+        assert!(roomy.contains("module_0.py"), "{roomy}");
+        let tight = at(900);
+        let kept = tight
+            .lines()
+            .find(|l| l.contains("earlier state:"))
+            .map_or(0, |l| l.chars().count());
+        assert!(kept > 1_000 && kept < state.len(), "{kept}\n{tight}");
     }
 
     /// The digest of `msgs` in `max_tokens`, with no previous summary, focus or instructions.
