@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from contextfold import _core
 from contextfold.cache_policy import CachePolicy
-from contextfold.compactor_config import CompactorConfig
+from contextfold.compactor_config import CompactorConfig, parse_keep
 from contextfold.content_store import ContentStore
 from contextfold.cost import Prices
 from contextfold.degrade import bare_history, budget_error, degrade, liftable
@@ -55,8 +55,20 @@ Strategy = Literal["mask", "summarize", "hybrid"]
 #: Default budget: this share of the gate's trigger, so a compaction leaves room for many turns
 #: before the gate fires again (the remedy of compaction repeating every few turns).
 DEFAULT_BUDGET_SHARE = 0.5
-#: Default protected tail: this share of the budget stays verbatim at the end.
+#: Default protected tail: this share of the budget stays verbatim at the end, where a
+#: compaction folds little (the history at most ``SHALLOW_RATIO`` times its budget: the previous
+#: summary and a few turns, as in an agent loop's later compactions) ...
 DEFAULT_TAIL_SHARE = 0.5
+#: ... and this share where it folds much (the history ``DEEP_RATIO`` times its budget or more),
+#: linearly between: the old middle is then most of the history, and its summary needs the room.
+#: On the held-out probe sets (``docs/evaluation.md``) at the naive cut's budget (a history about
+#: 3x its budget), a tail of 35% keeps 75.7% of the facts where half the budget kept 72.4%;
+#: successive compactions (about 1.2x) with a 35% tail left more of their budget unused and
+#: their summaries less steady (the tail's whole rounds are coarse beside a small target), so
+#: they keep half.
+DEEP_TAIL_SHARE = 0.35
+SHALLOW_RATIO = 1.5
+DEEP_RATIO = 2.5
 #: Default summary size: this share of the budget, within [256, 4_000] tokens.
 DEFAULT_SUMMARY_SHARE = 0.25
 #: Default cap of a summary (tokens) when neither ``summary_max_tokens`` nor ``summary_tokens``
@@ -80,6 +92,10 @@ FILLED_SHARE = 0.95
 #: would be masked in the tail). Successive SWE compactions under 95% of the budget: 33 of 909
 #: with 3 tries, 30 with 4.
 GROW_AIMS = 4
+#: A digest this full of its steady room may say more in a wider one (``_widened``): it packs
+#: whole forms of units, so a digest that ran out of room stops short of it (a SWE run's sixth
+#: compaction, 1,781 tokens of 1,935, beside 931 tokens of the budget unused).
+WIDEN_FILL_SHARE = 0.85
 
 OPEN, CLOSE = _core.SUMMARY_MARKERS
 
@@ -152,7 +168,8 @@ class Compactor(RecoverableFolds):
     - ``protect_first_n``: first messages kept verbatim (the first user request, the task, is
       always kept too); ``pinned``: indices or a predicate ``(message) -> bool`` of messages
       kept verbatim wherever they are (the predicate is called once per message per compaction);
-      ``tail_tokens``: the protected tail (default: half the budget, shrunk when head and summary
+      ``tail_tokens``: the protected tail (default: half the budget where the history is at most
+      1.5x the budget, 35% of it from 2.5x on, linearly between; shrunk when head and summary
       leave less room; never fewer than ``min_tail`` messages, never inside a tool group).
     - ``trigger`` (when ``should_compact`` fires): tokens (int), a fraction of the window (float),
       ``("tokens" | "fraction" | "messages", value)`` or Anthropic's
@@ -298,6 +315,10 @@ class Compactor(RecoverableFolds):
         self._trigger = cfg.trigger
         self.keep_tool_uses = cfg.keep_tool_uses
         self._tail_share = cfg.tail_share
+        # The default tail shrinks with how much a compaction folds (``_deep_tail``); a tail the
+        # caller sized (``tail_tokens``, ``keep=("fraction" | "tokens" | "messages", ...)``) does not.
+        rule = parse_keep(keep)
+        self._adaptive_tail = cfg.tail_tokens is None and rule.tail_share is None and rule.min_tail is None
         self.session = session if session is not None else Session(
             provider=cfg.provider, model=cfg.model, context_window=cfg.context_window, tools=tools, system=system,
             response_format=response_format)
@@ -360,6 +381,14 @@ class Compactor(RecoverableFolds):
         if self._budget is not None:
             return self._budget
         return int(self.trigger_tokens * DEFAULT_BUDGET_SHARE)
+
+    def _deep_tail(self, before: int, budget: int) -> int:
+        """The default tail's target (tokens) for a history of ``before`` tokens compacted to
+        ``budget``: ``DEFAULT_TAIL_SHARE`` of the budget down to ``DEEP_TAIL_SHARE`` as the history
+        runs from ``SHALLOW_RATIO`` to ``DEEP_RATIO`` times the budget."""
+        ratio = before / max(1, budget)
+        depth = min(1.0, max(0.0, (ratio - SHALLOW_RATIO) / (DEEP_RATIO - SHALLOW_RATIO)))
+        return int(budget * (self._tail_share - depth * (self._tail_share - DEEP_TAIL_SHARE)))
 
     def _sizes(self, budget: int) -> tuple[int, int, int]:
         tail = self._tail_tokens if self._tail_tokens is not None else int(budget * self._tail_share)
@@ -620,6 +649,10 @@ class Compactor(RecoverableFolds):
                             summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes)
         run.plan = self._plan(run, msgs, self.min_tail)
         run.before = int(run.plan["tokens_before"])
+        if self._adaptive_tail and (deep := self._deep_tail(run.before, effective)) < run.tail:
+            # (Planned again from the first plan's prices: only the tail's target moved.)
+            run.tail = deep
+            run.plan = self._plan(run, msgs, self.min_tail, costs=list(run.plan["costs"]))
         run.pending_tail = len(msgs) - int(run.plan["pending_from"])
         return run
 
@@ -966,6 +999,9 @@ class Compactor(RecoverableFolds):
         if restored is not None:
             draft.out, draft.tokens, kept = restored
             tail_edits = [e for e in kept if not any(e is c for c in cuts)]
+            if own_index and not kept and run.fill_cut is not None and run.undegraded is None \
+                    and draft.tokens < run.effective * FILLED_SHARE:
+                yield from self._grown_after_fill(run, draft, room)
         elif own_index and not tail_edits and run.undegraded is None:
             grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
             if grown is not None:
@@ -974,11 +1010,14 @@ class Compactor(RecoverableFolds):
                 yield from self._widened(run, draft)
         return tail_edits
 
-    def _fills_room(self, request: SummaryRequest, text: str) -> bool:
-        """Whether ``text`` fills ``request``'s room (``max_tokens``) within a fit's tolerance."""
+    def _fills_room(self, request: SummaryRequest, text: str, *, share: float | None = None) -> bool:
+        """Whether ``text`` fills ``request``'s room (``max_tokens``) within a fit's tolerance,
+        or (``share``) that share of it."""
         provider = self.provider if self.provider in _core.PROVIDERS else "openai"
-        written = _core.estimate_each([{"role": "user", "content": text}], provider=provider)[0]  # type: ignore[arg-type]
-        return int(written) + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens
+        written = int(_core.estimate_each([{"role": "user", "content": text}], provider=provider)[0])  # type: ignore[arg-type]
+        if share is not None:
+            return written >= request.max_tokens * share
+        return written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens
 
     def _widened(self, run: CompactionRun, draft: Draft) -> Generator[tuple[Any, SummaryRequest], SummaryResult, None]:
         """The digest written again in the room its steady size (``ROOM_SWING``) held back, when
@@ -988,8 +1027,9 @@ class Compactor(RecoverableFolds):
         its digest to 1,380 tokens of the 1,983 the budget left, beside a fold whose only other
         round held the previous summary: 87% of the budget used)."""
         request = draft.request
-        if draft.native or draft.tokens >= run.effective * FILLED_SHARE or not self._fills_room(request, draft.text):
-            return  # (a digest that said less than its room: a wider one holds nothing more)
+        if draft.native or draft.tokens >= run.effective * FILLED_SHARE \
+                or not self._fills_room(request, draft.text, share=WIDEN_FILL_SHARE):
+            return  # (a digest that said much less than its room: a wider one holds nothing more)
         wide = summary_room(run.plan, run.effective, self._summary_cap)
         aim = min(wide, request.max_tokens + run.effective - draft.tokens - MIN_FILL_TOKENS // 4)
         before, kept = request.max_tokens, (draft.out, draft.tokens, draft.text)
@@ -1013,6 +1053,25 @@ class Compactor(RecoverableFolds):
             # Over the budget (the whole history's estimate samples long texts): aimed lower by
             # a tenth of what the wider room added.
             aim -= max(MIN_FILL_TOKENS, (aim - before) // 10)
+
+    def _grown_after_fill(self, run: CompactionRun, draft: Draft, room: int) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, None]:
+        """After the tail fill's cut came back whole (``restore_tail``) and the history is still
+        under ``FILLED_SHARE`` of its budget, the fold's newest rounds join the tail as where
+        nothing was cut (``_grown``): a SWE run's first compaction got its cut message back and
+        stayed at 88% of its budget, its digest of 1,038 tokens in a room of 1,726."""
+        tail_start = int(run.plan["tail_start"])
+        whole = self._plan(run, run.original, len(run.original) - tail_start, moved=True)
+        if whole["reason"] is not None or int(whole["tail_start"]) != tail_start or whole["tail_edits"] \
+                or list(whole["folded"]) != list(run.plan["folded"]):
+            return
+        saved = (run.msgs, run.plan)
+        run.msgs, run.plan = run.original, whole
+        grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
+        if grown is None:
+            run.msgs, run.plan = saved
+            return
+        draft.out, draft.tokens, draft.text, run.plan = grown
 
     def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:

@@ -512,6 +512,33 @@ def test_real_swe_trajectories_at_three_budgets(strategy):
     assert compacted > 0, "no trajectory was compacted: nothing was checked"
 
 
+def test_a_deep_compaction_gives_its_summary_the_room_a_shallow_one_leaves_the_tail():
+    """The default tail is half the budget where a compaction folds little (the history at most
+    1.5x its budget) and 35% where it folds much (2.5x or more): the old middle is then most of
+    the history and its summary takes the room. A tail the caller sized keeps its size."""
+    deep = shallow = 0
+    for conv in swe():
+        msgs = conv["messages"]
+        before = cf.estimate(msgs, provider="gemini")
+        default = cf.Compactor(provider="gemini", budget=before // 3)
+        half = cf.Compactor(provider="gemini", budget=before // 3, keep=("fraction", 0.5))
+        try:
+            a, b = default.compact(msgs), half.compact(msgs)
+        except cf.CompactionBudgetError:
+            continue
+        if a.summary and b.summary:
+            # (Where the tail's last whole messages exceed either target, the two agree.)
+            assert len(a.summary) >= len(b.summary), conv["source"]
+            assert len(a.messages) <= len(b.messages), conv["source"]
+            deep += len(a.summary) > len(b.summary)
+        budget = int(before / 1.4)
+        near = cf.Compactor(provider="gemini", budget=budget).compact(msgs)
+        near_half = cf.Compactor(provider="gemini", budget=budget, keep=("fraction", 0.5)).compact(msgs)
+        assert near.messages == near_half.messages, conv["source"]
+        shallow += near.changed
+    assert deep > 0 and shallow > 0, (deep, shallow)
+
+
 def test_readme_main_job_runs_offline():
     """The README's first command: compact the bundled trajectory, show before / after."""
     import re

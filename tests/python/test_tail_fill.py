@@ -386,7 +386,9 @@ def test_the_fold_s_newest_round_moved_into_the_tail_is_aimed_again_when_it_land
     again by what the history missed. (django-16661 at 70%, whose 6,314-token thought was
     moved so, now fills the budget in the digest: the newest thought is sized to the room.)"""
     for source, share in (("django-13569", 0.3), ("django-16661", 0.7)):
-        r, budget = _compact_share("mini-swe-agent-gemini3", source, share)
+        # (The tail of half the budget this was found with: the default gives a deep fold's
+        # summary more of it, and django-13569 then needs no cut.)
+        r, budget = _compact_share("mini-swe-agent-gemini3", source, share, keep=("fraction", 0.5))
         assert r.strategy_used == "summarize"
         assert 0.95 * budget <= r.tokens_after <= budget, (source, r.tokens_after, budget, r.notes)
         if source == "django-13569":
