@@ -652,20 +652,21 @@ class Compactor(RecoverableFolds):
         if self._adaptive_tail and (deep := self._deep_tail(run.before, effective)) < run.tail:
             # (Planned again from the first plan's prices: only the tail's target moved.)
             run.tail = deep
-            run.plan = self._plan(run, msgs, self.min_tail, costs=list(run.plan["costs"]))
+            run.plan = self._plan(run, msgs, self.min_tail, costs=list(run.plan["costs"]), checked=True)
         run.pending_tail = len(msgs) - int(run.plan["pending_from"])
         return run
 
     def _plan(self, run: CompactionRun, ms: list[Any], min_tail: int, summary_tokens: int | None = None,
               result_max: int | None = None, args_max: int | None = None, *, moved: bool = False,
-              costs: list[int] | None = None, reprice: Sequence[int] = ()) -> dict[str, Any]:
+              costs: list[int] | None = None, reprice: Sequence[int] = (), checked: bool = False) -> dict[str, Any]:
         """The core's plan of ``ms`` (the degrading steps ask again with a smaller tail floor,
         harder masking or a smaller summary); the originals its placeholders name are stored.
         ``moved``: a plan for the tail fill, which moves the tail of the first plan: the fold is
         decided by then, so no mask edits are sought, and the input's own problems are those the
         first plan found (the history checked again would find the same). ``costs``: a plan's
         prices of ``ms`` (tokens per message) before the messages at ``reprice`` changed; only
-        those are priced again."""
+        those are priced again. ``checked``: the input's problems are those ``run.plan`` found
+        (the same history planned again with another tail)."""
         opts = run.options
         if min_tail != opts.min_tail or result_max is not None or args_max is not None:
             opts = opts.replace(
@@ -676,8 +677,8 @@ class Compactor(RecoverableFolds):
             ms, run.priced, opts, budget_tokens=run.effective, tail_tokens=run.tail,
             summary_tokens=run.summary_tokens if summary_tokens is None else summary_tokens,
             pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes),
-            masks=not moved, check_input=not moved, costs=costs, reprice=list(reprice), cache=run.read)
-        if moved:
+            masks=not moved, check_input=not (moved or checked), costs=costs, reprice=list(reprice), cache=run.read)
+        if moved or checked:
             p["input_failures"] = run.plan["input_failures"]
         for fold_id, text in p.get("folds", ()):
             self.store.put(fold_id, text)
