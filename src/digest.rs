@@ -1026,6 +1026,18 @@ fn with_hosts<'a>(msgs: &[Message<'a>], previous: Option<&str>) -> Option<Vec<Me
     Some(v)
 }
 
+/// Whether a previous digest lists a command with its return code (`- $ cmd -> ok: rc=0...`,
+/// as `forms::Outcome::line` writes it).
+fn shows_return_codes(previous: &str) -> bool {
+    previous.lines().any(|l| {
+        l.starts_with("- $ ")
+            && l.find(" -> ").is_some_and(|at| {
+                let out = &l[at + 4..];
+                out.starts_with("ok: rc=") || out.starts_with("error: rc=")
+            })
+    })
+}
+
 /// `digest`, reading whole from message `whole_from` on (`read_whole_from`).
 fn digest_reading<'a>(
     msgs: &'a [Message<'a>],
@@ -1035,9 +1047,14 @@ fn digest_reading<'a>(
     whole_from: usize,
 ) -> String {
     let b = Builder::new(opt.previous, focus, repeated_edges(msgs));
+    // Whether the agent's observations carry a return code: one of the span's does, or the
+    // previous digest's commands show theirs (a later fold may hold no observation of its own:
+    // a rule the user stated right after a command, folded with the previous summary alone,
+    // was read as the command's output and lost when that call line was shortened).
     let coded = msgs
         .iter()
-        .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some());
+        .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some())
+        || opt.previous.is_some_and(shows_return_codes);
     let mut w = Walk {
         b,
         msgs,
@@ -1383,6 +1400,41 @@ mod tests {
 
     fn est() -> Estimator {
         Estimator::new(Provider::OpenAI, "")
+    }
+
+    /// A fold of a text agent's command and the user's words right after it, beside the
+    /// previous digest alone: that digest's commands show their return codes, so the agent's
+    /// observations carry one, and an uncoded turn the span ends on is the user speaking (it was
+    /// read as the command's output, and the rule went when that call line was shortened).
+    #[test]
+    fn a_rule_after_a_command_is_the_users_where_the_previous_digest_shows_codes() {
+        let prev = "Earlier conversation folded by contextfold (6 messages).\n## User requests\n- Fix it.\n\n\
+                    ## Tool calls\n- $ ls -> ok: rc=0: setup.py";
+        let msgs = vec![
+            Message::text(
+                "assistant",
+                "THOUGHT: I'll read the tests.\n\n```bash\ncat tests/test_dates.py\n```",
+            ),
+            Message::text(
+                "user",
+                "Do not cancel reservation ZZ9Q7T under any circumstances.",
+            ),
+        ];
+        let d = digest(
+            &msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens: 600,
+                previous: Some(prev),
+                ..Default::default()
+            },
+        );
+        assert!(!d.contains("-> ok: Do not cancel"), "{d}");
+        assert!(
+            d.contains("\n- Do not cancel reservation ZZ9Q7T under any circumstances."),
+            "{d}"
+        );
+        assert!(shows_return_codes(prev) && !shows_return_codes("- $ ls -> ok: setup.py"));
     }
 
     /// A previous digest's last state is carried as long as the new room holds it: a room
