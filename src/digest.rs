@@ -1874,7 +1874,7 @@ mod tests {
             ),
             result(
                 "p",
-                format!("{{\"name\": \"Amelia\", \"reservations\": [\"R1\", \"R2\", \"R3\"]}}"),
+                r#"{"name": "Amelia", "reservations": ["R1", "R2", "R3"]}"#.to_string(),
             ),
         ];
         let ids = ["c1", "c2", "c3"];
