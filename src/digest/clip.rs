@@ -336,6 +336,10 @@ fn collapsed_already(s: &str) -> bool {
     true
 }
 
+/// Fewest characters of a head `whole_line_share` leaves beside the end's whole lines: a head
+/// of a few (`_…__main__.__spec__.name is ...`) says nothing, and the share stays as given.
+const MIN_SNAPPED_HEAD: usize = 12;
+
 /// The head share at which `clip_ends(s, max, _)` shows whole the line of `s` its end starts
 /// in: the end (`1 - head_share` of `max` characters) reaches back to that line's start when
 /// the head can give what that takes, else `head_share`. A script's verdict is its last line
@@ -369,7 +373,11 @@ pub(super) fn whole_line_share(s: &str, max: usize, head_share: f64) -> f64 {
             return head_share;
         }
         if with >= tail_n {
-            return 1.0 - with as f64 / max as f64;
+            return if max - with < MIN_SNAPPED_HEAD {
+                head_share
+            } else {
+                1.0 - with as f64 / max as f64
+            };
         }
         end = with;
     }
@@ -416,14 +424,17 @@ mod tests {
     fn a_clip_shows_the_line_its_end_starts_in_whole_when_the_head_can_give_it() {
         let out = "Exception: my new error\n__cause__: None\n__context__: my error\n\
                    SUCCESS: Cause is None, hidden.";
-        let share = whole_line_share(out, 60, 0.35);
-        let line = clip_ends(out, 60, share);
-        // The end's 39 characters started inside `__context__: my error`: that line is whole.
+        let share = whole_line_share(out, 70, 0.35);
+        let line = clip_ends(out, 70, share);
+        // The end's 46 characters started inside `__context__: my error`: that line is whole.
         assert!(
             line.ends_with("…__context__: my error SUCCESS: Cause is None, hidden."),
             "{line}"
         );
-        assert_eq!(clip_ends(out, 60, 0.35).matches("__context__").count(), 0);
+        assert!(line.starts_with("Exception: my new"), "{line}");
+        assert_eq!(clip_ends(out, 70, 0.35).matches("__context__").count(), 0);
+        // At 60 that would leave a head of 7 characters: the share stays as given.
+        assert_eq!(whole_line_share(out, 60, 0.35), 0.35);
         // A last line longer than the whole clip, or a single line, keeps the share given.
         assert_eq!(whole_line_share(&"x".repeat(200), 60, 0.35), 0.35);
         let long_last = format!("head\n{}", "y ".repeat(80));
