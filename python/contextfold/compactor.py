@@ -1066,13 +1066,19 @@ class Compactor(RecoverableFolds):
         if whole["reason"] is not None or int(whole["tail_start"]) != tail_start or whole["tail_edits"] \
                 or list(whole["folded"]) != list(run.plan["folded"]):
             return
-        saved = (run.msgs, run.plan)
+        saved = (run.msgs, run.plan, draft.base, draft.seams, draft.tokens)
         run.msgs, run.plan = run.original, whole
         grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
-        if grown is None:
-            run.msgs, run.plan = saved
+        if grown is not None:
+            draft.out, draft.tokens, draft.text, run.plan = grown
             return
-        draft.out, draft.tokens, draft.text, run.plan = grown
+        # No round of the fold fits whole or cut: the digest takes the room instead, where it
+        # filled its own (``_widened``), on the history as given back (a SWE run at 30% stood at
+        # 89% of its budget, its digest 4,710 tokens of a room of 4,834).
+        draft.base, draft.seams = run.original, whole["seams"]
+        yield from self._widened(run, draft)
+        if draft.tokens == saved[4]:
+            run.msgs, run.plan, draft.base, draft.seams = saved[:4]
 
     def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:
