@@ -184,9 +184,12 @@ impl Outcome<'_> {
     }
 
     fn whole(&self, chars: usize) -> bool {
+        // (The share decides only whether a line of `chars + 1` characters with an ellipsis
+        // where the clip would put its own is whole: a clip's own line, not a tool's output. The
+        // packing asks this of every form of every unit, and `share` reads the result's end.)
         self.text
             .as_deref()
-            .is_none_or(|t| chars == 0 || is_whole(t, chars, self.share(chars)))
+            .is_none_or(|t| chars == 0 || is_whole(t, chars, self.head_share))
     }
 
     /// The head share of a clip to `chars`: the line the end starts in whole where the head
