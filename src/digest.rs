@@ -1420,15 +1420,7 @@ mod tests {
                 "Do not cancel reservation ZZ9Q7T under any circumstances.",
             ),
         ];
-        let d = digest(
-            &msgs,
-            &est(),
-            &DigestOptions {
-                max_tokens: 600,
-                previous: Some(prev),
-                ..Default::default()
-            },
-        );
+        let d = digest_after(&msgs, prev, 600);
         assert!(!d.contains("-> ok: Do not cancel"), "{d}");
         assert!(
             d.contains("\n- Do not cancel reservation ZZ9Q7T under any circumstances."),
@@ -1450,17 +1442,7 @@ mod tests {
             "Earlier conversation folded by contextfold (9 messages).\n## User requests\n- Fix it.\n\n## Last state\n{state}"
         );
         let msgs = vec![Message::text("user", "Go on.")];
-        let at = |max_tokens| {
-            digest(
-                &msgs,
-                &est(),
-                &DigestOptions {
-                    max_tokens,
-                    previous: Some(&prev),
-                    ..Default::default()
-                },
-            )
-        };
+        let at = |max_tokens| digest_after(&msgs, &prev, max_tokens);
         let roomy = at(4_000);
         assert!(roomy.contains("module_119.py"), "{roomy}");
         assert!(roomy.contains("module_0.py"), "{roomy}");
@@ -1470,6 +1452,20 @@ mod tests {
             .find(|l| l.contains("earlier state:"))
             .map_or(0, |l| l.chars().count());
         assert!(kept > 1_000 && kept < state.len(), "{kept}\n{tight}");
+    }
+
+    /// The digest of `msgs` in `max_tokens`, merging the `previous` digest (no focus or
+    /// instructions).
+    fn digest_after(msgs: &[Message<'_>], previous: &str, max_tokens: u64) -> String {
+        digest(
+            msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens,
+                previous: Some(previous),
+                ..Default::default()
+            },
+        )
     }
 
     /// The digest of `msgs` in `max_tokens`, with no previous summary, focus or instructions.
@@ -1630,15 +1626,7 @@ mod tests {
             ),
         ];
         for budget in (40u64..=140).step_by(5) {
-            let d = digest(
-                &msgs,
-                &est(),
-                &DigestOptions {
-                    max_tokens: budget,
-                    previous: Some(prev),
-                    ..Default::default()
-                },
-            );
+            let d = digest_after(&msgs, prev, budget);
             assert!(est().text(&d) <= budget as f64, "{budget}: over\n{d}");
             for rule in ["Always ask me befo", "Do not cancel rese"] {
                 assert!(d.contains(rule), "{budget}: {rule:?} lost in\n{d}");
@@ -1651,15 +1639,7 @@ mod tests {
         let idx: Vec<usize> = (0..msgs.len()).collect();
         let floor = rules_floor_tokens(&msgs, &idx, Some(prev), &est());
         assert!((25..=60).contains(&floor), "{floor}");
-        let d = digest(
-            &msgs,
-            &est(),
-            &DigestOptions {
-                max_tokens: floor,
-                previous: Some(prev),
-                ..Default::default()
-            },
-        );
+        let d = digest_after(&msgs, prev, floor);
         assert!(d.contains("Always ask me before you run git push or book anything."));
         assert!(d.contains("Do not cancel reservation ZZ9Q7T under any circumstances."));
         assert_eq!(rules_floor_tokens(&msgs[1..2], &[0], None, &est()), 0);
@@ -1690,15 +1670,7 @@ mod tests {
             m.wire = crate::wire::Format::OpenAIChat;
         }
         let msgs = vec![host, r, user];
-        let d = digest(
-            &msgs,
-            &est(),
-            &DigestOptions {
-                max_tokens: 600,
-                previous: Some(prev),
-                ..Default::default()
-            },
-        );
+        let d = digest_after(&msgs, prev, 600);
         for said in [
             "Fix the date parser",
             "parse_date",
@@ -2052,15 +2024,7 @@ mod tests {
         );
         let msgs = vec![Message::text("assistant", "THOUGHT: listing done.")];
         let carried = |max_tokens: u64| {
-            let d = digest(
-                &msgs,
-                &est(),
-                &DigestOptions {
-                    max_tokens,
-                    previous: Some(&prev),
-                    ..Default::default()
-                },
-            );
+            let d = digest_after(&msgs, &prev, max_tokens);
             assert!(est().text(&d) <= max_tokens as f64 + 1.0, "{max_tokens}");
             let line = d
                 .lines()

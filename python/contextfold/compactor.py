@@ -1004,12 +1004,20 @@ class Compactor(RecoverableFolds):
                     and draft.tokens < run.effective * FILLED_SHARE:
                 yield from self._grown_after_fill(run, draft, room)
         elif own_index and not tail_edits and run.undegraded is None:
-            grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
-            if grown is not None:
-                draft.out, draft.tokens, draft.text, run.plan = grown
-            else:
-                yield from self._widened(run, draft)
+            yield from self._grown_or_widened(run, draft, room)
         return tail_edits
+
+    def _grown_or_widened(self, run: CompactionRun, draft: Draft, room: int) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, bool]:
+        """The room the summary left taken by the fold's newest rounds, moved into the tail
+        (``_grown``), or else by the digest written wider (``_widened``). Whether either took it."""
+        grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
+        if grown is not None:
+            draft.out, draft.tokens, draft.text, run.plan = grown
+            return True
+        before = draft.tokens
+        yield from self._widened(run, draft)
+        return draft.tokens != before
 
     def _fills_room(self, request: SummaryRequest, text: str, *, share: float | None = None) -> bool:
         """Whether ``text`` fills ``request``'s room (``max_tokens``) within a fit's tolerance,
@@ -1058,27 +1066,21 @@ class Compactor(RecoverableFolds):
     def _grown_after_fill(self, run: CompactionRun, draft: Draft, room: int) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, None]:
         """After the tail fill's cut came back whole (``restore_tail``) and the history is still
-        under ``FILLED_SHARE`` of its budget, the fold's newest rounds join the tail as where
-        nothing was cut (``_grown``): a SWE run's first compaction got its cut message back and
+        under ``FILLED_SHARE`` of its budget, the room left is taken as where nothing was cut
+        (``_grown_or_widened``): a SWE run's first compaction got its cut message back and
         stayed at 88% of its budget, its digest of 1,038 tokens in a room of 1,726."""
         tail_start = int(run.plan["tail_start"])
         whole = self._plan(run, run.original, len(run.original) - tail_start, moved=True)
         if whole["reason"] is not None or int(whole["tail_start"]) != tail_start or whole["tail_edits"] \
                 or list(whole["folded"]) != list(run.plan["folded"]):
             return
-        saved = (run.msgs, run.plan, draft.base, draft.seams, draft.tokens)
-        run.msgs, run.plan = run.original, whole
-        grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
-        if grown is not None:
-            draft.out, draft.tokens, draft.text, run.plan = grown
-            return
-        # No round of the fold fits whole or cut: the digest takes the room instead, where it
-        # filled its own (``_widened``), on the history as given back (a SWE run at 30% stood at
-        # 89% of its budget, its digest 4,710 tokens of a room of 4,834).
-        draft.base, draft.seams = run.original, whole["seams"]
-        yield from self._widened(run, draft)
-        if draft.tokens == saved[4]:
-            run.msgs, run.plan, draft.base, draft.seams = saved[:4]
+        # On the history as given back; where no round of the fold fits whole or cut, the digest
+        # takes the room instead (a SWE run at 30% stood at 89% of its budget, its digest 4,710
+        # tokens of a room of 4,834).
+        saved = (run.msgs, run.plan, draft.base, draft.seams)
+        run.msgs, run.plan, draft.base, draft.seams = run.original, whole, run.original, whole["seams"]
+        if not (yield from self._grown_or_widened(run, draft, room)):
+            run.msgs, run.plan, draft.base, draft.seams = saved
 
     def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:

@@ -179,7 +179,10 @@ impl ShownArgs {
     pub(super) fn add(&mut self, args: &serde_json::Map<String, serde_json::Value>) {
         for (k, v) in args {
             if let serde_json::Value::String(s) = v {
-                self.by_key.entry(k.clone()).or_default().insert(s.clone());
+                // (Copied only when new: a fold repeats the same arguments call after call.)
+                if !self.has(k, s) {
+                    self.by_key.entry(k.clone()).or_default().insert(s.clone());
+                }
             }
         }
     }

@@ -509,14 +509,15 @@ def test_real_swe_trajectories_at_three_budgets(strategy):
             if strategy != "mask":
                 assert r.tokens_after <= int(before * share)
             compacted += r.changed
-    assert compacted > 0, "no trajectory was compacted: nothing was checked"
+    # (The bundled subset's 16 runs at three shares: all 48 compact, and each changes.)
+    assert compacted >= 2 * len(swe()), compacted
 
 
 def test_a_deep_compaction_gives_its_summary_the_room_a_shallow_one_leaves_the_tail():
     """The default tail is half the budget where a compaction folds little (the history at most
     1.5x its budget) and 35% where it folds much (2.5x or more): the old middle is then most of
     the history and its summary takes the room. A tail the caller sized keeps its size."""
-    deep = shallow = 0
+    deep = shallow = checked = 0
     for conv in swe():
         msgs = conv["messages"]
         before = cf.estimate(msgs, provider="gemini")
@@ -526,6 +527,7 @@ def test_a_deep_compaction_gives_its_summary_the_room_a_shallow_one_leaves_the_t
             a, b = default.compact(msgs), half.compact(msgs)
         except cf.CompactionBudgetError:
             continue
+        checked += 1
         if a.summary and b.summary:
             # (Where the tail's last whole messages exceed either target, the two agree.)
             assert len(a.summary) >= len(b.summary), conv["source"]
@@ -536,7 +538,8 @@ def test_a_deep_compaction_gives_its_summary_the_room_a_shallow_one_leaves_the_t
         near_half = cf.Compactor(provider="gemini", budget=budget, keep=("fraction", 0.5)).compact(msgs)
         assert near.messages == near_half.messages, conv["source"]
         shallow += near.changed
-    assert deep > 0 and shallow > 0, (deep, shallow)
+    # (The bundled subset: 16 runs checked, 15 summaries longer by default, 16 shallow changes.)
+    assert checked >= 12 and deep >= checked * 3 // 4 and shallow >= checked * 3 // 4, (checked, deep, shallow)
 
 
 def test_readme_main_job_runs_offline():

@@ -133,13 +133,19 @@ def test_a_lost_result_gets_an_interrupted_stand_in_on_every_format(fmt):
     assert r.messages[0] is broken[0]
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_a_pending_last_turn_is_left_as_it_is_and_never_folded(fmt):
+def pending_history(fmt: str) -> tuple[list, object]:
+    """An agent history in ``fmt`` ending on a turn whose tool call awaits its result, and its
+    system prompt (for the formats that take it apart)."""
     chat = agent_history(30)[:-2]
     chat.append({"role": "user", "content": "Now run the tests."})
     chat.append({"role": "assistant", "content": None, "tool_calls": [
         {"id": "call_pending", "type": "function", "function": {"name": "run_tests", "arguments": "{}"}}]})
-    msgs, system = convert(chat, fmt)
+    return convert(chat, fmt)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_pending_last_turn_is_left_as_it_is_and_never_folded(fmt):
+    msgs, system = pending_history(fmt)
     r = cf.repair(msgs, provider=PROVIDER[fmt], wire_format=fmt)
     assert r.changes == ()
     assert all(a is b for a, b in zip(r.messages, msgs))
@@ -205,11 +211,7 @@ def test_a_compaction_that_would_return_a_broken_pair_raises_and_names_repair(fm
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_pending_last_turn_without_repair_compacts_without_error(fmt):
-    chat = agent_history(30)[:-2]
-    chat.append({"role": "user", "content": "Now run the tests."})
-    chat.append({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_pending", "type": "function", "function": {"name": "run_tests", "arguments": "{}"}}]})
-    msgs, system = convert(chat, fmt)
+    msgs, system = pending_history(fmt)
     for strategy in ("mask", "summarize"):
         out = cf.Compactor(provider=PROVIDER[fmt], budget=5_000, system=system, wire_format=fmt,
                            strategy=strategy).compact(msgs)
