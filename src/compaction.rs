@@ -106,6 +106,10 @@ pub struct Plan {
     pub folded: Vec<usize>,
     /// Text of contextfold's own summary found among the folded messages.
     pub previous_summary: Option<String>,
+    /// The folded message that holds the previous summary and nothing else, when exactly one
+    /// folded message holds one: a caller that kept the messages that summary stood for may
+    /// have them read in its place.
+    pub previous_at: Option<usize>,
     pub placement: Placement,
     /// Edits inside the tail needed to leave room for a summary (empty normally).
     pub tail_edits: Vec<PricedEdit>,
@@ -193,6 +197,7 @@ impl Plan {
             kept: Vec::new(),
             folded: Vec::new(),
             previous_summary: None,
+            previous_at: None,
             placement: Placement::Insert(Turn::User),
             tail_edits: Vec::new(),
             summary_tokens: 0,
@@ -306,12 +311,18 @@ pub fn plan_priced(
         out.kept = kept;
         return out;
     }
-    let previous: Vec<&str> = folded
+    let holders: Vec<(usize, &str)> = folded
         .iter()
         .filter_map(|&i| {
             crate::summary_trust::trusted_summary(msgs, i, head_end, &opt.trusted_summaries)
+                .map(|body| (i, body))
         })
         .collect();
+    let previous: Vec<&str> = holders.iter().map(|&(_, body)| body).collect();
+    out.previous_at = match holders.as_slice() {
+        [(i, _)] if crate::summary_marker::without_summary(&msgs[*i]).is_none() => Some(*i),
+        _ => None,
+    };
     let fixed = head_cost
         + token_sum(kept.iter().map(|&i| &costs[i]))
         + token_sum(&costs[tail_start..])
@@ -986,6 +997,20 @@ mod tests {
         let p = plan(&msgs, &est(), &options(3_000));
         assert_eq!(p.previous_summary.as_deref(), Some("older facts"));
         assert!(p.folded.contains(&2));
+        assert_eq!(p.previous_at, Some(2));
+    }
+
+    #[test]
+    fn a_summary_merged_into_a_turn_is_not_named_as_alone() {
+        // The host's own words are part of the fold: reading other messages in its place would
+        // lose them.
+        let big = "o\n".repeat(600);
+        let mut msgs = agent(&big);
+        let s = format!("{SUMMARY_OPEN}\nolder facts\n{SUMMARY_CLOSE}\nand my own question");
+        msgs.insert(2, Message::text("assistant", &s));
+        let p = plan(&msgs, &est(), &options(3_000));
+        assert_eq!(p.previous_summary.as_deref(), Some("older facts"));
+        assert_eq!(p.previous_at, None);
     }
 
     #[test]

@@ -29,6 +29,7 @@ from contextfold.degrade import bare_history, budget_error, degrade, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.compaction_run import CompactionRun, Draft
 from contextfold.errors import CompactionBudgetError, CompactionError
+from contextfold.fold_sources import FoldSources
 from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
@@ -290,6 +291,8 @@ class Compactor(RecoverableFolds):
         self.strategy: Strategy = cfg.strategy
         self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self._fallback = ExtractiveSummarizer()
+        # The messages behind each summary the extractive digest wrote: read again in its place.
+        self._sources = FoldSources()
         self.protect_first_n = cfg.protect_first_n
         self.pinned = cfg.pinned
         self.system = system
@@ -749,6 +752,16 @@ class Compactor(RecoverableFolds):
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in edits), strategy_used="mask",
             fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
 
+    def _span(self, plan: Mapping[str, Any], msgs: Sequence[Any]) -> tuple[list[Any], str | None]:
+        """The messages a summary of ``plan``'s fold reads and the previous summary it merges:
+        for the extractive digest, the messages behind a previous summary it wrote in that
+        summary's place where it remembers them (``fold_sources``), so a later compaction reads
+        the turns themselves, not its own digest of them again."""
+        if not isinstance(self.summarizer, ExtractiveSummarizer):
+            return [msgs[i] for i in plan["folded"]], plan["previous_summary"]
+        span, previous, _ = self._sources.span(plan, msgs)
+        return span, previous
+
     def _rules_whole(self, text: str | None, run: CompactionRun) -> bool:
         """Whether ``text`` (a summary of the plan's fold) holds every standing rule of the fold
         and of the summary folded with it whole."""
@@ -816,11 +829,12 @@ class Compactor(RecoverableFolds):
         # The identifier index is appended to every summary; the extractive digest writes its
         # own (it fills what its other units leave), other summarizers leave it a share.
         own_index = isinstance(self.summarizer, ExtractiveSummarizer)
+        span, previous = self._span(plan, msgs)
         request = SummaryRequest(
-            messages=folded_msgs,
+            messages=span,
             provider=self.provider,
             model=self.model,
-            previous_summary=plan["previous_summary"],
+            previous_summary=previous,
             instructions=self.instructions,
             max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
             read_cache=run.read,
@@ -852,6 +866,8 @@ class Compactor(RecoverableFolds):
         next compaction knows it as the library's own by that hash)."""
         plan = run.plan
         self._after_compaction(int(plan["head_end"]))
+        if isinstance(self.summarizer, ExtractiveSummarizer) and not draft.native:
+            self._sources.remember(neutralize_markers(draft.text), plan, run.msgs, budget=run.effective)
         digest = _core.summary_hash(neutralize_markers(draft.text))
         self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
         return CompactionResult(
@@ -1116,7 +1132,8 @@ class Compactor(RecoverableFolds):
                 continue
             msgs, plan = grown.messages, grown.plan
             folded = [msgs[i] for i in plan["folded"]]
-            again = dataclasses.replace(request, messages=folded, previous_summary=plan["previous_summary"])
+            span, previous = self._span(plan, msgs)
+            again = dataclasses.replace(request, messages=span, previous_summary=previous)
             result = yield (self.summarizer, again)
             text = (result.text or "").strip()
             if not text:

@@ -47,6 +47,7 @@ __all__ = [
     "Probe",
     "ProbeScore",
     "Successive",
+    "agent_loop",
     "evaluate",
     "facts_seen",
     "load_fixtures",
@@ -506,6 +507,38 @@ def _index_items(summary: str) -> list[str]:
         label, rest = line[2:].split(": ", 1)
         items.extend(x.strip() for x in rest.split(" | " if label == "errors" else ", ") if x.strip())
     return items
+
+
+#: An agent loop compacts when its history has grown this far past the budget (``agent_loop``).
+LOOP_TRIGGER = 1.2
+
+
+def agent_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, fresh: bool = False,
+               **options: Any) -> tuple[list[Any], int]:
+    """``fixture``'s conversation as an agent loop sends it: fed one round at a time (a tool
+    round whole), compacted to ``budget`` (tokens) each time the history passes ``trigger``
+    times the budget, and once more at the end if it is still over. One Compactor (``options``
+    its keyword arguments beyond the fixture's own) serves the whole loop; with ``fresh``, a new
+    one each time (a caller that keeps no Compactor: it merges from the summary alone). The
+    last history and the number of compactions; a compaction that raises leaves the history
+    as it was."""
+    def compactor() -> Compactor:
+        return Compactor(provider=fixture.provider, budget=budget, tools=fixture.tools, system=fixture.system,
+                         wire_format=detect_wire_format(fixture.messages, fixture.provider), **options)
+    msgs = list(fixture.messages)
+    fed = _head_end(msgs)
+    current, made, runs = msgs[:fed], compactor(), 0
+    while fed < len(msgs):
+        end = _tail_from(msgs, min(len(msgs), fed + 1))
+        current, fed = current + msgs[fed:end], end
+        tokens = _tokens(current, fixture)
+        if tokens > budget * trigger or (fed >= len(msgs) and tokens > budget):
+            try:
+                current = list((compactor() if fresh else made).compact(current).messages)
+                runs += 1
+            except CompactionError:
+                pass
+    return current, runs
 
 
 #: A summary that takes at least this share of its room is full (``Successive.growth_from_full``).

@@ -20,11 +20,14 @@ import pytest
 import contextfold as cf
 from contextfold import _core
 from contextfold.cli import main as cli_main
+from contextfold import fold_sources
 from contextfold.evaluation import (
     PLANTED_RULES,
     Answerer,
     Fixture,
     Probe,
+    _tokens,
+    agent_loop,
     evaluate,
     facts_seen,
     load_fixtures,
@@ -430,6 +433,83 @@ def test_planted_rules_survive_successive_compactions_of_every_bundled_conversat
     runs = [successive(fx, rules=planted(fx)) for fx in fixtures]
     assert sum(len(r.sizes) for r in runs) >= 200
     assert [(r.fixture, r.rules_lost) for r in runs if r.rules_lost] == []
+
+
+class _Recording(cf.ExtractiveSummarizer):
+    """The extractive digest, its requests kept for the test to read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        self.requests.append(request)
+        return super().summarize(request)
+
+
+def _two_compactions(fx: Fixture, digest: cf.ExtractiveSummarizer) -> tuple[list[Any], list[Any]]:
+    """``fx``'s history compacted at two thirds of it, then again with the rest of it appended
+    (the same Compactor): the first compaction's folded messages and the second's history."""
+    msgs = list(fx.messages)
+    half = len(msgs) * 2 // 3
+    while half < len(msgs) and msgs[half].get("role") == "tool":
+        half += 1
+    budget = _tokens(msgs, fx) // 4
+    c = cf.Compactor(budget=budget, summarizer=digest, tools=fx.tools, min_free_share=0.0)
+    first = c.compact(msgs[:half])
+    folded = [msgs[i] for i in first.removed]
+    c.compact(list(first.messages) + msgs[half:])
+    return folded, list(first.messages) + msgs[half:]
+
+
+def test_a_second_compaction_reads_the_turns_behind_its_own_summary() -> None:
+    # An agent loop that merged its previous summary digested a digest: each round clipped again
+    # what the last had clipped. The Compactor that wrote the summary reads the messages behind it
+    # instead; the summary's identifier index still comes along (carried first).
+    fx = next(f for f in inline_fixtures() if "swe" in f.name)
+    digest = _Recording()
+    folded, _ = _two_compactions(fx, digest)
+    assert len(digest.requests) >= 2
+    second = digest.requests[-1]
+    assert all(any(m is r for r in second.messages) for m in folded)
+    assert not any(_core.SUMMARY_MARKERS[0] in json.dumps(m) for m in second.messages)
+    assert second.previous_summary is None or second.previous_summary.startswith("## Identifier index")
+
+
+def test_a_new_compactor_or_a_span_too_long_to_keep_merges_the_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    fx = next(f for f in inline_fixtures() if "swe" in f.name)
+    monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
+    digest = _Recording()
+    _, history = _two_compactions(fx, digest)
+    assert "## User requests" in (digest.requests[-1].previous_summary or "") or \
+        "## Tool calls" in (digest.requests[-1].previous_summary or "")
+    fresh = _Recording()
+    cf.Compactor(budget=_tokens(history, fx) // 2, summarizer=fresh, tools=fx.tools, min_free_share=0.0).compact(history)
+    assert (fresh.requests[-1].previous_summary or "").count("## ") >= 2
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
+def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summaries(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # (tools/loop_report.py: the held-out sets' 608 facts at the naive cut's budget, 389 kept by
+    # a loop that reads the turns again, 369 by one that merged its summaries; the summary
+    # merged into a turn, where roles would collide, is still merged.)
+    fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
+
+    def kept() -> tuple[int, int]:
+        facts = compactions = 0
+        for fx in fixtures:
+            loop, n = agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), min_free_share=0.0)
+            compactions += n
+            text = visible_text(loop, fx.system)
+            facts += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
+        return facts, compactions
+
+    reading, compactions = kept()
+    monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
+    merging, _ = kept()
+    assert compactions >= 3 * len(fixtures)
+    assert reading >= merging + 10, (reading, merging)
 
 
 def test_the_second_summary_keeps_the_first_ones_identifiers() -> None:

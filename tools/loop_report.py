@@ -1,0 +1,62 @@
+"""Facts an agent loop keeps: each probe fixture fed round by round and compacted each time it
+passes 1.2x its budget (``contextfold.evaluation.agent_loop``), scored on the last history,
+beside one compaction of the whole history at the same budget. The budget is the naive cut's
+(head + last 30% of the messages), as the scorecard's; the loop is run with one Compactor
+kept across it and with a new one per compaction (a caller that keeps none).
+
+    python tools/loop_report.py                 # the four probe sets, ../shared/data
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from contextfold import CompactionError, Compactor, detect_wire_format
+from contextfold.evaluation import _tokens, agent_loop, facts_seen, load_fixtures, naive_cut, visible_text
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBES = ROOT / "tests" / "data" / "probes"
+SETS = {"project's probe set": ("airline.refs.json", "swe.refs.json"),
+        "held-out probe sets": ("heldout.refs.json", "heldout2.refs.json")}
+
+
+def main() -> None:
+    data = ROOT.parent / "shared" / "data"
+    if not data.is_dir():
+        sys.exit("needs ../shared/data (the probe sets' conversations)")
+    print("| probes | one compaction | loop, one Compactor | loop, a new Compactor each time | "
+          "compactions per loop (median) |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, files in SETS.items():
+        fixtures = load_fixtures([PROBES / f for f in files], data_dir=data)
+        kept = {"one": 0, "kept": 0, "fresh": 0}
+        half = dict.fromkeys(kept, 0)
+        total, probes, runs = 0, 0, []
+        for fx in fixtures:
+            budget = _tokens(naive_cut(fx.messages), fx)
+            try:
+                one = list(Compactor(provider=fx.provider, budget=budget, tools=fx.tools, system=fx.system,
+                                     wire_format=detect_wire_format(fx.messages, fx.provider),
+                                     min_free_share=0.0).compact(fx.messages).messages)
+            except CompactionError:
+                one = []
+            loop, n = agent_loop(fx, budget=budget, min_free_share=0.0)
+            fresh, _ = agent_loop(fx, budget=budget, fresh=True, min_free_share=0.0)
+            runs.append(n)
+            texts = {"one": visible_text(one, fx.system) if one else "", "kept": visible_text(loop, fx.system),
+                     "fresh": visible_text(fresh, fx.system)}
+            for p in fx.probes:
+                total += len(p.expected_facts)
+                probes += 1
+                for k, text in texts.items():
+                    seen = facts_seen(text, p.expected_facts)
+                    kept[k] += sum(seen)
+                    half[k] += 2 * sum(seen) >= len(seen)
+        cells = [f"{100 * kept[k] / total:.1f}% ({kept[k]} of {total}; {half[k]} of {probes} with half)"
+                 for k in ("one", "kept", "fresh")]
+        print(f"| {name} | {' | '.join(cells)} | {sorted(runs)[len(runs) // 2]} |")
+
+
+if __name__ == "__main__":
+    main()
