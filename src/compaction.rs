@@ -106,10 +106,12 @@ pub struct Plan {
     pub folded: Vec<usize>,
     /// Text of contextfold's own summary found among the folded messages.
     pub previous_summary: Option<String>,
-    /// The folded message that holds the previous summary and nothing else, when exactly one
-    /// folded message holds one: a caller that kept the messages that summary stood for may
-    /// have them read in its place.
+    /// The folded message that holds the previous summary, when exactly one does: a caller that
+    /// kept the messages that summary stood for may have them read in its place.
     pub previous_at: Option<usize>,
+    /// Whether that message holds nothing but the summary (else the summary was merged into a
+    /// turn, whose own words stay in the fold).
+    pub previous_alone: bool,
     pub placement: Placement,
     /// Edits inside the tail needed to leave room for a summary (empty normally).
     pub tail_edits: Vec<PricedEdit>,
@@ -198,6 +200,7 @@ impl Plan {
             folded: Vec::new(),
             previous_summary: None,
             previous_at: None,
+            previous_alone: false,
             placement: Placement::Insert(Turn::User),
             tail_edits: Vec::new(),
             summary_tokens: 0,
@@ -319,10 +322,10 @@ pub fn plan_priced(
         })
         .collect();
     let previous: Vec<&str> = holders.iter().map(|&(_, body)| body).collect();
-    out.previous_at = match holders.as_slice() {
-        [(i, _)] if crate::summary_marker::without_summary(&msgs[*i]).is_none() => Some(*i),
-        _ => None,
-    };
+    if let [(i, _)] = holders.as_slice() {
+        out.previous_at = Some(*i);
+        out.previous_alone = crate::summary_marker::without_summary(&msgs[*i]).is_none();
+    }
     let fixed = head_cost
         + token_sum(kept.iter().map(|&i| &costs[i]))
         + token_sum(&costs[tail_start..])
@@ -998,19 +1001,21 @@ mod tests {
         assert_eq!(p.previous_summary.as_deref(), Some("older facts"));
         assert!(p.folded.contains(&2));
         assert_eq!(p.previous_at, Some(2));
+        assert!(p.previous_alone);
     }
 
     #[test]
-    fn a_summary_merged_into_a_turn_is_not_named_as_alone() {
-        // The host's own words are part of the fold: reading other messages in its place would
-        // lose them.
+    fn a_summary_merged_into_a_turn_is_named_with_its_host() {
+        // The host's own words are part of the fold: a caller reading the summary's messages in
+        // its place keeps the host, without the summary.
         let big = "o\n".repeat(600);
         let mut msgs = agent(&big);
         let s = format!("{SUMMARY_OPEN}\nolder facts\n{SUMMARY_CLOSE}\nand my own question");
         msgs.insert(2, Message::text("assistant", &s));
         let p = plan(&msgs, &est(), &options(3_000));
         assert_eq!(p.previous_summary.as_deref(), Some("older facts"));
-        assert_eq!(p.previous_at, None);
+        assert_eq!(p.previous_at, Some(2));
+        assert!(!p.previous_alone);
     }
 
     #[test]

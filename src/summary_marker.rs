@@ -33,7 +33,7 @@ pub fn own_summary<'m>(m: &'m Message<'_>) -> Option<&'m str> {
 
 /// What follows the summary in a text that opens with it (after its closing marker), or None
 /// when the text is not a summary's.
-fn after_summary<'a>(t: &Cow<'a, str>) -> Option<Cow<'a, str>> {
+pub(crate) fn after_summary<'a>(t: &Cow<'a, str>) -> Option<Cow<'a, str>> {
     let trimmed = t.trim_start();
     let rest = trimmed.strip_prefix(SUMMARY_OPEN)?;
     let Some(end) = rest.find(SUMMARY_CLOSE) else {

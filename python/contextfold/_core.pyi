@@ -81,6 +81,7 @@ __all__ = [
     "tool_output_texts",
     "shrink_arguments",
     "legal_cuts_of",
+    "without_summary",
 ]
 PROVIDERS: list[str]
 #: Each wire format's key of a message's content (``"parts"`` for Gemini, else ``"content"``).
@@ -416,6 +417,15 @@ def merge_summary(
     string (at the start) or two blocks (at the end). The caller's message is never changed;
     ``copy`` copies a container that is not a dict or list (a LangChain message stays of its
     class)."""
+
+def without_summary(
+    message: Any, /, *, format: _WireFormat, copy: Callable[[Any], Any]
+) -> tuple[Any, bool] | None:
+    """A copy of ``message`` without the contextfold summary merged into it (``merge_summary``'s
+    inverse), and whether the summary opened it; None when it holds no summary, nothing besides
+    one, or one inside a block with other text. The copy is for reading the turn's own words
+    (a digest of the messages behind the summary), not for sending; the caller's message is
+    never changed."""
 
 def shrink_arguments(messages: Sequence[Any], /, *, max_chars: int, copy: Callable[[Any], Any]) -> list[Any]:
     """A new list where, in every message, each tool call's arguments longer than ``max_chars``

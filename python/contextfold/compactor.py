@@ -752,14 +752,14 @@ class Compactor(RecoverableFolds):
             pruned=tuple(Pruned(i, k, s, saved) for i, _, _, k, s, saved in edits), strategy_used="mask",
             fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
 
-    def _span(self, plan: Mapping[str, Any], msgs: Sequence[Any]) -> tuple[list[Any], str | None]:
+    def _span(self, run: CompactionRun, plan: Mapping[str, Any], msgs: Sequence[Any]) -> tuple[list[Any], str | None]:
         """The messages a summary of ``plan``'s fold reads and the previous summary it merges:
         for the extractive digest, the messages behind a previous summary it wrote in that
         summary's place where it remembers them (``fold_sources``), so a later compaction reads
         the turns themselves, not its own digest of them again."""
         if not isinstance(self.summarizer, ExtractiveSummarizer):
             return [msgs[i] for i in plan["folded"]], plan["previous_summary"]
-        span, previous, _ = self._sources.span(plan, msgs)
+        span, previous, _ = self._sources.span(plan, msgs, run.fmt)
         return span, previous
 
     def _rules_whole(self, text: str | None, run: CompactionRun) -> bool:
@@ -829,7 +829,7 @@ class Compactor(RecoverableFolds):
         # The identifier index is appended to every summary; the extractive digest writes its
         # own (it fills what its other units leave), other summarizers leave it a share.
         own_index = isinstance(self.summarizer, ExtractiveSummarizer)
-        span, previous = self._span(plan, msgs)
+        span, previous = self._span(run, plan, msgs)
         request = SummaryRequest(
             messages=span,
             provider=self.provider,
@@ -867,7 +867,7 @@ class Compactor(RecoverableFolds):
         plan = run.plan
         self._after_compaction(int(plan["head_end"]))
         if isinstance(self.summarizer, ExtractiveSummarizer) and not draft.native:
-            self._sources.remember(neutralize_markers(draft.text), plan, run.msgs, budget=run.effective)
+            self._sources.remember(neutralize_markers(draft.text), plan, run.msgs, run.fmt, budget=run.effective)
         digest = _core.summary_hash(neutralize_markers(draft.text))
         self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
         return CompactionResult(
@@ -1132,7 +1132,7 @@ class Compactor(RecoverableFolds):
                 continue
             msgs, plan = grown.messages, grown.plan
             folded = [msgs[i] for i in plan["folded"]]
-            span, previous = self._span(plan, msgs)
+            span, previous = self._span(run, plan, msgs)
             again = dataclasses.replace(request, messages=span, previous_summary=previous)
             result = yield (self.summarizer, again)
             text = (result.text or "").strip()

@@ -7,9 +7,9 @@ clipped, so the facts of the oldest turns wear away. Over the held-out probe set
 facts where one compaction of the same history kept 75.7%.
 
 So a Compactor remembers, for each summary its extractive digest wrote, the messages that summary
-stood for (references to the caller's message objects, never copied or changed). When a later
-fold holds that summary alone in its message (``plan["previous_at"]``), the digest reads those
-messages in its place and writes the summary of the whole span afresh, as one compaction of the
+stood for (references to the caller's message objects, never changed). When a later fold holds
+that summary (``plan["previous_at"]``), the digest reads those messages in its place (a turn the
+summary was merged into stays, without the summary: ``_core.without_summary``) and writes the summary of the whole span afresh, as one compaction of the
 whole history would. The memory is bounded: a span is kept while its tokens are at most
 ``SPAN_BUDGETS`` times the budget (a longer one is merged as before, from its summary), and only
 the last ``MAX_SPANS`` summaries' spans are kept. Nothing here is persisted with the session
@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contextfold import _core
+from contextfold.prune import _copy
 
 __all__ = ["MAX_SPANS", "SPAN_BUDGETS", "FoldSources"]
 
@@ -54,13 +55,14 @@ class FoldSources:
     def __init__(self) -> None:
         self._spans: OrderedDict[int, tuple[tuple[Any, ...], int]] = OrderedDict()
 
-    def span(self, plan: Mapping[str, Any], msgs: Sequence[Any]) -> tuple[list[Any], str | None, int]:
+    def span(self, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str) -> tuple[list[Any], str | None, int]:
         """The messages a summary of ``plan``'s fold reads, the previous summary it merges, and
         the tokens of the messages a remembered span put in that summary's place (0 when none
-        did): where the fold's previous summary is alone in its message and its span is
-        remembered, that span in its place and, as the previous summary, only that summary's
-        identifier index (None without one); else the folded messages and the previous summary
-        as the plan found them."""
+        did): where the fold's previous summary is remembered, its span in its place (beside
+        the turn it was merged into, that turn without it: ``fmt`` is the history's wire
+        format) and, as the previous summary, only that summary's identifier index (None
+        without one); else the folded messages and the previous summary as the plan found
+        them."""
         folded_at: list[int] = list(plan["folded"])
         folded = [msgs[i] for i in folded_at]
         previous: str | None = plan["previous_summary"]
@@ -70,22 +72,33 @@ class FoldSources:
         found = self._spans.get(_key(previous))
         if found is None:
             return folded, previous, 0
-        self._spans.move_to_end(_key(previous))
         k = folded_at.index(at)
         span, tokens = found
+        instead = list(span)
+        if not plan.get("previous_alone", True):
+            # The summary was merged into a turn (where a message of its own would have put two
+            # turns of one role side by side): the turn's own words stay, next to the span on
+            # the side the summary sat.
+            host = _core.without_summary(folded[k], format=fmt, copy=_copy)  # type: ignore[arg-type]
+            if host is None:
+                return folded, previous, 0
+            turn, leads = host
+            instead = [*instead, turn] if leads else [turn, *instead]
+        self._spans.move_to_end(_key(previous))
         # The previous summary's identifier index still comes along: the identifiers it kept
         # are carried first, as a merge carries them (read from the span alone, a second
         # summary kept fewer of the first one's identifiers: 93 of 120 SWE runs at 90% or
         # more, where the merge kept them in all 120).
         at_index = _core.identifier_index_at(previous)
-        return [*folded[:k], *span, *folded[k + 1:]], None if at_index is None else previous[at_index:], tokens
+        return [*folded[:k], *instead, *folded[k + 1:]], None if at_index is None else previous[at_index:], tokens
 
-    def remember(self, summary: str, plan: Mapping[str, Any], msgs: Sequence[Any], *, budget: int) -> None:
+    def remember(self, summary: str, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str, *,
+                 budget: int) -> None:
         """File the messages ``summary`` stands for (``plan``'s fold, with a remembered span in
         its previous summary's place), unless the fold merged a summary whose span is not
         remembered (the new summary carries it: its span is not whole) or the span is over
         ``SPAN_BUDGETS`` budgets."""
-        span, previous, carried = self.span(plan, msgs)
+        span, previous, carried = self.span(plan, msgs, fmt)
         if previous is not None and not carried:
             return
         costs: Sequence[int] = plan["costs"]

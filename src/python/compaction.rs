@@ -185,6 +185,7 @@ fn compaction_plan<'py>(
     d.set_item("folded", p.folded)?;
     d.set_item("previous_summary", p.previous_summary)?;
     d.set_item("previous_at", p.previous_at)?;
+    d.set_item("previous_alone", p.previous_alone)?;
     match p.placement {
         Placement::Insert(t) => {
             d.set_item(

@@ -54,6 +54,45 @@ fn merge_summary<'py>(
     edited.get_item(0)
 }
 
+/// A copy of `message` without the contextfold summary merged into it (`merge_summary`'s
+/// inverse, `WireFormat::unmerge_text`), and whether the summary opened it; None when it holds
+/// no summary, nothing besides one, or one inside a block with other text. The copy is for
+/// reading the host's own words (a digest of the turns behind the summary), not for sending.
+#[pyfunction]
+#[pyo3(signature = (message, /, *, format, copy))]
+fn without_summary<'py>(
+    py: Python<'py>,
+    message: &Bound<'py, PyAny>,
+    format: &str,
+    copy: &Bound<'py, PyAny>,
+) -> PyResult<Option<(Bound<'py, PyAny>, bool)>> {
+    let fmt = WireFormat::parse(format).map_err(PyValueError::new_err)?;
+    let edited = PyList::new(py, [message])?;
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(&edited)?;
+    let fmt = match ms[0].wire {
+        Format::LangChain => WireFormat::Chat,
+        _ => fmt,
+    };
+    let Some((path, action, leads)) = fmt.unmerge_text(&ms[0]) else {
+        return Ok(None);
+    };
+    let mut steps: Vec<Bound<'py, PyAny>> = path
+        .iter()
+        .map(|s| step_object(py, s))
+        .collect::<PyResult<_>>()?;
+    let mut cow = CopyOnWrite::new(&edited, copy);
+    let last = steps.pop().expect("an unmerge names a key or a position");
+    match action {
+        Action::Set(value) => cow.set_at(0, &steps, &last, &json_value(py, &value)?)?,
+        Action::Remove => cow.walk(0, &steps)?.del_item(last)?,
+        // `unmerge_text` only sets or removes.
+        Action::Insert { .. } => return Ok(None),
+    }
+    Ok(Some((edited.get_item(0)?, leads)))
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(merge_summary, m)?)
+    m.add_function(wrap_pyfunction!(merge_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(without_summary, m)?)
 }

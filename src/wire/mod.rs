@@ -42,7 +42,7 @@ pub use request::{
 pub use wire_format::WireFormat;
 
 pub use crate::message::Format;
-use crate::message::{Content, Message};
+use crate::message::{Content, Message, Part};
 
 /// The dialect a message read as `f` is written in; `None` for a message that shows no format
 /// (plain `{"role", "content": "text"}`), which any format could have sent.
@@ -133,6 +133,33 @@ impl WireFormat {
             },
         };
         (path, action)
+    }
+
+    /// The edit that takes contextfold's summary out of the message it was merged into
+    /// (`merge_text`'s inverse): a string content becomes what followed the summary, a text
+    /// block holding only the summary is removed. With whether the summary opened the message
+    /// (it was merged at the start of a later turn, not at the end of an earlier one). None when
+    /// the message holds no summary or nothing besides it (`without_summary`), or holds it in a
+    /// block with other text after it.
+    pub fn unmerge_text(self, msg: &Message<'_>) -> Option<(Vec<Step>, edit::Action, bool)> {
+        crate::summary_marker::without_summary(msg)?;
+        let key = Step::Key(self.dialect().content_key);
+        match &msg.content {
+            Content::Text(t) => {
+                let rest = crate::summary_marker::after_summary(t)?;
+                Some((vec![key], edit::Action::Set(edit::json_string(&rest)), true))
+            }
+            Content::Parts(ps) => {
+                let (at, rest) = ps.iter().enumerate().find_map(|(k, p)| match p {
+                    Part::Text(t) => crate::summary_marker::after_summary(t).map(|r| (k, r)),
+                    _ => None,
+                })?;
+                rest.trim()
+                    .is_empty()
+                    .then(|| (vec![key, Step::Index(at)], edit::Action::Remove, at == 0))
+            }
+            Content::None => None,
+        }
     }
 }
 

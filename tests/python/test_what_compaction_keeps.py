@@ -488,28 +488,39 @@ def test_a_new_compactor_or_a_span_too_long_to_keep_merges_the_summary(monkeypat
     assert (fresh.requests[-1].previous_summary or "").count("## ") >= 2
 
 
-@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
+def _loop_facts(fixtures: list[Fixture]) -> tuple[int, int]:
+    """Facts an agent loop at the naive cut's budget keeps over ``fixtures``, and its compactions."""
+    facts = compactions = 0
+    for fx in fixtures:
+        loop, n = agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), min_free_share=0.0)
+        compactions += n
+        text = visible_text(loop, fx.system)
+        facts += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
+    return facts, compactions
+
+
 def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summaries(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # (tools/loop_report.py: the held-out sets' 608 facts at the naive cut's budget, 389 kept by
-    # a loop that reads the turns again, 369 by one that merged its summaries; the summary
-    # merged into a turn, where roles would collide, is still merged.)
-    fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
-
-    def kept() -> tuple[int, int]:
-        facts = compactions = 0
-        for fx in fixtures:
-            loop, n = agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), min_free_share=0.0)
-            compactions += n
-            text = visible_text(loop, fx.system)
-            facts += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
-        return facts, compactions
-
-    reading, compactions = kept()
+    # The bundled fixtures: 73 facts against 70 (a merge digests a digest: each round clips
+    # again what the last had clipped).
+    reading, compactions = _loop_facts(inline_fixtures())
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
-    merging, _ = kept()
+    merging, _ = _loop_facts(inline_fixtures())
+    assert compactions >= 2 * len(inline_fixtures())
+    assert reading > merging, (reading, merging)
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
+def test_on_the_held_out_sets_an_agent_loop_reading_the_turns_keeps_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (tools/loop_report.py: of the held-out sets' 608 facts at the naive cut's budget, a loop
+    # that reads the turns again keeps 412, one that merges its summaries 369; one compaction of
+    # the whole history keeps 460.)
+    fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
+    reading, compactions = _loop_facts(fixtures)
+    monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
+    merging, _ = _loop_facts(fixtures)
     assert compactions >= 3 * len(fixtures)
-    assert reading >= merging + 10, (reading, merging)
+    assert reading >= merging + 30, (reading, merging)
 
 
 def test_the_second_summary_keeps_the_first_ones_identifiers() -> None:
@@ -755,3 +766,37 @@ def test_an_llm_summary_is_checked_but_heading_variations_pass() -> None:
                  lambda texts: [len((t or "").split()) for t in texts])
     assert "UPDATE it" in _system(500, None)
     assert "<previous_summary>" in _user_single("old summary", ["[0] user: hi"])
+
+
+HOSTS = {
+    "chat": {"role": "user", "content": [{"type": "text", "text": "and the second ticket?"}]},
+    "responses": {"type": "message", "role": "user",
+                  "content": [{"type": "input_text", "text": "and the second ticket?"}]},
+    "anthropic": {"role": "user", "content": [{"type": "text", "text": "and the second ticket?"}]},
+    "gemini": {"role": "user", "parts": [{"text": "and the second ticket?"}]},
+    "bedrock": {"role": "user", "content": [{"text": "and the second ticket?"}]},
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(HOSTS))
+@pytest.mark.parametrize("at_start", [True, False])
+def test_a_turn_a_summary_was_merged_into_comes_back_without_it(fmt: str, at_start: bool) -> None:
+    # (What a later digest reads of that turn beside the messages behind the summary.)
+    host = HOSTS[fmt]
+    before = copy.deepcopy(host)
+    wrapped = f"{_core.SUMMARY_MARKERS[0]}\n## User requests\n- book it\n{_core.SUMMARY_MARKERS[1]}"
+    merged = _core.merge_summary(host, wrapped, format=fmt, at_start=at_start, copy=copy.copy)  # type: ignore[arg-type]
+    back = _core.without_summary(merged, format=fmt, copy=copy.copy)  # type: ignore[arg-type]
+    assert back == (before, at_start)
+    assert host == before and merged != before
+    assert _core.without_summary(host, format=fmt, copy=copy.copy) is None  # type: ignore[arg-type]
+
+
+def test_a_string_turn_keeps_its_words_after_the_summary() -> None:
+    wrapped = f"{_core.SUMMARY_MARKERS[0]}\nfacts\n{_core.SUMMARY_MARKERS[1]}"
+    merged = _core.merge_summary({"role": "user", "content": "thanks, go on"}, wrapped, format="chat",
+                                 at_start=True, copy=copy.copy)
+    assert _core.without_summary(merged, format="chat", copy=copy.copy) == (
+        {"role": "user", "content": "thanks, go on"}, True)
+    # A message that is the summary alone has no turn of its own to give back.
+    assert _core.without_summary({"role": "user", "content": wrapped}, format="chat", copy=copy.copy) is None
