@@ -1,4 +1,5 @@
-"""The messages behind a summary: what a Compactor's extractive digest reads in its place.
+"""The messages behind a summary or an edited copy: what a Compactor's extractive digest reads
+in their place.
 
 An agent loop compacts again and again. Merging the previous summary with the newly folded
 messages digests a digest: every round clips and drops again what the last round had already
@@ -12,8 +13,9 @@ that summary (``plan["previous_at"]``), the digest reads those messages in its p
 summary was merged into stays, without the summary: ``_core.without_summary``) and writes the summary of the whole span afresh, as one compaction of the
 whole history would. The memory is bounded: a span is kept while its tokens are at most
 ``SPAN_BUDGETS`` times the budget (a longer one is merged as before, from its summary), and only
-the last ``MAX_SPANS`` summaries' spans are kept. Nothing here is persisted with the session
-state: a Compactor restored elsewhere merges from the summary.
+the last ``MAX_SPANS`` summaries' spans are kept. Likewise an output the Compactor masked or cut
+the middle of in the history it returned is read whole when a later compaction folds it. Nothing
+here is persisted with the session state: a Compactor restored elsewhere merges from the summary.
 """
 
 from __future__ import annotations
@@ -54,6 +56,39 @@ class FoldSources:
 
     def __init__(self) -> None:
         self._spans: OrderedDict[int, tuple[tuple[Any, ...], int]] = OrderedDict()
+        # id(copy) -> (copy, the caller's message it is an edited copy of), for the messages of
+        # the last history this Compactor returned (the history an agent sends back, grown).
+        self._copies: dict[int, tuple[Any, Any]] = {}
+
+    def unedited(self, message: Any) -> Any:
+        """The caller's message that ``message`` is this Compactor's edited copy of (an output
+        it masked or cut the middle of, in the last history it returned), else ``message``."""
+        entry = self._copies.get(id(message))
+        return entry[1] if entry is not None and entry[0] is message else message
+
+    def note_copies(self, out: Sequence[Any], given: Sequence[Any], sources: Sequence[int | None]) -> None:
+        """Remember which messages of a returned history ``out`` are edited copies: position
+        ``p`` of ``out`` stands for ``given[sources[p]]`` (None: a message the compaction wrote,
+        the summary or the turn it was merged into). A later fold reads the caller's message in
+        a copy's place: a SWE loop's first compactions masked outputs and cut one's middle,
+        and the summary that folded them later read the placeholders."""
+        copies: dict[int, tuple[Any, Any]] = {}
+        for m, i in zip(out, sources, strict=True):
+            if i is None:
+                continue
+            original = self.unedited(given[i])
+            if m is not original:
+                copies[id(m)] = (m, original)
+        self._copies = copies
+
+    def behind(self, plan: Mapping[str, Any]) -> int:
+        """Tokens of the remembered messages behind ``plan``'s previous summary (0: none are):
+        what its fold stands for beyond its own messages."""
+        previous = plan["previous_summary"]
+        if previous is None or plan.get("previous_at") is None:
+            return 0
+        found = self._spans.get(_key(previous))
+        return 0 if found is None else found[1]
 
     def span(self, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str) -> tuple[list[Any], str | None, int]:
         """The messages a summary of ``plan``'s fold reads, the previous summary it merges, and
@@ -64,7 +99,7 @@ class FoldSources:
         without one); else the folded messages and the previous summary as the plan found
         them."""
         folded_at: list[int] = list(plan["folded"])
-        folded = [msgs[i] for i in folded_at]
+        folded = [self.unedited(msgs[i]) for i in folded_at]
         previous: str | None = plan["previous_summary"]
         at = plan.get("previous_at")
         if previous is None or at is None or at not in folded_at:
@@ -84,7 +119,10 @@ class FoldSources:
                 return folded, previous, 0
             turn, leads = host
             instead = [*instead, turn] if leads else [turn, *instead]
-        self._spans.move_to_end(_key(previous))
+        # (Filed again as the newest: pop and set, each one step, where a move could find the
+        # key gone under a Compactor shared between threads.)
+        self._spans.pop(_key(previous), None)
+        self._spans[_key(previous)] = found
         # The previous summary's identifier index still comes along: the identifiers it kept
         # are carried first, as a merge carries them (read from the span alone, a second
         # summary kept fewer of the first one's identifiers: 93 of 120 SWE runs at 90% or
@@ -108,4 +146,7 @@ class FoldSources:
             return
         self._spans[_key(summary)] = (tuple(span), tokens)
         while len(self._spans) > MAX_SPANS:
-            self._spans.popitem(last=False)
+            try:
+                self._spans.popitem(last=False)
+            except KeyError:  # (emptied by another thread meanwhile)
+                break

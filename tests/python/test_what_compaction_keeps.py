@@ -501,7 +501,7 @@ def _loop_facts(fixtures: list[Fixture]) -> tuple[int, int]:
 
 def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summaries(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # The bundled fixtures: 73 facts against 70 (a merge digests a digest: each round clips
+    # The bundled fixtures: 72 facts against 70 (a merge digests a digest: each round clips
     # again what the last had clipped).
     reading, compactions = _loop_facts(inline_fixtures())
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
@@ -513,8 +513,8 @@ def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summa
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
 def test_on_the_held_out_sets_an_agent_loop_reading_the_turns_keeps_more(monkeypatch: pytest.MonkeyPatch) -> None:
     # (tools/loop_report.py: of the held-out sets' 608 facts at the naive cut's budget, a loop
-    # that reads the turns again keeps 412, one that merges its summaries 369; one compaction of
-    # the whole history keeps 460.)
+    # that reads the turns again keeps 432, 372 where it merges its summaries (369 before masked
+    # outputs were read whole); one compaction of the whole history keeps 460.)
     fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
     reading, compactions = _loop_facts(fixtures)
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
@@ -800,3 +800,28 @@ def test_a_string_turn_keeps_its_words_after_the_summary() -> None:
         {"role": "user", "content": "thanks, go on"}, True)
     # A message that is the summary alone has no turn of its own to give back.
     assert _core.without_summary({"role": "user", "content": wrapped}, format="chat", copy=copy.copy) is None
+
+
+def test_an_output_masked_in_the_returned_history_is_read_whole_when_folded_later() -> None:
+    # A SWE loop's first compactions only mask; the summary that later folded those outputs
+    # read their placeholders.
+    fx = next(f for f in inline_fixtures() if "swe" in f.name)
+    msgs = list(fx.messages)
+    half = len(msgs) // 2
+    while msgs[half].get("role") == "tool":
+        half += 1
+    digest = _Recording()
+    c = cf.Compactor(budget=_tokens(msgs[:half], fx) * 3 // 4, summarizer=digest, tools=fx.tools,
+                     min_free_share=0.0)
+    first = c.compact(msgs[:half])
+    assert first.strategy_used == "mask"
+    masked = {i for i, m in enumerate(first.messages) if m is not msgs[i]}
+    assert masked
+    second = c.compact(list(first.messages) + msgs[half:])
+    assert second.strategy_used == "summarize"
+    read = digest.requests[-1].messages
+    folded_masked = [i for i in second.removed if i in masked]
+    assert folded_masked
+    for i in folded_masked:
+        assert any(m is msgs[i] for m in read)
+        assert not any(m is first.messages[i] for m in read)
