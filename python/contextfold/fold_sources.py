@@ -114,7 +114,11 @@ class FoldSources:
             # The summary was merged into a turn (where a message of its own would have put two
             # turns of one role side by side): the turn's own words stay, next to the span on
             # the side the summary sat.
-            host = _core.without_summary(folded[k], format=fmt, copy=_copy)  # type: ignore[arg-type]
+            try:
+                host = _core.without_summary(folded[k], format=fmt, copy=_copy)  # type: ignore[arg-type]
+            except (TypeError, ValueError, AttributeError):
+                # (A message object the copy cannot write: the summary is merged as before.)
+                host = None
             if host is None:
                 return folded, previous, 0
             turn, leads = host
