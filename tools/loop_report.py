@@ -5,26 +5,67 @@ beside one compaction of the whole history at the same budget. The budget is the
 kept across it and with a new one per compaction (a caller that keeps none).
 
     python tools/loop_report.py                 # the four probe sets, ../shared/data
+    python tools/loop_report.py --formats       # per wire format: reading the turns vs merging
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
-from contextfold import CompactionError, Compactor, detect_wire_format
+from contextfold import CompactionError, Compactor, detect_wire_format, fold_sources
 from contextfold.evaluation import _tokens, agent_loop, facts_seen, load_fixtures, naive_cut, visible_text
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 PROBES = ROOT / "tests" / "data" / "probes"
 SETS = {"project's probe set": ("airline.refs.json", "swe.refs.json"),
         "held-out probe sets": ("heldout.refs.json", "heldout2.refs.json")}
+
+
+def per_format(data: Path) -> None:
+    """The four sets' agent loops in each wire format (converted as the format scorecard
+    converts them), reading the turns behind the summaries and merging them instead
+    (``fold_sources.SPAN_BUDGETS = 0``): facts kept, compactions, loops that raised."""
+    from wire_shapes import PROVIDER, SHAPES, convert
+
+    fixtures = load_fixtures([PROBES / f for files in SETS.values() for f in files], data_dir=data)
+    total = sum(len(p.expected_facts) for fx in fixtures for p in fx.probes)
+    print(f"| format | reading the turns (facts of {total}, compactions) | merging the summaries | loops that raised |")
+    print("| --- | --- | --- | --- |")
+    for shape in SHAPES:
+        cells, raised = [], 0
+        for span_budgets in (fold_sources.SPAN_BUDGETS, 0):
+            saved, fold_sources.SPAN_BUDGETS = fold_sources.SPAN_BUDGETS, span_budgets
+            kept = runs = 0
+            for fx in fixtures:
+                share = _tokens(naive_cut(fx.messages), fx) / _tokens(fx.messages, fx)
+                src, system = [dict(m) for m in fx.messages], fx.system
+                if shape in ("anthropic", "gemini", "bedrock") and src and src[0].get("role") == "system":
+                    system = src[0]["content"] if system is None else system
+                    src = src[1:]
+                g = dataclasses.replace(fx, messages=convert(src, shape), provider=PROVIDER[shape], system=system)
+                try:
+                    out, n = agent_loop(g, budget=max(1, int(_tokens(g.messages, g) * share)), min_free_share=0.0)
+                except CompactionError:
+                    raised += 1
+                    continue
+                runs += n
+                text = visible_text(out, system)
+                kept += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
+            fold_sources.SPAN_BUDGETS = saved
+            cells.append(f"{kept} ({runs})")
+        print(f"| {shape} | {cells[0]} | {cells[1]} | {raised} |", flush=True)
 
 
 def main() -> None:
     data = ROOT.parent / "shared" / "data"
     if not data.is_dir():
         sys.exit("needs ../shared/data (the probe sets' conversations)")
+    if "--formats" in sys.argv[1:]:
+        per_format(data)
+        return
     print("| probes | one compaction | loop, one Compactor | loop, a new Compactor each time | "
           "compactions per loop (median) |")
     print("| --- | --- | --- | --- | --- |")
