@@ -14,8 +14,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from contextfold import CompactionError, Compactor, detect_wire_format, fold_sources
-from contextfold.evaluation import _tokens, agent_loop, facts_seen, load_fixtures, naive_cut, visible_text
+from contextfold import CompactionError, fold_sources
+from contextfold.evaluation import (_tokens, agent_loop, facts_seen, load_fixtures, loop_table, naive_cut,
+                                   visible_text)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
@@ -66,37 +67,9 @@ def main() -> None:
     if "--formats" in sys.argv[1:]:
         per_format(data)
         return
-    print("| probes | one compaction | loop, one Compactor | loop, a new Compactor each time | "
-          "compactions per loop (median) |")
-    print("| --- | --- | --- | --- | --- |")
-    for name, files in SETS.items():
-        fixtures = load_fixtures([PROBES / f for f in files], data_dir=data)
-        kept = {"one": 0, "kept": 0, "fresh": 0}
-        half = dict.fromkeys(kept, 0)
-        total, probes, runs = 0, 0, []
-        for fx in fixtures:
-            budget = _tokens(naive_cut(fx.messages), fx)
-            try:
-                one = list(Compactor(provider=fx.provider, budget=budget, tools=fx.tools, system=fx.system,
-                                     wire_format=detect_wire_format(fx.messages, fx.provider),
-                                     min_free_share=0.0).compact(fx.messages).messages)
-            except CompactionError:
-                one = []
-            loop, n = agent_loop(fx, budget=budget, min_free_share=0.0)
-            fresh, _ = agent_loop(fx, budget=budget, fresh=True, min_free_share=0.0)
-            runs.append(n)
-            texts = {"one": visible_text(one, fx.system) if one else "", "kept": visible_text(loop, fx.system),
-                     "fresh": visible_text(fresh, fx.system)}
-            for p in fx.probes:
-                total += len(p.expected_facts)
-                probes += 1
-                for k, text in texts.items():
-                    seen = facts_seen(text, p.expected_facts)
-                    kept[k] += sum(seen)
-                    half[k] += 2 * sum(seen) >= len(seen)
-        cells = [f"{100 * kept[k] / total:.1f}% ({kept[k]} of {total}; {half[k]} of {probes} with half)"
-                 for k in ("one", "kept", "fresh")]
-        print(f"| {name} | {' | '.join(cells)} | {sorted(runs)[len(runs) // 2]} |")
+    for i, (name, files) in enumerate(SETS.items()):
+        table = loop_table(load_fixtures([PROBES / f for f in files], data_dir=data), name=name)
+        print(table if i == 0 else table.splitlines()[-1])
 
 
 if __name__ == "__main__":

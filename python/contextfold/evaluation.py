@@ -49,6 +49,7 @@ __all__ = [
     "Successive",
     "agent_loop",
     "evaluate",
+    "loop_table",
     "facts_seen",
     "load_fixtures",
     "naive_cut",
@@ -486,7 +487,9 @@ def run_cli(
                                        "judged": list(s.judged)} for s in ev.scores]}, default=str)
     n = sum(len(f.probes) for f in fixtures)
     out = (f"{len(fixtures)} fixtures, {n} probes\n\n" + ev.markdown()
-           + "\n\nSuccessive compactions (growing history, planted rules):\n\n" + successive_table(fixtures))
+           + "\n\nSuccessive compactions (growing history, planted rules):\n\n" + successive_table(fixtures)
+           + "\n\nAn agent loop (fed round by round, compacted at 1.2x the naive cut's budget):\n\n"
+           + loop_table(fixtures))
     for peer in peers:
         out += f"\n\nSuccessive compactions, {peer}:\n\n" + successive_table(fixtures, strategy=peer)
     return out
@@ -539,6 +542,43 @@ def agent_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, 
             except CompactionError:
                 pass
     return current, runs
+
+
+def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
+    """Markdown: facts an agent loop keeps at the naive cut's budget (``agent_loop``), scored on
+    its last history, beside one compaction of the whole history at that budget, with one
+    Compactor kept across the loop and with a new one per compaction; ``name`` heads the row."""
+    kept = {"one": 0, "kept": 0, "fresh": 0}
+    half = dict.fromkeys(kept, 0)
+    total = probes = 0
+    runs: list[int] = []
+    for fx in fixtures:
+        budget = _tokens(naive_cut(fx.messages), fx)
+        try:
+            one = list(Compactor(provider=fx.provider, budget=budget, tools=fx.tools, system=fx.system,
+                                 wire_format=detect_wire_format(fx.messages, fx.provider),
+                                 min_free_share=0.0).compact(fx.messages).messages)
+        except CompactionError:
+            one = []
+        loop, n = agent_loop(fx, budget=budget, min_free_share=0.0)
+        fresh, _ = agent_loop(fx, budget=budget, fresh=True, min_free_share=0.0)
+        runs.append(n)
+        texts = {"one": visible_text(one, fx.system) if one else "", "kept": visible_text(loop, fx.system),
+                 "fresh": visible_text(fresh, fx.system)}
+        for p in fx.probes:
+            total += len(p.expected_facts)
+            probes += 1
+            for k, text in texts.items():
+                seen = facts_seen(text, p.expected_facts)
+                kept[k] += sum(seen)
+                half[k] += 2 * sum(seen) >= len(seen)
+    cells = [f"{100 * kept[k] / max(1, total):.1f}% ({kept[k]} of {total}; {half[k]} of {probes} with half)"
+             for k in ("one", "kept", "fresh")]
+    return "\n".join([
+        "| probes | one compaction | loop, one Compactor | loop, a new Compactor each time | "
+        "compactions per loop (median) |",
+        "| --- | --- | --- | --- | --- |",
+        f"| {name} | {' | '.join(cells)} | {statistics.median(runs) if runs else 0:g} |"])
 
 
 #: A summary that takes at least this share of its room is full (``Successive.growth_from_full``).

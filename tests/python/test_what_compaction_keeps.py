@@ -98,6 +98,18 @@ def test_cli_eval_prints_the_scorecard(capsys: pytest.CaptureFixture[str]) -> No
     assert {r["budget"] for r in out["rows"]} == {"0.5x naive", "naive", "1.5x naive"}
 
 
+def test_cli_eval_prints_what_an_agent_loop_keeps(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli_main(["eval", *map(str, INLINE)])
+    out = capsys.readouterr().out
+    assert code == 0
+    loop = out.split("An agent loop", 1)[1]
+    row = next(line for line in loop.splitlines() if line.startswith("| probes |") and "%" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    kept = [int(c.split("(")[1].split(" of")[0]) for c in cells[1:4]]
+    # (One compaction, a loop with its Compactor, a loop making a new one each time.)
+    assert kept[1] > kept[2] and kept[0] >= kept[1], kept
+
+
 def test_langchain_middleware_runs_as_a_peer_with_the_same_summarizer(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("langchain.agents.middleware", reason="LangChain's SummarizationMiddleware (langchain >= 1.0)")
     from contextfold.evaluation_peers import langchain_summarization
