@@ -583,6 +583,29 @@ fn names_nothing(thought: &str) -> bool {
         })
 }
 
+/// Whether a thought only says what the agent will do next ("I will read `x.py` to see how
+/// ...", "Let's run the tests."): a short one opening with an intent, whose action the next
+/// call line shows.
+fn only_intends(thought: &str) -> bool {
+    let t = thought.trim();
+    let lower = t.get(..t.len().min(24)).unwrap_or("").to_ascii_lowercase();
+    t.len() <= INTENT_THOUGHT_BYTES
+        && !t.contains('\n')
+        && INTENT_OPENINGS.iter().any(|o| lower.starts_with(o))
+}
+
+const INTENT_THOUGHT_BYTES: usize = 240;
+const INTENT_OPENINGS: [&str; 8] = [
+    "i will ",
+    "i'll ",
+    "let's ",
+    "let me ",
+    "now i will ",
+    "now, i will ",
+    "now let's ",
+    "next, i will ",
+];
+
 /// The longest thought (bytes) `names_nothing` reads as one.
 const IDLE_THOUGHT_BYTES: usize = 160;
 
@@ -869,7 +892,7 @@ impl<'a> Walk<'a> {
         let own = self.thought(m);
         if !own.is_empty() {
             if let Some(prev) = self.last_thought.replace(own) {
-                let idle = names_nothing(&prev);
+                let idle = names_nothing(&prev) || only_intends(&prev);
                 let forms = Clipped {
                     text: prev,
                     plan: &CONCLUSION_PLAN,
@@ -2307,6 +2330,26 @@ mod tests {
             &"word ".repeat(40),
         ] {
             assert!(!names_nothing(named), "{named}");
+        }
+    }
+
+    #[test]
+    fn a_thought_that_only_says_what_comes_next_is_told_apart() {
+        // (Its action is the next call line: the held-out SWE folds kept lines like the first.)
+        for intent in [
+            "I will read the content of `django/db/models/query_utils.py` to understand `_unregister_lookup`.",
+            "Let's run the reproduction script again to verify the fix.",
+            "Now I will check `django/test/utils.py`.",
+        ] {
+            assert!(only_intends(intent), "{intent}");
+        }
+        for finding in [
+            "The reproduction script confirmed the issue: the lookup remains in the cache.",
+            "I see the `_unregister_lookup` method:\n```python\ndel cls.class_lookups[name]\n```",
+            &format!("I will {}", "explain at length ".repeat(20)),
+            "It seems the `sed` command worked correctly. Let's run the tests.",
+        ] {
+            assert!(!only_intends(finding), "{finding}");
         }
     }
 
