@@ -525,8 +525,8 @@ def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summa
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
 def test_on_the_held_out_sets_an_agent_loop_reading_the_turns_keeps_more(monkeypatch: pytest.MonkeyPatch) -> None:
     # (tools/loop_report.py: of the held-out sets' 608 facts at the naive cut's budget, a loop
-    # that reads the turns again keeps 432, 372 where it merges its summaries (369 before masked
-    # outputs were read whole); one compaction of the whole history keeps 460.)
+    # that reads the turns again keeps 431, 372 where it merges its summaries (369 before masked
+    # outputs were read whole); one compaction of the whole history keeps 461.)
     fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
     reading, compactions = _loop_facts(fixtures)
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
