@@ -36,7 +36,10 @@ def content_hash(data: bytes | memoryview) -> str:
 class Fold:
     """The first ``k`` messages of a history (content hash ``key``) are sent as ``payload``:
     the folded messages' JSON joined by commas, bytes that never change. ``count`` messages,
-    ``tokens`` their estimate; ``strategy`` what made them (``mask`` or ``summarize``)."""
+    ``tokens`` their estimate; ``strategy`` what made them (``mask`` or ``summarize``);
+    ``summaries`` the content hashes of the summaries the proxy wrote into them (the next
+    compaction trusts those as its own, ``Session.summary_hashes``: a summary merged into a turn
+    is not where an inserted one goes, and without its hash it was digested as the turn's text)."""
 
     key: str
     k: int
@@ -44,18 +47,21 @@ class Fold:
     count: int
     tokens: int
     strategy: str
+    summaries: tuple[int, ...] = ()
 
     def to_bytes(self) -> bytes:
         head = json.dumps({"key": self.key, "k": self.k, "count": self.count, "tokens": self.tokens,
-                           "strategy": self.strategy}).encode()
+                           "strategy": self.strategy, "summaries": list(self.summaries)}).encode()
         return head + b"\n" + self.payload
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Fold:
         head, _, payload = data.partition(b"\n")
         meta = json.loads(head)
+        # (A fold stored before summaries were kept reads as holding none.)
+        summaries = meta.get("summaries", [])
         return cls(str(meta["key"]), int(meta["k"]), payload, int(meta["count"]), int(meta["tokens"]),
-                   str(meta["strategy"]))
+                   str(meta["strategy"]), tuple(int(h) for h in summaries if isinstance(h, int)))
 
 
 class FoldCache(Protocol):

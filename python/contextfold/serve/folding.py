@@ -31,7 +31,7 @@ from contextfold.serve.apis import Api, Pricing
 from contextfold.serve.body import BodyError, ScannedBody, scan_appended, scan_body
 from contextfold.serve.config import ServeConfig
 from contextfold.serve.fold_cache import Fold, FoldCache, content_hash
-from contextfold.session import DEFAULT_OUTPUT_RESERVE, DEFAULT_TRIGGER_RATIO
+from contextfold.session import DEFAULT_OUTPUT_RESERVE, DEFAULT_TRIGGER_RATIO, MAX_SUMMARY_HASHES
 
 __all__ = ["Conversation", "Folder", "Outcome"]
 
@@ -316,6 +316,9 @@ class Folder:
                 summarizer=self.summarizer,
                 system=pricing.system, tools=pricing.tools, response_format=pricing.response_format,
                 wire_format=api.wire_format)  # type: ignore[arg-type]
+            if fold is not None:
+                # The summaries in the fold's prefix are this proxy's own.
+                compactor.session.summary_hashes = fold.summaries[-MAX_SUMMARY_HASHES:]
             result = compactor.compact(work)
         except (CompactionError, InvalidMessageError, TypeError, ValueError) as e:
             return self._not_compacted(rec, prior, raw, gate, f"{type(e).__name__}: {e}")
@@ -338,7 +341,7 @@ class Folder:
             return self._not_compacted(rec, prior, raw, gate, f"fold not priced: {e}")
         offset = sb.offsets[new_k]
         new_fold = Fold(content_hash(memoryview(raw)[sb.offsets[0]: offset]), new_k, payload, i, tokens,
-                        result.strategy_used)
+                        result.strategy_used, tuple(compactor.session.summary_hashes))
         try:
             self.cache.put(rec.conv_id, new_fold)
         except Exception as e:  # noqa: BLE001 - a cache that cannot store still lets this turn through
