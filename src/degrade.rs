@@ -166,13 +166,17 @@ fn cut_plain(text: &str, keep: f64, est: &Estimator, id: Option<&str>) -> Option
 /// from its `[` to its `]`), or None. A marker stands at the start of a line (its head, when
 /// one was kept, ends with a newline before it).
 pub fn cut_marker_at(text: &str) -> Option<std::ops::Range<usize>> {
-    let mut from = 0;
-    while let Some(i) = text[from..].find("[") {
-        let at = from + i;
-        from = at + 1;
-        if at > 0 && text.as_bytes()[at - 1] != b'\n' {
-            continue;
-        }
+    static LINE_BRACKET: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+        std::sync::OnceLock::new();
+    // The `[`s that open a line: the text's first character, then each found after a newline
+    // by one vectorized search (a search for every `[` stopped at each index of code a digest
+    // reads, every assistant turn asked).
+    let first = text.starts_with('[').then_some(0);
+    let after_newlines = LINE_BRACKET
+        .get_or_init(|| memchr::memmem::Finder::new(b"\n["))
+        .find_iter(text.as_bytes())
+        .map(|i| i + 1);
+    for at in first.into_iter().chain(after_newlines) {
         let rest = &text[at..];
         let line = &rest[..rest.find('\n').unwrap_or(rest.len())];
         let Some(body) = line

@@ -1132,17 +1132,15 @@ impl<'a> Shown<'a> {
     /// either; and it ends where the pattern's first word ends (a non-word character follows
     /// in both, or the pattern ends and the text's next character may not be a word one). So
     /// each word of the text is looked up once, and a candidate checked where it would start.
+    /// In no particular order (each once).
     pub fn shown_in(&self, text: &str) -> Vec<u32> {
-        let mut out = Vec::new();
         if self.patterns.is_empty() {
-            return out;
+            return Vec::new();
         }
-        let mut seen = vec![false; self.patterns.len()];
-        let mut mark = |k: usize, out: &mut Vec<u32>| {
-            if !std::mem::replace(&mut seen[k], true) {
-                out.extend(self.of[k].iter().map(|&i| i as u32));
-            }
-        };
+        // The patterns found, each once in the end (a flag per pattern, cleared for every line
+        // a packing writes, cost more than the few found).
+        let mut found: Vec<usize> = Vec::new();
+        let mark = |k: usize, found: &mut Vec<usize>| found.push(k);
         let whole_at = |start: usize, p: &str| {
             text.is_char_boundary(start)
                 && text[start..].starts_with(p)
@@ -1152,11 +1150,11 @@ impl<'a> Shown<'a> {
                     .next()
                     .is_some_and(is_word_char)
         };
-        let mut check = |from: usize, to: usize, out: &mut Vec<u32>| {
+        let check = |from: usize, to: usize, found: &mut Vec<usize>| {
             if let Some(&(a, b)) = self.by_word.get(&text[from..to]) {
                 for &(_, off, k) in &self.starts[a..b] {
                     if from >= off && whole_at(from - off, self.patterns[k]) {
-                        mark(k, out);
+                        mark(k, found);
                     }
                 }
             }
@@ -1175,7 +1173,7 @@ impl<'a> Shown<'a> {
             match (word, run) {
                 (true, None) => run = Some(i),
                 (false, Some(from)) => {
-                    check(from, i, &mut out);
+                    check(from, i, &mut found);
                     run = None;
                 }
                 _ => {}
@@ -1183,15 +1181,20 @@ impl<'a> Shown<'a> {
             i += width;
         }
         if let Some(from) = run {
-            check(from, b.len(), &mut out);
+            check(from, b.len(), &mut found);
         }
         for &k in &self.bare {
             let p = self.patterns[k];
             if text.match_indices(p).any(|(at, _)| whole_at(at, p)) {
-                mark(k, &mut out);
+                mark(k, &mut found);
             }
         }
-        out
+        found.sort_unstable();
+        found.dedup();
+        found
+            .iter()
+            .flat_map(|&k| self.of[k].iter().map(|&i| i as u32))
+            .collect()
     }
 }
 

@@ -268,15 +268,9 @@ pub(super) fn is_whole(s: &str, max: usize, head_share: f64) -> bool {
         return false;
     }
     // Letters and digits all survive the collapse: more of them than the line may hold, and
-    // it is not whole (a byte count, far cheaper than collapsing). Counted a block at a time:
-    // a digest asks this of every unit's forms, and a test per byte kept the count from
-    // running as vector code.
-    let mut solid = 0usize;
-    for block in s.as_bytes().chunks(SOLID_BLOCK) {
-        solid += block.iter().filter(|c| c.is_ascii_alphanumeric()).count();
-        if solid > max + 1 {
-            return false;
-        }
+    // it is not whole (a byte count, far cheaper than collapsing).
+    if solid_over(&[s], max + 1) {
+        return false;
     }
     let head_n = (max as f64 * head_share) as usize;
     let mut count = Count {
@@ -287,6 +281,22 @@ pub(super) fn is_whole(s: &str, max: usize, head_share: f64) -> bool {
     };
     let longer = Collapse::default().run(&[s], false, &mut count);
     !longer && (count.n <= max || count.at_char == Some('…'))
+}
+
+/// Whether `texts` hold more than `n` ASCII letters and digits, each a character of their
+/// collapsed line (the collapse keeps them all). Counted a block at a time: a digest asks this
+/// of every unit's forms, and a test per byte kept the count from running as vector code.
+fn solid_over(texts: &[&str], n: usize) -> bool {
+    let mut solid = 0usize;
+    for t in texts {
+        for block in t.as_bytes().chunks(SOLID_BLOCK) {
+            solid += block.iter().filter(|c| c.is_ascii_alphanumeric()).count();
+            if solid > n {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// The part of `s` a clip to `max` characters may show: all of it, or (a long text) windows of
@@ -391,13 +401,18 @@ pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
         return s.to_string();
     }
     let (head, mid, tail) = windows(s, max, head_share);
+    let head_n = (max as f64 * head_share) as usize;
+    let tail_n = max.saturating_sub(head_n);
     let mut line = String::with_capacity(max.min(s.len()) + 4);
-    if !collapse_head(&[head, mid, tail], max, &mut line) {
+    // More letters and digits than the line holds: it is longer, and only its head is read
+    // from the front (collapsing `max` characters to keep `head_n` of them was most of a
+    // digest's clipping).
+    if s.len() > max && solid_over(&[head, tail], max) {
+        collapse_head(&[head, mid, tail], head_n, &mut line);
+    } else if !collapse_head(&[head, mid, tail], max, &mut line) {
         return line;
     }
     // Longer than `max`: the head from the front, the end read backwards.
-    let head_n = (max as f64 * head_share) as usize;
-    let tail_n = max.saturating_sub(head_n);
     let head_end = line
         .char_indices()
         .nth(head_n)

@@ -33,10 +33,16 @@ fn is_summary(line: &str) -> bool {
 
 /// Whether a line after the verdict may say something of its own about the run.
 fn says_failure(line: &str) -> bool {
-    let l = line.to_ascii_lowercase();
-    ["error", "fail", "traceback", "exception", "warning"]
-        .iter()
-        .any(|w| l.contains(w))
+    const WORDS: [&[u8]; 5] = [b"error", b"fail", b"traceback", b"exception", b"warning"];
+    // Compared in place, ignoring ASCII case (a lowercased copy of every line at the end of
+    // every observation was most of the search), each place tried only at a word's first letter.
+    let b = line.as_bytes();
+    (0..b.len()).any(|i| {
+        matches!(b[i] | 0x20, b'e' | b'f' | b't' | b'w')
+            && WORDS
+                .iter()
+                .any(|w| b.len() - i >= w.len() && b[i..i + w.len()].eq_ignore_ascii_case(w))
+    })
 }
 
 /// `text` up to the end of its last test summary line, when that line is among its last
@@ -54,7 +60,7 @@ pub(super) fn up_to_summary(text: &str) -> Option<&str> {
         }
         if !line.trim().is_empty() {
             after += 1;
-            after_failure |= says_failure(line);
+            after_failure = after_failure || says_failure(line);
         }
         if start == 0 {
             return None;

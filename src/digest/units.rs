@@ -38,6 +38,9 @@ pub(super) struct Entry<'a> {
     count: usize,
     /// The index of each distinct form (a run of equal forms appears once, as its last).
     plan: OnceLock<Vec<usize>>,
+    /// Whether the second form differs from the first (`Forms::repeats(1)`), asked of every
+    /// call's unit by the packing's first step (`at_rich_top`) before any plan is needed.
+    second_differs: OnceLock<bool>,
     /// Each form, by index (built when first read).
     forms: Vec<OnceLock<String>>,
     /// Tokens of the distinct form at each index, never less than a shorter form's (so
@@ -64,6 +67,7 @@ impl<'a> Entry<'a> {
             idle: false,
             count: n,
             plan: OnceLock::from((0..n).collect::<Vec<_>>()),
+            second_differs: OnceLock::from(true),
             forms: forms.into_iter().map(OnceLock::from).collect(),
             costs: (0..n).map(|_| OnceLock::new()).collect(),
             build: None,
@@ -81,6 +85,7 @@ impl<'a> Entry<'a> {
             idle: false,
             count: n,
             plan: OnceLock::new(),
+            second_differs: OnceLock::new(),
             forms: (0..n).map(|_| OnceLock::new()).collect(),
             costs: (0..n).map(|_| OnceLock::new()).collect(),
             build: Some(build),
@@ -96,7 +101,12 @@ impl<'a> Entry<'a> {
             };
             let mut plan = vec![0];
             for j in 1..self.count {
-                if b.repeats(j) {
+                let repeats = if j == 1 {
+                    !self.second_differs()
+                } else {
+                    b.repeats(j)
+                };
+                if repeats {
                     if let Some(last) = plan.last_mut() {
                         *last = j;
                     }
@@ -140,9 +150,20 @@ impl<'a> Entry<'a> {
         })
     }
 
-    /// Whether the form after `steps` steps is the unit's extra fullest one (`rich_top`).
+    /// Whether the second form differs from the first (both given, or `Forms::repeats`).
+    fn second_differs(&self) -> bool {
+        *self.second_differs.get_or_init(|| match &self.build {
+            Some(b) if self.count > 1 => !b.repeats(1),
+            _ => true,
+        })
+    }
+
+    /// Whether the form after `steps` steps is the unit's extra fullest one (`rich_top`):
+    /// its first form (`index_at(steps) == 0`), which only a unit of one form stands at after
+    /// a step, and one of more at none only when its second form differs (the plan's first
+    /// distinct form is then the first). Told without the plan.
     pub(super) fn at_rich_top(&self, steps: usize) -> bool {
-        self.rich_top && self.index_at(steps) == 0
+        self.rich_top && (self.count == 1 || (steps == 0 && self.second_differs()))
     }
 
     /// A form sized to `chars` characters of its result (`Forms::build_sized`).
@@ -326,6 +347,28 @@ mod tests {
             let e = Entry::lazy(Section::Errors, Box::new(command()));
             assert_eq!(lazy_forms(&e), built(&command()), "{t:.80}");
         }
+    }
+
+    /// `at_rich_top` tells the first form without the plan, as the plan would.
+    #[test]
+    fn the_extra_fullest_form_is_told_as_the_plan_tells_it() {
+        let long = "line of output with words\n".repeat(400);
+        for t in ["short", "a request of a few words", long.as_str()] {
+            let plan: &'static [(usize, f64)] = &[(12_000, 0.6), (900, 0.6), (400, 0.6)];
+            let mut e = Entry::lazy(
+                Section::LastState,
+                Box::new(super::super::forms::Clipped {
+                    text: Cow::Owned(t.to_string()),
+                    plan,
+                }),
+            );
+            e.rich_top = true;
+            let told: Vec<bool> = (0..4).map(|s| e.at_rich_top(s)).collect();
+            let planned: Vec<bool> = (0..4).map(|s| e.index_at(s) == 0).collect();
+            assert_eq!(told, planned, "{t:.40}");
+        }
+        let given = Entry::given(Section::Calls, vec!["a".into(), "b".into()]).unwrap();
+        assert!((0..3).all(|s| given.at_rich_top(s) == (given.rich_top && given.index_at(s) == 0)));
     }
 
     #[test]
