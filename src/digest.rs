@@ -613,13 +613,19 @@ fn names_nothing(thought: &str) -> bool {
 /// call line shows.
 fn only_intends(thought: &str) -> bool {
     let t = thought.trim();
-    let lower = t.get(..t.len().min(24)).unwrap_or("").to_ascii_lowercase();
     t.len() <= INTENT_THOUGHT_BYTES
         && !t.contains('\n')
-        && INTENT_OPENINGS.iter().any(|o| lower.starts_with(o))
+        && INTENT_OPENINGS.iter().any(|o| {
+            t.as_bytes()
+                .get(..o.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(o.as_bytes()))
+        })
 }
 
+/// The longest thought (bytes) `only_intends` reads as one: a longer one says more than its next
+/// call line shows.
 const INTENT_THOUGHT_BYTES: usize = 240;
+/// How a thought that only says what comes next opens (compared ignoring ASCII case).
 const INTENT_OPENINGS: [&str; 8] = [
     "i will ",
     "i'll ",

@@ -167,7 +167,7 @@ def _merge_position(plan: Mapping[str, Any]) -> int:
     return head_end + kept_idx.index(target) if target in kept_idx else head_end + len(kept_idx) + target - tail_start
 
 
-def _sources(plan: Mapping[str, Any], n: int) -> list[int | None]:
+def _assembled_from(plan: Mapping[str, Any], n: int) -> list[int | None]:
     """The message of the planned history (``n`` long) each message of its assembly stands for:
     head, kept, the summary (None), tail; the message the summary was merged into is None too."""
     head_end, tail_start, kept_idx = int(plan["head_end"]), int(plan["tail_start"]), plan["kept"]
@@ -905,7 +905,7 @@ class Compactor(RecoverableFolds):
         self._after_compaction(int(plan["head_end"]))
         if isinstance(self.summarizer, ExtractiveSummarizer) and not draft.native:
             self._sources.remember(neutralize_markers(draft.text), plan, run.msgs, run.fmt, budget=run.effective)
-        sources = _sources(plan, len(run.original))
+        sources = _assembled_from(plan, len(run.original))
         if not draft.native and len(sources) == len(draft.out) and len(run.msgs) == len(run.original):
             self._sources.note_copies(draft.out, run.original, sources)
         digest = _core.summary_hash(neutralize_markers(draft.text))

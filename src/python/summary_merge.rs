@@ -7,9 +7,52 @@ use pyo3::types::PyList;
 
 use super::messages::{Keep, Walker};
 use super::prune::{json_value, step_object, CopyOnWrite};
-use crate::message::Format;
+use crate::message::{Format, Message};
 use crate::repair::Action;
-use crate::wire::WireFormat;
+use crate::wire::{Step, WireFormat};
+
+/// A copy of `message` with the one edit `edit` makes to it (given its wire format, a LangChain
+/// message read as chat, and its view) applied copy-on-write; None when `edit` makes none. The
+/// caller's message is never changed; `copy` copies a container that is not a dict or list.
+fn edited_copy<'py>(
+    py: Python<'py>,
+    message: &Bound<'py, PyAny>,
+    format: &str,
+    copy: &Bound<'py, PyAny>,
+    edit: impl FnOnce(WireFormat, &Message<'_>) -> Option<(Vec<Step>, Action)>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let fmt = WireFormat::parse(format).map_err(PyValueError::new_err)?;
+    let edited = PyList::new(py, [message])?;
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(&edited)?;
+    let fmt = match ms[0].wire {
+        Format::LangChain => WireFormat::Chat,
+        _ => fmt,
+    };
+    let Some((path, action)) = edit(fmt, &ms[0]) else {
+        return Ok(None);
+    };
+    let mut steps: Vec<Bound<'py, PyAny>> = path
+        .iter()
+        .map(|s| step_object(py, s))
+        .collect::<PyResult<_>>()?;
+    let mut cow = CopyOnWrite::new(&edited, copy);
+    match action {
+        Action::Set(value) => {
+            let last = steps.pop().expect("a set names a key");
+            cow.set_at(0, &steps, &last, &json_value(py, &value)?)?;
+        }
+        Action::Insert { position, value } => {
+            cow.walk(0, &steps)?
+                .call_method1("insert", (position, json_value(py, &value)?))?;
+        }
+        Action::Remove => {
+            let last = steps.pop().expect("a removal names a position");
+            cow.walk(0, &steps)?.del_item(last)?;
+        }
+    }
+    Ok(Some(edited.get_item(0)?))
+}
 
 /// A copy of `message` carrying `text` as a text block of its content (first when
 /// `at_start`, else last), written in `format` (a LangChain message as its chat blocks). The
@@ -25,33 +68,10 @@ fn merge_summary<'py>(
     at_start: bool,
     copy: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let fmt = WireFormat::parse(format).map_err(PyValueError::new_err)?;
-    let edited = PyList::new(py, [message])?;
-    let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(&edited)?;
-    let fmt = match ms[0].wire {
-        Format::LangChain => WireFormat::Chat,
-        _ => fmt,
-    };
-    let (path, action) = fmt.merge_text(&ms[0], text, at_start);
-    let mut steps: Vec<Bound<'py, PyAny>> = path
-        .iter()
-        .map(|s| step_object(py, s))
-        .collect::<PyResult<_>>()?;
-    let mut cow = CopyOnWrite::new(&edited, copy);
-    match action {
-        Action::Set(value) => {
-            let last = steps.pop().expect("a set names a key");
-            cow.set_at(0, &steps, &last, &json_value(py, &value)?)?;
-        }
-        Action::Insert { position, value } => {
-            cow.walk(0, &steps)?
-                .call_method1("insert", (position, json_value(py, &value)?))?;
-        }
-        // `merge_text` only sets or inserts.
-        Action::Remove => {}
-    }
-    edited.get_item(0)
+    let merged = edited_copy(py, message, format, copy, |fmt, m| {
+        Some(fmt.merge_text(m, text, at_start))
+    })?;
+    Ok(merged.expect("a merge always edits"))
 }
 
 /// A copy of `message` without the contextfold summary merged into it (`merge_summary`'s
@@ -66,30 +86,13 @@ fn without_summary<'py>(
     format: &str,
     copy: &Bound<'py, PyAny>,
 ) -> PyResult<Option<(Bound<'py, PyAny>, bool)>> {
-    let fmt = WireFormat::parse(format).map_err(PyValueError::new_err)?;
-    let edited = PyList::new(py, [message])?;
-    let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(&edited)?;
-    let fmt = match ms[0].wire {
-        Format::LangChain => WireFormat::Chat,
-        _ => fmt,
-    };
-    let Some((path, action, leads)) = fmt.unmerge_text(&ms[0]) else {
-        return Ok(None);
-    };
-    let mut steps: Vec<Bound<'py, PyAny>> = path
-        .iter()
-        .map(|s| step_object(py, s))
-        .collect::<PyResult<_>>()?;
-    let mut cow = CopyOnWrite::new(&edited, copy);
-    let last = steps.pop().expect("an unmerge names a key or a position");
-    match action {
-        Action::Set(value) => cow.set_at(0, &steps, &last, &json_value(py, &value)?)?,
-        Action::Remove => cow.walk(0, &steps)?.del_item(last)?,
-        // `unmerge_text` only sets or removes.
-        Action::Insert { .. } => return Ok(None),
-    }
-    Ok(Some((edited.get_item(0)?, leads)))
+    let mut leads = false;
+    let host = edited_copy(py, message, format, copy, |fmt, m| {
+        let (path, action, first) = fmt.unmerge_text(m)?;
+        leads = first;
+        Some((path, action))
+    })?;
+    Ok(host.map(|h| (h, leads)))
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
