@@ -6,6 +6,7 @@ kept across it and with a new one per compaction (a caller that keeps none).
 
     python tools/loop_report.py                 # the four probe sets, ../shared/data
     python tools/loop_report.py --formats       # per wire format: reading the turns vs merging
+    python tools/loop_report.py --proxy         # the loop through the proxy's request path
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from contextfold import CompactionError, fold_sources
 from contextfold.evaluation import (_tokens, agent_loop, facts_seen, load_fixtures, loop_table, naive_cut,
-                                   visible_text)
+                                   proxy_loop, visible_text)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
@@ -60,12 +61,40 @@ def per_format(data: Path) -> None:
         print(f"| {shape} | {cells[0]} | {cells[1]} | {raised} |", flush=True)
 
 
+def through_proxy(data: Path) -> None:
+    """Each set's loop through the proxy's request path (``proxy_loop``: the client sends its
+    whole history, the proxy folds it) beside the loop with one Compactor: facts kept on the last
+    body sent, probes with half their facts, compactions."""
+    print("| probes | loop, one Compactor | loop through the proxy | compactions (loop / proxy) |")
+    print("| --- | --- | --- | --- |")
+    for name, files in SETS.items():
+        fixtures = load_fixtures([PROBES / f for f in files], data_dir=data)
+        kept = {"loop": [0, 0, 0], "proxy": [0, 0, 0]}
+        total = 0
+        for fx in fixtures:
+            budget = _tokens(naive_cut(fx.messages), fx)
+            runs = {"loop": agent_loop(fx, budget=budget, min_free_share=0.0), "proxy": proxy_loop(fx, budget=budget)}
+            for key, (out, n) in runs.items():
+                text = visible_text(out, fx.system)
+                kept[key][2] += n
+                for p in fx.probes:
+                    seen = facts_seen(text, p.expected_facts)
+                    kept[key][0] += sum(seen)
+                    kept[key][1] += 2 * sum(seen) >= len(seen)
+            total += sum(len(p.expected_facts) for p in fx.probes)
+        cells = [f"{kept[k][0]} of {total} ({kept[k][1]} with half)" for k in ("loop", "proxy")]
+        print(f"| {name} | {cells[0]} | {cells[1]} | {kept['loop'][2]} / {kept['proxy'][2]} |", flush=True)
+
+
 def main() -> None:
     data = ROOT.parent / "shared" / "data"
     if not data.is_dir():
         sys.exit("needs ../shared/data (the probe sets' conversations)")
     if "--formats" in sys.argv[1:]:
         per_format(data)
+        return
+    if "--proxy" in sys.argv[1:]:
+        through_proxy(data)
         return
     for i, (name, files) in enumerate(SETS.items()):
         table = loop_table(load_fixtures([PROBES / f for f in files], data_dir=data), name=name)

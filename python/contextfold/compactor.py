@@ -374,6 +374,12 @@ class Compactor(RecoverableFolds):
             except ValueError:
                 pass  # no window known yet: nothing to choose from
 
+    @property
+    def sources(self) -> FoldSources:
+        """The messages behind the summaries this Compactor's extractive digest wrote, read again
+        in a summary's place when a later compaction folds it (``fold_sources``)."""
+        return self._sources
+
     # -- sizes ---------------------------------------------------------------------------------
 
     @property

@@ -54,6 +54,7 @@ __all__ = [
     "load_fixtures",
     "naive_cut",
     "planted",
+    "proxy_loop",
     "successive",
     "successive_setup",
     "successive_table",
@@ -542,6 +543,36 @@ def agent_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, 
             except CompactionError:
                 pass
     return current, runs
+
+
+def proxy_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER) -> tuple[list[Any], int]:
+    """``fixture``'s conversation sent round by round through the compacting proxy's request
+    path (``contextfold serve``'s ``Folder``, in process, chat completions bodies): the client
+    sends its whole history every turn, the proxy compacts it to ``budget`` (tokens) when it
+    passes ``trigger`` times the budget and sends the fold it made in later turns. The
+    messages of the last body the proxy would forward, and the number of compactions. Only for
+    fixtures in the chat completions format (every probe set's)."""
+    from contextfold.serve.apis import API_BY_NAME
+    from contextfold.serve.config import ServeConfig
+    from contextfold.serve.fold_cache import MemoryFoldCache
+    from contextfold.serve.folding import Folder
+
+    api = API_BY_NAME["chat"]
+    folder = Folder(ServeConfig(budget=budget, trigger=max(budget, int(budget * trigger))), MemoryFoldCache())
+    msgs = list(fixture.messages)
+    if fixture.system is not None:
+        msgs = [{"role": "system", "content": fixture.system}, *msgs]
+    fed, runs, sent = _head_end(msgs), 0, b""
+    while fed < len(msgs):
+        fed = _tail_from(msgs, min(len(msgs), fed + 1))
+        body: dict[str, Any] = {"messages": msgs[:fed]}
+        if fixture.tools:
+            body["tools"] = fixture.tools
+        raw = json.dumps(body).encode()
+        out = folder.fast(api, raw, None) or folder.slow(api, raw, None)
+        runs += out.compacted
+        sent = out.body
+    return list(json.loads(sent)["messages"]) if sent else msgs, runs
 
 
 def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:

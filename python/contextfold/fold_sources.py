@@ -18,7 +18,10 @@ later compaction folds it.
 The memory is bounded: a span is kept while its tokens are at most ``SPAN_BUDGETS`` times the
 budget and ``SPAN_MAX_TOKENS`` (a longer one is merged as before, from its summary), and only the
 last ``MAX_SPANS`` summaries' spans are kept. Nothing here is persisted with the session state: a
-Compactor restored elsewhere merges from the summary.
+Compactor restored elsewhere merges from the summary. The proxy, whose client sends its whole
+history every turn, files each span with its fold as the places of its messages in that history
+(``serve.fold_cache.Fold.spans``) and gives them to the next turn's Compactor (``file``,
+``note_originals``).
 """
 
 from __future__ import annotations
@@ -87,6 +90,29 @@ class FoldSources:
                 copies[id(m)] = (m, original)
         self._copies = copies
 
+    def note_originals(self, copies: Sequence[Any], originals: Sequence[Any | None]) -> None:
+        """Remember that each of ``copies`` is an edited copy of the message at the same place of
+        ``originals`` (None: of none), as ``note_copies`` does for a history this Compactor
+        returned: for a caller that keeps the originals and rebuilds the Compactor each time
+        (the proxy, whose client sends its whole history every turn)."""
+        self._copies = {id(c): (c, o) for c, o in zip(copies, originals, strict=True) if o is not None and c is not o}
+
+    def filed(self) -> list[tuple[int, tuple[Any, ...], int]]:
+        """The remembered spans, oldest first: the content hash of the summary each is filed
+        under (``_core.summary_hash`` of its text), its messages and their tokens."""
+        return [(key, span, tokens) for key, (span, tokens) in list(self._spans.items())]
+
+    def file(self, key: int, span: Sequence[Any], tokens: int) -> None:
+        """File ``span`` (``tokens`` tokens) as the messages behind the summary whose content hash
+        is ``key`` (a span ``filed`` by another Compactor of the same conversation)."""
+        self._spans.pop(key, None)
+        self._spans[key] = (tuple(span), tokens)
+        while len(self._spans) > MAX_SPANS:
+            try:
+                self._spans.popitem(last=False)
+            except KeyError:  # (emptied by another thread meanwhile)
+                break
+
     def behind(self, plan: Mapping[str, Any]) -> int:
         """Tokens of the remembered messages behind ``plan``'s previous summary (0: none are):
         what its fold stands for beyond its own messages."""
@@ -154,9 +180,4 @@ class FoldSources:
         tokens = carried + sum(int(costs[i]) for i in plan["folded"] if i != at)
         if tokens > min(SPAN_BUDGETS * budget, SPAN_MAX_TOKENS):
             return
-        self._spans[_key(summary)] = (tuple(span), tokens)
-        while len(self._spans) > MAX_SPANS:
-            try:
-                self._spans.popitem(last=False)
-            except KeyError:  # (emptied by another thread meanwhile)
-                break
+        self.file(_key(summary), span, tokens)

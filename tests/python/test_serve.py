@@ -183,6 +183,55 @@ def test_the_proxy_trusts_the_summaries_it_wrote_into_its_folds():
     assert Fold.from_bytes(old.to_bytes().replace(b', "summaries": []', b"")).summaries == ()
 
 
+class _RecordingDigest(cf.ExtractiveSummarizer):
+    """The proxy's extractive digest, the messages of each request it summarized kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[list[Any]] = []
+
+    def summarize(self, request: Any) -> Any:
+        self.read.append(list(request.messages))
+        return super().summarize(request)
+
+
+def test_the_proxy_reads_the_turns_behind_its_summaries_again():
+    # A new Compactor per request merged the fold's summary: each compaction digested the last
+    # one's digest. The fold keeps the places, in the client's history, of the messages its
+    # summary stands for (the client sends them every turn), and the next compaction reads them
+    # in the summary's place. Loops through the proxy over the held-out probe sets
+    # (tools/loop_report.py --proxy): 417 -> 454 of 608 facts.
+    conv = tau_conversation()
+    msgs, tools = conv["messages"], conv["tools"]
+    full = cf.estimate(msgs, tools=tools, model="gpt-4o")
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    with RecordingUpstream(chat_answer(reply)) as up, ProxyServer(config(
+            up.url, trigger=int(full * 0.5), budget=int(full * 0.35), strategy="summarize")) as proxy:
+        digest = _RecordingDigest()
+        proxy.proxy.folder.summarizer = digest
+        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+        made = [client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[:m], tools=tools)
+                .headers["x-contextfold-fold"] for m in turns(msgs)]
+        assert made.count("new") >= 2, made
+        cache = proxy.proxy.cache
+        folds = [cache.get(k) for k in list(cache._folds)]
+    first, last = folds[0], folds[-1]
+    assert first is not None and last is not None
+    # The first fold's summary stands for client messages, kept as their places.
+    (key, tokens, entries), = first.spans
+    assert key in first.summaries and tokens > 0
+    assert all(isinstance(e, int) and 0 < e < first.k for e in entries)
+    assert len(first.sources) == first.count
+    # The second compaction read those very messages, not the first summary.
+    assert len(digest.read) >= 2
+    second = [json.dumps(m, sort_keys=True) for m in digest.read[1]]
+    assert all(json.dumps(msgs[e], sort_keys=True) in second for e in entries)
+    assert not any(_core.SUMMARY_MARKERS[0] in m for m in second)
+    # The last fold stands for all of them: its span holds the first one's places.
+    assert any(set(entries) <= {e for e in span if isinstance(e, int)} for _, _, span in last.spans)
+    assert Fold.from_bytes(last.to_bytes()) == last
+
+
 def test_the_estimate_is_calibrated_by_the_usage_the_responses_report():
     conv = tau_conversation()
     msgs, tools = conv["messages"], conv["tools"]

@@ -39,7 +39,16 @@ class Fold:
     ``tokens`` their estimate; ``strategy`` what made them (``mask`` or ``summarize``);
     ``summaries`` the content hashes of the summaries the proxy wrote into them (the next
     compaction trusts those as its own, ``Session.summary_hashes``: a summary merged into a turn
-    is not where an inserted one goes, and without its hash it was digested as the turn's text)."""
+    is not where an inserted one goes, and without its hash it was digested as the turn's text).
+
+    ``spans``: for each summary whose turns the Compactor remembered (``fold_sources``), its
+    content hash, its tokens and its messages, each as its place in the client's history (an
+    int below ``k``) or, for one the compaction wrote (a turn without the summary merged into
+    it), the message itself; ``sources``: for each of the ``count`` folded messages, the place in
+    the client's history of the message it is a copy of (None: the summary, or a message the
+    compaction wrote). The client sends those messages again every turn, so the next
+    compaction reads the turns behind a summary, and an output masked in the fold whole, as one
+    Compactor kept across the conversation does (the fold holds places, not text)."""
 
     key: str
     k: int
@@ -48,20 +57,27 @@ class Fold:
     tokens: int
     strategy: str
     summaries: tuple[int, ...] = ()
+    spans: tuple[tuple[int, int, tuple[Any, ...]], ...] = ()
+    sources: tuple[int | None, ...] = ()
 
     def to_bytes(self) -> bytes:
         head = json.dumps({"key": self.key, "k": self.k, "count": self.count, "tokens": self.tokens,
-                           "strategy": self.strategy, "summaries": list(self.summaries)}).encode()
+                           "strategy": self.strategy, "summaries": list(self.summaries),
+                           "spans": [[h, t, list(e)] for h, t, e in self.spans],
+                           "sources": list(self.sources)}, ensure_ascii=False).encode()
         return head + b"\n" + self.payload
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Fold:
         head, _, payload = data.partition(b"\n")
         meta = json.loads(head)
-        # (A fold stored before summaries were kept reads as holding none.)
+        # (A fold stored before summaries, spans or sources were kept reads as holding none.)
         summaries = meta.get("summaries", [])
+        spans = tuple((int(h), int(t), tuple(e)) for h, t, e in meta.get("spans", ())
+                      if isinstance(h, int) and isinstance(t, int) and isinstance(e, list))
+        sources = tuple(i if isinstance(i, int) else None for i in meta.get("sources", ()))
         return cls(str(meta["key"]), int(meta["k"]), payload, int(meta["count"]), int(meta["tokens"]),
-                   str(meta["strategy"]), tuple(int(h) for h in summaries if isinstance(h, int)))
+                   str(meta["strategy"]), tuple(int(h) for h in summaries if isinstance(h, int)), spans, sources)
 
 
 class FoldCache(Protocol):

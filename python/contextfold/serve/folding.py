@@ -26,6 +26,7 @@ from typing import Any, cast
 from contextfold import _core
 from contextfold.compactor import Compactor
 from contextfold.errors import CompactionError, InvalidMessageError, UnknownModelError
+from contextfold.fold_sources import FoldSources
 from contextfold.limits import context_window as _context_window
 from contextfold.serve.apis import Api, Pricing
 from contextfold.serve.body import BodyError, ScannedBody, scan_appended, scan_body
@@ -155,6 +156,40 @@ class _Records:
             group[:] = [r for r in group if r is not rec]
             if not group:
                 del self.by_head[key]
+
+
+def _give_sources(sources: FoldSources, fold: Fold, prefix: list[Any], msgs: list[Any]) -> None:
+    """Hand a fold's spans and copies (``Fold.spans`` / ``Fold.sources``: places in the client's
+    history, whose first ``fold.k`` messages hash to the fold's key) to the Compactor of this
+    turn's compaction."""
+    def message(entry: Any) -> Any:
+        if isinstance(entry, int) and not isinstance(entry, bool):
+            return msgs[entry] if 0 <= entry < fold.k else None
+        return entry if isinstance(entry, dict) else None
+    for key, tokens, entries in fold.spans:
+        span = [message(e) for e in entries]
+        if span and all(m is not None for m in span):
+            sources.file(key, span, tokens)
+    if len(fold.sources) == len(prefix):
+        sources.note_originals(prefix, [None if i is None else message(i) for i in fold.sources])
+
+
+def _taken_sources(sources: FoldSources, folded: list[Any], given: list[Any]
+                   ) -> tuple[tuple[tuple[int, int, tuple[Any, ...]], ...], tuple[int | None, ...]]:
+    """A new fold's ``spans`` and ``sources`` (``Fold``): the Compactor's remembered spans and the
+    originals of the ``folded`` messages it sent, as places in ``given`` (the client's messages
+    the fold replaces)."""
+    at = {id(m): j for j, m in enumerate(given)}
+
+    def entry(m: Any) -> Any:
+        j = at.get(id(m))
+        return m if j is None else j
+    spans = []
+    for key, span, tokens in sources.filed():
+        entries = tuple(entry(m) for m in span)
+        if all(isinstance(e, (int, dict)) for e in entries):
+            spans.append((key, tokens, entries))
+    return tuple(spans), tuple(at.get(id(sources.unedited(m))) for m in folded)
 
 
 def _dumps(message: Any) -> bytes:
@@ -319,6 +354,7 @@ class Folder:
             if fold is not None:
                 # The summaries in the fold's prefix are this proxy's own.
                 compactor.session.summary_hashes = fold.summaries[-MAX_SUMMARY_HASHES:]
+                _give_sources(compactor.sources, fold, prefix, msgs)
             result = compactor.compact(work)
         except (CompactionError, InvalidMessageError, TypeError, ValueError) as e:
             return self._not_compacted(rec, prior, raw, gate, f"{type(e).__name__}: {e}")
@@ -340,8 +376,9 @@ class Folder:
         except (InvalidMessageError, TypeError, ValueError) as e:
             return self._not_compacted(rec, prior, raw, gate, f"fold not priced: {e}")
         offset = sb.offsets[new_k]
+        spans, sources = _taken_sources(compactor.sources, out[:i], msgs[:new_k])
         new_fold = Fold(content_hash(memoryview(raw)[sb.offsets[0]: offset]), new_k, payload, i, tokens,
-                        result.strategy_used, tuple(compactor.session.summary_hashes))
+                        result.strategy_used, tuple(compactor.session.summary_hashes), spans, sources)
         try:
             self.cache.put(rec.conv_id, new_fold)
         except Exception as e:  # noqa: BLE001 - a cache that cannot store still lets this turn through
