@@ -321,7 +321,7 @@ class Compactor(RecoverableFolds):
         self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self._fallback = ExtractiveSummarizer()
         # The messages behind each summary the extractive digest wrote: read again in its place.
-        self._sources = FoldSources()
+        self._sources = FoldSources(store)
         self.protect_first_n = cfg.protect_first_n
         self.pinned = cfg.pinned
         self.system = system

@@ -36,6 +36,7 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.compactor import Compactor, detect_wire_format
+from contextfold.content_store import MemoryContentStore
 from contextfold.errors import CompactionError
 from contextfold.evaluation_peers import PEERS, peer_compaction, peer_missing, peer_summary
 from contextfold.summary_room import index_at
@@ -578,8 +579,10 @@ def proxy_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER) 
 def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
     """Markdown: facts an agent loop keeps at the naive cut's budget (``agent_loop``), scored on
     its last history, beside one compaction of the whole history at that budget, with one
-    Compactor kept across the loop and with a new one per compaction; ``name`` heads the row."""
-    kept = {"one": 0, "kept": 0, "fresh": 0}
+    Compactor kept across the loop, with a new one per compaction, and with a new one per
+    compaction sharing one ``MemoryContentStore`` (the spans behind the summaries kept there);
+    ``name`` heads the row."""
+    kept = {"one": 0, "kept": 0, "fresh": 0, "stored": 0}
     half = dict.fromkeys(kept, 0)
     total = probes = 0
     runs: list[int] = []
@@ -593,9 +596,10 @@ def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
             one = []
         loop, n = agent_loop(fx, budget=budget, min_free_share=0.0)
         fresh, _ = agent_loop(fx, budget=budget, fresh=True, min_free_share=0.0)
+        stored, _ = agent_loop(fx, budget=budget, fresh=True, min_free_share=0.0, store=MemoryContentStore())
         runs.append(n)
         texts = {"one": visible_text(one, fx.system) if one else "", "kept": visible_text(loop, fx.system),
-                 "fresh": visible_text(fresh, fx.system)}
+                 "fresh": visible_text(fresh, fx.system), "stored": visible_text(stored, fx.system)}
         for p in fx.probes:
             total += len(p.expected_facts)
             probes += 1
@@ -604,11 +608,11 @@ def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
                 kept[k] += sum(seen)
                 half[k] += 2 * sum(seen) >= len(seen)
     cells = [f"{100 * kept[k] / max(1, total):.1f}% ({kept[k]} of {total}; {half[k]} of {probes} with half)"
-             for k in ("one", "kept", "fresh")]
+             for k in ("one", "kept", "fresh", "stored")]
     return "\n".join([
         "| probes | one compaction | loop, one Compactor | loop, a new Compactor each time | "
-        "compactions per loop (median) |",
-        "| --- | --- | --- | --- | --- |",
+        "loop, a new Compactor each time, one store shared | compactions per loop (median) |",
+        "| --- | --- | --- | --- | --- | --- |",
         f"| {name} | {' | '.join(cells)} | {statistics.median(runs) if runs else 0:g} |"])
 
 

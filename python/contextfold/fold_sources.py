@@ -21,16 +21,20 @@ last ``MAX_SPANS`` summaries' spans are kept. Nothing here is persisted with the
 Compactor restored elsewhere merges from the summary. The proxy, whose client sends its whole
 history every turn, files each span with its fold as the places of its messages in that history
 (``serve.fold_cache.Fold.spans``) and gives them to the next turn's Compactor (``file``,
-``note_originals``).
+``note_originals``). A Compactor given a ``store`` keeps each span there too (JSON, beside its
+summary's text), so a new Compactor with the same store reads it: for a caller that builds a
+Compactor per request and shares a store between them (a directory, Redis).
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contextfold import _core
+from contextfold.content_store import ContentStore
 from contextfold.prune import _copy
 
 __all__ = ["MAX_SPANS", "SPAN_BUDGETS", "SPAN_MAX_TOKENS", "FoldSources"]
@@ -51,19 +55,36 @@ MAX_SPANS = 8
 _FOLD_LINE = "[folded "
 
 
-def _key(summary: str) -> int:
-    """The content hash a summary's span is filed under: of its text without a fold line."""
+def _filed_text(summary: str) -> str:
+    """The text a summary's span is filed under: the summary without a fold line."""
     text = summary.strip("\n")
     head, sep, last = text.rpartition("\n")
-    if sep and last.startswith(_FOLD_LINE):
-        text = head
-    return int(_core.summary_hash(text))
+    return head if sep and last.startswith(_FOLD_LINE) else text
+
+
+def _key(summary: str) -> int:
+    """The content hash a summary's span is filed under (``_filed_text``)."""
+    return int(_core.summary_hash(_filed_text(summary)))
+
+
+def _stored_id(text: str) -> str:
+    """The store id of the span filed under ``text`` (``_filed_text``)."""
+    return str(_core.fold_id(_STORED_PREFIX + text))
+
+
+#: What a span's store id is derived from besides its summary (apart from a recall id of the same
+#: text).
+_STORED_PREFIX = "contextfold span of\n"
 
 
 class FoldSources:
-    """Spans of messages filed by the summary that stands for them (see the module)."""
+    """Spans of messages filed by the summary that stands for them (see the module). With
+    ``store`` (a ``ContentStore`` the caller shares between Compactors), each span is also kept
+    there as JSON, under an id derived from its summary, so a new Compactor given the same
+    store reads the turns behind a summary it did not write itself."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: ContentStore | None = None) -> None:
+        self._store = store
         self._spans: OrderedDict[int, tuple[tuple[Any, ...], int]] = OrderedDict()
         # id(copy) -> (copy, the caller's message it is an edited copy of), for the messages of
         # the last history this Compactor returned (the history an agent sends back, grown).
@@ -119,7 +140,7 @@ class FoldSources:
         previous = plan["previous_summary"]
         if previous is None or plan.get("previous_at") is None:
             return 0
-        found = self._spans.get(_key(previous))
+        found = self._found(previous)
         return 0 if found is None else found[1]
 
     def span(self, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str) -> tuple[list[Any], str | None, int]:
@@ -136,7 +157,7 @@ class FoldSources:
         at = plan.get("previous_at")
         if previous is None or at is None or at not in folded_at:
             return folded, previous, 0
-        found = self._spans.get(_key(previous))
+        found = self._found(previous)
         if found is None:
             return folded, previous, 0
         k = folded_at.index(at)
@@ -181,3 +202,35 @@ class FoldSources:
         if tokens > min(SPAN_BUDGETS * budget, SPAN_MAX_TOKENS):
             return
         self.file(_key(summary), span, tokens)
+        if self._store is not None and all(isinstance(m, dict) for m in span):
+            text = _filed_text(summary)
+            try:
+                self._store.put(_stored_id(text), json.dumps(
+                    {"summary": text, "tokens": tokens, "messages": list(span)}, ensure_ascii=False))
+            except (TypeError, ValueError):
+                pass  # (a message JSON cannot hold: the span stays in this Compactor only)
+
+    def _found(self, summary: str) -> tuple[tuple[Any, ...], int] | None:
+        """The span filed under ``summary`` here, else in the shared store (None: in neither)."""
+        key = _key(summary)
+        found = self._spans.get(key)
+        if found is not None or self._store is None:
+            return found
+        text = _filed_text(summary)
+        raw = self._store.get(_stored_id(text))
+        if raw is None:
+            return None
+        try:
+            kept = json.loads(raw)
+        except ValueError:
+            return None
+        # The summary's own text is stored beside its span: an id shared by two summaries (its
+        # 48-bit hash) can miss, never hand one conversation another's turns.
+        if not isinstance(kept, dict) or kept.get("summary") != text:
+            return None
+        messages, tokens = kept.get("messages"), kept.get("tokens")
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages) \
+                or isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            return None
+        self.file(key, messages, tokens)
+        return self._spans.get(key)

@@ -501,6 +501,51 @@ def test_a_new_compactor_or_a_span_too_long_to_keep_merges_the_summary(monkeypat
     assert (fresh.requests[-1].previous_summary or "").count("## ") >= 2
 
 
+@pytest.mark.parametrize("kind", ["memory", "directory"])
+def test_a_new_compactor_given_the_same_store_reads_the_turns_behind_the_summary(
+        kind: str, tmp_path: Path) -> None:
+    # A caller that builds a Compactor per request and shares a store between them (the session
+    # state kept, as a server keeps it): the span behind each summary is kept in the store, so
+    # the next Compactor reads the turns, not the summary. Agent loops over the held-out probe
+    # sets with a new Compactor each time: 354 of 608 facts, 400 with one store shared.
+    fx = next(f for f in inline_fixtures() if "swe" in f.name)
+    store = cf.MemoryContentStore() if kind == "memory" else cf.DirectoryContentStore(tmp_path)
+    msgs = list(fx.messages)
+    half = len(msgs) * 2 // 3
+    while half < len(msgs) and msgs[half].get("role") == "tool":
+        half += 1
+    budget = _tokens(msgs, fx) // 4
+    first = cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0, store=store)
+    done = first.compact(msgs[:half])
+    assert done.summary is not None
+    folded = [json.dumps(msgs[i], sort_keys=True) for i in done.removed]
+    digest = _Recording()
+    cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0, store=store, summarizer=digest,
+                 session=cf.Session.from_state(first.session.to_state())).compact(list(done.messages) + msgs[half:])
+    read = [json.dumps(m, sort_keys=True) for m in digest.requests[-1].messages]
+    assert all(m in read for m in folded)
+    assert not any(OPEN in m for m in read)
+    # Without the store (or with one whose entry does not name this summary), the summary is merged.
+    merged = _Recording()
+    cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0, summarizer=merged,
+                 session=cf.Session.from_state(first.session.to_state())).compact(list(done.messages) + msgs[half:])
+    assert merged.requests[-1].previous_summary is not None and "## " in merged.requests[-1].previous_summary
+    assert not all(json.dumps(m, sort_keys=True) in folded for m in merged.requests[-1].messages)
+
+
+def test_a_stored_span_filed_under_another_summary_is_not_read() -> None:
+    # The store id is a 48-bit hash of the summary: the entry holds the summary's text, and an
+    # entry under the right id for another text is not this summary's span.
+    sources = fold_sources.FoldSources(cf.MemoryContentStore())
+    summary = f"{OPEN}\nEarlier conversation folded by contextfold.\n{CLOSE}"
+    other = {"summary": "another summary", "tokens": 5, "messages": [{"role": "user", "content": "secret"}]}
+    sources._store.put(fold_sources._stored_id(fold_sources._filed_text(summary)), json.dumps(other))  # type: ignore[union-attr]
+    assert sources._found(summary) is None
+    mine = {**other, "summary": fold_sources._filed_text(summary)}
+    sources._store.put(fold_sources._stored_id(fold_sources._filed_text(summary)), json.dumps(mine))  # type: ignore[union-attr]
+    assert sources._found(summary) == (({"role": "user", "content": "secret"},), 5)
+
+
 def _loop_facts(fixtures: list[Fixture]) -> tuple[int, int]:
     """Facts an agent loop at the naive cut's budget keeps over ``fixtures``, and its compactions."""
     facts = compactions = 0
