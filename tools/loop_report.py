@@ -7,6 +7,7 @@ kept across it and with a new one per compaction (a caller that keeps none).
     python tools/loop_report.py                 # the four probe sets, ../shared/data
     python tools/loop_report.py --formats       # per wire format: reading the turns vs merging
     python tools/loop_report.py --proxy         # the loop through the proxy's request path
+    python tools/loop_report.py --proxy --formats   # ... in each API the proxy serves
 """
 
 from __future__ import annotations
@@ -86,15 +87,53 @@ def through_proxy(data: Path) -> None:
         print(f"| {name} | {cells[0]} | {cells[1]} | {kept['loop'][2]} / {kept['proxy'][2]} |", flush=True)
 
 
+#: The proxy's route and a model it knows, per wire shape of the format scorecard (Bedrock has no
+#: route of its own).
+ROUTES = {"openai": ("chat", "gpt-4o"), "responses": ("responses", "gpt-4o"),
+          "anthropic": ("anthropic", "claude-sonnet-4-5"), "gemini": ("gemini", None)}
+
+
+def proxy_per_format(data: Path) -> None:
+    """The four sets through the proxy in each API it serves (converted as the format
+    scorecard converts them, without tools), its folds reading the turns behind their summaries
+    and merging them instead (``fold_sources.SPAN_BUDGETS = 0``): facts kept, compactions."""
+    from wire_shapes import PROVIDER, convert
+
+    fixtures = load_fixtures([PROBES / f for files in SETS.values() for f in files], data_dir=data)
+    total = sum(len(p.expected_facts) for fx in fixtures for p in fx.probes)
+    print(f"| API | reading the turns (facts of {total}, compactions) | merging the summaries |")
+    print("| --- | --- | --- |")
+    for shape, (api, model) in ROUTES.items():
+        cells = []
+        for span_budgets in (fold_sources.SPAN_BUDGETS, 0):
+            saved, fold_sources.SPAN_BUDGETS = fold_sources.SPAN_BUDGETS, span_budgets
+            kept = runs = 0
+            for fx in fixtures:
+                share = _tokens(naive_cut(fx.messages), fx) / _tokens(fx.messages, fx)
+                src, system = [dict(m) for m in fx.messages], fx.system
+                if shape != "openai" and src and src[0].get("role") == "system":
+                    system = src[0]["content"] if system is None else system
+                    src = src[1:]
+                g = dataclasses.replace(fx, messages=convert(src, shape), provider=PROVIDER[shape], system=system,
+                                        tools=None)
+                out, n = proxy_loop(g, budget=max(1, int(_tokens(g.messages, g) * share)), api=api, model=model)
+                runs += n
+                text = visible_text(out, system)
+                kept += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
+            fold_sources.SPAN_BUDGETS = saved
+            cells.append(f"{kept} ({runs})")
+        print(f"| {api} | {cells[0]} | {cells[1]} |", flush=True)
+
+
 def main() -> None:
     data = ROOT.parent / "shared" / "data"
     if not data.is_dir():
         sys.exit("needs ../shared/data (the probe sets' conversations)")
-    if "--formats" in sys.argv[1:]:
+    if "--formats" in sys.argv[1:] and "--proxy" not in sys.argv[1:]:
         per_format(data)
         return
     if "--proxy" in sys.argv[1:]:
-        through_proxy(data)
+        (proxy_per_format if "--formats" in sys.argv[1:] else through_proxy)(data)
         return
     for i, (name, files) in enumerate(SETS.items()):
         table = loop_table(load_fixtures([PROBES / f for f in files], data_dir=data), name=name)

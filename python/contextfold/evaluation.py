@@ -546,34 +546,44 @@ def agent_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, 
     return current, runs
 
 
-def proxy_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER) -> tuple[list[Any], int]:
+def proxy_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, api: str = "chat",
+               model: str | None = None) -> tuple[list[Any], int]:
     """``fixture``'s conversation sent round by round through the compacting proxy's request
-    path (``contextfold serve``'s ``Folder``, in process, chat completions bodies): the client
-    sends its whole history every turn, the proxy compacts it to ``budget`` (tokens) when it
-    passes ``trigger`` times the budget and sends the fold it made in later turns. The
-    messages of the last body the proxy would forward, and the number of compactions. Only for
-    fixtures in the chat completions format (every probe set's)."""
+    path (``contextfold serve``'s ``Folder``, in process): the client sends its whole history
+    every turn, the proxy compacts it to ``budget`` (tokens) when it passes ``trigger`` times the
+    budget and sends the fold it made in later turns. ``api`` is the proxy's route (``chat``,
+    ``responses``, ``anthropic``, ``gemini``): the fixture's messages and tools are in its wire
+    format, and its system prompt goes where that API takes it; ``model`` the model the
+    requests name. The history of the last body the proxy would forward, and the number of
+    compactions."""
     from contextfold.serve.apis import API_BY_NAME
     from contextfold.serve.config import ServeConfig
     from contextfold.serve.fold_cache import MemoryFoldCache
     from contextfold.serve.folding import Folder
 
-    api = API_BY_NAME["chat"]
+    route = API_BY_NAME[api]
     folder = Folder(ServeConfig(budget=budget, trigger=max(budget, int(budget * trigger))), MemoryFoldCache())
     msgs = list(fixture.messages)
+    fields: dict[str, Any] = {} if model is None or api == "gemini" else {"model": model}
+    if fixture.tools:
+        fields["tools"] = fixture.tools
     if fixture.system is not None:
-        msgs = [{"role": "system", "content": fixture.system}, *msgs]
+        if api == "chat":
+            msgs = [{"role": "system", "content": fixture.system}, *msgs]
+        elif api == "responses":
+            fields["instructions"] = fixture.system
+        elif api == "anthropic":
+            fields["system"] = fixture.system
+        else:
+            fields["systemInstruction"] = {"parts": [{"text": fixture.system}]}
     fed, runs, sent = _head_end(msgs), 0, b""
     while fed < len(msgs):
         fed = _tail_from(msgs, min(len(msgs), fed + 1))
-        body: dict[str, Any] = {"messages": msgs[:fed]}
-        if fixture.tools:
-            body["tools"] = fixture.tools
-        raw = json.dumps(body).encode()
-        out = folder.fast(api, raw, None) or folder.slow(api, raw, None)
+        raw = json.dumps({**fields, route.history_key: msgs[:fed]}).encode()
+        out = folder.fast(route, raw, model) or folder.slow(route, raw, model)
         runs += out.compacted
         sent = out.body
-    return list(json.loads(sent)["messages"]) if sent else msgs, runs
+    return list(json.loads(sent)[route.history_key]) if sent else msgs, runs
 
 
 def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
