@@ -200,7 +200,7 @@ def test_the_proxy_reads_the_turns_behind_its_summaries_again():
     # one's digest. The fold keeps the places, in the client's history, of the messages its
     # summary stands for (the client sends them every turn), and the next compaction reads them
     # in the summary's place. Loops through the proxy over the held-out probe sets
-    # (tools/loop_report.py --proxy): 417 -> 454 of 608 facts.
+    # (tools/loop_report.py --proxy): 417 -> 464 of 608 facts.
     conv = tau_conversation()
     msgs, tools = conv["messages"], conv["tools"]
     full = cf.estimate(msgs, tools=tools, model="gpt-4o")

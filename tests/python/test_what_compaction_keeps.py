@@ -507,7 +507,7 @@ def test_a_new_compactor_given_the_same_store_reads_the_turns_behind_the_summary
     # A caller that builds a Compactor per request and shares a store between them (the session
     # state kept, as a server keeps it): the span behind each summary is kept in the store, so
     # the next Compactor reads the turns, not the summary. Agent loops over the held-out probe
-    # sets with a new Compactor each time: 354 of 608 facts, 400 with one store shared.
+    # sets with a new Compactor each time: 354 of 608 facts, 411 with one store shared (431 with the session too).
     fx = next(f for f in inline_fixtures() if "swe" in f.name)
     store = cf.MemoryContentStore() if kind == "memory" else cf.DirectoryContentStore(tmp_path)
     msgs = list(fx.messages)
@@ -571,7 +571,7 @@ def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summa
 def test_through_the_proxy_a_loop_keeps_more_facts_reading_the_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     # The proxy builds a Compactor per request; its folds keep the places of the turns behind
     # their summary, so the next one reads them too. The bundled fixtures: 72 facts against 70
-    # (the held-out sets: 454 of 608 against 417, tools/loop_report.py --proxy).
+    # (the held-out sets: 464 of 608 against 417, tools/loop_report.py --proxy).
     def facts() -> tuple[int, int]:
         kept = compactions = 0
         for fx in inline_fixtures():
@@ -590,7 +590,7 @@ def test_through_the_proxy_a_loop_keeps_more_facts_reading_the_turns(monkeypatch
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
 def test_on_the_held_out_sets_an_agent_loop_reading_the_turns_keeps_more(monkeypatch: pytest.MonkeyPatch) -> None:
     # (tools/loop_report.py: of the held-out sets' 608 facts at the naive cut's budget, a loop
-    # that reads the turns again keeps 431, 372 where it merges its summaries (369 before masked
+    # that reads the turns again keeps 444, 372 where it merges its summaries (369 before masked
     # outputs were read whole); one compaction of the whole history keeps 461.)
     fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
     reading, compactions = _loop_facts(fixtures)
