@@ -214,16 +214,20 @@ fn is_path(t: &str) -> bool {
     // Without an extension a path is known by its directories: two or more named ones, none a
     // single character (`sed` addresses `/pass/d` and `s/print`, `N/A`), and, unless it opens
     // at a root (`/`, `~`, `./`) or ends with `/`, three or more (`True/False`, `try/except`).
-    let segments: Vec<&str> = t.split('/').filter(|s| !s.is_empty()).collect();
-    let dir_like = t.contains('/')
-        && segments
-            .iter()
-            .filter(|s| s.bytes().any(|c| c.is_ascii_alphabetic()))
-            .count()
-            >= 2
-        && segments.iter().all(|s| s.len() >= 2)
-        && (rooted || segments.len() >= 3);
-    has_ext || dir_like
+    if has_ext || !t.contains('/') {
+        return has_ext;
+    }
+    // (Counted in one pass, without collecting the segments: most tokens with a `/` are
+    // read here.)
+    let (mut named, mut count) = (0, 0);
+    for s in t.split('/').filter(|s| !s.is_empty()) {
+        if s.len() < 2 {
+            return false;
+        }
+        count += 1;
+        named += usize::from(s.bytes().any(|c| c.is_ascii_alphabetic()));
+    }
+    named >= 2 && (rooted || count >= 3)
 }
 
 /// A record id: letters and digits mixed, either upper-case codes (`OBUT9V`, `HAT229`) or
@@ -272,13 +276,14 @@ fn is_symbol(t: &str) -> bool {
         return true;
     }
     // Each shape read only when the one before did not match.
+    // (Every part holds a letter, so none is empty; a `.` makes two parts or more. Read as
+    // bytes: a string searcher per part showed in the scan's profile.)
     let dotted = || {
-        core.contains('.')
-            && core
-                .split('.')
-                .all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()))
-            && core.split('.').count() >= 2
-            && core.bytes().any(|c| c.is_ascii_lowercase())
+        let b = core.as_bytes();
+        b.contains(&b'.')
+            && b.split(|&c| c == b'.')
+                .all(|p| p.iter().any(u8::is_ascii_alphabetic))
+            && b.iter().any(u8::is_ascii_lowercase)
     };
     let snake = || {
         core.contains('_') && core.trim_matches('_').contains('_')
@@ -528,8 +533,9 @@ impl Collector {
         }
         let classes = tokens::classes_of(t);
         if classes & !tokens::LETTER == 0 {
-            let start = text[..end].rfind(t).unwrap_or(0);
-            if is_code_in_context(text, start, t) {
+            // (Its place is searched for only where a record code may stand: a string searcher
+            // built for every word of letters showed in the scan's profile.)
+            if could_be_code(t) && is_code_in_context(text, text[..end].rfind(t).unwrap_or(0), t) {
                 self.add(Kind::Id, t, weight, recency, false);
             } else {
                 self.scan_word(t, weight, recency);
@@ -551,9 +557,13 @@ impl Collector {
     /// traceback's `File ...` lines), kept with their first line. Only the lines holding `: `
     /// are read, found from the colons of the whole text.
     fn scan_error_lines(&mut self, text: &str, weight: f64, recency: f64) {
+        static COLON_SPACE: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+            std::sync::OnceLock::new();
+        // (One searcher for every text: built at each `: `, it showed in the scan's profile.)
+        let finder = COLON_SPACE.get_or_init(|| memchr::memmem::Finder::new(b": "));
         let b = text.as_bytes();
         let mut from = 0;
-        while let Some(i) = memchr::memmem::find(&b[from..], b": ") {
+        while let Some(i) = finder.find(&b[from..]) {
             let at = from + i;
             let start = memchr::memrchr(b'\n', &b[..at]).map_or(0, |n| n + 1);
             let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |n| at + n);
@@ -789,7 +799,7 @@ const CODE_NAMES: [&str; 3] = ["reservation", "booking", "confirmation"];
 /// keywords, statuses, log levels stay words; a looser window, any id key within 48 bytes
 /// before a quoted word, took a quoted SQL `WHERE` and a status `"ACTIVE"`).
 fn is_code_in_context(text: &str, start: usize, word: &str) -> bool {
-    if !(5..=8).contains(&word.len()) || !word.bytes().all(|c| c.is_ascii_uppercase()) {
+    if !could_be_code(word) {
         return false;
     }
     let b = text.as_bytes();
@@ -871,6 +881,12 @@ fn is_code_in_context(text: &str, start: usize, word: &str) -> bool {
         .rposition(|&c| c == b'"')
         .map_or(0, |k| k + 1);
     key_end - key_start <= 64 && names(&b[key_start..key_end])
+}
+
+/// Whether `word` has a record code's shape (5-8 capital letters), which `is_code_in_context`
+/// needs before it reads the text around it.
+fn could_be_code(word: &str) -> bool {
+    (5..=8).contains(&word.len()) && word.bytes().all(|c| c.is_ascii_uppercase())
 }
 
 /// A character no identifier holds (`is_token_char`): a cut there splits none.
