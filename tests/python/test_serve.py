@@ -232,6 +232,16 @@ def test_the_proxy_reads_the_turns_behind_its_summaries_again():
     assert Fold.from_bytes(last.to_bytes()) == last
 
 
+def test_a_stored_fold_with_malformed_spans_is_read_without_them():
+    # (A fold in a shared Redis written by another version, or damaged: the fold is still sent,
+    # and the summary whose span is unreadable is merged as before spans were kept.)
+    fold = Fold("k", 3, b"{}", 1, 3, "summarize", (1,), ((5, 7, (0, 1, {"role": "user", "content": "x"})),), (0, None))
+    assert Fold.from_bytes(fold.to_bytes()) == fold
+    bad = fold.to_bytes().replace(b'"spans": [[5, 7,', b'"spans": ["x", [5, true,')
+    read = Fold.from_bytes(bad)
+    assert read.spans == () and read.sources == (0, None) and read.payload == b"{}" and read.k == 3
+
+
 def test_the_estimate_is_calibrated_by_the_usage_the_responses_report():
     conv = tau_conversation()
     msgs, tools = conv["messages"], conv["tools"]

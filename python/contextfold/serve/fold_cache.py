@@ -73,11 +73,18 @@ class Fold:
         meta = json.loads(head)
         # (A fold stored before summaries, spans or sources were kept reads as holding none.)
         summaries = meta.get("summaries", [])
-        spans = tuple((int(h), int(t), tuple(e)) for h, t, e in meta.get("spans", ())
-                      if isinstance(h, int) and isinstance(t, int) and isinstance(e, list))
-        sources = tuple(i if isinstance(i, int) else None for i in meta.get("sources", ()))
+        # (A malformed span or source is dropped, not the fold: the next compaction then merges
+        # that summary, as before spans were kept.)
+        spans = tuple((item[0], item[1], tuple(item[2])) for item in meta.get("spans", ())
+                      if isinstance(item, list) and len(item) == 3 and _is_int(item[0]) and _is_int(item[1])
+                      and isinstance(item[2], list))
+        sources = tuple(i if _is_int(i) else None for i in meta.get("sources", ()))
         return cls(str(meta["key"]), int(meta["k"]), payload, int(meta["count"]), int(meta["tokens"]),
                    str(meta["strategy"]), tuple(int(h) for h in summaries if isinstance(h, int)), spans, sources)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class FoldCache(Protocol):
