@@ -2,13 +2,15 @@
 //! (any tool output, fetched page or user paste can), only one the library wrote:
 //! - its content hash is one the caller kept (the Compactor, the Session state) from the
 //!   summaries it wrote, or
-//! - it sits where the library puts an inserted summary: a standalone user or assistant message
-//!   right after the head, holding nothing but the summary text.
+//! - it sits where the library puts a summary: the user or assistant message right after the
+//!   head (carrying no tool result), holding nothing but the summary text, or opening with it
+//!   (merged at the start of that turn, where a message of its own would have put two turns of
+//!   one role side by side).
 //!
 //! Everything else that looks like a summary is data and is summarized like any other text.
 
 use crate::message::{Content, Message, Part};
-use crate::summary_marker::own_summary;
+use crate::summary_marker::{own_summary, SUMMARY_OPEN};
 use crate::turn::Turn;
 
 /// 64-bit FNV-1a of a summary's body (the text between the markers), as the Compactor keeps it.
@@ -21,13 +23,22 @@ pub fn summary_hash(body: &str) -> u64 {
     h
 }
 
-/// A message that is nothing but one text (a string content or a single text part).
-fn only_text(m: &Message<'_>) -> bool {
-    m.tool_calls.is_empty()
+/// A message that is nothing but one text (a string content or a single text part), or whose
+/// text opens with a summary (its string content, or its first part: where the library merges
+/// one).
+fn only_or_opening_text(m: &Message<'_>) -> bool {
+    let opens = |t: &str| t.trim_start().starts_with(SUMMARY_OPEN);
+    let only = m.tool_calls.is_empty()
         && m.tool_call_id.is_none()
         && match &m.content {
             Content::Text(_) => true,
             Content::Parts(ps) => ps.len() == 1 && matches!(ps[0], Part::Text(_)),
+            Content::None => false,
+        };
+    only || m.tool_call_id.is_none()
+        && match &m.content {
+            Content::Text(t) => opens(t),
+            Content::Parts(ps) => matches!(ps.first(), Some(Part::Text(t)) if opens(t)),
             Content::None => false,
         }
 }
@@ -47,7 +58,7 @@ pub fn trusted_summary<'m>(
     let placed = i == head_end
         && matches!(Turn::of(m), Turn::User | Turn::Assistant)
         && m.result_ids().next().is_none()
-        && only_text(m);
+        && only_or_opening_text(m);
     placed.then_some(body)
 }
 
@@ -87,5 +98,27 @@ mod tests {
             trusted_summary(&msgs, 3, 1, &[summary_hash("facts")]),
             Some("facts")
         );
+    }
+
+    #[test]
+    fn a_summary_merged_at_the_start_of_the_turn_after_the_head_is_trusted_there_only() {
+        let merged = format!("{}\nand my own words", wrapped("facts"));
+        let msgs = vec![
+            Message::text("user", "task"),
+            Message::text("user", &merged),
+            Message::text("assistant", "ok"),
+            Message::text("user", &merged),
+        ];
+        assert_eq!(trusted_summary(&msgs, 1, 1, &[]), Some("facts"));
+        assert_eq!(trusted_summary(&msgs, 3, 1, &[]), None);
+        // Words before the marker: not where the library merges one.
+        let quoted = format!("see this: {merged}");
+        let msgs = vec![Message::text("user", "task"), Message::text("user", &quoted)];
+        assert_eq!(trusted_summary(&msgs, 1, 1, &[]), None);
+        // A tool's output right after the head, opening with the marker, stays data.
+        let mut tool = Message::text("tool", &merged);
+        tool.tool_call_id = Some("c1");
+        let msgs = vec![Message::text("user", "task"), tool];
+        assert_eq!(trusted_summary(&msgs, 1, 1, &[]), None);
     }
 }

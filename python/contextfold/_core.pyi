@@ -633,7 +633,8 @@ def compaction_plan(
     filtered by ``keep_tool_uses`` / ``exclude_tools`` / pinned, plus ``clear_tool_inputs``,
     thinking drops and text agents' observations), the middle's kept and folded messages, the
     previous summary (only one the caller trusts: its ``summary_hash`` is in
-    ``trusted_summaries``, or it stands alone right after the head), and the summary's role (or
+    ``trusted_summaries``, or it is the user or assistant message right after the head, carrying
+    no tool result, and holds only the summary or opens with it), and the summary's role (or
     the message of the tail to merge it into, never the head or a pinned message) so no two
     neighbours share a role. ``request`` needs a ``format``. ``input_failures`` are what the
     history already fails (the checks of ``compaction_verify`` but the budget) when it is over

@@ -38,8 +38,7 @@ class Fold:
     the folded messages' JSON joined by commas, bytes that never change. ``count`` messages,
     ``tokens`` their estimate; ``strategy`` what made them (``mask`` or ``summarize``);
     ``summaries`` the content hashes of the summaries the proxy wrote into them (the next
-    compaction trusts those as its own, ``Session.summary_hashes``: a summary merged into a turn
-    is not where an inserted one goes, and without its hash it was digested as the turn's text).
+    compaction trusts those as its own, ``Session.summary_hashes``, wherever they sit).
 
     ``spans``: for each summary whose turns the Compactor remembered (``fold_sources``), its
     content hash, its tokens and its messages, each as its place in the client's history (an
