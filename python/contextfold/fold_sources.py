@@ -102,14 +102,30 @@ class FoldSources:
         the summary or the turn it was merged into). A later fold reads the caller's message in
         a copy's place: a SWE loop's first compactions masked outputs and cut one's middle,
         and the summary that folded them later read the placeholders."""
+        known = self._copies
         copies: dict[int, tuple[Any, Any]] = {}
         for m, i in zip(out, sources, strict=True):
             if i is None:
                 continue
-            original = self.unedited(given[i])
+            # (``unedited`` inlined: a compaction passes every message of its history here.)
+            original = given[i]
+            entry = known.get(id(original))
+            if entry is not None and entry[0] is original:
+                original = entry[1]
             if m is not original:
                 copies[id(m)] = (m, original)
         self._copies = copies
+
+    def _unedited_all(self, messages: Sequence[Any]) -> list[Any]:
+        """``unedited`` of each of ``messages``."""
+        copies = self._copies
+        if not copies:
+            return list(messages)
+        out = []
+        for m in messages:
+            entry = copies.get(id(m))
+            out.append(entry[1] if entry is not None and entry[0] is m else m)
+        return out
 
     def note_originals(self, copies: Sequence[Any], originals: Sequence[Any | None]) -> None:
         """Remember that each of ``copies`` is an edited copy of the message at the same place of
@@ -151,7 +167,7 @@ class FoldSources:
         format) and no previous summary; else the folded messages and the previous summary as
         the plan found them."""
         folded_at: list[int] = list(plan["folded"])
-        folded = [self.unedited(msgs[i]) for i in folded_at]
+        folded = self._unedited_all([msgs[i] for i in folded_at])
         previous: str | None = plan["previous_summary"]
         at = plan.get("previous_at")
         if previous is None or at is None or at not in folded_at:
@@ -200,7 +216,8 @@ class FoldSources:
             return
         costs: Sequence[int] = plan["costs"]
         at = plan.get("previous_at") if carried else None
-        tokens = carried + sum(int(costs[i]) for i in plan["folded"] if i != at)
+        # (``at``, where carried, is one of the folded: its summary's tokens give way to the span's.)
+        tokens = carried + int(sum([costs[i] for i in plan["folded"]])) - (int(costs[at]) if at is not None else 0)
         if tokens > min(SPAN_BUDGETS * budget, SPAN_MAX_TOKENS):
             return
         self.file(_key(summary), span, tokens)
