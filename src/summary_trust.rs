@@ -113,7 +113,10 @@ mod tests {
         assert_eq!(trusted_summary(&msgs, 3, 1, &[]), None);
         // Words before the marker: not where the library merges one.
         let quoted = format!("see this: {merged}");
-        let msgs = vec![Message::text("user", "task"), Message::text("user", &quoted)];
+        let msgs = vec![
+            Message::text("user", "task"),
+            Message::text("user", &quoted),
+        ];
         assert_eq!(trusted_summary(&msgs, 1, 1, &[]), None);
         // A tool's output right after the head, opening with the marker, stays data.
         let mut tool = Message::text("tool", &merged);
