@@ -232,6 +232,49 @@ def test_the_proxy_reads_the_turns_behind_its_summaries_again():
     assert Fold.from_bytes(last.to_bytes()) == last
 
 
+@pytest.mark.parametrize(("api", "shape", "model"), [
+    ("chat", "openai", "gpt-4o"), ("responses", "responses", "gpt-4o"),
+    ("anthropic", "anthropic", "claude-sonnet-4-5"), ("gemini", "gemini", None)])
+def test_in_every_api_the_proxys_next_compaction_reads_the_client_turns_behind_its_summary(api, shape, model):
+    # A real SWE run converted to the API's wire format, sent round by round (the whole history
+    # each turn) through the proxy's request path; its folds keep places, and every compaction
+    # after the first reads the client's own turns where the fold holds a summary.
+    from contextfold.serve.apis import API_BY_NAME
+    from contextfold.serve.folding import Folder
+    from wire_shapes import convert
+
+    conv = next(c for c in load_conversations(LOCAL, "mini-swe-agent-gemini3") if len(c["messages"]) >= 60)
+    src = [dict(m) for m in conv["messages"]]
+    system = None
+    if shape != "openai" and src[0].get("role") == "system":
+        system, src = src[0]["content"], src[1:]
+    msgs = convert(src, shape)
+    route = API_BY_NAME[api]
+    fields: dict[str, Any] = {} if model is None else {"model": model}
+    if system is not None:
+        fields.update({"responses": {"instructions": system}, "anthropic": {"system": system},
+                       "gemini": {"systemInstruction": {"parts": [{"text": system}]}}}[api])
+    full = cf.estimate(msgs, provider=route.provider, model=model)
+    budget = full // 4
+    folder = Folder(ServeConfig(budget=budget, trigger=int(budget * 1.2)), MemoryFoldCache())
+    digest = _RecordingDigest()
+    folder.summarizer = digest
+    compactions = []
+    for end in range(4, len(msgs) + 1):
+        raw = json.dumps({**fields, route.history_key: msgs[:end]}).encode()
+        out = folder.fast(route, raw, model) or folder.slow(route, raw, model)
+        if out.compacted:
+            compactions.append((end, out.conversation.fold))
+    assert len(compactions) >= 2 and len(digest.read) >= 2, (len(compactions), len(digest.read))
+    given = {json.dumps(m, sort_keys=True) for m in msgs}
+    for read in digest.read[1:]:
+        texts = [json.dumps(m, sort_keys=True) for m in read]
+        assert not any(_core.SUMMARY_MARKERS[0] in t for t in texts)
+        assert sum(t in given for t in texts) >= len(texts) - 1  # (the one other: a turn without the summary)
+    spans = [entries for _, fold in compactions for _, _, entries in fold.spans]
+    assert spans and all(isinstance(e, (int, dict)) for entries in spans for e in entries)
+
+
 def test_a_stored_fold_with_malformed_spans_is_read_without_them():
     # (A fold in a shared Redis written by another version, or damaged: the fold is still sent,
     # and the summary whose span is unreadable is merged as before spans were kept.)
