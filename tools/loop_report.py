@@ -8,6 +8,7 @@ kept across it and with a new one per compaction (a caller that keeps none).
     python tools/loop_report.py --formats       # per wire format: reading the turns vs merging
     python tools/loop_report.py --proxy         # the loop through the proxy's request path
     python tools/loop_report.py --proxy --formats   # ... in each API the proxy serves
+    python tools/loop_report.py --interleaved   # many conversations through one Compactor
 """
 
 from __future__ import annotations
@@ -125,12 +126,61 @@ def proxy_per_format(data: Path) -> None:
         print(f"| {api} | {cells[0]} | {cells[1]} |", flush=True)
 
 
+def interleaved(data: Path) -> None:
+    """The held-out sets' agent loops interleaved round by round through one Compactor per tool
+    set (a framework hook serving many conversations), each compacted at its own naive cut's
+    budget (set on the shared Compactor before each of its compactions), with the span memory
+    as it is and as it was (8 spans, the copies of the last history only): facts kept."""
+    import json
+    from collections import defaultdict
+
+    from contextfold import Compactor
+    from contextfold.evaluation import LOOP_TRIGGER, _head_end, _tail_from
+
+    fixtures = load_fixtures([PROBES / f for f in SETS["held-out probe sets"]], data_dir=data)
+    groups: dict[str, list] = defaultdict(list)
+    for fx in fixtures:
+        groups[json.dumps(fx.tools, sort_keys=True)].append(fx)
+    total = sum(len(p.expected_facts) for fx in fixtures for p in fx.probes)
+    for label, spans, histories in (("now", fold_sources.MAX_SPANS, fold_sources.COPY_HISTORIES), ("as before", 8, 1)):
+        saved = fold_sources.MAX_SPANS, fold_sources.COPY_HISTORIES
+        fold_sources.MAX_SPANS, fold_sources.COPY_HISTORIES = spans, histories
+        kept = 0
+        for group in groups.values():
+            c = Compactor(provider="openai", tools=group[0].tools, wire_format="chat", min_free_share=0.0, budget=1)
+            loops = [[fx, _head_end(fx.messages), list(fx.messages[:_head_end(fx.messages)]),
+                      _tokens(naive_cut(fx.messages), fx)] for fx in group]
+            while any(fed < len(fx.messages) for fx, fed, _, _ in loops):
+                for loop in loops:
+                    fx, fed, current, budget = loop
+                    if fed >= len(fx.messages):
+                        continue
+                    end = _tail_from(fx.messages, min(len(fx.messages), fed + 1))
+                    current, fed = current + fx.messages[fed:end], end
+                    tokens = _tokens(current, fx)
+                    if tokens > budget * LOOP_TRIGGER or (fed >= len(fx.messages) and tokens > budget):
+                        c._budget = budget  # (a hook has one budget; each conversation its own here)
+                        try:
+                            current = list(c.compact(current).messages)
+                        except CompactionError:
+                            pass
+                    loop[1], loop[2] = fed, current
+            for fx, _, current, _ in loops:
+                text = visible_text(current, fx.system)
+                kept += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
+        fold_sources.MAX_SPANS, fold_sources.COPY_HISTORIES = saved
+        print(f"interleaved through {len(groups)} Compactors, span memory {label}: {kept} of {total} facts", flush=True)
+
+
 def main() -> None:
     data = ROOT.parent / "shared" / "data"
     if not data.is_dir():
         sys.exit("needs ../shared/data (the probe sets' conversations)")
     if "--formats" in sys.argv[1:] and "--proxy" not in sys.argv[1:]:
         per_format(data)
+        return
+    if "--interleaved" in sys.argv[1:]:
+        interleaved(data)
         return
     if "--proxy" in sys.argv[1:]:
         (proxy_per_format if "--formats" in sys.argv[1:] else through_proxy)(data)

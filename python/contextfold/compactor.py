@@ -693,7 +693,7 @@ class Compactor(RecoverableFolds):
         # How deep the fold is: the history, with a previous summary counted as the messages it
         # stands for where they are read again in its place (an agent loop's later compactions
         # fold a little of a history many budgets long: their summary covers all of it).
-        behind = self._sources.behind(run.plan) if isinstance(self.summarizer, ExtractiveSummarizer) else 0
+        behind = self._sources.behind(run.plan, msgs) if isinstance(self.summarizer, ExtractiveSummarizer) else 0
         depth = run.before + max(0, behind - int(run.plan["costs"][run.plan["previous_at"]])) if behind else run.before
         floor = DEEP_TAIL_SHARE if not behind else LOOP_TAIL_SHARE
         if self._adaptive_tail and (deep := self._deep_tail(depth, effective, floor)) < run.tail:

@@ -17,7 +17,7 @@ later compaction folds it.
 
 The memory is bounded: a span is kept while its tokens are at most ``SPAN_BUDGETS`` times the
 budget and ``SPAN_MAX_TOKENS`` (a longer one is merged as before, from its summary), and only the
-last ``MAX_SPANS`` summaries' spans are kept. Nothing here is persisted with the session state: a
+last ``MAX_SPANS`` summaries' spans are kept, up to ``SPANS_MAX_TOKENS`` in all. Nothing here is persisted with the session state: a
 Compactor restored elsewhere merges from the summary. The proxy, whose client sends its whole
 history every turn, files each span with its fold as the places of its messages in that history
 (``serve.fold_cache.Fold.spans``) and gives them to the next turn's Compactor (``file``,
@@ -37,7 +37,7 @@ from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.prune import _copy
 
-__all__ = ["MAX_SPANS", "SPAN_BUDGETS", "SPAN_MAX_TOKENS", "FoldSources"]
+__all__ = ["COPY_HISTORIES", "MAX_SPANS", "SPANS_MAX_TOKENS", "SPAN_BUDGETS", "SPAN_MAX_TOKENS", "FoldSources"]
 
 #: A span is remembered while its tokens are at most this many times the compaction's budget: the
 #: digest reads a span in a few milliseconds per thousand messages, and the memory holds only
@@ -46,9 +46,18 @@ SPAN_BUDGETS = 16
 #: ... and at most this many tokens whatever the budget (about 8 MB of text held alive: a 1M-token
 #: window's budget would otherwise let a span reach 16M tokens).
 SPAN_MAX_TOKENS = 2_000_000
-#: Spans of this many most recent summaries are kept (a history carries one summary at a time;
-#: a caller that goes back to an older history finds its span too).
-MAX_SPANS = 8
+#: Spans of this many most recent summaries are kept. A history carries one summary at a time,
+#: but one Compactor may serve many conversations (a framework hook on a server: the
+#: integrations remember 256): interleaved agent loops over the held-out probe sets, one
+#: Compactor per tool set, kept 385 of 608 facts with 8 spans, 428 with 64.
+MAX_SPANS = 256
+#: ... while their tokens add up to at most this many (spans of one conversation share their
+#: messages, so the text held alive is less: references to the callers' objects, never copies).
+SPANS_MAX_TOKENS = 16_000_000
+#: Edited copies are remembered for this many of the last histories a Compactor returned (the
+#: copies of one conversation's history, in a Compactor serving many, outlive the next
+#: conversation's compaction).
+COPY_HISTORIES = 32
 
 #: How a recoverable fold's line opens (``RecoverableFolds._fold_span``): it follows the summary's
 #: text inside the markers, so it is not part of the text the span is filed under.
@@ -62,14 +71,24 @@ def _filed_text(summary: str) -> str:
     return head if sep and last.startswith(_FOLD_LINE) else text
 
 
-def _key(summary: str) -> int:
-    """The content hash a summary's span is filed under (``_filed_text``)."""
-    return int(_core.summary_hash(_filed_text(summary)))
+def _scoped(summary: str, plan: Mapping[str, Any], msgs: Sequence[Any]) -> str:
+    """What a summary's span is filed under: the summary's text (``_filed_text``) after a hash of
+    its history's head (the system prompt and the task, which a compaction keeps as they were).
+    One Compactor may serve many conversations (a framework hook on a server): two whose folds
+    digest to the same text are kept apart by their heads, so one never reads the other's
+    turns."""
+    head = json.dumps(list(msgs[: int(plan["head_end"])]), sort_keys=True, ensure_ascii=False, default=repr)
+    return f"{int(_core.summary_hash(head)):016x}\n{_filed_text(summary)}"
 
 
-def _stored_id(text: str) -> str:
-    """The store id of the span filed under ``text`` (``_filed_text``)."""
-    return str(_core.fold_id(_STORED_PREFIX + text))
+def _key(scoped: str) -> int:
+    """The content hash a span is filed under (``_scoped``)."""
+    return int(_core.summary_hash(scoped))
+
+
+def _stored_id(scoped: str) -> str:
+    """The store id of the span filed under ``scoped`` (``_scoped``)."""
+    return str(_core.fold_id(_STORED_PREFIX + scoped))
 
 
 #: What a span's store id is derived from besides its summary (apart from a recall id of the same
@@ -86,9 +105,13 @@ class FoldSources:
     def __init__(self, store: ContentStore | None = None) -> None:
         self._store = store
         self._spans: OrderedDict[int, tuple[tuple[Any, ...], int]] = OrderedDict()
-        # id(copy) -> (copy, the caller's message it is an edited copy of), for the messages of
-        # the last history this Compactor returned (the history an agent sends back, grown).
-        self._copies: dict[int, tuple[Any, Any]] = {}
+        self._span_tokens = 0
+        # id(copy) -> (copy, the caller's message it is an edited copy of, the returned history
+        # it was noted for), for the messages of the last ``COPY_HISTORIES`` histories this
+        # Compactor returned (the history an agent sends back, grown).
+        self._copies: dict[int, tuple[Any, Any, int]] = {}
+        self._histories: OrderedDict[int, list[int]] = OrderedDict()
+        self._noted = 0
 
     def unedited(self, message: Any) -> Any:
         """The caller's message that ``message`` is this Compactor's edited copy of (an output
@@ -103,7 +126,9 @@ class FoldSources:
         a copy's place: a SWE loop's first compactions masked outputs and cut one's middle,
         and the summary that folded them later read the placeholders."""
         known = self._copies
-        copies: dict[int, tuple[Any, Any]] = {}
+        self._noted += 1
+        batch = self._noted
+        noted: list[Any] = []
         for m, i in zip(out, sources, strict=True):
             if i is None:
                 continue
@@ -113,8 +138,26 @@ class FoldSources:
             if entry is not None and entry[0] is original:
                 original = entry[1]
             if m is not original:
-                copies[id(m)] = (m, original)
-        self._copies = copies
+                noted.append((m, original))
+        self._note(batch, noted)
+
+    def _note(self, batch: int, pairs: Sequence[tuple[Any, Any]]) -> None:
+        """File ``pairs`` (copy, original) as the copies of returned history ``batch``; the
+        copies of histories older than the last ``COPY_HISTORIES`` are forgotten (those noted
+        again since stay, with their newer history)."""
+        copies = self._copies
+        for m, original in pairs:
+            copies[id(m)] = (m, original, batch)
+        self._histories[batch] = [id(m) for m, _ in pairs]
+        while len(self._histories) > COPY_HISTORIES:
+            try:
+                old, keys = self._histories.popitem(last=False)
+            except KeyError:  # (emptied by another thread meanwhile)
+                break
+            for k in keys:
+                entry = copies.get(k)
+                if entry is not None and entry[2] == old:
+                    copies.pop(k, None)
 
     def _unedited_all(self, messages: Sequence[Any]) -> list[Any]:
         """``unedited`` of each of ``messages``."""
@@ -132,31 +175,37 @@ class FoldSources:
         ``originals`` (None: of none), as ``note_copies`` does for a history this Compactor
         returned: for a caller that keeps the originals and rebuilds the Compactor each time
         (the proxy, whose client sends its whole history every turn)."""
-        self._copies = {id(c): (c, o) for c, o in zip(copies, originals, strict=True) if o is not None and c is not o}
+        self._noted += 1
+        self._note(self._noted, [(c, o) for c, o in zip(copies, originals, strict=True) if o is not None and c is not o])
 
     def filed(self) -> list[tuple[int, tuple[Any, ...], int]]:
-        """The remembered spans, oldest first: the content hash of the summary each is filed
-        under (``_core.summary_hash`` of its text), its messages and their tokens."""
+        """The remembered spans, oldest first: the content hash each is filed under (of its
+        summary's text after its history's head hash: ``_scoped``), its messages and their
+        tokens."""
         return [(key, span, tokens) for key, (span, tokens) in list(self._spans.items())]
 
     def file(self, key: int, span: Sequence[Any], tokens: int) -> None:
-        """File ``span`` (``tokens`` tokens) as the messages behind the summary whose content hash
-        is ``key`` (a span ``filed`` by another Compactor of the same conversation)."""
-        self._spans.pop(key, None)
+        """File ``span`` (``tokens`` tokens) under ``key`` (a span ``filed`` by another Compactor
+        of the same conversation)."""
+        old = self._spans.pop(key, None)
+        if old is not None:
+            self._span_tokens -= old[1]
         self._spans[key] = (tuple(span), tokens)
-        while len(self._spans) > MAX_SPANS:
+        self._span_tokens += tokens
+        while len(self._spans) > 1 and (len(self._spans) > MAX_SPANS or self._span_tokens > SPANS_MAX_TOKENS):
             try:
-                self._spans.popitem(last=False)
+                _, (_, dropped) = self._spans.popitem(last=False)
             except KeyError:  # (emptied by another thread meanwhile)
                 break
+            self._span_tokens -= dropped
 
-    def behind(self, plan: Mapping[str, Any]) -> int:
+    def behind(self, plan: Mapping[str, Any], msgs: Sequence[Any]) -> int:
         """Tokens of the remembered messages behind ``plan``'s previous summary (0: none are):
-        what its fold stands for beyond its own messages."""
+        what its fold stands for beyond its own messages (``msgs``: the history planned)."""
         previous = plan["previous_summary"]
         if previous is None or plan.get("previous_at") is None:
             return 0
-        found = self._found(previous)
+        found = self._found(_scoped(previous, plan, msgs))
         return 0 if found is None else found[1]
 
     def span(self, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str) -> tuple[list[Any], str | None, int]:
@@ -172,7 +221,8 @@ class FoldSources:
         at = plan.get("previous_at")
         if previous is None or at is None or at not in folded_at:
             return folded, previous, 0
-        found = self._found(previous)
+        scoped = _scoped(previous, plan, msgs)
+        found = self._found(scoped)
         if found is None:
             return folded, previous, 0
         k = folded_at.index(at)
@@ -191,10 +241,8 @@ class FoldSources:
                 return folded, previous, 0
             turn, leads = host
             instead = [*instead, turn] if leads else [turn, *instead]
-        # (Filed again as the newest: pop and set, each one step, where a move could find the
-        # key gone under a Compactor shared between threads.)
-        self._spans.pop(_key(previous), None)
-        self._spans[_key(previous)] = found
+        # (Filed again as the newest.)
+        self.file(_key(scoped), *found)
         # Nothing of the previous summary comes along, not even its identifier index: the span
         # is the whole conversation behind it, and its digest ranks identifiers as one
         # compaction of the whole history does. Carried first, the old index put the first
@@ -220,22 +268,23 @@ class FoldSources:
         tokens = carried + int(sum([costs[i] for i in plan["folded"]])) - (int(costs[at]) if at is not None else 0)
         if tokens > min(SPAN_BUDGETS * budget, SPAN_MAX_TOKENS):
             return
-        self.file(_key(summary), span, tokens)
+        scoped = _scoped(summary, plan, msgs)
+        self.file(_key(scoped), span, tokens)
         if self._store is not None and all(isinstance(m, dict) for m in span):
-            text = _filed_text(summary)
             try:
-                self._store.put(_stored_id(text), json.dumps(
-                    {"summary": text, "tokens": tokens, "messages": list(span)}, ensure_ascii=False))
+                self._store.put(_stored_id(scoped), json.dumps(
+                    {"summary": scoped, "tokens": tokens, "messages": list(span)}, ensure_ascii=False))
             except (TypeError, ValueError):
                 pass  # (a message JSON cannot hold: the span stays in this Compactor only)
 
-    def _found(self, summary: str) -> tuple[tuple[Any, ...], int] | None:
-        """The span filed under ``summary`` here, else in the shared store (None: in neither)."""
-        key = _key(summary)
+    def _found(self, scoped: str) -> tuple[tuple[Any, ...], int] | None:
+        """The span filed under ``scoped`` (``_scoped``) here, else in the shared store (None:
+        in neither)."""
+        key = _key(scoped)
         found = self._spans.get(key)
         if found is not None or self._store is None:
             return found
-        text = _filed_text(summary)
+        text = scoped
         raw = self._store.get(_stored_id(text))
         if raw is None:
             return None
@@ -243,8 +292,9 @@ class FoldSources:
             kept = json.loads(raw)
         except ValueError:
             return None
-        # The summary's own text is stored beside its span: an id shared by two summaries (its
-        # 48-bit hash) can miss, never hand one conversation another's turns.
+        # The summary's own text (after its head's hash) is stored beside its span: an id shared
+        # by two summaries (its 48-bit hash) can miss, never hand one conversation another's
+        # turns.
         if not isinstance(kept, dict) or kept.get("summary") != text:
             return None
         messages, tokens = kept.get("messages"), kept.get("tokens")

@@ -219,7 +219,7 @@ def test_the_proxy_reads_the_turns_behind_its_summaries_again():
     assert first is not None and last is not None
     # The first fold's summary stands for client messages, kept as their places.
     (key, tokens, entries), = first.spans
-    assert key in first.summaries and tokens > 0
+    assert isinstance(key, int) and len(first.summaries) == 1 and tokens > 0
     assert all(isinstance(e, int) and 0 < e < first.k for e in entries)
     assert len(first.sources) == first.count
     # The second compaction read those very messages, not the first summary.

@@ -40,8 +40,8 @@ class Fold:
     ``summaries`` the content hashes of the summaries the proxy wrote into them (the next
     compaction trusts those as its own, ``Session.summary_hashes``, wherever they sit).
 
-    ``spans``: for each summary whose turns the Compactor remembered (``fold_sources``), its
-    content hash, its tokens and its messages, each as its place in the client's history (an
+    ``spans``: for each summary whose turns the Compactor remembered (``fold_sources``), the
+    hash it is filed under (of its text after its history's head), its tokens and its messages, each as its place in the client's history (an
     int below ``k``) or, for one the compaction wrote (a turn without the summary merged into
     it), the message itself; ``sources``: for each of the ``count`` folded messages, the place in
     the client's history of the message it is a copy of (None: the summary, or a message the
