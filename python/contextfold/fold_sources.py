@@ -77,7 +77,12 @@ def _scoped(summary: str, plan: Mapping[str, Any], msgs: Sequence[Any]) -> str:
     One Compactor may serve many conversations (a framework hook on a server): two whose folds
     digest to the same text are kept apart by their heads, so one never reads the other's
     turns."""
-    head = json.dumps(list(msgs[: int(plan["head_end"])]), sort_keys=True, ensure_ascii=False, default=repr)
+    head_messages = list(msgs[: int(plan["head_end"])])
+    try:
+        # (ASCII: a caller's text may hold lone surrogates, which no UTF-8 string can.)
+        head = json.dumps(head_messages, sort_keys=True, default=repr)
+    except (TypeError, ValueError):  # (keys of mixed types cannot be sorted)
+        head = repr(head_messages)
     return f"{int(_core.summary_hash(head)):016x}\n{_filed_text(summary)}"
 
 
@@ -273,7 +278,7 @@ class FoldSources:
         if self._store is not None and all(isinstance(m, dict) for m in span):
             try:
                 self._store.put(_stored_id(scoped), json.dumps(
-                    {"summary": scoped, "tokens": tokens, "messages": list(span)}, ensure_ascii=False))
+                    {"summary": scoped, "tokens": tokens, "messages": list(span)}))
             except (TypeError, ValueError):
                 pass  # (a message JSON cannot hold: the span stays in this Compactor only)
 

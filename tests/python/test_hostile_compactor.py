@@ -358,3 +358,20 @@ def test_keep_thinking_turns_on_responses_reasoning_items_never_writes_an_edit_t
                      tool_result_max_tokens=0, arguments_max_chars=64, budget=total // 2).compact(h)
     assert h == before
     assert all(m.get("type") != "reasoning" or "content" not in m for m in r.messages)
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_a_head_holding_a_lone_surrogate_compacts_and_files_its_span(store):
+    # (The span behind a summary is filed under a hash of the history's head: read as UTF-8,
+    # a caller's lone surrogate raised UnicodeEncodeError out of compact. A hypothesis run over
+    # Responses items found it.)
+    msgs = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "task \ud800"}]}]
+    for i in range(6):
+        msgs.append({"type": "function_call", "call_id": f"c{i}", "name": "read", "arguments": "{}"})
+        msgs.append({"type": "function_call_output", "call_id": f"c{i}", "output": "x " * 800})
+    before = copy.deepcopy(msgs)
+    c = cf.Compactor(budget=cf.estimate(msgs) // 3, strategy="summarize",
+                     store=cf.MemoryContentStore() if store else None)
+    r = c.compact(msgs)
+    assert r.strategy_used == "summarize" and msgs == before
+    assert len(c.sources.filed()) == 1

@@ -63,7 +63,7 @@ class Fold:
         head = json.dumps({"key": self.key, "k": self.k, "count": self.count, "tokens": self.tokens,
                            "strategy": self.strategy, "summaries": list(self.summaries),
                            "spans": [[h, t, list(e)] for h, t, e in self.spans],
-                           "sources": list(self.sources)}, ensure_ascii=False).encode()
+                           "sources": list(self.sources)}).encode()
         return head + b"\n" + self.payload
 
     @classmethod
