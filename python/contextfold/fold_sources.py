@@ -295,7 +295,7 @@ class FoldSources:
             return None
         try:
             kept = json.loads(raw)
-        except ValueError:
+        except (TypeError, ValueError):  # (a store that gave back something else than its text)
             return None
         # The summary's own text (after its head's hash) is stored beside its span: an id shared
         # by two summaries (its 48-bit hash) can miss, never hand one conversation another's
