@@ -700,6 +700,12 @@ def test_only_anthropics_own_paths_go_to_the_anthropic_upstream_and_openai_threa
         assert len(oa.seen) == 1
 
 
+#: The proxy's upstream timeout (seconds, connect and each read) where the upstream stalls: at
+#: 0.5 s a loaded 2-core CI machine once took longer to accept the loopback connection
+#: (ConnectTimeout where the stall's ReadTimeout was asserted).
+STALL_TIMEOUT = 2.0
+
+
 @contextlib.contextmanager
 def stalling_upstream(content_type: str, first: bytes, length: int | None = None) -> Iterator[str]:
     """The URL of a loopback upstream that sends its status line, headers and the first part of
@@ -743,7 +749,7 @@ def _upstream_errors(proxy: ProxyServer) -> int:
 def test_a_response_that_stalls_after_its_headers_is_a_502_in_the_apis_shape_and_counted():
     reply = json.dumps(exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]).encode()
     with stalling_upstream("application/json", reply[:10], length=len(reply)) as url, \
-            ProxyServer(config(url, context_window=128_000, timeout=0.5)) as proxy:
+            ProxyServer(config(url, context_window=128_000, timeout=STALL_TIMEOUT)) as proxy:
         with pytest.raises(openai.APIStatusError) as e:
             _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
                 model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
@@ -758,7 +764,7 @@ def test_a_stream_that_stalls_midway_ends_cleanly_with_an_error_event_each_sdk_r
     # Two whole events, then half of the third: the half is never passed on.
     sent = ("\n\n".join(events[:2]) + "\n\n" + events[2][: len(events[2]) // 2]).encode()
     with stalling_upstream("text/event-stream", sent) as url, \
-            ProxyServer(config(url, context_window=128_000, timeout=0.5)) as proxy:
+            ProxyServer(config(url, context_window=128_000, timeout=STALL_TIMEOUT)) as proxy:
         client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0)
         chunks = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
                                                 stream=True)
@@ -777,7 +783,7 @@ def test_a_stream_that_stalls_midway_ends_cleanly_with_an_error_event_each_sdk_r
     anthropic_events = stream_exchange("test_request_stream_fallback_for_high_max_tokens.yaml#0")["response_body"]
     first_two = "\n\n".join(anthropic_events.split("\n\n")[:2]) + "\n\n"
     with stalling_upstream("text/event-stream", first_two.encode()) as url, \
-            ProxyServer(config(url, context_window=200_000, timeout=0.5)) as proxy:
+            ProxyServer(config(url, context_window=200_000, timeout=STALL_TIMEOUT)) as proxy:
         claude = _sync(anthropic.Anthropic, base_url=proxy.url, api_key="k", max_retries=0)
         with pytest.raises(anthropic.APIStatusError, match="broke off its stream"), \
                 claude.messages.stream(model="claude-haiku-4-5", max_tokens=100,
