@@ -18,8 +18,17 @@ import sys
 from pathlib import Path
 
 from contextfold import CompactionError, fold_sources
-from contextfold.evaluation import (_tokens, agent_loop, facts_seen, load_fixtures, loop_table, naive_cut,
-                                   proxy_loop, visible_text)
+from contextfold.evaluation import (
+    Fixture,
+    _tokens,
+    agent_loop,
+    facts_seen,
+    load_fixtures,
+    loop_table,
+    naive_cut,
+    proxy_loop,
+    visible_text,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
@@ -28,11 +37,27 @@ SETS = {"project's probe set": ("airline.refs.json", "swe.refs.json"),
         "held-out probe sets": ("heldout.refs.json", "heldout2.refs.json")}
 
 
+def in_shape(fx: Fixture, shape: str, *, system_apart: bool, tools: bool = True) -> tuple[Fixture, int]:
+    """``fx`` converted to ``shape`` as the format scorecard converts it (``system_apart``: a
+    leading system message becomes the fixture's system prompt; ``tools``: its tools kept), and
+    its budget there: the naive cut's share of the history, as in the chat format."""
+    from wire_shapes import PROVIDER, convert
+
+    share = _tokens(naive_cut(fx.messages), fx) / _tokens(fx.messages, fx)
+    src, system = [dict(m) for m in fx.messages], fx.system
+    if system_apart and src and src[0].get("role") == "system":
+        system = src[0]["content"] if system is None else system
+        src = src[1:]
+    g = dataclasses.replace(fx, messages=convert(src, shape), provider=PROVIDER[shape], system=system,
+                            tools=fx.tools if tools else None)
+    return g, max(1, int(_tokens(g.messages, g) * share))
+
+
 def per_format(data: Path) -> None:
     """The four sets' agent loops in each wire format (converted as the format scorecard
     converts them), reading the turns behind the summaries and merging them instead
     (``fold_sources.SPAN_BUDGETS = 0``): facts kept, compactions, loops that raised."""
-    from wire_shapes import PROVIDER, SHAPES, convert
+    from wire_shapes import SHAPES
 
     fixtures = load_fixtures([PROBES / f for files in SETS.values() for f in files], data_dir=data)
     total = sum(len(p.expected_facts) for fx in fixtures for p in fx.probes)
@@ -44,14 +69,10 @@ def per_format(data: Path) -> None:
             saved, fold_sources.SPAN_BUDGETS = fold_sources.SPAN_BUDGETS, span_budgets
             kept = runs = 0
             for fx in fixtures:
-                share = _tokens(naive_cut(fx.messages), fx) / _tokens(fx.messages, fx)
-                src, system = [dict(m) for m in fx.messages], fx.system
-                if shape in ("anthropic", "gemini", "bedrock") and src and src[0].get("role") == "system":
-                    system = src[0]["content"] if system is None else system
-                    src = src[1:]
-                g = dataclasses.replace(fx, messages=convert(src, shape), provider=PROVIDER[shape], system=system)
+                g, budget = in_shape(fx, shape, system_apart=shape in ("anthropic", "gemini", "bedrock"))
+                system = g.system
                 try:
-                    out, n = agent_loop(g, budget=max(1, int(_tokens(g.messages, g) * share)), min_free_share=0.0)
+                    out, n = agent_loop(g, budget=budget, min_free_share=0.0)
                 except CompactionError:
                     raised += 1
                     continue
@@ -98,7 +119,6 @@ def proxy_per_format(data: Path) -> None:
     """The four sets through the proxy in each API it serves (converted as the format
     scorecard converts them, without tools), its folds reading the turns behind their summaries
     and merging them instead (``fold_sources.SPAN_BUDGETS = 0``): facts kept, compactions."""
-    from wire_shapes import PROVIDER, convert
 
     fixtures = load_fixtures([PROBES / f for files in SETS.values() for f in files], data_dir=data)
     total = sum(len(p.expected_facts) for fx in fixtures for p in fx.probes)
@@ -110,14 +130,9 @@ def proxy_per_format(data: Path) -> None:
             saved, fold_sources.SPAN_BUDGETS = fold_sources.SPAN_BUDGETS, span_budgets
             kept = runs = 0
             for fx in fixtures:
-                share = _tokens(naive_cut(fx.messages), fx) / _tokens(fx.messages, fx)
-                src, system = [dict(m) for m in fx.messages], fx.system
-                if shape != "openai" and src and src[0].get("role") == "system":
-                    system = src[0]["content"] if system is None else system
-                    src = src[1:]
-                g = dataclasses.replace(fx, messages=convert(src, shape), provider=PROVIDER[shape], system=system,
-                                        tools=None)
-                out, n = proxy_loop(g, budget=max(1, int(_tokens(g.messages, g) * share)), api=api, model=model)
+                g, budget = in_shape(fx, shape, system_apart=shape != "openai", tools=False)
+                system = g.system
+                out, n = proxy_loop(g, budget=budget, api=api, model=model)
                 runs += n
                 text = visible_text(out, system)
                 kept += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)

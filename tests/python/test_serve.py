@@ -155,29 +155,38 @@ def test_an_agent_loop_through_the_openai_sdk_is_compacted_valid_within_budget_a
         assert "contextfold_added_latency_seconds_bucket" in metrics
 
 
-def test_the_proxy_trusts_the_summaries_it_wrote_into_its_folds():
-    # A fresh Compactor per request trusted a summary only where an inserted one goes: one
-    # merged into a turn was digested as that turn's text. Agent loops with a new Compactor each
-    # time over the held-out probe sets: 354 of 608 facts, 370 with the hashes carried.
+def _compacting_twice_through_the_proxy(digest: Any = None) -> tuple[list[Any], tuple[Fold, Fold]]:
+    """A real airline dialogue sent turn by turn through the proxy by the openai SDK, compacted
+    at least twice (``digest``: the proxy's summarizer): its messages and its first and last
+    folds."""
     conv = tau_conversation()
     msgs, tools = conv["messages"], conv["tools"]
     full = cf.estimate(msgs, tools=tools, model="gpt-4o")
     reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
     with RecordingUpstream(chat_answer(reply)) as up, ProxyServer(config(
             up.url, trigger=int(full * 0.5), budget=int(full * 0.35), strategy="summarize")) as proxy:
+        if digest is not None:
+            proxy.proxy.folder.summarizer = digest
         client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
         made = [client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[:m], tools=tools)
                 .headers["x-contextfold-fold"] for m in turns(msgs)]
         assert made.count("new") >= 2, made
         cache = proxy.proxy.cache
         folds = [cache.get(k) for k in list(cache._folds)]
-        first, last = folds[0], folds[-1]
-        assert first is not None and last is not None
-        summary = [m for m in json.loads(b"[" + first.payload + b"]")
-                   if _core.SUMMARY_MARKERS[0] in json.dumps(m)]
-        assert len(first.summaries) == 1 and len(summary) == 1
-        # The next fold carries the first summary's hash beside its own.
-        assert first.summaries[0] in last.summaries and len(last.summaries) == 2
+    first, last = folds[0], folds[-1]
+    assert first is not None and last is not None
+    return msgs, (first, last)
+
+
+def test_the_proxy_trusts_the_summaries_it_wrote_into_its_folds():
+    # A fresh Compactor per request trusted a summary only where an inserted one goes: one
+    # merged into a turn was digested as that turn's text. Agent loops with a new Compactor each
+    # time over the held-out probe sets: 354 of 608 facts, 370 with the hashes carried.
+    _, (first, last) = _compacting_twice_through_the_proxy()
+    summary = [m for m in json.loads(b"[" + first.payload + b"]") if _core.SUMMARY_MARKERS[0] in json.dumps(m)]
+    assert len(first.summaries) == 1 and len(summary) == 1
+    # The next fold carries the first summary's hash beside its own.
+    assert first.summaries[0] in last.summaries and len(last.summaries) == 2
     assert Fold.from_bytes(last.to_bytes()) == last
     old = Fold("k", 1, b"{}", 1, 3, "summarize")
     assert Fold.from_bytes(old.to_bytes().replace(b', "summaries": []', b"")).summaries == ()
@@ -201,22 +210,8 @@ def test_the_proxy_reads_the_turns_behind_its_summaries_again():
     # summary stands for (the client sends them every turn), and the next compaction reads them
     # in the summary's place. Loops through the proxy over the held-out probe sets
     # (tools/loop_report.py --proxy): 417 -> 464 of 608 facts.
-    conv = tau_conversation()
-    msgs, tools = conv["messages"], conv["tools"]
-    full = cf.estimate(msgs, tools=tools, model="gpt-4o")
-    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
-    with RecordingUpstream(chat_answer(reply)) as up, ProxyServer(config(
-            up.url, trigger=int(full * 0.5), budget=int(full * 0.35), strategy="summarize")) as proxy:
-        digest = _RecordingDigest()
-        proxy.proxy.folder.summarizer = digest
-        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
-        made = [client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[:m], tools=tools)
-                .headers["x-contextfold-fold"] for m in turns(msgs)]
-        assert made.count("new") >= 2, made
-        cache = proxy.proxy.cache
-        folds = [cache.get(k) for k in list(cache._folds)]
-    first, last = folds[0], folds[-1]
-    assert first is not None and last is not None
+    digest = _RecordingDigest()
+    msgs, (first, last) = _compacting_twice_through_the_proxy(digest)
     # The first fold's summary stands for client messages, kept as their places.
     (key, tokens, entries), = first.spans
     assert isinstance(key, int) and len(first.summaries) == 1 and tokens > 0
