@@ -163,6 +163,7 @@ def interleaved(data: Path) -> None:
         kept = 0
         for group in groups.values():
             c = Compactor(provider="openai", tools=group[0].tools, wire_format="chat", min_free_share=0.0, budget=1)
+            c.sources.shared = False  # (what this Compactor's own memory keeps)
             loops = [[fx, _head_end(fx.messages), list(fx.messages[:_head_end(fx.messages)]),
                       _tokens(naive_cut(fx.messages), fx)] for fx in group]
             while any(fed < len(fx.messages) for fx, fed, _, _ in loops):

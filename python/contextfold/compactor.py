@@ -239,9 +239,11 @@ class Compactor(RecoverableFolds):
       to send (yours plus ``contextfold_recall``, priced in the budget), ``answer(call)`` answers
       the model's recall call (pages of at most ``recall_max_tokens``) and ``recall(id)`` gives
       the original back (see ``contextfold.recoverable``).
-    - ``store`` given (shared between Compactors, a directory or Redis, say): the messages
-      behind each summary the extractive digest writes are kept there too, so a new Compactor
-      with the same store reads those turns again where a kept one would (``fold_sources``).
+    - The messages behind each summary the extractive digest writes are read again when a later
+      compaction folds it: by this Compactor, and by a new one in the same process (a bounded
+      memory of the process, ``fold_sources.PROCESS_MAX_SPANS``). With ``store`` given (shared
+      between Compactors of different processes, a directory or Redis, say) they are kept there
+      too, so a new Compactor with the same store reads them (``fold_sources``).
     - ``repair``: repair the history first (``contextfold.repair``), each change in ``notes``.
     - Before raising, a compaction degrades in steps, each in ``notes`` (``contextfold.degrade``).
     - ``cache_aware``: the gate (``should_compact``, asked before every model call, each call

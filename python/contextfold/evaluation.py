@@ -39,6 +39,7 @@ from contextfold.compactor import Compactor, detect_wire_format
 from contextfold.content_store import MemoryContentStore
 from contextfold.errors import CompactionError
 from contextfold.evaluation_peers import PEERS, peer_compaction, peer_missing, peer_summary
+from contextfold.fold_sources import forget_process_sources
 from contextfold.summary_room import index_at
 
 __all__ = [
@@ -519,17 +520,22 @@ LOOP_TRIGGER = 1.2
 
 
 def agent_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, fresh: bool = False,
-               **options: Any) -> tuple[list[Any], int]:
+               alone: bool = False, **options: Any) -> tuple[list[Any], int]:
     """``fixture``'s conversation as an agent loop sends it: fed one round at a time (a tool
     round whole), compacted to ``budget`` (tokens) each time the history passes ``trigger``
     times the budget, and once more at the end if it is still over. One Compactor (``options``
     its keyword arguments beyond the fixture's own) serves the whole loop; with ``fresh``, a new
-    one each time (a caller that keeps no Compactor: it merges from the summary alone). The
-    last history and the number of compactions; a compaction that raises leaves the history
-    as it was."""
+    one each time, in this process (it reads what the last one filed for the process:
+    ``fold_sources``); with ``alone`` too, each as in a new process (it shares nothing: it
+    merges from the summary alone, unless a ``store`` is shared). The process's memory is
+    emptied first, so that no other loop's spans are read. The last history and the number of
+    compactions; a compaction that raises leaves the history as it was."""
     def compactor() -> Compactor:
-        return Compactor(provider=fixture.provider, budget=budget, tools=fixture.tools, system=fixture.system,
-                         wire_format=detect_wire_format(fixture.messages, fixture.provider), **options)
+        c = Compactor(provider=fixture.provider, budget=budget, tools=fixture.tools, system=fixture.system,
+                      wire_format=detect_wire_format(fixture.messages, fixture.provider), **options)
+        c.sources.shared = not alone
+        return c
+    forget_process_sources()
     msgs = list(fixture.messages)
     fed = _head_end(msgs)
     current, made, runs = msgs[:fed], compactor(), 0
@@ -589,11 +595,12 @@ def proxy_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, 
 def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
     """Markdown: facts an agent loop keeps at the naive cut's budget (``agent_loop``), scored on
     its last history, beside one compaction of the whole history at that budget, with one
-    Compactor kept across the loop, with a new one per compaction, and with a new one per
-    compaction sharing one ``MemoryContentStore`` (the spans behind the summaries kept there);
-    ``name`` heads the row."""
-    kept = {"one": 0, "kept": 0, "fresh": 0, "stored": 0}
-    half = dict.fromkeys(kept, 0)
+    Compactor kept across the loop, with a new one per compaction in this process, with a new
+    one per compaction as in a new process each time (sharing nothing), and so sharing one
+    ``MemoryContentStore`` (the spans behind the summaries kept there); ``name`` heads the row."""
+    columns = ("one", "kept", "fresh", "alone", "stored")
+    kept = dict.fromkeys(columns, 0)
+    half = dict.fromkeys(columns, 0)
     total = probes = 0
     runs: list[int] = []
     for fx in fixtures:
@@ -606,10 +613,13 @@ def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
             one = []
         loop, n = agent_loop(fx, budget=budget, min_free_share=0.0)
         fresh, _ = agent_loop(fx, budget=budget, fresh=True, min_free_share=0.0)
-        stored, _ = agent_loop(fx, budget=budget, fresh=True, min_free_share=0.0, store=MemoryContentStore())
+        alone, _ = agent_loop(fx, budget=budget, fresh=True, alone=True, min_free_share=0.0)
+        stored, _ = agent_loop(fx, budget=budget, fresh=True, alone=True, min_free_share=0.0,
+                               store=MemoryContentStore())
         runs.append(n)
         texts = {"one": visible_text(one, fx.system) if one else "", "kept": visible_text(loop, fx.system),
-                 "fresh": visible_text(fresh, fx.system), "stored": visible_text(stored, fx.system)}
+                 "fresh": visible_text(fresh, fx.system), "alone": visible_text(alone, fx.system),
+                 "stored": visible_text(stored, fx.system)}
         for p in fx.probes:
             total += len(p.expected_facts)
             probes += 1
@@ -618,11 +628,12 @@ def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
                 kept[k] += sum(seen)
                 half[k] += 2 * sum(seen) >= len(seen)
     cells = [f"{100 * kept[k] / max(1, total):.1f}% ({kept[k]} of {total}; {half[k]} of {probes} with half)"
-             for k in ("one", "kept", "fresh", "stored")]
+             for k in columns]
     return "\n".join([
         "| probes | one compaction | loop, one Compactor | loop, a new Compactor each time | "
-        "loop, a new Compactor each time, one store shared | compactions per loop (median) |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "loop, a new Compactor each time in a new process | the same, one store shared | "
+        "compactions per loop (median) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
         f"| {name} | {' | '.join(cells)} | {statistics.median(runs) if runs else 0:g} |"])
 
 

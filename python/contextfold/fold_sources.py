@@ -29,6 +29,7 @@ Compactor per request and shares a store between them (a directory, Redis).
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,7 +38,8 @@ from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.prune import _copy
 
-__all__ = ["COPY_HISTORIES", "MAX_SPANS", "SPANS_MAX_TOKENS", "SPAN_BUDGETS", "SPAN_MAX_TOKENS", "FoldSources"]
+__all__ = ["COPY_HISTORIES", "MAX_SPANS", "PROCESS_COPY_HISTORIES", "PROCESS_MAX_SPANS", "PROCESS_SPANS_MAX_TOKENS",
+           "SPANS_MAX_TOKENS", "SPAN_BUDGETS", "SPAN_MAX_TOKENS", "FoldSources", "forget_process_sources"]
 
 #: A span is remembered while its tokens are at most this many times the compaction's budget: the
 #: digest reads a span in a few milliseconds per thousand messages, and the memory holds only
@@ -58,6 +60,14 @@ SPANS_MAX_TOKENS = 16_000_000
 #: copies of one conversation's history, in a Compactor serving many, outlive the next
 #: conversation's compaction).
 COPY_HISTORIES = 32
+#: The process's own memory (any Compactor without a store files there too): spans of this many
+#: most recent summaries, of at most this many tokens in all (references to the callers'
+#: messages, kept alive while remembered: about 16 MB of text at most), and the copies of this
+#: many most recent returned histories. A caller that makes a Compactor per compaction usually
+#: serves a few conversations at a time; a server of many keeps its Compactors or shares a store.
+PROCESS_MAX_SPANS = 64
+PROCESS_SPANS_MAX_TOKENS = 4_000_000
+PROCESS_COPY_HISTORIES = 32
 
 #: How a recoverable fold's line opens (``RecoverableFolds._fold_span``): it follows the summary's
 #: text inside the markers, so it is not part of the text the span is filed under.
@@ -101,62 +111,57 @@ def _stored_id(scoped: str) -> str:
 _STORED_PREFIX = "contextfold span of\n"
 
 
-class FoldSources:
-    """Spans of messages filed by the summary that stands for them (see the module). With
-    ``store`` (a ``ContentStore`` the caller shares between Compactors), each span is also kept
-    there as JSON, under an id derived from its summary, so a new Compactor given the same
-    store reads the turns behind a summary it did not write itself."""
+class _Shelf:
+    """Spans filed under keys, the most recently filed last; the oldest go first past a count or
+    a total of tokens (the newest stays whatever its size)."""
 
-    def __init__(self, store: ContentStore | None = None) -> None:
-        self._store = store
-        self._spans: OrderedDict[int, tuple[tuple[Any, ...], int]] = OrderedDict()
-        self._span_tokens = 0
-        # id(copy) -> (copy, the caller's message it is an edited copy of, the returned history
-        # it was noted for), for the messages of the last ``COPY_HISTORIES`` histories this
-        # Compactor returned (the history an agent sends back, grown).
-        self._copies: dict[int, tuple[Any, Any, int]] = {}
-        self._histories: OrderedDict[int, list[int]] = OrderedDict()
-        self._noted = 0
+    def __init__(self) -> None:
+        self.items: OrderedDict[Any, tuple[tuple[Any, ...], int]] = OrderedDict()
+        self.tokens = 0
 
-    def unedited(self, message: Any) -> Any:
-        """The caller's message that ``message`` is this Compactor's edited copy of (an output
-        it masked or cut the middle of, in the last history it returned), else ``message``."""
-        entry = self._copies.get(id(message))
-        return entry[1] if entry is not None and entry[0] is message else message
+    def put(self, key: Any, span: Sequence[Any], tokens: int, *, max_spans: int, max_tokens: int) -> None:
+        """File ``span`` (``tokens`` tokens) under ``key`` as the newest; forget the oldest past
+        ``max_spans`` spans or ``max_tokens`` tokens in all."""
+        old = self.items.pop(key, None)
+        if old is not None:
+            self.tokens -= old[1]
+        self.items[key] = (tuple(span), tokens)
+        self.tokens += tokens
+        while len(self.items) > 1 and (len(self.items) > max_spans or self.tokens > max_tokens):
+            try:
+                _, (_, dropped) = self.items.popitem(last=False)
+            except KeyError:  # (emptied by another thread meanwhile)
+                break
+            self.tokens -= dropped
 
-    def note_copies(self, out: Sequence[Any], given: Sequence[Any], sources: Sequence[int | None]) -> None:
-        """Remember which messages of a returned history ``out`` are edited copies: position
-        ``p`` of ``out`` stands for ``given[sources[p]]`` (None: a message the compaction wrote,
-        the summary or the turn it was merged into). A later fold reads the caller's message in
-        a copy's place: a SWE loop's first compactions masked outputs and cut one's middle,
-        and the summary that folded them later read the placeholders."""
-        known = self._copies
-        self._noted += 1
-        batch = self._noted
-        noted: list[Any] = []
-        for m, i in zip(out, sources, strict=True):
-            if i is None:
-                continue
-            # (``unedited`` inlined: a compaction passes every message of its history here.)
-            original = given[i]
-            entry = known.get(id(original))
-            if entry is not None and entry[0] is original:
-                original = entry[1]
-            if m is not original:
-                noted.append((m, original))
-        self._note(batch, noted)
 
-    def _note(self, batch: int, pairs: Sequence[tuple[Any, Any]]) -> None:
-        """File ``pairs`` (copy, original) as the copies of returned history ``batch``; the
-        copies of histories older than the last ``COPY_HISTORIES`` are forgotten (those noted
-        again since stay, with their newer history)."""
-        copies = self._copies
+class _Copies:
+    """Edited copies of the caller's messages in the histories a Compactor returned: id(copy) ->
+    (copy, the caller's message it is an edited copy of, the returned history it was noted for)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, tuple[Any, Any, int]] = {}
+        self.histories: OrderedDict[int, list[int]] = OrderedDict()
+        self.noted = 0
+
+    def original(self, message: Any) -> Any | None:
+        """The caller's message ``message`` is a copy of, else None."""
+        entry = self.by_id.get(id(message))
+        return entry[1] if entry is not None and entry[0] is message else None
+
+    def note(self, pairs: Sequence[tuple[Any, Any]], *, keep: int) -> None:
+        """File ``pairs`` (copy, original) as the copies of a newly returned history; the copies
+        of histories older than the last ``keep`` are forgotten (those noted again since stay,
+        with their newer history)."""
+        self.noted += 1
+        batch = self.noted
+        copies = self.by_id
         for m, original in pairs:
             copies[id(m)] = (m, original, batch)
-        self._histories[batch] = [id(m) for m, _ in pairs]
-        while len(self._histories) > COPY_HISTORIES:
+        self.histories[batch] = [id(m) for m, _ in pairs]
+        while len(self.histories) > keep:
             try:
-                old, keys = self._histories.popitem(last=False)
+                old, keys = self.histories.popitem(last=False)
             except KeyError:  # (emptied by another thread meanwhile)
                 break
             for k in keys:
@@ -164,14 +169,110 @@ class FoldSources:
                 if entry is not None and entry[2] == old:
                     copies.pop(k, None)
 
+
+class _ProcessSources:
+    """The spans and copies every Compactor of this process that shares them filed (see the
+    module): spans by their summary's whole text after its head's hash (``_scoped``), so an
+    equal text finds one and nothing else does. Read without the lock (one dict lookup), written
+    under it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spans = _Shelf()
+        self.copies = _Copies()
+
+    def file(self, scoped: str, span: Sequence[Any], tokens: int) -> None:
+        if PROCESS_MAX_SPANS <= 0 or tokens > PROCESS_SPANS_MAX_TOKENS:
+            return
+        with self.lock:
+            self.spans.put(scoped, span, tokens, max_spans=PROCESS_MAX_SPANS, max_tokens=PROCESS_SPANS_MAX_TOKENS)
+
+    def note(self, pairs: Sequence[tuple[Any, Any]]) -> None:
+        if PROCESS_COPY_HISTORIES <= 0:
+            return
+        with self.lock:
+            self.copies.note(pairs, keep=PROCESS_COPY_HISTORIES)
+
+
+_PROCESS = _ProcessSources()
+
+
+def forget_process_sources() -> None:
+    """Forget the spans and copies this process's Compactors shared (``PROCESS_MAX_SPANS``): a
+    new Compactor then merges a summary it did not write from its text, until one writes
+    again."""
+    with _PROCESS.lock:
+        _PROCESS.spans = _Shelf()
+        _PROCESS.copies = _Copies()
+
+
+class FoldSources:
+    """Spans of messages filed by the summary that stands for them (see the module). With
+    ``store`` (a ``ContentStore`` the caller shares between Compactors), each span is also kept
+    there as JSON, under an id derived from its summary, so a new Compactor given the same
+    store reads the turns behind a summary it did not write itself. With ``shared`` (the
+    default), spans and copies are also kept for the whole process (``PROCESS_MAX_SPANS``), so a
+    new Compactor made in this process reads them too."""
+
+    def __init__(self, store: ContentStore | None = None, *, shared: bool = True) -> None:
+        self._store = store
+        #: Whether this Compactor files its spans and copies for the whole process, and reads
+        #: those others filed there (the proxy, which files its own with its folds, does not).
+        self.shared = shared
+        self._spans = _Shelf()
+        # Copies of the messages of the last ``COPY_HISTORIES`` histories this Compactor returned
+        # (the history an agent sends back, grown).
+        self._copies = _Copies()
+
+    def unedited(self, message: Any) -> Any:
+        """The caller's message that ``message`` is an edited copy of (an output a Compactor
+        masked or cut the middle of, in a history it returned: this one, or another of the
+        process when shared), else ``message``."""
+        original = self._copies.original(message)
+        if original is None and self.shared:
+            original = _PROCESS.copies.original(message)
+        return message if original is None else original
+
+    def note_copies(self, out: Sequence[Any], given: Sequence[Any], sources: Sequence[int | None]) -> None:
+        """Remember which messages of a returned history ``out`` are edited copies: position
+        ``p`` of ``out`` stands for ``given[sources[p]]`` (None: a message the compaction wrote,
+        the summary or the turn it was merged into). A later fold reads the caller's message in
+        a copy's place: a SWE loop's first compactions masked outputs and cut one's middle,
+        and the summary that folded them later read the placeholders."""
+        own, process = self._copies.by_id, _PROCESS.copies.by_id if self.shared else {}
+        noted: list[Any] = []
+        for m, i in zip(out, sources, strict=True):
+            if i is None:
+                continue
+            # (``unedited`` inlined: a compaction passes every message of its history here.)
+            original = given[i]
+            entry = own.get(id(original))
+            if entry is None or entry[0] is not original:
+                entry = process.get(id(original))
+            if entry is not None and entry[0] is original:
+                original = entry[1]
+            if m is not original:
+                noted.append((m, original))
+        self._note(noted)
+
+    def _note(self, pairs: Sequence[tuple[Any, Any]]) -> None:
+        """File ``pairs`` (copy, original) as the copies of one returned history, here and, when
+        shared, for the process."""
+        self._copies.note(pairs, keep=COPY_HISTORIES)
+        if self.shared:
+            _PROCESS.note(pairs)
+
     def _unedited_all(self, messages: Sequence[Any]) -> list[Any]:
         """``unedited`` of each of ``messages``."""
-        copies = self._copies
-        if not copies:
+        own = self._copies.by_id
+        process = _PROCESS.copies.by_id if self.shared else {}
+        if not own and not process:
             return list(messages)
         out = []
         for m in messages:
-            entry = copies.get(id(m))
+            entry = own.get(id(m))
+            if entry is None or entry[0] is not m:
+                entry = process.get(id(m))
             out.append(entry[1] if entry is not None and entry[0] is m else m)
         return out
 
@@ -180,29 +281,18 @@ class FoldSources:
         ``originals`` (None: of none), as ``note_copies`` does for a history this Compactor
         returned: for a caller that keeps the originals and rebuilds the Compactor each time
         (the proxy, whose client sends its whole history every turn)."""
-        self._noted += 1
-        self._note(self._noted, [(c, o) for c, o in zip(copies, originals, strict=True) if o is not None and c is not o])
+        self._note([(c, o) for c, o in zip(copies, originals, strict=True) if o is not None and c is not o])
 
     def filed(self) -> list[tuple[int, tuple[Any, ...], int]]:
         """The remembered spans, oldest first: the content hash each is filed under (of its
         summary's text after its history's head hash: ``_scoped``), its messages and their
         tokens."""
-        return [(key, span, tokens) for key, (span, tokens) in list(self._spans.items())]
+        return [(key, span, tokens) for key, (span, tokens) in list(self._spans.items.items())]
 
     def file(self, key: int, span: Sequence[Any], tokens: int) -> None:
         """File ``span`` (``tokens`` tokens) under ``key`` (a span ``filed`` by another Compactor
         of the same conversation)."""
-        old = self._spans.pop(key, None)
-        if old is not None:
-            self._span_tokens -= old[1]
-        self._spans[key] = (tuple(span), tokens)
-        self._span_tokens += tokens
-        while len(self._spans) > 1 and (len(self._spans) > MAX_SPANS or self._span_tokens > SPANS_MAX_TOKENS):
-            try:
-                _, (_, dropped) = self._spans.popitem(last=False)
-            except KeyError:  # (emptied by another thread meanwhile)
-                break
-            self._span_tokens -= dropped
+        self._spans.put(key, span, tokens, max_spans=MAX_SPANS, max_tokens=SPANS_MAX_TOKENS)
 
     def behind(self, plan: Mapping[str, Any], msgs: Sequence[Any]) -> int:
         """Tokens of the remembered messages behind ``plan``'s previous summary (0: none are):
@@ -247,7 +337,7 @@ class FoldSources:
             turn, leads = host
             instead = [*instead, turn] if leads else [turn, *instead]
         # (Filed again as the newest.)
-        self.file(_key(scoped), *found)
+        self._file(scoped, *found)
         # Nothing of the previous summary comes along, not even its identifier index: the span
         # is the whole conversation behind it, and its digest ranks identifiers as one
         # compaction of the whole history does. Carried first, the old index put the first
@@ -274,7 +364,7 @@ class FoldSources:
         if tokens > min(SPAN_BUDGETS * budget, SPAN_MAX_TOKENS):
             return
         scoped = _scoped(summary, plan, msgs)
-        self.file(_key(scoped), span, tokens)
+        self._file(scoped, span, tokens)
         if self._store is not None and all(isinstance(m, dict) for m in span):
             try:
                 self._store.put(_stored_id(scoped), json.dumps(
@@ -282,13 +372,26 @@ class FoldSources:
             except (TypeError, ValueError):
                 pass  # (a message JSON cannot hold: the span stays in this Compactor only)
 
+    def _file(self, scoped: str, span: Sequence[Any], tokens: int) -> None:
+        """File ``span`` under ``scoped`` (``_scoped``) here and, when shared, for the process."""
+        self.file(_key(scoped), span, tokens)
+        if self.shared:
+            _PROCESS.file(scoped, span, tokens)
+
     def _found(self, scoped: str) -> tuple[tuple[Any, ...], int] | None:
-        """The span filed under ``scoped`` (``_scoped``) here, else in the shared store (None:
-        in neither)."""
+        """The span filed under ``scoped`` (``_scoped``) here, else for the process (when
+        shared), else in the shared store (None: in none)."""
         key = _key(scoped)
-        found = self._spans.get(key)
-        if found is not None or self._store is None:
+        found = self._spans.items.get(key)
+        if found is not None:
             return found
+        if self.shared:
+            found = _PROCESS.spans.items.get(scoped)
+            if found is not None:
+                self.file(key, *found)
+                return found
+        if self._store is None:
+            return None
         text = scoped
         raw = self._store.get(_stored_id(text))
         if raw is None:
@@ -306,5 +409,5 @@ class FoldSources:
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages) \
                 or isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
             return None
-        self.file(key, messages, tokens)
-        return self._spans.get(key)
+        self._file(text, messages, tokens)
+        return self._spans.items.get(key)

@@ -18,6 +18,14 @@ from pathlib import Path
 import pytest
 
 import contextfold
+from contextfold.fold_sources import forget_process_sources
+
+
+@pytest.fixture(autouse=True)
+def _no_spans_of_other_tests() -> None:
+    """Each test starts with the process's span memory empty (``fold_sources``): a Compactor of
+    one test does not read the turns an earlier test's Compactor filed for an equal history."""
+    forget_process_sources()
 
 
 @pytest.fixture(scope="session")

@@ -39,6 +39,7 @@ from contextfold.evaluation import (
     visible_text,
 )
 from contextfold.evaluation import _index_items
+from contextfold.fold_sources import forget_process_sources
 from contextfold.summary_room import index_at, strip_index
 from contextfold.summarize import SummaryRequest, SummaryResult
 from terminal_agent import STYLES, TERMINAL_TOOL, as_terminal_calls
@@ -106,9 +107,11 @@ def test_cli_eval_prints_what_an_agent_loop_keeps(capsys: pytest.CaptureFixture[
     loop = out.split("An agent loop", 1)[1]
     row = next(line for line in loop.splitlines() if line.startswith("| probes |") and "%" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    kept = [int(c.split("(")[1].split(" of")[0]) for c in cells[1:4]]
-    # (One compaction, a loop with its Compactor, a loop making a new one each time.)
-    assert kept[1] > kept[2] and kept[0] >= kept[1], kept
+    kept = [int(c.split("(")[1].split(" of")[0]) for c in cells[1:6]]
+    # (One compaction, a loop with its Compactor, a loop making a new one each time in this
+    # process, the same as in a new process each time, and so sharing a store.)
+    one, loop, fresh, alone, stored = kept
+    assert one >= loop > alone and fresh == loop and stored > alone, kept
 
 
 def test_langchain_middleware_runs_as_a_peer_with_the_same_summarizer(capsys: pytest.CaptureFixture[str]) -> None:
@@ -489,16 +492,57 @@ def test_a_second_compaction_reads_the_turns_behind_its_own_summary() -> None:
     assert second.previous_summary is None or second.previous_summary.startswith("## Identifier index")
 
 
-def test_a_new_compactor_or_a_span_too_long_to_keep_merges_the_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_span_too_long_to_keep_or_a_compactor_of_another_process_merges_the_summary(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     fx = next(f for f in inline_fixtures() if "swe" in f.name)
-    monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
-    digest = _Recording()
-    _, history = _two_compactions(fx, digest)
-    assert "## User requests" in (digest.requests[-1].previous_summary or "") or \
-        "## Tool calls" in (digest.requests[-1].previous_summary or "")
+    with monkeypatch.context() as m:
+        m.setattr(fold_sources, "SPAN_BUDGETS", 0)
+        digest = _Recording()
+        _, history = _two_compactions(fx, digest)
+        assert "## User requests" in (digest.requests[-1].previous_summary or "") or \
+            "## Tool calls" in (digest.requests[-1].previous_summary or "")
+    # A Compactor that shares nothing with this process's others (as one in a new process).
+    _, history = _two_compactions(fx, _Recording())
     fresh = _Recording()
-    cf.Compactor(budget=_tokens(history, fx) // 2, summarizer=fresh, tools=fx.tools, min_free_share=0.0).compact(history)
+    _apart(cf.Compactor(budget=_tokens(history, fx) // 2, summarizer=fresh, tools=fx.tools,
+                        min_free_share=0.0)).compact(history)
     assert (fresh.requests[-1].previous_summary or "").count("## ") >= 2
+
+
+def test_a_new_compactor_in_the_same_process_reads_the_turns_behind_the_last_summary() -> None:
+    # A caller that makes a Compactor per compaction (a hook that builds one per call): the
+    # turns behind the summary another Compactor of this process wrote are read in its place,
+    # as a kept Compactor reads them; once the process's memory is emptied, it merges again.
+    fx = next(f for f in inline_fixtures() if "swe" in f.name)
+    msgs = list(fx.messages)
+    half = len(msgs) * 2 // 3
+    while half < len(msgs) and msgs[half].get("role") == "tool":
+        half += 1
+    budget = _tokens(msgs, fx) // 4
+
+    def new() -> tuple[cf.Compactor, _Recording]:
+        digest = _Recording()
+        return cf.Compactor(budget=budget, summarizer=digest, tools=fx.tools, min_free_share=0.0), digest
+    first_c, _ = new()
+    first = first_c.compact(msgs[:half])
+    folded = [msgs[i] for i in first.removed]
+    history = list(first.messages) + msgs[half:]
+    del first_c
+    second_c, second = new()
+    second_c.compact(history)
+    read = second.requests[-1]
+    assert read.previous_summary is None
+    assert all(any(m is r for r in read.messages) for m in folded)
+    forget_process_sources()
+    third_c, third = new()
+    third_c.compact(history)
+    assert (third.requests[-1].previous_summary or "").count("## ") >= 2
+
+
+def _apart(c: cf.Compactor) -> cf.Compactor:
+    """``c`` sharing nothing with the process's other Compactors (as one in a process of its own)."""
+    c.sources.shared = False
+    return c
 
 
 @pytest.mark.parametrize("kind", ["memory", "directory"])
@@ -515,20 +559,20 @@ def test_a_new_compactor_given_the_same_store_reads_the_turns_behind_the_summary
     while half < len(msgs) and msgs[half].get("role") == "tool":
         half += 1
     budget = _tokens(msgs, fx) // 4
-    first = cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0, store=store)
+    first = _apart(cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0, store=store))
     done = first.compact(msgs[:half])
     assert done.summary is not None
     folded = [json.dumps(msgs[i], sort_keys=True) for i in done.removed]
     digest = _Recording()
-    cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0, store=store, summarizer=digest,
-                 session=cf.Session.from_state(first.session.to_state())).compact(list(done.messages) + msgs[half:])
+    _apart(cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0, store=store, summarizer=digest,
+                        session=cf.Session.from_state(first.session.to_state()))).compact(list(done.messages) + msgs[half:])
     read = [json.dumps(m, sort_keys=True) for m in digest.requests[-1].messages]
     assert all(m in read for m in folded)
     assert not any(OPEN in m for m in read)
     # Without the store (or with one whose entry does not name this summary), the summary is merged.
     merged = _Recording()
-    cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0, summarizer=merged,
-                 session=cf.Session.from_state(first.session.to_state())).compact(list(done.messages) + msgs[half:])
+    _apart(cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0, summarizer=merged,
+                        session=cf.Session.from_state(first.session.to_state()))).compact(list(done.messages) + msgs[half:])
     assert merged.requests[-1].previous_summary is not None and "## " in merged.requests[-1].previous_summary
     assert not all(json.dumps(m, sort_keys=True) in folded for m in merged.requests[-1].messages)
 

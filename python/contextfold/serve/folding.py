@@ -351,6 +351,9 @@ class Folder:
                 summarizer=self.summarizer,
                 system=pricing.system, tools=pricing.tools, response_format=pricing.response_format,
                 wire_format=api.wire_format)  # type: ignore[arg-type]
+            # The fold carries this conversation's spans; the process's memory would only hold
+            # many clients' messages alive.
+            compactor.sources.shared = False
             if fold is not None:
                 # The summaries in the fold's prefix are this proxy's own.
                 compactor.session.summary_hashes = fold.summaries[-MAX_SUMMARY_HASHES:]
