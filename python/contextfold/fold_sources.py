@@ -22,8 +22,17 @@ Compactor restored elsewhere merges from the summary. The proxy, whose client se
 history every turn, files each span with its fold as the places of its messages in that history
 (``serve.fold_cache.Fold.spans``) and gives them to the next turn's Compactor (``file``,
 ``note_originals``). A Compactor given a ``store`` keeps each span there too (JSON, beside its
-summary's text), so a new Compactor with the same store reads it: for a caller that builds a
-Compactor per request and shares a store between them (a directory, Redis).
+summary's text), so a new Compactor with the same store reads it: for callers in different
+processes that build a Compactor per request and share a store between them (a directory, Redis).
+
+The spans and copies of the last few histories are also kept for the whole process
+(``PROCESS_MAX_SPANS``, ``PROCESS_SPANS_MAX_TOKENS``, ``PROCESS_COPY_HISTORIES``): a caller that
+builds a new Compactor for each compaction (a hook that makes one per call) reads the turns
+behind the last summary as a kept Compactor does. A span is found there only by its summary's
+whole text after a hash of its history's head (the system prompt and the task), which only a
+caller holding that conversation can send; a copy only by the very object the earlier
+compaction returned. ``forget_process_sources()`` empties it; ``shared = False`` keeps a
+Compactor's sources out of it (the proxy's, which files its spans with its folds).
 """
 
 from __future__ import annotations
