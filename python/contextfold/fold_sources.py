@@ -118,6 +118,24 @@ def _stored_id(scoped: str) -> str:
 #: What a span's store id is derived from besides its summary (apart from a recall id of the same
 #: text).
 _STORED_PREFIX = "contextfold span of\n"
+#: ... and an edited copy's original's, besides the copy's text.
+_COPY_PREFIX = "copy\n"
+#: What every edited copy a compaction returns carries in its text: a placeholder's or a cut's
+#: recall line, or a pruned output's stand-in (``src/recall.rs``, ``src/degrade.rs``,
+#: ``src/prune.rs``). Only such messages are looked up in a store.
+_EDIT_MARKS = ("restores it]", "[output pruned to save context:")
+
+
+def _edited_text(message: Any) -> str | None:
+    """``message`` as the JSON text its original is filed under in a store, when it is a dict
+    that carries an edit's mark (else None: no store lookup for it)."""
+    if not isinstance(message, dict):
+        return None
+    try:
+        text = json.dumps(message, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    return text if any(mark in text for mark in _EDIT_MARKS) else None
 
 
 class _Shelf:
@@ -265,25 +283,56 @@ class FoldSources:
         self._note(noted)
 
     def _note(self, pairs: Sequence[tuple[Any, Any]]) -> None:
-        """File ``pairs`` (copy, original) as the copies of one returned history, here and, when
-        shared, for the process."""
+        """File ``pairs`` (copy, original) as the copies of one returned history, here, when
+        shared for the process, and with a store in it (by the copy's text: a Compactor of
+        another process finds the original of a copy it reads back from JSON)."""
         self._copies.note(pairs, keep=COPY_HISTORIES)
         if self.shared:
             _PROCESS.note(pairs)
+        if self._store is not None:
+            for copy, original in pairs:
+                text = _edited_text(copy)
+                if text is None or not isinstance(original, dict):
+                    continue
+                try:
+                    self._store.put(_stored_id(_COPY_PREFIX + text), json.dumps({"copy": text, "original": original}))
+                except (TypeError, ValueError):
+                    pass  # (a message JSON cannot hold: its copy is read as it is)
 
     def _unedited_all(self, messages: Sequence[Any]) -> list[Any]:
-        """``unedited`` of each of ``messages``."""
+        """``unedited`` of each of ``messages`` (with a store, also the originals it keeps of
+        copies another process's Compactor returned)."""
         own = self._copies.by_id
         process = _PROCESS.copies.by_id if self.shared else {}
-        if not own and not process:
+        if not own and not process and self._store is None:
             return list(messages)
         out = []
         for m in messages:
             entry = own.get(id(m))
             if entry is None or entry[0] is not m:
                 entry = process.get(id(m))
-            out.append(entry[1] if entry is not None and entry[0] is m else m)
+            if entry is not None and entry[0] is m:
+                out.append(entry[1])
+            elif self._store is not None and (text := _edited_text(m)) is not None:
+                out.append(self._stored_original(text, m))
+            else:
+                out.append(m)
         return out
+
+    def _stored_original(self, text: str, message: Any) -> Any:
+        """The original the store keeps of the copy whose JSON is ``text``, else ``message``."""
+        assert self._store is not None
+        raw = self._store.get(_stored_id(_COPY_PREFIX + text))
+        if raw is None:
+            return message
+        try:
+            kept = json.loads(raw)
+        except (TypeError, ValueError):
+            return message
+        # (The copy's own text is kept beside its original: an id shared by two copies misses.)
+        if not isinstance(kept, dict) or kept.get("copy") != text or not isinstance(kept.get("original"), dict):
+            return message
+        return kept["original"]
 
     def note_originals(self, copies: Sequence[Any], originals: Sequence[Any | None]) -> None:
         """Remember that each of ``copies`` is an edited copy of the message at the same place of

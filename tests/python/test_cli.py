@@ -278,6 +278,45 @@ def test_compact_writes_the_input_format_within_budget_and_says_what_was_folded(
     assert cf.estimate(new["messages"], model=data["model"]) <= 8000
 
 
+def test_compact_with_a_store_reads_the_turns_behind_its_summary_next_time(tmp_path, capsys):
+    # A shell loop compacts the grown history with a new process each time: with --store, the
+    # second compaction reads the turns behind the first summary, as a Compactor kept across the
+    # loop does; without it, it can only summarize the summary.
+    from contextfold.fold_sources import forget_process_sources
+
+    data = json.loads(EXAMPLE.read_text())
+    msgs = data["messages"]
+    first_part = msgs[:60]
+    budget = cf.estimate(first_part, model=data["model"]) // 3
+    step1 = tmp_path / "step1.json"
+    store = tmp_path / "spans"
+    (tmp_path / "in1.json").write_text(json.dumps({**data, "messages": first_part}))
+    assert main(["compact", str(tmp_path / "in1.json"), "-b", str(budget), "-o", str(step1), "--store", str(store)]) == 0
+    grown = {**data, "messages": json.loads(step1.read_text())["messages"] + msgs[60:90]}
+    (tmp_path / "in2.json").write_text(json.dumps(grown))
+    outs = {}
+    for name, extra in (("stored", ["--store", str(store)]), ("alone", [])):
+        forget_process_sources()  # (as a new process: nothing of the first run in memory)
+        out = tmp_path / f"{name}.json"
+        assert main(["compact", str(tmp_path / "in2.json"), "-b", str(budget), "-o", str(out), *extra]) == 0
+        outs[name] = json.loads(out.read_text())["messages"]
+    capsys.readouterr()
+    assert any(f.read_text().startswith('{"summary"') for f in store.iterdir() if f.suffix == ".txt")
+    # The same two compactions by two Compactors sharing nothing but a store, the history
+    # read back from JSON in between (as the second process reads the file).
+    forget_process_sources()
+    shared = cf.MemoryContentStore()
+
+    def apart() -> cf.Compactor:
+        c = cf.Compactor(provider="openai", model=data["model"], budget=budget, store=shared)
+        c.sources.shared = False
+        return c
+    first = json.loads(json.dumps(list(apart().compact(first_part).messages)))
+    again = apart().compact(first + msgs[60:90])
+    assert outs["stored"] == json.loads(json.dumps(list(again.messages)))
+    assert outs["alone"] != outs["stored"]
+
+
 def test_compact_anthropic_body_keeps_system_and_tools(tmp_path, capsys):
     conv = max(load_conversations(LOCAL, "tau-bench-airline"), key=lambda c: len(c["messages"]))
     from compaction_shapes import convert

@@ -577,6 +577,39 @@ def test_a_new_compactor_given_the_same_store_reads_the_turns_behind_the_summary
     assert not all(json.dumps(m, sort_keys=True) in folded for m in merged.requests[-1].messages)
 
 
+@pytest.mark.parametrize("name", ["airline", "swe"])
+def test_an_output_masked_by_another_process_is_read_whole_from_the_shared_store(name: str) -> None:
+    # Compactors of different processes share a store: the originals of the outputs one masked
+    # in the history it returned are kept there by the copy's text, so the next (reading the
+    # history back from JSON) digests the outputs themselves, not their placeholders. Agent loops
+    # over the held-out probe sets, a new Compactor each time sharing only a store: 431 of 608
+    # facts with the spans alone, 442 with the copies too (444 with one Compactor kept).
+    fx = next(f for f in inline_fixtures() if name in f.name)
+    store = cf.MemoryContentStore()
+    msgs = list(fx.messages)
+    half = len(msgs) * 2 // 3
+    while half < len(msgs) and msgs[half].get("role") == "tool":
+        half += 1
+    masked = _apart(cf.Compactor(budget=_tokens(msgs[:half], fx) * 2 // 3, tools=fx.tools, strategy="mask",
+                                 min_free_share=0.0, store=store)).compact(msgs[:half])
+    edited = [(m, o) for m, o in zip(masked.messages, msgs[:half]) if m is not o]
+    assert masked.strategy_used == "mask" and edited
+    sent = json.loads(json.dumps(list(masked.messages)))  # (read back by another process)
+    digest = _Recording()
+    _apart(cf.Compactor(budget=_tokens(msgs, fx) // 3, tools=fx.tools, min_free_share=0.0, store=store,
+                        summarizer=digest)).compact(sent + msgs[half:])
+    read = [json.dumps(m, sort_keys=True) for m in digest.requests[-1].messages]
+    folded_originals = [o for _, o in edited if json.dumps(o, sort_keys=True) in read]
+    assert folded_originals, "the fold holds none of the masked outputs"
+    assert not any("restores it]" in r or "[output pruned to save context:" in r for r in read)
+    # Without the store, the placeholders are what the digest reads.
+    merged = _Recording()
+    _apart(cf.Compactor(budget=_tokens(msgs, fx) // 3, tools=fx.tools, min_free_share=0.0,
+                        summarizer=merged)).compact(json.loads(json.dumps(list(masked.messages))) + msgs[half:])
+    assert any("restores it]" in json.dumps(m) or "[output pruned" in json.dumps(m)
+               for m in merged.requests[-1].messages)
+
+
 def test_a_stored_span_filed_under_another_summary_is_not_read() -> None:
     # The store id is a 48-bit hash of the summary: the entry holds the summary's text, and an
     # entry under the right id for another text is not this summary's span.

@@ -107,6 +107,7 @@ def compact(
     summarizer: Annotated[str, typer.Option(help="extractive (offline, default) or PROVIDER:MODEL, e.g. openai:gpt-4.1-mini, anthropic:claude-haiku-4-5, ollama:llama3.2 (needs the SDK extra and its API key).")] = "extractive",
     summarizer_window: Annotated[Optional[int], typer.Option(min=1, help="Context window of the summarizer model in tokens (for a model contextfold does not know).")] = None,
     focus: Annotated[Optional[str], typer.Option(help="What the summary should keep (like /compact <focus>).")] = None,
+    store: Annotated[Optional[Path], typer.Option("--store", help="A directory that keeps the turns behind each summary (one file each): a later `compact --store` of the grown history reads them in the summary's place instead of summarizing the summary.")] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     as_json: JsonOpt = False,
@@ -140,7 +141,8 @@ def compact(
             warnings.simplefilter("ignore", UnknownModelWarning)  # said above, on stderr
             # Priced as `estimate` prices the body (its settings included), so a result within the
             # budget is one `estimate` of the written file finds within it.
-            result = rep.compact_request(req, budget, strategy=strategy, summarizer=chosen, instructions=focus)
+            kept = {} if store is None else {"store": contextfold.DirectoryContentStore(store)}
+            result = rep.compact_request(req, budget, strategy=strategy, summarizer=chosen, instructions=focus, **kept)
     except contextfold.CompactionBudgetError as e:
         _say_unreachable(e, req, budget, as_json=as_json)
         raise typer.Exit(EXIT_BUDGET_UNREACHABLE) from None
