@@ -23,7 +23,13 @@ from contextfold._core import (
 )
 from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, breakdown
 from contextfold.compactor import CompactionResult, Compactor, Pruned, detect_wire_format
-from contextfold.content_store import ContentStore, DirectoryContentStore, MemoryContentStore, RedisContentStore
+from contextfold.content_store import (
+    ContentStore,
+    DirectoryContentStore,
+    MemoryContentStore,
+    RedisContentStore,
+    default_content_store,
+)
 from contextfold.recall import RECALL_TOOL, recall_tool
 from contextfold.repair import RepairResult, repair
 from contextfold.errors import (
@@ -104,6 +110,7 @@ __all__ = [
     "count_many",
     "count_request",
     "count_text",
+    "default_content_store",
     "detect_wire_format",
     "encoding_for",
     "estimate",

@@ -235,7 +235,8 @@ class Compactor(RecoverableFolds):
     - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
       budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
     - ``recoverable``: every placeholder and folded span names a fold id whose original the
-      ``store`` keeps (default ``MemoryContentStore()``); ``result.tools`` is then the tool list
+      ``store`` keeps (default: the process's own, ``default_content_store()``, so an id stays
+      recallable by a Compactor made later in the process); ``result.tools`` is then the tool list
       to send (yours plus ``contextfold_recall``, priced in the budget), ``answer(call)`` answers
       the model's recall call (pages of at most ``recall_max_tokens``) and ``recall(id)`` gives
       the original back (see ``contextfold.recoverable``).

@@ -8,8 +8,11 @@ recall tool read it back.
 
 Three stores, one protocol (``put(id, text)``, ``get(id) -> str | None``):
 
-- ``MemoryContentStore`` (the default): in-process, least recently used first out once over
-  ``max_bytes`` (UTF-8 bytes of the texts), entries older than ``ttl`` seconds forgotten.
+- ``MemoryContentStore``: in-process, least recently used first out once over ``max_bytes``
+  (UTF-8 bytes of the texts), entries older than ``ttl`` seconds forgotten. A Compactor given
+  no store uses the process's own (``default_content_store()``): an id a Compactor named stays
+  recallable by another made later in the same process (a caller that makes one per call),
+  and the process holds at most its ``max_bytes`` of them, however many Compactors it makes.
 - ``DirectoryContentStore``: one file per id under a directory, written atomically (a
   temporary file renamed into place), so a crash never leaves half a text and several
   processes may share it.
@@ -36,6 +39,7 @@ __all__ = [
     "DirectoryContentStore",
     "MemoryContentStore",
     "RedisContentStore",
+    "default_content_store",
 ]
 
 #: What an id looks like (the core's ``fold_id``); anything else is refused before it reaches a
@@ -112,6 +116,12 @@ class MemoryContentStore:
     def __len__(self) -> int:
         return len(self._items)
 
+    def clear(self) -> None:
+        """Forget every text."""
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
     def __getstate__(self) -> dict[str, Any]:
         # A Compactor goes to worker processes by pickle: the texts travel, the lock is new.
         with self._lock:
@@ -131,6 +141,35 @@ class MemoryContentStore:
 
     def __repr__(self) -> str:
         return f"MemoryContentStore({len(self)} items, {self._bytes} of {self.max_bytes} bytes)"
+
+
+class _ProcessContentStore(MemoryContentStore):
+    """The process's own store (``default_content_store``). A Compactor that goes to another
+    process by pickle takes no texts along: there it uses that process's own store."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return default_content_store, ()
+
+    def __repr__(self) -> str:
+        return "default_content_store(): " + super().__repr__()
+
+
+_DEFAULT: _ProcessContentStore | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_content_store() -> MemoryContentStore:
+    """The store of every Compactor made without ``store=`` in this process (a
+    ``MemoryContentStore`` with its default 64 MiB and one-day TTL): the originals of the ids
+    one Compactor names stay recallable by another made later, as a caller that makes a
+    Compactor per call needs. Set its ``max_bytes`` / ``ttl`` to resize it; give a Compactor a
+    store of its own to keep its texts apart."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = _ProcessContentStore()
+    return _DEFAULT
 
 
 class DirectoryContentStore:

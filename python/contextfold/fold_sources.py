@@ -38,6 +38,7 @@ Compactor's sources out of it (the proxy's, which files its spans with its folds
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,8 @@ from contextfold.prune import _copy
 
 __all__ = ["COPY_HISTORIES", "MAX_SPANS", "PROCESS_COPY_HISTORIES", "PROCESS_MAX_SPANS", "PROCESS_SPANS_MAX_TOKENS",
            "SPANS_MAX_TOKENS", "SPAN_BUDGETS", "SPAN_MAX_TOKENS", "FoldSources", "forget_process_sources"]
+
+_log = logging.getLogger("contextfold")
 
 #: A span is remembered while its tokens are at most this many times the compaction's budget: the
 #: digest reads a span in a few milliseconds per thousand messages, and the memory holds only
@@ -243,6 +246,7 @@ class FoldSources:
 
     def __init__(self, store: ContentStore | None = None, *, shared: bool = True) -> None:
         self._store = store
+        self._warned = False
         #: Whether this Compactor files its spans and copies for the whole process, and reads
         #: those others filed there (the proxy, which files its own with its folds, does not).
         self.shared = shared
@@ -250,6 +254,13 @@ class FoldSources:
         # Copies of the messages of the last ``COPY_HISTORIES`` histories this Compactor returned
         # (the history an agent sends back, grown).
         self._copies = _Copies()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A Compactor sent to another process by pickle: its copies are known by the identity of
+        # objects that process will not hold, so they stay behind (its spans go along).
+        state = dict(self.__dict__)
+        state["_copies"] = _Copies()
+        return state
 
     def unedited(self, message: Any) -> Any:
         """The caller's message that ``message`` is an edited copy of (an output a Compactor
@@ -292,12 +303,8 @@ class FoldSources:
         if self._store is not None:
             for copy, original in pairs:
                 text = _edited_text(copy)
-                if text is None or not isinstance(original, dict):
-                    continue
-                try:
-                    self._store.put(_stored_id(_COPY_PREFIX + text), json.dumps({"copy": text, "original": original}))
-                except (TypeError, ValueError):
-                    pass  # (a message JSON cannot hold: its copy is read as it is)
+                if text is not None and isinstance(original, dict):
+                    self._put(_stored_id(_COPY_PREFIX + text), {"copy": text, "original": original})
 
     def _unedited_all(self, messages: Sequence[Any]) -> list[Any]:
         """``unedited`` of each of ``messages`` (with a store, also the originals it keeps of
@@ -321,14 +328,7 @@ class FoldSources:
 
     def _stored_original(self, text: str, message: Any) -> Any:
         """The original the store keeps of the copy whose JSON is ``text``, else ``message``."""
-        assert self._store is not None
-        raw = self._store.get(_stored_id(_COPY_PREFIX + text))
-        if raw is None:
-            return message
-        try:
-            kept = json.loads(raw)
-        except (TypeError, ValueError):
-            return message
+        kept = self._get(_stored_id(_COPY_PREFIX + text))
         # (The copy's own text is kept beside its original: an id shared by two copies misses.)
         if not isinstance(kept, dict) or kept.get("copy") != text or not isinstance(kept.get("original"), dict):
             return message
@@ -424,11 +424,44 @@ class FoldSources:
         scoped = _scoped(summary, plan, msgs)
         self._file(scoped, span, tokens)
         if self._store is not None and all(isinstance(m, dict) for m in span):
-            try:
-                self._store.put(_stored_id(scoped), json.dumps(
-                    {"summary": scoped, "tokens": tokens, "messages": list(span)}))
-            except (TypeError, ValueError):
-                pass  # (a message JSON cannot hold: the span stays in this Compactor only)
+            self._put(_stored_id(scoped), {"summary": scoped, "tokens": tokens, "messages": list(span)})
+
+    def _put(self, fold_id: str, record: dict[str, Any]) -> None:
+        """Keep ``record`` in the store as JSON under ``fold_id``. A record JSON cannot hold is
+        not kept, and a store that fails is logged (once) and passed over: a span or a copy's
+        original is what a later compaction may read, never what this one needs, so a Redis
+        outage does not fail the compaction (the later one merges the summary instead)."""
+        assert self._store is not None
+        try:
+            text = json.dumps(record)
+        except (TypeError, ValueError):
+            return
+        try:
+            self._store.put(fold_id, text)
+        except Exception as e:  # (any store the caller gave: its own errors)
+            self._store_failed(e)
+
+    def _get(self, fold_id: str) -> Any:
+        """The JSON record the store keeps under ``fold_id``; None when it keeps none, keeps
+        something else than JSON, or fails (logged once, as in ``_put``)."""
+        assert self._store is not None
+        try:
+            raw = self._store.get(fold_id)
+        except Exception as e:  # (any store the caller gave: its own errors)
+            self._store_failed(e)
+            return None
+        if raw is None:
+            return None
+        try:
+            return json.loads(raw)
+        except (TypeError, ValueError):  # (a store that gave back something else than its text)
+            return None
+
+    def _store_failed(self, e: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            _log.warning("the store failed to keep or give a span (%s: %s): later compactions merge the summary "
+                         "where they would have read the turns behind it", type(e).__name__, e)
 
     def _file(self, scoped: str, span: Sequence[Any], tokens: int) -> None:
         """File ``span`` under ``scoped`` (``_scoped``) here and, when shared, for the process."""
@@ -451,13 +484,7 @@ class FoldSources:
         if self._store is None:
             return None
         text = scoped
-        raw = self._store.get(_stored_id(text))
-        if raw is None:
-            return None
-        try:
-            kept = json.loads(raw)
-        except (TypeError, ValueError):  # (a store that gave back something else than its text)
-            return None
+        kept = self._get(_stored_id(text))
         # The summary's own text (after its head's hash) is stored beside its span: an id shared
         # by two summaries (its 48-bit hash) can miss, never hand one conversation another's
         # turns.

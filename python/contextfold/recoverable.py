@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextfold import _core
 from contextfold import recall as _recall
-from contextfold.content_store import ContentStore, MemoryContentStore
+from contextfold.content_store import ContentStore, default_content_store
 from contextfold.prune import is_langchain_message
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,7 +71,8 @@ class RecoverableFolds:
                 isinstance(recall_max_tokens, bool) or not isinstance(recall_max_tokens, int) or recall_max_tokens < 16):
             raise ValueError(f"recall_max_tokens must be an int >= 16, got {recall_max_tokens!r}")
         self.recoverable = recoverable
-        self.store: ContentStore = store if store is not None else MemoryContentStore()
+        # (Without one: the process's own, so an id stays recallable by the next Compactor made.)
+        self.store: ContentStore = store if store is not None else default_content_store()
         self.repair = repair
         self._recall_max_tokens = recall_max_tokens
         self._format: str | None = None

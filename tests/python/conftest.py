@@ -24,8 +24,10 @@ from contextfold.fold_sources import forget_process_sources
 @pytest.fixture(autouse=True)
 def _no_spans_of_other_tests() -> None:
     """Each test starts with the process's span memory empty (``fold_sources``): a Compactor of
-    one test does not read the turns an earlier test's Compactor filed for an equal history."""
+    one test does not read the turns an earlier test's Compactor filed for an equal history; and
+    the process's content store empty (the originals of the ids earlier tests' Compactors named)."""
     forget_process_sources()
+    contextfold.default_content_store().clear()
 
 
 @pytest.fixture(scope="session")

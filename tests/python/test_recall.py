@@ -509,3 +509,38 @@ def test_a_memory_store_travels_to_another_process_with_its_entries():
     assert (copy.max_bytes, copy.ttl) == (1 << 20, 60.0)
     copy.put("cf0123456789ac", "more")  # the copy has a working lock of its own
     assert store.get("cf0123456789ac") is None
+
+
+def test_a_compactor_made_later_in_the_process_answers_a_recall_of_an_earlier_ones_id():
+    # A caller that makes a Compactor per call: the model's recall of an id the last call's
+    # Compactor named is answered by this call's, both given no store (the process's own).
+    msgs = agent_history(40)
+    first = cf.Compactor(budget=8_000, strategy="mask", recoverable=True).compact(msgs)
+    ids = set(ID.findall(json.dumps(first.messages)))
+    assert ids
+    later = cf.Compactor(budget=8_000, recoverable=True)
+    assert later.store is cf.default_content_store()
+    known = originals(msgs, "chat")
+    for fold_id in ids:
+        assert later.recall(fold_id) in known
+        answer = later.answer(recall_call("chat", fold_id, 0, 1_000))
+        assert "not found" not in answer["content"]
+    # A store of its own keeps a Compactor's texts apart.
+    apart = cf.Compactor(budget=8_000, recoverable=True, store=MemoryContentStore())
+    with pytest.raises(KeyError):
+        apart.recall(next(iter(ids)))
+
+
+def test_a_compactor_pickled_to_another_process_takes_no_texts_of_the_process_store():
+    import pickle
+
+    c = cf.Compactor(budget=8_000, strategy="mask", recoverable=True)
+    r = c.compact(agent_history(40))
+    (fold_id, *_) = ID.findall(json.dumps(r.messages))
+    original = c.recall(fold_id)
+    assert len(original) > 200
+    blob = pickle.dumps(c)
+    # (Nor the copies it returned: another process holds none of those objects.)
+    assert original.encode() not in blob and json.dumps(original)[1:-1].encode() not in blob
+    # (In this process, the copy's store is the process's own again.)
+    assert pickle.loads(blob).store is cf.default_content_store()

@@ -611,6 +611,42 @@ def test_an_output_masked_by_another_process_is_read_whole_from_the_shared_store
                for m in merged.requests[-1].messages)
 
 
+class _DownStore:
+    """A shared store whose server is down: every call raises."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def put(self, fold_id: str, text: str, /) -> None:
+        self.calls += 1
+        raise ConnectionError("connection refused")
+
+    def get(self, fold_id: str, /) -> str | None:
+        self.calls += 1
+        raise ConnectionError("connection refused")
+
+
+def test_a_shared_store_that_is_down_is_passed_over_by_the_spans_and_copies(caplog: pytest.LogCaptureFixture) -> None:
+    # The spans and copies' originals a store keeps are for a later compaction to read: an
+    # outage of the store (Redis down) is logged once and they are passed over (the summary is
+    # merged instead), where a recall id's original, which a placeholder promises, still fails.
+    store = _DownStore()
+    sources = fold_sources.FoldSources(store)
+    sources.shared = False
+    copy = {"role": "tool", "tool_call_id": "c1", "content": "[output pruned to save context: 10 bytes (~3 tokens)]"}
+    original = {"role": "tool", "tool_call_id": "c1", "content": "0123456789"}
+    scoped = fold_sources._scoped("a summary", {"head_end": 1}, [{"role": "user", "content": "task"}])
+    with caplog.at_level("WARNING", logger="contextfold"):
+        sources.note_originals([copy], [original])
+        assert sources._found(scoped) is None
+        fresh = fold_sources.FoldSources(store)
+        fresh.shared = False
+        again = json.loads(json.dumps(copy))
+        assert fresh._unedited_all([again]) == [again]
+    assert store.calls == 3
+    assert sum("the store failed" in r.getMessage() for r in caplog.records) == 2  # (once per Compactor)
+
+
 def test_a_stored_span_filed_under_another_summary_is_not_read() -> None:
     # The store id is a 48-bit hash of the summary: the entry holds the summary's text, and an
     # entry under the right id for another text is not this summary's span.
