@@ -311,19 +311,18 @@ class FoldSources:
         copies another process's Compactor returned)."""
         own = self._copies.by_id
         process = _PROCESS.copies.by_id if self.shared else {}
-        if not own and not process and self._store is None:
-            return list(messages)
-        out = []
-        for m in messages:
-            entry = own.get(id(m))
-            if entry is None or entry[0] is not m:
-                entry = process.get(id(m))
-            if entry is not None and entry[0] is m:
-                out.append(entry[1])
-            elif self._store is not None and (text := _edited_text(m)) is not None:
-                out.append(self._stored_original(text, m))
-            else:
-                out.append(m)
+        # (One lookup per message, in one comprehension: the fold of a 10k-message history passes
+        # here at every compaction. The copies are few beside it: merging their maps is cheap.)
+        copies = process | own if own and process else own or process
+        if copies:
+            get = copies.get
+            out = [e[1] if (e := get(id(m))) is not None and e[0] is m else m for m in messages]
+        else:
+            out = list(messages)
+        if self._store is not None:
+            for i, m in enumerate(out):
+                if m is messages[i] and (text := _edited_text(m)) is not None:
+                    out[i] = self._stored_original(text, m)
         return out
 
     def _stored_original(self, text: str, message: Any) -> Any:
