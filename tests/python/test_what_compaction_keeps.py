@@ -664,14 +664,16 @@ def test_a_stored_span_filed_under_another_summary_is_not_read() -> None:
     assert elsewhere != scoped and sources._found(elsewhere) is None
 
 
-def test_a_compactor_serving_many_conversations_reads_each_ones_own_turns() -> None:
+@pytest.mark.parametrize("made", ["one Compactor", "a new Compactor each time"])
+def test_a_compactor_serving_many_conversations_reads_each_ones_own_turns(made: str) -> None:
     # A framework hook on a server compacts many conversations with one Compactor. With the
     # spans of 8 summaries kept and the copies of the last history only, interleaved loops over
     # the held-out probe sets kept 385 of 608 facts; with 256 spans and the copies of the last
     # 32 histories, 444, as one Compactor per conversation. Twelve conversations that differ
     # only in their task are compacted once each, then each again: every second compaction
     # reads its own conversation's turns, never another's (the spans are filed under the
-    # summary after its history's head).
+    # summary after its history's head). Likewise with a new Compactor for each compaction,
+    # through the process's memory.
     fx = next(f for f in inline_fixtures() if "swe" in f.name)
     msgs = list(fx.messages)
     task_at = next(i for i, m in enumerate(msgs) if m.get("role") == "user")
@@ -679,15 +681,19 @@ def test_a_compactor_serving_many_conversations_reads_each_ones_own_turns() -> N
     while half < len(msgs) and msgs[half].get("role") == "tool":
         half += 1
     digest = _Recording()
-    c = cf.Compactor(budget=_tokens(msgs, fx) // 4, summarizer=digest, tools=fx.tools, min_free_share=0.0)
+    kept = cf.Compactor(budget=_tokens(msgs, fx) // 4, summarizer=digest, tools=fx.tools, min_free_share=0.0)
+
+    def c() -> cf.Compactor:
+        return kept if made == "one Compactor" else \
+            cf.Compactor(budget=_tokens(msgs, fx) // 4, summarizer=digest, tools=fx.tools, min_free_share=0.0)
     firsts = []
     for k in range(12):
         conv = [dict(m) for m in msgs]  # (objects of this conversation's own, equal to the others')
         conv[task_at]["content"] = f"{msgs[task_at]['content']}\n(conversation {k})"
-        firsts.append((conv, c.compact(conv[:half])))
+        firsts.append((conv, c().compact(conv[:half])))
     for conv, first in firsts:
         assert first.summary is not None
-        c.compact(list(first.messages) + conv[half:])
+        c().compact(list(first.messages) + conv[half:])
         read = digest.requests[-1].messages
         mine = [conv[i] for i in first.removed]
         assert all(any(m is r for r in read) for m in mine)
