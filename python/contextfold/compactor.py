@@ -915,9 +915,19 @@ class Compactor(RecoverableFolds):
         next compaction knows it as the library's own by that hash)."""
         plan = run.plan
         self._after_compaction(int(plan["head_end"]))
-        if isinstance(self.summarizer, ExtractiveSummarizer) and not draft.native:
-            self._sources.remember(neutralize_markers(draft.text), plan, run.msgs, run.fmt, budget=run.effective)
         sources = _assembled_from(plan, len(run.original))
+        if isinstance(self.summarizer, ExtractiveSummarizer) and not draft.native:
+            # (The summary's message is the first the compaction wrote; the one after it is the
+            # first of the tail, which a later history holds after it too: filed as the caller's
+            # message, before this compaction's edits (the tail fill may have cut it) or a later
+            # one's.)
+            given = run.original if len(run.msgs) == len(run.original) else run.msgs
+            planned = _assembled_from(plan, len(given))
+            at = planned.index(None) if len(planned) == len(draft.out) else None
+            source = planned[at + 1] if at is not None and at + 1 < len(planned) else None
+            after = None if source is None else given[source]
+            self._sources.remember(neutralize_markers(draft.text), plan, run.msgs, run.fmt, budget=run.effective,
+                                   after=after)
         if not draft.native and len(sources) == len(draft.out) and len(run.msgs) == len(run.original):
             self._sources.note_copies(draft.out, run.original, sources)
         digest = _core.summary_hash(neutralize_markers(draft.text))

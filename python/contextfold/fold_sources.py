@@ -29,8 +29,8 @@ The spans and copies of the last few histories are also kept for the whole proce
 (``PROCESS_MAX_SPANS``, ``PROCESS_SPANS_MAX_TOKENS``, ``PROCESS_COPY_HISTORIES``): a caller that
 builds a new Compactor for each compaction (a hook that makes one per call) reads the turns
 behind the last summary as a kept Compactor does. A span is found there only by its summary's
-whole text after a hash of its history's head (the system prompt and the task), which only a
-caller holding that conversation can send; a copy only by the very object the earlier
+whole text after a hash of its history's head (the system prompt and the task) and of the turn
+that followed the summary (``_scoped``), which only a caller holding that conversation can send; a copy only by the very object the earlier
 compaction returned. ``forget_process_sources()`` empties it; ``shared = False`` keeps a
 Compactor's sources out of it (the proxy's, which files its spans with its folds).
 """
@@ -93,19 +93,29 @@ def _filed_text(summary: str) -> str:
     return head if sep and last.startswith(_FOLD_LINE) else text
 
 
-def _scoped(summary: str, plan: Mapping[str, Any], msgs: Sequence[Any]) -> str:
+def _scoped(summary: str, plan: Mapping[str, Any], msgs: Sequence[Any], after: Any = None) -> str:
     """What a summary's span is filed under: the summary's text (``_filed_text``) after a hash of
-    its history's head (the system prompt and the task, which a compaction keeps as they were).
-    One Compactor may serve many conversations (a framework hook on a server): two whose folds
-    digest to the same text are kept apart by their heads, so one never reads the other's
-    turns."""
-    head_messages = list(msgs[: int(plan["head_end"])])
+    its history's head (the system prompt and the task, which a compaction keeps as they were)
+    and of ``after``, the message that followed the summary's message in the history the
+    compaction returned (the first of its verbatim tail: an agent appends to that history, so a
+    later one holds it there too; ``_after`` finds it). One Compactor, or one process, serves
+    many conversations (a framework hook on a server): two whose folds digest to the same text
+    after the same system prompt and task (a templated task, a tiny room) are kept apart by the
+    turn after their summaries, so one never reads the other's turns."""
+    head_messages = [*msgs[: int(plan["head_end"])], after]
     try:
         # (ASCII: a caller's text may hold lone surrogates, which no UTF-8 string can.)
         head = json.dumps(head_messages, sort_keys=True, default=repr)
     except (TypeError, ValueError):  # (keys of mixed types cannot be sorted)
         head = repr(head_messages)
     return f"{int(_core.summary_hash(head)):016x}\n{_filed_text(summary)}"
+
+
+def _after(plan: Mapping[str, Any], msgs: Sequence[Any]) -> Any:
+    """The message after the one that holds ``plan``'s previous summary in ``msgs`` (None: none
+    follows): what its span was filed under beside the summary (``_scoped``)."""
+    at = plan.get("previous_at")
+    return msgs[at + 1] if at is not None and at + 1 < len(msgs) else None
 
 
 def _key(scoped: str) -> int:
@@ -123,10 +133,15 @@ def _stored_id(scoped: str) -> str:
 _STORED_PREFIX = "contextfold span of\n"
 #: ... and an edited copy's original's, besides the copy's text.
 _COPY_PREFIX = "copy\n"
-#: What every edited copy a compaction returns carries in its text: a placeholder's or a cut's
-#: recall line, or a pruned output's stand-in (``src/recall.rs``, ``src/degrade.rs``,
-#: ``src/prune.rs``). Only such messages are looked up in a store.
-_EDIT_MARKS = ("restores it]", "[output pruned to save context:")
+#: What every edited copy a compaction returns carries in its text: a placeholder's recall line,
+#: a middle cut's marker (with or without an id), or a pruned output's stand-in
+#: (``src/recall.rs``, ``src/degrade.rs``, ``src/prune.rs``). Only such messages are looked up
+#: in a store (a message that merely quotes one costs a lookup that finds nothing).
+_EDIT_MARKS = ("restores it]", "tokens cut from the middle", "tokens cut]", "[output pruned to save context:")
+
+
+#: ... followed from copy to original at most this many steps.
+_COPY_DEPTH = 4
 
 
 def _edited_text(message: Any) -> str | None:
@@ -326,12 +341,19 @@ class FoldSources:
         return out
 
     def _stored_original(self, text: str, message: Any) -> Any:
-        """The original the store keeps of the copy whose JSON is ``text``, else ``message``."""
-        kept = self._get(_stored_id(_COPY_PREFIX + text))
-        # (The copy's own text is kept beside its original: an id shared by two copies misses.)
-        if not isinstance(kept, dict) or kept.get("copy") != text or not isinstance(kept.get("original"), dict):
-            return message
-        return kept["original"]
+        """The original the store keeps of the copy whose JSON is ``text``, else ``message``; an
+        original that is itself an edited copy (a later compaction cut a message an earlier one
+        had masked) is looked up in turn, a few steps deep."""
+        for _ in range(_COPY_DEPTH):
+            kept = self._get(_stored_id(_COPY_PREFIX + text))
+            # (The copy's own text is kept beside its original: an id shared by two copies misses.)
+            if not isinstance(kept, dict) or kept.get("copy") != text or not isinstance(kept.get("original"), dict):
+                return message
+            message = kept["original"]
+            if (edited := _edited_text(message)) is None:
+                return message
+            text = edited
+        return message
 
     def note_originals(self, copies: Sequence[Any], originals: Sequence[Any | None]) -> None:
         """Remember that each of ``copies`` is an edited copy of the message at the same place of
@@ -357,8 +379,22 @@ class FoldSources:
         previous = plan["previous_summary"]
         if previous is None or plan.get("previous_at") is None:
             return 0
-        found = self._found(_scoped(previous, plan, msgs))
-        return 0 if found is None else found[1]
+        filed = self._previous(previous, plan, msgs)
+        return 0 if filed is None else filed[1][1]
+
+    def _previous(self, previous: str, plan: Mapping[str, Any], msgs: Sequence[Any]
+                  ) -> tuple[str, tuple[tuple[Any, ...], int]] | None:
+        """The span filed for ``plan``'s previous summary (``previous``) and what it is filed
+        under (``_scoped``): after the message that follows the summary's message, read as the
+        caller's own (an output masked since, here or by another Compactor, is the message it
+        was), else, for a summary that ended the history it was written into, after none."""
+        after = _after(plan, msgs)
+        for a in ([] if after is None else [self._unedited_all([after])[0]]) + [None]:
+            scoped = _scoped(previous, plan, msgs, a)
+            found = self._found(scoped)
+            if found is not None:
+                return scoped, found
+        return None
 
     def span(self, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str) -> tuple[list[Any], str | None, int]:
         """The messages a summary of ``plan``'s fold reads, the previous summary it merges, and
@@ -373,10 +409,10 @@ class FoldSources:
         at = plan.get("previous_at")
         if previous is None or at is None or at not in folded_at:
             return folded, previous, 0
-        scoped = _scoped(previous, plan, msgs)
-        found = self._found(scoped)
-        if found is None:
+        filed = self._previous(previous, plan, msgs)
+        if filed is None:
             return folded, previous, 0
+        scoped, found = filed
         k = folded_at.index(at)
         span, tokens = found
         instead = list(span)
@@ -406,11 +442,12 @@ class FoldSources:
         return [*folded[:k], *instead, *folded[k + 1:]], None, tokens
 
     def remember(self, summary: str, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str, *,
-                 budget: int) -> None:
+                 budget: int, after: Any = None) -> None:
         """File the messages ``summary`` stands for (``plan``'s fold, with a remembered span in
         its previous summary's place), unless the fold merged a summary whose span is not
         remembered (the new summary carries it: its span is not whole) or the span is over
-        ``SPAN_BUDGETS`` budgets."""
+        ``SPAN_BUDGETS`` budgets. ``after``: the caller's message that follows the summary's
+        message in the history returned (before any edit of it: ``_scoped``)."""
         span, previous, carried = self.span(plan, msgs, fmt)
         if previous is not None and not carried:
             return
@@ -420,7 +457,7 @@ class FoldSources:
         tokens = carried + int(sum([costs[i] for i in plan["folded"]])) - (int(costs[at]) if at is not None else 0)
         if tokens > min(SPAN_BUDGETS * budget, SPAN_MAX_TOKENS):
             return
-        scoped = _scoped(summary, plan, msgs)
+        scoped = _scoped(summary, plan, msgs, None if after is None else self._unedited_all([after])[0])
         self._file(scoped, span, tokens)
         if self._store is not None and all(isinstance(m, dict) for m in span):
             self._put(_stored_id(scoped), {"summary": scoped, "tokens": tokens, "messages": list(span)})

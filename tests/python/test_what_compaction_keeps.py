@@ -551,7 +551,7 @@ def test_a_new_compactor_given_the_same_store_reads_the_turns_behind_the_summary
     # A caller that builds a Compactor per request and shares a store between them (the session
     # state kept, as a server keeps it): the span behind each summary is kept in the store, so
     # the next Compactor reads the turns, not the summary. Agent loops over the held-out probe
-    # sets with a new Compactor each time as in a new process: 370 of 608 facts, 442 with one
+    # sets with a new Compactor each time as in a new process: 370 of 608 facts, 444 with one
     # store shared (431 with the spans alone).
     fx = next(f for f in inline_fixtures() if "swe" in f.name)
     store = cf.MemoryContentStore() if kind == "memory" else cf.DirectoryContentStore(tmp_path)
@@ -584,7 +584,7 @@ def test_an_output_masked_by_another_process_is_read_whole_from_the_shared_store
     # in the history it returned are kept there by the copy's text, so the next (reading the
     # history back from JSON) digests the outputs themselves, not their placeholders. Agent loops
     # over the held-out probe sets, a new Compactor each time sharing only a store: 431 of 608
-    # facts with the spans alone, 442 with the copies too (444 with one Compactor kept).
+    # facts with the spans alone, 444 with the copies too, as with one Compactor kept.
     fx = next(f for f in inline_fixtures() if name in f.name)
     store = cf.MemoryContentStore()
     msgs = list(fx.messages)
@@ -645,6 +645,35 @@ def test_a_shared_store_that_is_down_is_passed_over_by_the_spans_and_copies(capl
         assert fresh._unedited_all([again]) == [again]
     assert store.calls == 3
     assert sum("the store failed" in r.getMessage() for r in caplog.records) == 2  # (once per Compactor)
+
+
+def test_a_span_is_read_only_after_its_own_conversation_s_next_turn() -> None:
+    # Two conversations with the same system prompt and task (a templated task) whose folds
+    # digest to the same text (a tiny room) must not read each other's turns: a span is filed
+    # under its summary after the head and the message that followed the summary, read as the
+    # caller's own (an output a later compaction masked is still that message).
+    summary = f"{OPEN}\nEarlier conversation folded by contextfold.\n{CLOSE}"
+    head = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Do the task."}]
+    turn_a = {"role": "assistant", "content": "I looked up account A-1."}
+    turn_b = {"role": "assistant", "content": "I looked up account B-2."}
+    after_a = {"role": "user", "content": "<returncode>0</returncode><output>balance 10</output>"}
+    after_b = {"role": "user", "content": "<returncode>0</returncode><output>balance 99</output>"}
+    filed = {"head_end": 2, "previous_at": None}
+    sources = fold_sources.FoldSources()
+    sources.shared = False
+    sources.file(fold_sources._key(fold_sources._scoped(summary, filed, head, after_a)), [turn_a], 9)
+    sources.file(fold_sources._key(fold_sources._scoped(summary, filed, head, after_b)), [turn_b], 9)
+    plan = {"head_end": 2, "previous_at": 2}
+    summary_message = {"role": "assistant", "content": summary}
+    for after, turn in ((after_a, turn_a), (after_b, turn_b)):
+        found = sources._previous(summary, plan, [*head, summary_message, after])
+        assert found is not None and found[1][0] == (turn,)
+    assert sources._previous(summary, plan, [*head, summary_message, {"role": "user", "content": "other"}]) is None
+    # The message after, masked since by this Compactor, is still its conversation's.
+    masked = {"role": "user", "content": "[output pruned to save context: 52 bytes (~14 tokens)]"}
+    sources.note_originals([masked], [after_b])
+    found = sources._previous(summary, plan, [*head, summary_message, masked])
+    assert found is not None and found[1][0] == (turn_b,)
 
 
 def test_a_stored_span_filed_under_another_summary_is_not_read() -> None:
