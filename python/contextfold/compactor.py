@@ -696,7 +696,8 @@ class Compactor(RecoverableFolds):
         # How deep the fold is: the history, with a previous summary counted as the messages it
         # stands for where they are read again in its place (an agent loop's later compactions
         # fold a little of a history many budgets long: their summary covers all of it).
-        behind = self._sources.behind(run.plan, msgs) if isinstance(self.summarizer, ExtractiveSummarizer) else 0
+        behind = self._sources.behind(run.plan, msgs, run.original) \
+            if isinstance(self.summarizer, ExtractiveSummarizer) else 0
         depth = run.before + max(0, behind - int(run.plan["costs"][run.plan["previous_at"]])) if behind else run.before
         floor = DEEP_TAIL_SHARE if not behind else LOOP_TAIL_SHARE
         if self._adaptive_tail and (deep := self._deep_tail(depth, effective, floor)) < run.tail:
@@ -808,7 +809,7 @@ class Compactor(RecoverableFolds):
         the turns themselves, not its own digest of them again."""
         if not isinstance(self.summarizer, ExtractiveSummarizer):
             return [msgs[i] for i in plan["folded"]], plan["previous_summary"]
-        span, previous, _ = self._sources.span(plan, msgs, run.fmt)
+        span, previous, _ = self._sources.span(plan, msgs, run.fmt, run.original)
         return span, previous
 
     def _rules_whole(self, text: str | None, run: CompactionRun) -> bool:
@@ -927,7 +928,7 @@ class Compactor(RecoverableFolds):
             source = planned[at + 1] if at is not None and at + 1 < len(planned) else None
             after = None if source is None else given[source]
             self._sources.remember(neutralize_markers(draft.text), plan, run.msgs, run.fmt, budget=run.effective,
-                                   after=after)
+                                   after=after, given=run.original)
         if not draft.native and len(sources) == len(draft.out) and len(run.msgs) == len(run.original):
             self._sources.note_copies(draft.out, run.original, sources)
         digest = _core.summary_hash(neutralize_markers(draft.text))

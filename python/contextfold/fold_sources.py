@@ -111,11 +111,14 @@ def _scoped(summary: str, plan: Mapping[str, Any], msgs: Sequence[Any], after: A
     return f"{int(_core.summary_hash(head)):016x}\n{_filed_text(summary)}"
 
 
-def _after(plan: Mapping[str, Any], msgs: Sequence[Any]) -> Any:
+def _after(plan: Mapping[str, Any], msgs: Sequence[Any], given: Sequence[Any] | None = None) -> Any:
     """The message after the one that holds ``plan``'s previous summary in ``msgs`` (None: none
-    follows): what its span was filed under beside the summary (``_scoped``)."""
+    follows): what its span was filed under beside the summary (``_scoped``). ``given``: the
+    caller's history that ``msgs`` was planned from, message for message (a compaction may have
+    cut that message already in ``msgs``); its message is the one taken."""
     at = plan.get("previous_at")
-    return msgs[at + 1] if at is not None and at + 1 < len(msgs) else None
+    source = given if given is not None and len(given) == len(msgs) else msgs
+    return source[at + 1] if at is not None and at + 1 < len(source) else None
 
 
 def _key(scoped: str) -> int:
@@ -373,22 +376,23 @@ class FoldSources:
         of the same conversation)."""
         self._spans.put(key, span, tokens, max_spans=MAX_SPANS, max_tokens=SPANS_MAX_TOKENS)
 
-    def behind(self, plan: Mapping[str, Any], msgs: Sequence[Any]) -> int:
+    def behind(self, plan: Mapping[str, Any], msgs: Sequence[Any], given: Sequence[Any] | None = None) -> int:
         """Tokens of the remembered messages behind ``plan``'s previous summary (0: none are):
-        what its fold stands for beyond its own messages (``msgs``: the history planned)."""
+        what its fold stands for beyond its own messages (``msgs``: the history planned;
+        ``given``: the caller's, as ``_after`` reads it)."""
         previous = plan["previous_summary"]
         if previous is None or plan.get("previous_at") is None:
             return 0
-        filed = self._previous(previous, plan, msgs)
+        filed = self._previous(previous, plan, msgs, given)
         return 0 if filed is None else filed[1][1]
 
-    def _previous(self, previous: str, plan: Mapping[str, Any], msgs: Sequence[Any]
-                  ) -> tuple[str, tuple[tuple[Any, ...], int]] | None:
+    def _previous(self, previous: str, plan: Mapping[str, Any], msgs: Sequence[Any],
+                  given: Sequence[Any] | None = None) -> tuple[str, tuple[tuple[Any, ...], int]] | None:
         """The span filed for ``plan``'s previous summary (``previous``) and what it is filed
         under (``_scoped``): after the message that follows the summary's message, read as the
         caller's own (an output masked since, here or by another Compactor, is the message it
         was), else, for a summary that ended the history it was written into, after none."""
-        after = _after(plan, msgs)
+        after = _after(plan, msgs, given)
         for a in ([] if after is None else [self._unedited_all([after])[0]]) + [None]:
             scoped = _scoped(previous, plan, msgs, a)
             found = self._found(scoped)
@@ -396,20 +400,21 @@ class FoldSources:
                 return scoped, found
         return None
 
-    def span(self, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str) -> tuple[list[Any], str | None, int]:
+    def span(self, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str,
+             given: Sequence[Any] | None = None) -> tuple[list[Any], str | None, int]:
         """The messages a summary of ``plan``'s fold reads, the previous summary it merges, and
         the tokens of the messages a remembered span put in that summary's place (0 when none
         did): where the fold's previous summary is remembered, its span in its place (beside
         the turn it was merged into, that turn without it: ``fmt`` is the history's wire
         format) and no previous summary; else the folded messages and the previous summary as
-        the plan found them."""
+        the plan found them. ``given``: the caller's history, as ``_after`` reads it."""
         folded_at: list[int] = list(plan["folded"])
         folded = self._unedited_all([msgs[i] for i in folded_at])
         previous: str | None = plan["previous_summary"]
         at = plan.get("previous_at")
         if previous is None or at is None or at not in folded_at:
             return folded, previous, 0
-        filed = self._previous(previous, plan, msgs)
+        filed = self._previous(previous, plan, msgs, given)
         if filed is None:
             return folded, previous, 0
         scoped, found = filed
@@ -442,13 +447,14 @@ class FoldSources:
         return [*folded[:k], *instead, *folded[k + 1:]], None, tokens
 
     def remember(self, summary: str, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str, *,
-                 budget: int, after: Any = None) -> None:
+                 budget: int, after: Any = None, given: Sequence[Any] | None = None) -> None:
         """File the messages ``summary`` stands for (``plan``'s fold, with a remembered span in
         its previous summary's place), unless the fold merged a summary whose span is not
         remembered (the new summary carries it: its span is not whole) or the span is over
         ``SPAN_BUDGETS`` budgets. ``after``: the caller's message that follows the summary's
-        message in the history returned (before any edit of it: ``_scoped``)."""
-        span, previous, carried = self.span(plan, msgs, fmt)
+        message in the history returned (before any edit of it: ``_scoped``); ``given``: the
+        caller's history ``msgs`` was planned from (``_after``)."""
+        span, previous, carried = self.span(plan, msgs, fmt, given)
         if previous is not None and not carried:
             return
         costs: Sequence[int] = plan["costs"]
