@@ -397,37 +397,47 @@ pub(super) fn whole_line_share(s: &str, max: usize, head_share: f64) -> f64 {
 /// Whitespace collapsed (a line never carries a newline); over `max` characters, the head
 /// (`head_share` of `max`) and the end are kept around an ellipsis.
 pub(super) fn clip_ends(s: &str, max: usize, head_share: f64) -> String {
+    let mut line = String::new();
+    clip_ends_into(s, max, head_share, &mut line);
+    line
+}
+
+/// `clip_ends(s, max, head_share)` appended to `out`: a form writes its parts into one
+/// string (each part in a string of its own, copied into a `format!` of the form, cost an
+/// allocation and a copy per part).
+pub(super) fn clip_ends_into(s: &str, max: usize, head_share: f64, out: &mut String) {
     if s.len() <= max && collapsed_already(s) {
-        return s.to_string();
+        out.push_str(s);
+        return;
     }
     let (head, mid, tail) = windows(s, max, head_share);
     let head_n = (max as f64 * head_share) as usize;
     let tail_n = max.saturating_sub(head_n);
-    let mut line = String::with_capacity(max.min(s.len()) + 4);
+    out.reserve(max.min(s.len()) + 4);
+    let base = out.len();
     // More letters and digits than the line holds: it is longer, and only its head is read
     // from the front (collapsing `max` characters to keep `head_n` of them was most of a
     // digest's clipping).
     if s.len() > max && solid_over(&[head, tail], max) {
-        collapse_head(&[head, mid, tail], head_n, &mut line);
-    } else if !collapse_head(&[head, mid, tail], max, &mut line) {
-        return line;
+        collapse_head(&[head, mid, tail], head_n, out);
+    } else if !collapse_head(&[head, mid, tail], max, out) {
+        return;
     }
     // Longer than `max`: the head from the front, the end read backwards.
-    let head_end = line
+    let head_end = out[base..]
         .char_indices()
         .nth(head_n)
-        .map_or(line.len(), |(i, _)| i);
-    line.truncate(head_end);
-    line.push('…');
+        .map_or(out.len(), |(i, _)| base + i);
+    out.truncate(head_end);
+    out.push('…');
     if tail_n > 0 {
         let mut end = Tail {
             end: Vec::with_capacity(tail_n),
             max: tail_n,
         };
         Collapse::default().run(&[tail, mid, head], true, &mut end);
-        line.extend(end.end.iter().rev());
+        out.extend(end.end.iter().rev());
     }
-    line
 }
 
 #[cfg(test)]

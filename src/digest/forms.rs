@@ -5,10 +5,11 @@
 //! clips whole (`clip::is_whole`), which tells equal forms apart cheaply (`units::Entry::lazy`).
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::clip::{clip_ends, is_whole, whole_line_share};
+use super::clip::{clip_ends, clip_ends_into, is_whole, whole_line_share};
 use super::{without_courtesy_edges, without_repeated_edges};
 
 /// The forms of one unit.
@@ -157,30 +158,31 @@ pub(super) const RESULT_HEAD_SHARE: f64 = 0.35;
 
 impl Outcome<'_> {
     /// `ok: …` / `error: …` with `chars` characters of the result (its head and, more, its
-    /// end: the last lines say how it ended).
-    fn line(&self, chars: usize) -> String {
-        let Some(t) = self.text.as_deref() else {
-            return "no result in this span".into();
+    /// end: the last lines say how it ended), appended to `out` (the form's own string).
+    fn push_line(&self, chars: usize, out: &mut String) {
+        let Some(body) = self.text.as_deref() else {
+            out.push_str("no result in this span");
+            return;
         };
-        let body = t;
-        let mut s = String::new();
+        out.push_str(if self.err { "error: " } else { "ok: " });
+        let start = out.len();
         if let Some(rc) = self.code {
-            s.push_str(&format!("rc={rc}"));
+            // (Writing to a String cannot fail.)
+            let _ = write!(out, "rc={rc}");
             if chars > 0 && !body.trim().is_empty() {
-                s.push_str(": ");
+                out.push_str(": ");
             }
         }
         if chars > 0 {
-            s.push_str(&clip_ends(body, chars, self.share(chars)));
+            clip_ends_into(body, chars, self.share(chars), out);
         }
-        if s.is_empty() {
-            s.push_str(if body.trim().is_empty() {
+        if out.len() == start {
+            out.push_str(if body.trim().is_empty() {
                 "(empty)"
             } else {
                 "…"
             });
         }
-        format!("{}: {s}", if self.err { "error" } else { "ok" })
     }
 
     fn whole(&self, chars: usize) -> bool {
@@ -256,29 +258,28 @@ impl Forms for Call<'_> {
 
     fn build_sized(&self, chars: usize) -> Option<String> {
         let (max, _) = call_plan(self.outcome.err)[0];
-        Some(format!(
-            "{} -> {}",
-            call_line(self.name, self.args, &self.parsed, max),
-            self.outcome.line(chars)
-        ))
+        let mut s = String::new();
+        push_call_line(self.name, self.args, &self.parsed, max, &mut s);
+        s.push_str(" -> ");
+        self.outcome.push_line(chars, &mut s);
+        Some(s)
     }
 
     fn build(&self, j: usize) -> String {
+        let mut s = String::new();
         if j == 6 {
             // The outcome, an error's message, stays.
             let (_, chars) = call_plan(self.outcome.err)[5];
-            return format!(
-                "{} -> {}",
-                clip_ends(self.shortest_line(), SHORTEST_CALL_CHARS, 0.6),
-                self.outcome.line(chars)
-            );
+            clip_ends_into(self.shortest_line(), SHORTEST_CALL_CHARS, 0.6, &mut s);
+            s.push_str(" -> ");
+            self.outcome.push_line(chars, &mut s);
+            return s;
         }
         let (max, chars) = call_plan(self.outcome.err)[j];
-        format!(
-            "{} -> {}",
-            call_line(self.name, self.args, &self.parsed, max),
-            self.outcome.line(chars)
-        )
+        push_call_line(self.name, self.args, &self.parsed, max, &mut s);
+        s.push_str(" -> ");
+        self.outcome.push_line(chars, &mut s);
+        s
     }
 }
 
@@ -312,6 +313,18 @@ impl Command<'_> {
     }
 }
 
+impl Command<'_> {
+    /// `$ command -> outcome`: a command shown whole up to `max` characters; a longer one
+    /// keeps its head and its end (`&& git diff`, the file a heredoc writes to).
+    fn form(&self, max: usize, chars: usize) -> String {
+        let mut s = String::from("$ ");
+        clip_ends_into(&self.joined, max, 0.6, &mut s);
+        s.push_str(" -> ");
+        self.outcome.push_line(chars, &mut s);
+        s
+    }
+}
+
 impl Forms for Command<'_> {
     fn count(&self) -> usize {
         6
@@ -324,22 +337,12 @@ impl Forms for Command<'_> {
 
     fn build_sized(&self, chars: usize) -> Option<String> {
         let (max, _) = command_plan(self.outcome.err)[0];
-        Some(format!(
-            "$ {} -> {}",
-            clip_ends(&self.joined, max, 0.6),
-            self.outcome.line(chars)
-        ))
+        Some(self.form(max, chars))
     }
 
     fn build(&self, j: usize) -> String {
         let (max, chars) = command_plan(self.outcome.err)[j];
-        // A command shown whole up to `max` characters; a longer one keeps its head and its
-        // end (`&& git diff`, the file a heredoc writes to).
-        format!(
-            "$ {} -> {}",
-            clip_ends(&self.joined, max, 0.6),
-            self.outcome.line(chars)
-        )
+        self.form(max, chars)
     }
 }
 
@@ -363,7 +366,20 @@ fn call_line(
     parsed: &Result<Value, serde_json::Error>,
     max_value: usize,
 ) -> String {
-    let mut s = String::from(name);
+    let mut s = String::new();
+    push_call_line(name, args, parsed, max_value, &mut s);
+    s
+}
+
+/// `call_line(...)` appended to `s`.
+fn push_call_line(
+    name: &str,
+    args: &str,
+    parsed: &Result<Value, serde_json::Error>,
+    max_value: usize,
+    s: &mut String,
+) {
+    s.push_str(name);
     s.push('(');
     match parsed {
         Ok(Value::Object(map)) => {
@@ -388,13 +404,12 @@ fn call_line(
                             s.push_str(&shown);
                         }
                     }
-                    other => s.push_str(&clip_ends(&other.to_string(), max_value * 2, 0.6)),
+                    other => clip_ends_into(&other.to_string(), max_value * 2, 0.6, s),
                 }
             }
         }
-        Ok(other) => s.push_str(&clip_ends(&other.to_string(), max_value * 2, 0.6)),
-        Err(_) => s.push_str(&clip_ends(args, max_value * 2, 0.6)),
+        Ok(other) => clip_ends_into(&other.to_string(), max_value * 2, 0.6, s),
+        Err(_) => clip_ends_into(args, max_value * 2, 0.6, s),
     }
     s.push(')');
-    s
 }
