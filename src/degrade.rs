@@ -19,43 +19,74 @@ const HEAD_SHARE: f64 = 0.5;
 /// A cut never keeps less than this many tokens of a message (head and end together).
 pub const MIN_KEPT_TOKENS: u32 = 16;
 
+/// The byte offsets of a text's character boundaries, its end included, by character index:
+/// the searches below bisect over characters.
+enum Bounds {
+    /// An ASCII text of this many bytes: each byte is a character (no table: the table of a
+    /// tool output of 100 KB took 800 KB, built twice for each cut).
+    Ascii(usize),
+    Table(Vec<usize>),
+}
+
+impl Bounds {
+    fn of(text: &str) -> Self {
+        if text.is_ascii() {
+            return Bounds::Ascii(text.len());
+        }
+        Bounds::Table(
+            text.char_indices()
+                .map(|(b, _)| b)
+                .chain([text.len()])
+                .collect(),
+        )
+    }
+
+    /// The characters of the text (the last boundary's index).
+    fn chars(&self) -> usize {
+        match self {
+            Bounds::Ascii(n) => *n,
+            Bounds::Table(t) => t.len() - 1,
+        }
+    }
+
+    /// The byte offset of character boundary `k`.
+    fn at(&self, k: usize) -> usize {
+        match self {
+            Bounds::Ascii(_) => k,
+            Bounds::Table(t) => t[k],
+        }
+    }
+}
+
 /// Byte offset where the longest prefix of `text` within `tokens` ends (on a char boundary).
 fn prefix_end(text: &str, tokens: f64, est: &Estimator) -> usize {
-    let bounds: Vec<usize> = text
-        .char_indices()
-        .map(|(b, _)| b)
-        .chain([text.len()])
-        .collect();
-    let (mut lo, mut hi) = (0usize, bounds.len() - 1);
+    let bounds = Bounds::of(text);
+    let (mut lo, mut hi) = (0usize, bounds.chars());
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if est.text(&text[..bounds[mid]]) <= tokens {
+        if est.text(&text[..bounds.at(mid)]) <= tokens {
             lo = mid;
         } else {
             hi = mid - 1;
         }
     }
-    bounds[lo]
+    bounds.at(lo)
 }
 
 /// Byte offset where the longest suffix of `text` within `tokens` starts.
 fn suffix_start(text: &str, tokens: f64, est: &Estimator) -> usize {
-    let bounds: Vec<usize> = text
-        .char_indices()
-        .map(|(b, _)| b)
-        .chain([text.len()])
-        .collect();
-    let (mut lo, mut hi) = (0usize, bounds.len() - 1);
+    let bounds = Bounds::of(text);
+    let (mut lo, mut hi) = (0usize, bounds.chars());
     // The smallest start whose suffix fits.
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if est.text(&text[bounds[mid]..]) <= tokens {
+        if est.text(&text[bounds.at(mid)..]) <= tokens {
             hi = mid;
         } else {
             lo = mid + 1;
         }
     }
-    bounds[lo]
+    bounds.at(lo)
 }
 
 /// `text` cut to about `keep_tokens`: its head, a marker saying what was cut (with `named`, the
