@@ -1068,9 +1068,18 @@ pub struct Shown<'a> {
     starts: Vec<(&'a str, usize, usize)>,
     /// Per first word, its range in `starts`.
     by_word: FxHashMap<&'a str, (usize, usize)>,
+    /// Per first byte of a first word, a bit per length (`len_bit`) of the first words that
+    /// open with it: most words of a text are none of them, and this test turns them away
+    /// before the map hashes them.
+    word_shapes: [u64; 256],
     /// Patterns with no word character (found by a plain search).
     bare: Vec<usize>,
     n: usize,
+}
+
+/// A word's length as one bit of `Shown::word_shapes` (lengths from 63 on share the last).
+fn len_bit(len: usize) -> u64 {
+    1 << len.min(63)
 }
 
 /// A letter, digit or `_`: what a whole identifier may not touch.
@@ -1109,14 +1118,17 @@ impl<'a> Shown<'a> {
         starts.sort_unstable();
         let mut by_word: FxHashMap<&'a str, (usize, usize)> = FxHashMap::default();
         by_word.reserve(starts.len());
+        let mut word_shapes = [0u64; 256];
         for (j, &(w, _, _)) in starts.iter().enumerate() {
             by_word.entry(w).or_insert((j, j)).1 = j + 1;
+            word_shapes[usize::from(w.as_bytes()[0])] |= len_bit(w.len());
         }
         Shown {
             patterns,
             of,
             starts,
             by_word,
+            word_shapes,
             bare,
             n: idents.len(),
         }
@@ -1167,6 +1179,10 @@ impl<'a> Shown<'a> {
                     .is_some_and(is_word_char)
         };
         let check = |from: usize, to: usize, found: &mut Vec<usize>| {
+            // (`from < to`: a word holds a character.)
+            if self.word_shapes[usize::from(text.as_bytes()[from])] & len_bit(to - from) == 0 {
+                return;
+            }
             if let Some(&(a, b)) = self.by_word.get(&text[from..to]) {
                 for &(_, off, k) in &self.starts[a..b] {
                     if from >= off && whole_at(from - off, self.patterns[k]) {
