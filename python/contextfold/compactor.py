@@ -916,20 +916,22 @@ class Compactor(RecoverableFolds):
         next compaction knows it as the library's own by that hash)."""
         plan = run.plan
         self._after_compaction(int(plan["head_end"]))
-        sources = _assembled_from(plan, len(run.original))
+        # The caller's messages the plan's places name (a degrading step may have planned another
+        # history), and the one each message of the output stands for.
+        given = run.original if len(run.msgs) == len(run.original) else run.msgs
+        sources = _assembled_from(plan, len(given))
+        aligned = len(sources) == len(draft.out)
         if isinstance(self.summarizer, ExtractiveSummarizer) and not draft.native:
             # (The summary's message is the first the compaction wrote; the one after it is the
             # first of the tail, which a later history holds after it too: filed as the caller's
             # message, before this compaction's edits (the tail fill may have cut it) or a later
             # one's.)
-            given = run.original if len(run.msgs) == len(run.original) else run.msgs
-            planned = _assembled_from(plan, len(given))
-            at = planned.index(None) if len(planned) == len(draft.out) else None
-            source = planned[at + 1] if at is not None and at + 1 < len(planned) else None
+            at = sources.index(None) if aligned else None
+            source = sources[at + 1] if at is not None and at + 1 < len(sources) else None
             after = None if source is None else given[source]
             self._sources.remember(neutralize_markers(draft.text), plan, run.msgs, run.fmt, budget=run.effective,
                                    after=after, given=run.original)
-        if not draft.native and len(sources) == len(draft.out) and len(run.msgs) == len(run.original):
+        if not draft.native and aligned and given is run.original:
             self._sources.note_copies(draft.out, run.original, sources)
         digest = _core.summary_hash(neutralize_markers(draft.text))
         self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]

@@ -141,8 +141,6 @@ _COPY_PREFIX = "copy\n"
 #: (``src/recall.rs``, ``src/degrade.rs``, ``src/prune.rs``). Only such messages are looked up
 #: in a store (a message that merely quotes one costs a lookup that finds nothing).
 _EDIT_MARKS = ("restores it]", "tokens cut from the middle", "tokens cut]", "[output pruned to save context:")
-
-
 #: ... followed from copy to original at most this many steps.
 _COPY_DEPTH = 4
 
@@ -220,9 +218,9 @@ class _Copies:
 
 class _ProcessSources:
     """The spans and copies every Compactor of this process that shares them filed (see the
-    module): spans by their summary's whole text after its head's hash (``_scoped``), so an
-    equal text finds one and nothing else does. Read without the lock (one dict lookup), written
-    under it."""
+    module): spans by their whole ``_scoped`` text (the summary after the hash of its head and
+    next turn), so an equal text finds one and nothing else does. Read without the lock (one
+    dict lookup), written under it."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -272,12 +270,16 @@ class FoldSources:
         # Copies of the messages of the last ``COPY_HISTORIES`` histories this Compactor returned
         # (the history an agent sends back, grown).
         self._copies = _Copies()
+        # The last ``span`` read: (plan, msgs, given, what it gave), which ``remember`` of the
+        # same plan takes instead of reading the span (and the store) again; emptied there.
+        self._read: tuple[Any, Any, Any, tuple[list[Any], str | None, int]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # A Compactor sent to another process by pickle: its copies are known by the identity of
         # objects that process will not hold, so they stay behind (its spans go along).
         state = dict(self.__dict__)
         state["_copies"] = _Copies()
+        state["_read"] = None
         return state
 
     def unedited(self, message: Any) -> Any:
@@ -295,21 +297,26 @@ class FoldSources:
         the summary or the turn it was merged into). A later fold reads the caller's message in
         a copy's place: a SWE loop's first compactions masked outputs and cut one's middle,
         and the summary that folded them later read the placeholders."""
-        own, process = self._copies.by_id, _PROCESS.copies.by_id if self.shared else {}
+        get = self._copy_map().get
         noted: list[Any] = []
         for m, i in zip(out, sources, strict=True):
             if i is None:
                 continue
             # (``unedited`` inlined: a compaction passes every message of its history here.)
             original = given[i]
-            entry = own.get(id(original))
-            if entry is None or entry[0] is not original:
-                entry = process.get(id(original))
-            if entry is not None and entry[0] is original:
-                original = entry[1]
+            if (e := get(id(original))) is not None and e[0] is original:
+                original = e[1]
             if m is not original:
                 noted.append((m, original))
         self._note(noted)
+
+    def _copy_map(self) -> dict[int, tuple[Any, Any, int]]:
+        """The copies known here and, when shared, for the process, in one map (id(copy) ->
+        its entry; this Compactor's own win). The copies are few beside a history: merging the
+        two maps costs less than a second lookup per message."""
+        own = self._copies.by_id
+        process = _PROCESS.copies.by_id if self.shared else {}
+        return process | own if own and process else own or process
 
     def _note(self, pairs: Sequence[tuple[Any, Any]]) -> None:
         """File ``pairs`` (copy, original) as the copies of one returned history, here, when
@@ -327,11 +334,9 @@ class FoldSources:
     def _unedited_all(self, messages: Sequence[Any]) -> list[Any]:
         """``unedited`` of each of ``messages`` (with a store, also the originals it keeps of
         copies another process's Compactor returned)."""
-        own = self._copies.by_id
-        process = _PROCESS.copies.by_id if self.shared else {}
         # (One lookup per message, in one comprehension: the fold of a 10k-message history passes
-        # here at every compaction. The copies are few beside it: merging their maps is cheap.)
-        copies = process | own if own and process else own or process
+        # here at every compaction.)
+        copies = self._copy_map()
         if copies:
             get = copies.get
             out = [e[1] if (e := get(id(m))) is not None and e[0] is m else m for m in messages]
@@ -408,6 +413,16 @@ class FoldSources:
         the turn it was merged into, that turn without it: ``fmt`` is the history's wire
         format) and no previous summary; else the folded messages and the previous summary as
         the plan found them. ``given``: the caller's history, as ``_after`` reads it."""
+        read = self._read
+        if read is not None and read[0] is plan and read[1] is msgs and read[2] is given:
+            return read[3]
+        out = self._span(plan, msgs, fmt, given)
+        self._read = (plan, msgs, given, out)
+        return out
+
+    def _span(self, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str,
+              given: Sequence[Any] | None) -> tuple[list[Any], str | None, int]:
+        """``span``, read."""
         folded_at: list[int] = list(plan["folded"])
         folded = self._unedited_all([msgs[i] for i in folded_at])
         previous: str | None = plan["previous_summary"]
@@ -455,6 +470,7 @@ class FoldSources:
         message in the history returned (before any edit of it: ``_scoped``); ``given``: the
         caller's history ``msgs`` was planned from (``_after``)."""
         span, previous, carried = self.span(plan, msgs, fmt, given)
+        self._read = None
         if previous is not None and not carried:
             return
         costs: Sequence[int] = plan["costs"]
@@ -525,16 +541,15 @@ class FoldSources:
                 return found
         if self._store is None:
             return None
-        text = scoped
-        kept = self._get(_stored_id(text))
+        kept = self._get(_stored_id(scoped))
         # The summary's own text (after its head's hash) is stored beside its span: an id shared
         # by two summaries (its 48-bit hash) can miss, never hand one conversation another's
         # turns.
-        if not isinstance(kept, dict) or kept.get("summary") != text:
+        if not isinstance(kept, dict) or kept.get("summary") != scoped:
             return None
         messages, tokens = kept.get("messages"), kept.get("tokens")
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages) \
                 or isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
             return None
-        self._file(text, messages, tokens)
+        self._file(scoped, messages, tokens)
         return self._spans.items.get(key)
