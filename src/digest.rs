@@ -1057,6 +1057,53 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
     digest_reading(msgs, est, opt, focus, whole_from)
 }
 
+/// The user's requests of `msgs` (a folded span) and of `opt.previous` (its requests section
+/// carried), as the digest's requests section alone, packed into `opt.max_tokens` as the
+/// digest packs them (long ones clipped head and tail, then the oldest dropped but the first
+/// two): what a model's summary is held to (a model that paraphrased or forgot an earlier
+/// request does not lose it). An empty string when the span and `previous` hold none.
+pub fn requests_section<'a>(
+    msgs: &'a [Message<'a>],
+    est: &Estimator,
+    opt: &DigestOptions<'a>,
+) -> String {
+    let hosts = with_hosts(msgs, opt.previous);
+    let msgs = hosts.as_deref().unwrap_or(msgs);
+    let b = Builder::new(opt.previous, Vec::new(), repeated_edges(msgs));
+    let coded = msgs
+        .iter()
+        .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some())
+        || opt.previous.is_some_and(shows_return_codes);
+    let mut w = Walk {
+        b,
+        msgs,
+        results: results_by_id(msgs),
+        coded,
+        native: msgs
+            .iter()
+            .any(|m| calls_of(m).any(|c| c.name != recall::RECALL_TOOL)),
+        last_thought: None,
+        prev_command: None,
+        prev_blocks: 0,
+        n_calls: 0,
+        n_errors: 0,
+        n_requests: 0,
+        // Requests become units in every message; calls and thoughts in none (they are only
+        // counted before `whole_from`).
+        whole_from: msgs.len(),
+    };
+    walk(&mut w, opt.previous);
+    let Walk { b, .. } = w;
+    let mut entries = b.entries;
+    entries.retain(|e| e.section == Section::Requests);
+    if entries.is_empty() {
+        return String::new();
+    }
+    pack::fit(&entries, "", "", Vec::new(), est, opt.max_tokens)
+        .trim()
+        .to_string()
+}
+
 /// The span with each message that carries the previous summary and more (a summary merged at
 /// the start of a host message) replaced by the host without the summary
 /// (`summary_marker::without_summary`), so its own text and calls are read; None when no
@@ -1630,6 +1677,62 @@ mod tests {
             "I will search instead. TODO: check the config.",
         ));
         v
+    }
+
+    /// The requests section alone: the span's requests after the previous summary's (carried
+    /// from its requests section, a model's other sections left out), nothing of the calls, no
+    /// header and no index; a small room clips each request before any is dropped.
+    #[test]
+    fn the_requests_section_holds_the_previous_and_the_span_s_requests_alone() {
+        let prev = "## Goal\nBook a trip.\n\n## User requests\n- Cancel all my future flights that are longer than 3 hours.";
+        let mut msgs = history();
+        msgs.push(Message::text(
+            "user",
+            "Then rebook me on the cheapest economy flight from JFK to SEA on May 20, and use the \
+             travel certificate before any card; my card ending in 9912 is the backup.",
+        ));
+        let opt = |max_tokens| DigestOptions {
+            max_tokens,
+            previous: Some(prev),
+            instructions: None,
+        };
+        let whole = requests_section(&msgs, &est(), &opt(2_000));
+        assert!(
+            whole.starts_with("## User requests\n- Cancel all my future flights"),
+            "{whole}"
+        );
+        assert!(
+            whole.contains("- Book a flight for user mia_li_3668 from JFK to SEA"),
+            "{whole}"
+        );
+        assert!(
+            whole.contains("my card ending in 9912 is the backup."),
+            "{whole}"
+        );
+        for absent in [
+            "get_user_details",
+            "Book a trip",
+            "TODO",
+            "Identifier index",
+            "folded by",
+        ] {
+            assert!(!whole.contains(absent), "{absent:?} in\n{whole}");
+        }
+        let small = requests_section(&msgs, &est(), &opt(60));
+        assert!(est().text(&small) <= 60.0, "{small}");
+        assert_eq!(small.matches("\n- ").count(), 3, "{small}");
+        assert!(small.contains('…'), "{small}");
+        assert_eq!(
+            requests_section(
+                &msgs[1..3],
+                &est(),
+                &DigestOptions {
+                    max_tokens: 500,
+                    ..Default::default()
+                }
+            ),
+            ""
+        );
     }
 
     #[test]

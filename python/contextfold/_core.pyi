@@ -62,6 +62,7 @@ __all__ = [
     "tool_costs",
     "summary_block",
     "standing_rules",
+    "requests_section",
     "summary_hash",
     "summary_message",
     "wire_bytes",
@@ -703,6 +704,20 @@ def extractive_digest(
 ) -> str:
     """The extractive digest of ``messages`` in at most ``max_tokens`` tokens (see
     ``contextfold.ExtractiveSummarizer``). ``cache``: as ``compaction_plan``'s."""
+
+def requests_section(
+    messages: Sequence[Any],
+    /,
+    *,
+    max_tokens: int,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    previous: str | None = None,
+    cache: MessageCache | None = None,
+) -> str:
+    """The user's requests of ``messages`` (a folded span) and of ``previous`` (its requests
+    section carried), as the extractive digest's requests section alone, packed into
+    ``max_tokens`` tokens as the digest packs them; "" when there are none."""
 
 def standing_rules(messages: Sequence[Any], /, *, previous: str | None = None) -> list[str]:
     """The standing rules a summary of ``messages`` (a folded span) must keep, in order: those of

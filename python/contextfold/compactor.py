@@ -40,8 +40,8 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_message import summary_message
-from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_share, neutralize_markers, stable_room,
-                                     summary_room, trim_index, with_index, with_rules)
+from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_share, neutralize_markers, requests_of,
+                                     stable_room, summary_room, trim_index, with_index, with_requests, with_rules)
 from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail, span_words
 
 __all__ = [
@@ -880,21 +880,26 @@ class Compactor(RecoverableFolds):
         # own (it fills what its other units leave), other summarizers leave it a share.
         own_index = isinstance(self.summarizer, ExtractiveSummarizer)
         span, previous = self._span(run, plan, msgs)
+        # A model's summary is held to the user's requests of the fold and of the previous
+        # summary: they take their share of the room first, the model is asked for the rest.
+        requests, requests_tokens = ("", 0) if own_index else requests_of(
+            span, previous=previous, room=room, provider=self.provider, model=self.model, cache=run.read)
         request = SummaryRequest(
             messages=span,
             provider=self.provider,
             model=self.model,
             previous_summary=previous,
             instructions=self.instructions,
-            max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2, room - index_share(room)),
+            max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2,
+                                                   room - index_share(room) - requests_tokens),
             read_cache=run.read,
         )
         text, native, fallback = yield from self._summary_text(run, request)
-        # A model's summary is held to the fold's standing rules (those it did not state verbatim
-        # are appended) and gets the index; the digest wrote its own index in what its room left
-        # (one appended here overflowed a room its standing rules filled).
+        # A model's summary is held to the requests and the fold's standing rules (those it did
+        # not state verbatim are appended) and gets the index; the digest wrote its own index in
+        # what its room left (one appended here overflowed a room its standing rules filled).
         indexed = text if own_index and not fallback else with_index(
-            with_rules(text, folded_msgs, previous=request.previous_summary), folded_msgs,
+            with_rules(with_requests(text, requests), folded_msgs, previous=request.previous_summary), folded_msgs,
             provider=self.provider, model=self.model, previous=request.previous_summary, room=room)
         draft = Draft(request, indexed, native, apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
                       self._fold_span(folded_msgs) if self.recoverable else "", plan["seams"], fallback)

@@ -16,7 +16,9 @@ least, unless the messages that must stay whole (the last ones, a pending tool r
 Every summary ends with the identifier index (``contextfold._core.identifier_index``): the
 extractive digest writes its own; any other summarizer's text gets one appended here, in the
 room its text left (at least ``INDEX_SHARE`` of the room), with the previous summary's index
-carried first.
+carried first. Any other summarizer's text is also held to the user's requests (``with_requests``:
+those it does not quote are appended, at most ``REQUESTS_SHARE`` of the room) and to the standing
+rules (``with_rules``): a model that paraphrased or forgot what the user asked does not lose it.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from typing import Any
 
 from contextfold import _core
 
-__all__ = ["INDEX_SHARE", "ROOM_SWING", "RULES_HEADING", "index_at", "index_share", "neutralize_markers",
-           "stable_room",
-           "strip_index", "summary_room", "trim_index", "with_index", "with_rules"]
+__all__ = ["INDEX_SHARE", "REQUESTS_HEADING", "REQUESTS_SHARE", "ROOM_SWING", "RULES_HEADING", "index_at",
+           "index_share", "neutralize_markers", "requests_of", "stable_room", "strip_index", "summary_room",
+           "trim_index", "with_index", "with_requests", "with_rules"]
 
 #: Share of the summary's room the identifier index is sure to get.
 INDEX_SHARE = 0.25
@@ -103,6 +105,51 @@ def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | 
     index = _core.identifier_index(folded, max_tokens=left, provider=provider, model=model,  # type: ignore[arg-type]
                                    previous=previous, besides=text)
     return f"{text}\n\n{index}" if index else text
+
+
+#: Heading of the section ``with_requests`` appends (the extractive digest's own).
+REQUESTS_HEADING = "## User requests"
+#: Share of a model summary's room the user's requests, carried verbatim, may take. The
+#: extractive digest packs the requests into it (``_core.requests_section``: long ones clipped
+#: head and tail, then the oldest dropped but the first two); the model is asked for the room
+#: less the index's share and what the requests take.
+REQUESTS_SHARE = 0.3
+
+
+def requests_of(span: Sequence[Any], *, previous: str | None, room: int, provider: str, model: str | None,
+                cache: Any = None) -> tuple[str, int]:
+    """The user's requests of ``span`` (a fold) and of ``previous`` (its requests section), as
+    the extractive digest's requests section in ``REQUESTS_SHARE`` of ``room`` (tokens), and its
+    tokens; ("", 0) when there are none. ``cache``: a ``_core.MessageCache`` holding ``span``'s
+    messages, or None."""
+    provider = provider if provider in _core.PROVIDERS else "openai"
+    section = _core.requests_section(span, max_tokens=int(room * REQUESTS_SHARE), provider=provider,  # type: ignore[arg-type]
+                                     model=model, previous=previous, cache=cache)
+    return section, (_text_tokens(section, provider, model) if section else 0)
+
+
+def _stated(line: str, said: str) -> bool:
+    """Whether ``said`` (folded space, case-folded) quotes a request ``line``: every piece of a
+    clipped one (``head…tail``)."""
+    return all(piece.strip() in said for piece in _folded_space(line).casefold().split("…") if piece.strip())
+
+
+def with_requests(text: str, section: str) -> str:
+    """``text`` (a model's summary) with each request of ``section`` (``requests_of``) it does not
+    quote appended to its own requests section, or to a new one at its end."""
+    said = _folded_space(text).casefold()
+    missing = [line for line in section.split("\n")[1:] if line.startswith("- ") and not _stated(line[2:], said)]
+    if not missing:
+        return text
+    lines = text.rstrip().split("\n")
+    at = next((k for k, line in enumerate(lines) if line.strip() == REQUESTS_HEADING), None)
+    if at is None:
+        return "\n".join(lines) + f"\n\n{REQUESTS_HEADING}\n" + "\n".join(missing)
+    end = next((k for k in range(at + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+    while end > at + 1 and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join([*lines[:end], *missing, *([""] if end < len(lines) and lines[end].strip() else []),
+                      *lines[end:]]).rstrip()
 
 
 #: Heading of the section ``with_rules`` appends (the extractive digest's own).

@@ -17,7 +17,7 @@ use crate::compaction::{
     check, plan_priced, summary_message_json, text_block_json, verify, Failure, Placement,
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
 };
-use crate::digest::{digest, DigestOptions};
+use crate::digest::{digest, requests_section as digest_requests, DigestOptions};
 use crate::message::Message;
 use crate::wire::detect;
 
@@ -291,6 +291,33 @@ fn extractive_digest(
     Ok(py.detach(|| digest(&ms, &est, &opt)))
 }
 
+/// The user's requests of `messages` (a folded span) and of `previous`, as the digest's requests
+/// section alone, at most `max_tokens` tokens; "" when there are none. `cache`: as
+/// `compaction_plan`'s.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None, cache=None))]
+fn requests_section(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    max_tokens: u64,
+    provider: &str,
+    model: Option<&str>,
+    previous: Option<&str>,
+    cache: Option<&MessageCache>,
+) -> PyResult<String> {
+    let mut est = super::estimator_args::estimator(provider, model)?;
+    let keep = Keep::new();
+    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
+    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
+    est.settle_platform(&ms);
+    let opt = DigestOptions {
+        max_tokens,
+        previous,
+        instructions: None,
+    };
+    Ok(py.detach(|| digest_requests(&ms, &est, &opt)))
+}
+
 /// The standing rules a summary of `messages` (the folded span) must keep, in order: those of
 /// `previous` (the summary folded with them) and of the span's system and user turns.
 #[pyfunction]
@@ -381,6 +408,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compaction_plan, m)?)?;
     m.add_function(wrap_pyfunction!(compaction_verify, m)?)?;
     m.add_function(wrap_pyfunction!(extractive_digest, m)?)?;
+    m.add_function(wrap_pyfunction!(requests_section, m)?)?;
     m.add_function(wrap_pyfunction!(standing_rules, m)?)?;
     m.add_function(wrap_pyfunction!(summary_hash, m)?)?;
     m.add_function(wrap_pyfunction!(summary_message, m)?)?;

@@ -413,12 +413,43 @@ def test_a_model_summary_that_forgets_the_rules_gets_them_appended() -> None:
                      + "go on " + "y " * 60})
     r = cf.Compactor(budget=2_000, strategy="summarize", summarizer=summarizer, min_free_share=0.0).compact(msgs)
     assert r.summary is not None and r.summary.startswith("## Goal")
-    rules = r.summary.split("## Standing rules\n", 1)[1]
-    assert rules.startswith("- Never push to main.\n- Only edit src/lexer.")
+    # The user's message that states them is carried whole among the requests: the rules are
+    # stated verbatim there, not written twice.
+    requests = r.summary.split("## User requests\n", 1)[1].split("\n\n", 1)[0]
+    assert "- Never push to main. Only edit src/lexer. go on" in requests, r.summary
+    assert "## Standing rules" not in r.summary
     assert _core.standing_rules(msgs[1:10]) == ["Never push to main.", "Only edit src/lexer."]
     # The next compaction carries both the model's constraints section and the appended rules.
     again = _core.standing_rules([], previous=r.summary)
     assert again == ["be careful with payments", "Never push to main.", "Only edit src/lexer."]
+
+
+def test_a_model_summary_that_forgets_the_user_s_requests_gets_them_appended() -> None:
+    """A model's summary is held to the user's requests: those it does not quote are appended
+    in their own section, and the next compaction carries them from it, though the model
+    forgets them again (a model that summarizes only the newest turns dropped the first
+    requests from the second summary on)."""
+    summarizer = _FixedSummarizer("## Goal\nHelp the user.\n\n## Progress\n- checked flights")
+    asks = ["Cancel all my future flights that are longer than 3 hours, reservation OBUT9V first.",
+            "Then rebook the trip to SEA on the cheapest economy flight, paid with certificate_7717.",
+            "Send the receipts to the email on file, not the one in the booking notes."]
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Hi, I need help with my trips."}]
+    for k in range(30):
+        if k in (2, 5, 8):
+            msgs.append({"role": "user", "content": asks[(k - 2) // 3]})
+        msgs.append({"role": "assistant", "content": f"Checked flight HAT{200 + k}. " + "details " * 60})
+        msgs.append({"role": "user", "content": "go on " + "y " * 60})
+    compactor = cf.Compactor(budget=2_500, strategy="summarize", summarizer=summarizer, min_free_share=0.0)
+    first = compactor.compact(msgs[:40])
+    assert first.summary is not None and all(a in first.summary for a in asks), first.summary
+    # What the requests take is not asked of the model: its cap is the room less their share.
+    assert summarizer.requests[0].max_tokens < 2_500 * 0.6
+    second = compactor.compact([*first.messages, *msgs[40:]])
+    assert second.summary is not None and second.summary.startswith("## Goal\nHelp the user.")
+    assert len(summarizer.requests) == 2 and summarizer.requests[1].previous_summary
+    requests = second.summary.split("## User requests\n", 1)[1].split("\n\n", 1)[0]
+    assert all(f"- {a}" in requests for a in asks), second.summary
+    assert second.tokens_after <= 2_500
 
 
 # ----- successive compactions: rules, the task, identifiers -----------------------------------
