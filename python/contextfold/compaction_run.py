@@ -47,7 +47,9 @@ class CompactionRun:
     degrade_cuts: list[Any] = field(default_factory=list)
     #: The messages the core has read in this run, by object: each plan, digest and check of
     #: the run reads a message object once (the run never changes one in place).
-    read: _core.MessageCache = field(default_factory=_core.MessageCache)
+    #: (Looked up when a run starts, not when this module is imported: ``benches/ab_compact.py``
+    #: points the package at another build of the core by rebinding ``_core``.)
+    read: _core.MessageCache = field(default_factory=lambda: _core.MessageCache())
     #: How many messages the pending last turn holds (calls awaiting their results, which
     #: repair leaves as they are): the end of the history, the same in its compaction.
     pending_tail: int = 0
