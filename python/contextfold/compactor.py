@@ -101,6 +101,9 @@ FILLED_SHARE = 0.95
 #: would be masked in the tail). Successive SWE compactions under 95% of the budget: 33 of 909
 #: with 3 tries, 30 with 4.
 GROW_AIMS = 4
+#: Tries of the same when the summary is kept as written (a model's): each costs a plan and a
+#: check, no summary, so the aim is bisected further.
+KEPT_GROW_AIMS = 8
 #: A digest this full of its steady room may say more in a wider one (``_widened``): it packs
 #: whole forms of units, so a digest that ran out of room stops short of it (a SWE run's sixth
 #: compaction, 1,781 tokens of 1,935, beside 931 tokens of the budget unused).
@@ -1086,12 +1089,29 @@ class Compactor(RecoverableFolds):
         if restored is not None:
             draft.out, draft.tokens, kept = restored
             tail_edits = [e for e in kept if not any(e is c for c in cuts)]
-            if own_index and not kept and run.fill_cut is not None and run.undegraded is None \
+            if not kept and run.fill_cut is not None and run.undegraded is None \
                     and draft.tokens < run.effective * FILLED_SHARE:
-                yield from self._grown_after_fill(run, draft, room)
-        elif own_index and not tail_edits and run.undegraded is None:
-            yield from self._grown_or_widened(run, draft, room)
+                yield from self._grown_after_fill(run, draft, room, own_index)
+        elif not tail_edits and run.undegraded is None:
+            yield from self._room_taken(run, draft, room, own_index)
         return tail_edits
+
+    def _room_taken(self, run: CompactionRun, draft: Draft, room: int, own_index: bool) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, bool]:
+        """The room the summary left taken: by the digest's ``_grown_or_widened``; for a model's
+        summary (models write a few hundred tokens whatever the room), by the fold's newest rounds
+        moved into the tail, the next one cut to fit, the summary kept as written (asking the
+        model again for each aim would multiply the compaction's cost; it covers those rounds
+        too, which the continuing model now also reads whole). Whether it was taken."""
+        if own_index:
+            return (yield from self._grown_or_widened(run, draft, room))
+        if draft.native:
+            return False
+        grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text, again=False)
+        if grown is None:
+            return False
+        draft.out, draft.tokens, draft.text, run.plan = grown
+        return True
 
     def _grown_or_widened(self, run: CompactionRun, draft: Draft, room: int) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, bool]:
@@ -1113,6 +1133,12 @@ class Compactor(RecoverableFolds):
         if share is not None:
             return written >= request.max_tokens * share
         return written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens
+
+    def _text_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as one message's content (the estimator's)."""
+        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
+        return int(_core.estimate_each([{"role": "user", "content": text}], provider=provider,  # type: ignore[arg-type]
+                                       model=self.model)[0])
 
     def _widened(self, run: CompactionRun, draft: Draft) -> Generator[tuple[Any, SummaryRequest], SummaryResult, None]:
         """The digest written again in the room its steady size (``ROOM_SWING``) held back, when
@@ -1149,11 +1175,11 @@ class Compactor(RecoverableFolds):
             # a tenth of what the wider room added.
             aim -= max(MIN_FILL_TOKENS, (aim - before) // 10)
 
-    def _grown_after_fill(self, run: CompactionRun, draft: Draft, room: int) -> Generator[
+    def _grown_after_fill(self, run: CompactionRun, draft: Draft, room: int, own_index: bool) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, None]:
         """After the tail fill's cut came back whole (``restore_tail``) and the history is still
         under ``FILLED_SHARE`` of its budget, the room left is taken as where nothing was cut
-        (``_grown_or_widened``): a SWE run's first compaction got its cut message back and
+        (``_room_taken``): a SWE run's first compaction got its cut message back and
         stayed at 88% of its budget, its digest of 1,038 tokens in a room of 1,726."""
         tail_start = int(run.plan["tail_start"])
         whole = self._plan(run, run.original, len(run.original) - tail_start, moved=True)
@@ -1165,17 +1191,19 @@ class Compactor(RecoverableFolds):
         # tokens of a room of 4,834).
         saved = (run.msgs, run.plan, draft.base, draft.seams)
         run.msgs, run.plan, draft.base, draft.seams = run.original, whole, run.original, whole["seams"]
-        if not (yield from self._grown_or_widened(run, draft, room)):
+        if not (yield from self._room_taken(run, draft, room, own_index)):
             run.msgs, run.plan, draft.base, draft.seams = saved
 
-    def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str) -> Generator[
+    def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str, *,
+               again: bool = True) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:
         """The history with the newest rounds of the fold moved into the tail, verbatim (the
         newest one with its largest message cut when none fits whole), when a digest (``first``)
         shorter than its room, or a history under ``FILLED_SHARE`` of its budget, left them room
         (``tail_fill.grow_tail``): ``(messages, tokens, summary, plan)``, or None when none fits
         the budget within ``GROW_AIMS`` tries or the result is no fuller. (The shorter fold's
-        digest may come out a little longer than the first: the history as a whole must fit.)"""
+        digest may come out a little longer than the first: the history as a whole must fit.)
+        Without ``again``, the shorter fold is not summarized again: ``first`` stays the summary."""
         old = run.plan
         # (A digest that filled its room: a shorter fold would free none of it, and digesting
         # again would double the compaction's cost for nothing; unless the history is still
@@ -1188,9 +1216,15 @@ class Compactor(RecoverableFolds):
         # more than the rounds moved (a SWE run's newest round cut to the 1,237 tokens left, and
         # the three messages before it joined too: 223 over, and the room was given up).
         left, best, fitted = run.effective - tokens, None, 0
-        for _ in range(GROW_AIMS):
-            grown = grow_tail(run.msgs, old, functools.partial(self._plan, run, moved=True), left=left,
-                              provider=self.provider, model=self.model, recoverable=self.recoverable)
+        # A summary kept as written takes its own size, not the planned share: a tail planned
+        # beside the share masked an output it had room for (an airline dialogue's 220-token
+        # booking, beside a model's summary of 700 tokens in a share of 1,400).
+        make_plan = functools.partial(self._plan, run, moved=True) if again else functools.partial(
+            self._plan, run, moved=True, summary_tokens=self._text_tokens(first))
+        for _ in range(GROW_AIMS if again else KEPT_GROW_AIMS):
+            grown = grow_tail(run.msgs, old, make_plan, left=left,
+                              provider=self.provider, model=self.model, recoverable=self.recoverable,
+                              cut_next=not again)
             if grown is None:
                 if left - fitted < 2 * MIN_FILL_TOKENS:
                     break
@@ -1202,12 +1236,14 @@ class Compactor(RecoverableFolds):
                 continue
             msgs, plan = grown.messages, grown.plan
             folded = [msgs[i] for i in plan["folded"]]
-            span, previous = self._span(run, plan, msgs)
-            again = dataclasses.replace(request, messages=span, previous_summary=previous)
-            result = yield (self.summarizer, again)
-            text = (result.text or "").strip()
-            if not text:
-                break
+            if again:
+                span, previous = self._span(run, plan, msgs)
+                result = yield (self.summarizer, dataclasses.replace(request, messages=span, previous_summary=previous))
+                text = (result.text or "").strip()
+                if not text:
+                    break
+            else:
+                text = first
             run.plan = plan  # (the assembly places the summary as this plan says)
             base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
             out = _assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")

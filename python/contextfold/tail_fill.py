@@ -344,12 +344,15 @@ def grow_tail(
     provider: str = "openai",
     model: str | None = None,
     recoverable: bool = True,
+    cut_next: bool = False,
 ) -> Grown | None:
     """A plan whose tail also holds the newest whole rounds of ``plan``'s fold that fit ``left``
     tokens (what a summary shorter than its room left unused) or, when not even the newest one
     fits whole, that round with its largest message cut to fit (recoverable); None when neither
     fits. The fold that stays is digested again: it is shorter, so its summary is no longer, and
-    the history lands closer to its budget with those rounds verbatim."""
+    the history lands closer to its budget with those rounds verbatim. With ``cut_next``, the
+    round before the whole ones moved also joins, cut to what they left (a summary that is not
+    written again for the shorter fold leaves that room unused otherwise)."""
     if plan["reason"] is not None or plan.get("kept") or left < MIN_FILL_TOKENS:
         return None
     n = len(msgs)
@@ -373,6 +376,12 @@ def grow_tail(
         if cut is None:
             return None
         out = cut[2][0]
+    elif cut_next and left - acc - _CUT_SLACK >= MIN_FILL_TOKENS:
+        before = _round_before(legal, head_end, s)
+        cut = _cut_round(msgs, costs, range(before, s), left - acc, provider, model, recoverable) \
+            if head_end < before < s else None
+        if cut is not None:
+            out, s = cut[2][0], before
     p = make_plan(out, n - s, costs=costs, reprice=() if cut is None else (cut[0],))
     # (The tail's walk may take more than the rounds moved: a round cut to fit is smaller, and
     # what its target then holds joins the tail too; the caller checks the history fits.)
