@@ -120,6 +120,9 @@ class Draft:
     fold_line: str
     seams: list[int]
     fallback: bool
+    #: The summary's room (tokens; 0: not known): a model's text over its share is replaced by
+    #: the digest written for all of it.
+    room: int = 0
     out: list[Any] = field(default_factory=list)
     tokens: int = 0
     failures: list[tuple[str, int, str]] = field(default_factory=list)

@@ -482,6 +482,26 @@ def test_planted_rules_survive_successive_compactions_of_every_bundled_conversat
     assert [(r.fixture, r.rules_lost) for r in runs if r.rules_lost] == []
 
 
+class _Verbose:
+    """A model that writes about 300 tokens, whatever its room."""
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        body = " ".join(f"note{k} about the booking" for k in range(60))
+        return SummaryResult(f"## Goal\nHelp the customer.\n\n## Progress\n{body}\n\n## Next step\nGo on.")
+
+
+def test_a_model_summary_over_its_share_is_replaced_by_a_digest_that_keeps_every_rule() -> None:
+    """A model's text too long for its share is replaced by the extractive digest written for
+    the summary's whole room. Written in the model's share shrunk by the overflow, the digest
+    got rooms of a few tokens on the airline dialogues (their policy and tools take most of the
+    budget) and dropped the planted rules: 145 of 447 lost over successive compactions of the
+    149 shared dialogues, against none for the digest alone."""
+    fixtures = [fx for fx in _conversations(LOCAL) if "airline" in fx.name]
+    runs = [successive(fx, rules=planted(fx), summarizer=_Verbose()) for fx in fixtures]
+    assert sum(len(r.sizes) for r in runs) >= 100
+    assert [(r.fixture, r.rules_lost) for r in runs if r.rules_lost] == []
+
+
 class _Recording(cf.ExtractiveSummarizer):
     """The extractive digest, its requests kept for the test to read."""
 
