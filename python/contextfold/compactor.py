@@ -40,8 +40,9 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_message import summary_message
-from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_share, neutralize_markers, requests_of,
-                                     stable_room, summary_room, trim_index, with_index, with_requests, with_rules)
+from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_at, index_share, neutralize_markers,
+                                     requests_of, stable_room, summary_room, trim_index, with_index, with_requests,
+                                     with_rules)
 from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail, span_words
 
 __all__ = [
@@ -898,10 +899,19 @@ class Compactor(RecoverableFolds):
             read_cache=run.read,
         )
         text, native, fallback = yield from self._summary_text(run, request)
+        whole_room = False
+        if fallback and not own_index and not native and index_at(text) >= 0:
+            # The model failed and the extractive digest stood in, written in the model's share:
+            # written again for the whole room (it writes the requests, the rules and the index
+            # itself). A summarizer that raised kept 391 of the 608 held-out facts where the
+            # digest alone keeps 452.
+            request = dataclasses.replace(request, max_tokens=room)
+            result = yield (self._fallback, request)
+            text, whole_room = result.text.strip(), True
         # A model's summary is held to the requests and the fold's standing rules (those it did
         # not state verbatim are appended) and gets the index; the digest wrote its own index in
         # what its room left (one appended here overflowed a room its standing rules filled).
-        indexed = text if own_index and not fallback else with_index(
+        indexed = text if (own_index and not fallback) or whole_room else with_index(
             with_rules(with_requests(text, requests), folded_msgs, previous=request.previous_summary), folded_msgs,
             provider=self.provider, model=self.model, previous=request.previous_summary, room=room)
         draft = Draft(request, indexed, native, apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
