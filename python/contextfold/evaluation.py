@@ -469,10 +469,12 @@ def run_cli(
     api_key: str | None = None,
     as_json: bool = False,
     peers: Sequence[str] = (),
+    summarizer: Any = None,
 ) -> str:
     """What ``contextfold eval`` prints: the scorecard (Markdown) or, with ``as_json``, rows and
     per-probe scores as JSON. ``data_dir`` defaults to ``../shared/data`` when it exists;
-    ``peers`` are scored as more strategies (``contextfold.evaluation_peers``)."""
+    ``peers`` are scored as more strategies (``contextfold.evaluation_peers``); ``summarizer``
+    writes contextfold's summaries (None: the extractive digest)."""
     if answerer_url is not None and not model:
         raise ValueError("--answerer needs --model")
     if data_dir is None and Path("../shared/data").is_dir():
@@ -481,7 +483,7 @@ def run_cli(
     answerer = Answerer(answerer_url, model or "", judge_model=judge_model, api_key=api_key) \
         if answerer_url is not None else None
     ev = evaluate(fixtures, strategies=(*strategies, *peers), budgets=budgets, answerer=answerer,
-                  replicates=replicates)
+                  replicates=replicates, summarizer=summarizer)
     if as_json:
         return json.dumps({"rows": ev.rows(), "fixtures": len(fixtures),
                            "probes": sum(len(f.probes) for f in fixtures),
@@ -490,9 +492,10 @@ def run_cli(
                                        "judged": list(s.judged)} for s in ev.scores]}, default=str)
     n = sum(len(f.probes) for f in fixtures)
     out = (f"{len(fixtures)} fixtures, {n} probes\n\n" + ev.markdown()
-           + "\n\nSuccessive compactions (growing history, planted rules):\n\n" + successive_table(fixtures)
+           + "\n\nSuccessive compactions (growing history, planted rules):\n\n"
+           + successive_table(fixtures, summarizer=summarizer)
            + "\n\nAn agent loop (fed round by round, compacted at 1.2x the naive cut's budget):\n\n"
-           + loop_table(fixtures))
+           + loop_table(fixtures, summarizer=summarizer))
     for peer in peers:
         out += f"\n\nSuccessive compactions, {peer}:\n\n" + successive_table(fixtures, strategy=peer)
     return out
@@ -592,12 +595,13 @@ def proxy_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, 
     return list(json.loads(sent)[route.history_key]) if sent else msgs, runs
 
 
-def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
+def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes", summarizer: Any = None) -> str:
     """Markdown: facts an agent loop keeps at the naive cut's budget (``agent_loop``), scored on
     its last history, beside one compaction of the whole history at that budget, with one
     Compactor kept across the loop, with a new one per compaction in this process, with a new
     one per compaction as in a new process each time (sharing nothing), and so sharing one
-    ``MemoryContentStore`` (the spans behind the summaries kept there); ``name`` heads the row."""
+    ``MemoryContentStore`` (the spans behind the summaries kept there); ``name`` heads the row;
+    ``summarizer`` writes the summaries (None: the extractive digest)."""
     columns = ("one", "kept", "fresh", "alone", "stored")
     kept = dict.fromkeys(columns, 0)
     half = dict.fromkeys(columns, 0)
@@ -607,15 +611,15 @@ def loop_table(fixtures: Sequence[Fixture], *, name: str = "probes") -> str:
         budget = _tokens(naive_cut(fx.messages), fx)
         try:
             one = list(Compactor(provider=fx.provider, budget=budget, tools=fx.tools, system=fx.system,
-                                 wire_format=detect_wire_format(fx.messages, fx.provider),
+                                 wire_format=detect_wire_format(fx.messages, fx.provider), summarizer=summarizer,
                                  min_free_share=0.0).compact(fx.messages).messages)
         except CompactionError:
             one = []
-        loop, n = agent_loop(fx, budget=budget, min_free_share=0.0)
-        fresh, _ = agent_loop(fx, budget=budget, fresh=True, min_free_share=0.0)
-        alone, _ = agent_loop(fx, budget=budget, fresh=True, alone=True, min_free_share=0.0)
+        loop, n = agent_loop(fx, budget=budget, min_free_share=0.0, summarizer=summarizer)
+        fresh, _ = agent_loop(fx, budget=budget, fresh=True, min_free_share=0.0, summarizer=summarizer)
+        alone, _ = agent_loop(fx, budget=budget, fresh=True, alone=True, min_free_share=0.0, summarizer=summarizer)
         stored, _ = agent_loop(fx, budget=budget, fresh=True, alone=True, min_free_share=0.0,
-                               store=MemoryContentStore())
+                               store=MemoryContentStore(), summarizer=summarizer)
         runs.append(n)
         texts = {"one": visible_text(one, fx.system) if one else "", "kept": visible_text(loop, fx.system),
                  "fresh": visible_text(fresh, fx.system), "alone": visible_text(alone, fx.system),

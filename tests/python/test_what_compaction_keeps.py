@@ -115,6 +115,39 @@ def test_cli_eval_prints_what_an_agent_loop_keeps(capsys: pytest.CaptureFixture[
     assert one >= loop > alone and fresh == loop and stored > alone, kept
 
 
+def test_cli_eval_scores_a_model_s_summaries_through_its_sdk(capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``contextfold eval --summarizer PROVIDER:MODEL`` has the model write contextfold's
+    summaries: the real OpenAI client, pointed at a loopback server answering a recorded chat
+    completion in the summary's template, is called for them, and the scores are the model's
+    (its summaries hold none of the digest's lines)."""
+    pytest.importorskip("openai")
+    from replay_server import ReplayServer, recorded
+
+    template = "\n".join(f"## {name}\nNone." for name in ("Goal", "User constraints", "Progress", "Decisions",
+                                                          "Files", "Errors", "Open tasks", "Next step"))
+    reply = recorded("test_max_completion_tokens[gpt-4o-mini].yaml#0", text=template)
+    with ReplayServer(*([reply] * 400), max_requests=400) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        code = cli_main(["eval", str(INLINE[0]), "--summarizer", "openai:gpt-4o-mini", "--json"])
+        asked = len(server.requests)
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and asked > 0 and not server.errors
+    model = sum(s["kept"] for s in out["scores"] if s["strategy"] == "summarize")
+    capsys.readouterr()
+    assert cli_main(["eval", str(INLINE[0]), "--json"]) == 0
+    digest = sum(s["kept"] for s in json.loads(capsys.readouterr().out)["scores"] if s["strategy"] == "summarize")
+    # A summary of "None." sections keeps less than the digest; the requests, rules and index
+    # appended to it keep some.
+    assert 0 < model < digest, (model, digest)
+
+
+def test_cli_eval_refuses_an_unknown_summarizer_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["eval", str(INLINE[0]), "--summarizer", "nosuch:model"]) == 2
+    assert "PROVIDER:MODEL" in capsys.readouterr().err
+
+
 def test_langchain_middleware_runs_as_a_peer_with_the_same_summarizer(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("langchain.agents.middleware", reason="LangChain's SummarizationMiddleware (langchain >= 1.0)")
     from contextfold.evaluation_peers import langchain_summarization

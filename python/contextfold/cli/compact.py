@@ -29,6 +29,7 @@ from contextfold.cli.app import (
 )
 from contextfold.cli.documents import failure_of, open_input, read_document, say_unknown_model
 from contextfold.cli.output import clean, is_stdout, write_text
+from contextfold.cli.summarizer import summarizer_from
 from contextfold.errors import UnknownModelWarning
 from contextfold.inputs import Request, read_request
 from contextfold.request import breakdown_of
@@ -52,33 +53,6 @@ def _with_history(doc: Any, wire: str, messages: list[Any]) -> Any:
         # the rest of the request, so refuse instead.
         raise ValueError(f"cannot tell where a {wire} body keeps its history")
     return dict(doc, **{key: messages})
-
-
-def _summarizer(spec: str, window: int | None) -> Any:
-    """``extractive`` or ``PROVIDER:MODEL`` (openai, anthropic, gemini, ollama) as a summarizer;
-    a usage error (exit 2) naming what is missing: the SDK, its API key, the model's window."""
-    if spec == "extractive":
-        return contextfold.ExtractiveSummarizer()
-    name, sep, model = spec.partition(":")
-    if not sep or not model or name not in ("openai", "anthropic", "gemini", "ollama"):
-        raise typer.BadParameter(
-            f"expected 'extractive' or PROVIDER:MODEL with PROVIDER one of openai, anthropic, gemini, ollama; got {spec!r}",
-            param_hint="--summarizer",
-        )
-    try:
-        return contextfold.LLMSummarizer(name, model, context_window=window)
-    except contextfold.UnknownModelError:
-        raise typer.BadParameter(
-            f"unknown context window for summarizer model {model!r}: give it with --summarizer-window TOKENS",
-            param_hint="--summarizer",
-        ) from None
-    except ImportError as e:
-        raise typer.BadParameter(str(e), param_hint="--summarizer") from None
-    except Exception as e:  # noqa: BLE001 - the SDK's own error when its client cannot be built
-        # openai.OpenAIError, anthropic's: most often the API key is not set.
-        raise typer.BadParameter(
-            f"cannot build the {name} client: {type(e).__name__}: {e}", param_hint="--summarizer"
-        ) from None
 
 
 def _say_unreachable(e: contextfold.CompactionBudgetError, req: Request, budget: int, *, as_json: bool) -> None:
@@ -121,7 +95,7 @@ def compact(
     budget below what must stay verbatim exits 6 with nothing written."""
     if strategy not in ("mask", "summarize", "hybrid"):
         raise typer.BadParameter(f"expected mask, summarize or hybrid; got {strategy!r}", param_hint="--strategy")
-    chosen = _summarizer(summarizer, summarizer_window)
+    chosen = summarizer_from(summarizer, summarizer_window)
     say_unknown_model(model, strict=strict)
     src = open_input(file, None, max_bytes)
     if src.jsonl:
