@@ -840,6 +840,40 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
+    /// A walk over `msgs` (the span, `previous` the summary folded with it) that builds its
+    /// units into `b`, calls and thoughts from message `whole_from` on.
+    fn new(
+        b: Builder<'a>,
+        msgs: &'a [Message<'a>],
+        previous: Option<&str>,
+        whole_from: usize,
+    ) -> Self {
+        // Whether the agent's observations carry a return code: one of the span's does, or the
+        // previous digest's commands show theirs (a later fold may hold no observation of its
+        // own: a rule the user stated right after a command, folded with the previous summary
+        // alone, was read as the command's output and lost when that call line was shortened).
+        let coded = msgs.iter().any(|m| {
+            matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some()
+        }) || previous.is_some_and(shows_return_codes);
+        Walk {
+            b,
+            msgs,
+            results: results_by_id(msgs),
+            coded,
+            // (The recall tool's calls are the library's own, made in text agents' histories too.)
+            native: msgs
+                .iter()
+                .any(|m| calls_of(m).any(|c| c.name != recall::RECALL_TOOL)),
+            last_thought: None,
+            prev_command: None,
+            prev_blocks: 0,
+            n_calls: 0,
+            n_errors: 0,
+            n_requests: 0,
+            whole_from,
+        }
+    }
+
     /// A user turn: a request, or a text agent's observation of the command before it.
     fn user_turn(&mut self, k: usize, m: &'a Message<'a>) {
         let text = text_of(m);
@@ -1070,28 +1104,9 @@ pub fn requests_section<'a>(
     let hosts = with_hosts(msgs, opt.previous);
     let msgs = hosts.as_deref().unwrap_or(msgs);
     let b = Builder::new(opt.previous, Vec::new(), repeated_edges(msgs));
-    let coded = msgs
-        .iter()
-        .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some())
-        || opt.previous.is_some_and(shows_return_codes);
-    let mut w = Walk {
-        b,
-        msgs,
-        results: results_by_id(msgs),
-        coded,
-        native: msgs
-            .iter()
-            .any(|m| calls_of(m).any(|c| c.name != recall::RECALL_TOOL)),
-        last_thought: None,
-        prev_command: None,
-        prev_blocks: 0,
-        n_calls: 0,
-        n_errors: 0,
-        n_requests: 0,
-        // Requests become units in every message; calls and thoughts in none (they are only
-        // counted before `whole_from`).
-        whole_from: msgs.len(),
-    };
+    // Requests become units in every message; calls and thoughts in none (they are only
+    // counted before `whole_from`).
+    let mut w = Walk::new(b, msgs, opt.previous, msgs.len());
     walk(&mut w, opt.previous);
     let Walk { b, .. } = w;
     let mut entries = b.entries;
@@ -1148,31 +1163,7 @@ fn digest_reading<'a>(
     whole_from: usize,
 ) -> String {
     let b = Builder::new(opt.previous, focus, repeated_edges(msgs));
-    // Whether the agent's observations carry a return code: one of the span's does, or the
-    // previous digest's commands show theirs (a later fold may hold no observation of its own:
-    // a rule the user stated right after a command, folded with the previous summary alone,
-    // was read as the command's output and lost when that call line was shortened).
-    let coded = msgs
-        .iter()
-        .any(|m| matches!(m.role, Role::User | Role::Other) && return_code(&text_of(m)).is_some())
-        || opt.previous.is_some_and(shows_return_codes);
-    let mut w = Walk {
-        b,
-        msgs,
-        results: results_by_id(msgs),
-        coded,
-        // (The recall tool's calls are the library's own, made in text agents' histories too.)
-        native: msgs
-            .iter()
-            .any(|m| calls_of(m).any(|c| c.name != recall::RECALL_TOOL)),
-        last_thought: None,
-        prev_command: None,
-        prev_blocks: 0,
-        n_calls: 0,
-        n_errors: 0,
-        n_requests: 0,
-        whole_from,
-    };
+    let mut w = Walk::new(b, msgs, opt.previous, whole_from);
     // The identifier index reads every message on its own (the walk never looks at it): on a
     // long span it scans on a second thread while the walk builds the units, and this thread
     // joins it when the walk is done (`Claims`). The result is that of one scan in order.

@@ -1146,17 +1146,15 @@ class Compactor(RecoverableFolds):
     def _fills_room(self, request: SummaryRequest, text: str, *, share: float | None = None) -> bool:
         """Whether ``text`` fills ``request``'s room (``max_tokens``) within a fit's tolerance,
         or (``share``) that share of it."""
-        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
-        written = int(_core.estimate_each([{"role": "user", "content": text}], provider=provider)[0])  # type: ignore[arg-type]
+        written = self._text_tokens(text)
         if share is not None:
             return written >= request.max_tokens * share
         return written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens
 
     def _text_tokens(self, text: str) -> int:
-        """Tokens of ``text`` as one message's content (the estimator's)."""
+        """Tokens of ``text`` as one user message (the provider's estimator, model-independent)."""
         provider = self.provider if self.provider in _core.PROVIDERS else "openai"
-        return int(_core.estimate_each([{"role": "user", "content": text}], provider=provider,  # type: ignore[arg-type]
-                                       model=self.model)[0])
+        return int(_core.estimate_each([{"role": "user", "content": text}], provider=provider)[0])  # type: ignore[arg-type]
 
     def _widened(self, run: CompactionRun, draft: Draft) -> Generator[tuple[Any, SummaryRequest], SummaryResult, None]:
         """The digest written again in the room its steady size (``ROOM_SWING``) held back, when

@@ -18,6 +18,7 @@ use crate::compaction::{
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
 };
 use crate::digest::{digest, requests_section as digest_requests, DigestOptions};
+use crate::estimate::Estimator;
 use crate::message::Message;
 use crate::wire::detect;
 
@@ -278,17 +279,31 @@ fn extractive_digest(
     instructions: Option<&str>,
     cache: Option<&MessageCache>,
 ) -> PyResult<String> {
-    let mut est = super::estimator_args::estimator(provider, model)?;
-    let keep = Keep::new();
-    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
-    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
-    est.settle_platform(&ms);
     let opt = DigestOptions {
         max_tokens,
         previous,
         instructions,
     };
-    Ok(py.detach(|| digest(&ms, &est, &opt)))
+    digest_with(py, messages, provider, model, cache, &opt, digest)
+}
+
+/// `write` (the digest, or its requests section alone) of `messages` read through `cache`,
+/// priced by `provider` / `model`'s estimator, with the GIL released.
+fn digest_with(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    provider: &str,
+    model: Option<&str>,
+    cache: Option<&MessageCache>,
+    opt: &DigestOptions<'_>,
+    write: for<'m> fn(&'m [Message<'m>], &Estimator, &DigestOptions<'m>) -> String,
+) -> PyResult<String> {
+    let mut est = super::estimator_args::estimator(provider, model)?;
+    let keep = Keep::new();
+    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
+    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
+    est.settle_platform(&ms);
+    Ok(py.detach(|| write(&ms, &est, opt)))
 }
 
 /// The user's requests of `messages` (a folded span) and of `previous`, as the digest's requests
@@ -305,17 +320,12 @@ fn requests_section(
     previous: Option<&str>,
     cache: Option<&MessageCache>,
 ) -> PyResult<String> {
-    let mut est = super::estimator_args::estimator(provider, model)?;
-    let keep = Keep::new();
-    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
-    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
-    est.settle_platform(&ms);
     let opt = DigestOptions {
         max_tokens,
         previous,
         instructions: None,
     };
-    Ok(py.detach(|| digest_requests(&ms, &est, &opt)))
+    digest_with(py, messages, provider, model, cache, &opt, digest_requests)
 }
 
 /// The standing rules a summary of `messages` (the folded span) must keep, in order: those of
