@@ -21,8 +21,8 @@ from typing import Any
 from contextfold import _core
 from contextfold.content_store import ContentStore
 
-__all__ = ["RECALL_TOOL", "RecallCall", "declares_recall", "malformed_text", "read_calls", "recall_calls", "recall_tool",
-           "span_text"]
+__all__ = ["RECALL_TOOL", "RecallCall", "declares_recall", "malformed_text", "page_tokens", "read_calls", "recall_calls",
+           "recall_tool", "span_text"]
 
 #: The tool's name in every format.
 RECALL_TOOL: str = _core.RECALL_TOOL
@@ -32,6 +32,15 @@ DEFAULT_PAGE_TOKENS = 2_000
 
 #: The largest page bound the core takes (tokens, a u32); a larger one means "no bound".
 PAGE_BOUND_LIMIT = 2**32 - 1
+
+#: The smallest default page (tokens): a tiny budget still pages through in steps of it.
+MIN_PAGE_TOKENS = 64
+
+
+def page_tokens(budget: int) -> int:
+    """The default page of a recall answer for a history compacted to ``budget`` tokens: a
+    tenth of it, within [``MIN_PAGE_TOKENS``, ``DEFAULT_PAGE_TOKENS``] (tokens)."""
+    return max(MIN_PAGE_TOKENS, min(DEFAULT_PAGE_TOKENS, budget // 10))
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,7 @@ class RecoverableFolds:
     def _page_tokens(self, budget: int) -> int:
         if self._recall_max_tokens is not None:
             return self._recall_max_tokens
-        return max(64, min(_recall.DEFAULT_PAGE_TOKENS, budget // 10))
+        return _recall.page_tokens(budget)
 
     def _recall_reserve(self, budget: int, *, small_page: bool = False) -> int:
         """Tokens kept free under the budget for one recall round (``small_page``: of the

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import socket
@@ -36,6 +37,7 @@ from contextfold.serve.config import ServeConfig
 from contextfold.serve.fold_cache import FoldCache, MemoryFoldCache, RedisFoldCache
 from contextfold.serve.folding import Conversation, Folder, Outcome
 from contextfold.serve.metrics import Metrics
+from contextfold.serve.recall_loop import RecallRoute, extended, recall_round, response_of
 from contextfold.session import prompt_tokens_of
 
 __all__ = ["create_app", "route_of"]
@@ -205,6 +207,8 @@ class _Proxy:
         upstream = self.client.build_request(request.method, url, headers=headers, content=outcome.body)
         added = time.perf_counter() - t1
         self.metrics.latency(added, compacted=outcome.compacted)
+        if api is not None and outcome.recall is not None:
+            return await self._recalling(api, request.method, url, headers, outcome, outcome.recall, base, added, t1 - t0)
         try:
             resp = await self.client.send(upstream, stream=True)
         except httpx.TransportError as e:
@@ -212,11 +216,7 @@ class _Proxy:
             log.warning("upstream %s unreachable: %s", base, type(e).__name__)
             return self._error(shape, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
         if api is not None:
-            self.metrics.request(api.name, "compacted" if outcome.compacted else "forwarded")
-            if outcome.compacted:
-                self.metrics.compaction(api.name, outcome.strategy, outcome.saved)
-            elif outcome.fold == "reused":
-                self.metrics.hit()
+            self._count(api, outcome)
         out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP}
         out_headers.update(self._headers(outcome))
         # The proxy's own work (after the body arrived, before it left) and the body's arrival.
@@ -274,6 +274,70 @@ class _Proxy:
             yield shape.stream_error(f"upstream {base} broke off its stream: {type(e).__name__}", "bad_gateway")
         finally:
             await resp.aclose()
+
+    async def _recalling(self, api: Api, method: str, url: str, headers: list[tuple[str, str]], outcome: Outcome,
+                         route: RecallRoute, base: str, added: float, read: float) -> Response:
+        """Send a body that carries the recall tool and answer the model's recall calls
+        (``recall_loop``): each response is read whole; the first that calls no recall (or the
+        last allowed) goes back to the client as the upstream wrote it."""
+        assert self.client is not None and self.folder.store is not None
+        body, rounds, told = outcome.body, 0, False
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                resp = await self.client.send(self.client.build_request(method, url, headers=headers, content=body),
+                                              stream=True)
+                try:
+                    data = await resp.aread()
+                finally:
+                    await resp.aclose()
+            except httpx.TransportError as e:
+                self.metrics.upstream_error()
+                log.warning("upstream %s unreachable or broke off: %s", base, type(e).__name__)
+                return self._error(api, 502, f"upstream {base} unreachable or broke off: {type(e).__name__}",
+                                   "bad_gateway", outcome)
+            streamed = resp.headers.get("content-type", "").startswith("text/event-stream")
+            if rounds == 0:
+                self._count(api, outcome)
+                if resp.status_code < 300:
+                    # Only the first response's usage is of the request priced.
+                    tap = _UsageTap()
+                    if streamed:
+                        tap.feed(data)
+                        tap.finish()
+                    else:
+                        tap.read_json(data)
+                    self._calibrate(outcome.conversation, tap)
+            if resp.status_code >= 300 or told:
+                break
+            parsed = response_of(api.name, data, streamed)
+            got = await loop.run_in_executor(self.workers, functools.partial(
+                recall_round, api.name, api.provider, parsed, self.folder.store, route,
+                rounds=self.config.recall_rounds, spent=rounds >= self.config.recall_rounds))
+            if got is None:
+                break
+            body, end = extended(body, route.history_end, got.messages)
+            route = RecallRoute(end, route.page_tokens, route.room - got.tokens, route.model)
+            if got.paged:
+                rounds += 1
+                self.metrics.recall(api.name)
+            else:
+                told = True
+        out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP and k.lower() != "content-encoding"}
+        out_headers.update(self._headers(outcome))
+        out_headers["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
+        out_headers["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
+        out_headers["x-contextfold-recall-rounds"] = str(rounds)
+        if told:
+            out_headers["x-contextfold-recall-spent"] = "1"
+        return Response(data, status_code=resp.status_code, headers=out_headers)
+
+    def _count(self, api: Api, outcome: Outcome) -> None:
+        self.metrics.request(api.name, "compacted" if outcome.compacted else "forwarded")
+        if outcome.compacted:
+            self.metrics.compaction(api.name, outcome.strategy, outcome.saved)
+        elif outcome.fold == "reused":
+            self.metrics.hit()
 
     def _calibrate(self, conv: Conversation | None, tap: _UsageTap) -> None:
         if conv is not None and tap.tokens is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 __all__ = ["BodyError", "ScannedBody", "Appended", "scan_body", "scan_appended"]
@@ -37,23 +37,28 @@ class ScannedBody:
     """A body parsed whole. ``fields`` are the top-level keys other than the history; ``history``
     the parsed messages (None when the key is absent or not an array); ``start`` the byte offset
     of the array's ``[``; ``offsets[i]`` the byte offset where message ``i`` starts and
-    ``offsets[n]`` the offset just after the last message (where ``]`` or a separator follows)."""
+    ``offsets[n]`` the offset just after the last message (where ``]`` or a separator follows);
+    ``spans`` the byte span ``(start, end)`` of each field's value in ``raw`` (where the proxy
+    adds its recall tool to ``tools``); ``open`` the byte offset just after the object's ``{``."""
 
     fields: dict[str, Any]
     history: list[Any] | None
     start: int
     offsets: list[int]
     before: dict[str, Any]
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    open: int = 1
 
 
 @dataclass(slots=True)
 class Appended:
     """What a body adds after a known prefix: the new messages, the byte offset after the last
-    one, and the top-level keys that follow the array."""
+    one, the top-level keys that follow the array and their values' byte spans in the body."""
 
     messages: list[Any]
     end: int
     after: dict[str, Any]
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def _skip(text: str, i: int) -> int:
@@ -106,8 +111,9 @@ def _array(text: str, i: int, out: list[Any], starts: list[int]) -> tuple[int, i
         end = i
 
 
-def _rest(text: str, i: int, into: dict[str, Any]) -> None:
-    """Parse the remaining ``, "key": value`` pairs of the top-level object up to its ``}``."""
+def _rest(text: str, i: int, into: dict[str, Any], marks: dict[str, tuple[int, int]]) -> None:
+    """Parse the remaining ``, "key": value`` pairs of the top-level object up to its ``}``
+    (``marks``: each value's character span)."""
     while True:
         i = _skip(text, i)
         if i >= len(text):
@@ -119,7 +125,9 @@ def _rest(text: str, i: int, into: dict[str, Any]) -> None:
         if text[i] != ",":
             raise BodyError(f"expected ',' or '}}' at character {i}")
         key, i = _key(text, _skip(text, i + 1))
+        at = i
         into[key], i = _value(text, i)
+        marks[key] = (at, i)
 
 
 def _byte_offsets(text: str, offsets: list[int]) -> list[int]:
@@ -133,6 +141,12 @@ def _byte_offsets(text: str, offsets: list[int]) -> list[int]:
         prev_c = c
         out.append(prev_b)
     return out
+
+
+def _byte_spans(text: str, marks: dict[str, tuple[int, int]], base: int = 0) -> dict[str, tuple[int, int]]:
+    """``marks`` (character spans, in the order the keys appear) as byte spans plus ``base``."""
+    flat = _byte_offsets(text, [c for span in marks.values() for c in span])
+    return {k: (base + flat[2 * j], base + flat[2 * j + 1]) for j, k in enumerate(marks)}
 
 
 def scan_body(raw: bytes, key: str) -> ScannedBody:
@@ -149,9 +163,11 @@ def scan_body(raw: bytes, key: str) -> ScannedBody:
     history: list[Any] | None = None
     start = -1
     marks: list[int] = []
+    value_marks: dict[str, tuple[int, int]] = {}
+    opened = i + 1  # (only ASCII whitespace precedes the brace: characters are bytes there)
     i = _skip(text, i + 1)
     if i < len(text) and text[i] == "}":
-        return ScannedBody(fields, None, -1, [], before)
+        return ScannedBody(fields, None, -1, [], before, {}, opened)
     while True:
         k, i = _key(text, i)
         if k == key and history is None and i < len(text) and text[i] == "[":
@@ -161,7 +177,9 @@ def scan_body(raw: bytes, key: str) -> ScannedBody:
             marks = [start, *marks, last_end]
             i = close + 1
         else:
+            at = i
             fields[k], i = _value(text, i)
+            value_marks[k] = (at, i)
             if history is None:
                 before[k] = fields[k]
         i = _skip(text, i)
@@ -172,10 +190,11 @@ def scan_body(raw: bytes, key: str) -> ScannedBody:
         if i >= len(text) or text[i] != ",":
             raise BodyError(f"expected ',' or '}}' at character {i}")
         i = _skip(text, i + 1)
+    spans = _byte_spans(text, value_marks)
     if history is None:
-        return ScannedBody(fields, None, -1, [], before)
+        return ScannedBody(fields, None, -1, [], before, spans, opened)
     converted = _byte_offsets(text, marks)
-    return ScannedBody(fields, history, converted[0], converted[1:], before)
+    return ScannedBody(fields, history, converted[0], converted[1:], before, spans, opened)
 
 
 def scan_appended(raw: bytes, end: int) -> Appended:
@@ -202,6 +221,7 @@ def scan_appended(raw: bytes, end: int) -> Appended:
         marks.append(i)
     last = marks[-1] if marks else 0
     after: dict[str, Any] = {}
-    _rest(text, i + 1, after)
+    value_marks: dict[str, tuple[int, int]] = {}
+    _rest(text, i + 1, after, value_marks)
     delta = last if text.isascii() else len(text[:last].encode("utf-8"))
-    return Appended(messages, end + delta, after)
+    return Appended(messages, end + delta, after, _byte_spans(text, value_marks, end))

@@ -44,6 +44,8 @@ def serve(
     strict: Annotated[Optional[bool], typer.Option("--strict/--no-strict", help="Refuse (413) a request over the gate that cannot be compacted.")] = None,  # noqa: UP045
     timeout: Annotated[Optional[float], typer.Option(help="Seconds (> 0) for the upstream (connect and each read).")] = None,  # noqa: UP045
     workers: Annotated[Optional[int], typer.Option(help="Threads reading whole bodies and compacting (default 2).")] = None,  # noqa: UP045
+    recall: Annotated[Optional[bool], typer.Option("--recall/--no-recall", help="Fold recoverably and answer the model's contextfold_recall calls in the proxy.")] = None,  # noqa: UP045
+    recall_rounds: Annotated[Optional[int], typer.Option(help="Recall rounds answered per request, >= 1 (default 3).")] = None,  # noqa: UP045
     config: Annotated[Optional[Path], typer.Option("--config", help="A TOML file of these settings.")] = None,  # noqa: UP045
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
 ) -> None:
@@ -63,7 +65,7 @@ def serve(
         trig = int(trigger) if trigger > 1 else trigger
     flags = {"upstream": default, "upstreams": per_api or None, "host": host, "port": port, "redis": redis,
              "budget": budget, "context_window": context_window, "trigger": trig, "strategy": strategy, "summarizer": summarizer,
-             "strict": strict, "timeout": timeout, "workers": workers}
+             "strict": strict, "timeout": timeout, "workers": workers, "recall": recall, "recall_rounds": recall_rounds}
     try:
         cfg = load_config(flags, config_file=config)
         if not cfg.upstream and not cfg.upstreams:

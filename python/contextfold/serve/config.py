@@ -12,11 +12,14 @@ TOML (``--config contextfold.toml``), every key optional::
     trigger = 100000          # tokens (int) or a share of the window (float)
     strategy = "hybrid"       # mask | summarize | hybrid
     summarizer = "extractive" # or PROVIDER:MODEL, e.g. "openai:gpt-4o-mini" (key from the environment)
+    recall = false            # offer the model contextfold_recall and answer its calls here
+    recall_rounds = 3         # recall rounds answered per request before the response goes back
 
 Environment: ``CONTEXTFOLD_UPSTREAM``, ``CONTEXTFOLD_HOST``, ``CONTEXTFOLD_PORT``,
 ``CONTEXTFOLD_REDIS``, ``CONTEXTFOLD_BUDGET``, ``CONTEXTFOLD_CONTEXT_WINDOW``,
 ``CONTEXTFOLD_TRIGGER``, ``CONTEXTFOLD_STRATEGY``, ``CONTEXTFOLD_SUMMARIZER``, ``CONTEXTFOLD_STRICT`` (1/true),
-``CONTEXTFOLD_TIMEOUT``, ``CONTEXTFOLD_WORKERS``.
+``CONTEXTFOLD_TIMEOUT``, ``CONTEXTFOLD_WORKERS``, ``CONTEXTFOLD_RECALL`` (1/true),
+``CONTEXTFOLD_RECALL_ROUNDS``.
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ class ServeConfig:
     each read); ``max_connections``: the pooled client's limit. ``max_conversations`` /
     ``max_cached_bytes``: the bound of the per-conversation state kept in memory. ``workers``:
     threads reading whole bodies and compacting (more compete with the event loop for the GIL).
+    ``recall``: compact recoverably (every fold and placeholder names an id), send the recall
+    tool with every body that carries such a fold, and answer the model's recall calls in the
+    proxy (``contextfold.serve.recall_loop``), at most ``recall_rounds`` rounds per request;
+    the stored originals live in Redis with ``redis``, else in memory.
     """
 
     upstream: str | None = None
@@ -70,6 +77,8 @@ class ServeConfig:
     max_conversations: int = 4096
     max_cached_bytes: int = 1 << 30
     workers: int = 2
+    recall: bool = False
+    recall_rounds: int = 3
 
     def __post_init__(self) -> None:
         # Every value is checked here, whichever of flags, environment, TOML or Python it came
@@ -83,8 +92,9 @@ class ServeConfig:
         for name in ("host", "strategy", "summarizer"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")  # noqa: TRY004
-        if not isinstance(self.strict, bool):
-            raise ValueError(f"strict must be true or false, got {self.strict!r}")  # noqa: TRY004
+        for name in ("strict", "recall"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")  # noqa: TRY004
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}; valid: {', '.join(STRATEGIES)}")
         if not isinstance(self.upstreams, Mapping) or not all(isinstance(v, str) for v in self.upstreams.values()):
@@ -104,7 +114,7 @@ class ServeConfig:
         if not (isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool)
                 and 0 < self.timeout < math.inf):
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
-        for name in ("max_connections", "max_conversations", "max_cached_bytes", "workers"):
+        for name in ("max_connections", "max_conversations", "max_cached_bytes", "workers", "recall_rounds"):
             v = getattr(self, name)
             if not _is_int(v) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
@@ -138,6 +148,10 @@ def _number(text: str) -> int | float:
     return float(text) if any(c in text for c in ".eE") else int(text)
 
 
+def _flag(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
 _ENV: dict[str, tuple[str, Any]] = {
     "CONTEXTFOLD_UPSTREAM": ("upstream", str),
     "CONTEXTFOLD_HOST": ("host", str),
@@ -148,9 +162,11 @@ _ENV: dict[str, tuple[str, Any]] = {
     "CONTEXTFOLD_TRIGGER": ("trigger", _number),
     "CONTEXTFOLD_STRATEGY": ("strategy", str),
     "CONTEXTFOLD_SUMMARIZER": ("summarizer", str),
-    "CONTEXTFOLD_STRICT": ("strict", lambda v: v.strip().lower() in ("1", "true", "yes", "on")),
+    "CONTEXTFOLD_STRICT": ("strict", _flag),
     "CONTEXTFOLD_TIMEOUT": ("timeout", float),
     "CONTEXTFOLD_WORKERS": ("workers", int),
+    "CONTEXTFOLD_RECALL": ("recall", _flag),
+    "CONTEXTFOLD_RECALL_ROUNDS": ("recall_rounds", int),
 }
 
 

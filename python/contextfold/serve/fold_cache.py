@@ -47,7 +47,10 @@ class Fold:
     the client's history of the message it is a copy of (None: the summary, or a message the
     compaction wrote). The client sends those messages again every turn, so the next
     compaction reads the turns behind a summary, and an output masked in the fold whole, as one
-    Compactor kept across the conversation does (the fold holds places, not text)."""
+    Compactor kept across the conversation does (the fold holds places, not text).
+
+    ``recall``: the fold was made recoverable (``ServeConfig.recall``): its placeholders name
+    ids in the proxy's content store, and every body sent with it carries the recall tool."""
 
     key: str
     k: int
@@ -58,12 +61,13 @@ class Fold:
     summaries: tuple[int, ...] = ()
     spans: tuple[tuple[int, int, tuple[Any, ...]], ...] = ()
     sources: tuple[int | None, ...] = ()
+    recall: bool = False
 
     def to_bytes(self) -> bytes:
         head = json.dumps({"key": self.key, "k": self.k, "count": self.count, "tokens": self.tokens,
                            "strategy": self.strategy, "summaries": list(self.summaries),
                            "spans": [[h, t, list(e)] for h, t, e in self.spans],
-                           "sources": list(self.sources)}).encode()
+                           "sources": list(self.sources), "recall": self.recall}).encode()
         return head + b"\n" + self.payload
 
     @classmethod
@@ -79,7 +83,8 @@ class Fold:
                       and isinstance(item[2], list))
         sources = tuple(i if _is_int(i) else None for i in meta.get("sources", ()))
         return cls(str(meta["key"]), int(meta["k"]), payload, int(meta["count"]), int(meta["tokens"]),
-                   str(meta["strategy"]), tuple(int(h) for h in summaries if isinstance(h, int)), spans, sources)
+                   str(meta["strategy"]), tuple(int(h) for h in summaries if isinstance(h, int)), spans, sources,
+                   meta.get("recall") is True)
 
 
 def _is_int(value: Any) -> bool:

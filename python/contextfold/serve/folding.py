@@ -25,13 +25,16 @@ from typing import Any, cast
 
 from contextfold import _core
 from contextfold.compactor import Compactor
+from contextfold.content_store import ContentStore, MemoryContentStore, RedisContentStore
 from contextfold.errors import CompactionError, InvalidMessageError, UnknownModelError
 from contextfold.fold_sources import FoldSources
 from contextfold.limits import context_window as _context_window
+from contextfold.recall import declares_recall, page_tokens, recall_tool
 from contextfold.serve.apis import Api, Pricing
 from contextfold.serve.body import BodyError, ScannedBody, scan_appended, scan_body
 from contextfold.serve.config import ServeConfig
 from contextfold.serve.fold_cache import Fold, FoldCache, content_hash
+from contextfold.serve.recall_loop import RecallRoute
 from contextfold.session import DEFAULT_OUTPUT_RESERVE, DEFAULT_TRIGGER_RATIO, MAX_SUMMARY_HASHES
 
 __all__ = ["Conversation", "Folder", "Outcome"]
@@ -72,6 +75,10 @@ class Conversation:
     correction: float = 1.0
     usages: int = 0
     sent: int = 0
+    # Byte spans of the top-level fields' values in ``raw`` and the offset after its ``{``:
+    # where the recall tool goes into ``tools``.
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    open: int = 1
 
     def record_usage(self, real: int) -> None:
         """Calibrate by the real prompt tokens of the request sent last (``sent`` estimated)."""
@@ -92,7 +99,8 @@ class Outcome:
     ``tokens_before`` / ``tokens_after``: estimated prompt tokens of the history as received and
     as sent (calibrated); ``strategy``: ``none``, or what made the fold sent (``mask``,
     ``summarize``); ``fold``: ``none``, ``new`` (compacted this turn) or ``reused``;
-    ``reason``: why nothing was compacted when it should have been; ``refuse``: answer 413."""
+    ``reason``: why nothing was compacted when it should have been; ``refuse``: answer 413;
+    ``recall``: the body carries the proxy's recall tool, and where to answer its calls."""
 
     body: bytes
     tokens_before: int | None = None
@@ -105,6 +113,7 @@ class Outcome:
     compacted: bool = False
     conversation: Conversation | None = None
     saved: int = 0
+    recall: RecallRoute | None = None
 
 
 @dataclass(slots=True)
@@ -196,6 +205,18 @@ def _dumps(message: Any) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def _edited(raw: bytes, edits: list[tuple[int, int, bytes]]) -> bytes:
+    """``raw`` with each ``(from, to, put)`` edit (sorted, not overlapping) applied."""
+    parts: list[bytes | memoryview] = []
+    at = 0
+    view = memoryview(raw)
+    for start, end, put in edits:
+        parts += [view[at:start], put]
+        at = end
+    parts.append(view[at:])
+    return b"".join(parts)
+
+
 class Folder:
     """Prices, folds and compacts request bodies for the proxy; thread-safe (``fast`` runs on
     the event loop, ``slow`` on worker threads)."""
@@ -206,6 +227,11 @@ class Folder:
         self._lock = threading.Lock()
         self._records = _Records(config.max_conversations, config.max_cached_bytes)
         self.summarizer = self._summarizer(config.summarizer)
+        #: Where recoverable folds keep their originals (``config.recall``): shared through Redis
+        #: when the folds are, so another replica or a restarted proxy answers the same ids.
+        self.store: ContentStore | None = None
+        if config.recall:
+            self.store = RedisContentStore(url=config.redis) if config.redis else MemoryContentStore()
 
     @staticmethod
     def _summarizer(name: str) -> Any:
@@ -271,7 +297,7 @@ class Folder:
             return None
         try:
             new = self._each(api, pricing, appended.messages)
-            overhead = rec.overhead if appended.after == rec.after else self._overhead(api, pricing)
+            overhead = rec.overhead if appended.after == rec.after else self._overhead(api, pricing, rec.fold)
         except (InvalidMessageError, TypeError, ValueError):
             return None
         gate = self.gate(pricing.model)
@@ -279,14 +305,14 @@ class Folder:
         sent = msg_tokens + overhead
         if gate is not None and int(sent * rec.correction) >= gate.trigger:
             return None  # a compacting turn: read whole
-        body = raw if rec.fold is None else self._splice(raw, rec.start, rec.fold.payload, rec.fold_offset)
+        spans = {**{k: v for k, v in rec.spans.items() if k in rec.before}, **appended.spans}
         nxt = Conversation(
             api.name, raw, rec.start, appended.end, rec.n + len(new), rec.before, appended.after, rec.conv_id,
             overhead, rec.orig_tokens + sum(new), msg_tokens, rec.fold, rec.fold_offset, rec.correction,
-            rec.usages, sent)
+            rec.usages, sent, spans, rec.open)
         with self._lock:
             self._records.replace(rec, nxt)
-        return self._outcome(nxt, body, gate)
+        return self._outcome(api, nxt, pricing, gate)
 
     def slow(self, api: Api, raw: bytes, path_model: str | None) -> Outcome:
         """The whole body read: fold looked up by content hash, compaction when over the gate."""
@@ -307,7 +333,7 @@ class Folder:
         fold = self._find_fold(conv_id, raw, sb)
         try:
             each = self._each(api, pricing, msgs)
-            overhead = self._overhead(api, pricing)
+            overhead = self._overhead(api, pricing, fold)
         except (InvalidMessageError, TypeError, ValueError) as e:
             return Outcome(raw, reason=f"history not priced: {e}")
         k = fold.k if fold is not None else 0
@@ -318,16 +344,17 @@ class Folder:
         gate = self.gate(pricing.model)
         rec = Conversation(
             api.name, raw, sb.start, sb.offsets[n], n, sb.before, self._after(sb), conv_id, overhead, orig,
-            msg_tokens, fold, sb.offsets[k] if fold is not None else 0, correction, usages, msg_tokens + overhead)
+            msg_tokens, fold, sb.offsets[k] if fold is not None else 0, correction, usages, msg_tokens + overhead,
+            sb.spans, sb.open)
         if gate is None:
-            out = self._outcome(rec, self._body(raw, rec), None)
+            out = self._outcome(api, rec, pricing, None)
             self._keep(prior, rec)
             return Outcome(out.body, out.tokens_before, out.tokens_after, out.strategy, out.fold, out.folded,
                            f"no context window known for model {pricing.model!r}: pass --context-window or --trigger",
                            conversation=rec)
         if int(rec.sent * correction) < gate.trigger:
             self._keep(prior, rec)
-            return self._outcome(rec, self._body(raw, rec), gate)
+            return self._outcome(api, rec, pricing, gate)
         return self._compact(api, raw, sb, pricing, rec, prior, gate)
 
     # -- compaction ----------------------------------------------------------------------------
@@ -350,7 +377,8 @@ class Folder:
                 strategy=cfg.strategy,  # type: ignore[arg-type]
                 summarizer=self.summarizer,
                 system=pricing.system, tools=pricing.tools, response_format=pricing.response_format,
-                wire_format=api.wire_format)  # type: ignore[arg-type]
+                wire_format=api.wire_format,  # type: ignore[arg-type]
+                recoverable=self.store is not None and not declares_recall(pricing.tools), store=self.store)
             # The fold carries this conversation's spans; the process's memory would only hold
             # many clients' messages alive.
             compactor.sources.shared = False
@@ -360,9 +388,9 @@ class Folder:
                 _give_sources(compactor.sources, fold, prefix, msgs)
             result = compactor.compact(work)
         except (CompactionError, InvalidMessageError, TypeError, ValueError) as e:
-            return self._not_compacted(rec, prior, raw, gate, f"{type(e).__name__}: {e}")
+            return self._not_compacted(api, pricing, rec, prior, gate, f"{type(e).__name__}: {e}")
         if not result.changed or result.strategy_used is None:
-            return self._not_compacted(rec, prior, raw, gate, result.reason or "nothing to compact")
+            return self._not_compacted(api, pricing, rec, prior, gate, result.reason or "nothing to compact")
         out = result.messages
         # The messages the compaction left as they were are the very objects it was given: the
         # longest such suffix is sent from the client's own bytes, the rest becomes the fold.
@@ -372,36 +400,38 @@ class Folder:
             j -= 1
         new_k = k + (j - f)
         if new_k >= n or i == 0:
-            return self._not_compacted(rec, prior, raw, gate, "the compaction changed the newest message")
+            return self._not_compacted(api, pricing, rec, prior, gate, "the compaction changed the newest message")
         payload = b",".join(_dumps(m) for m in out[:i])
         try:
             tokens = sum(self._each(api, pricing, out[:i]))
         except (InvalidMessageError, TypeError, ValueError) as e:
-            return self._not_compacted(rec, prior, raw, gate, f"fold not priced: {e}")
+            return self._not_compacted(api, pricing, rec, prior, gate, f"fold not priced: {e}")
         offset = sb.offsets[new_k]
         spans, sources = _taken_sources(compactor.sources, out[:i], msgs[:new_k])
         new_fold = Fold(content_hash(memoryview(raw)[sb.offsets[0]: offset]), new_k, payload, i, tokens,
-                        result.strategy_used, tuple(compactor.session.summary_hashes), spans, sources)
+                        result.strategy_used, tuple(compactor.session.summary_hashes), spans, sources,
+                        compactor.recoverable)
         try:
             self.cache.put(rec.conv_id, new_fold)
         except Exception as e:  # noqa: BLE001 - a cache that cannot store still lets this turn through
             log.warning("fold cache unavailable (%s): the fold is sent but not kept", type(e).__name__)
         each_rest = self._each(api, pricing, msgs[new_k:])
         rec.fold, rec.fold_offset = new_fold, offset
+        rec.overhead = self._overhead(api, pricing, new_fold)
         rec.msg_tokens = tokens + sum(each_rest)
         rec.sent = rec.msg_tokens + rec.overhead
         self._keep(prior, rec)
-        body = self._splice(raw, sb.start, payload, offset)
-        o = self._outcome(rec, body, gate)
+        o = self._outcome(api, rec, pricing, gate)
         return Outcome(o.body, o.tokens_before, o.tokens_after, o.strategy, "new", o.folded, None,
-                       compacted=True, conversation=rec, saved=(o.tokens_before or 0) - (o.tokens_after or 0))
+                       compacted=True, conversation=rec, saved=(o.tokens_before or 0) - (o.tokens_after or 0),
+                       recall=o.recall)
 
-    def _not_compacted(self, rec: Conversation, prior: Conversation | None, raw: bytes, gate: _Gate,
-                       reason: str) -> Outcome:
+    def _not_compacted(self, api: Api, pricing: Pricing, rec: Conversation, prior: Conversation | None,
+                       gate: _Gate, reason: str) -> Outcome:
         self._keep(prior, rec)
-        o = self._outcome(rec, self._body(raw, rec), gate)
+        o = self._outcome(api, rec, pricing, gate)
         return Outcome(o.body, o.tokens_before, o.tokens_after, o.strategy, o.fold, o.folded,
-                       reason, refuse=self.config.strict, conversation=rec)
+                       reason, refuse=self.config.strict, conversation=rec, recall=o.recall)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -433,12 +463,38 @@ class Folder:
     def _after(sb: ScannedBody) -> dict[str, Any]:
         return {k: v for k, v in sb.fields.items() if k not in sb.before}
 
-    @staticmethod
-    def _splice(raw: bytes, start: int, payload: bytes, offset: int) -> bytes:
-        return b"".join((raw[: start + 1], payload, b",", raw[offset:]))
+    def _offers_recall(self, fold: Fold | None, pricing: Pricing) -> bool:
+        """Whether a body sent with ``fold`` gets the proxy's recall tool: the fold is
+        recoverable, this proxy keeps a store, and the client does not declare the tool itself."""
+        return fold is not None and fold.recall and self.store is not None and not declares_recall(pricing.tools)
 
-    def _body(self, raw: bytes, rec: Conversation) -> bytes:
-        return raw if rec.fold is None else self._splice(raw, rec.start, rec.fold.payload, rec.fold_offset)
+    def _sent(self, api: Api, rec: Conversation, pricing: Pricing, gate: _Gate | None
+              ) -> tuple[bytes, RecallRoute | None]:
+        """The body to send for ``rec``: its fold spliced in place of the messages it replaces
+        and, when the fold is recoverable, the recall tool added to ``tools``; with the latter,
+        where the sent body's history ends and how much an answered recall round may take."""
+        raw, fold = rec.raw, rec.fold
+        if fold is None:
+            return raw, None
+        # Edits of ``raw``, in order: (from, to, bytes put there).
+        edits = [(rec.start + 1, rec.fold_offset, fold.payload + b",")]
+        if not self._offers_recall(fold, pricing):
+            return _edited(raw, edits), None
+        tool = _dumps(recall_tool(api.wire_format))
+        span = rec.spans.get("tools")
+        value = (rec.before | rec.after).get("tools")
+        if span is None:
+            edits.append((rec.open, rec.open, b'"tools":[' + tool + b"],"))
+        elif isinstance(value, list):
+            # The array's ``]`` is its span's last byte.
+            edits.append((span[1] - 1, span[1] - 1, (b"," if value else b"") + tool))
+        else:  # null: the field is there with no tools
+            edits.append((span[0], span[1], b"[" + tool + b"]"))
+        edits.sort(key=lambda e: e[0])
+        shift = sum(len(put) - (to - at) for at, to, put in edits if to <= rec.end)
+        room = 0 if gate is None else max(0, gate.trigger - int(rec.sent * rec.correction))
+        budget = gate.budget if gate is not None else rec.sent
+        return _edited(raw, edits), RecallRoute(rec.end + shift, page_tokens(budget), room, pricing.model)
 
     @staticmethod
     def _each(api: Api, pricing: Pricing, messages: list[Any]) -> list[int]:
@@ -446,16 +502,20 @@ class Folder:
             return []
         return _core.estimate_each(messages, provider=api.provider, model=pricing.model)  # type: ignore[arg-type]
 
-    @staticmethod
-    def _overhead(api: Api, pricing: Pricing) -> int:
+    def _overhead(self, api: Api, pricing: Pricing, fold: Fold | None) -> int:
+        """The tokens a request takes beyond its messages; with the recall tool when a body sent
+        with ``fold`` carries it."""
+        tools = pricing.tools
+        if self._offers_recall(fold, pricing):
+            tools = [*(tools or ()), recall_tool(api.wire_format)]
         return _core.request_overhead(
-            provider=api.provider, model=pricing.model, tools=pricing.tools,  # type: ignore[arg-type]
+            provider=api.provider, model=pricing.model, tools=tools,  # type: ignore[arg-type]
             system=pricing.system, response_format=pricing.response_format)
 
-    @staticmethod
-    def _outcome(rec: Conversation, body: bytes, gate: _Gate | None) -> Outcome:
+    def _outcome(self, api: Api, rec: Conversation, pricing: Pricing, gate: _Gate | None) -> Outcome:
+        body, recall = self._sent(api, rec, pricing, gate)
         before = int((rec.orig_tokens + rec.overhead) * rec.correction)
         after = int(rec.sent * rec.correction)
         fold = rec.fold
         return Outcome(body, before, after, fold.strategy if fold else "none", "reused" if fold else "none",
-                       fold.k if fold else 0, conversation=rec)
+                       fold.k if fold else 0, conversation=rec, recall=recall)

@@ -26,6 +26,7 @@ class Metrics:
         self.tokens_saved = 0
         self.fold_hits = 0
         self.upstream_errors = 0
+        self.recalls: defaultdict[str, int] = defaultdict(int)
         self._buckets: dict[str, list[int]] = {}
         self._sum: defaultdict[str, float] = defaultdict(float)
         self._count: defaultdict[str, int] = defaultdict(int)
@@ -63,6 +64,11 @@ class Metrics:
         with self._lock:
             self.upstream_errors += 1
 
+    def recall(self, api: str) -> None:
+        """Count a recall round the proxy answered for a request of ``api``."""
+        with self._lock:
+            self.recalls[api] += 1
+
     def render(self) -> str:
         """All series in Prometheus text format."""
         out: list[str] = []
@@ -80,6 +86,10 @@ class Metrics:
                     "# HELP contextfold_upstream_errors_total Requests whose upstream could not be reached or broke off its response.",
                     "# TYPE contextfold_upstream_errors_total counter",
                     f"contextfold_upstream_errors_total {self.upstream_errors}",
+                    "# HELP contextfold_recall_rounds_total Recall rounds the proxy answered, by API.",
+                    "# TYPE contextfold_recall_rounds_total counter"]
+            out += [f'contextfold_recall_rounds_total{{api="{a}"}} {n}' for a, n in sorted(self.recalls.items())]
+            out += [
                     "# HELP contextfold_added_latency_seconds Time the proxy spent on a request between its body arriving and its departure upstream.",
                     "# TYPE contextfold_added_latency_seconds histogram"]
             for key in sorted(self._buckets):

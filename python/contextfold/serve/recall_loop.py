@@ -1,0 +1,271 @@
+"""The proxy's recall loop: it answers the model's ``contextfold_recall`` calls itself.
+
+With ``ServeConfig.recall`` the proxy folds recoverably: every placeholder and folded span names
+an id whose original sits in the proxy's content store, and every body sent with such a fold
+carries the recall tool. The client never declared that tool and cannot answer it, so the proxy
+reads each response before it goes back: when the model's turn calls the recall tool, the proxy
+appends that turn and one answer per call (a page of the original, in the API's own message
+shape) to the body it sent, asks the upstream again, and returns the first response that does
+not call it (or the last, after ``recall_rounds`` rounds). The client sees one response to the
+request it sent; the recall rounds stay between the proxy and the upstream. Once its rounds or
+the room under the gate are spent, a further call is answered with a note saying so (the model
+then answers from what it has); a model that calls again after the note gets its turn returned
+as it is.
+
+A response is read whole to know whether it calls the tool, so a streamed response to a body
+that carries the tool is relayed once it has ended (its events unchanged): the price of offering
+recall through a proxy. Bodies without a recoverable fold stream through as before.
+
+The model's turn is appended as the API returned it (reasoning and thinking blocks, thought
+signatures included, which the providers require back unchanged) less any call of the client's
+own tools in it: the proxy cannot answer those, and the model makes them again once it has read
+what it recalled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from contextfold import _core
+from contextfold.content_store import ContentStore
+from contextfold.recall import RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, malformed_text, read_calls
+
+__all__ = ["RecallRoute", "RecallRound", "extended", "recall_round", "response_of"]
+
+#: Tokens an answer takes besides its page (the header line and the result's envelope), and a
+#: recall call in the model's turn: kept free in the room before a page is sized.
+ANSWER_OVERHEAD = 60
+CALL_TOKENS = 40
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRound:
+    """One answered round: the ``messages`` to append (the model's turn, then its answers), their
+    estimated ``tokens``, and whether the answers are pages (``paged``) or the note that recall is
+    spent for this request."""
+
+    messages: list[Any]
+    tokens: int
+    paged: bool
+
+
+def spent_note(rounds: int) -> str:
+    """The answer to a recall call once the request's rounds or room are spent."""
+    return (f"[{RECALL_TOOL}: no more recall in this request (its room under the context budget or its {rounds} "
+            "rounds are spent); answer from what you have]")
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRoute:
+    """What a body sent with the recall tool needs to answer its calls: ``history_end`` the byte
+    offset in the sent body just after its last message (where a round's messages go); a page's
+    bound (``page_tokens``); ``room`` the tokens answered rounds may still add before the request
+    reaches the proxy's gate; the ``model`` pages are priced for."""
+
+    history_end: int
+    page_tokens: int
+    room: int
+    model: str | None
+
+
+# -- the response as one JSON object -------------------------------------------------------------
+
+
+def _events(data: bytes) -> list[Any]:
+    """The JSON payloads of an SSE stream's ``data:`` lines (others, and ``[DONE]``, skipped)."""
+    out: list[Any] = []
+    for line in data.splitlines():
+        if not line.startswith(b"data:"):
+            continue
+        text = line[5:].strip()
+        if not text or text == b"[DONE]":
+            continue
+        try:
+            out.append(json.loads(text))
+        except ValueError:
+            continue
+    return out
+
+
+def _chat_stream(events: list[Any]) -> dict[str, Any]:
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    for ev in events:
+        for choice in ev.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                content.append(delta["content"])
+            for tc in delta.get("tool_calls") or ():
+                slot = calls.setdefault(int(tc.get("index", 0)), {"id": "", "type": "function",
+                                                                  "function": {"name": "", "arguments": ""}})
+                if tc.get("id"):
+                    slot["id"] = tc["id"]
+                fn = tc.get("function") or {}
+                slot["function"]["name"] += fn.get("name") or ""
+                slot["function"]["arguments"] += fn.get("arguments") or ""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {"choices": [{"index": 0, "message": message}]}
+
+
+def _anthropic_stream(events: list[Any]) -> dict[str, Any]:
+    blocks: dict[int, dict[str, Any]] = {}
+    partial: dict[int, list[str]] = {}
+    for ev in events:
+        kind = ev.get("type")
+        if kind == "content_block_start":
+            blocks[int(ev.get("index", 0))] = dict(ev.get("content_block") or {})
+        elif kind == "content_block_delta":
+            i = int(ev.get("index", 0))
+            block, delta = blocks.setdefault(i, {}), ev.get("delta") or {}
+            dt = delta.get("type")
+            if dt == "text_delta":
+                block["text"] = block.get("text", "") + delta.get("text", "")
+            elif dt == "input_json_delta":
+                partial.setdefault(i, []).append(delta.get("partial_json", ""))
+            elif dt == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+            elif dt == "signature_delta":
+                block["signature"] = block.get("signature", "") + delta.get("signature", "")
+    for i, parts in partial.items():
+        text = "".join(parts)
+        try:
+            blocks[i]["input"] = json.loads(text) if text else {}
+        except ValueError:
+            blocks[i]["input"] = {}
+    return {"role": "assistant", "content": [blocks[i] for i in sorted(blocks)]}
+
+
+def _gemini_stream(events: list[Any]) -> dict[str, Any]:
+    parts: list[Any] = []
+    for ev in events:
+        for cand in (ev.get("candidates") or ())[:1]:
+            parts.extend((cand.get("content") or {}).get("parts") or ())
+    return {"candidates": [{"content": {"role": "model", "parts": parts}}]}
+
+
+def response_of(api: str, data: bytes, streamed: bool) -> Any:
+    """The response ``data`` of API ``api`` as the one JSON object a non-streamed call returns
+    (rebuilt from its events when ``streamed``), or None when it cannot be read."""
+    if not streamed:
+        try:
+            return json.loads(data)
+        except ValueError:
+            return None
+    events = [e for e in _events(data) if isinstance(e, dict)]
+    if api == "chat":
+        return _chat_stream(events)
+    if api == "responses":
+        done = [e for e in events if e.get("type") == "response.completed"]
+        return done[-1].get("response") if done else None
+    if api == "anthropic":
+        return _anthropic_stream(events)
+    return _gemini_stream(events)
+
+
+# -- one round -----------------------------------------------------------------------------------
+
+
+def _is_recall_call(api: str, entry: Any) -> bool:
+    if api == "chat":
+        return isinstance(entry, dict) and (entry.get("function") or {}).get("name") == RECALL_TOOL
+    if api == "anthropic":
+        return isinstance(entry, dict) and entry.get("type") == "tool_use" and entry.get("name") == RECALL_TOOL
+    if api == "gemini":
+        return isinstance(entry, dict) and (entry.get("functionCall") or {}).get("name") == RECALL_TOOL
+    return isinstance(entry, dict) and entry.get("type") == "function_call" and entry.get("name") == RECALL_TOOL
+
+
+def _is_other_call(api: str, entry: Any) -> bool:
+    if not isinstance(entry, dict) or _is_recall_call(api, entry):
+        return False
+    if api == "anthropic":
+        return entry.get("type") == "tool_use"
+    if api == "gemini":
+        return "functionCall" in entry
+    return entry.get("type") == "function_call"
+
+
+def _turn(api: str, response: Any) -> list[Any]:
+    """The model's turn as history entries (the client's own calls left out), or [] when it
+    holds no recall call."""
+    if not isinstance(response, dict):
+        return []
+    if api == "chat":
+        choices = response.get("choices") or []
+        msg = (choices[0] or {}).get("message") if choices and isinstance(choices[0], dict) else None
+        if not isinstance(msg, dict):
+            return []
+        calls = [c for c in msg.get("tool_calls") or () if _is_recall_call(api, c)]
+        if not calls:
+            return []
+        # Only the fields a request's assistant message takes (a response adds refusal, annotations...).
+        return [{"role": "assistant", "content": msg.get("content"),
+                 "tool_calls": [{"id": c.get("id"), "type": "function",
+                                 "function": {"name": RECALL_TOOL, "arguments": c["function"].get("arguments", "")}}
+                                for c in calls]}]
+    if api == "responses":
+        items = [i for i in response.get("output") or () if isinstance(i, dict)]
+        if not any(_is_recall_call(api, i) for i in items):
+            return []
+        return [i for i in items if not _is_other_call(api, i)]
+    if api == "anthropic":
+        blocks = response.get("content")
+        if not isinstance(blocks, list) or not any(_is_recall_call(api, b) for b in blocks):
+            return []
+        return [{"role": "assistant", "content": [b for b in blocks if not _is_other_call(api, b)]}]
+    cands = response.get("candidates") or []
+    content = (cands[0] or {}).get("content") if cands and isinstance(cands[0], dict) else None
+    parts = content.get("parts") if isinstance(content, dict) else None
+    if not isinstance(parts, list) or not any(_is_recall_call(api, p) for p in parts):
+        return []
+    return [{"role": "model", "parts": [p for p in parts if not _is_other_call(api, p)]}]
+
+
+def recall_round(api: str, provider: str, response: Any, store: ContentStore, route: RecallRoute, *,
+                 rounds: int, spent: bool = False) -> RecallRound | None:
+    """The round answering the model's recall calls in ``response``: its turn, then one answer
+    per call, a page of what the store holds under the id asked for, sized to ``route``'s page
+    and room; the note that recall is spent instead (``spent_note(rounds)``) when ``spent`` or
+    when the room holds no page. None when the turn calls no recall."""
+    turn = _turn(api, response)
+    if not turn:
+        return None
+    callers = [e for e in turn if _is_recall_call(api, e)] if api == "responses" else turn
+    reads = [(c, r) for c in callers for r in read_calls(c)]
+    if not reads:
+        return None
+    turn_tokens = int(_core.estimate(turn, provider=provider, model=route.model))  # type: ignore[arg-type]
+    page = min(route.page_tokens, (route.room - turn_tokens) // len(reads) - ANSWER_OVERHEAD)
+    paged = not spent and page >= MIN_PAGE_TOKENS
+    answers: list[Any] = []
+    for caller, read in reads:
+        if isinstance(read, tuple):
+            call_id, text = read[0], malformed_text(read[1])
+        elif not paged:
+            call_id, text = read.call_id, spent_note(rounds)
+        else:
+            call_id, text = read.call_id, answer_text(store, read, max_tokens=page, provider=provider,
+                                                      model=route.model)
+        answers.append(json.loads(_core.recall_result(caller, call_id=call_id, text=text)))
+    if api == "anthropic":
+        # All results of one assistant turn go in the one user message that follows it.
+        answers = [{"role": "user", "content": [b for a in answers for b in a["content"]]}]
+    elif api == "gemini":
+        answers = [{"role": "user", "parts": [p for a in answers for p in a["parts"]]}]
+    messages = turn + answers
+    return RecallRound(messages, int(_core.estimate(messages, provider=provider, model=route.model)),  # type: ignore[arg-type]
+                       paged)
+
+
+def extended(body: bytes, end: int, messages: list[Any]) -> tuple[bytes, int]:
+    """``body`` with ``messages`` appended to its history, which ends at byte ``end``; and the
+    offset where the extended history ends."""
+    added = b"".join(b"," + json.dumps(m, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                     for m in messages)
+    return body[:end] + added + body[end:], end + len(added)

@@ -1,0 +1,424 @@
+"""``contextfold serve --recall``: the proxy offers the model the recall tool with every body that
+carries a recoverable fold, answers the model's recall calls itself and returns the model's
+final turn to the client. Driven by the real openai, anthropic and google-genai SDKs, plain and
+streamed, in front of a loopback upstream scripted as a model that recalls a fold page by page:
+the pages put together are the stored original byte for byte, every request the upstream got is
+valid for its API, and the client never sees a recall call."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="contextfold serve needs its extra: pip install '.[proxy]'")
+pytest.importorskip("uvicorn", reason="contextfold serve needs its extra: pip install '.[proxy]'")
+
+import anthropic
+import contextfold as cf
+import httpx
+import openai
+from contextfold import _core
+from contextfold.recall import RECALL_TOOL
+from contextfold.serve.apis import API_BY_NAME
+from contextfold.serve.body import scan_body
+from contextfold.serve.config import ServeConfig, load_config
+from contextfold.serve.fold_cache import Fold
+from contextfold.serve.recall_loop import _turn, response_of
+
+from proxy_support import ProxyServer, RecordingUpstream
+from transcripts import LOCAL, load_conversations
+from wire_shapes import convert
+
+RECALL = RECALL_TOOL
+ID = re.compile(r"id=(cf[0-9a-f]{12})")
+MORE = re.compile(r"more: offset=(\d+)\]")
+#: The scripted model's last words, once it has read a fold to its end.
+DONE = "I have read the folded turns again."
+SHAPE = {"chat": "openai", "responses": "responses", "anthropic": "anthropic", "gemini": "gemini"}
+FORMAT = {"chat": "chat", "responses": "responses", "anthropic": "anthropic", "gemini": "gemini"}
+
+
+def _conversation() -> list[dict[str, Any]]:
+    """A real SWE agent run (tests/data), long enough to compact, in chat format."""
+    conv = next(c for c in load_conversations(LOCAL, "mini-swe-agent-gemini3") if len(c["messages"]) >= 40)
+    return [dict(m) for m in conv["messages"][:40]]
+
+
+def _declares(api: str, body: dict[str, Any]) -> int:
+    """How many times ``body``'s tools declare the recall tool."""
+    tools = body.get("tools") or []
+    if api == "gemini":
+        return sum(1 for t in tools for f in t.get("functionDeclarations") or () if f.get("name") == RECALL)
+    if api == "chat":
+        return sum(1 for t in tools if (t.get("function") or {}).get("name") == RECALL)
+    return sum(1 for t in tools if t.get("name") == RECALL)
+
+
+def _last_answer(api: str, body: dict[str, Any]) -> str | None:
+    """The text of the recall answer that ends ``body``'s history, or None."""
+    history = body[API_BY_NAME[api].history_key]
+    last = history[-1]
+    if api == "chat":
+        return last["content"] if last.get("role") == "tool" else None
+    if api == "responses":
+        return last["output"] if last.get("type") == "function_call_output" else None
+    if api == "anthropic":
+        block = (last.get("content") or [{}])[0] if isinstance(last.get("content"), list) else {}
+        return block.get("content") if block.get("type") == "tool_result" else None
+    part = (last.get("parts") or [{}])[0]
+    return (part.get("functionResponse") or {}).get("response", {}).get("output")
+
+
+def _call(api: str, args: dict[str, Any]) -> Any:
+    """The scripted model's turn calling the recall tool with ``args`` (as its API returns it)."""
+    arguments = json.dumps(args)
+    if api == "chat":
+        return {"id": "chatcmpl-r", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
+                             "message": {"role": "assistant", "content": None, "refusal": None,
+                                         "tool_calls": [{"id": "call_r", "type": "function",
+                                                         "function": {"name": RECALL, "arguments": arguments}}]}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 9, "total_tokens": 109}}
+    if api == "responses":
+        return {"id": "resp_r", "object": "response", "created_at": 1, "status": "completed", "model": "gpt-4o",
+                "output": [{"type": "function_call", "id": "fc_r", "call_id": "call_r", "name": RECALL,
+                            "arguments": arguments, "status": "completed"}],
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+                "usage": {"input_tokens": 100, "output_tokens": 9, "total_tokens": 109,
+                          "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+    if api == "anthropic":
+        return {"id": "msg_r", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+                "content": [{"type": "text", "text": "Let me look at what was folded."},
+                            {"type": "tool_use", "id": "toolu_r", "name": RECALL, "input": args}],
+                "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 9}}
+    return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": RECALL, "args": args}}]},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 9, "totalTokenCount": 109}}
+
+
+def _text(api: str) -> Any:
+    """The scripted model's final turn: ``DONE``."""
+    if api == "chat":
+        return {"id": "chatcmpl-d", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                             "message": {"role": "assistant", "content": DONE, "refusal": None}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 9, "total_tokens": 109}}
+    if api == "responses":
+        return {"id": "resp_d", "object": "response", "created_at": 1, "status": "completed", "model": "gpt-4o",
+                "output": [{"type": "message", "id": "msg_d", "role": "assistant", "status": "completed",
+                            "content": [{"type": "output_text", "text": DONE, "annotations": []}]}],
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+                "usage": {"input_tokens": 100, "output_tokens": 9, "total_tokens": 109,
+                          "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+    if api == "anthropic":
+        return {"id": "msg_d", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+                "content": [{"type": "text", "text": DONE}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": 100, "output_tokens": 9}}
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": DONE}]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 9, "totalTokenCount": 109}}
+
+
+def _sse(api: str, response: Any) -> bytes:
+    """``response`` as the API streams it (events split the way each API splits them)."""
+    def ev(data: Any, name: str | None = None) -> str:
+        return (f"event: {name}\n" if name else "") + "data: " + json.dumps(data) + "\n\n"
+    if api == "chat":
+        msg = response["choices"][0]["message"]
+        out = [ev({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+                   "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})]
+        if msg.get("content"):
+            for piece in (msg["content"][:5], msg["content"][5:]):
+                out.append(ev({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+                               "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}))
+        for i, tc in enumerate(msg.get("tool_calls") or ()):
+            args = tc["function"]["arguments"]
+            out.append(ev({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+                           "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+                               {"index": i, "id": tc["id"], "type": "function",
+                                "function": {"name": tc["function"]["name"], "arguments": args[:4]}}]}}]}))
+            out.append(ev({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+                           "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+                               {"index": i, "function": {"arguments": args[4:]}}]}}]}))
+        out.append(ev({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+                       "choices": [{"index": 0, "delta": {}, "finish_reason": response["choices"][0]["finish_reason"]}]}))
+        return ("".join(out) + "data: [DONE]\n\n").encode()
+    if api == "responses":
+        started = {**response, "status": "in_progress", "output": []}
+        return (ev({"type": "response.created", "sequence_number": 0, "response": started}, "response.created")
+                + ev({"type": "response.completed", "sequence_number": 1, "response": response},
+                     "response.completed")).encode()
+    if api == "anthropic":
+        out = [ev({"type": "message_start", "message": {**response, "content": [], "stop_reason": None}}, "message_start")]
+        for i, block in enumerate(response["content"]):
+            if block["type"] == "text":
+                out.append(ev({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                              "content_block_start"))
+                out.append(ev({"type": "content_block_delta", "index": i,
+                               "delta": {"type": "text_delta", "text": block["text"]}}, "content_block_delta"))
+            else:
+                out.append(ev({"type": "content_block_start", "index": i,
+                               "content_block": {**block, "input": {}}}, "content_block_start"))
+                text = json.dumps(block["input"])
+                for piece in (text[:3], text[3:]):
+                    out.append(ev({"type": "content_block_delta", "index": i,
+                                   "delta": {"type": "input_json_delta", "partial_json": piece}}, "content_block_delta"))
+            out.append(ev({"type": "content_block_stop", "index": i}, "content_block_stop"))
+        out.append(ev({"type": "message_delta", "delta": {"stop_reason": response["stop_reason"], "stop_sequence": None},
+                       "usage": {"output_tokens": 9}}, "message_delta"))
+        out.append(ev({"type": "message_stop"}, "message_stop"))
+        return "".join(out).encode()
+    return ("data: " + json.dumps(response) + "\r\n\r\n").encode()
+
+
+class ScriptedModel:
+    """An upstream that, offered the recall tool, reads the first fold id the request names page
+    by page (following each answer's ``more: offset=``; at most ``pages``) and then answers
+    ``DONE``; without the tool, or with no id to recall, it answers ``DONE`` at once. ``insist``:
+    it calls the tool again whatever the answer said."""
+
+    def __init__(self, api: str, *, stream: bool, pages: int | None = 3, insist: bool = False) -> None:
+        self.api, self.stream, self.pages, self.insist = api, stream, pages, insist
+        self.recalled: list[str] = []
+
+    def __call__(self, method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        body = json.loads(raw)
+        answer = _last_answer(self.api, body)
+        reply = _text(self.api)
+        if _declares(self.api, body):
+            if answer is None:
+                ids = ID.findall(raw.decode("utf-8"))
+                if ids:
+                    self.recalled.append(ids[0])
+                    reply = _call(self.api, {"id": ids[0]})
+            elif (more := MORE.search(answer.splitlines()[0])) and (self.pages is None or self.pages > 1):
+                reply = _call(self.api, {"id": self.recalled[-1], "offset": int(more.group(1))})
+                if self.pages is not None:
+                    self.pages -= 1
+            elif self.insist:
+                reply = _call(self.api, {"id": self.recalled[-1]})
+        if self.stream:
+            return 200, {"content-type": "text/event-stream"}, _sse(self.api, reply)
+        return 200, {"content-type": "application/json"}, json.dumps(reply).encode()
+
+
+def _send(api: str, url: str, history: list[Any], system: str | None, tools: list[Any], stream: bool) -> str:
+    """One turn through the proxy with the API's own SDK; the text of the model's answer."""
+    if api in ("chat", "responses"):
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+        try:
+            if api == "chat":
+                out = client.chat.completions.create(model="gpt-4o", messages=history, tools=tools, stream=stream)
+                if stream:
+                    return "".join((c.choices[0].delta.content or "") for c in out if c.choices)
+                return out.choices[0].message.content or ""
+            kw: dict[str, Any] = {"instructions": system} if system else {}
+            out = client.responses.create(model="gpt-4o", input=history, tools=tools, stream=stream, **kw)
+            if stream:
+                done = [e for e in out if e.type == "response.completed"]
+                return done[-1].response.output_text
+            return out.output_text
+        finally:
+            client.close()
+    if api == "anthropic":
+        client = anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0)
+        try:
+            kw = {"system": system} if system else {}
+            if stream:
+                with client.messages.stream(model="claude-haiku-4-5", max_tokens=512, messages=history, tools=tools,
+                                            **kw) as s:
+                    final = s.get_final_message()
+            else:
+                final = client.messages.create(model="claude-haiku-4-5", max_tokens=512, messages=history,
+                                               tools=tools, **kw)
+            return "".join(b.text for b in final.content if b.type == "text")
+        finally:
+            client.close()
+    genai = pytest.importorskip("google.genai", reason="google-genai not installed")
+    from google.genai import types
+
+    client = genai.Client(api_key="AIza-test", http_options=types.HttpOptions(base_url=url, api_version="v1beta"))
+    try:
+        config = types.GenerateContentConfig(tools=tools, system_instruction=system,
+                                             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+        if stream:
+            return "".join(c.text or "" for c in client.models.generate_content_stream(
+                model="gemini-2.5-flash", contents=history, config=config))
+        return client.models.generate_content(model="gemini-2.5-flash", contents=history, config=config).text or ""
+    finally:
+        client.close()
+
+
+def _tools(api: str) -> list[Any]:
+    """One tool of the client's own (the SWE agent's shell), in the API's format."""
+    params = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    if api == "chat":
+        return [{"type": "function", "function": {"name": "bash", "description": "Run a command.", "parameters": params}}]
+    if api == "responses":
+        return [{"type": "function", "name": "bash", "description": "Run a command.", "parameters": params}]
+    if api == "anthropic":
+        return [{"name": "bash", "description": "Run a command.", "input_schema": params}]
+    return [{"functionDeclarations": [{"name": "bash", "description": "Run a command.", "parameters": params}]}]
+
+
+def _setup(api: str) -> tuple[list[Any], str | None, int]:
+    """The run in the API's shape, its system prompt apart (all but chat) and a budget that
+    makes the proxy fold it."""
+    src = _conversation()
+    system = None
+    if api != "chat" and src[0].get("role") == "system":
+        system, src = src[0]["content"], src[1:]
+    history = convert(src, SHAPE[api])
+    full = cf.estimate(history, provider=API_BY_NAME[api].provider)
+    return history, system, max(2_000, full // 3)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_the_proxy_answers_the_models_recall_calls_and_the_pages_are_the_original_byte_for_byte(api, stream):
+    history, system, budget = _setup(api)
+    model = ScriptedModel(api, stream=stream)
+    cfg = ServeConfig(budget=budget, trigger=int(budget * 1.3), recall=True, recall_rounds=64)
+    with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, **{
+            k: getattr(cfg, k) for k in ("budget", "trigger", "recall", "recall_rounds")})) as proxy:
+        text = _send(api, proxy.url, history, system, _tools(api), stream)
+        # The client gets the model's final turn; the recall rounds stayed behind the proxy.
+        assert text == DONE
+        seen = [json.loads(s.raw) for s in up.seen]
+        assert len(seen) >= 2 and model.recalled, "the model was not offered a fold to recall"
+        first = seen[0]
+        assert _declares(api, first) == 1  # the recall tool beside the client's own, once
+        store = proxy.proxy.folder.store
+        original = store.get(model.recalled[0])
+        assert original is not None
+        pages = [a.split("\n", 1)[1] for s in seen[1:] if (a := _last_answer(api, s)) is not None]
+        assert len(pages) == len(seen) - 1 == 3
+        joined = "".join(pages)
+        assert joined == original[: len(joined)]  # page after page, byte for byte
+        # Every request the upstream got is one the API accepts: calls with their results.
+        fmt = FORMAT[api]
+        for body in seen:
+            msgs = body[API_BY_NAME[api].history_key]
+            _, failures = _core.compaction_verify(msgs, _core.PricedRequest(format=fmt))
+            assert failures == [], failures
+            # The client's history is sent as a prefix of every round's.
+            assert msgs[: len(first[API_BY_NAME[api].history_key])] == first[API_BY_NAME[api].history_key]
+        metrics = httpx.get(proxy.url + "/metrics").text
+        assert f'contextfold_recall_rounds_total{{api="{api}"}} {len(pages)}' in metrics
+
+
+def test_a_span_recalled_through_the_proxy_is_the_clients_own_messages():
+    history, system, budget = _setup("chat")
+    model = ScriptedModel("chat", stream=False)
+    with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=int(budget * 1.3),
+                                                                 recall=True, recall_rounds=64)) as proxy:
+        assert _send("chat", proxy.url, history, system, _tools("chat"), False) == DONE
+        store = proxy.proxy.folder.store
+        spans = [t for i in set(ID.findall(up.seen[0].raw.decode())) if (t := store.get(i)) and t.startswith("[")]
+        assert spans, "no folded span among the fold's ids"
+        for text in spans:
+            # A folded span comes back as the messages the client sent, each one whole.
+            assert all(m in history for m in json.loads(text))
+
+
+@pytest.mark.parametrize("insist", [False, True])
+def test_once_its_rounds_are_spent_the_model_is_told_so_and_one_that_insists_gets_its_turn_back(insist):
+    history, system, budget = _setup("chat")
+    model = ScriptedModel("chat", stream=False, pages=None, insist=insist)
+    with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=int(budget * 1.3),
+                                                                 recall=True, recall_rounds=1)) as proxy:
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+        raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=history, tools=_tools("chat"))
+        client.close()
+        assert raw.headers["x-contextfold-recall-rounds"] == "1" and raw.headers["x-contextfold-recall-spent"] == "1"
+        # One page, then (the fold being longer) a call answered with the note.
+        assert len(up.seen) == 3
+        note = _last_answer("chat", json.loads(up.seen[2].raw))
+        assert note is not None and "no more recall in this request" in note
+        message = raw.parse().choices[0].message
+        if insist:
+            assert message.tool_calls[0].function.name == RECALL  # told once; its turn is the client's
+        else:
+            assert message.content == DONE
+
+
+def test_pages_stop_where_the_room_under_the_gate_ends_and_the_note_follows():
+    history, system, budget = _setup("chat")
+    model = ScriptedModel("chat", stream=False, pages=None)
+    # The gate one token above the budget: the room is what the compaction kept for recall.
+    trigger = budget + 1
+    with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=trigger,
+                                                                 recall=True, recall_rounds=50)) as proxy:
+        assert _send("chat", proxy.url, history, system, _tools("chat"), False) == DONE
+        bodies = [json.loads(s.raw) for s in up.seen]
+        answers = [_last_answer("chat", b) for b in bodies[1:]]
+        assert len(answers) >= 2 and all(a is not None for a in answers)
+        assert all("no more recall" not in a for a in answers[:-1]) and "no more recall" in answers[-1]
+        # Every page went out within the gate; the note (a few dozen tokens) is all that follows.
+        for b in bodies[:-1]:
+            assert cf.estimate(b["messages"], tools=b["tools"], model="gpt-4o") <= trigger
+        assert cf.estimate(bodies[-1]["messages"], tools=bodies[-1]["tools"], model="gpt-4o") <= trigger + 120
+
+
+def test_without_recall_the_proxy_offers_no_tool_and_streams_as_before():
+    history, system, budget = _setup("anthropic")
+    model = ScriptedModel("anthropic", stream=True)
+    with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget,
+                                                                 trigger=int(budget * 1.3))) as proxy:
+        assert _send("anthropic", proxy.url, history, system, _tools("anthropic"), True) == DONE
+        body = json.loads(up.seen[0].raw)
+        assert len(up.seen) == 1 and _declares("anthropic", body) == 0
+        assert not ID.search(up.seen[0].raw.decode())
+        assert proxy.proxy.folder.store is None
+
+
+def test_a_later_turn_with_the_fold_carries_the_tool_and_keeps_the_prefix_byte_for_byte():
+    history, system, budget = _setup("chat")
+    model = ScriptedModel("chat", stream=False, pages=1)
+    with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=int(budget * 1.3),
+                                                                 recall=True, recall_rounds=4)) as proxy:
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+        first = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=history, tools=_tools("chat"))
+        later = history + [{"role": "assistant", "content": DONE}, {"role": "user", "content": "Go on."}]
+        second = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=later, tools=_tools("chat"))
+        client.close()
+        assert first.headers["x-contextfold-fold"] == "new" and second.headers["x-contextfold-fold"] == "reused"
+        sends = [s for s in up.seen if _last_answer("chat", json.loads(s.raw)) is None]
+        assert len(sends) == 2
+        a, b = json.loads(sends[0].raw), json.loads(sends[1].raw)
+        assert _declares("chat", b) == 1 and b["tools"] == a["tools"]
+        # The folded history is sent as the same bytes turn after turn (the prompt cache hits).
+        end = scan_body(sends[0].raw, "messages").offsets[-1]
+        assert sends[1].raw[:end] == sends[0].raw[:end]
+        assert b["messages"][: len(a["messages"])] == a["messages"]
+
+
+def test_recall_settings_are_read_from_flags_environment_and_toml(tmp_path):
+    assert load_config({}, environ={"CONTEXTFOLD_RECALL": "1", "CONTEXTFOLD_RECALL_ROUNDS": "5"}).recall_rounds == 5
+    assert load_config({}, environ={"CONTEXTFOLD_RECALL": "true"}).recall is True
+    f = tmp_path / "c.toml"
+    f.write_text("[compaction]\nrecall = true\nrecall_rounds = 2\n")
+    cfg = load_config({}, config_file=f, environ={})
+    assert cfg.recall is True and cfg.recall_rounds == 2
+    with pytest.raises(ValueError, match="recall_rounds"):
+        ServeConfig(recall_rounds=0)
+    with pytest.raises(ValueError, match="recall must be true or false"):
+        ServeConfig(recall="yes")  # type: ignore[arg-type]
+
+
+def test_a_fold_remembers_whether_it_was_made_recoverable():
+    fold = Fold("k", 3, b"{}", 1, 3, "summarize", recall=True)
+    assert Fold.from_bytes(fold.to_bytes()).recall is True
+    # (A fold stored by an earlier version has no such field: not recoverable.)
+    old = fold.to_bytes().replace(b', "recall": true', b"")
+    assert Fold.from_bytes(old).recall is False
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_a_streamed_turn_is_read_back_as_the_response_it_streams(api):
+    for reply in (_call(api, {"id": "cf0123456789ab", "offset": 7}), _text(api)):
+        rebuilt = response_of(api, _sse(api, reply), True)
+        plain = response_of(api, json.dumps(reply).encode(), False)
+        assert _turn(api, rebuilt) == _turn(api, plain)
