@@ -6,7 +6,7 @@ kept across it and with a new one per compaction (a caller that keeps none).
 
     python tools/loop_report.py                 # the four probe sets, ../shared/data
     python tools/loop_report.py --formats       # per wire format: reading the turns vs merging
-    python tools/loop_report.py --proxy         # the loop through the proxy's request path
+    python tools/loop_report.py --proxy         # the loop through the proxy's request path (and with --recall)
     python tools/loop_report.py --proxy --formats   # ... in each API the proxy serves
     python tools/loop_report.py --interleaved   # many conversations through one Compactor
 """
@@ -88,15 +88,17 @@ def through_proxy(data: Path) -> None:
     """Each set's loop through the proxy's request path (``proxy_loop``: the client sends its
     whole history, the proxy folds it) beside the loop with one Compactor: facts kept on the last
     body sent, probes with half their facts, compactions."""
-    print("| probes | loop, one Compactor | loop through the proxy | compactions (loop / proxy) |")
-    print("| --- | --- | --- | --- |")
+    print("| probes | loop, one Compactor | loop through the proxy | ... with `--recall` "
+          "| compactions (loop / proxy / with `--recall`) |")
+    print("| --- | --- | --- | --- | --- |")
     for name, files in SETS.items():
         fixtures = load_fixtures([PROBES / f for f in files], data_dir=data)
-        kept = {"loop": [0, 0, 0], "proxy": [0, 0, 0]}
+        kept = {"loop": [0, 0, 0], "proxy": [0, 0, 0], "recall": [0, 0, 0]}
         total = 0
         for fx in fixtures:
             budget = _tokens(naive_cut(fx.messages), fx)
-            runs = {"loop": agent_loop(fx, budget=budget, min_free_share=0.0), "proxy": proxy_loop(fx, budget=budget)}
+            runs = {"loop": agent_loop(fx, budget=budget, min_free_share=0.0), "proxy": proxy_loop(fx, budget=budget),
+                    "recall": proxy_loop(fx, budget=budget, recall=True)}
             for key, (out, n) in runs.items():
                 text = visible_text(out, fx.system)
                 kept[key][2] += n
@@ -105,8 +107,9 @@ def through_proxy(data: Path) -> None:
                     kept[key][0] += sum(seen)
                     kept[key][1] += 2 * sum(seen) >= len(seen)
             total += sum(len(p.expected_facts) for p in fx.probes)
-        cells = [f"{kept[k][0]} of {total} ({kept[k][1]} with half)" for k in ("loop", "proxy")]
-        print(f"| {name} | {cells[0]} | {cells[1]} | {kept['loop'][2]} / {kept['proxy'][2]} |", flush=True)
+        cells = [f"{kept[k][0]} of {total} ({kept[k][1]} with half)" for k in ("loop", "proxy", "recall")]
+        print(f"| {name} | {cells[0]} | {cells[1]} | {cells[2]} | {kept['loop'][2]} / {kept['proxy'][2]} / "
+              f"{kept['recall'][2]} |", flush=True)
 
 
 #: The proxy's route and a model it knows, per wire shape of the format scorecard (Bedrock has no

@@ -243,7 +243,10 @@ class Compactor(RecoverableFolds):
       recallable by a Compactor made later in the process); ``result.tools`` is then the tool list
       to send (yours plus ``contextfold_recall``, priced in the budget), ``answer(call)`` answers
       the model's recall call (pages of at most ``recall_max_tokens``) and ``recall(id)`` gives
-      the original back (see ``contextfold.recoverable``).
+      the original back (see ``contextfold.recoverable``). The compaction keeps room for one
+      recall round under the budget; ``recall_reserve=False`` leaves that room to the caller,
+      who has room beyond the budget (a proxy whose gate sits above its budget): on tight
+      budgets the round's room is a large share of what the summary would get.
     - The messages behind each summary the extractive digest writes are read again when a later
       compaction folds it: by this Compactor, and by a new one in the same process (a bounded
       memory of the process, ``fold_sources.PROCESS_MAX_SPANS``). With ``store`` given (shared
@@ -305,6 +308,7 @@ class Compactor(RecoverableFolds):
         recoverable: bool = False,
         store: ContentStore | None = None,
         recall_max_tokens: int | None = None,
+        recall_reserve: bool = True,
         repair: bool = False,
         cache_aware: bool = False,
         cache_prices: Prices | None = None,
@@ -367,7 +371,7 @@ class Compactor(RecoverableFolds):
         self._window = cfg.context_window
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
         self._backoff_below: int | None = None
-        self._init_recall(recoverable, store, recall_max_tokens, repair)
+        self._init_recall(recoverable, store, recall_max_tokens, repair, recall_reserve)
         # The plan's fixed knobs, checked and built once (the core's `CompactionOptions`): each
         # compaction passes only what changes per call.
         self._options = self.config.plan_options(recoverable=self.recoverable)
@@ -685,7 +689,7 @@ class Compactor(RecoverableFolds):
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
-        if self.recoverable:
+        if self.recoverable and self.recall_reserve:
             # Room for one recall round (the call and its answer) after the compaction.
             effective = max(1, effective - self._recall_reserve(effective, small_page=small_page))
         tail, summary_tokens, block = self._sizes(effective)

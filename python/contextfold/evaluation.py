@@ -556,14 +556,15 @@ def agent_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, 
 
 
 def proxy_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, api: str = "chat",
-               model: str | None = None) -> tuple[list[Any], int]:
+               model: str | None = None, recall: bool = False) -> tuple[list[Any], int]:
     """``fixture``'s conversation sent round by round through the compacting proxy's request
     path (``contextfold serve``'s ``Folder``, in process): the client sends its whole history
     every turn, the proxy compacts it to ``budget`` (tokens) when it passes ``trigger`` times the
     budget and sends the fold it made in later turns. ``api`` is the proxy's route (``chat``,
     ``responses``, ``anthropic``, ``gemini``): the fixture's messages and tools are in its wire
     format, and its system prompt goes where that API takes it; ``model`` the model the
-    requests name. The history of the last body the proxy would forward, and the number of
+    requests name; ``recall``: the proxy's ``--recall`` (recoverable folds, the recall tool
+    offered). The history of the last body the proxy would forward, and the number of
     compactions."""
     from contextfold.serve.apis import API_BY_NAME
     from contextfold.serve.config import ServeConfig
@@ -571,7 +572,8 @@ def proxy_loop(fixture: Fixture, *, budget: int, trigger: float = LOOP_TRIGGER, 
     from contextfold.serve.folding import Folder
 
     route = API_BY_NAME[api]
-    folder = Folder(ServeConfig(budget=budget, trigger=max(budget, int(budget * trigger))), MemoryFoldCache())
+    folder = Folder(ServeConfig(budget=budget, trigger=max(budget, int(budget * trigger)), recall=recall),
+                    MemoryFoldCache())
     msgs = list(fixture.messages)
     fields: dict[str, Any] = {} if model is None or api == "gemini" else {"model": model}
     if fixture.tools:

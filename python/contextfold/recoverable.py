@@ -62,15 +62,16 @@ class RecoverableFolds:
     wire_format: Any
 
     def _init_recall(self, recoverable: bool, store: ContentStore | None, recall_max_tokens: int | None,
-                     repair: bool) -> None:
-        if not isinstance(recoverable, bool) or not isinstance(repair, bool):
-            raise TypeError("recoverable and repair must be True or False")
+                     repair: bool, recall_reserve: bool = True) -> None:
+        if not isinstance(recoverable, bool) or not isinstance(repair, bool) or not isinstance(recall_reserve, bool):
+            raise TypeError("recoverable, recall_reserve and repair must be True or False")
         if store is not None and not isinstance(store, ContentStore):
             raise TypeError(f"store must have put(id, text) and get(id), got {type(store).__name__}")
         if recall_max_tokens is not None and (
                 isinstance(recall_max_tokens, bool) or not isinstance(recall_max_tokens, int) or recall_max_tokens < 16):
             raise ValueError(f"recall_max_tokens must be an int >= 16, got {recall_max_tokens!r}")
         self.recoverable = recoverable
+        self.recall_reserve = recall_reserve
         # (Without one: the process's own, so an id stays recallable by the next Compactor made.)
         self.store: ContentStore = store if store is not None else default_content_store()
         self.repair = repair

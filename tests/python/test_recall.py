@@ -544,3 +544,25 @@ def test_a_compactor_pickled_to_another_process_takes_no_texts_of_the_process_st
     assert original.encode() not in blob and json.dumps(original)[1:-1].encode() not in blob
     # (In this process, the copy's store is the process's own again.)
     assert pickle.loads(blob).store is cf.default_content_store()
+
+
+def test_without_the_recall_reserve_the_room_kept_for_a_round_goes_to_the_history():
+    from contextfold.recall import declares_recall, page_tokens
+    from contextfold.recoverable import RECALL_ROUND_OVERHEAD
+
+    checked = 0
+    for conv in load_conversations(LOCAL, "mini-swe-agent-gemini3")[:6]:
+        msgs = conv["messages"]
+        budget = cf.estimate(msgs) // 3
+        kept = cf.Compactor(budget=budget, recoverable=True, min_free_share=0.0).compact(msgs)
+        given = cf.Compactor(budget=budget, recoverable=True, recall_reserve=False, min_free_share=0.0).compact(msgs)
+        if not kept.changed or not given.changed:
+            continue
+        checked += 1
+        # Kept: one round's room (a page and the call) stays free under the budget.
+        assert budget - kept.tokens_after >= page_tokens(budget) + RECALL_ROUND_OVERHEAD - 16
+        # Given: the history takes it, and what it folds is still recallable.
+        assert given.tokens_after > kept.tokens_after and given.tokens_after <= budget
+        assert declares_recall(given.tools)
+        assert re.search(r"id=cf[0-9a-f]{12}", json.dumps(given.messages))
+    assert checked >= 4, checked

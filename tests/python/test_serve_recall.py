@@ -280,7 +280,8 @@ def _setup(api: str) -> tuple[list[Any], str | None, int]:
 def test_the_proxy_answers_the_models_recall_calls_and_the_pages_are_the_original_byte_for_byte(api, stream):
     history, system, budget = _setup(api)
     model = ScriptedModel(api, stream=stream)
-    cfg = ServeConfig(budget=budget, trigger=int(budget * 1.3), recall=True, recall_rounds=64)
+    # (The gate at twice the budget, as the proxy's default: the room for the rounds between.)
+    cfg = ServeConfig(budget=budget, trigger=budget * 2, recall=True, recall_rounds=64)
     with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, **{
             k: getattr(cfg, k) for k in ("budget", "trigger", "recall", "recall_rounds")})) as proxy:
         text = _send(api, proxy.url, history, system, _tools(api), stream)
@@ -347,8 +348,8 @@ def test_once_its_rounds_are_spent_the_model_is_told_so_and_one_that_insists_get
 def test_pages_stop_where_the_room_under_the_gate_ends_and_the_note_follows():
     history, system, budget = _setup("chat")
     model = ScriptedModel("chat", stream=False, pages=None)
-    # The gate one token above the budget: the room is what the compaction kept for recall.
-    trigger = budget + 1
+    # The gate a few pages (a tenth of the budget each) above the budget.
+    trigger = int(budget * 1.3)
     with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=trigger,
                                                                  recall=True, recall_rounds=50)) as proxy:
         assert _send("chat", proxy.url, history, system, _tools("chat"), False) == DONE

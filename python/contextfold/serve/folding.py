@@ -378,7 +378,9 @@ class Folder:
                 summarizer=self.summarizer,
                 system=pricing.system, tools=pricing.tools, response_format=pricing.response_format,
                 wire_format=api.wire_format,  # type: ignore[arg-type]
-                recoverable=self.store is not None and not declares_recall(pricing.tools), store=self.store)
+                recoverable=self.store is not None and not declares_recall(pricing.tools), store=self.store,
+                # The recall rounds go in the room between the budget and the gate.
+                recall_reserve=False)
             # The fold carries this conversation's spans; the process's memory would only hold
             # many clients' messages alive.
             compactor.sources.shared = False
