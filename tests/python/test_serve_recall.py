@@ -423,3 +423,23 @@ def test_a_streamed_turn_is_read_back_as_the_response_it_streams(api):
         rebuilt = response_of(api, _sse(api, reply), True)
         plain = response_of(api, json.dumps(reply).encode(), False)
         assert _turn(api, rebuilt) == _turn(api, plain)
+
+
+def test_a_restarted_proxy_answers_a_recall_of_a_fold_made_before_from_redis(redis_url):
+    history, system, budget = _setup("chat")
+    cfg = {"budget": budget, "trigger": budget * 2, "recall": True, "redis": redis_url}
+    model = ScriptedModel("chat", stream=False, pages=1)
+    with RecordingUpstream(model) as up:
+        with ProxyServer(ServeConfig(upstream=up.url, **cfg)) as proxy:
+            assert _send("chat", proxy.url, history, system, _tools("chat"), False) == DONE
+        first = [json.loads(s.raw) for s in up.seen]
+        up.seen.clear()
+        later = history + [{"role": "assistant", "content": DONE}, {"role": "user", "content": "Go on."}]
+        with ProxyServer(ServeConfig(upstream=up.url, **cfg)) as proxy:
+            assert _send("chat", proxy.url, later, system, _tools("chat"), False) == DONE
+        again = [json.loads(s.raw) for s in up.seen]
+    # The new process found the fold (same bytes) and answered the same id from Redis.
+    assert again[0]["messages"][: len(first[0]["messages"])] == first[0]["messages"]
+    assert model.recalled[0] == model.recalled[-1]
+    assert _last_answer("chat", again[1]) == _last_answer("chat", first[1])
+    assert "not found" not in _last_answer("chat", again[1]).splitlines()[0]
