@@ -37,6 +37,8 @@ ID = re.compile(r"id=(cf[0-9a-f]{12})")
 MORE = re.compile(r"more: offset=(\d+)\]")
 #: The scripted model's last words, once it has read a fold to its end.
 DONE = "I have read the folded turns again."
+#: What it says before each recall call.
+INTRO = "Let me look at what was folded. "
 SHAPE = {"chat": "openai", "responses": "responses", "anthropic": "anthropic", "gemini": "gemini"}
 FORMAT = {"chat": "chat", "responses": "responses", "anthropic": "anthropic", "gemini": "gemini"}
 
@@ -78,23 +80,26 @@ def _call(api: str, args: dict[str, Any]) -> Any:
     if api == "chat":
         return {"id": "chatcmpl-r", "object": "chat.completion", "created": 1, "model": "gpt-4o",
                 "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
-                             "message": {"role": "assistant", "content": None, "refusal": None,
+                             "message": {"role": "assistant", "content": INTRO, "refusal": None,
                                          "tool_calls": [{"id": "call_r", "type": "function",
                                                          "function": {"name": RECALL, "arguments": arguments}}]}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 9, "total_tokens": 109}}
     if api == "responses":
         return {"id": "resp_r", "object": "response", "created_at": 1, "status": "completed", "model": "gpt-4o",
-                "output": [{"type": "function_call", "id": "fc_r", "call_id": "call_r", "name": RECALL,
+                "output": [{"type": "message", "id": "msg_i", "role": "assistant", "status": "completed",
+                            "content": [{"type": "output_text", "text": INTRO, "annotations": []}]},
+                           {"type": "function_call", "id": "fc_r", "call_id": "call_r", "name": RECALL,
                             "arguments": arguments, "status": "completed"}],
                 "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
                 "usage": {"input_tokens": 100, "output_tokens": 9, "total_tokens": 109,
                           "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
     if api == "anthropic":
         return {"id": "msg_r", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-                "content": [{"type": "text", "text": "Let me look at what was folded."},
+                "content": [{"type": "text", "text": INTRO},
                             {"type": "tool_use", "id": "toolu_r", "name": RECALL, "input": args}],
                 "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 9}}
-    return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": RECALL, "args": args}}]},
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": INTRO},
+                                                                   {"functionCall": {"name": RECALL, "args": args}}]},
                             "finishReason": "STOP", "index": 0}],
             "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 9, "totalTokenCount": 109}}
 
@@ -147,9 +152,41 @@ def _sse(api: str, response: Any) -> bytes:
         return ("".join(out) + "data: [DONE]\n\n").encode()
     if api == "responses":
         started = {**response, "status": "in_progress", "output": []}
-        return (ev({"type": "response.created", "sequence_number": 0, "response": started}, "response.created")
-                + ev({"type": "response.completed", "sequence_number": 1, "response": response},
-                     "response.completed")).encode()
+        out = [ev({"type": "response.created", "sequence_number": 0, "response": started}, "response.created"),
+               ev({"type": "response.in_progress", "sequence_number": 1, "response": started}, "response.in_progress")]
+        for i, item in enumerate(response["output"]):
+            n = len(out)
+            opened = {**item, "status": "in_progress"}
+            if item["type"] == "message":
+                opened["content"] = []
+            else:
+                opened["arguments"] = ""
+            out.append(ev({"type": "response.output_item.added", "sequence_number": n, "output_index": i,
+                           "item": opened}, "response.output_item.added"))
+            if item["type"] == "message":
+                text = item["content"][0]["text"]
+                out.append(ev({"type": "response.content_part.added", "sequence_number": n + 1, "output_index": i,
+                               "item_id": item["id"], "content_index": 0,
+                               "part": {"type": "output_text", "text": "", "annotations": []}},
+                              "response.content_part.added"))
+                out.append(ev({"type": "response.output_text.delta", "sequence_number": n + 2, "output_index": i,
+                               "item_id": item["id"], "content_index": 0, "delta": text, "logprobs": []},
+                              "response.output_text.delta"))
+                out.append(ev({"type": "response.output_text.done", "sequence_number": n + 3, "output_index": i,
+                               "item_id": item["id"], "content_index": 0, "text": text, "logprobs": []},
+                              "response.output_text.done"))
+                out.append(ev({"type": "response.content_part.done", "sequence_number": n + 4, "output_index": i,
+                               "item_id": item["id"], "content_index": 0, "part": item["content"][0]},
+                              "response.content_part.done"))
+            else:
+                out.append(ev({"type": "response.function_call_arguments.delta", "sequence_number": n + 1,
+                               "output_index": i, "item_id": item["id"], "delta": item["arguments"]},
+                              "response.function_call_arguments.delta"))
+            out.append(ev({"type": "response.output_item.done", "sequence_number": len(out), "output_index": i,
+                           "item": item}, "response.output_item.done"))
+        out.append(ev({"type": "response.completed", "sequence_number": len(out), "response": response},
+                      "response.completed"))
+        return "".join(out).encode()
     if api == "anthropic":
         out = [ev({"type": "message_start", "message": {**response, "content": [], "stop_reason": None}}, "message_start")]
         for i, block in enumerate(response["content"]):
@@ -170,7 +207,10 @@ def _sse(api: str, response: Any) -> bytes:
                        "usage": {"output_tokens": 9}}, "message_delta"))
         out.append(ev({"type": "message_stop"}, "message_stop"))
         return "".join(out).encode()
-    return ("data: " + json.dumps(response) + "\r\n\r\n").encode()
+    # Gemini: a chunk per part (the text, then the call), each a whole response.
+    cand = response["candidates"][0]
+    return "".join("data: " + json.dumps({**response, "candidates": [{**cand, "content": {"role": "model", "parts": [p]}}]})
+                   + "\r\n\r\n" for p in cand["content"]["parts"]).encode()
 
 
 class ScriptedModel:
@@ -285,8 +325,9 @@ def test_the_proxy_answers_the_models_recall_calls_and_the_pages_are_the_origina
     with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, **{
             k: getattr(cfg, k) for k in ("budget", "trigger", "recall", "recall_rounds")})) as proxy:
         text = _send(api, proxy.url, history, system, _tools(api), stream)
-        # The client gets the model's final turn; the recall rounds stayed behind the proxy.
-        assert text == DONE
+        # The client gets the model's final turn; the recall rounds stayed behind the proxy (a
+        # stream sends the text of each round as it came, then the final turn's).
+        assert text == (INTRO * 3 + DONE if stream else DONE)
         seen = [json.loads(s.raw) for s in up.seen]
         assert len(seen) >= 2 and model.recalled, "the model was not offered a fold to recall"
         first = seen[0]
@@ -443,3 +484,65 @@ def test_a_restarted_proxy_answers_a_recall_of_a_fold_made_before_from_redis(red
     assert model.recalled[0] == model.recalled[-1]
     assert _last_answer("chat", again[1]) == _last_answer("chat", first[1])
     assert "not found" not in _last_answer("chat", again[1]).splitlines()[0]
+
+
+def test_a_streamed_round_reaches_the_client_as_it_comes_up_to_its_tool_call():
+    """The upstream sends the model's first words and waits until the client has them before it
+    sends the recall call: a proxy that held the whole turn would leave the client waiting."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    history, system, budget = _setup("chat")
+    got_first = threading.Event()
+    waited: list[bool] = []
+    seen: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers["content-length"]))
+            seen.append(raw)
+            body = json.loads(raw)
+            ids = ID.findall(raw.decode())
+            first_round = _declares("chat", body) and ids and _last_answer("chat", body) is None
+            events = _sse("chat", _call("chat", {"id": ids[0]}) if first_round else _text("chat")).split(b"\n\n")
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+
+            def chunk(data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            if first_round:
+                chunk(b"\n\n".join(events[:3]) + b"\n\n")  # the role, then the first words in two pieces
+                waited.append(got_first.wait(10))
+                chunk(b"\n\n".join(events[3:]))
+            else:
+                chunk(b"\n\n".join(events))
+            self.wfile.write(b"0\r\n\r\n")
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        with ProxyServer(ServeConfig(upstream=f"http://127.0.0.1:{httpd.server_address[1]}", budget=budget,
+                                     trigger=budget * 2, recall=True)) as proxy:
+            client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+            text = ""
+            for c in client.chat.completions.create(model="gpt-4o", messages=history, tools=_tools("chat"), stream=True):
+                text += (c.choices[0].delta.content or "") if c.choices else ""
+                if text:
+                    got_first.set()  # only reachable if the first words came while the upstream waited
+            client.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert waited == [True]
+    assert len(seen) == 2 and text == INTRO + DONE

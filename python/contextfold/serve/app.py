@@ -37,7 +37,15 @@ from contextfold.serve.config import ServeConfig
 from contextfold.serve.fold_cache import FoldCache, MemoryFoldCache, RedisFoldCache
 from contextfold.serve.folding import Conversation, Folder, Outcome
 from contextfold.serve.metrics import Metrics
-from contextfold.serve.recall_loop import RecallRoute, extended, recall_round, response_of
+from contextfold.serve.recall_loop import (
+    RecallRound,
+    RecallRoute,
+    StreamRelay,
+    extended,
+    recall_round,
+    response_of,
+    split_events,
+)
 from contextfold.session import prompt_tokens_of
 
 __all__ = ["create_app", "route_of"]
@@ -278,51 +286,57 @@ class _Proxy:
     async def _recalling(self, api: Api, method: str, url: str, headers: list[tuple[str, str]], outcome: Outcome,
                          route: RecallRoute, base: str, added: float, read: float) -> Response:
         """Send a body that carries the recall tool and answer the model's recall calls
-        (``recall_loop``): each response is read whole; the first that calls no recall (or the
-        last allowed) goes back to the client as the upstream wrote it."""
-        assert self.client is not None and self.folder.store is not None
+        (``recall_loop``). A JSON response is read whole: the first that calls no recall (or the
+        last allowed) goes back as the upstream wrote it. A stream is relayed as it comes up to
+        a tool call's first event (``_recall_stream``)."""
+        assert self.client is not None
+        try:
+            resp = await self.client.send(self.client.build_request(method, url, headers=headers, content=outcome.body),
+                                          stream=True)
+        except httpx.TransportError as e:
+            self.metrics.upstream_error()
+            log.warning("upstream %s unreachable: %s", base, type(e).__name__)
+            return self._error(api, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
+        self._count(api, outcome)
+        out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP and k.lower() != "content-encoding"}
+        out_headers.update(self._headers(outcome))
+        out_headers["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
+        out_headers["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
+        if resp.status_code < 300 and resp.headers.get("content-type", "").startswith("text/event-stream"):
+            return StreamingResponse(self._recall_stream(api, method, url, headers, outcome, route, base, resp),
+                                     status_code=resp.status_code, headers=out_headers)
         body, rounds, told = outcome.body, 0, False
-        loop = asyncio.get_running_loop()
         while True:
             try:
-                resp = await self.client.send(self.client.build_request(method, url, headers=headers, content=body),
-                                              stream=True)
                 try:
                     data = await resp.aread()
                 finally:
                     await resp.aclose()
             except httpx.TransportError as e:
                 self.metrics.upstream_error()
-                log.warning("upstream %s unreachable or broke off: %s", base, type(e).__name__)
-                return self._error(api, 502, f"upstream {base} unreachable or broke off: {type(e).__name__}",
+                log.warning("upstream %s broke off its response: %s", base, type(e).__name__)
+                return self._error(api, 502, f"upstream {base} broke off its response: {type(e).__name__}",
                                    "bad_gateway", outcome)
-            streamed = resp.headers.get("content-type", "").startswith("text/event-stream")
-            if rounds == 0:
-                self._count(api, outcome)
-                if resp.status_code < 300:
-                    # Only the first response's usage is of the request priced.
-                    tap = _UsageTap()
-                    if streamed:
-                        tap.feed(data)
-                        tap.finish()
-                    else:
-                        tap.read_json(data)
-                    self._calibrate(outcome.conversation, tap)
+            if rounds == 0 and not told and resp.status_code < 300:
+                # Only the first response's usage is of the request priced.
+                tap = _UsageTap()
+                tap.read_json(data)
+                self._calibrate(outcome.conversation, tap)
             if resp.status_code >= 300 or told:
                 break
-            parsed = response_of(api.name, data, streamed)
-            got = await loop.run_in_executor(self.workers, functools.partial(
-                recall_round, api.name, api.provider, parsed, self.folder.store, route,
-                rounds=self.config.recall_rounds, spent=rounds >= self.config.recall_rounds))
+            got = await self._round(api, response_of(api.name, data, False), route, rounds)
             if got is None:
                 break
             body, end = extended(body, route.history_end, got.messages)
             route = RecallRoute(end, route.page_tokens, route.room - got.tokens, route.model)
-            if got.paged:
-                rounds += 1
-                self.metrics.recall(api.name)
-            else:
-                told = True
+            rounds, told = (rounds + 1, False) if got.paged else (rounds, True)
+            try:
+                resp = await self.client.send(self.client.build_request(method, url, headers=headers, content=body),
+                                              stream=True)
+            except httpx.TransportError as e:
+                self.metrics.upstream_error()
+                log.warning("upstream %s unreachable: %s", base, type(e).__name__)
+                return self._error(api, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
         out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP and k.lower() != "content-encoding"}
         out_headers.update(self._headers(outcome))
         out_headers["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
@@ -331,6 +345,71 @@ class _Proxy:
         if told:
             out_headers["x-contextfold-recall-spent"] = "1"
         return Response(data, status_code=resp.status_code, headers=out_headers)
+
+    async def _round(self, api: Api, response: Any, route: RecallRoute, rounds: int) -> RecallRound | None:
+        """The answered round for ``response``'s recall calls (None: it calls none); the note that
+        recall is spent once ``rounds`` reached ``--recall-rounds``. Counted when paged."""
+        assert self.folder.store is not None
+        got = await asyncio.get_running_loop().run_in_executor(self.workers, functools.partial(
+            recall_round, api.name, api.provider, response, self.folder.store, route,
+            rounds=self.config.recall_rounds, spent=rounds >= self.config.recall_rounds))
+        if got is not None and got.paged:
+            self.metrics.recall(api.name)
+        return got
+
+    async def _recall_stream(self, api: Api, method: str, url: str, headers: list[tuple[str, str]], outcome: Outcome,
+                             route: RecallRoute, base: str, resp: httpx.Response) -> AsyncIterator[bytes]:
+        """The streamed rounds of a body that carries the recall tool, as one stream to the
+        client (``StreamRelay``): each round's events go out as they come up to a tool call's
+        first one; a round that calls recall is answered and the next round's events continue
+        the stream."""
+        assert self.client is not None
+        relay = StreamRelay(api.name)
+        body, rounds, told = outcome.body, 0, False
+        try:
+            while True:
+                pending = b""
+                async for chunk in resp.aiter_raw():
+                    events, pending = split_events(pending + chunk)
+                    for event in events:
+                        if out := relay.feed(event):
+                            yield out
+                await resp.aclose()
+                if pending.strip():
+                    if out := relay.feed(pending):
+                        yield out
+                data = relay.round_data()
+                if relay.rounds == 0:
+                    tap = _UsageTap()
+                    tap.feed(data)
+                    tap.finish()
+                    self._calibrate(outcome.conversation, tap)
+                parsed = response_of(api.name, data, True)
+                got = None if told else await self._round(api, parsed, route, rounds)
+                if got is None:
+                    if held := relay.end(False):
+                        yield held
+                    return
+                relay.end(True, parsed)
+                body, end = extended(body, route.history_end, got.messages)
+                route = RecallRoute(end, route.page_tokens, route.room - got.tokens, route.model)
+                rounds, told = (rounds + 1, False) if got.paged else (rounds, True)
+                resp = await self.client.send(self.client.build_request(method, url, headers=headers, content=body),
+                                              stream=True)
+                if resp.status_code >= 300 or not resp.headers.get("content-type", "").startswith("text/event-stream"):
+                    # The stream to the client has begun: the failed round ends it with an error
+                    # event its SDK raises.
+                    await resp.aread()
+                    self.metrics.upstream_error()
+                    yield api.stream_error(f"upstream {base} answered a recall round with status {resp.status_code}",
+                                           "bad_gateway")
+                    return
+        except httpx.TransportError as e:
+            self.metrics.upstream_error()
+            log.warning("upstream %s broke off its stream: %s", base, type(e).__name__)
+            yield api.stream_error(f"upstream {base} broke off its stream: {type(e).__name__}", "bad_gateway")
+        finally:
+            await resp.aclose()
 
     def _count(self, api: Api, outcome: Outcome) -> None:
         self.metrics.request(api.name, "compacted" if outcome.compacted else "forwarded")

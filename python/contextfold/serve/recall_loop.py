@@ -12,9 +12,13 @@ the room under the gate are spent, a further call is answered with a note saying
 then answers from what it has); a model that calls again after the note gets its turn returned
 as it is.
 
-A response is read whole to know whether it calls the tool, so a streamed response to a body
-that carries the tool is relayed once it has ended (its events unchanged): the price of offering
-recall through a proxy. Bodies without a recoverable fold stream through as before.
+A streamed response is relayed as it comes until the event that starts a tool call; from there
+the proxy holds its events to the end of the turn (``StreamRelay``). A turn that calls no recall
+then has its held events sent unchanged: the client got the very bytes the upstream sent, the
+tool calls' events only later. A turn that calls recall has its held events dropped, and the
+next round's events follow the text already sent, renumbered to continue it (Anthropic's content
+block indices, the Responses API's output indices and sequence numbers), so the SDK reads one
+turn. A JSON response is read whole.
 
 The model's turn is appended as the API returned it (reasoning and thinking blocks, thought
 signatures included, which the providers require back unchanged) less any call of the client's
@@ -25,14 +29,15 @@ what it recalled.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.recall import RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, malformed_text, read_calls
 
-__all__ = ["RecallRoute", "RecallRound", "extended", "recall_round", "response_of"]
+__all__ = ["RecallRoute", "RecallRound", "StreamRelay", "extended", "recall_round", "response_of", "split_events"]
 
 #: Tokens an answer takes besides its page (the header line and the result's envelope), and a
 #: recall call in the model's turn: kept free in the room before a page is sized.
@@ -269,3 +274,141 @@ def extended(body: bytes, end: int, messages: list[Any]) -> tuple[bytes, int]:
     added = b"".join(b"," + json.dumps(m, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
                      for m in messages)
     return body[:end] + added + body[end:], end + len(added)
+
+
+# -- streams -------------------------------------------------------------------------------------
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
+def split_events(data: bytes) -> tuple[list[bytes], bytes]:
+    """The complete SSE events in ``data`` (each with its blank line) and the bytes after them."""
+    events: list[bytes] = []
+    at = 0
+    for m in _EVENT_END.finditer(data):
+        events.append(data[at: m.end()])
+        at = m.end()
+    return events, data[at:]
+
+
+def _payload(event: bytes) -> Any:
+    """An event's ``data:`` JSON (its lines joined), or None."""
+    lines = [ln[5:].strip() for ln in event.splitlines() if ln.startswith(b"data:")]
+    if not lines:
+        return None
+    try:
+        return json.loads(b"\n".join(lines))
+    except ValueError:
+        return None
+
+
+def _with_payload(event: bytes, payload: Any) -> bytes:
+    """``event`` with its data replaced by ``payload`` (other lines, such as ``event:``, kept)."""
+    kept = [ln for ln in event.splitlines() if ln and not ln.startswith(b"data:")]
+    return b"\n".join([*kept, b"data: " + json.dumps(payload, separators=(",", ":")).encode()]) + b"\n\n"
+
+
+def _starts_call(api: str, payload: Any) -> bool:
+    """Whether a stream event starts a tool call (of any tool): from there a turn is held."""
+    if not isinstance(payload, dict):
+        return False
+    if api == "chat":
+        return any(isinstance(c, dict) and (c.get("delta") or {}).get("tool_calls") for c in payload.get("choices") or ())
+    if api == "responses":
+        kind = payload.get("type")
+        if kind == "response.output_item.added":
+            return (payload.get("item") or {}).get("type") == "function_call"
+        # (A stream whose items were not announced: its final response holds the calls.)
+        return kind in ("response.completed", "response.incomplete") and any(
+            isinstance(i, dict) and i.get("type") == "function_call" for i in (payload.get("response") or {}).get("output") or ())
+    if api == "anthropic":
+        return payload.get("type") == "content_block_start" and (payload.get("content_block") or {}).get("type") == "tool_use"
+    return any(isinstance(p, dict) and "functionCall" in p for c in (payload.get("candidates") or ())[:1]
+               for p in (c.get("content") or {}).get("parts") or ())
+
+
+@dataclass(slots=True)
+class StreamRelay:
+    """What a streamed request's rounds send the client: each round's events up to the one that
+    starts a tool call go out at once, the rest are held until the round ends (``end``). From the
+    second round on, events are renumbered to continue what was sent: Anthropic's
+    ``message_start`` is dropped and block indices shifted; the Responses API's
+    ``response.created`` / ``in_progress`` are dropped, output indices and sequence numbers
+    shifted, and the final response lists the items sent before."""
+
+    api: str
+    rounds: int = 0
+    #: Of the rounds before this one: content blocks / output items sent, the next sequence number,
+    #: and (Responses) the items sent.
+    blocks: int = 0
+    items: int = 0
+    seq: int = 0
+    sent_items: list[Any] = field(default_factory=list)
+    #: This round: every event as the upstream sent it, the held ones (rewritten), counts sent.
+    raw: list[bytes] = field(default_factory=list)
+    held: list[bytes] = field(default_factory=list)
+    round_blocks: int = 0
+    round_items: int = 0
+    last_seq: int = -1
+
+    def feed(self, event: bytes) -> bytes:
+        """The bytes to send the client now for one upstream ``event`` (b"" when it is held or
+        dropped)."""
+        self.raw.append(event)
+        payload = _payload(event)
+        out = event if self.rounds == 0 else self._rewritten(event, payload)
+        if self.held or _starts_call(self.api, payload):
+            if out:
+                self.held.append(out)
+            return b""
+        if isinstance(payload, dict):
+            kind = payload.get("type")
+            if kind == "content_block_start":
+                self.round_blocks += 1
+            elif kind == "response.output_item.added":
+                self.round_items += 1
+            if isinstance(payload.get("sequence_number"), int):
+                self.last_seq = payload["sequence_number"] + (self.seq if self.rounds else 0)
+        return out
+
+    def _rewritten(self, event: bytes, payload: Any) -> bytes:
+        if not isinstance(payload, dict) or self.api in ("chat", "gemini"):
+            return event
+        kind = payload.get("type")
+        if self.api == "anthropic":
+            if kind == "message_start":
+                return b""
+            if isinstance(payload.get("index"), int):
+                return _with_payload(event, {**payload, "index": payload["index"] + self.blocks})
+            return event
+        if kind in ("response.created", "response.in_progress"):
+            return b""
+        new = dict(payload)
+        if isinstance(new.get("output_index"), int):
+            new["output_index"] += self.items
+        if isinstance(new.get("sequence_number"), int):
+            new["sequence_number"] += self.seq
+        if isinstance(new.get("response"), dict) and isinstance(new["response"].get("output"), list):
+            new["response"] = {**new["response"], "output": [*self.sent_items, *new["response"]["output"]]}
+        return _with_payload(event, new) if new != payload else event
+
+    def round_data(self) -> bytes:
+        """This round's events as the upstream sent them."""
+        return b"".join(self.raw)
+
+    def end(self, recalled: bool, response: Any = None) -> bytes:
+        """End the round: the held bytes to send when the turn called no recall (``recalled``
+        False), else b"" and the next round continues what was sent (``response``: this
+        round's response as one object, whose first items were sent)."""
+        held = b"".join(self.held)
+        if recalled:
+            self.blocks += self.round_blocks
+            if self.api == "responses" and isinstance(response, dict):
+                output = [i for i in response.get("output") or () if isinstance(i, dict)]
+                self.sent_items += output[: self.round_items]
+            self.items += self.round_items
+            self.seq = self.last_seq + 1
+            self.rounds += 1
+        self.raw, self.held = [], []
+        self.round_blocks = self.round_items = 0
+        return b"" if recalled else held
