@@ -29,8 +29,8 @@ def encode(body: dict, style: int) -> bytes:
 @given(history, history, st.integers(0, 2), st.booleans())
 def test_offsets_and_appended_messages_are_exact(first, more, style, key_first):
     def body(msgs: list) -> dict:
-        return {"messages": msgs, "model": "m", "stream": False} if key_first else \
-            {"max_tokens": 9, "messages": msgs, "system": "s\u00e9"}
+        return {"messages": msgs, "model": "m", "tools": [{"name": "t\u00e9"}], "stream": False} if key_first else \
+            {"max_tokens": 9, "tools": None, "messages": msgs, "system": "s\u00e9"}
 
     raw = encode(body(first), style)
     scanned = scan_body(raw, "messages")
@@ -45,6 +45,11 @@ def test_offsets_and_appended_messages_are_exact(first, more, style, key_first):
     assert appended.messages == more
     assert {**scanned.before, **appended.after} == {k: v for k, v in body([]).items() if k != "messages"}
     assert appended.end == scan_body(longer, "messages").offsets[-1]
+    # Each other field's value sits at its span's bytes (where the proxy adds its recall tool).
+    fields = {k: v for k, v in body(first).items() if k != "messages"}
+    assert {k: json.loads(raw[a:b]) for k, (a, b) in scanned.spans.items()} == fields
+    assert {k: json.loads(longer[a:b]) for k, (a, b) in appended.spans.items()} == appended.after
+    assert raw[scanned.open - 1: scanned.open] == b"{"
 
 
 @pytest.mark.parametrize("raw", [b"[1]", b'{"messages": [1,', b'{"messages": []} x', b"\xff", b'{"a" 1}'])

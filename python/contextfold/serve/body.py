@@ -190,11 +190,17 @@ def scan_body(raw: bytes, key: str) -> ScannedBody:
         if i >= len(text) or text[i] != ",":
             raise BodyError(f"expected ',' or '}}' at character {i}")
         i = _skip(text, i + 1)
-    spans = _byte_spans(text, value_marks)
     if history is None:
-        return ScannedBody(fields, None, -1, [], before, spans, opened)
-    converted = _byte_offsets(text, marks)
-    return ScannedBody(fields, history, converted[0], converted[1:], before, spans, opened)
+        return ScannedBody(fields, None, -1, [], before, _byte_spans(text, value_marks), opened)
+    # One pass converts every offset (a non-ASCII body is walked once): the fields before the
+    # array, its marks, the fields after it, in the order they appear.
+    flat = [c for span in value_marks.values() for c in span]
+    cut = sum(1 for c in flat if c < start)
+    converted = _byte_offsets(text, flat[:cut] + marks + flat[cut:])
+    values = converted[:cut] + converted[cut + len(marks):]
+    spans = {k: (values[2 * j], values[2 * j + 1]) for j, k in enumerate(value_marks)}
+    history_marks = converted[cut: cut + len(marks)]
+    return ScannedBody(fields, history, history_marks[0], history_marks[1:], before, spans, opened)
 
 
 def scan_appended(raw: bytes, end: int) -> Appended:
