@@ -546,3 +546,28 @@ def test_a_streamed_round_reaches_the_client_as_it_comes_up_to_its_tool_call():
         httpd.server_close()
     assert waited == [True]
     assert len(seen) == 2 and text == INTRO + DONE
+
+
+def test_a_recall_turn_goes_back_in_a_form_the_api_takes_stored_or_not():
+    # Responses: a reasoning item is found by id only when the response was stored: without its
+    # encrypted content it is left out; a function call goes by its call_id alone (with the
+    # output item's id the API wants its reasoning item beside it); a message as its text.
+    args = json.dumps({"id": "cf0123456789ab"})
+    out = {"output": [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAA"},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": INTRO, "annotations": []}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": RECALL, "arguments": args,
+         "status": "completed"},
+        {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "bash", "arguments": "{}"}]}
+    assert _turn("responses", out) == [
+        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAA"},
+        {"role": "assistant", "content": INTRO},
+        {"type": "function_call", "call_id": "call_1", "name": RECALL, "arguments": args}]
+    # Chat: DeepSeek's thinking mode wants reasoning_content back within a tool-calling turn.
+    chat = _call("chat", {"id": "cf0123456789ab"})
+    chat["choices"][0]["message"]["reasoning_content"] = "I should look."
+    (turn,) = _turn("chat", chat)
+    assert turn["reasoning_content"] == "I should look." and turn["tool_calls"][0]["function"]["name"] == RECALL
+    assert "refusal" not in turn

@@ -96,6 +96,7 @@ def _events(data: bytes) -> list[Any]:
 
 def _chat_stream(events: list[Any]) -> dict[str, Any]:
     content: list[str] = []
+    reasoning: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     for ev in events:
         for choice in ev.get("choices") or ():
@@ -104,6 +105,8 @@ def _chat_stream(events: list[Any]) -> dict[str, Any]:
             delta = choice.get("delta") or {}
             if isinstance(delta.get("content"), str):
                 content.append(delta["content"])
+            if isinstance(delta.get("reasoning_content"), str):
+                reasoning.append(delta["reasoning_content"])
             for tc in delta.get("tool_calls") or ():
                 slot = calls.setdefault(int(tc.get("index", 0)), {"id": "", "type": "function",
                                                                   "function": {"name": "", "arguments": ""}})
@@ -113,6 +116,8 @@ def _chat_stream(events: list[Any]) -> dict[str, Any]:
                 slot["function"]["name"] += fn.get("name") or ""
                 slot["function"]["arguments"] += fn.get("arguments") or ""
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    if reasoning:
+        message["reasoning_content"] = "".join(reasoning)
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     return {"choices": [{"index": 0, "message": message}]}
@@ -209,16 +214,20 @@ def _turn(api: str, response: Any) -> list[Any]:
         calls = [c for c in msg.get("tool_calls") or () if _is_recall_call(api, c)]
         if not calls:
             return []
-        # Only the fields a request's assistant message takes (a response adds refusal, annotations...).
-        return [{"role": "assistant", "content": msg.get("content"),
-                 "tool_calls": [{"id": c.get("id"), "type": "function",
-                                 "function": {"name": RECALL_TOOL, "arguments": c["function"].get("arguments", "")}}
-                                for c in calls]}]
+        # Only the fields a request's assistant message takes (a response adds refusal, annotations...);
+        # reasoning_content too, which DeepSeek's thinking mode wants back within a tool-calling turn.
+        turn: dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
+        if isinstance(msg.get("reasoning_content"), str):
+            turn["reasoning_content"] = msg["reasoning_content"]
+        turn["tool_calls"] = [{"id": c.get("id"), "type": "function",
+                               "function": {"name": RECALL_TOOL, "arguments": c["function"].get("arguments", "")}}
+                              for c in calls]
+        return [turn]
     if api == "responses":
         items = [i for i in response.get("output") or () if isinstance(i, dict)]
         if not any(_is_recall_call(api, i) for i in items):
             return []
-        return [i for i in items if not _is_other_call(api, i)]
+        return [r for i in items if not _is_other_call(api, i) and (r := _responses_input(i)) is not None]
     if api == "anthropic":
         blocks = response.get("content")
         if not isinstance(blocks, list) or not any(_is_recall_call(api, b) for b in blocks):
@@ -230,6 +239,24 @@ def _turn(api: str, response: Any) -> list[Any]:
     if not isinstance(parts, list) or not any(_is_recall_call(api, p) for p in parts):
         return []
     return [{"role": "model", "parts": [p for p in parts if not _is_other_call(api, p)]}]
+
+
+def _responses_input(item: dict[str, Any]) -> Any:
+    """A Responses output item as an input item that stands alone, whether the upstream stored
+    the response or not (``store: false``): a reasoning item only with its
+    ``encrypted_content`` (by id alone it is found only when stored), a function call by its
+    ``call_id`` (with the output item's id it would need its reasoning item beside it), a
+    message as its text."""
+    kind = item.get("type")
+    if kind == "reasoning":
+        return item if item.get("encrypted_content") else None
+    if kind == "function_call":
+        return {"type": "function_call", "call_id": item.get("call_id"), "name": item.get("name"),
+                "arguments": item.get("arguments", "")}
+    if kind == "message":
+        text = "".join(p.get("text", "") for p in item.get("content") or () if isinstance(p, dict))
+        return {"role": "assistant", "content": text} if text else None
+    return item
 
 
 def recall_round(api: str, provider: str, response: Any, store: ContentStore, route: RecallRoute, *,
