@@ -1109,7 +1109,16 @@ pub fn render_except(
         let items: Vec<String> = chosen
             .iter()
             .filter(|i| i.kind == kind)
-            .map(|i| i.text.replace(", ", ","))
+            // A comma-space inside an item would read as two items in a `, ` list; an error's
+            // list is split by ` | `, so its text stays as it was written (an error is quoted
+            // to be matched: "22 queries executed, 25 expected").
+            .map(|i| {
+                if kind == Kind::Error {
+                    i.text.clone()
+                } else {
+                    i.text.replace(", ", ",")
+                }
+            })
             .collect();
         if items.is_empty() {
             continue;
@@ -1795,6 +1804,28 @@ mod tests {
             ["KeyError: 'user_id' (in `load`)"]
         );
         as_first_written(&[text]);
+    }
+
+    #[test]
+    fn an_error_item_is_rendered_as_written_and_read_back_whole() {
+        // Errors are listed apart by ` | `: a comma-space of their own stays, so the quote can be
+        // matched ("executed, 25" was written "executed,25").
+        let est = Estimator::new(Provider::OpenAI, "");
+        let mut c = Collector::default();
+        c.scan(
+            "AssertionError: 22 queries executed, 25 expected\nsee a/b.py, c/d.py",
+            1.0,
+            1.0,
+        );
+        let text = render(&c.ranked(), &est, 500);
+        assert!(
+            text.contains("AssertionError: 22 queries executed, 25 expected"),
+            "{text}"
+        );
+        assert!(parse(&text).contains(&(
+            Kind::Error,
+            "AssertionError: 22 queries executed, 25 expected".to_string()
+        )));
     }
 
     #[test]
