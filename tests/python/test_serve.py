@@ -13,7 +13,6 @@ import logging
 import socket
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from contextfold import _core
 from contextfold.serve.config import ServeConfig, load_config
 from contextfold.serve.fold_cache import Fold, MemoryFoldCache, RedisFoldCache
 
-from proxy_support import ProxyServer, RecordingUpstream, json_answer
+from proxy_support import LoopbackHandler, ProxyServer, RecordingUpstream, json_answer, loopback
 from replay_server import exchange
 from transcripts import LOCAL, load_conversations
 
@@ -541,17 +540,6 @@ def test_config_reads_flags_over_environment_over_toml(tmp_path):
     assert MemoryFoldCache().sizes("x") == []
 
 
-class LoopbackHandler(BaseHTTPRequestHandler):
-    """A loopback upstream's handler: HTTP/1.1, each write sent at once (no Nagle delay), no
-    log lines."""
-
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_google_genai_sdk_through_the_proxy(stream):
     genai = pytest.importorskip("google.genai", reason="google-genai not installed")
@@ -586,34 +574,19 @@ def test_a_stream_passes_through_unbuffered():
     class Handler(LoopbackHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["content-length"]))
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
-
-            def chunk(data: bytes) -> None:
-                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
-
-            chunk((events[0] + "\n\n").encode())
+            self.start_chunked()
+            self.chunk((events[0] + "\n\n").encode())
             waited.append(got_first.wait(10))
-            chunk(("\n\n".join(events[1:])).encode())
-            self.wfile.write(b"0\r\n\r\n")
+            self.chunk(("\n\n".join(events[1:])).encode())
+            self.end_chunked()
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        with ProxyServer(config(f"http://127.0.0.1:{httpd.server_address[1]}", context_window=128_000)) as proxy:
-            client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0)
-            chunks = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
-                                                    stream=True)
-            first = next(iter(chunks))
-            got_first.set()  # only reachable if the first event arrived while the upstream waited
-            rest = "".join((c.choices[0].delta.content or "") for c in chunks if c.choices)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with loopback(Handler) as url, ProxyServer(config(url, context_window=128_000)) as proxy:
+        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+        chunks = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
+                                                stream=True)
+        first = next(iter(chunks))
+        got_first.set()  # only reachable if the first event arrived while the upstream waited
+        rest = "".join((c.choices[0].delta.content or "") for c in chunks if c.choices)
     assert first.choices[0].delta.role == "assistant"
     assert waited == [True]
     assert "Paris" in rest
@@ -711,28 +684,23 @@ def stalling_upstream(content_type: str, first: bytes, length: int | None = None
     class Handler(LoopbackHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["content-length"]))
-            self.send_response(200)
-            self.send_header("content-type", content_type)
             if length is None:
-                self.send_header("transfer-encoding", "chunked")
-                self.end_headers()
-                self.wfile.write(f"{len(first):x}\r\n".encode() + first + b"\r\n")
+                self.start_chunked(content_type)
+                self.chunk(first)
             else:
+                self.send_response(200)
+                self.send_header("content-type", content_type)
                 self.send_header("content-length", str(length))
                 self.end_headers()
                 self.wfile.write(first)
-            self.wfile.flush()
+                self.wfile.flush()
             release.wait(30)
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        release.set()
-        httpd.shutdown()
-        httpd.server_close()
+    with loopback(Handler) as url:
+        try:
+            yield url
+        finally:
+            release.set()
 
 
 def _upstream_errors(proxy: ProxyServer) -> int:

@@ -26,9 +26,10 @@ from contextfold.serve.apis import API_BY_NAME
 from contextfold.serve.body import scan_body
 from contextfold.serve.config import ServeConfig, load_config
 from contextfold.serve.fold_cache import Fold
-from contextfold.serve.recall_loop import _turn, response_of
+from contextfold.serve.recall_loop import _turn, response_of, stream_response
+from contextfold.serve.sse import payloads
 
-from proxy_support import ProxyServer, RecordingUpstream
+from proxy_support import LoopbackHandler, ProxyServer, RecordingUpstream, loopback
 from transcripts import LOCAL, load_conversations
 from wire_shapes import convert
 
@@ -461,8 +462,8 @@ def test_a_fold_remembers_whether_it_was_made_recoverable():
 @pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
 def test_a_streamed_turn_is_read_back_as_the_response_it_streams(api):
     for reply in (_call(api, {"id": "cf0123456789ab", "offset": 7}), _text(api)):
-        rebuilt = response_of(api, _sse(api, reply), True)
-        plain = response_of(api, json.dumps(reply).encode(), False)
+        rebuilt = stream_response(api, payloads(_sse(api, reply)))
+        plain = response_of(api, json.dumps(reply).encode())
         assert _turn(api, rebuilt) == _turn(api, plain)
 
 
@@ -490,20 +491,13 @@ def test_a_streamed_round_reaches_the_client_as_it_comes_up_to_its_tool_call():
     """The upstream sends the model's first words and waits until the client has them before it
     sends the recall call: a proxy that held the whole turn would leave the client waiting."""
     import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     history, system, budget = _setup("chat")
     got_first = threading.Event()
     waited: list[bool] = []
     seen: list[bytes] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(LoopbackHandler):
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers["content-length"]))
             seen.append(raw)
@@ -511,39 +505,24 @@ def test_a_streamed_round_reaches_the_client_as_it_comes_up_to_its_tool_call():
             ids = ID.findall(raw.decode())
             first_round = _declares("chat", body) and ids and _last_answer("chat", body) is None
             events = _sse("chat", _call("chat", {"id": ids[0]}) if first_round else _text("chat")).split(b"\n\n")
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
-
-            def chunk(data: bytes) -> None:
-                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
-
+            self.start_chunked()
             if first_round:
-                chunk(b"\n\n".join(events[:3]) + b"\n\n")  # the role, then the first words in two pieces
+                self.chunk(b"\n\n".join(events[:3]) + b"\n\n")  # the role, then the first words in two pieces
                 waited.append(got_first.wait(10))
-                chunk(b"\n\n".join(events[3:]))
+                self.chunk(b"\n\n".join(events[3:]))
             else:
-                chunk(b"\n\n".join(events))
-            self.wfile.write(b"0\r\n\r\n")
+                self.chunk(b"\n\n".join(events))
+            self.end_chunked()
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        with ProxyServer(ServeConfig(upstream=f"http://127.0.0.1:{httpd.server_address[1]}", budget=budget,
-                                     trigger=budget * 2, recall=True)) as proxy:
-            client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
-            text = ""
-            for c in client.chat.completions.create(model="gpt-4o", messages=history, tools=_tools("chat"), stream=True):
-                text += (c.choices[0].delta.content or "") if c.choices else ""
-                if text:
-                    got_first.set()  # only reachable if the first words came while the upstream waited
-            client.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with loopback(Handler) as url, ProxyServer(ServeConfig(upstream=url, budget=budget, trigger=budget * 2,
+                                                           recall=True)) as proxy:
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+        text = ""
+        for c in client.chat.completions.create(model="gpt-4o", messages=history, tools=_tools("chat"), stream=True):
+            text += (c.choices[0].delta.content or "") if c.choices else ""
+            if text:
+                got_first.set()  # only reachable if the first words came while the upstream waited
+        client.close()
     assert waited == [True]
     assert len(seen) == 2 and text == INTRO + DONE
 

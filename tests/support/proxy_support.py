@@ -4,10 +4,11 @@ bytes and headers included, and answers with recorded provider responses (``Reco
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -124,3 +125,41 @@ def json_answer(body: Any, status: int = 200, headers: dict[str, str] | None = N
     data = json.dumps(body).encode()
     h = {"content-type": "application/json", **(headers or {})}
     return lambda method, path, raw: (status, h, data)
+
+
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """A scripted upstream's handler: HTTP/1.1, each write sent at once (no Nagle delay), no log
+    lines; ``start_chunked`` / ``chunk`` / ``end_chunked`` write a chunked body piece by piece (a
+    stream the test paces)."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def start_chunked(self, content_type: str = "text/event-stream") -> None:
+        self.send_response(200)
+        self.send_header("content-type", content_type)
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+
+    def chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def end_chunked(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+
+
+@contextlib.contextmanager
+def loopback(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """The URL of a threaded loopback server answering with ``handler``, shut down on exit."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

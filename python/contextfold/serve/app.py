@@ -37,15 +37,8 @@ from contextfold.serve.config import ServeConfig
 from contextfold.serve.fold_cache import FoldCache, MemoryFoldCache, RedisFoldCache
 from contextfold.serve.folding import Conversation, Folder, Outcome
 from contextfold.serve.metrics import Metrics
-from contextfold.serve.recall_loop import (
-    RecallRound,
-    RecallRoute,
-    StreamRelay,
-    extended,
-    recall_round,
-    response_of,
-    split_events,
-)
+from contextfold.serve.recall_loop import RecallRequest, RecallRound, RecallRoute, StreamRelay, recall_round, response_of
+from contextfold.serve.sse import event_end, split_events
 from contextfold.session import prompt_tokens_of
 
 __all__ = ["create_app", "route_of"]
@@ -92,12 +85,6 @@ def _upstream_key(api: Api | None, path: str, headers: Headers) -> str:
     if path.startswith("/v1beta") or "/models/" in path and ":" in path:
         return "gemini"
     return "chat"
-
-
-def _event_end(data: bytes) -> int:
-    """The offset just past the last complete SSE event in ``data`` (its blank line: LF LF, CR LF
-    CR LF or CR CR), 0 when none is complete."""
-    return max((i + len(sep) for sep in (b"\n\n", b"\n\r\n", b"\r\r") if (i := data.rfind(sep)) >= 0), default=0)
 
 
 class _UsageTap:
@@ -211,27 +198,19 @@ class _Proxy:
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP and k.lower() != "accept-encoding"]
         # Identity, so the usage in the response can be read for calibration.
         headers.append(("accept-encoding", "identity"))
-        assert self.client is not None, "the app runs inside its lifespan"
-        upstream = self.client.build_request(request.method, url, headers=headers, content=outcome.body)
         added = time.perf_counter() - t1
         self.metrics.latency(added, compacted=outcome.compacted)
         if api is not None and outcome.recall is not None:
             return await self._recalling(api, request.method, url, headers, outcome, outcome.recall, base, added, t1 - t0)
         try:
-            resp = await self.client.send(upstream, stream=True)
+            resp = await self._send(request.method, url, headers, outcome.body)
         except httpx.TransportError as e:
-            self.metrics.upstream_error()
-            log.warning("upstream %s unreachable: %s", base, type(e).__name__)
-            return self._error(shape, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
+            return self._unreachable(shape, base, e, outcome)
         if api is not None:
             self._count(api, outcome)
-        out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP}
-        out_headers.update(self._headers(outcome))
-        # The proxy's own work (after the body arrived, before it left) and the body's arrival.
-        out_headers["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
-        out_headers["x-contextfold-read-ms"] = f"{(t1 - t0) * 1000:.3f}"
         tap = _UsageTap()
         if resp.headers.get("content-type", "").startswith("text/event-stream"):
+            out_headers = self._out_headers(resp, outcome, added, t1 - t0, decoded=False)
             return StreamingResponse(self._stream(resp, tap, outcome.conversation, shape, base),
                                      status_code=resp.status_code, headers=out_headers)
         try:
@@ -239,17 +218,14 @@ class _Proxy:
         except httpx.TransportError as e:
             # Headers came, then the body stalled past --timeout or was cut off: nothing has reached
             # the client yet, so it gets the same 502 as an upstream that never answered.
-            self.metrics.upstream_error()
-            log.warning("upstream %s broke off its response: %s", base, type(e).__name__)
-            return self._error(shape, 502, f"upstream {base} broke off its response: {type(e).__name__}",
-                               "bad_gateway", outcome)
+            return self._broke_off(shape, base, e, outcome)
         finally:
             await resp.aclose()
-        out_headers.pop("content-encoding", None)
         if resp.status_code < 300:
             tap.read_json(body)
             self._calibrate(outcome.conversation, tap)
-        return Response(body, status_code=resp.status_code, headers=out_headers)
+        return Response(body, status_code=resp.status_code,
+                        headers=self._out_headers(resp, outcome, added, t1 - t0, decoded=True))
 
     async def _stream(self, resp: httpx.Response, tap: _UsageTap, conv: Conversation | None, shape: Api,
                       base: str) -> AsyncIterator[bytes]:
@@ -262,7 +238,7 @@ class _Proxy:
                 tap.feed(chunk)
                 data = held + chunk if held else chunk
                 # An upstream that never ends an event (not SSE in truth) is relayed as it comes.
-                cut = len(data) if len(data) > _MAX_LINE else _event_end(data)
+                cut = len(data) if len(data) > _MAX_LINE else event_end(data)
                 held = data[cut:]
                 if cut:
                     yield data[:cut]
@@ -277,9 +253,7 @@ class _Proxy:
             # error event in the API's own stream shape, which its SDK raises as an error: a client
             # must not take a cut-off answer for a whole one, and an aborted connection would reach
             # it as a transport error naming no cause. The half-sent event is dropped.
-            self.metrics.upstream_error()
-            log.warning("upstream %s broke off its stream: %s", base, type(e).__name__)
-            yield shape.stream_error(f"upstream {base} broke off its stream: {type(e).__name__}", "bad_gateway")
+            yield self._stream_broke_off(shape, base, e)
         finally:
             await resp.aclose()
 
@@ -289,23 +263,17 @@ class _Proxy:
         (``recall_loop``). A JSON response is read whole: the first that calls no recall (or the
         last allowed) goes back as the upstream wrote it. A stream is relayed as it comes up to
         a tool call's first event (``_recall_stream``)."""
-        assert self.client is not None
+        req = RecallRequest(outcome.body, route)
         try:
-            resp = await self.client.send(self.client.build_request(method, url, headers=headers, content=outcome.body),
-                                          stream=True)
+            resp = await self._send(method, url, headers, req.body)
         except httpx.TransportError as e:
-            self.metrics.upstream_error()
-            log.warning("upstream %s unreachable: %s", base, type(e).__name__)
-            return self._error(api, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
+            return self._unreachable(api, base, e, outcome)
         self._count(api, outcome)
-        out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP and k.lower() != "content-encoding"}
-        out_headers.update(self._headers(outcome))
-        out_headers["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
-        out_headers["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
         if resp.status_code < 300 and resp.headers.get("content-type", "").startswith("text/event-stream"):
-            return StreamingResponse(self._recall_stream(api, method, url, headers, outcome, route, base, resp),
-                                     status_code=resp.status_code, headers=out_headers)
-        body, rounds, told = outcome.body, 0, False
+            return StreamingResponse(self._recall_stream(api, method, url, headers, outcome, req, base, resp),
+                                     status_code=resp.status_code,
+                                     headers=self._out_headers(resp, outcome, added, read, decoded=False))
+        first = True
         while True:
             try:
                 try:
@@ -313,59 +281,53 @@ class _Proxy:
                 finally:
                     await resp.aclose()
             except httpx.TransportError as e:
-                self.metrics.upstream_error()
-                log.warning("upstream %s broke off its response: %s", base, type(e).__name__)
-                return self._error(api, 502, f"upstream {base} broke off its response: {type(e).__name__}",
-                                   "bad_gateway", outcome)
-            if rounds == 0 and not told and resp.status_code < 300:
+                return self._broke_off(api, base, e, outcome)
+            if first and resp.status_code < 300:
                 # Only the first response's usage is of the request priced.
                 tap = _UsageTap()
                 tap.read_json(data)
                 self._calibrate(outcome.conversation, tap)
-            if resp.status_code >= 300 or told:
+            first = False
+            if resp.status_code >= 300 or req.told:
                 break
-            got = await self._round(api, response_of(api.name, data, False), route, rounds)
+            got = await self._round(api, response_of(api.name, data), req)
             if got is None:
                 break
-            body, end = extended(body, route.history_end, got.messages)
-            route = RecallRoute(end, route.page_tokens, route.room - got.tokens, route.model)
-            rounds, told = (rounds + 1, False) if got.paged else (rounds, True)
+            req.answered(got)
             try:
-                resp = await self.client.send(self.client.build_request(method, url, headers=headers, content=body),
-                                              stream=True)
+                resp = await self._send(method, url, headers, req.body)
             except httpx.TransportError as e:
-                self.metrics.upstream_error()
-                log.warning("upstream %s unreachable: %s", base, type(e).__name__)
-                return self._error(api, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
-        out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP and k.lower() != "content-encoding"}
-        out_headers.update(self._headers(outcome))
-        out_headers["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
-        out_headers["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
-        out_headers["x-contextfold-recall-rounds"] = str(rounds)
-        if told:
+                return self._unreachable(api, base, e, outcome)
+        out_headers = self._out_headers(resp, outcome, added, read, decoded=True)
+        out_headers["x-contextfold-recall-rounds"] = str(req.rounds)
+        if req.told:
             out_headers["x-contextfold-recall-spent"] = "1"
         return Response(data, status_code=resp.status_code, headers=out_headers)
 
-    async def _round(self, api: Api, response: Any, route: RecallRoute, rounds: int) -> RecallRound | None:
+    async def _send(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> httpx.Response:
+        """One request to the upstream, its response streamed (headers read, body not yet)."""
+        assert self.client is not None, "the app runs inside its lifespan"
+        return await self.client.send(self.client.build_request(method, url, headers=headers, content=body),
+                                      stream=True)
+
+    async def _round(self, api: Api, response: Any, req: RecallRequest) -> RecallRound | None:
         """The answered round for ``response``'s recall calls (None: it calls none); the note that
-        recall is spent once ``rounds`` reached ``--recall-rounds``. Counted when paged."""
+        recall is spent once ``req`` has had ``--recall-rounds`` rounds. Counted when paged."""
         assert self.folder.store is not None
         got = await asyncio.get_running_loop().run_in_executor(self.workers, functools.partial(
-            recall_round, api.name, api.provider, response, self.folder.store, route,
-            rounds=self.config.recall_rounds, spent=rounds >= self.config.recall_rounds))
+            recall_round, api.name, api.provider, response, self.folder.store, req.route,
+            rounds=self.config.recall_rounds, spent=req.rounds >= self.config.recall_rounds))
         if got is not None and got.paged:
             self.metrics.recall(api.name)
         return got
 
     async def _recall_stream(self, api: Api, method: str, url: str, headers: list[tuple[str, str]], outcome: Outcome,
-                             route: RecallRoute, base: str, resp: httpx.Response) -> AsyncIterator[bytes]:
+                             req: RecallRequest, base: str, resp: httpx.Response) -> AsyncIterator[bytes]:
         """The streamed rounds of a body that carries the recall tool, as one stream to the
         client (``StreamRelay``): each round's events go out as they come up to a tool call's
         first one; a round that calls recall is answered and the next round's events continue
         the stream."""
-        assert self.client is not None
         relay = StreamRelay(api.name)
-        body, rounds, told = outcome.body, 0, False
         try:
             while True:
                 pending = b""
@@ -378,24 +340,20 @@ class _Proxy:
                 if pending.strip():
                     if out := relay.feed(pending):
                         yield out
-                data = relay.round_data()
                 if relay.rounds == 0:
                     tap = _UsageTap()
-                    tap.feed(data)
+                    tap.feed(relay.round_data())
                     tap.finish()
                     self._calibrate(outcome.conversation, tap)
-                parsed = response_of(api.name, data, True)
-                got = None if told else await self._round(api, parsed, route, rounds)
+                parsed = relay.response()
+                got = None if req.told else await self._round(api, parsed, req)
                 if got is None:
                     if held := relay.end(False):
                         yield held
                     return
                 relay.end(True, parsed)
-                body, end = extended(body, route.history_end, got.messages)
-                route = RecallRoute(end, route.page_tokens, route.room - got.tokens, route.model)
-                rounds, told = (rounds + 1, False) if got.paged else (rounds, True)
-                resp = await self.client.send(self.client.build_request(method, url, headers=headers, content=body),
-                                              stream=True)
+                req.answered(got)
+                resp = await self._send(method, url, headers, req.body)
                 if resp.status_code >= 300 or not resp.headers.get("content-type", "").startswith("text/event-stream"):
                     # The stream to the client has begun: the failed round ends it with an error
                     # event its SDK raises.
@@ -405,11 +363,38 @@ class _Proxy:
                                            "bad_gateway")
                     return
         except httpx.TransportError as e:
-            self.metrics.upstream_error()
-            log.warning("upstream %s broke off its stream: %s", base, type(e).__name__)
-            yield api.stream_error(f"upstream {base} broke off its stream: {type(e).__name__}", "bad_gateway")
+            yield self._stream_broke_off(api, base, e)
         finally:
             await resp.aclose()
+
+    def _out_headers(self, resp: httpx.Response, outcome: Outcome, added: float, read: float, *,
+                     decoded: bool) -> dict[str, str]:
+        """The upstream's response headers as relayed (hop-by-hop dropped; content-encoding too
+        for a body read whole, ``decoded``, which httpx has decoded; a stream is relayed raw),
+        with the proxy's own: what it did, its own work (after the body arrived, before it left)
+        and the body's arrival (milliseconds)."""
+        out = {k: v for k, v in resp.headers.items()
+               if k.lower() not in _HOP and not (decoded and k.lower() == "content-encoding")}
+        out.update(self._headers(outcome))
+        out["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
+        out["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
+        return out
+
+    def _unreachable(self, shape: Api, base: str, e: Exception, outcome: Outcome) -> Response:
+        self.metrics.upstream_error()
+        log.warning("upstream %s unreachable: %s", base, type(e).__name__)
+        return self._error(shape, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
+
+    def _broke_off(self, shape: Api, base: str, e: Exception, outcome: Outcome) -> Response:
+        self.metrics.upstream_error()
+        log.warning("upstream %s broke off its response: %s", base, type(e).__name__)
+        return self._error(shape, 502, f"upstream {base} broke off its response: {type(e).__name__}", "bad_gateway",
+                           outcome)
+
+    def _stream_broke_off(self, shape: Api, base: str, e: Exception) -> bytes:
+        self.metrics.upstream_error()
+        log.warning("upstream %s broke off its stream: %s", base, type(e).__name__)
+        return shape.stream_error(f"upstream {base} broke off its stream: {type(e).__name__}", "bad_gateway")
 
     def _count(self, api: Api, outcome: Outcome) -> None:
         self.metrics.request(api.name, "compacted" if outcome.compacted else "forwarded")

@@ -16,6 +16,7 @@ upstream sees is byte-identical turn after turn until the next compaction.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -203,6 +204,13 @@ def _taken_sources(sources: FoldSources, folded: list[Any], given: list[Any]
 
 def _dumps(message: Any) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+@functools.cache
+def _recall_tool_bytes(wire_format: str) -> bytes:
+    """The recall tool's declaration in ``wire_format``, as the bytes spliced into ``tools``
+    (made once: every turn of a recoverable fold sends them)."""
+    return _dumps(recall_tool(wire_format))
 
 
 def _edited(raw: bytes, edits: list[tuple[int, int, bytes]]) -> bytes:
@@ -482,9 +490,9 @@ class Folder:
         edits = [(rec.start + 1, rec.fold_offset, fold.payload + b",")]
         if not self._offers_recall(fold, pricing):
             return _edited(raw, edits), None
-        tool = _dumps(recall_tool(api.wire_format))
+        tool = _recall_tool_bytes(api.wire_format)
         span = rec.spans.get("tools")
-        value = (rec.before | rec.after).get("tools")
+        value = rec.after["tools"] if "tools" in rec.after else rec.before.get("tools")
         if span is None:
             edits.append((rec.open, rec.open, b'"tools":[' + tool + b"],"))
         elif isinstance(value, list):

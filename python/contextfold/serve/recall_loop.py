@@ -29,20 +29,20 @@ what it recalled.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.recall import RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, malformed_text, read_calls
+from contextfold.serve.sse import payload, with_payload
 
-__all__ = ["RecallRoute", "RecallRound", "StreamRelay", "extended", "recall_round", "response_of", "split_events"]
+__all__ = ["RecallRequest", "RecallRoute", "RecallRound", "StreamRelay", "extended", "recall_round", "response_of",
+           "stream_response"]
 
-#: Tokens an answer takes besides its page (the header line and the result's envelope), and a
-#: recall call in the model's turn: kept free in the room before a page is sized.
+#: Tokens an answer takes besides its page (the header line and the result's envelope): kept free
+#: in the room before a page is sized.
 ANSWER_OVERHEAD = 60
-CALL_TOKENS = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,23 +78,7 @@ class RecallRoute:
 # -- the response as one JSON object -------------------------------------------------------------
 
 
-def _events(data: bytes) -> list[Any]:
-    """The JSON payloads of an SSE stream's ``data:`` lines (others, and ``[DONE]``, skipped)."""
-    out: list[Any] = []
-    for line in data.splitlines():
-        if not line.startswith(b"data:"):
-            continue
-        text = line[5:].strip()
-        if not text or text == b"[DONE]":
-            continue
-        try:
-            out.append(json.loads(text))
-        except ValueError:
-            continue
-    return out
-
-
-def _chat_stream(events: list[Any]) -> dict[str, Any]:
+def _chat_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
@@ -123,7 +107,7 @@ def _chat_stream(events: list[Any]) -> dict[str, Any]:
     return {"choices": [{"index": 0, "message": message}]}
 
 
-def _anthropic_stream(events: list[Any]) -> dict[str, Any]:
+def _anthropic_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
     for ev in events:
@@ -151,7 +135,7 @@ def _anthropic_stream(events: list[Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": [blocks[i] for i in sorted(blocks)]}
 
 
-def _gemini_stream(events: list[Any]) -> dict[str, Any]:
+def _gemini_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
     parts: list[Any] = []
     for ev in events:
         for cand in (ev.get("candidates") or ())[:1]:
@@ -159,15 +143,17 @@ def _gemini_stream(events: list[Any]) -> dict[str, Any]:
     return {"candidates": [{"content": {"role": "model", "parts": parts}}]}
 
 
-def response_of(api: str, data: bytes, streamed: bool) -> Any:
-    """The response ``data`` of API ``api`` as the one JSON object a non-streamed call returns
-    (rebuilt from its events when ``streamed``), or None when it cannot be read."""
-    if not streamed:
-        try:
-            return json.loads(data)
-        except ValueError:
-            return None
-    events = [e for e in _events(data) if isinstance(e, dict)]
+def response_of(api: str, data: bytes) -> Any:
+    """A JSON response ``data`` of API ``api``, or None when it cannot be read."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def stream_response(api: str, events: list[dict[str, Any]]) -> Any:
+    """A streamed response (its events' JSON objects, ``sse.payloads``) as the one JSON object a
+    non-streamed call of API ``api`` returns, or None when it cannot be rebuilt."""
     if api == "chat":
         return _chat_stream(events)
     if api == "responses":
@@ -295,6 +281,27 @@ def recall_round(api: str, provider: str, response: Any, store: ContentStore, ro
                        paged)
 
 
+@dataclass(slots=True)
+class RecallRequest:
+    """One request's rounds: the ``body`` sent last, where its history ends and its room
+    (``route``), the rounds answered with pages, and whether the model was told recall is spent
+    (``told``: its next turn goes back as it is)."""
+
+    body: bytes
+    route: RecallRoute
+    rounds: int = 0
+    told: bool = False
+
+    def answered(self, got: RecallRound) -> None:
+        """Append ``got``'s messages to the body for the next round."""
+        self.body, end = extended(self.body, self.route.history_end, got.messages)
+        self.route = replace(self.route, history_end=end, room=self.route.room - got.tokens)
+        if got.paged:
+            self.rounds += 1
+        else:
+            self.told = True
+
+
 def extended(body: bytes, end: int, messages: list[Any]) -> tuple[bytes, int]:
     """``body`` with ``messages`` appended to its history, which ends at byte ``end``; and the
     offset where the extended history ends."""
@@ -305,52 +312,23 @@ def extended(body: bytes, end: int, messages: list[Any]) -> tuple[bytes, int]:
 
 # -- streams -------------------------------------------------------------------------------------
 
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-
-
-def split_events(data: bytes) -> tuple[list[bytes], bytes]:
-    """The complete SSE events in ``data`` (each with its blank line) and the bytes after them."""
-    events: list[bytes] = []
-    at = 0
-    for m in _EVENT_END.finditer(data):
-        events.append(data[at: m.end()])
-        at = m.end()
-    return events, data[at:]
-
-
-def _payload(event: bytes) -> Any:
-    """An event's ``data:`` JSON (its lines joined), or None."""
-    lines = [ln[5:].strip() for ln in event.splitlines() if ln.startswith(b"data:")]
-    if not lines:
-        return None
-    try:
-        return json.loads(b"\n".join(lines))
-    except ValueError:
-        return None
-
-
-def _with_payload(event: bytes, payload: Any) -> bytes:
-    """``event`` with its data replaced by ``payload`` (other lines, such as ``event:``, kept)."""
-    kept = [ln for ln in event.splitlines() if ln and not ln.startswith(b"data:")]
-    return b"\n".join([*kept, b"data: " + json.dumps(payload, separators=(",", ":")).encode()]) + b"\n\n"
-
-
-def _starts_call(api: str, payload: Any) -> bool:
-    """Whether a stream event starts a tool call (of any tool): from there a turn is held."""
-    if not isinstance(payload, dict):
+def _starts_call(api: str, ev: Any) -> bool:
+    """Whether a stream event (its JSON) starts a tool call (of any tool): from there a turn is
+    held."""
+    if not isinstance(ev, dict):
         return False
     if api == "chat":
-        return any(isinstance(c, dict) and (c.get("delta") or {}).get("tool_calls") for c in payload.get("choices") or ())
+        return any(isinstance(c, dict) and (c.get("delta") or {}).get("tool_calls") for c in ev.get("choices") or ())
     if api == "responses":
-        kind = payload.get("type")
+        kind = ev.get("type")
         if kind == "response.output_item.added":
-            return (payload.get("item") or {}).get("type") == "function_call"
+            return (ev.get("item") or {}).get("type") == "function_call"
         # (A stream whose items were not announced: its final response holds the calls.)
         return kind in ("response.completed", "response.incomplete") and any(
-            isinstance(i, dict) and i.get("type") == "function_call" for i in (payload.get("response") or {}).get("output") or ())
+            isinstance(i, dict) and i.get("type") == "function_call" for i in (ev.get("response") or {}).get("output") or ())
     if api == "anthropic":
-        return payload.get("type") == "content_block_start" and (payload.get("content_block") or {}).get("type") == "tool_use"
-    return any(isinstance(p, dict) and "functionCall" in p for c in (payload.get("candidates") or ())[:1]
+        return ev.get("type") == "content_block_start" and (ev.get("content_block") or {}).get("type") == "tool_use"
+    return any(isinstance(p, dict) and "functionCall" in p for c in (ev.get("candidates") or ())[:1]
                for p in (c.get("content") or {}).get("parts") or ())
 
 
@@ -361,7 +339,8 @@ class StreamRelay:
     second round on, events are renumbered to continue what was sent: Anthropic's
     ``message_start`` is dropped and block indices shifted; the Responses API's
     ``response.created`` / ``in_progress`` are dropped, output indices and sequence numbers
-    shifted, and the final response lists the items sent before."""
+    shifted, and the final response lists the items sent before. Each event's JSON is read once
+    (``feed``) and serves both the relay and the round's response (``response``)."""
 
     api: str
     rounds: int = 0
@@ -371,8 +350,10 @@ class StreamRelay:
     items: int = 0
     seq: int = 0
     sent_items: list[Any] = field(default_factory=list)
-    #: This round: every event as the upstream sent it, the held ones (rewritten), counts sent.
+    #: This round: every event as the upstream sent it and its JSON, the held ones (rewritten),
+    #: counts sent.
     raw: list[bytes] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
     held: list[bytes] = field(default_factory=list)
     round_blocks: int = 0
     round_items: int = 0
@@ -382,46 +363,52 @@ class StreamRelay:
         """The bytes to send the client now for one upstream ``event`` (b"" when it is held or
         dropped)."""
         self.raw.append(event)
-        payload = _payload(event)
-        out = event if self.rounds == 0 else self._rewritten(event, payload)
-        if self.held or _starts_call(self.api, payload):
+        ev = payload(event)
+        if isinstance(ev, dict):
+            self.events.append(ev)
+        out = event if self.rounds == 0 else self._rewritten(event, ev)
+        if self.held or _starts_call(self.api, ev):
             if out:
                 self.held.append(out)
             return b""
-        if isinstance(payload, dict):
-            kind = payload.get("type")
+        if isinstance(ev, dict):
+            kind = ev.get("type")
             if kind == "content_block_start":
                 self.round_blocks += 1
             elif kind == "response.output_item.added":
                 self.round_items += 1
-            if isinstance(payload.get("sequence_number"), int):
-                self.last_seq = payload["sequence_number"] + (self.seq if self.rounds else 0)
+            if isinstance(ev.get("sequence_number"), int):
+                self.last_seq = ev["sequence_number"] + (self.seq if self.rounds else 0)
         return out
 
-    def _rewritten(self, event: bytes, payload: Any) -> bytes:
-        if not isinstance(payload, dict) or self.api in ("chat", "gemini"):
+    def _rewritten(self, event: bytes, ev: Any) -> bytes:
+        if not isinstance(ev, dict) or self.api in ("chat", "gemini"):
             return event
-        kind = payload.get("type")
+        kind = ev.get("type")
         if self.api == "anthropic":
             if kind == "message_start":
                 return b""
-            if isinstance(payload.get("index"), int):
-                return _with_payload(event, {**payload, "index": payload["index"] + self.blocks})
+            if isinstance(ev.get("index"), int):
+                return with_payload(event, {**ev, "index": ev["index"] + self.blocks})
             return event
         if kind in ("response.created", "response.in_progress"):
             return b""
-        new = dict(payload)
+        new = dict(ev)
         if isinstance(new.get("output_index"), int):
             new["output_index"] += self.items
         if isinstance(new.get("sequence_number"), int):
             new["sequence_number"] += self.seq
         if isinstance(new.get("response"), dict) and isinstance(new["response"].get("output"), list):
             new["response"] = {**new["response"], "output": [*self.sent_items, *new["response"]["output"]]}
-        return _with_payload(event, new) if new != payload else event
+        return with_payload(event, new) if new != ev else event
 
     def round_data(self) -> bytes:
         """This round's events as the upstream sent them."""
         return b"".join(self.raw)
+
+    def response(self) -> Any:
+        """This round's response as one JSON object (``stream_response``)."""
+        return stream_response(self.api, self.events)
 
     def end(self, recalled: bool, response: Any = None) -> bytes:
         """End the round: the held bytes to send when the turn called no recall (``recalled``
@@ -436,6 +423,6 @@ class StreamRelay:
             self.items += self.round_items
             self.seq = self.last_seq + 1
             self.rounds += 1
-        self.raw, self.held = [], []
+        self.raw, self.events, self.held = [], [], []
         self.round_blocks = self.round_items = 0
         return b"" if recalled else held
