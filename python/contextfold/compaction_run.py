@@ -53,6 +53,9 @@ class CompactionRun:
     #: How many messages the pending last turn holds (calls awaiting their results, which
     #: repair leaves as they are): the end of the history, the same in its compaction.
     pending_tail: int = 0
+    #: A recoverable run that keeps room for a recall round: a fold that cannot name its id
+    #: fails the run, and the run without that room is tried (``Compactor._steps``).
+    recover_only: bool = False
 
     def __post_init__(self) -> None:
         self.original = self.msgs

@@ -25,7 +25,7 @@ from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig, parse_keep
 from contextfold.content_store import ContentStore
 from contextfold.cost import Prices
-from contextfold.degrade import bare_history, budget_error, degrade, liftable
+from contextfold.degrade import bare_history, budget_error, degrade, floor_tokens, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.compaction_run import CompactionRun, Draft
 from contextfold.errors import CompactionBudgetError, CompactionError
@@ -53,6 +53,9 @@ __all__ = [
 ]
 
 Strategy = Literal["mask", "summarize", "hybrid"]
+
+#: The room a recoverable compaction keeps for one recall round (``Compactor._steps``).
+RoundRoom = Literal["page", "smallest", "none"]
 
 #: Default budget: this share of the gate's trigger, so a compaction leaves room for many turns
 #: before the gate fires again (the remedy of compaction repeating every few turns).
@@ -596,26 +599,33 @@ class Compactor(RecoverableFolds):
         """The state machine of one compaction (``_run_steps``). With ``recoverable``, a history
         whose floor fits the budget but not beside the room kept for a recall round of
         ``recall_max_tokens`` is compacted beside the room of the smallest page
-        (``MIN_RECALL_PAGE_TOKENS``), and ``.notes`` says so: raising is for what cannot fit."""
-        if not self.recoverable:
-            return (yield from self._run_steps(messages, small_page=False))
+        (``MIN_RECALL_PAGE_TOKENS``); where even that misses, with no room kept (an answer then
+        goes over the budget by its size). ``.notes`` says which: raising is for what cannot
+        fit beside nothing at all."""
+        if not (self.recoverable and self.recall_reserve):
+            return (yield from self._run_steps(messages, round_room="page"))
         try:
-            return (yield from self._run_steps(messages, small_page=False))
+            return (yield from self._run_steps(messages, round_room="page"))
         except CompactionBudgetError as e:
             first = e
-        # (Where even that room misses, the error names it, as the first did.)
-        result = yield from self._run_steps(messages, small_page=True)
-        note = (f"room kept for a recall round of {MIN_RECALL_PAGE_TOKENS} tokens only: beside a round of "
-                f"recall_max_tokens, {first}")
+        try:
+            result = yield from self._run_steps(messages, round_room="smallest")
+            note = (f"room kept for a recall round of {MIN_RECALL_PAGE_TOKENS} tokens only: beside a round of "
+                    f"recall_max_tokens, {first}")
+        except CompactionBudgetError as e:
+            # (Where the history does not fit beside nothing either, the error names it.)
+            result = yield from self._run_steps(messages, round_room="none")
+            note = (f"no room kept for a recall round: an answer goes over the budget by its size (beside a "
+                    f"round of {MIN_RECALL_PAGE_TOKENS} tokens, {e})")
         return dataclasses.replace(result, notes=(*result.notes, note))
 
-    def _run_steps(self, messages: Sequence[Any], *, small_page: bool) -> Generator[
+    def _run_steps(self, messages: Sequence[Any], *, round_room: RoundRoom) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The state machine of one compaction: under budget, mask, degrade, summarize. Yields
         ``(summarizer, request)`` and is sent the ``SummaryResult``; returns the result.
-        ``small_page``: the room kept for a recall round (``recoverable``) is that of the
-        smallest page."""
-        run = self._start(messages, small_page=small_page)
+        ``round_room``: the room kept for a recall round (``recoverable``): that of a page of
+        ``recall_max_tokens``, of the smallest page, or none."""
+        run = self._start(messages, round_room=round_room)
         result = yield from self._compacted(run)
         run.refuse_inherited(result)
         return result
@@ -674,7 +684,7 @@ class Compactor(RecoverableFolds):
                 raise
             return bare
 
-    def _start(self, messages: Sequence[Any], *, small_page: bool = False) -> CompactionRun:
+    def _start(self, messages: Sequence[Any], *, round_room: RoundRoom = "page") -> CompactionRun:
         """The history copied (and repaired), the budget aimed at, the sizes, the first plan."""
         _require_history(messages)
         msgs = list(messages)
@@ -689,9 +699,16 @@ class Compactor(RecoverableFolds):
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
-        if self.recoverable and self.recall_reserve:
-            # Room for one recall round (the call and its answer) after the compaction.
-            effective = max(1, effective - self._recall_reserve(effective, small_page=small_page))
+        if self.recoverable and self.recall_reserve and round_room != "none":
+            # Room for one recall round (the call and its answer) after the compaction, its page
+            # sized by what the budget leaves beside the floor (a fixed cost: the page comes out
+            # of the summary's and the tail's share, not out of the system prompt's).
+            room = effective - floor_tokens(msgs, self._estimate_kw(fmt)) if round_room == "page" else 0
+            effective = max(1, effective - self._recall_reserve(fmt, room, smallest=round_room == "smallest"))
+        elif self.recoverable:
+            # (No room kept: an answer is bounded by the smallest page; without the reserve, by
+            # ``recall_max_tokens`` in the caller's room beyond the budget.)
+            self._recall_page = MIN_RECALL_PAGE_TOKENS if self.recall_reserve else None
         tail, summary_tokens, block = self._sizes(effective)
         self._format = fmt
         options = self._options
@@ -713,6 +730,7 @@ class Compactor(RecoverableFolds):
             run.tail = deep
             run.plan = self._plan(run, msgs, self.min_tail, costs=list(run.plan["costs"]), checked=True)
         run.pending_tail = len(msgs) - int(run.plan["pending_from"])
+        run.recover_only = self.recoverable and self.recall_reserve and round_room != "none"
         return run
 
     def _plan(self, run: CompactionRun, ms: list[Any], min_tail: int, summary_tokens: int | None = None,
@@ -832,8 +850,7 @@ class Compactor(RecoverableFolds):
         only a summary holding every rule of its fold whole is taken, and the tails are tried
         down to the last user turn alone for one: the user's "never" outranks the reply or the
         finished tool round after their last turn, which the summary's marker names."""
-        kw = dict(provider=self.provider, model=self.model, tools=self._request_tools(run.fmt), system=self.system,
-                  response_format=self.response_format)
+        kw = self._estimate_kw(run.fmt)
         plan, msgs = run.plan, run.msgs
         previous = plan["previous_summary"]
 
@@ -846,7 +863,9 @@ class Compactor(RecoverableFolds):
             return text, f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
         bare = bare_history(msgs, plan, fmt=run.fmt, check=lambda o, s: run.verified(o, s, run.effective),
                             like=lambda m: _like_history(m, msgs), notes=run.notes, budget=run.effective,
-                            estimate_kw=kw, rules=rules, rules_only=whole)
+                            estimate_kw=kw, rules=rules, rules_only=whole,
+                            fold_clause=self._fold_clause if self.recoverable else None,
+                            recover_only=run.recover_only)
         if bare is None:
             return None
         out, tokens, folded, text = bare
@@ -865,9 +884,13 @@ class Compactor(RecoverableFolds):
     def _budget_error(self, run: CompactionRun, msgs: list[Any], plan: dict[str, Any]) -> CompactionBudgetError:
         """The error of a plan that leaves no room for a summary, measured on ``msgs``."""
         needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, run.summary_tokens)
-        return budget_error(msgs, budget=run.effective, reason=str(plan["reason"]), needed=needed, kw=dict(
-            provider=self.provider, model=self.model, tools=self._request_tools(run.fmt), system=self.system,
-            response_format=self.response_format))
+        return budget_error(msgs, budget=run.effective, reason=str(plan["reason"]), needed=needed,
+                            kw=self._estimate_kw(run.fmt))
+
+    def _estimate_kw(self, fmt: str) -> dict[str, Any]:
+        """The keywords ``estimate`` prices a history of ``fmt`` with as it will be sent."""
+        return dict(provider=self.provider, model=self.model, tools=self._request_tools(fmt), system=self.system,
+                    response_format=self.response_format)
 
     def _summarized(self, run: CompactionRun) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """Head + kept + summary + tail: the summary asked for, placed, checked, fitted to the

@@ -36,7 +36,7 @@ from contextfold.errors import CompactionBudgetError
 from contextfold.prune import _copy, apply_edits
 from contextfold.summary_message import summary_message
 
-__all__ = ["budget_error", "degrade"]
+__all__ = ["budget_error", "degrade", "floor_tokens"]
 
 #: How many messages step 2 cuts at most.
 MAX_CUTS = 6
@@ -238,6 +238,24 @@ def _joined(first: Any, second: Any, line: str, fmt: str) -> Any | None:
 #: summary of the fold's standing rules alone, or None (see ``bare_history``).
 RulesSummary = Callable[[list[int], int], "tuple[str, str] | None"]
 
+#: A recoverable compaction's clause naming a folded span's stored id, and the call storing it.
+FoldClause = Callable[[list[Any]], "tuple[str, Callable[[], None]]"]
+
+
+def _with_clause(marker: str, clause: str) -> str:
+    """``marker`` naming the fold's id before its closing bracket (braces escaped: the marker
+    is a format string)."""
+    return marker[:-1] + "; " + clause.replace("{", "{{").replace("}", "}}") + "]"
+
+
+def _stored(marker: str, clause: str, keep: Callable[[], None]) -> str:
+    """Store the fold when the marker kept names it; what the note adds (nothing otherwise:
+    a marker that had no room for the id leaves the span unrecoverable, and says so)."""
+    if clause and marker not in BARE_MARKERS:
+        keep()
+        return ""
+    return "; not recoverable (no room for its id)" if clause else ""
+
 #: Tokens of a summary message besides its text, guessed before the check prices it.
 _ENVELOPE_GUESS = 12
 
@@ -285,6 +303,8 @@ def bare_history(
     estimate_kw: dict[str, Any],
     rules: RulesSummary | None = None,
     rules_only: bool = False,
+    fold_clause: FoldClause | None = None,
+    recover_only: bool = False,
 ) -> tuple[list[Any], int, tuple[int, ...], str | None] | None:
     """The last step before raising: the head (system, task), the last user turn and what
     follows it (the pending tool round whole), and no summary: a summary of the fold's standing
@@ -298,7 +318,11 @@ def bare_history(
     ``(messages, tokens, folded indices, the rules summary's text or None)`` or None when even
     that does not fit or would not be valid, or when the system prompt, tools, task and last
     user turn alone do not fit (``estimate_kw``: the estimate's keywords; then the error says
-    by how much). With ``rules_only``, only a rules summary is tried (no marker)."""
+    by how much). With ``rules_only``, only a rules summary is tried (no marker). With
+    ``fold_clause`` (a recoverable compaction: the clause naming a span's stored id, and the
+    call that stores it), each marker names the fold's id, and a marker without it is tried
+    only where none with it fits; with ``recover_only`` as well, never (None instead: the
+    caller has a step that frees room for the id)."""
     from contextfold.prune import prune
 
     if floor_tokens(msgs, estimate_kw) > budget:
@@ -359,7 +383,12 @@ def bare_history(
                 return ruled[0], ruled[1], tuple(folded), ruled[2]
         if rules_only:
             continue
-        for marker in BARE_MARKERS:
+        span = [msgs[i] for i in folded]
+        clause, keep = fold_clause(span) if fold_clause is not None else ("", lambda: None)
+        markers = [_with_clause(m, clause) for m in BARE_MARKERS] if clause else []
+        if not (clause and recover_only):
+            markers += BARE_MARKERS
+        for marker in markers:
             line = marker.format(n=len(folded), calls=named)
             # A marker message between the head and the tail (the check rejects the role that
             # would meet its own kind at a seam).
@@ -367,17 +396,20 @@ def bare_history(
                 added = like(json.loads(_core.summary_message(line, format=fmt, role=between)))  # type: ignore[arg-type]
                 got = attempt([base[i] for i in front] + [added] + [base[i] for i in tail], [*front, None, *tail])
                 if got is not None:
-                    notes.append(f"degraded: folded {len(folded)} messages without a summary (no room for one): {said}")
+                    notes.append(f"degraded: folded {len(folded)} messages without a summary (no room for one): {said}"
+                                 + _stored(marker, clause, keep))
                     return got[0], got[1], tuple(folded), None
-        if not same:
+        if not same and not (clause and recover_only):
             # Turns of two roles meet: nothing is needed between them.
             got = attempt([base[i] for i in front] + [base[i] for i in tail], [*front, *tail])
             if got is not None:
                 notes.append(f"degraded: folded {len(folded)} messages without a summary or a marker (no room "
-                             f"for either): {said}")
+                             f"for either): {said}" + ("; not recoverable (no room for its id)" if clause else ""))
                 return got[0], got[1], tuple(folded), None
             continue
-        for marker in BARE_MARKERS:
+        if not same:
+            continue
+        for marker in markers:
             # Not even a marker message fits between two turns of one role: one message holds
             # both, a marker line between them.
             joined = _joined(left, right, marker.format(n=len(folded), calls=named), fmt)
@@ -388,6 +420,6 @@ def bare_history(
             if got is not None:
                 notes.append(f"degraded: folded {len(folded)} messages without a summary (no room for one, not "
                              f"even for a marker message): message {tail[0]} joined to message {front[-1]} "
-                             f"with a marker line; {said}")
+                             f"with a marker line; {said}" + _stored(marker, clause, keep))
                 return got[0], got[1], tuple(folded), None
     return None

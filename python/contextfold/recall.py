@@ -21,8 +21,8 @@ from typing import Any
 from contextfold import _core
 from contextfold.content_store import ContentStore
 
-__all__ = ["RECALL_TOOL", "RecallCall", "declares_recall", "malformed_text", "page_tokens", "read_calls", "recall_calls",
-           "recall_tool", "span_text"]
+__all__ = ["RECALL_TOOL", "RecallCall", "declares_recall", "malformed_text", "page_header", "page_tokens", "read_calls",
+           "recall_calls", "recall_tool", "sample_call", "span_text"]
 
 #: The tool's name in every format.
 RECALL_TOOL: str = _core.RECALL_TOOL
@@ -41,6 +41,27 @@ def page_tokens(budget: int) -> int:
     """The default page of a recall answer for a history compacted to ``budget`` tokens: a
     tenth of it, within [``MIN_PAGE_TOKENS``, ``DEFAULT_PAGE_TOKENS``] (tokens)."""
     return max(MIN_PAGE_TOKENS, min(DEFAULT_PAGE_TOKENS, budget // 10))
+
+
+def sample_call(format: str, fold_id: str = "cf0123456789ab", offset: int = 999_999) -> dict[str, Any]:
+    """A model's call of the recall tool in ``format`` (``"chat"``, ``"responses"``,
+    ``"anthropic"``, ``"gemini"``, ``"bedrock"``), as its API writes it: what a recall round's
+    call is priced as (the defaults: a fold id and a six-digit offset, the longest call a
+    page-through writes)."""
+    args = {"id": fold_id, "offset": offset}
+    call_id = "call_" + "0" * 24  # the length of OpenAI's and Anthropic's call ids
+    if format == "chat":
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": RECALL_TOOL, "arguments": json.dumps(args)}}]}
+    if format == "responses":
+        return {"type": "function_call", "call_id": call_id, "name": RECALL_TOOL, "arguments": json.dumps(args)}
+    if format == "anthropic":
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": RECALL_TOOL, "input": args}]}
+    if format == "gemini":
+        return {"role": "model", "parts": [{"functionCall": {"name": RECALL_TOOL, "args": args}}]}
+    if format == "bedrock":
+        return {"role": "assistant", "content": [{"toolUse": {"toolUseId": call_id, "name": RECALL_TOOL, "input": args}}]}
+    raise ValueError(f"unknown wire format {format!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +164,14 @@ def answer_text(store: ContentStore, call: RecallCall, *, max_tokens: int, provi
     bound = max(1, min(max_tokens, call.max_tokens or max_tokens, PAGE_BOUND_LIMIT))
     page, end, total = _core.recall_page(text, offset=call.offset, max_tokens=bound, provider=provider,  # type: ignore[arg-type]
                                            model=model)
-    start = min(call.offset, total)
+    return page_header(call.fold_id, min(call.offset, total), end, total) + page
+
+
+def page_header(fold_id: str, start: int, end: int, total: int) -> str:
+    """The line that opens an answer: which characters of the original the page holds, and
+    the ``offset`` of the next page (or ``end``)."""
     more = f"; more: offset={end}" if end < total else "; end"
-    return f"[{RECALL_TOOL} id={call.fold_id}: characters {start}-{end} of {total}{more}]\n{page}"
+    return f"[{RECALL_TOOL} id={fold_id}: characters {start}-{end} of {total}{more}]\n"
 
 
 def _is_id(s: str) -> bool:

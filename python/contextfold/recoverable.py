@@ -6,7 +6,10 @@ repair=True)`` adds, kept apart from the compaction pipeline (``compactor.py``).
   held, is named at the end of the summary: an id survives later compactions.
 - ``.tools`` of a result is the tool list to send: the caller's tools plus the recall tool,
   priced in the budget. A compaction keeps room for one recall round under the budget (the
-  call and an answer of ``recall_max_tokens``), so the history after ``answer`` fits too.
+  call and an answer of ``recall_max_tokens``), so the history after ``answer`` fits too. By
+  default a page is a tenth of the room the budget leaves beside what a compaction never gives
+  up (the system prompt, tools, task and last user turn): that floor is a fixed cost, and a
+  page sized by the whole budget took most of a tight budget's room from the summary.
 - ``answer(call)`` answers the model's recall call in the call's own format; ``recall(id)``
   gives the original text back.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from contextfold import _core
@@ -24,10 +28,6 @@ from contextfold.prune import is_langchain_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from contextfold.compaction_result import CompactionResult
-
-#: Tokens a recall call message and the answer's envelope and header take besides the page
-#: (an assistant message with one call of ~30 tokens of arguments, the result's wrapping).
-RECALL_ROUND_OVERHEAD = 140
 
 #: The smallest page a recall round is kept room for (tokens): where the history's floor leaves
 #: no room for a page of ``recall_max_tokens``, the model can still page through in steps of it.
@@ -77,23 +77,40 @@ class RecoverableFolds:
         self.repair = repair
         self._recall_max_tokens = recall_max_tokens
         self._format: str | None = None
-        self._recall_budget: int | None = None
+        # The page the last compaction kept room for (tokens), and what a round takes besides it
+        # in each wire format (priced once).
+        self._recall_page: int | None = None
+        self._round_overheads: dict[str, int] = {}
         # Budget minus the tokens of the last compacted history: what one recall round may take.
         self._last_room: int | None = None
 
     # -- sizes -------------------------------------------------------------------------------
 
-    def _page_tokens(self, budget: int) -> int:
+    def _page_tokens(self, room: int) -> int:
         if self._recall_max_tokens is not None:
             return self._recall_max_tokens
-        return _recall.page_tokens(budget)
+        return _recall.page_tokens(room)
 
-    def _recall_reserve(self, budget: int, *, small_page: bool = False) -> int:
-        """Tokens kept free under the budget for one recall round (``small_page``: of the
-        smallest page, where the floor leaves no more)."""
-        self._recall_budget = budget
-        page = MIN_RECALL_PAGE_TOKENS if small_page else self._page_tokens(budget)
-        return page + RECALL_ROUND_OVERHEAD
+    def round_overhead(self, fmt: str) -> int:
+        """Tokens one recall round takes in ``fmt`` besides its page: the model's call (a fold
+        id and a six-digit offset) and the answer's envelope and header line, priced by this
+        Compactor's estimator, plus ``SEAM_SLACK``."""
+        if fmt not in self._round_overheads:
+            call = _recall.sample_call(fmt)
+            header = _recall.page_header("cf0123456789ab", 999_999, 999_999, 9_999_999)
+            answer = json.loads(_core.recall_result(call, call_id=_core.recall_calls(call)[0][0], text=header))
+            kw = dict(provider=self.provider, model=self.model)
+            self._round_overheads[fmt] = int(_core.estimate([call], **kw)) + int(  # type: ignore[arg-type]
+                _core.estimate([answer], **kw)) + SEAM_SLACK  # type: ignore[arg-type]
+        return self._round_overheads[fmt]
+
+    def _recall_reserve(self, fmt: str, room: int, *, smallest: bool = False) -> int:
+        """Tokens kept free under the budget for one recall round: its overhead and a page of
+        ``recall_max_tokens`` (default: a tenth of ``room``, the tokens the budget leaves beside
+        the compaction's floor, within [64, 2,000]); ``smallest``: a page of
+        ``MIN_RECALL_PAGE_TOKENS``, where the floor leaves no more."""
+        self._recall_page = MIN_RECALL_PAGE_TOKENS if smallest else self._page_tokens(room)
+        return self._recall_page + self.round_overhead(fmt)
 
     def _request_tools(self, fmt: str) -> Any:
         if not self.recoverable or _recall.declares_recall(self.tools):
@@ -112,14 +129,21 @@ class RecoverableFolds:
     def _fold_span(self, folded: list[Any]) -> str:
         """Store the folded messages whole; the line naming their id (and earlier folds' ids
         they held, most recent first) that ends the summary."""
+        clause, keep = self._fold_clause(folded)
+        keep()
+        return f"\n[folded {len(folded)} messages; {clause}]"
+
+    def _fold_clause(self, folded: list[Any]) -> tuple[str, Callable[[], None]]:
+        """What names the stored span of ``folded`` (``id=..., contextfold_recall restores them``
+        and the earlier folds' ids it held) and the call that stores it: a caller that tries
+        several spans stores only the one it keeps."""
         text = _recall.span_text(folded)
         fold_id = _core.fold_id(text)
-        self.store.put(fold_id, text)
         earlier = [i for i in _core.fold_ids_in(text) if i != fold_id][-CARRIED_IDS:]
-        line = f"\n[folded {len(folded)} messages; id={fold_id}, {_recall.RECALL_TOOL} restores them"
+        clause = f"id={fold_id}, {_recall.RECALL_TOOL} restores them"
         if earlier:
-            line += "; earlier folds: " + " ".join(f"id={i}" for i in reversed(earlier))
-        return line + "]"
+            clause += "; earlier folds: " + " ".join(f"id={i}" for i in reversed(earlier))
+        return clause, lambda: self.store.put(fold_id, text)
 
     def recall(self, fold_id: str, /) -> str:
         """The original text folded under ``fold_id`` (a tool output, a call's arguments JSON,
@@ -161,10 +185,12 @@ class RecoverableFolds:
             call_id, why = read[0]
             return _answer_message(call, call_id, _recall.malformed_text(why))
         calls = [read[0]]
-        bound = max_tokens if max_tokens is not None else self._page_tokens(
-            self._recall_budget if self._recall_budget is not None else self._default_budget())
+        reserved = self.recall_reserve and self._recall_page is not None
+        bound = max_tokens if max_tokens is not None else (
+            self._recall_page if reserved and self._recall_page is not None else self._page_tokens(self._default_budget()))
         target = bound + ANSWER_ENVELOPE
-        if max_tokens is None and self._last_room is not None:
+        # (Without the reserve, the caller has room beyond the budget: the page takes its bound.)
+        if max_tokens is None and reserved and self._last_room is not None:
             call_tokens = int(_core.estimate([call], provider=self.provider, model=self.model))  # type: ignore[arg-type]
             # SEAM_SLACK: two messages priced alone can cost a few tokens less than inside the
             # history (Gemini prices a turn's seam with its neighbour).
