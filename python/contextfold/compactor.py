@@ -245,11 +245,14 @@ class Compactor(RecoverableFolds):
       ``store`` keeps (default: the process's own, ``default_content_store()``, so an id stays
       recallable by a Compactor made later in the process); ``result.tools`` is then the tool list
       to send (yours plus ``contextfold_recall``, priced in the budget), ``answer(call)`` answers
-      the model's recall call (pages of at most ``recall_max_tokens``) and ``recall(id)`` gives
-      the original back (see ``contextfold.recoverable``). The compaction keeps room for one
-      recall round under the budget; ``recall_reserve=False`` leaves that room to the caller,
-      who has room beyond the budget (a proxy whose gate sits above its budget): on tight
-      budgets the round's room is a large share of what the summary would get.
+      the model's recall call (pages of at most ``recall_max_tokens``; default: a tenth of the
+      room the budget leaves beside the system prompt, tools, task and last user turn, within
+      [64, 2,000] tokens) and ``recall(id)`` gives the original back (see
+      ``contextfold.recoverable``). The compaction keeps room for one recall round under the
+      budget (a smaller one, or none, noted, where the floor leaves no more);
+      ``recall_reserve=False`` leaves that room to the caller, who has room beyond the budget (a
+      proxy whose gate sits above its budget): on tight budgets the round's room is a large
+      share of what the summary would get.
     - The messages behind each summary the extractive digest writes are read again when a later
       compaction folds it: by this Compactor, and by a new one in the same process (a bounded
       memory of the process, ``fold_sources.PROCESS_MAX_SPANS``). With ``store`` given (shared
