@@ -34,7 +34,7 @@ from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits
-from contextfold.recoverable import MIN_RECALL_PAGE_TOKENS, RecoverableFolds
+from contextfold.recoverable import MAX_ROUND_SHARE, MIN_RECALL_PAGE_TOKENS, RecoverableFolds
 from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
@@ -610,6 +610,8 @@ class Compactor(RecoverableFolds):
         try:
             return (yield from self._run_steps(messages, round_room="page"))
         except CompactionBudgetError as e:
+            if self._round_skipped:
+                raise  # (it ran without the round's room: the steps below could not do better)
             first = e
         try:
             result = yield from self._run_steps(messages, round_room="smallest")
@@ -702,12 +704,23 @@ class Compactor(RecoverableFolds):
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
+        self._round_skipped = False
         if self.recoverable and self.recall_reserve and round_room != "none":
             # Room for one recall round (the call and its answer) after the compaction, its page
             # sized by what the budget leaves beside the floor (a fixed cost: the page comes out
             # of the summary's and the tail's share, not out of the system prompt's).
             room = effective - floor_tokens(msgs, self._estimate_kw(fmt)) if round_room == "page" else 0
-            effective = max(1, effective - self._recall_reserve(fmt, room, smallest=round_room == "smallest"))
+            reserve = self._recall_reserve(fmt, room, smallest=round_room == "smallest")
+            if round_room == "page" and reserve > MAX_ROUND_SHARE * max(0, room):
+                # A round that would take most of the room is not worth what it takes from the
+                # summary: keep none, and say so (an answer then goes over by its size).
+                round_room, self._round_skipped = "none", True
+                self._recall_page = MIN_RECALL_PAGE_TOKENS
+                notes.append(f"no room kept for a recall round: one ({reserve} tokens) would take more than "
+                             f"{MAX_ROUND_SHARE:.0%} of the {max(0, room)} tokens the budget leaves beside the system "
+                             "prompt, tools, task and last user turn; an answer goes over the budget by its size")
+            else:
+                effective = max(1, effective - reserve)
         elif self.recoverable:
             # (No room kept: an answer is bounded by the smallest page; without the reserve, by
             # ``recall_max_tokens`` in the caller's room beyond the budget.)

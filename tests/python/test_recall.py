@@ -287,12 +287,13 @@ def test_a_tool_list_that_already_declares_recall_is_sent_without_a_second_one(f
 @pytest.mark.skipif(not shared_available(), reason="full data sets absent (../shared/data): subset only")
 def test_the_recall_room_shrinks_with_the_budget_and_raising_is_for_a_floor_that_misses():
     # tau-bench dialogue 54: the system prompt, tools, task and last turn take ~2,800 tokens.
-    # Walked down from 60% of its tokens to below that floor, a recoverable compaction keeps a
-    # round of a page sized by the room left, then of the smallest page, then none (noted), and
-    # raises only where plain compaction raises too.
+    # Walked down from 75% of its tokens to below that floor, a recoverable compaction keeps a
+    # round of a page sized by the room left, then none where a round would take more than a
+    # quarter of that room or does not fit (noted), and raises only where plain compaction
+    # raises too.
     conv = load_conversations(SHARED, "tau-bench-airline")[54]
     msgs, tools = conv["messages"], conv["tools"]
-    top = int(cf.estimate(msgs, tools=tools) * 0.6)
+    top = int(cf.estimate(msgs, tools=tools) * 0.75)
     seen: dict[str, int] = {}
     r_tools = [*tools, cf.recall_tool("chat")]  # (the recall tool is priced in the floor)
     for budget in range(top, top // 2, -20):
