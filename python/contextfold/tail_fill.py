@@ -23,6 +23,7 @@ it asks the summarizer twice).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -260,7 +261,7 @@ def restore_tail(
         saved[int(e[0])] = saved.get(int(e[0]), 0) + int(e[-1])
     given: list[int] = []
     cut: tuple[Any, str, str] | None = None
-    want = 0
+    want = whole_tokens = 0
     for i in sorted(saved, reverse=True):
         if saved[i] <= left - _CUT_SLACK:
             left -= saved[i]
@@ -274,7 +275,8 @@ def restore_tail(
         if i in fixed_at:
             continue  # (a cut of the original would cut the thinking the rule dropped)
         costs = _core.estimate_each([msgs[i]], provider=provider, model=model)  # type: ignore[arg-type]
-        want = int(costs[0]) - saved[i] + left - _CUT_SLACK
+        whole_tokens = int(costs[0])
+        want = whole_tokens - saved[i] + left - _CUT_SLACK
         if want >= 32:
             cut = _core.cut_middle(msgs, index=i, keep_tokens=want, provider=provider, model=model,  # type: ignore[arg-type]
                                    recoverable=recoverable)
@@ -302,7 +304,7 @@ def restore_tail(
         # The cut message prices off its aim (a text's estimate and its message's price differ:
         # a 3,068-token output cut to 2,100 landed 95 tokens over the budget, and cut again by
         # that, 431 under): aim again by what the history missed, and keep the fullest that fits.
-        best = None if failures or after > budget else (out, after, cut)
+        best = None if failures or after > budget else (out, after, cut, want)
         fits, over = (want, None) if best is not None else (None, want)
         close = max(MIN_FILL_TOKENS, int(budget * _AIM_TOLERANCE_SHARE))
         for _ in range(4):
@@ -318,20 +320,27 @@ def restore_tail(
             if not failures and after <= budget:
                 fits = want
                 if best is None or after > best[1]:
-                    best = (out, after, again)
+                    best = (out, after, again, want)
             else:
                 over = want
         if best is None:
             return None
-        out, after, cut = best
+        out, after, cut, want = best
         store.put(cut[1], cut[2])
     whole = [i for i in given if cut is None or i != int(cut[0][0])]
     if whole:
         notes.append(f"{why}: message{'s' if len(whole) > 1 else ''} "
                      f"{', '.join(map(str, sorted(whole)))}{where} kept whole")
     if cut is not None:
-        notes.append(f"{why}: message {int(cut[0][0])}{where} kept with its middle cut "
-                     f"(id={cut[1]} restores it)")
+        # A message the tail fill cut is cut again here from the same original, under the same
+        # id: its note says where the cut ended instead of a second note on the same message.
+        earlier = f"the tail takes message {int(cut[0][0])} with its middle cut (~"
+        at = next((k for k, n in enumerate(notes) if n.startswith(earlier) and f"id={cut[1]} " in n), None)
+        if at is not None:
+            notes[at] = re.sub(r"-> ~\d+ tokens;", f"-> ~{want} tokens;", notes[at], count=1)
+        else:
+            notes.append(f"{why}: message {int(cut[0][0])}{where} kept with its middle cut "
+                         f"(~{whole_tokens} -> ~{want} tokens; id={cut[1]} restores it)")
     return out, after, keep
 
 

@@ -491,3 +491,23 @@ def test_a_model_summary_shorter_than_its_room_leaves_the_rest_to_the_fold_s_new
     assert len(used) >= 25
     assert sorted(used)[len(used) // 2] >= 0.97, sorted(used)
     assert sum(u < 0.9 for u in used) <= len(used) // 8, sorted(used)
+
+
+def test_a_cut_given_more_room_later_is_noted_once_with_its_final_size():
+    # The README's example: the tail fill cut message 88 (~381 -> ~158 tokens), then the room the
+    # summary left went back to the same cut. One note names it, with the size it ended at.
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "examples" / "swe-trajectory.json").read_text())
+    msgs, model, tools = data["messages"], data.get("model"), data.get("tools")
+    budget = cf.estimate(msgs, provider="gemini", model=model, tools=tools) // 4
+    r = cf.Compactor(provider="gemini", model=model, tools=tools, budget=budget).compact(msgs)
+    named = [i for n in r.notes for i in re.findall(r"id=(cf[0-9a-f]{12})", n)]
+    assert named and len(named) == len(set(named)), r.notes
+    (note,) = [n for n in r.notes if n.startswith("the tail takes message")]
+    m = re.search(r"message (\d+) with its middle cut \(~(\d+) -> ~(\d+) tokens", note)
+    assert m and int(m.group(3)) < int(m.group(2)), note
+    # The size it names is the size the message has in the result (within the estimate's slack).
+    kept = cf.estimate_each(r.messages, provider="gemini", model=model)
+    assert any(abs(k - int(m.group(3))) <= 0.15 * int(m.group(3)) for k in kept), (note, kept)
