@@ -704,7 +704,7 @@ class Compactor(RecoverableFolds):
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
-        self._round_skipped = False
+        self._round_skipped = self._round_kept = False
         if self.recoverable and self.recall_reserve and round_room != "none":
             # Room for one recall round (the call and its answer) after the compaction, its page
             # sized by what the budget leaves beside the floor (a fixed cost: the page comes out
@@ -721,6 +721,7 @@ class Compactor(RecoverableFolds):
                              "prompt, tools, task and last user turn; an answer goes over the budget by its size")
             else:
                 effective = max(1, effective - reserve)
+                self._round_kept = True
         elif self.recoverable:
             # (No room kept: an answer is bounded by the smallest page; without the reserve, by
             # ``recall_max_tokens`` in the caller's room beyond the budget.)

@@ -89,8 +89,10 @@ class RecoverableFolds:
         # in each wire format (priced once).
         self._recall_page: int | None = None
         self._round_overheads: dict[str, int] = {}
-        # Whether the last compaction kept no room for a round because it would cost too much.
+        # Whether the last compaction kept no room for a round because it would cost too much,
+        # and whether it kept one (its answers then fit the room it left under the budget).
         self._round_skipped = False
+        self._round_kept = False
         # Budget minus the tokens of the last compacted history: what one recall round may take.
         self._last_room: int | None = None
 
@@ -171,10 +173,12 @@ class RecoverableFolds:
         ``function_call_output`` item, an Anthropic / Bedrock user message with one result
         block, a Gemini user content with one ``functionResponse``.
 
-        The answer is one page of the original: at most ``max_tokens`` tokens (default: the
-        Compactor's ``recall_max_tokens``, 10% of the budget within [64, 2,000], and no more than
-        the room the last compaction left under its budget once the call is added; the model's
-        own ``max_tokens`` argument can only lower it); the header line says which characters it
+        The answer is one page of the original: at most ``max_tokens`` tokens (default: the page
+        the last compaction kept room for, ``recall_max_tokens`` or a tenth of the room beside
+        its floor within [64, 2,000], and no more than the room it left under its budget once the
+        call is added; where it kept none, 64 tokens; with ``recall_reserve=False``, a tenth of
+        the budget within [64, 2,000]; the model's own ``max_tokens`` argument can only lower
+        it); the header line says which characters it
         holds and the ``offset`` of the next page. A call the model wrote wrong (arguments that
         are not JSON, no string ``id``, a negative or non-integer ``offset``) is answered with
         what was wrong, so the model can call again. ValueError when ``call`` holds no recall
@@ -195,12 +199,12 @@ class RecoverableFolds:
             call_id, why = read[0]
             return _answer_message(call, call_id, _recall.malformed_text(why))
         calls = [read[0]]
-        reserved = self.recall_reserve and self._recall_page is not None
         bound = max_tokens if max_tokens is not None else (
-            self._recall_page if reserved and self._recall_page is not None else self._page_tokens(self._default_budget()))
+            self._recall_page if self._recall_page is not None else self._page_tokens(self._default_budget()))
         target = bound + ANSWER_ENVELOPE
-        # (Without the reserve, the caller has room beyond the budget: the page takes its bound.)
-        if max_tokens is None and reserved and self._last_room is not None:
+        # (Without a round's room kept, the answer goes beyond the budget: the page takes its bound,
+        # the caller's room without the reserve, the smallest page where none fitted.)
+        if max_tokens is None and self._round_kept and self._last_room is not None:
             call_tokens = int(_core.estimate([call], provider=self.provider, model=self.model))  # type: ignore[arg-type]
             # SEAM_SLACK: two messages priced alone can cost a few tokens less than inside the
             # history (Gemini prices a turn's seam with its neighbour).
