@@ -469,7 +469,9 @@ def test_a_streamed_turn_is_read_back_as_the_response_it_streams(api):
 
 def test_a_restarted_proxy_answers_a_recall_of_a_fold_made_before_from_redis(redis_url):
     history, system, budget = _setup("chat")
-    cfg = {"budget": budget, "trigger": budget * 2, "recall": True, "redis": redis_url}
+    # A database of its own on the session's redis-server: the proxy writes under its fixed key
+    # prefix, and test_serve's restart test counts the folds it finds there.
+    cfg = {"budget": budget, "trigger": budget * 2, "recall": True, "redis": redis_url.rsplit("/", 1)[0] + "/1"}
     model = ScriptedModel("chat", stream=False, pages=1)
     with RecordingUpstream(model) as up:
         with ProxyServer(ServeConfig(upstream=up.url, **cfg)) as proxy:
