@@ -27,9 +27,9 @@ from contextfold.serve.body import scan_body
 from contextfold.serve.config import ServeConfig, load_config
 from contextfold.serve.fold_cache import Fold
 from contextfold.serve.recall_loop import _turn, response_of, stream_response
-from contextfold.serve.sse import payloads
+from contextfold.serve.sse import payload, payloads
 
-from proxy_support import LoopbackHandler, ProxyServer, RecordingUpstream, loopback
+from proxy_support import LoopbackHandler, ProxyServer, RecordingUpstream, json_answer, loopback
 from transcripts import LOCAL, load_conversations
 from wire_shapes import convert
 
@@ -552,3 +552,176 @@ def test_a_recall_turn_goes_back_in_a_form_the_api_takes_stored_or_not():
     (turn,) = _turn("chat", chat)
     assert turn["reasoning_content"] == "I should look." and turn["tool_calls"][0]["function"]["name"] == RECALL
     assert "refusal" not in turn
+
+
+# -- several choices -----------------------------------------------------------------------------
+
+#: The scripted model's choices when it answers with text.
+CHOICES = ["First of two.", "Second of two."]
+
+
+def _several(api: str, body: dict[str, Any], raw: bytes) -> Any:
+    """The scripted model's answer to a request for several choices (chat ``n``, Gemini
+    ``candidateCount``): one text per choice; offered the recall tool and a fold id, the last of
+    several choices calls the tool instead (the first still answers), as a sampled choice may."""
+    count = body.get("n", 1) if api == "chat" else body.get("generationConfig", {}).get("candidateCount", 1)
+    ids = ID.findall(raw.decode("utf-8")) if _declares(api, body) else []
+    turns = [_text(api) for _ in range(count)]
+    for i, turn in enumerate(turns):
+        if api == "chat":
+            turn["choices"][0]["message"]["content"] = CHOICES[i]
+        else:
+            turn["candidates"][0]["content"]["parts"][0]["text"] = CHOICES[i]
+    if ids and count > 1:
+        turns[-1] = _call(api, {"id": ids[0]})
+    if api == "chat":
+        return {**turns[0], "choices": [{**t["choices"][0], "index": i} for i, t in enumerate(turns)]}
+    return {**turns[0], "candidates": [{**t["candidates"][0], "index": i} for i, t in enumerate(turns)]}
+
+
+def _several_sse(api: str, response: Any) -> bytes:
+    """A response of several choices as its API streams it: each choice's events in turn, as
+    ``_sse`` streams one (chat: [DONE] once, at the end; Gemini: a candidate per chunk)."""
+    key = "choices" if api == "chat" else "candidates"
+    streams = [_sse(api, {**response, key: [{**c, "index": 0}]}) for c in response[key]]
+    out = b""
+    for i, stream in enumerate(streams):
+        for event in stream.split(b"\n\n" if api == "chat" else b"\r\n\r\n"):
+            data = payload(event)
+            if isinstance(data, dict):
+                for c in data[key]:
+                    c["index"] = i
+                out += b"data: " + json.dumps(data).encode() + (b"\n\n" if api == "chat" else b"\r\n\r\n")
+    return out + (b"data: [DONE]\n\n" if api == "chat" else b"")
+
+
+def _several_upstream(api: str, stream: bool) -> Any:
+    """A ``RecordingUpstream`` answer: the scripted model's several choices (``_several``)."""
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        reply = _several(api, json.loads(raw), raw)
+        if stream:
+            return 200, {"content-type": "text/event-stream"}, _several_sse(api, reply)
+        return 200, {"content-type": "application/json"}, json.dumps(reply).encode()
+    return answer
+
+
+def _ask_several(api: str, url: str, history: list[Any], system: str | None, stream: bool
+                 ) -> tuple[list[str], list[str], dict[str, str]]:
+    """One turn asking for two choices with the API's own SDK: each choice's text, the names of
+    the tools its choices call, and the response headers."""
+    texts, calls = ["", ""], []
+    if api == "chat":
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+        try:
+            raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=history,
+                                                                  tools=_tools(api), n=2, stream=stream)
+            headers = dict(raw.headers)
+            if stream:
+                for chunk in raw.parse():
+                    for c in chunk.choices:
+                        texts[c.index] += c.delta.content or ""
+                        calls += [tc.function.name for tc in c.delta.tool_calls or () if tc.function.name]
+            else:
+                for c in raw.parse().choices:
+                    texts[c.index] = c.message.content or ""
+                    calls += [tc.function.name for tc in c.message.tool_calls or ()]
+        finally:
+            client.close()
+        return texts, calls, headers
+    genai = pytest.importorskip("google.genai", reason="google-genai not installed")
+    from google.genai import types
+
+    client = genai.Client(api_key="AIza-test", http_options=types.HttpOptions(base_url=url, api_version="v1beta"))
+    try:
+        manual = types.AutomaticFunctionCallingConfig(disable=True)
+        config = types.GenerateContentConfig(tools=_tools(api), system_instruction=system, candidate_count=2,
+                                             automatic_function_calling=manual)
+        chunks = (list(client.models.generate_content_stream(model="gemini-2.5-flash", contents=history, config=config))
+                  if stream else [client.models.generate_content(model="gemini-2.5-flash", contents=history,
+                                                                 config=config)])
+    finally:
+        client.close()
+    for chunk in chunks:
+        for cand in chunk.candidates or ():
+            for part in cand.content.parts or ():
+                texts[cand.index or 0] += part.text or ""
+                calls += [part.function_call.name] if part.function_call else []
+    headers = dict(chunks[0].sdk_http_response.headers) if chunks[0].sdk_http_response else {}
+    return texts, calls, headers
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("api", ["chat", "gemini"])
+def test_a_request_for_several_choices_is_folded_without_recall_so_no_choice_calls_a_tool_the_client_lacks(api, stream):
+    """A model offered the recall tool may call it in any choice, and the proxy reads one turn:
+    a request for several choices is offered no tool, and its fold promises none."""
+    history, system, budget = _setup(api)
+    with RecordingUpstream(_several_upstream(api, stream)) as up, ProxyServer(ServeConfig(
+            upstream=up.url, budget=budget, trigger=budget * 2, recall=True)) as proxy:
+        texts, calls, headers = _ask_several(api, proxy.url, history, system, stream)
+        metrics = httpx.get(proxy.url + "/metrics").text
+    # Every choice reaches the client, and none calls a tool the client never declared.
+    assert texts == CHOICES and calls == []
+    (sent,) = up.seen  # no recall round: the answer went back as the upstream wrote it
+    body = json.loads(sent.raw)
+    assert _declares(api, body) == 0
+    # Folded as --no-recall folds: no placeholder names an id or the tool.
+    assert headers["x-contextfold-fold"] == "new" and int(headers["x-contextfold-folded-messages"]) > 0
+    assert not ID.search(sent.raw.decode()) and RECALL.encode() not in sent.raw
+    assert headers["x-contextfold-recall-withheld"] == "several-choices"
+    assert f'contextfold_recall_withheld_total{{api="{api}",reason="several-choices"}} 1' in metrics
+
+
+def test_a_conversation_that_alternates_one_and_several_choices_gets_each_its_fold_byte_for_byte():
+    """Turns asking for one choice get the recoverable fold and the tool; turns asking for two,
+    a fold made without recall. Each kind is found again (a compaction per kind, not per
+    switch), and each is sent as the same bytes as its kind's turn before."""
+    history, system, budget = _setup("chat")
+    turns = [history + [m for k in range(t) for m in ({"role": "assistant", "content": f"Step {k} done."},
+                                                       {"role": "user", "content": "Go on."})] for t in range(4)]
+    with RecordingUpstream(_several_upstream("chat", False)) as up, ProxyServer(ServeConfig(
+            upstream=up.url, budget=budget, trigger=int(budget * 1.3), recall=True)) as proxy:
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+        folds = []
+        for t, messages in enumerate(turns):
+            n = 1 if t % 2 == 0 else 2
+            raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=messages,
+                                                                  tools=_tools("chat"), n=n)
+            folds.append(raw.headers["x-contextfold-fold"])
+            assert len(raw.parse().choices) == n
+            assert raw.headers.get("x-contextfold-recall-withheld") == (None if n == 1 else "several-choices")
+        client.close()
+    assert folds == ["new", "new", "reused", "reused"]
+    sends = [s.raw for s in up.seen]
+    # One request per turn: the model, offered the tool with one choice, recalled nothing here.
+    assert len(sends) == 4
+    bodies = [json.loads(r) for r in sends]
+    for t, body in enumerate(bodies):
+        recoverable = t % 2 == 0
+        assert _declares("chat", body) == (1 if recoverable else 0)
+        assert bool(ID.search(sends[t].decode())) is recoverable
+        _, failures = _core.compaction_verify(body["messages"], _core.PricedRequest(format="chat"))
+        assert failures == [], failures
+    for earlier, later in ((0, 2), (1, 3)):
+        end = scan_body(sends[earlier], "messages").offsets[-1]
+        assert sends[later][:end] == sends[earlier][:end]  # the same bytes as its kind's turn before
+    # The two kinds differ: the one without recall names no id.
+    assert bodies[1]["messages"] != bodies[0]["messages"][: len(bodies[1]["messages"])]
+
+
+def test_a_background_response_is_folded_without_recall():
+    """A Responses request with ``background: true`` returns at once; its turn is fetched later
+    by a GET the proxy forwards unread, so the proxy could not answer a recall call in it."""
+    history, system, budget = _setup("responses")
+    queued = {**_text("responses"), "status": "queued", "output": [], "background": True}
+    with RecordingUpstream(json_answer(queued)) as up, ProxyServer(ServeConfig(
+            upstream=up.url, budget=budget, trigger=budget * 2, recall=True)) as proxy:
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+        raw = client.responses.with_raw_response.create(model="gpt-4o", input=history, tools=_tools("responses"),
+                                                        instructions=system, background=True)
+        client.close()
+    assert raw.parse().status == "queued"
+    (sent,) = up.seen
+    assert int(raw.headers["x-contextfold-folded-messages"]) > 0
+    assert _declares("responses", json.loads(sent.raw)) == 0 and RECALL.encode() not in sent.raw
+    assert raw.headers["x-contextfold-recall-withheld"] == "background"

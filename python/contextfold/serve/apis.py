@@ -25,6 +25,12 @@ class Pricing:
     tools: list[Any] | None
     response_format: Any
     server_history: str | None  # why the history lives upstream (not in the body), or None
+    #: Why the proxy cannot read every turn the response holds, so must not offer the recall tool
+    #: (it answers the calls of the one turn it reads): ``several-choices`` (chat ``n`` > 1, Gemini
+    #: ``candidateCount`` > 1: a turn per choice), ``background`` (a Responses ``background``
+    #: request: its turn is fetched later by a GET the proxy only forwards); None when it reads
+    #: the one turn.
+    no_recall: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +52,29 @@ class Api:
         server: str | None = None
         if self.name == "responses" and (fields.get("previous_response_id") or fields.get("conversation")):
             server = "the history is held upstream (previous_response_id / conversation)"
+        no_recall = self._no_recall(fields)
         try:
             body = read_request({**fields, self.history_key: []}, provider=self.provider)
         except ValueError:
             # A field the reader rejects is the upstream's to refuse: priced without it.
             return Pricing(fields.get("model") if isinstance(fields.get("model"), str) else path_model,
-                           None, None, None, server)
-        return Pricing(body.model or path_model, body.system, body.tools, body.response_format, server)
+                           None, None, None, server, no_recall)
+        return Pricing(body.model or path_model, body.system, body.tools, body.response_format, server, no_recall)
+
+    def _no_recall(self, fields: dict[str, Any]) -> str | None:
+        """``Pricing.no_recall`` of a request with top-level ``fields``. Anthropic's Messages API
+        returns one turn (no choices, no background mode): always None."""
+        if self.name == "chat":
+            choices = fields.get("n")
+        elif self.name == "gemini":
+            # The REST API takes proto JSON field names in either spelling.
+            config = fields.get("generationConfig", fields.get("generation_config"))
+            choices = (config.get("candidateCount", config.get("candidate_count"))
+                       if isinstance(config, dict) else None)
+        else:
+            return "background" if self.name == "responses" and fields.get("background") is True else None
+        several = isinstance(choices, int) and not isinstance(choices, bool) and choices > 1
+        return "several-choices" if several else None
 
     def error_body(self, status: int, message: str, kind: str) -> bytes:
         """An error in the API's own shape, so an SDK raises its usual status error."""

@@ -402,6 +402,8 @@ class _Proxy:
             self.metrics.compaction(api.name, outcome.strategy, outcome.saved)
         elif outcome.fold == "reused":
             self.metrics.hit()
+        if outcome.recall_withheld is not None:
+            self.metrics.recall_withheld(api.name, outcome.recall_withheld)
 
     def _calibrate(self, conv: Conversation | None, tap: _UsageTap) -> None:
         if conv is not None and tap.tokens is not None:
@@ -416,6 +418,8 @@ class _Proxy:
             h["x-contextfold-tokens-after"] = str(o.tokens_after)
         if o.folded:
             h["x-contextfold-folded-messages"] = str(o.folded)
+        if o.recall_withheld is not None:
+            h["x-contextfold-recall-withheld"] = o.recall_withheld
         if o.reason:
             # Header values are latin-1 and one line.
             h["x-contextfold-not-compacted"] = o.reason.encode("ascii", "replace").decode()[:500].replace("\n", " ")

@@ -26,10 +26,13 @@ __all__ = ["Fold", "FoldCache", "MemoryFoldCache", "RedisFoldCache", "content_ha
 INDEX_DEPTH = 4
 
 
-def content_hash(data: bytes | memoryview) -> str:
-    """A 128-bit BLAKE2b hex digest of ``data`` (collisions are out of reach; it is a cache key
-    deciding which history is sent)."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+def content_hash(data: bytes | memoryview, *, space: bytes = b"") -> str:
+    """A 128-bit BLAKE2b hex digest of ``space`` then ``data`` (collisions are out of reach; it
+    is a cache key deciding which history is sent). ``space`` keeps apart the folds of one
+    history made in different ways (b"": the key as it always was)."""
+    h = hashlib.blake2b(space, digest_size=16)
+    h.update(data)
+    return h.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,13 @@ hash of the messages it replaces.
 
 A fold replaces the first ``k`` messages of the history with fixed bytes, so the prefix the
 upstream sees is byte-identical turn after turn until the next compaction.
+
+With ``--recall``, a request the proxy offers no recall tool (``Pricing.no_recall``: it asks
+for several choices, or for a background response; or the client declares the tool itself) is
+folded as ``--no-recall`` folds: placeholders that name no id and promise no tool. Those folds
+live in a key space of their own (``NO_RECALL_SPACE``), beside the recoverable folds of the same
+history: a conversation that alternates gets the fold of each kind again, byte for byte, and
+compacts once per kind, not at every switch.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from contextfold import _core
@@ -54,6 +61,9 @@ SMOOTHING = 0.5
 RATIO_BOUNDS = (0.2, 5.0)
 #: Default budget: this share of the trigger (as ``Compactor``).
 BUDGET_SHARE = 0.5
+#: The fold cache's key space (``content_hash``) of the folds a ``--recall`` proxy makes without
+#: recall; a recoverable fold (and any fold of a proxy without ``--recall``) keeps the keys it had.
+NO_RECALL_SPACE = b"contextfold:no-recall\x00"
 
 
 @dataclass(slots=True)
@@ -80,6 +90,9 @@ class Conversation:
     # where the recall tool goes into ``tools``.
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)
     open: int = 1
+    #: The fold cache's key space of the conversation's folds (``Folder._space``): a body asking
+    #: for the other kind of fold is read whole.
+    space: bytes = b""
 
     def record_usage(self, real: int) -> None:
         """Calibrate by the real prompt tokens of the request sent last (``sent`` estimated)."""
@@ -101,7 +114,9 @@ class Outcome:
     as sent (calibrated); ``strategy``: ``none``, or what made the fold sent (``mask``,
     ``summarize``); ``fold``: ``none``, ``new`` (compacted this turn) or ``reused``;
     ``reason``: why nothing was compacted when it should have been; ``refuse``: answer 413;
-    ``recall``: the body carries the proxy's recall tool, and where to answer its calls."""
+    ``recall``: the body carries the proxy's recall tool, and where to answer its calls;
+    ``recall_withheld``: why a body sent with a fold by a ``--recall`` proxy carries no recall
+    tool and was folded without it (``Pricing.no_recall``), else None."""
 
     body: bytes
     tokens_before: int | None = None
@@ -115,6 +130,7 @@ class Outcome:
     conversation: Conversation | None = None
     saved: int = 0
     recall: RecallRoute | None = None
+    recall_withheld: str | None = None
 
 
 @dataclass(slots=True)
@@ -301,7 +317,7 @@ class Folder:
             return None
         fields = {**rec.before, **appended.after}
         pricing = api.pricing(fields, path_model)
-        if pricing.server_history is not None:
+        if pricing.server_history is not None or self._space(pricing) != rec.space:
             return None
         try:
             new = self._each(api, pricing, appended.messages)
@@ -317,7 +333,7 @@ class Folder:
         nxt = Conversation(
             api.name, raw, rec.start, appended.end, rec.n + len(new), rec.before, appended.after, rec.conv_id,
             overhead, rec.orig_tokens + sum(new), msg_tokens, rec.fold, rec.fold_offset, rec.correction,
-            rec.usages, sent, spans, rec.open)
+            rec.usages, sent, spans, rec.open, rec.space)
         with self._lock:
             self._records.replace(rec, nxt)
         return self._outcome(api, nxt, pricing, gate)
@@ -335,10 +351,11 @@ class Folder:
             return Outcome(raw, reason=pricing.server_history)
         msgs = sb.history
         n = len(msgs)
-        conv_id = content_hash(api.name.encode() + raw[sb.offsets[0]: sb.offsets[1]])
+        space = self._space(pricing)
+        conv_id = content_hash(api.name.encode() + raw[sb.offsets[0]: sb.offsets[1]], space=space)
         with self._lock:
             prior = self._records.find(api.name, raw)
-        fold = self._find_fold(conv_id, raw, sb)
+        fold = self._find_fold(conv_id, raw, sb, space)
         try:
             each = self._each(api, pricing, msgs)
             overhead = self._overhead(api, pricing, fold)
@@ -353,13 +370,12 @@ class Folder:
         rec = Conversation(
             api.name, raw, sb.start, sb.offsets[n], n, sb.before, self._after(sb), conv_id, overhead, orig,
             msg_tokens, fold, sb.offsets[k] if fold is not None else 0, correction, usages, msg_tokens + overhead,
-            sb.spans, sb.open)
+            sb.spans, sb.open, space)
         if gate is None:
             out = self._outcome(api, rec, pricing, None)
             self._keep(prior, rec)
-            return Outcome(out.body, out.tokens_before, out.tokens_after, out.strategy, out.fold, out.folded,
-                           f"no context window known for model {pricing.model!r}: pass --context-window or --trigger",
-                           conversation=rec)
+            return replace(out, recall=None, reason=f"no context window known for model {pricing.model!r}: "
+                                                    "pass --context-window or --trigger")
         if int(rec.sent * correction) < gate.trigger:
             self._keep(prior, rec)
             return self._outcome(api, rec, pricing, gate)
@@ -386,7 +402,7 @@ class Folder:
                 summarizer=self.summarizer,
                 system=pricing.system, tools=pricing.tools, response_format=pricing.response_format,
                 wire_format=api.wire_format,  # type: ignore[arg-type]
-                recoverable=self.store is not None and not declares_recall(pricing.tools), store=self.store,
+                recoverable=self._recoverable(pricing), store=self.store,
                 # The recall rounds go in the room between the budget and the gate.
                 recall_reserve=False)
             # The fold carries this conversation's spans; the process's memory would only hold
@@ -418,9 +434,9 @@ class Folder:
             return self._not_compacted(api, pricing, rec, prior, gate, f"fold not priced: {e}")
         offset = sb.offsets[new_k]
         spans, sources = _taken_sources(compactor.sources, out[:i], msgs[:new_k])
-        new_fold = Fold(content_hash(memoryview(raw)[sb.offsets[0]: offset]), new_k, payload, i, tokens,
-                        result.strategy_used, tuple(compactor.session.summary_hashes), spans, sources,
-                        compactor.recoverable)
+        key = content_hash(memoryview(raw)[sb.offsets[0]: offset], space=rec.space)
+        new_fold = Fold(key, new_k, payload, i, tokens, result.strategy_used, tuple(compactor.session.summary_hashes),
+                        spans, sources, compactor.recoverable)
         try:
             self.cache.put(rec.conv_id, new_fold)
         except Exception as e:  # noqa: BLE001 - a cache that cannot store still lets this turn through
@@ -432,20 +448,16 @@ class Folder:
         rec.sent = rec.msg_tokens + rec.overhead
         self._keep(prior, rec)
         o = self._outcome(api, rec, pricing, gate)
-        return Outcome(o.body, o.tokens_before, o.tokens_after, o.strategy, "new", o.folded, None,
-                       compacted=True, conversation=rec, saved=(o.tokens_before or 0) - (o.tokens_after or 0),
-                       recall=o.recall)
+        return replace(o, fold="new", reason=None, compacted=True, saved=(o.tokens_before or 0) - (o.tokens_after or 0))
 
     def _not_compacted(self, api: Api, pricing: Pricing, rec: Conversation, prior: Conversation | None,
                        gate: _Gate, reason: str) -> Outcome:
         self._keep(prior, rec)
-        o = self._outcome(api, rec, pricing, gate)
-        return Outcome(o.body, o.tokens_before, o.tokens_after, o.strategy, o.fold, o.folded,
-                       reason, refuse=self.config.strict, conversation=rec, recall=o.recall)
+        return replace(self._outcome(api, rec, pricing, gate), reason=reason, refuse=self.config.strict)
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _find_fold(self, conv_id: str, raw: bytes, sb: ScannedBody) -> Fold | None:
+    def _find_fold(self, conv_id: str, raw: bytes, sb: ScannedBody, space: bytes) -> Fold | None:
         n = len(sb.offsets) - 1
         try:
             sizes = self.cache.sizes(conv_id)
@@ -457,7 +469,7 @@ class Folder:
             if not 0 < k < n:
                 continue
             try:
-                fold = self.cache.get(content_hash(view[sb.offsets[0]: sb.offsets[k]]))
+                fold = self.cache.get(content_hash(view[sb.offsets[0]: sb.offsets[k]], space=space))
             except Exception as e:  # noqa: BLE001
                 log.warning("fold cache unavailable (%s): history read without its fold", type(e).__name__)
                 return None
@@ -473,10 +485,22 @@ class Folder:
     def _after(sb: ScannedBody) -> dict[str, Any]:
         return {k: v for k, v in sb.fields.items() if k not in sb.before}
 
+    def _recoverable(self, pricing: Pricing) -> bool:
+        """Whether a request is folded recoverably and offered the recall tool: this proxy keeps a
+        store, the client does not declare the tool itself, and the proxy reads the one turn the
+        response holds (``Pricing.no_recall``: with several choices, a recall call in any choice
+        but the one read would reach a client that cannot run it)."""
+        return self.store is not None and not declares_recall(pricing.tools) and pricing.no_recall is None
+
+    def _space(self, pricing: Pricing) -> bytes:
+        """The fold cache's key space of the folds a request is sent with: ``NO_RECALL_SPACE``
+        for a request a ``--recall`` proxy folds without recall, else b"" (module docstring)."""
+        return NO_RECALL_SPACE if self.store is not None and not self._recoverable(pricing) else b""
+
     def _offers_recall(self, fold: Fold | None, pricing: Pricing) -> bool:
-        """Whether a body sent with ``fold`` gets the proxy's recall tool: the fold is
-        recoverable, this proxy keeps a store, and the client does not declare the tool itself."""
-        return fold is not None and fold.recall and self.store is not None and not declares_recall(pricing.tools)
+        """Whether a body sent with ``fold`` gets the proxy's recall tool: the fold is recoverable
+        and so is the request (``_recoverable``)."""
+        return fold is not None and fold.recall and self._recoverable(pricing)
 
     def _sent(self, api: Api, rec: Conversation, pricing: Pricing, gate: _Gate | None
               ) -> tuple[bytes, RecallRoute | None]:
@@ -527,5 +551,6 @@ class Folder:
         before = int((rec.orig_tokens + rec.overhead) * rec.correction)
         after = int(rec.sent * rec.correction)
         fold = rec.fold
+        withheld = pricing.no_recall if fold is not None and self.store is not None else None
         return Outcome(body, before, after, fold.strategy if fold else "none", "reused" if fold else "none",
-                       fold.k if fold else 0, conversation=rec, recall=recall)
+                       fold.k if fold else 0, conversation=rec, recall=recall, recall_withheld=withheld)

@@ -27,6 +27,7 @@ class Metrics:
         self.fold_hits = 0
         self.upstream_errors = 0
         self.recalls: defaultdict[str, int] = defaultdict(int)
+        self.withheld: defaultdict[tuple[str, str], int] = defaultdict(int)
         self._buckets: dict[str, list[int]] = {}
         self._sum: defaultdict[str, float] = defaultdict(float)
         self._count: defaultdict[str, int] = defaultdict(int)
@@ -69,6 +70,12 @@ class Metrics:
         with self._lock:
             self.recalls[api] += 1
 
+    def recall_withheld(self, api: str, reason: str) -> None:
+        """Count a request of ``api`` sent with a fold but without the recall tool, folded without
+        recall, for ``reason`` (``Pricing.no_recall``)."""
+        with self._lock:
+            self.withheld[(api, reason)] += 1
+
     def render(self) -> str:
         """All series in Prometheus text format."""
         out: list[str] = []
@@ -89,6 +96,11 @@ class Metrics:
                     "# HELP contextfold_recall_rounds_total Recall rounds the proxy answered, by API.",
                     "# TYPE contextfold_recall_rounds_total counter"]
             out += [f'contextfold_recall_rounds_total{{api="{a}"}} {n}' for a, n in sorted(self.recalls.items())]
+            out += ["# HELP contextfold_recall_withheld_total Requests sent with a fold folded without recall and "
+                    "offered no recall tool, by API and reason.",
+                    "# TYPE contextfold_recall_withheld_total counter"]
+            out += [f'contextfold_recall_withheld_total{{api="{a}",reason="{r}"}} {n}'
+                    for (a, r), n in sorted(self.withheld.items())]
             out += [
                     "# HELP contextfold_added_latency_seconds Time the proxy spent on a request between its body arriving and its departure upstream.",
                     "# TYPE contextfold_added_latency_seconds histogram"]

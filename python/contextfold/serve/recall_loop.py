@@ -192,6 +192,8 @@ def _turn(api: str, response: Any) -> list[Any]:
     holds no recall call."""
     if not isinstance(response, dict):
         return []
+    # The first choice / candidate is the turn: a body that carries the recall tool asks for one
+    # (the Folder offers the tool to no request for several, ``Pricing.no_recall``).
     if api == "chat":
         choices = response.get("choices") or []
         msg = (choices[0] or {}).get("message") if choices and isinstance(choices[0], dict) else None
