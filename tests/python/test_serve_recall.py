@@ -725,3 +725,29 @@ def test_a_background_response_is_folded_without_recall():
     assert int(raw.headers["x-contextfold-folded-messages"]) > 0
     assert _declares("responses", json.loads(sent.raw)) == 0 and RECALL.encode() not in sent.raw
     assert raw.headers["x-contextfold-recall-withheld"] == "background"
+
+
+def test_a_recoverable_fold_sent_with_no_gate_still_has_its_recall_calls_answered():
+    """A proxy with no gate for the model (window unknown, no budget) still sends a recoverable
+    fold it finds in the fold cache, and the recall tool with it: the model's call is answered
+    (with no room for a page, by the note that recall is spent), not passed to the client."""
+    from contextfold.serve.fold_cache import MemoryFoldCache
+
+    history, system, budget = _setup("chat")
+    cache = MemoryFoldCache()
+    model = ScriptedModel("chat", stream=False, pages=1)
+    with RecordingUpstream(model) as up:
+        with ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=budget * 2, recall=True),
+                         cache=cache) as proxy:
+            assert _send("chat", proxy.url, history, system, _tools("chat"), False) == DONE
+        up.seen.clear()
+        with ProxyServer(ServeConfig(upstream=up.url, recall=True), cache=cache) as proxy:
+            client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+            raw = client.chat.completions.with_raw_response.create(model="acme-model-7", messages=history,
+                                                                  tools=_tools("chat"))
+            client.close()
+    assert raw.headers["x-contextfold-fold"] == "reused" and "no context window" in raw.headers[
+        "x-contextfold-not-compacted"]
+    assert raw.parse().choices[0].message.content == DONE
+    assert len(up.seen) == 2 and "no more recall" in _last_answer("chat", json.loads(up.seen[1].raw))
+    assert raw.headers["x-contextfold-recall-spent"] == "1"

@@ -374,8 +374,11 @@ class Folder:
         if gate is None:
             out = self._outcome(api, rec, pricing, None)
             self._keep(prior, rec)
-            return replace(out, recall=None, reason=f"no context window known for model {pricing.model!r}: "
-                                                    "pass --context-window or --trigger")
+            # (``out.recall`` kept: a recoverable fold found in the cache is sent with the tool, so
+            # its calls go through the recall loop; with no gate there is no room for a page, and
+            # they get the note that recall is spent.)
+            return replace(out, reason=f"no context window known for model {pricing.model!r}: "
+                                       "pass --context-window or --trigger")
         if int(rec.sent * correction) < gate.trigger:
             self._keep(prior, rec)
             return self._outcome(api, rec, pricing, gate)
