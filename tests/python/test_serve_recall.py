@@ -751,3 +751,28 @@ def test_a_recoverable_fold_sent_with_no_gate_still_has_its_recall_calls_answere
     assert raw.parse().choices[0].message.content == DONE
     assert len(up.seen) == 2 and "no more recall" in _last_answer("chat", json.loads(up.seen[1].raw))
     assert raw.headers["x-contextfold-recall-spent"] == "1"
+
+
+def test_a_gemini_stream_read_as_a_json_array_has_its_recall_calls_answered():
+    """``:streamGenerateContent`` without ``alt=sse`` answers with a JSON array of chunks (not
+    SSE: google-genai always asks for SSE, a REST client may not). The proxy reads it whole and
+    answers a recall call in it, as in any JSON response."""
+    history, system, budget = _setup("gemini")
+    model = ScriptedModel("gemini", stream=False)
+
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        status, headers, data = model(method, path, raw)
+        reply = json.loads(data)
+        cand = reply["candidates"][0]
+        chunks = [{**reply, "candidates": [{**cand, "content": {"role": "model", "parts": [p]}}]}
+                  for p in cand["content"]["parts"]]
+        return status, headers, json.dumps(chunks).encode()
+
+    body = {"contents": history, "systemInstruction": {"parts": [{"text": system}]}, "tools": _tools("gemini")}
+    with RecordingUpstream(answer) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=budget * 2,
+                                                                  recall=True, recall_rounds=64)) as proxy:
+        r = httpx.post(proxy.url + "/v1beta/models/gemini-2.5-flash:streamGenerateContent", json=body, timeout=30)
+    assert r.status_code == 200 and r.headers["x-contextfold-recall-rounds"] == "3"
+    parts = [p for chunk in r.json() for c in chunk["candidates"] for p in c["content"]["parts"]]
+    assert parts == [{"text": DONE}]
+    assert len(up.seen) == 4 and all(s.path.endswith(":streamGenerateContent") for s in up.seen)

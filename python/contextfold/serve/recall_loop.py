@@ -144,11 +144,16 @@ def _gemini_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def response_of(api: str, data: bytes) -> Any:
-    """A JSON response ``data`` of API ``api``, or None when it cannot be read."""
+    """A JSON response ``data`` of API ``api``, or None when it cannot be read. Gemini's
+    ``:streamGenerateContent`` without ``alt=sse`` answers with a JSON array of its stream's
+    chunks: read as the one response they make up."""
     try:
-        return json.loads(data)
+        response = json.loads(data)
     except ValueError:
         return None
+    if api == "gemini" and isinstance(response, list):
+        return _gemini_stream([c for c in response if isinstance(c, dict)])
+    return response
 
 
 def stream_response(api: str, events: list[dict[str, Any]]) -> Any:
