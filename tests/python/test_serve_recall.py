@@ -27,7 +27,7 @@ from contextfold.serve.body import scan_body
 from contextfold.serve.config import ServeConfig, load_config
 from contextfold.serve.fold_cache import Fold
 from contextfold.serve.recall_loop import _turn, response_of, stream_response
-from contextfold.serve.sse import payload, payloads
+from contextfold.serve.sse import payload, payloads, split_events, with_payload
 
 from proxy_support import LoopbackHandler, ProxyServer, RecordingUpstream, json_answer, loopback
 from transcripts import LOCAL, load_conversations
@@ -776,3 +776,108 @@ def test_a_gemini_stream_read_as_a_json_array_has_its_recall_calls_answered():
     parts = [p for chunk in r.json() for c in chunk["candidates"] for p in c["content"]["parts"]]
     assert parts == [{"text": DONE}]
     assert len(up.seen) == 4 and all(s.path.endswith(":streamGenerateContent") for s in up.seen)
+
+
+# -- the rounds report ---------------------------------------------------------------------------
+
+#: The report line that ends a recall stream of the OpenAI and Anthropic APIs.
+REPORT = re.compile(rb"\n: contextfold recall-rounds=(\d+) recall-tokens=(\d+) recall-spent=([01])\n\Z")
+#: The model each API's requests name (the one the proxy prices a round for).
+MODEL = {"chat": "gpt-4o", "responses": "gpt-4o", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash"}
+
+
+def _raw_request(api: str, history: list[Any], system: str | None, stream: bool) -> tuple[str, dict[str, Any]]:
+    """The path and JSON body of one turn as the API's SDK would send it."""
+    if api == "chat":
+        return "/v1/chat/completions", {"model": MODEL[api], "messages": history, "tools": _tools(api),
+                                        "stream": stream}
+    if api == "responses":
+        return "/v1/responses", {"model": MODEL[api], "input": history, "instructions": system, "tools": _tools(api),
+                                 "stream": stream}
+    if api == "anthropic":
+        return "/v1/messages", {"model": MODEL[api], "max_tokens": 512, "messages": history, "system": system,
+                                "tools": _tools(api), "stream": stream}
+    verb = ":streamGenerateContent?alt=sse" if stream else ":generateContent"
+    return f"/v1beta/models/{MODEL[api]}{verb}", {"contents": history, "tools": _tools(api),
+                                                   "systemInstruction": {"parts": [{"text": system}]}}
+
+
+def _rounds_tokens(api: str, bodies: list[Any]) -> int:
+    """The estimated tokens the recall rounds appended, from the bodies the upstream got (each
+    round's messages are what the next body adds to the history)."""
+    key = API_BY_NAME[api].history_key
+    return sum(int(_core.estimate(b[key][len(a[key]):], provider=API_BY_NAME[api].provider, model=MODEL[api]))
+               for a, b in zip(bodies, bodies[1:]))
+
+
+def _sdk_reads(api: str, stream: bytes) -> list[Any]:
+    """What the API's own SDK makes of the SSE ``stream`` (served as it is by a loopback
+    upstream): each event or chunk it yields, dumped."""
+    served = RecordingUpstream(lambda method, path, raw: (200, {"content-type": "text/event-stream"}, stream))
+    with served as up:
+        if api in ("chat", "responses"):
+            client = openai.OpenAI(base_url=up.url + "/v1", api_key="sk-test", max_retries=0)
+            with client:
+                if api == "chat":
+                    events = client.chat.completions.create(model=MODEL[api], messages=[], stream=True)
+                else:
+                    events = client.responses.create(model=MODEL[api], input="x", stream=True)
+                return [e.model_dump() for e in events]
+        if api == "anthropic":
+            with anthropic.Anthropic(base_url=up.url, api_key="sk-ant-test", max_retries=0) as client:
+                with client.messages.stream(model=MODEL[api], max_tokens=9, messages=[]) as s:
+                    return [e.model_dump() for e in s] + [s.get_final_message().model_dump()]
+        genai = pytest.importorskip("google.genai", reason="google-genai not installed")
+        from google.genai import types
+
+        options = types.HttpOptions(base_url=up.url, api_version="v1beta")
+        client = genai.Client(api_key="AIza-test", http_options=options)
+        try:
+            return [c.model_dump(exclude={"sdk_http_response"})
+                    for c in client.models.generate_content_stream(model=MODEL[api], contents="x")]
+        finally:
+            client.close()
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_a_streamed_response_reports_its_recall_rounds_at_its_end_and_the_sdk_reads_it_as_before(api):
+    """A stream's headers leave before its rounds are known: its rounds and their tokens come at
+    its end, in a form its SDK skips (an SSE comment; in Gemini's stream, whose SDK raises on
+    anything but JSON, a member of its last chunk, which the SDK drops). The SDK reads the
+    stream exactly as it reads the same stream without the report."""
+    history, system, budget = _setup(api)
+    path, body = _raw_request(api, history, system, stream=True)
+    with RecordingUpstream(ScriptedModel(api, stream=True)) as up, ProxyServer(ServeConfig(
+            upstream=up.url, budget=budget, trigger=budget * 2, recall=True, recall_rounds=64)) as proxy:
+        with httpx.stream("POST", proxy.url + path, json=body, headers={"anthropic-version": "2023-06-01"},
+                          timeout=30) as r:
+            stream = r.read()
+            assert "x-contextfold-recall-rounds" not in r.headers
+    tokens = _rounds_tokens(api, [json.loads(s.raw) for s in up.seen])
+    assert len(up.seen) == 4 and tokens > 0
+    if api == "gemini":
+        events, rest = split_events(stream)
+        assert rest == b"" and not any(e.startswith(b":") for e in events)
+        last = payload(events[-1])
+        assert last.pop("contextfold") == {"recall-rounds": 3, "recall-tokens": tokens, "recall-spent": 0}
+        assert last["candidates"][0]["content"]["parts"] == [{"text": DONE}]
+        without = b"".join(events[:-1]) + with_payload(events[-1], last)
+    else:
+        m = REPORT.search(stream)
+        assert m is not None, stream[-200:]
+        assert (int(m[1]), int(m[2]), m[3]) == (3, tokens, b"0")
+        without = stream[: m.start() + 1]
+    assert _sdk_reads(api, stream) == _sdk_reads(api, without)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_a_json_response_reports_its_recall_rounds_and_their_tokens_in_its_headers(api):
+    history, system, budget = _setup(api)
+    path, body = _raw_request(api, history, system, stream=False)
+    with RecordingUpstream(ScriptedModel(api, stream=False)) as up, ProxyServer(ServeConfig(
+            upstream=up.url, budget=budget, trigger=budget * 2, recall=True, recall_rounds=64)) as proxy:
+        r = httpx.post(proxy.url + path, json=body, headers={"anthropic-version": "2023-06-01"}, timeout=30)
+    tokens = _rounds_tokens(api, [json.loads(s.raw) for s in up.seen])
+    assert r.headers["x-contextfold-recall-rounds"] == "3"
+    assert r.headers["x-contextfold-recall-tokens"] == str(tokens) and tokens > 0
+    assert "x-contextfold-recall-spent" not in r.headers

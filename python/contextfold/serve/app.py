@@ -299,8 +299,10 @@ class _Proxy:
             except httpx.TransportError as e:
                 return self._unreachable(api, base, e, outcome)
         out_headers = self._out_headers(resp, outcome, added, read, decoded=True)
-        out_headers["x-contextfold-recall-rounds"] = str(req.rounds)
-        if req.told:
+        report = req.report()
+        out_headers["x-contextfold-recall-rounds"] = str(report["recall-rounds"])
+        out_headers["x-contextfold-recall-tokens"] = str(report["recall-tokens"])
+        if report["recall-spent"]:
             out_headers["x-contextfold-recall-spent"] = "1"
         return Response(data, status_code=resp.status_code, headers=out_headers)
 
@@ -326,7 +328,7 @@ class _Proxy:
         """The streamed rounds of a body that carries the recall tool, as one stream to the
         client (``StreamRelay``): each round's events go out as they come up to a tool call's
         first one; a round that calls recall is answered and the next round's events continue
-        the stream."""
+        the stream, which ends with the request's report (``StreamRelay.finish``)."""
         relay = StreamRelay(api.name)
         try:
             while True:
@@ -348,10 +350,10 @@ class _Proxy:
                 parsed = relay.response()
                 got = None if req.told else await self._round(api, parsed, req)
                 if got is None:
-                    if held := relay.end(False):
-                        yield held
+                    yield relay.finish(req.report())
                     return
-                relay.end(True, parsed)
+                if sent := relay.end(True, parsed):
+                    yield sent
                 req.answered(got)
                 resp = await self._send(method, url, headers, req.body)
                 if resp.status_code >= 300 or not resp.headers.get("content-type", "").startswith("text/event-stream"):

@@ -20,6 +20,12 @@ next round's events follow the text already sent, renumbered to continue it (Ant
 block indices, the Responses API's output indices and sequence numbers), so the SDK reads one
 turn. A JSON response is read whole.
 
+A JSON response reports the request's rounds in its headers (``RecallRequest.report``); a
+stream's headers leave before its rounds are known, so it reports them at its end
+(``StreamRelay.finish``): an SSE comment line in the OpenAI and Anthropic streams, and in a
+Gemini stream, whose SDK (google-genai) raises on any line but ``data:`` JSON, a ``contextfold``
+member of the chunk that finishes the turn (google-genai drops members it does not know).
+
 The model's turn is appended as the API returned it (reasoning and thinking blocks, thought
 signatures included, which the providers require back unchanged) less any call of the client's
 own tools in it: the proxy cannot answer those, and the model makes them again once it has read
@@ -35,7 +41,7 @@ from typing import Any
 from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.recall import RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, malformed_text, read_calls
-from contextfold.serve.sse import payload, with_payload
+from contextfold.serve.sse import comment, payload, split_events, with_payload
 
 __all__ = ["RecallRequest", "RecallRoute", "RecallRound", "StreamRelay", "extended", "recall_round", "response_of",
            "stream_response"]
@@ -43,6 +49,8 @@ __all__ = ["RecallRequest", "RecallRoute", "RecallRound", "StreamRelay", "extend
 #: Tokens an answer takes besides its page (the header line and the result's envelope): kept free
 #: in the room before a page is sized.
 ANSWER_OVERHEAD = 60
+#: The member of a Gemini stream's finishing chunk that carries the request's report.
+REPORT_MEMBER = "contextfold"
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,15 +306,25 @@ class RecallRequest:
     route: RecallRoute
     rounds: int = 0
     told: bool = False
+    #: The estimated tokens the answered rounds appended to the request (the model's recall turns
+    #: and their answers, the note included): what they took of the room under the gate.
+    tokens: int = 0
 
     def answered(self, got: RecallRound) -> None:
         """Append ``got``'s messages to the body for the next round."""
         self.body, end = extended(self.body, self.route.history_end, got.messages)
         self.route = replace(self.route, history_end=end, room=self.route.room - got.tokens)
+        self.tokens += got.tokens
         if got.paged:
             self.rounds += 1
         else:
             self.told = True
+
+    def report(self) -> dict[str, int]:
+        """What the request's rounds spent, as a JSON response's ``x-contextfold-<name>`` headers
+        and a stream's last words name it: ``recall-rounds`` (answered with pages),
+        ``recall-tokens`` (``tokens``), ``recall-spent`` (1: the model was told recall is spent)."""
+        return {"recall-rounds": self.rounds, "recall-tokens": self.tokens, "recall-spent": int(self.told)}
 
 
 def extended(body: bytes, end: int, messages: list[Any]) -> tuple[bytes, int]:
@@ -339,6 +357,14 @@ def _starts_call(api: str, ev: Any) -> bool:
                for p in (c.get("content") or {}).get("parts") or ())
 
 
+def _finishes(api: str, ev: Any) -> bool:
+    """Whether a Gemini stream event (its JSON) finishes the turn (a candidate's
+    ``finishReason``): held until the next event or the stream's end, where it carries the report
+    (``StreamRelay.finish``). Gemini sends it last, so holding it delays nothing."""
+    return api == "gemini" and isinstance(ev, dict) and any(
+        isinstance(c, dict) and c.get("finishReason") for c in ev.get("candidates") or ())
+
+
 @dataclass(slots=True)
 class StreamRelay:
     """What a streamed request's rounds send the client: each round's events up to the one that
@@ -347,7 +373,9 @@ class StreamRelay:
     ``message_start`` is dropped and block indices shifted; the Responses API's
     ``response.created`` / ``in_progress`` are dropped, output indices and sequence numbers
     shifted, and the final response lists the items sent before. Each event's JSON is read once
-    (``feed``) and serves both the relay and the round's response (``response``)."""
+    (``feed``) and serves both the relay and the round's response (``response``). The stream
+    ends with the request's report (``finish``); a Gemini chunk that finishes the turn is held
+    to carry it."""
 
     api: str
     rounds: int = 0
@@ -365,6 +393,11 @@ class StreamRelay:
     round_blocks: int = 0
     round_items: int = 0
     last_seq: int = -1
+    #: A Gemini chunk that finishes the turn, held until the next event (which sends it first) or
+    #: the stream's end (``_finishes``).
+    finishing: bytes = b""
+    #: The last byte sent the client: whether the report's comment starts a line of its own.
+    tail: bytes = b""
 
     def feed(self, event: bytes) -> bytes:
         """The bytes to send the client now for one upstream ``event`` (b"" when it is held or
@@ -374,10 +407,15 @@ class StreamRelay:
         if isinstance(ev, dict):
             self.events.append(ev)
         out = event if self.rounds == 0 else self._rewritten(event, ev)
+        # A chunk held as the turn's last was not: it goes out before this one.
+        before, self.finishing = self.finishing, b""
         if self.held or _starts_call(self.api, ev):
             if out:
                 self.held.append(out)
-            return b""
+            return self._sent(before)
+        if _finishes(self.api, ev):
+            self.finishing = out
+            return self._sent(before)
         if isinstance(ev, dict):
             kind = ev.get("type")
             if kind == "content_block_start":
@@ -386,6 +424,11 @@ class StreamRelay:
                 self.round_items += 1
             if isinstance(ev.get("sequence_number"), int):
                 self.last_seq = ev["sequence_number"] + (self.seq if self.rounds else 0)
+        return self._sent(before + out)
+
+    def _sent(self, out: bytes) -> bytes:
+        if out:
+            self.tail = out[-1:]
         return out
 
     def _rewritten(self, event: bytes, ev: Any) -> bytes:
@@ -419,9 +462,11 @@ class StreamRelay:
 
     def end(self, recalled: bool, response: Any = None) -> bytes:
         """End the round: the held bytes to send when the turn called no recall (``recalled``
-        False), else b"" and the next round continues what was sent (``response``: this
-        round's response as one object, whose first items were sent)."""
+        False); else only a chunk held as the turn's last (no part of the call), and the next
+        round continues what was sent (``response``: this round's response as one object, whose
+        first items were sent)."""
         held = b"".join(self.held)
+        finishing, self.finishing = self.finishing, b""
         if recalled:
             self.blocks += self.round_blocks
             if self.api == "responses" and isinstance(response, dict):
@@ -432,4 +477,22 @@ class StreamRelay:
             self.rounds += 1
         self.raw, self.events, self.held = [], [], []
         self.round_blocks = self.round_items = 0
-        return b"" if recalled else held
+        return self._sent(finishing if recalled else finishing + held)
+
+    def finish(self, report: dict[str, int]) -> bytes:
+        """End the stream after a round that called no recall: its held bytes, then ``report``
+        (``RecallRequest.report``). In the OpenAI and Anthropic streams an SSE comment line
+        ``: contextfold recall-rounds=2 recall-tokens=1834 recall-spent=0``; in a Gemini stream a
+        ``contextfold`` member of its last chunk, held (the one that finishes the turn, or the last
+        of a held tool call): a stream whose last chunk went out unheld carries no report."""
+        held = self.end(False)
+        if self.api == "gemini":
+            events, rest = split_events(held)
+            last = payload(events[-1]) if events and not rest else None
+            if isinstance(last, dict):
+                return b"".join(events[:-1]) + with_payload(events[-1], {**last, REPORT_MEMBER: report})
+            return held
+        # (An upstream's last event sent without its line break: the comment starts a line.)
+        line = b"\n" if self.tail not in (b"", b"\n", b"\r") else b""
+        text = " ".join(f"{k}={v}" for k, v in report.items())
+        return held + line + comment(f"{REPORT_MEMBER} {text}")

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["event_end", "payload", "payloads", "split_events", "with_payload"]
+__all__ = ["comment", "event_end", "payload", "payloads", "split_events", "with_payload"]
 
 #: What ends an event: a blank line (LF LF, CR LF CR LF, whose last three bytes are LF CR LF, or
 #: CR CR).
@@ -47,6 +47,14 @@ def payloads(data: bytes) -> list[dict[str, Any]]:
     included)."""
     events, rest = split_events(data)
     return [p for e in (*events, rest) if isinstance(p := payload(e), dict)]
+
+
+def comment(text: str) -> bytes:
+    """``text`` as an SSE comment line (``: text``), which a parser that follows the SSE spec
+    skips (the openai and anthropic SDKs do; google-genai raises on it). Ended by one line break
+    and no blank line: a blank line would end an event, and a parser that keeps the last event id
+    (the Stainless decoder of the openai and anthropic SDKs) would then dispatch an empty one."""
+    return b": " + text.encode("utf-8") + b"\n"
 
 
 def with_payload(event: bytes, data: Any) -> bytes:
