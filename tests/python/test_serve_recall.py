@@ -753,6 +753,33 @@ def test_a_recoverable_fold_sent_with_no_gate_still_has_its_recall_calls_answere
     assert raw.headers["x-contextfold-recall-spent"] == "1"
 
 
+def test_a_proxy_without_recall_never_sends_a_recoverable_fold_another_left_in_a_shared_cache():
+    """Two proxies share one fold cache, one with ``--recall`` and one without. The fold the
+    first left promises the recall tool; the second cannot send that tool, so it folds the
+    history itself: its body names no fold id and carries no recall tool."""
+    from contextfold.serve.fold_cache import MemoryFoldCache
+
+    history, system, budget = _setup("chat")
+    cache = MemoryFoldCache()
+    model = ScriptedModel("chat", stream=False, pages=1)
+    with RecordingUpstream(model) as up:
+        with ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=budget * 2, recall=True),
+                         cache=cache) as proxy:
+            assert _send("chat", proxy.url, history, system, _tools("chat"), False) == DONE
+        assert any("id=cf" in r.raw.decode() for r in up.seen)
+        up.seen.clear()
+        with ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=budget * 2), cache=cache) as proxy:
+            client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+            raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=history,
+                                                                  tools=_tools("chat"))
+            client.close()
+    assert raw.headers["x-contextfold-fold"] == "new", dict(raw.headers)
+    (sent,) = up.seen
+    body = json.loads(sent.raw)
+    assert [t["function"]["name"] for t in body["tools"]] == ["bash"]
+    assert "id=cf" not in sent.raw.decode() and cf.RECALL_TOOL not in sent.raw.decode()
+
+
 def test_a_gemini_stream_read_as_a_json_array_has_its_recall_calls_answered():
     """``:streamGenerateContent`` without ``alt=sse`` answers with a JSON array of chunks (not
     SSE: google-genai always asks for SSE, a REST client may not). The proxy reads it whole and

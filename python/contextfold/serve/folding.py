@@ -476,7 +476,9 @@ class Folder:
             except Exception as e:  # noqa: BLE001
                 log.warning("fold cache unavailable (%s): history read without its fold", type(e).__name__)
                 return None
-            if fold is not None and fold.k == k:
+            # A recoverable fold another proxy left in a shared cache promises a tool this one
+            # (without ``--recall``) would not send: read as a miss, compacted anew.
+            if fold is not None and fold.k == k and not (fold.recall and self.store is None):
                 return fold
         return None
 
