@@ -1542,13 +1542,7 @@ mod tests {
     /// id key; the same word elsewhere, and SQL keywords or log levels, are not.
     #[test]
     fn a_booking_code_of_letters_alone_is_an_id_where_the_text_says_so() {
-        let ids = |text: &str| -> Vec<String> {
-            kinds(text)
-                .into_iter()
-                .filter(|(k, _)| *k == Kind::Id)
-                .map(|(_, t)| t)
-                .collect()
-        };
+        let ids = |text: &str| of_kind(Kind::Id, text);
         let profile = r#"{"user_id": "aarav_garcia_1177", "reservations": ["M05KNL", "UHDAHF"]}"#;
         assert!(
             ids(profile).contains(&"UHDAHF".to_string()),
@@ -1581,13 +1575,7 @@ mod tests {
 
     #[test]
     fn names_and_codes_of_a_json_record_are_values() {
-        let values = |text: &str| -> Vec<String> {
-            kinds(text)
-                .into_iter()
-                .filter(|(k, _)| *k == Kind::Value)
-                .map(|(_, t)| t)
-                .collect()
-        };
+        let values = |text: &str| of_kind(Kind::Value, text);
         let booking = r#"{"origin": "BOS", "flights": [{"flight_number": "HAT006"}], "passengers": [{"first_name": "Anya", "last_name": "Brown"}], "cabin": "economy", "state": "TX", "note": "Thanks"}"#;
         let mut got = values(booking);
         got.sort();
@@ -1620,6 +1608,15 @@ mod tests {
         let mut c = Collector::default();
         c.scan(text, 1.0, 1.0);
         c.ranked().into_iter().map(|i| (i.kind, i.text)).collect()
+    }
+
+    /// The items of `kind` in `text`, ranked.
+    fn of_kind(kind: Kind, text: &str) -> Vec<String> {
+        kinds(text)
+            .into_iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, t)| t)
+            .collect()
     }
 
     #[test]
@@ -1729,11 +1726,7 @@ mod tests {
         let text = "sed -i '/pass/d' x; sed 's/print/log/' y; N/A, True/False, try/except, \
                     list/queryset, RelatedIn.as_sql/d, but /testbed/django, \
                     django/db/models/sql/, astropy/io/fits and /build/out";
-        let paths: Vec<String> = kinds(text)
-            .into_iter()
-            .filter(|(k, _)| *k == Kind::Path)
-            .map(|(_, t)| t)
-            .collect();
+        let paths = of_kind(Kind::Path, text);
         assert_eq!(
             paths,
             [
@@ -1782,11 +1775,7 @@ mod tests {
                     The error is `django.db.utils.OperationalError: Cannot add a UNIQUE column`.\n\
                     `django.db.utils.OperationalError: Cannot add a UNIQUE column`\n\
                     E   sqlite3.OperationalError: Cannot add a UNIQUE column";
-        let errors: Vec<String> = kinds(text)
-            .into_iter()
-            .filter(|(k, _)| *k == Kind::Error)
-            .map(|(_, t)| t)
-            .collect();
+        let errors = of_kind(Kind::Error, text);
         assert_eq!(
             errors,
             [
@@ -1796,11 +1785,7 @@ mod tests {
         );
         // A line opening with the error is shown as it is.
         assert_eq!(
-            kinds("KeyError: 'user_id' (in `load`)")
-                .into_iter()
-                .filter(|(k, _)| *k == Kind::Error)
-                .map(|(_, t)| t)
-                .collect::<Vec<_>>(),
+            of_kind(Kind::Error, "KeyError: 'user_id' (in `load`)"),
             ["KeyError: 'user_id' (in `load`)"]
         );
         as_first_written(&[text]);

@@ -248,13 +248,17 @@ def _with_clause(marker: str, clause: str) -> str:
     return marker[:-1] + "; " + clause.replace("{", "{{").replace("}", "}}") + "]"
 
 
+#: What a note adds where a recoverable compaction's fold kept no id.
+_UNRECOVERABLE = "; not recoverable (no room for its id)"
+
+
 def _stored(marker: str, clause: str, keep: Callable[[], None]) -> str:
     """Store the fold when the marker kept names it; what the note adds (nothing otherwise:
     a marker that had no room for the id leaves the span unrecoverable, and says so)."""
     if clause and marker not in BARE_MARKERS:
         keep()
         return ""
-    return "; not recoverable (no room for its id)" if clause else ""
+    return _UNRECOVERABLE if clause else ""
 
 #: Tokens of a summary message besides its text, guessed before the check prices it.
 _ENVELOPE_GUESS = 12
@@ -385,8 +389,9 @@ def bare_history(
             continue
         span = [msgs[i] for i in folded]
         clause, keep = fold_clause(span) if fold_clause is not None else ("", lambda: None)
+        named_only = bool(clause) and recover_only
         markers = [_with_clause(m, clause) for m in BARE_MARKERS] if clause else []
-        if not (clause and recover_only):
+        if not named_only:
             markers += BARE_MARKERS
         for marker in markers:
             line = marker.format(n=len(folded), calls=named)
@@ -399,15 +404,14 @@ def bare_history(
                     notes.append(f"degraded: folded {len(folded)} messages without a summary (no room for one): {said}"
                                  + _stored(marker, clause, keep))
                     return got[0], got[1], tuple(folded), None
-        if not same and not (clause and recover_only):
-            # Turns of two roles meet: nothing is needed between them.
-            got = attempt([base[i] for i in front] + [base[i] for i in tail], [*front, *tail])
+        if not same:
+            # Turns of two roles meet: nothing is needed between them (a fold that keeps no id).
+            got = None if named_only else attempt([base[i] for i in front] + [base[i] for i in tail],
+                                                  [*front, *tail])
             if got is not None:
                 notes.append(f"degraded: folded {len(folded)} messages without a summary or a marker (no room "
-                             f"for either): {said}" + ("; not recoverable (no room for its id)" if clause else ""))
+                             f"for either): {said}" + (_UNRECOVERABLE if clause else ""))
                 return got[0], got[1], tuple(folded), None
-            continue
-        if not same:
             continue
         for marker in markers:
             # Not even a marker message fits between two turns of one role: one message holds

@@ -21,8 +21,8 @@ from typing import Any
 from contextfold import _core
 from contextfold.content_store import ContentStore
 
-__all__ = ["RECALL_TOOL", "RecallCall", "declares_recall", "malformed_text", "page_header", "page_tokens", "read_calls",
-           "recall_calls", "recall_tool", "sample_call", "span_text"]
+__all__ = ["ANSWER_ENVELOPE", "RECALL_TOOL", "RecallCall", "declares_recall", "malformed_text", "page_header",
+           "page_tokens", "read_calls", "recall_calls", "recall_tool", "sample_call", "span_text"]
 
 #: The tool's name in every format.
 RECALL_TOOL: str = _core.RECALL_TOOL
@@ -35,6 +35,10 @@ PAGE_BOUND_LIMIT = 2**32 - 1
 
 #: The smallest default page (tokens): a tiny budget still pages through in steps of it.
 MIN_PAGE_TOKENS = 64
+
+#: Tokens an answer message takes besides its page (the header line, the result's envelope):
+#: what the Compactor's ``answer`` and the proxy's rounds keep beside a page when they size it.
+ANSWER_ENVELOPE = 60
 
 
 def page_tokens(budget: int) -> int:

@@ -41,9 +41,6 @@ MIN_RECALL_PAGE_TOKENS = 64
 #: either: a page is a tenth of the room); an agent loop over them 286, 337, 362, 400.
 MAX_ROUND_SHARE = 0.25
 
-#: Tokens an answer message takes besides its page (the header line, the result's envelope).
-ANSWER_ENVELOPE = 60
-
 #: Tokens kept aside when the answer is fitted to the room exactly (see ``answer``).
 SEAM_SLACK = 8
 
@@ -201,14 +198,14 @@ class RecoverableFolds:
         calls = [read[0]]
         bound = max_tokens if max_tokens is not None else (
             self._recall_page if self._recall_page is not None else self._page_tokens(self._default_budget()))
-        target = bound + ANSWER_ENVELOPE
+        target = bound + _recall.ANSWER_ENVELOPE
         # (Without a round's room kept, the answer goes beyond the budget: the page takes its bound,
         # the caller's room without the reserve, the smallest page where none fitted.)
         if max_tokens is None and self._round_kept and self._last_room is not None:
             call_tokens = int(_core.estimate([call], provider=self.provider, model=self.model))  # type: ignore[arg-type]
             # SEAM_SLACK: two messages priced alone can cost a few tokens less than inside the
             # history (Gemini prices a turn's seam with its neighbour).
-            target = max(ANSWER_ENVELOPE + 16, min(target, self._last_room - call_tokens - SEAM_SLACK))
+            target = max(_recall.ANSWER_ENVELOPE + 16, min(target, self._last_room - call_tokens - SEAM_SLACK))
         # The page is cut by its text's estimate; the message prices it in its own context (a
         # tool result's text may cost more, and not in proportion): search the largest page
         # bound whose message fits the target.

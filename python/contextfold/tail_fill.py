@@ -23,7 +23,6 @@ it asks the summarizer twice).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -216,13 +215,18 @@ def fill_tail(
             store.put(fold_id, text)
             if s < tail_start:
                 notes.append(whole)
-            notes.append(f"the tail takes message {i} with its middle cut (~{costs[i]} -> ~{keep} tokens; id={fold_id} "
-                         "restores it): the summary's room (held steady, or capped) is full")
+            notes.append(_tail_cut_note(i, costs[i], keep, fold_id))
             return cut_msgs, p, (*edit, max(0, costs[i] - int(p["costs"][i])))
     if s < tail_start and (p := extended(msgs, s)) is not None:
         notes.append(whole)
         return msgs, p, None
     return msgs, plan, None
+
+
+def _tail_cut_note(i: int, before: int, keep: int, fold_id: str) -> str:
+    """The note of the tail fill's cut of message ``i`` (``before`` -> ``keep`` tokens)."""
+    return (f"the tail takes message {i} with its middle cut (~{before} -> ~{keep} tokens; id={fold_id} restores it): "
+            "the summary's room (held steady, or capped) is full")
 
 
 def restore_tail(
@@ -334,10 +338,11 @@ def restore_tail(
     if cut is not None:
         # A message the tail fill cut is cut again here from the same original, under the same
         # id: its note says where the cut ended instead of a second note on the same message.
-        earlier = f"the tail takes message {int(cut[0][0])} with its middle cut (~"
+        i = int(cut[0][0])
+        earlier = _tail_cut_note(i, 0, 0, cut[1]).split(" (~")[0]
         at = next((k for k, n in enumerate(notes) if n.startswith(earlier) and f"id={cut[1]} " in n), None)
         if at is not None:
-            notes[at] = re.sub(r"-> ~\d+ tokens;", f"-> ~{want} tokens;", notes[at], count=1)
+            notes[at] = _tail_cut_note(i, whole_tokens, want, cut[1])
         else:
             notes.append(f"{why}: message {int(cut[0][0])}{where} kept with its middle cut "
                          f"(~{whole_tokens} -> ~{want} tokens; id={cut[1]} restores it)")

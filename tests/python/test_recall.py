@@ -20,7 +20,7 @@ from test_compactor import agent_history
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
 from contextfold.content_store import DirectoryContentStore, MemoryContentStore, RedisContentStore
-from contextfold.recoverable import ANSWER_ENVELOPE
+from contextfold.recall import ANSWER_ENVELOPE
 
 ID = re.compile(r"id=(cf[0-9a-f]{12})")
 

@@ -727,29 +727,39 @@ def test_a_background_response_is_folded_without_recall():
     assert raw.headers["x-contextfold-recall-withheld"] == "background"
 
 
-def test_a_recoverable_fold_sent_with_no_gate_still_has_its_recall_calls_answered():
-    """A proxy with no gate for the model (window unknown, no budget) still sends a recoverable
-    fold it finds in the fold cache, and the recall tool with it: the model's call is answered
-    (with no room for a page, by the note that recall is spent), not passed to the client."""
+def _second_proxy_on_a_shared_cache(model_name: str, *, recall: bool, gate: bool) -> tuple[Any, list[Any]]:
+    """A proxy with ``--recall`` folds the chat run into a fold cache (its body names fold ids);
+    a second proxy on the same cache (with or without ``--recall``, with the first one's budget
+    and trigger or none) then sends the run once, with the real openai SDK as ``model_name``:
+    its raw response and what the upstream got."""
     from contextfold.serve.fold_cache import MemoryFoldCache
 
     history, system, budget = _setup("chat")
     cache = MemoryFoldCache()
-    model = ScriptedModel("chat", stream=False, pages=1)
-    with RecordingUpstream(model) as up:
+    with RecordingUpstream(ScriptedModel("chat", stream=False, pages=1)) as up:
         with ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=budget * 2, recall=True),
                          cache=cache) as proxy:
             assert _send("chat", proxy.url, history, system, _tools("chat"), False) == DONE
+        assert any(b"id=cf" in r.raw for r in up.seen)
         up.seen.clear()
-        with ProxyServer(ServeConfig(upstream=up.url, recall=True), cache=cache) as proxy:
+        sizes = {"budget": budget, "trigger": budget * 2} if gate else {}
+        with ProxyServer(ServeConfig(upstream=up.url, recall=recall, **sizes), cache=cache) as proxy:
             client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
-            raw = client.chat.completions.with_raw_response.create(model="acme-model-7", messages=history,
+            raw = client.chat.completions.with_raw_response.create(model=model_name, messages=history,
                                                                   tools=_tools("chat"))
             client.close()
+    return raw, list(up.seen)
+
+
+def test_a_recoverable_fold_sent_with_no_gate_still_has_its_recall_calls_answered():
+    """A proxy with no gate for the model (window unknown, no budget) still sends a recoverable
+    fold it finds in the fold cache, and the recall tool with it: the model's call is answered
+    (with no room for a page, by the note that recall is spent), not passed to the client."""
+    raw, seen = _second_proxy_on_a_shared_cache("acme-model-7", recall=True, gate=False)
     assert raw.headers["x-contextfold-fold"] == "reused" and "no context window" in raw.headers[
         "x-contextfold-not-compacted"]
     assert raw.parse().choices[0].message.content == DONE
-    assert len(up.seen) == 2 and "no more recall" in _last_answer("chat", json.loads(up.seen[1].raw))
+    assert len(seen) == 2 and "no more recall" in _last_answer("chat", json.loads(seen[1].raw))
     assert raw.headers["x-contextfold-recall-spent"] == "1"
 
 
@@ -757,27 +767,12 @@ def test_a_proxy_without_recall_never_sends_a_recoverable_fold_another_left_in_a
     """Two proxies share one fold cache, one with ``--recall`` and one without. The fold the
     first left promises the recall tool; the second cannot send that tool, so it folds the
     history itself: its body names no fold id and carries no recall tool."""
-    from contextfold.serve.fold_cache import MemoryFoldCache
-
-    history, system, budget = _setup("chat")
-    cache = MemoryFoldCache()
-    model = ScriptedModel("chat", stream=False, pages=1)
-    with RecordingUpstream(model) as up:
-        with ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=budget * 2, recall=True),
-                         cache=cache) as proxy:
-            assert _send("chat", proxy.url, history, system, _tools("chat"), False) == DONE
-        assert any("id=cf" in r.raw.decode() for r in up.seen)
-        up.seen.clear()
-        with ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=budget * 2), cache=cache) as proxy:
-            client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
-            raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=history,
-                                                                  tools=_tools("chat"))
-            client.close()
+    raw, seen = _second_proxy_on_a_shared_cache("gpt-4o", recall=False, gate=True)
     assert raw.headers["x-contextfold-fold"] == "new", dict(raw.headers)
-    (sent,) = up.seen
+    (sent,) = seen
     body = json.loads(sent.raw)
     assert [t["function"]["name"] for t in body["tools"]] == ["bash"]
-    assert "id=cf" not in sent.raw.decode() and cf.RECALL_TOOL not in sent.raw.decode()
+    assert b"id=cf" not in sent.raw and cf.RECALL_TOOL.encode() not in sent.raw
 
 
 def test_a_gemini_stream_read_as_a_json_array_has_its_recall_calls_answered():

@@ -40,15 +40,12 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.content_store import ContentStore
-from contextfold.recall import RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, malformed_text, read_calls
+from contextfold.recall import ANSWER_ENVELOPE, RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, malformed_text, read_calls
 from contextfold.serve.sse import comment, payload, split_events, with_payload
 
 __all__ = ["RecallRequest", "RecallRoute", "RecallRound", "StreamRelay", "extended", "recall_round", "response_of",
            "stream_response"]
 
-#: Tokens an answer takes besides its page (the header line and the result's envelope): kept free
-#: in the room before a page is sized.
-ANSWER_OVERHEAD = 60
 #: The member of a Gemini stream's finishing chunk that carries the request's report.
 REPORT_MEMBER = "contextfold"
 
@@ -274,7 +271,7 @@ def recall_round(api: str, provider: str, response: Any, store: ContentStore, ro
     if not reads:
         return None
     turn_tokens = int(_core.estimate(turn, provider=provider, model=route.model))  # type: ignore[arg-type]
-    page = min(route.page_tokens, (route.room - turn_tokens) // len(reads) - ANSWER_OVERHEAD)
+    page = min(route.page_tokens, (route.room - turn_tokens) // len(reads) - ANSWER_ENVELOPE)
     paged = not spent and page >= MIN_PAGE_TOKENS
     answers: list[Any] = []
     for caller, read in reads:
