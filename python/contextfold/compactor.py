@@ -13,6 +13,7 @@ usage when one is attached).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import itertools
@@ -603,25 +604,52 @@ class Compactor(RecoverableFolds):
         whose floor fits the budget but not beside the room kept for a recall round of
         ``recall_max_tokens`` is compacted beside the room of the smallest page
         (``MIN_RECALL_PAGE_TOKENS``); where even that misses, with no room kept (an answer then
-        goes over the budget by its size). ``.notes`` says which: raising is for what cannot
-        fit beside nothing at all."""
-        if not (self.recoverable and self.recall_reserve):
+        goes over the budget by its size); where the recall tool's declaration itself tips the
+        floor over, as plain compaction does, without the tool (nothing of that fold can be
+        recalled). ``.notes`` says which: raising is for what plain compaction cannot fit."""
+        self._recall_withheld = False
+        if not self.recoverable:
             return (yield from self._run_steps(messages, round_room="page"))
         try:
-            return (yield from self._run_steps(messages, round_room="page"))
+            if not self.recall_reserve:
+                return (yield from self._run_steps(messages, round_room="page"))
+            try:
+                return (yield from self._run_steps(messages, round_room="page"))
+            except CompactionBudgetError as e:
+                if self._round_skipped:
+                    raise  # (it ran without the round's room: only the last step can do better)
+                first = e
+            try:
+                result = yield from self._run_steps(messages, round_room="smallest")
+                note = (f"room kept for a recall round of {MIN_RECALL_PAGE_TOKENS} tokens only: beside a round "
+                        f"of recall_max_tokens, {first}")
+            except CompactionBudgetError as e:
+                result = yield from self._run_steps(messages, round_room="none")
+                note = (f"no room kept for a recall round: an answer goes over the budget by its size (beside a "
+                        f"round of {MIN_RECALL_PAGE_TOKENS} tokens, {e})")
+            return dataclasses.replace(result, notes=(*result.notes, note))
         except CompactionBudgetError as e:
-            if self._round_skipped:
-                raise  # (it ran without the round's room: the steps below could not do better)
-            first = e
-        try:
-            result = yield from self._run_steps(messages, round_room="smallest")
-            note = (f"room kept for a recall round of {MIN_RECALL_PAGE_TOKENS} tokens only: beside a round of "
-                    f"recall_max_tokens, {first}")
-        except CompactionBudgetError as e:
-            # (Where the history does not fit beside nothing either, the error names it.)
-            result = yield from self._run_steps(messages, round_room="none")
-            note = (f"no room kept for a recall round: an answer goes over the budget by its size (beside a "
-                    f"round of {MIN_RECALL_PAGE_TOKENS} tokens, {e})")
+            # The recall tool is this library's own addition: where its declaration alone tips the
+            # floor over the budget, compact as plain compaction would rather than raise, and say
+            # that nothing of this fold can be recalled. Where the history does not fit without
+            # the tool either, plain compaction's error names by how much.
+            return (yield from self._without_recall_tool(messages, e))
+
+    def _without_recall_tool(self, messages: Sequence[Any], why: CompactionBudgetError) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
+        """The last step of a recoverable compaction: the history compacted as with
+        ``recoverable=False`` (placeholders and folds that name no id, the recall tool not sent:
+        ``.tools`` is the caller's list), noted with what the tool's declaration costs."""
+        plain = copy.copy(self)  # (its core options and requests are built again: __getstate__)
+        plain.recoverable = False
+        plain._options = plain.config.plan_options(recoverable=False)
+        result = yield from plain._run_steps(messages, round_room="page")
+        self._backoff_below, self._format = plain._backoff_below, plain._format
+        self._recall_withheld = True
+        fmt = self._format or "chat"
+        declared = self._request(fmt).overhead_tokens - plain._request(fmt).overhead_tokens
+        note = (f"the recall tool is not sent: its declaration ({declared} tokens) does not fit beside the "
+                f"system prompt, tools, task and last user turn ({why}); nothing folded here is recallable")
         return dataclasses.replace(result, notes=(*result.notes, note))
 
     def _run_steps(self, messages: Sequence[Any], *, round_room: RoundRoom) -> Generator[

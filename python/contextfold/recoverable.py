@@ -90,6 +90,8 @@ class RecoverableFolds:
         # and whether it kept one (its answers then fit the room it left under the budget).
         self._round_skipped = False
         self._round_kept = False
+        # Whether the last compaction sent no recall tool: its declaration alone did not fit.
+        self._recall_withheld = False
         # Budget minus the tokens of the last compacted history: what one recall round may take.
         self._last_room: int | None = None
 
@@ -129,6 +131,10 @@ class RecoverableFolds:
     def _with_tools(self, result: CompactionResult) -> CompactionResult:
         if not self.recoverable:
             return result
+        if self._recall_withheld:
+            # (The last step sent no recall tool: the caller's tools are the list to send.)
+            self._last_room = None
+            return dataclasses.replace(result, tools=list(self.tools or ()))
         fmt = self._format or self.wire_format or "chat"
         self._last_room = result.budget - result.tokens_after
         return dataclasses.replace(result, tools=self._request_tools(fmt))

@@ -291,23 +291,31 @@ def test_the_recall_room_shrinks_with_the_budget_and_raising_is_for_a_floor_that
     # tau-bench dialogue 54: the system prompt, tools, task and last turn take ~2,800 tokens.
     # Walked down from 75% of its tokens to below that floor, a recoverable compaction keeps a
     # round of a page sized by the room left, then none where a round would take more than a
-    # quarter of that room or does not fit (noted), and raises only where plain compaction
-    # raises too.
+    # quarter of that room or does not fit (noted), then sends no recall tool where its
+    # declaration alone tips the floor over (noted), and raises only where plain compaction
+    # with the caller's tools raises too.
     conv = load_conversations(SHARED, "tau-bench-airline")[54]
     msgs, tools = conv["messages"], conv["tools"]
     top = int(cf.estimate(msgs, tools=tools) * 0.75)
     seen: dict[str, int] = {}
-    r_tools = [*tools, cf.recall_tool("chat")]  # (the recall tool is priced in the floor)
     for budget in range(top, top // 2, -20):
         c = cf.Compactor(budget=budget, tools=tools, model="gpt-4o", recoverable=True)
         try:
             r = c.compact(msgs)
         except cf.CompactionBudgetError:
             with pytest.raises(cf.CompactionBudgetError):
-                cf.Compactor(budget=budget, tools=r_tools, model="gpt-4o").compact(msgs)
+                cf.Compactor(budget=budget, tools=tools, model="gpt-4o").compact(msgs)
             seen["raised"] = budget
             break
         assert cf.estimate(r.messages, tools=r.tools, model="gpt-4o") <= budget
+        if any(n.startswith("the recall tool is not sent") for n in r.notes):
+            # Plain compaction's history, sent with the caller's tools only: nothing promises a
+            # tool that is not there.
+            seen.setdefault("withheld", budget)
+            plain = cf.Compactor(budget=budget, tools=tools, model="gpt-4o").compact(msgs)
+            assert r.messages == plain.messages and r.tools == tools
+            assert cf.RECALL_TOOL not in json.dumps(r.messages)
+            continue
         kind = "none" if any(n.startswith("no room kept for a recall round") for n in r.notes) else \
             "smallest" if any(n.startswith("room kept for a recall round of 64 tokens only") for n in r.notes) else "page"
         seen.setdefault(kind, budget)
@@ -326,7 +334,7 @@ def test_the_recall_room_shrinks_with_the_budget_and_raising_is_for_a_floor_that
         else:
             assert after <= budget, (kind, budget, after)
     # Every regime shows up, in that order as the budget falls.
-    assert seen.get("page", 0) > seen.get("none", 0) > seen.get("raised", 0) > 0, seen
+    assert seen.get("page", 0) > seen.get("none", 0) > seen.get("withheld", 0) > seen.get("raised", 0) > 0, seen
 
 
 def test_a_screenshot_inside_a_masked_tool_result_is_recoverable_and_priced_by_its_pixels():
