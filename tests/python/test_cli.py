@@ -221,6 +221,17 @@ def test_every_command_has_help_with_an_example(command, capsys):
     assert "Example" in out and "contextfold " + command in out
 
 
+def test_the_command_list_gives_each_command_its_first_paragraph_on_one_line(capsys):
+    # The docstrings' own line breaks made ragged rows in the list (`images,` / `reasoning`).
+    from contextfold.cli import app
+
+    for info in app.registered_commands:
+        assert info.short_help and "\n" not in info.short_help and "``" not in info.short_help, info.name
+    assert main(["--help"]) == 0
+    out = " ".join(line.strip("│ ") for line in capsys.readouterr().out.splitlines())
+    assert "tool outputs, images, reasoning, media" in " ".join(out.split())
+
+
 def test_version_as_python_m():
     r = run("version")
     assert r.returncode == 0 and r.stdout.strip() == cf.__version__

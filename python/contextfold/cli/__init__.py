@@ -21,6 +21,7 @@ its name in the import below.
 from __future__ import annotations
 
 import errno
+import inspect
 import os
 import sys
 
@@ -30,6 +31,19 @@ from contextfold.cli.app import EXIT_BAD_INPUT, EXIT_MISSING_TOOL, EXIT_OK, EXIT
 
 # Each import registers its command on `app`, in this order (the order of the help).
 from contextfold.cli import estimate, count, report, compact, evaluate, serve, bench, version  # noqa: E402, F401, I001
+
+
+def _one_line_summaries() -> None:
+    # The command list shows a command's first docstring paragraph with its line breaks, which
+    # made ragged rows there ("... tool outputs, images,\n reasoning, ..."): one line each, for
+    # the terminal to wrap. A command's own --help rewraps its text already.
+    for info in app.registered_commands:
+        if info.short_help is None and info.callback is not None and info.callback.__doc__:
+            first = inspect.cleandoc(info.callback.__doc__).split("\n\n", 1)[0]
+            info.short_help = " ".join(first.split())
+
+
+_one_line_summaries()
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_MISSING_TOOL", "EXIT_OK", "EXIT_UNKNOWN_MODEL", "EXIT_USAGE", "app", "main"]
 

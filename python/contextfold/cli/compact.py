@@ -91,7 +91,7 @@ def compact(
 ) -> None:
     """Fold the middle of a history into a summary (and mask old tool output) to fit a token
     budget; write the new history in the input's own wire format and show what changed.
-    A result over the budget (``--strategy mask`` that cannot reach it) is said and exits 5; a
+    A result over the budget (--strategy mask that cannot reach it) is said and exits 5; a
     budget below what must stay verbatim exits 6 with nothing written."""
     if strategy not in ("mask", "summarize", "hybrid"):
         raise typer.BadParameter(f"expected mask, summarize or hybrid; got {strategy!r}", param_hint="--strategy")
