@@ -273,6 +273,8 @@ fn is_symbol(t: &str) -> bool {
         || core.starts_with('.')
         || core.ends_with('.')
         || core.bytes().next().is_some_and(|c| c.is_ascii_digit())
+        // (A rule of underscores, as pytest draws around a failing test's name, names nothing.)
+        || !core.bytes().any(|c| c.is_ascii_alphabetic())
     {
         return false;
     }
@@ -1617,6 +1619,17 @@ mod tests {
             .filter(|(k, _)| *k == kind)
             .map(|(_, t)| t)
             .collect()
+    }
+
+    /// pytest draws a failing test's name between rules of underscores: the rule is no
+    /// symbol, the name between is.
+    #[test]
+    fn a_rule_of_underscores_is_not_a_symbol() {
+        let symbols = of_kind(
+            Kind::Symbol,
+            "____________________________ test_render_unicode_width ____________________________",
+        );
+        assert_eq!(symbols, vec!["test_render_unicode_width".to_string()]);
     }
 
     #[test]

@@ -51,6 +51,7 @@ fn is_symbol(t: &str) -> bool {
         || core.starts_with('.')
         || core.ends_with('.')
         || core.bytes().next().is_some_and(|c| c.is_ascii_digit())
+        || !core.bytes().any(|c| c.is_ascii_alphabetic())
     {
         return false;
     }
