@@ -196,4 +196,12 @@ def _plain(obj: Any) -> Any:
 def span_text(messages: Sequence[Any]) -> str:
     """The folded messages as the recall tool gives them back: a JSON list of the messages as
     the history held them (bytes as base64-free ``repr`` when not JSON)."""
-    return json.dumps([_plain(m) for m in messages], ensure_ascii=False, default=repr)
+    plain = [_plain(m) for m in messages]
+    text = json.dumps(plain, ensure_ascii=False, default=repr)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (text cut mid-pair upstream) has no UTF-8 form to hash or store:
+        # escaped, the JSON still reads back to the same strings.
+        text = json.dumps(plain, ensure_ascii=True, default=repr)
+    return text

@@ -499,6 +499,20 @@ def test_redis_store_recalls_across_compactor_instances(redis_url):
         RedisContentStore(url=redis_url, ttl=0)
 
 
+def test_a_folded_span_holding_a_lone_surrogate_is_stored_and_recalls_to_the_same_messages():
+    # Text cut mid-pair upstream has no UTF-8 form: hashing the span for its id raised
+    # UnicodeEncodeError naming no message.
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "half a pair: \ud83d, then more"},
+            {"role": "user", "content": "x " * 2000}, {"role": "assistant", "content": "y " * 2000},
+            {"role": "user", "content": "go"}]
+    c = cf.Compactor(budget=1200, recoverable=True)
+    r = c.compact(msgs)
+    (fold_id,) = set(ID.findall(json.dumps(r.messages)))
+    folded = json.loads(c.recall(fold_id))
+    assert msgs[2] in folded
+
+
 def test_cleared_inputs_and_dropped_images_are_recoverable_byte_exact():
     import base64
     import struct
