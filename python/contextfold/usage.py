@@ -233,7 +233,17 @@ def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
         read = _field(usage, path, "cacheReadInputTokens")
         write = _field(usage, path, "cacheWriteInputTokens")
         return Usage(base + read + write, read, write, None, model)
-    raise TypeError(f"unrecognized usage object: {type(usage).__name__}")
+    if any(_get(usage, path, k) is None for k in _PROMPT_COUNT_KEYS):
+        # A count the server left null (some OpenAI-compatible servers do on a stream's
+        # chunks): unknown, as an Ollama response without prompt_eval_count is.
+        return Usage(None, model=model)
+    raise TypeError(f"unrecognized usage object: {type(usage).__name__} ({path} holds none of "
+                    f"{', '.join(_PROMPT_COUNT_KEYS)})")
+
+
+#: The keys a usage object carries its prompt count under, in one API or another.
+_PROMPT_COUNT_KEYS = ("prompt_tokens", "input_tokens", "inputTokens", "promptTokenCount", "prompt_token_count",
+                      "prompt_eval_count")
 
 
 def _openai_cache(usage: Any, path: str, details: str = "prompt_tokens_details") -> tuple[int, int]:

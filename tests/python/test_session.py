@@ -154,6 +154,9 @@ def test_shorter_history_and_errors_keep_the_ledger_consistent():
         (SimpleNamespace(model="llama3", done=True, prompt_eval_count=None, eval_count=9), None),
         ({"inputTokens": 34, "outputTokens": 9, "cacheReadInputTokens": 1200}, 1234),  # Bedrock
         (None, None),
+        # A count the server left null (an OpenAI-compatible stream's chunk): unknown.
+        ({"prompt_tokens": None, "completion_tokens": 5}, None),
+        (SimpleNamespace(input_tokens=None, output_tokens=3), None),
     ],
 )
 def test_prompt_tokens_of_every_provider_shape(usage, expected):
