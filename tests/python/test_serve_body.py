@@ -52,7 +52,11 @@ def test_offsets_and_appended_messages_are_exact(first, more, style, key_first):
     assert raw[scanned.open - 1: scanned.open] == b"{"
 
 
-@pytest.mark.parametrize("raw", [b"[1]", b'{"messages": [1,', b'{"messages": []} x', b"\xff", b'{"a" 1}'])
+# (A message nested deeper than the interpreter's stack answered 500 before: RecursionError.)
+DEEP = b'{"messages": [{"role": "user", "content": ' + b"[" * 100_000 + b"]" * 100_000 + b"}]}"
+
+
+@pytest.mark.parametrize("raw", [b"[1]", b'{"messages": [1,', b'{"messages": []} x', b"\xff", b'{"a" 1}', DEEP])
 def test_a_body_that_is_not_a_json_object_is_a_body_error(raw):
     with pytest.raises(BodyError):
         scan_body(raw, "messages")

@@ -116,7 +116,7 @@ class _UsageTap:
     def _read(self, text: bytes) -> None:
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if not isinstance(obj, dict):
             return

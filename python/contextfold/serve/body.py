@@ -75,6 +75,9 @@ def _value(text: str, i: int) -> tuple[Any, int]:
         raise BodyError(f"invalid JSON value at character {i}") from e
     except json.JSONDecodeError as e:
         raise BodyError(f"invalid JSON: {e}") from e
+    except RecursionError as e:
+        # (Nesting deeper than the interpreter's stack: the upstream judges such a body.)
+        raise BodyError(f"JSON nested too deep at character {i}") from e
 
 
 def _key(text: str, i: int) -> tuple[str, int]:
