@@ -512,6 +512,10 @@ impl<'a> Builder<'a> {
                 self.entries[before].from = said_in;
             }
         }
+        if let Some(at) = said_in {
+            let idle = only_courtesy(self.entries[at].richest());
+            self.entries[at].idle = idle;
+        }
     }
 
     /// A tool call and its result (None: not in the span). Whether the result is an error.
@@ -607,6 +611,48 @@ fn names_nothing(thought: &str) -> bool {
                     .contains('.')
         })
 }
+
+/// Whether a user turn asks nothing: short, naming nothing (`names_nothing`), no question,
+/// and each of its sentences a courtesy or a promise to come back ("Thank you, you too! Talk
+/// soon.", "I'll gather those details and get back to you shortly."). Such a turn goes first
+/// when requests must go (`pack::IDLE`): a held-out airline dialogue's tenth summary kept
+/// "I'll be in touch soon with the details. Have a wonderful day as well!" and dropped "could
+/// you please cancel the current reservation and book a new one in business class?".
+fn only_courtesy(turn: &str) -> bool {
+    let t = turn.trim();
+    !t.is_empty()
+        && !t.contains('?')
+        && names_nothing(t)
+        && t.split_inclusive(['.', '!', '\n'])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .all(|s| {
+                let lower = s.to_ascii_lowercase();
+                COURTESIES.iter().any(|c| lower.contains(c))
+            })
+}
+
+/// What a courtesy or a promise to come back says (lower case): `only_courtesy`. No word of
+/// consent ("yes", "sounds good", "go ahead"): a consent answers the agent's question.
+const COURTESIES: [&str; 17] = [
+    "thank",
+    "appreciate",
+    "have a great",
+    "have a good",
+    "have a nice",
+    "have a wonderful",
+    "talk soon",
+    "talk to you",
+    "get back to you",
+    "be in touch",
+    "be back",
+    "you too",
+    "goodbye",
+    "bye",
+    "shortly",
+    "in a moment",
+    "working on",
+];
 
 /// Whether a thought only says what the agent will do next ("I will read `x.py` to see how
 /// ...", "Let's run the tests."): a short one opening with an intent, whose action the next
@@ -2456,6 +2502,69 @@ mod tests {
         ] {
             assert!(!names_nothing(named), "{named}");
         }
+    }
+
+    #[test]
+    fn a_turn_that_asks_nothing_is_told_apart() {
+        for courtesy in [
+            "Thank you, you too! Talk soon.",
+            "I'll gather those details and get back to you shortly. Thanks for your help!",
+            "Thanks! I'll be in touch soon with the details. Have a wonderful day as well!",
+            "Thank you for your patience. I'm working on finalizing those details now.",
+        ] {
+            assert!(only_courtesy(courtesy), "{courtesy}");
+        }
+        for asks in [
+            // A consent answers the agent's question; a question asks; a name is named.
+            "Yes, please go ahead with the booking. Thank you for your help!",
+            "Thanks! Can you also add a bag?",
+            "Thank you. My user ID is mia_li_3668.",
+            "Thanks. Please cancel the current reservation and book a new one in business class.",
+            "",
+        ] {
+            assert!(!only_courtesy(asks), "{asks}");
+        }
+    }
+
+    /// Requests that must go to fit the room: the courtesies first, then the oldest. Before,
+    /// the oldest went first whatever they asked: the tenth summary of a held-out airline
+    /// dialogue kept four courtesies and dropped the request to rebook in business class.
+    #[test]
+    fn requests_that_ask_nothing_go_before_those_that_ask() {
+        let mut texts: Vec<String> = Vec::new();
+        for k in 0..8 {
+            texts.push(format!(
+                "Please change reservation number {k} to the cheapest business class round trip."
+            ));
+            texts.push("Noted.".to_string());
+            texts.push(
+                "Thank you so much, you too! I'll be in touch soon. Have a great day!".to_string(),
+            );
+            texts.push("Noted.".to_string());
+        }
+        let msgs: Vec<Message<'_>> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Message::text(if i % 2 == 0 { "user" } else { "assistant" }, t))
+            .collect();
+        let whole = digest_within(&msgs, 100_000);
+        assert!(whole.contains("I'll be in touch soon"), "{whole}");
+        let mut seen = 0;
+        for room in (150..=300).step_by(25) {
+            let d = digest_within(&msgs, room);
+            let asks = (0..8)
+                .filter(|k| d.contains(&format!("reservation number {k} ")))
+                .count();
+            if d.contains("I'll be in touch soon") {
+                assert_eq!(
+                    asks, 8,
+                    "room {room}: a courtesy kept beside a request dropped\n{d}"
+                );
+            } else {
+                seen += 1;
+            }
+        }
+        assert!(seen > 0, "no room was tight enough to drop a courtesy");
     }
 
     #[test]

@@ -45,7 +45,7 @@ struct Slot {
 /// conclusions from their fullest form to their middle one (`forms::MIDDLE_RESULT_CHARS`), so
 /// every later step finds them where it would without that form; likewise the first step on
 /// errors.
-const PHASES: [(Section, usize, bool); 35] = [
+const PHASES: [(Section, usize, bool); 36] = [
     (Section::Calls, RICH_ONLY, true),
     (Section::Errors, RICH_ONLY, true),
     (Section::LastState, RICH_ONLY, true),
@@ -61,6 +61,7 @@ const PHASES: [(Section, usize, bool); 35] = [
     (Section::Conclusions, 0, true),
     (Section::Calls, IDLE | 2, false),
     (Section::Conclusions, IDLE | 2, false),
+    (Section::Requests, IDLE, false),
     (Section::Calls, 8, false),
     (Section::Conclusions, 6, false),
     (Section::Calls, 0, true),
@@ -391,15 +392,8 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
         let requests: Vec<usize> = (0..entries.len())
             .filter(|&i| entries[i].section == Section::Requests)
             .collect();
-        let mut grew = true;
-        while grew {
-            grew = false;
-            for &i in &requests {
-                if self.grow(i, room, true) {
-                    grew = true;
-                }
-            }
-        }
+        // The requests that ask nothing (`Entry::idle`: courtesies) last of all, below.
+        self.give_back_requests(&requests, room, false);
         // Every unit up to its usual fullest form first, then the extra fullest forms (a call's
         // result past 6,000 characters, a thought past 900): one long output grown first would
         // take the room older units need (a reproduction's `Parsed: 1970, Expected: 2070`
@@ -414,12 +408,29 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
                 }
             }
         }
+        // (Short, a courtesy came back in crumbs before an older request that asks, and before
+        // the last state grew.)
+        self.give_back_requests(&requests, room, true);
         // The extra fullest forms only once every unit stands whole at its usual fullest: a
         // room that had to drop or shorten anything has no room for them.
         if (0..entries.len()).all(|i| self.at_usual_fullest(i)) {
             for i in (0..entries.len()).rev() {
                 if entries[i].section != Section::Requests {
                     self.grow_to(i, room, false, true);
+                }
+            }
+        }
+    }
+
+    /// `give_back` to the requests that ask nothing (`idle`) or to the others: one form at a
+    /// time across all of them, until none grows.
+    fn give_back_requests(&mut self, requests: &[usize], room: f64, idle: bool) {
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for &i in requests {
+                if self.units.entries[i].idle == idle && self.grow(i, room, true) {
+                    grew = true;
                 }
             }
         }
