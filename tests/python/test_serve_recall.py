@@ -832,33 +832,44 @@ def _rounds_tokens(api: str, bodies: list[Any]) -> int:
                for a, b in zip(bodies, bodies[1:]))
 
 
-def _sdk_reads(api: str, stream: bytes) -> list[Any]:
+def _sdk_reads(api: str, stream: bytes) -> tuple[list[Any], Any]:
     """What the API's own SDK makes of the SSE ``stream`` (served as it is by a loopback
-    upstream): each event or chunk it yields, dumped."""
+    upstream): each event or chunk it yields, dumped, and the error it raises, if any (its class
+    and body; google-genai's error details)."""
+    genai = pytest.importorskip("google.genai", reason="google-genai not installed") if api == "gemini" else None
+    events: list[Any] = []
     served = RecordingUpstream(lambda method, path, raw: (200, {"content-type": "text/event-stream"}, stream))
     with served as up:
-        if api in ("chat", "responses"):
-            client = openai.OpenAI(base_url=up.url + "/v1", api_key="sk-test", max_retries=0)
-            with client:
-                if api == "chat":
-                    events = client.chat.completions.create(model=MODEL[api], messages=[], stream=True)
-                else:
-                    events = client.responses.create(model=MODEL[api], input="x", stream=True)
-                return [e.model_dump() for e in events]
-        if api == "anthropic":
-            with anthropic.Anthropic(base_url=up.url, api_key="sk-ant-test", max_retries=0) as client:
-                with client.messages.stream(model=MODEL[api], max_tokens=9, messages=[]) as s:
-                    return [e.model_dump() for e in s] + [s.get_final_message().model_dump()]
-        genai = pytest.importorskip("google.genai", reason="google-genai not installed")
-        from google.genai import types
-
-        options = types.HttpOptions(base_url=up.url, api_version="v1beta")
-        client = genai.Client(api_key="AIza-test", http_options=options)
         try:
-            return [c.model_dump(exclude={"sdk_http_response"})
-                    for c in client.models.generate_content_stream(model=MODEL[api], contents="x")]
-        finally:
-            client.close()
+            if api in ("chat", "responses"):
+                with openai.OpenAI(base_url=up.url + "/v1", api_key="sk-test", max_retries=0) as client:
+                    if api == "chat":
+                        chunks = client.chat.completions.create(model=MODEL[api], messages=[], stream=True)
+                    else:
+                        chunks = client.responses.create(model=MODEL[api], input="x", stream=True)
+                    events += (e.model_dump() for e in chunks)
+            elif api == "anthropic":
+                with anthropic.Anthropic(base_url=up.url, api_key="sk-ant-test", max_retries=0) as claude:
+                    with claude.messages.stream(model=MODEL[api], max_tokens=9, messages=[]) as s:
+                        events += (e.model_dump() for e in s)
+                        events.append(s.get_final_message().model_dump())
+            else:
+                from google.genai import types
+
+                options = types.HttpOptions(base_url=up.url, api_version="v1beta")
+                client = genai.Client(api_key="AIza-test", http_options=options)
+                try:
+                    events += (c.model_dump(exclude={"sdk_http_response"})
+                               for c in client.models.generate_content_stream(model=MODEL[api], contents="x"))
+                finally:
+                    client.close()
+        except (openai.APIError, anthropic.APIError) as e:
+            return events, (type(e).__name__, e.body)
+        except Exception as e:
+            if genai is None or not isinstance(e, genai.errors.APIError):
+                raise
+            return events, (type(e).__name__, e.details)
+    return events, None
 
 
 @pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
@@ -889,7 +900,8 @@ def test_a_streamed_response_reports_its_recall_rounds_at_its_end_and_the_sdk_re
         assert m is not None, stream[-200:]
         assert (int(m[1]), int(m[2]), m[3]) == (3, tokens, b"0")
         without = stream[: m.start() + 1]
-    assert _sdk_reads(api, stream) == _sdk_reads(api, without)
+    reads = _sdk_reads(api, stream)
+    assert reads[1] is None and reads == _sdk_reads(api, without)
 
 
 @pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
@@ -903,3 +915,58 @@ def test_a_json_response_reports_its_recall_rounds_and_their_tokens_in_its_heade
     assert r.headers["x-contextfold-recall-rounds"] == "3"
     assert r.headers["x-contextfold-recall-tokens"] == str(tokens) and tokens > 0
     assert "x-contextfold-recall-spent" not in r.headers
+
+
+def _report_of(api: str, stream: bytes) -> tuple[dict[str, int], bytes]:
+    """The rounds report a recall stream of API ``api`` ends with, and the stream without it."""
+    if api != "gemini":
+        m = REPORT.search(stream)
+        assert m is not None, stream[-300:]
+        return {"recall-rounds": int(m[1]), "recall-tokens": int(m[2]), "recall-spent": int(m[3])}, stream[: m.start() + 1]
+    events, rest = split_events(stream)
+    assert rest == b"" and not any(e.startswith(b":") for e in events)
+    last = payload(events[-1])
+    assert isinstance(last, dict) and "contextfold" in last, events[-1]
+    report = last.pop("contextfold")
+    return report, b"".join(events[:-1]) + (with_payload(events[-1], last) if last else b"")
+
+
+@pytest.mark.parametrize("ending", ["usage-chunk", "cut-short"])
+def test_a_gemini_stream_whose_last_chunk_has_no_finish_reason_still_reports_its_rounds(ending):
+    """The report goes on a Gemini stream's last chunk, whatever that chunk is. One that carries
+    no part of the turn (usage only, after the chunk with the ``finishReason``) is held like the
+    finishing one and carries it; the SDK reads the stream as it would without. A stream the
+    upstream cut short, whose last chunk of text went out at once, gets a chunk of its own
+    holding only the report, which the SDK reads as a response with no candidates."""
+    history, system, budget = _setup("gemini")
+    model = ScriptedModel("gemini", stream=True)
+
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        status, headers, data = model(method, path, raw)
+        if b"functionCall" in data:
+            return status, headers, data
+        if ending == "usage-chunk":
+            usage = {"usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 9, "totalTokenCount": 109},
+                     "modelVersion": "gemini-2.5-flash"}
+            return status, headers, data + b"data: " + json.dumps(usage).encode() + b"\r\n\r\n"
+        (event,) = split_events(data)[0]
+        chunk = payload(event)
+        del chunk["candidates"][0]["finishReason"]
+        return status, headers, with_payload(event, chunk)
+
+    path, body = _raw_request("gemini", history, system, stream=True)
+    with RecordingUpstream(answer) as up, ProxyServer(ServeConfig(
+            upstream=up.url, budget=budget, trigger=budget * 2, recall=True, recall_rounds=64)) as proxy:
+        stream = httpx.post(proxy.url + path, json=body, timeout=30).content
+    tokens = _rounds_tokens("gemini", [json.loads(s.raw) for s in up.seen])
+    report, without = _report_of("gemini", stream)
+    assert report == {"recall-rounds": 3, "recall-tokens": tokens, "recall-spent": 0} and tokens > 0
+    reads, error = _sdk_reads("gemini", stream)
+    assert error is None
+    if ending == "usage-chunk":
+        assert payload(split_events(stream)[0][-1])["usageMetadata"]["totalTokenCount"] == 109
+        assert (reads, error) == _sdk_reads("gemini", without)
+    else:
+        assert payload(split_events(stream)[0][-1]) == {"contextfold": report}
+        assert reads[:-1] == _sdk_reads("gemini", without)[0] and reads[-1]["candidates"] is None
+

@@ -24,7 +24,8 @@ A JSON response reports the request's rounds in its headers (``RecallRequest.rep
 stream's headers leave before its rounds are known, so it reports them at its end
 (``StreamRelay.finish``): an SSE comment line in the OpenAI and Anthropic streams, and in a
 Gemini stream, whose SDK (google-genai) raises on any line but ``data:`` JSON, a ``contextfold``
-member of the chunk that finishes the turn (google-genai drops members it does not know).
+member of its last chunk (google-genai drops members it does not know; on an error chunk it
+raises with the whole chunk, report included, as the error's details).
 
 The model's turn is appended as the API returned it (reasoning and thinking blocks, thought
 signatures included, which the providers require back unchanged) less any call of the client's
@@ -41,7 +42,7 @@ from typing import Any
 from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.recall import ANSWER_ENVELOPE, RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, malformed_text, read_calls
-from contextfold.serve.sse import comment, payload, split_events, with_payload
+from contextfold.serve.sse import SEPARATORS, comment, payload, split_events, with_payload
 
 __all__ = ["RecallRequest", "RecallRoute", "RecallRound", "StreamRelay", "extended", "recall_round", "response_of",
            "stream_response"]
@@ -354,12 +355,18 @@ def _starts_call(api: str, ev: Any) -> bool:
                for p in (c.get("content") or {}).get("parts") or ())
 
 
-def _finishes(api: str, ev: Any) -> bool:
-    """Whether a Gemini stream event (its JSON) finishes the turn (a candidate's
-    ``finishReason``): held until the next event or the stream's end, where it carries the report
-    (``StreamRelay.finish``). Gemini sends it last, so holding it delays nothing."""
-    return api == "gemini" and isinstance(ev, dict) and any(
-        isinstance(c, dict) and c.get("finishReason") for c in ev.get("candidates") or ())
+def _may_end(api: str, ev: Any) -> bool:
+    """Whether a Gemini stream event (its JSON) may be the stream's last: it finishes the turn (a
+    candidate's ``finishReason``) or carries no part of it (usage alone, prompt feedback, an
+    error). Held until the next event or the stream's end, where the last carries the report
+    (``StreamRelay.finish``). Gemini sends these last, and the client has nothing to show of
+    them, so holding them delays nothing it could use; a chunk of the turn's parts goes out at
+    once."""
+    if api != "gemini" or not isinstance(ev, dict):
+        return False
+    candidates = [c for c in ev.get("candidates") or () if isinstance(c, dict)]
+    return any(c.get("finishReason") for c in candidates) or not any(
+        isinstance(c.get("content"), dict) and c["content"].get("parts") for c in candidates)
 
 
 @dataclass(slots=True)
@@ -371,8 +378,8 @@ class StreamRelay:
     ``response.created`` / ``in_progress`` are dropped, output indices and sequence numbers
     shifted, and the final response lists the items sent before. Each event's JSON is read once
     (``feed``) and serves both the relay and the round's response (``response``). The stream
-    ends with the request's report (``finish``); a Gemini chunk that finishes the turn is held
-    to carry it."""
+    ends with the request's report (``finish``); a Gemini chunk that may be the stream's last is
+    held to carry it."""
 
     api: str
     rounds: int = 0
@@ -390,10 +397,10 @@ class StreamRelay:
     round_blocks: int = 0
     round_items: int = 0
     last_seq: int = -1
-    #: A Gemini chunk that finishes the turn, held until the next event (which sends it first) or
-    #: the stream's end (``_finishes``).
+    #: A Gemini chunk that may be the stream's last, held until the next event (which sends it
+    #: first) or the stream's end (``_may_end``).
     finishing: bytes = b""
-    #: The last byte sent the client: whether the report's comment starts a line of its own.
+    #: The last bytes sent the client: whether the report starts a line, or an event, of its own.
     tail: bytes = b""
 
     def feed(self, event: bytes) -> bytes:
@@ -410,7 +417,7 @@ class StreamRelay:
             if out:
                 self.held.append(out)
             return self._sent(before)
-        if _finishes(self.api, ev):
+        if _may_end(self.api, ev):
             self.finishing = out
             return self._sent(before)
         if isinstance(ev, dict):
@@ -425,7 +432,7 @@ class StreamRelay:
 
     def _sent(self, out: bytes) -> bytes:
         if out:
-            self.tail = out[-1:]
+            self.tail = (self.tail + out)[-4:]
         return out
 
     def _rewritten(self, event: bytes, ev: Any) -> bytes:
@@ -478,18 +485,29 @@ class StreamRelay:
 
     def finish(self, report: dict[str, int]) -> bytes:
         """End the stream after a round that called no recall: its held bytes, then ``report``
-        (``RecallRequest.report``). In the OpenAI and Anthropic streams an SSE comment line
-        ``: contextfold recall-rounds=2 recall-tokens=1834 recall-spent=0``; in a Gemini stream a
-        ``contextfold`` member of its last chunk, held (the one that finishes the turn, or the last
-        of a held tool call): a stream whose last chunk went out unheld carries no report."""
-        held = self.end(False)
+        (``RecallRequest.report``, ``_reported``)."""
+        return self._reported(self.end(False), report)
+
+    def _reported(self, last: bytes, report: dict[str, int]) -> bytes:
+        """``last``, the stream's last bytes (counted in ``tail``), with ``report``. In the OpenAI
+        and Anthropic streams an SSE comment line after them: ``: contextfold recall-rounds=2
+        recall-tokens=1834 recall-spent=0``. In a Gemini stream a ``contextfold`` member of its last chunk, whatever
+        it is (a held one, ``_may_end``: the one that finishes the turn, usage alone, an error;
+        or the last of a held tool call); a stream whose last chunk already went out (a chunk of
+        the turn's parts: the upstream cut the turn short) gets a chunk of its own holding only
+        the report, which google-genai reads as a response with no candidates."""
         if self.api == "gemini":
-            events, rest = split_events(held)
-            last = payload(events[-1]) if events and not rest else None
-            if isinstance(last, dict):
-                return b"".join(events[:-1]) + with_payload(events[-1], {**last, REPORT_MEMBER: report})
-            return held
+            events, rest = split_events(last)
+            if rest.strip():
+                events.append(rest)  # the upstream's last event, sent without its blank line
+            data = payload(events[-1]) if events else None
+            if isinstance(data, dict):
+                return b"".join(events[:-1]) + with_payload(events[-1], {**data, REPORT_MEMBER: report})
+            # (After an event sent without its blank line, the report's chunk starts with one: a
+            # parser skips an empty line that ends no event.)
+            gap = b"" if not self.tail or self.tail.endswith(SEPARATORS) else b"\n\n"
+            return last + gap + with_payload(b"", {REPORT_MEMBER: report})
         # (An upstream's last event sent without its line break: the comment starts a line.)
-        line = b"\n" if self.tail not in (b"", b"\n", b"\r") else b""
+        line = b"\n" if self.tail[-1:] not in (b"", b"\n", b"\r") else b""
         text = " ".join(f"{k}={v}" for k, v in report.items())
-        return held + line + comment(f"{REPORT_MEMBER} {text}")
+        return last + line + comment(f"{REPORT_MEMBER} {text}")

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["comment", "event_end", "payload", "payloads", "split_events", "with_payload"]
+__all__ = ["SEPARATORS", "comment", "event_end", "payload", "payloads", "split_events", "with_payload"]
 
 #: What ends an event: a blank line (LF LF, CR LF CR LF, whose last three bytes are LF CR LF, or
 #: CR CR).
