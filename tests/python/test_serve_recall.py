@@ -7,6 +7,7 @@ valid for its API, and the client never sees a recall call."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from typing import Any
@@ -970,3 +971,145 @@ def test_a_gemini_stream_whose_last_chunk_has_no_finish_reason_still_reports_its
         assert payload(split_events(stream)[0][-1]) == {"contextfold": report}
         assert reads[:-1] == _sdk_reads("gemini", without)[0] and reads[-1]["candidates"] is None
 
+
+# -- the rounds report of a request that fails after its rounds ----------------------------------
+
+#: Each API's error body, as its upstream answers an overloaded request (status, body).
+UPSTREAM_ERROR = {
+    "chat": (500, {"error": {"message": "The server had an error.", "type": "server_error", "param": None,
+                             "code": None}}),
+    "responses": (500, {"error": {"message": "The server had an error.", "type": "server_error", "param": None,
+                                  "code": None}}),
+    "anthropic": (529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    "gemini": (503, {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
+}
+
+
+def _error_event(api: str) -> bytes:
+    """The API's own error event, as its upstream sends one mid-stream (the Responses API's is an
+    event its SDK yields; the others' SDKs raise on theirs)."""
+    error = UPSTREAM_ERROR[api][1]
+    if api == "responses":
+        data = {"type": "error", "code": "server_error", "message": "The server had an error.", "param": None,
+                "sequence_number": 3}
+        return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+    event = b"event: error\n" if api == "anthropic" else b""
+    end = b"\r\n\r\n" if api == "gemini" else b"\n\n"
+    return event + b"data: " + json.dumps(error).encode() + end
+
+
+def _cut_before_the_call(api: str, sse: bytes) -> bytes:
+    """The events of a streamed recall turn before the one that starts its call."""
+    events, _ = split_events(sse)
+    calls = [i for i, e in enumerate(events) if (b"tool_calls" in e or b'"function_call"' in e
+                                                   or b'"tool_use"' in e or b"functionCall" in e)]
+    return b"".join(events[: calls[0]])
+
+
+@pytest.fixture
+def failing_upstream():
+    """``failing_upstream(api, stream, how)``: the URL of an upstream scripted as a model that
+    recalls a fold page by page (``ScriptedModel``) whose third request, after two rounds,
+    fails ``how``: ``status`` (an error status in the API's shape), ``event`` (a stream that
+    starts the turn and carries the API's error event), ``drop`` (the connection closed midway
+    through the response); and the raw bodies it received."""
+    stack = contextlib.ExitStack()
+
+    def start(api: str, stream: bool, how: str) -> tuple[str, list[bytes]]:
+        model = ScriptedModel(api, stream=stream)
+        seen: list[bytes] = []
+
+        class Handler(LoopbackHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers["content-length"]))
+                seen.append(raw)
+                _, headers, data = model("POST", self.path, raw)
+                fails = how if len(seen) == 3 else None
+                status = 200
+                if fails == "status":
+                    status, error = UPSTREAM_ERROR[api]
+                    data, headers = json.dumps(error).encode(), {"content-type": "application/json"}
+                elif fails == "event":
+                    data = _cut_before_the_call(api, data) + _error_event(api)
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                if fails == "drop":
+                    # Part of the response, then the connection closes: its body never completes.
+                    self.wfile.write(_cut_before_the_call(api, data) if stream else data[: len(data) // 2])
+                    self.close_connection = True
+                else:
+                    self.wfile.write(data)
+
+        return stack.enter_context(loopback(Handler)), seen
+
+    with stack:
+        yield start
+
+
+def _sdk_error(api: str, url: str, history: list[Any], system: str | None) -> Exception:
+    """The error the API's own SDK raises for one (plain) turn through the proxy at ``url``."""
+    if api == "gemini":
+        genai = pytest.importorskip("google.genai", reason="google-genai not installed")
+        from google.genai import types
+
+        client = genai.Client(api_key="AIza-test", http_options=types.HttpOptions(base_url=url, api_version="v1beta"))
+        config = types.GenerateContentConfig(tools=_tools(api), system_instruction=system,
+                                             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+        with pytest.raises(genai.errors.APIError) as gemini_error:
+            client.models.generate_content(model=MODEL[api], contents=history, config=config)
+        client.close()
+        return gemini_error.value
+    with pytest.raises((openai.APIStatusError, anthropic.APIStatusError)) as e:
+        _send(api, url, history, system, _tools(api), False)
+    return e.value
+
+
+@pytest.mark.parametrize("how", ["status", "drop"])
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_a_json_error_after_recall_rounds_reports_them_in_its_headers(api, how, failing_upstream):
+    """The rounds ran and their tokens were spent before the upstream failed: the error response
+    the SDK raises on says so, as a response that succeeds does (``x-contextfold-recall-*``),
+    whether the upstream answered an error status (relayed) or broke off (the proxy's 502)."""
+    history, system, budget = _setup(api)
+    url, seen = failing_upstream(api, False, how)
+    with ProxyServer(ServeConfig(upstream=url, budget=budget, trigger=budget * 2, recall=True,
+                                 recall_rounds=64)) as proxy:
+        error = _sdk_error(api, proxy.url, history, system)
+    assert len(seen) == 3
+    tokens = _rounds_tokens(api, [json.loads(raw) for raw in seen])
+    headers = error.response.headers
+    assert error.response.status_code == (UPSTREAM_ERROR[api][0] if how == "status" else 502)
+    assert headers["x-contextfold-recall-rounds"] == "2"
+    assert headers["x-contextfold-recall-tokens"] == str(tokens) and tokens > 0
+    assert "x-contextfold-recall-spent" not in headers
+
+
+@pytest.mark.parametrize("how", ["status", "event", "drop"])
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_a_stream_that_fails_after_recall_rounds_still_reports_them_and_the_sdk_raises_as_before(
+        api, how, failing_upstream):
+    """A stream whose third round fails (an error status, which the proxy turns into the API's
+    stream error; the upstream's own error event; a connection dropped midway) still ends with
+    the report of the two rounds answered before: the SSE comment line after the error event
+    (OpenAI, Anthropic), a member of the error chunk in Gemini's stream, where google-genai
+    raises with the report in the error's details. The SDK reads the events and raises the
+    error it raises without the report."""
+    history, system, budget = _setup(api)
+    url, seen = failing_upstream(api, True, how)
+    path, body = _raw_request(api, history, system, stream=True)
+    with ProxyServer(ServeConfig(upstream=url, budget=budget, trigger=budget * 2, recall=True,
+                                 recall_rounds=64)) as proxy:
+        stream = httpx.post(proxy.url + path, json=body, headers={"anthropic-version": "2023-06-01"}, timeout=30).content
+    assert len(seen) == 3
+    tokens = _rounds_tokens(api, [json.loads(raw) for raw in seen])
+    report, without = _report_of(api, stream)
+    assert report == {"recall-rounds": 2, "recall-tokens": tokens, "recall-spent": 0} and tokens > 0
+    reads, error = _sdk_reads(api, stream)
+    if api == "gemini":
+        # (google-genai puts the whole error chunk in the error's details: the report with it.)
+        assert error[1].pop("contextfold") == report
+    assert (reads, error) == _sdk_reads(api, without)
+    assert (error is None) == (api == "responses" and how == "event")  # (an event the openai SDK yields)

@@ -267,7 +267,7 @@ class _Proxy:
         try:
             resp = await self._send(method, url, headers, req.body)
         except httpx.TransportError as e:
-            return self._unreachable(api, base, e, outcome)
+            return self._unreachable(api, base, e, outcome, req)
         self._count(api, outcome)
         if resp.status_code < 300 and resp.headers.get("content-type", "").startswith("text/event-stream"):
             return StreamingResponse(self._recall_stream(api, method, url, headers, outcome, req, base, resp),
@@ -281,7 +281,7 @@ class _Proxy:
                 finally:
                     await resp.aclose()
             except httpx.TransportError as e:
-                return self._broke_off(api, base, e, outcome)
+                return self._broke_off(api, base, e, outcome, req)
             if first and resp.status_code < 300:
                 # Only the first response's usage is of the request priced.
                 tap = _UsageTap()
@@ -297,13 +297,9 @@ class _Proxy:
             try:
                 resp = await self._send(method, url, headers, req.body)
             except httpx.TransportError as e:
-                return self._unreachable(api, base, e, outcome)
+                return self._unreachable(api, base, e, outcome, req)
         out_headers = self._out_headers(resp, outcome, added, read, decoded=True)
-        report = req.report()
-        out_headers["x-contextfold-recall-rounds"] = str(report["recall-rounds"])
-        out_headers["x-contextfold-recall-tokens"] = str(report["recall-tokens"])
-        if report["recall-spent"]:
-            out_headers["x-contextfold-recall-spent"] = "1"
+        out_headers.update(self._report_headers(req))
         return Response(data, status_code=resp.status_code, headers=out_headers)
 
     async def _send(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> httpx.Response:
@@ -361,11 +357,12 @@ class _Proxy:
                     # event its SDK raises.
                     await resp.aread()
                     self.metrics.upstream_error()
-                    yield api.stream_error(f"upstream {base} answered a recall round with status {resp.status_code}",
-                                           "bad_gateway")
+                    yield relay.fail(api.stream_error(
+                        f"upstream {base} answered a recall round with status {resp.status_code}", "bad_gateway"),
+                        req.report())
                     return
         except httpx.TransportError as e:
-            yield self._stream_broke_off(api, base, e)
+            yield relay.fail(self._stream_broke_off(api, base, e), req.report())
         finally:
             await resp.aclose()
 
@@ -382,16 +379,21 @@ class _Proxy:
         out["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
         return out
 
-    def _unreachable(self, shape: Api, base: str, e: Exception, outcome: Outcome) -> Response:
+    def _unreachable(self, shape: Api, base: str, e: Exception, outcome: Outcome,
+                     req: RecallRequest | None = None) -> Response:
+        """A 502 in ``shape`` for an upstream that could not be reached; with the report of
+        ``req``'s rounds when the request was sent with the recall tool (``_report_headers``)."""
         self.metrics.upstream_error()
         log.warning("upstream %s unreachable: %s", base, type(e).__name__)
-        return self._error(shape, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome)
+        return self._error(shape, 502, f"upstream {base} unreachable: {type(e).__name__}", "bad_gateway", outcome, req)
 
-    def _broke_off(self, shape: Api, base: str, e: Exception, outcome: Outcome) -> Response:
+    def _broke_off(self, shape: Api, base: str, e: Exception, outcome: Outcome,
+                   req: RecallRequest | None = None) -> Response:
+        """A 502 in ``shape`` for an upstream that broke off its response (as ``_unreachable``)."""
         self.metrics.upstream_error()
         log.warning("upstream %s broke off its response: %s", base, type(e).__name__)
         return self._error(shape, 502, f"upstream {base} broke off its response: {type(e).__name__}", "bad_gateway",
-                           outcome)
+                           outcome, req)
 
     def _stream_broke_off(self, shape: Api, base: str, e: Exception) -> bytes:
         self.metrics.upstream_error()
@@ -427,9 +429,25 @@ class _Proxy:
             h["x-contextfold-not-compacted"] = o.reason.encode("ascii", "replace").decode()[:500].replace("\n", " ")
         return h
 
-    def _error(self, shape: Api, status: int, message: str, kind: str, o: Outcome) -> Response:
+    @staticmethod
+    def _report_headers(req: RecallRequest) -> dict[str, str]:
+        """What ``req``'s recall rounds spent (``RecallRequest.report``), as a JSON response's
+        headers. Every response to a request sent with the recall tool carries them, an error
+        too: rounds that ran before it spent their tokens all the same."""
+        report = req.report()
+        h = {"x-contextfold-recall-rounds": str(report["recall-rounds"]),
+             "x-contextfold-recall-tokens": str(report["recall-tokens"])}
+        if report["recall-spent"]:
+            h["x-contextfold-recall-spent"] = "1"
+        return h
+
+    def _error(self, shape: Api, status: int, message: str, kind: str, o: Outcome,
+               req: RecallRequest | None = None) -> Response:
+        headers = self._headers(o)
+        if req is not None:
+            headers.update(self._report_headers(req))
         return Response(shape.error_body(status, message, kind), status_code=status,
-                        media_type="application/json", headers=self._headers(o))
+                        media_type="application/json", headers=headers)
 
 
 def create_app(config: ServeConfig, *, cache: FoldCache | None = None) -> Starlette:

@@ -25,7 +25,9 @@ stream's headers leave before its rounds are known, so it reports them at its en
 (``StreamRelay.finish``): an SSE comment line in the OpenAI and Anthropic streams, and in a
 Gemini stream, whose SDK (google-genai) raises on any line but ``data:`` JSON, a ``contextfold``
 member of its last chunk (google-genai drops members it does not know; on an error chunk it
-raises with the whole chunk, report included, as the error's details).
+raises with the whole chunk, report included, as the error's details). A request whose later
+round fails reports the rounds run before, on the error response or at the end of the stream
+its error event ends (``StreamRelay.fail``).
 
 The model's turn is appended as the API returned it (reasoning and thinking blocks, thought
 signatures included, which the providers require back unchanged) less any call of the client's
@@ -378,8 +380,8 @@ class StreamRelay:
     ``response.created`` / ``in_progress`` are dropped, output indices and sequence numbers
     shifted, and the final response lists the items sent before. Each event's JSON is read once
     (``feed``) and serves both the relay and the round's response (``response``). The stream
-    ends with the request's report (``finish``); a Gemini chunk that may be the stream's last is
-    held to carry it."""
+    ends with the request's report (``finish``), or with an error event and the report
+    (``fail``); a Gemini chunk that may be the stream's last is held to carry it."""
 
     api: str
     rounds: int = 0
@@ -487,6 +489,16 @@ class StreamRelay:
         """End the stream after a round that called no recall: its held bytes, then ``report``
         (``RecallRequest.report``, ``_reported``)."""
         return self._reported(self.end(False), report)
+
+    def fail(self, error: bytes, report: dict[str, int]) -> bytes:
+        """End the stream with ``error``, the API's stream error event (``Api.stream_error``),
+        when a round failed (the upstream answered it with an error status, or broke its stream
+        off), then ``report`` (the rounds run before, ``_reported``). A Gemini chunk held as the
+        turn's last goes out first; the held events of a turn cut off before its end are dropped
+        (what they start never came whole)."""
+        finishing = self.finishing
+        self.finishing, self.raw, self.events, self.held = b"", [], [], []
+        return self._reported(self._sent(finishing + error), report)
 
     def _reported(self, last: bytes, report: dict[str, int]) -> bytes:
         """``last``, the stream's last bytes (counted in ``tail``), with ``report``. In the OpenAI
