@@ -296,6 +296,25 @@ def test_the_estimate_is_calibrated_by_the_usage_the_responses_report():
         assert len(up.seen) == 2
 
 
+def test_a_turn_that_only_appends_is_read_from_where_the_last_body_ended_and_counted_so():
+    """A first turn and an edited history are read whole; a turn that appends to the last body
+    is read from where it ended: ``contextfold_body_reads_total`` counts each way."""
+    conv = tau_conversation()
+    msgs, tools = conv["messages"], conv["tools"]
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    with RecordingUpstream(chat_answer(reply)) as up, ProxyServer(config(up.url, context_window=128_000)) as proxy:
+        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+        ms = turns(msgs)[:4]
+        for m in ms:
+            client.chat.completions.create(model="gpt-4o", messages=msgs[:m], tools=tools)
+        edited = [msgs[0], {**msgs[1], "content": msgs[1]["content"] + " (edited)"}, *msgs[2: ms[-1]]]
+        client.chat.completions.create(model="gpt-4o", messages=edited, tools=tools)
+        metrics = httpx.get(proxy.url + "/metrics").text
+    assert len(up.seen) == 5
+    assert 'contextfold_body_reads_total{api="chat",read="whole"} 2' in metrics
+    assert 'contextfold_body_reads_total{api="chat",read="appended"} 3' in metrics
+
+
 def test_a_body_under_the_gate_is_forwarded_as_the_very_bytes_the_sdk_sent_with_auth_untouched(caplog):
     reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")
     caplog.set_level(logging.DEBUG)

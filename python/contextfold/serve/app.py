@@ -179,6 +179,7 @@ class _Proxy:
             outcome = Outcome(raw)
         else:
             fast = self.folder.fast(api, raw, model)
+            self.metrics.body_read(api.name, "whole" if fast is None else "appended")
             # Whole reads and compactions run on the few worker threads: the loop keeps relaying
             # the other conversations, and competes for the GIL with no more than these.
             outcome = fast if fast is not None else await asyncio.get_running_loop().run_in_executor(

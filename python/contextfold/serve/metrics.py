@@ -28,6 +28,7 @@ class Metrics:
         self.upstream_errors = 0
         self.recalls: defaultdict[str, int] = defaultdict(int)
         self.withheld: defaultdict[tuple[str, str], int] = defaultdict(int)
+        self.reads: defaultdict[tuple[str, str], int] = defaultdict(int)
         self._buckets: dict[str, list[int]] = {}
         self._sum: defaultdict[str, float] = defaultdict(float)
         self._count: defaultdict[str, int] = defaultdict(int)
@@ -76,6 +77,12 @@ class Metrics:
         with self._lock:
             self.withheld[(api, reason)] += 1
 
+    def body_read(self, api: str, how: str) -> None:
+        """Count a request body of ``api`` read ``how``: ``appended`` (only what the client
+        appended to the conversation's last body, ``Folder.fast``) or ``whole`` (``Folder.slow``)."""
+        with self._lock:
+            self.reads[(api, how)] += 1
+
     def render(self) -> str:
         """All series in Prometheus text format."""
         out: list[str] = []
@@ -101,6 +108,10 @@ class Metrics:
                     "# TYPE contextfold_recall_withheld_total counter"]
             out += [f'contextfold_recall_withheld_total{{api="{a}",reason="{r}"}} {n}'
                     for (a, r), n in sorted(self.withheld.items())]
+            out += [("# HELP contextfold_body_reads_total Request bodies read, by API and how: only what the client "
+                     "appended since the conversation's last body, or whole."),
+                    "# TYPE contextfold_body_reads_total counter"]
+            out += [f'contextfold_body_reads_total{{api="{a}",read="{h}"}} {n}' for (a, h), n in sorted(self.reads.items())]
             out += [
                     "# HELP contextfold_added_latency_seconds Time the proxy spent on a request between its body arriving and its departure upstream.",
                     "# TYPE contextfold_added_latency_seconds histogram"]
