@@ -710,6 +710,59 @@ def test_a_conversation_that_alternates_one_and_several_choices_gets_each_its_fo
     assert bodies[1]["messages"] != bodies[0]["messages"][: len(bodies[1]["messages"])]
 
 
+def _turn_of(api: str, url: str, history: list[Any], system: str | None, choices: int) -> str:
+    """One turn asking for ``choices`` choices with the API's own SDK (chat or Gemini): the
+    ``x-contextfold-fold`` header of its response."""
+    if api == "chat":
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+        with client:
+            raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=history,
+                                                                  tools=_tools(api), n=choices)
+        assert len(raw.parse().choices) == choices
+        return raw.headers["x-contextfold-fold"]
+    genai = pytest.importorskip("google.genai", reason="google-genai not installed")
+    from google.genai import types
+
+    client = genai.Client(api_key="AIza-test", http_options=types.HttpOptions(base_url=url, api_version="v1beta"))
+    try:
+        config = types.GenerateContentConfig(tools=_tools(api), system_instruction=system, candidate_count=choices,
+                                             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+        response = client.models.generate_content(model="gemini-2.5-flash", contents=history, config=config)
+    finally:
+        client.close()
+    assert len(response.candidates) == choices
+    return response.sdk_http_response.headers["x-contextfold-fold"]
+
+
+@pytest.mark.parametrize("api", ["chat", "gemini"])
+def test_a_conversation_that_switches_between_one_and_several_choices_reads_only_what_was_appended_at_each_switch_back(
+        api):
+    """The proxy keeps a record of the conversation per kind of fold (with recall, without): a
+    turn that switches back to a kind extends that kind's last body, so it is read from where that
+    body ended, not whole, and sent with that kind's fold and tools."""
+    history, system, budget = _setup(api)
+    step = convert([{"role": "assistant", "content": "Step done."}, {"role": "user", "content": "Go on."}], SHAPE[api])
+    turns = [history + step * t for t in range(6)]
+    with RecordingUpstream(_several_upstream(api, False)) as up, ProxyServer(ServeConfig(
+            upstream=up.url, budget=budget, trigger=int(budget * 1.3), recall=True)) as proxy:
+        folds = [_turn_of(api, proxy.url, messages, system, 1 + t % 2) for t, messages in enumerate(turns)]
+        metrics = httpx.get(proxy.url + "/metrics").text
+    assert folds == ["new", "new", "reused", "reused", "reused", "reused"]
+    # Each kind read whole once, when it compacted; every switch back read from where it left off.
+    reads = dict(re.findall(rf'contextfold_body_reads_total\{{api="{api}",read="(\w+)"\}} (\d+)', metrics))
+    assert reads == {"whole": "2", "appended": "4"}
+    sends = [s.raw for s in up.seen]
+    assert len(sends) == 6
+    key = API_BY_NAME[api].history_key
+    for t, raw in enumerate(sends):
+        recoverable = t % 2 == 0
+        assert _declares(api, json.loads(raw)) == (1 if recoverable else 0)
+        assert bool(ID.search(raw.decode())) is recoverable
+        if t >= 2:
+            end = scan_body(sends[t - 2], key).offsets[-1]
+            assert raw[:end] == sends[t - 2][:end]  # the same bytes as its kind's turn before
+
+
 def test_a_background_response_is_folded_without_recall():
     """A Responses request with ``background: true`` returns at once; its turn is fetched later
     by a GET the proxy forwards unread, so the proxy could not answer a recall call in it."""

@@ -53,7 +53,8 @@ class ServeConfig:
     the gate that cannot be compacted instead of forwarding it unchanged. ``redis``: URL of the
     shared fold cache (default: in memory). ``timeout``: seconds for the upstream (connect and
     each read); ``max_connections``: the pooled client's limit. ``max_conversations`` /
-    ``max_cached_bytes``: the bound of the per-conversation state kept in memory. ``workers``:
+    ``max_cached_bytes``: the bound of the per-conversation state kept in memory (with ``recall``,
+    a conversation whose turns ask for both kinds of fold keeps a record of each). ``workers``:
     threads reading whole bodies and compacting (more compete with the event loop for the GIL).
     ``recall``: compact recoverably (every fold and placeholder names an id), send the recall
     tool with every body that carries such a fold, and answer the model's recall calls in the

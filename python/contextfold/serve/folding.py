@@ -18,7 +18,8 @@ for several choices, or for a background response; or the client declares the to
 folded as ``--no-recall`` folds: placeholders that name no id and promise no tool. Those folds
 live in a key space of their own (``NO_RECALL_SPACE``), beside the recoverable folds of the same
 history: a conversation that alternates gets the fold of each kind again, byte for byte, and
-compacts once per kind, not at every switch.
+compacts once per kind, not at every switch. The proxy remembers the conversation once per kind
+too, so a turn that switches back extends that kind's last body and is read from where it ended.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from contextfold.fold_sources import FoldSources
 from contextfold.limits import context_window as _context_window
 from contextfold.recall import declares_recall, page_tokens, recall_tool
 from contextfold.serve.apis import Api, Pricing
-from contextfold.serve.body import BodyError, ScannedBody, scan_appended, scan_body
+from contextfold.serve.body import Appended, BodyError, ScannedBody, scan_appended, scan_body
 from contextfold.serve.config import ServeConfig
 from contextfold.serve.fold_cache import Fold, FoldCache, content_hash
 from contextfold.serve.recall_loop import RecallRoute
@@ -90,8 +91,8 @@ class Conversation:
     # where the recall tool goes into ``tools``.
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)
     open: int = 1
-    #: The fold cache's key space of the conversation's folds (``Folder._space``): a body asking
-    #: for the other kind of fold is read whole.
+    #: The fold cache's key space of the conversation's folds (``Folder._space``). A conversation
+    #: has a record per kind: a body asking for the other kind extends that kind's record.
     space: bytes = b""
 
     def record_usage(self, real: int) -> None:
@@ -142,7 +143,8 @@ class _Gate:
 
 @dataclass(slots=True)
 class _Records:
-    """Conversations by the first ``HEAD`` bytes of their last body; LRU-bounded."""
+    """Conversations by the first ``HEAD`` bytes of their last body; LRU-bounded. A conversation
+    whose turns ask for both kinds of fold (``Conversation.space``) has a record of each."""
 
     max_count: int
     max_bytes: int
@@ -150,11 +152,13 @@ class _Records:
     by_head: dict[tuple[str, bytes], list[Conversation]] = field(default_factory=dict)
     size: int = 0
 
-    def find(self, api: str, raw: bytes) -> Conversation | None:
+    def find(self, api: str, raw: bytes, space: bytes | None = None) -> Conversation | None:
+        """The record whose body ``raw`` extends furthest, of kind ``space`` (None: either)."""
         candidates = self.by_head.get((api, raw[:HEAD]))
         best: Conversation | None = None
         for rec in candidates or ():
-            if (best is None or rec.end > best.end) and raw.startswith(memoryview(rec.raw)[: rec.end]):
+            if ((space is None or rec.space == space) and (best is None or rec.end > best.end)
+                    and raw.startswith(memoryview(rec.raw)[: rec.end])):
                 best = rec
         return best
 
@@ -303,22 +307,18 @@ class Folder:
     # -- one request ---------------------------------------------------------------------------
 
     def fast(self, api: Api, raw: bytes, path_model: str | None) -> Outcome | None:
-        """The O(new) path: a body extending the last one seen of its conversation, under the
-        gate. None when the body needs ``slow``."""
+        """The O(new) path: a body extending the last one seen of its conversation (of the kind
+        of fold it asks for), under the gate. None when the body needs ``slow``."""
         if len(raw) <= HEAD:
             return None
-        with self._lock:
-            rec = self._records.find(api.name, raw)
-        if rec is None:
+        found = self._extending(api, raw, path_model, None)
+        if found is not None and (space := self._space(found[2])) != found[0].space:
+            # The body asks for the other kind of fold than its conversation's last turn did: it
+            # extends that kind's last body, an earlier one (the turns since are read again).
+            found = self._extending(api, raw, path_model, space)
+        if found is None:
             return None
-        try:
-            appended = scan_appended(raw, rec.end)
-        except BodyError:
-            return None
-        fields = {**rec.before, **appended.after}
-        pricing = api.pricing(fields, path_model)
-        if pricing.server_history is not None or self._space(pricing) != rec.space:
-            return None
+        rec, appended, pricing = found
         try:
             new = self._each(api, pricing, appended.messages)
             overhead = rec.overhead if appended.after == rec.after else self._overhead(api, pricing, rec.fold)
@@ -338,6 +338,24 @@ class Folder:
             self._records.replace(rec, nxt)
         return self._outcome(api, nxt, pricing, gate)
 
+    def _extending(self, api: Api, raw: bytes, path_model: str | None, space: bytes | None
+                   ) -> tuple[Conversation, Appended, Pricing] | None:
+        """The record of kind ``space`` (None: either) that ``raw`` extends furthest, what ``raw``
+        appends to it and the pricing of ``raw``; None when there is none, or when the history
+        is held upstream."""
+        with self._lock:
+            rec = self._records.find(api.name, raw, space)
+        if rec is None:
+            return None
+        try:
+            appended = scan_appended(raw, rec.end)
+        except BodyError:
+            return None
+        pricing = api.pricing({**rec.before, **appended.after}, path_model)
+        if pricing.server_history is not None:
+            return None
+        return rec, appended, pricing
+
     def slow(self, api: Api, raw: bytes, path_model: str | None) -> Outcome:
         """The whole body read: fold looked up by content hash, compaction when over the gate."""
         try:
@@ -354,7 +372,10 @@ class Folder:
         space = self._space(pricing)
         conv_id = content_hash(api.name.encode() + raw[sb.offsets[0]: sb.offsets[1]], space=space)
         with self._lock:
-            prior = self._records.find(api.name, raw)
+            prior = self._records.find(api.name, raw, space)
+            # A first turn of this kind starts from what the conversation learnt of the provider's
+            # billing in its turns of the other kind.
+            known = prior if prior is not None else self._records.find(api.name, raw)
         fold = self._find_fold(conv_id, raw, sb, space)
         try:
             each = self._each(api, pricing, msgs)
@@ -364,8 +385,8 @@ class Folder:
         k = fold.k if fold is not None else 0
         orig = sum(each)
         msg_tokens = (fold.tokens + sum(each[k:])) if fold is not None else orig
-        correction = prior.correction if prior is not None else 1.0
-        usages = prior.usages if prior is not None else 0
+        correction = known.correction if known is not None else 1.0
+        usages = known.usages if known is not None else 0
         gate = self.gate(pricing.model)
         rec = Conversation(
             api.name, raw, sb.start, sb.offsets[n], n, sb.before, self._after(sb), conv_id, overhead, orig,
