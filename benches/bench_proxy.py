@@ -12,13 +12,20 @@ it) and this load generator (httpx, one connection per conversation). Reported:
   (``x-contextfold-read-ms``) apart;
 - the end-to-end latency through the proxy beside the same requests sent straight to the
   upstream (the direct run goes first, with the same bodies);
-- errors (any non-200) and the proxy's resident memory sampled every 1,000 requests.
+- errors (any non-200) and the proxy's resident memory sampled every 1,000 requests;
+- how the proxy read the bodies (``contextfold_body_reads_total``: from where the
+  conversation's last body ended, or whole).
+
+``--recall`` runs the proxy with ``--recall``; ``--alternate-choices`` has every conversation
+ask for one choice and two (``n``) by turns, so with ``--recall`` its turns switch between the
+recoverable fold and the fold without recall.
 
 CI runs ``bench_proxy_smoke`` once (``--benchmark-disable``): 4 conversations of 200-400
 messages, 40 requests, zero errors asserted. The full run, on demand::
 
     python benches/bench_proxy.py --full          # 64 conversations of 2k-10k messages, 10^4 requests
     python benches/bench_proxy.py --conversations 8 --requests 400   # anything in between
+    python benches/bench_proxy.py --recall --alternate-choices        # n=1 / n=2 by turns
 """
 
 from __future__ import annotations
@@ -133,9 +140,10 @@ class Run:
 
 
 async def drive(url: str, *, conversations: int, lo: int, hi: int, requests: int, seed: int,
-                pid: int | None) -> Run:
+                pid: int | None, alternate: bool = False) -> Run:
     """``conversations`` concurrent conversations of ``lo``-``hi`` starting messages, ``requests``
-    in all, each turn appending two messages."""
+    in all, each turn appending two messages; ``alternate``: turns ask for one choice and two
+    (``n``) by turns."""
     run = Run()
     per = max(1, requests // conversations)
     limits = httpx.Limits(max_connections=conversations, max_keepalive_connections=conversations)
@@ -151,7 +159,8 @@ async def drive(url: str, *, conversations: int, lo: int, hi: int, requests: int
                 parts += message_pair(rng, len(parts))
             prefix = bytearray(b'{"messages":[' + b",".join(parts))
             for turn in range(per):
-                body = bytes(prefix) + b'],"model":"gpt-4o","max_tokens":64}'
+                choices = b',"n":%d' % (1 + turn % 2) if alternate else b""
+                body = bytes(prefix) + b'],"model":"gpt-4o","max_tokens":64' + choices + b"}"
                 t = time.perf_counter()
                 r = await client.post(url, content=body, headers={"content-type": "application/json",
                                                                  "authorization": "Bearer sk-bench"})
@@ -178,9 +187,18 @@ def percentiles(xs: list[float]) -> dict[str, float]:
             "mean": statistics.fmean(xs)}
 
 
+def body_reads(metrics: str) -> dict[str, int]:
+    """``contextfold_body_reads_total`` of the chat API, by how the body was read."""
+    prefix = 'contextfold_body_reads_total{api="chat",read="'
+    return {line[len(prefix):].split('"', 1)[0]: int(line.rsplit(" ", 1)[1])
+            for line in metrics.splitlines() if line.startswith(prefix)}
+
+
 def measure(*, conversations: int, lo: int, hi: int, requests: int, seed: int = 1,
-            context_window: int = 128_000, direct: bool = True) -> dict[str, Any]:
-    """Start the upstream and the proxy, run the load (direct first when ``direct``), report."""
+            context_window: int = 128_000, direct: bool = True, recall: bool = False,
+            alternate: bool = False) -> dict[str, Any]:
+    """Start the upstream and the proxy (with ``--recall`` when ``recall``), run the load (direct
+    first when ``direct``; ``alternate``: see ``drive``), report."""
     up_port, proxy_port = free_port(), free_port()
     here = os.path.dirname(os.path.abspath(__file__))
     up = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path.insert(0, {here!r}); import uvicorn, bench_proxy; "
@@ -188,18 +206,19 @@ def measure(*, conversations: int, lo: int, hi: int, requests: int, seed: int = 
                            "log_level='warning', lifespan='on')"])
     proxy = subprocess.Popen([sys.executable, "-m", "contextfold", "serve", "--upstream", f"http://127.0.0.1:{up_port}",
                               "--port", str(proxy_port), "--context-window", str(context_window),
-                              "--log-level", "warning"])
+                              "--log-level", "warning", *(["--recall"] if recall else [])])
     try:
         wait_up(f"http://127.0.0.1:{up_port}/", up)
         wait_up(f"http://127.0.0.1:{proxy_port}/healthz", proxy)
-        report: dict[str, Any] = {"conversations": conversations, "messages": [lo, hi], "requests": requests}
+        report: dict[str, Any] = {"conversations": conversations, "messages": [lo, hi], "requests": requests,
+                                  "recall": recall, "alternate_choices": alternate}
         if direct:
             d = asyncio.run(drive(f"http://127.0.0.1:{up_port}/v1/chat/completions", conversations=conversations,
-                                  lo=lo, hi=hi, requests=requests, seed=seed, pid=None))
+                                  lo=lo, hi=hi, requests=requests, seed=seed, pid=None, alternate=alternate))
             report["direct_ms"] = percentiles([r.seconds * 1000 for r in d.results])
         rss0 = rss_mb(proxy.pid)
         p = asyncio.run(drive(f"http://127.0.0.1:{proxy_port}/v1/chat/completions", conversations=conversations,
-                              lo=lo, hi=hi, requests=requests, seed=seed, pid=proxy.pid))
+                              lo=lo, hi=hi, requests=requests, seed=seed, pid=proxy.pid, alternate=alternate))
         quiet = [r for r in p.results if r.fold != "new"]
         loud = [r for r in p.results if r.fold == "new"]
         report["errors"] = sum(r.status != 200 for r in p.results)
@@ -209,6 +228,7 @@ def measure(*, conversations: int, lo: int, hi: int, requests: int, seed: int = 
         report["body_read_ms"] = percentiles([r.read_ms for r in p.results if r.read_ms is not None])
         report["folds"] = {k: sum(r.fold == k for r in p.results) for k in ("none", "new", "reused")}
         report["rss_mb"] = {"before": rss0, "samples": p.rss, "after": rss_mb(proxy.pid)}
+        report["body_reads"] = body_reads(httpx.get(f"http://127.0.0.1:{proxy_port}/metrics").text)
         return report
     finally:
         for proc in (proxy, up):
@@ -224,6 +244,7 @@ def bench_proxy_smoke(benchmark: Any) -> None:
     assert report["errors"] == 0
     assert report["folds"]["new"] >= 1  # the 8k window makes these histories compact
     assert report["folds"]["reused"] >= 1
+    assert report["body_reads"].get("appended", 0) >= 1  # turns that only append are read from where they left off
 
 
 def main() -> None:
@@ -235,6 +256,8 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=400)
     ap.add_argument("--context-window", type=int, default=128_000)
     ap.add_argument("--no-direct", action="store_true", help="skip the direct run")
+    ap.add_argument("--recall", action="store_true", help="run the proxy with --recall")
+    ap.add_argument("--alternate-choices", action="store_true", help="turns ask for n=1 and n=2 by turns")
     ap.add_argument("--curve", type=str, default=None,
                     help="comma-separated concurrency levels, e.g. 8,16,32,64 (requests scale with them)")
     a = ap.parse_args()
@@ -242,13 +265,14 @@ def main() -> None:
         for level in (int(x) for x in a.curve.split(",")):
             report = measure(conversations=level, lo=a.min_messages, hi=a.max_messages,
                              requests=max(a.requests, level * 16), context_window=a.context_window,
-                             direct=not a.no_direct)
+                             direct=not a.no_direct, recall=a.recall, alternate=a.alternate_choices)
             print(json.dumps(report), flush=True)
         return
     if a.full:
         a.conversations, a.min_messages, a.max_messages, a.requests = 64, 2000, 10_000, 10_000
     report = measure(conversations=a.conversations, lo=a.min_messages, hi=a.max_messages, requests=a.requests,
-                     context_window=a.context_window, direct=not a.no_direct)
+                     context_window=a.context_window, direct=not a.no_direct, recall=a.recall,
+                     alternate=a.alternate_choices)
     print(json.dumps(report, indent=1))
 
 
