@@ -606,7 +606,7 @@ fn names_nothing(thought: &str) -> bool {
             let b = w.as_bytes();
             b.iter()
                 .any(|c| c.is_ascii_digit() || matches!(c, b'_' | b'/' | b'$' | b'`' | b'(' | b'"'))
-                || (b.len() >= 2 && b[1..].iter().any(u8::is_ascii_uppercase))
+                || (b.len() >= 2 && b[1..].iter().any(u8::is_ascii_uppercase) && !is_short_caps(w))
                 || w.trim_end_matches(['.', ',', ':', ';', '!', '?'])
                     .contains('.')
         })
@@ -653,6 +653,13 @@ const COURTESIES: [&str; 17] = [
     "in a moment",
     "working on",
 ];
+
+/// A word of two capitals ("ID", "OK", "US"), trailing punctuation aside: a common word, not an
+/// identifier (a flight, a booking or an airport code is longer).
+fn is_short_caps(word: &str) -> bool {
+    let w = word.trim_end_matches(['.', ',', ':', ';', '!', '?', ')']);
+    w.len() == 2 && w.bytes().all(|c| c.is_ascii_uppercase())
+}
 
 /// Whether a thought only says what the agent will do next ("I will read `x.py` to see how
 /// ...", "Let's run the tests."): a short one opening with an intent, whose action the next
@@ -2489,6 +2496,8 @@ mod tests {
             "I need more lines.",
             "Okay, let's look a bit further down.",
             "Now I run the reproduction script.",
+            // (Two capitals are a word, not a code.)
+            "I can help with that. Could you please provide your user ID?",
         ] {
             assert!(names_nothing(idle), "{idle}");
         }
@@ -2498,6 +2507,7 @@ mod tests {
             "I need to edit django/db/models/query.py.",
             "It calls resolve_expression first.",
             "Reservation XEHM4B cannot be cancelled.",
+            "The flight lands at SFO.",
             &"word ".repeat(40),
         ] {
             assert!(!names_nothing(named), "{named}");
