@@ -499,6 +499,7 @@ impl<'a> Builder<'a> {
 
     fn request(&mut self, text: Cow<'a, str>) {
         let rules = rules_in(&text);
+        let idle = only_courtesy(&text);
         // The clipped forms are cut from the request without its courtesy edges: the
         // conditions sit in its middle, which a clip would lose first.
         let forms = Request::without(text, &self.repeated);
@@ -513,7 +514,6 @@ impl<'a> Builder<'a> {
             }
         }
         if let Some(at) = said_in {
-            let idle = only_courtesy(self.entries[at].richest());
             self.entries[at].idle = idle;
         }
     }
@@ -620,9 +620,10 @@ fn names_nothing(thought: &str) -> bool {
 /// you please cancel the current reservation and book a new one in business class?".
 fn only_courtesy(turn: &str) -> bool {
     let t = turn.trim();
+    // (names_nothing first: it reads the length before any byte.)
     !t.is_empty()
-        && !t.contains('?')
         && names_nothing(t)
+        && !t.contains('?')
         && t.split_inclusive(['.', '!', '\n'])
             .map(str::trim)
             .filter(|s| !s.is_empty())
