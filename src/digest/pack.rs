@@ -380,6 +380,18 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
         }
     }
 
+    /// Request `i` grew: the rules it holds again are written inside it only (their own lines'
+    /// tokens freed). Without this, a request shortened, then given its whole form back, was
+    /// written beside its rule's own line: one airline summary in 25 said a rule twice.
+    fn recover(&mut self, i: usize) {
+        for &r in &self.units.said[i] {
+            if self.cover[r].is_none() && holds(self.units.entries, &self.slots, i, r) {
+                self.cover[r] = Some(i);
+                self.total -= self.tokens(r);
+            }
+        }
+    }
+
     /// A shortening can free more than needed (one long output): give the room left back, a
     /// form at a time, and bring back dropped units that fit again. The user's requests
     /// first, one form at a time across all of them (a clipped request loses its middle clause,
@@ -430,6 +442,7 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
             grew = false;
             for &i in requests {
                 if self.units.entries[i].idle == idle && self.grow(i, room, true) {
+                    self.recover(i);
                     grew = true;
                 }
             }

@@ -952,6 +952,39 @@ def test_successive_summaries_stay_within_their_room_and_carry_no_repeated_lines
     assert table.count("\n") == 1 + len(inline_fixtures())
 
 
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (every airline dialogue)")
+def test_no_successive_summary_writes_a_rule_twice() -> None:
+    """A rule said in a request is written once: inside the request while the request holds it,
+    on a line of its own when the request was cut. A request cut, then given its whole form back
+    by the packing, was written beside its rule's own line in 3 of the 74 airline summaries with
+    standing rules."""
+    summaries: list[str] = []
+    compact = cf.Compactor.compact
+
+    def spy(self: cf.Compactor, msgs: list[Any]) -> cf.CompactionResult:
+        r = compact(self, msgs)
+        if r.summary:
+            summaries.append(r.summary)
+        return r
+
+    cf.Compactor.compact = spy  # type: ignore[method-assign]
+    try:
+        for row in load_conversations(SHARED, "tau-bench-airline"):
+            fx = Fixture(row["source"], list(row["messages"]), (Probe("-", ("-",)),), tools=row.get("tools"))
+            successive(fx, rules=planted(fx))
+    finally:
+        cf.Compactor.compact = compact  # type: ignore[method-assign]
+
+    def section(summary: str, title: str) -> set[str]:
+        found = re.search(rf"^## {title}\n(.*?)(?:\n\n|\n## |\Z)", summary, re.S | re.M)
+        return set(found.group(1).splitlines()) if found else set()
+
+    with_rules = [x for x in summaries if "\n## Standing rules\n" in x]
+    assert len(with_rules) >= 40, len(with_rules)
+    twice = [x for x in with_rules if section(x, "Standing rules") & section(x, "User requests")]
+    assert not twice, twice[0]
+
+
 def test_rules_planted_at_random_places_survive_ten_compactions() -> None:
     fx = inline_fixtures()[0]
     rnd = random.Random(21)
