@@ -2464,11 +2464,7 @@ mod tests {
             texts.push(t.clone());
             texts.push("Let me check that for you.".to_string());
         }
-        let msgs: Vec<Message<'_>> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Message::text(if i % 2 == 0 { "user" } else { "assistant" }, t))
-            .collect();
+        let msgs = alternating(&texts, "user");
         let repeated = repeated_edges(&msgs);
         assert!(repeated.contains(sign_off), "{repeated:?}");
         assert_eq!(
@@ -2553,11 +2549,7 @@ mod tests {
             );
             texts.push("Noted.".to_string());
         }
-        let msgs: Vec<Message<'_>> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Message::text(if i % 2 == 0 { "user" } else { "assistant" }, t))
-            .collect();
+        let msgs = alternating(&texts, "user");
         let whole = digest_within(&msgs, 100_000);
         assert!(whole.contains("I'll be in touch soon"), "{whole}");
         let mut seen = 0;
@@ -2599,6 +2591,16 @@ mod tests {
     }
 
     /// A text agent's run: a thought before each command, the command's output after it.
+    /// `texts` as turns of two roles by turns, the first `first` ("user" or "assistant").
+    fn alternating<'t>(texts: &'t [String], first: &'static str) -> Vec<Message<'t>> {
+        let second = if first == "user" { "assistant" } else { "user" };
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Message::text(if i % 2 == 0 { first } else { second }, t))
+            .collect()
+    }
+
     fn text_round(thought: &str, cmd: &str, output: &str) -> [String; 2] {
         [
             format!("THOUGHT: {thought}\n\n```bash\n{cmd}\n```"),
@@ -2628,11 +2630,7 @@ mod tests {
                 &format!("{}: def lookup_{k}(self):", 100 + k),
             ));
         }
-        let msgs: Vec<Message<'_>> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Message::text(if i % 2 == 0 { "assistant" } else { "user" }, t))
-            .collect();
+        let msgs = alternating(&texts, "assistant");
         let whole = digest_within(&msgs, 100_000);
         assert!(whole.contains("I need more lines."), "{whole}");
         // Rooms that hold some of the 13 calls: the calls take the room, the idle thoughts

@@ -5,6 +5,7 @@ previous summary trusted only where the library wrote it."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import random
@@ -924,25 +925,32 @@ def test_a_summary_carrying_a_full_one_is_never_cut_back_to_its_index() -> None:
     assert all(size >= 0.5 * room for size, room in zip(s.sizes, s.rooms, strict=True)), list(zip(s.sizes, s.rooms))
 
 
+@contextlib.contextmanager
+def summaries_written() -> Iterator[list[str]]:
+    """Every summary a Compactor writes while the block runs, in order."""
+    summaries: list[str] = []
+    compact = cf.Compactor.compact
+
+    def spy(self: cf.Compactor, msgs: list[Any]) -> cf.CompactionResult:
+        r = compact(self, msgs)
+        if r.summary:
+            summaries.append(r.summary)
+        return r
+
+    cf.Compactor.compact = spy  # type: ignore[method-assign]
+    try:
+        yield summaries
+    finally:
+        cf.Compactor.compact = compact  # type: ignore[method-assign]
+
+
 def test_successive_summaries_stay_within_their_room_and_carry_no_repeated_lines() -> None:
     """Growth over successive compactions is reported both ways (last / first, max / min after
     the first) beside each summary's room; no summary exceeds its room, and the last one holds
     no section or line twice (growth, where there is some, is not bloat)."""
     for fx in inline_fixtures():
-        summaries: list[str] = []
-        compact = cf.Compactor.compact
-
-        def spy(self: cf.Compactor, msgs: list[Any]) -> cf.CompactionResult:
-            r = compact(self, msgs)
-            if r.summary:
-                summaries.append(r.summary)
-            return r
-
-        cf.Compactor.compact = spy  # type: ignore[method-assign]
-        try:
+        with summaries_written() as summaries:
             s = successive(fx, rules=planted(fx))
-        finally:
-            cf.Compactor.compact = compact  # type: ignore[method-assign]
         assert len(s.sizes) == len(s.rooms) == len(s.folded) >= 2, s
         assert all(size <= room for size, room in zip(s.sizes, s.rooms)), s
         assert 0 < s.fill <= 1.0 and s.spread_after_first >= 1.0
@@ -958,22 +966,10 @@ def test_no_successive_summary_writes_a_rule_twice() -> None:
     on a line of its own when the request was cut. A request cut, then given its whole form back
     by the packing, was written beside its rule's own line in 3 of the 74 airline summaries with
     standing rules."""
-    summaries: list[str] = []
-    compact = cf.Compactor.compact
-
-    def spy(self: cf.Compactor, msgs: list[Any]) -> cf.CompactionResult:
-        r = compact(self, msgs)
-        if r.summary:
-            summaries.append(r.summary)
-        return r
-
-    cf.Compactor.compact = spy  # type: ignore[method-assign]
-    try:
+    with summaries_written() as summaries:
         for row in load_conversations(SHARED, "tau-bench-airline"):
             fx = Fixture(row["source"], list(row["messages"]), (Probe("-", ("-",)),), tools=row.get("tools"))
             successive(fx, rules=planted(fx))
-    finally:
-        cf.Compactor.compact = compact  # type: ignore[method-assign]
 
     def section(summary: str, title: str) -> set[str]:
         found = re.search(rf"^## {title}\n(.*?)(?:\n\n|\n## |\Z)", summary, re.S | re.M)
