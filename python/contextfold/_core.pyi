@@ -736,6 +736,12 @@ def detect_wire_format(messages: Sequence[Any], /) -> _WireFormat | None:
     and stops at the first that decides. Raises ``InvalidMessageError`` on a message it cannot
     read, ``TypeError`` when ``messages`` is a str or a dict."""
 
+def tools_wire_format(tools: Any, /) -> _WireFormat | None:
+    """The wire format a list of tool definitions is written in, from the first definition
+    whose shape tells (chat's nested ``function``, Responses' flat ``name``, Anthropic's
+    ``input_schema`` or dated types, Gemini's ``functionDeclarations``, Bedrock's
+    ``toolSpec``); None when ``tools`` is not a list or none tells. Never raises."""
+
 # -- recoverable folds (src/recall.rs) --------------------------------------------------------
 
 RECALL_TOOL: str

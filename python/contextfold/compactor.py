@@ -513,7 +513,7 @@ class Compactor(RecoverableFolds):
                 request = steps.send(self._summarize(request))
         except StopIteration as done:
             result: CompactionResult = done.value
-            return self._with_tools(result)
+            return result
 
     @no_panic
     async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
@@ -526,7 +526,7 @@ class Compactor(RecoverableFolds):
                 request = steps.send(await self._asummarize(request))
         except StopIteration as done:
             result: CompactionResult = done.value
-            return self._with_tools(result)
+            return result
 
     def _summarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
@@ -607,7 +607,6 @@ class Compactor(RecoverableFolds):
         goes over the budget by its size); where the recall tool's declaration itself tips the
         floor over, as plain compaction does, without the tool (nothing of that fold can be
         recalled). ``.notes`` says which: raising is for what plain compaction cannot fit."""
-        self._recall_withheld = False
         if not self.recoverable:
             return (yield from self._run_steps(messages, round_room="page"))
         try:
@@ -644,13 +643,13 @@ class Compactor(RecoverableFolds):
         plain.recoverable = False
         plain._options = plain.config.plan_options(recoverable=False)
         result = yield from plain._run_steps(messages, round_room="page")
-        self._backoff_below, self._format = plain._backoff_below, plain._format
-        self._recall_withheld = True
-        fmt = self._format or "chat"
+        # (The copy's format is its own run's: another thread's compaction cannot have moved it.)
+        self._backoff_below, fmt = plain._backoff_below, plain._format or "chat"
+        self._last_room = None
         declared = self._request(fmt).overhead_tokens - plain._request(fmt).overhead_tokens
         note = (f"the recall tool is not sent: its declaration ({declared} tokens) does not fit beside the "
                 f"system prompt, tools, task and last user turn ({why}); nothing folded here is recallable")
-        return dataclasses.replace(result, notes=(*result.notes, note))
+        return dataclasses.replace(result, tools=list(self.tools or ()), notes=(*result.notes, note))
 
     def _run_steps(self, messages: Sequence[Any], *, round_room: RoundRoom) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
@@ -661,7 +660,10 @@ class Compactor(RecoverableFolds):
         run = self._start(messages, round_room=round_room)
         result = yield from self._compacted(run)
         run.refuse_inherited(result)
-        return result
+        # The tools to send are written in this run's format, not in whatever format the
+        # Compactor's last compaction read (one Compactor may serve chat and Responses histories,
+        # from several threads).
+        return self._with_tools(result, run.fmt)
 
     def _compacted(self, run: CompactionRun) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The steps of ``_run_steps`` once the run has started."""
@@ -721,7 +723,7 @@ class Compactor(RecoverableFolds):
         """The history copied (and repaired), the budget aimed at, the sizes, the first plan."""
         _require_history(messages)
         msgs = list(messages)
-        fmt = self.wire_format or detect_wire_format(msgs, self.provider)
+        fmt = self.wire_format or detect_wire_format(msgs, self.provider, tools=self.tools)
         budget = self.budget
         notes: list[str] = []
         if self.repair:

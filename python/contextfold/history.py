@@ -13,19 +13,28 @@ __all__ = ["WireFormat", "detect_wire_format"]
 WireFormat = Literal["chat", "responses", "anthropic", "gemini", "bedrock"]
 
 
-def detect_wire_format(messages: Sequence[Any], provider: str = "openai") -> WireFormat:
+def detect_wire_format(messages: Sequence[Any], provider: str = "openai", *, tools: Any = None) -> WireFormat:
     """The wire format of a history, as the core reads it: from the first message that shows
     one (``function_call`` items or ``input_text`` parts: Responses; ``parts``: Gemini;
     ``tool_use`` / ``tool_result`` / ``thinking`` / ``image`` / ``document`` blocks: Anthropic;
     untyped ``{"text"}`` / ``toolUse`` / ``image`` blocks in ``content``: Bedrock; ``tool_calls``,
     ``tool`` messages, ``image_url`` parts: OpenAI chat). A history with none of these (plain
-    text messages, or empty) is Anthropic when ``provider="anthropic"``, else OpenAI chat.
+    text messages, or empty) reads the same in several formats: the shape of ``tools`` (the
+    definitions sent beside it) settles it when it tells (chat's nested ``function``, Responses'
+    flat ``name``, Anthropic's ``input_schema``, Gemini's ``functionDeclarations``, Bedrock's
+    ``toolSpec``); otherwise it is Anthropic when ``provider="anthropic"``, else OpenAI chat.
     LangChain messages are ``"chat"``: their text blocks are OpenAI chat's, and what the
     compaction adds to such a history (the summary) is a LangChain message too.
     """
     if len(messages) and is_langchain_message(messages[0]):
         return "chat"
-    return _core.detect_wire_format(messages) or ("anthropic" if provider == "anthropic" else "chat")
+    seen = _core.detect_wire_format(messages)
+    if seen is not None:
+        return seen
+    told = _core.tools_wire_format(tools) if tools is not None else None
+    if told is not None:
+        return told
+    return "anthropic" if provider == "anthropic" else "chat"
 
 
 def _require_history(messages: Any) -> None:

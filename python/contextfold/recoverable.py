@@ -90,8 +90,6 @@ class RecoverableFolds:
         # and whether it kept one (its answers then fit the room it left under the budget).
         self._round_skipped = False
         self._round_kept = False
-        # Whether the last compaction sent no recall tool: its declaration alone did not fit.
-        self._recall_withheld = False
         # Budget minus the tokens of the last compacted history: what one recall round may take.
         self._last_room: int | None = None
 
@@ -128,14 +126,11 @@ class RecoverableFolds:
             return self.tools
         return [*(self.tools or ()), _recall.recall_tool(fmt)]
 
-    def _with_tools(self, result: CompactionResult) -> CompactionResult:
+    def _with_tools(self, result: CompactionResult, fmt: str) -> CompactionResult:
+        """``result`` with the tools to send beside its messages in ``fmt`` (recoverable: the
+        caller's and the recall tool); the room its history leaves is what an answer may take."""
         if not self.recoverable:
             return result
-        if self._recall_withheld:
-            # (The last step sent no recall tool: the caller's tools are the list to send.)
-            self._last_room = None
-            return dataclasses.replace(result, tools=list(self.tools or ()))
-        fmt = self._format or self.wire_format or "chat"
         self._last_room = result.budget - result.tokens_after
         return dataclasses.replace(result, tools=self._request_tools(fmt))
 

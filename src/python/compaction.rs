@@ -12,6 +12,7 @@ use super::messages::{Keep, Walker};
 use super::options::CompactionOptions;
 use super::priced_request::PyPricedRequest;
 use super::prune::planned_edit;
+use super::py_input::PyInput;
 use super::read_cache::{read_messages, MessageCache};
 use crate::compaction::{
     check, plan_priced, summary_message_json, text_block_json, verify, Failure, Placement,
@@ -379,6 +380,16 @@ fn detect_wire_format(
     Ok(None)
 }
 
+/// The wire format a list of tool definitions is written in (`crate::wire::tools_format`):
+/// None when `tools` is not a list or no definition's shape tells. What a history of plain
+/// text messages is written in, when the tools sent beside it say.
+#[pyfunction]
+#[pyo3(signature = (tools, /))]
+fn tools_wire_format(tools: &Bound<'_, PyAny>) -> Option<&'static str> {
+    let keep = Keep::new();
+    crate::wire::tools_format(&PyInput::new(tools.clone(), &keep)).map(|f| f.name())
+}
+
 /// The summary as one message of the wire format, as compact JSON.
 #[pyfunction]
 #[pyo3(signature = (text, /, *, format, role))]
@@ -424,5 +435,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(summary_message, m)?)?;
     m.add_function(wrap_pyfunction!(summary_block, m)?)?;
     m.add_function(wrap_pyfunction!(detect_wire_format, m)?)?;
+    m.add_function(wrap_pyfunction!(tools_wire_format, m)?)?;
     Ok(())
 }

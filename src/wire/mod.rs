@@ -27,6 +27,7 @@ pub mod read;
 pub mod request;
 pub mod request_body;
 pub mod response_format;
+pub mod tools_format;
 pub mod wire_format;
 
 pub use dialect::Dialect;
@@ -39,6 +40,7 @@ pub use read::{
 pub use request::{
     read_request, Api, Body, History, McpServer, Settings, Thinking, ToolChoice, Turn,
 };
+pub use tools_format::tools_format;
 pub use wire_format::WireFormat;
 
 pub use crate::message::Format;

@@ -611,3 +611,71 @@ def test_without_the_recall_reserve_the_room_kept_for_a_round_goes_to_the_histor
         assert declares_recall(given.tools)
         assert re.search(r"id=cf[0-9a-f]{12}", json.dumps(given.messages))
     assert checked >= 4, checked
+
+
+def _plain_dialogue(turns: int) -> list[dict[str, Any]]:
+    """A text-only chat (no tool call yet): its messages read the same in chat and Responses."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Plan a three-city trip: Lisbon, Porto, Seville."}]
+    for k in range(turns):
+        msgs.append({"role": "assistant", "content": f"Day {k}: " + f"option {k} with its museums and trains. " * 40})
+        msgs.append({"role": "user", "content": f"Noted day {k}. What about the next one?"})
+    return msgs
+
+
+def _lookup_tool(fmt: str) -> Any:
+    """A tool of the caller's, declared as ``fmt``'s API takes it (the recall tool's shape, renamed)."""
+    return json.loads(json.dumps(cf.recall_tool(fmt)).replace(cf.RECALL_TOOL, "lookup_booking"))
+
+
+@pytest.mark.parametrize("fmt", ["chat", "responses"])
+def test_a_plain_text_history_takes_the_format_its_tools_are_written_in(fmt):
+    # Plain {"role", "content"} messages are valid chat and valid Responses input; the caller's
+    # tools are not: a recall tool in the other API's shape beside them is a rejected request.
+    msgs = _plain_dialogue(24)
+    own = _lookup_tool(fmt)
+    r = cf.Compactor(budget=cf.estimate(msgs) // 3, recoverable=True, tools=[own]).compact(msgs)
+    assert r.strategy_used == "summarize"
+    assert r.tools == [own, cf.recall_tool(fmt)]
+    assert shape_problems(r.messages, fmt) == []
+    assert cf.detect_wire_format(msgs, tools=[own]) == fmt
+    # Without tools nothing tells: OpenAI chat, as documented (wire_format= names another API).
+    assert cf.detect_wire_format(msgs) == "chat"
+
+
+def test_each_history_gets_tools_in_its_own_format_when_one_compactor_serves_two_threads():
+    # A server shares one Compactor across conversations. While a Responses history waits on its
+    # summarizer, a chat history is compacted on another thread: each result's tools must be
+    # written in its own history's format, not in the format the other compaction read.
+    import threading
+
+    inside, other_done = threading.Event(), threading.Event()
+
+    class FirstCallWaits:
+        calls = 0
+
+        def summarize(self, req: Any) -> str:
+            FirstCallWaits.calls += 1
+            if FirstCallWaits.calls == 1:
+                inside.set()
+                assert other_done.wait(60)
+            return "The agent read the parser modules; the fix is pending."
+
+    responses, _ = convert(agent_history(30), "responses")
+    chat = agent_history(30)
+    c = cf.Compactor(budget=cf.estimate(chat) // 3, recoverable=True, strategy="summarize",
+                     summarizer=FirstCallWaits())
+    out: dict[str, cf.CompactionResult] = {}
+
+    def first() -> None:
+        out["responses"] = c.compact(responses)
+
+    t = threading.Thread(target=first)
+    t.start()
+    assert inside.wait(60)
+    out["chat"] = c.compact(chat)
+    other_done.set()
+    t.join(60)
+    assert out["chat"].tools == [cf.recall_tool("chat")]
+    assert out["responses"].tools == [cf.recall_tool("responses")]
+    for fmt, r in out.items():
+        assert shape_problems(r.messages, fmt) == []
