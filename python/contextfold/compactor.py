@@ -17,7 +17,9 @@ import copy
 import dataclasses
 import functools
 import itertools
+import json
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -115,6 +117,26 @@ KEPT_GROW_AIMS = 8
 WIDEN_FILL_SHARE = 0.85
 
 OPEN, CLOSE = _core.SUMMARY_MARKERS
+
+
+#: Conversations whose back-off one Compactor remembers (the least recently skipped forgotten
+#: first: it is then tried again at its trigger).
+MAX_BACKOFFS = 256
+
+#: Messages that name a conversation for its back-off: a history only grows by appending
+#: between a skipped compaction and the calls it gates, so its first messages stay the same.
+_KEY_MESSAGES = 4
+
+
+def _conversation_key(messages: Sequence[Any]) -> int:
+    """Which conversation a history is, for the back-off: a hash of its first messages (two
+    conversations with the same system prompt and task still differ by the turns after)."""
+    head = list(messages[:_KEY_MESSAGES])
+    try:
+        text = json.dumps(head, sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(head)
+    return int(_core.summary_hash(text))
 
 
 def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:
@@ -377,7 +399,9 @@ class Compactor(RecoverableFolds):
             response_format=response_format)
         self._window = cfg.context_window
         # Anti-thrash state: the gate stays closed below this estimate after a back-off.
-        self._backoff_below: int | None = None
+        # Per conversation (one Compactor may serve many: a framework hook): the tokens below which
+        # the gate stays closed after a compaction that freed too little (``_worth_it``).
+        self._backoffs: OrderedDict[int, int] = OrderedDict()
         self._init_recall(recoverable, store, recall_max_tokens, repair, recall_reserve)
         # The plan's fixed knobs, checked and built once (the core's `CompactionOptions`): each
         # compaction passes only what changes per call.
@@ -463,7 +487,9 @@ class Compactor(RecoverableFolds):
     def should_compact(self, messages: Sequence[Any], /) -> bool:
         """True when the history reaches the trigger (the Session gate: O(messages appended since
         the last call)). After a compaction that freed too little the gate backs off until the
-        history has grown by ``min_free_share`` of the trigger, unless the window itself is full."""
+        history has grown by ``min_free_share`` of the trigger, unless the window itself is full;
+        the back-off is that conversation's (told apart by its first messages): a Compactor that
+        serves many keeps the others' gates as they were."""
         _require_history(messages)
         # Every call is a request about to be sent: note it even when the gate answers early (a
         # back-off), or the next call would take a warm cache for a cold one.
@@ -475,7 +501,8 @@ class Compactor(RecoverableFolds):
             tokens = self.session.estimate(messages)
         else:
             tokens = self.session.estimate(messages)
-            if self._backoff_below is not None and tokens < self._backoff_below:
+            below = self._backoffs.get(_conversation_key(messages)) if self._backoffs else None
+            if below is not None and tokens < below:
                 try:
                     full = tokens >= self.session.usable_tokens
                 except ValueError:
@@ -644,7 +671,7 @@ class Compactor(RecoverableFolds):
         plain._options = plain.config.plan_options(recoverable=False)
         result = yield from plain._run_steps(messages, round_room="page")
         # (The copy's format is its own run's: another thread's compaction cannot have moved it.)
-        self._backoff_below, fmt = plain._backoff_below, plain._format or "chat"
+        fmt = plain._format or "chat"  # (its back-offs are this Compactor's: the copy shares them)
         self._last_room = None
         declared = self._request(fmt).overhead_tokens - plain._request(fmt).overhead_tokens
         note = (f"the recall tool is not sent: its declaration ({declared} tokens) does not fit beside the "
@@ -821,10 +848,15 @@ class Compactor(RecoverableFolds):
                 run.notes.append(f"frees only {freed} tokens, applied anyway: the window is full")
                 return None
             # Back off: the gate stays closed until the history has grown by that share.
-            self._backoff_below = before + int(self.min_free_share * self._safe_trigger(run.budget))
+            below = before + int(self.min_free_share * self._safe_trigger(run.budget))
+            key = _conversation_key(run.original)
+            self._backoffs[key] = below
+            self._backoffs.move_to_end(key)
+            while len(self._backoffs) > MAX_BACKOFFS:
+                self._backoffs.popitem(last=False)
             return (f"compaction skipped: it would free only {freed} of {before} tokens "
                     f"(less than min_free_share={self.min_free_share}); should_compact stays False "
-                    f"until the history reaches {self._backoff_below} tokens")
+                    f"until the history reaches {below} tokens")
         return None
 
     def _masked(self, run: CompactionRun) -> CompactionResult | None:
@@ -867,7 +899,7 @@ class Compactor(RecoverableFolds):
         if run.before - tokens < self.clear_at_least:  # what the returned history frees
             return run.unchanged(f"compaction skipped: it would free only {run.before - tokens} tokens, "
                                  f"less than clear_at_least={self.clear_at_least}")
-        self._after_compaction(first_changed)
+        self._after_compaction(run, first_changed)
         if len(out) == len(run.original):
             self._sources.note_copies(out, run.original, range(len(out)))
         return CompactionResult(
@@ -916,7 +948,7 @@ class Compactor(RecoverableFolds):
         if bare is None:
             return None
         out, tokens, folded, text = bare
-        self._after_compaction(int(plan["head_end"]))
+        self._after_compaction(run, int(plan["head_end"]))
         digest = None
         if text is not None:
             digest = _core.summary_hash(neutralize_markers(text))
@@ -1007,7 +1039,7 @@ class Compactor(RecoverableFolds):
         """The result of a summarized compaction; its summary's hash joins the session's (the
         next compaction knows it as the library's own by that hash)."""
         plan = run.plan
-        self._after_compaction(int(plan["head_end"]))
+        self._after_compaction(run, int(plan["head_end"]))
         # The caller's messages the plan's places name (a degrading step may have planned another
         # history), and the one each message of the output stands for.
         given = run.original if len(run.msgs) == len(run.original) else run.msgs
@@ -1409,10 +1441,12 @@ class Compactor(RecoverableFolds):
         except ValueError:
             return int(budget / DEFAULT_BUDGET_SHARE)
 
-    def _after_compaction(self, first_changed: int) -> None:
+    def _after_compaction(self, run: CompactionRun, first_changed: int) -> None:
         """Re-anchor the session: its cached costs and usage anchor stop at the first message
-        the compaction changed; the next estimate prices the new history from there."""
-        self._backoff_below = None
+        the compaction changed; the next estimate prices the new history from there. The
+        conversation's back-off ends."""
+        if self._backoffs:
+            self._backoffs.pop(_conversation_key(run.original), None)
         self.session.invalidate(first_changed)
 
     def __repr__(self) -> str:

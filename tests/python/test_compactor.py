@@ -126,6 +126,28 @@ def test_anti_thrash_backs_off_when_little_can_be_freed():
     assert "clear_at_least" in strict.compact(msgs).reason
 
 
+def test_one_conversation_s_back_off_never_gates_another_served_by_the_same_compactor():
+    # A framework hook serves many conversations with one Compactor: a conversation whose
+    # compaction would free too little backs off its own gate, not every other conversation's.
+    def chat(tag: str, turns: int) -> list[dict]:
+        msgs = [{"role": "system", "content": f"You are agent {tag}."}, {"role": "user", "content": f"Task {tag}."}]
+        for k in range(turns):
+            msgs += [{"role": "assistant", "content": f"step {k} of {tag} " + "words " * 300},
+                     {"role": "user", "content": "go on"}]
+        return msgs
+
+    c = cf.Compactor(context_window=200_000, trigger=("tokens", 20_000), budget=19_000, min_free_share=0.2)
+    little, other = chat("A", 59), chat("B", 60)
+    assert c.should_compact(little) and c.should_compact(other)
+    r = c.compact(little)
+    assert not r.changed and r.reason.startswith("compaction skipped"), r.reason
+    assert not c.should_compact(little)  # its own gate backs off
+    assert c.should_compact(other)  # was False: the other conversation's back-off closed it
+    # Another conversation's compaction leaves this one's back-off in place.
+    assert c.compact(chat("B", 90)).changed
+    assert not c.should_compact(little)
+
+
 def test_excluded_tool_output_is_never_masked_claude_code_57788():
     msgs = agent_history(30, memory_every=5)
     for strategy in ("mask", "hybrid"):
