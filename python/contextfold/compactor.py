@@ -139,6 +139,15 @@ def _conversation_key(messages: Sequence[Any]) -> int:
     return int(_core.summary_hash(text))
 
 
+@dataclasses.dataclass(slots=True)
+class _Attempt:
+    """What one compaction's first run tells the steps after it, kept per call (one Compactor
+    may run several compactions at once, from threads or coroutines): whether the run kept no
+    room for a recall round after all (a round would take most of the room)."""
+
+    round_skipped: bool = False
+
+
 def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:
     """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content, as
     its wire format writes it (the core's ``merge_summary``)."""
@@ -639,10 +648,11 @@ class Compactor(RecoverableFolds):
         try:
             if not self.recall_reserve:
                 return (yield from self._run_steps(messages, round_room="page"))
+            attempt = _Attempt()
             try:
-                return (yield from self._run_steps(messages, round_room="page"))
+                return (yield from self._run_steps(messages, round_room="page", attempt=attempt))
             except CompactionBudgetError as e:
-                if self._round_skipped:
+                if attempt.round_skipped:
                     raise  # (it ran without the round's room: only the last step can do better)
                 first = e
             try:
@@ -678,13 +688,14 @@ class Compactor(RecoverableFolds):
                 f"system prompt, tools, task and last user turn ({why}); nothing folded here is recallable")
         return dataclasses.replace(result, tools=list(self.tools or ()), notes=(*result.notes, note))
 
-    def _run_steps(self, messages: Sequence[Any], *, round_room: RoundRoom) -> Generator[
+    def _run_steps(self, messages: Sequence[Any], *, round_room: RoundRoom, attempt: _Attempt | None = None) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The state machine of one compaction: under budget, mask, degrade, summarize. Yields
         ``(summarizer, request)`` and is sent the ``SummaryResult``; returns the result.
         ``round_room``: the room kept for a recall round (``recoverable``): that of a page of
-        ``recall_max_tokens``, of the smallest page, or none."""
-        run = self._start(messages, round_room=round_room)
+        ``recall_max_tokens``, of the smallest page, or none; ``attempt`` hears whether the
+        run kept none after all."""
+        run = self._start(messages, round_room=round_room, attempt=attempt)
         result = yield from self._compacted(run)
         run.refuse_inherited(result)
         # The tools to send are written in this run's format, not in whatever format the
@@ -746,7 +757,8 @@ class Compactor(RecoverableFolds):
                 raise
             return bare
 
-    def _start(self, messages: Sequence[Any], *, round_room: RoundRoom = "page") -> CompactionRun:
+    def _start(self, messages: Sequence[Any], *, round_room: RoundRoom = "page",
+               attempt: _Attempt | None = None) -> CompactionRun:
         """The history copied (and repaired), the budget aimed at, the sizes, the first plan."""
         _require_history(messages)
         msgs = list(messages)
@@ -761,7 +773,7 @@ class Compactor(RecoverableFolds):
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
-        self._round_skipped = self._round_kept = False
+        self._round_kept = False
         if self.recoverable and self.recall_reserve and round_room != "none":
             # Room for one recall round (the call and its answer) after the compaction, its page
             # sized by what the budget leaves beside the floor (a fixed cost: the page comes out
@@ -771,7 +783,9 @@ class Compactor(RecoverableFolds):
             if round_room == "page" and reserve > MAX_ROUND_SHARE * max(0, room):
                 # A round that would take most of the room is not worth what it takes from the
                 # summary: keep none, and say so (an answer then goes over by its size).
-                round_room, self._round_skipped = "none", True
+                round_room = "none"
+                if attempt is not None:
+                    attempt.round_skipped = True
                 self._recall_page = MIN_RECALL_PAGE_TOKENS
                 notes.append(f"no room kept for a recall round: one ({reserve} tokens) would take more than "
                              f"{MAX_ROUND_SHARE:.0%} of the {max(0, room)} tokens the budget leaves beside the system "

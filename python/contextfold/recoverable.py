@@ -86,9 +86,8 @@ class RecoverableFolds:
         # in each wire format (priced once).
         self._recall_page: int | None = None
         self._round_overheads: dict[str, int] = {}
-        # Whether the last compaction kept no room for a round because it would cost too much,
-        # and whether it kept one (its answers then fit the room it left under the budget).
-        self._round_skipped = False
+        # Whether the last compaction kept room for a round (its answers then fit the room it
+        # left under the budget).
         self._round_kept = False
         # Budget minus the tokens of the last compacted history: what one recall round may take.
         self._last_room: int | None = None

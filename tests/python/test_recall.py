@@ -679,3 +679,42 @@ def test_each_history_gets_tools_in_its_own_format_when_one_compactor_serves_two
     assert out["responses"].tools == [cf.recall_tool("responses")]
     for fmt, r in out.items():
         assert shape_problems(r.messages, fmt) == []
+
+
+def test_each_history_gets_tools_in_its_own_format_when_compactions_interleave_on_one_event_loop():
+    # The same on an asyncio server: while one compaction awaits its summarizer, another runs.
+    import asyncio
+
+    async def main() -> dict[str, cf.CompactionResult]:
+        other_done = asyncio.Event()
+
+        class FirstCallWaits:
+            calls = 0
+
+            def summarize(self, req: Any) -> str:
+                return "The agent read the parser modules; the fix is pending."
+
+            async def asummarize(self, req: Any) -> str:
+                FirstCallWaits.calls += 1
+                if FirstCallWaits.calls == 1:
+                    await asyncio.wait_for(other_done.wait(), 60)
+                return self.summarize(req)
+
+        responses, _ = convert(agent_history(30), "responses")
+        chat = agent_history(30)
+        c = cf.Compactor(budget=cf.estimate(chat) // 3, recoverable=True, strategy="summarize",
+                         summarizer=FirstCallWaits())
+
+        async def second() -> cf.CompactionResult:
+            while FirstCallWaits.calls == 0:
+                await asyncio.sleep(0)
+            r = await c.compact_async(chat)
+            other_done.set()
+            return r
+
+        first_r, second_r = await asyncio.gather(c.compact_async(responses), second())
+        return {"responses": first_r, "chat": second_r}
+
+    out = asyncio.run(main())
+    assert out["chat"].tools == [cf.recall_tool("chat")]
+    assert out["responses"].tools == [cf.recall_tool("responses")]
