@@ -864,10 +864,14 @@ class Compactor(RecoverableFolds):
             # Back off: the gate stays closed until the history has grown by that share.
             below = before + int(self.min_free_share * self._safe_trigger(run.budget))
             key = _conversation_key(run.original)
+            # (Each step one dict operation: threads sharing this Compactor may write at once.)
+            self._backoffs.pop(key, None)
             self._backoffs[key] = below
-            self._backoffs.move_to_end(key)
             while len(self._backoffs) > MAX_BACKOFFS:
-                self._backoffs.popitem(last=False)
+                try:
+                    self._backoffs.popitem(last=False)
+                except KeyError:
+                    break
             return (f"compaction skipped: it would free only {freed} of {before} tokens "
                     f"(less than min_free_share={self.min_free_share}); should_compact stays False "
                     f"until the history reaches {below} tokens")

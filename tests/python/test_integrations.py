@@ -220,3 +220,75 @@ def test_openai_agents_compacting_session_in_the_runner():
     # The three turns share the compacted prefix (everything up to and including the summary).
     at = [next(i for i, m in enumerate(s) if "<contextfold:summary>" in json.dumps(m)) for s in sent]
     assert len({json.dumps(s[: i + 1]) for s, i in zip(sent, at)}) == 1
+
+
+# -- one hook, many conversations ---------------------------------------------------------------
+
+
+def test_a_request_is_compacted_with_its_own_tools_while_another_with_other_tools_comes_between():
+    # One hook serves many conversations at once, and their requests carry other tools (a LiteLLM
+    # proxy). While one request's compaction awaits its summarizer, another request comes in with
+    # other tools: the first must still be compacted, priced and checked with its own.
+    from contextfold.integrations.folding import CompactingHistory
+
+    conv = tau()
+    msgs, tools = conv["messages"], conv["tools"]
+    other_tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city. " * 200,
+                                                     "parameters": {"type": "object", "properties": {
+                                                         "city": {"type": "string"}}}}}]
+    other = [{"role": "user", "content": "Weather, please."}] + [
+        {"role": "user" if k % 2 == 0 else "assistant", "content": f"Turn {k}: " + "cloudy and mild " * 60}
+        for k in range(40)]
+
+    class Waits:
+        """An async summarizer whose first call waits until the other request is done."""
+
+        def __init__(self) -> None:
+            self.calls, self.inside, self.other_done = 0, asyncio.Event(), asyncio.Event()
+
+        def summarize(self, req: Any) -> str:
+            return "The user wants to change a reservation; the agent looked up the profile."
+
+        async def asummarize(self, req: Any) -> str:
+            self.calls += 1
+            if self.calls == 1:
+                self.inside.set()
+                await asyncio.wait_for(self.other_done.wait(), 60)
+            return self.summarize(req)
+
+    def made(s: Any) -> cf.Compactor:
+        return cf.Compactor(trigger=("tokens", 5_000), budget=3_500, strategy="summarize", summarizer=s)
+
+    async def alone() -> list[Any]:
+        s = Waits()
+        s.other_done.set()
+        h = CompactingHistory(made(s))
+        h.bind(tools=tools)
+        return await h.acompact(msgs)
+
+    async def between(bind: bool) -> list[Any]:
+        s = Waits()
+        h = CompactingHistory(made(s))
+
+        async def first() -> list[Any]:
+            if bind:
+                h.bind(tools=tools)
+                return await h.acompact(msgs)
+            return await h.acompact(msgs, tools=tools)
+
+        async def second() -> None:
+            await s.inside.wait()
+            if bind:
+                h.bind(tools=other_tools)
+                await h.acompact(other)
+            else:
+                await h.acompact(other, tools=other_tools)
+            s.other_done.set()
+
+        out, _ = await asyncio.gather(first(), second())
+        return out
+
+    want = asyncio.run(alone())
+    assert cf.estimate(want, tools=tools) <= 3_500 < cf.estimate(msgs, tools=tools)
+    assert asyncio.run(between(bind=True)) == want
+    assert asyncio.run(between(bind=False)) == want

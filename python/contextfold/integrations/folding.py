@@ -6,10 +6,16 @@ A framework hands its hook the whole history on every call. ``CompactingHistory.
 looks for a remembered compaction whose source ``sent`` extends (same objects, or equal ones:
 frameworks may copy their state between steps), continues it, and compacts again only when
 that reaches the trigger.
+
+One hook serves many conversations at once (threads, or coroutines awaiting an LLM summarizer),
+and their requests may carry other system prompts and tools. Each request is compacted by a copy
+of the Compactor that counts its own (``BoundCompactors``): nothing one request sets is read by
+another's compaction in flight.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -18,11 +24,48 @@ from typing import Any
 from contextfold.compactor import CompactionResult, Compactor
 from contextfold.session import Session
 
-__all__ = ["CompactingHistory", "MAX_REMEMBERED"]
+__all__ = ["BoundCompactors", "CompactingHistory", "MAX_BOUND", "MAX_REMEMBERED"]
 
 #: Conversations whose latest compaction is remembered (one hook may serve many); the least
 #: recently used is forgotten first.
 MAX_REMEMBERED = 256
+
+
+#: Request overheads (system prompt and tools) one hook keeps a Compactor copy for; the least
+#: recently used is forgotten first (a dynamic system prompt per user makes many).
+MAX_BOUND = 32
+
+
+class BoundCompactors:
+    """Copies of one Compactor, each counting one request's system prompt and tools in its
+    trigger and budget, with a session of its own (thread-safe). The copies share the base's
+    store and its memory of folded spans."""
+
+    def __init__(self, base: Compactor) -> None:
+        self.base = base
+        self._lock = threading.Lock()
+        self._bound: list[tuple[Any, list[Any] | None, Compactor]] = []
+
+    def get(self, system: Any, tools: Sequence[Any] | None) -> Compactor:
+        """The copy that counts ``system`` and ``tools`` (made on first use); the base itself
+        for its own."""
+        listed = list(tools) if tools else None
+        base = self.base
+        if system == base.system and listed == (list(base.tools) if base.tools else None):
+            return base
+        with self._lock:
+            for k, (s, t, c) in enumerate(self._bound):
+                if s == system and t == listed:
+                    if k:
+                        self._bound.insert(0, self._bound.pop(k))
+                    return c
+            c = copy.copy(base)  # (its core options and requests are built again)
+            c.system, c.tools = system, listed
+            c.session = Session(provider=base.provider, model=base.model, context_window=base.context_window,
+                                tools=listed, system=system, response_format=base.response_format)
+            self._bound.insert(0, (system, listed, c))
+            del self._bound[MAX_BOUND:]
+            return c
 
 
 class CompactingHistory:
@@ -36,18 +79,17 @@ class CompactingHistory:
         self.last: CompactionResult | None = None
         self._lock = threading.Lock()
         self._folds: OrderedDict[int, tuple[list[Any], list[Any]]] = OrderedDict()
-        self._overhead: tuple[Any, Any] | None = None
+        self._bound = BoundCompactors(compactor)
+        self._overhead: tuple[Any, list[Any] | None] = (compactor.system, compactor.tools)
 
     def bind(self, *, system: Any = None, tools: Sequence[Any] | None = None) -> None:
-        """Count this request's system prompt and tool definitions in the trigger and budget."""
-        key = (system, list(tools) if tools else None)
-        if self._overhead == key:
-            return
-        c = self.compactor
-        c.system, c.tools = system, key[1]
-        c.session = Session(provider=c.provider, model=c.model, context_window=c.context_window,
-                            tools=key[1], system=system, response_format=c.response_format)
-        self._overhead = key
+        """Count this system prompt and these tool definitions in the trigger and budget of the
+        calls that pass none of their own (``compact(..., system=, tools=)``)."""
+        self._overhead = (system, list(tools) if tools else None)
+
+    def _compactor(self, system: Any, tools: Any) -> Compactor:
+        s, t = self._overhead
+        return self._bound.get(s if system is _BOUND else system, t if tools is _BOUND else tools)
 
     def _continue(self, sent: list[Any]) -> tuple[int | None, list[Any]]:
         with self._lock:
@@ -69,20 +111,27 @@ class CompactingHistory:
             self.last = result
         return result.messages
 
-    def compact(self, messages: Sequence[Any]) -> list[Any]:
-        """The messages to send for ``messages`` (the caller's list is never altered)."""
+    def compact(self, messages: Sequence[Any], *, system: Any = ..., tools: Any = ...) -> list[Any]:
+        """The messages to send for ``messages`` (the caller's list is never altered); ``system``
+        and ``tools``: this request's, counted in the trigger and budget (default: ``bind``'s)."""
+        c = self._compactor(system, tools)
         sent = list(messages)
         key, effective = self._continue(sent)
-        if not self.compactor.should_compact(effective):
+        if not c.should_compact(effective):
             return effective
-        result = self.compactor.compact(effective)
+        result = c.compact(effective)
         return self._remember(key, sent, result) if result.changed else effective
 
-    async def acompact(self, messages: Sequence[Any]) -> list[Any]:
+    async def acompact(self, messages: Sequence[Any], *, system: Any = ..., tools: Any = ...) -> list[Any]:
         """As ``compact``, with the Compactor's ``compact_async`` (an LLM summarizer awaited)."""
+        c = self._compactor(system, tools)
         sent = list(messages)
         key, effective = self._continue(sent)
-        if not self.compactor.should_compact(effective):
+        if not c.should_compact(effective):
             return effective
-        result = await self.compactor.compact_async(effective)
+        result = await c.compact_async(effective)
         return self._remember(key, sent, result) if result.changed else effective
+
+
+#: "As ``bind`` said" (``CompactingHistory.compact``'s default for ``system`` and ``tools``).
+_BOUND: Any = ...

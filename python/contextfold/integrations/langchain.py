@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import contextfold
 from contextfold.compactor import Compactor
-from contextfold.session import Session
+from contextfold.integrations.folding import BoundCompactors
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -186,20 +186,19 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         self._lock = threading.Lock()
         # Latest compaction per conversation: (messages it was made from, messages it sent).
         self._folds: OrderedDict[int, tuple[list[Any], list[Any]]] = OrderedDict()
-        self._overhead: tuple[Any, Any] | None = None
+        self._bound = BoundCompactors(compactor) if isinstance(compactor, Compactor) else None
 
     # -- the shared logic ----------------------------------------------------------------------
 
-    def _bind(self, request: ModelRequest) -> tuple[Any, list[dict[str, Any]] | None]:
-        """Make the Compactor count the request's system prompt and tools (its session too)."""
+    def _bind(self, request: ModelRequest) -> tuple[Any, Any, list[dict[str, Any]] | None]:
+        """The compactor that counts the request's system prompt and tools (a copy of the
+        Compactor per system prompt and tool set, so concurrent requests never read each
+        other's), with the two."""
         system, tools = _system_of(request), _tools_of(request)
         c = self.compactor
-        if isinstance(c, Compactor) and self._overhead != (system, tools):
-            c.system, c.tools = system, tools
-            c.session = Session(provider=c.provider, model=c.model, context_window=c.context_window,
-                                tools=tools, system=system, response_format=c.response_format)
-            self._overhead = (system, tools)
-        return system, tools
+        if self._bound is not None:
+            c = self._bound.get(system, tools)
+        return c, system, tools
 
     def _reuse(self, sent: list[Any]) -> tuple[int | None, list[Any]]:
         """The last compaction's messages plus what was appended since, when ``sent`` extends
@@ -226,14 +225,14 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         model = c.model if isinstance(c, Compactor) else self.model
         return contextfold.estimate(messages, provider=provider, model=model, system=system, tools=tools)  # type: ignore[arg-type]
 
-    def _plan(self, request: ModelRequest) -> tuple[list[Any], list[Any], int | None, bool, Any, Any]:
-        """(sent, what to send or compact, fold key, compact now?, system, tools)."""
+    def _plan(self, request: ModelRequest) -> tuple[Any, list[Any], list[Any], int | None, bool, Any, Any]:
+        """(the compactor, sent, what to send or compact, fold key, compact now?, system, tools)."""
         sent: list[Any] = list(request.messages)
-        system, tools = self._bind(request)
-        if not isinstance(self.compactor, Compactor):
-            return sent, sent, None, True, system, tools
+        c, system, tools = self._bind(request)
+        if not isinstance(c, Compactor):
+            return c, sent, sent, None, True, system, tools
         key, effective = self._reuse(sent)
-        return sent, effective, key, self.compactor.should_compact(effective), system, tools
+        return c, sent, effective, key, c.should_compact(effective), system, tools
 
     def _finish(self, request: ModelRequest, sent: list[Any], effective: list[Any], out: Any, key: int | None,
                 compacted: bool, system: Any, tools: Any) -> ModelRequest:
@@ -252,24 +251,26 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         new: list[BaseMessage] = convert_to_messages(out)
         return request.override(messages=new)  # type: ignore[arg-type]
 
-    def _run(self, effective: list[Any]) -> Any:
-        compact = getattr(self.compactor, "compact", None)
-        return compact(effective) if callable(compact) else self.compactor(effective)
+    @staticmethod
+    def _run(c: Any, effective: list[Any]) -> Any:
+        compact = getattr(c, "compact", None)
+        return compact(effective) if callable(compact) else c(effective)
 
-    async def _arun(self, effective: list[Any]) -> Any:
-        compact_async = getattr(self.compactor, "compact_async", None)
-        return await compact_async(effective) if callable(compact_async) else self._run(effective)
+    @staticmethod
+    async def _arun(c: Any, effective: list[Any]) -> Any:
+        compact_async = getattr(c, "compact_async", None)
+        return await compact_async(effective) if callable(compact_async) else ContextFoldMiddleware._run(c, effective)
 
     # -- the hooks -----------------------------------------------------------------------------
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
-        sent, effective, key, now, system, tools = self._plan(request)
-        out = self._run(effective) if now else effective
+        c, sent, effective, key, now, system, tools = self._plan(request)
+        out = self._run(c, effective) if now else effective
         return handler(self._finish(request, sent, effective, out, key, now, system, tools))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        sent, effective, key, now, system, tools = self._plan(request)
-        out = await self._arun(effective) if now else effective
+        c, sent, effective, key, now, system, tools = self._plan(request)
+        out = await self._arun(c, effective) if now else effective
         return await handler(self._finish(request, sent, effective, out, key, now, system, tools))

@@ -81,8 +81,7 @@ class ContextFoldLogger(CustomLogger):  # type: ignore[misc, unused-ignore]
         h = self.history(data.get("model"))
         tools = data.get("tools")
         try:
-            h.bind(tools=tools if isinstance(tools, list) else None)
-            out = await h.acompact(messages)
+            out = await h.acompact(messages, tools=tools if isinstance(tools, list) else None)
         except (CompactionError, InvalidMessageError, TypeError, ValueError) as e:
             log.warning("request not compacted: %s: %s", type(e).__name__, e)
             return None
