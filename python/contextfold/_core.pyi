@@ -40,6 +40,7 @@ __all__ = [
     "compaction_verify",
     "count_text",
     "detect_wire_format",
+    "tools_wire_format",
     "encoding_for",
     "estimate",
     "estimate_each",
