@@ -407,9 +407,9 @@ class Compactor(RecoverableFolds):
             provider=cfg.provider, model=cfg.model, context_window=cfg.context_window, tools=tools, system=system,
             response_format=response_format)
         self._window = cfg.context_window
-        # Anti-thrash state: the gate stays closed below this estimate after a back-off.
-        # Per conversation (one Compactor may serve many: a framework hook): the tokens below which
-        # the gate stays closed after a compaction that freed too little (``_worth_it``).
+        # Anti-thrash state, per conversation (one Compactor may serve many: a framework hook): the
+        # tokens below which the gate stays closed after a compaction that freed too little
+        # (``_worth_it``), by ``_conversation_key``.
         self._backoffs: OrderedDict[int, int] = OrderedDict()
         self._init_recall(recoverable, store, recall_max_tokens, repair, recall_reserve)
         # The plan's fixed knobs, checked and built once (the core's `CompactionOptions`): each
@@ -680,8 +680,9 @@ class Compactor(RecoverableFolds):
         plain.recoverable = False
         plain._options = plain.config.plan_options(recoverable=False)
         result = yield from plain._run_steps(messages, round_room="page")
-        # (The copy's format is its own run's: another thread's compaction cannot have moved it.)
-        fmt = plain._format or "chat"  # (its back-offs are this Compactor's: the copy shares them)
+        # The copy's format is its own run's (another thread's compaction cannot have moved it);
+        # its back-offs are this Compactor's (the copy shares them).
+        fmt = plain._format or "chat"
         self._last_room = None
         declared = self._request(fmt).overhead_tokens - plain._request(fmt).overhead_tokens
         note = (f"the recall tool is not sent: its declaration ({declared} tokens) does not fit beside the "
