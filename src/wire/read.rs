@@ -90,7 +90,16 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
     let r = Reader::new();
     let mut msg = Message::empty(role);
     msg.content = match (content, parts) {
-        (Some(c), _) => r.content(&c, "content")?,
+        (Some(c), _) => {
+            let content = r.content(&c, "content")?;
+            // Gemini-keyed parts (`functionCall`, ...) in a `content` list: no format writes a
+            // message so, and a Gemini edit of it would name a `parts` list it does not have
+            // (`repair` raised KeyError('parts')). It is read, priced, and never edited.
+            if matches!(r.format.get(), Format::Gemini | Format::GeminiSnake) {
+                r.format.set(Format::Unknown);
+            }
+            content
+        }
         (None, Some(p)) => {
             r.saw(Format::Gemini);
             r.content(&p, "parts")?
