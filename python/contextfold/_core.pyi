@@ -772,10 +772,16 @@ def recall_page(
 # -- repair (src/repair.rs) -----------------------------------------------------------------
 
 def repair_history(
-    messages: Sequence[Any], /, *, format: _WireFormat, copy: Callable[[Any], Any]
+    messages: Sequence[Any],
+    /,
+    *,
+    format: _WireFormat,
+    copy: Callable[[Any], Any],
+    like: Callable[[dict[str, Any]], Any] | None = None,
 ) -> tuple[list[Any], list[str]]:
     """``(repaired messages, changes)``: stand-in results for unanswered calls, results without
-    a call dropped, duplicate call ids made unique; a pending last turn left as it is."""
+    a call dropped, duplicate call ids made unique; a pending last turn left as it is. ``like``
+    turns each added message (a dict) into the history's own kind of message."""
 
 # -- degrading steps (src/degrade.rs) -----------------------------------------------------------
 

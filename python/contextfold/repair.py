@@ -17,7 +17,9 @@ changed (edited messages are copies).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,5 +53,17 @@ def repair(messages: Sequence[Any], /, *, provider: str = "openai", wire_format:
     if wire_format is not None and wire_format not in _core.WIRE_FORMATS:
         raise ValueError(f"unknown wire format {wire_format!r}; valid: {', '.join(_core.WIRE_FORMATS)}")
     fmt = wire_format or detect_wire_format(messages, provider)
-    out, changes = _core.repair_history(messages, format=fmt, copy=_copy)  # type: ignore[arg-type]
+    out, changes = _core.repair_history(messages, format=fmt, copy=_copy, like=_like(messages))  # type: ignore[arg-type]
     return RepairResult(messages=list(out), changes=tuple(changes))
+
+
+def _like(messages: Sequence[Any]) -> Callable[[dict[str, Any]], Any] | None:
+    """How an added message (a stand-in result, an OpenAI chat dict) is written in ``messages``:
+    as a LangChain message (LangChain's own ``convert_to_messages``: a ``ToolMessage``) in a
+    history of LangChain messages, where a dict among them would not be one; else as it is."""
+    base = sys.modules.get("langchain_core.messages.base")
+    if base is None or not any(map(isinstance, messages, itertools.repeat(base.BaseMessage))):
+        return None
+    from langchain_core.messages import convert_to_messages
+
+    return lambda m: convert_to_messages([m])[0]

@@ -13,14 +13,17 @@ use crate::repair::{repair, Action, Slot};
 /// `(repaired messages, changes)`: the history with stand-in results for unanswered calls,
 /// results without a call dropped and duplicate call ids made unique (see `crate::repair`).
 /// Unchanged messages are the caller's own objects; `copy` is the Python layer's copy of a
-/// container that is not a dict or list.
+/// container that is not a dict or list. `like`, when given, turns each message the repair adds
+/// (a stand-in result, built as a dict) into the history's own kind of message (a LangChain
+/// `ToolMessage` in a history of LangChain messages).
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, copy))]
+#[pyo3(signature = (messages, /, *, format, copy, like=None))]
 fn repair_history<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
     format: &str,
     copy: &Bound<'py, PyAny>,
+    like: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyList>, Vec<String>)> {
     let fmt = WireFormat::parse(format).map_err(PyValueError::new_err)?;
     let keep = Keep::new();
@@ -61,7 +64,13 @@ fn repair_history<'py>(
     for slot in &plan.messages {
         match slot {
             Slot::Keep(i) => out.append(edited.get_item(*i)?)?,
-            Slot::New(json) => out.append(json_value(py, json)?)?,
+            Slot::New(json) => {
+                let value = json_value(py, json)?;
+                match like {
+                    Some(f) => out.append(f.call1((value,))?)?,
+                    None => out.append(value)?,
+                }
+            }
         }
     }
     Ok((out, plan.changes))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 import contextfold as cf
 
 # A Bedrock turn answered by a Gemini-keyed part written under `content` (a history damaged by
@@ -36,3 +38,31 @@ def test_a_gemini_part_in_a_content_list_is_compacted_with_repair() -> None:
     r = cf.Compactor(provider="anthropic", budget=1000, repair=True).compact(history)
     assert history == before
     assert r.strategy_used == "summarize" and r.tokens_after <= 1000
+
+
+def test_repair_of_langchain_messages_adds_a_tool_message_not_a_dict() -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    history = [lc.HumanMessage("cancel my flight"),
+               lc.AIMessage("", tool_calls=[{"id": "call_1", "name": "cancel_reservation", "args": {"reservation_id": "1N99U6"}}]),
+               lc.HumanMessage("are you there?"), lc.AIMessage("yes")]
+    out = cf.repair(history)
+    assert len(out.changes) == 1
+    stand_in = out.messages[2]
+    assert isinstance(stand_in, lc.ToolMessage) and stand_in.tool_call_id == "call_1"
+    assert all(isinstance(m, lc.BaseMessage) for m in out.messages)
+
+
+def test_compacting_langchain_messages_with_repair_keeps_every_message_a_langchain_message() -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    turns: list = [lc.SystemMessage("You are an airline agent."), lc.HumanMessage("find a flight " * 30)]
+    for i in range(12):
+        turns += [lc.AIMessage("", tool_calls=[{"id": f"c{i}", "name": "search", "args": {"i": i}}]),
+                  lc.ToolMessage("no flights " * 40, tool_call_id=f"c{i}"), lc.AIMessage("nothing yet"),
+                  lc.HumanMessage("try again")]
+    # The run stopped while the last call was running: no result.
+    turns += [lc.AIMessage("", tool_calls=[{"id": "last", "name": "search", "args": {}}]), lc.HumanMessage("hello?")]
+    r = cf.Compactor(budget=1500, repair=True).compact(turns)
+    assert r.strategy_used == "summarize" and r.tokens_after <= 1500
+    assert all(isinstance(m, lc.BaseMessage) for m in r.messages)
+    answered = [m for m in r.messages if isinstance(m, lc.ToolMessage) and m.tool_call_id == "last"]
+    assert len(answered) == 1
