@@ -56,7 +56,9 @@ def test_offsets_and_appended_messages_are_exact(first, more, style, key_first):
 DEEP = b'{"messages": [{"role": "user", "content": ' + b"[" * 100_000 + b"]" * 100_000 + b"}]}"
 
 
-@pytest.mark.parametrize("raw", [b"[1]", b'{"messages": [1,', b'{"messages": []} x', b"\xff", b'{"a" 1}', DEEP])
+# (An empty object followed by more, `{}}` or `{} [`, was read as an empty body before.)
+@pytest.mark.parametrize("raw", [b"[1]", b'{"messages": [1,', b'{"messages": []} x', b"\xff", b'{"a" 1}', DEEP,
+                                 b"{}}", b"\n{} [", b'{ }"messages": []}'])
 def test_a_body_that_is_not_a_json_object_is_a_body_error(raw):
     with pytest.raises(BodyError):
         scan_body(raw, "messages")

@@ -170,6 +170,9 @@ def scan_body(raw: bytes, key: str) -> ScannedBody:
     opened = i + 1  # (only ASCII whitespace precedes the brace: characters are bytes there)
     i = _skip(text, i + 1)
     if i < len(text) and text[i] == "}":
+        # (`{}` followed by more, e.g. `{}}` or `{}[`, is not one JSON object either.)
+        if _skip(text, i + 1) != len(text):
+            raise BodyError("data after the top-level object")
         return ScannedBody(fields, None, -1, [], before, {}, opened)
     while True:
         k, i = _key(text, i)
