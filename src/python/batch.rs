@@ -84,13 +84,22 @@ fn check_batch_args(
         }
         Some(t) => {
             let n: i64 = t.extract().or_else(|e| {
-                // An int beyond i64: more threads than any machine has.
-                if t.is_instance_of::<pyo3::types::PyInt>() && t.gt(0).unwrap_or(false) {
-                    Ok(i64::MAX)
-                } else {
-                    Err(e)
+                if !t.is_instance_of::<pyo3::types::PyInt>() {
+                    return Err(e);
                 }
+                // An int beyond i64: more threads than any machine has, or (below i64) fewer
+                // than one, refused below like -1 (not an OverflowError from the conversion).
+                Ok(if t.gt(0).unwrap_or(false) {
+                    i64::MAX
+                } else {
+                    i64::MIN
+                })
             })?;
+            if n == i64::MIN {
+                return Err(PyValueError::new_err(format!(
+                    "threads must be at least 1, got {t}"
+                )));
+            }
             if n < 1 {
                 return Err(PyValueError::new_err(format!(
                     "threads must be at least 1, got {n}"

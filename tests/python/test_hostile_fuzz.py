@@ -66,3 +66,12 @@ def test_compacting_langchain_messages_with_repair_keeps_every_message_a_langcha
     assert all(isinstance(m, lc.BaseMessage) for m in r.messages)
     answered = [m for m in r.messages if isinstance(m, lc.ToolMessage) and m.tool_call_id == "last"]
     assert len(answered) == 1
+
+
+@pytest.mark.parametrize("threads", [-(2**70), -(2**63) - 1])
+@pytest.mark.parametrize("fn", ["estimate_many", "count_many"])
+def test_a_thread_count_below_the_int64_range_is_a_value_error_naming_threads(fn: str, threads: int) -> None:
+    histories = [[{"role": "user", "content": "hi"}]]
+    kw = {"model": "gpt-4o"} if fn == "count_many" else {}
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        getattr(cf, fn)(histories, threads=threads, **kw)
