@@ -355,16 +355,26 @@ def bare_history(
     # Tails, longest first: from the floor on, then the last user turn and the newest messages
     # after it (never opening on a result: the check rejects an orphan).
     own = last_user if last_user is not None and last_user >= head_end else None
+    # A call of the pending last turn still awaiting its result (the caller appends the result
+    # next) stays in every tail: folded, its result would arrive for a call the history no
+    # longer has (the provider rejects it; the next compaction raises UnpairedToolCallsError).
+    pending = int(plan.get("pending_from", n))
+    awaiting = [int(i) for k, i, _ in plan.get("input_failures", ()) if k == "orphan_call" and int(i) >= pending]
+    if pending < n and _core.called_tools([msgs[n - 1]]):
+        # (The check passes a chat history's last message's own calls: answered next.)
+        awaiting.append(n - 1)
+    must_keep = min(awaiting) if awaiting else None
     tails: list[list[int]] = [list(range(max(floor_start, head_end), n))]
     lo = (own + 1) if own is not None else max(floor_start, head_end)
     for s in range(max(lo, floor_start + 1), n):
         tails.append(([own] if own is not None else []) + list(range(s, n)))
     if own is not None and own + 1 < n:
         # Last of all: the last user turn alone, the tool round after it folded with the rest
-        # (the marker names the tools called, so the model does not call them blindly again).
+        # (the marker names the tools called, so the model does not call them blindly again;
+        # a finished round only: a call awaiting its result is in every tail, see `must_keep`).
         tails.append([own])
     for tail in tails:
-        if not tail or not front:
+        if not tail or not front or (must_keep is not None and must_keep not in tail):
             continue
         folded = [i for i in range(head_end, n) if i not in kept and i not in tail]
         if not folded:

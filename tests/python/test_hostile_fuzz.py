@@ -5,6 +5,7 @@ history."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -75,3 +76,30 @@ def test_a_thread_count_below_the_int64_range_is_a_value_error_naming_threads(fn
     kw = {"model": "gpt-4o"} if fn == "count_many" else {}
     with pytest.raises(ValueError, match="threads must be at least 1"):
         getattr(cf, fn)(histories, threads=threads, **kw)
+
+
+@pytest.mark.parametrize(("fmt", "n", "recoverable"), [("chat", 13, True), ("chat", 13, False), ("responses", 13, True),
+                                                      ("anthropic", 22, False), ("anthropic", 22, True)])
+def test_the_last_step_before_raising_never_folds_a_call_still_awaiting_its_result(fmt: str, n: int,
+                                                                                  recoverable: bool) -> None:
+    """A history compacted while its last tool call runs (the caller appends the result next):
+    at a budget where only the last user turn and that call fit beside the head, the call
+    stays; folded, its result would answer a call the history no longer has."""
+    from compaction_shapes import convert
+    from transcripts import LOCAL, load_conversations
+
+    dialogue = load_conversations(LOCAL, "tau-bench-airline")[0]["messages"]
+    history, system = convert(copy.deepcopy(dialogue), fmt)
+    history = history[:n]  # ends with the assistant's call
+    assert "call_" in json.dumps(history[-1]) and "result" not in json.dumps(history[-1])
+    call_id = "call_" + json.dumps(history[-1]).split('"call_', 1)[1].split('"', 1)[0]
+    kw = {"budget": 1500, "recoverable": recoverable, "system": system,
+          "provider": "anthropic" if fmt == "anthropic" else "openai"}
+    r = cf.Compactor(**kw).compact(history)
+    assert r.changed and len(history) - 1 not in r.removed
+    assert call_id in json.dumps(r.messages[-1])
+    # The caller's next turn: the result appended to the compacted history compacts cleanly.
+    result = {"chat": {"role": "tool", "tool_call_id": call_id, "content": "[]"},
+              "responses": {"type": "function_call_output", "call_id": call_id, "output": "[]"},
+              "anthropic": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "[]"}]}}
+    cf.Compactor(**kw).compact([*r.messages, result[fmt]])
