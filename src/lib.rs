@@ -4,6 +4,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod alnum_run;
 pub mod bpe_count;
 pub mod bpe_merge;
 pub mod breakdown;
