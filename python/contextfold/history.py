@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -22,7 +23,9 @@ def detect_wire_format(messages: Sequence[Any], provider: str = "openai", *, too
     text messages, or empty) reads the same in several formats: the shape of ``tools`` (the
     definitions sent beside it) settles it when it tells (chat's nested ``function``, Responses'
     flat ``name``, Anthropic's ``input_schema``, Gemini's ``functionDeclarations``, Bedrock's
-    ``toolSpec``); otherwise it is Anthropic when ``provider="anthropic"``, else OpenAI chat.
+    ``toolSpec``); otherwise a message item typed ``"message"`` (as a Responses compaction writes
+    its summary) says Responses, else it is Anthropic when ``provider="anthropic"``, else OpenAI
+    chat.
     LangChain messages are ``"chat"``: their text blocks are OpenAI chat's, and what the
     compaction adds to such a history (the summary) is a LangChain message too.
     """
@@ -31,10 +34,33 @@ def detect_wire_format(messages: Sequence[Any], provider: str = "openai", *, too
     seen = _core.detect_wire_format(messages)
     if seen is not None:
         return seen
+    # A plain-text message item spelled `{"type": "message", "role", "content": "text"}` is
+    # Responses' own (no other format types its messages): the summary a Responses compaction
+    # writes is one, and a compacted history whose tail is plain text was read as chat, so the
+    # next compaction priced and returned the recall tool in chat's shape, which the Responses
+    # API rejects.
+    if _has_typed_message(messages):
+        return "responses"
     told = _core.tools_wire_format(tools) if tools is not None else None
     if told is not None:
         return told
     return "anthropic" if provider == "anthropic" else "chat"
+
+
+def _typed_message(m: Any) -> bool:
+    """Whether ``m`` is a Responses message item by its ``type`` (a dict or an SDK object)."""
+    kind = m.get("type") if isinstance(m, dict) else getattr(m, "type", None)
+    return kind == "message"
+
+
+def _has_typed_message(messages: Sequence[Any]) -> bool:
+    """Whether any of ``messages`` is a Responses message item by its ``type``."""
+    try:
+        # All dicts (the usual history): the lookups and the comparisons run in C (a Python
+        # call per message doubled the detection of a 50,000-message plain history).
+        return "message" in map(dict.get, messages, itertools.repeat("type"))
+    except TypeError:  # a message that is not a dict (an SDK object)
+        return any(map(_typed_message, messages))
 
 
 def _require_history(messages: Any) -> None:

@@ -103,3 +103,25 @@ def test_the_last_step_before_raising_never_folds_a_call_still_awaiting_its_resu
               "responses": {"type": "function_call_output", "call_id": call_id, "output": "[]"},
               "anthropic": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "[]"}]}}
     cf.Compactor(**kw).compact([*r.messages, result[fmt]])
+
+
+def test_a_compacted_responses_history_with_a_plain_tail_stays_a_responses_history() -> None:
+    """A Responses history compacted recoverably whose kept tail is plain text: the summary item
+    (`{"type": "message", ...}`) says Responses, so the next turn's compaction returns the
+    recall tool in Responses' flat shape (chat's nested one is rejected by the Responses API)
+    and the compacted history, compacted again as it is, stays as it is."""
+    from compaction_shapes import convert
+    from transcripts import LOCAL, load_conversations
+
+    dialogue = load_conversations(LOCAL, "tau-bench-airline")[0]["messages"]
+    history, _ = convert(copy.deepcopy(dialogue), "responses")
+    assert cf.detect_wire_format(history) == "responses"  # its function_call items say so
+    first = cf.Compactor(budget=1500, recoverable=True).compact(history)
+    assert first.changed and first.tools is not None and "name" in first.tools[-1]
+    assert cf.detect_wire_format(first.messages) == "responses"
+    again = cf.Compactor(budget=1500, recoverable=True).compact(first.messages)
+    assert not again.changed and again.tokens_before == first.tokens_after
+    grown = cf.Compactor(budget=1500, recoverable=True).compact(
+        [*first.messages, {"role": "user", "content": "and what about my return flight? " * 20}])
+    assert grown.tools is not None and grown.tools[-1]["name"] == "contextfold_recall"
+    assert "function" not in grown.tools[-1]
