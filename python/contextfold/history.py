@@ -23,9 +23,9 @@ def detect_wire_format(messages: Sequence[Any], provider: str = "openai", *, too
     text messages, or empty) reads the same in several formats: the shape of ``tools`` (the
     definitions sent beside it) settles it when it tells (chat's nested ``function``, Responses'
     flat ``name``, Anthropic's ``input_schema``, Gemini's ``functionDeclarations``, Bedrock's
-    ``toolSpec``); otherwise a message item typed ``"message"`` (as a Responses compaction writes
-    its summary) says Responses, else it is Anthropic when ``provider="anthropic"``, else OpenAI
-    chat.
+    ``toolSpec``); otherwise it is Anthropic when ``provider="anthropic"``, else Responses when
+    a message item is typed ``"message"`` (as a Responses compaction writes its summary), else
+    OpenAI chat.
     LangChain messages are ``"chat"``: their text blocks are OpenAI chat's, and what the
     compaction adds to such a history (the summary) is a LangChain message too.
     """
@@ -34,16 +34,16 @@ def detect_wire_format(messages: Sequence[Any], provider: str = "openai", *, too
     seen = _core.detect_wire_format(messages)
     if seen is not None:
         return seen
-    # A plain-text message item spelled `{"type": "message", "role", "content": "text"}` is
-    # Responses' own (no other format types its messages): the summary a Responses compaction
-    # writes is one, and a compacted history whose tail is plain text was read as chat, so the
-    # next compaction priced and returned the recall tool in chat's shape, which the Responses
-    # API rejects.
-    if _has_typed_message(messages):
-        return "responses"
     told = _core.tools_wire_format(tools) if tools is not None else None
     if told is not None:
         return told
+    # A message item typed `{"type": "message", "role", "content"}` is a Responses item where
+    # the provider is not Anthropic (whose response objects dumped whole are typed so too): the
+    # summary a Responses compaction writes is one, and a compacted history whose tail is plain
+    # text was read as chat, so the next compaction priced and returned the recall tool in
+    # chat's shape, which the Responses API rejects.
+    if provider != "anthropic" and _has_typed_message(messages):
+        return "responses"
     return "anthropic" if provider == "anthropic" else "chat"
 
 

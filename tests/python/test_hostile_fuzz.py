@@ -125,3 +125,14 @@ def test_a_compacted_responses_history_with_a_plain_tail_stays_a_responses_histo
         [*first.messages, {"role": "user", "content": "and what about my return flight? " * 20}])
     assert grown.tools is not None and grown.tools[-1]["name"] == "contextfold_recall"
     assert "function" not in grown.tools[-1]
+
+
+def test_an_anthropic_response_dumped_whole_into_a_plain_history_stays_anthropic() -> None:
+    """Anthropic's response objects are typed "message" too: with provider="anthropic" such a
+    dump in a plain-text history does not make it a Responses history."""
+    dumped = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+              "content": [{"type": "text", "text": "Your flight is booked."}], "stop_reason": "end_turn",
+              "usage": {"input_tokens": 10, "output_tokens": 5}}
+    history = [{"role": "user", "content": "book it"}, dumped, {"role": "user", "content": "thanks"}]
+    assert cf.detect_wire_format(history, "anthropic") == "anthropic"
+    assert cf.detect_wire_format(history, "openai") == "responses"
