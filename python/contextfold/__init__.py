@@ -25,6 +25,7 @@ from contextfold.breakdown import Breakdown, MessageTokens, UnmeasuredPart, brea
 from contextfold.compactor import CompactionResult, Compactor, Pruned, detect_wire_format
 from contextfold.content_store import (
     ContentStore,
+    CorruptEntryError,
     DirectoryContentStore,
     MemoryContentStore,
     RedisContentStore,
@@ -79,6 +80,7 @@ __all__ = [
     "CompactionResult",
     "Compactor",
     "ContentStore",
+    "CorruptEntryError",
     "DirectoryContentStore",
     "MemoryContentStore",
     "RECALL_TOOL",

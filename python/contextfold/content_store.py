@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "ContentStore",
+    "CorruptEntryError",
     "DirectoryContentStore",
     "MemoryContentStore",
     "RedisContentStore",
@@ -51,6 +52,11 @@ def _check_id(fold_id: str) -> str:
     if not isinstance(fold_id, str) or not _ID.fullmatch(fold_id):
         raise ValueError(f"not a contextfold fold id: {fold_id!r} (expected 'cf' + 12 hex digits)")
     return fold_id
+
+
+class CorruptEntryError(ValueError):
+    """A stored entry that cannot be read back as the text put there (a file or Redis value
+    changed outside the store); the message names the file or key."""
 
 
 @runtime_checkable
@@ -201,12 +207,16 @@ class DirectoryContentStore:
 
     def get(self, fold_id: str, /) -> str | None:
         """The text, or None when no file holds it."""
+        path = self._file(fold_id)
         try:
             # newline="": the text comes back byte-exact (no \r\n translation).
-            with open(self._file(fold_id), encoding="utf-8", newline="") as f:
+            with open(path, encoding="utf-8", newline="") as f:
                 return f.read()
         except FileNotFoundError:
             return None
+        except UnicodeDecodeError as e:
+            # (Every text is written as UTF-8: a file that is not was changed outside the store.)
+            raise CorruptEntryError(f"content store file {path} is not UTF-8 text (changed outside the store): {e}") from e
 
     def __repr__(self) -> str:
         return f"DirectoryContentStore({str(self.path)!r})"
@@ -249,7 +259,14 @@ class RedisContentStore:
         raw = self.client.get(self.prefix + _check_id(fold_id))
         if raw is None:
             return None
-        return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+        if not isinstance(raw, bytes):
+            return str(raw)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            # (Every text is written as UTF-8: a value that is not was set outside the store.)
+            raise CorruptEntryError(f"content store key {self.prefix + fold_id!r} is not UTF-8 text (set outside the "
+                                    f"store): {e}") from e
 
     def __repr__(self) -> str:
         return f"RedisContentStore(prefix={self.prefix!r}, ttl={self.ttl})"

@@ -13,13 +13,16 @@ An answer is one header line and the page::
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from contextfold import _core
-from contextfold.content_store import ContentStore
+from contextfold.content_store import ContentStore, CorruptEntryError
+
+log = logging.getLogger("contextfold.recall")
 
 __all__ = ["ANSWER_ENVELOPE", "RECALL_TOOL", "RecallCall", "declares_recall", "malformed_text", "page_header",
            "page_tokens", "read_calls", "recall_calls", "recall_tool", "sample_call", "span_text"]
@@ -161,7 +164,12 @@ def malformed_text(why: str) -> str:
 def answer_text(store: ContentStore, call: RecallCall, *, max_tokens: int, provider: str, model: str | None) -> str:
     """The answer's text: a header line, then the page of the stored text (at most
     ``max_tokens`` estimated tokens, never less than one character)."""
-    text = store.get(call.fold_id) if _is_id(call.fold_id) else None
+    try:
+        text = store.get(call.fold_id) if _is_id(call.fold_id) else None
+    except CorruptEntryError as e:
+        # (The model gets an answer it can act on; the caller's log gets the file or key.)
+        log.warning("%s", e)
+        return f"[{RECALL_TOOL} id={call.fold_id}: its stored content cannot be read; continue without it]"
     if text is None:
         return (f"[{RECALL_TOOL} id={call.fold_id}: not found (never folded here, or expired from "
                 "the store); continue without it]")

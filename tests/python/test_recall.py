@@ -718,3 +718,33 @@ def test_each_history_gets_tools_in_its_own_format_when_compactions_interleave_o
     out = asyncio.run(main())
     assert out["chat"].tools == [cf.recall_tool("chat")]
     assert out["responses"].tools == [cf.recall_tool("responses")]
+
+
+@pytest.mark.parametrize("where", ["directory", "redis"])
+def test_an_entry_changed_outside_the_store_is_named_by_recall_and_answered_as_unreadable(where, tmp_path, request):
+    # A store file (or Redis value) that is no longer UTF-8 raised a bare UnicodeDecodeError
+    # naming no file from recall() and answer(), breaking the agent's loop.
+    from contextfold.content_store import CorruptEntryError
+
+    if where == "redis":
+        pytest.importorskip("redis")
+        import redis
+
+        url = request.getfixturevalue("redis_url")
+        store: Any = RedisContentStore(url=url, ttl=60, prefix=f"t{time.time_ns()}:")
+    else:
+        store = DirectoryContentStore(tmp_path / "folds")
+    msgs = agent_history(20)
+    c = cf.Compactor(budget=5_000, strategy="mask", recoverable=True, store=store)
+    r = c.compact(msgs)
+    fold_id = sorted(set(ID.findall(json.dumps(r.messages))))[0]
+    if where == "redis":
+        redis.Redis.from_url(url).set(store.prefix + fold_id, b"\xff\xfe not text")
+        named = store.prefix + fold_id
+    else:
+        (tmp_path / "folds" / f"{fold_id}.txt").write_bytes(b"\xff\xfe not text")
+        named = str(tmp_path / "folds" / f"{fold_id}.txt")
+    with pytest.raises(CorruptEntryError, match=re.escape(named)):
+        c.recall(fold_id)
+    answer = c.answer(recall_call("chat", fold_id, 0, 0))
+    assert answer["content"] == f"[{cf.RECALL_TOOL} id={fold_id}: its stored content cannot be read; continue without it]"
