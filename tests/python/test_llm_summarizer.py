@@ -408,8 +408,9 @@ def test_timeout_falls_back(kit: Kit, mode: str) -> None:
 
 @pytest.mark.usefixtures("warm")
 def test_timeout_is_retried_then_succeeds(kit: Kit, mode: str) -> None:
-    # Each attempt may take 0.3 s; the whole call, retries included, 10 s.
-    result, server, _, _ = run(kit, mode, [Reply(delay=1.0), kit.ok()], timeout=10, attempt_timeout=0.3, max_retries=1)
+    # Each attempt may take 1 s; the whole call, retries included, 10 s. (At 0.3 s a loaded
+    # machine, two test runs on two cores, timed the retried attempt out too.)
+    result, server, _, _ = run(kit, mode, [Reply(delay=3.0), kit.ok()], timeout=10, attempt_timeout=1.0, max_retries=1)
     assert result == SummaryResult(TEMPLATE)
     assert len(server.requests) == 2
 
