@@ -227,15 +227,27 @@ pub(crate) fn tool_name<'a, V: Input<'a>>(
     }
 }
 
-/// A system prompt: a string, or a list of text blocks (Anthropic, Bedrock, Gemini
-/// `systemInstruction.parts` passed as the list). Errors name `system`.
+/// A system prompt: a string, a list of text blocks (Anthropic, Bedrock, Gemini
+/// `systemInstruction.parts` passed as the list), or Gemini's `systemInstruction` itself, a
+/// Content object (`{"parts": [...]}`, as google-genai's `GenerateContentConfig` takes it).
+/// Errors name `system` (`system.parts[0]` inside a Content object).
 pub fn read_system<'a, V: Input<'a>>(system: &V) -> ReadResult<Cow<'a, str>, V::Error> {
     let r = Reader::new();
-    match r.content(system, "system") {
+    let content = if matches!(system.shape(), Shape::Map | Shape::Object) {
+        match system.get(Key::parts).src()? {
+            Some(parts) => r.content(&parts, "system.parts"),
+            None => r.content(system, "system"),
+        }
+    } else {
+        r.content(system, "system")
+    };
+    match content {
         Ok(c) => Ok(joined_text(c, "\n")),
         Err(ReadError::Invalid { field, reason }) => Err(ReadError::Invalid {
             field,
-            reason: format!("system must be a string or a list of text blocks: {reason}"),
+            reason: format!(
+                "system must be a string, a list of text blocks or a Content object with parts: {reason}"
+            ),
         }),
         Err(e) => Err(e),
     }

@@ -246,3 +246,21 @@ def test_hostile_nesting_raises_instead_of_overflowing_the_stack():
     msg = {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": deep}]}
     with pytest.raises(ValueError):
         cf.estimate([msg], provider="anthropic")
+
+
+def test_a_gemini_system_instruction_content_is_read_as_its_parts_text():
+    # google-genai's GenerateContentConfig takes the system instruction as a Content object;
+    # passed as system= it was refused ("system must be a string or a list of text blocks").
+    from google.genai import types
+
+    history = [{"role": "user", "parts": [{"text": "What is the capital of France?"}]}]
+    text = "You are a terse geography tutor.\nAnswer in one word."
+    want = cf.estimate(history, provider="gemini", system=text)
+    as_dict = {"role": "user", "parts": [{"text": "You are a terse geography tutor."}, {"text": "Answer in one word."}]}
+    as_sdk = types.Content(parts=[types.Part(text="You are a terse geography tutor."), types.Part(text="Answer in one word.")])
+    assert cf.estimate(history, provider="gemini", system=as_dict) == want
+    assert cf.estimate(history, provider="gemini", system=as_sdk) == want
+    c = cf.Compactor(provider="gemini", budget=10_000, system=as_sdk)
+    assert c.compact(history).tokens_before == want
+    with pytest.raises(TypeError, match=r"system\.parts\[0\]"):
+        cf.estimate(history, provider="gemini", system={"parts": [3]})
