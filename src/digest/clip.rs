@@ -24,6 +24,22 @@ enum Gives {
     Spaced(char),
 }
 
+/// Whether punctuation `c` after `prev` passes the collapse unchanged (a run of one character
+/// up to its third), `run` counting that run: the one rule `Collapse::verbatim` and
+/// `verbatim_back` both read a run of punctuation by.
+#[inline(always)]
+fn punct_passes(c: u8, prev: u8, run: &mut u32) -> bool {
+    if c != prev {
+        *run = 1;
+        return true;
+    }
+    if *run >= 3 {
+        return false;
+    }
+    *run += 1;
+    true
+}
+
 impl Collapse {
     #[inline(always)]
     fn feed(&mut self, ch: char) -> Gives {
@@ -157,13 +173,8 @@ impl Collapse {
             let Some(&c) = b.get(j) else { break };
             match CLASS[usize::from(c)] {
                 Class::Punct => {
-                    if c == prev {
-                        if run >= 3 {
-                            break;
-                        }
-                        run += 1;
-                    } else {
-                        run = 1;
+                    if !punct_passes(c, prev, &mut run) {
+                        break;
                     }
                 }
                 Class::Space => {
@@ -213,13 +224,8 @@ impl Collapse {
             let c = b[j - 1];
             match CLASS[usize::from(c)] {
                 Class::Punct => {
-                    if c == prev {
-                        if run >= 3 {
-                            break;
-                        }
-                        run += 1;
-                    } else {
-                        run = 1;
+                    if !punct_passes(c, prev, &mut run) {
+                        break;
                     }
                 }
                 Class::Space => {
