@@ -56,6 +56,10 @@ class CompactionRun:
     #: A recoverable run that keeps room for a recall round: a fold that cannot name its id
     #: fails the run, and the run without that room is tried (``Compactor._steps``).
     recover_only: bool = False
+    #: The recall round this run keeps room for (``recoverable``): its page (tokens; None
+    #: without a reserve) and whether the room is kept under the budget.
+    recall_page: int | None = None
+    round_kept: bool = False
 
     def __post_init__(self) -> None:
         self.original = self.msgs

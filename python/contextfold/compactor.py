@@ -27,6 +27,7 @@ from contextfold import _core
 from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig, parse_keep
 from contextfold.content_store import ContentStore
+from contextfold.conversation_key import conversation_key, remember
 from contextfold.cost import Prices
 from contextfold.degrade import bare_history, budget_error, degrade, floor_tokens, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
@@ -37,7 +38,7 @@ from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits
-from contextfold.recoverable import MAX_ROUND_SHARE, MIN_RECALL_PAGE_TOKENS, RecoverableFolds
+from contextfold.recoverable import MAX_ROUND_SHARE, MIN_RECALL_PAGE_TOKENS, RecallRound, RecoverableFolds
 from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.bounded import run_bounded
@@ -117,26 +118,6 @@ KEPT_GROW_AIMS = 8
 WIDEN_FILL_SHARE = 0.85
 
 OPEN, CLOSE = _core.SUMMARY_MARKERS
-
-
-#: Conversations whose back-off one Compactor remembers (the least recently skipped forgotten
-#: first: it is then tried again at its trigger).
-MAX_BACKOFFS = 256
-
-#: Messages that name a conversation for its back-off: a history only grows by appending
-#: between a skipped compaction and the calls it gates, so its first messages stay the same.
-_KEY_MESSAGES = 4
-
-
-def _conversation_key(messages: Sequence[Any]) -> int:
-    """Which conversation a history is, for the back-off: a hash of its first messages (two
-    conversations with the same system prompt and task still differ by the turns after)."""
-    head = list(messages[:_KEY_MESSAGES])
-    try:
-        text = json.dumps(head, sort_keys=True, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(head)
-    return int(_core.summary_hash(text))
 
 
 @dataclasses.dataclass(slots=True)
@@ -409,7 +390,7 @@ class Compactor(RecoverableFolds):
         self._window = cfg.context_window
         # Anti-thrash state, per conversation (one Compactor may serve many: a framework hook): the
         # tokens below which the gate stays closed after a compaction that freed too little
-        # (``_worth_it``), by ``_conversation_key``.
+        # (``_worth_it``), by ``conversation_key``.
         self._backoffs: OrderedDict[int, int] = OrderedDict()
         self._init_recall(recoverable, store, recall_max_tokens, repair, recall_reserve)
         # The plan's fixed knobs, checked and built once (the core's `CompactionOptions`): each
@@ -510,7 +491,7 @@ class Compactor(RecoverableFolds):
             tokens = self.session.estimate(messages)
         else:
             tokens = self.session.estimate(messages)
-            below = self._backoffs.get(_conversation_key(messages)) if self._backoffs else None
+            below = self._backoffs.get(conversation_key(messages)) if self._backoffs else None
             if below is not None and tokens < below:
                 try:
                     full = tokens >= self.session.usable_tokens
@@ -683,7 +664,8 @@ class Compactor(RecoverableFolds):
         # The copy's format is its own run's (another thread's compaction cannot have moved it);
         # its back-offs are this Compactor's (the copy shares them).
         fmt = plain._format or "chat"
-        self._last_room = None
+        self._remember_round(result.messages, RecallRound(MIN_RECALL_PAGE_TOKENS if self.recall_reserve else None,
+                                                          False, None))
         declared = self._request(fmt).overhead_tokens - plain._request(fmt).overhead_tokens
         note = (f"the recall tool is not sent: its declaration ({declared} tokens) does not fit beside the "
                 f"system prompt, tools, task and last user turn ({why}); nothing folded here is recallable")
@@ -702,7 +684,7 @@ class Compactor(RecoverableFolds):
         # The tools to send are written in this run's format, not in whatever format the
         # Compactor's last compaction read (one Compactor may serve chat and Responses histories,
         # from several threads).
-        return self._with_tools(result, run.fmt)
+        return self._with_tools(result, run)
 
     def _compacted(self, run: CompactionRun) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The steps of ``_run_steps`` once the run has started."""
@@ -774,37 +756,40 @@ class Compactor(RecoverableFolds):
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
             notes.append(f"budget scaled by the session's real/estimate ratio {correction:.3f}: {effective} estimated tokens")
-        self._round_kept = False
+        # The recall round this run keeps room for: its page and whether the room is kept.
+        page: int | None = None
+        kept = False
         if self.recoverable and self.recall_reserve and round_room != "none":
             # Room for one recall round (the call and its answer) after the compaction, its page
             # sized by what the budget leaves beside the floor (a fixed cost: the page comes out
             # of the summary's and the tail's share, not out of the system prompt's).
             room = effective - floor_tokens(msgs, self._estimate_kw(fmt)) if round_room == "page" else 0
-            reserve = self._recall_reserve(fmt, room, smallest=round_room == "smallest")
+            page, reserve = self._recall_reserve(fmt, room, smallest=round_room == "smallest")
             if round_room == "page" and reserve > MAX_ROUND_SHARE * max(0, room):
                 # A round that would take most of the room is not worth what it takes from the
                 # summary: keep none, and say so (an answer then goes over by its size).
                 round_room = "none"
                 if attempt is not None:
                     attempt.round_skipped = True
-                self._recall_page = MIN_RECALL_PAGE_TOKENS
+                page = MIN_RECALL_PAGE_TOKENS
                 notes.append(f"no room kept for a recall round: one ({reserve} tokens) would take more than "
                              f"{MAX_ROUND_SHARE:.0%} of the {max(0, room)} tokens the budget leaves beside the system "
                              "prompt, tools, task and last user turn; an answer goes over the budget by its size")
             else:
                 effective = max(1, effective - reserve)
-                self._round_kept = True
+                kept = True
         elif self.recoverable:
             # (No room kept: an answer is bounded by the smallest page; without the reserve, by
             # ``recall_max_tokens`` in the caller's room beyond the budget.)
-            self._recall_page = MIN_RECALL_PAGE_TOKENS if self.recall_reserve else None
+            page = MIN_RECALL_PAGE_TOKENS if self.recall_reserve else None
         tail, summary_tokens, block = self._sizes(effective)
         self._format = fmt
         options = self._options
         if block != options.cache_block_tokens:
             options = options.replace(cache_block_tokens=block)
         run = CompactionRun(msgs=msgs, fmt=fmt, budget=budget, effective=effective, tail=tail,
-                            summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes)
+                            summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes,
+                            recall_page=page, round_kept=kept)
         run.plan = self._plan(run, msgs, self.min_tail)
         run.before = int(run.plan["tokens_before"])
         # How deep the fold is: the history, with a previous summary counted as the messages it
@@ -864,15 +849,7 @@ class Compactor(RecoverableFolds):
                 return None
             # Back off: the gate stays closed until the history has grown by that share.
             below = before + int(self.min_free_share * self._safe_trigger(run.budget))
-            key = _conversation_key(run.original)
-            # (Each step one dict operation: threads sharing this Compactor may write at once.)
-            self._backoffs.pop(key, None)
-            self._backoffs[key] = below
-            while len(self._backoffs) > MAX_BACKOFFS:
-                try:
-                    self._backoffs.popitem(last=False)
-                except KeyError:
-                    break
+            remember(self._backoffs, conversation_key(run.original), below)
             return (f"compaction skipped: it would free only {freed} of {before} tokens "
                     f"(less than min_free_share={self.min_free_share}); should_compact stays False "
                     f"until the history reaches {below} tokens")
@@ -1465,7 +1442,7 @@ class Compactor(RecoverableFolds):
         the compaction changed; the next estimate prices the new history from there. The
         conversation's back-off ends."""
         if self._backoffs:
-            self._backoffs.pop(_conversation_key(run.original), None)
+            self._backoffs.pop(conversation_key(run.original), None)
         self.session.invalidate(first_changed)
 
     def __repr__(self) -> str:

@@ -11,23 +11,29 @@ repair=True)`` adds, kept apart from the compaction pipeline (``compactor.py``).
   up (the system prompt, tools, task and last user turn): that floor is a fixed cost, and a
   page sized by the whole budget took most of a tight budget's room from the summary.
 - ``answer(call)`` answers the model's recall call in the call's own format; ``recall(id)``
-  gives the original text back.
+  gives the original text back. The round a compaction kept room for is remembered per
+  conversation (``contextfold.conversation_key``): ``answer(call, history=...)`` sizes the
+  answer of a Compactor serving many conversations by the one the call belongs to.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contextfold import _core
 from contextfold import recall as _recall
 from contextfold.content_store import ContentStore, default_content_store
+from contextfold.conversation_key import KEY_MESSAGES, conversation_key, remember
+from contextfold.history import detect_wire_format
 from contextfold.prune import is_langchain_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from contextfold.compaction_result import CompactionResult
+    from contextfold.compaction_run import CompactionRun
 
 #: The smallest page a recall round is kept room for (tokens): where the history's floor leaves
 #: no room for a page of ``recall_max_tokens``, the model can still page through in steps of it.
@@ -48,6 +54,17 @@ SEAM_SLACK = 8
 CARRIED_IDS = 12
 
 
+class RecallRound(NamedTuple):
+    """The recall round one compaction left its history: the page it kept room for (tokens;
+    None: no reserve, a page is sized by the budget), whether it kept the room under the budget
+    at all, and the room its history leaves under the budget (None where the recall tool was
+    not sent)."""
+
+    page: int | None
+    kept: bool
+    room: int | None
+
+
 def _answer_message(call: Any, call_id: str, text: str) -> Any:
     """The message answering ``call_id`` of ``call`` with ``text``, in the call's own format: for
     a LangChain ``AIMessage`` (a history compacted as LangChain messages), a ``ToolMessage``."""
@@ -64,6 +81,8 @@ class RecoverableFolds:
     provider: str
     model: str | None
     tools: Any
+    system: Any
+    response_format: Any
     wire_format: Any
 
     def _init_recall(self, recoverable: bool, store: ContentStore | None, recall_max_tokens: int | None,
@@ -82,15 +101,12 @@ class RecoverableFolds:
         self.repair = repair
         self._recall_max_tokens = recall_max_tokens
         self._format: str | None = None
-        # The page the last compaction kept room for (tokens), and what a round takes besides it
-        # in each wire format (priced once).
-        self._recall_page: int | None = None
+        # What a round takes besides its page in each wire format (priced once).
         self._round_overheads: dict[str, int] = {}
-        # Whether the last compaction kept room for a round (its answers then fit the room it
-        # left under the budget).
-        self._round_kept = False
-        # Budget minus the tokens of the last compacted history: what one recall round may take.
-        self._last_room: int | None = None
+        # The round the last compaction left its history, and each conversation's last one (one
+        # Compactor may serve many, from threads: each is written whole, once per compaction).
+        self._last_round: RecallRound | None = None
+        self._rounds: OrderedDict[int, RecallRound] = OrderedDict()
 
     # -- sizes -------------------------------------------------------------------------------
 
@@ -112,26 +128,34 @@ class RecoverableFolds:
                 _core.estimate([answer], **kw)) + SEAM_SLACK  # type: ignore[arg-type]
         return self._round_overheads[fmt]
 
-    def _recall_reserve(self, fmt: str, room: int, *, smallest: bool = False) -> int:
-        """Tokens kept free under the budget for one recall round: its overhead and a page of
-        ``recall_max_tokens`` (default: a tenth of ``room``, the tokens the budget leaves beside
-        the compaction's floor, within [64, 2,000]); ``smallest``: a page of
-        ``MIN_RECALL_PAGE_TOKENS``, where the floor leaves no more."""
-        self._recall_page = MIN_RECALL_PAGE_TOKENS if smallest else self._page_tokens(room)
-        return self._recall_page + self.round_overhead(fmt)
+    def _recall_reserve(self, fmt: str, room: int, *, smallest: bool = False) -> tuple[int, int]:
+        """The page of one recall round and the tokens kept free under the budget for it (its
+        overhead and the page): a page of ``recall_max_tokens`` (default: a tenth of ``room``,
+        the tokens the budget leaves beside the compaction's floor, within [64, 2,000]);
+        ``smallest``: of ``MIN_RECALL_PAGE_TOKENS``, where the floor leaves no more."""
+        page = MIN_RECALL_PAGE_TOKENS if smallest else self._page_tokens(room)
+        return page, page + self.round_overhead(fmt)
 
     def _request_tools(self, fmt: str) -> Any:
         if not self.recoverable or _recall.declares_recall(self.tools):
             return self.tools
         return [*(self.tools or ()), _recall.recall_tool(fmt)]
 
-    def _with_tools(self, result: CompactionResult, fmt: str) -> CompactionResult:
-        """``result`` with the tools to send beside its messages in ``fmt`` (recoverable: the
-        caller's and the recall tool); the room its history leaves is what an answer may take."""
+    def _with_tools(self, result: CompactionResult, run: CompactionRun) -> CompactionResult:
+        """``result`` with the tools to send beside its messages in ``run``'s format
+        (recoverable: the caller's and the recall tool); the room its history leaves is what an
+        answer may take, remembered for its conversation (``_remember_round``)."""
         if not self.recoverable:
             return result
-        self._last_room = result.budget - result.tokens_after
-        return dataclasses.replace(result, tools=self._request_tools(fmt))
+        self._remember_round(result.messages, RecallRound(run.recall_page, run.round_kept,
+                                                          result.budget - result.tokens_after))
+        return dataclasses.replace(result, tools=self._request_tools(run.fmt))
+
+    def _remember_round(self, messages: Sequence[Any], round_: RecallRound) -> None:
+        """``round_`` as the last compaction's and as the one of the conversation ``messages``
+        (a compacted history) is: ``answer(call, history=...)`` finds it by the history's head."""
+        self._last_round = round_
+        remember(self._rounds, conversation_key(messages), round_)
 
     # -- folds -------------------------------------------------------------------------------
 
@@ -163,7 +187,7 @@ class RecoverableFolds:
             raise KeyError(f"no folded content under {fold_id!r} in {self.store!r}")
         return text
 
-    def answer(self, call: Any, /, *, max_tokens: int | None = None) -> Any:
+    def answer(self, call: Any, /, *, max_tokens: int | None = None, history: Sequence[Any] | None = None) -> Any:
         """The tool-result message to append after the model's recall ``call`` (the assistant
         message that calls ``contextfold_recall``, in the history's format; for Responses the
         ``function_call`` item), written in that format: a chat ``tool`` message, a Responses
@@ -171,16 +195,25 @@ class RecoverableFolds:
         block, a Gemini user content with one ``functionResponse``.
 
         The answer is one page of the original: at most ``max_tokens`` tokens (default: the page
-        the last compaction kept room for, ``recall_max_tokens`` or a tenth of the room beside
-        its floor within [64, 2,000], and no more than the room it left under its budget once the
-        call is added; where it kept none, 64 tokens; with ``recall_reserve=False``, a tenth of
-        the budget within [64, 2,000]; the model's own ``max_tokens`` argument can only lower
-        it); the header line says which characters it
-        holds and the ``offset`` of the next page. A call the model wrote wrong (arguments that
-        are not JSON, no string ``id``, a negative or non-integer ``offset``) is answered with
-        what was wrong, so the model can call again. ValueError when ``call`` holds no recall
-        call or several (answer a message with one recall call at a time); TypeError /
-        ValueError for a ``max_tokens`` that is not an int >= 1."""
+        the compaction kept room for, ``recall_max_tokens`` or a tenth of the room beside its
+        floor within [64, 2,000], and no more than the room its history leaves under the budget
+        once the call is added; where it kept none, 64 tokens; with ``recall_reserve=False``, a
+        tenth of the budget within [64, 2,000]; the model's own ``max_tokens`` argument can only
+        lower it); the header line says which characters it holds and the ``offset`` of the
+        next page.
+
+        ``history``: the messages the answer will follow, the call last (appended if it is not).
+        The compaction is then that of this conversation (a Compactor serving many remembers
+        the last 256), and the room is what this history leaves under the budget (tokens), so
+        turns appended since count too; a conversation it never compacted gets a tenth of that
+        room. Without it: the last compaction's, whichever conversation that was (one
+        conversation per Compactor).
+
+        A call the model wrote wrong (arguments that are not JSON, no string ``id``, a negative
+        or non-integer ``offset``) is answered with what was wrong, so the model can call again.
+        ValueError when ``call`` holds no recall call or several (answer a message with one
+        recall call at a time); TypeError / ValueError for a ``max_tokens`` that is not an int
+        >= 1."""
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
             raise TypeError(f"max_tokens must be an int or None, got {type(max_tokens).__name__}")
         if max_tokens is not None and max_tokens < 1:
@@ -196,16 +229,17 @@ class RecoverableFolds:
             call_id, why = read[0]
             return _answer_message(call, call_id, _recall.malformed_text(why))
         calls = [read[0]]
+        round_, room = self._round_of(call, history)
         bound = max_tokens if max_tokens is not None else (
-            self._recall_page if self._recall_page is not None else self._page_tokens(self._default_budget()))
+            round_.page if round_ is not None and round_.page is not None else self._page_tokens(
+                self._default_budget() if round_ is not None or room is None else room))
         target = bound + _recall.ANSWER_ENVELOPE
         # (Without a round's room kept, the answer goes beyond the budget: the page takes its bound,
         # the caller's room without the reserve, the smallest page where none fitted.)
-        if max_tokens is None and self._round_kept and self._last_room is not None:
-            call_tokens = int(_core.estimate([call], provider=self.provider, model=self.model))  # type: ignore[arg-type]
+        if max_tokens is None and room is not None and (round_ is None or round_.kept):
             # SEAM_SLACK: two messages priced alone can cost a few tokens less than inside the
             # history (Gemini prices a turn's seam with its neighbour).
-            target = max(_recall.ANSWER_ENVELOPE + 16, min(target, self._last_room - call_tokens - SEAM_SLACK))
+            target = max(_recall.ANSWER_ENVELOPE + 16, min(target, room - SEAM_SLACK))
         # The page is cut by its text's estimate; the message prices it in its own context (a
         # tool result's text may cost more, and not in proportion): search the largest page
         # bound whose message fits the target.
@@ -227,6 +261,32 @@ class RecoverableFolds:
                 else:
                     hi = mid - 1
         return message
+
+    def _round_of(self, call: Any, history: Sequence[Any] | None) -> tuple[RecallRound | None, int | None]:
+        """The round ``call`` is answered in and the room (tokens) its answer may take: without
+        ``history``, the last compaction's round and the room it left less the call; with it,
+        that conversation's round (None: never compacted here) and what the history, the call
+        appended unless it ends with it, leaves under the budget."""
+        if history is None:
+            last = self._last_round
+            if last is None or last.room is None:
+                return last, None
+            call_tokens = int(_core.estimate([call], provider=self.provider, model=self.model))  # type: ignore[arg-type]
+            return last, last.room - call_tokens
+        if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
+            raise TypeError(f"history must be a list of messages, got {type(history).__name__}")
+        sent = list(history)
+        if not sent or (sent[-1] is not call and sent[-1] != call):
+            sent.append(call)
+        # (A compacted history shorter than the key's messages was filed under all it had.)
+        round_ = next((r for k in range(min(KEY_MESSAGES, len(sent)), 0, -1)
+                       if (r := self._rounds.get(conversation_key(sent[:k]))) is not None), None)
+        if round_ is not None and round_.room is None:
+            return round_, None
+        fmt = self.wire_format or detect_wire_format(sent, self.provider, tools=self.tools)
+        kw: dict[str, Any] = dict(provider=self.provider, model=self.model, tools=self._request_tools(fmt),
+                                  system=self.system, response_format=self.response_format)
+        return round_, self._default_budget() - int(_core.estimate(sent, **kw))
 
     def _default_budget(self) -> int:
         try:

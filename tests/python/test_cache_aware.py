@@ -130,9 +130,9 @@ def test_a_backed_off_gate_still_notes_each_request_as_warming_the_cache() -> No
     clock = Clock()
     c._cache.clock = clock
     assert c.should_compact(h)
-    from contextfold.compactor import _conversation_key
+    from contextfold.conversation_key import conversation_key
 
-    c._backoffs[_conversation_key(h)] = c.session.estimate(h) + 10**6  # what a skipped compaction leaves
+    c._backoffs[conversation_key(h)] = c.session.estimate(h) + 10**6  # what a skipped compaction leaves
     for _ in range(20):  # a request a minute: the cache stays warm
         clock.now += 60
         assert not c.should_compact(h)

@@ -610,7 +610,7 @@ def test_without_the_recall_reserve_the_room_kept_for_a_round_goes_to_the_histor
         assert given.tokens_after > kept.tokens_after and given.tokens_after <= budget
         assert declares_recall(given.tools)
         assert re.search(r"id=cf[0-9a-f]{12}", json.dumps(given.messages))
-    assert checked >= 4, checked
+    assert checked >= 2, checked  # (each conversation's fold, answered after the other's compaction)
 
 
 def _plain_dialogue(turns: int) -> list[dict[str, Any]]:
@@ -748,3 +748,63 @@ def test_an_entry_changed_outside_the_store_is_named_by_recall_and_answered_as_u
         c.recall(fold_id)
     answer = c.answer(recall_call("chat", fold_id, 0, 0))
     assert answer["content"] == f"[{cf.RECALL_TOOL} id={fold_id}: its stored content cannot be read; continue without it]"
+
+
+def _padded_task(msgs: list[dict[str, Any]], words: int) -> list[dict[str, Any]]:
+    """``msgs`` with ``words`` more words of context in the task: a conversation whose floor
+    leaves less room, so its compaction keeps a smaller recall page."""
+    task = {**msgs[1], "content": msgs[1]["content"] + "\n" + "Context about the repository layout. " * (words // 5)}
+    return [msgs[0], task, *msgs[2:]]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_one_compactor_answers_each_conversation_within_its_own_budget_whatever_it_compacted_since(fmt):
+    # A Compactor serving two conversations (a server's hook): A's floor is large (a long task),
+    # so its compaction kept a small page; B's kept a larger one. A's recall call answered after
+    # B's compaction, given A's history, is sized by A's compaction and fits A's budget: the
+    # default (no history) answers with the last compaction's page and room, B's.
+    convs = load_conversations(LOCAL, "mini-swe-agent-gemini3")
+    a_msgs, a_system = convert(_padded_task(convs[0]["messages"], 2_500), fmt)
+    b_msgs, b_system = convert(convs[1]["messages"], fmt)
+    assert a_system == b_system  # (the same agent: one Compactor, one system prompt)
+    kw = dict(provider=PROVIDER[fmt], system=a_system)
+    budget = 9_000
+    c = cf.Compactor(budget=budget, recoverable=True, wire_format=fmt, **kw)
+    ra = c.compact(a_msgs)
+    a_page = c._last_round.page
+    rb = c.compact(b_msgs)
+    assert ra.changed and rb.changed and c._last_round.page > a_page, (a_page, c._last_round)
+    checked = 0
+    for r, other in ((ra, rb), (rb, ra)):
+        for fold_id in list(dict.fromkeys(ID.findall(json.dumps(r.messages))))[:3]:
+            call = recall_call(fmt, fold_id, 0, checked)
+            sent = [*r.messages, call]
+            answer = c.answer(call, history=sent)
+            after = [*sent, answer]
+            assert shape_problems(after, fmt) == [], shape_problems(after, fmt)
+            tokens = cf.estimate(after, tools=r.tools, **kw)
+            assert tokens <= budget, (fmt, fold_id, tokens, budget)
+            # (The call need not be last: the history it follows is read with it appended.)
+            assert c.answer(call, history=r.messages) == answer
+            checked += 1
+        c.compact(a_msgs if other is ra else b_msgs)  # the other conversation compacted again
+    assert checked >= 2, checked  # (each conversation's fold, answered after the other's compaction)
+
+
+def test_a_conversation_never_compacted_here_gets_a_page_of_a_tenth_of_the_room_its_history_leaves():
+    conv = load_conversations(LOCAL, "mini-swe-agent-gemini3")[2]["messages"]
+    c = cf.Compactor(budget=12_000, recoverable=True)
+    r = c.compact(conv)
+    fold_id = ID.search(json.dumps(r.messages)).group(1)
+    other = cf.Compactor(budget=12_000, recoverable=True, store=c.store)
+    call = recall_call("chat", fold_id, 0, 0)
+    room = 12_000 - cf.estimate([*r.messages, call], tools=r.tools)
+    answer = other.answer(call, history=[*r.messages, call])
+    assert cf.estimate([answer]) <= max(64, room // 10) + ANSWER_ENVELOPE
+    assert cf.estimate([*r.messages, call, answer], tools=r.tools) <= 12_000
+
+
+def test_answer_refuses_a_history_that_is_not_a_list_of_messages():
+    c = cf.Compactor(budget=4_000, recoverable=True)
+    with pytest.raises(TypeError, match="history must be a list of messages"):
+        c.answer(recall_call("chat", "cf0123456789ab", 0, 0), history="not a history")
