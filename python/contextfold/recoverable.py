@@ -202,7 +202,9 @@ class RecoverableFolds:
         lower it); the header line says which characters it holds and the ``offset`` of the
         next page.
 
-        ``history``: the messages the answer will follow, the call last (appended if it is not).
+        ``history``: the messages the answer will follow, the call last (appended if it is not;
+        where the last message is a turn that calls recall several times, pass each call alone
+        as ``call``: the answers share the room equally).
         The compaction is then that of this conversation (a Compactor serving many remembers
         the last 256), and the room is what this history leaves under the budget (tokens), so
         turns appended since count too; a conversation it never compacted gets a tenth of that
@@ -229,17 +231,17 @@ class RecoverableFolds:
             call_id, why = read[0]
             return _answer_message(call, call_id, _recall.malformed_text(why))
         calls = [read[0]]
-        round_, room = self._round_of(call, history)
+        round_, room, share = self._round_of(call, read[0].call_id, history)
         bound = max_tokens if max_tokens is not None else (
             round_.page if round_ is not None and round_.page is not None else self._page_tokens(
-                self._default_budget() if round_ is not None or room is None else room))
+                self._default_budget() if round_ is not None or room is None else room // share))
         target = bound + _recall.ANSWER_ENVELOPE
         # (Without a round's room kept, the answer goes beyond the budget: the page takes its bound,
         # the caller's room without the reserve, the smallest page where none fitted.)
         if max_tokens is None and room is not None and (round_ is None or round_.kept):
             # SEAM_SLACK: two messages priced alone can cost a few tokens less than inside the
             # history (Gemini prices a turn's seam with its neighbour).
-            target = max(_recall.ANSWER_ENVELOPE + 16, min(target, room - SEAM_SLACK))
+            target = max(_recall.ANSWER_ENVELOPE + 16, min(target, (room - SEAM_SLACK) // share))
         # The page is cut by its text's estimate; the message prices it in its own context (a
         # tool result's text may cost more, and not in proportion): search the largest page
         # bound whose message fits the target.
@@ -262,31 +264,40 @@ class RecoverableFolds:
                     hi = mid - 1
         return message
 
-    def _round_of(self, call: Any, history: Sequence[Any] | None) -> tuple[RecallRound | None, int | None]:
-        """The round ``call`` is answered in and the room (tokens) its answer may take: without
-        ``history``, the last compaction's round and the room it left less the call; with it,
-        that conversation's round (None: never compacted here) and what the history, the call
-        appended unless it ends with it, leaves under the budget."""
+    def _round_of(self, call: Any, call_id: str, history: Sequence[Any] | None) -> tuple[
+            RecallRound | None, int | None, int]:
+        """The round ``call`` (its recall call ``call_id``) is answered in, the room (tokens) the
+        answers of its turn may take, and how many answers share that room: without ``history``,
+        the last compaction's round and the room it left less the call, for one answer; with it,
+        that conversation's round (None: never compacted here) and what the history leaves under
+        the budget, the call appended unless the history ends with it or with a turn holding
+        it among other recall calls (each answer then gets an equal share)."""
         if history is None:
             last = self._last_round
             if last is None or last.room is None:
-                return last, None
+                return last, None, 1
             call_tokens = int(_core.estimate([call], provider=self.provider, model=self.model))  # type: ignore[arg-type]
-            return last, last.room - call_tokens
+            return last, last.room - call_tokens, 1
         if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
             raise TypeError(f"history must be a list of messages, got {type(history).__name__}")
         sent = list(history)
+        share = 1
         if not sent or (sent[-1] is not call and sent[-1] != call):
-            sent.append(call)
+            turn = [r for r in _recall.read_calls(sent[-1])] if sent else []
+            if any(not isinstance(r, tuple) and r.call_id == call_id for r in turn):
+                # A turn that calls recall in parallel: its answers all follow it.
+                share = len(turn)
+            else:
+                sent.append(call)
         # (A compacted history shorter than the key's messages was filed under all it had.)
         round_ = next((r for k in range(min(KEY_MESSAGES, len(sent)), 0, -1)
                        if (r := self._rounds.get(conversation_key(sent[:k]))) is not None), None)
         if round_ is not None and round_.room is None:
-            return round_, None
+            return round_, None, share
         fmt = self.wire_format or detect_wire_format(sent, self.provider, tools=self.tools)
         kw: dict[str, Any] = dict(provider=self.provider, model=self.model, tools=self._request_tools(fmt),
                                   system=self.system, response_format=self.response_format)
-        return round_, self._default_budget() - int(_core.estimate(sent, **kw))
+        return round_, self._default_budget() - int(_core.estimate(sent, **kw)), share
 
     def _default_budget(self) -> int:
         try:

@@ -244,3 +244,66 @@ def test_module_error_names_the_extra():
 
     assert "'.[langchain]'" in (lc.__doc__ or "")
     assert json.dumps(to_openai_messages([HumanMessage("x")])) == '[{"role": "user", "content": "x"}]'
+
+
+RECALL_ID = __import__("re").compile(r"id=(cf[0-9a-f]{12})")
+
+
+def _recall_script(model: RecordingFakeModel, rounds: int, args_of=lambda fold_id: {"id": fold_id}):
+    """Four listings, then a recall of the first id the model was shown, then an answer."""
+    for i in range(rounds):
+        yield AIMessage(content="", tool_calls=[{"id": f"call_{i}", "name": "list_files", "args": {"path": f"/d{i}"}}])
+    shown = "\n".join(str(m.content) for m in model.seen[-1])
+    yield AIMessage(content="", tool_calls=[{"id": "call_r", "name": cf.RECALL_TOOL, "args": args_of(RECALL_ID.search(shown).group(1))}])
+    yield AIMessage(content="The first listing is back.")
+
+
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("form", ["compactor", "words"])
+def test_a_recoverable_compactor_s_folds_are_recalled_through_the_agent_s_tool_node(form, run):
+    # What the middleware folded names ids; the recall tool it registers is declared exactly as
+    # the Compactor prices it, and the agent's tool node answers the model's call with a page of
+    # the original, sized so the next request still fits the budget.
+    model = RecordingFakeModel(messages=iter(()))
+    model.seen = []
+    model.messages = _recall_script(model, 4)
+    if form == "compactor":
+        mw = ContextFoldMiddleware(cf.Compactor(model="gpt-4o", budget=14_000, trigger=20_000, tail_tokens=6_000,
+                                                recoverable=True), model="gpt-4o")
+    else:
+        mw = ContextFoldMiddleware(trigger=("tokens", 20_000), budget=14_000, pricing_model="gpt-4o", recoverable=True)
+    assert [convert_to_openai_tool(t) for t in mw.tools] == [cf.recall_tool("chat")]
+    agent = create_agent(model=model, tools=[list_files], middleware=[mw])
+    question = {"messages": [HumanMessage("Count the files in /d0 to /d3.")]}
+    state = agent.invoke(question) if run == "invoke" else asyncio.run(agent.ainvoke(question))
+
+    (answer,) = [m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "call_r"]
+    header, _, page = answer.content.partition("\n")
+    assert header.startswith("[contextfold_recall id=cf") and "characters 0-" in header, header
+    fold_id = RECALL_ID.search(header).group(1)
+    assert len(page) > 200 and mw.compactor.recall(fold_id).startswith(page)  # the original's own text
+    # The model's next request carries the call and its answer, within the budget.
+    assert answer.content in [m.content for m in model.seen[-1]]
+    assert mw.last_tokens[1] <= 14_000, mw.last_tokens
+    assert state["messages"][-1].content == "The first listing is back."
+
+
+def test_a_recall_call_the_model_wrote_wrong_is_answered_through_the_tool_node():
+    model = RecordingFakeModel(messages=iter(()))
+    model.seen = []
+    model.messages = _recall_script(model, 4, args_of=lambda fold_id: {"offset": -3})
+    mw = ContextFoldMiddleware(cf.Compactor(model="gpt-4o", budget=14_000, trigger=20_000, recoverable=True))
+    agent = create_agent(model=model, tools=[list_files], middleware=[mw])
+    state = agent.invoke({"messages": [HumanMessage("Count the files in /d0 to /d3.")]})
+    (answer,) = [m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "call_r"]
+    # (No id and a negative offset: the first thing wrong is said, with the shape to call with.)
+    assert answer.content.startswith("[") and f"call {cf.RECALL_TOOL} again with arguments like" in answer.content, \
+        answer.content
+    assert state["messages"][-1].content == "The first listing is back."
+
+
+def test_a_middleware_without_a_recoverable_compactor_registers_no_tool():
+    assert ContextFoldMiddleware(cf.Compactor(budget=4_000)).tools == []
+    assert ContextFoldMiddleware(trigger=("tokens", 8_000)).tools == []
+    with pytest.raises(TypeError, match="recoverable"):
+        ContextFoldMiddleware(cf.Compactor(budget=4_000), recoverable=True)

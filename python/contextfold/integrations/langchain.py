@@ -6,7 +6,9 @@
   ``token_counter`` (``trim_messages``, ``SummarizationMiddleware``).
 - `ContextFoldMiddleware`: an agent middleware that compacts what is sent before each model
   call (``create_agent(..., middleware=[ContextFoldMiddleware(trigger=("tokens", 4000))])``).
-  The agent's stored history is never changed: only the request sent to the model is.
+  The agent's stored history is never changed: only the request sent to the model is. With a
+  recoverable Compactor (``recoverable=True``) it registers the ``contextfold_recall`` tool, so
+  the model can ask for what a fold removed and the agent's tool node answers it.
 
 Every contextfold entry point (``estimate``, ``count``, ``prune``, ``Compactor``, ``Session``,
 ...) reads LangChain messages directly, by meaning: role, content blocks, tool calls and tool
@@ -25,11 +27,14 @@ from typing import TYPE_CHECKING, Any
 import contextfold
 from contextfold.compactor import Compactor
 from contextfold.integrations.folding import BoundCompactors
+from contextfold.recall import RECALL_TOOL, recall_tool
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain.tools import ToolRuntime
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages
+    from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages, convert_to_openai_messages
+    from langchain_core.tools import BaseTool, StructuredTool
     from langchain_core.utils.function_calling import convert_to_openai_tool
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -142,6 +147,13 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
       ``.messages``; ``contextfold.prune`` bound with ``functools.partial`` fits). ``model``
       is then the model name the ``last_tokens`` estimates are priced for.
 
+    With a recoverable Compactor (``recoverable=True``, in either form) the middleware
+    registers the ``contextfold_recall`` tool (``tools``), declared as the Compactor declares
+    it: the agent's tool node runs it when the model asks for what a fold removed, and it
+    answers with a page of the original sized by the Compactor that made the conversation's
+    fold, to what the history the model was sent leaves under the budget
+    (``Compactor.answer(call, history=...)``).
+
     With a Compactor, a call compacts only when the history reaches the trigger
     (``Compactor.should_compact``), and the result is reused on the next calls: what the model
     is sent is the last compaction's messages plus what the agent appended since, so the
@@ -165,6 +177,7 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         context_window: int | None = None,
         pricing_model: str | None = None,
         provider: str = "openai",
+        recoverable: bool = False,
     ) -> None:
         super().__init__()
         if compactor is None:
@@ -173,20 +186,27 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
             compactor = Compactor(
                 provider=provider, model=pricing_model, context_window=context_window, budget=budget,
                 trigger=trigger, keep=keep, strategy=strategy,  # type: ignore[arg-type]
-                summarizer=_summarizer_for(model))
+                summarizer=_summarizer_for(model), recoverable=recoverable)
             self.model: str | None = pricing_model
         else:
             if not isinstance(model, (str, type(None))):
                 raise TypeError("with a compactor, model= is the model name estimates are priced for")
+            if recoverable:
+                raise TypeError("with a compactor, recoverable= is the Compactor's own: Compactor(recoverable=True)")
             self.model = model
         self.compactor = compactor
         self.provider = provider
         self.last_tokens: tuple[int, int] | None = None
         self.compactions = 0
         self._lock = threading.Lock()
-        # Latest compaction per conversation: (messages it was made from, messages it sent).
-        self._folds: OrderedDict[int, tuple[list[Any], list[Any]]] = OrderedDict()
+        # Latest compaction per conversation: (messages it was made from, messages it sent, the
+        # Compactor that made it).
+        self._folds: OrderedDict[int, tuple[list[Any], list[Any], Any]] = OrderedDict()
         self._bound = BoundCompactors(compactor) if isinstance(compactor, Compactor) else None
+        #: Tools the agent registers with this middleware (``create_agent`` reads them): the
+        #: recall tool for a recoverable Compactor.
+        self.tools: list[BaseTool] = [self._recall_tool()] if isinstance(compactor, Compactor) \
+            and compactor.recoverable else []
 
     # -- the shared logic ----------------------------------------------------------------------
 
@@ -203,19 +223,24 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
     def _reuse(self, sent: list[Any]) -> tuple[int | None, list[Any]]:
         """The last compaction's messages plus what was appended since, when ``sent`` extends
         the history that compaction was made from."""
+        key, effective, _ = self._fold_of(sent)
+        return key, effective
+
+    def _fold_of(self, sent: list[Any]) -> tuple[int | None, list[Any], Any]:
+        """``_reuse``, and the Compactor that made the compaction (None where none matched)."""
         with self._lock:
-            for key, (source, out) in reversed(self._folds.items()):
+            for key, (source, out, made_by) in reversed(self._folds.items()):
                 n = len(source)
                 if len(sent) >= n and all(a is b or a == b for a, b in zip(sent, source)):
                     self._folds.move_to_end(key)
-                    return key, out + sent[n:]
-        return None, sent
+                    return key, out + sent[n:], made_by
+        return None, sent, None
 
-    def _remember(self, key: int | None, sent: list[Any], out: list[Any]) -> None:
+    def _remember(self, key: int | None, sent: list[Any], out: list[Any], made_by: Any) -> None:
         with self._lock:
             if key is not None:
                 self._folds.pop(key, None)
-            self._folds[id(sent)] = (sent, out)
+            self._folds[id(sent)] = (sent, out, made_by)
             while len(self._folds) > MAX_REMEMBERED:
                 self._folds.popitem(last=False)
 
@@ -235,14 +260,14 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         return c, sent, effective, key, c.should_compact(effective), system, tools
 
     def _finish(self, request: ModelRequest, sent: list[Any], effective: list[Any], out: Any, key: int | None,
-                compacted: bool, system: Any, tools: Any) -> ModelRequest:
+                compacted: bool, system: Any, tools: Any, made_by: Any = None) -> ModelRequest:
         changed = getattr(out, "changed", None)
         out = getattr(out, "messages", out)
         if not isinstance(out, list):
             raise TypeError(f"compactor must return a list of messages or an object with .messages, got {type(out).__name__}")
         if compacted and isinstance(self.compactor, Compactor) and changed:
             self.compactions += 1
-            self._remember(key, sent, out)
+            self._remember(key, sent, out, made_by)
         before = self._estimate(sent, system, tools)
         if out is sent or out == sent:
             self.last_tokens = (before, before)
@@ -261,16 +286,43 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         compact_async = getattr(c, "compact_async", None)
         return await compact_async(effective) if callable(compact_async) else ContextFoldMiddleware._run(c, effective)
 
+    # -- recall --------------------------------------------------------------------------------
+
+    def _recall_tool(self) -> BaseTool:
+        """The ``contextfold_recall`` tool, declared with the core's own schema (the tool the
+        Compactor prices in its budget), answered by ``_recall``."""
+        spec = recall_tool("chat")["function"]
+
+        # (Every argument optional: a call the model wrote wrong is answered with what was wrong
+        # by ``Compactor.answer``, not refused by the tool node.)
+        def contextfold_recall(runtime: ToolRuntime, id: Any = None, offset: Any = None,
+                               max_tokens: Any = None) -> str:
+            args = {k: v for k, v in (("id", id), ("offset", offset), ("max_tokens", max_tokens)) if v is not None}
+            return self._recall(runtime, args)
+
+        return StructuredTool.from_function(contextfold_recall, name=spec["name"], description=spec["description"],
+                                            args_schema=spec["parameters"])
+
+    def _recall(self, runtime: ToolRuntime, args: dict[str, Any]) -> str:
+        """The page answering the model's recall call ``args``: the agent's history (the
+        tool node's state) read as the model was sent it (the conversation's last compaction
+        plus what was appended since), answered by the Compactor that made that compaction."""
+        messages = list(runtime.state["messages"])
+        _, effective, made_by = self._fold_of(messages)
+        compactor = made_by if isinstance(made_by, Compactor) else self.compactor
+        call = AIMessage(content="", tool_calls=[{"id": runtime.tool_call_id or "", "name": RECALL_TOOL, "args": args}])
+        return str(compactor.answer(call, history=effective).content)
+
     # -- the hooks -----------------------------------------------------------------------------
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
         c, sent, effective, key, now, system, tools = self._plan(request)
         out = self._run(c, effective) if now else effective
-        return handler(self._finish(request, sent, effective, out, key, now, system, tools))
+        return handler(self._finish(request, sent, effective, out, key, now, system, tools, c))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         c, sent, effective, key, now, system, tools = self._plan(request)
         out = await self._arun(c, effective) if now else effective
-        return await handler(self._finish(request, sent, effective, out, key, now, system, tools))
+        return await handler(self._finish(request, sent, effective, out, key, now, system, tools, c))
