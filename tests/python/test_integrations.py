@@ -292,3 +292,21 @@ def test_a_request_is_compacted_with_its_own_tools_while_another_with_other_tool
     assert cf.estimate(want, tools=tools) <= 3_500 < cf.estimate(msgs, tools=tools)
     assert asyncio.run(between(bind=True)) == want
     assert asyncio.run(between(bind=False)) == want
+
+
+def test_a_hook_that_cannot_send_the_recall_tool_refuses_a_recoverable_compactor():
+    # CompactingHistory (LiteLLM, the OpenAI Agents session) returns messages, not tools: a
+    # recoverable Compactor's placeholders would name a tool the model is never sent.
+    from contextfold.integrations.folding import CompactingHistory
+
+    with pytest.raises(ValueError, match="recall tool"):
+        CompactingHistory(cf.Compactor(budget=4_000, recoverable=True))
+    assert CompactingHistory(cf.Compactor(budget=4_000)).compactions == 0
+
+
+def test_the_pydantic_ai_history_processor_refuses_a_recoverable_compactor():
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    from contextfold.integrations.pydantic_ai import ContextFoldHistoryProcessor
+
+    with pytest.raises(ValueError, match="recall tool"):
+        ContextFoldHistoryProcessor(cf.Compactor(budget=4_000, recoverable=True))

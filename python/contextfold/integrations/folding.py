@@ -24,7 +24,7 @@ from typing import Any
 from contextfold.compactor import CompactionResult, Compactor
 from contextfold.session import Session
 
-__all__ = ["BoundCompactors", "CompactingHistory", "MAX_BOUND", "MAX_REMEMBERED"]
+__all__ = ["BoundCompactors", "CompactingHistory", "MAX_BOUND", "MAX_REMEMBERED", "refuse_recoverable"]
 
 #: Conversations whose latest compaction is remembered (one hook may serve many); the least
 #: recently used is forgotten first.
@@ -68,12 +68,25 @@ class BoundCompactors:
             return c
 
 
+def refuse_recoverable(compactor: Compactor, hook: str) -> None:
+    """ValueError for a recoverable ``compactor`` given to ``hook``, a hook that sends the
+    messages a compaction returns but not its tools: the placeholders would promise the model a
+    recall tool it is never sent, and no one would answer its calls."""
+    if getattr(compactor, "recoverable", False):
+        raise ValueError(
+            f"{hook} sends the compacted messages but not the recall tool a recoverable Compactor's "
+            "placeholders name, and nothing would answer its calls: pass recoverable=False here; for "
+            "recall use the LangChain middleware (it registers the tool), `contextfold serve --recall`, "
+            "or Compactor.compact and Compactor.answer in your own loop")
+
+
 class CompactingHistory:
     """A Compactor with the memory of its latest compactions (thread-safe).
 
     ``compactions`` counts the compactions made; ``last`` is the latest ``CompactionResult``."""
 
     def __init__(self, compactor: Compactor) -> None:
+        refuse_recoverable(compactor, "CompactingHistory")
         self.compactor = compactor
         self.compactions = 0
         self.last: CompactionResult | None = None

@@ -24,6 +24,7 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.compactor import Compactor
+from contextfold.integrations.folding import refuse_recoverable
 from contextfold.summarize.base import SummaryRequest
 from contextfold.summarize.extractive import ExtractiveSummarizer
 
@@ -93,6 +94,7 @@ class ContextFoldHistoryProcessor:
     model and summarizer; ``compactions`` counts the compactions made."""
 
     def __init__(self, compactor: Compactor) -> None:
+        refuse_recoverable(compactor, "the pydantic-ai history processor")
         self.compactor = compactor
         self.compactions = 0
         self._lock = threading.Lock()
