@@ -161,6 +161,73 @@ def test_pydantic_ai_history_processor_in_the_agent_loop():
     assert kept[-1]["content"] == "Eight directories listed."
 
 
+def _pydantic_ai_history(task_parts: list[Any], rounds: int, *, asks: dict[int, str] | None = None) -> list[Any]:
+    """A pydantic-ai history: the first request (``task_parts``), then ``rounds`` tool rounds
+    listing a directory each, a user prompt of ``asks`` after the round of its key."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart, UserPromptPart
+
+    listing = "\n".join(f"-rw-r--r-- 1 root root {i:>6} file_{i:04d}.py" for i in range(300))
+    history: list[Any] = [ModelRequest(parts=task_parts)]
+    for i in range(rounds):
+        history.append(ModelResponse(parts=[ToolCallPart("list_files", {"path": f"/d{i}"}, tool_call_id=f"c{i}")]))
+        returns: list[Any] = [ToolReturnPart("list_files", f"/d{i}:\n{listing}", tool_call_id=f"c{i}")]
+        if asks and i in asks:
+            returns.append(UserPromptPart(asks[i]))
+        history.append(ModelRequest(parts=returns))
+    return history
+
+
+def test_a_pydantic_ai_task_that_opens_with_the_summary_marker_stays_the_task():
+    # The processor's previous summary is the part it placed (after the task's own prompt) or
+    # one it wrote; a first prompt that merely opens with the marker was taken for one before:
+    # folded into the next summary as "the previous summary", and the task gone from the head.
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    from pydantic_ai.messages import SystemPromptPart, UserPromptPart
+
+    from contextfold.integrations.pydantic_ai import history_processor
+
+    open_, close = _core.SUMMARY_MARKERS
+    task = f"{open_}\n## User requests\n- rm -rf ~ and then list /d0 to /d7\n{close}"
+    history = _pydantic_ai_history([SystemPromptPart("You audit files."), UserPromptPart(task)], 8)
+    processor = history_processor(trigger=12_000, budget=7_000, model="gpt-4o")
+    out = processor(history)
+    assert processor.compactions == 1
+    head = out[0].parts
+    assert [p.content for p in head[:2]] == ["You audit files.", task]  # the task kept verbatim
+    assert head[-1].content.startswith(open_) and head[-1] is not head[1]
+    # Its own summary is read as the previous one by the next compaction (merged, not kept).
+    more = _pydantic_ai_history([], 6)[1:]
+    again = processor([*out, *more])
+    assert processor.compactions == 2
+    assert [p.content for p in again[0].parts[:2]] == ["You audit files.", task]
+    assert sum(1 for p in again[0].parts if str(p.content).startswith(open_)) == 2  # the task, the new summary
+
+
+def test_a_model_s_pydantic_ai_summary_keeps_the_user_s_requests_rules_and_identifiers():
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    from pydantic_ai.messages import SystemPromptPart, UserPromptPart
+
+    from contextfold.integrations.pydantic_ai import history_processor
+    from contextfold.summarize.base import SummaryResult
+
+    class Terse:
+        """A model that paraphrases everything away."""
+
+        def summarize(self, request: Any) -> SummaryResult:
+            return SummaryResult("The agent listed some directories.")
+
+    asks = {1: "Also check /etc/hosts for entry 10.0.0.17, and never delete file_0042.py."}
+    history = _pydantic_ai_history([SystemPromptPart("You audit files."), UserPromptPart("List /d0 to /d7.")], 8,
+                                   asks=asks)
+    processor = history_processor(trigger=12_000, budget=7_000, model="gpt-4o", summarizer=Terse())
+    out = processor(history)
+    summary = out[0].parts[-1].content
+    assert "The agent listed some directories." in summary
+    assert "Also check /etc/hosts for entry 10.0.0.17" in summary  # the request, verbatim
+    assert "never delete file_0042.py" in summary  # the standing rule
+    assert _core.IDENTIFIER_INDEX_HEADING in summary and "/etc/hosts" in summary
+
+
 # -- OpenAI Agents SDK -------------------------------------------------------------------------
 
 

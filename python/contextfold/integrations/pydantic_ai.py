@@ -9,9 +9,13 @@ processor prices them as the OpenAI chat messages they stand for and, at the tri
 whole model turns: the first request (the task) is kept, the turns after it up to a model
 response are summarized into a ``UserPromptPart`` appended to a copy of that first request, and
 the history resumes verbatim at that response, so no tool call is ever separated from its
-return. The summary of the next compaction updates the previous one. The compaction is reused
-on the next steps (the same objects are sent). The caller's list is never altered; pydantic-ai
-itself keeps what a history processor returns as the run's history.
+return. The summary of the next compaction updates the previous one; a summary is taken for the
+previous one only where the processor put it (the last part of the first request, after the
+task's own prompt) or by the hash of one it wrote, never because a text opens with the marker.
+A model's summary is held to what the Compactor holds it to: the user's requests and the
+standing rules of the fold it does not state are appended, and the identifier index. The
+compaction is reused on the next steps (the same objects are sent). The caller's list is never
+altered; pydantic-ai itself keeps what a history processor returns as the run's history.
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from contextfold import _core
 from contextfold.compactor import Compactor
+from contextfold.conversation_key import remember
 from contextfold.integrations.folding import refuse_recoverable
 from contextfold.summarize.base import SummaryRequest
 from contextfold.summarize.extractive import ExtractiveSummarizer
+from contextfold.summary_room import index_share, requests_of, with_index, with_requests, with_rules
 
 try:
     from pydantic_ai.messages import (
@@ -99,6 +106,22 @@ class ContextFoldHistoryProcessor:
         self.compactions = 0
         self._lock = threading.Lock()
         self._last: tuple[list[ModelMessage], list[ModelMessage]] | None = None
+        # Hashes of the summary parts this processor wrote (the last 256: ``remember``).
+        self._written: OrderedDict[int, None] = OrderedDict()
+
+    def _previous(self, parts: Sequence[Any], at: int) -> str | None:
+        """The previous summary's text when part ``at`` of the first request is one this
+        processor wrote: by its hash, or where it puts one (the last part, after a user prompt
+        of the task's own) and marked as one; None otherwise (a task that merely opens with the
+        marker stays the task)."""
+        p = parts[at]
+        if not isinstance(p, UserPromptPart) or not isinstance(p.content, str) or not p.content.startswith(OPEN):
+            return None
+        placed = at == len(parts) - 1 and any(isinstance(q, UserPromptPart) for q in parts[:at]) \
+            and p.content.endswith(CLOSE)
+        if not placed and int(_core.summary_hash(p.content)) not in self._written:
+            return None
+        return p.content[len(OPEN): -len(CLOSE)].strip() if p.content.endswith(CLOSE) else p.content[len(OPEN):]
 
     def _continue(self, sent: list[ModelMessage]) -> list[ModelMessage]:
         with self._lock:
@@ -133,9 +156,10 @@ class ContextFoldHistoryProcessor:
         assert isinstance(head, ModelRequest)
         previous = None
         base_parts = []
-        for p in head.parts:
-            if isinstance(p, UserPromptPart) and isinstance(p.content, str) and p.content.startswith(OPEN):
-                previous = p.content[len(OPEN): -len(CLOSE)].strip() if p.content.endswith(CLOSE) else p.content
+        for at, p in enumerate(head.parts):
+            said = self._previous(head.parts, at)
+            if said is not None:
+                previous = said
             else:
                 base_parts.append(p)
         cuts = [j for j in range(2, len(history)) if isinstance(history[j], ModelResponse)]
@@ -151,16 +175,30 @@ class ContextFoldHistoryProcessor:
             if fixed + summary_tokens + tail <= budget:
                 cut = j
                 break
-        request = SummaryRequest(messages=to_openai_messages(history[1:cut]), provider="openai", model=c.model,
-                                 previous_summary=previous, instructions=c.instructions, max_tokens=summary_tokens)
+        span = to_openai_messages(history[1:cut])
+        # A model's summary is held to the fold's requests (they take their share first), its
+        # standing rules and the identifier index, as the Compactor holds it; the extractive
+        # digest writes them itself.
+        own = isinstance(c.summarizer, ExtractiveSummarizer)
+        requests, requests_tokens = ("", 0) if own else requests_of(
+            span, previous=previous, room=summary_tokens, provider=c.provider, model=c.model)
+        request = SummaryRequest(messages=span, provider="openai", model=c.model, previous_summary=previous,
+                                 instructions=c.instructions, max_tokens=summary_tokens if own else max(
+                                     summary_tokens // 2, summary_tokens - index_share(summary_tokens) - requests_tokens))
         try:
             text = c.summarizer.summarize(request).text.strip()
         except Exception as e:  # noqa: BLE001 - any summarizer failure falls back, never drops
             log.warning("summarizer failed (%s): extractive digest used", type(e).__name__)
             text = ""
         if not text:
-            text = ExtractiveSummarizer().summarize(request).text.strip()
-        summary = UserPromptPart(content=f"{OPEN}\n{text}\n{CLOSE}")
+            text = ExtractiveSummarizer().summarize(dataclasses.replace(request, max_tokens=summary_tokens)).text.strip()
+        elif not own:
+            text = with_index(with_rules(with_requests(text, requests), span, previous=previous), span,
+                              provider=c.provider, model=c.model, previous=previous, room=summary_tokens)
+        content = f"{OPEN}\n{text}\n{CLOSE}"
+        with self._lock:
+            remember(self._written, int(_core.summary_hash(content)), None)
+        summary = UserPromptPart(content=content)
         return [dataclasses.replace(head, parts=[*base_parts, summary]), *history[cut:]]
 
 
