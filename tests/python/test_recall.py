@@ -808,3 +808,26 @@ def test_answer_refuses_a_history_that_is_not_a_list_of_messages():
     c = cf.Compactor(budget=4_000, recoverable=True)
     with pytest.raises(TypeError, match="history must be a list of messages"):
         c.answer(recall_call("chat", "cf0123456789ab", 0, 0), history="not a history")
+
+
+def test_two_recall_calls_of_one_turn_share_the_room_their_history_leaves():
+    # A model turn that calls recall twice in parallel (chat): each call, passed alone with the
+    # history ending with that turn, gets half the room, so both answers fit the budget.
+    conv = load_conversations(LOCAL, "mini-swe-agent-gemini3")[2]["messages"]
+    budget = 12_000
+    c = cf.Compactor(budget=budget, recoverable=True)
+    r = c.compact(conv)
+    ids = list(dict.fromkeys(ID.findall(json.dumps(r.messages))))
+    fold_id = ids[0]
+    turn = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"call_p{n}", "type": "function",
+         "function": {"name": cf.RECALL_TOOL, "arguments": json.dumps({"id": fold_id, "offset": n * 4000})}}
+        for n in range(2)]}
+    answers = [c.answer({**turn, "tool_calls": [tc]}, history=[*r.messages, turn]) for tc in turn["tool_calls"]]
+    assert [a["tool_call_id"] for a in answers] == ["call_p0", "call_p1"]
+    after = [*r.messages, turn, *answers]
+    assert shape_problems(after, "chat") == []
+    assert cf.estimate(after, tools=r.tools) <= budget
+    # One call alone takes the whole page the compaction kept room for: more than either half.
+    alone = c.answer({**turn, "tool_calls": turn["tool_calls"][:1]}, history=r.messages)
+    assert cf.estimate([alone]) > cf.estimate([answers[0]])
