@@ -151,9 +151,10 @@ def test_pydantic_ai_history_processor_in_the_agent_loop():
         _, failures = _core.compaction_verify(dicts, _core.PricedRequest(format="chat", model="gpt-4o"))
         assert failures == []
         assert "List /d1 to /d8." in json.dumps(dicts[:3])
-    # Between compactions the first request (task + summary) is the same object.
-    folded = [s[0] for s in seen if "<contextfold:summary>" in json.dumps(to_openai_messages(s[:1]))]
-    assert folded and len({id(m) for m in folded}) <= processor.compactions
+    # Between compactions the message holding the summary is the same object.
+    holders = [next(m for m in s if "<contextfold:summary>" in json.dumps(to_openai_messages([m])))
+               for s in seen if "<contextfold:summary>" in json.dumps(to_openai_messages(s))]
+    assert holders and len({id(m) for m in holders}) <= processor.compactions
     # pydantic-ai keeps what the processor returned as the run's history: the folded turns are
     # in the summary, the last ones verbatim.
     kept = to_openai_messages(result.all_messages())
@@ -177,10 +178,14 @@ def _pydantic_ai_history(task_parts: list[Any], rounds: int, *, asks: dict[int, 
     return history
 
 
+def _summary_parts(history: list[Any], open_: str) -> list[Any]:
+    return [p for m in history for p in m.parts if str(getattr(p, "content", "")).startswith(open_)]
+
+
 def test_a_pydantic_ai_task_that_opens_with_the_summary_marker_stays_the_task():
-    # The processor's previous summary is the part it placed (after the task's own prompt) or
-    # one it wrote; a first prompt that merely opens with the marker was taken for one before:
-    # folded into the next summary as "the previous summary", and the task gone from the head.
+    # The previous summary is the one the Compactor placed; a first prompt that merely opens
+    # with the marker was taken for one before: folded into the next summary as "the previous
+    # summary", and the task gone from the head.
     pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
     from pydantic_ai.messages import SystemPromptPart, UserPromptPart
 
@@ -192,15 +197,38 @@ def test_a_pydantic_ai_task_that_opens_with_the_summary_marker_stays_the_task():
     processor = history_processor(trigger=12_000, budget=7_000, model="gpt-4o")
     out = processor(history)
     assert processor.compactions == 1
-    head = out[0].parts
-    assert [p.content for p in head[:2]] == ["You audit files.", task]  # the task kept verbatim
-    assert head[-1].content.startswith(open_) and head[-1] is not head[1]
+    assert [p.content for p in out[0].parts] == ["You audit files.", task]  # the task kept verbatim
+    assert len(_summary_parts(out, open_)) == 2  # the task, and the summary
     # Its own summary is read as the previous one by the next compaction (merged, not kept).
     more = _pydantic_ai_history([], 6)[1:]
     again = processor([*out, *more])
     assert processor.compactions == 2
-    assert [p.content for p in again[0].parts[:2]] == ["You audit files.", task]
-    assert sum(1 for p in again[0].parts if str(p.content).startswith(open_)) == 2  # the task, the new summary
+    assert [p.content for p in again[0].parts] == ["You audit files.", task]
+    assert len(_summary_parts(again, open_)) == 2  # the task, and the new summary
+
+
+def test_a_pydantic_ai_compaction_writes_back_messages_of_their_own_kinds():
+    # Through the Compactor: the older outputs of the kept tail masked (a ToolReturnPart copy
+    # answering the same call), what it left whole the same objects, within the budget.
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart, ToolReturnPart, UserPromptPart
+
+    from contextfold.integrations.pydantic_ai import history_processor, to_openai_messages
+
+    history = _pydantic_ai_history([SystemPromptPart("You audit files."), UserPromptPart("List /d0 to /d7.")], 8)
+    processor = history_processor(trigger=12_000, budget=7_000, model="gpt-4o")
+    out = processor(history)
+    assert processor.compactions == 1
+    assert cf.estimate(to_openai_messages(out), model="gpt-4o") <= 7_000
+    originals = {id(m) for m in history}
+    returns = [(m, p) for m in out if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+    masked = [p for _, p in returns if "output pruned" in str(p.content)]
+    assert masked and all(p.tool_call_id.startswith("c") for p in masked)
+    assert out[-1] is history[-1]  # the newest listing, whole
+    assert all(id(m) in originals for m in out if isinstance(m, ModelResponse) and "<contextfold:summary>" not in str(m.parts))
+    # The caller's messages unchanged.
+    assert all(str(p.content).startswith("/d") for m in history if isinstance(m, ModelRequest)
+               for p in m.parts if isinstance(p, ToolReturnPart))
 
 
 def test_a_model_s_pydantic_ai_summary_keeps_the_user_s_requests_rules_and_identifiers():
@@ -221,7 +249,7 @@ def test_a_model_s_pydantic_ai_summary_keeps_the_user_s_requests_rules_and_ident
                                    asks=asks)
     processor = history_processor(trigger=12_000, budget=7_000, model="gpt-4o", summarizer=Terse())
     out = processor(history)
-    summary = out[0].parts[-1].content
+    (summary,) = [p.content for p in _summary_parts(out, _core.SUMMARY_MARKERS[0])]
     assert "The agent listed some directories." in summary
     assert "Also check /etc/hosts for entry 10.0.0.17" in summary  # the request, verbatim
     assert "never delete file_0042.py" in summary  # the standing rule

@@ -5,17 +5,18 @@ model request (``pip install pydantic-ai-slim``)::
     Agent(model, capabilities=[ProcessHistory(history_processor(trigger=100_000))])  # 2.x
 
 pydantic-ai's messages are ``ModelRequest`` / ``ModelResponse`` objects made of parts. The
-processor prices them as the OpenAI chat messages they stand for and, at the trigger, folds
-whole model turns: the first request (the task) is kept, the turns after it up to a model
-response are summarized into a ``UserPromptPart`` appended to a copy of that first request, and
-the history resumes verbatim at that response, so no tool call is ever separated from its
-return. The summary of the next compaction updates the previous one; a summary is taken for the
-previous one only where the processor put it (the last part of the first request, after the
-task's own prompt) or by the hash of one it wrote, never because a text opens with the marker.
-A model's summary is held to what the Compactor holds it to: the user's requests and the
-standing rules of the fold it does not state are appended, and the identifier index. The
-compaction is reused on the next steps (the same objects are sent). The caller's list is never
-altered; pydantic-ai itself keeps what a history processor returns as the run's history.
+processor reads them as the OpenAI chat messages they stand for (one per part of a request, one
+per response: ``to_openai_messages``) and, at the trigger, has the Compactor compact those: old
+tool output masked, the middle folded into a summary that fills the room the budget leaves, the
+task and the recent turns verbatim, each tool call with its return, the previous summary read
+where the Compactor put it (never because a text opens with the marker), a model's summary held
+to the user's requests, the standing rules and the identifier index. The compacted messages are
+written back as pydantic-ai messages: a message the compaction left whole is the same object, an
+edited one a copy of its own kind with the edited text, and the summary a ``UserPromptPart``
+(or a ``TextPart`` of a response, where the Compactor gave it the assistant's role), the parts
+of consecutive requests in one request. The compaction is reused on the next steps (the same
+objects are sent). The caller's list is never altered; pydantic-ai itself keeps what a history
+processor returns as the run's history.
 """
 
 from __future__ import annotations
@@ -23,17 +24,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from contextfold import _core
-from contextfold.compactor import Compactor
-from contextfold.conversation_key import remember
+from contextfold.compactor import CompactionResult, Compactor
+from contextfold.errors import CompactionError
 from contextfold.integrations.folding import refuse_recoverable
-from contextfold.summarize.base import SummaryRequest
-from contextfold.summarize.extractive import ExtractiveSummarizer
-from contextfold.summary_room import index_share, requests_of, with_index, with_requests, with_rules
 
 try:
     from pydantic_ai.messages import (
@@ -53,10 +49,6 @@ except ImportError as e:  # pragma: no cover - exercised only without pydantic-a
 __all__ = ["ContextFoldHistoryProcessor", "history_processor", "to_openai_messages"]
 
 log = logging.getLogger("contextfold.pydantic_ai")
-
-OPEN, CLOSE = _core.SUMMARY_MARKERS
-#: Share of the budget the summary may take (as the Compactor's default).
-SUMMARY_SHARE = 0.1
 
 
 def _text(content: Any) -> str:
@@ -106,22 +98,6 @@ class ContextFoldHistoryProcessor:
         self.compactions = 0
         self._lock = threading.Lock()
         self._last: tuple[list[ModelMessage], list[ModelMessage]] | None = None
-        # Hashes of the summary parts this processor wrote (the last 256: ``remember``).
-        self._written: OrderedDict[int, None] = OrderedDict()
-
-    def _previous(self, parts: Sequence[Any], at: int) -> str | None:
-        """The previous summary's text when part ``at`` of the first request is one this
-        processor wrote: by its hash, or where it puts one (the last part, after a user prompt
-        of the task's own) and marked as one; None otherwise (a task that merely opens with the
-        marker stays the task)."""
-        p = parts[at]
-        if not isinstance(p, UserPromptPart) or not isinstance(p.content, str) or not p.content.startswith(OPEN):
-            return None
-        placed = at == len(parts) - 1 and any(isinstance(q, UserPromptPart) for q in parts[:at]) \
-            and p.content.endswith(CLOSE)
-        if not placed and int(_core.summary_hash(p.content)) not in self._written:
-            return None
-        return p.content[len(OPEN): -len(CLOSE)].strip() if p.content.endswith(CLOSE) else p.content[len(OPEN):]
 
     def _continue(self, sent: list[ModelMessage]) -> list[ModelMessage]:
         with self._lock:
@@ -151,55 +127,151 @@ class ContextFoldHistoryProcessor:
         return folded
 
     def _fold(self, history: list[ModelMessage]) -> list[ModelMessage] | None:
-        c = self.compactor
-        head = history[0]
-        assert isinstance(head, ModelRequest)
-        previous = None
-        base_parts = []
-        for at, p in enumerate(head.parts):
-            said = self._previous(head.parts, at)
-            if said is not None:
-                previous = said
-            else:
-                base_parts.append(p)
-        cuts = [j for j in range(2, len(history)) if isinstance(history[j], ModelResponse)]
-        if not cuts:
-            return None
-        budget = c.budget
-        summary_tokens = max(256, min(int(budget * SUMMARY_SHARE), 4_000))
-        fixed = _core.request_overhead(provider=c.provider, model=c.model, tools=c.tools, system=c.system)  # type: ignore[arg-type]
-        fixed += sum(_core.estimate_each(to_openai_messages([head]), provider=c.provider, model=c.model))  # type: ignore[arg-type]
-        cut = cuts[-1]
-        for j in cuts:  # the earliest cut whose tail fits what the head and summary leave
-            tail = sum(_core.estimate_each(to_openai_messages(history[j:]), provider=c.provider, model=c.model))  # type: ignore[arg-type]
-            if fixed + summary_tokens + tail <= budget:
-                cut = j
-                break
-        span = to_openai_messages(history[1:cut])
-        # A model's summary is held to the fold's requests (they take their share first), its
-        # standing rules and the identifier index, as the Compactor holds it; the extractive
-        # digest writes them itself.
-        own = isinstance(c.summarizer, ExtractiveSummarizer)
-        requests, requests_tokens = ("", 0) if own else requests_of(
-            span, previous=previous, room=summary_tokens, provider=c.provider, model=c.model)
-        request = SummaryRequest(messages=span, provider="openai", model=c.model, previous_summary=previous,
-                                 instructions=c.instructions, max_tokens=summary_tokens if own else max(
-                                     summary_tokens // 2, summary_tokens - index_share(summary_tokens) - requests_tokens))
+        """``history`` compacted by the Compactor and written back as pydantic-ai messages; None
+        where it changed nothing or could not fit the budget (logged: the history is sent as
+        it is)."""
+        dicts, origin = _flatten(history)
         try:
-            text = c.summarizer.summarize(request).text.strip()
-        except Exception as e:  # noqa: BLE001 - any summarizer failure falls back, never drops
-            log.warning("summarizer failed (%s): extractive digest used", type(e).__name__)
-            text = ""
-        if not text:
-            text = ExtractiveSummarizer().summarize(dataclasses.replace(request, max_tokens=summary_tokens)).text.strip()
-        elif not own:
-            text = with_index(with_rules(with_requests(text, requests), span, previous=previous), span,
-                              provider=c.provider, model=c.model, previous=previous, room=summary_tokens)
-        content = f"{OPEN}\n{text}\n{CLOSE}"
-        with self._lock:
-            remember(self._written, int(_core.summary_hash(content)), None)
-        summary = UserPromptPart(content=content)
-        return [dataclasses.replace(head, parts=[*base_parts, summary]), *history[cut:]]
+            result = self.compactor.compact(dicts)
+        except CompactionError as e:
+            log.warning("compaction failed (%s): the history is sent as it is", e)
+            return None
+        if not result.changed:
+            return None
+        return _rebuild(history, dicts, origin, result)
+
+
+def _flatten(history: Sequence[ModelMessage]) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """The OpenAI chat messages of ``history`` and where each came from: (message index, part
+    index), the part index -1 for a response (one message each)."""
+    dicts: list[dict[str, Any]] = []
+    origin: list[tuple[int, int]] = []
+    for at, message in enumerate(history):
+        written = to_openai_messages([message])
+        dicts += written
+        if isinstance(message, ModelRequest):
+            origin += [(at, part) for part in range(len(written))]  # (one per part)
+        else:
+            origin += [(at, -1)] * len(written)
+    return dicts, origin
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return "" if content is None else str(content)
+
+
+def _same_slot(copy: dict[str, Any], source: dict[str, Any]) -> bool:
+    """Whether ``copy`` (a message of a compaction's output) is an edit of ``source``: the same
+    role and the same tool call ids."""
+    return copy.get("role") == source.get("role") and copy.get("tool_call_id") == source.get("tool_call_id") \
+        and [c.get("id") for c in copy.get("tool_calls") or ()] == [c.get("id") for c in source.get("tool_calls") or ()]
+
+
+def _aligned(dicts: list[dict[str, Any]], result: CompactionResult) -> list[tuple[int, dict[str, Any] | None]] | None:
+    """Each message of ``result`` as (index of the message of ``dicts`` it stands for, its edit
+    or None where it is that message unchanged); the summary message of its own as (-1, it).
+    None where the output cannot be read so (never seen: the history is then sent whole)."""
+    removed = set(result.removed)
+    kept = [i for i in range(len(dicts)) if i not in removed]
+    summary = result.summary or ""
+    extra = len(result.messages) - len(kept)  # 1: the summary is a message of its own
+    if extra not in (0, 1):
+        return None
+    out: list[tuple[int, dict[str, Any] | None]] = []
+    j = 0
+    for message in result.messages:
+        source = dicts[kept[j]] if j < len(kept) else None
+        if source is not None and message is source:
+            out.append((kept[j], None))
+            j += 1
+        elif extra and summary and summary in _text_of(message) and (
+                source is None or not _same_slot(message, source) or summary not in _text_of(source)):
+            out.append((-1, message))
+            extra = 0
+        elif source is not None and _same_slot(message, source):
+            out.append((kept[j], message))
+            j += 1
+        else:
+            return None
+    return out if j == len(kept) and extra == 0 else None
+
+
+def _edited_part(part: Any, edit: dict[str, Any]) -> Any:
+    """``part`` of a request carrying the text of ``edit`` (its message in a compaction's output)."""
+    return dataclasses.replace(part, content=_text_of(edit))
+
+
+def _edited_response(response: ModelResponse, edit: dict[str, Any]) -> ModelResponse:
+    """``response`` carrying ``edit``'s text (in its first text part, the others dropped) and its
+    calls' arguments; its other parts (thinking, built-in tools) as they were."""
+    text = _text_of(edit)
+    arguments = {c.get("id"): c.get("function", {}).get("arguments") for c in edit.get("tool_calls") or ()}
+    parts: list[Any] = []
+    wrote = False
+    for p in response.parts:
+        if isinstance(p, TextPart):
+            if not wrote and text:
+                parts.append(dataclasses.replace(p, content=text))
+            wrote = True
+        elif isinstance(p, ToolCallPart) and arguments.get(p.tool_call_id) is not None:
+            parts.append(dataclasses.replace(p, args=arguments[p.tool_call_id]))
+        else:
+            parts.append(p)
+    if not wrote and text:
+        parts.insert(0, TextPart(text))  # (a summary merged into a response that had no text)
+    return dataclasses.replace(response, parts=parts)
+
+
+def _rebuild(history: Sequence[ModelMessage], dicts: list[dict[str, Any]], origin: list[tuple[int, int]],
+             result: CompactionResult) -> list[ModelMessage] | None:
+    """``result`` (a compaction of ``dicts``, ``history`` flattened) as pydantic-ai messages: a
+    message left whole is the same object; the parts of consecutive requests go in one request."""
+    aligned = _aligned(dicts, result)
+    if aligned is None:
+        log.warning("the compacted history could not be written back as pydantic-ai messages: sent as it is")
+        return None
+    out: list[ModelMessage] = []
+    parts: list[tuple[int, int, Any, bool]] = []  # the request being gathered: (message, part, part, unchanged)
+
+    def flush() -> None:
+        if not parts:
+            return
+        first = parts[0][0]
+        sources = {m for m, _, _, _ in parts if m >= 0}
+        whole = len(sources) == 1 and first >= 0 and all(same for *_, same in parts) \
+            and [p for _, p, _, _ in parts] == list(range(len(history[first].parts)))
+        if whole:
+            out.append(history[first])
+        else:
+            base = next((history[m] for m, _, _, _ in parts if m >= 0), None)
+            written = [part for _, _, part, _ in parts]
+            out.append(dataclasses.replace(base, parts=written) if isinstance(base, ModelRequest)
+                       else ModelRequest(parts=written))
+        parts.clear()
+
+    for index, edit in aligned:
+        if index < 0:
+            assert edit is not None
+            if edit.get("role") == "assistant":
+                flush()
+                out.append(ModelResponse(parts=[TextPart(_text_of(edit))]))
+            else:
+                parts.append((-1, -1, UserPromptPart(_text_of(edit)), False))
+            continue
+        at, part = origin[index]
+        message = history[at]
+        if part < 0:
+            flush()
+            assert isinstance(message, ModelResponse)
+            out.append(message if edit is None else _edited_response(message, edit))
+        else:
+            source = message.parts[part]
+            parts.append((at, part, source if edit is None else _edited_part(source, edit), edit is None))
+    flush()
+    return out
 
 
 def history_processor(
