@@ -405,3 +405,21 @@ def test_the_pydantic_ai_history_processor_refuses_a_recoverable_compactor():
 
     with pytest.raises(ValueError, match="recall tool"):
         ContextFoldHistoryProcessor(cf.Compactor(budget=4_000, recoverable=True))
+
+
+def test_compacting_history_sends_a_history_that_cannot_fit_as_it_stands_and_warns(caplog):
+    from contextfold.integrations.folding import CompactingHistory
+
+    # The task and the last user turn alone are over the budget: CompactionBudgetError.
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Audit these. " + "Context of the audit. " * 800}]
+    for i in range(6):
+        history += [{"role": "assistant", "content": f"Step {i}: " + "noted. " * 100},
+                    {"role": "user", "content": f"Go on with step {i + 1}."}]
+    with pytest.raises(cf.CompactionBudgetError):
+        cf.Compactor(budget=2_000, trigger=3_000).compact(history)
+    h = CompactingHistory(cf.Compactor(budget=2_000, trigger=3_000))
+    with caplog.at_level("WARNING", logger="contextfold.integrations"):
+        assert h.compact(history) == history
+        assert asyncio.run(h.acompact(history)) == history
+    assert h.compactions == 0
+    assert sum("CompactionBudgetError" in r.getMessage() for r in caplog.records) == 2

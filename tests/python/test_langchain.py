@@ -307,3 +307,29 @@ def test_a_middleware_without_a_recoverable_compactor_registers_no_tool():
     assert ContextFoldMiddleware(trigger=("tokens", 8_000)).tools == []
     with pytest.raises(TypeError, match="recoverable"):
         ContextFoldMiddleware(cf.Compactor(budget=4_000), recoverable=True)
+
+
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_a_compaction_that_cannot_fit_sends_the_history_as_it_stands_and_warns(run, caplog):
+    # The task alone is over the budget: the Compactor raises CompactionBudgetError. The agent's
+    # run goes on (LangChain's own summarization never raises either), the model is sent the
+    # history as it stands, and the warning names the error.
+    @tool
+    def ping(host: str) -> str:
+        """Ping a host."""
+        return f"{host}: 64 bytes, time=0.05 ms"
+
+    script = [AIMessage(content="", tool_calls=[{"id": f"call_{i}", "name": "ping", "args": {"host": f"h{i}"}}])
+              for i in range(5)] + [AIMessage(content="Done.")]
+    model = RecordingFakeModel(messages=iter(script))
+    model.seen = []
+    mw = ContextFoldMiddleware(cf.Compactor(model="gpt-4o", budget=2_000, trigger=3_000), model="gpt-4o")
+    agent = create_agent(model=model, tools=[ping], middleware=[mw])
+    question = {"messages": [HumanMessage("Audit these. " + "Context of the audit. " * 800)]}
+    with caplog.at_level("WARNING", logger="contextfold.integrations"):
+        state = agent.invoke(question) if run == "invoke" else asyncio.run(agent.ainvoke(question))
+    assert state["messages"][-1].content == "Done."
+    assert len(model.seen[-1]) == len(state["messages"]) - 1  # sent whole
+    assert mw.compactions == 0
+    assert any("CompactionBudgetError" in r.getMessage() and "ContextFoldMiddleware" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]

@@ -11,20 +11,30 @@ One hook serves many conversations at once (threads, or coroutines awaiting an L
 and their requests may carry other system prompts and tools. Each request is compacted by a copy
 of the Compactor that counts its own (``BoundCompactors``): nothing one request sets is read by
 another's compaction in flight.
+
+A compaction that cannot be made (``CompactionError``: the system prompt, tools, task and last
+user turn alone over the budget, a broken tool pair) never fails the framework's call: the hook
+sends what it would have without it (the last compaction plus what was appended since) and logs
+a warning naming the error, as LangChain's own summarization does not raise either.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from contextfold.compactor import CompactionResult, Compactor
+from contextfold.errors import CompactionError
 from contextfold.session import Session
 
-__all__ = ["BoundCompactors", "CompactingHistory", "MAX_BOUND", "MAX_REMEMBERED", "refuse_recoverable"]
+__all__ = ["BoundCompactors", "CompactingHistory", "MAX_BOUND", "MAX_REMEMBERED", "not_compacted",
+           "refuse_recoverable"]
+
+log = logging.getLogger("contextfold.integrations")
 
 #: Conversations whose latest compaction is remembered (one hook may serve many); the least
 #: recently used is forgotten first.
@@ -66,6 +76,11 @@ class BoundCompactors:
             self._bound.insert(0, (system, listed, c))
             del self._bound[MAX_BOUND:]
             return c
+
+
+def not_compacted(error: CompactionError, hook: str) -> None:
+    """Log that ``hook`` sends a history uncompacted because of ``error``."""
+    log.warning("%s: history sent without compacting it: %s: %s", hook, type(error).__name__, error)
 
 
 def refuse_recoverable(compactor: Compactor, hook: str) -> None:
@@ -132,7 +147,11 @@ class CompactingHistory:
         key, effective = self._continue(sent)
         if not c.should_compact(effective):
             return effective
-        result = c.compact(effective)
+        try:
+            result = c.compact(effective)
+        except CompactionError as e:
+            not_compacted(e, "CompactingHistory")
+            return effective
         return self._remember(key, sent, result) if result.changed else effective
 
     async def acompact(self, messages: Sequence[Any], *, system: Any = ..., tools: Any = ...) -> list[Any]:
@@ -142,7 +161,11 @@ class CompactingHistory:
         key, effective = self._continue(sent)
         if not c.should_compact(effective):
             return effective
-        result = await c.compact_async(effective)
+        try:
+            result = await c.compact_async(effective)
+        except CompactionError as e:
+            not_compacted(e, "CompactingHistory")
+            return effective
         return self._remember(key, sent, result) if result.changed else effective
 
 

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import contextfold
 from contextfold.compactor import Compactor
-from contextfold.integrations.folding import BoundCompactors
+from contextfold.errors import CompactionError
+from contextfold.integrations.folding import BoundCompactors, not_compacted
 from contextfold.recall import RECALL_TOOL, recall_tool
 
 try:
@@ -278,13 +279,24 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
 
     @staticmethod
     def _run(c: Any, effective: list[Any]) -> Any:
+        # (A compaction that cannot be made sends the history as it stands: ``folding``.)
         compact = getattr(c, "compact", None)
-        return compact(effective) if callable(compact) else c(effective)
+        try:
+            return compact(effective) if callable(compact) else c(effective)
+        except CompactionError as e:
+            not_compacted(e, "ContextFoldMiddleware")
+            return effective
 
     @staticmethod
     async def _arun(c: Any, effective: list[Any]) -> Any:
         compact_async = getattr(c, "compact_async", None)
-        return await compact_async(effective) if callable(compact_async) else ContextFoldMiddleware._run(c, effective)
+        if not callable(compact_async):
+            return ContextFoldMiddleware._run(c, effective)
+        try:
+            return await compact_async(effective)
+        except CompactionError as e:
+            not_compacted(e, "ContextFoldMiddleware")
+            return effective
 
     # -- recall --------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from contextfold.compactor import CompactionResult, Compactor
 from contextfold.errors import CompactionError
-from contextfold.integrations.folding import refuse_recoverable
+from contextfold.integrations.folding import not_compacted, refuse_recoverable
 
 try:
     from pydantic_ai.messages import (
@@ -134,7 +134,7 @@ class ContextFoldHistoryProcessor:
         try:
             result = self.compactor.compact(dicts)
         except CompactionError as e:
-            log.warning("compaction failed (%s): the history is sent as it is", e)
+            not_compacted(e, "the pydantic-ai history processor")
             return None
         if not result.changed:
             return None
