@@ -29,7 +29,7 @@ from contextfold.compactor_config import CompactorConfig, parse_keep
 from contextfold.content_store import ContentStore
 from contextfold.conversation_key import conversation_key, remember
 from contextfold.cost import Prices
-from contextfold.degrade import bare_history, budget_error, degrade, floor_tokens, liftable
+from contextfold.degrade import bare_history, budget_error, cut_in_place, degrade, floor_tokens, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.compaction_run import CompactionRun, Draft
 from contextfold.errors import CompactionBudgetError, CompactionError
@@ -719,6 +719,12 @@ class Compactor(RecoverableFolds):
                 if bare is not None:
                     return bare
                 raise self._budget_error(run, run.msgs, run.plan)
+            if run.before > run.effective:
+                # Nothing to fold (too short, or the protected tail covers it) and over the
+                # budget: cut inside rather than return the history over it.
+                cut = self._cut_in_place(run)
+                if cut is not None:
+                    return cut
             if self.strategy == "hybrid":
                 r = self._masked(run)
                 if r is not None:
@@ -854,6 +860,50 @@ class Compactor(RecoverableFolds):
                     f"(less than min_free_share={self.min_free_share}); should_compact stays False "
                     f"until the history reaches {below} tokens")
         return None
+
+    def _cut_in_place(self, run: CompactionRun) -> CompactionResult | None:
+        """A history with nothing to fold but over the budget, with the middle of its largest
+        messages cut until it fits (``degrade.cut_in_place``), checked; None where the system
+        prompt, tools, task and last user turn alone miss the budget or the cuts cannot make it
+        fit (the history is then returned as it was, saying why)."""
+        msgs = run.msgs
+        if floor_tokens(msgs, self._estimate_kw(run.fmt)) > run.effective:
+            return None
+        notes: list[str] = []
+        done = cut_in_place(msgs, head_end=int(run.plan["head_end"]), budget=run.effective,
+                            check=lambda out: run.verified(out, [], run.effective), store=self.store,
+                            provider=self.provider, model=self.model, recoverable=self.recoverable, notes=notes)
+        if done is None:
+            return None
+        out, tokens, made = done
+        run.notes.extend(notes)
+        # What the cuts freed beyond the budget goes back, the newest cut first (a cut aims at
+        # what is over; the marker of a message cut whole, and the estimate's drift, can make
+        # a second cut that frees more than was left).
+        edits: list[Any] = [(*edit, saved) for edit, saved in made]
+
+        def assemble(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
+            built = apply_edits(msgs, kept) if kept else list(msgs)
+            return (built, *run.verified(built, [], run.effective))
+        restored = restore_tail(msgs, list(edits), assemble, tokens=tokens, budget=run.effective, store=self.store,
+                                provider=self.provider, model=self.model, notes=run.notes, why="the cuts left room",
+                                where="", recoverable=self.recoverable)
+        if restored is not None:
+            out, tokens, _ = restored
+        if (why := self._worth_it(run, tokens)) is not None:
+            return run.unchanged(why)
+        # The messages still cut (one given back may be cut less, at the same place).
+        still = [e for e in edits if out[int(e[0])] is not msgs[int(e[0])]]
+        self._after_compaction(run, min(int(e[0]) for e in still))
+        before = _core.estimate_each([msgs[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
+        after = _core.estimate_each([out[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
+        # (A cut of a message's own text is a "content" edit; one inside a block, of that block.)
+        pruned = tuple(Pruned(int(e[0]), "content" if len(e[1]) == 1 else "result_block",
+                              e[1][1] if len(e[1]) > 1 and isinstance(e[1][1], int) else 0, max(0, int(b - a)))
+                       for e, b, a in zip(still, before, after, strict=True))
+        return CompactionResult(
+            messages=out, summary=None, tokens_before=run.before, tokens_after=tokens, removed=(), pruned=pruned,
+            strategy_used="mask", fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
 
     def _masked(self, run: CompactionRun) -> CompactionResult | None:
         """The history with the plan's mask edits applied, checked; None when there is nothing

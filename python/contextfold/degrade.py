@@ -22,6 +22,10 @@ tail. Then, in order:
 
 Only when the system prompt, the tools, the task and the last user turn alone exceed the
 budget is ``CompactionBudgetError`` raised, saying by how much (``budget_error``).
+
+A history with nothing to fold (too short, or its protected tail covers it) that is over the
+budget takes step 2 alone (``cut_in_place``): the middle of its largest messages cut until it
+fits, never the head, the task, the last user turn, a standing rule or a summary.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from contextfold.errors import CompactionBudgetError
 from contextfold.prune import _copy, apply_edits
 from contextfold.summary_message import summary_message
 
-__all__ = ["budget_error", "degrade", "floor_tokens"]
+__all__ = ["budget_error", "cut_in_place", "degrade", "floor_tokens"]
 
 #: How many messages step 2 cuts at most.
 MAX_CUTS = 6
@@ -131,20 +135,7 @@ def degrade(
         free = need + min(extra, max(0, costs[i] - need) // 2)
         # The text's estimate and the message's price differ a little: aim below the overflow.
         keep = max(16, int((costs[i] - free) * CUT_MARGIN) - 32)
-        best: tuple[Any, list[Any]] | None = None
-        aim, price = keep, costs[i]
-        for _ in range(4):
-            # Cut from the message as it is, re-aimed until its price meets the target (the
-            # text's estimate and the message's price differ by a few percent).
-            cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model,  # type: ignore[arg-type]
-                                   recoverable=recoverable)
-            if cut is None:
-                break
-            best = (cut, apply_edits(msgs, [cut[0]]))
-            price = _core.estimate_each([best[1][i]], provider=provider, model=model)[0]  # type: ignore[arg-type]
-            if price <= keep or aim <= 16:
-                break
-            aim = max(16, aim * keep // price - 8)
+        best, price = _aimed_cut(msgs, i, keep, costs[i], provider=provider, model=model, recoverable=recoverable)
         tried.add(i)
         if best is None or costs[i] - price < MIN_CUT_GAIN_TOKENS:
             # A short message's placeholder costs about what it held: cutting it frees nothing
@@ -170,6 +161,81 @@ def degrade(
                 notes.append(f"degraded: the summary gets only the {room} tokens left under the budget")
                 plan = small
     return msgs, plan
+
+
+def _aimed_cut(msgs: list[Any], i: int, keep: int, cost: int, *, provider: str, model: str | None,
+               recoverable: bool) -> tuple[tuple[Any, list[Any]] | None, int]:
+    """Message ``i`` (``cost`` tokens) with its middle cut to about ``keep`` tokens: ``((the
+    core's cut: edit, fold id, whole text), the history with it), its price)``, or ``(None,
+    cost)`` where the message has nothing to cut."""
+    best: tuple[Any, list[Any]] | None = None
+    aim, price = keep, cost
+    for _ in range(4):
+        # Cut from the message as it is, re-aimed until its price meets the target (the text's
+        # estimate and the message's price differ by a few percent).
+        cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model,  # type: ignore[arg-type]
+                               recoverable=recoverable)
+        if cut is None:
+            break
+        best = (cut, apply_edits(msgs, [cut[0]]))
+        price = _core.estimate_each([best[1][i]], provider=provider, model=model)[0]  # type: ignore[arg-type]
+        if price <= keep or aim <= 16:
+            break
+        aim = max(16, aim * keep // price - 8)
+    return best, price
+
+
+def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
+                 check: Callable[[list[Any]], tuple[int, list[tuple[str, int, str]]]], store: ContentStore,
+                 provider: str, model: str | None, recoverable: bool,
+                 notes: list[str]) -> tuple[list[Any], int, list[tuple[Any, int]]] | None:
+    """A history with nothing to fold (too short, or its protected tail covers it) that is over
+    ``budget``: the middle of its largest messages cut, the largest first, until ``check``
+    passes at the budget (never a message of the head, the task or the last user turn, nor one
+    that states a standing rule or carries a summary: a cut summary loses the rules and requests
+    it holds; each cut's head and end kept, its text stored under the fold id its marker names,
+    each noted).
+    ``(messages, tokens, [(edit, tokens saved)])``, or None where the cuts cannot make it fit
+    (or the check finds anything but the budget wrong)."""
+    task, last_user, _ = _core.tail_floor(msgs)
+    keep_whole = {i for i in (task, last_user) if i is not None} | set(range(head_end))
+    out, made, tried = list(msgs), [], set()
+    tokens, failures = check(out)
+    for _ in range(MAX_CUTS):
+        if not failures or any(k != "over_budget" for k, _, _ in failures):
+            break
+        costs = _core.estimate_each(out, provider=provider, model=model)  # type: ignore[arg-type]
+        candidates = sorted((i for i in range(len(out)) if i not in keep_whole and i not in tried),
+                            key=lambda i: -costs[i])
+        if not candidates:
+            break
+        i = candidates[0]
+        tried.add(i)
+        if _holds_rules(out[i]):
+            continue
+        keep = max(16, int((costs[i] - (tokens - budget)) * CUT_MARGIN) - 32)
+        best, price = _aimed_cut(out, i, keep, costs[i], provider=provider, model=model, recoverable=recoverable)
+        if best is None or costs[i] - price < MIN_CUT_GAIN_TOKENS:
+            continue
+        (edit, fold_id, whole), out = best
+        store.put(fold_id, whole)
+        made.append((edit, max(0, costs[i] - int(price))))
+        notes.append(f"nothing to fold, over the budget: cut the middle of message {i} (~{costs[i]} -> "
+                     f"~{price} tokens; id={fold_id} restores it)")
+        tokens, failures = check(out)
+    return (out, tokens, made) if made and not failures else None
+
+
+def _holds_rules(message: Any) -> bool:
+    """Whether ``message`` states a standing rule or carries a summary (the markers the library
+    writes around one): cutting its middle could drop what no later step gets back."""
+    if _core.standing_rules([message], previous=None):
+        return True
+    try:
+        text = json.dumps(message, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = str(message)
+    return _core.SUMMARY_MARKERS[0] in text
 
 
 def _role(m: Any) -> str | None:

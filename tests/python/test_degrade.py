@@ -344,3 +344,50 @@ def test_a_carried_summary_is_not_squeezed_beside_a_long_last_observation() -> N
     used = [(budget - (room - size)) / budget for size, room in zip(s.sizes, s.rooms, strict=True)]
     assert min(used) >= 0.9, used
     assert any(any("degraded: cut the middle of message" in n for n in notes) for notes in s.notes), s.notes
+
+
+def _nothing_to_fold(fmt: str) -> list[dict]:
+    """A short history with nothing to fold (the protected tail covers it all): the task and two
+    tool rounds with large outputs (an agent's first steps)."""
+    log = "".join(f"[{k:05d}] compiling module_{k}.c ... ok\n" for k in range(700))
+    msgs = [{"role": "user", "content": "Build the project and tell me what failed."}]
+    for k in range(2):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{k}", "type": "function", "function": {"name": "run", "arguments": f'{{"step": {k}}}'}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"call_{k}", "content": f"step {k}\n{log}error: step {k} failed\n"})
+    return convert(msgs, fmt)[0]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_history_with_nothing_to_fold_is_cut_inside_rather_than_returned_over_the_budget(fmt):
+    # Before: "nothing to fold" came back unchanged at twice the budget. Now the largest
+    # messages (never the task or the last user turn) have their middle cut, recoverably.
+    msgs = _nothing_to_fold(fmt)
+    snap = copy.deepcopy(msgs)
+    kw = dict(provider=PROVIDER[fmt])
+    before = cf.estimate(msgs, **kw)
+    budget = before // 2
+    c = cf.Compactor(budget=budget, wire_format=fmt, recoverable=True, **kw)
+    r = c.compact(msgs)
+    assert msgs == snap
+    assert r.strategy_used == "mask" and r.tokens_after <= budget < before, (r.reason, r.notes)
+    assert shape_problems(r.messages, fmt) == []
+    assert cf.estimate(r.messages, tools=r.tools, **kw) <= budget
+    notes = [n for n in r.notes if n.startswith("nothing to fold, over the budget: cut the middle")]
+    assert notes and len(r.pruned) == len(notes)
+    # The older output (the larger, on a tie) is cut to its marker, the newer keeps its head
+    # and end; each id gives the original back; what the cuts freed beyond the budget went back.
+    text = json.dumps(r.messages)
+    assert "step 1" in text and "error: step 1 failed" in text
+    assert r.tokens_after >= 0.8 * budget, (r.tokens_after, budget)
+    for fold_id in re.findall(r"id=(cf[0-9a-f]{12})", " ".join(notes)):
+        assert "compiling module_" in c.recall(fold_id)
+    # The task (here also the last user turn) verbatim, and the first output (the largest) cut.
+    assert json.dumps(msgs[0]) == json.dumps(r.messages[0])
+
+
+def test_a_history_with_nothing_to_fold_whose_floor_misses_the_budget_comes_back_as_it_was():
+    msgs = _nothing_to_fold("chat")
+    r = cf.Compactor(budget=40).compact(msgs)
+    assert not r.changed and r.reason.startswith(("nothing to fold", "too short")), r.reason
+    assert r.messages == msgs
