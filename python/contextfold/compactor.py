@@ -876,7 +876,6 @@ class Compactor(RecoverableFolds):
         if done is None:
             return None
         out, tokens, made = done
-        run.notes.extend(notes)
         # What the cuts freed beyond the budget goes back, the newest cut first (a cut aims at
         # what is over; the marker of a message cut whole, and the estimate's drift, can make
         # a second cut that frees more than was left).
@@ -886,14 +885,17 @@ class Compactor(RecoverableFolds):
             built = apply_edits(msgs, kept) if kept else list(msgs)
             return (built, *run.verified(built, [], run.effective))
         restored = restore_tail(msgs, list(edits), assemble, tokens=tokens, budget=run.effective, store=self.store,
-                                provider=self.provider, model=self.model, notes=run.notes, why="the cuts left room",
+                                provider=self.provider, model=self.model, notes=notes, why="the cuts left room",
                                 where="", recoverable=self.recoverable)
         if restored is not None:
             out, tokens, _ = restored
-        if (why := self._worth_it(run, tokens)) is not None:
-            return run.unchanged(why)
         # The messages still cut (one given back may be cut less, at the same place).
         still = [e for e in edits if out[int(e[0])] is not msgs[int(e[0])]]
+        if not still:
+            return None
+        if (why := self._worth_it(run, tokens)) is not None:
+            return run.unchanged(why)
+        run.notes.extend(notes)
         self._after_compaction(run, min(int(e[0]) for e in still))
         before = _core.estimate_each([msgs[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
         after = _core.estimate_each([out[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
