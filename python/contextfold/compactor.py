@@ -40,7 +40,7 @@ from contextfold.panic_guard import no_panic
 from contextfold.prune import _copy, apply_edits
 from contextfold.recoverable import MAX_ROUND_SHARE, MIN_RECALL_PAGE_TOKENS, RecallRound, RecoverableFolds
 from contextfold.session import MAX_SUMMARY_HASHES, Session
-from contextfold.summarize.base import SummaryRequest, SummaryResult
+from contextfold.summarize.base import SummaryRequest, SummaryResult, utf8_text
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_message import summary_message
@@ -576,10 +576,13 @@ class Compactor(RecoverableFolds):
     def _checked(self, out: Any, req: SummaryRequest) -> SummaryResult:
         """A summarizer's answer as a SummaryResult: a str is the summary's text; anything but a
         SummaryResult with str text falls back to the extractive digest, the error recorded."""
+        # (A lone surrogate in the text, a model's reply cut mid-emoji, becomes U+FFFD: the core
+        # reads the summary as UTF-8 and raised a bare UnicodeEncodeError out of compact.)
         if isinstance(out, str):
-            return SummaryResult(text=out)
+            return SummaryResult(text=utf8_text(out))
         if isinstance(out, SummaryResult) and isinstance(out.text, str):
-            return out
+            text = utf8_text(out.text)
+            return out if text is out.text else dataclasses.replace(out, text=text)
         what = f"SummaryResult with text of type {type(out.text).__name__}" if isinstance(out, SummaryResult) else type(out).__name__
         return self._fell_back(req, f"summarizer returned {what}, expected a SummaryResult or a str")
 

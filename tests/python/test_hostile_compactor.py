@@ -375,3 +375,29 @@ def test_a_head_holding_a_lone_surrogate_compacts_and_files_its_span(store):
     r = c.compact(msgs)
     assert r.strategy_used == "summarize" and msgs == before
     assert len(c.sources.filed()) == 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_summary_holding_a_lone_surrogate_compacts_with_u_fffd_in_its_place(mode):
+    # (A summarizer's text is read by the core as UTF-8, which has no form for a lone surrogate:
+    # a reply cut mid-emoji raised a bare UnicodeEncodeError out of compact. Pinned through the
+    # SDKs in test_hostile_llm.py.)
+    import asyncio
+
+    c = cf.Compactor(budget=2500, strategy="summarize", summarizer=Returns("the agent ran tests \ud83d then \udc00"))
+    h = _long_chat()
+    r = c.compact(h) if mode == "sync" else asyncio.run(c.compact_async(h))
+    assert r.strategy_used == "summarize" and not r.fallback_used
+    assert r.summary == "the agent ran tests \ufffd then \ufffd"
+    json.dumps(r.messages, ensure_ascii=False).encode("utf-8")
+
+
+def test_instructions_holding_a_lone_surrogate_reach_the_digest_as_u_fffd():
+    # (The extractive digest, every summarizer's fallback, read them as UTF-8 and raised a bare
+    # UnicodeEncodeError, from compact and from a SummaryRequest given to it directly.)
+    h = _long_chat()
+    r = cf.Compactor(budget=2500, strategy="summarize", instructions="keep the \ud800 paths").compact(h)
+    assert r.strategy_used == "summarize" and r.summary
+    req = cf.SummaryRequest(h[1:5], "openai", previous_summary="earlier \udfff summary", instructions="focus \ud800")
+    assert req.instructions == "focus \ufffd" and req.previous_summary == "earlier \ufffd summary"
+    assert cf.ExtractiveSummarizer().summarize(req).text

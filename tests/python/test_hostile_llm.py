@@ -186,3 +186,28 @@ def test_sync_summarizer_calls_run_on_a_bounded_pool_of_contextfold_s_own():
     asyncio.run(main())
     assert seen and all(n.startswith("contextfold-summarize") for n in seen)
     assert MAX_WORKERS >= 1
+
+
+# -- a reply cut mid-emoji ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_model_reply_with_a_lone_surrogate_compacts_with_u_fffd_in_its_place(kind, mode):
+    # The reply's JSON holds "\ud83d" (half of an emoji's pair, as a server that cut its text
+    # mid-pair sends it): the SDK decodes it to a lone surrogate, which the core cannot read as
+    # UTF-8 (was: a bare UnicodeEncodeError out of compact / compact_async).
+    from test_llm_summarizer import TEMPLATE
+
+    reply = recorded(CHAT_OK if kind == "openai" else ANTHROPIC_OK, text=TEMPLATE + "\nDone \ud83d")
+    h = _history()
+    before = json.dumps(h)
+    with ReplayServer(reply) as server:
+        s = LLMSummarizer(_client(kind, server.url, mode == "async"), "gpt-4o-mini", max_retries=0, timeout=10.0,
+                          context_window=128_000)
+        c = cf.Compactor(budget=1500, strategy="summarize", summarizer=s)
+        r = c.compact(h) if mode == "sync" else asyncio.run(c.compact_async(h))
+    assert json.dumps(h) == before
+    assert r.strategy_used == "summarize" and not r.fallback_used
+    assert "Done \ufffd" in r.summary
+    json.dumps(r.messages, ensure_ascii=False).encode("utf-8")

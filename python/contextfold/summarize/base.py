@@ -6,7 +6,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Summarizer", "SummaryRequest", "SummaryResult"]
+__all__ = ["Summarizer", "SummaryRequest", "SummaryResult", "utf8_text"]
+
+
+def utf8_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (a split pair joined): the core reads
+    a text argument as UTF-8, which has no form for one. A model's reply cut mid-emoji arrives
+    so (a JSON ``\\ud83d`` escape decodes to a lone surrogate), as may a caller's string."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +42,14 @@ class SummaryRequest:
     instructions: str | None = None
     max_tokens: int = 2_000
     read_cache: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Every summarizer hands these texts to the core (the extractive digest, every one's
+        # fallback, directly): a lone surrogate in them raised a bare UnicodeEncodeError there.
+        for name in ("previous_summary", "instructions"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, utf8_text(value))
 
 
 @dataclass(frozen=True, slots=True)
