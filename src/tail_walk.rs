@@ -5,7 +5,7 @@
 //! hammer. The tail is chosen by a token budget, not a message count (ten messages can be 100
 //! tokens or 100k), and a cut never separates a tool call from its results.
 
-use crate::message::Message;
+use crate::message::{Message, Role};
 
 /// Where the tail may begin: `ok[i]` is true when starting the tail (or ending the summarized
 /// middle) at message `i` separates no tool call from one of its results, and no reasoning
@@ -17,10 +17,18 @@ pub fn legal_cuts(msgs: &[Message<'_>]) -> Vec<bool> {
     let mut call_at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (i, m) in msgs.iter().enumerate() {
         // A Responses reasoning item is accepted only with the item it precedes: a head, a
-        // pinned group or a tail that ends or opens between the two would send it alone.
+        // pinned group or a tail that ends or opens between the two would send it alone. And
+        // every output item of its response after it (a preamble message, then function calls:
+        // the run of assistant items up to the next input) is accepted only with it: OpenAI
+        // refuses "Item 'fc_..' of type 'function_call' was provided without its required
+        // 'reasoning' item", so no cut falls inside that run either.
         if m.is_reasoning_item() && i + 1 < n {
+            let mut end = i + 1;
+            while end + 1 < n && msgs[end + 1].role == Role::Assistant {
+                end += 1;
+            }
             forbid[i + 1] += 1;
-            forbid[i + 2] -= 1;
+            forbid[end + 1] -= 1;
         }
         for id in m.result_ids() {
             if let Some(&c) = call_at.get(id) {
@@ -216,6 +224,27 @@ mod tests {
         assert_eq!(
             legal_cuts(&msgs),
             [true, true, false, false, true, false, false, true, true]
+        );
+    }
+
+    #[test]
+    fn a_reasoning_item_stays_with_every_output_item_of_its_response() {
+        // gpt-5 with a preamble: reasoning, a message, then the call. A tail opening at the call
+        // sent it without its reasoning item (OpenAI: 400, "provided without its required
+        // 'reasoning' item").
+        let h = serde_json::json!([
+            {"role": "user", "content": "task"},
+            {"type": "reasoning", "id": "rs_0", "summary": [], "encrypted_content": "gAAA"},
+            {"type": "message", "id": "msg_0", "role": "assistant", "content": [{"type": "output_text", "text": "Let me look."}]},
+            {"type": "function_call", "id": "fc_0", "call_id": "c0", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c0", "output": "ok"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+            {"role": "user", "content": "next"}
+        ]);
+        let msgs = crate::wire::read_history(&&h).expect("readable");
+        assert_eq!(
+            legal_cuts(&msgs),
+            [true, true, false, false, false, true, true, true]
         );
     }
 

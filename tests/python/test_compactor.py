@@ -364,9 +364,45 @@ def test_a_kept_reasoning_item_keeps_the_item_it_precedes():
             assert any(m is h[i] for m in r.messages) and any(m is h[i + 1] for m in r.messages), kw
 
 
+def preamble_loop(turns: int = 6) -> list[dict]:
+    """Responses items of gpt-5 with preambles: each turn's reasoning, a message saying what it
+    will do, then the call (all three items of one response), then the call's output."""
+    h: list[dict] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix it. " * 40}]}]
+    for t in range(turns):
+        h.append({"type": "reasoning", "id": f"rs_{t}", "summary": [], "encrypted_content": "gAAAA" + "x" * 400})
+        h.append({"type": "message", "role": "assistant", "id": f"msg_{t}", "status": "completed",
+                  "content": [{"type": "output_text", "text": f"Let me look at part {t}. " * 30, "annotations": []}]})
+        h.append({"type": "function_call", "id": f"fc_{t}", "call_id": f"call_{t}", "name": "bash",
+                  "arguments": json.dumps({"cmd": f"cat part{t}.py"}), "status": "completed"})
+        h.append({"type": "function_call_output", "call_id": f"call_{t}", "output": f"line {t}\n" * 150})
+    return h
+
+
+def test_a_call_after_a_preamble_message_keeps_the_reasoning_item_of_its_response():
+    # OpenAI refuses a function_call item without the reasoning item of its response ("Item
+    # 'fc_..' of type 'function_call' was provided without its required 'reasoning' item"). A tail
+    # opening between the preamble message and the call sent it so: 17 of the 162 compactions
+    # below (budgets 600..5,900 by 100, three strategies).
+    h = preamble_loop()
+    compacted = 0
+    for budget in range(600, 6000, 100):
+        for strategy in ("summarize", "hybrid", "mask"):
+            try:
+                r = cf.Compactor(budget=budget, strategy=strategy).compact(h)
+            except cf.CompactionError:
+                continue
+            ids = {m.get("id") for m in r.messages}
+            compacted += r.strategy_used is not None
+            for m in r.messages:
+                if m.get("type") == "function_call":
+                    assert "rs_" + m["id"][3:] in ids, (budget, strategy, m["id"])
+            assert shape_problems(r.messages, "responses") == [], (budget, strategy)
+    assert compacted > 100, compacted
+
+
 def test_recorded_responses_reasoning_stays_with_its_item_wherever_the_head_ends():
     # The Responses requests pydantic-ai recorded with reasoning items, the head ending on each.
-    seen = 0
+    seen = over = 0
     for rq in load_requests(LOCAL, with_usage=False):
         items = rq.messages
         if rq.api != "responses" or not any(isinstance(m, dict) and m.get("type") == "reasoning" for m in items):
@@ -379,11 +415,15 @@ def test_recorded_responses_reasoning_stays_with_its_item_wherever_the_head_ends
                 r = cf.Compactor(budget=max(200, before // 2), strategy="summarize", wire_format="responses",
                                  protect_first_n=i + 1, min_tail=1).compact(items)
             except cf.CompactionBudgetError:
+                over += 1
                 continue
             assert shape_problems(r.messages, "responses") == [], (rq.source, i)
             seen += 1
-    # (The bundled subset holds 9 such requests, one reasoning item each; all 9 compact.)
-    assert seen >= 9, seen
+    # (The bundled subset holds 9 such requests, one reasoning item each: 6 compact. In the 3
+    # others the head holds the whole response of its reasoning item (reasoning, tool search,
+    # its output, a function call, which needs that reasoning item) and costs more than their
+    # budget of 200 tokens.)
+    assert seen >= 6 and seen + over >= 9, (seen, over)
 
 
 def agents_sdk_items(turns: int, big_from: int) -> list[dict]:
