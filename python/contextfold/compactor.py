@@ -44,9 +44,9 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult, utf8_text
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_message import summary_message
-from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_at, index_share, neutralize_markers,
-                                     requests_of, stable_room, summary_room, trim_index, with_index, with_requests,
-                                     with_rules)
+from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_at, index_share, inner_index_demoted,
+                                     neutralize_markers, requests_of, stable_room, summary_room, trim_index, with_index,
+                                     with_requests, with_rules)
 from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail, span_words
 
 __all__ = [
@@ -1056,6 +1056,10 @@ class Compactor(RecoverableFolds):
             read_cache=run.read,
         )
         text, native, fallback = yield from self._summary_text(run, request)
+        if not own_index and not native:
+            # (A model's index heading mid-summary would be taken for the index: see
+            # inner_index_demoted.)
+            text = inner_index_demoted(text)
         whole_room = False
         if fallback and not own_index and not native and index_at(text) >= 0:
             # The model failed and the extractive digest stood in, written in the model's share:

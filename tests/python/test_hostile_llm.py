@@ -211,3 +211,39 @@ def test_a_model_reply_with_a_lone_surrogate_compacts_with_u_fffd_in_its_place(k
     assert r.strategy_used == "summarize" and not r.fallback_used
     assert "Done \ufffd" in r.summary
     json.dumps(r.messages, ensure_ascii=False).encode("utf-8")
+
+
+# -- a model that writes the library's index heading mid-summary -----------------------------------------
+
+
+def test_an_index_heading_the_model_writes_mid_summary_cuts_nothing_from_the_next_prompt():
+    # The model copies "## Identifier index" (seen in a recalled fold, say) before its last
+    # sections. Taken for the summary's index, it kept the real index from being appended, and
+    # the next compaction showed the model the previous summary cut there: without its open
+    # tasks, next step and the user's requests.
+    from test_llm_summarizer import TEMPLATE
+
+    from contextfold.summary_room import index_at
+
+    fake = TEMPLATE.replace("## Open tasks", "## Identifier index\n- src/dates.py\n\n## Open tasks")
+
+    def turns(first: int, n: int) -> list[dict]:
+        h: list[dict] = []
+        for t in range(first, first + n):
+            h.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{t}", "type": "function",
+                      "function": {"name": "run", "arguments": json.dumps({"path": f"src/mod_{t}.py"})}}]})
+            h += [{"role": "tool", "tool_call_id": f"call_{t}", "content": f"output {t} " * 150},
+                  {"role": "assistant", "content": f"step {t} done"}, {"role": "user", "content": f"go on {t}"}]
+        return h
+
+    with ReplayServer(recorded(CHAT_OK, text=fake), recorded(CHAT_OK, text=TEMPLATE)) as server:
+        s = LLMSummarizer(_client("openai", server.url, False), "gpt-4o-mini", max_retries=0, timeout=10.0,
+                          context_window=128_000)
+        c = cf.Compactor(budget=2500, strategy="summarize", summarizer=s)
+        first = c.compact([{"role": "user", "content": "task: fix src/dates.py " * 20}, *turns(0, 12)])
+        assert index_at(first.summary) > first.summary.index("## Next step")  # the real index, last
+        c.compact(first.messages + turns(12, 12))
+        prompt = server.requests[1].body["messages"][-1]["content"]
+    previous = prompt.split("<previous_summary>")[1].split("</previous_summary>")[0]
+    for kept in ("## Open tasks", "Run the whole suite.", "## Next step", "## User requests"):
+        assert kept in previous, kept
