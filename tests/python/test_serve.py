@@ -810,3 +810,40 @@ def test_serve_refuses_an_out_of_range_or_mistyped_option_with_exit_2_and_one_li
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert says in err
+
+
+def test_a_replica_finds_a_conversation_s_fold_while_others_with_its_system_prompt_folded_since():
+    # Chat apps send one system prompt in every conversation. The fold index was keyed by the
+    # first message alone, so the folds of the other conversations pushed this one's out of the
+    # index (four deep: 16, 17, 14, 13 where this one's was 11) and a replica that had not seen
+    # it folded it anew. The index is now keyed through the first user turn.
+    from contextfold.serve.apis import API_BY_NAME
+    from contextfold.serve.folding import Folder
+
+    route = API_BY_NAME["chat"]
+    convs = [c for c in load_conversations(LOCAL, "tau-bench-airline")
+             if cf.estimate(c["messages"], tools=c["tools"], model="gpt-4o") > 5_000]
+    assert len(convs) >= 12 and len({json.dumps(c["messages"][0]) for c in convs}) == 1  # one system prompt
+    cache = MemoryFoldCache()
+    config = ServeConfig(budget=3_800, trigger=4_200)
+
+    def fold_of(folder: Folder, conv: dict[str, Any], upto: int | None = None) -> tuple[Any, int]:
+        """Feeds ``conv`` turn by turn through ``folder`` up to its first compaction (or to
+        ``upto`` messages): the last outcome and where it stopped."""
+        msgs = conv["messages"]
+        for end in (upto,) if upto else turns(msgs):
+            raw = json.dumps({"model": "gpt-4o", "messages": msgs[:end], "tools": conv["tools"]}).encode()
+            out = folder.fast(route, raw, "gpt-4o") or folder.slow(route, raw, "gpt-4o")
+            if upto or out.compacted:
+                return out, end
+        pytest.fail("no compaction")
+
+    first = Folder(config, cache)
+    made, at = fold_of(first, convs[0])
+    for other in convs[1:]:
+        fold_of(first, other)
+    later = [m for m in turns(convs[0]["messages"]) if m > at]
+    replica = Folder(config, cache)  # never saw the conversation; shares the cache
+    out, _ = fold_of(replica, convs[0], upto=later[0])
+    assert not out.compacted and out.fold == "reused", (out.fold, out.reason)
+    assert out.conversation.fold.key == made.conversation.fold.key

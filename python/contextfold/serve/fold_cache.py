@@ -3,7 +3,8 @@ replaces, so every turn sends the same bytes and the provider's prompt cache kee
 
 A fold says: the first ``k`` messages of a history whose raw bytes hash to ``key`` are sent as
 ``messages`` (already serialized, so the bytes never change). An index per conversation (keyed
-by the hash of its first message) lists the ``k`` of its recent folds, so a process that has
+by the hash of its first message, and of the next where the first is a system or developer
+message: ``folding._lead``) lists the ``k`` of its recent folds, so a process that has
 never seen the conversation (a restart, another replica) finds the fold again by hashing the
 first ``k`` messages of the body it received.
 

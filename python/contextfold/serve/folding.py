@@ -107,6 +107,16 @@ class Conversation:
         self.usages += 1
 
 
+def _lead(msgs: list[Any]) -> int:
+    """How many of a history's first messages name its conversation in the fold index: the
+    first, and the one after it where the first is a system or developer message (chat apps
+    send one system prompt in every conversation: keyed by it alone, all of them shared one
+    index four folds deep, and a replica missed the folds pushed out of it)."""
+    first = msgs[0] if msgs else None
+    role = first.get("role") if isinstance(first, dict) else None
+    return 2 if len(msgs) > 1 and role in ("system", "developer") else 1
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What to forward and what to say about it in the response headers.
@@ -370,7 +380,7 @@ class Folder:
         msgs = sb.history
         n = len(msgs)
         space = self._space(pricing)
-        conv_id = content_hash(api.name.encode() + raw[sb.offsets[0]: sb.offsets[1]], space=space)
+        conv_id = content_hash(api.name.encode() + raw[sb.offsets[0]: sb.offsets[_lead(msgs)]], space=space)
         with self._lock:
             prior = self._records.find(api.name, raw, space)
             # A first turn of this kind starts from what the conversation learnt of the provider's
