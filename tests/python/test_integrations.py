@@ -231,6 +231,62 @@ def test_a_pydantic_ai_compaction_writes_back_messages_of_their_own_kinds():
                for p in m.parts if isinstance(p, ToolReturnPart))
 
 
+def _as_pydantic_ai(messages: list[dict[str, Any]]) -> list[Any]:
+    """An OpenAI chat history (tau-bench) as pydantic-ai messages: system and user turns and
+    tool results in requests, each assistant turn a response."""
+    from pydantic_ai.messages import (ModelRequest, ModelResponse, SystemPromptPart, TextPart, ToolCallPart,
+                                      ToolReturnPart, UserPromptPart)
+
+    out: list[Any] = []
+    parts: list[Any] = []
+    for m in messages:
+        if m["role"] == "assistant":
+            if parts:
+                out.append(ModelRequest(parts=parts))
+                parts = []
+            calls = [ToolCallPart(c["function"]["name"], c["function"]["arguments"], tool_call_id=c["id"])
+                     for c in m.get("tool_calls") or ()]
+            out.append(ModelResponse(parts=([TextPart(m["content"])] if m.get("content") else []) + calls))
+        elif m["role"] == "tool":
+            parts.append(ToolReturnPart("tool", m["content"], tool_call_id=m["tool_call_id"]))
+        else:
+            parts.append((SystemPromptPart if m["role"] == "system" else UserPromptPart)(m["content"]))
+    if parts:
+        out.append(ModelRequest(parts=parts))
+    return out
+
+
+def test_every_pydantic_ai_compaction_of_a_loop_is_written_back_the_last_step_s_too(caplog):
+    # tau-bench dialogues fed request by request through one processor each, at budgets where
+    # the last step before raising runs: its marker line (no summary fits) and its join of the
+    # last user turn to the task were not read back before (the history went uncompacted).
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    from pydantic_ai.messages import ModelRequest
+
+    from contextfold.integrations.pydantic_ai import history_processor, to_openai_messages
+
+    compactions = marked = joined = 0
+    with caplog.at_level("WARNING", logger="contextfold"):
+        for conv in load_conversations(LOCAL, "tau-bench-airline"):
+            history = _as_pydantic_ai(conv["messages"])
+            full = cf.estimate(conv["messages"], tools=conv["tools"])
+            processor = history_processor(trigger=int(full * 0.45), budget=int(full * 0.35))
+            processor.compactor.tools = conv["tools"]
+            for k in range(1, len(history) + 1):
+                if not isinstance(history[k - 1], ModelRequest):
+                    continue
+                out = processor(history[:k])
+                sent = to_openai_messages(out)
+                _, failures = _core.compaction_verify(sent, _core.PricedRequest(format="chat"))
+                assert failures == [], failures
+                text = json.dumps(sent)
+                marked += "folded without a summary]" in text
+                joined += any(m["role"] == "user" and "messages folded]" in str(m["content"]) for m in sent)
+            compactions += processor.compactions
+    assert not [r for r in caplog.records if "written back" in r.getMessage()]
+    assert compactions >= 3 and marked and joined, (compactions, marked, joined)
+
+
 def test_a_model_s_pydantic_ai_summary_keeps_the_user_s_requests_rules_and_identifiers():
     pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
     from pydantic_ai.messages import SystemPromptPart, UserPromptPart

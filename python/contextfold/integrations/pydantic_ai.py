@@ -172,13 +172,16 @@ def _same_slot(copy: dict[str, Any], source: dict[str, Any]) -> bool:
 
 def _aligned(dicts: list[dict[str, Any]], result: CompactionResult) -> list[tuple[int, dict[str, Any] | None]] | None:
     """Each message of ``result`` as (index of the message of ``dicts`` it stands for, its edit
-    or None where it is that message unchanged); the summary message of its own as (-1, it).
-    None where the output cannot be read so (never seen: the history is then sent whole)."""
+    or None where it is that message unchanged); the summary message of its own (or the marker
+    line the last step writes where no summary fits) as (-1, it); a
+    message the last step joined to the one before it (a marker line between two turns of one
+    role) as (its index, None) after that one, which carries both texts. None where the output
+    cannot be read so (the history is then sent whole)."""
     removed = set(result.removed)
     kept = [i for i in range(len(dicts)) if i not in removed]
     summary = result.summary or ""
-    extra = len(result.messages) - len(kept)  # 1: the summary is a message of its own
-    if extra not in (0, 1):
+    extra = len(result.messages) - len(kept)  # 1: the summary is a message of its own; -1: a join
+    if extra not in (-1, 0, 1):
         return None
     out: list[tuple[int, dict[str, Any] | None]] = []
     j = 0
@@ -187,13 +190,19 @@ def _aligned(dicts: list[dict[str, Any]], result: CompactionResult) -> list[tupl
         if source is not None and message is source:
             out.append((kept[j], None))
             j += 1
-        elif extra and summary and summary in _text_of(message) and (
-                source is None or not _same_slot(message, source) or summary not in _text_of(source)):
+        elif extra > 0 and (source is None or not _same_slot(message, source) or (
+                summary and summary in _text_of(message) and summary not in _text_of(source))):
+            # The summary's message, or the last step's marker line where no summary fitted.
             out.append((-1, message))
             extra = 0
         elif source is not None and _same_slot(message, source):
             out.append((kept[j], message))
             j += 1
+            joined = dicts[kept[j]] if extra < 0 and j < len(kept) else None
+            if joined is not None and _text_of(joined) and _text_of(joined) in _text_of(message):
+                out.append((-2, joined))  # (its text is in the message before: dropped here)
+                j += 1
+                extra = 0
         else:
             return None
     return out if j == len(kept) and extra == 0 else None
@@ -253,6 +262,8 @@ def _rebuild(history: Sequence[ModelMessage], dicts: list[dict[str, Any]], origi
         parts.clear()
 
     for index, edit in aligned:
+        if index == -2:
+            continue  # a message joined to the one before it, which carries its text
         if index < 0:
             assert edit is not None
             if edit.get("role") == "assistant":
