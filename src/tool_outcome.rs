@@ -188,22 +188,54 @@ fn counts_none(before: &str, after: &str) -> bool {
 
 /// `<returncode>N</returncode>` of a mini-swe-agent observation (at the start of the text).
 pub fn return_code(text: &str) -> Option<i64> {
+    static OPEN: Tag = Tag::new("<returncode>");
+    static CLOSE: Tag = Tag::new("</returncode>");
     let text = head_bytes(text, EDGE_BYTES);
-    let start = text.find("<returncode>")? + "<returncode>".len();
-    let end = text[start..].find("</returncode>")? + start;
+    let start = OPEN.find(text)? + OPEN.len();
+    let end = CLOSE.find(&text[start..])? + start;
     text[start..end].trim().parse().ok()
+}
+
+/// A tag of an observation, found by a searcher built once: a digest reads every observation's
+/// tags several times, and `str::find` built a searcher for the tag at each (most of the
+/// digest's substring searching on the SWE trajectories).
+struct Tag {
+    tag: &'static str,
+    finder: std::sync::OnceLock<memchr::memmem::Finder<'static>>,
+}
+
+impl Tag {
+    const fn new(tag: &'static str) -> Self {
+        Tag {
+            tag,
+            finder: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.tag.len()
+    }
+
+    /// Where the tag first starts in `text` (as `text.find(tag)`).
+    fn find(&self, text: &str) -> Option<usize> {
+        self.finder
+            .get_or_init(|| memchr::memmem::Finder::new(self.tag))
+            .find(text.as_bytes())
+    }
 }
 
 /// The body of an observation: inside `<output>` when present.
 fn observation_body(text: &str) -> &str {
-    if let Some(s) = head_bytes(text, 2 * EDGE_BYTES).find("<output>") {
-        let body = &text[s + "<output>".len()..];
+    static OPEN: Tag = Tag::new("<output>");
+    static CLOSE: Tag = Tag::new("</output>");
+    if let Some(s) = OPEN.find(head_bytes(text, 2 * EDGE_BYTES)) {
+        let body = &text[s + OPEN.len()..];
         // The closing tag ends the text (or comes before a short trailer).
         let tail_from = body.len().saturating_sub(2 * EDGE_BYTES);
         let tail_from = (tail_from..body.len())
             .find(|&i| body.is_char_boundary(i))
             .unwrap_or(body.len());
-        return match body[tail_from..].find("</output>") {
+        return match CLOSE.find(&body[tail_from..]) {
             Some(e) => &body[..tail_from + e],
             None => body,
         };

@@ -50,17 +50,20 @@ fn says_failure(line: &str) -> bool {
 /// None otherwise.
 pub(super) fn up_to_summary(text: &str) -> Option<&str> {
     let mut end = text.trim_end().len();
-    let mut after_failure = false;
-    let mut after = 0;
+    // The lines after a summary are read for a failure only once there is one: most outputs
+    // have none, and reading each of their last lines for one was most of this search.
+    let mut after: [&str; SUMMARY_LINES] = [""; SUMMARY_LINES];
+    let mut n = 0;
     for _ in 0..SUMMARY_LINES {
         let start = text[..end].rfind('\n').map_or(0, |i| i + 1);
         let line = &text[start..end];
         if is_summary(line) {
-            return (after > 0 && !after_failure).then_some(&text[..end]);
+            let after_failure = after[..n].iter().any(|l| says_failure(l));
+            return (n > 0 && !after_failure).then_some(&text[..end]);
         }
         if !line.trim().is_empty() {
-            after += 1;
-            after_failure = after_failure || says_failure(line);
+            after[n] = line;
+            n += 1;
         }
         if start == 0 {
             return None;
