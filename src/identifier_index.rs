@@ -197,7 +197,29 @@ fn split_colon_space(l: &str) -> Option<(&str, &str)> {
 
 /// A unit a number is said in (`UNITS`, any case).
 fn is_unit(u: &str) -> bool {
-    UNITS.iter().any(|x| x.eq_ignore_ascii_case(u))
+    // (Most tokens asked are longer than any unit: they are told apart by their length alone.)
+    u.len() <= LONGEST_UNIT && UNITS.iter().any(|x| x.eq_ignore_ascii_case(u))
+}
+
+/// Bytes of the longest of `UNITS`.
+const LONGEST_UNIT: usize = {
+    let (mut k, mut n) = (0, 0);
+    while k < UNITS.len() {
+        if UNITS[k].len() > n {
+            n = UNITS[k].len();
+        }
+        k += 1;
+    }
+    n
+};
+
+/// `t.trim_start_matches("./")`, without the string searcher that builds for each path-like
+/// token of the scan.
+fn without_dot_slashes(mut t: &str) -> &str {
+    while let Some(rest) = t.strip_prefix("./") {
+        t = rest;
+    }
+    t
 }
 
 fn is_path(t: &str) -> bool {
@@ -205,7 +227,7 @@ fn is_path(t: &str) -> bool {
         return false;
     }
     let rooted = t.starts_with(['/', '~', '.']) || t.ends_with('/');
-    let t = t.trim_start_matches("./");
+    let t = without_dot_slashes(t);
     let valid = t
         .bytes()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'-' | b'~'));
@@ -261,45 +283,43 @@ fn is_record_id(t: &str) -> bool {
 }
 
 /// A function, class or module name: snake_case with an underscore, CamelCase with two humps,
-/// `name()`, or a dotted name (`pkgutil.iter_modules`).
-fn is_symbol(t: &str) -> bool {
-    let core = t.strip_suffix("()").unwrap_or(t);
-    if core.len() < 4 || core.len() > 80 {
-        return false;
-    }
-    if !core
-        .bytes()
-        .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
-        || core.starts_with('.')
-        || core.ends_with('.')
-        || core.bytes().next().is_some_and(|c| c.is_ascii_digit())
+/// or a dotted name (`pkgutil.iter_modules`). `t` is (a piece of) a token, which never holds
+/// `()`, and `classes` are its bytes' (`tokens::classes_of`): what each shape needs is read from
+/// them, and only the shapes they allow are read from the bytes (a pass over the bytes per
+/// test, and a searcher per `contains`, were a tenth of the scan).
+fn is_symbol(t: &str, classes: u32) -> bool {
+    use tokens::{DIGIT, DOT, LETTER, LOWER, UNDERSCORE};
+    let b = t.as_bytes();
+    if b.len() < 4
+        || b.len() > 80
+        || classes & !(LETTER | DIGIT | UNDERSCORE | DOT) != 0
+        || b[0] == b'.'
+        || b[b.len() - 1] == b'.'
+        || b[0].is_ascii_digit()
         // (A rule of underscores, as pytest draws around a failing test's name, names nothing.)
-        || !core.bytes().any(|c| c.is_ascii_alphabetic())
+        || classes & LETTER == 0
     {
         return false;
     }
-    if t.ends_with("()") {
-        return true;
-    }
-    // Each shape read only when the one before did not match.
-    // (Every part holds a letter, so none is empty; a `.` makes two parts or more. Read as
-    // bytes: a string searcher per part showed in the scan's profile.)
+    // (Every part holds a letter, so none is empty; a `.` makes two parts or more.)
     let dotted = || {
-        let b = core.as_bytes();
-        b.contains(&b'.')
+        classes & DOT != 0
+            && classes & LOWER != 0
             && b.split(|&c| c == b'.')
                 .all(|p| p.iter().any(u8::is_ascii_alphabetic))
-            && b.iter().any(u8::is_ascii_lowercase)
     };
+    // An underscore between its first and last other character, or a leading one.
     let snake = || {
-        core.contains('_') && core.trim_matches('_').contains('_')
-            || core.starts_with('_') && core.len() > 4
+        classes & UNDERSCORE != 0 && {
+            let leading = b.iter().take_while(|&&c| c == b'_').count();
+            let trailing = b.iter().rev().take_while(|&&c| c == b'_').count();
+            b[leading..b.len() - trailing].contains(&b'_') || (leading > 0 && b.len() > 4)
+        }
     };
     let camel = || {
-        core.bytes().next().is_some_and(|c| c.is_ascii_uppercase())
-            && core
-                .as_bytes()
-                .windows(2)
+        b[0].is_ascii_uppercase()
+            && classes & LOWER != 0
+            && b.windows(2)
                 .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
     };
     dotted() || snake() || camel()
@@ -505,7 +525,7 @@ impl Collector {
                 if is_code_in_context(text, start, raw) {
                     self.add(Kind::Id, raw, weight, recency, false);
                 } else {
-                    self.scan_word(raw, weight, recency);
+                    self.scan_word(raw, classes, weight, recency);
                 }
                 continue;
             }
@@ -524,11 +544,13 @@ impl Collector {
     }
 
     /// A word of ASCII letters: a CamelCase symbol or nothing.
-    fn scan_word(&mut self, word: &str, weight: f64, recency: f64) {
+    fn scan_word(&mut self, word: &str, classes: u32, weight: f64, recency: f64) {
         // CamelCase needs a capital first and another after it (most capitalized words have
         // none: `The`, `None`).
         let b = word.as_bytes();
-        if b[0].is_ascii_uppercase() && b[1..].iter().any(u8::is_ascii_uppercase) && is_symbol(word)
+        if b[0].is_ascii_uppercase()
+            && b[1..].iter().any(u8::is_ascii_uppercase)
+            && is_symbol(word, classes)
         {
             self.add(Kind::Symbol, word, weight, recency, false);
         }
@@ -548,7 +570,7 @@ impl Collector {
             if could_be_code(t) && is_code_in_context(text, text[..end].rfind(t).unwrap_or(0), t) {
                 self.add(Kind::Id, t, weight, recency, false);
             } else {
-                self.scan_word(t, weight, recency);
+                self.scan_word(t, classes, weight, recency);
             }
             return;
         }
@@ -634,13 +656,7 @@ impl Collector {
             && (has(SLASH) || t.rsplit_once('.').is_some_and(|(_, ext)| is_path_extension(ext)))
             && is_path(t)
         {
-            self.add(
-                Kind::Path,
-                t.trim_start_matches("./"),
-                weight,
-                recency,
-                false,
-            );
+            self.add(Kind::Path, without_dot_slashes(t), weight, recency, false);
         } else if has(DIGIT) && is_number(t) {
             if t.starts_with('$') {
                 let amount = t.trim_end_matches(['.', ',']);
@@ -666,7 +682,7 @@ impl Collector {
             self.add(Kind::Id, t, weight, recency, false);
         } else if has(UNDERSCORE) && is_config_key(t) {
             self.add(Kind::Key, t, weight, recency, false);
-        } else if is_symbol(t) && !is_json_key(text, end) && !is_tag_name(text, end, t) {
+        } else if is_symbol(t, classes) && !is_json_key(text, end) && !is_tag_name(text, end, t) {
             self.add(Kind::Symbol, t, weight, recency, false);
         }
     }
