@@ -81,9 +81,9 @@ class RecoverableFolds:
     provider: str
     model: str | None
     tools: Any
-    system: Any
-    response_format: Any
     wire_format: Any
+    #: The estimate's keywords for a history of a wire format, as it will be sent (``Compactor``).
+    _estimate_kw: Callable[[str], dict[str, Any]]
 
     def _init_recall(self, recoverable: bool, store: ContentStore | None, recall_max_tokens: int | None,
                      repair: bool, recall_reserve: bool = True) -> None:
@@ -283,7 +283,7 @@ class RecoverableFolds:
         sent = list(history)
         share = 1
         if not sent or (sent[-1] is not call and sent[-1] != call):
-            turn = [r for r in _recall.read_calls(sent[-1])] if sent else []
+            turn = _recall.read_calls(sent[-1]) if sent else []
             if any(not isinstance(r, tuple) and r.call_id == call_id for r in turn):
                 # A turn that calls recall in parallel: its answers all follow it.
                 share = len(turn)
@@ -295,9 +295,7 @@ class RecoverableFolds:
         if round_ is not None and round_.room is None:
             return round_, None, share
         fmt = self.wire_format or detect_wire_format(sent, self.provider, tools=self.tools)
-        kw: dict[str, Any] = dict(provider=self.provider, model=self.model, tools=self._request_tools(fmt),
-                                  system=self.system, response_format=self.response_format)
-        return round_, self._default_budget() - int(_core.estimate(sent, **kw)), share
+        return round_, self._default_budget() - int(_core.estimate(sent, **self._estimate_kw(fmt))), share
 
     def _default_budget(self) -> int:
         try:

@@ -221,14 +221,10 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
             c = self._bound.get(system, tools)
         return c, system, tools
 
-    def _reuse(self, sent: list[Any]) -> tuple[int | None, list[Any]]:
-        """The last compaction's messages plus what was appended since, when ``sent`` extends
-        the history that compaction was made from."""
-        key, effective, _ = self._fold_of(sent)
-        return key, effective
-
     def _fold_of(self, sent: list[Any]) -> tuple[int | None, list[Any], Any]:
-        """``_reuse``, and the Compactor that made the compaction (None where none matched)."""
+        """The last compaction's key, its messages plus what was appended since, and the
+        Compactor that made it, when ``sent`` extends the history that compaction was made from
+        (else ``(None, sent, None)``)."""
         with self._lock:
             for key, (source, out, made_by) in reversed(self._folds.items()):
                 n = len(source)
@@ -257,7 +253,7 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         c, system, tools = self._bind(request)
         if not isinstance(c, Compactor):
             return c, sent, sent, None, True, system, tools
-        key, effective = self._reuse(sent)
+        key, effective, _ = self._fold_of(sent)
         return c, sent, effective, key, c.should_compact(effective), system, tools
 
     def _finish(self, request: ModelRequest, sent: list[Any], effective: list[Any], out: Any, key: int | None,
