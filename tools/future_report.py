@@ -13,6 +13,7 @@ insensitive, anywhere in what the continuing model sees), for the naive cut and 
 
     python tools/future_report.py                  # the table (tests/data without ../shared/data)
     python tools/future_report.py --multiple 1.5   # at 1.5x the naive cut's budget
+    python tools/future_report.py --loop           # the history compacted as an agent loop does it
     python tools/future_report.py --misses         # what the Compactor lost that the naive cut kept
     python tools/future_report.py --json           # one JSON object per data set on stdout
 """
@@ -35,7 +36,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from contextfold import CompactionError, Compactor  # noqa: E402
 from contextfold.compactor import detect_wire_format  # noqa: E402
-from contextfold.evaluation import Fixture, _tokens, naive_cut, visible_text  # noqa: E402
+from contextfold.evaluation import Fixture, _tokens, agent_loop, naive_cut, visible_text  # noqa: E402
 from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
 
 DATA_SETS = ("tau-bench-airline", "mini-swe-agent-gemini3")
@@ -98,7 +99,10 @@ class Case:
     used: float
 
 
-def cases(conversations: Sequence[dict[str, Any]], multiple: float = 1.0) -> Iterator[Case]:
+def cases(conversations: Sequence[dict[str, Any]], multiple: float = 1.0, *, loop: bool = False) -> Iterator[Case]:
+    """Each conversation cut at each of ``CUTS``, its history compacted at ``multiple`` times the
+    naive cut's budget (with ``loop``: fed round by round and compacted each time it passes 1.2x
+    that budget, as ``contextfold.evaluation.agent_loop`` runs an agent), and scored."""
     for conv in conversations:
         msgs = list(conv["messages"])
         for share in CUTS:
@@ -117,14 +121,18 @@ def cases(conversations: Sequence[dict[str, Any]], multiple: float = 1.0) -> Ite
             budget = max(1, int(_tokens(naive_cut(history), fx) * multiple))
             cut = naive_cut(history) if multiple == 1.0 else naive_cut(history, budget=budget, tools=fx.tools)
             naive_text = visible_text(cut)
-            c = Compactor(provider="openai", budget=budget, tools=fx.tools,
-                          wire_format=detect_wire_format(history, "openai"), min_free_share=0.0)
-            try:
-                r = c.compact(history)
-                text: str | None = visible_text(r.messages)
-                used = r.tokens_after / budget
-            except CompactionError:
-                text, used = None, 0.0
+            text: str | None
+            if loop:
+                last, _ = agent_loop(fx, budget=budget)
+                text, used = visible_text(last), _tokens(last, fx) / budget
+            else:
+                c = Compactor(provider="openai", budget=budget, tools=fx.tools,
+                              wire_format=detect_wire_format(history, "openai"), min_free_share=0.0)
+                try:
+                    r = c.compact(history)
+                    text, used = visible_text(r.messages), r.tokens_after / budget
+                except CompactionError:
+                    text, used = None, 0.0
             yield Case(conv["source"], share, budget, facts, [bool(_word(f).search(naive_text)) for f in facts],
                        None if text is None else [bool(_word(f).search(text)) for f in facts], used)
 
@@ -160,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--misses", action="store_true", help="list the facts the Compactor lost that the naive cut kept")
     p.add_argument("--lost", action="store_true", help="list the facts the Compactor lost")
     p.add_argument("--multiple", type=float, default=1.0, help="budget as a multiple of the naive cut's")
+    p.add_argument("--loop", action="store_true", help="compact as an agent loop does, round by round")
     p.add_argument("--limit", type=int, default=0, help="conversations per data set (0: all)")
     p.add_argument("--json", action="store_true", help="one JSON object (data set -> totals) on stdout")
     args = p.parse_args(argv)
@@ -170,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds: collections.Counter[str] = collections.Counter()
     for name in DATA_SETS:
         convs = load_conversations(root, name)
-        rows[name] = list(cases(convs[:args.limit] if args.limit else convs, args.multiple))
+        rows[name] = list(cases(convs[:args.limit] if args.limit else convs, args.multiple, loop=args.loop))
         for c in rows[name]:
             for f, nv, cf in zip(c.facts, c.naive, c.compactor or [False] * len(c.facts), strict=True):
                 if not cf and (args.lost or (args.misses and nv)):
