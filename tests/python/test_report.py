@@ -233,8 +233,11 @@ def test_the_plan_legend_names_only_the_states_the_strip_shows():
     from contextfold.inputs import read_request
     from contextfold.report import analyze, render_html
 
-    # A chat without tool output: the plan folds and keeps, and masks nothing.
-    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}: " + "words and more words " * 40}
+    # A chat without tool output: the plan folds and keeps, and masks nothing. (Each turn says
+    # something of its own: turns that repeat one phrase digest to a few lines, and the room they
+    # leave goes to the tail, whose newest folded round then comes back cut, shown as masked.)
+    history = [{"role": "user" if i % 2 == 0 else "assistant",
+                "content": f"turn {i}: " + " ".join(f"item_{i}_{j} costs {i * j} units" for j in range(30))}
                for i in range(40)]
     d = analyze(read_request(history), budget=cf.estimate(history) // 3)
     states = set(d.plan.states(len(history)))
@@ -330,11 +333,13 @@ def _summary_tokens(d) -> int:
 
 
 def test_plan_table_books_a_tail_message_cut_in_the_middle_as_shortened():
-    """At 10,000 tokens the plan cuts the middle of tail message 76 (at 8,000 it did, where the
-    default tail was half of every budget): the table said "kept verbatim 29 msgs 4,726 ->
-    4,726", "shortened 0" and a 1,404-token summary (really 2,218)."""
+    """At 10,500 tokens the plan cuts the middle of tail message 76 (at 8,000 it did, where the
+    default tail was half of every budget; at 10,000 while a deep fold's tail was 35% of it;
+    with 25%, message 76 at 10,000 hosts the summary, merged, and is booked with it): the table
+    said "kept verbatim 29 msgs 4,726 -> 4,726", "shortened 0" and a 1,404-token summary (really
+    2,218)."""
     req = read_request(json.loads(EXAMPLE.read_text()))
-    d = rep.analyze(req, budget=10_000)
+    d = rep.analyze(req, budget=10_500)
     r = d.plan.result
     assert r is not None and any("middle cut" in n for n in r.notes)
     rows = _plan_rows(rep.render_html(d))
@@ -355,8 +360,12 @@ def test_plan_table_books_a_summary_merged_into_a_message_with_the_summary():
     no longer verbatim, and the summary costs the merged message (was booked as verbatim)."""
     h = [{"role": "user", "content": "task: " + "do it " * 20}]
     h += [{"role": "assistant" if i % 2 == 0 else "user", "content": f"turn {i} " + "words " * 80} for i in range(40)]
-    # (At this budget the tail's parity puts a user turn right after the summary's.)
-    d = rep.analyze(read_request(h, provider="anthropic"), budget=int(cf.estimate(h, provider="anthropic") / 2.5))
+    # The first budget (from half the history down) where the tail's parity puts a turn of the
+    # summary's role right after it: which budgets do moves with the default tail's share.
+    whole = cf.estimate(h, provider="anthropic")
+    plans = (rep.analyze(read_request(h, provider="anthropic"), budget=int(whole / (2 + k / 10))) for k in range(16))
+    d = next((p for p in plans if p.plan.merged is not None), None)
+    assert d is not None, "no budget between 1/2 and 1/3.5 of the history merges the summary"
     r = d.plan.result
     assert r is not None and len(r.messages) == len(h) - len(r.removed)  # no message of its own: merged
     rows = _plan_rows(rep.render_html(d))
