@@ -333,6 +333,10 @@ def restore_tail(
         store.put(cut[1], cut[2])
     whole = [i for i in given if cut is None or i != int(cut[0][0])]
     if whole:
+        # A message the tail fill cut, given back whole: its cut note (and the id it names, which
+        # the history no longer shows) is no longer true.
+        stale = tuple(_tail_cut_note(i, 0, 0, "").split(" (~")[0] + " (~" for i in whole)
+        notes[:] = [n for n in notes if not n.startswith(stale)]
         notes.append(f"{why}: message{'s' if len(whole) > 1 else ''} "
                      f"{', '.join(map(str, sorted(whole)))}{where} kept whole")
     if cut is not None:

@@ -494,15 +494,18 @@ def test_a_model_summary_shorter_than_its_room_leaves_the_rest_to_the_fold_s_new
 
 
 def test_a_cut_given_more_room_later_is_noted_once_with_its_final_size():
-    # The README's example: the tail fill cut message 88 (~381 -> ~158 tokens), then the room the
-    # summary left went back to the same cut. One note names it, with the size it ended at.
+    # The README's example with the tail a deep fold had by default before (35% of the budget;
+    # at 25% its tail takes whole rounds and cuts none): the tail fill cut message 88 (~381 ->
+    # ~158 tokens), then the room the summary left went back to the same cut. One note names
+    # it, with the size it ended at.
     import json
     from pathlib import Path
 
     data = json.loads((Path(__file__).resolve().parents[2] / "examples" / "swe-trajectory.json").read_text())
     msgs, model, tools = data["messages"], data.get("model"), data.get("tools")
     budget = cf.estimate(msgs, provider="gemini", model=model, tools=tools) // 4
-    r = cf.Compactor(provider="gemini", model=model, tools=tools, budget=budget).compact(msgs)
+    r = cf.Compactor(provider="gemini", model=model, tools=tools, budget=budget,
+                     tail_tokens=int(budget * 0.35)).compact(msgs)
     named = [i for n in r.notes for i in re.findall(r"id=(cf[0-9a-f]{12})", n)]
     assert named and len(named) == len(set(named)), r.notes
     (note,) = [n for n in r.notes if n.startswith("the tail takes message")]
@@ -511,3 +514,23 @@ def test_a_cut_given_more_room_later_is_noted_once_with_its_final_size():
     # The size it names is the size the message has in the result (within the estimate's slack).
     kept = cf.estimate_each(r.messages, provider="gemini", model=model)
     assert any(abs(k - int(m.group(3))) <= 0.15 * int(m.group(3)) for k in kept), (note, kept)
+
+
+def test_a_tail_cut_given_back_whole_leaves_no_note_of_its_cut() -> None:
+    # django-11848 at 30% of its middle, recoverable: the tail fill cut message 40, then the room
+    # the summary left gave it back whole. Its cut note stayed beside "kept whole", naming an id
+    # the history no longer showed.
+    (fx,) = [f for f in inline_fixtures() if "11848" in f.name]
+    total = _core.estimate(fx.messages, provider="openai", tools=fx.tools)
+    head = _core.estimate(fx.messages[:2], provider="openai", tools=fx.tools)
+    budget = head + int((total - head) * 0.3)
+    c = cf.Compactor(budget=budget, strategy="summarize", tools=fx.tools, min_free_share=0.0, recoverable=True)
+    r = c.compact(fx.messages)
+    (whole,) = [n for n in r.notes if "kept whole" in n]
+    i = int(re.search(r"messages? (\d+)", whole).group(1))
+    # (Whole: on its own, or hosting the summary merged at its start.)
+    assert any(str(fx.messages[i]["content"]) in str(m.get("content")) for m in r.messages)
+    assert not [n for n in r.notes if n.startswith(f"the tail takes message {i} ")], r.notes
+    for n in r.notes:  # every id a note names is in the history it comes with
+        for fold_id in re.findall(r"id=(cf[0-9a-f]{12})", n):
+            assert any(fold_id in str(m.get("content")) for m in r.messages), n
