@@ -9,7 +9,8 @@ the budget leaves) and once with the summary capped at 4,000 tokens (``SUMMARY_C
 a model's summary would be, like for like with the stub's); LangChain's middleware (langchain >= 1.0,
 ``langchain.agents.middleware.SummarizationMiddleware``) runs ``before_model`` with a stub chat
 model answering a fixed summary (``FakeListChatModel``), so neither side waits on a model:
-what is timed is the library's own work. LangChain gets its own message objects, converted once
+what is timed is the library's own work; contextfold runs a third time with a stub summarizer of its
+own (``StubSummarizer``), like for like with the stub models. LangChain gets its own message objects, converted once
 outside the timing (``peers.to_langchain``). hermes-agent's ``ContextCompressor`` with its summary
 call stubbed likewise, when installed apart (``_hermes_setup``). Workloads: the synthetic 10k-message history and
 the 20 longest real SWE trajectories.
@@ -74,6 +75,32 @@ def _contextfold_capped_setup(histories: list[list[dict]]):
 HERMES_SUMMARY = "## SESSION INTENT\nFix the bug.\n## SUMMARY\nRead the files."
 
 
+class StubSummarizer:
+    """A summarizer answering a fixed summary, as the peers' stub models do: like for like with
+    them, what is timed is the library's own work without a digest (the plan, the requests,
+    rules and identifier index every summary is held to, the tail fill, the check)."""
+
+    def summarize(self, request: object) -> object:
+        from contextfold.summarize.base import SummaryResult
+
+        return SummaryResult(HERMES_SUMMARY)
+
+    async def asummarize(self, request: object) -> object:
+        return self.summarize(request)
+
+
+def _contextfold_stub_setup(histories: list[list[dict]]):
+    runs = []
+    for h in histories:
+        budget = cf.estimate(h) // 3
+        runs.append((cf.Compactor(budget=budget, tail_tokens=budget // 2, summarizer=StubSummarizer()), h))
+
+    def run() -> list:
+        return [c.compact(h) for c, h in runs]
+
+    return run
+
+
 def _hermes_setup(histories: list[list[dict]]):
     """hermes-agent's ``ContextCompressor`` (Nous Research, ``agent/context_compressor.py``), its
     summary call (``call_llm``) answered by a stub. hermes-agent installs top-level modules named
@@ -118,6 +145,7 @@ def _hermes_setup(histories: list[list[dict]]):
 
 SETUPS = {"contextfold compact (hybrid, extractive)": _contextfold_setup,
           "contextfold compact (hybrid, extractive, summary_max_tokens=4000)": _contextfold_capped_setup,
+          "contextfold compact (hybrid, stub summarizer)": _contextfold_stub_setup,
           "langchain SummarizationMiddleware (stub model)": _langchain_setup,
           "hermes ContextCompressor (stub model)": _hermes_setup}
 
