@@ -52,11 +52,11 @@ def _langchain_setup(histories: list[list[dict]]):
 SUMMARY_CAP_TOKENS = 4_000
 
 
-def _contextfold_setup(histories: list[list[dict]], summary_max_tokens: int | None = None):
+def _contextfold_setup(histories: list[list[dict]], **compactor_kw):
     runs = []
     for h in histories:
         budget = cf.estimate(h) // 3
-        runs.append((cf.Compactor(budget=budget, tail_tokens=budget // 2, summary_max_tokens=summary_max_tokens), h))
+        runs.append((cf.Compactor(budget=budget, tail_tokens=budget // 2, **compactor_kw), h))
 
     def run() -> list:
         return [c.compact(h) for c, h in runs]
@@ -90,15 +90,8 @@ class StubSummarizer:
 
 
 def _contextfold_stub_setup(histories: list[list[dict]]):
-    runs = []
-    for h in histories:
-        budget = cf.estimate(h) // 3
-        runs.append((cf.Compactor(budget=budget, tail_tokens=budget // 2, summarizer=StubSummarizer()), h))
-
-    def run() -> list:
-        return [c.compact(h) for c, h in runs]
-
-    return run
+    """As the default row, the summary written by ``StubSummarizer``."""
+    return _contextfold_setup(histories, summarizer=StubSummarizer())
 
 
 def _hermes_setup(histories: list[list[dict]]):

@@ -36,7 +36,8 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from contextfold import CompactionError, Compactor  # noqa: E402
 from contextfold.compactor import detect_wire_format  # noqa: E402
-from contextfold.evaluation import Fixture, _tokens, agent_loop, naive_cut, visible_text  # noqa: E402
+from contextfold.evaluation import (Fixture, _fact_pattern, _head_end, _tokens, agent_loop, facts_seen,  # noqa: E402
+                                   naive_cut, visible_text)
 from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
 
 DATA_SETS = ("tau-bench-airline", "mini-swe-agent-gemini3")
@@ -57,10 +58,6 @@ def _specific(token: str) -> bool:
     return bool(re.search(r"[a-z][A-Z]", token))
 
 
-def _word(token: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(token) + r"(?![A-Za-z0-9_])", re.IGNORECASE)
-
-
 def _said(message: Any) -> str:
     """What an assistant message wrote: its text and its tool calls' arguments."""
     out = [message.get("content") if isinstance(message.get("content"), str) else ""]
@@ -73,26 +70,27 @@ def needed(history: Sequence[Any], future: Sequence[Any], head: str) -> list[str
     """Tokens the agent wrote in ``future`` that only ``history`` (outside its ``head``) showed."""
     past = visible_text(history)
     shown: list[str] = []
-    facts: dict[str, None] = {}
+    facts: list[str] = []
+    seen: set[str] = set()  # (the facts, lower case: a fact counts once whatever its case)
     for m in future:
         if m.get("role") == "assistant":
             before = "\n".join(shown)
             for tok in _CANDIDATE.findall(_said(m)):
                 tok = tok.strip("./-")
-                if len(tok) < 3 or not _specific(tok) or tok.lower() in (f.lower() for f in facts):
+                if len(tok) < 3 or not _specific(tok) or tok.lower() in seen:
                     continue
-                pat = _word(tok)
+                pat = _fact_pattern(tok)
                 if pat.search(past) and not pat.search(head) and not pat.search(before):
-                    facts[tok] = None
+                    facts.append(tok)
+                    seen.add(tok.lower())
         shown.append(visible_text([m]))
-    return list(facts)
+    return facts
 
 
 @dataclass
 class Case:
     name: str
     cut: float
-    budget: int
     facts: list[str]
     naive: list[bool]
     compactor: list[bool] | None
@@ -113,8 +111,7 @@ def cases(conversations: Sequence[dict[str, Any]], multiple: float = 1.0, *, loo
                 continue
             history, future = msgs[:at], msgs[at:]
             fx = Fixture(conv["source"], history, (), "openai", conv.get("tools"), None)
-            first_user = next(i for i, m in enumerate(history) if m.get("role") == "user")
-            head = visible_text(history[:first_user + 1]) + "\n" + visible_text(conv.get("tools") or [])
+            head = visible_text(history[:_head_end(history)]) + "\n" + visible_text(conv.get("tools") or [])
             facts = needed(history, future, head)
             if not facts:
                 continue
@@ -133,8 +130,8 @@ def cases(conversations: Sequence[dict[str, Any]], multiple: float = 1.0, *, loo
                     text, used = visible_text(r.messages), r.tokens_after / budget
                 except CompactionError:
                     text, used = None, 0.0
-            yield Case(conv["source"], share, budget, facts, [bool(_word(f).search(naive_text)) for f in facts],
-                       None if text is None else [bool(_word(f).search(text)) for f in facts], used)
+            yield Case(conv["source"], share, facts, facts_seen(naive_text, facts),
+                       None if text is None else facts_seen(text, facts), used)
 
 
 def totals(cs: Sequence[Case]) -> dict[str, Any]:

@@ -30,8 +30,8 @@ from typing import Any
 from contextfold import _core
 
 __all__ = ["INDEX_SHARE", "REQUESTS_HEADING", "REQUESTS_SHARE", "ROOM_SWING", "RULES_HEADING", "index_at",
-           "index_share", "inner_index_demoted", "neutralize_markers", "requests_of", "stable_room", "strip_index", "summary_room",
-           "trim_index", "with_index", "with_requests", "with_rules"]
+           "index_share", "inner_index_demoted", "neutralize_markers", "requests_of", "stable_room", "strip_index",
+           "summary_room", "trim_index", "with_index", "with_requests", "with_rules"]
 
 #: Share of the summary's room the identifier index is sure to get.
 INDEX_SHARE = 0.25

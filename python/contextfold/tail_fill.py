@@ -225,8 +225,13 @@ def fill_tail(
 
 def _tail_cut_note(i: int, before: int, keep: int, fold_id: str) -> str:
     """The note of the tail fill's cut of message ``i`` (``before`` -> ``keep`` tokens)."""
-    return (f"the tail takes message {i} with its middle cut (~{before} -> ~{keep} tokens; id={fold_id} restores it): "
+    return (f"{_tail_cut_lead(i)} (~{before} -> ~{keep} tokens; id={fold_id} restores it): "
             "the summary's room (held steady, or capped) is full")
+
+
+def _tail_cut_lead(i: int) -> str:
+    """How the note of the tail fill's cut of message ``i`` starts (``_tail_cut_note``)."""
+    return f"the tail takes message {i} with its middle cut"
 
 
 def restore_tail(
@@ -335,7 +340,7 @@ def restore_tail(
     if whole:
         # A message the tail fill cut, given back whole: its cut note (and the id it names, which
         # the history no longer shows) is no longer true.
-        stale = tuple(_tail_cut_note(i, 0, 0, "").split(" (~")[0] + " (~" for i in whole)
+        stale = tuple(_tail_cut_lead(i) + " (~" for i in whole)
         notes[:] = [n for n in notes if not n.startswith(stale)]
         notes.append(f"{why}: message{'s' if len(whole) > 1 else ''} "
                      f"{', '.join(map(str, sorted(whole)))}{where} kept whole")
@@ -343,8 +348,7 @@ def restore_tail(
         # A message the tail fill cut is cut again here from the same original, under the same
         # id: its note says where the cut ended instead of a second note on the same message.
         i = int(cut[0][0])
-        earlier = _tail_cut_note(i, 0, 0, cut[1]).split(" (~")[0]
-        at = next((k for k, n in enumerate(notes) if n.startswith(earlier) and f"id={cut[1]} " in n), None)
+        at = next((k for k, n in enumerate(notes) if n.startswith(_tail_cut_lead(i)) and f"id={cut[1]} " in n), None)
         if at is not None:
             notes[at] = _tail_cut_note(i, whole_tokens, want, cut[1])
         else:
