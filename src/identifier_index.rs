@@ -513,11 +513,23 @@ impl Collector {
     /// (those that can hold an identifier: `tokens::MarkedTokens`).
     pub fn scan(&mut self, text: &str, weight: f64, recency: f64) {
         self.scan_error_lines(text, weight, recency);
+        // Where a full name taken whole ends: its last name is not read again on its own.
+        let mut taken_to = 0;
         for (start, end, classes) in tokens::MarkedTokens::new(text) {
+            if start < taken_to {
+                continue;
+            }
             let raw = &text[start..end];
             if classes & !tokens::LETTER == 0 {
                 if is_json_value(text, start, end, raw) {
-                    self.add(Kind::Value, raw, weight, recency, false);
+                    match last_name_after(text, start, end) {
+                        Some((a, z)) => {
+                            let full = format!("{raw} {}", &text[a..z]);
+                            self.add(Kind::Value, &full, weight, recency, false);
+                            taken_to = z;
+                        }
+                        None => self.add(Kind::Value, raw, weight, recency, false),
+                    }
                     continue;
                 }
                 // Words of letters with a capital (words of lower-case letters alone are not
@@ -830,6 +842,67 @@ fn is_json_value(text: &str, start: usize, end: usize, word: &str) -> bool {
         // (Two-letter codes, a state or a country, said little beside the rest.)
         code || key.to_ascii_lowercase().ends_with("name")
     })
+}
+
+/// Where the last name of a person's record is in `text` (its byte range), when the word at
+/// `start..end` is the value of a first-name key and the next member of the same record is a
+/// last-name key holding one capitalized word: `"first_name": "Sophia", "last_name":
+/// "Johansson"`. A record's passenger is indexed as `Sophia Johansson`: listed apart, the
+/// first and last names of a booking's four passengers could not be paired back, and a
+/// question about who travels is answered with the full name.
+fn last_name_after(text: &str, start: usize, end: usize) -> Option<(usize, usize)> {
+    let key = json_key_of(text, start, end)?.to_ascii_lowercase();
+    if !matches!(
+        key.as_str(),
+        "first_name" | "firstname" | "given_name" | "givenname"
+    ) {
+        return None;
+    }
+    let b = text.as_bytes();
+    let ws = |mut i: usize| {
+        while b
+            .get(i)
+            .is_some_and(|c| matches!(c, b' ' | b'\n' | b'\r' | b'\t'))
+        {
+            i += 1;
+        }
+        i
+    };
+    // After the first name's closing quote: `, "<key>": "<Last>"`.
+    let mut i = ws(end + 1);
+    (b.get(i) == Some(&b',')).then_some(())?;
+    i = ws(i + 1);
+    (b.get(i) == Some(&b'"')).then_some(())?;
+    let key_start = i + 1;
+    let key_len = b
+        .get(key_start..)?
+        .iter()
+        .take(41)
+        .position(|&c| c == b'"')?;
+    let last_key = text[key_start..key_start + key_len].to_ascii_lowercase();
+    if !matches!(
+        last_key.as_str(),
+        "last_name" | "lastname" | "family_name" | "familyname" | "surname"
+    ) {
+        return None;
+    }
+    i = ws(key_start + key_len + 1);
+    (b.get(i) == Some(&b':')).then_some(())?;
+    i = ws(i + 1);
+    (b.get(i) == Some(&b'"')).then_some(())?;
+    let a = i + 1;
+    let len = b.get(a..)?.iter().take(41).position(|&c| c == b'"')?;
+    let last = &b[a..a + len];
+    // A capitalized word; a hyphen or an apostrophe may open another (`Chen-Li`, `O'Neil`).
+    let name = last.len() >= 2
+        && last[0].is_ascii_uppercase()
+        && last.windows(2).all(|w| {
+            w[1].is_ascii_lowercase()
+                || (matches!(w[1], b'-' | b'\'') && w[0].is_ascii_alphabetic())
+                || (w[1].is_ascii_uppercase() && matches!(w[0], b'-' | b'\''))
+        })
+        && last[last.len() - 1].is_ascii_lowercase();
+    name.then_some((a, a + len))
 }
 
 /// Bytes of a JSON tool result read whole: a record's identifiers and values sit in its
@@ -1597,7 +1670,7 @@ mod tests {
         let booking = r#"{"origin": "BOS", "flights": [{"flight_number": "HAT006"}], "passengers": [{"first_name": "Anya", "last_name": "Brown"}], "cabin": "economy", "state": "TX", "note": "Thanks"}"#;
         let mut got = values(booking);
         got.sort();
-        assert_eq!(got, ["Anya", "BOS", "Brown"], "{booking}");
+        assert_eq!(got, ["Anya Brown", "BOS"], "{booking}");
         // The same words outside a JSON value are no values.
         for prose in [
             "Anya Brown flies from BOS.",
@@ -1606,6 +1679,35 @@ mod tests {
         ] {
             assert_eq!(values(prose), Vec::<String>::new(), "{prose}");
         }
+    }
+
+    /// A person's first and last names, adjacent in one record, are one value: the passengers
+    /// of a booking can be told apart. Names not adjacent, or not a name, stay apart.
+    #[test]
+    fn a_records_first_and_last_name_are_one_value() {
+        let values = |text: &str| {
+            let mut v = of_kind(Kind::Value, text);
+            v.sort();
+            v
+        };
+        let booking = r#"{"passengers": [{"first_name": "Sophia", "last_name": "Johansson", "dob": "1990-01-01"}, {"first_name":"James","last_name":"O'Neil"}, {"firstName": "Mei",
+            "lastName": "Chen-Li"}]}"#;
+        assert_eq!(
+            values(booking),
+            ["James O'Neil", "Mei Chen-Li", "Sophia Johansson"]
+        );
+        // Another member between them, a last name that is no name, and a last name alone.
+        assert_eq!(
+            values(r#"{"first_name": "Ava", "dob": "1990", "last_name": "Rossi"}"#),
+            ["Ava", "Rossi"]
+        );
+        assert_eq!(
+            values(r#"{"first_name": "Ava", "last_name": "ROSSI-1"}"#),
+            ["Ava"]
+        );
+        assert_eq!(values(r#"{"last_name": "Rossi"}"#), ["Rossi"]);
+        // A name at the end of the text, with nothing after it, is read without running off.
+        assert_eq!(values(r#"{"first_name": "Ava""#), ["Ava"]);
     }
 
     /// A JSON result is read whole up to `JSON_SCAN_BYTES`: a value in its middle is found.
