@@ -10,6 +10,7 @@
 //! token budget. A previous summary's index is read back and ranked first, so identifiers carry
 //! over from one compaction to the next until the room runs out.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
@@ -1097,7 +1098,7 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
                 match p {
                     Part::Text(t) => scan_edges(c, t, text_weight(t), recency),
                     Part::ToolUse(call) => {
-                        scan_edges(c, &call.arguments, 2.0, recency);
+                        scan_edges(c, &json_unescaped(&call.arguments), 2.0, recency);
                     }
                     Part::ToolResult { content, .. } => {
                         for q in content {
@@ -1113,8 +1114,46 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
         Content::None => {}
     }
     for call in &m.tool_calls {
-        scan_edges(c, &call.arguments, 2.0, recency);
+        scan_edges(c, &json_unescaped(&call.arguments), 2.0, recency);
     }
+}
+
+/// A call's arguments (JSON text) with the escapes of its strings decoded: a script passed as
+/// `{"command": "cat <<EOF\nsettings.configure()"}` is read as the lines it holds, where the
+/// raw text indexed `nsettings.configure` (the escape's `n` glued to the next word) and lost
+/// every identifier that opens a line of a script, a patch or a file an agent writes.
+/// Borrowed when there is no escape.
+fn json_unescaped(text: &str) -> Cow<'_, str> {
+    let Some(first) = memchr::memchr(b'\\', text.as_bytes()) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..first]);
+    let mut chars = text[first..].chars();
+    while let Some(ch) = chars.next() {
+        if ch != '\\' {
+            out.push(ch);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            // (Backspace and form feed separate words as a space does.)
+            Some('b' | 'f') => out.push(' '),
+            Some('u') => {
+                let hex: String = chars.by_ref().take(4).collect();
+                // A lone surrogate half (an emoji's) is no identifier's: a space stands for it.
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(decoded) => out.push(decoded),
+                    None => out.push(' '),
+                }
+            }
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The ranked identifiers of `msgs`, with `previous`'s index carried first.
@@ -1460,6 +1499,7 @@ pub fn strip(summary: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::ToolCall;
     use crate::provider::Provider;
 
     /// The word-keyed search finds what a plain search of every identifier, checked for whole
@@ -1679,6 +1719,39 @@ mod tests {
         ] {
             assert_eq!(values(prose), Vec::<String>::new(), "{prose}");
         }
+    }
+
+    /// A script passed in a call's JSON arguments is read as its lines: no identifier that
+    /// opens a line takes the `n` of the `\n` escape before it, and escaped quotes, tabs and
+    /// unicode escapes separate or decode as they would in the text.
+    #[test]
+    fn a_calls_escaped_script_is_read_as_its_lines() {
+        let args = r#"{"command":"cat <<'EOF' > repro.py\nsettings.configure(DEBUG=True)\n\tphoto_ct = ContentType.objects.get_for_model(Photo)\nprint(\"HAT229\")  # caf\u00e9 \ud83d\nEOF","path":"C:\\Users\\me\\notes.txt"}"#;
+        let mut m = Message::text("assistant", "");
+        m.tool_calls.push(ToolCall {
+            id: "c1",
+            name: "bash",
+            arguments: Cow::Borrowed(args),
+        });
+        let texts: Vec<String> = collect(&[m], None).into_iter().map(|i| i.text).collect();
+        for want in [
+            "settings.configure",
+            "photo_ct",
+            "ContentType.objects.get_for_model",
+            "HAT229",
+            "repro.py",
+        ] {
+            assert!(texts.iter().any(|t| t == want), "{want} not in {texts:?}");
+        }
+        assert!(
+            !texts
+                .iter()
+                .any(|t| t.starts_with('n') && t.contains("settings") || t.starts_with("tphoto")),
+            "{texts:?}"
+        );
+        assert_eq!(json_unescaped("plain"), "plain");
+        assert_eq!(json_unescaped(r"a\\nb\"), "a\\nb\\");
+        assert_eq!(json_unescaped(r"\u00e9\ud83d"), "\u{e9} ");
     }
 
     /// A person's first and last names, adjacent in one record, are one value: the passengers

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from contextfold import CompactionError, Compactor  # noqa: E402
 from contextfold.compactor import detect_wire_format  # noqa: E402
-from contextfold.evaluation import (Fixture, _fact_pattern, _head_end, _tokens, agent_loop, facts_seen,  # noqa: E402
+from contextfold.evaluation import (Fixture, _arguments, _fact_pattern, _head_end, _tokens, agent_loop, facts_seen,  # noqa: E402
                                    naive_cut, visible_text)
 from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
 
@@ -62,7 +62,7 @@ def _said(message: Any) -> str:
     """What an assistant message wrote: its text and its tool calls' arguments."""
     out = [message.get("content") if isinstance(message.get("content"), str) else ""]
     for call in message.get("tool_calls") or []:
-        out.append(str((call.get("function") or {}).get("arguments") or ""))
+        out.append(_arguments(str((call.get("function") or {}).get("arguments") or "")))
     return "\n".join(out)
 
 

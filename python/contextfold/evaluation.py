@@ -264,13 +264,30 @@ def _strings(value: Any, out: list[str]) -> None:
     if isinstance(value, str):
         out.append(value)
     elif isinstance(value, Mapping):
-        for v in value.values():
-            _strings(v, out)
+        for k, v in value.items():
+            if k == "arguments" and isinstance(v, str):
+                _strings(_arguments(v), out)
+            else:
+                _strings(v, out)
     elif isinstance(value, (list, tuple)):
         for v in value:
             _strings(v, out)
     elif hasattr(value, "model_dump"):
         _strings(value.model_dump(), out)
+
+
+_JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": " ", "f": " ", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _arguments(text: str) -> str:
+    """A tool call's JSON arguments (chat ``tool_calls``, Responses ``function_call``) as the
+    model reads them, keys and all: a script's lines, not ``\\n``-joined escapes, whose ``n``
+    would glue to the word after it and hide every identifier that opens a line from a
+    whole-word match."""
+    if "\\" not in text:
+        return text
+    return _JSON_ESCAPE.sub(lambda m: _ESCAPED.get(m[1]) or chr(int(m[1][1:], 16)), text)
 
 
 def visible_text(messages: Sequence[Any], system: Any = None) -> str:
