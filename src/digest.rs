@@ -538,6 +538,16 @@ impl<'a> Builder<'a> {
             |r| outcome_for(r, &self.shown_args),
         );
         let err = outcome.err;
+        let section = if err { Section::Errors } else { Section::Calls };
+        if let Some(cmd) = parsed.as_ref().ok().and_then(shell_command) {
+            let forms = Command {
+                joined: Command::join(&cmd),
+                outcome,
+            };
+            let pushed = self.push_rich(section, Box::new(forms));
+            self.mark_idle(pushed, reads_only(&cmd));
+            return err;
+        }
         let forms = Call {
             name: c.name,
             args: &c.arguments,
@@ -545,7 +555,6 @@ impl<'a> Builder<'a> {
             outcome,
             shortest: Default::default(),
         };
-        let section = if err { Section::Errors } else { Section::Calls };
         self.push_rich(section, Box::new(forms));
         err
     }
@@ -718,6 +727,65 @@ fn reads_only(cmd: &str) -> bool {
         Some(w) => READ_COMMANDS.contains(&w),
         None => false,
     }
+}
+
+/// Keys a shell tool's call may hold beside its command, none of which says more than the
+/// command does: Claude Code's `Bash` (`description`, `timeout`, `run_in_background`), Codex's
+/// `shell` (`workdir`, `timeout_ms`, `with_escalated_permissions`, `justification`), Gemini
+/// CLI's `run_shell_command` (`description`, `dir_path`), OpenHands' `execute_bash`
+/// (`is_input`, `timeout`), and the like.
+const SHELL_SIDE_KEYS: [&str; 12] = [
+    "description",
+    "timeout",
+    "timeout_ms",
+    "run_in_background",
+    "is_background",
+    "workdir",
+    "cwd",
+    "dir_path",
+    "directory",
+    "is_input",
+    "with_escalated_permissions",
+    "justification",
+];
+
+/// The command line of a call to a shell tool: its arguments are a `command` (or `cmd`), a
+/// string or an argv whose `bash -lc SCRIPT` form is the script, and nothing but
+/// `SHELL_SIDE_KEYS` beside it. Such a call is shown as the command a text agent runs
+/// (`$ cmd -> outcome`), planned and ranked as one: a function-calling coding agent's
+/// `bash(command="sed -n '1,40p' x.py")` is the same step as a text agent's `sed -n`, reads
+/// only (`reads_only`) and goes first when the room is short. Over the SWE trajectories
+/// rewritten as `bash` tool calls, the Call forms kept fewer of the facts the agent needed next
+/// than the Command forms of the same trajectories as text.
+fn shell_command(args: &Value) -> Option<String> {
+    let map = args.as_object()?;
+    let (key, value) = map
+        .iter()
+        .find(|(k, _)| matches!(k.as_str(), "command" | "cmd"))?;
+    if map
+        .keys()
+        .any(|k| k != key && !SHELL_SIDE_KEYS.contains(&k.as_str()))
+    {
+        return None;
+    }
+    let cmd = match value {
+        Value::String(s) => s.clone(),
+        Value::Array(argv) => {
+            let words: Option<Vec<&str>> = argv.iter().map(Value::as_str).collect();
+            let words = words?;
+            match words.as_slice() {
+                [shell, flag, script]
+                    if matches!(*shell, "bash" | "sh" | "zsh" | "/bin/bash" | "/bin/sh")
+                        && matches!(*flag, "-c" | "-lc") =>
+                {
+                    (*script).to_string()
+                }
+                _ => words.join(" "),
+            }
+        }
+        _ => return None,
+    };
+    (!cmd.trim().is_empty()).then_some(cmd)
 }
 
 /// Merge the sections of a previous digest (or keep foreign text as one entry); its identifier
@@ -1628,6 +1696,76 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    /// A call to a shell tool is shown as the command it ran (`$ cmd -> outcome`), whatever the
+    /// tool is called and whether the command is a string or an argv; a call with arguments of
+    /// its own beside `command` (an editor's `path`) stays a call.
+    #[test]
+    fn a_shell_tools_call_reads_as_its_command() {
+        let calls = [
+            (
+                "c1",
+                "bash",
+                r#"{"command":"sed -n '1,40p' src/app.py"}"#,
+                "def app():",
+            ),
+            (
+                "c2",
+                "Bash",
+                r#"{"command":"pytest -q tests/test_app.py","description":"Run the tests","timeout":120000}"#,
+                "1 failed, 3 passed in 0.40s",
+            ),
+            (
+                "c3",
+                "shell",
+                r#"{"command":["bash","-lc","git diff --stat"],"workdir":"/repo"}"#,
+                " src/app.py | 2 +-",
+            ),
+            (
+                "c4",
+                "str_replace_editor",
+                r#"{"command":"view","path":"/repo/src/app.py"}"#,
+                "1 def app():",
+            ),
+        ];
+        let mut msgs = vec![Message::text("user", "Fix the failing test in src/app.py.")];
+        for (id, name, args, out) in calls {
+            let mut a = Message::empty("assistant");
+            a.tool_calls.push(ToolCall {
+                id,
+                name,
+                arguments: Cow::Borrowed(args),
+            });
+            let mut r = Message::empty("tool");
+            r.tool_call_id = Some(id);
+            r.content = Content::Text(Cow::Borrowed(out));
+            msgs.extend([a, r]);
+        }
+        let d = digest_within(&msgs, 2_000);
+        for line in [
+            "- $ sed -n '1,40p' src/app.py -> ok: def app():",
+            "- $ pytest -q tests/test_app.py -> ",
+            "- $ git diff --stat -> ok:",
+            "- str_replace_editor(command=",
+        ] {
+            assert!(d.contains(line), "{line:?} not in\n{d}");
+        }
+        let shell = |args: &str| shell_command(&serde_json::from_str(args).unwrap());
+        assert_eq!(shell(r#"{"cmd":"ls -la"}"#).as_deref(), Some("ls -la"));
+        assert_eq!(
+            shell(r#"{"command":["rg","-n","TODO"]}"#).as_deref(),
+            Some("rg -n TODO")
+        );
+        for not_shell in [
+            r#"{"command":"view","path":"x.py"}"#,
+            r#"{"command":""}"#,
+            r#"{"command":12}"#,
+            r#"{"query":"ls"}"#,
+            r#"["ls"]"#,
+        ] {
+            assert_eq!(shell(not_shell), None, "{not_shell}");
+        }
     }
 
     /// The index lists only identifiers the digest's lines do not show: at every room, no
