@@ -14,6 +14,7 @@ observation its result in a JSON envelope, with an exit-code trailer line, or ba
 chat, beside the runs as mini-swe-agent wrote them.
 
     python tools/format_scorecard.py            # needs ../shared/data (CONTEXTFOLD_SHARED_DATA)
+    python tools/format_scorecard.py --held-out # the held-out probe sets instead
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from terminal_agent import STYLES, TERMINAL_TOOL, as_terminal_calls  # noqa: E40
 from wire_shapes import PROVIDER, SHAPES, convert  # noqa: E402
 
 FIXTURES = [ROOT / "tests" / "data" / "probes" / "airline.refs.json", ROOT / "tests" / "data" / "probes" / "swe.refs.json"]
+HELD_OUT = [ROOT / "tests" / "data" / "probes" / "heldout.refs.json", ROOT / "tests" / "data" / "probes" / "heldout2.refs.json"]
 #: The formats that take the system prompt beside the messages.
 SYSTEM_APART = ("anthropic", "gemini", "bedrock")
 
@@ -69,7 +71,7 @@ def score(fixtures: list[ev.Fixture], shape: str) -> tuple[int, int, int, int, i
 def main() -> None:
     if not shared_available():
         sys.exit("needs ../shared/data (set CONTEXTFOLD_SHARED_DATA): the fixtures name its conversations")
-    fixtures = ev.load_fixtures(FIXTURES, data_dir=SHARED)
+    fixtures = ev.load_fixtures(HELD_OUT if "--held-out" in sys.argv[1:] else FIXTURES, data_dir=SHARED)
     print("| format | facts kept | probes with >= half their facts | raised |")
     print("| --- | --- | --- | --- |")
     for shape in SHAPES:

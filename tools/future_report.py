@@ -16,6 +16,12 @@ insensitive, anywhere in what the continuing model sees), for the naive cut and 
     python tools/future_report.py --loop           # the history compacted as an agent loop does it
     python tools/future_report.py --misses         # what the Compactor lost that the naive cut kept
     python tools/future_report.py --json           # one JSON object per data set on stdout
+    python tools/future_report.py --tool-calls json  # the SWE runs as a tool-calling agent sends them
+
+With ``--tool-calls STYLE`` the SWE runs are rewritten as a tool-calling agent's
+(``tests/support/terminal_agent.py``: each fenced command a ``terminal`` call, each observation
+its result in STYLE: ``json``, ``exit_line`` or ``plain``); the facts are read off the same
+agent's next turns, its call arguments included.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from contextfold import CompactionError, Compactor  # noqa: E402
 from contextfold.compactor import detect_wire_format  # noqa: E402
 from contextfold.evaluation import (Fixture, _arguments, _fact_pattern, _head_end, _tokens, agent_loop, facts_seen,  # noqa: E402
                                    naive_cut, visible_text)
+from terminal_agent import STYLES, TERMINAL_TOOL, as_terminal_calls  # noqa: E402
 from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
 
 DATA_SETS = ("tau-bench-airline", "mini-swe-agent-gemini3")
@@ -168,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loop", action="store_true", help="compact as an agent loop does, round by round")
     p.add_argument("--limit", type=int, default=0, help="conversations per data set (0: all)")
     p.add_argument("--json", action="store_true", help="one JSON object (data set -> totals) on stdout")
+    p.add_argument("--tool-calls", choices=STYLES, help="the SWE runs as terminal tool calls, results in this style")
     args = p.parse_args(argv)
     root = SHARED if shared_available() else LOCAL
     if root is LOCAL:
@@ -176,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     kinds: collections.Counter[str] = collections.Counter()
     for name in DATA_SETS:
         convs = load_conversations(root, name)
+        if args.tool_calls and name == "mini-swe-agent-gemini3":
+            convs = [dict(c, messages=as_terminal_calls(c["messages"], args.tool_calls)[0], tools=[TERMINAL_TOOL])
+                     for c in convs]
+            name = f"{name}, terminal calls ({args.tool_calls})"
         rows[name] = list(cases(convs[:args.limit] if args.limit else convs, args.multiple, loop=args.loop))
         for c in rows[name]:
             for f, nv, cf in zip(c.facts, c.naive, c.compactor or [False] * len(c.facts), strict=True):
