@@ -165,9 +165,73 @@ fn says_failure(region: &str) -> bool {
         AhoCorasick::new(FAILURE_WORDS).unwrap_or_else(|e| unreachable!("fixed ASCII words: {e}"))
     });
     let l = region.to_ascii_lowercase();
-    finder
-        .find_iter(&l)
-        .any(|m| !counts_none(&l[..m.start()], &l[m.end()..]))
+    let b = l.as_bytes();
+    finder.find_iter(&l).any(|m| {
+        let line_start = l[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = l[m.end()..].find('\n').map_or(l.len(), |i| m.end() + i);
+        let line = &l[line_start..line_end];
+        if is_listing_line(line) {
+            return false;
+        }
+        // Inside a name (`get_form_error`, `ValidationError`, `error_messages`, `add_error(`)
+        // the word is code a listing shows, unless the name opens its line as an error class
+        // does where a run ends (`ValueError: bad`).
+        let prev = m.start().checked_sub(1).map(|i| b[i]);
+        let next = b.get(m.end()).copied();
+        if prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+            || next.is_some_and(|c| c == b'_' || c == b'(')
+        {
+            return error_class_opens(line, m.end() - line_start);
+        }
+        !counts_none(&l[..m.start()], &l[m.end()..])
+    })
+}
+
+/// Whether a (lowercase) line is a line of a listing rather than a run's own words: a file
+/// shown with its line numbers (`nl -ba`, `cat -n`: `  651<TAB>code`) or a search hit
+/// (`grep -n`: `785:    code`, `django/forms/models.py:785:    code`). A tool-calling
+/// agent's shell results often carry no exit code, and a listing of `django/forms/models.py`
+/// names `get_form_error` and `error_messages` on every screen: over the held-out SWE runs as
+/// such calls, seven reads and listings of one fold were filed as errors and filled the room.
+fn is_listing_line(line: &str) -> bool {
+    let t = line.trim_start().as_bytes();
+    let digits = t.iter().take_while(|c| c.is_ascii_digit()).count();
+    let numbered = |d: usize, rest: &[u8]| {
+        d > 0
+            && match rest.get(d) {
+                Some(b'\t') => true,
+                // (`12:30:01 ERROR ...`, a log's time, is no line number.)
+                Some(b':') => !rest.get(d + 1).is_some_and(u8::is_ascii_digit),
+                _ => false,
+            }
+    };
+    if digits > 0 {
+        return numbered(digits, t);
+    }
+    let Some(colon) = t.iter().position(|&c| c == b':') else {
+        return false;
+    };
+    let path = &t[..colon];
+    let rest = &t[colon + 1..];
+    let d = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    !path.is_empty()
+        && !path.contains(&b' ')
+        && path.iter().any(|&c| c == b'/' || c == b'.')
+        && d > 0
+        && rest.get(d) == Some(&b':')
+}
+
+/// Whether the name that ends at byte `end` of a (lowercase) line opens the line as an error
+/// class does where a traceback ends: `valueerror: bad`, `django.core.exceptions.
+/// validationerror: [...]`, or the class alone on its line.
+fn error_class_opens(line: &str, end: usize) -> bool {
+    let t = line.trim_start();
+    let start = line.len() - t.len();
+    end > start
+        && line[start..end]
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+        && matches!(line.as_bytes().get(end), None | Some(b':'))
 }
 
 /// Whether the words around a failure word count none of it: `0 failed`, `no errors`,
@@ -577,6 +641,32 @@ mod tests {
         // A failure word deep in the middle of a long output is not read.
         let mid = format!("{}error\n{}done", "x\n".repeat(400), "y\n".repeat(10));
         assert!(!words_say_failure(&mid));
+    }
+
+    /// A listing's words are the file's, not the run's: code naming errors, line-numbered or as
+    /// search hits, is no failure; a run's own error lines are, an error class opening its line
+    /// included.
+    #[test]
+    fn a_listing_that_names_errors_is_no_failure() {
+        for listing in [
+            "   785\t    def get_form_error(self):\n   786\t        return gettext(\"Please correct the duplicate values below.\")\n   787\t    error_messages=error_messages,",
+            "785:    def get_form_error(self):\n790:        self.add_error(None, errors)",
+            "django/forms/models.py:785:    def get_form_error(self):\ndjango/forms/formsets.py:12:from django.core.exceptions import ValidationError",
+            "class ModelFormMixin:\n    error_messages = {}\n    def clean(self):\n        raise ValidationError('bad')",
+        ] {
+            assert!(!words_say_failure(listing), "{listing}");
+        }
+        for run in [
+            "Traceback (most recent call last):\n  File \"x.py\", line 3\nModuleNotFoundError: No module named 'reproduce_app'",
+            "django.core.exceptions.ValidationError: ['Enter a valid date.']",
+            "ValueError",
+            "error: pathspec 'x' did not match any file(s) known to git",
+            "12:30:01 ERROR connection refused",
+            "bash: foo: command not found",
+            "1 failed, 3 passed in 0.40s",
+        ] {
+            assert!(words_say_failure(run), "{run}");
+        }
     }
 
     #[test]
