@@ -218,6 +218,7 @@ fn part<'a>(src: &mut Src<'a>, images: &'a [String; 3], depth: usize) -> Part<'a
             let k = src.u8() % 4;
             Part::ToolResult {
                 tool_use_id,
+                is_error: false,
                 content: (0..k).map(|_| part(src, images, depth + 1)).collect(),
             }
         }
@@ -545,6 +546,7 @@ fn agent_history<'a>(src: &mut Src<'a>, format: WireFormat) -> Vec<Message<'a>> 
                 ids.iter()
                     .map(|&id| Part::ToolResult {
                         tool_use_id: id,
+                        is_error: false,
                         content: vec![Part::Text(Cow::Borrowed(src.str()))],
                     })
                     .collect(),

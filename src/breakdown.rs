@@ -400,6 +400,7 @@ mod tests {
         let mut anthropic_result = Message::empty("user");
         anthropic_result.content = Content::Parts(vec![Part::ToolResult {
             tool_use_id: "toolu_01",
+            is_error: false,
             content: vec![Part::Text(Cow::Borrowed("a cat on a mat"))],
         }]);
         vec![
@@ -487,6 +488,7 @@ mod tests {
         // Inside a tool result: the result's own envelope must stay what the estimator charged.
         file.content = Content::Parts(vec![Part::ToolResult {
             tool_use_id: "toolu_02",
+            is_error: false,
             content: vec![
                 Part::Text(Cow::Borrowed("screenshot")),
                 Part::Image(Image {

@@ -523,7 +523,7 @@ impl<'a> Builder<'a> {
     }
 
     /// A tool call and its result (None: not in the span). Whether the result is an error.
-    fn call(&mut self, c: &'a ToolCall<'a>, result: Option<Cow<'a, str>>) -> bool {
+    fn call(&mut self, c: &'a ToolCall<'a>, result: Option<CallResult<'a>>) -> bool {
         let parsed = serde_json::from_str::<Value>(&c.arguments);
         if let Some(args) = parsed.as_ref().ok().and_then(Value::as_object) {
             self.shown_args.add(args);
@@ -535,7 +535,11 @@ impl<'a> Builder<'a> {
                 err: false,
                 head_share: RESULT_HEAD_SHARE,
             },
-            |r| outcome_for(r, &self.shown_args),
+            |r| {
+                let mut o = outcome_for(r.text, &self.shown_args);
+                o.err |= r.marked_error;
+                o
+            },
         );
         let err = outcome.err;
         let section = if err { Section::Errors } else { Section::Calls };
@@ -905,21 +909,42 @@ fn carried_forms(item: &str, floor: usize) -> Vec<String> {
     forms
 }
 
+/// A call's result within the span: its text, and whether the provider marked it failed.
+#[derive(Clone)]
+struct CallResult<'a> {
+    text: Cow<'a, str>,
+    /// `is_error` (Anthropic) / `status: "error"` (Bedrock): a verdict the text need not say.
+    marked_error: bool,
+}
+
 /// The texts a call's result can come from, by call id, within the span.
-fn results_by_id<'a>(msgs: &'a [Message<'_>]) -> HashMap<&'a str, Cow<'a, str>> {
+fn results_by_id<'a>(msgs: &'a [Message<'_>]) -> HashMap<&'a str, CallResult<'a>> {
     let mut results = HashMap::new();
     for m in msgs {
         if let Some(id) = m.tool_call_id {
-            results.insert(id, text_of(m));
+            results.insert(
+                id,
+                CallResult {
+                    text: text_of(m),
+                    marked_error: false,
+                },
+            );
         }
         if let Content::Parts(ps) = &m.content {
             for p in ps {
                 if let Part::ToolResult {
                     tool_use_id,
                     content,
+                    is_error,
                 } = p
                 {
-                    results.insert(*tool_use_id, Cow::Owned(parts_text(content)));
+                    results.insert(
+                        *tool_use_id,
+                        CallResult {
+                            text: Cow::Owned(parts_text(content)),
+                            marked_error: *is_error,
+                        },
+                    );
                 }
             }
         }
@@ -945,7 +970,7 @@ fn calls_of<'m, 'a>(m: &'m Message<'a>) -> impl Iterator<Item = &'m ToolCall<'a>
 struct Walk<'a> {
     b: Builder<'a>,
     msgs: &'a [Message<'a>],
-    results: HashMap<&'a str, Cow<'a, str>>,
+    results: HashMap<&'a str, CallResult<'a>>,
     /// Whether this agent's observations carry a return code (mini-swe-agent's do).
     coded: bool,
     /// Whether the agent calls tools through the API (a call in the span): its
@@ -1114,7 +1139,7 @@ impl<'a> Walk<'a> {
             if self
                 .results
                 .get(c.id)
-                .is_some_and(|r| tool_outcome::reports_failure(r))
+                .is_some_and(|r| r.marked_error || tool_outcome::reports_failure(&r.text))
             {
                 self.n_errors += 1;
             }
@@ -1696,6 +1721,47 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    /// A result the provider marked as failed (Anthropic `is_error`, Bedrock `status: "error"`)
+    /// is an error whatever its words; unmarked, the same words are no verdict.
+    #[test]
+    fn a_result_marked_as_an_error_is_an_error() {
+        let history = |marked: bool| {
+            let mut a = Message::empty("assistant");
+            a.content = Content::Parts(vec![Part::ToolUse(ToolCall {
+                id: "toolu_1",
+                name: "Edit",
+                arguments: Cow::Borrowed(
+                    r#"{"file_path":"src/app.py","old_string":"a","new_string":"b"}"#,
+                ),
+            })]);
+            let mut r = Message::empty("user");
+            r.content = Content::Parts(vec![Part::ToolResult {
+                tool_use_id: "toolu_1",
+                content: vec![Part::Text(Cow::Borrowed(
+                    "File has been modified since read, by the user or a linter.",
+                ))],
+                is_error: marked,
+            }]);
+            for m in [&mut a, &mut r] {
+                m.wire = crate::wire::Format::Anthropic;
+            }
+            vec![Message::text("user", "Rename a to b in src/app.py."), a, r]
+        };
+        let errors = |d: &str| section_of(d, "## Errors").to_string();
+        let marked = digest_within(&history(true), 600);
+        assert!(errors(&marked).contains("modified since read"), "{marked}");
+        assert!(
+            marked.contains("1 errors") || marked.contains("1 error"),
+            "{marked}"
+        );
+        let unmarked = digest_within(&history(false), 600);
+        assert!(
+            !errors(&unmarked).contains("modified since read"),
+            "{unmarked}"
+        );
+        assert!(unmarked.contains("modified since read"), "{unmarked}");
     }
 
     /// A call to a shell tool is shown as the command it ran (`$ cmd -> outcome`), whatever the

@@ -327,6 +327,7 @@ impl Estimator {
             Part::ToolResult {
                 tool_use_id,
                 content,
+                ..
             } => {
                 self.profile.per_tool_result
                     + self.id(tool_use_id)

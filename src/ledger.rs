@@ -496,6 +496,7 @@ pub fn payload_chars(m: &Message<'_>) -> u64 {
             Part::ToolResult {
                 tool_use_id,
                 content,
+                ..
             } => tool_use_id.len() + content.iter().map(part).sum::<usize>(),
             Part::Thinking { text, signature } => text.len() + signature.len(),
             Part::EncryptedReasoning(d) => d.len(),
@@ -611,8 +612,10 @@ pub fn content_hash(m: &Message<'_>) -> u64 {
             Part::ToolResult {
                 tool_use_id,
                 content,
+                is_error,
             } => {
-                h.u64(4);
+                // (A result marked as an error hashes apart; an unmarked one as before.)
+                h.u64(if *is_error { 5 } else { 4 });
                 h.str(tool_use_id);
                 h.u64(content.len() as u64);
                 for p in content {

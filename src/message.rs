@@ -211,6 +211,9 @@ pub enum Part<'a> {
     ToolResult {
         tool_use_id: &'a str,
         content: Vec<Part<'a>>,
+        /// The provider's own verdict that the call failed (Anthropic `is_error: true`,
+        /// Bedrock `status: "error"`): read before the words of the content.
+        is_error: bool,
     },
     /// Visible reasoning text plus its opaque signature (Anthropic `thinking`).
     Thinking {
@@ -474,6 +477,7 @@ mod tests {
         let mut r = Message::empty("user");
         r.content = Content::Parts(vec![Part::ToolResult {
             tool_use_id: "toolu_2",
+            is_error: false,
             content: vec![],
         }]);
         assert_eq!(r.result_ids().collect::<Vec<_>>(), ["toolu_2"]);
@@ -493,6 +497,7 @@ mod tests {
             }),
             Part::ToolResult {
                 tool_use_id: "srvtoolu_1",
+                is_error: false,
                 content: vec![],
             },
             Part::ToolUse(ToolCall {

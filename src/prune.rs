@@ -264,6 +264,7 @@ pub fn plan_with(
                 Part::ToolResult {
                     tool_use_id,
                     content,
+                    ..
                 } => pruner.result_block(i, m, part, p, tool_use_id, content),
                 Part::ToolUse(c) => pruner.arguments(i, m, CallAt::Part(part), &c.arguments),
                 _ => {}

@@ -509,6 +509,7 @@ mod tests {
         let mut m = Message::empty("user");
         m.content = Content::Parts(vec![Part::ToolResult {
             tool_use_id: "t1",
+            is_error: false,
             content: vec![
                 Part::Text(Cow::Borrowed("screen 1")),
                 Part::Image(Image {
@@ -545,6 +546,7 @@ mod tests {
         let mut t = Message::empty("user");
         t.content = Content::Parts(vec![Part::ToolResult {
             tool_use_id: "t2",
+            is_error: false,
             content: vec![
                 Part::Text(Cow::Borrowed("a")),
                 Part::Text(Cow::Borrowed("b")),

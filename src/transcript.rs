@@ -126,6 +126,7 @@ fn part_line(p: &Part<'_>, max_chars: usize) -> Option<String> {
         Part::ToolResult {
             tool_use_id,
             content,
+            ..
         } => {
             let text = result_text(content);
             let reference = if tool_use_id.is_empty() {

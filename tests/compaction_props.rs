@@ -78,6 +78,7 @@ fn history<'a>(steps: &[Step], anthropic: bool, text: &'a str) -> Vec<Message<'a
                         ids.iter()
                             .map(|&id| Part::ToolResult {
                                 tool_use_id: id,
+                                is_error: false,
                                 content: vec![Part::Text(Cow::Borrowed(&text[..size]))],
                             })
                             .collect(),

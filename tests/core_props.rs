@@ -84,6 +84,7 @@ proptest! {
             let mut result = Message::empty("user");
             result.content = Content::Parts(vec![Part::ToolResult {
                 tool_use_id: "toolu_1",
+                is_error: false,
                 content: vec![Part::Text(Cow::Borrowed(&body))],
             }]);
             prop_assert!(e.message(&result) >= e.message(&plain));

@@ -208,6 +208,7 @@ fn build<'a>(steps: &[Step], st: &'a Store) -> Vec<Message<'a>> {
                             .iter()
                             .map(|id| Part::ToolResult {
                                 tool_use_id: id,
+                                is_error: false,
                                 content: vec![Part::Text(Cow::Borrowed(text(result_len)))],
                             })
                             .collect(),

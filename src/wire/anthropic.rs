@@ -93,9 +93,15 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
                 // text, so never replaced by a text.
                 Some(c) => vec![opaque(kind, &c)?],
             };
+            // (`is_error` is a boolean; anything else says nothing.)
+            let is_error = match p.get(Key::is_error).src()? {
+                Some(v) if v.shape() == Shape::Bool => v.json_text().src()? == "true",
+                _ => false,
+            };
             Part::ToolResult {
                 tool_use_id,
                 content,
+                is_error,
             }
         }
         "thinking" => {

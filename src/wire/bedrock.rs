@@ -78,9 +78,16 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             Some(c) => r.nested_parts(&c, &format!("{path}.toolResult.content"))?,
             None => Vec::new(),
         };
+        // Bedrock's `ToolResultBlock.status` is `success` or `error`
+        // (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolResultBlock.html).
+        let is_error = t
+            .get(Key::status)
+            .src()?
+            .is_some_and(|s| s.str().ok().flatten().as_deref() == Some("error"));
         return Ok(Some(Part::ToolResult {
             tool_use_id: id.unwrap_or(""),
             content,
+            is_error,
         }));
     }
     if let Some(j) = p.get(Key::json).src()? {

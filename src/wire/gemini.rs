@@ -113,6 +113,8 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             return Ok(Part::ToolResult {
                 tool_use_id: id,
                 content,
+                // (A function's error is inside its `response`, read with its words.)
+                is_error: false,
             });
         }
     }

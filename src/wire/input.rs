@@ -172,6 +172,8 @@ keys! {
     base64 = "base64",
     source_type = "source_type",
     value = "value",
+    is_error = "is_error",
+    status = "status",
 }
 
 impl Key {

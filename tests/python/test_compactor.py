@@ -763,3 +763,42 @@ def test_clear_at_least_holds_for_the_history_returned_after_masked_outputs_are_
     assert r.changed and r.tokens_before - r.tokens_after >= need  # gives back only what keeps it
     plain = cf.Compactor(model="gpt-4o", budget=20_000, strategy="mask").compact(hist)
     assert plain.changed and plain.tokens_before - plain.tokens_after < need
+
+
+def _marked_error_history(fmt: str, marked: bool) -> list[dict]:
+    """A long Anthropic or Bedrock history whose second result says, in words that name no
+    failure, that an edit did not apply, marked as an error by the provider's own flag or not."""
+    words = "File has been modified since read, by the user or a linter."
+    msgs: list[dict] = [{"role": "user", "content": [{"text": "Rename a to b in src/app.py and keep going."}]
+                         if fmt == "bedrock" else "Rename a to b in src/app.py and keep going."}]
+    for i in range(12):
+        text = words if i == 1 else "ok " * 200
+        if fmt == "anthropic":
+            result: dict = {"type": "tool_result", "tool_use_id": f"t{i}", "content": text}
+            if i == 1 and marked:
+                result["is_error"] = True
+            msgs += [{"role": "assistant", "content": [
+                {"type": "text", "text": f"Step {i}."},
+                {"type": "tool_use", "id": f"t{i}", "name": "Edit", "input": {"file_path": "src/app.py", "n": i}}]},
+                {"role": "user", "content": [result]}]
+        else:
+            block: dict = {"toolUseId": f"t{i}", "content": [{"text": text}]}
+            if i == 1 and marked:
+                block["status"] = "error"
+            msgs += [{"role": "assistant", "content": [
+                {"text": f"Step {i}."},
+                {"toolUse": {"toolUseId": f"t{i}", "name": "Edit", "input": {"file_path": "src/app.py", "n": i}}}]},
+                {"role": "user", "content": [{"toolResult": block}]}]
+    return msgs
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "bedrock"])
+def test_a_result_the_provider_marked_failed_is_summarized_as_an_error(fmt: str) -> None:
+    def errors(marked: bool) -> str:
+        h = _marked_error_history(fmt, marked)
+        r = cf.Compactor(provider="anthropic", budget=cf.estimate(h, provider="anthropic") // 3).compact(h)
+        assert r.summary is not None
+        return r.summary.split("## Errors")[1].split("\n## ")[0] if "## Errors" in r.summary else ""
+
+    assert "modified since read" in errors(True)
+    assert "modified since read" not in errors(False)
