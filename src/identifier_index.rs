@@ -919,7 +919,7 @@ fn scan_edges(c: &mut Collector, text: &str, weight: f64, recency: f64) {
         t.starts_with('{') || t.starts_with('[')
     };
     if json {
-        c.scan(text, weight, recency);
+        c.scan(&json_lines(text), weight, recency);
         return;
     }
     // Tool output is read at its edges only; what the user and the assistant said, further.
@@ -1116,6 +1116,37 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
     for call in &m.tool_calls {
         scan_edges(c, &json_unescaped(&call.arguments), 2.0, recency);
     }
+}
+
+/// A JSON document with the line breaks and tabs escaped in its strings decoded, every other
+/// escape (`\"`, `\\`) and so its structure kept: a result such as `{"path": "app.py",
+/// "content": "import os\nsettings.configure()"}` is read as its lines, where the raw text
+/// indexed `nsettings.configure`, and its records' keys and values are still found by their
+/// quotes. Borrowed when there is no escape.
+fn json_lines(text: &str) -> Cow<'_, str> {
+    let Some(first) = memchr::memchr(b'\\', text.as_bytes()) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..first]);
+    let mut chars = text[first..].chars();
+    while let Some(ch) = chars.next() {
+        if ch != '\\' {
+            out.push(ch);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// A call's arguments (JSON text) with the escapes of its strings decoded: a script passed as
@@ -1721,9 +1752,9 @@ mod tests {
         }
     }
 
-    /// A script passed in a call's JSON arguments is read as its lines: no identifier that
-    /// opens a line takes the `n` of the `\n` escape before it, and escaped quotes, tabs and
-    /// unicode escapes separate or decode as they would in the text.
+    /// A script passed in a call's JSON arguments, or returned in a JSON result, is read as its
+    /// lines: no identifier that opens a line takes the `n` of the `\n` escape before it, and
+    /// escaped quotes, tabs and unicode escapes separate or decode as they would in the text.
     #[test]
     fn a_calls_escaped_script_is_read_as_its_lines() {
         let args = r#"{"command":"cat <<'EOF' > repro.py\nsettings.configure(DEBUG=True)\n\tphoto_ct = ContentType.objects.get_for_model(Photo)\nprint(\"HAT229\")  # caf\u00e9 \ud83d\nEOF","path":"C:\\Users\\me\\notes.txt"}"#;
@@ -1749,7 +1780,23 @@ mod tests {
                 .any(|t| t.starts_with('n') && t.contains("settings") || t.starts_with("tphoto")),
             "{texts:?}"
         );
+        // A JSON result holding a file's lines is read as those lines, its quotes kept.
+        let mut c = Collector::default();
+        scan_edges(
+            &mut c,
+            r#"{"path": "repro.py", "content": "import os\nsettings.configure(DEBUG=True)\n", "first_name": "Mei"}"#,
+            1.0,
+            1.0,
+        );
+        let read: Vec<String> = c.ranked().into_iter().map(|i| i.text).collect();
+        assert!(read.iter().any(|t| t == "settings.configure"), "{read:?}");
+        assert!(read.iter().any(|t| t == "Mei"), "{read:?}");
+        assert!(!read.iter().any(|t| t.starts_with("nsettings")), "{read:?}");
         assert_eq!(json_unescaped("plain"), "plain");
+        assert_eq!(
+            json_lines(r#"{"a":"x\ny \"q\" \\n"}"#),
+            "{\"a\":\"x\ny \\\"q\\\" \\\\n\"}"
+        );
         assert_eq!(json_unescaped(r"a\\nb\"), "a\\nb\\");
         assert_eq!(json_unescaped(r"\u00e9\ud83d"), "\u{e9} ");
     }
