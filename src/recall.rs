@@ -164,15 +164,17 @@ pub fn mentions(text: &str, k: usize) -> Vec<String> {
 }
 
 /// The one-line stand-in of a folded piece: what it was (`what`: "tool output", "tool input",
-/// "image", "observation", "messages"), of which tool, its size, whether it held an error,
-/// what it mentions, and the id to recall it by. At most [`PLACEHOLDER_MAX_TOKENS`] tokens
-/// (mentions are dropped from the end until it fits).
+/// "image", "observation", "messages"), of which tool, its size, whether it held an error
+/// (`marked_error`: the provider's own flag, Anthropic `is_error` / Bedrock `status: "error"`;
+/// else its words), what it mentions, and the id to recall it by. At most
+/// [`PLACEHOLDER_MAX_TOKENS`] tokens (mentions are dropped from the end until it fits).
 pub fn placeholder(
     est: &Estimator,
     what: &str,
     tool: Option<&str>,
     tokens: u32,
     original: &str,
+    marked_error: bool,
     id: &str,
 ) -> String {
     let of = match tool {
@@ -186,7 +188,11 @@ pub fn placeholder(
     } else {
         let o = tool_outcome::read(original);
         (
-            if o.failure() { ", held an error" } else { "" },
+            if marked_error || o.failure() {
+                ", held an error"
+            } else {
+                ""
+            },
             mentions(&o.body, MENTIONS),
         )
     };
@@ -380,6 +386,12 @@ pub fn recoverable_edits(
                     Content::Text(t) if part.is_none() => Some(Cow::Borrowed(t.as_ref())),
                     _ => crate::message::joined_texts(parts),
                 };
+                let marked = part.is_some_and(|k| {
+                    matches!(
+                        m.parts().get(k),
+                        Some(Part::ToolResult { is_error: true, .. })
+                    )
+                });
                 Change::ResultText {
                     part: *part,
                     text: placeholder(
@@ -388,16 +400,17 @@ pub fn recoverable_edits(
                         tool,
                         tokens,
                         words.as_deref().unwrap_or(""),
+                        marked,
                         &id,
                     ),
                 }
             }
             Change::Text { .. } => Change::Text {
-                text: placeholder(est, "observation", None, tokens, &text, &id),
+                text: placeholder(est, "observation", None, tokens, &text, false, &id),
             },
             Change::Image { part, .. } => Change::Image {
                 part: *part,
-                text: placeholder(est, "image", None, tokens, "", &id),
+                text: placeholder(est, "image", None, tokens, "", false, &id),
             },
             Change::Arguments { call, json } => Change::Arguments {
                 call: *call,
@@ -582,6 +595,7 @@ mod tests {
             Some("run_tests"),
             2_000,
             &text,
+            false,
             "cf0123456789ab",
         );
         assert!(p.contains("run_tests"), "{p}");
@@ -598,9 +612,25 @@ mod tests {
             Some("grep"),
             9_000,
             &long,
+            false,
             "cf0123456789ab",
         );
         assert!(est.text(&p) <= PLACEHOLDER_MAX_TOKENS, "{p}");
+        // The provider's flag says what the words do not.
+        let quiet = "File has been modified since read, by the user or a linter.";
+        let said = |marked| {
+            placeholder(
+                &est,
+                "tool output",
+                Some("Edit"),
+                20,
+                quiet,
+                marked,
+                "cf0123456789ab",
+            )
+        };
+        assert!(said(true).contains("held an error"), "{}", said(true));
+        assert!(!said(false).contains("held an error"), "{}", said(false));
         assert!(!tool_outcome::reports_failure("all 12 passed\nexit code 0"));
         assert!(tool_outcome::reports_failure("exit code: 2"));
     }

@@ -188,7 +188,7 @@ fn says_failure(region: &str) -> bool {
 }
 
 /// Whether a (lowercase) line is a line of a listing rather than a run's own words: a file
-/// shown with its line numbers (`nl -ba`, `cat -n`: `  651<TAB>code`) or a search hit
+/// shown with its line numbers (`nl -ba`, `cat -n`: `  651<TAB>code`; `651→code`) or a search hit
 /// (`grep -n`: `785:    code`, `django/forms/models.py:785:    code`). A tool-calling
 /// agent's shell results often carry no exit code, and a listing of `django/forms/models.py`
 /// names `get_form_error` and `error_messages` on every screen: over the held-out SWE runs as
@@ -200,6 +200,9 @@ fn is_listing_line(line: &str) -> bool {
         d > 0
             && match rest.get(d) {
                 Some(b'\t') => true,
+                // `12→code`: the arrow (U+2192) several agents' file-reading tools number
+                // lines with where `cat -n` puts a tab.
+                Some(0xE2) => rest[d..].starts_with("\u{2192}".as_bytes()),
                 // (`12:30:01 ERROR ...`, a log's time, is no line number.)
                 Some(b':') => !rest.get(d + 1).is_some_and(u8::is_ascii_digit),
                 _ => false,
@@ -651,6 +654,7 @@ mod tests {
         for listing in [
             "   785\t    def get_form_error(self):\n   786\t        return gettext(\"Please correct the duplicate values below.\")\n   787\t    error_messages=error_messages,",
             "785:    def get_form_error(self):\n790:        self.add_error(None, errors)",
+            "  41\u{2192}        except Exception as error:\n  42\u{2192}            log(error)",
             "django/forms/models.py:785:    def get_form_error(self):\ndjango/forms/formsets.py:12:from django.core.exceptions import ValidationError",
             "class ModelFormMixin:\n    error_messages = {}\n    def clean(self):\n        raise ValidationError('bad')",
         ] {
