@@ -18,7 +18,10 @@ use crate::model_info::{is_gemini_3, model_info, Family, ModelInfo};
 use crate::profile::{on_vertex_ai, profile_for, Profile};
 use crate::provider::Provider;
 pub use crate::request_extras::{RequestExtras, ResponseFormat, ToolDef};
-use crate::text_stats::{text_tokens, text_tokens_whole, TextWeights, BASE64_TOKENS_PER_BYTE};
+use crate::summary_marker::{SUMMARY_CLOSE, SUMMARY_OPEN};
+use crate::text_stats::{
+    text_tokens, text_tokens_whole, TextWeights, BASE64_TOKENS_PER_BYTE, LONG_TEXT,
+};
 use crate::tool_render::{
     openai_response_format_tokens, openai_system_tokens, openai_tool_block_tokens,
 };
@@ -274,8 +277,15 @@ impl Estimator {
     pub fn text(&self, s: &str) -> f64 {
         match self.encoding {
             Some(e) => self.profile.text_scale * e.count(s) as f64,
-            None => self.sampled_text_scale * text_tokens(s.as_bytes(), self.text_weights),
+            None => match merged_summary(s) {
+                Some((summary, rest)) => self.sampled_text(summary) + self.sampled_text(rest),
+                None => self.sampled_text(s),
+            },
         }
+    }
+
+    fn sampled_text(&self, s: &str) -> f64 {
+        self.sampled_text_scale * text_tokens(s.as_bytes(), self.text_weights)
     }
 
     /// Tokens of a system prompt's text: OpenAI models count it exactly, cached by content (it
@@ -545,6 +555,23 @@ impl Estimator {
     }
 }
 
+/// A long text that opens with a summary contextfold merged into it, as (the summary with its
+/// markers, the text after it). A long text is priced from a sample (its head and windows at
+/// fixed shares of its length: `text_stats::shape_of`), so a summary put at its start would
+/// replace the head the message was priced by and shift every window: a 26,000-character
+/// thought priced 6,023 tokens alone and 6,457 with a 15-token summary merged into it, and the
+/// Compactor, finding its result over the budget it had planned, digested the summary again
+/// down to its header. Priced apart, the host prices as it did before the merge. (A short text
+/// is read whole: no split needed.)
+fn merged_summary(s: &str) -> Option<(&str, &str)> {
+    if s.len() <= LONG_TEXT || !s.starts_with(SUMMARY_OPEN) {
+        return None;
+    }
+    let end = s.find(SUMMARY_CLOSE)? + SUMMARY_CLOSE.len();
+    let rest = s[end..].trim_start_matches('\n');
+    (rest.len() > LONG_TEXT).then(|| (&s[..end], rest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,6 +584,29 @@ mod tests {
             name,
             arguments: Cow::Borrowed(args),
         }
+    }
+
+    /// A summary merged at the start of a long message prices as the summary and the message
+    /// apart: the host's sampled head and windows stay where they were.
+    #[test]
+    fn a_summary_merged_into_a_long_message_does_not_reprice_the_message() {
+        let e = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let thought: String = (0..400)
+            .map(|k| format!("    relation_parts[{k}] = lookup.split(LOOKUP_SEP)  # x{k}\n"))
+            .collect();
+        let summary = format!(
+            "{SUMMARY_OPEN}\nEarlier conversation folded by contextfold (18 messages).\n## User requests\n- Fix the lookup.\n{SUMMARY_CLOSE}"
+        );
+        let merged = format!("{summary}\n\n{thought}");
+        let apart = e.text(&summary) + e.text(&thought);
+        assert!(
+            (e.text(&merged) - apart).abs() < 1.0,
+            "{} vs {apart}",
+            e.text(&merged)
+        );
+        // Text that only looks like it at its start, unclosed, is one text.
+        let unclosed = format!("{SUMMARY_OPEN}\n{thought}");
+        assert_eq!(merged_summary(&unclosed), None);
     }
 
     #[test]
