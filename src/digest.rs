@@ -1797,16 +1797,7 @@ mod tests {
         ];
         let mut msgs = vec![Message::text("user", "Fix the failing test in src/app.py.")];
         for (id, name, args, out) in calls {
-            let mut a = Message::empty("assistant");
-            a.tool_calls.push(ToolCall {
-                id,
-                name,
-                arguments: Cow::Borrowed(args),
-            });
-            let mut r = Message::empty("tool");
-            r.tool_call_id = Some(id);
-            r.content = Content::Text(Cow::Borrowed(out));
-            msgs.extend([a, r]);
+            msgs.extend(tool_round(id, name, args, out));
         }
         let d = digest_within(&msgs, 2_000);
         for line in [
@@ -2873,11 +2864,21 @@ mod tests {
 
     /// An assistant turn calling a `terminal` tool through the API, and its result.
     fn terminal_round<'a>(id: &'a str, command: &'a str, result: &'a str) -> [Message<'a>; 2] {
+        tool_round(id, "terminal", command, result)
+    }
+
+    /// An assistant turn calling tool `name` through the API with `args`, and its result.
+    fn tool_round<'a>(
+        id: &'a str,
+        name: &'a str,
+        args: &'a str,
+        result: &'a str,
+    ) -> [Message<'a>; 2] {
         let mut a = Message::text("assistant", "Checking.");
         a.tool_calls.push(ToolCall {
             id,
-            name: "terminal",
-            arguments: Cow::Borrowed(command),
+            name,
+            arguments: Cow::Borrowed(args),
         });
         let mut r = Message::empty("tool");
         r.tool_call_id = Some(id);

@@ -34,7 +34,7 @@ pub enum Kind {
     Path,
     Url,
     Id,
-    /// A value of a JSON record: a person's name, a code (`is_json_value`).
+    /// A value of a JSON record: a person's name, a code (`json_value_key`).
     Value,
     Hash,
     Quantity,
@@ -522,8 +522,8 @@ impl Collector {
             }
             let raw = &text[start..end];
             if classes & !tokens::LETTER == 0 {
-                if is_json_value(text, start, end, raw) {
-                    match last_name_after(text, start, end) {
+                if let Some(key) = json_value_key(text, start, end, raw) {
+                    match last_name_after(text, key, end) {
                         Some((a, z)) => {
                             let full = format!("{raw} {}", &text[a..z]);
                             self.add(Kind::Value, &full, weight, recency, false);
@@ -823,36 +823,34 @@ fn json_key_of(text: &str, start: usize, end: usize) -> Option<&str> {
     (key_end - key_start <= 40).then(|| &text[key_start..key_end])
 }
 
-/// Whether the word of letters at `start..end` of `text` is a value of a JSON record that no
-/// other rule takes for an identifier: a person's name (a capitalized word that is the value
+/// The key whose value the word of letters at `start..end` of `text` is, when it is a value of a
+/// JSON record that no other rule takes for an identifier (None otherwise): a person's name (a capitalized word that is the value
 /// of a key naming one: `"first_name": "Anya"`) or a code of three or four capitals that is
 /// the value of a key (an airport, a currency: `"origin": "BOS"`). An agent acting on an
 /// API's records quotes them back (the passengers of a booking, the airports of its
 /// flights), and in a tight room each is a fact in a token or two where the record's line,
 /// clipped, kept its first and last keys. Over the held-out probe sets at the naive budget,
 /// 461 -> 482 facts of 608.
-fn is_json_value(text: &str, start: usize, end: usize, word: &str) -> bool {
+fn json_value_key<'t>(text: &'t str, start: usize, end: usize, word: &str) -> Option<&'t str> {
     let b = word.as_bytes();
     let name =
         b.len() >= 2 && b[0].is_ascii_uppercase() && b[1..].iter().all(u8::is_ascii_lowercase);
     let code = (3..=4).contains(&b.len()) && b.iter().all(u8::is_ascii_uppercase);
     if !name && !code {
-        return false;
+        return None;
     }
-    json_key_of(text, start, end).is_some_and(|key| {
-        // (Two-letter codes, a state or a country, said little beside the rest.)
-        code || key.to_ascii_lowercase().ends_with("name")
-    })
+    // (Two-letter codes, a state or a country, said little beside the rest.)
+    json_key_of(text, start, end).filter(|key| code || key.to_ascii_lowercase().ends_with("name"))
 }
 
-/// Where the last name of a person's record is in `text` (its byte range), when the word at
-/// `start..end` is the value of a first-name key and the next member of the same record is a
+/// Where the last name of a person's record is in `text` (its byte range), when the word ending
+/// at `end` is the value of `key`, a first-name key, and the next member of the same record is a
 /// last-name key holding one capitalized word: `"first_name": "Sophia", "last_name":
 /// "Johansson"`. A record's passenger is indexed as `Sophia Johansson`: listed apart, the
 /// first and last names of a booking's four passengers could not be paired back, and a
 /// question about who travels is answered with the full name.
-fn last_name_after(text: &str, start: usize, end: usize) -> Option<(usize, usize)> {
-    let key = json_key_of(text, start, end)?.to_ascii_lowercase();
+fn last_name_after(text: &str, key: &str, end: usize) -> Option<(usize, usize)> {
+    let key = key.to_ascii_lowercase();
     if !matches!(
         key.as_str(),
         "first_name" | "firstname" | "given_name" | "givenname"
@@ -1124,29 +1122,7 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
 /// indexed `nsettings.configure`, and its records' keys and values are still found by their
 /// quotes. Borrowed when there is no escape.
 fn json_lines(text: &str) -> Cow<'_, str> {
-    let Some(first) = memchr::memchr(b'\\', text.as_bytes()) else {
-        return Cow::Borrowed(text);
-    };
-    let mut out = String::with_capacity(text.len());
-    out.push_str(&text[..first]);
-    let mut chars = text[first..].chars();
-    while let Some(ch) = chars.next() {
-        if ch != '\\' {
-            out.push(ch);
-            continue;
-        }
-        match chars.next() {
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some('t') => out.push('\t'),
-            Some(other) => {
-                out.push('\\');
-                out.push(other);
-            }
-            None => out.push('\\'),
-        }
-    }
-    Cow::Owned(out)
+    decode_escapes(text, false)
 }
 
 /// A call's arguments (JSON text) with the escapes of its strings decoded: a script passed as
@@ -1155,6 +1131,13 @@ fn json_lines(text: &str) -> Cow<'_, str> {
 /// every identifier that opens a line of a script, a patch or a file an agent writes.
 /// Borrowed when there is no escape.
 fn json_unescaped(text: &str) -> Cow<'_, str> {
+    decode_escapes(text, true)
+}
+
+/// `text` with its JSON escapes for line breaks and tabs decoded, and with `all`, every other
+/// escape too (quotes, backslashes, `\uXXXX`; backspace and form feed as spaces); without it,
+/// other escapes stay as written.
+fn decode_escapes(text: &str, all: bool) -> Cow<'_, str> {
     let Some(first) = memchr::memchr(b'\\', text.as_bytes()) else {
         return Cow::Borrowed(text);
     };
@@ -1170,6 +1153,11 @@ fn json_unescaped(text: &str) -> Cow<'_, str> {
             Some('n') => out.push('\n'),
             Some('r') => out.push('\r'),
             Some('t') => out.push('\t'),
+            None => out.push('\\'),
+            Some(other) if !all => {
+                out.push('\\');
+                out.push(other);
+            }
             // (Backspace and form feed separate words as a space does.)
             Some('b' | 'f') => out.push(' '),
             Some('u') => {
@@ -1181,7 +1169,6 @@ fn json_unescaped(text: &str) -> Cow<'_, str> {
                 }
             }
             Some(other) => out.push(other),
-            None => out.push('\\'),
         }
     }
     Cow::Owned(out)

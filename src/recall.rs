@@ -366,32 +366,25 @@ pub fn recoverable_edits(
         };
         let new = match change {
             Change::ResultText { part, .. } => {
-                let call = match part {
-                    None => m.tool_call_id,
+                // The result block the edit replaces (None: the message's whole text): its
+                // call, the texts its mentions are read from (an image's base64 says nothing),
+                // and the provider's error flag.
+                let (call, parts, marked) = match part {
+                    None => (m.tool_call_id, m.parts(), false),
                     Some(k) => match m.parts().get(*k) {
-                        Some(Part::ToolResult { tool_use_id, .. }) => Some(*tool_use_id),
-                        _ => None,
+                        Some(Part::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error,
+                        }) => (Some(*tool_use_id), content.as_slice(), *is_error),
+                        _ => (None, &[][..], false),
                     },
                 };
                 let tool = call.and_then(|c| names.get(c).copied());
-                // What it mentions is read from its texts (an image's base64 says nothing).
-                let parts = match part {
-                    None => m.parts(),
-                    Some(k) => match m.parts().get(*k) {
-                        Some(Part::ToolResult { content, .. }) => content.as_slice(),
-                        _ => &[],
-                    },
-                };
                 let words = match &m.content {
                     Content::Text(t) if part.is_none() => Some(Cow::Borrowed(t.as_ref())),
                     _ => crate::message::joined_texts(parts),
                 };
-                let marked = part.is_some_and(|k| {
-                    matches!(
-                        m.parts().get(k),
-                        Some(Part::ToolResult { is_error: true, .. })
-                    )
-                });
                 Change::ResultText {
                     part: *part,
                     text: placeholder(

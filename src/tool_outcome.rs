@@ -195,33 +195,28 @@ fn says_failure(region: &str) -> bool {
 /// such calls, seven reads and listings of one fold were filed as errors and filled the room.
 fn is_listing_line(line: &str) -> bool {
     let t = line.trim_start().as_bytes();
+    // A search hit names its file first (`path.py:785:code`): the line number follows it.
+    let t = match t.iter().position(|&c| c == b':') {
+        Some(colon)
+            if !t[0].is_ascii_digit()
+                && !t[..colon].contains(&b' ')
+                && t[..colon].iter().any(|&c| c == b'/' || c == b'.') =>
+        {
+            &t[colon + 1..]
+        }
+        _ => t,
+    };
     let digits = t.iter().take_while(|c| c.is_ascii_digit()).count();
-    let numbered = |d: usize, rest: &[u8]| {
-        d > 0
-            && match rest.get(d) {
-                Some(b'\t') => true,
-                // `12→code`: the arrow (U+2192) several agents' file-reading tools number
-                // lines with where `cat -n` puts a tab.
-                Some(0xE2) => rest[d..].starts_with("\u{2192}".as_bytes()),
-                // (`12:30:01 ERROR ...`, a log's time, is no line number.)
-                Some(b':') => !rest.get(d + 1).is_some_and(u8::is_ascii_digit),
-                _ => false,
-            }
-    };
-    if digits > 0 {
-        return numbered(digits, t);
-    }
-    let Some(colon) = t.iter().position(|&c| c == b':') else {
-        return false;
-    };
-    let path = &t[..colon];
-    let rest = &t[colon + 1..];
-    let d = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-    !path.is_empty()
-        && !path.contains(&b' ')
-        && path.iter().any(|&c| c == b'/' || c == b'.')
-        && d > 0
-        && rest.get(d) == Some(&b':')
+    digits > 0
+        && match t.get(digits) {
+            Some(b'\t') => true,
+            // `12→code`: the arrow (U+2192) several agents' file-reading tools number lines
+            // with where `cat -n` puts a tab.
+            Some(0xE2) => t[digits..].starts_with("\u{2192}".as_bytes()),
+            // (`12:30:01 ERROR ...`, a log's time, is no line number.)
+            Some(b':') => !t.get(digits + 1).is_some_and(u8::is_ascii_digit),
+            _ => false,
+        }
 }
 
 /// Whether the name that ends at byte `end` of a (lowercase) line opens the line as an error
