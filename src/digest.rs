@@ -21,6 +21,7 @@ use crate::estimate::Estimator;
 use crate::identifier_index::{self, Collector};
 use crate::message::{Content, Message, Part, Role, ToolCall};
 use crate::recall;
+use crate::shell_line::{reads_only, shell_command};
 use crate::standing_rules::rules_in;
 use crate::tool_outcome::{self, return_code};
 
@@ -243,17 +244,22 @@ fn parts_text(ps: &[Part<'_>]) -> String {
 /// whose last lines say how it ended).
 const JSON_HEAD_SHARE: f64 = 0.6;
 
-/// A tool output or observation read once for the units that show it: its body, code and
-/// whether it failed (`tool_outcome::reports_failure`).
-fn outcome_of(text: Cow<'_, str>) -> Outcome<'_> {
-    outcome_for(text, &json_compact::ShownArgs::default())
+/// A command's observation read once for the units that show it: its body, code and whether
+/// the run of `cmd` failed (`ToolOutcome::failure_of`).
+fn outcome_of<'t>(text: Cow<'t, str>, cmd: &str) -> Outcome<'t> {
+    outcome_for(text, &json_compact::ShownArgs::default(), Some(cmd))
 }
 
 /// As `outcome_of`, for the result of a call of a fold that has shown the string arguments
-/// `shown` (a JSON result leaves out the pairs that echo them: `json_compact::compact_for`).
-fn outcome_for<'t>(text: Cow<'t, str>, shown: &json_compact::ShownArgs) -> Outcome<'t> {
+/// `shown` (a JSON result leaves out the pairs that echo them: `json_compact::compact_for`),
+/// read as the run of `cmd` when the call is a shell tool's.
+fn outcome_for<'t>(
+    text: Cow<'t, str>,
+    shown: &json_compact::ShownArgs,
+    cmd: Option<&str>,
+) -> Outcome<'t> {
     let o = tool_outcome::read_cow(text);
-    let err = o.failure();
+    let err = cmd.map_or_else(|| o.failure(), |c| o.failure_of(c));
     // A JSON result is shown compactly: every value in about half the characters
     // (`json_compact`).
     // A failed run's Python traceback is shown by its ends (`traceback::condense`); a test
@@ -528,6 +534,7 @@ impl<'a> Builder<'a> {
         if let Some(args) = parsed.as_ref().ok().and_then(Value::as_object) {
             self.shown_args.add(args);
         }
+        let cmd = parsed.as_ref().ok().and_then(shell_command);
         let outcome = result.map_or(
             Outcome {
                 text: None,
@@ -536,14 +543,14 @@ impl<'a> Builder<'a> {
                 head_share: RESULT_HEAD_SHARE,
             },
             |r| {
-                let mut o = outcome_for(r.text, &self.shown_args);
+                let mut o = outcome_for(r.text, &self.shown_args, cmd.as_deref());
                 o.err |= r.marked_error;
                 o
             },
         );
         let err = outcome.err;
         let section = if err { Section::Errors } else { Section::Calls };
-        if let Some(cmd) = parsed.as_ref().ok().and_then(shell_command) {
+        if let Some(cmd) = cmd {
             let forms = Command {
                 joined: Command::join(&cmd),
                 outcome,
@@ -598,7 +605,7 @@ impl<'a> Builder<'a> {
             Cow::Owned(t) if refused => Cow::Owned(first_line(&t).to_string()),
             o => o,
         };
-        let mut outcome = outcome_of(observation);
+        let mut outcome = outcome_of(observation, cmd);
         outcome.err |= refused;
         let err = outcome.err;
         let forms = Command {
@@ -710,87 +717,6 @@ const INTENT_OPENINGS: [&str; 8] = [
 
 /// The longest thought (bytes) `names_nothing` reads as one.
 const IDLE_THOUGHT_BYTES: usize = 160;
-
-/// Commands that print a file's lines and change nothing. (Searches, `grep -n`, `find`, `ls`,
-/// are not among them: their short output says where things are, which probes ask.)
-const READ_COMMANDS: [&str; 6] = ["cat", "head", "tail", "nl", "less", "more"];
-
-/// Whether a text agent's command only reads files: its first program (after a leading
-/// `cd DIR &&`) is one of `READ_COMMANDS`, or `sed -n`.
-fn reads_only(cmd: &str) -> bool {
-    let mut c = cmd.trim_start();
-    if let Some(rest) = c.strip_prefix("cd ") {
-        match rest.find("&&") {
-            Some(at) => c = rest[at + 2..].trim_start(),
-            None => return false,
-        }
-    }
-    let mut words = c.split_whitespace();
-    match words.next() {
-        Some("sed") => words.next() == Some("-n"),
-        Some(w) => READ_COMMANDS.contains(&w),
-        None => false,
-    }
-}
-
-/// Keys a shell tool's call may hold beside its command, none of which says more than the
-/// command does: Claude Code's `Bash` (`description`, `timeout`, `run_in_background`), Codex's
-/// `shell` (`workdir`, `timeout_ms`, `with_escalated_permissions`, `justification`), Gemini
-/// CLI's `run_shell_command` (`description`, `dir_path`), OpenHands' `execute_bash`
-/// (`is_input`, `timeout`), and the like.
-const SHELL_SIDE_KEYS: [&str; 12] = [
-    "description",
-    "timeout",
-    "timeout_ms",
-    "run_in_background",
-    "is_background",
-    "workdir",
-    "cwd",
-    "dir_path",
-    "directory",
-    "is_input",
-    "with_escalated_permissions",
-    "justification",
-];
-
-/// The command line of a call to a shell tool: its arguments are a `command` (or `cmd`), a
-/// string or an argv whose `bash -lc SCRIPT` form is the script, and nothing but
-/// `SHELL_SIDE_KEYS` beside it. Such a call is shown as the command a text agent runs
-/// (`$ cmd -> outcome`), planned and ranked as one: a function-calling coding agent's
-/// `bash(command="sed -n '1,40p' x.py")` is the same step as a text agent's `sed -n`, reads
-/// only (`reads_only`) and goes first when the room is short. Over the SWE trajectories
-/// rewritten as `bash` tool calls, the Call forms kept fewer of the facts the agent needed next
-/// than the Command forms of the same trajectories as text.
-fn shell_command(args: &Value) -> Option<String> {
-    let map = args.as_object()?;
-    let (key, value) = map
-        .iter()
-        .find(|(k, _)| matches!(k.as_str(), "command" | "cmd"))?;
-    if map
-        .keys()
-        .any(|k| k != key && !SHELL_SIDE_KEYS.contains(&k.as_str()))
-    {
-        return None;
-    }
-    let cmd = match value {
-        Value::String(s) => s.clone(),
-        Value::Array(argv) => {
-            let words: Option<Vec<&str>> = argv.iter().map(Value::as_str).collect();
-            let words = words?;
-            match words.as_slice() {
-                [shell, flag, script]
-                    if matches!(*shell, "bash" | "sh" | "zsh" | "/bin/bash" | "/bin/sh")
-                        && matches!(*flag, "-c" | "-lc") =>
-                {
-                    (*script).to_string()
-                }
-                _ => words.join(" "),
-            }
-        }
-        _ => return None,
-    };
-    (!cmd.trim().is_empty()).then_some(cmd)
-}
 
 /// Merge the sections of a previous digest (or keep foreign text as one entry); its identifier
 /// index is carried into this one's.
@@ -917,6 +843,23 @@ struct CallResult<'a> {
     marked_error: bool,
 }
 
+/// Whether a call's result (with no error flag of the provider's) reports a failure: read as
+/// its command's run when the call is a shell tool's (`ToolOutcome::failure_of`), else by its
+/// verdict or words. Arguments are parsed only when the words alone say it failed.
+fn call_failed(c: &ToolCall<'_>, text: &str) -> bool {
+    let o = tool_outcome::read(text);
+    if !o.failure() {
+        return false;
+    }
+    if o.failed.is_some() {
+        return true;
+    }
+    let cmd = serde_json::from_str::<Value>(&c.arguments)
+        .ok()
+        .and_then(|a| shell_command(&a));
+    cmd.is_none_or(|cmd| o.failure_of(&cmd))
+}
+
 /// The texts a call's result can come from, by call id, within the span.
 fn results_by_id<'a>(msgs: &'a [Message<'_>]) -> HashMap<&'a str, CallResult<'a>> {
     let mut results = HashMap::new();
@@ -950,20 +893,6 @@ fn results_by_id<'a>(msgs: &'a [Message<'_>]) -> HashMap<&'a str, CallResult<'a>
         }
     }
     results
-}
-
-/// The tool calls of an assistant message: its `tool_calls` and its `tool_use` blocks.
-fn calls_of<'m, 'a>(m: &'m Message<'a>) -> impl Iterator<Item = &'m ToolCall<'a>> {
-    let parts = match &m.content {
-        Content::Parts(ps) => ps.as_slice(),
-        _ => &[],
-    };
-    m.tool_calls
-        .iter()
-        .chain(parts.iter().filter_map(|p| match p {
-            Part::ToolUse(c) => Some(c),
-            _ => None,
-        }))
 }
 
 /// The walk over the span's messages: the units found and what the header counts.
@@ -1014,7 +943,7 @@ impl<'a> Walk<'a> {
             // (The recall tool's calls are the library's own, made in text agents' histories too.)
             native: msgs
                 .iter()
-                .any(|m| calls_of(m).any(|c| c.name != recall::RECALL_TOOL)),
+                .any(|m| m.calls().any(|c| c.name != recall::RECALL_TOOL)),
             last_thought: None,
             prev_command: None,
             prev_blocks: 0,
@@ -1063,7 +992,7 @@ impl<'a> Walk<'a> {
             self.n_calls += 1;
             // (Before `whole_from` a command is counted, not made a unit.)
             let err = if k < self.whole_from {
-                refused || tool_outcome::reports_failure(&text)
+                refused || tool_outcome::read(&text).failure_of(&cmd)
             } else {
                 self.b.command(&cmd, text, refused)
             };
@@ -1117,7 +1046,7 @@ impl<'a> Walk<'a> {
                 self.b.mark_idle(pushed, idle);
             }
         }
-        for c in calls_of(m) {
+        for c in m.calls() {
             self.n_calls += 1;
             let result = self.results.get(c.id).cloned();
             if self.b.call(c, result) {
@@ -1134,12 +1063,12 @@ impl<'a> Walk<'a> {
         if !own.is_empty() {
             self.last_thought = Some(own);
         }
-        for c in calls_of(m) {
+        for c in m.calls() {
             self.n_calls += 1;
             if self
                 .results
                 .get(c.id)
-                .is_some_and(|r| r.marked_error || tool_outcome::reports_failure(&r.text))
+                .is_some_and(|r| r.marked_error || call_failed(c, &r.text))
             {
                 self.n_errors += 1;
             }
@@ -1808,21 +1737,48 @@ mod tests {
         ] {
             assert!(d.contains(line), "{line:?} not in\n{d}");
         }
-        let shell = |args: &str| shell_command(&serde_json::from_str(args).unwrap());
-        assert_eq!(shell(r#"{"cmd":"ls -la"}"#).as_deref(), Some("ls -la"));
-        assert_eq!(
-            shell(r#"{"command":["rg","-n","TODO"]}"#).as_deref(),
-            Some("rg -n TODO")
+    }
+
+    /// A shell tool's output with no exit code is read as its command's run: a `cat` of a
+    /// module that catches `Exception` printed the module's words and is a call, not an error;
+    /// the same `cat` of a file that is not there says so on its own line and is an error.
+    #[test]
+    fn a_printed_file_is_no_failure_of_its_command() {
+        let module = "import os\n\ndef load(path):\n    try:\n        return open(path).read()\n    except Exception as error:\n        raise ValueError(f\"cannot read {path}\") from error\n";
+        let mut msgs = vec![Message::text(
+            "user",
+            "Why does load() fail on missing files?",
+        )];
+        msgs.extend(tool_round(
+            "c1",
+            "terminal",
+            r#"{"command":"cat src/loader.py"}"#,
+            module,
+        ));
+        msgs.extend(tool_round(
+            "c2",
+            "terminal",
+            r#"{"command":"cd /repo && cat src/missing.py"}"#,
+            "cat: src/missing.py: No such file or directory",
+        ));
+        msgs.extend(tool_round(
+            "c3",
+            "terminal",
+            r#"{"command":"python -c 'import loader'"}"#,
+            "Traceback (most recent call last):\nValueError: cannot read x",
+        ));
+        let d = digest_within(&msgs, 2_000);
+        let errors = section_of(&d, "## Errors");
+        let calls = section_of(&d, "## Tool calls");
+        assert!(calls.contains("$ cat src/loader.py -> ok:"), "{d}");
+        assert!(!errors.contains("src/loader.py"), "{d}");
+        assert!(
+            errors.contains("$ cd /repo && cat src/missing.py -> error:"),
+            "{d}"
         );
-        for not_shell in [
-            r#"{"command":"view","path":"x.py"}"#,
-            r#"{"command":""}"#,
-            r#"{"command":12}"#,
-            r#"{"query":"ls"}"#,
-            r#"["ls"]"#,
-        ] {
-            assert_eq!(shell(not_shell), None, "{not_shell}");
-        }
+        // Not a command that only prints files: its words are read.
+        assert!(errors.contains("python -c"), "{d}");
+        assert!(d.contains("2 errors"), "{d}");
     }
 
     /// The index lists only identifiers the digest's lines do not show: at every room, no

@@ -37,6 +37,7 @@ pub mod repair;
 pub mod request_extras;
 pub mod request_settings;
 pub mod session_state;
+pub mod shell_line;
 pub mod shrink_json;
 pub mod standing_rules;
 pub mod summary_marker;

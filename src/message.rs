@@ -366,6 +366,20 @@ impl<'a> Message<'a> {
         }
     }
 
+    /// The tool calls this message makes: its `tool_calls` and its `tool_use` blocks.
+    pub fn calls(&self) -> impl Iterator<Item = &ToolCall<'a>> + '_ {
+        let blocks: &[Part<'a>] = match &self.content {
+            Content::Parts(p) => p,
+            _ => &[],
+        };
+        self.tool_calls
+            .iter()
+            .chain(blocks.iter().filter_map(|p| match p {
+                Part::ToolUse(c) => Some(c),
+                _ => None,
+            }))
+    }
+
     /// Ids of the tool calls this message makes (OpenAI `tool_calls` and Anthropic `tool_use`)
     /// that another message must answer: a call answered in this message (`answered_here`)
     /// is not one.

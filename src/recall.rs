@@ -8,13 +8,14 @@
 //! move the removed text into a store.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::char_cut::{head_bytes, tail_bytes};
 use crate::estimate::Estimator;
 use crate::mask_edit::MaskEdit;
 use crate::message::{Content, ImageSource, Message, Part};
 use crate::prune::group_sep;
+use crate::shell_line::shell_command;
 use crate::tool_outcome;
 use crate::wire::edit::{CallAt, Change};
 use crate::wire::write_edit as write;
@@ -166,8 +167,10 @@ pub fn mentions(text: &str, k: usize) -> Vec<String> {
 /// The one-line stand-in of a folded piece: what it was (`what`: "tool output", "tool input",
 /// "image", "observation", "messages"), of which tool, its size, whether it held an error
 /// (`marked_error`: the provider's own flag, Anthropic `is_error` / Bedrock `status: "error"`;
-/// else its words), what it mentions, and the id to recall it by. At most
+/// else its verdict or words, read as the run of `command` when it was a shell tool's output:
+/// `ToolOutcome::failure_of`), what it mentions, and the id to recall it by. At most
 /// [`PLACEHOLDER_MAX_TOKENS`] tokens (mentions are dropped from the end until it fits).
+#[allow(clippy::too_many_arguments)]
 pub fn placeholder(
     est: &Estimator,
     what: &str,
@@ -175,6 +178,7 @@ pub fn placeholder(
     tokens: u32,
     original: &str,
     marked_error: bool,
+    command: Option<&str>,
     id: &str,
 ) -> String {
     let of = match tool {
@@ -188,7 +192,7 @@ pub fn placeholder(
     } else {
         let o = tool_outcome::read(original);
         (
-            if marked_error || o.failure() {
+            if marked_error || command.map_or_else(|| o.failure(), |c| o.failure_of(c)) {
                 ", held an error"
             } else {
                 ""
@@ -336,6 +340,34 @@ pub fn recoverable_edits(
     edits: Vec<MaskEdit>,
 ) -> Vec<MaskEdit> {
     let mut out = Vec::with_capacity(edits.len());
+    // The command line of each shell tool's call whose output an edit replaces (its words are
+    // read as that command's run).
+    let results: HashSet<&str> = edits
+        .iter()
+        .filter_map(|e| match e {
+            MaskEdit::Change {
+                change: Change::ResultText { part, .. },
+                index,
+                ..
+            } => match part {
+                None => msgs[*index].tool_call_id,
+                Some(k) => match msgs[*index].parts().get(*k) {
+                    Some(Part::ToolResult { tool_use_id, .. }) => Some(*tool_use_id),
+                    _ => None,
+                },
+            },
+            _ => None,
+        })
+        .collect();
+    let commands: HashMap<&str, Option<String>> = msgs
+        .iter()
+        .flat_map(Message::calls)
+        .filter(|c| results.contains(c.id))
+        .map(|c| {
+            let parsed = serde_json::from_str::<serde_json::Value>(&c.arguments).ok();
+            (c.id, parsed.as_ref().and_then(shell_command))
+        })
+        .collect();
     for e in edits {
         let i = e.index();
         let m = &msgs[i];
@@ -381,6 +413,9 @@ pub fn recoverable_edits(
                     },
                 };
                 let tool = call.and_then(|c| names.get(c).copied());
+                let command = call
+                    .and_then(|c| commands.get(c))
+                    .and_then(Option::as_deref);
                 let words = match &m.content {
                     Content::Text(t) if part.is_none() => Some(Cow::Borrowed(t.as_ref())),
                     _ => crate::message::joined_texts(parts),
@@ -394,16 +429,17 @@ pub fn recoverable_edits(
                         tokens,
                         words.as_deref().unwrap_or(""),
                         marked,
+                        command,
                         &id,
                     ),
                 }
             }
             Change::Text { .. } => Change::Text {
-                text: placeholder(est, "observation", None, tokens, &text, false, &id),
+                text: placeholder(est, "observation", None, tokens, &text, false, None, &id),
             },
             Change::Image { part, .. } => Change::Image {
                 part: *part,
-                text: placeholder(est, "image", None, tokens, "", false, &id),
+                text: placeholder(est, "image", None, tokens, "", false, None, &id),
             },
             Change::Arguments { call, json } => Change::Arguments {
                 call: *call,
@@ -589,6 +625,7 @@ mod tests {
             2_000,
             &text,
             false,
+            None,
             "cf0123456789ab",
         );
         assert!(p.contains("run_tests"), "{p}");
@@ -606,6 +643,7 @@ mod tests {
             9_000,
             &long,
             false,
+            None,
             "cf0123456789ab",
         );
         assert!(est.text(&p) <= PLACEHOLDER_MAX_TOKENS, "{p}");
@@ -619,11 +657,36 @@ mod tests {
                 20,
                 quiet,
                 marked,
+                None,
                 "cf0123456789ab",
             )
         };
         assert!(said(true).contains("held an error"), "{}", said(true));
         assert!(!said(false).contains("held an error"), "{}", said(false));
+        // A shell tool's output is read as its command's run: a printed module's words are
+        // the module's.
+        let module =
+            "try:\n    run()\nexcept Exception as error:\n    raise ValueError('x') from error\n";
+        let of = |cmd, text| {
+            placeholder(
+                &est,
+                "tool output",
+                Some("terminal"),
+                900,
+                text,
+                false,
+                cmd,
+                "cf0123456789ab",
+            )
+        };
+        assert!(of(None, module).contains("held an error"));
+        assert!(!of(Some("cat src/run.py"), module).contains("held an error"));
+        assert!(of(
+            Some("cat src/gone.py"),
+            "cat: src/gone.py: No such file or directory"
+        )
+        .contains("held an error"));
+        assert!(of(Some("python src/run.py"), module).contains("held an error"));
         assert!(!tool_outcome::reports_failure("all 12 passed\nexit code 0"));
         assert!(tool_outcome::reports_failure("exit code: 2"));
     }
