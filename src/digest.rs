@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Collector};
 use crate::message::{Content, Message, Part, Role, ToolCall};
+use crate::read_call;
 use crate::recall;
 use crate::shell_line::{reads_only, shell_command};
 use crate::standing_rules::rules_in;
@@ -559,6 +560,11 @@ impl<'a> Builder<'a> {
             self.mark_idle(pushed, reads_only(&cmd));
             return err;
         }
+        let reads = parsed
+            .as_ref()
+            .ok()
+            .and_then(Value::as_object)
+            .is_some_and(|a| read_call::reads_file(c.name, a));
         let forms = Call {
             name: c.name,
             args: &c.arguments,
@@ -566,7 +572,8 @@ impl<'a> Builder<'a> {
             outcome,
             shortest: Default::default(),
         };
-        self.push_rich(section, Box::new(forms));
+        let pushed = self.push_rich(section, Box::new(forms));
+        self.mark_idle(pushed, reads);
         err
     }
 
@@ -1737,6 +1744,46 @@ mod tests {
         ] {
             assert!(d.contains(line), "{line:?} not in\n{d}");
         }
+    }
+
+    /// A call of a tool that only reads a file goes before the other calls when the room is
+    /// short, as a `cat` does: the file can be read again, a test run's output cannot.
+    #[test]
+    fn a_read_tools_call_goes_first_when_the_room_is_short() {
+        let rounds: Vec<[String; 6]> = (0..6)
+            .map(|k| {
+                let listing: String = (1..40)
+                    .map(|n| format!("{n:>6}\u{2192}line {n} of module {k}\n"))
+                    .collect();
+                [
+                    format!("r{k}"),
+                    format!(r#"{{"file_path":"src/parser_{k}.py","offset":1,"limit":40}}"#),
+                    listing,
+                    format!("t{k}"),
+                    format!(r#"{{"command":"pytest -q tests/test_parser_{k}.py"}}"#),
+                    format!("3{k} passed in 0.4{k}s"),
+                ]
+            })
+            .collect();
+        let mut msgs = vec![Message::text("user", "Make the parser tests pass.")];
+        for [rid, rargs, rout, tid, targs, tout] in &rounds {
+            msgs.extend(tool_round(rid, "Read", rargs, rout));
+            msgs.extend(tool_round(tid, "Bash", targs, tout));
+        }
+        // Rooms that hold every run and some reads keep the runs (a read packed as any call
+        // left 4 runs and 3 reads in each); the room that holds all keeps all.
+        for room in [250, 300, 350] {
+            let d = digest_within(&msgs, room);
+            let calls = section_of(&d, "## Tool calls");
+            let runs = calls.lines().filter(|l| l.contains("$ pytest")).count();
+            let reads = calls.lines().filter(|l| l.contains("Read(")).count();
+            assert!(
+                runs == 6 && reads < 6,
+                "room {room}: {runs} runs, {reads} reads\n{d}"
+            );
+        }
+        let d = digest_within(&msgs, 600);
+        assert_eq!(d.matches("Read(").count(), 6, "{d}");
     }
 
     /// A shell tool's output with no exit code is read as its command's run: a `cat` of a

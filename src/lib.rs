@@ -32,6 +32,7 @@ pub mod priced_request;
 pub mod profile;
 pub mod provider;
 pub mod prune;
+pub mod read_call;
 pub mod recall;
 pub mod repair;
 pub mod request_extras;

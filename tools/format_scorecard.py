@@ -10,8 +10,9 @@ counts when it occurs whole-word in what the continuing model reads.
 
 A second table scores the SWE runs as a tool-calling agent writes them
 (``tests/support/terminal_agent.as_terminal_calls``: each command a ``terminal`` call, each
-observation its result in a JSON envelope, with an exit-code trailer line, or bare), in OpenAI
-chat, beside the runs as mini-swe-agent wrote them.
+observation its result in a JSON envelope, with an exit-code trailer line, or bare; and as a
+coding agent's ``Read`` and ``Bash`` calls), in OpenAI chat, beside the runs as mini-swe-agent
+wrote them.
 
     python tools/format_scorecard.py            # needs ../shared/data (CONTEXTFOLD_SHARED_DATA)
     python tools/format_scorecard.py --held-out # the held-out probe sets instead
@@ -29,7 +30,7 @@ import contextfold as cf  # noqa: E402
 from contextfold import _core  # noqa: E402
 from contextfold import evaluation as ev  # noqa: E402
 from transcripts import SHARED, shared_available  # noqa: E402
-from terminal_agent import STYLES, TERMINAL_TOOL, as_terminal_calls  # noqa: E402
+from terminal_agent import READ_TOOL_STYLE, STYLES, as_terminal_calls, tools_for  # noqa: E402
 from wire_shapes import PROVIDER, SHAPES, convert  # noqa: E402
 
 FIXTURES = [ROOT / "tests" / "data" / "probes" / "airline.refs.json", ROOT / "tests" / "data" / "probes" / "swe.refs.json"]
@@ -80,11 +81,12 @@ def main() -> None:
     swe = [f for f in fixtures if f.name.startswith("mini-swe-agent")]
     print("\n| SWE runs (OpenAI chat) | facts kept | probes with >= half their facts | raised |")
     print("| --- | --- | --- | --- |")
-    for style in ("mini-swe-agent", *STYLES):
+    for style in ("mini-swe-agent", *STYLES, READ_TOOL_STYLE):
         shaped = swe if style == "mini-swe-agent" else [
-            ev.Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=[TERMINAL_TOOL]) for f in swe]
+            ev.Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=tools_for(style)) for f in swe]
         kept, total, half, probes, raised = score(shaped, "openai")
-        label = style if style == "mini-swe-agent" else f"terminal calls, {style} results"
+        label = (style if style == "mini-swe-agent" else "Read and Bash calls, output alone"
+                 if style == READ_TOOL_STYLE else f"terminal calls, {style} results")
         print(f"| {label} | {100 * kept / total:.1f}% | {half} of {probes} | {raised} |", flush=True)
 
 

@@ -44,7 +44,7 @@ from contextfold import CompactionError, Compactor  # noqa: E402
 from contextfold.compactor import detect_wire_format  # noqa: E402
 from contextfold.evaluation import (Fixture, _arguments, _fact_pattern, _head_end, _tokens, agent_loop, facts_seen,  # noqa: E402
                                    naive_cut, visible_text)
-from terminal_agent import STYLES, TERMINAL_TOOL, as_terminal_calls  # noqa: E402
+from terminal_agent import READ_TOOL_STYLE, STYLES, as_terminal_calls, tools_for  # noqa: E402
 from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
 
 DATA_SETS = ("tau-bench-airline", "mini-swe-agent-gemini3")
@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loop", action="store_true", help="compact as an agent loop does, round by round")
     p.add_argument("--limit", type=int, default=0, help="conversations per data set (0: all)")
     p.add_argument("--json", action="store_true", help="one JSON object (data set -> totals) on stdout")
-    p.add_argument("--tool-calls", choices=STYLES, help="the SWE runs as terminal tool calls, results in this style")
+    p.add_argument("--tool-calls", choices=(*STYLES, READ_TOOL_STYLE),
+                   help="the SWE runs as tool calls, results in this style (read_tool: Read and Bash calls)")
     args = p.parse_args(argv)
     root = SHARED if shared_available() else LOCAL
     if root is LOCAL:
@@ -185,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in DATA_SETS:
         convs = load_conversations(root, name)
         if args.tool_calls and name == "mini-swe-agent-gemini3":
-            convs = [dict(c, messages=as_terminal_calls(c["messages"], args.tool_calls)[0], tools=[TERMINAL_TOOL])
-                     for c in convs]
+            convs = [dict(c, messages=as_terminal_calls(c["messages"], args.tool_calls)[0],
+                          tools=tools_for(args.tool_calls)) for c in convs]
             name = f"{name}, terminal calls ({args.tool_calls})"
         rows[name] = list(cases(convs[:args.limit] if args.limit else convs, args.multiple, loop=args.loop))
         for c in rows[name]:

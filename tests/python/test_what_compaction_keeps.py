@@ -44,7 +44,7 @@ from contextfold.evaluation import _index_items
 from contextfold.fold_sources import forget_process_sources
 from contextfold.summary_room import index_at, strip_index
 from contextfold.summarize import SummaryRequest, SummaryResult
-from terminal_agent import STYLES, TERMINAL_TOOL, as_terminal_calls
+from terminal_agent import READ_TOOL_STYLE, STYLES, TERMINAL_TOOL, as_terminal_calls, tools_for
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
 PROBES = Path(__file__).parent.parent / "data" / "probes"
@@ -398,16 +398,15 @@ def test_a_file_a_terminal_agent_printed_is_no_error_of_the_command(max_tokens: 
     assert errors_seen >= 4
 
 
-@pytest.mark.parametrize("style", ["json", "exit_line"])
+@pytest.mark.parametrize("style", ["json", "exit_line", "plain", READ_TOOL_STYLE])
 def test_a_terminal_agents_wrapped_results_keep_the_facts_its_plain_observations_keep(style: str) -> None:
     # At the naive cut's budget, as `contextfold eval` scores it. The wrapper costs a few tokens a
-    # result, so the summary's room is a little smaller: two facts of margin over the four runs
-    # (31 of 33 kept as mini-swe-agent wrote them; the envelope 29, the trailer 31. With an
-    # earlier build the envelope kept 28, its `"error"` key making every result an error and its
-    # output one escaped line. Since the identifier index is sure of 40% of the room, one more
-    # conclusion, "Line 279 is `o()`", no longer fits beside the wrapped calls' own lines.)
+    # result, so the summary's room is a little smaller: two facts of margin over the four runs.
+    # Kept of 33 as mini-swe-agent wrote them: 31; at stop 52 the envelope, the trailer and the
+    # output alone 31 each, `Read` and `Bash` calls 33. (An earlier build's envelope kept 28, its
+    # `"error"` key making every result an error and its output one escaped line.)
     plain = list(SWE_INLINE)
-    wrapped = [Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=[TERMINAL_TOOL])
+    wrapped = [Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=tools_for(style))
                for f in SWE_INLINE]
 
     def kept(fixtures: list[Fixture]) -> int:

@@ -9,7 +9,10 @@ the wrapper:
 - ``"json"``: a JSON envelope ``{"output": ..., "exit_code": N, "error": null}`` (the shape of
   hermes-agent's ``terminal`` tool);
 - ``"exit_line"``: the output, then a trailer line ``[Command finished with exit code N]``;
-- ``"plain"``: the output alone (no verdict but its words).
+- ``"plain"``: the output alone (no verdict but its words);
+- ``"read_tool"`` (``READ_TOOL_STYLE``): a coding agent's two tools, ``Read`` for the commands
+  that print a file's lines (its result numbered ``     12→line``) and ``Bash`` for the rest
+  (the output alone).
 
 The thought before the fence stays the assistant's text; the fence becomes the call.
 """
@@ -22,6 +25,12 @@ from typing import Any
 
 STYLES = ("json", "exit_line", "plain")
 
+#: A coding agent's tools (the shape of Claude Code's ``Read`` and ``Bash``): a command that
+#: prints a file's lines (``cat X``, ``sed -n 'A,Bp' X``, ``nl -ba X | sed -n 'A,Bp'``) becomes a
+#: ``Read`` call whose result numbers its lines (``     A→line``); any other command a ``Bash``
+#: call with its output alone. A read that failed stays a ``Bash`` call, its error as printed.
+READ_TOOL_STYLE = "read_tool"
+
 TERMINAL_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -31,7 +40,60 @@ TERMINAL_TOOL: dict[str, Any] = {
     },
 }
 
+READ_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "Read",
+        "description": "Read a file; its lines come back numbered from `offset` (1 when absent).",
+        "parameters": {"type": "object", "properties": {
+            "file_path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}},
+            "required": ["file_path"]},
+    },
+}
+
+BASH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "Bash",
+        "description": "Run a shell command and return what it printed.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
+}
+
+
+def tools_for(style: str) -> list[dict[str, Any]]:
+    """The tools a history rewritten in ``style`` calls."""
+    return [READ_TOOL, BASH_TOOL] if style == READ_TOOL_STYLE else [TERMINAL_TOOL]
+
+
 _FENCE = re.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.S)
+_CAT = re.compile(r"cat\s+([^\s|;&<>]+)")
+_SED = re.compile(r"sed -n\s+'?(\d+),(\d+)p'?\s+([^\s|;&<>]+)")
+_NL_SED = re.compile(r"nl -ba\s+([^\s|;&<>]+)\s*\|\s*sed -n\s+'?(\d+),(\d+)p'?")
+_NUMBERED = re.compile(r"^\s*\d+\t", re.M)
+
+
+def _read_call(command: str) -> dict[str, Any] | None:
+    """The ``Read`` arguments of a command that only prints a file's lines (None: another)."""
+    cmd = command.strip()
+    if m := _CAT.fullmatch(cmd):
+        return {"file_path": m.group(1)}
+    if m := _SED.fullmatch(cmd):
+        first, last = int(m.group(1)), int(m.group(2))
+        return {"file_path": m.group(3), "offset": first, "limit": max(1, last - first + 1)}
+    if m := _NL_SED.fullmatch(cmd):
+        first, last = int(m.group(2)), int(m.group(3))
+        return {"file_path": m.group(1), "offset": first, "limit": max(1, last - first + 1)}
+    return None
+
+
+def _read_result(body: str, args: dict[str, Any], numbered: bool) -> str:
+    """A ``Read`` result: the file's lines numbered from the call's offset (``nl -ba`` numbers
+    dropped first)."""
+    if numbered:
+        body = _NUMBERED.sub("", body)
+    first = int(args.get("offset", 1))
+    return "\n".join(f"{first + k:>6}\u2192{line}" for k, line in enumerate(body.split("\n")))
 _CODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 _TAGS = re.compile(r"</?output(?:_head|_tail)?>")
 
@@ -52,8 +114,11 @@ def as_terminal_calls(messages: list[dict[str, Any]], style: str) -> tuple[list[
     """The trajectory with each fenced command a ``terminal`` call and each observation its
     result in ``style``; also the exit code of each call, in order (None where the harness
     answered without one: a format complaint)."""
-    if style not in STYLES:
-        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+    if style not in (*STYLES, READ_TOOL_STYLE):
+        raise ValueError(f"style must be one of {(*STYLES, READ_TOOL_STYLE)}, got {style!r}")
+    reading = style == READ_TOOL_STYLE
+    pending_read: dict[str, Any] | None = None
+    pending_command = ""
     out: list[dict[str, Any]] = []
     codes: list[int | None] = []
     pending: str | None = None
@@ -64,7 +129,12 @@ def as_terminal_calls(messages: list[dict[str, Any]], style: str) -> tuple[list[
             # The harness answers every command once, coded or not (a format complaint); an
             # assistant turn right after a command leaves it without output.
             answered = m["role"] != "assistant"
-            text, code = _result(content if answered and isinstance(content, str) else "", style)
+            text, code = _result(content if answered and isinstance(content, str) else "",
+                                 "plain" if reading else style)
+            call = out[-1]["tool_calls"][0]["function"]
+            if pending_read is not None and code == 0:
+                call["name"], call["arguments"] = "Read", json.dumps(pending_read)
+                text = _read_result(text, pending_read, pending_command.lstrip().startswith("nl "))
             out.append({"role": "tool", "tool_call_id": pending, "content": text})
             codes.append(code if answered else None)
             pending = None
@@ -73,9 +143,12 @@ def as_terminal_calls(messages: list[dict[str, Any]], style: str) -> tuple[list[
         if fence is not None:
             pending = f"call_{len(codes) + 1:03d}"
             thought = re.sub(r"^THOUGHT:\s*", "", (content[:fence.start()] + content[fence.end():]).strip())
+            pending_command = fence.group(1)
+            pending_read = _read_call(pending_command) if reading else None
             out.append({"role": "assistant", "content": thought or None, "tool_calls": [{
                 "id": pending, "type": "function",
-                "function": {"name": "terminal", "arguments": json.dumps({"command": fence.group(1)})}}]})
+                "function": {"name": "Bash" if reading else "terminal",
+                             "arguments": json.dumps({"command": pending_command})}}]})
         else:
             out.append(dict(m))
     if pending is not None:
