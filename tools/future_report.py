@@ -20,8 +20,9 @@ insensitive, anywhere in what the continuing model sees), for the naive cut and 
 
 With ``--tool-calls STYLE`` the SWE runs are rewritten as a tool-calling agent's
 (``tests/support/terminal_agent.py``: each fenced command a ``terminal`` call, each observation
-its result in STYLE: ``json``, ``exit_line`` or ``plain``); the facts are read off the same
-agent's next turns, its call arguments included.
+its result in STYLE: ``json``, ``exit_line`` or ``plain``; or, with ``read_tool``, a coding
+agent's ``Read`` call for each command that prints a file's lines and a ``Bash`` call for the
+rest); the facts are read off the same agent's next turns, its call arguments included.
 """
 
 from __future__ import annotations
