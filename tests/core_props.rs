@@ -8,6 +8,7 @@ use contextfold::image::{dims_of_base64, dims_of_bytes};
 use contextfold::image_tokens::{image_tokens, rule_for};
 use contextfold::message::{Content, Detail, Message, Part, ToolCall};
 use contextfold::provider::Provider;
+use contextfold::shell_line;
 use contextfold::text_stats::{text_tokens, TextWeights};
 use proptest::prelude::*;
 
@@ -89,5 +90,21 @@ proptest! {
             }]);
             prop_assert!(e.message(&result) >= e.message(&plain));
         }
+    }
+
+    /// A shell command line and its output are read without a panic, whatever their bytes
+    /// (quotes, escapes before multi-byte characters, separators), and a line whose
+    /// programs all print files names each of them.
+    #[test]
+    fn a_shell_line_is_read_whatever_it_holds(
+        cmd in "(cat|grep|sed|git|diff|cd|ls|X=1|[a-z]{1,5}|[ |&;'\"\\\\\n<>(){}=/:!]|é|→){0,40}",
+        output in any::<String>(),
+    ) {
+        if let Some(progs) = shell_line::printers(&cmd) {
+            prop_assert!(!progs.is_empty());
+            let _ = shell_line::has_diagnostic(&output, &progs);
+        }
+        let _ = shell_line::programs(&cmd);
+        let _ = shell_line::reads_only(&cmd);
     }
 }
