@@ -20,11 +20,10 @@ use serde_json::Value;
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Collector};
 use crate::message::{Content, Message, Part, Role, ToolCall};
-use crate::read_call;
 use crate::recall;
-use crate::shell_line::{reads_only, shell_command};
+use crate::shell_line::reads_only;
 use crate::standing_rules::rules_in;
-use crate::tool_outcome::{self, return_code};
+use crate::tool_outcome::{self, return_code, Producer};
 
 mod clip;
 mod forms;
@@ -248,19 +247,20 @@ const JSON_HEAD_SHARE: f64 = 0.6;
 /// A command's observation read once for the units that show it: its body, code and whether
 /// the run of `cmd` failed (`ToolOutcome::failure_of`).
 fn outcome_of<'t>(text: Cow<'t, str>, cmd: &str) -> Outcome<'t> {
-    outcome_for(text, &json_compact::ShownArgs::default(), Some(cmd))
+    let producer = Producer::Command(cmd.to_string());
+    outcome_for(text, &json_compact::ShownArgs::default(), &producer)
 }
 
 /// As `outcome_of`, for the result of a call of a fold that has shown the string arguments
 /// `shown` (a JSON result leaves out the pairs that echo them: `json_compact::compact_for`),
-/// read as the run of `cmd` when the call is a shell tool's.
+/// read as `producer` printed it (`ToolOutcome::failure_by`).
 fn outcome_for<'t>(
     text: Cow<'t, str>,
     shown: &json_compact::ShownArgs,
-    cmd: Option<&str>,
+    producer: &Producer,
 ) -> Outcome<'t> {
     let o = tool_outcome::read_cow(text);
-    let err = cmd.map_or_else(|| o.failure(), |c| o.failure_of(c));
+    let err = o.failure_by(producer);
     // A JSON result is shown compactly: every value in about half the characters
     // (`json_compact`).
     // A failed run's Python traceback is shown by its ends (`traceback::condense`); a test
@@ -535,7 +535,7 @@ impl<'a> Builder<'a> {
         if let Some(args) = parsed.as_ref().ok().and_then(Value::as_object) {
             self.shown_args.add(args);
         }
-        let cmd = parsed.as_ref().ok().and_then(shell_command);
+        let producer = Producer::of_call(c.name, parsed.as_ref().ok());
         let outcome = result.map_or(
             Outcome {
                 text: None,
@@ -544,27 +544,23 @@ impl<'a> Builder<'a> {
                 head_share: RESULT_HEAD_SHARE,
             },
             |r| {
-                let mut o = outcome_for(r.text, &self.shown_args, cmd.as_deref());
+                let mut o = outcome_for(r.text, &self.shown_args, &producer);
                 o.err |= r.marked_error;
                 o
             },
         );
         let err = outcome.err;
         let section = if err { Section::Errors } else { Section::Calls };
-        if let Some(cmd) = cmd {
+        if let Producer::Command(cmd) = &producer {
             let forms = Command {
-                joined: Command::join(&cmd),
+                joined: Command::join(cmd),
                 outcome,
             };
             let pushed = self.push_rich(section, Box::new(forms));
-            self.mark_idle(pushed, reads_only(&cmd));
+            self.mark_idle(pushed, reads_only(cmd));
             return err;
         }
-        let reads = parsed
-            .as_ref()
-            .ok()
-            .and_then(Value::as_object)
-            .is_some_and(|a| read_call::reads_file(c.name, a));
+        let reads = producer == Producer::FileRead;
         let forms = Call {
             name: c.name,
             args: &c.arguments,
@@ -850,21 +846,17 @@ struct CallResult<'a> {
     marked_error: bool,
 }
 
-/// Whether a call's result (with no error flag of the provider's) reports a failure: read as
-/// its command's run when the call is a shell tool's (`ToolOutcome::failure_of`), else by its
-/// verdict or words. Arguments are parsed only when the words alone say it failed.
+/// Whether a call's result (with no error flag of the provider's) reports a failure, read as
+/// its call printed it (`ToolOutcome::failure_by`: a shell command's run, a file read). The
+/// arguments are parsed only when the words alone say it failed: a reading of what printed it
+/// only takes a failure back (a diagnostic line in the middle of a long output that the words
+/// miss is the one case it would add, and is left to the unit's own reading).
 fn call_failed(c: &ToolCall<'_>, text: &str) -> bool {
     let o = tool_outcome::read(text);
     if !o.failure() {
         return false;
     }
-    if o.failed.is_some() {
-        return true;
-    }
-    let cmd = serde_json::from_str::<Value>(&c.arguments)
-        .ok()
-        .and_then(|a| shell_command(&a));
-    cmd.is_none_or(|cmd| o.failure_of(&cmd))
+    o.failed.is_some() || o.failure_by(&Producer::of_arguments(c.name, &c.arguments))
 }
 
 /// The texts a call's result can come from, by call id, within the span.
@@ -1814,9 +1806,31 @@ mod tests {
             r#"{"command":"python -c 'import loader'"}"#,
             "Traceback (most recent call last):\nValueError: cannot read x",
         ));
+        // A read tool's file is the file's words too (returned unnumbered, as Gemini CLI's
+        // `read_file` returns it); a short message is the tool's own.
+        msgs.extend(tool_round(
+            "c4",
+            "read_file",
+            r#"{"absolute_path":"/repo/src/loader.py"}"#,
+            module,
+        ));
+        msgs.extend(tool_round(
+            "c5",
+            "read_file",
+            r#"{"absolute_path":"/repo/src/gone.py"}"#,
+            "Error: File not found: /repo/src/gone.py",
+        ));
         let d = digest_within(&msgs, 2_000);
         let errors = section_of(&d, "## Errors");
         let calls = section_of(&d, "## Tool calls");
+        assert!(
+            calls.contains("read_file(absolute_path=/repo/src/loader.py) -> ok:"),
+            "{d}"
+        );
+        assert!(
+            errors.contains("read_file(absolute_path=/repo/src/gone.py) -> error:"),
+            "{d}"
+        );
         assert!(calls.contains("$ cat src/loader.py -> ok:"), "{d}");
         assert!(!errors.contains("src/loader.py"), "{d}");
         assert!(
@@ -1825,7 +1839,7 @@ mod tests {
         );
         // Not a command that only prints files: its words are read.
         assert!(errors.contains("python -c"), "{d}");
-        assert!(d.contains("2 errors"), "{d}");
+        assert!(d.contains("3 errors"), "{d}");
     }
 
     /// The index lists only identifiers the digest's lines do not show: at every room, no

@@ -6,7 +6,16 @@
 use serde_json::{Map, Value};
 
 /// Keys that name the file read.
-const PATH_KEYS: [&str; 5] = ["file_path", "path", "filename", "file", "target_file"];
+/// (Gemini CLI's `read_file` names it `absolute_path`; several agents' `Read` `filePath`.)
+const PATH_KEYS: [&str; 7] = [
+    "file_path",
+    "filePath",
+    "absolute_path",
+    "path",
+    "filename",
+    "file",
+    "target_file",
+];
 
 /// Keys that page through it (Claude Code's `Read`: `offset`, `limit`; OpenHands' editor:
 /// `view_range`; others: `start_line` / `end_line`, `line_start` / `line_end`, `lines`).

@@ -15,8 +15,7 @@ use crate::estimate::Estimator;
 use crate::mask_edit::MaskEdit;
 use crate::message::{Content, ImageSource, Message, Part};
 use crate::prune::group_sep;
-use crate::shell_line::shell_command;
-use crate::tool_outcome;
+use crate::tool_outcome::{self, Producer};
 use crate::wire::edit::{CallAt, Change};
 use crate::wire::write_edit as write;
 use crate::wire::{anthropic, bedrock, gemini, openai_chat, openai_responses, WireFormat};
@@ -167,8 +166,8 @@ pub fn mentions(text: &str, k: usize) -> Vec<String> {
 /// The one-line stand-in of a folded piece: what it was (`what`: "tool output", "tool input",
 /// "image", "observation", "messages"), of which tool, its size, whether it held an error
 /// (`marked_error`: the provider's own flag, Anthropic `is_error` / Bedrock `status: "error"`;
-/// else its verdict or words, read as the run of `command` when it was a shell tool's output:
-/// `ToolOutcome::failure_of`), what it mentions, and the id to recall it by. At most
+/// else its verdict or words, read as `producer` printed it: `ToolOutcome::failure_by`), what
+/// it mentions, and the id to recall it by. At most
 /// [`PLACEHOLDER_MAX_TOKENS`] tokens (mentions are dropped from the end until it fits).
 #[allow(clippy::too_many_arguments)]
 pub fn placeholder(
@@ -178,7 +177,7 @@ pub fn placeholder(
     tokens: u32,
     original: &str,
     marked_error: bool,
-    command: Option<&str>,
+    producer: &Producer,
     id: &str,
 ) -> String {
     let of = match tool {
@@ -192,7 +191,7 @@ pub fn placeholder(
     } else {
         let o = tool_outcome::read(original);
         (
-            if marked_error || command.map_or_else(|| o.failure(), |c| o.failure_of(c)) {
+            if marked_error || o.failure_by(producer) {
                 ", held an error"
             } else {
                 ""
@@ -340,8 +339,8 @@ pub fn recoverable_edits(
     edits: Vec<MaskEdit>,
 ) -> Vec<MaskEdit> {
     let mut out = Vec::with_capacity(edits.len());
-    // The command line of each shell tool's call whose output an edit replaces (its words are
-    // read as that command's run).
+    // What printed each output an edit replaces, as its call says (a shell command's run, a
+    // file read: whose words the output holds).
     let results: HashSet<&str> = edits
         .iter()
         .filter_map(|e| match e {
@@ -359,14 +358,11 @@ pub fn recoverable_edits(
             _ => None,
         })
         .collect();
-    let commands: HashMap<&str, Option<String>> = msgs
+    let producers: HashMap<&str, Producer> = msgs
         .iter()
         .flat_map(Message::calls)
         .filter(|c| results.contains(c.id))
-        .map(|c| {
-            let parsed = serde_json::from_str::<serde_json::Value>(&c.arguments).ok();
-            (c.id, parsed.as_ref().and_then(shell_command))
-        })
+        .map(|c| (c.id, Producer::of_arguments(c.name, &c.arguments)))
         .collect();
     for e in edits {
         let i = e.index();
@@ -413,9 +409,9 @@ pub fn recoverable_edits(
                     },
                 };
                 let tool = call.and_then(|c| names.get(c).copied());
-                let command = call
-                    .and_then(|c| commands.get(c))
-                    .and_then(Option::as_deref);
+                let producer = call
+                    .and_then(|c| producers.get(c))
+                    .unwrap_or(&Producer::Call);
                 let words = match &m.content {
                     Content::Text(t) if part.is_none() => Some(Cow::Borrowed(t.as_ref())),
                     _ => crate::message::joined_texts(parts),
@@ -429,17 +425,26 @@ pub fn recoverable_edits(
                         tokens,
                         words.as_deref().unwrap_or(""),
                         marked,
-                        command,
+                        producer,
                         &id,
                     ),
                 }
             }
             Change::Text { .. } => Change::Text {
-                text: placeholder(est, "observation", None, tokens, &text, false, None, &id),
+                text: placeholder(
+                    est,
+                    "observation",
+                    None,
+                    tokens,
+                    &text,
+                    false,
+                    &Producer::Call,
+                    &id,
+                ),
             },
             Change::Image { part, .. } => Change::Image {
                 part: *part,
-                text: placeholder(est, "image", None, tokens, "", false, None, &id),
+                text: placeholder(est, "image", None, tokens, "", false, &Producer::Call, &id),
             },
             Change::Arguments { call, json } => Change::Arguments {
                 call: *call,
@@ -625,7 +630,7 @@ mod tests {
             2_000,
             &text,
             false,
-            None,
+            &Producer::Call,
             "cf0123456789ab",
         );
         assert!(p.contains("run_tests"), "{p}");
@@ -643,7 +648,7 @@ mod tests {
             9_000,
             &long,
             false,
-            None,
+            &Producer::Call,
             "cf0123456789ab",
         );
         assert!(est.text(&p) <= PLACEHOLDER_MAX_TOKENS, "{p}");
@@ -657,7 +662,7 @@ mod tests {
                 20,
                 quiet,
                 marked,
-                None,
+                &Producer::Call,
                 "cf0123456789ab",
             )
         };
@@ -667,7 +672,7 @@ mod tests {
         // the module's.
         let module =
             "try:\n    run()\nexcept Exception as error:\n    raise ValueError('x') from error\n";
-        let of = |cmd, text| {
+        let of = |producer: Producer, text| {
             placeholder(
                 &est,
                 "tool output",
@@ -675,18 +680,24 @@ mod tests {
                 900,
                 text,
                 false,
-                cmd,
+                &producer,
                 "cf0123456789ab",
             )
         };
-        assert!(of(None, module).contains("held an error"));
-        assert!(!of(Some("cat src/run.py"), module).contains("held an error"));
+        let cmd = |c: &str| Producer::Command(c.to_string());
+        assert!(of(Producer::Call, module).contains("held an error"));
+        assert!(!of(cmd("cat src/run.py"), module).contains("held an error"));
         assert!(of(
-            Some("cat src/gone.py"),
+            cmd("cat src/gone.py"),
             "cat: src/gone.py: No such file or directory"
         )
         .contains("held an error"));
-        assert!(of(Some("python src/run.py"), module).contains("held an error"));
+        assert!(of(cmd("python src/run.py"), module).contains("held an error"));
+        // A file a read tool returned is the file's words; a short message is the tool's.
+        assert!(!of(Producer::FileRead, module).contains("held an error"));
+        assert!(
+            of(Producer::FileRead, "Error: file not found: src/gone.py").contains("held an error")
+        );
         assert!(!tool_outcome::reports_failure("all 12 passed\nexit code 0"));
         assert!(tool_outcome::reports_failure("exit code: 2"));
     }

@@ -28,6 +28,7 @@ use aho_corasick::AhoCorasick;
 use serde_json::{Map, Value};
 
 use crate::char_cut::{head_bytes, tail_bytes};
+use crate::read_call;
 use crate::shell_line;
 
 /// One tool output, read.
@@ -63,6 +64,41 @@ const BODY_KEYS: [&str; 5] = ["output", "stdout", "stdOut", "stderr", "stdErr"];
 const ERROR_KEYS: [&str; 3] = ["error", "is_error", "isError"];
 /// Keys whose `false` means the run failed.
 const SUCCESS_KEYS: [&str; 2] = ["success", "ok"];
+
+/// Lines of a read tool's result up to which it may be a message rather than a file.
+const READ_MESSAGE_LINES: usize = 2;
+
+/// What printed a tool's output, as its call says: it decides whose words the output holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Producer {
+    /// A shell tool's command line (`shell_line::shell_command`).
+    Command(String),
+    /// A tool that only reads a file (`read_call::reads_file`): its output is the file's.
+    FileRead,
+    /// Any other call.
+    Call,
+}
+
+impl Producer {
+    /// What a call of tool `name` with (parsed) arguments `args` is.
+    pub fn of_call(name: &str, args: Option<&Value>) -> Producer {
+        let Some(args) = args else {
+            return Producer::Call;
+        };
+        if let Some(cmd) = shell_line::shell_command(args) {
+            return Producer::Command(cmd);
+        }
+        match args.as_object() {
+            Some(map) if read_call::reads_file(name, map) => Producer::FileRead,
+            _ => Producer::Call,
+        }
+    }
+
+    /// The same, from the call's JSON arguments (a call whose arguments do not parse is a call).
+    pub fn of_arguments(name: &str, arguments: &str) -> Producer {
+        Producer::of_call(name, serde_json::from_str::<Value>(arguments).ok().as_ref())
+    }
+}
 
 /// Read a tool output (see the module doc for the shapes).
 pub fn read(text: &str) -> ToolOutcome<'_> {
@@ -114,6 +150,33 @@ impl ToolOutcome<'_> {
         match shell_line::printers(cmd) {
             Some(programs) => shell_line::has_diagnostic(&self.body, &programs),
             None => words_say_failure(&self.body),
+        }
+    }
+
+    /// Whether a file a read tool returned (`Producer::FileRead`) reports a failure: its
+    /// verdict; else its words, only when it is a message, not a file (at most
+    /// [`READ_MESSAGE_LINES`] lines: `File does not exist.`, `Error: ENOENT ...`). A file's
+    /// lines are its own words: a module that catches `Exception`, returned unnumbered (Gemini
+    /// CLI's `read_file` returns the text as it is), is no failed read.
+    pub fn read_failure(&self) -> bool {
+        if let Some(failed) = self.failed {
+            return failed;
+        }
+        let lines = self
+            .body
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(READ_MESSAGE_LINES + 1);
+        lines.count() <= READ_MESSAGE_LINES && words_say_failure(&self.body)
+    }
+
+    /// Whether the run failed, read as `producer` printed it: a shell command's run
+    /// (`failure_of`), a file read (`read_failure`), any other call (`failure`).
+    pub fn failure_by(&self, producer: &Producer) -> bool {
+        match producer {
+            Producer::Command(cmd) => self.failure_of(cmd),
+            Producer::FileRead => self.read_failure(),
+            Producer::Call => self.failure(),
         }
     }
 

@@ -30,7 +30,7 @@ import contextfold as cf  # noqa: E402
 from contextfold import _core  # noqa: E402
 from contextfold import evaluation as ev  # noqa: E402
 from transcripts import SHARED, shared_available  # noqa: E402
-from terminal_agent import READ_TOOL_STYLE, STYLES, as_terminal_calls, tools_for  # noqa: E402
+from terminal_agent import READ_TOOL_STYLE, READ_TOOL_STYLES, STYLES, as_terminal_calls, tools_for  # noqa: E402
 from wire_shapes import PROVIDER, SHAPES, convert  # noqa: E402
 
 FIXTURES = [ROOT / "tests" / "data" / "probes" / "airline.refs.json", ROOT / "tests" / "data" / "probes" / "swe.refs.json"]
@@ -81,12 +81,13 @@ def main() -> None:
     swe = [f for f in fixtures if f.name.startswith("mini-swe-agent")]
     print("\n| SWE runs (OpenAI chat) | facts kept | probes with >= half their facts | raised |")
     print("| --- | --- | --- | --- |")
-    for style in ("mini-swe-agent", *STYLES, READ_TOOL_STYLE):
+    for style in ("mini-swe-agent", *STYLES, *READ_TOOL_STYLES):
         shaped = swe if style == "mini-swe-agent" else [
             ev.Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=tools_for(style)) for f in swe]
         kept, total, half, probes, raised = score(shaped, "openai")
         label = (style if style == "mini-swe-agent" else "Read and Bash calls, output alone"
-                 if style == READ_TOOL_STYLE else f"terminal calls, {style} results")
+                 if style == READ_TOOL_STYLE else "Read (lines unnumbered) and Bash calls"
+                 if style in READ_TOOL_STYLES else f"terminal calls, {style} results")
         print(f"| {label} | {100 * kept / total:.1f}% | {half} of {probes} | {raised} |", flush=True)
 
 

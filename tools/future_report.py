@@ -22,7 +22,7 @@ With ``--tool-calls STYLE`` the SWE runs are rewritten as a tool-calling agent's
 (``tests/support/terminal_agent.py``: each fenced command a ``terminal`` call, each observation
 its result in STYLE: ``json``, ``exit_line`` or ``plain``; or, with ``read_tool``, a coding
 agent's ``Read`` call for each command that prints a file's lines and a ``Bash`` call for the
-rest); the facts are read off the same agent's next turns, its call arguments included.
+rest, ``read_tool_raw`` the same with the file's lines unnumbered); the facts are read off the same agent's next turns, its call arguments included.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from contextfold import CompactionError, Compactor  # noqa: E402
 from contextfold.compactor import detect_wire_format  # noqa: E402
 from contextfold.evaluation import (Fixture, _arguments, _fact_pattern, _head_end, _tokens, agent_loop, facts_seen,  # noqa: E402
                                    naive_cut, visible_text)
-from terminal_agent import READ_TOOL_STYLE, STYLES, as_terminal_calls, tools_for  # noqa: E402
+from terminal_agent import READ_TOOL_STYLES, STYLES, as_terminal_calls, tools_for  # noqa: E402
 from transcripts import LOCAL, SHARED, load_conversations, shared_available  # noqa: E402
 
 DATA_SETS = ("tau-bench-airline", "mini-swe-agent-gemini3")
@@ -176,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loop", action="store_true", help="compact as an agent loop does, round by round")
     p.add_argument("--limit", type=int, default=0, help="conversations per data set (0: all)")
     p.add_argument("--json", action="store_true", help="one JSON object (data set -> totals) on stdout")
-    p.add_argument("--tool-calls", choices=(*STYLES, READ_TOOL_STYLE),
-                   help="the SWE runs as tool calls, results in this style (read_tool: Read and Bash calls)")
+    p.add_argument("--tool-calls", choices=(*STYLES, *READ_TOOL_STYLES),
+                   help="the SWE runs as tool calls, results in this style (read_tool, read_tool_raw: Read and Bash calls)")
     args = p.parse_args(argv)
     root = SHARED if shared_available() else LOCAL
     if root is LOCAL:

@@ -44,7 +44,7 @@ from contextfold.evaluation import _index_items
 from contextfold.fold_sources import forget_process_sources
 from contextfold.summary_room import index_at, strip_index
 from contextfold.summarize import SummaryRequest, SummaryResult
-from terminal_agent import READ_TOOL_STYLE, STYLES, TERMINAL_TOOL, as_terminal_calls, tools_for
+from terminal_agent import READ_TOOL_STYLES, STYLES, TERMINAL_TOOL, as_terminal_calls, tools_for
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
 PROBES = Path(__file__).parent.parent / "data" / "probes"
@@ -398,7 +398,7 @@ def test_a_file_a_terminal_agent_printed_is_no_error_of_the_command(max_tokens: 
     assert errors_seen >= 4
 
 
-@pytest.mark.parametrize("style", ["json", "exit_line", "plain", READ_TOOL_STYLE])
+@pytest.mark.parametrize("style", ["json", "exit_line", "plain", *READ_TOOL_STYLES])
 def test_a_terminal_agents_wrapped_results_keep_the_facts_its_plain_observations_keep(style: str) -> None:
     # At the naive cut's budget, as `contextfold eval` scores it. The wrapper costs a few tokens a
     # result, so the summary's room is a little smaller: two facts of margin over the four runs.

@@ -11,8 +11,10 @@ the wrapper:
 - ``"exit_line"``: the output, then a trailer line ``[Command finished with exit code N]``;
 - ``"plain"``: the output alone (no verdict but its words);
 - ``"read_tool"`` (``READ_TOOL_STYLE``): a coding agent's two tools, ``Read`` for the commands
-  that print a file's lines (its result numbered ``     12→line``) and ``Bash`` for the rest
-  (the output alone).
+  that print a file's lines (its result numbered ``     12→line``, as Claude Code's ``Read``
+  numbers it) and ``Bash`` for the rest (the output alone);
+- ``"read_tool_raw"``: the same, the file's lines returned unnumbered (as Gemini CLI's
+  ``read_file`` returns them).
 
 The thought before the fence stays the assistant's text; the fence becomes the call.
 """
@@ -30,6 +32,9 @@ STYLES = ("json", "exit_line", "plain")
 #: ``Read`` call whose result numbers its lines (``     A→line``); any other command a ``Bash``
 #: call with its output alone. A read that failed stays a ``Bash`` call, its error as printed.
 READ_TOOL_STYLE = "read_tool"
+#: The same, the file's lines unnumbered.
+READ_TOOL_RAW_STYLE = "read_tool_raw"
+READ_TOOL_STYLES = (READ_TOOL_STYLE, READ_TOOL_RAW_STYLE)
 
 TERMINAL_TOOL: dict[str, Any] = {
     "type": "function",
@@ -63,7 +68,7 @@ BASH_TOOL: dict[str, Any] = {
 
 def tools_for(style: str) -> list[dict[str, Any]]:
     """The tools a history rewritten in ``style`` calls."""
-    return [READ_TOOL, BASH_TOOL] if style == READ_TOOL_STYLE else [TERMINAL_TOOL]
+    return [READ_TOOL, BASH_TOOL] if style in READ_TOOL_STYLES else [TERMINAL_TOOL]
 
 
 _FENCE = re.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.S)
@@ -87,11 +92,13 @@ def _read_call(command: str) -> dict[str, Any] | None:
     return None
 
 
-def _read_result(body: str, args: dict[str, Any], numbered: bool) -> str:
-    """A ``Read`` result: the file's lines numbered from the call's offset (``nl -ba`` numbers
-    dropped first)."""
+def _read_result(body: str, args: dict[str, Any], numbered: bool, number: bool = True) -> str:
+    """A ``Read`` result: the file's lines (``nl -ba`` numbers dropped first), numbered from the
+    call's offset when ``number``."""
     if numbered:
         body = _NUMBERED.sub("", body)
+    if not number:
+        return body
     first = int(args.get("offset", 1))
     return "\n".join(f"{first + k:>6}\u2192{line}" for k, line in enumerate(body.split("\n")))
 _CODE = re.compile(r"<returncode>(-?\d+)</returncode>")
@@ -114,9 +121,9 @@ def as_terminal_calls(messages: list[dict[str, Any]], style: str) -> tuple[list[
     """The trajectory with each fenced command a ``terminal`` call and each observation its
     result in ``style``; also the exit code of each call, in order (None where the harness
     answered without one: a format complaint)."""
-    if style not in (*STYLES, READ_TOOL_STYLE):
-        raise ValueError(f"style must be one of {(*STYLES, READ_TOOL_STYLE)}, got {style!r}")
-    reading = style == READ_TOOL_STYLE
+    if style not in (*STYLES, *READ_TOOL_STYLES):
+        raise ValueError(f"style must be one of {(*STYLES, *READ_TOOL_STYLES)}, got {style!r}")
+    reading = style in READ_TOOL_STYLES
     pending_read: dict[str, Any] | None = None
     pending_command = ""
     out: list[dict[str, Any]] = []
@@ -134,7 +141,8 @@ def as_terminal_calls(messages: list[dict[str, Any]], style: str) -> tuple[list[
             call = out[-1]["tool_calls"][0]["function"]
             if pending_read is not None and code == 0:
                 call["name"], call["arguments"] = "Read", json.dumps(pending_read)
-                text = _read_result(text, pending_read, pending_command.lstrip().startswith("nl "))
+                text = _read_result(text, pending_read, pending_command.lstrip().startswith("nl "),
+                                    number=style == READ_TOOL_STYLE)
             out.append({"role": "tool", "tool_call_id": pending, "content": text})
             codes.append(code if answered else None)
             pending = None
