@@ -18,7 +18,9 @@
 //!   `returned non-zero exit status 1`.
 //!
 //! Anything else is plain text with no verdict (`failed: None`): `words_say_failure` judges
-//! it by its words.
+//! it by its words, read as what printed it (`Producer`, from the call): a shell command that
+//! only prints files failed only by its own diagnostic line, a file read only by a short
+//! message.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
