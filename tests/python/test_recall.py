@@ -164,21 +164,36 @@ def test_a_scripted_model_recalls_every_fold_byte_exact_on_every_format(fmt, str
     assert check_every_fold(c, r, msgs, fmt, kw) > 0
 
 
+def _renamed(msgs: list[dict], name: str) -> list[dict]:
+    """``msgs`` with every call's tool renamed ``name``."""
+    out = copy.deepcopy(msgs)
+    for m in out:
+        for call in m.get("tool_calls") or []:
+            call["function"]["name"] = name
+    return out
+
+
 def test_placeholders_name_the_tool_the_size_the_error_and_what_the_output_mentions():
     out = "Traceback (most recent call last):\n  File \"src/app/parser.py\", line 12\nParseError: bad token\n" * 40
-    msgs = agent_history(12, output=out)
+    msgs = _renamed(agent_history(12, output=out), "run_tests")
     c = cf.Compactor(budget=3_000, strategy="mask", recoverable=True)
     r = c.compact(msgs)
     masked = {p.index for p in r.pruned}
     placeholders = [m["content"] for i, m in enumerate(r.messages) if i in masked]
     assert placeholders and all("id=cf" in p for p in placeholders)
     for p in placeholders:
-        assert "read_file" in p and "held an error" in p and "src/app/parser.py" in p and "ParseError" in p
+        assert "run_tests" in p and "held an error" in p and "src/app/parser.py" in p and "ParseError" in p
         assert cf.count_text(p, model="gpt-4o") <= 64
         assert re.search(r"~[\d,]+ tokens", p)
     # Deterministic: the same history gives the same placeholders.
     again = cf.Compactor(budget=3_000, strategy="mask", recoverable=True).compact(msgs)
     assert again.messages == r.messages
+    # The same text returned by a tool that only reads a file (`read_file(path=...)`) is the
+    # file's words (a log that holds a traceback): the read did not fail.
+    read = cf.Compactor(budget=3_000, strategy="mask", recoverable=True).compact(agent_history(12, output=out))
+    read_placeholders = [m["content"] for i, m in enumerate(read.messages) if i in {p.index for p in read.pruned}]
+    assert read_placeholders and not any("held an error" in p for p in read_placeholders)
+    assert all("read_file" in p and "ParseError" in p for p in read_placeholders)
 
 
 def test_an_id_survives_a_later_compaction():
