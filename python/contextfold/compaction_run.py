@@ -50,6 +50,14 @@ class CompactionRun:
     #: (Looked up when a run starts, not when this module is imported: ``benches/ab_compact.py``
     #: points the package at another build of the core by rebinding ``_core``.)
     read: _core.MessageCache = field(default_factory=lambda: _core.MessageCache())
+    #: ``Compactor(exact=True)``: the exact counter ``verified`` checks with (None: the
+    #: estimate), the history's exact count, the budget it must meet (after any recall round's
+    #: room) and the history's exact-to-estimate ratio the run plans with (``effective`` is
+    #: ``exact_limit`` divided by it).
+    exact: _core.ExactLedger | None = None
+    exact_before: int = 0
+    exact_limit: int = 0
+    exact_scale: float = 1.0
     #: How many messages the pending last turn holds (calls awaiting their results, which
     #: repair leaves as they are): the end of the history, the same in its compaction.
     pending_tail: int = 0
@@ -75,10 +83,24 @@ class CompactionRun:
 
     def verified(self, out: list[Any], seams: list[int], limit: int | None) -> tuple[int, list[tuple[str, int, str]]]:
         """``out``'s tokens and the failures of the core's check that the input did not have
-        already (the plan reports those: ``input_failures``); ``limit``: the budget to check."""
+        already (the plan reports those: ``input_failures``); ``limit``: the budget to check.
+        With ``exact``, ``out`` is counted exactly and checked against the budget by that count
+        (``limit`` in the plan's estimated tokens: ``effective`` stands for ``exact_limit``); the
+        tokens returned are that count scaled to the plan's (what the run compares)."""
         tokens, failures = _core.compaction_verify(
-            out, self.priced, budget_tokens=limit, seams=seams, overhead_tokens=int(self.plan["overhead_tokens"]),
-            cache=self.read)
+            out, self.priced, budget_tokens=limit if self.exact is None else None, seams=seams,
+            overhead_tokens=int(self.plan["overhead_tokens"]), cache=self.read)
+        if self.exact is not None:
+            counted = int(self.exact.count(out))
+            tokens = round(counted / self.exact_scale)
+            if limit is not None:
+                exact_limit = self.exact_limit if limit == self.effective else int(limit * self.exact_scale)
+                if counted > exact_limit:
+                    failures = [*failures, ("over_budget", -1,
+                                            f"{counted} tokens exceed the budget of {exact_limit} (exact count)")]
+                else:
+                    # (Scaled back, a count within the budget never reads as over it.)
+                    tokens = min(tokens, limit)
         if failures and any(k != "over_budget" for k, _, _ in failures):
             # Problems the caller's history already had are not ours to raise about.
             known = {(k, d.split(":", 1)[-1]) for k, _, d in self.plan["input_failures"]}

@@ -21,7 +21,7 @@ import json
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from contextfold import _core
 from contextfold.cache_policy import CachePolicy
@@ -257,6 +257,14 @@ class Compactor(RecoverableFolds):
       format by the core (``wire/``), or not made at all.
     - ``strict``: an unknown ``model`` name raises ``UnknownModelError`` (default: an
       ``UnknownModelWarning``, and generic constants price it).
+    - ``exact``: the budget holds by the model's own tokenizer, not by the estimate (OpenAI
+      models with a public one, chat.completions histories; ``ValueError`` /
+      ``UnknownModelError`` otherwise). The history is counted exactly once, the compaction is
+      planned in estimated tokens scaled by that history's exact-to-estimate ratio (said in
+      ``notes``), and every history it checks is counted exactly (counts kept by content):
+      ``tokens_before`` and ``tokens_after`` are exact counts, ``tokens_after`` within the
+      budget. The estimate runs a few percent off a summary's dense lines, so without it a
+      result planned to 99% of its budget may be billed a little over it.
     - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
       budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
     - ``recoverable``: every placeholder and folded span names a fold id whose original the
@@ -329,6 +337,7 @@ class Compactor(RecoverableFolds):
         arguments_max_chars: int = 2000,
         cache_block_tokens: int | None = None,
         strict: bool = False,
+        exact: bool = False,
         recoverable: bool = False,
         store: ContentStore | None = None,
         recall_max_tokens: int | None = None,
@@ -347,6 +356,16 @@ class Compactor(RecoverableFolds):
             min_tail=min_tail,
             tool_result_max_tokens=tool_result_max_tokens, arguments_max_chars=arguments_max_chars,
             cache_block_tokens=cache_block_tokens, tail_share=DEFAULT_TAIL_SHARE)
+        if not isinstance(exact, bool):
+            raise TypeError(f"exact must be a bool, got {type(exact).__name__}")
+        if exact:
+            if cfg.provider != "openai":
+                raise ValueError(f"exact=True counts OpenAI models' tokens (provider='openai'), got provider={cfg.provider!r}")
+            if cfg.model is None:
+                raise ValueError("exact=True needs model= (an OpenAI model with a public tokenizer)")
+            if system is not None:
+                raise ValueError("exact=True counts chat.completions requests: put the system prompt in the messages")
+            _core.encoding_for(cfg.model)  # (UnknownModelError for a model without a public tokenizer)
         # An unknown model name (a typo) is priced with generic constants: say so, or raise.
         check_model(cfg.model, strict=strict, stacklevel=2)
         if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
@@ -355,6 +374,8 @@ class Compactor(RecoverableFolds):
             raise TypeError(f"session must be a contextfold.Session, got {type(session).__name__}")
         self.provider = cfg.provider
         self.model = cfg.model
+        #: Whether the budget holds by exact counts (``exact``).
+        self.exact = exact
         self.strategy: Strategy = cfg.strategy
         self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self._fallback = ExtractiveSummarizer()
@@ -687,8 +708,23 @@ class Compactor(RecoverableFolds):
         ``recall_max_tokens``, of the smallest page, or none; ``attempt`` hears whether the
         run kept none after all."""
         run = self._start(messages, round_room=round_room, attempt=attempt)
-        result = yield from self._compacted(run)
+        try:
+            result = yield from self._compacted(run)
+        except CompactionBudgetError:
+            if run.exact is None or run.exact_scale <= 1.0:
+                raise
+            # The floor, estimated at the whole history's exact-to-estimate ratio, missed the
+            # budget where its own count may not (an airline dialogue's system prompt and task
+            # run closer to their estimate than its tool results): planned again at the
+            # estimate itself, every history still checked by its exact count.
+            run = self._start(messages, round_room=round_room, attempt=attempt, scaled=False)
+            result = yield from self._compacted(run)
         run.refuse_inherited(result)
+        if run.exact is not None:
+            # (What the run compared was its exact counts scaled to the plan's estimate.)
+            after = run.exact_before if result.strategy_used is None else int(run.exact.count(result.messages))
+            result = dataclasses.replace(result, tokens_before=run.exact_before, tokens_after=after,
+                                         budget=run.budget)
         # The tools to send are written in this run's format, not in whatever format the
         # Compactor's last compaction read (one Compactor may serve chat and Responses histories,
         # from several threads).
@@ -696,7 +732,9 @@ class Compactor(RecoverableFolds):
 
     def _compacted(self, run: CompactionRun) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The steps of ``_run_steps`` once the run has started."""
-        if run.before <= run.effective:
+        if run.exact is not None and run.exact_before <= run.exact_limit:
+            return run.unchanged(f"under budget: {run.exact_before} <= {run.exact_limit} tokens (exact count)")
+        if run.exact is None and run.before <= run.effective:
             return run.unchanged(f"under budget: {run.before} <= {run.effective} tokens")
         if self.strategy == "mask" or (self.strategy == "hybrid" and int(run.plan["tokens_after_mask"]) <= run.effective):
             r = self._masked(run)
@@ -755,8 +793,10 @@ class Compactor(RecoverableFolds):
             return bare
 
     def _start(self, messages: Sequence[Any], *, round_room: RoundRoom = "page",
-               attempt: _Attempt | None = None) -> CompactionRun:
-        """The history copied (and repaired), the budget aimed at, the sizes, the first plan."""
+               attempt: _Attempt | None = None, scaled: bool = True) -> CompactionRun:
+        """The history copied (and repaired), the budget aimed at, the sizes, the first plan.
+        ``scaled``: with ``exact``, the budget is planned at the history's exact-to-estimate
+        ratio (else at the estimate itself)."""
         _require_history(messages)
         msgs = list(messages)
         fmt = self.wire_format or detect_wire_format(msgs, self.provider, tools=self.tools)
@@ -764,8 +804,16 @@ class Compactor(RecoverableFolds):
         notes: list[str] = []
         if self.repair:
             msgs = self._repaired(msgs, fmt, notes)
-        correction = self.session.correction if self.session.last_usage is not None else 1.0
+        correction = self.session.correction if self.session.last_usage is not None and not self.exact else 1.0
         effective = budget
+        exact: _core.ExactLedger | None = None
+        if self.exact:
+            if fmt != "chat":
+                raise ValueError(f"exact=True counts chat.completions histories; this one is written for {fmt}")
+            # (One ledger a compaction: its checks share counts by content, and compactions that
+            # run at once share nothing.)
+            exact = _core.ExactLedger(model=cast(str, self.model), tools=self._request_tools(fmt),
+                                      response_format=self.response_format)
         if correction > 1.0:
             # Real usage ran above the estimate: aim lower so the real count meets the budget.
             effective = int(budget / correction)
@@ -796,6 +844,17 @@ class Compactor(RecoverableFolds):
             # (No room kept: an answer is bounded by the smallest page; without the reserve, by
             # ``recall_max_tokens`` in the caller's room beyond the budget.)
             page = MIN_RECALL_PAGE_TOKENS if self.recall_reserve else None
+        exact_before, exact_limit, scale = 0, effective, 1.0
+        if exact is not None:
+            # Planned in estimated tokens: the budget scaled by this history's exact-to-estimate
+            # ratio, each history checked counted exactly against the budget itself.
+            exact_before = int(exact.count(msgs))
+            estimated = int(_core.estimate(msgs, **self._estimate_kw(fmt)))
+            scale = exact_before / max(1, estimated) if scaled else 1.0
+            if int(effective / scale) != effective:
+                notes.append(f"budget aimed at {max(1, int(effective / scale))} estimated tokens: this history counts "
+                             f"{exact_before} tokens exactly where it is estimated at {estimated} (exact=True)")
+            effective = max(1, int(effective / scale))
         tail, summary_tokens, block = self._sizes(effective)
         self._format = fmt
         options = self._options
@@ -803,7 +862,8 @@ class Compactor(RecoverableFolds):
             options = options.replace(cache_block_tokens=block)
         run = CompactionRun(msgs=msgs, fmt=fmt, budget=budget, effective=effective, tail=tail,
                             summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes,
-                            recall_page=page, round_kept=kept)
+                            recall_page=page, round_kept=kept, exact=exact, exact_before=exact_before,
+                            exact_limit=exact_limit, exact_scale=scale)
         run.plan = self._plan(run, msgs, self.min_tail)
         run.before = int(run.plan["tokens_before"])
         # How deep the fold is: the history, with a previous summary counted as the messages it
