@@ -264,7 +264,8 @@ class Compactor(RecoverableFolds):
       ``notes``), and every history it checks is counted exactly (counts kept by content):
       ``tokens_before`` and ``tokens_after`` are exact counts, ``tokens_after`` within the
       budget. The estimate runs a few percent off a summary's dense lines, so without it a
-      result planned to 99% of its budget may be billed a little over it.
+      result planned to 99% of its budget may be billed a little over it. The gate
+      (``should_compact``) counts as its ``session`` does: ``Session(exact=True)`` counts exactly.
     - ``cache_block_tokens``: masking grows in blocks of this many tokens (default: 5% of the
       budget, at least 1,000), so the prefix sent last turn stays byte-identical between steps.
     - ``recoverable``: every placeholder and folded span names a fold id whose original the
