@@ -289,6 +289,28 @@ def test_compact_writes_the_input_format_within_budget_and_says_what_was_folded(
     assert cf.estimate(new["messages"], model=data["model"]) <= 8000
 
 
+def test_compact_exact_writes_a_body_whose_exact_count_is_within_the_budget(tmp_path, capsys):
+    """`--exact`: the written file's `contextfold count` is within the budget, and the report's
+    tokens are exact counts (the bundled trajectory's history sent to gpt-4o; without
+    `--exact` it compacts to 7,760 estimated tokens that count 8,099)."""
+    data = json.loads(EXAMPLE.read_text())
+    body = tmp_path / "gpt4o.json"
+    body.write_text(json.dumps({"model": "gpt-4o", "messages": data["messages"]}))
+    out = tmp_path / "small.json"
+    assert main(["compact", str(body), "--budget", "8000", "--exact", "-o", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    new = json.loads(out.read_text())
+    assert report["tokens_after"] == cf.count(new["messages"], model="gpt-4o") <= 8000
+    assert report["tokens_before"] == cf.count(data["messages"], model="gpt-4o")
+    assert any("exact" in n for n in report["notes"])
+    # A body whose model has no public tokenizer (the trajectory as Gemini's): a usage error,
+    # nothing written.
+    other = tmp_path / "other.json"
+    assert main(["compact", str(EXAMPLE), "--budget", "8000", "--exact", "-o", str(other)]) == 2
+    assert "--exact" in capsys.readouterr().err
+    assert not other.exists()
+
+
 def test_compact_with_a_store_reads_the_turns_behind_its_summary_next_time(tmp_path, capsys):
     # A shell loop compacts the grown history with a new process each time: with --store, the
     # second compaction reads the turns behind the first summary, as a Compactor kept across the

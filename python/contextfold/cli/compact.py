@@ -17,6 +17,7 @@ from contextfold.cli.app import (
     EXIT_BUDGET_UNREACHABLE,
     EXIT_OK,
     EXIT_OVER_BUDGET,
+    EXIT_UNKNOWN_MODEL,
     EXIT_USAGE,
     JsonOpt,
     MaxBytesOpt,
@@ -86,6 +87,7 @@ def compact(
     model: ModelOpt = None,
     as_json: JsonOpt = False,
     allow_over: Annotated[bool, typer.Option("--allow-over", help="Exit 0 even when the result is over the budget (else exit 5); a budget no compaction reaches still exits 6.")] = False,
+    exact: Annotated[bool, typer.Option("--exact", help="Hold the budget by the model's exact token count, not the estimate (an OpenAI chat body or history whose model has a public tokenizer): `contextfold count` of the written file is within it.")] = False,
     max_bytes: MaxBytesOpt = None,
     strict: StrictOpt = False,
 ) -> None:
@@ -115,7 +117,9 @@ def compact(
             warnings.simplefilter("ignore", UnknownModelWarning)  # said above, on stderr
             # Priced as `estimate` prices the body (its settings included), so a result within the
             # budget is one `estimate` of the written file finds within it.
-            kept = {} if store is None else {"store": contextfold.DirectoryContentStore(store)}
+            kept: dict[str, Any] = {} if store is None else {"store": contextfold.DirectoryContentStore(store)}
+            if exact:
+                kept["exact"] = True
             result = rep.compact_request(req, budget, strategy=strategy, summarizer=chosen, instructions=focus, **kept)
     except contextfold.CompactionBudgetError as e:
         _say_unreachable(e, req, budget, as_json=as_json)
@@ -123,7 +127,15 @@ def compact(
     except contextfold.CompactionError as e:
         stderr_console().print(f"error: {clean(e)}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    except contextfold.UnknownModelError as e:
+        # (--exact with a model that has no public tokenizer, or none named.)
+        stderr_console().print(f"error: --exact: {clean(e)}", markup=False)
+        raise typer.Exit(EXIT_UNKNOWN_MODEL) from None
     except (ValueError, TypeError, RecursionError) as e:
+        if exact and str(e).startswith("exact=True"):
+            # (A body --exact cannot count: another provider's, a Responses body, a system apart.)
+            stderr_console().print(f"error: --exact: {clean(e)}", markup=False)
+            raise typer.Exit(EXIT_USAGE) from None
         stderr_console().print(failure_of(e, None).describe(src.name), markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     try:
