@@ -204,10 +204,17 @@ fn git_prints(cmd: &str) -> bool {
     let mut any = false;
     while let Some(w) = words.next() {
         if w == "git" {
-            // Options before the subcommand (`git -C dir diff`, `git --no-pager log`).
-            let sub = words
-                .by_ref()
-                .find(|w| !w.starts_with('-') && !w.contains('/'));
+            // Options before the subcommand (`git --no-pager log`), `-C DIR` and `-c KEY=VALUE`
+            // with their value (`git -C testbed diff`).
+            let mut sub = None;
+            while let Some(o) = words.next() {
+                if o == "-C" || o == "-c" {
+                    words.next();
+                } else if !o.starts_with('-') {
+                    sub = Some(o);
+                    break;
+                }
+            }
             match sub {
                 Some(s) if GIT_PRINTERS.contains(&s) => any = true,
                 _ => return false,
@@ -258,6 +265,9 @@ mod tests {
         assert!(printers("sed -n '1,40p' x.py && git diff -- x.py").is_some());
         assert!(printers("cat x.py && python x.py").is_none());
         assert!(printers("git commit -am wip").is_none());
+        assert!(printers("git -C testbed diff -- x.py").is_some());
+        assert!(printers("git -c core.pager=cat --no-pager log -3").is_some());
+        assert!(printers("git -C testbed commit -m x").is_none());
         // A heredoc's body is no step, and unbalanced quotes are not read.
         assert!(programs("cat <<'EOF' > t.py\nimport os\nEOF").is_none());
         assert!(programs("echo 'unclosed").is_none());
