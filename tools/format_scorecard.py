@@ -16,6 +16,11 @@ wrote them.
 
     python tools/format_scorecard.py            # needs ../shared/data (CONTEXTFOLD_SHARED_DATA)
     python tools/format_scorecard.py --held-out # the held-out probe sets instead
+    python tools/format_scorecard.py --held-out --multiple 0.75   # at 0.75x the naive budget
+
+With ``--held-out`` a third table scores the SWE runs as ``Read`` and ``Bash`` calls in the
+formats whose tool results carry the provider's error flag (Anthropic ``is_error``, Bedrock
+``status: "error"``), with every run that exited non-zero flagged and with none flagged.
 """
 
 from __future__ import annotations
@@ -39,11 +44,12 @@ HELD_OUT = [ROOT / "tests" / "data" / "probes" / "heldout.refs.json", ROOT / "te
 SYSTEM_APART = ("anthropic", "gemini", "bedrock")
 
 
-def score(fixtures: list[ev.Fixture], shape: str) -> tuple[int, int, int, int, int]:
-    """(facts kept, facts, probes with at least half their facts, probes, compactions raised)."""
+def score(fixtures: list[ev.Fixture], shape: str, multiple: float = 1.0) -> tuple[int, int, int, int, int]:
+    """(facts kept, facts, probes with at least half their facts, probes, compactions raised), at
+    ``multiple`` times the naive cut's budget."""
     kept = total = half = probes = raised = 0
     for f in fixtures:
-        share = ev._tokens(ev.naive_cut(f.messages), f) / ev._tokens(f.messages, f)
+        share = multiple * ev._tokens(ev.naive_cut(f.messages), f) / ev._tokens(f.messages, f)
         src = [dict(m) for m in f.messages]
         system = f.system
         if shape in SYSTEM_APART and src and src[0].get("role") == "system":
@@ -69,14 +75,28 @@ def score(fixtures: list[ev.Fixture], shape: str) -> tuple[int, int, int, int, i
     return kept, total, half, probes, raised
 
 
+def flagged(messages: list[dict], codes: list[int | None]) -> list[dict]:
+    """``messages`` (an ``as_terminal_calls`` rewrite) with each result of a run that exited
+    non-zero flagged as the provider's error (``is_error``, which ``wire_shapes.convert``
+    writes in the formats that have one)."""
+    out, k = [], 0
+    for m in messages:
+        if m.get("role") == "tool":
+            m = dict(m, is_error=True) if codes[k] not in (0, None) else m
+            k += 1
+        out.append(m)
+    return out
+
+
 def main() -> None:
+    multiple = float(sys.argv[sys.argv.index("--multiple") + 1]) if "--multiple" in sys.argv[1:] else 1.0
     if not shared_available():
         sys.exit("needs ../shared/data (set CONTEXTFOLD_SHARED_DATA): the fixtures name its conversations")
     fixtures = ev.load_fixtures(HELD_OUT if "--held-out" in sys.argv[1:] else FIXTURES, data_dir=SHARED)
     print("| format | facts kept | probes with >= half their facts | raised |")
     print("| --- | --- | --- | --- |")
     for shape in SHAPES:
-        kept, total, half, probes, raised = score(fixtures, shape)
+        kept, total, half, probes, raised = score(fixtures, shape, multiple)
         print(f"| {shape} | {100 * kept / total:.1f}% | {half} of {probes} | {raised} |", flush=True)
     swe = [f for f in fixtures if f.name.startswith("mini-swe-agent")]
     print("\n| SWE runs (OpenAI chat) | facts kept | probes with >= half their facts | raised |")
@@ -84,11 +104,25 @@ def main() -> None:
     for style in ("mini-swe-agent", *STYLES, *READ_TOOL_STYLES):
         shaped = swe if style == "mini-swe-agent" else [
             ev.Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=tools_for(style)) for f in swe]
-        kept, total, half, probes, raised = score(shaped, "openai")
+        kept, total, half, probes, raised = score(shaped, "openai", multiple)
         label = (style if style == "mini-swe-agent" else "Read and Bash calls, output alone"
                  if style == READ_TOOL_STYLE else "Read (lines unnumbered) and Bash calls"
                  if style in READ_TOOL_STYLES else f"terminal calls, {style} results")
         print(f"| {label} | {100 * kept / total:.1f}% | {half} of {probes} | {raised} |", flush=True)
+    if "--held-out" not in sys.argv[1:]:
+        return
+    print("\n| SWE runs as Read and Bash calls | facts kept | probes with >= half their facts | raised |")
+    print("| --- | --- | --- | --- |")
+    for shape in ("anthropic", "bedrock"):
+        for flag in (False, True):
+            shaped = []
+            for f in swe:
+                msgs, codes = as_terminal_calls(f.messages, READ_TOOL_STYLE)
+                shaped.append(ev.Fixture(f.name, flagged(msgs, codes) if flag else msgs, f.probes,
+                                         tools=tools_for(READ_TOOL_STYLE)))
+            kept, total, half, probes, raised = score(shaped, shape, multiple)
+            label = f"{shape}, {'failed runs flagged' if flag else 'no flag'}"
+            print(f"| {label} | {100 * kept / total:.1f}% | {half} of {probes} | {raised} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -58,11 +58,18 @@ def convert(messages: list[dict], shape: str) -> list[dict]:
             if shape == "responses":
                 out.append({"type": "function_call_output", "call_id": cid, "output": text})
             elif shape == "anthropic":
-                pending.append({"type": "tool_result", "tool_use_id": cid, "content": text})
+                block = {"type": "tool_result", "tool_use_id": cid, "content": text}
+                if m.get("is_error"):
+                    # (A flag the chat shape cannot carry: kept on the test's own tool message.)
+                    block["is_error"] = True
+                pending.append(block)
             elif shape == "gemini":
                 pending.append({"functionResponse": {"id": cid, "name": name, "response": {"result": text}}})
             else:
-                pending.append({"toolResult": {"toolUseId": cid, "content": [{"text": text or " "}]}})
+                result = {"toolUseId": cid, "content": [{"text": text or " "}]}
+                if m.get("is_error"):
+                    result["status"] = "error"
+                pending.append({"toolResult": result})
             continue
         flush()
         calls = m.get("tool_calls") or []
