@@ -31,9 +31,29 @@ const PAGE_KEYS: [&str; 9] = [
     "should_read_entire_file",
 ];
 
-/// Words of a tool's name that say it reads (a lowercase part of the name: `Read`,
-/// `read_file`, `view_file`, `open_file`, `cat`).
+/// Words of a tool's name that say it reads (`Read`, `read_file`, `view_file`, `openFile`,
+/// `cat`): whole words of the name, so `openapi_spec`, `thread_log` or `category` are not.
 const READ_WORDS: [&str; 4] = ["read", "view", "open", "cat"];
+
+/// Whether one of the words of a tool's name (split at `_`, `-`, `.`, spaces and a lowercase
+/// letter followed by a capital) is one of `READ_WORDS`.
+fn name_says_read(name: &str) -> bool {
+    let mut word = String::new();
+    let mut prev_lower = false;
+    let mut says = false;
+    for c in name.chars().chain(std::iter::once(' ')) {
+        let boundary = !c.is_ascii_alphanumeric() || (prev_lower && c.is_ascii_uppercase());
+        if boundary && !word.is_empty() {
+            says |= READ_WORDS.contains(&word.as_str());
+            word.clear();
+        }
+        if c.is_ascii_alphanumeric() {
+            word.push(c.to_ascii_lowercase());
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+    }
+    says
+}
 
 /// Whether a call only reads a file: one path key, nothing but paging keys beside it (and an
 /// editor's `command: "view"`), and a tool whose name says it reads or an editor told to view.
@@ -52,8 +72,7 @@ pub fn reads_file(name: &str, args: &Map<String, Value>) -> bool {
             || PAGE_KEYS.contains(&k.as_str())
             || (view && k == "command")
     });
-    let lower = name.to_ascii_lowercase();
-    only_paging && (view || READ_WORDS.iter().any(|w| lower.contains(w)))
+    only_paging && (view || name_says_read(name))
 }
 
 #[cfg(test)]
@@ -98,5 +117,15 @@ mod tests {
             "Grep",
             &args(r#"{"pattern":"x","path":"/repo"}"#)
         ));
+        // The name's whole words: a read in `readFile` and `ReadFile`, none in `openapi_spec`,
+        // `thread_log` or `category`.
+        assert!(reads_file("readFile", &args(r#"{"filePath":"a.py"}"#)));
+        assert!(reads_file("ReadFile", &args(r#"{"path":"a.py"}"#)));
+        for not_read in ["openapi_spec", "thread_log", "category", "bread"] {
+            assert!(
+                !reads_file(not_read, &args(r#"{"path":"a.py"}"#)),
+                "{not_read}"
+            );
+        }
     }
 }
