@@ -67,3 +67,26 @@ def test_exact_needs_an_openai_model_with_a_public_tokenizer() -> None:
                  {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]}]
     with pytest.raises(ValueError, match="chat.completions histories"):
         cf.Compactor(model=MODEL, budget=300, exact=True).compact(responses)
+
+
+PIXEL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhg"
+         "GAWjR9awAAAABJRU5ErkJggg==")
+
+
+@pytest.mark.parametrize("odd", [
+    {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": PIXEL}}]},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{not json"}}]},
+    {"role": "assistant", "content": None},
+    {"role": "wizard", "content": "hi"},
+])
+def test_an_exact_compaction_of_an_odd_history_is_within_its_budget(odd: dict) -> None:
+    """An image, arguments that are not JSON, no content, an unknown role: counted and compacted
+    as the estimate would compact them, within the budget by the exact count."""
+    history = [{"role": "system", "content": "rules"}, {"role": "user", "content": "task " * 50}, odd]
+    if odd.get("tool_calls"):
+        history.append({"role": "tool", "tool_call_id": "c1", "content": "ok"})
+    history += [{"role": "assistant", "content": "x " * 300}, {"role": "user", "content": "y " * 300}] * 6
+    r = cf.Compactor(model=MODEL, budget=600, exact=True, min_free_share=0.0).compact(history)
+    assert r.strategy_used is not None
+    assert r.tokens_after == cf.count(list(r.messages), model=MODEL) <= 600
