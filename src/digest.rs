@@ -247,7 +247,7 @@ const JSON_HEAD_SHARE: f64 = 0.6;
 /// A command's observation read once for the units that show it: its body, code and whether
 /// the run of `cmd` failed (`ToolOutcome::failure_of`).
 fn outcome_of<'t>(text: Cow<'t, str>, cmd: &str) -> Outcome<'t> {
-    let producer = Producer::Command(cmd.to_string());
+    let producer = Producer::Command(Cow::Borrowed(cmd));
     outcome_for(text, &json_compact::ShownArgs::default(), &producer)
 }
 
@@ -257,7 +257,7 @@ fn outcome_of<'t>(text: Cow<'t, str>, cmd: &str) -> Outcome<'t> {
 fn outcome_for<'t>(
     text: Cow<'t, str>,
     shown: &json_compact::ShownArgs,
-    producer: &Producer,
+    producer: &Producer<'_>,
 ) -> Outcome<'t> {
     let o = tool_outcome::read_cow(text);
     let err = o.failure_by(producer);

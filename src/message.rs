@@ -368,13 +368,9 @@ impl<'a> Message<'a> {
 
     /// The tool calls this message makes: its `tool_calls` and its `tool_use` blocks.
     pub fn calls(&self) -> impl Iterator<Item = &ToolCall<'a>> + '_ {
-        let blocks: &[Part<'a>] = match &self.content {
-            Content::Parts(p) => p,
-            _ => &[],
-        };
         self.tool_calls
             .iter()
-            .chain(blocks.iter().filter_map(|p| match p {
+            .chain(self.parts().iter().filter_map(|p| match p {
                 Part::ToolUse(c) => Some(c),
                 _ => None,
             }))
@@ -384,14 +380,10 @@ impl<'a> Message<'a> {
     /// that another message must answer: a call answered in this message (`answered_here`)
     /// is not one.
     pub fn call_ids(&self) -> impl Iterator<Item = &'a str> + '_ {
-        let blocks: &[Part<'a>] = match &self.content {
-            Content::Parts(p) => p,
-            _ => &[],
-        };
         self.tool_calls
             .iter()
             .map(|c| c.id)
-            .chain(blocks.iter().filter_map(|p| match p {
+            .chain(self.parts().iter().filter_map(|p| match p {
                 Part::ToolUse(c) if !self.answered_here(c.id) => Some(c.id),
                 _ => None,
             }))
@@ -401,13 +393,9 @@ impl<'a> Message<'a> {
     /// `tool_call_id`, Anthropic `tool_result` blocks); a result of a call made in this
     /// message (`answered_here`) is not one.
     pub fn result_ids(&self) -> impl Iterator<Item = &'a str> + '_ {
-        let blocks: &[Part<'a>] = match &self.content {
-            Content::Parts(p) => p,
-            _ => &[],
-        };
         self.tool_call_id
             .into_iter()
-            .chain(blocks.iter().filter_map(|p| match p {
+            .chain(self.parts().iter().filter_map(|p| match p {
                 Part::ToolResult { tool_use_id, .. } if !self.answered_here(tool_use_id) => {
                     Some(*tool_use_id)
                 }

@@ -8,12 +8,12 @@
 //! move the removed text into a store.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::char_cut::{head_bytes, tail_bytes};
 use crate::estimate::Estimator;
 use crate::mask_edit::MaskEdit;
-use crate::message::{Content, ImageSource, Message, Part};
+use crate::message::{Content, ImageSource, Message, Part, ToolCall};
 use crate::prune::group_sep;
 use crate::tool_outcome::{self, Producer};
 use crate::wire::edit::{CallAt, Change};
@@ -177,7 +177,7 @@ pub fn placeholder(
     tokens: u32,
     original: &str,
     marked_error: bool,
-    producer: &Producer,
+    producer: &Producer<'_>,
     id: &str,
 ) -> String {
     let of = match tool {
@@ -339,30 +339,12 @@ pub fn recoverable_edits(
     edits: Vec<MaskEdit>,
 ) -> Vec<MaskEdit> {
     let mut out = Vec::with_capacity(edits.len());
-    // What printed each output an edit replaces, as its call says (a shell command's run, a
-    // file read: whose words the output holds).
-    let results: HashSet<&str> = edits
-        .iter()
-        .filter_map(|e| match e {
-            MaskEdit::Change {
-                change: Change::ResultText { part, .. },
-                index,
-                ..
-            } => match part {
-                None => msgs[*index].tool_call_id,
-                Some(k) => match msgs[*index].parts().get(*k) {
-                    Some(Part::ToolResult { tool_use_id, .. }) => Some(*tool_use_id),
-                    _ => None,
-                },
-            },
-            _ => None,
-        })
-        .collect();
-    let producers: HashMap<&str, Producer> = msgs
+    // The calls by id: what printed an output an edit replaces (a shell command's run, a file
+    // read: whose words the output holds) is read from its call.
+    let calls: HashMap<&str, &ToolCall<'_>> = msgs
         .iter()
         .flat_map(Message::calls)
-        .filter(|c| results.contains(c.id))
-        .map(|c| (c.id, Producer::of_arguments(c.name, &c.arguments)))
+        .map(|c| (c.id, c))
         .collect();
     for e in edits {
         let i = e.index();
@@ -409,9 +391,9 @@ pub fn recoverable_edits(
                     },
                 };
                 let tool = call.and_then(|c| names.get(c).copied());
-                let producer = call
-                    .and_then(|c| producers.get(c))
-                    .unwrap_or(&Producer::Call);
+                let producer = call.and_then(|c| calls.get(c)).map_or(Producer::Call, |c| {
+                    Producer::of_arguments(c.name, &c.arguments)
+                });
                 let words = match &m.content {
                     Content::Text(t) if part.is_none() => Some(Cow::Borrowed(t.as_ref())),
                     _ => crate::message::joined_texts(parts),
@@ -425,7 +407,7 @@ pub fn recoverable_edits(
                         tokens,
                         words.as_deref().unwrap_or(""),
                         marked,
-                        producer,
+                        &producer,
                         &id,
                     ),
                 }
@@ -672,7 +654,7 @@ mod tests {
         // the module's.
         let module =
             "try:\n    run()\nexcept Exception as error:\n    raise ValueError('x') from error\n";
-        let of = |producer: Producer, text| {
+        let of = |producer: Producer<'_>, text| {
             placeholder(
                 &est,
                 "tool output",
@@ -684,7 +666,7 @@ mod tests {
                 "cf0123456789ab",
             )
         };
-        let cmd = |c: &str| Producer::Command(c.to_string());
+        let cmd = |c: &'static str| Producer::Command(c.into());
         assert!(of(Producer::Call, module).contains("held an error"));
         assert!(!of(cmd("cat src/run.py"), module).contains("held an error"));
         assert!(of(

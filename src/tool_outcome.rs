@@ -72,23 +72,24 @@ const READ_MESSAGE_LINES: usize = 2;
 
 /// What printed a tool's output, as its call says: it decides whose words the output holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Producer {
-    /// A shell tool's command line (`shell_line::shell_command`).
-    Command(String),
+pub enum Producer<'c> {
+    /// A shell tool's command line (`shell_line::shell_command`; a text agent's fenced command,
+    /// borrowed).
+    Command(Cow<'c, str>),
     /// A tool that only reads a file (`read_call::reads_file`): its output is the file's.
     FileRead,
     /// Any other call.
     Call,
 }
 
-impl Producer {
+impl Producer<'static> {
     /// What a call of tool `name` with (parsed) arguments `args` is.
-    pub fn of_call(name: &str, args: Option<&Value>) -> Producer {
+    pub fn of_call(name: &str, args: Option<&Value>) -> Self {
         let Some(args) = args else {
             return Producer::Call;
         };
         if let Some(cmd) = shell_line::shell_command(args) {
-            return Producer::Command(cmd);
+            return Producer::Command(Cow::Owned(cmd));
         }
         match args.as_object() {
             Some(map) if read_call::reads_file(name, map) => Producer::FileRead,
@@ -97,7 +98,7 @@ impl Producer {
     }
 
     /// The same, from the call's JSON arguments (a call whose arguments do not parse is a call).
-    pub fn of_arguments(name: &str, arguments: &str) -> Producer {
+    pub fn of_arguments(name: &str, arguments: &str) -> Self {
         Producer::of_call(name, serde_json::from_str::<Value>(arguments).ok().as_ref())
     }
 }
@@ -174,7 +175,7 @@ impl ToolOutcome<'_> {
 
     /// Whether the run failed, read as `producer` printed it: a shell command's run
     /// (`failure_of`), a file read (`read_failure`), any other call (`failure`).
-    pub fn failure_by(&self, producer: &Producer) -> bool {
+    pub fn failure_by(&self, producer: &Producer<'_>) -> bool {
         match producer {
             Producer::Command(cmd) => self.failure_of(cmd),
             Producer::FileRead => self.read_failure(),

@@ -724,8 +724,7 @@ class Compactor(RecoverableFolds):
         if run.exact is not None:
             # (What the run compared was its exact counts scaled to the plan's estimate.)
             after = run.exact_before if result.strategy_used is None else int(run.exact.count(result.messages))
-            result = dataclasses.replace(result, tokens_before=run.exact_before, tokens_after=after,
-                                         budget=run.budget)
+            result = dataclasses.replace(result, tokens_before=run.exact_before, tokens_after=after)
         # The tools to send are written in this run's format, not in whatever format the
         # Compactor's last compaction read (one Compactor may serve chat and Responses histories,
         # from several threads).

@@ -36,34 +36,19 @@ READ_TOOL_STYLE = "read_tool"
 READ_TOOL_RAW_STYLE = "read_tool_raw"
 READ_TOOL_STYLES = (READ_TOOL_STYLE, READ_TOOL_RAW_STYLE)
 
-TERMINAL_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "terminal",
-        "description": "Run a shell command and return its output and exit code.",
-        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-    },
-}
+def _function_tool(name: str, description: str, **params: str) -> dict[str, Any]:
+    """A chat-completions function tool whose parameters are ``params`` (name -> JSON type),
+    the first one required."""
+    properties = {k: {"type": t} for k, t in params.items()}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": [next(iter(params))]}}}
 
-READ_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "Read",
-        "description": "Read a file; its lines come back numbered from `offset` (1 when absent).",
-        "parameters": {"type": "object", "properties": {
-            "file_path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}},
-            "required": ["file_path"]},
-    },
-}
 
-BASH_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "Bash",
-        "description": "Run a shell command and return what it printed.",
-        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-    },
-}
+TERMINAL_TOOL = _function_tool("terminal", "Run a shell command and return its output and exit code.",
+                               command="string")
+READ_TOOL = _function_tool("Read", "Read a file; its lines come back numbered from `offset` (1 when absent).",
+                           file_path="string", offset="integer", limit="integer")
+BASH_TOOL = _function_tool("Bash", "Run a shell command and return what it printed.", command="string")
 
 
 def tools_for(style: str) -> list[dict[str, Any]]:
