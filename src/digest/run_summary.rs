@@ -6,9 +6,18 @@
 //! it. Django's test runner prints `Destroying test database for alias 'default'...` once per
 //! process after its verdict, so a folded run of the annotations suite kept
 //! `database for alias 'default'...` and lost `Ran 82 tests` and `OK (skipped=2)`.
+//!
+//! A line repeated right after itself counts once: a run with eight processes prints that
+//! teardown line once per process and database alias (18 lines after `OK` in a folded
+//! contenttypes run), which is one thing said, not eighteen.
 
-/// Lines at an output's end searched for a summary.
+/// Distinct lines at an output's end searched for a summary (a line that repeats the one after
+/// it is not counted).
 const SUMMARY_LINES: usize = 12;
+
+/// Lines at an output's end read at most, repeats included: an output of one line repeated
+/// thousands of times is not read whole.
+const SUMMARY_LINES_READ: usize = 256;
 
 /// Whether a line is a test runner's verdict or count (unittest, pytest, cargo, jest).
 fn is_summary(line: &str) -> bool {
@@ -54,14 +63,18 @@ pub(super) fn up_to_summary(text: &str) -> Option<&str> {
     // have none, and reading each of their last lines for one was most of this search.
     let mut after: [&str; SUMMARY_LINES] = [""; SUMMARY_LINES];
     let mut n = 0;
-    for _ in 0..SUMMARY_LINES {
+    for _ in 0..SUMMARY_LINES_READ {
         let start = text[..end].rfind('\n').map_or(0, |i| i + 1);
         let line = &text[start..end];
         if is_summary(line) {
             let after_failure = after[..n].iter().any(|l| says_failure(l));
             return (n > 0 && !after_failure).then_some(&text[..end]);
         }
-        if !line.trim().is_empty() {
+        let repeat = n > 0 && after[n - 1].trim() == line.trim();
+        if !line.trim().is_empty() && !repeat {
+            if n == SUMMARY_LINES {
+                return None;
+            }
             after[n] = line;
             n += 1;
         }
@@ -91,6 +104,27 @@ mod tests {
     }
 
     #[test]
+    fn a_teardown_line_repeated_per_process_counts_once() {
+        let teardown =
+            |alias: &str| format!("Destroying test database for alias '{alias}'...\n").repeat(9);
+        let out = format!(
+            "Testing against Django\n.....\n------\nRan 59 tests in 0.632s\n\nOK\n{}{}",
+            teardown("default"),
+            teardown("other")
+        );
+        assert_eq!(
+            up_to_summary(&out).unwrap(),
+            "Testing against Django\n.....\n------\nRan 59 tests in 0.632s\n\nOK"
+        );
+        // Distinct lines still count one each: thirteen of them hide the verdict.
+        let distinct: String = (0..13).map(|i| format!("cleanup step {i}\n")).collect();
+        assert_eq!(up_to_summary(&format!("Ran 3 tests\nOK\n{distinct}")), None);
+        // A repeated line read far enough stops the search.
+        let flood = "same line\n".repeat(SUMMARY_LINES_READ + 1);
+        assert_eq!(up_to_summary(&format!("Ran 3 tests\nOK\n{flood}")), None);
+    }
+
+    #[test]
     fn pytest_and_cargo_verdicts_are_summaries() {
         assert!(is_summary("==== 1 failed, 10 passed in 2.31s ===="));
         assert!(is_summary("test result: ok. 12 passed; 0 failed"));
@@ -107,7 +141,8 @@ mod tests {
             None
         );
         assert_eq!(up_to_summary("no tests here\nat all"), None);
-        let far = format!("Ran 3 tests\nOK\n{}", "line\n".repeat(20));
+        let far: String = (0..20).map(|i| format!("line {i}\n")).collect();
+        let far = format!("Ran 3 tests\nOK\n{far}");
         assert_eq!(up_to_summary(&far), None);
     }
 }
