@@ -262,11 +262,13 @@ def load_fixtures(paths: Iterable[str | Path], *, data_dir: str | Path | None = 
 
 def _strings(value: Any, out: list[str]) -> None:
     if isinstance(value, str):
-        out.append(value)
+        # A tool's JSON result (a terminal tool's `{"output": "...\\n...", "exit_code": 0}`) is
+        # read as its arguments are: its escapes decoded (see ``_arguments``).
+        out.append(_arguments(value) if value.lstrip()[:1] in ("{", "[") else value)
     elif isinstance(value, Mapping):
         for k, v in value.items():
             if k == "arguments" and isinstance(v, str):
-                _strings(_arguments(v), out)
+                out.append(_arguments(v))
             else:
                 _strings(v, out)
     elif isinstance(value, (list, tuple)):
@@ -281,10 +283,10 @@ _ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": " ", "f": " ", "n": "\n", "r": 
 
 
 def _arguments(text: str) -> str:
-    """A tool call's JSON arguments (chat ``tool_calls``, Responses ``function_call``) as the
-    model reads them, keys and all: a script's lines, not ``\\n``-joined escapes, whose ``n``
-    would glue to the word after it and hide every identifier that opens a line from a
-    whole-word match."""
+    """A tool call's JSON arguments (chat ``tool_calls``, Responses ``function_call``), or any
+    JSON text a message holds (a tool's result in a JSON envelope), as the model reads them,
+    keys and all: a script's lines, not ``\\n``-joined escapes, whose ``n`` would glue to the
+    word after it and hide every identifier that opens a line from a whole-word match."""
     if "\\" not in text:
         return text
     return _JSON_ESCAPE.sub(lambda m: _ESCAPED.get(m[1]) or chr(int(m[1][1:], 16)), text)

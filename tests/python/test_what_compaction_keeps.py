@@ -64,6 +64,19 @@ def test_facts_count_whole_word_only() -> None:
     assert facts_seen(text, ["HAT229", "sofia_kim", "hat229", "AT229", "HAT2290"]) == [True, False, True, False, True]
 
 
+def test_a_fact_opening_a_line_of_a_json_result_counts_as_the_model_reads_it() -> None:
+    # A terminal tool's result in a JSON envelope: the model reads `\n` as a line break, so
+    # `Is instance` opens a line; read raw, its `n` glued to the word and hid it.
+    result = json.dumps({"output": "Column created\nIs instance of Column: False\n", "exit_code": 0})
+    call = {"id": "c1", "type": "function", "function": {
+        "name": "terminal", "arguments": json.dumps({"command": "python repro.py\nprintf 'a\\nb'"})}}
+    text = visible_text([{"role": "assistant", "content": None, "tool_calls": [call]},
+                         {"role": "tool", "tool_call_id": "c1", "content": result}])
+    assert facts_seen(text, ["Is instance of Column: False", "printf 'a\\nb'"]) == [True, True]
+    # Decoded once: an escaped backslash in the arguments stays a backslash.
+    assert "printf 'a\\nb'" in text
+
+
 def test_naive_cut_keeps_the_head_and_the_last_30_percent_without_orphan_results() -> None:
     msgs: list[dict[str, Any]] = [{"role": "system", "content": "rules"}, {"role": "user", "content": "task"}]
     for k in range(12):
