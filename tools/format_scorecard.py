@@ -35,7 +35,8 @@ import contextfold as cf  # noqa: E402
 from contextfold import _core  # noqa: E402
 from contextfold import evaluation as ev  # noqa: E402
 from transcripts import SHARED, shared_available  # noqa: E402
-from terminal_agent import READ_TOOL_STYLE, READ_TOOL_STYLES, STYLES, as_terminal_calls, tools_for  # noqa: E402
+from terminal_agent import (READ_TOOL_JSON_STYLE, READ_TOOL_STYLE, READ_TOOL_STYLES, STYLES,  # noqa: E402
+                            as_terminal_calls, tools_for)
 from wire_shapes import PROVIDER, SHAPES, convert  # noqa: E402
 
 FIXTURES = [ROOT / "tests" / "data" / "probes" / "airline.refs.json", ROOT / "tests" / "data" / "probes" / "swe.refs.json"]
@@ -106,7 +107,8 @@ def main() -> None:
             ev.Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=tools_for(style)) for f in swe]
         kept, total, half, probes, raised = score(shaped, "openai", multiple)
         label = (style if style == "mini-swe-agent" else "Read and Bash calls, output alone"
-                 if style == READ_TOOL_STYLE else "Read (lines unnumbered) and Bash calls"
+                 if style == READ_TOOL_STYLE else "read_file (a JSON record) and terminal calls (hermes-agent)"
+                 if style == READ_TOOL_JSON_STYLE else "Read (lines unnumbered) and Bash calls"
                  if style in READ_TOOL_STYLES else f"terminal calls, {style} results")
         print(f"| {label} | {100 * kept / total:.1f}% | {half} of {probes} | {raised} |", flush=True)
     if "--held-out" not in sys.argv[1:]:

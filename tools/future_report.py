@@ -22,7 +22,9 @@ With ``--tool-calls STYLE`` the SWE runs are rewritten as a tool-calling agent's
 (``tests/support/terminal_agent.py``: each fenced command a ``terminal`` call, each observation
 its result in STYLE: ``json``, ``exit_line`` or ``plain``; or, with ``read_tool``, a coding
 agent's ``Read`` call for each command that prints a file's lines and a ``Bash`` call for the
-rest, ``read_tool_raw`` the same with the file's lines unnumbered); the facts are read off the same agent's next turns, its call arguments included.
+rest, ``read_tool_raw`` the same with the file's lines unnumbered, ``read_tool_json``
+hermes-agent's ``read_file`` returning a JSON record beside its ``terminal``); the facts are read
+off the same agent's next turns, its call arguments included.
 """
 
 from __future__ import annotations
@@ -177,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=0, help="conversations per data set (0: all)")
     p.add_argument("--json", action="store_true", help="one JSON object (data set -> totals) on stdout")
     p.add_argument("--tool-calls", choices=(*STYLES, *READ_TOOL_STYLES),
-                   help="the SWE runs as tool calls, results in this style (read_tool, read_tool_raw: Read and Bash calls)")
+                   help="the SWE runs as tool calls, results in this style (read_tool, read_tool_raw: Read and Bash calls; "
+                        "read_tool_json: hermes-agent's read_file and terminal)")
     args = p.parse_args(argv)
     root = SHARED if shared_available() else LOCAL
     if root is LOCAL:

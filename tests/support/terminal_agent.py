@@ -14,7 +14,11 @@ the wrapper:
   that print a file's lines (its result numbered ``     12→line``, as Claude Code's ``Read``
   numbers it) and ``Bash`` for the rest (the output alone);
 - ``"read_tool_raw"``: the same, the file's lines returned unnumbered (as Gemini CLI's
-  ``read_file`` returns them).
+  ``read_file`` returns them);
+- ``"read_tool_json"``: hermes-agent's two tools, ``terminal`` (the JSON envelope above) and
+  ``read_file`` for the commands that print a file's lines, its result a JSON record whose
+  ``content`` numbers the lines ``12|line`` (the keys of hermes-agent's ``ReadResult.to_dict``:
+  ``content``, ``total_lines``, ``file_size``, ``truncated``, ``is_binary``, ``is_image``).
 
 The thought before the fence stays the assistant's text; the fence becomes the call.
 """
@@ -34,7 +38,9 @@ STYLES = ("json", "exit_line", "plain")
 READ_TOOL_STYLE = "read_tool"
 #: The same, the file's lines unnumbered.
 READ_TOOL_RAW_STYLE = "read_tool_raw"
-READ_TOOL_STYLES = (READ_TOOL_STYLE, READ_TOOL_RAW_STYLE)
+#: hermes-agent's shape: ``read_file`` returning a JSON record, ``terminal`` a JSON envelope.
+READ_TOOL_JSON_STYLE = "read_tool_json"
+READ_TOOL_STYLES = (READ_TOOL_STYLE, READ_TOOL_RAW_STYLE, READ_TOOL_JSON_STYLE)
 
 def _function_tool(name: str, description: str, **params: str) -> dict[str, Any]:
     """A chat-completions function tool whose parameters are ``params`` (name -> JSON type),
@@ -49,10 +55,14 @@ TERMINAL_TOOL = _function_tool("terminal", "Run a shell command and return its o
 READ_TOOL = _function_tool("Read", "Read a file; its lines come back numbered from `offset` (1 when absent).",
                            file_path="string", offset="integer", limit="integer")
 BASH_TOOL = _function_tool("Bash", "Run a shell command and return what it printed.", command="string")
+READ_FILE_TOOL = _function_tool("read_file", "Read a text file with line numbers, from `offset` for `limit` lines.",
+                                path="string", offset="integer", limit="integer")
 
 
 def tools_for(style: str) -> list[dict[str, Any]]:
     """The tools a history rewritten in ``style`` calls."""
+    if style == READ_TOOL_JSON_STYLE:
+        return [TERMINAL_TOOL, READ_FILE_TOOL]
     return [READ_TOOL, BASH_TOOL] if style in READ_TOOL_STYLES else [TERMINAL_TOOL]
 
 
@@ -77,15 +87,23 @@ def _read_call(command: str) -> dict[str, Any] | None:
     return None
 
 
-def _read_result(body: str, args: dict[str, Any], numbered: bool, number: bool = True) -> str:
-    """A ``Read`` result: the file's lines (``nl -ba`` numbers dropped first), numbered from the
-    call's offset when ``number``."""
+def _read_result(body: str, args: dict[str, Any], numbered: bool, style: str) -> str:
+    """A read tool's result in ``style``: the file's lines (``nl -ba`` numbers dropped first),
+    numbered from the call's offset (``     12→line``; ``12|line`` in a JSON record for
+    ``read_tool_json``, whose ``total_lines`` is the last line shown: the run never printed the
+    file's length), or as they are (``read_tool_raw``)."""
     if numbered:
         body = _NUMBERED.sub("", body)
-    if not number:
+    if style == READ_TOOL_RAW_STYLE:
         return body
     first = int(args.get("offset", 1))
-    return "\n".join(f"{first + k:>6}\u2192{line}" for k, line in enumerate(body.split("\n")))
+    lines = body.split("\n")
+    if style == READ_TOOL_JSON_STYLE:
+        content = "\n".join(f"{first + k}|{line}" for k, line in enumerate(lines))
+        return json.dumps({"content": content, "total_lines": first + len(lines) - 1,
+                           "file_size": len(body.encode()), "truncated": False, "is_binary": False,
+                           "is_image": False}, ensure_ascii=False)
+    return "\n".join(f"{first + k:>6}\u2192{line}" for k, line in enumerate(lines))
 _CODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 _TAGS = re.compile(r"</?output(?:_head|_tail)?>")
 
@@ -121,13 +139,18 @@ def as_terminal_calls(messages: list[dict[str, Any]], style: str) -> tuple[list[
             # The harness answers every command once, coded or not (a format complaint); an
             # assistant turn right after a command leaves it without output.
             answered = m["role"] != "assistant"
-            text, code = _result(content if answered and isinstance(content, str) else "",
-                                 "plain" if reading else style)
+            hermes = style == READ_TOOL_JSON_STYLE
+            observation = content if answered and isinstance(content, str) else ""
+            text, code = _result(observation, "json" if hermes else "plain" if reading else style)
             call = out[-1]["tool_calls"][0]["function"]
             if pending_read is not None and code == 0:
-                call["name"], call["arguments"] = "Read", json.dumps(pending_read)
-                text = _read_result(text, pending_read, pending_command.lstrip().startswith("nl "),
-                                    number=style == READ_TOOL_STYLE)
+                if hermes:
+                    args = {"path": pending_read.pop("file_path"), **pending_read}
+                    call["name"], call["arguments"] = "read_file", json.dumps(args)
+                    text = _result(observation, "plain")[0]
+                else:
+                    call["name"], call["arguments"] = "Read", json.dumps(pending_read)
+                text = _read_result(text, pending_read, pending_command.lstrip().startswith("nl "), style)
             out.append({"role": "tool", "tool_call_id": pending, "content": text})
             codes.append(code if answered else None)
             pending = None
@@ -140,7 +163,7 @@ def as_terminal_calls(messages: list[dict[str, Any]], style: str) -> tuple[list[
             pending_read = _read_call(pending_command) if reading else None
             out.append({"role": "assistant", "content": thought or None, "tool_calls": [{
                 "id": pending, "type": "function",
-                "function": {"name": "Bash" if reading else "terminal",
+                "function": {"name": "Bash" if reading and style != READ_TOOL_JSON_STYLE else "terminal",
                              "arguments": json.dumps({"command": pending_command})}}]})
         else:
             out.append(dict(m))
