@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Collector};
 use crate::message::{Content, Message, Part, Role, ToolCall};
+use crate::read_call;
 use crate::recall;
 use crate::shell_line::reads_only;
 use crate::standing_rules::rules_in;
@@ -259,8 +260,14 @@ fn outcome_for<'t>(
     shown: &json_compact::ShownArgs,
     producer: &Producer<'_>,
 ) -> Outcome<'t> {
-    let o = tool_outcome::read_cow(text);
+    let mut o = tool_outcome::read_cow(text);
     let err = o.failure_by(producer);
+    if *producer == Producer::FileRead && o.failed.is_none() {
+        // A file a read returned inside a JSON record is shown as the file (`read_call::file_text`).
+        if let Some(file) = read_call::file_text(&o.body) {
+            o.body = Cow::Owned(file);
+        }
+    }
     // A JSON result is shown compactly: every value in about half the characters
     // (`json_compact`).
     // A failed run's Python traceback is shown by its ends (`traceback::condense`); a test

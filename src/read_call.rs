@@ -75,9 +75,53 @@ pub fn reads_file(name: &str, args: &Map<String, Value>) -> bool {
     only_paging && (view || name_says_read(name))
 }
 
+/// The file a read returned inside a JSON record (hermes-agent's `read_file` returns
+/// `{"content": "1|import os\\n2|...", "total_lines": 24, "file_size": 900, "truncated": false,
+/// ...}`): the record's longest string when it has more than one line and twice the bytes of
+/// its other strings together, else None (a record of texts of like size is data to show
+/// whole; numbers and flags beside the file are its size and paging). Shown
+/// as the file, not as the record: clipped, the record kept `content="76|def call_command…` and
+/// `…alse, is_image=false`, the flags taking the end a file's last lines would have.
+pub fn file_text(result: &str) -> Option<String> {
+    let t = result.trim();
+    if !t.starts_with('{') {
+        return None;
+    }
+    let record: Map<String, Value> = serde_json::from_str(t).ok()?;
+    let mut strings: Vec<String> = record
+        .into_iter()
+        .filter_map(|(_, v)| match v {
+            Value::String(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let longest = (0..strings.len()).max_by_key(|&i| strings[i].len())?;
+    let text = strings.swap_remove(longest);
+    let others: usize = strings.iter().map(String::len).sum();
+    (text.len() >= 2 * others && text.trim().contains('\n')).then_some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_in_a_json_record_is_its_longest_string() {
+        let file = "1|import os\n2|class ConfigError(Exception):\n3|    pass";
+        let record = serde_json::json!({"content": file, "total_lines": 3, "file_size": 60,
+            "truncated": false, "is_binary": false, "is_image": false})
+        .to_string();
+        assert_eq!(file_text(&record).as_deref(), Some(file));
+        // Not a record, one line, or fields of like size: none.
+        assert_eq!(file_text(file), None);
+        assert_eq!(
+            file_text(r#"{"content": "one line", "total_lines": 1}"#),
+            None
+        );
+        let rows = serde_json::json!({"a": "x\ny", "b": "z\nw", "c": "u\nv"}).to_string();
+        assert_eq!(file_text(&rows), None);
+        assert_eq!(file_text("{not json"), None);
+    }
 
     fn args(json: &str) -> Map<String, Value> {
         serde_json::from_str(json).unwrap()

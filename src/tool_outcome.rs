@@ -160,14 +160,19 @@ impl ToolOutcome<'_> {
     /// verdict; else its words, only when it is a message, not a file (at most
     /// [`READ_MESSAGE_LINES`] lines: `File does not exist.`, `Error: ENOENT ...`). A file's
     /// lines are its own words: a module that catches `Exception`, returned unnumbered (Gemini
-    /// CLI's `read_file` returns the text as it is), is no failed read.
+    /// CLI's `read_file` returns the text as it is), is no failed read. A file a tool returns in
+    /// a JSON record (`{"content": "     1|import os\\n...", "total_lines": 24}`) has its lines
+    /// joined by `\\n` escapes: they count as lines (read raw, the record was one line, and
+    /// every read of a module that names `Exception` was filed as a failed read).
     pub fn read_failure(&self) -> bool {
         if let Some(failed) = self.failed {
             return failed;
         }
+        let json = matches!(self.body.trim_start().as_bytes().first(), Some(b'{' | b'['));
         let lines = self
             .body
             .lines()
+            .flat_map(|l| l.split(if json { "\\n" } else { "\n" }))
             .filter(|l| !l.trim().is_empty())
             .take(READ_MESSAGE_LINES + 1);
         lines.count() <= READ_MESSAGE_LINES && words_say_failure(&self.body)
@@ -595,6 +600,18 @@ mod tests {
 
     fn failed(text: &str) -> Option<bool> {
         read(text).failed
+    }
+
+    #[test]
+    fn a_file_a_read_tool_returns_in_a_json_record_is_no_failed_read() {
+        let record = r#"{"content": "     1|import os\n     2|class ConfigError(Exception):\n     3|    pass", "total_lines": 3, "truncated": false}"#;
+        assert!(!read(record).read_failure());
+        // Read as any call's output, its words still decide (a record is data of any kind).
+        assert!(read(record).failure());
+        // A message in a record, or an error envelope, is a failed read.
+        assert!(read(r#"{"message": "Error: file not found: src/x.py"}"#).read_failure());
+        assert!(read(r#"{"error": "File not found: src/x.py"}"#).read_failure());
+        assert!(read("Error: ENOENT: no such file or directory").read_failure());
     }
 
     #[test]

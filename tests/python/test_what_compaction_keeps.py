@@ -464,6 +464,28 @@ def test_a_file_a_terminal_agent_printed_is_no_error_of_the_command(max_tokens: 
     assert errors_seen >= 4
 
 
+@pytest.mark.parametrize(("max_tokens", "least_reads"), [(1_500, 1), (4_000, 10)])
+def test_a_file_read_file_returned_in_a_json_record_is_the_file_not_an_error(max_tokens: int,
+                                                                              least_reads: int) -> None:
+    """hermes-agent's `read_file` returns the file in a JSON record (`{"content": "1|import
+    os\\n...", "total_lines": ..., "is_image": false}`). Read raw, the record was one line, so a
+    module naming `Exception` was a failed read by its words (two reads of two of the four
+    bundled runs were filed as errors), and its clipped form kept `…alse, is_image=false` where
+    the file's last lines belong."""
+    reads = errors_seen = 0
+    for fx in SWE_INLINE:
+        msgs, _ = as_terminal_calls(fx.messages, "read_tool_json")
+        digest = _core.extractive_digest(msgs[1:], max_tokens=max_tokens)
+        errors = digest.split("## Errors", 1)[1].split("\n## ", 1)[0] if "## Errors" in digest else ""
+        assert "- read_file(" not in errors, (fx.name, errors)
+        errors_seen += errors.count("\n- ")
+        lines = [ln for ln in digest.splitlines() if ln.startswith("- read_file(")]
+        reads += len(lines)
+        assert not [ln for ln in lines if "is_image" in ln or "total_lines" in ln], lines
+    # The runs that failed still are errors; the reads a room holds are shown as files.
+    assert reads >= least_reads and errors_seen >= 4, (reads, errors_seen)
+
+
 @pytest.mark.parametrize("style", ["json", "exit_line", "plain", *READ_TOOL_STYLES])
 def test_a_terminal_agents_wrapped_results_keep_the_facts_its_plain_observations_keep(style: str) -> None:
     # At the naive cut's budget, as `contextfold eval` scores it. The wrapper costs a few tokens a
