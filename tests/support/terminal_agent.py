@@ -15,10 +15,12 @@ the wrapper:
   numbers it) and ``Bash`` for the rest (the output alone);
 - ``"read_tool_raw"``: the same, the file's lines returned unnumbered (as Gemini CLI's
   ``read_file`` returns them);
-- ``"read_tool_json"``: hermes-agent's two tools, ``terminal`` (the JSON envelope above) and
+- ``"read_tool_json"``: hermes-agent's tools, ``terminal`` (the JSON envelope above),
   ``read_file`` for the commands that print a file's lines, its result a JSON record whose
   ``content`` numbers the lines ``12|line`` (the keys of hermes-agent's ``ReadResult.to_dict``:
-  ``content``, ``total_lines``, ``file_size``, ``truncated``, ``is_binary``, ``is_image``).
+  ``content``, ``total_lines``, ``file_size``, ``truncated``, ``is_binary``, ``is_image``), and
+  ``search_files`` for a plain ``grep -n PATTERN PATH`` (its hits as hermes-agent's
+  ``SearchResult.to_dict``: ``total_count`` and ``matches`` of ``path``, ``line``, ``content``).
 
 The thought before the fence stays the assistant's text; the fence becomes the call.
 """
@@ -57,12 +59,14 @@ READ_TOOL = _function_tool("Read", "Read a file; its lines come back numbered fr
 BASH_TOOL = _function_tool("Bash", "Run a shell command and return what it printed.", command="string")
 READ_FILE_TOOL = _function_tool("read_file", "Read a text file with line numbers, from `offset` for `limit` lines.",
                                 path="string", offset="integer", limit="integer")
+SEARCH_FILES_TOOL = _function_tool("search_files", "Search file contents for a regex pattern under a path.",
+                                   pattern="string", path="string")
 
 
 def tools_for(style: str) -> list[dict[str, Any]]:
     """The tools a history rewritten in ``style`` calls."""
     if style == READ_TOOL_JSON_STYLE:
-        return [TERMINAL_TOOL, READ_FILE_TOOL]
+        return [TERMINAL_TOOL, READ_FILE_TOOL, SEARCH_FILES_TOOL]
     return [READ_TOOL, BASH_TOOL] if style in READ_TOOL_STYLES else [TERMINAL_TOOL]
 
 
@@ -85,6 +89,36 @@ def _read_call(command: str) -> dict[str, Any] | None:
         first, last = int(m.group(2)), int(m.group(3))
         return {"file_path": m.group(1), "offset": first, "limit": max(1, last - first + 1)}
     return None
+
+
+_GREP = re.compile(r"grep((?:\s+-[a-zA-Z]+)*)\s+(\"[^\"]*\"|'[^']*'|[^\s\"'|;&<>]+)\s+([^\s|;&<>]+)")
+_HIT = re.compile(r"(?:(.+?):)?(\d+):(.*)")
+
+
+def _search_call(command: str) -> dict[str, Any] | None:
+    """The ``search_files`` arguments of a plain ``grep -n[r] PATTERN PATH`` (its flags letters
+    only, ``-n`` among them; None: another command)."""
+    m = _GREP.fullmatch(command.strip())
+    if m is None or "n" not in m.group(1) or any(c in m.group(1) for c in "ABClLcoqv"):
+        return None
+    return {"pattern": m.group(2).strip("'\""), "path": m.group(3)}
+
+
+def _search_result(body: str, args: dict[str, Any]) -> str | None:
+    """What hermes-agent's ``search_files`` returns for grep's hits ``body`` (``path:line:text``,
+    or ``line:text`` in one file); None when a line is no hit."""
+    matches = []
+    for line in body.split("\n"):
+        if not line.strip():
+            continue
+        hit = _HIT.fullmatch(line)
+        if hit is None:
+            return None
+        matches.append({"path": hit.group(1) or args["path"], "line": int(hit.group(2)), "content": hit.group(3)})
+    result: dict[str, Any] = {"total_count": len(matches)}
+    if matches:
+        result["matches"] = matches
+    return json.dumps(result, ensure_ascii=False)
 
 
 def _read_result(body: str, args: dict[str, Any], numbered: bool, style: str) -> str:
@@ -143,7 +177,12 @@ def as_terminal_calls(messages: list[dict[str, Any]], style: str) -> tuple[list[
             observation = content if answered and isinstance(content, str) else ""
             text, code = _result(observation, "json" if hermes else "plain" if reading else style)
             call = out[-1]["tool_calls"][0]["function"]
-            if pending_read is not None and code == 0:
+            searched = _search_call(pending_command) if hermes and code in (0, 1) else None
+            found = _search_result(_result(observation, "plain")[0], searched) if searched else None
+            if searched is not None and found is not None:
+                # (grep exits 1 when nothing matched: hermes-agent's search returns no hits.)
+                call["name"], call["arguments"], text = "search_files", json.dumps(searched), found
+            elif pending_read is not None and code == 0:
                 if hermes:
                     args = {"path": pending_read.pop("file_path"), **pending_read}
                     call["name"], call["arguments"] = "read_file", json.dumps(args)
