@@ -447,8 +447,15 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
                     .any(|(i, _)| edge[..i].ends_with('"') && edge[i + k.len()..].starts_with('"'))
             })
     };
+    let verdict_named = |edge: &str| {
+        SUCCESS_KEYS.iter().any(|k| {
+            edge.match_indices(k)
+                .any(|(i, _)| edge[..i].ends_with('"') && edge[i + k.len()..].starts_with('"'))
+        })
+    };
     let worth_parsing = named(head_bytes(t, EDGE_BYTES))
         || named(tail_bytes(t, EDGE_BYTES))
+        || verdict_named(head_bytes(t, EDGE_BYTES))
         || (t.len() <= WRAPPER_MAX_BYTES && opens_with_key(t));
     if !worth_parsing {
         return None;
@@ -457,6 +464,22 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
     let code = CODE_KEYS.iter().find_map(|k| obj.get(*k).and_then(integer));
     let bodies: Vec<&Value> = BODY_KEYS.iter().filter_map(|k| obj.get(*k)).collect();
     let errors: Vec<&Value> = ERROR_KEYS.iter().filter_map(|k| obj.get(*k)).collect();
+    let success = SUCCESS_KEYS
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_bool));
+    if code.is_none() && bodies.is_empty() {
+        if let Some(ok) = success {
+            // A record that says whether it succeeded is its own verdict, whatever its other
+            // fields hold: hermes-agent's `patch` returns `{"success": true, "diff": "..."}`, and
+            // a diff that edits error handling read as a failed call by its words. The record is
+            // shown whole.
+            return Some(ToolOutcome {
+                code: None,
+                failed: Some(!ok || errors.iter().any(|v| present(v))),
+                body: Cow::Borrowed(text),
+            });
+        }
+    }
     if code.is_none() && bodies.is_empty() && errors.is_empty() {
         // One key around the whole return value is a wrapper (the recorded Gemini requests of
         // pydantic-ai and crewai send a function's result as `{"return_value": ...}` or
@@ -638,6 +661,23 @@ mod tests {
 
     fn failed(text: &str) -> Option<bool> {
         read(text).failed
+    }
+
+    #[test]
+    fn a_record_that_says_it_succeeded_is_its_own_verdict() {
+        let patch = r#"{"success": true, "diff": "--- a/x.py\n+++ b/x.py\n-    raise ValueError('error')\n+    raise TypeError('failed')\n", "files_modified": ["x.py"]}"#;
+        assert_eq!(failed(patch), Some(false));
+        assert_eq!(read(patch).body, patch);
+        assert_eq!(
+            failed(r#"{"success": false, "diff": "", "error": "old_string not found"}"#),
+            Some(true)
+        );
+        assert_eq!(
+            failed(r#"{"ok": true, "error": "rate limited"}"#),
+            Some(true)
+        );
+        // A success flag that is not a boolean is data.
+        assert_eq!(failed(r#"{"success": "partial", "note": "x"}"#), None);
     }
 
     #[test]

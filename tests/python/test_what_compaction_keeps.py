@@ -506,6 +506,25 @@ def test_what_a_search_found_is_no_error_of_the_search() -> None:
     assert "class ValidationError" in digest.split("## Tool calls", 1)[1]
 
 
+def test_a_record_that_says_it_succeeded_is_no_error_whatever_its_diff_says() -> None:
+    # hermes-agent's `patch` returns `{"success": true, "diff": ...}`; a diff that edits error
+    # handling was a failed call by its words.
+    def patch(i: int, result: dict[str, Any]) -> list[dict[str, Any]]:
+        call = {"id": f"p{i}", "type": "function", "function": {"name": "patch", "arguments": json.dumps(
+            {"path": "django/forms/fields.py", "old_string": "ValueError", "new_string": "ValidationError"})}}
+        return [{"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"p{i}", "content": json.dumps(result)}]
+    diff = "--- a/django/forms/fields.py\n+++ b/django/forms/fields.py\n-        raise ValueError('error')\n" \
+           "+        raise ValidationError(self.error_messages['invalid'], code='invalid')\n"
+    msgs = [{"role": "user", "content": "Raise a ValidationError for a bad value."},
+            *patch(1, {"success": True, "diff": diff, "files_modified": ["django/forms/fields.py"]}),
+            *patch(2, {"success": False, "error": "old_string not found in django/forms/fields.py"})]
+    digest = _core.extractive_digest(msgs, max_tokens=600)
+    errors = digest.split("## Errors", 1)[1].split("\n## ", 1)[0]
+    assert "old_string not found" in errors and "files_modified" not in errors, digest
+    assert "files_modified" in digest.split("## Tool calls", 1)[1]
+
+
 @pytest.mark.parametrize("style", ["json", "exit_line", "plain", *READ_TOOL_STYLES])
 def test_a_terminal_agents_wrapped_results_keep_the_facts_its_plain_observations_keep(style: str) -> None:
     # At the naive cut's budget, as `contextfold eval` scores it. The wrapper costs a few tokens a
