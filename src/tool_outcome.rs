@@ -67,6 +67,25 @@ const BODY_KEYS: [&str; 5] = ["output", "stdout", "stdOut", "stderr", "stdErr"];
 const ERROR_KEYS: [&str; 3] = ["error", "is_error", "isError"];
 /// Keys whose `false` means the run failed.
 const SUCCESS_KEYS: [&str; 2] = ["success", "ok"];
+/// A record's `status` values that say how the call went (compared ignoring ASCII case):
+/// `{"status": "error", "output": "No snapshot found"}` is a failure however plain its output
+/// reads; any other status (`available`, `cancelled`, `pending`) is data.
+const FAILED_STATUSES: [&str; 6] = ["error", "failed", "failure", "fail", "timeout", "timed_out"];
+const SUCCEEDED_STATUSES: [&str; 5] = ["ok", "success", "succeeded", "completed", "done"];
+
+/// What a record's top-level `status` says of the call: Some(true) failed, Some(false)
+/// succeeded, None no verdict (absent, or a status of the data).
+fn status_verdict(obj: &Map<String, Value>) -> Option<bool> {
+    let status = obj.get("status")?.as_str()?.trim();
+    let is = |words: &[&str]| words.iter().any(|w| status.eq_ignore_ascii_case(w));
+    if is(&FAILED_STATUSES) {
+        Some(true)
+    } else if is(&SUCCEEDED_STATUSES) {
+        Some(false)
+    } else {
+        None
+    }
+}
 
 /// Lines of a read tool's result up to which it may be a message rather than a file.
 const READ_MESSAGE_LINES: usize = 2;
@@ -467,15 +486,16 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
     let success = SUCCESS_KEYS
         .iter()
         .find_map(|k| obj.get(*k).and_then(Value::as_bool));
+    let status = status_verdict(&obj);
     if code.is_none() && bodies.is_empty() {
-        if let Some(ok) = success {
+        if let Some(failed) = success.map(|ok| !ok).or(status) {
             // A record that says whether it succeeded is its own verdict, whatever its other
             // fields hold: hermes-agent's `patch` returns `{"success": true, "diff": "..."}`, and
             // a diff that edits error handling read as a failed call by its words. The record is
             // shown whole.
             return Some(ToolOutcome {
                 code: None,
-                failed: Some(!ok || errors.iter().any(|v| present(v))),
+                failed: Some(failed || errors.iter().any(|v| present(v))),
                 body: Cow::Borrowed(text),
             });
         }
@@ -512,7 +532,7 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
     let unsuccessful = SUCCESS_KEYS
         .iter()
         .any(|k| obj.get(*k) == Some(&Value::Bool(false)));
-    let failed = code.is_some_and(|c| c != 0) || error_said || unsuccessful;
+    let failed = code.is_some_and(|c| c != 0) || error_said || unsuccessful || status == Some(true);
     let has_body = !bodies.is_empty();
     let mut body = String::new();
     for v in bodies.into_iter().chain(
@@ -678,6 +698,28 @@ mod tests {
         );
         // A success flag that is not a boolean is data.
         assert_eq!(failed(r#"{"success": "partial", "note": "x"}"#), None);
+        // A status that says how the call went, beside an output or alone.
+        assert_eq!(
+            failed(r#"{"status": "error", "output": "No snapshot found for rollback."}"#),
+            Some(true)
+        );
+        assert_eq!(
+            failed(r#"{"status": "Success", "output": "3 rows"}"#),
+            Some(false)
+        );
+        assert_eq!(
+            failed(r#"{"status": "failed", "reason": "quota"}"#),
+            Some(true)
+        );
+        // A status of the data is none.
+        assert_eq!(
+            failed(r#"{"reservation_id": "4OG6T3", "status": "cancelled", "flights": []}"#),
+            None
+        );
+        assert_eq!(
+            failed(r#"{"status": "available", "output": "seats: 3"}"#),
+            Some(false)
+        );
     }
 
     #[test]
