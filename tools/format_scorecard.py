@@ -107,7 +107,7 @@ def main() -> None:
             ev.Fixture(f.name, as_terminal_calls(f.messages, style)[0], f.probes, tools=tools_for(style)) for f in swe]
         kept, total, half, probes, raised = score(shaped, "openai", multiple)
         label = (style if style == "mini-swe-agent" else "Read and Bash calls, output alone"
-                 if style == READ_TOOL_STYLE else "read_file (a JSON record) and terminal calls (hermes-agent)"
+                 if style == READ_TOOL_STYLE else "hermes-agent's terminal, read_file and search_files (JSON results)"
                  if style == READ_TOOL_JSON_STYLE else "Read (lines unnumbered) and Bash calls"
                  if style in READ_TOOL_STYLES else f"terminal calls, {style} results")
         print(f"| {label} | {100 * kept / total:.1f}% | {half} of {probes} | {raised} |", flush=True)
