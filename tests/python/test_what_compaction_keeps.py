@@ -486,26 +486,6 @@ def test_a_file_read_file_returned_in_a_json_record_is_the_file_not_an_error(max
     assert reads >= least_reads and errors_seen >= 4, (reads, errors_seen)
 
 
-def test_what_a_search_found_is_no_error_of_the_search() -> None:
-    # hermes-agent's `search_files` lists its hits in a JSON record; their lines are the files'
-    # words (`class ValidationError(Exception):`, `# if the request failed`). A search that could
-    # not run says so in its record's `error`.
-    def search(i: int, result: dict[str, Any]) -> list[dict[str, Any]]:
-        call = {"id": f"s{i}", "type": "function", "function": {
-            "name": "search_files", "arguments": json.dumps({"pattern": "Error", "path": "django"})}}
-        return [{"role": "assistant", "content": None, "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": f"s{i}", "content": json.dumps(result)}]
-    found = [{"path": "django/core/exceptions.py", "line": 133, "content": "class ValidationError(Exception):"},
-             {"path": "django/http/client.py", "line": 40, "content": "    # if the request failed, retry it"}]
-    msgs = [{"role": "user", "content": "Find where the validation error is raised."},
-            *search(1, {"total_count": 2, "matches": found}),
-            *search(2, {"total_count": 0, "error": "Path not found: djang"})]
-    digest = _core.extractive_digest(msgs, max_tokens=600)
-    errors = digest.split("## Errors", 1)[1].split("\n## ", 1)[0]
-    assert "Path not found" in errors and "class ValidationError" not in errors, digest
-    assert "class ValidationError" in digest.split("## Tool calls", 1)[1]
-
-
 def test_a_record_that_says_it_succeeded_is_no_error_whatever_its_diff_says() -> None:
     # hermes-agent's `patch` returns `{"success": true, "diff": ...}`; a diff that edits error
     # handling was a failed call by its words.
