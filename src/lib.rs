@@ -37,7 +37,6 @@ pub mod recall;
 pub mod repair;
 pub mod request_extras;
 pub mod request_settings;
-pub mod search_call;
 pub mod session_state;
 pub mod shell_line;
 pub mod shrink_json;

@@ -31,7 +31,6 @@ use serde_json::{Map, Value};
 
 use crate::char_cut::{head_bytes, tail_bytes};
 use crate::read_call;
-use crate::search_call;
 use crate::shell_line;
 
 /// One tool output, read.
@@ -98,8 +97,6 @@ pub enum Producer<'c> {
     Command(Cow<'c, str>),
     /// A tool that only reads a file (`read_call::reads_file`): its output is the file's.
     FileRead,
-    /// A tool that searches (`search_call::searches`): its output lists other files' words.
-    Search,
     /// Any other call.
     Call,
 }
@@ -115,7 +112,6 @@ impl Producer<'static> {
         }
         match args.as_object() {
             Some(map) if read_call::reads_file(name, map) => Producer::FileRead,
-            _ if search_call::searches(name) => Producer::Search,
             _ => Producer::Call,
         }
     }
@@ -201,41 +197,12 @@ impl ToolOutcome<'_> {
         lines.count() <= READ_MESSAGE_LINES && words_say_failure(&self.body)
     }
 
-    /// Whether what a search tool returned (`Producer::Search`) reports a failure: its verdict;
-    /// else, for a JSON record, an error field that holds something or a `success` / `ok` that
-    /// is false (a list is what it found); else the words of its first line, where a search
-    /// says it could not run (`Error: regex parse error:`, `rg: src: No such file or
-    /// directory`). The lines after are what it found: other files' words.
-    pub fn search_failure(&self) -> bool {
-        if let Some(failed) = self.failed {
-            return failed;
-        }
-        let body = self.body.trim();
-        match body.as_bytes().first() {
-            Some(b'{') | Some(b'[') => match serde_json::from_str::<Value>(body) {
-                Ok(Value::Object(record)) => {
-                    ERROR_KEYS
-                        .iter()
-                        .any(|k| record.get(*k).is_some_and(present))
-                        || SUCCESS_KEYS
-                            .iter()
-                            .any(|k| record.get(*k) == Some(&Value::Bool(false)))
-                }
-                Ok(_) => false,
-                Err(_) => says_failure(first_line(body)),
-            },
-            _ => says_failure(first_line(body)),
-        }
-    }
-
     /// Whether the run failed, read as `producer` printed it: a shell command's run
-    /// (`failure_of`), a file read (`read_failure`), a search (`search_failure`), any other
-    /// call (`failure`).
+    /// (`failure_of`), a file read (`read_failure`), any other call (`failure`).
     pub fn failure_by(&self, producer: &Producer<'_>) -> bool {
         match producer {
             Producer::Command(cmd) => self.failure_of(cmd),
             Producer::FileRead => self.read_failure(),
-            Producer::Search => self.search_failure(),
             Producer::Call => self.failure(),
         }
     }
@@ -590,11 +557,6 @@ fn integer(v: &Value) -> Option<i64> {
 }
 
 /// Whether an error field says something: not null, false, empty or zero.
-/// The first line of `text` (all of it when it has one), at most `HEAD_WORD_BYTES` of it.
-fn first_line(text: &str) -> &str {
-    head_bytes(text.split('\n').next().unwrap_or(""), HEAD_WORD_BYTES)
-}
-
 fn present(v: &Value) -> bool {
     match v {
         Value::Null => false,
@@ -720,33 +682,6 @@ mod tests {
             failed(r#"{"status": "available", "output": "seats: 3"}"#),
             Some(false)
         );
-    }
-
-    #[test]
-    fn what_a_search_found_is_no_failure_of_the_search() {
-        let search = |text: &str| read(text).failure_by(&Producer::Search);
-        // Matches whose lines say `failed`, `not found`, `error`: the files' words.
-        let found = r##"{"total_count": 2, "matches": [{"path": "a.py", "line": 3, "content": "# if the request failed, retry"}, {"path": "b.py", "line": 9, "content": "log.warning('not found')"}]}"##;
-        assert!(!search(found));
-        assert!(read(found).failure());
-        assert!(!search(
-            r#"[{"flight_number": "HAT001", "status": "available"}]"#
-        ));
-        assert!(!search(
-            "Found 2 files\nsrc/errors.py\ntests/test_error_pages.py"
-        ));
-        // A search that could not run says so: an error field, `success: false`, its first line.
-        assert!(search(
-            r#"{"total_count": 0, "error": "Path not found: src/"}"#
-        ));
-        assert!(search(r#"{"success": false, "matches": []}"#));
-        assert!(search(
-            "Error: regex parse error:\n    (foo\n    ^\nerror: unclosed group"
-        ));
-        assert!(search("rg: src: No such file or directory (os error 2)"));
-        assert!(!search(
-            r#"{"total_count": 0, "error": null, "matches": []}"#
-        ));
     }
 
     #[test]
