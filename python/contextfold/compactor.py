@@ -117,9 +117,12 @@ GROW_AIMS = 4
 #: Tries of the same when the summary is kept as written (a model's): each costs a plan and a
 #: check, no summary, so the aim is bisected further.
 KEPT_GROW_AIMS = 8
-#: A digest written again smaller that leaves more than this many tokens of the budget unused
-#: is written once more in a room between (``Compactor._refitted``).
+#: A digest written again smaller that leaves more than this many tokens of the budget unused,
+#: and more than ``REFIT_SLACK_SHARE`` of it, is written once more in a room between
+#: (``Compactor._refitted``): each try is a whole digest, which on the 10,000-message synthetic
+#: history is most of a compaction, to win back at most a share of the budget that small.
 REFIT_SLACK_TOKENS = 16
+REFIT_SLACK_SHARE = 0.01
 #: A digest this full of its steady room may say more in a wider one (``_widened``): it packs
 #: whole forms of units, so a digest that ran out of room stops short of it (a SWE run's sixth
 #: compaction, 1,781 tokens of 1,935, beside 931 tokens of the budget unused).
@@ -1318,16 +1321,18 @@ class Compactor(RecoverableFolds):
             tuple[Any, SummaryRequest], SummaryResult, None]:
         """A digest written again smaller that fits, written in rooms between its own and
         ``over_room`` (whose digest came out over the budget), halving that bracket twice at
-        most while the history leaves more than ``REFIT_SLACK_TOKENS`` of its budget unused; the
+        most while the history leaves more of its budget unused than ``REFIT_SLACK_TOKENS`` and
+        ``REFIT_SLACK_SHARE`` of it; the
         fullest that fits is kept. A fit packs whole forms of units and keeps a packing up to 4%
         under its room, so a room shrunk by the 28 tokens a digest overflowed by gave up 198
         (django-11211 as terminal calls: five grep results and their line numbers went, 96% of
         the budget used where 99% fits); and a wider room may pack less, so the bracket moves
         on a fit that is no fuller too."""
         fits = draft.request.max_tokens
+        slack = max(REFIT_SLACK_TOKENS, int(run.effective * REFIT_SLACK_SHARE))
         for _ in range(2):
             aim = (fits + over_room) // 2
-            if run.effective - draft.tokens <= REFIT_SLACK_TOKENS or aim - fits < REFIT_SLACK_TOKENS:
+            if run.effective - draft.tokens <= slack or aim - fits < REFIT_SLACK_TOKENS:
                 return
             again = dataclasses.replace(draft.request, max_tokens=aim)
             result = yield (self._fallback, again)
