@@ -261,13 +261,14 @@ fn outcome_for<'t>(
     producer: &Producer<'_>,
 ) -> Outcome<'t> {
     let mut o = tool_outcome::read_cow(text);
-    let err = o.failure_by(producer);
     if *producer == Producer::FileRead && o.failed.is_none() {
-        // A file a read returned inside a JSON record is shown as the file (`read_call::file_text`).
+        // A file a read returned inside a JSON record is read and shown as the file
+        // (`read_call::file_text`; taken out here, the record is parsed once).
         if let Some(file) = read_call::file_text(&o.body) {
             o.body = Cow::Owned(file);
         }
     }
+    let err = o.failure_by(producer);
     // A JSON result is shown compactly: every value in about half the characters
     // (`json_compact`).
     // A failed run's Python traceback is shown by its ends (`traceback::condense`); a test

@@ -180,21 +180,20 @@ impl ToolOutcome<'_> {
     /// [`READ_MESSAGE_LINES`] lines: `File does not exist.`, `Error: ENOENT ...`). A file's
     /// lines are its own words: a module that catches `Exception`, returned unnumbered (Gemini
     /// CLI's `read_file` returns the text as it is), is no failed read. A file a tool returns in
-    /// a JSON record (`{"content": "     1|import os\\n...", "total_lines": 24}`) has its lines
-    /// joined by `\\n` escapes: they count as lines (read raw, the record was one line, and
-    /// every read of a module that names `Exception` was filed as a failed read).
+    /// a JSON record (`{"content": "     1|import os\\n...", "total_lines": 24}`,
+    /// `read_call::file_text`) is read as that file: read raw, the record was one line, and
+    /// every read of a module that names `Exception` was filed as a failed read.
     pub fn read_failure(&self) -> bool {
         if let Some(failed) = self.failed {
             return failed;
         }
-        let json = matches!(self.body.trim_start().as_bytes().first(), Some(b'{' | b'['));
-        let lines = self
-            .body
+        let file = read_call::file_text(&self.body);
+        let text = file.as_deref().unwrap_or(&self.body);
+        let lines = text
             .lines()
-            .flat_map(|l| l.split(if json { "\\n" } else { "\n" }))
             .filter(|l| !l.trim().is_empty())
             .take(READ_MESSAGE_LINES + 1);
-        lines.count() <= READ_MESSAGE_LINES && words_say_failure(&self.body)
+        lines.count() <= READ_MESSAGE_LINES && words_say_failure(text)
     }
 
     /// Whether the run failed, read as `producer` printed it: a shell command's run
@@ -422,26 +421,14 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
     if !(t.starts_with('{') && t.ends_with('}')) {
         return None;
     }
-    // (A key counts quoted, as a JSON key is written: `"output"`, not a word in the output.)
     let named = |edge: &str| {
-        CODE_KEYS
-            .iter()
-            .chain(&BODY_KEYS)
-            .chain(&ERROR_KEYS)
-            .any(|k| {
-                edge.match_indices(k)
-                    .any(|(i, _)| edge[..i].ends_with('"') && edge[i + k.len()..].starts_with('"'))
-            })
-    };
-    let verdict_named = |edge: &str| {
-        SUCCESS_KEYS.iter().any(|k| {
-            edge.match_indices(k)
-                .any(|(i, _)| edge[..i].ends_with('"') && edge[i + k.len()..].starts_with('"'))
-        })
+        names_a_key(edge, &CODE_KEYS)
+            || names_a_key(edge, &BODY_KEYS)
+            || names_a_key(edge, &ERROR_KEYS)
     };
     let worth_parsing = named(head_bytes(t, EDGE_BYTES))
         || named(tail_bytes(t, EDGE_BYTES))
-        || verdict_named(head_bytes(t, EDGE_BYTES))
+        || names_a_key(head_bytes(t, EDGE_BYTES), &SUCCESS_KEYS)
         || (t.len() <= WRAPPER_MAX_BYTES && opens_with_key(t));
     if !worth_parsing {
         return None;
@@ -450,22 +437,24 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
     let code = CODE_KEYS.iter().find_map(|k| obj.get(*k).and_then(integer));
     let bodies: Vec<&Value> = BODY_KEYS.iter().filter_map(|k| obj.get(*k)).collect();
     let errors: Vec<&Value> = ERROR_KEYS.iter().filter_map(|k| obj.get(*k)).collect();
-    let success = SUCCESS_KEYS
+    let flags: Vec<bool> = SUCCESS_KEYS
         .iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_bool));
+        .filter_map(|k| obj.get(*k).and_then(Value::as_bool))
+        .collect();
     let status = status_verdict(&obj);
-    if code.is_none() && bodies.is_empty() {
-        if let Some(failed) = success.map(|ok| !ok).or(status) {
-            // A record that says whether it succeeded is its own verdict, whatever its other
-            // fields hold: hermes-agent's `patch` returns `{"success": true, "diff": "..."}`, and
-            // a diff that edits error handling read as a failed call by its words. The record is
-            // shown whole.
-            return Some(ToolOutcome {
-                code: None,
-                failed: Some(failed || errors.iter().any(|v| present(v))),
-                body: Cow::Borrowed(text),
-            });
-        }
+    // Whether a field of the record says the call failed: an error that holds something, a
+    // `success` / `ok` that is false, a failed `status`.
+    let said_failed =
+        errors.iter().any(|v| present(v)) || flags.contains(&false) || status == Some(true);
+    if code.is_none() && bodies.is_empty() && (!flags.is_empty() || status.is_some()) {
+        // A record that says whether it succeeded is its own verdict, whatever its other fields
+        // hold: hermes-agent's `patch` returns `{"success": true, "diff": "..."}`, and a diff
+        // that edits error handling read as a failed call by its words. It is shown whole.
+        return Some(ToolOutcome {
+            code: None,
+            failed: Some(said_failed),
+            body: Cow::Borrowed(text),
+        });
     }
     if code.is_none() && bodies.is_empty() && errors.is_empty() {
         // One key around the whole return value is a wrapper (the recorded Gemini requests of
@@ -495,11 +484,7 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
     if code.is_none() && bodies.is_empty() && obj.len() > errors.len() {
         return None;
     }
-    let error_said = errors.iter().any(|v| present(v));
-    let unsuccessful = SUCCESS_KEYS
-        .iter()
-        .any(|k| obj.get(*k) == Some(&Value::Bool(false)));
-    let failed = code.is_some_and(|c| c != 0) || error_said || unsuccessful || status == Some(true);
+    let failed = code.is_some_and(|c| c != 0) || said_failed;
     let has_body = !bodies.is_empty();
     let mut body = String::new();
     for v in bodies.into_iter().chain(
@@ -530,6 +515,15 @@ pub fn json_envelope(text: &str) -> Option<ToolOutcome<'_>> {
         code,
         failed: Some(failed),
         body,
+    })
+}
+
+/// Whether `edge` (an end of a JSON text) names one of `keys` as a key: quoted, as a JSON key
+/// is written (`"output"`, not a word in the output).
+fn names_a_key(edge: &str, keys: &[&str]) -> bool {
+    keys.iter().any(|k| {
+        edge.match_indices(k)
+            .any(|(i, _)| edge[..i].ends_with('"') && edge[i + k.len()..].starts_with('"'))
     })
 }
 
@@ -656,6 +650,11 @@ mod tests {
         );
         assert_eq!(
             failed(r#"{"ok": true, "error": "rate limited"}"#),
+            Some(true)
+        );
+        // Fields that disagree: any that says the call failed is the verdict.
+        assert_eq!(
+            failed(r#"{"success": true, "status": "error"}"#),
             Some(true)
         );
         // A success flag that is not a boolean is data.

@@ -175,21 +175,20 @@ def as_terminal_calls(messages: list[dict[str, Any]], style: str) -> tuple[list[
             answered = m["role"] != "assistant"
             hermes = style == READ_TOOL_JSON_STYLE
             observation = content if answered and isinstance(content, str) else ""
-            text, code = _result(observation, "json" if hermes else "plain" if reading else style)
+            # (The read tools' other calls return the output alone; hermes-agent's terminal, its envelope.)
+            text, code = _result(observation, style if style in STYLES else "json" if hermes else "plain")
+            printed = _result(observation, "plain")[0]
             call = out[-1]["tool_calls"][0]["function"]
             searched = _search_call(pending_command) if hermes and code in (0, 1) else None
-            found = _search_result(_result(observation, "plain")[0], searched) if searched else None
+            found = _search_result(printed, searched) if searched else None
             if searched is not None and found is not None:
                 # (grep exits 1 when nothing matched: hermes-agent's search returns no hits.)
                 call["name"], call["arguments"], text = "search_files", json.dumps(searched), found
             elif pending_read is not None and code == 0:
-                if hermes:
-                    args = {"path": pending_read.pop("file_path"), **pending_read}
-                    call["name"], call["arguments"] = "read_file", json.dumps(args)
-                    text = _result(observation, "plain")[0]
-                else:
-                    call["name"], call["arguments"] = "Read", json.dumps(pending_read)
-                text = _read_result(text, pending_read, pending_command.lstrip().startswith("nl "), style)
+                name, path_key = ("read_file", "path") if hermes else ("Read", "file_path")
+                args = {path_key: pending_read["file_path"], **{k: v for k, v in pending_read.items() if k != "file_path"}}
+                call["name"], call["arguments"] = name, json.dumps(args)
+                text = _read_result(printed, pending_read, pending_command.lstrip().startswith("nl "), style)
             out.append({"role": "tool", "tool_call_id": pending, "content": text})
             codes.append(code if answered else None)
             pending = None
