@@ -34,7 +34,7 @@ mod run_summary;
 mod traceback;
 mod units;
 
-use clip::{clip, clip_ends, is_whole};
+use clip::{clip, clip_ends, clip_ends_into, is_whole};
 use forms::{Call, Clipped, Command, Forms, Outcome, Request, CONCLUSION_PLAN, RESULT_HEAD_SHARE};
 use units::Entry;
 
@@ -458,6 +458,9 @@ struct Builder<'a> {
     repeated: HashSet<String>,
     /// The string arguments of the span's calls so far, which their results need not repeat.
     shown_args: json_compact::ShownArgs,
+    /// The command a previous digest ended on (its open item "ran `$ cmd`; its output is in
+    /// the messages kept after this summary"): the observation that opens this span is its.
+    carried_command: Option<String>,
 }
 
 impl<'a> Builder<'a> {
@@ -472,6 +475,7 @@ impl<'a> Builder<'a> {
             index: Collector::default(),
             repeated,
             shown_args: json_compact::ShownArgs::default(),
+            carried_command: None,
         };
         if let Some(prev) = previous {
             merge_previous(&mut b, prev);
@@ -783,20 +787,20 @@ fn merge_previous<'a>(b: &mut Builder<'a>, prev: &'a str) {
                 forms.push(format!("earlier state: {}", clip(item, 120)));
                 b.push(Section::Conclusions, forms);
             }
-            Some(Section::Open) => {
-                b.push(
-                    Section::Conclusions,
-                    vec![format!("earlier open item: {item}")],
-                );
-            }
+            Some(Section::Open) => match pending_in(item) {
+                // Answered by the span's first observation (`Walk::new`).
+                Some(cmd) if b.carried_command.is_none() => {
+                    b.carried_command = Some(cmd.to_string());
+                }
+                _ => {
+                    b.push(
+                        Section::Conclusions,
+                        vec![format!("earlier open item: {item}")],
+                    );
+                }
+            },
             Some(s @ (Section::Calls | Section::Errors)) => {
-                let head = match item.find(" -> ") {
-                    Some(i) => &item[..i],
-                    None => item,
-                };
-                let mut forms = carried_forms(item, CARRIED_CALL_FLOOR);
-                forms.push(clip(head, 120));
-                b.push(s, forms);
+                b.push(s, carried_call_forms(item));
             }
             Some(s) => {
                 b.push(s, carried_forms(item, CARRIED_NOTE_FLOOR));
@@ -844,6 +848,94 @@ fn carried_forms(item: &str, floor: usize) -> Vec<String> {
     }
     forms.push(clip(item, floor));
     forms
+}
+
+/// The command of a previous digest's open item for the command its fold ended on
+/// (`Walk::pending_command`), or None for any other item.
+fn pending_in(item: &str) -> Option<&str> {
+    item.strip_prefix("ran `$ ")?
+        .strip_suffix(PENDING_OUTPUT)
+        .filter(|c| !c.is_empty())
+}
+
+/// How the open item of a pending command ends (`Walk::pending_command`).
+const PENDING_OUTPUT: &str = "`; its output is in the messages kept after this summary";
+
+/// Share of a carried call line's characters its call may keep in a shorter form (its
+/// outcome takes the rest), and the least it keeps.
+const CARRIED_CALL_SHARE: f64 = 0.4;
+const CARRIED_CALL_MIN_CHARS: usize = 60;
+
+/// The forms of a previous digest's call or error line (`call -> verdict: body`): the line
+/// whole, then shorter by `CARRIED_STEP` down to `CARRIED_CALL_FLOOR`, each keeping the call's
+/// head and end and the outcome's verdict and both ends, as a call's own forms clip its
+/// result (`RESULT_HEAD_SHARE`: the last lines say how it ended); then the call with the
+/// outcome's end. A line clipped by its head alone lost the end first, where the exception a
+/// run ended on and a test run's counts stand (`… line 61, in …` for
+/// `ImproperlyConfigured: Requested setting INSTALLED_APPS`), and its last form, the call
+/// alone, kept of `$ (command not in this span) -> error: ... FAILURE: prefetch_related
+/// returned None` nothing at all.
+fn carried_call_forms(item: &str) -> Vec<String> {
+    let Some(i) = item.find(" -> ") else {
+        let mut forms = carried_forms(item, CARRIED_CALL_FLOOR);
+        forms.push(clip(item, 120));
+        return forms;
+    };
+    let (call, outcome) = (&item[..i], &item[i + 4..]);
+    // The verdict (`error: `, `ok: rc=0: `) stays whole; the body is what is clipped.
+    let verdict_end = verdict_len(outcome);
+    let (verdict, body) = outcome.split_at(verdict_end);
+    let form = |n: usize, call_share: f64, body_share: f64| {
+        let call_max = ((n as f64 * call_share) as usize).max(CARRIED_CALL_MIN_CHARS);
+        let mut f = String::with_capacity(n + 8);
+        clip_ends_into(call, call_max, 0.6, &mut f);
+        f.push_str(" -> ");
+        f.push_str(verdict);
+        let used = f.chars().count();
+        let left = n.saturating_sub(used);
+        if left >= 16 {
+            clip_ends_into(body, left, body_share, &mut f);
+        } else if !body.trim().is_empty() {
+            f.push('…');
+        }
+        f
+    };
+    let chars = item.chars().count();
+    let mut out = vec![item.to_string()];
+    let mut n = (chars as f64 * CARRIED_STEP) as usize;
+    while n > CARRIED_CALL_FLOOR {
+        out.push(form(n, CARRIED_CALL_SHARE, RESULT_HEAD_SHARE));
+        n = (n as f64 * CARRIED_STEP) as usize;
+    }
+    out.push(form(
+        CARRIED_CALL_FLOOR,
+        CARRIED_CALL_SHARE,
+        RESULT_HEAD_SHARE,
+    ));
+    out.push(form(120, 0.6, 0.0));
+    out.dedup();
+    out
+}
+
+/// Bytes of a digest's outcome that say its verdict: `error: ` or `ok: `, and the return
+/// code after it (`rc=1: `); 0 where the outcome opens otherwise (`no result in this span`).
+fn verdict_len(outcome: &str) -> usize {
+    let Some(rest) = outcome
+        .strip_prefix("error: ")
+        .or_else(|| outcome.strip_prefix("ok: "))
+    else {
+        return 0;
+    };
+    let at = outcome.len() - rest.len();
+    if let Some(r) = rest.strip_prefix("rc=") {
+        let digits = r
+            .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+            .unwrap_or(r.len());
+        if digits > 0 && r[digits..].starts_with(": ") {
+            return at + 3 + digits + 2;
+        }
+    }
+    at
 }
 
 /// A call's result within the span: its text, and whether the provider marked it failed.
@@ -918,6 +1010,9 @@ struct Walk<'a> {
     prev_command: Option<String>,
     /// Shell blocks in the turn `prev_command` came from (`shell_blocks`).
     prev_blocks: usize,
+    /// The previous digest's pending command (`Builder::carried_command`) while no observation
+    /// has answered it: an assistant turn first leaves it an open item again.
+    carried: Option<String>,
     n_calls: usize,
     n_errors: usize,
     n_requests: usize,
@@ -930,11 +1025,12 @@ impl<'a> Walk<'a> {
     /// A walk over `msgs` (the span, `previous` the summary folded with it) that builds its
     /// units into `b`, calls and thoughts from message `whole_from` on.
     fn new(
-        b: Builder<'a>,
+        mut b: Builder<'a>,
         msgs: &'a [Message<'a>],
         previous: Option<&str>,
         whole_from: usize,
     ) -> Self {
+        let carried = b.carried_command.take();
         // Whether the agent's observations carry a return code: one of the span's does, or the
         // previous digest's commands show theirs (a later fold may hold no observation of its
         // own: a rule the user stated right after a command, folded with the previous summary
@@ -952,8 +1048,9 @@ impl<'a> Walk<'a> {
                 .iter()
                 .any(|m| m.calls().any(|c| c.name != recall::RECALL_TOOL)),
             last_thought: None,
-            prev_command: None,
-            prev_blocks: 0,
+            prev_command: carried.clone(),
+            prev_blocks: 1,
+            carried,
             n_calls: 0,
             n_errors: 0,
             n_requests: 0,
@@ -989,6 +1086,7 @@ impl<'a> Walk<'a> {
         let refused = observation && !coded_here && self.coded && self.prev_blocks > 1;
         // (A person's words in between leave the command to the observation that follows.)
         let cmd = if observation {
+            self.carried = None;
             self.prev_command
                 .take()
                 .or_else(|| coded_here.then(|| "(command not in this span)".to_string()))
@@ -1016,6 +1114,13 @@ impl<'a> Walk<'a> {
     /// wait for its observation. The fence is found once: the command, the thought before it
     /// and, when a newer thought comes, the conclusion all read it.
     fn thought(&mut self, m: &'a Message<'a>) -> Cow<'a, str> {
+        if let Some(cmd) = self.carried.take() {
+            // No observation answered it in this span: it stays the open item it was.
+            self.b.push(
+                Section::Conclusions,
+                vec![format!("earlier open item: ran `$ {cmd}{PENDING_OUTPUT}")],
+            );
+        }
         self.prev_command = None;
         let text = text_of(m);
         if text.trim().is_empty() {
@@ -1095,7 +1200,7 @@ impl<'a> Walk<'a> {
             self.b.push(
                 Section::Open,
                 vec![format!(
-                    "ran `$ {}`; its output is in the messages kept after this summary",
+                    "ran `$ {}{PENDING_OUTPUT}",
                     clip_ends(&joined, PENDING_COMMAND_CHARS, 0.6)
                 )],
             );
@@ -1606,6 +1711,86 @@ mod tests {
             "{d}"
         );
         assert!(shows_return_codes(prev) && !shows_return_codes("- $ ls -> ok: setup.py"));
+    }
+
+    /// A fold that ended on a command leaves it an open item (its output was kept after the
+    /// summary); a later fold of that output alone, beside the summary (no store to read the
+    /// turns behind it), shows the command with its outcome, where it wrote
+    /// `$ (command not in this span) -> error: ...` and kept the open item besides.
+    #[test]
+    fn a_carried_pending_command_is_the_command_of_the_output_that_follows() {
+        let prev = "Earlier conversation folded by contextfold (6 messages).\n## User requests\n- Fix it.\n\n\
+                    ## Tool calls\n- $ ls -> ok: rc=0: setup.py\n\n\
+                    ## Open items\n- ran `$ python reproduce.py`; its output is in the messages kept after this summary";
+        let msgs = vec![
+            Message::text(
+                "user",
+                "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File \"reproduce.py\", line 3, in <module>\n    run()\nValueError: no such table: app_book\n</output>",
+            ),
+            Message::text(
+                "assistant",
+                "THOUGHT: The table is missing.\n\n```bash\nls app\n```",
+            ),
+        ];
+        let d = digest_after(&msgs, prev, 600);
+        assert!(
+            d.contains("- $ python reproduce.py -> error: rc=1: "),
+            "{d}"
+        );
+        assert!(d.contains("ValueError: no such table: app_book"), "{d}");
+        assert!(!d.contains("command not in this span"), "{d}");
+        assert!(
+            !d.contains("earlier open item: ran `$ python reproduce.py`"),
+            "{d}"
+        );
+        // A fold that opens on the agent's turn instead leaves the item open, as it was.
+        let d = digest_after(&msgs[1..], prev, 600);
+        assert!(
+            d.contains("earlier open item: ran `$ python reproduce.py`; its output is in the messages kept after this summary"),
+            "{d}"
+        );
+        assert_eq!(
+            pending_in("ran `$ ls -la`; its output is in the messages kept after this summary"),
+            Some("ls -la")
+        );
+        assert_eq!(pending_in("ran the tests again"), None);
+    }
+
+    /// A previous digest's call or error line, shortened, keeps its call, its verdict and the
+    /// end of its outcome (where the exception or the test counts are), down to its last form.
+    #[test]
+    fn a_carried_error_line_keeps_its_verdict_and_its_end_when_shortened() {
+        let frames: String = (0..30)
+            .map(|k| format!("File \"/testbed/django/db/m{k}.py\", line {k}, in f{k} "))
+            .collect();
+        let item = format!(
+            "$ python3 reproduce_issue.py -> error: rc=1: Traceback (most recent call last): {frames}django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS"
+        );
+        let forms = carried_call_forms(&item);
+        assert_eq!(forms[0], item);
+        assert!(forms.len() > 3, "{forms:?}");
+        for f in &forms[1..] {
+            assert!(
+                f.starts_with("$ python3 reproduce_issue.py -> error: rc=1: "),
+                "{f}"
+            );
+            assert!(f.ends_with("INSTALLED_APPS"), "{f}");
+            assert!(f.chars().count() < item.chars().count(), "{f}");
+        }
+        let last = forms.last().unwrap();
+        assert!(last.chars().count() <= 130, "{last}");
+        // Forms only shorten, and no two are the same.
+        assert!(
+            forms
+                .windows(2)
+                .all(|w| w[0].chars().count() > w[1].chars().count()),
+            "{forms:?}"
+        );
+        // A line without an outcome steps down as any carried line.
+        assert!(carried_call_forms("$ ls -R").iter().all(|f| f == "$ ls -R"));
+        assert_eq!(verdict_len("ok: rc=0: done"), "ok: rc=0: ".len());
+        assert_eq!(verdict_len("error: boom"), "error: ".len());
+        assert_eq!(verdict_len("no result in this span"), 0);
     }
 
     /// A previous digest's last state is carried as long as the new room holds it: a room
