@@ -1039,6 +1039,32 @@ def test_on_the_held_out_sets_an_agent_loop_reading_the_turns_keeps_more(monkeyp
     assert reading >= merging + 30, (reading, merging)
 
 
+def test_a_summary_merged_from_its_text_alone_names_the_command_of_the_output_it_opens_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each compaction by a new Compactor as in a new process (no store): it merges the previous
+    # summary from its text. A fold that ended on a command left it an open item, and the next
+    # fold, opening on that output, wrote `$ (command not in this span) -> ...` with the item
+    # carried beside it: 15 such lines and 14 such items over the bundled SWE runs' loops.
+    summaries: list[str] = []
+    compact = cf.Compactor.compact
+
+    def spy(self: cf.Compactor, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        result = compact(self, messages, *args, **kwargs)
+        summaries.extend(m["content"] for m in result.messages
+                         if isinstance(m.get("content"), str) and OPEN in m["content"])
+        return result
+
+    monkeypatch.setattr(cf.Compactor, "compact", spy)
+    swe = [fx for fx in inline_fixtures() if fx.name.startswith("mini-swe")]
+    for fx in swe:
+        agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), fresh=True, alone=True, min_free_share=0.0)
+    assert len(swe) >= 4 and len(summaries) >= 3 * len(swe), (len(swe), len(summaries))
+    assert not [s for s in summaries if "(command not in this span)" in s]
+    assert not [s for s in summaries if "earlier open item: ran `$" in s]
+    # The commands the folds ended on are still said: as calls with their outcome.
+    assert sum(s.count("\n- $ ") for s in summaries) >= 3 * len(summaries)
+
+
 def test_the_second_summary_keeps_the_first_ones_identifiers() -> None:
     runs = [successive(fx, rules=planted(fx)) for fx in inline_fixtures()]
     carried = sorted(s.carried for s in runs if len(s.sizes) >= 2)
