@@ -514,10 +514,19 @@ impl Collector {
     /// (those that can hold an identifier: `tokens::MarkedTokens`).
     pub fn scan(&mut self, text: &str, weight: f64, recency: f64) {
         self.scan_error_lines(text, weight, recency);
+        let own = stand_ins(text);
         // Where a full name taken whole ends: its last name is not read again on its own.
         let mut taken_to = 0;
         for (start, end, classes) in tokens::MarkedTokens::new(text) {
             if start < taken_to {
+                continue;
+            }
+            // A token a clip cut (`…-14T06:33:04` of a carried line) or the library's own words
+            // in a stand-in (`792 bytes`, `~148 tokens`) names nothing of the conversation.
+            if text[..start].ends_with('…')
+                || text[end..].starts_with('…')
+                || own.iter().any(|r| r.contains(&start))
+            {
                 continue;
             }
             let raw = &text[start..end];
@@ -789,7 +798,66 @@ impl Collector {
     }
 }
 
-/// Bytes of one text scanned at each end: identifiers of a long output sit at its edges (the
+/// The byte ranges of the library's own stand-ins in `text`, brackets included: a masked
+/// output's placeholder (`[output pruned to save context: ...]`), a recoverable fold's
+/// (`[folded ...]`) and a cut's marker (`[... ~2,148 tokens cut from the middle ...]`). Their sizes, ids and tool names are not
+/// the conversation's: a fold read from a history a compaction had masked indexed `792 bytes`,
+/// `148 tokens` and the tool's name, and carried them from summary to summary.
+fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
+    use memchr::memmem::Finder;
+    use std::sync::OnceLock;
+    // (Searched by vectorized finders: a JSON text has a `[` at every list, and every text a
+    // digest indexes is asked.)
+    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| {
+        [
+            Finder::new("[output pruned to save context:"),
+            Finder::new("[folded "),
+            Finder::new(" tokens"),
+            Finder::new(" tokens cut"),
+            Finder::new(" tokens)]"),
+        ]
+    });
+    let b = text.as_bytes();
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+    // Every stand-in says its size in tokens: a text that does not is read as it is.
+    if finders[2].find(b).is_none() {
+        return out;
+    }
+    for (k, f) in finders.iter().enumerate().filter(|&(k, _)| k != 2) {
+        for at in f.find_iter(b) {
+            let range = match k {
+                0 | 1 => at..text[at..].find(']').map_or(text.len(), |j| at + j + 1),
+                // A cut's marker: `[... ~2,148 tokens cut ...]` or `[~2,148 tokens cut]`.
+                3 => {
+                    let before = &text[at.saturating_sub(16)..at];
+                    let Some(open) = before.rfind('[') else {
+                        continue;
+                    };
+                    let open = at.saturating_sub(16) + open;
+                    let digits = text[open..at].trim_start_matches(['[', '.', ' ', '~']);
+                    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit() || c == b',')
+                    {
+                        continue;
+                    }
+                    open..text[at..].find(']').map_or(text.len(), |j| at + j + 1)
+                }
+                // A placeholder whose opening a clip cut away (`…o save context: 3,625 bytes
+                // (~1,006 tokens)]` ending a carried line): from the clip's ellipsis (or the
+                // line's start).
+                _ => {
+                    let line = text[..at].rfind('\n').map_or(0, |i| i + 1);
+                    let from = text[line..at].rfind('…').map_or(line, |i| line + i);
+                    from..at + " tokens)]".len()
+                }
+            };
+            out.push(range);
+        }
+    }
+    out
+}
+
+/// Bytes of one text scanned at each end:/// Bytes of one text scanned at each end: identifiers of a long output sit at its edges (the
 /// command's echo, the error, the summary line); a file dump's middle only adds noise, and the
 /// scan stays bounded whatever the size of the outputs.
 const SCAN_EDGE_BYTES: usize = 4_096;
@@ -1517,6 +1585,39 @@ pub fn strip(summary: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The library's own stand-ins are not the conversation's identifiers: a masked output's
+    /// placeholder, a cut's marker (whole, or with its opening clipped away at the end of a
+    /// carried line), and a token a clip cut in two.
+    #[test]
+    fn the_librarys_stand_ins_and_clipped_tokens_are_not_indexed() {
+        let text = "Booked HAT132 for Lei Ito.\n\
+                    [output pruned to save context: get_reservation_details returned 792 bytes (~260 tokens)]\n\
+                    <returncode>0</returncode>\n[... ~2,148 tokens cut from the middle ...]\n\
+                    - $ nl -ba a/b.py -> ok: rc=0: …o save context: 3,625 bytes (~1,006 tokens)]\n\
+                    - get_reservation_details -> ok: created_at=2024-05-…-14T06:33:04, total=5 MB";
+        let mut c = Collector::default();
+        c.scan(text, 1.0, 0.0);
+        let found: Vec<String> = c.ranked().into_iter().map(|i| i.text).collect();
+        assert!(found.iter().any(|t| t == "HAT132"), "{found:?}");
+        assert!(found.iter().any(|t| t == "5 MB"), "{found:?}");
+        for junk in [
+            "792 bytes",
+            "260 tokens",
+            "148 tokens",
+            "3,625 bytes",
+            "006 tokens",
+            "1,006 tokens",
+            "14T06",
+        ] {
+            assert!(
+                !found.iter().any(|t| t.contains(junk)),
+                "{junk} in {found:?}"
+            );
+        }
+        assert!(!found.iter().any(|t| t.starts_with("14T06")), "{found:?}");
+        assert!(stand_ins("nothing of the library's here [1, 2]").is_empty());
+    }
     use crate::message::ToolCall;
     use crate::provider::Provider;
 
