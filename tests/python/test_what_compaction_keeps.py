@@ -1065,6 +1065,33 @@ def test_a_summary_merged_from_its_text_alone_names_the_command_of_the_output_it
     assert sum(s.count("\n- $ ") for s in summaries) >= 3 * len(summaries)
 
 
+def test_an_index_merged_from_masked_histories_lists_none_of_the_librarys_own_words(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bundled fixtures' loops, each compaction by a new Compactor as in a new process: the
+    # histories it reads hold placeholders and cut markers an earlier compaction wrote, and
+    # carried lines clipped by an ellipsis. Their indexes listed 8 sizes (`792 bytes`, `148
+    # tokens`) and 13 clipped tokens (`14T06` of `…-14T06:33:04`), carried from one to the next.
+    indexes: list[str] = []
+    compact = cf.Compactor.compact
+
+    def spy(self: cf.Compactor, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        result = compact(self, messages, *args, **kwargs)
+        for m in result.messages:
+            text = m.get("content")
+            if isinstance(text, str) and OPEN in text and (at := index_at(text)) >= 0:
+                indexes.append(text[at:text.index(CLOSE)])
+        return result
+
+    monkeypatch.setattr(cf.Compactor, "compact", spy)
+    for fx in inline_fixtures():
+        agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), fresh=True, alone=True, min_free_share=0.0)
+    items = [item for index in indexes for line in index.splitlines()[1:]
+             for item in line.partition(": ")[2].split(", ")]
+    assert len(indexes) >= 20 and len(items) >= 300, (len(indexes), len(items))
+    assert not [i for i in items if re.fullmatch(r"[\d,]+ (bytes|tokens)", i)], items
+    assert not [i for i in items if re.fullmatch(r"\d+T\d+", i)], items
+
+
 def test_the_second_summary_keeps_the_first_ones_identifiers() -> None:
     runs = [successive(fx, rules=planted(fx)) for fx in inline_fixtures()]
     carried = sorted(s.carried for s in runs if len(s.sizes) >= 2)
