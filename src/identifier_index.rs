@@ -830,11 +830,15 @@ fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
                 0 | 1 => at..text[at..].find(']').map_or(text.len(), |j| at + j + 1),
                 // A cut's marker: `[... ~2,148 tokens cut ...]` or `[~2,148 tokens cut]`.
                 3 => {
-                    let before = &text[at.saturating_sub(16)..at];
-                    let Some(open) = before.rfind('[') else {
+                    // (16 bytes back, moved to a character's start: the text may be any script.)
+                    let mut lo = at.saturating_sub(16);
+                    while !text.is_char_boundary(lo) {
+                        lo += 1;
+                    }
+                    let Some(open) = text[lo..at].rfind('[') else {
                         continue;
                     };
-                    let open = at.saturating_sub(16) + open;
+                    let open = lo + open;
                     let digits = text[open..at].trim_start_matches(['[', '.', ' ', '~']);
                     if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit() || c == b',')
                     {
@@ -1617,6 +1621,15 @@ mod tests {
         }
         assert!(!found.iter().any(|t| t.starts_with("14T06")), "{found:?}");
         assert!(stand_ins("nothing of the library's here [1, 2]").is_empty());
+        // Any script before a marker: the search back never splits a character.
+        for pad in ["", "é", "ééééééééa", "日本語の出力x", "🙂🙂🙂🙂🙂y"] {
+            let t = format!("{pad}[~12 tokens cut]{pad} and 12 tokens cut, ~3 tokens)]");
+            let found = stand_ins(&t);
+            assert!(
+                found.iter().any(|r| t[r.clone()] == *"[~12 tokens cut]"),
+                "{t}: {found:?}"
+            );
+        }
     }
     use crate::message::ToolCall;
     use crate::provider::Provider;
