@@ -3,7 +3,9 @@
 
 use std::borrow::Cow;
 
+use contextfold::digest::{digest, DigestOptions};
 use contextfold::estimate::Estimator;
+use contextfold::identifier_index::Collector;
 use contextfold::image::{dims_of_base64, dims_of_bytes};
 use contextfold::image_tokens::{image_tokens, rule_for};
 use contextfold::message::{Content, Detail, Message, Part, ToolCall};
@@ -106,5 +108,41 @@ proptest! {
         }
         let _ = shell_line::programs(&cmd);
         let _ = shell_line::reads_only(&cmd);
+    }
+
+    /// A previous summary is merged whatever its lines hold (calls and errors with or without
+    /// an outcome or a return code, the open item of a pending command, clip marks and
+    /// characters of any width), with a span that opens on a text agent's observation or not,
+    /// without a panic and within the room.
+    #[test]
+    fn a_previous_summary_is_merged_whatever_its_lines_hold(
+        lines in proptest::collection::vec(
+            r"(- \$ [a-zé日🙂 '…]{0,30}( -> (ok|error): (rc=-?[0-9]{1,3}: )?[a-zé日🙂 …:]{0,60})?|- ran `\$ [a-zé …]{0,20}`; its output is in the messages kept after this summary|- [a-z]{1,8}\([a-z=]{0,10}\) -> (ok|error)[a-zé… ]{0,20}|## (Tool calls|Errors|Open items|User requests|Last state)|[a-zé…]{0,20})",
+            0..24,
+        ),
+        observation in r"(<returncode>[0-9]</returncode>\n)?[a-zé日🙂 …\n]{0,80}",
+        max_tokens in 40u64..600,
+    ) {
+        let previous = format!("Earlier conversation folded by contextfold (9 messages).\n{}", lines.join("\n"));
+        let msgs = vec![
+            Message::text("user", observation.as_str()),
+            Message::text("assistant", "THOUGHT: next.\n\n```bash\nls\n```"),
+        ];
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let out = digest(&msgs, &est, &DigestOptions { max_tokens, previous: Some(&previous), instructions: None });
+        prop_assert!(est.text(&out) <= max_tokens as f64 + 1.0, "{} > {max_tokens}: {out}", est.text(&out));
+    }
+
+    /// The identifier index reads any text without a panic: the library's stand-ins and
+    /// clip marks among characters of any width (a search back from a marker split one).
+    #[test]
+    fn the_index_reads_any_text_around_the_librarys_stand_ins(
+        text in r"(\[~12 tokens cut\]|\[\.\.\. ~2,148 tokens cut from the middle \.\.\.\]| tokens\)\]|\[folded |\[output pruned to save context: |…|é|日本|🙂|HAT1[0-9]{2}|[a-z]{1,6}|[ \n\\\[\]:,.~-]|[0-9]{1,4}){0,40}",
+    ) {
+        let mut c = Collector::default();
+        c.scan(&text, 1.0, 0.0);
+        for id in c.ranked() {
+            prop_assert!(!id.text.is_empty());
+        }
     }
 }
