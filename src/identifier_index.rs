@@ -800,9 +800,10 @@ impl Collector {
 
 /// The byte ranges of the library's own stand-ins in `text`, brackets included: a masked
 /// output's placeholder (`[output pruned to save context: ...]`), a recoverable fold's
-/// (`[folded ...]`) and a cut's marker (`[... ~2,148 tokens cut from the middle ...]`). Their sizes, ids and tool names are not
-/// the conversation's: a fold read from a history a compaction had masked indexed `792 bytes`,
-/// `148 tokens` and the tool's name, and carried them from summary to summary.
+/// (`[folded ...]`) and a cut's marker (`[... ~2,148 tokens cut from the middle ...]`). Their
+/// sizes, ids and tool names are not the conversation's: a fold read from a history a
+/// compaction had masked indexed `792 bytes`, `148 tokens` and the tool's name, and carried
+/// them from summary to summary.
 fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
     use memchr::memmem::Finder;
     use std::sync::OnceLock;
