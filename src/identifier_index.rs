@@ -862,7 +862,7 @@ fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
     out
 }
 
-/// Bytes of one text scanned at each end:/// Bytes of one text scanned at each end: identifiers of a long output sit at its edges (the
+/// Bytes of one text scanned at each end: identifiers of a long output sit at its edges (the
 /// command's echo, the error, the summary line); a file dump's middle only adds noise, and the
 /// scan stays bounded whatever the size of the outputs.
 const SCAN_EDGE_BYTES: usize = 4_096;
