@@ -1077,8 +1077,12 @@ impl<'a> Walk<'a> {
             .checked_sub(1)
             .and_then(|j| self.msgs.get(j))
             .is_some_and(|p| p.role == Role::Assistant);
-        let observation = coded_here
-            || (self.prev_command.is_some() && after_assistant && (!self.coded || answered));
+        // The previous digest's pending command waits for its own output, which opens with a
+        // return code where the agent's do: a person's words right after the summary (which
+        // the agent then answers) are no output of it.
+        let waiting =
+            self.prev_command.is_some() && !(self.carried.is_some() && self.coded && !coded_here);
+        let observation = coded_here || (waiting && after_assistant && (!self.coded || answered));
         // A turn of several shell blocks answered without a return code where the answers
         // carry one: the harness ran none of them and said why (mini-swe-agent's "provide
         // EXACTLY ONE action ... found 3 actions", 178 times in 64 of 120 SWE runs), and the
@@ -1754,6 +1758,42 @@ mod tests {
             Some("ls -la")
         );
         assert_eq!(pending_in("ran the tests again"), None);
+    }
+
+    /// The carried command waits for its own output, which a harness that prints return codes
+    /// always opens with one: a person's words opening the fold (a rule planted right after the
+    /// summary, answered by the agent) stay a request, not the command's output.
+    #[test]
+    fn a_persons_words_after_the_summary_are_no_output_of_the_carried_command() {
+        let prev = "Earlier conversation folded by contextfold (6 messages).\n## User requests\n- Fix it.\n\n\
+                    ## Tool calls\n- $ ls -> ok: rc=0: setup.py\n\n\
+                    ## Open items\n- ran `$ python reproduce.py`; its output is in the messages kept after this summary";
+        let wrapped = format!(
+            "{}\n{prev}\n{}",
+            crate::summary_marker::SUMMARY_OPEN,
+            crate::summary_marker::SUMMARY_CLOSE
+        );
+        let host = Message::text("assistant", &wrapped);
+        let msgs = vec![
+            Message::text("user", "Do not modify the tests under any circumstances."),
+            Message::text("assistant", "THOUGHT: Understood.\n\n```bash\nls app\n```"),
+            Message::text(
+                "user",
+                "<returncode>0</returncode>\n<output>\nmodels.py\n</output>",
+            ),
+        ];
+        for span in [msgs.clone(), [vec![host], msgs].concat()] {
+            let d = digest_after(&span, prev, 600);
+            assert!(
+                d.contains("- Do not modify the tests under any circumstances."),
+                "{d}"
+            );
+            assert!(!d.contains("reproduce.py -> ok: Do not"), "{d}");
+            assert!(
+                d.contains("earlier open item: ran `$ python reproduce.py`"),
+                "{d}"
+            );
+        }
     }
 
     /// A previous digest's call or error line, shortened, keeps its call, its verdict and the
