@@ -1010,9 +1010,10 @@ struct Walk<'a> {
     prev_command: Option<String>,
     /// Shell blocks in the turn `prev_command` came from (`shell_blocks`).
     prev_blocks: usize,
-    /// The previous digest's pending command (`Builder::carried_command`) while no observation
-    /// has answered it: an assistant turn first leaves it an open item again.
-    carried: Option<String>,
+    /// Whether `prev_command` is the previous digest's pending command
+    /// (`Builder::carried_command`), which no observation has answered yet: an assistant turn
+    /// first leaves it an open item again.
+    carried: bool,
     n_calls: usize,
     n_errors: usize,
     n_requests: usize,
@@ -1030,7 +1031,7 @@ impl<'a> Walk<'a> {
         previous: Option<&str>,
         whole_from: usize,
     ) -> Self {
-        let carried = b.carried_command.take();
+        let pending = b.carried_command.take();
         // Whether the agent's observations carry a return code: one of the span's does, or the
         // previous digest's commands show theirs (a later fold may hold no observation of its
         // own: a rule the user stated right after a command, folded with the previous summary
@@ -1048,9 +1049,9 @@ impl<'a> Walk<'a> {
                 .iter()
                 .any(|m| m.calls().any(|c| c.name != recall::RECALL_TOOL)),
             last_thought: None,
-            prev_command: carried.clone(),
+            carried: pending.is_some(),
+            prev_command: pending,
             prev_blocks: 1,
-            carried,
             n_calls: 0,
             n_errors: 0,
             n_requests: 0,
@@ -1080,8 +1081,7 @@ impl<'a> Walk<'a> {
         // The previous digest's pending command waits for its own output, which opens with a
         // return code where the agent's do: a person's words right after the summary (which
         // the agent then answers) are no output of it.
-        let waiting =
-            self.prev_command.is_some() && !(self.carried.is_some() && self.coded && !coded_here);
+        let waiting = self.prev_command.is_some() && !(self.carried && self.coded && !coded_here);
         let observation = coded_here || (waiting && after_assistant && (!self.coded || answered));
         // A turn of several shell blocks answered without a return code where the answers
         // carry one: the harness ran none of them and said why (mini-swe-agent's "provide
@@ -1090,7 +1090,7 @@ impl<'a> Walk<'a> {
         let refused = observation && !coded_here && self.coded && self.prev_blocks > 1;
         // (A person's words in between leave the command to the observation that follows.)
         let cmd = if observation {
-            self.carried = None;
+            self.carried = false;
             self.prev_command
                 .take()
                 .or_else(|| coded_here.then(|| "(command not in this span)".to_string()))
@@ -1118,13 +1118,14 @@ impl<'a> Walk<'a> {
     /// wait for its observation. The fence is found once: the command, the thought before it
     /// and, when a newer thought comes, the conclusion all read it.
     fn thought(&mut self, m: &'a Message<'a>) -> Cow<'a, str> {
-        if let Some(cmd) = self.carried.take() {
+        if let Some(cmd) = self.prev_command.take().filter(|_| self.carried) {
             // No observation answered it in this span: it stays the open item it was.
             self.b.push(
                 Section::Conclusions,
                 vec![format!("earlier open item: ran `$ {cmd}{PENDING_OUTPUT}")],
             );
         }
+        self.carried = false;
         self.prev_command = None;
         let text = text_of(m);
         if text.trim().is_empty() {
@@ -1717,15 +1718,19 @@ mod tests {
         assert!(shows_return_codes(prev) && !shows_return_codes("- $ ls -> ok: setup.py"));
     }
 
+    /// A previous digest whose fold ended on a command: its open item says so.
+    const PENDING_PREVIOUS: &str = "Earlier conversation folded by contextfold (6 messages).\n\
+                                    ## User requests\n- Fix it.\n\n\
+                                    ## Tool calls\n- $ ls -> ok: rc=0: setup.py\n\n\
+                                    ## Open items\n- ran `$ python reproduce.py`; its output is in the messages kept after this summary";
+
     /// A fold that ended on a command leaves it an open item (its output was kept after the
     /// summary); a later fold of that output alone, beside the summary (no store to read the
     /// turns behind it), shows the command with its outcome, where it wrote
     /// `$ (command not in this span) -> error: ...` and kept the open item besides.
     #[test]
     fn a_carried_pending_command_is_the_command_of_the_output_that_follows() {
-        let prev = "Earlier conversation folded by contextfold (6 messages).\n## User requests\n- Fix it.\n\n\
-                    ## Tool calls\n- $ ls -> ok: rc=0: setup.py\n\n\
-                    ## Open items\n- ran `$ python reproduce.py`; its output is in the messages kept after this summary";
+        let prev = PENDING_PREVIOUS;
         let msgs = vec![
             Message::text(
                 "user",
@@ -1765,9 +1770,7 @@ mod tests {
     /// summary, answered by the agent) stay a request, not the command's output.
     #[test]
     fn a_persons_words_after_the_summary_are_no_output_of_the_carried_command() {
-        let prev = "Earlier conversation folded by contextfold (6 messages).\n## User requests\n- Fix it.\n\n\
-                    ## Tool calls\n- $ ls -> ok: rc=0: setup.py\n\n\
-                    ## Open items\n- ran `$ python reproduce.py`; its output is in the messages kept after this summary";
+        let prev = PENDING_PREVIOUS;
         let wrapped = format!(
             "{}\n{prev}\n{}",
             crate::summary_marker::SUMMARY_OPEN,

@@ -805,59 +805,55 @@ impl Collector {
 /// compaction had masked indexed `792 bytes`, `148 tokens` and the tool's name, and carried
 /// them from summary to summary.
 fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
+    use crate::prune::{FOLDED_OPENER, PRUNED_OPENER};
     use memchr::memmem::Finder;
     use std::sync::OnceLock;
-    // (Searched by vectorized finders: a JSON text has a `[` at every list, and every text a
-    // digest indexes is asked.)
-    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
-    let finders = FINDERS.get_or_init(|| {
-        [
-            Finder::new("[output pruned to save context:"),
-            Finder::new("[folded "),
-            Finder::new(" tokens"),
-            Finder::new(" tokens cut"),
-            Finder::new(" tokens)]"),
-        ]
+    /// (Vectorized finders: a JSON text has a `[` at every list, and every text a digest
+    /// indexes is asked.)
+    struct Finders {
+        /// Every stand-in says its size in tokens: a text that does not is read as it is.
+        size: Finder<'static>,
+        openers: [Finder<'static>; 2],
+        cut: Finder<'static>,
+        clipped_end: Finder<'static>,
+    }
+    static FINDERS: OnceLock<Finders> = OnceLock::new();
+    let f = FINDERS.get_or_init(|| Finders {
+        size: Finder::new(" tokens"),
+        openers: [Finder::new(PRUNED_OPENER), Finder::new(FOLDED_OPENER)],
+        cut: Finder::new(" tokens cut"),
+        clipped_end: Finder::new(" tokens)]"),
     });
     let b = text.as_bytes();
     let mut out: Vec<std::ops::Range<usize>> = Vec::new();
-    // Every stand-in says its size in tokens: a text that does not is read as it is.
-    if finders[2].find(b).is_none() {
+    if f.size.find(b).is_none() {
         return out;
     }
-    for (k, f) in finders.iter().enumerate().filter(|&(k, _)| k != 2) {
-        for at in f.find_iter(b) {
-            let range = match k {
-                0 | 1 => at..text[at..].find(']').map_or(text.len(), |j| at + j + 1),
-                // A cut's marker: `[... ~2,148 tokens cut ...]` or `[~2,148 tokens cut]`.
-                3 => {
-                    // (16 bytes back, moved to a character's start: the text may be any script.)
-                    let mut lo = at.saturating_sub(16);
-                    while !text.is_char_boundary(lo) {
-                        lo += 1;
-                    }
-                    let Some(open) = text[lo..at].rfind('[') else {
-                        continue;
-                    };
-                    let open = lo + open;
-                    let digits = text[open..at].trim_start_matches(['[', '.', ' ', '~']);
-                    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit() || c == b',')
-                    {
-                        continue;
-                    }
-                    open..text[at..].find(']').map_or(text.len(), |j| at + j + 1)
-                }
-                // A placeholder whose opening a clip cut away (`…o save context: 3,625 bytes
-                // (~1,006 tokens)]` ending a carried line): from the clip's ellipsis (or the
-                // line's start).
-                _ => {
-                    let line = text[..at].rfind('\n').map_or(0, |i| i + 1);
-                    let from = text[line..at].rfind('…').map_or(line, |i| line + i);
-                    from..at + " tokens)]".len()
-                }
-            };
-            out.push(range);
+    let to_bracket = |at: usize| text[at..].find(']').map_or(text.len(), |j| at + j + 1);
+    for opener in &f.openers {
+        out.extend(opener.find_iter(b).map(|at| at..to_bracket(at)));
+    }
+    // A cut's marker: `[... ~2,148 tokens cut ...]` or `[~2,148 tokens cut]`, its bracket at
+    // most 16 bytes back (moved to a character's start: the text may be any script).
+    for at in f.cut.find_iter(b) {
+        let mut lo = at.saturating_sub(16);
+        while !text.is_char_boundary(lo) {
+            lo += 1;
         }
+        let Some(open) = text[lo..at].rfind('[').map(|i| lo + i) else {
+            continue;
+        };
+        let digits = text[open..at].trim_start_matches(['[', '.', ' ', '~']);
+        if !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit() || c == b',') {
+            out.push(open..to_bracket(at));
+        }
+    }
+    // A placeholder whose opening a clip cut away (`…o save context: 3,625 bytes (~1,006
+    // tokens)]` ending a carried line): from the clip's ellipsis (or the line's start).
+    for at in f.clipped_end.find_iter(b) {
+        let line = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let from = text[line..at].rfind('…').map_or(line, |i| line + i);
+        out.push(from..at + " tokens)]".len());
     }
     out
 }

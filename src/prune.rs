@@ -310,15 +310,20 @@ const DEDUPE_MIN: usize = 64;
 /// count; two pointers to one message): deduplicated as copies, they made an agent loop's
 /// different outputs "the same output as" each other, down a chain of pointers.
 fn is_stand_in(t: &str) -> bool {
-    const MARKERS: [&str; 3] = [
-        "[output pruned to save context:",
-        "[same output as message ",
-        "[folded ",
-    ];
     let t = t.trim();
-    MARKERS.iter().any(|m| t.starts_with(m))
-        || (t.ends_with(" tokens)]") && t.lines().last().is_some_and(|l| l.starts_with(MARKERS[0])))
+    [PRUNED_OPENER, "[same output as message ", FOLDED_OPENER]
+        .iter()
+        .any(|m| t.starts_with(m))
+        || (t.ends_with(" tokens)]")
+            && t.lines()
+                .last()
+                .is_some_and(|l| l.starts_with(PRUNED_OPENER)))
 }
+
+/// How a masked output's placeholder opens (`placeholder`, `mask_plan`'s observation
+/// placeholder), and a recoverable fold's (`recall::placeholder`).
+pub(crate) const PRUNED_OPENER: &str = "[output pruned to save context:";
+pub(crate) const FOLDED_OPENER: &str = "[folded ";
 
 /// The newest occurrence of each tool-result text, to point older copies at it.
 struct Dedupe<'t> {

@@ -1039,12 +1039,10 @@ def test_on_the_held_out_sets_an_agent_loop_reading_the_turns_keeps_more(monkeyp
     assert reading >= merging + 30, (reading, merging)
 
 
-def test_a_summary_merged_from_its_text_alone_names_the_command_of_the_output_it_opens_on(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # Each compaction by a new Compactor as in a new process (no store): it merges the previous
-    # summary from its text. A fold that ended on a command left it an open item, and the next
-    # fold, opening on that output, wrote `$ (command not in this span) -> ...` with the item
-    # carried beside it: 15 such lines and 14 such items over the bundled SWE runs' loops.
+def _summaries_merged_alone(monkeypatch: pytest.MonkeyPatch, fixtures: list[Fixture]) -> list[str]:
+    """The summary messages of ``fixtures``' agent loops at the naive cut's budget, each
+    compaction by a new Compactor as in a new process (no store: it merges the previous summary
+    from its text)."""
     summaries: list[str] = []
     compact = cf.Compactor.compact
 
@@ -1055,9 +1053,18 @@ def test_a_summary_merged_from_its_text_alone_names_the_command_of_the_output_it
         return result
 
     monkeypatch.setattr(cf.Compactor, "compact", spy)
-    swe = [fx for fx in inline_fixtures() if fx.name.startswith("mini-swe")]
-    for fx in swe:
+    for fx in fixtures:
         agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), fresh=True, alone=True, min_free_share=0.0)
+    return summaries
+
+
+def test_a_summary_merged_from_its_text_alone_names_the_command_of_the_output_it_opens_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fold that ended on a command left it an open item, and the next fold, opening on that
+    # output, wrote `$ (command not in this span) -> ...` with the item carried beside it: 15
+    # such lines and 14 such items over the bundled SWE runs' loops.
+    swe = [fx for fx in inline_fixtures() if fx.name.startswith("mini-swe")]
+    summaries = _summaries_merged_alone(monkeypatch, swe)
     assert len(swe) >= 4 and len(summaries) >= 3 * len(swe), (len(swe), len(summaries))
     assert not [s for s in summaries if "(command not in this span)" in s]
     assert not [s for s in summaries if "earlier open item: ran `$" in s]
@@ -1067,24 +1074,12 @@ def test_a_summary_merged_from_its_text_alone_names_the_command_of_the_output_it
 
 def test_an_index_merged_from_masked_histories_lists_none_of_the_librarys_own_words(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # The bundled fixtures' loops, each compaction by a new Compactor as in a new process: the
-    # histories it reads hold placeholders and cut markers an earlier compaction wrote, and
-    # carried lines clipped by an ellipsis. Their indexes listed 8 sizes (`792 bytes`, `148
-    # tokens`) and 13 clipped tokens (`14T06` of `…-14T06:33:04`), carried from one to the next.
-    indexes: list[str] = []
-    compact = cf.Compactor.compact
-
-    def spy(self: cf.Compactor, messages: Any, *args: Any, **kwargs: Any) -> Any:
-        result = compact(self, messages, *args, **kwargs)
-        for m in result.messages:
-            text = m.get("content")
-            if isinstance(text, str) and OPEN in text and (at := index_at(text)) >= 0:
-                indexes.append(text[at:text.index(CLOSE)])
-        return result
-
-    monkeypatch.setattr(cf.Compactor, "compact", spy)
-    for fx in inline_fixtures():
-        agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), fresh=True, alone=True, min_free_share=0.0)
+    # The histories these loops read hold placeholders and cut markers an earlier compaction
+    # wrote, and carried lines clipped by an ellipsis. Their indexes listed 8 sizes (`792
+    # bytes`, `148 tokens`) and 13 clipped tokens (`14T06` of `…-14T06:33:04`), carried from one
+    # to the next.
+    indexes = [s[at:s.index(CLOSE)] for s in _summaries_merged_alone(monkeypatch, inline_fixtures())
+               if (at := index_at(s)) >= 0]
     items = [item for index in indexes for line in index.splitlines()[1:]
              for item in line.partition(": ")[2].split(", ")]
     assert len(indexes) >= 20 and len(items) >= 300, (len(indexes), len(items))
