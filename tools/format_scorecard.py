@@ -17,6 +17,15 @@ wrote them.
     python tools/format_scorecard.py            # needs ../shared/data (CONTEXTFOLD_SHARED_DATA)
     python tools/format_scorecard.py --held-out # the held-out probe sets instead
     python tools/format_scorecard.py --held-out --multiple 0.75   # at 0.75x the naive budget
+    python tools/format_scorecard.py --held-out --messages-share  # the share of the messages alone
+
+``--messages-share`` translates the naive cut's budget differently: the fixed part of a request
+(system prompt and tool definitions) whole, in each format's own tokens, plus the naive cut's
+share of the messages' tokens. The default applies one share to the whole request, so a format
+whose provider prices the fixed part higher (Anthropic's tool definitions: 2,374 tokens against
+OpenAI's 1,594 for the airline's 14 tools, its tool-use system prompt included) leaves its
+messages less room: on the held-out airline dialogues that alone moved Anthropic 3.5 points
+below OpenAI chat.
 
 With ``--held-out`` a third table scores the SWE runs as ``Read`` and ``Bash`` calls in the
 formats whose tool results carry the provider's error flag (Anthropic ``is_error``, Bedrock
@@ -45,12 +54,23 @@ HELD_OUT = [ROOT / "tests" / "data" / "probes" / "heldout.refs.json", ROOT / "te
 SYSTEM_APART = ("anthropic", "gemini", "bedrock")
 
 
-def score(fixtures: list[ev.Fixture], shape: str, multiple: float = 1.0) -> tuple[int, int, int, int, int]:
+def _fixed(messages: list[dict], provider: str, tools: object, system: object) -> int:
+    """Tokens of a request's fixed part: its system prompt (beside the messages or as their
+    first) and tool definitions."""
+    lead = messages[:1] if messages and messages[0].get("role") in ("system", "developer") else []
+    return int(_core.estimate(lead, provider=provider, tools=tools, system=system))  # type: ignore[arg-type]
+
+
+def score(fixtures: list[ev.Fixture], shape: str, multiple: float = 1.0,
+          messages_share: bool = False) -> tuple[int, int, int, int, int]:
     """(facts kept, facts, probes with at least half their facts, probes, compactions raised), at
-    ``multiple`` times the naive cut's budget."""
+    ``multiple`` times the naive cut's budget; ``messages_share``: translated as the fixed part
+    whole plus the naive cut's share of the messages (see the module docs)."""
     kept = total = half = probes = raised = 0
     for f in fixtures:
-        share = multiple * ev._tokens(ev.naive_cut(f.messages), f) / ev._tokens(f.messages, f)
+        whole, cut = ev._tokens(f.messages, f), ev._tokens(ev.naive_cut(f.messages), f)
+        fixed_chat = _fixed(f.messages, "openai", f.tools, f.system) if messages_share else 0
+        share = multiple * (cut - fixed_chat) / (whole - fixed_chat)
         src = [dict(m) for m in f.messages]
         system = f.system
         if shape in SYSTEM_APART and src and src[0].get("role") == "system":
@@ -59,8 +79,9 @@ def score(fixtures: list[ev.Fixture], shape: str, multiple: float = 1.0) -> tupl
         msgs = convert(src, shape)
         provider = PROVIDER[shape]
         size = int(_core.estimate(msgs, provider=provider, tools=f.tools, system=system))  # type: ignore[arg-type]
-        c = cf.Compactor(provider=provider, budget=max(1, int(size * share)), tools=f.tools,  # type: ignore[arg-type]
-                         system=system, min_free_share=0.0)
+        fixed = _fixed(msgs, provider, f.tools, system) if messages_share else 0
+        c = cf.Compactor(provider=provider, budget=max(1, fixed + int((size - fixed) * share)),  # type: ignore[arg-type]
+                         tools=f.tools, system=system, min_free_share=0.0)
         try:
             out: list | None = list(c.compact(msgs).messages)
         except cf.CompactionError:
@@ -91,13 +112,14 @@ def flagged(messages: list[dict], codes: list[int | None]) -> list[dict]:
 
 def main() -> None:
     multiple = float(sys.argv[sys.argv.index("--multiple") + 1]) if "--multiple" in sys.argv[1:] else 1.0
+    messages_share = "--messages-share" in sys.argv[1:]
     if not shared_available():
         sys.exit("needs ../shared/data (set CONTEXTFOLD_SHARED_DATA): the fixtures name its conversations")
     fixtures = ev.load_fixtures(HELD_OUT if "--held-out" in sys.argv[1:] else FIXTURES, data_dir=SHARED)
     print("| format | facts kept | probes with >= half their facts | raised |")
     print("| --- | --- | --- | --- |")
     for shape in SHAPES:
-        kept, total, half, probes, raised = score(fixtures, shape, multiple)
+        kept, total, half, probes, raised = score(fixtures, shape, multiple, messages_share)
         print(f"| {shape} | {100 * kept / total:.1f}% | {half} of {probes} | {raised} |", flush=True)
     swe = [f for f in fixtures if f.name.startswith("mini-swe-agent")]
     print("\n| SWE runs (OpenAI chat) | facts kept | probes with >= half their facts | raised |")
