@@ -10,12 +10,11 @@ operation, so threads sharing the Compactor may write at once.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from contextfold import _core
+from contextfold import _core, json_text
 
 __all__ = ["KEY_MESSAGES", "MAX_CONVERSATIONS", "conversation_key", "remember"]
 
@@ -32,11 +31,7 @@ def conversation_key(messages: Sequence[Any]) -> int:
     """A hash of the first ``KEY_MESSAGES`` messages of ``messages`` (two conversations with the
     same system prompt and task still differ by the turns after)."""
     head = list(messages[:KEY_MESSAGES])
-    try:
-        text = json.dumps(head, sort_keys=True, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(head)
-    return int(_core.summary_hash(text))
+    return int(_core.summary_hash(json_text.dumps(head, sort_keys=True)))
 
 
 def remember(table: OrderedDict[int, V], key: int, value: V) -> None:

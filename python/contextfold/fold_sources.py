@@ -44,7 +44,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from contextfold import _core
+from contextfold import _core, json_text
 from contextfold.content_store import ContentStore
 from contextfold.prune import _copy
 
@@ -103,11 +103,8 @@ def _scoped(summary: str, plan: Mapping[str, Any], msgs: Sequence[Any], after: A
     after the same system prompt and task (a templated task, a tiny room) are kept apart by the
     turn after their summaries, so one never reads the other's turns."""
     head_messages = [*msgs[: int(plan["head_end"])], after]
-    try:
-        # (ASCII: a caller's text may hold lone surrogates, which no UTF-8 string can.)
-        head = json.dumps(head_messages, sort_keys=True, default=repr)
-    except (TypeError, ValueError):  # (keys of mixed types cannot be sorted)
-        head = repr(head_messages)
+    # (ASCII: a caller's text may hold lone surrogates, which no UTF-8 string can.)
+    head = json_text.dumps(head_messages, sort_keys=True)
     return f"{int(_core.summary_hash(head)):016x}\n{_filed_text(summary)}"
 
 

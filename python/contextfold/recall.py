@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contextfold import _core
+from contextfold import _core, json_text
 from contextfold.content_store import ContentStore, CorruptEntryError
 
 log = logging.getLogger("contextfold.recall")
@@ -107,15 +107,28 @@ def declares_recall(tools: Any) -> bool:
     return False
 
 
+#: Characters of a value the model wrote that an answer repeats back (an id, a malformed
+#: argument): enough to recognise it, never a page of its own.
+ECHO_CHARS = 64
+
+
+def _shown(text: str) -> str:
+    """``text`` (a value the model wrote) as an answer repeats it: clipped to ``ECHO_CHARS``
+    characters, lone surrogates escaped (a message text must encode as UTF-8)."""
+    if len(text) > ECHO_CHARS:
+        text = f"{text[:ECHO_CHARS]}… ({len(text)} characters)"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _int(value: Any, name: str, default: int | None) -> int | None:
     if value is None:
         return default
     if isinstance(value, bool):
-        raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {value!r}")
+        raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {_shown(repr(value))}")
     try:
         n = int(value)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {value!r}") from None
+        raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {_shown(repr(value))}") from None
     if n < 0:
         raise ValueError(f"{RECALL_TOOL}: {name} must be >= 0, got {n}")
     # (Past any text's length: the core takes a machine-sized offset.)
@@ -128,9 +141,9 @@ def _read_call(call_id: str, arguments: str) -> RecallCall:
     try:
         args = json.loads(arguments) if arguments else {}
     except (json.JSONDecodeError, RecursionError) as e:
-        raise ValueError(f"{RECALL_TOOL} call {call_id!r}: arguments are not JSON: {e}") from None
+        raise ValueError(f"{RECALL_TOOL} call {_shown(repr(call_id))}: arguments are not JSON: {_shown(str(e))}") from None
     if not isinstance(args, dict) or not isinstance(args.get("id"), str):
-        raise ValueError(f"{RECALL_TOOL} call {call_id!r}: arguments must be an object with a string 'id'")
+        raise ValueError(f"{RECALL_TOOL} call {_shown(repr(call_id))}: arguments must be an object with a string 'id'")
     offset = _int(args.get("offset"), "offset", 0)
     return RecallCall(call_id, args["id"], offset or 0, _int(args.get("max_tokens"), "max_tokens", None))
 
@@ -169,9 +182,9 @@ def answer_text(store: ContentStore, call: RecallCall, *, max_tokens: int, provi
     except CorruptEntryError as e:
         # (The model gets an answer it can act on; the caller's log gets the file or key.)
         log.warning("%s", e)
-        return f"[{RECALL_TOOL} id={call.fold_id}: its stored content cannot be read; continue without it]"
+        return f"[{RECALL_TOOL} id={_shown(call.fold_id)}: its stored content cannot be read; continue without it]"
     if text is None:
-        return (f"[{RECALL_TOOL} id={call.fold_id}: not found (never folded here, or expired from "
+        return (f"[{RECALL_TOOL} id={_shown(call.fold_id)}: not found (never folded here, or expired from "
                 "the store); continue without it]")
     bound = max(1, min(max_tokens, call.max_tokens or max_tokens, PAGE_BOUND_LIMIT))
     page, end, total = _core.recall_page(text, offset=call.offset, max_tokens=bound, provider=provider,  # type: ignore[arg-type]
@@ -205,11 +218,11 @@ def span_text(messages: Sequence[Any]) -> str:
     """The folded messages as the recall tool gives them back: a JSON list of the messages as
     the history held them (bytes as base64-free ``repr`` when not JSON)."""
     plain = [_plain(m) for m in messages]
-    text = json.dumps(plain, ensure_ascii=False, default=repr)
+    text = json_text.dumps(plain, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (text cut mid-pair upstream) has no UTF-8 form to hash or store:
         # escaped, the JSON still reads back to the same strings.
-        text = json.dumps(plain, ensure_ascii=True, default=repr)
+        text = json_text.dumps(plain, ensure_ascii=True)
     return text

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -401,3 +402,40 @@ def test_instructions_holding_a_lone_surrogate_reach_the_digest_as_u_fffd():
     req = cf.SummaryRequest(h[1:5], "openai", previous_summary="earlier \udfff summary", instructions="focus \ud800")
     assert req.instructions == "focus \ufffd" and req.previous_summary == "earlier \ufffd summary"
     assert cf.ExtractiveSummarizer().summarize(req).text
+
+
+def _nested(levels: int) -> list:
+    deep: list = []
+    for _ in range(levels):
+        deep = [deep]
+    return deep
+
+
+def _cycle() -> dict:
+    d: dict = {}
+    d["self"] = d
+    return d
+
+
+@pytest.mark.parametrize("extra", [_nested(10_000), _cycle(), {(1, 2): "x"}], ids=["10k-deep", "cycle", "tuple-key"])
+@pytest.mark.parametrize("where", [0, 1])
+@pytest.mark.parametrize("recoverable", [False, True])
+def test_a_field_the_library_never_reads_compacts_whatever_it_holds(extra, where, recoverable):
+    # `estimate` ignores such a field; the Compactor's conversation key, its filed spans and the
+    # recall store wrote it with json.dumps / repr and raised RecursionError, "Circular
+    # reference detected" or "keys must be str".
+    h: list = [{"role": "user", "content": "Fix foo.py"}]
+    for i in range(4):
+        h += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "output line\n" * 500}]
+    h.append({"role": "user", "content": "now fix it"})
+    h[where]["metadata"] = extra
+    c = cf.Compactor(budget=1_500, recoverable=recoverable)
+    r = c.compact(h)
+    assert r.strategy_used is not None and r.tokens_after <= 1_500
+    assert r.messages[0] is h[0]
+    if recoverable:
+        texts = " ".join(m["content"] for m in r.messages if isinstance(m.get("content"), str))
+        folds = re.findall(r"\bcf[0-9a-f]{12}\b", texts)
+        assert folds and any("output line" in c.recall(f) for f in folds), texts[:300]

@@ -271,6 +271,31 @@ def test_a_recall_call_the_model_wrote_wrong_is_answered_not_raised(fmt):
             assert "arguments are not JSON" in answer_text(fmt, c.answer(call))
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_what_the_model_wrote_wrong_is_repeated_short_and_encodable(fmt):
+    # An id of 100,000 characters was repeated whole (67,780 tokens for an answer bounded at
+    # one); a lone surrogate in it raised UnicodeEncodeError from the answer's writer.
+    c = cf.Compactor(budget=6_000, recoverable=True, provider=PROVIDER[fmt])
+    good = recall_call(fmt, "cf0000000000ff", 0, 1)
+    for args in ({"id": "x" * 100_000}, {"id": "cf\ud800"}, {"id": "cf0000000000ff", "offset": "9" * 5_000 + "z"}):
+        call = copy.deepcopy(good)
+        if fmt == "chat":
+            call["tool_calls"][0]["function"]["arguments"] = json.dumps(args)
+        elif fmt == "responses":
+            call["arguments"] = json.dumps(args)
+        elif fmt == "anthropic":
+            call["content"][0]["input"] = args
+        elif fmt == "gemini":
+            call["parts"][0]["functionCall"]["args"] = args
+        else:
+            call["content"][0]["toolUse"]["input"] = args
+        a = c.answer(call, max_tokens=1)
+        text = answer_text(fmt, a)
+        text.encode("utf-8")
+        assert text.startswith(f"[{cf.RECALL_TOOL}") and len(text) < 400, text[:500]
+        assert cf.estimate([a], provider=PROVIDER[fmt]) < 200
+
+
 def test_answer_checks_its_own_max_tokens_and_takes_any_large_bound():
     c = cf.Compactor(budget=6_000, recoverable=True)
     text = "".join(f"row {k}: value_{k}\n" for k in range(500))
