@@ -243,7 +243,8 @@ pub fn cut_marker_at(text: &str) -> Option<std::ops::Range<usize>> {
 /// The edit that cuts the middle of message `i` down to about `keep_tokens` (the message's
 /// price), in the message's
 /// own format, with the id and the whole text it folds: a tool result's text (the largest
-/// result block), or a plain text message. None when the message holds neither, or its format
+/// result block), or a plain text message; failing both, its longest call arguments shrunk to
+/// valid JSON (`cut_arguments`). None when the message holds none of these, or its format
 /// cannot write the cut.
 pub fn cut_middle(
     msgs: &[Message<'_>],
@@ -275,21 +276,26 @@ pub fn cut_middle(
         }
     };
     // (the text, Some(result part) / None for the message's own result, is a tool result)
-    let (whole, part, result): (Cow<'_, str>, Option<usize>, bool) = if m.tool_call_id.is_some() {
-        (whole_content()?, None, true)
-    } else if let Some((k, t)) = m
-        .parts()
-        .iter()
-        .enumerate()
-        .filter_map(|(k, p)| match p {
-            Part::ToolResult { content, .. } => joined(content).map(|t| (k, t)),
-            _ => None,
+    let text_to_cut = || -> Option<(Cow<'_, str>, Option<usize>, bool)> {
+        Some(if m.tool_call_id.is_some() {
+            (whole_content()?, None, true)
+        } else if let Some((k, t)) = m
+            .parts()
+            .iter()
+            .enumerate()
+            .filter_map(|(k, p)| match p {
+                Part::ToolResult { content, .. } => joined(content).map(|t| (k, t)),
+                _ => None,
+            })
+            .max_by_key(|(_, t)| t.len())
+        {
+            (Cow::Owned(t), Some(k), true)
+        } else {
+            (whole_content()?, None, false)
         })
-        .max_by_key(|(_, t)| t.len())
-    {
-        (Cow::Owned(t), Some(k), true)
-    } else {
-        (whole_content()?, None, false)
+    };
+    let Some((whole, part, result)) = text_to_cut() else {
+        return cut_arguments(m, i, keep_tokens, est);
     };
     // `keep_tokens` is the message's price; the cut is made on its text's estimate, which
     // prices the same characters a little differently: scale by the message's own ratio.
@@ -312,6 +318,63 @@ pub fn cut_middle(
         },
         id,
         whole.into_owned(),
+    ))
+}
+
+/// Arguments shorter than this (characters) are never cut: the call's own envelope costs as
+/// much.
+const MIN_CUT_ARGUMENTS_CHARS: usize = 256;
+
+/// The edit that shrinks the longest arguments of message `i`'s calls to valid JSON
+/// (`shrink_json`), so that the message costs about `keep_tokens`, with the id and the whole
+/// arguments it folds: a call whose arguments alone exceed a budget (a file written whole, a
+/// pasted document) is otherwise beyond any cut, where the same text in a result is cut. None
+/// when the message makes no call with arguments of `MIN_CUT_ARGUMENTS_CHARS` or more.
+fn cut_arguments(
+    m: &Message<'_>,
+    i: usize,
+    keep_tokens: u32,
+    est: &Estimator,
+) -> Option<(MaskEdit, String, String)> {
+    use crate::wire::edit::CallAt;
+    let fields = m
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(j, c)| (CallAt::ToolCalls(j), c));
+    let blocks = m.parts().iter().enumerate().filter_map(|(k, p)| match p {
+        Part::ToolUse(c) => Some((CallAt::Part(k), c)),
+        _ => None,
+    });
+    let (call, c) = fields
+        .chain(blocks)
+        .max_by_key(|(_, c)| c.arguments.len())?;
+    let args: &str = &c.arguments;
+    if args.len() < MIN_CUT_ARGUMENTS_CHARS {
+        return None;
+    }
+    // The room the arguments get: the message's price less what the rest of it costs, turned
+    // into characters at the arguments' own characters per token.
+    let args_tokens = est.text(args).max(1.0);
+    let rest = (f64::from(est.message(m)) - args_tokens).max(0.0);
+    let room = (f64::from(keep_tokens) - rest).max(16.0);
+    let chars = args.chars().count() as f64;
+    let max_chars = ((room * chars / args_tokens) as usize).max(64);
+    let json = crate::shrink_json::shrink_json(args, max_chars);
+    if json.len() >= args.len() {
+        return None;
+    }
+    let change = Change::Arguments { call, json };
+    let w = write(i, m, &change)?;
+    Some((
+        MaskEdit::Change {
+            index: i,
+            change,
+            path: w.path,
+            value: w.value,
+        },
+        fold_id(args),
+        args.to_string(),
     ))
 }
 
@@ -442,6 +505,39 @@ mod tests {
             !unnamed.contains("id=") && !unnamed.contains(RECALL_TOOL),
             "{unnamed}"
         );
+    }
+
+    #[test]
+    fn a_call_whose_arguments_alone_are_huge_has_them_shrunk_to_valid_json() {
+        // A file written whole by one call: no text to cut, 25,000 tokens of arguments.
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let content = "z".repeat(100_000);
+        for history in [
+            serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "write", "arguments":
+                    serde_json::json!({"path": "a.txt", "content": content}).to_string()}}]}]),
+            serde_json::json!([{"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t", "name": "write", "input": {"path": "a.txt", "content": content}}]}]),
+        ] {
+            let msgs = crate::wire::read_history(&&history).expect("readable");
+            let (edit, id, whole) = cut_middle(&msgs, 0, 300, &est, true).expect("a cut");
+            let MaskEdit::Change {
+                change: Change::Arguments { json, .. },
+                ..
+            } = &edit
+            else {
+                panic!("not an arguments edit: {edit:?}")
+            };
+            let v: serde_json::Value = serde_json::from_str(json).expect("still JSON");
+            assert_eq!(v["path"], "a.txt", "{json}");
+            assert!(est.text(json) <= 300.0, "{}", est.text(json));
+            assert!(whole.len() > 100_000 && id == fold_id(&whole));
+        }
+        // Short arguments are the call's own: nothing to cut.
+        let small = serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a\"}"}}]}]);
+        let msgs = crate::wire::read_history(&&small).expect("readable");
+        assert!(cut_middle(&msgs, 0, 2, &est, true).is_none());
     }
 
     #[test]

@@ -29,7 +29,7 @@ from contextfold.compactor_config import CompactorConfig, parse_keep
 from contextfold.content_store import ContentStore
 from contextfold.conversation_key import conversation_key, remember
 from contextfold.cost import Prices
-from contextfold.degrade import bare_history, budget_error, cut_in_place, degrade, floor_tokens, liftable
+from contextfold.degrade import bare_history, budget_error, cut_in_place, cut_kind, degrade, floor_tokens, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.compaction_run import CompactionRun, Draft
 from contextfold.errors import CompactionBudgetError, CompactionError
@@ -781,6 +781,19 @@ class Compactor(RecoverableFolds):
                 r = self._masked(run)
                 if r is not None:
                     return r
+            if run.before > run.effective:
+                # Nothing cut brings it under: what must stay (the floor, or a head the caller
+                # protected) misses the budget, and is said by how much, as where a fold does
+                # not fit (a recoverable compaction then tries without the recall tool).
+                kw = self._estimate_kw(run.fmt)
+                floor = floor_tokens(run.msgs, kw)
+                if floor > run.effective:
+                    raise budget_error(run.msgs, budget=run.effective, reason=reason, needed=run.before, kw=kw)
+                raise CompactionBudgetError(
+                    f"{reason}: {run.before - run.effective} tokens over the budget of {run.effective}, and the "
+                    f"messages outside the protected head, the task and the last user turn cannot be cut under it "
+                    f"(the system prompt, tools, task and last user turn alone take {floor})",
+                    tokens=run.before, budget=run.effective)
             return run.unchanged(reason)
         # Even an empty summary would free too little: do not call the summarizer at all.
         if (why := self._worth_it(run, int(run.plan["fixed_tokens"]))) is not None:
@@ -973,9 +986,8 @@ class Compactor(RecoverableFolds):
         self._after_compaction(run, min(int(e[0]) for e in still))
         before = _core.estimate_each([msgs[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
         after = _core.estimate_each([out[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
-        # (A cut of a message's own text is a "content" edit; one inside a block, of that block.)
-        pruned = tuple(Pruned(int(e[0]), "content" if len(e[1]) == 1 else "result_block",
-                              e[1][1] if len(e[1]) > 1 and isinstance(e[1][1], int) else 0, max(0, int(b - a)))
+        pruned = tuple(Pruned(int(e[0]), cut_kind(e[1]), e[1][1] if len(e[1]) > 1 and isinstance(e[1][1], int) else 0,
+                              max(0, int(b - a)))
                        for e, b, a in zip(still, before, after, strict=True))
         return CompactionResult(
             messages=out, summary=None, tokens_before=run.before, tokens_after=tokens, removed=(), pruned=pruned,

@@ -220,10 +220,20 @@ def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
         (edit, fold_id, whole), out = best
         store.put(fold_id, whole)
         made.append((edit, max(0, costs[i] - int(price))))
-        notes.append(f"nothing to fold, over the budget: cut the middle of message {i} (~{costs[i]} -> "
+        what = "shrank the arguments" if cut_kind(edit[1]) in ("arguments", "tool_use_input") else "cut the middle"
+        notes.append(f"nothing to fold, over the budget: {what} of message {i} (~{costs[i]} -> "
                      f"~{price} tokens; id={fold_id} restores it)")
         tokens, failures = check(out)
     return (out, tokens, made) if made and not failures else None
+
+
+def cut_kind(path: Sequence[Any]) -> str:
+    """The ``Pruned.kind`` of a cut at ``path`` (``_core.cut_middle``'s edit): a message's own
+    text is ``content``, a block's text ``result_block``, a call's arguments ``arguments`` (chat,
+    Responses) or ``tool_use_input`` (a call block)."""
+    if path and path[-1] in ("arguments", "input", "args"):
+        return "arguments" if path[0] in ("tool_calls", "arguments") else "tool_use_input"
+    return "content" if len(path) == 1 else "result_block"
 
 
 def _holds_rules(message: Any) -> bool:

@@ -386,8 +386,63 @@ def test_a_history_with_nothing_to_fold_is_cut_inside_rather_than_returned_over_
     assert json.dumps(msgs[0]) == json.dumps(r.messages[0])
 
 
-def test_a_history_with_nothing_to_fold_whose_floor_misses_the_budget_comes_back_as_it_was():
+def test_a_history_with_nothing_to_fold_that_no_cut_brings_under_the_budget_raises_saying_by_how_much():
+    # Before: returned unchanged, over its budget, with a reason (as a history too short to
+    # fold whose floor missed the budget, or whose every message the caller protected).
     msgs = _nothing_to_fold("chat")
-    r = cf.Compactor(budget=40).compact(msgs)
-    assert not r.changed and r.reason.startswith(("nothing to fold", "too short")), r.reason
-    assert r.messages == msgs
+    snap = copy.deepcopy(msgs)
+    with pytest.raises(cf.CompactionBudgetError, match="tokens over the budget of 40") as e:
+        cf.Compactor(budget=40).compact(msgs)
+    assert e.value.budget == 40 and e.value.tokens > 40
+    with pytest.raises(cf.CompactionBudgetError, match="the last user turn alone take 16 tokens, 6 over"):
+        cf.Compactor(budget=10).compact(msgs)
+    with pytest.raises(cf.CompactionBudgetError, match="too short to compact"):
+        cf.Compactor(budget=cf.estimate(msgs) // 2, protect_first_n=len(msgs)).compact(msgs)
+    assert msgs == snap
+    # Under its budget it still comes back as it was.
+    assert not cf.Compactor(budget=10**6).compact(msgs).changed
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_short_history_whose_call_arguments_alone_are_huge_has_them_shrunk_to_valid_json(fmt):
+    # A file written whole by one call: 100,000 characters of arguments in a four-message
+    # history came back unchanged at 22x the budget ("too short to compact"); a result that
+    # large was cut.
+    chat = [{"role": "user", "content": "Write the file."},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {
+                "name": "write", "arguments": json.dumps({"path": "a.txt", "content": "z" * 100_000})}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "ok"},
+            {"role": "user", "content": "Now commit it."}]
+    msgs = convert(chat, fmt)[0]
+    kw = dict(provider=PROVIDER[fmt])
+    for recoverable in (False, True):
+        c = cf.Compactor(budget=3_000, wire_format=fmt, recoverable=recoverable, **kw)
+        r = c.compact(msgs)
+        assert r.strategy_used == "mask" and r.tokens_after <= 3_000, (r.reason, r.notes)
+        assert cf.estimate(r.messages, tools=r.tools, **kw) <= 3_000
+        assert shape_problems(r.messages, fmt) == []
+        assert [p.kind for p in r.pruned] in (["arguments"], ["tool_use_input"]), r.pruned
+        assert any("shrank the arguments of message 1" in n for n in r.notes), r.notes
+        fold = re.search(r"id=(cf[0-9a-f]{12})", " ".join(r.notes))
+        assert fold is not None and '"a.txt"' in c.recall(fold.group(1))
+        assert "a.txt" in json.dumps(r.messages[1])
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "bedrock"])
+def test_a_recall_tool_that_does_not_fit_beside_a_short_history_is_left_out_not_the_budget(fmt):
+    # With recoverable=True, the recall tool's declaration (615 tokens with Anthropic's tool-use
+    # prompt) left no room beside a five-message history's floor, and the history came back
+    # unchanged at 7.5x the budget; without it, it is cut to 663 tokens.
+    chat = [{"role": "user", "content": "Fix the bug in foo.py"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "t1", "type": "function", "function": {
+                "name": "read", "arguments": '{"path": "foo.py"}'}}]},
+            {"role": "tool", "tool_call_id": "t1", "content": "log line of output\n" * 800},
+            {"role": "assistant", "content": "The log says the parser fails. " * 80},
+            {"role": "user", "content": "Thanks, now fix it."}]
+    msgs = convert(chat, fmt)[0]
+    kw = dict(provider=PROVIDER[fmt])
+    r = cf.Compactor(budget=700, wire_format=fmt, recoverable=True, **kw).compact(msgs)
+    assert r.strategy_used == "mask" and r.tokens_after <= 700, (r.reason, r.notes)
+    assert any(n.startswith("the recall tool is not sent") for n in r.notes), r.notes
+    assert cf.RECALL_TOOL not in json.dumps(r.tools or [])
+    assert cf.estimate(r.messages, tools=r.tools, **kw) <= 700
