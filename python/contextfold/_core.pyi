@@ -685,12 +685,14 @@ def identifier_index(
     model: str | None = None,
     previous: str | None = None,
     besides: str | None = None,
+    cache: MessageCache | None = None,
 ) -> str:
     """The identifier index of ``messages`` (paths, URLs, hashes, ids, numbers with units, error
     lines, issue numbers, config keys, symbols), ranked by who said them, how often and how
     recently, in at most ``max_tokens`` tokens; the identifiers of ``previous`` (a summary: its
     index and its lines) carried first. Identifiers ``besides`` (the text the index is appended
-    to) already shows as whole words are left out. An empty string when nothing fits."""
+    to) already shows as whole words are left out. An empty string when nothing fits.
+    ``cache``: as ``compaction_plan``'s."""
 
 def extractive_digest(
     messages: Sequence[Any],
@@ -720,10 +722,12 @@ def requests_section(
     section carried), as the extractive digest's requests section alone, packed into
     ``max_tokens`` tokens as the digest packs them; "" when there are none."""
 
-def standing_rules(messages: Sequence[Any], /, *, previous: str | None = None) -> list[str]:
+def standing_rules(
+    messages: Sequence[Any], /, *, previous: str | None = None, cache: MessageCache | None = None
+) -> list[str]:
     """The standing rules a summary of ``messages`` (a folded span) must keep, in order: those of
     ``previous`` (the summary folded with them) and of the span's system and user turns, each
-    one sentence on one line."""
+    one sentence on one line. ``cache``: as ``compaction_plan``'s."""
 
 def summary_message(text: str, /, *, format: _WireFormat, role: Literal["user", "assistant"]) -> str:
     """The summary as one message of the wire format, as compact JSON."""

@@ -1156,8 +1156,9 @@ class Compactor(RecoverableFolds):
         # not state verbatim are appended) and gets the index; the digest wrote its own index in
         # what its room left (one appended here overflowed a room its standing rules filled).
         indexed = text if (own_index and not fallback) or whole_room else with_index(
-            with_rules(with_requests(text, requests), folded_msgs, previous=request.previous_summary), folded_msgs,
-            provider=self.provider, model=self.model, previous=request.previous_summary, room=room)
+            with_rules(with_requests(text, requests), folded_msgs, previous=request.previous_summary, cache=run.read),
+            folded_msgs, provider=self.provider, model=self.model, previous=request.previous_summary, room=room,
+            cache=run.read)
         draft = Draft(request, indexed, native, apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
                       self._fold_span(folded_msgs) if self.recoverable else "", plan["seams"], fallback, room)
         self._place(run, draft)

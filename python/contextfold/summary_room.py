@@ -113,16 +113,17 @@ def _text_tokens(text: str, provider: str, model: str | None) -> int:
 
 
 def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | None, previous: str | None,
-               room: int) -> str:
+               room: int, cache: Any = None) -> str:
     """``text`` ending with the identifier index of ``folded`` (and of ``previous``), within
-    ``room`` tokens in all; unchanged when it already has one."""
+    ``room`` tokens in all; unchanged when it already has one. ``cache``: a
+    ``_core.MessageCache`` holding ``folded``'s messages, or None."""
     if index_at(text) >= 0:
         return text
     provider = provider if provider in _core.PROVIDERS else "openai"
     left = max(index_share(room), room - _text_tokens(text, provider, model) - 4)
     # Identifiers the text already shows are not listed again (the digest's own index does the same).
     index = _core.identifier_index(folded, max_tokens=left, provider=provider, model=model,  # type: ignore[arg-type]
-                                   previous=previous, besides=text)
+                                   previous=previous, besides=text, cache=cache)
     return f"{text}\n\n{index}" if index else text
 
 
@@ -179,12 +180,12 @@ def _folded_space(text: str) -> str:
     return " ".join(text.split())
 
 
-def with_rules(text: str, folded: Sequence[Any], *, previous: str | None) -> str:
+def with_rules(text: str, folded: Sequence[Any], *, previous: str | None, cache: Any = None) -> str:
     """``text`` (a model's summary of ``folded``) with every standing rule of the fold and of
     ``previous`` that it does not state verbatim appended in a rules section (before the
     index, which ``with_index`` adds after): a model that paraphrased or forgot "never push to
     main" does not turn it into an allowed action."""
-    rules = _core.standing_rules(folded, previous=previous)
+    rules = _core.standing_rules(folded, previous=previous, cache=cache)
     said = _folded_space(text)
     missing = [r for r in rules if _folded_space(r) not in said]
     if not missing:

@@ -780,6 +780,41 @@ fn units_room(idents: &[Ident], prices: &[f64], est: &Estimator, max_tokens: u64
     budget - reserved
 }
 
+/// Pairs of requests and rules from which one search of every request for all the rules at
+/// once beats one search per pair (a span of thousands of turns can state a rule in each:
+/// 3,000 requests against 3,000 rules took 6 s a pair at a time).
+const RULES_SEARCHED_AT_ONCE: usize = 4_096;
+
+/// For each entry, whether it is a request a rule already says: the rule is in its text and at
+/// least four fifths of it.
+fn said_by_rules(entries: &[Entry<'_>], rules: &[&str]) -> Vec<bool> {
+    let says = |q: &str, r: &str| r.len() * 5 >= q.len() * 4;
+    let requests = entries
+        .iter()
+        .filter(|e| e.section == Section::Requests)
+        .count();
+    let finder = (requests * rules.len() > RULES_SEARCHED_AT_ONCE)
+        .then(|| aho_corasick::AhoCorasick::new(rules).ok())
+        .flatten();
+    entries
+        .iter()
+        .map(|e| {
+            if e.section != Section::Requests {
+                return false;
+            }
+            let q = e.richest().trim();
+            match &finder {
+                // Every occurrence of every rule (overlapping): the same pairs as the search
+                // pair by pair finds.
+                Some(f) => f
+                    .find_overlapping_iter(q)
+                    .any(|m| says(q, rules[m.pattern().as_usize()])),
+                None => rules.iter().any(|r| q.contains(r) && says(q, r)),
+            }
+        })
+        .collect()
+}
+
 /// Shorten, then drop, the least informative units until the digest fits `max_tokens`; the
 /// identifier index takes at least its share and whatever room the rest leaves. When no
 /// packing fits (the rules, never dropped, and the header fill the room), the floor
@@ -956,14 +991,9 @@ fn floor(
         out = squeezed_rules(&rules, est, budget);
     }
     // Requests not already said by a rule (a rule that is the whole request is written once).
+    let said = said_by_rules(entries, &rules);
     let requests: Vec<usize> = (0..entries.len())
-        .filter(|&i| {
-            entries[i].section == Section::Requests
-                && !rules.iter().any(|r| {
-                    let q = entries[i].richest().trim();
-                    q.contains(r) && r.len() * 5 >= q.len() * 4
-                })
-        })
+        .filter(|&i| entries[i].section == Section::Requests && !said[i])
         .collect();
     let order = requests
         .first()
@@ -1126,4 +1156,47 @@ fn cut_to_budget(mut out: String, est: &Estimator, budget: f64) -> String {
         max_chars = max_chars * 9 / 10;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_searched_at_once_find_the_requests_a_search_pair_by_pair_finds() {
+        // Requests that are a rule whole, hold one as most of their text, hold one as a small
+        // part of it, or hold none; and enough of both for the search at once.
+        let mut entries = Vec::new();
+        let mut rules = Vec::new();
+        for k in 0..120 {
+            let rule = format!("Never touch table t{k}.");
+            let request = match k % 4 {
+                0 => rule.clone(),
+                1 => format!("{rule} Ok."),
+                2 => {
+                    format!("{rule} Then, once the migration ran, report every row count you saw.")
+                }
+                _ => format!("Report the row counts of t{k}."),
+            };
+            entries.push(Entry::given(Section::Requests, vec![request]).expect("an entry"));
+            entries.push(Entry::given(Section::Rules, vec![rule.clone()]).expect("an entry"));
+            rules.push(rule);
+        }
+        let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+        assert!(120 * rules.len() > RULES_SEARCHED_AT_ONCE);
+        let pair_by_pair: Vec<bool> = entries
+            .iter()
+            .map(|e| {
+                let q = e.richest().trim();
+                e.section == Section::Requests
+                    && rules
+                        .iter()
+                        .any(|r| q.contains(r) && r.len() * 5 >= q.len() * 4)
+            })
+            .collect();
+        assert_eq!(said_by_rules(&entries, &rules), pair_by_pair);
+        assert_eq!(pair_by_pair.iter().filter(|&&s| s).count(), 60);
+        // Below the threshold the pairs are searched one by one: the same answer.
+        assert_eq!(said_by_rules(&entries[..4], &rules[..2]), pair_by_pair[..4]);
+    }
 }

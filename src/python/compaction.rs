@@ -331,15 +331,18 @@ fn requests_section(
 
 /// The standing rules a summary of `messages` (the folded span) must keep, in order: those of
 /// `previous` (the summary folded with them) and of the span's system and user turns.
+/// `cache`: as `compaction_plan`'s.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, previous=None))]
+#[pyo3(signature = (messages, /, *, previous=None, cache=None))]
 fn standing_rules(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
     previous: Option<&str>,
+    cache: Option<&MessageCache>,
 ) -> PyResult<Vec<String>> {
     let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(messages)?;
+    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
+    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
     let all: Vec<usize> = (0..ms.len()).collect();
     Ok(py.detach(|| crate::digest::fold_rules(&ms, &all, previous)))
 }

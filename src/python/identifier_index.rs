@@ -3,14 +3,17 @@
 
 use pyo3::prelude::*;
 
-use super::messages::{Keep, Walker};
+use super::messages::Keep;
+use super::read_cache::{read_messages, MessageCache};
 use crate::identifier_index::{collect, index_at, prices, render_except, Shown, INDEX_HEADING};
 
 /// The identifier index section of `messages` in at most `max_tokens` tokens, carrying the
 /// identifiers of `previous` (a summary) first, without those `besides` (the summary text the
-/// index is appended to) already shows; an empty string when nothing fits.
+/// index is appended to) already shows; an empty string when nothing fits. `cache`: as
+/// `compaction_plan`'s.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None, besides=None))]
+#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None, besides=None, cache=None))]
+#[allow(clippy::too_many_arguments)]
 fn identifier_index(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -19,10 +22,12 @@ fn identifier_index(
     model: Option<&str>,
     previous: Option<&str>,
     besides: Option<&str>,
+    cache: Option<&MessageCache>,
 ) -> PyResult<String> {
     let mut est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(messages)?;
+    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
+    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
     est.settle_platform(&ms);
     Ok(py.detach(|| {
         let idents = collect(&ms, previous);
