@@ -293,7 +293,16 @@ pub fn plan_priced(
         min_tail: opt.min_tail,
         soft_ceiling: opt.soft_ceiling,
     };
-    let walked = find_tail_start(costs, &legal, &topt);
+    let mut walked = find_tail_start(costs, &legal, &topt);
+    // The model is acting on the last user turn (its response, calls awaiting or just given
+    // their results, is all that follows): the tail opens with that turn. A tail of the
+    // response alone answered a request the history no longer held (the summary's room, tight
+    // where only that much tail fits, had no line for it).
+    if let Some(u) = turn_before_last_response(msgs) {
+        if u > head_end && u < walked && legal[u] {
+            walked = u;
+        }
+    }
     if walked <= head_end {
         out.reason =
             Some("nothing to fold: the head and the protected tail cover the history".into());
@@ -424,6 +433,31 @@ fn summary_envelope(est: &Estimator, placement: Placement) -> u64 {
         Placement::Merge { .. } => 4,
     };
     around + est.text(SUMMARY_OPEN).ceil() as u64 + est.text(SUMMARY_CLOSE).ceil() as u64 + 2
+}
+
+/// The last user turn when all that follows it is the model's response to it, making calls:
+/// one run of the model's items, then results of its calls at most (no later turn of the
+/// model). None otherwise (a history that ends on a user turn, a plain answer, or a tool loop
+/// of several responses).
+fn turn_before_last_response(msgs: &[Message<'_>]) -> Option<usize> {
+    let u = crate::degrade::tail_floor(msgs).1?;
+    let rest = &msgs[u + 1..];
+    if Turn::of(rest.first()?) != Turn::Assistant {
+        return None;
+    }
+    let mut results = false;
+    for m in rest {
+        if Turn::of(m) == Turn::Assistant {
+            if results {
+                return None;
+            }
+        } else if m.result_ids().next().is_some() {
+            results = true;
+        } else {
+            return None;
+        }
+    }
+    rest.iter().any(|m| m.has_tool_calls()).then_some(u)
 }
 
 /// When the tail's floor alone leaves less than the summary's floor, mask inside the tail too
@@ -773,6 +807,37 @@ mod tests {
     fn squeezed(msgs: &[Message<'_>], over: u64) -> Plan {
         let fixed = plan(msgs, &est(), &floor_tail(40_000)).fixed_tokens;
         plan(msgs, &est(), &floor_tail(fixed + MIN_SUMMARY_TOKENS + over))
+    }
+
+    #[test]
+    fn a_tail_of_the_models_response_opens_with_the_user_turn_it_answers() {
+        // The history ends on the model's calls in answer to a new user turn: a one-message
+        // tail (min_tail 1) held the calls alone and folded the turn they act on.
+        let big = "some output line\n".repeat(300);
+        let mut msgs = agent(&big);
+        let mut last = call("c99", "{\"path\":\"b.py\"}");
+        last.wire = crate::wire::Format::OpenAIChat;
+        msgs.push(last);
+        let n = msgs.len();
+        let opt = PlanOptions {
+            min_tail: 1,
+            ..floor_tail(6_000)
+        };
+        let p = plan(&msgs, &est(), &opt);
+        assert!(p.reason.is_none(), "{:?}", p.reason);
+        assert_eq!(p.tail_start, n - 2, "the user turn `next` opens the tail");
+        // Once the model has spoken again after the results, the turn is an earlier one's.
+        let mut on = msgs.clone();
+        on.push(result("c99", "ok"));
+        on.push(Message::text("assistant", "read b.py"));
+        let q = plan(&on, &est(), &opt);
+        assert_eq!(turn_before_last_response(&on), None);
+        assert!(q.tail_start > n - 2, "{}", q.tail_start);
+        assert_eq!(
+            turn_before_last_response(&msgs[..n - 1]),
+            None,
+            "a history ending on the turn"
+        );
     }
 
     #[test]

@@ -251,11 +251,16 @@ impl Seating<'_, '_> {
     pub fn seams(&self, segments: &[(usize, usize)], placement: Placement) -> Vec<usize> {
         let mut seams = Vec::new();
         let mut pos = self.head_end;
+        // (A kept segment right after the head or after another one joins messages that were
+        // neighbours in the history: no seam of the compaction's making. Two user turns in a
+        // row there are the caller's, which chat allows; a pinned second one was refused.)
+        let mut next = self.head_end;
         for &(a, b) in segments {
-            if pos > 0 {
+            if pos > 0 && a != next {
                 seams.push(pos);
             }
             pos += b - a;
+            next = b;
         }
         if pos > 0 {
             seams.push(pos);
