@@ -791,7 +791,8 @@ class Compactor(RecoverableFolds):
                     raise budget_error(run.msgs, budget=run.effective, reason=reason, needed=run.before, kw=kw)
                 raise CompactionBudgetError(
                     f"{reason}: {run.before - run.effective} tokens over the budget of {run.effective}, and the "
-                    f"messages outside the protected head, the task and the last user turn cannot be cut under it "
+                    f"messages outside the protected head, the pinned ones, the task and the last user turn cannot "
+                    f"be cut under it "
                     f"(the system prompt, tools, task and last user turn alone take {floor})",
                     tokens=run.before, budget=run.effective)
             return run.unchanged(reason)
@@ -959,7 +960,8 @@ class Compactor(RecoverableFolds):
         notes: list[str] = []
         done = cut_in_place(msgs, head_end=int(run.plan["head_end"]), budget=run.effective,
                             check=lambda out: run.verified(out, [], run.effective), store=self.store,
-                            provider=self.provider, model=self.model, recoverable=self.recoverable, notes=notes)
+                            provider=self.provider, model=self.model, recoverable=self.recoverable, notes=notes,
+                            pinned=self._pinned_indices(msgs))
         if done is None:
             return None
         out, tokens, made = done

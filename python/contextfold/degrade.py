@@ -188,17 +188,17 @@ def _aimed_cut(msgs: list[Any], i: int, keep: int, cost: int, *, provider: str, 
 def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
                  check: Callable[[list[Any]], tuple[int, list[tuple[str, int, str]]]], store: ContentStore,
                  provider: str, model: str | None, recoverable: bool,
-                 notes: list[str]) -> tuple[list[Any], int, list[tuple[Any, int]]] | None:
+                 notes: list[str], pinned: Sequence[int] = ()) -> tuple[list[Any], int, list[tuple[Any, int]]] | None:
     """A history with nothing to fold (too short, or its protected tail covers it) that is over
     ``budget``: the middle of its largest messages cut, the largest first, until ``check``
     passes at the budget (never a message of the head, the task or the last user turn, nor one
     that states a standing rule or carries a summary: a cut summary loses the rules and requests
-    it holds; each cut's head and end kept, its text stored under the fold id its marker names,
-    each noted).
+    it holds, nor one of ``pinned``, which the caller keeps verbatim; each cut's head and end
+    kept, its text stored under the fold id its marker names, each noted).
     ``(messages, tokens, [(edit, tokens saved)])``, or None where the cuts cannot make it fit
     (or the check finds anything but the budget wrong)."""
     task, last_user, _ = _core.tail_floor(msgs)
-    keep_whole = {i for i in (task, last_user) if i is not None} | set(range(head_end))
+    keep_whole = {i for i in (task, last_user) if i is not None} | set(range(head_end)) | set(pinned)
     out, made, tried = list(msgs), [], set()
     tokens, failures = check(out)
     for _ in range(MAX_CUTS):

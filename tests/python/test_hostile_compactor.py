@@ -501,3 +501,19 @@ def test_the_user_turn_the_pending_calls_answer_stays_in_the_tail(fmt):
                 checked += 1
                 assert "LAST: fix it" in json.dumps(r.messages), (kw, budget, r.notes)
     assert checked > 0
+
+
+@pytest.mark.parametrize("pinned", [[2], [1, 2], [0, 1, 2, 3, 4]])
+def test_a_pinned_message_is_never_cut_where_nothing_can_be_folded(pinned):
+    # With nothing to fold, the largest message had its middle cut, pinned or not.
+    h = [{"role": "user", "content": "Task: fix foo.py"},
+         {"role": "assistant", "content": None, "tool_calls": [
+             {"id": "c0", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+         {"role": "tool", "tool_call_id": "c0", "content": "PINNED " + "data " * 2000},
+         {"role": "assistant", "content": "ok"}, {"role": "user", "content": "now fix it"}]
+    for strategy in ("hybrid", "summarize"):
+        with pytest.raises(cf.CompactionBudgetError, match="the pinned ones"):
+            cf.Compactor(budget=1_000, strategy=strategy, pinned=pinned).compact(h)
+    # Unpinned, the same history is cut to fit.
+    r = cf.Compactor(budget=1_000).compact(h)
+    assert r.strategy_used == "mask" and r.tokens_after <= 1_000
