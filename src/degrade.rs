@@ -295,7 +295,7 @@ pub fn cut_middle(
         })
     };
     let Some((whole, part, result)) = text_to_cut() else {
-        return cut_arguments(m, i, keep_tokens, est);
+        return cut_arguments(m, i, keep_tokens, est, named);
     };
     // `keep_tokens` is the message's price; the cut is made on its text's estimate, which
     // prices the same characters a little differently: scale by the message's own ratio.
@@ -325,16 +325,20 @@ pub fn cut_middle(
 /// much.
 const MIN_CUT_ARGUMENTS_CHARS: usize = 256;
 
-/// The edit that shrinks the longest arguments of message `i`'s calls to valid JSON
-/// (`shrink_json`), so that the message costs about `keep_tokens`, with the id and the whole
-/// arguments it folds: a call whose arguments alone exceed a budget (a file written whole, a
-/// pasted document) is otherwise beyond any cut, where the same text in a result is cut. None
-/// when the message makes no call with arguments of `MIN_CUT_ARGUMENTS_CHARS` or more.
+/// The edit that shrinks the longest arguments of message `i`'s calls so that the message
+/// costs about `keep_tokens`, with the id and the whole arguments it folds: a call whose
+/// arguments alone exceed a budget (a file written whole, a pasted document) is otherwise
+/// beyond any cut, where the same text in a result is cut. The longest string value is cut in
+/// its middle, its marker naming the id when `named`, as a JSON result's is; arguments without
+/// one long string are shrunk whole (`shrink_json`) unless `named` (its markers cannot name
+/// the id). Valid JSON either way. None when the message makes no call with arguments of
+/// `MIN_CUT_ARGUMENTS_CHARS` or more, or none that can be cut so.
 fn cut_arguments(
     m: &Message<'_>,
     i: usize,
     keep_tokens: u32,
     est: &Estimator,
+    named: bool,
 ) -> Option<(MaskEdit, String, String)> {
     use crate::wire::edit::CallAt;
     let fields = m
@@ -360,7 +364,15 @@ fn cut_arguments(
     let room = (f64::from(keep_tokens) - rest).max(16.0);
     let chars = args.chars().count() as f64;
     let max_chars = ((room * chars / args_tokens) as usize).max(64);
-    let json = crate::shrink_json::shrink_json(args, max_chars);
+    let id = fold_id(args);
+    let json = match cut_json_string(args, room, est, named.then_some(id.as_str()))
+        .filter(|j| j.len() < args.len() && crate::shrink_json::is_valid_json(j))
+    {
+        Some(j) => j,
+        // (Recoverable, a cut must name its id: `shrink_json`'s markers have no place for it.)
+        None if named => return None,
+        None => crate::shrink_json::shrink_json(args, max_chars),
+    };
     if json.len() >= args.len() {
         return None;
     }
@@ -373,7 +385,7 @@ fn cut_arguments(
             path: w.path,
             value: w.value,
         },
-        fold_id(args),
+        id,
         args.to_string(),
     ))
 }
@@ -530,8 +542,10 @@ mod tests {
             };
             let v: serde_json::Value = serde_json::from_str(json).expect("still JSON");
             assert_eq!(v["path"], "a.txt", "{json}");
-            assert!(est.text(json) <= 300.0, "{}", est.text(json));
+            assert!(est.text(json) <= 330.0, "{}", est.text(json));
             assert!(whole.len() > 100_000 && id == fold_id(&whole));
+            // Recoverable: the cut names the id that restores the whole arguments.
+            assert!(json.contains(&format!("id={id}")), "{json}");
         }
         // Short arguments are the call's own: nothing to cut.
         let small = serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
