@@ -342,7 +342,7 @@ _ENVELOPE_GUESS = 12
 
 def _rules_between(rules: RulesSummary, folded: list[int], front: list[Any], tail: list[Any],
                    origin: list[int | None], *, check: Check, like: Callable[[dict[str, Any]], Any], fmt: str,
-                   budget: int, hard: Callable[[list[Any]], list[Any]]) -> tuple[list[Any], int, str] | None:
+                   budget: int, hard: Callable[[list[Any], list[int | None]], list[Any]]) -> tuple[list[Any], int, str] | None:
     """``front``, a rules-only summary message, ``tail``: the summary sized to what the two
     leave under ``budget`` (re-aimed by what the check finds over, up to three times), as a
     message of the role the seams accept. Where the two leave no room, they are masked as the
@@ -351,7 +351,7 @@ def _rules_between(rules: RulesSummary, folded: list[int], front: list[Any], tai
     plain = _seams([k for k in origin if k is not None])
     without, _ = check(front + tail, plain)
     if without + _ENVELOPE_GUESS >= budget:
-        masked = hard(front + tail)
+        masked = hard(front + tail, [k for k in origin if k is not None])
         front, tail = masked[:len(front)], masked[len(front):]
         without, _ = check(front + tail, plain)
     for between in ("assistant", "user"):
@@ -394,7 +394,8 @@ def bare_history(
     added message where two turns of one role would meet, or else a line joining them).
     ``check(out, seams)`` is the Compactor's verification at the budget. Over the budget only,
     the kept messages are masked as hard as inside the tail (tool output over
-    ``HARD_MASK_TOKENS``, arguments over ``HARD_ARGS_CHARS``; never the last message). Returns
+    ``HARD_MASK_TOKENS``, arguments over ``HARD_ARGS_CHARS``; never the last message, nor one
+    the plan keeps verbatim, pinned). Returns
     ``(messages, tokens, folded indices, the rules summary's text or None)`` or None when even
     that does not fit or would not be valid, or when the system prompt, tools, task and last
     user turn alone do not fit (``estimate_kw``: the estimate's keywords; then the error says
@@ -409,17 +410,23 @@ def bare_history(
         return None
     provider, model = estimate_kw["provider"], estimate_kw.get("model")
 
-    def hard(out: list[Any]) -> list[Any]:
-        out = prune(out, protect_tail_tokens=0, min_tail=1, protect_first_n=1, provider=provider, model=model,
-                    tool_result_max_tokens=HARD_MASK_TOKENS, arguments_max_chars=HARD_ARGS_CHARS)
+    # The messages the plan keeps verbatim in the middle (pinned, or kept with their item).
+    verbatim = {int(i) for i in plan.get("kept", ())}
+
+    def hard(out: list[Any], origin: list[int | None]) -> list[Any]:
+        masked = prune(out, protect_tail_tokens=0, min_tail=1, protect_first_n=1, provider=provider, model=model,
+                       tool_result_max_tokens=HARD_MASK_TOKENS, arguments_max_chars=HARD_ARGS_CHARS)
         # The pending round's own arguments too (the walk keeps a tool group whole).
-        return _core.shrink_arguments(out, max_chars=HARD_ARGS_CHARS, copy=_copy)
+        masked = _core.shrink_arguments(masked, max_chars=HARD_ARGS_CHARS, copy=_copy)
+        # A pinned message stays as it is: where the rest masked as hard does not make room
+        # for it, the compaction raises.
+        return [out[p] if origin[p] in verbatim else m for p, m in enumerate(masked)]
 
     def attempt(out: list[Any], origin: list[int | None]) -> tuple[list[Any], int] | None:
         seams = _seams(origin)
         tokens, failures = check(out, seams)
         if failures and all(k == "over_budget" for k, _, _ in failures):
-            out = hard(out)
+            out = hard(out, origin)
             tokens, failures = check(out, seams)
         return None if failures else (out, tokens)
     base = apply_edits(msgs, plan["tail_edits"]) if plan.get("tail_edits") else list(msgs)

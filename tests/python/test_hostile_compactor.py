@@ -521,3 +521,21 @@ def test_a_pinned_message_is_never_cut_where_nothing_can_be_folded(pinned):
     # Unpinned, the same history is cut to fit.
     r = cf.Compactor(budget=1_000).compact(h)
     assert r.strategy_used == "mask" and r.tokens_after <= 1_000
+
+
+def test_a_pinned_tool_output_is_not_masked_by_the_last_step_before_raising():
+    # The last step (fold without a summary, mask the kept messages as hard as it can) masked a
+    # pinned tool output to "[output pruned ...]": 48 of 1,694 fuzzed option cases.
+    h: list = [{"role": "user", "content": "Task: fix foo.py"}]
+    for i in range(3):
+        h += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"RESULT{i} " + "data " * 400},
+            {"role": "assistant", "content": f"read {i}"}, {"role": "user", "content": f"go on {i}"}]
+    for strategy in ("summarize", "hybrid"):
+        for budget in (300, 450, 600, 1_000):
+            try:
+                r = cf.Compactor(budget=budget, strategy=strategy, pinned=[2]).compact(h)
+            except cf.CompactionBudgetError:
+                continue
+            assert r.tokens_after <= budget and h[2] in r.messages, (strategy, budget, r.notes)
