@@ -243,15 +243,17 @@ pub fn cut_marker_at(text: &str) -> Option<std::ops::Range<usize>> {
 /// The edit that cuts the middle of message `i` down to about `keep_tokens` (the message's
 /// price), in the message's
 /// own format, with the id and the whole text it folds: a tool result's text (the largest
-/// result block), or a plain text message; failing both, its longest call arguments shrunk to
-/// valid JSON (`cut_arguments`). None when the message holds none of these, or its format
-/// cannot write the cut.
+/// result block), or a plain text message; failing both, with `arguments`, its longest call
+/// arguments cut (`cut_arguments`: only where nothing can be folded, the cut of last resort; a
+/// degrading step or the tail fill folds such a call instead). None when the message holds
+/// none of these, or its format cannot write the cut.
 pub fn cut_middle(
     msgs: &[Message<'_>],
     i: usize,
     keep_tokens: u32,
     est: &Estimator,
     named: bool,
+    arguments: bool,
 ) -> Option<(MaskEdit, String, String)> {
     let m = &msgs[i];
     let joined = |ps: &[Part<'_>]| -> Option<String> {
@@ -295,7 +297,11 @@ pub fn cut_middle(
         })
     };
     let Some((whole, part, result)) = text_to_cut() else {
-        return cut_arguments(m, i, keep_tokens, est, named);
+        return if arguments {
+            cut_arguments(m, i, keep_tokens, est, named)
+        } else {
+            None
+        };
     };
     // `keep_tokens` is the message's price; the cut is made on its text's estimate, which
     // prices the same characters a little differently: scale by the message's own ratio.
@@ -532,7 +538,7 @@ mod tests {
                 {"type": "tool_use", "id": "t", "name": "write", "input": {"path": "a.txt", "content": content}}]}]),
         ] {
             let msgs = crate::wire::read_history(&&history).expect("readable");
-            let (edit, id, whole) = cut_middle(&msgs, 0, 300, &est, true).expect("a cut");
+            let (edit, id, whole) = cut_middle(&msgs, 0, 300, &est, true, true).expect("a cut");
             let MaskEdit::Change {
                 change: Change::Arguments { json, .. },
                 ..
@@ -551,7 +557,7 @@ mod tests {
         let small = serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
             {"id": "c", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a\"}"}}]}]);
         let msgs = crate::wire::read_history(&&small).expect("readable");
-        assert!(cut_middle(&msgs, 0, 2, &est, true).is_none());
+        assert!(cut_middle(&msgs, 0, 2, &est, true, true).is_none());
     }
 
     #[test]
@@ -595,7 +601,7 @@ mod tests {
         for msgs in [[Message::text("user", &text)], [parts]] {
             let price = est.message(&msgs[0]);
             for keep in [price / 2, price * 7 / 8] {
-                let (_, _, whole) = cut_middle(&msgs, 0, keep, &est, false).expect("a cut");
+                let (_, _, whole) = cut_middle(&msgs, 0, keep, &est, false, false).expect("a cut");
                 assert_eq!(whole, text);
             }
         }

@@ -791,13 +791,13 @@ def repair_history(
 
 def cut_middle(
     messages: Sequence[Any], /, *, index: int, keep_tokens: int, provider: _Provider = "openai",
-    model: str | None = None, recoverable: bool = True
+    model: str | None = None, recoverable: bool = True, arguments: bool = False
 ) -> tuple[tuple[int, list[str | int], Any], str, str] | None:
     """The edit cutting the middle of ``messages[index]`` down to about ``keep_tokens`` (its
     head and end kept; the marker names the fold id and the recall tool when ``recoverable``):
-    ``((index, path, value), id, whole text)``. A message without such text (a call whose
-    arguments alone are huge) gets its longest arguments shrunk to valid JSON instead, the
-    whole arguments as the text. None when the message holds neither."""
+    ``((index, path, value), id, whole text)``. With ``arguments``, a message without such text
+    (a call whose arguments alone are huge) gets its longest arguments cut instead, valid JSON,
+    the whole arguments as the text. None when the message holds neither."""
 
 def tail_floor(messages: Sequence[Any], /) -> tuple[int | None, int | None, int]:
     """``(task index, last user turn index, floor start)``: a compaction keeps messages from

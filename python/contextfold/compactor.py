@@ -779,7 +779,8 @@ class Compactor(RecoverableFolds):
                     return cut
             if self.strategy == "hybrid":
                 r = self._masked(run)
-                if r is not None:
+                # (Masking that stays over the budget is the mask strategy's to return, not hybrid's.)
+                if r is not None and (r.strategy_used is None or r.tokens_after <= run.effective):
                     return r
             if run.before > run.effective:
                 # Nothing cut brings it under: what must stay (the floor, or a head the caller
@@ -975,7 +976,7 @@ class Compactor(RecoverableFolds):
             return (built, *run.verified(built, [], run.effective))
         restored = restore_tail(msgs, list(edits), assemble, tokens=tokens, budget=run.effective, store=self.store,
                                 provider=self.provider, model=self.model, notes=notes, why="the cuts left room",
-                                where="", recoverable=self.recoverable)
+                                where="", recoverable=self.recoverable, arguments=True)
         if restored is not None:
             out, tokens, _ = restored
         # The messages still cut (one given back may be cut less, at the same place).
@@ -1080,7 +1081,7 @@ class Compactor(RecoverableFolds):
                             like=lambda m: _like_history(m, msgs), notes=run.notes, budget=run.effective,
                             estimate_kw=kw, rules=rules, rules_only=whole,
                             fold_clause=self._fold_clause if self.recoverable else None,
-                            recover_only=run.recover_only)
+                            recover_only=run.recover_only, pinned=self._pinned_indices(msgs))
         if bare is None:
             return None
         out, tokens, folded, text = bare

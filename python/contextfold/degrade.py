@@ -164,7 +164,7 @@ def degrade(
 
 
 def _aimed_cut(msgs: list[Any], i: int, keep: int, cost: int, *, provider: str, model: str | None,
-               recoverable: bool) -> tuple[tuple[Any, list[Any]] | None, int]:
+               recoverable: bool, arguments: bool = False) -> tuple[tuple[Any, list[Any]] | None, int]:
     """Message ``i`` (``cost`` tokens) with its middle cut to about ``keep`` tokens: ``((the
     core's cut: edit, fold id, whole text), the history with it), its price)``, or ``(None,
     cost)`` where the message has nothing to cut."""
@@ -174,7 +174,7 @@ def _aimed_cut(msgs: list[Any], i: int, keep: int, cost: int, *, provider: str, 
         # Cut from the message as it is, re-aimed until its price meets the target (the text's
         # estimate and the message's price differ by a few percent).
         cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model,  # type: ignore[arg-type]
-                               recoverable=recoverable)
+                               recoverable=recoverable, arguments=arguments)
         if cut is None:
             break
         best = (cut, apply_edits(msgs, [cut[0]]))
@@ -214,7 +214,9 @@ def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
         if _holds_rules(out[i]):
             continue
         keep = max(16, int((costs[i] - (tokens - budget)) * CUT_MARGIN) - 32)
-        best, price = _aimed_cut(out, i, keep, costs[i], provider=provider, model=model, recoverable=recoverable)
+        # (Here a call's huge arguments may be cut too: nothing can be folded.)
+        best, price = _aimed_cut(out, i, keep, costs[i], provider=provider, model=model, recoverable=recoverable,
+                                 arguments=True)
         if best is None or costs[i] - price < MIN_CUT_GAIN_TOKENS:
             continue
         (edit, fold_id, whole), out = best
@@ -385,6 +387,7 @@ def bare_history(
     rules_only: bool = False,
     fold_clause: FoldClause | None = None,
     recover_only: bool = False,
+    pinned: Sequence[int] = (),
 ) -> tuple[list[Any], int, tuple[int, ...], str | None] | None:
     """The last step before raising: the head (system, task), the last user turn and what
     follows it (the pending tool round whole), and no summary: a summary of the fold's standing
@@ -395,7 +398,7 @@ def bare_history(
     ``check(out, seams)`` is the Compactor's verification at the budget. Over the budget only,
     the kept messages are masked as hard as inside the tail (tool output over
     ``HARD_MASK_TOKENS``, arguments over ``HARD_ARGS_CHARS``; never the last message, nor one
-    the plan keeps verbatim, pinned). Returns
+    of ``pinned`` or the plan's kept ones). Returns
     ``(messages, tokens, folded indices, the rules summary's text or None)`` or None when even
     that does not fit or would not be valid, or when the system prompt, tools, task and last
     user turn alone do not fit (``estimate_kw``: the estimate's keywords; then the error says
@@ -410,8 +413,9 @@ def bare_history(
         return None
     provider, model = estimate_kw["provider"], estimate_kw.get("model")
 
-    # The messages the plan keeps verbatim in the middle (pinned, or kept with their item).
-    verbatim = {int(i) for i in plan.get("kept", ())}
+    # The messages kept verbatim: the caller's pinned ones, wherever they stand, and those the
+    # plan keeps in the middle with them (an item kept with its own).
+    verbatim = {int(i) for i in plan.get("kept", ())} | set(pinned)
 
     def hard(out: list[Any], origin: list[int | None]) -> list[Any]:
         masked = prune(out, protect_tail_tokens=0, min_tail=1, protect_first_n=1, provider=provider, model=model,

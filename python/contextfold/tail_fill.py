@@ -246,6 +246,7 @@ def restore_tail(
     model: str | None,
     notes: list[str],
     why: str = "the summary left room",
+    arguments: bool = False,
     where: str = " of the tail",
     recoverable: bool = True,
 ) -> tuple[list[Any], int, list[Any]] | None:
@@ -256,7 +257,8 @@ def restore_tail(
     ``edits`` applied: ``(messages, tokens, failures)``. Returns ``(messages, tokens, edits
     applied)``, or None when nothing was given back. ``why`` and ``where`` word the notes (what
     left the room, which messages); ``recoverable=False``: a cut's marker names no fold id and no
-    recall tool (the model is not offered one)."""
+    recall tool (the model is not offered one); ``arguments``: a call's arguments may be cut
+    again (the cut of a history with nothing to fold, ``degrade.cut_in_place``)."""
     left = budget - tokens
     # A thinking block ``keep_thinking_turns`` dropped is the caller's rule, not room the
     # compaction took: it stays dropped whatever room is left.
@@ -322,7 +324,7 @@ def restore_tail(
             # By what the history missed until the aim is bracketed, then halfway.
             want = (fits + over) // 2 if fits is not None and over is not None else want + budget - after - _CUT_SLACK
             again = _core.cut_middle(msgs, index=int(cut[0][0]), keep_tokens=want, provider=provider,  # type: ignore[arg-type]
-                                     model=model, recoverable=recoverable) if want >= 32 else None
+                                     model=model, recoverable=recoverable, arguments=arguments) if want >= 32 else None
             if again is None:
                 break
             out, after, failures = assemble(keep + [again[0]])

@@ -120,8 +120,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// end kept; the marker names the fold id and the recall tool when `recoverable`): `((index,
 /// path, value), id, whole text)`, or None when the message holds no text that can be cut.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, index, keep_tokens, provider="openai", model=None, recoverable=true))]
-#[allow(clippy::type_complexity)]
+#[pyo3(signature = (messages, /, *, index, keep_tokens, provider="openai", model=None, recoverable=true, arguments=false))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn cut_middle<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
@@ -130,6 +130,7 @@ fn cut_middle<'py>(
     provider: &str,
     model: Option<&str>,
     recoverable: bool,
+    arguments: bool,
 ) -> PyResult<Option<(super::prune::PlannedEdit<'py>, String, String)>> {
     let est = super::estimator_args::estimator(provider, model)?;
     let keep = Keep::new();
@@ -147,7 +148,7 @@ fn cut_middle<'py>(
     let m = w.message(item)?;
     let one = std::slice::from_ref(&m);
     let Some((edit, id, whole)) =
-        crate::degrade::cut_middle(one, 0, keep_tokens, &est, recoverable)
+        crate::degrade::cut_middle(one, 0, keep_tokens, &est, recoverable, arguments)
     else {
         return Ok(None);
     };
