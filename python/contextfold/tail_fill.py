@@ -290,7 +290,7 @@ def restore_tail(
         want = whole_tokens - saved[i] + left - _CUT_SLACK
         if want >= 32:
             cut = _core.cut_middle(msgs, index=i, keep_tokens=want, provider=provider, model=model,  # type: ignore[arg-type]
-                                   recoverable=recoverable)
+                                   recoverable=recoverable, arguments=arguments)
             if cut is not None:
                 given.append(i)
                 break
