@@ -7,11 +7,11 @@ use std::borrow::Cow;
 use crate::compaction::MaskEdit;
 use crate::estimate::Estimator;
 use crate::json_string::push_json_string;
+use crate::mask_edit::writable;
 use crate::message::{Content, Message, Part};
 use crate::prune::group_sep;
 use crate::recall::{fold_id, RECALL_TOOL};
-use crate::wire::edit::Change;
-use crate::wire::write_edit as write;
+use crate::wire::edit::{calls_at, Change};
 
 /// Share of the kept tokens given to the head; the rest (minus the marker) to the end.
 const HEAD_SHARE: f64 = 0.5;
@@ -298,7 +298,7 @@ pub fn cut_middle(
     };
     let Some((whole, part, result)) = text_to_cut() else {
         return if arguments {
-            cut_arguments(m, i, keep_tokens, est, named)
+            cut_arguments(msgs, i, keep_tokens, est, named)
         } else {
             None
         };
@@ -313,18 +313,8 @@ pub fn cut_middle(
     } else {
         Change::Text { text }
     };
-    let w = write(i, m, &change)?;
-    let id = fold_id(&whole);
-    Some((
-        MaskEdit::Change {
-            index: i,
-            change,
-            path: w.path,
-            value: w.value,
-        },
-        id,
-        whole.into_owned(),
-    ))
+    let edit = writable(msgs, i, change)?;
+    Some((edit, fold_id(&whole), whole.into_owned()))
 }
 
 /// Arguments shorter than this (characters) are never cut: the call's own envelope costs as
@@ -340,25 +330,14 @@ const MIN_CUT_ARGUMENTS_CHARS: usize = 256;
 /// the id). Valid JSON either way. None when the message makes no call with arguments of
 /// `MIN_CUT_ARGUMENTS_CHARS` or more, or none that can be cut so.
 fn cut_arguments(
-    m: &Message<'_>,
+    msgs: &[Message<'_>],
     i: usize,
     keep_tokens: u32,
     est: &Estimator,
     named: bool,
 ) -> Option<(MaskEdit, String, String)> {
-    use crate::wire::edit::CallAt;
-    let fields = m
-        .tool_calls
-        .iter()
-        .enumerate()
-        .map(|(j, c)| (CallAt::ToolCalls(j), c));
-    let blocks = m.parts().iter().enumerate().filter_map(|(k, p)| match p {
-        Part::ToolUse(c) => Some((CallAt::Part(k), c)),
-        _ => None,
-    });
-    let (call, c) = fields
-        .chain(blocks)
-        .max_by_key(|(_, c)| c.arguments.len())?;
+    let m = &msgs[i];
+    let (call, c) = calls_at(m).max_by_key(|(_, c)| c.arguments.len())?;
     let args: &str = &c.arguments;
     if args.len() < MIN_CUT_ARGUMENTS_CHARS {
         return None;
@@ -382,18 +361,8 @@ fn cut_arguments(
     if json.len() >= args.len() {
         return None;
     }
-    let change = Change::Arguments { call, json };
-    let w = write(i, m, &change)?;
-    Some((
-        MaskEdit::Change {
-            index: i,
-            change,
-            path: w.path,
-            value: w.value,
-        },
-        id,
-        args.to_string(),
-    ))
+    let edit = writable(msgs, i, Change::Arguments { call, json })?;
+    Some((edit, id, args.to_string()))
 }
 
 /// What a compaction must keep at the end whatever the budget: `(task, last user turn,

@@ -14,7 +14,7 @@ use crate::prune::{self, calls_in_order, group_sep, PruneOptions};
 use crate::shrink_json::shrink_json;
 use crate::summary_marker::own_summary;
 use crate::turn::Turn;
-use crate::wire::edit::{CallAt, Change};
+use crate::wire::edit::{calls_at, CallAt, Change};
 
 /// Arguments of a call whose result was cleared (`clear_tool_inputs`) shrink to this many
 /// characters (shrink_json's floor: still valid JSON, keys and short values kept).
@@ -251,22 +251,7 @@ fn cleared_input_edits(
         if pinned.contains(&i) {
             continue;
         }
-        let m = &msgs[i];
-        let field_calls = m
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(j, c)| (CallAt::ToolCalls(j), c));
-        let part_calls = match &m.content {
-            Content::Parts(ps) => ps.iter().enumerate().collect(),
-            _ => Vec::new(),
-        }
-        .into_iter()
-        .filter_map(|(j, p)| match p {
-            Part::ToolUse(c) => Some((CallAt::Part(j), c)),
-            _ => None,
-        });
-        for (call, c) in field_calls.chain(part_calls) {
+        for (call, c) in calls_at(&msgs[i]) {
             if cleared.contains(c.id) && !already.contains(&(i, call)) {
                 let json = shrink_json(&c.arguments, CLEARED_INPUT_CHARS);
                 if json != *c.arguments {

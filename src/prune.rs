@@ -17,7 +17,7 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::message::{Content, Image, ImageSource, Message, Part};
 use crate::shrink_json::shrink_json;
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
-use crate::wire::edit::{CallAt, Change};
+use crate::wire::edit::{calls_at, CallAt, Change};
 use crate::wire::write_edit as write;
 pub use crate::wire::{Edit, Step};
 
@@ -175,16 +175,7 @@ fn shorter_arguments(args: &str, max_chars: usize) -> Option<String> {
 pub fn argument_edits(msgs: &[Message<'_>], max_chars: usize) -> Vec<Edit> {
     let mut out = Vec::new();
     for (i, m) in msgs.iter().enumerate() {
-        let fields = m
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(j, c)| (CallAt::ToolCalls(j), c));
-        let blocks = m.parts().iter().enumerate().filter_map(|(k, p)| match p {
-            Part::ToolUse(c) => Some((CallAt::Part(k), c)),
-            _ => None,
-        });
-        for (call, c) in fields.chain(blocks) {
+        for (call, c) in calls_at(m) {
             if let Some(json) = shorter_arguments(&c.arguments, max_chars) {
                 out.extend(write(i, m, &Change::Arguments { call, json }));
             }

@@ -7,7 +7,7 @@
 //! along the path; no key is ever added (the last step names a key the message already has).
 
 use crate::json_string::{json_string_len, push_json_string};
-use crate::message::{ImageSource, Message, Part};
+use crate::message::{ImageSource, Message, Part, ToolCall};
 
 /// What an edit does at its path inside a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +43,20 @@ pub enum CallAt {
     ToolCalls(usize),
     /// The tool-call block at this content position (Anthropic, Gemini, Bedrock).
     Part(usize),
+}
+
+/// Every tool call of `m` with where it sits: its call fields, then its call blocks.
+pub fn calls_at<'m, 'a>(m: &'m Message<'a>) -> impl Iterator<Item = (CallAt, &'m ToolCall<'a>)> {
+    let fields = m
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(j, c)| (CallAt::ToolCalls(j), c));
+    let blocks = m.parts().iter().enumerate().filter_map(|(k, p)| match p {
+        Part::ToolUse(c) => Some((CallAt::Part(k), c)),
+        _ => None,
+    });
+    fields.chain(blocks)
 }
 
 /// What the planner wants changed in one message, whatever its format.

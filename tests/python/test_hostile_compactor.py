@@ -505,7 +505,9 @@ def test_the_user_turn_the_pending_calls_answer_stays_in_the_tail(fmt):
             if r.strategy_used is not None:
                 checked += 1
                 assert "LAST: fix it" in json.dumps(r.messages), (kw, budget, r.notes)
-    assert checked > 0
+    # (Measured: 28 of 66 budgets compact in chat, 58 of 98 in Responses, 52 of 140 in
+    # Anthropic; the others raise, their floor over the budget.)
+    assert checked >= 20, checked
 
 
 @pytest.mark.parametrize("pinned", [[2], [1, 2], [0, 1, 2, 3, 4]])
@@ -533,6 +535,7 @@ def test_a_pinned_tool_output_is_not_masked_by_the_last_step_before_raising():
             {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": f"c{i}", "content": f"RESULT{i} " + "data " * 400},
             {"role": "assistant", "content": f"read {i}"}, {"role": "user", "content": f"go on {i}"}]
+    checked = 0
     for strategy in ("summarize", "hybrid"):
         for budget in (300, 450, 600, 1_000):
             try:
@@ -540,6 +543,9 @@ def test_a_pinned_tool_output_is_not_masked_by_the_last_step_before_raising():
             except cf.CompactionBudgetError:
                 continue
             assert r.tokens_after <= budget and h[2] in r.messages, (strategy, budget, r.notes)
+            checked += 1
+    # (300 and 450 raise: the pinned output alone takes more; 600 and 1,000 compact.)
+    assert checked == 4, checked
 
 
 @pytest.mark.parametrize("strategy", ["hybrid", "summarize"])
@@ -554,12 +560,16 @@ def test_a_pinned_pending_call_is_never_cut_by_a_degrading_step(strategy):
              {"id": "p_0", "type": "function", "function": {"name": "read", "arguments": '{"p": 1}'}},
              {"id": "p_1", "type": "function", "function": {"name": "read", "arguments": big}}]}]
     e = cf.estimate(h)
+    checked = 0
     for share in (0.8, 0.9, 0.95):
         try:
             r = cf.Compactor(budget=int(e * share), strategy=strategy, pinned=[5], tail_tokens=e).compact(h)
         except cf.CompactionBudgetError:
             continue
         assert r.tokens_after <= int(e * share) and any(m is h[5] or m == h[5] for m in r.messages), r.notes
+        checked += 1
+    # (At 0.8 the head, the pinned call and the last turn miss the budget; 0.9 and 0.95 compact.)
+    assert checked == 2, checked
 
 
 def test_hybrid_never_returns_masking_over_the_budget_where_pinned_messages_leave_nothing_to_fold():

@@ -235,6 +235,23 @@ def test_answer_refuses_a_message_without_a_recall_call_and_unknown_ids_say_so()
         c.recall("cf0000000000ff")
 
 
+def _with_arguments(call: dict, fmt: str, args: object) -> dict:
+    """A copy of the recall ``call`` (``recall_call``'s, in ``fmt``) with its arguments ``args``
+    (JSON text where the format sends arguments as text)."""
+    call = copy.deepcopy(call)
+    if fmt == "chat":
+        call["tool_calls"][0]["function"]["arguments"] = json.dumps(args)
+    elif fmt == "responses":
+        call["arguments"] = json.dumps(args)
+    elif fmt == "anthropic":
+        call["content"][0]["input"] = args
+    elif fmt == "gemini":
+        call["parts"][0]["functionCall"]["args"] = args
+    else:
+        call["content"][0]["toolUse"]["input"] = args
+    return call
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_recall_call_the_model_wrote_wrong_is_answered_not_raised(fmt):
     # The model wrote these arguments: the loop that sends them back must not crash; the answer
@@ -244,17 +261,7 @@ def test_a_recall_call_the_model_wrote_wrong_is_answered_not_raised(fmt):
     bad_args = [{"id": "cf0000000000ff", "offset": -1}, {"id": 7}, {"offset": 3},
                 {"id": "cf0000000000ff", "offset": "ten"}, {"id": "cf0000000000ff", "offset": [1]}]
     for k, args in enumerate(bad_args):
-        call = copy.deepcopy(good)
-        if fmt == "chat":
-            call["tool_calls"][0]["function"]["arguments"] = json.dumps(args)
-        elif fmt == "responses":
-            call["arguments"] = json.dumps(args)
-        elif fmt == "anthropic":
-            call["content"][0]["input"] = args
-        elif fmt == "gemini":
-            call["parts"][0]["functionCall"]["args"] = args
-        else:
-            call["content"][0]["toolUse"]["input"] = args
+        call = _with_arguments(good, fmt, args)
         a = c.answer(call)
         text = answer_text(fmt, a)
         assert text.startswith(f"[{cf.RECALL_TOOL}") and "call contextfold_recall again" in text, (k, text)
@@ -278,17 +285,7 @@ def test_what_the_model_wrote_wrong_is_repeated_short_and_encodable(fmt):
     c = cf.Compactor(budget=6_000, recoverable=True, provider=PROVIDER[fmt])
     good = recall_call(fmt, "cf0000000000ff", 0, 1)
     for args in ({"id": "x" * 100_000}, {"id": "cf\ud800"}, {"id": "cf0000000000ff", "offset": "9" * 5_000 + "z"}):
-        call = copy.deepcopy(good)
-        if fmt == "chat":
-            call["tool_calls"][0]["function"]["arguments"] = json.dumps(args)
-        elif fmt == "responses":
-            call["arguments"] = json.dumps(args)
-        elif fmt == "anthropic":
-            call["content"][0]["input"] = args
-        elif fmt == "gemini":
-            call["parts"][0]["functionCall"]["args"] = args
-        else:
-            call["content"][0]["toolUse"]["input"] = args
+        call = _with_arguments(good, fmt, args)
         a = c.answer(call, max_tokens=1)
         text = answer_text(fmt, a)
         text.encode("utf-8")
