@@ -26,16 +26,24 @@ use crate::shell_line::reads_only;
 use crate::standing_rules::rules_in;
 use crate::tool_outcome::{self, return_code, Producer};
 
+mod carried;
 mod clip;
+mod fences;
 mod forms;
+mod idle;
 mod json_compact;
 mod pack;
+mod request_edges;
 mod run_summary;
 mod traceback;
 mod units;
 
-use clip::{clip, clip_ends, clip_ends_into, is_whole};
+use carried::{merge_previous, PENDING_OUTPUT};
+use clip::{clip, clip_ends, is_whole};
+use fences::{command_fence_and_shells, thought_before};
 use forms::{Call, Clipped, Command, Forms, Outcome, Request, CONCLUSION_PLAN, RESULT_HEAD_SHARE};
+use idle::{names_nothing, only_courtesy, only_intends};
+use request_edges::repeated_edges;
 use units::Entry;
 
 /// Options of a digest.
@@ -108,117 +116,6 @@ const LARGE_ROOM_INDEX_SHARE: f64 = 0.25;
 /// Rooms up to this many tokens give the index `INDEX_SHARE`.
 const SMALL_ROOM_TOKENS: f64 = 3_000.0;
 
-/// Sentences this short (characters) at either edge of a request are courtesy ("No problem.",
-/// "Can you help with that?") when the rest is long: clipped forms leave them out.
-const COURTESY_CHARS: usize = 28;
-
-/// `text` without a short first sentence and a short last sentence, when what stays is still
-/// one and a half times as long as what goes (a 95-character request between "Alright, then."
-/// and "Could you help with that?" loses its edges); `text` itself otherwise.
-fn without_courtesy_edges(text: &str) -> &str {
-    let t = text.trim();
-    let ends = |i: usize, c: char| {
-        matches!(c, '.' | '!' | '?') && t[i + 1..].starts_with(char::is_whitespace)
-    };
-    let mut a = 0;
-    if let Some((i, c)) = t.char_indices().find(|&(i, c)| ends(i, c)) {
-        if i < COURTESY_CHARS {
-            a = i + c.len_utf8();
-        }
-    }
-    let mut b = t.len();
-    let body = t.trim_end_matches(['.', '!', '?']);
-    if let Some((i, c)) = body.char_indices().rev().find(|&(i, c)| ends(i, c)) {
-        if t.len() - i <= COURTESY_CHARS && i >= a {
-            b = i + c.len_utf8();
-        }
-    }
-    let core = t[a..b].trim();
-    if core.len() * 2 >= (t.len() - core.len()) * 3 && core.len() > 2 * COURTESY_CHARS {
-        core
-    } else {
-        text
-    }
-}
-
-/// The shortest sentence `repeated_edges` counts (bytes): "Thanks." said twice is courtesy
-/// (`without_courtesy_edges`), not a repeated line.
-const REPEATED_SENTENCE_BYTES: usize = 20;
-
-/// Longest user turn (bytes) read for its edge sentences: a request, not a pasted log.
-const REPEATED_TURN_BYTES: usize = 4_000;
-
-/// The first and the last sentence of `text` (trimmed; the same one when it has one).
-fn edge_sentences(text: &str) -> (&str, &str) {
-    let t = text.trim();
-    let ends = |b: &[u8], i: usize| {
-        matches!(b[i], b'.' | b'!' | b'?') && b.get(i + 1).is_some_and(u8::is_ascii_whitespace)
-    };
-    let b = t.as_bytes();
-    // (The ends found by a vectorized search: a digest reads the edges of every user turn up
-    // to `REPEATED_TURN_BYTES`, observations too, and a test per byte was 3% of it.)
-    let first = memchr::memchr3_iter(b'.', b'!', b'?', b)
-        .find(|&i| ends(b, i))
-        .map_or(t, |i| &t[..=i]);
-    let body = t.trim_end_matches(['.', '!', '?']);
-    let last = memchr::memchr3_iter(b'.', b'!', b'?', &b[..body.len()])
-        .rev()
-        .find(|&i| ends(b, i))
-        .map_or(t, |i| t[i + 1..].trim_start());
-    (first.trim(), last.trim())
-}
-
-/// The sentences that open or close two user turns of `msgs` or more: a user simulator's or a
-/// person's sign-off said every turn ("You are the most lenient customer service agent I have
-/// ever spoken to."), which a clipped request kept in place of its reason.
-fn repeated_edges(msgs: &[Message<'_>]) -> HashSet<String> {
-    // (Fx: a turn of one sentence, an observation without a full stop among them, is hashed
-    // whole, and SipHash took as long as finding the edges.)
-    let mut count: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
-    for m in msgs.iter().filter(|m| m.role == Role::User) {
-        let Content::Text(t) = &m.content else {
-            continue;
-        };
-        if t.len() > REPEATED_TURN_BYTES {
-            continue;
-        }
-        let (first, last) = edge_sentences(t);
-        // A turn of one sentence counts it once.
-        let edges = if first == last {
-            &[first][..]
-        } else {
-            &[first, last][..]
-        };
-        for &e in edges.iter().filter(|e| e.len() >= REPEATED_SENTENCE_BYTES) {
-            *count.entry(e).or_default() += 1;
-        }
-    }
-    count
-        .into_iter()
-        .filter(|&(_, n)| n >= 2)
-        .map(|(e, _)| e.to_string())
-        .collect()
-}
-
-/// `core` without its first and last sentences while they are in `repeated` and something is
-/// left (a slice of `core`).
-fn without_repeated_edges<'t>(core: &'t str, repeated: &HashSet<String>) -> &'t str {
-    let mut c = core.trim();
-    loop {
-        let (first, last) = edge_sentences(c);
-        if first.len() == c.len() {
-            return c;
-        }
-        if repeated.contains(first) {
-            c = c[first.len()..].trim();
-        } else if repeated.contains(last) {
-            c = c[..c.len() - last.len()].trim();
-        } else {
-            return c;
-        }
-    }
-}
-
 /// The text of a message: borrowed when it is one string, joined text blocks otherwise.
 fn text_of<'m>(m: &'m Message<'_>) -> Cow<'m, str> {
     match &m.content {
@@ -226,6 +123,14 @@ fn text_of<'m>(m: &'m Message<'_>) -> Cow<'m, str> {
         Content::Parts(ps) => Cow::Owned(parts_text(ps)),
         Content::None => Cow::Borrowed(""),
     }
+}
+
+/// The first line of `text` that holds anything, trimmed.
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
 }
 
 fn parts_text(ps: &[Part<'_>]) -> String {
@@ -297,150 +202,6 @@ fn outcome_for<'t>(
         text: Some(body),
         head_share,
     }
-}
-
-/// Where the first code fence (```) starts: one vectorized search for the three backticks
-/// (a search for the backtick stopped at every one of code that quotes names in single
-/// backticks, and the turns' fences were 3% of a SWE digest).
-fn find_fence(text: &str) -> Option<usize> {
-    static FENCE: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
-    FENCE
-        .get_or_init(|| memchr::memmem::Finder::new(b"```"))
-        .find(text.as_bytes())
-}
-
-/// Info strings of a fence that runs a shell: a text agent's action (mini-swe-agent parses
-/// only ```` ```bash ```` blocks; others write `sh` or `console`).
-const SHELL_FENCES: [&str; 5] = ["bash", "sh", "shell", "zsh", "console"];
-
-/// The fenced block a text agent runs: the last one whose info string names a shell, else the
-/// last one (a thought may quote code in ```` ```python ```` before its command). Its start
-/// and its body (the info line skipped).
-fn command_fence(text: &str) -> Option<(usize, &str)> {
-    // A turn whose middle the library cut (`degrade::cut_text`) may have lost its command's
-    // opening fence: a closing fence left alone after the marker closes a block that opens at
-    // the marker. (Paired across the cut, the fences after it pair off by one, and the
-    // thought between two quoted blocks was taken for the command.)
-    if let Some(m) = crate::degrade::cut_marker_at(text) {
-        let (head, tail) = (&text[..m.start], &text[m.end..]);
-        if fence_count(head).is_multiple_of(2) && !fence_count(tail).is_multiple_of(2) {
-            let close = find_fence(tail)?;
-            let after = m.end + close + 3;
-            let later = fence_in(&text[after..]).map(|(at, cmd, shell)| (after + at, cmd, shell));
-            let cut =
-                Some((m.start, tail[..close].trim(), false)).filter(|(_, cmd, _)| !cmd.is_empty());
-            let chosen = [fence_in(head), cut, later].into_iter().flatten().fold(
-                None,
-                |chosen: Option<(usize, &str, bool)>, b| match chosen {
-                    Some(c) if c.2 && !b.2 => Some(c),
-                    _ => Some(b),
-                },
-            );
-            return chosen.map(|(at, cmd, _)| (at, cmd));
-        }
-    }
-    fence_in(text).map(|(at, cmd, _)| (at, cmd))
-}
-
-/// How many fences (```) `text` holds.
-fn fence_count(text: &str) -> usize {
-    let (mut n, mut from) = (0, 0);
-    while let Some(i) = find_fence(&text[from..]) {
-        n += 1;
-        from += i + 3;
-    }
-    n
-}
-
-/// `command_fence` and how many of the text's blocks are fenced as shell (`shell_blocks`,
-/// asked of a turn with a command): the blocks read once where no cut marker pairs them apart.
-fn command_fence_and_shells(text: &str) -> Option<(usize, &str, usize)> {
-    if crate::degrade::cut_marker_at(text).is_some() {
-        return command_fence(text).map(|(at, cmd)| (at, cmd, shell_blocks(text)));
-    }
-    let mut shells = 0;
-    let chosen = fenced_blocks(text).fold(None, |chosen, (start, cmd, shell)| {
-        shells += usize::from(shell);
-        choose_fence(chosen, start, cmd, shell)
-    });
-    chosen.map(|(at, cmd, _)| (at, cmd, shells))
-}
-
-/// The block `fence_in` keeps of the one `chosen` so far and the next one: a shell block
-/// over one that is not, else the later one; never an empty one.
-fn choose_fence<'t>(
-    chosen: Option<(usize, &'t str, bool)>,
-    start: usize,
-    cmd: &'t str,
-    shell: bool,
-) -> Option<(usize, &'t str, bool)> {
-    if !cmd.is_empty() && (shell || !chosen.is_some_and(|(_, _, s)| s)) {
-        Some((start, cmd, shell))
-    } else {
-        chosen
-    }
-}
-
-/// `command_fence` of text whose fences pair in order: the chosen block's start, its body and
-/// whether its info string names a shell.
-fn fence_in(text: &str) -> Option<(usize, &str, bool)> {
-    fenced_blocks(text).fold(None, |chosen, (start, cmd, shell)| {
-        choose_fence(chosen, start, cmd, shell)
-    })
-}
-
-/// The fenced blocks of `text`, paired in order: each one's start, its body (trimmed) and
-/// whether its info string names a shell (`SHELL_FENCES`).
-fn fenced_blocks(text: &str) -> impl Iterator<Item = (usize, &str, bool)> {
-    let mut from = 0;
-    std::iter::from_fn(move || {
-        let start = from + find_fence(&text[from..])?;
-        let after = &text[start + 3..];
-        let nl = after.find('\n')?;
-        let shell = SHELL_FENCES.contains(&after[..nl].trim().to_ascii_lowercase().as_str());
-        let body = &after[nl + 1..];
-        let end = find_fence(body).unwrap_or(body.len());
-        // Past the closing fence (or the end of an unclosed block).
-        from = start + 3 + nl + 1 + (end + 3).min(body.len());
-        Some((start, body[..end].trim(), shell))
-    })
-}
-
-/// The first line of `text` that holds anything, trimmed.
-fn first_line(text: &str) -> &str {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-}
-
-/// How many blocks of `text` are fenced as shell (`SHELL_FENCES`): a text agent's harness runs
-/// one action a turn.
-fn shell_blocks(text: &str) -> usize {
-    fenced_blocks(text).filter(|&(_, _, shell)| shell).count()
-}
-
-/// The command of a text agent's turn (`command_fence`).
-#[cfg(test)]
-fn fenced_command(text: &str) -> Option<&str> {
-    command_fence(text).map(|(_, cmd)| cmd)
-}
-
-/// The reasoning before the command, without its `THOUGHT:` label.
-#[cfg(test)]
-fn thought(text: &str) -> &str {
-    thought_before(text, command_fence(text).map(|(at, _)| at))
-}
-
-/// The reasoning of a turn's text before its command (`at`: where `command_fence` found it),
-/// without its `THOUGHT:` label.
-fn thought_before(text: &str, at: Option<usize>) -> &str {
-    let before = at.map_or(text, |i| &text[..i]);
-    before
-        .trim()
-        .strip_prefix("THOUGHT:")
-        .unwrap_or(before.trim())
-        .trim()
 }
 
 struct Builder<'a> {
@@ -632,310 +393,6 @@ impl<'a> Builder<'a> {
         self.mark_idle(pushed, reads_only(cmd));
         err
     }
-}
-
-/// Whether a thought names nothing: a short one with no identifier, number, path or quoted
-/// code in it ("Let's see the implementation.", "I need more lines."). Such a conclusion goes
-/// with the commands that only read files (`pack::IDLE`): dropped before the others, given
-/// room after them.
-fn names_nothing(thought: &str) -> bool {
-    let t = thought.trim();
-    t.len() <= IDLE_THOUGHT_BYTES
-        && !t.split_whitespace().any(|w| {
-            let b = w.as_bytes();
-            b.iter()
-                .any(|c| c.is_ascii_digit() || matches!(c, b'_' | b'/' | b'$' | b'`' | b'(' | b'"'))
-                || (b.len() >= 2 && b[1..].iter().any(u8::is_ascii_uppercase) && !is_short_caps(w))
-                || w.trim_end_matches(['.', ',', ':', ';', '!', '?'])
-                    .contains('.')
-        })
-}
-
-/// Whether a user turn asks nothing: short, naming nothing (`names_nothing`), no question,
-/// and each of its sentences a courtesy or a promise to come back ("Thank you, you too! Talk
-/// soon.", "I'll gather those details and get back to you shortly."). Such a turn goes first
-/// when requests must go (`pack::IDLE`): a held-out airline dialogue's tenth summary kept
-/// "I'll be in touch soon with the details. Have a wonderful day as well!" and dropped "could
-/// you please cancel the current reservation and book a new one in business class?".
-fn only_courtesy(turn: &str) -> bool {
-    let t = turn.trim();
-    // (names_nothing first: it reads the length before any byte.)
-    !t.is_empty()
-        && names_nothing(t)
-        && !t.contains('?')
-        && t.split_inclusive(['.', '!', '\n'])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .all(|s| {
-                let lower = s.to_ascii_lowercase();
-                COURTESIES.iter().any(|c| lower.contains(c))
-            })
-}
-
-/// What a courtesy or a promise to come back says (lower case): `only_courtesy`. No word of
-/// consent ("yes", "sounds good", "go ahead"): a consent answers the agent's question.
-const COURTESIES: [&str; 17] = [
-    "thank",
-    "appreciate",
-    "have a great",
-    "have a good",
-    "have a nice",
-    "have a wonderful",
-    "talk soon",
-    "talk to you",
-    "get back to you",
-    "be in touch",
-    "be back",
-    "you too",
-    "goodbye",
-    "bye",
-    "shortly",
-    "in a moment",
-    "working on",
-];
-
-/// A word of two capitals ("ID", "OK", "US"), trailing punctuation aside: a common word, not an
-/// identifier (a flight, a booking or an airport code is longer).
-fn is_short_caps(word: &str) -> bool {
-    let w = word.trim_end_matches(['.', ',', ':', ';', '!', '?', ')']);
-    w.len() == 2 && w.bytes().all(|c| c.is_ascii_uppercase())
-}
-
-/// Whether a thought only says what the agent will do next ("I will read `x.py` to see how
-/// ...", "Let's run the tests."): a short one opening with an intent, whose action the next
-/// call line shows.
-fn only_intends(thought: &str) -> bool {
-    let t = thought.trim();
-    t.len() <= INTENT_THOUGHT_BYTES
-        && !t.contains('\n')
-        && INTENT_OPENINGS.iter().any(|o| {
-            t.as_bytes()
-                .get(..o.len())
-                .is_some_and(|head| head.eq_ignore_ascii_case(o.as_bytes()))
-        })
-}
-
-/// The longest thought (bytes) `only_intends` reads as one: a longer one says more than its next
-/// call line shows.
-const INTENT_THOUGHT_BYTES: usize = 240;
-/// How a thought that only says what comes next opens (compared ignoring ASCII case).
-const INTENT_OPENINGS: [&str; 8] = [
-    "i will ",
-    "i'll ",
-    "let's ",
-    "let me ",
-    "now i will ",
-    "now, i will ",
-    "now let's ",
-    "next, i will ",
-];
-
-/// The longest thought (bytes) `names_nothing` reads as one.
-const IDLE_THOUGHT_BYTES: usize = 160;
-
-/// Merge the sections of a previous digest (or keep foreign text as one entry); its identifier
-/// index is carried into this one's.
-fn merge_previous<'a>(b: &mut Builder<'a>, prev: &'a str) {
-    b.index.carry(prev);
-    let body = identifier_index::strip(prev);
-    let mut current: Option<Section> = None;
-    let mut old_list = false;
-    let mut foreign = String::new();
-    for line in body.lines() {
-        if let Some(title) = line.strip_prefix("## ") {
-            let title = title.trim();
-            old_list = matches!(title, "Files and paths" | "Identifiers");
-            current = SECTIONS
-                .iter()
-                .find(|(_, t)| *t == title)
-                .map(|(s, _)| *s)
-                .or_else(|| {
-                    OLD_TITLES
-                        .iter()
-                        .find(|(t, _)| *t == title)
-                        .map(|(_, s)| *s)
-                });
-            continue;
-        }
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if old_list {
-            // An older digest's comma-separated lists: carried as identifiers.
-            b.index.scan(line, 2.0, 0.0);
-            continue;
-        }
-        let item = line.strip_prefix("- ").unwrap_or(line);
-        match current {
-            None => {
-                if !line.starts_with("Earlier conversation folded") && !line.starts_with("Focus:") {
-                    foreign.push_str(line);
-                    foreign.push('\n');
-                }
-            }
-            Some(Section::Requests) => b.request(Cow::Borrowed(item)),
-            // The state and open items of an older span are history now. A state is carried
-            // as long as the room holds it, stepping down as any carried line: cut to 400
-            // characters at once, a SWE run's 12,001-character state (a script the agent
-            // wrote) left a second digest 2,300 tokens short of its room, the room unused.
-            Some(Section::LastState) => {
-                let mut forms: Vec<String> = carried_forms(item, 400)
-                    .into_iter()
-                    .map(|f| format!("earlier state: {f}"))
-                    .collect();
-                forms.push(format!("earlier state: {}", clip(item, 120)));
-                b.push(Section::Conclusions, forms);
-            }
-            Some(Section::Open) => match pending_in(item) {
-                // Answered by the span's first observation (`Walk::new`).
-                Some(cmd) if b.carried_command.is_none() => {
-                    b.carried_command = Some(cmd.to_string());
-                }
-                _ => {
-                    b.push(
-                        Section::Conclusions,
-                        vec![format!("earlier open item: {item}")],
-                    );
-                }
-            },
-            Some(s @ (Section::Calls | Section::Errors)) => {
-                b.push(s, carried_call_forms(item));
-            }
-            Some(s) => {
-                b.push(s, carried_forms(item, CARRIED_NOTE_FLOOR));
-            }
-        }
-    }
-    if !foreign.trim().is_empty() {
-        for r in rules_in(&foreign) {
-            b.push(Section::Rules, vec![r]);
-        }
-        b.push(
-            Section::Earlier,
-            vec![
-                clip(&foreign, 2_000),
-                clip(&foreign, 600),
-                clip(&foreign, 200),
-            ],
-        );
-    }
-}
-
-/// A previous digest's line is carried as that digest wrote it: at its fullest a long output of
-/// thousands of characters. Its shorter forms step down from its length by this factor, to a
-/// floor (`CARRIED_CALL_FLOOR`, `CARRIED_NOTE_FLOOR`), so a room that holds most of the line
-/// keeps most of it: with no step between the whole line and 240 characters, a second digest
-/// whose room held most of a SWE run's `ls -R` line kept 240 characters and left the room
-/// two-thirds empty (1,673 tokens of summary became 459 in a room of 1,638).
-const CARRIED_STEP: f64 = 0.7;
-
-/// The shortest form of a carried call or error line (characters), before its command alone.
-const CARRIED_CALL_FLOOR: usize = 240;
-
-/// The shortest form of a carried conclusion, note or other line (characters).
-const CARRIED_NOTE_FLOOR: usize = 200;
-
-/// A carried line whole, then clipped to `CARRIED_STEP` of the form before, down to `floor`
-/// characters (always that form last).
-fn carried_forms(item: &str, floor: usize) -> Vec<String> {
-    let chars = item.chars().count();
-    let mut forms = vec![item.to_string()];
-    let mut n = (chars as f64 * CARRIED_STEP) as usize;
-    while n > floor {
-        forms.push(clip(item, n));
-        n = (n as f64 * CARRIED_STEP) as usize;
-    }
-    forms.push(clip(item, floor));
-    forms
-}
-
-/// The command of a previous digest's open item for the command its fold ended on
-/// (`Walk::pending_command`), or None for any other item.
-fn pending_in(item: &str) -> Option<&str> {
-    item.strip_prefix("ran `$ ")?
-        .strip_suffix(PENDING_OUTPUT)
-        .filter(|c| !c.is_empty())
-}
-
-/// How the open item of a pending command ends (`Walk::pending_command`).
-const PENDING_OUTPUT: &str = "`; its output is in the messages kept after this summary";
-
-/// Share of a carried call line's characters its call may keep in a shorter form (its
-/// outcome takes the rest), and the least it keeps.
-const CARRIED_CALL_SHARE: f64 = 0.4;
-const CARRIED_CALL_MIN_CHARS: usize = 60;
-
-/// The forms of a previous digest's call or error line (`call -> verdict: body`): the line
-/// whole, then shorter by `CARRIED_STEP` down to `CARRIED_CALL_FLOOR`, each keeping the call's
-/// head and end and the outcome's verdict and both ends, as a call's own forms clip its
-/// result (`RESULT_HEAD_SHARE`: the last lines say how it ended); then the call with the
-/// outcome's end. A line clipped by its head alone lost the end first, where the exception a
-/// run ended on and a test run's counts stand (`… line 61, in …` for
-/// `ImproperlyConfigured: Requested setting INSTALLED_APPS`), and its last form, the call
-/// alone, kept of `$ (command not in this span) -> error: ... FAILURE: prefetch_related
-/// returned None` nothing at all.
-fn carried_call_forms(item: &str) -> Vec<String> {
-    let Some(i) = item.find(" -> ") else {
-        let mut forms = carried_forms(item, CARRIED_CALL_FLOOR);
-        forms.push(clip(item, 120));
-        return forms;
-    };
-    let (call, outcome) = (&item[..i], &item[i + 4..]);
-    // The verdict (`error: `, `ok: rc=0: `) stays whole; the body is what is clipped.
-    let verdict_end = verdict_len(outcome);
-    let (verdict, body) = outcome.split_at(verdict_end);
-    let form = |n: usize, call_share: f64, body_share: f64| {
-        let call_max = ((n as f64 * call_share) as usize).max(CARRIED_CALL_MIN_CHARS);
-        let mut f = String::with_capacity(n + 8);
-        clip_ends_into(call, call_max, 0.6, &mut f);
-        f.push_str(" -> ");
-        f.push_str(verdict);
-        let used = f.chars().count();
-        let left = n.saturating_sub(used);
-        if left >= 16 {
-            clip_ends_into(body, left, body_share, &mut f);
-        } else if !body.trim().is_empty() {
-            f.push('…');
-        }
-        f
-    };
-    let chars = item.chars().count();
-    let mut out = vec![item.to_string()];
-    let mut n = (chars as f64 * CARRIED_STEP) as usize;
-    while n > CARRIED_CALL_FLOOR {
-        out.push(form(n, CARRIED_CALL_SHARE, RESULT_HEAD_SHARE));
-        n = (n as f64 * CARRIED_STEP) as usize;
-    }
-    out.push(form(
-        CARRIED_CALL_FLOOR,
-        CARRIED_CALL_SHARE,
-        RESULT_HEAD_SHARE,
-    ));
-    out.push(form(120, 0.6, 0.0));
-    out.dedup();
-    out
-}
-
-/// Bytes of a digest's outcome that say its verdict: `error: ` or `ok: `, and the return
-/// code after it (`rc=1: `); 0 where the outcome opens otherwise (`no result in this span`).
-fn verdict_len(outcome: &str) -> usize {
-    let Some(rest) = outcome
-        .strip_prefix("error: ")
-        .or_else(|| outcome.strip_prefix("ok: "))
-    else {
-        return 0;
-    };
-    let at = outcome.len() - rest.len();
-    if let Some(r) = rest.strip_prefix("rc=") {
-        let digits = r
-            .find(|c: char| !(c.is_ascii_digit() || c == '-'))
-            .unwrap_or(r.len());
-        if digits > 0 && r[digits..].starts_with(": ") {
-            return at + 3 + digits + 2;
-        }
-    }
-    at
 }
 
 /// A call's result within the span: its text, and whether the provider marked it failed.
@@ -1685,6 +1142,8 @@ mod tests {
     use super::*;
     use crate::message::ToolCall;
     use crate::provider::Provider;
+    use carried::pending_in;
+    use request_edges::without_repeated_edges;
     use std::borrow::Cow;
 
     fn est() -> Estimator {
@@ -1797,43 +1256,6 @@ mod tests {
                 "{d}"
             );
         }
-    }
-
-    /// A previous digest's call or error line, shortened, keeps its call, its verdict and the
-    /// end of its outcome (where the exception or the test counts are), down to its last form.
-    #[test]
-    fn a_carried_error_line_keeps_its_verdict_and_its_end_when_shortened() {
-        let frames: String = (0..30)
-            .map(|k| format!("File \"/testbed/django/db/m{k}.py\", line {k}, in f{k} "))
-            .collect();
-        let item = format!(
-            "$ python3 reproduce_issue.py -> error: rc=1: Traceback (most recent call last): {frames}django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS"
-        );
-        let forms = carried_call_forms(&item);
-        assert_eq!(forms[0], item);
-        assert!(forms.len() > 3, "{forms:?}");
-        for f in &forms[1..] {
-            assert!(
-                f.starts_with("$ python3 reproduce_issue.py -> error: rc=1: "),
-                "{f}"
-            );
-            assert!(f.ends_with("INSTALLED_APPS"), "{f}");
-            assert!(f.chars().count() < item.chars().count(), "{f}");
-        }
-        let last = forms.last().unwrap();
-        assert!(last.chars().count() <= 130, "{last}");
-        // Forms only shorten, and no two are the same.
-        assert!(
-            forms
-                .windows(2)
-                .all(|w| w[0].chars().count() > w[1].chars().count()),
-            "{forms:?}"
-        );
-        // A line without an outcome steps down as any carried line.
-        assert!(carried_call_forms("$ ls -R").iter().all(|f| f == "$ ls -R"));
-        assert_eq!(verdict_len("ok: rc=0: done"), "ok: rc=0: ".len());
-        assert_eq!(verdict_len("error: boom"), "error: ".len());
-        assert_eq!(verdict_len("no result in this span"), 0);
     }
 
     /// A previous digest's last state is carried as long as the new room holds it: a room
@@ -2735,34 +2157,6 @@ mod tests {
     }
 
     #[test]
-    fn clipped_requests_lose_their_courtesy_edges_before_their_conditions() {
-        let r = "No problem. I recently made a reservation, and I'd like to change it to the \
-                 cheapest business class round trip without changing the dates. Can you help with that?";
-        assert_eq!(
-            without_courtesy_edges(r),
-            "I recently made a reservation, and I'd like to change it to the cheapest business \
-             class round trip without changing the dates."
-        );
-        let short_core =
-            "Alright, then. I'd like to change my recent reservation to the cheapest business \
-                          round trip while keeping the same dates. Could you help with that?";
-        assert_eq!(
-            without_courtesy_edges(short_core),
-            "I'd like to change my recent reservation to the cheapest business round trip while \
-             keeping the same dates."
-        );
-        // Short requests, and long edges, stay as they are.
-        assert_eq!(
-            without_courtesy_edges("Thanks! Book it."),
-            "Thanks! Book it."
-        );
-        let long_edges =
-            "Neither of those flights work for me; I'm looking to fly after 11 AM EST. \
-                          Could you check if there are any flights available after that?";
-        assert_eq!(without_courtesy_edges(long_edges), long_edges);
-    }
-
-    #[test]
     fn a_second_digest_keeps_the_first_ones_identifiers() {
         let first = digest(
             &history(),
@@ -2899,92 +2293,6 @@ mod tests {
         assert!(d.contains("astropy/modeling/separable.py"));
     }
 
-    /// A sentence that opens or closes two user turns or more (a user simulator's sign-off)
-    /// is left out of the clipped requests, which keep their reasons instead; a request whole
-    /// keeps it, and a turn that is nothing but that sentence stays as it is.
-    #[test]
-    fn a_sign_off_said_every_turn_is_left_out_of_clipped_requests() {
-        let sign_off = "You are the most lenient customer service agent I have ever spoken to.";
-        let turns = [
-            format!("My reservation IDs are IFOYYZ and NQNU5R. As for the reason, there has been a change of plan and the trip is off for good. {sign_off}"),
-            format!("Yes, please proceed with the cancellation of reservation NQNU5R right away. {sign_off}"),
-            format!("I would also like to change another reservation, M20IZO, to a nonstop flight if that is possible. {sign_off}"),
-            sign_off.to_string(),
-        ];
-        let mut texts: Vec<String> = Vec::new();
-        for t in &turns {
-            texts.push(t.clone());
-            texts.push("Let me check that for you.".to_string());
-        }
-        let msgs = alternating(&texts, "user");
-        let repeated = repeated_edges(&msgs);
-        assert!(repeated.contains(sign_off), "{repeated:?}");
-        assert_eq!(
-            without_repeated_edges(&turns[0], &repeated),
-            "My reservation IDs are IFOYYZ and NQNU5R. As for the reason, there has been a change of plan and the trip is off for good."
-        );
-        assert_eq!(without_repeated_edges(sign_off, &repeated), sign_off);
-        let whole = digest_within(&msgs, 100_000);
-        assert!(whole.contains(&turns[0]), "{whole}");
-        // A room that clips the requests keeps the reason, not the sign-off.
-        let tight = digest_within(&msgs, 120);
-        let requests = section_of(&tight, "## User requests");
-        assert!(requests.contains("the trip is off for good"), "{tight}");
-        // Only the turn that is the sign-off alone says it.
-        let said = requests
-            .lines()
-            .filter(|l| l.contains("I have ever spoken to"))
-            .count();
-        assert_eq!(said, 1, "{tight}");
-    }
-
-    #[test]
-    fn a_thought_that_names_nothing_is_told_apart() {
-        for idle in [
-            "Let's see the implementation.",
-            "I need more lines.",
-            "Okay, let's look a bit further down.",
-            "Now I run the reproduction script.",
-            // (Two capitals are a word, not a code.)
-            "I can help with that. Could you please provide your user ID?",
-        ] {
-            assert!(names_nothing(idle), "{idle}");
-        }
-        for named in [
-            "Line 214 is likely `UniqueConstraint.remove_sql`.",
-            "The test fails with 2 errors.",
-            "I need to edit django/db/models/query.py.",
-            "It calls resolve_expression first.",
-            "Reservation XEHM4B cannot be cancelled.",
-            "The flight lands at SFO.",
-            &"word ".repeat(40),
-        ] {
-            assert!(!names_nothing(named), "{named}");
-        }
-    }
-
-    #[test]
-    fn a_turn_that_asks_nothing_is_told_apart() {
-        for courtesy in [
-            "Thank you, you too! Talk soon.",
-            "I'll gather those details and get back to you shortly. Thanks for your help!",
-            "Thanks! I'll be in touch soon with the details. Have a wonderful day as well!",
-            "Thank you for your patience. I'm working on finalizing those details now.",
-        ] {
-            assert!(only_courtesy(courtesy), "{courtesy}");
-        }
-        for asks in [
-            // A consent answers the agent's question; a question asks; a name is named.
-            "Yes, please go ahead with the booking. Thank you for your help!",
-            "Thanks! Can you also add a bag?",
-            "Thank you. My user ID is mia_li_3668.",
-            "Thanks. Please cancel the current reservation and book a new one in business class.",
-            "",
-        ] {
-            assert!(!only_courtesy(asks), "{asks}");
-        }
-    }
-
     /// Requests that must go to fit the room: the courtesies first, then the oldest. Before,
     /// the oldest went first whatever they asked: the tenth summary of a held-out airline
     /// dialogue kept four courtesies and dropped the request to rebook in business class.
@@ -3020,26 +2328,6 @@ mod tests {
             }
         }
         assert!(seen > 0, "no room was tight enough to drop a courtesy");
-    }
-
-    #[test]
-    fn a_thought_that_only_says_what_comes_next_is_told_apart() {
-        // (Its action is the next call line: the held-out SWE folds kept lines like the first.)
-        for intent in [
-            "I will read the content of `django/db/models/query_utils.py` to understand `_unregister_lookup`.",
-            "Let's run the reproduction script again to verify the fix.",
-            "Now I will check `django/test/utils.py`.",
-        ] {
-            assert!(only_intends(intent), "{intent}");
-        }
-        for finding in [
-            "The reproduction script confirmed the issue: the lookup remains in the cache.",
-            "I see the `_unregister_lookup` method:\n```python\ndel cls.class_lookups[name]\n```",
-            &format!("I will {}", "explain at length ".repeat(20)),
-            "It seems the `sed` command worked correctly. Let's run the tests.",
-        ] {
-            assert!(!only_intends(finding), "{finding}");
-        }
     }
 
     /// A text agent's run: a thought before each command, the command's output after it.
@@ -3197,40 +2485,6 @@ mod tests {
         assert!(d.contains("1 user requests, 1 tool calls"), "{d}");
     }
 
-    /// A turn the library cut in its middle, the command's opening fence cut with it: the
-    /// block the lone closing fence ends is the command, opening at the marker, and the
-    /// thought is what stands before the marker (the thought between two quoted blocks was
-    /// taken for the command: "ran `$ If `load=False`, it doesn't call ...`").
-    #[test]
-    fn a_command_whose_opening_fence_was_cut_is_read_from_the_marker() {
-        let text = "THOUGHT: The check is on line 93.\n```python\n93: if x is None:\n```\nIf `load=False`, \
-                    nothing runs.\n```python\nloader.load_disk()\n```\nLet me wr\n\
-                    [... ~832 tokens cut from the middle ...]\nprint('PASS')\nEOF\n```";
-        let (at, cmd) = command_fence(text).expect("a command");
-        assert_eq!(cmd, "print('PASS')\nEOF");
-        assert_eq!(
-            thought_before(text, Some(at)),
-            thought_before(&text[..at], None)
-        );
-        assert!(thought_before(text, Some(at)).ends_with("Let me wr"));
-        // A shell block after the cut block is still the command.
-        let later = format!("{text}\nthen\n```bash\npython repro.py\n```");
-        assert_eq!(fenced_command(&later), Some("python repro.py"));
-        // Fences that pair on both sides of a marker are read as they stand.
-        let paired = "```bash\nls\n```\n[~40 tokens cut]\n```bash\npwd\n```";
-        assert_eq!(fenced_command(paired), Some("pwd"));
-    }
-
-    #[test]
-    fn the_command_is_the_shell_fence_not_code_quoted_in_the_thought() {
-        let t = "THOUGHT: the method reads\n```python\ndef write(self):\n    pass\n```\nso I check it.\n\n```bash\nsed -n '70,75p' connect.py\n```";
-        assert_eq!(fenced_command(t), Some("sed -n '70,75p' connect.py"));
-        assert!(thought(t).contains("def write(self)"));
-        // Without a shell fence, the last block; an unclosed one still counts.
-        assert_eq!(fenced_command("a\n```\nls\n```\nb\n```\npwd"), Some("pwd"));
-        assert_eq!(fenced_command("no fence here"), None);
-    }
-
     #[test]
     fn a_turn_of_several_actions_the_harness_refused_is_an_error_not_a_run() {
         let coded = |o: &str| format!("<returncode>0</returncode>\n<output>\n{o}\n</output>");
@@ -3306,5 +2560,44 @@ mod tests {
             d.contains("$ git status -> ok: rc=0: nothing to commit"),
             "{d}"
         );
+    }
+
+    /// A sentence that opens or closes two user turns or more (a user simulator's sign-off)
+    /// is left out of the clipped requests, which keep their reasons instead; a request whole
+    /// keeps it, and a turn that is nothing but that sentence stays as it is.
+    #[test]
+    fn a_sign_off_said_every_turn_is_left_out_of_clipped_requests() {
+        let sign_off = "You are the most lenient customer service agent I have ever spoken to.";
+        let turns = [
+            format!("My reservation IDs are IFOYYZ and NQNU5R. As for the reason, there has been a change of plan and the trip is off for good. {sign_off}"),
+            format!("Yes, please proceed with the cancellation of reservation NQNU5R right away. {sign_off}"),
+            format!("I would also like to change another reservation, M20IZO, to a nonstop flight if that is possible. {sign_off}"),
+            sign_off.to_string(),
+        ];
+        let mut texts: Vec<String> = Vec::new();
+        for t in &turns {
+            texts.push(t.clone());
+            texts.push("Let me check that for you.".to_string());
+        }
+        let msgs = alternating(&texts, "user");
+        let repeated = repeated_edges(&msgs);
+        assert!(repeated.contains(sign_off), "{repeated:?}");
+        assert_eq!(
+            without_repeated_edges(&turns[0], &repeated),
+            "My reservation IDs are IFOYYZ and NQNU5R. As for the reason, there has been a change of plan and the trip is off for good."
+        );
+        assert_eq!(without_repeated_edges(sign_off, &repeated), sign_off);
+        let whole = digest_within(&msgs, 100_000);
+        assert!(whole.contains(&turns[0]), "{whole}");
+        // A room that clips the requests keeps the reason, not the sign-off.
+        let tight = digest_within(&msgs, 120);
+        let requests = section_of(&tight, "## User requests");
+        assert!(requests.contains("the trip is off for good"), "{tight}");
+        // Only the turn that is the sign-off alone says it.
+        let said = requests
+            .lines()
+            .filter(|l| l.contains("I have ever spoken to"))
+            .count();
+        assert_eq!(said, 1, "{tight}");
     }
 }

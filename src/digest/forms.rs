@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::clip::{clip_ends, clip_ends_into, is_whole, whole_line_share};
-use super::{without_courtesy_edges, without_repeated_edges};
+use super::request_edges::{without_courtesy_edges, without_repeated_edges};
 
 /// The forms of one unit.
 /// `Send + Sync`: a digest builds many units' forms on several threads (`units::price_many`).
@@ -104,7 +104,7 @@ impl<'a> Request<'a> {
     }
 
     /// A request whose clipped forms also leave out the sentences of `repeated` that open or
-    /// close it (`digest::repeated_edges`: said in other turns too).
+    /// close it (`request_edges::repeated_edges`: said in other turns too).
     pub(super) fn without(
         text: Cow<'a, str>,
         repeated: &std::collections::HashSet<String>,

@@ -99,8 +99,8 @@ const RICH_ONLY: usize = usize::MAX;
 /// mostly `cat` and `sed -n` of the file being edited, and what the reproduction script
 /// printed was gone. On conclusions, it drops the
 /// thoughts that name nothing ("Let's see the implementation.") or only say what comes next
-/// ("I will read `x.py` to see ...", `digest::only_intends`; the four sets' facts at 0.75x / 1x /
-/// 1.5x the naive budget: 1,697 -> 1,701): a SWE fold kept six such
+/// ("I will read `x.py` to see ...", `digest::idle::only_intends`; the four sets' facts at
+/// 0.75x / 1x / 1.5x the naive budget: 1,697 -> 1,701): a SWE fold kept six such
 /// lines among its sixteen conclusions, beside eight of its 29 calls (facts at the naive
 /// budget over the four probe sets: 611 -> 617, with the give-back order of
 /// `Packing::give_back`).

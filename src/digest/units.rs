@@ -31,7 +31,7 @@ pub(super) struct Entry<'a> {
     pub(super) from: Option<usize>,
     /// Worth the least of its section (`pack::IDLE`): a command that prints a file's lines
     /// (`cat`, `sed -n`, `head`, ...; the file is still there to print again, a run's output is
-    /// not), or a thought that names nothing (`digest::names_nothing`: "I need more lines.").
+    /// not), or a thought that names nothing (`digest::idle::names_nothing`: "I need more lines.").
     /// Dropped before the others of its section, given room back after every other unit.
     pub(super) idle: bool,
     /// How many forms the unit has (equal ones counted apart).
