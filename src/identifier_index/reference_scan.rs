@@ -2,10 +2,11 @@
 //! the token's bytes, every line split): the reference the byte-class scan must agree with,
 //! identifier for identifier and in the same order.
 
-use super::{
+use super::classify::{
     error_entry, has_scheme, is_config_key, is_number, is_record_id, is_token_char, is_unit,
-    is_uuid, Collector, Kind,
+    is_uuid,
 };
+use super::{Collector, Kind};
 
 const PATH_EXTENSIONS: [&str; 30] = [
     "py", "rs", "js", "ts", "tsx", "jsx", "json", "md", "txt", "toml", "yaml", "yml", "cfg", "ini",

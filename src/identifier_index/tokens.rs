@@ -4,7 +4,7 @@
 //! the tokens holding a mark are read at all (`MarkedTokens`): words of lower-case letters, most
 //! of any text, are stepped over by a block of bytes at a time.
 
-use super::is_token_char;
+use super::classify::is_token_char;
 
 /// `a`-`f`.
 pub const LOWER_HEX: u32 = 1;
