@@ -16,9 +16,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import itertools
-import json
-import sys
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, Literal, cast
@@ -37,17 +34,17 @@ from contextfold.fold_sources import FoldSources
 from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
-from contextfold.prune import _copy, apply_edits
+from contextfold.prune import apply_edits
+from contextfold.room_fill import RoomFill
 from contextfold.recoverable import MAX_ROUND_SHARE, MIN_RECALL_PAGE_TOKENS, RecallRound, RecoverableFolds
 from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult, utf8_text
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
-from contextfold.summary_message import summary_message
-from contextfold.summary_room import (ROOM_SWING, RULES_HEADING, index_at, index_share, inner_index_demoted,
-                                     neutralize_markers, requests_of, stable_room, summary_room, trim_index, with_index,
-                                     with_requests, with_rules)
-from contextfold.tail_fill import MIN_FILL_TOKENS, fill_tail, grow_tail, restore_tail, span_words
+from contextfold.summary_assembly import CLOSE, OPEN, assembled_from, like_history
+from contextfold.summary_room import (RULES_HEADING, index_at, index_share, inner_index_demoted, neutralize_markers,
+                                     requests_of, stable_room, summary_room, with_index, with_requests, with_rules)
+from contextfold.tail_fill import fill_tail, restore_tail
 
 __all__ = [
     "CompactionResult",
@@ -105,30 +102,7 @@ DEFAULT_SUMMARY_MAX_TOKENS = 32_768
 #: tokens), so the prefix sent last time stays byte-identical between steps (prompt cache).
 DEFAULT_CACHE_BLOCK_SHARE = 0.05
 
-#: A folded history at this share of its budget or more has filled it (the goal is 95-100%):
-#: a digest that filled its room is not redone to move more of the fold into the tail.
-FILLED_SHARE = 0.95
-#: Tries at moving the fold's newest rounds into the tail (each digests the shorter fold again):
-#: aimed lower by what the last history missed, higher by what a shorter fold's digest left
-#: under ``FILLED_SHARE``, and halfway back when a larger aim finds no plan (the cut round
-#: would be masked in the tail). Successive SWE compactions under 95% of the budget: 33 of 909
-#: with 3 tries, 30 with 4.
-GROW_AIMS = 4
-#: Tries of the same when the summary is kept as written (a model's): each costs a plan and a
-#: check, no summary, so the aim is bisected further.
-KEPT_GROW_AIMS = 8
-#: A digest written again smaller that leaves more than this many tokens of the budget unused,
-#: and more than ``REFIT_SLACK_SHARE`` of it, is written once more in a room between
-#: (``Compactor._refitted``): each try is a whole digest, which on the 10,000-message synthetic
-#: history is most of a compaction, to win back at most a share of the budget that small.
-REFIT_SLACK_TOKENS = 16
-REFIT_SLACK_SHARE = 0.01
-#: A digest this full of its steady room may say more in a wider one (``_widened``): it packs
-#: whole forms of units, so a digest that ran out of room stops short of it (a SWE run's sixth
-#: compaction, 1,781 tokens of 1,935, beside 931 tokens of the budget unused).
-WIDEN_FILL_SHARE = 0.85
 
-OPEN, CLOSE = _core.SUMMARY_MARKERS
 
 
 @dataclasses.dataclass(slots=True)
@@ -140,25 +114,6 @@ class _Attempt:
     round_skipped: bool = False
 
 
-def _merge(message: Any, text: str, *, at_start: bool, fmt: str) -> Any:
-    """A copy of ``message`` carrying ``text`` as a text block (or prefix) of its content, as
-    its wire format writes it (the core's ``merge_summary``)."""
-    return _core.merge_summary(message, text, format=fmt, at_start=at_start, copy=_copy)  # type: ignore[arg-type]
-
-
-def _like_history(message: dict[str, Any], history: Sequence[Any]) -> Any:
-    """A message the compaction adds, as the history holds them: a LangChain message in a
-    history of LangChain messages (LangChain's own ``convert_to_messages``), else the dict."""
-    # The type test runs in C over the history (``map``): a per-message Python call walked a
-    # 10,000-message history for every message the compaction adds.
-    base = sys.modules.get("langchain_core.messages.base")
-    if base is None or not any(map(isinstance, history, itertools.repeat(base.BaseMessage))):
-        return message
-    from langchain_core.messages import convert_to_messages
-
-    return convert_to_messages([message])[0]
-
-
 def _holds_every_rule(text: str | None, span: list[Any], previous: str | None) -> bool:
     """Whether ``text`` holds whole every standing rule of ``span`` and of ``previous`` (the
     summary folded with it)."""
@@ -166,50 +121,7 @@ def _holds_every_rule(text: str | None, span: list[Any], previous: str | None) -
     return all(r in (text or "") for r in rules)
 
 
-def _assemble(run: CompactionRun, base: list[Any], text: str, native: tuple[Any, ...], fold_line: str) -> list[Any]:
-    """The compacted history: head, kept messages, the summary (wrapped in its markers, as a
-    message of the plan's role or merged into the tail message the plan names; or the provider's
-    own ``native`` messages), then the tail. ``base`` is the history with the tail's edits."""
-    plan, fmt = run.plan, run.fmt
-    head_end, tail_start = int(plan["head_end"]), int(plan["tail_start"])
-    kept_idx: list[int] = plan["kept"]
-    wrapped = f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
-    out = base[:head_end] + [base[i] for i in kept_idx]
-    if native:
-        return out + [_like_history(m, run.msgs) for m in native] + base[tail_start:]
-    if plan["summary_role"] is not None:
-        summary = summary_message(wrapped, format=fmt, role=plan["summary_role"])
-        out.append(_like_history(summary, run.msgs))
-        out.extend(base[tail_start:])
-    else:
-        out.extend(base[tail_start:])
-        pos = _merge_position(plan)
-        out[pos] = _merge(out[pos], wrapped, at_start=bool(plan["merge_at_start"]), fmt=fmt)
-    return out
-
-
-def _merge_position(plan: Mapping[str, Any]) -> int:
-    """Where in the assembled history (head, kept, tail) the message the plan merges the
-    summary into lands."""
-    head_end, tail_start, kept_idx = int(plan["head_end"]), int(plan["tail_start"]), plan["kept"]
-    target = int(plan["merge_index"] or 0)
-    if target < head_end:
-        return target
-    return head_end + kept_idx.index(target) if target in kept_idx else head_end + len(kept_idx) + target - tail_start
-
-
-def _assembled_from(plan: Mapping[str, Any], n: int) -> list[int | None]:
-    """The message of the planned history (``n`` long) each message of its assembly stands for:
-    head, kept, the summary (None), tail; the message the summary was merged into is None too."""
-    head_end, tail_start, kept_idx = int(plan["head_end"]), int(plan["tail_start"]), plan["kept"]
-    if plan["summary_role"] is not None:
-        return [*range(head_end), *kept_idx, None, *range(tail_start, n)]
-    sources: list[int | None] = [*range(head_end), *kept_idx, *range(tail_start, n)]
-    sources[_merge_position(plan)] = None
-    return sources
-
-
-class Compactor(RecoverableFolds):
+class Compactor(RoomFill, RecoverableFolds):
     """Keeps a conversation inside its window by masking old tool output and folding the middle
     of the history into a summary.
 
@@ -971,10 +883,10 @@ class Compactor(RecoverableFolds):
         # a second cut that frees more than was left).
         edits: list[Any] = [(*edit, saved) for edit, saved in made]
 
-        def assemble(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
+        def with_kept(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
             built = apply_edits(msgs, kept) if kept else list(msgs)
             return (built, *run.verified(built, [], run.effective))
-        restored = restore_tail(msgs, list(edits), assemble, tokens=tokens, budget=run.effective, store=self.store,
+        restored = restore_tail(msgs, list(edits), with_kept, tokens=tokens, budget=run.effective, store=self.store,
                                 provider=self.provider, model=self.model, notes=notes, why="the cuts left room",
                                 where="", recoverable=self.recoverable, arguments=True)
         if restored is not None:
@@ -1021,14 +933,14 @@ class Compactor(RecoverableFolds):
             # naming the recall tool only when the model is offered it): a SWE
             # run's 2,998-token output alone freed what its budget asked, and masking three left
             # 33% of the budget unused.
-            def assemble(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
+            def with_kept(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
                 built = apply_edits(msgs, kept) if kept else list(msgs)
                 return (built, *run.verified(built, [], run.effective))
             # Give back no more than clear_at_least allows: the check above was against masking
             # everything, and the history returned must itself free that much (Anthropic's
             # clear_at_least clears at least that many tokens each time).
             cap = min(run.effective, run.before - self.clear_at_least) if self.clear_at_least else run.effective
-            restored = restore_tail(msgs, list(edits), assemble, tokens=tokens, budget=cap,
+            restored = restore_tail(msgs, list(edits), with_kept, tokens=tokens, budget=cap,
                                     store=self.store, provider=self.provider, model=self.model, notes=run.notes,
                                     why="masking left room", where="", recoverable=self.recoverable)
             if restored is not None:
@@ -1078,7 +990,7 @@ class Compactor(RecoverableFolds):
             fold_line = self._fold_span(span) if self.recoverable else ""
             return text, f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
         bare = bare_history(msgs, plan, fmt=run.fmt, check=lambda o, s: run.verified(o, s, run.effective),
-                            like=lambda m: _like_history(m, msgs), notes=run.notes, budget=run.effective,
+                            like=lambda m: like_history(m, msgs), notes=run.notes, budget=run.effective,
                             estimate_kw=kw, rules=rules, rules_only=whole,
                             fold_clause=self._fold_clause if self.recoverable else None,
                             recover_only=run.recover_only, pinned=self._pinned_indices(msgs))
@@ -1185,7 +1097,7 @@ class Compactor(RecoverableFolds):
         # The caller's messages the plan's places name (a degrading step may have planned another
         # history), and the one each message of the output stands for.
         given = run.original if len(run.msgs) == len(run.original) else run.msgs
-        sources = _assembled_from(plan, len(given))
+        sources = assembled_from(plan, len(given))
         aligned = len(sources) == len(draft.out)
         if isinstance(self.summarizer, ExtractiveSummarizer) and not draft.native:
             # (The summary's message is the first the compaction wrote; the one after it is the
@@ -1253,336 +1165,6 @@ class Compactor(RecoverableFolds):
         run.notes.append(f"degraded: the summary holds only the fold's standing rules ({room} tokens left for it, "
                          f"under the {_core.MIN_SUMMARY_TOKENS} a summary gets at least)")
         return self._summarized_result(run, draft, plan["tail_edits"])
-
-    def _place(self, run: CompactionRun, draft: Draft, text: str | None = None, base: list[Any] | None = None) -> bool:
-        """Assemble ``draft``'s history (with ``text`` / ``base`` in place of its own when given)
-        and check it; the draft takes them when the check passes or nothing was given. Whether
-        it passed."""
-        out = _assemble(run, draft.base if base is None else base, draft.text if text is None else text,
-                        draft.native, draft.fold_line)
-        tokens, failures = run.verified(out, draft.seams, run.effective)
-        if failures and (text is not None or base is not None):
-            return False
-        draft.out, draft.tokens, draft.failures = out, tokens, failures
-        draft.text = draft.text if text is None else text
-        draft.base = draft.base if base is None else base
-        return not failures
-
-    def _fitted(self, run: CompactionRun, draft: Draft) -> Generator[tuple[Any, SummaryRequest], SummaryResult, None]:
-        """``draft`` within its budget: a model's summary a few tokens over gives up its least
-        index identifiers first; then (the extractive digest at once) it is digested again
-        smaller, at most three times; raises when it still overflows or the history fails the
-        provider's checks."""
-        # (The digest chooses what goes when it is asked for less; trimming its index gave up
-        # the ids a continuing agent asks for. On the held-out probe sets with recoverable=True,
-        # an agent loop kept 352 of 608 facts with the trim and 376 digesting again; one
-        # compaction at 0.75x / 1x / 1.5x of the naive budget: 134 / 406 / 566 -> 132 / 409 /
-        # 566, and without recoverable 167 / 485 / 575 -> 164 / 485 / 575, the loop 469 both.)
-        if draft.over_only() and not draft.native and not isinstance(self.summarizer, ExtractiveSummarizer):
-            # The history's estimate samples long texts, so the cut is checked and widened.
-            excess = draft.tokens - run.effective
-            for widen in (1, 2, 4):
-                trimmed = trim_index(draft.text, (excess + 8) * widen, provider=self.provider, model=self.model,
-                                     previous=draft.request.previous_summary)
-                if trimmed is None:
-                    break
-                if self._place(run, draft, text=trimmed):
-                    run.notes.append(f"the summary came out {excess} tokens over its share: "
-                                     "its identifier index gave them up")
-                    break
-        over_room = 0  # the largest room whose digest came out over the budget
-        for attempt in range(3):
-            if not draft.over_only():
-                break
-            if attempt or isinstance(self.summarizer, ExtractiveSummarizer):
-                over_room = draft.request.max_tokens
-            # The summary came out longer than its share: digest again, smaller by the overflow
-            # and, from the second try, by a growing margin (the estimate of the whole history
-            # samples long texts, so a shorter digest can price a few tokens higher there).
-            shrink = draft.tokens - run.effective + 16 + attempt * max(32, draft.request.max_tokens // 25)
-            r = draft.request
-            if attempt == 0 and draft.room and not isinstance(self.summarizer, ExtractiveSummarizer):
-                # A model's text over its share: the digest written for the summary's whole room
-                # (the model was asked for less: the index's and the requests' shares held back;
-                # the digest writes both itself). Shrunk from the model's share, it was written in
-                # rooms of a few tokens and lost the standing rules (airline dialogues, a model
-                # writing 300 tokens: 145 of 447 planted rules lost over successive compactions).
-                draft.request = dataclasses.replace(r, max_tokens=draft.room)
-            else:
-                draft.request = dataclasses.replace(r, max_tokens=max(16, r.max_tokens - shrink))
-            result = yield (self._fallback, draft.request)
-            if isinstance(self.summarizer, ExtractiveSummarizer):
-                note = "the digest came out over its share of the budget: digested again smaller"
-            else:
-                draft.fallback = True
-                note = "summary over its share of the budget: replaced by the extractive digest"
-            if note not in run.notes:
-                run.notes.append(note)
-            draft.text, draft.native = result.text.strip(), ()
-            self._place(run, draft)
-        if over_room and not draft.failures:
-            yield from self._refitted(run, draft, over_room)
-        if draft.failures:
-            if draft.over_only():
-                raise CompactionBudgetError(
-                    f"compacted history still {draft.tokens} tokens, over the budget of {run.effective}",
-                    tokens=draft.tokens, budget=run.effective)
-            if run.undegraded is not None:
-                # A degraded plan the check rejects is no answer: the budget error it replaced.
-                raise self._budget_error(run, *run.undegraded)
-            raise CompactionError("compaction produced a history a provider would reject: "
-                                  + "; ".join(d for _, _, d in draft.failures), tuple(draft.failures))
-
-    def _refitted(self, run: CompactionRun, draft: Draft, over_room: int) -> Generator[
-            tuple[Any, SummaryRequest], SummaryResult, None]:
-        """A digest written again smaller that fits, written in rooms between its own and
-        ``over_room`` (whose digest came out over the budget), halving that bracket twice at
-        most while the history leaves more of its budget unused than ``REFIT_SLACK_TOKENS`` and
-        ``REFIT_SLACK_SHARE`` of it; the
-        fullest that fits is kept. A fit packs whole forms of units and keeps a packing up to 4%
-        under its room, so a room shrunk by the 28 tokens a digest overflowed by gave up 198
-        (django-11211 as terminal calls: five grep results and their line numbers went, 96% of
-        the budget used where 99% fits); and a wider room may pack less, so the bracket moves
-        on a fit that is no fuller too."""
-        fits = draft.request.max_tokens
-        slack = max(REFIT_SLACK_TOKENS, int(run.effective * REFIT_SLACK_SHARE))
-        for _ in range(2):
-            aim = (fits + over_room) // 2
-            if run.effective - draft.tokens <= slack or aim - fits < REFIT_SLACK_TOKENS:
-                return
-            again = dataclasses.replace(draft.request, max_tokens=aim)
-            result = yield (self._fallback, again)
-            kept = (draft.out, draft.tokens, draft.text)
-            if not self._place(run, draft, text=(result.text or "").strip()):
-                over_room = aim
-                continue
-            fits = aim
-            if draft.tokens <= kept[1]:
-                draft.out, draft.tokens, draft.text = kept  # (no fuller: the history as it was)
-            else:
-                draft.request = again
-
-    def _leftover(self, run: CompactionRun, draft: Draft, room: int, own_index: bool) -> Generator[
-            tuple[Any, SummaryRequest], SummaryResult, list[Any]]:
-        """What the summary left unused goes back to the tail: its masked or cut messages
-        (``restore_tail``), or, where it has none and the digest fell short of its room, the
-        newest rounds of the fold (``_grown``). The tail's edits applied in the end."""
-        tail_edits: list[Any] = run.plan["tail_edits"]
-        # A message the tail's fill cut goes back like the tail's own edits: from the history as
-        # the run started, the cut one of the edits (django-11848's second compaction cut a
-        # thought to fill the tail, the digest came short of its room, and 26% of the budget
-        # went unused). A degrading step's cuts likewise, from the undegraded history: a SWE
-        # run's 2,420-token last output, cut to give the summary its share, beside a fold of
-        # one message whose digest took 173 tokens of 799, left 20% of the budget unused.
-        msgs, edits = run.msgs, list(tail_edits)
-        cuts: list[Any] = []
-        if run.undegraded is not None:
-            if not run.degrade_cuts:
-                return tail_edits
-            cuts = run.degrade_cuts
-            msgs, edits = run.undegraded[0], [*edits, *cuts]
-        elif run.fill_cut is not None:
-            cuts = [run.fill_cut]
-            msgs, edits = run.original, [*edits, run.fill_cut]
-
-        def assemble(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
-            built = _assemble(run, apply_edits(msgs, kept) if kept else msgs, draft.text, draft.native,
-                              draft.fold_line)
-            return (built, *run.verified(built, draft.seams, run.effective))
-        restored = restore_tail(msgs, edits, assemble, tokens=draft.tokens, budget=run.effective,
-                                store=self.store, provider=self.provider, model=self.model, notes=run.notes,
-                                recoverable=self.recoverable)
-        if restored is not None:
-            draft.out, draft.tokens, kept = restored
-            tail_edits = [e for e in kept if not any(e is c for c in cuts)]
-            if not kept and run.fill_cut is not None and run.undegraded is None \
-                    and draft.tokens < run.effective * FILLED_SHARE:
-                yield from self._grown_after_fill(run, draft, room, own_index)
-        elif not tail_edits and run.undegraded is None:
-            yield from self._room_taken(run, draft, room, own_index)
-        return tail_edits
-
-    def _room_taken(self, run: CompactionRun, draft: Draft, room: int, own_index: bool) -> Generator[
-            tuple[Any, SummaryRequest], SummaryResult, bool]:
-        """The room the summary left taken: by the digest's ``_grown_or_widened``; for a model's
-        summary (models write a few hundred tokens whatever the room), by the fold's newest rounds
-        moved into the tail, the next one cut to fit, the summary kept as written (asking the
-        model again for each aim would multiply the compaction's cost; it covers those rounds
-        too, which the continuing model now also reads whole). Whether it was taken."""
-        if own_index:
-            return (yield from self._grown_or_widened(run, draft, room))
-        if draft.native:
-            return False
-        grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text, again=False)
-        if grown is None:
-            return False
-        draft.out, draft.tokens, draft.text, run.plan = grown
-        return True
-
-    def _grown_or_widened(self, run: CompactionRun, draft: Draft, room: int) -> Generator[
-            tuple[Any, SummaryRequest], SummaryResult, bool]:
-        """The room the summary left taken by the fold's newest rounds, moved into the tail
-        (``_grown``), or else by the digest written wider (``_widened``). Whether either took it."""
-        grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
-        if grown is not None:
-            draft.out, draft.tokens, draft.text, run.plan = grown
-            return True
-        before = draft.tokens
-        yield from self._widened(run, draft)
-        return draft.tokens != before
-
-    def _fills_room(self, request: SummaryRequest, text: str, *, share: float | None = None) -> bool:
-        """Whether ``text`` fills ``request``'s room (``max_tokens``) within a fit's tolerance,
-        or (``share``) that share of it."""
-        written = self._text_tokens(text)
-        if share is not None:
-            return written >= request.max_tokens * share
-        return written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens
-
-    def _text_tokens(self, text: str) -> int:
-        """Tokens of ``text`` as one user message (the provider's estimator, model-independent)."""
-        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
-        return int(_core.estimate_each([{"role": "user", "content": text}], provider=provider)[0])  # type: ignore[arg-type]
-
-    def _widened(self, run: CompactionRun, draft: Draft) -> Generator[tuple[Any, SummaryRequest], SummaryResult, None]:
-        """The digest written again in the room its steady size (``ROOM_SWING``) held back, when
-        it filled that room, the tail could take nothing more (no edit to give back, no round of
-        the fold to move) and the history stands under ``FILLED_SHARE`` of its budget: the
-        budget is used before the summary is kept steady (a SWE run's sixth compaction held
-        its digest to 1,380 tokens of the 1,983 the budget left, beside a fold whose only other
-        round held the previous summary: 87% of the budget used)."""
-        request = draft.request
-        if draft.native or draft.tokens >= run.effective * FILLED_SHARE \
-                or not self._fills_room(request, draft.text, share=WIDEN_FILL_SHARE):
-            return  # (a digest that said much less than its room: a wider one holds nothing more)
-        wide = summary_room(run.plan, run.effective, self._summary_cap)
-        aim = min(wide, request.max_tokens + run.effective - draft.tokens - MIN_FILL_TOKENS // 4)
-        before, kept = request.max_tokens, (draft.out, draft.tokens, draft.text)
-        for _ in range(2):
-            if aim < request.max_tokens + MIN_FILL_TOKENS:
-                return
-            again = dataclasses.replace(request, max_tokens=aim)
-            result = yield (self.summarizer, again)
-            wider = (result.text or "").strip()
-            if not wider:
-                return
-            if self._place(run, draft, text=wider):
-                if draft.tokens <= kept[1]:
-                    # (No fuller: the history as it was, already checked.)
-                    draft.out, draft.tokens, draft.text = kept
-                    return
-                draft.request = again
-                run.notes.append(f"the summary takes the room the tail could not (~{aim} tokens where its "
-                                 f"steady room held ~{before})")
-                return
-            # Over the budget (the whole history's estimate samples long texts): aimed lower by
-            # a tenth of what the wider room added.
-            aim -= max(MIN_FILL_TOKENS, (aim - before) // 10)
-
-    def _grown_after_fill(self, run: CompactionRun, draft: Draft, room: int, own_index: bool) -> Generator[
-            tuple[Any, SummaryRequest], SummaryResult, None]:
-        """After the tail fill's cut came back whole (``restore_tail``) and the history is still
-        under ``FILLED_SHARE`` of its budget, the room left is taken as where nothing was cut
-        (``_room_taken``): a SWE run's first compaction got its cut message back and
-        stayed at 88% of its budget, its digest of 1,038 tokens in a room of 1,726."""
-        tail_start = int(run.plan["tail_start"])
-        whole = self._plan(run, run.original, len(run.original) - tail_start, moved=True)
-        if whole["reason"] is not None or int(whole["tail_start"]) != tail_start or whole["tail_edits"] \
-                or list(whole["folded"]) != list(run.plan["folded"]):
-            return
-        # On the history as given back; where no round of the fold fits whole or cut, the digest
-        # takes the room instead (a SWE run at 30% stood at 89% of its budget, its digest 4,710
-        # tokens of a room of 4,834).
-        saved = (run.msgs, run.plan, draft.base, draft.seams)
-        run.msgs, run.plan, draft.base, draft.seams = run.original, whole, run.original, whole["seams"]
-        if not (yield from self._room_taken(run, draft, room, own_index)):
-            run.msgs, run.plan, draft.base, draft.seams = saved
-
-    def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str, *,
-               again: bool = True) -> Generator[
-            tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:
-        """The history with the newest rounds of the fold moved into the tail, verbatim (the
-        newest one with its largest message cut when none fits whole), when a digest (``first``)
-        shorter than its room, or a history under ``FILLED_SHARE`` of its budget, left them room
-        (``tail_fill.grow_tail``): ``(messages, tokens, summary, plan)``, or None when none fits
-        the budget within ``GROW_AIMS`` tries or the result is no fuller. (The shorter fold's
-        digest may come out a little longer than the first: the history as a whole must fit.)
-        Without ``again``, the shorter fold is not summarized again: ``first`` stays the summary."""
-        old = run.plan
-        # (A digest that filled its room: a shorter fold would free none of it, and digesting
-        # again would double the compaction's cost for nothing; unless the history is still
-        # under 95% of its budget: a room held to its stable size (`ROOM_SWING`) beside a tail
-        # that found nothing to take left 1,500 of 4,344 tokens unused in a SWE run's first
-        # compaction.)
-        if self._fills_room(request, first) and tokens >= run.effective * FILLED_SHARE:
-            return None
-        # Aimed again by what the history missed when it comes out over: the tail's walk may take
-        # more than the rounds moved (a SWE run's newest round cut to the 1,237 tokens left, and
-        # the three messages before it joined too: 223 over, and the room was given up).
-        left, best, fitted = run.effective - tokens, None, 0
-        # A summary kept as written takes its own size, not the planned share: a tail planned
-        # beside the share masked an output it had room for (an airline dialogue's 220-token
-        # booking, beside a model's summary of 700 tokens in a share of 1,400).
-        make_plan = functools.partial(self._plan, run, moved=True) if again else functools.partial(
-            self._plan, run, moved=True, summary_tokens=self._text_tokens(first))
-        for _ in range(GROW_AIMS if again else KEPT_GROW_AIMS):
-            grown = grow_tail(run.msgs, old, make_plan, left=left,
-                              provider=self.provider, model=self.model, recoverable=self.recoverable,
-                              cut_next=not again)
-            if grown is None:
-                if left - fitted < 2 * MIN_FILL_TOKENS:
-                    break
-                # A larger aim found no plan (django-14915: the round cut to 1,427 tokens was masked
-                # in the tail, where 741 was not): halfway back to the aim that fitted, or to none
-                # (django-14539: the first aim's round, cut to the 1,262 tokens its digest left,
-                # was masked in the tail, and 20% of the budget stayed unused).
-                left = (fitted + left) // 2
-                continue
-            msgs, plan = grown.messages, grown.plan
-            folded = [msgs[i] for i in plan["folded"]]
-            if again:
-                span, previous = self._span(run, plan, msgs)
-                result = yield (self.summarizer, dataclasses.replace(request, messages=span, previous_summary=previous))
-                text = (result.text or "").strip()
-                if not text:
-                    break
-            else:
-                text = first
-            run.plan = plan  # (the assembly places the summary as this plan says)
-            base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
-            out = _assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")
-            after, failures = run.verified(out, plan["seams"], run.effective)
-            run.plan = old
-            if any(f[0] != "over_budget" for f in failures):
-                break
-            if not failures:
-                if after > (best[2] if best is not None else tokens):
-                    best, fitted = (grown, out, after, text), left
-                if after >= run.effective * FILLED_SHARE:
-                    break
-                # The shorter fold's digest is shorter too and left room of its own (django-14373's
-                # first compaction moved a round cut to the 1,111 tokens left, its fold of three
-                # messages digested to 260 tokens, and 19% of the budget went unused): aimed
-                # again with that room.
-                left += run.effective - after - MIN_FILL_TOKENS // 4
-                continue
-            left -= after - run.effective + MIN_FILL_TOKENS // 4
-        if best is None:
-            return None
-        grown, out, after, text = best
-        msgs, plan = grown.messages, grown.plan
-        run.plan = plan
-        run.msgs = msgs
-        moved = f"the summary left room: {span_words(int(plan['tail_start']), int(old['tail_start']))}"
-        one = int(old["tail_start"]) - int(plan["tail_start"]) == 1
-        if grown.cut is None:
-            run.notes.append(f"{moved} {'stays' if one else 'stay'} whole in the tail")
-        else:
-            i, before, keep, fold_id, whole = grown.cut
-            self.store.put(fold_id, whole)
-            cut_words = "joins the tail with its" if one else f"join the tail, message {i} with its"
-            run.notes.append(f"{moved} {cut_words} middle cut (~{before} -> ~{keep} tokens; id={fold_id} restores it)")
-        return out, after, text, plan
 
     def _summary_text(self, run: CompactionRun, request: SummaryRequest) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, tuple[str, tuple[Any, ...], bool]]:

@@ -371,13 +371,13 @@ def test_the_compactor_returns_langchain_messages_for_a_langchain_history():
 
 
 def test_a_summary_merged_into_a_langchain_message_keeps_its_class_and_ids():
-    from contextfold.compactor import _merge
+    from contextfold.summary_assembly import merge_into
 
     human = HumanMessage("the task", id="h1", additional_kwargs={"k": "v"})
-    merged = _merge(human, "<summary>", at_start=True, fmt="chat")
+    merged = merge_into(human, "<summary>", at_start=True, fmt="chat")
     assert (type(merged), merged.id, merged.additional_kwargs, merged.content) == (HumanMessage, "h1", {"k": "v"}, "<summary>\n\nthe task")
     blocks = AIMessage([{"type": "text", "text": "done"}], id="a1", tool_calls=[LC_CALL])
-    merged = _merge(blocks, "<summary>", at_start=False, fmt="chat")
+    merged = merge_into(blocks, "<summary>", at_start=False, fmt="chat")
     assert (type(merged), merged.id, merged.tool_calls[0]["args"]) == (AIMessage, "a1", ARGS)
     assert merged.content == [{"type": "text", "text": "done"}, {"type": "text", "text": "<summary>"}]
     assert human.content == "the task" and blocks.content == [{"type": "text", "text": "done"}]
