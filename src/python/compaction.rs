@@ -13,7 +13,7 @@ use super::options::CompactionOptions;
 use super::priced_request::PyPricedRequest;
 use super::prune::planned_edit;
 use super::py_input::PyInput;
-use super::read_cache::{read_messages, MessageCache};
+use super::read_cache::{read_messages, with_messages, MessageCache};
 use crate::compaction::{
     check, plan_priced, summary_message_json, text_block_json, verify, Failure, Placement,
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
@@ -235,18 +235,17 @@ fn compaction_verify(
 ) -> PyResult<(u64, Vec<FailureTuple>)> {
     let format = request.format()?;
     let mut est = request.request.estimator;
-    let keep = Keep::new();
-    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
-    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
-    // As the plan did (a history compacted down to no signature stays priced as the Gemini
-    // API: the higher of the two, so the budget check errs on the safe side).
-    est.settle_platform(&ms);
-    let overhead = match overhead_tokens {
-        Some(t) => t,
-        None => u64::from(request.request.overhead_beside(&ms)),
-    };
-    let v = py.detach(|| verify(&ms, format, &est, overhead, budget_tokens, &seams));
-    Ok((v.tokens, failure_tuples(&v.failures)))
+    with_messages(py, messages, cache, |ms| {
+        // As the plan did (a history compacted down to no signature stays priced as the Gemini
+        // API: the higher of the two, so the budget check errs on the safe side).
+        est.settle_platform(ms);
+        let overhead = match overhead_tokens {
+            Some(t) => t,
+            None => u64::from(request.request.overhead_beside(ms)),
+        };
+        let v = py.detach(|| verify(ms, format, &est, overhead, budget_tokens, &seams));
+        Ok((v.tokens, failure_tuples(&v.failures)))
+    })
 }
 
 fn failure_tuples(failures: &[Failure]) -> Vec<FailureTuple> {
@@ -300,11 +299,10 @@ fn digest_with(
     write: for<'m> fn(&'m [Message<'m>], &Estimator, &DigestOptions<'m>) -> String,
 ) -> PyResult<String> {
     let mut est = super::estimator_args::estimator(provider, model)?;
-    let keep = Keep::new();
-    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
-    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
-    est.settle_platform(&ms);
-    Ok(py.detach(|| write(&ms, &est, opt)))
+    with_messages(py, messages, cache, |ms| {
+        est.settle_platform(ms);
+        Ok(py.detach(|| write(ms, &est, opt)))
+    })
 }
 
 /// The user's requests of `messages` (a folded span) and of `previous`, as the digest's requests
@@ -340,11 +338,10 @@ fn standing_rules(
     previous: Option<&str>,
     cache: Option<&MessageCache>,
 ) -> PyResult<Vec<String>> {
-    let keep = Keep::new();
-    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
-    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
-    let all: Vec<usize> = (0..ms.len()).collect();
-    Ok(py.detach(|| crate::digest::fold_rules(&ms, &all, previous)))
+    with_messages(py, messages, cache, |ms| {
+        let all: Vec<usize> = (0..ms.len()).collect();
+        Ok(py.detach(|| crate::digest::fold_rules(ms, &all, previous)))
+    })
 }
 
 /// The hash by which a later compaction trusts a summary as the library's own

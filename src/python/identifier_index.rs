@@ -3,8 +3,7 @@
 
 use pyo3::prelude::*;
 
-use super::messages::Keep;
-use super::read_cache::{read_messages, MessageCache};
+use super::read_cache::{with_messages, MessageCache};
 use crate::identifier_index::{collect, index_at, prices, render_except, Shown, INDEX_HEADING};
 
 /// The identifier index section of `messages` in at most `max_tokens` tokens, carrying the
@@ -25,15 +24,14 @@ fn identifier_index(
     cache: Option<&MessageCache>,
 ) -> PyResult<String> {
     let mut est = super::estimator_args::estimator(provider, model)?;
-    let keep = Keep::new();
-    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
-    let ms = read_messages(py, messages, locked.as_mut(), &keep)?;
-    est.settle_platform(&ms);
-    Ok(py.detach(|| {
-        let idents = collect(&ms, previous);
-        let shown = besides.map_or_else(Vec::new, |t| Shown::new(&idents).flags(t));
-        render_except(&idents, &prices(&idents, &est), &est, max_tokens, &shown)
-    }))
+    with_messages(py, messages, cache, |ms| {
+        est.settle_platform(ms);
+        Ok(py.detach(|| {
+            let idents = collect(ms, previous);
+            let shown = besides.map_or_else(Vec::new, |t| Shown::new(&idents).flags(t));
+            render_except(&idents, &prices(&idents, &est), &est, max_tokens, &shown)
+        }))
+    })
 }
 
 /// Where `summary`'s index section starts, in characters (`identifier_index::index_at`: the

@@ -189,6 +189,20 @@ pub fn read_messages<'s, 'py>(
     }
 }
 
+/// `f` over the messages of `seq`, read through `cache` (locked for the call) when there is one,
+/// else afresh: the prologue of every core entry point that takes a `cache`.
+pub fn with_messages<'py, R>(
+    py: Python<'py>,
+    seq: &Bound<'py, PyAny>,
+    cache: Option<&MessageCache>,
+    f: impl for<'s> FnOnce(&'s [Message<'s>]) -> PyResult<R>,
+) -> PyResult<R> {
+    let keep = Keep::new();
+    let mut locked = cache.map(|c| c.lock(py)).transpose()?;
+    let ms = read_messages(py, seq, locked.as_mut(), &keep)?;
+    f(&ms)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MessageCache>()
 }
