@@ -239,11 +239,12 @@ class Session:
         tools, system prompt and structured output; the tokens its settings add (Anthropic
         thinking, a forced tool choice) are counted until the first recorded usage carries
         them. ``kw`` are the other `Session` arguments."""
-        from contextfold.request import read_request
+        from contextfold.request import body_errors_named, read_request
 
         r = read_request(body, provider=provider)
-        s = cls(provider=r.provider, model=r.model, tools=r.tools, system=r.system,
-                response_format=r.response_format, **kw)
+        with body_errors_named(r):
+            s = cls(provider=r.provider, model=r.model, tools=r.tools, system=r.system,
+                    response_format=r.response_format, **kw)
         s._settings_tokens = r.settings_tokens
         return s
 
