@@ -6,11 +6,13 @@ the same content passed plainly. Pins the fixes of the request-body fuzz pass
 from __future__ import annotations
 
 import copy
+import types
 from typing import Any
 
 import pytest
 
 import contextfold as cf
+from contextfold.usage import usage_of
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 USER = [{"role": "user", "content": "Weather in Paris?"}]
@@ -99,3 +101,38 @@ def test_a_value_the_exact_count_cannot_render_is_a_value_error_naming_the_body_
     no_model = _chat()
     del no_model["model"]
     assert _field_of(cf.count_request, no_model) == "model"
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": 1200, "prompt_tokens_details": {"cached_tokens": 1024}},
+    {"input_tokens": 100, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 100},
+    {"usage": {"inputTokens": 1100, "cacheReadInputTokens": 100, "cacheWriteInputTokens": 0}},
+    {"usageMetadata": {"promptTokenCount": 1200, "cachedContentTokenCount": 1024}},
+], ids=["openai", "anthropic", "bedrock", "gemini"])
+def test_a_usage_given_as_a_mapping_that_is_not_a_dict_reads_as_the_dict_it_holds(usage: dict[str, Any]) -> None:
+    def proxy(v: Any) -> Any:
+        return types.MappingProxyType({k: proxy(x) for k, x in v.items()}) if isinstance(v, dict) else v
+
+    # Was: TypeError "unrecognized usage object: mappingproxy"; a mapping of details read as 0 cached.
+    assert usage_of(proxy(usage)) == usage_of(usage)
+    s = cf.Session(model="gpt-4o")
+    s.estimate(USER)
+    assert s.record_usage(proxy(usage)) == usage_of(usage).prompt_tokens
+
+
+@pytest.mark.parametrize("usage,path", [
+    ({"usageMetadata": 1200}, "usage.usageMetadata"),
+    ({"usageMetadata": "1200"}, "usage.usageMetadata"),
+    ({"prompt_tokens": 1200, "prompt_tokens_details": {"cached_tokens": 2**70}}, "usage.prompt_tokens_details.cached_tokens"),
+    ({"input_tokens": 1200, "input_tokens_details": {"cache_write_tokens": 2**63}}, "usage.input_tokens_details.cache_write_tokens"),
+    (-3, "usage"),
+], ids=["gemini metadata int", "gemini metadata str", "cached 2**70", "cache write 2**63", "negative int"])
+def test_a_damaged_usage_is_an_invalid_usage_error_and_records_nothing(usage: Any, path: str) -> None:
+    # Was: None (nothing recorded, no error) for Gemini metadata that is no object; a cache
+    # count of 2**70 recorded in last_usage_detail; a bare ValueError without .path for -3.
+    s = cf.Session(model="gpt-4o")
+    s.estimate(USER)
+    with pytest.raises(cf.InvalidUsageError) as e:
+        s.record_usage(usage)
+    assert e.value.path == path
+    assert s.usages == 0 and s.last_usage is None and s.last_usage_detail is None
