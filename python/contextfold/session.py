@@ -34,6 +34,10 @@ DEFAULT_TRIGGER_RATIO = 0.9
 #: min(200_000 * 0.9, 200_000 - 32_768) = 167_232.
 DEFAULT_OUTPUT_RESERVE = 32_768
 
+#: Bound on a restored state's settings tokens (what thinking and a forced tool add: 135 at
+#: most today); a forged state cannot add more to every estimate.
+MAX_SETTINGS_TOKENS = 1 << 20
+
 #: Summary hashes a session keeps (the newest; a summary older than these is folded long ago).
 MAX_SUMMARY_HASHES = 16
 
@@ -346,6 +350,9 @@ class Session:
                 "trigger_ratio": self.trigger_ratio,
                 "max_request_bytes": self.max_request_bytes,
                 "summary_hashes": list(self.summary_hashes),
+                # A body's settings (`from_request`) count until a usage carries them, in any
+                # process that continues the session.
+                "settings_tokens": self._settings_tokens,
             },
             separators=(",", ":"),
         )
@@ -381,6 +388,10 @@ class Session:
             if not isinstance(hashes, list) or len(hashes) > MAX_SUMMARY_HASHES or not all(
                     isinstance(h, int) and not isinstance(h, bool) and 0 <= h < 2**64 for h in hashes):
                 raise ValueError("summary_hashes out of range")
+            settings_tokens = meta.get("settings_tokens", 0)
+            if isinstance(settings_tokens, bool) or not isinstance(settings_tokens, int) or not (
+                    0 <= settings_tokens <= MAX_SETTINGS_TOKENS):
+                raise ValueError("settings_tokens out of range")
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             # RecursionError: settings nested beyond the parser's depth (a forged state).
             raise SessionStateError(f"session state invalid: settings unreadable ({type(e).__name__})") from e
@@ -389,7 +400,7 @@ class Session:
         # An exact session is not saved: a restored one estimates (exact=True counts again).
         self._exact = None
         self._exact_extras = (None, None)
-        self._settings_tokens = 0
+        self._settings_tokens = settings_tokens
         self.provider = provider
         self._window = window
         self._reserve = reserve

@@ -6,6 +6,7 @@ the same content passed plainly. Pins the fixes of the request-body fuzz pass
 from __future__ import annotations
 
 import copy
+import pickle
 import types
 from typing import Any
 
@@ -136,3 +137,18 @@ def test_a_damaged_usage_is_an_invalid_usage_error_and_records_nothing(usage: An
         s.record_usage(usage)
     assert e.value.path == path
     assert s.usages == 0 and s.last_usage is None and s.last_usage_detail is None
+
+
+def test_a_session_from_a_body_keeps_its_settings_tokens_across_a_state_round_trip() -> None:
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "tool_choice": {"type": "any"}, "tools": [{"name": "get_weather", "input_schema": SCHEMA}],
+            "messages": copy.deepcopy(USER)}
+    s = cf.Session.from_request(body)
+    want = cf.estimate_request(body)
+    assert s.estimate(body["messages"]) == want
+    # Was: 135 tokens fewer (thinking + the forced tool) once restored in another process.
+    assert cf.Session.from_state(s.to_state()).estimate(body["messages"]) == want
+    assert pickle.loads(pickle.dumps(s)).estimate(body["messages"]) == want
+    # A usage carries them from then on, restored or not.
+    s.record_usage({"input_tokens": 900, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0})
+    assert cf.Session.from_state(s.to_state()).estimate(body["messages"]) == 900
