@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 from contextfold import _core
 from contextfold.breakdown import REQUEST_ROLE, Breakdown, UnmeasuredPart, breakdown, with_mcp_servers
 from contextfold.images import ImageSizes
+from contextfold.summarize.base import utf8_text
 
 #: Why an MCP server is listed in ``Breakdown.unmeasured`` (the core's reason, verbatim).
 MCP_REASON = (
@@ -128,6 +129,9 @@ def read_request(body: Any, /, *, provider: str | None = None) -> RequestBody:
     ``thinking.budget_tokens``, ``instructions``, ``tools[0].function.name``, ``text.format``):
     the system prompt, tool names and structured-output option are checked here, so
     `estimate_request`, `breakdown_request` and `count_request` refuse the same bodies."""
+    if isinstance(provider, str):
+        # Read as UTF-8 by the core: a lone surrogate becomes U+FFFD, an unknown provider.
+        provider = utf8_text(provider)
     api, prov, model, messages, tools, system, rf, s, tokens, (tool_fields, format_field) = _core.read_request(
         body, provider=cast("_Provider | None", provider))
     settings = RequestSettings(

@@ -18,6 +18,7 @@ from contextfold._core import ExactLedger, PricedRequest, SessionLedger, wire_by
 from contextfold.errors import InvalidUsageError, SessionStateError, UnknownModelError
 from contextfold.images import ImageSizes
 from contextfold.limits import context_window as _context_window
+from contextfold.summarize.base import utf8_text
 from contextfold.usage import Usage, prompt_tokens_of, usage_of
 
 if TYPE_CHECKING:
@@ -40,6 +41,13 @@ MAX_SETTINGS_TOKENS = 1 << 20
 
 #: Summary hashes a session keeps (the newest; a summary older than these is folded long ago).
 MAX_SUMMARY_HASHES = 16
+
+
+def _utf8(name: Any) -> Any:
+    """A name the core reads as UTF-8, each lone surrogate made U+FFFD; other values as given
+    (the core's TypeError names what is not a str)."""
+    return utf8_text(name) if isinstance(name, str) else name
+
 
 class Session:
     """Token accounting for one conversation.
@@ -116,6 +124,9 @@ class Session:
                 raise ValueError(f"{name} must be positive, got {v}")
         if output_reserve is not None and output_reserve < 0:
             raise ValueError(f"output_reserve must be >= 0, got {output_reserve}")
+        # The core reads these names as UTF-8: a lone surrogate becomes U+FFFD (an unknown
+        # provider or encoding is then the core's ValueError naming the valid ones).
+        provider, model, text_encoding = _utf8(provider), _utf8(model), _utf8(text_encoding)
         # The request is read and priced once here (provider and encoding are validated by the
         # core: ValueError naming the valid names); every estimate reuses it.
         request = PricedRequest(
@@ -162,6 +173,7 @@ class Session:
         """Switch model: cached costs, usage anchor and correction are dropped. With
         ``exact=True`` the new model's tokenizer is checked first: a model without a public one
         (or None) raises and leaves the session on its old model, nothing changed."""
+        model = _utf8(model)
         exact = None
         if self._exact is not None:
             if model is None:
@@ -295,7 +307,9 @@ class Session:
             return None
         if tokens > HUGE:
             raise InvalidUsageError(f"prompt tokens {tokens} beyond any context window", "usage")
-        model = model or response_model
+        # A response's model is the server's text: cut mid-character upstream, it holds a lone
+        # surrogate the core cannot read (was: a bare UnicodeEncodeError).
+        model = _utf8(model or response_model)
         self._last_usage_detail = detail
         n, chars, heuristic, before, real, correction, changed = self._core.record_usage(
             tokens, messages=messages, model=model

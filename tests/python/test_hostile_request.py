@@ -152,3 +152,34 @@ def test_a_session_from_a_body_keeps_its_settings_tokens_across_a_state_round_tr
     # A usage carries them from then on, restored or not.
     s.record_usage({"input_tokens": 900, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0})
     assert cf.Session.from_state(s.to_state()).estimate(body["messages"]) == 900
+
+
+def test_a_response_model_holding_a_lone_surrogate_is_recorded_with_u_fffd_in_its_place() -> None:
+    # A server's text cut mid-character: a JSON "\ud83d" escape decodes to a lone surrogate.
+    s = cf.Session(model="gpt-4o")
+    s.estimate(USER)
+    # Was: a bare UnicodeEncodeError out of record_usage (and out of Session(model=...), the
+    # model setter, provider= and text_encoding=).
+    assert s.record_usage({"model": "gpt-4o\ud83d", "usage": {"prompt_tokens": 120}}) == 120
+    assert s.estimate(USER) == 120
+    s.model = "gpt-4.1\ud800"
+    assert s.model == "gpt-4.1\ufffd"
+    assert cf.Session(model="gpt-4o\ud800", exact=True).estimate(USER) == cf.count(USER, model="gpt-4o")
+    with pytest.raises(ValueError, match="unknown provider"):
+        cf.estimate_request({"model": "gpt-4o", "messages": USER}, provider="open\ud800ai")
+    with pytest.raises(ValueError, match="unknown text_encoding"):
+        cf.Session(text_encoding="o200k\ud800")
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_session_history_that_is_not_a_sequence_is_a_type_error_naming_messages(exact: bool) -> None:
+    s = cf.Session(model="gpt-4o", exact=exact)
+    # Was: "'int' object is not iterable".
+    for bad in (5, None, 2.5):
+        with pytest.raises(TypeError, match=f"messages must be a list of messages, got {type(bad).__name__}"):
+            s.estimate(bad)  # type: ignore[arg-type]
+    s.estimate(USER)
+    with pytest.raises(TypeError, match="messages must be a list of messages, got int"):
+        s.record_usage(10, messages=5)  # type: ignore[arg-type]
+    assert s.usages == 0
+
