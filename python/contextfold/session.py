@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from contextfold._args import HUGE, count_arg
@@ -239,6 +239,7 @@ class Session:
         return self._tokens(messages)
 
     def _tokens(self, messages: Sequence[Any]) -> int:
+        messages = self._read_twice(messages)
         extra = self._settings_tokens
         if extra and not self._core.usages:
             # A body's settings (thinking, a forced tool) until a real count carries them.
@@ -247,6 +248,17 @@ class Session:
             tokens = self._core.estimate(messages)
         # The ledger still follows the history (the usage anchor is recorded against it).
         return tokens if self._exact is None else self._exact.count(messages)
+
+    def _read_twice(self, messages: Any) -> Any:
+        """``messages`` as a list when an exact session reads them twice (the ledger, then the
+        count) and they are an iterator: the count of the spent one was that of an empty
+        history (3 tokens for a 11-token turn). A str or mapping stays as given, for the core's
+        TypeError."""
+        if self._exact is None or isinstance(messages, (list, tuple, str, bytes, Mapping)):
+            return messages
+        if isinstance(messages, Iterable):
+            return list(messages)
+        return messages
 
     @classmethod
     def from_request(cls, body: Any, /, *, provider: str | None = None, **kw: Any) -> Session:
@@ -274,6 +286,7 @@ class Session:
         trigger = self.trigger_tokens
         if self.max_request_bytes is None:
             return self._tokens(messages) >= trigger
+        messages = self._read_twice(messages)
         tokens, _, _, wire = self._core.measure(messages)
         if self._exact is not None:
             tokens = self._exact.count(messages)

@@ -182,4 +182,16 @@ def test_a_session_history_that_is_not_a_sequence_is_a_type_error_naming_message
     with pytest.raises(TypeError, match="messages must be a list of messages, got int"):
         s.record_usage(10, messages=5)  # type: ignore[arg-type]
     assert s.usages == 0
+    # A generator is read as the list it yields.
+    assert s.estimate(m for m in USER) == s.estimate(USER)
 
+
+def test_an_exact_session_given_a_generator_counts_its_messages_not_an_empty_history() -> None:
+    want = cf.count(USER, model="gpt-4o")
+    # A window whose trigger (90%) the turn reaches, and an empty history does not.
+    s = cf.Session(model="gpt-4o", exact=True, max_request_bytes=10**6, context_window=want + 1, output_reserve=0)
+    assert s.trigger_tokens == int((want + 1) * 0.9) < want
+    # Was: 3 (the ledger spent the generator; the exact count read it empty), and no compaction.
+    assert s.estimate(m for m in USER) == want
+    assert s.estimate(iter(USER)) == want
+    assert s.should_compact(m for m in USER) is True
