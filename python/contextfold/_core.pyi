@@ -814,6 +814,7 @@ def read_request(
     Any,
     tuple[str, int | None, str | None, str | None, str | None, list[tuple[str, str]], list[str], int],
     int,
+    tuple[list[str], str],
 ]:
     """A request body read by the core: ``(api, provider, model, messages, tools, system,
     response_format, settings, settings_tokens)``; ``contextfold.request.read_request`` wraps it.

@@ -10,9 +10,10 @@ reader per API; the CLI and `contextfold.inputs` use the same reader.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 from contextfold import _core
 from contextfold.breakdown import REQUEST_ROLE, Breakdown, UnmeasuredPart, breakdown, with_mcp_servers
 from contextfold.images import ImageSizes
+from contextfold.summarize.base import utf8_text
 
 #: Why an MCP server is listed in ``Breakdown.unmeasured`` (the core's reason, verbatim).
 MCP_REASON = (
@@ -106,6 +108,13 @@ class RequestBody:
     settings_tokens: int
     #: The body's fields that continue provider-kept state (``SERVER_STATE_FIELDS``).
     server_state: tuple[str, ...] = ()
+    #: The body's field of each of ``tools`` (``tools[2]``; Gemini's
+    #: ``tools[0].functionDeclarations[1]`` and Bedrock's ``toolConfig.tools[1]``, whose lists
+    #: are flattened into ``tools``).
+    tool_fields: tuple[str, ...] = ()
+    #: The body's field that holds ``response_format`` (``text`` for Responses,
+    #: ``output_format``, ``generationConfig``, ...).
+    format_field: str = "response_format"
 
     def options(self) -> dict[str, Any]:
         """Keyword arguments of `contextfold.estimate` / `breakdown` for this body."""
@@ -120,7 +129,10 @@ def read_request(body: Any, /, *, provider: str | None = None) -> RequestBody:
     ``thinking.budget_tokens``, ``instructions``, ``tools[0].function.name``, ``text.format``):
     the system prompt, tool names and structured-output option are checked here, so
     `estimate_request`, `breakdown_request` and `count_request` refuse the same bodies."""
-    api, prov, model, messages, tools, system, rf, s, tokens = _core.read_request(
+    if isinstance(provider, str):
+        # Read as UTF-8 by the core: a lone surrogate becomes U+FFFD, an unknown provider.
+        provider = utf8_text(provider)
+    api, prov, model, messages, tools, system, rf, s, tokens, (tool_fields, format_field) = _core.read_request(
         body, provider=cast("_Provider | None", provider))
     settings = RequestSettings(
         thinking=s[0],
@@ -133,7 +145,7 @@ def read_request(body: Any, /, *, provider: str | None = None) -> RequestBody:
         cache_breakpoints=s[7],
     )
     return RequestBody(api, prov, model, messages, tools, system, rf, settings, tokens,
-                       _server_state(body, SERVER_STATE_FIELDS.get(api, ())))
+                       _server_state(body, SERVER_STATE_FIELDS.get(api, ())), tuple(tool_fields), format_field)
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -206,7 +218,8 @@ def estimate_request(
     """
     r = read_request(body, provider=provider)
     known, _ = _mcp_tokens(r, mcp_sizes)
-    return int(_core.estimate(r.messages, image_sizes=image_sizes, **r.options())) + r.settings_tokens + known
+    with body_errors_named(r):
+        return int(_core.estimate(r.messages, image_sizes=image_sizes, **r.options())) + r.settings_tokens + known
 
 
 def breakdown_request(
@@ -232,7 +245,8 @@ def breakdown_of(
 ) -> Breakdown:
     """`breakdown_request` of a body already read (`read_request`); ``tool_servers`` as in
     `contextfold.breakdown`."""
-    b = breakdown(r.messages, image_sizes=image_sizes, tool_servers=tool_servers, **r.options())
+    with body_errors_named(r):
+        b = breakdown(r.messages, image_sizes=image_sizes, tool_servers=tool_servers, **r.options())
     assumed = tuple(_hosted_tools(r, b)) + tuple(
         UnmeasuredPart(-1, f"server_state:{f}", 0, SERVER_STATE_REASON.format(field=f)) for f in r.server_state)
     if assumed:
@@ -277,15 +291,52 @@ def count_request(body: Any, /, *, image_sizes: ImageSizes | None = None) -> int
     if r.api not in ("openai-chat", "openai-responses"):
         raise ValueError(f"count_request counts OpenAI bodies; this one is written for {r.api}")
     if not r.model:
-        raise ValueError("count_request needs the body's model (field 'model')")
+        raise _field_error("count_request needs the body's model", "model")
     if r.api == "openai-chat":
-        return int(_core.count(r.messages, model=r.model, tools=r.tools, response_format=r.response_format,
-                               image_sizes=image_sizes))
+        with body_errors_named(r):
+            return int(_core.count(r.messages, model=r.model, tools=r.tools, response_format=r.response_format,
+                                   image_sizes=image_sizes))
     messages = r.messages
     # An empty `instructions` sends no system message: of the 8 recorded requests with one,
     # the 2 with nothing uncountable (gpt-4o, function tools, 278 and 335 tokens) are exact
     # without it, 4 over with it.
     if r.system is not None and r.system != "":
         messages = [{"role": "system", "content": r.system}, *messages]
-    return int(_core.count(messages, model=r.model, tools=r.tools, response_format=r.response_format,
-                           image_sizes=image_sizes, api="responses"))
+    with body_errors_named(r):
+        return int(_core.count(messages, model=r.model, tools=r.tools, response_format=r.response_format,
+                               image_sizes=image_sizes, api="responses"))
+
+
+def _field_error(reason: str, field: str) -> ValueError:
+    """A ``ValueError`` saying ``field: reason`` whose ``.field`` names the body's field."""
+    err = ValueError(f"{field}: {reason}")
+    err.field = field  # type: ignore[attr-defined]
+    return err
+
+
+#: Where the core's readers of the extras place an error: ``tools[j]`` of the list they were
+#: given, or ``response_format``, then a path inside it (``tools[3].function.parameters``).
+_EXTRAS_PATH = re.compile(r"^(tools\[(\d+)\]|response_format)(\S*?): ")
+
+
+@contextlib.contextmanager
+def body_errors_named(r: RequestBody) -> Iterator[None]:
+    """Name the body's field in an error the core raises at ``tools[j]`` or ``response_format``
+    of the parts `read_request` handed it: a ``ValueError`` whose ``.field`` is the body's own
+    (``tools[1].functionDeclarations[0]`` of a Gemini body whose tools the core read flattened,
+    ``text.format.strict`` of a Responses body), with the original chained. The schemas are
+    serialized by the estimate (a schema that contains itself, nests past the bound, or holds
+    what the exact count cannot render: bytes, objects without ``model_dump``), not by the body
+    reader, which would double what pricing a body's tools costs."""
+    try:
+        yield
+    except (TypeError, ValueError) as e:
+        m = _EXTRAS_PATH.match(str(e))
+        if m is None or hasattr(e, "field"):
+            raise
+        if m.group(2) is not None:
+            j = int(m.group(2))
+            head = r.tool_fields[j] if j < len(r.tool_fields) else m.group(1)
+        else:
+            head = r.format_field
+        raise _field_error(str(e)[m.end():], head + m.group(3)) from e

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from contextfold._args import HUGE, count_arg
@@ -18,6 +18,7 @@ from contextfold._core import ExactLedger, PricedRequest, SessionLedger, wire_by
 from contextfold.errors import InvalidUsageError, SessionStateError, UnknownModelError
 from contextfold.images import ImageSizes
 from contextfold.limits import context_window as _context_window
+from contextfold.summarize.base import utf8_text
 from contextfold.usage import Usage, prompt_tokens_of, usage_of
 
 if TYPE_CHECKING:
@@ -34,8 +35,19 @@ DEFAULT_TRIGGER_RATIO = 0.9
 #: min(200_000 * 0.9, 200_000 - 32_768) = 167_232.
 DEFAULT_OUTPUT_RESERVE = 32_768
 
+#: Bound on a restored state's settings tokens (what thinking and a forced tool add: 135 at
+#: most today); a forged state cannot add more to every estimate.
+MAX_SETTINGS_TOKENS = 1 << 20
+
 #: Summary hashes a session keeps (the newest; a summary older than these is folded long ago).
 MAX_SUMMARY_HASHES = 16
+
+
+def _utf8(name: Any) -> Any:
+    """A name the core reads as UTF-8, each lone surrogate made U+FFFD; other values as given
+    (the core's TypeError names what is not a str)."""
+    return utf8_text(name) if isinstance(name, str) else name
+
 
 class Session:
     """Token accounting for one conversation.
@@ -112,6 +124,9 @@ class Session:
                 raise ValueError(f"{name} must be positive, got {v}")
         if output_reserve is not None and output_reserve < 0:
             raise ValueError(f"output_reserve must be >= 0, got {output_reserve}")
+        # The core reads these names as UTF-8: a lone surrogate becomes U+FFFD (an unknown
+        # provider or encoding is then the core's ValueError naming the valid ones).
+        provider, model, text_encoding = _utf8(provider), _utf8(model), _utf8(text_encoding)
         # The request is read and priced once here (provider and encoding are validated by the
         # core: ValueError naming the valid names); every estimate reuses it.
         request = PricedRequest(
@@ -158,6 +173,7 @@ class Session:
         """Switch model: cached costs, usage anchor and correction are dropped. With
         ``exact=True`` the new model's tokenizer is checked first: a model without a public one
         (or None) raises and leaves the session on its old model, nothing changed."""
+        model = _utf8(model)
         exact = None
         if self._exact is not None:
             if model is None:
@@ -223,6 +239,7 @@ class Session:
         return self._tokens(messages)
 
     def _tokens(self, messages: Sequence[Any]) -> int:
+        messages = self._read_twice(messages)
         extra = self._settings_tokens
         if extra and not self._core.usages:
             # A body's settings (thinking, a forced tool) until a real count carries them.
@@ -232,6 +249,17 @@ class Session:
         # The ledger still follows the history (the usage anchor is recorded against it).
         return tokens if self._exact is None else self._exact.count(messages)
 
+    def _read_twice(self, messages: Any) -> Any:
+        """``messages`` as a list when an exact session reads them twice (the ledger, then the
+        count) and they are an iterator: the count of the spent one was that of an empty
+        history (3 tokens for a 11-token turn). A str or mapping stays as given, for the core's
+        TypeError."""
+        if self._exact is None or isinstance(messages, (list, tuple, str, bytes, Mapping)):
+            return messages
+        if isinstance(messages, Iterable):
+            return list(messages)
+        return messages
+
     @classmethod
     def from_request(cls, body: Any, /, *, provider: str | None = None, **kw: Any) -> Session:
         """A session for the conversation of a request body as sent to the SDK (read by the
@@ -239,11 +267,12 @@ class Session:
         tools, system prompt and structured output; the tokens its settings add (Anthropic
         thinking, a forced tool choice) are counted until the first recorded usage carries
         them. ``kw`` are the other `Session` arguments."""
-        from contextfold.request import read_request
+        from contextfold.request import body_errors_named, read_request
 
         r = read_request(body, provider=provider)
-        s = cls(provider=r.provider, model=r.model, tools=r.tools, system=r.system,
-                response_format=r.response_format, **kw)
+        with body_errors_named(r):
+            s = cls(provider=r.provider, model=r.model, tools=r.tools, system=r.system,
+                    response_format=r.response_format, **kw)
         s._settings_tokens = r.settings_tokens
         return s
 
@@ -257,6 +286,7 @@ class Session:
         trigger = self.trigger_tokens
         if self.max_request_bytes is None:
             return self._tokens(messages) >= trigger
+        messages = self._read_twice(messages)
         tokens, _, _, wire = self._core.measure(messages)
         if self._exact is not None:
             tokens = self._exact.count(messages)
@@ -290,7 +320,9 @@ class Session:
             return None
         if tokens > HUGE:
             raise InvalidUsageError(f"prompt tokens {tokens} beyond any context window", "usage")
-        model = model or response_model
+        # A response's model is the server's text: cut mid-character upstream, it holds a lone
+        # surrogate the core cannot read (was: a bare UnicodeEncodeError).
+        model = _utf8(model or response_model)
         self._last_usage_detail = detail
         n, chars, heuristic, before, real, correction, changed = self._core.record_usage(
             tokens, messages=messages, model=model
@@ -345,6 +377,9 @@ class Session:
                 "trigger_ratio": self.trigger_ratio,
                 "max_request_bytes": self.max_request_bytes,
                 "summary_hashes": list(self.summary_hashes),
+                # A body's settings (`from_request`) count until a usage carries them, in any
+                # process that continues the session.
+                "settings_tokens": self._settings_tokens,
             },
             separators=(",", ":"),
         )
@@ -380,6 +415,10 @@ class Session:
             if not isinstance(hashes, list) or len(hashes) > MAX_SUMMARY_HASHES or not all(
                     isinstance(h, int) and not isinstance(h, bool) and 0 <= h < 2**64 for h in hashes):
                 raise ValueError("summary_hashes out of range")
+            settings_tokens = meta.get("settings_tokens", 0)
+            if isinstance(settings_tokens, bool) or not isinstance(settings_tokens, int) or not (
+                    0 <= settings_tokens <= MAX_SETTINGS_TOKENS):
+                raise ValueError("settings_tokens out of range")
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             # RecursionError: settings nested beyond the parser's depth (a forged state).
             raise SessionStateError(f"session state invalid: settings unreadable ({type(e).__name__})") from e
@@ -388,7 +427,7 @@ class Session:
         # An exact session is not saved: a restored one estimates (exact=True counts again).
         self._exact = None
         self._exact_extras = (None, None)
-        self._settings_tokens = 0
+        self._settings_tokens = settings_tokens
         self.provider = provider
         self._window = window
         self._reserve = reserve

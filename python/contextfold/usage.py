@@ -7,9 +7,11 @@ Every provider reports prompt tokens in its own shape; `usage_of` reads them all
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contextfold._args import HUGE
 from contextfold.errors import InvalidUsageError
 
 __all__ = ["Usage", "prompt_tokens_of", "usage_of"]
@@ -53,9 +55,13 @@ def _get(obj: Any, path: str, *names: str) -> Any:
     naming it, with the original exception chained.
     """
     for n in names:
-        if isinstance(obj, dict):
-            if n in obj:
-                return obj[n]
+        if isinstance(obj, Mapping):
+            # Any Mapping reads as the dict it holds (types.MappingProxyType, a frozen dict).
+            try:
+                if n in obj:
+                    return obj[n]
+            except Exception as e:
+                raise InvalidUsageError(f"reading {n!r} raised {type(e).__name__}: {e}", f"{path}.{n}") from e
         else:
             try:
                 v = getattr(obj, n, _MISSING)
@@ -78,6 +84,10 @@ def _tokens(v: Any, path: str) -> int | None:
         v = int(v)
     if v < 0:
         raise InvalidUsageError(f"token count must be >= 0, got {v}", path)
+    if v > HUGE:
+        # A cache part is not added to the prompt count (OpenAI's cached_tokens), so the
+        # session's bound on the prompt would not see it.
+        raise InvalidUsageError(f"token count {v} beyond any context window", path)
     return int(v)
 
 
@@ -180,7 +190,7 @@ def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
         return Usage(None)
     if isinstance(usage, int) and not isinstance(usage, bool):
         if usage < 0:
-            raise ValueError(f"prompt tokens must be >= 0, got {usage}")
+            raise InvalidUsageError(f"prompt tokens must be >= 0, got {usage}", path)
         return Usage(usage)
     if id(usage) in seen:
         raise InvalidUsageError("a usage object that contains itself (cycle)", path)
@@ -192,6 +202,9 @@ def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
     gemini = _get(usage, path, "usageMetadata", "usage_metadata")
     if gemini is not _MISSING and gemini is not None:
         gpath = f"{path}.usageMetadata"
+        if isinstance(gemini, (bool, int, float, str, bytes, list, tuple)):
+            # Read as an object it would hold no count, and the usage would pass as unknown.
+            raise InvalidUsageError(f"expected Gemini's usage metadata object, got {type(gemini).__name__}", gpath)
         if id(gemini) in seen:
             raise InvalidUsageError("a usage object that contains itself (cycle)", gpath)
         tokens = _tokens(_get(gemini, gpath, "promptTokenCount", "prompt_token_count"), f"{gpath}.promptTokenCount")

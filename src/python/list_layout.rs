@@ -7,6 +7,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
+use super::py_input::type_name;
+
 /// The history as a list (a list is used as is; other sequences are copied into one).
 pub(super) fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     if let Ok(l) = messages.cast::<PyList>() {
@@ -15,10 +17,18 @@ pub(super) fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
     if messages.is_instance_of::<PyString>() || messages.is_instance_of::<PyDict>() {
         return Err(PyTypeError::new_err(format!(
             "messages must be a list of messages, got {}",
-            messages.get_type().name()?
+            type_name(messages)
         )));
     }
-    let items: Vec<Bound<'py, PyAny>> = messages.try_iter()?.collect::<PyResult<_>>()?;
+    // An iterator's own error mid-way is the caller's and passes through; a value that is no
+    // iterable at all is named (was: "'int' object is not iterable").
+    let iter = messages.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "messages must be a list of messages, got {}",
+            type_name(messages)
+        ))
+    })?;
+    let items: Vec<Bound<'py, PyAny>> = iter.collect::<PyResult<_>>()?;
     PyList::new(messages.py(), items)
 }
 

@@ -1,13 +1,14 @@
 //! `read_request` and `estimate_request`: a request body as the user passes it to the SDK, read
 //! by the core's body readers (`crate::wire::request`), its values handed back unchanged.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::provider::Provider;
 use crate::wire::{
-    read_request as core_read_request, Body, History, ReadError, Thinking, ToolChoice, Turn,
+    format_field, read_request_at as core_read_request, Body, History, ReadError, Thinking,
+    ToolChoice, Turn,
 };
 
 use super::messages::{Keep, PyInput, Walker};
@@ -25,7 +26,8 @@ type RawSettings = (
     u32,
 );
 
-/// `(api, provider, model, messages, tools, system, response_format, settings, settings_tokens)`.
+/// `(api, provider, model, messages, tools, system, response_format, settings, settings_tokens,
+/// fields)`; `fields` is `(the body's field of each tool, of the structured-output option)`.
 type RawRequest<'py> = (
     &'static str,
     &'static str,
@@ -36,22 +38,42 @@ type RawRequest<'py> = (
     Option<Bound<'py, PyAny>>,
     RawSettings,
     u32,
+    (Vec<String>, &'static str),
 );
 
-/// A body error: a `ValueError` whose `field` attribute names the body's field.
+/// A body error: a `ValueError` whose `field` attribute names the body's field. An accessor's
+/// own error (a schema that contains itself, a property that raises) read at a known `field`
+/// becomes one too, with the original as its `__cause__`; what is not an `Exception`
+/// (KeyboardInterrupt) passes through.
 #[cold]
-fn body_error(py: Python<'_>, e: ReadError<PyErr>) -> PyErr {
+fn body_error(py: Python<'_>, (at, e): (String, ReadError<PyErr>)) -> PyErr {
+    let named = |text: String, field: String| {
+        let err = PyValueError::new_err(text);
+        let _ = err.value(py).setattr("field", field);
+        err
+    };
     match e {
-        ReadError::Source(err) => err,
+        ReadError::Source(err) if at.is_empty() || !err.is_instance_of::<PyException>(py) => err,
+        ReadError::Source(cause) => {
+            let kind = cause
+                .get_type(py)
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            let err = named(
+                format!("{at}: could not be read: {kind}: {}", cause.value(py)),
+                at,
+            );
+            err.set_cause(py, Some(cause));
+            err
+        }
         ReadError::Invalid { field, reason } => {
             let text = if field.is_empty() {
                 reason
             } else {
                 format!("{field}: {reason}")
             };
-            let err = PyValueError::new_err(text);
-            let _ = err.value(py).setattr("field", field);
-            err
+            named(text, field)
         }
     }
 }
@@ -129,7 +151,8 @@ fn read_request<'py>(
         .map_err(PyValueError::new_err)?;
     let keep = Keep::new();
     let w = Walker::new(py, &keep);
-    let b = core_read_request(&w.input(body), forced).map_err(|e| body_error(py, e))?;
+    let input = w.input(body);
+    let b = core_read_request(&input, forced).map_err(|e| body_error(py, e))?;
     let provider = forced.unwrap_or(b.api.provider());
     let model = b.model.as_deref().map(str::to_string);
     let est = super::estimator_args::estimator(provider.name(), model.as_deref())?;
@@ -151,6 +174,7 @@ fn read_request<'py>(
         b.response_format.as_ref().map(|r| r.value().clone()),
         settings_of(&b),
         settings,
+        (b.tool_fields.clone(), format_field(&input, b.api)),
     ))
 }
 

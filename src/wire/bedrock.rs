@@ -262,8 +262,10 @@ pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error>
             } else {
                 // Checked here, where the body's index is known (the estimate reads the kept
                 // list, whose indices skip the cache points).
-                super::read::tool_name(&t, format_args!("toolConfig.tools[{j}]"))?;
+                let field = format!("toolConfig.tools[{j}]");
+                super::read::tool_name(&t, &field)?;
                 kept.push(t);
+                out.tool_fields.push(field);
             }
         }
         out.tools = kept;

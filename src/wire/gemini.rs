@@ -444,8 +444,10 @@ pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error>
             for (k, decl) in list_items(Some(d), &path)?.into_iter().enumerate() {
                 // Checked here, where the body's path is known (the estimate reads the
                 // flattened list).
-                super::read::tool_name(&decl, format_args!("{path}[{k}]"))?;
+                let field = format!("{path}[{k}]");
+                super::read::tool_name(&decl, &field)?;
                 out.tools.push(decl);
+                out.tool_fields.push(field);
             }
         }
         for (k, v) in t.entries().src()?.unwrap_or_default() {

@@ -38,7 +38,8 @@ pub use read::{
     read_extras, read_history, read_message, read_system, read_tools, ExtrasError, HistoryError,
 };
 pub use request::{
-    read_request, Api, Body, History, McpServer, Settings, Thinking, ToolChoice, Turn,
+    format_field, read_request, read_request_at, Api, Body, History, McpServer, Settings, Thinking,
+    ToolChoice, Turn,
 };
 pub use tools_format::tools_format;
 pub use wire_format::WireFormat;

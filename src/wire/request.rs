@@ -104,19 +104,36 @@ pub fn read_request<'a, V: Input<'a>>(
     body: &V,
     forced: Option<Provider>,
 ) -> ReadResult<Body<'a, V>, V::Error> {
-    let api = detect(body, forced)?;
+    read_request_at(body, forced).map_err(|(_, e)| e)
+}
+
+/// [`read_request`], an accessor's own error (`ReadError::Source`: a schema that contains
+/// itself, nesting past the bound, a property that raises) paired with the body's field being
+/// read when it failed (`tools[0]`, `text`, `system`; empty where no part of the body is
+/// singled out), which the error itself cannot carry.
+pub fn read_request_at<'a, V: Input<'a>>(
+    body: &V,
+    forced: Option<Provider>,
+) -> Result<Body<'a, V>, (String, ReadError<V::Error>)> {
+    let unplaced = |e| (String::new(), e);
+    let api = detect(body, forced).map_err(unplaced)?;
     let mut b = match api {
-        Api::OpenAIChat => openai_chat::body(body)?,
-        Api::OpenAIResponses => openai_responses::body(body)?,
-        Api::Anthropic => anthropic::body(body)?,
-        Api::Gemini => gemini::body(body)?,
-        Api::Bedrock => bedrock::body(body)?,
-    };
+        Api::OpenAIChat => openai_chat::body(body),
+        Api::OpenAIResponses => openai_responses::body(body),
+        Api::Anthropic => anthropic::body(body),
+        Api::Gemini => gemini::body(body),
+        Api::Bedrock => bedrock::body(body),
+    }
+    .map_err(unplaced)?;
     if b.model.is_none() {
         b.model = match api {
-            Api::Bedrock => opt_str(body, Key::modelId, "modelId")?,
-            _ => opt_str(body, Key::model, "model")?,
-        };
+            Api::Bedrock => opt_str(body, Key::modelId, "modelId"),
+            _ => opt_str(body, Key::model, "model"),
+        }
+        .map_err(unplaced)?;
+    }
+    if b.tool_fields.is_empty() {
+        b.tool_fields = (0..b.tools.len()).map(|j| format!("tools[{j}]")).collect();
     }
     check_parts(body, &b)?;
     Ok(b)
@@ -126,12 +143,18 @@ pub fn read_request<'a, V: Input<'a>>(
 /// the tools' names, the structured-output option) with the readers the estimate uses, so a
 /// bad one is refused here, naming the body's field (`instructions`, not the system message
 /// the exact count makes of it; `text`, not `response_format`), for every caller alike. The
-/// exact count renders tools and formats itself and took what the estimate refuses.
-/// Gemini and Bedrock check their tools' names as they flatten them.
-fn check_parts<'a, V: Input<'a>>(body: &V, b: &Body<'a, V>) -> ReadResult<(), V::Error> {
+/// exact count renders tools and formats itself and took what the estimate refuses. Gemini
+/// and Bedrock check their tools' names as they flatten them. A tool's schema is serialized
+/// only by the estimate (twice would double the cost of a body's tools): `Body::tool_fields`
+/// names the body's field of an error it raises at `tools[j]` of the flattened list.
+fn check_parts<'a, V: Input<'a>>(
+    body: &V,
+    b: &Body<'a, V>,
+) -> Result<(), (String, ReadError<V::Error>)> {
     if let Some(s) = b.system.as_ref().filter(|s| s.shape() != Shape::Null) {
         if let Err(e) = super::read::read_system(s) {
-            return Err(renamed(e, "system", system_field(b.api)));
+            let field = system_field(b.api);
+            return Err((field.to_string(), renamed(e, "system", field)));
         }
     }
     // An SDK object (a pydantic model class for OpenAI's `parse`, a Gemini config) is read from
@@ -142,12 +165,14 @@ fn check_parts<'a, V: Input<'a>>(body: &V, b: &Body<'a, V>) -> ReadResult<(), V:
         .filter(|r| !matches!(r.shape(), Shape::Null | Shape::Object))
     {
         if let Err(e) = super::response_format::read_response_format(r) {
-            return Err(renamed(e, "response_format", format_field(body, b.api)));
+            let field = format_field(body, b.api);
+            return Err((field.to_string(), renamed(e, "response_format", field)));
         }
     }
     if !matches!(b.api, Api::Gemini | Api::Bedrock) {
         for (j, t) in b.tools.iter().enumerate() {
-            super::read::tool_name(t, format_args!("tools[{j}]"))?;
+            super::read::tool_name(t, format_args!("tools[{j}]"))
+                .map_err(|e| (format!("tools[{j}]"), e))?;
         }
     }
     Ok(())
@@ -163,8 +188,7 @@ fn system_field(api: Api) -> &'static str {
 }
 
 /// The body field that holds the structured-output option.
-#[cold]
-fn format_field<'a, V: Input<'a>>(body: &V, api: Api) -> &'static str {
+pub fn format_field<'a, V: Input<'a>>(body: &V, api: Api) -> &'static str {
     let has = |k: Key| matches!(body.get(k), Ok(Some(_)));
     match api {
         Api::OpenAIResponses => "text",
@@ -341,6 +365,26 @@ mod tests {
                                                      {"toolSpec": {"name": 5}}]}})),
             "toolConfig.tools[1].toolSpec.name"
         );
+    }
+
+    #[test]
+    fn flattened_tools_keep_the_body_field_they_came_from() {
+        let gem = json!({"contents": "hi", "tools": [{"googleSearch": {}},
+                         {"functionDeclarations": [{"name": "a"}, {"name": "b"}]}]});
+        assert_eq!(
+            read(&gem).tool_fields,
+            [
+                "tools[1].functionDeclarations[0]",
+                "tools[1].functionDeclarations[1]"
+            ]
+        );
+        let bed = json!({"modelId": "m", "messages": [],
+                         "toolConfig": {"tools": [{"cachePoint": {"type": "default"}},
+                                                  {"toolSpec": {"name": "t"}}]}});
+        assert_eq!(read(&bed).tool_fields, ["toolConfig.tools[1]"]);
+        let chat = json!({"model": "gpt-4o", "messages": [], "tools": [{"type": "function",
+                          "function": {"name": "a"}}, {"type": "function", "function": {"name": "b"}}]});
+        assert_eq!(read(&chat).tool_fields, ["tools[0]", "tools[1]"]);
     }
 
     fn turns(contents: serde_json::Value) -> Vec<(String, usize)> {

@@ -128,6 +128,10 @@ pub struct Body<'a, V> {
     /// Tool definitions, one per tool (Gemini's `functionDeclarations` and Bedrock's
     /// `toolConfig.tools` flattened).
     pub tools: Vec<V>,
+    /// The body's field of each tool (`tools[j]`; Gemini's `tools[i].functionDeclarations[k]`
+    /// and Bedrock's `toolConfig.tools[i]`, whose lists are flattened), to name the body's
+    /// field of an error at `tools[j]` of `tools`.
+    pub tool_fields: Vec<String>,
     /// The structured-output option as sent (`response_format`, `text`, `output_format`,
     /// `generationConfig`), read by `response_format::read_response_format`.
     pub response_format: Option<V>,
@@ -142,6 +146,7 @@ impl<'a, V> Body<'a, V> {
             history,
             system: None,
             tools: Vec::new(),
+            tool_fields: Vec::new(),
             response_format: None,
             settings: Settings::default(),
         }
