@@ -40,7 +40,7 @@ from contextfold.fold_sources import FoldSources
 from contextfold.limits import context_window as _context_window
 from contextfold.recall import declares_recall, page_tokens, recall_tool
 from contextfold.serve.apis import Api, Pricing
-from contextfold.serve.body import Appended, BodyError, ScannedBody, scan_appended, scan_body
+from contextfold.serve.body import Appended, BodyError, ScannedBody, json_bytes, scan_appended, scan_body
 from contextfold.serve.config import ServeConfig
 from contextfold.serve.fold_cache import Fold, FoldCache, content_hash
 from contextfold.serve.recall_loop import RecallRoute
@@ -232,15 +232,11 @@ def _taken_sources(sources: FoldSources, folded: list[Any], given: list[Any]
     return tuple(spans), tuple(at.get(id(sources.unedited(m))) for m in folded)
 
 
-def _dumps(message: Any) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 @functools.cache
 def _recall_tool_bytes(wire_format: str) -> bytes:
     """The recall tool's declaration in ``wire_format``, as the bytes spliced into ``tools``
     (made once: every turn of a recoverable fold sends them)."""
-    return _dumps(recall_tool(wire_format))
+    return json_bytes(recall_tool(wire_format))
 
 
 def _edited(raw: bytes, edits: list[tuple[int, int, bytes]]) -> bytes:
@@ -461,7 +457,7 @@ class Folder:
         new_k = k + (j - f)
         if new_k >= n or i == 0:
             return self._not_compacted(api, pricing, rec, prior, gate, "the compaction changed the newest message")
-        payload = b",".join(_dumps(m) for m in out[:i])
+        payload = b",".join(json_bytes(m) for m in out[:i])
         try:
             tokens = sum(self._each(api, pricing, out[:i]))
         except (InvalidMessageError, TypeError, ValueError) as e:
