@@ -74,3 +74,30 @@ def test_a_lone_surrogate_in_a_folded_message_is_sent_escaped_not_a_500(api):
         sent = json.loads(seen.raw.decode("utf-8"))  # strict UTF-8: no surrogate written raw
         assert "Text cut mid-emoji \ud83d" in json.dumps(sent[HISTORY_KEY[api]][0], ensure_ascii=False)
         assert len(seen.raw) < len(raw)
+
+
+def _metric(proxy: ProxyServer, prefix: str) -> dict[str, float]:
+    """The /metrics samples whose line starts with ``prefix``, by their labels."""
+    lines = httpx.get(proxy.url + "/metrics").text.splitlines()
+    return {ln.split(" ")[0]: float(ln.split(" ")[1]) for ln in lines if ln.startswith(prefix)}
+
+
+def test_a_turn_appending_more_than_fast_append_max_is_read_on_a_worker_not_on_the_event_loop():
+    from contextfold.serve.folding import FAST_APPEND_MAX
+
+    msgs = dialogue()
+    # Under the gate: no compaction, only the read.
+    with RecordingUpstream(json_answer({"ok": True})) as up, \
+            ProxyServer(ServeConfig(upstream=up.url, context_window=100_000_000)) as proxy:
+        url = proxy.url + ROUTES["chat"]
+        httpx.post(url, content=json.dumps(request_body("chat", msgs)))
+        small = msgs + [{"role": "user", "content": "one more"}]
+        httpx.post(url, content=json.dumps(request_body("chat", small)))
+        many = small + [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}] * 8_000
+        raw = json.dumps(request_body("chat", many)).encode()
+        assert len(raw) - len(json.dumps(request_body("chat", small))) > FAST_APPEND_MAX
+        assert httpx.post(url, content=raw).status_code == 200
+        reads = _metric(proxy, "contextfold_body_reads_total")
+        assert reads == {'contextfold_body_reads_total{api="chat",read="appended"}': 1.0,
+                         'contextfold_body_reads_total{api="chat",read="whole"}': 2.0}
+        assert up.seen[-1].raw == raw

@@ -53,6 +53,10 @@ log = logging.getLogger("contextfold.serve")
 #: Bodies are indexed by their first bytes for the O(new) lookup; a body this short is read
 #: whole every turn (it costs microseconds).
 HEAD = 512
+#: The most bytes a turn may append and still be read on the event loop (``fast``): 10^6 short
+#: messages appended (35 MB) held the loop 8.4 s, and every other connection with it (a
+#: ``/healthz`` waited 7.8 s). More is read on a worker thread, as a whole body.
+FAST_APPEND_MAX = 256 << 10
 #: Weight of the newest usage in the per-conversation real/estimate ratio (as ``Session``).
 SMOOTHING = 0.5
 #: A usage whose real/estimate ratio falls outside these bounds does not describe the request
@@ -351,7 +355,7 @@ class Folder:
         is held upstream."""
         with self._lock:
             rec = self._records.find(api.name, raw, space)
-        if rec is None:
+        if rec is None or len(raw) - rec.end > FAST_APPEND_MAX:
             return None
         try:
             appended = scan_appended(raw, rec.end)
