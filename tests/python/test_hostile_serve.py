@@ -9,6 +9,8 @@ the input."""
 from __future__ import annotations
 
 import json
+import logging
+import time
 from typing import Any
 
 import pytest
@@ -19,7 +21,7 @@ pytest.importorskip("uvicorn", reason="contextfold serve needs its extra: pip in
 import httpx
 from contextfold.serve.config import ServeConfig
 
-from proxy_support import ProxyServer, RecordingUpstream, json_answer
+from proxy_support import ProxyServer, RecordingUpstream, json_answer, post_head, raw_exchange
 from wire_shapes import convert
 
 ROUTES = {
@@ -101,3 +103,100 @@ def test_a_turn_appending_more_than_fast_append_max_is_read_on_a_worker_not_on_t
         assert reads == {'contextfold_body_reads_total{api="chat",read="appended"}': 1.0,
                          'contextfold_body_reads_total{api="chat",read="whole"}': 2.0}
         assert up.seen[-1].raw == raw
+
+
+def test_header_values_beyond_ascii_are_forwarded_as_the_bytes_that_came_not_a_500():
+    # h11 takes any byte from 0x80 in a header value; a client names its app in UTF-8 (OpenRouter's
+    # X-Title), or sends latin-1. httpx refuses to encode such a str: every such request was a 500.
+    raw = json.dumps(request_body("chat")).encode()
+    title, legacy = "Café Ünïcode €".encode(), b"caf\xe9"
+    with RecordingUpstream(json_answer({"ok": True})) as up, ProxyServer(ServeConfig(upstream=up.url, **GATED)) as proxy:
+        r = httpx.post(proxy.url + ROUTES["chat"], content=raw, headers={"x-title": title, "x-legacy": legacy})
+        assert r.status_code == 200, r.text
+        # (The upstream's http.server reads header values as latin-1.)
+        assert up.seen[0].headers["x-title"].encode("latin-1") == title
+        assert up.seen[0].headers["x-legacy"].encode("latin-1") == legacy
+
+
+def test_a_response_header_beyond_latin_1_from_the_upstream_is_relayed_as_its_bytes():
+    value = "gpt-4o \u2013 r\u00e9gion \u20ac".encode()
+    answer = json.dumps({"ok": True}).encode()
+
+    def upstream(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        # http.server writes header values as latin-1: these are the UTF-8 bytes of ``value``.
+        return 200, {"content-type": "application/json", "x-upstream-note": value.decode("latin-1")}, answer
+
+    with RecordingUpstream(upstream) as up, ProxyServer(ServeConfig(upstream=up.url, **GATED)) as proxy:
+        r = httpx.post(proxy.url + ROUTES["chat"], content=json.dumps(request_body("chat")))
+        assert r.status_code == 200, r.text
+        assert r.headers.raw[[k for k, _ in r.headers.raw].index(b"x-upstream-note")][1] == value
+
+
+def test_a_path_is_forwarded_with_its_percent_escapes_and_a_url_past_httpx_s_limit_is_a_400_in_the_api_s_shape():
+    gemini = json.dumps(request_body("gemini")).encode()
+    # (Under the gate: the models named in these paths are unknown, which only compacting minds.)
+    with RecordingUpstream(json_answer({"ok": True})) as up, \
+            ProxyServer(ServeConfig(upstream=up.url, context_window=100_000_000)) as proxy:
+        # "%00" decoded made a URL httpx refuses (a 500); "%3F" stays in the path, no query starts.
+        for model in ("x%00y", "x%3Falt=sse%26key=k"):
+            r = httpx.post(proxy.url + f"/v1beta/models/{model}:generateContent", content=gemini)
+            assert r.status_code == 200, r.text
+            assert up.seen[-1].path == f"/v1beta/models/{model}:generateContent"
+        for api in ROUTES:
+            path = ROUTES[api] + "?pad=" + "x" * 70_000
+            out = raw_exchange(proxy.url, post_head(path, 2) + b"{}")
+            status, _, rest = out.partition(b"\r\n")
+            assert status == b"HTTP/1.1 400 Bad Request", out[:200]
+            error = json.loads(rest.partition(b"\r\n\r\n")[2])
+            message = error["error"]["message"]
+            assert "URL cannot be forwarded: URL too long" in message
+            assert (error.get("type") == "error") == (api == "anthropic")
+        assert httpx.get(proxy.url + "/healthz").status_code == 200
+
+
+def test_a_body_that_stops_coming_is_a_408_in_the_api_s_shape_within_the_body_timeout():
+    with RecordingUpstream(json_answer({"ok": True})) as up, \
+            ProxyServer(ServeConfig(upstream=up.url, body_timeout=0.5, **GATED)) as proxy:
+        for api in ROUTES:
+            t0 = time.perf_counter()
+            out = raw_exchange(proxy.url, post_head(ROUTES[api], 10_000) + b'{"messages": [', timeout=10)
+            took = time.perf_counter() - t0
+            assert out.startswith(b"HTTP/1.1 408 "), out[:200]
+            assert 0.5 <= took < 3, took
+            body = json.loads(out.partition(b"\r\n\r\n")[2])
+            assert "not received within 0.5 s (14 bytes came)" in json.dumps(body)
+        assert up.seen == []
+
+
+def test_a_body_over_max_body_bytes_is_a_413_in_the_api_s_shape_declared_or_chunked():
+    raw = json.dumps(request_body("chat")).encode()
+    with RecordingUpstream(json_answer({"ok": True})) as up, \
+            ProxyServer(ServeConfig(upstream=up.url, max_body_bytes=len(raw) - 1, **GATED)) as proxy:
+        for api in ROUTES:
+            declared = httpx.post(proxy.url + ROUTES[api], content=raw)
+            chunked = httpx.post(proxy.url + ROUTES[api], content=iter([raw[:1000], raw[1000:]]))
+            for r in (declared, chunked):
+                assert r.status_code == 413, r.text
+                assert f"limit of {len(raw) - 1} bytes" in r.text
+            assert ("error" in declared.json()) and (declared.json().get("type") == "error") == (api == "anthropic")
+        assert up.seen == []
+        # A body within the limit, and a path the proxy does not compact, go through.
+        assert httpx.post(proxy.url + ROUTES["chat"], content=raw[:100] + b"}").status_code == 200
+        assert httpx.post(proxy.url + "/v1/files", content=raw + raw).status_code == 200
+
+
+def test_a_client_gone_mid_body_logs_no_traceback_and_the_next_request_is_served():
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = records.append  # type: ignore[method-assign]
+    with RecordingUpstream(json_answer({"ok": True})) as up, ProxyServer(ServeConfig(upstream=up.url, **GATED)) as proxy:
+        # (Added once uvicorn has configured its loggers, which drops the handlers they had.)
+        logging.getLogger("uvicorn.error").addHandler(handler)
+        try:
+            for api in ROUTES:
+                raw_exchange(proxy.url, post_head(ROUTES[api], 10_000) + b'{"model": "x"', close_after_send=True)
+            time.sleep(0.3)
+            assert httpx.post(proxy.url + ROUTES["chat"], content=json.dumps(request_body("chat"))).status_code == 200
+        finally:
+            logging.getLogger("uvicorn.error").removeHandler(handler)
+    assert [r.getMessage() for r in records] == []

@@ -80,11 +80,13 @@ class Api:
         """An error in the API's own shape, so an SDK raises its usual status error."""
         if self.name == "anthropic":
             # Anthropic's error types: https://docs.anthropic.com/en/api/errors
-            atype = {413: "request_too_large", 502: "api_error", 400: "invalid_request_error"}.get(status, "api_error")
+            atype = {413: "request_too_large", 502: "api_error", 400: "invalid_request_error",
+                     408: "invalid_request_error"}.get(status, "api_error")
             body: dict[str, Any] = {"type": "error", "error": {"type": atype, "message": message}}
         elif self.name == "gemini":
             # Google's error model: {"error": {"code", "message", "status"}}.
-            gstatus = {413: "INVALID_ARGUMENT", 502: "UNAVAILABLE", 400: "INVALID_ARGUMENT"}.get(status, "UNKNOWN")
+            gstatus = {413: "INVALID_ARGUMENT", 502: "UNAVAILABLE", 400: "INVALID_ARGUMENT",
+                       408: "DEADLINE_EXCEEDED"}.get(status, "UNKNOWN")
             body = {"error": {"code": status, "message": message, "status": gstatus}}
         else:
             # OpenAI: {"error": {"message", "type", "param", "code"}}.

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -48,6 +48,7 @@ log = logging.getLogger("contextfold.serve")
 # Hop-by-hop headers (RFC 9110 7.6.1) and those the transport sets again: never forwarded.
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                   "transfer-encoding", "upgrade", "host", "content-length"})
+_HOP_BYTES = frozenset(h.encode() for h in _HOP)
 #: Longest SSE line kept while looking for usage (longer lines pass through unread).
 _MAX_LINE = 1 << 20
 
@@ -85,6 +86,15 @@ def _upstream_key(api: Api | None, path: str, headers: Headers) -> str:
     if path.startswith("/v1beta") or "/models/" in path and ":" in path:
         return "gemini"
     return "chat"
+
+
+class _BodyRefused(Exception):
+    """A request body the proxy will not read: its status, the error's kind, the message."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
 
 
 class _UsageTap:
@@ -172,7 +182,17 @@ class _Proxy:
         t0 = time.perf_counter()
         path = request.url.path
         api, model = route_of(request.method, path)
-        raw = await request.body()
+        key = _upstream_key(api, path, request.headers)
+        # Errors the proxy answers itself are in the shape of the API the request was for.
+        shape = api if api is not None else API_BY_NAME[key]
+        try:
+            raw = await request.body() if api is None else await self._bounded_body(request)
+        except ClientDisconnect:
+            # Gone before its body arrived: nobody to answer (it was an unhandled exception, logged
+            # with a traceback at every dropped upload).
+            return Response(status_code=400)
+        except _BodyRefused as e:
+            return self._error(shape, e.status, str(e), e.kind, Outcome(b""))
         t1 = time.perf_counter()
         outcome: Outcome
         if api is None or not raw:
@@ -184,9 +204,6 @@ class _Proxy:
             # the other conversations, and competes for the GIL with no more than these.
             outcome = fast if fast is not None else await asyncio.get_running_loop().run_in_executor(
                 self.workers, self.folder.slow, api, raw, model)
-        key = _upstream_key(api, path, request.headers)
-        # Errors the proxy answers itself are in the shape of the API the request was for.
-        shape = api if api is not None else API_BY_NAME[key]
         try:
             base = self.config.upstream_for(key)
         except ValueError as e:
@@ -195,10 +212,24 @@ class _Proxy:
             self.metrics.request(api.name, "refused")
             msg = f"request over the context budget and not compacted: {outcome.reason}"
             return self._error(shape, 413, msg, "request_too_large", outcome)
-        url = base + path + (("?" + request.url.query) if request.url.query else "")
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP and k.lower() != "accept-encoding"]
+        # The path as the client sent it, percent-escapes kept: decoded, a "%3F" in a Gemini model
+        # name became a "?" that started a query of the client's choosing, and a "%00" made a URL
+        # httpx refuses (a 500).
+        target = request.scope.get("raw_path") or path.encode()
+        if not target.startswith(b"/"):
+            # (Appended to the base URL, "@host/..." would name another host.)
+            return self._error(shape, 400, "the request target must be a path starting with /", "invalid_request_error",
+                               outcome)
+        url = base + target.decode("latin-1") + (("?" + request.url.query) if request.url.query else "")
+        try:
+            httpx.URL(url)
+        except httpx.InvalidURL as e:  # (over 65,536 characters, say)
+            return self._error(shape, 400, f"the request URL cannot be forwarded: {e}", "invalid_request_error", outcome)
+        # Header values as the bytes that came: h11 accepts any byte from 0x80 in a value (UTF-8,
+        # latin-1), which httpx refuses to encode from str (a 500).
+        headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP_BYTES and k.lower() != b"accept-encoding"]
         # Identity, so the usage in the response can be read for calibration.
-        headers.append(("accept-encoding", "identity"))
+        headers.append((b"accept-encoding", b"identity"))
         added = time.perf_counter() - t1
         self.metrics.latency(added, compacted=outcome.compacted)
         if api is not None and outcome.recall is not None:
@@ -227,6 +258,34 @@ class _Proxy:
             self._calibrate(outcome.conversation, tap)
         return Response(body, status_code=resp.status_code,
                         headers=self._out_headers(resp, outcome, added, t1 - t0, decoded=True))
+
+    async def _bounded_body(self, request: Request) -> bytes:
+        """The body of a request the proxy will parse, read within ``max_body_bytes`` and
+        ``body_timeout``: it is held whole, then parsed into objects many times its size (10^6
+        short messages, 35 MB: 1.2 GB at the peak), and a client sending a byte a second held the
+        request open for as long as it liked. ``_BodyRefused`` past either."""
+        limit = self.config.max_body_bytes
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            raise _BodyRefused(413, "request_too_large",
+                               f"request body of {int(length)} bytes is over this proxy's limit of {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+
+        async def read() -> None:
+            nonlocal size
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _BodyRefused(413, "request_too_large",
+                                       f"request body over this proxy's limit of {limit} bytes")
+                chunks.append(chunk)
+        try:
+            await asyncio.wait_for(read(), self.config.body_timeout)
+        except asyncio.TimeoutError:
+            raise _BodyRefused(408, "request_timeout", f"request body not received within {self.config.body_timeout:g} s "
+                               f"({size} bytes came)") from None
+        return b"".join(chunks)
 
     async def _stream(self, resp: httpx.Response, tap: _UsageTap, conv: Conversation | None, shape: Api,
                       base: str) -> AsyncIterator[bytes]:
@@ -258,7 +317,7 @@ class _Proxy:
         finally:
             await resp.aclose()
 
-    async def _recalling(self, api: Api, method: str, url: str, headers: list[tuple[str, str]], outcome: Outcome,
+    async def _recalling(self, api: Api, method: str, url: str, headers: list[tuple[bytes, bytes]], outcome: Outcome,
                          route: RecallRoute, base: str, added: float, read: float) -> Response:
         """Send a body that carries the recall tool and answer the model's recall calls
         (``recall_loop``). A JSON response is read whole: the first that calls no recall (or the
@@ -303,7 +362,7 @@ class _Proxy:
         out_headers.update(self._report_headers(req))
         return Response(data, status_code=resp.status_code, headers=out_headers)
 
-    async def _send(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> httpx.Response:
+    async def _send(self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes) -> httpx.Response:
         """One request to the upstream, its response streamed (headers read, body not yet)."""
         assert self.client is not None, "the app runs inside its lifespan"
         return await self.client.send(self.client.build_request(method, url, headers=headers, content=body),
@@ -320,7 +379,7 @@ class _Proxy:
             self.metrics.recall(api.name)
         return got
 
-    async def _recall_stream(self, api: Api, method: str, url: str, headers: list[tuple[str, str]], outcome: Outcome,
+    async def _recall_stream(self, api: Api, method: str, url: str, headers: list[tuple[bytes, bytes]], outcome: Outcome,
                              req: RecallRequest, base: str, resp: httpx.Response) -> AsyncIterator[bytes]:
         """The streamed rounds of a body that carries the recall tool, as one stream to the
         client (``StreamRelay``): each round's events go out as they come up to a tool call's
@@ -373,8 +432,10 @@ class _Proxy:
         for a body read whole, ``decoded``, which httpx has decoded; a stream is relayed raw),
         with the proxy's own: what it did, its own work (after the body arrived, before it left)
         and the body's arrival (milliseconds)."""
-        out = {k: v for k, v in resp.headers.items()
-               if k.lower() not in _HOP and not (decoded and k.lower() == "content-encoding")}
+        # Latin-1 both ways: the very bytes the upstream sent (decoded as UTF-8 by httpx, a value
+        # beyond latin-1 could not be written back: a 500).
+        out = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in resp.headers.raw
+               if k.lower() not in _HOP_BYTES and not (decoded and k.lower() == b"content-encoding")}
         out.update(self._headers(outcome))
         out["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
         out["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
