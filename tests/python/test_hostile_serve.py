@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import warnings
 from typing import Any
 
 import pytest
@@ -200,3 +201,21 @@ def test_a_client_gone_mid_body_logs_no_traceback_and_the_next_request_is_served
         finally:
             logging.getLogger("uvicorn.error").removeHandler(handler)
     assert [r.getMessage() for r in records] == []
+
+
+def test_unknown_model_names_from_clients_warn_nothing_and_are_logged_once_clipped(caplog):
+    # Each distinct name was a warning carrying it whole: 100 KB on stderr per request, and kept in
+    # the warnings registry for good.
+    names = [f"model-{i}-" + "x" * 20_000 for i in range(3)]
+    with RecordingUpstream(json_answer({"ok": True})) as up, ProxyServer(ServeConfig(upstream=up.url, **GATED)) as proxy, \
+            warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING, "contextfold.serve"):
+        warnings.simplefilter("always")
+        for i, name in enumerate(names * 2):
+            msgs = dialogue()
+            msgs[1]["content"] = f"conversation {i} " + msgs[1]["content"]
+            body = {**request_body("chat", msgs), "model": name}
+            r = httpx.post(proxy.url + ROUTES["chat"], content=json.dumps(body))
+            assert r.status_code == 200 and r.headers["x-contextfold-fold"] == "new", r.text
+    assert [str(w.message)[:80] for w in caught] == []
+    logged = [r.getMessage() for r in caplog.records if "unknown model" in r.getMessage()]
+    assert len(logged) == 3 and all(len(m) < 200 for m in logged), logged

@@ -38,6 +38,7 @@ from contextfold.content_store import ContentStore, MemoryContentStore, RedisCon
 from contextfold.errors import CompactionError, InvalidMessageError, UnknownModelError
 from contextfold.fold_sources import FoldSources
 from contextfold.limits import context_window as _context_window
+from contextfold.model_info import model_info
 from contextfold.recall import declares_recall, page_tokens, recall_tool
 from contextfold.serve.apis import Api, Pricing
 from contextfold.serve.body import Appended, BodyError, ScannedBody, json_bytes, scan_appended, scan_body
@@ -57,6 +58,8 @@ HEAD = 512
 #: messages appended (35 MB) held the loop 8.4 s, and every other connection with it (a
 #: ``/healthz`` waited 7.8 s). More is read on a worker thread, as a whole body.
 FAST_APPEND_MAX = 256 << 10
+#: How many unknown model names the proxy logs (once each): the names come from clients.
+UNKNOWN_MODELS_LOGGED = 256
 #: Weight of the newest usage in the per-conversation real/estimate ratio (as ``Session``).
 SMOOTHING = 0.5
 #: A usage whose real/estimate ratio falls outside these bounds does not describe the request
@@ -236,6 +239,11 @@ def _taken_sources(sources: FoldSources, folded: list[Any], given: list[Any]
     return tuple(spans), tuple(at.get(id(sources.unedited(m))) for m in folded)
 
 
+def _clip(text: str, limit: int = 64) -> str:
+    """``text`` as a repr of at most ``limit`` characters of it, for a log line."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
 @functools.cache
 def _recall_tool_bytes(wire_format: str) -> bytes:
     """The recall tool's declaration in ``wire_format``, as the bytes spliced into ``tools``
@@ -264,6 +272,7 @@ class Folder:
         self.cache = cache
         self._lock = threading.Lock()
         self._records = _Records(config.max_conversations, config.max_cached_bytes)
+        self._unknown: set[int] = set()
         self.summarizer = self._summarizer(config.summarizer)
         #: Where recoverable folds keep their originals (``config.recall``): shared through Redis
         #: when the folds are, so another replica or a restarted proxy answers the same ids.
@@ -431,7 +440,7 @@ class Folder:
         cfg = self.config
         try:
             compactor = Compactor(
-                provider=api.provider, model=pricing.model, context_window=gate.window, budget=budget,
+                provider=api.provider, model=self._known(pricing.model), context_window=gate.window, budget=budget,
                 strategy=cfg.strategy,  # type: ignore[arg-type]
                 summarizer=self.summarizer,
                 system=pricing.system, tools=pricing.tools, response_format=pricing.response_format,
@@ -511,6 +520,24 @@ class Folder:
             # (without ``--recall``) would not send: read as a miss, compacted anew.
             if fold is not None and fold.k == k and not (fold.recall and self.store is None):
                 return fold
+        return None
+
+    def _known(self, model: str | None) -> str | None:
+        """``model`` for the Compactor: None for a name contextfold does not know, which prices
+        the same (the provider's default constants). Given the name, the Compactor warned with it
+        at every compaction: a client naming a new 100 KB model each request had 100 KB written to
+        stderr per request and kept in the warnings registry for good (measured: +40 MB after 400
+        requests). Such a name is logged once here, clipped, among at most
+        ``UNKNOWN_MODELS_LOGGED`` names."""
+        if model is None or model_info(model).family != "unknown":
+            return model
+        with self._lock:
+            # (By hash: the names themselves may be any size.)
+            new = hash(model) not in self._unknown and len(self._unknown) < UNKNOWN_MODELS_LOGGED
+            if new:
+                self._unknown.add(hash(model))
+        if new:
+            log.warning("unknown model %s: priced with the provider's default constants", _clip(model))
         return None
 
     def _keep(self, prior: Conversation | None, rec: Conversation) -> None:
