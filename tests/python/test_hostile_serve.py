@@ -8,6 +8,7 @@ the input."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import time
@@ -22,7 +23,7 @@ pytest.importorskip("uvicorn", reason="contextfold serve needs its extra: pip in
 import httpx
 from contextfold.serve.config import ServeConfig
 
-from proxy_support import ProxyServer, RecordingUpstream, json_answer, post_head, raw_exchange
+from proxy_support import LoopbackHandler, ProxyServer, RecordingUpstream, json_answer, loopback, post_head, raw_exchange
 from wire_shapes import convert
 
 ROUTES = {
@@ -219,3 +220,51 @@ def test_unknown_model_names_from_clients_warn_nothing_and_are_logged_once_clipp
     assert [str(w.message)[:80] for w in caught] == []
     logged = [r.getMessage() for r in caplog.records if "unknown model" in r.getMessage()]
     assert len(logged) == 3 and all(len(m) < 200 for m in logged), logged
+
+
+def _answering(status: int, headers: dict[str, str], payload: bytes) -> type[LoopbackHandler]:
+    """A loopback upstream handler answering every POST with ``status`` (any three digits: the
+    status line is written by hand), ``headers`` and ``payload``."""
+
+    class Handler(LoopbackHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            head = f"HTTP/1.1 {status} X\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            self.wfile.write(head.encode() + f"content-length: {len(payload)}\r\n\r\n".encode() + payload)
+
+    return Handler
+
+
+def test_a_gzip_bomb_from_the_upstream_is_relayed_compressed_not_inflated_in_the_proxy():
+    # 64 MiB of zeros in 64 KB: read decoded and whole, 1 GiB of them took the proxy to 3.2 GB RSS.
+    bomb = gzip.compress(b'{"choices": [], "pad": "' + b"0" * (64 << 20) + b'"}', compresslevel=9)
+    with loopback(_answering(200, {"content-type": "application/json", "content-encoding": "gzip"}, bomb)) as up, \
+            ProxyServer(ServeConfig(upstream=up, **GATED)) as proxy:
+        with httpx.stream("POST", proxy.url + ROUTES["chat"], content=json.dumps(request_body("chat"))) as r:
+            raw = b"".join(r.iter_raw())
+        assert r.status_code == 200
+        assert r.headers["content-encoding"] == "gzip"
+        assert raw == bomb
+
+
+def test_a_json_response_past_max_held_response_goes_on_as_it_comes():
+    from contextfold.serve.app import MAX_HELD_RESPONSE
+
+    big = b'{"x": "' + b"a" * (MAX_HELD_RESPONSE + 1000) + b'"}'
+    with loopback(_answering(200, {"content-type": "application/json"}, big)) as up, \
+            ProxyServer(ServeConfig(upstream=up, **GATED)) as proxy:
+        r = httpx.post(proxy.url + ROUTES["chat"], content=json.dumps(request_body("chat")))
+        assert r.status_code == 200 and r.content == big
+        # Streamed on: no content-length was known when the first bytes went.
+        assert "content-length" not in r.headers
+
+
+@pytest.mark.parametrize("status", [600, 999])
+def test_an_upstream_status_outside_100_to_599_is_a_502_in_the_api_s_shape(status):
+    with loopback(_answering(status, {"content-type": "application/json"}, b"{}")) as up, \
+            ProxyServer(ServeConfig(upstream=up, **GATED)) as proxy:
+        for api in ROUTES:
+            r = httpx.post(proxy.url + ROUTES[api], content=json.dumps(request_body(api)))
+            assert r.status_code == 502, r.text
+            assert f"invalid HTTP status {status}" in r.text
+            assert (r.json().get("type") == "error") == (api == "anthropic")

@@ -20,6 +20,7 @@ import json
 import logging
 import socket
 import time
+import zlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -86,6 +87,29 @@ def _upstream_key(api: Api | None, path: str, headers: Headers) -> str:
     if path.startswith("/v1beta") or "/models/" in path and ":" in path:
         return "gemini"
     return "chat"
+
+
+#: The most bytes of a JSON response held to read it whole (usage, recall calls); more goes on to
+#: the client as it comes, unread.
+MAX_HELD_RESPONSE = 16 << 20
+
+
+def _decoded(resp: httpx.Response, data: bytes) -> bytes | None:
+    """A held response body without its content-encoding, at most ``MAX_HELD_RESPONSE`` bytes
+    of it; None when it is larger decoded (a gzip bomb) or in an encoding not read here. The
+    proxy asks for identity, which upstreams send; gzip and deflate are read all the same."""
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return data
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        return None
+    # wbits 47: a zlib or gzip header, read from the data.
+    d = zlib.decompressobj(47)
+    try:
+        out = d.decompress(data, MAX_HELD_RESPONSE)
+    except zlib.error:
+        return None
+    return None if d.unconsumed_tail else out
 
 
 class _BodyRefused(Exception):
@@ -238,6 +262,8 @@ class _Proxy:
             resp = await self._send(request.method, url, headers, outcome.body)
         except httpx.TransportError as e:
             return self._unreachable(shape, base, e, outcome)
+        if (bad := await self._bad_status(resp, shape, base, outcome)) is not None:
+            return bad
         if api is not None:
             self._count(api, outcome)
         tap = _UsageTap()
@@ -246,18 +272,63 @@ class _Proxy:
             return StreamingResponse(self._stream(resp, tap, outcome.conversation, shape, base),
                                      status_code=resp.status_code, headers=out_headers)
         try:
-            body = await resp.aread()
+            body, rest = await self._held(resp)
         except httpx.TransportError as e:
             # Headers came, then the body stalled past --timeout or was cut off: nothing has reached
             # the client yet, so it gets the same 502 as an upstream that never answered.
+            await resp.aclose()
             return self._broke_off(shape, base, e, outcome)
+        out_headers = self._out_headers(resp, outcome, added, t1 - t0, decoded=False)
+        if rest is not None:
+            return StreamingResponse(self._rest(resp, body, rest, base), status_code=resp.status_code,
+                                     headers=out_headers)
+        if resp.status_code < 300 and (text := _decoded(resp, body)) is not None:
+            tap.read_json(text)
+            self._calibrate(outcome.conversation, tap)
+        return Response(body, status_code=resp.status_code, headers=out_headers)
+
+    async def _held(self, resp: httpx.Response) -> tuple[bytes, AsyncIterator[bytes] | None]:
+        """A response body as the upstream sent it (its content-encoding kept), read up to
+        ``MAX_HELD_RESPONSE`` bytes; and the rest of it to come (None: that was all of it, and
+        the response is closed).
+        Read decoded and whole, a 1 MB gzip body that expands to 1 GB took the proxy to 3.2 GB
+        RSS and 18.7 s; a 300 MB body was held whole before a byte of it went on."""
+        chunks: list[bytes] = []
+        size = 0
+        rest = resp.aiter_raw()
+        async for chunk in rest:
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_HELD_RESPONSE:
+                return b"".join(chunks), rest
+        await resp.aclose()
+        return b"".join(chunks), None
+
+    async def _rest(self, resp: httpx.Response, head: bytes, rest: AsyncIterator[bytes], base: str
+                    ) -> AsyncIterator[bytes]:
+        """A response past ``MAX_HELD_RESPONSE``: ``head`` (what was held), then the rest as it
+        comes. Cut off midway, it ends there: the client's JSON parser refuses what came."""
+        try:
+            yield head
+            async for chunk in rest:
+                yield chunk
+        except httpx.TransportError as e:
+            self.metrics.upstream_error()
+            log.warning("upstream %s broke off a response past %d bytes: %s", base, MAX_HELD_RESPONSE, type(e).__name__)
         finally:
             await resp.aclose()
-        if resp.status_code < 300:
-            tap.read_json(body)
-            self._calibrate(outcome.conversation, tap)
-        return Response(body, status_code=resp.status_code,
-                        headers=self._out_headers(resp, outcome, added, t1 - t0, decoded=True))
+
+    async def _bad_status(self, resp: httpx.Response, shape: Api, base: str, outcome: Outcome,
+                          req: RecallRequest | None = None) -> Response | None:
+        """A 502 for a status the proxy cannot relay (outside 100-599: uvicorn has no reason phrase
+        for it, and a 999 dropped the client's connection with a KeyError traceback); else None."""
+        if 100 <= resp.status_code <= 599:
+            return None
+        await resp.aclose()
+        self.metrics.upstream_error()
+        log.warning("upstream %s answered status %d", base, resp.status_code)
+        return self._error(shape, 502, f"upstream {base} answered an invalid HTTP status {resp.status_code}",
+                           "bad_gateway", outcome, req)
 
     async def _bounded_body(self, request: Request) -> bytes:
         """The body of a request the proxy will parse, read within ``max_body_bytes`` and
@@ -328,6 +399,8 @@ class _Proxy:
             resp = await self._send(method, url, headers, req.body)
         except httpx.TransportError as e:
             return self._unreachable(api, base, e, outcome, req)
+        if (bad := await self._bad_status(resp, api, base, outcome, req)) is not None:
+            return bad
         self._count(api, outcome)
         if resp.status_code < 300 and resp.headers.get("content-type", "").startswith("text/event-stream"):
             return StreamingResponse(self._recall_stream(api, method, url, headers, outcome, req, base, resp),
@@ -336,21 +409,26 @@ class _Proxy:
         first = True
         while True:
             try:
-                try:
-                    data = await resp.aread()
-                finally:
-                    await resp.aclose()
+                data, rest = await self._held(resp)
             except httpx.TransportError as e:
+                await resp.aclose()
                 return self._broke_off(api, base, e, outcome, req)
-            if first and resp.status_code < 300:
+            out_headers = self._out_headers(resp, outcome, added, read, decoded=False)
+            out_headers.update(self._report_headers(req))
+            if rest is not None:
+                # (No model turn is that large: it goes on as it comes, unread.)
+                return StreamingResponse(self._rest(resp, data, rest, base), status_code=resp.status_code,
+                                         headers=out_headers)
+            text = _decoded(resp, data)
+            if first and resp.status_code < 300 and text is not None:
                 # Only the first response's usage is of the request priced.
                 tap = _UsageTap()
-                tap.read_json(data)
+                tap.read_json(text)
                 self._calibrate(outcome.conversation, tap)
             first = False
-            if resp.status_code >= 300 or req.told:
+            if resp.status_code >= 300 or req.told or text is None:
                 break
-            got = await self._round(api, response_of(api.name, data), req)
+            got = await self._round(api, response_of(api.name, text), req)
             if got is None:
                 break
             req.answered(got)
@@ -358,8 +436,8 @@ class _Proxy:
                 resp = await self._send(method, url, headers, req.body)
             except httpx.TransportError as e:
                 return self._unreachable(api, base, e, outcome, req)
-        out_headers = self._out_headers(resp, outcome, added, read, decoded=True)
-        out_headers.update(self._report_headers(req))
+            if (bad := await self._bad_status(resp, api, base, outcome, req)) is not None:
+                return bad
         return Response(data, status_code=resp.status_code, headers=out_headers)
 
     async def _send(self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes) -> httpx.Response:
