@@ -268,3 +268,38 @@ def test_an_upstream_status_outside_100_to_599_is_a_502_in_the_api_s_shape(statu
             assert r.status_code == 502, r.text
             assert f"invalid HTTP status {status}" in r.text
             assert (r.json().get("type") == "error") == (api == "anthropic")
+
+
+class _EndlessEvent(LoopbackHandler):
+    """A streamed answer whose one event never ends: ``MAX_HELD_RESPONSE`` bytes and more of a
+    ``data:`` line with no blank line after it."""
+
+    def do_POST(self) -> None:
+        from contextfold.serve.app import MAX_HELD_RESPONSE
+
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.start_chunked()
+        try:
+            self.chunk(b"data: ")
+            for _ in range(MAX_HELD_RESPONSE // (1 << 20) + 2):
+                self.chunk(b"x" * (1 << 20))
+            self.end_chunked()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def test_a_streamed_recall_round_past_max_held_response_ends_with_an_error_the_sdk_raises():
+    # A stream sent with the recall tool is held to read its calls: an upstream that never ended
+    # its event grew the proxy without bound, re-reading the event at each chunk.
+    import openai
+
+    with loopback(_EndlessEvent) as up, ProxyServer(ServeConfig(upstream=up, recall=True, **GATED)) as proxy:
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0, timeout=20)
+        t0 = time.perf_counter()
+        with pytest.raises(openai.APIError) as e:
+            for _ in client.chat.completions.create(model="gpt-4o", messages=dialogue(), stream=True):
+                pass
+        assert "sent a streamed round over 16777216 bytes" in str(e.value)
+        assert time.perf_counter() - t0 < 10
+        client.close()
+        assert _metric(proxy, "contextfold_upstream_errors_total") == {"contextfold_upstream_errors_total": 1.0}

@@ -39,7 +39,7 @@ from contextfold.serve.fold_cache import FoldCache, MemoryFoldCache, RedisFoldCa
 from contextfold.serve.folding import Conversation, Folder, Outcome
 from contextfold.serve.metrics import Metrics
 from contextfold.serve.recall_loop import RecallRequest, RecallRound, RecallRoute, StreamRelay, recall_round, response_of
-from contextfold.serve.sse import event_end, split_events
+from contextfold.serve.sse import SEPARATORS, event_end, split_events
 from contextfold.session import prompt_tokens_of
 
 __all__ = ["create_app", "route_of"]
@@ -466,13 +466,32 @@ class _Proxy:
         relay = StreamRelay(api.name)
         try:
             while True:
-                pending = b""
+                # The round is held to read its recall calls, so it is bounded: an upstream that
+                # never ended its stream (or its event) grew the proxy without limit, and re-read
+                # the bytes of an event with no blank line yet at each chunk (300 MB sent with no
+                # separator: nothing reached the client in 60 s).
+                buf = bytearray()
+                kept = 0
                 async for chunk in resp.aiter_raw():
-                    events, pending = split_events(pending + chunk)
+                    kept += len(chunk)
+                    if kept > MAX_HELD_RESPONSE:
+                        self.metrics.upstream_error()
+                        log.warning("upstream %s sent a streamed round over %d bytes", base, MAX_HELD_RESPONSE)
+                        yield relay.fail(api.stream_error(
+                            f"upstream {base} sent a streamed round over {MAX_HELD_RESPONSE} bytes, more than the proxy "
+                            "holds to answer its recall calls", "bad_gateway"), req.report())
+                        return
+                    scan = max(0, len(buf) - 3)  # (a separator may straddle two chunks)
+                    buf += chunk
+                    if not any(buf.find(sep, scan) >= 0 for sep in SEPARATORS):
+                        continue
+                    events, rest = split_events(bytes(buf))
+                    buf = bytearray(rest)
                     for event in events:
                         if out := relay.feed(event):
                             yield out
                 await resp.aclose()
+                pending = bytes(buf)
                 if pending.strip():
                     if out := relay.feed(pending):
                         yield out
