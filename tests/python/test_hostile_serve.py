@@ -303,3 +303,40 @@ def test_a_streamed_recall_round_past_max_held_response_ends_with_an_error_the_s
         assert time.perf_counter() - t0 < 10
         client.close()
         assert _metric(proxy, "contextfold_upstream_errors_total") == {"contextfold_upstream_errors_total": 1.0}
+
+
+def _corrupted(data: bytes, how: str) -> bytes:
+    head, _, payload = data.partition(b"\n")
+    meta = json.loads(head)
+    return {
+        "payload cut": head + b"\n" + payload[: len(payload) // 2],
+        "payload not UTF-8": head + b"\n" + payload[:10] + b"\xff" + payload[10:],
+        "payload of numbers": head + b"\n1,2,3",
+        "count off by one": json.dumps({**meta, "count": meta["count"] + 1}).encode() + b"\n" + payload,
+        "negative tokens": json.dumps({**meta, "tokens": -10**9}).encode() + b"\n" + payload,
+        "CR LF in the strategy": json.dumps({**meta, "strategy": "mask\r\nx-injected: 1"}).encode() + b"\n" + payload,
+    }[how]
+
+
+@pytest.mark.parametrize("how", ["payload cut", "payload not UTF-8", "payload of numbers", "count off by one",
+                                 "negative tokens", "CR LF in the strategy"])
+def test_a_corrupt_fold_in_redis_is_read_as_a_miss_and_the_body_sent_is_valid(redis_url, how):
+    from contextfold.serve.fold_cache import RedisFoldCache
+
+    prefix = f"hostile:{how}:"
+    msgs = dialogue()
+    first = json.dumps(request_body("chat", msgs))
+    nxt = json.dumps(request_body("chat", msgs + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "more"}]))
+    with RecordingUpstream(json_answer({"ok": True})) as up:
+        with ProxyServer(ServeConfig(upstream=up.url, **GATED), cache=RedisFoldCache(redis_url, prefix=prefix)) as proxy:
+            assert httpx.post(proxy.url + ROUTES["chat"], content=first).headers["x-contextfold-fold"] == "new"
+        cache = RedisFoldCache(redis_url, prefix=prefix)
+        (key,) = cache.client.keys(prefix + "fold:*")
+        cache.client.set(key, _corrupted(cache.client.get(key), how))
+        # A restarted proxy (nothing in memory) reads the next turn's fold from Redis.
+        with ProxyServer(ServeConfig(upstream=up.url, **GATED), cache=cache) as proxy:
+            r = httpx.post(proxy.url + ROUTES["chat"], content=nxt)
+        assert r.status_code == 200 and r.headers["x-contextfold-fold"] == "new", r.text
+        sent = json.loads(up.seen[-1].raw)
+        assert all(isinstance(m, dict) and m.get("role") for m in sent["messages"])
+        assert "x-injected" not in r.headers

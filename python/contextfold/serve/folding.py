@@ -43,7 +43,7 @@ from contextfold.recall import declares_recall, page_tokens, recall_tool
 from contextfold.serve.apis import Api, Pricing
 from contextfold.serve.body import Appended, BodyError, ScannedBody, json_bytes, scan_appended, scan_body
 from contextfold.serve.config import ServeConfig
-from contextfold.serve.fold_cache import Fold, FoldCache, content_hash
+from contextfold.serve.fold_cache import CorruptFoldError, Fold, FoldCache, content_hash
 from contextfold.serve.recall_loop import RecallRoute
 from contextfold.session import DEFAULT_OUTPUT_RESERVE, DEFAULT_TRIGGER_RATIO, MAX_SUMMARY_HASHES
 
@@ -511,11 +511,18 @@ class Folder:
         for k in sizes:
             if not 0 < k < n:
                 continue
+            key = content_hash(view[sb.offsets[0]: sb.offsets[k]], space=space)
             try:
-                fold = self.cache.get(content_hash(view[sb.offsets[0]: sb.offsets[k]], space=space))
+                fold = self.cache.get(key)
+            except CorruptFoldError as e:
+                log.warning("fold cache entry %s unreadable (%s): read as a miss", key, e)
+                continue
             except Exception as e:  # noqa: BLE001
                 log.warning("fold cache unavailable (%s): history read without its fold", type(e).__name__)
                 return None
+            if fold is not None and fold.key != key:
+                log.warning("fold cache entry %s names another key: read as a miss", key)
+                continue
             # A recoverable fold another proxy left in a shared cache promises a tool this one
             # (without ``--recall``) would not send: read as a miss, compacted anew.
             if fold is not None and fold.k == k and not (fold.recall and self.store is None):
