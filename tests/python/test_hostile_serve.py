@@ -340,3 +340,26 @@ def test_a_corrupt_fold_in_redis_is_read_as_a_miss_and_the_body_sent_is_valid(re
         sent = json.loads(up.seen[-1].raw)
         assert all(isinstance(m, dict) and m.get("role") for m in sent["messages"])
         assert "x-injected" not in r.headers
+
+
+@pytest.mark.parametrize("api", list(ROUTES))
+def test_a_body_with_its_history_key_twice_is_forwarded_unchanged_saying_so(api):
+    # A provider's JSON parser keeps the last of the two: compacting the first, the proxy said it
+    # had folded a history the provider never read.
+    key = HISTORY_KEY[api]
+    raw = json.dumps(request_body(api))
+    short = json.dumps(request_body(api, dialogue()[:2])[key])
+    bodies = [raw[:-1] + f', "{key}": {short}}}', f'{{"{key}": "first", ' + raw[1:]]
+    with RecordingUpstream(json_answer({"ok": True})) as up, ProxyServer(ServeConfig(upstream=up.url, **GATED)) as proxy:
+        for body in bodies:
+            r = httpx.post(proxy.url + ROUTES[api], content=body)
+            assert r.status_code == 200
+            assert r.headers["x-contextfold-fold"] == "none"
+            assert r.headers["x-contextfold-not-compacted"] == f"body not read: duplicate key '{key}'"
+            assert up.seen[-1].raw == body.encode()
+        # A turn that extends a known body (read from where it ended) with the key again.
+        httpx.post(proxy.url + ROUTES[api], content=raw)
+        extended = raw[:-1] + f', "{key}": {short}}}'
+        r = httpx.post(proxy.url + ROUTES[api], content=extended)
+        assert r.headers["x-contextfold-not-compacted"] == f"body not read: duplicate key '{key}'"
+        assert up.seen[-1].raw == extended.encode()

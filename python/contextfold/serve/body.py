@@ -188,6 +188,10 @@ def scan_body(raw: bytes, key: str) -> ScannedBody:
         return ScannedBody(fields, None, -1, [], before, {}, opened)
     while True:
         k, i = _key(text, i)
+        if k == key and (history is not None or key in fields):
+            # JSON parsers keep the last of duplicate keys (Python's, JavaScript's, Go's): the
+            # provider would read a history other than the one compacted here.
+            raise BodyError(f"duplicate key {key!r}")
         if k == key and history is None and i < len(text) and text[i] == "[":
             history = []
             start = i

@@ -370,6 +370,8 @@ class Folder:
             appended = scan_appended(raw, rec.end)
         except BodyError:
             return None
+        if api.history_key in appended.after:
+            return None  # a duplicate history key: ``slow`` says so
         pricing = api.pricing({**rec.before, **appended.after}, path_model)
         if pricing.server_history is not None:
             return None
