@@ -363,3 +363,23 @@ def test_a_body_with_its_history_key_twice_is_forwarded_unchanged_saying_so(api)
         r = httpx.post(proxy.url + ROUTES[api], content=extended)
         assert r.headers["x-contextfold-not-compacted"] == f"body not read: duplicate key '{key}'"
         assert up.seen[-1].raw == extended.encode()
+
+
+def test_a_target_that_is_no_path_is_a_404_in_the_api_s_shape_and_any_path_is_forwarded():
+    with RecordingUpstream(json_answer({"ok": True})) as up, ProxyServer(ServeConfig(upstream=up.url, **GATED)) as proxy:
+        # A line break in the path (starlette's "{path:path}" stopped at it: a plain-text 404).
+        out = raw_exchange(proxy.url, post_head("/v1/chat%0Acompletions", 2) + b"{}")
+        assert out.startswith(b"HTTP/1.1 200 "), out[:200]
+        assert up.seen[-1].path == "/v1/chat%0Acompletions"
+        # A whole URL as the target, and "*": no path to forward; the answer is the API's JSON.
+        for target, anthropic in ((b"http://evil.example/v1/chat/completions", b""), (b"*", b"anthropic-version: 1\r\n")):
+            out = raw_exchange(proxy.url, b"OPTIONS " + target + b" HTTP/1.1\r\nhost: x\r\n" + anthropic
+                               + b"content-length: 0\r\n\r\n")
+            assert out.startswith(b"HTTP/1.1 404 "), out[:200]
+            error = json.loads(out.partition(b"\r\n\r\n")[2])
+            assert "no route for OPTIONS" in json.dumps(error)
+            assert (error.get("type") == "error") == bool(anthropic)
+        # OPTIONS on a path is forwarded (it was starlette's plain-text 405): the loopback upstream's
+        # http.server answers it with its 501.
+        r = httpx.options(proxy.url + "/v1/models")
+        assert r.status_code == 501 and "Unsupported method" in r.text

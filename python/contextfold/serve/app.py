@@ -18,6 +18,7 @@ import contextlib
 import functools
 import json
 import logging
+import re
 import socket
 import time
 import zlib
@@ -28,6 +29,7 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -613,12 +615,24 @@ def create_app(config: ServeConfig, *, cache: FoldCache | None = None) -> Starle
     """The proxy as an ASGI app (run it with uvicorn, or any ASGI server). ``cache`` overrides
     the fold cache the config names (memory, or Redis with ``config.redis``)."""
     proxy = _Proxy(config, cache)
+    forward = Route("/{path:path}", proxy.forward, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    # Any path: "{path:path}" is ".*", which stops at a line break (a "%0A" in the path), and such
+    # a request got starlette's plain-text 404.
+    forward.path_regex = re.compile(r"^/(?P<path>.*)$", re.DOTALL)
     routes = [
         Route("/healthz", proxy.healthz, methods=["GET"]),
         Route("/metrics", proxy.metrics_page, methods=["GET"]),
-        Route("/{path:path}", proxy.forward, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+        forward,
     ]
-    app = Starlette(routes=routes, lifespan=proxy.lifespan)
+
+    async def unrouted(request: Request, exc: Exception) -> Response:
+        # (A target that is no path: "*", or a whole URL, "http://host/v1/chat/completions".)
+        shape = API_BY_NAME[_upstream_key(None, request.url.path, request.headers)]
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        return proxy._error(shape, status, f"no route for {request.method} {request.url.path[:64]!r}",
+                            "invalid_request_error", Outcome(b""))
+
+    app = Starlette(routes=routes, lifespan=proxy.lifespan, exception_handlers={404: unrouted, 405: unrouted})
     app.state.proxy = proxy
     return app
 
