@@ -383,3 +383,30 @@ def test_a_target_that_is_no_path_is_a_404_in_the_api_s_shape_and_any_path_is_fo
         # http.server answers it with its 501.
         r = httpx.options(proxy.url + "/v1/models")
         assert r.status_code == 501 and "Unsupported method" in r.text
+
+
+class _Drip(LoopbackHandler):
+    """A stream of one 2 MB event sent in 100-byte chunks, then its blank line and a usage event."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.start_chunked()
+        self.chunk(b'data: {"pad": "')
+        for _ in range(20_000):
+            self.chunk(b"x" * 100)
+        self.chunk(b'"}\n\n')
+        self.chunk(b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}\n\ndata: [DONE]\n\n')
+        self.end_chunked()
+
+
+def test_a_stream_dripped_in_small_chunks_is_relayed_in_linear_time():
+    # The held bytes (and the usage reader's line) were joined anew with each chunk and searched
+    # whole: 4 MB in 100-byte chunks took 68 s, holding the event loop.
+    with loopback(_Drip) as up, ProxyServer(ServeConfig(upstream=up, context_window=128_000)) as proxy:
+        t0 = time.perf_counter()
+        r = httpx.post(proxy.url + ROUTES["chat"], content=json.dumps(request_body("chat")), timeout=60)
+        took = time.perf_counter() - t0
+        assert r.status_code == 200
+        assert r.content.startswith(b'data: {"pad": "xxx') and r.content.endswith(b"data: [DONE]\n\n")
+        assert len(r.content) > 2_000_000
+        assert took < 8, took
