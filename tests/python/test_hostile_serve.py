@@ -410,3 +410,21 @@ def test_a_stream_dripped_in_small_chunks_is_relayed_in_linear_time():
         assert r.content.startswith(b'data: {"pad": "xxx') and r.content.endswith(b"data: [DONE]\n\n")
         assert len(r.content) > 2_000_000
         assert took < 8, took
+
+
+@pytest.mark.parametrize("api", list(ROUTES))
+def test_tools_that_are_no_list_are_sent_as_they_came_and_the_fold_offers_no_recall(api):
+    # With --recall the proxy's tool went into "tools": a dict (one tool not in a list) or a
+    # string was replaced by a list of the recall tool alone, the client's value gone.
+    with RecordingUpstream(json_answer({"ok": True})) as up, \
+            ProxyServer(ServeConfig(upstream=up.url, recall=True, **GATED)) as proxy:
+        for i, tools in enumerate(({"name": "lookup"}, "lookup")):
+            msgs = dialogue()
+            msgs[1]["content"] = f"conversation {i} " + msgs[1]["content"]
+            r = httpx.post(proxy.url + ROUTES[api], content=json.dumps({**request_body(api, msgs), "tools": tools}))
+            assert r.status_code == 200
+            assert r.headers["x-contextfold-fold"] == "new"
+            assert r.headers["x-contextfold-recall-withheld"] == "tools-not-a-list"
+            sent = json.loads(up.seen[-1].raw)
+            assert sent["tools"] == tools
+            assert "contextfold_recall" not in up.seen[-1].raw.decode()

@@ -29,7 +29,8 @@ class Pricing:
     #: (it answers the calls of the one turn it reads): ``several-choices`` (chat ``n`` > 1, Gemini
     #: ``candidateCount`` > 1: a turn per choice), ``background`` (a Responses ``background``
     #: request: its turn is fetched later by a GET the proxy only forwards); None when it reads
-    #: the one turn.
+    #: the one turn; ``tools-not-a-list``: the request's ``tools`` is no list the recall tool can
+    #: join.
     no_recall: str | None = None
 
 
@@ -63,7 +64,13 @@ class Api:
 
     def _no_recall(self, fields: dict[str, Any]) -> str | None:
         """``Pricing.no_recall`` of a request with top-level ``fields``. Anthropic's Messages API
-        returns one turn (no choices, no background mode): always None."""
+        returns one turn (no choices, no background mode): None but for its tools. ``tools`` that
+        is there and not a list (a dict, a string) is no place for the recall tool: it was
+        replaced by a list of the recall tool alone, the client's value gone and the provider
+        never told of it (``tools-not-a-list``: folded without recall, ``tools`` sent as it came)."""
+        tools = fields.get("tools")
+        if tools is not None and not isinstance(tools, list):
+            return "tools-not-a-list"
         if self.name == "chat":
             choices = fields.get("n")
         elif self.name == "gemini":
