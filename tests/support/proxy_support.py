@@ -163,3 +163,39 @@ def loopback(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def raw_exchange(url: str, data: bytes, *, timeout: float = 10.0, close_after_send: bool = False) -> bytes:
+    """Send ``data`` as it is on a new connection to ``url`` (``http://host:port``) and return
+    what comes back until the server closes, a whole response has come (by its
+    ``content-length``), or ``timeout`` seconds pass: what no HTTP client library would send (a
+    URL over its limit, a body that stops, a connection dropped mid-body with
+    ``close_after_send``)."""
+    import socket
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(data)
+        if close_after_send:
+            return b""
+        out = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = s.recv(65536)
+            except (TimeoutError, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            out += chunk
+            head, sep, rest = out.partition(b"\r\n\r\n")
+            lengths = [ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
+            if sep and lengths and len(rest) >= int(lengths[0].split(b":")[1]):
+                break
+        return out
+
+
+def post_head(path: str, length: int, headers: bytes = b"") -> bytes:
+    """The request line and headers of a JSON POST of ``length`` bytes to ``path``."""
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n" + headers
+            + b"content-length: " + str(length).encode() + b"\r\n\r\n")

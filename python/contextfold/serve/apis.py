@@ -29,7 +29,8 @@ class Pricing:
     #: (it answers the calls of the one turn it reads): ``several-choices`` (chat ``n`` > 1, Gemini
     #: ``candidateCount`` > 1: a turn per choice), ``background`` (a Responses ``background``
     #: request: its turn is fetched later by a GET the proxy only forwards); None when it reads
-    #: the one turn.
+    #: the one turn; ``tools-not-a-list``: the request's ``tools`` is no list the recall tool can
+    #: join.
     no_recall: str | None = None
 
 
@@ -63,7 +64,13 @@ class Api:
 
     def _no_recall(self, fields: dict[str, Any]) -> str | None:
         """``Pricing.no_recall`` of a request with top-level ``fields``. Anthropic's Messages API
-        returns one turn (no choices, no background mode): always None."""
+        returns one turn (no choices, no background mode): None but for its tools. ``tools`` that
+        is there and not a list (a dict, a string) is no place for the recall tool: it was
+        replaced by a list of the recall tool alone, the client's value gone and the provider
+        never told of it (``tools-not-a-list``: folded without recall, ``tools`` sent as it came)."""
+        tools = fields.get("tools")
+        if tools is not None and not isinstance(tools, list):
+            return "tools-not-a-list"
         if self.name == "chat":
             choices = fields.get("n")
         elif self.name == "gemini":
@@ -80,11 +87,13 @@ class Api:
         """An error in the API's own shape, so an SDK raises its usual status error."""
         if self.name == "anthropic":
             # Anthropic's error types: https://docs.anthropic.com/en/api/errors
-            atype = {413: "request_too_large", 502: "api_error", 400: "invalid_request_error"}.get(status, "api_error")
+            atype = {413: "request_too_large", 502: "api_error", 400: "invalid_request_error",
+                     408: "invalid_request_error"}.get(status, "api_error")
             body: dict[str, Any] = {"type": "error", "error": {"type": atype, "message": message}}
         elif self.name == "gemini":
             # Google's error model: {"error": {"code", "message", "status"}}.
-            gstatus = {413: "INVALID_ARGUMENT", 502: "UNAVAILABLE", 400: "INVALID_ARGUMENT"}.get(status, "UNKNOWN")
+            gstatus = {413: "INVALID_ARGUMENT", 502: "UNAVAILABLE", 400: "INVALID_ARGUMENT",
+                       408: "DEADLINE_EXCEEDED"}.get(status, "UNKNOWN")
             body = {"error": {"code": status, "message": message, "status": gstatus}}
         else:
             # OpenAI: {"error": {"message", "type", "param", "code"}}.

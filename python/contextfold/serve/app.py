@@ -18,8 +18,10 @@ import contextlib
 import functools
 import json
 import logging
+import re
 import socket
 import time
+import zlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -27,7 +29,8 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.requests import Request
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -38,7 +41,7 @@ from contextfold.serve.fold_cache import FoldCache, MemoryFoldCache, RedisFoldCa
 from contextfold.serve.folding import Conversation, Folder, Outcome
 from contextfold.serve.metrics import Metrics
 from contextfold.serve.recall_loop import RecallRequest, RecallRound, RecallRoute, StreamRelay, recall_round, response_of
-from contextfold.serve.sse import event_end, split_events
+from contextfold.serve.sse import SEPARATORS, split_events
 from contextfold.session import prompt_tokens_of
 
 __all__ = ["create_app", "route_of"]
@@ -48,6 +51,7 @@ log = logging.getLogger("contextfold.serve")
 # Hop-by-hop headers (RFC 9110 7.6.1) and those the transport sets again: never forwarded.
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                   "transfer-encoding", "upgrade", "host", "content-length"})
+_HOP_BYTES = frozenset(h.encode() for h in _HOP)
 #: Longest SSE line kept while looking for usage (longer lines pass through unread).
 _MAX_LINE = 1 << 20
 
@@ -87,28 +91,71 @@ def _upstream_key(api: Api | None, path: str, headers: Headers) -> str:
     return "chat"
 
 
+#: The most bytes of a JSON response held to read it whole (usage, recall calls); more goes on to
+#: the client as it comes, unread.
+MAX_HELD_RESPONSE = 16 << 20
+
+
+def _decoded(resp: httpx.Response, data: bytes) -> bytes | None:
+    """A held response body without its content-encoding, at most ``MAX_HELD_RESPONSE`` bytes
+    of it; None when it is larger decoded (a gzip bomb) or in an encoding not read here. The
+    proxy asks for identity, which upstreams send; gzip and deflate are read all the same."""
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return data
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        return None
+    # wbits 47: a zlib or gzip header, read from the data.
+    d = zlib.decompressobj(47)
+    try:
+        out = d.decompress(data, MAX_HELD_RESPONSE)
+    except zlib.error:
+        return None
+    return None if d.unconsumed_tail else out
+
+
+class _BodyRefused(Exception):
+    """A request body the proxy will not read: its status, the error's kind, the message."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+
 class _UsageTap:
     """Reads the prompt tokens a response reports, from JSON or from SSE lines, without holding
     the stream: lines are looked at as they pass."""
 
     def __init__(self) -> None:
-        self._carry = b""
+        # The line begun in an earlier chunk; None while skipping a line over ``_MAX_LINE``. Kept
+        # in a bytearray that a chunk extends: joined anew with each chunk, a long line cost
+        # quadratic time on the event loop (below).
+        self._carry: bytearray | None = bytearray()
         self.tokens: int | None = None
 
     def feed(self, chunk: bytes) -> None:
-        data = self._carry + chunk
-        lines = data.split(b"\n")
-        self._carry = lines.pop()
-        if len(self._carry) > _MAX_LINE:
-            self._carry = b""
+        nl = chunk.rfind(b"\n")
+        if nl < 0:
+            if self._carry is not None:
+                self._carry += chunk
+                if len(self._carry) > _MAX_LINE:
+                    self._carry = None
+            return
+        lines = chunk[:nl].split(b"\n")
+        if self._carry is None:
+            lines = lines[1:]  # the end of a line too long to read
+        elif self._carry:
+            lines[0] = bytes(self._carry) + lines[0]
+        self._carry = bytearray(chunk[nl + 1:]) if len(chunk) - nl - 1 <= _MAX_LINE else None
         for line in lines:
             if line.startswith(b"data:") and b"sage" in line:  # usage / usageMetadata
                 self._read(line[5:])
 
     def finish(self) -> None:
-        if self._carry.startswith(b"data:"):
-            self._read(self._carry[5:])
-        self._carry = b""
+        if self._carry is not None and self._carry.startswith(b"data:"):
+            self._read(bytes(self._carry[5:]))
+        self._carry = bytearray()
 
     def read_json(self, body: bytes) -> None:
         self._read(body)
@@ -172,7 +219,17 @@ class _Proxy:
         t0 = time.perf_counter()
         path = request.url.path
         api, model = route_of(request.method, path)
-        raw = await request.body()
+        key = _upstream_key(api, path, request.headers)
+        # Errors the proxy answers itself are in the shape of the API the request was for.
+        shape = api if api is not None else API_BY_NAME[key]
+        try:
+            raw = await request.body() if api is None else await self._bounded_body(request)
+        except ClientDisconnect:
+            # Gone before its body arrived: nobody to answer (it was an unhandled exception, logged
+            # with a traceback at every dropped upload).
+            return Response(status_code=400)
+        except _BodyRefused as e:
+            return self._error(shape, e.status, str(e), e.kind, Outcome(b""))
         t1 = time.perf_counter()
         outcome: Outcome
         if api is None or not raw:
@@ -184,9 +241,6 @@ class _Proxy:
             # the other conversations, and competes for the GIL with no more than these.
             outcome = fast if fast is not None else await asyncio.get_running_loop().run_in_executor(
                 self.workers, self.folder.slow, api, raw, model)
-        key = _upstream_key(api, path, request.headers)
-        # Errors the proxy answers itself are in the shape of the API the request was for.
-        shape = api if api is not None else API_BY_NAME[key]
         try:
             base = self.config.upstream_for(key)
         except ValueError as e:
@@ -195,10 +249,24 @@ class _Proxy:
             self.metrics.request(api.name, "refused")
             msg = f"request over the context budget and not compacted: {outcome.reason}"
             return self._error(shape, 413, msg, "request_too_large", outcome)
-        url = base + path + (("?" + request.url.query) if request.url.query else "")
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP and k.lower() != "accept-encoding"]
+        # The path as the client sent it, percent-escapes kept: decoded, a "%3F" in a Gemini model
+        # name became a "?" that started a query of the client's choosing, and a "%00" made a URL
+        # httpx refuses (a 500).
+        target = request.scope.get("raw_path") or path.encode()
+        if not target.startswith(b"/"):
+            # (Appended to the base URL, "@host/..." would name another host.)
+            return self._error(shape, 400, "the request target must be a path starting with /", "invalid_request_error",
+                               outcome)
+        url = base + target.decode("latin-1") + (("?" + request.url.query) if request.url.query else "")
+        try:
+            httpx.URL(url)
+        except httpx.InvalidURL as e:  # (over 65,536 characters, say)
+            return self._error(shape, 400, f"the request URL cannot be forwarded: {e}", "invalid_request_error", outcome)
+        # Header values as the bytes that came: h11 accepts any byte from 0x80 in a value (UTF-8,
+        # latin-1), which httpx refuses to encode from str (a 500).
+        headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP_BYTES and k.lower() != b"accept-encoding"]
         # Identity, so the usage in the response can be read for calibration.
-        headers.append(("accept-encoding", "identity"))
+        headers.append((b"accept-encoding", b"identity"))
         added = time.perf_counter() - t1
         self.metrics.latency(added, compacted=outcome.compacted)
         if api is not None and outcome.recall is not None:
@@ -207,6 +275,8 @@ class _Proxy:
             resp = await self._send(request.method, url, headers, outcome.body)
         except httpx.TransportError as e:
             return self._unreachable(shape, base, e, outcome)
+        if (bad := await self._bad_status(resp, shape, base, outcome)) is not None:
+            return bad
         if api is not None:
             self._count(api, outcome)
         tap = _UsageTap()
@@ -215,37 +285,116 @@ class _Proxy:
             return StreamingResponse(self._stream(resp, tap, outcome.conversation, shape, base),
                                      status_code=resp.status_code, headers=out_headers)
         try:
-            body = await resp.aread()
+            body, rest = await self._held(resp)
         except httpx.TransportError as e:
             # Headers came, then the body stalled past --timeout or was cut off: nothing has reached
             # the client yet, so it gets the same 502 as an upstream that never answered.
+            await resp.aclose()
             return self._broke_off(shape, base, e, outcome)
+        out_headers = self._out_headers(resp, outcome, added, t1 - t0, decoded=False)
+        if rest is not None:
+            return StreamingResponse(self._rest(resp, body, rest, base), status_code=resp.status_code,
+                                     headers=out_headers)
+        if resp.status_code < 300 and (text := _decoded(resp, body)) is not None:
+            tap.read_json(text)
+            self._calibrate(outcome.conversation, tap)
+        return Response(body, status_code=resp.status_code, headers=out_headers)
+
+    async def _held(self, resp: httpx.Response) -> tuple[bytes, AsyncIterator[bytes] | None]:
+        """A response body as the upstream sent it (its content-encoding kept), read up to
+        ``MAX_HELD_RESPONSE`` bytes; and the rest of it to come (None: that was all of it, and
+        the response is closed).
+        Read decoded and whole, a 1 MB gzip body that expands to 1 GB took the proxy to 3.2 GB
+        RSS and 18.7 s; a 300 MB body was held whole before a byte of it went on."""
+        chunks: list[bytes] = []
+        size = 0
+        rest = resp.aiter_raw()
+        async for chunk in rest:
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_HELD_RESPONSE:
+                return b"".join(chunks), rest
+        await resp.aclose()
+        return b"".join(chunks), None
+
+    async def _rest(self, resp: httpx.Response, head: bytes, rest: AsyncIterator[bytes], base: str
+                    ) -> AsyncIterator[bytes]:
+        """A response past ``MAX_HELD_RESPONSE``: ``head`` (what was held), then the rest as it
+        comes. Cut off midway, it ends there: the client's JSON parser refuses what came."""
+        try:
+            yield head
+            async for chunk in rest:
+                yield chunk
+        except httpx.TransportError as e:
+            self.metrics.upstream_error()
+            log.warning("upstream %s broke off a response past %d bytes: %s", base, MAX_HELD_RESPONSE, type(e).__name__)
         finally:
             await resp.aclose()
-        if resp.status_code < 300:
-            tap.read_json(body)
-            self._calibrate(outcome.conversation, tap)
-        return Response(body, status_code=resp.status_code,
-                        headers=self._out_headers(resp, outcome, added, t1 - t0, decoded=True))
+
+    async def _bad_status(self, resp: httpx.Response, shape: Api, base: str, outcome: Outcome,
+                          req: RecallRequest | None = None) -> Response | None:
+        """A 502 for a status the proxy cannot relay (outside 100-599: uvicorn has no reason phrase
+        for it, and a 999 dropped the client's connection with a KeyError traceback); else None."""
+        if 100 <= resp.status_code <= 599:
+            return None
+        await resp.aclose()
+        self.metrics.upstream_error()
+        log.warning("upstream %s answered status %d", base, resp.status_code)
+        return self._error(shape, 502, f"upstream {base} answered an invalid HTTP status {resp.status_code}",
+                           "bad_gateway", outcome, req)
+
+    async def _bounded_body(self, request: Request) -> bytes:
+        """The body of a request the proxy will parse, read within ``max_body_bytes`` and
+        ``body_timeout``: it is held whole, then parsed into objects many times its size (10^6
+        short messages, 35 MB: 1.2 GB at the peak), and a client sending a byte a second held the
+        request open for as long as it liked. ``_BodyRefused`` past either."""
+        limit = self.config.max_body_bytes
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            raise _BodyRefused(413, "request_too_large",
+                               f"request body of {int(length)} bytes is over this proxy's limit of {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+
+        async def read() -> None:
+            nonlocal size
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _BodyRefused(413, "request_too_large",
+                                       f"request body over this proxy's limit of {limit} bytes")
+                chunks.append(chunk)
+        try:
+            await asyncio.wait_for(read(), self.config.body_timeout)
+        except asyncio.TimeoutError:
+            raise _BodyRefused(408, "request_timeout", f"request body not received within {self.config.body_timeout:g} s "
+                               f"({size} bytes came)") from None
+        return b"".join(chunks)
 
     async def _stream(self, resp: httpx.Response, tap: _UsageTap, conv: Conversation | None, shape: Api,
                       base: str) -> AsyncIterator[bytes]:
         # An SSE client acts on an event only once its blank line has arrived, so the bytes after
         # the last complete event are held until the rest of that event comes: that delays nothing
         # the client could use, and lets a stream the upstream breaks off end on an event boundary.
-        held = b""
+        # The held bytes grow in place and only the new ones are searched for a blank line: joined
+        # and searched anew at each chunk, an upstream dripping 4 MB in 100-byte chunks with no
+        # blank line took 68 s to relay and held /healthz up to 1.7 s.
+        held = bytearray()
         try:
             async for chunk in resp.aiter_raw():
                 tap.feed(chunk)
-                data = held + chunk if held else chunk
+                scan = max(0, len(held) - 3)  # (a blank line may straddle two chunks)
+                held += chunk
                 # An upstream that never ends an event (not SSE in truth) is relayed as it comes.
-                cut = len(data) if len(data) > _MAX_LINE else event_end(data)
-                held = data[cut:]
+                cut = len(held) if len(held) > _MAX_LINE else max(
+                    (i + len(sep) for sep in SEPARATORS if (i := held.rfind(sep, scan)) >= 0), default=0)
                 if cut:
-                    yield data[:cut]
+                    out = bytes(held[:cut])
+                    del held[:cut]
+                    yield out
             tap.finish()
             if held:
-                yield held  # the upstream's last event, sent without its blank line
+                yield bytes(held)  # the upstream's last event, sent without its blank line
             if resp.status_code < 300:
                 self._calibrate(conv, tap)
         except httpx.TransportError as e:
@@ -258,7 +407,7 @@ class _Proxy:
         finally:
             await resp.aclose()
 
-    async def _recalling(self, api: Api, method: str, url: str, headers: list[tuple[str, str]], outcome: Outcome,
+    async def _recalling(self, api: Api, method: str, url: str, headers: list[tuple[bytes, bytes]], outcome: Outcome,
                          route: RecallRoute, base: str, added: float, read: float) -> Response:
         """Send a body that carries the recall tool and answer the model's recall calls
         (``recall_loop``). A JSON response is read whole: the first that calls no recall (or the
@@ -269,6 +418,8 @@ class _Proxy:
             resp = await self._send(method, url, headers, req.body)
         except httpx.TransportError as e:
             return self._unreachable(api, base, e, outcome, req)
+        if (bad := await self._bad_status(resp, api, base, outcome, req)) is not None:
+            return bad
         self._count(api, outcome)
         if resp.status_code < 300 and resp.headers.get("content-type", "").startswith("text/event-stream"):
             return StreamingResponse(self._recall_stream(api, method, url, headers, outcome, req, base, resp),
@@ -277,21 +428,26 @@ class _Proxy:
         first = True
         while True:
             try:
-                try:
-                    data = await resp.aread()
-                finally:
-                    await resp.aclose()
+                data, rest = await self._held(resp)
             except httpx.TransportError as e:
+                await resp.aclose()
                 return self._broke_off(api, base, e, outcome, req)
-            if first and resp.status_code < 300:
+            out_headers = self._out_headers(resp, outcome, added, read, decoded=False)
+            out_headers.update(self._report_headers(req))
+            if rest is not None:
+                # (No model turn is that large: it goes on as it comes, unread.)
+                return StreamingResponse(self._rest(resp, data, rest, base), status_code=resp.status_code,
+                                         headers=out_headers)
+            text = _decoded(resp, data)
+            if first and resp.status_code < 300 and text is not None:
                 # Only the first response's usage is of the request priced.
                 tap = _UsageTap()
-                tap.read_json(data)
+                tap.read_json(text)
                 self._calibrate(outcome.conversation, tap)
             first = False
-            if resp.status_code >= 300 or req.told:
+            if resp.status_code >= 300 or req.told or text is None:
                 break
-            got = await self._round(api, response_of(api.name, data), req)
+            got = await self._round(api, response_of(api.name, text), req)
             if got is None:
                 break
             req.answered(got)
@@ -299,11 +455,11 @@ class _Proxy:
                 resp = await self._send(method, url, headers, req.body)
             except httpx.TransportError as e:
                 return self._unreachable(api, base, e, outcome, req)
-        out_headers = self._out_headers(resp, outcome, added, read, decoded=True)
-        out_headers.update(self._report_headers(req))
+            if (bad := await self._bad_status(resp, api, base, outcome, req)) is not None:
+                return bad
         return Response(data, status_code=resp.status_code, headers=out_headers)
 
-    async def _send(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> httpx.Response:
+    async def _send(self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes) -> httpx.Response:
         """One request to the upstream, its response streamed (headers read, body not yet)."""
         assert self.client is not None, "the app runs inside its lifespan"
         return await self.client.send(self.client.build_request(method, url, headers=headers, content=body),
@@ -320,7 +476,7 @@ class _Proxy:
             self.metrics.recall(api.name)
         return got
 
-    async def _recall_stream(self, api: Api, method: str, url: str, headers: list[tuple[str, str]], outcome: Outcome,
+    async def _recall_stream(self, api: Api, method: str, url: str, headers: list[tuple[bytes, bytes]], outcome: Outcome,
                              req: RecallRequest, base: str, resp: httpx.Response) -> AsyncIterator[bytes]:
         """The streamed rounds of a body that carries the recall tool, as one stream to the
         client (``StreamRelay``): each round's events go out as they come up to a tool call's
@@ -329,13 +485,32 @@ class _Proxy:
         relay = StreamRelay(api.name)
         try:
             while True:
-                pending = b""
+                # The round is held to read its recall calls, so it is bounded: an upstream that
+                # never ended its stream (or its event) grew the proxy without limit, and re-read
+                # the bytes of an event with no blank line yet at each chunk (300 MB sent with no
+                # separator: nothing reached the client in 60 s).
+                buf = bytearray()
+                kept = 0
                 async for chunk in resp.aiter_raw():
-                    events, pending = split_events(pending + chunk)
+                    kept += len(chunk)
+                    if kept > MAX_HELD_RESPONSE:
+                        self.metrics.upstream_error()
+                        log.warning("upstream %s sent a streamed round over %d bytes", base, MAX_HELD_RESPONSE)
+                        yield relay.fail(api.stream_error(
+                            f"upstream {base} sent a streamed round over {MAX_HELD_RESPONSE} bytes, more than the proxy "
+                            "holds to answer its recall calls", "bad_gateway"), req.report())
+                        return
+                    scan = max(0, len(buf) - 3)  # (a separator may straddle two chunks)
+                    buf += chunk
+                    if not any(buf.find(sep, scan) >= 0 for sep in SEPARATORS):
+                        continue
+                    events, rest = split_events(bytes(buf))
+                    buf = bytearray(rest)
                     for event in events:
                         if out := relay.feed(event):
                             yield out
                 await resp.aclose()
+                pending = bytes(buf)
                 if pending.strip():
                     if out := relay.feed(pending):
                         yield out
@@ -373,8 +548,10 @@ class _Proxy:
         for a body read whole, ``decoded``, which httpx has decoded; a stream is relayed raw),
         with the proxy's own: what it did, its own work (after the body arrived, before it left)
         and the body's arrival (milliseconds)."""
-        out = {k: v for k, v in resp.headers.items()
-               if k.lower() not in _HOP and not (decoded and k.lower() == "content-encoding")}
+        # Latin-1 both ways: the very bytes the upstream sent (decoded as UTF-8 by httpx, a value
+        # beyond latin-1 could not be written back: a 500).
+        out = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in resp.headers.raw
+               if k.lower() not in _HOP_BYTES and not (decoded and k.lower() == b"content-encoding")}
         out.update(self._headers(outcome))
         out["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
         out["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
@@ -455,12 +632,24 @@ def create_app(config: ServeConfig, *, cache: FoldCache | None = None) -> Starle
     """The proxy as an ASGI app (run it with uvicorn, or any ASGI server). ``cache`` overrides
     the fold cache the config names (memory, or Redis with ``config.redis``)."""
     proxy = _Proxy(config, cache)
+    forward = Route("/{path:path}", proxy.forward, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    # Any path: "{path:path}" is ".*", which stops at a line break (a "%0A" in the path), and such
+    # a request got starlette's plain-text 404.
+    forward.path_regex = re.compile(r"^/(?P<path>.*)$", re.DOTALL)
     routes = [
         Route("/healthz", proxy.healthz, methods=["GET"]),
         Route("/metrics", proxy.metrics_page, methods=["GET"]),
-        Route("/{path:path}", proxy.forward, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+        forward,
     ]
-    app = Starlette(routes=routes, lifespan=proxy.lifespan)
+
+    async def unrouted(request: Request, exc: Exception) -> Response:
+        # (A target that is no path: "*", or a whole URL, "http://host/v1/chat/completions".)
+        shape = API_BY_NAME[_upstream_key(None, request.url.path, request.headers)]
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        return proxy._error(shape, status, f"no route for {request.method} {request.url.path[:64]!r}",
+                            "invalid_request_error", Outcome(b""))
+
+    app = Starlette(routes=routes, lifespan=proxy.lifespan, exception_handlers={404: unrouted, 405: unrouted})
     app.state.proxy = proxy
     return app
 

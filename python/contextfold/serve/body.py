@@ -20,12 +20,24 @@ import json.scanner
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-__all__ = ["BodyError", "ScannedBody", "Appended", "scan_body", "scan_appended"]
+__all__ = ["BodyError", "ScannedBody", "Appended", "json_bytes", "scan_body", "scan_appended"]
 
 # The C scanner and string reader of the stdlib decoder (typeshed does not declare them).
 _scan_once: Any = cast(Any, json.scanner).make_scanner(json.JSONDecoder())
 _scanstring: Any = cast(Any, json.decoder).scanstring
 _WS = " \t\n\r"
+
+
+def json_bytes(value: Any) -> bytes:
+    """``value`` as compact JSON in UTF-8, non-ASCII text as it is. A string holding a lone
+    surrogate (the client's ``"\\ud800"``, text cut mid-emoji) has no UTF-8 form: that value is
+    written with JSON escapes instead, the same value the client sent, where encoding it raw
+    raised ``UnicodeEncodeError`` out of the request (a 500)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
 class BodyError(ValueError):
@@ -176,6 +188,10 @@ def scan_body(raw: bytes, key: str) -> ScannedBody:
         return ScannedBody(fields, None, -1, [], before, {}, opened)
     while True:
         k, i = _key(text, i)
+        if k == key and (history is not None or key in fields):
+            # JSON parsers keep the last of duplicate keys (Python's, JavaScript's, Go's): the
+            # provider would read a history other than the one compacted here.
+            raise BodyError(f"duplicate key {key!r}")
         if k == key and history is None and i < len(text) and text[i] == "[":
             history = []
             start = i

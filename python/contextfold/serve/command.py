@@ -46,6 +46,8 @@ def serve(
     workers: Annotated[Optional[int], typer.Option(help="Threads reading whole bodies and compacting (default 2).")] = None,  # noqa: UP045
     recall: Annotated[Optional[bool], typer.Option("--recall/--no-recall", help="Fold recoverably and answer the model's contextfold_recall calls in the proxy.")] = None,  # noqa: UP045
     recall_rounds: Annotated[Optional[int], typer.Option(help="Recall rounds answered per request, >= 1 (default 3).")] = None,  # noqa: UP045
+    max_body_bytes: Annotated[Optional[int], typer.Option(help="Largest request body of a compacted route, in bytes (default 64 MiB; 413 past it).")] = None,  # noqa: UP045
+    body_timeout: Annotated[Optional[float], typer.Option(help="Seconds such a body may take to arrive (default 120; 408 past them).")] = None,  # noqa: UP045
     config: Annotated[Optional[Path], typer.Option("--config", help="A TOML file of these settings.")] = None,  # noqa: UP045
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
 ) -> None:
@@ -65,7 +67,8 @@ def serve(
         trig = int(trigger) if trigger > 1 else trigger
     flags = {"upstream": default, "upstreams": per_api or None, "host": host, "port": port, "redis": redis,
              "budget": budget, "context_window": context_window, "trigger": trig, "strategy": strategy, "summarizer": summarizer,
-             "strict": strict, "timeout": timeout, "workers": workers, "recall": recall, "recall_rounds": recall_rounds}
+             "strict": strict, "timeout": timeout, "workers": workers, "recall": recall, "recall_rounds": recall_rounds,
+             "max_body_bytes": max_body_bytes, "body_timeout": body_timeout}
     try:
         cfg = load_config(flags, config_file=config)
         if not cfg.upstream and not cfg.upstreams:

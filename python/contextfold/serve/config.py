@@ -3,6 +3,8 @@
 TOML (``--config contextfold.toml``), every key optional::
 
     upstream = "https://api.openai.com"          # default upstream of every API
+    max_body_bytes = 67108864                     # the largest body of a compacted route (413 past it)
+    body_timeout = 120                            # seconds such a body may take to arrive (408 past them)
     [upstreams]                                   # per API: chat, responses, anthropic, gemini
     anthropic = "https://api.anthropic.com"
     gemini = "https://generativelanguage.googleapis.com"
@@ -19,7 +21,7 @@ Environment: ``CONTEXTFOLD_UPSTREAM``, ``CONTEXTFOLD_HOST``, ``CONTEXTFOLD_PORT`
 ``CONTEXTFOLD_REDIS``, ``CONTEXTFOLD_BUDGET``, ``CONTEXTFOLD_CONTEXT_WINDOW``,
 ``CONTEXTFOLD_TRIGGER``, ``CONTEXTFOLD_STRATEGY``, ``CONTEXTFOLD_SUMMARIZER``, ``CONTEXTFOLD_STRICT`` (1/true),
 ``CONTEXTFOLD_TIMEOUT``, ``CONTEXTFOLD_WORKERS``, ``CONTEXTFOLD_RECALL`` (1/true),
-``CONTEXTFOLD_RECALL_ROUNDS``.
+``CONTEXTFOLD_RECALL_ROUNDS``, ``CONTEXTFOLD_MAX_BODY_BYTES``, ``CONTEXTFOLD_BODY_TIMEOUT``.
 """
 
 from __future__ import annotations
@@ -59,7 +61,10 @@ class ServeConfig:
     ``recall``: compact recoverably (every fold and placeholder names an id), send the recall
     tool with every body that carries such a fold, and answer the model's recall calls in the
     proxy (``contextfold.serve.recall_loop``), at most ``recall_rounds`` rounds per request;
-    the stored originals live in Redis with ``redis``, else in memory.
+    the stored originals live in Redis with ``redis``, else in memory. ``max_body_bytes`` /
+    ``body_timeout``: the largest body of a route the proxy compacts, and the seconds it may take
+    to arrive (a 413 or a 408 in the API's error shape past them): such a body is read whole and
+    parsed, so each request's memory and time are bounded by these.
     """
 
     upstream: str | None = None
@@ -80,6 +85,8 @@ class ServeConfig:
     workers: int = 2
     recall: bool = False
     recall_rounds: int = 3
+    max_body_bytes: int = 64 << 20
+    body_timeout: float = 120.0
 
     def __post_init__(self) -> None:
         # Every value is checked here, whichever of flags, environment, TOML or Python it came
@@ -112,10 +119,12 @@ class ServeConfig:
         t = self.trigger
         if t is not None and not (_is_int(t) and t >= 1 or isinstance(t, float) and 0 < t <= 1):
             raise ValueError(f"trigger must be tokens (an int >= 1) or a share of the window (a float in (0, 1]), got {t!r}")
-        if not (isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool)
-                and 0 < self.timeout < math.inf):
-            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
-        for name in ("max_connections", "max_conversations", "max_cached_bytes", "workers", "recall_rounds"):
+        for name in ("timeout", "body_timeout"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf):
+                raise ValueError(f"{name} must be a positive number of seconds, got {v!r}")
+        for name in ("max_connections", "max_conversations", "max_cached_bytes", "workers", "recall_rounds",
+                     "max_body_bytes"):
             v = getattr(self, name)
             if not _is_int(v) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
@@ -168,6 +177,8 @@ _ENV: dict[str, tuple[str, Any]] = {
     "CONTEXTFOLD_WORKERS": ("workers", int),
     "CONTEXTFOLD_RECALL": ("recall", _flag),
     "CONTEXTFOLD_RECALL_ROUNDS": ("recall_rounds", int),
+    "CONTEXTFOLD_MAX_BODY_BYTES": ("max_body_bytes", int),
+    "CONTEXTFOLD_BODY_TIMEOUT": ("body_timeout", float),
 }
 
 

@@ -19,12 +19,16 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
-__all__ = ["Fold", "FoldCache", "MemoryFoldCache", "RedisFoldCache", "content_hash"]
+__all__ = ["CorruptFoldError", "Fold", "FoldCache", "MemoryFoldCache", "RedisFoldCache", "content_hash"]
 
 #: The index of a conversation remembers this many folds (the newest first).
 INDEX_DEPTH = 4
+#: What made a fold (``Fold.strategy``; ``CompactionResult.strategy_used``).
+STRATEGIES = ("mask", "summarize")
+#: A fold's estimate is below this (2^53: any history's tokens, an exact float).
+MAX_TOKENS = 1 << 53
 
 
 def content_hash(data: bytes | memoryview, *, space: bytes = b"") -> str:
@@ -76,22 +80,47 @@ class Fold:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Fold:
+        """The fold ``to_bytes`` wrote. ``CorruptFoldError`` when ``data`` is not one: its bytes
+        are spliced into every body sent with it and its fields go into response headers, so an
+        entry changed outside the proxy (another version, a stray write to a shared Redis) is
+        checked whole. Unchecked, a cut or garbled payload went upstream as a body that is not
+        JSON, and a strategy holding CR LF made a header h11 refuses (the client's connection
+        dropped)."""
         head, _, payload = data.partition(b"\n")
-        meta = json.loads(head)
+        try:
+            meta = json.loads(head)
+            messages = json.loads(b"[" + payload + b"]") if payload.strip() else None
+        except (ValueError, RecursionError) as e:  # (JSONDecodeError and UnicodeDecodeError are ValueErrors)
+            raise CorruptFoldError(f"fold entry does not parse: {type(e).__name__}") from None
+        if not isinstance(meta, dict):
+            raise CorruptFoldError("fold entry head is not an object")
+        k, count, tokens, strategy = meta.get("k"), meta.get("count"), meta.get("tokens"), meta.get("strategy")
+        if not (_is_int(k) and k >= 1 and _is_int(count) and count >= 1 and _is_int(tokens)
+                and 0 <= tokens < MAX_TOKENS and strategy in STRATEGIES and isinstance(meta.get("key"), str)):
+            raise CorruptFoldError("fold entry head out of range")
+        if messages is None or len(messages) != count or not all(isinstance(m, dict) for m in messages):
+            raise CorruptFoldError("fold entry payload is not its count of messages")
         # (A fold stored before summaries, spans or sources were kept reads as holding none.)
         summaries = meta.get("summaries", [])
         # (A malformed span or source is dropped, not the fold: the next compaction then merges
         # that summary, as before spans were kept.)
-        spans = tuple((item[0], item[1], tuple(item[2])) for item in meta.get("spans", ())
+        spans = tuple((item[0], item[1], tuple(item[2])) for item in _list(meta.get("spans"))
                       if isinstance(item, list) and len(item) == 3 and _is_int(item[0]) and _is_int(item[1])
                       and isinstance(item[2], list))
-        sources = tuple(i if _is_int(i) else None for i in meta.get("sources", ()))
-        return cls(str(meta["key"]), int(meta["k"]), payload, int(meta["count"]), int(meta["tokens"]),
-                   str(meta["strategy"]), tuple(int(h) for h in summaries if isinstance(h, int)), spans, sources,
-                   meta.get("recall") is True)
+        sources = tuple(i if _is_int(i) else None for i in _list(meta.get("sources")))
+        return cls(meta["key"], k, payload, count, tokens, strategy,
+                   tuple(int(h) for h in _list(summaries) if _is_int(h)), spans, sources, meta.get("recall") is True)
 
 
-def _is_int(value: Any) -> bool:
+class CorruptFoldError(ValueError):
+    """Bytes in the fold cache that are not a fold ``Fold.to_bytes`` wrote."""
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -38,11 +38,12 @@ from contextfold.content_store import ContentStore, MemoryContentStore, RedisCon
 from contextfold.errors import CompactionError, InvalidMessageError, UnknownModelError
 from contextfold.fold_sources import FoldSources
 from contextfold.limits import context_window as _context_window
+from contextfold.model_info import model_info
 from contextfold.recall import declares_recall, page_tokens, recall_tool
 from contextfold.serve.apis import Api, Pricing
-from contextfold.serve.body import Appended, BodyError, ScannedBody, scan_appended, scan_body
+from contextfold.serve.body import Appended, BodyError, ScannedBody, json_bytes, scan_appended, scan_body
 from contextfold.serve.config import ServeConfig
-from contextfold.serve.fold_cache import Fold, FoldCache, content_hash
+from contextfold.serve.fold_cache import CorruptFoldError, Fold, FoldCache, content_hash
 from contextfold.serve.recall_loop import RecallRoute
 from contextfold.session import DEFAULT_OUTPUT_RESERVE, DEFAULT_TRIGGER_RATIO, MAX_SUMMARY_HASHES
 
@@ -53,6 +54,12 @@ log = logging.getLogger("contextfold.serve")
 #: Bodies are indexed by their first bytes for the O(new) lookup; a body this short is read
 #: whole every turn (it costs microseconds).
 HEAD = 512
+#: The most bytes a turn may append and still be read on the event loop (``fast``): 10^6 short
+#: messages appended (35 MB) held the loop 8.4 s, and every other connection with it (a
+#: ``/healthz`` waited 7.8 s). More is read on a worker thread, as a whole body.
+FAST_APPEND_MAX = 256 << 10
+#: How many unknown model names the proxy logs (once each): the names come from clients.
+UNKNOWN_MODELS_LOGGED = 256
 #: Weight of the newest usage in the per-conversation real/estimate ratio (as ``Session``).
 SMOOTHING = 0.5
 #: A usage whose real/estimate ratio falls outside these bounds does not describe the request
@@ -232,15 +239,16 @@ def _taken_sources(sources: FoldSources, folded: list[Any], given: list[Any]
     return tuple(spans), tuple(at.get(id(sources.unedited(m))) for m in folded)
 
 
-def _dumps(message: Any) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def _clip(text: str, limit: int = 64) -> str:
+    """``text`` as a repr of at most ``limit`` characters of it, for a log line."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
 @functools.cache
 def _recall_tool_bytes(wire_format: str) -> bytes:
     """The recall tool's declaration in ``wire_format``, as the bytes spliced into ``tools``
     (made once: every turn of a recoverable fold sends them)."""
-    return _dumps(recall_tool(wire_format))
+    return json_bytes(recall_tool(wire_format))
 
 
 def _edited(raw: bytes, edits: list[tuple[int, int, bytes]]) -> bytes:
@@ -264,6 +272,7 @@ class Folder:
         self.cache = cache
         self._lock = threading.Lock()
         self._records = _Records(config.max_conversations, config.max_cached_bytes)
+        self._unknown: set[int] = set()
         self.summarizer = self._summarizer(config.summarizer)
         #: Where recoverable folds keep their originals (``config.recall``): shared through Redis
         #: when the folds are, so another replica or a restarted proxy answers the same ids.
@@ -355,12 +364,14 @@ class Folder:
         is held upstream."""
         with self._lock:
             rec = self._records.find(api.name, raw, space)
-        if rec is None:
+        if rec is None or len(raw) - rec.end > FAST_APPEND_MAX:
             return None
         try:
             appended = scan_appended(raw, rec.end)
         except BodyError:
             return None
+        if api.history_key in appended.after:
+            return None  # a duplicate history key: ``slow`` says so
         pricing = api.pricing({**rec.before, **appended.after}, path_model)
         if pricing.server_history is not None:
             return None
@@ -431,7 +442,7 @@ class Folder:
         cfg = self.config
         try:
             compactor = Compactor(
-                provider=api.provider, model=pricing.model, context_window=gate.window, budget=budget,
+                provider=api.provider, model=self._known(pricing.model), context_window=gate.window, budget=budget,
                 strategy=cfg.strategy,  # type: ignore[arg-type]
                 summarizer=self.summarizer,
                 system=pricing.system, tools=pricing.tools, response_format=pricing.response_format,
@@ -461,7 +472,7 @@ class Folder:
         new_k = k + (j - f)
         if new_k >= n or i == 0:
             return self._not_compacted(api, pricing, rec, prior, gate, "the compaction changed the newest message")
-        payload = b",".join(_dumps(m) for m in out[:i])
+        payload = b",".join(json_bytes(m) for m in out[:i])
         try:
             tokens = sum(self._each(api, pricing, out[:i]))
         except (InvalidMessageError, TypeError, ValueError) as e:
@@ -502,15 +513,40 @@ class Folder:
         for k in sizes:
             if not 0 < k < n:
                 continue
+            key = content_hash(view[sb.offsets[0]: sb.offsets[k]], space=space)
             try:
-                fold = self.cache.get(content_hash(view[sb.offsets[0]: sb.offsets[k]], space=space))
+                fold = self.cache.get(key)
+            except CorruptFoldError as e:
+                log.warning("fold cache entry %s unreadable (%s): read as a miss", key, e)
+                continue
             except Exception as e:  # noqa: BLE001
                 log.warning("fold cache unavailable (%s): history read without its fold", type(e).__name__)
                 return None
+            if fold is not None and fold.key != key:
+                log.warning("fold cache entry %s names another key: read as a miss", key)
+                continue
             # A recoverable fold another proxy left in a shared cache promises a tool this one
             # (without ``--recall``) would not send: read as a miss, compacted anew.
             if fold is not None and fold.k == k and not (fold.recall and self.store is None):
                 return fold
+        return None
+
+    def _known(self, model: str | None) -> str | None:
+        """``model`` for the Compactor: None for a name contextfold does not know, which prices
+        the same (the provider's default constants). Given the name, the Compactor warned with it
+        at every compaction: a client naming a new 100 KB model each request had 100 KB written to
+        stderr per request and kept in the warnings registry for good (measured: +40 MB after 400
+        requests). Such a name is logged once here, clipped, among at most
+        ``UNKNOWN_MODELS_LOGGED`` names."""
+        if model is None or model_info(model).family != "unknown":
+            return model
+        with self._lock:
+            # (By hash: the names themselves may be any size.)
+            new = hash(model) not in self._unknown and len(self._unknown) < UNKNOWN_MODELS_LOGGED
+            if new:
+                self._unknown.add(hash(model))
+        if new:
+            log.warning("unknown model %s: priced with the provider's default constants", _clip(model))
         return None
 
     def _keep(self, prior: Conversation | None, rec: Conversation) -> None:

@@ -44,6 +44,7 @@ from typing import Any
 from contextfold import _core
 from contextfold.content_store import ContentStore
 from contextfold.recall import ANSWER_ENVELOPE, RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, malformed_text, read_calls
+from contextfold.serve.body import json_bytes
 from contextfold.serve.sse import SEPARATORS, comment, payload, split_events, with_payload
 
 __all__ = ["RecallRequest", "RecallRoute", "RecallRound", "StreamRelay", "extended", "recall_round", "response_of",
@@ -330,8 +331,7 @@ class RecallRequest:
 def extended(body: bytes, end: int, messages: list[Any]) -> tuple[bytes, int]:
     """``body`` with ``messages`` appended to its history, which ends at byte ``end``; and the
     offset where the extended history ends."""
-    added = b"".join(b"," + json.dumps(m, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-                     for m in messages)
+    added = b"".join(b"," + json_bytes(m) for m in messages)
     return body[:end] + added + body[end:], end + len(added)
 
 
