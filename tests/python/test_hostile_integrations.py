@@ -33,12 +33,17 @@ def _langchain() -> Any:
         """LangChain's fake chat model, remembering what it was sent; tools bind to itself."""
 
         seen: list[Any] = []
+        #: Per call: the middleware's (compactions, last_tokens) as the model is called.
+        probe: list[Any] = []
+        mw: Any = None
 
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
         def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
             self.seen.append(list(messages))
+            if self.mw is not None:
+                self.probe.append((self.mw.compactions, self.mw.last_tokens))
             return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
     return Recording
@@ -109,3 +114,66 @@ def test_a_langchain_ai_message_with_invalid_tool_calls_compacts_into_a_valid_re
     assert all(c["id"].startswith("c") for m in stored for c in m.tool_calls)
     errors = [m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id.startswith("bad")]
     assert len(errors) == 3 and all(m.status == "error" for m in errors)
+
+
+def _thinking_loop(turns: int) -> Any:
+    """A thinking model's tool loop as langchain-anthropic writes it: each AI message a signed
+    thinking block, then (every other turn) text, then its tool_use blocks, with ``tool_calls``."""
+    from langchain_core.messages import AIMessage
+
+    for t in range(turns):
+        calls = [{"id": f"toolu_{t}_{j}", "name": "read_file", "args": {"path": f"f{t}_{j}.py"}} for j in range(1 + t % 3)]
+        yield AIMessage(content=[
+            {"type": "thinking", "thinking": "I should read more. " * 30, "signature": "EqQBCkYIBxgCKkA" + "x" * 200},
+            *([{"type": "text", "text": f"Reading batch {t}."}] if t % 2 else []),
+            *({"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]} for c in calls)],
+            tool_calls=calls)
+    yield AIMessage(content="All done.")
+
+
+def test_a_langchain_thinking_tool_loop_compacts_with_the_summary_after_the_thinking(caplog):
+    # Every cut of a chat thinking loop opens the tail on an assistant turn with thinking after
+    # the user's task, and tool results are tool messages: no seat for the summary was found,
+    # every compaction failed as "messages 0 and 1 share a role" and the history went whole.
+    Recording = _langchain()
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage, convert_to_openai_messages
+    from langchain_core.tools import tool
+
+    from contextfold.integrations.langchain import ContextFoldMiddleware
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"{path}: " + "lorem ipsum dolor " * 400
+
+    model = Recording(messages=_thinking_loop(20))
+    model.seen = []
+    compactor = cf.Compactor(model="gpt-4o", budget=8_000, trigger=12_000, strategy="summarize")
+    mw = ContextFoldMiddleware(compactor, model="gpt-4o")
+    model.mw, model.probe = mw, []
+    agent = create_agent(model=model, tools=[read_file], middleware=[mw])
+    with caplog.at_level("WARNING", logger="contextfold"):
+        state = agent.invoke({"messages": [HumanMessage("Read every file.")]}, {"recursion_limit": 200})
+    assert state["messages"][-1].content == "All done."
+    assert not [r.getMessage() for r in caplog.records], [r.getMessage() for r in caplog.records]
+    assert mw.compactions >= 3
+    counts = [n for n, _ in model.probe]
+    compacted = [tokens for k, (n, tokens) in enumerate(model.probe) if k and n > counts[k - 1]]
+    assert len(compacted) == mw.compactions and all(after <= 8_000 for _, after in compacted), compacted
+    open_ = _core.SUMMARY_MARKERS[0]
+    holders = []
+    for seen in model.seen:
+        assert pairs_failures(convert_to_openai_messages(seen)) == []
+        assert cf.estimate(seen, model="gpt-4o") < 12_000 + 3_000
+        with_summary = [m for m in seen if open_ in json.dumps(m.content)]
+        assert len(with_summary) <= 1  # the previous summary read and merged, never repeated
+        holders += with_summary
+    assert holders
+    for m in holders:
+        # The summary goes after the signed thinking block, before the model's text and calls.
+        assert isinstance(m, AIMessage) and m.content[0]["type"] == "thinking"
+        assert m.content[0]["signature"].startswith("EqQBCkYIBxgCKkA")
+        assert m.content[1]["type"] == "text" and m.content[1]["text"].startswith(open_)
+        assert m.content[-1]["type"] == "tool_use"
+    assert not any(open_ in json.dumps(m.content) for m in state["messages"])  # the agent's own history
