@@ -177,3 +177,61 @@ def test_a_langchain_thinking_tool_loop_compacts_with_the_summary_after_the_thin
         assert m.content[1]["type"] == "text" and m.content[1]["text"].startswith(open_)
         assert m.content[-1]["type"] == "tool_use"
     assert not any(open_ in json.dumps(m.content) for m in state["messages"])  # the agent's own history
+
+
+# -- pydantic-ai -------------------------------------------------------------------------------
+
+
+def _pydantic_ai_agent(model_fn: Any, processor: Any) -> Any:
+    from pydantic_ai import Agent
+
+    try:
+        return Agent(model_fn, history_processors=[processor], system_prompt="You audit files.")
+    except TypeError:  # pydantic-ai 2: history processors are a capability
+        from pydantic_ai.capabilities import ProcessHistory
+
+        return Agent(model_fn, capabilities=[ProcessHistory(processor)], system_prompt="You audit files.")
+
+
+def test_a_summary_merged_into_a_pydantic_ai_thinking_response_goes_after_its_thinking():
+    # A summary merged into a response without text was inserted as its first part, before its
+    # ThinkingPart: Anthropic wants a thinking model's last response to open with its thinking.
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    import asyncio
+
+    from pydantic_ai.messages import ModelResponse, TextPart, ThinkingPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from contextfold.integrations.pydantic_ai import ContextFoldHistoryProcessor
+
+    seen: list[list[Any]] = []
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        seen.append(list(messages))
+        step = len(seen)
+        if step > 16:
+            return ModelResponse(parts=[TextPart("All done.")])
+        return ModelResponse(parts=[ThinkingPart("Let me think. " * 40, signature="sig" * 20, provider_name="anthropic"),
+                                    ToolCallPart("read_file", {"path": f"f{step}.py"}, tool_call_id=f"c{step}")])
+
+    processor = ContextFoldHistoryProcessor(cf.Compactor(model="gpt-4o", trigger=6_000, budget=3_000,
+                                                         strategy="summarize"))
+    agent = _pydantic_ai_agent(FunctionModel(model), processor)
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"{path}: " + "lorem ipsum " * 400
+
+    result = asyncio.run(agent.run("Audit f1 to f16."))
+    assert result.output == "All done." and processor.compactions >= 2
+    open_ = _core.SUMMARY_MARKERS[0]
+    merged = 0
+    for messages in [*seen, result.all_messages()]:
+        for m in messages:
+            if isinstance(m, ModelResponse) and any(open_ in getattr(p, "content", "") for p in m.parts
+                                                    if isinstance(p, TextPart)):
+                merged += 1
+                kinds = [type(p).__name__ for p in m.parts]
+                assert kinds == ["ThinkingPart", "TextPart", "ToolCallPart"], kinds
+    assert merged

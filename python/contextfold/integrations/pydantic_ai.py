@@ -39,6 +39,7 @@ try:
         RetryPromptPart,
         SystemPromptPart,
         TextPart,
+        ThinkingPart,
         ToolCallPart,
         ToolReturnPart,
         UserPromptPart,
@@ -230,7 +231,10 @@ def _edited_response(response: ModelResponse, edit: dict[str, Any]) -> ModelResp
         else:
             parts.append(p)
     if not wrote and text:
-        parts.insert(0, TextPart(text))  # (a summary merged into a response that had no text)
+        # (A summary merged into a response that had no text: after its thinking, which a
+        # thinking model's last response must open with, before its calls.)
+        lead = next((k for k, p in enumerate(parts) if not isinstance(p, ThinkingPart)), len(parts))
+        parts.insert(lead, TextPart(text))
     return dataclasses.replace(response, parts=parts)
 
 
