@@ -235,3 +235,82 @@ def test_a_summary_merged_into_a_pydantic_ai_thinking_response_goes_after_its_th
                 kinds = [type(p).__name__ for p in m.parts]
                 assert kinds == ["ThinkingPart", "TextPart", "ToolCallPart"], kinds
     assert merged
+
+
+# -- OpenAI Agents SDK -------------------------------------------------------------------------
+
+
+def _responses_upstream(turns: int, calls_per_turn: int) -> Any:
+    """A loopback Responses API answering with the recorded response, its output replaced by
+    ``calls_per_turn`` function calls (after a reasoning item) for ``turns`` requests, then the
+    final answer."""
+    import copy
+
+    from proxy_support import RecordingUpstream
+    from replay_server import exchange
+
+    base = exchange("test_openai_responses_system_prompt.yaml#0")["response_body"]
+    asked = [0]
+
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        k = asked[0]
+        asked[0] += 1
+        body = copy.deepcopy(base)
+        body["id"] = f"resp_{k}"
+        if k < turns:
+            body["output"] = [
+                {"type": "reasoning", "id": f"rs_{k}", "summary": [{"type": "summary_text", "text": "Reading on."}],
+                 "encrypted_content": "gAAAA" + "x" * 800},
+                *({"type": "function_call", "id": f"fc_{k}_{j}", "call_id": f"call_{k}_{j}", "name": "read_file",
+                   "arguments": json.dumps({"path": f"f{k}_{j}.py"}), "status": "completed"}
+                  for j in range(calls_per_turn))]
+        else:
+            body["output"][0]["content"][0]["text"] = "All done."
+        return 200, {"content-type": "application/json"}, json.dumps(body).encode()
+
+    return RecordingUpstream(answer)
+
+
+def test_an_openai_agents_run_s_own_tool_loop_is_compacted_at_every_model_call():
+    # The runner reads a session once per Runner.run: a run's own tool loop reached the model
+    # whole whatever the trigger (12 model calls, no compaction, 35,625 tokens at a trigger of
+    # 4,000). session.compact_model_input, the RunConfig's model input filter, compacts each call.
+    agents = pytest.importorskip("agents", reason="OpenAI Agents SDK not installed (pip install openai-agents)")
+    import asyncio
+
+    import openai
+    from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, function_tool
+
+    from contextfold.integrations.openai_agents import CompactingSession
+
+    agents.set_tracing_disabled(True)
+
+    @function_tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"{path}: " + "lorem ipsum " * 400
+
+    with _responses_upstream(turns=12, calls_per_turn=3) as up:
+        async def run() -> tuple[Any, CompactingSession, list[Any]]:
+            client = openai.AsyncOpenAI(base_url=up.url + "/v1", api_key="sk-test", max_retries=0)
+            session = CompactingSession("s1", trigger=4_000, budget=2_000, model="gpt-4o")
+            agent = Agent(name="a", instructions="Read what you are asked to.", tools=[read_file],
+                          model=OpenAIResponsesModel(model="gpt-4o", openai_client=client))
+            result = await Runner.run(agent, "Read every file.", session=session, max_turns=50,
+                                      run_config=RunConfig(call_model_input_filter=session.compact_model_input))
+            stored = await session.inner.get_items()
+            await client.close()
+            return result, session, stored
+
+        result, session, stored = asyncio.run(run())
+    assert result.final_output == "All done."
+    assert len(up.seen) == 13 and session.history.compactions >= 3
+    for seen in up.seen:
+        items = seen.body["input"]
+        tokens, failures = _core.compaction_verify(items, _core.PricedRequest(format="responses", model="gpt-4o"))
+        assert failures == []
+        assert cf.estimate(items, model="gpt-4o") < 4_000 + 3_000  # the trigger, plus one turn's outputs
+    # The session keeps every item verbatim: the run's 12 turns of a reasoning item, 3 calls and
+    # their 3 outputs, the question and the answer.
+    assert len(stored) == 1 + 12 * 7 + 1
+    assert all("output pruned" not in json.dumps(i) for i in stored)
