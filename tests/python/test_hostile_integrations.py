@@ -314,3 +314,56 @@ def test_an_openai_agents_run_s_own_tool_loop_is_compacted_at_every_model_call()
     # their 3 outputs, the question and the answer.
     assert len(stored) == 1 + 12 * 7 + 1
     assert all("output pruned" not in json.dumps(i) for i in stored)
+
+
+# -- LiteLLM -----------------------------------------------------------------------------------
+
+
+def _import_litellm() -> Any:
+    import os
+    import warnings
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch at import
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LiteLLM's own pydantic warnings at import
+        litellm = pytest.importorskip("litellm", reason="LiteLLM not installed (pip install litellm)")
+        import contextfold.integrations.litellm  # noqa: F401
+    return litellm
+
+
+@pytest.mark.filterwarnings("ignore::contextfold.UnknownModelWarning")
+def test_a_litellm_proxy_hook_fed_ever_new_model_names_keeps_a_bounded_memory():
+    # The proxy's pre-call hook sees each request's model string before LiteLLM routes or
+    # refuses it, and kept a Compactor and its remembered folds per name without a bound:
+    # 800 names took 17.9 MB and a client varying the name grew it without end.
+    import asyncio
+    import tracemalloc
+
+    _import_litellm()
+    from contextfold.integrations import litellm as hooks
+
+    MAX_MODELS = getattr(hooks, "MAX_MODELS", 64)
+    ContextFoldLogger = hooks.ContextFoldLogger
+
+    hook = ContextFoldLogger(trigger=3_000, budget=1_500)
+    history = [{"role": "user", "content": "The task."}] + [
+        {"role": "assistant" if i % 2 == 0 else "user", "content": f"Turn {i}: " + "word " * 300} for i in range(20)]
+
+    async def requests(names: range) -> None:
+        for i in names:
+            data = {"model": f"gpt-4o-tenant-{i}", "messages": history}
+            out = await hook.async_pre_call_hook(None, None, data, "completion")
+            assert cf.estimate(out["messages"], model="gpt-4o") <= 1_500
+
+    asyncio.run(requests(range(MAX_MODELS)))  # (the first ones: every Compactor built once)
+    tracemalloc.start()
+    try:
+        asyncio.run(requests(range(MAX_MODELS, 2 * MAX_MODELS)))
+        grown, _ = tracemalloc.get_traced_memory()
+        asyncio.run(requests(range(2 * MAX_MODELS, 6 * MAX_MODELS)))
+        more, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert more < grown * 1.5 + 500_000, (grown, more)  # four times the names, not four times the memory
+    assert len(hook._histories) == MAX_MODELS
+    assert hook.compactions == 6 * MAX_MODELS  # the forgotten ones' compactions still counted
