@@ -367,3 +367,15 @@ def test_a_litellm_proxy_hook_fed_ever_new_model_names_keeps_a_bounded_memory():
     assert more < grown * 1.5 + 500_000, (grown, more)  # four times the names, not four times the memory
     assert len(hook._histories) == MAX_MODELS
     assert hook.compactions == 6 * MAX_MODELS  # the forgotten ones' compactions still counted
+
+
+@pytest.mark.parametrize("option", [{"trigger": -5}, {"trigger": "lots"}, {"budget": "1000"}, {"keep": -3},
+                                    {"strategy": "fold"}, {"trigger": ("bogus", 3)}])
+def test_a_bad_litellm_logger_option_is_refused_at_construction_not_at_every_request(option):
+    # The logger built its Compactors at the first request of each model: a bad option was
+    # accepted, then every litellm.acompletion through the hook failed with its ValueError.
+    _import_litellm()
+    from contextfold.integrations.litellm import ContextFoldLogger
+
+    with pytest.raises((ValueError, TypeError), match=next(iter(option))):
+        ContextFoldLogger(**option)

@@ -63,6 +63,9 @@ class ContextFoldLogger(CustomLogger):  # type: ignore[misc, unused-ignore]
         super().__init__()
         self.options: dict[str, Any] = dict(trigger=trigger, budget=budget, keep=keep, strategy=strategy,
                                             summarizer=summarizer, context_window=context_window)
+        # A bad option is refused here, naming it: the Compactors are built per model at the
+        # first request, where it failed every request the hook saw.
+        Compactor(provider="openai", **self.options)
         self._histories: OrderedDict[str | None, CompactingHistory] = OrderedDict()
         self._forgotten = 0  # (compactions of the histories forgotten)
         self._lock = threading.Lock()
