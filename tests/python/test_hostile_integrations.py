@@ -379,3 +379,77 @@ def test_a_bad_litellm_logger_option_is_refused_at_construction_not_at_every_req
 
     with pytest.raises((ValueError, TypeError), match=next(iter(option))):
         ContextFoldLogger(**option)
+
+
+def _png(w: int, h: int) -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    raw = b"".join(b"\x00" + b"\x80" * (w * 3) for _ in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_pydantic_ai_screenshots_are_priced_as_images_and_compacted_at_the_trigger():
+    # A user prompt's images were read as the text "[BinaryContent]": twelve 1024x768
+    # screenshots priced 259 tokens where the request held about 9,400, and the history went to
+    # the model whole, never reaching a trigger of 6,000.
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    import asyncio
+    import base64
+
+    from pydantic_ai.messages import (BinaryContent, ModelRequest, ModelResponse, SystemPromptPart, TextPart,
+                                      UserPromptPart)
+    from pydantic_ai.models.function import FunctionModel
+
+    from contextfold.integrations.pydantic_ai import history_processor
+
+    def as_sent(messages: list[Any]) -> list[dict[str, Any]]:
+        """The OpenAI chat messages pydantic-ai's OpenAI model makes of these (text turns only)."""
+        out: list[dict[str, Any]] = []
+        for m in messages:
+            for p in m.parts:
+                if isinstance(p, TextPart):
+                    out.append({"role": "assistant", "content": p.content})
+                elif isinstance(p, (SystemPromptPart, UserPromptPart)) and isinstance(p.content, str):
+                    out.append({"role": "system" if isinstance(p, SystemPromptPart) else "user", "content": p.content})
+                elif isinstance(p, UserPromptPart):
+                    out.append({"role": "user", "content": [
+                        {"type": "text", "text": c} if isinstance(c, str) else
+                        {"type": "image_url", "image_url": {"url": f"data:{c.media_type};base64,"
+                                                                   + base64.b64encode(c.data).decode()}}
+                        for c in p.content]})
+        return out
+
+    screenshot = _png(1024, 768)
+    history: list[Any] = [ModelRequest(parts=[SystemPromptPart("You review screenshots."),
+                                              UserPromptPart("Review each screen.")])]
+    for i in range(12):
+        history += [ModelResponse(parts=[TextPart(f"Noted screen {i}.")]),
+                    ModelRequest(parts=[UserPromptPart([f"Screen {i}:", BinaryContent(screenshot, media_type="image/png")])])]
+    history.append(ModelResponse(parts=[TextPart("Noted screen 12.")]))
+    assert cf.estimate(as_sent(history), model="gpt-4o") > 9_000
+    seen: list[list[Any]] = []
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        seen.append(list(messages))
+        return ModelResponse(parts=[TextPart("The login screen has the bug.")])
+
+    processor = history_processor(trigger=6_000, budget=3_000, model="gpt-4o")
+    agent = _pydantic_ai_agent(FunctionModel(model), processor)
+    snapshot = [m.parts for m in history]
+    result = asyncio.run(agent.run(["Which screen has the bug?", BinaryContent(screenshot, media_type="image/png")],
+                                   message_history=history))
+    assert result.output == "The login screen has the bug."
+    assert processor.compactions == 1
+    assert cf.estimate(as_sent(seen[-1]), model="gpt-4o") <= 3_000
+    # The screenshots kept are the caller's own objects; the caller's history is unchanged.
+    originals = {id(c) for m in history for p in m.parts if isinstance(p, UserPromptPart)
+                 and not isinstance(p.content, str) for c in p.content}
+    kept = [c for m in seen[-1] for p in m.parts if isinstance(p, UserPromptPart) and not isinstance(p.content, str)
+            for c in p.content if isinstance(c, BinaryContent)]
+    assert kept and all(id(c) in originals for c in kept[:-1]) and kept[-1].data == screenshot
+    assert [m.parts for m in history] == snapshot

@@ -33,6 +33,8 @@ from contextfold.integrations.folding import not_compacted, refuse_recoverable
 
 try:
     from pydantic_ai.messages import (
+        BinaryContent,
+        ImageUrl,
         ModelMessage,
         ModelRequest,
         ModelResponse,
@@ -60,6 +62,44 @@ def _text(content: Any) -> str:
     return str(content)
 
 
+def _is_image(c: Any) -> bool:
+    return isinstance(c, ImageUrl) or (isinstance(c, BinaryContent) and c.is_image)
+
+
+def _image_url(c: Any) -> str:
+    return str(c.url) if isinstance(c, ImageUrl) else str(c.data_uri)
+
+
+def _user_content(content: Any) -> Any:
+    """A user prompt's content as OpenAI chat content: its images as ``image_url`` parts (priced
+    by their pixels, as pydantic-ai's OpenAI model sends them), other media as their type's
+    name. Read as the name ``[BinaryContent]`` before, twelve 1024x768 screenshots were priced
+    259 tokens where the request held about 9,400, and the history never reached its trigger."""
+    if isinstance(content, str) or not isinstance(content, Sequence) or not any(_is_image(c) for c in content):
+        return _text(content)
+    return [{"type": "text", "text": c} if isinstance(c, str)
+            else {"type": "image_url", "image_url": {"url": _image_url(c)}} if _is_image(c)
+            else {"type": "text", "text": f"[{type(c).__name__}]"} for c in content]
+
+
+def _content_back(original: Sequence[Any], edited: list[Any]) -> list[Any]:
+    """A user prompt's content list written back from ``edited`` (its ``_user_content`` after a
+    compaction): an image still there is the original object, text is text, a block the
+    compaction left as it was the original item."""
+    if len(edited) == len(original):
+        return [o if b == _user_content([o])[0] else str(b.get("text", "")) if isinstance(b, dict) else o
+                for o, b in zip(original, edited)]
+    images = {_image_url(c): c for c in original if _is_image(c)}
+    out: list[Any] = []
+    for b in edited:
+        if isinstance(b, dict) and b.get("type") == "image_url":
+            url = str((b.get("image_url") or {}).get("url", ""))
+            out.append(images.get(url) or ImageUrl(url=url))
+        elif isinstance(b, dict):
+            out.append(str(b.get("text", "")))
+    return out
+
+
 def to_openai_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     """pydantic-ai messages as the OpenAI chat messages they stand for (what is priced and
     summarized); parts of other kinds are read as text."""
@@ -70,7 +110,7 @@ def to_openai_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]
                 if isinstance(p, SystemPromptPart):
                     out.append({"role": "system", "content": p.content})
                 elif isinstance(p, UserPromptPart):
-                    out.append({"role": "user", "content": _text(p.content)})
+                    out.append({"role": "user", "content": _user_content(p.content)})
                 elif isinstance(p, ToolReturnPart):
                     out.append({"role": "tool", "tool_call_id": p.tool_call_id, "content": p.model_response_str()})
                 elif isinstance(p, RetryPromptPart) and p.tool_name:
@@ -210,7 +250,11 @@ def _aligned(dicts: list[dict[str, Any]], result: CompactionResult) -> list[tupl
 
 
 def _edited_part(part: Any, edit: dict[str, Any]) -> Any:
-    """``part`` of a request carrying the text of ``edit`` (its message in a compaction's output)."""
+    """``part`` of a request carrying the text of ``edit`` (its message in a compaction's output);
+    a user prompt with images, its content list (the images kept are the same objects)."""
+    content = edit.get("content")
+    if isinstance(part, UserPromptPart) and isinstance(content, list) and not isinstance(part.content, str):
+        return dataclasses.replace(part, content=_content_back(list(part.content), content))
     return dataclasses.replace(part, content=_text_of(edit))
 
 
