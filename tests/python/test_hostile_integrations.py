@@ -453,3 +453,47 @@ def test_pydantic_ai_screenshots_are_priced_as_images_and_compacted_at_the_trigg
             for c in p.content if isinstance(c, BinaryContent)]
     assert kept and all(id(c) in originals for c in kept[:-1]) and kept[-1].data == screenshot
     assert [m.parts for m in history] == snapshot
+
+
+def test_pydantic_ai_screenshots_a_tool_returns_are_priced_and_old_ones_masked():
+    # A tool returning an image (a browser agent's screenshot) was read as its text, "": twelve
+    # 1024x768 screenshots priced 283 tokens in all, and the loop never compacted.
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    import asyncio
+    import base64
+
+    from pydantic_ai.messages import BinaryContent, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from contextfold.integrations.pydantic_ai import history_processor
+
+    def images_sent(messages: list[Any]) -> int:
+        """Tokens of the screenshots the model is sent (each beside its tool message)."""
+        parts = [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(p.content.data).decode()}}
+                 for m in messages for p in m.parts if isinstance(p, ToolReturnPart) and isinstance(p.content, BinaryContent)]
+        return cf.estimate([{"role": "user", "content": parts}], model="gpt-4o") if parts else 0
+
+    screenshot = _png(1024, 768)
+    seen: list[list[Any]] = []
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        seen.append(list(messages))
+        if len(seen) > 12:
+            return ModelResponse(parts=[TextPart("All done.")])
+        return ModelResponse(parts=[ToolCallPart("screenshot", {"page": len(seen)}, tool_call_id=f"c{len(seen)}")])
+
+    processor = history_processor(trigger=6_000, budget=3_000, model="gpt-4o")
+    agent = _pydantic_ai_agent(FunctionModel(model), processor)
+
+    @agent.tool_plain(name="screenshot")
+    def take_screenshot(page: int) -> Any:
+        """Take a screenshot of a page."""
+        return BinaryContent(screenshot, media_type="image/png")
+
+    result = asyncio.run(agent.run("Check every page."))
+    assert result.output == "All done."
+    assert processor.compactions >= 1
+    assert max(images_sent(s) for s in seen) < 6_000 + 800  # the trigger, plus one screenshot
+    returns = [p for m in seen[-1] for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert isinstance(returns[0].content, str) and "omitted" in returns[0].content  # the oldest, masked
+    assert isinstance(returns[-1].content, BinaryContent)  # the newest, whole

@@ -82,6 +82,19 @@ def _user_content(content: Any) -> Any:
             else {"type": "text", "text": f"[{type(c).__name__}]"} for c in content]
 
 
+def _return_content(part: ToolReturnPart) -> Any:
+    """A tool return as a tool message's content: its text, then the images it returned as
+    ``image_url`` parts (pydantic-ai sends them to the model beside the text). Its text alone
+    was read before: a screenshot a tool returned was priced nothing."""
+    text = part.model_response_str()
+    content = part.content
+    items = content if isinstance(content, Sequence) and not isinstance(content, (str, bytes)) else [content]
+    images = [c for c in items if _is_image(c)]
+    if not images:
+        return text
+    return [{"type": "text", "text": text}, *({"type": "image_url", "image_url": {"url": _image_url(c)}} for c in images)]
+
+
 def _content_back(original: Sequence[Any], edited: list[Any]) -> list[Any]:
     """A user prompt's content list written back from ``edited`` (its ``_user_content`` after a
     compaction): an image still there is the original object, text is text, a block the
@@ -112,7 +125,7 @@ def to_openai_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]
                 elif isinstance(p, UserPromptPart):
                     out.append({"role": "user", "content": _user_content(p.content)})
                 elif isinstance(p, ToolReturnPart):
-                    out.append({"role": "tool", "tool_call_id": p.tool_call_id, "content": p.model_response_str()})
+                    out.append({"role": "tool", "tool_call_id": p.tool_call_id, "content": _return_content(p)})
                 elif isinstance(p, RetryPromptPart) and p.tool_name:
                     out.append({"role": "tool", "tool_call_id": p.tool_call_id, "content": p.model_response()})
                 else:
