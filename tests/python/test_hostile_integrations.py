@@ -497,3 +497,45 @@ def test_pydantic_ai_screenshots_a_tool_returns_are_priced_and_old_ones_masked()
     returns = [p for m in seen[-1] for p in m.parts if isinstance(p, ToolReturnPart)]
     assert isinstance(returns[0].content, str) and "omitted" in returns[0].content  # the oldest, masked
     assert isinstance(returns[-1].content, BinaryContent)  # the newest, whole
+
+
+def test_pydantic_ai_web_search_results_the_provider_reads_back_are_priced():
+    # NativeToolCallPart / NativeToolReturnPart (a provider's own web search) were not read:
+    # results the provider reads back on every request were priced nothing, and a loop of
+    # searches went to the model whole.
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    import asyncio
+
+    from pydantic_ai.messages import ModelResponse, NativeToolCallPart, NativeToolReturnPart, TextPart, UserPromptPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from contextfold.integrations.pydantic_ai import history_processor
+
+    results = [{"url": f"https://example.com/{i}", "title": f"Result {i}", "encrypted_content": "E" * 2_000}
+               for i in range(10)]
+
+    def as_sent(messages: list[Any]) -> int:
+        """Tokens of the prompts, texts and search results the provider reads."""
+        texts = [json.dumps(p.content) if isinstance(p, NativeToolReturnPart) else str(p.content)
+                 for m in messages for p in m.parts if isinstance(p, (NativeToolReturnPart, TextPart, UserPromptPart))]
+        return cf.estimate([{"role": "user", "content": t} for t in texts], model="gpt-4o")
+
+    seen: list[list[Any]] = []
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        seen.append(list(messages))
+        k = len(seen)
+        return ModelResponse(parts=[
+            NativeToolCallPart("web_search", {"query": f"q{k}"}, tool_call_id=f"srv{k}", provider_name="anthropic"),
+            NativeToolReturnPart("web_search", results, tool_call_id=f"srv{k}", provider_name="anthropic"),
+            TextPart(f"Found what you asked in search {k}.")])
+
+    processor = history_processor(trigger=12_000, budget=6_000, model="gpt-4o")
+    agent = _pydantic_ai_agent(FunctionModel(model), processor)
+    history: list[Any] = []
+    for turn in range(6):
+        result = asyncio.run(agent.run(f"Search for topic {turn}.", message_history=history))
+        history = result.all_messages()
+    assert processor.compactions >= 1
+    one = cf.estimate([{"role": "user", "content": json.dumps(results)}], model="gpt-4o")
+    assert max(as_sent(s) for s in seen) < 12_000 + one  # the trigger, plus one search

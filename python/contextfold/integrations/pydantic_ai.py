@@ -38,6 +38,8 @@ try:
         ModelMessage,
         ModelRequest,
         ModelResponse,
+        NativeToolCallPart,
+        NativeToolReturnPart,
         RetryPromptPart,
         SystemPromptPart,
         TextPart,
@@ -80,6 +82,21 @@ def _user_content(content: Any) -> Any:
     return [{"type": "text", "text": c} if isinstance(c, str)
             else {"type": "image_url", "image_url": {"url": _image_url(c)}} if _is_image(c)
             else {"type": "text", "text": f"[{type(c).__name__}]"} for c in content]
+
+
+def _native_parts(response: ModelResponse) -> list[dict[str, Any]]:
+    """A response's calls of the provider's own tools and their returns (web search, code
+    execution: ``NativeToolCallPart`` / ``NativeToolReturnPart``), each a content part priced by
+    its JSON: the provider reads them back on the next request. They were not read at all:
+    five web searches of ten results were priced nothing. (No ``text`` key: the write-back
+    reads a response's text from its text parts alone.)"""
+    out: list[dict[str, Any]] = []
+    for p in response.parts:
+        if isinstance(p, NativeToolCallPart):
+            out.append({"type": "native_tool_call", "name": p.tool_name, "arguments": p.args_as_json_str()})
+        elif isinstance(p, NativeToolReturnPart):
+            out.append({"type": "native_tool_return", "name": p.tool_name, "content": p.model_response_str()})
+    return out
 
 
 def _return_content(part: ToolReturnPart) -> Any:
@@ -136,6 +153,9 @@ def to_openai_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]
                       "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
                      for p in msg.parts if isinstance(p, ToolCallPart)]
             d: dict[str, Any] = {"role": "assistant", "content": text or None}
+            native = _native_parts(msg)
+            if native:
+                d["content"] = [*([{"type": "text", "text": text}] if text else []), *native]
             if calls:
                 d["tool_calls"] = calls
             out.append(d)
