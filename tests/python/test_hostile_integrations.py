@@ -539,3 +539,44 @@ def test_pydantic_ai_web_search_results_the_provider_reads_back_are_priced():
     assert processor.compactions >= 1
     one = cf.estimate([{"role": "user", "content": json.dumps(results)}], model="gpt-4o")
     assert max(as_sent(s) for s in seen) < 12_000 + one  # the trigger, plus one search
+
+
+# -- every hook ----------------------------------------------------------------------------------
+
+
+def _hooks() -> list[tuple[str, Any]]:
+    """(name, make(**options)) of each hook whose framework is installed."""
+    out: list[tuple[str, Any]] = []
+    try:
+        from contextfold.integrations.langchain import ContextFoldMiddleware
+    except ImportError:
+        pass
+    else:
+        out.append(("langchain", lambda **o: ContextFoldMiddleware(cf.Compactor(**o))))
+    try:
+        from contextfold.integrations.pydantic_ai import ContextFoldHistoryProcessor
+    except ImportError:
+        pass
+    else:
+        out.append(("pydantic-ai", lambda **o: ContextFoldHistoryProcessor(cf.Compactor(**o))))
+    try:
+        from contextfold.integrations.openai_agents import CompactingSession
+    except ImportError:
+        pass
+    else:
+        out.append(("openai-agents", lambda **o: CompactingSession("s", **o)))
+    return out
+
+
+@pytest.mark.parametrize("options", [{"trigger": 0.5}, {"trigger": ("fraction", 0.5)}, {"trigger": ("messages", 50)}])
+def test_a_hook_without_a_budget_it_could_compact_to_is_refused_when_made(options):
+    # A fraction trigger (or a message count) with no model window and no budget was accepted,
+    # then every call of the framework raised "no context window" once the history was read.
+    hooks = _hooks()
+    if not hooks:
+        pytest.skip("no agent framework installed")
+    for name, make in hooks:
+        with pytest.raises(ValueError, match="context window"):
+            make(**options)
+        make(**options, context_window=128_000)  # (with a window it compacts)
+        make(**options, budget=4_000)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import contextfold
 from contextfold.compactor import Compactor
 from contextfold.errors import CompactionError
-from contextfold.integrations.folding import BoundCompactors, not_compacted
+from contextfold.integrations.folding import BoundCompactors, not_compacted, require_budget
 from contextfold.recall import RECALL_TOOL, recall_tool
 
 try:
@@ -253,6 +253,7 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
             if recoverable:
                 raise TypeError("with a compactor, recoverable= is the Compactor's own: Compactor(recoverable=True)")
             self.model = model
+        require_budget(compactor, "ContextFoldMiddleware")
         self.compactor = compactor
         self.provider = provider
         self.last_tokens: tuple[int, int] | None = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextfold.compactor import Compactor
-from contextfold.integrations.folding import CompactingHistory
+from contextfold.integrations.folding import CompactingHistory, require_budget
 
 try:
     from agents.memory.session import SessionABC
@@ -48,6 +48,7 @@ class CompactingSession(SessionABC):  # type: ignore[misc, unused-ignore]
             compactor = Compactor(wire_format="responses", **options)
         elif options:
             raise TypeError("pass either a compactor or its options, not both")
+        require_budget(compactor, "CompactingSession")
         self.history = CompactingHistory(compactor)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:

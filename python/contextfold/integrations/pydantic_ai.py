@@ -29,7 +29,7 @@ from typing import Any
 
 from contextfold.compactor import CompactionResult, Compactor
 from contextfold.errors import CompactionError
-from contextfold.integrations.folding import not_compacted, refuse_recoverable
+from contextfold.integrations.folding import not_compacted, refuse_recoverable, require_budget
 
 try:
     from pydantic_ai.messages import (
@@ -168,6 +168,7 @@ class ContextFoldHistoryProcessor:
 
     def __init__(self, compactor: Compactor) -> None:
         refuse_recoverable(compactor, "the pydantic-ai history processor")
+        require_budget(compactor, "the pydantic-ai history processor")
         self.compactor = compactor
         self.compactions = 0
         self._lock = threading.Lock()
