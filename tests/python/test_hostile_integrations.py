@@ -580,3 +580,32 @@ def test_a_hook_without_a_budget_it_could_compact_to_is_refused_when_made(option
             make(**options)
         make(**options, context_window=128_000)  # (with a window it compacts)
         make(**options, budget=4_000)
+
+
+def test_a_pydantic_ai_prompt_whose_screenshot_is_omitted_keeps_its_other_media():
+    # Writing back a user prompt the compaction edited (its old screenshot omitted) replaced the
+    # whole content with text: the document beside it became the words "[DocumentUrl]".
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
+    from pydantic_ai.messages import (BinaryContent, DocumentUrl, ModelRequest, ModelResponse, SystemPromptPart,
+                                      TextPart, UserPromptPart)
+
+    from contextfold.integrations.pydantic_ai import history_processor
+
+    screenshot = _png(1024, 768)
+    history: list[Any] = [ModelRequest(parts=[SystemPromptPart("You review screens."), UserPromptPart("Review each.")])]
+    documents = []
+    for i in range(12):
+        documents.append(DocumentUrl(url=f"https://example.com/spec-{i}.pdf"))
+        history += [ModelResponse(parts=[TextPart(f"Noted screen {i}.")]),
+                    ModelRequest(parts=[UserPromptPart([f"Screen {i}:", BinaryContent(screenshot, media_type="image/png"),
+                                                        documents[-1]])])]
+    processor = history_processor(trigger=6_000, budget=3_000, model="gpt-4o")
+    out = processor(history)
+    assert processor.compactions == 1
+    prompts = [p for m in out if isinstance(m, ModelRequest) for p in m.parts
+               if isinstance(p, UserPromptPart) and not isinstance(p.content, str)]
+    edited = [p for p in prompts if not any(isinstance(c, BinaryContent) for c in p.content)]
+    assert edited  # old screenshots omitted
+    for p in prompts:
+        kept = [c for c in p.content if isinstance(c, DocumentUrl)]
+        assert len(kept) == 1 and any(kept[0] is d for d in documents), p.content

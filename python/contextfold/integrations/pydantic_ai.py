@@ -72,6 +72,16 @@ def _image_url(c: Any) -> str:
     return str(c.url) if isinstance(c, ImageUrl) else str(c.data_uri)
 
 
+def _block(c: Any) -> dict[str, Any]:
+    """One item of a user prompt's content as an OpenAI chat content part: text, an image as
+    ``image_url``, other media as their type's name."""
+    if isinstance(c, str):
+        return {"type": "text", "text": c}
+    if _is_image(c):
+        return {"type": "image_url", "image_url": {"url": _image_url(c)}}
+    return {"type": "text", "text": f"[{type(c).__name__}]"}
+
+
 def _user_content(content: Any) -> Any:
     """A user prompt's content as OpenAI chat content: its images as ``image_url`` parts (priced
     by their pixels, as pydantic-ai's OpenAI model sends them), other media as their type's
@@ -79,9 +89,7 @@ def _user_content(content: Any) -> Any:
     259 tokens where the request held about 9,400, and the history never reached its trigger."""
     if isinstance(content, str) or not isinstance(content, Sequence) or not any(_is_image(c) for c in content):
         return _text(content)
-    return [{"type": "text", "text": c} if isinstance(c, str)
-            else {"type": "image_url", "image_url": {"url": _image_url(c)}} if _is_image(c)
-            else {"type": "text", "text": f"[{type(c).__name__}]"} for c in content]
+    return [_block(c) for c in content]
 
 
 def _native_parts(response: ModelResponse) -> list[dict[str, Any]]:
@@ -114,17 +122,18 @@ def _return_content(part: ToolReturnPart) -> Any:
 
 def _content_back(original: Sequence[Any], edited: list[Any]) -> list[Any]:
     """A user prompt's content list written back from ``edited`` (its ``_user_content`` after a
-    compaction): an image still there is the original object, text is text, a block the
-    compaction left as it was the original item."""
-    if len(edited) == len(original):
-        return [o if b == _user_content([o])[0] else str(b.get("text", "")) if isinstance(b, dict) else o
-                for o, b in zip(original, edited)]
-    images = {_image_url(c): c for c in original if _is_image(c)}
+    compaction): each block the compaction left as it was is the original item (an image, a
+    document), in order; an edited block is its text."""
+    blocks = [_block(o) for o in original]
+    at = 0
     out: list[Any] = []
     for b in edited:
-        if isinstance(b, dict) and b.get("type") == "image_url":
-            url = str((b.get("image_url") or {}).get("url", ""))
-            out.append(images.get(url) or ImageUrl(url=url))
+        k = next((i for i in range(at, len(blocks)) if blocks[i] == b), None)
+        if k is not None:
+            out.append(original[k])
+            at = k + 1
+        elif isinstance(b, dict) and b.get("type") == "image_url":
+            out.append(ImageUrl(url=str((b.get("image_url") or {}).get("url", ""))))
         elif isinstance(b, dict):
             out.append(str(b.get("text", "")))
     return out
