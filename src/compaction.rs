@@ -158,10 +158,11 @@ pub fn assemble<'a>(msgs: &[Message<'a>], p: &Plan, summary: &'a str) -> Vec<Mes
             };
             let m = &mut out[pos];
             let block = Part::Text(Cow::Borrowed(summary));
+            let lead = crate::summary_placement::leading_thinking(m);
             m.content = match std::mem::take(&mut m.content) {
                 Content::Parts(mut ps) => {
                     if at_start {
-                        ps.insert(0, block)
+                        ps.insert(lead, block)
                     } else {
                         ps.push(block)
                     }

@@ -39,6 +39,18 @@ pub(crate) fn is_server_compaction(m: &Message<'_>) -> bool {
     }
 }
 
+/// How many thinking or reasoning parts open `m`'s content: a summary merged at its start goes
+/// after them (Anthropic wants a turn's thinking first; the signed blocks stay as they are).
+pub(crate) fn leading_thinking(m: &Message<'_>) -> usize {
+    match &m.content {
+        Content::Parts(ps) => ps
+            .iter()
+            .take_while(|p| matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_)))
+            .count(),
+        _ => 0,
+    }
+}
+
 /// The history around the fold, as the seat search reads it.
 pub(crate) struct Seating<'s, 'a> {
     pub msgs: &'s [Message<'a>],
@@ -212,11 +224,42 @@ impl Seating<'_, '_> {
                     placement,
                 })
             })
+            .or_else(|| {
+                self.after_thinking(tail_start).map(|placement| Seat {
+                    tail_start,
+                    segments: segments.clone(),
+                    placement,
+                })
+            })
             .unwrap_or(Seat {
                 tail_start,
                 segments,
                 placement: Placement::Insert(Turn::User),
             })
+    }
+
+    /// The last resort of a chat thinking tool loop (LangChain messages of a thinking model):
+    /// every cut opens the tail on an assistant turn with thinking after the user's task, and
+    /// the tool results are `tool` messages, which carry no summary. The tail's first turn takes
+    /// the summary after its thinking, before its text and calls (where the model writes its
+    /// own text); before, no seat was found and the compaction failed as a role collision.
+    fn after_thinking(&self, tail_start: usize) -> Option<Placement> {
+        let m = self.msgs.get(tail_start)?;
+        let Content::Parts(ps) = &m.content else {
+            return None;
+        };
+        let lead = leading_thinking(m);
+        let ok = self.format != WireFormat::Responses
+            && !self.special(tail_start)
+            && Turn::of(m) == Turn::Assistant
+            && lead > 0
+            && !ps[lead..]
+                .iter()
+                .any(|p| matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_)));
+        ok.then_some(Placement::Merge {
+            index: tail_start,
+            at_start: true,
+        })
     }
 
     /// A summary message of its own at one of the 3 legal cuts before `tail_start` whose tail

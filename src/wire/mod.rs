@@ -131,7 +131,11 @@ impl WireFormat {
                 edit::Action::Set(format!("[{},{block}]", self.text_block_json(assistant, t)))
             }
             Content::Parts(ps) => edit::Action::Insert {
-                position: if at_start { 0 } else { ps.len() },
+                position: if at_start {
+                    crate::summary_placement::leading_thinking(msg)
+                } else {
+                    ps.len()
+                },
                 value: block,
             },
         };
@@ -159,7 +163,10 @@ impl WireFormat {
                 })?;
                 rest.trim()
                     .is_empty()
-                    .then(|| (vec![key, Step::Index(at)], edit::Action::Remove, at == 0))
+                    .then(|| {
+                        let leads = at == crate::summary_placement::leading_thinking(msg);
+                        (vec![key, Step::Index(at)], edit::Action::Remove, leads)
+                    })
             }
             Content::None => None,
         }

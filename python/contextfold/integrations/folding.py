@@ -32,7 +32,7 @@ from contextfold.errors import CompactionError
 from contextfold.session import Session
 
 __all__ = ["BoundCompactors", "CompactingHistory", "MAX_BOUND", "MAX_REMEMBERED", "not_compacted",
-           "refuse_recoverable"]
+           "refuse_recoverable", "require_budget"]
 
 log = logging.getLogger("contextfold.integrations")
 
@@ -81,6 +81,18 @@ class BoundCompactors:
 def not_compacted(error: CompactionError, hook: str) -> None:
     """Log that ``hook`` sends a history uncompacted because of ``error``."""
     log.warning("%s: history sent without compacting it: %s: %s", hook, type(error).__name__, error)
+
+
+def require_budget(compactor: Any, hook: str) -> None:
+    """ValueError naming ``hook`` when ``compactor`` has no budget it could ever compact to (a
+    fraction trigger, or a message-count one, without a context window or budget): refused when
+    the hook is made, where it failed every call of the framework once the history was read."""
+    if not isinstance(compactor, Compactor):
+        return
+    try:
+        compactor.budget
+    except ValueError as e:
+        raise ValueError(f"{hook}: {e}") from e
 
 
 def refuse_recoverable(compactor: Compactor, hook: str) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import contextfold
 from contextfold.compactor import Compactor
 from contextfold.errors import CompactionError
-from contextfold.integrations.folding import BoundCompactors, not_compacted
+from contextfold.integrations.folding import BoundCompactors, not_compacted, require_budget
 from contextfold.recall import RECALL_TOOL, recall_tool
 
 try:
@@ -130,6 +130,64 @@ def _tools_of(request: ModelRequest) -> list[dict[str, Any]] | None:
     return out or None
 
 
+def _parsed_args(raw: Any) -> dict[str, Any]:
+    """The arguments of an invalid tool call as a dict for pricing: its JSON object when the
+    text is one, else the text under ``"arguments"``."""
+    import json
+
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        return value if isinstance(value, dict) else {"arguments": raw}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _invalid_calls_as_calls(messages: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+    """``messages`` with each AI message's ``invalid_tool_calls`` (those with an id) read as
+    calls, and those invalid calls by id.
+
+    ``create_agent`` answers each invalid call with an error ``ToolMessage``
+    (``_patch_invalid_tool_calls``) and LangChain's OpenAI integration sends it as a call, but
+    the Compactor reads only ``tool_calls``: its answer looked like a result without a call,
+    and every compaction of the history failed as unpaired."""
+    invalid: dict[str, Any] = {}
+    out: list[Any] = []
+    for m in messages:
+        bad = [c for c in getattr(m, "invalid_tool_calls", None) or () if isinstance(m, AIMessage) and c.get("id")]
+        if bad:
+            for c in bad:
+                invalid[c["id"]] = c
+            calls = [{"type": "tool_call", "id": c["id"], "name": c.get("name") or "", "args": _parsed_args(c.get("args"))}
+                     for c in bad]
+            m = m.model_copy(update={"tool_calls": [*m.tool_calls, *calls],
+                                     "invalid_tool_calls": [c for c in m.invalid_tool_calls if not c.get("id")]})
+        out.append(m)
+    return out, invalid
+
+
+def _calls_back_invalid(messages: list[Any], invalid: dict[str, Any]) -> list[Any]:
+    """``messages`` (a compaction of ``_invalid_calls_as_calls``'s output) with the invalid
+    calls it read as calls put back in ``invalid_tool_calls``, as the model wrote them."""
+    out: list[Any] = []
+    for m in messages:
+        calls = getattr(m, "tool_calls", None) or () if isinstance(m, AIMessage) else ()
+        if any(c.get("id") in invalid for c in calls):
+            m = m.model_copy(update={
+                "tool_calls": [c for c in calls if c.get("id") not in invalid],
+                "invalid_tool_calls": [*m.invalid_tool_calls, *(invalid[c["id"]] for c in calls if c.get("id") in invalid)]})
+        out.append(m)
+    return out
+
+
+class _Compacted:
+    """A compaction's messages and whether it changed the history (``_finish`` reads both)."""
+
+    def __init__(self, messages: list[Any], changed: Any) -> None:
+        self.messages, self.changed = messages, changed
+
+
 class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
     """Compacts the messages of each model request before the model sees them.
 
@@ -195,6 +253,7 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
             if recoverable:
                 raise TypeError("with a compactor, recoverable= is the Compactor's own: Compactor(recoverable=True)")
             self.model = model
+        require_budget(compactor, "ContextFoldMiddleware")
         self.compactor = compactor
         self.provider = provider
         self.last_tokens: tuple[int, int] | None = None
@@ -274,25 +333,38 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         return request.override(messages=new)  # type: ignore[arg-type]
 
     @staticmethod
+    def _back(out: Any, invalid: dict[str, Any]) -> Any:
+        if not invalid:
+            return out
+        messages = getattr(out, "messages", out)
+        if not isinstance(messages, list):
+            return out  # (``_finish`` names what the compactor returned)
+        return _Compacted(_calls_back_invalid(messages, invalid), getattr(out, "changed", None))
+
+    @staticmethod
     def _run(c: Any, effective: list[Any]) -> Any:
         # (A compaction that cannot be made sends the history as it stands: ``folding``.)
         compact = getattr(c, "compact", None)
+        history, invalid = _invalid_calls_as_calls(effective)
         try:
-            return compact(effective) if callable(compact) else c(effective)
+            out = compact(history) if callable(compact) else c(history)
         except CompactionError as e:
             not_compacted(e, "ContextFoldMiddleware")
             return effective
+        return ContextFoldMiddleware._back(out, invalid)
 
     @staticmethod
     async def _arun(c: Any, effective: list[Any]) -> Any:
         compact_async = getattr(c, "compact_async", None)
         if not callable(compact_async):
             return ContextFoldMiddleware._run(c, effective)
+        history, invalid = _invalid_calls_as_calls(effective)
         try:
-            return await compact_async(effective)
+            out = await compact_async(history)
         except CompactionError as e:
             not_compacted(e, "ContextFoldMiddleware")
             return effective
+        return ContextFoldMiddleware._back(out, invalid)
 
     # -- recall --------------------------------------------------------------------------------
 

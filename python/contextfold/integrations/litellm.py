@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from contextfold.compactor import Compactor
@@ -27,7 +28,13 @@ try:
 except ImportError as e:  # pragma: no cover - exercised only without litellm
     raise ImportError("contextfold.integrations.litellm needs LiteLLM: pip install litellm") from e
 
-__all__ = ["ContextFoldLogger"]
+__all__ = ["ContextFoldLogger", "MAX_MODELS"]
+
+#: Model names one logger keeps a compacting history for; the least recently used is forgotten
+#: first. A proxy's pre-call hook sees the model string of every request before LiteLLM routes
+#: (or refuses) it: one per name without a bound let a client that varies it grow the hook's
+#: memory without end.
+MAX_MODELS = 64
 
 log = logging.getLogger("contextfold.litellm")
 
@@ -56,7 +63,11 @@ class ContextFoldLogger(CustomLogger):  # type: ignore[misc, unused-ignore]
         super().__init__()
         self.options: dict[str, Any] = dict(trigger=trigger, budget=budget, keep=keep, strategy=strategy,
                                             summarizer=summarizer, context_window=context_window)
-        self._histories: dict[str | None, CompactingHistory] = {}
+        # A bad option is refused here, naming it: the Compactors are built per model at the
+        # first request, where it failed every request the hook saw.
+        Compactor(provider="openai", **self.options)
+        self._histories: OrderedDict[str | None, CompactingHistory] = OrderedDict()
+        self._forgotten = 0  # (compactions of the histories forgotten)
         self._lock = threading.Lock()
 
     def history(self, model: Any) -> CompactingHistory:
@@ -67,12 +78,17 @@ class ContextFoldLogger(CustomLogger):  # type: ignore[misc, unused-ignore]
             if h is None:
                 h = CompactingHistory(Compactor(provider="openai", model=name, **self.options))
                 self._histories[name] = h
+                while len(self._histories) > MAX_MODELS:
+                    self._forgotten += self._histories.popitem(last=False)[1].compactions
+            else:
+                self._histories.move_to_end(name)
             return h
 
     @property
     def compactions(self) -> int:
         """Compactions made, all models together."""
-        return sum(h.compactions for h in self._histories.values())
+        with self._lock:
+            return self._forgotten + sum(h.compactions for h in self._histories.values())
 
     async def _compacted(self, data: dict[str, Any]) -> dict[str, Any] | None:
         messages = data.get("messages")

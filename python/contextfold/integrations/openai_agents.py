@@ -8,6 +8,12 @@ The session stores every item in an inner session (default: the SDK's ``SQLiteSe
 memory) and never alters them; ``get_items()`` returns the history compacted when it reaches
 the trigger (Responses API items, the format the SDK keeps), reusing the same compaction on the
 next turns until the history reaches the trigger again.
+
+The runner reads a session once per ``Runner.run``: the items of the run's own tool loop reach
+the model uncompacted. ``session.compact_model_input`` compacts every model call's input too::
+
+    await Runner.run(agent, q, session=session,
+                     run_config=RunConfig(call_model_input_filter=session.compact_model_input))
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextfold.compactor import Compactor
-from contextfold.integrations.folding import CompactingHistory
+from contextfold.integrations.folding import CompactingHistory, require_budget
 
 try:
     from agents.memory.session import SessionABC
@@ -42,6 +48,7 @@ class CompactingSession(SessionABC):  # type: ignore[misc, unused-ignore]
             compactor = Compactor(wire_format="responses", **options)
         elif options:
             raise TypeError("pass either a compactor or its options, not both")
+        require_budget(compactor, "CompactingSession")
         self.history = CompactingHistory(compactor)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
@@ -51,6 +58,17 @@ class CompactingSession(SessionABC):  # type: ignore[misc, unused-ignore]
         if limit is not None:
             return list(items)
         return await self.history.acompact(items)
+
+    async def compact_model_input(self, data: Any) -> Any:
+        """A ``RunConfig(call_model_input_filter=...)``: the input of each model call of a run
+        (the session's items plus what the run appended since) compacted as ``get_items``
+        compacts, the agent's instructions counted in the trigger and budget. The runner reads
+        the session once per run, so without it a long tool loop reaches the model whole."""
+        from agents.run_config import ModelInputData
+
+        model_data = data.model_data
+        items = await self.history.acompact(model_data.input, system=model_data.instructions)
+        return ModelInputData(input=items, instructions=model_data.instructions)
 
     async def add_items(self, items: list[Any]) -> None:
         """Store new items (all of them, verbatim)."""
