@@ -161,12 +161,10 @@ impl WireFormat {
                     Part::Text(t) => crate::summary_marker::after_summary(t).map(|r| (k, r)),
                     _ => None,
                 })?;
-                rest.trim()
-                    .is_empty()
-                    .then(|| {
-                        let leads = at == crate::summary_placement::leading_thinking(msg);
-                        (vec![key, Step::Index(at)], edit::Action::Remove, leads)
-                    })
+                rest.trim().is_empty().then(|| {
+                    let leads = at == crate::summary_placement::leading_thinking(msg);
+                    (vec![key, Step::Index(at)], edit::Action::Remove, leads)
+                })
             }
             Content::None => None,
         }
