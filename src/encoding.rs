@@ -65,13 +65,21 @@ impl Encoding {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownModel(pub String);
 
+/// Bytes of an unknown model's name its error quotes: a name sent by a client can be any size
+/// (a 100,000-character one made a 100,157-character message).
+const SHOWN_NAME_BYTES: usize = 120;
+
 impl fmt::Display for UnknownModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = crate::char_cut::head_bytes(&self.0, SHOWN_NAME_BYTES);
+        write!(f, "unknown model {shown:?}")?;
+        if shown.len() < self.0.len() {
+            write!(f, " (cut; {} bytes in all)", self.0.len())?;
+        }
         write!(
             f,
-            "unknown model {:?}: no OpenAI encoding is known for it; pass encoding= \
+            ": no OpenAI encoding is known for it; pass encoding= \
              (one of {}) to count_text, or use a known model name",
-            self.0,
             Encoding::NAMES.join(", ")
         )
     }

@@ -3,7 +3,7 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict, PyList, PyTuple};
 use std::collections::HashMap;
 
 use crate::estimate::Estimator;
@@ -53,7 +53,7 @@ pub(crate) fn resolve_sizes(
         let Some(v) = v.filter(|v| !v.is_none()) else {
             continue;
         };
-        let (width, height): (u32, u32) = v.extract().map_err(|_| {
+        let (width, height) = pixel_pair(&v).ok_or_else(|| {
             PyTypeError::new_err(format!(
                 "image_sizes[{r:?}] must be (width, height) in pixels or None"
             ))
@@ -66,6 +66,21 @@ pub(crate) fn resolve_sizes(
         out.insert(r.to_string(), Dims { width, height });
     }
     Ok(out)
+}
+
+/// `(width, height)` of an `image_sizes` value: a tuple or a list of two ints (a JSON cache of
+/// sizes gives lists back), never bools (`(True, True)` is no size of 1 x 1 pixels).
+fn pixel_pair(v: &Bound<'_, PyAny>) -> Option<(u32, u32)> {
+    if !(v.is_instance_of::<PyTuple>() || v.is_instance_of::<PyList>()) || v.len().ok()? != 2 {
+        return None;
+    }
+    let side = |i: usize| {
+        let x = v.get_item(i).ok()?;
+        (!x.is_instance_of::<PyBool>())
+            .then(|| x.extract::<u32>().ok())
+            .flatten()
+    };
+    Some((side(0)?, side(1)?))
 }
 
 /// Tokens to add to each message's price for the images `sizes` knows.

@@ -149,7 +149,16 @@ impl<'k, 'py> Walker<'k, 'py> {
         if let Ok(list) = seq.cast::<PyList>() {
             Ok(list.iter().collect())
         } else {
-            seq.try_iter()?.collect()
+            // An iterator's own error mid-way is the caller's and passes through; a value that
+            // is no iterable at all is named (was: "'int' object is not iterable").
+            seq.try_iter()
+                .map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "messages must be a list of messages, got {}",
+                        type_name(seq)
+                    ))
+                })?
+                .collect()
         }
     }
 

@@ -195,3 +195,35 @@ def test_an_exact_session_given_a_generator_counts_its_messages_not_an_empty_his
     assert s.estimate(m for m in USER) == want
     assert s.estimate(iter(USER)) == want
     assert s.should_compact(m for m in USER) is True
+
+
+# ----- left by the pass, fixed after it -------------------------------------------------------
+
+IMAGE_URL = "https://example.com/cat.png"
+IMAGE_MSGS = [{"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                           {"type": "image_url", "image_url": {"url": IMAGE_URL}}]}]
+
+
+def test_a_history_that_is_no_iterable_is_named_by_every_reader() -> None:
+    # Was: "'int' object is not iterable" from estimate and count (the Session's readers named it).
+    for call in (lambda: cf.estimate(5), lambda: cf.count(5, model="gpt-4o"),  # type: ignore[arg-type]
+                 lambda: cf.estimate_each(None)):  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="messages must be a list of messages, got (int|NoneType)"):
+            call()
+
+
+def test_image_sizes_take_a_pair_as_a_list_and_refuse_bools() -> None:
+    # A JSON cache of sizes gives lists back; (True, True) is no size (was: read as 1 x 1).
+    want = cf.estimate(IMAGE_MSGS, model="gpt-4o", image_sizes={IMAGE_URL: (512, 512)})
+    assert cf.estimate(IMAGE_MSGS, model="gpt-4o", image_sizes={IMAGE_URL: [512, 512]}) == want
+    assert want != cf.estimate(IMAGE_MSGS, model="gpt-4o")
+    for bad in ((True, True), [512, True], (512,), [512, 512, 3], "512x512"):
+        with pytest.raises(TypeError, match=r'image_sizes\["https://example.com/cat.png"\] must be \(width, height\)'):
+            cf.estimate(IMAGE_MSGS, model="gpt-4o", image_sizes={IMAGE_URL: bad})
+
+
+def test_an_unknown_model_name_is_quoted_cut_in_its_error() -> None:
+    # Was: the whole name quoted (a 100,000-character name made a 100,157-character message).
+    with pytest.raises(cf.UnknownModelError) as e:
+        cf.count(USER, model="y" * 100_000)
+    assert len(str(e.value)) < 400 and "100000 bytes in all" in str(e.value)
