@@ -3,7 +3,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList};
 
 use super::messages::{Keep, Walker};
 use super::prune::{json_value, step_object, CopyOnWrite};
@@ -25,10 +25,7 @@ fn edited_copy<'py>(
     let edited = PyList::new(py, [message])?;
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(&edited)?;
-    let fmt = match ms[0].wire {
-        Format::LangChain => WireFormat::Chat,
-        _ => fmt,
-    };
+    let fmt = own_format(message, ms[0].wire, fmt)?;
     let Some((path, action)) = edit(fmt, &ms[0]) else {
         return Ok(None);
     };
@@ -52,6 +49,36 @@ fn edited_copy<'py>(
         }
     }
     Ok(Some(edited.get_item(0)?))
+}
+
+/// The format `message` is edited in: `history`'s (a LangChain message as chat), unless the
+/// message is a dict without that format's content key: then its own format where it shows
+/// one, else the format whose key it holds. (A plain `{"role", "content": []}` turn in a
+/// Gemini history, whose key is `parts`: the edit walked to a key the message did not have, a
+/// bare `KeyError('parts')` out of `compact`.)
+fn own_format(
+    message: &Bound<'_, PyAny>,
+    read: Format,
+    history: WireFormat,
+) -> PyResult<WireFormat> {
+    if read == Format::LangChain {
+        return Ok(WireFormat::Chat);
+    }
+    let key = history.dialect().content_key;
+    let Ok(dict) = message.cast::<PyDict>() else {
+        return Ok(history);
+    };
+    if dict.contains(key)? {
+        return Ok(history);
+    }
+    if let Some(own) = WireFormat::of(read) {
+        return Ok(own);
+    }
+    Ok(match key {
+        "parts" if dict.contains("content")? => WireFormat::Chat,
+        "content" if dict.contains("parts")? => WireFormat::Gemini,
+        _ => history,
+    })
 }
 
 /// A copy of `message` carrying `text` as a text block of its content (first when

@@ -138,3 +138,19 @@ def test_an_anthropic_response_dumped_whole_into_a_plain_history_stays_anthropic
     history = [{"role": "user", "content": "book it"}, dumped, {"role": "user", "content": "thanks"}]
     assert cf.detect_wire_format(history, "anthropic") == "anthropic"
     assert cf.detect_wire_format(history, "openai") == "responses"
+
+
+def test_a_plain_turn_in_a_gemini_history_takes_the_merged_summary_without_a_key_error() -> None:
+    # A Gemini-keyed first turn makes the history Gemini; the summary is merged into a later
+    # plain chat-keyed turn, whose content is under `content`, not `parts` (found by
+    # hypothesis in test_reliability_props: a bare KeyError('parts') out of compact).
+    history = [{"role": "user", "parts": []}, {"role": "system", "content": ""},
+               {"role": "assistant", "content": None, "tool_calls": []}, {"role": "system", "content": ""},
+               {"role": "system", "content": "0" * 100}, {"role": "assistant", "content": []}]
+    before = copy.deepcopy(history)
+    r = cf.Compactor(model="gpt-4o", budget=60, tail_tokens=30, strategy="hybrid").compact(history)
+    assert history == before
+    merged = [m for m in r.messages if "<contextfold:summary>" in json.dumps(m)]
+    assert len(merged) == 1 and merged[0]["role"] == "assistant"
+    assert merged[0]["content"][0]["text"].startswith("<contextfold:summary>")
+    assert r.tokens_after <= 60
