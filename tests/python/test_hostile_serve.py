@@ -146,7 +146,9 @@ def test_a_path_is_forwarded_with_its_percent_escapes_and_a_url_past_httpx_s_lim
             assert up.seen[-1].path == f"/v1beta/models/{model}:generateContent"
         for api in ROUTES:
             path = ROUTES[api] + "?pad=" + "x" * 70_000
-            out = raw_exchange(proxy.url, post_head(path, 2) + b"{}")
+            # (In pieces: a head that came in several reads past h11's default 16 KiB got a
+            # plain-text 400 from uvicorn before the proxy saw it; `serve.app.MAX_HEAD_BYTES`.)
+            out = raw_exchange(proxy.url, post_head(path, 2) + b"{}", pieces=4)
             status, _, rest = out.partition(b"\r\n")
             assert status == b"HTTP/1.1 400 Bad Request", out[:200]
             error = json.loads(rest.partition(b"\r\n\r\n")[2])

@@ -15,7 +15,7 @@ from typing import Any
 
 import uvicorn
 
-from contextfold.serve.app import create_app
+from contextfold.serve.app import create_app, server_options
 from contextfold.serve.config import ServeConfig
 from contextfold.serve.fold_cache import FoldCache
 
@@ -94,7 +94,7 @@ class ProxyServer:
     def __init__(self, config: ServeConfig, *, cache: FoldCache | None = None) -> None:
         self.app = create_app(config, cache=cache)
         self._server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
-                                                     lifespan="on"))
+                                                     lifespan="on", **server_options()))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
     @property
@@ -165,17 +165,23 @@ def loopback(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         httpd.server_close()
 
 
-def raw_exchange(url: str, data: bytes, *, timeout: float = 10.0, close_after_send: bool = False) -> bytes:
+def raw_exchange(url: str, data: bytes, *, timeout: float = 10.0, close_after_send: bool = False,
+                 pieces: int = 1) -> bytes:
     """Send ``data`` as it is on a new connection to ``url`` (``http://host:port``) and return
     what comes back until the server closes, a whole response has come (by its
     ``content-length``), or ``timeout`` seconds pass: what no HTTP client library would send (a
     URL over its limit, a body that stops, a connection dropped mid-body with
-    ``close_after_send``)."""
+    ``close_after_send``). ``pieces``: ``data`` sent in that many parts 50 ms apart, so the
+    server reads it in several reads, as a loaded network delivers it."""
     import socket
 
     host, port = url.removeprefix("http://").rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=timeout) as s:
-        s.sendall(data)
+        step = -(-len(data) // max(1, pieces))
+        for k in range(0, len(data), step):
+            if k:
+                time.sleep(0.05)
+            s.sendall(data[k:k + step])
         if close_after_send:
             return b""
         out = b""

@@ -654,8 +654,22 @@ def create_app(config: ServeConfig, *, cache: FoldCache | None = None) -> Starle
     return app
 
 
+#: Bytes of a request's head (its request line and headers) uvicorn's h11 parser holds while it
+#: arrives: above httpx's 65,536-character URL limit, so a longer URL reaches the proxy, which
+#: answers it in the API's error shape. At h11's default of 16 KiB such a head got a plain-text
+#: "Invalid HTTP request received." whenever it came in more than one read (under load: the
+#: suite's long-URL test failed in one clean-checkout run of three).
+MAX_HEAD_BYTES = 256 * 1024
+
+
+def server_options() -> dict[str, Any]:
+    """The uvicorn settings the proxy is served with (``run``; the test suite's servers too)."""
+    return {"h11_max_incomplete_event_size": MAX_HEAD_BYTES}
+
+
 def run(config: ServeConfig, **uvicorn_options: Any) -> None:
-    """Serve ``config`` with uvicorn until interrupted."""
+    """Serve ``config`` with uvicorn until interrupted; ``uvicorn_options`` over
+    ``server_options()``."""
     import uvicorn
 
-    uvicorn.run(create_app(config), host=config.host, port=config.port, **uvicorn_options)
+    uvicorn.run(create_app(config), host=config.host, port=config.port, **{**server_options(), **uvicorn_options})
