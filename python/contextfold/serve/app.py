@@ -41,7 +41,7 @@ from contextfold.serve.fold_cache import FoldCache, MemoryFoldCache, RedisFoldCa
 from contextfold.serve.folding import Conversation, Folder, Outcome
 from contextfold.serve.metrics import Metrics
 from contextfold.serve.recall_loop import RecallRequest, RecallRound, RecallRoute, StreamRelay, recall_round, response_of
-from contextfold.serve.sse import SEPARATORS, split_events
+from contextfold.serve.sse import HeldEvents, split_events
 from contextfold.session import prompt_tokens_of
 
 __all__ = ["create_app", "route_of"]
@@ -376,25 +376,16 @@ class _Proxy:
         # An SSE client acts on an event only once its blank line has arrived, so the bytes after
         # the last complete event are held until the rest of that event comes: that delays nothing
         # the client could use, and lets a stream the upstream breaks off end on an event boundary.
-        # The held bytes grow in place and only the new ones are searched for a blank line: joined
-        # and searched anew at each chunk, an upstream dripping 4 MB in 100-byte chunks with no
-        # blank line took 68 s to relay and held /healthz up to 1.7 s.
-        held = bytearray()
+        # An upstream that never ends an event (not SSE in truth) is relayed as it comes.
+        held = HeldEvents(flush_over=_MAX_LINE)
         try:
             async for chunk in resp.aiter_raw():
                 tap.feed(chunk)
-                scan = max(0, len(held) - 3)  # (a blank line may straddle two chunks)
-                held += chunk
-                # An upstream that never ends an event (not SSE in truth) is relayed as it comes.
-                cut = len(held) if len(held) > _MAX_LINE else max(
-                    (i + len(sep) for sep in SEPARATORS if (i := held.rfind(sep, scan)) >= 0), default=0)
-                if cut:
-                    out = bytes(held[:cut])
-                    del held[:cut]
+                if out := held.feed(chunk):
                     yield out
             tap.finish()
-            if held:
-                yield bytes(held)  # the upstream's last event, sent without its blank line
+            if rest := held.rest:
+                yield rest  # the upstream's last event, sent without its blank line
             if resp.status_code < 300:
                 self._calibrate(conv, tap)
         except httpx.TransportError as e:
@@ -489,7 +480,7 @@ class _Proxy:
                 # never ended its stream (or its event) grew the proxy without limit, and re-read
                 # the bytes of an event with no blank line yet at each chunk (300 MB sent with no
                 # separator: nothing reached the client in 60 s).
-                buf = bytearray()
+                held = HeldEvents()
                 kept = 0
                 async for chunk in resp.aiter_raw():
                     kept += len(chunk)
@@ -500,17 +491,11 @@ class _Proxy:
                             f"upstream {base} sent a streamed round over {MAX_HELD_RESPONSE} bytes, more than the proxy "
                             "holds to answer its recall calls", "bad_gateway"), req.report())
                         return
-                    scan = max(0, len(buf) - 3)  # (a separator may straddle two chunks)
-                    buf += chunk
-                    if not any(buf.find(sep, scan) >= 0 for sep in SEPARATORS):
-                        continue
-                    events, rest = split_events(bytes(buf))
-                    buf = bytearray(rest)
-                    for event in events:
+                    for event in split_events(held.feed(chunk))[0]:
                         if out := relay.feed(event):
                             yield out
                 await resp.aclose()
-                pending = bytes(buf)
+                pending = held.rest
                 if pending.strip():
                     if out := relay.feed(pending):
                         yield out

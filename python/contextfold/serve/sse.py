@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["SEPARATORS", "comment", "event_end", "payload", "payloads", "split_events", "with_payload"]
+__all__ = ["SEPARATORS", "HeldEvents", "comment", "event_end", "payload", "payloads", "split_events", "with_payload"]
 
 #: What ends an event: a blank line (LF LF, CR LF CR LF, whose last three bytes are LF CR LF, or
 #: CR CR).
@@ -16,9 +16,38 @@ SEPARATORS = (b"\n\n", b"\n\r\n", b"\r\r")
 _SEPARATOR = re.compile(b"|".join(re.escape(s) for s in SEPARATORS))
 
 
-def event_end(data: bytes) -> int:
-    """The offset just past the last complete event in ``data``, 0 when none is complete."""
-    return max((i + len(sep) for sep in SEPARATORS if (i := data.rfind(sep)) >= 0), default=0)
+def event_end(data: bytes | bytearray, start: int = 0) -> int:
+    """The offset just past the last complete event in ``data`` whose blank line ends at or after
+    ``start``, 0 when none does."""
+    return max((i + len(sep) for sep in SEPARATORS if (i := data.rfind(sep, start)) >= 0), default=0)
+
+
+class HeldEvents:
+    """A stream's bytes held until the events in them are complete. ``feed`` adds a chunk and
+    returns the complete events that came with it (b"" while none did); ``rest`` is what is held.
+    The bytes grow in place and only the new ones (and the three before them: a blank line may
+    straddle two chunks) are searched: joined and searched anew at each chunk, an upstream
+    dripping 4 MB in 100-byte chunks with no blank line took 68 s to relay. ``flush_over``: held
+    bytes past it go on whole (a stream that never ends an event)."""
+
+    def __init__(self, flush_over: int | None = None) -> None:
+        self._held = bytearray()
+        self._flush_over = flush_over
+
+    def feed(self, chunk: bytes) -> bytes:
+        scan = max(0, len(self._held) - 3)
+        self._held += chunk
+        over = self._flush_over is not None and len(self._held) > self._flush_over
+        cut = len(self._held) if over else event_end(self._held, scan)
+        if not cut:
+            return b""
+        out = bytes(self._held[:cut])
+        del self._held[:cut]
+        return out
+
+    @property
+    def rest(self) -> bytes:
+        return bytes(self._held)
 
 
 def split_events(data: bytes) -> tuple[list[bytes], bytes]:
