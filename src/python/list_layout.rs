@@ -2,33 +2,20 @@
 //! sequence), one item's address, and the whole item array read in place once a probe proved
 //! CPython's list layout. The ledgers compare these addresses to find the unchanged prefix.
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyList, PyString};
 
-use super::py_input::type_name;
+use super::messages::Walker;
 
 /// The history as a list (a list is used as is; other sequences are copied into one).
 pub(super) fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     if let Ok(l) = messages.cast::<PyList>() {
         return Ok(l.clone());
     }
-    if messages.is_instance_of::<PyString>() || messages.is_instance_of::<PyDict>() {
-        return Err(PyTypeError::new_err(format!(
-            "messages must be a list of messages, got {}",
-            type_name(messages)
-        )));
-    }
-    // An iterator's own error mid-way is the caller's and passes through; a value that is no
-    // iterable at all is named (was: "'int' object is not iterable").
-    let iter = messages.try_iter().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "messages must be a list of messages, got {}",
-            type_name(messages)
-        ))
-    })?;
-    let items: Vec<Bound<'py, PyAny>> = iter.collect::<PyResult<_>>()?;
+    // The history reader's own check: a str, a mapping or a value that is no iterable is named
+    // ("messages must be a list of messages, got int"); an iterator's own error passes through.
+    let items = Walker::snapshot(messages)?;
     PyList::new(messages.py(), items)
 }
 
