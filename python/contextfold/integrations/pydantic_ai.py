@@ -117,7 +117,7 @@ def _return_content(part: ToolReturnPart) -> Any:
     images = [c for c in items if _is_image(c)]
     if not images:
         return text
-    return [{"type": "text", "text": text}, *({"type": "image_url", "image_url": {"url": _image_url(c)}} for c in images)]
+    return [{"type": "text", "text": text}, *map(_block, images)]
 
 
 def _content_back(original: Sequence[Any], edited: list[Any]) -> list[Any]:
