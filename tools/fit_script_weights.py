@@ -71,8 +71,8 @@ def main() -> None:
     ap.add_argument("--all", action="store_true", help="fit every non-ASCII class, not lead3_han alone")
     args = ap.parse_args()
     names = list(CLASSES) if args.all else ["lead3_han"]
-    corpora = {lang: catalog_texts(lang, 3000) for lang in LOCALES.values()}
-    corpora["emoji"] = emoji_texts(3000)
+    corpora = {lang: catalog_texts(lang, 3000, every=True) for lang in LOCALES.values()}
+    corpora["emoji"] = emoji_texts(3000, every=True)
     empty = [{"role": "user", "content": ""}]
     for enc, model in (("o200k", "gpt-4o"), ("cl100k", "gpt-4")):
         e0, c0 = cf.estimate(empty, model=model), cf.count(empty, model=model)

@@ -298,9 +298,9 @@ def main() -> None:
     # The short ones apart (read whole by the estimator, a prompt of a few words).
     texts["transcripts (short)"] = [t for t in texts["transcripts"] if len(t.encode()) <= HEAD]
     requests = request_texts()
-    texts.update({lang: catalog_texts(lang, 3000) for lang in LOCALES.values()})
+    texts.update({lang: catalog_texts(lang, 3000, every=True) for lang in LOCALES.values()})
     texts["code"] = code_texts(3000)
-    texts["emoji"] = emoji_texts(3000)
+    texts["emoji"] = emoji_texts(3000, every=True)
     exact = {enc: {g: [cf.count_text(t, encoding=f"{enc}_base") for t in ts] for g, ts in texts.items()}
              for enc in ENCODINGS}
     feats = {g: [features(t) for t in ts] for g, ts in texts.items()}
