@@ -67,16 +67,16 @@ DEFAULT_BUDGET_SHARE = 0.5
 DEFAULT_TAIL_SHARE = 0.5
 #: ... and this share where it folds much (the history ``DEEP_RATIO`` times its budget or more),
 #: linearly between: the old middle is then most of the history, and its summary needs the room.
-#: On the held-out probe sets (``docs/evaluation.md``) at 0.75x / 1x the naive cut's budget (a
-#: history about 3x its budget), a tail of 50% keeps 136 / 467 of 608 facts, 35% 164 / 485, 25%
-#: 177 / 488, 20% 181 / 490; on what each real agent wrote after a cut (``tools/future_report.py``,
-#: facts not chosen to sit in the fold), the SWE runs keep 4,383 of 6,073 at 50%, 4,474 at 35%,
-#: 4,522 at 25%, 4,562 at 20% (the tau-bench dialogues, whose budget is mostly the policy prompt,
-#: do not move). 25% takes most of that: both measures count literal facts, and the verbatim
-#: tail also holds the working context a model reads whole, which they do not score. Successive
-#: compactions (about 1.2x) with a small tail left more of their budget unused and their
-#: summaries less steady (the tail's whole rounds are coarse beside a small target), so they
-#: keep half.
+#: On the held-out probe sets (``docs/history/evaluation-rounds.md``) at 0.75x / 1x the naive cut's
+#: budget (a history about 3x its budget), a tail of 50% keeps 136 / 467 of 608 facts, 35%
+#: 164 / 485, 25% 177 / 488, 20% 181 / 490; on what each real agent wrote after a cut
+#: (``tools/future_report.py``, facts not chosen to sit in the fold), the SWE runs keep 4,383 of
+#: 6,073 at 50%, 4,474 at 35%, 4,522 at 25%, 4,562 at 20% (the tau-bench dialogues, whose budget is
+#: mostly the policy prompt, do not move). 25% takes most of that: both measures count literal
+#: facts, and the verbatim tail also holds the working context a model reads whole, which they do
+#: not score. Successive compactions (about 1.2x) with a small tail left more of their budget
+#: unused and their summaries less steady (the tail's whole rounds are coarse beside a small
+#: target), so they keep half.
 DEEP_TAIL_SHARE = 0.25
 #: ... but not below this share where the fold's depth counts the messages a previous summary
 #: stands for (``fold_sources``: an agent loop's later compactions, each of a history about 1.2x

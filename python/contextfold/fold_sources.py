@@ -4,8 +4,8 @@ in their place.
 An agent loop compacts again and again. Merging the previous summary with the newly folded
 messages digests a digest: every round clips and drops again what the last round had already
 clipped, so the facts of the oldest turns wear away. Over the held-out probe sets
-(``docs/evaluation.md``), an agent loop compacting at the naive cut's budget kept 369 of 608
-facts that way, where one compaction of the same history kept 460.
+(``docs/history/evaluation-rounds.md``), an agent loop compacting at the naive cut's budget
+kept 369 of 608 facts that way, where one compaction of the same history kept 460.
 
 So a Compactor remembers, for each summary its extractive digest wrote, the messages that summary
 stood for (references to the caller's message objects, never changed). When a later fold holds
