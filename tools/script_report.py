@@ -11,7 +11,10 @@ joined into chunks of ``--size`` characters. A named list and not every installe
 the corpus was whatever else the machine had installed, so a median moved with it (Arabic on
 o200k: +0.1% on a machine with many packages, -5.3% on a fresh one without chromium's
 dependencies). ``.ci/run`` installs the seven. ``--all-catalogs`` reads every installed
-catalog instead (the corpus the text weights were fitted on, `tools/fit_text_weights.py`). Code: the Python standard library's sources. Emoji: English messages
+catalog instead (the corpus the text weights were fitted on, `tools/fit_text_weights.py`).
+``--locale-tree DIR`` reads every catalog under ``DIR/**/locale/`` instead: a second corpus the
+weights were not fitted on, e.g. Django's (``pip download --no-deps django==5.2.8``, unzip the
+wheel into DIR; BSD-3-Clause). Code: the Python standard library's sources. Emoji: English messages
 with one emoji from Unicode's emoji blocks after every few words (no real corpus of emoji chat
 is installed; the mix is stated as built).
 
@@ -68,9 +71,20 @@ CATALOG_PACKAGES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Where a locale tree names a locale otherwise (Django: ``zh_Hans``).
+LOCALE_ALIASES = {"zh_CN": ("zh_CN", "zh_Hans")}
+
+#: A tree of gettext catalogs read instead of ``/usr/share/locale`` (``--locale-tree``).
+LOCALE_TREE: Path | None = None
+
+
 def catalog_files(locale: str, every: bool = False) -> list[str]:
     """The ``.mo`` files of ``locale`` that exist: those of ``CATALOG_PACKAGES``, or with
-    ``every`` all that are installed."""
+    ``every`` all that are installed; with ``LOCALE_TREE`` set, every catalog of the locale in
+    that tree (``**/locale/<locale>/LC_MESSAGES/*.mo``)."""
+    if LOCALE_TREE is not None:
+        return sorted(str(p) for name in LOCALE_ALIASES.get(locale, (locale,))
+                      for p in LOCALE_TREE.glob(f"**/locale/{name}/LC_MESSAGES/*.mo"))
     if every:
         return sorted(glob.glob(f"/usr/share/locale/{locale}/LC_MESSAGES/*.mo"))
     names = (f"/usr/share/locale/{locale}/LC_MESSAGES/{d}.mo" for ds in CATALOG_PACKAGES.values() for d in ds)
@@ -149,7 +163,10 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=3000)
     ap.add_argument("--manpages", action="store_true", help="Chinese and Japanese manual pages instead")
     ap.add_argument("--all-catalogs", action="store_true", help="every installed catalog, not CATALOG_PACKAGES'")
+    ap.add_argument("--locale-tree", type=Path, help="read the catalogs of this tree instead (an unpacked wheel)")
     args = ap.parse_args()
+    global LOCALE_TREE
+    LOCALE_TREE = args.locale_tree
     if args.manpages:
         corpora = {name: manpage_texts(root, args.size) for name, root in MANPAGES.items()}
     else:
