@@ -19,6 +19,7 @@ mod read_back;
 #[cfg(test)]
 mod reference_scan;
 mod render;
+mod shown;
 mod tokens;
 
 use classify::{
@@ -28,7 +29,8 @@ use classify::{
 };
 
 pub use read_back::{index_at, parse, strip};
-pub use render::{prices, render, render_except, render_priced, Shown};
+pub use render::{prices, render, render_except, render_priced};
+pub use shown::Shown;
 
 use crate::char_cut::{head_bytes, tail_bytes};
 use crate::message::{Content, Message, Part, Role};
@@ -921,7 +923,7 @@ pub fn collect(msgs: &[Message<'_>], previous: Option<&str>) -> Vec<Ident> {
 
 #[cfg(test)]
 mod tests {
-    use super::render::is_word_char;
+    use super::shown::is_word_char;
     use super::*;
     use crate::estimate::Estimator;
 
