@@ -863,7 +863,7 @@ pub(super) fn fit(
     entries: &[Entry<'_>],
     header: &str,
     short_header: &str,
-    idents: Vec<Ident>,
+    idents: &[Ident],
     est: &Estimator,
     max_tokens: u64,
 ) -> String {
@@ -871,14 +871,14 @@ pub(super) fn fit(
     let mut units = Units::new(entries, est, fixed);
     let budget = max_tokens as f64;
     // Each identifier priced once for the index's every rendering.
-    let prices = identifier_index::prices(&idents, est);
-    let shown = Shown::new(&idents);
+    let prices = identifier_index::prices(idents, est);
+    let shown = Shown::new(idents);
     let lines = LineShown {
         shown: &shown,
         header: shown.shown_in(header),
         lines: RefCell::new(FxHashMap::default()),
     };
-    let room = units_room(&idents, &prices, est, max_tokens);
+    let room = units_room(idents, &prices, est, max_tokens);
     let limit = budget;
     let mut best: Option<(f64, String, Packed)> = None;
     // Line-by-line prices differ a little from the rendered whole: pack again into a room
@@ -897,7 +897,7 @@ pub(super) fn fit(
         let (out, packed) = pack(
             &mut units,
             header,
-            &idents,
+            idents,
             &prices,
             &lines,
             room + shift,
@@ -972,7 +972,7 @@ pub(super) fn fit(
             }
             best
         }
-        None => floor(entries, short_header, &idents, &prices, &shown, est, budget),
+        None => floor(entries, short_header, idents, &prices, &shown, est, budget),
     }
 }
 
