@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::estimate::Estimator;
-use crate::identifier_index::{self, Collector};
+use crate::identifier_index::{self, Collector, Ident};
 use crate::message::{Content, Message, Part, Role, ToolCall};
 use crate::read_call;
 use crate::recall;
@@ -727,6 +727,20 @@ impl<'a> Walk<'a> {
 
 /// The digest of `msgs` (the folded middle), sized to `opt.max_tokens`.
 pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<'a>) -> String {
+    digest_indexed(msgs, est, opt, None).0
+}
+
+/// `digest`, and its identifier index ranked (the span's identifiers and those `opt.previous`
+/// carries, `identifier_index::Collector::ranked`). `ranked`: that index as a digest of the
+/// same span and previous summary ranked it (what scanning the span again would give): a
+/// compaction digests its fold again at other rooms when the first came out over its share
+/// of the budget, and the scan was about a third of each digest.
+pub fn digest_indexed<'a>(
+    msgs: &'a [Message<'a>],
+    est: &Estimator,
+    opt: &DigestOptions<'a>,
+    ranked: Option<Vec<Ident>>,
+) -> (String, Vec<Ident>) {
     let hosts = with_hosts(msgs, opt.previous);
     let msgs = hosts.as_deref().unwrap_or(msgs);
     let focus: Vec<String> = opt
@@ -742,7 +756,7 @@ pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<
     } else {
         0
     };
-    digest_reading(msgs, est, opt, focus, whole_from)
+    digest_reading(msgs, est, opt, focus, whole_from, ranked)
 }
 
 /// The user's requests of `msgs` (a folded span) and of `opt.previous` (its requests section
@@ -768,7 +782,7 @@ pub fn requests_section<'a>(
     if entries.is_empty() {
         return String::new();
     }
-    pack::fit(&entries, "", "", Vec::new(), est, opt.max_tokens)
+    pack::fit(&entries, "", "", &[], est, opt.max_tokens)
         .trim()
         .to_string()
 }
@@ -808,16 +822,21 @@ fn shows_return_codes(previous: &str) -> bool {
     })
 }
 
-/// `digest`, reading whole from message `whole_from` on (`read_whole_from`).
+/// `digest_indexed`, reading whole from message `whole_from` on (`read_whole_from`).
 fn digest_reading<'a>(
     msgs: &'a [Message<'a>],
     est: &Estimator,
     opt: &DigestOptions<'a>,
     focus: Vec<String>,
     whole_from: usize,
-) -> String {
+    ranked: Option<Vec<Ident>>,
+) -> (String, Vec<Ident>) {
     let b = Builder::new(opt.previous, focus, repeated_edges(msgs));
     let mut w = Walk::new(b, msgs, opt.previous, whole_from);
+    if let Some(ranked) = ranked {
+        walk(&mut w, opt.previous);
+        return written(w, ranked, est, opt);
+    }
     // The identifier index reads every message on its own (the walk never looks at it): on a
     // long span it scans on a second thread while the walk builds the units, and this thread
     // joins it when the walk is done (`Claims`). The result is that of one scan in order.
@@ -856,19 +875,23 @@ fn digest_reading<'a>(
     if !scanned {
         scan_index(&mut index, msgs, opt.previous);
     }
+    written(w, index.ranked(), est, opt)
+}
+
+/// The digest a walk's units and the span's index (`ranked`) write, with that index.
+fn written<'a>(
+    mut w: Walk<'a>,
+    ranked: Vec<Ident>,
+    est: &Estimator,
+    opt: &DigestOptions<'a>,
+) -> (String, Vec<Ident>) {
     w.pending_command();
     w.last_state();
     let header = w.header(opt.instructions);
     let short = w.short_header();
     let Walk { b, .. } = w;
-    pack::fit(
-        &b.entries,
-        &header,
-        &short,
-        index.ranked(),
-        est,
-        opt.max_tokens,
-    )
+    let text = pack::fit(&b.entries, &header, &short, &ranked, est, opt.max_tokens);
+    (text, ranked)
 }
 
 fn short_header(n: usize) -> String {
@@ -2267,8 +2290,56 @@ mod tests {
                 let from = read_whole_from(span, budget);
                 assert!(from > 0, "{budget}: the whole span is read");
                 assert_eq!(span[from].role, Role::Assistant);
-                let whole = digest_reading(span, &est(), &opt, Vec::new(), 0);
+                let (whole, _) = digest_reading(span, &est(), &opt, Vec::new(), 0, None);
                 assert_eq!(digest(span, &est(), &opt), whole, "{budget}");
+            }
+        }
+    }
+
+    /// A fold digested again at another room with the index its first digest ranked (what a
+    /// compaction does when the first came out over its share) is the digest written afresh:
+    /// spans long enough to scan on two threads and short, with a previous digest or none.
+    #[test]
+    fn a_fold_digested_again_with_its_ranked_index_is_the_fresh_digest() {
+        let (args, outs) = long_span(60);
+        let ids: Vec<String> = (0..args.len()).map(|r| format!("call_{r}")).collect();
+        let mut long = vec![Message::text("user", "Fix src/app.py; never touch tests/.")];
+        for (r, out) in &outs {
+            let mut a = Message::text("assistant", "I read the next module, HTTPError first.");
+            a.tool_calls.push(ToolCall {
+                id: &ids[*r],
+                name: "read_file",
+                arguments: Cow::Borrowed(&args[*r]),
+            });
+            long.push(a);
+            let mut t = Message::text("tool", out);
+            t.tool_call_id = Some(&ids[*r]);
+            long.push(t);
+        }
+        assert!(scan_apart(&long), "the long span is scanned on two threads");
+        let short = history();
+        assert!(!scan_apart(&short));
+        let first = digest(
+            &short,
+            &est(),
+            &DigestOptions {
+                max_tokens: 600,
+                ..Default::default()
+            },
+        );
+        for span in [&long, &short] {
+            for previous in [None, Some(first.as_str())] {
+                let at = |max_tokens| DigestOptions {
+                    max_tokens,
+                    previous,
+                    instructions: None,
+                };
+                let (_, ranked) = digest_indexed(span, &est(), &at(2_000), None);
+                for room in [40u64, 300, 1_500, 6_000] {
+                    let again = digest_indexed(span, &est(), &at(room), Some(ranked.clone()));
+                    assert_eq!(again.0, digest(span, &est(), &at(room)), "{room}");
+                    assert_eq!(again.1, ranked);
+                }
             }
         }
     }

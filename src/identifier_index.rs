@@ -19,6 +19,7 @@ mod read_back;
 #[cfg(test)]
 mod reference_scan;
 mod render;
+mod shown;
 mod tokens;
 
 use classify::{
@@ -28,7 +29,8 @@ use classify::{
 };
 
 pub use read_back::{index_at, parse, strip};
-pub use render::{prices, render, render_except, render_priced, Shown};
+pub use render::{prices, render, render_except, render_priced};
+pub use shown::Shown;
 
 use crate::char_cut::{head_bytes, tail_bytes};
 use crate::message::{Content, Message, Part, Role};
@@ -107,6 +109,26 @@ struct Found {
     first: (usize, u64),
 }
 
+/// What a piece of a token gave the index (`Collector::scan_piece`), kept by the piece's text.
+#[derive(Debug, Clone, Copy)]
+enum Said {
+    /// Nothing, whatever the text around it.
+    Nothing,
+    /// The identifier at this place of `Collector::found`, whatever the text around it.
+    At(usize),
+    /// A code symbol (the piece trimmed to `trim`) where the text around it does not make it a
+    /// JSON key or a markup tag; its place in `found` once it is one.
+    Symbol {
+        trim: (usize, usize),
+        at: Option<usize>,
+    },
+    /// A number (the piece trimmed to `trim`), an identifier with the unit the next token
+    /// names, if it names one.
+    Number { trim: (usize, usize) },
+    /// What the text around it says (a record code): read again each time.
+    InContext,
+}
+
 /// Accumulates identifiers over texts.
 #[derive(Default)]
 pub struct Collector {
@@ -120,34 +142,38 @@ pub struct Collector {
     /// for `Found::first`.
     at: Option<usize>,
     mentions: u64,
+    /// What each piece of a token read so far gave (`Said`): a span names the same paths,
+    /// symbols and numbers again and again (a SWE digest's ~3,000 pieces are 300-1,200
+    /// distinct), and a piece read before is its identifier's mention without being trimmed,
+    /// classed and looked up by its text again.
+    said: FxHashMap<String, Said>,
+    /// Every piece read afresh (tests: the reading `said` must give the same as).
+    #[cfg(test)]
+    fresh: bool,
 }
 
 impl Collector {
-    fn add(&mut self, kind: Kind, text: &str, weight: f64, recency: f64, carried: bool) {
+    /// Add a mention of identifier `text` of `kind`; its place in `found` (None: no identifier).
+    fn add(
+        &mut self,
+        kind: Kind,
+        text: &str,
+        weight: f64,
+        recency: f64,
+        carried: bool,
+    ) -> Option<usize> {
         if text.is_empty() || text.contains('\n') {
-            return;
+            return None;
         }
-        let serial = (self.serial > 0).then_some(self.serial);
-        let first = match self.at {
-            Some(k) => {
-                self.mentions += 1;
-                (k, self.mentions)
-            }
-            None => (0, 0),
-        };
+        let (serial, first) = self.mention();
         match self.by_text[kind as usize].get(text) {
             Some(&at) => {
-                let f = &mut self.found[at];
-                f.first = f.first.min(first);
-                if serial.is_some() && std::mem::replace(&mut f.serial, serial) == serial {
-                    return;
-                }
-                f.ident.weight += weight;
-                f.ident.recency = f.ident.recency.max(recency);
-                f.ident.carried |= carried;
+                self.mentioned(at, serial, first, weight, recency, carried);
+                Some(at)
             }
             None => {
-                self.by_text[kind as usize].insert(text.to_string(), self.found.len());
+                let at = self.found.len();
+                self.by_text[kind as usize].insert(text.to_string(), at);
                 self.found.push(Found {
                     ident: Ident {
                         kind,
@@ -159,8 +185,43 @@ impl Collector {
                     serial,
                     first,
                 });
+                Some(at)
             }
         }
+    }
+
+    /// The mention about to be added: the message it is in, and (scanning out of order) where
+    /// it stands among the mentions.
+    fn mention(&mut self) -> (Option<u64>, (usize, u64)) {
+        let serial = (self.serial > 0).then_some(self.serial);
+        let first = match self.at {
+            Some(k) => {
+                self.mentions += 1;
+                (k, self.mentions)
+            }
+            None => (0, 0),
+        };
+        (serial, first)
+    }
+
+    /// Identifier `at` of `found` mentioned again (`mention`: the mention's message and place).
+    fn mentioned(
+        &mut self,
+        at: usize,
+        serial: Option<u64>,
+        first: (usize, u64),
+        weight: f64,
+        recency: f64,
+        carried: bool,
+    ) {
+        let f = &mut self.found[at];
+        f.first = f.first.min(first);
+        if serial.is_some() && std::mem::replace(&mut f.serial, serial) == serial {
+            return;
+        }
+        f.ident.weight += weight;
+        f.ident.recency = f.ident.recency.max(recency);
+        f.ident.carried |= carried;
     }
 
     /// Scan one text said with `weight` at `recency`: its error lines, then its tokens in order
@@ -191,7 +252,9 @@ impl Collector {
                             self.add(Kind::Value, &full, weight, recency, false);
                             taken_to = z;
                         }
-                        None => self.add(Kind::Value, raw, weight, recency, false),
+                        None => {
+                            self.add(Kind::Value, raw, weight, recency, false);
+                        }
                     }
                     continue;
                 }
@@ -219,7 +282,7 @@ impl Collector {
     }
 
     /// A word of ASCII letters: a CamelCase symbol or nothing.
-    fn scan_word(&mut self, word: &str, classes: u32, weight: f64, recency: f64) {
+    fn scan_word(&mut self, word: &str, classes: u32, weight: f64, recency: f64) -> Said {
         // CamelCase needs a capital first and another after it (most capitalized words have
         // none: `The`, `None`).
         let b = word.as_bytes();
@@ -227,27 +290,113 @@ impl Collector {
             && b[1..].iter().any(u8::is_ascii_uppercase)
             && is_symbol(word, classes)
         {
-            self.add(Kind::Symbol, word, weight, recency, false);
+            return self.added(Kind::Symbol, word, weight, recency);
+        }
+        Said::Nothing
+    }
+
+    /// A mention of `text` of `kind` added by a reading that the text around it did not decide:
+    /// what the piece read gave (`Said`).
+    fn added(&mut self, kind: Kind, text: &str, weight: f64, recency: f64) -> Said {
+        match self.add(kind, text, weight, recency, false) {
+            Some(at) => Said::At(at),
+            None => Said::Nothing,
         }
     }
 
     /// One piece of the token that ends at byte `end` of `text` (the token after it is a
-    /// number's unit).
+    /// number's unit): read as it was read before when what it gave did not depend on the text
+    /// around it (`Said`).
     fn scan_piece(&mut self, text: &str, end: usize, piece: &str, weight: f64, recency: f64) {
+        #[cfg(test)]
+        if self.fresh {
+            self.read_piece(text, end, piece, weight, recency);
+            return;
+        }
+        let said = match self.said.get(piece) {
+            Some(&said) => said,
+            None => {
+                let said = self.read_piece(text, end, piece, weight, recency);
+                self.said.insert(piece.to_string(), said);
+                return;
+            }
+        };
+        match said {
+            Said::Nothing => {}
+            Said::At(at) => {
+                let (serial, first) = self.mention();
+                self.mentioned(at, serial, first, weight, recency, false);
+            }
+            Said::Symbol { trim, at } => {
+                let t = &piece[trim.0..trim.1];
+                if is_json_key(text, end) || is_tag_name(text, end, t) {
+                    return;
+                }
+                match at {
+                    Some(at) => {
+                        let (serial, first) = self.mention();
+                        self.mentioned(at, serial, first, weight, recency, false);
+                    }
+                    None => {
+                        let at = self.add(Kind::Symbol, t, weight, recency, false);
+                        if let Some(Said::Symbol { at: known, .. }) = self.said.get_mut(piece) {
+                            *known = at;
+                        }
+                    }
+                }
+            }
+            Said::Number { trim } => {
+                self.number(&piece[trim.0..trim.1], text, end, weight, recency);
+            }
+            Said::InContext => {
+                self.read_piece(text, end, piece, weight, recency);
+            }
+        }
+    }
+
+    /// A number not of money (`t`), with the unit the token after it (in `text`, from byte
+    /// `end`) names, if it names one.
+    fn number(&mut self, t: &str, text: &str, end: usize, weight: f64, recency: f64) {
+        if let Some(unit) = tokens::next_token(text, end)
+            .map(|(s, e, _)| trim_token(&text[s..e]))
+            .filter(|u| is_unit(u))
+        {
+            self.add(
+                Kind::Quantity,
+                &format!("{t} {unit}"),
+                weight,
+                recency,
+                false,
+            );
+        }
+    }
+
+    /// `scan_piece` read in full: what it gave.
+    fn read_piece(
+        &mut self,
+        text: &str,
+        end: usize,
+        piece: &str,
+        weight: f64,
+        recency: f64,
+    ) -> Said {
         let t = trim_token(piece);
         if t.is_empty() || (t.len() < 2 && !t.bytes().all(|c| c.is_ascii_digit())) {
-            return;
+            return Said::Nothing;
         }
         let classes = tokens::classes_of(t);
         if classes & !tokens::LETTER == 0 {
             // (Its place is searched for only where a record code may stand: a string searcher
             // built for every word of letters showed in the scan's profile.)
-            if could_be_code(t) && is_code_in_context(text, text[..end].rfind(t).unwrap_or(0), t) {
+            if !could_be_code(t) {
+                return self.scan_word(t, classes, weight, recency);
+            }
+            if is_code_in_context(text, text[..end].rfind(t).unwrap_or(0), t) {
                 self.add(Kind::Id, t, weight, recency, false);
             } else {
                 self.scan_word(t, classes, weight, recency);
             }
-            return;
+            return Said::InContext;
         }
         // Every kind but a UUID of hex letters needs one of these (`classify`).
         if classes
@@ -255,9 +404,13 @@ impl Collector {
             == 0
             && !(classes & tokens::DASH != 0 && is_uuid(t))
         {
-            return;
+            return Said::Nothing;
         }
-        self.classify(t, classes, text, end, weight, recency);
+        let trim = (
+            t.as_ptr() as usize - piece.as_ptr() as usize,
+            t.as_ptr() as usize - piece.as_ptr() as usize + t.len(),
+        );
+        self.classify(t, trim, classes, text, end, weight, recency)
     }
 
     /// Error lines: `SomeError: message` / `Error: message` at a line start (or after a
@@ -302,63 +455,64 @@ impl Collector {
     /// Which identifier `t` is, if any (`classes`: of its bytes). A number's unit is the token
     /// after the one `t` is part of, which ends at byte `end` of `text`. Each predicate runs
     /// only when `t` holds the classes of bytes it needs.
+    #[allow(clippy::too_many_arguments)]
     fn classify(
         &mut self,
         t: &str,
+        trim: (usize, usize),
         classes: u32,
         text: &str,
         end: usize,
         weight: f64,
         recency: f64,
-    ) {
+    ) -> Said {
         use tokens::{DASH, DIGIT, DOT, HEX, LETTER, SLASH, TILDE, UNDERSCORE};
         let has = |k: u32| classes & k != 0;
         if has(SLASH) && (t.starts_with("http://") || t.starts_with("https://")) {
             let url = t.trim_end_matches([')', '.']);
-            self.add(Kind::Url, url, weight, recency, false);
+            self.added(Kind::Url, url, weight, recency)
         } else if (has(DASH) && is_uuid(t))
             || (t.len() >= 7 && t.len() <= 64 && classes & !HEX == 0 && has(DIGIT) && has(LETTER))
         {
-            self.add(Kind::Hash, t, weight, recency, false);
+            self.added(Kind::Hash, t, weight, recency)
         } else if let Some(n) = t
             .strip_prefix('#')
             .filter(|n| (2..=7).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()))
         {
-            self.add(Kind::Issue, &format!("#{n}"), weight, recency, false);
+            self.added(Kind::Issue, &format!("#{n}"), weight, recency)
         } else if has(DOT | SLASH)
             && classes & !(LETTER | DIGIT | UNDERSCORE | DOT | SLASH | DASH | TILDE) == 0
             // Without a `/`, a path is known by its extension (a dotted name has none).
             && (has(SLASH) || t.rsplit_once('.').is_some_and(|(_, ext)| is_path_extension(ext)))
             && is_path(t)
         {
-            self.add(Kind::Path, without_dot_slashes(t), weight, recency, false);
+            self.added(Kind::Path, without_dot_slashes(t), weight, recency)
         } else if has(DIGIT) && is_number(t) {
             if t.starts_with('$') {
                 let amount = t.trim_end_matches(['.', ',']);
-                self.add(Kind::Quantity, amount, weight, recency, false);
-            } else if let Some(unit) = tokens::next_token(text, end)
-                .map(|(s, e, _)| trim_token(&text[s..e]))
-                .filter(|u| is_unit(u))
-            {
-                self.add(
-                    Kind::Quantity,
-                    &format!("{t} {unit}"),
-                    weight,
-                    recency,
-                    false,
-                );
+                return self.added(Kind::Quantity, amount, weight, recency);
             }
+            self.number(t, text, end, weight, recency);
+            Said::Number { trim }
         } else if has(DIGIT)
             && is_number(t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%'))
             && is_unit(t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.'))
         {
-            self.add(Kind::Quantity, t, weight, recency, false);
+            self.added(Kind::Quantity, t, weight, recency)
         } else if has(DIGIT) && has(LETTER) && is_record_id(t) {
-            self.add(Kind::Id, t, weight, recency, false);
+            self.added(Kind::Id, t, weight, recency)
         } else if has(UNDERSCORE) && is_config_key(t) {
-            self.add(Kind::Key, t, weight, recency, false);
-        } else if is_symbol(t, classes) && !is_json_key(text, end) && !is_tag_name(text, end, t) {
-            self.add(Kind::Symbol, t, weight, recency, false);
+            self.added(Kind::Key, t, weight, recency)
+        } else if is_symbol(t, classes) {
+            // (A JSON key or a markup tag is no symbol: told by the text around it.)
+            let at = if !is_json_key(text, end) && !is_tag_name(text, end, t) {
+                self.add(Kind::Symbol, t, weight, recency, false)
+            } else {
+                None
+            };
+            Said::Symbol { trim, at }
+        } else {
+            Said::Nothing
         }
     }
 
@@ -921,7 +1075,7 @@ pub fn collect(msgs: &[Message<'_>], previous: Option<&str>) -> Vec<Ident> {
 
 #[cfg(test)]
 mod tests {
-    use super::render::is_word_char;
+    use super::shown::is_word_char;
     use super::*;
     use crate::estimate::Estimator;
 
@@ -1381,7 +1535,15 @@ mod tests {
 
     /// What each scan found, in the order found (the ranking's tie-break), with its evidence.
     fn found_by(scan: fn(&mut Collector, &str, f64, f64), texts: &[&str]) -> Vec<String> {
-        let mut c = Collector::default();
+        found_by_collector(Collector::default(), scan, texts)
+    }
+
+    /// `found_by` with collector `c`.
+    fn found_by_collector(
+        mut c: Collector,
+        scan: fn(&mut Collector, &str, f64, f64),
+        texts: &[&str],
+    ) -> Vec<String> {
         for (i, t) in texts.iter().enumerate() {
             c.serial = i as u64 / 2 + 1;
             scan(&mut c, t, 1.0 + (i % 3) as f64, i as f64 / 10.0);
@@ -1507,6 +1669,48 @@ mod tests {
             "a: b: c\nTypeError: one: two\n\nfoo.barError: z",
             "OSError: \u{a0}\u{3000}x",
         ]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2_000))]
+        /// One collector reads the same pieces again and again, in places that make them
+        /// something else (a JSON key or a markup tag for a symbol, a unit after a number or
+        /// none, a code named as one or not), across several messages: what it remembers of a
+        /// piece (`Said`) gives what reading every piece afresh gives.
+        #[test]
+        fn pieces_read_again_in_other_places_scan_as_first_written(
+            texts in proptest::collection::vec(
+                proptest::collection::vec((0usize..12, 0usize..10, "[ \n,;]"), 0..12),
+                1..5,
+            )
+        ) {
+            const PIECES: [&str; 12] = [
+                "FooBar", "self.x_y", "12", "12ms", "$5", "ABCDEF", "HAT170", "src/app.py",
+                "1.5", "Foo.Bar", "max_tokens", "HTTPError",
+            ];
+            const PLACES: [&str; 10] = [
+                "{\"P\": 1}", "<P>", "</P", "P ms", "P kb", "reservation P", "\"id\": \"P\"",
+                "P", "x=P,", "(P).",
+            ];
+            let texts: Vec<String> = texts
+                .iter()
+                .map(|parts| {
+                    parts
+                        .iter()
+                        .map(|(p, at, sep)| PLACES[*at].replace('P', PIECES[*p]) + sep)
+                        .collect()
+                })
+                .collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let fresh = Collector {
+                fresh: true,
+                ..Default::default()
+            };
+            proptest::prop_assert_eq!(
+                found_by(Collector::scan, &refs),
+                found_by_collector(fresh, Collector::scan, &refs)
+            );
+        }
     }
 
     proptest::proptest! {

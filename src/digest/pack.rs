@@ -130,8 +130,10 @@ struct Units<'e, 'a> {
     fixed: f64,
     /// Per request: the rules said in it, in order.
     said: Vec<Vec<usize>>,
-    /// States: [0] the start, [t + 1] after steps 0..=t run whole.
-    states: Vec<(Vec<Slot>, Vec<Option<usize>>)>,
+    /// States, one after the other (`state`): [0] the start, [t + 1] after steps 0..=t run
+    /// whole. (One array each: a vector per state cost an allocation and a copy per step.)
+    slots: Vec<Slot>,
+    covers: Vec<Option<usize>>,
     /// Lower bound of each state's total (filled when asked).
     bounds: Vec<Option<f64>>,
 }
@@ -159,48 +161,43 @@ impl<'e, 'a> Units<'e, 'a> {
             };
             entries.len()
         ];
+        let n = entries.len();
+        let mut slots = Vec::with_capacity(n * (STEPS + 1));
+        slots.extend_from_slice(&start);
+        let mut covers = Vec::with_capacity(n * (STEPS + 1));
+        covers.extend_from_slice(&cover);
         let mut u = Units {
             entries,
             est,
             fixed,
             said,
-            states: vec![(start, cover)],
+            slots,
+            covers,
             bounds: vec![None; STEPS + 1],
         };
+        let mut idx = Vec::new();
         for t in 0..STEPS {
-            let (mut slots, mut cover) = u.states[t].clone();
-            u.run_whole(t, &mut slots, &mut cover);
-            u.states.push((slots, cover));
+            u.slots.extend_from_within(t * n..(t + 1) * n);
+            u.covers.extend_from_within(t * n..(t + 1) * n);
+            run_whole(
+                entries,
+                &u.said,
+                t,
+                &mut u.slots[(t + 1) * n..],
+                &mut u.covers[(t + 1) * n..],
+                &mut idx,
+            );
         }
         u
     }
 
-    /// Step `t` run over every unit it reaches, as when the total stays over the room.
-    fn run_whole(&self, t: usize, slots: &mut [Slot], cover: &mut [Option<usize>]) {
-        let (focus_pass, (sec, keep, shorten)) = step(t);
-        let idx = eligible(self.entries, slots, sec, focus_pass);
-        let n = idx.len();
-        for (k, &i) in idx.iter().enumerate() {
-            if shorten {
-                if !reaches(self.entries, slots[i], i, keep) {
-                    continue;
-                }
-                if usize::from(slots[i].level) < self.entries[i].steps() {
-                    slots[i].level += 1;
-                }
-            } else if droppable(sec, k, keep, n, self.entries[i].idle) {
-                slots[i].alive = false;
-            } else {
-                continue;
-            }
-            if sec == Section::Requests {
-                for &r in &self.said[i] {
-                    if cover[r] == Some(i) && !holds(self.entries, slots, i, r) {
-                        cover[r] = None;
-                    }
-                }
-            }
-        }
+    /// State `s`: each unit's slot, and the request that covers each rule.
+    fn state(&self, s: usize) -> (&[Slot], &[Option<usize>]) {
+        let n = self.entries.len();
+        (
+            &self.slots[s * n..(s + 1) * n],
+            &self.covers[s * n..(s + 1) * n],
+        )
     }
 
     /// The lower bound of state `s`'s total, and of every state before it that a packing
@@ -209,8 +206,8 @@ impl<'e, 'a> Units<'e, 'a> {
         if let Some(b) = self.bounds[s] {
             return b;
         }
-        let (slots, _) = &self.states[s];
-        let start_cover = &self.states[0].1;
+        let (slots, _) = self.state(s);
+        let (_, start_cover) = self.state(0);
         let entries = self.entries;
         // The forms the sum reads, priced first (over threads when many are new).
         units::price_many(
@@ -256,13 +253,54 @@ impl<'e, 'a> Units<'e, 'a> {
     }
 }
 
-/// The live units of section `sec` a step reaches, oldest first.
-fn eligible(entries: &[Entry<'_>], slots: &[Slot], sec: Section, focus_pass: bool) -> Vec<usize> {
-    (0..entries.len())
-        .filter(|&i| {
-            slots[i].alive && entries[i].section == sec && (focus_pass || !entries[i].focus)
-        })
-        .collect()
+/// Step `t` run over every unit it reaches, as when the total stays over the room (`said`: per
+/// request, the rules said in it; `idx`: room for the units it reaches).
+fn run_whole(
+    entries: &[Entry<'_>],
+    said: &[Vec<usize>],
+    t: usize,
+    slots: &mut [Slot],
+    cover: &mut [Option<usize>],
+    idx: &mut Vec<usize>,
+) {
+    let (focus_pass, (sec, keep, shorten)) = step(t);
+    eligible_into(entries, slots, sec, focus_pass, idx);
+    let n = idx.len();
+    for (k, &i) in idx.iter().enumerate() {
+        if shorten {
+            if !reaches(entries, slots[i], i, keep) {
+                continue;
+            }
+            if usize::from(slots[i].level) < entries[i].steps() {
+                slots[i].level += 1;
+            }
+        } else if droppable(sec, k, keep, n, entries[i].idle) {
+            slots[i].alive = false;
+        } else {
+            continue;
+        }
+        if sec == Section::Requests {
+            for &r in &said[i] {
+                if cover[r] == Some(i) && !holds(entries, slots, i, r) {
+                    cover[r] = None;
+                }
+            }
+        }
+    }
+}
+
+/// The live units of section `sec` a step reaches, oldest first, into `idx`.
+fn eligible_into(
+    entries: &[Entry<'_>],
+    slots: &[Slot],
+    sec: Section,
+    focus_pass: bool,
+    idx: &mut Vec<usize>,
+) {
+    idx.clear();
+    idx.extend((0..entries.len()).filter(|&i| {
+        slots[i].alive && entries[i].section == sec && (focus_pass || !entries[i].focus)
+    }));
 }
 
 /// Whether a dropping step that keeps the newest `keep` of `n` drops the `k`th (`idle`: see
@@ -296,7 +334,8 @@ struct Packing<'u, 'e, 'a> {
 impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
     /// The packing at state `s` (see `Units::start_for`), priced exactly.
     fn at(units: &'u Units<'e, 'a>, s: usize) -> Self {
-        let (slots, cover) = units.states[s].clone();
+        let (slots, cover) = units.state(s);
+        let (slots, cover) = (slots.to_vec(), cover.to_vec());
         let mut p = Packing {
             units,
             slots,
@@ -328,7 +367,8 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
             if self.total <= room {
                 return;
             }
-            let idx = eligible(entries, &self.slots, sec, focus_pass);
+            let mut idx = Vec::new();
+            eligible_into(entries, &self.slots, sec, focus_pass, &mut idx);
             let n = idx.len();
             let mut order: Vec<(usize, usize)> = idx.iter().copied().enumerate().collect();
             if !shorten && matches!(sec, Section::Calls | Section::Conclusions) {
@@ -823,7 +863,7 @@ pub(super) fn fit(
     entries: &[Entry<'_>],
     header: &str,
     short_header: &str,
-    idents: Vec<Ident>,
+    idents: &[Ident],
     est: &Estimator,
     max_tokens: u64,
 ) -> String {
@@ -831,14 +871,14 @@ pub(super) fn fit(
     let mut units = Units::new(entries, est, fixed);
     let budget = max_tokens as f64;
     // Each identifier priced once for the index's every rendering.
-    let prices = identifier_index::prices(&idents, est);
-    let shown = Shown::new(&idents);
+    let prices = identifier_index::prices(idents, est);
+    let shown = Shown::new(idents);
     let lines = LineShown {
         shown: &shown,
         header: shown.shown_in(header),
         lines: RefCell::new(FxHashMap::default()),
     };
-    let room = units_room(&idents, &prices, est, max_tokens);
+    let room = units_room(idents, &prices, est, max_tokens);
     let limit = budget;
     let mut best: Option<(f64, String, Packed)> = None;
     // Line-by-line prices differ a little from the rendered whole: pack again into a room
@@ -857,7 +897,7 @@ pub(super) fn fit(
         let (out, packed) = pack(
             &mut units,
             header,
-            &idents,
+            idents,
             &prices,
             &lines,
             room + shift,
@@ -932,7 +972,7 @@ pub(super) fn fit(
             }
             best
         }
-        None => floor(entries, short_header, &idents, &prices, &shown, est, budget),
+        None => floor(entries, short_header, idents, &prices, &shown, est, budget),
     }
 }
 

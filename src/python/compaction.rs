@@ -13,12 +13,12 @@ use super::options::CompactionOptions;
 use super::priced_request::PyPricedRequest;
 use super::prune::planned_edit;
 use super::py_input::PyInput;
-use super::read_cache::{read_messages, with_messages, MessageCache};
+use super::read_cache::{fold_of, read_messages, with_messages, MessageCache};
 use crate::compaction::{
     check, plan_priced, summary_message_json, text_block_json, verify, Failure, Placement,
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
 };
-use crate::digest::{digest, requests_section as digest_requests, DigestOptions};
+use crate::digest::{digest_indexed, requests_section as digest_requests, DigestOptions};
 use crate::estimate::Estimator;
 use crate::message::Message;
 use crate::wire::detect;
@@ -284,7 +284,23 @@ fn extractive_digest(
         previous,
         instructions,
     };
-    digest_with(py, messages, provider, model, cache, &opt, digest)
+    // The fold's index as a digest of it ranked it earlier in this compaction (the same fold
+    // digested again at another room), else ranked here and kept for the next.
+    let fold = cache.and_then(|_| fold_of(messages));
+    let ranked = match (cache, &fold) {
+        (Some(c), Some(f)) => c.ranked_of(py, f, previous)?,
+        _ => None,
+    };
+    let known = ranked.is_some();
+    let mut est = super::estimator_args::estimator(provider, model)?;
+    let (text, ranked) = with_messages(py, messages, cache, |ms| {
+        est.settle_platform(ms);
+        Ok(py.detach(|| digest_indexed(ms, &est, &opt, ranked)))
+    })?;
+    if let (Some(c), Some(f), false) = (cache, fold, known) {
+        c.keep_ranked(py, f, previous, ranked)?;
+    }
+    Ok(text)
 }
 
 /// `write` (the digest, or its requests section alone) of `messages` read through `cache`,

@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 
 use super::messages::{Keep, Walker, CHUNK};
 use crate::estimate::Estimator;
+use crate::identifier_index::Ident;
 use crate::message::Message;
 
 /// What one cache has read.
@@ -29,6 +30,20 @@ struct Reads {
     /// The objects read, held so that no address in `at` can be reused by a new object.
     objects: Vec<Py<PyAny>>,
     keep: Box<Keep<'static>>,
+    /// The identifier index of the last fold digested (`crate::digest::digest_indexed`).
+    ranked: Option<RankedIndex>,
+}
+
+/// A fold's identifier index as its digest ranked it, kept for the digests of the same fold
+/// at other rooms (a compaction whose digest came out over its share writes it again smaller):
+/// the index depends on the fold's messages and the previous summary alone, and its scan was
+/// about a third of each digest.
+struct RankedIndex {
+    /// The fold's message objects, by address (the cache holds every object it read, so no
+    /// address here is another object's while it lives).
+    fold: Vec<usize>,
+    previous: Option<String>,
+    ranked: Vec<Ident>,
 }
 
 // SAFETY: `Reads` is only reached through the cache's mutex, with the GIL held whenever a
@@ -124,6 +139,7 @@ impl MessageCache {
                 messages: Vec::new(),
                 objects: Vec::new(),
                 keep: Box::new(Keep::new()),
+                ranked: None,
             }),
         }
     }
@@ -142,6 +158,48 @@ impl MessageCache {
 
 /// A locked cache: the messages it reads live as long as the lock.
 pub struct Locked<'c>(std::sync::MutexGuard<'c, Reads>);
+
+/// The message objects of a history given as a list, by address (None for any other sequence:
+/// an iterator read here would be spent).
+pub fn fold_of(seq: &Bound<'_, PyAny>) -> Option<Vec<usize>> {
+    let list = seq.cast::<pyo3::types::PyList>().ok()?;
+    Some(list.iter().map(|m| m.as_ptr() as usize).collect())
+}
+
+impl MessageCache {
+    /// The index a digest of `fold` (`fold_of`) with `previous` ranked in this cache's
+    /// compaction, if it is the last fold digested.
+    pub fn ranked_of(
+        &self,
+        py: Python<'_>,
+        fold: &[usize],
+        previous: Option<&str>,
+    ) -> PyResult<Option<Vec<Ident>>> {
+        let locked = self.lock(py)?;
+        Ok(locked
+            .0
+            .ranked
+            .as_ref()
+            .filter(|r| r.fold == fold && r.previous.as_deref() == previous)
+            .map(|r| r.ranked.clone()))
+    }
+
+    /// Keep `ranked`, the index of `fold` with `previous`, for the digests of it that follow.
+    pub fn keep_ranked(
+        &self,
+        py: Python<'_>,
+        fold: Vec<usize>,
+        previous: Option<&str>,
+        ranked: Vec<Ident>,
+    ) -> PyResult<()> {
+        self.lock(py)?.0.ranked = Some(RankedIndex {
+            fold,
+            previous: previous.map(str::to_string),
+            ranked,
+        });
+        Ok(())
+    }
+}
 
 impl MessageCache {
     /// The cache, locked (waiting without the GIL; a poisoned lock is a RuntimeError).

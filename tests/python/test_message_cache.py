@@ -50,6 +50,13 @@ def test_a_cached_read_plans_digests_and_checks_as_a_fresh_read(fmt: str) -> Non
         if folded:
             kw = dict(max_tokens=max(64, run.summary_tokens), provider=provider)
             assert _core.extractive_digest(folded, cache=cache, **kw) == _core.extractive_digest(folded, **kw)
+            # The same fold digested again in the cache's compaction at other rooms (its index
+            # as the first digest ranked it) and with a previous summary (ranked afresh).
+            previous = _core.extractive_digest(folded[:2], max_tokens=200, provider=provider)
+            for prior in (None, previous):
+                for room in (48, 300, 2_000):
+                    kw = dict(max_tokens=room, provider=provider, previous=prior)
+                    assert _core.extractive_digest(folded, cache=cache, **kw) == _core.extractive_digest(folded, **kw)
             checked += 1
         out = [*msgs[: int(first["head_end"])], {"role": "user", "content": "a summary"},
                *msgs[int(first["tail_start"]):]]
