@@ -1155,16 +1155,7 @@ mod tests {
             "a.b",
             "b.c",
         ];
-        let idents: Vec<Ident> = words
-            .iter()
-            .map(|w| Ident {
-                kind: Kind::Id,
-                text: w.to_string(),
-                weight: 1.0,
-                recency: 1.0,
-                carried: false,
-            })
-            .collect();
+        let idents = shown::tests::idents(&words);
         let shown = Shown::new(&idents);
         let word = |c: Option<char>| c.is_some_and(is_word_char);
         for text in texts {

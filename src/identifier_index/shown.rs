@@ -320,11 +320,12 @@ impl<'a> Shown<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::Kind;
     use super::*;
 
-    fn idents(words: &[&str]) -> Vec<Ident> {
+    /// Identifiers of equal rank, one per word (the index's tests build them too).
+    pub(in crate::identifier_index) fn idents(words: &[&str]) -> Vec<Ident> {
         words
             .iter()
             .map(|w| Ident {
