@@ -74,29 +74,25 @@ CATALOG_PACKAGES: dict[str, tuple[str, ...]] = {
 #: Where a locale tree names a locale otherwise (Django: ``zh_Hans``).
 LOCALE_ALIASES = {"zh_CN": ("zh_CN", "zh_Hans")}
 
-#: A tree of gettext catalogs read instead of ``/usr/share/locale`` (``--locale-tree``).
-LOCALE_TREE: Path | None = None
-
-
-def catalog_files(locale: str, every: bool = False) -> list[str]:
+def catalog_files(locale: str, every: bool = False, tree: Path | None = None) -> list[str]:
     """The ``.mo`` files of ``locale`` that exist: those of ``CATALOG_PACKAGES``, or with
-    ``every`` all that are installed; with ``LOCALE_TREE`` set, every catalog of the locale in
+    ``every`` all that are installed; with ``tree`` (``--locale-tree``), every catalog of the locale in
     that tree (``**/locale/<locale>/LC_MESSAGES/*.mo``)."""
-    if LOCALE_TREE is not None:
+    if tree is not None:
         return sorted(str(p) for name in LOCALE_ALIASES.get(locale, (locale,))
-                      for p in LOCALE_TREE.glob(f"**/locale/{name}/LC_MESSAGES/*.mo"))
+                      for p in tree.glob(f"**/locale/{name}/LC_MESSAGES/*.mo"))
     if every:
         return sorted(glob.glob(f"/usr/share/locale/{locale}/LC_MESSAGES/*.mo"))
     names = (f"/usr/share/locale/{locale}/LC_MESSAGES/{d}.mo" for ds in CATALOG_PACKAGES.values() for d in ds)
     return [p for p in names if Path(p).is_file()]
 
 
-def catalog_texts(lang: str, size: int, every: bool = False) -> list[str]:
+def catalog_texts(lang: str, size: int, every: bool = False, tree: Path | None = None) -> list[str]:
     """Translations of the catalogs of ``lang`` (``en``: the message ids), those of
     ``CATALOG_PACKAGES`` or with ``every`` all installed, in chunks of ``size`` characters."""
     locale = "ru" if lang == "en" else lang
     parts: list[str] = []
-    for mo in catalog_files(locale, every):
+    for mo in catalog_files(locale, every, tree):
         try:
             with open(mo, "rb") as f:
                 catalog = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
@@ -137,10 +133,10 @@ def manpage_texts(root: str, size: int) -> list[str]:
     return out
 
 
-def emoji_texts(size: int, every: bool = False) -> list[str]:
+def emoji_texts(size: int, every: bool = False, tree: Path | None = None) -> list[str]:
     emoji = [chr(c) for c in range(0x1F600, 0x1F650)] + [chr(c) for c in range(0x1F680, 0x1F6C0)]
     out = []
-    for j, t in enumerate(catalog_texts("en", size, every)):
+    for j, t in enumerate(catalog_texts("en", size, every, tree)):
         words = t.split(" ")
         out.append(" ".join(w + (emoji[(i + j) % len(emoji)] if i % 4 == 3 else "") for i, w in enumerate(words)))
     return out
@@ -165,14 +161,12 @@ def main() -> None:
     ap.add_argument("--all-catalogs", action="store_true", help="every installed catalog, not CATALOG_PACKAGES'")
     ap.add_argument("--locale-tree", type=Path, help="read the catalogs of this tree instead (an unpacked wheel)")
     args = ap.parse_args()
-    global LOCALE_TREE
-    LOCALE_TREE = args.locale_tree
     if args.manpages:
         corpora = {name: manpage_texts(root, args.size) for name, root in MANPAGES.items()}
     else:
-        corpora = {name: catalog_texts(lang, args.size, args.all_catalogs) for name, lang in LOCALES.items()}
+        corpora = {name: catalog_texts(lang, args.size, args.all_catalogs, args.locale_tree) for name, lang in LOCALES.items()}
         corpora["Code (Python stdlib)"] = code_texts(args.size)
-        corpora["Emoji (in English)"] = emoji_texts(args.size, args.all_catalogs)
+        corpora["Emoji (in English)"] = emoji_texts(args.size, args.all_catalogs, args.locale_tree)
     print("| script | n | " + " | ".join(f"{e} median (p10 / p90)" for e in MODELS) + " |")
     print("| --- | ---: | " + " | ".join("---:" for _ in MODELS) + " |")
     for name, texts in corpora.items():
