@@ -75,13 +75,84 @@ fn has_marker(lower: &str) -> bool {
             let before = lower[..at].chars().next_back();
             let after = lower[at + m.len()..].chars().next();
             let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
-            if edge(before) && edge(after) {
+            if edge(before) && edge(after) && !says_no_rule(&lower[..at], m, &lower[at + m.len()..])
+            {
                 return true;
             }
             from = at + m.len();
         }
         false
     })
+}
+
+/// The words of `text` (lowercase), letters and apostrophes kept (`i've`, `there's`).
+fn words(text: &str) -> impl DoubleEndedIterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Past participles a speaker's guess or history takes after "must have" / "have never" ("I
+/// must have left it", "I've never flown"), beside the regular `-ed` ones.
+const PARTICIPLES: [&str; 16] = [
+    "been",
+    "left",
+    "lost",
+    "made",
+    "had",
+    "got",
+    "gotten",
+    "forgot",
+    "forgotten",
+    "done",
+    "seen",
+    "taken",
+    "gone",
+    "put",
+    "sent",
+    "flown",
+];
+
+fn participle(word: &str) -> bool {
+    (word.len() > 3 && word.ends_with("ed")) || PARTICIPLES.contains(&word)
+}
+
+/// Whether the marker `m`, between `before` and `after` (lowercase), is a word of description
+/// rather than of a rule, by its neighbours: "must" of a guess ("I must have left it
+/// somewhere", "there must be a way"), "never mind", "always" / "never" of the speaker's past
+/// ("I've always had great flights", "I have never been"), "the only" of a fact ("I'm the only
+/// passenger"), "make sure" of the speaker's own promise ("I'll make sure to find the id").
+/// Read off the false rules the user turns of the recorded dialogues gave (`Actually, never
+/// mind.` kept as a rule through every later compaction); narrow on purpose: a rule missed
+/// is worse than a line too many, so each pattern is one a constraint cannot take.
+fn says_no_rule(before: &str, m: &str, after: &str) -> bool {
+    let mut next = words(after);
+    let (n1, n2) = (next.next().unwrap_or(""), next.next().unwrap_or(""));
+    let mut prev = words(before).rev();
+    let (p1, p2) = (prev.next().unwrap_or(""), prev.next().unwrap_or(""));
+    let perfect = |w: &str| {
+        matches!(
+            w,
+            "have" | "has" | "had" | "i've" | "we've" | "i\u{2019}ve" | "we\u{2019}ve"
+        )
+    };
+    match m {
+        "must" => {
+            (matches!(n1, "have" | "'ve" | "\u{2019}ve") && participle(n2))
+                || (p1 == "there"
+                    && n1 == "be"
+                    && matches!(n2, "a" | "an" | "some" | "something" | "another"))
+        }
+        "never" => n1 == "mind" || (perfect(p1) && participle(n1)),
+        "always" => perfect(p1) || matches!(p1, "was" | "were"),
+        // ("The only card I use is ..." opens a rule; "I'm the only passenger" states a fact.)
+        "only" => p1 == "the" && !p2.is_empty(),
+        "make sure" => {
+            matches!(p1, "i'll" | "i\u{2019}ll" | "we'll" | "we\u{2019}ll")
+                || (p1 == "will" && matches!(p2, "i" | "we"))
+                || (p1 == "me" && p2 == "let")
+        }
+        _ => false,
+    }
 }
 
 /// Words that make a rule an imperative when they open it ("Never charge my card", "Always ask
@@ -205,6 +276,38 @@ mod tests {
                 has_marker_anywhere(&t.to_lowercase()),
                 "{t}"
             );
+        }
+    }
+
+    #[test]
+    fn a_guess_a_memory_or_a_promise_is_no_rule() {
+        for t in [
+            "I must have left it somewhere else.",
+            "I must've misplaced the confirmation.",
+            "I truly believe there must be a way, and I'm hoping you can help me find it.",
+            "Sorry, there must be a mistake; I am a Gold member.",
+            "Actually, never mind.",
+            "As a Gold member, I've always had great experiences with you.",
+            "I have never been to Denver.",
+            "I'm the only passenger, Aarav Ahmed.",
+            "If that's the only option, then yes, go ahead.",
+            "I'll make sure to locate my user ID and get back to you soon.",
+        ] {
+            assert!(rules_in(t).is_empty(), "{t}");
+        }
+        // The same words in a rule keep it one.
+        for t in [
+            "You must have my approval before booking.",
+            "The booking must have travel insurance.",
+            "There must be no stopover longer than two hours.",
+            "Never mind the seat, but never charge my Visa card.",
+            "Always ask me first.",
+            "The only card you may use is the one ending in 7781.",
+            "Use the only certificate I have, and only that one.",
+            "Make sure the refund goes to the original card.",
+            "Please make sure we sit together.",
+        ] {
+            assert_eq!(rules_in(t).len(), 1, "{t}");
         }
     }
 
