@@ -2,7 +2,7 @@
 //! copy-on-write, building new objects for the containers on the edited paths only;
 //! `apply_edits` applies a compaction plan's edits the same way.
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use std::collections::{HashMap, HashSet};
 
 use pyo3::prelude::*;
@@ -11,6 +11,7 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use super::messages::{Keep, Walker};
 use super::options::{check_tail, PruneOptions};
 use super::priced_request::PyPricedRequest;
+use super::py_input::{invalid, is_invalid_message};
 use crate::estimate::Estimator;
 use crate::prune::{argument_edits, plan_with, PrunePlan, Step};
 use crate::tail_walk::{find_tail_start as walk, legal_cuts, TailOptions};
@@ -315,10 +316,14 @@ impl<'a, 'py> CopyOnWrite<'a, 'py> {
         index: usize,
         steps: &[Bound<'py, PyAny>],
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut node = self.own(self.out.get_item(index)?)?;
+        let mut node = self
+            .own(self.out.get_item(index)?)
+            .map_err(|e| uneditable(self.out.py(), index, &[], e))?;
         self.out.set_item(index, &node)?;
-        for step in steps {
-            let child = self.own(get(&node, step)?)?;
+        for (k, step) in steps.iter().enumerate() {
+            let child = self
+                .own(get(&node, step)?)
+                .map_err(|e| uneditable(self.out.py(), index, &steps[..=k], e))?;
             set(&node, step, &child)?;
             node = child;
         }
@@ -335,6 +340,36 @@ impl<'a, 'py> CopyOnWrite<'a, 'py> {
     ) -> PyResult<()> {
         set(&self.walk(index, parents)?, last, value)
     }
+}
+
+/// The error of a container on an edit's path that cannot be copied (an object of no known
+/// kind where a block or part belongs: `{"toolUse": object()}`): an `InvalidMessageError`
+/// naming the message and the path, the copy's own error as its cause. A `KeyboardInterrupt`
+/// passes through.
+#[cold]
+fn uneditable(py: Python<'_>, index: usize, steps: &[Bound<'_, PyAny>], cause: PyErr) -> PyErr {
+    if !cause.is_instance_of::<PyException>(py) || is_invalid_message(py, &cause) {
+        return cause;
+    }
+    let mut field = String::new();
+    for s in steps {
+        match s.extract::<usize>() {
+            Ok(j) => field.push_str(&format!("[{j}]")),
+            Err(_) => {
+                if !field.is_empty() {
+                    field.push('.');
+                }
+                field.push_str(&s.str().map(|s| s.to_string()).unwrap_or_default());
+            }
+        }
+    }
+    let reason = format!(
+        "must be edited but is not a dict, list or SDK object ({})",
+        cause.value(py)
+    );
+    let err = invalid(py, index, &field, &reason);
+    err.set_cause(py, Some(cause));
+    err
 }
 
 /// Whether a path step on `node` is an item (a dict's key, a list's position) rather than an

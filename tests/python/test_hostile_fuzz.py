@@ -154,3 +154,16 @@ def test_a_plain_turn_in_a_gemini_history_takes_the_merged_summary_without_a_key
     assert len(merged) == 1 and merged[0]["role"] == "assistant"
     assert merged[0]["content"][0]["text"].startswith("<contextfold:summary>")
     assert r.tokens_after <= 60
+
+
+def test_a_block_that_is_no_container_where_repair_must_edit_names_its_message_and_field() -> None:
+    # Found by fuzzing: a bare object where Bedrock's `toolUse` record belongs, in a history
+    # whose repeated call ids repair makes unique. Copying it for the edit raised a bare
+    # TypeError from `vars()` that named no message.
+    history = [{"role": "user", "content": [{"text": "cancel reservation NQNU5R " * 20}]},
+               {"role": "assistant", "content": [{"toolUse": object()}]},
+               {"role": "user", "content": [{"text": "are you there?"}]}] * 20
+    with pytest.raises(cf.InvalidMessageError) as e:
+        cf.Compactor(provider="anthropic", budget=400, repair=True).compact(history)
+    assert e.value.index % 3 == 1 and e.value.field == "content[0].toolUse"
+    assert isinstance(e.value.__cause__, TypeError)
