@@ -321,10 +321,10 @@ impl<'a, 'py> CopyOnWrite<'a, 'py> {
             .map_err(|e| uneditable(self.out.py(), index, &[], e))?;
         self.out.set_item(index, &node)?;
         for (k, step) in steps.iter().enumerate() {
-            let child = self
-                .own(get(&node, step)?)
-                .map_err(|e| uneditable(self.out.py(), index, &steps[..=k], e))?;
-            set(&node, step, &child)?;
+            let at = |e| uneditable(self.out.py(), index, &steps[..=k], e);
+            let child = get(&node, step).map_err(at)?;
+            let child = self.own(child).map_err(at)?;
+            set(&node, step, &child).map_err(at)?;
             node = child;
         }
         Ok(node)
@@ -338,7 +338,12 @@ impl<'a, 'py> CopyOnWrite<'a, 'py> {
         last: &Bound<'py, PyAny>,
         value: &Bound<'py, PyAny>,
     ) -> PyResult<()> {
-        set(&self.walk(index, parents)?, last, value)
+        let node = self.walk(index, parents)?;
+        set(&node, last, value).map_err(|e| {
+            let mut path = parents.to_vec();
+            path.push(last.clone());
+            uneditable(self.out.py(), index, &path, e)
+        })
     }
 }
 
@@ -364,7 +369,8 @@ fn uneditable(py: Python<'_>, index: usize, steps: &[Bound<'_, PyAny>], cause: P
         }
     }
     let reason = format!(
-        "must be edited but is not a dict, list or SDK object ({})",
+        "cannot take the edit its repair or compaction needs: not the dict, list or SDK object \
+         this format has here ({})",
         cause.value(py)
     );
     let err = invalid(py, index, &field, &reason);

@@ -167,3 +167,16 @@ def test_a_block_that_is_no_container_where_repair_must_edit_names_its_message_a
         cf.Compactor(provider="anthropic", budget=400, repair=True).compact(history)
     assert e.value.index % 3 == 1 and e.value.field == "content[0].toolUse"
     assert isinstance(e.value.__cause__, TypeError)
+
+
+def test_a_list_where_repair_must_set_a_call_id_names_its_message_and_field() -> None:
+    # Found by fuzzing: an empty list as a Bedrock `toolUse` record, whose id repair must write
+    # (the call reads as one without an id, repeated). Setting a key on the list raised a bare
+    # TypeError that named no message.
+    history = [{"role": "user", "content": [{"text": "cancel reservation NQNU5R"}]},
+               {"role": "assistant", "content": [{"toolUse": []}]},
+               {"role": "user", "content": [{"text": "are you there?"}]}] * 3
+    with pytest.raises(cf.InvalidMessageError) as e:
+        cf.repair(history, provider="anthropic")
+    assert e.value.index % 3 == 1 and e.value.field == "content[0].toolUse.toolUseId"
+    assert isinstance(e.value.__cause__, TypeError)
