@@ -86,78 +86,31 @@ fn ends(text: &str) -> (&str, &str) {
     (head_bytes(text, SCAN_BYTES), tail_bytes(text, SCAN_BYTES))
 }
 
-/// Whether a word looks like something a model may need verbatim: a path or file name, a
-/// dotted or snake / camel-case identifier, an error class, a long hex id.
-fn salient(w: &str) -> bool {
-    if w.len() < 4 || w.len() > 200 || w.starts_with("http") && w.len() < 10 {
-        return false;
-    }
-    let alnum = w.chars().filter(|c| c.is_ascii_alphanumeric()).count();
-    if alnum * 2 < w.len() {
-        return false;
-    }
-    let path = w.contains('/') && w.chars().any(|c| c.is_ascii_alphabetic());
-    let file = w.rsplit_once('.').is_some_and(|(a, ext)| {
-        !a.is_empty()
-            && (1..=5).contains(&ext.len())
-            && ext.chars().all(|c| c.is_ascii_alphabetic())
-            && a.chars().any(|c| c.is_ascii_alphabetic())
-    });
-    let snake = w.contains('_') && w.chars().any(|c| c.is_ascii_alphabetic());
-    let camel = w.chars().skip(1).any(|c| c.is_ascii_uppercase())
-        && w.chars().any(|c| c.is_ascii_lowercase());
-    let hex = w.len() >= 7
-        && w.chars().all(|c| c.is_ascii_hexdigit())
-        && w.chars().any(|c| c.is_ascii_digit())
-        && w.chars().any(|c| c.is_ascii_alphabetic());
-    let error = w.ends_with("Error") || w.ends_with("Exception");
-    path || file || snake || camel || hex || error
-}
-
-/// The identifiers and paths `text` holds, most frequent first (ties: first seen first), at
-/// most `k`, each at most [`MENTION_MAX_CHARS`] characters. Deterministic.
+/// The identifiers and paths `text` holds, best first by the identifier index's own ranking
+/// (`identifier_index::Collector`: errors, paths, ids, a JSON record's values, quantities before
+/// code symbols; frequent and late before rare and early), read from its first and last
+/// [`SCAN_BYTES`], at most `k`, each at most [`MENTION_MAX_CHARS`] characters. Deterministic.
+///
+/// The index reads a JSON record's values, not its keys: a word-shape reading named
+/// `first_name, last_name, certificate_7473723` for a user profile and `flight_number,
+/// reservation_id, user_id` for a booking, each key counted once per record.
 pub fn mentions(text: &str, k: usize) -> Vec<String> {
-    let mut seen: HashMap<&str, (usize, usize)> = HashMap::new();
     let (head, tail) = ends(text);
-    let sep = |c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\''
-                    | '`'
-                    | '('
-                    | ')'
-                    | '['
-                    | ']'
-                    | '{'
-                    | '}'
-                    | ','
-                    | ';'
-                    | '<'
-                    | '>'
-                    | '='
-                    | '|'
-            )
-    };
-    let words = head.split(sep).chain(tail.split(sep));
-    for (order, w) in words.enumerate() {
-        let w = w.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?' | '*'));
-        if salient(w) {
-            let e = seen.entry(w).or_insert((0, order));
-            e.0 += 1;
-        }
+    let mut c = crate::identifier_index::Collector::default();
+    c.scan(head, 1.0, 0.5);
+    if !tail.is_empty() {
+        c.scan(tail, 1.0, 1.0);
     }
-    let mut ranked: Vec<(&str, (usize, usize))> = seen.into_iter().collect();
-    ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
-    ranked
+    c.ranked()
         .into_iter()
         .take(k)
-        .map(|(w, _)| {
+        .map(|id| {
+            let w = id.text;
             if w.chars().count() > MENTION_MAX_CHARS {
                 let cut: String = w.chars().take(MENTION_MAX_CHARS - 1).collect();
                 format!("{cut}…")
             } else {
-                w.to_string()
+                w
             }
         })
         .collect()
