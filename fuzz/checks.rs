@@ -393,6 +393,7 @@ pub fn history(data: &[u8]) {
         prune_images: src.u8() & 1 == 0,
         dedupe: src.u8() & 1 == 0,
         cache_block_tokens: u64::from(src.u8()) * 64,
+        mentions: src.u8() & 1 == 0,
     };
     let p = plan(&msgs, &est, &popt);
     assert!(p.protected_from <= n);

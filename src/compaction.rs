@@ -243,10 +243,23 @@ pub fn plan_priced(
         cache_block_tokens: opt.mask.cache_block_tokens,
     };
     let (mask_edits, tokens_after_mask) = if opt.find_masks {
-        let edits = find_mask_edits(msgs, est, costs, &legal, &opt.mask, &pinned, &region);
-        let mask_edits = priced(msgs, est, costs, edits);
-        let after = costs_with(msgs, est, costs, &mask_edits) + opt.overhead_tokens;
-        (mask_edits, after)
+        let masked = |mentions: bool| {
+            let edits = find_mask_edits(
+                msgs, est, costs, &legal, &opt.mask, &pinned, &region, mentions,
+            );
+            let mask_edits = priced(msgs, est, costs, edits);
+            let after = costs_with(msgs, est, costs, &mask_edits) + opt.overhead_tokens;
+            (mask_edits, after)
+        };
+        // Placeholders name what their outputs held only where masking alone can answer: when
+        // it cannot, the middle is folded and no one reads them (on 10,000 messages, reading
+        // every output's identifiers was a quarter of the compaction).
+        let (edits, after) = masked(false);
+        if after <= opt.budget_tokens && !edits.is_empty() {
+            masked(true)
+        } else {
+            (edits, after)
+        }
     } else {
         (Vec::new(), tokens_before)
     };
@@ -485,7 +498,7 @@ fn room_for_summary(
         return (Vec::new(), fixed);
     }
     let region = MaskRegion::from(tail_start);
-    let edits = find_mask_edits(msgs, est, costs, legal, &opt.mask, pinned, &region);
+    let edits = find_mask_edits(msgs, est, costs, legal, &opt.mask, pinned, &region, true);
     let tail_edits = priced(msgs, est, costs, edits);
     let tail = &msgs[tail_start..];
     let after = costs_with(

@@ -613,6 +613,7 @@ impl Collector {
 /// them from summary to summary.
 fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
     use crate::prune::{FOLDED_OPENER, PRUNED_OPENER};
+    use crate::recall::MENTIONS_SAID;
     use memchr::memmem::Finder;
     use std::sync::OnceLock;
     /// (Vectorized finders: a JSON text has a `[` at every list, and every text a digest
@@ -638,7 +639,20 @@ fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
     }
     let to_bracket = |at: usize| text[at..].find(']').map_or(text.len(), |j| at + j + 1);
     for opener in &f.openers {
-        out.extend(opener.find_iter(b).map(|at| at..to_bracket(at)));
+        for at in opener.find_iter(b) {
+            let end = to_bracket(at);
+            // What a stand-in mentions (`; mentions HAT132, Lei Ito`) is the conversation's:
+            // read, so that a placeholder folded again carries its identifiers on.
+            match text[at..end].find(MENTIONS_SAID) {
+                Some(k) => {
+                    let list = at + k + MENTIONS_SAID.len();
+                    let list_end = text[list..end].find("; id=").map_or(end - 1, |j| list + j);
+                    out.push(at..list);
+                    out.push(list_end..end);
+                }
+                None => out.push(at..end),
+            }
+        }
     }
     // A cut's marker: `[... ~2,148 tokens cut ...]` or `[~2,148 tokens cut]`, its bracket at
     // most 16 bytes back (moved to a character's start: the text may be any script).
@@ -1110,6 +1124,21 @@ mod tests {
         }
         assert!(!found.iter().any(|t| t.starts_with("14T06")), "{found:?}");
         assert!(stand_ins("nothing of the library's here [1, 2]").is_empty());
+        // What a stand-in mentions is read; its own words around the list are not.
+        for stand_in in [
+            "[output pruned to save context: get_user_details returned 1,210 bytes (~410 tokens); mentions certificate_7473723, /srv/app/config.yaml]",
+            "[folded tool output of get_user_details, ~410 tokens; mentions certificate_7473723, /srv/app/config.yaml; id=cf0123456789ab, contextfold_recall restores it]",
+        ] {
+            let mut c = Collector::default();
+            c.scan(stand_in, 1.0, 0.0);
+            let found: Vec<String> = c.ranked().into_iter().map(|i| i.text).collect();
+            assert!(found.iter().any(|t| t == "certificate_7473723"), "{found:?}");
+            assert!(found.iter().any(|t| t == "/srv/app/config.yaml"), "{found:?}");
+            assert!(
+                !found.iter().any(|t| t.contains("tokens") || t.contains("bytes") || t.contains("cf0123")),
+                "{found:?}"
+            );
+        }
         // Any script before a marker: the search back never splits a character.
         for pad in ["", "é", "ééééééééa", "日本語の出力x", "🙂🙂🙂🙂🙂y"] {
             let t = format!("{pad}[~12 tokens cut]{pad} and 12 tokens cut, ~3 tokens)]");

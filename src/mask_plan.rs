@@ -90,8 +90,9 @@ fn edit_call_id<'a>(msgs: &[Message<'a>], index: usize, change: &Change) -> Opti
     }
 }
 
-/// The stand-in of a masked observation: its first line (the return code, say) and its size.
-fn observation_placeholder(text: &str, tokens: u32) -> String {
+/// The stand-in of a masked observation: its first line (the return code, say) and its size;
+/// with `mentions`, the identifiers it held.
+fn observation_placeholder(text: &str, tokens: u32, mentions: bool) -> String {
     let first: String = text
         .lines()
         .find(|l| !l.trim().is_empty())
@@ -100,10 +101,15 @@ fn observation_placeholder(text: &str, tokens: u32) -> String {
         .take(120)
         .collect();
     format!(
-        "{}\n[output pruned to save context: {} bytes (~{} tokens)]",
+        "{}\n[output pruned to save context: {} bytes (~{} tokens){}]",
         first.trim_end(),
         group_sep(text.len()),
-        group_sep(tokens as usize)
+        group_sep(tokens as usize),
+        if mentions {
+            crate::recall::mentions_said(text)
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -140,7 +146,9 @@ impl MaskRegion {
 
 /// The mask edits of a region: prune's plan filtered by the knobs, plus cleared inputs,
 /// observation masking and thinking drops, made recoverable when asked. Pinned messages are
-/// never edited.
+/// never edited. With `mentions`, a placeholder names the identifiers its output held (a
+/// recoverable one always does).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn find_mask_edits(
     msgs: &[Message<'_>],
     est: &Estimator,
@@ -149,6 +157,7 @@ pub(crate) fn find_mask_edits(
     opt: &MaskOptions,
     pinned: &HashSet<usize>,
     region: &MaskRegion,
+    mentions: bool,
 ) -> Vec<MaskEdit> {
     let popt = PruneOptions {
         protect_tail_tokens: region.protect_tail_tokens,
@@ -160,6 +169,8 @@ pub(crate) fn find_mask_edits(
         prune_images: opt.prune_images,
         dedupe: opt.dedupe,
         cache_block_tokens: region.cache_block_tokens,
+        // (A recoverable edit's own placeholder names them: not read twice.)
+        mentions: mentions && !opt.recoverable,
     };
     let p = prune::plan_with(msgs, est, costs, legal, &popt);
     let end = prune::prune_end(costs, p.protected_from, region.cache_block_tokens, legal);
@@ -171,7 +182,8 @@ pub(crate) fn find_mask_edits(
         out.extend(more);
     }
     if opt.mask_observations && !has_structured_calls(msgs) {
-        out.extend(observation_edits(msgs, costs, opt, pinned, span));
+        let mentions = mentions && !opt.recoverable;
+        out.extend(observation_edits(msgs, costs, opt, pinned, span, mentions));
     }
     if let Some(keep) = opt.keep_thinking_turns {
         out.extend(thinking_drops(msgs, keep, pinned, region.protect_first_n));
@@ -271,6 +283,7 @@ fn observation_edits(
     opt: &MaskOptions,
     pinned: &HashSet<usize>,
     span: std::ops::Range<usize>,
+    mentions: bool,
 ) -> Vec<MaskEdit> {
     let mut edits = Vec::new();
     for i in span.start.max(1)..span.end {
@@ -286,7 +299,7 @@ fn observation_edits(
         let text = m.plain_text();
         if let Some(t) = text {
             if own_summary(m).is_none() {
-                let text = observation_placeholder(&t, costs[i]);
+                let text = observation_placeholder(&t, costs[i], mentions);
                 edits.extend(writable(msgs, i, Change::Text { text }));
             }
         }

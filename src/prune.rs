@@ -42,6 +42,10 @@ pub struct PruneOptions {
     /// `cache_block_tokens` of cumulative history, so it does not move every turn and the
     /// already-sent prefix stays byte-identical between block crossings. 0 disables.
     pub cache_block_tokens: u64,
+    /// A placeholder names the identifiers its output held (`recall::mentions_said`): read
+    /// from each output's ends, so off where no one reads the placeholders (a compaction's
+    /// middle that is folded).
+    pub mentions: bool,
 }
 
 impl Default for PruneOptions {
@@ -56,6 +60,7 @@ impl Default for PruneOptions {
             prune_images: true,
             dedupe: true,
             cache_block_tokens: 0,
+            mentions: false,
         }
     }
 }
@@ -150,12 +155,14 @@ pub(crate) fn group_sep(n: usize) -> String {
 
 /// The one-line stand-in of a pruned output. Sizes: UTF-8 bytes (known without a scan) and
 /// the estimator's tokens.
-fn placeholder(tool: &str, bytes: usize, tokens: u32) -> String {
+/// With `text` (the output), it also names the identifiers the output held.
+fn placeholder(tool: &str, text: Option<&str>, bytes: usize, tokens: u32) -> String {
     let tool = if tool.is_empty() { "a tool" } else { tool };
     format!(
-        "[output pruned to save context: {tool} returned {} bytes (~{} tokens)]",
+        "[output pruned to save context: {tool} returned {} bytes (~{} tokens){}]",
         group_sep(bytes),
-        group_sep(tokens as usize)
+        group_sep(tokens as usize),
+        text.map_or_else(String::new, crate::recall::mentions_said)
     )
 }
 
@@ -402,9 +409,8 @@ impl Pruner<'_> {
             .pointer(i, t, self.dedupe.hashes.get(i).copied())
         {
             Some(text) => Some(text),
-            None => {
-                (cost > self.opt.tool_result_max_tokens).then(|| placeholder(tool, t.len(), cost))
-            }
+            None => (cost > self.opt.tool_result_max_tokens)
+                .then(|| placeholder(tool, self.opt.mentions.then_some(&**t), t.len(), cost)),
         };
         if let Some(text) = text {
             // The whole message priced again with the new text (its old price is known).
@@ -473,7 +479,12 @@ impl Pruner<'_> {
                         _ => 0,
                     })
                     .sum();
-                placeholder(tool, bytes, cost)
+                let joined = self
+                    .opt
+                    .mentions
+                    .then(|| crate::message::joined_texts(content))
+                    .flatten();
+                placeholder(tool, joined.as_deref(), bytes, cost)
             }),
         };
         let Some(text) = text else {

@@ -116,6 +116,31 @@ pub fn mentions(text: &str, k: usize) -> Vec<String> {
         .collect()
 }
 
+/// How a placeholder introduces the identifiers it names (read back by the identifier index).
+pub const MENTIONS_SAID: &str = "; mentions ";
+
+/// Characters a masked output's placeholder spends on what it mentions at most (a
+/// non-recoverable stand-in has no estimator at hand: ~40 tokens of identifiers).
+const MENTIONS_SAID_MAX_CHARS: usize = 160;
+
+/// `"; mentions a, b, c"`: the identifiers a masked output's placeholder names (those of
+/// [`mentions`], read from the tool's printed body), dropped from the end to stay within
+/// [`MENTIONS_SAID_MAX_CHARS`]; empty when it names none.
+pub fn mentions_said(original: &str) -> String {
+    let o = tool_outcome::read(original);
+    let mut names = mentions(&o.body, MENTIONS);
+    while !names.is_empty()
+        && names.iter().map(|n| n.len() + 2).sum::<usize>() > MENTIONS_SAID_MAX_CHARS
+    {
+        names.pop();
+    }
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("{MENTIONS_SAID}{}", names.join(", "))
+    }
+}
+
 /// The one-line stand-in of a folded piece: what it was (`what`: "tool output", "tool input",
 /// "image", "observation", "messages"), of which tool, its size, whether it held an error
 /// (`marked_error`: the provider's own flag, Anthropic `is_error` / Bedrock `status: "error"`;
@@ -156,7 +181,7 @@ pub fn placeholder(
         let said = if names.is_empty() {
             String::new()
         } else {
-            format!("; mentions {}", names.join(", "))
+            format!("{MENTIONS_SAID}{}", names.join(", "))
         };
         let text = format!(
             "[folded {what}{of}, ~{} tokens{error}{said}; id={id}, {RECALL_TOOL} restores it]",

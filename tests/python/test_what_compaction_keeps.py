@@ -1417,3 +1417,33 @@ def test_an_output_masked_in_the_returned_history_is_read_whole_when_folded_late
     for i in folded_masked:
         assert any(m is msgs[i] for m in read)
         assert not any(m is first.messages[i] for m in read)
+
+
+# ----- what a placeholder names ---------------------------------------------------------------
+
+MENTIONED = re.compile(r"\[output pruned to save context: [^\]]*?; mentions ([^\]]*)\]")
+
+
+def test_a_masked_output_kept_in_the_history_names_the_identifiers_it_held() -> None:
+    """Masking alone reaches the budget: each placeholder it leaves names identifiers of the
+    output it stands for (a reservation's id, a gift card, a passenger's name joined from its
+    record's first and last name), each one found in that output."""
+    named = 0
+    for conv in load_conversations(LOCAL, "tau-bench-airline")[:12]:
+        msgs = conv["messages"]
+        before = cf.estimate(msgs)
+        c = cf.Compactor(budget=int(before * 0.92), strategy="mask", min_free_share=0.0)
+        r = c.compact(msgs)
+        if r.strategy_used != "mask":  # nothing over the threshold to mask (counted below)
+            continue
+        for p in r.pruned:
+            text = r.messages[p.index]["content"]
+            if not isinstance(text, str) or "output pruned" not in text:
+                continue
+            said = MENTIONED.search(text)
+            assert said is not None, text
+            original = msgs[p.index]["content"]
+            for ident in said.group(1).split(", "):
+                assert all(w in original for w in ident.rstrip("…").split()), (ident, original[:200])
+            named += 1
+    assert named >= 8, named  # (11 in the first 12 dialogues)
