@@ -23,6 +23,11 @@ is installed; the mix is stated as built).
 roff requests and font escapes stripped, cut into chunks of ``--size`` characters, each kept
 when at least 30% of it is CJK (the rest of a page is option names and code).
 
+``--corpora``: the named corpora of `tools/script_corpora.py` (gettext catalogs of Debian
+packages and of pinned PyPI wheels, Debian's translated manual pages, the Debian Reference, the
+GNOME Help; English, French, German, Polish, Russian, Chinese, Japanese, Korean), one row per
+corpus and language, then each language's chunks pooled over its corpora.
+
 Prints per script and encoding the number of chunks and the median / p10 / p90 of
 ``estimate / exact - 1`` of the text alone (a one-message request minus the empty one), with
 ``gpt-4o`` (o200k_base) and ``gpt-4`` (cl100k_base).
@@ -154,13 +159,45 @@ def errors(model: str, texts: list[str]) -> list[float]:
     return out
 
 
+def _cell(e: list[float]) -> str:
+    e = sorted(e)
+    return f"{statistics.median(e):+.1%} ({e[len(e) // 10]:+.1%} / {e[9 * len(e) // 10]:+.1%})"
+
+
+def corpora_report(size: int) -> None:
+    """Per corpus and language, then pooled per language (`tools/script_corpora.py`)."""
+    from script_corpora import corpora
+
+    pooled: dict[str, dict[str, list[float]]] = {}
+    print("| language | corpus | kind | n | " + " | ".join(f"{e} median (p10 / p90)" for e in MODELS) + " |")
+    print("| --- | --- | --- | ---: | " + " | ".join("---:" for _ in MODELS) + " |")
+    for c in corpora():
+        texts = c.chunks(size)
+        if not texts:
+            continue
+        cells = []
+        for enc, model in MODELS.items():
+            e = errors(model, texts)
+            pooled.setdefault(c.lang, {}).setdefault(enc, []).extend(e)
+            cells.append(_cell(e))
+        print(f"| {c.lang} | {c.name} | {c.kind} | {len(texts)} | " + " | ".join(cells) + " |")
+    print("\n| language (pooled) | n | " + " | ".join(f"{e} median (p10 / p90)" for e in MODELS) + " |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in MODELS) + " |")
+    for lang, by_enc in pooled.items():
+        print(f"| {lang} | {len(by_enc['o200k'])} | " + " | ".join(_cell(by_enc[enc]) for enc in MODELS) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=3000)
     ap.add_argument("--manpages", action="store_true", help="Chinese and Japanese manual pages instead")
     ap.add_argument("--all-catalogs", action="store_true", help="every installed catalog, not CATALOG_PACKAGES'")
     ap.add_argument("--locale-tree", type=Path, help="read the catalogs of this tree instead (an unpacked wheel)")
+    ap.add_argument("--corpora", action="store_true", help="every named corpus of tools/script_corpora.py instead")
     args = ap.parse_args()
+    if args.corpora:
+        corpora_report(args.size)
+        return
     if args.manpages:
         corpora = {name: manpage_texts(root, args.size) for name, root in MANPAGES.items()}
     else:
