@@ -52,10 +52,13 @@ pub enum Kind {
     Quantity,
     Issue,
     Key,
+    /// A figure of a JSON record, with its key: a price, an amount paid, a date
+    /// (`json_money_key`, `json_date_value`).
+    Figure,
     Symbol,
 }
 
-const KINDS: [(Kind, &str); 10] = [
+const KINDS: [(Kind, &str); 11] = [
     (Kind::Error, "errors"),
     (Kind::Path, "paths"),
     (Kind::Url, "urls"),
@@ -65,6 +68,7 @@ const KINDS: [(Kind, &str); 10] = [
     (Kind::Quantity, "quantities"),
     (Kind::Issue, "issues"),
     (Kind::Key, "keys"),
+    (Kind::Figure, "figures"),
     (Kind::Symbol, "symbols"),
 ];
 
@@ -87,10 +91,14 @@ impl Ident {
         // Then every other kind before code symbols: symbols abound in file dumps, and an
         // exact path, id or error says more (a SWE fold's index held 150 symbols, most of its
         // tokens, beside the ids and paths the questions about it ask for).
+        // A record's figures come after them (a record holds many, and its id or name says
+        // which record it is), before symbols.
         let tier = if self.carried {
             1_000.0
         } else if self.kind == Kind::Symbol {
             0.0
+        } else if self.kind == Kind::Figure {
+            50.0
         } else {
             100.0
         };
@@ -133,7 +141,7 @@ enum Said {
 #[derive(Default)]
 pub struct Collector {
     /// Per kind (`Kind as usize`): text -> place in `found`.
-    by_text: [FxHashMap<String, usize>; 10],
+    by_text: [FxHashMap<String, usize>; KINDS.len()],
     /// In the order first found.
     found: Vec<Found>,
     /// The message being scanned: a file dump repeating a name forty times counts it once.
@@ -368,6 +376,8 @@ impl Collector {
                 recency,
                 false,
             );
+        } else if let Some(key) = json_money_key(text, end, t) {
+            self.add(Kind::Figure, &format!("{key} {t}"), weight, recency, false);
         }
     }
 
@@ -499,6 +509,11 @@ impl Collector {
             && is_unit(t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.'))
         {
             self.added(Kind::Quantity, t, weight, recency)
+        } else if let Some(key) = (has(DASH) && !has(LETTER) && is_iso_date(t))
+            .then(|| json_date_key(text, end, t))
+            .flatten()
+        {
+            self.added(Kind::Figure, &format!("{key} {t}"), weight, recency)
         } else if has(DIGIT) && has(LETTER) && is_record_id(t) {
             self.added(Kind::Id, t, weight, recency)
         } else if has(UNDERSCORE) && is_config_key(t) {
@@ -731,6 +746,41 @@ fn json_value_key<'t>(text: &'t str, start: usize, end: usize, word: &str) -> Op
     }
     // (Two-letter codes, a state or a country, said little beside the rest.)
     json_key_of(text, start, end).filter(|key| code || key.to_ascii_lowercase().ends_with("name"))
+}
+
+/// The key of a JSON record whose number `t` (ending at or before byte `end` of `text`) is the
+/// value, when the key names money: `"price": 1936`, `"amount": 150`, `"total_cost": 80`.
+/// Read as `price 1936`: what a booking cost and what was paid are the facts a refund, a
+/// change of cabin or a complaint comes back to, and a bare number says nothing.
+fn json_money_key<'t>(text: &'t str, end: usize, t: &str) -> Option<&'t str> {
+    let start = text[..end].rfind(t)?;
+    let key = json_key_of(text, start, start + t.len())?;
+    let k = key.to_ascii_lowercase();
+    [
+        "price", "amount", "cost", "fee", "total", "refund", "balance", "paid",
+    ]
+    .iter()
+    .any(|m| k == *m || k.ends_with(&format!("_{m}")))
+    .then_some(key)
+}
+
+/// `YYYY-MM-DD`.
+fn is_iso_date(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+}
+
+/// The key of a JSON record whose value the date `t` (ending at or before byte `end`) is, when
+/// the key names a date (`"date": "2024-05-23"`, `"departure_date"`): a flight's day, which a
+/// change of booking is about.
+fn json_date_key<'t>(text: &'t str, end: usize, t: &str) -> Option<&'t str> {
+    let start = text[..end].rfind(t)?;
+    json_key_of(text, start, start + t.len()).filter(|k| k.to_ascii_lowercase().contains("date"))
 }
 
 /// Where the last name of a person's record is in `text` (its byte range), when the word ending
@@ -1359,6 +1409,40 @@ mod tests {
             r#"{"BOS": 1, "Anya": 2}"#,
         ] {
             assert_eq!(values(prose), Vec::<String>::new(), "{prose}");
+        }
+    }
+
+    /// A record's price, amount paid and date are figures, said with their key, ranked after
+    /// the record's ids and names; the same numbers and dates elsewhere are none.
+    #[test]
+    fn prices_and_dates_of_a_json_record_are_figures_after_its_ids() {
+        let figures = |text: &str| {
+            let mut v = of_kind(Kind::Figure, text);
+            v.sort();
+            v
+        };
+        let booking = r#"{"reservation_id": "M05KNL", "flights": [{"flight_number": "HAT227", "date": "2024-05-23", "price": 1936}], "payment_history": [{"payment_id": "gift_card_8887175", "amount": 2787}], "total_baggages": 2, "created_at": "2024-05-14T06:33:04", "dob": "1992-09-13", "seats": 12}"#;
+        assert_eq!(
+            figures(booking),
+            ["amount 2787", "date 2024-05-23", "price 1936"]
+        );
+        let mut c = Collector::default();
+        c.scan(booking, 1.0, 1.0);
+        let ranked: Vec<Kind> = c.ranked().into_iter().map(|i| i.kind).collect();
+        let first_figure = ranked.iter().position(|k| *k == Kind::Figure).unwrap();
+        assert!(
+            ranked[..first_figure].contains(&Kind::Id)
+                && ranked[first_figure..]
+                    .iter()
+                    .all(|k| matches!(k, Kind::Figure | Kind::Symbol)),
+            "{ranked:?}"
+        );
+        for elsewhere in [
+            "The flight on 2024-05-23 costs 1936.",
+            "price=1936, date=2024-05-23",
+            r#"{"seats": 1936, "dob": "2024-05-23"}"#,
+        ] {
+            assert_eq!(figures(elsewhere), Vec::<String>::new(), "{elsewhere}");
         }
     }
 

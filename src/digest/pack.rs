@@ -785,8 +785,9 @@ const FILL_SLACK_TOKENS: f64 = 8.0;
 const FILL_STEPS: usize = 10;
 
 /// The room the units get: the budget less what the identifier index is sure to keep (its
-/// share, or the carried identifiers' cost up to half the room). Code symbols, ranked after
-/// every other identifier not carried, are not reserved for: they fill what the units leave.
+/// share, or the carried identifiers' cost up to half the room). A record's figures and code
+/// symbols, ranked after every other identifier not carried, are not reserved for: they fill
+/// what the units leave.
 /// (Over the four probe sets' 60 conversations at the naive budget, the symbols an index
 /// showed took 11,101 tokens and were the only place of 7 facts; ids took 2,697 and were the
 /// only place of 118.)
@@ -794,7 +795,13 @@ fn units_room(idents: &[Ident], prices: &[f64], est: &Estimator, max_tokens: u64
     let budget = max_tokens as f64;
     let n = idents
         .iter()
-        .take_while(|i| i.carried || i.kind != identifier_index::Kind::Symbol)
+        .take_while(|i| {
+            i.carried
+                || !matches!(
+                    i.kind,
+                    identifier_index::Kind::Symbol | identifier_index::Kind::Figure
+                )
+        })
         .count();
     let natural_index = est.text(&identifier_index::render_priced(
         &idents[..n],
