@@ -755,12 +755,18 @@ fn json_value_key<'t>(text: &'t str, start: usize, end: usize, word: &str) -> Op
 fn json_money_key<'t>(text: &'t str, end: usize, t: &str) -> Option<&'t str> {
     let start = text[..end].rfind(t)?;
     let key = json_key_of(text, start, start + t.len())?;
-    let k = key.to_ascii_lowercase();
+    // The key or its last `_` part, in any case (no allocation: every number of a JSON
+    // document under some key is asked).
+    let k = key.as_bytes();
+    let last = k
+        .iter()
+        .rposition(|&c| c == b'_')
+        .map_or(k, |i| &k[i + 1..]);
     [
         "price", "amount", "cost", "fee", "total", "refund", "balance", "paid",
     ]
     .iter()
-    .any(|m| k == *m || k.ends_with(&format!("_{m}")))
+    .any(|m| last.eq_ignore_ascii_case(m.as_bytes()))
     .then_some(key)
 }
 
