@@ -773,7 +773,7 @@ impl Shape {
         if self.is_opaque() {
             return self.sampled as f64 * opaque_per_byte;
         }
-        w.letter * self.letters as f64
+        let ascii = w.letter * self.letters as f64
             + w.letter_run * self.letter_runs as f64
             + w.digit * self.digits as f64
             + w.digit_run * self.digit_runs as f64
@@ -783,7 +783,13 @@ impl Shape {
             + w.newline_run * self.newline_runs as f64
             + w.punct_newline * self.punct_newlines as f64
             + w.indent * self.indents as f64
-            + w.escape * self.escapes as f64
+            + w.escape * self.escapes as f64;
+        if self.lead2 + self.lead3 == 0 {
+            // An ASCII sample (most of what agents send): every term below is a zero, and adding
+            // zeros leaves the sum as it is, bit for bit.
+            return ascii;
+        }
+        ascii
             + w.lead2 * self.lead2 as f64
             + w.lead3 * self.lead3 as f64
             + w.lead2_hi * self.lead2_hi as f64
