@@ -42,10 +42,10 @@ CLASSES = {
 # refitted by tools/fit_text_weights.py --non-ascii; Hangul's and Latin Extended's own weights
 # are not fitted here and stay in the estimate).
 CURRENT = {
-    "o200k": {"lead2": 0.683, "lead2_hi": -0.422, "lead2_ar": 0.087, "lead3": 1.141, "lead3_cjk": -0.427,
-              "lead4": 1.145, "lead3_han": 0.021},
-    "cl100k": {"lead2": 0.754, "lead2_hi": -0.315, "lead2_ar": 0.378, "lead3": 0.918, "lead3_cjk": 0.080,
-               "lead4": 1.943, "lead3_han": 0.024},
+    "o200k": {"lead2": 0.685, "lead2_hi": -0.424, "lead2_ar": 0.089, "lead3": 1.141, "lead3_cjk": -0.407,
+              "lead4": 1.145, "lead3_han": -0.003},
+    "cl100k": {"lead2": 0.322, "lead2_hi": 0.114, "lead2_ar": 0.377, "lead3": 0.918, "lead3_cjk": 0.104,
+               "lead4": 1.943, "lead3_han": 0.010},
 }
 
 
