@@ -11,7 +11,8 @@ Each corpus is one named package, read in place (nothing is copied into the repo
   ``manpages-fr``, ``manpages-de``, ``manpages-ru``, ``manpages-pl``, their roff requests and
   font escapes stripped;
 - a book: the Debian Reference (``debian-reference-ja``, ``-zh-cn``, ``-fr``, ``-de``), its HTML
-  tags stripped and its ``<pre>`` blocks (command listings) left out;
+  tags stripped, its command listings (``<pre>``), tables (package lists with popularity
+  counts) and each chapter's table of contents left out;
 - help pages: ``gnome-user-docs`` (the GNOME Help, Mallard XML, tags stripped; ``C`` is the
   English original).
 
@@ -200,18 +201,22 @@ def manpages(lang: str, package: str) -> Iterator[str]:
 # -- HTML and Mallard ---------------------------------------------------------------------------
 
 class _Text(html.parser.HTMLParser):
-    """The text of an HTML / XML document, without ``skip`` elements' content."""
+    """The text of an XHTML / XML document, without the content of ``skip`` elements or of
+    elements whose class is in ``skip_classes`` (both formats read are well formed, so an
+    element's end is found by counting tags)."""
 
-    def __init__(self, skip: tuple[str, ...]) -> None:
+    def __init__(self, skip: tuple[str, ...], skip_classes: tuple[str, ...]) -> None:
         super().__init__(convert_charrefs=True)
-        self.skip, self.depth, self.parts = skip, 0, []
+        self.skip, self.skip_classes, self.depth, self.parts = skip, skip_classes, 0, []
 
-    def handle_starttag(self, tag: str, attrs: object) -> None:
-        if tag in self.skip:
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.depth:
             self.depth += 1
+        elif tag in self.skip or dict(attrs).get("class") in self.skip_classes:
+            self.depth = 1
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in self.skip and self.depth:
+        if self.depth:
             self.depth -= 1
         elif tag in ("p", "div", "li", "tr", "title", "h1", "h2", "h3", "dt", "dd", "section", "item"):
             self.parts.append("\n")
@@ -221,8 +226,11 @@ class _Text(html.parser.HTMLParser):
             self.parts.append(data)
 
 
-def strip_markup(doc: str, skip: tuple[str, ...] = ("pre", "script", "style", "screen", "table", "info")) -> str:
-    p = _Text(skip)
+def strip_markup(doc: str, skip: tuple[str, ...] = ("pre", "script", "style", "screen", "table", "info"),
+                 skip_classes: tuple[str, ...] = ("toc", "navheader", "navfooter")) -> str:
+    """The text of ``doc``: command listings (``pre``, Mallard's ``screen``), tables, Mallard's
+    ``info`` (credits, links) and a book's tables of contents and navigation left out."""
+    p = _Text(skip, skip_classes)
     p.feed(doc)
     text = "".join(p.parts)
     text = re.sub(r"[ \t]+", " ", text)

@@ -47,7 +47,8 @@ from pathlib import Path
 
 import contextfold as cf
 
-LOCALES = {"Latin prose (en)": "en", "Latin prose (fr)": "fr", "Latin prose (de)": "de", "Chinese": "zh_CN",
+LOCALES = {"Latin prose (en)": "en", "Latin prose (fr)": "fr", "Latin prose (de)": "de", "Latin prose (pl)": "pl",
+           "Chinese": "zh_CN",
            "Japanese": "ja", "Korean": "ko", "Cyrillic (ru)": "ru", "Arabic": "ar"}
 MODELS = {"o200k": "gpt-4o", "cl100k": "gpt-4"}
 
