@@ -416,18 +416,23 @@ fn call_failed(c: &ToolCall<'_>, text: &str) -> bool {
     o.failed.is_some() || o.failure_by(&Producer::of_arguments(c.name, &c.arguments))
 }
 
-/// The texts a call's result can come from, by call id, within the span.
-fn results_by_id<'a>(msgs: &'a [Message<'_>]) -> HashMap<&'a str, CallResult<'a>> {
+/// The texts a call's result can come from, by (the index of the message making the call, its
+/// id), within the span: each result answers the nearest call before it with its id
+/// (`call_pairs`; ids are reused in real traffic).
+fn results_by_call<'a>(msgs: &'a [Message<'_>]) -> HashMap<(usize, &'a str), CallResult<'a>> {
+    let answered = crate::call_pairs::answered_calls(msgs);
     let mut results = HashMap::new();
-    for m in msgs {
+    for (i, m) in msgs.iter().enumerate() {
         if let Some(id) = m.tool_call_id {
-            results.insert(
-                id,
-                CallResult {
-                    text: text_of(m),
-                    marked_error: false,
-                },
-            );
+            if let Some(&k) = answered.get(&(i, id)) {
+                results.insert(
+                    (k, id),
+                    CallResult {
+                        text: text_of(m),
+                        marked_error: false,
+                    },
+                );
+            }
         }
         if let Content::Parts(ps) = &m.content {
             for p in ps {
@@ -437,13 +442,15 @@ fn results_by_id<'a>(msgs: &'a [Message<'_>]) -> HashMap<&'a str, CallResult<'a>
                     is_error,
                 } = p
                 {
-                    results.insert(
-                        *tool_use_id,
-                        CallResult {
-                            text: Cow::Owned(parts_text(content)),
-                            marked_error: *is_error,
-                        },
-                    );
+                    if let Some(&k) = answered.get(&(i, *tool_use_id)) {
+                        results.insert(
+                            (k, *tool_use_id),
+                            CallResult {
+                                text: Cow::Owned(parts_text(content)),
+                                marked_error: *is_error,
+                            },
+                        );
+                    }
                 }
             }
         }
@@ -455,7 +462,7 @@ fn results_by_id<'a>(msgs: &'a [Message<'_>]) -> HashMap<&'a str, CallResult<'a>
 struct Walk<'a> {
     b: Builder<'a>,
     msgs: &'a [Message<'a>],
-    results: HashMap<&'a str, CallResult<'a>>,
+    results: HashMap<(usize, &'a str), CallResult<'a>>,
     /// Whether this agent's observations carry a return code (mini-swe-agent's do).
     coded: bool,
     /// Whether the agent calls tools through the API (a call in the span): its
@@ -499,7 +506,7 @@ impl<'a> Walk<'a> {
         Walk {
             b,
             msgs,
-            results: results_by_id(msgs),
+            results: results_by_call(msgs),
             coded,
             // (The recall tool's calls are the library's own, made in text agents' histories too.)
             native: msgs
@@ -607,7 +614,7 @@ impl<'a> Walk<'a> {
     /// An assistant turn: the previous thought becomes a conclusion (this one is the last
     /// state until a newer one comes), its fenced command waits for its observation, and each
     /// tool call becomes a unit with its result.
-    fn assistant_turn(&mut self, m: &'a Message<'a>) {
+    fn assistant_turn(&mut self, k: usize, m: &'a Message<'a>) {
         let own = self.thought(m);
         if !own.is_empty() {
             if let Some(prev) = self.last_thought.replace(own) {
@@ -622,7 +629,7 @@ impl<'a> Walk<'a> {
         }
         for c in m.calls() {
             self.n_calls += 1;
-            let result = self.results.get(c.id).cloned();
+            let result = self.results.get(&(k, c.id)).cloned();
             if self.b.call(c, result) {
                 self.n_errors += 1;
             }
@@ -632,7 +639,7 @@ impl<'a> Walk<'a> {
     /// An assistant turn before `whole_from`: what the header counts, the command its
     /// observation answers, and its thought (the newest one becomes the last state, or a
     /// conclusion once a turn read whole follows); no unit of its own.
-    fn counted_turn(&mut self, m: &'a Message<'a>) {
+    fn counted_turn(&mut self, k: usize, m: &'a Message<'a>) {
         let own = self.thought(m);
         if !own.is_empty() {
             self.last_thought = Some(own);
@@ -641,7 +648,7 @@ impl<'a> Walk<'a> {
             self.n_calls += 1;
             if self
                 .results
-                .get(c.id)
+                .get(&(k, c.id))
                 .is_some_and(|r| r.marked_error || call_failed(c, &r.text))
             {
                 self.n_errors += 1;
@@ -1153,8 +1160,8 @@ fn walk<'a>(w: &mut Walk<'a>, previous: Option<&str>) {
                 }
             }
             Role::User | Role::Other if m.result_ids().next().is_none() => w.user_turn(k, m),
-            Role::Assistant if k < w.whole_from => w.counted_turn(m),
-            Role::Assistant => w.assistant_turn(m),
+            Role::Assistant if k < w.whole_from => w.counted_turn(k, m),
+            Role::Assistant => w.assistant_turn(k, m),
             _ => {}
         }
     }
@@ -1583,6 +1590,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A call id used again for a later call (37 of the 149 recorded tau-bench dialogues do):
+    /// each call is shown with the result that answered it, not with the last result of its id.
+    #[test]
+    fn a_reused_call_id_shows_each_call_with_its_own_result() {
+        let mut msgs = vec![Message::text(
+            "user",
+            "Change my flight, user aarav_garcia_1177.",
+        )];
+        for (name, args, out) in [
+            (
+                "get_user_details",
+                "{\"user_id\":\"aarav_garcia_1177\"}",
+                "{\"reservations\":[\"M05KNL\"]}",
+            ),
+            ("calculate", "{\"expression\":\"105 + 102\"}", "207.0"),
+        ] {
+            let mut a = Message::empty("assistant");
+            a.tool_calls.push(ToolCall {
+                id: "call_same",
+                name,
+                arguments: Cow::Borrowed(args),
+            });
+            msgs.push(a);
+            let mut r = Message::empty("tool");
+            r.tool_call_id = Some("call_same");
+            r.content = Content::Text(Cow::Borrowed(out));
+            msgs.push(r);
+        }
+        msgs.push(Message::text("assistant", "The difference is $207."));
+        let d = digest_within(&msgs, 400);
+        let line = |tool: &str| {
+            d.lines()
+                .find(|l| l.starts_with(&format!("- {tool}(")))
+                .unwrap_or_else(|| panic!("no {tool} line\n{d}"))
+                .to_string()
+        };
+        assert!(line("get_user_details").contains("M05KNL"), "{d}");
+        assert!(!line("get_user_details").contains("207"), "{d}");
+        assert!(line("calculate").contains("207.0"), "{d}");
     }
 
     fn history<'a>() -> Vec<Message<'a>> {

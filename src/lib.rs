@@ -8,6 +8,7 @@ mod alnum_run;
 pub mod bpe_count;
 pub mod bpe_merge;
 pub mod breakdown;
+pub mod call_pairs;
 pub mod char_cut;
 pub mod client_tools;
 pub mod compaction;

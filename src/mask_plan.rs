@@ -5,12 +5,12 @@
 //! Each kind of edit is one step below; `find_mask_edits` runs them over one region of the
 //! history (the middle before the tail, or the tail itself when its floor overflows).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use crate::estimate::Estimator;
 use crate::mask_edit::{writable, MaskEdit};
 use crate::message::{Content, Message, Part};
-use crate::prune::{self, calls_in_order, group_sep, PruneOptions};
+use crate::prune::{self, call_order, group_sep, PruneOptions};
 use crate::shrink_json::shrink_json;
 use crate::summary_marker::own_summary;
 use crate::turn::Turn;
@@ -175,8 +175,9 @@ pub(crate) fn find_mask_edits(
     let p = prune::plan_with(msgs, est, costs, legal, &popt);
     let end = prune::prune_end(costs, p.protected_from, region.cache_block_tokens, legal);
     let span = region.protect_first_n.min(end)..end;
-    let (names, order) = calls_in_order(msgs);
-    let (mut out, cleared) = allowed_prune_edits(msgs, p, opt, pinned, &names, &order);
+    let order = call_order(msgs);
+    let calls = crate::call_pairs::CallPairs::new(msgs);
+    let (mut out, cleared) = allowed_prune_edits(msgs, p, opt, pinned, &calls, &order);
     if opt.clear_tool_inputs && !cleared.is_empty() {
         let more = cleared_input_edits(msgs, &out, &cleared, pinned, span.clone());
         out.extend(more);
@@ -189,7 +190,7 @@ pub(crate) fn find_mask_edits(
         out.extend(thinking_drops(msgs, keep, pinned, region.protect_first_n));
     }
     if opt.recoverable {
-        out = crate::recall::recoverable_edits(msgs, est, costs, &names, out);
+        out = crate::recall::recoverable_edits(msgs, est, costs, &calls, out);
     }
     out
 }
@@ -201,7 +202,7 @@ fn allowed_prune_edits<'a>(
     p: prune::PrunePlan,
     opt: &MaskOptions,
     pinned: &HashSet<usize>,
-    names: &HashMap<&'a str, &'a str>,
+    calls: &crate::call_pairs::CallPairs<'_, 'a>,
     order: &[&'a str],
 ) -> (Vec<MaskEdit>, HashSet<&'a str>) {
     let kept_ids: HashSet<&str> = order
@@ -210,11 +211,11 @@ fn allowed_prune_edits<'a>(
         .take(opt.keep_tool_uses)
         .copied()
         .collect();
-    let excluded = |id: Option<&str>| -> bool {
+    let excluded = |idx: usize, id: Option<&str>| -> bool {
         id.is_some_and(|id| {
             kept_ids.contains(id)
-                || names
-                    .get(id)
+                || calls
+                    .name(idx, id)
                     .is_some_and(|n| opt.exclude_tools.iter().any(|x| x == n))
         })
     };
@@ -225,7 +226,7 @@ fn allowed_prune_edits<'a>(
             continue;
         }
         let id = edit_call_id(msgs, idx, &change);
-        if excluded(id) {
+        if excluded(idx, id) {
             continue;
         }
         if matches!(change, Change::ResultText { .. }) {

@@ -242,11 +242,10 @@ pub fn plan_with(
     );
     let end = prune_end(costs, tail, opt.cache_block_tokens, legal);
     let first = opt.protect_first_n.min(end);
-    let (names, _) = calls_in_order(msgs);
     let mut pruner = Pruner {
         est,
         opt,
-        names,
+        calls: crate::call_pairs::CallPairs::new(msgs),
         dedupe: Dedupe::index(msgs, opt.dedupe),
         edits: Vec::new(),
         changes: Vec::new(),
@@ -276,27 +275,11 @@ pub fn plan_with(
     }
 }
 
-/// Names of the tool each call id belongs to, and the ids of calls in order.
-pub(crate) fn calls_in_order<'a>(
-    msgs: &[Message<'a>],
-) -> (HashMap<&'a str, &'a str>, Vec<&'a str>) {
-    let mut names = HashMap::new();
-    let mut order = Vec::new();
-    for m in msgs {
-        for c in &m.tool_calls {
-            names.insert(c.id, c.name);
-            order.push(c.id);
-        }
-        if let Content::Parts(ps) = &m.content {
-            for p in ps {
-                if let Part::ToolUse(c) = p {
-                    names.insert(c.id, c.name);
-                    order.push(c.id);
-                }
-            }
-        }
-    }
-    (names, order)
+/// The ids of the history's calls, in order.
+pub(crate) fn call_order<'a>(msgs: &[Message<'a>]) -> Vec<&'a str> {
+    msgs.iter()
+        .flat_map(|m| m.calls().map(|c| c.id).collect::<Vec<_>>())
+        .collect()
 }
 
 /// Texts of up to this many bytes are never replaced by a pointer, so they are not hashed.
@@ -380,7 +363,8 @@ impl<'t> Dedupe<'t> {
 struct Pruner<'p> {
     est: &'p Estimator,
     opt: &'p PruneOptions,
-    names: HashMap<&'p str, &'p str>,
+    /// Which call each result answers (a tool's name for its placeholder).
+    calls: crate::call_pairs::CallPairs<'p, 'p>,
     dedupe: Dedupe<'p>,
     edits: Vec<Edit>,
     changes: Vec<(usize, Change)>,
@@ -403,7 +387,7 @@ impl Pruner<'_> {
         let (Some(id), Content::Text(t)) = (m.tool_call_id, &m.content) else {
             return;
         };
-        let tool = self.names.get(id).copied().unwrap_or("");
+        let tool = self.calls.name(i, id).unwrap_or("");
         let text = match self
             .dedupe
             .pointer(i, t, self.dedupe.hashes.get(i).copied())
@@ -468,7 +452,7 @@ impl Pruner<'_> {
             content: Content::Parts(vec![p.clone()]),
             ..Message::empty("user")
         });
-        let tool = self.names.get(tool_use_id).copied().unwrap_or("");
+        let tool = self.calls.name(i, tool_use_id).unwrap_or("");
         let text = match block_text(content).and_then(|t| self.dedupe.pointer(i, t, None)) {
             Some(text) => Some(text),
             None => (cost > self.opt.tool_result_max_tokens).then(|| {

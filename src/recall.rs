@@ -8,12 +8,11 @@
 //! move the removed text into a store.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use crate::char_cut::{head_bytes, tail_bytes};
 use crate::estimate::Estimator;
 use crate::mask_edit::MaskEdit;
-use crate::message::{Content, ImageSource, Message, Part, ToolCall};
+use crate::message::{Content, ImageSource, Message, Part};
 use crate::prune::group_sep;
 use crate::tool_outcome::{self, Producer};
 use crate::wire::edit::{CallAt, Change};
@@ -307,23 +306,17 @@ fn arguments_with_id(json: &str, id: &str) -> String {
 }
 
 /// The same edits, each placeholder rewritten to name the fold's id and what it held (the
-/// edit is dropped when its message's format cannot write the new text smaller). `names`:
-/// tool name by call id.
+/// edit is dropped when its message's format cannot write the new text smaller). `calls`:
+/// which call each result answers (its tool's name; what printed an output an edit replaces,
+/// a shell command's run or a file read, whose words the output holds).
 pub fn recoverable_edits(
     msgs: &[Message<'_>],
     est: &Estimator,
     costs: &[u32],
-    names: &HashMap<&str, &str>,
+    calls: &crate::call_pairs::CallPairs<'_, '_>,
     edits: Vec<MaskEdit>,
 ) -> Vec<MaskEdit> {
     let mut out = Vec::with_capacity(edits.len());
-    // The calls by id: what printed an output an edit replaces (a shell command's run, a file
-    // read: whose words the output holds) is read from its call.
-    let calls: HashMap<&str, &ToolCall<'_>> = msgs
-        .iter()
-        .flat_map(Message::calls)
-        .map(|c| (c.id, c))
-        .collect();
     for e in edits {
         let i = e.index();
         let m = &msgs[i];
@@ -368,10 +361,12 @@ pub fn recoverable_edits(
                         _ => (None, &[][..], false),
                     },
                 };
-                let tool = call.and_then(|c| names.get(c).copied());
-                let producer = call.and_then(|c| calls.get(c)).map_or(Producer::Call, |c| {
-                    Producer::of_arguments(c.name, &c.arguments)
-                });
+                let tool = call.and_then(|c| calls.name(i, c));
+                let producer = call
+                    .and_then(|c| calls.call(i, c))
+                    .map_or(Producer::Call, |c| {
+                        Producer::of_arguments(c.name, &c.arguments)
+                    });
                 let words = match &m.content {
                     Content::Text(t) if part.is_none() => Some(Cow::Borrowed(t.as_ref())),
                     _ => crate::message::joined_texts(parts),
