@@ -53,7 +53,7 @@ pub enum Kind {
     Issue,
     Key,
     /// A figure of a JSON record, with its key: a price, an amount paid, a date
-    /// (`json_money_key`, `json_date_value`).
+    /// (`json_money_key`, `json_date_key`).
     Figure,
     Symbol,
 }
@@ -753,8 +753,7 @@ fn json_value_key<'t>(text: &'t str, start: usize, end: usize, word: &str) -> Op
 /// Read as `price 1936`: what a booking cost and what was paid are the facts a refund, a
 /// change of cabin or a complaint comes back to, and a bare number says nothing.
 fn json_money_key<'t>(text: &'t str, end: usize, t: &str) -> Option<&'t str> {
-    let start = text[..end].rfind(t)?;
-    let key = json_key_of(text, start, start + t.len())?;
+    let key = key_of_value_before(text, end, t)?;
     // The key or its last `_` part, in any case (no allocation: every number of a JSON
     // document under some key is asked).
     let k = key.as_bytes();
@@ -785,8 +784,14 @@ fn is_iso_date(t: &str) -> bool {
 /// the key names a date (`"date": "2024-05-23"`, `"departure_date"`): a flight's day, which a
 /// change of booking is about.
 fn json_date_key<'t>(text: &'t str, end: usize, t: &str) -> Option<&'t str> {
+    key_of_value_before(text, end, t).filter(|k| k.to_ascii_lowercase().contains("date"))
+}
+
+/// [`json_key_of`] the piece `t` of the token ending at byte `end` (its last occurrence there:
+/// a piece of a token split at `,` `=` `:` knows the token's end, not its own).
+fn key_of_value_before<'t>(text: &'t str, end: usize, t: &str) -> Option<&'t str> {
     let start = text[..end].rfind(t)?;
-    json_key_of(text, start, start + t.len()).filter(|k| k.to_ascii_lowercase().contains("date"))
+    json_key_of(text, start, start + t.len())
 }
 
 /// Where the last name of a person's record is in `text` (its byte range), when the word ending

@@ -172,11 +172,11 @@ pub(crate) fn find_mask_edits(
         // (A recoverable edit's own placeholder names them: not read twice.)
         mentions: mentions && !opt.recoverable,
     };
-    let p = prune::plan_with(msgs, est, costs, legal, &popt);
+    let calls = crate::call_pairs::CallPairs::new(msgs);
+    let p = prune::plan_paired(msgs, est, costs, legal, &popt, &calls);
     let end = prune::prune_end(costs, p.protected_from, region.cache_block_tokens, legal);
     let span = region.protect_first_n.min(end)..end;
     let order = call_order(msgs);
-    let calls = crate::call_pairs::CallPairs::new(msgs);
     let (mut out, cleared) = allowed_prune_edits(msgs, p, opt, pinned, &calls, &order);
     if opt.clear_tool_inputs && !cleared.is_empty() {
         let more = cleared_input_edits(msgs, &out, &cleared, pinned, span.clone());

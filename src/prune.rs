@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use crate::call_pairs::CallPairs;
 use crate::estimate::Estimator;
 use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::message::{Content, Image, ImageSource, Message, Part};
@@ -230,6 +231,18 @@ pub fn plan_with(
     legal: &[bool],
     opt: &PruneOptions,
 ) -> PrunePlan {
+    plan_paired(msgs, est, costs, legal, opt, &CallPairs::new(msgs))
+}
+
+/// As [`plan_with`], with the history's call pairs a caller already has.
+pub(crate) fn plan_paired<'m, 'a>(
+    msgs: &'m [Message<'a>],
+    est: &Estimator,
+    costs: &[u32],
+    legal: &[bool],
+    opt: &PruneOptions,
+    calls: &CallPairs<'m, 'a>,
+) -> PrunePlan {
     let tail = find_tail_start(
         costs,
         legal,
@@ -245,7 +258,7 @@ pub fn plan_with(
     let mut pruner = Pruner {
         est,
         opt,
-        calls: crate::call_pairs::CallPairs::new(msgs),
+        calls,
         dedupe: Dedupe::index(msgs, opt.dedupe),
         edits: Vec::new(),
         changes: Vec::new(),
@@ -277,9 +290,7 @@ pub fn plan_with(
 
 /// The ids of the history's calls, in order.
 pub(crate) fn call_order<'a>(msgs: &[Message<'a>]) -> Vec<&'a str> {
-    msgs.iter()
-        .flat_map(|m| m.calls().map(|c| c.id).collect::<Vec<_>>())
-        .collect()
+    msgs.iter().flat_map(Message::calls).map(|c| c.id).collect()
 }
 
 /// Texts of up to this many bytes are never replaced by a pointer, so they are not hashed.
@@ -364,7 +375,7 @@ struct Pruner<'p> {
     est: &'p Estimator,
     opt: &'p PruneOptions,
     /// Which call each result answers (a tool's name for its placeholder).
-    calls: crate::call_pairs::CallPairs<'p, 'p>,
+    calls: &'p CallPairs<'p, 'p>,
     dedupe: Dedupe<'p>,
     edits: Vec<Edit>,
     changes: Vec<(usize, Change)>,

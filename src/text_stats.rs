@@ -814,23 +814,21 @@ impl Shape {
     /// words cost more).
     #[inline]
     fn latin_gate(&self) -> f64 {
-        if self.latin > 0 {
-            1.0
-        } else {
-            0.0
-        }
+        presence(self.latin)
     }
 
     /// 1 when the sample holds a letter of Latin Extended (leads 0xC4-0xC9), else 0: a second
     /// mark, of the languages written with them (Polish, Czech, ...).
     #[inline]
     fn latin_ext_gate(&self) -> f64 {
-        if self.latin_ext > 0 {
-            1.0
-        } else {
-            0.0
-        }
+        presence(self.latin_ext)
     }
+}
+
+/// 1.0 when a count is not zero, else 0.0.
+#[inline]
+fn presence(n: u32) -> f64 {
+    f64::from(u8::from(n > 0))
 }
 
 /// Estimated tokens (fractional) of a UTF-8 text of `text.len()` bytes in the family `weights`
