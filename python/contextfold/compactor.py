@@ -41,7 +41,7 @@ from contextfold.session import MAX_SUMMARY_HASHES, Session
 from contextfold.summarize.base import SummaryRequest, SummaryResult, utf8_text
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
-from contextfold.summary_assembly import CLOSE, OPEN, assembled_from, like_history
+from contextfold.summary_assembly import CLOSE, OPEN, assembled_from, like_history, native_merges
 from contextfold.summary_room import (RULES_HEADING, index_at, index_share, inner_index_demoted, neutralize_markers,
                                      requests_of, stable_room, summary_room, with_index, with_requests, with_rules)
 from contextfold.tail_fill import fill_tail, restore_tail
@@ -1180,7 +1180,8 @@ class Compactor(RoomFill, RecoverableFolds):
         # A provider's own compaction (summarize/provider.py), sent verbatim where the summary goes
         # when its role fits the seam (Responses items have none).
         native = tuple(getattr(result, "messages", ()) or ())
-        if native and run.fmt != "responses" and run.plan["summary_role"] != native[0].get("role"):
+        if native and run.fmt != "responses" and run.plan["summary_role"] != native[0].get("role") \
+                and not native_merges(run.plan, run.msgs, native, run.fmt):
             native = ()
         if not text:
             result = yield (self._fallback, request)

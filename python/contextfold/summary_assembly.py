@@ -48,6 +48,13 @@ def assemble(run: CompactionRun, base: list[Any], text: str, native: tuple[Any, 
     kept_idx: list[int] = plan["kept"]
     wrapped = f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
     out = base[:head_end] + [base[i] for i in kept_idx]
+    if native and plan["summary_role"] is None:
+        # (The seam takes no message of its own: the provider's blocks open the tail's turn,
+        # where the provider itself writes them in a response, see ``native_merges``.)
+        out.extend(base[tail_start:])
+        pos = merge_position(plan)
+        out[pos] = with_native_blocks(out[pos], native[0])
+        return out
     if native:
         return out + [like_history(m, run.msgs) for m in native] + base[tail_start:]
     if plan["summary_role"] is not None:
@@ -58,6 +65,47 @@ def assemble(run: CompactionRun, base: list[Any], text: str, native: tuple[Any, 
         out.extend(base[tail_start:])
         pos = merge_position(plan)
         out[pos] = merge_into(out[pos], wrapped, at_start=bool(plan["merge_at_start"]), fmt=fmt)
+    return out
+
+
+def _blocks(content: Any) -> list[Any] | None:
+    """A message's content as a list of blocks (a string is one text block); None for another
+    shape."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, (list, tuple)):
+        return list(content)
+    return None
+
+
+def native_merges(plan: Mapping[str, Any], msgs: Sequence[Any], native: Sequence[Any], fmt: str) -> bool:
+    """Whether a provider's own compaction message (``native``: Anthropic's assistant turn with
+    its ``compaction`` block) can open the tail's turn where the plan merges the summary: the
+    seam takes no message of its own (a user turn before it, an assistant turn after it), and
+    the provider writes a compaction block first in the assistant turn it answers with, before
+    its text and tool calls. Only at the start of an assistant turn of plain dicts whose content
+    opens with no thinking block (those stay first, as signed)."""
+    if fmt != "anthropic" or len(native) != 1 or plan["summary_role"] is not None or not plan["merge_at_start"]:
+        return False
+    block_msg = native[0]
+    target_at = plan["merge_index"]
+    if not isinstance(block_msg, Mapping) or target_at is None or not 0 <= int(target_at) < len(msgs):
+        return False
+    target = msgs[int(target_at)]
+    if not isinstance(target, Mapping) or block_msg.get("role") is None or target.get("role") != block_msg.get("role"):
+        return False
+    ours, theirs = _blocks(block_msg.get("content")), _blocks(target.get("content"))
+    if not ours or theirs is None:
+        return False
+    first = theirs[0] if theirs else None
+    return not (isinstance(first, Mapping) and first.get("type") in ("thinking", "redacted_thinking"))
+
+
+def with_native_blocks(message: Any, native: Mapping[str, Any]) -> Any:
+    """A copy of ``message`` (an assistant turn) with the blocks of ``native`` (the provider's
+    compaction turn) before its own (``native_merges`` said it can)."""
+    out = _copy(message)
+    out["content"] = [*(_blocks(native.get("content")) or []), *(_blocks(message.get("content")) or [])]
     return out
 
 

@@ -143,8 +143,35 @@ def test_anthropic_compaction_block_is_placed_where_the_summary_goes_and_sent_ba
     blocks = [b for m in result.messages if isinstance(m.get("content"), list) for b in m["content"]
               if b.get("type") == "compaction"]
     assert blocks == [json.loads(anthropic_compact_answer("POST", "", b"")[2])["content"][0]]
+    # Where the seam takes no turn of its own (the task's user turn before it, an assistant turn
+    # after it), the block opens that assistant turn, as the provider writes it in a response.
+    (holder,) = [m for m in result.messages if isinstance(m.get("content"), list)
+                 and any(b.get("type") == "compaction" for b in m["content"])]
+    assert holder["role"] == "assistant" and holder["content"][0]["type"] == "compaction"
     tokens, failures = _core.compaction_verify(result.messages, _core.PricedRequest(format="anthropic", provider="anthropic", system=system))
     assert failures == [] and tokens <= int(full * 0.5)
+
+
+def test_a_compaction_block_opens_the_tail_turn_only_where_the_provider_would_write_it():
+    """``native_merges``: the provider's assistant turn merges at the start of an assistant
+    turn of the tail (the seam between the task and that turn takes no turn of its own), never
+    before a thinking block (a turn's signed thinking stays first), never into a user turn."""
+    from contextfold.summary_assembly import native_merges, with_native_blocks
+
+    block = {"role": "assistant", "content": [{"type": "compaction", "content": "summary", "encrypted_content": "x"}]}
+    call = {"role": "assistant", "content": [{"type": "text", "text": "Looking."},
+                                             {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]}
+    thinking = {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}, call["content"][1]]}
+    user = {"role": "user", "content": "more"}
+    plan = {"summary_role": None, "merge_at_start": True, "merge_index": 1}
+    assert native_merges(plan, [user, call], [block], "anthropic")
+    assert with_native_blocks(call, block)["content"] == [*block["content"], *call["content"]]
+    assert call["content"][0]["type"] == "text"  # the caller's message is not changed
+    assert not native_merges(plan, [user, thinking], [block], "anthropic")
+    assert not native_merges(plan, [user, user], [block], "anthropic")
+    assert not native_merges({**plan, "merge_at_start": False}, [user, call], [block], "anthropic")
+    assert not native_merges({**plan, "summary_role": "assistant"}, [user, call], [block], "anthropic")
+    assert not native_merges(plan, [user, call], [block], "bedrock")
 
 
 @pytest.mark.parametrize("which", ["openai", "anthropic"])
