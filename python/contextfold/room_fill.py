@@ -362,6 +362,21 @@ class RoomFill:
             base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
             out = assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")
             after, failures = run.verified(out, plan["seams"], run.effective)
+            if again and failures and all(f[0] == "over_budget" for f in failures) \
+                    and after - run.effective <= 2 * MIN_FILL_TOKENS:
+                # Over by a little: the same rounds moved, the shorter fold digested smaller by
+                # what the history missed. (The whole history's estimate samples long texts, so a
+                # round cut shorter can price the history higher: django-10999 as a terminal
+                # agent's calls came out 1 token over with its newest round cut to 209 tokens,
+                # and 631 over with it cut to 184; the digest written again smaller was left
+                # with 11% of the budget unused.)
+                smaller = max(16, self._text_tokens(text) - (after - run.effective) - MIN_FILL_TOKENS // 4)
+                result = yield (self.summarizer, dataclasses.replace(
+                    request, messages=span, previous_summary=previous, max_tokens=smaller))
+                if (result.text or "").strip():
+                    text = (result.text or "").strip()
+                    out = assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")
+                    after, failures = run.verified(out, plan["seams"], run.effective)
             run.plan = old
             if any(f[0] != "over_budget" for f in failures):
                 break

@@ -348,7 +348,12 @@ def test_a_digest_written_again_smaller_is_refitted_to_its_budget() -> None:
     held-out SWE runs as a terminal agent's calls at 0.75x / 1x / 1.5x the naive budget, 21
     compactions write their digest again smaller: 16 of them left over 3% of the budget unused,
     the least used 92.1%, before the digest was written once more in a room between
-    (``Compactor._refitted``); 8 and 94.9% since."""
+    (``Compactor._refitted``); 8 and 94.9% since. With the 15% deep tail (stop 60) the summaries
+    are larger and 33 compactions write their digest again: the whole history's estimate samples
+    long texts, so a digest a few tokens longer can price the history hundreds of tokens higher.
+    A round moved into the tail that comes out a little over the budget gets the shorter fold
+    digested smaller by the overflow (``RoomFill._grown``): django-10999 as plain terminal
+    calls at 0.75x went 89.0% -> 98.1%; 13 leave over 3% unused, the least 93.6%."""
     used: list[float] = []
     for f in load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED):
         if not f.name.startswith("mini-swe-agent"):
@@ -361,13 +366,15 @@ def test_a_digest_written_again_smaller_is_refitted_to_its_budget() -> None:
                 r = cf.Compactor(budget=budget, tools=shaped.tools, min_free_share=0.0).compact(msgs)
                 if any("digested again smaller" in n for n in r.notes):
                     used.append(r.tokens_after / budget)
+                    if "django-10999" in f.name and style == "plain" and multiple == 0.75:
+                        assert r.tokens_after >= 0.97 * budget, (r.tokens_after, budget)
                     if "django-11211" in f.name and style == "plain" and multiple == 1.0:
                         # The overflow was 28 tokens; the digest written again gave up 198 of them
                         # (5 grep results with their line numbers), 96.1% of the budget used.
                         assert r.tokens_after >= 0.98 * budget, (r.tokens_after, budget)
-    assert len(used) >= 15, len(used)
-    assert sum(u < 0.97 for u in used) <= 10, sorted(used)[:10]
-    assert min(used) >= 0.94, sorted(used)[:10]
+    assert len(used) >= 25, len(used)
+    assert sum(u < 0.97 for u in used) <= 13, sorted(used)[:13]
+    assert min(used) >= 0.93, sorted(used)[:10]
 
 
 def _compacted_at_the_naive_budget(fx: Fixture) -> cf.CompactionResult:
