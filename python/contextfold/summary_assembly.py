@@ -48,14 +48,15 @@ def assemble(run: CompactionRun, base: list[Any], text: str, native: tuple[Any, 
     kept_idx: list[int] = plan["kept"]
     wrapped = f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
     out = base[:head_end] + [base[i] for i in kept_idx]
-    if native and plan["summary_role"] is None:
+    if native and plan["summary_role"] is None and native_merges(plan, base, native, fmt):
         # (The seam takes no message of its own: the provider's blocks open the tail's turn,
-        # where the provider itself writes them in a response, see ``native_merges``.)
+        # where the provider itself writes them in a response. A plan moved since to a seam
+        # where they cannot gets the summary's text merged, below.)
         out.extend(base[tail_start:])
         pos = merge_position(plan)
         out[pos] = with_native_blocks(out[pos], native[0])
         return out
-    if native:
+    if native and plan["summary_role"] is not None:
         return out + [like_history(m, run.msgs) for m in native] + base[tail_start:]
     if plan["summary_role"] is not None:
         summary = summary_message(wrapped, format=fmt, role=plan["summary_role"])
