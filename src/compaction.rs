@@ -60,6 +60,13 @@ pub struct PlanOptions {
     /// that moves the tail of a plan it already has (the fold is decided: masking is not) asks
     /// without them: on 10,000 messages they are most of the plan's own work.
     pub find_masks: bool,
+    /// Whether a previous summary in the fold is the only home of what it stands for (no one
+    /// can read the turns behind it again: a model's summary, or a digest whose turns were not
+    /// kept): the summary carrying it keeps all of its size, up to its share, before the tail
+    /// gives way. Otherwise half (`CARRIED_FLOOR_DIVISOR`). A plan that cannot make the whole
+    /// says so as its budget reason, as for the half: the caller degrades the tail, and plans
+    /// with the half where even that misses.
+    pub carried_whole: bool,
 }
 
 impl Default for PlanOptions {
@@ -80,6 +87,7 @@ impl Default for PlanOptions {
             trusted_summaries: Vec::new(),
             summary_floor: 0,
             find_masks: true,
+            carried_whole: false,
         }
     }
 }
@@ -368,17 +376,21 @@ pub fn plan_priced(
     // way (fewer messages, cuts, all recoverable) before the summary carrying it is squeezed
     // under half its share. (A SWE run's second compaction kept two 2,500-3,400-token thoughts
     // whole in the tail and wrote 184 tokens where the previous summary had 3,283.)
+    // (All of it where it is the only home of what it stands for: `PlanOptions::carried_whole`.)
+    let divisor = if opt.carried_whole {
+        1
+    } else {
+        CARRIED_FLOOR_DIVISOR
+    };
     let carried = match (&previous_summary, squeezed) {
-        (Some(p), true) => {
-            (est.text(p).ceil() as u64).min(opt.summary_tokens) / CARRIED_FLOOR_DIVISOR
-        }
+        (Some(p), true) => (est.text(p).ceil() as u64).min(opt.summary_tokens) / divisor,
         _ => 0,
     };
     let must_keep = rules.max(carried);
-    let floor = MIN_SUMMARY_TOKENS.max(must_keep).min(opt.summary_tokens);
     let (tail_edits, fixed) = room_for_summary(
         msgs, est, costs, &legal, &pinned, opt, tail_start, fixed, must_keep,
     );
+    let floor = MIN_SUMMARY_TOKENS.max(must_keep).min(opt.summary_tokens);
     out.summary_tokens = opt
         .summary_tokens
         .min(opt.budget_tokens.saturating_sub(fixed));
@@ -986,6 +998,56 @@ mod tests {
         let p = squeezed(&plain, 100);
         assert!(p.reason.is_none(), "{:?}", p.reason);
         assert!(p.summary_tokens < 1_000);
+    }
+
+    /// Where no one can read the turns behind it again (`carried_whole`), the previous summary
+    /// is the floor whole: a room between half of it and all of it is a budget reason there
+    /// (the degrading steps lift it), and fine where the turns can be read again.
+    #[test]
+    fn a_previous_summary_that_is_the_only_home_of_its_turns_is_kept_whole() {
+        let previous: &'static str = Box::leak(
+            format!(
+                "{SUMMARY_OPEN}\n## User requests\n{}{SUMMARY_CLOSE}",
+                "- change the flight of reservation HXDUBJ to the next day, nonstop\n".repeat(12)
+            )
+            .into_boxed_str(),
+        );
+        let thought: &'static str =
+            Box::leak("THOUGHT: searching flights.\n".repeat(120).into_boxed_str());
+        let mut msgs = vec![
+            Message::text("system", "sys"),
+            Message::text("user", "Change my flight."),
+            Message::text("assistant", previous),
+            Message::text("user", "<returncode>0</returncode>\n<output>ok</output>"),
+            Message::text("assistant", thought),
+            Message::text("user", "<returncode>0</returncode>\n<output>done</output>"),
+            Message::text("assistant", thought),
+        ];
+        for m in msgs.iter_mut() {
+            m.wire = crate::wire::Format::OpenAIChat;
+        }
+        let body = est().text(own_summary(&msgs[2]).unwrap_or("")).ceil() as u64;
+        assert!(body > 2 * MIN_SUMMARY_TOKENS, "{body}");
+        let fixed = plan(&msgs, &est(), &floor_tail(40_000)).fixed_tokens;
+        let opt = floor_tail(fixed + body * 3 / 4);
+        let half = plan(&msgs, &est(), &opt);
+        assert!(half.reason.is_none(), "{:?}", half.reason);
+        let whole = plan(
+            &msgs,
+            &est(),
+            &PlanOptions {
+                carried_whole: true,
+                ..opt
+            },
+        );
+        assert!(
+            whole
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("budget") && r.contains("carrying the previous")),
+            "{:?}",
+            whole.reason
+        );
     }
 
     #[test]

@@ -163,6 +163,7 @@ fn check_plan(
         trusted_summaries: Vec::new(),
         summary_floor: 0,
         find_masks: true,
+        carried_whole: false,
     };
     let p = plan(&msgs, &est, &opt);
     // A case where nothing folds checks nothing: reject it, so that a planner that never

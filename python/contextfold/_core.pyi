@@ -629,6 +629,7 @@ def compaction_plan(
     costs: Sequence[int] | None = None,
     reprice: Sequence[int] = ...,
     cache: MessageCache | None = None,
+    carried_whole: bool = False,
 ) -> _CompactionPlan:
     """Plan a compaction in one walk: costs, head (``protect_first_n`` and the first user
     request), protected tail (token budget, never inside a tool group), mask edits (prune's,

@@ -663,12 +663,18 @@ class Compactor(RoomFill, RecoverableFolds):
             if self.strategy == "mask":
                 return run.unchanged("nothing to mask")
         if liftable(run.plan["reason"]):
-            # Degrade in steps (each noted) before giving up: see contextfold.degrade.
-            run.undegraded = (run.msgs, run.plan)
-            run.msgs, run.plan = degrade(
-                run.msgs, run.plan, functools.partial(self._plan, run), min_tail=self.min_tail, budget=run.effective,
-                summary_tokens=run.summary_tokens, store=self.store, provider=self.provider, model=self.model,
-                notes=run.notes, recoverable=self.recoverable, cuts=run.degrade_cuts)
+            notes = list(run.notes)
+            self._degraded(run)
+            if run.plan["reason"] is not None and run.carried_whole:
+                # Not even a degraded tail leaves the previous summary all of its size: half of
+                # it, as where its turns can be read again (the steps after a plan that still
+                # misses end in a fold without any summary, its rules and all).
+                msgs, plan = run.undegraded or (run.msgs, run.plan)
+                run.carried_whole, run.undegraded = False, None
+                run.notes[:], run.degrade_cuts[:] = notes, []
+                run.msgs, run.plan = msgs, self._plan(run, msgs, self.min_tail, costs=list(plan["costs"]), checked=True)
+                if liftable(run.plan["reason"]):
+                    self._degraded(run)
         if run.plan["reason"] is not None:
             reason = str(run.plan["reason"])
             if reason.startswith("budget"):
@@ -726,6 +732,15 @@ class Compactor(RoomFill, RecoverableFolds):
             if bare is None:
                 raise
             return bare
+
+    def _degraded(self, run: CompactionRun) -> None:
+        """The run's history and plan after the degrading steps, each noted (see
+        ``contextfold.degrade``); the first pair kept as ``undegraded``."""
+        run.undegraded = (run.msgs, run.plan)
+        run.msgs, run.plan = degrade(
+            run.msgs, run.plan, functools.partial(self._plan, run), min_tail=self.min_tail, budget=run.effective,
+            summary_tokens=run.summary_tokens, store=self.store, provider=self.provider, model=self.model,
+            notes=run.notes, recoverable=self.recoverable, cuts=run.degrade_cuts)
 
     def _start(self, messages: Sequence[Any], *, round_room: RoundRoom = "page",
                attempt: _Attempt | None = None, scaled: bool = True) -> CompactionRun:
@@ -808,9 +823,15 @@ class Compactor(RoomFill, RecoverableFolds):
             if isinstance(self.summarizer, ExtractiveSummarizer) else 0
         depth = run.before + max(0, behind - int(run.plan["costs"][run.plan["previous_at"]])) if behind else run.before
         floor = DEEP_TAIL_SHARE if not behind else LOOP_TAIL_SHARE
+        # A previous summary no one can read the turns behind is their only home: a new
+        # Compactor in a new process with nothing shared kept 407 of the held-out loops' 608
+        # facts with half of it as its floor, 430 with all of it (docs/history/evaluation-rounds.md).
+        run.carried_whole = run.plan["previous_at"] is not None and not behind
+        again = run.carried_whole
         if self._adaptive_tail and (deep := self._deep_tail(depth, effective, floor)) < run.tail:
+            run.tail, again = deep, True
+        if again:
             # (Planned again from the first plan's prices: only the tail's target moved.)
-            run.tail = deep
             run.plan = self._plan(run, msgs, self.min_tail, costs=list(run.plan["costs"]), checked=True)
         run.pending_tail = len(msgs) - int(run.plan["pending_from"])
         run.recover_only = self.recoverable and self.recall_reserve and round_room != "none"
@@ -837,7 +858,8 @@ class Compactor(RoomFill, RecoverableFolds):
             ms, run.priced, opts, budget_tokens=run.effective, tail_tokens=run.tail,
             summary_tokens=run.summary_tokens if summary_tokens is None else summary_tokens,
             pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes),
-            masks=not moved, check_input=not (moved or checked), costs=costs, reprice=list(reprice), cache=run.read)
+            masks=not moved, check_input=not (moved or checked), costs=costs, reprice=list(reprice), cache=run.read,
+            carried_whole=run.carried_whole)
         if moved or checked:
             p["input_failures"] = run.plan["input_failures"]
         for fold_id, text in p.get("folds", ()):

@@ -79,9 +79,10 @@ fn edit_tuples<'py>(
 /// reading the messages is most of the rest). The costs are those a fresh plan would find
 /// (`Walker::repriced`). With a `cache` (`MessageCache`), each message object is read once per
 /// cache: the tail fill's plan, the digest and the checks of one compaction reuse the first
-/// plan's reading (that plan of the 10k history: 14.3 -> 5.2 ms).
+/// plan's reading (that plan of the 10k history: 14.3 -> 5.2 ms). `carried_whole`: a previous
+/// summary in the fold is the only home of what it stands for (`PlanOptions::carried_whole`).
 #[pyfunction]
-#[pyo3(signature = (messages, /, request, options, *, budget_tokens, tail_tokens, summary_tokens, pinned=Vec::new(), trusted_summaries=Vec::new(), masks=true, check_input=true, costs=None, reprice=Vec::new(), cache=None))]
+#[pyo3(signature = (messages, /, request, options, *, budget_tokens, tail_tokens, summary_tokens, pinned=Vec::new(), trusted_summaries=Vec::new(), masks=true, check_input=true, costs=None, reprice=Vec::new(), cache=None, carried_whole=false))]
 #[allow(clippy::too_many_arguments)]
 fn compaction_plan<'py>(
     py: Python<'py>,
@@ -98,6 +99,7 @@ fn compaction_plan<'py>(
     costs: Option<Vec<u32>>,
     reprice: Vec<usize>,
     cache: Option<&MessageCache>,
+    carried_whole: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = request.format()?;
     let mut est = request.request.estimator;
@@ -140,6 +142,7 @@ fn compaction_plan<'py>(
         trusted_summaries,
         summary_floor: (summary_tokens as f64 * options.summary_floor_share) as u64,
         find_masks: masks,
+        carried_whole,
         ..options.plan.clone()
     };
     let (p, input_failures) = py.detach(|| {

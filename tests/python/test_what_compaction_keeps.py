@@ -992,11 +992,12 @@ def test_a_compactor_serving_many_conversations_reads_each_ones_own_turns(made: 
     assert len({first.summary for _, first in firsts}) < len(firsts)
 
 
-def _loop_facts(fixtures: list[Fixture]) -> tuple[int, int]:
-    """Facts an agent loop at the naive cut's budget keeps over ``fixtures``, and its compactions."""
+def _loop_facts(fixtures: list[Fixture], **options: Any) -> tuple[int, int]:
+    """Facts an agent loop at the naive cut's budget keeps over ``fixtures`` (``options``: more
+    of ``agent_loop``'s keywords), and its compactions."""
     facts = compactions = 0
     for fx in fixtures:
-        loop, n = agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), min_free_share=0.0)
+        loop, n = agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), min_free_share=0.0, **options)
         compactions += n
         text = visible_text(loop, fx.system)
         facts += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
@@ -1014,23 +1015,55 @@ def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summa
     assert reading > merging, (reading, merging)
 
 
-def test_through_the_proxy_a_loop_keeps_more_facts_reading_the_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+def _proxy_facts(fixtures: list[Fixture]) -> tuple[int, int]:
+    kept = compactions = 0
+    for fx in fixtures:
+        out, n = proxy_loop(fx, budget=_tokens(naive_cut(fx.messages), fx))
+        compactions += n
+        text = visible_text(out, fx.system)
+        kept += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
+    return kept, compactions
+
+
+def test_through_the_proxy_a_loop_reading_the_turns_keeps_as_much_on_the_bundled_fixtures(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # The proxy builds a Compactor per request; its folds keep the places of the turns behind
-    # their summary, so the next one reads them too. The bundled fixtures: 72 facts against 70
-    # (the held-out sets: 464 of 608 against 417, tools/loop_report.py --proxy).
-    def facts() -> tuple[int, int]:
-        kept = compactions = 0
-        for fx in inline_fixtures():
-            out, n = proxy_loop(fx, budget=_tokens(naive_cut(fx.messages), fx))
-            compactions += n
-            text = visible_text(out, fx.system)
-            kept += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
-        return kept, compactions
-    reading, compactions = facts()
+    # their summary, so the next one reads them too. On the 8 bundled fixtures the two are level
+    # since a merge keeps the previous summary whole where it is the only home of its turns
+    # (stop 60: 76 facts reading, 77 merging; 76 against 73 before); the held-out sets tell them
+    # apart (below).
+    reading, compactions = _proxy_facts(inline_fixtures())
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
-    merging, _ = facts()
+    merging, _ = _proxy_facts(inline_fixtures())
     assert compactions >= 2 * len(inline_fixtures())
-    assert reading > merging, (reading, merging)
+    assert reading >= merging - 1 and reading >= 74, (reading, merging)
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
+def test_through_the_proxy_a_loop_keeps_more_facts_reading_the_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (tools/loop_report.py --proxy, stop 60: of the held-out sets' 608 facts, 486 reading the
+    # turns behind each summary, 455 merging the summaries, 436 before a merge kept the previous
+    # summary whole.)
+    fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
+    reading, compactions = _proxy_facts(fixtures)
+    monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
+    merging, _ = _proxy_facts(fixtures)
+    assert compactions >= 3 * len(fixtures)
+    assert reading >= merging + 20, (reading, merging)
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
+def test_a_compactor_with_nothing_shared_keeps_the_previous_summary_whole_where_it_can() -> None:
+    """A new Compactor in a new process (nothing shared: no turns behind a summary to read) has
+    the previous summary as the only home of what it stands for: its summary keeps all of it
+    before the tail gives way (``PlanOptions::carried_whole``), half where even a degraded tail
+    cannot. Over the held-out sets' loops: 407 of 608 facts with half (a second compaction's
+    summary dropped the first one's requests: "I don't remember my user ID", "shift it to the
+    next day"), 430 with all of it."""
+    fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
+    kept, compactions = _loop_facts(fixtures, fresh=True, alone=True)
+    assert compactions >= 3 * len(fixtures)
+    assert kept >= 425, kept
 
 
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
