@@ -830,6 +830,28 @@ mod tests {
 
     /// The plan of `msgs` at the budget that leaves the summary `MIN_SUMMARY_TOKENS + over`
     /// tokens beside that tail.
+    /// A text agent's history: the task, then `first` (the assistant's), two observations and
+    /// `thought` twice.
+    fn text_agent(
+        task: &'static str,
+        first: &'static str,
+        thought: &'static str,
+    ) -> Vec<Message<'static>> {
+        let mut v = vec![
+            Message::text("system", "sys"),
+            Message::text("user", task),
+            Message::text("assistant", first),
+            Message::text("user", "<returncode>0</returncode>\n<output>ok</output>"),
+            Message::text("assistant", thought),
+            Message::text("user", "<returncode>0</returncode>\n<output>done</output>"),
+            Message::text("assistant", thought),
+        ];
+        for m in v.iter_mut() {
+            m.wire = crate::wire::Format::OpenAIChat;
+        }
+        v
+    }
+
     fn squeezed(msgs: &[Message<'_>], over: u64) -> Plan {
         let fixed = plan(msgs, &est(), &floor_tail(40_000)).fixed_tokens;
         plan(msgs, &est(), &floor_tail(fixed + MIN_SUMMARY_TOKENS + over))
@@ -961,23 +983,12 @@ mod tests {
                 .repeat(120)
                 .into_boxed_str(),
         );
-        let build = |first: &'static str| -> Vec<Message<'static>> {
-            let mut v = vec![
-                Message::text("system", "sys"),
-                Message::text("user", "Fix the server."),
-                Message::text("assistant", first),
-                Message::text("user", "<returncode>0</returncode>\n<output>ok</output>"),
-                Message::text("assistant", thought),
-                Message::text("user", "<returncode>0</returncode>\n<output>done</output>"),
-                Message::text("assistant", thought),
-            ];
-            for m in v.iter_mut() {
-                m.wire = crate::wire::Format::OpenAIChat;
-            }
-            v
-        };
-        let carrying = build(previous);
-        let plain = build("THOUGHT: let me look at the server.");
+        let carrying = text_agent("Fix the server.", previous, thought);
+        let plain = text_agent(
+            "Fix the server.",
+            "THOUGHT: let me look at the server.",
+            thought,
+        );
         let roomy = plan(&carrying, &est(), &floor_tail(40_000));
         assert!(roomy.reason.is_none(), "{:?}", roomy.reason);
         assert_eq!(
@@ -1014,18 +1025,7 @@ mod tests {
         );
         let thought: &'static str =
             Box::leak("THOUGHT: searching flights.\n".repeat(120).into_boxed_str());
-        let mut msgs = vec![
-            Message::text("system", "sys"),
-            Message::text("user", "Change my flight."),
-            Message::text("assistant", previous),
-            Message::text("user", "<returncode>0</returncode>\n<output>ok</output>"),
-            Message::text("assistant", thought),
-            Message::text("user", "<returncode>0</returncode>\n<output>done</output>"),
-            Message::text("assistant", thought),
-        ];
-        for m in msgs.iter_mut() {
-            m.wire = crate::wire::Format::OpenAIChat;
-        }
+        let msgs = text_agent("Change my flight.", previous, thought);
         let body = est().text(own_summary(&msgs[2]).unwrap_or("")).ceil() as u64;
         assert!(body > 2 * MIN_SUMMARY_TOKENS, "{body}");
         let fixed = plan(&msgs, &est(), &floor_tail(40_000)).fixed_tokens;

@@ -992,12 +992,15 @@ def test_a_compactor_serving_many_conversations_reads_each_ones_own_turns(made: 
     assert len({first.summary for _, first in firsts}) < len(firsts)
 
 
-def _loop_facts(fixtures: list[Fixture], **options: Any) -> tuple[int, int]:
+def _loop_facts(fixtures: list[Fixture], *, proxy: bool = False, **options: Any) -> tuple[int, int]:
     """Facts an agent loop at the naive cut's budget keeps over ``fixtures`` (``options``: more
-    of ``agent_loop``'s keywords), and its compactions."""
+    of ``agent_loop``'s keywords; ``proxy``: the loop through the proxy's request path,
+    ``proxy_loop``), and its compactions."""
     facts = compactions = 0
     for fx in fixtures:
-        loop, n = agent_loop(fx, budget=_tokens(naive_cut(fx.messages), fx), min_free_share=0.0, **options)
+        budget = _tokens(naive_cut(fx.messages), fx)
+        loop, n = proxy_loop(fx, budget=budget) if proxy else agent_loop(fx, budget=budget, min_free_share=0.0,
+                                                                         **options)
         compactions += n
         text = visible_text(loop, fx.system)
         facts += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
@@ -1015,16 +1018,6 @@ def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summa
     assert reading > merging, (reading, merging)
 
 
-def _proxy_facts(fixtures: list[Fixture]) -> tuple[int, int]:
-    kept = compactions = 0
-    for fx in fixtures:
-        out, n = proxy_loop(fx, budget=_tokens(naive_cut(fx.messages), fx))
-        compactions += n
-        text = visible_text(out, fx.system)
-        kept += sum(sum(facts_seen(text, p.expected_facts)) for p in fx.probes)
-    return kept, compactions
-
-
 def test_through_the_proxy_a_loop_reading_the_turns_keeps_as_much_on_the_bundled_fixtures(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # The proxy builds a Compactor per request; its folds keep the places of the turns behind
@@ -1032,9 +1025,9 @@ def test_through_the_proxy_a_loop_reading_the_turns_keeps_as_much_on_the_bundled
     # since a merge keeps the previous summary whole where it is the only home of its turns
     # (stop 60: 76 facts reading, 77 merging; 76 against 73 before); the held-out sets tell them
     # apart (below).
-    reading, compactions = _proxy_facts(inline_fixtures())
+    reading, compactions = _loop_facts(inline_fixtures(), proxy=True)
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
-    merging, _ = _proxy_facts(inline_fixtures())
+    merging, _ = _loop_facts(inline_fixtures(), proxy=True)
     assert compactions >= 2 * len(inline_fixtures())
     assert reading >= merging - 1 and reading >= 74, (reading, merging)
 
@@ -1045,9 +1038,9 @@ def test_through_the_proxy_a_loop_keeps_more_facts_reading_the_turns(monkeypatch
     # turns behind each summary, 455 merging the summaries, 436 before a merge kept the previous
     # summary whole.)
     fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
-    reading, compactions = _proxy_facts(fixtures)
+    reading, compactions = _loop_facts(fixtures, proxy=True)
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
-    merging, _ = _proxy_facts(fixtures)
+    merging, _ = _loop_facts(fixtures, proxy=True)
     assert compactions >= 3 * len(fixtures)
     assert reading >= merging + 20, (reading, merging)
 
