@@ -61,9 +61,8 @@ pub struct PlanOptions {
     /// without them: on 10,000 messages they are most of the plan's own work.
     pub find_masks: bool,
     /// Whether a previous summary in the fold is the only home of what it stands for (no one
-    /// can read the turns behind it again: a model's summary, or a digest whose turns were not
-    /// kept): the summary carrying it keeps all of its size, up to its share, before the tail
-    /// gives way. Otherwise half (`CARRIED_FLOOR_DIVISOR`). A plan that cannot make the whole
+    /// can read the turns behind it again: a digest whose turns were not kept): the summary
+    /// carrying it keeps all of its size, up to its share, before the tail gives way. Otherwise half (`CARRIED_FLOOR_DIVISOR`). A plan that cannot make the whole
     /// says so as its budget reason, as for the half: the caller degrades the tail, and plans
     /// with the half where even that misses.
     pub carried_whole: bool,

@@ -68,9 +68,9 @@ class CompactionRun:
     #: without a reserve) and whether the room is kept under the budget.
     recall_page: int | None = None
     round_kept: bool = False
-    #: The fold's previous summary is the only home of what it stands for: a model's summary,
-    #: or a digest whose turns this Compactor cannot read again (``fold_sources``). Its plans
-    #: keep all of it before the tail gives way (``_core.compaction_plan(carried_whole=)``).
+    #: The fold's previous summary is the only home of what it stands for: a digest whose turns
+    #: this Compactor cannot read again (``fold_sources``). Its plans keep all of it before the
+    #: tail gives way (``_core.compaction_plan(carried_whole=)``).
     carried_whole: bool = False
 
     def __post_init__(self) -> None:

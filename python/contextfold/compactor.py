@@ -823,10 +823,14 @@ class Compactor(RoomFill, RecoverableFolds):
             if isinstance(self.summarizer, ExtractiveSummarizer) else 0
         depth = run.before + max(0, behind - int(run.plan["costs"][run.plan["previous_at"]])) if behind else run.before
         floor = DEEP_TAIL_SHARE if not behind else LOOP_TAIL_SHARE
-        # A previous summary no one can read the turns behind is their only home: a new
-        # Compactor in a new process with nothing shared kept 407 of the held-out loops' 608
-        # facts with half of it as its floor, 430 with all of it (docs/history/evaluation-rounds.md).
-        run.carried_whole = run.plan["previous_at"] is not None and not behind
+        # A previous digest no one can read the turns behind is their only home: a new Compactor
+        # in a new process with nothing shared kept 407 of the held-out loops' 608 facts with half
+        # of it as its floor, 430 with all of it. (Not a model's summary: a model that merges
+        # grows its summary each round, and a floor of all of it kept every round's growth:
+        # successive tau-bench runs with a scripted merging model, last / first 1.75x -> 2.07x;
+        # docs/history/evaluation-rounds.md.)
+        run.carried_whole = run.plan["previous_at"] is not None and not behind \
+            and isinstance(self.summarizer, ExtractiveSummarizer)
         again = run.carried_whole
         if self._adaptive_tail and (deep := self._deep_tail(depth, effective, floor)) < run.tail:
             run.tail, again = deep, True
