@@ -62,9 +62,10 @@ pub struct PlanOptions {
     pub find_masks: bool,
     /// Whether a previous summary in the fold is the only home of what it stands for (no one
     /// can read the turns behind it again: a digest whose turns were not kept): the summary
-    /// carrying it keeps all of its size, up to its share, before the tail gives way. Otherwise half (`CARRIED_FLOOR_DIVISOR`). A plan that cannot make the whole
-    /// says so as its budget reason, as for the half: the caller degrades the tail, and plans
-    /// with the half where even that misses.
+    /// carrying it keeps all of its size, up to its share, before the tail gives way; otherwise
+    /// half (`CARRIED_FLOOR_DIVISOR`). A plan that cannot make the whole says so as its budget
+    /// reason, as for the half: the caller degrades the tail, and plans with the half where
+    /// even that misses.
     pub carried_whole: bool,
 }
 
@@ -386,10 +387,10 @@ pub fn plan_priced(
         _ => 0,
     };
     let must_keep = rules.max(carried);
+    let floor = MIN_SUMMARY_TOKENS.max(must_keep).min(opt.summary_tokens);
     let (tail_edits, fixed) = room_for_summary(
         msgs, est, costs, &legal, &pinned, opt, tail_start, fixed, must_keep,
     );
-    let floor = MIN_SUMMARY_TOKENS.max(must_keep).min(opt.summary_tokens);
     out.summary_tokens = opt
         .summary_tokens
         .min(opt.budget_tokens.saturating_sub(fixed));
@@ -827,8 +828,6 @@ mod tests {
         }
     }
 
-    /// The plan of `msgs` at the budget that leaves the summary `MIN_SUMMARY_TOKENS + over`
-    /// tokens beside that tail.
     /// A text agent's history: the task, then `first` (the assistant's), two observations and
     /// `thought` twice.
     fn text_agent(
@@ -851,6 +850,8 @@ mod tests {
         v
     }
 
+    /// The plan of `msgs` at the budget that leaves the summary `MIN_SUMMARY_TOKENS + over`
+    /// tokens beside that tail.
     fn squeezed(msgs: &[Message<'_>], over: u64) -> Plan {
         let fixed = plan(msgs, &est(), &floor_tail(40_000)).fixed_tokens;
         plan(msgs, &est(), &floor_tail(fixed + MIN_SUMMARY_TOKENS + over))

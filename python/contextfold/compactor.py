@@ -664,12 +664,11 @@ class Compactor(RoomFill, RecoverableFolds):
                 return run.unchanged("nothing to mask")
         if liftable(run.plan["reason"]):
             notes = list(run.notes)
-            self._degraded(run)
+            msgs, plan = self._degraded(run)
             if run.plan["reason"] is not None and run.carried_whole:
                 # Not even a degraded tail leaves the previous summary all of its size: half of
                 # it, as where its turns can be read again (the steps after a plan that still
                 # misses end in a fold without any summary, its rules and all).
-                msgs, plan = run.undegraded or (run.msgs, run.plan)
                 run.carried_whole, run.undegraded = False, None
                 run.notes[:], run.degrade_cuts[:] = notes, []
                 run.msgs, run.plan = msgs, self._plan(run, msgs, self.min_tail, costs=list(plan["costs"]), checked=True)
@@ -733,14 +732,15 @@ class Compactor(RoomFill, RecoverableFolds):
                 raise
             return bare
 
-    def _degraded(self, run: CompactionRun) -> None:
+    def _degraded(self, run: CompactionRun) -> tuple[list[Any], dict[str, Any]]:
         """The run's history and plan after the degrading steps, each noted (see
-        ``contextfold.degrade``); the first pair kept as ``undegraded``."""
-        run.undegraded = (run.msgs, run.plan)
+        ``contextfold.degrade``); the first pair kept as ``undegraded``, and returned."""
+        undegraded = run.undegraded = (run.msgs, run.plan)
         run.msgs, run.plan = degrade(
             run.msgs, run.plan, functools.partial(self._plan, run), min_tail=self.min_tail, budget=run.effective,
             summary_tokens=run.summary_tokens, store=self.store, provider=self.provider, model=self.model,
             notes=run.notes, recoverable=self.recoverable, cuts=run.degrade_cuts)
+        return undegraded
 
     def _start(self, messages: Sequence[Any], *, round_room: RoundRoom = "page",
                attempt: _Attempt | None = None, scaled: bool = True) -> CompactionRun:

@@ -360,7 +360,8 @@ class RoomFill:
                 text = first
             run.plan = plan  # (the assembly places the summary as this plan says)
             base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
-            out = assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")
+            fold_line = self._fold_span(folded) if self.recoverable else ""
+            out = assemble(run, base, text, (), fold_line)
             after, failures = run.verified(out, plan["seams"], run.effective)
             if again and failures and all(f[0] == "over_budget" for f in failures) \
                     and after - run.effective <= 2 * MIN_FILL_TOKENS:
@@ -375,7 +376,7 @@ class RoomFill:
                     request, messages=span, previous_summary=previous, max_tokens=smaller))
                 if (result.text or "").strip():
                     text = (result.text or "").strip()
-                    out = assemble(run, base, text, (), self._fold_span(folded) if self.recoverable else "")
+                    out = assemble(run, base, text, (), fold_line)
                     after, failures = run.verified(out, plan["seams"], run.effective)
             run.plan = old
             if any(f[0] != "over_budget" for f in failures):
