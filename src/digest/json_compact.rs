@@ -7,6 +7,12 @@
 //! profile as the API printed it spends about half of those on quotes, braces and keys
 //! repeated for every item, so a clip keeps the first flight of four and none of the
 //! payment methods. Written compactly the same characters hold every value.
+//!
+//! An array of search hits (objects of a file, a line number and the line's text, as a search
+//! tool returns grep's matches in JSON) is written as grep prints them, `path:line:text`, the
+//! path left out where the call named it: `matches=[1379:    def resolve_expression(self):]`.
+//! As a table its first 60 characters held the header and the path, and a clipped result lost
+//! the line number and the text that were what the search found.
 
 use crate::json_string::push_json_string;
 
@@ -221,29 +227,90 @@ pub(super) fn compact_for(text: &str, shown: &ShownArgs) -> Option<String> {
             let rest = items.iter().filter(|p| !echoes(p));
             // A result that is nothing but the echo is shown as it is.
             if rest.clone().next().is_some() {
-                pairs_of(&mut out, rest);
+                pairs_of(&mut out, rest, shown);
             } else {
-                pairs(&mut out, items);
+                pairs(&mut out, items, shown);
             }
         }
-        other => write(&mut out, other),
+        other => write(&mut out, other, shown),
     }
     Some(out)
 }
 
-fn pairs_of<'i, 'n: 'i>(out: &mut String, items: impl Iterator<Item = &'i (String, Node<'n>)>) {
+fn pairs_of<'i, 'n: 'i>(
+    out: &mut String,
+    items: impl Iterator<Item = &'i (String, Node<'n>)>,
+    shown: &ShownArgs,
+) {
     for (k, (key, v)) in items.enumerate() {
         if k > 0 {
             out.push_str(", ");
         }
         scalar_text(out, key);
         out.push('=');
-        write(out, v);
+        write(out, v, shown);
     }
 }
 
-fn pairs(out: &mut String, items: &[(String, Node<'_>)]) {
-    pairs_of(out, items.iter());
+fn pairs(out: &mut String, items: &[(String, Node<'_>)], shown: &ShownArgs) {
+    pairs_of(out, items.iter(), shown);
+}
+
+/// Keys a search hit names its file, line number and line's text by: hermes-agent's
+/// `search_files` matches (`path`, `line`, `content`, `SearchResult.to_dict` in
+/// `tools/file_operations.py`, hermes-agent 0.19.0) and the other spellings a search tool's
+/// record may use for the same three.
+const HIT_PATH_KEYS: &[&str] = &["path", "file", "file_path", "filename", "filepath"];
+const HIT_LINE_KEYS: &[&str] = &["line", "line_number", "lineno", "line_no"];
+const HIT_TEXT_KEYS: &[&str] = &["content", "text", "line_text", "match", "snippet"];
+
+/// A search hit's (path key, path, line number, text) when `node` is an object of exactly a
+/// file, a whole line number and a string text (in any order).
+fn hit<'n>(node: &'n Node<'_>) -> Option<(&'n str, &'n str, &'n str, &'n str)> {
+    let Node::Object(o) = node else {
+        return None;
+    };
+    if o.len() != 3 {
+        return None;
+    }
+    let (mut path, mut line, mut text) = (None, None, None);
+    for (k, v) in o {
+        match v {
+            Node::Str(s) if HIT_PATH_KEYS.contains(&k.as_str()) => {
+                path = Some((k.as_str(), s.as_str()))
+            }
+            Node::Literal(l)
+                if HIT_LINE_KEYS.contains(&k.as_str()) && l.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                line = Some(*l)
+            }
+            Node::Str(s) if HIT_TEXT_KEYS.contains(&k.as_str()) => text = Some(s.as_str()),
+            _ => return None,
+        }
+    }
+    let (key, path) = path?;
+    Some((key, path, line?, text?))
+}
+
+/// `items` written as grep prints its matches, one `path:line:text` per hit joined by `; `,
+/// when every item is a hit (`hit`); the path is left out where the call's arguments named it
+/// under the same key. None when an item is not a hit.
+fn write_hits(out: &mut String, items: &[Node<'_>], shown: &ShownArgs) -> Option<()> {
+    let hits = items.iter().map(hit).collect::<Option<Vec<_>>>()?;
+    for (k, (key, path, line, text)) in hits.into_iter().enumerate() {
+        if k > 0 {
+            out.push_str("; ");
+        }
+        if !shown.has(key, path) {
+            out.push_str(path);
+            out.push(':');
+        }
+        out.push_str(line);
+        out.push(':');
+        // (A line's text is one line: a newline inside would be taken for the next hit's.)
+        out.push_str(text.trim_end().replace(['\n', '\r'], " ").as_str());
+    }
+    Some(())
 }
 
 fn scalar_text(out: &mut String, s: &str) {
@@ -276,45 +343,53 @@ fn shared_keys<'n>(items: &'n [Node<'_>]) -> Option<Vec<&'n str>> {
     same.then_some(keys)
 }
 
-fn write(out: &mut String, node: &Node<'_>) {
+fn write(out: &mut String, node: &Node<'_>, shown: &ShownArgs) {
     match node {
         Node::Literal(l) => out.push_str(l),
         Node::Str(s) => scalar_text(out, s),
         Node::Object(items) => {
             out.push('{');
-            pairs(out, items);
+            pairs(out, items, shown);
             out.push('}');
         }
         Node::Array(items) => {
             out.push('[');
-            if let Some(keys) = shared_keys(items) {
-                // A table: the keys once, then each object's values.
-                for (k, key) in keys.iter().enumerate() {
-                    if k > 0 {
-                        out.push('|');
-                    }
-                    scalar_text(out, key);
-                }
-                for item in items {
-                    out.push_str("; ");
-                    if let Node::Object(o) = item {
-                        for (k, (_, v)) in o.iter().enumerate() {
-                            if k > 0 {
-                                out.push('|');
-                            }
-                            write(out, v);
-                        }
-                    }
-                }
-            } else {
-                for (k, item) in items.iter().enumerate() {
-                    if k > 0 {
-                        out.push_str(", ");
-                    }
-                    write(out, item);
-                }
+            // (`write_hits` writes nothing when an item is not a hit.)
+            if items.is_empty() || write_hits(out, items, shown).is_none() {
+                write_items(out, items, shown);
             }
             out.push(']');
+        }
+    }
+}
+
+/// An array's items: a table when they are objects that share their keys (the keys once, then
+/// each object's values), else each as it is.
+fn write_items(out: &mut String, items: &[Node<'_>], shown: &ShownArgs) {
+    let Some(keys) = shared_keys(items) else {
+        for (k, item) in items.iter().enumerate() {
+            if k > 0 {
+                out.push_str(", ");
+            }
+            write(out, item, shown);
+        }
+        return;
+    };
+    for (k, key) in keys.iter().enumerate() {
+        if k > 0 {
+            out.push('|');
+        }
+        scalar_text(out, key);
+    }
+    for item in items {
+        out.push_str("; ");
+        if let Node::Object(o) = item {
+            for (k, (_, v)) in o.iter().enumerate() {
+                if k > 0 {
+                    out.push('|');
+                }
+                write(out, v, shown);
+            }
         }
     }
 }
@@ -374,6 +449,39 @@ mod tests {
         // The same value under another key is not an echo; a non-string argument never is.
         let raw = r#"{"reservation_id": "R2", "user_id": "u_1", "owner": "u_1", "n": "3"}"#;
         assert_eq!(compact_for(raw, &shown).unwrap(), "owner=u_1, n=3");
+    }
+
+    #[test]
+    fn search_hits_are_written_as_grep_prints_them() {
+        // hermes-agent's `search_files` result for a pattern searched in one file.
+        let raw = r#"{"total_count": 2, "matches": [{"path": "django/forms/models.py", "line": 1149, "content": "class ModelChoiceIterator:"}, {"path": "django/forms/models.py", "line": 1161, "content": "class ModelChoiceIteratorValue:  "}]}"#;
+        assert_eq!(
+            compact(raw).unwrap(),
+            "total_count=2, matches=[django/forms/models.py:1149:class ModelChoiceIterator:; \
+             django/forms/models.py:1161:class ModelChoiceIteratorValue:]"
+        );
+        // The path the call searched is not repeated; another path is.
+        let args: serde_json::Value =
+            serde_json::from_str(r#"{"pattern": "Iterator", "path": "django/forms/models.py"}"#)
+                .unwrap();
+        let mut shown = ShownArgs::default();
+        shown.add(args.as_object().unwrap());
+        let mixed = r#"{"matches": [{"path": "django/forms/models.py", "line": 7, "content": "    x = 1"}, {"path": "a.py", "line": 9, "content": "y\nz"}]}"#;
+        assert_eq!(
+            compact_for(mixed, &shown).unwrap(),
+            "matches=[7:    x = 1; a.py:9:y z]"
+        );
+        // Objects that are not all hits (another key, a line that is no whole number) stay a
+        // table.
+        for other in [
+            r#"[{"path": "a", "line": 1, "content": "x"}, {"path": "b", "line": 2.5, "content": "y"}]"#,
+            r#"[{"path": "a", "line": 1, "content": "x", "col": 3}, {"path": "b", "line": 2, "content": "y", "col": 4}]"#,
+        ] {
+            assert!(
+                compact(other).unwrap().starts_with("[path|line|content"),
+                "{other}"
+            );
+        }
     }
 
     #[test]
