@@ -2,6 +2,9 @@
 //!
 //! One concept per module; the Python bindings live in `python/` behind the `python` feature.
 
+// The wire readers' field names (`wire::input::keys!`) are declared by a macro that recurses once
+// per name: past 128 names it needs more than the default limit.
+#![recursion_limit = "256"]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod alnum_run;

@@ -260,6 +260,9 @@ pub struct Message<'a> {
     pub wire: Format,
     /// Gemini thought signatures sent back on this message's parts.
     pub thought_signatures: ThoughtSignatures,
+    /// The `type` of a role-less Responses item (`function_call`, `shell_call`, ...): the
+    /// output a repair writes for an unanswered call must be of the call's own kind.
+    pub item: Option<&'a str>,
 }
 
 /// The Gemini thought signatures (`thoughtSignature` / `thought_signature` beside a part) of one
@@ -329,6 +332,7 @@ impl<'a> Message<'a> {
             reasoning: None,
             wire: Format::Unknown,
             thought_signatures: ThoughtSignatures::default(),
+            item: None,
         }
     }
 
@@ -344,6 +348,7 @@ impl<'a> Message<'a> {
             reasoning: None,
             wire: Format::Unknown,
             thought_signatures: ThoughtSignatures::default(),
+            item: None,
         }
     }
 

@@ -419,6 +419,7 @@ impl Pruner<'_> {
                 reasoning: m.reasoning.clone(),
                 wire: m.wire,
                 thought_signatures: m.thought_signatures,
+                item: m.item,
             });
             self.push(i, m, Change::ResultText { part: None, text }, after < cost);
         }

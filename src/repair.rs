@@ -467,12 +467,27 @@ fn repair_sequential(msgs: &[Message<'_>], ids: &Ids, responses: bool, plan: &mu
         let closes = !responses || ids.calls[i].is_empty();
         if !open.is_empty() && (speaks && closes || next_response) {
             for (id, at) in std::mem::take(&mut open) {
-                plan.interrupted(at, &id);
-                let json = if responses {
-                    openai_responses::tool_result_json(&id, INTERRUPTED)
-                } else {
-                    openai_chat::tool_result_json(&id, INTERRUPTED)
+                let json = match (responses, msgs[at].item) {
+                    (false, _) => openai_chat::tool_result_json(&id, INTERRUPTED),
+                    (true, Some("custom_tool_call")) => {
+                        openai_responses::custom_tool_result_json(&id, INTERRUPTED)
+                    }
+                    (true, Some("function_call") | None) => {
+                        openai_responses::tool_result_json(&id, INTERRUPTED)
+                    }
+                    (true, Some(kind)) => {
+                        // A client-run tool's call item (`wire::responses_tool_items`): its
+                        // output has a shape of its own that a stand-in cannot honestly fill
+                        // (a screenshot, an exit status), so the call goes instead.
+                        plan.messages
+                            .retain(|s| !matches!(s, Slot::Keep(k) if *k == at));
+                        plan.changes.push(format!(
+                            "message {at}: {kind} {id:?} had no output, and no stand-in can be written for it: dropped"
+                        ));
+                        continue;
+                    }
                 };
+                plan.interrupted(at, &id);
                 plan.messages.push(Slot::New(json));
             }
         }

@@ -174,6 +174,18 @@ keys! {
     value = "value",
     is_error = "is_error",
     status = "status",
+    action = "action",
+    actions = "actions",
+    operation = "operation",
+    code = "code",
+    result = "result",
+    approve = "approve",
+    approval_request_id = "approval_request_id",
+    reason = "reason",
+    stdout = "stdout",
+    stderr = "stderr",
+    outcome = "outcome",
+    exit_code = "exit_code",
 }
 
 impl Key {

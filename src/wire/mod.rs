@@ -27,6 +27,7 @@ pub mod read;
 pub mod request;
 pub mod request_body;
 pub mod response_format;
+pub mod responses_tool_items;
 pub mod tools_format;
 pub mod wire_format;
 

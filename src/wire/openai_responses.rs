@@ -20,6 +20,7 @@ use super::fields::{detail, invalid, json_or_str, opaque, opt_id, text_field, Pa
 use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
 use super::request_body::{cache_breakpoints, list_items, tool_choice, Api, Body, History};
+use super::responses_tool_items;
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
@@ -129,12 +130,20 @@ pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message
             msg.content = Content::Parts(parts);
             msg
         }
-        _ => {
-            let mut msg = Message::empty("assistant");
-            msg.content = Content::Parts(vec![opaque(kind, m)?]);
-            msg
-        }
+        // The client-run tools' calls and outputs, paired by id (`responses_tool_items`).
+        other => match responses_tool_items::call(other, m)? {
+            Some(msg) => msg,
+            None => match responses_tool_items::output(other, m)? {
+                Some(msg) => msg,
+                None => {
+                    let mut msg = Message::empty("assistant");
+                    msg.content = Content::Parts(vec![opaque(kind, m)?]);
+                    msg
+                }
+            },
+        },
     };
+    msg.item = Some(kind);
     // Parts of a reasoning item are merged: their positions are not the item's, never edited.
     if kind == "reasoning" {
         msg.wire = Format::Unknown;
@@ -218,6 +227,16 @@ pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str)
 pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
     object_of(&[
         ("type", "function_call_output"),
+        ("call_id", call_id),
+        ("output", text),
+    ])
+}
+
+/// The `custom_tool_call_output` item answering custom tool call `call_id` with `text`, as
+/// compact JSON.
+pub(crate) fn custom_tool_result_json(call_id: &str, text: &str) -> String {
+    object_of(&[
+        ("type", "custom_tool_call_output"),
         ("call_id", call_id),
         ("output", text),
     ])

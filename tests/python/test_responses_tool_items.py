@@ -1,0 +1,152 @@
+"""The Responses API's client-run tools (shell, local shell, apply_patch, computer use,
+programs, MCP approvals): each call item and its output item are one pair, kept or folded
+together, shown in the summary as a call, and repaired in kind."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import struct
+import zlib
+from typing import Any
+
+import pytest
+
+import contextfold as cf
+
+KINDS = ("shell", "local_shell", "apply_patch", "computer", "program", "mcp_approval")
+
+
+def png_data_url(width: int, height: int, pad: int) -> str:
+    """A data URL of a PNG whose header says ``width`` x ``height``, padded to ``pad`` bytes of
+    image data (a screenshot's size, without drawing one)."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    chunk = b"IHDR" + ihdr
+    png = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(ihdr)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+    return "data:image/png;base64," + base64.b64encode(png + b"\0" * pad).decode()
+
+
+def pair(kind: str, i: int, out: str) -> list[dict[str, Any]]:
+    """Round ``i``: a call item of ``kind`` and its output item, the output's text ``out``."""
+    cid = f"c{i}"
+    if kind == "shell":
+        return [{"type": "shell_call", "call_id": cid, "action": {"commands": [f"pytest -k t{i}"]}, "status": "completed"},
+                {"type": "shell_call_output", "call_id": cid,
+                 "output": [{"stdout": out, "stderr": "", "outcome": {"type": "exit", "exit_code": i % 2}}]}]
+    if kind == "local_shell":
+        return [{"type": "local_shell_call", "id": f"ls{i}", "call_id": cid, "status": "completed",
+                 "action": {"type": "exec", "command": ["pytest", f"-k t{i}"], "env": {}}},
+                {"type": "local_shell_call_output", "id": cid, "output": json.dumps({"output": out})}]
+    if kind == "apply_patch":
+        return [{"type": "apply_patch_call", "call_id": cid, "status": "completed",
+                 "operation": {"type": "update_file", "path": f"src/m{i}.py", "diff": out[:2000]}},
+                {"type": "apply_patch_call_output", "call_id": cid, "status": "completed", "output": out}]
+    if kind == "computer":
+        return [{"type": "computer_call", "id": f"cu{i}", "call_id": cid, "status": "completed",
+                 "action": {"type": "click", "x": 10 * i, "y": 20, "button": "left"}, "pending_safety_checks": []},
+                {"type": "computer_call_output", "call_id": cid,
+                 "output": {"type": "computer_screenshot", "image_url": png_data_url(1024, 768, 3000)}}]
+    if kind == "program":
+        return [{"type": "program", "id": f"g{i}", "call_id": cid, "code": f"return run({i})", "fingerprint": "fp"},
+                {"type": "program_output", "id": f"go{i}", "call_id": cid, "result": out, "status": "completed"}]
+    return [{"type": "mcp_approval_request", "id": cid, "server_label": "git", "name": "push", "arguments": "{}"},
+            {"type": "mcp_approval_response", "approval_request_id": cid, "approve": True}]
+
+
+def history(kind: str, rounds: int = 8) -> list[dict[str, Any]]:
+    h: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing tests in repo x; never push to main."}]
+    for i in range(rounds):
+        h += pair(kind, i, (f"line {i} of the output " * 300).strip())
+        h.append({"role": "assistant", "content": f"Step {i} done."})
+    h.append({"role": "user", "content": "Go on."})
+    return h
+
+
+def call_ids(items: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(the call ids of the call items, the ids the output items answer), in order."""
+    calls, outputs = [], []
+    for m in items:
+        kind = m.get("type", "")
+        if kind == "mcp_approval_request":
+            calls.append(m["id"])
+        elif kind == "mcp_approval_response":
+            outputs.append(m["approval_request_id"])
+        elif kind == "local_shell_call_output":
+            outputs.append(m["id"])
+        elif kind.endswith("_output"):
+            outputs.append(m["call_id"])
+        elif kind.endswith("_call") or kind == "program":
+            calls.append(m["call_id"])
+    return calls, outputs
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_client_run_call_and_its_output_are_kept_or_folded_together(kind):
+    h = history(kind)
+    before = copy.deepcopy(h)
+    whole = cf.estimate(h, provider="openai")
+    checked = 0
+    for share in [k / 40 for k in range(4, 36)]:
+        try:
+            r = cf.Compactor(budget=int(whole * share), provider="openai").compact(h)
+        except cf.CompactionBudgetError:
+            continue
+        calls, outputs = call_ids(list(r.messages))
+        assert calls == outputs, (share, [m.get("type") or m.get("role") for m in r.messages])
+        assert r.tokens_after <= int(whole * share)
+        checked += 1
+    assert checked >= 25
+    assert h == before
+
+
+def test_the_items_are_valid_input_items_for_the_openai_sdk_after_a_compaction():
+    types = pytest.importorskip("openai.types.responses")
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(list[types.ResponseInputItemParam])
+    for kind in KINDS:
+        h = history(kind)
+        r = cf.Compactor(budget=cf.estimate(h, provider="openai") // 3, provider="openai").compact(h)
+        adapter.validate_python(list(r.messages))
+
+
+def test_a_folded_shell_call_shows_in_the_summary_with_its_command_and_exit_code():
+    h = history("shell")
+    r = cf.Compactor(budget=cf.estimate(h, provider="openai") // 3, provider="openai").compact(h)
+    assert 'shell(commands=["pytest -k t0"]) -> ok: rc=0' in r.summary
+    # A failed patch reads as an error in the summary.
+    h = history("apply_patch")
+    h[2] = dict(h[2], status="failed", output="context not found in src/m0.py")
+    r = cf.Compactor(budget=cf.estimate(h, provider="openai") // 3, provider="openai").compact(h)
+    assert "context not found in src/m0.py" in r.summary.split("## Errors", 1)[1]
+
+
+def test_a_screenshot_is_priced_as_the_image_it_is():
+    small = [{"type": "computer_call_output", "call_id": "c",
+              "output": {"type": "computer_screenshot", "image_url": png_data_url(1024, 768, 100)}}]
+    large = [{"type": "computer_call_output", "call_id": "c",
+              "output": {"type": "computer_screenshot", "image_url": png_data_url(1024, 768, 400_000)}}]
+    # The same picture's tokens do not grow with the bytes that encode it.
+    assert cf.estimate(large, provider="openai") == cf.estimate(small, provider="openai")
+    assert cf.estimate(large, provider="openai") < 2_000
+
+
+def test_repair_answers_each_unanswered_call_in_kind_or_drops_it():
+    h = [{"role": "user", "content": "go"},
+         {"type": "custom_tool_call", "call_id": "k1", "name": "grammar", "input": "x"},
+         *pair("shell", 2, "")[:1],
+         {"role": "user", "content": "and then?"},
+         {"type": "function_call", "call_id": "f3", "name": "ls", "arguments": "{}"},
+         {"type": "function_call_output", "call_id": "f3", "output": "a.py"},
+         {"role": "user", "content": "thanks"}]
+    r = cf.repair(h, provider="openai")
+    out = list(r.messages)
+    kinds = [m.get("type") or m.get("role") for m in out]
+    assert "shell_call" not in kinds, kinds
+    assert {"type": "custom_tool_call_output", "call_id": "k1"}.items() <= next(
+        m for m in out if m.get("type") == "custom_tool_call_output").items()
+    assert any("shell_call" in c and "dropped" in c for c in r.changes), r.changes
+    calls, outputs = call_ids([m for m in out if m.get("type") != "custom_tool_call"
+                               and m.get("type") != "custom_tool_call_output"])
+    assert calls == outputs == ["f3"]
