@@ -721,18 +721,26 @@ fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
     } else {
         // Chat: results in the run of tool messages after the call; Responses: anywhere later.
         let chat = format == WireFormat::Chat;
-        let mut open: HashMap<&str, usize> = HashMap::new();
+        // Each open call id: the message that made it and how many calls of it that message
+        // made still wait (Ollama's calls carry no id and are read with their tool's name: one
+        // turn may make two `run` calls, answered by two results). A later message's call of an
+        // id takes its place, as a result answers the nearest call of its id.
+        let mut open: HashMap<&str, (usize, usize)> = HashMap::new();
         for (i, m) in msgs.iter().enumerate() {
             for id in m.result_ids() {
-                if open.remove(id).is_none() {
-                    failures.push(Failure::OrphanResult {
+                match open.get_mut(id) {
+                    Some((_, waiting)) if *waiting > 1 => *waiting -= 1,
+                    Some(_) => {
+                        open.remove(id);
+                    }
+                    None => failures.push(Failure::OrphanResult {
                         index: i,
                         id: id.to_string(),
-                    });
+                    }),
                 }
             }
             if chat && Turn::of(m) != Turn::Tool && m.result_ids().next().is_none() {
-                for (id, &at) in &open {
+                for (id, &(at, _)) in &open {
                     failures.push(Failure::OrphanCall {
                         index: at,
                         id: id.to_string(),
@@ -741,10 +749,15 @@ fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
                 open.clear();
             }
             for id in m.call_ids() {
-                open.insert(id, i);
+                match open.get_mut(id) {
+                    Some((at, waiting)) if *at == i => *waiting += 1,
+                    _ => {
+                        open.insert(id, (i, 1));
+                    }
+                }
             }
         }
-        for (id, at) in open {
+        for (id, (at, _)) in open {
             // The last message's own calls are the ones being answered now (a history sent
             // for the tool results' turn would end with them): only earlier ones are orphans.
             if at + 1 < n || !chat {

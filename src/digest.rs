@@ -418,20 +418,22 @@ fn call_failed(c: &ToolCall<'_>, text: &str) -> bool {
 
 /// The texts a call's result can come from, by (the index of the message making the call, its
 /// id), within the span: each result answers the nearest call before it with its id
-/// (`call_pairs`; ids are reused in real traffic).
-fn results_by_call<'a>(msgs: &'a [Message<'_>]) -> HashMap<(usize, &'a str), CallResult<'a>> {
+/// (`call_pairs`; ids are reused in real traffic). Several, in order, where one message makes
+/// several calls of one id (Ollama's calls carry no id and are read with their tool's name:
+/// two `run` calls of one turn, answered in order).
+fn results_by_call<'a>(msgs: &'a [Message<'_>]) -> HashMap<(usize, &'a str), Vec<CallResult<'a>>> {
     let answered = crate::call_pairs::answered_calls(msgs);
     let mut results = HashMap::new();
     for (i, m) in msgs.iter().enumerate() {
         if let Some(id) = m.tool_call_id {
             if let Some(&k) = answered.get(&(i, id)) {
-                results.insert(
-                    (k, id),
-                    CallResult {
+                results
+                    .entry((k, id))
+                    .or_insert_with(Vec::new)
+                    .push(CallResult {
                         text: text_of(m),
                         marked_error: false,
-                    },
-                );
+                    });
             }
         }
         if let Content::Parts(ps) = &m.content {
@@ -443,13 +445,13 @@ fn results_by_call<'a>(msgs: &'a [Message<'_>]) -> HashMap<(usize, &'a str), Cal
                 } = p
                 {
                     if let Some(&k) = answered.get(&(i, *tool_use_id)) {
-                        results.insert(
-                            (k, *tool_use_id),
-                            CallResult {
+                        results
+                            .entry((k, *tool_use_id))
+                            .or_insert_with(Vec::new)
+                            .push(CallResult {
                                 text: Cow::Owned(parts_text(content)),
                                 marked_error: *is_error,
-                            },
-                        );
+                            });
                     }
                 }
             }
@@ -462,7 +464,7 @@ fn results_by_call<'a>(msgs: &'a [Message<'_>]) -> HashMap<(usize, &'a str), Cal
 struct Walk<'a> {
     b: Builder<'a>,
     msgs: &'a [Message<'a>],
-    results: HashMap<(usize, &'a str), CallResult<'a>>,
+    results: HashMap<(usize, &'a str), Vec<CallResult<'a>>>,
     /// Whether this agent's observations carry a return code (mini-swe-agent's do).
     coded: bool,
     /// Whether the agent calls tools through the API (a call in the span): its
@@ -627,13 +629,21 @@ impl<'a> Walk<'a> {
                 self.b.mark_idle(pushed, idle);
             }
         }
-        for c in m.calls() {
+        for (j, c) in m.calls().enumerate() {
             self.n_calls += 1;
-            let result = self.results.get(&(k, c.id)).cloned();
+            let result = self.result_of(k, m, j).cloned();
             if self.b.call(c, result) {
                 self.n_errors += 1;
             }
         }
+    }
+
+    /// The result of call `j` of message `k` (`m`): of the calls of its id in `m`, the same
+    /// place among that id's results.
+    fn result_of(&self, k: usize, m: &Message<'a>, j: usize) -> Option<&CallResult<'a>> {
+        let c = m.calls().nth(j)?;
+        let nth = m.calls().take(j).filter(|d| d.id == c.id).count();
+        self.results.get(&(k, c.id))?.get(nth)
     }
 
     /// An assistant turn before `whole_from`: what the header counts, the command its
@@ -644,11 +654,10 @@ impl<'a> Walk<'a> {
         if !own.is_empty() {
             self.last_thought = Some(own);
         }
-        for c in m.calls() {
+        for (j, c) in m.calls().enumerate() {
             self.n_calls += 1;
             if self
-                .results
-                .get(&(k, c.id))
+                .result_of(k, m, j)
                 .is_some_and(|r| r.marked_error || call_failed(c, &r.text))
             {
                 self.n_errors += 1;

@@ -487,6 +487,8 @@ pub fn result_json(
 ) -> Option<String> {
     use crate::wire::Format;
     Some(match wire {
+        // An Ollama call carries no id (read with its name for one): its result names the tool.
+        Format::OpenAIChat if call_id == name => openai_chat::named_tool_result_json(name, text),
         Format::OpenAIChat | Format::Unknown => openai_chat::tool_result_json(call_id, text),
         Format::OpenAIResponses => openai_responses::tool_result_json(call_id, text),
         Format::Anthropic => anthropic::tool_result_json(call_id, text),

@@ -135,9 +135,12 @@ fn result_path(m: &Message<'_>, part: Option<usize>) -> Option<Vec<Step>> {
     }
 }
 
-/// Whether a call is a Gemini call without an id (its view's id is its name).
+/// Whether a call is a Gemini or Ollama call without an id (its view's id is its name).
 fn nameless(m: &Message<'_>, id: &str, name: &str) -> bool {
-    matches!(m.wire, Format::Gemini | Format::GeminiSnake) && id == name
+    matches!(
+        m.wire,
+        Format::Gemini | Format::GeminiSnake | Format::OpenAIChat
+    ) && id == name
 }
 
 /// The list key of a strict format's message content.
@@ -468,6 +471,15 @@ fn repair_sequential(msgs: &[Message<'_>], ids: &Ids, responses: bool, plan: &mu
         if !open.is_empty() && (speaks && closes || next_response) {
             for (id, at) in std::mem::take(&mut open) {
                 let json = match (responses, msgs[at].item) {
+                    // An Ollama call without an id is answered by its tool's name.
+                    (false, _)
+                        if msgs[at]
+                            .tool_calls
+                            .iter()
+                            .any(|c| nameless(&msgs[at], c.id, c.name) && c.id == id) =>
+                    {
+                        openai_chat::named_tool_result_json(&id, INTERRUPTED)
+                    }
                     (false, _) => openai_chat::tool_result_json(&id, INTERRUPTED),
                     (true, Some("custom_tool_call")) => {
                         openai_responses::custom_tool_result_json(&id, INTERRUPTED)

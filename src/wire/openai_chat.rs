@@ -39,7 +39,7 @@ pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall
                 format!("expected a tool call object, got {}", c.type_name()),
             ));
         }
-        let id = opt_id(c, Key::id, format_args!("tool_calls[{j}].id"))?.unwrap_or("");
+        let id = opt_id(c, Key::id, format_args!("tool_calls[{j}].id"))?;
         let Some(f) = c.get(Key::function).src()? else {
             return Err(invalid(
                 format!("tool_calls[{j}].function"),
@@ -53,7 +53,9 @@ pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall
             None => Cow::Borrowed(""),
         };
         out.push(ToolCall {
-            id,
+            // Ollama's native calls carry no id: their results name the tool (`tool_name`,
+            // read as the result's call id in `read::read_message`).
+            id: id.unwrap_or(name),
             name,
             arguments,
         });
@@ -166,16 +168,21 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             json,
         } => {
             let old = msg.tool_calls.get(*j)?;
-            if_smaller_string(
-                &old.arguments,
-                vec![
-                    Step::Key("tool_calls"),
-                    Step::Index(*j),
-                    Step::Key("function"),
-                    Step::Key("arguments"),
-                ],
-                json_string(json),
-            )
+            let path = vec![
+                Step::Key("tool_calls"),
+                Step::Index(*j),
+                Step::Key("function"),
+                Step::Key("arguments"),
+            ];
+            match &old.arguments {
+                // Sent as an object (Ollama's native calls, whose client refuses a string
+                // there): the reader serialized it (`fields::json_or_str`, the only owned
+                // arguments but a lone surrogate's lossy copy), and it is written back as one.
+                Cow::Owned(a) if a.starts_with('{') && json.starts_with('{') => {
+                    if_smaller(a.len(), path, json.to_string())
+                }
+                _ => if_smaller_string(&old.arguments, path, json_string(json)),
+            }
         }
         _ => None,
     }
@@ -203,6 +210,12 @@ pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str)
     s.push_str(schema);
     s.push_str("}}");
     s
+}
+
+/// Ollama's native `tool` message answering the call of tool `name` with `text` (its calls
+/// carry no id: the result names the tool), as compact JSON.
+pub(crate) fn named_tool_result_json(name: &str, text: &str) -> String {
+    object_of(&[("role", "tool"), ("tool_name", name), ("content", text)])
 }
 
 /// The `tool` message answering call `call_id` with `text`, as compact JSON.
@@ -281,4 +294,62 @@ pub(crate) fn compatible_thinking<'a, V: Input<'a>>(b: &V) -> ReadResult<Thinkin
         }
     }
     Ok(Thinking::Off)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::wire::edit::{CallAt, Change, Step};
+    use crate::wire::read::read_history;
+    use crate::wire::write_edit;
+
+    /// Ollama's native `/api/chat` messages: calls without ids, results naming their tool,
+    /// arguments sent as an object.
+    #[test]
+    fn ollama_calls_pair_by_tool_name_and_keep_object_arguments() {
+        let h = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"function": {"name": "run", "arguments": {"cmd": "make"}}},
+                {"function": {"name": "run", "arguments": {"cmd": "make test"}}}]},
+            {"role": "tool", "tool_name": "run", "content": "built"},
+            {"role": "tool", "tool_name": "run", "content": "2 failed"},
+            {"role": "user", "content": "why?", "images": ["iVBORw0KGgo="]}
+        ]);
+        let msgs = read_history(&&h).unwrap();
+        assert_eq!(msgs[1].tool_calls[0].id, "run");
+        assert_eq!(msgs[2].tool_call_id, Some("run"));
+        assert_eq!(msgs[3].tool_call_id, Some("run"));
+        assert!(
+            crate::compaction::check(&msgs, crate::wire::wire_format::WireFormat::Chat, &[])
+                .is_empty()
+        );
+        assert_eq!(msgs[4].parts().len(), 2);
+        let edit = write_edit(
+            1,
+            &msgs[1],
+            &Change::Arguments {
+                call: CallAt::ToolCalls(1),
+                json: "{\"cmd\":\"make…\"}".to_string(),
+            },
+        )
+        .unwrap();
+        assert_eq!(edit.value, "{\"cmd\":\"make…\"}");
+        assert_eq!(edit.path[3], Step::Key("arguments"));
+        // A string sent as a string stays one.
+        let chat = json!([{"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{\"cmd\":\"make test\"}"}}]}]);
+        let msgs = read_history(&&chat).unwrap();
+        let edit = write_edit(
+            0,
+            &msgs[0],
+            &Change::Arguments {
+                call: CallAt::ToolCalls(0),
+                json: "{\"cmd\":\"m\"}".to_string(),
+            },
+        )
+        .unwrap();
+        assert_eq!(edit.value, "\"{\\\"cmd\\\":\\\"m\\\"}\"");
+    }
 }

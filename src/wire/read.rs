@@ -10,7 +10,7 @@ use super::fields::{
 };
 use super::input::{Input, Key, ReadError, ReadResult, Shape, Src};
 use super::{anthropic, bedrock, gemini, openai_chat, openai_responses, Format};
-use crate::message::{Content, Message, Part, Role};
+use crate::message::{Content, Detail, Image, ImageSource, Message, Part, Role};
 use crate::request_extras::{RequestExtras, ToolDef};
 
 /// The part readers of every format, tried in order (typed parts by their `type`, keyed parts
@@ -57,7 +57,7 @@ impl PartReader for AnyFormat {
 pub(crate) type Reader = fields::Reader<AnyFormat>;
 
 /// The top-level fields of a message, read in one pass.
-const MESSAGE_FIELDS: [Key; 9] = [
+const MESSAGE_FIELDS: [Key; 11] = [
     Key::role,
     Key::content,
     Key::parts,
@@ -67,6 +67,8 @@ const MESSAGE_FIELDS: [Key; 9] = [
     Key::reasoning_content,
     Key::reasoning,
     Key::reasoning_details,
+    Key::tool_name,
+    Key::images,
 ];
 
 /// Read one message of any supported format (OpenAI chat, a Responses input item, Anthropic,
@@ -82,7 +84,7 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
             ),
         ));
     }
-    let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details] =
+    let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details, tool_name, images] =
         m.get_many(&MESSAGE_FIELDS).src()?;
     let Some(role) = str_value(role, "role")?.map(borrowed_or_placeholder) else {
         return openai_responses::item::<AnyFormat, V>(m);
@@ -106,8 +108,17 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         }
         (None, None) => Content::None,
     };
+    if let Some(list) = images {
+        msg.content = with_images(msg.content, &list)?;
+    }
     msg.name = str_value(name, "name")?.map(borrowed_or_placeholder);
     msg.tool_call_id = str_value(tool_call_id, "tool_call_id")?.map(borrowed_or_placeholder);
+    if msg.tool_call_id.is_none() && msg.role == Role::Tool {
+        // Ollama's native `/api/chat` names the tool a result answers (`tool_name`), not a
+        // call: its calls carry no id and are read with their name for one
+        // (`openai_chat::tool_calls`), so the result pairs with the nearest call of that tool.
+        msg.tool_call_id = str_value(tool_name, "tool_name")?.map(borrowed_or_placeholder);
+    }
     if msg.tool_call_id.is_some() {
         r.saw(Format::OpenAIChat);
     }
@@ -131,6 +142,46 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
     msg.wire = r.format.get();
     msg.thought_signatures = r.signatures.get();
     Ok(msg)
+}
+
+/// `content` with the images of Ollama's native `images` field (base64 strings beside the
+/// text) as image parts after it: priced as the images they are. The message stays one a text
+/// edit writes at `content` (its format is not changed), and no edit reaches the images.
+fn with_images<'a, V: Input<'a>>(
+    content: Content<'a>,
+    list: &V,
+) -> ReadResult<Content<'a>, V::Error> {
+    let Some(items) = list.items().src()? else {
+        return Err(invalid(
+            "images",
+            format!("expected a list of base64 images, got {}", list.type_name()),
+        ));
+    };
+    let mut parts = match content {
+        Content::None => Vec::new(),
+        Content::Text(t) => vec![Part::Text(t)],
+        Content::Parts(p) => p,
+    };
+    for (k, item) in items.iter().enumerate() {
+        let source = match item.str().src()? {
+            Some(Cow::Borrowed(s)) => ImageSource::Base64(s),
+            Some(Cow::Owned(_)) => ImageSource::Url(""),
+            None => match item.bytes().src()? {
+                Some(b) => ImageSource::Bytes(b),
+                None => {
+                    return Err(invalid(
+                        format!("images[{k}]"),
+                        format!("expected base64 text or bytes, got {}", item.type_name()),
+                    ))
+                }
+            },
+        };
+        parts.push(Part::Image(Image {
+            source,
+            detail: Detail::default(),
+        }));
+    }
+    Ok(Content::Parts(parts))
 }
 
 /// Why a history could not be read: the message index and what went wrong in it.

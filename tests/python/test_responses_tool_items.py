@@ -104,6 +104,11 @@ def test_the_items_are_valid_input_items_for_the_openai_sdk_after_a_compaction()
     types = pytest.importorskip("openai.types.responses")
     from pydantic import TypeAdapter
 
+    from openai.types.responses import response_input_item_param as item_param
+
+    if not all(hasattr(item_param, t) for t in ("ShellCall", "ApplyPatchCall", "Program", "McpApprovalResponse")):
+        pytest.skip("this openai SDK predates the shell, apply_patch and program items")
+
     adapter = TypeAdapter(list[types.ResponseInputItemParam])
     for kind in KINDS:
         h = history(kind)
