@@ -261,7 +261,8 @@ pub struct Message<'a> {
     /// Gemini thought signatures sent back on this message's parts.
     pub thought_signatures: ThoughtSignatures,
     /// The `type` of a role-less Responses item (`function_call`, `shell_call`, ...): the
-    /// output a repair writes for an unanswered call must be of the call's own kind.
+    /// output a repair writes for an unanswered call must be of the call's own kind. On a chat
+    /// message, `openai_chat::CUSTOM_CALLS` when it calls a custom tool (no `function` to edit).
     pub item: Option<&'a str>,
 }
 

@@ -90,6 +90,30 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             is_error,
         }));
     }
+    // Reasoning (`ReasoningContentBlock`: `reasoningText` with its signature, or
+    // `redactedContent`), read as the thinking it is: priced as reasoning, its signature free,
+    // dropped by `keep_thinking_turns`, and never preceded by a summary in the turn it opens.
+    if let Some(rc) = p.get(Key::reasoningContent).src()? {
+        r.saw(Format::Bedrock);
+        if let Some(t) = rc.get(Key::reasoningText).src()? {
+            let at = format!("{path}.reasoningContent.reasoningText");
+            return Ok(Some(Part::Thinking {
+                text: super::fields::text_field(&t, Key::text, &at)?,
+                signature: opt_id(&t, Key::signature, format_args!("{at}.signature"))?
+                    .unwrap_or(""),
+            }));
+        }
+        if let Some(d) = rc.get(Key::redactedContent).src()? {
+            // (Its base64 text as JSON carries it; bytes as boto3 gives them have no text to
+            // borrow and are priced as Anthropic prices an earlier turn's reasoning: nothing.)
+            let encoded = match d.str().src()? {
+                Some(Cow::Borrowed(s)) => s,
+                _ => "",
+            };
+            return Ok(Some(Part::EncryptedReasoning(encoded)));
+        }
+        return Ok(Some(opaque("reasoningContent", &rc)?));
+    }
     if let Some(j) = p.get(Key::json).src()? {
         return Ok(Some(Part::Text(Cow::Owned(j.json_text().src()?))));
     }

@@ -198,7 +198,9 @@ fn media_info<'a, V: Input<'a>>(
     info: &mut MediaInfo,
     depth: usize,
 ) -> ReadResult<(), V::Error> {
-    if depth > MEDIA_DEPTH || v.shape() != Shape::Map {
+    // (An SDK object too: google-genai's `Blob` holds its `mime_type` and `data` bytes as
+    // fields, and read as no mapping, its audio was priced as unknown JSON.)
+    if depth > MEDIA_DEPTH || !matches!(v.shape(), Shape::Map | Shape::Object) {
         return Ok(());
     }
     let Some(entries) = v.entries().src()? else {

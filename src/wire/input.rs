@@ -188,6 +188,9 @@ keys! {
     exit_code = "exit_code",
     tool_name = "tool_name",
     images = "images",
+    reasoningContent = "reasoningContent",
+    reasoningText = "reasoningText",
+    redactedContent = "redactedContent",
 }
 
 impl Key {

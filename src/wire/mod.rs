@@ -197,7 +197,13 @@ pub fn write_edit(index: usize, msg: &Message<'_>, change: &Change) -> Option<Ed
 /// `detect_wire_format` is this over the messages read so far.
 pub fn detect(msgs: &[Message<'_>]) -> Format {
     msgs.iter()
-        .map(|m| m.wire)
+        .map(|m| match (m.wire, m.item) {
+            // A role-less item is a Responses item whatever its own edits may write (a
+            // `custom_tool_call` or a `shell_call` is never edited, and so shows no format):
+            // a history of plain messages and such items is a Responses input.
+            (Format::Unknown, Some(_)) => Format::OpenAIResponses,
+            (f, _) => f,
+        })
         .find(|f| *f != Format::Unknown)
         .unwrap_or_default()
 }

@@ -23,6 +23,20 @@ use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCall};
 
+/// What `Message::item` says of a chat message that makes a custom tool's call: its calls'
+/// arguments are never edited.
+pub(crate) const CUSTOM_CALLS: &str = "custom tool calls";
+
+/// Whether `calls` (a message's `tool_calls`) holds a custom tool's call.
+pub(crate) fn has_custom_call<'a, V: Input<'a>>(calls: &V) -> ReadResult<bool, V::Error> {
+    for c in calls.items().src()?.unwrap_or_default() {
+        if c.get(Key::custom).src()?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// `message.tool_calls`: `[{"id", "type": "function", "function": {"name", "arguments"}}]`.
 pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall<'a>>, V::Error> {
     let Some(items) = calls.items().src()? else {
@@ -40,6 +54,27 @@ pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall
             ));
         }
         let id = opt_id(c, Key::id, format_args!("tool_calls[{j}].id"))?;
+        // A custom tool's call (`{"type": "custom", "custom": {"name", "input"}}`,
+        // ChatCompletionMessageCustomToolCallParam): its free-form input read as its arguments.
+        if let Some(custom) = c.get(Key::custom).src()? {
+            let name = opt_id(
+                &custom,
+                Key::name,
+                format_args!("tool_calls[{j}].custom.name"),
+            )?
+            .ok_or_else(|| invalid(format!("tool_calls[{j}].custom.name"), "missing"))?;
+            let input = opt_str(
+                &custom,
+                Key::input,
+                format_args!("tool_calls[{j}].custom.input"),
+            )?;
+            out.push(ToolCall {
+                id: id.unwrap_or(name),
+                name,
+                arguments: input.unwrap_or(Cow::Borrowed("")),
+            });
+            continue;
+        }
         let Some(f) = c.get(Key::function).src()? else {
             return Err(invalid(
                 format!("tool_calls[{j}].function"),
@@ -167,6 +202,10 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             call: CallAt::ToolCalls(j),
             json,
         } => {
+            // A custom tool's call has no `function` to write into, and its input is free text.
+            if msg.item == Some(CUSTOM_CALLS) {
+                return None;
+            }
             let old = msg.tool_calls.get(*j)?;
             let path = vec![
                 Step::Key("tool_calls"),

@@ -105,6 +105,28 @@ pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message
             msg.wire = Format::OpenAIResponses;
             msg
         }
+        // A generated image sent back: priced as the image it is (its base64 `result`), not
+        // as a megabyte of text. Never edited.
+        "image_generation_call" => {
+            let mut msg = Message::empty("assistant");
+            msg.content = match m
+                .get(Key::result)
+                .src()?
+                .map(|r| r.str())
+                .transpose()
+                .src()?
+                .flatten()
+            {
+                Some(Cow::Borrowed(b64)) if !b64.is_empty() => {
+                    Content::Parts(vec![Part::Image(Image {
+                        source: ImageSource::Base64(b64),
+                        detail: Default::default(),
+                    })])
+                }
+                _ => Content::Parts(vec![opaque(kind, m)?]),
+            };
+            msg
+        }
         "reasoning" => {
             let mut msg = Message::empty("assistant");
             let mut parts = Vec::new();

@@ -86,8 +86,12 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
     }
     let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details, tool_name, images] =
         m.get_many(&MESSAGE_FIELDS).src()?;
-    let Some(role) = str_value(role, "role")?.map(borrowed_or_placeholder) else {
-        return openai_responses::item::<AnyFormat, V>(m);
+    let role = match str_value(role, "role")?.map(borrowed_or_placeholder) {
+        Some(role) => role,
+        // A Gemini content may leave its role unset ("can be left blank or unset",
+        // `Content.role` in the Gemini API reference): the user's, as a single turn is.
+        None if parts.is_some() && content.is_none() => "user",
+        None => return openai_responses::item::<AnyFormat, V>(m),
     };
     let r = Reader::new();
     let mut msg = Message::empty(role);
@@ -124,6 +128,9 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
     }
     if let Some(calls) = tool_calls {
         msg.tool_calls = openai_chat::tool_calls(&calls)?;
+        if openai_chat::has_custom_call(&calls)? {
+            msg.item = Some(openai_chat::CUSTOM_CALLS);
+        }
         r.saw(Format::OpenAIChat);
     }
     if msg.role == Role::Assistant {

@@ -11,6 +11,7 @@
 //! | `computer_call` | `computer_call_output` | `call_id` |
 //! | `program` | `program_output` | `call_id` |
 //! | `mcp_approval_request` | `mcp_approval_response` | `approval_request_id` (the request's `id`) |
+//! | `tool_search_call` | `tool_search_output` | `call_id`, when both carry one (a search the server ran has none) |
 //!
 //! Read as an opaque item each, a compaction could fold a call and keep its output (the API
 //! refuses an output whose call it was not sent). Read here as a call and its result, they are
@@ -39,6 +40,10 @@ pub(crate) fn call<'a, V: Input<'a>>(
         "apply_patch_call" => (Key::call_id, Key::operation, "apply_patch"),
         "program" => (Key::call_id, Key::code, "program"),
         "mcp_approval_request" => (Key::id, Key::arguments, ""),
+        // (A search the server ran carries no call id and pairs with nothing: left opaque.)
+        "tool_search_call" if opt_id(m, Key::call_id, "call_id")?.is_some() => {
+            (Key::call_id, Key::arguments, "tool_search")
+        }
         _ => return Ok(None),
     };
     let id = opt_id(m, id_key, id_key.as_str())?.ok_or_else(|| {
@@ -82,6 +87,7 @@ pub(crate) fn output<'a, V: Input<'a>>(
         | "program_output" => Key::call_id,
         "local_shell_call_output" => Key::id,
         "mcp_approval_response" => Key::approval_request_id,
+        "tool_search_output" if opt_id(m, Key::call_id, "call_id")?.is_some() => Key::call_id,
         _ => return Ok(None),
     };
     let mut msg = Message::empty("tool");
@@ -95,6 +101,11 @@ pub(crate) fn output<'a, V: Input<'a>>(
         "shell_call_output" => shell_output(m)?,
         "computer_call_output" => screenshot(m)?,
         "program_output" => text_of(m, Key::result)?,
+        // The tools the search loaded, as the JSON the model reads.
+        "tool_search_output" => match m.get(Key::tools).src()? {
+            Some(t) => Content::Text(Cow::Owned(t.json_text().src()?)),
+            None => Content::None,
+        },
         "mcp_approval_response" => {
             let approve = m.get(Key::approve).src()?;
             let approved = match approve {

@@ -155,3 +155,59 @@ def test_repair_answers_each_unanswered_call_in_kind_or_drops_it():
     calls, outputs = call_ids([m for m in out if m.get("type") != "custom_tool_call"
                                and m.get("type") != "custom_tool_call_output"])
     assert calls == outputs == ["f3"]
+
+
+def test_a_client_run_tool_search_and_its_output_stay_together():
+    h: list[dict[str, Any]] = [{"role": "user", "content": "Find the deploy tool and deploy."}]
+    for t in range(6):
+        h.append({"type": "tool_search_call", "id": f"ts_{t}", "call_id": f"tsc_{t}", "execution": "client",
+                  "arguments": {"query": f"deploy {t}"}, "status": "completed"})
+        h.append({"type": "tool_search_output", "id": f"tso_{t}", "call_id": f"tsc_{t}", "execution": "client",
+                  "status": "completed", "tools": [{"type": "function", "name": f"deploy_{t}",
+                                                    "description": f"deploys stage {t} " * 300, "parameters": {}}]})
+        h.append({"role": "assistant", "content": f"Loaded deploy_{t}."})
+    h.append({"role": "user", "content": "Go on."})
+    whole = cf.estimate(h, provider="openai")
+    for share in [k / 40 for k in range(4, 36)]:
+        r = cf.Compactor(budget=int(whole * share), provider="openai").compact(h)
+        kinds = [(m.get("type") or m.get("role"), m.get("call_id")) for m in r.messages]
+        calls = [c for k, c in kinds if k == "tool_search_call"]
+        assert calls == [c for k, c in kinds if k == "tool_search_output"], (share, kinds)
+
+
+def test_a_generated_image_sent_back_is_priced_as_an_image():
+    image = png_data_url(1024, 1024, 3_000_000).split(",", 1)[1]
+    h = [{"role": "user", "content": "Draw a cat."},
+         {"type": "image_generation_call", "id": "ig_1", "status": "completed", "result": image},
+         {"role": "user", "content": "Make it blue."}]
+    as_input = [{"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64," + image}]}]
+    assert cf.estimate(h[1:2], provider="openai") <= cf.estimate(as_input, provider="openai") + 20
+    # A history the budget holds once the image is priced as one (it was priced at ~1M tokens).
+    r = cf.Compactor(budget=4_000, provider="openai").compact(h)
+    assert r.tokens_after <= 4_000
+
+
+def test_a_chat_custom_tool_call_is_read_and_its_input_never_edited():
+    h: list[dict[str, Any]] = [{"role": "user", "content": "Patch the files."}]
+    for i in range(6):
+        h.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin Patch\n" + "+x\n" * 3000}}]})
+        h.append({"role": "tool", "tool_call_id": f"c{i}", "content": "Done."})
+    h.append({"role": "user", "content": "Next."})
+    before = copy.deepcopy(h)
+    whole = cf.estimate(h, provider="openai")
+    for share in (0.2, 0.5, 0.9):
+        r = cf.Compactor(budget=int(whole * share), provider="openai").compact(h)
+        for m in r.messages:
+            for c in m.get("tool_calls") or []:
+                assert c == next(x for b in before for x in b.get("tool_calls") or [] if x["id"] == c["id"])
+    assert h == before
+
+
+def test_plain_messages_and_role_less_items_read_as_a_responses_input():
+    h = [{"role": "user", "content": "patch it"},
+         {"type": "custom_tool_call", "call_id": "k1", "name": "patcher", "input": "*** Begin Patch"},
+         {"role": "user", "content": "never mind"}]
+    assert cf.detect_wire_format(h) == "responses"
+    out = list(cf.repair(h, provider="openai").messages)
+    assert out[2] == {"type": "custom_tool_call_output", "call_id": "k1", "output": out[2]["output"]}
