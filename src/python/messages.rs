@@ -49,6 +49,7 @@ impl<'k, 'py> Walker<'k, 'py> {
             self.index = i;
             out.push(self.read(m)?);
         }
+        crate::wire::item_reference::bind(&mut out);
         Ok(out)
     }
 
@@ -99,6 +100,10 @@ impl<'k, 'py> Walker<'k, 'py> {
             }
         }
         costs.extend(Self::priced(&out[costs.len()..], est));
+        let bound = crate::wire::item_reference::bind(&mut out);
+        if !bound.is_empty() {
+            costs = Self::repriced(&out, costs, &bound, est);
+        }
         Ok((out, costs))
     }
 

@@ -109,13 +109,21 @@ impl Reads {
                 }
             }
         }
-        let done: Cow<'s, [Message<'s>]> = if whole {
+        let mut done: Cow<'s, [Message<'s>]> = if whole {
             Cow::Borrowed(&self.messages[start..])
         } else {
             Cow::Owned(copied)
         };
-        if let Some(est) = est {
+        if let Some(est) = est.as_deref_mut() {
             costs.extend(Walker::priced(&done[costs.len()..], est));
+        }
+        // A call sent by reference is bound to its output over the whole history
+        // (`wire::item_reference`): a copy, only when the history holds one.
+        if crate::wire::item_reference::any(&done) {
+            let bound = crate::wire::item_reference::bind(done.to_mut());
+            if let (Some(est), false) = (est, bound.is_empty()) {
+                costs = Walker::repriced(&done, costs, &bound, est);
+            }
         }
         Ok((done, costs))
     }

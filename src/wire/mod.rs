@@ -19,6 +19,7 @@ pub mod edit;
 pub mod fields;
 pub mod gemini;
 pub mod input;
+pub mod item_reference;
 pub mod json_size;
 pub mod langchain;
 pub mod openai_chat;

@@ -221,11 +221,13 @@ pub fn read_history<'a, V: Input<'a>>(seq: &V) -> Result<Vec<Message<'a>>, Histo
             })
         }
     };
-    items
+    let mut msgs = items
         .iter()
         .enumerate()
         .map(|(index, m)| read_message(m).map_err(|error| HistoryError { index, error }))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    super::item_reference::bind(&mut msgs);
+    Ok(msgs)
 }
 
 /// A tool definitions error: the index `j` of the definition (`None` when `tools` is not a

@@ -211,3 +211,24 @@ def test_plain_messages_and_role_less_items_read_as_a_responses_input():
     assert cf.detect_wire_format(h) == "responses"
     out = list(cf.repair(h, provider="openai").messages)
     assert out[2] == {"type": "custom_tool_call_output", "call_id": "k1", "output": out[2]["output"]}
+
+
+def test_calls_sent_by_reference_pair_with_their_inline_outputs():
+    # With `store: true` a stored function_call may be sent by its item id alone.
+    h: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for t in range(6):
+        h += [{"type": "item_reference", "id": f"fc_{t}"},
+              {"type": "function_call_output", "call_id": f"call_{t}", "output": f"o{t}-line value={t} " * 400}]
+    h.append({"role": "user", "content": "continue"})
+    before = copy.deepcopy(h)
+    whole = cf.estimate(h, provider="openai")
+    for share in (0.25, 0.5, 0.9):
+        r = cf.Compactor(budget=int(whole * share), provider="openai").compact(h)
+        kinds = [m.get("type") or m.get("role") for m in r.messages]
+        # Each output kept has its reference right before it.
+        for i, k in enumerate(kinds):
+            if k == "function_call_output":
+                assert kinds[i - 1] == "item_reference", (share, kinds)
+    repaired = cf.repair(h, provider="openai")
+    assert list(repaired.messages) == h and list(repaired.changes) == []
+    assert h == before
