@@ -39,6 +39,15 @@ pub(crate) fn is_server_compaction(m: &Message<'_>) -> bool {
     }
 }
 
+/// True for a Responses item that stands for the rest of the conversation: a
+/// `configuration_update` (its settings "stay in effect until a later update replaces them")
+/// or `additional_tools` (tools declared mid-conversation, which later calls name). Folded
+/// like a turn, the settings reverted and the calls after it named tools declared nowhere:
+/// kept verbatim, never folded.
+pub(crate) fn is_standing_item(m: &Message<'_>) -> bool {
+    matches!(m.item, Some("configuration_update" | "additional_tools"))
+}
+
 /// How many thinking or reasoning parts open `m`'s content: a summary merged at its start goes
 /// after them (Anthropic wants a turn's thinking first; the signed blocks stay as they are).
 pub(crate) fn leading_thinking(m: &Message<'_>) -> usize {
@@ -63,9 +72,12 @@ pub(crate) struct Seating<'s, 'a> {
 }
 
 impl Seating<'_, '_> {
-    /// Kept verbatim wherever it is: pinned, or a server's compaction item.
+    /// Kept verbatim wherever it is: pinned, a server's compaction item, or a Responses item
+    /// that stands for the rest of the conversation (`is_standing_item`).
     pub fn special(&self, i: usize) -> bool {
-        self.pinned.contains(&i) || is_server_compaction(&self.msgs[i])
+        self.pinned.contains(&i)
+            || is_server_compaction(&self.msgs[i])
+            || is_standing_item(&self.msgs[i])
     }
 
     /// The whole tool group around message `i` (`a..b`, never before the head's end).

@@ -57,7 +57,7 @@ impl PartReader for AnyFormat {
 pub(crate) type Reader = fields::Reader<AnyFormat>;
 
 /// The top-level fields of a message, read in one pass.
-const MESSAGE_FIELDS: [Key; 11] = [
+const MESSAGE_FIELDS: [Key; 12] = [
     Key::role,
     Key::content,
     Key::parts,
@@ -69,6 +69,7 @@ const MESSAGE_FIELDS: [Key; 11] = [
     Key::reasoning_details,
     Key::tool_name,
     Key::images,
+    Key::kind,
 ];
 
 /// Read one message of any supported format (OpenAI chat, a Responses input item, Anthropic,
@@ -84,7 +85,7 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
             ),
         ));
     }
-    let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details, tool_name, images] =
+    let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details, tool_name, images, kind] =
         m.get_many(&MESSAGE_FIELDS).src()?;
     let role = match str_value(role, "role")?.map(borrowed_or_placeholder) {
         Some(role) => role,
@@ -93,6 +94,20 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         None if parts.is_some() && content.is_none() => "user",
         None => return openai_responses::item::<AnyFormat, V>(m),
     };
+    // Responses' `additional_tools` item carries a role (`developer`) beside its tools: read as
+    // the item it is, its tools priced as their JSON, never edited, kept wherever it stands
+    // (`summary_placement::is_standing_item`).
+    if let Some(k) = kind.as_ref().map(|k| k.str()).transpose().src()?.flatten() {
+        if k == "additional_tools" {
+            let mut msg = Message::empty(role);
+            if let Some(tools) = m.get(Key::tools).src()? {
+                msg.content =
+                    Content::Parts(vec![super::fields::opaque("additional_tools", &tools)?]);
+            }
+            msg.item = Some("additional_tools");
+            return Ok(msg);
+        }
+    }
     let r = Reader::new();
     let mut msg = Message::empty(role);
     msg.content = match (content, parts) {

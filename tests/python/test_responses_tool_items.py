@@ -232,3 +232,26 @@ def test_calls_sent_by_reference_pair_with_their_inline_outputs():
     repaired = cf.repair(h, provider="openai")
     assert list(repaired.messages) == h and list(repaired.changes) == []
     assert h == before
+
+
+def test_items_that_stand_for_the_rest_of_the_conversation_are_never_folded():
+    # `configuration_update` settings last until a later update; `additional_tools` declares the
+    # tools later calls name.
+    update = {"type": "configuration_update", "reasoning": {"effort": "high"}}
+    tools = {"type": "additional_tools", "role": "developer",
+             "tools": [{"type": "function", "name": "extra_tool", "description": "Runs the extra step. " * 40,
+                        "parameters": {"type": "object", "properties": {}}, "strict": False}]}
+    h: list[dict[str, Any]] = [{"role": "user", "content": "Use extra_tool repeatedly."}]
+    for t in range(8):
+        if t == 3:
+            h += [copy.deepcopy(update), copy.deepcopy(tools)]
+        h.append({"type": "function_call", "call_id": f"call_{t}", "name": "extra_tool", "arguments": "{}"})
+        h.append({"type": "function_call_output", "call_id": f"call_{t}", "output": f"o{t}-line value={t} " * 400})
+        h.append({"role": "user", "content": f"Step {t} done, continue."})
+    without = [m for m in h if m.get("type") != "additional_tools"]
+    assert cf.estimate(h, provider="openai") > cf.estimate(without, provider="openai") + 150
+    whole = cf.estimate(h, provider="openai")
+    for share in (0.15, 0.3, 0.6):
+        out = list(cf.Compactor(budget=int(whole * share), provider="openai").compact(h).messages)
+        assert update in out and tools in out, share
+        assert out.index(update) < out.index(tools)
