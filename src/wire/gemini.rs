@@ -140,6 +140,14 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
                     detail: Detail::Auto,
                 }));
             }
+            // A YouTube video is passed by its URL alone, with no MIME type ("Pass a YouTube
+            // URL as `file_uri`", Gemini API video understanding): priced as the video it is.
+            if mime.is_none() {
+                let uri = opt_id(&f, uri_key, format_args!("{path}.{}", key.as_str()))?;
+                if uri.is_some_and(|u| u.contains("youtube.com/") || u.contains("youtu.be/")) {
+                    return opaque("video", p);
+                }
+            }
         }
     }
     opaque("unknown", p)
