@@ -27,18 +27,11 @@ use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCal
 /// arguments are never edited.
 pub(crate) const CUSTOM_CALLS: &str = "custom tool calls";
 
-/// Whether `calls` (a message's `tool_calls`) holds a custom tool's call.
-pub(crate) fn has_custom_call<'a, V: Input<'a>>(calls: &V) -> ReadResult<bool, V::Error> {
-    for c in calls.items().src()?.unwrap_or_default() {
-        if c.get(Key::custom).src()?.is_some() {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
-/// `message.tool_calls`: `[{"id", "type": "function", "function": {"name", "arguments"}}]`.
-pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall<'a>>, V::Error> {
+/// `message.tool_calls`: `[{"id", "type": "function", "function": {"name", "arguments"}}]`, and
+/// whether one of them is a custom tool's call (`CUSTOM_CALLS`).
+pub(crate) fn tool_calls<'a, V: Input<'a>>(
+    calls: &V,
+) -> ReadResult<(Vec<ToolCall<'a>>, bool), V::Error> {
     let Some(items) = calls.items().src()? else {
         return Err(invalid(
             "tool_calls",
@@ -46,6 +39,7 @@ pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall
         ));
     };
     let mut out = Vec::with_capacity(items.len());
+    let mut custom_call = false;
     for (j, c) in items.iter().enumerate() {
         if !matches!(c.shape(), Shape::Map | Shape::Object) {
             return Err(invalid(
@@ -73,6 +67,7 @@ pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall
                 name,
                 arguments: input.unwrap_or(Cow::Borrowed("")),
             });
+            custom_call = true;
             continue;
         }
         let Some(f) = c.get(Key::function).src()? else {
@@ -95,7 +90,7 @@ pub(crate) fn tool_calls<'a, V: Input<'a>>(calls: &V) -> ReadResult<Vec<ToolCall
             arguments,
         });
     }
-    Ok(out)
+    Ok((out, custom_call))
 }
 
 /// OpenRouter `reasoning_details`: the visible text and summaries are priced as reasoning;

@@ -142,8 +142,9 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         r.saw(Format::OpenAIChat);
     }
     if let Some(calls) = tool_calls {
-        msg.tool_calls = openai_chat::tool_calls(&calls)?;
-        if openai_chat::has_custom_call(&calls)? {
+        let (read, custom_call) = openai_chat::tool_calls(&calls)?;
+        msg.tool_calls = read;
+        if custom_call {
             msg.item = Some(openai_chat::CUSTOM_CALLS);
         }
         r.saw(Format::OpenAIChat);
