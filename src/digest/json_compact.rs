@@ -10,7 +10,8 @@
 //!
 //! An array of search hits (objects of a file, a line number and the line's text, as a search
 //! tool returns grep's matches in JSON) is written as grep prints them, `path:line:text`, the
-//! path left out where the call named it: `matches=[1379:    def resolve_expression(self):]`.
+//! path left out where the call named it: `1379:    def resolve_expression(self):`, and a
+//! count that only repeats how many hits there are left out with the key they sit under.
 //! As a table its first 60 characters held the header and the path, and a clipped result lost
 //! the line number and the text that were what the search found.
 
@@ -226,10 +227,10 @@ pub(super) fn compact_for(text: &str, shown: &ShownArgs) -> Option<String> {
             };
             let rest = items.iter().filter(|p| !echoes(p));
             // A result that is nothing but the echo is shown as it is.
-            if rest.clone().next().is_some() {
-                pairs_of(&mut out, rest, shown);
-            } else {
+            if rest.clone().next().is_none() {
                 pairs(&mut out, items, shown);
+            } else if write_bare_hits(&mut out, rest.clone(), shown).is_none() {
+                pairs_of(&mut out, rest, shown);
             }
         }
         other => write(&mut out, other, shown),
@@ -311,6 +312,42 @@ fn write_hits(out: &mut String, items: &[Node<'_>], shown: &ShownArgs) -> Option
         out.push_str(text.trim_end().replace(['\n', '\r'], " ").as_str());
     }
     Some(())
+}
+
+/// Keys a search result counts its hits under (hermes-agent's `total_count`, and the usual
+/// other spellings).
+fn is_count_key(key: &str) -> bool {
+    key.contains("count") || key == "total" || key.starts_with("total_") || key.starts_with("num_")
+}
+
+/// The members of a result object that are a search's hits and, at most, their count: the hits
+/// alone, as grep prints them (`write_hits`). The count says nothing the hits do not, and the
+/// key and the bracket took the head of a clipped result (`total_count=2, matches=[1135…`),
+/// where the first hit's line number and text belong. None (nothing written) otherwise: another
+/// member, a count that differs from the hits shown (a capped search keeps it), no hits.
+fn write_bare_hits<'i, 'n: 'i>(
+    out: &mut String,
+    members: impl Iterator<Item = &'i (String, Node<'n>)> + Clone,
+    shown: &ShownArgs,
+) -> Option<()> {
+    let mut hits = None;
+    for (key, v) in members.clone() {
+        match v {
+            Node::Array(items) if hits.is_none() && !items.is_empty() => hits = Some(items),
+            Node::Literal(_) if is_count_key(key) => {}
+            _ => return None,
+        }
+    }
+    let hits = hits?;
+    let n = hits.len().to_string();
+    let mut counts = members.filter_map(|(_, v)| match v {
+        Node::Literal(l) => Some(*l),
+        _ => None,
+    });
+    if counts.any(|l| l != n) {
+        return None;
+    }
+    write_hits(out, hits, shown)
 }
 
 fn scalar_text(out: &mut String, s: &str) {
@@ -457,8 +494,20 @@ mod tests {
         let raw = r#"{"total_count": 2, "matches": [{"path": "django/forms/models.py", "line": 1149, "content": "class ModelChoiceIterator:"}, {"path": "django/forms/models.py", "line": 1161, "content": "class ModelChoiceIteratorValue:  "}]}"#;
         assert_eq!(
             compact(raw).unwrap(),
-            "total_count=2, matches=[django/forms/models.py:1149:class ModelChoiceIterator:; \
-             django/forms/models.py:1161:class ModelChoiceIteratorValue:]"
+            "django/forms/models.py:1149:class ModelChoiceIterator:; \
+             django/forms/models.py:1161:class ModelChoiceIteratorValue:"
+        );
+        // A count that is not the number of hits shown (a capped search) stays, with the key.
+        let capped =
+            r#"{"total_count": 40, "matches": [{"path": "a.py", "line": 3, "content": "x"}]}"#;
+        assert_eq!(
+            compact(capped).unwrap(),
+            "total_count=40, matches=[a.py:3:x]"
+        );
+        let other = r#"{"total_count": 1, "truncated": true, "matches": [{"path": "a.py", "line": 3, "content": "x"}]}"#;
+        assert_eq!(
+            compact(other).unwrap(),
+            "total_count=1, truncated=true, matches=[a.py:3:x]"
         );
         // The path the call searched is not repeated; another path is.
         let args: serde_json::Value =
@@ -469,7 +518,7 @@ mod tests {
         let mixed = r#"{"matches": [{"path": "django/forms/models.py", "line": 7, "content": "    x = 1"}, {"path": "a.py", "line": 9, "content": "y\nz"}]}"#;
         assert_eq!(
             compact_for(mixed, &shown).unwrap(),
-            "matches=[7:    x = 1; a.py:9:y z]"
+            "7:    x = 1; a.py:9:y z"
         );
         // Objects that are not all hits (another key, a line that is no whole number) stay a
         // table.
