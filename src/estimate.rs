@@ -393,7 +393,11 @@ impl Estimator {
         if m.tool_calls.len() > 1 {
             t += p.per_parallel_call * m.tool_calls.len() as f64;
         }
-        if let Some(id) = m.tool_call_id {
+        // (A legacy `function` result's id is its `name`, priced above as the name it is.)
+        if let Some(id) = m
+            .tool_call_id
+            .filter(|_| m.item != Some(crate::wire::openai_chat::LEGACY_FUNCTION_RESULT))
+        {
             t += p.per_tool_result + self.id(id);
         }
         if let Some(r) = &m.reasoning {

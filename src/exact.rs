@@ -227,7 +227,11 @@ impl Counter {
             Batched::Continues => return self.batch_output(m, ", ", "").saturating_sub(1),
         }
         let mut n = if self.legacy_0301 { 4 } else { 3 };
-        if m.role == Role::Tool && m.tool_call_id.is_some() {
+        // (A legacy `function` result renders as its role and name: it answers no tool call.)
+        if m.role == Role::Tool
+            && m.tool_call_id.is_some()
+            && m.item != Some(crate::wire::openai_chat::LEGACY_FUNCTION_RESULT)
+        {
             let name = m
                 .tool_call_id
                 .and_then(|id| calls.get(id).map(|c| c.name))

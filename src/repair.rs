@@ -471,6 +471,9 @@ fn repair_sequential(msgs: &[Message<'_>], ids: &Ids, responses: bool, plan: &mu
         if !open.is_empty() && (speaks && closes || next_response) {
             for (id, at) in std::mem::take(&mut open) {
                 let json = match (responses, msgs[at].item) {
+                    (false, Some(openai_chat::LEGACY_FUNCTION_CALL)) => {
+                        openai_chat::legacy_function_result_json(&id, INTERRUPTED)
+                    }
                     // An Ollama call without an id is answered by its tool's name.
                     (false, _)
                         if msgs[at]

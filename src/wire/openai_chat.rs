@@ -27,6 +27,39 @@ use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCal
 /// arguments are never edited.
 pub(crate) const CUSTOM_CALLS: &str = "custom tool calls";
 
+/// What `Message::item` says of an assistant message that makes a legacy function call: its
+/// call sits at `function_call`, not in `tool_calls`.
+pub(crate) const LEGACY_FUNCTION_CALL: &str = "function_call";
+
+/// What `Message::item` says of a legacy `function` result: its call id is the function's
+/// name, read from `name` (no id is sent, and none is priced).
+pub(crate) const LEGACY_FUNCTION_RESULT: &str = "function result";
+
+/// A legacy chat function call, `message.function_call: {"name", "arguments"}` (the
+/// `functions` parameter's calls, deprecated in favour of `tools` but still accepted:
+/// https://platform.openai.com/docs/api-reference/chat/create#chat-create-function_call). It
+/// carries no id, and its result (`{"role": "function", "name"}`) names the function: the call
+/// is read with the function's name for its id, so the two pair as Ollama's id-less calls do.
+pub(crate) fn legacy_function_call<'a, V: Input<'a>>(c: &V) -> ReadResult<ToolCall<'a>, V::Error> {
+    if !matches!(c.shape(), Shape::Map | Shape::Object) {
+        return Err(invalid(
+            "function_call",
+            format!("expected a function call object, got {}", c.type_name()),
+        ));
+    }
+    let name = opt_id(c, Key::name, format_args!("function_call.name"))?
+        .ok_or_else(|| invalid("function_call.name", "missing"))?;
+    let arguments = match c.get(Key::arguments).src()? {
+        Some(a) => json_or_str(&a)?,
+        None => Cow::Borrowed(""),
+    };
+    Ok(ToolCall {
+        id: name,
+        name,
+        arguments,
+    })
+}
+
 /// `message.tool_calls`: `[{"id", "type": "function", "function": {"name", "arguments"}}]`, and
 /// whether one of them is a custom tool's call (`CUSTOM_CALLS`).
 pub(crate) fn tool_calls<'a, V: Input<'a>>(
@@ -202,12 +235,16 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 return None;
             }
             let old = msg.tool_calls.get(*j)?;
-            let path = vec![
-                Step::Key("tool_calls"),
-                Step::Index(*j),
-                Step::Key("function"),
-                Step::Key("arguments"),
-            ];
+            let path = if msg.item == Some(LEGACY_FUNCTION_CALL) {
+                vec![Step::Key("function_call"), Step::Key("arguments")]
+            } else {
+                vec![
+                    Step::Key("tool_calls"),
+                    Step::Index(*j),
+                    Step::Key("function"),
+                    Step::Key("arguments"),
+                ]
+            };
             match &old.arguments {
                 // Sent as an object (Ollama's native calls, whose client refuses a string
                 // there): the reader serialized it (`fields::json_or_str`, the only owned
@@ -250,6 +287,12 @@ pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str)
 /// carry no id: the result names the tool), as compact JSON.
 pub(crate) fn named_tool_result_json(name: &str, text: &str) -> String {
     object_of(&[("role", "tool"), ("tool_name", name), ("content", text)])
+}
+
+/// The legacy `function` message answering a `function_call` of function `name` with `text`,
+/// as compact JSON.
+pub(crate) fn legacy_function_result_json(name: &str, text: &str) -> String {
+    object_of(&[("role", "function"), ("name", name), ("content", text)])
 }
 
 /// The `tool` message answering call `call_id` with `text`, as compact JSON.

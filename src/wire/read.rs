@@ -57,7 +57,7 @@ impl PartReader for AnyFormat {
 pub(crate) type Reader = fields::Reader<AnyFormat>;
 
 /// The top-level fields of a message, read in one pass.
-const MESSAGE_FIELDS: [Key; 12] = [
+const MESSAGE_FIELDS: [Key; 13] = [
     Key::role,
     Key::content,
     Key::parts,
@@ -70,6 +70,7 @@ const MESSAGE_FIELDS: [Key; 12] = [
     Key::tool_name,
     Key::images,
     Key::kind,
+    Key::function_call,
 ];
 
 /// Read one message of any supported format (OpenAI chat, a Responses input item, Anthropic,
@@ -85,7 +86,7 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
             ),
         ));
     }
-    let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details, tool_name, images, kind] =
+    let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details, tool_name, images, kind, function_call] =
         m.get_many(&MESSAGE_FIELDS).src()?;
     let role = match str_value(role, "role")?.map(borrowed_or_placeholder) {
         Some(role) => role,
@@ -138,7 +139,19 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         // (`openai_chat::tool_calls`), so the result pairs with the nearest call of that tool.
         msg.tool_call_id = str_value(tool_name, "tool_name")?.map(borrowed_or_placeholder);
     }
+    if msg.tool_call_id.is_none() && role == "function" {
+        // A legacy chat function result (`{"role": "function", "name", "content"}`) names the
+        // function it answers, as its call carries no id (`openai_chat::legacy_function_call`):
+        // the name pairs the two, and is priced once, as the name it is.
+        msg.tool_call_id = msg.name;
+        msg.item = Some(openai_chat::LEGACY_FUNCTION_RESULT);
+    }
     if msg.tool_call_id.is_some() {
+        r.saw(Format::OpenAIChat);
+    }
+    if let (Some(call), None, Role::Assistant) = (&function_call, &tool_calls, msg.role) {
+        msg.tool_calls = vec![openai_chat::legacy_function_call(call)?];
+        msg.item = Some(openai_chat::LEGACY_FUNCTION_CALL);
         r.saw(Format::OpenAIChat);
     }
     if let Some(calls) = tool_calls {
