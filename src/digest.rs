@@ -173,7 +173,7 @@ fn outcome_for<'t>(
             o.body = Cow::Owned(file);
         }
     }
-    let err = o.failure_by(producer);
+    let err = o.failure_or_report_by(producer);
     // A JSON result is shown compactly: every value in about half the characters
     // (`json_compact`).
     // A failed run's Python traceback is shown by its ends (`traceback::condense`); a test
@@ -404,12 +404,16 @@ struct CallResult<'a> {
 }
 
 /// Whether a call's result (with no error flag of the provider's) reports a failure, read as
-/// its call printed it (`ToolOutcome::failure_by`: a shell command's run, a file read). The
-/// arguments are parsed only when the words alone say it failed: a reading of what printed it
-/// only takes a failure back (a diagnostic line in the middle of a long output that the words
-/// miss is the one case it would add, and is left to the unit's own reading).
+/// its call printed it (`ToolOutcome::failure_or_report_by`: a shell command's run, a file
+/// read), as a unit of the digest files it. The arguments are parsed only when the words alone
+/// say it failed: a reading of what printed it only takes a failure back (a diagnostic line in
+/// the middle of a long output that the words miss is the one case it would add, and is left
+/// to the unit's own reading), or, for a run that exited 0, files it beside the errors.
 fn call_failed(c: &ToolCall<'_>, text: &str) -> bool {
     let o = tool_outcome::read(text);
+    if o.exited_ok_with_failure_words() {
+        return o.failure_or_report_by(&Producer::of_arguments(c.name, &c.arguments));
+    }
     if !o.failure() {
         return false;
     }
@@ -567,7 +571,10 @@ impl<'a> Walk<'a> {
             self.n_calls += 1;
             // (Before `whole_from` a command is counted, not made a unit.)
             let err = if k < self.whole_from {
-                refused || tool_outcome::read(&text).failure_of(&cmd)
+                refused || {
+                    let o = tool_outcome::read(&text);
+                    o.failure_of(&cmd) || o.exited_ok_reporting_failure(&cmd)
+                }
             } else {
                 self.b.command(&cmd, text, refused)
             };
@@ -2583,6 +2590,59 @@ mod tests {
             "{d}"
         );
         assert!(!d.contains("\"exit_code\""), "{d}");
+    }
+
+    /// A run that exits 0 and prints that a check failed (a reproduction script's verdict on
+    /// the bug) is filed with the errors, its exit code shown; a `cat` that exits 0 printing a
+    /// file's `except Exception` stays a call, as does a run whose words say nothing failed.
+    #[test]
+    fn a_run_that_exits_zero_reporting_a_failure_is_filed_with_the_errors() {
+        let mut msgs = Vec::new();
+        msgs.extend(terminal_round(
+            "c1",
+            r#"{"command":"python verify_wrong_result.py"}"#,
+            r#"{"output": "Expected count: 1\nActual count: 2\nFAIL: Count is incorrect!", "exit_code": 0, "error": null}"#,
+        ));
+        msgs.extend(terminal_round(
+            "c2",
+            r#"{"command":"cat src/loader.py"}"#,
+            r#"{"output": "def load(p):\n    try:\n        return open(p).read()\n    except Exception as error:\n        raise", "exit_code": 0, "error": null}"#,
+        ));
+        msgs.extend(terminal_round(
+            "c3",
+            r#"{"command":"python verify_wrong_result.py"}"#,
+            r#"{"output": "Expected count: 1\nActual count: 1\nSUCCESS", "exit_code": 0, "error": null}"#,
+        ));
+        let d = digest_within(&msgs, 600);
+        let errors = section_of(&d, "## Errors");
+        let calls = section_of(&d, "## Tool calls");
+        assert!(
+            errors.contains(
+                "$ python verify_wrong_result.py -> error: rc=0: Expected count: 1 Actual count: 2 FAIL: Count is incorrect!"
+            ),
+            "{d}"
+        );
+        assert!(calls.contains("$ cat src/loader.py -> ok: rc=0"), "{d}");
+        assert!(calls.contains("Actual count: 1 SUCCESS"), "{d}");
+        assert!(d.contains("3 tool calls, 1 errors"), "{d}");
+        // Counted, not read whole (the part of a fold before `whole_from`): the same verdict.
+        let c = ToolCall {
+            id: "c1",
+            name: "terminal",
+            arguments: Cow::Borrowed(r#"{"command":"python verify_wrong_result.py"}"#),
+        };
+        assert!(call_failed(
+            &c,
+            r#"{"output": "Actual count: 2\nFAIL: Count is incorrect!", "exit_code": 0, "error": null}"#
+        ));
+        let cat = ToolCall {
+            arguments: Cow::Borrowed(r#"{"command":"cat src/loader.py"}"#),
+            ..c
+        };
+        assert!(!call_failed(
+            &cat,
+            r#"{"output": "except Exception as error:\n    raise", "exit_code": 0, "error": null}"#
+        ));
     }
 
     #[test]

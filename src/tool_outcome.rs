@@ -206,6 +206,29 @@ impl ToolOutcome<'_> {
         }
     }
 
+    /// Whether the run of the shell command line `cmd` exited 0 and yet printed that something
+    /// failed (`words_say_failure`): a reproduction script's `Actual count: 2` then `FAIL:
+    /// Count is incorrect!`, a check that prints the exception it caught. What such a run
+    /// printed is what the turn found, and a digest files it beside the errors
+    /// (`failure_or_report_by`). Not a line of programs that only print files
+    /// (`shell_line::printers`): their words are the files'.
+    pub fn exited_ok_reporting_failure(&self, cmd: &str) -> bool {
+        self.exited_ok_with_failure_words() && shell_line::printers(cmd).is_none()
+    }
+
+    /// Whether the run exited 0 and its words say something failed (the first test of
+    /// `exited_ok_reporting_failure`, before its producer is known).
+    pub fn exited_ok_with_failure_words(&self) -> bool {
+        self.code == Some(0) && words_say_failure(&self.body)
+    }
+
+    /// `failure_by`, or a command that exited 0 reporting a failure
+    /// (`exited_ok_reporting_failure`): where a digest files a run.
+    pub fn failure_or_report_by(&self, producer: &Producer<'_>) -> bool {
+        self.failure_by(producer)
+            || matches!(producer, Producer::Command(cmd) if self.exited_ok_reporting_failure(cmd))
+    }
+
     /// The same reading, its body owned.
     pub fn into_owned(self) -> ToolOutcome<'static> {
         ToolOutcome {
