@@ -421,6 +421,31 @@ def _results(msgs: list[dict[str, Any]]) -> list[str]:
     return [str(m["content"]) for m in msgs if m.get("role") == "tool"]
 
 
+#: Programs whose output is the files they print (a listing that names `raise ValueError` is no
+#: failure of the `cat` that printed it, whatever its exit code).
+_PRINTERS = ("cat ", "sed -n", "grep ", "nl ", "head ", "tail ", "ls", "find ")
+
+
+def _commands(msgs: list[dict[str, Any]]) -> list[str]:
+    """The command of each terminal call, in order."""
+    return [json.loads(c["function"]["arguments"])["command"]
+            for m in msgs if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+
+
+def _reported(msgs: list[dict[str, Any]], codes: list[int | None], style: str) -> tuple[int, int]:
+    """Runs that exited 0 yet say something failed, beside the errors: (those that print a
+    line of a failed check, `FAIL: ...` or `... FAILED`, which must be counted; those whose
+    output names a failure word at all, which may be)."""
+    sure = may = 0
+    for code, cmd, text in zip(codes, _commands(msgs), _results(msgs), strict=True):
+        if code != 0 or cmd.lstrip().startswith(_PRINTERS):
+            continue
+        out = json.loads(text)["output"] if style == "json" else text
+        sure += bool(re.search(r"(?m)^\s*FAIL\b|: FAILED\b", out))
+        may += bool(re.search(r"(?i)fail|error|exception|traceback|invalid|denied|not found", out))
+    return sure, may
+
+
 @pytest.mark.parametrize("style", STYLES)
 def test_a_terminal_results_wrapper_decides_its_verdict_not_its_words(style: str) -> None:
     checked = 0
@@ -441,12 +466,15 @@ def test_a_terminal_results_wrapper_decides_its_verdict_not_its_words(style: str
             checked += 1
             continue
         # A JSON envelope's `"error": null` is no error, and `raise ValueError` in a listing
-        # that exited 0 is none either: the exit codes decide, each one. (A harness complaint
-        # answers with no code: the envelope says -1, the trailer is absent and words decide.)
+        # that exited 0 is none either: the exit codes decide, each one, but for a run that
+        # exited 0 printing that a check failed (a reproduction script's `FAIL: ...`), filed
+        # beside the errors. (A harness complaint answers with no code: the envelope says -1,
+        # the trailer is absent and words decide.)
+        sure, may = _reported(msgs, codes, style)
         if style == "json":
-            assert errors == failed + unknown, (fx.name, digest[:300])
+            assert failed + unknown + sure <= errors <= failed + unknown + may, (fx.name, digest[:300])
         else:
-            assert failed <= errors <= failed + unknown, (fx.name, digest[:300])
+            assert failed + sure <= errors <= failed + unknown + may, (fx.name, digest[:300])
         checked += 1
     assert checked == len(SWE_INLINE) == 4
 
