@@ -17,9 +17,12 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::compaction::Turn;
-use crate::message::{Content, Message, Part};
+use crate::message::{Content, Message, Part, Role};
 use crate::wire::edit::{json_string, CallAt, Step};
-use crate::wire::{anthropic, bedrock, gemini, openai_chat, openai_responses, Format, WireFormat};
+use crate::wire::{
+    anthropic, bedrock, gemini, openai_chat, openai_responses, responses_tool_items, Format,
+    WireFormat,
+};
 
 /// The text of a stand-in result.
 pub const INTERRUPTED: &str =
@@ -119,7 +122,13 @@ fn call_path(m: &Message<'_>, at: CallAt) -> Option<Vec<Step>> {
         Format::Gemini => gemini::call_id_path(at, false),
         Format::GeminiSnake => gemini::call_id_path(at, true),
         Format::Bedrock => bedrock::call_id_path(at),
-        Format::Unknown | Format::LangChain => None,
+        // A Responses call item of a client-run tool (never edited otherwise): its id's key.
+        Format::Unknown => m
+            .item
+            .and_then(responses_tool_items::call_id_key)
+            .filter(|_| at == CallAt::ToolCalls(0))
+            .map(|key| vec![Step::Key(key)]),
+        Format::LangChain => None,
     }
 }
 
@@ -131,7 +140,12 @@ fn result_path(m: &Message<'_>, part: Option<usize>) -> Option<Vec<Step>> {
         Format::Gemini => gemini::result_id_path(part, false),
         Format::GeminiSnake => gemini::result_id_path(part, true),
         Format::Bedrock => bedrock::result_id_path(part),
-        Format::Unknown | Format::LangChain => None,
+        Format::Unknown => m
+            .item
+            .and_then(responses_tool_items::result_id_key)
+            .filter(|_| part.is_none())
+            .map(|key| vec![Step::Key(key)]),
+        Format::LangChain => None,
     }
 }
 
@@ -186,7 +200,38 @@ pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
     } else {
         repair_sequential(msgs, &ids, format == WireFormat::Responses, &mut plan);
     }
+    if format == WireFormat::Responses {
+        drop_lone_reasoning(msgs, &mut plan);
+    }
     plan
+}
+
+/// Responses reasoning items that the repaired history would send without the item they
+/// precede (the next item kept is no output of the model's, or there is none): dropped, said
+/// in `.changes`. The API refuses them ("Item 'rs_..' of type 'reasoning' was provided without
+/// its required following item"); a reasoning item was left so when the call after it was
+/// dropped for want of an output, or when the history ended on it.
+fn drop_lone_reasoning(msgs: &[Message<'_>], plan: &mut RepairPlan) {
+    // (From the end: a run of reasoning items left alone goes whole.)
+    let mut dropped = Vec::new();
+    for k in (0..plan.messages.len()).rev() {
+        let Slot::Keep(i) = plan.messages[k] else {
+            continue;
+        };
+        let followed = match plan.messages.get(k + 1) {
+            Some(Slot::Keep(j)) => msgs[*j].role == Role::Assistant,
+            _ => false,
+        };
+        if msgs[i].is_reasoning_item() && !followed {
+            plan.messages.remove(k);
+            dropped.push(i);
+        }
+    }
+    for i in dropped.into_iter().rev() {
+        plan.changes.push(format!(
+            "message {i}: reasoning item without the item it precedes: dropped"
+        ));
+    }
 }
 
 /// The effective ids of each message's calls (id, tool name) and results (part, id), once

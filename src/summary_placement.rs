@@ -153,8 +153,12 @@ impl Seating<'_, '_> {
 
     /// Whether `m` may carry the summary as a text block: never a turn with thinking (its
     /// signed blocks stay as they are), a tool result at its start, or a Responses item without
-    /// content.
+    /// content (a role-less item: an `image_generation_call` read as its image has parts, but no
+    /// `content` to write them in, and the merge raised `InvalidMessageError`).
     fn mergeable(&self, m: &Message<'_>, at_start: bool) -> bool {
+        if self.format == WireFormat::Responses && m.item.is_some() {
+            return false;
+        }
         let parts_ok = match &m.content {
             Content::Parts(ps) => !ps.iter().any(|p| {
                 matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_))

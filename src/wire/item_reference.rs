@@ -28,7 +28,11 @@ pub fn bind<'a>(msgs: &mut [Message<'a>]) -> Vec<usize> {
     let mut unclaimed: VecDeque<usize> = VecDeque::new();
     let mut bound = Vec::new();
     for i in 0..msgs.len() {
-        if msgs[i].item == Some(ITEM_REFERENCE) && msgs[i].tool_calls.is_empty() {
+        // (A reference to a reasoning item is read as that item: no output answers it.)
+        if msgs[i].item == Some(ITEM_REFERENCE)
+            && msgs[i].tool_calls.is_empty()
+            && !msgs[i].is_reasoning_item()
+        {
             unclaimed.push_back(i);
             continue;
         }

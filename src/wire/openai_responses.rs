@@ -127,6 +127,17 @@ pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message
             };
             msg
         }
+        // A stored reasoning item sent by reference (its id opens with `rs_`): read as the
+        // reasoning item it stands for, so it stays with the item after it
+        // (`tail_walk::legal_cuts`) and no output is taken to answer it
+        // (`item_reference::bind`). Read as a call, each round's output bound to the round's
+        // reasoning reference and the pairs chained across every round: no cut was legal, and
+        // a history that fit twice over raised `CompactionBudgetError`.
+        "item_reference" if opt_id(m, Key::id, "id")?.is_some_and(|id| id.starts_with("rs_")) => {
+            let mut msg = Message::empty("assistant");
+            msg.content = Content::Parts(vec![Part::EncryptedReasoning("")]);
+            msg
+        }
         "reasoning" => {
             let mut msg = Message::empty("assistant");
             let mut parts = Vec::new();
@@ -221,14 +232,17 @@ pub(crate) fn text_message_json(role: &str, text: &str) -> String {
     object_of(&[("type", "message"), ("role", role), ("content", text)])
 }
 
-/// A text part: `output_text` in the assistant's messages, `input_text` in the others.
+/// A text part: `output_text` in the assistant's messages, `input_text` in the others. An
+/// `output_text` carries its (empty) `annotations`: the SDK's `ResponseOutputTextParam` marks
+/// them required, and a strict backend refuses the part without them.
 pub(crate) fn text_block_json(assistant: bool, text: &str) -> String {
-    let kind = if assistant {
-        "output_text"
-    } else {
-        "input_text"
-    };
-    object_of(&[("type", kind), ("text", text)])
+    if !assistant {
+        return object_of(&[("type", "input_text"), ("text", text)]);
+    }
+    let mut s = object_of(&[("type", "output_text"), ("text", text)]);
+    s.pop();
+    s.push_str(",\"annotations\":[]}");
+    s
 }
 
 /// A function tool of the Responses tool list, `{"type": "function", "name", "description",

@@ -27,6 +27,32 @@ use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
 use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCall};
 
+/// Where a call item of type `kind` keeps the id its output answers by (see the module doc):
+/// repair renames a duplicate there.
+pub(crate) fn call_id_key(kind: &str) -> Option<&'static str> {
+    match kind {
+        "custom_tool_call" | "shell_call" | "local_shell_call" | "computer_call"
+        | "apply_patch_call" | "program" | "tool_search_call" => Some("call_id"),
+        "mcp_approval_request" => Some("id"),
+        _ => None,
+    }
+}
+
+/// Where an output item of type `kind` names the call it answers (see the module doc).
+pub(crate) fn result_id_key(kind: &str) -> Option<&'static str> {
+    match kind {
+        "custom_tool_call_output"
+        | "shell_call_output"
+        | "apply_patch_call_output"
+        | "computer_call_output"
+        | "program_output"
+        | "tool_search_output" => Some("call_id"),
+        "local_shell_call_output" => Some("id"),
+        "mcp_approval_response" => Some("approval_request_id"),
+        _ => None,
+    }
+}
+
 /// A client-run tool's call item of type `kind` (see the module doc), or None for another type.
 pub(crate) fn call<'a, V: Input<'a>>(
     kind: &'a str,

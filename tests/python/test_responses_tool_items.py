@@ -255,3 +255,80 @@ def test_items_that_stand_for_the_rest_of_the_conversation_are_never_folded():
         out = list(cf.Compactor(budget=int(whole * share), provider="openai").compact(h).messages)
         assert update in out and tools in out, share
         assert out.index(update) < out.index(tools)
+
+
+def logs(i: int) -> str:
+    return "\n".join(f"svc-{i}-{k} request id=req_{1000 * i + k} timed out after {k}ms" for k in range(40))
+
+
+def test_a_tail_that_opens_on_a_generated_image_takes_a_summary_of_its_own():
+    """The summary was merged into an `image_generation_call` (read as its image, it has no
+    `content` to write into) and the compaction raised `InvalidMessageError`."""
+    items: list[dict[str, Any]] = [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are an agent."}]},
+                                   {"role": "user", "content": "Investigate the latency regression and draw a chart."}]
+    for k in range(6):
+        items.append({"type": "function_call", "id": f"fc_{k}", "call_id": f"call_{k}", "name": "query_db", "arguments": '{"q": "latency"}'})
+        items.append({"type": "function_call_output", "call_id": f"call_{k}", "output": logs(k)})
+    items.append({"type": "image_generation_call", "id": "ig_1", "status": "completed",
+                  "result": png_data_url(1024, 1024, 4_000).split(",", 1)[1]})
+    items.append({"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+                  "content": [{"type": "output_text", "text": "Here is the chart.", "annotations": []}]})
+    items.append({"role": "user", "content": "Thanks, now write the postmortem."})
+    est = cf.estimate(items, model="gpt-4o")
+    checked = 0
+    for share in (0.15, 0.17, 0.2, 0.3, 0.5, 0.7):
+        try:
+            r = cf.Compactor(model="gpt-4o", budget=int(est * share)).compact(items)
+        except cf.CompactionBudgetError:
+            continue
+        assert any(m.get("type") == "image_generation_call" for m in r.messages) or "ig_1" not in json.dumps(r.messages)
+        assert all("content" not in m for m in r.messages if m.get("type") == "image_generation_call")
+        checked += 1
+    assert checked >= 4
+
+
+def test_a_summary_merged_into_an_assistant_message_is_an_output_text_with_annotations():
+    from contextfold import _core
+
+    block = json.loads(_core.summary_block("Earlier: ...", format="responses", role="assistant"))
+    assert block == {"type": "output_text", "text": "Earlier: ...", "annotations": []}
+    assert json.loads(_core.summary_block("x", format="responses", role="user")) == {"type": "input_text", "text": "x"}
+
+
+def test_repair_drops_a_reasoning_item_left_without_the_item_it_precedes():
+    for kind in ("apply_patch", "shell", "computer", "local_shell"):
+        call = pair(kind, 1, "ok")[0]
+        items = [{"role": "user", "content": "go"},
+                 {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+                 call, {"role": "user", "content": "stop"}]
+        r = cf.repair(items, provider="openai")
+        assert [m.get("type", m.get("role")) for m in r.messages] == ["user", "user"], kind
+        assert any("reasoning item" in c for c in r.changes), r.changes
+    trailing = [{"role": "user", "content": "go"}, {"type": "reasoning", "id": "rs_1", "summary": []}]
+    assert [m.get("role") for m in cf.repair(trailing, provider="openai").messages] == ["user"]
+
+
+def test_repair_makes_duplicate_ids_of_client_run_calls_unique():
+    for kind in ("shell", "apply_patch", "computer"):
+        items = [{"role": "user", "content": "go"}, *pair(kind, 1, "a"), *pair(kind, 1, "b"), {"role": "user", "content": "next"}]
+        r = cf.repair(items, provider="openai")
+        calls, outputs = call_ids(list(r.messages))
+        assert len(set(calls)) == 2 and sorted(calls) == sorted(outputs), (kind, calls, outputs)
+
+
+def test_references_to_reasoning_items_never_pair_with_outputs():
+    """Each round sent by reference, its reasoning first (`rs_`), then its call (`fc_`), its
+    output inline: the output answers the call's reference, not the reasoning's, so the rounds
+    do not chain and the history compacts."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Collect the logs of every service."}]
+    for k in range(15):
+        items += [{"type": "item_reference", "id": f"rs_{k}"}, {"type": "item_reference", "id": f"fc_{k}"},
+                  {"type": "function_call_output", "call_id": f"call_{k}", "output": logs(k)}]
+    items.append({"role": "user", "content": "Summarize them."})
+    est = cf.estimate(items, model="gpt-4o")
+    r = cf.Compactor(model="gpt-4o", budget=est // 2).compact(items)
+    assert r.tokens_after <= est // 2
+    kept = list(r.messages)
+    for k, m in enumerate(kept):
+        if m.get("id", "").startswith("rs_"):
+            assert kept[k + 1].get("id", "").startswith("fc_"), kept[k:k + 2]
