@@ -383,6 +383,7 @@ mod tests {
                 media: MediaKind::Audio,
                 payload_chars: None,
                 wire_chars: 40,
+                units: None,
             },
         ]);
         let mut thinking = Message::empty("assistant");

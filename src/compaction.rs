@@ -1116,6 +1116,7 @@ mod tests {
             media: crate::message::MediaKind::Unknown,
             payload_chars: None,
             wire_chars: 400,
+            units: None,
         }]);
         msgs.insert(2, item);
         let mut o = options(4_000);

@@ -125,6 +125,22 @@ fn text_of<'m>(m: &'m Message<'_>) -> Cow<'m, str> {
     }
 }
 
+/// Whether a user turn says something of the user's own: it carries no tool results, or it
+/// carries text of its own beside them (an Anthropic user message holds the results of the
+/// last calls and what the user says next in one turn: "Never run the deploy against
+/// prod-eu-1" beside a `tool_result` was neither a request nor a rule of the summary).
+fn speaks(m: &Message<'_>) -> bool {
+    if m.result_ids().next().is_none() {
+        return true;
+    }
+    match &m.content {
+        Content::Parts(ps) => ps
+            .iter()
+            .any(|p| matches!(p, Part::Text(t) if !t.trim().is_empty())),
+        _ => false,
+    }
+}
+
 /// The first line of `text` that holds anything, trimmed.
 fn first_line(text: &str) -> &str {
     text.lines()
@@ -950,7 +966,7 @@ pub fn fold_rules(msgs: &[Message<'_>], folded: &[usize], previous: Option<&str>
         };
         let spoken = match m.role {
             Role::System | Role::Developer => true,
-            Role::User | Role::Other => m.result_ids().next().is_none(),
+            Role::User | Role::Other => speaks(m),
             _ => false,
         };
         if !spoken {
@@ -1175,7 +1191,7 @@ fn walk<'a>(w: &mut Walk<'a>, previous: Option<&str>) {
                     w.b.push(Section::Rules, vec![r]);
                 }
             }
-            Role::User | Role::Other if m.result_ids().next().is_none() => w.user_turn(k, m),
+            Role::User | Role::Other if speaks(m) => w.user_turn(k, m),
             Role::Assistant if k < w.whole_from => w.counted_turn(k, m),
             Role::Assistant => w.assistant_turn(k, m),
             _ => {}

@@ -351,6 +351,7 @@ impl Estimator {
                 media,
                 payload_chars,
                 wire_chars,
+                units,
                 ..
             } => {
                 if *media == MediaKind::Image {
@@ -359,9 +360,10 @@ impl Estimator {
                 }
                 // Base64 carries 3 bytes per 4 characters.
                 let decoded = payload_chars.map(|c| c / 4 * 3);
-                media_tokens(self.family.pricing_provider(), *media, decoded).unwrap_or_else(|| {
-                    self.profile.text_scale * *wire_chars as f64 / OPAQUE_CHARS_PER_TOKEN
-                })
+                media_tokens(self.family.pricing_provider(), *media, decoded, *units)
+                    .unwrap_or_else(|| {
+                        self.profile.text_scale * *wire_chars as f64 / OPAQUE_CHARS_PER_TOKEN
+                    })
             }
         }
     }

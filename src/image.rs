@@ -35,7 +35,7 @@ fn b64_value(c: u8) -> Option<u8> {
 
 /// Decode base64 `text` into bytes, stopping at padding, at the first invalid character or at
 /// `max_out` bytes; whitespace is skipped.
-fn decode_prefix(text: &[u8], max_out: usize) -> Vec<u8> {
+pub(crate) fn decode_prefix(text: &[u8], max_out: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(max_out.min(text.len()));
     let mut acc = 0u32;
     let mut bits = 0;

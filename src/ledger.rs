@@ -636,12 +636,14 @@ pub fn content_hash(m: &Message<'_>) -> u64 {
                 media,
                 payload_chars,
                 wire_chars,
+                units,
             } => {
                 h.u64(7);
                 h.str(kind);
                 h.u64(*media as u64);
                 h.u64(payload_chars.map_or(u64::MAX, |n| n as u64));
                 h.u64(*wire_chars as u64);
+                h.u64(units.map_or(u64::MAX, u64::from));
             }
         }
     }

@@ -28,6 +28,7 @@ pub mod json_string;
 pub mod ledger;
 pub mod mask_edit;
 pub mod mask_plan;
+pub mod media_header;
 pub mod media_tokens;
 pub mod message;
 pub mod model_info;

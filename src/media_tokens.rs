@@ -48,15 +48,21 @@ fn document_tokens_per_page(p: Provider) -> f64 {
 
 /// Tokens of a media part. `payload_bytes` is the decoded size (None when only a URL or file id
 /// was sent). `Text` and `Unknown` parts return None: the caller prices them as text.
+/// `units`: what the payload's own header says (`media_header`): seconds of audio, pages of a
+/// document, read before any size-based guess.
 pub fn media_tokens(
     provider: Provider,
     kind: MediaKind,
     payload_bytes: Option<usize>,
+    units: Option<u32>,
 ) -> Option<f64> {
     let bytes = payload_bytes.map(|b| b as f64);
+    let units = units.map(f64::from);
     Some(match kind {
         MediaKind::Audio => {
-            let secs = bytes.map_or(DEFAULT_AUDIO_SECONDS, |b| b / AUDIO_BYTES_PER_SECOND);
+            let secs = units.unwrap_or_else(|| {
+                bytes.map_or(DEFAULT_AUDIO_SECONDS, |b| b / AUDIO_BYTES_PER_SECOND)
+            });
             (secs * audio_tokens_per_second(provider)).max(1.0)
         }
         MediaKind::Video => {
@@ -64,8 +70,10 @@ pub fn media_tokens(
             (secs * video_tokens_per_second(provider)).max(1.0)
         }
         MediaKind::Document => {
-            let pages = bytes.map_or(DEFAULT_DOCUMENT_PAGES, |b| {
-                (b / DOCUMENT_BYTES_PER_PAGE).ceil().max(1.0)
+            let pages = units.unwrap_or_else(|| {
+                bytes.map_or(DEFAULT_DOCUMENT_PAGES, |b| {
+                    (b / DOCUMENT_BYTES_PER_PAGE).ceil().max(1.0)
+                })
             });
             pages * document_tokens_per_page(provider)
         }
@@ -97,12 +105,12 @@ mod tests {
     #[test]
     fn prices_do_not_follow_base64_length_of_text() {
         // A 1 MB audio file on Gemini: ~62 s -> ~2,000 tokens, not 250k "chars/4" tokens.
-        let t = media_tokens(Provider::Gemini, MediaKind::Audio, Some(1_000_000)).unwrap();
+        let t = media_tokens(Provider::Gemini, MediaKind::Audio, Some(1_000_000), None).unwrap();
         assert!((1_900.0..2_100.0).contains(&t), "{t}");
         assert_eq!(
-            media_tokens(Provider::Anthropic, MediaKind::Document, Some(10)).unwrap(),
+            media_tokens(Provider::Anthropic, MediaKind::Document, Some(10), None).unwrap(),
             1_600.0
         );
-        assert!(media_tokens(Provider::OpenAI, MediaKind::Text, Some(10)).is_none());
+        assert!(media_tokens(Provider::OpenAI, MediaKind::Text, Some(10), None).is_none());
     }
 }

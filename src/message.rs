@@ -225,11 +225,14 @@ pub enum Part<'a> {
     EncryptedReasoning(&'a str),
     /// Audio, video, files, documents and unknown part types. `payload_chars` is the length of
     /// the base64 (or text) payload when one is inline, `wire_chars` the whole part's JSON size.
+    /// `units`: the billed units its payload's own header gives (`media_header`): seconds of
+    /// audio (rounded up), pages of a document; None where it does not say.
     Opaque {
         kind: Cow<'a, str>,
         media: MediaKind,
         payload_chars: Option<usize>,
         wire_chars: usize,
+        units: Option<u32>,
     },
 }
 

@@ -187,15 +187,20 @@ pub(crate) fn detail<'a, V: Input<'a>>(
 
 /// What `opaque` learns of a media part.
 #[derive(Default)]
-struct MediaInfo {
+struct MediaInfo<'a> {
     mime: Option<String>,
     /// Characters of the inline payload (base64 or text), if any.
     payload: Option<usize>,
+    /// The inline payload as sent (base64, maybe a data URL), when a string: its header may
+    /// say its duration or pages (`media_header`).
+    text: Option<Cow<'a, str>>,
+    /// The inline payload as raw bytes (an SDK object's `bytes`), for the same reading.
+    raw: Option<&'a [u8]>,
 }
 
 fn media_info<'a, V: Input<'a>>(
     v: &V,
-    info: &mut MediaInfo,
+    info: &mut MediaInfo<'a>,
     depth: usize,
 ) -> ReadResult<(), V::Error> {
     // (An SDK object too: google-genai's `Blob` holds its `mime_type` and `data` bytes as
@@ -219,9 +224,11 @@ fn media_info<'a, V: Input<'a>>(
                                 mime.split(';').next().unwrap_or("").to_string()
                             });
                             info.payload = Some(body.len());
+                            info.text = Some(text);
                         }
                     } else if key != "url" && key != "image_url" {
                         info.payload = Some(text.len());
+                        info.text = Some(text);
                     }
                 }
                 _ => {}
@@ -229,6 +236,7 @@ fn media_info<'a, V: Input<'a>>(
         } else if let Some(b) = val.bytes().src()? {
             // Raw bytes: expressed as the base64 characters they are sent as.
             info.payload = Some(b.len().div_ceil(3) * 4);
+            info.raw = Some(b);
         } else {
             media_info(&val, info, depth + 1)?;
         }
@@ -250,11 +258,18 @@ pub(crate) fn opaque<'a, V: Input<'a>>(kind: &'a str, p: &V) -> ReadResult<Part<
             _ => MediaKind::Unknown,
         },
     };
+    let units = match (&info.text, info.raw) {
+        (Some(t), _) => crate::media_header::units_of(media, t),
+        (None, Some(b)) => crate::media_header::units_of_bytes(media, b),
+        _ => None,
+    }
+    .map(|u| u.ceil().clamp(1.0, f64::from(u32::MAX)) as u32);
     Ok(Part::Opaque {
         kind: Cow::Borrowed(kind),
         media,
         payload_chars: info.payload,
         wire_chars: p.json_len().src()?,
+        units,
     })
 }
 

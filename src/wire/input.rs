@@ -191,6 +191,10 @@ keys! {
     reasoningContent = "reasoningContent",
     reasoningText = "reasoningText",
     redactedContent = "redactedContent",
+    guardContent = "guardContent",
+    outputs = "outputs",
+    logs = "logs",
+    citationsContent = "citationsContent",
 }
 
 impl Key {

@@ -332,6 +332,7 @@ fn data_block<'a, V: Input<'a>>(b: &V, kind: &str, j: usize) -> ReadResult<Part<
         media,
         payload_chars: base64.map(|s| s.len()),
         wire_chars: b.json_len().src()?,
+        units: None,
     })
 }
 

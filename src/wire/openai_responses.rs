@@ -138,6 +138,53 @@ pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message
             msg.content = Content::Parts(vec![Part::EncryptedReasoning("")]);
             msg
         }
+        // A code interpreter run sent back (`ResponseCodeInterpreterToolCallParam`): its code
+        // and logs priced as their text, each image output as the image it is. Priced whole as
+        // JSON, a chart's data URL cost its base64 length: a 1024x1024 PNG, 1,049,318 tokens.
+        // Never edited.
+        "code_interpreter_call" => {
+            let mut msg = Message::empty("assistant");
+            let mut text_chars = m
+                .get(Key::code)
+                .src()?
+                .map_or(Ok(0), |c| c.json_len())
+                .src()?;
+            let mut parts = Vec::new();
+            if let Some(outputs) = m
+                .get(Key::outputs)
+                .src()?
+                .map(|o| o.items())
+                .transpose()
+                .src()?
+                .flatten()
+            {
+                for o in &outputs {
+                    if let Some(logs) = o.get(Key::logs).src()? {
+                        text_chars += logs.json_len().src()?;
+                    } else if let Some(url) = o.get(Key::url).src()? {
+                        parts.push(super::openai_chat::image_url(
+                            &url,
+                            Default::default(),
+                            "outputs[].url",
+                        )?);
+                    } else {
+                        text_chars += o.json_len().src()?;
+                    }
+                }
+            }
+            parts.insert(
+                0,
+                Part::Opaque {
+                    kind: Cow::Borrowed(kind),
+                    media: crate::message::MediaKind::Unknown,
+                    payload_chars: None,
+                    wire_chars: text_chars,
+                    units: None,
+                },
+            );
+            msg.content = Content::Parts(parts);
+            msg
+        }
         "reasoning" => {
             let mut msg = Message::empty("assistant");
             let mut parts = Vec::new();

@@ -1,0 +1,124 @@
+"""Valid provider shapes found mishandled by building histories from the SDKs' own types
+(anthropic, openai, google-genai, botocore's Converse model): what a user says beside tool
+results, Bedrock's guardrail and citation blocks, a code interpreter's chart, and the media
+whose billed size its own header says (a WAV's duration, a PDF's pages)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import zlib
+from typing import Any
+
+import contextfold as cf
+
+
+def png(width: int, height: int, pad: int = 20_000) -> bytes:
+    """A PNG whose header says ``width`` x ``height``, padded with ``pad`` bytes."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    chunk = b"IHDR" + ihdr
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(ihdr)) + chunk + struct.pack(">I", zlib.crc32(chunk)) + b"\0" * pad
+
+
+def wav(seconds: int, rate: int, channels: int) -> bytes:
+    byte_rate = rate * channels * 2
+    data = byte_rate * seconds
+    fmt = struct.pack("<HHIIHH", 1, channels, rate, byte_rate, channels * 2, 16)
+    return b"RIFF" + struct.pack("<I", 36 + data) + b"WAVEfmt " + struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", data) + b"\0" * data
+
+
+def pdf(pages: int) -> bytes:
+    body = [b"%PDF-1.4", b"1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj",
+            b"2 0 obj << /Type /Pages /Count %d >> endobj" % pages]
+    body += [b"%d 0 obj << /Type /Page /Parent 2 0 R >> endobj" % (k + 3) for k in range(pages)]
+    return b"\n".join(body) + b"\n%%EOF"
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_a_rule_said_beside_tool_results_is_kept_by_the_summary() -> None:
+    """Anthropic puts what the user says next in the turn that returns the tool results."""
+    h: list[dict[str, Any]] = [{"role": "user", "content": "Run the deploy tests."}]
+    for k in range(6):
+        h.append({"role": "assistant", "content": [{"type": "text", "text": f"Step {k}."},
+                                                   {"type": "tool_use", "id": f"t{k}", "name": "run_tests", "input": {"target": f"deploy_{k}"}}]})
+        content: list[dict[str, Any]] = [{"type": "tool_result", "tool_use_id": f"t{k}", "content": f"deploy_{k}: 12 passed " + "ok line " * 150}]
+        if k == 1:
+            content.append({"type": "text", "text": "Never run the deploy against prod-eu-1; always use the staging cluster stg-7."})
+        h.append({"role": "user", "content": content})
+    h.append({"role": "assistant", "content": "All green."})
+    h.append({"role": "user", "content": "Good, write the report."})
+    r = cf.Compactor(provider="anthropic", budget=int(cf.estimate(h, provider="anthropic") * 0.3)).compact(h)
+    assert r.summary and "prod-eu-1" in r.summary and "stg-7" in r.summary
+
+
+def test_bedrock_guardrail_and_citation_blocks_are_read_as_what_they_wrap() -> None:
+    image = png(800, 600, 400_000)
+    plain = [{"role": "user", "content": [{"image": {"format": "png", "source": {"bytes": image}}}]}]
+    guarded = [{"role": "user", "content": [{"guardContent": {"image": {"format": "png", "source": {"bytes": image}}}}]}]
+    # An image by its pixels (about 640 tokens), not its 400 KB as text.
+    assert cf.estimate(guarded, provider="anthropic") == cf.estimate(plain, provider="anthropic") < 1_000
+    h: list[dict[str, Any]] = []
+    for k in range(5):
+        h.append({"role": "user", "content": [{"guardContent": {"text": {"text": f"Which deduction applies to invoice INV-{k}42? " + "Explain the rules in detail. " * 20}}}]})
+        h.append({"role": "assistant", "content": [{"citationsContent": {
+            "content": [{"text": f"Deduction DED-{k}00 applies to INV-{k}42. " + "It follows the policy. " * 20}],
+            "citations": [{"title": "policy.pdf", "sourceContent": [{"text": "..."}], "location": {"documentPage": {"documentIndex": 0, "start": 1, "end": 1}}}]}}]})
+    h.append({"role": "user", "content": [{"text": "Thanks, summarize."}]})
+    r = cf.Compactor(provider="anthropic", budget=int(cf.estimate(h, provider="anthropic") * 0.5)).compact(h)
+    assert r.summary and "INV-042" in r.summary and "DED-" in r.summary
+    assert "0 user requests" not in r.summary
+
+
+def test_a_code_interpreter_chart_is_priced_as_an_image() -> None:
+    chart = "data:image/png;base64," + b64(png(1024, 1024, 600_000))
+    item = {"type": "code_interpreter_call", "id": "ci_1", "container_id": "cntr_1", "status": "completed",
+            "code": "import matplotlib\nplot(sales)", "outputs": [{"type": "logs", "logs": "mean 12.5"}, {"type": "image", "url": chart}]}
+    tokens = cf.estimate([{"role": "user", "content": "Chart the sales."}, item], model="gpt-4o")
+    # 765 for a 1024x1024 image at high detail, not the 800,000 characters of its base64.
+    assert 700 < tokens < 1_000, tokens
+
+
+def test_a_wav_is_priced_by_the_duration_its_header_says() -> None:
+    per_rate = []
+    for rate, channels in [(8_000, 1), (16_000, 1), (44_100, 2), (48_000, 2)]:
+        part = {"type": "input_audio", "input_audio": {"data": b64(wav(10, rate, channels)), "format": "wav"}}
+        per_rate.append(cf.estimate([{"role": "user", "content": [part]}], model="gpt-4o"))
+    # 10 s of audio at 10 tokens a second (OpenAI), whatever the sample rate.
+    assert max(per_rate) - min(per_rate) <= 1 and 100 <= per_rate[0] < 120, per_rate
+
+
+def test_a_pdf_is_priced_by_its_pages() -> None:
+    def doc(pages: int) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": [{"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": b64(pdf(pages))}},
+                                             {"type": "text", "text": "Summarize."}]}]
+    one, ten = (cf.estimate(doc(n), provider="anthropic") for n in (1, 10))
+    # Small files: their size alone said one page each.
+    assert ten - one > 8 * (one - 20), (one, ten)
+    gemini = [{"role": "user", "parts": [{"inlineData": {"mimeType": "application/pdf", "data": b64(pdf(4))}}, {"text": "Summarize."}]}]
+    # 258 tokens a page (Gemini API token counting).
+    assert 4 * 258 <= cf.estimate(gemini, provider="gemini") < 4 * 258 + 40
+
+
+def test_the_probed_shapes_compact_into_valid_histories() -> None:
+    """The same blocks inside a longer history: compacted, nothing raised, pairs kept."""
+    h: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "Check the invoices."}]}]
+    for k in range(8):
+        h.append({"role": "assistant", "content": [{"toolUse": {"toolUseId": f"tu{k}", "name": "lookup", "input": {"invoice": f"INV-{k}"}}}]})
+        h.append({"role": "user", "content": [{"toolResult": {"toolUseId": f"tu{k}", "content": [{"text": f"INV-{k}: " + "line item " * 200}]}},
+                                              {"guardContent": {"text": {"text": f"Note {k}: keep invoice INV-{k} open."}}}]})
+    h.append({"role": "assistant", "content": [{"text": "Done."}]})
+    h.append({"role": "user", "content": [{"text": "And the totals?"}]})
+    est = cf.estimate(h, provider="anthropic")
+    for share in (0.3, 0.5, 0.7):
+        r = cf.Compactor(provider="anthropic", budget=int(est * share)).compact(h)
+        out = list(r.messages)
+        for k, m in enumerate(out):
+            uses = [b["toolUse"]["toolUseId"] for b in m["content"] if isinstance(b, dict) and "toolUse" in b]
+            if uses:
+                answered = [b["toolResult"]["toolUseId"] for b in out[k + 1]["content"] if isinstance(b, dict) and "toolResult" in b]
+                assert sorted(uses) == sorted(answered), json.dumps(out[k:k + 2])[:300]
+        assert r.tokens_after <= int(est * share)
