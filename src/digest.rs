@@ -141,6 +141,42 @@ fn speaks(m: &Message<'_>) -> bool {
     }
 }
 
+/// What a result's parts say: their text, else what they are (`[web_search_result x5]`,
+/// `[image]`): a server tool's structured result is no empty one.
+fn result_text(content: &[Part<'_>]) -> String {
+    let text = parts_text(content);
+    if !text.trim().is_empty() || content.is_empty() {
+        return text;
+    }
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for p in content {
+        let kind = match p {
+            Part::Opaque { kind, .. } => kind.as_ref(),
+            Part::Image(_) => "image",
+            _ => continue,
+        };
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((kind, 1)),
+        }
+    }
+    let listed: Vec<String> = kinds
+        .iter()
+        .map(|&(k, n)| {
+            if n > 1 {
+                format!("{k} x{n}")
+            } else {
+                k.to_string()
+            }
+        })
+        .collect();
+    if listed.is_empty() {
+        text
+    } else {
+        format!("[{}]", listed.join(", "))
+    }
+}
+
 /// The first line of `text` that holds anything, trimmed.
 fn first_line(text: &str) -> &str {
     text.lines()
@@ -464,12 +500,19 @@ fn results_by_call<'a>(msgs: &'a [Message<'_>]) -> HashMap<(usize, &'a str), Vec
                     is_error,
                 } = p
                 {
-                    if let Some(&k) = answered.get(&(i, *tool_use_id)) {
+                    // A server-run tool's result sits in the message that made the call
+                    // (Anthropic's `web_search_tool_result` after its `server_tool_use`): the
+                    // summary said "no result in this span" of every web search it folded.
+                    let k = answered
+                        .get(&(i, *tool_use_id))
+                        .copied()
+                        .or_else(|| m.calls().any(|c| c.id == *tool_use_id).then_some(i));
+                    if let Some(k) = k {
                         results
                             .entry((k, *tool_use_id))
                             .or_insert_with(Vec::new)
                             .push(CallResult {
-                                text: Cow::Owned(parts_text(content)),
+                                text: Cow::Owned(result_text(content)),
                                 marked_error: *is_error,
                             });
                     }
@@ -2606,6 +2649,62 @@ mod tests {
             "{d}"
         );
         assert!(!d.contains("\"exit_code\""), "{d}");
+    }
+
+    /// A server-run tool's call and its result in one assistant message (Anthropic's
+    /// `server_tool_use` and `web_search_tool_result`; an MCP call and its result): the result
+    /// is the call's, said by what it holds where it holds no text, and an error counts.
+    #[test]
+    fn a_server_tools_result_in_the_calls_own_message_is_its_result() {
+        let opaque = |kind: &'static str| Part::Opaque {
+            kind: Cow::Borrowed(kind),
+            media: crate::message::MediaKind::Unknown,
+            payload_chars: None,
+            wire_chars: 200,
+            units: None,
+        };
+        let mut a = Message::empty("assistant");
+        a.content = Content::Parts(vec![
+            Part::Text(Cow::Borrowed("Searching.")),
+            Part::ToolUse(ToolCall {
+                id: "srvtoolu_1",
+                name: "web_search",
+                arguments: Cow::Borrowed(r#"{"query":"checkout p99 regression"}"#),
+            }),
+            Part::ToolResult {
+                tool_use_id: "srvtoolu_1",
+                content: vec![opaque("web_search_result"), opaque("web_search_result")],
+                is_error: false,
+            },
+            Part::ToolUse(ToolCall {
+                id: "mcptoolu_1",
+                name: "get_issue",
+                arguments: Cow::Borrowed(r#"{"number":1234}"#),
+            }),
+            Part::ToolResult {
+                tool_use_id: "mcptoolu_1",
+                content: vec![Part::Text(Cow::Borrowed("issue 1234 not found (404)"))],
+                is_error: true,
+            },
+        ]);
+        let msgs = vec![
+            Message::text("user", "Why is checkout slow?"),
+            a,
+            Message::text("assistant", "Found it."),
+        ];
+        let d = digest_within(&msgs, 600);
+        assert!(
+            d.contains(
+                r#"web_search(query="checkout p99 regression") -> ok: [web_search_result x2]"#
+            ),
+            "{d}"
+        );
+        assert!(
+            section_of(&d, "## Errors").contains("issue 1234 not found"),
+            "{d}"
+        );
+        assert!(!d.contains("no result in this span"), "{d}");
+        assert!(d.contains("2 tool calls, 1 errors"), "{d}");
     }
 
     /// A run that exits 0 and prints that a check failed (a reproduction script's verdict on
