@@ -28,7 +28,7 @@ use crate::tool_render::{
 
 /// Tokens per character for opaque parts (audio, files, unknown blocks) priced from their
 /// serialized size: the common 4 characters per token rule, for lack of anything better.
-const OPAQUE_CHARS_PER_TOKEN: f64 = 4.0;
+pub(crate) const OPAQUE_CHARS_PER_TOKEN: f64 = 4.0;
 
 /// The `type` of a provider-hosted tool definition (`{"type":"web_search"}`,
 /// `{"type":"code_execution_20260120","name":"code_execution"}`): small objects whose type is

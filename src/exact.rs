@@ -169,9 +169,26 @@ impl Counter {
             Part::ToolUse(c) => self.text(c.name) + self.text(&c.arguments),
             Part::ToolResult { content, .. } => content.iter().map(|p| self.part(p)).sum(),
             Part::Thinking { text, .. } => self.text(text),
-            // Encrypted reasoning is not prompt text; audio and files are billed by their own
-            // meters, which no tokenizer reproduces: not counted here.
-            Part::EncryptedReasoning(_) | Part::Opaque { .. } => 0,
+            // Encrypted reasoning is not prompt text.
+            Part::EncryptedReasoning(_) => 0,
+            // Audio, files and hosted-tool items are billed by meters no tokenizer reproduces:
+            // estimated as the estimator prices them (by the second, the page, their JSON),
+            // where they counted nothing: 60 s of audio and a 30-page PDF counted 7 tokens, and
+            // `Compactor(exact=True)` kept a history 37x over its budget.
+            Part::Opaque {
+                media,
+                payload_chars,
+                wire_chars,
+                units,
+                ..
+            } => crate::media_tokens::media_tokens(
+                Provider::OpenAI,
+                *media,
+                payload_chars.map(|c| c / 4 * 3),
+                *units,
+            )
+            .unwrap_or(*wire_chars as f64 / crate::estimate::OPAQUE_CHARS_PER_TOKEN)
+            .ceil() as u32,
         }
     }
 

@@ -122,3 +122,15 @@ def test_the_probed_shapes_compact_into_valid_histories() -> None:
                 answered = [b["toolResult"]["toolUseId"] for b in out[k + 1]["content"] if isinstance(b, dict) and "toolResult" in b]
                 assert sorted(uses) == sorted(answered), json.dumps(out[k:k + 2])[:300]
         assert r.tokens_after <= int(est * share)
+
+
+def test_an_exact_count_prices_audio_and_files_it_cannot_tokenize() -> None:
+    """`count` tokenizes text exactly; audio and files it estimates as the estimator prices them
+    (they counted nothing, and `Compactor(exact=True)` kept a history far over its budget)."""
+    audio = {"type": "input_audio", "input_audio": {"data": b64(wav(20, 16_000, 1)), "format": "wav"}}
+    document = {"type": "file", "file": {"filename": "r.pdf", "file_data": "data:application/pdf;base64," + b64(pdf(12))}}
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "Transcribe and summarize."}, audio, document]}]
+    counted = cf.count(msgs, model="gpt-4o")
+    # 20 s at 10 tokens a second, 12 pages at about 100 tokens a page, and the text.
+    assert 1_350 < counted < 1_500, counted
+    assert abs(counted - cf.estimate(msgs, model="gpt-4o")) < 50
