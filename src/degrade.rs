@@ -292,8 +292,24 @@ pub fn cut_middle(
             .max_by_key(|(_, t)| t.len())
         {
             (Cow::Owned(t), Some(k), true)
+        } else if let Some(t) = whole_content() {
+            (t, None, false)
         } else {
-            (whole_content()?, None, false)
+            // A long text beside other blocks (an assistant's essay before its `tool_use`):
+            // the longest text block. Before, nothing could be cut there, and a history that
+            // fit with its middle cut raised `CompactionBudgetError` in Anthropic's shape.
+            // Only where it is most of the message: else the call's arguments are the cut.
+            let (k, t) = m
+                .parts()
+                .iter()
+                .enumerate()
+                .filter_map(|(k, p)| match p {
+                    Part::Text(t) => Some((k, t)),
+                    _ => None,
+                })
+                .max_by_key(|(_, t)| t.len())
+                .filter(|(_, t)| 2.0 * est.text(t) > f64::from(est.message(m)))?;
+            (Cow::Borrowed(t.as_ref()), Some(k), false)
         })
     };
     let Some((whole, part, result)) = text_to_cut() else {
@@ -308,10 +324,10 @@ pub fn cut_middle(
     let price = f64::from(est.message(m)).max(1.0);
     let ratio = (est.text(&whole) / price).clamp(0.05, 1.0);
     let text = cut_text(&whole, (f64::from(keep_tokens) * ratio) as u32, est, named)?;
-    let change = if result {
-        Change::ResultText { part, text }
-    } else {
-        Change::Text { text }
+    let change = match (result, part) {
+        (true, part) => Change::ResultText { part, text },
+        (false, Some(part)) => Change::PartText { part, text },
+        (false, None) => Change::Text { text },
     };
     let edit = writable(msgs, i, change)?;
     Some((edit, fold_id(&whole), whole.into_owned()))

@@ -36,7 +36,7 @@ pub(crate) fn edited<'a>(m: &Message<'a>, e: &MaskEdit) -> Message<'a> {
                     }
                 }
             }
-            Change::Image { part, text } => {
+            Change::Image { part, text } | Change::PartText { part, text } => {
                 if let Content::Parts(ps) = &mut out.content {
                     if let Some(p) = ps.get_mut(*part) {
                         *p = Part::Text(Cow::Owned(text.clone()));

@@ -44,6 +44,7 @@ impl MaskEdit {
                 } => "arguments",
                 Change::Arguments { .. } => "tool_use_input",
                 Change::Text { .. } => "observation",
+                Change::PartText { .. } => "text_block",
             },
             MaskEdit::DropPart { .. } => "drop_part",
         }
@@ -54,7 +55,7 @@ impl MaskEdit {
         match self {
             MaskEdit::Change { change, .. } => match change {
                 Change::ResultText { part, .. } => part.unwrap_or(0),
-                Change::Image { part, .. } => *part,
+                Change::Image { part, .. } | Change::PartText { part, .. } => *part,
                 Change::Arguments {
                     call: CallAt::ToolCalls(j) | CallAt::Part(j),
                     ..

@@ -86,7 +86,7 @@ fn edit_call_id<'a>(msgs: &[Message<'a>], index: usize, change: &Change) -> Opti
             call: CallAt::ToolCalls(j),
             ..
         } => m.tool_calls.get(*j).map(|c| c.id),
-        Change::Image { .. } | Change::Text { .. } => None,
+        Change::Image { .. } | Change::Text { .. } | Change::PartText { .. } => None,
     }
 }
 

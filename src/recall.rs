@@ -212,6 +212,10 @@ pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
             Part::ToolResult { content, .. } => joined(content),
             _ => None,
         },
+        Change::PartText { part, .. } => match m.parts().get(*part)? {
+            Part::Text(t) => Some(Cow::Borrowed(t.as_ref())),
+            _ => None,
+        },
         Change::Image { part, .. } => match m.parts().get(*part)? {
             Part::Image(img) => match img.source {
                 // Raw bytes may be only the file's header here: not recoverable whole.
@@ -400,6 +404,19 @@ pub fn recoverable_edits(
             Change::Image { part, .. } => Change::Image {
                 part: *part,
                 text: placeholder(est, "image", None, tokens, "", false, &Producer::Call, &id),
+            },
+            Change::PartText { part, .. } => Change::PartText {
+                part: *part,
+                text: placeholder(
+                    est,
+                    "text",
+                    None,
+                    tokens,
+                    &text,
+                    false,
+                    &Producer::Call,
+                    &id,
+                ),
             },
             Change::Arguments { call, json } => Change::Arguments {
                 call: *call,

@@ -11,8 +11,8 @@ use std::borrow::Cow;
 
 use super::dialect::Dialect;
 use super::edit::{
-    if_smaller, if_smaller_parts, image_bytes, json_string, object_of, plain_text, CallAt, Change,
-    Step, Written,
+    if_smaller, if_smaller_parts, if_smaller_string, image_bytes, json_string, object_of,
+    plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
 use super::input::{Input, Key, ReadResult, Shape, Src};
@@ -187,6 +187,16 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             )
         }
         Change::Text { text } => plain_text(msg, "content", text, None),
+        Change::PartText { part, text } => {
+            let Some(Part::Text(old)) = msg.parts().get(*part) else {
+                return None;
+            };
+            if_smaller_string(
+                old,
+                vec![Step::Key("content"), Step::Index(*part), Step::Key("text")],
+                json_string(text),
+            )
+        }
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("content"), Step::Index(*part)],

@@ -75,6 +75,10 @@ pub enum Change {
     /// observation sent as a user message) becomes `text`. Written only where the content is
     /// a string, so the message keeps its shape.
     Text { text: String },
+    /// The text block at content position `part` of a message of several blocks (an
+    /// assistant's long text beside its `tool_use`) becomes `text`. Written by the formats
+    /// whose text blocks are `{"text": ...}` objects of the content list.
+    PartText { part: usize, text: String },
 }
 
 /// What a format writer returns: the path and the replacement's JSON text.

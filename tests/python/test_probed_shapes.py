@@ -134,3 +134,23 @@ def test_an_exact_count_prices_audio_and_files_it_cannot_tokenize() -> None:
     # 20 s at 10 tokens a second, 12 pages at about 100 tokens a page, and the text.
     assert 1_350 < counted < 1_500, counted
     assert abs(counted - cf.estimate(msgs, model="gpt-4o")) < 50
+
+
+def test_a_long_text_beside_a_tool_call_is_cut_in_its_middle_to_fit() -> None:
+    """An Anthropic turn of a long text and a `tool_use` whose result is kept: its text block is
+    cut in the middle (the chat shape of the same turn already was); it raised
+    `CompactionBudgetError` at half the history's size."""
+    essay = " ".join(f"Finding {k}: the cache misses on shard {k % 7} under load." for k in range(400))
+    h = [{"role": "user", "content": "Investigate the cache misses."},
+         {"role": "assistant", "content": [{"type": "text", "text": essay},
+                                           {"type": "tool_use", "id": "t1", "name": "rerun", "input": {"shard": 3}}]},
+         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "rerun: 0 misses"}]}]
+    est = cf.estimate(h, provider="anthropic")
+    r = cf.Compactor(provider="anthropic", budget=est // 2).compact(h)
+    assert r.tokens_after <= est // 2
+    out = list(r.messages)
+    turn = next(m for m in out if m["role"] == "assistant" and isinstance(m["content"], list)
+                and any(b.get("type") == "tool_use" for b in m["content"]))
+    text = next(b["text"] for b in turn["content"] if b.get("type") == "text")
+    assert text.startswith("Finding 0:") and "Finding 399:" in text and len(text) < len(essay) // 2
+    assert out[-1]["content"][0]["tool_use_id"] == "t1"
