@@ -149,6 +149,12 @@ fn result_path(m: &Message<'_>, part: Option<usize>) -> Option<Vec<Step>> {
     }
 }
 
+/// Whether a call id is one Anthropic gives a server-run tool's call (`srvtoolu_...` for
+/// `server_tool_use`, `mcptoolu_...` for `mcp_tool_use`), answered in the same turn.
+fn is_server_call_id(id: &str) -> bool {
+    id.starts_with("srvtoolu_") || id.starts_with("mcptoolu_")
+}
+
 /// Whether a call is a Gemini or Ollama call without an id (its view's id is its name).
 fn nameless(m: &Message<'_>, id: &str, name: &str) -> bool {
     matches!(
@@ -364,6 +370,35 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
                 }
                 None => missing.push((id, name)),
             }
+        }
+        // A server-run tool's call (Anthropic `server_tool_use`, `mcp_tool_use`: ids
+        // `srvtoolu_...`, `mcptoolu_...`) is answered in its own turn by a result block of its
+        // own kind, which no stand-in can honestly fill (search results, a run's output): the
+        // call goes. A client `tool_result` answering it was refused by the API.
+        let mut server: Vec<usize> = Vec::new();
+        missing.retain(|&(id, _)| {
+            if !is_server_call_id(id) {
+                return true;
+            }
+            if let Some(k) = m
+                .parts()
+                .iter()
+                .position(|p| matches!(p, Part::ToolUse(c) if c.id == id))
+            {
+                server.push(k);
+                plan.changes.push(format!(
+                    "message {i}: server tool call {id:?} had no result in its turn, and no stand-in can be written for it: dropped"
+                ));
+            }
+            false
+        });
+        server.sort_unstable_by(|a, b| b.cmp(a));
+        for k in server {
+            plan.edits.push(RepairEdit {
+                index: i,
+                path: vec![Step::Key(list_key(m.wire)), Step::Index(k)],
+                action: Action::Remove,
+            });
         }
         if missing.is_empty() {
             continue;

@@ -154,3 +154,21 @@ def test_a_long_text_beside_a_tool_call_is_cut_in_its_middle_to_fit() -> None:
     text = next(b["text"] for b in turn["content"] if b.get("type") == "text")
     assert text.startswith("Finding 0:") and "Finding 399:" in text and len(text) < len(essay) // 2
     assert out[-1]["content"][0]["tool_use_id"] == "t1"
+
+
+def test_repair_drops_a_server_tool_call_whose_result_is_lost() -> None:
+    """A `server_tool_use` is answered in its own turn by a result block of its kind: a client
+    `tool_result` in the next user turn (what repair wrote) is refused by the API."""
+    h = [{"role": "user", "content": "Search the web for the cache latency regression."},
+         {"role": "assistant", "content": [{"type": "text", "text": "Searching."},
+                                           {"type": "server_tool_use", "id": "srvtoolu_01AAA", "name": "web_search", "input": {"query": "cache latency"}}]},
+         {"role": "user", "content": "Go on."},
+         {"role": "assistant", "content": [{"type": "text", "text": "Listing issues."},
+                                           {"type": "mcp_tool_use", "id": "mcptoolu_01BBB", "name": "list_issues", "server_name": "gh", "input": {}}]},
+         {"role": "user", "content": "Thanks, summarise."}]
+    r = cf.repair(h, provider="anthropic")
+    dumped = json.dumps(r.messages)
+    assert "srvtoolu_01AAA" not in dumped and "mcptoolu_01BBB" not in dumped
+    assert "tool_result" not in dumped
+    assert len(r.changes) == 2 and all("server tool call" in c for c in r.changes)
+    assert [m["role"] for m in r.messages] == ["user", "assistant", "user", "assistant", "user"]
