@@ -193,6 +193,9 @@ keys! {
     redactedContent = "redactedContent",
     guardContent = "guardContent",
     outputs = "outputs",
+    queries = "queries",
+    results = "results",
+    error = "error",
     logs = "logs",
     citationsContent = "citationsContent",
 }

@@ -16,7 +16,9 @@ use super::edit::{
     if_smaller, if_smaller_string, image_bytes, json_string, object_of, plain_text, CallAt, Change,
     Step, Written,
 };
-use super::fields::{detail, invalid, json_or_str, opaque, opt_id, text_field, PartReader, Reader};
+use super::fields::{
+    detail, invalid, json_or_str, opaque, opt_id, opt_str, text_field, PartReader, Reader,
+};
 use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
 use super::request_body::{cache_breakpoints, list_items, tool_choice, Api, Body, History};
@@ -138,53 +140,17 @@ pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message
             msg.content = Content::Parts(vec![Part::EncryptedReasoning("")]);
             msg
         }
-        // A code interpreter run sent back (`ResponseCodeInterpreterToolCallParam`): its code
-        // and logs priced as their text, each image output as the image it is. Priced whole as
-        // JSON, a chart's data URL cost its base64 length: a 1024x1024 PNG, 1,049,318 tokens.
-        // Never edited.
-        "code_interpreter_call" => {
-            let mut msg = Message::empty("assistant");
-            let mut text_chars = m
-                .get(Key::code)
-                .src()?
-                .map_or(Ok(0), |c| c.json_len())
-                .src()?;
-            let mut parts = Vec::new();
-            if let Some(outputs) = m
-                .get(Key::outputs)
-                .src()?
-                .map(|o| o.items())
-                .transpose()
-                .src()?
-                .flatten()
-            {
-                for o in &outputs {
-                    if let Some(logs) = o.get(Key::logs).src()? {
-                        text_chars += logs.json_len().src()?;
-                    } else if let Some(url) = o.get(Key::url).src()? {
-                        parts.push(super::openai_chat::image_url(
-                            &url,
-                            Default::default(),
-                            "outputs[].url",
-                        )?);
-                    } else {
-                        text_chars += o.json_len().src()?;
-                    }
-                }
-            }
-            parts.insert(
-                0,
-                Part::Opaque {
-                    kind: Cow::Borrowed(kind),
-                    media: crate::message::MediaKind::Unknown,
-                    payload_chars: None,
-                    wire_chars: text_chars,
-                    units: None,
-                },
-            );
-            msg.content = Content::Parts(parts);
-            msg
-        }
+        // A hosted tool's run sent back (web search, file search, a code interpreter run, an
+        // MCP call or tool listing): the call and its result in the one item, read as a call
+        // and its result in one message (as Anthropic's server tools are), so the summary shows
+        // what was searched or run and what came back, and each is priced as what it holds (a
+        // code interpreter chart as an image: priced whole as JSON, a 1024x1024 PNG's data URL
+        // cost 1,049,318 tokens). Never edited.
+        "web_search_call"
+        | "file_search_call"
+        | "code_interpreter_call"
+        | "mcp_call"
+        | "mcp_list_tools" => hosted_call(kind, m)?,
         "reasoning" => {
             let mut msg = Message::empty("assistant");
             let mut parts = Vec::new();
@@ -272,6 +238,112 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         }
         _ => None,
     }
+}
+
+/// A hosted tool's item (`web_search_call`, `file_search_call`, `code_interpreter_call`,
+/// `mcp_call`, `mcp_list_tools`) as one assistant message holding the call and its result,
+/// paired by the item's id.
+fn hosted_call<'a, V: Input<'a>>(kind: &'a str, m: &V) -> ReadResult<Message<'a>, V::Error> {
+    let id = opt_id(m, Key::id, "id")?.unwrap_or(kind);
+    let json = |key: Key| -> ReadResult<Option<String>, V::Error> {
+        m.get(key).src()?.map(|v| v.json_text()).transpose().src()
+    };
+    let wrap = |key: &str, value: Option<String>| -> String {
+        let mut s = String::from("{");
+        if let Some(v) = value {
+            crate::json_string::push_json_string(&mut s, key);
+            s.push(':');
+            s.push_str(&v);
+        }
+        s.push('}');
+        s
+    };
+    let text = |t: String| Part::Text(Cow::Owned(t));
+    let (name, arguments, mut content, is_error): (&'a str, String, Vec<Part<'a>>, bool) =
+        match kind {
+            "web_search_call" => {
+                let status = opt_id(m, Key::status, "status")?.unwrap_or("");
+                let content = if status.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![text(status.to_string())]
+                };
+                (
+                    "web_search",
+                    json(Key::action)?.unwrap_or_else(|| "{}".into()),
+                    content,
+                    status == "failed",
+                )
+            }
+            "file_search_call" => (
+                "file_search",
+                wrap("queries", json(Key::queries)?),
+                json(Key::results)?.map(text).into_iter().collect(),
+                false,
+            ),
+            "code_interpreter_call" => {
+                let mut parts = Vec::new();
+                if let Some(outputs) = m
+                    .get(Key::outputs)
+                    .src()?
+                    .map(|o| o.items())
+                    .transpose()
+                    .src()?
+                    .flatten()
+                {
+                    for o in &outputs {
+                        if let Some(logs) = opt_str(o, Key::logs, "outputs[].logs")? {
+                            parts.push(Part::Text(Cow::Owned(logs.into_owned())));
+                        } else if let Some(url) = o.get(Key::url).src()? {
+                            parts.push(image_url(&url, Default::default(), "outputs[].url")?);
+                        }
+                    }
+                }
+                (
+                    "code_interpreter",
+                    wrap("code", json(Key::code)?),
+                    parts,
+                    false,
+                )
+            }
+            "mcp_call" => {
+                let error = opt_str(m, Key::error, "error")?;
+                let output = opt_str(m, Key::output, "output")?;
+                let result = error.clone().or(output).map(|t| text(t.into_owned()));
+                (
+                    opt_id(m, Key::name, "name")?.unwrap_or("mcp_call"),
+                    match m.get(Key::arguments).src()? {
+                        Some(a) => json_or_str(&a)?.into_owned(),
+                        None => "{}".into(),
+                    },
+                    result.into_iter().collect(),
+                    error.is_some(),
+                )
+            }
+            _ => (
+                "mcp_list_tools",
+                "{}".into(),
+                json(Key::tools)?.map(text).into_iter().collect(),
+                opt_str(m, Key::error, "error")?.is_some(),
+            ),
+        };
+    if content.is_empty() && kind == "code_interpreter_call" {
+        content.push(text(String::new()));
+    }
+    let mut msg = Message::empty("assistant");
+    msg.content = Content::Parts(vec![
+        Part::ToolUse(ToolCall {
+            id,
+            name,
+            arguments: Cow::Owned(arguments),
+        }),
+        Part::ToolResult {
+            tool_use_id: id,
+            content,
+            is_error,
+        },
+    ]);
+    Ok(msg)
 }
 
 /// A message item, `{"type": "message", "role", "content": text}`, as compact JSON.

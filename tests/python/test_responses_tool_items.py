@@ -332,3 +332,32 @@ def test_references_to_reasoning_items_never_pair_with_outputs():
     for k, m in enumerate(kept):
         if m.get("id", "").startswith("rs_"):
             assert kept[k + 1].get("id", "").startswith("fc_"), kept[k:k + 2]
+
+
+def test_hosted_tool_runs_show_in_the_summary_as_calls_with_their_results():
+    """Web search, file search, code interpreter and MCP items sent back: each is its call and
+    its result, so a folded span says what was searched or run (it said "0 tool calls")."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Find why checkout is slow."}]
+    for k in range(4):
+        items += [
+            {"type": "web_search_call", "id": f"ws_{k}", "status": "completed",
+             "action": {"type": "search", "query": f"checkout outage postmortem {k}"}},
+            {"type": "file_search_call", "id": f"fs_{k}", "status": "completed", "queries": [f"runbook {k}"],
+             "results": [{"file_id": f"file-{k}", "filename": f"runbook_{k}.pdf", "score": 0.8, "text": logs(k)}]},
+            {"type": "code_interpreter_call", "id": f"ci_{k}", "status": "completed", "container_id": "cntr_1",
+             "code": f"df{k} = load('q{k}.csv')", "outputs": [{"type": "logs", "logs": logs(k)}]},
+            {"type": "mcp_call", "id": f"mcp_{k}", "server_label": "tracker", "name": "get_issue",
+             "arguments": json.dumps({"number": 100 + k}), "output": f"issue {100 + k}: p99 up " * 30},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"Finding {k}.", "annotations": []}]},
+            {"role": "user", "content": "Go on."},
+        ]
+    est = cf.estimate(items, model="gpt-4o")
+    r = cf.Compactor(model="gpt-4o", budget=est // 3).compact(items)
+    summary = r.summary or ""
+    assert 'web_search(query="checkout outage postmortem 0"' in summary, summary
+    assert "file_search(queries=" in summary and "get_issue(number=100)" in summary, summary
+    assert "code_interpreter(code=" in summary, summary
+    assert "0 tool calls" not in summary
+    # Kept items are the caller's, untouched.
+    originals = {json.dumps(m, sort_keys=True) for m in items}
+    assert all(json.dumps(m, sort_keys=True) in originals for m in r.messages if m.get("type", "").endswith("_call"))
