@@ -243,6 +243,11 @@ fn part<'a>(src: &mut Src<'a>, images: &'a [String; 3], depth: usize) -> Part<'a
                 _ => Some(usize::MAX >> (src.u8() % 64)),
             },
             wire_chars: usize::from(src.u8()) << (src.u8() % 40),
+            units: match src.u8() % 3 {
+                0 => None,
+                1 => Some(u32::from(src.u8())),
+                _ => Some(u32::MAX >> (src.u8() % 32)),
+            },
         },
     }
 }
