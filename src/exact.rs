@@ -35,6 +35,10 @@ use crate::tool_render::{
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
+/// Most tokens one opaque part is estimated at in an exact count: beyond any context window (a
+/// payload of a terabyte, say), and far from the counts' 32-bit limit.
+const OPAQUE_MAX_TOKENS: f64 = (1u32 << 24) as f64;
+
 /// Tokens a batch of parallel tool calls costs beyond its `multi_tool_use.parallel` call and the
 /// one message of its outputs, on the gpt-4o / gpt-4.1 generation: `PARALLEL_BATCH_BASE +
 /// PARALLEL_PER_CALL x calls`. Fitted on the 18 recorded batches of these models
@@ -188,7 +192,8 @@ impl Counter {
                 *units,
             )
             .unwrap_or(*wire_chars as f64 / crate::estimate::OPAQUE_CHARS_PER_TOKEN)
-            .ceil() as u32,
+            .ceil()
+            .min(OPAQUE_MAX_TOKENS) as u32,
         }
     }
 
@@ -266,11 +271,11 @@ impl Counter {
                 }
             }
         }
-        n += match &m.content {
+        n = n.saturating_add(match &m.content {
             Content::None => 0,
             Content::Text(t) => self.text(t),
-            Content::Parts(ps) => ps.iter().map(|p| self.part(p)).sum(),
-        };
+            Content::Parts(ps) => ps.iter().fold(0u32, |a, p| a.saturating_add(self.part(p))),
+        });
         if let Some(r) = &m.reasoning {
             n += self.text(r);
         }
