@@ -312,6 +312,12 @@ fn arguments_with_id(json: &str, id: &str) -> String {
 /// The same edits, each placeholder rewritten to name the fold's id and what it held (the
 /// edit is dropped when its message's format cannot write the new text smaller). `calls`:
 /// which call each result answers (its tool's name; what printed an output an edit replaces,
+/// The placeholder of a text an edit removed that no call produced (an observation, a text
+/// block), naming `id`.
+fn plain(est: &Estimator, what: &str, tokens: u32, text: &str, id: &str) -> String {
+    placeholder(est, what, None, tokens, text, false, &Producer::Call, id)
+}
+
 /// a shell command's run or a file read, whose words the output holds).
 pub fn recoverable_edits(
     msgs: &[Message<'_>],
@@ -390,16 +396,7 @@ pub fn recoverable_edits(
                 }
             }
             Change::Text { .. } => Change::Text {
-                text: placeholder(
-                    est,
-                    "observation",
-                    None,
-                    tokens,
-                    &text,
-                    false,
-                    &Producer::Call,
-                    &id,
-                ),
+                text: plain(est, "observation", tokens, &text, &id),
             },
             Change::Image { part, .. } => Change::Image {
                 part: *part,
@@ -407,16 +404,7 @@ pub fn recoverable_edits(
             },
             Change::PartText { part, .. } => Change::PartText {
                 part: *part,
-                text: placeholder(
-                    est,
-                    "text",
-                    None,
-                    tokens,
-                    &text,
-                    false,
-                    &Producer::Call,
-                    &id,
-                ),
+                text: plain(est, "text", tokens, &text, &id),
             },
             Change::Arguments { call, json } => Change::Arguments {
                 call: *call,

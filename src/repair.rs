@@ -260,6 +260,19 @@ impl RepairPlan {
         ));
     }
 
+    /// Remove the content blocks at `parts` of message `index` (highest first, so each index
+    /// still names its block).
+    fn remove_parts(&mut self, index: usize, wire: Format, mut parts: Vec<usize>) {
+        parts.sort_unstable_by(|a, b| b.cmp(a));
+        for k in parts {
+            self.edits.push(RepairEdit {
+                index,
+                path: vec![Step::Key(list_key(wire)), Step::Index(k)],
+                action: Action::Remove,
+            });
+        }
+    }
+
     fn rename(&mut self, index: usize, path: Vec<Step>, new: &str, change: String) {
         self.changes.push(change);
         self.edits.push(RepairEdit {
@@ -392,14 +405,7 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
             }
             false
         });
-        server.sort_unstable_by(|a, b| b.cmp(a));
-        for k in server {
-            plan.edits.push(RepairEdit {
-                index: i,
-                path: vec![Step::Key(list_key(m.wire)), Step::Index(k)],
-                action: Action::Remove,
-            });
-        }
+        plan.remove_parts(i, m.wire, server);
         if missing.is_empty() {
             continue;
         }
@@ -464,14 +470,7 @@ fn drop_orphans(msgs: &[Message<'_>], i: usize, ids: &Ids, plan: &mut RepairPlan
         });
         return Left::Noted;
     }
-    drops.sort_unstable_by(|a, b| b.cmp(a));
-    for k in drops {
-        plan.edits.push(RepairEdit {
-            index: i,
-            path: vec![Step::Key(list_key(m.wire)), Step::Index(k)],
-            action: Action::Remove,
-        });
-    }
+    plan.remove_parts(i, m.wire, drops);
     Left::Kept
 }
 

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use super::dialect::Dialect;
 use super::edit::{
-    if_smaller, if_smaller_parts, if_smaller_string, image_bytes, json_string, object_of,
+    content_text_block, if_smaller, if_smaller_parts, image_bytes, json_string, object_of,
     plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
@@ -187,16 +187,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             )
         }
         Change::Text { text } => plain_text(msg, "content", text, None),
-        Change::PartText { part, text } => {
-            let Some(Part::Text(old)) = msg.parts().get(*part) else {
-                return None;
-            };
-            if_smaller_string(
-                old,
-                vec![Step::Key("content"), Step::Index(*part), Step::Key("text")],
-                json_string(text),
-            )
-        }
+        Change::PartText { part, text } => content_text_block(msg, *part, text),
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("content"), Step::Index(*part)],

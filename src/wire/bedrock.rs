@@ -13,8 +13,8 @@ use super::anthropic::object_arguments;
 use super::dialect::Dialect;
 use super::edit::role_and_text_list;
 use super::edit::{
-    if_smaller, if_smaller_parts, if_smaller_string, image_bytes, json_string, object_of,
-    one_text_part, plain_text, CallAt, Change, Step, Written,
+    content_text_block, if_smaller, if_smaller_parts, image_bytes, object_of, one_text_part,
+    plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
     image_data, image_source, json_or_str, opaque, opt_id, opt_str, PartReader, Reader,
@@ -200,16 +200,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 value,
             )
         }
-        Change::PartText { part, text } => {
-            let Some(Part::Text(old)) = msg.parts().get(*part) else {
-                return None;
-            };
-            if_smaller_string(
-                old,
-                vec![Step::Key("content"), Step::Index(*part), Step::Key("text")],
-                json_string(text),
-            )
-        }
+        Change::PartText { part, text } => content_text_block(msg, *part, text),
         Change::Image { part, text } => if_smaller(
             image_bytes(msg, *part, IMAGE_SKELETON)?,
             vec![Step::Key("content"), Step::Index(*part)],

@@ -84,6 +84,19 @@ pub enum Change {
 /// What a format writer returns: the path and the replacement's JSON text.
 pub(crate) type Written = (Vec<Step>, String);
 
+/// The edit of text block `part` of a message whose blocks are `{"text": ...}` objects of its
+/// `content` list (Anthropic, Bedrock) to `text` (`Change::PartText`).
+pub(crate) fn content_text_block(msg: &Message<'_>, part: usize, text: &str) -> Option<Written> {
+    let Some(Part::Text(old)) = msg.parts().get(part) else {
+        return None;
+    };
+    if_smaller_string(
+        old,
+        vec![Step::Key("content"), Step::Index(part), Step::Key("text")],
+        json_string(text),
+    )
+}
+
 /// A JSON string literal.
 pub(crate) fn json_string(text: &str) -> String {
     let mut s = String::with_capacity(text.len() + 2);
