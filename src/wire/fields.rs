@@ -22,6 +22,9 @@ pub(crate) struct Reader<D> {
     depth: Cell<u32>,
     pub(crate) format: Cell<Format>,
     pub(crate) signatures: Cell<ThoughtSignatures>,
+    /// A part was read whose shape no edit of its format may write (a Gemini code execution
+    /// read as a call and its result): the message is read, priced and never edited.
+    pub(crate) frozen: Cell<bool>,
     parts: PhantomData<D>,
 }
 
@@ -41,6 +44,7 @@ impl<D: PartReader> Reader<D> {
             depth: Cell::new(0),
             format: Cell::new(Format::Unknown),
             signatures: Cell::new(ThoughtSignatures::default()),
+            frozen: Cell::new(false),
             parts: PhantomData,
         }
     }

@@ -118,6 +118,60 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             });
         }
     }
+    // Code the model ran with the code execution tool (`executableCode: {language, code}`) and
+    // what the run returned (`codeExecutionResult: {outcome, output}`), both in the model's
+    // turn: read as a call and its result in that turn, as a server tool's are, so the summary
+    // shows the code and its output (and a failed run as an error) and both are priced as their
+    // text. Unknown parts, they were priced as JSON (3x under for a table of numbers) and the
+    // summary said "0 tool calls". No edit of Gemini's writes these parts: never edited.
+    for (key, snake) in [(Key::executableCode, false), (Key::executable_code, true)] {
+        if let Some(e) = p.get(key).src()? {
+            r.saw(if snake {
+                Format::GeminiSnake
+            } else {
+                Format::Gemini
+            });
+            r.frozen.set(true);
+            let code = opt_str(&e, Key::code, format_args!("{path}.{}.code", key.as_str()))?;
+            let mut arguments = String::from("{\"code\":");
+            crate::json_string::push_json_string(&mut arguments, code.as_deref().unwrap_or(""));
+            arguments.push('}');
+            return Ok(Part::ToolUse(ToolCall {
+                id: CODE_EXECUTION,
+                name: CODE_EXECUTION,
+                arguments: Cow::Owned(arguments),
+            }));
+        }
+    }
+    for (key, snake) in [
+        (Key::codeExecutionResult, false),
+        (Key::code_execution_result, true),
+    ] {
+        if let Some(c) = p.get(key).src()? {
+            r.saw(if snake {
+                Format::GeminiSnake
+            } else {
+                Format::Gemini
+            });
+            r.frozen.set(true);
+            let output = opt_str(
+                &c,
+                Key::output,
+                format_args!("{path}.{}.output", key.as_str()),
+            )?;
+            let outcome = opt_id(
+                &c,
+                Key::outcome,
+                format_args!("{path}.{}.outcome", key.as_str()),
+            )?;
+            return Ok(Part::ToolResult {
+                tool_use_id: CODE_EXECUTION,
+                content: vec![Part::Text(output.unwrap_or(Cow::Borrowed("")))],
+                // `OUTCOME_OK`; `OUTCOME_FAILED`, `OUTCOME_DEADLINE_EXCEEDED` are failures.
+                is_error: outcome.is_some_and(|o| o != "OUTCOME_OK"),
+            });
+        }
+    }
     // An uploaded image (`fileData: {mimeType, fileUri}`, https://ai.google.dev/api/caching#FileData):
     // sized by its URI. Other files and other keyed parts: priced as media by their MIME type.
     for (key, snake) in [(Key::fileData, false), (Key::file_data, true)] {
@@ -152,6 +206,9 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
     }
     opaque("unknown", p)
 }
+
+/// The call id and name of a Gemini code execution and its result (the API gives them none).
+const CODE_EXECUTION: &str = "code_execution";
 
 // The smallest Gemini image part, without its data.
 const IMAGE_SKELETON: &str = r#"{"inlineData":{}}"#;

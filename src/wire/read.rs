@@ -175,7 +175,11 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
             },
         };
     }
-    msg.wire = r.format.get();
+    msg.wire = if r.frozen.get() {
+        Format::Unknown
+    } else {
+        r.format.get()
+    };
     msg.thought_signatures = r.signatures.get();
     Ok(msg)
 }

@@ -172,3 +172,26 @@ def test_repair_drops_a_server_tool_call_whose_result_is_lost() -> None:
     assert "tool_result" not in dumped
     assert len(r.changes) == 2 and all("server tool call" in c for c in r.changes)
     assert [m["role"] for m in r.messages] == ["user", "assistant", "user", "assistant", "user"]
+
+
+def test_gemini_code_execution_is_a_call_and_its_result_in_the_summary() -> None:
+    """The code the model ran (`executableCode`) and what it returned (`codeExecutionResult`):
+    shown as a call with its output, a failed run as an error, priced as their text."""
+    h: list[dict[str, Any]] = []
+    for i in range(6):
+        h.append({"role": "user", "parts": [{"text": f"Now statistic {i}."}]})
+        outcome = "OUTCOME_FAILED" if i == 3 else "OUTCOME_OK"
+        output = "ZeroDivisionError: division by zero" if i == 3 else f"MEAN_{i} = {i + 1}\n" + "row value 0 region EU\n" * 60
+        h.append({"role": "model", "parts": [
+            {"text": f"I'll compute statistic {i}."},
+            {"executableCode": {"language": "PYTHON", "code": f"vals = load('sales_{i}.csv')\nprint(mean(vals))"}},
+            {"codeExecutionResult": {"outcome": outcome, "output": output}},
+            {"text": "Done."}]})
+    h.append({"role": "user", "parts": [{"text": "Summarize."}]})
+    r = cf.Compactor(provider="gemini", budget=int(cf.estimate(h, provider="gemini") * 0.35)).compact(h)
+    summary = r.summary or ""
+    assert "code_execution(code=\"vals = load('sales_0.csv')" in summary, summary
+    assert "MEAN_0 = 1" in summary and "1 errors" in summary and "ZeroDivisionError" in summary, summary
+    # Kept turns are the caller's parts, untouched.
+    kept = [json.dumps(m, sort_keys=True) for m in r.messages if m.get("role") == "model"]
+    assert all(k in {json.dumps(m, sort_keys=True) for m in h} for k in kept[1:])
