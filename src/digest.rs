@@ -506,7 +506,7 @@ fn results_by_call<'a>(msgs: &'a [Message<'_>]) -> HashMap<(usize, &'a str), Vec
                     let k = answered
                         .get(&(i, *tool_use_id))
                         .copied()
-                        .or_else(|| m.calls().any(|c| c.id == *tool_use_id).then_some(i));
+                        .or_else(|| m.answered_here(tool_use_id).then_some(i));
                     if let Some(k) = k {
                         results
                             .entry((k, *tool_use_id))

@@ -259,77 +259,73 @@ fn hosted_call<'a, V: Input<'a>>(kind: &'a str, m: &V) -> ReadResult<Message<'a>
         s
     };
     let text = |t: String| Part::Text(Cow::Owned(t));
-    let (name, arguments, mut content, is_error): (&'a str, String, Vec<Part<'a>>, bool) =
-        match kind {
-            "web_search_call" => {
-                let status = opt_id(m, Key::status, "status")?.unwrap_or("");
-                let content = if status.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![text(status.to_string())]
-                };
-                (
-                    "web_search",
-                    json(Key::action)?.unwrap_or_else(|| "{}".into()),
-                    content,
-                    status == "failed",
-                )
-            }
-            "file_search_call" => (
-                "file_search",
-                wrap("queries", json(Key::queries)?),
-                json(Key::results)?.map(text).into_iter().collect(),
-                false,
-            ),
-            "code_interpreter_call" => {
-                let mut parts = Vec::new();
-                if let Some(outputs) = m
-                    .get(Key::outputs)
-                    .src()?
-                    .map(|o| o.items())
-                    .transpose()
-                    .src()?
-                    .flatten()
-                {
-                    for o in &outputs {
-                        if let Some(logs) = opt_str(o, Key::logs, "outputs[].logs")? {
-                            parts.push(Part::Text(Cow::Owned(logs.into_owned())));
-                        } else if let Some(url) = o.get(Key::url).src()? {
-                            parts.push(image_url(&url, Default::default(), "outputs[].url")?);
-                        }
+    let (name, arguments, content, is_error): (&'a str, String, Vec<Part<'a>>, bool) = match kind {
+        "web_search_call" => {
+            let status = opt_id(m, Key::status, "status")?.unwrap_or("");
+            let content = if status.is_empty() {
+                Vec::new()
+            } else {
+                vec![text(status.to_string())]
+            };
+            (
+                "web_search",
+                json(Key::action)?.unwrap_or_else(|| "{}".into()),
+                content,
+                status == "failed",
+            )
+        }
+        "file_search_call" => (
+            "file_search",
+            wrap("queries", json(Key::queries)?),
+            json(Key::results)?.map(text).into_iter().collect(),
+            false,
+        ),
+        "code_interpreter_call" => {
+            let mut parts = Vec::new();
+            if let Some(outputs) = m
+                .get(Key::outputs)
+                .src()?
+                .map(|o| o.items())
+                .transpose()
+                .src()?
+                .flatten()
+            {
+                for o in &outputs {
+                    if let Some(logs) = opt_str(o, Key::logs, "outputs[].logs")? {
+                        parts.push(Part::Text(Cow::Owned(logs.into_owned())));
+                    } else if let Some(url) = o.get(Key::url).src()? {
+                        parts.push(image_url(&url, Default::default(), "outputs[].url")?);
                     }
                 }
-                (
-                    "code_interpreter",
-                    wrap("code", json(Key::code)?),
-                    parts,
-                    false,
-                )
             }
-            "mcp_call" => {
-                let error = opt_str(m, Key::error, "error")?;
-                let output = opt_str(m, Key::output, "output")?;
-                let result = error.clone().or(output).map(|t| text(t.into_owned()));
-                (
-                    opt_id(m, Key::name, "name")?.unwrap_or("mcp_call"),
-                    match m.get(Key::arguments).src()? {
-                        Some(a) => json_or_str(&a)?.into_owned(),
-                        None => "{}".into(),
-                    },
-                    result.into_iter().collect(),
-                    error.is_some(),
-                )
-            }
-            _ => (
-                "mcp_list_tools",
-                "{}".into(),
-                json(Key::tools)?.map(text).into_iter().collect(),
-                opt_str(m, Key::error, "error")?.is_some(),
-            ),
-        };
-    if content.is_empty() && kind == "code_interpreter_call" {
-        content.push(text(String::new()));
-    }
+            (
+                "code_interpreter",
+                wrap("code", json(Key::code)?),
+                parts,
+                false,
+            )
+        }
+        "mcp_call" => {
+            let error = opt_str(m, Key::error, "error")?;
+            let output = opt_str(m, Key::output, "output")?;
+            let result = error.clone().or(output).map(|t| text(t.into_owned()));
+            (
+                opt_id(m, Key::name, "name")?.unwrap_or("mcp_call"),
+                match m.get(Key::arguments).src()? {
+                    Some(a) => json_or_str(&a)?.into_owned(),
+                    None => "{}".into(),
+                },
+                result.into_iter().collect(),
+                error.is_some(),
+            )
+        }
+        _ => (
+            "mcp_list_tools",
+            "{}".into(),
+            json(Key::tools)?.map(text).into_iter().collect(),
+            opt_str(m, Key::error, "error")?.is_some(),
+        ),
+    };
     let mut msg = Message::empty("assistant");
     msg.content = Content::Parts(vec![
         Part::ToolUse(ToolCall {
