@@ -17,6 +17,7 @@ use crate::edit_pricing::{costs_with, priced, shifted};
 use crate::estimate::Estimator;
 use crate::mask_plan::{find_mask_edits, MaskRegion};
 use crate::message::{Content, Message, Part};
+use crate::server_call_span::ServerSpans;
 use crate::shrink_json::is_valid_json;
 use crate::summary_placement::Seating;
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
@@ -685,8 +686,11 @@ fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
     let mut failures = Vec::new();
     let n = msgs.len();
     if format.results_in_next_message() {
+        // A server call answered by a later assistant message (or running at the end): its
+        // run's messages sit between, and the pair is whole (`server_call_span`).
+        let spans = ServerSpans::of(msgs);
         for (i, m) in msgs.iter().enumerate() {
-            let calls: Vec<&str> = m.call_ids().collect();
+            let calls: Vec<&str> = m.call_ids().filter(|id| !spans.spans(i, id)).collect();
             if !calls.is_empty() {
                 let answered: HashSet<&str> = msgs
                     .get(i + 1)
@@ -701,7 +705,7 @@ fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
                     }
                 }
             }
-            let results: Vec<&str> = m.result_ids().collect();
+            let results: Vec<&str> = m.result_ids().filter(|id| !spans.answers(i, id)).collect();
             if !results.is_empty() {
                 let called: HashSet<&str> = if i > 0 {
                     msgs[i - 1].call_ids().collect()

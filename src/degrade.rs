@@ -410,6 +410,11 @@ pub fn tail_floor(msgs: &[Message<'_>]) -> (Option<usize>, Option<usize>, usize)
             start = start.min(a);
         }
     }
+    // A programmatic tool-calling run still going at the end is that pending round: its
+    // client rounds name its server call (`server_call_span`).
+    if let Some(s) = crate::server_call_span::ServerSpans::of(msgs).pending_from {
+        start = start.min(s);
+    }
     if let (Some(u), Some(t)) = (last_user, task) {
         if u > t {
             start = start.min(u);

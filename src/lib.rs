@@ -42,6 +42,7 @@ pub mod recall;
 pub mod repair;
 pub mod request_extras;
 pub mod request_settings;
+pub mod server_call_span;
 pub mod session_state;
 pub mod shell_line;
 pub mod shrink_json;

@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::compaction::Turn;
 use crate::message::{Content, Message, Part, Role};
+use crate::server_call_span::{is_server_call_id, ServerSpans};
 use crate::wire::edit::{json_string, CallAt, Step};
 use crate::wire::{
     anthropic, bedrock, gemini, openai_chat, openai_responses, responses_tool_items, Format,
@@ -147,12 +148,6 @@ fn result_path(m: &Message<'_>, part: Option<usize>) -> Option<Vec<Step>> {
             .map(|key| vec![Step::Key(key)]),
         Format::LangChain => None,
     }
-}
-
-/// Whether a call id is one Anthropic gives a server-run tool's call (`srvtoolu_...` for
-/// `server_tool_use`, `mcptoolu_...` for `mcp_tool_use`), answered in the same turn.
-fn is_server_call_id(id: &str) -> bool {
-    id.starts_with("srvtoolu_") || id.starts_with("mcptoolu_")
 }
 
 /// Whether a call is a Gemini or Ollama call without an id (its view's id is its name).
@@ -359,8 +354,11 @@ fn answered_call(q: &mut VecDeque<(usize, String)>) -> Option<String> {
 /// stand-ins, in the next user message or a new one.
 fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
     let n = msgs.len();
+    // Server calls answered by a later assistant message, or running still at the end (a
+    // programmatic tool-calling run): neither is missing a result.
+    let spans = ServerSpans::of(msgs);
     for (i, m) in msgs.iter().enumerate() {
-        let left = drop_orphans(msgs, i, ids, plan);
+        let left = drop_orphans(msgs, i, ids, &spans, plan);
         if left != Left::Gone {
             plan.messages.push(Slot::Keep(i));
         }
@@ -377,6 +375,9 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
             .collect();
         let mut missing: Vec<(&str, &str)> = Vec::new();
         for (id, name) in &ids.calls[i] {
+            if spans.spans(i, id) {
+                continue;
+            }
             match answered.iter().position(|x| x == id) {
                 Some(p) => {
                     answered.remove(p);
@@ -433,7 +434,13 @@ enum Left {
 
 /// Drops the results of message `i` that answer no call of the message before it (or answer
 /// one twice).
-fn drop_orphans(msgs: &[Message<'_>], i: usize, ids: &Ids, plan: &mut RepairPlan) -> Left {
+fn drop_orphans(
+    msgs: &[Message<'_>],
+    i: usize,
+    ids: &Ids,
+    spans: &ServerSpans<'_>,
+    plan: &mut RepairPlan,
+) -> Left {
     let m = &msgs[i];
     // Results must answer the previous message's calls, each once.
     let mut open: Vec<&str> = if i > 0 && Turn::of(&msgs[i - 1]) == Turn::Assistant {
@@ -444,6 +451,9 @@ fn drop_orphans(msgs: &[Message<'_>], i: usize, ids: &Ids, plan: &mut RepairPlan
     let mut drops: Vec<usize> = Vec::new();
     let mut drop_whole = false;
     for (part, id) in &ids.results[i] {
+        if spans.answers(i, id) {
+            continue;
+        }
         match open.iter().position(|x| x == id) {
             Some(p) => {
                 open.remove(p);

@@ -6,6 +6,7 @@
 //! tokens or 100k), and a cut never separates a tool call from its results.
 
 use crate::message::{Message, Role};
+use crate::server_call_span::ServerSpans;
 
 /// Where the tail may begin: `ok[i]` is true when starting the tail (or ending the summarized
 /// middle) at message `i` separates no tool call from one of its results, and no reasoning
@@ -41,6 +42,13 @@ pub fn legal_cuts(msgs: &[Message<'_>]) -> Vec<bool> {
         for id in m.call_ids() {
             call_at.insert(id, i);
         }
+    }
+    // A programmatic tool-calling run the history ends inside: its server call is answered by
+    // no message yet, and its client rounds name it as their caller, so no cut falls after it
+    // (`server_call_span`).
+    if let Some(s) = ServerSpans::of(msgs).pending_from {
+        forbid[s + 1] += 1;
+        forbid[n] -= 1;
     }
     let mut ok = Vec::with_capacity(n + 1);
     let mut depth = 0;

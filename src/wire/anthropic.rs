@@ -14,7 +14,9 @@ use super::edit::{
     content_text_block, if_smaller, if_smaller_parts, image_bytes, json_string, object_of,
     plain_text, CallAt, Change, Step, Written,
 };
-use super::fields::{image_data, invalid, json_or_str, opaque, opt_id, PartReader, Reader};
+use super::fields::{
+    image_data, invalid, json_or_str, opaque, opt_id, opt_str, PartReader, Reader,
+};
 use super::input::{Input, Key, ReadResult, Shape, Src};
 use super::request_body::{
     cache_breakpoints, history_list, list_items, opt_u64, tool_choice, Api, Body, McpServer,
@@ -54,6 +56,66 @@ fn image<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<Part<'a>, V::Error> 
     }))
 }
 
+/// What a code execution run returned (`code_execution_tool_result`,
+/// `bash_code_execution_tool_result`: `{stdout, stderr, return_code}`, or an error with its
+/// `error_code`, https://docs.claude.com/en/docs/agents-and-tools/tool-use/code-execution-tool):
+/// its output as text and whether it failed. Read as text, the summary shows what the run
+/// printed (the answer of a programmatic tool-calling run is its stdout) and the run is priced
+/// as what it printed; the message is then never edited (`Reader::frozen`), since the block's
+/// content must stay an object. None for any other block or shape.
+fn code_run<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
+    kind: &str,
+    p: &V,
+    path: &str,
+) -> ReadResult<Option<(String, bool)>, V::Error> {
+    if !matches!(
+        kind,
+        "code_execution_tool_result" | "bash_code_execution_tool_result"
+    ) {
+        return Ok(None);
+    }
+    let Some(c) = p.get(Key::content).src()? else {
+        return Ok(None);
+    };
+    if !matches!(c.shape(), Shape::Map | Shape::Object) {
+        return Ok(None);
+    }
+    let cpath = format!("{path}.content");
+    if let Some(code) = opt_id(&c, Key::error_code, format_args!("{cpath}.error_code"))? {
+        r.frozen.set(true);
+        return Ok(Some((format!("error: {code}"), true)));
+    }
+    let stdout = opt_str(&c, Key::stdout, format_args!("{cpath}.stdout"))?;
+    let stderr = opt_str(&c, Key::stderr, format_args!("{cpath}.stderr"))?;
+    let code = match c.get(Key::return_code).src()? {
+        Some(v) if v.shape() == Shape::Number => Some(v.json_text().src()?),
+        _ => None,
+    };
+    if stdout.is_none() && stderr.is_none() && code.is_none() {
+        return Ok(None);
+    }
+    r.frozen.set(true);
+    let mut text = String::new();
+    for s in [stdout, stderr].into_iter().flatten() {
+        let s = s.trim_end_matches('\n');
+        if !s.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(s);
+        }
+    }
+    let failed = code.as_deref().is_some_and(|c| c != "0");
+    if failed {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!("[exit code {}]", code.as_deref().unwrap_or("?")));
+    }
+    Ok(Some((text, failed)))
+}
+
 /// The Anthropic block types.
 pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
     r: &Reader<D>,
@@ -84,6 +146,13 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
             r.saw(Format::Anthropic);
             let tool_use_id =
                 opt_id(p, Key::tool_use_id, format_args!("{path}.tool_use_id"))?.unwrap_or("");
+            if let Some(run) = code_run(r, kind, p, path)? {
+                return Ok(Some(Part::ToolResult {
+                    tool_use_id,
+                    content: vec![Part::Text(Cow::Owned(run.0))],
+                    is_error: run.1,
+                }));
+            }
             let content = match p.get(Key::content).src()? {
                 None => Vec::new(),
                 Some(c) if matches!(c.shape(), Shape::Str | Shape::List) => {

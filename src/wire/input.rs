@@ -186,6 +186,8 @@ keys! {
     stderr = "stderr",
     outcome = "outcome",
     exit_code = "exit_code",
+    return_code = "return_code",
+    error_code = "error_code",
     tool_name = "tool_name",
     images = "images",
     reasoningContent = "reasoningContent",
