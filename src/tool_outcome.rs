@@ -364,12 +364,22 @@ fn error_class_opens(line: &str, end: usize) -> bool {
 }
 
 /// Whether the words around a failure word count none of it: `0 failed`, `no errors`,
-/// `failures=0`, `errors: 0`.
+/// `failures=0`, `errors: 0`, `error count: 0`.
 fn counts_none(before: &str, after: &str) -> bool {
     let word_end = after
         .find(|c: char| !c.is_ascii_alphabetic())
         .unwrap_or(after.len());
-    let rest = after[word_end..].trim_start_matches([' ', '=', ':']);
+    let mut rest = after[word_end..].trim_start_matches([' ', '=', ':']);
+    // A count's name may sit between the word and its number: `error count: 0`,
+    // `failures found = 0`.
+    for name in ["count", "found", "total", "detected"] {
+        if let Some(r) = rest.strip_prefix(name) {
+            if r.starts_with([' ', '=', ':']) {
+                rest = r.trim_start_matches([' ', '=', ':']);
+                break;
+            }
+        }
+    }
     let zero_after = rest.starts_with('0') && !rest[1..].starts_with(|c: char| c.is_ascii_digit());
     let prev = before
         .trim_end()
@@ -842,6 +852,10 @@ mod tests {
             "Ran 4 tests\n\nOK (errors=0, failures=0)"
         ));
         assert!(!words_say_failure("build finished with no errors"));
+        assert!(!words_say_failure("lint done\nerror count: 0"));
+        assert!(!words_say_failure("Failures found = 0, warnings found = 3"));
+        assert!(words_say_failure("lint done\nerror count: 2"));
+        assert!(words_say_failure("error found: config.yaml missing"));
         // A failure word deep in the middle of a long output is not read.
         let mid = format!("{}error\n{}done", "x\n".repeat(400), "y\n".repeat(10));
         assert!(!words_say_failure(&mid));
