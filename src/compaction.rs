@@ -685,10 +685,10 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
 fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
     let mut failures = Vec::new();
     let n = msgs.len();
+    // A server call answered by a later assistant message (or running at the end): its run's
+    // messages sit between, and the pair is whole (`server_call_span`).
+    let spans = ServerSpans::of(msgs);
     if format.results_in_next_message() {
-        // A server call answered by a later assistant message (or running at the end): its
-        // run's messages sit between, and the pair is whole (`server_call_span`).
-        let spans = ServerSpans::of(msgs);
         for (i, m) in msgs.iter().enumerate() {
             let calls: Vec<&str> = m.call_ids().filter(|id| !spans.spans(i, id)).collect();
             if !calls.is_empty() {
@@ -731,7 +731,7 @@ fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
         // id takes its place, as a result answers the nearest call of its id.
         let mut open: HashMap<&str, (usize, usize)> = HashMap::new();
         for (i, m) in msgs.iter().enumerate() {
-            for id in m.result_ids() {
+            for id in m.result_ids().filter(|id| !spans.answers(i, id)) {
                 match open.get_mut(id) {
                     Some((_, waiting)) if *waiting > 1 => *waiting -= 1,
                     Some(_) => {
@@ -752,7 +752,7 @@ fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
                 }
                 open.clear();
             }
-            for id in m.call_ids() {
+            for id in m.call_ids().filter(|id| !spans.spans(i, id)) {
                 match open.get_mut(id) {
                     Some((at, waiting)) if *at == i => *waiting += 1,
                     _ => {

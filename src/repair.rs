@@ -524,6 +524,9 @@ fn answer_in_next(
 /// first message that speaks while calls are open. Calls still open at the end are the pending
 /// last turn: left as they are.
 fn repair_sequential(msgs: &[Message<'_>], ids: &Ids, responses: bool, plan: &mut RepairPlan) {
+    // A programmatic tool-calling run carried by LangChain messages (Anthropic blocks in an
+    // `AIMessage`): its server call is answered by a later assistant message, never awaited.
+    let spans = ServerSpans::of(msgs);
     let mut open: Vec<(String, usize)> = Vec::new();
     let mut after_result = false;
     for (i, m) in msgs.iter().enumerate() {
@@ -596,7 +599,12 @@ fn repair_sequential(msgs: &[Message<'_>], ids: &Ids, responses: bool, plan: &mu
             }
         }
         plan.messages.push(Slot::Keep(i));
-        open.extend(ids.calls[i].iter().map(|(id, _)| (id.clone(), i)));
+        open.extend(
+            ids.calls[i]
+                .iter()
+                .filter(|(id, _)| !spans.spans(i, id))
+                .map(|(id, _)| (id.clone(), i)),
+        );
     }
 }
 

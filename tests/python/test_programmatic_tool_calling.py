@@ -136,3 +136,34 @@ def test_a_code_execution_result_is_read_as_what_the_run_printed() -> None:
     assert "KeyError: 'quarter'" in errors and "rc=1" in errors
     assert "Never query the archive tables." in r.summary or "Never query the archive tables." in str(r.messages[0])
 
+
+
+def test_a_run_carried_by_langchain_messages_is_kept_or_folded_whole() -> None:
+    """langchain-anthropic keeps the run's blocks in each ``AIMessage``'s content and the client
+    calls in ``tool_calls``, answered by ``ToolMessage``s."""
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+    lc: list[BaseMessage] = []
+    for m in history(5):
+        c = m["content"]
+        if m["role"] == "user" and isinstance(c, list):
+            lc += [ToolMessage(content=b["content"], tool_call_id=b["tool_use_id"]) for b in c]
+        elif m["role"] == "user":
+            lc.append(HumanMessage(content=c))
+        else:
+            calls = [{"name": b["name"], "args": b["input"], "id": b["id"], "type": "tool_call"}
+                     for b in c if b["type"] == "tool_use"]
+            lc.append(AIMessage(content=c, tool_calls=calls))
+    full = cf.estimate(lc)
+    for share in (0.5, 0.15):
+        r = cf.Compactor(budget=int(full * share), tools=TOOLS).compact(lc)
+        kinds = [type(m).__name__ for m in r.messages]
+        # Whatever was folded, the kept tail opens on a run's first turn or on a user's.
+        server_ids = [b["id"] for m in r.messages if isinstance(m, AIMessage) and isinstance(m.content, list)
+                      for b in m.content if isinstance(b, dict) and b.get("type") == "server_tool_use"]
+        results = [b["tool_use_id"] for m in r.messages if isinstance(m, AIMessage) and isinstance(m.content, list)
+                   for b in m.content if isinstance(b, dict) and b.get("type") == "code_execution_tool_result"]
+        assert sorted(server_ids) == sorted(results), kinds
+        assert kinds[-1] == "HumanMessage"
+        if share < 0.2:
+            assert r.summary and "99810" in r.summary
