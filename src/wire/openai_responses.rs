@@ -22,9 +22,9 @@ use super::fields::{
 use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
 use super::request_body::{cache_breakpoints, list_items, tool_choice, Api, Body, History};
-use super::responses_tool_items;
 use super::wire_format::WireFormat;
 use super::Format;
+use super::{item_reference, responses_tool_items};
 use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
 
 /// The Responses part types: `input_text`, `output_text`, `summary_text`, `reasoning_text`,
@@ -67,11 +67,18 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
 /// A Responses input item without a role (`function_call`, `function_call_output`,
 /// `reasoning`, hosted-tool calls).
 pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error> {
-    let Some(kind) = opt_id(m, Key::kind, "type")? else {
-        return Err(invalid(
-            "role",
-            "missing (and no Responses item `type` either)",
-        ));
+    let kind = match opt_id(m, Key::kind, "type")? {
+        Some(kind) => kind,
+        // An item reference may leave out its `type` (`{"id": "msg_..."}`: the Responses
+        // input's item reference, `type` optional and `item_reference` by default,
+        // https://platform.openai.com/docs/api-reference/responses/create).
+        None if opt_id(m, Key::id, "id")?.is_some() => item_reference::ITEM_REFERENCE,
+        None => {
+            return Err(invalid(
+                "role",
+                "missing (and no Responses item `type` either)",
+            ))
+        }
     };
     let r = Reader::<D>::new();
     let mut msg = match kind {

@@ -203,11 +203,19 @@ fn with_images<'a, V: Input<'a>>(
         Content::Parts(p) => p,
     };
     for (k, item) in items.iter().enumerate() {
+        // The ollama SDK's typed `Message` holds `Image` objects: the image is their `value`
+        // (base64 text, bytes, or a file path, whose size is unknown here).
+        let wrapped = match item.shape() {
+            Shape::Object | Shape::Map => item.get(Key::value).src()?,
+            _ => None,
+        };
+        let item = wrapped.as_ref().unwrap_or(item);
         let source = match item.str().src()? {
             Some(Cow::Borrowed(s)) => ImageSource::Base64(s),
             Some(Cow::Owned(_)) => ImageSource::Url(""),
             None => match item.bytes().src()? {
                 Some(b) => ImageSource::Bytes(b),
+                None if wrapped.is_some() => ImageSource::Url(""),
                 None => {
                     return Err(invalid(
                         format!("images[{k}]"),

@@ -195,3 +195,53 @@ def test_gemini_code_execution_is_a_call_and_its_result_in_the_summary() -> None
     # Kept turns are the caller's parts, untouched.
     kept = [json.dumps(m, sort_keys=True) for m in r.messages if m.get("role") == "model"]
     assert all(k in {json.dumps(m, sort_keys=True) for m in h} for k in kept[1:])
+
+
+def test_a_responses_item_reference_without_its_type_is_read_as_one() -> None:
+    """The Responses input's item reference may leave out ``type`` (``{"id": "fc_..."}``): read
+    as the typed reference, its output bound to it (it raised InvalidMessageError at every call)."""
+    from openai.types.responses import ResponseInputItemParam
+    from pydantic import TypeAdapter
+
+    def h(typed: bool) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"role": "user", "content": "Look up the order status."}]
+        for k in range(6):
+            ref: dict[str, Any] = {"id": f"fc_{k}"}
+            if typed:
+                ref["type"] = "item_reference"
+            out += [ref, {"type": "function_call_output", "call_id": f"call_{k}", "output": f"order {k}: shipped " * 200}]
+        out.append({"role": "user", "content": "Which ones shipped?"})
+        return out
+
+    bare, typed = h(False), h(True)
+    TypeAdapter(list[ResponseInputItemParam]).validate_python(bare)
+    # (The same items, less the ``type`` key's few tokens each.)
+    assert 0 <= cf.estimate(typed, provider="openai") - cf.estimate(bare, provider="openai") <= 6 * 8
+    assert cf.repair(bare, provider="openai").changes == ()
+    budget = cf.estimate(bare, provider="openai") // 3
+    r = cf.Compactor(provider="openai", budget=budget).compact(bare)
+    assert cf.estimate(r.messages, provider="openai") <= budget
+    TypeAdapter(list[ResponseInputItemParam]).validate_python(r.messages)
+
+
+def test_ollama_typed_images_are_priced_as_the_images_they_hold() -> None:
+    """ollama's typed ``Message`` holds ``Image`` objects (a bare string is refused by the SDK):
+    priced as the same image given as base64 text (they raised InvalidMessageError)."""
+    import ollama
+
+    image = png(1024, 768, 0)
+    plain = [{"role": "user", "content": "What is on this screen?", "images": [b64(image)]}]
+    typed = [ollama.Message(role="user", content="What is on this screen?", images=[ollama.Image(value=b64(image))])]
+    raw = [ollama.Message(role="user", content="What is on this screen?", images=[ollama.Image(value=image)])]
+    want = cf.estimate(plain, provider="ollama")
+    assert want > 500
+    assert cf.estimate(typed, provider="ollama") == want == cf.estimate(raw, provider="ollama")
+    h: list[Any] = []
+    for k in range(8):
+        h += [ollama.Message(role="user", content=f"Screen {k}: what changed?", images=[ollama.Image(value=b64(image))]),
+              ollama.Message(role="assistant", content=f"Screen {k} shows the login form with error E{k}42.")]
+    h.append(ollama.Message(role="user", content="Summarize the errors."))
+    budget = cf.estimate(h, provider="ollama") // 3
+    r = cf.Compactor(provider="ollama", budget=budget).compact(h)
+    assert cf.estimate(r.messages, provider="ollama") <= budget
+    assert r.summary and "E042" in r.summary
