@@ -248,6 +248,10 @@ fn part<'a>(src: &mut Src<'a>, images: &'a [String; 3], depth: usize) -> Part<'a
                 1 => Some(u32::from(src.u8())),
                 _ => Some(u32::MAX >> (src.u8() % 32)),
             },
+            text: match src.u8() % 2 {
+                0 => None,
+                _ => Some(Cow::Borrowed(src.str())),
+            },
         },
     }
 }

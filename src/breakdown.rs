@@ -384,6 +384,7 @@ mod tests {
                 payload_chars: None,
                 wire_chars: 40,
                 units: None,
+                text: None,
             },
         ]);
         let mut thinking = Message::empty("assistant");

@@ -1121,6 +1121,7 @@ mod tests {
             payload_chars: None,
             wire_chars: 400,
             units: None,
+            text: None,
         }]);
         msgs.insert(2, item);
         let mut o = options(4_000);

@@ -144,7 +144,19 @@ fn speaks(m: &Message<'_>) -> bool {
 /// What a result's parts say: their text, else what they are (`[web_search_result x5]`,
 /// `[image]`): a server tool's structured result is no empty one.
 fn result_text(content: &[Part<'_>]) -> String {
-    let text = parts_text(content);
+    // Texts, and what structured blocks say (search results, a file a server tool viewed).
+    let mut text = String::new();
+    for p in content {
+        let said = match p {
+            Part::Text(t) => t.as_ref(),
+            Part::Opaque { text: Some(t), .. } => t.as_ref(),
+            _ => continue,
+        };
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(said);
+    }
     if !text.trim().is_empty() || content.is_empty() {
         return text;
     }
@@ -1229,9 +1241,18 @@ fn walk<'a>(w: &mut Walk<'a>, previous: Option<&str>) {
             continue;
         }
         match m.role {
+            // An instruction the operator gave mid-history ("the customer upgraded; you may
+            // now query billing") is kept as a request is, its role said: as rules alone, all
+            // but its imperatives were lost (its rules are still read from it).
             Role::System | Role::Developer => {
-                for r in rules_in(&text_of(m)) {
-                    w.b.push(Section::Rules, vec![r]);
+                let text = text_of(m);
+                if !text.trim().is_empty() {
+                    let role = if m.role == Role::System {
+                        "system"
+                    } else {
+                        "developer"
+                    };
+                    w.b.request(Cow::Owned(format!("[{role}] {}", text.trim())));
                 }
             }
             Role::User | Role::Other if speaks(m) => w.user_turn(k, m),
@@ -2662,6 +2683,7 @@ mod tests {
             payload_chars: None,
             wire_chars: 200,
             units: None,
+            text: None,
         };
         let mut a = Message::empty("assistant");
         a.content = Content::Parts(vec![

@@ -637,6 +637,7 @@ pub fn content_hash(m: &Message<'_>) -> u64 {
                 payload_chars,
                 wire_chars,
                 units,
+                text,
             } => {
                 h.u64(7);
                 h.str(kind);
@@ -644,6 +645,9 @@ pub fn content_hash(m: &Message<'_>) -> u64 {
                 h.u64(payload_chars.map_or(u64::MAX, |n| n as u64));
                 h.u64(*wire_chars as u64);
                 h.u64(units.map_or(u64::MAX, u64::from));
+                if let Some(t) = text {
+                    h.str(t);
+                }
             }
         }
     }

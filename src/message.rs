@@ -226,13 +226,16 @@ pub enum Part<'a> {
     /// Audio, video, files, documents and unknown part types. `payload_chars` is the length of
     /// the base64 (or text) payload when one is inline, `wire_chars` the whole part's JSON size.
     /// `units`: the billed units its payload's own header gives (`media_header`): seconds of
-    /// audio (rounded up), pages of a document; None where it does not say.
+    /// audio (rounded up), pages of a document; None where it does not say. `text`: what the
+    /// block says, for the summary only (a search result's title, source and text; a file a
+    /// server tool viewed): never priced (the block is priced by its JSON) nor edited.
     Opaque {
         kind: Cow<'a, str>,
         media: MediaKind,
         payload_chars: Option<usize>,
         wire_chars: usize,
         units: Option<u32>,
+        text: Option<Cow<'a, str>>,
     },
 }
 

@@ -15,7 +15,8 @@ use super::edit::{
     plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
-    image_data, invalid, json_or_str, opaque, opt_id, opt_str, PartReader, Reader,
+    image_data, invalid, json_or_str, opaque, opt_id, opt_str, search_result_text, with_text,
+    PartReader, Reader,
 };
 use super::input::{Input, Key, ReadResult, Shape, Src};
 use super::request_body::{
@@ -116,6 +117,22 @@ fn code_run<'a, V: Input<'a>, D: PartReader>(
     Ok(Some((text, failed)))
 }
 
+/// What a server tool's structured result says: its `content` or `text` when a string.
+fn said_by<'a, V: Input<'a>>(c: &V, path: &str) -> ReadResult<Option<String>, V::Error> {
+    if !matches!(c.shape(), Shape::Map | Shape::Object) {
+        return Ok(None);
+    }
+    for key in [Key::content, Key::text] {
+        if let Some(v) = c.get(key).src()? {
+            if v.shape() == Shape::Str {
+                let at = format!("{path}.content.{}", key.as_str());
+                return Ok(opt_str(c, key, at)?.map(|s| s.into_owned()));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// The Anthropic block types.
 pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
     r: &Reader<D>,
@@ -159,8 +176,9 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
                     r.nested_parts(&c, &format!("{path}.content"))?
                 }
                 // Server tool results carry structured objects: priced by their JSON, and not
-                // text, so never replaced by a text.
-                Some(c) => vec![opaque(kind, &c)?],
+                // text, so never replaced by a text. What one says (a file a text editor
+                // viewed, an advisor's answer: its `content` or `text`) is kept for the summary.
+                Some(c) => vec![with_text(opaque(kind, &c)?, said_by(&c, path)?)],
             };
             // (`is_error` is a boolean; anything else says nothing.)
             let is_error = match p.get(Key::is_error).src()? {
@@ -189,6 +207,12 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
                 Some(part) => part,
                 None => opaque(kind, p)?,
             }
+        }
+        // A search result (RAG, https://docs.claude.com/en/docs/build-with-claude/search-results):
+        // priced by its JSON, never edited, its title, source and text kept for the summary.
+        "search_result" => {
+            r.saw(Format::Anthropic);
+            with_text(opaque(kind, p)?, search_result_text(p, path)?)
         }
         "redacted_thinking" => {
             r.saw(Format::Anthropic);

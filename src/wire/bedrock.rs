@@ -17,7 +17,8 @@ use super::edit::{
     plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
-    image_data, image_source, json_or_str, opaque, opt_id, opt_str, PartReader, Reader,
+    image_data, image_source, json_or_str, opaque, opt_id, opt_str, search_result_text, with_text,
+    PartReader, Reader,
 };
 use super::input::{Input, Key, ReadResult, Src};
 use super::request_body::{history_list, list_items, opt_u64, Api, Body, Thinking, ToolChoice};
@@ -162,6 +163,16 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             }
         }
         return Ok(Some(Part::Text(Cow::Owned(text))));
+    }
+    // A search result (`SearchResultBlock`: `source`, `title`, `content` text blocks): priced by
+    // its JSON, never edited, what it says kept for the summary.
+    if let Some(s) = p.get(Key::searchResult).src()? {
+        r.saw(Format::Bedrock);
+        let at = format!("{path}.searchResult");
+        return Ok(Some(with_text(
+            opaque("searchResult", &s)?,
+            search_result_text(&s, &at)?,
+        )));
     }
     if let Some(j) = p.get(Key::json).src()? {
         return Ok(Some(Part::Text(Cow::Owned(j.json_text().src()?))));

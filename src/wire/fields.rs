@@ -248,6 +248,53 @@ fn media_info<'a, V: Input<'a>>(
     Ok(())
 }
 
+/// `part` (an opaque one) with what it says for the summary (`Part::Opaque::text`).
+pub(crate) fn with_text<'a>(mut part: Part<'a>, said: Option<String>) -> Part<'a> {
+    if let Part::Opaque { text, .. } = &mut part {
+        *text = said.filter(|s| !s.trim().is_empty()).map(Cow::Owned);
+    }
+    part
+}
+
+/// What a search result block says (Anthropic `search_result`, Bedrock `searchResult`: a
+/// `title`, a `source`, `content` text blocks): `title (source): text`, for the summary.
+pub(crate) fn search_result_text<'a, V: Input<'a>>(
+    p: &V,
+    path: &str,
+) -> ReadResult<Option<String>, V::Error> {
+    let mut body = String::new();
+    if let Some(items) = p
+        .get(Key::content)
+        .src()?
+        .map(|v| v.items())
+        .transpose()
+        .src()?
+        .flatten()
+    {
+        for (k, item) in items.iter().enumerate() {
+            if let Some(t) = opt_str(item, Key::text, format_args!("{path}.content[{k}].text"))? {
+                if !body.is_empty() {
+                    body.push('\n');
+                }
+                body.push_str(&t);
+            }
+        }
+    }
+    let title = opt_str(p, Key::title, format_args!("{path}.title"))?;
+    let source = opt_str(p, Key::source, format_args!("{path}.source"))?;
+    let head = match (title.as_deref(), source.as_deref()) {
+        (Some(t), Some(s)) => format!("{t} ({s})"),
+        (Some(x), None) | (None, Some(x)) => x.to_string(),
+        (None, None) => String::new(),
+    };
+    Ok(match (head.is_empty(), body.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(head),
+        (true, false) => Some(body),
+        (false, false) => Some(format!("{head}: {body}")),
+    })
+}
+
 /// A part with no structure in the model (audio, video, files, documents, hosted-tool items):
 /// its MIME kind and inline payload size are looked up so it can be priced as media.
 pub(crate) fn opaque<'a, V: Input<'a>>(kind: &'a str, p: &V) -> ReadResult<Part<'a>, V::Error> {
@@ -274,6 +321,7 @@ pub(crate) fn opaque<'a, V: Input<'a>>(kind: &'a str, p: &V) -> ReadResult<Part<
         payload_chars: info.payload,
         wire_chars: p.json_len().src()?,
         units,
+        text: None,
     })
 }
 

@@ -204,6 +204,8 @@ keys! {
     error = "error",
     logs = "logs",
     citationsContent = "citationsContent",
+    searchResult = "searchResult",
+    title = "title",
 }
 
 impl Key {

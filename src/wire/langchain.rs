@@ -333,6 +333,7 @@ fn data_block<'a, V: Input<'a>>(b: &V, kind: &str, j: usize) -> ReadResult<Part<
         payload_chars: base64.map(|s| s.len()),
         wire_chars: b.json_len().src()?,
         units: None,
+        text: None,
     })
 }
 

@@ -245,3 +245,61 @@ def test_ollama_typed_images_are_priced_as_the_images_they_hold() -> None:
     r = cf.Compactor(provider="ollama", budget=budget).compact(h)
     assert cf.estimate(r.messages, provider="ollama") <= budget
     assert r.summary and "E042" in r.summary
+
+
+def test_an_instruction_given_mid_history_is_kept_by_the_summary_whole() -> None:
+    """A chat ``developer`` message (or Anthropic's mid-conversation ``system`` turn) that
+    states a fact, not a rule, was kept only by its imperatives: folded, it was gone."""
+    fact = "The customer upgraded to the enterprise plan; you may now query the billing database."
+    for provider in ("openai", "anthropic"):
+        h: list[dict[str, Any]] = [{"role": "user", "content": "Help me audit account ACME-4471."}]
+        for k in range(8):
+            page = f"page {k}: " + "entry ok; " * 150
+            if provider == "openai":
+                h.append({"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"c{k}", "type": "function", "function": {"name": "read_ledger", "arguments": f'{{"page": {k}}}'}}]})
+                h.append({"role": "tool", "tool_call_id": f"c{k}", "content": page})
+            else:
+                h.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"c{k}", "name": "read_ledger", "input": {"page": k}}]})
+                h.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"c{k}", "content": page}]})
+            if k == 2:
+                if provider == "openai":
+                    h.append({"role": "developer", "content": fact})
+                else:
+                    h += [{"role": "assistant", "content": "Pages 0-2 read."}, {"role": "system", "content": fact},
+                          {"role": "user", "content": "Go on."}]
+        h.append({"role": "assistant", "content": "Done with the pages."})
+        h.append({"role": "user", "content": "What can you query now?"})
+        r = cf.Compactor(provider=provider, strategy="summarize", budget=cf.estimate(h, provider=provider) // 4).compact(h)
+        assert r.summary and f"[{'developer' if provider == 'openai' else 'system'}] {fact}" in r.summary, provider
+
+
+def test_search_results_and_server_tool_results_are_said_in_the_summary() -> None:
+    """Structured blocks that say something, folded: a search result (Anthropic
+    ``search_result``, Bedrock ``searchResult``) and a file a server tool viewed are shown by what
+    they say (the summary said ``[search_result]``), still priced by their JSON."""
+    def anthropic(k: int) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "kb_search", "input": {"q": f"q{k}"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": [
+                    {"type": "search_result", "source": f"kb://refund-policy-{k}", "title": f"Refund policy v{k}",
+                     "content": [{"type": "text", "text": f"Refunds within {10 + k} days. " + "Details follow. " * 120}]}]}]}]
+
+    def bedrock(k: int) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "content": [{"toolUse": {"toolUseId": f"t{k}", "name": "kb_search", "input": {"q": f"q{k}"}}}]},
+                {"role": "user", "content": [{"toolResult": {"toolUseId": f"t{k}", "content": [
+                    {"searchResult": {"source": f"kb://refund-policy-{k}", "title": f"Refund policy v{k}",
+                                      "content": [{"text": f"Refunds within {10 + k} days. " + "Details follow. " * 120}]}}]}}]}]
+
+    for provider, rounds in (("anthropic", anthropic), ("bedrock", bedrock)):
+        h: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "What is the refund window?"}] if provider == "bedrock" else "What is the refund window?"}]
+        for k in range(6):
+            h += rounds(k)
+        h += [{"role": "assistant", "content": [{"text": "Found it."}] if provider == "bedrock" else "Found it."},
+              {"role": "user", "content": [{"text": "Which version applies?"}] if provider == "bedrock" else "Which version applies?"}]
+        kw: dict[str, Any] = {"provider": "anthropic"}
+        full = cf.estimate(h, **kw)
+        assert full > 6 * 400  # priced by what they hold
+        r = cf.Compactor(budget=full // 4, **kw).compact(h)
+        assert r.summary and "Refund policy v0" in r.summary, provider
+        assert "Refund policy v4 (kb://refund-policy-4): Refunds within" in r.summary, provider
+        assert "[search_result]" not in r.summary and "[searchResult]" not in r.summary
