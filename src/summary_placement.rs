@@ -39,13 +39,19 @@ pub(crate) fn is_server_compaction(m: &Message<'_>) -> bool {
     }
 }
 
-/// True for a Responses item that stands for the rest of the conversation: a
+/// True for a message that stands for the rest of the conversation: a Responses
 /// `configuration_update` (its settings "stay in effect until a later update replaces them")
-/// or `additional_tools` (tools declared mid-conversation, which later calls name). Folded
-/// like a turn, the settings reverted and the calls after it named tools declared nowhere:
-/// kept verbatim, never folded.
+/// or `additional_tools` item (tools declared mid-conversation, which later calls name), or a
+/// turn that adds or removes tools mid-conversation (Anthropic's `tool_addition` /
+/// `tool_removal` blocks, Bedrock's `toolAddition` / `toolRemoval`). Folded like a turn, the
+/// settings reverted and the calls after it named tools declared nowhere: kept verbatim, never
+/// folded.
 pub(crate) fn is_standing_item(m: &Message<'_>) -> bool {
     matches!(m.item, Some("configuration_update" | "additional_tools"))
+        || m.parts().iter().any(|p| {
+            matches!(p, Part::Opaque { kind, .. } if matches!(kind.as_ref(),
+                "tool_addition" | "tool_removal" | "toolAddition" | "toolRemoval"))
+        })
 }
 
 /// How many thinking or reasoning parts open `m`'s content: a summary merged at its start goes

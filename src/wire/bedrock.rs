@@ -177,7 +177,14 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
     if let Some(j) = p.get(Key::json).src()? {
         return Ok(Some(Part::Text(Cow::Owned(j.json_text().src()?))));
     }
-    for (key, kind) in [(Key::document, "document"), (Key::video, "video")] {
+    for (key, kind) in [
+        (Key::document, "document"),
+        (Key::video, "video"),
+        // Tools added or removed mid-conversation: priced by their JSON, and the turn that
+        // holds one is kept wherever it stands (`summary_placement::is_standing_item`).
+        (Key::toolAddition, "toolAddition"),
+        (Key::toolRemoval, "toolRemoval"),
+    ] {
         if let Some(d) = p.get(key).src()? {
             r.saw(Format::Bedrock);
             return Ok(Some(opaque(kind, &d)?));

@@ -205,6 +205,8 @@ keys! {
     logs = "logs",
     citationsContent = "citationsContent",
     searchResult = "searchResult",
+    toolAddition = "toolAddition",
+    toolRemoval = "toolRemoval",
     title = "title",
 }
 

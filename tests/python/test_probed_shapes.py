@@ -303,3 +303,36 @@ def test_search_results_and_server_tool_results_are_said_in_the_summary() -> Non
         assert r.summary and "Refund policy v0" in r.summary, provider
         assert "Refund policy v4 (kb://refund-policy-4): Refunds within" in r.summary, provider
         assert "[search_result]" not in r.summary and "[searchResult]" not in r.summary
+
+
+def test_a_turn_that_adds_tools_mid_conversation_is_kept_where_it_stands() -> None:
+    """Anthropic's ``tool_addition`` block (and Bedrock's ``toolAddition``) declares a tool that
+    later calls name: folded like any turn, the kept calls named a tool declared nowhere."""
+    schema = {"type": "object", "properties": {"sql": {"type": "string"}}}
+    for provider in ("anthropic", "bedrock"):
+        def text(t: str) -> Any:
+            return [{"text": t}] if provider == "bedrock" else t
+        added: dict[str, Any] = ({"toolAddition": {"tool": {"type": "tool", "name": "db_query"}}} if provider == "bedrock" else
+                                 {"type": "tool_addition", "tool": {"type": "tool_definition",
+                                                                    "definition": {"name": "db_query", "description": "Run SQL.", "input_schema": schema}}})
+        first = {"text": "The warehouse is reachable now."} if provider == "bedrock" else {"type": "text", "text": "The warehouse is reachable now."}
+        h: list[dict[str, Any]] = [{"role": "user", "content": text("Audit the warehouse.")},
+                                   {"role": "assistant", "content": text("Waiting for access. " * 80)},
+                                   {"role": "user", "content": text("Access is coming. " * 60)},
+                                   {"role": "system", "content": [first, added]}]
+        for k in range(6):
+            if provider == "bedrock":
+                h += [{"role": "assistant", "content": [{"toolUse": {"toolUseId": f"t{k}", "name": "db_query", "input": {"sql": f"select {k}"}}}]},
+                      {"role": "user", "content": [{"toolResult": {"toolUseId": f"t{k}", "content": [{"text": f"rows {k}: " + "x, " * 300}]}}]}]
+            else:
+                h += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "db_query", "input": {"sql": f"select {k}"}}]},
+                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": f"rows {k}: " + "x, " * 300}]}]
+        h += [{"role": "assistant", "content": text("Done.")}, {"role": "user", "content": text("One more query.")}]
+        budget = cf.estimate(h, provider="anthropic") * 3 // 10
+        r = cf.Compactor(provider="anthropic", budget=budget).compact(h)
+        assert r.summary, provider
+        assert h[3] in r.messages, provider
+        at = r.messages.index(h[3])
+        calls = [i for i, m in enumerate(r.messages) if isinstance(m["content"], list)
+                 and any("toolUse" in b or b.get("type") == "tool_use" for b in m["content"])]
+        assert calls and min(calls) > at, provider
