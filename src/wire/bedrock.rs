@@ -17,8 +17,8 @@ use super::edit::{
     plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
-    image_data, image_source, json_or_str, opaque, opt_id, opt_str, search_result_text, with_text,
-    PartReader, Reader,
+    content_texts, image_data, image_source, json_or_str, opaque, opt_id, search_result_text,
+    with_text, PartReader, Reader,
 };
 use super::input::{Input, Key, ReadResult, Src};
 use super::request_body::{history_list, list_items, opt_u64, Api, Body, Thinking, ToolChoice};
@@ -140,28 +140,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
     // and the `citations` that back them): its text, read and priced as the answer it is.
     if let Some(c) = p.get(Key::citationsContent).src()? {
         r.saw(Format::Bedrock);
-        let mut text = String::new();
-        if let Some(items) = c
-            .get(Key::content)
-            .src()?
-            .map(|v| v.items())
-            .transpose()
-            .src()?
-            .flatten()
-        {
-            for item in &items {
-                if let Some(t) = opt_str(
-                    item,
-                    Key::text,
-                    format_args!("{path}.citationsContent.content"),
-                )? {
-                    if !text.is_empty() {
-                        text.push('\n');
-                    }
-                    text.push_str(&t);
-                }
-            }
-        }
+        let text = content_texts(&c, &format!("{path}.citationsContent"))?;
         return Ok(Some(Part::Text(Cow::Owned(text))));
     }
     // A search result (`SearchResultBlock`: `source`, `title`, `content` text blocks): priced by

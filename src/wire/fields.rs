@@ -256,13 +256,10 @@ pub(crate) fn with_text<'a>(mut part: Part<'a>, said: Option<String>) -> Part<'a
     part
 }
 
-/// What a search result block says (Anthropic `search_result`, Bedrock `searchResult`: a
-/// `title`, a `source`, `content` text blocks): `title (source): text`, for the summary.
-pub(crate) fn search_result_text<'a, V: Input<'a>>(
-    p: &V,
-    path: &str,
-) -> ReadResult<Option<String>, V::Error> {
-    let mut body = String::new();
+/// The texts of `p`'s `content` list of text blocks (Anthropic's `{"type": "text", "text"}`,
+/// Bedrock's `{"text"}`), joined by newlines; empty when it has none (or no list).
+pub(crate) fn content_texts<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<String, V::Error> {
+    let mut out = String::new();
     if let Some(items) = p
         .get(Key::content)
         .src()?
@@ -273,13 +270,23 @@ pub(crate) fn search_result_text<'a, V: Input<'a>>(
     {
         for (k, item) in items.iter().enumerate() {
             if let Some(t) = opt_str(item, Key::text, format_args!("{path}.content[{k}].text"))? {
-                if !body.is_empty() {
-                    body.push('\n');
+                if !out.is_empty() {
+                    out.push('\n');
                 }
-                body.push_str(&t);
+                out.push_str(&t);
             }
         }
     }
+    Ok(out)
+}
+
+/// What a search result block says (Anthropic `search_result`, Bedrock `searchResult`: a
+/// `title`, a `source`, `content` text blocks): `title (source): text`, for the summary.
+pub(crate) fn search_result_text<'a, V: Input<'a>>(
+    p: &V,
+    path: &str,
+) -> ReadResult<Option<String>, V::Error> {
+    let body = content_texts(p, path)?;
     let title = opt_str(p, Key::title, format_args!("{path}.title"))?;
     let source = opt_str(p, Key::source, format_args!("{path}.source"))?;
     let head = match (title.as_deref(), source.as_deref()) {
