@@ -1234,8 +1234,23 @@ fn scan_index(index: &mut Collector, msgs: &[Message<'_>], previous: Option<&str
     }
 }
 
+/// Per message of the span: a system or developer message whose words (its digits aside) a
+/// later one of the span repeats.
+fn superseded_instructions(msgs: &[Message<'_>]) -> Vec<bool> {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut out = vec![false; msgs.len()];
+    for (k, m) in msgs.iter().enumerate().rev() {
+        if matches!(m.role, Role::System | Role::Developer) {
+            let shape: String = text_of(m).chars().filter(|c| !c.is_ascii_digit()).collect();
+            out[k] = !seen.insert(shape);
+        }
+    }
+    out
+}
+
 /// The walk over the span: each message's units, in order.
 fn walk<'a>(w: &mut Walk<'a>, previous: Option<&str>) {
+    let superseded = superseded_instructions(w.msgs);
     for (k, m) in w.msgs.iter().enumerate() {
         if carries_previous(m, previous) {
             continue;
@@ -1243,7 +1258,14 @@ fn walk<'a>(w: &mut Walk<'a>, previous: Option<&str>) {
         match m.role {
             // An instruction the operator gave mid-history ("the customer upgraded; you may
             // now query billing") is kept as a request is, its role said: as rules alone, all
-            // but its imperatives were lost (its rules are still read from it).
+            // but its imperatives were lost. One a later instruction of the same words
+            // supersedes (a reminder injected each turn: "step 3 of 40, 9 min elapsed") gives
+            // its rules only: kept each time, forty reminders filled the requests.
+            Role::System | Role::Developer if superseded[k] => {
+                for r in rules_in(&text_of(m)) {
+                    w.b.push(Section::Rules, vec![r]);
+                }
+            }
             Role::System | Role::Developer => {
                 let text = text_of(m);
                 if !text.trim().is_empty() {
@@ -1407,6 +1429,35 @@ mod tests {
             .find(|l| l.contains("earlier state:"))
             .map_or(0, |l| l.chars().count());
         assert!(kept > 1_000 && kept < state.len(), "{kept}\n{tight}");
+    }
+
+    /// An instruction given mid-history is kept whole with its role; one repeated each turn
+    /// with other numbers (a reminder) only as its newest, its rules kept all the same.
+    #[test]
+    fn an_instruction_given_mid_history_is_kept_and_a_repeated_one_only_as_its_newest() {
+        let fact = "The customer upgraded to the enterprise plan; you may now query billing.";
+        let reminders: Vec<String> = (0..6)
+            .map(|k| {
+                format!(
+                    "Reminder: step {k} of 6, {} min elapsed. Never push to main.",
+                    3 * k
+                )
+            })
+            .collect();
+        let mut msgs = vec![Message::text("user", "Audit account ACME-4471.")];
+        msgs.push(Message::text("developer", fact));
+        for r in &reminders {
+            msgs.push(Message::text("assistant", "Checking the next page."));
+            msgs.push(Message::text("system", r));
+        }
+        let d = digest_within(&msgs, 2_000);
+        assert!(d.contains(&format!("- [developer] {fact}")), "{d}");
+        assert!(
+            d.contains("- [system] Reminder: step 5 of 6, 15 min elapsed."),
+            "{d}"
+        );
+        assert!(!d.contains("step 4 of 6"), "{d}");
+        assert!(d.contains("Never push to main."), "{d}");
     }
 
     /// The digest of `msgs` in `max_tokens`, merging the `previous` digest (no focus or
