@@ -118,16 +118,20 @@ fn code_run<'a, V: Input<'a>, D: PartReader>(
 }
 
 /// What a server tool's structured result says: its `content` or `text` when a string.
-fn said_by<'a, V: Input<'a>>(c: &V, path: &str) -> ReadResult<Option<String>, V::Error> {
+fn said_by<'a, V: Input<'a>>(c: &V) -> ReadResult<Option<String>, V::Error> {
     if !matches!(c.shape(), Shape::Map | Shape::Object) {
         return Ok(None);
     }
     for key in [Key::content, Key::text] {
-        if let Some(v) = c.get(key).src()? {
-            if v.shape() == Shape::Str {
-                let at = format!("{path}.content.{}", key.as_str());
-                return Ok(opt_str(c, key, at)?.map(|s| s.into_owned()));
-            }
+        if let Some(s) = c
+            .get(key)
+            .src()?
+            .map(|v| v.str())
+            .transpose()
+            .src()?
+            .flatten()
+        {
+            return Ok(Some(s.into_owned()));
         }
     }
     Ok(None)
@@ -178,7 +182,7 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
                 // Server tool results carry structured objects: priced by their JSON, and not
                 // text, so never replaced by a text. What one says (a file a text editor
                 // viewed, an advisor's answer: its `content` or `text`) is kept for the summary.
-                Some(c) => vec![with_text(opaque(kind, &c)?, said_by(&c, path)?)],
+                Some(c) => vec![with_text(opaque(kind, &c)?, said_by(&c)?)],
             };
             // (`is_error` is a boolean; anything else says nothing.)
             let is_error = match p.get(Key::is_error).src()? {

@@ -260,24 +260,23 @@ pub(crate) fn with_text<'a>(mut part: Part<'a>, said: Option<String>) -> Part<'a
 /// Bedrock's `{"text"}`), joined by newlines; empty when it has none (or no list).
 pub(crate) fn content_texts<'a, V: Input<'a>>(p: &V, path: &str) -> ReadResult<String, V::Error> {
     let mut out = String::new();
-    if let Some(items) = p
-        .get(Key::content)
-        .src()?
-        .map(|v| v.items())
-        .transpose()
-        .src()?
-        .flatten()
-    {
-        for (k, item) in items.iter().enumerate() {
-            if let Some(t) = opt_str(item, Key::text, format_args!("{path}.content[{k}].text"))? {
-                if !out.is_empty() {
-                    out.push('\n');
-                }
-                out.push_str(&t);
+    for (k, item) in opt_items(p, Key::content)?.iter().enumerate() {
+        if let Some(t) = opt_str(item, Key::text, format_args!("{path}.content[{k}].text"))? {
+            if !out.is_empty() {
+                out.push('\n');
             }
+            out.push_str(&t);
         }
     }
     Ok(out)
+}
+
+/// The items of `p`'s list field `key`; none when it is absent or no list.
+pub(crate) fn opt_items<'a, V: Input<'a>>(p: &V, key: Key) -> ReadResult<Vec<V>, V::Error> {
+    Ok(match p.get(key).src()? {
+        Some(v) => v.items().src()?.unwrap_or_default(),
+        None => Vec::new(),
+    })
 }
 
 /// What a search result block says (Anthropic `search_result`, Bedrock `searchResult`: a

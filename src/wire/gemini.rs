@@ -39,84 +39,61 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
         r.saw(Format::Bedrock);
         return Ok(Part::Text(t));
     }
-    for (key, snake) in [(Key::inlineData, false), (Key::inline_data, true)] {
-        if let Some(d) = p.get(key).src()? {
-            r.saw(if snake {
-                Format::GeminiSnake
-            } else {
-                Format::Gemini
-            });
-            let mime = match opt_id(&d, Key::mimeType, path)? {
-                Some(m) => m,
-                None => opt_id(&d, Key::mime_type, path)?.unwrap_or(""),
-            };
-            if mime.starts_with("image/") {
-                if let Some(data) = d.get(Key::data).src()? {
-                    if let Some(source) = image_data(&data)? {
-                        return Ok(Part::Image(Image {
-                            source,
-                            detail: Detail::Auto,
-                        }));
-                    }
+    if let Some((d, _, snake)) = spelled(p, Key::inlineData, Key::inline_data)? {
+        r.saw(spelling(snake));
+        let mime = match opt_id(&d, Key::mimeType, path)? {
+            Some(m) => m,
+            None => opt_id(&d, Key::mime_type, path)?.unwrap_or(""),
+        };
+        if mime.starts_with("image/") {
+            if let Some(data) = d.get(Key::data).src()? {
+                if let Some(source) = image_data(&data)? {
+                    return Ok(Part::Image(Image {
+                        source,
+                        detail: Detail::Auto,
+                    }));
                 }
             }
-            return opaque("inlineData", &d);
         }
+        return opaque("inlineData", &d);
     }
-    for (key, snake) in [(Key::functionCall, false), (Key::function_call, true)] {
-        if let Some(f) = p.get(key).src()? {
-            r.saw(if snake {
-                Format::GeminiSnake
-            } else {
-                Format::Gemini
-            });
-            let name =
-                opt_id(&f, Key::name, format_args!("{path}.functionCall.name"))?.unwrap_or("");
-            let id = opt_id(&f, Key::id, format_args!("{path}.functionCall.id"))?.unwrap_or(name);
-            let arguments = match f.get(Key::args).src()? {
-                Some(a) => json_or_str(&a)?,
-                None => Cow::Borrowed("{}"),
-            };
-            return Ok(Part::ToolUse(ToolCall {
-                id,
-                name,
-                arguments,
-            }));
-        }
+    if let Some((f, _, snake)) = spelled(p, Key::functionCall, Key::function_call)? {
+        r.saw(spelling(snake));
+        let name = opt_id(&f, Key::name, format_args!("{path}.functionCall.name"))?.unwrap_or("");
+        let id = opt_id(&f, Key::id, format_args!("{path}.functionCall.id"))?.unwrap_or(name);
+        let arguments = match f.get(Key::args).src()? {
+            Some(a) => json_or_str(&a)?,
+            None => Cow::Borrowed("{}"),
+        };
+        return Ok(Part::ToolUse(ToolCall {
+            id,
+            name,
+            arguments,
+        }));
     }
-    for (key, snake) in [
-        (Key::functionResponse, false),
-        (Key::function_response, true),
-    ] {
-        if let Some(f) = p.get(key).src()? {
-            r.saw(if snake {
-                Format::GeminiSnake
-            } else {
-                Format::Gemini
-            });
-            let name =
-                opt_id(&f, Key::name, format_args!("{path}.functionResponse.name"))?.unwrap_or("");
-            let id =
-                opt_id(&f, Key::id, format_args!("{path}.functionResponse.id"))?.unwrap_or(name);
-            let body = match f.get(Key::response).src()? {
-                Some(r) => r.json_text().src()?,
-                None => String::new(),
-            };
-            let mut content = vec![Part::Text(Cow::Owned(body))];
-            // Gemini 3 multimodal function responses carry images and files beside the
-            // `response` object, in `functionResponse.parts`
-            // (https://ai.google.dev/gemini-api/docs/function-calling, "Multimodal function
-            // responses"): billed as media (1,088 tokens per image in the recorded requests).
-            if let Some(media) = f.get(Key::parts).src()? {
-                content.extend(r.nested_parts(&media, &format!("{path}.functionResponse.parts"))?);
-            }
-            return Ok(Part::ToolResult {
-                tool_use_id: id,
-                content,
-                // (A function's error is inside its `response`, read with its words.)
-                is_error: false,
-            });
+    if let Some((f, _, snake)) = spelled(p, Key::functionResponse, Key::function_response)? {
+        r.saw(spelling(snake));
+        let name =
+            opt_id(&f, Key::name, format_args!("{path}.functionResponse.name"))?.unwrap_or("");
+        let id = opt_id(&f, Key::id, format_args!("{path}.functionResponse.id"))?.unwrap_or(name);
+        let body = match f.get(Key::response).src()? {
+            Some(r) => r.json_text().src()?,
+            None => String::new(),
+        };
+        let mut content = vec![Part::Text(Cow::Owned(body))];
+        // Gemini 3 multimodal function responses carry images and files beside the
+        // `response` object, in `functionResponse.parts`
+        // (https://ai.google.dev/gemini-api/docs/function-calling, "Multimodal function
+        // responses"): billed as media (1,088 tokens per image in the recorded requests).
+        if let Some(media) = f.get(Key::parts).src()? {
+            content.extend(r.nested_parts(&media, &format!("{path}.functionResponse.parts"))?);
         }
+        return Ok(Part::ToolResult {
+            tool_use_id: id,
+            content,
+            // (A function's error is inside its `response`, read with its words.)
+            is_error: false,
+        });
     }
     // Code the model ran with the code execution tool (`executableCode: {language, code}`) and
     // what the run returned (`codeExecutionResult: {outcome, output}`), both in the model's
@@ -124,87 +101,91 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
     // shows the code and its output (and a failed run as an error) and both are priced as their
     // text. Unknown parts, they were priced as JSON (3x under for a table of numbers) and the
     // summary said "0 tool calls". No edit of Gemini's writes these parts: never edited.
-    for (key, snake) in [(Key::executableCode, false), (Key::executable_code, true)] {
-        if let Some(e) = p.get(key).src()? {
-            r.saw(if snake {
-                Format::GeminiSnake
-            } else {
-                Format::Gemini
-            });
-            r.frozen.set(true);
-            let code = opt_str(&e, Key::code, format_args!("{path}.{}.code", key.as_str()))?;
-            let mut arguments = String::from("{\"code\":");
-            crate::json_string::push_json_string(&mut arguments, code.as_deref().unwrap_or(""));
-            arguments.push('}');
-            return Ok(Part::ToolUse(ToolCall {
-                id: CODE_EXECUTION,
-                name: CODE_EXECUTION,
-                arguments: Cow::Owned(arguments),
-            }));
-        }
+    if let Some((e, key, snake)) = spelled(p, Key::executableCode, Key::executable_code)? {
+        r.saw(spelling(snake));
+        r.frozen.set(true);
+        let code = opt_str(&e, Key::code, format_args!("{path}.{}.code", key.as_str()))?;
+        let mut arguments = String::from("{\"code\":");
+        crate::json_string::push_json_string(&mut arguments, code.as_deref().unwrap_or(""));
+        arguments.push('}');
+        return Ok(Part::ToolUse(ToolCall {
+            id: CODE_EXECUTION,
+            name: CODE_EXECUTION,
+            arguments: Cow::Owned(arguments),
+        }));
     }
-    for (key, snake) in [
-        (Key::codeExecutionResult, false),
-        (Key::code_execution_result, true),
-    ] {
-        if let Some(c) = p.get(key).src()? {
-            r.saw(if snake {
-                Format::GeminiSnake
-            } else {
-                Format::Gemini
-            });
-            r.frozen.set(true);
-            let output = opt_str(
-                &c,
-                Key::output,
-                format_args!("{path}.{}.output", key.as_str()),
-            )?;
-            let outcome = opt_id(
-                &c,
-                Key::outcome,
-                format_args!("{path}.{}.outcome", key.as_str()),
-            )?;
-            return Ok(Part::ToolResult {
-                tool_use_id: CODE_EXECUTION,
-                content: vec![Part::Text(output.unwrap_or(Cow::Borrowed("")))],
-                // `OUTCOME_OK`; `OUTCOME_FAILED`, `OUTCOME_DEADLINE_EXCEEDED` are failures.
-                is_error: outcome.is_some_and(|o| o != "OUTCOME_OK"),
-            });
-        }
+    if let Some((c, key, snake)) = spelled(p, Key::codeExecutionResult, Key::code_execution_result)?
+    {
+        r.saw(spelling(snake));
+        r.frozen.set(true);
+        let output = opt_str(
+            &c,
+            Key::output,
+            format_args!("{path}.{}.output", key.as_str()),
+        )?;
+        let outcome = opt_id(
+            &c,
+            Key::outcome,
+            format_args!("{path}.{}.outcome", key.as_str()),
+        )?;
+        return Ok(Part::ToolResult {
+            tool_use_id: CODE_EXECUTION,
+            content: vec![Part::Text(output.unwrap_or(Cow::Borrowed("")))],
+            // `OUTCOME_OK`; `OUTCOME_FAILED`, `OUTCOME_DEADLINE_EXCEEDED` are failures.
+            is_error: outcome.is_some_and(|o| o != "OUTCOME_OK"),
+        });
     }
     // An uploaded image (`fileData: {mimeType, fileUri}`, https://ai.google.dev/api/caching#FileData):
     // sized by its URI. Other files and other keyed parts: priced as media by their MIME type.
-    for (key, snake) in [(Key::fileData, false), (Key::file_data, true)] {
-        if let Some(f) = p.get(key).src()? {
-            let (mime_key, uri_key) = if snake {
-                (Key::mime_type, Key::file_uri)
-            } else {
-                (Key::mimeType, Key::fileUri)
-            };
-            let mime = opt_id(&f, mime_key, format_args!("{path}.{}", key.as_str()))?;
-            if mime.is_some_and(|m| m.starts_with("image/")) {
-                r.saw(if snake {
-                    Format::GeminiSnake
-                } else {
-                    Format::Gemini
-                });
-                let uri = opt_id(&f, uri_key, format_args!("{path}.{}", key.as_str()))?;
-                return Ok(Part::Image(Image {
-                    source: ImageSource::File(uri.unwrap_or("")),
-                    detail: Detail::Auto,
-                }));
-            }
-            // A YouTube video is passed by its URL alone, with no MIME type ("Pass a YouTube
-            // URL as `file_uri`", Gemini API video understanding): priced as the video it is.
-            if mime.is_none() {
-                let uri = opt_id(&f, uri_key, format_args!("{path}.{}", key.as_str()))?;
-                if uri.is_some_and(|u| u.contains("youtube.com/") || u.contains("youtu.be/")) {
-                    return opaque("video", p);
-                }
+    if let Some((f, key, snake)) = spelled(p, Key::fileData, Key::file_data)? {
+        let (mime_key, uri_key) = if snake {
+            (Key::mime_type, Key::file_uri)
+        } else {
+            (Key::mimeType, Key::fileUri)
+        };
+        let mime = opt_id(&f, mime_key, format_args!("{path}.{}", key.as_str()))?;
+        if mime.is_some_and(|m| m.starts_with("image/")) {
+            r.saw(spelling(snake));
+            let uri = opt_id(&f, uri_key, format_args!("{path}.{}", key.as_str()))?;
+            return Ok(Part::Image(Image {
+                source: ImageSource::File(uri.unwrap_or("")),
+                detail: Detail::Auto,
+            }));
+        }
+        // A YouTube video is passed by its URL alone, with no MIME type ("Pass a YouTube
+        // URL as `file_uri`", Gemini API video understanding): priced as the video it is.
+        if mime.is_none() {
+            let uri = opt_id(&f, uri_key, format_args!("{path}.{}", key.as_str()))?;
+            if uri.is_some_and(|u| u.contains("youtube.com/") || u.contains("youtu.be/")) {
+                return opaque("video", p);
             }
         }
     }
     opaque("unknown", p)
+}
+
+/// The value of the part key `p` has in either spelling, Gemini's REST camelCase (`camel`) or
+/// the SDKs' snake_case (`snake`), with the key found and whether it was the snake one.
+fn spelled<'a, V: Input<'a>>(
+    p: &V,
+    camel: Key,
+    snake: Key,
+) -> ReadResult<Option<(V, Key, bool)>, V::Error> {
+    for (key, is_snake) in [(camel, false), (snake, true)] {
+        if let Some(v) = p.get(key).src()? {
+            return Ok(Some((v, key, is_snake)));
+        }
+    }
+    Ok(None)
+}
+
+/// The format a part's key spelling shows.
+fn spelling(snake: bool) -> Format {
+    if snake {
+        Format::GeminiSnake
+    } else {
+        Format::Gemini
+    }
 }
 
 /// The call id and name of a Gemini code execution and its result (the API gives them none).

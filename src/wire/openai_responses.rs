@@ -17,7 +17,8 @@ use super::edit::{
     Step, Written,
 };
 use super::fields::{
-    detail, invalid, json_or_str, opaque, opt_id, opt_str, text_field, PartReader, Reader,
+    detail, invalid, json_or_str, opaque, opt_id, opt_items, opt_str, text_field, PartReader,
+    Reader,
 };
 use super::input::{Input, Key, ReadResult, Src};
 use super::openai_chat::image_url;
@@ -289,20 +290,11 @@ fn hosted_call<'a, V: Input<'a>>(kind: &'a str, m: &V) -> ReadResult<Message<'a>
         ),
         "code_interpreter_call" => {
             let mut parts = Vec::new();
-            if let Some(outputs) = m
-                .get(Key::outputs)
-                .src()?
-                .map(|o| o.items())
-                .transpose()
-                .src()?
-                .flatten()
-            {
-                for o in &outputs {
-                    if let Some(logs) = opt_str(o, Key::logs, "outputs[].logs")? {
-                        parts.push(Part::Text(Cow::Owned(logs.into_owned())));
-                    } else if let Some(url) = o.get(Key::url).src()? {
-                        parts.push(image_url(&url, Default::default(), "outputs[].url")?);
-                    }
+            for o in &opt_items(m, Key::outputs)? {
+                if let Some(logs) = opt_str(o, Key::logs, "outputs[].logs")? {
+                    parts.push(Part::Text(Cow::Owned(logs.into_owned())));
+                } else if let Some(url) = o.get(Key::url).src()? {
+                    parts.push(image_url(&url, Default::default(), "outputs[].url")?);
                 }
             }
             (
