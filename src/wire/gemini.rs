@@ -135,6 +135,41 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             is_error: outcome.is_some_and(|o| o != "OUTCOME_OK"),
         });
     }
+    // A server-side tool the model invoked (`toolCall: {id, toolType, args}`) and what it
+    // returned (`toolResponse: {id, toolType, response}`), in the model's turn when the request
+    // sets `toolConfig.includeServerSideToolInvocations` (google-genai `Part.tool_call` /
+    // `Part.tool_response`): read as a call and its result in that turn, like a code run, so
+    // the summary says what was searched and found. The SDK writes the inner key `tool_type`.
+    if let Some((c, key, snake)) = spelled(p, Key::toolCall, Key::tool_call)? {
+        r.saw(spelling(snake));
+        r.frozen.set(true);
+        let at = format!("{path}.{}", key.as_str());
+        let kind = server_tool_type(&c, &at)?;
+        let arguments = match c.get(Key::args).src()? {
+            Some(a) => json_or_str(&a)?,
+            None => Cow::Borrowed("{}"),
+        };
+        return Ok(Part::ToolUse(ToolCall {
+            id: opt_id(&c, Key::id, format_args!("{at}.id"))?.unwrap_or(kind),
+            name: kind,
+            arguments,
+        }));
+    }
+    if let Some((c, key, snake)) = spelled(p, Key::toolResponse, Key::tool_response)? {
+        r.saw(spelling(snake));
+        r.frozen.set(true);
+        let at = format!("{path}.{}", key.as_str());
+        let kind = server_tool_type(&c, &at)?;
+        let body = match c.get(Key::response).src()? {
+            Some(v) => v.json_text().src()?,
+            None => String::new(),
+        };
+        return Ok(Part::ToolResult {
+            tool_use_id: opt_id(&c, Key::id, format_args!("{at}.id"))?.unwrap_or(kind),
+            content: vec![Part::Text(Cow::Owned(body))],
+            is_error: false,
+        });
+    }
     // An uploaded image (`fileData: {mimeType, fileUri}`, https://ai.google.dev/api/caching#FileData):
     // sized by its URI. Other files and other keyed parts: priced as media by their MIME type.
     if let Some((f, key, snake)) = spelled(p, Key::fileData, Key::file_data)? {
@@ -186,6 +221,19 @@ fn spelling(snake: bool) -> Format {
     } else {
         Format::Gemini
     }
+}
+
+/// The `toolType` of a server-side tool invocation (`GOOGLE_SEARCH_WEB`), its name in the
+/// summary; `server_tool` when it gives none.
+fn server_tool_type<'a, V: Input<'a>>(c: &V, at: &str) -> ReadResult<&'a str, V::Error> {
+    Ok(
+        match opt_id(c, Key::toolType, format_args!("{at}.toolType"))? {
+            Some(t) => t,
+            None => {
+                opt_id(c, Key::tool_type, format_args!("{at}.tool_type"))?.unwrap_or("server_tool")
+            }
+        },
+    )
 }
 
 /// The call id and name of a Gemini code execution and its result (the API gives them none).

@@ -208,6 +208,15 @@ keys! {
     toolAddition = "toolAddition",
     toolRemoval = "toolRemoval",
     title = "title",
+    toolCall = "toolCall",
+    tool_call = "tool_call",
+    toolResponse = "toolResponse",
+    tool_response = "tool_response",
+    toolType = "toolType",
+    tool_type = "tool_type",
+    mediaResolution = "mediaResolution",
+    media_resolution = "media_resolution",
+    level = "level",
 }
 
 impl Key {

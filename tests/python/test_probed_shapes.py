@@ -197,6 +197,44 @@ def test_gemini_code_execution_is_a_call_and_its_result_in_the_summary() -> None
     assert all(k in {json.dumps(m, sort_keys=True) for m in h} for k in kept[1:])
 
 
+def gemini_search_turns(k: int, *, snake: bool) -> list[dict[str, Any]]:
+    """Round ``k`` of a Gemini agent with server-side tool invocations returned: the model's turn
+    holds the search it ran (`toolCall`), what came back (`toolResponse`) and a function call."""
+    call, response, kind = ("tool_call", "tool_response", "tool_type") if snake else ("toolCall", "toolResponse", "toolType")
+    fn_call, fn_response = ("function_call", "function_response") if snake else ("functionCall", "functionResponse")
+    return [
+        {"role": "model", "parts": [
+            {call: {"id": f"tc{k}", kind: "GOOGLE_SEARCH_WEB", "args": {"queries": [f"ferry schedule pier {k}"]}},
+             "thoughtSignature": "c2lnMTIz"},
+            {response: {"id": f"tc{k}", kind: "GOOGLE_SEARCH_WEB",
+                        "response": {"answer": f"FERRY_{k} leaves at 0{k}:15 from pier 9. " + "timetable row. " * 200}}},
+            {fn_call: {"id": f"fc{k}", "name": "get_weather", "args": {"city": f"Juneau{k}"}}}]},
+        {"role": "user", "parts": [{fn_response: {"id": f"fc{k}", "name": "get_weather", "response": {"output": f"rain {k}"}}}]},
+        {"role": "model", "parts": [{"text": f"Noted step {k}."}]},
+        {"role": "user", "parts": [{"text": f"Next step {k}, please."}]},
+    ]
+
+
+def test_gemini_server_side_tool_invocations_are_said_in_the_summary() -> None:
+    """A search the model ran server-side (`toolCall` / `toolResponse`, returned with
+    `includeServerSideToolInvocations`) is a call and its result: the summary says what was
+    searched and found (it said "[unknown]"), and the turn holding them is never edited."""
+    for snake in (False, True):
+        h: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "Plan my Alaska trip."}]}]
+        for k in range(5):
+            h += gemini_search_turns(k, snake=snake)
+        r = cf.Compactor(provider="gemini", budget=int(cf.estimate(h, provider="gemini") * 0.3)).compact(h)
+        summary = r.summary or ""
+        assert "8 tool calls" in summary.splitlines()[0], summary
+        assert "GOOGLE_SEARCH_WEB(queries=" in summary and "ferry schedule pier 0" in summary, summary
+        assert "FERRY_0 leaves" in summary, summary
+        assert "[unknown]" not in summary
+        kept = {json.dumps(m, sort_keys=True) for m in h}
+        assert all(json.dumps(m, sort_keys=True) in kept for m in r.messages if m.get("role") == "model"
+                   and any(("toolCall" in p or "tool_call" in p) for p in m["parts"]))
+        assert not cf.repair(h, provider="gemini").changes
+
+
 def test_a_responses_item_reference_without_its_type_is_read_as_one() -> None:
     """The Responses input's item reference may leave out ``type`` (``{"id": "fc_..."}``): read
     as the typed reference, its output bound to it (it raised InvalidMessageError at every call)."""
