@@ -246,9 +246,10 @@ def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
         read = _field(usage, path, "cacheReadInputTokens")
         write = _field(usage, path, "cacheWriteInputTokens")
         return Usage(base + read + write, read, write, None, model)
-    if any(_get(usage, path, k) is None for k in _PROMPT_COUNT_KEYS):
-        # A count the server left null (some OpenAI-compatible servers do on a stream's
-        # chunks): unknown, as an Ollama response without prompt_eval_count is.
+    if inner is None or gemini is None or any(_get(usage, path, k) is None for k in _PROMPT_COUNT_KEYS):
+        # A count, or the whole usage, the server left null (a stream's chunks before the last
+        # carry `usage: null`; some OpenAI-compatible servers null the count itself): unknown,
+        # as an Ollama response without prompt_eval_count is.
         return Usage(None, model=model)
     raise TypeError(f"unrecognized usage object: {type(usage).__name__} ({path} holds none of "
                     f"{', '.join(_PROMPT_COUNT_KEYS)})")

@@ -157,6 +157,11 @@ def test_shorter_history_and_errors_keep_the_ledger_consistent():
         # A count the server left null (an OpenAI-compatible stream's chunk): unknown.
         ({"prompt_tokens": None, "completion_tokens": 5}, None),
         (SimpleNamespace(input_tokens=None, output_tokens=3), None),
+        # A response whose whole usage is null (each stream chunk before the last, a Gemini
+        # response without usage_metadata): unknown, never a TypeError mid-stream.
+        ({"id": "chatcmpl", "model": "gpt-4o", "usage": None}, None),
+        (SimpleNamespace(id="chatcmpl", object="chat.completion.chunk", model="gpt-4o", usage=None), None),
+        (SimpleNamespace(candidates=[], usage_metadata=None, model_version="gemini-3-flash"), None),
     ],
 )
 def test_prompt_tokens_of_every_provider_shape(usage, expected):
@@ -168,6 +173,19 @@ def test_unrecognized_usage_is_a_type_error():
         prompt_tokens_of({"tokens": 3})
     with pytest.raises(TypeError):
         prompt_tokens_of(True)
+
+
+def test_a_stream_chunk_without_usage_records_nothing():
+    from openai.types.chat import ChatCompletionChunk
+
+    chunk = ChatCompletionChunk.model_validate({
+        "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o",
+        "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}], "usage": None})
+    s = cf.Session(model="gpt-4o")
+    ms = history(5)
+    s.estimate(ms)
+    assert s.record_usage(chunk, ms) is None
+    assert s.last_usage is None and s.correction == 1.0
 
 
 def test_unknown_usage_records_nothing():
