@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 from contextfold import _core
 from contextfold.breakdown import REQUEST_ROLE, Breakdown, UnmeasuredPart, breakdown, with_mcp_servers
+from contextfold.history import detect_wire_format
 from contextfold.images import ImageSizes
 from contextfold.summarize.base import utf8_text
 
@@ -292,6 +293,12 @@ def count_request(body: Any, /, *, image_sizes: ImageSizes | None = None) -> int
         raise ValueError(f"count_request counts OpenAI bodies; this one is written for {r.api}")
     if not r.model:
         raise _field_error("count_request needs the body's model", "model")
+    # A bare `messages` body reads as chat's when forced to OpenAI; its blocks may say otherwise
+    # (Anthropic `tool_use`, Gemini `parts`), and counting them as chat text is a wrong number.
+    written_for = detect_wire_format(r.messages, tools=r.tools)
+    if written_for not in ("chat", "responses"):
+        raise _field_error(f"count_request counts OpenAI bodies; these messages are written for {written_for}",
+                           "messages")
     if r.api == "openai-chat":
         with body_errors_named(r):
             return int(_core.count(r.messages, model=r.model, tools=r.tools, response_format=r.response_format,

@@ -93,6 +93,20 @@ def test_count_request_is_count_of_the_same_request() -> None:
         cf.count_request({"model": "claude-sonnet-4-5", "system": "s", "messages": msgs[1:]})
 
 
+def test_count_request_refuses_messages_written_for_another_api() -> None:
+    """A bare ``messages`` body whose blocks are Anthropic's (or Gemini's) is refused, naming the
+    field, whatever its model: counted as chat text it gave a wrong number (23 for gpt-4o)."""
+    msgs = [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}]
+    gemini = [{"role": "user", "parts": [{"text": "hi"}]}]
+    for body in ({"model": "gpt-4o", "messages": msgs}, {"model": "claude-sonnet-4-5", "messages": msgs},
+                 {"model": "gpt-4o", "messages": gemini}):
+        with pytest.raises(ValueError, match="written for (anthropic|gemini)") as e:
+            cf.count_request(body)
+        assert e.value.field == "messages"  # type: ignore[attr-defined]
+
+
 ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
                  "additionalProperties": False}
 
