@@ -311,6 +311,20 @@ def test_compact_exact_writes_a_body_whose_exact_count_is_within_the_budget(tmp_
     assert not other.exists()
 
 
+def test_compact_with_a_store_it_cannot_make_is_a_usage_error_naming_it(tmp_path, capsys):
+    # A --store path that is a file: one line naming it, exit 2 (was a traceback, exit 1),
+    # and no output written.
+    data = json.loads(EXAMPLE.read_text())
+    not_a_dir = tmp_path / "spans"
+    not_a_dir.write_text("")
+    out = tmp_path / "out.json"
+    budget = cf.estimate(data["messages"], model=data["model"]) // 3
+    assert main(["compact", str(EXAMPLE), "-b", str(budget), "-o", str(out), "--store", str(not_a_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --store {not_a_dir}") and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
 def test_compact_with_a_store_reads_the_turns_behind_its_summary_next_time(tmp_path, capsys):
     # A shell loop compacts the grown history with a new process each time: with --store, the
     # second compaction reads the turns behind the first summary, as a Compactor kept across the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -54,6 +54,13 @@ def _with_history(doc: Any, wire: str, messages: list[Any]) -> Any:
         # the rest of the request, so refuse instead.
         raise ValueError(f"cannot tell where a {wire} body keeps its history")
     return dict(doc, **{key: messages})
+
+
+def _say_store_unusable(store: Path, e: OSError) -> NoReturn:
+    """A ``--store`` directory that cannot be made or written: a usage error naming it (exit 2),
+    as an unwritable output is."""
+    stderr_console().print(f"error: --store {clean(store)}: {e.strerror or e}", markup=False)
+    raise typer.Exit(EXIT_USAGE) from None
 
 
 def _say_unreachable(e: contextfold.CompactionBudgetError, req: Request, budget: int, *, as_json: bool) -> None:
@@ -112,12 +119,17 @@ def compact(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     if model is None:
         say_unknown_model(req.model, strict=strict)
+    kept: dict[str, Any] = {}
+    if store is not None:
+        try:
+            kept["store"] = contextfold.DirectoryContentStore(store)
+        except OSError as e:
+            _say_store_unusable(store, e)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnknownModelWarning)  # said above, on stderr
             # Priced as `estimate` prices the body (its settings included), so a result within the
             # budget is one `estimate` of the written file finds within it.
-            kept: dict[str, Any] = {} if store is None else {"store": contextfold.DirectoryContentStore(store)}
             if exact:
                 kept["exact"] = True
             result = rep.compact_request(req, budget, strategy=strategy, summarizer=chosen, instructions=focus, **kept)
@@ -127,6 +139,11 @@ def compact(
     except contextfold.CompactionError as e:
         stderr_console().print(f"error: {clean(e)}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    except OSError as e:
+        if store is None:
+            raise
+        # (The store's directory went away or filled up while the turns were written.)
+        _say_store_unusable(store, e)
     except contextfold.UnknownModelError as e:
         # (--exact with a model that has no public tokenizer, or none named.)
         stderr_console().print(f"error: --exact: {clean(e)}", markup=False)
