@@ -12,6 +12,7 @@ An answer is one header line and the page::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -123,12 +124,16 @@ def _shown(text: str) -> str:
 def _int(value: Any, name: str, default: int | None) -> int | None:
     if value is None:
         return default
-    if isinstance(value, bool):
+    # An integer, also as a model may write one: `8000.0`, or the digits in a string. `1.5` or
+    # `true` is a call written wrong: answered so, never read as some other page.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str) and value.strip().isdecimal():
+        with contextlib.suppress(ValueError):  # (past int()'s digit limit: written wrong)
+            value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool):
         raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {_shown(repr(value))}")
-    try:
-        n = int(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {_shown(repr(value))}") from None
+    n = value
     if n < 0:
         raise ValueError(f"{RECALL_TOOL}: {name} must be >= 0, got {n}")
     # (Past any text's length: the core takes a machine-sized offset.)

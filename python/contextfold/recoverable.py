@@ -212,7 +212,8 @@ class RecoverableFolds:
         conversation per Compactor).
 
         A call the model wrote wrong (arguments that are not JSON, no string ``id``, a negative
-        or non-integer ``offset``) is answered with what was wrong, so the model can call again.
+        or non-integer ``offset``: ``1.5``, ``true``) is answered with what was wrong, so the
+        model can call again; an integer written ``8000.0`` or ``"8000"`` is read as 8000.
         ValueError when ``call`` holds no recall call or several (answer a message with one
         recall call at a time); TypeError / ValueError for a ``max_tokens`` that is not an int
         >= 1."""

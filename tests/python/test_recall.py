@@ -261,7 +261,10 @@ def test_a_recall_call_the_model_wrote_wrong_is_answered_not_raised(fmt):
     c = cf.Compactor(budget=6_000, recoverable=True, provider=PROVIDER[fmt])
     good = recall_call(fmt, "cf0000000000ff", 0, 1)
     bad_args = [{"id": "cf0000000000ff", "offset": -1}, {"id": 7}, {"offset": 3},
-                {"id": "cf0000000000ff", "offset": "ten"}, {"id": "cf0000000000ff", "offset": [1]}]
+                {"id": "cf0000000000ff", "offset": "ten"}, {"id": "cf0000000000ff", "offset": [1]},
+                # A fraction or a bool was read as some other page (1.5 as 1).
+                {"id": "cf0000000000ff", "offset": 1.5}, {"id": "cf0000000000ff", "offset": True},
+                {"id": "cf0000000000ff", "offset": "9" * 5_000}]
     for k, args in enumerate(bad_args):
         call = _with_arguments(good, fmt, args)
         a = c.answer(call)
@@ -306,6 +309,14 @@ def test_answer_checks_its_own_max_tokens_and_takes_any_large_bound():
             c.answer(call, max_tokens=bad)  # type: ignore[arg-type]
     whole = c.answer(call, max_tokens=10**30)["content"]
     assert whole.endswith(text) and "; end]" in whole.split("\n", 1)[0]
+    # An offset as a model may write an integer (a float with nothing after the point, the
+    # digits as a string) is that integer.
+    pages = set()
+    for written in (40, 40.0, "40"):
+        call = recall_call("chat", fold_id, 0, 1)
+        call["tool_calls"][0]["function"]["arguments"] = json.dumps({"id": fold_id, "offset": written})
+        pages.add(c.answer(call, max_tokens=50)["content"])
+    assert len(pages) == 1 and next(iter(pages)).startswith(f"[{cf.RECALL_TOOL} id={fold_id}: characters 40-")
     # An offset past the end (any size) is an empty last page.
     far = recall_call("chat", fold_id, 10**30, 2)
     assert c.answer(far)["content"].startswith(f"[{cf.RECALL_TOOL} id={fold_id}: characters {len(text)}-{len(text)}")
