@@ -611,6 +611,46 @@ def test_a_stream_passes_through_unbuffered():
     assert "Paris" in rest
 
 
+def test_repeated_response_headers_reach_the_client():
+    """An upstream's repeated headers (OpenAI answers with two Set-Cookie) reach the client each
+    as often as it came, on a compacted route read whole, on a stream, and on a path the proxy
+    only forwards: the proxy kept the last of them alone."""
+    reply = json.dumps(exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]).encode()
+    events = stream_exchange("test_openai_moderation_stream.yaml#0")["response_body"].encode()
+    cookies = ["__cf_bm=abc; path=/; HttpOnly", "_cfuvid=def; path=/; HttpOnly"]
+
+    class Handler(LoopbackHandler):
+        def _answer(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            stream = bool(raw) and json.loads(raw).get("stream") is True
+            body = events if stream else reply if self.command == "POST" else b'{"object": "list", "data": []}'
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream" if stream else "application/json")
+            for cookie in cookies:
+                self.send_header("set-cookie", cookie)
+            self.send_header("x-multi", "one")
+            self.send_header("x-multi", "two")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+    with loopback(Handler) as url, ProxyServer(config(url, context_window=128_000)) as proxy:
+        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+        hi = [{"role": "user", "content": "hi"}]
+        plain = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=hi)
+        streamed = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=hi, stream=True)
+        listed = client.models.with_raw_response.list()
+        assert plain.parse().choices[0].message.content
+        assert "Paris" in "".join((c.choices[0].delta.content or "") for c in streamed.parse() if c.choices)
+        assert listed.parse().data == []
+        for raw in (plain, streamed, listed):
+            assert raw.headers.get_list("set-cookie") == cookies
+            assert raw.headers.get_list("x-multi") == ["one", "two"]
+            assert raw.headers.get_list("x-contextfold-fold") == ["none"]  # the proxy's own, once
+
+
 def test_the_serve_command_refuses_bad_options_with_exit_code_2(capsys, monkeypatch):
     from contextfold.cli import main
 

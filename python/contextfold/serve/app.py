@@ -114,6 +114,16 @@ def _decoded(resp: httpx.Response, data: bytes) -> bytes | None:
     return None if d.unconsumed_tail else out
 
 
+def _relayed(content: bytes | AsyncIterator[bytes], status: int, headers: list[tuple[bytes, bytes]]) -> Response:
+    """A response to the client with ``headers`` as they are, a name repeated as often as it
+    is listed (starlette takes a mapping, which holds one value a name); a ``bytes`` body gets
+    its content-length."""
+    out = Response(content, status_code=status) if isinstance(content, bytes) else StreamingResponse(
+        content, status_code=status)
+    out.raw_headers = [*out.raw_headers, *headers]
+    return out
+
+
 class _BodyRefused(Exception):
     """A request body the proxy will not read: its status, the error's kind, the message."""
 
@@ -282,8 +292,7 @@ class _Proxy:
         tap = _UsageTap()
         if resp.headers.get("content-type", "").startswith("text/event-stream"):
             out_headers = self._out_headers(resp, outcome, added, t1 - t0, decoded=False)
-            return StreamingResponse(self._stream(resp, tap, outcome.conversation, shape, base),
-                                     status_code=resp.status_code, headers=out_headers)
+            return _relayed(self._stream(resp, tap, outcome.conversation, shape, base), resp.status_code, out_headers)
         try:
             body, rest = await self._held(resp)
         except httpx.TransportError as e:
@@ -293,12 +302,11 @@ class _Proxy:
             return self._broke_off(shape, base, e, outcome)
         out_headers = self._out_headers(resp, outcome, added, t1 - t0, decoded=False)
         if rest is not None:
-            return StreamingResponse(self._rest(resp, body, rest, base), status_code=resp.status_code,
-                                     headers=out_headers)
+            return _relayed(self._rest(resp, body, rest, base), resp.status_code, out_headers)
         if resp.status_code < 300 and (text := _decoded(resp, body)) is not None:
             tap.read_json(text)
             self._calibrate(outcome.conversation, tap)
-        return Response(body, status_code=resp.status_code, headers=out_headers)
+        return _relayed(body, resp.status_code, out_headers)
 
     async def _held(self, resp: httpx.Response) -> tuple[bytes, AsyncIterator[bytes] | None]:
         """A response body as the upstream sent it (its content-encoding kept), read up to
@@ -413,9 +421,8 @@ class _Proxy:
             return bad
         self._count(api, outcome)
         if resp.status_code < 300 and resp.headers.get("content-type", "").startswith("text/event-stream"):
-            return StreamingResponse(self._recall_stream(api, method, url, headers, outcome, req, base, resp),
-                                     status_code=resp.status_code,
-                                     headers=self._out_headers(resp, outcome, added, read, decoded=False))
+            return _relayed(self._recall_stream(api, method, url, headers, outcome, req, base, resp), resp.status_code,
+                            self._out_headers(resp, outcome, added, read, decoded=False))
         first = True
         while True:
             try:
@@ -423,12 +430,10 @@ class _Proxy:
             except httpx.TransportError as e:
                 await resp.aclose()
                 return self._broke_off(api, base, e, outcome, req)
-            out_headers = self._out_headers(resp, outcome, added, read, decoded=False)
-            out_headers.update(self._report_headers(req))
+            out_headers = self._out_headers(resp, outcome, added, read, decoded=False, extra=self._report_headers(req))
             if rest is not None:
                 # (No model turn is that large: it goes on as it comes, unread.)
-                return StreamingResponse(self._rest(resp, data, rest, base), status_code=resp.status_code,
-                                         headers=out_headers)
+                return _relayed(self._rest(resp, data, rest, base), resp.status_code, out_headers)
             text = _decoded(resp, data)
             if first and resp.status_code < 300 and text is not None:
                 # Only the first response's usage is of the request priced.
@@ -448,7 +453,7 @@ class _Proxy:
                 return self._unreachable(api, base, e, outcome, req)
             if (bad := await self._bad_status(resp, api, base, outcome, req)) is not None:
                 return bad
-        return Response(data, status_code=resp.status_code, headers=out_headers)
+        return _relayed(data, resp.status_code, out_headers)
 
     async def _send(self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes) -> httpx.Response:
         """One request to the upstream, its response streamed (headers read, body not yet)."""
@@ -528,19 +533,25 @@ class _Proxy:
             await resp.aclose()
 
     def _out_headers(self, resp: httpx.Response, outcome: Outcome, added: float, read: float, *,
-                     decoded: bool) -> dict[str, str]:
+                     decoded: bool, extra: dict[str, str] | None = None) -> list[tuple[bytes, bytes]]:
         """The upstream's response headers as relayed (hop-by-hop dropped; content-encoding too
         for a body read whole, ``decoded``, which httpx has decoded; a stream is relayed raw),
-        with the proxy's own: what it did, its own work (after the body arrived, before it left)
-        and the body's arrival (milliseconds)."""
-        # Latin-1 both ways: the very bytes the upstream sent (decoded as UTF-8 by httpx, a value
-        # beyond latin-1 could not be written back: a 500).
-        out = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in resp.headers.raw
-               if k.lower() not in _HOP_BYTES and not (decoded and k.lower() == b"content-encoding")}
-        out.update(self._headers(outcome))
-        out["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
-        out["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
-        return out
+        each as often as it came, with the proxy's own (and ``extra``): what it did, its own work
+        (after the body arrived, before it left) and the body's arrival (milliseconds). A header
+        the proxy sets replaces the upstream's of that name."""
+        own = self._headers(outcome)
+        own["x-contextfold-proxy-ms"] = f"{added * 1000:.3f}"
+        own["x-contextfold-read-ms"] = f"{read * 1000:.3f}"
+        own.update(extra or {})
+        mine = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in own.items()]
+        names = {k for k, _ in mine}
+        # A list, not a dict: an upstream's headers repeat (OpenAI sends two Set-Cookie), and a
+        # dict kept only the last of them. Latin-1 both ways: the very bytes the upstream sent
+        # (decoded as UTF-8 by httpx, a value beyond latin-1 could not be written back: a 500).
+        kept = [(k.lower(), v) for k, v in resp.headers.raw
+                if (name := k.lower()) not in _HOP_BYTES and name not in names
+                and not (decoded and name == b"content-encoding")]
+        return kept + mine
 
     def _unreachable(self, shape: Api, base: str, e: Exception, outcome: Outcome,
                      req: RecallRequest | None = None) -> Response:
