@@ -530,6 +530,24 @@ def test_a_streamed_round_reaches_the_client_as_it_comes_up_to_its_tool_call():
     assert len(seen) == 2 and text == INTRO + DONE
 
 
+def test_a_streamed_responses_answer_numbers_its_events_without_gaps_across_recall_rounds():
+    """Each round of a Responses stream numbers its events from 0; the proxy drops a later
+    round's ``response.created`` / ``in_progress`` and must not count them: the client got
+    0, 1, 4, 5, ... across the first recall round."""
+    history, system, budget = _setup("responses")
+    model = ScriptedModel("responses", stream=True)
+    with RecordingUpstream(model) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=budget * 2,
+                                                                 recall=True, recall_rounds=64)) as proxy:
+        client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+        events = list(client.responses.create(model="gpt-4o", instructions=system, input=history,
+                                              tools=_tools("responses"), stream=True))
+        client.close()
+    assert len(up.seen) == 4  # three recall rounds, then the answer
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert [e.type for e in events].count("response.created") == 1
+    assert events[-1].type == "response.completed" and events[-1].response.output_text == INTRO * 3 + DONE
+
+
 def test_a_recall_turn_goes_back_in_a_form_the_api_takes_stored_or_not():
     # Responses: a reasoning item is found by id only when the response was stored: without its
     # encrypted content it is left out; a function call goes by its call_id alone (with the

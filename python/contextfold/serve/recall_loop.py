@@ -399,6 +399,9 @@ class StreamRelay:
     round_blocks: int = 0
     round_items: int = 0
     last_seq: int = -1
+    #: This round's numbered events dropped (the Responses API's ``response.created`` /
+    #: ``in_progress`` after the first round): the ones after them move down as many numbers.
+    round_dropped: int = 0
     #: A Gemini chunk that may be the stream's last, held until the next event (which sends it
     #: first) or the stream's end (``_may_end``).
     finishing: bytes = b""
@@ -422,15 +425,20 @@ class StreamRelay:
         if _may_end(self.api, ev):
             self.finishing = out
             return self._sent(before)
-        if isinstance(ev, dict):
+        if isinstance(ev, dict) and out:
             kind = ev.get("type")
             if kind == "content_block_start":
                 self.round_blocks += 1
             elif kind == "response.output_item.added":
                 self.round_items += 1
             if isinstance(ev.get("sequence_number"), int):
-                self.last_seq = ev["sequence_number"] + (self.seq if self.rounds else 0)
+                self.last_seq = ev["sequence_number"] + (self._seq_shift() if self.rounds else 0)
         return self._sent(before + out)
+
+    def _seq_shift(self) -> int:
+        """What a later round's sequence numbers move by: past the numbers already sent, less
+        the events of this round dropped so far (the SDK reads a gap as events lost)."""
+        return self.seq - self.round_dropped
 
     def _sent(self, out: bytes) -> bytes:
         if out:
@@ -448,12 +456,14 @@ class StreamRelay:
                 return with_payload(event, {**ev, "index": ev["index"] + self.blocks})
             return event
         if kind in ("response.created", "response.in_progress"):
+            if isinstance(ev.get("sequence_number"), int):
+                self.round_dropped += 1
             return b""
         new = dict(ev)
         if isinstance(new.get("output_index"), int):
             new["output_index"] += self.items
         if isinstance(new.get("sequence_number"), int):
-            new["sequence_number"] += self.seq
+            new["sequence_number"] += self._seq_shift()
         if isinstance(new.get("response"), dict) and isinstance(new["response"].get("output"), list):
             new["response"] = {**new["response"], "output": [*self.sent_items, *new["response"]["output"]]}
         return with_payload(event, new) if new != ev else event
@@ -482,7 +492,7 @@ class StreamRelay:
             self.seq = self.last_seq + 1
             self.rounds += 1
         self.raw, self.events, self.held = [], [], []
-        self.round_blocks = self.round_items = 0
+        self.round_blocks = self.round_items = self.round_dropped = 0
         return self._sent(finishing if recalled else finishing + held)
 
     def finish(self, report: dict[str, int]) -> bytes:
