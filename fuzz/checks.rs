@@ -360,7 +360,9 @@ pub fn history(data: &[u8]) {
             description: (!system.is_empty()).then_some(Cow::Borrowed(system)),
             schema: Cow::Borrowed(tool_text),
         }),
+        media_resolution: Detail::from_code((n % 6) as u8).unwrap_or_default(),
     };
+    let est = est.with_media_resolution(extras.media_resolution);
     let costs = est.each(&msgs);
     assert_eq!(costs.len(), n);
     let sum: u64 = costs.iter().map(|&c| u64::from(c)).sum();
@@ -473,6 +475,7 @@ pub fn history(data: &[u8]) {
         tools: vec![("t".into(), tool_text.to_string())],
         response_format: (!tool_text.is_empty())
             .then(|| ("r".into(), Some(system.to_string()), tool_text.to_string())),
+        media_resolution: (n % 6) as u8,
         meta: String::new(),
         ledger: ledger.snapshot(),
     };

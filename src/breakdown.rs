@@ -426,6 +426,7 @@ mod tests {
                 ),
             }],
             response_format: None,
+            ..Default::default()
         }
     }
 

@@ -156,6 +156,8 @@ pub struct Estimator {
     text_weights: &'static TextWeights,
     sampled_text_scale: f64,
     image_rule: ImageRule,
+    /// The media resolution of images that set none (`RequestExtras::media_resolution`).
+    media_resolution: Detail,
     /// Tokenize text with this encoding instead of the sampled shape estimate (opt-in, used by
     /// sessions that price only a few new messages per turn and can afford BPE).
     encoding: Option<Encoding>,
@@ -203,6 +205,7 @@ impl Estimator {
             text_weights,
             sampled_text_scale,
             image_rule: rule_for(family.pricing_provider(), base),
+            media_resolution: Detail::Auto,
             encoding: None,
             platform_open: info.family == Family::Gemini
                 && info.platform.is_none()
@@ -302,6 +305,13 @@ impl Estimator {
         }
     }
 
+    /// The same estimator pricing an image that sets no resolution of its own at `detail` (a
+    /// Gemini request's `generationConfig.mediaResolution`).
+    pub fn with_media_resolution(mut self, detail: Detail) -> Self {
+        self.media_resolution = detail;
+        self
+    }
+
     /// Tokens of one image part.
     pub fn image(&self, img: &Image<'_>) -> u32 {
         let dims = match img.source {
@@ -309,7 +319,11 @@ impl Estimator {
             ImageSource::Bytes(b) => dims_of_bytes(b),
             ImageSource::Url(_) | ImageSource::File(_) => None,
         };
-        image_tokens(self.image_rule, dims, img.detail)
+        let detail = match img.detail {
+            Detail::Auto => self.media_resolution,
+            d => d,
+        };
+        image_tokens(self.image_rule, dims, detail)
     }
 
     /// Tokens of a call id: random alphanumerics that BPE splits almost per pair of characters
@@ -356,7 +370,7 @@ impl Estimator {
             } => {
                 if *media == MediaKind::Image {
                     // An image by reference (Gemini `fileData`, a file id): the default size.
-                    return image_tokens(self.image_rule, None, Detail::Auto) as f64;
+                    return image_tokens(self.image_rule, None, self.media_resolution) as f64;
                 }
                 // Base64 carries 3 bytes per 4 characters.
                 let decoded = payload_chars.map(|c| c / 4 * 3);
@@ -756,6 +770,7 @@ mod tests {
                 json: Cow::Borrowed("{\"type\":\"web_search\"}"),
             }],
             response_format: None,
+            ..Default::default()
         };
         assert!(e.overhead(&web) > 5_000);
     }
@@ -774,6 +789,7 @@ mod tests {
                 json: Cow::Borrowed("{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}"),
             }],
             response_format: None,
+            ..Default::default()
         };
         let each: u64 = e.each(&ms).iter().map(|&x| u64::from(x)).sum();
         assert_eq!(e.total(&ms, &extras), each + u64::from(e.overhead(&extras)));

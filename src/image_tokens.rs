@@ -240,7 +240,7 @@ pub fn image_tokens(rule: ImageRule, dims: Option<Dims>, detail: Detail) -> u32 
             let b = match detail {
                 Detail::High => budget_high,
                 Detail::Original => budget_original,
-                Detail::Auto | Detail::Low => budget,
+                Detail::Auto | Detail::Low | Detail::Medium | Detail::UltraHigh => budget,
             };
             let n = patch_count(dims.unwrap_or(DEFAULT_DIMS), b);
             (n as f64 * multiplier).ceil() as u32
@@ -249,9 +249,28 @@ pub fn image_tokens(rule: ImageRule, dims: Option<Dims>, detail: Detail) -> u32 
             max_edge,
             max_tokens,
         } => anthropic_tokens(dims.unwrap_or(DEFAULT_DIMS), max_edge, max_tokens),
+        // Before Gemini 3 a resolution is set for the whole request; `low` is 64 tokens an
+        // image (`MediaResolution`, https://ai.google.dev/api/generate-content: "Media
+        // resolution set to low (64 tokens)"); the other levels keep the tiles.
+        ImageRule::Gemini if detail == Detail::Low => 64,
         ImageRule::Gemini => gemini_tokens(dims.unwrap_or(DEFAULT_DIMS)),
-        ImageRule::Fixed(tokens) => tokens,
+        ImageRule::Fixed(tokens) => media_resolution_share(tokens, detail),
     }
+}
+
+/// A Gemini 3 image at its media resolution: the documented caps are 280 / 560 / 1,120 /
+/// 2,240 tokens for low / medium / high / ultra high, high the default for images
+/// (https://ai.google.dev/gemini-api/docs/media-resolution, "Token counts"). `tokens` is what
+/// an image is billed at the default (recorded, a little under its cap); another level is
+/// billed in the same proportion to its cap.
+fn media_resolution_share(tokens: u32, detail: Detail) -> u32 {
+    let cap = match detail {
+        Detail::Low => 280,
+        Detail::Medium => 560,
+        Detail::UltraHigh => 2240,
+        Detail::Auto | Detail::High | Detail::Original => return tokens,
+    };
+    (u64::from(tokens) * cap).div_ceil(1120) as u32
 }
 
 fn visit_images<'m, 'a>(parts: &'m [Part<'a>], f: &mut impl FnMut(&'m Image<'a>)) {
@@ -360,6 +379,36 @@ mod tests {
         assert_eq!(image_tokens(r, d(1920, 1080), Detail::Auto), 1560);
         assert!(image_tokens(r, d(10_000, 10_000), Detail::Auto) <= 1568);
         assert!(image_tokens(r, d(1, 50_000), Detail::Auto) <= 1568);
+    }
+
+    #[test]
+    fn a_gemini_media_resolution_level_scales_the_image_to_its_cap() {
+        let r = rule_for(Provider::Gemini, "gemini-3-flash");
+        // 1,088 at the default (high, cap 1,120); the other caps in proportion.
+        let at = |detail| image_tokens(r, d(1024, 768), detail);
+        assert_eq!(at(Detail::Low), 272);
+        assert_eq!(at(Detail::Medium), 544);
+        assert_eq!(at(Detail::High), 1088);
+        assert_eq!(at(Detail::UltraHigh), 2176);
+        // Before Gemini 3: low is 64 an image; the other levels keep the tiles.
+        let old = rule_for(Provider::Gemini, "gemini-2.5-flash");
+        assert_eq!(image_tokens(old, d(1024, 1024), Detail::Low), 64);
+        assert_eq!(image_tokens(old, d(1024, 1024), Detail::Medium), 4 * 258);
+        for (text, level) in [
+            ("MEDIA_RESOLUTION_LOW", Some(Detail::Low)),
+            ("media_resolution_ultra_high", Some(Detail::UltraHigh)),
+            ("medium", Some(Detail::Medium)),
+            ("MEDIA_RESOLUTION_UNSPECIFIED", Some(Detail::Auto)),
+            ("MEDIA_RESOLUTION_", None),
+            ("HUGE", None),
+        ] {
+            assert_eq!(Detail::parse_media_resolution(text), level, "{text}");
+        }
+        for code in 0..=255u8 {
+            if let Some(level) = Detail::from_code(code) {
+                assert_eq!(level.code(), code);
+            }
+        }
     }
 
     #[test]

@@ -144,7 +144,8 @@ impl Role {
     }
 }
 
-/// Requested image fidelity (OpenAI `detail`); other providers ignore it.
+/// Requested image fidelity: OpenAI `detail`, Gemini's `mediaResolution` level (`Low`,
+/// `Medium`, `High`, `UltraHigh`); other providers ignore it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Detail {
     #[default]
@@ -153,6 +154,10 @@ pub enum Detail {
     High,
     /// gpt-5.4+ `original`: the larger patch budget.
     Original,
+    /// Gemini `MEDIA_RESOLUTION_MEDIUM`.
+    Medium,
+    /// Gemini `MEDIA_RESOLUTION_ULTRA_HIGH` (set on a part only).
+    UltraHigh,
 }
 
 impl Detail {
@@ -165,6 +170,52 @@ impl Detail {
             "original" => Some(Detail::Original),
             _ => None,
         }
+    }
+
+    /// A Gemini media resolution level (`MEDIA_RESOLUTION_LOW`, as the REST API and the SDK's
+    /// enum write it, or `low`); `None` for an unknown one. Unspecified is `Auto`.
+    pub fn parse_media_resolution(s: &str) -> Option<Detail> {
+        let s = s.trim();
+        let level = match s.get(..17) {
+            Some(p) if p.eq_ignore_ascii_case("MEDIA_RESOLUTION_") => &s[17..],
+            _ => s,
+        };
+        [
+            ("UNSPECIFIED", Detail::Auto),
+            ("LOW", Detail::Low),
+            ("MEDIUM", Detail::Medium),
+            ("HIGH", Detail::High),
+            ("ULTRA_HIGH", Detail::UltraHigh),
+        ]
+        .into_iter()
+        .find(|(name, _)| level.eq_ignore_ascii_case(name))
+        .map(|(_, d)| d)
+    }
+
+    /// One byte for a saved state.
+    pub fn code(self) -> u8 {
+        match self {
+            Detail::Auto => 0,
+            Detail::Low => 1,
+            Detail::High => 2,
+            Detail::Original => 3,
+            Detail::Medium => 4,
+            Detail::UltraHigh => 5,
+        }
+    }
+
+    /// The level of [`Detail::code`]; `None` for a byte no level has.
+    pub fn from_code(c: u8) -> Option<Detail> {
+        [
+            Detail::Auto,
+            Detail::Low,
+            Detail::High,
+            Detail::Original,
+            Detail::Medium,
+            Detail::UltraHigh,
+        ]
+        .into_iter()
+        .find(|d| d.code() == c)
     }
 }
 

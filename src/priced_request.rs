@@ -30,8 +30,9 @@ impl PricedRequest {
         encoding: Option<Encoding>,
         extras: RequestExtras<'_>,
     ) -> Self {
-        let estimator =
-            Estimator::new(provider, model.as_deref().unwrap_or("")).with_encoding(encoding);
+        let estimator = Estimator::new(provider, model.as_deref().unwrap_or(""))
+            .with_encoding(encoding)
+            .with_media_resolution(extras.media_resolution);
         let extras = extras.into_owned();
         let overhead = estimator.overhead(&extras);
         PricedRequest {
@@ -73,6 +74,7 @@ mod tests {
                 json: Cow::Borrowed(tool),
             }],
             response_format: None,
+            ..Default::default()
         };
         let est = Estimator::new(Provider::OpenAI, "gpt-4o");
         let want = est.overhead(&extras);

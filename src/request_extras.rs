@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 
+use crate::message::Detail;
+
 /// A tool definition as sent: its name and its whole definition serialized as compact JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolDef<'a> {
@@ -40,6 +42,9 @@ pub struct RequestExtras<'a> {
     pub system: Option<Cow<'a, str>>,
     pub tools: Vec<ToolDef<'a>>,
     pub response_format: Option<ResponseFormat<'a>>,
+    /// The media resolution of images that set none themselves (a Gemini generation config's
+    /// `mediaResolution`); `Auto` for the model's default.
+    pub media_resolution: Detail,
 }
 
 impl RequestExtras<'_> {
@@ -56,6 +61,7 @@ impl RequestExtras<'_> {
                 })
                 .collect(),
             response_format: self.response_format.map(ResponseFormat::into_owned),
+            media_resolution: self.media_resolution,
         }
     }
 }

@@ -9,12 +9,12 @@
 //! message it covers hashes equal, so a changed history never inherits a real count that does
 //! not apply to it.
 //!
-//! # Format (version 2)
+//! # Format (version 3)
 //! ```text
 //! "CFST"  u8 format version  str library version
 //! str provider  opt-str model  opt-str text encoding  u8 track_wire  opt-str system
 //! varint tool count, then per tool: str name, str json
-//! opt(str name, opt-str description, str schema) response format
+//! opt(str name, opt-str description, str schema) response format  u8 media resolution
 //! str meta (the Python layer's own settings, JSON)
 //! f64 smoothing  varint overhead  opt-f64 correction  opt(varint messages, varint real) anchor
 //! varint last_len  opt-varint last_usage  opt-str last_model  varint usages
@@ -35,7 +35,7 @@ pub const MAX_COUNT: u64 = 1 << 62;
 /// The largest settings text (the layer above's JSON) a state may carry.
 pub const MAX_META_BYTES: usize = 64 << 10;
 /// Bumped whenever the layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u8 = 2;
+pub const FORMAT_VERSION: u8 = 3;
 /// The library that wrote a state: costs are those of its estimator, so a state is only read
 /// back by the same version (a rolling upgrade starts its conversations' ledgers afresh).
 pub const LIBRARY_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -52,6 +52,8 @@ pub struct SessionState {
     pub tools: Vec<(String, String)>,
     /// `(name, description, schema as compact JSON)` of the structured-output format.
     pub response_format: Option<(String, Option<String>, String)>,
+    /// The media resolution of images that set none (`Detail::code`).
+    pub media_resolution: u8,
     /// Settings of the layer above (opaque here).
     pub meta: String,
     pub ledger: Snapshot,
@@ -213,6 +215,7 @@ impl SessionState {
                 w.str(schema);
             },
         );
+        w.0.push(self.media_resolution);
         w.str(&self.meta);
         w.f64(l.smoothing);
         w.varint(l.overhead);
@@ -282,6 +285,7 @@ impl SessionState {
             tools.push((r.str()?, r.str()?));
         }
         let response_format = r.opt(|r| Ok((r.str()?, r.opt(Reader::str)?, r.str()?)))?;
+        let media_resolution = r.u8()?;
         let meta = r.str()?;
         let smoothing = r.f64()?;
         let overhead = r.varint()?;
@@ -347,6 +351,7 @@ impl SessionState {
             system,
             tools,
             response_format,
+            media_resolution,
             meta,
             ledger: Snapshot {
                 overhead,
@@ -390,6 +395,7 @@ mod tests {
             system: Some("be brief".into()),
             tools: vec![("f".into(), "{\"name\":\"f\"}".into())],
             response_format: Some(("Out".into(), None, "{\"type\":\"object\"}".into())),
+            media_resolution: 4,
             meta: "{}".into(),
             ledger: l.snapshot(),
         }

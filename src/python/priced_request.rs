@@ -23,8 +23,9 @@ pub(super) fn request_parts<'k, 'py>(
     system: Option<&Bound<'py, PyAny>>,
     response_format: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Estimator, RequestExtras<'k>)> {
-    let est = estimator(provider, model)?;
-    Ok((est, w.extras(tools, system, response_format)?))
+    let extras = w.extras(tools, system, response_format)?;
+    let est = estimator(provider, model)?.with_media_resolution(extras.media_resolution);
+    Ok((est, extras))
 }
 
 pub(super) fn text_encoding(name: Option<&str>) -> PyResult<Option<Encoding>> {

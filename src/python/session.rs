@@ -20,7 +20,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::encoding::Encoding;
 use crate::estimate::{RequestExtras, ResponseFormat, ToolDef};
 use crate::ledger::{content_hash, payload_chars, Entry, Ledger};
-use crate::message::Message;
+use crate::message::{Detail, Message};
 use crate::priced_request::PricedRequest;
 use crate::provider::Provider;
 use crate::session_state::SessionState;
@@ -244,6 +244,7 @@ impl State {
                     r.schema.to_string(),
                 )
             }),
+            media_resolution: self.request.extras.media_resolution.code(),
             meta,
             ledger: self.ledger.snapshot(),
         }
@@ -427,6 +428,8 @@ impl SessionLedger {
                     schema: Cow::Owned(schema),
                 }
             }),
+            media_resolution: Detail::from_code(state.media_resolution)
+                .ok_or_else(|| invalid("unknown media resolution"))?,
         };
         let mut request = PricedRequest::new(provider, state.model, encoding, extras);
         // The overhead is a function of what the state carries: a state whose overhead

@@ -50,7 +50,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
                 if let Some(source) = image_data(&data)? {
                     return Ok(Part::Image(Image {
                         source,
-                        detail: Detail::Auto,
+                        detail: part_resolution(p)?,
                     }));
                 }
             }
@@ -184,7 +184,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             let uri = opt_id(&f, uri_key, format_args!("{path}.{}", key.as_str()))?;
             return Ok(Part::Image(Image {
                 source: ImageSource::File(uri.unwrap_or("")),
-                detail: Detail::Auto,
+                detail: part_resolution(p)?,
             }));
         }
         // A YouTube video is passed by its URL alone, with no MIME type ("Pass a YouTube
@@ -221,6 +221,31 @@ fn spelling(snake: bool) -> Format {
     } else {
         Format::Gemini
     }
+}
+
+/// The media resolution a Gemini 3 part asks for (`mediaResolution: {"level":
+/// "MEDIA_RESOLUTION_LOW"}` beside its `inlineData` / `fileData`; google-genai
+/// `Part.media_resolution`); `Auto` when it names none or a level this version does not know.
+fn part_resolution<'a, V: Input<'a>>(p: &V) -> ReadResult<Detail, V::Error> {
+    match spelled(p, Key::mediaResolution, Key::media_resolution)? {
+        Some((m, _, _)) => media_resolution(&m),
+        None => Ok(Detail::Auto),
+    }
+}
+
+/// A media resolution written as its level (`"MEDIA_RESOLUTION_LOW"`, a generation config's
+/// `mediaResolution`) or as a part's `{"level": ...}`; `Auto` for anything else.
+pub(crate) fn media_resolution<'a, V: Input<'a>>(m: &V) -> ReadResult<Detail, V::Error> {
+    let level = match m.shape() {
+        Shape::Map | Shape::Object => match m.get(Key::level).src()? {
+            Some(l) => l.str().src()?,
+            None => None,
+        },
+        _ => m.str().src()?,
+    };
+    Ok(level
+        .and_then(|l| Detail::parse_media_resolution(&l))
+        .unwrap_or(Detail::Auto))
 }
 
 /// The `toolType` of a server-side tool invocation (`GOOGLE_SEARCH_WEB`), its name in the

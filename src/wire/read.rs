@@ -363,13 +363,32 @@ pub enum ExtrasError<E> {
     ResponseFormat(ReadError<E>),
 }
 
+/// The `mediaResolution` of a Gemini generation config (either spelling); `Auto` when unset.
+fn config_resolution<'a, V: Input<'a>>(c: &V) -> ReadResult<Detail, V::Error> {
+    for key in [Key::mediaResolution, Key::media_resolution] {
+        if let Some(m) = c.get(key).src()? {
+            return super::gemini::media_resolution(&m);
+        }
+    }
+    Ok(Detail::Auto)
+}
+
 /// Extras of a request: optional tools, system and structured-output schema.
 pub fn read_extras<'a, V: Input<'a>>(
     tools: Option<&V>,
     system: Option<&V>,
     response_format: Option<&V>,
 ) -> Result<RequestExtras<'a>, ExtrasError<V::Error>> {
+    // A Gemini generation config given as the response format sets the media resolution of
+    // every image that sets none itself.
+    let media_resolution = match response_format {
+        Some(r) if matches!(r.shape(), Shape::Map | Shape::Object) => {
+            config_resolution(r).map_err(ExtrasError::ResponseFormat)?
+        }
+        _ => Detail::Auto,
+    };
     Ok(RequestExtras {
+        media_resolution,
         response_format: match response_format {
             Some(r) if r.shape() != Shape::Null => super::response_format::read_response_format(r)
                 .map_err(ExtrasError::ResponseFormat)?,

@@ -235,6 +235,56 @@ def test_gemini_server_side_tool_invocations_are_said_in_the_summary() -> None:
         assert not cf.repair(h, provider="gemini").changes
 
 
+def test_gemini_media_resolution_prices_each_image_at_its_level() -> None:
+    """Gemini 3 bills an image by its media resolution (caps 280 / 560 / 1,120 / 2,240 for low /
+    medium / high / ultra high): set on a part (`mediaResolution: {level}`, either spelling,
+    google-genai's typed `Part`) or for the request (`generationConfig.mediaResolution`, the
+    SDK's config). Every level was priced as the default high: LOW 3.9x over, ULTRA_HIGH 2x under."""
+    from google.genai import types
+
+    data = b64(png(1024, 768))
+    model = "gemini-3-flash-preview"
+
+    def image_tokens(part: dict[str, Any], **kw: Any) -> int:
+        return cf.estimate([{"role": "user", "parts": [part]}], provider="gemini", model=model, **kw) - \
+            cf.estimate([{"role": "user", "parts": [{"text": ""}]}], provider="gemini", model=model, **kw)
+
+    default = image_tokens({"inlineData": {"mimeType": "image/png", "data": data}})
+    assert 1000 < default <= 1120
+    for level, cap in (("LOW", 280), ("MEDIUM", 560), ("HIGH", 1120), ("ULTRA_HIGH", 2240)):
+        name = f"MEDIA_RESOLUTION_{level}"
+        camel = {"mediaResolution": {"level": name}, "inlineData": {"mimeType": "image/png", "data": data}}
+        snake = {"media_resolution": {"level": name}, "inline_data": {"mime_type": "image/png", "data": data}}
+        got = image_tokens(camel)
+        assert got == image_tokens(snake) and abs(got - default * cap / 1120) <= 2, (level, got)
+    # The request's level holds for images that set none; a part's own level wins over it.
+    low = {"generationConfig": {"mediaResolution": "MEDIA_RESOLUTION_LOW"}}
+    plain = [{"role": "user", "parts": [{"text": "look"}, {"inlineData": {"mimeType": "image/png", "data": data}}]}]
+    assert cf.estimate_request({"model": model, "contents": plain, **low}) == \
+        cf.estimate_request({"model": model, "contents": plain}) - default + image_tokens(
+            {"mediaResolution": {"level": "MEDIA_RESOLUTION_LOW"}, "inlineData": {"mimeType": "image/png", "data": data}})
+    high_part = [{"role": "user", "parts": [{"text": "look"}, {"mediaResolution": {"level": "MEDIA_RESOLUTION_HIGH"},
+                                                               "inlineData": {"mimeType": "image/png", "data": data}}]}]
+    assert cf.estimate_request({"model": model, "contents": high_part, **low}) == \
+        cf.estimate_request({"model": model, "contents": high_part})
+    # The SDK's typed parts and config say the same.
+    sdk_part = types.Part.from_bytes(data=png(1024, 768), mime_type="image/png",
+                                     media_resolution=types.MediaResolution.MEDIA_RESOLUTION_LOW)
+    typed = [types.Content(role="user", parts=[types.Part(text="look"), sdk_part])]
+    config = types.GenerateContentConfig(media_resolution=types.MediaResolution.MEDIA_RESOLUTION_LOW)
+    assert cf.estimate(typed, provider="gemini", model=model) == \
+        cf.estimate_request({"model": model, "contents": plain, "config": config}) == \
+        cf.estimate_request({"model": model, "contents": plain, **low})
+    # Before Gemini 3 the request's low is 64 tokens an image (the tiles otherwise).
+    old = cf.estimate_request({"model": "gemini-2.5-flash", "contents": plain})
+    assert cf.estimate_request({"model": "gemini-2.5-flash", "contents": plain, **low}) == old - 258 * 2 + 64
+    # A session priced with the request's level keeps it across a saved state.
+    s = cf.Session(provider="gemini", model=model, response_format=low["generationConfig"])
+    first = s.estimate(plain)
+    assert first == cf.estimate_request({"model": model, "contents": plain, **low})
+    assert cf.Session.from_state(s.to_state()).estimate(plain) == first
+
+
 def test_a_responses_item_reference_without_its_type_is_read_as_one() -> None:
     """The Responses input's item reference may leave out ``type`` (``{"id": "fc_..."}``): read
     as the typed reference, its output bound to it (it raised InvalidMessageError at every call)."""
