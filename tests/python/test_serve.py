@@ -611,6 +611,44 @@ def test_a_stream_passes_through_unbuffered():
     assert "Paris" in rest
 
 
+def test_an_ndjson_stream_passes_through_unbuffered():
+    """Ollama's own /api/chat streams NDJSON lines, not SSE. The upstream sends the first line and
+    waits until the client has it before sending the rest: the proxy held any body that is not
+    SSE whole, and every line reached the client at once at the end."""
+    ollama = pytest.importorskip("ollama")
+    got_first = threading.Event()
+    waited: list[bool] = []
+    words = ["The", " capital", " is", " Paris."]
+
+    def line(content: str, done: bool) -> bytes:
+        out: dict[str, Any] = {"model": "llama3.2", "created_at": "2025-01-01T00:00:00Z",
+                               "message": {"role": "assistant", "content": content}, "done": done}
+        if done:
+            out.update(done_reason="stop", total_duration=1, prompt_eval_count=9, eval_count=4)
+        return json.dumps(out).encode() + b"\n"
+
+    class Handler(LoopbackHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            self.start_chunked("application/x-ndjson")
+            self.chunk(line(words[0], False))
+            waited.append(got_first.wait(10))
+            for w in words[1:]:
+                self.chunk(line(w, False))
+            self.chunk(line("", True))
+            self.end_chunked()
+
+    with loopback(Handler) as url, ProxyServer(config(url, context_window=128_000)) as proxy:
+        client = _sync(ollama.Client, host=proxy.url)
+        chunks = iter(client.chat(model="llama3.2", messages=[{"role": "user", "content": "hi"}], stream=True))
+        first = next(chunks)
+        got_first.set()  # only reachable if the first line arrived while the upstream waited
+        rest = list(chunks)
+    assert waited == [True]
+    assert first.message.content + "".join(c.message.content for c in rest) == "".join(words)
+    assert rest[-1].done and rest[-1].done_reason == "stop"
+
+
 def test_repeated_response_headers_reach_the_client():
     """An upstream's repeated headers (OpenAI answers with two Set-Cookie) reach the client each
     as often as it came, on a compacted route read whole, on a stream, and on a path the proxy

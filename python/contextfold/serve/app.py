@@ -114,6 +114,14 @@ def _decoded(resp: httpx.Response, data: bytes) -> bytes | None:
     return None if d.unconsumed_tail else out
 
 
+def _one_document(resp: httpx.Response) -> bool:
+    """Whether a response is one JSON document (or says nothing of its type): the proxy reads
+    such a body whole (its usage, its recall calls), which delays nothing a client could use of
+    it. Any other body (Ollama's NDJSON stream, a file) is not read and goes on as it comes."""
+    media = resp.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return media in ("", "application/json") or media.endswith("+json")
+
+
 def _relayed(content: bytes | AsyncIterator[bytes], status: int, headers: list[tuple[bytes, bytes]]) -> Response:
     """A response to the client with ``headers`` as they are, a name repeated as often as it
     is listed (starlette takes a mapping, which holds one value a name); a ``bytes`` body gets
@@ -293,6 +301,13 @@ class _Proxy:
         if resp.headers.get("content-type", "").startswith("text/event-stream"):
             out_headers = self._out_headers(resp, outcome, added, t1 - t0, decoded=False)
             return _relayed(self._stream(resp, tap, outcome.conversation, shape, base), resp.status_code, out_headers)
+        # Read whole only a successful JSON answer of a compacted route, for its usage (Gemini's
+        # :streamGenerateContent without alt=sse is a JSON array of chunks, with no usage read
+        # from it here): held, an NDJSON stream (Ollama's /api/chat) reached the client all at once
+        # at its end.
+        if api is None or resp.status_code >= 300 or not _one_document(resp) or path.endswith(":streamGenerateContent"):
+            out_headers = self._out_headers(resp, outcome, added, t1 - t0, decoded=False)
+            return _relayed(self._rest(resp, b"", resp.aiter_raw(), base), resp.status_code, out_headers)
         try:
             body, rest = await self._held(resp)
         except httpx.TransportError as e:
@@ -327,15 +342,17 @@ class _Proxy:
 
     async def _rest(self, resp: httpx.Response, head: bytes, rest: AsyncIterator[bytes], base: str
                     ) -> AsyncIterator[bytes]:
-        """A response past ``MAX_HELD_RESPONSE``: ``head`` (what was held), then the rest as it
-        comes. Cut off midway, it ends there: the client's JSON parser refuses what came."""
+        """A response body not read (further): ``head`` (what was held, if any: a response past
+        ``MAX_HELD_RESPONSE``), then the rest, each chunk as it comes. Cut off midway, it ends
+        there: the client's parser refuses what came (a JSON body, an NDJSON line cut short)."""
         try:
-            yield head
+            if head:
+                yield head
             async for chunk in rest:
                 yield chunk
         except httpx.TransportError as e:
             self.metrics.upstream_error()
-            log.warning("upstream %s broke off a response past %d bytes: %s", base, MAX_HELD_RESPONSE, type(e).__name__)
+            log.warning("upstream %s broke off a response it was relaying: %s", base, type(e).__name__)
         finally:
             await resp.aclose()
 
@@ -425,6 +442,10 @@ class _Proxy:
                             self._out_headers(resp, outcome, added, read, decoded=False))
         first = True
         while True:
+            if resp.status_code < 300 and not _one_document(resp):
+                # (No recall call in it to read: it goes on as it comes.)
+                return _relayed(self._rest(resp, b"", resp.aiter_raw(), base), resp.status_code, self._out_headers(
+                    resp, outcome, added, read, decoded=False, extra=self._report_headers(req)))
             try:
                 data, rest = await self._held(resp)
             except httpx.TransportError as e:
