@@ -224,6 +224,40 @@ def test_unknown_model_names_from_clients_warn_nothing_and_are_logged_once_clipp
     assert len(logged) == 3 and all(len(m) < 200 for m in logged), logged
 
 
+def test_a_gzip_bomb_in_a_request_body_is_a_413_not_inflated_in_the_proxy():
+    # 8 MiB of one letter in 8 KB: decoded, it is held and parsed as a plain body of its size is,
+    # so it is bounded the same way.
+    bomb = gzip.compress(b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "' + b"a" * (8 << 20) + b'"}]}')
+    with RecordingUpstream(json_answer({"ok": True})) as up, \
+            ProxyServer(ServeConfig(upstream=up.url, max_body_bytes=1 << 20, **GATED)) as proxy:
+        r = httpx.post(proxy.url + ROUTES["chat"], content=bomb,
+                       headers={"content-type": "application/json", "content-encoding": "gzip"})
+        assert r.status_code == 413, r.text
+        assert "over this proxy's limit of 1048576 bytes once its gzip encoding is decoded" in r.json()["error"]["message"]
+        assert up.seen == []
+        # The same body under the limit is read and compacted.
+        ok = gzip.compress(json.dumps(request_body("chat")).encode())
+        r = httpx.post(proxy.url + ROUTES["chat"], content=ok,
+                       headers={"content-type": "application/json", "content-encoding": "gzip"})
+        assert r.status_code == 200 and r.headers["x-contextfold-fold"] == "new"
+
+
+@pytest.mark.parametrize(("coding", "data", "says"), [
+    ("br", b"\x0b\x02\x80{}\x03", "content-encoding 'br' is not one this proxy reads"),
+    ("zstd", b"(\xb5/\xfd\x00X\x11\x00\x00{}", "content-encoding 'zstd' is not one this proxy reads"),
+    ("gzip", b"\x1f\x8bnot gzip at all", "its gzip encoding does not decode"),
+    ("gzip", gzip.compress(b'{"model": "gpt-4o"}')[:-12], "its gzip data ends before its end"),
+], ids=["br", "zstd", "corrupt-gzip", "cut-gzip"])
+def test_a_body_in_an_encoding_not_read_is_forwarded_as_it_came_saying_so(coding, data, says):
+    with RecordingUpstream(json_answer({"ok": True})) as up, ProxyServer(ServeConfig(upstream=up.url, **GATED)) as proxy:
+        r = httpx.post(proxy.url + ROUTES["chat"], content=data,
+                       headers={"content-type": "application/json", "content-encoding": coding})
+        assert r.status_code == 200
+        assert says in r.headers["x-contextfold-not-compacted"]
+        (seen,) = up.seen
+        assert seen.raw == data and seen.headers["content-encoding"] == coding
+
+
 def _answering(status: int, headers: dict[str, str], payload: bytes) -> type[LoopbackHandler]:
     """A loopback upstream handler answering every POST with ``status`` (any three digits: the
     status line is written by hand), ``headers`` and ``payload``."""

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import logging
 import socket
 import threading
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,6 +154,61 @@ def test_an_agent_loop_through_the_openai_sdk_is_compacted_valid_within_budget_a
         metrics = httpx.get(proxy.url + "/metrics").text
         assert 'contextfold_compactions_total{api="chat"' in metrics
         assert "contextfold_added_latency_seconds_bucket" in metrics
+
+
+class _Compressing(httpx.BaseTransport):
+    """An httpx transport that sends each request body compressed (``Content-Encoding:
+    coding``), as a client that compresses its uploads does; ``sent`` holds the bodies as sent."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self.sent: list[bytes] = []
+        self._inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        body = request.read()
+        packed = gzip.compress(body) if self.coding == "gzip" else zlib.compress(body)
+        self.sent.append(packed)
+        headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"content-length"]
+        headers.append((b"content-encoding", self.coding.encode()))
+        return self._inner.handle_request(httpx.Request(request.method, request.url, headers=headers, content=packed))
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_compressed_request_body_is_read_decoded_and_compacted(coding):
+    """A body sent with ``Content-Encoding: gzip`` was never read ("body is not UTF-8") and went
+    on over the gate as it came. Read decoded, it is compacted and sent plain, its encoding header
+    dropped; one that needs no change goes on as the very bytes the client compressed."""
+    conv = tau_conversation()
+    msgs, tools = conv["messages"], conv["tools"]
+    full = cf.estimate(msgs, tools=tools, model="gpt-4o")
+    trigger, budget = int(full * 0.7), int(full * 0.5)
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    transport = _Compressing(coding)
+    plain_answer = chat_answer(reply)
+
+    def answer(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        # (The body that needs no change comes as the client compressed it; wbits 47: zlib or gzip.)
+        return plain_answer(method, path, raw if raw.startswith(b"{") else zlib.decompress(raw, 47))
+
+    with RecordingUpstream(answer) as up, \
+            ProxyServer(config(up.url, trigger=trigger, budget=budget)) as proxy:
+        client = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0,
+                       http_client=httpx.Client(transport=transport))
+        raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs, tools=tools)
+        assert raw.parse().choices[0].message.content
+        assert raw.headers["x-contextfold-fold"] == "new", raw.headers.get("x-contextfold-not-compacted")
+        (seen,) = up.seen
+        assert "content-encoding" not in seen.headers  # sent plain, as its headers say
+        sent = seen.body["messages"]
+        tokens, failures = _core.compaction_verify(sent, _core.PricedRequest(format="chat", tools=tools, model="gpt-4o"))
+        assert failures == [] and tokens <= trigger
+        small = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs[:3], tools=tools)
+        assert small.headers["x-contextfold-fold"] == "none" and "x-contextfold-not-compacted" not in small.headers
+        assert up.seen[-1].raw == transport.sent[-1] and up.seen[-1].headers["content-encoding"] == coding
 
 
 def _compacting_twice_through_the_proxy(digest: Any = None) -> tuple[list[Any], tuple[Fold, Fold]]:

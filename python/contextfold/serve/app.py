@@ -24,6 +24,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -141,6 +142,52 @@ class _BodyRefused(Exception):
         self.kind = kind
 
 
+#: The content-encodings of a request body the proxy decodes to read it (the standard library's:
+#: no brotli nor zstd there).
+_READ_CODINGS = ("gzip", "x-gzip", "deflate")
+
+
+def _request_decoded(raw: bytes, encoding: str, limit: int) -> bytes:
+    """A request body without its ``Content-Encoding`` ``encoding`` (codings listed in the order
+    they were applied), at most ``limit`` bytes of it decoded: ``_BodyRefused`` past that (a
+    gzip bomb is refused as the plain body of that size is, never inflated whole); ValueError,
+    saying why, for an encoding not read here or data that does not decode."""
+    codings = [c for c in (c.strip().lower() for c in encoding.split(",")) if c not in ("", "identity")]
+    for coding in codings:
+        if coding not in _READ_CODINGS:
+            raise ValueError(f"its content-encoding {coding!r} is not one this proxy reads (gzip, deflate)")
+    data = raw
+    for coding in reversed(codings):
+        data = _inflated(data, coding, limit)
+    return data
+
+
+def _inflated(data: bytes, coding: str, limit: int) -> bytes:
+    if coding == "deflate":
+        # RFC 9110's deflate is a zlib stream; some clients send the raw deflate data alone.
+        zlib_header = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+        wbits = 15 if zlib_header else -15
+    else:
+        wbits = 31
+    out = bytearray()
+    rest = data
+    while rest:
+        d = zlib.decompressobj(wbits)
+        try:
+            out += d.decompress(rest, limit - len(out) + 1)
+        except zlib.error as e:
+            raise ValueError(f"its {coding} encoding does not decode: {e}") from None
+        if len(out) > limit:
+            raise _BodyRefused(413, "request_too_large",
+                               f"request body over this proxy's limit of {limit} bytes once its {coding} encoding is "
+                               "decoded")
+        if not d.eof:
+            raise ValueError(f"its {coding} data ends before its end")
+        # (gzip: members one after another make one body, as gzip(1) reads them.)
+        rest = d.unused_data if wbits == 31 else b""
+    return bytes(out)
+
+
 class _UsageTap:
     """Reads the prompt tokens a response reports, from JSON or from SSE lines, without holding
     the stream: lines are looked at as they pass."""
@@ -250,15 +297,33 @@ class _Proxy:
             return self._error(shape, e.status, str(e), e.kind, Outcome(b""))
         t1 = time.perf_counter()
         outcome: Outcome
+        # A compressed body is read decoded (it was forwarded unread: "body is not UTF-8").
+        decoded, unread = raw, None
+        coding = request.headers.get("content-encoding", "") if api is not None and raw else ""
+        if coding.strip().lower() not in ("", "identity"):
+            try:
+                decoded = await asyncio.get_running_loop().run_in_executor(
+                    self.workers, _request_decoded, raw, coding, self.config.max_body_bytes)
+            except _BodyRefused as e:
+                return self._error(shape, e.status, str(e), e.kind, Outcome(b""))
+            except ValueError as e:
+                unread = f"body not read: {e}"
         if api is None or not raw:
             outcome = Outcome(raw)
+        elif unread is not None:
+            outcome = Outcome(raw, reason=unread)
         else:
-            fast = self.folder.fast(api, raw, model)
+            fast = self.folder.fast(api, decoded, model)
             self.metrics.body_read(api.name, "whole" if fast is None else "appended")
             # Whole reads and compactions run on the few worker threads: the loop keeps relaying
             # the other conversations, and competes for the GIL with no more than these.
             outcome = fast if fast is not None else await asyncio.get_running_loop().run_in_executor(
-                self.workers, self.folder.slow, api, raw, model)
+                self.workers, self.folder.slow, api, decoded, model)
+        # A body decoded and changed goes on plain, its content-encoding dropped (httpx sets its
+        # length); one left as it was, as the very bytes the client sent, encoded.
+        plain = decoded is not raw and outcome.body != decoded
+        if decoded is not raw and not plain:
+            outcome = replace(outcome, body=raw)
         try:
             base = self.config.upstream_for(key)
         except ValueError as e:
@@ -282,7 +347,8 @@ class _Proxy:
             return self._error(shape, 400, f"the request URL cannot be forwarded: {e}", "invalid_request_error", outcome)
         # Header values as the bytes that came: h11 accepts any byte from 0x80 in a value (UTF-8,
         # latin-1), which httpx refuses to encode from str (a 500).
-        headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP_BYTES and k.lower() != b"accept-encoding"]
+        headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP_BYTES and k.lower() != b"accept-encoding"
+                   and not (plain and k.lower() == b"content-encoding")]
         # Identity, so the usage in the response can be read for calibration.
         headers.append((b"accept-encoding", b"identity"))
         added = time.perf_counter() - t1
