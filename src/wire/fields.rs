@@ -3,7 +3,7 @@
 //! format file; the dispatch over formats sits above them (`read`).
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Display;
 use std::marker::PhantomData;
 
@@ -25,6 +25,10 @@ pub(crate) struct Reader<D> {
     /// A part was read whose shape no edit of its format may write (a Gemini code execution
     /// read as a call and its result): the message is read, priced and never edited.
     pub(crate) frozen: Cell<bool>,
+    /// The ids of the server-run calls read as calls (a Gemini code execution, a server-side
+    /// tool invocation): one left without its result in the message is settled as the text it
+    /// is (`gemini::settle_server_calls`).
+    pub(crate) server_calls: RefCell<Vec<String>>,
     parts: PhantomData<D>,
 }
 
@@ -45,6 +49,7 @@ impl<D: PartReader> Reader<D> {
             format: Cell::new(Format::Unknown),
             signatures: Cell::new(ThoughtSignatures::default()),
             frozen: Cell::new(false),
+            server_calls: RefCell::new(Vec::new()),
             parts: PhantomData,
         }
     }

@@ -23,7 +23,7 @@ use super::input::{Input, Key, ReadResult, Shape, Src};
 use super::request_body::{list_items, opt_u64, Api, Body, History, Thinking, ToolChoice, Turn};
 use super::wire_format::WireFormat;
 use super::Format;
-use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
+use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCall};
 
 /// A Gemini part (no `type` key; its kind is its key).
 pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
@@ -108,6 +108,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
         let mut arguments = String::from("{\"code\":");
         crate::json_string::push_json_string(&mut arguments, code.as_deref().unwrap_or(""));
         arguments.push('}');
+        r.server_calls.borrow_mut().push(CODE_EXECUTION.to_string());
         return Ok(Part::ToolUse(ToolCall {
             id: CODE_EXECUTION,
             name: CODE_EXECUTION,
@@ -149,8 +150,10 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             Some(a) => json_or_str(&a)?,
             None => Cow::Borrowed("{}"),
         };
+        let id = opt_id(&c, Key::id, format_args!("{at}.id"))?.unwrap_or(kind);
+        r.server_calls.borrow_mut().push(id.to_string());
         return Ok(Part::ToolUse(ToolCall {
-            id: opt_id(&c, Key::id, format_args!("{at}.id"))?.unwrap_or(kind),
+            id,
             name: kind,
             arguments,
         }));
@@ -220,6 +223,34 @@ fn spelling(snake: bool) -> Format {
         Format::GeminiSnake
     } else {
         Format::Gemini
+    }
+}
+
+/// A server-run call of `msg` (read into `calls`: ids) whose result is not in the same message
+/// becomes the text it is, `[name arguments]`: the summary and a summarizer's transcript still
+/// say what was run. Such a call is answered by the server in the turn that makes it, never by
+/// the next message: read as a call, it would need a result no one sends (the check refused the
+/// history, `repair` wrote a `functionResponse` for it). The message is never edited.
+pub(crate) fn settle_server_calls(msg: &mut Message<'_>, calls: &[String]) {
+    let open: Vec<usize> = msg
+        .parts()
+        .iter()
+        .enumerate()
+        .filter_map(|(k, p)| match p {
+            Part::ToolUse(c) if calls.iter().any(|id| id == c.id) && !msg.answered_here(c.id) => {
+                Some(k)
+            }
+            _ => None,
+        })
+        .collect();
+    let Content::Parts(parts) = &mut msg.content else {
+        return;
+    };
+    for k in open {
+        if let Part::ToolUse(c) = &parts[k] {
+            let text = format!("[{} {}]", c.name, c.arguments);
+            parts[k] = Part::Text(Cow::Owned(text));
+        }
     }
 }
 

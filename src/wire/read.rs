@@ -175,6 +175,9 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
             },
         };
     }
+    if !r.server_calls.borrow().is_empty() {
+        gemini::settle_server_calls(&mut msg, &r.server_calls.borrow());
+    }
     msg.wire = if r.frozen.get() {
         Format::Unknown
     } else {

@@ -235,6 +235,24 @@ def test_gemini_server_side_tool_invocations_are_said_in_the_summary() -> None:
         assert not cf.repair(h, provider="gemini").changes
 
 
+def test_a_gemini_server_call_without_its_result_in_the_turn_awaits_none() -> None:
+    """A server-side invocation (`toolCall`) or a code run (`executableCode`) whose result is not
+    in the model's turn (a stream cut short) is answered by no later message: it compacts, and
+    `repair` writes no `functionResponse` for it (it wrote one named `code_execution`, a part
+    count the API checks); the summary still says what was run."""
+    h: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "Find the ferry times."}]}]
+    for k in range(8):
+        parts: list[dict[str, Any]] = [
+            {"toolCall": {"id": f"tc{k}", "toolType": "GOOGLE_SEARCH_WEB", "args": {"queries": [f"ferry pier {k}"]}}}
+            if k % 2 else {"executableCode": {"language": "PYTHON", "code": f"print(fares[{k}])"}}]
+        parts.append({"text": f"Looked it up ({k}). " + "details " * 60})
+        h += [{"role": "model", "parts": parts}, {"role": "user", "parts": [{"text": f"And then step {k}?"}]}]
+    assert not cf.repair(h, provider="gemini").changes
+    r = cf.Compactor(provider="gemini", budget=cf.estimate(h, provider="gemini") // 3).compact(h)
+    summary = r.summary or ""
+    assert '[GOOGLE_SEARCH_WEB {"queries":["ferry pier' in summary and '[code_execution {"code":"print(fares[' in summary, summary
+
+
 def test_gemini_media_resolution_prices_each_image_at_its_level() -> None:
     """Gemini 3 bills an image by its media resolution (caps 280 / 560 / 1,120 / 2,240 for low /
     medium / high / ultra high): set on a part (`mediaResolution: {level}`, either spelling,
