@@ -891,7 +891,7 @@ fn with_hosts<'a>(msgs: &[Message<'a>], previous: Option<&str>) -> Option<Vec<Me
     let hosts: Vec<(usize, Message<'a>)> = msgs
         .iter()
         .enumerate()
-        .filter(|(_, m)| carries_previous(m, previous))
+        .filter(|(_, m)| crate::summary_marker::carries_previous(m, previous))
         .filter_map(|(k, m)| crate::summary_marker::without_summary(m).map(|h| (k, h)))
         .collect();
     if hosts.is_empty() {
@@ -1008,7 +1008,7 @@ pub fn fold_rules(msgs: &[Message<'_>], folded: &[usize], previous: Option<&str>
         let Some(m) = msgs.get(i) else { continue };
         // (A summary merged into a host message: the host's own words are read.)
         let host;
-        let m = if carries_previous(m, previous) {
+        let m = if crate::summary_marker::carries_previous(m, previous) {
             match crate::summary_marker::without_summary(m) {
                 Some(h) => {
                     host = h;
@@ -1149,16 +1149,6 @@ fn scan_apart(msgs: &[Message<'_>]) -> bool {
     false
 }
 
-/// The previous summary comes as `previous` (the only one the library trusts as its own): the
-/// message that carries it is read through it, not again. A text that merely carries the
-/// marker is data like any other.
-fn carries_previous(m: &Message<'_>, previous: Option<&str>) -> bool {
-    matches!(
-        (crate::compaction::own_summary(m), previous),
-        (Some(s), Some(p)) if p.contains(s.trim())
-    )
-}
-
 /// The messages of a span two scans share: one takes them from the front, the other from the
 /// back, a chunk at a time, until they meet.
 struct Claims {
@@ -1201,7 +1191,7 @@ fn scan_front(
     let n = msgs.len().max(1) as f64;
     while let Some(r) = claims.take(true) {
         for k in r {
-            if !carries_previous(&msgs[k], previous) {
+            if !crate::summary_marker::carries_previous(&msgs[k], previous) {
                 identifier_index::scan_message(index, &msgs[k], (k + 1) as f64 / n);
             }
         }
@@ -1215,7 +1205,7 @@ fn scan_back(msgs: &[Message<'_>], previous: Option<&str>, claims: &Claims) -> C
     let n = msgs.len().max(1) as f64;
     while let Some(r) = claims.take(false) {
         for k in r {
-            if !carries_previous(&msgs[k], previous) {
+            if !crate::summary_marker::carries_previous(&msgs[k], previous) {
                 identifier_index::scan_message_at(&mut c, k, &msgs[k], (k + 1) as f64 / n);
             }
         }
@@ -1228,7 +1218,7 @@ fn scan_back(msgs: &[Message<'_>], previous: Option<&str>, claims: &Claims) -> C
 fn scan_index(index: &mut Collector, msgs: &[Message<'_>], previous: Option<&str>) {
     let n = msgs.len().max(1) as f64;
     for (k, m) in msgs.iter().enumerate() {
-        if !carries_previous(m, previous) {
+        if !crate::summary_marker::carries_previous(m, previous) {
             identifier_index::scan_message(index, m, (k + 1) as f64 / n);
         }
     }
@@ -1252,7 +1242,7 @@ fn superseded_instructions(msgs: &[Message<'_>]) -> Vec<bool> {
 fn walk<'a>(w: &mut Walk<'a>, previous: Option<&str>) {
     let superseded = superseded_instructions(w.msgs);
     for (k, m) in w.msgs.iter().enumerate() {
-        if carries_previous(m, previous) {
+        if crate::summary_marker::carries_previous(m, previous) {
             continue;
         }
         match m.role {

@@ -89,3 +89,13 @@ pub fn without_summary<'a>(m: &Message<'a>) -> Option<Message<'a>> {
     let empty = matches!(host.content, Content::None) && host.tool_calls.is_empty();
     (!empty).then_some(host)
 }
+
+/// Whether `m` carries `previous`, the summary the library trusts as its own (given apart, by
+/// where it put it): a reader of the fold reads that message through `previous`, not again. A
+/// text that merely carries the marker is data like any other.
+pub fn carries_previous(m: &Message<'_>, previous: Option<&str>) -> bool {
+    matches!(
+        (own_summary(m), previous),
+        (Some(s), Some(p)) if p.contains(s.trim())
+    )
+}

@@ -15,6 +15,7 @@ use std::fmt::Write;
 use crate::char_cut;
 use crate::message::{Content, MediaKind, Message, Part, Role};
 use crate::shrink_json::shrink_json;
+use crate::summary_marker;
 
 /// Characters the cut marker of [`cap_text`] may take.
 const MARKER_ROOM: usize = 32;
@@ -42,10 +43,23 @@ pub fn cap_text(text: &str, max_chars: usize) -> Cow<'_, str> {
 
 /// One text entry per message, `"[i] role: ..."`, in order (`i` is the index in `msgs`).
 /// `max_block_chars` caps each text, argument or tool result (characters).
-pub fn render_transcript(msgs: &[Message<'_>], max_block_chars: usize) -> Vec<String> {
+///
+/// A message that carries `previous` (the summary a summarizer is asked to update, given to it
+/// apart) is rendered without it: only what its host says besides, or nothing when it is the
+/// summary alone. Rendered whole, the previous summary came twice, once as a removed turn.
+pub fn render_transcript(
+    msgs: &[Message<'_>],
+    max_block_chars: usize,
+    previous: Option<&str>,
+) -> Vec<String> {
     msgs.iter()
         .enumerate()
-        .map(|(i, m)| render_message(m, i, max_block_chars))
+        .filter_map(|(i, m)| {
+            if !summary_marker::carries_previous(m, previous) {
+                return Some(render_message(m, i, max_block_chars));
+            }
+            summary_marker::without_summary(m).map(|host| render_message(&host, i, max_block_chars))
+        })
         .collect()
 }
 

@@ -438,13 +438,16 @@ def legal_cuts_of(messages: Sequence[Any], /) -> list[bool]:
     """For each message, whether a cut before it keeps every tool group whole (a call and its
     results on one side), in the history's own wire format."""
 
-def render_transcript(messages: Sequence[Any], /, *, max_block_chars: int = 8_000) -> list[str]:
+def render_transcript(messages: Sequence[Any], /, *, max_block_chars: int = 8_000,
+                      previous: str | None = None) -> list[str]:
     """One text entry per message, ``"[i] role: ..."``, in order, for a summarizer of any
     provider: calls as ``→ call NAME [id] ARGS`` (arguments shrunk to valid JSON), results as
     ``← result [id]: ...`` or ``[i] tool result (id): ...``, binary payloads as a short marker,
     thinking capped at a quarter, signatures and encrypted reasoning left out. Reads every wire
     format, SDK objects and LangChain messages. ``max_block_chars`` caps each text, argument or
-    tool result (characters)."""
+    tool result (characters). A message carrying ``previous`` (the summary the library wrote
+    and a summarizer is asked to update, given apart) is rendered without it: what its host
+    says besides, or no entry when it holds the summary alone."""
 
 def cap_text(text: str, max_chars: int, /) -> str:
     """``text`` if it has at most ``max_chars`` characters, else its head (2/3) and tail (1/3)

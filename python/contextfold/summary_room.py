@@ -155,17 +155,23 @@ def _stated(line: str, said: str) -> bool:
 
 
 def with_requests(text: str, section: str) -> str:
-    """``text`` (a model's summary) with each request of ``section`` (``requests_of``) it does not
-    quote appended to its own requests section, or to a new one at its end."""
-    said = _folded_space(text).casefold()
+    """``text`` (a model's summary) with each request of ``section`` (``requests_of``) that its
+    own requests section does not quote appended to it, or to a new one at its end.
+
+    Quoted anywhere else (under "Open tasks", "Goal") a request is still listed there: the next
+    compaction carries the requests of that section alone, and a model that later rewrote or
+    dropped the sentence it had quoted lost the request for good (the section's share of the
+    room is set aside for every request, quoted or not)."""
+    lines = text.rstrip().split("\n")
+    at = next((k for k, line in enumerate(lines) if line.strip() == REQUESTS_HEADING), None)
+    end = len(lines) if at is None else next(
+        (k for k in range(at + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+    said = "" if at is None else _folded_space("\n".join(lines[at + 1:end])).casefold()
     missing = [line for line in section.split("\n")[1:] if line.startswith("- ") and not _stated(line[2:], said)]
     if not missing:
         return text
-    lines = text.rstrip().split("\n")
-    at = next((k for k, line in enumerate(lines) if line.strip() == REQUESTS_HEADING), None)
     if at is None:
         return "\n".join(lines) + f"\n\n{REQUESTS_HEADING}\n" + "\n".join(missing)
-    end = next((k for k in range(at + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
     while end > at + 1 and not lines[end - 1].strip():
         end -= 1
     return "\n".join([*lines[:end], *missing, *([""] if end < len(lines) and lines[end].strip() else []),

@@ -7,17 +7,19 @@ use super::messages::{Keep, Walker};
 use crate::transcript;
 
 /// One text entry per message, `"[i] role: ..."`; `max_block_chars` caps each text, argument
-/// or tool result (characters).
+/// or tool result (characters); a message carrying `previous` (the summary being updated) is
+/// rendered without it.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, max_block_chars=8_000))]
+#[pyo3(signature = (messages, /, *, max_block_chars=8_000, previous=None))]
 fn render_transcript(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
     max_block_chars: usize,
+    previous: Option<&str>,
 ) -> PyResult<Vec<String>> {
     let keep = Keep::new();
     let ms = Walker::new(py, &keep).messages(messages)?;
-    Ok(py.detach(|| transcript::render_transcript(&ms, max_block_chars)))
+    Ok(py.detach(|| transcript::render_transcript(&ms, max_block_chars, previous)))
 }
 
 /// `text` if it has at most `max_chars` characters, else its head (2/3) and tail (1/3) around

@@ -65,15 +65,30 @@ _SECTION_HINTS = {
     "Next step": "the single next action.",
 }
 
-# A heading line: "## Goal", "**Goal:**", "Goal:", "1. Goal", "- Next steps:", "### Files touched".
+# The names a model gives a section when it does not copy the template's ("Constraints",
+# "Key decisions", "Remaining tasks", "Next action"): a renamed heading is still the section.
+_SECTION_ALIASES: dict[str, tuple[str, ...]] = {
+    "Goal": ("Goal", "Objective", "User requests", "Requests", "Purpose"),
+    "User constraints": ("User constraints", "Constraints", "Rules", "Requirements", "Preferences"),
+    "Progress": ("Progress", "Status", "Work done", "Completed", "Done", "Actions taken"),
+    "Decisions": ("Decisions", "Key decisions", "Choices"),
+    "Files": ("Files", "Identifiers", "Artifacts", "Resources", "References"),
+    "Errors": ("Errors", "Issues", "Problems", "Failures"),
+    "Open tasks": ("Open tasks", "Remaining tasks", "Pending tasks", "Open items", "TODO", "To do", "Remaining"),
+    "Next step": ("Next step", "Next action", "Next"),
+}
+
+# A heading line: "## Goal", "**Goal:**", "__Goal__", "Goal:", "1. Goal", "- Next steps:",
+# "### Files touched", "### User Requests:".
 _HEADINGS = {
     name: re.compile(
-        r"^[ \t]*(?:#{1,6}[ \t]*|[-*+][ \t]+)?(?:\*\*|__)?[ \t]*(?:\d+[.)][ \t]*)?"
-        + r"[ \t]+".join(re.escape(word) for word in name.split())
-        + r"s?\b[^\n:*_]{0,30}(?:\*\*|__)?[ \t]*(?::|$)",
+        r"^[ \t]*(?:#{1,6}[ \t]*|[-*+][ \t]+)?(?:\*\*|__)?[ \t]*(?:\d+[.)][ \t]*)?(?:"
+        + "|".join(r"[ \t]+".join(re.escape(word) for word in alias.split()) for alias in aliases)
+        # (Not `\b`: a heading closed by `__` has no word boundary before it.)
+        + r")s?(?![A-Za-z0-9])[^\n:*_]{0,30}(?:\*\*|__)?[ \t]*(?::|$)",
         re.IGNORECASE | re.MULTILINE,
     )
-    for name in SECTIONS
+    for name, aliases in _SECTION_ALIASES.items()
 }
 
 # Estimates are heuristics for most providers; a call is filled to 90% of the window so an
@@ -280,6 +295,8 @@ class LLMSummarizer:
                 "lower the summary budget"
             )
         entries = self._entries(request, base)
+        if not entries:
+            return previous or ""  # (the fold is the previous summary alone: nothing to add)
         costs = self._tokens(entries)
         prev_cost = self._tokens([previous])[0] if previous else 0
         if sum(costs) + prev_cost <= base:
@@ -333,7 +350,9 @@ class LLMSummarizer:
                 tool_result_max_tokens=1_000_000_000,
                 arguments_max_chars=max(64, block_chars),
             )
-        return render_transcript(messages, max_block_chars=block_chars)
+        # The previous summary is given apart, to be updated: the turn carrying it is not one of
+        # the removed turns (rendered whole, it came twice, 30% of an update prompt).
+        return render_transcript(messages, max_block_chars=block_chars, previous=request.previous_summary)
 
     def _tokens(self, texts: Sequence[str | None]) -> list[int]:
         """Estimated tokens of each text in the summarizer's request format (one core call)."""
@@ -536,12 +555,38 @@ def _pack(entries: Sequence[str], costs: Sequence[int], budget: int) -> list[lis
     return chunks
 
 
+#: Headings a reply must carry, at least (of ``SECTIONS``, under any of their usual names): a
+#: model that merges sections, renames them or leaves out the empty ones still wrote a usable
+#: summary; a refusal or an answer to the transcript carries none.
+_MIN_SECTIONS = 5
+
 _FENCE = re.compile(r"^```[a-zA-Z]*\n(.*)\n```$", re.DOTALL)
+# A fenced block anywhere in a reply ("Sure! Here is the updated summary:\n```markdown ...").
+_FENCED_BLOCK = re.compile(r"^```[a-zA-Z]*[ \t]*\n(.*?)\n```[ \t]*$", re.DOTALL | re.MULTILINE)
+# What a chat model says before the summary: one short line ending in a colon.
+_PREAMBLE = re.compile(r"\A[^\n#*]{0,160}:[ \t]*\n+")
 
 
-#: Headings a reply must carry, at least (of ``SECTIONS``): a model that merges two sections or
-#: renames one still wrote a usable summary.
-_MIN_SECTIONS = 6
+def _sections_in(text: str) -> int:
+    """How many of the template's sections ``text`` carries as headings."""
+    return sum(1 for heading in _HEADINGS.values() if heading.search(text))
+
+
+def _unwrapped(text: str) -> str:
+    """The summary inside a reply: a fenced block that holds the template's headings, without
+    the chat around it; a leading "Here is the summary:" line dropped."""
+    fenced = _FENCE.match(text)
+    if fenced:
+        return fenced.group(1).strip()
+    blocks = _FENCED_BLOCK.findall(text)
+    if len(blocks) == 1 and _sections_in(blocks[0]) >= _MIN_SECTIONS > _sections_in(_FENCED_BLOCK.sub("", text)):
+        return str(blocks[0]).strip()
+    pre = _PREAMBLE.match(text)
+    if pre and not _sections_in(pre.group(0)) and _sections_in(text) >= _MIN_SECTIONS:
+        return text[pre.end():]
+    return text
+
+
 #: A reply may run this much over its output cap (estimates differ between tokenizers).
 _CAP_SLACK = 1.25
 
@@ -551,10 +596,7 @@ def _checked(completion: Completion, cap: int | None = None,
     """The reply's text if it is a complete summary in the template (at least ``_MIN_SECTIONS``
     of its headings, in any of the usual spellings) within its output ``cap`` (tokens, priced by
     ``tokens``); else ``_InvalidOutput``."""
-    text = completion.text.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
+    text = _unwrapped(completion.text.strip())
     if not text:
         raise _InvalidOutput("empty output" + (" (cut at the output cap)" if completion.truncated else ""))
     if completion.truncated:
