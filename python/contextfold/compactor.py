@@ -335,6 +335,7 @@ class Compactor(RoomFill, RecoverableFolds):
             provider=cfg.provider, model=cfg.model, context_window=cfg.context_window, tools=tools, system=system,
             response_format=response_format)
         self._window = cfg.context_window
+        self._check_budget_below_trigger()
         # Anti-thrash state, per conversation (one Compactor may serve many: a framework hook): the
         # tokens below which the gate stays closed after a compaction that freed too little
         # (``_worth_it``), by ``conversation_key``.
@@ -388,6 +389,21 @@ class Compactor(RoomFill, RecoverableFolds):
         if self._budget is not None:
             return int(self._budget / DEFAULT_BUDGET_SHARE)
         raise ValueError("no context window known: pass Compactor(context_window=...), budget= or trigger=")
+
+    def _check_budget_below_trigger(self) -> None:
+        """A budget given with a trigger must be below it: compacted to at least the trigger, a
+        history fires the gate again on the next turn, and each call compacts (or runs a
+        compaction that changes nothing) while the history sits above the trigger."""
+        if self._budget is None or self._trigger is None or self._trigger[0] == "messages":
+            return
+        try:
+            trigger = self.trigger_tokens
+        except ValueError:
+            return  # a fraction of a window not known yet: checked by nothing until then
+        if self._budget >= trigger:
+            raise ValueError(f"budget ({self._budget} tokens) must be below the trigger ({trigger} tokens): a "
+                             "compaction leaves the history at the budget, and at or over the trigger every "
+                             "turn would compact again")
 
     def _require_window(self) -> int:
         w = self.context_window

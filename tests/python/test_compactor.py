@@ -699,6 +699,25 @@ def test_trigger_and_keep_spellings():
     assert OPEN not in str(r.messages[-7:])
 
 
+def test_a_budget_at_or_over_the_trigger_is_refused_by_every_entry_point():
+    # Accepted, it made every call past the trigger compact again (a LangChain agent with
+    # trigger 12,000 and budget 20,000 ran 24 compactions in 41 model calls, 10 changing nothing).
+    from contextfold.integrations.langchain import ContextFoldMiddleware
+    from contextfold.serve.config import ServeConfig
+
+    for make in (lambda: cf.Compactor(trigger=12_000, budget=20_000),
+                 lambda: cf.Compactor(trigger=("tokens", 12_000), budget=12_000),
+                 lambda: cf.Compactor(context_window=20_000, trigger=0.5, budget=10_000),
+                 lambda: ContextFoldMiddleware(trigger=("tokens", 12_000), budget=20_000, pricing_model="gpt-4o"),
+                 lambda: ServeConfig(trigger=12_000, budget=20_000)):
+        with pytest.raises(ValueError, match=r"budget \(\d+ tokens\) must be below the trigger"):
+            make()
+    assert cf.Compactor(trigger=12_000, budget=11_999).budget == 11_999
+    # A message-count trigger, or a fraction of a window not known yet, says nothing of tokens.
+    assert cf.Compactor(trigger=("messages", 40), budget=50_000).budget == 50_000
+    assert cf.Compactor(trigger=0.5, budget=50_000).budget == 50_000
+
+
 def _keys(obj):
     """Every key path of a JSON-like value (list positions folded), to compare shapes."""
     if isinstance(obj, dict):
