@@ -206,9 +206,9 @@ class RecoverableFolds:
         where the last message is a turn that calls recall several times, pass each call alone
         as ``call``: the answers share the room equally).
         The compaction is then that of this conversation (a Compactor serving many remembers
-        the last 256), and the room is what this history leaves under the budget (tokens), so
-        turns appended since count too; a conversation it never compacted gets a tenth of that
-        room. Without it: the last compaction's, whichever conversation that was (one
+        the last 256), and the room is what this history leaves under the budget (tokens), or
+        under the trigger when one was given (the gate lets the history grow to it), so turns
+        appended since count too; a conversation it never compacted gets a tenth of that room. Without it: the last compaction's, whichever conversation that was (one
         conversation per Compactor).
 
         A call the model wrote wrong (arguments that are not JSON, no string ``id``, a negative
@@ -296,13 +296,28 @@ class RecoverableFolds:
         if round_ is not None and round_.room is None:
             return round_, None, share
         fmt = self.wire_format or detect_wire_format(sent, self.provider, tools=self.tools)
-        return round_, self._default_budget() - int(_core.estimate(sent, **self._estimate_kw(fmt))), share
+        return round_, self._answer_ceiling() - int(_core.estimate(sent, **self._estimate_kw(fmt))), share
 
     def _default_budget(self) -> int:
         try:
             return int(getattr(self, "budget"))
         except ValueError:
             return 20 * _recall.DEFAULT_PAGE_TOKENS
+
+    def _answer_ceiling(self) -> int:
+        """What a history with its recall answers may reach (tokens): just under a trigger the
+        caller set (a gated loop lets the history grow to it, and an answer below it is read
+        before the next compaction folds it), else the budget. Held to the budget in a gated
+        loop, every answer between two compactions was the smallest page (69 characters three
+        turns after one)."""
+        budget = self._default_budget()
+        trigger = getattr(self, "_trigger", None)
+        if trigger is not None and trigger[0] != "messages":
+            try:
+                return max(budget, int(getattr(self, "trigger_tokens")) - 1)
+            except ValueError:
+                pass  # (a fraction of a window not known)
+        return budget
 
     # -- repair ------------------------------------------------------------------------------
 

@@ -881,3 +881,21 @@ def test_two_recall_calls_of_one_turn_share_the_room_their_history_leaves():
     # One call alone takes the whole page the compaction kept room for: more than either half.
     alone = c.answer({**turn, "tool_calls": turn["tool_calls"][:1]}, history=r.messages)
     assert cf.estimate([alone]) > cf.estimate([answers[0]])
+
+
+def test_an_answer_between_compactions_of_a_gated_loop_takes_the_room_under_the_trigger():
+    # A loop gated by a trigger lets the history grow past the budget until it fires: held to
+    # the budget, a recall three turns after a compaction got the smallest page (69 characters);
+    # under the trigger, the answer is a real page and the history with it stays below the
+    # trigger, so the model reads it before the next compaction.
+    c = cf.Compactor(trigger=12_000, budget=6_000, recoverable=True, strategy="summarize")
+    r = c.compact(agent_history(40))
+    fold_id = ID.search(json.dumps(r.messages)).group(1)
+    history = list(r.messages) + agent_history(40)[-6:]
+    assert 6_000 < cf.estimate(history) < 12_000 - 1_500
+    call = recall_call("chat", fold_id, 0, 9)
+    answer = c.answer(call, history=history + [call])
+    page = answer["content"].split("\n", 1)[1]
+    assert cf.estimate([{"role": "user", "content": page}]) > 500
+    assert cf.estimate(history + [call, answer]) < 12_000
+    assert not c.should_compact(history + [call, answer])
