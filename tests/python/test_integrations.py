@@ -373,6 +373,47 @@ def test_openai_agents_compacting_session_in_the_runner():
     assert len({json.dumps(s[: i + 1]) for s, i in zip(sent, at)}) == 1
 
 
+def test_openai_agents_model_input_filter_counts_the_agents_tools():
+    # A tool whose description is ~3,500 tokens took 10 of 21 requests of a run over the trigger:
+    # compact_model_input counted the instructions but not the tools the SDK sends beside them.
+    agents = pytest.importorskip("agents", reason="OpenAI Agents SDK not installed (pip install openai-agents)")
+    import openai
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool
+
+    from contextfold.integrations.openai_agents import CompactingSession, agent_tools
+
+    agents.set_tracing_disabled(True)
+    rules = " ".join(f"Rule {i}: paths must be relative and inside the workspace root." for i in range(250))
+
+    @function_tool(description_override="Reads a file of the repository. " + rules)
+    def read_file(path: str) -> str:
+        return "".join(f"{path}:{n}: def f{n}(x): return {n}\n" for n in range(120))
+
+    conv = tau()
+    items = responses_items(conv["messages"])
+    trigger = cf.estimate(items, model="gpt-4o") // 2 + 4_000
+    helper = Agent(name="billing", instructions="Refund.")
+    with RecordingUpstream(json_answer(chat_reply())) as up:
+        async def run() -> tuple[CompactingSession, list[Any] | None]:
+            client = openai.AsyncOpenAI(base_url=up.url + "/v1", api_key="sk-test", max_retries=0)
+            session = CompactingSession("c2", trigger=trigger, model="gpt-4o")
+            await session.add_items(items)
+            agent = Agent(name="support", instructions="Help the traveller.", tools=[read_file], handoffs=[helper],
+                          model=OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client))
+            for question in ("Can you check again?", "And the return flight?"):
+                await Runner.run(agent, question, session=session,
+                                 run_config=RunConfig(call_model_input_filter=session.compact_model_input))
+            await client.close()
+            return session, agent_tools(agent)
+
+        session, tools = asyncio.run(run())
+    assert tools is not None and {t["name"] for t in tools} == {"read_file", "transfer_to_billing"}
+    assert session.history.compactions >= 1
+    for s in up.seen:
+        sent = cf.estimate(s.body["messages"], model="gpt-4o", tools=s.body.get("tools"))
+        assert sent <= trigger, (sent, trigger)
+
+
 # -- one hook, many conversations ---------------------------------------------------------------
 
 

@@ -62,12 +62,15 @@ class CompactingSession(SessionABC):  # type: ignore[misc, unused-ignore]
     async def compact_model_input(self, data: Any) -> Any:
         """A ``RunConfig(call_model_input_filter=...)``: the input of each model call of a run
         (the session's items plus what the run appended since) compacted as ``get_items``
-        compacts, the agent's instructions counted in the trigger and budget. The runner reads
-        the session once per run, so without it a long tool loop reaches the model whole."""
+        compacts, the agent's instructions and tools (its function tools, handoffs and hosted
+        tools, unless the session was given ``tools=``) counted in the trigger and budget. The
+        runner reads the session once per run, so without it a long tool loop reaches the model
+        whole."""
         from agents.run_config import ModelInputData
 
         model_data = data.model_data
-        items = await self.history.acompact(model_data.input, system=model_data.instructions)
+        tools: Any = ... if self.history.compactor.tools else agent_tools(data.agent)
+        items = await self.history.acompact(model_data.input, system=model_data.instructions, tools=tools)
         return ModelInputData(input=items, instructions=model_data.instructions)
 
     async def add_items(self, items: list[Any]) -> None:
@@ -81,3 +84,34 @@ class CompactingSession(SessionABC):  # type: ignore[misc, unused-ignore]
     async def clear_session(self) -> None:
         """Forget every stored item."""
         await self.inner.clear_session()
+
+
+def agent_tools(agent: Any) -> list[dict[str, Any]] | None:
+    """The tool definitions an Agents SDK ``agent`` sends (Responses API shape): its function
+    tools and handoffs as ``function`` tools with their JSON schema, its hosted tools (web
+    search, file search, ...) as the SDK writes them. Uncounted, a tool whose description was
+    3,500 tokens took 10 of 21 requests of a run over the trigger."""
+    out: list[dict[str, Any]] = []
+    for tool in getattr(agent, "tools", None) or ():
+        schema = getattr(tool, "params_json_schema", None)
+        if isinstance(schema, dict):
+            out.append({"type": "function", "name": tool.name, "description": tool.description or "",
+                        "parameters": schema, "strict": bool(getattr(tool, "strict_json_schema", False))})
+            continue
+        try:
+            from agents.models.openai_responses import Converter
+
+            out.extend(t for t in Converter.convert_tools([tool], []).tools if isinstance(t, dict))
+        except Exception:  # noqa: BLE001 - (a tool the SDK's converter refuses alone: not counted)
+            continue
+    for h in getattr(agent, "handoffs", None) or ():
+        try:
+            from agents.handoffs import Handoff, handoff
+
+            made = h if isinstance(h, Handoff) else handoff(h)
+        except Exception:  # noqa: BLE001 - (not a handoff the SDK can make: not counted)
+            continue
+        out.append({"type": "function", "name": made.tool_name, "description": made.tool_description or "",
+                    "parameters": made.input_json_schema, "strict": bool(made.strict_json_schema)})
+    return out or None
+
