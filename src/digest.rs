@@ -797,36 +797,19 @@ impl<'a> Walk<'a> {
     }
 
     /// The digest's first line at its shortest: how many messages were folded (the floor's,
-    /// `pack::floor`, when no packing fits the room), with those `previous` stood for.
-    fn short_header(&self, previous: Option<&str>) -> String {
-        short_header(self.folded_messages(previous))
+    /// `pack::floor`, when no packing fits the room).
+    fn short_header(&self) -> String {
+        short_header(self.msgs.len())
     }
 
-    /// The messages this digest stands for: the span's, less a message that is the previous
-    /// summary alone, plus those the previous digest stood for (its first line says how many).
-    fn folded_messages(&self, previous: Option<&str>) -> usize {
-        let alone = self
-            .msgs
-            .iter()
-            .filter(|m| {
-                crate::summary_marker::carries_previous(m, previous)
-                    && crate::summary_marker::without_summary(m).is_none()
-            })
-            .count();
-        self.msgs.len() - alone + previous_counts(previous)[0]
-    }
-
-    /// The digest's first line: what the span held and the previous digest stood for (and the
-    /// focus asked for). Counted over the span alone, a summary folded again and again said "4
-    /// messages: 2 tool calls" after nineteen folds.
-    fn header(&self, instructions: Option<&str>, previous: Option<&str>) -> String {
-        let [_, requests, calls, errors] = previous_counts(previous);
+    /// The digest's first line: what the span held (and the focus asked for).
+    fn header(&self, instructions: Option<&str>) -> String {
         let mut header = format!(
             "Earlier conversation folded by contextfold ({} messages: {} user requests, {} tool calls, {} errors).",
-            self.folded_messages(previous),
-            self.n_requests + requests,
-            self.n_calls + calls,
-            self.n_errors + errors
+            self.msgs.len(),
+            self.n_requests,
+            self.n_calls,
+            self.n_errors
         );
         if let Some(i) = instructions.filter(|s| !s.trim().is_empty()) {
             header.push_str("\nFocus: ");
@@ -998,8 +981,8 @@ fn written<'a>(
 ) -> (String, Vec<Ident>) {
     w.pending_command();
     w.last_state();
-    let header = w.header(opt.instructions, opt.previous);
-    let short = w.short_header(opt.previous);
+    let header = w.header(opt.instructions);
+    let short = w.short_header();
     let Walk { b, .. } = w;
     let text = pack::fit(&b.entries, &header, &short, &ranked, est, opt.max_tokens);
     (text, ranked)
@@ -1007,35 +990,6 @@ fn written<'a>(
 
 fn short_header(n: usize) -> String {
     format!("Earlier conversation folded by contextfold ({n} messages).")
-}
-
-/// What a previous digest's first line counts: messages, user requests, tool calls, errors
-/// (`header`, `short_header`); zeros for what it does not say, or for a summary that is not a
-/// digest (a model's).
-fn previous_counts(previous: Option<&str>) -> [usize; 4] {
-    let mut out = [0; 4];
-    let Some(line) = previous.and_then(|p| p.lines().next()) else {
-        return out;
-    };
-    let Some(rest) = line.strip_prefix("Earlier conversation folded by contextfold (") else {
-        return out;
-    };
-    let rest = rest.trim_end_matches(").");
-    let (messages, counts) = rest.split_once(':').unwrap_or((rest, ""));
-    let number = |s: &str, unit: &str| {
-        s.trim()
-            .strip_suffix(unit)
-            .and_then(|n| n.trim().parse::<usize>().ok())
-    };
-    out[0] = number(messages, "messages").unwrap_or(0);
-    for part in counts.split(',') {
-        for (k, unit) in [(1, "user requests"), (2, "tool calls"), (3, "errors")] {
-            if let Some(n) = number(part, unit) {
-                out[k] = n;
-            }
-        }
-    }
-    out
 }
 
 /// The standing rules a digest of `folded` (indices of `msgs`, the previous summary's carrier
@@ -1359,32 +1313,6 @@ mod tests {
             "{d}"
         );
         assert!(shows_return_codes(prev) && !shows_return_codes("- $ ls -> ok: setup.py"));
-    }
-
-    /// A digest folded with the previous one counts what that one stood for: the messages, the
-    /// requests, the calls and the errors of both folds (it counted the new fold alone).
-    #[test]
-    fn a_header_counts_what_the_previous_digest_stood_for_too() {
-        let prev = "Earlier conversation folded by contextfold (6 messages: 2 user requests, 3 tool calls, 1 errors).\n\
-                    ## User requests\n- Fix it.";
-        let msgs = vec![
-            Message::text("user", "Now run the tests, please."),
-            Message::text("assistant", "Running them now."),
-        ];
-        let d = digest_after(&msgs, prev, 600);
-        assert!(
-            d.starts_with("Earlier conversation folded by contextfold (8 messages: 3 user requests, 3 tool calls, 1 errors)."),
-            "{d}"
-        );
-        assert_eq!(previous_counts(Some(prev)), [6, 2, 3, 1]);
-        assert_eq!(
-            previous_counts(Some(
-                "Earlier conversation folded by contextfold (9 messages)."
-            )),
-            [9, 0, 0, 0]
-        );
-        assert_eq!(previous_counts(Some("## Goal\nShip it.")), [0; 4]);
-        assert_eq!(previous_counts(None), [0; 4]);
     }
 
     /// A previous digest whose fold ended on a command: its open item says so.
