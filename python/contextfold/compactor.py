@@ -388,7 +388,7 @@ class Compactor(RoomFill, RecoverableFolds):
             return int(min(w * 0.9, w - min(32_768, w // 4)))
         if self._budget is not None:
             return int(self._budget / DEFAULT_BUDGET_SHARE)
-        raise ValueError("no context window known: pass Compactor(context_window=...), budget= or trigger=")
+        raise ValueError("no context window known: pass context_window=..., budget= or trigger=")
 
     def _check_budget_below_trigger(self) -> None:
         """A budget given with a trigger must be below it: compacted to at least the trigger, a
@@ -408,7 +408,7 @@ class Compactor(RoomFill, RecoverableFolds):
     def _require_window(self) -> int:
         w = self.context_window
         if w is None:
-            raise ValueError(f"no context window for model {self.model!r}: pass Compactor(context_window=...)")
+            raise ValueError(f"no context window for model {self.model!r}: pass context_window=...")
         return w
 
     @property

@@ -112,8 +112,8 @@ class CompactingHistory:
 
     ``compactions`` counts the compactions made; ``last`` is the latest ``CompactionResult``."""
 
-    def __init__(self, compactor: Compactor) -> None:
-        refuse_recoverable(compactor, "CompactingHistory")
+    def __init__(self, compactor: Compactor, *, hook: str = "CompactingHistory") -> None:
+        refuse_recoverable(compactor, hook)
         self.compactor = compactor
         self.compactions = 0
         self.last: CompactionResult | None = None

@@ -76,7 +76,8 @@ class ContextFoldLogger(CustomLogger):  # type: ignore[misc, unused-ignore]
         with self._lock:
             h = self._histories.get(name)
             if h is None:
-                h = CompactingHistory(Compactor(provider="openai", model=name, **self.options))
+                h = CompactingHistory(Compactor(provider="openai", model=name, **self.options),
+                                      hook="ContextFoldLogger")
                 self._histories[name] = h
                 while len(self._histories) > MAX_MODELS:
                     self._forgotten += self._histories.popitem(last=False)[1].compactions

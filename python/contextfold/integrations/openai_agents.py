@@ -49,7 +49,7 @@ class CompactingSession(SessionABC):  # type: ignore[misc, unused-ignore]
         elif options:
             raise TypeError("pass either a compactor or its options, not both")
         require_budget(compactor, "CompactingSession")
-        self.history = CompactingHistory(compactor)
+        self.history = CompactingHistory(compactor, hook="CompactingSession")
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The stored items, compacted when they reach the trigger (``limit``: the latest N of
