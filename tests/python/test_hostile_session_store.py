@@ -112,6 +112,7 @@ def forge(state: bytes, *, anchor_real: int | None = None, meta: str | None = No
         f.str()
         f.str()
     f.opt(lambda: (f.str(), f.opt(f.str), f.str()))
+    f.raw(1)  # media resolution
     f.str(meta)
     f.raw(8)
     f.varint()
