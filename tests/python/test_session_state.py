@@ -188,7 +188,7 @@ def test_the_reference_checksum_matches():
 def test_an_intact_state_of_another_version_is_a_version_error():
     data = state_bytes()
     future = resealed(data[:4] + bytes([data[4] + 1]) + data[5:-8])
-    with pytest.raises(cf.SessionStateError, match="format 2"):
+    with pytest.raises(cf.SessionStateError, match="format 3"):
         cf.Session.from_state(future)
     # Same format, another library version: "0.1.0" -> "9.9.9".
     version = cf.__version__.encode()
