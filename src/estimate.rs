@@ -57,6 +57,13 @@ fn hosted_tool_type(json: &str) -> Option<&str> {
     (!matches!(ty, "function" | "custom" | "object")).then_some(ty)
 }
 
+/// Whether the JSON object `json` sets its own `key` (not a nested one) to `true`.
+fn top_level_true(json: &str, key: &str) -> bool {
+    json.contains(&format!("\"{key}\":true"))
+        && serde_json::from_str::<serde_json::Value>(json)
+            .is_ok_and(|v| v.get(key) == Some(&serde_json::Value::Bool(true)))
+}
+
 /// Hidden tokens of a provider-hosted tool: its server-side prompt, and for search and fetch
 /// tools the results the server inserts (unknowable offline: a median prior). Fitted: the
 /// median of `usage - estimate without it` over every recorded request carrying that tool in
@@ -148,6 +155,8 @@ pub struct Estimator {
     model_encoding: Option<Encoding>,
     /// gpt-5 reasoning models add their own tool preamble.
     gpt5: bool,
+    /// gpt-4o (not gpt-4o-mini): a strict Responses function tool adds its hidden prompt.
+    gpt4o_strict_prompt: bool,
     /// Tokens a serving stack adds to every request beyond the profile (gpt-oss's harmony
     /// system message).
     hidden_request: f64,
@@ -192,6 +201,7 @@ impl Estimator {
                 None
             },
             gpt5: base.starts_with("gpt-5") && !base.starts_with("gpt-5-chat"),
+            gpt4o_strict_prompt: base.starts_with("gpt-4o") && !base.starts_with("gpt-4o-mini"),
             // Harmony models (gpt-oss) get a system message from the server ("You are ChatGPT,
             // ... Knowledge cutoff ... Reasoning: medium ... # Valid channels", the format of
             // https://cookbook.openai.com/articles/openai-harmony): fitted +62 on the 10 plain
@@ -523,7 +533,18 @@ impl Estimator {
                 // block opens a system message (+3).
                 let chat_shape = functions.iter().any(|t| t.json.contains("\"function\":{"));
                 let extra = if self.gpt5 && chat_shape { 83.0 } else { 3.0 };
-                return hosted + f64::from(n) + extra;
+                // gpt-4o bills a hidden prompt for a strict function tool of the Responses API,
+                // as `count` does (`exact::GPT4O_STRICT_RESPONSES`): without it, the 3 recorded
+                // requests with one were estimated 60-77% under.
+                let strict = if self.gpt4o_strict_prompt
+                    && functions.iter().any(|t| {
+                        !t.json.contains("\"function\":{") && top_level_true(&t.json, "strict")
+                    }) {
+                    crate::exact::GPT4O_STRICT_RESPONSES as f64
+                } else {
+                    0.0
+                };
+                return hosted + f64::from(n) + extra + strict;
             }
         }
         let p = &self.profile;

@@ -79,7 +79,7 @@ pub struct Counter {
 /// 216 and 229 over the non-strict rendering (2 of 3 exact with it); strict tools on gpt-4.1
 /// (1 request) and gpt-5 models (10) cost nothing more, nor do gpt-4o's strict tools on
 /// chat.completions.
-const GPT4O_STRICT_RESPONSES: i64 = 216;
+pub(crate) const GPT4O_STRICT_RESPONSES: i64 = 216;
 
 impl Counter {
     /// The rules of `model`; an unknown model is an error.

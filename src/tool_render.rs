@@ -400,20 +400,45 @@ fn comment_lines(text: &str, indent: &str, out: &mut String) -> bool {
     wrote
 }
 
-/// One tool definition: `{"type": "function", "function": {name, description, parameters}}`
-/// (chat.completions) or the flat `{name, description, parameters}` form.
-fn render_tool(tool: &Json, out: &mut String) {
+/// A tool definition's function and its parameters' schema, in every shape a request sends one
+/// in: chat.completions' `{"function": {name, description, parameters}}`, the Responses API's
+/// flat form, Anthropic's `input_schema`, Bedrock's `toolSpec.inputSchema.json`, Gemini's
+/// `parametersJsonSchema`. An OpenAI model served behind another API (gpt-oss on Bedrock)
+/// renders its tools as its own: read as chat's alone, such a schema was dropped (a tool of 20
+/// properties priced 23 tokens where its chat form costs 388).
+fn function_of(tool: &Json) -> (&Json, &Json) {
+    if let Some(spec @ Json::Object(_)) = tool.get("toolSpec") {
+        let params = spec
+            .get("inputSchema")
+            .and_then(|s| s.get("json"))
+            .unwrap_or(&Json::Null);
+        return (spec, params);
+    }
     let f = match tool.get("function") {
         Some(f @ Json::Object(_)) => f,
         _ => tool,
     };
+    let params = [
+        "parameters",
+        "input_schema",
+        "parametersJsonSchema",
+        "parameters_json_schema",
+    ]
+    .iter()
+    .find_map(|k| f.get(k).filter(|p| !matches!(p, Json::Null)))
+    .unwrap_or(&Json::Null);
+    (f, params)
+}
+
+/// One tool definition (`function_of`'s shapes), as OpenAI renders it.
+fn render_tool(tool: &Json, out: &mut String) {
+    let (f, params) = function_of(tool);
     let name = f.get("name").and_then(Json::as_str).unwrap_or("");
     if let Some(d) = f.get("description").and_then(Json::as_str) {
         if comment_lines(d, "", out) {
             out.push('\n');
         }
     }
-    let params = f.get("parameters").unwrap_or(&Json::Null);
     let ctx = Ctx::new(params);
     if params.props().is_empty() {
         out.push_str("type ");
@@ -442,11 +467,7 @@ pub fn tools_without_property_comments(tools: &[Json]) -> usize {
     tools
         .iter()
         .filter(|tool| {
-            let f = match tool.get("function") {
-                Some(f @ Json::Object(_)) => f,
-                _ => tool,
-            };
-            let props = f.get("parameters").map_or(&[][..], Json::props);
+            let props = function_of(tool).1.props();
             !props.is_empty()
                 && props.iter().all(|(_, v)| {
                     let text = |k| {
