@@ -85,6 +85,10 @@ def read_request(doc: Any, *, provider: str | None = None, model: str | None = N
     recorded: list[dict[str, Any]] = doc["requests"] if isinstance(doc.get("requests"), list) else []
     # A recorded document may name the provider that served it (the bundled example does).
     named = doc.get("provider") if doc.get("provider") in PROVIDERS else None
+    if model is not None:
+        # The body is priced as sent to `model` (its settings too): read with the body's own
+        # `model`, `estimate -m gpt-4o` of a Gemini body gave the Gemini price under gpt-4o's name.
+        doc = {**doc, "modelId" if "modelId" in doc and "model" not in doc else "model": model}
     try:
         body = read_body(doc, provider=provider or named)
     except ValueError as e:

@@ -311,6 +311,18 @@ def test_compact_exact_writes_a_body_whose_exact_count_is_within_the_budget(tmp_
     assert not other.exists()
 
 
+def test_model_option_prices_a_body_that_names_another_model(tmp_path, capsys):
+    # `estimate -m gpt-4o` of a body naming gemini-2.5-pro said gpt-4o but gave Gemini's price,
+    # while `compact -m` used gpt-4o: the two disagreed on the same file.
+    msgs = json.loads(EXAMPLE.read_text())["messages"][:30]
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps({"model": "gemini-2.5-pro", "messages": msgs}))
+    for model in ("gpt-4o", "claude-sonnet-4-5"):
+        assert main(["estimate", str(body), "-m", model, "-p", "openai", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["model"] == model and out["total"] == cf.estimate(msgs, model=model), out
+
+
 def test_compact_with_a_store_it_cannot_make_is_a_usage_error_naming_it(tmp_path, capsys):
     # A --store path that is a file: one line naming it, exit 2 (was a traceback, exit 1),
     # and no output written.

@@ -250,6 +250,16 @@ def test_piping_into_head_exits_0_quietly(tmp_path):
     assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr
 
 
+@pytest.mark.parametrize("command", ["estimate", "report"])
+def test_piping_text_output_into_head_exits_0_quietly(command):
+    # rich's console answers a closed pipe with exit 1: the text tables did, where --json gave 0.
+    p = subprocess.run(f"{sys.executable} -m contextfold {command} {EXAMPLE} | head -n 1; echo ${{PIPESTATUS[0]}}",
+                       shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120)
+    lines = p.stdout.splitlines()
+    assert len(lines) == 2 and lines[-1] == "0", p.stdout[-300:] + p.stderr[-500:]
+    assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr
+
+
 def test_dash_h_and_dash_dash_version_work():
     import contextfold
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import errno
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -76,9 +77,18 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help="An unknown model is a
 JsonlOpt = Annotated[Optional[bool], typer.Option("--jsonl/--no-jsonl", help="Force JSONL / single-document reading (default: detected).")]
 
 
-def stdout_console() -> Console:
-    """Where results go."""
-    return Console(soft_wrap=True, highlight=False)
+class _PipedConsole(Console):
+    """A console whose reader going away (``| head``) is the closed pipe it is, which ``main``
+    answers with exit 0 as for plain output; rich's own answer is ``SystemExit(1)``."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader of stdout went away")
+
+
+def stdout_console(**options: Any) -> Console:
+    """Where results go (``options``: more of rich's ``Console`` arguments)."""
+    return _PipedConsole(**{"soft_wrap": True, "highlight": False, **options})
 
 
 def stderr_console() -> Console:

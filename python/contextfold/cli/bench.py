@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from contextfold.safe_text import clean
-from contextfold.cli.app import EPILOG, EXIT_MISSING_TOOL, EXIT_USAGE, JsonOpt, app, stderr_console, stdout_console
+from contextfold.cli.app import EPILOG, EXIT_BAD_INPUT, EXIT_MISSING_TOOL, EXIT_USAGE, JsonOpt, app, stderr_console, stdout_console
 
 
 @app.command(epilog="Example: [bold]contextfold bench --quick[/]\n\n" + EPILOG)
@@ -22,7 +21,7 @@ def bench(
 ) -> None:
     """Development command, from a source checkout: side-by-side speed of contextfold, the pure-Python references and the libraries people
     use (LangChain, LiteLLM, tiktoken), ratios on the same inputs in one run. Peers that are not
-    installed are skipped with a notice (pip install '.[bench]' in the checkout)."""
+    installed are skipped with a notice (pip install '.\\[bench]' in the checkout)."""
     from contextfold import _bench
 
     try:
@@ -35,11 +34,15 @@ def bench(
     except FileNotFoundError as e:
         stderr_console().print(f"error: {clean(e)}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
+    except RuntimeError as e:
+        # (pytest failed or collected nothing: its last lines say why, without a traceback.)
+        stderr_console().print(f"error: {clean(e)}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     if as_json:
         print(json.dumps(result))
     elif markdown:
         print(_bench.markdown(result))
     else:
-        _bench.print_table(result, Console(soft_wrap=True, highlight=False, width=max(stdout_console().width, 110)))
+        _bench.print_table(result, stdout_console(width=max(stdout_console().width, 110)))
 
 

@@ -19,7 +19,7 @@ def eval_(
     model: Annotated[Optional[str], typer.Option(help="The answerer's model (and the judge's unless --judge-model).")] = None,
     judge_model: Annotated[Optional[str], typer.Option(help="The judge's model.")] = None,
     replicates: Annotated[int, typer.Option(min=3, help="Answer-and-judge runs per probe (spread reported).")] = 3,
-    peer: Annotated[Optional[list[str]], typer.Option(help="Also score a peer's compaction with the same summarizer: langchain (SummarizationMiddleware; needs contextfold[langchain]).")] = None,
+    peer: Annotated[Optional[list[str]], typer.Option(help="Also score a peer's compaction with the same summarizer: langchain (SummarizationMiddleware; needs contextfold\\[langchain]).")] = None,
     summarizer: Annotated[str, typer.Option(help="What writes contextfold's summaries: extractive (offline, default) or PROVIDER:MODEL, e.g. ollama:llama3.2, openai:gpt-4.1-mini (needs the SDK extra and its API key).")] = "extractive",
     summarizer_window: Annotated[Optional[int], typer.Option(min=1, help="Context window of the summarizer model in tokens (for a model contextfold does not know).")] = None,
     as_json: JsonOpt = False,

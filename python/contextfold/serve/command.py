@@ -13,7 +13,7 @@ EPILOG = (
     "Example: [bold]contextfold serve --upstream https://api.openai.com --upstream "
     "anthropic=https://api.anthropic.com[/], then point the SDK's base URL at "
     "http://127.0.0.1:8790/v1 (OpenAI) or http://127.0.0.1:8790 (Anthropic, Gemini).\n\n"
-    "Exit codes: 0 stopped, 2 bad options, 4 the [proxy] extra is missing."
+    "Exit codes: 0 stopped, 2 bad options, 4 the \\[proxy] extra is missing."
 )
 
 
