@@ -77,12 +77,25 @@ pub fn ids_in(text: &str) -> Vec<&str> {
 /// placeholder independent of the output's size.
 const SCAN_BYTES: usize = 2_048;
 
-/// The first and last [`SCAN_BYTES`] of `text` (all of it when shorter), on char boundaries.
+/// The first and last [`SCAN_BYTES`] of `text` (all of it when shorter), each ending (and
+/// starting) between words where it can: a cut inside one named a piece of it (`ParseEr` of
+/// `ParseError` at byte 2,048).
 fn ends(text: &str) -> (&str, &str) {
     if text.len() <= 2 * SCAN_BYTES {
         return (text, "");
     }
-    (head_bytes(text, SCAN_BYTES), tail_bytes(text, SCAN_BYTES))
+    let between = |c: char| c.is_whitespace() || ",;:\"'()[]{}<>".contains(c);
+    let head = head_bytes(text, SCAN_BYTES);
+    let head = match head.rfind(between) {
+        Some(i) if i > 0 => &head[..i],
+        _ => head,
+    };
+    let tail = tail_bytes(text, SCAN_BYTES);
+    let tail = match tail.find(between) {
+        Some(i) => &tail[i..],
+        None => tail,
+    };
+    (head, tail)
 }
 
 /// The identifiers and paths `text` holds, best first by the identifier index's own ranking
@@ -508,6 +521,32 @@ pub fn result_json(
 mod tests {
     use super::*;
     use crate::provider::Provider;
+
+    /// The ends a placeholder names the identifiers of are cut between words: a cut at byte
+    /// 2,048 inside `ParseError` named `ParseEr` beside it.
+    #[test]
+    fn a_placeholder_names_no_piece_of_a_word_cut_at_its_read_window() {
+        let body: String = (0..120)
+            .map(|n| format!("src/app/mod0.py:{n}: assert parse(x) == {n}  # ParseError\n"))
+            .collect();
+        assert!(body.len() > 2 * SCAN_BYTES);
+        let (head, tail) = ends(&body);
+        assert!(head.len() <= SCAN_BYTES && tail.len() <= SCAN_BYTES);
+        let names = mentions(&body, MENTIONS);
+        assert!(names.contains(&"ParseError".to_string()), "{names:?}");
+        for n in &names {
+            assert!(
+                body.contains(&format!(" {n}"))
+                    || body.contains(&format!("{n}:"))
+                    || n.contains('/'),
+                "{n}"
+            );
+        }
+        assert!(
+            !names.iter().any(|n| n == "ParseEr" || n == "ParseErr"),
+            "{names:?}"
+        );
+    }
 
     #[test]
     fn a_screenshot_in_a_masked_tool_result_is_kept_and_priced_by_its_pixels() {
