@@ -101,7 +101,7 @@ def agent_tools(agent: Any) -> list[dict[str, Any]] | None:
         try:
             from agents.models.openai_responses import Converter
 
-            out.extend(t for t in Converter.convert_tools([tool], []).tools if isinstance(t, dict))
+            out.extend(dict(t) for t in Converter.convert_tools([tool], []).tools if isinstance(t, dict))
         except Exception:  # noqa: BLE001 - (a tool the SDK's converter refuses alone: not counted)
             continue
     for h in getattr(agent, "handoffs", None) or ():

@@ -119,7 +119,7 @@ class ServeConfig:
         t = self.trigger
         if t is not None and not (_is_int(t) and t >= 1 or isinstance(t, float) and 0 < t <= 1):
             raise ValueError(f"trigger must be tokens (an int >= 1) or a share of the window (a float in (0, 1]), got {t!r}")
-        if self.budget is not None and _is_int(t) and self.budget >= t:
+        if self.budget is not None and isinstance(t, int) and not isinstance(t, bool) and self.budget >= t:
             # (As a Compactor refuses it: compacted to at least the trigger, every request compacts.)
             raise ValueError(f"budget ({self.budget} tokens) must be below the trigger ({t} tokens)")
         for name in ("timeout", "body_timeout"):
