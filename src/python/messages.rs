@@ -205,7 +205,15 @@ impl<'k, 'py> Walker<'k, 'py> {
                 kw.set_item("mode", "json")?;
                 kw.set_item("by_alias", true)?;
                 kw.set_item("exclude_none", true)?;
-                converted = r.call_method("model_dump", (), Some(&kw))?;
+                converted = match r.call_method("model_dump", (), Some(&kw)) {
+                    Ok(d) => d,
+                    // A value pydantic cannot write as JSON (google-genai's `response_schema`
+                    // given as a model class, a function as a tool): the SDK's own meaning of it.
+                    Err(_) => self
+                        .py
+                        .import("contextfold.sdk_values")?
+                        .call_method1("json_ready", (r,))?,
+                };
                 Some(&converted)
             }
             r => r,

@@ -150,6 +150,30 @@ def test_an_openai_model_prices_its_tools_in_any_api_shape() -> None:
     assert bedrock - oss > 200 and abs((bedrock - oss) - (oss_chat - oss_bare)) <= 10
 
 
+def test_a_gemini_config_holding_python_types_is_priced() -> None:
+    """google-genai takes a pydantic class (or `list[Model]`) as `response_schema` and a function
+    as a tool; pydantic cannot dump them as JSON, and every price of such a request raised
+    PydanticSerializationError."""
+    import pydantic
+    from google.genai import types
+
+    class Out(pydantic.BaseModel):
+        city: str
+        temp_c: float
+
+    def get_weather(city: str) -> str:
+        """Get the weather of a city."""
+        return "sunny"
+
+    plain = cf.estimate_request({"model": "gemini-2.5-flash", "contents": "Weather in Paris?"})
+    for config in (types.GenerateContentConfig(response_mime_type="application/json", response_schema=Out),
+                   types.GenerateContentConfig(response_mime_type="application/json", response_schema=list[Out]),
+                   types.GenerateContentConfig(tools=[get_weather])):
+        body = {"model": "gemini-2.5-flash", "contents": "Weather in Paris?", "config": config}
+        assert cf.estimate_request(body) >= plain
+        assert cf.breakdown_request(body).total == cf.estimate_request(body)
+
+
 ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
                  "additionalProperties": False}
 
