@@ -141,11 +141,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
     // sets `toolConfig.includeServerSideToolInvocations` (google-genai `Part.tool_call` /
     // `Part.tool_response`): read as a call and its result in that turn, like a code run, so
     // the summary says what was searched and found. The SDK writes the inner key `tool_type`.
-    if let Some((c, key, snake)) = spelled(p, Key::toolCall, Key::tool_call)? {
-        r.saw(spelling(snake));
-        r.frozen.set(true);
-        let at = format!("{path}.{}", key.as_str());
-        let kind = server_tool_type(&c, &at)?;
+    if let Some((c, at, kind)) = server_part(r, p, path, Key::toolCall, Key::tool_call)? {
         let arguments = match c.get(Key::args).src()? {
             Some(a) => json_or_str(&a)?,
             None => Cow::Borrowed("{}"),
@@ -158,11 +154,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             arguments,
         }));
     }
-    if let Some((c, key, snake)) = spelled(p, Key::toolResponse, Key::tool_response)? {
-        r.saw(spelling(snake));
-        r.frozen.set(true);
-        let at = format!("{path}.{}", key.as_str());
-        let kind = server_tool_type(&c, &at)?;
+    if let Some((c, at, kind)) = server_part(r, p, path, Key::toolResponse, Key::tool_response)? {
         let body = match c.get(Key::response).src()? {
             Some(v) => v.json_text().src()?,
             None => String::new(),
@@ -277,6 +269,25 @@ pub(crate) fn media_resolution<'a, V: Input<'a>>(m: &V) -> ReadResult<Detail, V:
     Ok(level
         .and_then(|l| Detail::parse_media_resolution(&l))
         .unwrap_or(Detail::Auto))
+}
+
+/// A server-side invocation's part under either spelling of its key (`camel` / `snake`): its
+/// value, path and `toolType`. The message holding it is read as never edited.
+fn server_part<'a, V: Input<'a>, D: PartReader>(
+    r: &Reader<D>,
+    p: &V,
+    path: &str,
+    camel: Key,
+    snake: Key,
+) -> ReadResult<Option<(V, String, &'a str)>, V::Error> {
+    let Some((c, key, is_snake)) = spelled(p, camel, snake)? else {
+        return Ok(None);
+    };
+    r.saw(spelling(is_snake));
+    r.frozen.set(true);
+    let at = format!("{path}.{}", key.as_str());
+    let kind = server_tool_type(&c, &at)?;
+    Ok(Some((c, at, kind)))
 }
 
 /// The `toolType` of a server-side tool invocation (`GOOGLE_SEARCH_WEB`), its name in the
