@@ -392,11 +392,14 @@ def test_openai_agents_model_input_filter_counts_the_agents_tools():
     conv = tau()
     items = responses_items(conv["messages"])
     trigger = cf.estimate(items, model="gpt-4o") // 2 + 4_000
+    # The tools and the task alone take ~3,800 tokens (gpt-4o prices strict Responses tools at
+    # +216): a budget of half the trigger would leave them no room at all.
+    budget = trigger * 3 // 4
     helper = Agent(name="billing", instructions="Refund.")
     with RecordingUpstream(json_answer(chat_reply())) as up:
         async def run() -> tuple[CompactingSession, list[Any] | None]:
             client = openai.AsyncOpenAI(base_url=up.url + "/v1", api_key="sk-test", max_retries=0)
-            session = CompactingSession("c2", trigger=trigger, model="gpt-4o")
+            session = CompactingSession("c2", trigger=trigger, budget=budget, model="gpt-4o")
             await session.add_items(items)
             agent = Agent(name="support", instructions="Help the traveller.", tools=[read_file], handoffs=[helper],
                           model=OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client))
