@@ -165,14 +165,30 @@ impl ToolOutcome<'_> {
     /// alone, a `cat` of a module that catches `Exception` was filed as an error; two such reads
     /// took 4,897 of the 7,560 characters of one fold's Errors (django-16631, at the naive
     /// cut's budget), and its Tool calls kept 6 calls where the same run as text kept 29.
+    ///
+    /// A line of such programs that exited 1 without a diagnostic found nothing: grep's "exit
+    /// status is 0 if a line is selected, 1 if no lines were selected, and 2 if an error
+    /// occurred" (GNU grep manual, Exit Status; POSIX grep likewise), diff's "1 means some
+    /// differences were found" (GNU diffutils manual, Invoking diff). Filed as errors, the
+    /// searches that matched nothing took a SWE run's Errors section (5 of its 10 lines
+    /// `grep -n "..." x.py -> error: rc=1`) while the edits among its calls were dropped.
     pub fn failure_of(&self, cmd: &str) -> bool {
         if let Some(failed) = self.failed {
-            return failed;
+            return failed && !self.found_nothing(cmd);
         }
         match shell_line::printers(cmd) {
             Some(programs) => shell_line::has_diagnostic(&self.body, &programs),
             None => words_say_failure(&self.body),
         }
+    }
+
+    /// Whether the shell command line `cmd`, every program of it a printer
+    /// (`shell_line::printers`), exited 1 with no diagnostic line: a search that matched
+    /// nothing, files that differ (`failure_of`).
+    fn found_nothing(&self, cmd: &str) -> bool {
+        self.code == Some(1)
+            && shell_line::printers(cmd)
+                .is_some_and(|programs| !shell_line::has_diagnostic(&self.body, &programs))
     }
 
     /// Whether a file a read tool returned (`Producer::FileRead`) reports a failure: its

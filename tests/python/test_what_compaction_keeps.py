@@ -124,9 +124,12 @@ def test_cli_eval_prints_what_an_agent_loop_keeps(capsys: pytest.CaptureFixture[
     cells = [c.strip() for c in row.strip("|").split("|")]
     kept = [int(c.split("(")[1].split(" of")[0]) for c in cells[1:6]]
     # (One compaction, a loop with its Compactor, a loop making a new one each time in this
-    # process, the same as in a new process each time, and so sharing a store.)
+    # process, the same as in a new process each time, and so sharing a store.) A new Compactor
+    # reads the turns behind a summary from the process's memory or from a shared store, as the
+    # one kept across the loop does; in a new process sharing nothing it merges the previous
+    # summary as written, which keeps more or less by the conversation.
     one, loop, fresh, alone, stored = kept
-    assert one >= loop > alone and fresh == loop and stored > alone, kept
+    assert one >= loop and fresh == loop and stored == loop and 0 < alone <= one, kept
 
 
 def test_cli_eval_scores_a_model_s_summaries_through_its_sdk(capsys: pytest.CaptureFixture[str],
@@ -432,6 +435,18 @@ def _commands(msgs: list[dict[str, Any]]) -> list[str]:
             for m in msgs if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
 
 
+def _found_nothing(msgs: list[dict[str, Any]], codes: list[int | None], style: str) -> int:
+    """Searches that matched nothing: a `grep` (or `diff`) line that exited 1 printing no
+    diagnostic (grep's status 1 is "no lines were selected"), which is no error."""
+    n = 0
+    for code, cmd, text in zip(codes, _commands(msgs), _results(msgs), strict=True):
+        if code != 1 or not cmd.lstrip().startswith(("grep ", "diff ")) or re.search(r"[;&|]", cmd):
+            continue
+        out = json.loads(text)["output"] if style == "json" else text
+        n += not re.search(r"(?m)^\s*(grep|diff|bash|sh):", out)
+    return n
+
+
 def _reported(msgs: list[dict[str, Any]], codes: list[int | None], style: str) -> tuple[int, int]:
     """Runs that exited 0 yet say something failed, beside the errors: (those that print a
     line of a failed check, `FAIL: ...` or `... FAILED`, which must be counted; those whose
@@ -469,12 +484,14 @@ def test_a_terminal_results_wrapper_decides_its_verdict_not_its_words(style: str
         # that exited 0 is none either: the exit codes decide, each one, but for a run that
         # exited 0 printing that a check failed (a reproduction script's `FAIL: ...`), filed
         # beside the errors. (A harness complaint answers with no code: the envelope says -1,
-        # the trailer is absent and words decide.)
+        # the trailer is absent and words decide. A search that exited 1 matching nothing is
+        # no error.)
         sure, may = _reported(msgs, codes, style)
+        nothing = _found_nothing(msgs, codes, style)
         if style == "json":
-            assert failed + unknown + sure <= errors <= failed + unknown + may, (fx.name, digest[:300])
+            assert failed - nothing + unknown + sure <= errors <= failed + unknown + may, (fx.name, digest[:300])
         else:
-            assert failed + sure <= errors <= failed + unknown + may, (fx.name, digest[:300])
+            assert failed - nothing + sure <= errors <= failed + unknown + may, (fx.name, digest[:300])
         checked += 1
     assert checked == len(SWE_INLINE) == 4
 
@@ -1035,15 +1052,28 @@ def _loop_facts(fixtures: list[Fixture], *, proxy: bool = False, **options: Any)
     return facts, compactions
 
 
-def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summaries(
+def test_an_agent_loop_reading_the_turns_keeps_as_much_on_the_bundled_fixtures(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # The bundled fixtures: 72 facts against 70 (a merge digests a digest: each round clips
-    # again what the last had clipped).
+    # The bundled fixtures: 77 facts each way since a search that matched nothing is no error
+    # (72 against 70 before stop 60); the held-out sets tell them apart (below).
     reading, compactions = _loop_facts(inline_fixtures())
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
     merging, _ = _loop_facts(inline_fixtures())
     assert compactions >= 2 * len(inline_fixtures())
-    assert reading > merging, (reading, merging)
+    assert reading >= merging and reading >= 75, (reading, merging)
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
+def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summaries(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Of the held-out sets' 608 facts, 484 reading the turns behind each summary, 448 merging
+    # the summaries (a merge digests a digest: each round clips again what the last clipped).
+    fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
+    reading, compactions = _loop_facts(fixtures)
+    monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
+    merging, _ = _loop_facts(fixtures)
+    assert compactions >= 3 * len(fixtures)
+    assert reading >= merging + 20, (reading, merging)
 
 
 def test_through_the_proxy_a_loop_reading_the_turns_keeps_as_much_on_the_bundled_fixtures(
