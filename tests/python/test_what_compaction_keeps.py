@@ -1055,25 +1055,13 @@ def _loop_facts(fixtures: list[Fixture], *, proxy: bool = False, **options: Any)
 def test_an_agent_loop_reading_the_turns_keeps_as_much_on_the_bundled_fixtures(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # The bundled fixtures: 77 facts each way since a search that matched nothing is no error
-    # (72 against 70 before stop 60); the held-out sets tell them apart (below).
+    # (72 against 70 before stop 60); the held-out sets tell them apart
+    # (test_on_the_held_out_sets_an_agent_loop_reading_the_turns_keeps_more).
     reading, compactions = _loop_facts(inline_fixtures())
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
     merging, _ = _loop_facts(inline_fixtures())
     assert compactions >= 2 * len(inline_fixtures())
     assert reading >= merging and reading >= 75, (reading, merging)
-
-
-@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
-def test_an_agent_loop_keeps_more_facts_reading_the_turns_than_merging_its_summaries(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # Of the held-out sets' 608 facts, 484 reading the turns behind each summary, 448 merging
-    # the summaries (a merge digests a digest: each round clips again what the last clipped).
-    fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
-    reading, compactions = _loop_facts(fixtures)
-    monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
-    merging, _ = _loop_facts(fixtures)
-    assert compactions >= 3 * len(fixtures)
-    assert reading >= merging + 20, (reading, merging)
 
 
 def test_through_the_proxy_a_loop_reading_the_turns_keeps_as_much_on_the_bundled_fixtures(
@@ -1120,8 +1108,9 @@ def test_a_compactor_with_nothing_shared_keeps_the_previous_summary_whole_where_
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
 def test_on_the_held_out_sets_an_agent_loop_reading_the_turns_keeps_more(monkeypatch: pytest.MonkeyPatch) -> None:
     # (tools/loop_report.py: of the held-out sets' 608 facts at the naive cut's budget, a loop
-    # that reads the turns again keeps 444, 372 where it merges its summaries (369 before masked
-    # outputs were read whole); one compaction of the whole history keeps 461.)
+    # that reads the turns again keeps 484, 448 where it merges its summaries (stop 65; 444 and
+    # 372 when this was written, 369 before masked outputs were read whole); one compaction of
+    # the whole history keeps 523.)
     fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
     reading, compactions = _loop_facts(fixtures)
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
