@@ -17,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use crate::changing_call;
 use crate::estimate::Estimator;
 use crate::identifier_index::{self, Collector, Ident};
 use crate::message::{Content, Message, Part, Role, ToolCall};
@@ -388,6 +389,7 @@ impl<'a> Builder<'a> {
         );
         let err = outcome.err;
         let section = if err { Section::Errors } else { Section::Calls };
+        let changes = !err && changing_call::changes(c.name, &producer);
         if let Producer::Command(cmd) = &producer {
             let idle = reads_only(cmd) || found_nothing(cmd, &outcome);
             let forms = Command {
@@ -396,6 +398,7 @@ impl<'a> Builder<'a> {
             };
             let pushed = self.push_rich(section, Box::new(forms));
             self.mark_idle(pushed, idle);
+            self.mark_changes(pushed, changes);
             return err;
         }
         let reads = producer == Producer::FileRead;
@@ -408,6 +411,7 @@ impl<'a> Builder<'a> {
         };
         let pushed = self.push_rich(section, Box::new(forms));
         self.mark_idle(pushed, reads);
+        self.mark_changes(pushed, changes);
         err
     }
 
@@ -426,6 +430,14 @@ impl<'a> Builder<'a> {
     fn mark_idle(&mut self, pushed: bool, idle: bool) {
         if let Some(e) = self.entries.last_mut().filter(|_| pushed) {
             e.idle = idle;
+        }
+    }
+
+    /// Whether the unit just added (when `pushed`) is a call that changed something
+    /// (`units::Entry::changes`).
+    fn mark_changes(&mut self, pushed: bool, changes: bool) {
+        if let Some(e) = self.entries.last_mut().filter(|_| pushed) {
+            e.changes = changes;
         }
     }
 
@@ -457,6 +469,7 @@ impl<'a> Builder<'a> {
         let idle = reads_only(cmd) || found_nothing(cmd, &forms.outcome);
         let pushed = self.push_rich(section, Box::new(forms));
         self.mark_idle(pushed, idle);
+        self.mark_changes(pushed, !err && crate::shell_line::changes_files(cmd));
         err
     }
 }
@@ -1753,6 +1766,45 @@ mod tests {
             "{d}"
         );
         assert!(!errors.contains("test_duration"), "{d}");
+    }
+
+    /// A call that changed something (an edit, a booking) outlives the drops that keep only the
+    /// newest calls: older runs of scripts go first, and the edit made among them stays.
+    #[test]
+    fn an_edit_outlives_the_drops_that_keep_the_newest_calls() {
+        let mut msgs = vec![Message::text(
+            "user",
+            "Fix the duration parsing in operations.py.",
+        )];
+        let outputs: Vec<String> = (0..16)
+            .map(|k| format!("check {k}: value={} parsed ok\n", 1000 + k).repeat(6))
+            .collect();
+        let commands: Vec<String> = (0..16)
+            .map(|k| match k {
+                3 => r#"{"command":"sed -i '12i from django.utils.dateparse import parse_duration' operations.py"}"#.to_string(),
+                _ => format!(r#"{{"command":"python check_{k}.py"}}"#),
+            })
+            .collect();
+        let ids: Vec<String> = (0..16).map(|k| format!("c{k}")).collect();
+        for k in 0..16 {
+            let out = if k == 3 { "" } else { outputs[k].as_str() };
+            msgs.extend(tool_round(&ids[k], "bash", &commands[k], out));
+        }
+        for room in [260, 320, 400] {
+            let d = digest_within(&msgs, room);
+            let calls = section_of(&d, "## Tool calls");
+            assert!(
+                calls.contains(
+                    "sed -i '12i from django.utils.dateparse import parse_duration' operations.py"
+                ),
+                "{room}: {d}"
+            );
+            // The runs as old as the edit are gone: the drop did run.
+            assert!(
+                !calls.contains("check_2.py") && !calls.contains("check_4.py"),
+                "{room}: {d}"
+            );
+        }
     }
 
     /// The index lists only identifiers the digest's lines do not show: at every room, no

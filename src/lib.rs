@@ -12,6 +12,7 @@ pub mod bpe_count;
 pub mod bpe_merge;
 pub mod breakdown;
 pub mod call_pairs;
+pub mod changing_call;
 pub mod char_cut;
 pub mod client_tools;
 pub mod compaction;

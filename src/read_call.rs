@@ -35,16 +35,21 @@ const PAGE_KEYS: [&str; 9] = [
 /// `cat`): whole words of the name, so `openapi_spec`, `thread_log` or `category` are not.
 const READ_WORDS: [&str; 4] = ["read", "view", "open", "cat"];
 
-/// Whether one of the words of a tool's name (split at `_`, `-`, `.`, spaces and a lowercase
-/// letter followed by a capital) is one of `READ_WORDS`.
+/// Whether one of the words of a tool's name is one of `READ_WORDS`.
 fn name_says_read(name: &str) -> bool {
+    name_has_word(name, &READ_WORDS)
+}
+
+/// Whether one of the words of a tool's name (split at `_`, `-`, `.`, spaces and a lowercase
+/// letter followed by a capital; lowercased) is one of `words`.
+pub fn name_has_word(name: &str, words: &[&str]) -> bool {
     let mut word = String::new();
     let mut prev_lower = false;
     let mut says = false;
     for c in name.chars().chain(std::iter::once(' ')) {
         let boundary = !c.is_ascii_alphanumeric() || (prev_lower && c.is_ascii_uppercase());
         if boundary && !word.is_empty() {
-            says |= READ_WORDS.contains(&word.as_str());
+            says |= words.contains(&word.as_str());
             word.clear();
         }
         if c.is_ascii_alphanumeric() {

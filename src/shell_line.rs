@@ -124,6 +124,38 @@ pub fn programs(cmd: &str) -> Option<Vec<&str>> {
     if cmd.contains("<<") {
         return None;
     }
+    let mut out = Vec::new();
+    for step in steps(cmd)? {
+        match program_words(step) {
+            // (A blank step: the line's end, or between two line ends.)
+            None if step.trim().is_empty() => {}
+            None => return None,
+            Some((_, "cd")) => {}
+            Some((_, p)) => out.push(p.rsplit('/').next().unwrap_or(p)),
+        }
+    }
+    Some(out)
+}
+
+/// A step's words from its program on (leading `VAR=value` words, and `(`, `{`, `!`, skipped),
+/// and its program as written; None when it has none.
+fn program_words(step: &str) -> Option<(Vec<&str>, &str)> {
+    let words: Vec<&str> = step
+        .split_whitespace()
+        .map(|w| w.trim_start_matches(['(', '{', '!']))
+        .filter(|w| !w.is_empty())
+        .skip_while(|w| {
+            w.find('=')
+                .is_some_and(|at| at > 0 && !w[..at].contains('/'))
+        })
+        .collect();
+    let program = *words.first()?;
+    Some((words, program))
+}
+
+/// The steps of a command line: split at `|`, `||`, `&&`, `;` and line ends outside quotes.
+/// None when its quotes do not balance.
+fn steps(cmd: &str) -> Option<Vec<&str>> {
     let b = cmd.as_bytes();
     let mut steps: Vec<&str> = Vec::new();
     let (mut from, mut i) = (0, 0);
@@ -159,31 +191,135 @@ pub fn programs(cmd: &str) -> Option<Vec<&str>> {
         return None;
     }
     steps.push(&cmd[from.min(cmd.len())..]);
-    let mut out = Vec::new();
-    for step in steps {
-        let words = step
-            .split_whitespace()
-            .map(|w| w.trim_start_matches(['(', '{', '!']))
-            .filter(|w| !w.is_empty());
-        let mut program = None;
-        for w in words {
-            let assignment = w
-                .find('=')
-                .is_some_and(|at| at > 0 && !w[..at].contains('/'));
-            if !assignment {
-                program = Some(w);
-                break;
+    Some(steps)
+}
+
+/// Programs that write, move or remove files whatever their options.
+const FILE_WRITERS: [&str; 9] = [
+    "tee", "patch", "mv", "cp", "rm", "touch", "truncate", "ln", "rmdir",
+];
+
+/// `git` subcommands that change the work tree or the history.
+const GIT_WRITERS: [&str; 12] = [
+    "apply",
+    "am",
+    "checkout",
+    "restore",
+    "commit",
+    "stash",
+    "reset",
+    "rm",
+    "mv",
+    "revert",
+    "cherry-pick",
+    "merge",
+];
+
+/// Whether a command line changes files: an in-place edit (`sed -i`, `perl -pi`), a program
+/// that writes, moves or removes them (`FILE_WRITERS`, `git apply` and the like:
+/// `GIT_WRITERS`), or output sent to a file (`> x.py`, `>> x.py`, `cat <<'EOF' > x.py`; not
+/// `2>&1` nor `/dev/null`). A heredoc is read by its first line (its body is the file's).
+pub fn changes_files(cmd: &str) -> bool {
+    let line = if cmd.contains("<<") {
+        cmd.lines().next().unwrap_or("")
+    } else {
+        cmd
+    };
+    if writes_by_redirect(line) {
+        return true;
+    }
+    let Some(steps) = steps(line) else {
+        return false;
+    };
+    steps
+        .into_iter()
+        .filter_map(program_words)
+        .any(|(words, program)| {
+            let program = program.rsplit('/').next().unwrap_or(program);
+            let opts = || words[1..].iter().take_while(|w| w.starts_with('-'));
+            match program {
+                "sed" => opts().any(|o| {
+                    *o == "--in-place" || o.starts_with("--in-place=") || is_short_with(o, 'i')
+                }),
+                "perl" => opts().any(|o| is_short_with(o, 'i')),
+                "git" => git_subcommand(&words[1..]).is_some_and(|sub| GIT_WRITERS.contains(&sub)),
+                p => FILE_WRITERS.contains(&p),
             }
-        }
-        match program {
-            // (A blank step: the line's end, or between two line ends.)
-            None if step.trim().is_empty() => {}
-            None => return None,
-            Some("cd") => {}
-            Some(p) => out.push(p.rsplit('/').next().unwrap_or(p)),
+        })
+}
+
+/// The subcommand of `git`'s arguments: the first word that is no option, `-C DIR` and
+/// `-c KEY=VALUE` passed with their values.
+fn git_subcommand<'a>(args: &[&'a str]) -> Option<&'a str> {
+    let mut words = args.iter();
+    while let Some(w) = words.next() {
+        if *w == "-C" || *w == "-c" {
+            words.next();
+        } else if !w.starts_with('-') {
+            return Some(w);
         }
     }
-    Some(out)
+    None
+}
+
+/// Whether `opt` is a cluster of short options (`-i`, `-pi`, `-i.bak`) that holds `-c`.
+fn is_short_with(opt: &str, c: char) -> bool {
+    opt.strip_prefix('-')
+        .filter(|o| !o.starts_with('-'))
+        .and_then(|o| o.split('.').next())
+        .is_some_and(|o| o.contains(c))
+}
+
+/// Whether a command line sends output to a file (`>` or `>>` outside quotes, to a target
+/// other than a file descriptor or `/dev/...`).
+fn writes_by_redirect(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) => {
+                if c == b'\\' && q == b'"' {
+                    i += 1;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                b'\\' => i += 1,
+                b'\'' | b'"' => quote = Some(c),
+                b'>' => {
+                    let mut j = i + 1;
+                    if b.get(j) == Some(&b'>') {
+                        j += 1;
+                    }
+                    // (`>&2`, `2>&1`: a descriptor; `>|`: clobber, then the target.)
+                    if b.get(j) == Some(&b'&') {
+                        i = j + 1;
+                        continue;
+                    }
+                    if b.get(j) == Some(&b'|') {
+                        j += 1;
+                    }
+                    let target = line[j..]
+                        .trim_start()
+                        .split(|ch: char| ch.is_whitespace() || ";|&)".contains(ch))
+                        .next()
+                        .unwrap_or("")
+                        .trim_matches(['"', '\'']);
+                    if !target.is_empty() && !target.starts_with("/dev/") {
+                        return true;
+                    }
+                    i = j;
+                    continue;
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    false
 }
 
 /// The programs of a command line (`programs`) when every one of them only prints files
@@ -200,22 +336,12 @@ pub fn printers(cmd: &str) -> Option<Vec<&str>> {
 
 /// Whether every `git` step of a command line runs a subcommand that prints (`GIT_PRINTERS`).
 fn git_prints(cmd: &str) -> bool {
-    let mut words = cmd.split_whitespace();
+    let words: Vec<&str> = cmd.split_whitespace().collect();
     let mut any = false;
-    while let Some(w) = words.next() {
-        if w == "git" {
-            // Options before the subcommand (`git --no-pager log`), `-C DIR` and `-c KEY=VALUE`
-            // with their value (`git -C testbed diff`).
-            let mut sub = None;
-            while let Some(o) = words.next() {
-                if o == "-C" || o == "-c" {
-                    words.next();
-                } else if !o.starts_with('-') {
-                    sub = Some(o);
-                    break;
-                }
-            }
-            match sub {
+    for (i, w) in words.iter().enumerate() {
+        if *w == "git" {
+            // (Options before the subcommand: `git --no-pager log`, `git -C testbed diff`.)
+            match git_subcommand(&words[i + 1..]) {
                 Some(s) if GIT_PRINTERS.contains(&s) => any = true,
                 _ => return false,
             }
@@ -253,6 +379,40 @@ pub fn has_diagnostic(output: &str, programs: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_that_edits_moves_or_writes_files_changes_them() {
+        for cmd in [
+            "sed -i 's/a/b/' x.py",
+            "cd /testbed && sed -i.bak '12i import os' django/db/x.py",
+            "sed --in-place -e 's/a/b/' x.py",
+            "perl -pi -e 's/a/b/' x.py",
+            "echo 'x = 1' > settings.py",
+            "cat >> notes.md",
+            "cat <<'EOF' > reproduce.py\nimport django\nprint(1 > 0)\nEOF",
+            "python gen.py 2>&1 | tee out.log",
+            "git apply fix.patch",
+            "git -C repo checkout -- x.py",
+            "mv a.py b.py && ls",
+            "rm -rf build",
+        ] {
+            assert!(changes_files(cmd), "{cmd}");
+        }
+        for cmd in [
+            "sed -n '1,40p' x.py",
+            "grep -rn 'a > b' src/",
+            "python -c \"print(1 > 0)\"",
+            "python reproduce.py 2>&1",
+            "python run.py > /dev/null 2>&1",
+            "ls -la >&2",
+            "git diff",
+            "git log --oneline -5",
+            "cat <<'EOF' | python\nimport os\nopen('x', 'w').write('>')\nEOF",
+            "pytest -x tests/",
+        ] {
+            assert!(!changes_files(cmd), "{cmd}");
+        }
+    }
 
     #[test]
     fn a_pipeline_of_file_printers_is_read_step_by_step() {

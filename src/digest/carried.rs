@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use super::clip::{clip, clip_ends_into};
 use super::forms::RESULT_HEAD_SHARE;
 use super::{Builder, Section, OLD_TITLES, SECTIONS};
+use crate::changing_call;
 use crate::identifier_index;
 use crate::standing_rules::rules_in;
 
@@ -77,7 +78,11 @@ pub(super) fn merge_previous<'a>(b: &mut Builder<'a>, prev: &'a str) {
                 }
             },
             Some(s @ (Section::Calls | Section::Errors)) => {
-                b.push(s, carried_call_forms(item));
+                let pushed = b.push(s, carried_call_forms(item));
+                b.mark_changes(
+                    pushed,
+                    s == Section::Calls && changing_call::line_changes(item),
+                );
             }
             Some(s) => {
                 b.push(s, carried_forms(item, CARRIED_NOTE_FLOOR));

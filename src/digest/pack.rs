@@ -274,7 +274,7 @@ fn run_whole(
             if usize::from(slots[i].level) < entries[i].steps() {
                 slots[i].level += 1;
             }
-        } else if droppable(sec, k, keep, n, entries[i].idle) {
+        } else if droppable(sec, k, keep, n, &entries[i]) {
             slots[i].alive = false;
         } else {
             continue;
@@ -304,12 +304,14 @@ fn eligible_into(
 }
 
 /// Whether a dropping step that keeps the newest `keep` of `n` drops the `k`th (`idle`: see
-/// `IDLE`).
-fn droppable(sec: Section, k: usize, keep: usize, n: usize, idle: bool) -> bool {
+/// `IDLE`). A call that changed something (`Entry::changes`) is dropped only by the last
+/// resort (`keep` 0).
+fn droppable(sec: Section, k: usize, keep: usize, n: usize, e: &Entry<'_>) -> bool {
     if keep & IDLE != 0 {
-        return idle && k + (keep & !IDLE) < n;
+        return e.idle && k + (keep & !IDLE) < n;
     }
     k + keep < n
+        && !(e.changes && keep > 0)
         && !(sec == Section::Requests && k < FIRST_REQUESTS_KEPT && n > keep + FIRST_REQUESTS_KEPT)
 }
 
@@ -400,7 +402,7 @@ impl<'u, 'e, 'a> Packing<'u, 'e, 'a> {
                         self.slots[i].level += 1;
                         self.total += self.tokens(i) - before;
                     }
-                } else if droppable(sec, k, keep, n, entries[i].idle) {
+                } else if droppable(sec, k, keep, n, &entries[i]) {
                     self.slots[i].alive = false;
                     self.total -= self.tokens(i);
                 } else {

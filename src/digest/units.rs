@@ -34,6 +34,9 @@ pub(super) struct Entry<'a> {
     /// not), or a thought that names nothing (`digest::idle::names_nothing`: "I need more lines.").
     /// Dropped before the others of its section, given room back after every other unit.
     pub(super) idle: bool,
+    /// A call that changed something (`changing_call`: an edit, a booking): past the drops that
+    /// keep only the newest calls (`pack::droppable`).
+    pub(super) changes: bool,
     /// How many forms the unit has (equal ones counted apart).
     count: usize,
     /// The index of each distinct form (a run of equal forms appears once, as its last).
@@ -65,6 +68,7 @@ impl<'a> Entry<'a> {
             rich_top: false,
             from: None,
             idle: false,
+            changes: false,
             count: n,
             plan: OnceLock::from((0..n).collect::<Vec<_>>()),
             second_differs: OnceLock::from(true),
@@ -83,6 +87,7 @@ impl<'a> Entry<'a> {
             rich_top: false,
             from: None,
             idle: false,
+            changes: false,
             count: n,
             plan: OnceLock::new(),
             second_differs: OnceLock::new(),

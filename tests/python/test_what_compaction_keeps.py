@@ -356,7 +356,9 @@ def test_a_digest_written_again_smaller_is_refitted_to_its_budget() -> None:
     long texts, so a digest a few tokens longer can price the history hundreds of tokens higher.
     A round moved into the tail that comes out a little over the budget gets the shorter fold
     digested smaller by the overflow (``RoomFill._grown``): django-10999 as plain terminal
-    calls at 0.75x went 89.0% -> 98.1%; 13 leave over 3% unused, the least 93.6%."""
+    calls at 0.75x went 89.0% -> 98.1%; 13 leave over 3% unused, the least 93.6%. (24 write
+    their digest again since stop 65: a search that matched nothing is a call and an edit is
+    kept among the calls, and some digests come out within their share at once.)"""
     used: list[float] = []
     for f in load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED):
         if not f.name.startswith("mini-swe-agent"):
@@ -375,7 +377,7 @@ def test_a_digest_written_again_smaller_is_refitted_to_its_budget() -> None:
                         # The overflow was 28 tokens; the digest written again gave up 198 of them
                         # (5 grep results with their line numbers), 96.1% of the budget used.
                         assert r.tokens_after >= 0.98 * budget, (r.tokens_after, budget)
-    assert len(used) >= 25, len(used)
+    assert len(used) >= 20, len(used)
     assert sum(u < 0.97 for u in used) <= 13, sorted(used)[:13]
     assert min(used) >= 0.93, sorted(used)[:10]
 

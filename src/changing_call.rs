@@ -1,0 +1,118 @@
+//! A step that changes something the agent cannot read back as it was: a file edited, moved or
+//! removed (`sed -i`, `cat > x.py`, `git apply`, an editor's `str_replace`, `write_file`), a
+//! booking made or cancelled (`book_reservation`, `cancel_reservation`). What a read printed
+//! can be printed again; which edit was made, and what the action returned, only the history
+//! says. A digest keeps such calls past the drops that keep only the newest calls
+//! (`digest::pack`): one SWE run's merged summary (django-13121, compacted in a new process
+//! each time) had kept its four newest calls and lost the `sed -i '12i from
+//! django.utils.dateparse import parse_duration'` that added the fix's import.
+//!
+//! Measured against the same build without it (facts kept; the probe sets of
+//! `tests/data/probes`, the continuation of `tools/future_report.py`): held-out sets at 0.75x /
+//! 1x / 1.5x the naive budget 184 / 523 / 588 -> 191 / 523 / 588 of 608; the main set 105 / 193
+//! / 203 -> 105 / 192 / 203 of 203; the SWE continuation 4,618 -> 4,626 of 6,073 (as terminal
+//! calls with JSON results 4,540 -> 4,544, as `Read` and `Bash` calls 4,486 -> 4,489); the
+//! agent loops: held-out 484 -> 484, in a new process 435 -> 434; main 191 -> 190, in a new
+//! process 194 -> 189. Kept only past the drop to the newest eight calls (not the newest
+//! four), the held-out sets at 0.75x gained 2 and the continuation 5.
+
+use crate::read_call::name_has_word;
+use crate::shell_line;
+use crate::tool_outcome::Producer;
+
+/// Words of a tool's name that say it changes something: files (`write_file`, `Edit`,
+/// `MultiEdit`, `create_file`, `str_replace_editor`, `apply_patch`, `delete_file`,
+/// `move_file`), or records (`book_reservation`, `cancel_reservation`,
+/// `update_reservation_flights`, `send_certificate`, `transfer_to_human_agents`).
+const CHANGE_WORDS: [&str; 16] = [
+    "write",
+    "edit",
+    "multiedit",
+    "create",
+    "replace",
+    "insert",
+    "patch",
+    "apply",
+    "delete",
+    "remove",
+    "move",
+    "rename",
+    "book",
+    "cancel",
+    "update",
+    "send",
+];
+
+/// Whether a call of tool `name`, read as `producer` (`Producer::of_call`), changes
+/// something: a shell tool's command line that changes files (`shell_line::changes_files`), or
+/// a tool whose name says it does (`CHANGE_WORDS`); a file read (an editor told to `view`)
+/// never does.
+pub fn changes(name: &str, producer: &Producer<'_>) -> bool {
+    match producer {
+        Producer::Command(cmd) => shell_line::changes_files(cmd),
+        Producer::FileRead => false,
+        Producer::Call => name_has_word(name, &CHANGE_WORDS),
+    }
+}
+
+/// Whether a line a previous digest wrote for a call (`$ COMMAND -> ...` or `name(args) ->
+/// ...`) is one of a step that changes something.
+pub fn line_changes(line: &str) -> bool {
+    let call = line.split(" -> ").next().unwrap_or(line);
+    match call.strip_prefix("$ ") {
+        Some(cmd) => shell_line::changes_files(&cmd.replace(" ⏎ ", "\n")),
+        None => {
+            let name = call.split('(').next().unwrap_or("");
+            !name.is_empty() && !name.contains(' ') && name_has_word(name, &CHANGE_WORDS)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changes_json(name: &str, json: &str) -> bool {
+        let args: serde_json::Value = serde_json::from_str(json).unwrap();
+        changes(name, &Producer::of_call(name, Some(&args)))
+    }
+
+    #[test]
+    fn edits_and_bookings_change_things_and_reads_do_not() {
+        assert!(changes_json(
+            "bash",
+            r#"{"command":"sed -i 's/a/b/' x.py"}"#
+        ));
+        assert!(!changes_json("bash", r#"{"command":"sed -n '1,9p' x.py"}"#));
+        let edit = r#"{"command":"str_replace","path":"x.py","old_str":"a","new_str":"b"}"#;
+        assert!(changes_json("str_replace_based_edit_tool", edit));
+        let view = r#"{"command":"view","path":"x.py"}"#;
+        assert!(!changes_json("str_replace_based_edit_tool", view));
+        assert!(changes_json(
+            "Edit",
+            r#"{"file_path":"x.py","old_string":"a","new_string":"b"}"#
+        ));
+        assert!(changes_json(
+            "cancel_reservation",
+            r#"{"reservation_id":"NQNU5R"}"#
+        ));
+        assert!(!changes_json(
+            "get_reservation_details",
+            r#"{"reservation_id":"NQNU5R"}"#
+        ));
+        assert!(!changes_json("Read", r#"{"file_path":"x.py"}"#));
+        assert!(line_changes(
+            "$ sed -i '12i from x import y' a.py -> ok: rc=0"
+        ));
+        assert!(line_changes(
+            "$ cat <<'EOF' > r.py ⏎ import os ⏎ EOF -> ok: rc=0"
+        ));
+        assert!(!line_changes("$ grep -n x a.py -> ok: rc=1"));
+        assert!(line_changes(
+            "book_reservation(cabin=economy) -> ok: reservation_id=HATHAT"
+        ));
+        assert!(!line_changes(
+            "search_direct_flight(date=2024-05-25) -> ok: [..]"
+        ));
+    }
+}
