@@ -153,41 +153,72 @@ fn program_words(step: &str) -> Option<(Vec<&str>, &str)> {
     Some((words, program))
 }
 
+/// The bytes of a command line outside quotes, with their offsets (a backslash and the byte it
+/// escapes are skipped, in double quotes too); `quote` after the walk says whether a quote was
+/// left open.
+struct Unquoted<'a> {
+    b: &'a [u8],
+    i: usize,
+    quote: Option<u8>,
+}
+
+impl<'a> Unquoted<'a> {
+    fn new(cmd: &'a str) -> Self {
+        Unquoted {
+            b: cmd.as_bytes(),
+            i: 0,
+            quote: None,
+        }
+    }
+}
+
+impl Iterator for Unquoted<'_> {
+    type Item = (usize, u8);
+
+    fn next(&mut self) -> Option<(usize, u8)> {
+        while self.i < self.b.len() {
+            let (at, c) = (self.i, self.b[self.i]);
+            self.i += 1;
+            match self.quote {
+                Some(q) => {
+                    if c == b'\\' && q == b'"' {
+                        self.i += 1;
+                    } else if c == q {
+                        self.quote = None;
+                    }
+                }
+                None => match c {
+                    b'\\' => self.i += 1,
+                    b'\'' | b'"' => self.quote = Some(c),
+                    _ => return Some((at, c)),
+                },
+            }
+        }
+        None
+    }
+}
+
 /// The steps of a command line: split at `|`, `||`, `&&`, `;` and line ends outside quotes.
 /// None when its quotes do not balance.
 fn steps(cmd: &str) -> Option<Vec<&str>> {
     let b = cmd.as_bytes();
     let mut steps: Vec<&str> = Vec::new();
-    let (mut from, mut i) = (0, 0);
-    let mut quote: Option<u8> = None;
-    while i < b.len() {
-        let c = b[i];
-        match quote {
-            Some(q) => {
-                if c == b'\\' && q == b'"' {
-                    i += 1;
-                } else if c == q {
-                    quote = None;
+    let mut from = 0;
+    let mut scan = Unquoted::new(cmd);
+    while let Some((i, c)) = scan.next() {
+        if matches!(c, b'|' | b';' | b'\n' | b'&') {
+            let pair = b.get(i + 1) == Some(&c) && c != b';' && c != b'\n';
+            // A lone `&` is a redirection's (`2>&1`) or a background job's: no step ends.
+            if c != b'&' || pair {
+                steps.push(&cmd[from..i]);
+                if pair {
+                    scan.next();
                 }
+                from = i + 1 + usize::from(pair);
             }
-            None => match c {
-                b'\\' => i += 1,
-                b'\'' | b'"' => quote = Some(c),
-                b'|' | b';' | b'\n' | b'&' => {
-                    let pair = b.get(i + 1) == Some(&c) && c != b';' && c != b'\n';
-                    // A lone `&` is a redirection's (`2>&1`) or a background job's: no step ends.
-                    if c != b'&' || pair {
-                        steps.push(&cmd[from..i]);
-                        i += usize::from(pair);
-                        from = i + 1;
-                    }
-                }
-                _ => {}
-            },
         }
-        i += 1;
     }
-    if quote.is_some() {
+    if scan.quote.is_some() {
         return None;
     }
     steps.push(&cmd[from.min(cmd.len())..]);
@@ -274,52 +305,29 @@ fn is_short_with(opt: &str, c: char) -> bool {
 /// other than a file descriptor or `/dev/...`).
 fn writes_by_redirect(line: &str) -> bool {
     let b = line.as_bytes();
-    let mut quote: Option<u8> = None;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        match quote {
-            Some(q) => {
-                if c == b'\\' && q == b'"' {
-                    i += 1;
-                } else if c == q {
-                    quote = None;
-                }
-            }
-            None => match c {
-                b'\\' => i += 1,
-                b'\'' | b'"' => quote = Some(c),
-                b'>' => {
-                    let mut j = i + 1;
-                    if b.get(j) == Some(&b'>') {
-                        j += 1;
-                    }
-                    // (`>&2`, `2>&1`: a descriptor; `>|`: clobber, then the target.)
-                    if b.get(j) == Some(&b'&') {
-                        i = j + 1;
-                        continue;
-                    }
-                    if b.get(j) == Some(&b'|') {
-                        j += 1;
-                    }
-                    let target = line[j..]
-                        .trim_start()
-                        .split(|ch: char| ch.is_whitespace() || ";|&)".contains(ch))
-                        .next()
-                        .unwrap_or("")
-                        .trim_matches(['"', '\'']);
-                    if !target.is_empty() && !target.starts_with("/dev/") {
-                        return true;
-                    }
-                    i = j;
-                    continue;
-                }
-                _ => {}
-            },
+    Unquoted::new(line).any(|(i, c)| {
+        if c != b'>' {
+            return false;
         }
-        i += 1;
-    }
-    false
+        let mut j = i + 1;
+        if b.get(j) == Some(&b'>') {
+            j += 1;
+        }
+        // (`>&2`, `2>&1`: a descriptor; `>|`: clobber, then the target.)
+        if b.get(j) == Some(&b'&') {
+            return false;
+        }
+        if b.get(j) == Some(&b'|') {
+            j += 1;
+        }
+        let target = line[j..]
+            .trim_start()
+            .split(|ch: char| ch.is_whitespace() || ";|&)".contains(ch))
+            .next()
+            .unwrap_or("")
+            .trim_matches(['"', '\'']);
+        !target.is_empty() && !target.starts_with("/dev/")
+    })
 }
 
 /// The programs of a command line (`programs`) when every one of them only prints files
