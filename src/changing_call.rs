@@ -43,16 +43,25 @@ const CHANGE_WORDS: [&str; 16] = [
     "send",
 ];
 
+/// Words of a tool's name that say each call replaces the whole of a list the agent keeps for
+/// itself (Claude Code's `TodoWrite`, Gemini CLI's `write_todos`, Codex's `update_plan`): the
+/// newest call says it all, and an agent calls it every few turns.
+const STATE_WORDS: [&str; 3] = ["todo", "todos", "plan"];
+
 /// Whether a call of tool `name`, read as `producer` (`Producer::of_call`), changes
 /// something: a shell tool's command line that changes files (`shell_line::changes_files`), or
-/// a tool whose name says it does (`CHANGE_WORDS`); a file read (an editor told to `view`)
-/// never does.
+/// a tool whose name says it does (`CHANGE_WORDS`) and does not keep the agent's own list
+/// (`STATE_WORDS`); a file read (an editor told to `view`) never does.
 pub fn changes(name: &str, producer: &Producer<'_>) -> bool {
     match producer {
         Producer::Command(cmd) => shell_line::changes_files(cmd),
         Producer::FileRead => false,
-        Producer::Call => name_has_word(name, &CHANGE_WORDS),
+        Producer::Call => name_changes(name),
     }
+}
+
+fn name_changes(name: &str) -> bool {
+    name_has_word(name, &CHANGE_WORDS) && !name_has_word(name, &STATE_WORDS)
 }
 
 /// Whether a line a previous digest wrote for a call (`$ COMMAND -> ...` or `name(args) ->
@@ -63,7 +72,7 @@ pub fn line_changes(line: &str) -> bool {
         Some(cmd) => shell_line::changes_files(&cmd.replace(" ⏎ ", "\n")),
         None => {
             let name = call.split('(').next().unwrap_or("");
-            !name.is_empty() && !name.contains(' ') && name_has_word(name, &CHANGE_WORDS)
+            !name.is_empty() && !name.contains(' ') && name_changes(name)
         }
     }
 }
@@ -101,6 +110,13 @@ mod tests {
             r#"{"reservation_id":"NQNU5R"}"#
         ));
         assert!(!changes_json("Read", r#"{"file_path":"x.py"}"#));
+        // A list the agent rewrites whole every few turns is no change to keep.
+        for name in ["TodoWrite", "write_todos", "update_plan"] {
+            assert!(
+                !changes_json(name, r#"{"todos":[{"content":"fix","status":"pending"}]}"#),
+                "{name}"
+            );
+        }
         assert!(line_changes(
             "$ sed -i '12i from x import y' a.py -> ok: rc=0"
         ));
