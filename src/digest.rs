@@ -469,19 +469,20 @@ impl<'a> Builder<'a> {
         let idle = reads_only(cmd) || found_nothing(cmd, &forms.outcome);
         let pushed = self.push_rich(section, Box::new(forms));
         self.mark_idle(pushed, idle);
-        self.mark_changes(pushed, !err && crate::shell_line::changes_files(cmd));
+        let producer = Producer::Command(Cow::Borrowed(cmd));
+        self.mark_changes(pushed, !err && changing_call::changes("", &producer));
         err
     }
 }
 
-/// Whether the run of `cmd` was a search that matched nothing (`ToolOutcome::failure_of`: a
-/// line of printers that exited 1 with no diagnostic, so no error). Idle as a printed file is
-/// (`units::Entry::idle`): it can be run again, and what it says (nothing matched) is worth
-/// less than the output of a script among the newest calls the packing keeps. Over every SWE
-/// run cut at half and three quarters (`tools/future_report.py`): 4,616 facts of 6,073 filed
-/// as plain calls, 4,618 as idle ones.
+/// Whether the run of `cmd` was a search that matched nothing (`tool_outcome::found_nothing`).
+/// Idle as a printed file is (`units::Entry::idle`): it can be run again, and what it says
+/// (nothing matched) is worth less than the output of a script among the newest calls the
+/// packing keeps. Over every SWE run cut at half and three quarters
+/// (`tools/future_report.py`): 4,616 facts of 6,073 filed as plain calls, 4,618 as idle ones.
 fn found_nothing(cmd: &str, outcome: &Outcome<'_>) -> bool {
-    !outcome.err && outcome.code == Some(1) && crate::shell_line::printers(cmd).is_some()
+    !outcome.err
+        && tool_outcome::found_nothing(cmd, outcome.code, outcome.text.as_deref().unwrap_or(""))
 }
 
 /// A call's result within the span: its text, and whether the provider marked it failed.

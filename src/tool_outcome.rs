@@ -144,6 +144,15 @@ pub fn read(text: &str) -> ToolOutcome<'_> {
     }
 }
 
+/// Whether the run of the shell command line `cmd`, every program of it a printer
+/// (`shell_line::printers`), exited (`code`) 1 printing (`body`) no diagnostic line: a search
+/// that matched nothing, files that differ (`ToolOutcome::failure_of`).
+pub fn found_nothing(cmd: &str, code: Option<i64>, body: &str) -> bool {
+    code == Some(1)
+        && shell_line::printers(cmd)
+            .is_some_and(|programs| !shell_line::has_diagnostic(body, &programs))
+}
+
 /// Whether a tool output reports a failure: by its verdict (`read`), else by the words of
 /// what it printed (`words_say_failure`).
 pub fn reports_failure(text: &str) -> bool {
@@ -182,13 +191,8 @@ impl ToolOutcome<'_> {
         }
     }
 
-    /// Whether the shell command line `cmd`, every program of it a printer
-    /// (`shell_line::printers`), exited 1 with no diagnostic line: a search that matched
-    /// nothing, files that differ (`failure_of`).
     fn found_nothing(&self, cmd: &str) -> bool {
-        self.code == Some(1)
-            && shell_line::printers(cmd)
-                .is_some_and(|programs| !shell_line::has_diagnostic(&self.body, &programs))
+        found_nothing(cmd, self.code, &self.body)
     }
 
     /// Whether a file a read tool returned (`Producer::FileRead`) reports a failure: its
