@@ -36,6 +36,7 @@ mod json_compact;
 mod pack;
 mod request_edges;
 mod run_summary;
+mod thought_call;
 mod traceback;
 mod units;
 
@@ -388,6 +389,18 @@ impl<'a> Builder<'a> {
             },
         );
         let err = outcome.err;
+        if let Some(thought) =
+            thought_call::thought_of(c.name, parsed.as_ref().ok()).filter(|_| !err)
+        {
+            let idle = names_nothing(thought) || only_intends(thought);
+            let forms = Clipped {
+                text: Cow::Owned(format!("{}: {thought}", c.name)),
+                plan: &CONCLUSION_PLAN,
+            };
+            let pushed = self.push_lazy(Section::Calls, Box::new(forms));
+            self.mark_idle(pushed, idle);
+            return false;
+        }
         let section = if err { Section::Errors } else { Section::Calls };
         let changes = !err && changing_call::changes(c.name, &producer);
         if let Producer::Command(cmd) = &producer {
@@ -1806,6 +1819,53 @@ mod tests {
                 "{room}: {d}"
             );
         }
+    }
+
+    /// A think tool's call (`thought_call`) is its thought, clipped as a conclusion: the line
+    /// keeps what the model concluded, not a call whose arguments are cut to a few dozen
+    /// characters and whose result says nothing.
+    #[test]
+    fn a_think_call_shows_its_thought_not_an_empty_result() {
+        let thought = "IFOYYZ is basic economy without insurance, booked more than 24 hours ago: \
+                       it cannot be canceled. NQNU5R is business class and can be canceled at any time.";
+        let args = serde_json::json!({ "thought": thought }).to_string();
+        let mut a = Message::empty("assistant");
+        a.tool_calls.push(ToolCall {
+            id: "c1",
+            name: "think",
+            arguments: Cow::Owned(args),
+        });
+        let mut r = Message::empty("tool");
+        r.tool_call_id = Some("c1");
+        r.content = Content::Text(Cow::Borrowed(""));
+        let msgs = vec![
+            Message::text("user", "Please cancel IFOYYZ and NQNU5R: a change of plan."),
+            a,
+            r,
+            Message::text(
+                "assistant",
+                "IFOYYZ cannot be canceled; shall I cancel NQNU5R?",
+            ),
+        ];
+        let d = digest_within(&msgs, 400);
+        assert!(d.contains(&format!("- think: {thought}")), "{d}");
+        assert!(
+            !d.contains("(empty)") && !d.contains("think(thought="),
+            "{d}"
+        );
+        // In a small room the thought is clipped at its end, as a conclusion is, and stays a line.
+        let mut clipped = 0;
+        for room in 60..=110 {
+            let d = digest_within(&msgs, room);
+            if let Some(line) = d.lines().find(|l| l.starts_with("- think: ")) {
+                assert!(
+                    line.starts_with("- think: IFOYYZ is basic economy"),
+                    "{room}: {d}"
+                );
+                clipped += usize::from(line.contains('…'));
+            }
+        }
+        assert!(clipped > 0);
     }
 
     /// The index lists only identifiers the digest's lines do not show: at every room, no
