@@ -44,6 +44,7 @@ from contextfold.evaluation import _index_items
 from contextfold.fold_sources import forget_process_sources
 from contextfold.summary_room import index_at, strip_index
 from contextfold.summarize import SummaryRequest, SummaryResult
+from compaction_shapes import FORMATS, PROVIDER, convert
 from terminal_agent import READ_TOOL_STYLES, STYLES, TERMINAL_TOOL, as_terminal_calls, tools_for
 from transcripts import LOCAL, SHARED, load_conversations, shared_available
 
@@ -313,6 +314,34 @@ def test_commands_keep_their_end_and_no_line_is_cut_at_40_characters() -> None:
     assert r.summary is not None
     assert cmd + " -k case0" in r.summary
     assert "5680 passed, 0 failures" in r.summary
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_think_call_is_summarized_as_its_thought_in_every_format(fmt: str) -> None:
+    """The bundled airline dialogues whose agent calls tau-bench's ``think`` tool (no result,
+    the model's reasoning as its one argument), compacted at the naive cut's budget in each wire
+    format: a summary that keeps such a call shows it as ``- think: <the thought>``, never as a
+    call line cut inside its argument with an empty result."""
+    shown = 0
+    dialogues = [c for c in load_conversations(LOCAL, "tau-bench-airline")
+                 if any(tc["function"]["name"] == "think" for m in c["messages"] for tc in m.get("tool_calls") or [])]
+    assert dialogues
+    for conv in dialogues:
+        thoughts = [json.loads(tc["function"]["arguments"])["thought"] for m in conv["messages"]
+                    for tc in m.get("tool_calls") or [] if tc["function"]["name"] == "think"]
+        msgs, system = convert(conv["messages"], fmt)
+        budget = _tokens(naive_cut(conv["messages"]), Fixture("tau", conv["messages"], ()))
+        r = cf.Compactor(provider=PROVIDER[fmt], budget=budget, system=system, min_free_share=0.0).compact(msgs)
+        if r.summary is None:
+            continue
+        assert "think(" not in r.summary, r.summary
+        for line in r.summary.splitlines():
+            if line.startswith("- think: "):
+                said = line[len("- think: "):]
+                head = said.split("…")[0]
+                assert any(" ".join(t.split()).startswith(head) for t in thoughts), line
+                shown += 1
+    assert shown > 0
 
 
 def test_a_folded_test_run_keeps_its_verdict_past_a_teardown_line_per_process() -> None:
