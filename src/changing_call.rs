@@ -65,11 +65,24 @@ fn name_changes(name: &str) -> bool {
 }
 
 /// Whether a line a previous digest wrote for a call (`$ COMMAND -> ...` or `name(args) ->
-/// ...`) is one of a step that changes something.
+/// ...`) is one of a step that changes something. A command that digest clipped is read by
+/// its head, a quote the clip left open closed there: the programs and their flags come first
+/// (`sed -i '330,332c\ if (\n not field.null o…schema.py` was read as no edit, its quote
+/// unbalanced, and a merged summary dropped it before the reads around it).
 pub fn line_changes(line: &str) -> bool {
     let call = line.split(" -> ").next().unwrap_or(line);
     match call.strip_prefix("$ ") {
-        Some(cmd) => shell_line::changes_files(&cmd.replace(" ⏎ ", "\n")),
+        Some(cmd) => {
+            let cmd = cmd.replace(" ⏎ ", "\n");
+            shell_line::changes_files(&cmd)
+                || cmd.split_once('…').is_some_and(|(head, _)| {
+                    let mut head = head.to_string();
+                    if let Some(q) = shell_line::open_quote(&head) {
+                        head.push(char::from(q));
+                    }
+                    shell_line::changes_files(&head)
+                })
+        }
         None => {
             let name = call.split('(').next().unwrap_or("");
             !name.is_empty() && !name.contains(' ') && name_changes(name)
@@ -80,6 +93,20 @@ pub fn line_changes(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clipped_edit_line_of_a_previous_digest_is_still_an_edit() {
+        assert!(line_changes(
+            "$ sed -i '330,332c\\ if (\\n not field.null o…db/backends/sqlite3/schema.py -> ok: rc=0"
+        ));
+        assert!(line_changes(
+            "$ cat <<'EOF' > reproduce_issue.py ⏎ import…F ⏎ python reproduce_issue.py -> ok: rc=0"
+        ));
+        assert!(!line_changes(
+            "$ sed -n '325,340p' django/db/backends/sqlite3/schema.py -> ok: rc=0: def add_field(se…table."
+        ));
+        assert!(!line_changes("$ grep -n \"def x(\" a.py…b.py -> ok: rc=0"));
+    }
 
     fn changes_json(name: &str, json: &str) -> bool {
         let args: serde_json::Value = serde_json::from_str(json).unwrap();

@@ -198,6 +198,13 @@ impl Iterator for Unquoted<'_> {
     }
 }
 
+/// The quote (`'` or `"`) left open at the end of `cmd`, if any.
+pub fn open_quote(cmd: &str) -> Option<u8> {
+    let mut scan = Unquoted::new(cmd);
+    scan.by_ref().for_each(drop);
+    scan.quote
+}
+
 /// The steps of a command line: split at `|`, `||`, `&&`, `;` and line ends outside quotes.
 /// None when its quotes do not balance.
 fn steps(cmd: &str) -> Option<Vec<&str>> {
