@@ -352,7 +352,7 @@ impl<'a> Builder<'a> {
         let idle = only_courtesy(&text);
         // The clipped forms are cut from the request without its courtesy edges: the
         // conditions sit in its middle, which a clip would lose first.
-        let forms = Request::without(text, &self.repeated);
+        let forms = Request::without(text, &self.repeated, &rules);
         let at = self.entries.len();
         let said_in = self
             .push_lazy(Section::Requests, Box::new(forms))
@@ -1819,6 +1819,40 @@ mod tests {
                 "{room}: {d}"
             );
         }
+    }
+
+    /// A request clipped in a small room leaves out the standing rule said in it (written
+    /// whole in its own section) before it loses the clause the rule followed.
+    #[test]
+    fn a_clipped_request_gives_its_rule_s_room_to_its_own_clauses() {
+        let ask = "No worries, I'll handle the cancellation on my own if needed. Moving on, I'm \
+                   looking for the cheapest direct round-trip flight from New York (EWR or JFK) \
+                   to a West Coast city. I'll depart on May 20 and return on May 25, and I prefer \
+                   basic economy if it's cheaper. Can you book that for me?";
+        let rule = "I'll depart on May 20 and return on May 25, and I prefer basic economy if it's cheaper.";
+        let msgs = vec![
+            Message::text("user", ask),
+            Message::text("assistant", "Which West Coast city would you like?"),
+        ];
+        let mut clipped = 0;
+        for room in (60..=160).step_by(5) {
+            let d = digest_within(&msgs, room);
+            let Some(line) = d.lines().find(|l| l.starts_with("- No worries")) else {
+                continue;
+            };
+            if line.contains('…') || !line.contains("Can you book") {
+                clipped += 1;
+                assert!(d.contains(&format!("- {rule}")), "{room}: {d}");
+                assert!(!line.contains("prefer basic economy"), "{room}: {d}");
+                if line.len() > 150 {
+                    assert!(
+                        line.contains("(EWR or JFK) to a West Coast city"),
+                        "{room}: {d}"
+                    );
+                }
+            }
+        }
+        assert!(clipped > 0);
     }
 
     /// A think tool's call (`thought_call`) is its thought, clipped as a conclusion: the line

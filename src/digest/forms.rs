@@ -95,25 +95,42 @@ pub(super) struct Request<'a> {
     /// Where the request without its courtesy edges lies in `text` (found once: every form
     /// from the third and every check of one reads it).
     core: std::ops::Range<usize>,
+    /// The core without the standing rules said in it, where it had any (`without_rules`).
+    core_without_rules: Option<String>,
 }
+
+/// The shortest share of a request's core that its rules may leave (bytes, of the core's): a
+/// request that is mostly rules keeps them in its shorter forms.
+const CORE_LEFT_BY_RULES: f64 = 0.3;
 
 impl<'a> Request<'a> {
     #[cfg(test)]
     pub(super) fn new(text: Cow<'a, str>) -> Self {
-        Self::without(text, &std::collections::HashSet::new())
+        Self::without(text, &std::collections::HashSet::new(), &[])
     }
 
-    /// A request whose clipped forms also leave out the sentences of `repeated` that open or
-    /// close it (`request_edges::repeated_edges`: said in other turns too).
+    /// A request whose shorter forms (from the third) also leave out the sentences of
+    /// `repeated` that open or close it (`request_edges::repeated_edges`: said in other turns
+    /// too) and the standing `rules` said in it: a rule is written whole in its own section
+    /// wherever the request's form does not hold it, and a clip that kept the rule's sentence
+    /// as its end lost the clause before it ("New York (EWR or JFK) to a West Coast city"
+    /// between "I'm looking for the che…" and "…I prefer basic economy if it's cheaper.", that
+    /// rule written whole above it).
     pub(super) fn without(
         text: Cow<'a, str>,
         repeated: &std::collections::HashSet<String>,
+        rules: &[String],
     ) -> Self {
         let core = without_repeated_edges(without_courtesy_edges(&text), repeated);
+        let core_without_rules = without_rules(core, rules);
         // The core is a slice of the text: its place is its pointer's offset.
         let start = core.as_ptr() as usize - text.as_ptr() as usize;
         let core = start..start + core.len();
-        Request { text, core }
+        Request {
+            text,
+            core,
+            core_without_rules,
+        }
     }
 
     /// The text form `j` clips.
@@ -121,9 +138,27 @@ impl<'a> Request<'a> {
         if j < 2 {
             &self.text
         } else {
-            &self.text[self.core.clone()]
+            self.core_without_rules
+                .as_deref()
+                .unwrap_or(&self.text[self.core.clone()])
         }
     }
+}
+
+/// `core` without the sentences of `rules` it holds verbatim (each rule a sentence of it,
+/// `standing_rules::rules_in`), the rest joined by single spaces; None where it holds none, or
+/// where what is left is under `CORE_LEFT_BY_RULES` of it.
+fn without_rules(core: &str, rules: &[String]) -> Option<String> {
+    let mut left = core.to_string();
+    let mut cut = false;
+    for r in rules.iter().filter(|r| !r.is_empty()) {
+        if let Some(at) = left.find(r.as_str()) {
+            left.replace_range(at..at + r.len(), " ");
+            cut = true;
+        }
+    }
+    let left = left.split_whitespace().collect::<Vec<_>>().join(" ");
+    (cut && left.len() as f64 >= core.len() as f64 * CORE_LEFT_BY_RULES).then_some(left)
 }
 
 impl Forms for Request<'_> {
