@@ -1821,6 +1821,45 @@ mod tests {
         }
     }
 
+    /// A previous summary's line that a merge drops gives its identifiers to the index ahead
+    /// of the new fold's: they are the previous summary's, as its own index's are.
+    #[test]
+    fn a_merged_summary_keeps_the_ids_of_a_line_it_drops() {
+        let old_ids = ["OI5L9G", "Q0ZF0J", "KA7I60", "I57WUD"];
+        let prev = format!(
+            "Earlier conversation folded by contextfold (9 messages: 1 user requests, 1 tool calls, 0 errors).\n\
+             ## User requests\n- Which of my reservations fly business?\n\n## Tool calls\n\
+             - get_user_details(user_id=sofia_kim_7287) -> ok: reservations=[{}]\n",
+            old_ids.join(", ")
+        );
+        let fresh: Vec<String> = (0..200).map(|k| format!("HAT{:03}", 100 + k)).collect();
+        let asks: Vec<String> = fresh
+            .chunks(2)
+            .map(|p| format!("Please check flights {} and {} for me.", p[0], p[1]))
+            .collect();
+        let mut msgs = Vec::new();
+        for ask in &asks {
+            msgs.push(Message::text("user", ask));
+            msgs.push(Message::text("assistant", "Checking those flights now."));
+        }
+        let d = digest(
+            &msgs,
+            &est(),
+            &DigestOptions {
+                max_tokens: 260,
+                previous: Some(&prev),
+                ..Default::default()
+            },
+        );
+        assert!(
+            !d.contains("get_user_details"),
+            "the room drops the line: {d}"
+        );
+        for id in old_ids {
+            assert!(d.contains(id), "{id}: {d}");
+        }
+    }
+
     /// A request clipped in a small room leaves out the standing rule said in it (written
     /// whole in its own section) before it loses the clause the rule followed.
     #[test]

@@ -581,9 +581,12 @@ impl Collector {
     }
 
     /// Read back a previous summary's identifiers: those of its index carry over (first, in
-    /// their order). Those its sections' lines show (an index leaves them out: `Shown`) are
-    /// read as the oldest thing said, but code symbols: when a line is dropped or clipped, its
-    /// identifiers may still take a place in the index.
+    /// their order), and so do those its sections' lines show (an index leaves them out:
+    /// `Shown`), but code symbols, after them: when a line is dropped or clipped, its
+    /// identifiers take a place in the index as the previous index's do. Read as the oldest
+    /// thing said instead, they lost their place to the new fold's: a new process merging an
+    /// airline summary dropped a `get_reservation_details(reservation_id=OI5L9G) -> ...` line
+    /// and, with it, the six reservation ids the previous index had left to that line.
     pub fn carry(&mut self, previous: &str) {
         for (kind, text) in parse(previous) {
             self.add(kind, &text, 2.0, 0.0, true);
@@ -597,7 +600,7 @@ impl Collector {
         lines.scan(&body[at..], 2.0, 0.0);
         for f in lines.found {
             if f.ident.kind != Kind::Symbol {
-                self.add(f.ident.kind, &f.ident.text, 2.0, 0.0, false);
+                self.add(f.ident.kind, &f.ident.text, 2.0, 0.0, true);
             }
         }
     }
@@ -1308,9 +1311,9 @@ mod tests {
         }
     }
 
-    /// A previous summary's identifiers carry over: those of its index first (carried), and
-    /// those its lines show (which its index left out), read as the oldest thing said; code
-    /// symbols of its lines are not read.
+    /// A previous summary's identifiers carry over: those of its index first, then those its
+    /// lines show (which its index left out), all carried; code symbols of its lines are not
+    /// read.
     #[test]
     fn a_previous_summarys_lines_give_their_identifiers_too() {
         let previous = "Earlier conversation folded by contextfold (40 messages: 2 user requests, 9 tool calls, 0 errors).\n## Tool calls\n- get_user_details(user_id=aarav_garcia_1177) -> ok: reservations=[ZZ9Q7T], MigrationLoader\n\n## Identifier index\n- ids: K2L9QX";
@@ -1323,7 +1326,7 @@ mod tests {
             .collect();
         assert_eq!(got[0], ("K2L9QX".to_string(), true), "{got:?}");
         for id in ["aarav_garcia_1177", "ZZ9Q7T"] {
-            assert!(got.contains(&(id.to_string(), false)), "{id}: {got:?}");
+            assert!(got.contains(&(id.to_string(), true)), "{id}: {got:?}");
         }
         assert!(
             !got.iter()
