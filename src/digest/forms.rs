@@ -149,16 +149,17 @@ impl<'a> Request<'a> {
 /// `standing_rules::rules_in`), the rest joined by single spaces; None where it holds none, or
 /// where what is left is under `CORE_LEFT_BY_RULES` of it.
 fn without_rules(core: &str, rules: &[String]) -> Option<String> {
-    let mut left = core.to_string();
-    let mut cut = false;
-    for r in rules.iter().filter(|r| !r.is_empty()) {
-        if let Some(at) = left.find(r.as_str()) {
-            left.replace_range(at..at + r.len(), " ");
-            cut = true;
-        }
+    // (Most requests state no rule: nothing is copied for them.)
+    let mut said = rules
+        .iter()
+        .filter(|r| !r.is_empty() && core.contains(r.as_str()));
+    let first = said.next()?;
+    let mut left = core.replacen(first.as_str(), " ", 1);
+    for r in said {
+        left = left.replacen(r.as_str(), " ", 1);
     }
     let left = left.split_whitespace().collect::<Vec<_>>().join(" ");
-    (cut && left.len() as f64 >= core.len() as f64 * CORE_LEFT_BY_RULES).then_some(left)
+    (left.len() as f64 >= core.len() as f64 * CORE_LEFT_BY_RULES).then_some(left)
 }
 
 impl Forms for Request<'_> {

@@ -4,9 +4,10 @@
 //! database, but just append the thought to the log"; tau-bench's airline agent has the same
 //! tool (47 of the 149 dialogues of ../shared/data call it, 71 calls, median 256 characters of
 //! arguments). What such a call holds is a conclusion ("IFOYYZ is basic economy without
-//! insurance, booked more than 24 hours ago, and cannot be canceled"), and the digest files it
-//! with the conclusions, clipped as one, instead of as a call line whose arguments are cut to
-//! a few dozen characters and whose result says nothing.
+//! insurance, booked more than 24 hours ago, and cannot be canceled"): the digest writes it as
+//! `think: <thought>`, clipped as a conclusion is, in the calls' place (filed with the
+//! conclusions it went earlier in the tightest rooms and lost facts), instead of as a call line
+//! whose arguments are cut to a few dozen characters and whose result says nothing.
 
 use serde_json::Value;
 
