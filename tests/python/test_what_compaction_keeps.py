@@ -322,7 +322,7 @@ def test_a_think_call_is_summarized_as_its_thought_in_every_format(fmt: str) -> 
     the model's reasoning as its one argument), compacted at the naive cut's budget in each wire
     format: a summary that keeps such a call shows it as ``- think: <the thought>``, never as a
     call line cut inside its argument with an empty result."""
-    shown = 0
+    shown = summarized = 0
     dialogues = [c for c in load_conversations(LOCAL, "tau-bench-airline")
                  if any(tc["function"]["name"] == "think" for m in c["messages"] for tc in m.get("tool_calls") or [])]
     assert dialogues
@@ -334,6 +334,7 @@ def test_a_think_call_is_summarized_as_its_thought_in_every_format(fmt: str) -> 
         r = cf.Compactor(provider=PROVIDER[fmt], budget=budget, system=system, min_free_share=0.0).compact(msgs)
         if r.summary is None:
             continue
+        summarized += 1
         assert "think(" not in r.summary, r.summary
         for line in r.summary.splitlines():
             if line.startswith("- think: "):
@@ -341,7 +342,9 @@ def test_a_think_call_is_summarized_as_its_thought_in_every_format(fmt: str) -> 
                 head = said.split("…")[0]
                 assert any(" ".join(t.split()).startswith(head) for t in thoughts), line
                 shown += 1
-    assert shown > 0
+    # (Measured: all 12 bundled dialogues that call it are summarized in every format, with 2
+    # (Gemini) to 8 (chat) think lines kept in all; the rest gave way to the room.)
+    assert summarized == len(dialogues) and shown >= 2, (summarized, shown, len(dialogues))
 
 
 def test_a_folded_test_run_keeps_its_verdict_past_a_teardown_line_per_process() -> None:
@@ -1113,13 +1116,14 @@ def test_through_the_proxy_a_loop_reading_the_turns_keeps_as_much_on_the_bundled
 def test_through_the_proxy_a_loop_keeps_more_facts_reading_the_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     # (tools/loop_report.py --proxy, stop 60: of the held-out sets' 608 facts, 486 reading the
     # turns behind each summary, 455 merging the summaries, 436 before a merge kept the previous
-    # summary whole.)
+    # summary whole. Stop 66: 495 reading, 476 merging, since a merge keeps the ids of the lines
+    # it drops and the edits a previous summary clipped.)
     fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
     reading, compactions = _loop_facts(fixtures, proxy=True)
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
     merging, _ = _loop_facts(fixtures, proxy=True)
     assert compactions >= 3 * len(fixtures)
-    assert reading >= merging + 20, (reading, merging)
+    assert reading >= merging + 10, (reading, merging)
 
 
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
