@@ -56,7 +56,10 @@ def assemble(run: CompactionRun, base: list[Any], text: str, native: tuple[Any, 
         pos = merge_position(plan)
         out[pos] = with_native_blocks(out[pos], native[0])
         return out
-    if native and plan["summary_role"] is not None:
+    if native and (plan["summary_role"] is not None or fmt == "responses"):
+        # (A Responses compaction item has no role: it goes before the tail even where the plan
+        # merges a text summary into the tail's first turn, which would drop the item's encrypted
+        # summary and keep only the user messages it was sent with.)
         return out + [like_history(m, run.msgs) for m in native] + base[tail_start:]
     if plan["summary_role"] is not None:
         summary = summary_message(wrapped, format=fmt, role=plan["summary_role"])

@@ -22,6 +22,7 @@ import pytest
 
 import contextfold as cf
 from contextfold import _core
+from contextfold.summary_assembly import OPEN
 from contextfold.summarize import AnthropicCompaction, OpenAIResponsesCompaction
 
 from proxy_support import RecordingUpstream
@@ -109,6 +110,12 @@ def test_openai_responses_compaction_item_replaces_the_middle_verbatim(mode):
     assert sent.body["input"] == [items[i] for i in result.removed]  # exactly the folded middle
     kept = [m for m in result.messages if m.get("type") == "compaction"]
     assert kept == [{"type": "compaction", "id": "cmp_1", "encrypted_content": ENCRYPTED}]
+    # (The tail opens on the assistant's turn, where a text summary is merged into it: the item
+    # goes before it all the same; it was dropped there, and the user messages the compaction
+    # returned were merged as the summary.)
+    at = result.messages.index(kept[0])
+    assert result.messages[at + 1].get("role") == "assistant", result.messages[at + 1]
+    assert not any(OPEN in str(m.get("content")) for m in result.messages)
     tokens, failures = _core.compaction_verify(result.messages, _core.PricedRequest(format="responses", model="gpt-4o"))
     assert failures == [] and tokens <= int(full * 0.5)
     # A later compaction keeps the provider's item verbatim (never re-summarized).
