@@ -40,7 +40,7 @@ mod thought_call;
 mod traceback;
 mod units;
 
-use carried::{merge_previous, PENDING_OUTPUT};
+use carried::{carried_call_forms, merge_previous, PENDING_OUTPUT};
 use clip::{clip, clip_ends, is_whole};
 use fences::{command_fence_and_shells, thought_before};
 use forms::{Call, Clipped, Command, Forms, Outcome, Request, CONCLUSION_PLAN, RESULT_HEAD_SHARE};
@@ -90,6 +90,9 @@ const OLD_TITLES: [(&str, Section); 2] = [
 
 /// Characters of a command the fold ends on (its output kept after the summary).
 const PENDING_COMMAND_CHARS: usize = 800;
+
+/// The outcome of a previous digest's pending command that no observation of the span answered.
+const UNANSWERED: &str = "no output: the turn after it was not its output";
 
 /// (characters, head share) of the newest thought's forms: its fullest form, then the usual
 /// ones. A thought between 900 and 12,000 characters is sized to the room its forms leave
@@ -703,10 +706,14 @@ impl<'a> Walk<'a> {
     /// and, when a newer thought comes, the conclusion all read it.
     fn thought(&mut self, m: &'a Message<'a>) -> Cow<'a, str> {
         if let Some(cmd) = self.prev_command.take().filter(|_| self.carried) {
-            // No observation answered it in this span: it stays the open item it was.
+            // No observation answered it in this span, and the agent spoke again: its output is
+            // not in the messages after this summary either (the harness refused the turn it
+            // came from, which held two commands; or a person spoke). A call that printed
+            // nothing, not the open item it was, whose words said its output comes next.
+            self.n_calls += 1;
             self.b.push(
-                Section::Conclusions,
-                vec![format!("earlier open item: ran `$ {cmd}{PENDING_OUTPUT}")],
+                Section::Calls,
+                carried_call_forms(&format!("$ {cmd} -> {UNANSWERED}")),
             );
         }
         self.carried = false;
@@ -1389,12 +1396,14 @@ mod tests {
             !d.contains("earlier open item: ran `$ python reproduce.py`"),
             "{d}"
         );
-        // A fold that opens on the agent's turn instead leaves the item open, as it was.
+        // A fold that opens on the agent's turn instead holds no output of it: the agent spoke
+        // again, so none follows the summary either (it said so as an open item).
         let d = digest_after(&msgs[1..], prev, 600);
         assert!(
-            d.contains("earlier open item: ran `$ python reproduce.py`; its output is in the messages kept after this summary"),
+            d.contains(&format!("- $ python reproduce.py -> {UNANSWERED}")),
             "{d}"
         );
+        assert!(!d.contains("earlier open item"), "{d}");
         assert_eq!(
             pending_in("ran `$ ls -la`; its output is in the messages kept after this summary"),
             Some("ls -la")
@@ -1404,7 +1413,9 @@ mod tests {
 
     /// The carried command waits for its own output, which a harness that prints return codes
     /// always opens with one: a person's words opening the fold (a rule planted right after the
-    /// summary, answered by the agent) stay a request, not the command's output.
+    /// summary, answered by the agent) stay a request, not the command's output. The agent then
+    /// spoke again, so the command is a call without output, not an open item whose output
+    /// would be in the messages after the summary.
     #[test]
     fn a_persons_words_after_the_summary_are_no_output_of_the_carried_command() {
         let prev = PENDING_PREVIOUS;
@@ -1429,8 +1440,9 @@ mod tests {
                 "{d}"
             );
             assert!(!d.contains("reproduce.py -> ok: Do not"), "{d}");
+            assert!(!d.contains("earlier open item"), "{d}");
             assert!(
-                d.contains("earlier open item: ran `$ python reproduce.py`"),
+                d.contains(&format!("- $ python reproduce.py -> {UNANSWERED}")),
                 "{d}"
             );
         }

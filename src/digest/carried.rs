@@ -157,7 +157,7 @@ const CARRIED_CALL_MIN_CHARS: usize = 60;
 /// `ImproperlyConfigured: Requested setting INSTALLED_APPS`), and its last form, the call
 /// alone, kept of `$ (command not in this span) -> error: ... FAILURE: prefetch_related
 /// returned None` nothing at all.
-fn carried_call_forms(item: &str) -> Vec<String> {
+pub(super) fn carried_call_forms(item: &str) -> Vec<String> {
     let Some(i) = item.find(" -> ") else {
         let mut forms = carried_forms(item, CARRIED_CALL_FLOOR);
         forms.push(clip(item, 120));
