@@ -88,6 +88,23 @@ DEEP_TAIL_SHARE = 0.15
 #: their summaries (last / first, median) 1.02x, 1.13x, 1.26x and 1.38x: a deeper tail gives the
 #: later summaries more room than the first had, against the goal of 1.2x.
 LOOP_TAIL_SHARE = 0.45
+#: Default verbatim tail of a fold: this share of the budget at every depth. The depth-scaled
+#: tail above is what masking protects (whether masking alone fits, and which outputs it leaves
+#: whole); once the run folds, the tail beside the summary is this share, so an agent loop's
+#: later compactions (a history about 1.2x its budget, a previous summary in the fold) give their
+#: summary the room a deep history's gets. Measured at stop 67 against the depth-scaled tail for
+#: folds as well: agent loops over the held-out probe sets (``tools/loop_report.py``) kept
+#: 483 -> 513 of 608 facts with one Compactor and 445 -> 485 with a new Compactor in a new
+#: process each time, the main set's 191 -> 193 and 189 -> 191; one compaction of the held-out
+#: sets at 0.75x / 1x / 1.5x the naive budget 191 / 522 / 588 -> 191 / 523 / 587. Shares of
+#: 0.10 / 0.20 / 0.25 kept 513 / 512 / 510 and 483 / 483 / 474 in those loops. The depth-scaled
+#: tail with its shares lowered to 0.15, for masking too, kept 520 and 481 there, but chose
+#: masking alone for more airline dialogues at 1.5x the naive budget (588 -> 580): their tool
+#: results are the facts, and masking drops them. The cost is in the summaries' growth over
+#: successive compactions of the SWE runs (``tools/successive_report.py``): last / first, median
+#: 1.12x -> 1.14x, runs within 1.2x 79 -> 65 of 120, as a small tail target is overrun by a
+#: large last tool round more often (the room then follows that round's size).
+FOLD_TAIL_SHARE = 0.15
 SHALLOW_RATIO = 1.5
 DEEP_RATIO = 2.5
 #: Default summary size: this share of the budget, within [256, 4_000] tokens.
@@ -141,11 +158,11 @@ class Compactor(RoomFill, RecoverableFolds):
     - ``protect_first_n``: first messages kept verbatim (the first user request, the task, is
       always kept too); ``pinned``: indices or a predicate ``(message) -> bool`` of messages
       kept verbatim wherever they are (the predicate is called once per message per compaction);
-      ``tail_tokens``: the protected tail (default: half the budget where the history is at most
-      1.5x the budget, 15% of it from 2.5x on, linearly between, where a previous summary this
-      Compactor wrote counts as the messages it stands for, and then not under 45%; shrunk when
-      head and summary leave less room; never fewer than ``min_tail`` messages, never inside a
-      tool group).
+      ``tail_tokens``: the protected tail (default: where the run folds, 15% of the budget;
+      what masking protects, half the budget where the history is at most 1.5x the budget, 15%
+      of it from 2.5x on, linearly between, where a previous summary this Compactor wrote counts
+      as the messages it stands for, and then not under 45%; shrunk when head and summary leave
+      less room; never fewer than ``min_tail`` messages, never inside a tool group).
     - ``trigger`` (when ``should_compact`` fires): tokens (int), a fraction of the window (float),
       ``("tokens" | "fraction" | "messages", value)`` or Anthropic's
       ``{"type": "input_tokens", "value": n}``; default: the ``Session`` gate.
@@ -678,6 +695,10 @@ class Compactor(RoomFill, RecoverableFolds):
                 return r
             if self.strategy == "mask":
                 return run.unchanged("nothing to mask")
+        if run.fold_tail is not None and run.fold_tail < run.tail:
+            # Masking alone does not reach the budget: the run folds, with a fold's tail.
+            run.tail = run.fold_tail
+            run.plan = self._plan(run, run.msgs, self.min_tail, costs=list(run.plan["costs"]), checked=True)
         if liftable(run.plan["reason"]):
             notes = list(run.notes)
             msgs, plan = self._degraded(run)
@@ -853,6 +874,8 @@ class Compactor(RoomFill, RecoverableFolds):
         if again:
             # (Planned again from the first plan's prices: only the tail's target moved.)
             run.plan = self._plan(run, msgs, self.min_tail, costs=list(run.plan["costs"]), checked=True)
+        if self._adaptive_tail:
+            run.fold_tail = min(run.tail, int(effective * FOLD_TAIL_SHARE))
         run.pending_tail = len(msgs) - int(run.plan["pending_from"])
         run.recover_only = self.recoverable and self.recall_reserve and round_room != "none"
         return run
@@ -934,7 +957,7 @@ class Compactor(RoomFill, RecoverableFolds):
                                 provider=self.provider, model=self.model, notes=notes, why="the cuts left room",
                                 where="", recoverable=self.recoverable, arguments=True)
         if restored is not None:
-            out, tokens, _ = restored
+            out, tokens, _, _ = restored
         # The messages still cut (one given back may be cut less, at the same place).
         still = [e for e in edits if out[int(e[0])] is not msgs[int(e[0])]]
         if not still:
@@ -988,7 +1011,7 @@ class Compactor(RoomFill, RecoverableFolds):
                                     store=self.store, provider=self.provider, model=self.model, notes=run.notes,
                                     why="masking left room", where="", recoverable=self.recoverable)
             if restored is not None:
-                out, tokens, edits = restored
+                out, tokens, edits, _ = restored
         if run.before - tokens < self.clear_at_least:  # what the returned history frees
             return run.unchanged(f"compaction skipped: it would free only {run.before - tokens} tokens, "
                                  f"less than clear_at_least={self.clear_at_least}")

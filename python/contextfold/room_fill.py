@@ -203,9 +203,11 @@ class RoomFill:
                                 store=self.store, provider=self.provider, model=self.model, notes=run.notes,
                                 recoverable=self.recoverable)
         if restored is not None:
-            draft.out, draft.tokens, kept = restored
+            draft.out, draft.tokens, kept, recut = restored
             tail_edits = [e for e in kept if not any(e is c for c in cuts)]
-            if not kept and run.fill_cut is not None and run.undegraded is None \
+            # (Only where the fill's cut came back whole: given back cut less, under the same id,
+            # the history planned whole again showed it whole beside its cut note.)
+            if not kept and not recut and run.fill_cut is not None and run.undegraded is None \
                     and draft.tokens < run.effective * FILLED_SHARE:
                 yield from self._grown_after_fill(run, draft, room, own_index)
         elif not tail_edits and run.undegraded is None:
@@ -265,8 +267,14 @@ class RoomFill:
         if draft.native or draft.tokens >= run.effective * FILLED_SHARE \
                 or not self._fills_room(request, draft.text, share=WIDEN_FILL_SHARE):
             return  # (a digest that said much less than its room: a wider one holds nothing more)
-        wide = summary_room(run.plan, run.effective, self._summary_cap)
-        aim = min(wide, request.max_tokens + run.effective - draft.tokens - MIN_FILL_TOKENS // 4)
+        # Aimed at the digest's size and what the history left unused, not at the room the
+        # budget less the rest gives: the digest counts its text line by line and the history
+        # prices the summary as one long text, whose estimate samples it, so the two differ by a
+        # few percent either way (a 24,300-character digest counted 6,706 tokens and priced 6,018
+        # in its history, which stood at 89.7% of its budget). A cap the caller set is still a cap.
+        aim = self._text_tokens(draft.text) + run.effective - draft.tokens - MIN_FILL_TOKENS // 4
+        if self._summary_cap is not None:
+            aim = min(aim, self._summary_cap)
         before, kept = request.max_tokens, (draft.out, draft.tokens, draft.text)
         for _ in range(2):
             if aim < request.max_tokens + MIN_FILL_TOKENS:
@@ -282,8 +290,8 @@ class RoomFill:
                     draft.out, draft.tokens, draft.text = kept
                     return
                 draft.request = again
-                run.notes.append(f"the summary takes the room the tail could not (~{aim} tokens where its "
-                                 f"steady room held ~{before})")
+                run.notes.append(f"the summary takes the room the tail could not (~{aim} tokens where it "
+                                 f"was given ~{before})")
                 return
             # Over the budget (the whole history's estimate samples long texts): aimed lower by
             # a tenth of what the wider room added.

@@ -249,13 +249,14 @@ def restore_tail(
     arguments: bool = False,
     where: str = " of the tail",
     recoverable: bool = True,
-) -> tuple[list[Any], int, list[Any]] | None:
+) -> tuple[list[Any], int, list[Any], bool] | None:
     """The compacted history with some of ``tail_edits`` left out, when the history they made
     (``tokens``) leaves ``MIN_FILL_TOKENS`` or more of ``budget`` unused: the edited messages get
     their content back, the newest first, while they fit whole; the next one, when it does not,
     with its middle cut to what is left. ``assemble(edits)`` builds and checks the history with
     ``edits`` applied: ``(messages, tokens, failures)``. Returns ``(messages, tokens, edits
-    applied)``, or None when nothing was given back. ``why`` and ``where`` word the notes (what
+    kept, whether a message given back was cut in the middle)``, or None when nothing was given
+    back. ``why`` and ``where`` word the notes (what
     left the room, which messages); ``recoverable=False``: a cut's marker names no fold id and no
     recall tool (the model is not offered one); ``arguments``: a call's arguments may be cut
     again (the cut of a history with nothing to fold, ``degrade.cut_in_place``)."""
@@ -356,7 +357,7 @@ def restore_tail(
         else:
             notes.append(f"{why}: message {int(cut[0][0])}{where} kept with its middle cut "
                          f"(~{whole_tokens} -> ~{want} tokens; id={cut[1]} restores it)")
-    return out, after, keep
+    return out, after, keep, cut is not None
 
 
 def grow_tail(

@@ -367,7 +367,8 @@ def test_compact_with_a_store_reads_the_turns_behind_its_summary_next_time(tmp_p
     shared = cf.MemoryContentStore()
 
     def apart() -> cf.Compactor:
-        c = cf.Compactor(provider="openai", model=data["model"], budget=budget, store=shared)
+        # (The provider the CLI reads from the file, as its estimate is the one the CLI plans with.)
+        c = cf.Compactor(provider=data["provider"], model=data["model"], budget=budget, store=shared)
         c.sources.shared = False
         return c
     first = json.loads(json.dumps(list(apart().compact(first_part).messages)))

@@ -473,9 +473,11 @@ def test_real_histories_recall_exactly_on_every_format(fmt):
 def test_a_tail_moved_to_fill_the_room_keeps_its_own_masks_recoverable(fmt):
     # SWE runs whose tail takes rounds of the fold (the summary's room is full) and masks old
     # output inside the tail: the plan that moves the tail stores what those masks fold too.
+    # (Runs where the tail takes a round in every format at 0.5 or 0.3 of their size, with a
+    # fold's tail of 15% of the budget.)
     convs = load_conversations(SHARED, "mini-swe-agent-gemini3")
     moved = compacted = 0
-    for k in (2, 30, 80, 90):
+    for k in (0, 6, 33, 42):
         msgs, system = convert(convs[k]["messages"], fmt)
         kw = dict(provider=PROVIDER[fmt], system=system, tools=convs[k].get("tools"))
         size = cf.estimate(msgs, **kw)

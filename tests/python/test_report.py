@@ -333,13 +333,14 @@ def _summary_tokens(d) -> int:
 
 
 def test_plan_table_books_a_tail_message_cut_in_the_middle_as_shortened():
-    """At 11,000 tokens the plan cuts the middle of tail message 76 (at 8,000 it did, where the
+    """At 12,500 tokens the plan cuts the middle of tail message 88 (at 8,000 it did, where the
     default tail was half of every budget; at 10,000 while a deep fold's tail was 35% of it; at
-    10,500 while it was 25%; with 15%, message 76 at 10,500 hosts the summary, merged, and is
-    booked with it): the table said "kept verbatim 29 msgs 4,726 -> 4,726", "shortened 0" and a
+    10,500 while it was 25%; at 11,000 while a shallow fold's tail was half the budget; with
+    15% at every depth, the message cut at 9,000-10,000 hosts the summary, merged, and is booked
+    with it): the table said "kept verbatim 29 msgs 4,726 -> 4,726", "shortened 0" and a
     1,404-token summary (really 2,218)."""
     req = read_request(json.loads(EXAMPLE.read_text()))
-    d = rep.analyze(req, budget=11_000)
+    d = rep.analyze(req, budget=12_500)
     r = d.plan.result
     assert r is not None and any("middle cut" in n for n in r.notes)
     rows = _plan_rows(rep.render_html(d))

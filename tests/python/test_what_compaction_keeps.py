@@ -786,8 +786,9 @@ def test_a_model_that_fails_leaves_the_digest_the_whole_room() -> None:
         assert failed.tokens_after <= budget
         same += failed.summary == alone.summary
     assert checked >= 30
-    # (The others differ where the digest's own path then wrote itself wider or moved rounds.)
-    assert same >= 0.8 * checked, (same, checked)
+    # (The others differ where the digest's own path then wrote itself wider or moved rounds:
+    # 30 of the bundled subset's 38 are the same.)
+    assert same >= 0.75 * checked, (same, checked)
 
 
 class _Recording(cf.ExtractiveSummarizer):
@@ -1117,13 +1118,15 @@ def test_through_the_proxy_a_loop_keeps_more_facts_reading_the_turns(monkeypatch
     # (tools/loop_report.py --proxy, stop 60: of the held-out sets' 608 facts, 486 reading the
     # turns behind each summary, 455 merging the summaries, 436 before a merge kept the previous
     # summary whole. Stop 66: 495 reading, 476 merging, since a merge keeps the ids of the lines
-    # it drops and the edits a previous summary clipped.)
+    # it drops and the edits a previous summary clipped. Stop 67: 517 reading, 511 merging, since
+    # a fold's tail is 15% of the budget at every depth, which gives a merge's summary the room
+    # a loop's later compactions gave the tail.)
     fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
     reading, compactions = _loop_facts(fixtures, proxy=True)
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
     merging, _ = _loop_facts(fixtures, proxy=True)
     assert compactions >= 3 * len(fixtures)
-    assert reading >= merging + 10, (reading, merging)
+    assert reading >= merging + 3, (reading, merging)
 
 
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
@@ -1133,25 +1136,27 @@ def test_a_compactor_with_nothing_shared_keeps_the_previous_summary_whole_where_
     before the tail gives way (``PlanOptions::carried_whole``), half where even a degraded tail
     cannot. Over the held-out sets' loops: 407 of 608 facts with half (a second compaction's
     summary dropped the first one's requests: "I don't remember my user ID", "shift it to the
-    next day"), 430 with all of it."""
+    next day"), 430 with all of it; 485 since a fold's tail is 15% of the budget at every depth
+    (stop 67: the summary has the room a loop's later compactions gave the tail)."""
     fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
     kept, compactions = _loop_facts(fixtures, fresh=True, alone=True)
     assert compactions >= 3 * len(fixtures)
-    assert kept >= 425, kept
+    assert kept >= 470, kept
 
 
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out probe sets)")
 def test_on_the_held_out_sets_an_agent_loop_reading_the_turns_keeps_more(monkeypatch: pytest.MonkeyPatch) -> None:
     # (tools/loop_report.py: of the held-out sets' 608 facts at the naive cut's budget, a loop
-    # that reads the turns again keeps 484, 448 where it merges its summaries (stop 65; 444 and
-    # 372 when this was written, 369 before masked outputs were read whole); one compaction of
-    # the whole history keeps 523.)
+    # that reads the turns again keeps 513, 492 where it merges its summaries (stop 67, a fold's
+    # tail 15% of the budget at every depth; 484 and 448 at stop 65, 444 and 372 when this was
+    # written, 369 before masked outputs were read whole); one compaction of the whole history
+    # keeps 523.)
     fixtures = load_fixtures([PROBES / "heldout.refs.json", PROBES / "heldout2.refs.json"], data_dir=SHARED)
     reading, compactions = _loop_facts(fixtures)
     monkeypatch.setattr(fold_sources, "SPAN_BUDGETS", 0)
     merging, _ = _loop_facts(fixtures)
     assert compactions >= 3 * len(fixtures)
-    assert reading >= merging + 30, (reading, merging)
+    assert reading >= merging + 15, (reading, merging)
 
 
 def _summaries_merged_alone(monkeypatch: pytest.MonkeyPatch, fixtures: list[Fixture]) -> list[str]:
