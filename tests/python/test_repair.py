@@ -288,7 +288,7 @@ def test_random_damage_then_repair_then_compact_is_accepted_on_every_format(fmt)
     if not histories:
         pytest.skip("no real history with tool calls in the data at hand")
     rng = random.Random(21)
-    checked = damaged = 0
+    checked = damaged = raised = 0
     for conv in histories:
         msgs, system = convert(conv["messages"], fmt)
         for _ in range(6):
@@ -305,10 +305,13 @@ def test_random_damage_then_repair_then_compact_is_accepted_on_every_format(fmt)
             try:
                 out = cf.Compactor(budget=budget, wire_format=fmt, repair=True, **kw).compact(broken)
             except cf.CompactionBudgetError:
+                raised += 1
                 continue
             assert accepted(out.messages, fmt, system) == []
             checked += 1
     # 6 damaged copies of each history: most are damaged in a way the checker sees, and a good
-    # share compact within half their size (on the shared data: 39-42 damaged, 18-34 compacted
-    # and checked, per format, of 16 histories).
-    assert damaged >= 2 * len(histories) and checked >= len(histories) // 2, (damaged, checked, len(histories))
+    # share compact within half their size; the others raise, their floor over it (the 8 airline
+    # histories with tool calls, the SWE runs having none: 39-42 damaged, 18-34 compacted and
+    # checked, 14-30 raised, per format, of 48 copies).
+    assert checked + raised == 6 * len(histories), (checked, raised)
+    assert damaged >= 4 * len(histories) and checked >= 2 * len(histories), (damaged, checked, len(histories))

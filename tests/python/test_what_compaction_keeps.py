@@ -769,23 +769,24 @@ def test_a_model_that_fails_leaves_the_digest_the_whole_room() -> None:
     room, as the digest alone would write it (it was written in the model's share: the room
     less the index's and the requests' shares; on the held-out sets a failing model kept 391 of
     608 facts where the digest alone keeps 452)."""
-    same = checked = 0
-    for fx in _conversations(LOCAL):
+    same = checked = masked = 0
+    conversations = _conversations(LOCAL)
+    for fx in conversations:
         head = _head_end(fx.messages)
         fixed = _tokens(fx.messages[:head], fx)
         budget = fixed + int((_tokens(fx.messages, fx) - fixed) * 0.5)
-        try:
-            alone = cf.Compactor(budget=budget, tools=fx.tools).compact(fx.messages)
-            failed = cf.Compactor(budget=budget, tools=fx.tools, summarizer=_Unreachable()).compact(fx.messages)
-        except cf.CompactionError:
-            continue
+        alone = cf.Compactor(budget=budget, tools=fx.tools).compact(fx.messages)
+        failed = cf.Compactor(budget=budget, tools=fx.tools, summarizer=_Unreachable()).compact(fx.messages)
         if alone.summary is None:
+            masked += 1
             continue
         checked += 1
         assert failed.fallback_used and failed.summary is not None, failed.notes
         assert failed.tokens_after <= budget
         same += failed.summary == alone.summary
-    assert checked >= 30
+    # (The bundled subset: 40 conversations, none raises at this budget, 2 masked without a
+    # summary, 38 folded.)
+    assert checked + masked == len(conversations) and masked <= 2 and checked >= 38, (checked, masked)
     # (The others differ where the digest's own path then wrote itself wider or moved rounds:
     # 30 of the bundled subset's 38 are the same.)
     assert same >= 0.75 * checked, (same, checked)
