@@ -72,10 +72,6 @@ class CompactionRun:
     #: this Compactor cannot read again (``fold_sources``). Its plans keep all of it before the
     #: tail gives way (``_core.compaction_plan(carried_whole=)``).
     carried_whole: bool = False
-    #: The verbatim tail's target (tokens) once the run folds (``compactor.FOLD_TAIL_SHARE``;
-    #: None: ``tail``, a tail the caller sized): ``tail`` is what masking protects, the run's
-    #: target until masking alone misses the budget.
-    fold_tail: int | None = None
 
     def __post_init__(self) -> None:
         self.original = self.msgs

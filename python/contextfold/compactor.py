@@ -695,9 +695,10 @@ class Compactor(RoomFill, RecoverableFolds):
                 return r
             if self.strategy == "mask":
                 return run.unchanged("nothing to mask")
-        if run.fold_tail is not None and run.fold_tail < run.tail:
-            # Masking alone does not reach the budget: the run folds, with a fold's tail.
-            run.tail = run.fold_tail
+        if self._adaptive_tail and (fold_tail := int(run.effective * FOLD_TAIL_SHARE)) < run.tail:
+            # Masking alone does not reach the budget: the run folds, with a fold's tail (what
+            # masking protected until here is the depth-scaled tail).
+            run.tail = fold_tail
             run.plan = self._plan(run, run.msgs, self.min_tail, costs=list(run.plan["costs"]), checked=True)
         if liftable(run.plan["reason"]):
             notes = list(run.notes)
@@ -874,8 +875,6 @@ class Compactor(RoomFill, RecoverableFolds):
         if again:
             # (Planned again from the first plan's prices: only the tail's target moved.)
             run.plan = self._plan(run, msgs, self.min_tail, costs=list(run.plan["costs"]), checked=True)
-        if self._adaptive_tail:
-            run.fold_tail = min(run.tail, int(effective * FOLD_TAIL_SHARE))
         run.pending_tail = len(msgs) - int(run.plan["pending_from"])
         run.recover_only = self.recoverable and self.recall_reserve and round_room != "none"
         return run

@@ -271,10 +271,9 @@ class RoomFill:
         # budget less the rest gives: the digest counts its text line by line and the history
         # prices the summary as one long text, whose estimate samples it, so the two differ by a
         # few percent either way (a 24,300-character digest counted 6,706 tokens and priced 6,018
-        # in its history, which stood at 89.7% of its budget). A cap the caller set is still a cap.
-        aim = self._text_tokens(draft.text) + run.effective - draft.tokens - MIN_FILL_TOKENS // 4
-        if self._summary_cap is not None:
-            aim = min(aim, self._summary_cap)
+        # in its history, which stood at 89.7% of its budget). The summary's cap is still a cap.
+        aim = min(self._summary_cap,
+                  self._text_tokens(draft.text) + run.effective - draft.tokens - MIN_FILL_TOKENS // 4)
         before, kept = request.max_tokens, (draft.out, draft.tokens, draft.text)
         for _ in range(2):
             if aim < request.max_tokens + MIN_FILL_TOKENS:
