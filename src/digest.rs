@@ -1101,7 +1101,7 @@ pub fn rules_floor_tokens(
         return 0;
     }
     let refs: Vec<&str> = rules.iter().map(String::as_str).collect();
-    est.text(&pack::rules_text(
+    est.summary_text(&pack::rules_text(
         &short_header(folded.len()),
         &refs,
         usize::MAX,
@@ -1640,8 +1640,9 @@ mod tests {
             msgs.extend(tool_round(tid, "Bash", targs, tout));
         }
         // Rooms that hold every run and some reads keep the runs (a read packed as any call
-        // left 4 runs and 3 reads in each); the room that holds all keeps all.
-        for room in [250, 300, 350] {
+        // left 4 runs and 3 reads in each); the room that holds all keeps all. (250-350 tokens
+        // before the digest priced its text whole, as the history prices a summary.)
+        for room in [300, 340, 380] {
             let d = digest_within(&msgs, room);
             let calls = section_of(&d, "## Tool calls");
             let runs = calls.lines().filter(|l| l.contains("$ pytest")).count();
@@ -2132,7 +2133,7 @@ mod tests {
             assert!(!whole.contains(absent), "{absent:?} in\n{whole}");
         }
         let small = requests_section(&msgs, &est(), &opt(60));
-        assert!(est().text(&small) <= 60.0, "{small}");
+        assert!(est().summary_text(&small) <= 60.0, "{small}");
         assert_eq!(small.matches("\n- ").count(), 3, "{small}");
         assert!(small.contains('…'), "{small}");
         assert_eq!(
@@ -2197,7 +2198,10 @@ mod tests {
         ];
         for budget in (40u64..=140).step_by(5) {
             let d = digest_after(&msgs, prev, budget);
-            assert!(est().text(&d) <= budget as f64, "{budget}: over\n{d}");
+            assert!(
+                est().summary_text(&d) <= budget as f64,
+                "{budget}: over\n{d}"
+            );
             for rule in ["Always ask me befo", "Do not cancel rese"] {
                 assert!(d.contains(rule), "{budget}: {rule:?} lost in\n{d}");
             }
@@ -2298,14 +2302,18 @@ mod tests {
             (0..=3)
                 .rev()
                 .find(|&k| {
-                    est().text(&pack::rules_text("", &shortest(k), usize::MAX)) <= budget as f64
+                    est().summary_text(&pack::rules_text("", &shortest(k), usize::MAX))
+                        <= budget as f64
                 })
                 .unwrap_or(0)
         };
         let mut last = 0;
         for budget in 8u64..=60 {
             let d = digest_within(&msgs, budget);
-            assert!(est().text(&d) <= budget as f64, "{budget}: over\n{d}");
+            assert!(
+                est().summary_text(&d) <= budget as f64,
+                "{budget}: over\n{d}"
+            );
             let n = verbatim(&d);
             assert!(
                 n >= most(budget),
@@ -2354,7 +2362,7 @@ mod tests {
                     ..Default::default()
                 },
             );
-            let used = est().text(&d);
+            let used = est().summary_text(&d);
             assert!(
                 used <= budget as f64 && used >= 0.85 * budget as f64,
                 "{budget}: {used}\n{d}"
@@ -2377,7 +2385,7 @@ mod tests {
         ];
         for budget in [700u64, 1_000, 1_400] {
             let d = digest_within(&msgs, budget);
-            let used = est().text(&d);
+            let used = est().summary_text(&d);
             assert!(
                 used <= budget as f64 && used >= 0.85 * budget as f64,
                 "{budget}: {used}\n{d}"
@@ -2481,7 +2489,7 @@ mod tests {
             a,
             r,
         ];
-        let d = digest_within(&msgs, 260);
+        let d = digest_within(&msgs, 320);
         assert!(
             d.contains("flights=[origin|destination|flight_number|date|price; BOS|SEA|HAT000"),
             "{d}"
@@ -2522,7 +2530,7 @@ mod tests {
             msgs.push(Message::text("assistant", &cmds[k]));
             msgs.push(Message::text("user", &dumps[k]));
         }
-        for room in [260, 300, 340] {
+        for room in [280, 300, 340] {
             let d = digest_within(&msgs, room);
             assert!(
                 d.contains("$ python reproduce_issue.py -> ok"),
@@ -2595,7 +2603,10 @@ mod tests {
         let msgs = vec![Message::text("assistant", "THOUGHT: listing done.")];
         let carried = |max_tokens: u64| {
             let d = digest_after(&msgs, &prev, max_tokens);
-            assert!(est().text(&d) <= max_tokens as f64 + 1.0, "{max_tokens}");
+            assert!(
+                est().summary_text(&d) <= max_tokens as f64 + 1.0,
+                "{max_tokens}"
+            );
             let line = d
                 .lines()
                 .find(|l| l.starts_with("- $ ls -R"))
@@ -2610,14 +2621,14 @@ mod tests {
                     })
                 })
                 .count();
-            (line, dirs, est().text(&d))
+            (line, dirs, est().summary_text(&d))
         };
         let whole = listing.chars().count();
-        let (line, _, used) = carried(2 * est().text(&prev) as u64);
+        let (line, _, used) = carried(2 * est().summary_text(&prev) as u64);
         assert!(line > whole, "{line} of {whole}");
         // A room of about half the line keeps more than a third of its directories, and fills
         // most of the room.
-        let half = (est().text(&prev) / 2.0) as u64;
+        let half = (est().summary_text(&prev) / 2.0) as u64;
         let (line, dirs, used_half) = carried(half);
         assert!(
             3 * dirs >= 400,
@@ -2642,9 +2653,9 @@ mod tests {
             };
             let d = digest(&msgs, &est(), &o);
             assert!(
-                est().text(&d) <= budget as f64 + 1.0,
+                est().summary_text(&d) <= budget as f64 + 1.0,
                 "{budget}: {}",
-                est().text(&d)
+                est().summary_text(&d)
             );
             assert_eq!(d, digest(&msgs, &est(), &o));
         }
@@ -2918,8 +2929,10 @@ mod tests {
         assert!(whole.contains("I need more lines."), "{whole}");
         // Rooms that hold some of the 13 calls: the calls take the room, the idle thoughts
         // what is left (the newest two are dropped last). Before, the newest idle thoughts were
-        // given room first: 6 calls and 4 idle thoughts in each of these rooms.
-        for room in (260..=320).step_by(20) {
+        // given room first: 6 calls and 4 idle thoughts in each of these rooms. (Rooms of
+        // 260-320 tokens before the digest priced its text whole, as the history prices a
+        // summary: these lines price ~20% more read whole than sampled.)
+        for room in [320, 360, 380] {
             let d = digest_within(&msgs, room);
             let count = |heading: &str, idle: bool| {
                 section_of(&d, heading)
@@ -3243,9 +3256,10 @@ mod tests {
         let whole = digest_within(&msgs, 100_000);
         assert!(whole.contains(&turns[0]), "{whole}");
         // A room that clips the requests keeps the reason, not the sign-off.
-        let tight = digest_within(&msgs, 120);
+        let tight = digest_within(&msgs, 130);
         let requests = section_of(&tight, "## User requests");
         assert!(requests.contains("the trip is off for good"), "{tight}");
+        assert!(requests.contains('…'), "the room clips them: {tight}");
         // Only the turn that is the sign-off alone says it.
         let said = requests
             .lines()

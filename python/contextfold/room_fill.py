@@ -23,7 +23,7 @@ from contextfold.prune import apply_edits
 from contextfold.summarize.base import SummaryRequest, SummaryResult
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_assembly import assemble
-from contextfold.summary_room import summary_room, trim_index
+from contextfold.summary_room import summary_room, summary_text_tokens, trim_index
 from contextfold.tail_fill import MIN_FILL_TOKENS, grow_tail, restore_tail, span_words
 
 #: A folded history at this share of its budget or more has filled it (the goal is 95-100%):
@@ -89,7 +89,8 @@ class RoomFill:
         # compaction at 0.75x / 1x / 1.5x of the naive budget: 134 / 406 / 566 -> 132 / 409 /
         # 566, and without recoverable 167 / 485 / 575 -> 164 / 485 / 575, the loop 469 both.)
         if draft.over_only() and not draft.native and not isinstance(self.summarizer, ExtractiveSummarizer):
-            # The history's estimate samples long texts, so the cut is checked and widened.
+            # (The index's lines priced apart and the summary read whole differ by a few
+            # tokens, so the cut is checked and widened.)
             excess = draft.tokens - run.effective
             for widen in (1, 2, 4):
                 trimmed = trim_index(draft.text, (excess + 8) * widen, provider=self.provider, model=self.model,
@@ -107,8 +108,9 @@ class RoomFill:
             if attempt or isinstance(self.summarizer, ExtractiveSummarizer):
                 over_room = draft.request.max_tokens
             # The summary came out longer than its share: digest again, smaller by the overflow
-            # and, from the second try, by a growing margin (the estimate of the whole history
-            # samples long texts, so a shorter digest can price a few tokens higher there).
+            # and, from the second try, by a growing margin (a digest's lines priced apart and
+            # its text read whole differ a little, so a shorter digest can price a few tokens
+            # higher in the history).
             shrink = draft.tokens - run.effective + 16 + attempt * max(32, draft.request.max_tokens // 25)
             r = draft.request
             if attempt == 0 and draft.room and not isinstance(self.summarizer, ExtractiveSummarizer):
@@ -252,9 +254,8 @@ class RoomFill:
         return written + max(MIN_FILL_TOKENS, request.max_tokens // 20) > request.max_tokens
 
     def _text_tokens(self, text: str) -> int:
-        """Tokens of ``text`` as one user message (the provider's estimator, model-independent)."""
-        provider = self.provider if self.provider in _core.PROVIDERS else "openai"
-        return int(_core.estimate_each([{"role": "user", "content": text}], provider=provider)[0])  # type: ignore[arg-type]
+        """Tokens of ``text`` as a summary's body (the provider's estimator, model-independent)."""
+        return summary_text_tokens(text, self.provider if self.provider in _core.PROVIDERS else "openai")
 
     def _widened(self, run: CompactionRun, draft: Draft) -> Generator[tuple[Any, SummaryRequest], SummaryResult, None]:
         """The digest written again in the room its steady size (``ROOM_SWING``) held back, when
@@ -268,10 +269,10 @@ class RoomFill:
                 or not self._fills_room(request, draft.text, share=WIDEN_FILL_SHARE):
             return  # (a digest that said much less than its room: a wider one holds nothing more)
         # Aimed at the digest's size and what the history left unused, not at the room the
-        # budget less the rest gives: the digest counts its text line by line and the history
-        # prices the summary as one long text, whose estimate samples it, so the two differ by a
-        # few percent either way (a 24,300-character digest counted 6,706 tokens and priced 6,018
-        # in its history, which stood at 89.7% of its budget). The summary's cap is still a cap.
+        # budget less the rest gives: the digest settles up to 4% under its room (when the
+        # history still sampled a summary, a 24,300-character digest counted 6,706 tokens and
+        # priced 6,018 in its history, which stood at 89.7% of its budget). The summary's cap is
+        # still a cap.
         aim = min(self._summary_cap,
                   self._text_tokens(draft.text) + run.effective - draft.tokens - MIN_FILL_TOKENS // 4)
         before, kept = request.max_tokens, (draft.out, draft.tokens, draft.text)
@@ -292,8 +293,8 @@ class RoomFill:
                 run.notes.append(f"the summary takes the room the tail could not (~{aim} tokens where it "
                                  f"was given ~{before})")
                 return
-            # Over the budget (the whole history's estimate samples long texts): aimed lower by
-            # a tenth of what the wider room added.
+            # Over the budget (the digest's lines priced apart and its text read whole differ a
+            # little): aimed lower by a tenth of what the wider room added.
             aim -= max(MIN_FILL_TOKENS, (aim - before) // 10)
 
     def _grown_after_fill(self, run: CompactionRun, draft: Draft, room: int, own_index: bool) -> Generator[

@@ -106,8 +106,13 @@ def strip_index(summary: str) -> str:
     return summary[:at].rstrip() if at >= 0 else summary
 
 
-def _text_tokens(text: str, provider: str, model: str | None) -> int:
-    one = _core.estimate_each([{"role": "user", "content": text}, {"role": "user", "content": ""}],
+def summary_text_tokens(text: str, provider: str, model: str | None = None) -> int:
+    """Tokens ``text`` takes inside a summary, priced as the history prices a summary: read whole
+    between its markers (a long text elsewhere is priced from a sample; the estimator reads the
+    library's own summary whole), less the markers and the message around them."""
+    open_, close = _core.SUMMARY_MARKERS
+    one = _core.estimate_each([{"role": "user", "content": f"{open_}\n{text}\n{close}"},
+                               {"role": "user", "content": f"{open_}\n\n{close}"}],
                               provider=provider, model=model)  # type: ignore[arg-type]
     return max(0, int(one[0]) - int(one[1]))
 
@@ -120,7 +125,7 @@ def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | 
     if index_at(text) >= 0:
         return text
     provider = provider if provider in _core.PROVIDERS else "openai"
-    left = max(index_share(room), room - _text_tokens(text, provider, model) - 4)
+    left = max(index_share(room), room - summary_text_tokens(text, provider, model) - 4)
     # Identifiers the text already shows are not listed again (the digest's own index does the same).
     index = _core.identifier_index(folded, max_tokens=left, provider=provider, model=model,  # type: ignore[arg-type]
                                    previous=previous, besides=text, cache=cache)
@@ -145,7 +150,7 @@ def requests_of(span: Sequence[Any], *, previous: str | None, room: int, provide
     provider = provider if provider in _core.PROVIDERS else "openai"
     section = _core.requests_section(span, max_tokens=int(room * REQUESTS_SHARE), provider=provider,  # type: ignore[arg-type]
                                      model=model, previous=previous, cache=cache)
-    return section, (_text_tokens(section, provider, model) if section else 0)
+    return section, (summary_text_tokens(section, provider, model) if section else 0)
 
 
 def _stated(line: str, said: str) -> bool:
@@ -221,9 +226,9 @@ def trim_index(summary: str, tokens: int, *, provider: str, model: str | None,
     """``summary`` with about ``tokens`` fewer tokens taken from the end of its identifier index
     (the lowest-ranked identifiers of its longest lines go first, those the ``previous``
     summary's index carried last; every line keeps its first), or None when it has no index or
-    the index cannot give that much. A summary a few tokens over its share (the whole history's
-    estimate samples long texts, so a summary's price moves a little once it is wrapped and
-    placed) gives up its least identifiers rather than being written again."""
+    the index cannot give that much. A summary a few tokens over its share (a model's text, sized by
+    the model and not by the estimator) gives up its least identifiers rather than being
+    written again."""
     split = _index_lines(summary)
     if split is None or tokens <= 0:
         return None
@@ -234,7 +239,7 @@ def trim_index(summary: str, tokens: int, *, provider: str, model: str | None,
     provider = provider if provider in _core.PROVIDERS else "openai"
     old = _index_lines(previous) if previous else None
     carried = {x for _, ids, _ in old[2] for x in ids} if old else set()
-    before = _text_tokens(index, provider, model)
+    before = summary_text_tokens(index, provider, model)
     # Characters per token of this index, to aim the first cut; checked by pricing after.
     per_token = max(1.0, len(index) / max(1, before))
     want = tokens
@@ -255,7 +260,7 @@ def trim_index(summary: str, tokens: int, *, provider: str, model: str | None,
             drop -= len(ids.pop(at)) + len(cut[k][2])
         trimmed = "\n".join([lines[0], *(f"- {label}: {sep.join(ids)}" for label, ids, sep in cut),
                               *lines[1 + len(items):]])
-        if before - _text_tokens(trimmed, provider, model) >= tokens:
+        if before - summary_text_tokens(trimmed, provider, model) >= tokens:
             return body + trimmed
         want = int(want * 1.5) + 8
     return None

@@ -333,14 +333,15 @@ def _summary_tokens(d) -> int:
 
 
 def test_plan_table_books_a_tail_message_cut_in_the_middle_as_shortened():
-    """At 12,500 tokens the plan cuts the middle of tail message 88 (at 8,000 it did, where the
+    """At 11,000 tokens the plan cuts the middle of tail message 88 (at 8,000 it did, where the
     default tail was half of every budget; at 10,000 while a deep fold's tail was 35% of it; at
     10,500 while it was 25%; at 11,000 while a shallow fold's tail was half the budget; with
     15% at every depth, the message cut at 9,000-10,000 hosts the summary, merged, and is booked
-    with it): the table said "kept verbatim 29 msgs 4,726 -> 4,726", "shortened 0" and a
-    1,404-token summary (really 2,218)."""
+    with it; at 11,000 since the digest prices its text as the history does, and at 12,500 the
+    summary leaves it room whole): the table said "kept verbatim 29 msgs 4,726 -> 4,726",
+    "shortened 0" and a 1,404-token summary (really 2,218)."""
     req = read_request(json.loads(EXAMPLE.read_text()))
-    d = rep.analyze(req, budget=12_500)
+    d = rep.analyze(req, budget=11_000)
     r = d.plan.result
     assert r is not None and any("middle cut" in n for n in r.notes)
     rows = _plan_rows(rep.render_html(d))
@@ -358,17 +359,18 @@ def test_plan_table_books_a_tail_message_cut_in_the_middle_as_shortened():
 
 def test_plan_table_books_a_summary_merged_into_a_message_with_the_summary():
     """A role seam makes the compactor merge the summary into a kept message: that message is
-    no longer verbatim, and the summary costs the merged message (was booked as verbatim)."""
-    h = [{"role": "user", "content": "task: " + "do it " * 20}]
-    h += [{"role": "assistant" if i % 2 == 0 else "user", "content": f"turn {i} " + "words " * 80} for i in range(40)]
-    # The first budget (from half the history down) where the tail's parity puts a turn of the
-    # summary's role right after it: which budgets do moves with the default tail's share.
-    whole = cf.estimate(h, provider="anthropic")
-    plans = (rep.analyze(read_request(h, provider="anthropic"), budget=int(whole / (2 + k / 10))) for k in range(16))
+    no longer verbatim, and the summary costs the merged message (was booked as verbatim).
+    (A synthetic history of alternating turns merged where the fold's digest came short of its
+    room and a round it moved into the tail opened on the summary's role; since the digest
+    prices its text as the history does, it fills its room there and none does. The bundled
+    SWE request merges at 21 of 56 budgets from 5,000 to 18,750 tokens.)"""
+    req = read_request(json.loads(EXAMPLE.read_text()))
+    # The first budget (from 5,000 tokens up) where a turn of the summary's role follows it.
+    plans = (rep.analyze(req, budget=b) for b in range(5_000, 19_000, 250))
     d = next((p for p in plans if p.plan.merged is not None), None)
-    assert d is not None, "no budget between 1/2 and 1/3.5 of the history merges the summary"
+    assert d is not None, "no budget from 5,000 to 18,750 tokens merges the summary"
     r = d.plan.result
-    assert r is not None and len(r.messages) == len(h) - len(r.removed)  # no message of its own: merged
+    assert r is not None and len(r.messages) == len(req.messages) - len(r.removed)  # merged
     rows = _plan_rows(rep.render_html(d))
     assert rows["folded into one summary"][2] == _summary_tokens(d)
     assert rows["folded into one summary"][0] == len(d.plan.result.removed) + 1

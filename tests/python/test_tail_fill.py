@@ -12,7 +12,7 @@ import pytest
 import contextfold as cf
 from contextfold import _core
 from contextfold.evaluation import Fixture
-from contextfold.summary_room import ROOM_SWING, summary_room
+from contextfold.summary_room import ROOM_SWING, summary_room, summary_text_tokens
 from contextfold.tail_fill import _cut_to
 from test_what_compaction_keeps import inline_fixtures
 from transcripts import shared_available, shared_fixture
@@ -108,7 +108,7 @@ def test_a_capped_summary_leaves_the_rest_of_the_budget_to_the_tail(fx: Fixture)
     budget = head + int((total - head) * 0.5)
     r = cf.Compactor(budget=budget, strategy="summarize", tools=fx.tools, min_free_share=0.0,
                      summary_max_tokens=300).compact(fx.messages)
-    assert cf.estimate_each([{"role": "user", "content": r.summary}])[0] <= 300 + 8
+    assert summary_text_tokens(r.summary or "", "openai") <= 300 + 8
     assert 0.85 * budget <= r.tokens_after <= budget, r.notes
 
 
@@ -127,7 +127,7 @@ def test_a_large_budget_caps_the_summary_by_default_and_the_tail_keeps_the_rest(
     total = _core.estimate(msgs, provider="openai")
     budget = total // 2
     r = cf.Compactor(budget=budget, tail_tokens=budget // 4, strategy="summarize").compact(msgs)
-    summary = cf.estimate_each([{"role": "user", "content": r.summary}])[0]
+    summary = summary_text_tokens(r.summary or "", "openai")  # (as the history prices it)
     assert budget // 2 > DEFAULT_SUMMARY_MAX_TOKENS  # the room the budget leaves is over the cap
     assert 0.8 * DEFAULT_SUMMARY_MAX_TOKENS <= summary <= DEFAULT_SUMMARY_MAX_TOKENS + 8
     assert 0.95 * budget <= r.tokens_after <= budget, r.notes
@@ -135,7 +135,7 @@ def test_a_large_budget_caps_the_summary_by_default_and_the_tail_keeps_the_rest(
     # An explicit cap above it lets the summary take the room.
     big = cf.Compactor(budget=budget, tail_tokens=budget // 4, strategy="summarize",
                        summary_max_tokens=budget).compact(msgs)
-    assert cf.estimate_each([{"role": "user", "content": big.summary}])[0] > 1.5 * DEFAULT_SUMMARY_MAX_TOKENS
+    assert summary_text_tokens(big.summary or "", "openai") > 1.5 * DEFAULT_SUMMARY_MAX_TOKENS
 
 
 def test_a_summary_a_few_tokens_over_gives_up_its_least_identifiers_not_its_body() -> None:
@@ -210,8 +210,10 @@ def test_a_round_moved_into_the_tail_is_aimed_again_with_the_room_its_shorter_fo
     budget): the digest came short of its room, the fold's newest round moved into the tail cut
     to the 1,111 tokens left, and the fold of the three messages left digested to 260 tokens:
     81% of the budget used. The round is aimed again with what the shorter digest left. (With a
-    fold's tail of 15% at every depth, django-11095's first compaction moves rounds so: 99.3%.)"""
-    seen = _recorded_successive(monkeypatch, "django-11095", shared=True)
+    fold's tail of 15% at every depth, django-11095's first compaction moved rounds so: 99.3%;
+    since the digest prices its text as the history does, it fills its room there, and
+    django-13820's first compaction moves a round cut to the room left: 99.9%.)"""
+    seen = _recorded_successive(monkeypatch, "django-13820", shared=True)
     _, first, _ = next((m, r, c) for m, r, c in seen if r.strategy_used == "summarize")
     assert first.tokens_after >= 0.95 * first.budget, (first.tokens_after, first.budget, first.notes)
     assert any("joins the tail with its middle cut" in n or "join the tail, message" in n for n in first.notes)
@@ -248,18 +250,24 @@ def test_a_summary_carrying_the_previous_one_is_not_squeezed_to_a_few_lines(monk
     one before it: the previous summary is
     the only home of everything before it (the tail gives way first: fewer messages, cuts), and
     its long lines are carried at the length the room holds (one went from 1,673 to 459 tokens
-    in a room of 1,638)."""
+    in a room of 1,638). Unless the tail has given way all it can: the three messages it
+    always keeps (the last one an observation of 2,698 tokens the model is about to read,
+    django-13925's fifth compaction) and the history at 95% of its budget or more."""
     from transcripts import LOCAL, load_conversations
 
-    checked = 0
+    checked = forced = 0
     for conv in load_conversations(LOCAL, "mini-swe-agent-gemini3"):
-        seen = _recorded_successive(monkeypatch, conv["source"])
-        sizes = [_core.estimate_each([{"role": "user", "content": r.summary}], provider="openai")[0]
-                 for _, r, _ in seen if r.summary]
-        for before, after in zip(sizes, sizes[1:]):
-            assert after >= before / 3, (conv["source"], sizes)
-            checked += 1
-    assert checked >= 50
+        seen = [r for _, r, _ in _recorded_successive(monkeypatch, conv["source"]) if r.summary]
+        for before, after in zip(seen, seen[1:]):
+            tokens = [summary_text_tokens(r.summary or "", "openai") for r in (before, after)]
+            if tokens[1] >= tokens[0] / 3:
+                checked += 1
+                continue
+            at = next(k for k, m in enumerate(after.messages) if _core.SUMMARY_MARKERS[0] in str(m.get("content")))
+            assert len(after.messages) - at - 1 <= 3 and after.tokens_after >= 0.95 * after.budget, \
+                (conv["source"], tokens, after.notes)
+            forced += 1
+    assert checked >= 50 and forced <= 2, (checked, forced)
 
 
 def _successive_budget_used(run: str) -> list[float]:
@@ -425,26 +433,26 @@ def test_messages_given_back_whole_are_checked_against_the_budget_priced_whole()
     assert r.tokens_after <= budget, (r.tokens_after, budget, r.notes)
 
 
-@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (SWE runs)")
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (airline dialogues)")
 def test_the_summary_takes_the_room_its_steady_size_held_back_when_the_tail_can_take_none() -> None:
-    """django-14915's first and fourth successive compactions: the digest filled its room, held
-    to 1.2x its steady size, and the tail could take nothing more (no edit to give back; the
-    next round, a 2,259-token output, left the fold nothing to digest): 82.6% and 82.3% of the
-    budget used. The digest is now written again in the room the budget leaves. (The fourth
-    lands at 94.4% since its digest reads the turns without the first summary's index carried:
-    written for 2,035 tokens the history prices over the budget, and for 1,939 it is at 94.4%,
-    the whole history's estimate sampling its long texts; a room between them prices lower still.)"""
+    """django-14915's first and fourth successive compactions (while the history sampled a
+    summary's text and the digest counted it line by line): the digest filled its room, held to
+    1.2x its steady size, and the tail could take nothing more (no edit to give back; the next
+    round, a 2,259-token output, left the fold nothing to digest): 82.6% and 82.3% of the budget
+    used. The digest is now written again in the room the budget leaves. Since the digest
+    prices its text as the history does, none of the successive SWE compactions at 30% needs
+    it; task6-trial1's second compaction at half its middle does (its steady room 1,374 tokens,
+    the digest written for 1,506)."""
     from contextfold import evaluation as ev
 
-    fx = shared_fixture("mini-swe-agent-gemini3", "django__django-14915")
-    _, _, budget = ev.successive_setup(fx, rules=ev.planted(fx))
-    s = ev.successive(fx, rules=ev.planted(fx))
+    fx = shared_fixture("tau-bench-airline", "task6-trial1")
+    _, _, budget = ev.successive_setup(fx, rules=ev.planted(fx), budget_share=0.5)
+    s = ev.successive(fx, rules=ev.planted(fx), budget_share=0.5)
     widened = [k for k, notes in enumerate(s.notes) if any("the tail could not" in n for n in notes)]
     assert widened, s.notes
     for k in widened:
         used = (budget - (s.rooms[k] - s.sizes[k])) / budget
-        assert 0.94 <= used <= 1.0, (k, used)
-        assert used >= 0.95 or k == 4, (k, used)
+        assert 0.95 <= used <= 1.0, (k, used)
         # (Its steady room is the room the others were held to: the widened one is larger.)
         assert s.sizes[k] > min(s.sizes), s.sizes
 
@@ -526,12 +534,13 @@ def test_a_tail_cut_given_back_whole_leaves_no_note_of_its_cut() -> None:
     # whole", naming an id the history no longer showed. Swept over budgets: which budget makes
     # the cut and the give-back moves with the estimate (30% did until a merged summary was
     # priced apart from its host; with a fold's tail of 15% of the budget, 11 of the budgets
-    # from 15% to 70% do, the first at 41%).
+    # from 15% to 70% did, the first at 41%; since the digest prices its text as the history
+    # prices a summary, the budgets at 69, 70, 74 and 75%).
     (fx,) = [f for f in inline_fixtures() if "11848" in f.name]
     total = _core.estimate(fx.messages, provider="openai", tools=fx.tools)
     head = _core.estimate(fx.messages[:2], provider="openai", tools=fx.tools)
     given_back = 0
-    for share in range(25, 66):
+    for share in range(25, 80):
         budget = head + int((total - head) * share / 100)
         c = cf.Compactor(budget=budget, strategy="summarize", tools=fx.tools, min_free_share=0.0, recoverable=True)
         r = c.compact(fx.messages)
