@@ -113,7 +113,7 @@ proptest! {
     /// A previous summary is merged whatever its lines hold (calls and errors with or without
     /// an outcome or a return code, the open item of a pending command, clip marks and
     /// characters of any width), with a span that opens on a text agent's observation or not,
-    /// without a panic and within the room.
+    /// without a panic and within the room (as the history prices a summary: read whole).
     #[test]
     fn a_previous_summary_is_merged_whatever_its_lines_hold(
         lines in proptest::collection::vec(
@@ -130,7 +130,7 @@ proptest! {
         ];
         let est = Estimator::new(Provider::OpenAI, "gpt-4o");
         let out = digest(&msgs, &est, &DigestOptions { max_tokens, previous: Some(&previous), instructions: None });
-        prop_assert!(est.text(&out) <= max_tokens as f64 + 1.0, "{} > {max_tokens}: {out}", est.text(&out));
+        prop_assert!(est.summary_text(&out) <= max_tokens as f64 + 1.0, "{} > {max_tokens}: {out}", est.summary_text(&out));
     }
 
     /// The identifier index reads any text without a panic: the library's stand-ins and
