@@ -398,7 +398,9 @@ def test_a_call_after_a_preamble_message_keeps_the_reasoning_item_of_its_respons
                 if m.get("type") == "function_call":
                     assert "rs_" + m["id"][3:] in ids, (budget, strategy, m["id"])
             assert shape_problems(r.messages, "responses") == [], (budget, strategy)
-    assert compacted > 100, compacted
+    # (Measured: 132 of the 162 runs change the history; the other 30, every strategy at the
+    # budgets of 5,000 and up, find the 4,927-token history under the budget; none raises.)
+    assert compacted == 132, compacted
 
 
 def test_recorded_responses_reasoning_stays_with_its_item_wherever_the_head_ends():

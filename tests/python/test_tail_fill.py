@@ -267,7 +267,8 @@ def test_a_summary_carrying_the_previous_one_is_not_squeezed_to_a_few_lines(monk
             assert len(after.messages) - at - 1 <= 3 and after.tokens_after >= 0.95 * after.budget, \
                 (conv["source"], tokens, after.notes)
             forced += 1
-    assert checked >= 50 and forced <= 2, (checked, forced)
+    # (Measured: 108 pairs of successive summaries checked, 1 squeezed by its forced tail.)
+    assert (checked, forced) == (108, 1), (checked, forced)
 
 
 def _successive_budget_used(run: str) -> list[float]:
@@ -500,7 +501,9 @@ def test_a_model_summary_shorter_than_its_room_leaves_the_rest_to_the_fold_s_new
             assert r.summary.startswith("## Goal\nFix the bug."), r.summary
             assert r.tokens_after <= budget
             used.append(r.tokens_after / budget)
-    assert len(used) >= 25
+    # (Measured: of the 40 conversations, 30 / 34 / 29 take the model's summary at 30 / 50 / 70%;
+    # the others need no summary or fall back on the digest; none raises.)
+    assert len(used) == {0.3: 30, 0.5: 34, 0.7: 29}[share], len(used)
     assert sorted(used)[len(used) // 2] >= 0.97, sorted(used)
     assert sum(u < 0.9 for u in used) <= len(used) // 8, sorted(used)
 
