@@ -291,7 +291,7 @@ impl Estimator {
         match self.encoding {
             Some(e) => self.profile.text_scale * e.count(s) as f64,
             None => match own_summary_split(s) {
-                Some((summary, "")) => self.whole_text(summary),
+                // (An empty `rest` prices 0: `text_tokens` of an empty text.)
                 Some((summary, rest)) => self.whole_text(summary) + self.sampled_text(rest),
                 None => self.sampled_text(s),
             },

@@ -23,6 +23,7 @@ rules (``with_rules``): a model that paraphrased or forgot what the user asked d
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -111,10 +112,18 @@ def summary_text_tokens(text: str, provider: str, model: str | None = None) -> i
     between its markers (a long text elsewhere is priced from a sample; the estimator reads the
     library's own summary whole), less the markers and the message around them."""
     open_, close = _core.SUMMARY_MARKERS
-    one = _core.estimate_each([{"role": "user", "content": f"{open_}\n{text}\n{close}"},
-                               {"role": "user", "content": f"{open_}\n\n{close}"}],
-                              provider=provider, model=model)  # type: ignore[arg-type]
-    return max(0, int(one[0]) - int(one[1]))
+    (wrapped,) = _core.estimate_each([{"role": "user", "content": f"{open_}\n{text}\n{close}"}],
+                                     provider=provider, model=model)  # type: ignore[arg-type]
+    return max(0, int(wrapped) - _summary_frame_tokens(provider, model))
+
+
+@functools.lru_cache(maxsize=64)
+def _summary_frame_tokens(provider: str, model: str | None) -> int:
+    """Tokens of an empty summary's markers and the message around them (``trim_index`` prices
+    a summary's index a dozen times in one call)."""
+    open_, close = _core.SUMMARY_MARKERS
+    return int(_core.estimate_each([{"role": "user", "content": f"{open_}\n\n{close}"}],
+                                   provider=provider, model=model)[0])  # type: ignore[arg-type]
 
 
 def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | None, previous: str | None,
