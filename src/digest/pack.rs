@@ -1143,28 +1143,22 @@ fn floor(
 /// room that holds two of three rules whole holds all three only clipped. Before, every rule
 /// was clipped to the same step (240, 120, 60, 30 characters) with the header kept, and a room
 /// too small for that kept a cut header and no rule.
+///
+/// Where the rules whole do not fit as a list, they are written one per line without the
+/// list's dash (`bare_rules_line`) before any is clipped or left out: a dash is a token a
+/// line, and the next digest reads a line under the heading with or without it. tau-bench
+/// task35-trial3's three planted rules took 61 tokens as a list in a room of 60, and
+/// "Do not cancel reservation ZZ9Q7T under any circumstances." was clipped to its head in
+/// every compaction from the second; written bare they take 58.
 fn squeezed_rules(rules: &[&str], est: &Estimator, budget: f64) -> String {
-    let render = |caps: &[usize]| {
-        let mut out = format!("## {}\n", super::SECTIONS[0].1);
-        for (r, &cap) in rules.iter().zip(caps) {
-            match cap {
-                0 => {}
-                usize::MAX => {
-                    out.push_str("- ");
-                    out.push_str(r);
-                    out.push('\n');
-                }
-                cap => {
-                    out.push_str("- ");
-                    out.push_str(&super::clip_ends(r, cap, RULE_HEAD_SHARE));
-                    out.push('\n');
-                }
-            }
-        }
-        out
-    };
+    let whole = vec![usize::MAX; rules.len()];
+    if est.summary_text(&rules_lines(rules, &whole, true)) <= budget {
+        return rules_lines(rules, &whole, true);
+    }
+    let dash = !rules.iter().all(|r| bare_rules_line(r));
+    let render = |caps: &[usize]| rules_lines(rules, caps, dash);
     let fits = |caps: &[usize]| est.summary_text(&render(caps)) <= budget;
-    let mut caps = vec![usize::MAX; rules.len()];
+    let mut caps = whole;
     if fits(&caps) {
         return render(&caps);
     }
@@ -1218,6 +1212,34 @@ fn squeezed_rules(rules: &[&str], est: &Estimator, budget: f64) -> String {
         return String::new();
     }
     render(&caps)
+}
+
+/// The rules section: its heading and each rule clipped to its cap (characters, its head
+/// kept; `usize::MAX` whole, 0 left out), as a list (`dash`) or one rule a line.
+fn rules_lines(rules: &[&str], caps: &[usize], dash: bool) -> String {
+    let mut out = format!("## {}\n", super::SECTIONS[0].1);
+    for (r, &cap) in rules.iter().zip(caps) {
+        if cap == 0 {
+            continue;
+        }
+        if dash {
+            out.push_str("- ");
+        }
+        if cap == usize::MAX {
+            out.push_str(r);
+        } else {
+            out.push_str(&super::clip_ends(r, cap, RULE_HEAD_SHARE));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Whether a rule reads back as itself written without a list's dash: a line opening with
+/// "#" would read as a heading, one opening with "- " would lose its dash.
+fn bare_rules_line(rule: &str) -> bool {
+    let t = rule.trim_start();
+    t == rule && !t.is_empty() && !t.starts_with('#') && !t.starts_with("- ")
 }
 
 /// Last resort: cut by characters (about 3 characters per token), on a line boundary; the
@@ -1282,5 +1304,29 @@ mod tests {
         assert_eq!(pair_by_pair.iter().filter(|&&s| s).count(), 60);
         // Below the threshold the pairs are searched one by one: the same answer.
         assert_eq!(said_by_rules(&entries[..4], &rules[..2]), pair_by_pair[..4]);
+    }
+
+    #[test]
+    fn rules_a_list_cannot_hold_whole_are_written_whole_one_a_line() {
+        let est = Estimator::new(crate::provider::Provider::OpenAI, "");
+        let rules = [
+            "Always ask me before you run git push or book anything.",
+            "Do not cancel reservation ZZ9Q7T under any circumstances.",
+            "Never charge my Visa card ending in 4417.",
+        ];
+        let whole = [usize::MAX; 3];
+        let (list, bare) = (
+            est.summary_text(&rules_lines(&rules, &whole, true)),
+            est.summary_text(&rules_lines(&rules, &whole, false)),
+        );
+        assert!(bare < list, "{bare} {list}");
+        // A room between the two: every rule whole, no dash; the list where it fits.
+        let out = squeezed_rules(&rules, &est, bare);
+        assert_eq!(out, format!("## Standing rules\n{}\n", rules.join("\n")));
+        assert!(squeezed_rules(&rules, &est, list).contains("\n- Never charge"));
+        // A rule that would read back as a heading keeps the list (its rules clipped instead).
+        let heading = ["# Never push to main without a review.", rules[1], rules[2]];
+        let clipped = squeezed_rules(&heading, &est, bare);
+        assert!(clipped.lines().skip(1).all(|l| l.starts_with("- ")), "{clipped}");
     }
 }
