@@ -901,3 +901,32 @@ def test_an_answer_between_compactions_of_a_gated_loop_takes_the_room_under_the_
     assert cf.estimate([{"role": "user", "content": page}]) > 500
     assert cf.estimate(history + [call, answer]) < 12_000
     assert not c.should_compact(history + [call, answer])
+
+
+def test_a_recoverable_digest_is_written_once_in_the_room_its_fold_line_leaves():
+    """A recoverable summary ends on the line naming its fold's id (23-36 tokens) inside its
+    markers, which the plan does not price: given the whole room, the digest came out over by
+    about the line and was written again smaller in 27 of the 60 probe conversations' one
+    compaction at the naive budget (388 digests for 261 compactions of the proxy's ``--recall``
+    loop, 240 for 258 once the line is out of the room). The bundled probe conversations at
+    their naive budget and at 1.5x it: every summarized compaction writes its digest once,
+    within the budget, and still ends on the line that recovers it."""
+    from pathlib import Path
+
+    from contextfold.evaluation import _tokens, load_fixtures, naive_cut
+
+    probes = Path(__file__).parent.parent / "data" / "probes"
+    summarized = 0
+    for fx in load_fixtures(sorted(probes.glob("*.inline.json"))):
+        msgs = ([{"role": "system", "content": fx.system}] if fx.system else []) + list(fx.messages)
+        for mult in (1.0, 1.5):
+            budget = int(_tokens(naive_cut(fx.messages), fx) * mult)
+            r = cf.Compactor(budget=budget, tools=fx.tools, recoverable=True).compact(msgs)
+            if r.summary is None:
+                continue
+            summarized += 1
+            assert r.tokens_after <= budget, (fx.name, mult)
+            assert not any("came out over" in n for n in r.notes), (fx.name, mult, r.notes)
+            seen = json.dumps(r.messages)
+            assert re.search(r"\[folded \d+ messages; id=cf\w+, contextfold_recall restores them", seen), fx.name
+    assert summarized >= 12, summarized
