@@ -1215,16 +1215,21 @@ class Compactor(RoomFill, RecoverableFolds):
         went with the fold. None when the fold states no rule, or no rule fits."""
         plan, msgs = run.plan, run.msgs
         folded = [msgs[i] for i in plan["folded"]]
-        room = summary_room(plan, run.effective, self._summary_cap)
+        fold_line, keep = self._fold_line(folded) if self.recoverable else ("", lambda: None)
+        # (The line naming the fold's id ends the summary: out of the rules' room, as in
+        # _summarized.)
+        room = max(1, summary_room(plan, run.effective, self._summary_cap)
+                   - (self._text_tokens(fold_line) if fold_line else 0))
         text = self._rules_text(folded, plan["previous_summary"], room)
         if text is None:
             return None
+        keep()
         request = SummaryRequest(messages=folded, provider=self.provider, model=self.model,
                                  previous_summary=plan["previous_summary"], instructions=self.instructions,
                                  max_tokens=room, read_cache=run.read)
         notes = list(run.notes)
         draft = Draft(request, text, (), apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
-                      self._fold_span(folded) if self.recoverable else "", plan["seams"],
+                      fold_line, plan["seams"],
                       not isinstance(self.summarizer, ExtractiveSummarizer))
         self._place(run, draft)
         try:

@@ -162,9 +162,14 @@ class RecoverableFolds:
     def _fold_span(self, folded: list[Any]) -> str:
         """Store the folded messages whole; the line naming their id (and earlier folds' ids
         they held, most recent first) that ends the summary."""
-        clause, keep = self._fold_clause(folded)
+        line, keep = self._fold_line(folded)
         keep()
-        return f"\n[folded {len(folded)} messages; {clause}]"
+        return line
+
+    def _fold_line(self, folded: list[Any]) -> tuple[str, Callable[[], None]]:
+        """The line ``_fold_span`` ends the summary with, and the call that stores the span."""
+        clause, keep = self._fold_clause(folded)
+        return f"\n[folded {len(folded)} messages; {clause}]", keep
 
     def _fold_clause(self, folded: list[Any]) -> tuple[str, Callable[[], None]]:
         """What names the stored span of ``folded`` (``id=..., contextfold_recall restores them``
