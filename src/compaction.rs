@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use crate::edit_pricing::{costs_with, priced, shifted};
 use crate::estimate::Estimator;
 use crate::mask_plan::{find_mask_edits, MaskRegion};
-use crate::message::{Content, Message, Part};
+use crate::message::{Content, Format, Message, Part};
 use crate::server_call_span::ServerSpans;
 use crate::shrink_json::is_valid_json;
 use crate::summary_placement::Seating;
@@ -545,8 +545,12 @@ pub enum Failure {
     RoleCollision { index: usize },
     /// The first non-system turn is not the user's (Anthropic, Gemini, Bedrock).
     FirstTurnNotUser { index: usize },
-    /// Arguments of call `call` of message `index` are not valid JSON.
-    InvalidArguments { index: usize, call: usize },
+    /// Arguments of call `id` (the `call`-th of message `index`) are not valid JSON.
+    InvalidArguments {
+        index: usize,
+        call: usize,
+        id: String,
+    },
     /// A message with no content at all where the format needs some.
     EmptyMessage { index: usize },
     /// Estimated tokens over the budget.
@@ -595,8 +599,10 @@ impl Failure {
             Failure::FirstTurnNotUser { index } => {
                 format!("message {index}: the first turn must be the user's")
             }
-            Failure::InvalidArguments { index, call } => {
-                format!("message {index}: arguments of call {call} are not valid JSON")
+            Failure::InvalidArguments { index, call, id } => {
+                format!(
+                    "message {index}: arguments of call {id:?} (call {call}) are not valid JSON"
+                )
             }
             Failure::EmptyMessage { index } => format!("message {index}: no content"),
             Failure::OverBudget { tokens, budget } => {
@@ -655,16 +661,27 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
     }
     // JSON of every arguments string, and non-empty messages.
     for (i, m) in msgs.iter().enumerate() {
+        // (A custom tool's input is free text, not JSON; a LangChain message's calls are sent by
+        // LangChain, which keeps arguments a model cut off in `invalid_tool_calls`.)
+        let json_calls = !crate::wire::free_text_calls(m) && m.wire != Format::LangChain;
         for (j, c) in m.tool_calls.iter().enumerate() {
-            if !is_valid_json(&c.arguments) {
-                failures.push(Failure::InvalidArguments { index: i, call: j });
+            if json_calls && !is_valid_json(&c.arguments) {
+                failures.push(Failure::InvalidArguments {
+                    index: i,
+                    call: j,
+                    id: c.id.to_string(),
+                });
             }
         }
         if let Content::Parts(ps) = &m.content {
             for (j, p) in ps.iter().enumerate() {
                 if let Part::ToolUse(c) = p {
                     if !is_valid_json(&c.arguments) {
-                        failures.push(Failure::InvalidArguments { index: i, call: j });
+                        failures.push(Failure::InvalidArguments {
+                            index: i,
+                            call: j,
+                            id: c.id.to_string(),
+                        });
                     }
                 }
             }

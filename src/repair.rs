@@ -7,6 +7,10 @@
 //! - A result without its call (or a second result of one call) is dropped.
 //! - Duplicate call ids are made unique (`id_2`, `id_3`, ...), the result that follows each
 //!   renamed call renamed with it.
+//! - Arguments a provider parses as JSON (OpenAI chat function calls, Responses `function_call`
+//!   items) that are not valid JSON are kept as a string under `"invalid_json"` (empty ones
+//!   become `{}`): a model's malformed or cut call, recorded as it came, made every later
+//!   request carrying it fail where the provider parses past arguments.
 //! - A pending last turn (calls still awaiting results or an approval) is left as it is.
 //!
 //! Where a result must sit: OpenAI chat, in the run of `tool` messages right after its call;
@@ -19,6 +23,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use crate::compaction::Turn;
 use crate::message::{Content, Message, Part, Role};
 use crate::server_call_span::{is_server_call_id, ServerSpans};
+use crate::shrink_json::is_valid_json;
 use crate::wire::edit::{json_string, CallAt, Step};
 use crate::wire::{
     anthropic, bedrock, gemini, openai_chat, openai_responses, responses_tool_items, Format,
@@ -29,6 +34,9 @@ use crate::wire::{
 pub const INTERRUPTED: &str =
     "[interrupted: no result was recorded for this call (the run stopped \
 before it returned); stand-in added by contextfold repair]";
+
+/// The key under which a repaired call keeps arguments that were not valid JSON, as a string.
+pub const INVALID_JSON_KEY: &str = "invalid_json";
 
 /// The text left in a message whose every block was a result without its call.
 pub const DROPPED: &str =
@@ -195,6 +203,7 @@ fn count_parts(m: &Message<'_>) -> usize {
 /// The repair of `msgs`, a history of `format`.
 pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
     let mut plan = RepairPlan::default();
+    valid_arguments(msgs, &mut plan);
     let ids = unique_ids(msgs, &mut plan);
     if format.strict_turns() {
         repair_strict(msgs, &ids, &mut plan);
@@ -205,6 +214,41 @@ pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
         drop_lone_reasoning(msgs, &mut plan);
     }
     plan
+}
+
+/// Arguments a provider parses as JSON (`wire::json_arguments_path`) that are not valid JSON,
+/// made valid with their text kept: `{"invalid_json": "<the text>"}`, or `{}` for empty ones
+/// (some OpenAI-compatible servers send `""` for a call without arguments). A custom tool's
+/// free-text input and the object arguments of the other formats are never touched.
+fn valid_arguments(msgs: &[Message<'_>], plan: &mut RepairPlan) {
+    for (i, m) in msgs.iter().enumerate() {
+        for (j, c) in m.tool_calls.iter().enumerate() {
+            if is_valid_json(&c.arguments) {
+                continue;
+            }
+            let Some(path) = crate::wire::json_arguments_path(m, j) else {
+                continue;
+            };
+            let (new, what) = if c.arguments.trim().is_empty() {
+                ("{}".to_string(), "were empty: set to {}".to_string())
+            } else {
+                (
+                    format!("{{\"{INVALID_JSON_KEY}\":{}}}", json_string(&c.arguments)),
+                    format!(
+                        "were not valid JSON ({} characters): kept as a string under \"{INVALID_JSON_KEY}\"",
+                        c.arguments.chars().count()
+                    ),
+                )
+            };
+            plan.changes
+                .push(format!("message {i}: arguments of call {:?} {what}", c.id));
+            plan.edits.push(RepairEdit {
+                index: i,
+                path,
+                action: Action::Set(json_string(&new)),
+            });
+        }
+    }
 }
 
 /// Responses reasoning items that the repaired history would send without the item they
@@ -698,6 +742,62 @@ mod tests {
         // The pending last call is left alone.
         assert_eq!(p.messages.last(), Some(&Slot::Keep(5)));
         assert_eq!(p.changes.len(), 2, "{:?}", p.changes);
+    }
+
+    #[test]
+    fn arguments_that_are_not_json_are_kept_as_a_string_and_free_text_is_left() {
+        let h = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"path\": \"f.py\""}},
+                {"id": "b", "type": "function", "function": {"name": "g", "arguments": ""}},
+                {"id": "c", "type": "function", "function": {"name": "h", "arguments": "{\"ok\": 1}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "bad arguments"},
+            {"role": "tool", "tool_call_id": "b", "content": "ok"},
+            {"role": "tool", "tool_call_id": "c", "content": "ok"}
+        ]);
+        let p = plan_of(&h, WireFormat::Chat);
+        let sets: Vec<(&[Step], &Action)> = p
+            .edits
+            .iter()
+            .map(|e| (e.path.as_slice(), &e.action))
+            .collect();
+        assert_eq!(sets.len(), 2, "{p:?}");
+        let value = |a: &Action| match a {
+            Action::Set(v) => serde_json::from_str::<String>(v).expect("a JSON string"),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(sets[0].0[1], Step::Index(0));
+        let fixed: Value = serde_json::from_str(&value(sets[0].1)).expect("valid JSON");
+        assert_eq!(fixed, json!({"invalid_json": "{\"path\": \"f.py\""}));
+        assert_eq!(sets[1].0[1], Step::Index(1));
+        assert_eq!(value(sets[1].1), "{}");
+        assert!(p.changes[0].starts_with("message 1: arguments of call \"a\" were not valid JSON"));
+        // A Responses custom tool's input is free text; a function_call's arguments are JSON.
+        let r = json!([
+            {"role": "user", "content": "go"},
+            {"type": "custom_tool_call", "call_id": "x", "name": "patch", "input": "*** Begin Patch"},
+            {"type": "custom_tool_call_output", "call_id": "x", "output": "done"},
+            {"type": "function_call", "call_id": "y", "name": "f", "arguments": "{\"a\":"},
+            {"type": "function_call_output", "call_id": "y", "output": "error"}
+        ]);
+        let p = plan_of(&r, WireFormat::Responses);
+        assert_eq!(p.edits.len(), 1, "{p:?}");
+        assert_eq!(
+            (p.edits[0].index, p.edits[0].path.clone()),
+            (3, vec![Step::Key("arguments")])
+        );
+        let rv = &r;
+        let msgs = read_history(&rv).expect("readable");
+        let failures = crate::compaction::check(&msgs, WireFormat::Responses, &[]);
+        assert_eq!(
+            failures,
+            vec![crate::compaction::Failure::InvalidArguments {
+                index: 3,
+                call: 0,
+                id: "y".into()
+            }]
+        );
     }
 
     #[test]

@@ -45,6 +45,7 @@ from contextfold.errors import (
     UnknownModelWarning,
     UnknownPricesWarning,
     UnpairedToolCallsError,
+    InvalidArgumentsError,
 )
 from contextfold.limits import context_window, ollama_context_window
 from contextfold.images import fetch_image_size, http_image_sizes
@@ -71,6 +72,7 @@ __all__ = [
     "UnknownModelWarning",
     "UnknownPricesWarning",
     "UnpairedToolCallsError",
+    "InvalidArgumentsError",
     "check_model",
     "InternalError",
     "PROVIDERS",

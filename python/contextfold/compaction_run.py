@@ -13,7 +13,7 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.compaction_result import CompactionResult
-from contextfold.errors import UnpairedToolCallsError
+from contextfold.errors import InvalidArgumentsError, UnpairedToolCallsError
 from contextfold.history import WireFormat
 from contextfold.summarize.base import SummaryRequest
 
@@ -113,29 +113,45 @@ class CompactionRun:
 
 
     def refuse_inherited(self, result: CompactionResult) -> None:
-        """Raise ``UnpairedToolCallsError`` (a ``CompactionError`` and an ``InvalidMessageError``)
-        when the compacted history still has a broken tool pair the caller's history came in
-        with (a call without its result, a result without its call), which ``verified`` leaves
-        to this last step: a fold that takes the broken pair away repairs it, so only the
-        finished history can tell. A call of the pending last turn is not broken; a history
-        returned unchanged is the caller's own."""
-        pairs = ("orphan_call", "orphan_result")
-        if result.strategy_used is None or not any(k in pairs for k, _, _ in self.plan["input_failures"]):
+        """Raise when the compacted history still has a fault the caller's history came in with,
+        which ``verified`` leaves to this last step (a fold that takes the fault away repairs
+        it, so only the finished history can tell): ``UnpairedToolCallsError`` for a broken
+        tool pair (a call without its result, a result without its call; a call of the pending
+        last turn is not broken), ``InvalidArgumentsError`` for a call's arguments that are not
+        valid JSON. Both are a ``CompactionError`` and an ``InvalidMessageError``, and name the
+        caller's message; a history returned unchanged is the caller's own."""
+        inherited = self.plan["input_failures"]
+        if result.strategy_used is None or not inherited:
             return
         _, failures = _core.compaction_verify(result.messages, self.priced, budget_tokens=None, seams=[],
                                               overhead_tokens=int(self.plan["overhead_tokens"]), cache=self.read)
         pending = len(result.messages) - self.pending_tail
-        broken = tuple(f for f in failures if f[0] in pairs and not (f[0] == "orphan_call" and f[1] >= pending))
-        if broken:
-            # Named in the caller's list: the input's first broken pair (the compacted history's
-            # indices are not the caller's once a span is folded).
-            kind, index, _ = next(f for f in self.plan["input_failures"] if f[0] in pairs)
+        # What is still there, in the caller's indices: the compacted history's indices are not
+        # the caller's once a span is folded, so the input's failures are matched by what they
+        # say past the index (the call's id, its position in its message).
+        left = {(k, d.split(":", 1)[-1]) for k, i, d in failures
+                if not (k == "orphan_call" and i >= pending)}
+        still = [f for f in inherited if (f[0], f[2].split(":", 1)[-1]) in left]
+        said = {(k, d.split(":", 1)[-1]) for k, _, d in still}
+        broken = tuple(f for f in failures if (f[0], f[2].split(":", 1)[-1]) in said)
+        pairs = [f for f in still if f[0] in ("orphan_call", "orphan_result")]
+        if pairs:
+            kind, index, _ = pairs[0]
             raise UnpairedToolCallsError(
                 f"message {index}: the history came in with tool calls and results that do not pair, and the "
-                "compacted history still has them (a provider would reject it): " + "; ".join(d for _, _, d in broken)
+                "compacted history still has them (a provider would reject it): " + "; ".join(d for _, _, d in pairs)
                 + ". Compact with repair=True (or contextfold.repair() first): a call without its result gets "
                 "a stand-in marked interrupted, a result without its call is dropped", broken, max(0, int(index)),
                 "tool_calls" if kind == "orphan_call" else "tool_call_id")
+        invalid = [f for f in still if f[0] == "invalid_arguments"]
+        if invalid:
+            index = invalid[0][1]
+            raise InvalidArgumentsError(
+                f"message {index}: the history came in with tool-call arguments that are not valid JSON, and the "
+                "compacted history still has them (servers that parse past arguments reject the request): "
+                + "; ".join(d for _, _, d in invalid) + ". Compact with repair=True (or contextfold.repair() "
+                'first): the text is kept as a JSON string under "invalid_json"', broken, max(0, int(index)),
+                "arguments")
 
 
 @dataclass(slots=True)

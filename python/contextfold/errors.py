@@ -74,6 +74,27 @@ class UnpairedToolCallsError(CompactionError, InvalidMessageError):
         return (type(self), (self.args[0], self.failures, self.index, self.field))
 
 
+class InvalidArgumentsError(CompactionError, InvalidMessageError):
+    """The caller's history has a tool call whose arguments are not valid JSON (a model's call
+    cut off or malformed, recorded as it came: OpenAI chat ``function.arguments``, a Responses
+    ``function_call`` item's ``arguments``), and the compacted history would still send it:
+    servers that parse past arguments (vLLM, SGLang, proxies, some OpenAI-compatible providers)
+    reject every later request that carries it. Both a ``CompactionError`` (``failures``: the
+    compacted history's) and an ``InvalidMessageError``: ``index`` is the first such message in
+    the list passed in, ``field`` ``"arguments"``. ``Compactor(repair=True)`` or
+    ``contextfold.repair()`` keeps the text as a JSON string under ``"invalid_json"``."""
+
+    def __init__(self, message: str, failures: tuple[tuple[str, int, str], ...], index: int, field: str) -> None:
+        self.failures = failures
+        self.reason = message
+        self.index = index
+        self.field = field
+        ValueError.__init__(self, message)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (type(self), (self.args[0], self.failures, self.index, self.field))
+
+
 class CompactionBudgetError(CompactionError):
     """The budget cannot be met: what must stay verbatim (system, tools, the task, pinned
     messages, the last messages) already costs more. ``tokens`` is that floor, ``budget`` the

@@ -9,6 +9,9 @@ result without its call, two calls sharing an id. Every provider rejects such a 
 - a result without its call (or a second result of one call) is dropped;
 - duplicate call ids are made unique (``id_2``, ...), the result that answers each renamed
   call renamed with it;
+- arguments that are not valid JSON (OpenAI chat and Responses function calls; a model's call
+  cut off, recorded as it came) are kept as a string under ``invalid_json``, empty ones become
+  ``{}``;
 - a pending last turn (calls still awaiting their results or an approval) is left as it is.
 
 The core plans the repair for all five wire formats; the caller's list and objects are never

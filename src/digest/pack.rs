@@ -1327,6 +1327,9 @@ mod tests {
         // A rule that would read back as a heading keeps the list (its rules clipped instead).
         let heading = ["# Never push to main without a review.", rules[1], rules[2]];
         let clipped = squeezed_rules(&heading, &est, bare);
-        assert!(clipped.lines().skip(1).all(|l| l.starts_with("- ")), "{clipped}");
+        assert!(
+            clipped.lines().skip(1).all(|l| l.starts_with("- ")),
+            "{clipped}"
+        );
     }
 }

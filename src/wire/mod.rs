@@ -193,6 +193,41 @@ pub fn write_edit(index: usize, msg: &Message<'_>, change: &Change) -> Option<Ed
     })
 }
 
+/// Where call `j` of `msg` keeps its arguments as a JSON string that a provider parses: an
+/// OpenAI chat function call (`tool_calls[j].function.arguments`, or a legacy
+/// `function_call.arguments`) or a Responses `function_call` item (`arguments`). `None` for a
+/// custom tool's call, whose input is free text, and for formats whose arguments are objects
+/// (Anthropic `input`, Gemini `args`, Bedrock `input`: serialized by the reader, never invalid;
+/// so are Ollama's native calls, sent as objects in chat shape).
+pub fn json_arguments_path(msg: &Message<'_>, j: usize) -> Option<Vec<Step>> {
+    msg.tool_calls.get(j)?;
+    match msg.wire {
+        Format::OpenAIChat if msg.item == Some(openai_chat::CUSTOM_CALLS) => None,
+        Format::OpenAIChat if msg.item == Some(openai_chat::LEGACY_FUNCTION_CALL) => {
+            Some(vec![Step::Key("function_call"), Step::Key("arguments")])
+        }
+        Format::OpenAIChat => Some(vec![
+            Step::Key("tool_calls"),
+            Step::Index(j),
+            Step::Key("function"),
+            Step::Key("arguments"),
+        ]),
+        Format::OpenAIResponses if msg.item == Some("function_call") && j == 0 => {
+            Some(vec![Step::Key("arguments")])
+        }
+        _ => None,
+    }
+}
+
+/// Whether `msg`'s calls take free text rather than JSON (a custom tool's input: OpenAI chat
+/// `custom` calls, Responses `custom_tool_call` items).
+pub fn free_text_calls(msg: &Message<'_>) -> bool {
+    matches!(
+        msg.item,
+        Some(openai_chat::CUSTOM_CALLS) | Some("custom_tool_call")
+    )
+}
+
 /// The format of a whole history: the first message that shows one (`Unknown` when none does,
 /// e.g. a history of plain text messages). The one detection of the library: the bindings'
 /// `detect_wire_format` is this over the messages read so far.

@@ -315,3 +315,103 @@ def test_random_damage_then_repair_then_compact_is_accepted_on_every_format(fmt)
     # checked, 14-30 raised, per format, of 48 copies).
     assert checked + raised == 6 * len(histories), (checked, raised)
     assert damaged >= 4 * len(histories) and checked >= 2 * len(histories), (damaged, checked, len(histories))
+
+
+def malformed_history(fmt: str, *, bad_at: int, n: int = 10, empty_at: int | None = None) -> list[dict[str, Any]]:
+    """An agent run reading files, ``n`` rounds of a 200-line output each; the call of round
+    ``bad_at`` has arguments the model cut off (``{"path": "f.py"``, not valid JSON), the one of
+    ``empty_at`` empty arguments. OpenAI chat or Responses items."""
+    h: list[dict[str, Any]] = [{"role": "system", "content": "You read files."},
+                               {"role": "user", "content": "Do the task please."}]
+    for k in range(n):
+        args = '{"path": "f.py"' if k == bad_at else "" if k == empty_at else json.dumps({"path": f"f{k}.py"})
+        out = f"line of output {k}\n" * 200
+        if fmt == "responses":
+            h += [{"type": "function_call", "call_id": f"c{k}", "name": "read", "arguments": args},
+                  {"type": "function_call_output", "call_id": f"c{k}", "output": out}]
+        else:
+            h += [{"role": "assistant", "content": None, "tool_calls": [
+                      {"id": f"c{k}", "type": "function", "function": {"name": "read", "arguments": args}}]},
+                  {"role": "tool", "tool_call_id": f"c{k}", "content": out}]
+    h.append({"role": "user", "content": "and?"})
+    return h
+
+
+def arguments_of(msgs: list[Any]) -> list[str]:
+    return [c["function"]["arguments"] for m in msgs for c in m.get("tool_calls") or []] + [
+        m["arguments"] for m in msgs if m.get("type") == "function_call"]
+
+
+@pytest.mark.parametrize("fmt", ["chat", "responses"])
+def test_arguments_that_are_not_json_are_kept_as_a_string_under_invalid_json(fmt):
+    """A model's call cut off mid-arguments, recorded as it came, makes every later request fail
+    where the server parses past arguments (vLLM, SGLang, proxies: "arguments must be a valid
+    JSON object string"). ``repair`` keeps the text as a JSON string under ``invalid_json`` and
+    makes empty arguments ``{}``; the caller's list is left as it was."""
+    msgs = malformed_history(fmt, bad_at=3, empty_at=5)
+    snap = copy.deepcopy(msgs)
+    r = cf.repair(msgs, wire_format=fmt)
+    assert msgs == snap
+    bad, empty = 2 + 2 * 3, 2 + 2 * 5
+    assert r.changes == (
+        f'message {bad}: arguments of call "c3" were not valid JSON (15 characters): kept as a string under '
+        '"invalid_json"', f'message {empty}: arguments of call "c5" were empty: set to {{}}')
+    parsed = [json.loads(a) for a in arguments_of(r.messages)]
+    assert parsed[3] == {"invalid_json": '{"path": "f.py"'} and parsed[5] == {}
+    assert parsed[4] == {"path": "f4.py"} and r.messages[bad + 2] is msgs[bad + 2]
+    assert accepted(r.messages, fmt, None) == []
+
+
+def test_a_custom_tool_s_free_text_input_is_no_json_to_repair():
+    """A Responses custom tool's input is free text (an apply-patch body): neither the check nor
+    ``repair`` reads it as JSON arguments."""
+    msgs = [{"role": "user", "content": "patch it"},
+            {"type": "custom_tool_call", "call_id": "p1", "name": "apply_patch", "input": "*** Begin Patch\n+x"},
+            {"type": "custom_tool_call_output", "call_id": "p1", "output": "Done"},
+            {"role": "user", "content": "thanks " * 400}]
+    assert cf.repair(msgs, wire_format="responses").changes == ()
+    r = cf.Compactor(budget=300, strategy="mask", wire_format="responses").compact(msgs)
+    assert r.messages[1]["input"] == msgs[1]["input"]
+
+
+@pytest.mark.parametrize("fmt", ["chat", "responses"])
+def test_a_compaction_that_would_send_invalid_arguments_raises_and_names_repair(fmt):
+    """Compacted without ``repair=True``, a history whose kept call has arguments that are not
+    valid JSON raises ``InvalidArgumentsError`` naming the message of the caller's list (a
+    ``CompactionError`` and an ``InvalidMessageError``), where it was returned as it came; with
+    ``repair=True`` every argument sent is valid JSON; a summary that folds the call away is
+    returned without error."""
+    msgs = malformed_history(fmt, bad_at=9)
+    bad = 2 + 2 * 9
+    budget = cf.estimate(msgs) // 3
+    for strategy in ("mask", "hybrid", "summarize"):
+        with pytest.raises(cf.InvalidArgumentsError) as e:
+            cf.Compactor(budget=budget, strategy=strategy, wire_format=fmt).compact(msgs)
+        assert isinstance(e.value, cf.CompactionError) and isinstance(e.value, cf.InvalidMessageError)
+        assert (e.value.index, e.value.field) == (bad, "arguments"), strategy
+        assert str(e.value).startswith(f"message {bad}: ") and '"c9"' in str(e.value) and "repair=True" in str(e.value)
+        assert [k for k, _, _ in e.value.failures] == ["invalid_arguments"]
+        back = pickle.loads(pickle.dumps(e.value))
+        assert (type(back), back.index, back.field) == (type(e.value), bad, "arguments")
+        r = cf.Compactor(budget=budget, strategy=strategy, wire_format=fmt, repair=True).compact(msgs)
+        assert r.tokens_after <= budget and accepted(r.messages, fmt, None) == []
+        assert {"invalid_json": '{"path": "f.py"'} in [json.loads(a) for a in arguments_of(r.messages)]
+        assert any("invalid_json" in n for n in r.notes)
+    # Folded away with the middle, the cut call is no longer sent: no error.
+    early = malformed_history(fmt, bad_at=2)
+    r = cf.Compactor(budget=budget, strategy="summarize", wire_format=fmt).compact(early)
+    assert all(json.loads(a) is not None for a in arguments_of(r.messages))
+
+
+def test_an_unpaired_call_is_named_in_the_caller_s_indices_only():
+    """The error's text names the caller's messages, where it also quoted the compacted
+    history's check ("message 20: ... message 4: tool call "c9" has no result"): the indices of a
+    history the caller never saw. ``.failures`` keeps the compacted history's own."""
+    msgs = malformed_history("chat", bad_at=-1)
+    del msgs[-2]  # the last round's result
+    with pytest.raises(cf.UnpairedToolCallsError) as e:
+        cf.Compactor(budget=cf.estimate(msgs) // 3, strategy="summarize").compact(msgs)
+    text = str(e.value)
+    assert e.value.index == 20 and "message 20: tool call \"c9\" has no result" in text
+    assert [i for _, i, _ in e.value.failures] != [20]  # (the compacted history's index)
+    assert "message 4" not in text and f"message {e.value.failures[0][1]}:" not in text
