@@ -661,9 +661,12 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
     }
     // JSON of every arguments string, and non-empty messages.
     for (i, m) in msgs.iter().enumerate() {
-        // (A custom tool's input is free text, not JSON; a LangChain message's calls are sent by
-        // LangChain, which keeps arguments a model cut off in `invalid_tool_calls`.)
-        let json_calls = !crate::wire::free_text_calls(m) && m.wire != Format::LangChain;
+        // (A custom tool's input is free text, not JSON, and so is what the Responses API's own
+        // client-run tools carry (a `program`'s code, a shell action: items of no wire format,
+        // never written into); a LangChain message's calls are sent by LangChain, which keeps
+        // arguments a model cut off in `invalid_tool_calls`.)
+        let json_calls = !crate::wire::free_text_calls(m)
+            && !matches!(m.wire, Format::LangChain | Format::Unknown);
         for (j, c) in m.tool_calls.iter().enumerate() {
             if json_calls && !is_valid_json(&c.arguments) {
                 failures.push(Failure::InvalidArguments {

@@ -137,11 +137,53 @@ pub fn read(text: &str) -> ToolOutcome<'_> {
     if let Some(o) = code_line(text) {
         return o;
     }
+    if let Some(o) = stopped_run(text) {
+        return o;
+    }
     ToolOutcome {
         code: None,
         failed: None,
         body: Cow::Borrowed(observation_body(text)),
     }
+}
+
+/// What a harness writes before a run's `<output>` when it stopped the run: mini-swe-agent's
+/// "The last command <command>...</command> timed out and has been killed." (its timeout
+/// template, with no return code). Matched lowercase.
+const STOPPED_WORDS: [&str; 3] = ["timed out", "been killed", "was killed"];
+
+/// A run the harness stopped, said before its `<output>` block: a failure, whose body is what
+/// the run printed, or (printing nothing, as a server that never returns) the harness's line
+/// from the command on ("timed out and has been killed."). Read as plain text, the empty
+/// output was a success: a SWE run's `runserver` that timed out was summarized
+/// `-> ok: (empty)`.
+fn stopped_run(text: &str) -> Option<ToolOutcome<'_>> {
+    static OPEN: Tag = Tag::new("<output>");
+    let at = OPEN.find(head_bytes(text, 2 * EDGE_BYTES))?;
+    let preamble = &text[..at];
+    let lower = preamble.to_ascii_lowercase();
+    let hit = STOPPED_WORDS.iter().filter_map(|w| lower.find(w)).min()?;
+    let body = observation_body(text);
+    if !body.trim().is_empty() {
+        return Some(ToolOutcome {
+            code: None,
+            failed: Some(true),
+            body: Cow::Borrowed(body),
+        });
+    }
+    // The line of the words, from the end of a tag before them (`</command>`) on.
+    let line_start = preamble[..hit].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = preamble[hit..]
+        .find('\n')
+        .map_or(preamble.len(), |i| hit + i);
+    let from = preamble[line_start..hit]
+        .rfind('>')
+        .map_or(line_start, |i| line_start + i + 1);
+    Some(ToolOutcome {
+        code: None,
+        failed: Some(true),
+        body: Cow::Borrowed(preamble[from..line_end].trim()),
+    })
 }
 
 /// Whether the run of the shell command line `cmd`, every program of it a printer
@@ -906,6 +948,26 @@ mod tests {
         ] {
             assert!(words_say_failure(run), "{run}");
         }
+    }
+
+    #[test]
+    fn a_run_the_harness_stopped_is_a_failure_saying_so() {
+        // mini-swe-agent's timeout template: no return code, the words before the output.
+        let t = "The last command <command>python3 -m mypkg runserver --noreload</command> timed out \
+                 and has been killed.\nThe output of the command was:\n <output>\n\n</output>\n\
+                 Please try another command and make sure to avoid those requiring interactive input.";
+        let o = read(t);
+        assert_eq!(o.failed, Some(true));
+        assert_eq!(o.body, "timed out and has been killed.");
+        let printed = t.replace(
+            "<output>\n\n</output>",
+            "<output>\nStarting server\n</output>",
+        );
+        let o = read(&printed);
+        assert_eq!((o.failed, o.body.trim()), (Some(true), "Starting server"));
+        // Words of the output itself are the run's, not the harness's.
+        let o = read("<output>\nthe job timed out twice before\n</output>");
+        assert_eq!(o.failed, None);
     }
 
     #[test]

@@ -295,10 +295,11 @@ def count(
     tools: Sequence[Any] | None = None,
     response_format: Any | None = None,
     image_sizes: _ImageSizes | None = None,
-    api: Literal["chat", "responses"] = "chat",
+    api: Literal["chat", "responses"] | None = None,
 ) -> int:
     """Prompt tokens the OpenAI API bills for this chat.completions request, tokenized with the
-    model's own encoding (offline; tiktoken-rs embeds the vocabularies). ``api="responses"``
+    model's own encoding (offline; tiktoken-rs embeds the vocabularies). By default the API is
+    the one whose shape the history shows (Responses items, else chat). ``api="responses"``
     counts a Responses request (its flat tool definitions and calls are billed otherwise; its
     hosted tools get the estimator's fitted constants); ``response_format`` takes either API's
     json_schema shape (chat's, or the Responses ``text`` / ``text.format``).

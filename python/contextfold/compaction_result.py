@@ -58,6 +58,13 @@ class CompactionResult:
         """True when ``messages`` differs from the input."""
         return self.strategy_used is not None
 
+    @property
+    def over_budget(self) -> bool:
+        """True when ``tokens_after`` exceeds ``budget`` (tokens): only ``strategy="mask"``
+        returns such a history (masking never folds; a note says by how much), or an
+        unchanged one the gate let through (``reason`` says why)."""
+        return self.tokens_after > self.budget
+
     def cost(self, *, model: str, provider: str = "openai", **kw: Any) -> Any:
         """The predicted effect of this compaction on ``model``'s bill, in USD
         (`contextfold.cost.compaction_cost`: the summarizer call, the cached prefix it

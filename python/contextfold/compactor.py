@@ -29,7 +29,7 @@ from contextfold.cost import Prices
 from contextfold.degrade import bare_history, budget_error, cut_in_place, cut_kind, degrade, floor_tokens, liftable
 from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.compaction_run import CompactionRun, Draft
-from contextfold.errors import CompactionBudgetError, CompactionError
+from contextfold.errors import CompactionBudgetError, CompactionError, UnknownModelError
 from contextfold.fold_sources import FoldSources
 from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
@@ -303,7 +303,14 @@ class Compactor(RoomFill, RecoverableFolds):
                 raise ValueError("exact=True needs model= (an OpenAI model with a public tokenizer)")
             if system is not None:
                 raise ValueError("exact=True counts chat.completions requests: put the system prompt in the messages")
-            _core.encoding_for(cfg.model)  # (UnknownModelError for a model without a public tokenizer)
+            try:
+                _core.encoding_for(cfg.model)
+            except UnknownModelError:
+                # (The core's advice, an encoding= for count_text, is no option of a Compactor.)
+                raise UnknownModelError(
+                    f"exact=True counts with an OpenAI model's public tokenizer, and none is known for "
+                    f"{cfg.model!r}: name an OpenAI model (gpt-4o, o3, gpt-5, ...) or leave exact off "
+                    "(the estimate prices any provider's model)") from None
         # An unknown model name (a typo) is priced with generic constants: say so, or raise.
         check_model(cfg.model, strict=strict, stacklevel=2)
         if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
@@ -790,6 +797,16 @@ class Compactor(RoomFill, RecoverableFolds):
         fmt = self.wire_format or detect_wire_format(msgs, self.provider, tools=self.tools)
         budget = self.budget
         notes: list[str] = []
+        if self._tail_tokens is not None and budget is not None and self._tail_tokens >= budget:
+            # (A tail that covers the history is a way to keep it all: what does not fit is cut
+            # in the middle, recoverable. Said, as a size the caller chose and did not get.)
+            notes.append(f"tail_tokens={self._tail_tokens:,} is not under the budget of {budget:,}: the tail keeps "
+                         "what the budget holds beside the head")
+        if self.pinned is not None and not callable(self.pinned):
+            n = len(msgs)
+            past = sorted(i for i in self.pinned if not -n <= i < n)
+            if past:
+                notes.append(f"pinned {', '.join(map(str, past))}: no such message in a history of {n} (ignored)")
         if self.repair:
             msgs = self._repaired(msgs, fmt, notes)
         correction = self.session.correction if self.session.last_usage is not None and not self.exact else 1.0

@@ -244,6 +244,7 @@ class CompactorConfig:
             if keep_thinking_turns < 1:
                 raise ValueError("keep_thinking_turns must be >= 1 (the current turn keeps its thinking)")
         rule = parse_keep(keep)
+        tail = rule.tail_tokens if rule.tail_tokens is not None else _opt_int("tail_tokens", tail_tokens, minimum=1)
         return cls(
             provider=_choice("provider", provider, _core.PROVIDERS),
             model=_opt_str("model", model),
@@ -251,7 +252,7 @@ class CompactorConfig:
             budget=_opt_int("budget", budget, minimum=1),
             strategy=_choice("strategy", strategy, ("mask", "summarize", "hybrid")),  # type: ignore[arg-type]
             protect_first_n=_int("protect_first_n", protect_first_n, minimum=0),
-            tail_tokens=rule.tail_tokens if rule.tail_tokens is not None else _opt_int("tail_tokens", tail_tokens, minimum=1),
+            tail_tokens=tail,
             tail_share=rule.tail_share if rule.tail_share is not None else tail_share,
             pinned=_pinned(pinned),
             trigger=parse_trigger(trigger),

@@ -152,9 +152,10 @@ pub(super) fn tools_json(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Json>
 }
 
 /// Prompt tokens OpenAI bills for a chat.completions request (`api="responses"`: for a
-/// Responses request, which bills tools and calls otherwise).
+/// Responses request, which bills tools and calls otherwise; by default, the API whose shape
+/// the history shows: Responses items, else chat).
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, model, tools=None, response_format=None, image_sizes=None, api="chat"))]
+#[pyo3(signature = (messages, /, *, model, tools=None, response_format=None, image_sizes=None, api=None))]
 #[allow(clippy::too_many_arguments)]
 fn count(
     py: Python<'_>,
@@ -163,20 +164,22 @@ fn count(
     tools: Option<&Bound<'_, PyAny>>,
     response_format: Option<&Bound<'_, PyAny>>,
     image_sizes: Option<&Bound<'_, PyAny>>,
-    api: &str,
+    api: Option<&str>,
 ) -> PyResult<u64> {
     let c = counter(py, model)?;
-    let c = match api {
-        "chat" => c,
-        "responses" => c.for_responses(),
-        other => {
+    let keep = Keep::new();
+    let ms = Walker::new(py, &keep).messages(messages)?;
+    let responses = match api {
+        Some("chat") => false,
+        Some("responses") => true,
+        None => crate::wire::detect(&ms) == crate::message::Format::OpenAIResponses,
+        Some(other) => {
             return Err(PyValueError::new_err(format!(
                 "api must be \"chat\" or \"responses\", got {other:?}"
             )))
         }
     };
-    let keep = Keep::new();
-    let ms = Walker::new(py, &keep).messages(messages)?;
+    let c = if responses { c.for_responses() } else { c };
     let tools = tools_json(tools)?;
     let rf = match response_format.filter(|r| !r.is_none()) {
         Some(r) => Some(to_json(r, "response_format", 0)?),

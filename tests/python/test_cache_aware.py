@@ -69,9 +69,11 @@ def test_a_bedrock_claude_id_resolves_to_its_model_but_is_never_silently_priced_
         prices_for(bedrock)
     with pytest.raises(KeyError, match="Bedrock"):
         prices_for("bedrock/anthropic.claude-sonnet-4-20250514-v1:0")
-    with pytest.warns(cf.UnknownPricesWarning, match="cache_prices"):
+    with pytest.warns(cf.UnknownPricesWarning, match="cache_prices") as warned:
         c = cf.Compactor(provider="anthropic", model=bedrock, budget=50_000, cache_aware=True)
     assert c.clear_at_least == 0
+    # (Only the Compactor's own option is advised: `prices=` is prices_for's, not the Compactor's.)
+    assert "prices=Prices" not in str(warned[0].message).replace("cache_prices=Prices", "")
     # The caller's prices (or a table row for the id) make it priced like any model.
     mine = Prices(3.00, 0.30, 3.75, 15.00)
     assert prices_for(bedrock, {bedrock: mine}) is mine

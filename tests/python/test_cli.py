@@ -486,3 +486,28 @@ def test_compact_on_jsonl_is_a_usage_error(tmp_path):
     corpus.write_text(line + "\n" + line + "\n")
     r = run("compact", str(corpus), "--budget", "8000")
     assert r.returncode == 2 and "one document" in r.stderr
+
+
+def test_compact_names_a_broken_history_and_repair_fixes_it(tmp_path):
+    """A history whose kept call has arguments cut off (not valid JSON) exits 1 naming the
+    message and ``--repair``; with ``--repair`` it is compacted, the change said, every
+    argument written valid JSON. Without ``--store``, the ids the notes name are said to live
+    in the process only."""
+    h = [{"role": "system", "content": "You read files."}, {"role": "user", "content": "Read them all."}]
+    for k in range(8):
+        args = '{"path": "f.py"' if k == 7 else json.dumps({"path": f"f{k}.py"})
+        h += [{"role": "assistant", "content": None, "tool_calls": [
+                  {"id": f"c{k}", "type": "function", "function": {"name": "read", "arguments": args}}]},
+              {"role": "tool", "tool_call_id": f"c{k}", "content": f"line {k}\n" * 300}]
+    h.append({"role": "user", "content": "and?"})
+    src = tmp_path / "h.json"
+    src.write_text(json.dumps(h))
+    budget = str(cf.estimate(h) // 3)
+    broken = run("compact", str(src), "--budget", budget, "--strategy", "mask", "-o", str(tmp_path / "o.json"))
+    assert broken.returncode == 1 and "message 16" in broken.stderr and "--repair" in broken.stderr, broken.stderr
+    fixed = run("compact", str(src), "--budget", budget, "--strategy", "mask", "--repair", "-o", str(tmp_path / "o.json"))
+    assert fixed.returncode == 0, fixed.stderr
+    assert "invalid_json" in fixed.stdout
+    assert "id=cf" not in fixed.stdout or "--store DIR keeps it" in fixed.stdout
+    out = json.loads((tmp_path / "o.json").read_text())
+    assert all(json.loads(c["function"]["arguments"]) is not None for m in out for c in m.get("tool_calls") or [])

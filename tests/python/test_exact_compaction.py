@@ -90,3 +90,11 @@ def test_an_exact_compaction_of_an_odd_history_is_within_its_budget(odd: dict) -
     r = cf.Compactor(model=MODEL, budget=600, exact=True, min_free_share=0.0).compact(history)
     assert r.strategy_used is not None
     assert r.tokens_after == cf.count(list(r.messages), model=MODEL) <= 600
+
+
+def test_exact_with_a_model_without_a_public_tokenizer_says_what_the_compactor_needs():
+    """The core's advice for an unknown model (pass an encoding to count_text) is no option of a
+    Compactor: the error says to name an OpenAI model or leave exact off."""
+    with pytest.raises(cf.UnknownModelError) as e:
+        cf.Compactor(model="gpt-unknown-9", budget=5_000, exact=True)
+    assert "exact=True" in str(e.value) and "count_text" not in str(e.value)

@@ -580,3 +580,27 @@ def test_hybrid_never_returns_masking_over_the_budget_where_pinned_messages_leav
     d = json.loads((Path(__file__).parent.parent / "data" / "hostile_pinned_case.json").read_text())
     with pytest.raises(cf.CompactionBudgetError, match="pinned"):
         cf.Compactor(**d["kw"]).compact(d["h"])
+
+
+def test_a_tail_over_the_budget_and_a_pinned_index_past_the_end_are_noted():
+    """``tail_tokens`` at or over the budget (a way to keep everything: what does not fit is cut
+    in the middle) and a pinned index past the history's end were taken without a word."""
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "task " * 400},
+            *[{"role": r, "content": f"turn {k} " * 300} for k in range(8) for r in ("assistant", "user")]]
+    budget = cf.estimate(msgs) // 2
+    r = cf.Compactor(budget=budget, pinned=[3, 999, -100]).compact(msgs)
+    assert any(n.startswith("pinned -100, 999: no such message in a history of 18") for n in r.notes), r.notes
+    r = cf.Compactor(budget=budget, tail_tokens=budget + 1).compact(msgs)
+    assert any(n.startswith(f"tail_tokens={budget + 1:,} is not under the budget") for n in r.notes), r.notes
+    assert not any("tail_tokens" in n for n in cf.Compactor(budget=budget, tail_tokens=500).compact(msgs).notes)
+
+
+def test_mask_over_the_budget_says_so_in_over_budget():
+    """``strategy="mask"`` never folds: where masking cannot reach the budget its result is over
+    it, ``.over_budget`` True (the other strategies' results are within it)."""
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "the task"},
+            *[{"role": r, "content": f"turn {k} " * 300} for k in range(8) for r in ("assistant", "user")]]
+    r = cf.Compactor(budget=cf.estimate(msgs) // 2, strategy="mask").compact(msgs)
+    assert r.over_budget and r.tokens_after > r.budget
+    ok = cf.Compactor(budget=cf.estimate(msgs) // 2).compact(msgs)
+    assert not ok.over_budget

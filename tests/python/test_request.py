@@ -607,3 +607,16 @@ def test_a_gemini_sdk_config_object_gives_the_settings_a_dict_config_does() -> N
     # Was: () for the object (its Tool objects had no entries to list).
     assert o.settings == d.settings
     assert d.settings.server_tools == ("google_search", "code_execution")
+
+
+def test_count_reads_a_history_of_responses_items_as_a_responses_request() -> None:
+    """``count`` takes the API whose shape the history shows: Responses items are counted with
+    that API's rules without ``api="responses"`` (they were counted as chat: 35 where the
+    Responses count is 33 on a three-item history); a plain history stays chat's."""
+    items = [{"role": "user", "content": "hi"},
+             {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "call_1", "output": "ok"}]
+    assert cf.count(items, model="gpt-4o") == cf.count(items, model="gpt-4o", api="responses")
+    assert cf.count(items, model="gpt-4o", api="chat") != cf.count(items, model="gpt-4o", api="responses")
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert cf.count(plain, model="gpt-4o") == cf.count(plain, model="gpt-4o", api="chat")

@@ -67,6 +67,8 @@ ProviderOpt = Annotated[
 ]
 ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Model name: picks tokenizer, image rules and context window.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine output: one JSON object (per input line for JSONL).")]
+#: ``--json`` of a command that reads one document.
+JsonOneOpt = Annotated[bool, typer.Option("--json", help="Machine output: one JSON object.")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=0, help="Worker processes for JSONL (0, the default: the CPU count; 1: no pool).")]
 FailFastOpt = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first unreadable line (exit 1).")]
 MaxBytesOpt = Annotated[

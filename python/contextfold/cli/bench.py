@@ -9,15 +9,15 @@ from typing import Annotated, Optional
 import typer
 
 from contextfold.safe_text import clean
-from contextfold.cli.app import EPILOG, EXIT_BAD_INPUT, EXIT_MISSING_TOOL, EXIT_USAGE, JsonOpt, app, stderr_console, stdout_console
+from contextfold.cli.app import EPILOG, EXIT_BAD_INPUT, EXIT_MISSING_TOOL, EXIT_USAGE, JsonOneOpt, app, stderr_console, stdout_console
 
 
 @app.command(epilog="Example: [bold]contextfold bench --quick[/]\n\n" + EPILOG)
 def bench(
     quick: Annotated[bool, typer.Option("--quick", help="Small workloads only (1k synthetic, a few real histories).")] = False,
-    as_json: JsonOpt = False,
+    as_json: JsonOneOpt = False,
     benches: Annotated[Optional[Path], typer.Option(help="The benches/ directory of a source checkout (default: ./benches).")] = None,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print the table as Markdown (as in the README).")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the table as Markdown.")] = False,
 ) -> None:
     """Development command, from a source checkout: side-by-side speed of contextfold, the pure-Python references and the libraries people
     use (LangChain, LiteLLM, tiktoken), ratios on the same inputs in one run. Peers that are not

@@ -19,7 +19,7 @@ from contextfold.cli.app import (
     EXIT_OVER_BUDGET,
     EXIT_UNKNOWN_MODEL,
     EXIT_USAGE,
-    JsonOpt,
+    JsonOneOpt,
     MaxBytesOpt,
     ModelOpt,
     ProviderOpt,
@@ -92,8 +92,9 @@ def compact(
     store: Annotated[Optional[Path], typer.Option("--store", help="A directory that keeps the turns behind each summary (one file each): a later `compact --store` of the grown history reads them in the summary's place instead of summarizing the summary.")] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
-    as_json: JsonOpt = False,
+    as_json: JsonOneOpt = False,
     allow_over: Annotated[bool, typer.Option("--allow-over", help="Exit 0 even when the result is over the budget (else exit 5); a budget no compaction reaches still exits 6.")] = False,
+    repair: Annotated[bool, typer.Option("--repair", help="Repair the history first (a call without its result gets a stand-in, a result without its call goes, duplicate ids are made unique, arguments that are not valid JSON are kept as a string): each change is a note. Without it, a compaction that would keep such a fault exits 1 naming the message.")] = False,
     exact: Annotated[bool, typer.Option("--exact", help="Hold the budget by the model's exact token count, not the estimate (an OpenAI chat body or history whose model has a public tokenizer): `contextfold count` of the written file is within it.")] = False,
     max_bytes: MaxBytesOpt = None,
     strict: StrictOpt = False,
@@ -132,12 +133,16 @@ def compact(
             # budget is one `estimate` of the written file finds within it.
             if exact:
                 kept["exact"] = True
+            if repair:
+                kept["repair"] = True
             result = rep.compact_request(req, budget, strategy=strategy, summarizer=chosen, instructions=focus, **kept)
     except contextfold.CompactionBudgetError as e:
         _say_unreachable(e, req, budget, as_json=as_json)
         raise typer.Exit(EXIT_BUDGET_UNREACHABLE) from None
     except contextfold.CompactionError as e:
-        stderr_console().print(f"error: {clean(e)}", markup=False)
+        fix = (" (--repair fixes it)" if isinstance(e, (contextfold.UnpairedToolCallsError, contextfold.InvalidArgumentsError))
+               else "")
+        stderr_console().print(f"error: {clean(e)}{fix}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     except OSError as e:
         if store is None:
@@ -197,6 +202,9 @@ def compact(
         out.print(clean(f"{src.name} ({req.wire}, {req.provider}{', ' + req.model if req.model else ''}): budget {budget:,} tokens"), markup=False)
         for text_line in rep.compaction_lines(result, len(req.messages)):
             out.print(clean(text_line), markup=False)
+        if store is None and any("id=cf" in n for n in result.notes):
+            # (The Python API's Compactor keeps what it cut for `recall`; this process ends here.)
+            out.print("(the ids above name text kept in this process only: --store DIR keeps it)", markup=False)
         if result.changed:
             if output is not None and not is_stdout(output):
                 out.print(clean(f"wrote {output}"), markup=False)

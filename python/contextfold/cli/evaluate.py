@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from contextfold.cli.app import EPILOG, EXIT_BAD_INPUT, JsonOpt, app, stderr_console
+from contextfold.cli.app import EPILOG, EXIT_BAD_INPUT, JsonOneOpt, app, stderr_console
 from contextfold.cli.summarizer import summarizer_from
 
 
@@ -22,7 +22,7 @@ def eval_(
     peer: Annotated[Optional[list[str]], typer.Option(help="Also score a peer's compaction with the same summarizer: langchain (SummarizationMiddleware; needs contextfold\\[langchain]).")] = None,
     summarizer: Annotated[str, typer.Option(help="What writes contextfold's summaries: extractive (offline, default) or PROVIDER:MODEL, e.g. ollama:llama3.2, openai:gpt-4.1-mini (needs the SDK extra and its API key).")] = "extractive",
     summarizer_window: Annotated[Optional[int], typer.Option(min=1, help="Context window of the summarizer model in tokens (for a model contextfold does not know).")] = None,
-    as_json: JsonOpt = False,
+    as_json: JsonOneOpt = False,
 ) -> None:
     """Score what compaction keeps: each probe's expected facts found whole-word in what the
     continuing model sees, per strategy, at the naive cut's budget and beside it."""
