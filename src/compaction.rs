@@ -1200,9 +1200,13 @@ mod tests {
 
     #[test]
     fn verify_finds_orphans_bad_json_collisions_and_budget() {
+        // (A chat call's arguments are JSON a provider parses; a call of no wire format is a
+        // client-run tool's, whose input is free text.)
+        let mut bad = call("a", "{\"x\": 1");
+        bad.wire = Format::OpenAIChat;
         let msgs = vec![
             Message::text("user", "task"),
-            call("a", "{\"x\": 1"),
+            bad,
             Message::text("user", "hi"),
             Message::text("user", "again"),
             result("b", "r"),
