@@ -65,7 +65,7 @@ def main() -> None:
         # left out, so only the calls differ).
         read = cf.read_request(bare)
         msgs = read.messages if not read.system else [{"role": "system", "content": read.system}, *read.messages]
-        call_shift = cf.count(msgs, model=r.model, api="responses") - cf.count(msgs, model=r.model)
+        call_shift = cf.count(msgs, model=r.model, api="responses") - cf.count(msgs, model=r.model, api="chat")
         chat_tools = [{"type": "function", "function": {k: v for k, v in t.items() if k != "type"}} for t in r.tools]
         block = T(enc(r.model), render_tools(chat_tools))
         residual = r.usage - (cf.count_request(bare) - call_shift) - block
