@@ -1101,12 +1101,8 @@ pub fn rules_floor_tokens(
         return 0;
     }
     let refs: Vec<&str> = rules.iter().map(String::as_str).collect();
-    est.summary_text(&pack::rules_text(
-        &short_header(folded.len()),
-        &refs,
-        usize::MAX,
-    ))
-    .ceil() as u64
+    est.summary_text(&pack::rules_text(&short_header(folded.len()), &refs))
+        .ceil() as u64
 }
 
 /// How many times its room the newest part of a span read whole holds, in text at
@@ -2301,10 +2297,7 @@ mod tests {
         let most = |budget: u64| {
             (0..=3)
                 .rev()
-                .find(|&k| {
-                    est().summary_text(&pack::rules_text("", &shortest(k), usize::MAX))
-                        <= budget as f64
-                })
+                .find(|&k| est().summary_text(&pack::rules_text("", &shortest(k))) <= budget as f64)
                 .unwrap_or(0)
         };
         let mut last = 0;

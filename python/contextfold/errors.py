@@ -55,13 +55,10 @@ class CompactionError(ValueError):
         return (type(self), (self.args[0], self.failures))
 
 
-class UnpairedToolCallsError(CompactionError, InvalidMessageError):
-    """The caller's history has a tool call without its result, or a result without its call,
-    and the compacted history would still have it (a provider rejects it). Both a
-    ``CompactionError`` (``failures``: the compacted history's) and an ``InvalidMessageError``:
-    ``index`` is the first broken message in the list passed in, ``field`` what is broken there
-    (``"tool_calls"``: a call without its result; ``"tool_call_id"``: a result without its
-    call). ``Compactor(repair=True)`` or ``contextfold.repair()`` fixes it."""
+class _InputFaultError(CompactionError, InvalidMessageError):
+    """A fault the caller's history came in with, which the compacted history would still send:
+    a ``CompactionError`` (``failures``: the compacted history's) and an ``InvalidMessageError``
+    (``index``: the first such message in the list passed in, ``field``: what is wrong there)."""
 
     def __init__(self, message: str, failures: tuple[tuple[str, int, str], ...], index: int, field: str) -> None:
         self.failures = failures
@@ -74,7 +71,16 @@ class UnpairedToolCallsError(CompactionError, InvalidMessageError):
         return (type(self), (self.args[0], self.failures, self.index, self.field))
 
 
-class InvalidArgumentsError(CompactionError, InvalidMessageError):
+class UnpairedToolCallsError(_InputFaultError):
+    """The caller's history has a tool call without its result, or a result without its call,
+    and the compacted history would still have it (a provider rejects it). Both a
+    ``CompactionError`` (``failures``: the compacted history's) and an ``InvalidMessageError``:
+    ``index`` is the first broken message in the list passed in, ``field`` what is broken there
+    (``"tool_calls"``: a call without its result; ``"tool_call_id"``: a result without its
+    call). ``Compactor(repair=True)`` or ``contextfold.repair()`` fixes it."""
+
+
+class InvalidArgumentsError(_InputFaultError):
     """The caller's history has a tool call whose arguments are not valid JSON (a model's call
     cut off or malformed, recorded as it came: OpenAI chat ``function.arguments``, a Responses
     ``function_call`` item's ``arguments``), and the compacted history would still send it:
@@ -83,16 +89,6 @@ class InvalidArgumentsError(CompactionError, InvalidMessageError):
     compacted history's) and an ``InvalidMessageError``: ``index`` is the first such message in
     the list passed in, ``field`` ``"arguments"``. ``Compactor(repair=True)`` or
     ``contextfold.repair()`` keeps the text as a JSON string under ``"invalid_json"``."""
-
-    def __init__(self, message: str, failures: tuple[tuple[str, int, str], ...], index: int, field: str) -> None:
-        self.failures = failures
-        self.reason = message
-        self.index = index
-        self.field = field
-        ValueError.__init__(self, message)
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (type(self), (self.args[0], self.failures, self.index, self.field))
 
 
 class CompactionBudgetError(CompactionError):

@@ -1024,25 +1024,14 @@ const RULE_CLIP_MIN: usize = 30;
 /// compaction, whose room holds the rules whole only 3 tokens over the budget).
 const RULE_HEAD_SHARE: f64 = 1.0;
 
-/// The header and the rules section: every rule, each clipped to `max_chars` (its head).
-pub(super) fn rules_text(header: &str, rules: &[&str], max_chars: usize) -> String {
+/// The header and the rules section: every rule whole, as a list.
+pub(super) fn rules_text(header: &str, rules: &[&str]) -> String {
     let mut out = String::from(header);
     if !rules.is_empty() {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str("## ");
-        out.push_str(super::SECTIONS[0].1);
-        out.push('\n');
-        for r in rules {
-            out.push_str("- ");
-            if max_chars == usize::MAX {
-                out.push_str(r);
-            } else {
-                out.push_str(&super::clip_ends(r, max_chars, RULE_HEAD_SHARE));
-            }
-            out.push('\n');
-        }
+        out.push_str(&rules_lines(rules, &vec![usize::MAX; rules.len()], true));
     }
     out
 }
@@ -1067,7 +1056,7 @@ fn floor(
         .filter(|e| e.section == Section::Rules)
         .map(Entry::richest)
         .collect();
-    let mut out = rules_text(header, &rules, usize::MAX);
+    let mut out = rules_text(header, &rules);
     if est.summary_text(&out) > budget {
         if rules.is_empty() {
             return cut_to_budget(out, est, budget);
