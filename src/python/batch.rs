@@ -223,9 +223,15 @@ fn count_many(
         Some(r) => Some(super::exact::to_json(r, "response_format", 0)?),
         None => None,
     };
+    let responses = c.for_responses();
     // BPE costs ~30 ns per byte: even small histories are worth a thread.
     batched(py, histories, threads, 16, |ms| {
-        c.count(ms, &tools, rf.as_ref())
+        // (Each history by the API whose shape it shows, as `count` reads one.)
+        if crate::wire::detect(ms) == crate::message::Format::OpenAIResponses {
+            responses.count(ms, &tools, rf.as_ref())
+        } else {
+            c.count(ms, &tools, rf.as_ref())
+        }
     })
 }
 

@@ -127,6 +127,10 @@ impl State {
                 break;
             }
         }
+        let cached = self.ledger.len().min(n);
+        if prefix < cached {
+            prefix = self.rematch(py, &list, prefix, cached)?;
+        }
         self.ledger.invalidate(prefix);
         if prefix == n {
             return Ok(n);
@@ -188,6 +192,43 @@ impl State {
 }
 
 impl State {
+    /// The cached messages `from..to` that `list` holds as other objects with the same content
+    /// (matched by content hash, in order, as a restored session matches its first history):
+    /// bound to those objects, their costs and the usage anchor kept. A server that decodes
+    /// each request's JSON passes equal copies, never the objects it saw: repriced from the
+    /// first, 47 of a SWE run's 49 estimates fell back on the calibrated heuristic (mean error
+    /// 0.42% -> 0.66%) where a session restored from its state each turn kept the anchor.
+    /// Returns the new prefix.
+    fn rematch(
+        &mut self,
+        py: Python<'_>,
+        list: &Bound<'_, PyList>,
+        from: usize,
+        to: usize,
+    ) -> PyResult<usize> {
+        let keep = Keep::new();
+        let mut w = Walker::new(py, &keep);
+        let mut ids: Vec<usize> = self.ledger.ids()[..from].to_vec();
+        let mut fingerprints: Vec<u64> = (0..from)
+            .map(|i| self.ledger.fingerprint(i).unwrap_or_default())
+            .collect();
+        for i in from..to {
+            let m = list.get_item(i)?;
+            w.set_index(i);
+            let view = w.message(&m)?;
+            if self.ledger.content(i) != Some(content_hash(&view)) {
+                break;
+            }
+            ids.push(m.as_ptr() as usize);
+            fingerprints.push(fingerprint(&m)?);
+        }
+        let matched = ids.len();
+        if matched > from {
+            self.ledger.rebind(ids, fingerprints);
+        }
+        Ok(matched)
+    }
+
     /// First history after a restore: match its messages, by content hash, against the costs
     /// the state carried; the matching prefix is bound to this process's objects, the rest (and
     /// an anchor over any of it) dropped. Reads the history once, as a session's first estimate

@@ -620,3 +620,6 @@ def test_count_reads_a_history_of_responses_items_as_a_responses_request() -> No
     assert cf.count(items, model="gpt-4o", api="chat") != cf.count(items, model="gpt-4o", api="responses")
     plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     assert cf.count(plain, model="gpt-4o") == cf.count(plain, model="gpt-4o", api="chat")
+    # The batch reads each history the same way.
+    assert cf.count_many([items, plain], model="gpt-4o") == [cf.count(items, model="gpt-4o"),
+                                                              cf.count(plain, model="gpt-4o")]

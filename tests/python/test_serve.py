@@ -744,6 +744,13 @@ def test_repeated_response_headers_reach_the_client():
             assert raw.headers.get_list("set-cookie") == cookies
             assert raw.headers.get_list("x-multi") == ["one", "two"]
             assert raw.headers.get_list("x-contextfold-fold") == ["none"]  # the proxy's own, once
+            # The upstream's Date and Server, once each: uvicorn's own were sent beside them, and
+            # httpx joined the two dates into one value.
+            assert len(raw.headers.get_list("date")) == 1 and len(raw.headers.get_list("server")) == 1
+            assert "BaseHTTP" in raw.headers["server"]
+        # A response the proxy writes itself still carries a Date.
+        health = httpx.get(proxy.url + "/healthz")
+        assert len(health.headers.get_list("date")) == 1 and "server" not in health.headers
 
 
 def test_the_serve_command_refuses_bad_options_with_exit_code_2(capsys, monkeypatch):
@@ -913,6 +920,8 @@ def test_a_stream_that_stalls_midway_ends_cleanly_with_an_error_event_each_sdk_r
     (["--port", "99999"], {}, None, "port must be an int from 1 to 65535, got 99999"),
     (["--port", "0"], {}, None, "port must be"),
     (["--trigger", "-5"], {}, None, "trigger must be"),
+    # (Neither tokens nor a share: cut to an int it was a 1-token trigger, and nothing compacted.)
+    (["--trigger", "1.5"], {}, None, "trigger must be tokens (an int >= 1) or a share of the window"),
     (["--timeout", "-1"], {}, None, "timeout must be a positive number"),
     (["--timeout", "0"], {}, None, "timeout must be a positive number"),
     (["--workers", "0"], {}, None, "workers must be"),
@@ -922,7 +931,7 @@ def test_a_stream_that_stalls_midway_ends_cleanly_with_an_error_event_each_sdk_r
     ([], {}, "[compaction]\ntrigger = -0.5\n", "cf.toml: trigger must be"),
     ([], {}, "timeout = true\n", "cf.toml: timeout must be"),
     ([], {}, "upstream = \n", "cf.toml: Invalid value"),
-], ids=["port-over-65535", "port-0", "negative-trigger", "negative-timeout", "zero-timeout", "zero-workers",
+], ids=["port-over-65535", "port-0", "negative-trigger", "fractional-token-trigger", "negative-timeout", "zero-timeout", "zero-workers",
         "env-negative-timeout", "env-zero-trigger", "toml-port-string", "toml-negative-share", "toml-timeout-bool",
         "toml-syntax-error"])
 def test_serve_refuses_an_out_of_range_or_mistyped_option_with_exit_2_and_one_line_naming_it_and_its_source(

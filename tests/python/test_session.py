@@ -103,6 +103,28 @@ def test_changed_prefix_drops_the_usage_anchor():
     assert s._core.anchored_messages is None
 
 
+def test_equal_copies_of_the_history_keep_the_usage_anchor():
+    """A server that decodes each request's JSON passes copies, never the objects the session
+    saw: matched by content, they keep their costs and the anchor (repriced from the first copy,
+    47 of a SWE run's 49 estimates fell back on the calibrated heuristic), as a session restored
+    from its state does. A copy whose content changed is still a change."""
+    import json as _json
+
+    ms = history(30)
+    s = cf.Session()
+    s.estimate(ms)
+    s.record_usage({"prompt_tokens": 5000})
+    copy = _json.loads(_json.dumps(ms))
+    assert s.estimate(copy) == 5000 and s._core.anchored_messages == 30
+    new = [{"role": "assistant", "content": "done " * 20}, {"role": "user", "content": "thanks"}]
+    grown = [*_json.loads(_json.dumps(ms)), *new]
+    assert s.estimate(grown) == 5000 + sum(cf.estimate_each(new))
+    edited = _json.loads(_json.dumps(grown))
+    edited[2]["content"] = "edited"
+    assert s.estimate(edited) == round(s.correction * fresh(edited))
+    assert s._core.anchored_messages is None
+
+
 def test_in_place_edit_of_recent_message_is_detected_deep_one_needs_invalidate():
     ms = history(50)
     s = cf.Session()

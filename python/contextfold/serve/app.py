@@ -25,12 +25,14 @@ import zlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from email.utils import formatdate
 from typing import Any
 
 import httpx
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -732,9 +734,34 @@ def create_app(config: ServeConfig, *, cache: FoldCache | None = None) -> Starle
         return proxy._error(shape, status, f"no route for {request.method} {request.url.path[:64]!r}",
                             "invalid_request_error", Outcome(b""))
 
-    app = Starlette(routes=routes, lifespan=proxy.lifespan, exception_handlers={404: unrouted, 405: unrouted})
+    app = Starlette(routes=routes, lifespan=proxy.lifespan, exception_handlers={404: unrouted, 405: unrouted},
+                    middleware=[Middleware(_DateHeader)])
     app.state.proxy = proxy
     return app
+
+
+class _DateHeader:
+    """A ``Date`` on the responses the proxy writes itself (errors, /healthz, /metrics); a relayed
+    response keeps the upstream's. uvicorn's own ``date`` and ``server`` headers are off
+    (``server_options``): beside the upstream's they were sent twice, and a client's HTTP
+    library joined the two dates into one value."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def dated(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or ())
+                if not any(k.lower() == b"date" for k, _ in headers):
+                    message = {**message, "headers": [*headers, (b"date", formatdate(usegmt=True).encode())]}
+            await send(message)
+
+        await self.app(scope, receive, dated)
 
 
 #: Bytes of a request's head (its request line and headers) uvicorn's h11 parser holds while it
@@ -747,7 +774,7 @@ MAX_HEAD_BYTES = 256 * 1024
 
 def server_options() -> dict[str, Any]:
     """The uvicorn settings the proxy is served with (``run``; the test suite's servers too)."""
-    return {"h11_max_incomplete_event_size": MAX_HEAD_BYTES}
+    return {"h11_max_incomplete_event_size": MAX_HEAD_BYTES, "server_header": False, "date_header": False}
 
 
 def run(config: ServeConfig, **uvicorn_options: Any) -> None:

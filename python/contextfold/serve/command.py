@@ -64,7 +64,9 @@ def serve(
     default, per_api = _upstreams(upstream or [])
     trig: int | float | None = None
     if trigger is not None:
-        trig = int(trigger) if trigger > 1 else trigger
+        # (A whole number over 1 is tokens; a fraction over 1 is neither tokens nor a share, and
+        # goes to the config's check as it came: cut to an int, 1.5 became a 1-token trigger.)
+        trig = int(trigger) if trigger > 1 and trigger.is_integer() else trigger
     flags = {"upstream": default, "upstreams": per_api or None, "host": host, "port": port, "redis": redis,
              "budget": budget, "context_window": context_window, "trigger": trig, "strategy": strategy, "summarizer": summarizer,
              "strict": strict, "timeout": timeout, "workers": workers, "recall": recall, "recall_rounds": recall_rounds,

@@ -35,7 +35,8 @@ from typing import Any, cast
 from contextfold import _core
 from contextfold.compactor import Compactor
 from contextfold.content_store import ContentStore, MemoryContentStore, RedisContentStore
-from contextfold.errors import CompactionError, InvalidMessageError, UnknownModelError
+from contextfold.errors import (CompactionError, InvalidArgumentsError, InvalidMessageError, UnknownModelError,
+                                UnpairedToolCallsError)
 from contextfold.fold_sources import FoldSources
 from contextfold.limits import context_window as _context_window
 from contextfold.model_info import model_info
@@ -459,7 +460,12 @@ class Folder:
                 _give_sources(compactor.sources, fold, prefix, msgs)
             result = compactor.compact(work)
         except (CompactionError, InvalidMessageError, TypeError, ValueError) as e:
-            return self._not_compacted(api, pricing, rec, prior, gate, f"{type(e).__name__}: {e}")
+            why = f"{type(e).__name__}: {e}"
+            if isinstance(e, (UnpairedToolCallsError, InvalidArgumentsError)):
+                # (The library's advice, repair=True, is no option of the proxy: it sends a
+                # history the client broke as the client sent it.)
+                why = why.split(". Compact with repair=True")[0] + "; forwarded as the client sent it"
+            return self._not_compacted(api, pricing, rec, prior, gate, why)
         if not result.changed or result.strategy_used is None:
             return self._not_compacted(api, pricing, rec, prior, gate, result.reason or "nothing to compact")
         out = result.messages
@@ -471,7 +477,9 @@ class Folder:
             j -= 1
         new_k = k + (j - f)
         if new_k >= n or i == 0:
-            return self._not_compacted(api, pricing, rec, prior, gate, "the compaction changed the newest message")
+            return self._not_compacted(api, pricing, rec, prior, gate,
+                                       "the compaction changed the newest message (cut or masked to fit beside the "
+                                       "summary); the proxy sends the client's newest message as it came")
         payload = b",".join(json_bytes(m) for m in out[:i])
         try:
             tokens = sum(self._each(api, pricing, out[:i]))
