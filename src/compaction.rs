@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use crate::edit_pricing::{costs_with, priced, shifted};
 use crate::estimate::Estimator;
 use crate::mask_plan::{find_mask_edits, MaskRegion};
-use crate::message::{Content, Format, Message, Part};
+use crate::message::{Content, Message, Part};
 use crate::server_call_span::ServerSpans;
 use crate::shrink_json::is_valid_json;
 use crate::summary_placement::Seating;
@@ -661,12 +661,7 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
     }
     // JSON of every arguments string, and non-empty messages.
     for (i, m) in msgs.iter().enumerate() {
-        // (A custom tool's input is free text, not JSON, and so is what the Responses API's own
-        // client-run tools carry (a `program`'s code, a shell action: items of no wire format,
-        // never written into); a LangChain message's calls are sent by LangChain, which keeps
-        // arguments a model cut off in `invalid_tool_calls`.)
-        let json_calls = !crate::wire::free_text_calls(m)
-            && !matches!(m.wire, Format::LangChain | Format::Unknown);
+        let json_calls = crate::wire::json_string_arguments(m);
         for (j, c) in m.tool_calls.iter().enumerate() {
             if json_calls && !is_valid_json(&c.arguments) {
                 failures.push(Failure::InvalidArguments {
@@ -1203,7 +1198,7 @@ mod tests {
         // (A chat call's arguments are JSON a provider parses; a call of no wire format is a
         // client-run tool's, whose input is free text.)
         let mut bad = call("a", "{\"x\": 1");
-        bad.wire = Format::OpenAIChat;
+        bad.wire = crate::message::Format::OpenAIChat;
         let msgs = vec![
             Message::text("user", "task"),
             bad,

@@ -266,15 +266,17 @@ impl Ledger {
         self.contents.get(i).copied()
     }
 
-    /// After a restore: the first `ids.len()` cached messages were matched by content hash
-    /// against this process's history, whose messages have these ids and cheap fingerprints.
-    /// The rest of the cache (and the anchor, if it covers any of it) is dropped.
-    pub fn rebind(&mut self, ids: Vec<usize>, fingerprints: Vec<u64>) {
+    /// The cached messages `from..from + ids.len()` were matched by content hash against a
+    /// history whose messages there have these ids and cheap fingerprints (after a restore,
+    /// from 0; or equal copies of the messages the ledger saw). The rest of the cache (and the
+    /// anchor, if it covers any of it) is dropped.
+    pub fn rebind(&mut self, from: usize, ids: &[usize], fingerprints: &[u64]) {
         debug_assert_eq!(ids.len(), fingerprints.len());
-        let n = ids.len().min(self.ids.len());
-        self.invalidate(n);
-        self.ids[..n].copy_from_slice(&ids[..n]);
-        self.fingerprints[..n].copy_from_slice(&fingerprints[..n]);
+        let end = (from + ids.len()).min(self.ids.len());
+        self.invalidate(end);
+        let n = end.saturating_sub(from);
+        self.ids[from..end].copy_from_slice(&ids[..n]);
+        self.fingerprints[from..end].copy_from_slice(&fingerprints[..n]);
         self.unbound = false;
     }
 

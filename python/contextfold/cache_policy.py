@@ -10,7 +10,6 @@ extra. `Compactor(cache_aware=True)` asks this policy.
 from __future__ import annotations
 
 import math
-import re
 import time
 import warnings
 from collections.abc import Callable
@@ -50,9 +49,7 @@ class CachePolicy:
                     raise KeyError("no model given")
                 prices = prices_for(model)
             except KeyError as unknown:
-                # (Without prices_for's advice: `prices=` is no option of a Compactor.)
-                why = re.sub(r"[:;] pass prices=Prices\(\.\.\.\) or add a row.*$", "", str(unknown.args[0]))
-                warnings.warn(f"cache_aware: {why}; the gate assumes a 300-second TTL and no "
+                warnings.warn(f"cache_aware: {unknown.args[0]}; the gate assumes a 300-second TTL and no "
                               "cache-write premium (clear_at_least stays 0): pass cache_prices=Prices(...)",
                               UnknownPricesWarning, stacklevel=stacklevel + 1)
         return cls(prices)

@@ -129,19 +129,21 @@ class CompactionRun:
         # What is still there, in the caller's indices: the compacted history's indices are not
         # the caller's once a span is folded, so the input's failures are matched by what they
         # say past the index (the call's id, its position in its message).
-        left = {(k, d.split(":", 1)[-1]) for k, i, d in failures
-                if not (k == "orphan_call" and i >= pending)}
-        still = [f for f in inherited if (f[0], f[2].split(":", 1)[-1]) in left]
-        said = {(k, d.split(":", 1)[-1]) for k, _, d in still}
-        broken = tuple(f for f in failures if (f[0], f[2].split(":", 1)[-1]) in said)
+        def what(f: tuple[str, int, str]) -> tuple[str, str]:
+            return f[0], f[2].split(":", 1)[-1]
+
+        left = {what(f) for f in failures if not (f[0] == "orphan_call" and f[1] >= pending)}
+        still = [f for f in inherited if what(f) in left]
+        said = {what(f) for f in still}
+        broken = tuple(f for f in failures if what(f) in said)
         pairs = [f for f in still if f[0] in ("orphan_call", "orphan_result")]
         if pairs:
             kind, index, _ = pairs[0]
             raise UnpairedToolCallsError(
                 f"message {index}: the history came in with tool calls and results that do not pair, and the "
-                "compacted history still has them (a provider would reject it): " + "; ".join(d for _, _, d in pairs)
-                + ". Compact with repair=True (or contextfold.repair() first): a call without its result gets "
-                "a stand-in marked interrupted, a result without its call is dropped", broken, max(0, int(index)),
+                "compacted history still has them (a provider would reject it): " + "; ".join(d for _, _, d in pairs),
+                "Compact with repair=True (or contextfold.repair() first): a call without its result gets a "
+                "stand-in marked interrupted, a result without its call is dropped", broken, max(0, int(index)),
                 "tool_calls" if kind == "orphan_call" else "tool_call_id")
         invalid = [f for f in still if f[0] == "invalid_arguments"]
         if invalid:
@@ -149,9 +151,9 @@ class CompactionRun:
             raise InvalidArgumentsError(
                 f"message {index}: the history came in with tool-call arguments that are not valid JSON, and the "
                 "compacted history still has them (servers that parse past arguments reject the request): "
-                + "; ".join(d for _, _, d in invalid) + ". Compact with repair=True (or contextfold.repair() "
-                'first): the text is kept as a JSON string under "invalid_json"', broken, max(0, int(index)),
-                "arguments")
+                + "; ".join(d for _, _, d in invalid),
+                'Compact with repair=True (or contextfold.repair() first): the text is kept as a JSON string under '
+                '"invalid_json"', broken, max(0, int(index)), "arguments")
 
 
 @dataclass(slots=True)

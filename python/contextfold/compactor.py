@@ -1118,13 +1118,7 @@ class Compactor(RoomFill, RecoverableFolds):
         plan, msgs = run.plan, run.msgs
         folded_msgs = [msgs[i] for i in plan["folded"]]
         fold_line = self._fold_span(folded_msgs) if self.recoverable else ""
-        # A recoverable summary ends on the line naming its fold's id, inside its markers: the
-        # plan prices the markers, not the line, so the summary's text is given the room less
-        # the line (23-36 tokens). Given the whole room, every recoverable digest came out over
-        # by about the line and was written again smaller (task24-trial0 through the proxy: a
-        # room of 283, 14 over, written again to 232).
-        room = max(1, summary_room(plan, run.effective, self._summary_cap, stable=stable)
-                   - (self._text_tokens(fold_line) if fold_line else 0))
+        room = self._less_fold_line(summary_room(plan, run.effective, self._summary_cap, stable=stable), fold_line)
         # The identifier index is appended to every summary; the extractive digest writes its
         # own (it fills what its other units leave), other summarizers leave it a share.
         own_index = isinstance(self.summarizer, ExtractiveSummarizer)
@@ -1222,6 +1216,14 @@ class Compactor(RoomFill, RecoverableFolds):
             instructions=self.instructions, max_tokens=room)).text.strip()
         return text if RULES_HEADING in text else None
 
+    def _less_fold_line(self, room: int, fold_line: str) -> int:
+        """The summary text's room (tokens): ``room`` less the line naming a recoverable fold's
+        id, which ends the summary inside its markers. The plan prices the markers, not the line
+        (23-36 tokens): given the whole room, every recoverable digest came out over by about
+        the line and was written again smaller (task24-trial0 through the proxy: a room of 283,
+        14 over, written again to 232)."""
+        return max(1, room - self._text_tokens(fold_line)) if fold_line else room
+
     def _rules_only(self, run: CompactionRun) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, CompactionResult | None]:
         """After every degrading step, no room is left for a summary's floor (``MIN_SUMMARY_TOKENS``
@@ -1233,10 +1235,7 @@ class Compactor(RoomFill, RecoverableFolds):
         plan, msgs = run.plan, run.msgs
         folded = [msgs[i] for i in plan["folded"]]
         fold_line, keep = self._fold_line(folded) if self.recoverable else ("", lambda: None)
-        # (The line naming the fold's id ends the summary: out of the rules' room, as in
-        # _summarized.)
-        room = max(1, summary_room(plan, run.effective, self._summary_cap)
-                   - (self._text_tokens(fold_line) if fold_line else 0))
+        room = self._less_fold_line(summary_room(plan, run.effective, self._summary_cap), fold_line)
         text = self._rules_text(folded, plan["previous_summary"], room)
         if text is None:
             return None

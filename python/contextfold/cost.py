@@ -117,13 +117,13 @@ def prices_for(model: str, table: Mapping[str, Prices] | None = None) -> Prices:
     base, bedrock = _base_name(model)
     if bedrock and table is None:
         raise KeyError(f"no prices for Bedrock model {model!r} ({base} on Amazon Bedrock): Bedrock sets its own "
-                       "prices per region and endpoint; pass prices=Prices(...) or add a row for this id")
+                       "prices per region and endpoint; pass your own Prices, or add a row for this id")
     if base in rows:
         return rows[base]
     snapshot_of = _SNAPSHOT.sub("", base)
     if snapshot_of != base and snapshot_of in rows and base not in _OWN_PRICE_SNAPSHOTS:
         return rows[snapshot_of]
-    raise KeyError(f"no prices for model {model!r}: pass prices=Prices(...) or add a row to the table")
+    raise KeyError(f"no prices for model {model!r}: pass your own Prices, or add a row to the table")
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,17 +58,21 @@ class CompactionError(ValueError):
 class _InputFaultError(CompactionError, InvalidMessageError):
     """A fault the caller's history came in with, which the compacted history would still send:
     a ``CompactionError`` (``failures``: the compacted history's) and an ``InvalidMessageError``
-    (``index``: the first such message in the list passed in, ``field``: what is wrong there)."""
+    (``index``: the first such message in the list passed in, ``field``: what is wrong there).
+    ``fault`` says what is wrong, ``advice`` how the library fixes it; the message is both (a
+    caller without the library's options, the proxy, says the fault alone)."""
 
-    def __init__(self, message: str, failures: tuple[tuple[str, int, str], ...], index: int, field: str) -> None:
+    def __init__(self, fault: str, advice: str, failures: tuple[tuple[str, int, str], ...], index: int,
+                 field: str) -> None:
+        self.fault, self.advice = fault, advice
         self.failures = failures
-        self.reason = message
+        self.reason = f"{fault}. {advice}"
         self.index = index
         self.field = field
-        ValueError.__init__(self, message)
+        ValueError.__init__(self, self.reason)
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (type(self), (self.args[0], self.failures, self.index, self.field))
+        return (type(self), (self.fault, self.advice, self.failures, self.index, self.field))
 
 
 class UnpairedToolCallsError(_InputFaultError):

@@ -1140,15 +1140,15 @@ fn floor(
 /// "Do not cancel reservation ZZ9Q7T under any circumstances." was clipped to its head in
 /// every compaction from the second; written bare they take 58.
 fn squeezed_rules(rules: &[&str], est: &Estimator, budget: f64) -> String {
-    let whole = vec![usize::MAX; rules.len()];
-    if est.summary_text(&rules_lines(rules, &whole, true)) <= budget {
-        return rules_lines(rules, &whole, true);
+    let mut caps = vec![usize::MAX; rules.len()];
+    let list = rules_lines(rules, &caps, true);
+    if est.summary_text(&list) <= budget {
+        return list;
     }
     let dash = !rules.iter().all(|r| bare_rules_line(r));
     let render = |caps: &[usize]| rules_lines(rules, caps, dash);
     let fits = |caps: &[usize]| est.summary_text(&render(caps)) <= budget;
-    let mut caps = whole;
-    if fits(&caps) {
+    if !dash && fits(&caps) {
         return render(&caps);
     }
     // (A rule a previous summary carried clipped is no longer verbatim: it comes after the

@@ -208,10 +208,7 @@ impl State {
     ) -> PyResult<usize> {
         let keep = Keep::new();
         let mut w = Walker::new(py, &keep);
-        let mut ids: Vec<usize> = self.ledger.ids()[..from].to_vec();
-        let mut fingerprints: Vec<u64> = (0..from)
-            .map(|i| self.ledger.fingerprint(i).unwrap_or_default())
-            .collect();
+        let (mut ids, mut fingerprints) = (Vec::new(), Vec::new());
         for i in from..to {
             let m = list.get_item(i)?;
             w.set_index(i);
@@ -222,11 +219,10 @@ impl State {
             ids.push(m.as_ptr() as usize);
             fingerprints.push(fingerprint(&m)?);
         }
-        let matched = ids.len();
-        if matched > from {
-            self.ledger.rebind(ids, fingerprints);
+        if !ids.is_empty() {
+            self.ledger.rebind(from, &ids, &fingerprints);
         }
-        Ok(matched)
+        Ok(from + ids.len())
     }
 
     /// First history after a restore: match its messages, by content hash, against the costs
@@ -260,7 +256,7 @@ impl State {
             .count();
         ids.truncate(same);
         fingerprints.truncate(same);
-        self.ledger.rebind(ids, fingerprints);
+        self.ledger.rebind(0, &ids, &fingerprints);
         Ok(())
     }
 

@@ -193,39 +193,40 @@ pub fn write_edit(index: usize, msg: &Message<'_>, change: &Change) -> Option<Ed
     })
 }
 
-/// Where call `j` of `msg` keeps its arguments as a JSON string that a provider parses: an
-/// OpenAI chat function call (`tool_calls[j].function.arguments`, or a legacy
-/// `function_call.arguments`) or a Responses `function_call` item (`arguments`). `None` for a
-/// custom tool's call, whose input is free text, and for formats whose arguments are objects
-/// (Anthropic `input`, Gemini `args`, Bedrock `input`: serialized by the reader, never invalid;
-/// so are Ollama's native calls, sent as objects in chat shape).
-pub fn json_arguments_path(msg: &Message<'_>, j: usize) -> Option<Vec<Step>> {
-    msg.tool_calls.get(j)?;
+/// Whether `msg`'s calls keep their arguments as a JSON string that a provider parses: OpenAI
+/// chat function calls and Responses `function_call` items. Not a custom tool's call (its
+/// input is free text, as is what the Responses API's client-run items carry: a `program`'s
+/// code, a shell action), not LangChain's (LangChain keeps arguments a model cut off in
+/// `invalid_tool_calls` and sends them itself), and not the object arguments of the other
+/// formats (Anthropic `input`, Gemini `args`, Bedrock `input`, Ollama's native calls: serialized
+/// by the reader, never invalid).
+pub fn json_string_arguments(msg: &Message<'_>) -> bool {
     match msg.wire {
-        Format::OpenAIChat if msg.item == Some(openai_chat::CUSTOM_CALLS) => None,
-        Format::OpenAIChat if msg.item == Some(openai_chat::LEGACY_FUNCTION_CALL) => {
-            Some(vec![Step::Key("function_call"), Step::Key("arguments")])
+        Format::OpenAIChat => msg.item != Some(openai_chat::CUSTOM_CALLS),
+        Format::OpenAIResponses => msg.item == Some("function_call"),
+        _ => false,
+    }
+}
+
+/// Where call `j` of `msg` keeps its arguments when they are a JSON string a provider parses
+/// (`json_string_arguments`): `tool_calls[j].function.arguments` (or a legacy chat
+/// `function_call.arguments`), a Responses item's `arguments`.
+pub fn json_arguments_path(msg: &Message<'_>, j: usize) -> Option<Vec<Step>> {
+    if j >= msg.tool_calls.len() || !json_string_arguments(msg) {
+        return None;
+    }
+    Some(match (msg.wire, msg.item) {
+        (Format::OpenAIResponses, _) => vec![Step::Key("arguments")],
+        (_, Some(openai_chat::LEGACY_FUNCTION_CALL)) => {
+            vec![Step::Key("function_call"), Step::Key("arguments")]
         }
-        Format::OpenAIChat => Some(vec![
+        _ => vec![
             Step::Key("tool_calls"),
             Step::Index(j),
             Step::Key("function"),
             Step::Key("arguments"),
-        ]),
-        Format::OpenAIResponses if msg.item == Some("function_call") && j == 0 => {
-            Some(vec![Step::Key("arguments")])
-        }
-        _ => None,
-    }
-}
-
-/// Whether `msg`'s calls take free text rather than JSON (a custom tool's input: OpenAI chat
-/// `custom` calls, Responses `custom_tool_call` items).
-pub fn free_text_calls(msg: &Message<'_>) -> bool {
-    matches!(
-        msg.item,
-        Some(openai_chat::CUSTOM_CALLS) | Some("custom_tool_call")
-    )
+        ],
+    })
 }
 
 /// The format of a whole history: the first message that shows one (`Unknown` when none does,

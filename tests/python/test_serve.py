@@ -991,3 +991,25 @@ def test_a_replica_finds_a_conversation_s_fold_while_others_with_its_system_prom
     out, _ = fold_of(replica, convs[0], upto=later[0])
     assert not out.compacted and out.fold == "reused", (out.fold, out.reason)
     assert out.conversation.fold.key == made.conversation.fold.key
+
+
+def test_a_history_the_client_broke_is_forwarded_saying_what_is_wrong_not_the_librarys_advice():
+    """A kept call whose arguments are cut off (not valid JSON): the proxy forwards the body as
+    the client sent it, and its reason names the message and the fault; it said "Compact with
+    repair=True", an option no proxy user has."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Read every file."}]
+    for k in range(8):
+        args = '{"path": "f.py"' if k == 7 else json.dumps({"path": f"f{k}.py"})
+        msgs += [{"role": "assistant", "content": None, "tool_calls": [
+                     {"id": f"c{k}", "type": "function", "function": {"name": "read", "arguments": args}}]},
+                 {"role": "tool", "tool_call_id": f"c{k}", "content": f"line {k}\n" * 300}]
+    full = cf.estimate(msgs, model="gpt-4o")
+    reply = exchange("test_max_completion_tokens[gpt-4o-mini].yaml#0")["response_body"]
+    with RecordingUpstream(chat_answer(reply)) as up, \
+            ProxyServer(config(up.url, trigger=int(full * 0.6), budget=int(full * 0.4))) as proxy:
+        r = _sync(openai.OpenAI, base_url=proxy.url + "/v1", api_key="k", max_retries=0) \
+            .chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+    why = r.headers["x-contextfold-not-compacted"]
+    assert why.startswith("InvalidArgumentsError: message 15:") and '"c7"' in why, why
+    assert "repair=True" not in why and why.endswith("forwarded as the client sent it"), why
+    assert up.seen[-1].body["messages"] == msgs

@@ -31,7 +31,7 @@ from contextfold.cli.app import (
 from contextfold.cli.documents import failure_of, open_input, read_document, say_unknown_model
 from contextfold.cli.output import clean, is_stdout, write_text
 from contextfold.cli.summarizer import summarizer_from
-from contextfold.errors import UnknownModelWarning
+from contextfold.errors import UnknownModelWarning, _InputFaultError
 from contextfold.inputs import Request, read_request
 from contextfold.request import breakdown_of
 
@@ -140,8 +140,7 @@ def compact(
         _say_unreachable(e, req, budget, as_json=as_json)
         raise typer.Exit(EXIT_BUDGET_UNREACHABLE) from None
     except contextfold.CompactionError as e:
-        fix = (" (--repair fixes it)" if isinstance(e, (contextfold.UnpairedToolCallsError, contextfold.InvalidArgumentsError))
-               else "")
+        fix = " (--repair fixes it)" if isinstance(e, _InputFaultError) else ""
         stderr_console().print(f"error: {clean(e)}{fix}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     except OSError as e:

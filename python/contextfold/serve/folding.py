@@ -35,8 +35,7 @@ from typing import Any, cast
 from contextfold import _core
 from contextfold.compactor import Compactor
 from contextfold.content_store import ContentStore, MemoryContentStore, RedisContentStore
-from contextfold.errors import (CompactionError, InvalidArgumentsError, InvalidMessageError, UnknownModelError,
-                                UnpairedToolCallsError)
+from contextfold.errors import CompactionError, InvalidMessageError, UnknownModelError, _InputFaultError
 from contextfold.fold_sources import FoldSources
 from contextfold.limits import context_window as _context_window
 from contextfold.model_info import model_info
@@ -460,12 +459,10 @@ class Folder:
                 _give_sources(compactor.sources, fold, prefix, msgs)
             result = compactor.compact(work)
         except (CompactionError, InvalidMessageError, TypeError, ValueError) as e:
-            why = f"{type(e).__name__}: {e}"
-            if isinstance(e, (UnpairedToolCallsError, InvalidArgumentsError)):
-                # (The library's advice, repair=True, is no option of the proxy: it sends a
-                # history the client broke as the client sent it.)
-                why = why.split(". Compact with repair=True")[0] + "; forwarded as the client sent it"
-            return self._not_compacted(api, pricing, rec, prior, gate, why)
+            # (A fault the client's history came in with: the library's advice, repair=True, is
+            # no option of the proxy, which sends such a history as the client sent it.)
+            why = f"{e.fault}; forwarded as the client sent it" if isinstance(e, _InputFaultError) else str(e)
+            return self._not_compacted(api, pricing, rec, prior, gate, f"{type(e).__name__}: {why}")
         if not result.changed or result.strategy_used is None:
             return self._not_compacted(api, pricing, rec, prior, gate, result.reason or "nothing to compact")
         out = result.messages
