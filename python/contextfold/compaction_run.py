@@ -72,6 +72,9 @@ class CompactionRun:
     #: this Compactor cannot read again (``fold_sources``). Its plans keep all of it before the
     #: tail gives way (``_core.compaction_plan(carried_whole=)``).
     carried_whole: bool = False
+    #: Messages the degrading steps keep verbatim where the fold was (``degrade.turn_pin``: the
+    #: user's last turn, which a squeezed summary cannot hold), besides the caller's ``pinned``.
+    pins: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         self.original = self.msgs

@@ -26,7 +26,8 @@ from contextfold.compactor_config import CompactorConfig, parse_keep
 from contextfold.content_store import ContentStore
 from contextfold.conversation_key import conversation_key, remember
 from contextfold.cost import Prices
-from contextfold.degrade import bare_history, budget_error, cut_in_place, cut_kind, degrade, floor_tokens, liftable
+from contextfold.degrade import (bare_history, budget_error, cut_in_place, cut_kind, degrade, floor_tokens, liftable,
+                                 turn_pin)
 from contextfold.compaction_result import CompactionResult, Pruned
 from contextfold.compaction_run import CompactionRun, Draft
 from contextfold.errors import CompactionBudgetError, CompactionError, UnknownModelError
@@ -781,6 +782,11 @@ class Compactor(RoomFill, RecoverableFolds):
         """The run's history and plan after the degrading steps, each noted (see
         ``contextfold.degrade``); the first pair kept as ``undegraded``, and returned."""
         undegraded = run.undegraded = (run.msgs, run.plan)
+        if (pin := turn_pin(run.msgs, run.plan)) is not None:
+            run.pins = (pin,)
+            run.plan = self._plan(run, run.msgs, self.min_tail, costs=list(run.plan["costs"]), checked=True)
+            run.notes.append(f"degraded: kept the last user turn (message {pin}) verbatim where the fold is: "
+                             "the agent's rounds after it are folded, and a summary this small cannot hold it")
         run.msgs, run.plan = degrade(
             run.msgs, run.plan, functools.partial(self._plan, run), min_tail=self.min_tail, budget=run.effective,
             summary_tokens=run.summary_tokens, store=self.store, provider=self.provider, model=self.model,
@@ -916,7 +922,7 @@ class Compactor(RoomFill, RecoverableFolds):
         p: dict[str, Any] = _core.compaction_plan(  # type: ignore[assignment]
             ms, run.priced, opts, budget_tokens=run.effective, tail_tokens=run.tail,
             summary_tokens=run.summary_tokens if summary_tokens is None else summary_tokens,
-            pinned=self._pinned_indices(ms), trusted_summaries=list(self.session.summary_hashes),
+            pinned=sorted({*self._pinned_indices(ms), *run.pins}), trusted_summaries=list(self.session.summary_hashes),
             masks=not moved, check_input=not (moved or checked), costs=costs, reprice=list(reprice), cache=run.read,
             carried_whole=run.carried_whole)
         if moved or checked:
@@ -1063,6 +1069,10 @@ class Compactor(RoomFill, RecoverableFolds):
         finished tool round after their last turn, which the summary's marker names."""
         kw = self._estimate_kw(run.fmt)
         plan, msgs = run.plan, run.msgs
+        if run.pins and run.undegraded is not None:
+            # The last user turn heads every tail here: the messages its pin kept beside it (an
+            # earlier turn, for the roles' alternation) are not the caller's.
+            plan = dict(plan, kept=run.undegraded[1]["kept"])
         previous = plan["previous_summary"]
 
         def rules(folded: list[int], room: int) -> tuple[str, str] | None:

@@ -8,6 +8,8 @@ tail. Then, in order:
    (the last assistant message with calls and the results that follow it); a text agent's
    observation (a user turn opening with its return code) is the harness's answer, not a
    user turn (``_core.tail_floor``), so step 2 may cut it as it cuts a tool output;
+   where the agent ran rounds after the user's last turn and the tail holds only the newest,
+   that turn stays verbatim where the fold is (``turn_pin``), as a pinned message would;
 2. cut the middle of the largest message left in the tail (its head and end kept; the cut is
    stored under a fold id the marker names, so ``Compactor.recall`` gives it back), then the
    next largest, a few times (a cut that would free under ``MIN_CUT_GAIN_TOKENS`` is not made);
@@ -40,7 +42,7 @@ from contextfold.errors import CompactionBudgetError
 from contextfold.prune import _copy, apply_edits
 from contextfold.summary_message import summary_message
 
-__all__ = ["budget_error", "cut_in_place", "degrade", "floor_tokens"]
+__all__ = ["budget_error", "cut_in_place", "degrade", "floor_tokens", "turn_pin"]
 
 #: How many messages step 2 cuts at most.
 MAX_CUTS = 6
@@ -69,6 +71,19 @@ _LIFTABLE = ("budget",)
 def liftable(reason: str | None) -> bool:
     """Whether keeping fewer tail messages or cutting one may make room."""
     return reason is not None and reason.startswith(_LIFTABLE)
+
+
+def turn_pin(msgs: Sequence[Any], plan: dict[str, Any]) -> int | None:
+    """The user's last turn (not the task) when ``plan`` folds it: the agent ran rounds after
+    it and the tail holds only the newest. A plan the degrading steps must lift leaves the
+    summary a few tokens, too few to quote it (a tau-bench dialogue's "upgrade all the remaining
+    reservations" went with the fold behind a 19-token summary), so it stays verbatim where the
+    fold is, as a pinned message does. Only the turn: the rounds after it may be many (a SWE
+    run's), and the summary and the cuts share what they leave. None otherwise."""
+    task, last_user, _ = _core.tail_floor(msgs)
+    if last_user is None or last_user == task or last_user not in plan.get("folded", ()):
+        return None
+    return int(last_user)
 
 
 def degrade(

@@ -479,3 +479,41 @@ def test_a_recall_tool_that_does_not_fit_beside_a_short_history_is_left_out_not_
     assert any(n.startswith("the recall tool is not sent") for n in r.notes), r.notes
     assert cf.RECALL_TOOL not in json.dumps(r.tools or [])
     assert cf.estimate(r.messages, tools=r.tools, **kw) <= 700
+
+
+def _rounds_after_the_last_user_turn() -> tuple[list, int]:
+    """A dialogue whose user's last turn is followed by three tool rounds with long outputs."""
+    msgs = [{"role": "system", "content": "You are a travel agent. " + "Policy line: be careful. " * 200},
+            {"role": "user", "content": "I need to change several reservations."}]
+    for k in range(6):
+        msgs.append({"role": "assistant", "content": f"Reservation R{k} holds flights " + "HAT100 on 2024-05-20, " * 30})
+        msgs.append({"role": "user", "content": f"Thanks, noted for R{k}."})
+    msgs.append({"role": "assistant", "content": "Shall I upgrade the remaining reservations?"})
+    msgs.append({"role": "user", "content": "Yes: upgrade every remaining reservation to business class wherever you can."})
+    turn = len(msgs) - 1
+    for k in range(3):
+        msgs.append({"role": "assistant", "content": f"Checking reservation R{k}.", "tool_calls": [
+            {"id": f"call_u{k}", "type": "function", "function": {"name": "search", "arguments": json.dumps({"r": f"R{k}"})}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"call_u{k}",
+                     "content": json.dumps([{"flight": f"HAT{i:03d}", "price": 100 + i} for i in range(40)])})
+    return msgs, turn
+
+
+def test_the_users_last_turn_survives_a_squeezed_fold_of_the_rounds_after_it():
+    """The agent ran tool rounds after the user's last turn and the tail holds only the newest:
+    at budgets where the summary is squeezed to a few dozen tokens the turn went with the fold
+    (a 57-character summary in its place). Now, at every budget from its floor up, it is a
+    message of the result or quoted whole by the summary."""
+    msgs, turn = _rounds_after_the_last_user_turn()
+    snap = copy.deepcopy(msgs)
+    floor = cf.estimate([msgs[0], msgs[1], msgs[turn]])
+    pinned = 0
+    for budget in range(floor + 20, floor + 800, 60):
+        r = cf.Compactor(budget=budget, strategy="summarize").compact(msgs)
+        assert r.tokens_after <= budget
+        verbatim = any(m is msgs[turn] or m == msgs[turn] for m in r.messages)
+        assert verbatim or msgs[turn]["content"] in (r.summary or ""), (budget, r.summary, r.notes)
+        pinned += any(n.startswith("degraded: kept the last user turn") for n in r.notes)
+        assert shape_problems(r.messages, "chat") == []
+    assert pinned > 0
+    assert msgs == snap
