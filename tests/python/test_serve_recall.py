@@ -550,20 +550,26 @@ def test_a_streamed_responses_answer_numbers_its_events_without_gaps_across_reca
 
 def test_a_recall_turn_goes_back_in_a_form_the_api_takes_stored_or_not():
     # Responses: a reasoning item is found by id only when the response was stored: without its
-    # encrypted content it is left out; a function call goes by its call_id alone (with the
-    # output item's id the API wants its reasoning item beside it); a message as its text.
+    # encrypted content it is left out, and the items after it stand alone: a function call by
+    # its call_id (with the output item's id the API wants its reasoning item beside it), a
+    # message as its text.
     args = json.dumps({"id": "cf0123456789ab"})
-    out = {"output": [
-        {"type": "reasoning", "id": "rs_1", "summary": []},
-        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAA"},
-        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-         "content": [{"type": "output_text", "text": INTRO, "annotations": []}]},
-        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": RECALL, "arguments": args,
-         "status": "completed"},
-        {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "bash", "arguments": "{}"}]}
+    message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": INTRO, "annotations": []}]}
+    recall = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": RECALL, "arguments": args,
+              "status": "completed"}
+    other = {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "bash", "arguments": "{}"}
+    out = {"output": [{"type": "reasoning", "id": "rs_1", "summary": []}, message, recall, other]}
     assert _turn("responses", out) == [
-        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAA"},
         {"role": "assistant", "content": INTRO},
+        {"type": "function_call", "call_id": "call_1", "name": RECALL, "arguments": args}]
+    # A reasoning item with its encrypted content goes back, and the items after it as the API
+    # returned them: OpenAI pairs it with the next item by that item's id, and refused a
+    # message flattened to its text after it (../shared/data/replay).
+    encrypted = {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAA"}
+    assert _turn("responses", {"output": [encrypted, message, recall, other]}) == [encrypted, message, recall]
+    # ... unless the item it pairs with is a call to the client's own tool, which is left out.
+    assert _turn("responses", {"output": [encrypted, other, recall]}) == [
         {"type": "function_call", "call_id": "call_1", "name": RECALL, "arguments": args}]
     # Chat: DeepSeek's thinking mode wants reasoning_content back within a tool-calling turn.
     chat = _call("chat", {"id": "cf0123456789ab"})

@@ -229,7 +229,27 @@ def _turn(api: str, response: Any) -> list[Any]:
         items = [i for i in response.get("output") or () if isinstance(i, dict)]
         if not any(_is_recall_call(api, i) for i in items):
             return []
-        return [r for i in items if not _is_other_call(api, i) and (r := _responses_input(i)) is not None]
+        # The items after a reasoning item that goes back go as the API returned them, ids
+        # included: the API pairs a reasoning item with the item after it by that item's id (a
+        # message flattened to its text after one was refused, "Item 'rs_...' of type
+        # 'reasoning' was provided without its required following item", recorded in
+        # ../shared/data/replay, where a turn with its message item whole passed). The others
+        # stand alone (`_responses_input`). A reasoning item whose next item is a call to the
+        # client's own tool (left out) is left out with it.
+        turn, carried = [], False
+        for k, i in enumerate(items):
+            if _is_other_call(api, i):
+                continue
+            if i.get("type") == "reasoning":
+                nxt = items[k + 1] if k + 1 < len(items) else None
+                carried = bool(i.get("encrypted_content")) and nxt is not None and not _is_other_call(api, nxt)
+                if not carried:
+                    continue
+            if carried:
+                turn.append(i)
+            elif (r := _responses_input(i)) is not None:
+                turn.append(r)
+        return turn
     if api == "anthropic":
         blocks = response.get("content")
         if not isinstance(blocks, list) or not any(_is_recall_call(api, b) for b in blocks):
@@ -244,8 +264,9 @@ def _turn(api: str, response: Any) -> list[Any]:
 
 
 def _responses_input(item: dict[str, Any]) -> Any:
-    """A Responses output item as an input item that stands alone, whether the upstream stored
-    the response or not (``store: false``): a reasoning item only with its
+    """A Responses output item as an input item that stands alone (no reasoning item before it
+    goes back), whether the upstream stored the response or not (``store: false``): a
+    reasoning item only with its
     ``encrypted_content`` (by id alone it is found only when stored), a function call by its
     ``call_id`` (with the output item's id it would need its reasoning item beside it), a
     message as its text."""
