@@ -214,6 +214,13 @@ def _usage(usage: Any, path: str, seen: list[int]) -> Usage:
     if inner is not _MISSING and inner is not None and not isinstance(inner, (int, str)):
         u = _usage(inner, f"{path}.usage", seen)
         return Usage(u.prompt_tokens, u.cache_read_tokens, u.cache_write_tokens, u.compacted_prompt_tokens, model)
+    # A Responses stream's last event (``response.completed``, and the failed or incomplete
+    # ones) holds the response, whose usage it is.
+    wrapped = _get(usage, path, "response")
+    if wrapped is not _MISSING and wrapped is not None and not isinstance(wrapped, (bool, int, float, str, bytes)):
+        u = _usage(wrapped, f"{path}.response", seen)
+        return Usage(u.prompt_tokens, u.cache_read_tokens, u.cache_write_tokens, u.compacted_prompt_tokens,
+                     u.model or model)
     # Ollama: the final (done) object of /api/chat or /api/generate.
     ollama = _get(usage, path, "prompt_eval_count")
     if ollama is not _MISSING:

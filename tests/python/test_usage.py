@@ -200,3 +200,26 @@ def test_every_recorded_gemini_usage_metadata_reads_as_recorded_prompt_and_cache
     assert checked >= 10
     if shared_available():
         assert checked >= 300 and cached >= 10
+
+
+def test_a_responses_streams_completed_event_reads_as_its_responses_usage() -> None:
+    """A Responses stream ends on ``response.completed``, which holds the response: its usage
+    is read there, from the SDK's event object and from the event's JSON alike (a chat
+    stream's last chunk already was)."""
+    from openai.types.responses import Response, ResponseCompletedEvent, ResponseUsage
+    from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+    usage = ResponseUsage(input_tokens=53, output_tokens=9, total_tokens=62,
+                          input_tokens_details=InputTokensDetails.model_construct(cached_tokens=32),
+                          output_tokens_details=OutputTokensDetails(reasoning_tokens=0))
+    event = ResponseCompletedEvent.model_construct(
+        type="response.completed", sequence_number=7,
+        response=Response.model_construct(model="gpt-5-2025-08-07", usage=usage))
+    read = usage_of(event)
+    assert (read.prompt_tokens, read.cache_read_tokens, read.model) == (53, 32, "gpt-5-2025-08-07")
+    as_json = json.loads(event.model_dump_json())
+    assert usage_of(as_json).prompt_tokens == 53
+    s = cf.Session(model="gpt-5")
+    history = [{"role": "user", "content": "hi"}]
+    s.record_usage(event, history)
+    assert s.last_usage_detail.prompt_tokens == 53
