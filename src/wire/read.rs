@@ -88,6 +88,7 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
     }
     let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details, tool_name, images, kind, function_call] =
         m.get_many(&MESSAGE_FIELDS).src()?;
+    let has_parts = parts.is_some();
     let role = match str_value(role, "role")?.map(borrowed_or_placeholder) {
         Some(role) => role,
         // A Gemini content may leave its role unset ("can be left blank or unset",
@@ -138,6 +139,14 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         // call: its calls carry no id and are read with their name for one
         // (`openai_chat::tool_calls`), so the result pairs with the nearest call of that tool.
         msg.tool_call_id = str_value(tool_name, "tool_name")?.map(borrowed_or_placeholder);
+    }
+    if msg.tool_call_id.is_none() && role == "tool" && !has_parts {
+        // A chat result with no id (null or left out) answers no call: read as the result of
+        // the empty id, an orphan that the check names and `repair` drops, as it does a
+        // result whose id is "". (Read as no result at all, it passed the check beside the
+        // call it seemed to answer, whose repair then added an "interrupted" stand-in, and
+        // the provider refused the id-less message.)
+        msg.tool_call_id = Some("");
     }
     if msg.tool_call_id.is_none() && role == "function" {
         // A legacy chat function result (`{"role": "function", "name", "content"}`) names the

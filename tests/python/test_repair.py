@@ -415,3 +415,26 @@ def test_an_unpaired_call_is_named_in_the_caller_s_indices_only():
     assert e.value.index == 20 and "message 20: tool call \"c9\" has no result" in text
     assert [i for _, i, _ in e.value.failures] != [20]  # (the compacted history's index)
     assert "message 4" not in text and f"message {e.value.failures[0][1]}:" not in text
+
+
+@pytest.mark.parametrize("result", [{"role": "tool", "tool_call_id": None, "content": "r"},
+                                    {"role": "tool", "content": "r"}], ids=["null id", "no id"])
+def test_a_chat_result_without_an_id_is_an_orphan_repair_drops(result):
+    """A tool message whose ``tool_call_id`` is null or missing answers no call (the provider
+    refuses it): read as an orphan, as one whose id is "". It passed the check beside the call
+    it seemed to answer, and repair added an "interrupted" stand-in and kept it."""
+    call = {"role": "assistant", "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    h = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}, call, result,
+         {"role": "assistant", "content": "done"}, {"role": "user", "content": "thanks"}]
+    r = cf.repair(h, provider="openai")
+    assert any(c.startswith("message 3: result for call") and c.endswith("dropped") for c in r.changes), r.changes
+    assert all(m.get("tool_call_id") for m in r.messages if m.get("role") == "tool")
+    assert result not in r.messages
+    # Kept by a compaction (here in its tail), it is named, as a result whose id is "" is.
+    earlier = [m for k in range(8) for m in ({"role": "user", "content": f"go on {k}"},
+                                             {"role": "assistant", "content": f"step {k} " + "words " * 200})]
+    long = h[:2] + earlier + h[2:]
+    with pytest.raises(cf.UnpairedToolCallsError) as e:
+        cf.Compactor(budget=cf.estimate(long) // 2, strategy="summarize").compact(long)
+    assert e.value.index in (len(long) - 4, len(long) - 3), str(e.value)
