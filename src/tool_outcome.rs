@@ -281,7 +281,7 @@ impl ToolOutcome<'_> {
     /// Whether the run exited 0 and its words say something failed (the first test of
     /// `exited_ok_reporting_failure`, before its producer is known).
     pub fn exited_ok_with_failure_words(&self) -> bool {
-        self.code == Some(0) && words_say_failure(&self.body)
+        self.code == Some(0) && words_say_failure(&self.body) && !ends_on_success(&self.body)
     }
 
     /// `failure_by`, or a command that exited 0 reporting a failure
@@ -308,6 +308,45 @@ pub fn read_cow(text: Cow<'_, str>) -> ToolOutcome<'_> {
         Cow::Borrowed(t) => read(t),
         Cow::Owned(t) => read(&t).into_owned(),
     }
+}
+
+/// Words that open a run's last line when it says the run succeeded (lowercase).
+const SUCCESS_VERDICTS: [&str; 7] = [
+    "success",
+    "successfully",
+    "pass",
+    "passed",
+    "ok",
+    "all tests passed",
+    "all checks passed",
+];
+
+/// Whether a run's last line is its verdict of success (`SUCCESS: Found expected error code.`,
+/// `PASS`, `OK (skipped=1)`, `✓ all tests passed`): a script that exited 0 and says it worked
+/// reports no failure, whatever words it printed before (a check that caught the exception it
+/// expected printed `Caught ValidationError` and was filed under the errors). Not a line that
+/// names a failure too (`PASS: 3, FAIL: 1`), nor a run with a check's failure on a line of its
+/// own before (`FAIL: Output does not match expected for year 9.`, then the last check's
+/// `SUCCESS: ...`).
+fn ends_on_success(text: &str) -> bool {
+    let Some(last) = text.trim_end().rsplit('\n').next() else {
+        return false;
+    };
+    let opens = |line: &str, word: &str| {
+        line.trim_start_matches(|c: char| !c.is_alphanumeric())
+            .get(..word.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(word))
+    };
+    let verdict = SUCCESS_VERDICTS.iter().any(|v| {
+        opens(last, v)
+            && !last
+                .trim_start_matches(|c: char| !c.is_alphanumeric())
+                .get(v.len()..)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+    });
+    verdict
+        && !last.to_ascii_lowercase().contains("fail")
+        && !text.lines().any(|l| opens(l, "fail"))
 }
 
 /// Words that say a run failed (lowercase; `fail` covers failed, failure, FAIL).
@@ -732,6 +771,23 @@ mod tests {
 
     fn failed(text: &str) -> Option<bool> {
         read(text).failed
+    }
+
+    #[test]
+    fn a_run_that_exited_0_and_ends_on_its_success_reports_no_failure() {
+        let caught = "<returncode>0</returncode>\n<output>\nCaught ValidationError: {'__all__': ['Price must be non-negative.']}\nField: __all__, Code: invalid_price\nSUCCESS: Found expected error code.\n</output>";
+        assert!(!read(caught).exited_ok_with_failure_words());
+        for end in ["PASS", "OK (skipped=1)", "✓ All tests passed!", "Passed: the error is raised"] {
+            let run = format!("<returncode>0</returncode>\n<output>\nError raised as expected\n{end}\n</output>");
+            assert!(!read(&run).exited_ok_with_failure_words(), "{end}");
+        }
+        // A last line that is no verdict, or names a failure beside its pass, still reports one.
+        let mixed = "<returncode>0</returncode>\n<output>\nFAIL: Output does not match expected for year 9.\nSUCCESS: Output matches expected for year 123.\n</output>";
+        assert!(read(mixed).exited_ok_with_failure_words());
+        for end in ["FAIL: Count is incorrect!", "PASS: 3, FAIL: 1", "Okay, the error is still there", "passes: 2"] {
+            let run = format!("<returncode>0</returncode>\n<output>\nActual count: 2\nError: wrong count\n{end}\n</output>");
+            assert!(read(&run).exited_ok_with_failure_words(), "{end}");
+        }
     }
 
     #[test]
