@@ -179,8 +179,7 @@ pub(crate) fn find_mask_edits(
     let order = call_order(msgs);
     let (mut out, cleared) = allowed_prune_edits(msgs, p, opt, pinned, &calls, &order);
     if opt.clear_tool_inputs && !cleared.is_empty() {
-        let more = cleared_input_edits(msgs, &out, &cleared, pinned, span.clone());
-        out.extend(more);
+        cleared_input_edits(msgs, &mut out, &cleared, pinned, span.clone());
     }
     if opt.mask_observations && !has_structured_calls(msgs) {
         let mentions = mentions && !opt.recoverable;
@@ -240,40 +239,40 @@ fn allowed_prune_edits<'a>(
 }
 
 /// `clear_tool_inputs`: the arguments of every call whose result was cleared shrink to valid
-/// JSON of `CLEARED_INPUT_CHARS` (unless an edit of `out` already shrinks them).
+/// JSON of `CLEARED_INPUT_CHARS`, in place of any edit of `out` that shrank them less (the
+/// arguments over `arguments_max_chars` were shrunk to that first, and kept 2,000 characters
+/// where clearing keeps 64).
 fn cleared_input_edits(
     msgs: &[Message<'_>],
-    out: &[MaskEdit],
+    out: &mut Vec<MaskEdit>,
     cleared: &HashSet<&str>,
     pinned: &HashSet<usize>,
     span: std::ops::Range<usize>,
-) -> Vec<MaskEdit> {
-    let already: HashSet<(usize, CallAt)> = out
-        .iter()
-        .filter_map(|e| match e {
-            MaskEdit::Change {
-                index,
-                change: Change::Arguments { call, .. },
-                ..
-            } => Some((*index, *call)),
-            _ => None,
-        })
-        .collect();
+) {
     let mut edits = Vec::new();
+    let mut clearing: HashSet<(usize, CallAt)> = HashSet::new();
     for i in span {
         if pinned.contains(&i) {
             continue;
         }
         for (call, c) in calls_at(&msgs[i]) {
-            if cleared.contains(c.id) && !already.contains(&(i, call)) {
+            if cleared.contains(c.id) {
                 let json = shrink_json(&c.arguments, CLEARED_INPUT_CHARS);
-                if json != *c.arguments {
-                    edits.extend(writable(msgs, i, Change::Arguments { call, json }));
+                if json == *c.arguments {
+                    continue;
+                }
+                if let Some(e) = writable(msgs, i, Change::Arguments { call, json }) {
+                    clearing.insert((i, call));
+                    edits.push(e);
                 }
             }
         }
     }
-    edits
+    out.retain(|e| {
+        !matches!(e, MaskEdit::Change { index, change: Change::Arguments { call, .. }, .. }
+            if clearing.contains(&(*index, *call)))
+    });
+    out.extend(edits);
 }
 
 /// Text agents (no structured calls): a long user message answering an assistant's command is

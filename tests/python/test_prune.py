@@ -256,3 +256,30 @@ def test_apply_edits_removes_blocks_after_replacing_and_never_touches_the_input(
     assert history == snapshot
     assert [b["type"] for b in out[0]["content"]] == ["text", "tool_use"]
     assert out[0]["content"][1]["input"] == {"x": "…"}
+
+
+@pytest.mark.parametrize("input_chars", [1_500, 3_600])
+def test_clear_tool_inputs_clears_inputs_over_the_arguments_cap_too(input_chars: int) -> None:
+    """``clear_tool_inputs`` shrinks the arguments of every call whose output was masked to a
+    few dozen characters: inputs over ``arguments_max_chars`` (2,000) were shrunk to that first
+    and then left so (a mask of ten 3,600-character file writes came out 50% over its budget,
+    the same as without the flag)."""
+    import json
+
+    msgs = [{"role": "system", "content": "You write files."}, {"role": "user", "content": "Write the ten modules."}]
+    for k in range(10):
+        args = json.dumps({"path": f"src/mod_{k}.py", "content": f"# module {k}\n" + "x = 1\n" * (input_chars // 6)})
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"w{k}", "type": "function", "function": {"name": "write_file", "arguments": args}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"w{k}", "content": f"wrote src/mod_{k}.py\n" + "ok line\n" * 150})
+    budget = int(cf.estimate(msgs) * 0.4)
+    plain = cf.Compactor(budget=budget, strategy="mask").compact(msgs)
+    cleared = cf.Compactor(budget=budget, strategy="mask", clear_tool_inputs=True).compact(msgs)
+    assert cleared.tokens_after <= budget < plain.tokens_after
+    # (What the cleared inputs freed beyond the budget went back to their outputs.)
+    shrunk = [len(cleared.messages[p.index]["tool_calls"][0]["function"]["arguments"])
+              for p in cleared.pruned if p.kind == "arguments"]
+    assert shrunk and max(shrunk) <= 80, shrunk
+    for m in cleared.messages:
+        for c in m.get("tool_calls") or ():
+            json.loads(c["function"]["arguments"])
