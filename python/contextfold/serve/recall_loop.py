@@ -236,7 +236,8 @@ def _turn(api: str, response: Any) -> list[Any]:
         # ../shared/data/replay, where a turn with its message item whole passed). The others
         # stand alone (`_responses_input`). A reasoning item whose next item is a call to the
         # client's own tool (left out) is left out with it.
-        turn, carried = [], False
+        out: list[Any] = []
+        carried = False
         for k, i in enumerate(items):
             if _is_other_call(api, i):
                 continue
@@ -246,10 +247,10 @@ def _turn(api: str, response: Any) -> list[Any]:
                 if not carried:
                     continue
             if carried:
-                turn.append(i)
+                out.append(i)
             elif (r := _responses_input(i)) is not None:
-                turn.append(r)
-        return turn
+                out.append(r)
+        return out
     if api == "anthropic":
         blocks = response.get("content")
         if not isinstance(blocks, list) or not any(_is_recall_call(api, b) for b in blocks):
