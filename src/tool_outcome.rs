@@ -342,7 +342,9 @@ fn ends_on_success(text: &str) -> bool {
             && !last
                 .trim_start_matches(|c: char| !c.is_alphanumeric())
                 .get(v.len()..)
-                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+                .is_some_and(|rest| {
+                    rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                })
     });
     verdict
         && !last.to_ascii_lowercase().contains("fail")
@@ -777,14 +779,26 @@ mod tests {
     fn a_run_that_exited_0_and_ends_on_its_success_reports_no_failure() {
         let caught = "<returncode>0</returncode>\n<output>\nCaught ValidationError: {'__all__': ['Price must be non-negative.']}\nField: __all__, Code: invalid_price\nSUCCESS: Found expected error code.\n</output>";
         assert!(!read(caught).exited_ok_with_failure_words());
-        for end in ["PASS", "OK (skipped=1)", "✓ All tests passed!", "Passed: the error is raised"] {
-            let run = format!("<returncode>0</returncode>\n<output>\nError raised as expected\n{end}\n</output>");
+        for end in [
+            "PASS",
+            "OK (skipped=1)",
+            "✓ All tests passed!",
+            "Passed: the error is raised",
+        ] {
+            let run = format!(
+                "<returncode>0</returncode>\n<output>\nError raised as expected\n{end}\n</output>"
+            );
             assert!(!read(&run).exited_ok_with_failure_words(), "{end}");
         }
         // A last line that is no verdict, or names a failure beside its pass, still reports one.
         let mixed = "<returncode>0</returncode>\n<output>\nFAIL: Output does not match expected for year 9.\nSUCCESS: Output matches expected for year 123.\n</output>";
         assert!(read(mixed).exited_ok_with_failure_words());
-        for end in ["FAIL: Count is incorrect!", "PASS: 3, FAIL: 1", "Okay, the error is still there", "passes: 2"] {
+        for end in [
+            "FAIL: Count is incorrect!",
+            "PASS: 3, FAIL: 1",
+            "Okay, the error is still there",
+            "passes: 2",
+        ] {
             let run = format!("<returncode>0</returncode>\n<output>\nActual count: 2\nError: wrong count\n{end}\n</output>");
             assert!(read(&run).exited_ok_with_failure_words(), "{end}");
         }

@@ -146,7 +146,17 @@ pub(super) fn tools_json(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Json>
     }
     let mut out = Vec::new();
     for (i, item) in t.try_iter()?.enumerate() {
-        out.push(to_json(&item?, &format!("tools[{i}]"), 0)?);
+        let item = item?;
+        let json = to_json(&item, &format!("tools[{i}]"), 0)?;
+        // As the estimate reads them (wire::read_tools): None, a number or a string is no
+        // definition, and pricing its JSON would bill a tool the caller never meant.
+        if !matches!(json, Json::Object(_)) {
+            return Err(PyTypeError::new_err(format!(
+                "tools[{i}]: a tool definition must be a dict or an SDK tool object, got {}",
+                item.get_type().name()?
+            )));
+        }
+        out.push(json);
     }
     Ok(out)
 }

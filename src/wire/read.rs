@@ -316,6 +316,17 @@ pub fn read_tools<'a, V: Input<'a>>(tools: &V) -> Result<Vec<ToolDef<'a>>, Tools
             continue;
         }
         let def = || -> ReadResult<ToolDef<'a>, V::Error> {
+            // (None, a number or a string read as an object has no field: it was priced as its
+            // JSON, a tool of no name the caller never meant.)
+            if !matches!(t.shape(), Shape::Map | Shape::Object) {
+                return Err(invalid(
+                    format!("tools[{j}]"),
+                    format!(
+                        "a tool definition must be a dict or an SDK tool object, got {}",
+                        t.type_name()
+                    ),
+                ));
+            }
             let name = tool_name(t, format_args!("tools[{j}]"))?;
             Ok(ToolDef {
                 name: name.unwrap_or(Cow::Borrowed("")),

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import contextfold as cf
+from contextfold._core import ExactLedger
 from contextfold.usage import usage_of
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -227,3 +228,18 @@ def test_an_unknown_model_name_is_quoted_cut_in_its_error() -> None:
     with pytest.raises(cf.UnknownModelError) as e:
         cf.count(USER, model="y" * 100_000)
     assert len(str(e.value)) < 400 and "100000 bytes in all" in str(e.value)
+
+
+@pytest.mark.parametrize("bad", [None, 7, "get_weather"])
+def test_a_tool_that_is_no_definition_is_a_type_error_from_every_counter(bad: Any) -> None:
+    # Pricing None or a bare name as its JSON billed a tool of no name the caller never meant;
+    # the estimate and the exact counters refuse it alike, naming the index.
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}, bad]
+    for call in (
+        lambda: cf.estimate(USER, model="gpt-4o", tools=tools),
+        lambda: cf.count(USER, model="gpt-4o", tools=tools),
+        lambda: cf.count_many([USER], model="gpt-4o", tools=tools),
+        lambda: ExactLedger(model="gpt-4o", tools=tools),
+    ):
+        with pytest.raises(TypeError, match=r"tools\[1\]: a tool definition must be a dict"):
+            call()
