@@ -202,13 +202,27 @@ fn count_parts(m: &Message<'_>) -> usize {
 
 /// The repair of `msgs`, a history of `format`.
 pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
+    repair_history(msgs, format, false)
+}
+
+/// The repair of `msgs`, a history of `format`; `held_upstream`: the history continues one the
+/// provider holds (a Responses input sent with `previous_response_id` or `conversation`), so a
+/// result whose call is nowhere in it answers a call of that held history and is kept (once per
+/// id). Dropped as an orphan, it left a continuation of nothing but outputs an empty input.
+pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: bool) -> RepairPlan {
     let mut plan = RepairPlan::default();
     valid_arguments(msgs, &mut plan);
     let ids = unique_ids(msgs, &mut plan);
     if format.strict_turns() {
         repair_strict(msgs, &ids, &mut plan);
     } else {
-        repair_sequential(msgs, &ids, format == WireFormat::Responses, &mut plan);
+        repair_sequential(
+            msgs,
+            &ids,
+            format == WireFormat::Responses,
+            held_upstream,
+            &mut plan,
+        );
     }
     if format == WireFormat::Responses {
         drop_lone_reasoning(msgs, &mut plan);
@@ -567,10 +581,35 @@ fn answer_in_next(
 /// before the next message that speaks; orphans are dropped, stand-ins are added before the
 /// first message that speaks while calls are open. Calls still open at the end are the pending
 /// last turn: left as they are.
-fn repair_sequential(msgs: &[Message<'_>], ids: &Ids, responses: bool, plan: &mut RepairPlan) {
+fn repair_sequential(
+    msgs: &[Message<'_>],
+    ids: &Ids,
+    responses: bool,
+    held_upstream: bool,
+    plan: &mut RepairPlan,
+) {
     // A programmatic tool-calling run carried by LangChain messages (Anthropic blocks in an
     // `AIMessage`): its server call is answered by a later assistant message, never awaited.
     let spans = ServerSpans::of(msgs);
+    // The calls of a history held upstream: each id a result answers that no call here makes.
+    let mut upstream: Vec<&str> = Vec::new();
+    if held_upstream {
+        let here: HashSet<&str> = ids
+            .calls
+            .iter()
+            .flatten()
+            .map(|(id, _)| id.as_str())
+            .collect();
+        upstream = ids
+            .results
+            .iter()
+            .flatten()
+            .map(|(_, id)| id.as_str())
+            .filter(|id| !here.contains(id))
+            .collect();
+        upstream.sort_unstable();
+        upstream.dedup();
+    }
     let mut open: Vec<(String, usize)> = Vec::new();
     let mut after_result = false;
     for (i, m) in msgs.iter().enumerate() {
@@ -583,7 +622,13 @@ fn repair_sequential(msgs: &[Message<'_>], ids: &Ids, responses: bool, plan: &mu
                     open.remove(p);
                     plan.messages.push(Slot::Keep(i));
                 }
-                None => plan.orphan(i, id),
+                None => match upstream.iter().position(|x| x == id) {
+                    Some(p) => {
+                        upstream.remove(p);
+                        plan.messages.push(Slot::Keep(i));
+                    }
+                    None => plan.orphan(i, id),
+                },
             }
             after_result = true;
             continue;
@@ -718,6 +763,45 @@ mod tests {
     fn plan_of(v: &Value, format: WireFormat) -> RepairPlan {
         let msgs = read_history(&v).expect("readable");
         repair(&msgs, format)
+    }
+
+    #[test]
+    fn a_continuation_held_upstream_keeps_the_outputs_of_calls_it_does_not_hold() {
+        // A Responses input sent with previous_response_id: the outputs answer calls of the
+        // stored response. Repaired as a history of its own, every one went and the input was
+        // empty; held upstream, each is kept once, and a second output of an id still goes.
+        let h = json!([
+            {"type": "function_call_output", "call_id": "call_a", "output": "12C"},
+            {"type": "function_call_output", "call_id": "call_b", "output": "rain"},
+            {"type": "function_call_output", "call_id": "call_a", "output": "again"},
+            {"role": "user", "content": "and tomorrow?"}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let alone = repair(&msgs, WireFormat::Responses);
+        assert_eq!(alone.messages, vec![Slot::Keep(3)]);
+        let held = repair_history(&msgs, WireFormat::Responses, true);
+        assert_eq!(
+            held.messages,
+            vec![Slot::Keep(0), Slot::Keep(1), Slot::Keep(3)]
+        );
+        assert_eq!(held.changes.len(), 1, "{:?}", held.changes);
+        assert!(held.changes[0].starts_with("message 2: result for call \"call_a\""));
+        // A call made in the input is still answered or stood in for as ever.
+        let h = json!([
+            {"type": "function_call_output", "call_id": "call_a", "output": "12C"},
+            {"type": "function_call", "call_id": "call_c", "name": "f", "arguments": "{}"},
+            {"type": "message", "role": "user", "content": "next"}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let held = repair_history(&msgs, WireFormat::Responses, true);
+        assert!(
+            held.changes
+                .iter()
+                .any(|c| c.contains("call \"call_c\" had no result")),
+            "{:?}",
+            held.changes
+        );
+        assert_eq!(held.messages[0], Slot::Keep(0));
     }
 
     #[test]

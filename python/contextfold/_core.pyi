@@ -787,10 +787,13 @@ def repair_history(
     format: _WireFormat,
     copy: Callable[[Any], Any],
     like: Callable[[dict[str, Any]], Any] | None = None,
+    held_upstream: bool = False,
 ) -> tuple[list[Any], list[str]]:
     """``(repaired messages, changes)``: stand-in results for unanswered calls, results without
     a call dropped, duplicate call ids made unique; a pending last turn left as it is. ``like``
-    turns each added message (a dict) into the history's own kind of message."""
+    turns each added message (a dict) into the history's own kind of message.
+    ``held_upstream``: a Responses input that continues a stored response; a result whose call
+    is nowhere in it answers a call held there and is kept (once per id)."""
 
 # -- degrading steps (src/degrade.rs) -----------------------------------------------------------
 

@@ -14,6 +14,12 @@ result without its call, two calls sharing an id. Every provider rejects such a 
   ``{}``;
 - a pending last turn (calls still awaiting their results or an approval) is left as it is.
 
+A Responses input sent with ``previous_response_id`` or ``conversation`` continues a history
+the provider holds: its leading outputs answer calls of the stored response, not of the input.
+``repair(input, wire_format="responses", held_upstream=True)`` keeps such a result (once per
+call id); without it they are orphans, and a continuation of nothing but outputs came back
+empty.
+
 The core plans the repair for all five wire formats; the caller's list and objects are never
 changed (edited messages are copies).
 """
@@ -46,17 +52,25 @@ class RepairResult:
         return bool(self.changes)
 
 
-def repair(messages: Sequence[Any], /, *, provider: str = "openai", wire_format: str | None = None) -> RepairResult:
+def repair(messages: Sequence[Any], /, *, provider: str = "openai", wire_format: str | None = None,
+           held_upstream: bool = False) -> RepairResult:
     """Repair ``messages`` (see the module docs). ``provider`` picks the format of a history
     that shows none (as ``Compactor`` does); ``wire_format`` forces one (``"chat"``,
-    ``"responses"``, ``"anthropic"``, ``"gemini"``, ``"bedrock"``)."""
+    ``"responses"``, ``"anthropic"``, ``"gemini"``, ``"bedrock"``). ``held_upstream``: the
+    messages are a Responses input continuing a stored response (sent with
+    ``previous_response_id`` or ``conversation``); raises ``ValueError`` for a history of another
+    format, which the provider holds none of."""
     from contextfold.history import _require_history, detect_wire_format
 
     _require_history(messages)
     if wire_format is not None and wire_format not in _core.WIRE_FORMATS:
         raise ValueError(f"unknown wire format {wire_format!r}; valid: {', '.join(_core.WIRE_FORMATS)}")
     fmt = wire_format or detect_wire_format(messages, provider)
-    out, changes = _core.repair_history(messages, format=fmt, copy=_copy, like=_like(messages))  # type: ignore[arg-type]
+    if held_upstream and fmt != "responses":
+        raise ValueError(f"held_upstream is for a Responses input continuing a stored response; this history is "
+                         f"{fmt}, whose provider holds no history")
+    out, changes = _core.repair_history(messages, format=fmt, copy=_copy, like=_like(messages),  # type: ignore[arg-type]
+                                        held_upstream=held_upstream)
     return RepairResult(messages=list(out), changes=tuple(changes))
 
 

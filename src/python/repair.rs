@@ -8,28 +8,30 @@ use pyo3::types::PyList;
 use super::messages::{Keep, Walker};
 use super::prune::{json_value, step_object, CopyOnWrite};
 use crate::compaction::WireFormat;
-use crate::repair::{repair, Action, Slot};
+use crate::repair::{repair_history as plan_repair, Action, Slot};
 
 /// `(repaired messages, changes)`: the history with stand-in results for unanswered calls,
 /// results without a call dropped and duplicate call ids made unique (see `crate::repair`).
 /// Unchanged messages are the caller's own objects; `copy` is the Python layer's copy of a
 /// container that is not a dict or list. `like`, when given, turns each message the repair adds
 /// (a stand-in result, built as a dict) into the history's own kind of message (a LangChain
-/// `ToolMessage` in a history of LangChain messages).
+/// `ToolMessage` in a history of LangChain messages). `held_upstream`: the history continues
+/// one the provider holds (`crate::repair::repair_history`).
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, format, copy, like=None))]
+#[pyo3(signature = (messages, /, *, format, copy, like=None, held_upstream=false))]
 fn repair_history<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
     format: &str,
     copy: &Bound<'py, PyAny>,
     like: Option<&Bound<'py, PyAny>>,
+    held_upstream: bool,
 ) -> PyResult<(Bound<'py, PyList>, Vec<String>)> {
     let fmt = WireFormat::parse(format).map_err(PyValueError::new_err)?;
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
-    let plan = py.detach(|| repair(&ms, fmt));
+    let plan = py.detach(|| plan_repair(&ms, fmt, held_upstream));
     let edited = PyList::new(py, Walker::snapshot(messages)?)?;
     if plan.changes.is_empty() {
         return Ok((edited, Vec::new()));

@@ -438,3 +438,24 @@ def test_a_chat_result_without_an_id_is_an_orphan_repair_drops(result):
     with pytest.raises(cf.UnpairedToolCallsError) as e:
         cf.Compactor(budget=cf.estimate(long) // 2, strategy="summarize").compact(long)
     assert e.value.index in (len(long) - 4, len(long) - 3), str(e.value)
+
+
+def test_a_responses_continuation_held_upstream_keeps_its_outputs() -> None:
+    # The input of a request sent with previous_response_id: outputs answering the stored
+    # response's calls, then the user's next turn. Repaired as a history of its own, both outputs
+    # were orphans and only the user's turn was left.
+    cont = [
+        {"type": "function_call_output", "call_id": "call_w1", "output": '{"temp_c": 12}'},
+        {"type": "function_call_output", "call_id": "call_w2", "output": '{"temp_c": 9}'},
+        {"role": "user", "content": "Which city is warmer?"},
+    ]
+    before = copy.deepcopy(cont)
+    alone = cf.repair(cont, wire_format="responses")
+    assert alone.messages == [cont[2]] and len(alone.changes) == 2
+    held = cf.repair(cont, wire_format="responses", held_upstream=True)
+    assert not held.changed and held.messages == cont
+    assert all(a is b for a, b in zip(held.messages, cont))
+    assert cont == before
+    # A chat history has no stored response to continue.
+    with pytest.raises(ValueError, match="held_upstream is for a Responses input"):
+        cf.repair([{"role": "user", "content": "hi"}], held_upstream=True)
