@@ -307,6 +307,19 @@ impl RepairPlan {
         ));
     }
 
+    /// The system messages `deferred` while calls waited, kept here: each said moved when a
+    /// result or stand-in went in before it.
+    fn put_back(&mut self, deferred: &mut Vec<(usize, usize)>) {
+        for (i, at) in deferred.drain(..) {
+            if self.messages.len() > at {
+                self.changes.push(format!(
+                    "message {i}: system message between a tool call and its results: moved after them"
+                ));
+            }
+            self.messages.push(Slot::Keep(i));
+        }
+    }
+
     fn orphan(&mut self, i: usize, id: &str) {
         self.changes.push(format!(
             "message {i}: result for call {id:?} without that call (or answered twice): dropped"
@@ -612,8 +625,17 @@ fn repair_sequential(
     }
     let mut open: Vec<(String, usize)> = Vec::new();
     let mut after_result = false;
+    // Chat: system (developer) messages met while calls wait for their results, and where the
+    // plan stood then. OpenAI and the strict compatible servers (DeepSeek) want a call's `tool`
+    // messages right after it ("An assistant message with 'tool_calls' must be followed by tool
+    // messages responding to each 'tool_call_id'"): such a note goes after the results.
+    let mut deferred: Vec<(usize, usize)> = Vec::new();
     for (i, m) in msgs.iter().enumerate() {
         let turn = Turn::of(m);
+        if !responses && turn == Turn::System && !open.is_empty() {
+            deferred.push((i, plan.messages.len()));
+            continue;
+        }
         if !ids.results[i].is_empty() && turn != Turn::User && turn != Turn::Assistant {
             // A chat `tool` message or a Responses output item: one result.
             let id = &ids.results[i][0].1;
@@ -629,6 +651,9 @@ fn repair_sequential(
                     }
                     None => plan.orphan(i, id),
                 },
+            }
+            if open.is_empty() {
+                plan.put_back(&mut deferred);
             }
             after_result = true;
             continue;
@@ -687,6 +712,7 @@ fn repair_sequential(
                 plan.messages.push(Slot::New(json));
             }
         }
+        plan.put_back(&mut deferred);
         plan.messages.push(Slot::Keep(i));
         open.extend(
             ids.calls[i]
@@ -695,6 +721,7 @@ fn repair_sequential(
                 .map(|(id, _)| (id.clone(), i)),
         );
     }
+    plan.put_back(&mut deferred);
 }
 
 /// Where the pending last turn of `msgs` begins: its calls are still awaiting their results,
@@ -763,6 +790,47 @@ mod tests {
     fn plan_of(v: &Value, format: WireFormat) -> RepairPlan {
         let msgs = read_history(&v).expect("readable");
         repair(&msgs, format)
+    }
+
+    #[test]
+    fn a_system_note_between_a_chat_call_and_its_results_goes_after_them() {
+        // The note left the call without its `tool` messages right after it, which OpenAI and
+        // DeepSeek refuse; repair left it there and the check kept naming the call.
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]});
+        let h = json!([
+            {"role": "user", "content": "go"}, call,
+            {"role": "tool", "tool_call_id": "a", "content": "ok"},
+            {"role": "system", "content": "lint: 2 warnings"},
+            {"role": "tool", "tool_call_id": "b", "content": "ok"},
+            {"role": "user", "content": "next"}
+        ]);
+        let p = plan_of(&h, WireFormat::Chat);
+        let order: Vec<Slot> = [0, 1, 2, 4, 3, 5].into_iter().map(Slot::Keep).collect();
+        assert_eq!(p.messages, order);
+        assert_eq!(p.changes.len(), 1, "{:?}", p.changes);
+        // With no result after it, the stand-ins go in before it; a system message carrying a
+        // `tool_call_id` is no result.
+        let h = json!([
+            {"role": "user", "content": "go"}, call,
+            {"role": "system", "tool_call_id": "a", "content": "ok"},
+            {"role": "user", "content": "next"}
+        ]);
+        let p = plan_of(&h, WireFormat::Chat);
+        assert!(
+            matches!(&p.messages[2], Slot::New(s) if s.contains("\"a\"")),
+            "{p:?}"
+        );
+        assert!(
+            matches!(&p.messages[3], Slot::New(s) if s.contains("\"b\"")),
+            "{p:?}"
+        );
+        assert_eq!(&p.messages[4..], &[Slot::Keep(2), Slot::Keep(3)]);
+        // A pending last turn with a note after its calls is left as it is.
+        let h =
+            json!([{"role": "user", "content": "go"}, call, {"role": "system", "content": "n"}]);
+        assert!(plan_of(&h, WireFormat::Chat).changes.is_empty());
     }
 
     #[test]

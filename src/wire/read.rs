@@ -133,7 +133,14 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         msg.content = with_images(msg.content, &list)?;
     }
     msg.name = str_value(name, "name")?.map(borrowed_or_placeholder);
-    msg.tool_call_id = str_value(tool_call_id, "tool_call_id")?.map(borrowed_or_placeholder);
+    let call_id = str_value(tool_call_id, "tool_call_id")?.map(borrowed_or_placeholder);
+    if call_id.is_some() {
+        r.saw(Format::OpenAIChat);
+    }
+    // Only a `tool` message answers a call: a system or user message carrying a `tool_call_id`
+    // (the field left on a message rewritten to another role) is the message its role says.
+    // Read as a result, it hid the call's missing answer from the check and from `repair`.
+    msg.tool_call_id = call_id.filter(|_| msg.role == Role::Tool);
     if msg.tool_call_id.is_none() && msg.role == Role::Tool {
         // Ollama's native `/api/chat` names the tool a result answers (`tool_name`), not a
         // call: its calls carry no id and are read with their name for one

@@ -459,3 +459,24 @@ def test_a_responses_continuation_held_upstream_keeps_its_outputs() -> None:
     # A chat history has no stored response to continue.
     with pytest.raises(ValueError, match="held_upstream is for a Responses input"):
         cf.repair([{"role": "user", "content": "hi"}], held_upstream=True)
+
+
+def test_a_system_note_between_a_call_and_its_results_is_moved_and_the_compaction_passes() -> None:
+    # An agent that logs a lint warning as a system message while its tools run. The check
+    # named the call as unanswered and advised repair=True, which left the note where it was.
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": "done " * 2000}, {"role": "user", "content": "more"},
+               {"role": "assistant", "content": "done " * 2000}, {"role": "user", "content": "more"},
+               call, {"role": "tool", "tool_call_id": "a", "content": "ok"},
+               {"role": "system", "content": "lint: 2 warnings"},
+               {"role": "tool", "tool_call_id": "b", "content": "ok"}, {"role": "user", "content": "next"}]
+    with pytest.raises(cf.UnpairedToolCallsError):
+        cf.Compactor(model="gpt-4o", budget=1500).compact(history)
+    r = cf.Compactor(model="gpt-4o", budget=1500, repair=True).compact(history)
+    roles = [m["role"] for m in r.messages]
+    assert roles[-5:] == ["assistant", "tool", "tool", "system", "user"], roles
+    assert any("system message between a tool call and its results: moved" in n for n in r.notes)
+    assert shape_problems(r.messages, "chat") == []
