@@ -321,6 +321,9 @@ pub struct Message<'a> {
     /// output a repair writes for an unanswered call must be of the call's own kind. On a chat
     /// message, `openai_chat::CUSTOM_CALLS` when it calls a custom tool (no `function` to edit).
     pub item: Option<&'a str>,
+    /// The `id` a Responses output item came back with (`rs_...`, `msg_...`), on a reasoning
+    /// item or an assistant message: OpenAI binds a reasoning item to the item after it.
+    pub item_id: Option<&'a str>,
 }
 
 /// The Gemini thought signatures (`thoughtSignature` / `thought_signature` beside a part) of one
@@ -391,6 +394,7 @@ impl<'a> Message<'a> {
             wire: Format::Unknown,
             thought_signatures: ThoughtSignatures::default(),
             item: None,
+            item_id: None,
         }
     }
 
@@ -407,6 +411,7 @@ impl<'a> Message<'a> {
             wire: Format::Unknown,
             thought_signatures: ThoughtSignatures::default(),
             item: None,
+            item_id: None,
         }
     }
 

@@ -420,6 +420,7 @@ impl Pruner<'_> {
                 wire: m.wire,
                 thought_signatures: m.thought_signatures,
                 item: m.item,
+                item_id: m.item_id,
             });
             self.push(i, m, Change::ResultText { part: None, text }, after < cost);
         }

@@ -278,7 +278,7 @@ fn drop_lone_reasoning(msgs: &[Message<'_>], plan: &mut RepairPlan) {
             continue;
         };
         let followed = match plan.messages.get(k + 1) {
-            Some(Slot::Keep(j)) => msgs[*j].role == Role::Assistant,
+            Some(Slot::Keep(j)) => follows(&msgs[i], &msgs[*j]),
             _ => false,
         };
         if msgs[i].is_reasoning_item() && !followed {
@@ -291,6 +291,18 @@ fn drop_lone_reasoning(msgs: &[Message<'_>], plan: &mut RepairPlan) {
             "message {i}: reasoning item without the item it precedes: dropped"
         ));
     }
+}
+
+/// Whether `next` is an item OpenAI takes as the one `reasoning` precedes: a model item, and
+/// not an assistant message without the id it came back with where the reasoning has one of
+/// OpenAI's (`rs_...`). The recorded gpt-5 request that sent its reasoning item before
+/// `{"role": "assistant", "content": "..."}` was refused ("Item 'rs_..' of type 'reasoning'
+/// was provided without its required following item"); DeepSeek's Responses API, whose
+/// reasoning ids are no `rs_`, took one before a call item without an id.
+fn follows(reasoning: &Message<'_>, next: &Message<'_>) -> bool {
+    let bound = reasoning.item_id.is_some_and(|id| id.starts_with("rs_"));
+    let message = next.tool_calls.is_empty() && next.item.is_none() && !next.is_reasoning_item();
+    next.role == Role::Assistant && !(bound && message && next.item_id.is_none())
 }
 
 /// The effective ids of each message's calls (id, tool name) and results (part, id), once
@@ -790,6 +802,39 @@ mod tests {
     fn plan_of(v: &Value, format: WireFormat) -> RepairPlan {
         let msgs = read_history(&v).expect("readable");
         repair(&msgs, format)
+    }
+
+    #[test]
+    fn an_openai_reasoning_item_before_an_assistant_message_without_its_id_goes() {
+        // As the recorded gpt-5 request sent it (refused with 400): the message rewritten
+        // without the `msg_` id its reasoning item is bound to.
+        let rs = json!({"type": "reasoning", "id": "rs_68c4", "encrypted_content": "gAAA", "summary": []});
+        let h = json!([
+            {"role": "user", "content": "meaning of life?"}, rs,
+            {"role": "assistant", "content": "42"},
+            {"role": "user", "content": "why?"}
+        ]);
+        let p = plan_of(&h, WireFormat::Responses);
+        assert_eq!(
+            p.messages,
+            vec![Slot::Keep(0), Slot::Keep(2), Slot::Keep(3)]
+        );
+        assert!(
+            p.changes[0].starts_with("message 1: reasoning item"),
+            "{:?}",
+            p.changes
+        );
+        // With the message's id, or before a call, or a reasoning of no `rs_` id: kept.
+        for next in [
+            json!({"type": "message", "role": "assistant", "id": "msg_68c4", "content": "42"}),
+            json!({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}),
+        ] {
+            let h = json!([{"role": "user", "content": "q"}, rs, next]);
+            assert!(plan_of(&h, WireFormat::Responses).changes.is_empty());
+        }
+        let other = json!({"type": "reasoning", "id": "76f8b89e", "content": [{"type": "reasoning_text", "text": "t"}]});
+        let h = json!([{"role": "user", "content": "q"}, other, {"role": "assistant", "content": "42"}]);
+        assert!(plan_of(&h, WireFormat::Responses).changes.is_empty());
     }
 
     #[test]

@@ -179,6 +179,7 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         r.saw(Format::OpenAIChat);
     }
     if msg.role == Role::Assistant {
+        msg.item_id = super::fields::item_id(m)?;
         msg.reasoning = match str_value(reasoning_content, "reasoning_content")? {
             Some(r) => Some(r),
             // `reasoning` is a string on OpenAI-compatible servers, an object elsewhere.

@@ -480,3 +480,34 @@ def test_a_system_note_between_a_call_and_its_results_is_moved_and_the_compactio
     assert roles[-5:] == ["assistant", "tool", "tool", "system", "user"], roles
     assert any("system message between a tool call and its results: moved" in n for n in r.notes)
     assert shape_problems(r.messages, "chat") == []
+
+
+def _responses_exchanges(root: Any) -> list[dict[str, Any]]:
+    path = root / "replay" / "exchanges.jsonl"
+    if not path.exists():
+        return []
+    with path.open() as f:
+        rows = [json.loads(line) for line in f]
+    return [r for r in rows if r.get("api") == "responses" and isinstance(r.get("request_body"), dict)
+            and isinstance(r["request_body"].get("input"), list)]
+
+
+def test_repair_drops_the_reasoning_item_the_api_refused_and_keeps_every_accepted_one() -> None:
+    # Recorded Responses requests: every one refused for a reasoning item "without its required
+    # following item" is changed by repair (the item goes), and no accepted one that sends
+    # reasoning is changed at all.
+    rows = _responses_exchanges(LOCAL) + _responses_exchanges(SHARED)
+    refused = [r for r in rows if r["status"] == 400
+               and "without its required following item" in json.dumps(r.get("response_body"))]
+    accepted = [r for r in rows if r["status"] == 200
+                and any(isinstance(i, dict) and i.get("type") == "reasoning" for i in r["request_body"]["input"])]
+    if not refused:
+        pytest.skip(f"no refused reasoning request recorded (shared data at {SHARED} absent)")
+    for r in refused:
+        items = r["request_body"]["input"]
+        out = cf.repair(items, wire_format="responses")
+        assert any("reasoning item without the item it precedes: dropped" in c for c in out.changes), r["source"]
+        assert not any(isinstance(i, dict) and i.get("type") == "reasoning" for i in out.messages)
+    assert accepted
+    for r in accepted:
+        assert not cf.repair(r["request_body"]["input"], wire_format="responses").changed, r["source"]
