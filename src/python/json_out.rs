@@ -84,10 +84,21 @@ impl Fail {
         self
     }
 
-    /// The dotted path from the root (`a.b[2]`, empty for the root itself).
+    /// The dotted path from the root (`a.b[2]`, empty for the root itself). A path past 12
+    /// steps (nesting past the depth bound is 512) keeps its outer 6 and inner 3 around the
+    /// count of those left out: an error of 1,000 characters of `.a.a.a` said no more.
     fn path_text(path: &[Seg]) -> String {
+        const OUTER: usize = 6;
+        const INNER: usize = 3;
         let mut p = String::new();
-        for s in path.iter().rev() {
+        let n = path.len();
+        for (k, s) in path.iter().rev().enumerate() {
+            if n > 12 && (OUTER..n - INNER).contains(&k) {
+                if k == OUTER {
+                    p.push_str(&format!(".…({} more)…", n - OUTER - INNER));
+                }
+                continue;
+            }
             match s {
                 Seg::Key(k) => {
                     if !p.is_empty() {

@@ -31,7 +31,7 @@ pub struct Keep<'py> {
     /// The interned field names (set by the first `Walker`; kept here so a value is 2 words).
     pub(super) keys: std::cell::OnceCell<&'static [Py<PyString>]>,
     /// The field whose read raised a Python exception last (for the error's `field`).
-    pub(super) failed: std::cell::Cell<Option<&'static str>>,
+    pub(super) failed: std::cell::Cell<Option<Cow<'static, str>>>,
     pub(super) strs: Arena<PyBackedStr>,
     pub(super) bytes: Arena<PyBackedBytes>,
     pub(super) _py: std::marker::PhantomData<Python<'py>>,
@@ -104,7 +104,7 @@ pub fn invalid(py: Python<'_>, index: usize, field: &str, reason: &str) -> PyErr
 pub(super) fn message_error(
     py: Python<'_>,
     index: usize,
-    failed: Option<&'static str>,
+    failed: Option<Cow<'static, str>>,
     e: ReadError<PyErr>,
 ) -> PyErr {
     match e {
@@ -122,7 +122,7 @@ pub(super) fn message_error(
                     .unwrap_or_default(),
                 cause.value(py)
             );
-            let err = invalid(py, index, failed.unwrap_or(""), &reason);
+            let err = invalid(py, index, failed.as_deref().unwrap_or(""), &reason);
             err.set_cause(py, Some(cause));
             err
         }
@@ -362,7 +362,7 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
                 .getattr_opt(k)
                 .map(|v| v.filter(|v| !v.is_callable()))
         }
-        .inspect_err(|_| self.keep.failed.set(Some(key.as_str())))?;
+        .inspect_err(|_| self.keep.failed.set(Some(Cow::Borrowed(key.as_str()))))?;
         Ok(v.filter(|v| !v.is_none()).map(|v| self.wrap(v)))
     }
 
@@ -416,6 +416,11 @@ impl<'k, 'py> Input<'k> for PyInput<'k, 'py> {
 
     fn json_text(&self) -> PyResult<String> {
         json_text(&self.v)
+    }
+
+    #[cold]
+    fn failed_at(&self, path: &dyn std::fmt::Display) {
+        self.keep.failed.set(Some(Cow::Owned(path.to_string())));
     }
 
     fn json_len(&self) -> PyResult<usize> {

@@ -154,7 +154,7 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
             let id = opt_id(p, Key::id, format_args!("{path}.id"))?.unwrap_or("");
             let name = opt_id(p, Key::name, format_args!("{path}.name"))?.unwrap_or("");
             let arguments = match p.get(Key::input).src()? {
-                Some(i) => json_or_str(&i)?,
+                Some(i) => json_or_str(&i, format_args!("{path}.input"))?,
                 None => Cow::Borrowed("{}"),
             };
             Part::ToolUse(ToolCall {

@@ -61,7 +61,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
         let id = opt_id(&u, Key::toolUseId, format_args!("{path}.toolUse.toolUseId"))?;
         let name = opt_id(&u, Key::name, format_args!("{path}.toolUse.name"))?;
         let arguments = match u.get(Key::input).src()? {
-            Some(i) => json_or_str(&i)?,
+            Some(i) => json_or_str(&i, format_args!("{path}.toolUse.input"))?,
             None => Cow::Borrowed("{}"),
         };
         return Ok(Some(Part::ToolUse(ToolCall {

@@ -163,10 +163,15 @@ pub(crate) fn text_field<'a, V: Input<'a>>(
 
 /// Tool-call arguments: a string as is, anything else serialized as compact JSON.
 #[inline]
-pub(crate) fn json_or_str<'a, V: Input<'a>>(v: &V) -> ReadResult<Cow<'a, str>, V::Error> {
+pub(crate) fn json_or_str<'a, V: Input<'a>>(
+    v: &V,
+    path: impl Display,
+) -> ReadResult<Cow<'a, str>, V::Error> {
     match v.str().src()? {
         Some(s) => Ok(s),
-        None => Ok(Cow::Owned(v.json_text().src()?)),
+        None => Ok(Cow::Owned(
+            v.json_text().inspect_err(|_| v.failed_at(&path)).src()?,
+        )),
     }
 }
 

@@ -62,7 +62,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
         let name = opt_id(&f, Key::name, format_args!("{path}.functionCall.name"))?.unwrap_or("");
         let id = opt_id(&f, Key::id, format_args!("{path}.functionCall.id"))?.unwrap_or(name);
         let arguments = match f.get(Key::args).src()? {
-            Some(a) => json_or_str(&a)?,
+            Some(a) => json_or_str(&a, format_args!("{path}.functionCall.args"))?,
             None => Cow::Borrowed("{}"),
         };
         return Ok(Part::ToolUse(ToolCall {
@@ -143,7 +143,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
     // the summary says what was searched and found. The SDK writes the inner key `tool_type`.
     if let Some((c, at, kind)) = server_part(r, p, path, Key::toolCall, Key::tool_call)? {
         let arguments = match c.get(Key::args).src()? {
-            Some(a) => json_or_str(&a)?,
+            Some(a) => json_or_str(&a, format_args!("{path}.{at}.args"))?,
             None => Cow::Borrowed("{}"),
         };
         let id = opt_id(&c, Key::id, format_args!("{at}.id"))?.unwrap_or(kind);

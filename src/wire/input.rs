@@ -307,6 +307,11 @@ pub trait Input<'a>: Sized {
     /// ensure_ascii=False)`; SDK objects as their JSON-mode dump).
     fn json_text(&self) -> Result<String, Self::Error>;
 
+    /// Says that reading this value, at `path` inside its message, raised the error on its way
+    /// out (a cycle or depth inside arguments given as a dict): the Python reader names that
+    /// field in its error. Nothing for inputs whose reads cannot fail.
+    fn failed_at(&self, _path: &dyn std::fmt::Display) {}
+
     /// Bytes of [`Input::json_text`], without building it when possible.
     fn json_len(&self) -> Result<usize, Self::Error> {
         Ok(self.json_text()?.len())

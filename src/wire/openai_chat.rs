@@ -50,7 +50,7 @@ pub(crate) fn legacy_function_call<'a, V: Input<'a>>(c: &V) -> ReadResult<ToolCa
     let name = opt_id(c, Key::name, format_args!("function_call.name"))?
         .ok_or_else(|| invalid("function_call.name", "missing"))?;
     let arguments = match c.get(Key::arguments).src()? {
-        Some(a) => json_or_str(&a)?,
+        Some(a) => json_or_str(&a, "function_call.arguments")?,
         None => Cow::Borrowed(""),
     };
     Ok(ToolCall {
@@ -112,7 +112,7 @@ pub(crate) fn tool_calls<'a, V: Input<'a>>(
         let name = opt_id(&f, Key::name, format_args!("tool_calls[{j}].function.name"))?
             .ok_or_else(|| invalid(format!("tool_calls[{j}].function.name"), "missing"))?;
         let arguments = match f.get(Key::arguments).src()? {
-            Some(a) => json_or_str(&a)?,
+            Some(a) => json_or_str(&a, format_args!("tool_calls[{j}].function.arguments"))?,
             None => Cow::Borrowed(""),
         };
         out.push(ToolCall {

@@ -89,9 +89,9 @@ pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message
             let name = opt_id(m, Key::name, "name")?
                 .ok_or_else(|| invalid("name", "a function_call item needs a name"))?;
             let args = match m.get(Key::arguments).src()? {
-                Some(a) => json_or_str(&a)?,
+                Some(a) => json_or_str(&a, "arguments")?,
                 None => match m.get(Key::input).src()? {
-                    Some(a) => json_or_str(&a)?,
+                    Some(a) => json_or_str(&a, "input")?,
                     None => Cow::Borrowed(""),
                 },
             };
@@ -312,7 +312,7 @@ fn hosted_call<'a, V: Input<'a>>(kind: &'a str, m: &V) -> ReadResult<Message<'a>
             (
                 opt_id(m, Key::name, "name")?.unwrap_or("mcp_call"),
                 match m.get(Key::arguments).src()? {
-                    Some(a) => json_or_str(&a)?.into_owned(),
+                    Some(a) => json_or_str(&a, "arguments")?.into_owned(),
                     None => "{}".into(),
                 },
                 result.into_iter().collect(),

@@ -85,9 +85,9 @@ pub(crate) fn call<'a, V: Input<'a>>(
     };
     // (A computer call may batch its steps under `actions`.)
     let args = match m.get(args_key).src()? {
-        Some(a) => json_or_str(&a)?,
+        Some(a) => json_or_str(&a, args_key.as_str())?,
         None => match m.get(Key::actions).src()? {
-            Some(a) => json_or_str(&a)?,
+            Some(a) => json_or_str(&a, "actions")?,
             None => Cow::Borrowed(""),
         },
     };

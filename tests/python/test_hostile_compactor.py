@@ -604,3 +604,53 @@ def test_mask_over_the_budget_says_so_in_over_budget():
     assert r.over_budget and r.tokens_after > r.budget
     ok = cf.Compactor(budget=cf.estimate(msgs) // 2).compact(msgs)
     assert not ok.over_budget
+
+
+def _nested(depth: int) -> dict:
+    root: dict = {}
+    cur = root
+    for _ in range(depth):
+        cur["a"] = {}
+        cur = cur["a"]
+    return root
+
+
+def _looped() -> dict:
+    d: dict = {}
+    d["self"] = d
+    return d
+
+
+def _arguments_at(value: dict) -> list[tuple[str, list[dict], str]]:
+    """One history per format whose call's arguments are ``value`` (a dict, as SDKs allow), with
+    the field the error must name."""
+    return [
+        ("chat", [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": value}}]}],
+         "tool_calls[0].function.arguments"),
+        ("responses", [{"role": "user", "content": "go"},
+                       {"type": "function_call", "call_id": "c1", "name": "f", "arguments": value}], "arguments"),
+        ("anthropic", [{"role": "user", "content": "go"}, {"role": "assistant", "content": [
+            {"type": "text", "text": "x"}, {"type": "tool_use", "id": "t1", "name": "f", "input": value}]}],
+         "content[1].input"),
+        ("gemini", [{"role": "user", "parts": [{"text": "go"}]},
+                    {"role": "model", "parts": [{"functionCall": {"name": "f", "args": value}}]}],
+         "parts[0].functionCall.args"),
+        ("bedrock", [{"role": "user", "content": [{"text": "go"}]}, {"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": "t1", "name": "f", "input": value}}]}], "content[0].toolUse.input"),
+    ]
+
+
+@pytest.mark.parametrize("make", [lambda: _nested(3000), _looped], ids=["nested", "cycle"])
+def test_arguments_too_deep_or_looped_name_their_field_on_every_format(make) -> None:
+    # Arguments given as a dict that nests past the bound or contains itself: the error said
+    # message 1 and field '' (and 1,000 characters of `.a.a.a`).
+    for fmt, history, field in _arguments_at(make()):
+        counters = [cf.estimate]
+        if fmt in ("chat", "responses"):  # the exact counter reads OpenAI histories
+            counters.append(lambda h: cf.count(h, model="gpt-4o"))
+        for counter in counters:
+            with pytest.raises(cf.InvalidMessageError) as e:
+                counter(history)
+            assert (e.value.index, e.value.field) == (1, field), (fmt, str(e.value))
+            assert len(str(e.value)) < 400, fmt
