@@ -874,6 +874,11 @@ fn scan_edges(c: &mut Collector, text: &str, weight: f64, recency: f64) {
         c.scan(&json_lines(text), weight, recency);
         return;
     }
+    if weight <= 1.0 {
+        if let Some(files) = without_listed_dirs(text) {
+            return scan_edges(c, &files, weight, recency);
+        }
+    }
     // Tool output is read at its edges only; what the user and the assistant said, further.
     let edge = if weight <= 1.0 {
         OUTPUT_EDGE_BYTES
@@ -1007,6 +1012,42 @@ fn could_be_code(word: &str) -> bool {
 /// A character no identifier holds (`is_token_char`): a cut there splits none.
 fn ends_token(c: char) -> bool {
     !is_token_char(c)
+}
+
+/// Directory lines a listing must hold before they are left out of the index.
+const LISTING_DIRS: usize = 8;
+
+/// A tool output that lists directories (`ls -R` heads each with `./django/conf:`, `find -type
+/// d` prints one per line), without those lines, when it holds `LISTING_DIRS` of them or more.
+/// The directories of a tree are no identifiers anyone acted on: one `ls -R` of a Django
+/// checkout took 18 of an index's 21 paths (`django/conf/locale/af/LC_MESSAGES`, one per
+/// locale) beside the files the run edited. Files listed (a path with an extension) stay.
+fn without_listed_dirs(text: &str) -> Option<String> {
+    let listed_dir = |line: &str| {
+        let l = line.trim().trim_end_matches([':', '/']);
+        l.contains('/')
+            && !l.contains(char::is_whitespace)
+            && is_path(l)
+            && !l
+                .rsplit_once('/')
+                .and_then(|(_, name)| name.rsplit_once('.'))
+                .is_some_and(|(stem, ext)| !stem.is_empty() && is_path_extension(ext))
+    };
+    if text
+        .lines()
+        .filter(|l| listed_dir(l))
+        .nth(LISTING_DIRS - 1)
+        .is_none()
+    {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    for l in text.split_inclusive('\n') {
+        if !listed_dir(l) {
+            out.push_str(l);
+        }
+    }
+    Some(out)
 }
 
 /// `scan_message` of the message at index `k` of its span (an `out_of_order` collector
@@ -1160,6 +1201,47 @@ mod tests {
     /// The library's own stand-ins are not the conversation's identifiers: a masked output's
     /// placeholder, a cut's marker (whole, or with its opening clipped away at the end of a
     /// carried line), and a token a clip cut in two.
+    #[test]
+    fn a_listing_s_directories_are_left_out_and_dot_slash_paths_stay_relative() {
+        // An `ls -R` of a checkout (SWE run 114 of the recorded mini-swe-agent set): its
+        // directory heads took 18 of the index's 21 paths, each indexed as `/django/...`, a
+        // root path that is not there, beside the files the run edited.
+        let mut ls = String::from("<returncode>0</returncode>\n<output>\n.:\n./Django.egg-info:\n");
+        for loc in ["af", "ar", "ar_DZ", "ast", "az", "be"] {
+            ls.push_str(&format!(
+                "./django/conf/locale/{loc}:\n./django/conf/locale/{loc}/LC_MESSAGES:\n"
+            ));
+        }
+        ls.push_str("./django/db/models/constraints.py\n</output>");
+        let msgs = vec![
+            Message::text("user", "Fix the constraint error message."),
+            Message::text("assistant", "cat ./django/db/models/base.py"),
+            Message::text("tool", &ls),
+        ];
+        let paths: Vec<String> = collect(&msgs, None)
+            .into_iter()
+            .filter(|i| i.kind == Kind::Path)
+            .map(|i| i.text)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "django/db/models/base.py",
+                "django/db/models/constraints.py"
+            ]
+        );
+        // Fewer directory lines than a listing holds are read as they are.
+        let few = "moved to ./django/conf/locale/af/LC_MESSAGES:\n./django/conf/locale/ar:";
+        let got: Vec<String> = collect(&[Message::text("tool", few)], None)
+            .into_iter()
+            .map(|i| i.text)
+            .collect();
+        assert!(
+            got.contains(&"django/conf/locale/ar".to_string()),
+            "{got:?}"
+        );
+    }
+
     #[test]
     fn the_librarys_stand_ins_and_clipped_tokens_are_not_indexed() {
         let text = "Booked HAT132 for Lei Ito.\n\

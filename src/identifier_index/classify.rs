@@ -52,7 +52,9 @@ pub(super) fn is_token_char(c: char) -> bool {
         )
 }
 
-/// `t` without the punctuation around it (all ASCII, so trimmed by bytes).
+/// `t` without the punctuation around it (all ASCII, so trimmed by bytes). A leading `./` or
+/// `../` is part of a path, not punctuation: trimmed to its `/`, `./django/conf` was indexed as
+/// the root path `/django/conf`.
 pub(super) fn trim_token(t: &str) -> &str {
     let b = t.as_bytes();
     let mut start = 0;
@@ -61,6 +63,7 @@ pub(super) fn trim_token(t: &str) -> &str {
             b[start],
             b'.' | b',' | b':' | b'=' | b'?' | b'&' | b'-' | b'+'
         )
+        && !(b[start..].starts_with(b"./") || b[start..].starts_with(b"../"))
     {
         start += 1;
     }

@@ -77,8 +77,15 @@ fn is_symbol(t: &str) -> bool {
 }
 
 fn trim_token(t: &str) -> &str {
-    t.trim_start_matches(['.', ',', ':', '=', '?', '&', '-', '+'])
-        .trim_end_matches(['.', ',', ':', '=', '?', '&', ';', '-', '+'])
+    // A leading `./` or `../` belongs to the path.
+    let mut s = t;
+    while !(s.starts_with("./") || s.starts_with("../")) {
+        match s.strip_prefix(['.', ',', ':', '=', '?', '&', '-', '+']) {
+            Some(rest) => s = rest,
+            None => break,
+        }
+    }
+    s.trim_end_matches(['.', ',', ':', '=', '?', '&', ';', '-', '+'])
 }
 
 fn is_hex(s: &str) -> bool {
