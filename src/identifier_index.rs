@@ -1033,14 +1033,10 @@ fn without_listed_dirs(text: &str) -> Option<String> {
                 .and_then(|(_, name)| name.rsplit_once('.'))
                 .is_some_and(|(stem, ext)| !stem.is_empty() && is_path_extension(ext))
     };
-    if text
-        .lines()
+    // (None below `LISTING_DIRS` directory lines: the output is read as it is.)
+    text.lines()
         .filter(|l| listed_dir(l))
-        .nth(LISTING_DIRS - 1)
-        .is_none()
-    {
-        return None;
-    }
+        .nth(LISTING_DIRS - 1)?;
     let mut out = String::with_capacity(text.len());
     for l in text.split_inclusive('\n') {
         if !listed_dir(l) {
