@@ -541,6 +541,9 @@ pub enum Failure {
     OrphanCall { index: usize, id: String },
     /// A tool result without its call (or not right after it where the format requires).
     OrphanResult { index: usize, id: String },
+    /// The result of call `id` (of message `index`) sits after another block of its turn,
+    /// which Anthropic refuses as a call without its result (`repair::text_before_results`).
+    ResultAfterText { index: usize, id: String },
     /// Message `index` shares its role with message `index - 1` at a seam.
     RoleCollision { index: usize },
     /// The first non-system turn is not the user's (Anthropic, Gemini, Bedrock).
@@ -561,7 +564,9 @@ impl Failure {
     /// Short kind name (the Python error's `.failures` use it).
     pub fn kind(&self) -> &'static str {
         match self {
-            Failure::OrphanCall { .. } => "orphan_call",
+            // (A call the API takes as unanswered: the same fault for the caller, and repair
+            // fixes both.)
+            Failure::OrphanCall { .. } | Failure::ResultAfterText { .. } => "orphan_call",
             Failure::OrphanResult { .. } => "orphan_result",
             Failure::RoleCollision { .. } => "role_collision",
             Failure::FirstTurnNotUser { .. } => "first_turn_not_user",
@@ -575,6 +580,7 @@ impl Failure {
     pub fn index(&self) -> Option<usize> {
         match self {
             Failure::OrphanCall { index, .. }
+            | Failure::ResultAfterText { index, .. }
             | Failure::OrphanResult { index, .. }
             | Failure::RoleCollision { index }
             | Failure::FirstTurnNotUser { index }
@@ -593,6 +599,10 @@ impl Failure {
             Failure::OrphanResult { index, id } => {
                 format!("message {index}: tool result {id:?} has no call before it")
             }
+            Failure::ResultAfterText { index, id } => format!(
+                "message {index}: the result of tool call {id:?} comes after other blocks of message {} (Anthropic wants a turn's results first)",
+                index + 1
+            ),
             Failure::RoleCollision { index } => {
                 format!("messages {} and {index} share a role", index - 1)
             }
@@ -711,9 +721,27 @@ fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
                     .get(i + 1)
                     .map(|r| r.result_ids().collect())
                     .unwrap_or_default();
+                // The results after another block of their turn, where that is refused.
+                let late: HashSet<&str> = match msgs.get(i + 1) {
+                    Some(r) if crate::repair::text_before_results(r) => r
+                        .parts()
+                        .iter()
+                        .skip_while(|p| matches!(p, Part::ToolResult { .. }))
+                        .filter_map(|p| match p {
+                            Part::ToolResult { tool_use_id, .. } => Some(*tool_use_id),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => HashSet::new(),
+                };
                 for id in calls {
                     if !answered.contains(id) {
                         failures.push(Failure::OrphanCall {
+                            index: i,
+                            id: id.to_string(),
+                        });
+                    } else if late.contains(id) {
+                        failures.push(Failure::ResultAfterText {
                             index: i,
                             id: id.to_string(),
                         });

@@ -452,6 +452,17 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
         if ids.calls[i].is_empty() || i + 1 == n {
             continue; // none, or the pending last turn
         }
+        if text_before_results(&msgs[i + 1]) {
+            plan.edits.push(RepairEdit {
+                index: i + 1,
+                path: vec![Step::Key(list_key(msgs[i + 1].wire))],
+                action: Action::ResultsFirst,
+            });
+            plan.changes.push(format!(
+                "message {}: blocks before the tool results: moved after them (Anthropic wants a turn's results first)",
+                i + 1
+            ));
+        }
         let mut answered: Vec<&str> = ids.results[i + 1]
             .iter()
             .map(|(_, id)| id.as_str())
@@ -502,6 +513,24 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
             .collect();
         answer_in_next(&msgs[i + 1], i + 1, m.wire, blocks, plan);
     }
+}
+
+/// Whether an Anthropic user turn holds a block before one of its `tool_result` blocks. The API
+/// refuses it: "tool_use ids were found without tool_result blocks immediately after" (the
+/// results must come first in the content array, any text after them: Anthropic's tool-use
+/// guide, "Handle tool calls"). The recorded Anthropic turns with results send them first, text
+/// after them in 9.
+pub(crate) fn text_before_results(m: &Message<'_>) -> bool {
+    let parts = m.parts();
+    let first_other = parts
+        .iter()
+        .position(|p| !matches!(p, Part::ToolResult { .. }));
+    let last_result = parts
+        .iter()
+        .rposition(|p| matches!(p, Part::ToolResult { .. }));
+    m.wire == Format::Anthropic
+        && Turn::of(m) == Turn::User
+        && matches!((first_other, last_result), (Some(o), Some(r)) if o < r)
 }
 
 /// What is left of a message once its orphan results are dropped.
@@ -802,6 +831,51 @@ mod tests {
     fn plan_of(v: &Value, format: WireFormat) -> RepairPlan {
         let msgs = read_history(&v).expect("readable");
         repair(&msgs, format)
+    }
+
+    #[test]
+    fn anthropic_text_before_a_turn_s_results_goes_after_them_and_the_check_names_it() {
+        // The tool-use guide's own example of a 400: text, then the result.
+        let h = json!([
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "w", "input": {}},
+                {"type": "tool_use", "id": "toolu_2", "name": "w", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "15"},
+                {"type": "text", "text": "Here are the results:"},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "17"}]},
+            {"role": "assistant", "content": "15 and 17."}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        assert!(text_before_results(&msgs[2]));
+        let v = crate::compaction::verify(
+            &msgs,
+            WireFormat::Anthropic,
+            &crate::estimate::Estimator::new(crate::provider::Provider::Anthropic, ""),
+            0,
+            None,
+            &[],
+        );
+        let named: Vec<String> = v.failures.iter().map(|f| f.describe()).collect();
+        assert_eq!(named.len(), 1, "{named:?}");
+        assert!(
+            named[0].contains("\"toolu_2\" comes after other blocks"),
+            "{named:?}"
+        );
+        let p = plan_of(&h, WireFormat::Anthropic);
+        assert_eq!(p.edits.len(), 1);
+        assert_eq!(p.edits[0].index, 2);
+        assert_eq!(p.edits[0].action, Action::ResultsFirst);
+        // Text after the results, as 9 recorded turns send it, is left.
+        let h = json!([
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "w", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "15"},
+                {"type": "text", "text": "And tomorrow?"}]}
+        ]);
+        assert!(plan_of(&h, WireFormat::Anthropic).changes.is_empty());
     }
 
     #[test]

@@ -62,6 +62,13 @@ fn repair_history<'py>(
                 .call_method1("insert", (*position, json_value(py, value)?))?;
         }
     }
+    // Last: the stand-ins inserted above are results too.
+    for e in &plan.edits {
+        if e.action == Action::ResultsFirst {
+            let path = steps(&e.path)?;
+            results_first(&cow.walk(e.index, &path)?)?;
+        }
+    }
     let out = PyList::empty(py);
     for slot in &plan.messages {
         match slot {
@@ -76,6 +83,35 @@ fn repair_history<'py>(
         }
     }
     Ok((out, plan.changes))
+}
+
+/// Reorder `list` (a copy the repair owns) so its `tool_result` blocks come first, the others
+/// after them, each group in its order; the blocks are the caller's own objects (a dict, or an
+/// SDK block whose `type` says what it is).
+fn results_first(list: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = list.py();
+    let kind = pyo3::intern!(py, "type");
+    let is_result = |b: &Bound<'_, PyAny>| -> PyResult<bool> {
+        let t = match b.cast::<pyo3::types::PyDict>() {
+            Ok(d) => d.get_item(kind)?,
+            Err(_) => b.getattr_opt(kind)?,
+        };
+        Ok(t.is_some_and(|t| t.extract::<&str>().is_ok_and(|t| t == "tool_result")))
+    };
+    let blocks: Vec<Bound<'_, PyAny>> = list.try_iter()?.collect::<PyResult<_>>()?;
+    let mut results = Vec::new();
+    let mut others = Vec::new();
+    for b in blocks {
+        if is_result(&b)? {
+            results.push(b);
+        } else {
+            others.push(b);
+        }
+    }
+    for (k, b) in results.into_iter().chain(others).enumerate() {
+        list.set_item(k, b)?;
+    }
+    Ok(())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

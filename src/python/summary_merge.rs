@@ -47,6 +47,8 @@ fn edited_copy<'py>(
             let last = steps.pop().expect("a removal names a position");
             cow.walk(0, &steps)?.del_item(last)?;
         }
+        // (Only a repair reorders a turn's blocks; no summary merge asks it.)
+        Action::ResultsFirst => {}
     }
     Ok(Some(edited.get_item(0)?))
 }

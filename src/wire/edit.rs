@@ -18,6 +18,10 @@ pub enum Action {
     Remove,
     /// Insert this JSON into the list at the path, at `position`.
     Insert { position: usize, value: String },
+    /// Move the `tool_result` blocks of the list at the path before its other blocks, each
+    /// group in its order, once the message's other edits are made: Anthropic refuses a user
+    /// turn with text before its results (`repair` only).
+    ResultsFirst,
 }
 
 /// One step of a path inside a message: a field or a list position.

@@ -511,3 +511,30 @@ def test_repair_drops_the_reasoning_item_the_api_refused_and_keeps_every_accepte
     assert accepted
     for r in accepted:
         assert not cf.repair(r["request_body"]["input"], wire_format="responses").changed, r["source"]
+
+
+def test_anthropic_text_before_the_results_is_moved_after_them_with_the_caller_s_blocks() -> None:
+    # Anthropic refuses a results turn that opens with text ("tool_use ids were found without
+    # tool_result blocks immediately after"); the check now names it and repair moves the text
+    # after the results, keeping the caller's block objects (and their cache_control).
+    text = {"type": "text", "text": "Here are the results:", "cache_control": {"type": "ephemeral"}}
+    r1 = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "15 degrees"}
+    history = [{"role": "user", "content": "weather in two cities?"},
+               {"role": "assistant", "content": "Let me think. " * 800},
+               {"role": "user", "content": "go on"},
+               {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "w", "input": {}}]},
+               {"role": "user", "content": [text, r1]},
+               {"role": "assistant", "content": "15 degrees."}, {"role": "user", "content": "thanks"}]
+    before = copy.deepcopy(history)
+    fixed = cf.repair(history, wire_format="anthropic")
+    assert fixed.changes == ("message 4: blocks before the tool results: moved after them "
+                             "(Anthropic wants a turn's results first)",)
+    assert fixed.messages[4]["content"][0] is r1 and fixed.messages[4]["content"][1] is text
+    assert history == before
+    with pytest.raises(cf.UnpairedToolCallsError, match="comes after other blocks of message 4"):
+        cf.Compactor(provider="anthropic", budget=1500).compact(history)
+    out = cf.Compactor(provider="anthropic", budget=1500, repair=True).compact(history)
+    turn = next(m for m in out.messages if isinstance(m["content"], list)
+                and any(b.get("type") == "tool_result" for b in m["content"]))
+    assert [b["type"] for b in turn["content"]] == ["tool_result", "text"]
+    assert shape_problems(out.messages, "anthropic") == []
