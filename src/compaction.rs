@@ -717,10 +717,13 @@ fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
         for (i, m) in msgs.iter().enumerate() {
             let calls: Vec<&str> = m.call_ids().filter(|id| !spans.spans(i, id)).collect();
             if !calls.is_empty() {
-                let answered: HashSet<&str> = msgs
-                    .get(i + 1)
-                    .map(|r| r.result_ids().collect())
-                    .unwrap_or_default();
+                // Counted, not a set: Gemini calls without ids pair by name, and two `read`
+                // calls answered by one `read` response are refused ("the number of function
+                // response parts is equal to the number of function call parts").
+                let mut answered: HashMap<&str, usize> = HashMap::new();
+                for id in msgs.get(i + 1).into_iter().flat_map(|r| r.result_ids()) {
+                    *answered.entry(id).or_default() += 1;
+                }
                 // The results after another block of their turn, where that is refused.
                 let late: HashSet<&str> = match msgs.get(i + 1) {
                     Some(r) if crate::repair::text_before_results(r) => r
@@ -735,32 +738,39 @@ fn pair_failures(msgs: &[Message<'_>], format: WireFormat) -> Vec<Failure> {
                     _ => HashSet::new(),
                 };
                 for id in calls {
-                    if !answered.contains(id) {
-                        failures.push(Failure::OrphanCall {
+                    match answered.get_mut(id) {
+                        Some(n) if *n > 0 => {
+                            *n -= 1;
+                            if late.contains(id) {
+                                failures.push(Failure::ResultAfterText {
+                                    index: i,
+                                    id: id.to_string(),
+                                });
+                            }
+                        }
+                        _ => failures.push(Failure::OrphanCall {
                             index: i,
                             id: id.to_string(),
-                        });
-                    } else if late.contains(id) {
-                        failures.push(Failure::ResultAfterText {
-                            index: i,
-                            id: id.to_string(),
-                        });
+                        }),
                     }
                 }
             }
             let results: Vec<&str> = m.result_ids().filter(|id| !spans.answers(i, id)).collect();
             if !results.is_empty() {
-                let called: HashSet<&str> = if i > 0 {
-                    msgs[i - 1].call_ids().collect()
-                } else {
-                    HashSet::new()
-                };
+                // Counted too: a second `read` response to one `read` call is refused alike.
+                let mut called: HashMap<&str, usize> = HashMap::new();
+                if i > 0 {
+                    for id in msgs[i - 1].call_ids() {
+                        *called.entry(id).or_default() += 1;
+                    }
+                }
                 for id in results {
-                    if !called.contains(id) {
-                        failures.push(Failure::OrphanResult {
+                    match called.get_mut(id) {
+                        Some(n) if *n > 0 => *n -= 1,
+                        _ => failures.push(Failure::OrphanResult {
                             index: i,
                             id: id.to_string(),
-                        });
+                        }),
                     }
                 }
             }

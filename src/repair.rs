@@ -363,6 +363,23 @@ impl RepairPlan {
 
 /// Duplicate call ids made unique (`id_2`, `id_3`, ...), the result that follows each renamed
 /// call renamed with it; calls without an id of their own (Gemini) are never renamed.
+/// Longest call id `renamed` writes: Bedrock's `toolUseId` takes 1-64 characters
+/// (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html),
+/// and a 64-character id renamed `id_2` was refused.
+const MAX_CALL_ID: usize = 64;
+
+/// Duplicate `id` renamed with suffix `k` (`id_2`), its end cut where the whole would pass
+/// `MAX_CALL_ID` characters.
+fn renamed(id: &str, k: usize) -> String {
+    let suffix = format!("_{k}");
+    let room = MAX_CALL_ID.saturating_sub(suffix.len());
+    let base = match id.char_indices().nth(room) {
+        Some((at, _)) => &id[..at],
+        None => id,
+    };
+    format!("{base}{suffix}")
+}
+
 fn unique_ids(msgs: &[Message<'_>], plan: &mut RepairPlan) -> Ids {
     let mut seen: HashSet<String> = HashSet::new();
     // The next suffix to try for each duplicated id: every smaller one is taken already (`seen`
@@ -383,10 +400,10 @@ fn unique_ids(msgs: &[Message<'_>], plan: &mut RepairPlan) -> Ids {
             if !free && seen.contains(&id) {
                 if let Some(path) = call_path(m, c.at) {
                     let k = next_suffix.entry(c.id).or_insert(2);
-                    while seen.contains(&format!("{}_{k}", c.id)) {
+                    while seen.contains(&renamed(c.id, *k)) {
                         *k += 1;
                     }
-                    let new = format!("{}_{k}", c.id);
+                    let new = renamed(c.id, *k);
                     *k += 1;
                     let change =
                         format!("message {i}: duplicate call id {:?} renamed {new:?}", c.id);
@@ -511,7 +528,11 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
                 block(m.wire, id, name)
             })
             .collect();
-        answer_in_next(&msgs[i + 1], i + 1, m.wire, blocks, plan);
+        // Gemini calls without an id pair with their responses by name and order: the
+        // responses there answer the first calls of their name, so a stand-in goes after them
+        // (put first, it took the first `read` call's output for the second's).
+        let after = missing.iter().any(|(id, name)| nameless(m, id, name));
+        answer_in_next(&msgs[i + 1], i + 1, m.wire, blocks, after, plan);
     }
 }
 
@@ -597,18 +618,22 @@ fn drop_orphans(
 }
 
 /// Stand-in result `blocks` go first in `next` (caller message `index`) when it is a user
-/// message with content, else into a new user message before it.
+/// message with content (last, `after` its results, for calls paired by order), else into a
+/// new user message before it.
 fn answer_in_next(
     next: &Message<'_>,
     index: usize,
     wire: Format,
     blocks: Vec<String>,
+    after: bool,
     plan: &mut RepairPlan,
 ) {
     let path = vec![Step::Key(list_key(next.wire))];
+    // (Past the end once orphans go: a list insert there appends.)
+    let first = if after { count_parts(next) } else { 0 };
     match &next.content {
         Content::Parts(_) if Turn::of(next) == Turn::User => {
-            for (position, value) in blocks.into_iter().enumerate() {
+            for (position, value) in (first..).zip(blocks) {
                 plan.edits.push(RepairEdit {
                     index,
                     path: path.clone(),
@@ -831,6 +856,73 @@ mod tests {
     fn plan_of(v: &Value, format: WireFormat) -> RepairPlan {
         let msgs = read_history(&v).expect("readable");
         repair(&msgs, format)
+    }
+
+    #[test]
+    fn a_renamed_duplicate_id_stays_within_64_characters() {
+        let id = "t".repeat(64);
+        assert_eq!(renamed(&id, 2).chars().count(), 64);
+        assert_eq!(renamed("toolu_1", 2), "toolu_1_2");
+        let h = json!([
+            {"role": "user", "content": [{"text": "go"}]},
+            {"role": "assistant", "content": [
+                {"toolUse": {"toolUseId": id, "name": "a", "input": {}}},
+                {"toolUse": {"toolUseId": id, "name": "b", "input": {}}}]},
+            {"role": "user", "content": [
+                {"toolResult": {"toolUseId": id, "content": [{"text": "1"}]}},
+                {"toolResult": {"toolUseId": id, "content": [{"text": "2"}]}}]}
+        ]);
+        let p = plan_of(&h, WireFormat::Bedrock);
+        let set: Vec<&str> = p
+            .edits
+            .iter()
+            .filter_map(|e| match &e.action {
+                Action::Set(v) => Some(v.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(set.len(), 2, "{p:?}");
+        assert!(
+            set.iter().all(|v| v.len() == 64 + 2 && v.ends_with("_2\"")),
+            "{set:?}"
+        );
+    }
+
+    #[test]
+    fn gemini_calls_of_one_name_are_counted_and_a_stand_in_goes_after_the_responses() {
+        // Two `read` calls without ids, one `read` response: Gemini refuses a turn whose
+        // function responses are fewer than its calls; the check saw one name answered.
+        let h = json!([
+            {"role": "user", "parts": [{"text": "read both"}]},
+            {"role": "model", "parts": [
+                {"functionCall": {"name": "read", "args": {"path": "a.py"}}},
+                {"functionCall": {"name": "read", "args": {"path": "b.py"}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "read", "response": {"r": "A"}}}]},
+            {"role": "model", "parts": [{"text": "done"}]}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let est = crate::estimate::Estimator::new(crate::provider::Provider::Gemini, "");
+        let v = crate::compaction::verify(&msgs, WireFormat::Gemini, &est, 0, None, &[]);
+        let kinds: Vec<&str> = v.failures.iter().map(|f| f.kind()).collect();
+        assert_eq!(kinds, ["orphan_call"], "{:?}", v.failures);
+        // Repair answers the second call after the first's response, which answers by order.
+        let p = plan_of(&h, WireFormat::Gemini);
+        assert_eq!(p.edits.len(), 1, "{p:?}");
+        assert!(
+            matches!(&p.edits[0].action, Action::Insert { position: 1, value } if value.contains("interrupted"))
+        );
+        // One call, two responses of its name: the second is an orphan.
+        let h = json!([
+            {"role": "user", "parts": [{"text": "read"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "read", "args": {}}}]},
+            {"role": "user", "parts": [
+                {"functionResponse": {"name": "read", "response": {"r": "A"}}},
+                {"functionResponse": {"name": "read", "response": {"r": "B"}}}]}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let v = crate::compaction::verify(&msgs, WireFormat::Gemini, &est, 0, None, &[]);
+        let kinds: Vec<&str> = v.failures.iter().map(|f| f.kind()).collect();
+        assert_eq!(kinds, ["orphan_result"], "{:?}", v.failures);
     }
 
     #[test]

@@ -538,3 +538,25 @@ def test_anthropic_text_before_the_results_is_moved_after_them_with_the_caller_s
                 and any(b.get("type") == "tool_result" for b in m["content"]))
     assert [b["type"] for b in turn["content"]] == ["tool_result", "text"]
     assert shape_problems(out.messages, "anthropic") == []
+
+
+def test_gemini_calls_of_one_name_answered_once_are_named_and_stood_in_after_the_response() -> None:
+    # Two `read` calls without ids and one `read` response: Gemini refuses a turn with fewer
+    # function responses than calls, and the check, pairing by name, saw `read` answered.
+    # Repair's stand-in goes after the response, which answers the first call by order.
+    big = "lorem ipsum dolor sit amet " * 60
+    history: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "check two files"}]}]
+    for i in range(6):
+        history += [{"role": "model", "parts": [{"functionCall": {"name": "read", "args": {"f": f"x{i}"}}}]},
+                    {"role": "user", "parts": [{"functionResponse": {"name": "read", "response": {"out": big}}}]}]
+    history += [{"role": "model", "parts": [{"functionCall": {"name": "read", "args": {"f": "a.py"}}},
+                                            {"functionCall": {"name": "read", "args": {"f": "b.py"}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "read", "response": {"out": "A-CONTENT"}}}]},
+                {"role": "model", "parts": [{"text": "done"}]}, {"role": "user", "parts": [{"text": "thanks"}]}]
+    with pytest.raises(cf.UnpairedToolCallsError, match='tool call "read" has no result'):
+        cf.Compactor(provider="gemini", budget=900).compact(history)
+    out = cf.Compactor(provider="gemini", budget=900, repair=True).compact(history).messages
+    answers = out[-3]["parts"]
+    assert [p["functionResponse"]["response"] for p in answers][0] == {"out": "A-CONTENT"}
+    assert "interrupted" in json.dumps(answers[1])
+    assert shape_problems(out, "gemini") == []
