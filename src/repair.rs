@@ -457,8 +457,36 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
     // Server calls answered by a later assistant message, or running still at the end (a
     // programmatic tool-calling run): neither is missing a result.
     let spans = ServerSpans::of(msgs);
+    let joined: Vec<bool> = (0..n).map(|k| continues_results(msgs, ids, k)).collect();
     for (i, m) in msgs.iter().enumerate() {
-        let left = drop_orphans(msgs, i, ids, &spans, plan);
+        if joined[i] {
+            // Its results answer the calls of message i - 2 that message i - 1 left open; its
+            // blocks join message i - 1 (`Action::Append`), and it goes.
+            let mut open = open_calls(ids, i - 2);
+            for (_, id) in &ids.results[i - 1] {
+                if let Some(p) = open.iter().position(|x| x == id) {
+                    open.remove(p);
+                }
+            }
+            drop_orphans(msgs, i, ids, &spans, open, plan);
+            plan.edits.push(RepairEdit {
+                index: i - 1,
+                path: vec![Step::Key(list_key(m.wire))],
+                action: Action::Append { from: i },
+            });
+            plan.changes.push(format!(
+                "message {i}: results of message {}'s calls in a second user turn: joined to message {}",
+                i - 2,
+                i - 1
+            ));
+            continue;
+        }
+        let open = if i > 0 && Turn::of(&msgs[i - 1]) == Turn::Assistant {
+            open_calls(ids, i - 1)
+        } else {
+            Vec::new()
+        };
+        let left = drop_orphans(msgs, i, ids, &spans, open, plan);
         if left != Left::Gone {
             plan.messages.push(Slot::Keep(i));
         }
@@ -480,8 +508,14 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
                 i + 1
             ));
         }
+        let joined_next = joined.get(i + 2).copied().unwrap_or(false);
         let mut answered: Vec<&str> = ids.results[i + 1]
             .iter()
+            .chain(if joined_next {
+                &ids.results[i + 2][..]
+            } else {
+                &[]
+            })
             .map(|(_, id)| id.as_str())
             .collect();
         let mut missing: Vec<(&str, &str)> = Vec::new();
@@ -531,8 +565,17 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
         // Gemini calls without an id pair with their responses by name and order: the
         // responses there answer the first calls of their name, so a stand-in goes after them
         // (put first, it took the first `read` call's output for the second's).
-        let after = missing.iter().any(|(id, name)| nameless(m, id, name));
-        answer_in_next(&msgs[i + 1], i + 1, m.wire, blocks, after, plan);
+        let first = if missing.iter().any(|(id, name)| nameless(m, id, name)) {
+            let joined_parts = if joined_next {
+                count_parts(&msgs[i + 2])
+            } else {
+                0
+            };
+            count_parts(&msgs[i + 1]) + joined_parts
+        } else {
+            0
+        };
+        answer_in_next(&msgs[i + 1], i + 1, m.wire, blocks, first, plan);
     }
 }
 
@@ -567,20 +610,54 @@ enum Left {
 
 /// Drops the results of message `i` that answer no call of the message before it (or answer
 /// one twice).
+/// The call ids of message `i`, one entry per call.
+fn open_calls(ids: &Ids, i: usize) -> Vec<&str> {
+    ids.calls[i].iter().map(|(id, _)| id.as_str()).collect()
+}
+
+/// Whether message `k` is a second user turn holding results of message `k - 2`'s calls that
+/// message `k - 1`, a results turn of its own, left unanswered (a harness that wrote each
+/// result as it came). Bedrock refuses two user turns in a row, and read as orphans the real
+/// results went and the calls got "interrupted" stand-ins: its blocks join message `k - 1`.
+fn continues_results(msgs: &[Message<'_>], ids: &Ids, k: usize) -> bool {
+    if k < 2 || ids.calls[k - 2].is_empty() || ids.results[k].is_empty() {
+        return false;
+    }
+    let (before, first, second) = (&msgs[k - 2], &msgs[k - 1], &msgs[k]);
+    let lists = matches!(first.content, Content::Parts(_))
+        && matches!(second.content, Content::Parts(_))
+        && list_key(first.wire) == list_key(second.wire);
+    if Turn::of(before) != Turn::Assistant
+        || Turn::of(first) != Turn::User
+        || Turn::of(second) != Turn::User
+        || !lists
+    {
+        return false;
+    }
+    let mut open = open_calls(ids, k - 2);
+    let mut answers_first = false;
+    for (_, id) in &ids.results[k - 1] {
+        if let Some(p) = open.iter().position(|x| x == id) {
+            open.remove(p);
+            answers_first = true;
+        }
+    }
+    answers_first
+        && ids.results[k]
+            .iter()
+            .any(|(_, id)| open.contains(&id.as_str()))
+}
+
+/// Drop the results of message `i` that answer none of the calls `open` (each answered once).
 fn drop_orphans(
     msgs: &[Message<'_>],
     i: usize,
     ids: &Ids,
     spans: &ServerSpans<'_>,
+    mut open: Vec<&str>,
     plan: &mut RepairPlan,
 ) -> Left {
     let m = &msgs[i];
-    // Results must answer the previous message's calls, each once.
-    let mut open: Vec<&str> = if i > 0 && Turn::of(&msgs[i - 1]) == Turn::Assistant {
-        ids.calls[i - 1].iter().map(|(id, _)| id.as_str()).collect()
-    } else {
-        Vec::new()
-    };
     let mut drops: Vec<usize> = Vec::new();
     let mut drop_whole = false;
     for (part, id) in &ids.results[i] {
@@ -617,20 +694,18 @@ fn drop_orphans(
     Left::Kept
 }
 
-/// Stand-in result `blocks` go first in `next` (caller message `index`) when it is a user
-/// message with content (last, `after` its results, for calls paired by order), else into a
-/// new user message before it.
+/// Stand-in result `blocks` go into `next` (caller message `index`) from position `first` when
+/// it is a user message with content (0, or past its results for calls paired by order: a list
+/// insert past the end appends), else into a new user message before it.
 fn answer_in_next(
     next: &Message<'_>,
     index: usize,
     wire: Format,
     blocks: Vec<String>,
-    after: bool,
+    first: usize,
     plan: &mut RepairPlan,
 ) {
     let path = vec![Step::Key(list_key(next.wire))];
-    // (Past the end once orphans go: a list insert there appends.)
-    let first = if after { count_parts(next) } else { 0 };
     match &next.content {
         Content::Parts(_) if Turn::of(next) == Turn::User => {
             for (position, value) in (first..).zip(blocks) {
@@ -856,6 +931,50 @@ mod tests {
     fn plan_of(v: &Value, format: WireFormat) -> RepairPlan {
         let msgs = read_history(&v).expect("readable");
         repair(&msgs, format)
+    }
+
+    #[test]
+    fn results_split_over_two_user_turns_join_the_first() {
+        // A harness that wrote each result as it came: Bedrock refuses the two user turns,
+        // and the repair dropped the real second result for an "interrupted" stand-in.
+        let h = json!([
+            {"role": "user", "content": [{"text": "go"}]},
+            {"role": "assistant", "content": [
+                {"toolUse": {"toolUseId": "t1", "name": "a", "input": {}}},
+                {"toolUse": {"toolUseId": "t2", "name": "b", "input": {}}}]},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "1"}]}}]},
+            {"role": "user", "content": [
+                {"toolResult": {"toolUseId": "t2", "content": [{"text": "RESULT-2"}]}},
+                {"toolResult": {"toolUseId": "zz", "content": [{"text": "stray"}]}}]},
+            {"role": "assistant", "content": [{"text": "both done"}]}
+        ]);
+        let p = plan_of(&h, WireFormat::Bedrock);
+        assert_eq!(
+            p.messages,
+            vec![Slot::Keep(0), Slot::Keep(1), Slot::Keep(2), Slot::Keep(4)]
+        );
+        assert!(p
+            .edits
+            .iter()
+            .any(|e| e.index == 2 && e.action == Action::Append { from: 3 }));
+        // The stray result of the second turn still goes; no call is stood in for.
+        assert!(p
+            .edits
+            .iter()
+            .any(|e| e.index == 3 && e.action == Action::Remove));
+        assert!(
+            !p.changes.iter().any(|c| c.contains("interrupted")),
+            "{:?}",
+            p.changes
+        );
+        // A second user turn of text alone is the user's, not a results turn: left.
+        let h = json!([
+            {"role": "user", "content": [{"text": "go"}]},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "a", "input": {}}}]},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "1"}]}}]},
+            {"role": "user", "content": [{"text": "and then?"}]}
+        ]);
+        assert!(plan_of(&h, WireFormat::Bedrock).changes.is_empty());
     }
 
     #[test]

@@ -55,6 +55,16 @@ fn repair_history<'py>(
             cow.walk(e.index, &path)?.del_item(last)?;
         }
     }
+    // A second results turn joins the first, its own removals made; before the insertions, whose
+    // positions count its blocks.
+    for e in &plan.edits {
+        if let Action::Append { from } = e.action {
+            let path = steps(&e.path)?;
+            let blocks = cow.walk(from, &path)?;
+            cow.walk(e.index, &path)?
+                .call_method1("extend", (blocks,))?;
+        }
+    }
     for e in &plan.edits {
         if let Action::Insert { position, value } = &e.action {
             let path = steps(&e.path)?;

@@ -48,7 +48,7 @@ fn edited_copy<'py>(
             cow.walk(0, &steps)?.del_item(last)?;
         }
         // (Only a repair reorders a turn's blocks; no summary merge asks it.)
-        Action::ResultsFirst => {}
+        Action::ResultsFirst | Action::Append { .. } => {}
     }
     Ok(Some(edited.get_item(0)?))
 }

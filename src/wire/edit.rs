@@ -22,6 +22,9 @@ pub enum Action {
     /// group in its order, once the message's other edits are made: Anthropic refuses a user
     /// turn with text before its results (`repair` only).
     ResultsFirst,
+    /// Append the blocks of the list at the same path in caller message `from`, once that
+    /// message's own edits are made, before any insertion; `from` itself goes (`repair` only).
+    Append { from: usize },
 }
 
 /// One step of a path inside a message: a field or a list position.

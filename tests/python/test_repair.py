@@ -560,3 +560,32 @@ def test_gemini_calls_of_one_name_answered_once_are_named_and_stood_in_after_the
     assert [p["functionResponse"]["response"] for p in answers][0] == {"out": "A-CONTENT"}
     assert "interrupted" in json.dumps(answers[1])
     assert shape_problems(out, "gemini") == []
+
+
+@pytest.mark.parametrize("fmt", ["bedrock", "anthropic"])
+def test_results_split_over_two_user_turns_join_the_first_with_the_caller_s_blocks(fmt: str) -> None:
+    # Each result written as it came, in a user turn of its own: repair read the second turn's
+    # result as an orphan, dropped it (the real output lost) for an "interrupted" stand-in, and
+    # left two user turns in a row, which Bedrock refuses.
+    if fmt == "bedrock":
+        use = lambda i: {"toolUse": {"toolUseId": i, "name": "read", "input": {}}}  # noqa: E731
+        res = lambda i, t: {"toolResult": {"toolUseId": i, "content": [{"text": t}]}}  # noqa: E731
+        say = lambda t: [{"text": t}]  # noqa: E731
+    else:
+        use = lambda i: {"type": "tool_use", "id": i, "name": "read", "input": {}}  # noqa: E731
+        res = lambda i, t: {"type": "tool_result", "tool_use_id": i, "content": t}  # noqa: E731
+        say = lambda t: [{"type": "text", "text": t}]  # noqa: E731
+    second = res("t2", "RESULT-2")
+    history = [{"role": "user", "content": say("read both")},
+               {"role": "assistant", "content": [use("t1"), use("t2")]},
+               {"role": "user", "content": [res("t1", "RESULT-1")]},
+               {"role": "user", "content": [second]},
+               {"role": "assistant", "content": say("both read")}, {"role": "user", "content": say("thanks")}]
+    before = copy.deepcopy(history)
+    fixed = cf.repair(history, wire_format=fmt)
+    assert [m["role"] for m in fixed.messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert fixed.messages[2]["content"][1] is second
+    assert "interrupted" not in json.dumps(fixed.messages)
+    assert fixed.changes == ("message 3: results of message 1's calls in a second user turn: joined to message 2",)
+    assert history == before
+    assert shape_problems(fixed.messages, fmt) == []
