@@ -934,6 +934,25 @@ mod tests {
     }
 
     #[test]
+    fn a_call_id_used_twice_in_a_turn_is_named_by_the_check_where_the_format_wants_each_once() {
+        let use_ = |id: &str| json!({"type": "tool_use", "id": id, "name": "f", "input": {}});
+        let result = |id: &str| json!({"type": "tool_result", "tool_use_id": id, "content": "ok"});
+        let h = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [use_("t1"), use_("t1")]},
+            {"role": "user", "content": [result("t1"), result("t1")]}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let est = crate::estimate::Estimator::new(crate::provider::Provider::Anthropic, "");
+        let v = crate::compaction::verify(&msgs, WireFormat::Anthropic, &est, 0, None, &[]);
+        let kinds: Vec<&str> = v.failures.iter().map(|f| f.kind()).collect();
+        assert_eq!(kinds, ["duplicate_call_id"], "{:?}", v.failures);
+        // Repair renames the second call and its result.
+        let p = plan_of(&h, WireFormat::Anthropic);
+        assert_eq!(p.changes.len(), 2, "{:?}", p.changes);
+    }
+
+    #[test]
     fn results_split_over_two_user_turns_join_the_first() {
         // A harness that wrote each result as it came: Bedrock refuses the two user turns,
         // and the repair dropped the real second result for an "interrupted" stand-in.

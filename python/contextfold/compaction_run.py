@@ -120,7 +120,8 @@ class CompactionRun:
         which ``verified`` leaves to this last step (a fold that takes the fault away repairs
         it, so only the finished history can tell): ``UnpairedToolCallsError`` for a broken
         tool pair (a call without its result, a result without its call; a call of the pending
-        last turn is not broken), ``InvalidArgumentsError`` for a call's arguments that are not
+        last turn is not broken; a call id used twice where the format wants each once),
+        ``InvalidArgumentsError`` for a call's arguments that are not
         valid JSON. Both are a ``CompactionError`` and an ``InvalidMessageError``, and name the
         caller's message; a history returned unchanged is the caller's own."""
         inherited = self.plan["input_failures"]
@@ -139,15 +140,16 @@ class CompactionRun:
         still = [f for f in inherited if what(f) in left]
         said = {what(f) for f in still}
         broken = tuple(f for f in failures if what(f) in said)
-        pairs = [f for f in still if f[0] in ("orphan_call", "orphan_result")]
+        pairs = [f for f in still if f[0] in ("orphan_call", "orphan_result", "duplicate_call_id")]
         if pairs:
             kind, index, _ = pairs[0]
             raise UnpairedToolCallsError(
                 f"message {index}: the history came in with tool calls and results that do not pair, and the "
                 "compacted history still has them (a provider would reject it): " + "; ".join(d for _, _, d in pairs),
                 "Compact with repair=True (or contextfold.repair() first): a call without its result gets a "
-                "stand-in marked interrupted, a result without its call is dropped", broken, max(0, int(index)),
-                "tool_calls" if kind == "orphan_call" else "tool_call_id")
+                "stand-in marked interrupted, a result without its call is dropped, a duplicate call id is made "
+                "unique", broken, max(0, int(index)),
+                "tool_call_id" if kind == "orphan_result" else "tool_calls")
         invalid = [f for f in still if f[0] == "invalid_arguments"]
         if invalid:
             index = invalid[0][1]

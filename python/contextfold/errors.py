@@ -43,7 +43,7 @@ class CompactionError(ValueError):
     """A compaction could not produce a history the provider would accept.
 
     ``failures`` lists what the final check found, as ``(kind, message index or -1, description)``
-    tuples; kinds: ``orphan_call``, ``orphan_result``, ``role_collision``,
+    tuples; kinds: ``orphan_call``, ``orphan_result``, ``duplicate_call_id``, ``role_collision``,
     ``first_turn_not_user``, ``invalid_arguments``, ``empty_message``, ``over_budget``.
     """
 

@@ -589,3 +589,25 @@ def test_results_split_over_two_user_turns_join_the_first_with_the_caller_s_bloc
     assert fixed.changes == ("message 3: results of message 1's calls in a second user turn: joined to message 2",)
     assert history == before
     assert shape_problems(fixed.messages, fmt) == []
+
+
+def test_two_bedrock_calls_of_one_id_in_a_turn_raise_without_repair_and_are_renamed_with_it() -> None:
+    # Bedrock refuses "The toolUse blocks at messages.N.content contain duplicate Ids"; the
+    # compaction returned such a turn unchanged, without a word.
+    big = "lorem ipsum dolor sit amet " * 60
+    history: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "go"}]}]
+    for i in range(6):
+        history += [{"role": "assistant", "content": [{"toolUse": {"toolUseId": f"p{i}", "name": "r", "input": {}}}]},
+                    {"role": "user", "content": [{"toolResult": {"toolUseId": f"p{i}", "content": [{"text": big}]}}]}]
+    history += [{"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "a", "input": {}}},
+                                                  {"toolUse": {"toolUseId": "t1", "name": "b", "input": {}}}]},
+                {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "A"}]}},
+                                             {"toolResult": {"toolUseId": "t1", "content": [{"text": "B"}]}}]},
+                {"role": "assistant", "content": [{"text": "done"}]}, {"role": "user", "content": [{"text": "ok"}]}]
+    kw: dict[str, Any] = {"provider": "anthropic", "wire_format": "bedrock", "budget": 900}
+    with pytest.raises(cf.UnpairedToolCallsError, match='"t1" is used by another call of its turn'):
+        cf.Compactor(**kw).compact(history)
+    out = cf.Compactor(**kw, repair=True).compact(history).messages
+    ids = [b["toolUse"]["toolUseId"] for b in out[-4]["content"]]
+    answers = [b["toolResult"]["toolUseId"] for b in out[-3]["content"]]
+    assert ids == ["t1", "t1_2"] and answers == ids
