@@ -212,7 +212,7 @@ pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
 pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: bool) -> RepairPlan {
     let mut plan = RepairPlan::default();
     valid_arguments(msgs, &mut plan);
-    let ids = unique_ids(msgs, &mut plan);
+    let ids = unique_ids(msgs, format == WireFormat::Responses, &mut plan);
     if format.strict_turns() {
         repair_strict(msgs, &ids, &mut plan);
     } else {
@@ -319,13 +319,13 @@ impl RepairPlan {
         ));
     }
 
-    /// The system messages `deferred` while calls waited, kept here: each said moved when a
-    /// result or stand-in went in before it.
+    /// The messages `deferred` while calls waited, kept here: each said moved when a result or
+    /// stand-in went in before it.
     fn put_back(&mut self, deferred: &mut Vec<(usize, usize)>) {
         for (i, at) in deferred.drain(..) {
             if self.messages.len() > at {
                 self.changes.push(format!(
-                    "message {i}: system message between a tool call and its results: moved after them"
+                    "message {i}: message between a tool call and its results: moved after them"
                 ));
             }
             self.messages.push(Slot::Keep(i));
@@ -380,8 +380,20 @@ fn renamed(id: &str, k: usize) -> String {
     format!("{base}{suffix}")
 }
 
-fn unique_ids(msgs: &[Message<'_>], plan: &mut RepairPlan) -> Ids {
+fn unique_ids(msgs: &[Message<'_>], responses: bool, plan: &mut RepairPlan) -> Ids {
     let mut seen: HashSet<String> = HashSet::new();
+    // The turn each call is made in: a message, or in Responses the first item of the run of
+    // model items that make one response (each `function_call` an item of its own: read as
+    // turns apart, the first output took the last call of its id, and two calls of one id in
+    // a response got each other's outputs).
+    let mut turn_of = vec![0usize; msgs.len()];
+    for i in 0..msgs.len() {
+        let same = responses
+            && i > 0
+            && Turn::of(&msgs[i]) == Turn::Assistant
+            && Turn::of(&msgs[i - 1]) == Turn::Assistant;
+        turn_of[i] = if same { turn_of[i - 1] } else { i };
+    }
     // The next suffix to try for each duplicated id: every smaller one is taken already (`seen`
     // only grows), so the search goes on from there, where from 2 each time it made a history
     // of n copies of one id cost n² (20,000 copies: 18 s).
@@ -413,7 +425,10 @@ fn unique_ids(msgs: &[Message<'_>], plan: &mut RepairPlan) -> Ids {
             }
             if !free {
                 seen.insert(id.clone());
-                pending.entry(c.id).or_default().push_back((i, id.clone()));
+                pending
+                    .entry(c.id)
+                    .or_default()
+                    .push_back((turn_of[i], id.clone()));
             }
             calls.push((id, c.name.to_string()));
         }
@@ -770,10 +785,23 @@ fn repair_sequential(
     // plan stood then. OpenAI and the strict compatible servers (DeepSeek) want a call's `tool`
     // messages right after it ("An assistant message with 'tool_calls' must be followed by tool
     // messages responding to each 'tool_call_id'"): such a note goes after the results.
+    // A user turn or an assistant's words met there go after the results as well when a result
+    // of a waiting call comes later: dropped as an orphan for an "interrupted" stand-in, the
+    // real output was lost (a user who typed while the tool ran).
     let mut deferred: Vec<(usize, usize)> = Vec::new();
+    let later = (!responses).then(|| LaterResults::of(msgs, ids));
     for (i, m) in msgs.iter().enumerate() {
         let turn = Turn::of(m);
-        if !responses && turn == Turn::System && !open.is_empty() {
+        let waits = match &later {
+            Some(l) if !open.is_empty() && ids.results[i].is_empty() => {
+                turn == Turn::System
+                    || (matches!(turn, Turn::User | Turn::Assistant)
+                        && ids.calls[i].is_empty()
+                        && l.answers_after(i, open.iter().map(|(id, _)| id.as_str())))
+            }
+            _ => false,
+        };
+        if waits {
             deferred.push((i, plan.messages.len()));
             continue;
         }
@@ -863,6 +891,48 @@ fn repair_sequential(
         );
     }
     plan.put_back(&mut deferred);
+}
+
+/// Where the results of a chat history sit, to tell whether a waiting call is answered later in
+/// its round: before the next assistant message that makes calls.
+struct LaterResults<'i> {
+    /// Each result id's message indices, ascending.
+    at: HashMap<&'i str, Vec<usize>>,
+    /// For each index, the first message at or after it that makes calls (`len` if none).
+    next_calls: Vec<usize>,
+}
+
+impl<'i> LaterResults<'i> {
+    fn of(msgs: &[Message<'_>], ids: &'i Ids) -> Self {
+        let mut at: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (k, results) in ids.results.iter().enumerate() {
+            if !matches!(Turn::of(&msgs[k]), Turn::User | Turn::Assistant) {
+                for (_, id) in results {
+                    at.entry(id.as_str()).or_default().push(k);
+                }
+            }
+        }
+        let mut next_calls = vec![msgs.len(); msgs.len() + 1];
+        for k in (0..msgs.len()).rev() {
+            next_calls[k] = if ids.calls[k].is_empty() {
+                next_calls[k + 1]
+            } else {
+                k
+            };
+        }
+        LaterResults { at, next_calls }
+    }
+
+    /// Whether a result of one of `open` comes after message `i`, before the next calls.
+    fn answers_after<'o>(&self, i: usize, mut open: impl Iterator<Item = &'o str>) -> bool {
+        let end = self.next_calls[i + 1];
+        open.any(|id| {
+            self.at.get(id).is_some_and(|ks| {
+                let p = ks.partition_point(|&k| k <= i);
+                ks.get(p).is_some_and(|&k| k < end)
+            })
+        })
+    }
 }
 
 /// Where the pending last turn of `msgs` begins: its calls are still awaiting their results,
@@ -1139,6 +1209,56 @@ mod tests {
         let other = json!({"type": "reasoning", "id": "76f8b89e", "content": [{"type": "reasoning_text", "text": "t"}]});
         let h = json!([{"role": "user", "content": "q"}, other, {"role": "assistant", "content": "42"}]);
         assert!(plan_of(&h, WireFormat::Responses).changes.is_empty());
+    }
+
+    #[test]
+    fn a_user_turn_typed_while_a_tool_ran_goes_after_its_result() {
+        // The real output came after the user's words: dropped as an orphan, it was replaced
+        // by an "interrupted" stand-in the assistant's next words then contradicted.
+        let h = json!([
+            {"role": "user", "content": "weather in Paris?"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+            {"role": "user", "content": "also Rome"},
+            {"role": "tool", "tool_call_id": "c1", "content": "Paris: 20C"},
+            {"role": "assistant", "content": "It is 20C in Paris."}
+        ]);
+        let p = plan_of(&h, WireFormat::Chat);
+        let order: Vec<Slot> = [0, 1, 3, 2, 4].into_iter().map(Slot::Keep).collect();
+        assert_eq!(p.messages, order);
+        assert_eq!(p.changes.len(), 1, "{:?}", p.changes);
+        // With no result after it, the user's turn closes the call as before.
+        let h = json!([
+            {"role": "user", "content": "weather in Paris?"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+            {"role": "user", "content": "never mind"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c2", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "late"}
+        ]);
+        let p = plan_of(&h, WireFormat::Chat);
+        assert!(
+            matches!(&p.messages[2], Slot::New(s) if s.contains("interrupted")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn two_responses_calls_of_one_id_keep_their_outputs_in_order() {
+        let fc =
+            |a: &str| json!({"type": "function_call", "call_id": "a", "name": "w", "arguments": a});
+        let fo = |o: &str| json!({"type": "function_call_output", "call_id": "a", "output": o});
+        let h = json!([{"role": "user", "content": "weather?"}, fc("{\"city\":\"Paris\"}"), fc("{\"city\":\"Rome\"}"), fo("Paris: 20C"), fo("Rome: 30C")]);
+        let p = plan_of(&h, WireFormat::Responses);
+        // The second call and the second output are renamed a_2 together.
+        let renamed: Vec<usize> = p
+            .edits
+            .iter()
+            .filter(|e| matches!(&e.action, Action::Set(v) if v == "\"a_2\""))
+            .map(|e| e.index)
+            .collect();
+        assert_eq!(renamed, [2, 4], "{p:?}");
     }
 
     #[test]

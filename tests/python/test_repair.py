@@ -478,7 +478,7 @@ def test_a_system_note_between_a_call_and_its_results_is_moved_and_the_compactio
     r = cf.Compactor(model="gpt-4o", budget=1500, repair=True).compact(history)
     roles = [m["role"] for m in r.messages]
     assert roles[-5:] == ["assistant", "tool", "tool", "system", "user"], roles
-    assert any("system message between a tool call and its results: moved" in n for n in r.notes)
+    assert any("message 7: message between a tool call and its results: moved" in n for n in r.notes)
     assert shape_problems(r.messages, "chat") == []
 
 
@@ -611,3 +611,28 @@ def test_two_bedrock_calls_of_one_id_in_a_turn_raise_without_repair_and_are_rena
     ids = [b["toolUse"]["toolUseId"] for b in out[-4]["content"]]
     answers = [b["toolResult"]["toolUseId"] for b in out[-3]["content"]]
     assert ids == ["t1", "t1_2"] and answers == ids
+
+
+def test_responses_calls_of_one_id_in_a_response_keep_their_own_outputs() -> None:
+    # Each function_call is an item of its own: the first output was taken for the last call
+    # of its id, and three calls got their outputs in reverse.
+    fc = lambda a: {"type": "function_call", "call_id": "a", "name": "w", "arguments": a}  # noqa: E731
+    fo = lambda o: {"type": "function_call_output", "call_id": "a", "output": o}  # noqa: E731
+    items = [{"role": "user", "content": "weather?"}, fc('{"city":"Paris"}'), fc('{"city":"Rome"}'),
+             fc('{"city":"Oslo"}'), fo("Paris: 20C"), fo("Rome: 30C"), fo("Oslo: 5C")]
+    out = cf.repair(items, wire_format="responses").messages
+    calls = {m["call_id"]: json.loads(m["arguments"])["city"] for m in out if m.get("type") == "function_call"}
+    outputs = {m["call_id"]: m["output"].split(":")[0] for m in out if m.get("type") == "function_call_output"}
+    assert calls == outputs and len(calls) == 3
+
+
+def test_a_user_turn_typed_while_the_tool_ran_goes_after_the_result_which_is_kept() -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "w", "arguments": '{"city":"Paris"}'}}
+    result = {"role": "tool", "tool_call_id": "call_1", "content": "Paris: 20C sunny"}
+    typed = {"role": "user", "content": "also Rome"}
+    history = [{"role": "user", "content": "weather in Paris?"}, {"role": "assistant", "content": None,
+               "tool_calls": [call]}, typed, result, {"role": "assistant", "content": "It is 20C in Paris."}]
+    fixed = cf.repair(history, wire_format="chat")
+    assert fixed.messages[2] is result and fixed.messages[3] is typed
+    assert "interrupted" not in json.dumps(fixed.messages)
+    assert shape_problems(fixed.messages, "chat") == []
