@@ -636,3 +636,31 @@ def test_a_user_turn_typed_while_the_tool_ran_goes_after_the_result_which_is_kep
     assert fixed.messages[2] is result and fixed.messages[3] is typed
     assert "interrupted" not in json.dumps(fixed.messages)
     assert shape_problems(fixed.messages, "chat") == []
+
+
+def test_a_note_or_a_user_turn_planted_between_real_calls_and_results_loses_no_result() -> None:
+    # Real chat histories with a user turn or a system note planted right after a call, before
+    # its results (a user typing while the tool runs, a harness logging a warning): repair
+    # makes them valid and every real result is still there, none replaced by a stand-in.
+    histories = real_histories()
+    if not histories:
+        pytest.skip("no real history with tool calls in the data at hand")
+    rng = random.Random(71)
+    planted = 0
+    for conv in histories:
+        msgs = conv["messages"]
+        calls = [i for i, m in enumerate(msgs) if m.get("tool_calls") and i + 1 < len(msgs)
+                 and msgs[i + 1].get("role") == "tool"]
+        for at in rng.sample(calls, min(3, len(calls))):
+            note = rng.choice([{"role": "user", "content": "(typed while the tool ran) any news?"},
+                               {"role": "system", "content": "lint: 2 warnings"}])
+            broken = [*msgs[: at + 1], note, *msgs[at + 1:]]
+            fixed = cf.repair(broken, wire_format="chat")
+            assert shape_problems(fixed.messages, "chat") == [], fixed.changes
+            # (By content: a result of a reused id is a renamed copy.)
+            kept = [json.dumps(m["content"]) for m in fixed.messages if m.get("role") == "tool"]
+            assert kept == [json.dumps(m["content"]) for m in broken if m.get("role") == "tool"], fixed.changes
+            assert "interrupted" not in json.dumps(fixed.messages[at:at + 12])
+            assert any(m is note for m in fixed.messages)
+            planted += 1
+    assert planted >= len(histories)
