@@ -512,7 +512,19 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
         if ids.calls[i].is_empty() || i + 1 == n {
             continue; // none, or the pending last turn
         }
-        if text_before_results(&msgs[i + 1]) {
+        let joined_next = joined.get(i + 2).copied().unwrap_or(false);
+        // (A second results turn joined after this one counts: its results follow this one's
+        // blocks.)
+        let joined_parts = if joined_next {
+            msgs[i + 2].parts()
+        } else {
+            &[]
+        };
+        if text_before_results(&msgs[i + 1])
+            || (joined_next
+                && msgs[i + 1].wire == Format::Anthropic
+                && other_before_result(msgs[i + 1].parts().iter().chain(joined_parts)))
+        {
             plan.edits.push(RepairEdit {
                 index: i + 1,
                 path: vec![Step::Key(list_key(msgs[i + 1].wire))],
@@ -523,7 +535,6 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
                 i + 1
             ));
         }
-        let joined_next = joined.get(i + 2).copied().unwrap_or(false);
         let mut answered: Vec<&str> = ids.results[i + 1]
             .iter()
             .chain(if joined_next {
@@ -600,16 +611,22 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
 /// guide, "Handle tool calls"). The recorded Anthropic turns with results send them first, text
 /// after them in 9.
 pub(crate) fn text_before_results(m: &Message<'_>) -> bool {
-    let parts = m.parts();
-    let first_other = parts
-        .iter()
-        .position(|p| !matches!(p, Part::ToolResult { .. }));
-    let last_result = parts
-        .iter()
-        .rposition(|p| matches!(p, Part::ToolResult { .. }));
     m.wire == Format::Anthropic
         && Turn::of(m) == Turn::User
-        && matches!((first_other, last_result), (Some(o), Some(r)) if o < r)
+        && other_before_result(m.parts().iter())
+}
+
+/// Whether a block that is no tool result comes before a tool result in `parts`.
+fn other_before_result<'p, 'a: 'p>(parts: impl Iterator<Item = &'p Part<'a>>) -> bool {
+    let mut other = false;
+    for p in parts {
+        match p {
+            Part::ToolResult { .. } if other => return true,
+            Part::ToolResult { .. } => {}
+            _ => other = true,
+        }
+    }
+    false
 }
 
 /// What is left of a message once its orphan results are dropped.

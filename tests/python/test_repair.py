@@ -664,3 +664,16 @@ def test_a_note_or_a_user_turn_planted_between_real_calls_and_results_loses_no_r
             assert any(m is note for m in fixed.messages)
             planted += 1
     assert planted >= len(histories)
+
+
+def test_a_joined_anthropic_results_turn_keeps_its_results_before_its_text() -> None:
+    use = lambda i: {"type": "tool_use", "id": i, "name": "read", "input": {}}  # noqa: E731
+    res = lambda i: {"type": "tool_result", "tool_use_id": i, "content": f"out {i}"}  # noqa: E731
+    note = {"type": "text", "text": "first one done"}
+    history = [{"role": "user", "content": "read both"}, {"role": "assistant", "content": [use("t1"), use("t2")]},
+               {"role": "user", "content": [res("t1"), note]}, {"role": "user", "content": [res("t2")]},
+               {"role": "assistant", "content": "both read"}]
+    fixed = cf.repair(history, wire_format="anthropic")
+    assert [b["type"] for b in fixed.messages[2]["content"]] == ["tool_result", "tool_result", "text"]
+    assert fixed.messages[2]["content"][2] is note
+    assert shape_problems(fixed.messages, "anthropic") == []
