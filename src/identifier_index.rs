@@ -874,19 +874,23 @@ fn scan_edges(c: &mut Collector, text: &str, weight: f64, recency: f64) {
         c.scan(&json_lines(text), weight, recency);
         return;
     }
-    if weight <= 1.0 {
-        if let Some(files) = without_listed_dirs(text) {
-            return scan_edges(c, &files, weight, recency);
-        }
-    }
     // Tool output is read at its edges only; what the user and the assistant said, further.
     let edge = if weight <= 1.0 {
         OUTPUT_EDGE_BYTES
     } else {
         SCAN_EDGE_BYTES
     };
+    // What is read of an output goes without a listing's directory lines (`without_listed_dirs`:
+    // read on the edges only, as the rest of the output).
+    let scan = |c: &mut Collector, t: &str| match (weight <= 1.0)
+        .then(|| without_listed_dirs(t))
+        .flatten()
+    {
+        Some(files) => c.scan(&files, weight, recency),
+        None => c.scan(t, weight, recency),
+    };
     if text.len() <= 2 * edge {
-        c.scan(text, weight, recency);
+        scan(c, text);
         return;
     }
     let a = head_bytes(text, edge).len();
@@ -901,8 +905,8 @@ fn scan_edges(c: &mut Collector, text: &str, weight: f64, recency: f64) {
         Some(i) => &text[b + i..],
         None => text[b..].find(ends_token).map_or("", |i| &text[b + i..]),
     };
-    c.scan(head, weight, recency);
-    c.scan(tail, weight, recency);
+    scan(c, head);
+    scan(c, tail);
 }
 
 /// Words that name a record code (lower case): in a key (`reservation_id`, `"reservations"`)
