@@ -23,9 +23,9 @@ mod shown;
 mod tokens;
 
 use classify::{
-    error_entry, has_scheme, is_config_key, is_json_key, is_number, is_path, is_path_extension,
-    is_record_id, is_symbol, is_tag_name, is_token_char, is_unit, is_uuid, split_colon_space,
-    trim_token, without_dot_slashes,
+    error_entry, has_path_extension, has_scheme, is_config_key, is_json_key, is_number, is_path,
+    is_path_extension, is_record_id, is_symbol, is_tag_name, is_token_char, is_unit, is_uuid,
+    split_colon_space, trim_token, without_dot_slashes,
 };
 
 pub use read_back::{index_at, parse, strip};
@@ -1029,13 +1029,7 @@ const LISTING_DIRS: usize = 8;
 fn without_listed_dirs(text: &str) -> Option<String> {
     let listed_dir = |line: &str| {
         let l = line.trim().trim_end_matches([':', '/']);
-        l.contains('/')
-            && !l.contains(char::is_whitespace)
-            && is_path(l)
-            && !l
-                .rsplit_once('/')
-                .and_then(|(_, name)| name.rsplit_once('.'))
-                .is_some_and(|(stem, ext)| !stem.is_empty() && is_path_extension(ext))
+        l.contains('/') && !l.contains(char::is_whitespace) && is_path(l) && !has_path_extension(l)
     };
     // (None below `LISTING_DIRS` directory lines: the output is read as it is.)
     text.lines()

@@ -361,8 +361,6 @@ impl RepairPlan {
     }
 }
 
-/// Duplicate call ids made unique (`id_2`, `id_3`, ...), the result that follows each renamed
-/// call renamed with it; calls without an id of their own (Gemini) are never renamed.
 /// Longest call id `renamed` writes: Bedrock's `toolUseId` takes 1-64 characters
 /// (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html),
 /// and a 64-character id renamed `id_2` was refused.
@@ -380,6 +378,8 @@ fn renamed(id: &str, k: usize) -> String {
     format!("{base}{suffix}")
 }
 
+/// Duplicate call ids made unique (`id_2`, `id_3`, ...), the result that follows each renamed
+/// call renamed with it; calls without an id of their own (Gemini) are never renamed.
 fn unique_ids(msgs: &[Message<'_>], responses: bool, plan: &mut RepairPlan) -> Ids {
     let mut seen: HashSet<String> = HashSet::new();
     // The turn each call is made in: a message, or in Responses the first item of the run of
@@ -477,12 +477,7 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
         if joined[i] {
             // Its results answer the calls of message i - 2 that message i - 1 left open; its
             // blocks join message i - 1 (`Action::Append`), and it goes.
-            let mut open = open_calls(ids, i - 2);
-            for (_, id) in &ids.results[i - 1] {
-                if let Some(p) = open.iter().position(|x| x == id) {
-                    open.remove(p);
-                }
-            }
+            let open = left_open(ids, i - 2, Some(i - 1));
             drop_orphans(msgs, i, ids, &spans, open, plan);
             plan.edits.push(RepairEdit {
                 index: i - 1,
@@ -497,7 +492,7 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
             continue;
         }
         let open = if i > 0 && Turn::of(&msgs[i - 1]) == Turn::Assistant {
-            open_calls(ids, i - 1)
+            left_open(ids, i - 1, None)
         } else {
             Vec::new()
         };
@@ -592,12 +587,7 @@ fn repair_strict(msgs: &[Message<'_>], ids: &Ids, plan: &mut RepairPlan) {
         // responses there answer the first calls of their name, so a stand-in goes after them
         // (put first, it took the first `read` call's output for the second's).
         let first = if missing.iter().any(|(id, name)| nameless(m, id, name)) {
-            let joined_parts = if joined_next {
-                count_parts(&msgs[i + 2])
-            } else {
-                0
-            };
-            count_parts(&msgs[i + 1]) + joined_parts
+            count_parts(&msgs[i + 1]) + joined_parts.len()
         } else {
             0
         };
@@ -640,11 +630,16 @@ enum Left {
     Gone,
 }
 
-/// Drops the results of message `i` that answer no call of the message before it (or answer
-/// one twice).
-/// The call ids of message `i`, one entry per call.
-fn open_calls(ids: &Ids, i: usize) -> Vec<&str> {
-    ids.calls[i].iter().map(|(id, _)| id.as_str()).collect()
+/// The call ids of message `calls` (one entry a call) that the results of message `answered`
+/// leave open, if any is given.
+fn left_open(ids: &Ids, calls: usize, answered: Option<usize>) -> Vec<&str> {
+    let mut open: Vec<&str> = ids.calls[calls].iter().map(|(id, _)| id.as_str()).collect();
+    for (_, id) in answered.map_or(&[][..], |k| &ids.results[k][..]) {
+        if let Some(p) = open.iter().position(|x| x == id) {
+            open.remove(p);
+        }
+    }
+    open
 }
 
 /// Whether message `k` is a second user turn holding results of message `k - 2`'s calls that
@@ -666,14 +661,8 @@ fn continues_results(msgs: &[Message<'_>], ids: &Ids, k: usize) -> bool {
     {
         return false;
     }
-    let mut open = open_calls(ids, k - 2);
-    let mut answers_first = false;
-    for (_, id) in &ids.results[k - 1] {
-        if let Some(p) = open.iter().position(|x| x == id) {
-            open.remove(p);
-            answers_first = true;
-        }
-    }
+    let open = left_open(ids, k - 2, Some(k - 1));
+    let answers_first = open.len() < ids.calls[k - 2].len();
     answers_first
         && ids.results[k]
             .iter()
@@ -822,7 +811,7 @@ fn repair_sequential(
             deferred.push((i, plan.messages.len()));
             continue;
         }
-        if !ids.results[i].is_empty() && turn != Turn::User && turn != Turn::Assistant {
+        if result_message(m, ids, i) {
             // A chat `tool` message or a Responses output item: one result.
             let id = &ids.results[i][0].1;
             match open.iter().position(|(x, _)| x == id) {
@@ -910,6 +899,11 @@ fn repair_sequential(
     plan.put_back(&mut deferred);
 }
 
+/// Whether message `i` is a result of its own (a chat `tool` message, a Responses output item).
+fn result_message(m: &Message<'_>, ids: &Ids, i: usize) -> bool {
+    !ids.results[i].is_empty() && !matches!(Turn::of(m), Turn::User | Turn::Assistant)
+}
+
 /// Where the results of a chat history sit, to tell whether a waiting call is answered later in
 /// its round: before the next assistant message that makes calls.
 struct LaterResults<'i> {
@@ -923,7 +917,7 @@ impl<'i> LaterResults<'i> {
     fn of(msgs: &[Message<'_>], ids: &'i Ids) -> Self {
         let mut at: HashMap<&str, Vec<usize>> = HashMap::new();
         for (k, results) in ids.results.iter().enumerate() {
-            if !matches!(Turn::of(&msgs[k]), Turn::User | Turn::Assistant) {
+            if result_message(&msgs[k], ids, k) {
                 for (_, id) in results {
                     at.entry(id.as_str()).or_default().push(k);
                 }

@@ -140,6 +140,13 @@ pub(super) fn without_dot_slashes(mut t: &str) -> &str {
     t
 }
 
+/// Whether path `t` ends on a file name with a known extension (`a/b.py`; not `a/.py`).
+pub(super) fn has_path_extension(t: &str) -> bool {
+    t.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty() && !stem.ends_with('/') && is_path_extension(ext)
+    })
+}
+
 pub(super) fn is_path(t: &str) -> bool {
     if t.len() < 3 || t.len() > 160 || t.starts_with("//") || t.contains("://") {
         return false;
@@ -152,9 +159,7 @@ pub(super) fn is_path(t: &str) -> bool {
     if !valid {
         return false;
     }
-    let has_ext = t.rsplit_once('.').is_some_and(|(stem, ext)| {
-        !stem.is_empty() && !stem.ends_with('/') && is_path_extension(ext)
-    });
+    let has_ext = has_path_extension(t);
     // Without an extension a path is known by its directories: two or more named ones, none a
     // single character (`sed` addresses `/pass/d` and `s/print`, `N/A`), and, unless it opens
     // at a root (`/`, `~`, `./`) or ends with `/`, three or more (`True/False`, `try/except`).

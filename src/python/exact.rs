@@ -152,8 +152,8 @@ pub(super) fn tools_json(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Json>
         // definition, and pricing its JSON would bill a tool the caller never meant.
         if !matches!(json, Json::Object(_)) {
             return Err(PyTypeError::new_err(format!(
-                "tools[{i}]: a tool definition must be a dict or an SDK tool object, got {}",
-                item.get_type().name()?
+                "tools[{i}]: {}",
+                crate::wire::not_a_tool(&item.get_type().name()?.to_string())
             )));
         }
         out.push(json);

@@ -106,8 +106,8 @@ pub(crate) fn borrowed_or_placeholder(c: Cow<'_, str>) -> &'_ str {
 /// The `id` of a Responses item, when it is a string: only read to tell whether a reasoning item
 /// is sent with the output item it precedes, so another type is no error (a chat message may
 /// carry an id of its own, of any type, that no provider reads).
-pub(crate) fn item_id<'a, V: Input<'a>>(m: &V) -> ReadResult<Option<&'a str>, V::Error> {
-    Ok(match m.get(Key::id).src()? {
+pub(crate) fn item_id<'a, V: Input<'a>>(id: Option<V>) -> ReadResult<Option<&'a str>, V::Error> {
+    Ok(match id {
         Some(v) => v.str().src()?.map(borrowed_or_placeholder),
         None => None,
     })

@@ -37,7 +37,8 @@ pub use edit::{Change, Edit, Step};
 pub use input::{Input, Key, ReadError, ReadResult, Shape};
 pub use json_size::{json_string_len, push_json_string};
 pub use read::{
-    read_extras, read_history, read_message, read_system, read_tools, ExtrasError, HistoryError,
+    not_a_tool, read_extras, read_history, read_message, read_system, read_tools, ExtrasError,
+    HistoryError,
 };
 pub use request::{
     format_field, read_request, read_request_at, Api, Body, History, McpServer, Settings, Thinking,

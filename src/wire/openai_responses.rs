@@ -182,7 +182,7 @@ pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message
                 }
             }
             msg.content = Content::Parts(parts);
-            msg.item_id = super::fields::item_id(m)?;
+            msg.item_id = super::fields::item_id(m.get(Key::id).src()?)?;
             msg
         }
         // The client-run tools' calls and outputs, paired by id (`responses_tool_items`).

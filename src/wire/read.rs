@@ -57,7 +57,7 @@ impl PartReader for AnyFormat {
 pub(crate) type Reader = fields::Reader<AnyFormat>;
 
 /// The top-level fields of a message, read in one pass.
-const MESSAGE_FIELDS: [Key; 13] = [
+const MESSAGE_FIELDS: [Key; 14] = [
     Key::role,
     Key::content,
     Key::parts,
@@ -71,6 +71,9 @@ const MESSAGE_FIELDS: [Key; 13] = [
     Key::images,
     Key::kind,
     Key::function_call,
+    // (A Responses item's id, read in the one pass over a message's fields rather than by a
+    // lookup of its own for every assistant message.)
+    Key::id,
 ];
 
 /// Read one message of any supported format (OpenAI chat, a Responses input item, Anthropic,
@@ -86,7 +89,7 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
             ),
         ));
     }
-    let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details, tool_name, images, kind, function_call] =
+    let [role, content, parts, tool_calls, tool_call_id, name, reasoning_content, reasoning, reasoning_details, tool_name, images, kind, function_call, id] =
         m.get_many(&MESSAGE_FIELDS).src()?;
     let has_parts = parts.is_some();
     let role = match str_value(role, "role")?.map(borrowed_or_placeholder) {
@@ -179,7 +182,7 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         r.saw(Format::OpenAIChat);
     }
     if msg.role == Role::Assistant {
-        msg.item_id = super::fields::item_id(m)?;
+        msg.item_id = super::fields::item_id(id)?;
         msg.reasoning = match str_value(reasoning_content, "reasoning_content")? {
             Some(r) => Some(r),
             // `reasoning` is a string on OpenAI-compatible servers, an object elsewhere.
@@ -295,6 +298,12 @@ pub fn read_history<'a, V: Input<'a>>(seq: &V) -> Result<Vec<Message<'a>>, Histo
 /// list) and what is wrong.
 pub type ToolsError<E> = (Option<usize>, ReadError<E>);
 
+/// Why a value of type `type_name` in a request's `tools` is refused (the estimate and the exact
+/// counters alike).
+pub fn not_a_tool(type_name: &str) -> String {
+    format!("a tool definition must be a dict or an SDK tool object, got {type_name}")
+}
+
 /// Tool definitions (OpenAI `{"type":"function","function":{...}}`, Responses
 /// `{"type":"function","name":...}`, Anthropic `{"name","input_schema"}`, Gemini
 /// `{"functionDeclarations":[...]}`, Bedrock `{"toolSpec":{...}}`), each serialized once for the
@@ -327,13 +336,7 @@ pub fn read_tools<'a, V: Input<'a>>(tools: &V) -> Result<Vec<ToolDef<'a>>, Tools
             // (None, a number or a string read as an object has no field: it was priced as its
             // JSON, a tool of no name the caller never meant.)
             if !matches!(t.shape(), Shape::Map | Shape::Object) {
-                return Err(invalid(
-                    format!("tools[{j}]"),
-                    format!(
-                        "a tool definition must be a dict or an SDK tool object, got {}",
-                        t.type_name()
-                    ),
-                ));
+                return Err(invalid(format!("tools[{j}]"), not_a_tool(&t.type_name())));
             }
             let name = tool_name(t, format_args!("tools[{j}]"))?;
             Ok(ToolDef {
