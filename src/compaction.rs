@@ -559,6 +559,13 @@ pub enum Failure {
     },
     /// A message with no content at all where the format needs some.
     EmptyMessage { index: usize },
+    /// Call `id` of message `index` has an id the format's provider refuses (`why`:
+    /// `wire::CallIdRule::refuses`).
+    InvalidCallId {
+        index: usize,
+        id: String,
+        why: String,
+    },
     /// Estimated tokens over the budget.
     OverBudget { tokens: u64, budget: u64 },
 }
@@ -576,6 +583,7 @@ impl Failure {
             Failure::FirstTurnNotUser { .. } => "first_turn_not_user",
             Failure::InvalidArguments { .. } => "invalid_arguments",
             Failure::EmptyMessage { .. } => "empty_message",
+            Failure::InvalidCallId { .. } => "invalid_call_id",
             Failure::OverBudget { .. } => "over_budget",
         }
     }
@@ -590,7 +598,8 @@ impl Failure {
             | Failure::RoleCollision { index }
             | Failure::FirstTurnNotUser { index }
             | Failure::InvalidArguments { index, .. }
-            | Failure::EmptyMessage { index } => Some(*index),
+            | Failure::EmptyMessage { index }
+            | Failure::InvalidCallId { index, .. } => Some(*index),
             Failure::OverBudget { .. } => None,
         }
     }
@@ -623,6 +632,9 @@ impl Failure {
                 )
             }
             Failure::EmptyMessage { index } => format!("message {index}: no content"),
+            Failure::InvalidCallId { index, id, why } => {
+                format!("message {index}: tool call id {id:?} is refused by the provider ({why})")
+            }
             Failure::OverBudget { tokens, budget } => {
                 format!("{tokens} tokens exceed the budget of {budget}")
             }
@@ -677,8 +689,29 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
             }
         }
     }
-    // JSON of every arguments string, and non-empty messages.
+    // JSON of every arguments string, ids the provider takes, and non-empty messages.
+    let id_rule = format.dialect().call_id;
     for (i, m) in msgs.iter().enumerate() {
+        if id_rule.restricts() {
+            // (A server tool's call answered in its own message carries the server's id.)
+            let parts = match &m.content {
+                Content::Parts(ps) => ps.as_slice(),
+                _ => &[],
+            };
+            let calls = parts.iter().filter_map(|p| match p {
+                Part::ToolUse(c) if !m.answered_here(c.id) => Some(c.id),
+                _ => None,
+            });
+            for id in m.tool_calls.iter().map(|c| c.id).chain(calls) {
+                if let Some(why) = id_rule.refuses(id) {
+                    failures.push(Failure::InvalidCallId {
+                        index: i,
+                        id: id.to_string(),
+                        why,
+                    });
+                }
+            }
+        }
         let json_calls = crate::wire::json_string_arguments(m);
         for (j, c) in m.tool_calls.iter().enumerate() {
             if json_calls && !is_valid_json(&c.arguments) {

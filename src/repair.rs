@@ -212,7 +212,7 @@ pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
 pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: bool) -> RepairPlan {
     let mut plan = RepairPlan::default();
     valid_arguments(msgs, &mut plan);
-    let ids = unique_ids(msgs, format == WireFormat::Responses, &mut plan);
+    let ids = unique_ids(msgs, format, &mut plan);
     if format.strict_turns() {
         repair_strict(msgs, &ids, &mut plan);
     } else {
@@ -378,9 +378,12 @@ fn renamed(id: &str, k: usize) -> String {
     format!("{base}{suffix}")
 }
 
-/// Duplicate call ids made unique (`id_2`, `id_3`, ...), the result that follows each renamed
-/// call renamed with it; calls without an id of their own (Gemini) are never renamed.
-fn unique_ids(msgs: &[Message<'_>], responses: bool, plan: &mut RepairPlan) -> Ids {
+/// Call ids made ones `format`'s provider takes (`wire::CallIdRule`) and duplicates made unique
+/// (`id_2`, `id_3`, ...), the result that follows each renamed call renamed with it; calls
+/// without an id of their own (Gemini) are never renamed.
+fn unique_ids(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan) -> Ids {
+    let responses = format == WireFormat::Responses;
+    let rule = format.dialect().call_id;
     let mut seen: HashSet<String> = HashSet::new();
     // The turn each call is made in: a message, or in Responses the first item of the run of
     // model items that make one response (each `function_call` an item of its own: read as
@@ -397,7 +400,7 @@ fn unique_ids(msgs: &[Message<'_>], responses: bool, plan: &mut RepairPlan) -> I
     // The next suffix to try for each duplicated id: every smaller one is taken already (`seen`
     // only grows), so the search goes on from there, where from 2 each time it made a history
     // of n copies of one id cost n² (20,000 copies: 18 s).
-    let mut next_suffix: HashMap<&str, usize> = HashMap::new();
+    let mut next_suffix: HashMap<String, usize> = HashMap::new();
     // Each original id's calls not yet answered: (message, effective id), in order.
     let mut pending: HashMap<&str, VecDeque<(usize, String)>> = HashMap::new();
     let mut ids = Ids {
@@ -409,16 +412,32 @@ fn unique_ids(msgs: &[Message<'_>], responses: bool, plan: &mut RepairPlan) -> I
         for c in calls_of(m) {
             let mut id = c.id.to_string();
             let free = nameless(m, c.id, c.name);
-            if !free && seen.contains(&id) {
-                if let Some(path) = call_path(m, c.at) {
-                    let k = next_suffix.entry(c.id).or_insert(2);
-                    while seen.contains(&renamed(c.id, *k)) {
+            if let Some(path) = call_path(m, c.at).filter(|_| !free) {
+                let refused = rule.refuses(c.id);
+                let base = match refused {
+                    Some(_) => rule.accepted(c.id),
+                    None => id.clone(),
+                };
+                let new = if seen.contains(&base) {
+                    let k = next_suffix.entry(base.clone()).or_insert(2);
+                    while seen.contains(&renamed(&base, *k)) {
                         *k += 1;
                     }
-                    let new = renamed(c.id, *k);
                     *k += 1;
-                    let change =
-                        format!("message {i}: duplicate call id {:?} renamed {new:?}", c.id);
+                    Some(renamed(&base, *k - 1))
+                } else {
+                    refused.is_some().then_some(base)
+                };
+                if let Some(new) = new {
+                    let change = match refused {
+                        Some(why) => format!(
+                            "message {i}: call id {:?} is refused by the provider ({why}): renamed {new:?}",
+                            c.id
+                        ),
+                        None => {
+                            format!("message {i}: duplicate call id {:?} renamed {new:?}", c.id)
+                        }
+                    };
                     plan.rename(i, path, &new, change);
                     id = new;
                 }
@@ -439,7 +458,7 @@ fn unique_ids(msgs: &[Message<'_>], responses: bool, plan: &mut RepairPlan) -> I
                 if e != rid {
                     if let Some(path) = result_path(m, part) {
                         let change = format!(
-                            "message {i}: result of duplicate call id {rid:?} renamed {e:?}"
+                            "message {i}: result of call id {rid:?} renamed {e:?} with its call"
                         );
                         plan.rename(i, path, &e, change);
                         id = e;
@@ -1031,6 +1050,122 @@ mod tests {
         // Repair renames the second call and its result.
         let p = plan_of(&h, WireFormat::Anthropic);
         assert_eq!(p.changes.len(), 2, "{:?}", p.changes);
+    }
+
+    /// The sets of `plan` as (message, new id), in order.
+    fn id_sets(p: &RepairPlan) -> Vec<(usize, String)> {
+        p.edits
+            .iter()
+            .filter_map(|e| match &e.action {
+                Action::Set(v) => Some((e.index, serde_json::from_str(v).expect("a JSON string"))),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn call_ids_a_provider_refuses_are_named_and_renamed_with_their_results() {
+        // Kimi's ids (`functions.get_weather:0`) carried into an Anthropic history: the API
+        // refuses them ("tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"). Two
+        // that come out alike (`a.b`, `a:b`) stay two.
+        let use_ = |id: &str| json!({"type": "tool_use", "id": id, "name": "f", "input": {}});
+        let result = |id: &str| json!({"type": "tool_result", "tool_use_id": id, "content": id});
+        let h = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [use_("functions.get_weather:0"), use_("a.b"), use_("a:b")]},
+            {"role": "user", "content": [result("a:b"), result("functions.get_weather:0"), result("a.b")]},
+            {"role": "assistant", "content": [use_("toolu_ok")]},
+            {"role": "user", "content": [result("toolu_ok")]}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let failures = crate::compaction::check(&msgs, WireFormat::Anthropic, &[]);
+        let named: Vec<(&str, Option<usize>)> =
+            failures.iter().map(|f| (f.kind(), f.index())).collect();
+        assert_eq!(named, [("invalid_call_id", Some(1)); 3], "{failures:?}");
+        assert!(failures[0].describe().contains("functions.get_weather:0"));
+
+        let p = plan_of(&h, WireFormat::Anthropic);
+        assert_eq!(
+            id_sets(&p),
+            [
+                (1, "functions_get_weather_0".to_string()),
+                (1, "a_b".to_string()),
+                (1, "a_b_2".to_string()),
+                (2, "a_b_2".to_string()),
+                (2, "functions_get_weather_0".to_string()),
+                (2, "a_b".to_string()),
+            ],
+            "{:?}",
+            p.changes
+        );
+        assert_eq!(p.messages, (0..5).map(Slot::Keep).collect::<Vec<_>>());
+        assert!(
+            p.changes[0].contains("refused by the provider"),
+            "{:?}",
+            p.changes
+        );
+        // OpenAI-compatible chat servers take any id: nothing is named or renamed there.
+        let chat = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "functions.get_weather:0", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "sunny"}
+        ]);
+        let msgs = read_history(&&chat).expect("readable");
+        assert!(crate::compaction::check(&msgs, WireFormat::Chat, &[]).is_empty());
+        assert!(plan_of(&chat, WireFormat::Chat).edits.is_empty());
+    }
+
+    #[test]
+    fn bedrock_ids_empty_or_over_64_characters_and_long_responses_call_ids_are_renamed() {
+        // Bedrock's `toolUseId`: 1-64 characters of `[a-zA-Z0-9_-]`; Responses' `call_id`: at
+        // most 64 characters, any of them.
+        let long = format!(
+            "portkey-{}",
+            "6aa6db90-1b84-4155-9f32-f658c97d6b1b".repeat(2)
+        );
+        let h = json!([
+            {"role": "user", "content": [{"text": "go"}]},
+            {"role": "assistant", "content": [
+                {"toolUse": {"toolUseId": "", "name": "a", "input": {}}},
+                {"toolUse": {"toolUseId": long, "name": "b", "input": {}}}]},
+            {"role": "user", "content": [
+                {"toolResult": {"toolUseId": "", "content": [{"text": "1"}]}},
+                {"toolResult": {"toolUseId": long, "content": [{"text": "2"}]}}]}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let failures = crate::compaction::check(&msgs, WireFormat::Bedrock, &[]);
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        let p = plan_of(&h, WireFormat::Bedrock);
+        let sets = id_sets(&p);
+        assert_eq!(sets.len(), 4, "{:?}", p.changes);
+        assert_eq!(sets[0].1, "call");
+        assert_eq!(sets[1].1, long[..64]);
+        assert_eq!(
+            (sets[2].1.as_str(), sets[3].1.as_str()),
+            ("call", &long[..64])
+        );
+
+        let call_id = format!("resp_{}:call_0", "y".repeat(70));
+        let r = json!([
+            {"role": "user", "content": "go"},
+            {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+        ]);
+        let p = plan_of(&r, WireFormat::Responses);
+        let sets = id_sets(&p);
+        assert_eq!(sets.len(), 2, "{:?}", p.changes);
+        assert!(sets
+            .iter()
+            .all(|(_, id)| id.chars().count() == 64 && id.ends_with('y')));
+        // Bedrock Mantle's own 64-character `resp_...:call_0` ids go back as they are.
+        let own = format!("resp_{}:call_0", "y".repeat(52));
+        let r = json!([
+            {"role": "user", "content": "go"},
+            {"type": "function_call", "call_id": own, "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": own, "output": "ok"}
+        ]);
+        assert!(plan_of(&r, WireFormat::Responses).edits.is_empty());
     }
 
     #[test]

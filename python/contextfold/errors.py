@@ -44,7 +44,9 @@ class CompactionError(ValueError):
 
     ``failures`` lists what the final check found, as ``(kind, message index or -1, description)``
     tuples; kinds: ``orphan_call``, ``orphan_result``, ``duplicate_call_id``, ``role_collision``,
-    ``first_turn_not_user``, ``invalid_arguments``, ``empty_message``, ``over_budget``.
+    ``first_turn_not_user``, ``invalid_arguments``, ``empty_message``, ``invalid_call_id`` (a call
+    id the format's provider refuses: Anthropic and Bedrock take ``[a-zA-Z0-9_-]+``, Bedrock and
+    Responses at most 64 characters), ``over_budget``.
     """
 
     def __init__(self, message: str, failures: tuple[tuple[str, int, str], ...] = ()) -> None:

@@ -9,6 +9,11 @@ result without its call, two calls sharing an id. Every provider rejects such a 
 - a result without its call (or a second result of one call) is dropped;
 - duplicate call ids are made unique (``id_2``, ...), the result that answers each renamed
   call renamed with it;
+- call ids the format's provider refuses, as a history carried over from another provider has
+  them (Kimi's ``functions.read:0``, a gateway's 44-character UUIDs), are renamed to ones it
+  takes, with their results: Anthropic and Bedrock take ``[a-zA-Z0-9_-]+`` (each other
+  character becomes ``_``), Bedrock and Responses at most 64 characters (cut); chat ids are
+  left, since OpenAI-compatible servers take any;
 - arguments that are not valid JSON (OpenAI chat and Responses function calls; a model's call
   cut off, recorded as it came) are kept as a string under ``invalid_json``, empty ones become
   ``{}``;

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use super::dialect::Dialect;
+use super::dialect::{CallIdRule, Dialect};
 use super::edit::{
     content_text_block, if_smaller, if_smaller_parts, image_bytes, json_string, object_of,
     plain_text, CallAt, Change, Step, Written,
@@ -396,6 +396,13 @@ pub const DIALECT: Dialect = Dialect {
     text_message: text_message_json,
     text_block: |_, text| text_block_json(text),
     write,
+    // "messages.1.content.1.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'" (the
+    // API's own refusal, reported by agents that carried ids over from other providers:
+    // https://github.com/RooCodeInc/Roo-Code/pull/10649, https://github.com/HKUDS/nanobot/pull/4356).
+    call_id: CallIdRule {
+        word_chars_only: true,
+        max_chars: None,
+    },
 };
 /// A Messages API body: `messages`, `system` (a string or text blocks), `tools` (client and
 /// server tools), `output_format` (or `output_config.format`), `thinking`, `tool_choice`,

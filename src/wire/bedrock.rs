@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
-use super::dialect::Dialect;
+use super::dialect::{CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
     content_text_block, if_smaller, if_smaller_parts, image_bytes, object_of, one_text_part,
@@ -304,6 +304,12 @@ pub const DIALECT: Dialect = Dialect {
     text_message: text_message_json,
     text_block: |_, text| text_block_json(text),
     write,
+    // `toolUseId`: length 1-64, pattern `^[a-zA-Z0-9_-]+$`
+    // (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html).
+    call_id: CallIdRule {
+        word_chars_only: true,
+        max_chars: Some(64),
+    },
 };
 /// A Converse body: `messages`, `system` (text blocks), `toolConfig.tools` (`toolSpec`s) and
 /// `toolConfig.toolChoice` (`{"auto"|"any": {}}`, `{"tool": {"name"}}`), and Anthropic's

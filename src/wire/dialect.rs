@@ -32,4 +32,75 @@ pub struct Dialect {
     /// The path and replacement JSON of a change to one of its messages; `None` when the format
     /// cannot express it or the edit would not make the message smaller.
     pub write: fn(&Message<'_>, &Change) -> Option<Written>,
+    /// What the provider takes as a tool call's id.
+    pub call_id: CallIdRule,
+}
+
+/// The ids a provider takes for a client tool call (and so for the result that answers it).
+/// A history carried over from another provider keeps that provider's ids (Kimi's
+/// `functions.get_weather:0`, a gateway's 44-character UUIDs), which this one refuses.
+#[derive(Debug, Clone, Copy)]
+pub struct CallIdRule {
+    /// Only ASCII letters, digits, `_` and `-`, at least one of them.
+    pub word_chars_only: bool,
+    /// The longest id taken, in characters.
+    pub max_chars: Option<usize>,
+}
+
+impl CallIdRule {
+    /// Any id, as OpenAI-compatible servers take (vLLM's `chatcmpl-tool-<32 hex>`; Ollama's empty
+    /// ids of the recorded exchanges).
+    pub const ANY: CallIdRule = CallIdRule {
+        word_chars_only: false,
+        max_chars: None,
+    };
+
+    /// Whether some id is refused.
+    pub fn restricts(&self) -> bool {
+        self.word_chars_only || self.max_chars.is_some()
+    }
+
+    /// Why `id` is refused, or `None` when it is taken.
+    pub fn refuses(&self, id: &str) -> Option<String> {
+        if self.word_chars_only && (id.is_empty() || !id.bytes().all(is_id_byte)) {
+            return Some(if id.is_empty() {
+                "an empty id".to_string()
+            } else {
+                "characters other than letters, digits, _ and -".to_string()
+            });
+        }
+        match self.max_chars {
+            Some(max) if id.chars().count() > max => Some(format!("longer than {max} characters")),
+            _ => None,
+        }
+    }
+
+    /// `id` made one the rule takes: each other character `_`, an empty id `call`, cut to the
+    /// longest taken. Two ids may come out alike; the repair makes them unique after.
+    pub fn accepted(&self, id: &str) -> String {
+        let mut out: String = if self.word_chars_only {
+            id.chars()
+                .map(|c| {
+                    if c.is_ascii() && is_id_byte(c as u8) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        } else {
+            id.to_string()
+        };
+        if out.is_empty() && self.word_chars_only {
+            out.push_str("call");
+        }
+        if let Some((at, _)) = self.max_chars.and_then(|max| out.char_indices().nth(max)) {
+            out.truncate(at);
+        }
+        out
+    }
+}
+
+fn is_id_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }

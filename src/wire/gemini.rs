@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
-use super::dialect::Dialect;
+use super::dialect::{CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
     if_smaller, image_bytes, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
@@ -463,6 +463,8 @@ pub const DIALECT: Dialect = Dialect {
     text_message: text_message_json,
     text_block: |_, text| text_block_json(text),
     write: |msg, change| write(msg, change, false),
+    // (Gemini's `functionCall.id` is optional and names no rule.)
+    call_id: CallIdRule::ANY,
 };
 
 /// Gemini parts in the Python SDK's snake case (`function_call`, `inline_data`): written back

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::dialect::Dialect;
+use super::dialect::{CallIdRule, Dialect};
 use super::edit::{
     if_smaller, if_smaller_string, image_bytes, json_string, object_of, plain_text, CallAt, Change,
     Step, Written,
@@ -332,6 +332,8 @@ pub const DIALECT: Dialect = Dialect {
     text_message: text_message_json,
     text_block: |_, text| text_block_json(text),
     write,
+    // (No rule is OpenAI's alone: the chat format is also every compatible server's.)
+    call_id: CallIdRule::ANY,
 };
 /// A chat.completions body: `messages`, `tools`, `response_format`, `tool_choice`,
 /// `reasoning_effort`, and the `reasoning` / `thinking` objects of OpenAI-compatible servers

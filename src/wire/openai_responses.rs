@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use super::dialect::Dialect;
+use super::dialect::{CallIdRule, Dialect};
 use super::edit::{
     if_smaller, if_smaller_string, image_bytes, json_string, object_of, plain_text, CallAt, Change,
     Step, Written,
@@ -414,6 +414,14 @@ pub const DIALECT: Dialect = Dialect {
     text_message: text_message_json,
     text_block: text_block_json,
     write,
+    // "Invalid 'input[95].call_id': string too long. Expected a string with maximum length 64"
+    // (the API's own refusal, https://github.com/AnswerDotAI/fastllm/issues/45). Any characters:
+    // Bedrock Mantle's Responses API took its own `resp_...:call_0` ids back (64 characters,
+    // the recorded exchanges).
+    call_id: CallIdRule {
+        word_chars_only: false,
+        max_chars: Some(64),
+    },
 };
 /// A Responses API body: `input` (a string or a list of items), `instructions`, `tools` (function
 /// and hosted tools, MCP included), `text` (its `format`), `tool_choice`, `reasoning.effort`.

@@ -677,3 +677,36 @@ def test_a_joined_anthropic_results_turn_keeps_its_results_before_its_text() -> 
     assert [b["type"] for b in fixed.messages[2]["content"]] == ["tool_result", "tool_result", "text"]
     assert fixed.messages[2]["content"][2] is note
     assert shape_problems(fixed.messages, "anthropic") == []
+
+
+def test_call_ids_a_provider_refuses_are_renamed_with_their_results() -> None:
+    # A history carried over from Kimi (`functions.read:0`) into Anthropic's API, which refuses
+    # "tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"; the compaction sent such ids
+    # on as they came, and `repair` did not touch them.
+    big = "lorem ipsum dolor sit amet " * 60
+    history: list[dict[str, Any]] = [{"role": "user", "content": "read the logs"}]
+    for i in range(6):
+        cid = f"functions.read:{i}"
+        history += [{"role": "assistant", "content": [{"type": "tool_use", "id": cid, "name": "read",
+                                                       "input": {"path": f"log{i}.txt"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": cid, "content": big}]}]
+    history += [{"role": "assistant", "content": "All six logs read."}, {"role": "user", "content": "thanks"}]
+    before = copy.deepcopy(history)
+    assert any("not of [a-zA-Z0-9_-]+" in p for p in shape_problems(history, "anthropic"))
+
+    fixed = cf.repair(history, provider="anthropic")
+    assert shape_problems(fixed.messages, "anthropic") == []
+    assert len(fixed.changes) == 12 and "message 1: call id 'functions.read:0'" in fixed.changes[0].replace('"', "'")
+    calls = [b["id"] for m in fixed.messages for b in blocks(m) or [] if b.get("type") == "tool_use"]
+    answers = [b["tool_use_id"] for m in fixed.messages for b in blocks(m) or [] if b.get("type") == "tool_result"]
+    assert calls == answers == [f"functions_read_{i}" for i in range(6)]
+    assert history == before
+
+    # Without repair the compaction sends the caller's ids as they came (an Anthropic-compatible
+    # server may take them); with it, ids the API takes.
+    kw: dict[str, Any] = {"provider": "anthropic", "budget": 900}
+    kept = cf.Compactor(**kw).compact(history).messages
+    assert any("functions.read:" in json.dumps(m) for m in kept)
+    out = cf.Compactor(**kw, repair=True).compact(history)
+    assert shape_problems(out.messages, "anthropic") == [] and "functions.read:" not in json.dumps(out.messages)
+    assert history == before

@@ -7,6 +7,7 @@ Plain Python written apart from the core, so a test that compares the two can fa
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 FORMATS = ("chat", "anthropic", "responses", "gemini", "bedrock")
@@ -181,6 +182,15 @@ def shape_problems(messages: list, fmt: str) -> list[str]:
                 kind = str(nxt.get("type", "")) if nxt is not None else ""
                 if nxt is None or not (kind == "reasoning" or kind.endswith("_call") or nxt.get("role") == "assistant"):
                     problems.append(f"{i}: reasoning item without its following item")
+    # Call ids: Anthropic "tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'";
+    # Bedrock `toolUseId` the same pattern, 1-64 characters; Responses `call_id` at most 64.
+    word_id = re.compile(r"[a-zA-Z0-9_-]+")
+    for i, m in enumerate(msgs):
+        for c in calls_and_results(m)[0]:
+            if fmt in ("anthropic", "bedrock") and not word_id.fullmatch(c):
+                problems.append(f"{i}: call id {c!r} not of [a-zA-Z0-9_-]+")
+            if fmt in ("bedrock", "responses") and len(c) > 64:
+                problems.append(f"{i}: call id {c!r} over 64 characters")
     if strict:
         roles = [m.get("role") for m in msgs if m.get("role") != "system"]
         if roles and roles[0] != "user":
