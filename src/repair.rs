@@ -227,7 +227,67 @@ pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: b
     if format == WireFormat::Responses {
         drop_lone_reasoning(msgs, &mut plan);
     }
+    if format.strict_turns() {
+        drop_empty_turns(msgs, &mut plan);
+    }
     plan
+}
+
+/// Turns of an empty content list (a Gemini candidate that came back without parts, a blocked or
+/// cut answer, appended as it came), which Gemini refuses ("contents.parts must not be empty")
+/// and Anthropic too ("all messages must have non-empty content except for the optional final
+/// assistant message"): dropped, unless the repair put something into them (a stand-in result)
+/// or the turn is the final assistant one. Its two neighbours, then turns of one role in a row
+/// (Bedrock refuses them), are joined when both hold content lists.
+fn drop_empty_turns(msgs: &[Message<'_>], plan: &mut RepairPlan) {
+    let edited = |i: usize, plan: &RepairPlan| {
+        plan.edits.iter().any(|e| {
+            (e.index == i && !matches!(e.action, Action::Set(_)))
+                || matches!(e.action, Action::Append { from } if from == i)
+        })
+    };
+    let empty = |m: &Message<'_>| {
+        matches!(&m.content, Content::Parts(ps) if ps.is_empty())
+            && m.tool_calls.is_empty()
+            && m.tool_call_id.is_none()
+    };
+    let last = msgs.len().saturating_sub(1);
+    let mut k = 0;
+    while k < plan.messages.len() {
+        let Slot::Keep(i) = plan.messages[k] else {
+            k += 1;
+            continue;
+        };
+        let final_answer = i == last && Turn::of(&msgs[i]) == Turn::Assistant;
+        if !empty(&msgs[i]) || final_answer || edited(i, plan) {
+            k += 1;
+            continue;
+        }
+        plan.messages.remove(k);
+        plan.changes.push(format!(
+            "message {i}: an empty turn (the API refuses one): dropped"
+        ));
+        let (Some(Slot::Keep(a)), Some(Slot::Keep(b))) = (
+            k.checked_sub(1).and_then(|j| plan.messages.get(j)),
+            plan.messages.get(k),
+        ) else {
+            continue;
+        };
+        let (a, b) = (*a, *b);
+        let lists = matches!(msgs[a].content, Content::Parts(_))
+            && matches!(msgs[b].content, Content::Parts(_));
+        if Turn::of(&msgs[a]) == Turn::of(&msgs[b]) && lists && !edited(b, plan) {
+            plan.edits.push(RepairEdit {
+                index: a,
+                path: vec![Step::Key(list_key(msgs[a].wire))],
+                action: Action::Append { from: b },
+            });
+            plan.changes.push(format!(
+                "message {b}: joined to message {a} (two turns of one role in a row once message {i} went)"
+            ));
+            plan.messages.remove(k);
+        }
+    }
 }
 
 /// Arguments a provider parses as JSON (`wire::json_arguments_path`) that are not valid JSON,
@@ -1166,6 +1226,60 @@ mod tests {
             {"type": "function_call_output", "call_id": own, "output": "ok"}
         ]);
         assert!(plan_of(&r, WireFormat::Responses).edits.is_empty());
+    }
+
+    #[test]
+    fn an_empty_turn_goes_and_its_neighbours_of_one_role_are_joined() {
+        // A Gemini candidate that came back without parts, appended as it came: Gemini refuses
+        // "contents.parts must not be empty".
+        let h = json!([
+            {"role": "user", "parts": [{"text": "hi"}]},
+            {"role": "model", "parts": []},
+            {"role": "user", "parts": [{"text": "again"}]},
+            {"role": "model", "parts": [{"text": "ok"}]},
+            {"role": "user", "parts": [{"text": "thanks"}]},
+            {"role": "model", "parts": []}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let kinds: Vec<(&str, Option<usize>)> =
+            crate::compaction::check(&msgs, WireFormat::Gemini, &[])
+                .iter()
+                .map(|f| (f.kind(), f.index()))
+                .collect();
+        assert_eq!(
+            kinds,
+            [("empty_message", Some(1)), ("empty_message", Some(5))]
+        );
+        let p = plan_of(&h, WireFormat::Gemini);
+        // The final model turn stays: a turn still to be written.
+        assert_eq!(
+            p.messages,
+            vec![Slot::Keep(0), Slot::Keep(3), Slot::Keep(4), Slot::Keep(5)]
+        );
+        assert_eq!(
+            p.edits,
+            vec![RepairEdit {
+                index: 0,
+                path: vec![Step::Key("parts")],
+                action: Action::Append { from: 2 }
+            }]
+        );
+        assert_eq!(p.changes.len(), 2, "{:?}", p.changes);
+
+        // An empty user turn after a call takes the stand-in result and stays.
+        let h = json!([
+            {"role": "user", "content": [{"text": "go"}]},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "a", "input": {}}}]},
+            {"role": "user", "content": []},
+            {"role": "assistant", "content": [{"text": "done"}]}
+        ]);
+        let p = plan_of(&h, WireFormat::Bedrock);
+        assert_eq!(p.messages, (0..4).map(Slot::Keep).collect::<Vec<_>>());
+        assert!(
+            p.changes.iter().all(|c| !c.contains("dropped")),
+            "{:?}",
+            p.changes
+        );
     }
 
     #[test]

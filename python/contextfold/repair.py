@@ -17,6 +17,10 @@ result without its call, two calls sharing an id. Every provider rejects such a 
 - arguments that are not valid JSON (OpenAI chat and Responses function calls; a model's call
   cut off, recorded as it came) are kept as a string under ``invalid_json``, empty ones become
   ``{}``;
+- a turn of an empty content list (a Gemini candidate that came back without parts, appended
+  as it came), which Gemini and Anthropic refuse, is dropped in the formats that alternate
+  turns, unless it is the final assistant turn; the two turns of one role it leaves in a row
+  are joined;
 - a pending last turn (calls still awaiting their results or an approval) is left as it is.
 
 A Responses input sent with ``previous_response_id`` or ``conversation`` continues a history

@@ -710,3 +710,25 @@ def test_call_ids_a_provider_refuses_are_renamed_with_their_results() -> None:
     out = cf.Compactor(**kw, repair=True).compact(history)
     assert shape_problems(out.messages, "anthropic") == [] and "functions.read:" not in json.dumps(out.messages)
     assert history == before
+
+
+def test_an_empty_gemini_turn_goes_and_the_user_turns_around_it_are_joined() -> None:
+    # A model turn whose candidate came back without parts, appended as it came: Gemini refuses
+    # "contents.parts must not be empty", and dropped alone it left two user turns in a row.
+    history: list[dict[str, Any]] = [
+        {"role": "user", "parts": [{"text": "summarize the report"}]}, {"role": "model", "parts": []},
+        {"role": "user", "parts": [{"text": "are you there?"}]}, {"role": "model", "parts": [{"text": "Yes."}]}]
+    before = copy.deepcopy(history)
+    fixed = cf.repair(history, wire_format="gemini")
+    assert fixed.messages == [{"role": "user", "parts": [{"text": "summarize the report"}, {"text": "are you there?"}]},
+                              history[3]]
+    assert fixed.messages[1] is history[3] and history == before
+    assert [c.split(":")[0] for c in fixed.changes] == ["message 1", "message 2"]
+    assert shape_problems(fixed.messages, "gemini") == []
+
+    # The same through google-genai's own objects: what comes back is what its client takes.
+    types = pytest.importorskip("google.genai.types", reason="google-genai (pip install '.[gemini]')")
+    sdk = [types.Content.model_validate(m) for m in history]
+    out = cf.repair(sdk, wire_format="gemini").messages
+    sent = [m if isinstance(m, types.Content) else types.Content.model_validate(m) for m in out]
+    assert [[p.text for p in m.parts or []] for m in sent] == [["summarize the report", "are you there?"], ["Yes."]]
