@@ -68,6 +68,9 @@ pub struct PlanOptions {
     /// reason, as for the half: the caller degrades the tail, and plans with the half where
     /// even that misses.
     pub carried_whole: bool,
+    /// The caller never folds (`strategy="mask"`): the masked middle is what it sends whether
+    /// or not it meets the budget, so its placeholders always name what their outputs held.
+    pub masks_only: bool,
 }
 
 impl Default for PlanOptions {
@@ -89,6 +92,7 @@ impl Default for PlanOptions {
             summary_floor: 0,
             find_masks: true,
             carried_whole: false,
+            masks_only: false,
         }
     }
 }
@@ -260,11 +264,12 @@ pub fn plan_priced(
             let after = costs_with(msgs, est, costs, &mask_edits) + opt.overhead_tokens;
             (mask_edits, after)
         };
-        // Placeholders name what their outputs held only where masking alone can answer: when
-        // it cannot, the middle is folded and no one reads them (on 10,000 messages, reading
-        // every output's identifiers was a quarter of the compaction).
+        // Placeholders name what their outputs held only where masking alone answers (within
+        // the budget, or a caller that never folds): elsewhere the middle is folded and no one
+        // reads them (on 10,000 messages, reading every output's identifiers was a quarter of
+        // the compaction).
         let (edits, after) = masked(false);
-        if after <= opt.budget_tokens && !edits.is_empty() {
+        if (after <= opt.budget_tokens || opt.masks_only) && !edits.is_empty() {
             masked(true)
         } else {
             (edits, after)

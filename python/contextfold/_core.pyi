@@ -592,6 +592,7 @@ class _CompactionKnobs(TypedDict, total=False):
     keep_thinking_turns: int | None
     mask_observations: bool
     recoverable: bool
+    masks_only: bool
 
 @final
 class CompactionOptions:
@@ -601,7 +602,9 @@ class CompactionOptions:
     share of ``summary_tokens``), and the masking knobs: ``tool_result_max_tokens`` (200),
     ``arguments_max_chars`` (2000), ``prune_images``, ``dedupe``, ``mask_observations`` (True),
     ``cache_block_tokens`` (0), ``keep_tool_uses`` (0), ``exclude_tools``,
-    ``clear_tool_inputs`` (False), ``keep_thinking_turns`` (None), ``recoverable`` (False)."""
+    ``clear_tool_inputs`` (False), ``keep_thinking_turns`` (None), ``recoverable`` (False),
+    ``masks_only`` (False: the caller folds where masking misses the budget; True: it never
+    folds, so placeholders name their outputs' identifiers whether or not the budget is met)."""
 
     def __new__(cls, **options: Unpack[_CompactionKnobs]) -> CompactionOptions: ...
     def replace(self, **changes: Unpack[_CompactionKnobs]) -> CompactionOptions:

@@ -278,10 +278,11 @@ class CompactorConfig:
         room: old output in the tail is masked rather than the summary squeezed below its share
         (``summary_floor_share``). The tail meets its target and never overshoots it
         (``soft_ceiling`` 1.0), so the summary's room stays put across compactions
-        (``summary_room.stable_room``)."""
+        (``summary_room.stable_room``). With ``strategy="mask"`` the middle is never folded, so
+        its placeholders always name their outputs' identifiers (``masks_only``)."""
         return _core.CompactionOptions(
             protect_first_n=self.protect_first_n, min_tail=self.min_tail, summary_floor_share=1.0, soft_ceiling=1.0,
             tool_result_max_tokens=self.tool_result_max_tokens, arguments_max_chars=self.arguments_max_chars,
             keep_tool_uses=self.keep_tool_uses, exclude_tools=list(self.exclude_tools),
             clear_tool_inputs=self.clear_tool_inputs, keep_thinking_turns=self.keep_thinking_turns,
-            recoverable=recoverable)
+            recoverable=recoverable, masks_only=self.strategy == "mask")

@@ -308,25 +308,6 @@ def _seams(origin: Sequence[int | None]) -> list[int]:
             if origin[p] is None or origin[p - 1] is None or origin[p] != origin[p - 1] + 1]  # type: ignore[operator]
 
 
-def _joined(first: Any, second: Any, line: str, fmt: str) -> Any | None:
-    """One message of ``first``'s role holding ``first``'s content, ``line``, then ``second``'s:
-    two turns of the same role made one where not even a marker message fits between them.
-    The blocks are written by the core (``merge_summary``, in the format's shape). None for SDK
-    objects (only plain dicts are joined) or a message without content."""
-    if not isinstance(first, dict) or not isinstance(second, dict):
-        return None
-    key = _core.CONTENT_KEYS[fmt]
-    a, b = first.get(key), second.get(key)
-    if isinstance(a, str) and isinstance(b, str):
-        return {**first, key: f"{a}\n\n{line}\n\n{b}"}
-    if not isinstance(a, (str, list)) or not isinstance(b, (str, list)):
-        return None
-    with_line = _core.merge_summary(first, line, format=fmt, at_start=False, copy=_copy)  # type: ignore[arg-type]
-    if isinstance(b, str):
-        b = _core.merge_summary({**second, key: []}, b, format=fmt, at_start=False, copy=_copy)[key]  # type: ignore[arg-type]
-    return {**with_line, key: [*with_line[key], *b]}
-
-
 #: ``(folded indices, room in tokens) -> (summary text, message text with its markers)`` of a
 #: summary of the fold's standing rules alone, or None (see ``bare_history``).
 RulesSummary = Callable[[list[int], int], "tuple[str, str] | None"]
@@ -409,7 +390,8 @@ def bare_history(
     rules alone where one fits (``rules(folded, room)``: the summary's text and its message
     text with the markers, or None when the fold states no rule or none fits ``room`` tokens),
     else only a marker line saying how many messages were folded, the richest that fits (an
-    added message where two turns of one role would meet, or else a line joining them).
+    added message where two turns of one role would meet: never a line joining them, which
+    would rewrite the task, a head or a pinned message).
     ``check(out, seams)`` is the Compactor's verification at the budget. Over the budget only,
     the kept messages are masked as hard as inside the tail (tool output over
     ``HARD_MASK_TOKENS``, arguments over ``HARD_ARGS_CHARS``; never the last message, nor one
@@ -524,18 +506,8 @@ def bare_history(
                 notes.append(f"degraded: folded {len(folded)} messages without a summary or a marker (no room "
                              f"for either): {said}" + (_UNRECOVERABLE if clause else ""))
                 return got[0], got[1], tuple(folded), None
-            continue
-        for marker in markers:
-            # Not even a marker message fits between two turns of one role: one message holds
-            # both, a marker line between them.
-            joined = _joined(left, right, marker.format(n=len(folded), calls=named), fmt)
-            if joined is None:
-                break
-            got = attempt([base[i] for i in front[:-1]] + [like(joined)] + [base[i] for i in tail[1:]],
-                          [*front[:-1], None, *tail[1:]])
-            if got is not None:
-                notes.append(f"degraded: folded {len(folded)} messages without a summary (no room for one, not "
-                             f"even for a marker message): message {tail[0]} joined to message {front[-1]} "
-                             f"with a marker line; {said}" + _stored(marker, clause, keep))
-                return got[0], got[1], tuple(folded), None
+        # Two turns of one role with not even a marker message between them are not joined into
+        # one: the message before the fold is the task, a head or a pinned message, each sent
+        # byte-identical (a join rewrote the task as the task, a marker line and the last user
+        # turn); the compaction raises instead.
     return None

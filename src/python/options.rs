@@ -162,6 +162,7 @@ impl CompactionOptions {
             }
             "mask_observations" => m.mask_observations = flag(name, v)?,
             "recoverable" => m.recoverable = flag(name, v)?,
+            "masks_only" => p.masks_only = flag(name, v)?,
             _ => {
                 let shared = Shared {
                     protect_first_n: &mut p.protect_first_n,

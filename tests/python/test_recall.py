@@ -930,3 +930,17 @@ def test_a_recoverable_digest_is_written_once_in_the_room_its_fold_line_leaves()
             seen = json.dumps(r.messages)
             assert re.search(r"\[folded \d+ messages; id=cf\w+, contextfold_recall restores them", seen), fx.name
     assert summarized >= 12, summarized
+
+
+def test_mask_placeholders_name_what_their_outputs_held_even_over_the_budget():
+    # `strategy="mask"` never folds: what it returns over the budget is read by the model as
+    # it is. Its placeholders lost their identifiers once masking alone missed the budget (the
+    # names were only written where the middle would not be folded).
+    out = "reservation ZFA04Y: flight HAT170 2024-05-20, certificate_8544743, gift_card_7091239\n" * 30
+    msgs = agent_history(12, output=out)
+    total = cf.estimate(msgs)
+    for budget in (int(total * 0.6), 200):
+        r = cf.Compactor(budget=budget, strategy="mask").compact(msgs)
+        assert r.over_budget == (budget == 200)
+        placeholders = [r.messages[p.index]["content"] for p in r.pruned if p.kind == "content"]
+        assert placeholders and all("ZFA04Y" in p and "certificate_8544743" in p for p in placeholders), placeholders
