@@ -2,8 +2,10 @@
 //! (any tool output, fetched page or user paste can), only one the library wrote:
 //! - its content hash is one the caller kept (the Compactor, the Session state) from the
 //!   summaries it wrote, or
-//! - it sits where the library puts a summary: the user or assistant message right after the
-//!   head (carrying no tool result), holding nothing but the summary text, or opening with it
+//! - it sits where the library puts a summary: the first user or assistant message after the
+//!   head (carrying no tool result) that holds a summary, after nothing but plain turns of
+//!   words (a turn the compaction kept verbatim where the fold is: the last user turn a squeezed
+//!   fold keeps, a pinned turn), holding nothing but the summary text, or opening with it
 //!   (merged at the start of that turn, where a message of its own would have put two turns of
 //!   one role side by side).
 //!
@@ -55,11 +57,24 @@ pub fn trusted_summary<'m>(
     if !trusted.is_empty() && trusted.contains(&summary_hash(body)) {
         return Some(body);
     }
-    let placed = i == head_end
+    let placed = i >= head_end
         && matches!(Turn::of(m), Turn::User | Turn::Assistant)
         && m.result_ids().next().is_none()
-        && only_or_opening_text(m);
+        && only_or_opening_text(m)
+        && msgs[head_end..i].iter().all(plain_turn);
     placed.then_some(body)
+}
+
+/// A turn of words that may stand between the head and the summary the library placed: a user
+/// or assistant message without tool calls, results or a summary of its own. (A fresh Compactor
+/// read a summary placed after the last user turn a squeezed fold kept as the assistant's words:
+/// its user requests were lost at the next compaction.)
+fn plain_turn(m: &Message<'_>) -> bool {
+    matches!(Turn::of(m), Turn::User | Turn::Assistant)
+        && m.tool_calls.is_empty()
+        && m.result_ids().next().is_none()
+        && !m.parts().iter().any(|p| matches!(p, Part::ToolUse(_)))
+        && own_summary(m).is_none()
 }
 
 #[cfg(test)]
@@ -98,6 +113,44 @@ mod tests {
             trusted_summary(&msgs, 3, 1, &[summary_hash("facts")]),
             Some("facts")
         );
+    }
+
+    #[test]
+    fn a_summary_after_turns_kept_verbatim_is_trusted_where_only_words_stand_before_it() {
+        // A squeezed fold keeps the last user turn verbatim where the fold is: the summary
+        // comes after it (and after the assistant turn that asked for it).
+        let text = wrapped("facts");
+        let msgs = vec![
+            Message::text("user", "task"),
+            Message::text("assistant", "your user id?"),
+            Message::text("user", "mohamed_silva_9265"),
+            Message::text("assistant", &text),
+        ];
+        assert_eq!(trusted_summary(&msgs, 3, 1, &[]), Some("facts"));
+        // A tool round before it: the summary is not where the library puts one.
+        let mut call = Message::text("assistant", "");
+        call.tool_calls = vec![crate::message::ToolCall {
+            id: "c1",
+            name: "f",
+            arguments: "{}".into(),
+        }];
+        let mut result = Message::text("tool", "ok");
+        result.tool_call_id = Some("c1");
+        let msgs = vec![
+            Message::text("user", "task"),
+            call,
+            result,
+            Message::text("user", &text),
+        ];
+        assert_eq!(trusted_summary(&msgs, 3, 1, &[]), None);
+        // Only the first: a quoted copy after it stays data.
+        let msgs = vec![
+            Message::text("user", "task"),
+            Message::text("assistant", &text),
+            Message::text("user", &text),
+        ];
+        assert_eq!(trusted_summary(&msgs, 1, 1, &[]), Some("facts"));
+        assert_eq!(trusted_summary(&msgs, 2, 1, &[]), None);
     }
 
     #[test]

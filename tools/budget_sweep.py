@@ -76,7 +76,13 @@ def main() -> None:
                 if not users:
                     continue
                 keep = sorted({i for i in range(len(msgs)) if msgs[i].get("role") == "system"} | {users[0], users[-1]})
-                floor = cf.estimate([msgs[i] for i in keep], **kw)
+                must = [msgs[i] for i in keep]
+                if users[-1] > users[0] + 1:
+                    # Folded between, the task and the last user turn (both sent byte-identical)
+                    # would be two user turns side by side: the floor holds the shortest marker
+                    # turn between them.
+                    must.insert(keep.index(users[-1]), {"role": "assistant", "content": "[…]"})
+                floor = cf.estimate(must, **kw)
                 for share in SHARES:
                     budget = max(1, int(size * share))
                     c["cases"] += 1

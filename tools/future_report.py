@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from contextfold import CompactionError, Compactor  # noqa: E402
 from contextfold.compactor import detect_wire_format  # noqa: E402
+from contextfold.degrade import floor_tokens  # noqa: E402
 from contextfold.evaluation import (Fixture, _arguments, _fact_pattern, _head_end, _tokens, agent_loop, facts_seen,  # noqa: E402
                                    naive_cut, visible_text)
 from terminal_agent import READ_TOOL_STYLES, STYLES, as_terminal_calls, tools_for  # noqa: E402
@@ -105,6 +106,9 @@ class Case:
     naive: list[bool]
     compactor: list[bool] | None
     used: float
+    #: A compaction that raised because what it must keep is over the budget (the system
+    #: prompt, tools, task and last user turn, and a marker between two user turns).
+    floor_over: bool = False
 
 
 def cases(conversations: Sequence[dict[str, Any]], multiple: float = 1.0, *, loop: bool = False) -> Iterator[Case]:
@@ -140,8 +144,10 @@ def cases(conversations: Sequence[dict[str, Any]], multiple: float = 1.0, *, loo
                     text, used = visible_text(r.messages), r.tokens_after / budget
                 except CompactionError:
                     text, used = None, 0.0
+            floor_over = text is None and floor_tokens(history, {"provider": "openai", "tools": fx.tools},
+                                                       detect_wire_format(history, "openai")) > budget
             yield Case(conv["source"], share, facts, facts_seen(naive_text, facts),
-                       None if text is None else facts_seen(text, facts), used)
+                       None if text is None else facts_seen(text, facts), used, floor_over)
 
 
 def totals(cs: Sequence[Case]) -> dict[str, Any]:
@@ -154,6 +160,7 @@ def totals(cs: Sequence[Case]) -> dict[str, Any]:
         "more": sum(1 for c in cs if c.compactor is not None and sum(c.compactor) > sum(c.naive)),
         "fewer": sum(1 for c in cs if c.compactor is None or sum(c.compactor) < sum(c.naive)),
         "raised": sum(1 for c in cs if c.compactor is None),
+        "raised where the floor fits": sum(1 for c in cs if c.compactor is None and not c.floor_over),
         "budget_used_median": statistics.median([c.used for c in cs if c.compactor is not None] or [0.0]),
     }
 

@@ -1106,7 +1106,7 @@ class Compactor(RoomFill, RecoverableFolds):
         """The error of a plan that leaves no room for a summary, measured on ``msgs``."""
         needed = int(plan["fixed_tokens"]) + min(_core.MIN_SUMMARY_TOKENS, run.summary_tokens)
         return budget_error(msgs, budget=run.effective, reason=str(plan["reason"]), needed=needed,
-                            kw=self._estimate_kw(run.fmt))
+                            kw=self._estimate_kw(run.fmt), fmt=run.fmt)
 
     def _estimate_kw(self, fmt: str) -> dict[str, Any]:
         """The keywords ``estimate`` prices a history of ``fmt`` with as it will be sent."""

@@ -270,24 +270,40 @@ def _role(m: Any) -> str | None:
     return r if isinstance(r, str) else None
 
 
-def floor_tokens(msgs: Sequence[Any], kw: dict[str, Any]) -> int:
+def floor_tokens(msgs: Sequence[Any], kw: dict[str, Any], fmt: str | None = None) -> int:
     """Tokens of what a compaction never gives up: the system prompt and tools (``kw``: the
-    estimate's keywords), the task and the last user turn."""
+    estimate's keywords), the task and the last user turn. With ``fmt`` (a compaction that
+    folds, in that wire format), what a fold needs beside them as well: where the task and the
+    last user turn are two user turns with messages between them, the shortest marker message
+    between the two (both are sent byte-identical, and two user turns never meet at a fold)."""
     task, last_user, _ = _core.tail_floor(msgs)
     system = [i for i in range(task or 0) if _role(msgs[i]) in ("system", "developer")]
-    must = [msgs[i] for i in sorted({*system, *(i for i in (task, last_user) if i is not None)})]
+    kept = sorted({*system, *(i for i in (task, last_user) if i is not None)})
+    must = [msgs[i] for i in kept]
+    if fmt is not None and task is not None and last_user is not None and last_user > task + 1 \
+            and _role(msgs[task]) == _role(msgs[last_user]) == "user":
+        marker = json.loads(_core.summary_message(BARE_MARKERS[-1], format=fmt, role="assistant"))  # type: ignore[arg-type]
+        must.insert(kept.index(last_user), marker)
     return int(_core.estimate(must, **kw))
 
 
 def budget_error(msgs: Sequence[Any], *, budget: int, kw: dict[str, Any], reason: str,
-                 needed: int) -> CompactionBudgetError:
+                 needed: int, fmt: str | None = None) -> CompactionBudgetError:
     """The error raised when nothing fits, saying what must stay and by how much it misses.
-    ``needed``: the plan's smallest history (head, tail floor, a summary's minimum)."""
+    ``needed``: the plan's smallest history (head, tail floor, a summary's minimum); ``fmt``:
+    the wire format of a compaction that folds (its floor holds a marker between two user
+    turns: ``floor_tokens``)."""
     floor = floor_tokens(msgs, kw)
     if floor > budget:
         return CompactionBudgetError(
             f"the system prompt, tools, the task and the last user turn alone take {floor} tokens, "
             f"{floor - budget} over the budget of {budget}", tokens=floor, budget=budget)
+    marked = floor_tokens(msgs, kw, fmt) if fmt is not None else floor
+    if marked > budget:
+        return CompactionBudgetError(
+            f"the system prompt, tools, the task and the last user turn take {floor} of the {budget} tokens, and "
+            f"the shortest marker between the task and the last user turn (two user turns, each sent "
+            f"byte-identical) brings them to {marked}, {marked - budget} over", tokens=marked, budget=budget)
     return CompactionBudgetError(
         f"{reason}: {needed - budget} tokens over after every degrading step (the system prompt, tools, "
         f"task and last user turn alone take {floor} of the {budget} tokens; the messages after the last "
@@ -406,7 +422,7 @@ def bare_history(
     caller has a step that frees room for the id)."""
     from contextfold.prune import prune
 
-    if floor_tokens(msgs, estimate_kw) > budget:
+    if floor_tokens(msgs, estimate_kw, fmt) > budget:
         return None
     provider, model = estimate_kw["provider"], estimate_kw.get("model")
 

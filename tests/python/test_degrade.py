@@ -257,7 +257,10 @@ def test_a_standing_rule_outranks_the_reply_after_the_last_user_turn() -> None:
     from contextfold.degrade import floor_tokens
 
     msgs, rules = rules_dialogue()
-    floor = floor_tokens(msgs, {"provider": "openai"})
+    # (The fold's floor: the task and the last user turn are two user turns, so it holds the
+    # shortest marker between them; below it the last step joined the two into one message.)
+    floor = floor_tokens(msgs, {"provider": "openai"}, "chat")
+    assert floor > floor_tokens(msgs, {"provider": "openai"})
     traded = 0
     for budget in range(floor, cf.estimate(msgs)):
         r = cf.Compactor(budget=budget, min_free_share=0.0).compact(msgs)

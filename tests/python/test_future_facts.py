@@ -49,15 +49,18 @@ def test_the_compactor_keeps_more_of_what_the_continuation_needed_than_the_naive
     """At the naive cut's budget, over every data set (the first 60 conversations of each in
     ../shared/data, the subset in tests/data without it): the Compactor keeps at least 1.15x the
     facts the naive cut keeps (measured over all 269 conversations: 1.24x tau-bench, 1.26x SWE;
-    the first 60 of each: 1.28x and 1.30x; the subset: 1.38x and 1.41x), never raises, and keeps
-    fewer than the naive cut at under a fifth of the cuts."""
+    the first 60 of each: 1.28x and 1.30x; the subset: 1.38x and 1.41x), never raises where what
+    it must keep fits (the system prompt, tools, task and last user turn, and a marker between
+    two user turns: one tau-bench cut of the first 60 is 2 tokens short of it, where the naive
+    cut drops the last user turn), and keeps fewer than the naive cut at under a fifth of the
+    cuts."""
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "future_report.py"), "--json", "--limit", "60"],
                          capture_output=True, text=True, check=True, cwd=ROOT)
     report = json.loads(out.stdout)
     assert set(report) == {"tau-bench-airline", "mini-swe-agent-gemini3"}
     for name, t in report.items():
         assert t["cuts"] >= 20 and t["facts"] >= 200, (name, t)
-        assert t["raised"] == 0, (name, t)
+        assert t["raised where the floor fits"] == 0 and t["raised"] <= 1, (name, t)
         assert t["compactor"] >= 1.15 * t["naive"], (name, t)
         assert t["fewer"] < 0.2 * t["cuts"], (name, t)
         assert t["budget_used_median"] >= 0.95, (name, t)

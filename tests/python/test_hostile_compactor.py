@@ -505,11 +505,13 @@ def test_the_user_turn_the_pending_calls_answer_stays_in_the_tail(fmt):
             if r.strategy_used is not None:
                 checked += 1
                 assert "LAST: fix it" in json.dumps(r.messages), (kw, budget, r.notes)
-    # (Measured: 28 of 66 budgets compact in chat, 57 of 98 in Responses, 52 of 140 in
+    # (Measured: 27 of 66 budgets compact in chat, 55 of 98 in Responses, 50 of 140 in
     # Anthropic; the others raise, their floor over the budget. Responses was 58 while the
     # history sampled a summary: at 448, a token under the history, the compaction freed 34
-    # tokens then and frees 7 now, which the min_free_share gate skips.)
-    assert checked == {"chat": 28, "responses": 57, "anthropic": 52}[fmt], checked
+    # tokens then and frees 7 now, which the min_free_share gate skips. 28 / 57 / 52 until the
+    # last step stopped joining the last user turn into the task where no marker message fits
+    # between them: those budgets raise now, the task sent byte-identical or not at all.)
+    assert checked == {"chat": 27, "responses": 55, "anthropic": 50}[fmt], checked
 
 
 @pytest.mark.parametrize("pinned", [[2], [1, 2], [0, 1, 2, 3, 4]])

@@ -258,19 +258,20 @@ def _as_pydantic_ai(messages: list[dict[str, Any]]) -> list[Any]:
 
 def test_every_pydantic_ai_compaction_of_a_loop_is_written_back_the_last_step_s_too(caplog):
     # tau-bench dialogues fed request by request through one processor each, at budgets where
-    # the last step before raising runs: its marker line (no summary fits) and its join of the
-    # last user turn to the task were not read back before (the history went uncompacted).
+    # the last step before raising runs: its marker (no summary fits) was not read back before
+    # (the history went uncompacted). (It joined the last user turn to the task too, where no
+    # marker message fitted: that rewrote the task, and such a compaction raises now.)
     pytest.importorskip("pydantic_ai", reason="pydantic-ai not installed (pip install pydantic-ai-slim)")
     from pydantic_ai.messages import ModelRequest
 
     from contextfold.integrations.pydantic_ai import history_processor, to_openai_messages
 
-    compactions = marked = joined = 0
+    compactions = marked = 0
     with caplog.at_level("WARNING", logger="contextfold"):
         for conv in load_conversations(LOCAL, "tau-bench-airline"):
             history = _as_pydantic_ai(conv["messages"])
             full = cf.estimate(conv["messages"], tools=conv["tools"])
-            processor = history_processor(trigger=int(full * 0.45), budget=int(full * 0.35))
+            processor = history_processor(trigger=int(full * 0.4), budget=int(full * 0.3))
             processor.compactor.tools = conv["tools"]
             for k in range(1, len(history) + 1):
                 if not isinstance(history[k - 1], ModelRequest):
@@ -281,10 +282,9 @@ def test_every_pydantic_ai_compaction_of_a_loop_is_written_back_the_last_step_s_
                 assert failures == [], failures
                 text = json.dumps(sent)
                 marked += "folded without a summary]" in text
-                joined += any(m["role"] == "user" and "messages folded]" in str(m["content"]) for m in sent)
             compactions += processor.compactions
     assert not [r for r in caplog.records if "written back" in r.getMessage()]
-    assert compactions >= 3 and marked and joined, (compactions, marked, joined)
+    assert compactions >= 2 and marked, (compactions, marked)
 
 
 def test_a_model_s_pydantic_ai_summary_keeps_the_user_s_requests_rules_and_identifiers():

@@ -1558,3 +1558,20 @@ def test_a_masked_output_kept_in_the_history_names_the_identifiers_it_held() -> 
                 assert all(w in original for w in ident.rstrip("…").split()), (ident, original[:200])
             named += 1
     assert named >= 8, named  # (11 in the first 12 dialogues)
+
+
+@pytest.mark.skipif(not shared_available(), reason="full data sets absent (../shared/data): subset only")
+def test_a_new_compactor_trusts_a_summary_placed_after_the_turns_a_squeezed_fold_kept() -> None:
+    # The first fold of tau-bench task8-trial1 is squeezed: it keeps the last user turn (and the
+    # assistant's question before it) verbatim where the fold is, and the summary after them. A
+    # new Compactor read that summary as the assistant's words (only a message right after the
+    # head was trusted), and the user's request it held was gone at the next compaction.
+    (fx,) = [f for f in load_fixtures([PROBES / "airline.refs.json"], data_dir=SHARED)
+             if f.name.endswith("task8-trial1")]
+    budget = _tokens(naive_cut(fx.messages), fx)
+    request = "cheapest business round trip without changing the dates"
+    for fresh in (False, True):
+        out, runs = agent_loop(fx, budget=budget, fresh=fresh)
+        text = visible_text(out, fx.system)
+        assert runs >= 3 and request in text, (fresh, runs)
+        assert "‹contextfold:summary>" not in text  # no summary digested as another's words
