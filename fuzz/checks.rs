@@ -657,6 +657,7 @@ pub fn compaction(data: &[u8]) {
         summary_floor: u64::from(src.u8()) * 8,
         find_masks: src.u8() & 1 == 0,
         carried_whole: src.u8() & 1 == 0,
+        masks_only: src.u8() & 1 == 0,
     };
     let p = compaction_plan(&msgs, &est, &opt);
     assert_eq!(p.costs.len(), n);

@@ -164,6 +164,7 @@ fn check_plan(
         summary_floor: 0,
         find_masks: true,
         carried_whole: false,
+        masks_only: false,
     };
     let p = plan(&msgs, &est, &opt);
     // A case where nothing folds checks nothing: reject it, so that a planner that never
