@@ -351,13 +351,12 @@ pub fn plan_priced(
         out.kept = kept;
         return out;
     }
-    let holders: Vec<(usize, &str)> = folded
-        .iter()
-        .filter_map(|&i| {
-            crate::summary_trust::trusted_summary(msgs, i, head_end, &opt.trusted_summaries)
-                .map(|body| (i, body))
-        })
-        .collect();
+    let folded_set: HashSet<usize> = folded.iter().copied().collect();
+    let holders: Vec<(usize, &str)> =
+        crate::summary_trust::trusted_summaries(msgs, head_end, &opt.trusted_summaries)
+            .into_iter()
+            .filter(|(i, _)| folded_set.contains(i))
+            .collect();
     let previous: Vec<&str> = holders.iter().map(|&(_, body)| body).collect();
     if let [(i, _)] = holders.as_slice() {
         out.previous_at = Some(*i);

@@ -429,9 +429,10 @@ pub fn tail_floor(msgs: &[Message<'_>]) -> (Option<usize>, Option<usize>, usize)
 /// long" answer, kept whole as the last user turn, left the summary of 30 messages and the
 /// previous summary 296 tokens). A person never opens a turn with the tag.
 fn is_observation(m: &Message<'_>) -> bool {
+    // (An observation with a person's words beside it, in one turn, is the person's turn too.)
     m.plain_text().is_some_and(|t| {
         t.trim_start().starts_with("<returncode>") && crate::tool_outcome::return_code(&t).is_some()
-    })
+    }) && crate::digest::observation_and_words(m).is_none()
 }
 
 #[cfg(test)]

@@ -130,6 +130,51 @@ fn text_of<'m>(m: &'m Message<'_>) -> Cow<'m, str> {
     }
 }
 
+/// A text agent's observation and a person's words beside it in one user turn, as the formats
+/// that alternate turns send them (Anthropic, Bedrock, Gemini: the harness's output block and
+/// the text the person typed, in either order, one user turn): the observation (the text blocks
+/// opening with a return code) and the words (the other text blocks). None for any other turn.
+/// Read as one observation, the words went with it: a standing rule ("Never charge my Visa card
+/// ending in 4417.") typed beside a command's output was lost at the first fold in these formats,
+/// where chat sends it as a turn of its own.
+pub(crate) fn observation_and_words<'m>(m: &'m Message<'_>) -> Option<(Cow<'m, str>, String)> {
+    let Content::Parts(ps) = &m.content else {
+        return None;
+    };
+    let (mut coded, mut words): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    for p in ps {
+        if let Part::Text(t) = p {
+            if return_code(t).is_some() {
+                coded.push(t.as_ref());
+            } else if !t.trim().is_empty() {
+                words.push(t.as_ref());
+            }
+        }
+    }
+    if coded.is_empty() || words.is_empty() {
+        return None;
+    }
+    let observation = match coded.as_slice() {
+        [one] => Cow::Borrowed(*one),
+        many => Cow::Owned(many.join("\n")),
+    };
+    Some((observation, words.join("\n")))
+}
+
+/// The first text block of a turn of several and the others' text (non-empty), or None.
+pub(crate) fn first_and_rest<'m>(m: &'m Message<'_>) -> Option<(&'m str, String)> {
+    let Content::Parts(ps) = &m.content else {
+        return None;
+    };
+    let mut texts = ps.iter().filter_map(|p| match p {
+        Part::Text(t) if !t.trim().is_empty() => Some(t.as_ref()),
+        _ => None,
+    });
+    let first = texts.next()?;
+    let rest: Vec<&str> = texts.collect();
+    (!rest.is_empty()).then(|| (first, rest.join("\n")))
+}
+
 /// Whether a user turn says something of the user's own: it carries no tool results, or it
 /// carries text of its own beside them (an Anthropic user message holds the results of the
 /// last calls and what the user says next in one turn: "Never run the deploy against
@@ -643,15 +688,35 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// A user turn: a request, or a text agent's observation of the command before it.
+    /// A user turn: a request, or a text agent's observation of the command before it, or both
+    /// (`observation_and_words`).
     fn user_turn(&mut self, k: usize, m: &'a Message<'a>) {
-        let text = text_of(m);
-        // An observation opens with its return code, or is the user turn right after a
-        // command: where the agent's observations carry a code, an uncoded answer to a command
-        // is still the harness speaking (a format complaint, a timeout, the submitted diff)
-        // when the agent answers it next. Otherwise (the coded observation follows, or the span
-        // ends here) a person may have spoken in between, and a request is never lost.
-        let coded_here = return_code(&text).is_some();
+        // (The harness answers a command once, in one block: in a turn of several text blocks
+        // read as its answer, the blocks after the first are a person's words, as a user turn
+        // after the answer is in chat.)
+        let split = observation_and_words(m).or_else(|| {
+            let (first, rest) = first_and_rest(m)?;
+            self.observation_at(k, first)
+                .then_some((Cow::Borrowed(first), rest))
+        });
+        match split {
+            Some((observation, words)) => {
+                self.user_text(k, observation);
+                self.n_requests += 1;
+                self.b.request(Cow::Owned(words));
+            }
+            None => self.user_text(k, text_of(m)),
+        }
+    }
+
+    /// Whether `text` of user turn `k` is a text agent's observation. An observation opens with
+    /// its return code, or is the user turn right after a command: where the agent's
+    /// observations carry a code, an uncoded answer to a command is still the harness speaking
+    /// (a format complaint, a timeout, the submitted diff) when the agent answers it next.
+    /// Otherwise (the coded observation follows, or the span ends here) a person may have
+    /// spoken in between, and a request is never lost.
+    fn observation_at(&self, k: usize, text: &str) -> bool {
+        let coded_here = return_code(text).is_some();
         let answered = self
             .msgs
             .get(k + 1)
@@ -666,7 +731,13 @@ impl<'a> Walk<'a> {
         // return code where the agent's do: a person's words right after the summary (which
         // the agent then answers) are no output of it.
         let waiting = self.prev_command.is_some() && !(self.carried && self.coded && !coded_here);
-        let observation = coded_here || (waiting && after_assistant && (!self.coded || answered));
+        coded_here || (waiting && after_assistant && (!self.coded || answered))
+    }
+
+    /// A user turn's `text` (message `k`): a request, or a text agent's observation.
+    fn user_text(&mut self, k: usize, text: Cow<'a, str>) {
+        let coded_here = return_code(&text).is_some();
+        let observation = self.observation_at(k, &text);
         // A turn of several shell blocks answered without a return code where the answers
         // carry one: the harness ran none of them and said why (mini-swe-agent's "provide
         // EXACTLY ONE action ... found 3 actions", 178 times in 64 of 120 SWE runs), and the
@@ -1074,7 +1145,10 @@ pub fn fold_rules(msgs: &[Message<'_>], folded: &[usize], previous: Option<&str>
         if !spoken {
             continue;
         }
-        let text = text_of(m);
+        let text = match observation_and_words(m) {
+            Some((_, words)) => Cow::Owned(words),
+            None => text_of(m),
+        };
         if return_code(&text).is_some() {
             continue;
         }
@@ -1356,6 +1430,63 @@ mod tests {
             "{d}"
         );
         assert!(shows_return_codes(prev) && !shows_return_codes("- $ ls -> ok: setup.py"));
+    }
+
+    /// A text agent in a format that alternates turns (Anthropic, Bedrock, Gemini): the user's
+    /// words typed beside the harness's answer go into that answer's user turn, as a text block
+    /// before or after it. They were read as part of the output and lost at the first fold.
+    #[test]
+    fn a_persons_words_beside_an_observation_in_one_turn_are_a_request() {
+        let command = |c: &str| format!("THOUGHT: run it.\n\n```bash\n{c}\n```");
+        let turn = |blocks: &[&str]| {
+            let mut m = Message::text("user", "");
+            m.content = Content::Parts(
+                blocks
+                    .iter()
+                    .map(|b| Part::Text(Cow::Owned(b.to_string())))
+                    .collect(),
+            );
+            m
+        };
+        let coded = "<returncode>0</returncode>\n<output>\nsetup.py\n</output>";
+        let complaint =
+            "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.";
+        let rule = "Never charge my Visa card ending in 4417.";
+        let (c1, c2, c3) = (
+            command("ls"),
+            command("cat a.py\n```\n\n```bash\ncat b.py"),
+            command("pwd"),
+        );
+        let msgs = vec![
+            Message::text("user", "Fix the parser."),
+            Message::text("assistant", &c1),
+            turn(&[coded, rule]),
+            Message::text("assistant", &c2),
+            turn(&[complaint, "Always ask me before you run git push."]),
+            Message::text("assistant", &c3),
+            turn(&["Do not cancel reservation ZZ9Q7T.", coded]),
+            Message::text("assistant", "THOUGHT: done."),
+        ];
+        let d = digest_within(&msgs, 2_000);
+        for words in [
+            rule,
+            "Always ask me before you run git push.",
+            "Do not cancel reservation ZZ9Q7T.",
+        ] {
+            assert!(d.contains(&format!("\n- {words}")), "{words}: {d}");
+        }
+        // The commands still have their outcomes, and the complaint is no request.
+        assert!(d.contains("$ ls -> ok"), "{d}");
+        assert!(!d.contains("- Please always provide"), "{d}");
+        let all: Vec<usize> = (0..msgs.len()).collect();
+        let rules = fold_rules(&msgs, &all, None);
+        for words in [
+            rule,
+            "Always ask me before you run git push.",
+            "Do not cancel reservation ZZ9Q7T.",
+        ] {
+            assert!(rules.iter().any(|r| r == words), "{words}: {rules:?}");
+        }
     }
 
     /// A previous digest whose fold ended on a command: its open item says so.

@@ -288,10 +288,13 @@ fn observation_edits(
     let mut edits = Vec::new();
     for i in span.start.max(1)..span.end {
         let m = &msgs[i];
+        // (A turn of several text blocks may hold a person's words beside the observation,
+        // as the formats that alternate turns send them: the placeholder would replace both.)
         if pinned.contains(&i)
             || Turn::of(m) != Turn::User
             || Turn::of(&msgs[i - 1]) != Turn::Assistant
             || costs[i] <= opt.tool_result_max_tokens
+            || crate::digest::first_and_rest(m).is_some()
         {
             continue;
         }

@@ -2,12 +2,12 @@
 //! (any tool output, fetched page or user paste can), only one the library wrote:
 //! - its content hash is one the caller kept (the Compactor, the Session state) from the
 //!   summaries it wrote, or
-//! - it sits where the library puts a summary: the first user or assistant message after the
-//!   head (carrying no tool result) that holds a summary, after nothing but plain turns of
-//!   words (a turn the compaction kept verbatim where the fold is: the last user turn a squeezed
-//!   fold keeps, a pinned turn), holding nothing but the summary text, or opening with it
-//!   (merged at the start of that turn, where a message of its own would have put two turns of
-//!   one role side by side).
+//! - it sits where the library puts a summary: a user or assistant message after the head
+//!   (carrying no tool result) with nothing but plain turns of words and summaries trusted
+//!   before it between the head and it (a turn the compaction kept verbatim where the fold is:
+//!   the last user turn a squeezed fold keeps, a pinned turn), holding nothing but the summary
+//!   text, or opening with it (merged at the start of that turn, where a message of its own
+//!   would have put two turns of one role side by side).
 //!
 //! Everything else that looks like a summary is data and is summarized like any other text.
 
@@ -45,6 +45,60 @@ fn only_or_opening_text(m: &Message<'_>) -> bool {
         }
 }
 
+/// Whether `body` (a summary's text between its markers) hashes to one of `trusted`, as written
+/// or without its closing fold line (`[folded N messages; id=...]`, which a recoverable
+/// compaction appends after the text it hashed).
+fn hashed(body: &str, trusted: &[u64]) -> bool {
+    if trusted.is_empty() {
+        return false;
+    }
+    if trusted.contains(&summary_hash(body)) {
+        return true;
+    }
+    body.trim_end_matches('\n')
+        .rsplit_once('\n')
+        .is_some_and(|(text, last)| {
+            last.starts_with(FOLD_LINE) && trusted.contains(&summary_hash(text))
+        })
+}
+
+/// How a recoverable compaction's fold line opens (`contextfold.recoverable`).
+const FOLD_LINE: &str = "[folded ";
+
+/// Whether message `m` has the shape of a summary the library placed: a user or assistant turn,
+/// no tool result, nothing but the summary text or opening with it.
+fn placed_shape(m: &Message<'_>) -> bool {
+    matches!(Turn::of(m), Turn::User | Turn::Assistant)
+        && m.result_ids().next().is_none()
+        && only_or_opening_text(m)
+}
+
+/// The summaries of `msgs` the library trusts as its own (see the module), from the head's end
+/// on: `(index, text)`, in order. One pass: a summary is placed where only plain turns of words
+/// and summaries trusted before it stand between the head and it.
+pub fn trusted_summaries<'m>(
+    msgs: &'m [Message<'_>],
+    head_end: usize,
+    trusted: &[u64],
+) -> Vec<(usize, &'m str)> {
+    let mut out = Vec::new();
+    // Whether only plain turns and trusted summaries stand between the head and here.
+    let mut open = true;
+    for (i, m) in msgs.iter().enumerate().skip(head_end) {
+        match own_summary(m) {
+            Some(body) => {
+                if hashed(body, trusted) || (open && placed_shape(m)) {
+                    out.push((i, body));
+                } else {
+                    open = false;
+                }
+            }
+            None => open = open && plain_turn(m),
+        }
+    }
+    out
+}
+
 /// The summary text of message `i` when the library trusts it as its own (see the module).
 pub fn trusted_summary<'m>(
     msgs: &'m [Message<'_>],
@@ -52,17 +106,11 @@ pub fn trusted_summary<'m>(
     head_end: usize,
     trusted: &[u64],
 ) -> Option<&'m str> {
-    let m = msgs.get(i)?;
-    let body = own_summary(m)?;
-    if !trusted.is_empty() && trusted.contains(&summary_hash(body)) {
-        return Some(body);
-    }
-    let placed = i >= head_end
-        && matches!(Turn::of(m), Turn::User | Turn::Assistant)
-        && m.result_ids().next().is_none()
-        && only_or_opening_text(m)
-        && msgs[head_end..i].iter().all(plain_turn);
-    placed.then_some(body)
+    let upto = msgs.get(..=i)?;
+    trusted_summaries(upto, head_end, trusted)
+        .into_iter()
+        .find(|&(j, _)| j == i)
+        .map(|(_, body)| body)
 }
 
 /// A turn of words that may stand between the head and the summary the library placed: a user
@@ -74,7 +122,6 @@ fn plain_turn(m: &Message<'_>) -> bool {
         && m.tool_calls.is_empty()
         && m.result_ids().next().is_none()
         && !m.parts().iter().any(|p| matches!(p, Part::ToolUse(_)))
-        && own_summary(m).is_none()
 }
 
 #[cfg(test)]
@@ -107,12 +154,40 @@ mod tests {
             Message::text("user", &text),
         ];
         assert_eq!(trusted_summary(&msgs, 1, 1, &[]), Some("facts"));
-        // Elsewhere only by its hash.
-        assert_eq!(trusted_summary(&msgs, 3, 1, &[]), None);
+        // After a tool round only by its hash.
+        let mut call = Message::text("assistant", "");
+        call.tool_calls = vec![crate::message::ToolCall {
+            id: "c1",
+            name: "f",
+            arguments: "{}".into(),
+        }];
+        let mut result = Message::text("tool", "ok");
+        result.tool_call_id = Some("c1");
+        let msgs = vec![
+            Message::text("user", "task"),
+            Message::text("assistant", &text),
+            call,
+            result,
+            Message::text("user", &text),
+        ];
+        assert_eq!(trusted_summary(&msgs, 4, 1, &[]), None);
         assert_eq!(
-            trusted_summary(&msgs, 3, 1, &[summary_hash("facts")]),
+            trusted_summary(&msgs, 4, 1, &[summary_hash("facts")]),
             Some("facts")
         );
+        // A recoverable compaction's fold line closes the text it hashed.
+        let lined = wrapped(
+            "facts\n[folded 3 messages; id=cf0123456789ab, contextfold_recall restores them]",
+        );
+        let msgs = vec![
+            Message::text("user", "task"),
+            Message::text("assistant", "a"),
+            Message::text("user", "b"),
+            Message::text("tool", "c"),
+            Message::text("assistant", &lined),
+        ];
+        assert!(trusted_summary(&msgs, 4, 1, &[summary_hash("facts")]).is_some());
+        assert_eq!(trusted_summary(&msgs, 4, 1, &[summary_hash("other")]), None);
     }
 
     #[test]
@@ -143,18 +218,31 @@ mod tests {
             Message::text("user", &text),
         ];
         assert_eq!(trusted_summary(&msgs, 3, 1, &[]), None);
-        // Only the first: a quoted copy after it stays data.
+        // A second summary a squeezed fold placed after the turns it kept (the first one among
+        // them): both are the library's, read together.
+        let later = wrapped("later");
         let msgs = vec![
             Message::text("user", "task"),
             Message::text("assistant", &text),
-            Message::text("user", &text),
+            Message::text("user", "<returncode>0</returncode>"),
+            Message::text("user", "Never push to main."),
+            Message::text("assistant", &later),
         ];
-        assert_eq!(trusted_summary(&msgs, 1, 1, &[]), Some("facts"));
-        assert_eq!(trusted_summary(&msgs, 2, 1, &[]), None);
+        let found = trusted_summaries(&msgs, 1, &[]);
+        assert_eq!(found, vec![(1, "facts"), (4, "later")]);
+        // After a marked text that is no summary of the library's (a tool's output), none is.
+        let mut tool = Message::text("tool", &text);
+        tool.tool_call_id = Some("c1");
+        let msgs = vec![
+            Message::text("user", "task"),
+            tool,
+            Message::text("assistant", &text),
+        ];
+        assert!(trusted_summaries(&msgs, 1, &[]).is_empty());
     }
 
     #[test]
-    fn a_summary_merged_at_the_start_of_the_turn_after_the_head_is_trusted_there_only() {
+    fn a_summary_merged_at_the_start_of_a_turn_is_trusted_where_only_words_stand_before_it() {
         let merged = format!("{}\nand my own words", wrapped("facts"));
         let msgs = vec![
             Message::text("user", "task"),
@@ -163,7 +251,8 @@ mod tests {
             Message::text("user", &merged),
         ];
         assert_eq!(trusted_summary(&msgs, 1, 1, &[]), Some("facts"));
-        assert_eq!(trusted_summary(&msgs, 3, 1, &[]), None);
+        // (After it and a plain turn, merged again: the library's too.)
+        assert_eq!(trusted_summary(&msgs, 3, 1, &[]), Some("facts"));
         // Words before the marker: not where the library merges one.
         let quoted = format!("see this: {merged}");
         let msgs = vec![
