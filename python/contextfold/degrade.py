@@ -450,7 +450,9 @@ def bare_history(
     n = len(base)
     task, last_user, floor_start = _core.tail_floor(msgs)
     head_end = int(plan["head_end"])
-    kept = [i for i in plan.get("kept", ()) if head_end <= i < floor_start]
+    # (The caller's pinned messages of the middle are kept too, wherever the plan left them: a
+    # rules-only fold took a pinned turn into its summary, in 4 of 5,960 audited loops.)
+    kept = sorted({i for i in (*plan.get("kept", ()), *pinned) if head_end <= i < floor_start})
     front = list(range(head_end)) + kept
     # Tails, longest first: from the floor on, then the last user turn and the newest messages
     # after it (never opening on a result: the check rejects an orphan).

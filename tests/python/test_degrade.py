@@ -520,3 +520,51 @@ def test_the_users_last_turn_survives_a_squeezed_fold_of_the_rounds_after_it():
         assert shape_problems(r.messages, "chat") == []
     assert pinned > 0
     assert msgs == snap
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (tau-bench airline dialogues)")
+def test_a_fold_of_standing_rules_alone_keeps_a_pinned_turn_verbatim() -> None:
+    """tau-bench dialogue 135 in Responses shape with the evaluation's rules planted, one rule
+    pinned, fed as an agent loop at 0.6 of its size (summarize, recoverable): the second
+    compaction's last step folded the pinned turn into a summary of the fold's rules alone (its
+    words were there, the message was not). Found by an audit of 5,960 loops (4 such)."""
+    import random
+
+    from contextfold import _core
+    from contextfold.evaluation import PLANTED_RULES
+    from transcripts import SHARED, load_conversations
+
+    conv = load_conversations(SHARED, "tau-bench-airline")[135]
+    chat = list(conv["messages"])
+    rnd = random.Random(conv["source"])
+    for pos, text in sorted(((rnd.randrange(1, max(2, len(chat) - 2)), t) for t in PLANTED_RULES), reverse=True):
+        at, legal = pos + 1, _core.legal_cuts_of(chat)
+        while at < len(chat) and not legal[at]:
+            at += 1
+        chat[at:at] = [{"role": "user", "content": text}]
+    msgs, _ = convert(chat, "responses")
+    users = [i for i, m in enumerate(msgs) if m.get("role") == "user"][1:]
+    pinned = msgs[users[int(len(users) * 0.4)]]
+    kw = dict(provider="openai", tools=conv["tools"])
+    budget = 3218
+    c = cf.Compactor(budget=budget, strategy="summarize", recoverable=True, min_free_share=0.0,
+                     pinned=lambda m: m == pinned, **kw)
+    legal = _core.legal_cuts_of(msgs)
+    fed = next(i for i, m in enumerate(msgs) if m.get("role") == "user") + 1
+    current, held = msgs[:fed], 0
+    while fed < len(msgs):
+        end = fed + 1
+        while end < len(msgs) and not legal[end]:
+            end += 1
+        current, fed = current + msgs[fed:end], end
+        if cf.estimate(current, **kw) > 1.2 * budget or (fed >= len(msgs) and cf.estimate(current, **kw) > budget):
+            had = any(m is pinned for m in current)
+            try:
+                r = c.compact(current)
+            except cf.CompactionBudgetError:
+                continue
+            if had:
+                held += 1
+                assert any(m is pinned for m in r.messages), r.notes
+            current = list(r.messages)
+    assert held >= 2
