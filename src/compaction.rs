@@ -698,15 +698,7 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
     for (i, m) in msgs.iter().enumerate() {
         if id_rule.restricts() {
             // (A server tool's call answered in its own message carries the server's id.)
-            let parts = match &m.content {
-                Content::Parts(ps) => ps.as_slice(),
-                _ => &[],
-            };
-            let calls = parts.iter().filter_map(|p| match p {
-                Part::ToolUse(c) if !m.answered_here(c.id) => Some(c.id),
-                _ => None,
-            });
-            for id in m.tool_calls.iter().map(|c| c.id).chain(calls) {
+            for id in m.call_ids() {
                 if let Some(why) = id_rule.refuses(id) {
                     failures.push(Failure::InvalidCallId {
                         index: i,

@@ -138,19 +138,8 @@ fn text_of<'m>(m: &'m Message<'_>) -> Cow<'m, str> {
 /// ending in 4417.") typed beside a command's output was lost at the first fold in these formats,
 /// where chat sends it as a turn of its own.
 pub(crate) fn observation_and_words<'m>(m: &'m Message<'_>) -> Option<(Cow<'m, str>, String)> {
-    let Content::Parts(ps) = &m.content else {
-        return None;
-    };
-    let (mut coded, mut words): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
-    for p in ps {
-        if let Part::Text(t) = p {
-            if return_code(t).is_some() {
-                coded.push(t.as_ref());
-            } else if !t.trim().is_empty() {
-                words.push(t.as_ref());
-            }
-        }
-    }
+    let (coded, words): (Vec<&str>, Vec<&str>) =
+        text_blocks(m).partition(|t| return_code(t).is_some());
     if coded.is_empty() || words.is_empty() {
         return None;
     }
@@ -161,15 +150,17 @@ pub(crate) fn observation_and_words<'m>(m: &'m Message<'_>) -> Option<(Cow<'m, s
     Some((observation, words.join("\n")))
 }
 
-/// The first text block of a turn of several and the others' text (non-empty), or None.
-pub(crate) fn first_and_rest<'m>(m: &'m Message<'_>) -> Option<(&'m str, String)> {
-    let Content::Parts(ps) = &m.content else {
-        return None;
-    };
-    let mut texts = ps.iter().filter_map(|p| match p {
+/// The text blocks of a message's content list that say something (not blank), in order.
+pub(crate) fn text_blocks<'m>(m: &'m Message<'_>) -> impl Iterator<Item = &'m str> + 'm {
+    m.parts().iter().filter_map(|p| match p {
         Part::Text(t) if !t.trim().is_empty() => Some(t.as_ref()),
         _ => None,
-    });
+    })
+}
+
+/// The first text block of a turn of several and the others' text (non-empty), or None.
+fn first_and_rest<'m>(m: &'m Message<'_>) -> Option<(&'m str, String)> {
+    let mut texts = text_blocks(m);
     let first = texts.next()?;
     let rest: Vec<&str> = texts.collect();
     (!rest.is_empty()).then(|| (first, rest.join("\n")))

@@ -294,7 +294,7 @@ fn observation_edits(
             || Turn::of(m) != Turn::User
             || Turn::of(&msgs[i - 1]) != Turn::Assistant
             || costs[i] <= opt.tool_result_max_tokens
-            || crate::digest::first_and_rest(m).is_some()
+            || crate::digest::text_blocks(m).nth(1).is_some()
         {
             continue;
         }

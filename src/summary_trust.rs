@@ -99,35 +99,33 @@ pub fn trusted_summaries<'m>(
     out
 }
 
-/// The summary text of message `i` when the library trusts it as its own (see the module).
-pub fn trusted_summary<'m>(
-    msgs: &'m [Message<'_>],
-    i: usize,
-    head_end: usize,
-    trusted: &[u64],
-) -> Option<&'m str> {
-    let upto = msgs.get(..=i)?;
-    trusted_summaries(upto, head_end, trusted)
-        .into_iter()
-        .find(|&(j, _)| j == i)
-        .map(|(_, body)| body)
-}
-
 /// A turn of words that may stand between the head and the summary the library placed: a user
 /// or assistant message without tool calls, results or a summary of its own. (A fresh Compactor
 /// read a summary placed after the last user turn a squeezed fold kept as the assistant's words:
 /// its user requests were lost at the next compaction.)
 fn plain_turn(m: &Message<'_>) -> bool {
     matches!(Turn::of(m), Turn::User | Turn::Assistant)
-        && m.tool_calls.is_empty()
+        && m.calls().next().is_none()
         && m.result_ids().next().is_none()
-        && !m.parts().iter().any(|p| matches!(p, Part::ToolUse(_)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::summary_marker::{SUMMARY_CLOSE, SUMMARY_OPEN};
+
+    /// The summary text of message `i` when the library trusts it as its own.
+    fn trusted_summary<'m>(
+        msgs: &'m [Message<'_>],
+        i: usize,
+        head_end: usize,
+        trusted: &[u64],
+    ) -> Option<&'m str> {
+        trusted_summaries(msgs, head_end, trusted)
+            .into_iter()
+            .find(|&(j, _)| j == i)
+            .map(|(_, body)| body)
+    }
 
     fn wrapped(body: &str) -> String {
         format!("{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}")
