@@ -506,7 +506,16 @@ fn agent_history<'a>(src: &mut Src<'a>, format: WireFormat) -> Vec<Message<'a>> 
         format,
         WireFormat::Anthropic | WireFormat::Gemini | WireFormat::Bedrock
     );
-    let mut v = vec![Message::text("user", src.str())];
+    // (What a well-formed turn says is never blank: Anthropic refuses blank text.)
+    let said = |src: &mut Src<'a>| {
+        let t = src.str();
+        if t.trim().is_empty() {
+            "ok"
+        } else {
+            t
+        }
+    };
+    let mut v = vec![Message::text("user", said(src))];
     let turns = usize::from(src.u8() % 12);
     let mut next = 0;
     for _ in 0..turns {
@@ -522,7 +531,7 @@ fn agent_history<'a>(src: &mut Src<'a>, format: WireFormat) -> Vec<Message<'a>> 
             _ => {}
         }
         if flags & 4 != 0 {
-            parts.push(Part::Text(Cow::Borrowed(src.str())));
+            parts.push(Part::Text(Cow::Borrowed(said(src))));
         }
         let k = usize::from((flags >> 3) % 4).min(CALL_IDS.len() - next);
         let ids = &CALL_IDS[next..next + k];
@@ -550,7 +559,7 @@ fn agent_history<'a>(src: &mut Src<'a>, format: WireFormat) -> Vec<Message<'a>> 
         a.content = Content::Parts(parts);
         v.push(a);
         if k == 0 {
-            v.push(Message::text("user", src.str()));
+            v.push(Message::text("user", said(src)));
             continue;
         }
         if parts_calls {
@@ -693,7 +702,12 @@ pub fn compaction(data: &[u8]) {
     if !well_formed || p.folded.is_empty() || !p.tail_edits.is_empty() {
         return;
     }
-    let summary = "x ".repeat((p.summary_tokens.min(4096) as usize).saturating_sub(24));
+    // (Never empty, as no summary is: Anthropic and Bedrock refuse empty text.)
+    let summary = "x ".repeat(
+        (p.summary_tokens.min(4096) as usize)
+            .saturating_sub(24)
+            .max(1),
+    );
     let out = assemble(&msgs, &p, &summary);
     let v = verify(&out, format, &est, 0, None, &p.seams);
     let problems: Vec<_> = v

@@ -561,8 +561,12 @@ pub enum Failure {
         call: usize,
         id: String,
     },
-    /// A message with no content at all where the format needs some.
+    /// A message with no content at all where the format needs some (or text alone that the
+    /// format refuses, `wire::BlankText`).
     EmptyMessage { index: usize },
+    /// Block `part` of message `index` is text the format's provider refuses (empty, or
+    /// whitespace alone for Anthropic: `wire::BlankText`) beside other blocks of the message.
+    BlankText { index: usize, part: usize },
     /// Call `id` of message `index` has an id the format's provider refuses (`why`:
     /// `wire::CallIdRule::refuses`).
     InvalidCallId {
@@ -587,6 +591,7 @@ impl Failure {
             Failure::FirstTurnNotUser { .. } => "first_turn_not_user",
             Failure::InvalidArguments { .. } => "invalid_arguments",
             Failure::EmptyMessage { .. } => "empty_message",
+            Failure::BlankText { .. } => "blank_text",
             Failure::InvalidCallId { .. } => "invalid_call_id",
             Failure::OverBudget { .. } => "over_budget",
         }
@@ -603,6 +608,7 @@ impl Failure {
             | Failure::FirstTurnNotUser { index }
             | Failure::InvalidArguments { index, .. }
             | Failure::EmptyMessage { index }
+            | Failure::BlankText { index, .. }
             | Failure::InvalidCallId { index, .. } => Some(*index),
             Failure::OverBudget { .. } => None,
         }
@@ -636,6 +642,9 @@ impl Failure {
                 )
             }
             Failure::EmptyMessage { index } => format!("message {index}: no content"),
+            Failure::BlankText { index, part } => {
+                format!("message {index}: content block {part} is blank text, which the provider refuses")
+            }
             Failure::InvalidCallId { index, id, why } => {
                 format!("message {index}: tool call id {id:?} is refused by the provider ({why})")
             }
@@ -695,6 +704,7 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
     }
     // JSON of every arguments string, ids the provider takes, and non-empty messages.
     let id_rule = format.dialect().call_id;
+    let blank = format.dialect().blank_text;
     for (i, m) in msgs.iter().enumerate() {
         if id_rule.restricts() {
             // (A server tool's call answered in its own message carries the server's id.)
@@ -731,13 +741,24 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
                 }
             }
         }
+        if !format.strict_turns() {
+            continue;
+        }
+        let refused = |p: &Part<'_>| matches!(p, Part::Text(t) if blank.refuses(t));
+        // (An empty content string is taken in the final assistant turn alone, one still to be
+        // written; a blank block nowhere.)
+        let final_assistant = i + 1 == n && Turn::of(m) == Turn::Assistant;
         let empty = match &m.content {
             Content::None => m.tool_calls.is_empty() && m.tool_call_id.is_none(),
-            Content::Parts(ps) => ps.is_empty() && m.tool_calls.is_empty(),
-            Content::Text(_) => false,
+            Content::Parts(ps) => ps.iter().all(refused) && m.tool_calls.is_empty(),
+            Content::Text(t) => !final_assistant && blank.refuses(t) && m.tool_calls.is_empty(),
         };
-        if empty && format.strict_turns() {
+        if empty {
             failures.push(Failure::EmptyMessage { index: i });
+        } else if let Content::Parts(ps) = &m.content {
+            for (part, _) in ps.iter().enumerate().filter(|(_, p)| refused(p)) {
+                failures.push(Failure::BlankText { index: i, part });
+            }
         }
     }
     failures

@@ -26,8 +26,8 @@ use crate::server_call_span::{is_server_call_id, ServerSpans};
 use crate::shrink_json::is_valid_json;
 use crate::wire::edit::{json_string, CallAt, Step};
 use crate::wire::{
-    anthropic, bedrock, gemini, openai_chat, openai_responses, responses_tool_items, Format,
-    WireFormat,
+    anthropic, bedrock, gemini, openai_chat, openai_responses, responses_tool_items, BlankText,
+    Format, WireFormat,
 };
 
 /// The text of a stand-in result.
@@ -228,28 +228,41 @@ pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: b
         drop_lone_reasoning(msgs, &mut plan);
     }
     if format.strict_turns() {
-        drop_empty_turns(msgs, &mut plan);
+        drop_empty_turns(msgs, format, &mut plan);
+        drop_blank_blocks(msgs, format, &mut plan);
+        if format.dialect().refuses_same_role {
+            join_same_role(msgs, &mut plan);
+        }
     }
     plan
 }
 
 /// Turns of an empty content list (a Gemini candidate that came back without parts, a blocked or
-/// cut answer, appended as it came), which Gemini refuses ("contents.parts must not be empty")
-/// and Anthropic too ("all messages must have non-empty content except for the optional final
-/// assistant message"): dropped, unless the repair put something into them (a stand-in result)
+/// cut answer, appended as it came), of no content, or of text alone that the format refuses
+/// (an empty tool output or model answer sent back as `""`), which Gemini refuses
+/// ("contents.parts must not be empty") and Anthropic too ("all messages must have non-empty
+/// content except for the optional final assistant message"): dropped, unless the repair put something into them (a stand-in result)
 /// or the turn is the final assistant one. Its two neighbours, then turns of one role in a row
 /// (Bedrock refuses them), are joined when both hold content lists.
-fn drop_empty_turns(msgs: &[Message<'_>], plan: &mut RepairPlan) {
+fn drop_empty_turns(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan) {
     let edited = |i: usize, plan: &RepairPlan| {
         plan.edits.iter().any(|e| {
             (e.index == i && !matches!(e.action, Action::Set(_)))
                 || matches!(e.action, Action::Append { from } if from == i)
         })
     };
+    // What the check calls a message without content: no content, an empty list, or only text
+    // the format refuses (`wire::BlankText`: Anthropic's `content: ""`).
+    let blank = format.dialect().blank_text;
     let empty = |m: &Message<'_>| {
-        matches!(&m.content, Content::Parts(ps) if ps.is_empty())
-            && m.tool_calls.is_empty()
-            && m.tool_call_id.is_none()
+        let none = match &m.content {
+            Content::None => true,
+            Content::Parts(ps) => ps
+                .iter()
+                .all(|p| matches!(p, Part::Text(t) if blank.refuses(t))),
+            Content::Text(t) => blank.refuses(t),
+        };
+        none && m.tool_calls.is_empty() && m.tool_call_id.is_none()
     };
     let last = msgs.len().saturating_sub(1);
     let mut k = 0;
@@ -288,6 +301,137 @@ fn drop_empty_turns(msgs: &[Message<'_>], plan: &mut RepairPlan) {
             plan.messages.remove(k);
         }
     }
+}
+
+/// Two kept turns of one role in a row (a user's words written as a turn of their own after
+/// the results turn, two answers of the model), which a format that refuses them
+/// (`Dialect::refuses_same_role`: Bedrock) takes as one turn: the second's blocks appended to
+/// the first. Left where either is a turn the repair writes into at positions it counted, or
+/// where the second holds results (they must open their turn).
+fn join_same_role(msgs: &[Message<'_>], plan: &mut RepairPlan) {
+    // (A turn may take the blocks of several: the appends are made in order.)
+    let busy = |i: usize, takes: bool, plan: &RepairPlan| {
+        plan.edits.iter().any(|e| {
+            (e.index == i
+                && match e.action {
+                    Action::Insert { .. } | Action::ResultsFirst => true,
+                    Action::Append { .. } => !takes,
+                    Action::Set(_) => e.path.len() == 1,
+                    Action::Remove => false,
+                })
+                || matches!(e.action, Action::Append { from } if from == i)
+        })
+    };
+    let mut k = 1;
+    while k < plan.messages.len() {
+        let (Slot::Keep(a), Slot::Keep(b)) = (&plan.messages[k - 1], &plan.messages[k]) else {
+            k += 1;
+            continue;
+        };
+        let (a, b) = (*a, *b);
+        let turn = Turn::of(&msgs[a]);
+        let lists = matches!(msgs[a].content, Content::Parts(_))
+            && matches!(msgs[b].content, Content::Parts(_));
+        let results = msgs[b]
+            .parts()
+            .iter()
+            .any(|p| matches!(p, Part::ToolResult { .. }));
+        if turn != Turn::of(&msgs[b])
+            || !matches!(turn, Turn::User | Turn::Assistant)
+            || !lists
+            || results
+            || busy(a, true, plan)
+            || busy(b, false, plan)
+        {
+            k += 1;
+            continue;
+        }
+        plan.edits.push(RepairEdit {
+            index: a,
+            path: vec![Step::Key(list_key(msgs[a].wire))],
+            action: Action::Append { from: b },
+        });
+        plan.changes.push(format!(
+            "message {b}: joined to message {a} (the API refuses two turns of one role in a row)"
+        ));
+        plan.messages.remove(k);
+    }
+}
+
+/// Text blocks the format refuses (`wire::BlankText`: Anthropic's empty and whitespace-only
+/// text, "text content blocks must contain non-whitespace text"; Bedrock's empty text, "The
+/// text field in the ContentBlock object ... is blank") beside other blocks of a kept turn:
+/// removed, said in `.changes`. A turn the repair writes blocks into at positions it counted
+/// (stand-in results) or replaces whole keeps them: its positions do not count a removal.
+fn drop_blank_blocks(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan) {
+    let blank = format.dialect().blank_text;
+    if blank == BlankText::Taken {
+        return;
+    }
+    let kept: Vec<usize> = plan
+        .messages
+        .iter()
+        .filter_map(|s| match s {
+            Slot::Keep(i) => Some(*i),
+            Slot::New(_) => None,
+        })
+        .collect();
+    let mut removed = false;
+    for i in kept {
+        let m = &msgs[i];
+        let Content::Parts(ps) = &m.content else {
+            continue;
+        };
+        let written = plan.edits.iter().any(|e| {
+            e.index == i
+                && match &e.action {
+                    Action::Insert { .. } => true,
+                    Action::Set(_) => e.path.len() == 1,
+                    _ => false,
+                }
+        });
+        let refused: Vec<usize> = ps
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p, Part::Text(t) if blank.refuses(t)))
+            .map(|(k, _)| k)
+            .collect();
+        // (A turn of blank text alone is an empty turn: `drop_empty_turns` dropped or kept it.)
+        if written || refused.is_empty() || refused.len() == ps.len() {
+            continue;
+        }
+        for k in &refused {
+            plan.changes.push(format!(
+                "message {i}: content block {k} is blank text (the API refuses it): removed"
+            ));
+        }
+        plan.remove_parts(i, m.wire, refused);
+        removed = true;
+    }
+    if removed {
+        order_removals(plan);
+    }
+}
+
+/// The removals of `plan` ordered as they must be made: each message's from its highest
+/// position, so each still names its block when two steps of the repair removed from one list.
+/// (Each kind of edit is made in a pass of its own: the removals' place among them is free.)
+fn order_removals(plan: &mut RepairPlan) {
+    let (mut removals, others): (Vec<RepairEdit>, Vec<RepairEdit>) =
+        std::mem::take(&mut plan.edits)
+            .into_iter()
+            .partition(|e| e.action == Action::Remove);
+    removals.sort_by_key(|e| {
+        let (last, prefix) = match e.path.split_last() {
+            Some((Step::Index(k), prefix)) => (*k, prefix),
+            Some((Step::Key(_), prefix)) => (0, prefix),
+            None => (0, &[][..]),
+        };
+        (e.index, format!("{prefix:?}"), std::cmp::Reverse(last))
+    });
+    removals.dedup();
+    plan.edits = others;
+    plan.edits.extend(removals);
 }
 
 /// Arguments a provider parses as JSON (`wire::json_arguments_path`) that are not valid JSON,
@@ -423,8 +567,12 @@ impl RepairPlan {
 
 /// Longest call id `renamed` writes: Bedrock's `toolUseId` takes 1-64 characters
 /// (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html),
-/// and a 64-character id renamed `id_2` was refused.
-const MAX_CALL_ID: usize = 64;
+/// and a 64-character id renamed `id_2` was refused; OpenAI chat has refused ids over 40
+/// ("'messages[2].tool_calls[0].id': string too long. Expected a string with maximum length
+/// 40", https://github.com/Portkey-AI/gateway/issues/1062), so a 40-character id made unique
+/// stays 40. (Ids are not cut to 40 otherwise: OpenAI-compatible servers take longer ones, and
+/// every id of the recorded OpenAI requests is within 40.)
+const MAX_CALL_ID: usize = 40;
 
 /// Duplicate `id` renamed with suffix `k` (`id_2`), its end cut where the whole would pass
 /// `MAX_CALL_ID` characters.
@@ -1283,6 +1431,108 @@ mod tests {
     }
 
     #[test]
+    fn blank_text_is_named_by_the_check_and_removed_by_the_repair() {
+        // An empty tool output or model answer sent back as it came: Anthropic refuses a
+        // `content: ""` but in the final assistant turn, and a whitespace-only text block.
+        let h = json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": ""},
+            {"role": "user", "content": "again"},
+            {"role": "assistant", "content": [{"type": "text", "text": " \n"}, {"type": "text", "text": "ok"}]},
+            {"role": "user", "content": [{"type": "text", "text": "thanks"}]},
+            {"role": "assistant", "content": ""}
+        ]);
+        let failures = |h: &Value, f: WireFormat| -> Vec<(&'static str, Option<usize>)> {
+            let msgs = read_history(&h).expect("readable");
+            crate::compaction::check(&msgs, f, &[])
+                .iter()
+                .map(|f| (f.kind(), f.index()))
+                .collect()
+        };
+        assert_eq!(
+            failures(&h, WireFormat::Anthropic),
+            [("empty_message", Some(1)), ("blank_text", Some(3))]
+        );
+        let p = plan_of(&h, WireFormat::Anthropic);
+        // The empty turn goes (its neighbours are strings, which Anthropic joins itself), the
+        // blank block of message 3 too; the final assistant turn stays, one still to be written.
+        assert_eq!(
+            p.messages,
+            [0, 2, 3, 4, 5].map(Slot::Keep).to_vec(),
+            "{:?}",
+            p.changes
+        );
+        assert_eq!(
+            p.edits,
+            vec![RepairEdit {
+                index: 3,
+                path: vec![Step::Key("content"), Step::Index(0)],
+                action: Action::Remove
+            }]
+        );
+
+        // Bedrock refuses empty text ("... is blank"), whitespace it took; Gemini took both.
+        let b = json!([
+            {"role": "user", "content": [{"text": "hi"}]},
+            {"role": "assistant", "content": [{"text": ""}]},
+            {"role": "user", "content": [{"text": "again"}]},
+            {"role": "assistant", "content": [{"text": ""}, {"text": " "}, {"text": "ok"}]}
+        ]);
+        assert_eq!(
+            failures(&b, WireFormat::Bedrock),
+            [("empty_message", Some(1)), ("blank_text", Some(3))]
+        );
+        let p = plan_of(&b, WireFormat::Bedrock);
+        assert_eq!(p.messages, [0, 3].map(Slot::Keep).to_vec());
+        assert!(p.edits.contains(&RepairEdit {
+            index: 0,
+            path: vec![Step::Key("content")],
+            action: Action::Append { from: 2 }
+        }));
+        assert!(p.edits.contains(&RepairEdit {
+            index: 3,
+            path: vec![Step::Key("content"), Step::Index(0)],
+            action: Action::Remove
+        }));
+        let g = json!([
+            {"role": "user", "parts": [{"text": ""}]},
+            {"role": "model", "parts": [{"text": "hello"}]}
+        ]);
+        assert!(failures(&g, WireFormat::Gemini).is_empty());
+        assert!(plan_of(&g, WireFormat::Gemini).changes.is_empty());
+    }
+
+    #[test]
+    fn removals_from_one_list_run_from_its_end() {
+        // An orphan result and a blank block of one user turn: the removals of both steps are
+        // made highest first, whatever step planned them.
+        let h = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+                {"type": "tool_result", "tool_use_id": "zz", "content": "stray"},
+                {"type": "text", "text": ""},
+                {"type": "text", "text": "next"}
+            ]}
+        ]);
+        let p = plan_of(&h, WireFormat::Anthropic);
+        let removed: Vec<&Vec<Step>> = p
+            .edits
+            .iter()
+            .filter(|e| e.action == Action::Remove)
+            .map(|e| &e.path)
+            .collect();
+        assert_eq!(
+            removed,
+            [
+                &vec![Step::Key("content"), Step::Index(2)],
+                &vec![Step::Key("content"), Step::Index(1)]
+            ]
+        );
+    }
+
+    #[test]
     fn results_split_over_two_user_turns_join_the_first() {
         // A harness that wrote each result as it came: Bedrock refuses the two user turns,
         // and the repair dropped the real second result for an "interrupted" stand-in.
@@ -1316,20 +1566,43 @@ mod tests {
             "{:?}",
             p.changes
         );
-        // A second user turn of text alone is the user's, not a results turn: left.
+        // A second user turn of text alone is the user's words, not a result: Bedrock refuses
+        // the two turns all the same ("A conversation must alternate between user and
+        // assistant roles"), and they are one turn, the results first. Anthropic joins them
+        // itself: left.
         let h = json!([
             {"role": "user", "content": [{"text": "go"}]},
             {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "a", "input": {}}}]},
             {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "1"}]}}]},
-            {"role": "user", "content": [{"text": "and then?"}]}
+            {"role": "user", "content": [{"text": "and then?"}]},
+            {"role": "assistant", "content": [{"text": "Next,"}]},
+            {"role": "assistant", "content": [{"text": "then"}]},
+            {"role": "assistant", "content": [{"text": "done."}]}
         ]);
-        assert!(plan_of(&h, WireFormat::Bedrock).changes.is_empty());
+        let p = plan_of(&h, WireFormat::Bedrock);
+        assert_eq!(p.messages, [0, 1, 2, 4].map(Slot::Keep).to_vec());
+        assert_eq!(
+            p.edits,
+            [(2, 3), (4, 5), (4, 6)]
+                .map(|(a, from)| RepairEdit {
+                    index: a,
+                    path: vec![Step::Key("content")],
+                    action: Action::Append { from }
+                })
+                .to_vec()
+        );
+        let a = json!([
+            {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            {"role": "user", "content": [{"type": "text", "text": "now"}]}
+        ]);
+        assert!(plan_of(&a, WireFormat::Anthropic).changes.is_empty());
     }
 
     #[test]
-    fn a_renamed_duplicate_id_stays_within_64_characters() {
+    fn a_renamed_duplicate_id_stays_within_40_characters() {
         let id = "t".repeat(64);
-        assert_eq!(renamed(&id, 2).chars().count(), 64);
+        assert_eq!(renamed(&id, 2).chars().count(), 40);
+        assert_eq!(renamed(&"t".repeat(40), 12).chars().count(), 40);
         assert_eq!(renamed("toolu_1", 2), "toolu_1_2");
         let h = json!([
             {"role": "user", "content": [{"text": "go"}]},
@@ -1351,7 +1624,7 @@ mod tests {
             .collect();
         assert_eq!(set.len(), 2, "{p:?}");
         assert!(
-            set.iter().all(|v| v.len() == 64 + 2 && v.ends_with("_2\"")),
+            set.iter().all(|v| v.len() == 40 + 2 && v.ends_with("_2\"")),
             "{set:?}"
         );
     }

@@ -181,7 +181,8 @@ fn check_plan(
     prop_assert!(!p.folded.contains(&pin), "a pinned message was folded");
 
     // Assemble with a summary of the planned size.
-    let summary = "x ".repeat((p.summary_tokens as usize).saturating_sub(24));
+    // (Never empty, as no summary is: Anthropic refuses an empty message.)
+    let summary = "x ".repeat((p.summary_tokens as usize).saturating_sub(24).max(1));
     let out = assemble(&msgs, &p, &summary);
     let v = verify(&out, format, &est, 0, Some(budget), &p.seams);
     let problems: Vec<_> = v

@@ -44,9 +44,12 @@ class CompactionError(ValueError):
 
     ``failures`` lists what the final check found, as ``(kind, message index or -1, description)``
     tuples; kinds: ``orphan_call``, ``orphan_result``, ``duplicate_call_id``, ``role_collision``,
-    ``first_turn_not_user``, ``invalid_arguments``, ``empty_message``, ``invalid_call_id`` (a call
-    id the format's provider refuses: Anthropic and Bedrock take ``[a-zA-Z0-9_-]+``, Bedrock and
-    Responses at most 64 characters), ``over_budget``.
+    ``first_turn_not_user``, ``invalid_arguments``, ``empty_message`` (no content, or text alone
+    that the provider refuses: Anthropic's ``content: ""`` but in the final assistant turn),
+    ``blank_text`` (a text block the provider refuses beside others: Anthropic's empty or
+    whitespace-only text, Bedrock's empty text), ``invalid_call_id`` (a call id the format's
+    provider refuses: Anthropic and Bedrock take ``[a-zA-Z0-9_-]+``, Bedrock and Responses at most
+    64 characters), ``over_budget``.
     """
 
     def __init__(self, message: str, failures: tuple[tuple[str, int, str], ...] = ()) -> None:

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use super::dialect::{CallIdRule, Dialect};
+use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
     content_text_block, if_smaller, if_smaller_parts, image_bytes, json_string, object_of,
     plain_text, CallAt, Change, Step, Written,
@@ -403,6 +403,16 @@ pub const DIALECT: Dialect = Dialect {
         word_chars_only: true,
         max_chars: None,
     },
+    // "messages: text content blocks must be non-empty" and "... must contain non-whitespace
+    // text", and "messages.0: all messages must have non-empty content except for the optional
+    // final assistant message" for a `content: ""` (the API's own refusals, reported by agents
+    // that sent an empty tool output or model answer back:
+    // https://github.com/anthropics/claude-code/issues/23440,
+    // https://github.com/anthropics/claude-code/issues/6774,
+    // https://github.com/crewAIInc/crewAI/pull/4429). No recorded Messages request sends one.
+    blank_text: BlankText::Whitespace,
+    // (The Messages API joins two turns of one role itself.)
+    refuses_same_role: false,
 };
 /// A Messages API body: `messages`, `system` (a string or text blocks), `tools` (client and
 /// server tools), `output_format` (or `output_config.format`), `thinking`, `tool_choice`,

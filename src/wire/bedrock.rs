@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
-use super::dialect::{CallIdRule, Dialect};
+use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
     content_text_block, if_smaller, if_smaller_parts, image_bytes, object_of, one_text_part,
@@ -310,6 +310,18 @@ pub const DIALECT: Dialect = Dialect {
         word_chars_only: true,
         max_chars: Some(64),
     },
+    // "The text field in the ContentBlock object at messages.95.content.0 is blank. Add text to
+    // the text field, and try again." (https://github.com/aws/bedrock-agentcore-sdk-python/pull/185).
+    // Empty text only: a recorded Converse request to Claude Sonnet 4.5 with a `"\n"` block
+    // among its user turn's six blocks was answered (pydantic-ai's
+    // test_bedrock_cache_write_and_read cassette).
+    blank_text: BlankText::Empty,
+    // "A conversation must alternate between user and assistant roles. Make sure the
+    // conversation alternates between user and assistant roles and try again."
+    // (https://github.com/langchain-ai/langchain-aws/issues/130,
+    // https://github.com/Portkey-AI/gateway/issues/748); none of the 136 recorded Converse
+    // requests sends two turns of one role.
+    refuses_same_role: true,
 };
 /// A Converse body: `messages`, `system` (text blocks), `toolConfig.tools` (`toolSpec`s) and
 /// `toolConfig.toolChoice` (`{"auto"|"any": {}}`, `{"tool": {"name"}}`), and Anthropic's

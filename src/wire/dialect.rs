@@ -34,6 +34,34 @@ pub struct Dialect {
     pub write: fn(&Message<'_>, &Change) -> Option<Written>,
     /// What the provider takes as a tool call's id.
     pub call_id: CallIdRule,
+    /// The text a provider refuses in a message's content (a text block, or the content string).
+    pub blank_text: BlankText,
+    /// Two turns of one role in a row are refused, wherever they are (a history written so
+    /// comes to the provider as it was written).
+    pub refuses_same_role: bool,
+}
+
+/// Text the provider refuses as a block of a message's content, or as the whole content.
+/// A turn of such text alone is refused as a message without content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlankText {
+    /// Any text is taken.
+    Taken,
+    /// An empty text is refused.
+    Empty,
+    /// An empty or whitespace-only text is refused.
+    Whitespace,
+}
+
+impl BlankText {
+    /// Whether `text` is refused.
+    pub fn refuses(self, text: &str) -> bool {
+        match self {
+            BlankText::Taken => false,
+            BlankText::Empty => text.is_empty(),
+            BlankText::Whitespace => text.trim().is_empty(),
+        }
+    }
 }
 
 /// The ids a provider takes for a client tool call (and so for the result that answers it).

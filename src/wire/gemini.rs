@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use super::anthropic::object_arguments;
-use super::dialect::{CallIdRule, Dialect};
+use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
     if_smaller, image_bytes, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
@@ -465,6 +465,12 @@ pub const DIALECT: Dialect = Dialect {
     write: |msg, change| write(msg, change, false),
     // (Gemini's `functionCall.id` is optional and names no rule.)
     call_id: CallIdRule::ANY,
+    // Recorded requests with a `{"text": ""}` user turn were answered (gemini-2.5-flash and
+    // gemini-3-flash-preview, pydantic-ai's test_google cassettes); only a turn without parts is
+    // refused ("contents.parts must not be empty").
+    blank_text: BlankText::Taken,
+    // (Two recorded gemini-3 requests with two model turns in a row were answered.)
+    refuses_same_role: false,
 };
 
 /// Gemini parts in the Python SDK's snake case (`function_call`, `inline_data`): written back

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::dialect::{CallIdRule, Dialect};
+use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
     if_smaller, if_smaller_string, image_bytes, json_string, object_of, plain_text, CallAt, Change,
     Step, Written,
@@ -334,6 +334,8 @@ pub const DIALECT: Dialect = Dialect {
     write,
     // (No rule is OpenAI's alone: the chat format is also every compatible server's.)
     call_id: CallIdRule::ANY,
+    blank_text: BlankText::Taken,
+    refuses_same_role: false,
 };
 /// A chat.completions body: `messages`, `tools`, `response_format`, `tool_choice`,
 /// `reasoning_effort`, and the `reasoning` / `thinking` objects of OpenAI-compatible servers

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use super::dialect::{CallIdRule, Dialect};
+use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
     if_smaller, if_smaller_string, image_bytes, json_string, object_of, plain_text, CallAt, Change,
     Step, Written,
@@ -422,6 +422,8 @@ pub const DIALECT: Dialect = Dialect {
         word_chars_only: false,
         max_chars: Some(64),
     },
+    blank_text: BlankText::Taken,
+    refuses_same_role: false,
 };
 /// A Responses API body: `input` (a string or a list of items), `instructions`, `tools` (function
 /// and hosted tools, MCP included), `text` (its `format`), `tool_choice`, `reasoning.effort`.

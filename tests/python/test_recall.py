@@ -270,7 +270,7 @@ def test_a_recall_call_the_model_wrote_wrong_is_answered_not_raised(fmt):
         a = c.answer(call)
         text = answer_text(fmt, a)
         assert text.startswith(f"[{cf.RECALL_TOOL}") and "call contextfold_recall again" in text, (k, text)
-        assert shape_problems([{"role": "user", "content": "go"} if fmt != "responses" else
+        assert shape_problems([{"role": "user", "parts": [{"text": "go"}]} if fmt == "gemini" else
                                {"role": "user", "content": "go"}, call, a], fmt) == [], (k, text)
     if fmt in ("chat", "responses"):
         # Arguments that are not JSON at all, or nested past any parser's depth.

@@ -732,3 +732,71 @@ def test_an_empty_gemini_turn_goes_and_the_user_turns_around_it_are_joined() -> 
     out = cf.repair(sdk, wire_format="gemini").messages
     sent = [m if isinstance(m, types.Content) else types.Content.model_validate(m) for m in out]
     assert [[p.text for p in m.parts or []] for m in sent] == [["summarize the report", "are you there?"], ["Yes."]]
+
+
+def test_blank_text_anthropic_and_bedrock_refuse_goes() -> None:
+    # An empty tool output or model answer sent back as it came. Anthropic: "all messages must
+    # have non-empty content except for the optional final assistant message", "text content
+    # blocks must contain non-whitespace text"; Bedrock: "The text field in the ContentBlock
+    # object at messages.N.content.0 is blank".
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "find the failing test"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Running it."},
+                                          {"type": "tool_use", "id": "t1", "name": "bash", "input": {"cmd": "pytest"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "1 failed"},
+                                     {"type": "text", "text": "  "}]},
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": [{"type": "text", "text": "and?"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "\n"}, {"type": "text", "text": "test_io fails."}]},
+        {"role": "user", "content": "fix it"}]
+    before = copy.deepcopy(history)
+    assert shape_problems(history, "anthropic") == ["2: blank text block 1", "3: blank content", "5: blank text block 0"]
+    fixed = cf.repair(history, wire_format="anthropic")
+    assert shape_problems(fixed.messages, "anthropic") == [] and history == before
+    # The empty turn went, and the two user turns around it are one; the blank blocks went.
+    assert fixed.messages == [
+        history[0], history[1],
+        {"role": "user", "content": [history[2]["content"][0], {"type": "text", "text": "and?"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "test_io fails."}]}, history[6]]
+    assert [c.split(":")[0] for c in fixed.changes] == ["message 3", "message 4", "message 2", "message 5"]
+    # A compaction with repair sends none of it, at a budget that folds and at one that does not.
+    for budget in (10_000, 120):
+        out = cf.Compactor(provider="anthropic", budget=budget, repair=True).compact(history)
+        assert shape_problems(out.messages, "anthropic") == [], budget
+    assert history == before
+
+    # Bedrock refuses the empty text alone: the newline it answered stays.
+    bedrock = [{"role": "user", "content": [{"text": "hi"}, {"text": ""}]},
+               {"role": "assistant", "content": [{"text": "\n"}, {"text": "hello"}]}]
+    fixed = cf.repair(bedrock, wire_format="bedrock")
+    assert fixed.messages == [{"role": "user", "content": [{"text": "hi"}]}, bedrock[1]]
+    # Gemini answered an empty text part (the recorded requests): nothing to repair.
+    gemini = [{"role": "user", "parts": [{"text": ""}]}, {"role": "model", "parts": [{"text": "hello"}]}]
+    assert cf.repair(gemini, wire_format="gemini").changes == ()
+
+
+def test_bedrock_turns_of_one_role_in_a_row_are_one_turn() -> None:
+    # Bedrock: "A conversation must alternate between user and assistant roles". A harness that
+    # wrote the user's next words as a turn of their own after the results turn, and two answers
+    # of the model in a row.
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"text": "list the files"}]},
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "ls", "input": {}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "a.py b.py"}]}}]},
+        {"role": "user", "content": [{"text": "only the tests, please"}]},
+        {"role": "assistant", "content": [{"text": "There are none."}]},
+        {"role": "assistant", "content": [{"text": "Shall I write one?"}]}]
+    before = copy.deepcopy(history)
+    assert shape_problems(history, "bedrock") == ["2: two user turns in a row", "4: two assistant turns in a row"]
+    fixed = cf.repair(history, wire_format="bedrock")
+    assert fixed.messages == [
+        history[0], history[1],
+        {"role": "user", "content": history[2]["content"] + history[3]["content"]},
+        {"role": "assistant", "content": history[4]["content"] + history[5]["content"]}]
+    assert shape_problems(fixed.messages, "bedrock") == [] and history == before
+    for budget in (10_000, 75):
+        out = cf.Compactor(provider="anthropic", wire_format="bedrock", budget=budget, repair=True).compact(history)
+        assert shape_problems(out.messages, "bedrock") == [], budget
+    # Anthropic joins two turns of one role itself: left as they came.
+    anthropic = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+    assert cf.repair(anthropic, wire_format="anthropic").changes == ()

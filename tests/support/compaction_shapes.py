@@ -137,8 +137,9 @@ def calls_and_results(m: dict) -> tuple[list[str], list[str]]:
 def shape_problems(messages: list, fmt: str) -> list[str]:
     """What a provider of ``fmt`` would reject: unanswered calls, results without their call
     (chat: in the run of tool messages right after; Anthropic / Gemini / Bedrock: in the next
-    message), same-role neighbours and a first turn that is not the user's (strict formats),
-    arguments that are not JSON, a Responses reasoning item without the item it belongs to."""
+    message), same-role neighbours, a first turn that is not the user's and content the API takes
+    as none (strict formats), arguments that are not JSON, a Responses reasoning item without the
+    item it belongs to, call ids the provider refuses."""
     problems = []
     strict = fmt in ("anthropic", "gemini", "bedrock")
     msgs = [m if isinstance(m, dict) else m.model_dump() for m in messages]
@@ -191,6 +192,26 @@ def shape_problems(messages: list, fmt: str) -> list[str]:
                 problems.append(f"{i}: call id {c!r} not of [a-zA-Z0-9_-]+")
             if fmt in ("bedrock", "responses") and len(c) > 64:
                 problems.append(f"{i}: call id {c!r} over 64 characters")
+    # Content the API takes as none: Anthropic refuses an empty or whitespace-only text block
+    # ("text content blocks must contain non-whitespace text") and a message without content
+    # but the final assistant one ("all messages must have non-empty content except for the
+    # optional final assistant message"); Bedrock an empty text block ("The text field in the
+    # ContentBlock object at messages.N.content.0 is blank"); Gemini a turn without parts.
+    if strict:
+        blank = (lambda t: not t.strip()) if fmt == "anthropic" else (lambda t: t == "") if fmt == "bedrock" \
+            else (lambda t: False)
+        for i, m in enumerate(msgs):
+            content = m.get("parts" if fmt == "gemini" else "content")
+            final_assistant = i == len(msgs) - 1 and m.get("role") in ("assistant", "model")
+            if isinstance(content, str):
+                if blank(content) and not final_assistant:
+                    problems.append(f"{i}: blank content")
+            elif not content:
+                problems.append(f"{i}: no content")
+            else:
+                problems += [f"{i}: blank text block {k}" for k, b in enumerate(content)
+                             if isinstance(b, dict) and isinstance(b.get("text"), str) and blank(b["text"])
+                             and b.get("type", "text") == "text"]
     if strict:
         roles = [m.get("role") for m in msgs if m.get("role") != "system"]
         if roles and roles[0] != "user":
