@@ -1023,7 +1023,17 @@ fn repair_sequential(
     // real output was lost (a user who typed while the tool ran).
     let mut deferred: Vec<(usize, usize)> = Vec::new();
     let later = (!responses).then(|| LaterResults::of(msgs, ids));
+    // Responses: each call id's output items, ascending, and those moved up to their call's
+    // response. An output sent after a later message of the model (DeepSeek refuses it: "No
+    // tool output found for tool call call-a", the recorded exchange
+    // test_deepseek_responses_rejects_interleaved_function_calls) goes up to where its call
+    // stops being awaited; a stand-in there dropped the real output as an answer given twice.
+    let outputs = responses.then(|| LaterResults::of(msgs, ids).at);
+    let mut moved_up: HashSet<usize> = HashSet::new();
     for (i, m) in msgs.iter().enumerate() {
+        if moved_up.contains(&i) {
+            continue;
+        }
         let turn = Turn::of(m);
         let waits = match &later {
             Some(l) if !open.is_empty() && ids.results[i].is_empty() => {
@@ -1078,6 +1088,22 @@ fn repair_sequential(
         let closes = !responses || ids.calls[i].is_empty();
         if !open.is_empty() && (speaks && closes || next_response) {
             for (id, at) in std::mem::take(&mut open) {
+                let output = outputs
+                    .as_ref()
+                    .and_then(|o| o.get(id.as_str()))
+                    .and_then(|js| {
+                        js.iter()
+                            .copied()
+                            .find(|&j| j > i && !moved_up.contains(&j))
+                    });
+                if let Some(j) = output {
+                    moved_up.insert(j);
+                    plan.messages.push(Slot::Keep(j));
+                    plan.changes.push(format!(
+                        "message {j}: output of call {id:?} sent after a later message of the model (message {i}): moved up before it"
+                    ));
+                    continue;
+                }
                 let json = match (responses, msgs[at].item) {
                     (false, Some(openai_chat::LEGACY_FUNCTION_CALL)) => {
                         openai_chat::legacy_function_result_json(&id, INTERRUPTED)
@@ -2081,6 +2107,31 @@ mod tests {
         assert!(plan_of(&pending, WireFormat::Responses).changes.is_empty());
         let msgs = read_history(&&pending).expect("readable");
         assert_eq!(pending_from(&msgs, WireFormat::Responses), 1);
+    }
+
+    #[test]
+    fn a_responses_output_sent_after_a_later_model_message_moves_up_to_its_call() {
+        // The recorded exchange DeepSeek refused ("No tool output found for tool call call-a"):
+        // the model's words between two calls, both outputs after them. A stand-in for `call-a`
+        // dropped its real output as an answer given twice.
+        let h = json!([
+            {"role": "assistant", "content": "inspect inputs"},
+            {"type": "function_call", "call_id": "call-a", "name": "read", "arguments": "{}"},
+            {"role": "assistant", "content": "inspect views"},
+            {"type": "function_call", "call_id": "call-b", "name": "view", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call-a", "output": "contents"},
+            {"type": "function_call_output", "call_id": "call-b", "output": "rendered"},
+            {"role": "user", "content": "Reply exactly: done"}
+        ]);
+        let p = plan_of(&h, WireFormat::Responses);
+        assert_eq!(
+            p.messages,
+            [0, 1, 4, 2, 3, 5, 6].map(Slot::Keep).to_vec(),
+            "{:?}",
+            p.changes
+        );
+        assert_eq!(p.changes.len(), 1, "{:?}", p.changes);
+        assert!(p.changes[0].starts_with("message 4: output of call \"call-a\""));
     }
 
     #[test]

@@ -800,3 +800,25 @@ def test_bedrock_turns_of_one_role_in_a_row_are_one_turn() -> None:
     # Anthropic joins two turns of one role itself: left as they came.
     anthropic = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
     assert cf.repair(anthropic, wire_format="anthropic").changes == ()
+
+
+def test_a_responses_output_sent_after_a_later_model_message_moves_up_to_its_call() -> None:
+    # DeepSeek refused the recorded input ("No tool output found for tool call call-a"): the
+    # model's words between two calls, both outputs after them. The repair stood in for
+    # `call-a` and dropped its real output as an answer given twice.
+    if not shared_available():
+        pytest.skip("../shared/data absent: the recorded DeepSeek exchange lives there")
+    from replay_server import load_exchanges
+
+    rows = load_exchanges(SHARED / "replay" / "exchanges.jsonl")
+    row = next(r for s, r in rows.items() if "rejects_interleaved_function_calls" in s)
+    assert row["status"] == 400 and "call-a" in row["response_body"]["error"]["message"]
+    items = row["request_body"]["input"]
+    before = copy.deepcopy(items)
+    fixed = cf.repair(items, wire_format="responses")
+    kinds = [(m.get("type") or m["role"], m.get("call_id")) for m in fixed.messages]
+    assert kinds == [("assistant", None), ("function_call", "call-a"), ("function_call_output", "call-a"),
+                     ("assistant", None), ("function_call", "call-b"), ("function_call_output", "call-b"),
+                     ("user", None)]
+    assert fixed.messages[2] is items[4] and items == before
+    assert not any("interrupted" in json.dumps(m) for m in fixed.messages)
