@@ -564,6 +564,9 @@ pub enum Failure {
     /// A message with no content at all where the format needs some (or text alone that the
     /// format refuses, `wire::BlankText`).
     EmptyMessage { index: usize },
+    /// Message `index` is sent with an empty `tool_calls` list, which OpenAI refuses
+    /// (`wire::openai_chat::EMPTY_CALLS`).
+    EmptyToolCalls { index: usize },
     /// Block `part` of message `index` is text the format's provider refuses (empty, or
     /// whitespace alone for Anthropic: `wire::BlankText`) beside other blocks of the message.
     BlankText { index: usize, part: usize },
@@ -592,6 +595,7 @@ impl Failure {
             Failure::InvalidArguments { .. } => "invalid_arguments",
             Failure::EmptyMessage { .. } => "empty_message",
             Failure::BlankText { .. } => "blank_text",
+            Failure::EmptyToolCalls { .. } => "empty_tool_calls",
             Failure::InvalidCallId { .. } => "invalid_call_id",
             Failure::OverBudget { .. } => "over_budget",
         }
@@ -609,6 +613,7 @@ impl Failure {
             | Failure::InvalidArguments { index, .. }
             | Failure::EmptyMessage { index }
             | Failure::BlankText { index, .. }
+            | Failure::EmptyToolCalls { index }
             | Failure::InvalidCallId { index, .. } => Some(*index),
             Failure::OverBudget { .. } => None,
         }
@@ -642,6 +647,9 @@ impl Failure {
                 )
             }
             Failure::EmptyMessage { index } => format!("message {index}: no content"),
+            Failure::EmptyToolCalls { index } => {
+                format!("message {index}: tool_calls is an empty list, which OpenAI refuses")
+            }
             Failure::BlankText { index, part } => {
                 format!("message {index}: content block {part} is blank text, which the provider refuses")
             }
@@ -740,6 +748,9 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
                     }
                 }
             }
+        }
+        if m.item == Some(crate::wire::openai_chat::EMPTY_CALLS) {
+            failures.push(Failure::EmptyToolCalls { index: i });
         }
         if !format.strict_turns() {
             continue;

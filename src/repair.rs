@@ -212,6 +212,7 @@ pub fn repair(msgs: &[Message<'_>], format: WireFormat) -> RepairPlan {
 pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: bool) -> RepairPlan {
     let mut plan = RepairPlan::default();
     valid_arguments(msgs, &mut plan);
+    drop_empty_call_lists(msgs, &mut plan);
     let ids = unique_ids(msgs, format, &mut plan);
     if format.strict_turns() {
         repair_strict(msgs, &ids, &mut plan);
@@ -432,6 +433,23 @@ fn order_removals(plan: &mut RepairPlan) {
     removals.dedup();
     plan.edits = others;
     plan.edits.extend(removals);
+}
+
+/// The `tool_calls: []` of chat messages (`wire::openai_chat::EMPTY_CALLS`), which OpenAI
+/// refuses: removed (a list of no calls says what its absence says).
+fn drop_empty_call_lists(msgs: &[Message<'_>], plan: &mut RepairPlan) {
+    for (i, m) in msgs.iter().enumerate() {
+        if m.item == Some(crate::wire::openai_chat::EMPTY_CALLS) {
+            plan.changes.push(format!(
+                "message {i}: an empty tool_calls list (OpenAI refuses it): removed"
+            ));
+            plan.edits.push(RepairEdit {
+                index: i,
+                path: vec![Step::Key("tool_calls")],
+                action: Action::Remove,
+            });
+        }
+    }
 }
 
 /// Arguments a provider parses as JSON (`wire::json_arguments_path`) that are not valid JSON,
@@ -1526,6 +1544,34 @@ mod tests {
         ]);
         assert!(failures(&g, WireFormat::Gemini).is_empty());
         assert!(plan_of(&g, WireFormat::Gemini).changes.is_empty());
+    }
+
+    #[test]
+    fn an_empty_tool_calls_list_is_named_and_removed() {
+        // An answer appended as a compatible server or an SDK returned it: OpenAI refuses
+        // "tool_calls: empty array".
+        let h = json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello", "tool_calls": []},
+            {"role": "user", "content": "bye"}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let kinds: Vec<(&str, Option<usize>)> =
+            crate::compaction::check(&msgs, WireFormat::Chat, &[])
+                .iter()
+                .map(|f| (f.kind(), f.index()))
+                .collect();
+        assert_eq!(kinds, [("empty_tool_calls", Some(1))]);
+        let p = plan_of(&h, WireFormat::Chat);
+        assert_eq!(
+            p.edits,
+            vec![RepairEdit {
+                index: 1,
+                path: vec![Step::Key("tool_calls")],
+                action: Action::Remove
+            }]
+        );
+        assert_eq!(p.messages, (0..3).map(Slot::Keep).collect::<Vec<_>>());
     }
 
     #[test]

@@ -47,7 +47,8 @@ class CompactionError(ValueError):
     ``first_turn_not_user``, ``invalid_arguments``, ``empty_message`` (no content, or text alone
     that the provider refuses: Anthropic's ``content: ""`` but in the final assistant turn),
     ``blank_text`` (a text block the provider refuses beside others: Anthropic's empty or
-    whitespace-only text, Bedrock's empty text), ``invalid_call_id`` (a call id the format's
+    whitespace-only text, Bedrock's empty text), ``empty_tool_calls`` (a chat turn sent with
+    ``tool_calls: []``, which OpenAI refuses), ``invalid_call_id`` (a call id the format's
     provider refuses: Anthropic and Bedrock take ``[a-zA-Z0-9_-]+``, Bedrock and Responses at most
     64 characters), ``over_budget``.
     """

@@ -52,7 +52,11 @@ fn repair_history<'py>(
         if e.action == Action::Remove {
             let mut path = steps(&e.path)?;
             let last = path.pop().expect("a removal names a position");
-            cow.walk(e.index, &path)?.del_item(last)?;
+            let node = cow.walk(e.index, &path)?;
+            match node.is_instance_of::<pyo3::types::PyDict>() || node.is_instance_of::<PyList>() {
+                true => node.del_item(last)?,
+                false => node.setattr(last.cast::<pyo3::types::PyString>()?, py.None())?,
+            }
         }
     }
     // A second results turn joins the first, its own removals made; before the insertions, whose

@@ -14,7 +14,8 @@ use crate::message::{ImageSource, Message, Part, ToolCall};
 pub enum Action {
     /// Replace the value at the path (its last step names an existing key) with this JSON.
     Set(String),
-    /// Remove the list element the path ends on.
+    /// Remove the list element or the field the path ends on (an SDK object's field is set to
+    /// None: its class has no way to go without it).
     Remove,
     /// Insert this JSON into the list at the path, at `position`.
     Insert { position: usize, value: String },

@@ -27,6 +27,13 @@ use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCal
 /// arguments are never edited.
 pub(crate) const CUSTOM_CALLS: &str = "custom tool calls";
 
+/// What `Message::item` says of a chat message sent with `tool_calls: []`, which OpenAI refuses
+/// ("Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1",
+/// https://github.com/openai/openai-node/pull/1341, https://github.com/home-assistant/core/pull/118577)
+/// and Qwen too ("Empty tool_calls is not supported in message"): a compatible server's or an
+/// SDK's answer appended as it came. (Mistral took it: 3 recorded requests.)
+pub(crate) const EMPTY_CALLS: &str = "empty tool_calls";
+
 /// What `Message::item` says of an assistant message that makes a legacy function call: its
 /// call sits at `function_call`, not in `tool_calls`.
 pub(crate) const LEGACY_FUNCTION_CALL: &str = "function_call";

@@ -175,6 +175,9 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
     }
     if let Some(calls) = tool_calls {
         let (read, custom_call) = openai_chat::tool_calls(&calls)?;
+        if read.is_empty() && msg.item.is_none() {
+            msg.item = Some(openai_chat::EMPTY_CALLS);
+        }
         msg.tool_calls = read;
         if custom_call {
             msg.item = Some(openai_chat::CUSTOM_CALLS);

@@ -822,3 +822,25 @@ def test_a_responses_output_sent_after_a_later_model_message_moves_up_to_its_cal
                      ("user", None)]
     assert fixed.messages[2] is items[4] and items == before
     assert not any("interrupted" in json.dumps(m) for m in fixed.messages)
+
+
+def test_an_empty_tool_calls_list_is_removed() -> None:
+    # OpenAI refuses "Invalid 'messages[1].tool_calls': empty array"; a compatible server's or
+    # an SDK's answer appended as it came carries one.
+    history: list[Any] = [{"role": "user", "content": "hi"},
+                          {"role": "assistant", "content": "hello", "tool_calls": []},
+                          {"role": "user", "content": "bye"}]
+    before = copy.deepcopy(history)
+    fixed = cf.repair(history, provider="openai")
+    assert fixed.messages == [history[0], {"role": "assistant", "content": "hello"}, history[2]]
+    assert fixed.changes == ("message 1: an empty tool_calls list (OpenAI refuses it): removed",)
+    assert history == before and fixed.messages[0] is history[0]
+    out = cf.Compactor(budget=10_000, repair=True).compact(history)
+    assert "tool_calls" not in out.messages[1]
+
+    # The OpenAI SDK's own message object: what comes back sends no empty list.
+    chat = pytest.importorskip("openai.types.chat", reason="openai (pip install '.[openai]')")
+    sdk = chat.ChatCompletionMessage(role="assistant", content="hello", tool_calls=[])
+    m = cf.repair([history[0], sdk, history[2]], provider="openai").messages[1]
+    sent = m if isinstance(m, dict) else m.model_dump(exclude_none=True)
+    assert sent.get("tool_calls") is None and sent["content"] == "hello" and sdk.tool_calls == []
