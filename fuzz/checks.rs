@@ -702,12 +702,13 @@ pub fn compaction(data: &[u8]) {
     if !well_formed || p.folded.is_empty() || !p.tail_edits.is_empty() {
         return;
     }
-    // (Never empty, as no summary is: Anthropic and Bedrock refuse empty text.)
+    // (Never empty and never ending in a space, as no summary is: Anthropic and Bedrock refuse
+    // empty text, and a final assistant turn's text ending in whitespace.)
     let summary = "x ".repeat(
         (p.summary_tokens.min(4096) as usize)
             .saturating_sub(24)
             .max(1),
-    );
+    ) + "x";
     let out = assemble(&msgs, &p, &summary);
     let v = verify(&out, format, &est, 0, None, &p.seams);
     let problems: Vec<_> = v

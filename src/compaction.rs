@@ -564,6 +564,9 @@ pub enum Failure {
     /// A message with no content at all where the format needs some (or text alone that the
     /// format refuses, `wire::BlankText`).
     EmptyMessage { index: usize },
+    /// The final assistant turn, message `index`, ends its text in whitespace, which the
+    /// format's provider refuses (`Dialect::refuses_prefill_trailing_space`).
+    TrailingWhitespace { index: usize },
     /// Message `index` is sent with an empty `tool_calls` list, which OpenAI refuses
     /// (`wire::openai_chat::EMPTY_CALLS`).
     EmptyToolCalls { index: usize },
@@ -596,6 +599,7 @@ impl Failure {
             Failure::EmptyMessage { .. } => "empty_message",
             Failure::BlankText { .. } => "blank_text",
             Failure::EmptyToolCalls { .. } => "empty_tool_calls",
+            Failure::TrailingWhitespace { .. } => "trailing_whitespace",
             Failure::InvalidCallId { .. } => "invalid_call_id",
             Failure::OverBudget { .. } => "over_budget",
         }
@@ -614,6 +618,7 @@ impl Failure {
             | Failure::EmptyMessage { index }
             | Failure::BlankText { index, .. }
             | Failure::EmptyToolCalls { index }
+            | Failure::TrailingWhitespace { index }
             | Failure::InvalidCallId { index, .. } => Some(*index),
             Failure::OverBudget { .. } => None,
         }
@@ -647,6 +652,9 @@ impl Failure {
                 )
             }
             Failure::EmptyMessage { index } => format!("message {index}: no content"),
+            Failure::TrailingWhitespace { index } => format!(
+                "message {index}: the final assistant turn ends its text in whitespace, which the provider refuses"
+            ),
             Failure::EmptyToolCalls { index } => {
                 format!("message {index}: tool_calls is an empty list, which OpenAI refuses")
             }
@@ -770,6 +778,12 @@ pub fn check(msgs: &[Message<'_>], format: WireFormat, seams: &[usize]) -> Vec<F
             for (part, _) in ps.iter().enumerate().filter(|(_, p)| refused(p)) {
                 failures.push(Failure::BlankText { index: i, part });
             }
+        }
+        if final_assistant
+            && format.dialect().refuses_prefill_trailing_space
+            && crate::wire::prefill_end(m, blank).is_some()
+        {
+            failures.push(Failure::TrailingWhitespace { index: i });
         }
     }
     failures

@@ -234,6 +234,9 @@ pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: b
         if format.dialect().refuses_same_role {
             join_same_role(msgs, &mut plan);
         }
+        if format.dialect().refuses_prefill_trailing_space {
+            trim_prefill(msgs, format, &mut plan);
+        }
     }
     plan
 }
@@ -301,6 +304,54 @@ fn drop_empty_turns(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairP
             ));
             plan.messages.remove(k);
         }
+    }
+}
+
+/// The whitespace ending the text of a final assistant turn (a prefill), which the format's
+/// provider refuses ("final assistant content cannot end with trailing whitespace"): trimmed.
+/// A last block of whitespace alone, beside others, goes.
+fn trim_prefill(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan) {
+    let Some(&Slot::Keep(i)) = plan.messages.last() else {
+        return;
+    };
+    let m = &msgs[i];
+    let written = plan.edits.iter().any(|e| {
+        e.index == i
+            && match &e.action {
+                Action::Insert { .. } | Action::Append { .. } => true,
+                Action::Set(_) => e.path.len() == 1,
+                _ => false,
+            }
+    });
+    if Turn::of(m) != Turn::Assistant || written {
+        return;
+    }
+    let Some((at, text)) = crate::wire::prefill_end(m, format.dialect().blank_text) else {
+        return;
+    };
+    let trimmed = text.trim_end();
+    plan.changes.push(format!(
+        "message {i}: the final assistant turn ends in whitespace (the API refuses it): trimmed"
+    ));
+    match at {
+        Some(k) if trimmed.is_empty() && count_parts(m) > 1 => {
+            plan.remove_parts(i, m.wire, vec![k]);
+            order_removals(plan);
+        }
+        Some(k) => plan.edits.push(RepairEdit {
+            index: i,
+            path: vec![
+                Step::Key(list_key(m.wire)),
+                Step::Index(k),
+                Step::Key("text"),
+            ],
+            action: Action::Set(json_string(trimmed)),
+        }),
+        None => plan.edits.push(RepairEdit {
+            index: i,
+            path: vec![Step::Key("content")],
+            action: Action::Set(json_string(trimmed)),
+        }),
     }
 }
 
@@ -1572,6 +1623,48 @@ mod tests {
             }]
         );
         assert_eq!(p.messages, (0..3).map(Slot::Keep).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_prefill_ending_in_whitespace_is_named_and_trimmed() {
+        // "messages: final assistant content cannot end with trailing whitespace".
+        let h = json!([
+            {"role": "user", "content": "title?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "title: "}, {"type": "text", "text": " "}]}
+        ]);
+        let msgs = read_history(&&h).expect("readable");
+        let kinds: Vec<&str> = crate::compaction::check(&msgs, WireFormat::Anthropic, &[])
+            .iter()
+            .map(|f| f.kind())
+            .collect();
+        assert_eq!(kinds, ["blank_text", "trailing_whitespace"]);
+        let p = plan_of(&h, WireFormat::Anthropic);
+        assert!(p.edits.contains(&RepairEdit {
+            index: 1,
+            path: vec![Step::Key("content"), Step::Index(0), Step::Key("text")],
+            action: Action::Set("\"title:\"".to_string())
+        }));
+        let s = json!([
+            {"role": "user", "content": "title?"},
+            {"role": "assistant", "content": "title:\n"}
+        ]);
+        let p = plan_of(&s, WireFormat::Anthropic);
+        assert_eq!(
+            p.edits,
+            vec![RepairEdit {
+                index: 1,
+                path: vec![Step::Key("content")],
+                action: Action::Set("\"title:\"".to_string())
+            }]
+        );
+        // Not the final turn, or a format that takes it: left.
+        assert!(plan_of(&s, WireFormat::Chat).changes.is_empty());
+        let earlier = json!([
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b "},
+            {"role": "user", "content": "c"}
+        ]);
+        assert!(plan_of(&earlier, WireFormat::Anthropic).changes.is_empty());
     }
 
     #[test]

@@ -181,8 +181,9 @@ fn check_plan(
     prop_assert!(!p.folded.contains(&pin), "a pinned message was folded");
 
     // Assemble with a summary of the planned size.
-    // (Never empty, as no summary is: Anthropic refuses an empty message.)
-    let summary = "x ".repeat((p.summary_tokens as usize).saturating_sub(24).max(1));
+    // (Never empty and never ending in a space, as no summary is: Anthropic refuses an empty
+    // message, and a final assistant turn's text ending in whitespace.)
+    let summary = "x ".repeat((p.summary_tokens as usize).saturating_sub(24).max(1)) + "x";
     let out = assemble(&msgs, &p, &summary);
     let v = verify(&out, format, &est, 0, Some(budget), &p.seams);
     let problems: Vec<_> = v

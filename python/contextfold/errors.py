@@ -48,7 +48,8 @@ class CompactionError(ValueError):
     that the provider refuses: Anthropic's ``content: ""`` but in the final assistant turn),
     ``blank_text`` (a text block the provider refuses beside others: Anthropic's empty or
     whitespace-only text, Bedrock's empty text), ``empty_tool_calls`` (a chat turn sent with
-    ``tool_calls: []``, which OpenAI refuses), ``invalid_call_id`` (a call id the format's
+    ``tool_calls: []``, which OpenAI refuses), ``trailing_whitespace`` (a final assistant turn
+    whose text ends in whitespace, which Anthropic and Bedrock refuse), ``invalid_call_id`` (a call id the format's
     provider refuses: Anthropic and Bedrock take ``[a-zA-Z0-9_-]+``, Bedrock and Responses at most
     64 characters), ``over_budget``.
     """

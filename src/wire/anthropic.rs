@@ -413,6 +413,10 @@ pub const DIALECT: Dialect = Dialect {
     blank_text: BlankText::Whitespace,
     // (The Messages API joins two turns of one role itself.)
     refuses_same_role: false,
+    // "messages: final assistant content cannot end with trailing whitespace"
+    // (https://github.com/tailcallhq/forgecode/issues/1872,
+    // https://github.com/GCWing/OpenBitFun/pull/825).
+    refuses_prefill_trailing_space: true,
 };
 /// A Messages API body: `messages`, `system` (a string or text blocks), `tools` (client and
 /// server tools), `output_format` (or `output_config.format`), `thinking`, `tool_choice`,

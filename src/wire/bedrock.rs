@@ -322,6 +322,9 @@ pub const DIALECT: Dialect = Dialect {
     // https://github.com/Portkey-AI/gateway/issues/748); none of the 136 recorded Converse
     // requests sends two turns of one role.
     refuses_same_role: true,
+    // Claude through Converse: "ValidationException: final assistant content cannot end with
+    // trailing whitespace" (https://github.com/junjiem/dify-plugin-agent-mcp_sse/pull/118).
+    refuses_prefill_trailing_space: true,
 };
 /// A Converse body: `messages`, `system` (text blocks), `toolConfig.tools` (`toolSpec`s) and
 /// `toolConfig.toolChoice` (`{"auto"|"any": {}}`, `{"tool": {"name"}}`), and Anthropic's

@@ -39,6 +39,8 @@ pub struct Dialect {
     /// Two turns of one role in a row are refused, wherever they are (a history written so
     /// comes to the provider as it was written).
     pub refuses_same_role: bool,
+    /// A final assistant turn (a prefill) whose text ends in whitespace is refused.
+    pub refuses_prefill_trailing_space: bool,
 }
 
 /// Text the provider refuses as a block of a message's content, or as the whole content.
@@ -131,4 +133,25 @@ impl CallIdRule {
 
 fn is_id_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// Where a final assistant turn's text ends in whitespace: `None` for the content string, or
+/// the position of its last block (blocks `blank` refuses left out, as the repair removes
+/// them), with the text; nothing when it ends otherwise (a call, text ending in a word).
+pub fn prefill_end<'m>(m: &'m Message<'_>, blank: BlankText) -> Option<(Option<usize>, &'m str)> {
+    let ends_in_space = |t: &str| t.chars().next_back().is_some_and(char::is_whitespace);
+    match &m.content {
+        crate::message::Content::Text(t) => ends_in_space(t).then_some((None, t.as_ref())),
+        crate::message::Content::Parts(ps) => {
+            let (k, p) =
+                ps.iter().enumerate().rev().find(
+                    |(_, p)| !matches!(p, crate::message::Part::Text(t) if blank.refuses(t)),
+                )?;
+            match p {
+                crate::message::Part::Text(t) if ends_in_space(t) => Some((Some(k), t.as_ref())),
+                _ => None,
+            }
+        }
+        crate::message::Content::None => None,
+    }
 }

@@ -471,6 +471,7 @@ pub const DIALECT: Dialect = Dialect {
     blank_text: BlankText::Taken,
     // (Two recorded gemini-3 requests with two model turns in a row were answered.)
     refuses_same_role: false,
+    refuses_prefill_trailing_space: false,
 };
 
 /// Gemini parts in the Python SDK's snake case (`function_call`, `inline_data`): written back

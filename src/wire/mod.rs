@@ -32,7 +32,7 @@ pub mod responses_tool_items;
 pub mod tools_format;
 pub mod wire_format;
 
-pub use dialect::{BlankText, CallIdRule, Dialect};
+pub use dialect::{prefill_end, BlankText, CallIdRule, Dialect};
 pub use edit::{Change, Edit, Step};
 pub use input::{Input, Key, ReadError, ReadResult, Shape};
 pub use json_size::{json_string_len, push_json_string};

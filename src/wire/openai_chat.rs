@@ -343,6 +343,7 @@ pub const DIALECT: Dialect = Dialect {
     call_id: CallIdRule::ANY,
     blank_text: BlankText::Taken,
     refuses_same_role: false,
+    refuses_prefill_trailing_space: false,
 };
 /// A chat.completions body: `messages`, `tools`, `response_format`, `tool_choice`,
 /// `reasoning_effort`, and the `reasoning` / `thinking` objects of OpenAI-compatible servers

@@ -844,3 +844,22 @@ def test_an_empty_tool_calls_list_is_removed() -> None:
     m = cf.repair([history[0], sdk, history[2]], provider="openai").messages[1]
     sent = m if isinstance(m, dict) else m.model_dump(exclude_none=True)
     assert sent.get("tool_calls") is None and sent["content"] == "hello" and sdk.tool_calls == []
+
+
+def test_a_prefill_ending_in_whitespace_is_trimmed() -> None:
+    # Anthropic, and Claude through Converse: "final assistant content cannot end with trailing
+    # whitespace" (a prefill such as "title: ").
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Name this note."},
+                                     {"role": "assistant", "content": [{"type": "text", "text": "Title: "}]}]
+    before = copy.deepcopy(history)
+    assert shape_problems(history, "anthropic") == ["1: final assistant text ends in whitespace"]
+    fixed = cf.repair(history, wire_format="anthropic")
+    assert fixed.messages[1] == {"role": "assistant", "content": [{"type": "text", "text": "Title:"}]}
+    assert shape_problems(fixed.messages, "anthropic") == [] and history == before
+    bedrock = [{"role": "user", "content": [{"text": "Name this note."}]},
+               {"role": "assistant", "content": [{"text": "Title:\n"}]}]
+    assert cf.repair(bedrock, wire_format="bedrock").messages[1] == {"role": "assistant", "content": [{"text": "Title:"}]}
+    # An earlier assistant turn's trailing space, and chat's, are taken: left.
+    assert cf.repair(history + [{"role": "user", "content": "go on"}], wire_format="anthropic").changes == ()
+    assert cf.repair([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b "}],
+                     provider="openai").changes == ()

@@ -212,6 +212,14 @@ def shape_problems(messages: list, fmt: str) -> list[str]:
                 problems += [f"{i}: blank text block {k}" for k, b in enumerate(content)
                              if isinstance(b, dict) and isinstance(b.get("text"), str) and blank(b["text"])
                              and b.get("type", "text") == "text"]
+            # "final assistant content cannot end with trailing whitespace" (Anthropic, and
+            # Claude through Converse).
+            if final_assistant and fmt in ("anthropic", "bedrock"):
+                last = content if isinstance(content, str) else next(
+                    (b.get("text") for b in reversed(content or []) if isinstance(b, dict)
+                     and not (isinstance(b.get("text"), str) and blank(b["text"]))), None)
+                if isinstance(last, str) and last[-1:].isspace():
+                    problems.append(f"{i}: final assistant text ends in whitespace")
     if strict:
         roles = [m.get("role") for m in msgs if m.get("role") != "system"]
         if roles and roles[0] != "user":
