@@ -294,15 +294,13 @@ fn drop_empty_turns(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairP
         let lists = matches!(msgs[a].content, Content::Parts(_))
             && matches!(msgs[b].content, Content::Parts(_));
         if Turn::of(&msgs[a]) == Turn::of(&msgs[b]) && lists && !edited(b, plan) {
-            plan.edits.push(RepairEdit {
-                index: a,
-                path: vec![Step::Key(list_key(msgs[a].wire))],
-                action: Action::Append { from: b },
-            });
-            plan.changes.push(format!(
-                "message {b}: joined to message {a} (two turns of one role in a row once message {i} went)"
-            ));
-            plan.messages.remove(k);
+            plan.join(
+                a,
+                b,
+                msgs[a].wire,
+                k,
+                format!("two turns of one role in a row once message {i} went"),
+            );
         }
     }
 }
@@ -398,15 +396,13 @@ fn join_same_role(msgs: &[Message<'_>], plan: &mut RepairPlan) {
             k += 1;
             continue;
         }
-        plan.edits.push(RepairEdit {
-            index: a,
-            path: vec![Step::Key(list_key(msgs[a].wire))],
-            action: Action::Append { from: b },
-        });
-        plan.changes.push(format!(
-            "message {b}: joined to message {a} (the API refuses two turns of one role in a row)"
-        ));
-        plan.messages.remove(k);
+        plan.join(
+            a,
+            b,
+            msgs[a].wire,
+            k,
+            "the API refuses two turns of one role in a row".to_string(),
+        );
     }
 }
 
@@ -609,6 +605,19 @@ impl RepairPlan {
         self.changes.push(format!(
             "message {i}: result for call {id:?} without that call (or answered twice): dropped"
         ));
+    }
+
+    /// Join caller message `b` (slot `k` of the repaired history) to message `a` before it, of
+    /// one role: its content blocks appended to `a`'s, and its slot gone; `why` said.
+    fn join(&mut self, a: usize, b: usize, wire: Format, k: usize, why: String) {
+        self.edits.push(RepairEdit {
+            index: a,
+            path: vec![Step::Key(list_key(wire))],
+            action: Action::Append { from: b },
+        });
+        self.changes
+            .push(format!("message {b}: joined to message {a} ({why})"));
+        self.messages.remove(k);
     }
 
     /// Remove the content blocks at `parts` of message `index` (highest first, so each index
