@@ -9,6 +9,7 @@ check (problems the caller's history already had are not raised about).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from contextfold import _core
@@ -115,7 +116,7 @@ class CompactionRun:
         return tokens, failures
 
 
-    def refuse_inherited(self, result: CompactionResult) -> None:
+    def refuse_inherited(self, result: CompactionResult) -> tuple[str, ...]:
         """Raise when the compacted history still has a fault the caller's history came in with,
         which ``verified`` leaves to this last step (a fold that takes the fault away repairs
         it, so only the finished history can tell): ``UnpairedToolCallsError`` for a broken
@@ -123,10 +124,13 @@ class CompactionRun:
         last turn is not broken; a call id used twice where the format wants each once),
         ``InvalidArgumentsError`` for a call's arguments that are not
         valid JSON. Both are a ``CompactionError`` and an ``InvalidMessageError``, and name the
-        caller's message; a history returned unchanged is the caller's own."""
+        caller's message; a history returned unchanged is the caller's own. Returns the notes
+        of the faults sent on as they came (``SENT_ON``), which a compatible server may take."""
         inherited = self.plan["input_failures"]
-        if result.strategy_used is None or not inherited:
-            return
+        if not inherited:
+            return ()
+        if result.strategy_used is None:
+            return _sent_on(inherited)
         _, failures = _core.compaction_verify(result.messages, self.priced, budget_tokens=None, seams=[],
                                               overhead_tokens=int(self.plan["overhead_tokens"]), cache=self.read)
         pending = len(result.messages) - self.pending_tail
@@ -159,6 +163,22 @@ class CompactionRun:
                 + "; ".join(d for _, _, d in invalid),
                 'Compact with repair=True (or contextfold.repair() first): the text is kept as a JSON string under '
                 '"invalid_json"', broken, max(0, int(index)), "arguments")
+        return _sent_on(still)
+
+
+#: Faults of the caller's history that a compaction sends on as they came, since a server of the
+#: format may take them (an Anthropic-compatible server other ids, Mistral an empty
+#: ``tool_calls`` list), said in ``.notes``: ``repair=True`` fixes each.
+SENT_ON = ("empty_message", "blank_text", "empty_tool_calls", "trailing_whitespace", "invalid_call_id")
+
+
+def _sent_on(faults: Sequence[tuple[str, int, str]]) -> tuple[str, ...]:
+    """The note of ``faults`` (the check's, in the caller's indices) of a ``SENT_ON`` kind."""
+    said = [d for k, _, d in faults if k in SENT_ON]
+    if not said:
+        return ()
+    return ("sent as the history came, which the provider may refuse (repair=True fixes it): " + "; ".join(said[:5])
+            + (f"; and {len(said) - 5} more" if len(said) > 5 else ""),)
 
 
 @dataclass(slots=True)

@@ -681,7 +681,8 @@ class Compactor(RoomFill, RecoverableFolds):
             # estimate itself, every history still checked by its exact count.
             run = self._start(messages, round_room=round_room, attempt=attempt, scaled=False)
             result = yield from self._compacted(run)
-        run.refuse_inherited(result)
+        if notes := run.refuse_inherited(result):
+            result = dataclasses.replace(result, notes=(*result.notes, *notes))
         if run.exact is not None:
             # (What the run compared was its exact counts scaled to the plan's estimate.)
             after = run.exact_before if result.strategy_used is None else int(run.exact.count(result.messages))

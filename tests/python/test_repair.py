@@ -863,3 +863,21 @@ def test_a_prefill_ending_in_whitespace_is_trimmed() -> None:
     assert cf.repair(history + [{"role": "user", "content": "go on"}], wire_format="anthropic").changes == ()
     assert cf.repair([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b "}],
                      provider="openai").changes == ()
+
+
+def test_a_compaction_without_repair_says_what_it_sends_on_that_the_provider_may_refuse() -> None:
+    # A blank block in the last user turn, which a fold keeps: sent as it came (an
+    # Anthropic-compatible server may take it), and said.
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "hi " * 200}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok " * 300}]},
+        {"role": "user", "content": [{"type": "text", "text": "x " * 200}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "y " * 300}]},
+        {"role": "user", "content": [{"type": "text", "text": " "}, {"type": "text", "text": "go"}]}]
+    out = cf.Compactor(provider="anthropic", budget=700).compact(history)
+    assert out.strategy_used is not None and shape_problems(out.messages, "anthropic") == ["2: blank text block 0"]
+    assert any(n.startswith("sent as the history came") and "message 4: content block 0 is blank text" in n
+               for n in out.notes), out.notes
+    fixed = cf.Compactor(provider="anthropic", budget=700, repair=True).compact(history)
+    assert shape_problems(fixed.messages, "anthropic") == []
+    assert not any(n.startswith("sent as the history came") for n in fixed.notes)
