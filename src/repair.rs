@@ -250,10 +250,11 @@ pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: b
 /// (Bedrock refuses them), are joined when both hold content lists.
 fn drop_empty_turns(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan) {
     let edited = |i: usize, plan: &RepairPlan| {
-        plan.edits.iter().any(|e| {
-            (e.index == i && !matches!(e.action, Action::Set(_)))
-                || matches!(e.action, Action::Append { from } if from == i)
-        })
+        plan.joined_away(i)
+            || plan
+                .edits
+                .iter()
+                .any(|e| e.index == i && !matches!(e.action, Action::Set(_)))
     };
     // What the check calls a message without content: no content, an empty list, or only text
     // the format refuses (`wire::BlankText`: Anthropic's `content: ""`).
@@ -313,15 +314,7 @@ fn trim_prefill(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan)
         return;
     };
     let m = &msgs[i];
-    let written = plan.edits.iter().any(|e| {
-        e.index == i
-            && match &e.action {
-                Action::Insert { .. } | Action::Append { .. } => true,
-                Action::Set(_) => e.path.len() == 1,
-                _ => false,
-            }
-    });
-    if Turn::of(m) != Turn::Assistant || written {
+    if Turn::of(m) != Turn::Assistant || plan.fills(i) || plan.takes_blocks(i) {
         return;
     }
     let Some((at, text)) = crate::wire::prefill_end(m, format.dialect().blank_text) else {
@@ -360,17 +353,13 @@ fn trim_prefill(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan)
 /// where the second holds results (they must open their turn).
 fn join_same_role(msgs: &[Message<'_>], plan: &mut RepairPlan) {
     // (A turn may take the blocks of several: the appends are made in order.)
-    let busy = |i: usize, takes: bool, plan: &RepairPlan| {
-        plan.edits.iter().any(|e| {
-            (e.index == i
-                && match e.action {
-                    Action::Insert { .. } | Action::ResultsFirst => true,
-                    Action::Append { .. } => !takes,
-                    Action::Set(_) => e.path.len() == 1,
-                    Action::Remove => false,
-                })
-                || matches!(e.action, Action::Append { from } if from == i)
-        })
+    let busy = |i: usize, plan: &RepairPlan| {
+        plan.fills(i)
+            || plan.joined_away(i)
+            || plan
+                .edits
+                .iter()
+                .any(|e| e.index == i && e.action == Action::ResultsFirst)
     };
     let mut k = 1;
     while k < plan.messages.len() {
@@ -390,8 +379,9 @@ fn join_same_role(msgs: &[Message<'_>], plan: &mut RepairPlan) {
             || !matches!(turn, Turn::User | Turn::Assistant)
             || !lists
             || results
-            || busy(a, true, plan)
-            || busy(b, false, plan)
+            || busy(a, plan)
+            || busy(b, plan)
+            || plan.takes_blocks(b)
         {
             k += 1;
             continue;
@@ -430,14 +420,6 @@ fn drop_blank_blocks(msgs: &[Message<'_>], format: WireFormat, plan: &mut Repair
         let Content::Parts(ps) = &m.content else {
             continue;
         };
-        let written = plan.edits.iter().any(|e| {
-            e.index == i
-                && match &e.action {
-                    Action::Insert { .. } => true,
-                    Action::Set(_) => e.path.len() == 1,
-                    _ => false,
-                }
-        });
         let refused: Vec<usize> = ps
             .iter()
             .enumerate()
@@ -445,7 +427,7 @@ fn drop_blank_blocks(msgs: &[Message<'_>], format: WireFormat, plan: &mut Repair
             .map(|(k, _)| k)
             .collect();
         // (A turn of blank text alone is an empty turn: `drop_empty_turns` dropped or kept it.)
-        if written || refused.is_empty() || refused.len() == ps.len() {
+        if plan.fills(i) || refused.is_empty() || refused.len() == ps.len() {
             continue;
         }
         for k in &refused {
@@ -605,6 +587,34 @@ impl RepairPlan {
         self.changes.push(format!(
             "message {i}: result for call {id:?} without that call (or answered twice): dropped"
         ));
+    }
+
+    /// Whether the repair writes blocks into caller message `i` at positions it counted on the
+    /// caller's list (stand-in results), or replaces its list whole: a removal there would
+    /// move them.
+    fn fills(&self, i: usize) -> bool {
+        self.edits.iter().any(|e| {
+            e.index == i
+                && match &e.action {
+                    Action::Insert { .. } => true,
+                    Action::Set(_) => e.path.len() == 1,
+                    _ => false,
+                }
+        })
+    }
+
+    /// Whether caller message `i` takes the blocks of a later one (`Action::Append`).
+    fn takes_blocks(&self, i: usize) -> bool {
+        self.edits
+            .iter()
+            .any(|e| e.index == i && matches!(e.action, Action::Append { .. }))
+    }
+
+    /// Whether caller message `i`'s blocks go to an earlier one (`Action::Append`).
+    fn joined_away(&self, i: usize) -> bool {
+        self.edits
+            .iter()
+            .any(|e| matches!(e.action, Action::Append { from } if from == i))
     }
 
     /// Join caller message `b` (slot `k` of the repaired history) to message `a` before it, of
@@ -1100,13 +1110,14 @@ fn repair_sequential(
     // of a waiting call comes later: dropped as an orphan for an "interrupted" stand-in, the
     // real output was lost (a user who typed while the tool ran).
     let mut deferred: Vec<(usize, usize)> = Vec::new();
-    let later = (!responses).then(|| LaterResults::of(msgs, ids));
+    let results = LaterResults::of(msgs, ids);
+    let later = (!responses).then_some(&results);
     // Responses: each call id's output items, ascending, and those moved up to their call's
     // response. An output sent after a later message of the model (DeepSeek refuses it: "No
     // tool output found for tool call call-a", the recorded exchange
     // test_deepseek_responses_rejects_interleaved_function_calls) goes up to where its call
     // stops being awaited; a stand-in there dropped the real output as an answer given twice.
-    let outputs = responses.then(|| LaterResults::of(msgs, ids).at);
+    let outputs = responses.then_some(&results.at);
     let mut moved_up: HashSet<usize> = HashSet::new();
     for (i, m) in msgs.iter().enumerate() {
         if moved_up.contains(&i) {
@@ -1166,14 +1177,11 @@ fn repair_sequential(
         let closes = !responses || ids.calls[i].is_empty();
         if !open.is_empty() && (speaks && closes || next_response) {
             for (id, at) in std::mem::take(&mut open) {
-                let output = outputs
-                    .as_ref()
-                    .and_then(|o| o.get(id.as_str()))
-                    .and_then(|js| {
-                        js.iter()
-                            .copied()
-                            .find(|&j| j > i && !moved_up.contains(&j))
-                    });
+                let output = outputs.and_then(|o| o.get(id.as_str())).and_then(|js| {
+                    js.iter()
+                        .copied()
+                        .find(|&j| j > i && !moved_up.contains(&j))
+                });
                 if let Some(j) = output {
                     moved_up.insert(j);
                     plan.messages.push(Slot::Keep(j));

@@ -5,7 +5,7 @@
 
 use super::edit::{Change, Written};
 use super::wire_format::WireFormat;
-use crate::message::Message;
+use crate::message::{Content, Message, Part};
 
 /// One wire format's own knowledge, as data and writers.
 #[derive(Debug)]
@@ -141,17 +141,18 @@ fn is_id_byte(b: u8) -> bool {
 pub fn prefill_end<'m>(m: &'m Message<'_>, blank: BlankText) -> Option<(Option<usize>, &'m str)> {
     let ends_in_space = |t: &str| t.chars().next_back().is_some_and(char::is_whitespace);
     match &m.content {
-        crate::message::Content::Text(t) => ends_in_space(t).then_some((None, t.as_ref())),
-        crate::message::Content::Parts(ps) => {
-            let (k, p) =
-                ps.iter().enumerate().rev().find(
-                    |(_, p)| !matches!(p, crate::message::Part::Text(t) if blank.refuses(t)),
-                )?;
+        Content::Text(t) => ends_in_space(t).then_some((None, t.as_ref())),
+        Content::Parts(ps) => {
+            let (k, p) = ps
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(_, p)| !matches!(p, Part::Text(t) if blank.refuses(t)))?;
             match p {
-                crate::message::Part::Text(t) if ends_in_space(t) => Some((Some(k), t.as_ref())),
+                Part::Text(t) if ends_in_space(t) => Some((Some(k), t.as_ref())),
                 _ => None,
             }
         }
-        crate::message::Content::None => None,
+        Content::None => None,
     }
 }

@@ -31,7 +31,7 @@ pub(crate) const CUSTOM_CALLS: &str = "custom tool calls";
 /// ("Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1",
 /// https://github.com/openai/openai-node/pull/1341, https://github.com/home-assistant/core/pull/118577)
 /// and Qwen too ("Empty tool_calls is not supported in message"): a compatible server's or an
-/// SDK's answer appended as it came. (Mistral took it: 3 recorded requests.)
+/// SDK's answer appended as it came. (Mistral answered the 2 recorded requests that carry one.)
 pub(crate) const EMPTY_CALLS: &str = "empty tool_calls";
 
 /// What `Message::item` says of an assistant message that makes a legacy function call: its
