@@ -1013,3 +1013,57 @@ def test_a_history_the_client_broke_is_forwarded_saying_what_is_wrong_not_the_li
     assert why.startswith("InvalidArgumentsError: message 15:") and '"c7"' in why, why
     assert "repair=True" not in why and why.endswith("forwarded as the client sent it"), why
     assert up.seen[-1].body["messages"] == msgs
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_serve_command_keeps_a_query_key_out_of_its_log_and_exits_0_on_sigterm():
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    port = _free_port()
+    # The upstream refuses connections: the request is answered 502, and logged all the same.
+    proc = subprocess.Popen([sys.executable, "-m", "contextfold", "serve", "--upstream", "http://127.0.0.1:9",
+                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CONTEXTFOLD_UPSTREAM": ""})
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, "the proxy did not start"
+            time.sleep(0.1)
+        secret = "AIzaSyNOT-A-REAL-KEY-0001"
+        r = httpx.post(f"{base}/v1beta/models/gemini-2.0-flash:generateContent?alt=sse&key={secret}",
+                       json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, timeout=30)
+        assert r.status_code == 502
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    # uvicorn writes its access log to stdout, the rest to stderr.
+    assert "generateContent?alt=sse&key=REDACTED" in out
+    assert secret not in out + err
+
+
+def test_a_query_credential_is_redacted_and_every_other_parameter_kept():
+    from contextfold.serve.access_log import redact_query
+
+    assert redact_query("/v1beta/models/m:generateContent?key=abc&alt=sse") == (
+        "/v1beta/models/m:generateContent?key=REDACTED&alt=sse")
+    assert redact_query("/x?api-version=2024-10-21&API_KEY=s&sig=t&keys=1") == (
+        "/x?api-version=2024-10-21&API_KEY=REDACTED&sig=REDACTED&keys=1")
+    assert redact_query("/v1/models") == "/v1/models"
+    assert redact_query("/a?key") == "/a?key"

@@ -19,6 +19,7 @@ import functools
 import json
 import logging
 import re
+import signal
 import socket
 import time
 import zlib
@@ -777,9 +778,25 @@ def server_options() -> dict[str, Any]:
     return {"h11_max_incomplete_event_size": MAX_HEAD_BYTES, "server_header": False, "date_header": False}
 
 
+def _stopped(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
 def run(config: ServeConfig, **uvicorn_options: Any) -> None:
-    """Serve ``config`` with uvicorn until interrupted; ``uvicorn_options`` over
-    ``server_options()``."""
+    """Serve ``config`` with uvicorn until SIGINT or SIGTERM, then return (exit code 0);
+    ``uvicorn_options`` over ``server_options()``. The access log never shows a credential
+    sent in the query (``access_log.RedactSecrets``)."""
     import uvicorn
 
-    uvicorn.run(create_app(config), host=config.host, port=config.port, **{**server_options(), **uvicorn_options})
+    from contextfold.serve.access_log import RedactSecrets
+
+    server = uvicorn.Server(uvicorn.Config(create_app(config), host=config.host, port=config.port,
+                                           **{**server_options(), **uvicorn_options}))
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactSecrets) for f in access.filters):
+        access.addFilter(RedactSecrets())
+    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again under the handler
+    # it found: the default one ended the process by the signal (exit 143) where the command
+    # promises 0 for a proxy stopped.
+    signal.signal(signal.SIGTERM, _stopped)
+    server.run()
