@@ -461,9 +461,9 @@ def test_the_anthropic_sdk_through_the_proxy(mode):
         assert up.seen[0].body["messages"] == messages
 
 
-def test_an_anthropic_agent_history_is_compacted_into_a_valid_messages_request():
-    conv = tau_conversation()
-    # The same conversation written as Anthropic messages: tool calls as tool_use blocks.
+def anthropic_shape(conv: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The system prompt and the chat conversation written as Anthropic messages: tool calls as
+    tool_use blocks, results as tool_result blocks of the next user turn."""
     system = conv["messages"][0]["content"]
     out: list[dict[str, Any]] = []
     for m in conv["messages"][1:]:
@@ -481,6 +481,11 @@ def test_an_anthropic_agent_history_is_compacted_into_a_valid_messages_request()
             out.append({"role": "assistant", "content": blocks})
         else:
             out.append({"role": "user", "content": m["content"]})
+    return system, out
+
+
+def test_an_anthropic_agent_history_is_compacted_into_a_valid_messages_request():
+    system, out = anthropic_shape(tau_conversation())
     full = cf.estimate(out, provider="anthropic", system=system)
     reply = exchange("test_anthropic_model_instructions.yaml#0")["response_body"]
     with RecordingUpstream(anthropic_answer(reply)) as up, \
@@ -500,6 +505,42 @@ def test_an_anthropic_agent_history_is_compacted_into_a_valid_messages_request()
             assert failures == [], failures
             assert sent[0]["role"] == "user"
             assert tokens <= int(full * 0.7)
+
+
+def test_a_body_with_thinking_is_compacted_within_the_budget_as_estimate_request_prices_it():
+    system, out = anthropic_shape(tau_conversation())
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    full = cf.estimate_request({"model": "claude-haiku-4-5", "system": system, "messages": out,
+                                "thinking": thinking}, provider="anthropic")
+    budget = int(full * 0.45)
+    reply = exchange("test_anthropic_model_instructions.yaml#0")["response_body"]
+
+    def billed_as_estimated(method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        # Billed what estimate_request says, so that no calibration moves the budget.
+        out = json.loads(json.dumps(reply))
+        out["usage"].update(input_tokens=cf.estimate_request(json.loads(raw), provider="anthropic"),
+                            cache_read_input_tokens=0, cache_creation_input_tokens=0)
+        return 200, {"content-type": "application/json"}, json.dumps(out).encode()
+
+    with RecordingUpstream(billed_as_estimated) as up, \
+            ProxyServer(config(up.url, trigger=int(full * 0.7), budget=budget)) as proxy:
+        client = _sync(anthropic.Anthropic, base_url=proxy.url, api_key="k", max_retries=0)
+        compacted = 0
+        for m in range(2, len(out) + 1):
+            if out[m - 1]["role"] != "user":
+                continue
+            r = client.messages.with_raw_response.create(model="claude-haiku-4-5", max_tokens=2048, system=system,
+                                                         messages=out[:m], thinking=thinking)
+            if r.headers["x-contextfold-fold"] != "new":
+                continue
+            compacted += 1
+            sent = up.seen[-1].body
+            assert sent["thinking"] == thinking
+            # The settings' tokens (thinking: a system preamble) are the budget's too, and the
+            # proxy says the tokens of the very body it sent.
+            sent_tokens = cf.estimate_request(sent, provider="anthropic")
+            assert int(r.headers["x-contextfold-tokens-after"]) == sent_tokens <= budget
+        assert compacted >= 1
 
 
 def test_an_unreachable_upstream_is_a_502_in_each_providers_own_shape():

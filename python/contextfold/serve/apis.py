@@ -32,6 +32,10 @@ class Pricing:
     #: the one turn; ``tools-not-a-list``: the request's ``tools`` is no list the recall tool can
     #: join.
     no_recall: str | None = None
+    #: What the body's settings (Anthropic ``thinking``, a forced ``tool_choice``, ...) add to the
+    #: prompt, as `contextfold.estimate_request` prices them: paid on every call, whatever the
+    #: history, so they come off the budget a compaction gets.
+    settings_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +64,8 @@ class Api:
             # A field the reader rejects is the upstream's to refuse: priced without it.
             return Pricing(fields.get("model") if isinstance(fields.get("model"), str) else path_model,
                            None, None, None, server, no_recall)
-        return Pricing(body.model or path_model, body.system, body.tools, body.response_format, server, no_recall)
+        return Pricing(body.model or path_model, body.system, body.tools, body.response_format, server, no_recall,
+                       body.settings_tokens)
 
     def _no_recall(self, fields: dict[str, Any]) -> str | None:
         """``Pricing.no_recall`` of a request with top-level ``fields``. Anthropic's Messages API

@@ -439,6 +439,13 @@ class Folder:
         work = prefix + msgs[k:]
         # The calibrated budget: aim lower when real usage ran above the estimate.
         budget = max(1, int(gate.budget / rec.correction)) if rec.correction > 1.0 else gate.budget
+        # The settings are priced in the request's overhead beside the Compactor's history, so
+        # they come off its budget (before, an Anthropic body with thinking landed 30 tokens over).
+        if pricing.settings_tokens >= budget:
+            return self._not_compacted(api, pricing, rec, prior, gate,
+                                       f"the request's settings (thinking, tool_choice, ...) alone take "
+                                       f"{pricing.settings_tokens:,} tokens of the budget of {budget:,}")
+        budget -= pricing.settings_tokens
         cfg = self.config
         try:
             compactor = Compactor(
@@ -614,14 +621,15 @@ class Folder:
         return _core.estimate_each(messages, provider=api.provider, model=pricing.model)  # type: ignore[arg-type]
 
     def _overhead(self, api: Api, pricing: Pricing, fold: Fold | None) -> int:
-        """The tokens a request takes beyond its messages; with the recall tool when a body sent
-        with ``fold`` carries it."""
+        """The tokens a request takes beyond its messages (its settings too, as
+        `contextfold.estimate_request` prices them); with the recall tool when a body sent with
+        ``fold`` carries it."""
         tools = pricing.tools
         if self._offers_recall(fold, pricing):
             tools = [*(tools or ()), recall_tool(api.wire_format)]
         return _core.request_overhead(
             provider=api.provider, model=pricing.model, tools=tools,  # type: ignore[arg-type]
-            system=pricing.system, response_format=pricing.response_format)
+            system=pricing.system, response_format=pricing.response_format) + pricing.settings_tokens
 
     def _outcome(self, api: Api, rec: Conversation, pricing: Pricing, gate: _Gate | None) -> Outcome:
         body, recall = self._sent(api, rec, pricing, gate)
