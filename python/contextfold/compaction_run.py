@@ -76,6 +76,11 @@ class CompactionRun:
     #: Messages the degrading steps keep verbatim where the fold was (``degrade.turn_pin``: the
     #: user's last turn, which a squeezed summary cannot hold), besides the caller's ``pinned``.
     pins: tuple[int, ...] = ()
+    #: ``trigger=("messages", n)`` fired: the tail keeps at most this many messages (by its token
+    #: target: the last ones' tokens) and is never grown back into the fold, masking is skipped
+    #: (it shortens no history in messages), and ``effective`` is at most what the head, that
+    #: tail and the summary's share take. None: a run sized by tokens alone.
+    tail_messages: int | None = None
 
     def __post_init__(self) -> None:
         self.original = self.msgs

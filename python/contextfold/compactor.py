@@ -166,7 +166,9 @@ class Compactor(RoomFill, RecoverableFolds):
       less room; never fewer than ``min_tail`` messages, never inside a tool group).
     - ``trigger`` (when ``should_compact`` fires): tokens (int), a fraction of the window (float),
       ``("tokens" | "fraction" | "messages", value)`` or Anthropic's
-      ``{"type": "input_tokens", "value": n}``; default: the ``Session`` gate.
+      ``{"type": "input_tokens", "value": n}``; default: the ``Session`` gate. A history that
+      reached ``("messages", n)`` is folded even under the token budget: to a tail of the last
+      ``keep=("messages", k)`` messages, whole, else of at most n // 2 messages.
     - ``keep``: tool uses whose results are never masked (int: the last N, Anthropic's
       ``keep``), or ``("messages", n)`` / ``("tokens", n)`` / ``("fraction", f)`` for the
       protected tail (LangChain's words).
@@ -356,6 +358,8 @@ class Compactor(RoomFill, RecoverableFolds):
         # caller sized (``tail_tokens``, ``keep=("fraction" | "tokens" | "messages", ...)``) does not.
         rule = parse_keep(keep)
         self._adaptive_tail = cfg.tail_tokens is None and rule.tail_share is None and rule.min_tail is None
+        # ``keep=("messages", k)``: the tail a ``("messages", n)`` trigger folds to.
+        self._keep_messages = rule.min_tail
         self.session = session if session is not None else Session(
             provider=cfg.provider, model=cfg.model, context_window=cfg.context_window, tools=tools, system=system,
             response_format=response_format)
@@ -698,13 +702,15 @@ class Compactor(RoomFill, RecoverableFolds):
             return run.unchanged(f"under budget: {run.exact_before} <= {run.exact_limit} tokens (exact count)")
         if run.exact is None and run.before <= run.effective:
             return run.unchanged(f"under budget: {run.before} <= {run.effective} tokens")
-        if self.strategy == "mask" or (self.strategy == "hybrid" and int(run.plan["tokens_after_mask"]) <= run.effective):
+        if self.strategy == "mask" or (self.strategy == "hybrid" and run.tail_messages is None
+                                       and int(run.plan["tokens_after_mask"]) <= run.effective):
             r = self._masked(run)
             if r is not None:
                 return r
             if self.strategy == "mask":
                 return run.unchanged("nothing to mask")
-        if self._adaptive_tail and (fold_tail := int(run.effective * FOLD_TAIL_SHARE)) < run.tail:
+        if self._adaptive_tail and run.tail_messages is None \
+                and (fold_tail := int(run.effective * FOLD_TAIL_SHARE)) < run.tail:
             # Masking alone does not reach the budget: the run folds, with a fold's tail (what
             # masking protected until here is the depth-scaled tail).
             run.tail = fold_tail
@@ -901,7 +907,41 @@ class Compactor(RoomFill, RecoverableFolds):
             run.plan = self._plan(run, msgs, self.min_tail, costs=list(run.plan["costs"]), checked=True)
         run.pending_tail = len(msgs) - int(run.plan["pending_from"])
         run.recover_only = self.recoverable and self.recall_reserve and round_room != "none"
+        self._aim_at_messages(run)
         return run
+
+    def _aim_at_messages(self, run: CompactionRun) -> None:
+        """With ``trigger=("messages", n)`` reached, a fold whose output is short in messages
+        too: the tail keeps the last ``keep=("messages", k)`` messages (else at most n // 2,
+        fewer where its token target holds fewer), and the run aims at the tokens of the head,
+        that tail and the summary's share. A history under the token budget was returned as it
+        came, so the gate fired on every later call and the history was never shortened
+        (LangChain's ``SummarizationMiddleware`` folds at n messages to its ``keep``)."""
+        if self._trigger is None or self._trigger[0] != "messages" or self.strategy == "mask":
+            return
+        n, limit = len(run.msgs), int(self._trigger[1])
+        if n < limit:
+            return
+        plan = run.plan
+        costs = [int(c) for c in plan["costs"]]
+        head_end = int(plan["head_end"])
+        sized = self._keep_messages
+        k = max(1, min(n - head_end, sized if sized is not None else max(self.min_tail, limit // 2)))
+        last_k = sum(costs[n - k:])
+        tail = last_k if sized is not None else min(run.tail, last_k)
+        # The summary's share, at most half of what it folds: a history under the token budget
+        # has no room to fill, and a summary the size of its span would shorten nothing.
+        summary = min(run.summary_tokens, max(1, sum(costs[head_end:n - k]) // 2))
+        aim = int(plan["overhead_tokens"]) + sum(costs[:head_end]) + tail + summary
+        run.tail_messages = k
+        run.tail = tail
+        run.effective = min(run.effective, aim)
+        run.notes.append(f"trigger=('messages', {limit}) reached at {n} messages: the fold keeps a tail of at most "
+                         f"{k} messages, aiming at {run.effective:,} tokens")
+        # The tail is the last messages as they came: the room is sized to hold them whole, and
+        # a tool output of theirs is not pruned to give the summary more.
+        run.options = run.options.replace(tool_result_max_tokens=(1 << 32) - 1)
+        run.plan = self._plan(run, run.msgs, self.min_tail, costs=costs, checked=True)
 
     def _plan(self, run: CompactionRun, ms: list[Any], min_tail: int, summary_tokens: int | None = None,
               result_max: int | None = None, args_max: int | None = None, *, moved: bool = False,
@@ -1120,7 +1160,7 @@ class Compactor(RoomFill, RecoverableFolds):
         # The summary's room stays put across compactions: the tail takes what exceeds it.
         stable = stable_room(run.plan, run.msgs, run.effective, run.tail, run.summary_tokens,
                              provider=self.provider, model=self.model)
-        if run.undegraded is None:
+        if run.undegraded is None and run.tail_messages is None:
             run.msgs, run.plan, run.fill_cut = fill_tail(
                 run.msgs, run.plan, functools.partial(self._plan, run, moved=True),
                 room_cap=summary_room(run.plan, run.effective, self._summary_cap, stable=stable), budget=run.effective,

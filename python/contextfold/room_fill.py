@@ -303,6 +303,8 @@ class RoomFill:
         under ``FILLED_SHARE`` of its budget, the room left is taken as where nothing was cut
         (``_room_taken``): a SWE run's first compaction got its cut message back and
         stayed at 88% of its budget, its digest of 1,038 tokens in a room of 1,726."""
+        if run.tail_messages is not None:
+            return
         tail_start = int(run.plan["tail_start"])
         whole = self._plan(run, run.original, len(run.original) - tail_start, moved=True)
         if whole["reason"] is not None or int(whole["tail_start"]) != tail_start or whole["tail_edits"] \
@@ -325,7 +327,10 @@ class RoomFill:
         (``tail_fill.grow_tail``): ``(messages, tokens, summary, plan)``, or None when none fits
         the budget within ``GROW_AIMS`` tries or the result is no fuller. (The shorter fold's
         digest may come out a little longer than the first: the history as a whole must fit.)
-        Without ``again``, the shorter fold is not summarized again: ``first`` stays the summary."""
+        Without ``again``, the shorter fold is not summarized again: ``first`` stays the summary.
+        None for a tail sized in messages (``CompactionRun.tail_messages``)."""
+        if run.tail_messages is not None:
+            return None
         old = run.plan
         # (A digest that filled its room: a shorter fold would free none of it, and digesting
         # again would double the compaction's cost for nothing; unless the history is still

@@ -695,6 +695,33 @@ def test_trigger_and_keep_spellings():
     assert OPEN not in str(r.messages[-7:])
 
 
+@pytest.mark.parametrize("fmt", ["chat", "anthropic", "gemini"])
+def test_a_messages_trigger_folds_a_history_under_the_token_budget_to_its_keep(fmt):
+    # Before, a history over the message trigger but under the token budget came back as it
+    # was: the gate fired on every later call and the model got every message (LangChain's own
+    # middleware, with the same words, folds to its keep).
+    checked = 0
+    for conv in [*tau()[:4], *swe()[:3]]:
+        msgs, system = convert(conv["messages"], fmt)
+        provider = {"chat": "openai", "anthropic": "anthropic", "gemini": "gemini"}[fmt]
+        if len(msgs) < 30:
+            continue
+        for keep in (None, ("messages", 6)):
+            c = cf.Compactor(provider=provider, system=system, budget=400_000, trigger=("messages", 20), keep=keep)
+            assert c.should_compact(msgs)
+            r = c.compact(msgs)
+            assert r.changed and r.strategy_used == "summarize"
+            assert len(r.messages) < 20, (len(msgs), len(r.messages))
+            assert any("trigger=('messages', 20)" in n for n in r.notes)
+            assert shape_problems(r.messages, fmt) == []
+            if keep is not None:
+                # The last 6 messages stay (the first may carry the summary), the rest is folded.
+                assert r.messages[-5:] == msgs[-5:]
+                assert len(r.messages) <= 6 + 4
+            checked += 1
+    assert checked >= 8
+
+
 def test_a_budget_at_or_over_the_trigger_is_refused_by_every_entry_point():
     # Accepted, it made every call past the trigger compact again (a LangChain agent with
     # trigger 12,000 and budget 20,000 ran 24 compactions in 41 model calls, 10 changing nothing).
