@@ -437,6 +437,16 @@ def test_a_langchain_history_s_recall_call_is_answered_with_a_tool_message():
     assert cf.estimate(after, tools=r.tools) <= c.budget
     bad = lc.AIMessage("", tool_calls=[{"id": "call_r2", "name": cf.RECALL_TOOL, "args": {"offset": 1}}])
     assert "call contextfold_recall again" in str(c.answer(bad).content)
+    # The span comes back as the messages' words, not LangChain's bookkeeping (additional_kwargs,
+    # response_metadata, ids, usage_metadata): those made a span 17% longer to read.
+    folding = cf.Compactor(budget=cf.estimate(msgs) // 3, recoverable=True, strategy="summarize")
+    folded = folding.compact(history)
+    span_id = re.search(r"folded \d+ messages; id=(\w+)", json.dumps([m.model_dump() for m in folded.messages]))
+    assert span_id is not None
+    span = json.loads(folding.recall(span_id.group(1)))
+    assert span and all(set(m) <= {"type", "name", "content", "tool_calls", "tool_call_id"} for m in span)
+    calls = [call for m in span for call in m.get("tool_calls", ())]
+    assert calls and all(set(call) == {"name", "args", "id"} for call in calls)
 
 
 def test_answer_pages_within_max_tokens():
