@@ -8,7 +8,8 @@ result without its call, two calls sharing an id. Every provider rejects such a 
   the format has one);
 - a result without its call (or a second result of one call) is dropped;
 - duplicate call ids are made unique (``id_2``, ...), the result that answers each renamed
-  call renamed with it;
+  call renamed with it (in chat, an id used again in a later round once its call was answered
+  is kept);
 - call ids the format's provider refuses, as a history carried over from another provider has
   them (Kimi's ``functions.read:0``, a gateway's 44-character UUIDs), are renamed to ones it
   takes, with their results: Anthropic and Bedrock take ``[a-zA-Z0-9_-]+`` (each other
