@@ -143,6 +143,7 @@ def test_pydantic_ai_history_processor_in_the_agent_loop():
     result = asyncio.run(agent.run("List /d1 to /d8."))  # run_sync keeps a loop of its own open
     assert result.output == "Eight directories listed."
     assert processor.compactions >= 1
+    assert processor.last is not None and processor.last.changed and processor.last.summary
     sizes = [cf.estimate(to_openai_messages(s), model="gpt-4o") for s in seen]
     assert max(sizes) < 12_000 + 3_000  # the trigger, plus at most the listing appended since
     # Every request the model saw starts with the task and pairs each tool call with its return.

@@ -163,6 +163,8 @@ def test_middleware_summarizes_once_per_compaction_and_only_at_the_trigger():
     # per model call, and not before the history reached the trigger.
     assert 1 <= mw.compactions < 4
     assert summarizer.calls == mw.compactions
+    # The last compaction's result is there to read (its notes, its summary).
+    assert mw.last is not None and mw.last.changed and SUMMARY in (mw.last.summary or "")
     first = [m for m in model.seen[1] if isinstance(m, ToolMessage)]
     assert [m.content for m in first] == [f"/d0:\n{BIG}"]  # under the trigger: sent as is
     sizes = [cf.estimate(seen, model="gpt-4o", tools=[convert_to_openai_tool(list_files)]) for seen in model.seen]

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import contextfold
-from contextfold.compactor import Compactor
+from contextfold.compactor import CompactionResult, Compactor
 from contextfold.errors import CompactionError
 from contextfold.integrations.folding import BoundCompactors, not_compacted, require_budget
 from contextfold.recall import RECALL_TOOL, recall_tool
@@ -182,10 +182,11 @@ def _calls_back_invalid(messages: list[Any], invalid: dict[str, Any]) -> list[An
 
 
 class _Compacted:
-    """A compaction's messages and whether it changed the history (``_finish`` reads both)."""
+    """A compaction's messages, whether it changed the history and the Compactor's result it
+    came from (``_finish`` reads them)."""
 
-    def __init__(self, messages: list[Any], changed: Any) -> None:
-        self.messages, self.changed = messages, changed
+    def __init__(self, messages: list[Any], changed: Any, result: CompactionResult | None = None) -> None:
+        self.messages, self.changed, self.result = messages, changed, result
 
 
 class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-ignore]
@@ -258,6 +259,9 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         self.provider = provider
         self.last_tokens: tuple[int, int] | None = None
         self.compactions = 0
+        #: The last compaction that changed a history (its ``notes``, ``summary``,
+        #: ``fallback_used``), None before the first.
+        self.last: CompactionResult | None = None
         self._lock = threading.Lock()
         # Latest compaction per conversation: (messages it was made from, messages it sent, the
         # Compactor that made it).
@@ -318,11 +322,14 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
     def _finish(self, request: ModelRequest, sent: list[Any], effective: list[Any], out: Any, key: int | None,
                 compacted: bool, system: Any, tools: Any, made_by: Any = None) -> ModelRequest:
         changed = getattr(out, "changed", None)
+        result = out if isinstance(out, CompactionResult) else getattr(out, "result", None)
         out = getattr(out, "messages", out)
         if not isinstance(out, list):
             raise TypeError(f"compactor must return a list of messages or an object with .messages, got {type(out).__name__}")
         if compacted and isinstance(self.compactor, Compactor) and changed:
             self.compactions += 1
+            if isinstance(result, CompactionResult):
+                self.last = result
             self._remember(key, sent, out, made_by)
         before = self._estimate(sent, system, tools)
         if out is sent or out == sent:
@@ -339,7 +346,8 @@ class ContextFoldMiddleware(AgentMiddleware):  # type: ignore[type-arg, unused-i
         messages = getattr(out, "messages", out)
         if not isinstance(messages, list):
             return out  # (``_finish`` names what the compactor returned)
-        return _Compacted(_calls_back_invalid(messages, invalid), getattr(out, "changed", None))
+        return _Compacted(_calls_back_invalid(messages, invalid), getattr(out, "changed", None),
+                          out if isinstance(out, CompactionResult) else None)
 
     @staticmethod
     def _run(c: Any, effective: list[Any]) -> Any:

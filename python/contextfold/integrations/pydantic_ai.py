@@ -173,13 +173,15 @@ def to_openai_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]
 
 class ContextFoldHistoryProcessor:
     """The processor (see the module docs). ``compactor`` gives the trigger, budget, pricing
-    model and summarizer; ``compactions`` counts the compactions made."""
+    model and summarizer; ``compactions`` counts the compactions made, ``last`` is the last one
+    (its ``notes``, ``summary``, ``fallback_used``; None before the first)."""
 
     def __init__(self, compactor: Compactor) -> None:
         refuse_recoverable(compactor, "the pydantic-ai history processor")
         require_budget(compactor, "the pydantic-ai history processor")
         self.compactor = compactor
         self.compactions = 0
+        self.last: CompactionResult | None = None
         self._lock = threading.Lock()
         self._last: tuple[list[ModelMessage], list[ModelMessage]] | None = None
 
@@ -202,16 +204,19 @@ class ContextFoldHistoryProcessor:
         dicts = to_openai_messages(effective)
         if not c.should_compact(dicts):
             return effective
-        folded = self._fold(effective)
-        if folded is None:
+        made = self._fold(effective)
+        if made is None:
             return effective
+        folded, result = made
         with self._lock:
             self._last = (sent, folded)
+            self.last = result
             self.compactions += 1
         return folded
 
-    def _fold(self, history: list[ModelMessage]) -> list[ModelMessage] | None:
-        """``history`` compacted by the Compactor and written back as pydantic-ai messages; None
+    def _fold(self, history: list[ModelMessage]) -> tuple[list[ModelMessage], CompactionResult] | None:
+        """``history`` compacted by the Compactor and written back as pydantic-ai messages, with
+        the Compactor's result; None
         where it changed nothing or could not fit the budget (logged: the history is sent as
         it is)."""
         dicts, origin = _flatten(history)
@@ -222,7 +227,8 @@ class ContextFoldHistoryProcessor:
             return None
         if not result.changed:
             return None
-        return _rebuild(history, dicts, origin, result)
+        rebuilt = _rebuild(history, dicts, origin, result)
+        return None if rebuilt is None else (rebuilt, result)
 
 
 def _flatten(history: Sequence[ModelMessage]) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
