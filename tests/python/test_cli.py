@@ -210,6 +210,13 @@ def test_a_single_invalid_history_exits_1_naming_the_message(tmp_path, capsys):
     assert "message 1" in capsys.readouterr().err
 
 
+def test_report_of_one_json_document_refuses_a_line_other_than_the_first(capsys):
+    # Before, --line 5 was ignored and the one document reported, exit 0.
+    assert main(["report", str(EXAMPLE), "--line", "5"]) == 2
+    assert "one JSON document, not JSONL: it has no line 5" in capsys.readouterr().err
+    assert main(["report", str(EXAMPLE), "--line", "1"]) == 0
+
+
 def test_missing_file_is_a_usage_error():
     assert main(["estimate", "/nonexistent/file.json"]) == 2
 

@@ -71,6 +71,11 @@ def report(
             stderr_console().print(failure_of(e, line).describe(src.name), markup=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None
     else:
+        if line != 1:
+            # (Ignored, the report was of the one document while the user asked for another.)
+            stderr_console().print(f"error: {clean(src.name)} is one JSON document, not JSONL: it has no line {line}",
+                                   markup=False)
+            raise typer.Exit(EXIT_USAGE)
         req = read_single(src, provider=provider, model=model)
     if model is None:
         say_unknown_model(req.model, strict=strict)
