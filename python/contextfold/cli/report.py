@@ -73,6 +73,7 @@ def report(
     else:
         if line != 1:
             # (Ignored, the report was of the one document while the user asked for another.)
+            src.stream.close()
             stderr_console().print(f"error: {clean(src.name)} is one JSON document, not JSONL: it has no line {line}",
                                    markup=False)
             raise typer.Exit(EXIT_USAGE)
