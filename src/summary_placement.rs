@@ -141,7 +141,9 @@ impl Seating<'_, '_> {
     }
 
     /// The summary's role: no collision with the message before it (the last kept one or the
-    /// head's last) nor with the tail's first; strict formats want a user turn first.
+    /// head's last) nor with the tail's first; strict formats want a user turn first; no
+    /// assistant turn right before a system message where the format's servers refuse one
+    /// (`Dialect::refuses_assistant_before_system`).
     fn choose(&self, segs: &[(usize, usize)], t: usize) -> Option<Turn> {
         let msgs = self.msgs;
         let prev_idx = segs.last().map(|s| s.1).unwrap_or(self.head_end);
@@ -149,11 +151,14 @@ impl Seating<'_, '_> {
         let first_turn = (0..prev_idx).all(|i| Turn::of(&msgs[i]) == Turn::System);
         // An empty tail (min_tail 0) has no first message to collide with.
         let next = (t < msgs.len()).then(|| seat(self.format, &msgs[t]));
+        let before_system =
+            next == Some(Turn::System) && self.format.dialect().refuses_assistant_before_system;
         [Turn::User, Turn::Assistant].into_iter().find(|&c| {
             let user_first_ok = c == Turn::User || !first_turn || !self.format.strict_turns();
             !prev.is_some_and(|p| collide(p, c))
                 && !next.is_some_and(|x| collide(c, x))
                 && user_first_ok
+                && !(c == Turn::Assistant && before_system)
         })
     }
 
@@ -183,9 +188,16 @@ impl Seating<'_, '_> {
     /// tool-result turn of a thinking tool loop).
     fn merge_into(&self, tail_start: usize) -> Option<Placement> {
         let msgs = self.msgs;
-        if !self.special(tail_start) && self.mergeable(&msgs[tail_start], true) {
+        // A tail that opens on system messages (a note mid-conversation, where no summary
+        // message may stand before it: `choose`) has the turn right after them take the summary
+        // at its start, as the tail's first turn would; found last, the user's last turn took
+        // it after their own words.
+        let first = (tail_start..msgs.len())
+            .find(|&i| Turn::of(&msgs[i]) != Turn::System)
+            .unwrap_or(tail_start);
+        if !self.special(first) && self.mergeable(&msgs[first], true) {
             return Some(Placement::Merge {
-                index: tail_start,
+                index: first,
                 at_start: true,
             });
         }

@@ -41,6 +41,10 @@ pub struct Dialect {
     pub refuses_same_role: bool,
     /// A final assistant turn (a prefill) whose text ends in whitespace is refused.
     pub refuses_prefill_trailing_space: bool,
+    /// Servers of the format refuse an assistant turn right before a system message (Mistral's
+    /// request validator: "Unexpected role 'system' after role 'assistant'"), while OpenAI
+    /// takes it: a summary is never written as one.
+    pub refuses_assistant_before_system: bool,
 }
 
 /// Text the provider refuses as a block of a message's content, or as the whole content.

@@ -472,6 +472,7 @@ pub const DIALECT: Dialect = Dialect {
     // (Two recorded gemini-3 requests with two model turns in a row were answered.)
     refuses_same_role: false,
     refuses_prefill_trailing_space: false,
+    refuses_assistant_before_system: false,
 };
 
 /// Gemini parts in the Python SDK's snake case (`function_call`, `inline_data`): written back

@@ -344,6 +344,7 @@ pub const DIALECT: Dialect = Dialect {
     blank_text: BlankText::Taken,
     refuses_same_role: false,
     refuses_prefill_trailing_space: false,
+    refuses_assistant_before_system: true,
 };
 /// A chat.completions body: `messages`, `tools`, `response_format`, `tool_choice`,
 /// `reasoning_effort`, and the `reasoning` / `thinking` objects of OpenAI-compatible servers

@@ -722,6 +722,32 @@ def test_a_messages_trigger_folds_a_history_under_the_token_budget_to_its_keep(f
     assert checked >= 8
 
 
+def test_no_summary_is_written_as_an_assistant_turn_right_before_a_system_note():
+    # Mistral's validator refuses assistant -> system ("Unexpected role 'system' after role
+    # 'assistant'"), which OpenAI takes: a tail opening on a system note mid-conversation had
+    # the summary as an assistant message right before it.
+    checked = notes_kept = 0
+    for conv in tau():
+        base = conv["messages"]
+        users = [i for i, m in enumerate(base) if m["role"] == "user" and i > len(base) // 2]
+        for at in users[:3]:
+            note = {"role": "system", "content": f"Reminder {at}: follow the airline policy strictly."}
+            msgs = [*base[:at + 1], note, *base[at + 1:]]
+            for share in (0.4, 0.7):
+                try:
+                    r = cf.Compactor(model="gpt-4o", budget=int(cf.estimate(msgs, model="gpt-4o") * share)).compact(msgs)
+                except cf.CompactionBudgetError:
+                    continue
+                if not r.changed:
+                    continue
+                checked += 1
+                roles = [m["role"] for m in r.messages]
+                assert not any(a == "assistant" and b == "system" for a, b in zip(roles, roles[1:])), roles
+                assert shape_problems(r.messages, "chat") == []
+                notes_kept += note in r.messages
+    assert checked >= 20 and notes_kept >= 10, (checked, notes_kept)
+
+
 def test_a_budget_at_or_over_the_trigger_is_refused_by_every_entry_point():
     # Accepted, it made every call past the trigger compact again (a LangChain agent with
     # trigger 12,000 and budget 20,000 ran 24 compactions in 41 model calls, 10 changing nothing).
