@@ -810,9 +810,10 @@ def cut_middle(
     (a call whose arguments alone are huge) gets its longest arguments cut instead, valid JSON,
     the whole arguments as the text. None when the message holds neither."""
 
-def tail_floor(messages: Sequence[Any], /) -> tuple[int | None, int | None, int]:
-    """``(task index, last user turn index, floor start)``: a compaction keeps messages from
-    ``floor start`` on whatever the budget."""
+def tail_floor(messages: Sequence[Any], /) -> tuple[int | None, int | None, int, bool]:
+    """``(task index, last user turn index, floor start, whether the last user turn also carries
+    tool results)``: a compaction keeps messages from ``floor start`` on whatever the budget; a
+    last user turn with results beside its words may have its results cut, never its words."""
 def read_request(
     body: Any, /, *, provider: _Provider | None = None
 ) -> tuple[

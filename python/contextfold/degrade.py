@@ -27,7 +27,9 @@ budget is ``CompactionBudgetError`` raised, saying by how much (``budget_error``
 
 A history with nothing to fold (too short, or its protected tail covers it) that is over the
 budget takes step 2 alone (``cut_in_place``): the middle of its largest messages cut until it
-fits, never the head, the task, the last user turn, a standing rule or a summary.
+fits, never the head, the task, the last user turn, a standing rule or a summary. (A last user
+turn that carries the newest tool results beside the user's words, as Anthropic, Bedrock and
+Gemini write them, has its results cut like any tool output, its words never: ``uncut``.)
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def turn_pin(msgs: Sequence[Any], plan: dict[str, Any]) -> int | None:
     reservations" went with the fold behind a 19-token summary), so it stays verbatim where the
     fold is, as a pinned message does. Only the turn: the rounds after it may be many (a SWE
     run's), and the summary and the cuts share what they leave. None otherwise."""
-    task, last_user, _ = _core.tail_floor(msgs)
+    task, last_user, _, _ = _core.tail_floor(msgs)
     if last_user is None or last_user == task or last_user not in plan.get("folded", ()):
         return None
     return int(last_user)
@@ -109,7 +111,7 @@ def degrade(
     if plan.get("tail_edits"):
         notes.append(f"degraded: masked {len(plan['tail_edits'])} tool outputs / arguments inside the protected tail")
     n = len(msgs)
-    task, last_user, floor_start = _core.tail_floor(msgs)
+    task, last_user, floor_start, with_results = _core.tail_floor(msgs)
     floor = max(1, n - floor_start)
     tail = min_tail
     result_max: int | None = None
@@ -129,7 +131,7 @@ def degrade(
                          f"{HARD_ARGS_CHARS} characters inside the protected tail")
             plan = harder
             result_max, args_max = HARD_MASK_TOKENS, HARD_ARGS_CHARS
-    keep_whole = {i for i in (task, last_user) if i is not None}
+    keep_whole = uncut(task, last_user, with_results)
     tried: set[int] = set()
     for _ in range(MAX_CUTS):
         if not str(plan["reason"] or "").startswith("budget"):
@@ -178,6 +180,18 @@ def degrade(
     return msgs, plan
 
 
+def uncut(task: int | None, last_user: int | None, with_results: bool) -> set[int]:
+    """The messages no middle cut touches: the task, and the last user turn, unless it carries
+    tool results beside the user's words (Anthropic, Bedrock, Gemini write the newest results
+    and the next words in one turn): ``cut_middle`` cuts such a turn's largest result and never
+    its words. Kept whole, a large result there raised ``CompactionBudgetError`` where the
+    same history with the words in a turn of their own fit."""
+    whole = {task} if task is not None else set()
+    if last_user is not None and (not with_results or last_user == task):
+        whole.add(last_user)
+    return whole
+
+
 def _aimed_cut(msgs: list[Any], i: int, keep: int, cost: int, *, provider: str, model: str | None,
                recoverable: bool, arguments: bool = False) -> tuple[tuple[Any, list[Any]] | None, int]:
     """Message ``i`` (``cost`` tokens) with its middle cut to about ``keep`` tokens: ``((the
@@ -212,8 +226,8 @@ def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
     kept, its text stored under the fold id its marker names, each noted).
     ``(messages, tokens, [(edit, tokens saved)])``, or None where the cuts cannot make it fit
     (or the check finds anything but the budget wrong)."""
-    task, last_user, _ = _core.tail_floor(msgs)
-    keep_whole = {i for i in (task, last_user) if i is not None} | set(range(head_end)) | set(pinned)
+    task, last_user, _, with_results = _core.tail_floor(msgs)
+    keep_whole = uncut(task, last_user, with_results) | set(range(head_end)) | set(pinned)
     out, made, tried = list(msgs), [], set()
     tokens, failures = check(out)
     for _ in range(MAX_CUTS):
@@ -276,7 +290,7 @@ def floor_tokens(msgs: Sequence[Any], kw: dict[str, Any], fmt: str | None = None
     folds, in that wire format), what a fold needs beside them as well: where the task and the
     last user turn are two user turns with messages between them, the shortest marker message
     between the two (both are sent byte-identical, and two user turns never meet at a fold)."""
-    task, last_user, _ = _core.tail_floor(msgs)
+    task, last_user, _, _ = _core.tail_floor(msgs)
     system = [i for i in range(task or 0) if _role(msgs[i]) in ("system", "developer")]
     kept = sorted({*system, *(i for i in (task, last_user) if i is not None)})
     must = [msgs[i] for i in kept]
@@ -448,7 +462,7 @@ def bare_history(
         return None if failures else (out, tokens)
     base = apply_edits(msgs, plan["tail_edits"]) if plan.get("tail_edits") else list(msgs)
     n = len(base)
-    task, last_user, floor_start = _core.tail_floor(msgs)
+    task, last_user, floor_start, _ = _core.tail_floor(msgs)
     head_end = int(plan["head_end"])
     # (The caller's pinned messages of the middle are kept too, wherever the plan left them: a
     # rules-only fold took a pinned turn into its summary, in 4 of 5,960 audited loops.)

@@ -163,15 +163,20 @@ pub fn register_degrade(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// `(task index, last user turn index, floor start)` of a history (see `degrade::tail_floor`).
+/// `(task index, last user turn index, floor start, whether the last user turn also carries
+/// tool results)` of a history (see `degrade::tail_floor`): a results turn with the user's
+/// words beside them (Anthropic, Bedrock, Gemini) has its results cut like any tool output,
+/// its words never.
 #[pyfunction]
 #[pyo3(signature = (messages, /))]
 fn tail_floor(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
-) -> PyResult<(Option<usize>, Option<usize>, usize)> {
+) -> PyResult<(Option<usize>, Option<usize>, usize, bool)> {
     let keep = Keep::new();
     let mut w = Walker::new(py, &keep);
     let ms = w.messages(messages)?;
-    Ok(crate::degrade::tail_floor(&ms))
+    let (task, last_user, start) = crate::degrade::tail_floor(&ms);
+    let results = last_user.is_some_and(|u| ms[u].result_ids().next().is_some());
+    Ok((task, last_user, start, results))
 }

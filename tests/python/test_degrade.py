@@ -53,6 +53,29 @@ def test_an_oversized_last_tool_output_is_cut_in_the_middle_instead_of_raising(f
     assert "Fix the failing test" in text and "tell me what failed" in text
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "bedrock", "gemini"])
+def test_the_users_words_beside_an_oversized_last_result_stay_and_the_result_is_cut(fmt):
+    # Anthropic, Bedrock and Gemini write the newest results and the user's next words in one
+    # turn. That turn was kept whole as the last user turn, and a result far over the budget
+    # there raised CompactionBudgetError where the words in a turn of their own fit.
+    chat = huge_last_round()
+    chat[-2]["content"] = "Read the build log."
+    msgs, system = convert(chat, fmt)
+    last = msgs[-1]
+    words = {"anthropic": {"type": "text", "text": "Now tell me what failed."}, "bedrock": {"text": "Now tell me what failed."},
+             "gemini": {"text": "Now tell me what failed."}}[fmt]
+    last["parts" if fmt == "gemini" else "content"].append(words)
+    snap = copy.deepcopy(msgs)
+    c = cf.Compactor(budget=4_000, wire_format=fmt, provider=PROVIDER[fmt], system=system)
+    r = c.compact(msgs)
+    assert msgs == snap
+    assert r.changed and r.tokens_after <= 4_000
+    assert any(n.startswith("degraded: cut the middle") for n in r.notes), r.notes
+    assert shape_problems(r.messages, fmt) == []
+    text = json.dumps(r.messages)
+    assert "Now tell me what failed." in text and "undefined symbol main" in text
+
+
 def test_a_json_tool_result_cut_in_the_middle_stays_the_json_it_was() -> None:
     # A terminal tool's envelope: the cut goes inside its output, so the result still parses
     # and still says how the run ended; the id restores the whole envelope.
