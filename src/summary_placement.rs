@@ -155,10 +155,11 @@ impl Seating<'_, '_> {
             next == Some(Turn::System) && self.format.dialect().refuses_assistant_before_system;
         [Turn::User, Turn::Assistant].into_iter().find(|&c| {
             let user_first_ok = c == Turn::User || !first_turn || !self.format.strict_turns();
+            let system_ok = c == Turn::User || !before_system;
             !prev.is_some_and(|p| collide(p, c))
                 && !next.is_some_and(|x| collide(c, x))
                 && user_first_ok
-                && !(c == Turn::Assistant && before_system)
+                && system_ok
         })
     }
 
