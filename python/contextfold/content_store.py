@@ -90,15 +90,17 @@ class MemoryContentStore:
         self._lock = threading.Lock()
 
     def put(self, fold_id: str, text: str, /) -> None:
-        """Keep ``text``; an entry larger than ``max_bytes`` is not kept at all."""
+        """Keep ``text``. A text larger than ``max_bytes`` alone raises ValueError: dropped
+        silently, the placeholder naming its id promised the model what no recall could give."""
         _check_id(fold_id)
         size = len(text.encode("utf-8"))
+        if size > self.max_bytes:
+            raise ValueError(f"a text of {size:,} bytes is over this MemoryContentStore's max_bytes "
+                             f"({self.max_bytes:,}): raise max_bytes, or use a DirectoryContentStore")
         with self._lock:
             old = self._items.pop(fold_id, None)
             if old is not None:
                 self._bytes -= old[1]
-            if size > self.max_bytes:
-                return
             self._items[fold_id] = (text, size, time.monotonic())
             self._bytes += size
             while self._bytes > self.max_bytes:
@@ -106,7 +108,9 @@ class MemoryContentStore:
                 self._bytes -= s
 
     def get(self, fold_id: str, /) -> str | None:
-        """The text, or None when never kept, evicted or expired."""
+        """The text, or None when never kept, evicted or expired; ValueError for a string that
+        is no fold id, as the other stores say."""
+        _check_id(fold_id)
         with self._lock:
             item = self._items.get(fold_id)
             if item is None:
@@ -214,6 +218,10 @@ class DirectoryContentStore:
                 return f.read()
         except FileNotFoundError:
             return None
+        except (IsADirectoryError, PermissionError) as e:
+            # (Something else stands where the file should be: read as an entry changed outside
+            # the store, which answer() tells the model it cannot read.)
+            raise CorruptEntryError(f"content store file {path} cannot be read: {e}") from e
         except UnicodeDecodeError as e:
             # (Every text is written as UTF-8: a file that is not was changed outside the store.)
             raise CorruptEntryError(f"content store file {path} is not UTF-8 text (changed outside the store): {e}") from e

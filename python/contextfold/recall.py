@@ -121,7 +121,7 @@ def _shown(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _int(value: Any, name: str, default: int | None) -> int | None:
+def _int(value: Any, name: str, default: int | None, minimum: int = 0) -> int | None:
     if value is None:
         return default
     # An integer, also as a model may write one: `8000.0`, or the digits in a string. `1.5` or
@@ -134,8 +134,8 @@ def _int(value: Any, name: str, default: int | None) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValueError(f"{RECALL_TOOL}: {name} must be an integer, got {_shown(repr(value))}")
     n = value
-    if n < 0:
-        raise ValueError(f"{RECALL_TOOL}: {name} must be >= 0, got {n}")
+    if n < minimum:
+        raise ValueError(f"{RECALL_TOOL}: {name} must be >= {minimum}, got {n}")
     # (Past any text's length: the core takes a machine-sized offset.)
     return min(n, sys.maxsize)
 
@@ -147,10 +147,16 @@ def _read_call(call_id: str, arguments: str) -> RecallCall:
         args = json.loads(arguments) if arguments else {}
     except (json.JSONDecodeError, RecursionError) as e:
         raise ValueError(f"{RECALL_TOOL} call {_shown(repr(call_id))}: arguments are not JSON: {_shown(str(e))}") from None
+    except ValueError as e:
+        # (JSON Python will not read: a number past int()'s digit limit. Its own text named
+        # neither the call nor what to do.)
+        raise ValueError(f"{RECALL_TOOL} call {_shown(repr(call_id))}: arguments cannot be read: "
+                         f"{_shown(str(e))}") from None
     if not isinstance(args, dict) or not isinstance(args.get("id"), str):
         raise ValueError(f"{RECALL_TOOL} call {_shown(repr(call_id))}: arguments must be an object with a string 'id'")
     offset = _int(args.get("offset"), "offset", 0)
-    return RecallCall(call_id, args["id"], offset or 0, _int(args.get("max_tokens"), "max_tokens", None))
+    # (The tool declares max_tokens' minimum as 1: a 0 was read as no bound at all.)
+    return RecallCall(call_id, args["id"], offset or 0, _int(args.get("max_tokens"), "max_tokens", None, minimum=1))
 
 
 def recall_calls(message: Any) -> list[RecallCall]:

@@ -186,7 +186,8 @@ class RecoverableFolds:
     def recall(self, fold_id: str, /) -> str:
         """The original text folded under ``fold_id`` (a tool output, a call's arguments JSON,
         an image's source, or a folded span's messages as a JSON list). KeyError when the store
-        does not hold it (never folded here, evicted or expired)."""
+        does not hold it (never folded here, evicted or expired); ValueError for a string that
+        is no fold id."""
         text = self.store.get(fold_id)
         if text is None:
             raise KeyError(f"no folded content under {fold_id!r} in {self.store!r}")

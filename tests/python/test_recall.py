@@ -519,6 +519,47 @@ def test_memory_store_evicts_least_recently_used_over_its_byte_cap_and_expires()
     assert s.get(ids[1]) is None
     with pytest.raises(ValueError):
         s.put("../etc/passwd", "x")
+    with pytest.raises(ValueError, match="no fold id|not a contextfold fold id"):
+        s.get("../etc/passwd")  # as the directory and Redis stores say
+
+
+def test_a_text_over_the_memory_stores_cap_is_refused_not_named_by_an_id_nothing_holds():
+    # Before, put() dropped it silently: the output named ids the store did not hold (48 of 98
+    # ids of SWE compactions at a 128 KiB cap), and answer() said "not found".
+    store = MemoryContentStore(max_bytes=2_000)
+    with pytest.raises(ValueError, match="over this MemoryContentStore's max_bytes"):
+        store.put(cf._core.fold_id("x" * 3_000), "x" * 3_000)
+    msgs = agent_history(12)
+    with pytest.raises(ValueError, match="max_bytes"):
+        cf.Compactor(budget=cf.estimate(msgs) // 3, recoverable=True, store=store).compact(msgs)
+
+
+def test_model_arguments_the_recall_tool_refuses_are_answered_naming_the_field():
+    c = cf.Compactor(budget=8_000, recoverable=True, store=MemoryContentStore())
+    fold_id = cf._core.fold_id("héllo " * 300)
+    c.store.put(fold_id, "héllo " * 300)
+
+    def answered(arguments: str) -> str:
+        call = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": cf.RECALL_TOOL, "arguments": arguments}}]}
+        return str(c.answer(call)["content"]).split("\n")[0]
+
+    # The tool declares max_tokens' minimum as 1: 0 was read as no bound at all.
+    assert "max_tokens must be >= 1, got 0" in answered(json.dumps({"id": fold_id, "max_tokens": 0}))
+    assert "max_tokens must be >= 1, got -5" in answered(json.dumps({"id": fold_id, "max_tokens": -5}))
+    # JSON Python will not read (past int()'s digit limit) names the call, not only Python's words.
+    too_long = answered('{"id": "%s", "offset": %s}' % (fold_id, "9" * 5_000))
+    assert too_long.startswith(f"[{cf.RECALL_TOOL} call 'call_1': arguments cannot be read") and "again" in too_long
+
+
+def test_a_directory_entry_that_cannot_be_read_is_answered_as_unreadable(tmp_path):
+    s = DirectoryContentStore(tmp_path / "folds")
+    fold_id = cf._core.fold_id("gone")
+    (tmp_path / "folds" / f"{fold_id}.txt").mkdir()  # something else where the file should be
+    c = cf.Compactor(budget=8_000, recoverable=True, store=s)
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": cf.RECALL_TOOL, "arguments": json.dumps({"id": fold_id})}}]}
+    assert "its stored content cannot be read" in str(c.answer(call)["content"])
 
 
 def test_directory_store_writes_one_file_per_id_atomically(tmp_path):
