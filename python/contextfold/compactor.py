@@ -23,7 +23,7 @@ from typing import Any, Literal, cast
 from contextfold import _core
 from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig, parse_keep
-from contextfold.content_store import ContentStore
+from contextfold.content_store import ContentStore, keep_text
 from contextfold.conversation_key import conversation_key, remember
 from contextfold.cost import Prices
 from contextfold.degrade import (bare_history, budget_error, cut_in_place, cut_kind, degrade, floor_tokens, liftable,
@@ -969,7 +969,7 @@ class Compactor(RoomFill, RecoverableFolds):
         if moved or checked:
             p["input_failures"] = run.plan["input_failures"]
         for fold_id, text in p.get("folds", ()):
-            self.store.put(fold_id, text)
+            keep_text(self.store, fold_id, text, promised=self.recoverable)
         return p
 
     def _worth_it(self, run: CompactionRun, after: int) -> str | None:

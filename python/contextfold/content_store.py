@@ -22,6 +22,7 @@ Three stores, one protocol (``put(id, text)``, ``get(id) -> str | None``):
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tempfile
@@ -41,17 +42,35 @@ __all__ = [
     "MemoryContentStore",
     "RedisContentStore",
     "default_content_store",
+    "keep_text",
 ]
 
 #: What an id looks like (the core's ``fold_id``); anything else is refused before it reaches a
 #: file name or a Redis key.
 _ID = re.compile(r"cf[0-9a-f]{12}")
 
+log = logging.getLogger("contextfold")
+
 
 def _check_id(fold_id: str) -> str:
     if not isinstance(fold_id, str) or not _ID.fullmatch(fold_id):
         raise ValueError(f"not a contextfold fold id: {fold_id!r} (expected 'cf' + 12 hex digits)")
     return fold_id
+
+
+def keep_text(store: ContentStore, fold_id: str, text: str, /, *, promised: bool) -> None:
+    """``store.put(fold_id, text)`` for a compaction. ``promised``: the output names the id to
+    the model (``recoverable=True``), so a store that refuses the text raises (a placeholder
+    naming an id nothing holds would promise what no recall can give). Otherwise only
+    ``.notes`` name it, for the caller's ``recall``: a store that refuses it (a text over a
+    ``MemoryContentStore``'s cap) is logged and passed over, and the compaction goes on."""
+    if promised:
+        store.put(fold_id, text)
+        return
+    try:
+        store.put(fold_id, text)
+    except ValueError as e:
+        log.warning("content store did not keep %s (no model was promised it): %s", fold_id, e)
 
 
 class CorruptEntryError(ValueError):

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from contextfold import _core
-from contextfold.content_store import ContentStore
+from contextfold.content_store import ContentStore, keep_text
 from contextfold.errors import CompactionBudgetError
 from contextfold.prune import _copy, apply_edits
 from contextfold.summary_message import summary_message
@@ -162,7 +162,7 @@ def degrade(
         cut_plan = make_plan(cut_msgs, tail, summary_tokens, result_max=result_max, args_max=args_max)
         if cut_plan["reason"] is not None and not str(cut_plan["reason"]).startswith("budget"):
             break  # the cut would change the plan's nature, not make room: keep the history whole
-        store.put(fold_id, whole)
+        keep_text(store, fold_id, whole, promised=recoverable)
         if cuts is not None:
             cuts.append((*edit, max(0, costs[i] - int(price))))
         msgs, plan = cut_msgs, cut_plan
@@ -249,7 +249,7 @@ def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
         if best is None or costs[i] - price < MIN_CUT_GAIN_TOKENS:
             continue
         (edit, fold_id, whole), out = best
-        store.put(fold_id, whole)
+        keep_text(store, fold_id, whole, promised=recoverable)
         made.append((edit, max(0, costs[i] - int(price))))
         what = "shrank the arguments" if cut_kind(edit[1]) in ("arguments", "tool_use_input") else "cut the middle"
         notes.append(f"nothing to fold, over the budget: {what} of message {i} (~{costs[i]} -> "

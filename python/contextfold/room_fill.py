@@ -17,7 +17,7 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.compaction_run import CompactionRun, Draft
-from contextfold.content_store import ContentStore
+from contextfold.content_store import ContentStore, keep_text
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.prune import apply_edits
 from contextfold.summarize.base import SummaryRequest, SummaryResult
@@ -418,7 +418,7 @@ class RoomFill:
             run.notes.append(f"{moved} {'stays' if one else 'stay'} whole in the tail")
         else:
             i, before, keep, fold_id, whole = grown.cut
-            self.store.put(fold_id, whole)
+            keep_text(self.store, fold_id, whole, promised=self.recoverable)
             cut_words = "joins the tail with its" if one else f"join the tail, message {i} with its"
             run.notes.append(f"{moved} {cut_words} middle cut (~{before} -> ~{keep} tokens; id={fold_id} restores it)")
         return out, after, text, plan

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from contextfold import _core
-from contextfold.content_store import ContentStore
+from contextfold.content_store import ContentStore, keep_text
 from contextfold.prune import apply_edits
 
 __all__ = ["FOLD_PER_ROOM", "Grown", "fill_tail", "grow_tail", "restore_tail", "span_words"]
@@ -212,7 +212,7 @@ def fill_tail(
         p = extended(cut_msgs, start, (i,))
         if p is not None and not any(int(e[0]) == i for e in p["tail_edits"]):
             # (A cut masked again in the tail would make a fold of a fold: recall would give the cut.)
-            store.put(fold_id, text)
+            keep_text(store, fold_id, text, promised=recoverable)
             if s < tail_start:
                 notes.append(whole)
             notes.append(_tail_cut_note(i, costs[i], keep, fold_id))
@@ -338,7 +338,7 @@ def restore_tail(
         if best is None:
             return None
         out, after, cut, want = best
-        store.put(cut[1], cut[2])
+        keep_text(store, cut[1], cut[2], promised=recoverable)
     whole = [i for i in given if cut is None or i != int(cut[0][0])]
     if whole:
         # A message the tail fill cut, given back whole: its cut note (and the id it names, which

@@ -532,6 +532,11 @@ def test_a_text_over_the_memory_stores_cap_is_refused_not_named_by_an_id_nothing
     msgs = agent_history(12)
     with pytest.raises(ValueError, match="max_bytes"):
         cf.Compactor(budget=cf.estimate(msgs) // 3, recoverable=True, store=store).compact(msgs)
+    # Without recoverable=True no model is promised the text: the compaction goes on.
+    from test_degrade import huge_last_round
+
+    r = cf.Compactor(budget=4_000, store=MemoryContentStore(max_bytes=2_000)).compact(huge_last_round())
+    assert r.changed and r.tokens_after <= 4_000
 
 
 def test_model_arguments_the_recall_tool_refuses_are_answered_naming_the_field():
