@@ -362,6 +362,15 @@ pub fn recoverable_edits(
                 Some(Part::ToolResult { content, .. }) => result_tokens(est, content),
                 _ => est.text(&text).ceil() as u32,
             },
+            // An image by its pixels, as its message prices it: its source's length said a
+            // 255-token screenshot was ~102,324 tokens, and a URL image ~10.
+            MaskEdit::Change {
+                change: Change::Image { part, .. },
+                ..
+            } => match m.parts().get(*part) {
+                Some(Part::Image(img)) => est.image(img),
+                _ => est.text(&text).ceil() as u32,
+            },
             _ => est.text(&text).ceil() as u32,
         };
         let MaskEdit::Change { change, .. } = &e else {

@@ -11,8 +11,8 @@ use std::borrow::Cow;
 
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
-    content_text_block, if_smaller, if_smaller_parts, image_bytes, json_string, object_of,
-    plain_text, CallAt, Change, Step, Written,
+    content_text_block, if_smaller, if_smaller_parts, image_bytes, image_replaced, json_string,
+    object_of, plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
     image_data, invalid, json_or_str, opaque, opt_id, opt_str, search_result_text, with_text,
@@ -285,8 +285,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         }
         Change::Text { text } => plain_text(msg, "content", text, None),
         Change::PartText { part, text } => content_text_block(msg, *part, text),
-        Change::Image { part, text } => if_smaller(
-            image_bytes(msg, *part, IMAGE_SKELETON)?,
+        Change::Image { part, text } => image_replaced(
+            image_bytes(msg, *part, IMAGE_SKELETON),
             vec![Step::Key("content"), Step::Index(*part)],
             text_block_json(text),
         ),

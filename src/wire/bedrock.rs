@@ -13,7 +13,7 @@ use super::anthropic::object_arguments;
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
-    content_text_block, if_smaller, if_smaller_parts, image_bytes, object_of, one_text_part,
+    content_text_block, if_smaller_parts, image_bytes, image_replaced, object_of, one_text_part,
     plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
@@ -198,8 +198,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             )
         }
         Change::PartText { part, text } => content_text_block(msg, *part, text),
-        Change::Image { part, text } => if_smaller(
-            image_bytes(msg, *part, IMAGE_SKELETON)?,
+        Change::Image { part, text } => image_replaced(
+            image_bytes(msg, *part, IMAGE_SKELETON),
             vec![Step::Key("content"), Step::Index(*part)],
             text_block_json(text),
         ),

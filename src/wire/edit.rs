@@ -255,6 +255,19 @@ pub(crate) fn if_smaller(old_min: usize, path: Vec<Step>, value: String) -> Opti
     (value.len() < old_min).then_some((path, value))
 }
 
+/// An image part replaced by a text block (`image`: its bytes, None when the part is no image),
+/// whatever their sizes: an image is priced by its pixels (a 60-byte URL costs hundreds of
+/// tokens) and its placeholder by its words, and the edit is planned only where it saves tokens
+/// (`prune`). A bytes test kept a URL image's "[image omitted]" in place of its recoverable
+/// placeholder (longer than the URL), and the URL was lost to recall.
+pub(crate) fn image_replaced(
+    image: Option<usize>,
+    path: Vec<Step>,
+    value: String,
+) -> Option<Written> {
+    image.map(|_| (path, value))
+}
+
 /// `if_smaller` for a string value `old` (`string_bytes`, then its exact escaped size).
 pub(crate) fn if_smaller_string(old: &str, path: Vec<Step>, value: String) -> Option<Written> {
     if_smaller_than(

@@ -14,7 +14,8 @@ use super::anthropic::object_arguments;
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
-    if_smaller, image_bytes, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
+    if_smaller, image_bytes, image_replaced, object_of, one_text_part, plain_text, CallAt, Change,
+    Step, Written,
 };
 use super::fields::{
     image_data, invalid, json_or_str, opaque, opt_id, opt_str, PartReader, Reader,
@@ -335,8 +336,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
                 object_of(&[("output", text)]),
             )
         }
-        Change::Image { part, text } => if_smaller(
-            image_bytes(msg, *part, IMAGE_SKELETON)?,
+        Change::Image { part, text } => image_replaced(
+            image_bytes(msg, *part, IMAGE_SKELETON),
             vec![Step::Key("parts"), Step::Index(*part)],
             text_block_json(text),
         ),

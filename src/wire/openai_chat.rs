@@ -9,8 +9,8 @@ use std::borrow::Cow;
 
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
-    if_smaller, if_smaller_string, image_bytes, json_string, object_of, plain_text, CallAt, Change,
-    Step, Written,
+    if_smaller, if_smaller_string, image_bytes, image_replaced, json_string, object_of, plain_text,
+    CallAt, Change, Step, Written,
 };
 use super::fields::{
     detail, image_source, invalid, json_or_str, opt_id, opt_str, text_field, PartReader, Reader,
@@ -228,8 +228,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             };
             if_smaller_string(old, vec![Step::Key("content")], json_string(text))
         }
-        Change::Image { part, text } => if_smaller(
-            image_bytes(msg, *part, IMAGE_SKELETON)?,
+        Change::Image { part, text } => image_replaced(
+            image_bytes(msg, *part, IMAGE_SKELETON),
             vec![Step::Key("content"), Step::Index(*part)],
             text_block_json(text),
         ),

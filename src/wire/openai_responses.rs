@@ -13,8 +13,8 @@ use std::borrow::Cow;
 
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
-    if_smaller, if_smaller_string, image_bytes, json_string, object_of, plain_text, CallAt, Change,
-    Step, Written,
+    if_smaller_string, image_bytes, image_replaced, json_string, object_of, plain_text, CallAt,
+    Change, Step, Written,
 };
 use super::fields::{
     detail, invalid, json_or_str, opaque, opt_id, opt_items, opt_str, text_field, PartReader,
@@ -229,8 +229,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         Change::Text { text } if msg.tool_call_id.is_none() => {
             plain_text(msg, "content", text, None)
         }
-        Change::Image { part, text } => if_smaller(
-            image_bytes(msg, *part, IMAGE_SKELETON)?,
+        Change::Image { part, text } => image_replaced(
+            image_bytes(msg, *part, IMAGE_SKELETON),
             vec![Step::Key(list_key), Step::Index(*part)],
             text_block_json(false, text),
         ),

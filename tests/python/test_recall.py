@@ -1000,3 +1000,80 @@ def test_mask_placeholders_name_what_their_outputs_held_even_over_the_budget():
         assert r.over_budget == (budget == 200)
         placeholders = [r.messages[p.index]["content"] for p in r.pruned if p.kind == "content"]
         assert placeholders and all("ZFA04Y" in p and "certificate_8544743" in p for p in placeholders), placeholders
+
+
+def _screenshot_turn(fmt: str, k: int, url: str) -> dict[str, Any]:
+    words = "Here is the next screenshot of the page; describe what changed. " * 3 + str(k)
+    image = {"chat": {"type": "image_url", "image_url": {"url": url}},
+             "responses": {"type": "input_image", "image_url": url},
+             "anthropic": {"type": "image", "source": {"type": "url", "url": url}},
+             "gemini": {"fileData": {"mimeType": "image/png", "fileUri": url}},
+             "bedrock": {"image": {"format": "png", "source": {"s3Location": {"uri": url}}}}}[fmt]
+    text = {"chat": {"type": "text", "text": words}, "responses": {"type": "input_text", "text": words},
+            "anthropic": {"type": "text", "text": words}}.get(fmt, {"text": words})
+    return {"role": "user", "parts" if fmt == "gemini" else "content": [text, image]}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_image_given_by_url_and_dropped_is_recalled_by_the_id_its_placeholder_names(fmt):
+    # A URL image's recoverable placeholder is longer than its URL: a test of bytes kept the
+    # plain "[image omitted]" instead, and the URL was lost to recall (29 URLs in 21 compactions).
+    reply = "I see it: the header moved. " * 3
+    msgs: list[dict[str, Any]] = []
+    for k in range(8):
+        msgs.append(_screenshot_turn(fmt, k, f"https://example.com/shot{k}.png"))
+        msgs.append({"role": "model", "parts": [{"text": reply}]} if fmt == "gemini" else
+                    {"role": "assistant", "content": reply if fmt in ("chat", "responses") else
+                     [{"type": "text", "text": reply} if fmt == "anthropic" else {"text": reply}]})
+    msgs.append({"role": "user", "parts": [{"text": "What changed overall?"}]} if fmt == "gemini" else
+                {"role": "user", "content": "What changed overall?" if fmt in ("chat", "responses") else
+                 [{"type": "text", "text": "What changed overall?"} if fmt == "anthropic" else {"text": "What changed overall?"}]})
+    lost = checked = 0
+    for budget in (2_000, 2_500, 3_000, 3_500):
+        c = cf.Compactor(provider=PROVIDER[fmt], wire_format=fmt, budget=budget, recoverable=True,
+                         store=MemoryContentStore())
+        try:
+            r = c.compact(msgs)
+        except cf.CompactionBudgetError:
+            continue
+        if any("recall tool is not sent" in n for n in r.notes):
+            continue  # (compacted as without recoverable=True, as its note says)
+        checked += 1
+        sent = json.dumps(r.messages)
+        assert "[image omitted" not in sent
+        reachable, todo = "", set(re.findall(r"cf[0-9a-f]{12}", sent))
+        seen: set[str] = set()
+        while todo:
+            fold_id = todo.pop()
+            seen.add(fold_id)
+            text = c.recall(fold_id)
+            reachable += text
+            todo |= set(re.findall(r"cf[0-9a-f]{12}", text)) - seen
+        lost += sum(f"shot{k}.png" not in sent and f"shot{k}.png" not in reachable for k in range(8))
+    assert checked >= 2 and lost == 0
+
+
+def test_a_dropped_images_placeholder_says_its_price_not_its_base64_length():
+    import base64
+    import struct
+    import zlib
+
+    def png(w: int, h: int) -> str:
+        row = b"\x00" + b"\x7f" * (w * 3)
+        raw = zlib.compress(row * h)
+        chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))  # noqa: E731
+        return base64.b64encode(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                                + chunk(b"IDAT", raw) + chunk(b"IEND", b"")).decode()
+
+    data = png(512, 512)
+    msgs: list[dict[str, Any]] = []
+    for k in range(6):
+        msgs.append({"role": "user", "content": [{"type": "text", "text": f"Screenshot {k}: what changed? " * 8},
+                                                 {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}]})
+        msgs.append({"role": "assistant", "content": f"Screenshot {k}: the header moved. " * 6})
+    msgs.append({"role": "user", "content": "What changed overall?"})
+    image_tokens = cf.estimate([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}]}]) \
+        - cf.estimate([{"role": "user", "content": []}])
+    c = cf.Compactor(budget=cf.estimate(msgs) // 2, strategy="mask", recoverable=True, store=MemoryContentStore())
+    said = [int(n.replace(",", "")) for n in re.findall(r"folded image, ~([\d,]+) tokens", json.dumps(c.compact(msgs).messages))]
+    assert said and all(abs(n - image_tokens) <= 5 for n in said), (said, image_tokens, len(data) // 4)
