@@ -194,6 +194,12 @@ def answer_text(store: ContentStore, call: RecallCall, *, max_tokens: int, provi
         # (The model gets an answer it can act on; the caller's log gets the file or key.)
         log.warning("%s", e)
         return f"[{RECALL_TOOL} id={_shown(call.fold_id)}: its stored content cannot be read; continue without it]"
+    except Exception as e:  # noqa: BLE001 - any store the caller gave: a Redis that is down, a lost mount
+        # (Raised, it ended the agent's loop over one page the model asked for; the caller's log
+        # gets the error, the model an answer it can act on.)
+        log.warning("content store %r failed reading %s: %s: %s", store, call.fold_id, type(e).__name__, e)
+        return (f"[{RECALL_TOOL} id={_shown(call.fold_id)}: the store holding it cannot be reached now; "
+                "continue without it, or call again later]")
     if text is None:
         return (f"[{RECALL_TOOL} id={_shown(call.fold_id)}: not found (never folded here, or expired from "
                 "the store); continue without it]")

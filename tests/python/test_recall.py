@@ -607,6 +607,20 @@ def test_redis_store_recalls_across_compactor_instances(redis_url):
         RedisContentStore(url=redis_url, ttl=0)
 
 
+def test_a_store_that_cannot_be_reached_is_answered_so_and_the_loop_goes_on(caplog):
+    # A Redis that is down raised ConnectionError out of answer(), ending the agent's loop.
+    pytest.importorskip("redis")
+    store = RedisContentStore(url="redis://127.0.0.1:9/0", ttl=60)  # nothing listens there
+    c = cf.Compactor(budget=8_000, recoverable=True, store=store)
+    fold_id = cf._core.fold_id("gone")
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": cf.RECALL_TOOL, "arguments": json.dumps({"id": fold_id})}}]}
+    with caplog.at_level("WARNING", logger="contextfold"):
+        answer = c.answer(call)
+    assert answer["tool_call_id"] == "call_1" and "cannot be reached now" in answer["content"]
+    assert "ConnectionError" in caplog.text
+
+
 def test_a_folded_span_holding_a_lone_surrogate_is_stored_and_recalls_to_the_same_messages():
     # Text cut mid-pair upstream has no UTF-8 form: hashing the span for its id raised
     # UnicodeEncodeError naming no message.
