@@ -28,18 +28,23 @@ def huge_last_round() -> list[dict]:
     return msgs
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_an_oversized_last_tool_output_is_cut_in_the_middle_instead_of_raising(fmt):
-    msgs, system = convert(huge_last_round(), fmt)
+def cut_to_fit(msgs: list[dict], fmt: str, system: object) -> tuple[cf.Compactor, cf.CompactionResult, str]:
+    """``msgs`` compacted to 4,000 tokens, checked: the input untouched, the budget met by a
+    middle cut, the output valid in ``fmt``; with the output's JSON text."""
     snap = copy.deepcopy(msgs)
-    kw = dict(provider=PROVIDER[fmt], system=system)
-    c = cf.Compactor(budget=4_000, wire_format=fmt, **kw)
+    c = cf.Compactor(budget=4_000, wire_format=fmt, provider=PROVIDER[fmt], system=system)
     r = c.compact(msgs)
     assert msgs == snap
     assert r.changed and r.tokens_after <= 4_000
     assert any(n.startswith("degraded: cut the middle") for n in r.notes), r.notes
     assert shape_problems(r.messages, fmt) == []
-    text = json.dumps(r.messages)
+    return c, r, json.dumps(r.messages)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_oversized_last_tool_output_is_cut_in_the_middle_instead_of_raising(fmt):
+    msgs, system = convert(huge_last_round(), fmt)
+    c, r, text = cut_to_fit(msgs, fmt, system)
     # Head and end of the log stay; the cut is recoverable byte-exact by the id its note names.
     # The marker names neither the id nor the recall tool: this model is not offered the tool.
     assert "[00000] compiling module_0.c" in text and "undefined symbol main" in text
@@ -65,14 +70,7 @@ def test_the_users_words_beside_an_oversized_last_result_stay_and_the_result_is_
     words = {"anthropic": {"type": "text", "text": "Now tell me what failed."}, "bedrock": {"text": "Now tell me what failed."},
              "gemini": {"text": "Now tell me what failed."}}[fmt]
     last["parts" if fmt == "gemini" else "content"].append(words)
-    snap = copy.deepcopy(msgs)
-    c = cf.Compactor(budget=4_000, wire_format=fmt, provider=PROVIDER[fmt], system=system)
-    r = c.compact(msgs)
-    assert msgs == snap
-    assert r.changed and r.tokens_after <= 4_000
-    assert any(n.startswith("degraded: cut the middle") for n in r.notes), r.notes
-    assert shape_problems(r.messages, fmt) == []
-    text = json.dumps(r.messages)
+    _, _, text = cut_to_fit(msgs, fmt, system)
     assert "Now tell me what failed." in text and "undefined symbol main" in text
 
 
