@@ -936,6 +936,9 @@ class Compactor(RoomFill, RecoverableFolds):
         run.tail_messages = k
         run.tail = tail
         run.effective = min(run.effective, aim)
+        if run.exact is not None:
+            # (Checked by its exact count: the aim at the history's exact-to-estimate ratio.)
+            run.exact_limit = min(run.exact_limit, int(run.effective * run.exact_scale))
         run.notes.append(f"trigger=('messages', {limit}) reached at {n} messages: the fold keeps a tail of at most "
                          f"{k} messages, aiming at {run.effective:,} tokens")
         # The tail is the last messages as they came: the room is sized to hold them whole, and
