@@ -719,6 +719,11 @@ def test_a_messages_trigger_folds_a_history_under_the_token_budget_to_its_keep(f
                 assert r.messages[-5:] == msgs[-5:]
                 assert len(r.messages) <= 6 + 4
             checked += 1
+            if fmt == "chat" and keep is not None:
+                # Counted exactly, the same fold (its exact count was "under budget" before).
+                exact = cf.Compactor(model="gpt-4o", budget=400_000, trigger=("messages", 20), keep=keep,
+                                     exact=True).compact(msgs)
+                assert exact.changed and len(exact.messages) < 20 and exact.messages[-5:] == msgs[-5:]
     assert checked >= 8
 
 
