@@ -23,7 +23,7 @@ from typing import Any, Literal, cast
 from contextfold import _core
 from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig, parse_keep
-from contextfold.content_store import ContentStore, keep_text
+from contextfold.content_store import ContentStore, MemoryContentStore, keep_text
 from contextfold.conversation_key import conversation_key, remember
 from contextfold.cost import Prices
 from contextfold.degrade import (bare_history, budget_error, cut_in_place, cut_kind, degrade, floor_tokens, liftable,
@@ -36,6 +36,7 @@ from contextfold.history import WireFormat, _require_history, detect_wire_format
 from contextfold.model_info import check_model
 from contextfold.panic_guard import no_panic
 from contextfold.prune import apply_edits
+from contextfold.recall import span_text
 from contextfold.room_fill import RoomFill
 from contextfold.recoverable import MAX_ROUND_SHARE, MIN_RECALL_PAGE_TOKENS, RecallRound, RecoverableFolds
 from contextfold.session import MAX_SUMMARY_HASHES, Session
@@ -612,6 +613,26 @@ class Compactor(RoomFill, RecoverableFolds):
         return request
 
     def _steps(self, messages: Sequence[Any]) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
+        """``_store_steps``; a recoverable compaction whose ``MemoryContentStore`` evicted
+        entries meanwhile raises ValueError where the history it returns names an id the store
+        no longer holds (a cap smaller than one compaction's folds: 48 of 98 ids of SWE
+        compactions at 128 KiB were named and gone, and recall answered "not found")."""
+        store = self.store
+        watched = self.recoverable and isinstance(store, MemoryContentStore)
+        evicted = store.evictions if isinstance(store, MemoryContentStore) else 0
+        result = yield from self._store_steps(messages)
+        if watched and isinstance(store, MemoryContentStore) and store.evictions > evicted and result.changed:
+            named = _core.fold_ids_in(span_text(result.messages))
+            gone = sorted({i for i in named if store.get(i) is None})
+            if gone:
+                raise ValueError(
+                    f"{len(gone)} of the {len(set(named))} ids the compacted history names were evicted from its "
+                    f"MemoryContentStore during the compaction (max_bytes={store.max_bytes:,} is smaller than what it "
+                    f"folds): raise max_bytes, or use a DirectoryContentStore")
+        return result
+
+    def _store_steps(self, messages: Sequence[Any]) -> Generator[tuple[Any, SummaryRequest], SummaryResult,
+                                                                  CompactionResult]:
         """The state machine of one compaction (``_run_steps``). With ``recoverable``, a history
         whose floor fits the budget but not beside the room kept for a recall round of
         ``recall_max_tokens`` is compacted beside the room of the smallest page
@@ -983,6 +1004,10 @@ class Compactor(RoomFill, RecoverableFolds):
         if freed < self.clear_at_least:
             return (f"compaction skipped: it would free only {freed} tokens, "
                     f"less than clear_at_least={self.clear_at_least}")
+        if run.tail_messages is not None:
+            # (A ("messages", n) trigger asks for fewer messages, not for tokens; its gate knows
+            # no back-off, and a skipped fold was run again on every later call.)
+            return None
         if freed < self.min_free_share * before:
             if self._window_full(before):
                 run.notes.append(f"frees only {freed} tokens, applied anyway: the window is full")

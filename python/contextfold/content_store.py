@@ -104,6 +104,9 @@ class MemoryContentStore:
             raise ValueError(f"ttl must be positive seconds or None, got {ttl!r}")
         self.max_bytes = max_bytes
         self.ttl = ttl
+        #: Entries dropped to stay under ``max_bytes`` so far (a compaction that saw it grow
+        #: checks that the ids it named are still held).
+        self.evictions = 0
         self._items: OrderedDict[str, tuple[str, int, float]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -125,6 +128,7 @@ class MemoryContentStore:
             while self._bytes > self.max_bytes:
                 _, (_, s, _) = self._items.popitem(last=False)
                 self._bytes -= s
+                self.evictions += 1
 
     def get(self, fold_id: str, /) -> str | None:
         """The text, or None when never kept, evicted or expired; ValueError for a string that
@@ -161,6 +165,7 @@ class MemoryContentStore:
         self.ttl = state["ttl"]
         self._items = OrderedDict(state["items"])
         self._bytes = sum(size for _, size, _ in self._items.values())
+        self.evictions = 0
         self._lock = threading.Lock()
 
     @property

@@ -727,6 +727,22 @@ def test_a_messages_trigger_folds_a_history_under_the_token_budget_to_its_keep(f
     assert checked >= 8
 
 
+def test_a_messages_trigger_folds_even_where_it_frees_few_tokens():
+    # Its gate knows no back-off: a fold skipped for freeing under min_free_share of the tokens
+    # (118 of 2,399) was skipped again on every later call, the history never shortened.
+    changed = 0
+    for conv in tau():
+        msgs, system = convert(conv["messages"][:12], "anthropic")
+        if len(msgs) < 10:
+            continue
+        c = cf.Compactor(provider="anthropic", system=system, context_window=128_000, trigger=("messages", 10),
+                         recoverable=True)
+        r = c.compact(msgs)
+        assert all("compaction skipped" not in n for n in (r.reason or "", *r.notes)), r.reason
+        changed += r.changed and len(r.messages) < len(msgs)
+    assert changed >= 5
+
+
 def test_no_summary_is_written_as_an_assistant_turn_right_before_a_system_note():
     # Mistral's validator refuses assistant -> system ("Unexpected role 'system' after role
     # 'assistant'"), which OpenAI takes: a tail opening on a system note mid-conversation had

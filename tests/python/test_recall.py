@@ -532,6 +532,20 @@ def test_a_text_over_the_memory_stores_cap_is_refused_not_named_by_an_id_nothing
     msgs = agent_history(12)
     with pytest.raises(ValueError, match="max_bytes"):
         cf.Compactor(budget=cf.estimate(msgs) // 3, recoverable=True, store=store).compact(msgs)
+    # A cap smaller than what one compaction folds evicted its own entries: the output named 11
+    # ids, the store held none of them.
+    small = MemoryContentStore(max_bytes=4_000)
+    outputs = [{"role": "system", "content": "s"}, {"role": "user", "content": "Read the files."}]
+    for k in range(12):
+        outputs.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{k}", "type": "function",
+                        "function": {"name": "read", "arguments": json.dumps({"path": f"f{k}"})}}]})
+        outputs.append({"role": "tool", "tool_call_id": f"c{k}", "content": f"{k} " + "x" * 1_900})
+    outputs.append({"role": "user", "content": "Go on."})
+    with pytest.raises(ValueError, match="evicted from its MemoryContentStore during the compaction"):
+        cf.Compactor(budget=cf.estimate(outputs) // 3, strategy="mask", recoverable=True, store=small).compact(outputs)
+    big = MemoryContentStore(max_bytes=1 << 20)
+    r = cf.Compactor(budget=cf.estimate(outputs) // 3, strategy="mask", recoverable=True, store=big).compact(outputs)
+    assert r.changed and all(big.get(i) is not None for i in ID.findall(json.dumps(r.messages)))
     # Without recoverable=True no model is promised the text: the compaction goes on.
     from test_degrade import huge_last_round
 
