@@ -1078,7 +1078,9 @@ def test_an_image_given_by_url_and_dropped_is_recalled_by_the_id_its_placeholder
             reachable += text
             todo |= set(re.findall(r"cf[0-9a-f]{12}", text)) - seen
         lost += sum(f"shot{k}.png" not in sent and f"shot{k}.png" not in reachable for k in range(8))
-    assert checked >= 2 and lost == 0
+    # (At 2,000 tokens Anthropic and Bedrock send no recall tool, as their note says; every
+    # other budget and format compacts recoverably.)
+    assert checked == (3 if fmt in ("anthropic", "bedrock") else 4) and lost == 0, (checked, lost)
 
 
 def test_a_dropped_images_placeholder_says_its_price_not_its_base64_length():
