@@ -617,11 +617,10 @@ class Compactor(RoomFill, RecoverableFolds):
         entries meanwhile raises ValueError where the history it returns names an id the store
         no longer holds (a cap smaller than one compaction's folds: 48 of 98 ids of SWE
         compactions at 128 KiB were named and gone, and recall answered "not found")."""
-        store = self.store
-        watched = self.recoverable and isinstance(store, MemoryContentStore)
-        evicted = store.evictions if isinstance(store, MemoryContentStore) else 0
+        store = self.store if self.recoverable and isinstance(self.store, MemoryContentStore) else None
+        evicted = store.evictions if store is not None else 0
         result = yield from self._store_steps(messages)
-        if watched and isinstance(store, MemoryContentStore) and store.evictions > evicted and result.changed:
+        if store is not None and store.evictions > evicted and result.changed:
             named = _core.fold_ids_in(span_text(result.messages))
             gone = sorted({i for i in named if store.get(i) is None})
             if gone:

@@ -11,8 +11,8 @@ use std::borrow::Cow;
 
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
-    content_text_block, if_smaller, if_smaller_parts, image_bytes, image_replaced, json_string,
-    object_of, plain_text, CallAt, Change, Step, Written,
+    content_text_block, if_smaller, if_smaller_parts, image_replaced, json_string, object_of,
+    plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
     image_data, invalid, json_or_str, opaque, opt_id, opt_str, search_result_text, with_text,
@@ -264,9 +264,6 @@ fn content_document<'a, V: Input<'a>, D: PartReader>(
     Ok(Some(Part::Text(Cow::Owned(texts.join("\n")))))
 }
 
-// The smallest Anthropic image block, without its data.
-const IMAGE_SKELETON: &str = r#"{"type":"image","source":{}}"#;
-
 /// An edit of an Anthropic message.
 pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
     match change {
@@ -286,7 +283,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         Change::Text { text } => plain_text(msg, "content", text, None),
         Change::PartText { part, text } => content_text_block(msg, *part, text),
         Change::Image { part, text } => image_replaced(
-            image_bytes(msg, *part, IMAGE_SKELETON),
+            msg,
+            *part,
             vec![Step::Key("content"), Step::Index(*part)],
             text_block_json(text),
         ),

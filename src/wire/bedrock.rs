@@ -13,8 +13,8 @@ use super::anthropic::object_arguments;
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
-    content_text_block, if_smaller_parts, image_bytes, image_replaced, object_of, one_text_part,
-    plain_text, CallAt, Change, Step, Written,
+    content_text_block, if_smaller_parts, image_replaced, object_of, one_text_part, plain_text,
+    CallAt, Change, Step, Written,
 };
 use super::fields::{
     content_texts, image_data, image_source, json_or_str, opaque, opt_id, search_result_text,
@@ -172,9 +172,6 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
     Ok(None)
 }
 
-// The smallest Bedrock image block, without its bytes.
-const IMAGE_SKELETON: &str = r#"{"image":{}}"#;
-
 /// An edit of a Bedrock message.
 pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
     match change {
@@ -199,7 +196,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         }
         Change::PartText { part, text } => content_text_block(msg, *part, text),
         Change::Image { part, text } => image_replaced(
-            image_bytes(msg, *part, IMAGE_SKELETON),
+            msg,
+            *part,
             vec![Step::Key("content"), Step::Index(*part)],
             text_block_json(text),
         ),

@@ -240,32 +240,24 @@ pub(crate) fn source_bytes(src: &ImageSource<'_>) -> usize {
     }
 }
 
-/// The image part at content position `part`, with a lower bound on its bytes given the
-/// format's smallest image skeleton.
-pub(crate) fn image_bytes(msg: &Message<'_>, part: usize, skeleton: &str) -> Option<usize> {
-    match msg.parts().get(part)? {
-        Part::Image(img) => Some(skeleton.len() + source_bytes(&img.source)),
-        _ => None,
-    }
-}
-
 /// `Some(written)` only when the replacement is smaller than the lower bound of what it
 /// replaces: an edit never grows a request.
 pub(crate) fn if_smaller(old_min: usize, path: Vec<Step>, value: String) -> Option<Written> {
     (value.len() < old_min).then_some((path, value))
 }
 
-/// An image part replaced by a text block (`image`: its bytes, None when the part is no image),
-/// whatever their sizes: an image is priced by its pixels (a 60-byte URL costs hundreds of
-/// tokens) and its placeholder by its words, and the edit is planned only where it saves tokens
-/// (`prune`). A bytes test kept a URL image's "[image omitted]" in place of its recoverable
-/// placeholder (longer than the URL), and the URL was lost to recall.
+/// Part `part` of `msg`, an image, replaced by a text block, whatever their sizes: an image is
+/// priced by its pixels (a 60-byte URL costs hundreds of tokens) and its placeholder by its
+/// words, and the edit is planned only where it saves tokens (`prune`). A bytes test kept a URL
+/// image's "[image omitted]" in place of its recoverable placeholder (longer than the URL), and
+/// the URL was lost to recall. None when the part is no image.
 pub(crate) fn image_replaced(
-    image: Option<usize>,
+    msg: &Message<'_>,
+    part: usize,
     path: Vec<Step>,
     value: String,
 ) -> Option<Written> {
-    image.map(|_| (path, value))
+    matches!(msg.parts().get(part), Some(Part::Image(_))).then_some((path, value))
 }
 
 /// `if_smaller` for a string value `old` (`string_bytes`, then its exact escaped size).

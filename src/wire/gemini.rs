@@ -14,8 +14,7 @@ use super::anthropic::object_arguments;
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
-    if_smaller, image_bytes, image_replaced, object_of, one_text_part, plain_text, CallAt, Change,
-    Step, Written,
+    if_smaller, image_replaced, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
     image_data, invalid, json_or_str, opaque, opt_id, opt_str, PartReader, Reader,
@@ -307,9 +306,6 @@ fn server_tool_type<'a, V: Input<'a>>(c: &V, at: &str) -> ReadResult<&'a str, V:
 /// The call id and name of a Gemini code execution and its result (the API gives them none).
 const CODE_EXECUTION: &str = "code_execution";
 
-// The smallest Gemini image part, without its data.
-const IMAGE_SKELETON: &str = r#"{"inlineData":{}}"#;
-
 /// An edit of a Gemini content; `snake` when its parts use the SDK's snake-case keys.
 pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<Written> {
     let (call_key, response_key) = part_keys(snake);
@@ -337,7 +333,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             )
         }
         Change::Image { part, text } => image_replaced(
-            image_bytes(msg, *part, IMAGE_SKELETON),
+            msg,
+            *part,
             vec![Step::Key("parts"), Step::Index(*part)],
             text_block_json(text),
         ),

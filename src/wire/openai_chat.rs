@@ -9,8 +9,8 @@ use std::borrow::Cow;
 
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
-    if_smaller, if_smaller_string, image_bytes, image_replaced, json_string, object_of, plain_text,
-    CallAt, Change, Step, Written,
+    if_smaller, if_smaller_string, image_replaced, json_string, object_of, plain_text, CallAt,
+    Change, Step, Written,
 };
 use super::fields::{
     detail, image_source, invalid, json_or_str, opt_id, opt_str, text_field, PartReader, Reader,
@@ -215,9 +215,6 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
     }))
 }
 
-// The smallest chat image part, without its URL.
-const IMAGE_SKELETON: &str = r#"{"type":"image_url","image_url":{"url":}}"#;
-
 /// An edit of a chat message.
 pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
     match change {
@@ -229,7 +226,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             if_smaller_string(old, vec![Step::Key("content")], json_string(text))
         }
         Change::Image { part, text } => image_replaced(
-            image_bytes(msg, *part, IMAGE_SKELETON),
+            msg,
+            *part,
             vec![Step::Key("content"), Step::Index(*part)],
             text_block_json(text),
         ),

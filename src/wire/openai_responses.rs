@@ -13,8 +13,8 @@ use std::borrow::Cow;
 
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
-    if_smaller_string, image_bytes, image_replaced, json_string, object_of, plain_text, CallAt,
-    Change, Step, Written,
+    if_smaller_string, image_replaced, json_string, object_of, plain_text, CallAt, Change, Step,
+    Written,
 };
 use super::fields::{
     detail, invalid, json_or_str, opaque, opt_id, opt_items, opt_str, text_field, PartReader,
@@ -206,9 +206,6 @@ pub(crate) fn item<'a, D: PartReader, V: Input<'a>>(m: &V) -> ReadResult<Message
     Ok(msg)
 }
 
-// The smallest Responses image part, without its URL.
-const IMAGE_SKELETON: &str = r#"{"type":"input_image"}"#;
-
 /// An edit of a Responses item.
 pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
     // A function_call_output keeps its parts (if a list) under `output`.
@@ -230,7 +227,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             plain_text(msg, "content", text, None)
         }
         Change::Image { part, text } => image_replaced(
-            image_bytes(msg, *part, IMAGE_SKELETON),
+            msg,
+            *part,
             vec![Step::Key(list_key), Step::Index(*part)],
             text_block_json(false, text),
         ),
