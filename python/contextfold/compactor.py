@@ -44,7 +44,7 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult, utf8_text
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_assembly import CLOSE, OPEN, assembled_from, like_history, native_merges
-from contextfold.summary_room import (RULES_HEADING, index_at, index_share, inner_index_demoted, neutralize_markers,
+from contextfold.summary_room import (RULES_HEADING, index_at, index_share, index_demoted, neutralize_markers,
                                      requests_of, stable_room, summary_room, with_index, with_requests, with_rules)
 from contextfold.tail_fill import fill_tail, restore_tail
 
@@ -1216,10 +1216,10 @@ class Compactor(RoomFill, RecoverableFolds):
             read_cache=run.read,
         )
         text, native, fallback = yield from self._summary_text(run, request)
-        if not own_index and not native:
-            # (A model's index heading mid-summary would be taken for the index: see
-            # inner_index_demoted.)
-            text = inner_index_demoted(text)
+        if not own_index and not native and not fallback:
+            # (A model's index heading would be taken for the index: see index_demoted. A
+            # fallback digest's own index is the library's.)
+            text = index_demoted(text)
         whole_room = False
         if fallback and not own_index and not native and index_at(text) >= 0:
             # The model failed and the extractive digest stood in, written in the model's share:

@@ -24,14 +24,13 @@ rules (``with_rules``): a model that paraphrased or forgot what the user asked d
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contextfold import _core
 
 __all__ = ["INDEX_SHARE", "REQUESTS_HEADING", "REQUESTS_SHARE", "ROOM_SWING", "RULES_HEADING", "index_at",
-           "index_share", "inner_index_demoted", "neutralize_markers", "requests_of", "stable_room", "strip_index",
+           "index_share", "index_demoted", "neutralize_markers", "requests_of", "stable_room", "strip_index",
            "summary_room", "trim_index", "with_index", "with_requests", "with_rules"]
 
 #: Share of the summary's room the identifier index is sure to get.
@@ -83,21 +82,15 @@ def index_at(summary: str) -> int:
     return -1 if at is None else at
 
 
-#: A Markdown heading line (the start of a section after the one before it).
-_HEADING_LINE = re.compile(r"^#{1,6}[ \t]", re.MULTILINE)
-
-
-def inner_index_demoted(text: str) -> str:
-    """``text`` (a summarizer's) where an index heading with another section after it reads as
-    ``## Identifiers``: the index is a summary's last section, and a model that copied the
-    heading mid-summary (from a summary it read) had its real index left out (``with_index``),
-    its later sections taken for index lines (``trim_index``) and cut from what the next
-    compaction asks a model to update (``strip_index``). A heading that ends the text stays."""
+def index_demoted(text: str) -> str:
+    """``text`` (a model's summary) with every identifier index heading read as
+    ``## Identifiers``: the index is the library's, appended after the model's text (``with_index``).
+    A model that wrote the heading (copied from a summary it read) had the real index left out,
+    its later sections taken for index lines (``trim_index``) and the requests appended after
+    it cut from what the next compaction asks a model to update (``strip_index``): 0 of 39
+    identifiers shown and 3 of 8 requests lost where the heading ended its text."""
     while (at := index_at(text)) >= 0:
-        rest = text[at + len(_core.IDENTIFIER_INDEX_HEADING):]
-        if _HEADING_LINE.search(rest) is None:
-            break
-        text = text[:at] + "## Identifiers" + rest
+        text = text[:at] + "## Identifiers" + text[at + len(_core.IDENTIFIER_INDEX_HEADING):]
     return text
 
 

@@ -20,7 +20,7 @@ import pytest
 
 import contextfold
 from contextfold import LLMSummarizer, SummaryRequest, SummaryResult
-from contextfold.summarize.llm import SECTIONS
+from contextfold.summarize.llm import _SECTION_HINTS, SECTIONS
 from replay_server import Reply, ReplayServer, exchange, recorded
 
 openai = pytest.importorskip("openai")
@@ -481,6 +481,64 @@ def test_output_without_the_template_falls_back(kit: Kit, mode: str) -> None:
 def test_output_cut_at_the_cap_falls_back(kit: Kit, mode: str) -> None:
     result, _, fallback, _ = run(kit, mode, [kit.ok(finish=kit.truncated)])
     assert_fell_back(result, fallback, "output cap")
+
+
+# What each provider says when a filter or a refusal stopped the reply (Ollama has no such reason).
+STOPPED = {"openai-chat": "content_filter", "openai-responses": "content_filter", "anthropic": "refusal",
+           "gemini": "SAFETY", "openai-compatible": "content_filter"}
+
+
+@pytest.mark.parametrize("kit", [k for k in KITS if k.name in STOPPED], ids=lambda k: k.name)
+def test_a_reply_stopped_by_a_filter_falls_back(kit: Kit, mode: str) -> None:
+    # The partial text carries every heading: it was taken as a summary ending mid-word.
+    partial = TEMPLATE.rsplit("\n", 1)[0] + "\nrun_tests(pa"
+    result, _, fallback, _ = run(kit, mode, [kit.ok(text=partial, finish=STOPPED[kit.name])])
+    assert_fell_back(result, fallback, "stopped by the provider", STOPPED[kit.name])
+
+
+def test_a_compatible_server_that_gives_no_finish_reason_is_taken_at_its_word(mode: str) -> None:
+    kit = next(k for k in KITS if k.name == "openai-compatible")
+    reply = kit.ok()
+    del reply.body["choices"][0]["finish_reason"]
+    result, _, _, _ = run(kit, mode, [reply])
+    assert result == SummaryResult(TEMPLATE)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        f"<think>\nThe user wants a summary. SECRET_THOUGHT\n</think>\n\n{TEMPLATE}",
+        f"~~~markdown\n{TEMPLATE}\n~~~",
+        f"Sure, I have updated the summary.\nHere it is:\n\n{TEMPLATE}",
+    ],
+    ids=["thoughts", "tilde-fence", "two-line-preamble"],
+)
+def test_a_summary_is_taken_without_the_thoughts_and_chat_around_it(reply: str) -> None:
+    kit = KITS[0]
+    result, _, _, _ = run(kit, "sync", [kit.ok(text=reply)])
+    assert result == SummaryResult(TEMPLATE)
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ("<think>\nLet me think about the transcript. " + "and so on " * 30, "empty output"),
+        ("\n".join(f"## {name}\n..." for name in SECTIONS), "says nothing"),
+        ("\n".join(f"**{name}:** x" for name in SECTIONS), "says nothing"),
+        ("\n".join(f"## {name}\n{hint}" for name, hint in _SECTION_HINTS.items()), "repeats the prompt"),
+    ],
+    ids=["thoughts-only", "placeholders", "one-letter-lines", "the-prompt-echoed"],
+)
+def test_a_reply_with_headings_but_no_summary_falls_back(reply: str, why: str) -> None:
+    kit = KITS[0]
+    result, _, fallback, _ = run(kit, "sync", [kit.ok(text=reply)])
+    assert_fell_back(result, fallback, why)
+
+
+def test_a_streamed_request_option_is_refused_when_built() -> None:
+    # Every call would have fallen back silently: the SDK returns an event stream.
+    with pytest.raises(ValueError, match="stream"):
+        LLMSummarizer(openai.OpenAI(api_key="test"), "gpt-4o-mini", request_options={"stream": True})
 
 
 def test_recorded_gemini_empty_reply_falls_back(mode: str) -> None:

@@ -628,6 +628,18 @@ def test_every_summarizer_gets_the_identifier_index() -> None:
     assert r.tokens_after <= 2_000
 
 
+def test_a_model_summary_ending_in_an_index_heading_still_gets_the_index_and_keeps_the_requests() -> None:
+    # The model's heading was taken for the library's index: none was appended, and the user's
+    # requests appended after it were cut from what the next compaction asks a model to update.
+    summarizer = _FixedSummarizer(f"## Goal\nchange the flight\n\n{_core.IDENTIFIER_INDEX_HEADING}\n- none")
+    r = cf.Compactor(budget=2_000, strategy="summarize", summarizer=summarizer,
+                     min_free_share=0.0).compact(_flight_checks())
+    assert r.summary is not None
+    assert r.summary.count(_core.IDENTIFIER_INDEX_HEADING) == 1
+    assert "HAT201" in r.summary and "src/air/f1.py" in r.summary
+    assert "## User requests\n- go on" in strip_index(r.summary)
+
+
 def test_the_index_appended_to_a_model_summary_skips_what_the_model_wrote() -> None:
     """The index appended to any summarizer's text lists what the text does not already show
     (its ids as whole words): the model wrote the reservation and one flight, so the index has

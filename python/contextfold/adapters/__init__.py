@@ -31,7 +31,27 @@ __all__ = [
     "classify_failure",
     "import_sdk",
     "parse_retry_after",
+    "stop_reason",
 ]
+
+#: Finish reasons that mean the provider stopped the reply before its end for something other
+#: than the output cap: its text is partial and is no summary. OpenAI chat `content_filter`,
+#: Responses `incomplete_details.reason` `content_filter` (platform.openai.com API reference);
+#: Anthropic `stop_reason` `refusal` (docs.anthropic.com, "Handling stop reasons"); Gemini
+#: `FinishReason` SAFETY, RECITATION, LANGUAGE, BLOCKLIST, PROHIBITED_CONTENT, SPII,
+#: IMAGE_SAFETY, OTHER (ai.google.dev API reference, `Candidate.FinishReason`).
+STOPPED_EARLY = frozenset({
+    "content_filter", "refusal", "SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST",
+    "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "OTHER",
+})
+
+
+def stop_reason(reason: Any) -> str | None:
+    """``reason`` (a provider's finish reason: a string or an enum member) when it says the reply
+    was stopped before its end for another cause than the output cap (``STOPPED_EARLY``), else
+    None."""
+    name = getattr(reason, "name", reason)
+    return name if isinstance(name, str) and name in STOPPED_EARLY else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +72,15 @@ class Prompt:
 @dataclass(frozen=True, slots=True)
 class Completion:
     """What a provider returned: the reply's text, whether it was cut at ``max_output_tokens``
-    (``truncated``), and the token usage the provider reported (``None`` when absent)."""
+    (``truncated``), the token usage the provider reported (``None`` when absent), and the
+    finish reason when the provider stopped the reply early for another cause (``stopped``: a
+    content filter, a refusal, Gemini's SAFETY; see ``STOPPED_EARLY``)."""
 
     text: str
     truncated: bool = False
     input_tokens: int | None = None
     output_tokens: int | None = None
+    stopped: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from contextfold.adapters import Completion, Prompt, import_sdk
+from contextfold.adapters import Completion, Prompt, import_sdk, stop_reason
 from contextfold.adapters.base import RetriesOffAdapter
 
 __all__ = ["AnthropicAdapter", "default_client"]
@@ -57,9 +57,11 @@ def _message(message: Any) -> Completion:
         if getattr(block, "type", None) == "text"
     )
     usage = getattr(message, "usage", None)
+    reason = getattr(message, "stop_reason", None)
     return Completion(
         text,
-        getattr(message, "stop_reason", None) == "max_tokens",
+        reason == "max_tokens",
         getattr(usage, "input_tokens", None),
         getattr(usage, "output_tokens", None),
+        stop_reason(reason),
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from contextfold.adapters import Completion, Prompt, import_sdk
+from contextfold.adapters import Completion, Prompt, import_sdk, stop_reason
 from contextfold.adapters.base import SDKAdapter
 
 __all__ = ["GeminiAdapter", "default_client"]
@@ -71,6 +71,7 @@ def _response(response: Any) -> Completion:
     candidates = getattr(response, "candidates", None) or []
     texts: list[str] = []
     truncated = False
+    stopped = None
     if candidates:
         first = candidates[0]
         content = getattr(first, "content", None)
@@ -81,10 +82,12 @@ def _response(response: Any) -> Completion:
         ]
         reason = getattr(first, "finish_reason", None)
         truncated = getattr(reason, "name", reason) == "MAX_TOKENS"
+        stopped = stop_reason(reason)
     usage = getattr(response, "usage_metadata", None)
     return Completion(
         "".join(texts),
         truncated,
         getattr(usage, "prompt_token_count", None),
         getattr(usage, "candidates_token_count", None),
+        stopped,
     )

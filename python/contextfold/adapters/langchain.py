@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from contextfold.adapters import Completion, Prompt, import_sdk
+from contextfold.adapters import Completion, Prompt, import_sdk, stop_reason
 
 __all__ = ["LangChainAdapter", "is_chat_model", "model_name"]
 
@@ -76,4 +76,6 @@ def _completion(message: Any) -> Completion:
     meta = getattr(message, "response_metadata", None) or {}
     reason = meta.get("finish_reason") or meta.get("stop_reason")
     usage = getattr(message, "usage_metadata", None) or {}
-    return Completion(text, reason in _CUT, usage.get("input_tokens"), usage.get("output_tokens"))
+    return Completion(
+        text, reason in _CUT, usage.get("input_tokens"), usage.get("output_tokens"), stop_reason(reason)
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
-from contextfold.adapters import Completion, Prompt, import_sdk
+from contextfold.adapters import Completion, Prompt, import_sdk, stop_reason
 from contextfold.adapters.base import RetriesOffAdapter
 
 __all__ = ["OpenAIChatAdapter", "OpenAIResponsesAdapter", "default_client"]
@@ -79,9 +79,11 @@ def _chat_completion(response: Any) -> Completion:
     if not choices:
         return Completion("", False, *_usage(response, "prompt_tokens", "completion_tokens"))
     choice = choices[0]
-    text = getattr(choice.message, "content", None) or ""
+    text = getattr(getattr(choice, "message", None), "content", None) or ""
+    # OpenAI-compatible servers may leave finish_reason out: the text is then taken as whole.
+    reason = getattr(choice, "finish_reason", None)
     return Completion(
-        text, choice.finish_reason == "length", *_usage(response, "prompt_tokens", "completion_tokens")
+        text, reason == "length", *_usage(response, "prompt_tokens", "completion_tokens"), stop_reason(reason)
     )
 
 
@@ -120,10 +122,12 @@ def _response(response: Any) -> Completion:
         if getattr(part, "type", None) == "output_text"
     ]
     details = getattr(response, "incomplete_details", None)
-    truncated = getattr(response, "status", None) == "incomplete" and (
-        getattr(details, "reason", None) == "max_output_tokens"
+    incomplete = getattr(response, "status", None) == "incomplete"
+    reason = getattr(details, "reason", None) if incomplete else None
+    return Completion(
+        "".join(texts), reason == "max_output_tokens", *_usage(response, "input_tokens", "output_tokens"),
+        stop_reason(reason),
     )
-    return Completion("".join(texts), truncated, *_usage(response, "input_tokens", "output_tokens"))
 
 
 def _usage(response: Any, prompt_field: str, output_field: str) -> tuple[int | None, int | None]:

@@ -144,7 +144,7 @@ class LLMSummarizer:
     ``max_block_tokens`` caps one text, argument or tool result of the transcript (tokens, turned
     into characters at 4 per token); ``request_options`` are passed to the SDK call as they are
     (``{"reasoning_effort": "low"}``, ``{"temperature": 0}``; for Gemini, config fields; for
-    Ollama, ``options`` fields).
+    Ollama, ``options`` fields), but not ``stream`` (ValueError): the summary is read whole.
     """
 
     def __init__(
@@ -185,6 +185,10 @@ class LLMSummarizer:
                 raise ValueError(f"{name} must be > 0, got {number}")
         if backoff < 0 or max_backoff < 0:
             raise ValueError("backoff and max_backoff must be >= 0")
+        if request_options and request_options.get("stream"):
+            # The summary is read from one whole response: a streamed one is an event stream
+            # every call would fall back on, silently.
+            raise ValueError("request_options: stream=True is not supported (the summary is read whole)")
         if context_window is None:
             try:
                 context_window = _context_window(model)
@@ -560,11 +564,23 @@ def _pack(entries: Sequence[str], costs: Sequence[int], budget: int) -> list[lis
 #: summary; a refusal or an answer to the transcript carries none.
 _MIN_SECTIONS = 5
 
-_FENCE = re.compile(r"^```[a-zA-Z]*\n(.*)\n```$", re.DOTALL)
+_FENCE = re.compile(r"^(```|~~~)[a-zA-Z]*\n(.*)\n\1$", re.DOTALL)
 # A fenced block anywhere in a reply ("Sure! Here is the updated summary:\n```markdown ...").
-_FENCED_BLOCK = re.compile(r"^```[a-zA-Z]*[ \t]*\n(.*?)\n```[ \t]*$", re.DOTALL | re.MULTILINE)
-# What a chat model says before the summary: one short line ending in a colon.
-_PREAMBLE = re.compile(r"\A[^\n#*]{0,160}:[ \t]*\n+")
+_FENCED_BLOCK = re.compile(r"^(```|~~~)[a-zA-Z]*[ \t]*\n(.*?)\n\1[ \t]*$", re.DOTALL | re.MULTILINE)
+# What a chat model says before the summary: up to three short lines, the last ending in a colon.
+_PREAMBLE = re.compile(r"\A(?:[^\n#*]{0,160}\n){0,2}[^\n#*]{0,160}:[ \t]*\n+")
+# A reasoning model's thoughts ahead of its answer (DeepSeek-R1, Qwen3, gpt-oss through
+# OpenAI-compatible servers and Ollama write them into the content). Unclosed, the whole reply is
+# thought: the answer was never written.
+_THOUGHTS = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?(?:</\1>\s*|\Z)", re.DOTALL | re.IGNORECASE)
+# A word of a section's text: two letters or digits, or one character of a script without spaces.
+_WORD = re.compile(r"[^\W_]{2,}|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+#: Words a summary carries beside its headings, at least (``None.`` is no word): a reply of
+#: headings over placeholders or single letters ("**Goal:** x", "## Goal\n...") says nothing,
+#: while a fold of a few turns may be said in five words ("ship it", "half", "src/a.py").
+_MIN_WORDS = 4
+#: Section hints of the prompt a reply may quote; more and it is the prompt echoed back.
+_MAX_HINTS_QUOTED = 2
 
 
 def _sections_in(text: str) -> int:
@@ -573,18 +589,27 @@ def _sections_in(text: str) -> int:
 
 
 def _unwrapped(text: str) -> str:
-    """The summary inside a reply: a fenced block that holds the template's headings, without
-    the chat around it; a leading "Here is the summary:" line dropped."""
+    """The summary inside a reply: a reasoning model's leading thoughts dropped, a fenced block
+    that holds the template's headings without the chat around it, a leading "Here is the
+    summary:" line dropped."""
+    text = _THOUGHTS.sub("", text, count=1).strip()
     fenced = _FENCE.match(text)
     if fenced:
-        return fenced.group(1).strip()
-    blocks = _FENCED_BLOCK.findall(text)
+        return fenced.group(2).strip()
+    blocks = [body for _, body in _FENCED_BLOCK.findall(text)]
     if len(blocks) == 1 and _sections_in(blocks[0]) >= _MIN_SECTIONS > _sections_in(_FENCED_BLOCK.sub("", text)):
         return str(blocks[0]).strip()
     pre = _PREAMBLE.match(text)
     if pre and not _sections_in(pre.group(0)) and _sections_in(text) >= _MIN_SECTIONS:
         return text[pre.end():]
     return text
+
+
+def _said_words(text: str) -> int:
+    """Words of ``text`` outside its headings, ``None`` left out."""
+    for heading in _HEADINGS.values():
+        text = heading.sub(" ", text)
+    return sum(1 for word in _WORD.findall(text) if word.casefold() != "none")
 
 
 #: A reply may run this much over its output cap (estimates differ between tokenizers).
@@ -601,9 +626,17 @@ def _checked(completion: Completion, cap: int | None = None,
         raise _InvalidOutput("empty output" + (" (cut at the output cap)" if completion.truncated else ""))
     if completion.truncated:
         raise _InvalidOutput("output cut at the output cap (max tokens)")
+    if completion.stopped is not None:
+        # A filter's or a refusal's stop leaves a partial answer that may still carry the
+        # template's headings ("the payment fail"): it is no summary.
+        raise _InvalidOutput(f"output stopped by the provider before its end ({completion.stopped})")
     missing = [name for name, heading in _HEADINGS.items() if not heading.search(text)]
     if len(SECTIONS) - len(missing) < _MIN_SECTIONS:
         raise _InvalidOutput(f"output lacks the template's sections: {', '.join(missing)}")
+    if sum(1 for hint in _SECTION_HINTS.values() if hint in text) > _MAX_HINTS_QUOTED:
+        raise _InvalidOutput("output repeats the prompt's template instead of summarizing")
+    if _said_words(text) < _MIN_WORDS:
+        raise _InvalidOutput("output has the template's headings but says nothing under them")
     if cap is not None and tokens is not None:
         used = tokens([text])[0]
         if used > cap * _CAP_SLACK:
