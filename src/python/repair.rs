@@ -28,11 +28,15 @@ fn repair_history<'py>(
     held_upstream: bool,
 ) -> PyResult<(Bound<'py, PyList>, Vec<String>)> {
     let fmt = WireFormat::parse(format).map_err(PyValueError::new_err)?;
-    let keep = Keep::new();
-    let mut w = Walker::new(py, &keep);
-    let ms = w.messages(messages)?;
-    let plan = py.detach(|| plan_repair(&ms, fmt, held_upstream));
+    // One snapshot of the history: the plan reads it and the edits apply to it (read twice, a
+    // list another thread changes while the GIL is released got a plan made for another list,
+    // and an iterator was empty the second time).
     let edited = PyList::new(py, Walker::snapshot(messages)?)?;
+    let plan = {
+        let keep = Keep::new();
+        let ms = Walker::new(py, &keep).messages(edited.as_any())?;
+        py.detach(|| plan_repair(&ms, fmt, held_upstream))
+    };
     if plan.changes.is_empty() {
         return Ok((edited, Vec::new()));
     }

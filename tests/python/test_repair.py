@@ -881,3 +881,45 @@ def test_a_compaction_without_repair_says_what_it_sends_on_that_the_provider_may
     fixed = cf.Compactor(provider="anthropic", budget=700, repair=True).compact(history)
     assert shape_problems(fixed.messages, "anthropic") == []
     assert not any(n.startswith("sent as the history came") for n in fixed.notes)
+
+
+def test_repair_of_a_list_another_thread_changes_is_a_repair_of_one_state_of_it() -> None:
+    """The plan is made with the GIL released; it and the edits must read one snapshot of the
+    list, or a message another thread inserts or pops meanwhile shifts every position after it
+    (was: 17% of such results still needing repair, and bare IndexErrors)."""
+    import sys
+    import threading
+
+    histories = real_histories()
+    if not histories:
+        pytest.skip("no real history with tool calls in the data at hand")
+    pool = max(histories, key=lambda c: len(c["messages"]))["messages"]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    calls = still_broken = 0
+    try:
+        for trial in range(40):
+            h = copy.deepcopy(pool)
+            stop = threading.Event()
+
+            def mutate(h: list[Any] = h, stop: threading.Event = stop, seed: int = trial) -> None:
+                r = random.Random(seed)
+                while not stop.is_set():
+                    if r.random() < 0.5 and len(h) > 3:
+                        h.pop(r.randrange(2, len(h)))
+                    else:
+                        h.insert(r.randrange(len(h) + 1), copy.deepcopy(r.choice(pool)))
+
+            t = threading.Thread(target=mutate)
+            t.start()
+            try:
+                for _ in range(5):
+                    out = cf.repair(h, provider="openai")
+                    calls += 1
+                    still_broken += bool(cf.repair(out.messages, provider="openai").changes)
+            finally:
+                stop.set()
+                t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert (calls, still_broken) == (200, 0)
