@@ -22,6 +22,7 @@ Three stores, one protocol (``put(id, text)``, ``get(id) -> str | None``):
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -279,8 +280,14 @@ class RedisContentStore:
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise ValueError(f"ttl must be a positive int (seconds) or None, got {ttl!r}")
         self.client: Any = client
+        self.url = url
         self.prefix = prefix
         self.ttl = ttl
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        # A Compactor goes to worker processes by pickle: the store is made there again from
+        # its url (a client holds sockets and locks, which no pickle carries).
+        return functools.partial(RedisContentStore, url=_url_to_pickle(self), prefix=self.prefix, ttl=self.ttl), ()
 
     def put(self, fold_id: str, text: str, /) -> None:
         """Keep ``text`` (its expiry renewed when already there)."""
@@ -302,3 +309,12 @@ class RedisContentStore:
 
     def __repr__(self) -> str:
         return f"RedisContentStore(prefix={self.prefix!r}, ttl={self.ttl})"
+
+
+def _url_to_pickle(store: Any) -> str:
+    """The url a Redis-backed store is made from again in another process; TypeError (the
+    exception pickle raises for what it cannot carry) for a store given a client."""
+    if store.url is None:
+        raise TypeError(f"{type(store).__name__} made from a redis client cannot be pickled (a client holds "
+                        "sockets and locks): make it with url= to send it to other processes")
+    return str(store.url)

@@ -22,6 +22,7 @@ Needs redis-py: ``pip install '.[redis]'`` in a checkout.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import logging
@@ -155,6 +156,7 @@ class _RedisStore:
             raise TypeError("pass either a client or url=, not both")
         StateCodec.refuse_decoding_client(client)
         self.client = client
+        self.url = url
         self.prefix = prefix
         self.ttl = ttl
         self.max_attempts = max_attempts
@@ -163,6 +165,15 @@ class _RedisStore:
         self._errors = (r.exceptions.ConnectionError, r.exceptions.TimeoutError)
         self._watch_error = r.exceptions.WatchError
         self._response_error = r.exceptions.ResponseError
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        # A store goes to worker processes by pickle: it is made there again from its url and
+        # options (a client holds sockets and locks, which no pickle carries).
+        from contextfold.content_store import _url_to_pickle
+
+        return functools.partial(type(self), url=_url_to_pickle(self), prefix=self.prefix, ttl=self.ttl,
+                                 max_attempts=self.max_attempts, on_invalid_state=self.on_invalid_state,
+                                 on_unavailable=self.on_unavailable, secret=self.codec.secret), ()
 
     def key(self, conversation: str) -> str:
         """The Redis key of a conversation."""

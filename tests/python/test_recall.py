@@ -1107,3 +1107,40 @@ def test_a_dropped_images_placeholder_says_its_price_not_its_base64_length():
     c = cf.Compactor(budget=cf.estimate(msgs) // 2, strategy="mask", recoverable=True, store=MemoryContentStore())
     said = [int(n.replace(",", "")) for n in re.findall(r"folded image, ~([\d,]+) tokens", json.dumps(c.compact(msgs).messages))]
     assert said and all(abs(n - image_tokens) <= 5 for n in said), (said, image_tokens, len(data) // 4)
+
+
+def _compact_in_worker(c: cf.Compactor, msgs: list[Any]) -> list[Any]:
+    return c.compact(msgs).messages
+
+
+def test_a_compactor_with_a_redis_store_compacts_in_a_worker_process_and_its_ids_recall_here(redis_url):
+    # A Compactor holding a RedisContentStore could not be pickled (its client's locks), so it
+    # could not go to a process pool; the store is now made again there from its url.
+    pytest.importorskip("redis")
+    import multiprocessing
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    store = RedisContentStore(url=redis_url, prefix="test:pickled:", ttl=60)
+    c = cf.Compactor(budget=5_000, strategy="mask", recoverable=True, store=store)
+    copy_ = pickle.loads(pickle.dumps(c))
+    assert (copy_.store.url, copy_.store.prefix, copy_.store.ttl) == (redis_url, "test:pickled:", 60)
+    msgs = agent_history(20)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        sent = pool.submit(_compact_in_worker, c, msgs).result(timeout=120)
+    ids = set(ID.findall(json.dumps(sent)))
+    assert ids and sent == c.compact(msgs).messages
+    known = originals(msgs, "chat")
+    for fold_id in ids:
+        assert store.get(fold_id) in known  # written by the worker, read here
+
+
+def test_a_redis_store_made_from_a_client_says_to_use_url_when_pickled(redis_url):
+    pytest.importorskip("redis")
+    import pickle
+
+    import redis
+
+    store = RedisContentStore(redis.Redis.from_url(redis_url), ttl=60)
+    with pytest.raises(TypeError, match="url="):
+        pickle.dumps(store)

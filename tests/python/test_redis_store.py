@@ -160,3 +160,23 @@ def test_ttl_and_options_are_validated(redis_url):
         store.key("")
     with pytest.raises(TypeError):
         RedisSessionStore()
+
+
+def test_a_session_store_pickled_to_another_process_reads_the_same_states(redis_url):
+    # A store made from url= travels by pickle (its client's locks did not): the copy connects
+    # anew, keeps every option (the secret too) and reads what the original saved.
+    import pickle
+
+    secret = b"s" * 32
+    store = RedisSessionStore(url=redis_url, prefix="test:pickle:", ttl=120, max_attempts=5,
+                              on_invalid_state="reset", secret=secret)
+    s = cf.Session(provider="openai", model="gpt-4o")
+    s.estimate([{"role": "user", "content": "hello there"}])
+    store.save("c1", s)
+    copy = pickle.loads(pickle.dumps(store))
+    assert (copy.prefix, copy.ttl, copy.max_attempts, copy.on_invalid_state, copy.codec.secret) == (
+        "test:pickle:", 120, 5, "reset", secret)
+    assert copy.client is not store.client
+    assert copy.load("c1").to_state() == s.to_state()
+    with pytest.raises(TypeError, match="url="):
+        pickle.dumps(replica(redis_url))
