@@ -234,7 +234,7 @@ class DirectoryContentStore:
                 f.write(text)
             os.replace(tmp, target)
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            _remove(tmp)
             raise
 
     def get(self, fold_id: str, /) -> str | None:
@@ -312,6 +312,17 @@ class RedisContentStore:
 
     def __repr__(self) -> str:
         return f"RedisContentStore(prefix={self.prefix!r}, ttl={self.ttl})"
+
+
+def _remove(path: Path) -> None:
+    """Remove ``path`` when there, even if another Ctrl-C lands meanwhile (that one is the
+    interrupt being handled: the caller re-raises the first)."""
+    while True:
+        try:
+            path.unlink(missing_ok=True)
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def _url_to_pickle(store: Any) -> str:
