@@ -13,6 +13,7 @@ usage when one is attached).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import functools
@@ -528,15 +529,20 @@ class Compactor(RoomFill, RecoverableFolds):
     @no_panic
     async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
         """As ``compact``, awaiting the summarizer's ``asummarize`` (or running its ``summarize``
-        in a thread when it has none), so an asyncio server is never blocked by an LLM call."""
-        steps = self._steps(messages)
-        try:
-            request = next(steps)
-            while True:
-                request = steps.send(await self._asummarize(request))
-        except StopIteration as done:
-            result: CompactionResult = done.value
-            return result
+        in a thread when it has none), so an asyncio server is never blocked by an LLM call.
+        The walks, edits and checks between summarizer calls run in a worker thread too (the
+        GIL released in the core's longest walks), so the loop serves other tasks meanwhile.
+        The history is read as it is when called: do not change its messages while awaiting."""
+        # (Was: the core's work ran on the loop, which stalled for the whole compaction, up to
+        # 1.6x one `compact` of the longest SWE histories between two ticks of another task.)
+        # A shallow copy: another task that appends to the caller's list meanwhile changes
+        # nothing this compaction reads.
+        steps = self._steps(list(messages) if isinstance(messages, list) else messages)
+        done, out = await asyncio.to_thread(_advance, steps, None)
+        while not done:
+            done, out = await asyncio.to_thread(_advance, steps, await self._asummarize(out))
+        result: CompactionResult = out
+        return result
 
     def _summarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
@@ -559,8 +565,13 @@ class Compactor(RoomFill, RecoverableFolds):
         except Exception as e:  # noqa: BLE001
             if summarizer is self._fallback:
                 raise
-            return self._fell_back(req, f"{type(e).__name__}: {e}")
-        return self._checked(out, req)
+            return await self._afell_back(req, f"{type(e).__name__}: {e}")
+        if isinstance(out, str) or (isinstance(out, SummaryResult) and isinstance(out.text, str)):
+            return self._checked(out, req)
+        return await asyncio.to_thread(self._checked, out, req)  # (falls back: the digest's walk)
+
+    async def _afell_back(self, req: SummaryRequest, error: str) -> SummaryResult:
+        return await asyncio.to_thread(self._fell_back, req, error)
 
     def _fell_back(self, req: SummaryRequest, error: str) -> SummaryResult:
         r = self._fallback.summarize(req)
@@ -1383,3 +1394,13 @@ class Compactor(RoomFill, RecoverableFolds):
     def __repr__(self) -> str:
         return (f"Compactor(provider={self.provider!r}, model={self.model!r}, strategy={self.strategy!r}, "
                 f"summarizer={self.summarizer!r})")
+
+
+def _advance(steps: Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult],
+             answer: SummaryResult | None) -> tuple[bool, Any]:
+    """One stretch of a compaction's steps, up to its next summarizer request (False, request)
+    or its end (True, result): a StopIteration cannot cross a thread's future."""
+    try:
+        return False, (next(steps) if answer is None else steps.send(answer))
+    except StopIteration as stop:
+        return True, stop.value

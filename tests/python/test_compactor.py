@@ -524,6 +524,58 @@ def test_async_matches_sync_and_a_failing_summarizer_falls_back():
     assert r.fallback_used
 
 
+def test_compact_async_lets_other_tasks_run_while_the_core_works():
+    # A compaction with no summarizer call (masking only) ran on the loop from start to end: no
+    # other task ran until it returned. Its walks now run in a worker thread, awaited.
+    msgs = agent_history(200)
+
+    async def main() -> tuple[int, cf.CompactionResult]:
+        done = asyncio.Event()
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0)
+        started = ticks
+        r = await cf.Compactor(budget=20_000, strategy="mask").compact_async(msgs)
+        during = ticks - started
+        done.set()
+        await ticker
+        return during, r
+
+    during, r = asyncio.run(main())
+    assert r.changed and r.strategy_used == "mask"
+    assert during >= 1
+    assert r.messages == cf.Compactor(budget=20_000, strategy="mask").compact(msgs).messages
+
+
+def test_compact_async_reads_the_history_as_it_was_when_called():
+    # Another task appending to the caller's list while the compaction awaits changes nothing
+    # it reads (the walks now run in a thread, beside the loop).
+    msgs = agent_history(60)
+    expected = cf.Compactor(budget=6_000, strategy="summarize").compact(msgs).messages
+
+    async def main() -> list[Any]:
+        live = list(msgs)
+
+        async def append() -> None:
+            for i in range(200):
+                live.append({"role": "user", "content": f"late message {i}"})
+                await asyncio.sleep(0)
+
+        appender = asyncio.create_task(append())
+        r = await cf.Compactor(budget=6_000, strategy="summarize").compact_async(live)
+        await appender
+        return r.messages
+
+    assert asyncio.run(main()) == expected
+
+
 def test_session_reanchors_after_compaction():
     msgs = agent_history(30)
     s = cf.Session(context_window=30_000)
