@@ -524,9 +524,9 @@ def test_async_matches_sync_and_a_failing_summarizer_falls_back():
     assert r.fallback_used
 
 
-def test_compact_async_lets_other_tasks_run_while_the_core_works():
-    # A compaction with no summarizer call (masking only) ran on the loop from start to end: no
-    # other task ran until it returned. Its walks now run in a worker thread, awaited.
+def test_compact_async_lets_other_tasks_run_while_the_digest_is_built():
+    # The extractive summarizer's asummarize built its digest on the loop: no other task ran
+    # until the compaction returned. The digest now runs in a worker thread, awaited.
     msgs = agent_history(200)
 
     async def main() -> tuple[int, cf.CompactionResult]:
@@ -542,21 +542,21 @@ def test_compact_async_lets_other_tasks_run_while_the_core_works():
         ticker = asyncio.create_task(tick())
         await asyncio.sleep(0)
         started = ticks
-        r = await cf.Compactor(budget=20_000, strategy="mask").compact_async(msgs)
+        r = await cf.Compactor(budget=20_000, strategy="summarize").compact_async(msgs)
         during = ticks - started
         done.set()
         await ticker
         return during, r
 
     during, r = asyncio.run(main())
-    assert r.changed and r.strategy_used == "mask"
+    assert r.changed and r.strategy_used == "summarize" and not r.fallback_used
     assert during >= 1
-    assert r.messages == cf.Compactor(budget=20_000, strategy="mask").compact(msgs).messages
+    assert r.messages == cf.Compactor(budget=20_000, strategy="summarize").compact(msgs).messages
 
 
 def test_compact_async_reads_the_history_as_it_was_when_called():
-    # Another task appending to the caller's list while the compaction awaits changes nothing
-    # it reads (the walks now run in a thread, beside the loop).
+    # Another task appending to the caller's list while the compaction awaits its digest (built
+    # in a thread, beside the loop) changes nothing it reads.
     msgs = agent_history(60)
     expected = cf.Compactor(budget=6_000, strategy="summarize").compact(msgs).messages
 
