@@ -45,8 +45,9 @@ from contextfold.summarize.base import SummaryRequest, SummaryResult, utf8_text
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_assembly import CLOSE, OPEN, assembled_from, like_history, native_merges
-from contextfold.summary_room import (RULES_HEADING, index_at, index_share, index_demoted, neutralize_markers,
-                                     requests_of, stable_room, summary_room, with_index, with_requests, with_rules)
+from contextfold.summary_room import (MAX_REQUESTS_SHARE, RULES_HEADING, Requests, index_at, index_share, index_demoted,
+                                     neutralize_markers, requests_of, stable_room, summary_room, with_index,
+                                     with_requests, with_rules)
 from contextfold.tail_fill import fill_tail, restore_tail
 
 __all__ = [
@@ -1214,8 +1215,13 @@ class Compactor(RoomFill, RecoverableFolds):
         span, previous = self._span(run, plan, msgs)
         # A model's summary is held to the user's requests of the fold and of the previous
         # summary: they take their share of the room first, the model is asked for the rest.
-        requests, requests_tokens = ("", 0) if own_index else requests_of(
+        asked = Requests() if own_index else requests_of(
             span, previous=previous, room=room, provider=self.provider, model=self.model, cache=run.read)
+        if asked.dropped:
+            run.notes.append(f"{asked.dropped} of the {asked.total} user requests of the fold and the previous summary "
+                             f"did not fit the summary's room ({room} tokens, at most {MAX_REQUESTS_SHARE:.0%} of it for "
+                             f"the requests): the oldest but the first two are left out; raise the budget or "
+                             f"summary_max_tokens to keep them")
         request = SummaryRequest(
             messages=span,
             provider=self.provider,
@@ -1223,7 +1229,7 @@ class Compactor(RoomFill, RecoverableFolds):
             previous_summary=previous,
             instructions=self.instructions,
             max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2,
-                                                   room - index_share(room) - requests_tokens),
+                                                   room - index_share(room) - asked.tokens),
             read_cache=run.read,
         )
         text, native, fallback = yield from self._summary_text(run, request)
@@ -1244,7 +1250,7 @@ class Compactor(RoomFill, RecoverableFolds):
         # not state verbatim are appended) and gets the index; the digest wrote its own index in
         # what its room left (one appended here overflowed a room its standing rules filled).
         indexed = text if (own_index and not fallback) or whole_room else with_index(
-            with_rules(with_requests(text, requests), folded_msgs, previous=request.previous_summary, cache=run.read),
+            with_rules(with_requests(text, asked.section), folded_msgs, previous=request.previous_summary, cache=run.read),
             folded_msgs, provider=self.provider, model=self.model, previous=request.previous_summary, room=room,
             cache=run.read)
         draft = Draft(request, indexed, native, apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
