@@ -66,6 +66,7 @@ from contextfold.summarize import (
     Summarizer,
     SummaryRequest,
     SummaryResult,
+    SummaryUsage,
 )
 
 __all__ = [
@@ -103,6 +104,7 @@ __all__ = [
     "Summarizer",
     "SummaryRequest",
     "SummaryResult",
+    "SummaryUsage",
     "UnknownModelError",
     "UnmeasuredPart",
     "__version__",

@@ -52,6 +52,10 @@ class CompactionResult:
     #: With ``Compactor(recoverable=True)``: the tool list to send with ``messages`` (the
     #: caller's tools plus the recall tool, priced in the budget); else None.
     tools: list[Any] | None = None
+    #: What the summarizer's model calls of this compaction were billed
+    #: (`contextfold.SummaryUsage`: calls, input and output tokens as the provider reported
+    #: them); None when no model was called (the extractive digest). ``cost()`` prices it.
+    summarizer_usage: Any = None
 
     @property
     def changed(self) -> bool:

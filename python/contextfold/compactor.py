@@ -41,7 +41,7 @@ from contextfold.recall import span_text
 from contextfold.room_fill import RoomFill
 from contextfold.recoverable import MAX_ROUND_SHARE, MIN_RECALL_PAGE_TOKENS, RecallRound, RecoverableFolds
 from contextfold.session import MAX_SUMMARY_HASHES, Session
-from contextfold.summarize.base import SummaryRequest, SummaryResult, utf8_text
+from contextfold.summarize.base import SummaryRequest, SummaryResult, SummaryUsage, utf8_text
 from contextfold.summarize.bounded import run_bounded
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summary_assembly import CLOSE, OPEN, assembled_from, like_history, native_merges
@@ -519,13 +519,15 @@ class Compactor(RoomFill, RecoverableFolds):
     def compact(self, messages: Sequence[Any], /) -> CompactionResult:
         """Compact ``messages`` (see the class docstring); the caller's list is not altered."""
         steps = self._steps(messages)
+        usage: SummaryUsage | None = None
         try:
             request = next(steps)
             while True:
-                request = steps.send(self._summarize(request))
+                answer = self._summarize(request)
+                usage = _added(usage, answer.usage)
+                request = steps.send(answer)
         except StopIteration as done:
-            result: CompactionResult = done.value
-            return result
+            return _with_usage(done.value, usage)
 
     @no_panic
     async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
@@ -537,13 +539,15 @@ class Compactor(RoomFill, RecoverableFolds):
         holds the GIL, so a thread would not free the loop (measured: worst tick gaps 1.9x
         longer, compactions 1.3x slower)."""
         steps = self._steps(messages)
+        usage: SummaryUsage | None = None
         try:
             request = next(steps)
             while True:
-                request = steps.send(await self._asummarize(request))
+                answer = await self._asummarize(request)
+                usage = _added(usage, answer.usage)
+                request = steps.send(answer)
         except StopIteration as done:
-            result: CompactionResult = done.value
-            return result
+            return _with_usage(done.value, usage)
 
     def _summarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
@@ -1400,3 +1404,15 @@ class Compactor(RoomFill, RecoverableFolds):
     def __repr__(self) -> str:
         return (f"Compactor(provider={self.provider!r}, model={self.model!r}, strategy={self.strategy!r}, "
                 f"summarizer={self.summarizer!r})")
+
+
+def _added(total: SummaryUsage | None, more: SummaryUsage | None) -> SummaryUsage | None:
+    """The usage of every summarizer call of one compaction (a summary written again at another
+    room, a fallback after a refused reply: each was billed)."""
+    if more is None:
+        return total
+    return more if total is None else total + more
+
+
+def _with_usage(result: CompactionResult, usage: SummaryUsage | None) -> CompactionResult:
+    return result if usage is None else dataclasses.replace(result, summarizer_usage=usage)

@@ -161,6 +161,14 @@ class CompactionCost:
         return 1 + int(-(-(self.summarizer_call + self.next_turn_extra) // self.saved_per_turn))
 
 
+def _summarizer_prices(model: str) -> Prices:
+    try:
+        return prices_for(model)
+    except KeyError as e:
+        raise KeyError(f"no prices for the summarizer's model {model!r}: pass summarizer_prices= (a local model: "
+                       "Prices of 0), or llm_summary=False to leave its call out") from e
+
+
 def compaction_cost(
     result: Any,
     *,
@@ -168,20 +176,29 @@ def compaction_cost(
     provider: str = "openai",
     prices: Prices | None = None,
     warm: bool = True,
-    llm_summary: bool = False,
+    llm_summary: bool | None = None,
     summarizer_reuses_cache: bool = False,
     summary_output_tokens: int | None = None,
     same_model_summarizer: bool | None = None,
+    summarizer_prices: Prices | None = None,
 ) -> CompactionCost:
     """The predicted money effect of ``result`` (a `CompactionResult`) on ``model``'s bill, in USD.
 
     ``warm``: the conversation's cached prefix is still in the provider's cache (a request within
     its TTL); cold (False): requests come further apart than the TTL, so every one, with or
     without the compaction, writes its whole prompt to the cache again (Anthropic's write price;
-    OpenAI and Gemini: the input price). ``llm_summary``: the summary was written by a model
-    (`LLMSummarizer`); the extractive summarizer costs nothing. The summarizer's input (the folded
-    tokens) is priced as uncached input: `LLMSummarizer` sends its own system prompt and a
-    transcript, which share no prefix with the conversation's cache. ``summarizer_reuses_cache``:
+    OpenAI and Gemini: the input price).
+
+    The summarizer call: where ``result.summarizer_usage`` holds what its model calls were
+    billed (an `LLMSummarizer` reports it: every call, retries and refused replies included),
+    those tokens are priced at ``summarizer_prices`` (default: the summarizer model's row of
+    the table; ``KeyError`` naming it when there is none, a local model say: pass
+    ``summarizer_prices=``); ``llm_summary=False`` prices no call. Without a usage,
+    ``llm_summary=True`` predicts it: the folded tokens in and the summary out, at ``model``'s
+    prices (was the only way, and it priced the call ~3.3x low: the prompt is the transcript
+    and the template besides the folded tokens); the extractive summarizer costs nothing. The
+    summarizer's input is priced as uncached input: `LLMSummarizer` sends its own system prompt
+    and a transcript, which share no prefix with the conversation's cache. ``summarizer_reuses_cache``:
     the summarizer sends the conversation's own cached prefix (for example the same request with
     a summarize instruction appended), so its input is read at the cached price when warm. The
     summary's output tokens default to the estimate of ``result.summary``.
@@ -212,7 +229,12 @@ def compaction_cost(
     # compaction, all of it would have been read; cold, both requests write their whole prompt.
     read = p.cached_read if warm else p.cache_write
     summary = 0.0
-    if result.summary and llm_summary:
+    usage = getattr(result, "summarizer_usage", None)
+    if usage is not None and llm_summary is not False:
+        sp = summarizer_prices or _summarizer_prices(usage.model)
+        summary_read = sp.cached_read if (summarizer_reuses_cache and warm) else sp.input
+        summary = (usage.input_tokens * summary_read + usage.output_tokens * sp.output) * per
+    elif result.summary and llm_summary:
         out = summary_output_tokens
         if out is None:
             out = int(_core.estimate([{"role": "assistant", "content": result.summary}], provider=provider, model=model))  # type: ignore[arg-type]

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
+import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +23,7 @@ import pytest
 
 import contextfold
 from contextfold import LLMSummarizer, SummaryRequest, SummaryResult
+from contextfold.cost import prices_for
 from contextfold.summarize.llm import _SECTION_HINTS, SECTIONS
 from replay_server import Reply, ReplayServer, exchange, recorded
 
@@ -356,8 +360,13 @@ def warm(kit: Kit, mode: str) -> None:
     paid here, outside the timed call, so the timeout the test sees is the server's delay."""
     if (kit.name, mode) not in _WARM:
         result, _, _, _ = run(kit, mode, [kit.ok()])
-        assert result == SummaryResult(TEMPLATE), result
+        assert unmetered(result) == SummaryResult(TEMPLATE), result
         _WARM.add((kit.name, mode))
+
+
+def unmetered(result: SummaryResult) -> SummaryResult:
+    """``result`` without its usage (the tokens the replies reported), to compare the rest."""
+    return dataclasses.replace(result, usage=None)
 
 
 def assert_fell_back(result: SummaryResult, fallback: RecordingFallback, *needles: str) -> None:
@@ -373,7 +382,7 @@ def assert_fell_back(result: SummaryResult, fallback: RecordingFallback, *needle
 
 def test_summary_through_each_sdk_in_its_own_request_format(kit: Kit, mode: str) -> None:
     result, server, fallback, _ = run(kit, mode, [kit.ok()])
-    assert result == SummaryResult(TEMPLATE)
+    assert unmetered(result) == SummaryResult(TEMPLATE)
     assert fallback.requests == []
     (sent,) = server.requests
     assert sent.path.split("?")[0] == kit.path
@@ -411,7 +420,7 @@ def test_timeout_is_retried_then_succeeds(kit: Kit, mode: str) -> None:
     # Each attempt may take 1 s; the whole call, retries included, 10 s. (At 0.3 s a loaded
     # machine, two test runs on two cores, timed the retried attempt out too.)
     result, server, _, _ = run(kit, mode, [Reply(delay=3.0), kit.ok()], timeout=10, attempt_timeout=1.0, max_retries=1)
-    assert result == SummaryResult(TEMPLATE)
+    assert unmetered(result) == SummaryResult(TEMPLATE)
     assert len(server.requests) == 2
 
 
@@ -419,7 +428,7 @@ def test_retry_after_is_honoured_then_succeeds(kit: Kit, mode: str) -> None:
     busy = kit.status(429)
     busy = Reply(status=429, body=busy.body, headers={"retry-after": "0.4"}, path=busy.path)
     result, server, _, took = run(kit, mode, [busy, kit.ok()], max_retries=2, backoff=0.0)
-    assert result == SummaryResult(TEMPLATE)
+    assert unmetered(result) == SummaryResult(TEMPLATE)
     assert len(server.requests) == 2
     assert took >= 0.4
 
@@ -442,8 +451,28 @@ def test_server_errors_are_retried_then_fall_back(kit: Kit, mode: str, code: int
 
 def test_server_error_then_success(kit: Kit, mode: str) -> None:
     result, server, _, _ = run(kit, mode, [kit.status(500), kit.ok()], max_retries=1)
-    assert result == SummaryResult(TEMPLATE)
+    assert unmetered(result) == SummaryResult(TEMPLATE)
     assert len(server.requests) == 2
+    # The error reply carried no completion: one call billed, as the success alone reports.
+    alone, _, _, _ = run(kit, mode, [kit.ok()])
+    assert result.usage == alone.usage and result.usage is not None and result.usage.calls == 1
+
+
+def test_the_usage_each_provider_reports_is_carried_to_the_result(kit: Kit, mode: str) -> None:
+    # The provider's usage was read from each reply and dropped: a compaction's cost() could only
+    # guess the summarizer call (~3.3x low) or leave it out.
+    reply = kit.ok()
+    result, _, _, _ = run(kit, mode, [reply])
+    usage = result.usage
+    assert usage is not None and (usage.model, usage.calls, usage.estimated) == (kit.model, 1, False)
+    assert usage.input_tokens > 0 and usage.output_tokens > 0
+    body = reply.body if isinstance(reply.body, (dict, list)) else json.loads(reply.body)
+    numbers = set(re.findall(r'"(?:\w*token\w*|\w*_count)": (\d+)', json.dumps(body)))
+    assert {str(usage.input_tokens), str(usage.output_tokens)} <= numbers, (numbers, usage)
+    # A reply the output checks refuse was billed too: the fallback's result says so.
+    refused, _, fallback, _ = run(kit, mode, [kit.plain()])
+    assert refused.fallback_used and fallback.requests
+    assert refused.usage is not None and refused.usage.calls == 1 and refused.usage.input_tokens > 0
 
 
 def test_client_error_is_not_retried(kit: Kit, mode: str) -> None:
@@ -501,7 +530,7 @@ def test_a_compatible_server_that_gives_no_finish_reason_is_taken_at_its_word(mo
     reply = kit.ok()
     del reply.body["choices"][0]["finish_reason"]
     result, _, _, _ = run(kit, mode, [reply])
-    assert result == SummaryResult(TEMPLATE)
+    assert unmetered(result) == SummaryResult(TEMPLATE)
 
 
 @pytest.mark.parametrize(
@@ -516,7 +545,7 @@ def test_a_compatible_server_that_gives_no_finish_reason_is_taken_at_its_word(mo
 def test_a_summary_is_taken_without_the_thoughts_and_chat_around_it(reply: str) -> None:
     kit = KITS[0]
     result, _, _, _ = run(kit, "sync", [kit.ok(text=reply)])
-    assert result == SummaryResult(TEMPLATE)
+    assert unmetered(result) == SummaryResult(TEMPLATE)
 
 
 @pytest.mark.parametrize(
@@ -574,7 +603,7 @@ def test_previous_summary_and_focus_reach_the_prompt() -> None:
         MIDDLE, "openai", previous_summary="## Goal\nOld goal: ship v2", instructions="keep every ticket id"
     )
     result, server, _, _ = run(kit, "sync", [kit.ok()], request, instructions="answer in English")
-    assert result == SummaryResult(TEMPLATE)
+    assert unmetered(result) == SummaryResult(TEMPLATE)
     system, user, _ = kit.read(server.requests[0].body)
     assert "keep every ticket id" in system and "answer in English" in system
     assert "<previous_summary>\n## Goal\nOld goal: ship v2\n</previous_summary>" in user
@@ -707,7 +736,7 @@ def test_provider_name_builds_the_sdk_default_client(monkeypatch: pytest.MonkeyP
         result = LLMSummarizer("openai", "gpt-4o-mini", fallback=RecordingFallback()).summarize(
             SummaryRequest(MIDDLE, "openai")
         )
-    assert result == SummaryResult(TEMPLATE)
+    assert unmetered(result) == SummaryResult(TEMPLATE)
 
 
 @pytest.mark.parametrize(
@@ -773,7 +802,7 @@ def test_real_swe_trajectories_are_mapped_and_reduced_within_a_small_window() ->
             )
             result = summarizer.summarize(request)
         assert not server.errors
-        assert result == SummaryResult(TEMPLATE), result.error
+        assert unmetered(result) == SummaryResult(TEMPLATE), result.error
         calls = [kit.read(r.body) for r in server.requests]
         maps = calls[:-1]
         assert len(maps) >= 2, trajectory["source"]
@@ -782,3 +811,32 @@ def test_real_swe_trajectories_are_mapped_and_reduced_within_a_small_window() ->
             assert contextfold.estimate(prompt, model=kit.model) + cap <= window
         seen = [i for _, user, _ in maps for i in range(len(middle)) if f"\n[{i}] " in user]
         assert seen == list(range(len(middle))), trajectory["source"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_compaction_carries_its_summarizer_calls_usage_and_cost_prices_it(mode: str) -> None:
+    # cost() priced the summarizer call 0 by default and, with llm_summary=True, guessed it from
+    # the folded tokens at the conversation model's prices (~3.3x low on SWE compactions).
+    kit = next(k for k in KITS if k.name == "openai-chat")
+    msgs = [{"role": "user", "content": "Fix the date parser."}]
+    for k in range(30):
+        msgs += [{"role": "assistant", "content": f"Reading src/dates{k}.py " + "notes " * 80},
+                 {"role": "user", "content": "go on " + "y " * 40}]
+    with ReplayServer(*[kit.ok() for _ in range(8)]) as server:
+        summarizer = LLMSummarizer(kit.client(server.url, mode == "async"), kit.model, max_retries=0)
+        c = contextfold.Compactor(budget=3_000, strategy="summarize", summarizer=summarizer, min_free_share=0.0)
+        r = c.compact(msgs) if mode == "sync" else asyncio.run(c.compact_async(msgs))
+        calls = len(server.requests)
+    usage = r.summarizer_usage
+    assert usage is not None and usage.calls == calls >= 1 and usage.model == kit.model
+    one, _, _, _ = run(kit, mode, [kit.ok()])
+    assert (usage.input_tokens, usage.output_tokens) == (one.usage.input_tokens * calls, one.usage.output_tokens * calls)
+    p = prices_for(kit.model)
+    cost = r.cost(model="gpt-4o")
+    assert cost.summarizer_call == pytest.approx((usage.input_tokens * p.input + usage.output_tokens * p.output) / 1e6)
+    assert r.cost(model="gpt-4o", llm_summary=False).summarizer_call == 0.0
+    with pytest.raises(KeyError, match="summarizer_prices="):
+        dataclasses.replace(r, summarizer_usage=dataclasses.replace(usage, model="qwen3:0.6b")).cost(model="gpt-4o")
+    # The extractive digest calls no model: no usage, no call priced.
+    plain = contextfold.Compactor(budget=3_000, strategy="summarize", min_free_share=0.0).compact(msgs)
+    assert plain.summarizer_usage is None and plain.cost(model="gpt-4o").summarizer_call == 0.0

@@ -8,7 +8,7 @@ any failure. ``AnthropicCompaction`` and ``OpenAIResponsesCompaction`` ask the p
 compaction and send its block or item back verbatim.
 """
 
-from contextfold.summarize.base import Summarizer, SummaryRequest, SummaryResult
+from contextfold.summarize.base import Summarizer, SummaryRequest, SummaryResult, SummaryUsage
 from contextfold.summarize.extractive import ExtractiveSummarizer
 from contextfold.summarize.llm import SECTIONS, LLMSummarizer
 from contextfold.summarize.provider import AnthropicCompaction, OpenAIResponsesCompaction
@@ -22,4 +22,5 @@ __all__ = [
     "Summarizer",
     "SummaryRequest",
     "SummaryResult",
+    "SummaryUsage",
 ]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Summarizer", "SummaryRequest", "SummaryResult", "utf8_text"]
+__all__ = ["Summarizer", "SummaryRequest", "SummaryResult", "SummaryUsage", "utf8_text"]
 
 
 def utf8_text(text: str) -> str:
@@ -53,15 +53,37 @@ class SummaryRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class SummaryUsage:
+    """The tokens a summarizer's model calls were billed: ``calls`` replies received (retries
+    and replies refused by the output checks included: each was billed), ``input_tokens`` and
+    ``output_tokens`` as the provider reported them, in ``model``'s tokens. ``estimated``: the
+    provider reported no usage for some reply, whose tokens are the estimator's instead."""
+
+    model: str
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated: bool = False
+
+    def __add__(self, other: SummaryUsage) -> SummaryUsage:
+        # (Two models' tokens are not one count: the first model's name is kept, the calls of
+        # a Compactor's summarizer all go to one model.)
+        return SummaryUsage(self.model, self.calls + other.calls, self.input_tokens + other.input_tokens,
+                            self.output_tokens + other.output_tokens, self.estimated or other.estimated)
+
+
+@dataclass(frozen=True, slots=True)
 class SummaryResult:
     """A summary's text; ``fallback_used`` is True when a fallback produced it (``error`` says why).
     ``messages``: the provider's own messages standing for the summary (a compaction block or
-    item, ``contextfold.summarize.provider``), sent verbatim in its place when given."""
+    item, ``contextfold.summarize.provider``), sent verbatim in its place when given. ``usage``:
+    what the model calls behind it were billed (None: no model was called)."""
 
     text: str
     fallback_used: bool = False
     error: str | None = None
     messages: tuple[Any, ...] = ()
+    usage: SummaryUsage | None = None
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ batches of prompts); only the I/O differs (``asummarize`` sends a batch of chunk
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import re
@@ -35,7 +36,7 @@ from contextfold._core import cap_text, render_transcript
 from contextfold.errors import UnknownModelError
 from contextfold.limits import context_window as _context_window
 from contextfold.prune import prune
-from contextfold.summarize.base import Summarizer, SummaryRequest, SummaryResult
+from contextfold.summarize.base import Summarizer, SummaryRequest, SummaryResult, SummaryUsage
 from contextfold.summary_room import strip_index
 
 __all__ = ["SECTIONS", "LLMSummarizer"]
@@ -232,26 +233,28 @@ class LLMSummarizer:
                 "`await summarizer.asummarize(request)` or pass a sync client"
             )
         deadline = time.monotonic() + self.timeout
+        meter = _Meter(self.model)
         try:
             steps = self._steps(request)
             prompts = next(steps)
             while True:
-                prompts = steps.send([self._call(p, deadline) for p in prompts])
+                prompts = steps.send([self._call(p, deadline, meter) for p in prompts])
         except StopIteration as done:
-            return SummaryResult(cast(str, done.value))
+            return SummaryResult(cast(str, done.value), usage=meter.usage())
         except Exception as exc:
             error = self._describe(exc)
-        return self._fall_back(request, error)
+        return dataclasses.replace(self._fall_back(request, error), usage=meter.usage())
 
     async def asummarize(self, request: SummaryRequest) -> SummaryResult:
         """``summarize`` without blocking the event loop; chunk calls run concurrently (at most
         ``max_concurrency`` at once)."""
         gate = asyncio.Semaphore(self.max_concurrency)
         deadline = time.monotonic() + self.timeout
+        meter = _Meter(self.model)
 
         async def bounded(prompt: Prompt) -> str:
             async with gate:
-                return await self._acall(prompt, deadline)
+                return await self._acall(prompt, deadline, meter)
 
         async def run() -> str:
             try:
@@ -264,7 +267,7 @@ class LLMSummarizer:
 
         try:
             # The whole call, retries and waits included, within the time limit.
-            return SummaryResult(await asyncio.wait_for(run(), timeout=self.timeout))
+            return SummaryResult(await asyncio.wait_for(run(), timeout=self.timeout), usage=meter.usage())
         except asyncio.TimeoutError:
             error = f"{self.adapter.name} ({self.model}): no summary within timeout={self.timeout:g} s"
         except Exception as exc:
@@ -272,7 +275,7 @@ class LLMSummarizer:
         fallback = self._fallback_summarizer()
         result = await fallback.asummarize(request)
         _log.warning("LLM summary failed, fallback used: %s", error)
-        return SummaryResult(result.text, fallback_used=True, error=error)
+        return SummaryResult(result.text, fallback_used=True, error=error, usage=meter.usage())
 
     # ----- the logic, shared by both ----------------------------------------------------------
 
@@ -372,7 +375,7 @@ class LLMSummarizer:
         """Seconds left for the next attempt (at most ``attempt_timeout``); 0 when none."""
         return max(0.0, min(self.attempt_timeout, deadline - time.monotonic()))
 
-    def _call(self, prompt: Prompt, deadline: float) -> str:
+    def _call(self, prompt: Prompt, deadline: float, meter: _Meter) -> str:
         attempt = 0
         while True:
             left = self._remaining(deadline)
@@ -387,9 +390,10 @@ class LLMSummarizer:
                 time.sleep(delay)
                 attempt += 1
                 continue
+            meter.add(prompt, completion, self._tokens)
             return _checked(completion, prompt.max_output_tokens, self._tokens)
 
-    async def _acall(self, prompt: Prompt, deadline: float) -> str:
+    async def _acall(self, prompt: Prompt, deadline: float, meter: _Meter) -> str:
         attempt = 0
         while True:
             left = self._remaining(deadline)
@@ -404,6 +408,7 @@ class LLMSummarizer:
                 await asyncio.sleep(delay)
                 attempt += 1
                 continue
+            meter.add(prompt, completion, self._tokens)
             return _checked(completion, prompt.max_output_tokens, self._tokens)
 
     def _retry_delay(self, exc: Exception, attempt: int, deadline: float | None = None) -> float:
@@ -451,6 +456,29 @@ class LLMSummarizer:
         result = self._fallback_summarizer().summarize(request)
         _log.warning("LLM summary failed, fallback used: %s", error)
         return SummaryResult(result.text, fallback_used=True, error=error)
+
+
+class _Meter:
+    """The usage of one summary's model calls, added up as the replies come (a reply the output
+    checks then refuse was billed all the same)."""
+
+    def __init__(self, model: str) -> None:
+        self.total = SummaryUsage(model)
+
+    def add(self, prompt: Prompt, completion: Completion,
+            tokens: Callable[[Sequence[str | None]], list[int]]) -> None:
+        """Count ``completion``; what the provider did not report is estimated."""
+        estimated = completion.input_tokens is None or completion.output_tokens is None
+        guess = tokens([prompt.system + "\n" + prompt.user, completion.text]) if estimated else [0, 0]
+        self.total = self.total + SummaryUsage(
+            self.total.model, 1,
+            completion.input_tokens if completion.input_tokens is not None else guess[0],
+            completion.output_tokens if completion.output_tokens is not None else guess[1],
+            estimated)
+
+    def usage(self) -> SummaryUsage | None:
+        """The total, or None when no reply came."""
+        return self.total if self.total.calls else None
 
 
 async def _gather_or_cancel(calls: Sequence[Coroutine[Any, Any, str]]) -> list[str]:
