@@ -33,6 +33,27 @@ fn b64_value(c: u8) -> Option<u8> {
     }
 }
 
+/// Standard base64 (RFC 4648, with padding) of `bytes`: the text an image given as raw bytes is
+/// kept as when it is folded, so the recall tool gives it back as it gives a base64 image.
+pub(crate) fn encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Decode base64 `text` into bytes, stopping at padding, at the first invalid character or at
 /// `max_out` bytes; whitespace is skipped.
 pub(crate) fn decode_prefix(text: &[u8], max_out: usize) -> Vec<u8> {
@@ -230,23 +251,23 @@ pub fn dims_of_bytes(bytes: &[u8]) -> Option<Dims> {
 mod tests {
     use super::*;
 
-    fn b64(bytes: &[u8]) -> String {
-        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut s = String::new();
-        for ch in bytes.chunks(3) {
-            let n = ch.len();
-            let v = u32::from(ch[0]) << 16
-                | u32::from(*ch.get(1).unwrap_or(&0)) << 8
-                | u32::from(*ch.get(2).unwrap_or(&0));
-            for i in 0..4 {
-                if i <= n {
-                    s.push(A[(v >> (18 - 6 * i) & 63) as usize] as char);
-                } else {
-                    s.push('=');
-                }
-            }
+    #[test]
+    fn encode_is_rfc_4648_base64_and_decodes_back() {
+        // RFC 4648 section 10 test vectors.
+        let vectors = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, b64) in vectors {
+            assert_eq!(encode(plain.as_bytes()), b64);
         }
-        s
+        let bytes: Vec<u8> = (0..=255).collect();
+        assert_eq!(decode_prefix(encode(&bytes).as_bytes(), 1 << 20), bytes);
     }
 
     fn png(w: u32, h: u32) -> Vec<u8> {
@@ -272,7 +293,7 @@ mod tests {
     #[test]
     fn png_header_read_through_base64_and_data_url() {
         let data = png(1920, 1080);
-        let url = format!("data:image/png;base64,{}", b64(&data));
+        let url = format!("data:image/png;base64,{}", encode(&data));
         assert_eq!(
             dims_of_base64(&url),
             Some(Dims {
@@ -294,7 +315,7 @@ mod tests {
         for app in [0usize, 1, 2, 3, 1000, 40_001] {
             let data = jpeg(800, 600, app);
             assert_eq!(
-                dims_of_base64(&b64(&data)),
+                dims_of_base64(&encode(&data)),
                 Some(Dims {
                     width: 800,
                     height: 600
@@ -354,7 +375,7 @@ mod tests {
 
     #[test]
     fn line_broken_base64_still_reads() {
-        let s = b64(&png(64, 32));
+        let s = encode(&png(64, 32));
         let broken: String = s
             .as_bytes()
             .chunks(76)

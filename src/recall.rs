@@ -231,11 +231,12 @@ pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
         },
         Change::Image { part, .. } => match m.parts().get(*part)? {
             Part::Image(img) => match img.source {
-                // Raw bytes may be only the file's header here: not recoverable whole.
                 ImageSource::Base64(t) | ImageSource::Url(t) | ImageSource::File(t) => {
                     Some(Cow::Borrowed(t))
                 }
-                ImageSource::Bytes(_) => None,
+                // (Bedrock's and the SDKs' raw bytes: kept as their base64, as the recall tool
+                // answers in text.)
+                ImageSource::Bytes(b) => Some(Cow::Owned(crate::image::encode(b))),
             },
             _ => None,
         },
@@ -281,8 +282,10 @@ fn result_original<'m>(parts: &'m [Part<'_>]) -> Option<Cow<'m, str>> {
                 out.push_str("[image, file]\n");
                 out.push_str(t);
             }
-            // Raw bytes may be only the file's header here: not recoverable whole.
-            ImageSource::Bytes(_) => out.push_str("[image, raw bytes: not kept]"),
+            ImageSource::Bytes(b) => {
+                out.push_str("[image, base64]\n");
+                out.push_str(&crate::image::encode(b));
+            }
         }
     }
     Some(Cow::Owned(out))

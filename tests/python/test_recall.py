@@ -1206,3 +1206,44 @@ def test_ctrl_c_during_directory_writes_leaves_no_temporary_file_and_no_partial_
     held = {i: store.get(i) for i in texts}
     assert all(v in (None, texts[i]) for i, v in held.items())
     assert sum(v is not None for v in held.values()) > 0
+
+
+def test_images_given_as_raw_bytes_are_kept_as_their_base64_and_recalled():
+    # Bedrock's Converse API (and the SDKs' typed parts) carry an image as raw bytes: folded,
+    # it was not stored ("[image, raw bytes: not kept]"), so recall could not give it back.
+    import struct
+    import zlib
+
+    def png(w: int, h: int, k: int) -> bytes:
+        ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+        return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr
+                + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr)) + bytes([k]) * 3000)
+
+    h: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "task"}]}]
+    shots = {}
+    for k in range(1, 8):
+        shots[k] = png(1280, 800, k)
+        h.append({"role": "assistant", "content": [{"toolUse": {"toolUseId": f"t{k}", "name": "screenshot", "input": {}}}]})
+        h.append({"role": "user", "content": [{"toolResult": {"toolUseId": f"t{k}", "content": [
+            {"text": f"screen {k} " * 100}, {"image": {"format": "png", "source": {"bytes": shots[k]}}}]}}]})
+    shots[0] = png(1600, 1200, 0)
+    h.insert(5, {"role": "user", "content": [{"text": "the design"}, {"image": {"format": "png", "source": {"bytes": shots[0]}}}]})
+    h.insert(6, {"role": "assistant", "content": [{"text": "Seen."}]})
+    h += [{"role": "assistant", "content": [{"text": "ok"}]}, {"role": "user", "content": [{"text": "next"}]}]
+    snap = copy.deepcopy(h)
+    c = cf.Compactor(budget=cf.estimate(h, provider="anthropic") // 5, recoverable=True, provider="anthropic",
+                     strategy="mask")
+    r = c.compact(h)
+    assert h == snap
+    recalled = 0
+    for fold_id in set(ID.findall(json.dumps(r.messages, default=repr))):
+        back = c.recall(fold_id)
+        if back.startswith("screen "):
+            k = int(back.split(" ", 2)[1])
+            assert back.endswith("[image, base64]\n" + base64.b64encode(shots[k]).decode()), back[:80]
+        else:  # the dropped image of a user turn: its source alone
+            assert back == base64.b64encode(shots[0]).decode(), back[:80]
+        recalled += 1
+    image_note = r.messages[5]["content"][1]["text"]
+    assert image_note.startswith("[folded image"), image_note
+    assert recalled >= 4, recalled
