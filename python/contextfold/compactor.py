@@ -1219,8 +1219,10 @@ class Compactor(RoomFill, RecoverableFolds):
         span, previous = self._span(run, plan, msgs)
         # A model's summary is held to the user's requests of the fold and of the previous
         # summary: they take their share of the room first, the model is asked for the rest.
+        floor = int(plan["summary_tokens"]) // 2  # (the least the model is asked for)
         asked = Requests() if own_index else requests_of(
-            span, previous=previous, room=room, provider=self.provider, model=self.model, cache=run.read)
+            span, previous=previous, room=room, provider=self.provider, model=self.model, cache=run.read,
+            most=room - index_share(room) - floor)
         if asked.dropped:
             run.notes.append(f"{asked.dropped} of the {asked.total} user requests of the fold and the previous summary "
                              f"did not fit the summary's room ({room} tokens, at most {MAX_REQUESTS_SHARE:.0%} of it for "
@@ -1232,7 +1234,7 @@ class Compactor(RoomFill, RecoverableFolds):
             model=self.model,
             previous_summary=previous,
             instructions=self.instructions,
-            max_tokens=room if own_index else max(int(plan["summary_tokens"]) // 2,
+            max_tokens=room if own_index else max(floor,
                                                    room - index_share(room) - asked.tokens),
             read_cache=run.read,
         )

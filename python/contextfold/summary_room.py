@@ -174,10 +174,12 @@ def _count(section: str) -> int:
 
 
 def requests_of(span: Sequence[Any], *, previous: str | None, room: int, provider: str, model: str | None,
-                cache: Any = None) -> Requests:
+                cache: Any = None, most: int | None = None) -> Requests:
     """The user's requests of ``span`` (a fold) and of ``previous`` (its requests section), as
     the extractive digest's requests section in ``REQUESTS_SHARE`` of ``room`` (tokens), or in
-    up to ``MAX_REQUESTS_SHARE`` where the smaller share would drop some. ``cache``: a
+    up to ``MAX_REQUESTS_SHARE`` where the smaller share would drop some, never more than
+    ``most`` tokens (what the room leaves beside the model's own floor and the index: more made
+    the summary overflow its room, and the digest replaced the model's). ``cache``: a
     ``_core.MessageCache`` holding ``span``'s messages, or None."""
     provider = provider if provider in _core.PROVIDERS else "openai"
 
@@ -191,9 +193,10 @@ def requests_of(span: Sequence[Any], *, previous: str | None, room: int, provide
     if not whole:
         return Requests()
     for share in (REQUESTS_SHARE, MAX_REQUESTS_SHARE):
-        if whole_tokens <= room * share:
+        cap = int(room * share) if most is None else max(int(room * REQUESTS_SHARE), min(int(room * share), most))
+        if whole_tokens <= cap:
             return Requests(whole, whole_tokens, total, total)
-        text, tokens = section(int(room * share))
+        text, tokens = section(cap)
         if _count(text) == total:
             break
     return Requests(text, tokens, _count(text), total)
