@@ -146,8 +146,8 @@ REQUESTS_SHARE = 0.3
 #: The share they may grow to where ``REQUESTS_SHARE`` would drop some: the requests' only home
 #: is the summary, the model's own text is a paraphrase of turns kept whole in the store. At 0.3
 #: alone a long session's updates kept 64 of 143 requests at 8,000 tokens where the extractive
-#: digest, which gives them what its other units leave, kept 129; the model keeps 40% less the
-#: index's share for the rest.
+#: digest, which gives them what its other units leave, kept 129 (up to 0.6, and never the
+#: model's floor: 113).
 MAX_REQUESTS_SHARE = 0.6
 #: A room no section reaches: the whole requests section (every request in its fullest form).
 _UNBOUNDED = 1 << 40
