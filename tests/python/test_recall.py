@@ -1156,6 +1156,8 @@ _INTERRUPTED_WRITES = r"""
 import os, random, signal, sys, threading, time
 from contextfold import _core
 from contextfold.content_store import DirectoryContentStore
+# (A process started in the background inherits SIGINT ignored: Python then raises nothing.)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 store = DirectoryContentStore(sys.argv[1])
 texts = [(_core.fold_id(f"text {i}"), f"text {i} " * 2_000) for i in range(4_000)]
 stop, handled, sent, caught = threading.Event(), threading.Event(), [0], 0
