@@ -29,8 +29,7 @@ fn repair_history<'py>(
 ) -> PyResult<(Bound<'py, PyList>, Vec<String>)> {
     let fmt = WireFormat::parse(format).map_err(PyValueError::new_err)?;
     // One snapshot of the history: the plan reads it and the edits apply to it (read twice, a
-    // list another thread changes while the GIL is released got a plan made for another list,
-    // and an iterator was empty the second time).
+    // list another thread changes while the GIL is released got a plan made for another list).
     let edited = PyList::new(py, Walker::snapshot(messages)?)?;
     let plan = {
         let keep = Keep::new();
