@@ -930,7 +930,20 @@ impl<'a> Walk<'a> {
 
 /// The digest of `msgs` (the folded middle), sized to `opt.max_tokens`.
 pub fn digest<'a>(msgs: &'a [Message<'a>], est: &Estimator, opt: &DigestOptions<'a>) -> String {
-    digest_indexed(msgs, est, opt, None).0
+    digest_indexed(msgs, est, opt, None).text
+}
+
+/// A digest with what it could not hold and the index it ranked (`digest_indexed`).
+pub struct Digested {
+    pub text: String,
+    /// The span's identifiers and those the previous summary carries, ranked.
+    pub ranked: Vec<Ident>,
+    /// The user's requests (of the span and the previous summary; courtesies and requests a
+    /// standing rule says whole aside) the text leaves out: under extreme pressure the oldest
+    /// but the first go, and a caller says so rather than drop them silently.
+    pub requests_left_out: usize,
+    /// The requests counted the same way.
+    pub requests: usize,
 }
 
 /// `digest`, and its identifier index ranked (the span's identifiers and those `opt.previous`
@@ -943,7 +956,7 @@ pub fn digest_indexed<'a>(
     est: &Estimator,
     opt: &DigestOptions<'a>,
     ranked: Option<Vec<Ident>>,
-) -> (String, Vec<Ident>) {
+) -> Digested {
     let hosts = with_hosts(msgs, opt.previous);
     let msgs = hosts.as_deref().unwrap_or(msgs);
     let focus: Vec<String> = opt
@@ -986,6 +999,7 @@ pub fn requests_section<'a>(
         return String::new();
     }
     pack::fit(&entries, "", "", &[], est, opt.max_tokens)
+        .text
         .trim()
         .to_string()
 }
@@ -1033,7 +1047,7 @@ fn digest_reading<'a>(
     focus: Vec<String>,
     whole_from: usize,
     ranked: Option<Vec<Ident>>,
-) -> (String, Vec<Ident>) {
+) -> Digested {
     let b = Builder::new(opt.previous, focus, repeated_edges(msgs));
     let mut w = Walk::new(b, msgs, opt.previous, whole_from);
     if let Some(ranked) = ranked {
@@ -1087,14 +1101,19 @@ fn written<'a>(
     ranked: Vec<Ident>,
     est: &Estimator,
     opt: &DigestOptions<'a>,
-) -> (String, Vec<Ident>) {
+) -> Digested {
     w.pending_command();
     w.last_state();
     let header = w.header(opt.instructions);
     let short = w.short_header();
     let Walk { b, .. } = w;
-    let text = pack::fit(&b.entries, &header, &short, &ranked, est, opt.max_tokens);
-    (text, ranked)
+    let fitted = pack::fit(&b.entries, &header, &short, &ranked, est, opt.max_tokens);
+    Digested {
+        text: fitted.text,
+        ranked,
+        requests_left_out: fitted.requests_left_out,
+        requests: fitted.requests,
+    }
 }
 
 fn short_header(n: usize) -> String {
@@ -1394,6 +1413,53 @@ mod tests {
 
     fn est() -> Estimator {
         Estimator::new(Provider::OpenAI, "")
+    }
+
+    /// The count of requests a digest leaves out is the count its requests section misses,
+    /// in a packing (a tight room) and in the floor (a room that holds no packing); thanks
+    /// asked nothing and a request a rule says whole is written as that rule: neither counts.
+    #[test]
+    fn a_digest_counts_the_requests_it_leaves_out() {
+        let texts: Vec<String> = (0..40)
+            .map(|k| {
+                format!(
+                    "Q{k:03} please port the parser module number {k} to the new tokenizer and keep its error messages."
+                )
+            })
+            .collect();
+        let mut msgs = Vec::new();
+        for (k, t) in texts.iter().enumerate() {
+            msgs.push(Message::text("user", t));
+            msgs.push(Message::text("assistant", "Done."));
+            if k == 5 {
+                msgs.push(Message::text("user", "thanks!"));
+                msgs.push(Message::text("user", "Never push to the main branch."));
+            }
+        }
+        let listed = |text: &str| {
+            let requests = text.split("## User requests\n").nth(1).unwrap_or("");
+            (0..40)
+                .filter(|k| requests.contains(&format!("- Q{k:03} ")))
+                .count()
+        };
+        let mut seen = Vec::new();
+        for room in [4_000u64, 600, 150, 60] {
+            let opt = DigestOptions {
+                max_tokens: room,
+                ..Default::default()
+            };
+            let d = digest_indexed(&msgs, &est(), &opt, None);
+            assert_eq!(d.requests, 40, "{room}: thanks and the rule aside");
+            assert_eq!(
+                d.requests_left_out,
+                40 - listed(&d.text),
+                "{room}: {}",
+                d.text
+            );
+            seen.push(d.requests_left_out);
+        }
+        assert_eq!(seen[0], 0);
+        assert!(seen[1] > 0 && seen[2] > seen[1], "{seen:?}");
     }
 
     /// A fold of a text agent's command and the user's words right after it, beside the
@@ -2889,7 +2955,7 @@ mod tests {
                 let from = read_whole_from(span, budget);
                 assert!(from > 0, "{budget}: the whole span is read");
                 assert_eq!(span[from].role, Role::Assistant);
-                let (whole, _) = digest_reading(span, &est(), &opt, Vec::new(), 0, None);
+                let whole = digest_reading(span, &est(), &opt, Vec::new(), 0, None).text;
                 assert_eq!(digest(span, &est(), &opt), whole, "{budget}");
             }
         }
@@ -2933,11 +2999,11 @@ mod tests {
                     previous,
                     instructions: None,
                 };
-                let (_, ranked) = digest_indexed(span, &est(), &at(2_000), None);
+                let ranked = digest_indexed(span, &est(), &at(2_000), None).ranked;
                 for room in [40u64, 300, 1_500, 6_000] {
                     let again = digest_indexed(span, &est(), &at(room), Some(ranked.clone()));
-                    assert_eq!(again.0, digest(span, &est(), &at(room)), "{room}");
-                    assert_eq!(again.1, ranked);
+                    assert_eq!(again.text, digest(span, &est(), &at(room)), "{room}");
+                    assert_eq!(again.ranked, ranked);
                 }
             }
         }

@@ -46,6 +46,7 @@ __all__ = [
     "estimate_each",
     "estimate_many",
     "extractive_digest",
+    "extractive_digest_report",
     "find_tail_start",
     "identifier_index",
     "identifier_index_at",
@@ -715,6 +716,21 @@ def extractive_digest(
 ) -> str:
     """The extractive digest of ``messages`` in at most ``max_tokens`` tokens (see
     ``contextfold.ExtractiveSummarizer``). ``cache``: as ``compaction_plan``'s."""
+
+def extractive_digest_report(
+    messages: Sequence[Any],
+    /,
+    *,
+    max_tokens: int,
+    provider: _Provider = "openai",
+    model: str | None = None,
+    previous: str | None = None,
+    instructions: str | None = None,
+    cache: MessageCache | None = None,
+) -> tuple[str, int, int]:
+    """``extractive_digest``, with how many of the user's requests (of ``messages`` and
+    ``previous``; courtesies and requests a standing rule says whole aside) it left out, and of
+    how many: ``(text, left_out, requests)``."""
 
 def requests_section(
     messages: Sequence[Any],

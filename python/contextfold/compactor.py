@@ -520,14 +520,16 @@ class Compactor(RoomFill, RecoverableFolds):
         """Compact ``messages`` (see the class docstring); the caller's list is not altered."""
         steps = self._steps(messages)
         usage: SummaryUsage | None = None
+        said: dict[str, tuple[str, ...]] = {}
         try:
             request = next(steps)
             while True:
                 answer = self._summarize(request)
                 usage = _added(usage, answer.usage)
+                said = _said(said, request, answer)
                 request = steps.send(answer)
         except StopIteration as done:
-            return _with_usage(done.value, usage)
+            return _with_usage(_with_said(done.value, said), usage)
 
     @no_panic
     async def compact_async(self, messages: Sequence[Any], /) -> CompactionResult:
@@ -540,14 +542,16 @@ class Compactor(RoomFill, RecoverableFolds):
         longer, compactions 1.3x slower)."""
         steps = self._steps(messages)
         usage: SummaryUsage | None = None
+        said: dict[str, tuple[str, ...]] = {}
         try:
             request = next(steps)
             while True:
                 answer = await self._asummarize(request)
                 usage = _added(usage, answer.usage)
+                said = _said(said, request, answer)
                 request = steps.send(answer)
         except StopIteration as done:
-            return _with_usage(done.value, usage)
+            return _with_usage(_with_said(done.value, said), usage)
 
     def _summarize(self, request: tuple[Any, SummaryRequest]) -> SummaryResult:
         summarizer, req = request
@@ -1410,6 +1414,40 @@ def _added(total: SummaryUsage | None, more: SummaryUsage | None) -> SummaryUsag
     if more is None:
         return total
     return more if total is None else total + more
+
+
+def _said(said: dict[str, tuple[str, ...]], request: tuple[Any, SummaryRequest],
+          answer: SummaryResult) -> dict[str, tuple[str, ...]]:
+    """``said`` with what ``answer``'s summarizer said of its text (``SummaryResult.notes``), by
+    that text: a compaction asks for summaries at several rooms, and only the one it sends speaks
+    for the result. (A digest's text is sent as written, keyed ``"="``; a model's gets the
+    requests, rules and index appended, keyed ``"~"``: see ``_with_said``.)"""
+    notes = getattr(answer, "notes", ())
+    if notes and isinstance(answer.text, str):
+        exact = isinstance(request[0], ExtractiveSummarizer)
+        said[("=" if exact else "~") + answer.text.strip()] = tuple(str(n) for n in notes)
+    return said
+
+
+def _with_said(result: CompactionResult, said: dict[str, tuple[str, ...]]) -> CompactionResult:
+    """``result`` with the notes of the summary it sends (``_said``): the digest's by its whole
+    text, a model's where every line of its text stands in the summary sent (the library adds
+    lines to it, never changes one but an index heading: ``index_demoted``); the newest first."""
+    if not said or not result.summary:
+        return result
+    summary = result.summary.strip()
+    notes = said.get("=" + summary)
+    if notes is None:
+        lines = set(summary.splitlines())
+        for key in reversed(said):
+            if key.startswith("~"):
+                own = [ln for ln in index_demoted(key[1:]).splitlines() if ln.strip()]
+                if own and all(ln in lines for ln in own):
+                    notes = said[key]
+                    break
+    if not notes:
+        return result
+    return dataclasses.replace(result, notes=(*result.notes, *(n for n in notes if n not in result.notes)))
 
 
 def _with_usage(result: CompactionResult, usage: SummaryUsage | None) -> CompactionResult:

@@ -911,7 +911,7 @@ pub(super) fn fit(
     idents: &[Ident],
     est: &Estimator,
     max_tokens: u64,
-) -> String {
+) -> Fitted {
     let fixed = est.text(header) + 3.0 * SECTIONS.len() as f64;
     let mut units = Units::new(entries, est, fixed);
     let budget = max_tokens as f64;
@@ -992,6 +992,7 @@ pub(super) fn fit(
         // fuller digests left the successive SWE compactions' tails less to take: 33 of 903
         // under 95% of the budget against 26.)
         Some((used, text, packed)) => {
+            let left_out = requests_left_out(entries, |i| packed.slots[i].alive);
             let (mut best, mut best_used) = (text, used);
             let mut target = budget * 0.99;
             let mut raised = false;
@@ -1015,10 +1016,53 @@ pub(super) fn fit(
                 }
                 target += budget * 0.99 - t;
             }
-            best
+            Fitted {
+                text: best,
+                requests_left_out: left_out,
+                requests: asking_requests(entries),
+            }
         }
         None => floor(entries, short_header, idents, &prices, &shown, est, budget),
     }
+}
+
+/// A fitted digest, and how many of the user's requests it could not hold.
+pub(super) struct Fitted {
+    pub(super) text: String,
+    /// Requests (courtesies aside, and those a standing rule of the digest says whole) left out
+    /// of `text`: the oldest but the first went when even their shortest forms did not fit.
+    pub(super) requests_left_out: usize,
+    /// Requests of the span and the previous summary, counted the same way.
+    pub(super) requests: usize,
+}
+
+/// Requests that ask something (`Entry::idle` ones ask nothing: "thanks!"), whose leaving out a
+/// caller should hear of. (A request a rule says whole is written as that rule.)
+fn asking(entries: &[Entry<'_>]) -> Vec<bool> {
+    let rules: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.section == Section::Rules)
+        .map(Entry::richest)
+        .collect();
+    let said = said_by_rules(entries, &rules);
+    entries
+        .iter()
+        .zip(said)
+        .map(|(e, said)| e.section == Section::Requests && !e.idle && !said)
+        .collect()
+}
+
+fn asking_requests(entries: &[Entry<'_>]) -> usize {
+    asking(entries).into_iter().filter(|&a| a).count()
+}
+
+/// The asking requests (`asking`) that `kept` (by entry) says are not in the digest.
+fn requests_left_out(entries: &[Entry<'_>], kept: impl Fn(usize) -> bool) -> usize {
+    asking(entries)
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, a)| a && !kept(i))
+        .count()
 }
 
 /// The shortest a rule is clipped to (characters, its head kept) when the rules whole do not
@@ -1058,7 +1102,18 @@ fn floor(
     shown: &Shown,
     est: &Estimator,
     budget: f64,
-) -> String {
+) -> Fitted {
+    let fitted = |text: String, kept: &[usize]| {
+        let mut is_kept = vec![false; entries.len()];
+        for &i in kept {
+            is_kept[i] = true;
+        }
+        Fitted {
+            text,
+            requests_left_out: requests_left_out(entries, |i| is_kept[i]),
+            requests: asking_requests(entries),
+        }
+    };
     let rules: Vec<&str> = entries
         .iter()
         .filter(|e| e.section == Section::Rules)
@@ -1067,7 +1122,7 @@ fn floor(
     let mut out = rules_text(header, &rules);
     if est.summary_text(&out) > budget {
         if rules.is_empty() {
-            return cut_to_budget(out, est, budget);
+            return fitted(cut_to_budget(out, est, budget), &[]);
         }
         out = squeezed_rules(&rules, est, budget);
     }
@@ -1124,10 +1179,10 @@ fn floor(
         );
         let with = format!("{out}\n{index}\n");
         if !index.is_empty() && est.summary_text(&with) <= budget {
-            return with;
+            return fitted(with, &kept);
         }
     }
-    out
+    fitted(out, &kept)
 }
 
 /// The rules section alone (the header goes first: it says only that a fold happened, which

@@ -18,7 +18,7 @@ use crate::compaction::{
     check, plan_priced, summary_message_json, text_block_json, verify, Failure, Placement,
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
 };
-use crate::digest::{digest_indexed, requests_section as digest_requests, DigestOptions};
+use crate::digest::{digest_indexed, requests_section as digest_requests, DigestOptions, Digested};
 use crate::estimate::Estimator;
 use crate::message::Message;
 use crate::wire::detect;
@@ -287,23 +287,60 @@ fn extractive_digest(
         previous,
         instructions,
     };
+    Ok(digested(py, messages, provider, model, &opt, cache)?.text)
+}
+
+/// `extractive_digest`, with how many of the user's requests (of `messages` and `previous`;
+/// courtesies and requests a standing rule says whole aside) it left out, and of how many:
+/// `(text, left_out, requests)`.
+#[pyfunction]
+#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None, instructions=None, cache=None))]
+#[allow(clippy::too_many_arguments)]
+fn extractive_digest_report(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    max_tokens: u64,
+    provider: &str,
+    model: Option<&str>,
+    previous: Option<&str>,
+    instructions: Option<&str>,
+    cache: Option<&MessageCache>,
+) -> PyResult<(String, usize, usize)> {
+    let opt = DigestOptions {
+        max_tokens,
+        previous,
+        instructions,
+    };
+    let d = digested(py, messages, provider, model, &opt, cache)?;
+    Ok((d.text, d.requests_left_out, d.requests))
+}
+
+fn digested(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    provider: &str,
+    model: Option<&str>,
+    opt: &DigestOptions<'_>,
+    cache: Option<&MessageCache>,
+) -> PyResult<Digested> {
     // The fold's index as a digest of it ranked it earlier in this compaction (the same fold
     // digested again at another room), else ranked here and kept for the next.
     let fold = cache.and_then(|_| fold_of(messages));
     let ranked = match (cache, &fold) {
-        (Some(c), Some(f)) => c.ranked_of(py, f, previous)?,
+        (Some(c), Some(f)) => c.ranked_of(py, f, opt.previous)?,
         _ => None,
     };
     let known = ranked.is_some();
     let mut est = super::estimator_args::estimator(provider, model)?;
-    let (text, ranked) = with_messages(py, messages, cache, |ms| {
+    let mut d = with_messages(py, messages, cache, |ms| {
         est.settle_platform(ms);
-        Ok(py.detach(|| digest_indexed(ms, &est, &opt, ranked)))
+        Ok(py.detach(|| digest_indexed(ms, &est, opt, ranked)))
     })?;
     if let (Some(c), Some(f), false) = (cache, fold, known) {
-        c.keep_ranked(py, f, previous, ranked)?;
+        // (The text's callers never read the index again.)
+        c.keep_ranked(py, f, opt.previous, std::mem::take(&mut d.ranked))?;
     }
-    Ok(text)
+    Ok(d)
 }
 
 /// `write` (the digest, or its requests section alone) of `messages` read through `cache`,
@@ -448,6 +485,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compaction_plan, m)?)?;
     m.add_function(wrap_pyfunction!(compaction_verify, m)?)?;
     m.add_function(wrap_pyfunction!(extractive_digest, m)?)?;
+    m.add_function(wrap_pyfunction!(extractive_digest_report, m)?)?;
     m.add_function(wrap_pyfunction!(requests_section, m)?)?;
     m.add_function(wrap_pyfunction!(standing_rules, m)?)?;
     m.add_function(wrap_pyfunction!(summary_hash, m)?)?;

@@ -1655,3 +1655,47 @@ def test_a_model_summary_s_requests_grow_past_their_first_share_and_a_note_names
     assert total == len(folded) and total - dropped == len(kept) and dropped >= 1
     newest = sorted(folded)[-len(kept) + 2:]
     assert kept == {"R000", "R001", *newest}, sorted(kept)
+
+
+def _digest_kept(budget: int, *, run_async: bool = False) -> tuple[set[str], set[str], list[str]]:
+    """The request ids a default (extractive) compaction of ``_many_requests(60)`` folds, those
+    its summary's requests section lists, and its notes on requests."""
+    import asyncio
+
+    msgs = _many_requests(60)
+    c = cf.Compactor(budget=budget, strategy="summarize", min_free_share=0.0)
+    r = asyncio.run(c.compact_async(msgs)) if run_async else c.compact(msgs)
+    asked = set(re.findall(r"R\d{3}", json.dumps([msgs[i] for i in r.removed])))
+    section = strip_index(r.summary or "").split("## User requests\n", 1)[-1]
+    return asked, set(re.findall(r"^- (R\d{3})", section, re.M)), [n for n in r.notes if "user requests" in n]
+
+
+@pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
+def test_the_digest_says_how_many_user_requests_it_left_out(run_async: bool) -> None:
+    # Under a room that holds not even the shortest form of each request, the digest drops the
+    # oldest: before, without a word (the model's summary already said so, the digest did not).
+    asked, shown, notes = _digest_kept(2_000, run_async=run_async)
+    assert len(asked) >= 50 and shown == asked and notes == []
+    asked, shown, notes = _digest_kept(900, run_async=run_async)
+    assert len(notes) == 1, notes
+    left_out, total = map(int, re.match(r"(\d+) of the (\d+) user requests", notes[0]).groups())
+    assert left_out == len(asked - shown) >= 10 and total <= len(asked)
+    assert "R000" in shown  # (the very first stays)
+
+
+def test_a_summarizer_s_notes_reach_the_compaction_that_sends_its_text() -> None:
+    class Saying(_FixedSummarizer):
+        def summarize(self, request: SummaryRequest) -> SummaryResult:
+            self.requests.append(request)
+            return SummaryResult(self.text, notes=("the model was asked in French",))
+
+    msgs = _flight_checks()
+    r = cf.Compactor(budget=1_200, strategy="summarize",
+                     summarizer=Saying("## Goal\nChange reservation OBUT9V.")).compact(msgs)
+    assert r.strategy_used == "summarize" and "the model was asked in French" in r.notes
+    # A text the compaction did not send (replaced by the digest: over its share) speaks for
+    # nothing.
+    r = cf.Compactor(budget=1_200, strategy="summarize",
+                     summarizer=Saying("## Goal\n" + "flight HAT200 checked again. " * 600)).compact(msgs)
+    assert r.strategy_used == "summarize" and r.fallback_used
+    assert "the model was asked in French" not in r.notes, r.notes

@@ -77,13 +77,16 @@ class SummaryResult:
     """A summary's text; ``fallback_used`` is True when a fallback produced it (``error`` says why).
     ``messages``: the provider's own messages standing for the summary (a compaction block or
     item, ``contextfold.summarize.provider``), sent verbatim in its place when given. ``usage``:
-    what the model calls behind it were billed (None: no model was called)."""
+    what the model calls behind it were billed (None: no model was called). ``notes``: what the
+    summarizer says of this text (what it could not hold); a compaction that sends the text adds
+    them to its own ``.notes``."""
 
     text: str
     fallback_used: bool = False
     error: str | None = None
     messages: tuple[Any, ...] = ()
     usage: SummaryUsage | None = None
+    notes: tuple[str, ...] = ()
 
 
 @runtime_checkable

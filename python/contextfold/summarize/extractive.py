@@ -29,16 +29,23 @@ class ExtractiveSummarizer:
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         """The digest of ``request.messages``."""
         provider = request.provider if request.provider in _core.PROVIDERS else "openai"
-        text = _core.extractive_digest(
+        room = max(0, int(request.max_tokens))
+        text, left_out, requests = _core.extractive_digest_report(
             request.messages,
-            max_tokens=max(0, int(request.max_tokens)),
+            max_tokens=room,
             provider=provider,  # type: ignore[arg-type]
             model=request.model,
             previous=request.previous_summary,
             instructions=request.instructions,
             cache=request.read_cache,
         )
-        return SummaryResult(text=text)
+        if not left_out:
+            return SummaryResult(text=text)
+        # (Said, not dropped silently: the summary is these requests' only home.)
+        return SummaryResult(text=text, notes=(
+            f"{left_out} of the {requests} user requests of the fold and the previous summary did not fit "
+            f"the digest's room ({room} tokens, even at their shortest): the oldest went first, the very first "
+            f"stays; raise the budget or summary_max_tokens to keep them",))
 
     async def asummarize(self, request: SummaryRequest) -> SummaryResult:
         """As ``summarize``, in a worker thread (the digest releases the GIL for its walk): the
