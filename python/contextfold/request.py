@@ -293,6 +293,9 @@ def count_request(body: Any, /, *, image_sizes: ImageSizes | None = None) -> int
         raise ValueError(f"count_request counts OpenAI bodies; this one is written for {r.api}")
     if not r.model:
         raise _field_error("count_request needs the body's model", "model")
+    # The model first: a Mistral body with a `thinking` block was refused as "written for
+    # anthropic" where the promised answer is that no public tokenizer counts its model.
+    _core.encoding_for(r.model)
     # A bare `messages` body reads as chat's when forced to OpenAI; its blocks may say otherwise
     # (Anthropic `tool_use`, Gemini `parts`), and counting them as chat text is a wrong number.
     written_for = detect_wire_format(r.messages, tools=r.tools)

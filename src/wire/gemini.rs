@@ -600,16 +600,28 @@ pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error>
         },
         None => None,
     };
-    for (j, t) in list_items(field(Key::tools, Key::tools)?, "tools")?
-        .into_iter()
-        .enumerate()
-    {
+    // The API takes one Tool object where the list goes (a recorded generateContent body of
+    // `"tools": {"function_declarations": [...]}` was answered with a call of that tool).
+    let tools = field(Key::tools, Key::tools)?;
+    let one = tools
+        .as_ref()
+        .is_some_and(|t| matches!(t.shape(), super::Shape::Map | super::Shape::Object));
+    let tools = if one {
+        tools.into_iter().collect()
+    } else {
+        list_items(tools, "tools")?
+    };
+    for (j, t) in tools.into_iter().enumerate() {
         let decls = match t.get(Key::functionDeclarations).src()? {
             Some(d) => Some(d),
             None => t.get(Key::function_declarations).src()?,
         };
         if let Some(d) = decls {
-            let path = format!("tools[{j}].functionDeclarations");
+            let path = if one {
+                "tools.functionDeclarations".to_string()
+            } else {
+                format!("tools[{j}].functionDeclarations")
+            };
             for (k, decl) in list_items(Some(d), &path)?.into_iter().enumerate() {
                 // Checked here, where the body's path is known (the estimate reads the
                 // flattened list).

@@ -21,8 +21,10 @@ use crate::provider::Provider;
 /// `messages` the Responses API; `messages` with `toolConfig` / `inferenceConfig` / `modelId`
 /// Bedrock Converse; `messages` with a top-level `system`, `anthropic_version`, `mcp_servers`
 /// or `output_format` Anthropic. Otherwise `forced` (the caller's `provider=`) settles it, and
-/// without one a `thinking` object, a `claude` model, tools with `input_schema` or Anthropic
-/// blocks in the history say Anthropic; other `messages` bodies are OpenAI chat.
+/// without one a field only chat has (`response_format`, `reasoning`, `reasoning_effort`,
+/// `max_completion_tokens`, ...) says OpenAI chat; a `thinking` object, a `claude` model, tools
+/// with `input_schema` or Anthropic blocks in the history say Anthropic; other `messages`
+/// bodies are OpenAI chat.
 pub fn detect<'a, V: Input<'a>>(body: &V, forced: Option<Provider>) -> ReadResult<Api, V::Error> {
     if !matches!(body.shape(), Shape::Map | Shape::Object) {
         return Err(invalid(
@@ -68,6 +70,22 @@ pub fn detect<'a, V: Input<'a>>(body: &V, forced: Option<Provider>) -> ReadResul
             return Ok(Api::OpenAIChat)
         }
         _ => {}
+    }
+    // Fields the Messages API refuses say chat before any hint of Anthropic below: a Claude
+    // model behind an OpenAI-compatible endpoint (OpenRouter, Snowflake Cortex) was read as
+    // Anthropic and its `response_format` or `reasoning` went unpriced (10 tokens estimated of
+    // a request billed 668).
+    for k in [
+        Key::response_format,
+        Key::reasoning,
+        Key::reasoning_effort,
+        Key::max_completion_tokens,
+        Key::parallel_tool_calls,
+        Key::stream_options,
+    ] {
+        if body.get(k).src()?.is_some() {
+            return Ok(Api::OpenAIChat);
+        }
     }
     // z.ai and DeepSeek chat bodies take a `thinking` object too: only unforced is it a hint.
     if body.get(Key::thinking).src()?.is_some() {
@@ -248,6 +266,44 @@ mod tests {
             Api::Anthropic
         );
         assert!(matches!(read(&resp).history, History::Text(ref t) if t == "hi"));
+    }
+
+    /// A Claude model behind an OpenAI-compatible endpoint: a field the Messages API refuses
+    /// says chat (pydantic-ai's recorded Snowflake and OpenRouter requests), where the model's
+    /// name alone says Anthropic.
+    #[test]
+    fn a_chat_only_field_says_chat_for_a_claude_model() {
+        let msgs = json!([{"role": "user", "content": "The capital of Mexico"}]);
+        for (k, v) in [
+            ("response_format", json!({"type": "json_object"})),
+            ("reasoning", json!({"enabled": true})),
+            ("reasoning_effort", json!("high")),
+            ("max_completion_tokens", json!(64)),
+        ] {
+            let b = json!({"model": "anthropic/claude-sonnet-4.5", "messages": msgs, k: v});
+            assert_eq!(read(&b).api, Api::OpenAIChat, "{k}");
+        }
+        let plain = json!({"model": "claude-sonnet-4-6", "messages": msgs});
+        assert_eq!(read(&plain).api, Api::Anthropic);
+    }
+
+    /// The API takes one Tool object where the list goes (a recorded body answered with a call
+    /// of its tool).
+    #[test]
+    fn a_gemini_tools_object_is_one_tool() {
+        let b = json!({
+            "contents": [{"role": "user", "parts": [{"text": "What is the capital of France?"}]}],
+            "tools": {"function_declarations": [{"name": "get_capital", "description": "d"}]},
+        });
+        let r = read(&b);
+        assert_eq!(r.tools.len(), 1);
+        assert_eq!(
+            r.tool_fields,
+            vec!["tools.functionDeclarations[0]".to_string()]
+        );
+        let bad = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": "x"});
+        let e = read_request(&&bad, None).unwrap_err();
+        assert!(format!("{e:?}").contains("tools must be a list"), "{e:?}");
     }
 
     #[test]

@@ -94,17 +94,26 @@ def test_count_request_is_count_of_the_same_request() -> None:
 
 
 def test_count_request_refuses_messages_written_for_another_api() -> None:
-    """A bare ``messages`` body whose blocks are Anthropic's (or Gemini's) is refused, naming the
-    field, whatever its model: counted as chat text it gave a wrong number (23 for gpt-4o)."""
+    """A bare ``messages`` body of an OpenAI model whose blocks are Anthropic's (or Gemini's) is
+    refused, naming the field: counted as chat text it gave a wrong number (23 for gpt-4o). A
+    model no public tokenizer counts is said first, whatever its blocks (a Mistral body with a
+    ``thinking`` block was refused as "written for anthropic")."""
     msgs = [{"role": "user", "content": "hi"},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}]
     gemini = [{"role": "user", "parts": [{"text": "hi"}]}]
-    for body in ({"model": "gpt-4o", "messages": msgs}, {"model": "claude-sonnet-4-5", "messages": msgs},
-                 {"model": "gpt-4o", "messages": gemini}):
+    for body in ({"model": "gpt-4o", "messages": msgs}, {"model": "gpt-4o", "messages": gemini}):
         with pytest.raises(ValueError, match="written for (anthropic|gemini)") as e:
             cf.count_request(body)
         assert e.value.field == "messages"  # type: ignore[attr-defined]
+    # (pydantic-ai's recorded test_mistral_model_thinking_part request.)
+    mistral = [{"role": "user", "content": "How do I cross the street?"},
+               {"role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Look."}]},
+                                                 {"type": "text", "text": "Use the crosswalk."}]},
+               {"role": "user", "content": "And the river?"}]
+    for body in ({"model": "claude-sonnet-4-5", "messages": msgs}, {"model": "magistral-medium-latest", "messages": mistral}):
+        with pytest.raises(cf.UnknownModelError, match="unknown model"):
+            cf.count_request(body)
 
 
 def test_gpt_4o_strict_responses_tools_are_estimated_with_the_prompt_count_bills() -> None:
@@ -623,3 +632,27 @@ def test_count_reads_a_history_of_responses_items_as_a_responses_request() -> No
     # The batch reads each history the same way.
     assert cf.count_many([items, plain], model="gpt-4o") == [cf.count(items, model="gpt-4o"),
                                                               cf.count(plain, model="gpt-4o")]
+
+
+def test_a_claude_model_behind_a_chat_endpoint_has_its_chat_options_priced() -> None:
+    """pydantic-ai's recorded Snowflake request (``claude-sonnet-4-6`` through an OpenAI-compatible
+    endpoint, billed 668): read as an Anthropic body without ``provider=``, its
+    ``response_format`` went unpriced (10 tokens where ``provider="openai"`` says 42)."""
+    schema = {"type": "json_schema", "json_schema": {"name": "CityInfo", "schema": {
+        "type": "object", "additionalProperties": False, "required": ["city", "country"],
+        "properties": {"city": {"type": "string"}, "country": {"type": "string"}}}}}
+    body = {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "The capital of Mexico"}],
+            "response_format": schema}
+    assert cf.read_request(body).api == "openai-chat"
+    assert cf.estimate_request(body) == cf.estimate_request(body, provider="openai") > \
+        cf.estimate_request({k: v for k, v in body.items() if k != "response_format"}) + 20
+
+
+def test_a_gemini_tools_object_is_read_as_one_tool() -> None:
+    """The API answered a body whose ``tools`` was one Tool object, not a list, with a call of
+    that tool (pydantic-ai's recorded test_multiple_agent_tool_calls): it raised here."""
+    tool = {"function_declarations": [{"name": "get_capital", "description": "Get the capital of a country.",
+                                       "parameters": {"type": "object", "properties": {"country": {"type": "string"}}}}]}
+    body = {"model": "gemini-2.0-flash", "contents": [{"role": "user", "parts": [{"text": "Capital of France?"}]}]}
+    assert cf.estimate_request({**body, "tools": tool}) == cf.estimate_request({**body, "tools": [tool]})
+    assert cf.breakdown_request({**body, "tools": tool}).by_tool.keys() == {"get_capital"}
