@@ -7,7 +7,7 @@ nowhere in the head (system prompt, first user message); a misplaced fact is rep
 conversation may be used by one probe set only (the main set's, or an earlier held-out set's, are refused). Also
 reported: how many facts also occur in the naive tail (those the naive cut keeps anyway).
 
-    python tools/build_probes_heldout.py    # writes tests/data/probes/heldout.refs.json, heldout2.refs.json, heldout3.refs.json
+    python tools/build_probes_heldout.py    # writes tests/data/probes/heldout{,2,3}.refs.json
 """
 
 from __future__ import annotations
