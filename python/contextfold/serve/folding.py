@@ -101,6 +101,13 @@ class Conversation:
     #: The fold cache's key space of the conversation's folds (``Folder._space``). A conversation
     #: has a record per kind: a body asking for the other kind extends that kind's record.
     space: bytes = b""
+    #: The compacted form of the client's newest message, sent in place of ``raw[newest_at:end]``
+    #: by this turn only (a compaction that cut it to fit beside the summary), else None. It is
+    #: kept out of the fold: the next turn extends the client's own message, and the next
+    #: compaction reads it whole, as an older message it may mask or fold. ``msg_tokens`` prices
+    #: the client's message, ``sent`` the one sent.
+    newest: bytes | None = None
+    newest_at: int = 0
 
     def record_usage(self, real: int) -> None:
         """Calibrate by the real prompt tokens of the request sent last (``sent`` estimated)."""
@@ -345,14 +352,17 @@ class Folder:
             return None
         gate = self.gate(pricing.model)
         msg_tokens = rec.msg_tokens + sum(new)
-        sent = msg_tokens + overhead
+        # The same history again (an SDK's retry of the turn that cut its newest message) goes as
+        # it went: the client's message whole would land over the budget, often over the gate.
+        newest = rec.newest if not new else None
+        sent = msg_tokens + overhead - (rec.msg_tokens + rec.overhead - rec.sent if newest is not None else 0)
         if gate is not None and int(sent * rec.correction) >= gate.trigger:
             return None  # a compacting turn: read whole
         spans = {**{k: v for k, v in rec.spans.items() if k in rec.before}, **appended.spans}
         nxt = Conversation(
             api.name, raw, rec.start, appended.end, rec.n + len(new), rec.before, appended.after, rec.conv_id,
             overhead, rec.orig_tokens + sum(new), msg_tokens, rec.fold, rec.fold_offset, rec.correction,
-            rec.usages, sent, spans, rec.open, rec.space)
+            rec.usages, sent, spans, rec.open, rec.space, newest, rec.newest_at)
         with self._lock:
             self._records.replace(rec, nxt)
         return self._outcome(api, nxt, pricing, gate)
@@ -473,27 +483,55 @@ class Folder:
         if not result.changed or result.strategy_used is None:
             return self._not_compacted(api, pricing, rec, prior, gate, result.reason or "nothing to compact")
         out = result.messages
+        i, j = len(out), len(work)
+        if result.strategy_used == "mask" and i == j:
+            # A masking keeps every message in its place, but a cut with nothing to fold says no
+            # message's copies: said here, the fold keeps the place of each message it cut, and
+            # the next compaction reads the client's message whole (and finds the turns behind
+            # a summary filed beside it).
+            compactor.sources.note_copies(out, work, range(i))
+        # A newest message the compaction cut to fit (an edited copy of the client's) is sent so
+        # by this turn only. Kept in the fold, it stood for the client's message in every later
+        # turn: the fold then held the whole history, and the next compaction merged its
+        # summary instead of reading the client's turns behind it. Sent as it came, the body
+        # went over the budget (2 of the 20 longest SWE runs at 15% of their size, by 2.2-2.6 times).
+        newest: bytes | None = None
+        if i > 0 and j > f and out[-1] is not work[-1] and compactor.sources.unedited(out[-1]) is work[-1]:
+            newest = json_bytes(out[-1])
+            i -= 1
+            j -= 1
         # The messages the compaction left as they were are the very objects it was given: the
         # longest such suffix is sent from the client's own bytes, the rest becomes the fold.
-        i, j = len(out), len(work)
         while i > 0 and j > f and out[i - 1] is work[j - 1]:
             i -= 1
             j -= 1
+        if newest is not None and i == 0 and j == 0 and len(out) > 1:
+            # Only the newest message changed, and no fold before it: its first message, as it
+            # came, is the fold (a body sent with a fold carries the recall tool a recoverable
+            # cut names, and the turns after it are read from the client's bytes all the same).
+            i = j = 1
         new_k = k + (j - f)
         if new_k >= n or i == 0:
             return self._not_compacted(api, pricing, rec, prior, gate,
-                                       "the compaction changed the newest message (cut or masked to fit beside the "
-                                       "summary); the proxy sends the client's newest message as it came")
+                                       "the compaction changed the newest message (wrote the summary into it, or "
+                                       "cut it without saying which message it stands for); the proxy sends the "
+                                       "client's newest message as it came")
         payload = b",".join(json_bytes(m) for m in out[:i])
         try:
             tokens = sum(self._each(api, pricing, out[:i]))
+            cut = sum(self._each(api, pricing, out[-1:])) if newest is not None else 0
         except (InvalidMessageError, TypeError, ValueError) as e:
             return self._not_compacted(api, pricing, rec, prior, gate, f"fold not priced: {e}")
         offset = sb.offsets[new_k]
-        spans, sources = _taken_sources(compactor.sources, out[:i], msgs[:new_k])
-        key = content_hash(memoryview(raw)[sb.offsets[0]: offset], space=rec.space)
-        new_fold = Fold(key, new_k, payload, i, tokens, result.strategy_used, tuple(compactor.session.summary_hashes),
-                        spans, sources, compactor.recoverable)
+        if fold is not None and new_k == k and i == f and fold.recall == compactor.recoverable \
+                and all(a is b for a, b in zip(out[:i], prefix, strict=True)):
+            # The compaction only cut the newest message: the fold stays as it was.
+            new_fold, tokens = fold, fold.tokens
+        else:
+            spans, sources = _taken_sources(compactor.sources, out[:i], msgs[:new_k])
+            key = content_hash(memoryview(raw)[sb.offsets[0]: offset], space=rec.space)
+            new_fold = Fold(key, new_k, payload, i, tokens, result.strategy_used,
+                            tuple(compactor.session.summary_hashes), spans, sources, compactor.recoverable)
         try:
             self.cache.put(rec.conv_id, new_fold)
         except Exception as e:  # noqa: BLE001 - a cache that cannot store still lets this turn through
@@ -503,6 +541,9 @@ class Folder:
         rec.overhead = self._overhead(api, pricing, new_fold)
         rec.msg_tokens = tokens + sum(each_rest)
         rec.sent = rec.msg_tokens + rec.overhead
+        if newest is not None:
+            rec.newest, rec.newest_at = newest, sb.offsets[n - 1]
+            rec.sent += cut - each_rest[-1]
         self._keep(prior, rec)
         o = self._outcome(api, rec, pricing, gate)
         return replace(o, fold="new", reason=None, compacted=True, saved=(o.tokens_before or 0) - (o.tokens_after or 0))
@@ -589,6 +630,7 @@ class Folder:
     def _sent(self, api: Api, rec: Conversation, pricing: Pricing, gate: _Gate | None
               ) -> tuple[bytes, RecallRoute | None]:
         """The body to send for ``rec``: its fold spliced in place of the messages it replaces
+        (and the newest message as the compaction cut it, on that turn: ``Conversation.newest``)
         and, when the fold is recoverable, the recall tool added to ``tools``; with the latter,
         where the sent body's history ends and how much an answered recall round may take."""
         raw, fold = rec.raw, rec.fold
@@ -596,6 +638,8 @@ class Folder:
             return raw, None
         # Edits of ``raw``, in order: (from, to, bytes put there).
         edits = [(rec.start + 1, rec.fold_offset, fold.payload + b",")]
+        if rec.newest is not None:
+            edits.append((rec.newest_at, rec.end, rec.newest))
         if not self._offers_recall(fold, pricing):
             return _edited(raw, edits), None
         tool = _recall_tool_bytes(api.wire_format)
