@@ -142,8 +142,9 @@ impl Seating<'_, '_> {
 
     /// The summary's role: no collision with the message before it (the last kept one or the
     /// head's last) nor with the tail's first; strict formats want a user turn first; no
-    /// assistant turn right before a system message where the format's servers refuse one
-    /// (`Dialect::refuses_assistant_before_system`).
+    /// assistant turn right before a system message, nor a user turn right after a tool
+    /// result, where the format's servers refuse one
+    /// (`Dialect::refuses_assistant_before_system`, `Dialect::refuses_user_after_tool`).
     fn choose(&self, segs: &[(usize, usize)], t: usize) -> Option<Turn> {
         let msgs = self.msgs;
         let prev_idx = segs.last().map(|s| s.1).unwrap_or(self.head_end);
@@ -151,15 +152,18 @@ impl Seating<'_, '_> {
         let first_turn = (0..prev_idx).all(|i| Turn::of(&msgs[i]) == Turn::System);
         // An empty tail (min_tail 0) has no first message to collide with.
         let next = (t < msgs.len()).then(|| seat(self.format, &msgs[t]));
-        let before_system =
-            next == Some(Turn::System) && self.format.dialect().refuses_assistant_before_system;
+        let dialect = self.format.dialect();
+        let before_system = next == Some(Turn::System) && dialect.refuses_assistant_before_system;
+        let after_tool = prev == Some(Turn::Tool) && dialect.refuses_user_after_tool;
         [Turn::User, Turn::Assistant].into_iter().find(|&c| {
             let user_first_ok = c == Turn::User || !first_turn || !self.format.strict_turns();
             let system_ok = c == Turn::User || !before_system;
+            let tool_ok = c == Turn::Assistant || !after_tool;
             !prev.is_some_and(|p| collide(p, c))
                 && !next.is_some_and(|x| collide(c, x))
                 && user_first_ok
                 && system_ok
+                && tool_ok
         })
     }
 

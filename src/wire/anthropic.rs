@@ -416,6 +416,7 @@ pub const DIALECT: Dialect = Dialect {
     // https://github.com/GCWing/OpenBitFun/pull/825).
     refuses_prefill_trailing_space: true,
     refuses_assistant_before_system: false,
+    refuses_user_after_tool: false,
 };
 /// A Messages API body: `messages`, `system` (a string or text blocks), `tools` (client and
 /// server tools), `output_format` (or `output_config.format`), `thinking`, `tool_choice`,

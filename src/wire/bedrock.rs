@@ -324,6 +324,7 @@ pub const DIALECT: Dialect = Dialect {
     // trailing whitespace" (https://github.com/junjiem/dify-plugin-agent-mcp_sse/pull/118).
     refuses_prefill_trailing_space: true,
     refuses_assistant_before_system: false,
+    refuses_user_after_tool: false,
 };
 /// A Converse body: `messages`, `system` (text blocks), `toolConfig.tools` (`toolSpec`s) and
 /// `toolConfig.toolChoice` (`{"auto"|"any": {}}`, `{"tool": {"name"}}`), and Anthropic's

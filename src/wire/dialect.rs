@@ -45,6 +45,10 @@ pub struct Dialect {
     /// request validator: "Unexpected role 'system' after role 'assistant'"), while OpenAI
     /// takes it: a summary is never written as one.
     pub refuses_assistant_before_system: bool,
+    /// Servers of the format refuse a user turn right after a tool result (Mistral's request
+    /// validator: "Unexpected role 'user' after role 'tool'"), while OpenAI takes it: a summary
+    /// is never written as one.
+    pub refuses_user_after_tool: bool,
 }
 
 /// Text the provider refuses as a block of a message's content, or as the whole content.

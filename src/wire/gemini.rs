@@ -471,6 +471,7 @@ pub const DIALECT: Dialect = Dialect {
     refuses_same_role: false,
     refuses_prefill_trailing_space: false,
     refuses_assistant_before_system: false,
+    refuses_user_after_tool: false,
 };
 
 /// Gemini parts in the Python SDK's snake case (`function_call`, `inline_data`): written back

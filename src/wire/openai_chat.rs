@@ -343,6 +343,7 @@ pub const DIALECT: Dialect = Dialect {
     refuses_same_role: false,
     refuses_prefill_trailing_space: false,
     refuses_assistant_before_system: true,
+    refuses_user_after_tool: true,
 };
 /// A chat.completions body: `messages`, `tools`, `response_format`, `tool_choice`,
 /// `reasoning_effort`, and the `reasoning` / `thinking` objects of OpenAI-compatible servers

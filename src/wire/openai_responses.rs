@@ -424,6 +424,7 @@ pub const DIALECT: Dialect = Dialect {
     refuses_same_role: false,
     refuses_prefill_trailing_space: false,
     refuses_assistant_before_system: false,
+    refuses_user_after_tool: false,
 };
 /// A Responses API body: `input` (a string or a list of items), `instructions`, `tools` (function
 /// and hosted tools, MCP included), `text` (its `format`), `tool_choice`, `reasoning.effort`.

@@ -825,6 +825,40 @@ def test_no_summary_is_written_as_an_assistant_turn_right_before_a_system_note()
     assert (checked, notes_kept) == (113, 32), (checked, notes_kept)
 
 
+def test_no_summary_is_written_as_a_user_turn_right_after_a_kept_tool_result():
+    # Mistral's validator refuses tool -> user ("Unexpected role 'user' after role 'tool'"),
+    # which OpenAI takes: a head that ends on a tool result (protect_first_n through the first
+    # tool round) had the summary inserted as a user turn right after it.
+    checked = 0
+    for conv in tau():
+        msgs = conv["messages"]
+        first_tool = next((i for i, m in enumerate(msgs) if m["role"] == "tool"), None)
+        if first_tool is None or first_tool + 4 >= len(msgs) or msgs[first_tool + 1]["role"] == "tool":
+            continue
+        for share in (0.5, 0.75):
+            c = cf.Compactor(model="gpt-4o", budget=int(cf.estimate(msgs, model="gpt-4o") * share),
+                             protect_first_n=first_tool + 1)
+            try:
+                r = c.compact(msgs)
+            except cf.CompactionBudgetError:
+                continue
+            if not r.changed or r.strategy_used != "summarize":
+                continue
+            checked += 1
+            out = r.messages
+            assert out[first_tool]["tool_call_id"] == msgs[first_tool]["tool_call_id"]
+            # Every tool -> user pair of the output stood so in the caller's history (a kept
+            # result may be masked: known by its call id).
+            after = {a["tool_call_id"]: b for a, b in zip(msgs, msgs[1:]) if a["role"] == "tool"}
+            for a, b in zip(out, out[1:]):
+                if a["role"] == "tool" and b["role"] == "user":
+                    assert after.get(a["tool_call_id"]) == b, (a, b)
+            assert shape_problems(out, "chat") == []
+    # (The bundled subset: 34 summarized compactions of 24 dialogues at the two budgets; the
+    # build before this rule wrote the summary as a user turn after the head's tool result.)
+    assert checked == 34, checked
+
+
 def test_a_budget_at_or_over_the_trigger_is_refused_by_every_entry_point():
     # Accepted, it made every call past the trigger compact again (a LangChain agent with
     # trigger 12,000 and budget 20,000 ran 24 compactions in 41 model calls, 10 changing nothing).
