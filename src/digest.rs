@@ -327,6 +327,52 @@ struct Builder<'a> {
     /// The command a previous digest ended on (its open item "ran `$ cmd`; its output is in
     /// the messages kept after this summary"): the observation that opens this span is its.
     carried_command: Option<String>,
+    /// The commands run so far with what they printed (`run_key`), and the unit of the
+    /// newest run of each.
+    runs: HashMap<u64, usize>,
+    /// Units of runs that a later run of the same command printing the same superseded: left
+    /// out of the digest (`without_superseded`), the newest standing for both.
+    superseded: Vec<usize>,
+}
+
+/// A command's run: its section, the command and what it printed with every decimal fraction
+/// masked (a test run's timing, "Ran 20 tests in 0.412s"). An agent runs the same failing
+/// test again after reverting its change ("the test fails even without my changes"): the
+/// digest listed the same run twice at full length (a SWE fold's summary of 3,700 tokens),
+/// where the second said nothing new; the newest is kept, in its place (after the edits
+/// between them, which did not change what it printed). Counts, codes and lines are compared
+/// as they are: a run whose failures went from 2 to 1 is a new run.
+fn run_key(section: Section, cmd: &str, outcome: &Outcome<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    section.hash(&mut h);
+    cmd.hash(&mut h);
+    outcome.code.hash(&mut h);
+    outcome.err.hash(&mut h);
+    let text = outcome.text.as_deref().unwrap_or("").as_bytes();
+    let mut i = 0;
+    while i < text.len() {
+        let b = text[i];
+        if b.is_ascii_digit() {
+            let start = i;
+            while i < text.len() && text[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i + 1 < text.len() && text[i] == b'.' && text[i + 1].is_ascii_digit() {
+                i += 1;
+                while i < text.len() && text[i].is_ascii_digit() {
+                    i += 1;
+                }
+                h.write_u8(0xFF);
+            } else {
+                h.write(&text[start..i]);
+            }
+            continue;
+        }
+        h.write_u8(b);
+        i += 1;
+    }
+    h.finish()
 }
 
 impl<'a> Builder<'a> {
@@ -342,6 +388,8 @@ impl<'a> Builder<'a> {
             repeated,
             shown_args: json_compact::ShownArgs::default(),
             carried_command: None,
+            runs: HashMap::new(),
+            superseded: Vec::new(),
         };
         if let Some(prev) = previous {
             merge_previous(&mut b, prev);
@@ -443,12 +491,14 @@ impl<'a> Builder<'a> {
         let section = if err { Section::Errors } else { Section::Calls };
         let changes = !err && changing_call::changes(c.name, &producer);
         if let Producer::Command(cmd) = &producer {
+            let run = run_key(section, cmd, &outcome);
             let idle = reads_only(cmd) || found_nothing(cmd, &outcome);
             let forms = Command {
                 joined: Command::join(cmd),
                 outcome,
             };
             let pushed = self.push_rich(section, Box::new(forms));
+            self.ran(pushed, run);
             self.mark_idle(pushed, idle);
             self.mark_changes(pushed, changes);
             return err;
@@ -476,6 +526,16 @@ impl<'a> Builder<'a> {
             self.mark_rich_top(true);
         }
         pushed
+    }
+
+    /// The unit just added (when `pushed`) is the newest run `run` (`run_key`): the unit of an
+    /// earlier run that printed the same is superseded.
+    fn ran(&mut self, pushed: bool, run: u64) {
+        if pushed {
+            if let Some(old) = self.runs.insert(run, self.entries.len() - 1) {
+                self.superseded.push(old);
+            }
+        }
     }
 
     /// Whether the unit just added (when `pushed`) is idle (`units::Entry::idle`).
@@ -518,8 +578,10 @@ impl<'a> Builder<'a> {
             outcome,
         };
         let section = if err { Section::Errors } else { Section::Calls };
+        let run = run_key(section, cmd, &forms.outcome);
         let idle = reads_only(cmd) || found_nothing(cmd, &forms.outcome);
         let pushed = self.push_rich(section, Box::new(forms));
+        self.ran(pushed, run);
         self.mark_idle(pushed, idle);
         let producer = Producer::Command(Cow::Borrowed(cmd));
         self.mark_changes(pushed, !err && changing_call::changes("", &producer));
@@ -1107,13 +1169,41 @@ fn written<'a>(
     let header = w.header(opt.instructions);
     let short = w.short_header();
     let Walk { b, .. } = w;
-    let fitted = pack::fit(&b.entries, &header, &short, &ranked, est, opt.max_tokens);
+    let entries = without_superseded(b.entries, &b.superseded);
+    let fitted = pack::fit(&entries, &header, &short, &ranked, est, opt.max_tokens);
     Digested {
         text: fitted.text,
         ranked,
         requests_left_out: fitted.requests_left_out,
         requests: fitted.requests,
     }
+}
+
+/// `entries` without those of `superseded` (`Builder::ran`), each unit's `from` (the request
+/// that says a rule) moved to the request's new place.
+fn without_superseded<'a>(entries: Vec<Entry<'a>>, superseded: &[usize]) -> Vec<Entry<'a>> {
+    if superseded.is_empty() {
+        return entries;
+    }
+    let mut gone = vec![false; entries.len()];
+    for &i in superseded {
+        gone[i] = true;
+    }
+    let mut at = Vec::with_capacity(entries.len());
+    let mut k = 0;
+    for &g in &gone {
+        at.push(k);
+        k += usize::from(!g);
+    }
+    entries
+        .into_iter()
+        .zip(gone)
+        .filter(|(_, g)| !g)
+        .map(|(mut e, _)| {
+            e.from = e.from.map(|q| at[q]);
+            e
+        })
+        .collect()
 }
 
 fn short_header(n: usize) -> String {
@@ -3027,6 +3117,54 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("astropy/modeling/separable.py"));
+    }
+
+    /// The same failing test run again, printing the same but its timing: one line, the
+    /// newest, after the edit between them; a run whose failures changed is a run of its own.
+    #[test]
+    fn a_run_that_printed_the_same_again_is_listed_once_as_the_newest() {
+        let run = |secs: &str, failed: u32| {
+            format!(
+                "<returncode>1</returncode>\n<output>\nsss...F...s\n=== FAIL: test_custom_fields \
+                 (inspectdb.tests.InspectDBTestCase)\nAssertionError: 'myfields.TextField' not found\n\
+                 Ran 20 tests in {secs}s\nFAILED (failures={failed}, skipped=4)\n</output>"
+            )
+        };
+        let turns = [
+            (
+                "THOUGHT: run the tests\n\n```bash\n./tests/runtests.py inspectdb\n```",
+                run("0.412", 1),
+            ),
+            (
+                "THOUGHT: revert\n\n```bash\ngit checkout django/core/management/commands/inspectdb.py\n```",
+                "<returncode>0</returncode>\n<output>\nUpdated 1 path from the index\n</output>"
+                    .to_string(),
+            ),
+            (
+                "THOUGHT: again\n\n```bash\n./tests/runtests.py inspectdb\n```",
+                run("0.398", 1),
+            ),
+            (
+                "THOUGHT: and again after the fix\n\n```bash\n./tests/runtests.py inspectdb\n```",
+                run("0.401", 2),
+            ),
+        ];
+        let mut msgs = vec![Message::text("user", "Fix inspectdb's foreign keys.")];
+        for (cmd, out) in &turns {
+            msgs.push(Message::text("assistant", cmd));
+            msgs.push(Message::text("user", out));
+        }
+        let d = digest_within(&msgs, 4_000);
+        assert_eq!(d.matches("failures=1").count(), 1, "{d}");
+        assert_eq!(d.matches("failures=2").count(), 1, "{d}");
+        // (Its timing is the newest run's, listed after the revert.)
+        let errors = d.split("## Errors").nth(1).unwrap_or("");
+        let errors = errors.split("\n## ").next().unwrap_or("");
+        assert!(
+            errors.contains("0.398s") && !errors.contains("0.412s"),
+            "{d}"
+        );
+        assert!(d.contains("Earlier conversation folded by contextfold (9 messages: 1 user requests, 4 tool calls, 3 errors)"), "{d}");
     }
 
     /// Requests that must go to fit the room: the courtesies first, then the oldest. Before,
