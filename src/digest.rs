@@ -565,9 +565,10 @@ impl<'a> Builder<'a> {
     fn command(&mut self, cmd: &str, observation: Cow<'a, str>, refused: bool) -> bool {
         // A refusal's first line says why; the rest is the harness's instructions, the same
         // every time (a SWE fold's five refusals took more of its Errors than its tracebacks).
+        // It says the command did not run: "$ python3 apply_fix.py -> error: Please always
+        // provide EXACTLY ONE action ..." read as the script's own failure.
         let observation = match observation {
-            Cow::Borrowed(t) if refused => Cow::Borrowed(first_line(t)),
-            Cow::Owned(t) if refused => Cow::Owned(first_line(&t).to_string()),
+            t if refused => Cow::Owned(format!("{NOT_RUN}{}", first_line(&t))),
             o => o,
         };
         let mut outcome = outcome_of(observation, cmd);
@@ -588,6 +589,9 @@ impl<'a> Builder<'a> {
         err
     }
 }
+
+/// What a refused command's line says before the harness's reason.
+const NOT_RUN: &str = "not run, the turn was refused: ";
 
 /// Whether the run of `cmd` was a search that matched nothing (`tool_outcome::found_nothing`).
 /// Idle as a printed file is (`units::Entry::idle`): it can be run again, and what it says
@@ -3498,7 +3502,9 @@ mod tests {
         let d = digest_within(&msgs, 800);
         let errors = section_of(&d, "## Errors");
         assert!(
-            errors.contains("$ python app.py -> error: Please always provide EXACTLY ONE action"),
+            errors.contains(
+                "$ python app.py -> error: not run, the turn was refused: Please always provide EXACTLY ONE action"
+            ),
             "{d}"
         );
         // Its first line says why; the harness's instructions after it are left out.
