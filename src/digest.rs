@@ -350,28 +350,30 @@ fn run_key(section: Section, cmd: &str, outcome: &Outcome<'_>) -> u64 {
     outcome.code.hash(&mut h);
     outcome.err.hash(&mut h);
     let text = outcome.text.as_deref().unwrap_or("").as_bytes();
-    let mut i = 0;
+    // Hashed a stretch at a time: the text up to each number written whole, a number as it is
+    // or as one mark where it has a fraction (byte by byte, an output of megabytes cost 5% of a
+    // digest).
+    let (mut i, mut from) = (0, 0);
     while i < text.len() {
-        let b = text[i];
-        if b.is_ascii_digit() {
-            let start = i;
+        if !text[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < text.len() && text[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i + 1 < text.len() && text[i] == b'.' && text[i + 1].is_ascii_digit() {
+            h.write(&text[from..start]);
+            i += 1;
             while i < text.len() && text[i].is_ascii_digit() {
                 i += 1;
             }
-            if i + 1 < text.len() && text[i] == b'.' && text[i + 1].is_ascii_digit() {
-                i += 1;
-                while i < text.len() && text[i].is_ascii_digit() {
-                    i += 1;
-                }
-                h.write_u8(0xFF);
-            } else {
-                h.write(&text[start..i]);
-            }
-            continue;
+            h.write_u8(0xFF);
+            from = i;
         }
-        h.write_u8(b);
-        i += 1;
     }
+    h.write(&text[from..]);
     h.finish()
 }
 
@@ -1004,11 +1006,12 @@ pub struct Digested {
     pub text: String,
     /// The span's identifiers and those the previous summary carries, ranked.
     pub ranked: Vec<Ident>,
-    /// The user's requests (of the span and the previous summary; courtesies and requests a
-    /// standing rule says whole aside) the text leaves out: under extreme pressure the oldest
-    /// but the first go, and a caller says so rather than drop them silently.
+    /// The user's requests (of the span and the previous summary; courtesies aside) the text
+    /// leaves out: under extreme pressure the oldest but the first go, and a caller says so
+    /// rather than drop them silently. A request a standing rule says whole is kept as that
+    /// rule.
     pub requests_left_out: usize,
-    /// The requests counted the same way.
+    /// The requests, courtesies aside.
     pub requests: usize,
 }
 
@@ -1511,7 +1514,7 @@ mod tests {
 
     /// The count of requests a digest leaves out is the count its requests section misses,
     /// in a packing (a tight room) and in the floor (a room that holds no packing); thanks
-    /// asked nothing and a request a rule says whole is written as that rule: neither counts.
+    /// asked nothing (not counted), and a request a rule says whole is kept as that rule.
     #[test]
     fn a_digest_counts_the_requests_it_leaves_out() {
         let texts: Vec<String> = (0..40)
@@ -1543,7 +1546,10 @@ mod tests {
                 ..Default::default()
             };
             let d = digest_indexed(&msgs, &est(), &opt, None);
-            assert_eq!(d.requests, 40, "{room}: thanks and the rule aside");
+            assert_eq!(
+                d.requests, 41,
+                "{room}: thanks aside; the rule.s request kept as the rule"
+            );
             assert_eq!(
                 d.requests_left_out,
                 40 - listed(&d.text),

@@ -729,8 +729,8 @@ def extractive_digest_report(
     cache: MessageCache | None = None,
 ) -> tuple[str, int, int]:
     """``extractive_digest``, with how many of the user's requests (of ``messages`` and
-    ``previous``; courtesies and requests a standing rule says whole aside) it left out, and of
-    how many: ``(text, left_out, requests)``."""
+    ``previous``; courtesies aside; one a standing rule says whole is kept as it) it left out,
+    and of how many: ``(text, left_out, requests)``."""
 
 def requests_section(
     messages: Sequence[Any],

@@ -291,7 +291,7 @@ fn extractive_digest(
 }
 
 /// `extractive_digest`, with how many of the user's requests (of `messages` and `previous`;
-/// courtesies and requests a standing rule says whole aside) it left out, and of how many:
+/// courtesies aside; one a standing rule says whole is kept as it) it left out, and of how many:
 /// `(text, left_out, requests)`.
 #[pyfunction]
 #[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None, instructions=None, cache=None))]
