@@ -1423,6 +1423,12 @@ def _said(said: dict[str, tuple[str, ...]], request: tuple[Any, SummaryRequest],
     for the result. (A digest's text is sent as written, keyed ``"="``; a model's gets the
     requests, rules and index appended, keyed ``"~"``: see ``_with_said``.)"""
     notes = getattr(answer, "notes", ())
+    if isinstance(notes, str):
+        # (One note given as a string, not a tuple: split, it was a note per character.)
+        notes = (notes,)
+    elif not isinstance(notes, (tuple, list)):
+        # (A summarizer's own type: a bare int raised TypeError out of compact().)
+        notes = ()
     if notes and isinstance(answer.text, str):
         exact = isinstance(request[0], ExtractiveSummarizer)
         said[("=" if exact else "~") + answer.text.strip()] = tuple(str(n) for n in notes)

@@ -613,6 +613,14 @@ pub(crate) fn body<'a, V: Input<'a>>(b: &V) -> ReadResult<Body<'a, V>, V::Error>
         list_items(tools, "tools")?
     };
     for (j, t) in tools.into_iter().enumerate() {
+        // (A None, a number or a string in the list held no tool: its tools went unpriced
+        // without a word, where chat and Anthropic bodies name the item.)
+        if !matches!(t.shape(), super::Shape::Map | super::Shape::Object) {
+            return Err(invalid(
+                format!("tools[{j}]"),
+                super::read::not_a_tool(&t.type_name()),
+            ));
+        }
         let decls = match t.get(Key::functionDeclarations).src()? {
             Some(d) => Some(d),
             None => t.get(Key::function_declarations).src()?,

@@ -656,3 +656,14 @@ def test_a_gemini_tools_object_is_read_as_one_tool() -> None:
     body = {"model": "gemini-2.0-flash", "contents": [{"role": "user", "parts": [{"text": "Capital of France?"}]}]}
     assert cf.estimate_request({**body, "tools": tool}) == cf.estimate_request({**body, "tools": [tool]})
     assert cf.breakdown_request({**body, "tools": tool}).by_tool.keys() == {"get_capital"}
+
+
+@pytest.mark.parametrize("item", [None, 5, "x", [[]]], ids=["none", "int", "str", "list"])
+def test_a_gemini_tools_item_that_is_no_tool_is_named(item: Any) -> None:
+    """Such an item was passed over without a word, its tools unpriced, where chat and Anthropic
+    bodies name it."""
+    body = {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "tools": [item]}
+    with pytest.raises(ValueError, match="tool definition") as e:
+        cf.estimate_request(body)
+    assert e.value.field == "tools[0]"  # type: ignore[attr-defined]

@@ -1699,3 +1699,18 @@ def test_a_summarizer_s_notes_reach_the_compaction_that_sends_its_text() -> None
                      summarizer=Saying("## Goal\n" + "flight HAT200 checked again. " * 600)).compact(msgs)
     assert r.strategy_used == "summarize" and r.fallback_used
     assert "the model was asked in French" not in r.notes, r.notes
+
+
+@pytest.mark.parametrize("notes", ["one note as a string", 5, None, ("a", 7)], ids=["str", "int", "none", "mixed"])
+def test_a_summarizer_s_notes_of_another_type_never_fail_the_compaction(notes: Any) -> None:
+    class Saying(_FixedSummarizer):
+        def summarize(self, request: SummaryRequest) -> SummaryResult:
+            return SummaryResult(self.text, notes=notes)
+
+    msgs = _flight_checks()
+    before = copy.deepcopy(msgs)
+    r = cf.Compactor(budget=1_200, strategy="summarize",
+                     summarizer=Saying("## Goal\nChange reservation OBUT9V.")).compact(msgs)
+    assert r.strategy_used == "summarize" and msgs == before
+    said = {"one note as a string": ["one note as a string"], 5: [], None: [], ("a", 7): ["a", "7"]}[notes]
+    assert [n for n in r.notes if n in ("one note as a string", "a", "7")] == said, r.notes
