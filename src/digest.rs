@@ -335,8 +335,21 @@ struct Builder<'a> {
     superseded: Vec<usize>,
 }
 
-/// A command's run: its section, the command and what it printed with every decimal fraction
-/// masked (a test run's timing, "Ran 20 tests in 0.412s"). An agent runs the same failing
+/// Whether `rest` (what follows a decimal number) opens with a unit of time: "s", "ms", "sec",
+/// "seconds" (after at most one space), then no letter or digit.
+fn is_duration_unit(rest: &[u8]) -> bool {
+    let rest = rest.strip_prefix(b" ").unwrap_or(rest);
+    ["seconds", "second", "secs", "sec", "ms", "s"]
+        .iter()
+        .any(|u| {
+            rest.starts_with(u.as_bytes())
+                && rest.get(u.len()).is_none_or(|b| !b.is_ascii_alphanumeric())
+        })
+}
+
+/// A command's run: its section, the command and what it printed with every duration masked
+/// (a test run's timing, "Ran 20 tests in 0.412s"; other figures are compared as they are: a
+/// loss that went from 2.31 to 0.05 is a new run). An agent runs the same failing
 /// test again after reverting its change ("the test fails even without my changes"): the
 /// digest listed the same run twice at full length (a SWE fold's summary of 3,700 tokens),
 /// where the second said nothing new; the newest is kept, in its place (after the edits
@@ -364,13 +377,15 @@ fn run_key(section: Section, cmd: &str, outcome: &Outcome<'_>) -> u64 {
             i += 1;
         }
         if i + 1 < text.len() && text[i] == b'.' && text[i + 1].is_ascii_digit() {
-            h.write(&text[from..start]);
             i += 1;
             while i < text.len() && text[i].is_ascii_digit() {
                 i += 1;
             }
-            h.write_u8(0xFF);
-            from = i;
+            if is_duration_unit(&text[i..]) {
+                h.write(&text[from..start]);
+                h.write_u8(0xFF);
+                from = i;
+            }
         }
     }
     h.write(&text[from..]);
@@ -790,7 +805,11 @@ impl<'a> Walk<'a> {
         // return code where the agent's do: a person's words right after the summary (which
         // the agent then answers) are no output of it.
         let waiting = self.prev_command.is_some() && !(self.carried && self.coded && !coded_here);
-        coded_here || (waiting && after_assistant && (!self.coded || answered))
+        // A turn of several shell blocks is answered by the harness's refusal (`user_text`),
+        // never by a person, wherever the span ends: at the span's end the refusal was read as
+        // a user request (178 of 178 SWE spans that end on one; 7 of 348 summaries wrote it).
+        let refusal = self.coded && self.prev_blocks > 1 && after_assistant && waiting;
+        coded_here || refusal || (waiting && after_assistant && (!self.coded || answered))
     }
 
     /// A user turn's `text` (message `k`): a request, or a text agent's observation.
@@ -3175,6 +3194,34 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("Earlier conversation folded by contextfold (9 messages: 1 user requests, 4 tool calls, 3 errors)"), "{d}");
+    }
+
+    /// Only durations are masked: a script that printed other figures the second time ran
+    /// anew (both lines stay).
+    #[test]
+    fn a_run_that_printed_other_figures_is_a_run_of_its_own() {
+        let outs: Vec<String> = [
+            "loss 2.31 acc 0.12 (3.2s)",
+            "loss 0.05 acc 0.99 (3.1s)",
+            "loss 0.05 acc 0.99 (2.9s)",
+        ]
+        .iter()
+        .map(|o| format!("<returncode>0</returncode>\n<output>\n{o}\n</output>"))
+        .collect();
+        let mut msgs = vec![Message::text("user", "Train the model.")];
+        for out in &outs {
+            msgs.push(Message::text(
+                "assistant",
+                "THOUGHT: train\n\n```bash\npython train.py\n```",
+            ));
+            msgs.push(Message::text("user", out));
+        }
+        let d = digest_within(&msgs, 4_000);
+        assert_eq!(d.matches("$ python train.py").count(), 2, "{d}");
+        assert!(
+            d.contains("loss 2.31") && d.contains("(2.9s)") && !d.contains("(3.1s)"),
+            "{d}"
+        );
     }
 
     /// Requests that must go to fit the room: the courtesies first, then the oldest. Before,

@@ -368,6 +368,15 @@ def _stored(marker: str, clause: str, keep: Callable[[], None]) -> str:
 _ENVELOPE_GUESS = 12
 
 
+def _roles_after(before: Any, fmt: str) -> tuple[str, ...]:
+    """The roles a message the compaction writes may take right after ``before``: never a user
+    turn after a chat tool result (Mistral's validator refuses tool -> user, as for the summary:
+    ``Dialect::refuses_user_after_tool``; a fold marker took the user role there)."""
+    if fmt == "chat" and isinstance(before, dict) and before.get("role") == "tool":
+        return ("assistant",)
+    return ("assistant", "user")
+
+
 def _rules_between(rules: RulesSummary, folded: list[int], front: list[Any], tail: list[Any],
                    origin: list[int | None], *, check: Check, like: Callable[[dict[str, Any]], Any], fmt: str,
                    budget: int, hard: Callable[[list[Any], list[int | None]], list[Any]]) -> tuple[list[Any], int, str] | None:
@@ -382,7 +391,7 @@ def _rules_between(rules: RulesSummary, folded: list[int], front: list[Any], tai
         masked = hard(front + tail, [k for k in origin if k is not None])
         front, tail = masked[:len(front)], masked[len(front):]
         without, _ = check(front + tail, plain)
-    for between in ("assistant", "user"):
+    for between in _roles_after(front[-1] if front else None, fmt):
         room = budget - without - _ENVELOPE_GUESS
         for _ in range(3):
             made = rules(folded, room) if room > 0 else None
@@ -523,7 +532,7 @@ def bare_history(
             line = marker.format(n=len(folded), calls=named)
             # A marker message between the head and the tail (the check rejects the role that
             # would meet its own kind at a seam).
-            for between in ("assistant", "user"):
+            for between in _roles_after(base[front[-1]], fmt):
                 added = like(json.loads(_core.summary_message(line, format=fmt, role=between)))  # type: ignore[arg-type]
                 got = attempt([base[i] for i in front] + [added] + [base[i] for i in tail], [*front, None, *tail])
                 if got is not None:

@@ -997,7 +997,6 @@ pub(super) fn fit(
         // fuller digests left the successive SWE compactions' tails less to take: 33 of 903
         // under 95% of the budget against 26.)
         Some((used, text, packed)) => {
-            let (left_out, requests) = requests_kept(entries, |i| packed.slots[i].alive);
             let (mut best, mut best_used) = (text, used);
             let mut target = budget * 0.99;
             let mut raised = false;
@@ -1021,9 +1020,11 @@ pub(super) fn fit(
                 }
                 target += budget * 0.99 - t;
             }
+            let (requests_left_out, requests) =
+                requests_kept(entries, |i| packed.slots[i].alive, &best);
             Fitted {
                 text: best,
-                requests_left_out: left_out,
+                requests_left_out,
                 requests,
             }
         }
@@ -1042,11 +1043,15 @@ pub(super) struct Fitted {
 }
 
 /// Of the requests that ask something (`Entry::idle` ones ask nothing: "thanks!"): how many
-/// `kept` (by entry) says are not in the digest, and how many there are. A request a standing
-/// rule of the digest says whole is written as that rule: kept. (The rules are searched in
-/// the requests left out alone: searched in every request, the count cost 3% of a digest of
-/// the 10k history.)
-fn requests_kept(entries: &[Entry<'_>], kept: impl Fn(usize) -> bool) -> (usize, usize) {
+/// `kept` (by entry) says are not in the digest `text`, and how many there are. A request a
+/// standing rule says whole is written as that rule: kept where `text` holds the rule (a floor
+/// of a few tokens holds none). (The rules are searched in the requests left out alone:
+/// searched in every request, the count cost 3% of a digest of the 10k history.)
+fn requests_kept(
+    entries: &[Entry<'_>],
+    kept: impl Fn(usize) -> bool,
+    text: &str,
+) -> (usize, usize) {
     let asking = |e: &Entry<'_>| e.section == Section::Requests && !e.idle;
     let requests = entries.iter().filter(|e| asking(e)).count();
     let out: Vec<&Entry<'_>> = entries
@@ -1062,6 +1067,7 @@ fn requests_kept(entries: &[Entry<'_>], kept: impl Fn(usize) -> bool) -> (usize,
         .iter()
         .filter(|e| e.section == Section::Rules)
         .map(Entry::richest)
+        .filter(|r| text.contains(r))
         .collect();
     let said = said_by_rules_of(out.iter().map(|e| e.richest().trim()), &rules);
     (said.iter().filter(|&&s| !s).count(), requests)
@@ -1110,7 +1116,7 @@ fn floor(
         for &i in kept {
             is_kept[i] = true;
         }
-        let (requests_left_out, requests) = requests_kept(entries, |i| is_kept[i]);
+        let (requests_left_out, requests) = requests_kept(entries, |i| is_kept[i], &text);
         Fitted {
             text,
             requests_left_out,

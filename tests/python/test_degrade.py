@@ -589,3 +589,32 @@ def test_a_fold_of_standing_rules_alone_keeps_a_pinned_turn_verbatim() -> None:
                 assert any(m is pinned for m in r.messages), r.notes
             current = list(r.messages)
     assert held >= 2
+
+
+def test_a_fold_marker_is_never_a_user_turn_right_after_a_kept_tool_result() -> None:
+    # Where no summary fits, a marker line stands for the fold: in chat it took the user role
+    # right after a head ending on a tool result, which Mistral's validator refuses (tool ->
+    # user), as it refuses a summary there. (The bundled dialogues with the head through each
+    # tool result: 253 marker folds, 7 of them so, all in the 23rd dialogue.)
+    from test_compactor import tau
+
+    markers = 0
+    for conv in tau():
+        msgs, tools = conv["messages"], conv.get("tools")
+        full = cf.estimate(msgs, model="gpt-4o", tools=tools)
+        for k, m in enumerate(msgs):
+            if m["role"] != "tool" or k + 3 >= len(msgs):
+                continue
+            for share in (0.5, 0.6, 0.7, 0.8):
+                try:
+                    r = cf.Compactor(model="gpt-4o", tools=tools, budget=int(full * share), min_tail=1,
+                                     protect_first_n=k + 1).compact(msgs)
+                except cf.CompactionError:
+                    continue
+                if not any("without a summary (no room for one)" in n for n in r.notes):
+                    continue
+                markers += 1
+                out = r.messages
+                assert out[k]["role"] == "tool" and out[k + 1]["role"] == "assistant", out[k + 1]
+                assert shape_problems(out, "chat") == []
+    assert markers == 246, markers

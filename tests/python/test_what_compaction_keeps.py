@@ -1680,7 +1680,7 @@ def test_the_digest_says_how_many_user_requests_it_left_out(run_async: bool) -> 
     assert len(notes) == 1, notes
     left_out, total = map(int, re.match(r"(\d+) of the (\d+) user requests", notes[0]).groups())
     assert left_out == len(asked - shown) >= 10 and total <= len(asked)
-    assert "R000" in shown  # (the very first stays)
+    assert "R000" in shown  # (the first requests stay where the packing holds any)
 
 
 def test_a_summarizer_s_notes_reach_the_compaction_that_sends_its_text() -> None:

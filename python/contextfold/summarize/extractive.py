@@ -44,8 +44,8 @@ class ExtractiveSummarizer:
         # (Said, not dropped silently: the summary is these requests' only home.)
         return SummaryResult(text=text, notes=(
             f"{left_out} of the {requests} user requests of the fold and the previous summary did not fit "
-            f"the digest's room ({room} tokens, even at their shortest): the oldest went first, the very first "
-            f"stays; raise the budget or summary_max_tokens to keep them",))
+            f"the digest's room ({room} tokens, even at their shortest), the oldest first; raise the budget "
+            f"or summary_max_tokens to keep them",))
 
     async def asummarize(self, request: SummaryRequest) -> SummaryResult:
         """As ``summarize``, in a worker thread (the digest releases the GIL for its walk): the
