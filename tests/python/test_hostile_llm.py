@@ -247,3 +247,11 @@ def test_an_index_heading_the_model_writes_mid_summary_cuts_nothing_from_the_nex
     previous = prompt.split("<previous_summary>")[1].split("</previous_summary>")[0]
     for kept in ("## Open tasks", "Run the whole suite.", "## Next step", "## User requests"):
         assert kept in previous, kept
+
+
+def test_a_lone_surrogate_in_a_summary_request_s_model_is_read_as_u_fffd() -> None:
+    # It raised a UnicodeEncodeError that named no field, out of the digest.
+    request = cf.SummaryRequest(messages=[{"role": "user", "content": "Fix the parser."}], provider="openai",
+                                model="gpt-4o \ud800", max_tokens=100)
+    assert request.model == "gpt-4o \ufffd"
+    assert "Fix the parser." in cf.ExtractiveSummarizer().summarize(request).text

@@ -45,8 +45,9 @@ class SummaryRequest:
 
     def __post_init__(self) -> None:
         # Every summarizer hands these texts to the core (the extractive digest, every one's
-        # fallback, directly): a lone surrogate in them raised a bare UnicodeEncodeError there.
-        for name in ("previous_summary", "instructions"):
+        # fallback, directly): a lone surrogate in them raised a bare UnicodeEncodeError there
+        # (the model's name too: a UnicodeEncodeError that named no field).
+        for name in ("model", "previous_summary", "instructions"):
             value = getattr(self, name)
             if isinstance(value, str):
                 object.__setattr__(self, name, utf8_text(value))
