@@ -26,6 +26,7 @@ from contextfold.serve.apis import API_BY_NAME
 from contextfold.serve.config import ServeConfig
 
 from proxy_support import ProxyServer, RecordingUpstream
+from test_serve import _RecordingDigest
 from transcripts import LOCAL, load_conversations
 from wire_shapes import convert
 
@@ -99,18 +100,6 @@ class _Client:
 
     def close(self) -> None:
         self.sdk.close()
-
-
-class _RecordingDigest(cf.ExtractiveSummarizer):
-    """The proxy's extractive digest, the messages of each request it summarized kept."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.read: list[list[Any]] = []
-
-    def summarize(self, request: Any) -> Any:
-        self.read.append(list(request.messages))
-        return super().summarize(request)
 
 
 def _texts(value: Any) -> set[str]:
