@@ -348,13 +348,12 @@ fn is_duration_unit(rest: &[u8]) -> bool {
 }
 
 /// A command's run: its section, the command and what it printed with every duration masked
-/// (a test run's timing, "Ran 20 tests in 0.412s"; other figures are compared as they are: a
-/// loss that went from 2.31 to 0.05 is a new run). An agent runs the same failing
-/// test again after reverting its change ("the test fails even without my changes"): the
-/// digest listed the same run twice at full length (a SWE fold's summary of 3,700 tokens),
-/// where the second said nothing new; the newest is kept, in its place (after the edits
-/// between them, which did not change what it printed). Counts, codes and lines are compared
-/// as they are: a run whose failures went from 2 to 1 is a new run.
+/// (a test run's timing, "Ran 20 tests in 0.412s"). An agent runs the same failing test again
+/// after reverting its change ("the test fails even without my changes"): the digest listed
+/// the same run twice at full length, where the second said nothing new; the newest is kept,
+/// in its place (after the edits between them, which did not change what it printed). Every
+/// other figure is compared as it is: a run whose failures went from 2 to 1, or whose loss went
+/// from 2.31 to 0.05, is a new run.
 fn run_key(section: Section, cmd: &str, outcome: &Outcome<'_>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
@@ -363,9 +362,8 @@ fn run_key(section: Section, cmd: &str, outcome: &Outcome<'_>) -> u64 {
     outcome.code.hash(&mut h);
     outcome.err.hash(&mut h);
     let text = outcome.text.as_deref().unwrap_or("").as_bytes();
-    // Hashed a stretch at a time: the text up to each number written whole, a number as it is
-    // or as one mark where it has a fraction (byte by byte, an output of megabytes cost 5% of a
-    // digest).
+    // Hashed a stretch at a time (an output may run to megabytes): the text up to each
+    // duration whole, the duration as one mark.
     let (mut i, mut from) = (0, 0);
     while i < text.len() {
         if !text[i].is_ascii_digit() {

@@ -520,7 +520,7 @@ class Compactor(RoomFill, RecoverableFolds):
         """Compact ``messages`` (see the class docstring); the caller's list is not altered."""
         steps = self._steps(messages)
         usage: SummaryUsage | None = None
-        said: dict[str, tuple[str, ...]] = {}
+        said: _Said = {}
         try:
             request = next(steps)
             while True:
@@ -542,7 +542,7 @@ class Compactor(RoomFill, RecoverableFolds):
         longer, compactions 1.3x slower)."""
         steps = self._steps(messages)
         usage: SummaryUsage | None = None
-        said: dict[str, tuple[str, ...]] = {}
+        said: _Said = {}
         try:
             request = next(steps)
             while True:
@@ -1416,12 +1416,16 @@ def _added(total: SummaryUsage | None, more: SummaryUsage | None) -> SummaryUsag
     return more if total is None else total + more
 
 
-def _said(said: dict[str, tuple[str, ...]], request: tuple[Any, SummaryRequest],
-          answer: SummaryResult) -> dict[str, tuple[str, ...]]:
-    """``said`` with what ``answer``'s summarizer said of its text (``SummaryResult.notes``), by
-    that text: a compaction asks for summaries at several rooms, and only the one it sends speaks
-    for the result. (A digest's text is sent as written, keyed ``"="``; a model's gets the
-    requests, rules and index appended, keyed ``"~"``: see ``_with_said``.)"""
+#: What summarizers said of their texts in one compaction (``SummaryResult.notes``): by
+#: (whether the text is sent as written, the text).
+_Said = dict[tuple[bool, str], tuple[str, ...]]
+
+
+def _said(said: _Said, request: tuple[Any, SummaryRequest], answer: SummaryResult) -> _Said:
+    """``said`` with what ``answer``'s summarizer said of its text, by that text: a compaction
+    asks for summaries at several rooms, and only the one it sends speaks for the result. (A
+    digest's text is sent as written; a model's gets the requests, rules and index appended:
+    see ``_with_said``.)"""
     notes = getattr(answer, "notes", ())
     if isinstance(notes, str):
         # (One note given as a string, not a tuple: split, it was a note per character.)
@@ -1431,26 +1435,25 @@ def _said(said: dict[str, tuple[str, ...]], request: tuple[Any, SummaryRequest],
         notes = ()
     if notes and isinstance(answer.text, str):
         exact = isinstance(request[0], ExtractiveSummarizer)
-        said[("=" if exact else "~") + answer.text.strip()] = tuple(str(n) for n in notes)
+        said[exact, answer.text.strip()] = tuple(str(n) for n in notes)
     return said
 
 
-def _with_said(result: CompactionResult, said: dict[str, tuple[str, ...]]) -> CompactionResult:
+def _with_said(result: CompactionResult, said: _Said) -> CompactionResult:
     """``result`` with the notes of the summary it sends (``_said``): the digest's by its whole
     text, a model's where every line of its text stands in the summary sent (the library adds
     lines to it, never changes one but an index heading: ``index_demoted``); the newest first."""
     if not said or not result.summary:
         return result
     summary = result.summary.strip()
-    notes = said.get("=" + summary)
+    notes = said.get((True, summary))
     if notes is None:
         lines = set(summary.splitlines())
-        for key in reversed(said):
-            if key.startswith("~"):
-                own = [ln for ln in index_demoted(key[1:]).splitlines() if ln.strip()]
-                if own and all(ln in lines for ln in own):
-                    notes = said[key]
-                    break
+        for (exact, text), said_of in reversed(said.items()):
+            own = [] if exact else [ln for ln in index_demoted(text).splitlines() if ln.strip()]
+            if own and all(ln in lines for ln in own):
+                notes = said_of
+                break
     if not notes:
         return result
     return dataclasses.replace(result, notes=(*result.notes, *(n for n in notes if n not in result.notes)))

@@ -282,12 +282,17 @@ fn extractive_digest(
     instructions: Option<&str>,
     cache: Option<&MessageCache>,
 ) -> PyResult<String> {
-    let opt = DigestOptions {
+    let report = extractive_digest_report(
+        py,
+        messages,
         max_tokens,
+        provider,
+        model,
         previous,
         instructions,
-    };
-    Ok(digested(py, messages, provider, model, &opt, cache)?.text)
+        cache,
+    )?;
+    Ok(report.0)
 }
 
 /// `extractive_digest`, with how many of the user's requests (of `messages` and `previous`;
@@ -315,6 +320,7 @@ fn extractive_digest_report(
     Ok((d.text, d.requests_left_out, d.requests))
 }
 
+/// The digest of `messages` read through `cache` (its index ranked once per fold: kept there).
 fn digested(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
