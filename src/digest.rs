@@ -721,16 +721,21 @@ struct Walk<'a> {
     /// The first message whose calls, results and thoughts become units (`read_whole_from`):
     /// before it, only requests and rules do, and the rest is counted for the header.
     whole_from: usize,
+    /// Whether the header's counts of errors are wanted: a walk for the requests alone reads no
+    /// call's outcome (on the 10k history, telling failures apart was a third of its time).
+    counting: bool,
 }
 
 impl<'a> Walk<'a> {
     /// A walk over `msgs` (the span, `previous` the summary folded with it) that builds its
-    /// units into `b`, calls and thoughts from message `whole_from` on.
+    /// units into `b`, calls and thoughts from message `whole_from` on; `counting`: whether the
+    /// header's counts of errors are wanted (a walk for the requests alone reads no outcome).
     fn new(
         mut b: Builder<'a>,
         msgs: &'a [Message<'a>],
         previous: Option<&str>,
         whole_from: usize,
+        counting: bool,
     ) -> Self {
         let pending = b.carried_command.take();
         // Whether the agent's observations carry a return code: one of the span's does, or the
@@ -743,7 +748,12 @@ impl<'a> Walk<'a> {
         Walk {
             b,
             msgs,
-            results: results_by_call(msgs),
+            // (Read by the calls made units and by the counts alone.)
+            results: if counting || whole_from < msgs.len() {
+                results_by_call(msgs)
+            } else {
+                HashMap::new()
+            },
             coded,
             // (The recall tool's calls are the library's own, made in text agents' histories too.)
             native: msgs
@@ -757,6 +767,7 @@ impl<'a> Walk<'a> {
             n_errors: 0,
             n_requests: 0,
             whole_from,
+            counting,
         }
     }
 
@@ -832,10 +843,11 @@ impl<'a> Walk<'a> {
             self.n_calls += 1;
             // (Before `whole_from` a command is counted, not made a unit.)
             let err = if k < self.whole_from {
-                refused || {
-                    let o = tool_outcome::read(&text);
-                    o.failure_of(&cmd) || o.exited_ok_reporting_failure(&cmd)
-                }
+                refused
+                    || self.counting && {
+                        let o = tool_outcome::read(&text);
+                        o.failure_of(&cmd) || o.exited_ok_reporting_failure(&cmd)
+                    }
             } else {
                 self.b.command(&cmd, text, refused)
             };
@@ -928,9 +940,10 @@ impl<'a> Walk<'a> {
         }
         for (j, c) in m.calls().enumerate() {
             self.n_calls += 1;
-            if self
-                .result_of(k, m, j)
-                .is_some_and(|r| r.marked_error || call_failed(c, &r.text))
+            if self.counting
+                && self
+                    .result_of(k, m, j)
+                    .is_some_and(|r| r.marked_error || call_failed(c, &r.text))
             {
                 self.n_errors += 1;
             }
@@ -1071,23 +1084,42 @@ pub fn requests_section<'a>(
     est: &Estimator,
     opt: &DigestOptions<'a>,
 ) -> String {
-    let hosts = with_hosts(msgs, opt.previous);
+    requests_sections(msgs, est, opt.previous, &[opt.max_tokens])
+        .pop()
+        .unwrap_or_default()
+}
+
+/// `requests_section` at each room of `rooms` (tokens), in order, from one walk of the span:
+/// a caller that tries a share of its room and then a larger one read a 10k-message fold
+/// three times (its requests are the same in every packing; their forms are built and priced
+/// once).
+pub fn requests_sections<'a>(
+    msgs: &'a [Message<'a>],
+    est: &Estimator,
+    previous: Option<&'a str>,
+    rooms: &[u64],
+) -> Vec<String> {
+    let hosts = with_hosts(msgs, previous);
     let msgs = hosts.as_deref().unwrap_or(msgs);
-    let b = Builder::new(opt.previous, Vec::new(), repeated_edges(msgs));
-    // Requests become units in every message; calls and thoughts in none (they are only
-    // counted before `whole_from`).
-    let mut w = Walk::new(b, msgs, opt.previous, msgs.len());
-    walk(&mut w, opt.previous);
+    let b = Builder::new(previous, Vec::new(), repeated_edges(msgs));
+    // Requests become units in every message; calls and thoughts in none.
+    let mut w = Walk::new(b, msgs, previous, msgs.len(), false);
+    walk(&mut w, previous);
     let Walk { b, .. } = w;
     let mut entries = b.entries;
     entries.retain(|e| e.section == Section::Requests);
-    if entries.is_empty() {
-        return String::new();
-    }
-    pack::fit(&entries, "", "", &[], est, opt.max_tokens)
-        .text
-        .trim()
-        .to_string()
+    rooms
+        .iter()
+        .map(|&room| {
+            if entries.is_empty() {
+                return String::new();
+            }
+            pack::fit(&entries, "", "", &[], est, room)
+                .text
+                .trim()
+                .to_string()
+        })
+        .collect()
 }
 
 /// The span with each message that carries the previous summary and more (a summary merged at
@@ -1135,7 +1167,7 @@ fn digest_reading<'a>(
     ranked: Option<Vec<Ident>>,
 ) -> Digested {
     let b = Builder::new(opt.previous, focus, repeated_edges(msgs));
-    let mut w = Walk::new(b, msgs, opt.previous, whole_from);
+    let mut w = Walk::new(b, msgs, opt.previous, whole_from, true);
     if let Some(ranked) = ranked {
         walk(&mut w, opt.previous);
         return written(w, ranked, est, opt);

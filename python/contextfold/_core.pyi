@@ -64,7 +64,7 @@ __all__ = [
     "tool_costs",
     "summary_block",
     "standing_rules",
-    "requests_section",
+    "requests_sections",
     "summary_hash",
     "summary_message",
     "wire_bytes",
@@ -732,19 +732,20 @@ def extractive_digest_report(
     ``previous``; courtesies aside; one a standing rule says whole is kept as it) it left out,
     and of how many: ``(text, left_out, requests)``."""
 
-def requests_section(
+def requests_sections(
     messages: Sequence[Any],
     /,
     *,
-    max_tokens: int,
+    rooms: Sequence[int],
     provider: _Provider = "openai",
     model: str | None = None,
     previous: str | None = None,
     cache: MessageCache | None = None,
-) -> str:
+) -> list[str]:
     """The user's requests of ``messages`` (a folded span) and of ``previous`` (its requests
-    section carried), as the extractive digest's requests section alone, packed into
-    ``max_tokens`` tokens as the digest packs them; "" when there are none."""
+    section carried), as the extractive digest's requests section alone, packed into each room
+    of ``rooms`` (tokens) as the digest packs them, in order, from one reading of the span; ""
+    where there are none."""
 
 def standing_rules(
     messages: Sequence[Any], /, *, previous: str | None = None, cache: MessageCache | None = None

@@ -139,7 +139,7 @@ def with_index(text: str, folded: Sequence[Any], *, provider: str, model: str | 
 #: Heading of the section ``with_requests`` appends (the extractive digest's own).
 REQUESTS_HEADING = "## User requests"
 #: Share of a model summary's room the user's requests, carried verbatim, take at first. The
-#: extractive digest packs the requests into it (``_core.requests_section``: long ones clipped
+#: extractive digest packs the requests into it (``_core.requests_sections``: long ones clipped
 #: head and tail, then the oldest dropped but the first two); the model is asked for the room
 #: less the index's share and what the requests take.
 REQUESTS_SHARE = 0.3
@@ -182,24 +182,22 @@ def requests_of(span: Sequence[Any], *, previous: str | None, room: int, provide
     the summary overflow its room, and the digest replaced the model's). ``cache``: a
     ``_core.MessageCache`` holding ``span``'s messages, or None."""
     provider = provider if provider in _core.PROVIDERS else "openai"
-
-    def section(max_tokens: int) -> tuple[str, int]:
-        text = _core.requests_section(span, max_tokens=max_tokens, provider=provider,  # type: ignore[arg-type]
-                                      model=model, previous=previous, cache=cache)
-        return text, (summary_text_tokens(text, provider, model) if text else 0)
-
-    whole, whole_tokens = section(_UNBOUNDED)
-    total = _count(whole)
+    caps = [int(room * share) if most is None else max(int(room * REQUESTS_SHARE), min(int(room * share), most))
+            for share in (REQUESTS_SHARE, MAX_REQUESTS_SHARE)]
+    # (Packed at every room from one reading of the span: each its own read cost a 10k-message
+    # fold three walks.)
+    whole, *packed = _core.requests_sections(span, rooms=[_UNBOUNDED, *caps], provider=provider,  # type: ignore[arg-type]
+                                             model=model, previous=previous, cache=cache)
     if not whole:
         return Requests()
-    for share in (REQUESTS_SHARE, MAX_REQUESTS_SHARE):
-        cap = int(room * share) if most is None else max(int(room * REQUESTS_SHARE), min(int(room * share), most))
+    whole_tokens = summary_text_tokens(whole, provider, model)
+    total = _count(whole)
+    for cap, text in zip(caps, packed):
         if whole_tokens <= cap:
             return Requests(whole, whole_tokens, total, total)
-        text, tokens = section(cap)
         if _count(text) == total:
             break
-    return Requests(text, tokens, _count(text), total)
+    return Requests(text, summary_text_tokens(text, provider, model) if text else 0, _count(text), total)
 
 
 def _stated(line: str, said: str) -> bool:

@@ -18,8 +18,9 @@ use crate::compaction::{
     check, plan_priced, summary_message_json, text_block_json, verify, Failure, Placement,
     PlanOptions, PricedEdit, Turn, WireFormat, MIN_SUMMARY_TOKENS, SUMMARY_CLOSE, SUMMARY_OPEN,
 };
-use crate::digest::{digest_indexed, requests_section as digest_requests, DigestOptions, Digested};
-use crate::estimate::Estimator;
+use crate::digest::{
+    digest_indexed, requests_sections as digest_requests, DigestOptions, Digested,
+};
 use crate::message::Message;
 use crate::wire::detect;
 
@@ -349,44 +350,25 @@ fn digested(
     Ok(d)
 }
 
-/// `write` (the digest, or its requests section alone) of `messages` read through `cache`,
-/// priced by `provider` / `model`'s estimator, with the GIL released.
-fn digest_with(
-    py: Python<'_>,
-    messages: &Bound<'_, PyAny>,
-    provider: &str,
-    model: Option<&str>,
-    cache: Option<&MessageCache>,
-    opt: &DigestOptions<'_>,
-    write: for<'m> fn(&'m [Message<'m>], &Estimator, &DigestOptions<'m>) -> String,
-) -> PyResult<String> {
-    let mut est = super::estimator_args::estimator(provider, model)?;
-    with_messages(py, messages, cache, |ms| {
-        est.settle_platform(ms);
-        Ok(py.detach(|| write(ms, &est, opt)))
-    })
-}
-
 /// The user's requests of `messages` (a folded span) and of `previous`, as the digest's requests
-/// section alone, at most `max_tokens` tokens; "" when there are none. `cache`: as
-/// `compaction_plan`'s.
+/// section alone, packed into each room of `rooms` (tokens), in order, from one reading of the
+/// span; "" where there are none. `cache`: as `compaction_plan`'s.
 #[pyfunction]
-#[pyo3(signature = (messages, /, *, max_tokens, provider="openai", model=None, previous=None, cache=None))]
-fn requests_section(
+#[pyo3(signature = (messages, /, *, rooms, provider="openai", model=None, previous=None, cache=None))]
+fn requests_sections(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
-    max_tokens: u64,
+    rooms: Vec<u64>,
     provider: &str,
     model: Option<&str>,
     previous: Option<&str>,
     cache: Option<&MessageCache>,
-) -> PyResult<String> {
-    let opt = DigestOptions {
-        max_tokens,
-        previous,
-        instructions: None,
-    };
-    digest_with(py, messages, provider, model, cache, &opt, digest_requests)
+) -> PyResult<Vec<String>> {
+    let mut est = super::estimator_args::estimator(provider, model)?;
+    with_messages(py, messages, cache, |ms| {
+        est.settle_platform(ms);
+        Ok(py.detach(|| digest_requests(ms, &est, previous, &rooms)))
+    })
 }
 
 /// The standing rules a summary of `messages` (the folded span) must keep, in order: those of
@@ -492,7 +474,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compaction_verify, m)?)?;
     m.add_function(wrap_pyfunction!(extractive_digest, m)?)?;
     m.add_function(wrap_pyfunction!(extractive_digest_report, m)?)?;
-    m.add_function(wrap_pyfunction!(requests_section, m)?)?;
+    m.add_function(wrap_pyfunction!(requests_sections, m)?)?;
     m.add_function(wrap_pyfunction!(standing_rules, m)?)?;
     m.add_function(wrap_pyfunction!(summary_hash, m)?)?;
     m.add_function(wrap_pyfunction!(summary_message, m)?)?;
