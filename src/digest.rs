@@ -2482,6 +2482,50 @@ mod tests {
         );
     }
 
+    /// One walk packed at several rooms gives, room by room, what a walk for each room gives,
+    /// with a previous summary's requests and a text agent's observations in the span (the
+    /// walk for the requests alone reads no outcome; what it builds is the same).
+    #[test]
+    fn requests_sections_pack_each_room_as_a_walk_of_its_own() {
+        let prev = "## User requests\n- Cancel all my future flights that are longer than 3 hours.";
+        let texts: Vec<[String; 3]> = (0..12)
+            .map(|k| {
+                [
+                    format!("Request {k}: rebook segment {k} on the cheapest economy fare and keep seat 1{k}A."),
+                    format!("THOUGHT: check it.\n\n```bash\ncat notes_{k}.txt\n```"),
+                    format!("<returncode>{}</returncode>\n<output>\nerror: no such file\n</output>", k % 2),
+                ]
+            })
+            .collect();
+        let mut msgs = history();
+        for [request, thought, observation] in &texts {
+            msgs.push(Message::text("user", request));
+            msgs.push(Message::text("assistant", thought));
+            msgs.push(Message::text("user", observation));
+        }
+        let rooms = [1u64 << 40, 40, 120, 400, 2_000];
+        let one = requests_sections(&msgs, &est(), Some(prev), &rooms);
+        assert_eq!(one.len(), rooms.len());
+        for (room, text) in rooms.iter().zip(&one) {
+            let alone = requests_section(
+                &msgs,
+                &est(),
+                &DigestOptions {
+                    max_tokens: *room,
+                    previous: Some(prev),
+                    instructions: None,
+                },
+            );
+            assert_eq!(&alone, text, "room {room}");
+        }
+        assert!(
+            one[0].contains("keep seat 111A.") && one[0].contains("Cancel all my future"),
+            "{}",
+            one[0]
+        );
+        assert!(one[1].len() < one[4].len(), "{:?}", one);
+    }
+
     #[test]
     fn sections_hold_requests_calls_errors_files_and_ids() {
         let d = digest(
