@@ -29,10 +29,13 @@ import json
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from contextfold import _core
+from contextfold.compaction_result import CompactionResult
+from contextfold.compaction_run import CompactionRun
 from contextfold.compactor import Compactor
 from contextfold.content_store import ContentStore, MemoryContentStore, RedisContentStore
 from contextfold.errors import CompactionError, InvalidMessageError, UnknownModelError, _InputFaultError
@@ -108,6 +111,12 @@ class Conversation:
     #: the client's message, ``sent`` the one sent.
     newest: bytes | None = None
     newest_at: int = 0
+    #: ``newest`` holds the whole history a bare compaction wrote (``Folder._bare_turn``), sent in
+    #: place of the client's (``newest_at`` is the history's first byte) by this turn only; the
+    #: conversation's fold stays the one before it. ``bare_recall``: that body carries the
+    #: recall tool (its fold marker names a stored id).
+    bare: bool = False
+    bare_recall: bool = False
 
     def record_usage(self, real: int) -> None:
         """Calibrate by the real prompt tokens of the request sent last (``sent`` estimated)."""
@@ -270,6 +279,29 @@ def _edited(raw: bytes, edits: list[tuple[int, int, bytes]]) -> bytes:
     return b"".join(parts)
 
 
+class _Compactor(Compactor):
+    """The proxy's Compactor: ``bare`` says its compaction ended in the last degrading step
+    (``Compactor._bare``: no summary fits; the head, the last user turn and what follows, and a
+    fold marker or the fold's standing rules alone between them), which the proxy sends on its
+    turn only (``Folder._bare_turn``). (Every bare history ``_bare`` makes is the one returned.)"""
+
+    def compact(self, messages: Sequence[Any], /) -> CompactionResult:
+        # (A list, made before the run: the copy a recoverable compaction runs again without the
+        # recall tool shares it.)
+        self._bare_made: list[bool] = []
+        return super().compact(messages)
+
+    @property
+    def bare(self) -> bool:
+        return bool(self._bare_made)
+
+    def _bare(self, run: CompactionRun, *, whole: bool = False) -> CompactionResult | None:
+        result = super()._bare(run, whole=whole)
+        if result is not None:
+            self._bare_made.append(True)
+        return result
+
+
 class Folder:
     """Prices, folds and compacts request bodies for the proxy; thread-safe (``fast`` runs on
     the event loop, ``slow`` on worker threads)."""
@@ -362,7 +394,8 @@ class Folder:
         nxt = Conversation(
             api.name, raw, rec.start, appended.end, rec.n + len(new), rec.before, appended.after, rec.conv_id,
             overhead, rec.orig_tokens + sum(new), msg_tokens, rec.fold, rec.fold_offset, rec.correction,
-            rec.usages, sent, spans, rec.open, rec.space, newest, rec.newest_at)
+            rec.usages, sent, spans, rec.open, rec.space, newest, rec.newest_at,
+            rec.bare and newest is not None, rec.bare_recall)
         with self._lock:
             self._records.replace(rec, nxt)
         return self._outcome(api, nxt, pricing, gate)
@@ -458,7 +491,7 @@ class Folder:
         budget -= pricing.settings_tokens
         cfg = self.config
         try:
-            compactor = Compactor(
+            compactor = _Compactor(
                 provider=api.provider, model=self._known(pricing.model), context_window=gate.window, budget=budget,
                 strategy=cfg.strategy,  # type: ignore[arg-type]
                 summarizer=self.summarizer,
@@ -482,6 +515,11 @@ class Folder:
             return self._not_compacted(api, pricing, rec, prior, gate, f"{type(e).__name__}: {why}")
         if not result.changed or result.strategy_used is None:
             return self._not_compacted(api, pricing, rec, prior, gate, result.reason or "nothing to compact")
+        if compactor.bare:
+            # (Its recall tool is the result's: a recoverable compaction the tool's declaration
+            # tipped over ran again without it, and its marker names no id.)
+            return self._bare_turn(api, pricing, rec, prior, gate, result, work, f,
+                                   compactor.recoverable and declares_recall(result.tools))
         out = result.messages
         i, j = len(out), len(work)
         if result.strategy_used == "mask" and i == j:
@@ -547,6 +585,46 @@ class Folder:
         self._keep(prior, rec)
         o = self._outcome(api, rec, pricing, gate)
         return replace(o, fold="new", reason=None, compacted=True, saved=(o.tokens_before or 0) - (o.tokens_after or 0))
+
+    def _bare_turn(self, api: Api, pricing: Pricing, rec: Conversation, prior: Conversation | None, gate: _Gate,
+                   result: CompactionResult, work: list[Any], f: int, recall: bool) -> Outcome:
+        """A turn whose compaction took its last degrading step (no summary fits: the head, the
+        last user turn and what follows, a fold marker or the standing rules alone between them):
+        the history it wrote goes upstream by this turn only, and the conversation's fold stays
+        the one before it (``rec.fold``, None for none).
+
+        Kept as the fold, a bare history stood for the client's turns in every later turn: the
+        marker in the place of the previous summary, whose turns the next compaction then no
+        longer read (``test_the_proxy_reads_the_turns_behind_its_summaries_again`` failed so).
+        Not kept, its newest message cut to fit (the copy noted nowhere) made the proxy forward
+        the turn as the client sent it: over the budget, at 2.05-2.5 times it (8 turns of 3 of the
+        20 longest SWE runs in chat at a budget of 10% of each run; the airline dialogue of
+        ``_compacting_twice_through_the_proxy``, 4 turns at 1.4-1.7 times). The next turn extends
+        the client's history priced with the fold before, so it is read whole and compacted
+        again, from that fold and the client's own messages."""
+        out = result.messages
+        try:
+            tokens = sum(self._each(api, pricing, out))
+            overhead = self._overhead(api, pricing, rec.fold, recall=recall)
+        except (InvalidMessageError, TypeError, ValueError) as e:
+            return self._not_compacted(api, pricing, rec, prior, gate, f"compaction not priced: {e}")
+        # The client's first messages the body does not carry as they came (the header's count):
+        # the fold's, and every message before the longest run of the client's own objects that
+        # ends the compaction's output.
+        i, j = len(out), len(work)
+        while i > 0 and j > f and out[i - 1] is work[j - 1]:
+            i -= 1
+            j -= 1
+        folded = (rec.fold.k if rec.fold is not None else 0) + (j - f)
+        rec.newest, rec.newest_at = b",".join(json_bytes(m) for m in out), rec.start + 1
+        rec.bare, rec.bare_recall = True, recall
+        # (``msg_tokens`` and ``overhead`` price the client's history with the fold before: the
+        # next turn, over the gate with them, is read whole.)
+        rec.sent = tokens + overhead
+        self._keep(prior, rec)
+        o = self._outcome(api, rec, pricing, gate)
+        return replace(o, strategy=result.strategy_used or "summarize", fold="new", folded=folded, reason=None,
+                       compacted=True, saved=(o.tokens_before or 0) - (o.tokens_after or 0))
 
     def _not_compacted(self, api: Api, pricing: Pricing, rec: Conversation, prior: Conversation | None,
                        gate: _Gate, reason: str) -> Outcome:
@@ -630,17 +708,20 @@ class Folder:
     def _sent(self, api: Api, rec: Conversation, pricing: Pricing, gate: _Gate | None
               ) -> tuple[bytes, RecallRoute | None]:
         """The body to send for ``rec``: its fold spliced in place of the messages it replaces
-        (and the newest message as the compaction cut it, on that turn: ``Conversation.newest``)
-        and, when the fold is recoverable, the recall tool added to ``tools``; with the latter,
-        where the sent body's history ends and how much an answered recall round may take."""
+        (and the newest message as the compaction cut it, or the whole history a bare compaction
+        wrote, on that turn: ``Conversation.newest``) and, when the fold is recoverable, the
+        recall tool added to ``tools``; with the latter, where the sent body's history ends and
+        how much an answered recall round may take."""
         raw, fold = rec.raw, rec.fold
-        if fold is None:
-            return raw, None
         # Edits of ``raw``, in order: (from, to, bytes put there).
-        edits = [(rec.start + 1, rec.fold_offset, fold.payload + b",")]
+        edits: list[tuple[int, int, bytes]] = []
+        if fold is not None and not rec.bare:
+            edits.append((rec.start + 1, rec.fold_offset, fold.payload + b","))
         if rec.newest is not None:
             edits.append((rec.newest_at, rec.end, rec.newest))
-        if not self._offers_recall(fold, pricing):
+        if not edits:
+            return raw, None
+        if not (rec.bare_recall if rec.bare else self._offers_recall(fold, pricing)):
             return _edited(raw, edits), None
         tool = _recall_tool_bytes(api.wire_format)
         span = rec.spans.get("tools")
@@ -664,12 +745,12 @@ class Folder:
             return []
         return _core.estimate_each(messages, provider=api.provider, model=pricing.model)  # type: ignore[arg-type]
 
-    def _overhead(self, api: Api, pricing: Pricing, fold: Fold | None) -> int:
+    def _overhead(self, api: Api, pricing: Pricing, fold: Fold | None, *, recall: bool | None = None) -> int:
         """The tokens a request takes beyond its messages (its settings too, as
         `contextfold.estimate_request` prices them); with the recall tool when a body sent with
-        ``fold`` carries it."""
+        ``fold`` carries it (``recall``, when given, says whether the body carries it)."""
         tools = pricing.tools
-        if self._offers_recall(fold, pricing):
+        if self._offers_recall(fold, pricing) if recall is None else recall:
             tools = [*(tools or ()), recall_tool(api.wire_format)]
         return _core.request_overhead(
             provider=api.provider, model=pricing.model, tools=tools,  # type: ignore[arg-type]
@@ -680,6 +761,6 @@ class Folder:
         before = int((rec.orig_tokens + rec.overhead) * rec.correction)
         after = int(rec.sent * rec.correction)
         fold = rec.fold
-        withheld = pricing.no_recall if fold is not None and self.store is not None else None
+        withheld = pricing.no_recall if (fold is not None or rec.bare) and self.store is not None else None
         return Outcome(body, before, after, fold.strategy if fold else "none", "reused" if fold else "none",
                        fold.k if fold else 0, conversation=rec, recall=recall, recall_withheld=withheld)
