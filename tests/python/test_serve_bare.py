@@ -29,8 +29,7 @@ from contextfold.serve.apis import API_BY_NAME
 from contextfold.serve.config import ServeConfig
 
 from proxy_support import ProxyServer
-from test_serve import _RecordingDigest
-from test_serve_newest import SHAPE, _checked, _Client, _texts, _upstream
+from test_serve_newest import SHAPE, _checked, _sent_turn_by_turn, _texts, _upstream
 from transcripts import LOCAL, load_conversations
 from wire_shapes import convert
 
@@ -56,18 +55,7 @@ def _through_the_proxy(api: str) -> tuple[list[Any], str, int, list[tuple[int, d
     its messages, system prompt and budget, and per turn the history length, the response's
     headers, the body the upstream received and what the proxy's digest read."""
     msgs, system, ends, budget = _swe_run(api)
-    digest = _RecordingDigest()
-    with _upstream(api) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=2 * budget)) as proxy:
-        proxy.proxy.folder.summarizer = digest
-        client = _Client(api, proxy.url, None if api == "chat" else system)
-        try:
-            seen = []
-            for end in ends:
-                read = len(digest.read)
-                headers = client.send(msgs[:end])
-                seen.append((end, headers, up.seen[-1].body, digest.read[read:]))
-        finally:
-            client.close()
+    seen = _sent_turn_by_turn(api, msgs, system, ends, budget)
     return msgs, system, budget, seen
 
 

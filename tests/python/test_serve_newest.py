@@ -140,10 +140,11 @@ def _checked(api: str, body: dict[str, Any], system: str) -> int:
     return tokens
 
 
-@pytest.mark.parametrize("api", list(SHAPE))
-def test_a_newest_output_that_cannot_fit_whole_is_sent_cut_within_the_budget_and_the_next_turns_read_it_whole(api):
-    msgs, system, ends, budget = _swe_run(api)
-    route = API_BY_NAME[api]
+def _sent_turn_by_turn(api: str, msgs: list[Any], system: str, ends: list[int], budget: int
+                       ) -> list[tuple[int, dict[str, str], Any, list[Any]]]:
+    """``msgs[:end]`` for each of ``ends`` sent by ``api``'s SDK through a proxy at ``budget`` with
+    a gate at twice it: per turn the history length, the response's headers, the body the
+    upstream received and what the proxy's digest read."""
     digest = _RecordingDigest()
     with _upstream(api) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=2 * budget)) as proxy:
         proxy.proxy.folder.summarizer = digest
@@ -156,6 +157,14 @@ def test_a_newest_output_that_cannot_fit_whole_is_sent_cut_within_the_budget_and
                 seen.append((end, headers, up.seen[-1].body, digest.read[read:]))
         finally:
             client.close()
+    return seen
+
+
+@pytest.mark.parametrize("api", list(SHAPE))
+def test_a_newest_output_that_cannot_fit_whole_is_sent_cut_within_the_budget_and_the_next_turns_read_it_whole(api):
+    msgs, system, ends, budget = _swe_run(api)
+    route = API_BY_NAME[api]
+    seen = _sent_turn_by_turn(api, msgs, system, ends, budget)
     # The first turn at the gate: the run's first big output is its newest message.
     at = next(i for i, s in enumerate(seen) if int(s[1]["x-contextfold-tokens-before"]) >= 2 * budget)
     (cut_at, headers, body, _), *after = seen[at:]
