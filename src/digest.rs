@@ -1108,12 +1108,12 @@ pub fn requests_sections<'a>(
     let Walk { b, .. } = w;
     let mut entries = b.entries;
     entries.retain(|e| e.section == Section::Requests);
+    if entries.is_empty() {
+        return vec![String::new(); rooms.len()];
+    }
     rooms
         .iter()
         .map(|&room| {
-            if entries.is_empty() {
-                return String::new();
-            }
             pack::fit(&entries, "", "", &[], est, room)
                 .text
                 .trim()
