@@ -140,13 +140,15 @@ def _checked(api: str, body: dict[str, Any], system: str) -> int:
     return tokens
 
 
-def _sent_turn_by_turn(api: str, msgs: list[Any], system: str, ends: list[int], budget: int
+def _sent_turn_by_turn(api: str, msgs: list[Any], system: str, ends: list[int], budget: int, **config: Any
                        ) -> list[tuple[int, dict[str, str], Any, list[Any]]]:
     """``msgs[:end]`` for each of ``ends`` sent by ``api``'s SDK through a proxy at ``budget`` with
-    a gate at twice it: per turn the history length, the response's headers, the body the
-    upstream received and what the proxy's digest read."""
+    a gate at twice it (and ``config``'s other settings, e.g. ``recall=True``): per turn the
+    history length, the response's headers, the body the upstream received and what the proxy's
+    digest read."""
     digest = _RecordingDigest()
-    with _upstream(api) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=2 * budget)) as proxy:
+    with _upstream(api) as up, ProxyServer(ServeConfig(upstream=up.url, budget=budget, trigger=2 * budget,
+                                                       **config)) as proxy:
         proxy.proxy.folder.summarizer = digest
         client = _Client(api, proxy.url, None if api == "chat" else system)
         try:

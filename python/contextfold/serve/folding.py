@@ -150,7 +150,8 @@ class Outcome:
     ``reason``: why nothing was compacted when it should have been; ``refuse``: answer 413;
     ``recall``: the body carries the proxy's recall tool, and where to answer its calls;
     ``recall_withheld``: why a body sent with a fold by a ``--recall`` proxy carries no recall
-    tool and was folded without it (``Pricing.no_recall``), else None."""
+    tool and was folded without it (``Pricing.no_recall``, or ``no-room``: the tool's declaration
+    did not fit in the budget), else None."""
 
     body: bytes
     tokens_before: int | None = None
@@ -515,11 +516,15 @@ class Folder:
             return self._not_compacted(api, pricing, rec, prior, gate, f"{type(e).__name__}: {why}")
         if not result.changed or result.strategy_used is None:
             return self._not_compacted(api, pricing, rec, prior, gate, result.reason or "nothing to compact")
+        # Whether the body carries the recall tool is the result's to say (``result.tools``), not
+        # the Compactor's option: a recoverable compaction the tool's declaration tipped over the
+        # budget ran again without it, its placeholders and summary naming no id, and priced the
+        # history without the tool. Sent with it all the same, an ordinary fold went over the
+        # budget by the tool's price (Anthropic's tool-use prompt and the schema, ~615 tokens:
+        # 5 of 10 compacting turns of django-13925 at 16% of its size, 3,061 tokens of 2,455).
+        recall = compactor.recoverable and declares_recall(result.tools)
         if compactor.bare:
-            # (Its recall tool is the result's: a recoverable compaction the tool's declaration
-            # tipped over ran again without it, and its marker names no id.)
-            return self._bare_turn(api, pricing, rec, prior, gate, result, work, f,
-                                   compactor.recoverable and declares_recall(result.tools))
+            return self._bare_turn(api, pricing, rec, prior, gate, result, work, f, recall)
         out = result.messages
         i, j = len(out), len(work)
         if result.strategy_used == "mask" and i == j:
@@ -561,7 +566,7 @@ class Folder:
         except (InvalidMessageError, TypeError, ValueError) as e:
             return self._not_compacted(api, pricing, rec, prior, gate, f"fold not priced: {e}")
         offset = sb.offsets[new_k]
-        if fold is not None and new_k == k and i == f and fold.recall == compactor.recoverable \
+        if fold is not None and new_k == k and i == f and fold.recall == recall \
                 and all(a is b for a, b in zip(out[:i], prefix, strict=True)):
             # The compaction only cut the newest message: the fold stays as it was.
             new_fold, tokens = fold, fold.tokens
@@ -569,7 +574,7 @@ class Folder:
             spans, sources = _taken_sources(compactor.sources, out[:i], msgs[:new_k])
             key = content_hash(memoryview(raw)[sb.offsets[0]: offset], space=rec.space)
             new_fold = Fold(key, new_k, payload, i, tokens, result.strategy_used,
-                            tuple(compactor.session.summary_hashes), spans, sources, compactor.recoverable)
+                            tuple(compactor.session.summary_hashes), spans, sources, recall)
         try:
             self.cache.put(rec.conv_id, new_fold)
         except Exception as e:  # noqa: BLE001 - a cache that cannot store still lets this turn through
@@ -762,5 +767,9 @@ class Folder:
         after = int(rec.sent * rec.correction)
         fold = rec.fold
         withheld = pricing.no_recall if (fold is not None or rec.bare) and self.store is not None else None
+        if withheld is None and recall is None and (fold is not None or rec.bare) and self._recoverable(pricing):
+            # A request offered recall whose fold names no id: the tool's declaration did not fit
+            # in the budget beside the head and the last user turn, and was left out (``_compact``).
+            withheld = "no-room"
         return Outcome(body, before, after, fold.strategy if fold else "none", "reused" if fold else "none",
                        fold.k if fold else 0, conversation=rec, recall=recall, recall_withheld=withheld)
