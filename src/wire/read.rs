@@ -335,6 +335,28 @@ pub fn read_tools<'a, V: Input<'a>>(tools: &V) -> Result<Vec<ToolDef<'a>>, Tools
         if matches!(t.get(Key::cachePoint), Ok(Some(_))) {
             continue;
         }
+        // A Gemini Tool holding function declarations alone (`recall_tool("gemini")`, the tools
+        // a Gemini body sends) is its declarations, each a definition, as the body reader reads
+        // them (`gemini::read_body`): priced whole as one definition, the recall tool of a
+        // recoverable Gemini compaction came to 84 tokens where the body sent with it came to 87,
+        // and the proxy's compacting turns went 1-3 tokens over their budget.
+        if let Some(decls) = gemini_declarations(t).map_err(|e| (Some(j), e))? {
+            for (k, decl) in decls.iter().enumerate() {
+                let def = || -> ReadResult<ToolDef<'a>, V::Error> {
+                    let at = format_args!("tools[{j}].functionDeclarations[{k}]");
+                    if !matches!(decl.shape(), Shape::Map | Shape::Object) {
+                        return Err(invalid(at.to_string(), not_a_tool(&decl.type_name())));
+                    }
+                    let name = tool_name(decl, at)?;
+                    Ok(ToolDef {
+                        name: name.unwrap_or(Cow::Borrowed("")),
+                        json: Cow::Owned(decl.json_text().src()?),
+                    })
+                };
+                out.push(def().map_err(|e| (Some(j), e))?);
+            }
+            continue;
+        }
         let def = || -> ReadResult<ToolDef<'a>, V::Error> {
             // (None, a number or a string read as an object has no field: it was priced as its
             // JSON, a tool of no name the caller never meant.)
@@ -350,6 +372,29 @@ pub fn read_tools<'a, V: Input<'a>>(tools: &V) -> Result<Vec<ToolDef<'a>>, Tools
         out.push(def().map_err(|e| (Some(j), e))?);
     }
     Ok(out)
+}
+
+/// The declarations of a Gemini Tool whose only set field is `functionDeclarations` (or
+/// `function_declarations`) holding a list; `None` for any other tool (a Tool that also names a
+/// server tool stays one definition priced as its JSON).
+fn gemini_declarations<'a, V: Input<'a>>(t: &V) -> ReadResult<Option<Vec<V>>, V::Error> {
+    if !matches!(t.shape(), Shape::Map | Shape::Object) {
+        return Ok(None);
+    }
+    let decls = match t.get(Key::functionDeclarations).src()? {
+        Some(d) => d,
+        None => match t.get(Key::function_declarations).src()? {
+            Some(d) => d,
+            None => return Ok(None),
+        },
+    };
+    let alone = t.entries().src()?.unwrap_or_default().iter().all(|(k, v)| {
+        k == "functionDeclarations" || k == "function_declarations" || v.shape() == Shape::Null
+    });
+    if !alone {
+        return Ok(None);
+    }
+    decls.items().src()
 }
 
 /// The name of one tool definition (`function.name`, `toolSpec.name` or `name`), `None` when

@@ -187,6 +187,28 @@ ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}},
                  "additionalProperties": False}
 
 
+def test_a_gemini_tool_of_function_declarations_is_priced_as_the_body_reader_reads_it() -> None:
+    # Passed as ``tools=`` (the recall tool a recoverable Gemini Compactor adds), a Tool holding
+    # function declarations was priced whole, as one definition: 84 tokens for the recall tool
+    # where the body sending it came to 87, and a --recall proxy's Gemini turns went 1-3 tokens
+    # over their budget. Its declarations are now each a definition, as in a body.
+    history = [{"role": "user", "parts": [{"text": "Where is the config file?"}]}]
+    decl = {"name": "find", "description": "Find a file by name.",
+            "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}
+    for tools in ([cf.recall_tool("gemini")], [{"functionDeclarations": [decl, cf.recall_tool("gemini")[
+            "functionDeclarations"][0]]}], [{"function_declarations": [decl]}, cf.recall_tool("gemini")]):
+        flat = [d for t in tools for d in t.get("functionDeclarations") or t.get("function_declarations")]
+        body = {"model": "gemini-2.5-flash", "contents": history, "tools": tools}
+        priced = cf.estimate(history, provider="gemini", model="gemini-2.5-flash", tools=tools)
+        assert priced == cf.estimate(history, provider="gemini", model="gemini-2.5-flash", tools=flat)
+        assert priced == cf.estimate_request(body, provider="gemini")
+    # A Tool that also names a server tool stays one definition (the body reader prices the server
+    # tool as a setting).
+    mixed = [{"functionDeclarations": [decl], "googleSearch": {}}]
+    assert cf.estimate(history, provider="gemini", model="gemini-2.5-flash", tools=mixed) > cf.estimate(
+        history, provider="gemini", model="gemini-2.5-flash", tools=[decl])
+
+
 def test_count_request_bills_responses_tools_not_the_chat_tool_preamble() -> None:
     # The flat Responses definition of a gpt-5 request: chat's tool preamble (+84) is not billed.
     flat = {"type": "function", "name": "get_weather", "description": "Weather of a city",
