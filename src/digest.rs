@@ -94,6 +94,11 @@ const PENDING_COMMAND_CHARS: usize = 800;
 /// The outcome of a previous digest's pending command that no observation of the span answered.
 const UNANSWERED: &str = "no output: the turn after it was not its output";
 
+/// The command of an observation whose assistant turn an earlier compaction cut to its marker
+/// (a degraded fold keeps the turn's head and end, and a short keep holds neither its thought
+/// nor its fenced command): the command was in the span, cut away, not missing from it.
+const CUT_COMMAND: &str = "(command cut by an earlier compaction)";
+
 /// (characters, head share) of the newest thought's forms: its fullest form, then the usual
 /// ones. A thought between 900 and 12,000 characters is sized to the room its forms leave
 /// (`pack::Packing::fill`) where no call's result is.
@@ -711,6 +716,10 @@ struct Walk<'a> {
     prev_command: Option<String>,
     /// Shell blocks in the turn `prev_command` came from (`shell_blocks`).
     prev_blocks: usize,
+    /// Whether the newest assistant turn holds no command because an earlier compaction cut
+    /// its middle (`degrade::cut_marker_at`): the observation after it answers a command that
+    /// was in this span, cut away.
+    prev_cut: bool,
     /// Whether `prev_command` is the previous digest's pending command
     /// (`Builder::carried_command`), which no observation has answered yet: an assistant turn
     /// first leaves it an open item again.
@@ -763,6 +772,7 @@ impl<'a> Walk<'a> {
             carried: pending.is_some(),
             prev_command: pending,
             prev_blocks: 1,
+            prev_cut: false,
             n_calls: 0,
             n_errors: 0,
             n_requests: 0,
@@ -833,9 +843,15 @@ impl<'a> Walk<'a> {
         // (A person's words in between leave the command to the observation that follows.)
         let cmd = if observation {
             self.carried = false;
-            self.prev_command
-                .take()
-                .or_else(|| coded_here.then(|| "(command not in this span)".to_string()))
+            self.prev_command.take().or_else(|| {
+                coded_here.then(|| {
+                    if std::mem::take(&mut self.prev_cut) {
+                        CUT_COMMAND.to_string()
+                    } else {
+                        "(command not in this span)".to_string()
+                    }
+                })
+            })
         } else {
             None
         };
@@ -890,6 +906,7 @@ impl<'a> Walk<'a> {
             self.prev_command = Some(cmd.to_string());
             self.prev_blocks = shells;
         }
+        self.prev_cut = fence.is_none() && crate::degrade::cut_marker_at(&text).is_some();
         let at = fence.map(|(at, _, _)| at);
         match &text {
             Cow::Borrowed(t) => Cow::Borrowed(thought_before(t, at)),
@@ -1833,6 +1850,40 @@ mod tests {
         );
         assert!(!d.contains("step 4 of 6"), "{d}");
         assert!(d.contains("Never push to main."), "{d}");
+    }
+
+    /// A text agent's turn that an earlier compaction cut to its marker (a degraded fold keeps
+    /// 16 tokens of it: neither its thought nor its fenced command) is answered by an
+    /// observation whose command was in the span: said as cut, where it read "not in this span".
+    #[test]
+    fn an_observation_after_a_turn_cut_to_its_marker_says_its_command_was_cut() {
+        let msgs = vec![
+            Message::text(
+                "user",
+                "<pr_description>Fix the year format.</pr_description>",
+            ),
+            Message::text(
+                "assistant",
+                "THOUGHT: Run the tests.\n\n```bash\npython -m pytest\n```",
+            ),
+            Message::text(
+                "user",
+                "<returncode>0</returncode>\n<output>\n5 passed\n</output>",
+            ),
+            Message::text("assistant", "[~253 tokens cut]"),
+            Message::text("user", "<returncode>1</returncode>\n<output>\n</output>"),
+            Message::text("assistant", "THOUGHT: Look again.\n\n```bash\nls\n```"),
+        ];
+        let d = digest_within(&msgs, 600);
+        assert!(
+            d.contains(&format!("- $ {CUT_COMMAND} -> error: rc=1")),
+            "{d}"
+        );
+        assert!(!d.contains("command not in this span"), "{d}");
+        assert!(d.contains("- $ python -m pytest -> ok: rc=0"), "{d}");
+        // A turn that was never there is still said to be outside the span.
+        let d = digest_within(&msgs[4..], 600);
+        assert!(d.contains("(command not in this span)"), "{d}");
     }
 
     /// The digest of `msgs` in `max_tokens`, merging the `previous` digest (no focus or

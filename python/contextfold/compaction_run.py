@@ -81,6 +81,9 @@ class CompactionRun:
     #: (it shortens no history in messages), and ``effective`` is at most what the head, that
     #: tail and the summary's share take. None: a run sized by tokens alone.
     tail_messages: int | None = None
+    #: The notes as the compaction's steps began (``Compactor._compacted``): a step that
+    #: returns another history than the one the later steps built says only what it did.
+    start_notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.original = self.msgs

@@ -734,6 +734,7 @@ class Compactor(RoomFill, RecoverableFolds):
 
     def _compacted(self, run: CompactionRun) -> Generator[tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The steps of ``_run_steps`` once the run has started."""
+        run.start_notes = tuple(run.notes)
         if run.exact is not None and run.exact_before <= run.exact_limit:
             return run.unchanged(f"under budget: {run.exact_before} <= {run.exact_limit} tokens (exact count)")
         if run.exact is None and run.before <= run.effective:
@@ -1035,19 +1036,22 @@ class Compactor(RoomFill, RecoverableFolds):
                     f"until the history reaches {below} tokens")
         return None
 
-    def _cut_in_place(self, run: CompactionRun) -> CompactionResult | None:
-        """A history with nothing to fold but over the budget, with the middle of its largest
-        messages cut until it fits (``degrade.cut_in_place``), checked; None where the system
-        prompt, tools, task and last user turn alone miss the budget or the cuts cannot make it
-        fit (the history is then returned as it was, saying why)."""
-        msgs = run.msgs
+    def _cut_in_place(self, run: CompactionRun, msgs: list[Any] | None = None, *,
+                      why: str = "nothing to fold, over the budget", gate: bool = True) -> CompactionResult | None:
+        """A history with nothing to fold but over the budget (``msgs``, the run's by default),
+        with the middle of its largest messages cut until it fits (``degrade.cut_in_place``; ``why``
+        opens each cut's note), checked; None where the system prompt, tools, task and last user
+        turn alone miss the budget or the cuts cannot make it fit (the history is then returned
+        as it was, saying why). ``gate``: whether the cuts must free enough to be worth making
+        (``_worth_it``); not where they stand in for a fold that does."""
+        msgs = run.msgs if msgs is None else msgs
         if floor_tokens(msgs, self._estimate_kw(run.fmt)) > run.effective:
             return None
         notes: list[str] = []
         done = cut_in_place(msgs, head_end=int(run.plan["head_end"]), budget=run.effective,
                             check=lambda out: run.verified(out, [], run.effective), store=self.store,
                             provider=self.provider, model=self.model, recoverable=self.recoverable, notes=notes,
-                            pinned=self._pinned_indices(msgs))
+                            pinned=self._pinned_indices(msgs), why=why)
         if done is None:
             return None
         out, tokens, made = done
@@ -1068,8 +1072,8 @@ class Compactor(RoomFill, RecoverableFolds):
         still = [e for e in edits if out[int(e[0])] is not msgs[int(e[0])]]
         if not still:
             return None
-        if (why := self._worth_it(run, tokens)) is not None:
-            return run.unchanged(why)
+        if gate and (skip := self._worth_it(run, tokens)) is not None:
+            return run.unchanged(skip)
         run.notes.extend(notes)
         self._after_compaction(run, min(int(e[0]) for e in still))
         before = _core.estimate_each([msgs[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
@@ -1272,7 +1276,56 @@ class Compactor(RoomFill, RecoverableFolds):
             bare = self._bare(run, whole=True)
             if bare is not None:
                 return bare
+        unfolded = self._unfolded(run, draft)
+        if unfolded is not None:
+            return unfolded
         return self._summarized_result(run, draft, tail_edits)
+
+    def _unfolded(self, run: CompactionRun, draft: Draft) -> CompactionResult | None:
+        """The caller's history cut in place instead of folded, where the summary's text alone
+        costs at least the messages it folds (tokens): such a fold frees nothing, and what put
+        the history under the budget was the cuts in its tail, which then had to pay for the
+        summary too. A fold of one short turn is the common case: its digest restates it under
+        a header at about twice its size (14 of 297 cut tau-bench dialogues at the naive cut's
+        budget), and cutting the tail's tool output to pay for it lost the flight numbers and
+        dates the next turn used. Cut in place, every message stays and the largest loses only
+        its middle (recoverable). None where the fold is worth its summary, where a messages
+        trigger asks for fewer messages, or where the cuts cannot make the history fit."""
+        plan = run.plan
+        # (A fold that carries a previous summary writes one that fills its room: it reads the
+        # turns behind the previous one again, and is larger for what it restores. In agent
+        # loops, cutting in place there kept 22 fewer future facts.)
+        if run.tail_messages is not None or draft.native or not plan["folded"] or plan["previous_at"] is not None:
+            return None
+        costs = plan["costs"]
+        span = sum(int(costs[i]) for i in plan["folded"])
+        summary = self._text_tokens(draft.text)
+        if summary < span:
+            return None
+        given = run.original
+        sources = assembled_from(plan, len(given)) if len(run.msgs) == len(given) else []
+        if len(sources) != len(draft.out):
+            return None
+        # What the fold changed of the caller's messages besides the span: its tail's cuts and masks.
+        fold_cut = {src: m for m, src in zip(draft.out, sources, strict=True)
+                    if src is not None and m is not given[src]}
+        built = run.notes[:]
+        run.notes[:] = run.start_notes
+        cut = self._cut_in_place(run, given, gate=False, why=(
+            f"a summary of the {len(plan['folded'])} messages the fold would take (~{span} tokens) costs "
+            f"~{summary} tokens, so nothing is folded; over the budget"))
+        # Taken only where it cuts what the fold cut, no deeper: the span then stays verbatim and
+        # nothing else gives way. (Cuts of other messages took an agent's commands: over the
+        # bundled SWE runs' loops a later digest read their outputs without them.)
+        if cut is not None and all(p.index in fold_cut for p in cut.pruned):
+            ours = _core.estimate_each([cut.messages[p.index] for p in cut.pruned], provider=self.provider,  # type: ignore[arg-type]
+                                       model=self.model)
+            theirs = _core.estimate_each([fold_cut[p.index] for p in cut.pruned], provider=self.provider,  # type: ignore[arg-type]
+                                         model=self.model)
+            if all(a >= b for a, b in zip(ours, theirs, strict=True)):
+                return cut
+        run.notes[:] = built
+        return None
 
     def _summarized_result(self, run: CompactionRun, draft: Draft, tail_edits: list[Any]) -> CompactionResult:
         """The result of a summarized compaction; its summary's hash joins the session's (the

@@ -217,7 +217,8 @@ def _aimed_cut(msgs: list[Any], i: int, keep: int, cost: int, *, provider: str, 
 def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
                  check: Callable[[list[Any]], tuple[int, list[tuple[str, int, str]]]], store: ContentStore,
                  provider: str, model: str | None, recoverable: bool,
-                 notes: list[str], pinned: Sequence[int] = ()) -> tuple[list[Any], int, list[tuple[Any, int]]] | None:
+                 notes: list[str], pinned: Sequence[int] = (),
+                 why: str = "nothing to fold, over the budget") -> tuple[list[Any], int, list[tuple[Any, int]]] | None:
     """A history with nothing to fold (too short, or its protected tail covers it) that is over
     ``budget``: the middle of its largest messages cut, the largest first, until ``check``
     passes at the budget (never a message of the head, the task or the last user turn, nor one
@@ -225,7 +226,7 @@ def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
     it holds, nor one of ``pinned``, which the caller keeps verbatim; each cut's head and end
     kept, its text stored under the fold id its marker names, each noted).
     ``(messages, tokens, [(edit, tokens saved)])``, or None where the cuts cannot make it fit
-    (or the check finds anything but the budget wrong)."""
+    (or the check finds anything but the budget wrong). ``why`` opens each cut's note."""
     task, last_user, _, with_results = _core.tail_floor(msgs)
     keep_whole = uncut(task, last_user, with_results) | set(range(head_end)) | set(pinned)
     out, made, tried = list(msgs), [], set()
@@ -252,7 +253,7 @@ def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
         keep_text(store, fold_id, whole, promised=recoverable)
         made.append((edit, max(0, costs[i] - int(price))))
         what = "shrank the arguments" if cut_kind(edit[1]) in ("arguments", "tool_use_input") else "cut the middle"
-        notes.append(f"nothing to fold, over the budget: {what} of message {i} (~{costs[i]} -> "
+        notes.append(f"{why}: {what} of message {i} (~{costs[i]} -> "
                      f"~{price} tokens; id={fold_id} restores it)")
         tokens, failures = check(out)
     return (out, tokens, made) if made and not failures else None

@@ -618,3 +618,90 @@ def test_a_fold_marker_is_never_a_user_turn_right_after_a_kept_tool_result() -> 
                 assert out[k]["role"] == "tool" and out[k + 1]["role"] == "assistant", out[k + 1]
                 assert shape_problems(out, "chat") == []
     assert markers == 246, markers
+
+
+def _one_short_turn_to_fold(fmt: str) -> list[dict]:
+    """An airline-style start: the task, the agent's one-line question, the user's answer, and
+    a tool round whose output (a reservation, its flights and passengers) the next turn needs.
+    The protected tail covers all but the question: a fold could take that turn alone."""
+    flights = "".join(f'{{"flight_number": "HAT{k:03d}", "date": "2024-05-{10 + k % 20:02d}", "price": {100 + 7 * k}}}, '
+                      for k in range(60))
+    msgs = [
+        {"role": "user", "content": "I want to change the flights of my reservation EUJUY6."},
+        {"role": "assistant", "content": "Sure, I can help with that. Could you please give me your user ID?"},
+        {"role": "user", "content": "My user ID is lucas_brown_4047."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_0", "type": "function",
+             "function": {"name": "get_reservation_details", "arguments": '{"reservation_id": "EUJUY6"}'}}]},
+        {"role": "tool", "tool_call_id": "call_0",
+         "content": f'{{"reservation_id": "EUJUY6", "user_id": "lucas_brown_4047", "flights": [{flights}], '
+                    f'"passengers": [{{"first_name": "Lucas", "last_name": "Brown", "dob": "1967-04-08"}}]}}'},
+    ]
+    return convert(msgs, fmt)[0]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_fold_whose_summary_costs_more_than_the_turn_it_folds_cuts_in_place_instead(fmt):
+    # Before: the agent's one-line question was folded into a summary about twice its size
+    # (the digest's header and the line restating it), and the newest tool output was cut
+    # further to pay for that: the fold freed nothing. Now nothing is folded: every message
+    # stays and the output alone loses its middle, no more of it than the budget asks.
+    msgs = _one_short_turn_to_fold(fmt)
+    snap = copy.deepcopy(msgs)
+    kw = dict(provider=PROVIDER[fmt])
+    before = cf.estimate(msgs, **kw)
+    budget = before - 150
+    c = cf.Compactor(budget=budget, wire_format=fmt, min_free_share=0.0, **kw)
+    r = c.compact(msgs)
+    assert msgs == snap
+    assert r.summary is None and r.removed == (), (r.summary, r.notes)
+    assert len(r.messages) == len(msgs) and r.tokens_after <= budget
+    assert shape_problems(r.messages, fmt) == []
+    notes = [n for n in r.notes if "so nothing is folded; over the budget: cut the middle of message" in n]
+    assert len(notes) == 1 == len(r.pruned), r.notes
+    assert r.pruned[0].index == len(msgs) - 1
+    # The question stays verbatim, and the output keeps more than the fold's cut left it (in
+    # Gemini's shape the fold had cut it to 67% of the budget).
+    assert json.dumps(r.messages[1]) == json.dumps(msgs[1])
+    assert r.tokens_after >= 0.85 * budget, (r.tokens_after, budget)
+    fold_id = re.findall(r"id=(cf[0-9a-f]{12})", notes[0])
+    assert len(fold_id) == 1 and "HAT031" in c.recall(fold_id[0])
+
+
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (tau-bench airline dialogues)")
+def test_real_dialogues_never_fold_a_span_into_a_larger_summary_where_a_cut_fits() -> None:
+    """Every tau-bench dialogue cut where the agent is about to answer (at half and three
+    quarters of its messages, as tools/future_report.py does), compacted at the naive cut's
+    budget. On the old build 14 of 297 compactions folded a span (one short turn, mostly) into
+    a summary that cost more than it, and cut the tail to pay for it; task48-trial0's newest
+    reservation went 313 -> 67 tokens and lost 8 of the 11 facts the agent used next. Now each
+    such fold is one the cuts could not replace (a cut that fits is taken)."""
+    from contextfold.compactor import detect_wire_format
+    from contextfold.evaluation import naive_cut
+    from transcripts import SHARED, load_conversations
+
+    checked = larger = 0
+    for conv in load_conversations(SHARED, "tau-bench-airline"):
+        msgs = conv["messages"]
+        for share in (0.5, 0.75):
+            at = int(len(msgs) * share)
+            while at < len(msgs) and msgs[at].get("role") != "assistant":
+                at += 1
+            if at >= len(msgs) - 1 or at < 4:
+                continue
+            history = msgs[:at]
+            budget = cf.estimate(naive_cut(history), tools=conv.get("tools"))
+            c = cf.Compactor(provider="openai", budget=budget, tools=conv.get("tools"),
+                             wire_format=detect_wire_format(history, "openai"), min_free_share=0.0)
+            try:
+                r = c.compact(history)
+            except cf.CompactionBudgetError:
+                continue
+            checked += 1
+            if r.summary is None:
+                continue
+            span = cf.estimate([history[i] for i in r.removed])
+            if cf.estimate([{"role": "user", "content": r.summary}]) >= span:
+                larger += 1
+    assert checked == 297
+    assert larger <= 1, larger

@@ -267,8 +267,9 @@ def test_a_summary_carrying_the_previous_one_is_not_squeezed_to_a_few_lines(monk
             assert len(after.messages) - at - 1 <= 3 and after.tokens_after >= 0.95 * after.budget, \
                 (conv["source"], tokens, after.notes)
             forced += 1
-    # (Measured: 108 pairs of successive summaries checked, 1 squeezed by its forced tail.)
-    assert (checked, forced) == (108, 1), (checked, forced)
+    # (Measured: 107 pairs of successive summaries checked, 1 squeezed by its forced tail; 108
+    # before a fold whose summary cost more than its span was made a cut in place instead.)
+    assert (checked, forced) == (107, 1), (checked, forced)
 
 
 def _successive_budget_used(run: str) -> list[float]:
