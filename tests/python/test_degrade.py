@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from typing import Any
 
 import pytest
 
@@ -403,6 +404,16 @@ def test_a_carried_summary_is_not_squeezed_beside_a_long_last_observation() -> N
     assert any(any("degraded: cut the middle of message" in n for n in notes) for notes in s.notes), s.notes
 
 
+def _compacted_untouched(msgs: list[dict], **compactor_kw: Any) -> tuple[cf.Compactor, cf.CompactionResult]:
+    """A Compactor made with ``compactor_kw`` and its compaction of ``msgs``, checked to have
+    left the caller's list as it was."""
+    snap = copy.deepcopy(msgs)
+    c = cf.Compactor(**compactor_kw)
+    r = c.compact(msgs)
+    assert msgs == snap
+    return c, r
+
+
 def _nothing_to_fold(fmt: str) -> list[dict]:
     """A short history with nothing to fold (the protected tail covers it all): the task and two
     tool rounds with large outputs (an agent's first steps)."""
@@ -420,13 +431,10 @@ def test_a_history_with_nothing_to_fold_is_cut_inside_rather_than_returned_over_
     # Before: "nothing to fold" came back unchanged at twice the budget. Now the largest
     # messages (never the task or the last user turn) have their middle cut, recoverably.
     msgs = _nothing_to_fold(fmt)
-    snap = copy.deepcopy(msgs)
     kw = dict(provider=PROVIDER[fmt])
     before = cf.estimate(msgs, **kw)
     budget = before // 2
-    c = cf.Compactor(budget=budget, wire_format=fmt, recoverable=True, **kw)
-    r = c.compact(msgs)
-    assert msgs == snap
+    c, r = _compacted_untouched(msgs, budget=budget, wire_format=fmt, recoverable=True, **kw)
     assert r.strategy_used == "mask" and r.tokens_after <= budget < before, (r.reason, r.notes)
     assert shape_problems(r.messages, fmt) == []
     assert cf.estimate(r.messages, tools=r.tools, **kw) <= budget
@@ -647,13 +655,9 @@ def test_a_fold_whose_summary_costs_more_than_the_turn_it_folds_cuts_in_place_in
     # further to pay for that: the fold freed nothing. Now nothing is folded: every message
     # stays and the output alone loses its middle, no more of it than the budget asks.
     msgs = _one_short_turn_to_fold(fmt)
-    snap = copy.deepcopy(msgs)
     kw = dict(provider=PROVIDER[fmt])
-    before = cf.estimate(msgs, **kw)
-    budget = before - 150
-    c = cf.Compactor(budget=budget, wire_format=fmt, min_free_share=0.0, **kw)
-    r = c.compact(msgs)
-    assert msgs == snap
+    budget = cf.estimate(msgs, **kw) - 150
+    c, r = _compacted_untouched(msgs, budget=budget, wire_format=fmt, min_free_share=0.0, **kw)
     assert r.summary is None and r.removed == (), (r.summary, r.notes)
     assert len(r.messages) == len(msgs) and r.tokens_after <= budget
     assert shape_problems(r.messages, fmt) == []
