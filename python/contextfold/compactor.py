@@ -1037,13 +1037,15 @@ class Compactor(RoomFill, RecoverableFolds):
         return None
 
     def _cut_in_place(self, run: CompactionRun, msgs: list[Any] | None = None, *,
-                      why: str = "nothing to fold, over the budget", gate: bool = True) -> CompactionResult | None:
+                      why: str = "nothing to fold, over the budget", gate: bool = True,
+                      settle: bool = True) -> CompactionResult | None:
         """A history with nothing to fold but over the budget (``msgs``, the run's by default),
         with the middle of its largest messages cut until it fits (``degrade.cut_in_place``; ``why``
         opens each cut's note), checked; None where the system prompt, tools, task and last user
         turn alone miss the budget or the cuts cannot make it fit (the history is then returned
         as it was, saying why). ``gate``: whether the cuts must free enough to be worth making
-        (``_worth_it``); not where they stand in for a fold that does."""
+        (``_worth_it``); not where they stand in for a fold that does. ``settle``: whether the
+        session is re-anchored here (a caller that may not take the result does it itself)."""
         msgs = run.msgs if msgs is None else msgs
         if floor_tokens(msgs, self._estimate_kw(run.fmt)) > run.effective:
             return None
@@ -1075,7 +1077,8 @@ class Compactor(RoomFill, RecoverableFolds):
         if gate and (skip := self._worth_it(run, tokens)) is not None:
             return run.unchanged(skip)
         run.notes.extend(notes)
-        self._after_compaction(run, min(int(e[0]) for e in still))
+        if settle:
+            self._after_compaction(run, min(int(e[0]) for e in still))
         before = _core.estimate_each([msgs[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
         after = _core.estimate_each([out[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
         pruned = tuple(Pruned(int(e[0]), cut_kind(e[1]), e[1][1] if len(e[1]) > 1 and isinstance(e[1][1], int) else 0,
@@ -1311,7 +1314,7 @@ class Compactor(RoomFill, RecoverableFolds):
                     if src is not None and m is not given[src]}
         built = run.notes[:]
         run.notes[:] = run.start_notes
-        cut = self._cut_in_place(run, given, gate=False, why=(
+        cut = self._cut_in_place(run, given, gate=False, settle=False, why=(
             f"a summary of the {len(plan['folded'])} messages the fold would take (~{span} tokens) costs "
             f"~{summary} tokens, so nothing is folded; over the budget"))
         # Taken only where it cuts what the fold cut, no deeper: the span then stays verbatim and
@@ -1323,6 +1326,7 @@ class Compactor(RoomFill, RecoverableFolds):
             theirs = _core.estimate_each([fold_cut[p.index] for p in cut.pruned], provider=self.provider,  # type: ignore[arg-type]
                                          model=self.model)
             if all(a >= b for a, b in zip(ours, theirs, strict=True)):
+                self._after_compaction(run, min(p.index for p in cut.pruned))
                 return cut
         run.notes[:] = built
         return None
