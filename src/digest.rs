@@ -906,7 +906,9 @@ impl<'a> Walk<'a> {
             self.prev_command = Some(cmd.to_string());
             self.prev_blocks = shells;
         }
-        self.prev_cut = fence.is_none() && crate::degrade::cut_marker_at(&text).is_some();
+        // (Only a text agent's turn holds its command in its text.)
+        self.prev_cut =
+            !self.native && fence.is_none() && crate::degrade::cut_marker_at(&text).is_some();
         let at = fence.map(|(at, _, _)| at);
         match &text {
             Cow::Borrowed(t) => Cow::Borrowed(thought_before(t, at)),

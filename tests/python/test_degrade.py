@@ -664,8 +664,9 @@ def test_a_fold_whose_summary_costs_more_than_the_turn_it_folds_cuts_in_place_in
     notes = [n for n in r.notes if "so nothing is folded; over the budget: cut the middle of message" in n]
     assert len(notes) == 1 == len(r.pruned), r.notes
     assert r.pruned[0].index == len(msgs) - 1
-    # The question stays verbatim, and the output keeps more than the fold's cut left it (in
-    # Gemini's shape the fold had cut it to 67% of the budget).
+    # The question stays verbatim, and the output keeps more than the fold's cut left it
+    # (measured at this budget: chat 1,396 -> 1,439 of its 1,606 tokens, Anthropic 1,418 ->
+    # 1,450, Gemini 1,669 -> 1,684; Gemini's cut lands at 87% of the budget, the others 94-99%).
     assert json.dumps(r.messages[1]) == json.dumps(msgs[1])
     assert r.tokens_after >= 0.85 * budget, (r.tokens_after, budget)
     fold_id = re.findall(r"id=(cf[0-9a-f]{12})", notes[0])
