@@ -552,6 +552,52 @@ mod tests {
     }
 
     #[test]
+    fn a_gemini_response_is_cut_inside_its_own_object_up_to_nearly_its_whole_size() {
+        // The response `{"result": "<a reservation as JSON text>"}` was written back as
+        // `{"output": "<that object as JSON text>"}`, its quotes escaped once more: above
+        // ~1,750 of its 2,097 tokens the cut outgrew the whole in bytes, no cut could be
+        // written, and a history that needed 1,945 landed at 87% of its budget.
+        let est = Estimator::new(Provider::Gemini, "gemini-2.5-flash");
+        let flights: String = (0..60)
+            .map(|k| {
+                format!(
+                    r#"{{"flight_number": "HAT{k:03}", "date": "2024-05-{:02}", "price": {}}}, "#,
+                    10 + k % 20,
+                    100 + 7 * k
+                )
+            })
+            .collect();
+        let result =
+            format!(r#"{{"reservation_id": "EUJUY6", "flights": [{flights}], "status": "ok"}}"#);
+        let history = serde_json::json!([{"role": "user", "parts": [{"functionResponse": {
+            "id": "c", "name": "get_reservation_details", "response": {"result": result}}}]}]);
+        let msgs = crate::wire::read_history(&&history).expect("readable");
+        let price = est.message(&msgs[0]);
+        for keep in [price / 2, price * 9 / 10] {
+            let (edit, id, whole) = cut_middle(&msgs, 0, keep, &est, true, false).expect("a cut");
+            let MaskEdit::Change { path, value, .. } = &edit else {
+                panic!("not a change: {edit:?}")
+            };
+            assert_eq!(path.last(), Some(&crate::wire::Step::Key("response")));
+            // The same object, its one string cut in the middle, its head and end in place.
+            let v: serde_json::Value = serde_json::from_str(value).expect("JSON");
+            let cut = v["result"].as_str().expect("the result key stays");
+            assert_eq!(v.as_object().map(|o| o.len()), Some(1), "{value}");
+            assert!(cut.starts_with(r#"{"reservation_id": "EUJUY6""#), "{cut}");
+            assert!(cut.ends_with(r#""status": "ok"}"#), "{cut}");
+            assert!(cut.contains(&format!("id={id}")));
+            assert!(whole.contains("HAT031"));
+        }
+        // A placeholder (plain text) is still the function's `output`.
+        let text = Change::ResultText {
+            part: Some(0),
+            text: "[output pruned]".to_string(),
+        };
+        let written = crate::wire::write_edit(0, &msgs[0], &text).expect("written");
+        assert_eq!(written.value, r#"{"output":"[output pruned]"}"#);
+    }
+
+    #[test]
     fn a_json_envelope_is_cut_inside_its_output_and_stays_json() {
         let est = Estimator::new(Provider::OpenAI, "gpt-4o");
         let output: String = (0..2_000)

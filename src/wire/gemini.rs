@@ -4,7 +4,8 @@
 //!
 //! Detection: a `parts` list. Edits (https://ai.google.dev/api/caching#Part): a tool result is
 //! the `functionResponse.response` object, replaced by `{"output": text}` (the key the docs name
-//! for a function's output, https://ai.google.dev/api/caching#FunctionResponse); an omitted
+//! for a function's output, https://ai.google.dev/api/caching#FunctionResponse), or by its own
+//! JSON with the middle of its longest string cut; an omitted
 //! image becomes `{"text": ...}`; shortened arguments stay a JSON *object* at
 //! `functionCall.args`.
 
@@ -321,6 +322,17 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             let [Part::Text(old)] = content.as_slice() else {
                 return None;
             };
+            // A cut of that JSON is JSON still (`degrade::cut_text` cuts inside its longest
+            // string): it stays the response object, its keys in place. Wrapped as an output
+            // string it was the original escaped once more, every quote a `\"`: a reservation
+            // cut to 1,880 tokens grew past its whole size in bytes, so no cut between ~1,750
+            // tokens and the whole 2,097 could be written, and the history landed at 87% of
+            // its budget. A placeholder (plain text) is the `output` the docs name.
+            let value = if is_json_object(text) {
+                text.clone()
+            } else {
+                object_of(&[("output", text)])
+            };
             if_smaller(
                 old.len(),
                 vec![
@@ -329,7 +341,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
                     Step::Key(response_key),
                     Step::Key("response"),
                 ],
-                object_of(&[("output", text)]),
+                value,
             )
         }
         Change::Image { part, text } => image_replaced(
@@ -379,6 +391,15 @@ pub(crate) fn tool_declaration_json(name: &str, description: &str, schema: &str)
     s.push_str(schema);
     s.push_str("}]}");
     s
+}
+
+/// Whether `text` is a JSON object (what a `functionResponse.response` must be).
+fn is_json_object(text: &str) -> bool {
+    text.trim_start().starts_with('{')
+        && matches!(
+            serde_json::from_str::<serde_json::Value>(text),
+            Ok(serde_json::Value::Object(_))
+        )
 }
 
 /// The key of a function call / response part in the REST spelling or (`snake`) the Python

@@ -666,9 +666,11 @@ def test_a_fold_whose_summary_costs_more_than_the_turn_it_folds_cuts_in_place_in
     assert r.pruned[0].index == len(msgs) - 1
     # The question stays verbatim, and the output keeps more than the fold's cut left it
     # (measured at this budget: chat 1,396 -> 1,439 of its 1,606 tokens, Anthropic 1,418 ->
-    # 1,450, Gemini 1,669 -> 1,684; Gemini's cut lands at 87% of the budget, the others 94-99%).
+    # 1,450, Gemini 1,669 -> 1,903 of 2,097; every format lands at 94-99% of the budget. Gemini's
+    # cut landed at 87% while it was written as an `output` string escaping the response's JSON
+    # again: no cut above ~1,750 tokens was smaller than the whole in bytes).
     assert json.dumps(r.messages[1]) == json.dumps(msgs[1])
-    assert r.tokens_after >= 0.85 * budget, (r.tokens_after, budget)
+    assert r.tokens_after >= 0.94 * budget, (r.tokens_after, budget)
     fold_id = re.findall(r"id=(cf[0-9a-f]{12})", notes[0])
     assert len(fold_id) == 1 and "HAT031" in c.recall(fold_id[0])
 
