@@ -87,13 +87,17 @@ pub struct Ident {
 
 impl Ident {
     fn score(&self) -> f64 {
-        // Carried identifiers already won a place once: they go first, in their old order.
+        // Carried identifiers already won a place once: they go first, in their old order;
+        // but a record's values and figures (a passenger's name, a country, a price) compete
+        // with the new fold's by weight. Carried first, a profile's `USA` and `Lei Patel` kept
+        // a reservation's four flight numbers out of a 149-token room when a new process merged
+        // a summary it had not written (held-out airline dialogue task45-trial0).
         // Then every other kind before code symbols: symbols abound in file dumps, and an
         // exact path, id or error says more (a SWE fold's index held 150 symbols, most of its
         // tokens, beside the ids and paths the questions about it ask for).
         // A record's figures come after them (a record holds many, and its id or name says
         // which record it is), before symbols.
-        let tier = if self.carried {
+        let tier = if self.carried && !matches!(self.kind, Kind::Value | Kind::Figure) {
             1_000.0
         } else if self.kind == Kind::Symbol {
             0.0
@@ -1407,6 +1411,32 @@ mod tests {
         assert!(
             !got.iter()
                 .any(|(t, _)| t == "MigrationLoader" || t == "40 messages"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn carried_values_give_way_to_the_new_folds_ids_but_carried_ids_do_not() {
+        let previous = "Earlier conversation folded by contextfold (4 messages).\n## Identifier index\n- ids: K2L9QX\n- values: USA, Lei Patel\n- figures: price 1956";
+        let msgs = [Message::text(
+            "assistant",
+            "Reservation 4OG6T3 holds flights HAT006 and HAT018; HAT006 is delayed.",
+        )];
+        let got: Vec<String> = collect(&msgs, Some(previous))
+            .into_iter()
+            .map(|i| i.text)
+            .collect();
+        let at = |t: &str| got.iter().position(|g| g == t).unwrap_or(usize::MAX);
+        assert_eq!(at("K2L9QX"), 0, "{got:?}");
+        for new in ["4OG6T3", "HAT006", "HAT018"] {
+            assert!(
+                at(new) < at("USA") && at(new) < at("Lei Patel"),
+                "{new}: {got:?}"
+            );
+        }
+        // Still indexed, after them.
+        assert!(
+            at("USA") < usize::MAX && at("price 1956") < usize::MAX,
             "{got:?}"
         );
     }
