@@ -9,7 +9,7 @@ check (problems the caller's history already had are not raised about).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from contextfold import _core
@@ -189,6 +189,11 @@ def _sent_on(faults: Sequence[tuple[str, int, str]]) -> tuple[str, ...]:
             + (f"; and {len(said) - 5} more" if len(said) > 5 else ""),)
 
 
+def keep_nothing() -> None:
+    """``Draft.keep`` of a history that names nothing not stored yet (a fold that is not
+    recoverable)."""
+
+
 @dataclass(slots=True)
 class Draft:
     """A summarized history being fitted to its budget: the summary asked for (``request``) and
@@ -207,6 +212,10 @@ class Draft:
     #: The summary's room (tokens; 0: not known): a model's text over its share is replaced by
     #: the digest written for all of it.
     room: int = 0
+    #: Stores what ``out`` names that no earlier step stored (the span ``fold_line`` names, a
+    #: round moved into the tail with its middle cut): called only when the draft is the result
+    #: (a fold refused for a cut in place, or not worth making, names none of it).
+    keep: Callable[[], None] = keep_nothing
     out: list[Any] = field(default_factory=list)
     tokens: int = 0
     failures: list[tuple[str, int, str]] = field(default_factory=list)

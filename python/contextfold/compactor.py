@@ -24,13 +24,13 @@ from typing import Any, Literal, cast
 from contextfold import _core
 from contextfold.cache_policy import CachePolicy
 from contextfold.compactor_config import CompactorConfig, parse_keep
-from contextfold.content_store import ContentStore, MemoryContentStore, keep_text
+from contextfold.content_store import ContentStore, MemoryContentStore, PendingWrites, keep_text
 from contextfold.conversation_key import conversation_key, remember
 from contextfold.cost import Prices
 from contextfold.degrade import (bare_history, budget_error, cut_in_place, cut_kind, degrade, floor_tokens, liftable,
                                  turn_pin)
 from contextfold.compaction_result import CompactionResult, Pruned
-from contextfold.compaction_run import CompactionRun, Draft
+from contextfold.compaction_run import CompactionRun, Draft, keep_nothing
 from contextfold.errors import CompactionBudgetError, CompactionError, UnknownModelError
 from contextfold.fold_sources import FoldSources
 from contextfold.history import WireFormat, _require_history, detect_wire_format
@@ -135,6 +135,17 @@ class _Attempt:
     room for a recall round after all (a round would take most of the room)."""
 
     round_skipped: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _FoundCut:
+    """A cut in place not taken yet (``Compactor._cut_found``): the result it would return (its
+    notes to come), what the cuts say, and the texts their markers name, held until it is taken
+    (``Compactor._cut_taken``)."""
+
+    result: CompactionResult
+    said: tuple[str, ...]
+    held: PendingWrites
 
 
 def _holds_every_rule(text: str | None, span: list[Any], previous: str | None) -> bool:
@@ -1036,23 +1047,32 @@ class Compactor(RoomFill, RecoverableFolds):
                     f"until the history reaches {below} tokens")
         return None
 
-    def _cut_in_place(self, run: CompactionRun, msgs: list[Any] | None = None, *,
-                      why: str = "nothing to fold, over the budget", gate: bool = True,
-                      settle: bool = True) -> CompactionResult | None:
-        """A history with nothing to fold but over the budget (``msgs``, the run's by default),
-        with the middle of its largest messages cut until it fits (``degrade.cut_in_place``; ``why``
-        opens each cut's note), checked; None where the system prompt, tools, task and last user
-        turn alone miss the budget or the cuts cannot make it fit (the history is then returned
-        as it was, saying why). ``gate``: whether the cuts must free enough to be worth making
-        (``_worth_it``); not where they stand in for a fold that does. ``settle``: whether the
-        session is re-anchored here (a caller that may not take the result does it itself)."""
-        msgs = run.msgs if msgs is None else msgs
+    def _cut_in_place(self, run: CompactionRun) -> CompactionResult | None:
+        """A history with nothing to fold but over the budget, with the middle of its largest
+        messages cut until it fits (``_cut_found``), when the cuts free enough to be worth making
+        (``_worth_it``: else the history as it was, saying why); None where the system prompt,
+        tools, task and last user turn alone miss the budget or the cuts cannot make it fit."""
+        found = self._cut_found(run, run.msgs, why="nothing to fold, over the budget")
+        if found is None:
+            return None
+        if (skip := self._worth_it(run, found.result.tokens_after)) is not None:
+            return run.unchanged(skip)
+        return self._cut_taken(run, found, after=run.notes)
+
+    def _cut_found(self, run: CompactionRun, msgs: list[Any], *, why: str) -> _FoundCut | None:
+        """``msgs`` with the middle of its largest messages cut until it fits the budget
+        (``degrade.cut_in_place``; ``why`` opens each cut's note), checked; None where the
+        system prompt, tools, task and last user turn alone miss the budget or the cuts cannot
+        make it fit. Nothing of the run changes and nothing is stored: the caller may refuse
+        the cut, and takes it with ``_cut_taken`` (the texts its markers name are held until
+        then, its notes kept apart)."""
         if floor_tokens(msgs, self._estimate_kw(run.fmt)) > run.effective:
             return None
-        notes: list[str] = []
+        said: list[str] = []
+        held = PendingWrites(self.store, promised=self.recoverable)
         done = cut_in_place(msgs, head_end=int(run.plan["head_end"]), budget=run.effective,
-                            check=lambda out: run.verified(out, [], run.effective), store=self.store,
-                            provider=self.provider, model=self.model, recoverable=self.recoverable, notes=notes,
+                            check=lambda out: run.verified(out, [], run.effective), store=held,
+                            provider=self.provider, model=self.model, recoverable=self.recoverable, notes=said,
                             pinned=self._pinned_indices(msgs), why=why)
         if done is None:
             return None
@@ -1065,8 +1085,8 @@ class Compactor(RoomFill, RecoverableFolds):
         def with_kept(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
             built = apply_edits(msgs, kept) if kept else list(msgs)
             return (built, *run.verified(built, [], run.effective))
-        restored = restore_tail(msgs, list(edits), with_kept, tokens=tokens, budget=run.effective, store=self.store,
-                                provider=self.provider, model=self.model, notes=notes, why="the cuts left room",
+        restored = restore_tail(msgs, list(edits), with_kept, tokens=tokens, budget=run.effective, store=held,
+                                provider=self.provider, model=self.model, notes=said, why="the cuts left room",
                                 where="", recoverable=self.recoverable, arguments=True)
         if restored is not None:
             out, tokens, _, _ = restored
@@ -1074,19 +1094,23 @@ class Compactor(RoomFill, RecoverableFolds):
         still = [e for e in edits if out[int(e[0])] is not msgs[int(e[0])]]
         if not still:
             return None
-        if gate and (skip := self._worth_it(run, tokens)) is not None:
-            return run.unchanged(skip)
-        run.notes.extend(notes)
-        if settle:
-            self._after_compaction(run, min(int(e[0]) for e in still))
         before = _core.estimate_each([msgs[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
         after = _core.estimate_each([out[int(e[0])] for e in still], provider=self.provider, model=self.model)  # type: ignore[arg-type]
         pruned = tuple(Pruned(int(e[0]), cut_kind(e[1]), e[1][1] if len(e[1]) > 1 and isinstance(e[1][1], int) else 0,
                               max(0, int(b - a)))
                        for e, b, a in zip(still, before, after, strict=True))
-        return CompactionResult(
+        return _FoundCut(CompactionResult(
             messages=out, summary=None, tokens_before=run.before, tokens_after=tokens, removed=(), pruned=pruned,
-            strategy_used="mask", fallback_used=False, reason=None, budget=run.budget, notes=tuple(run.notes))
+            strategy_used="mask", fallback_used=False, reason=None, budget=run.budget), tuple(said), held)
+
+    def _cut_taken(self, run: CompactionRun, found: _FoundCut, *, after: Sequence[str]) -> CompactionResult:
+        """The result of ``found`` (``_cut_found``), taken: the run's notes are ``after`` and the
+        cuts', the texts its markers name are stored, and the session is re-anchored at the
+        first message it cut."""
+        run.notes[:] = [*after, *found.said]
+        found.held.commit()
+        self._after_compaction(run, min(p.index for p in found.result.pruned))
+        return dataclasses.replace(found.result, notes=tuple(run.notes))
 
     def _masked(self, run: CompactionRun) -> CompactionResult | None:
         """The history with the plan's mask edits applied, checked; None when there is nothing
@@ -1218,7 +1242,8 @@ class Compactor(RoomFill, RecoverableFolds):
                 recoverable=self.recoverable)
         plan, msgs = run.plan, run.msgs
         folded_msgs = [msgs[i] for i in plan["folded"]]
-        fold_line = self._fold_span(folded_msgs) if self.recoverable else ""
+        # (The span the summary's fold line names is stored with the fold returned: Draft.keep.)
+        fold_line, keep_span = self._fold_line(folded_msgs) if self.recoverable else ("", keep_nothing)
         room = self._less_fold_line(summary_room(plan, run.effective, self._summary_cap, stable=stable), fold_line)
         # The identifier index is appended to every summary; the extractive digest writes its
         # own (it fills what its other units leave), other summarizers leave it a share.
@@ -1267,7 +1292,7 @@ class Compactor(RoomFill, RecoverableFolds):
             folded_msgs, provider=self.provider, model=self.model, previous=request.previous_summary, room=room,
             cache=run.read)
         draft = Draft(request, indexed, native, apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs,
-                      fold_line, plan["seams"], fallback, room)
+                      fold_line, plan["seams"], fallback, room, keep_span)
         self._place(run, draft)
         yield from self._fitted(run, draft)
         tail_edits = yield from self._leftover(run, draft, room, own_index)
@@ -1282,6 +1307,7 @@ class Compactor(RoomFill, RecoverableFolds):
         unfolded = self._unfolded(run, draft)
         if unfolded is not None:
             return unfolded
+        draft.keep()
         return self._summarized_result(run, draft, tail_edits)
 
     def _unfolded(self, run: CompactionRun, draft: Draft) -> CompactionResult | None:
@@ -1312,24 +1338,26 @@ class Compactor(RoomFill, RecoverableFolds):
         # What the fold changed of the caller's messages besides the span: its tail's cuts and masks.
         fold_cut = {src: m for m, src in zip(draft.out, sources, strict=True)
                     if src is not None and m is not given[src]}
-        built = run.notes[:]
-        run.notes[:] = run.start_notes
-        cut = self._cut_in_place(run, given, gate=False, settle=False, why=(
+        # (The cut's notes are those the steps began with, and its own: it returns another
+        # history than the one the later steps built.)
+        found = self._cut_found(run, given, why=(
             f"a summary of the {len(plan['folded'])} messages the fold would take (~{span} tokens) costs "
             f"~{summary} tokens, so nothing is folded; over the budget"))
+        if found is None:
+            return None
         # Taken only where it cuts what the fold cut, no deeper: the span then stays verbatim and
         # nothing else gives way. (Cuts of other messages took an agent's commands: over the
         # bundled SWE runs' loops a later digest read their outputs without them.)
-        if cut is not None and all(p.index in fold_cut for p in cut.pruned):
-            ours = _core.estimate_each([cut.messages[p.index] for p in cut.pruned], provider=self.provider,  # type: ignore[arg-type]
-                                       model=self.model)
-            theirs = _core.estimate_each([fold_cut[p.index] for p in cut.pruned], provider=self.provider,  # type: ignore[arg-type]
-                                         model=self.model)
-            if all(a >= b for a, b in zip(ours, theirs, strict=True)):
-                self._after_compaction(run, min(p.index for p in cut.pruned))
-                return cut
-        run.notes[:] = built
-        return None
+        cut = found.result
+        if not all(p.index in fold_cut for p in cut.pruned):
+            return None
+        ours = _core.estimate_each([cut.messages[p.index] for p in cut.pruned], provider=self.provider,  # type: ignore[arg-type]
+                                   model=self.model)
+        theirs = _core.estimate_each([fold_cut[p.index] for p in cut.pruned], provider=self.provider,  # type: ignore[arg-type]
+                                     model=self.model)
+        if not all(a >= b for a, b in zip(ours, theirs, strict=True)):
+            return None
+        return self._cut_taken(run, found, after=run.start_notes)
 
     def _summarized_result(self, run: CompactionRun, draft: Draft, tail_edits: list[Any]) -> CompactionResult:
         """The result of a summarized compaction; its summary's hash joins the session's (the

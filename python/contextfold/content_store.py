@@ -74,6 +74,35 @@ def keep_text(store: ContentStore, fold_id: str, text: str, /, *, promised: bool
         log.warning("content store did not keep %s (no model was promised it): %s", fold_id, e)
 
 
+class PendingWrites:
+    """A ``ContentStore`` that holds its puts back until ``commit()``: a step whose result its
+    caller may still refuse (a cut in place that stands in for a fold, a fold a cut replaces)
+    writes here, and the caller commits only what it returns. Written at once, a refused step's
+    texts stayed in the store under ids no placeholder names: a ``DirectoryContentStore``'s
+    orphan files, Redis's orphan keys. (The stored twin of ``_fold_clause``'s deferred ``keep``.)
+    ``promised``: as ``keep_text`` says, for the commit."""
+
+    def __init__(self, store: ContentStore, *, promised: bool) -> None:
+        self.store = store
+        self.promised = promised
+        self._texts: dict[str, str] = {}
+
+    def put(self, fold_id: str, text: str, /) -> None:
+        """Hold ``text`` for ``commit`` (the id checked now, as every store checks it)."""
+        self._texts[_check_id(fold_id)] = text
+
+    def get(self, fold_id: str, /) -> str | None:
+        """A text held here, else the store's."""
+        held = self._texts.get(fold_id)
+        return held if held is not None else self.store.get(fold_id)
+
+    def commit(self) -> None:
+        """Write every text held to the store (``keep_text``); nothing is held after."""
+        texts, self._texts = self._texts, {}
+        for fold_id, text in texts.items():
+            keep_text(self.store, fold_id, text, promised=self.promised)
+
+
 class CorruptEntryError(ValueError):
     """A stored entry that cannot be read back as the text put there (a file or Redis value
     changed outside the store); the message names the file or key."""

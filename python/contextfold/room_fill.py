@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from contextfold import _core
-from contextfold.compaction_run import CompactionRun, Draft
+from contextfold.compaction_run import CompactionRun, Draft, keep_nothing
 from contextfold.content_store import ContentStore, keep_text
 from contextfold.errors import CompactionBudgetError, CompactionError
 from contextfold.prune import apply_edits
@@ -49,6 +49,12 @@ REFIT_SLACK_SHARE = 0.01
 #: compaction, 1,781 tokens of 1,935, beside 931 tokens of the budget unused).
 WIDEN_FILL_SHARE = 0.85
 
+#: What ``RoomFill._grown`` found: the history, its tokens, its summary, its plan, the line
+#: ending its summary (a recoverable fold's id) and the call that stores what the history names
+#: that is not stored yet (``Draft.keep``).
+_Grown = tuple[list[Any], int, str, dict[str, Any], str, Callable[[], None]]
+
+
 class RoomFill:
     """Mixin of ``Compactor``: fitting a written summary and its tail to the budget."""
 
@@ -62,7 +68,7 @@ class RoomFill:
     _plan: Callable[..., dict[str, Any]]
     _span: Callable[[CompactionRun, Mapping[str, Any], Sequence[Any]], tuple[list[Any], str | None]]
     _budget_error: Callable[[CompactionRun, list[Any], dict[str, Any]], CompactionBudgetError]
-    _fold_span: Callable[[list[Any]], str]
+    _fold_line: Callable[[list[Any]], tuple[str, Callable[[], None]]]
 
     def _place(self, run: CompactionRun, draft: Draft, text: str | None = None, base: list[Any] | None = None) -> bool:
         """Assemble ``draft``'s history (with ``text`` / ``base`` in place of its own when given)
@@ -230,7 +236,7 @@ class RoomFill:
         grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text, again=False)
         if grown is None:
             return False
-        draft.out, draft.tokens, draft.text, run.plan = grown
+        draft.out, draft.tokens, draft.text, run.plan, draft.fold_line, draft.keep = grown
         return True
 
     def _grown_or_widened(self, run: CompactionRun, draft: Draft, room: int) -> Generator[
@@ -239,7 +245,7 @@ class RoomFill:
         (``_grown``), or else by the digest written wider (``_widened``). Whether either took it."""
         grown = yield from self._grown(run, draft.request, room, draft.tokens, draft.text)
         if grown is not None:
-            draft.out, draft.tokens, draft.text, run.plan = grown
+            draft.out, draft.tokens, draft.text, run.plan, draft.fold_line, draft.keep = grown
             return True
         before = draft.tokens
         yield from self._widened(run, draft)
@@ -320,11 +326,12 @@ class RoomFill:
 
     def _grown(self, run: CompactionRun, request: SummaryRequest, room: int, tokens: int, first: str, *,
                again: bool = True) -> Generator[
-            tuple[Any, SummaryRequest], SummaryResult, tuple[list[Any], int, str, dict[str, Any]] | None]:
+            tuple[Any, SummaryRequest], SummaryResult, _Grown | None]:
         """The history with the newest rounds of the fold moved into the tail, verbatim (the
         newest one with its largest message cut when none fits whole), when a digest (``first``)
         shorter than its room, or a history under ``FILLED_SHARE`` of its budget, left them room
-        (``tail_fill.grow_tail``): ``(messages, tokens, summary, plan)``, or None when none fits
+        (``tail_fill.grow_tail``): ``(messages, tokens, summary, plan, fold line, keep)`` (nothing
+        stored yet: ``Draft.keep``), or None when none fits
         the budget within ``GROW_AIMS`` tries or the result is no fuller. (The shorter fold's
         digest may come out a little longer than the first: the history as a whole must fit.)
         Without ``again``, the shorter fold is not summarized again: ``first`` stays the summary.
@@ -373,7 +380,8 @@ class RoomFill:
                 text = first
             run.plan = plan  # (the assembly places the summary as this plan says)
             base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
-            fold_line = self._fold_span(folded) if self.recoverable else ""
+            # (The span is stored only with the history returned: see ``Draft.keep``.)
+            fold_line, store_span = self._fold_line(folded) if self.recoverable else ("", keep_nothing)
             out = assemble(run, base, text, (), fold_line)
             after, failures = run.verified(out, plan["seams"], run.effective)
             if again and failures and all(f[0] == "over_budget" for f in failures) \
@@ -396,7 +404,7 @@ class RoomFill:
                 break
             if not failures:
                 if after > (best[2] if best is not None else tokens):
-                    best, fitted = (grown, out, after, text), left
+                    best, fitted = (grown, out, after, text, fold_line, store_span), left
                 if after >= run.effective * FILLED_SHARE:
                     break
                 # The shorter fold's digest is shorter too and left room of its own (django-14373's
@@ -408,17 +416,21 @@ class RoomFill:
             left -= after - run.effective + MIN_FILL_TOKENS // 4
         if best is None:
             return None
-        grown, out, after, text = best
+        grown, out, after, text, fold_line, store_span = best
         msgs, plan = grown.messages, grown.plan
         run.plan = plan
         run.msgs = msgs
         moved = f"the summary left room: {span_words(int(plan['tail_start']), int(old['tail_start']))}"
         one = int(old["tail_start"]) - int(plan["tail_start"]) == 1
+        stored = store_span
         if grown.cut is None:
             run.notes.append(f"{moved} {'stays' if one else 'stay'} whole in the tail")
         else:
             i, before, keep, fold_id, whole = grown.cut
-            keep_text(self.store, fold_id, whole, promised=self.recoverable)
             cut_words = "joins the tail with its" if one else f"join the tail, message {i} with its"
             run.notes.append(f"{moved} {cut_words} middle cut (~{before} -> ~{keep} tokens; id={fold_id} restores it)")
-        return out, after, text, plan
+
+            def stored() -> None:
+                store_span()
+                keep_text(self.store, fold_id, whole, promised=self.recoverable)
+        return out, after, text, plan, fold_line, stored

@@ -468,6 +468,37 @@ def test_a_history_with_nothing_to_fold_that_no_cut_brings_under_the_budget_rais
     assert not cf.Compactor(budget=10**6).compact(msgs).changed
 
 
+_IDS = re.compile(r"cf[0-9a-f]{12}")
+
+
+def _stores(tmp_path: Any) -> list[Any]:
+    """A store of each kind a compaction writes to without a server: one in memory, one directory."""
+    return [cf.MemoryContentStore(), cf.DirectoryContentStore(tmp_path / "folds")]
+
+
+def _held(store: Any) -> dict[str, str]:
+    """Every id ``store`` holds and its text (a directory's files, the memory store's entries)."""
+    if isinstance(store, cf.DirectoryContentStore):
+        return {f.stem: f.read_text(encoding="utf-8") for f in store.path.glob("cf*.txt")}
+    return {fold_id: store.get(fold_id) for fold_id in list(store._items)}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_cut_in_place_not_worth_making_stores_nothing(fmt, tmp_path):
+    # A history with nothing to fold, whose cut in place frees less than min_free_share: the
+    # history comes back as it was, and names no id. Before, the cut's texts were stored
+    # anyway, before the gate refused it: an orphan file per cut message in a directory store
+    # (an orphan key in Redis), none of which any placeholder would ever name.
+    msgs = _nothing_to_fold(fmt)
+    kw = dict(provider=PROVIDER[fmt])
+    for store in _stores(tmp_path):
+        c, r = _compacted_untouched(msgs, budget=cf.estimate(msgs, **kw) // 2, wire_format=fmt, recoverable=True,
+                                    min_free_share=0.6, store=store, **kw)
+        assert r.strategy_used is None and r.reason.startswith("compaction skipped"), (r.reason, r.notes)
+        assert r.messages == msgs and not _IDS.search(json.dumps(r.messages))
+        assert _held(store) == {}
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_short_history_whose_call_arguments_alone_are_huge_has_them_shrunk_to_valid_json(fmt):
     # A file written whole by one call: 100,000 characters of arguments in a four-message
@@ -673,6 +704,68 @@ def test_a_fold_whose_summary_costs_more_than_the_turn_it_folds_cuts_in_place_in
     assert r.tokens_after >= 0.94 * budget, (r.tokens_after, budget)
     fold_id = re.findall(r"id=(cf[0-9a-f]{12})", notes[0])
     assert len(fold_id) == 1 and "HAT031" in c.recall(fold_id[0])
+
+
+class _RoomFillingSummarizer:
+    """A model summarizer (the ``Summarizer`` protocol, as a caller writes one) that fills the
+    room it is asked for with lines of progress, and counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def summarize(self, request: cf.SummaryRequest) -> cf.SummaryResult:
+        self.calls += 1
+        lines = ["## Progress"]
+        while cf.estimate([{"role": "user", "content": "\n".join(lines)}]) < 0.9 * request.max_tokens:
+            lines.append(f"The agent checked shelf item {len(lines)} and found it in order.")
+        return cf.SummaryResult("\n".join(lines))
+
+    async def asummarize(self, request: cf.SummaryRequest) -> cf.SummaryResult:
+        return self.summarize(request)
+
+
+def _rule_in_the_largest_turn() -> tuple[list[dict], str]:
+    """The agent's one-line question, then the user's answer: a ledger pasted beside a standing
+    rule (the largest message), a tool round, and the user's next words; and the tool's output."""
+    rows = lambda n, tag: "".join(f"{tag} row {k:04d}: status ok, checksum {k * 7919 % 10007:05d}\n" for k in range(n))
+    output = rows(50, "B")
+    return [
+        {"role": "user", "content": "Audit the warehouse inventory and report anything missing."},
+        {"role": "assistant", "content": "Sure. Which warehouse should I start with?"},
+        {"role": "user", "content": "Warehouse 7. Never delete a row from the ledger. Here is last week's dump:\n"
+                                    + rows(60, "W")},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "list", "arguments": '{"shelf": "B"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": output},
+        {"role": "user", "content": "Thanks. What is missing?"},
+    ], output
+
+
+@pytest.mark.parametrize("fmt", ["chat", "responses"])
+def test_a_cut_in_place_refused_for_the_fold_stores_nothing_the_fold_does_not_name(fmt, tmp_path):
+    # The model's summary of the agent's question costs more than the question, so the cut in
+    # place is tried; it would cut the tool output (the pasted ledger that the fold cut states a
+    # standing rule, which no cut in place touches), a message the fold keeps whole, so the
+    # fold is kept. Before, the cut's text of that output stayed in the store, and so did the
+    # span of the fold first planned (the fold returned is a shorter one): ids no message names.
+    chat, output = _rule_in_the_largest_turn()
+    msgs = convert(chat, fmt)[0]
+    for store in _stores(tmp_path):
+        c, r = _compacted_untouched(msgs, budget=cf.estimate(msgs) - 60, wire_format=fmt, recoverable=True,
+                                    min_free_share=0.0, summarizer=_RoomFillingSummarizer(), store=store)
+        assert r.summary is not None and r.removed and r.tokens_after <= r.budget, r.notes
+        text = json.dumps(r.messages)
+        assert json.dumps(output) in text  # (the tool output, whole)
+        named = set(_IDS.findall(text))
+        held = _held(store)
+        # Held: what the result names, and the record a Compactor given a store files of each
+        # edited copy it returns (fold_sources: a Compactor of another process reads the
+        # original behind it), which no message names by design.
+        records = {i for i, t in held.items() if t.startswith('{"copy": ')}
+        assert named and set(held) == named | records, (sorted(named), {i: t[:40] for i, t in held.items()})
+        assert all(output not in t for t in held.values())
+        for fold_id in named:
+            assert c.recall(fold_id)
 
 
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (tau-bench airline dialogues)")
