@@ -11,6 +11,7 @@ could have fitted.
     python tools/successive_report.py            # ../shared/data (tests/data when absent)
     python tools/successive_report.py --json     # one JSON object per conversation
     python tools/successive_report.py --why      # why a last summary is over 1.2x its first
+    python tools/successive_report.py --new-process  # each compaction by a new Compactor sharing nothing
 
 ``--why`` sorts the conversations whose last summary is over 1.2x the first by cause, reading
 the room the Compactor gave each summary (``summary_room``, wrapped here to be read) beside its
@@ -94,6 +95,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="one JSON object per conversation")
     ap.add_argument("--why", action="store_true", help="why a last summary is over 1.2x its first, by cause")
+    ap.add_argument("--new-process", action="store_true",
+                    help="each compaction by a new Compactor sharing nothing (it merges each summary from its text)")
     args = ap.parse_args()
     root = SHARED if shared_available() else LOCAL
     if args.why:
@@ -110,13 +113,13 @@ def main() -> None:
         fx = fixtures(root, name)
         if args.json:
             for f in fx:
-                s = successive(f, rules=planted(f))
+                s = successive(f, rules=planted(f), alone=args.new_process)
                 print(json.dumps({"data_set": name, "conversation": s.fixture, "sizes": s.sizes, "rooms": s.rooms,
                                   "folded": s.folded, "carried": s.carried, "rules_lost": s.rules_lost}))
             continue
         print(f"### {name} ({len(fx)} conversations)\n")
-        print(successive_table(fx))
-        lost = [s for s in (successive(f, rules=planted(f)) for f in fx) if s.rules_lost]
+        print(successive_table(fx, alone=args.new_process))
+        lost = [s for s in (successive(f, rules=planted(f), alone=args.new_process) for f in fx) if s.rules_lost]
         if lost:
             print("\nRules lost (summary tokens / room, per compaction):\n")
             for s in lost:

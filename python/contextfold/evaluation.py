@@ -723,14 +723,16 @@ def successive_setup(fixture: Fixture, *, rules: Sequence[tuple[int, str]] = (),
 
 
 def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3, strategy: str = "summarize",
-               summarizer: Any = None, rules: Sequence[tuple[int, str]] = ()) -> Successive:
+               summarizer: Any = None, rules: Sequence[tuple[int, str]] = (), alone: bool = False) -> Successive:
     """Feed ``fixture``'s conversation message by message and compact what the agent would send
     next (the last result's messages + the new messages) to ``budget_share`` of the whole
     conversation's tokens (beyond the head), up to ``rounds`` times. A compaction runs when the
     history has grown past the budget by the step that gives ``rounds`` compactions over the
     conversation (at most a third of the room after the head: a short conversation gets
     fewer). ``rules`` are ``(position, text)`` user messages planted into the conversation
-    first (standing rules a user states mid-dialogue)."""
+    first (standing rules a user states mid-dialogue). With ``alone``, each compaction is a new Compactor
+    sharing nothing, as in a new process each time (``agent_loop``'s ``alone``): it merges each
+    summary from its text."""
     msgs, head, budget = successive_setup(fixture, rules=rules, budget_share=budget_share)
     total = _tokens(msgs, fixture)
     fixed = _tokens(msgs[:head], fixture)
@@ -738,10 +740,15 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
     # ``rounds`` (each compaction brings the history back just under the budget).
     step_tokens = max(1, min((budget - fixed) // 3, (total - budget) // (rounds + 1)))
     trigger = budget + step_tokens
-    compactor = None if strategy in PEERS else Compactor(
-        provider=fixture.provider, budget=budget, strategy=strategy,  # type: ignore[arg-type]
-        summarizer=summarizer, tools=fixture.tools, system=fixture.system, min_free_share=0.0,
-        wire_format=detect_wire_format(msgs, fixture.provider))
+    def made() -> Compactor:
+        c = Compactor(provider=fixture.provider, budget=budget, strategy=strategy,  # type: ignore[arg-type]
+                      summarizer=summarizer, tools=fixture.tools, system=fixture.system, min_free_share=0.0,
+                      wire_format=detect_wire_format(msgs, fixture.provider))
+        c.sources.shared = not alone
+        return c
+    if alone:
+        forget_process_sources()
+    compactor = None if strategy in PEERS else made()
     current: list[Any] = msgs[:head]
     sizes: list[int] = []
     rooms: list[int] = []
@@ -763,7 +770,7 @@ def successive(fixture: Fixture, *, rounds: int = 10, budget_share: float = 0.3,
             said: tuple[str, ...] = ()
         else:
             try:
-                r = compactor.compact(current)
+                r = (made() if alone else compactor).compact(current)
             except CompactionError:
                 continue
             out, summary, removed, after = list(r.messages), r.summary, len(r.removed), r.tokens_after
@@ -806,11 +813,12 @@ def planted(fixture: Fixture) -> list[tuple[int, str]]:
 
 
 def successive_table(fixtures: Sequence[Fixture], *, summarizer: Any = None, per_fixture: bool = False,
-                     strategy: str = "summarize") -> str:
+                     strategy: str = "summarize", alone: bool = False) -> str:
     """Markdown: successive compactions with planted rules (``successive``), over all fixtures;
     with ``per_fixture``, one row per conversation (sizes, rooms, folded counts). ``strategy``
-    may name a peer (``contextfold.evaluation_peers``)."""
-    runs = [successive(f, summarizer=summarizer, rules=planted(f), strategy=strategy) for f in fixtures]
+    may name a peer (``contextfold.evaluation_peers``); ``alone``: each compaction as in a new
+    process (``successive``)."""
+    runs = [successive(f, summarizer=summarizer, rules=planted(f), strategy=strategy, alone=alone) for f in fixtures]
     ran = [r for r in runs if r.sizes]
     if per_fixture:
         lines = ["| conversation | compactions | messages folded | summary tokens | room (tokens) | last / first "
