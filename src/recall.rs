@@ -72,6 +72,33 @@ pub fn ids_in(text: &str) -> Vec<&str> {
     out
 }
 
+/// Every fold id a text holds, however written (`id=cf...` in a placeholder or summary, the
+/// recall tool's argument in a call's cleared arguments): `cf` and 12 lower-case hex digits
+/// standing as a word of their own. In order, without repeats.
+pub fn any_ids_in(text: &str) -> Vec<&str> {
+    let b = text.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut out: Vec<&str> = Vec::new();
+    for k in memchr::memmem::find_iter(b, ID_PREFIX.as_bytes()) {
+        let end = k + ID_PREFIX.len() + 12;
+        if end > b.len()
+            || (k > 0 && word(b[k - 1]))
+            || b.get(end).is_some_and(|&c| word(c))
+            || !b[k + 2..end]
+                .iter()
+                .all(|&c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+        {
+            continue;
+        }
+        // (ASCII throughout, so these are char boundaries.)
+        let id = &text[k..end];
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
+}
+
 /// Bytes of a text read at each end when a placeholder describes it: tools print what matters
 /// (the command, the error, the summary line) first and last, and a bound keeps the cost of a
 /// placeholder independent of the output's size.
@@ -743,5 +770,13 @@ mod tests {
             "{\"contextfold_recall\":\"cf1\"}"
         );
         assert_eq!(arguments_with_id("[1]", "cf1"), "[1]");
+    }
+
+    #[test]
+    fn every_fold_id_is_found_however_it_is_written() {
+        let text = r#"[output pruned; id=cf0123456789ab] {"contextfold_recall": "cfabcdef012345"} id=cf0123456789ab xcf0123456789ab cf0123456789abc cf0123456789AB cfabcdef01234"#;
+        assert_eq!(any_ids_in(text), vec!["cf0123456789ab", "cfabcdef012345"]);
+        assert_eq!(any_ids_in("é cf0123456789ab"), vec!["cf0123456789ab"]);
+        assert!(any_ids_in("cf").is_empty() && any_ids_in("").is_empty());
     }
 }

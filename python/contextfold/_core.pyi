@@ -70,6 +70,7 @@ __all__ = [
     "wire_bytes",
     "fold_id",
     "fold_ids_in",
+    "fold_ids_anywhere",
     "recall_calls",
     "recall_page",
     "recall_result",
@@ -781,6 +782,11 @@ def fold_id(text: str, /) -> str:
 
 def fold_ids_in(text: str, /) -> list[str]:
     """The fold ids a text names (``id=cf...``), in order, without repeats."""
+
+def fold_ids_anywhere(text: str, /) -> list[str]:
+    """Every fold id a text holds, however written (``id=cf...``, the recall tool's argument in
+    cleared call arguments): ``cf`` and 12 hex digits as a word of their own; in order, without
+    repeats."""
 
 def recall_tool(*, format: _WireFormat) -> str:
     """The recall tool's declaration in ``format``'s tool list, as compact JSON."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.compaction_result import CompactionResult
+from contextfold.content_store import ContentStore
 from contextfold.errors import InvalidArgumentsError, UnpairedToolCallsError
 from contextfold.history import WireFormat
 from contextfold.summarize.base import SummaryRequest
@@ -59,6 +60,10 @@ class CompactionRun:
     exact_before: int = 0
     exact_limit: int = 0
     exact_scale: float = 1.0
+    #: Where the run stores what its placeholders, cuts and folds name: the compaction's held
+    #: writes (``content_store.PendingWrites``), committed for the ids its result names
+    #: (``Compactor._steps``). None before the run starts.
+    store: ContentStore | None = None
     #: How many messages the pending last turn holds (calls awaiting their results, which
     #: repair leaves as they are): the end of the history, the same in its compaction.
     pending_tail: int = 0
@@ -84,6 +89,13 @@ class CompactionRun:
     #: The notes as the compaction's steps began (``Compactor._compacted``): a step that
     #: returns another history than the one the later steps built says only what it did.
     start_notes: tuple[str, ...] = ()
+
+    @property
+    def held(self) -> ContentStore:
+        """``store``, once the run has started (``Compactor._start`` sets it)."""
+        if self.store is None:
+            raise RuntimeError("the compaction run has no store yet")
+        return self.store
 
     def __post_init__(self) -> None:
         self.original = self.msgs

@@ -148,6 +148,33 @@ class _FoundCut:
     held: PendingWrites
 
 
+def kept_named(held: PendingWrites, given: Sequence[Any], result: CompactionResult) -> None:
+    """Store, of what a compaction held (``held``), the texts its result names: the ids its new
+    messages show (the model is promised those) and its notes, and the ids a text stored so
+    names in turn (a folded span holding a placeholder). The rest is dropped. A compaction plans,
+    degrades and tries several folds, and every plan stored the originals its placeholders
+    named: one compaction of the 10k-message synthetic history wrote 3,571 entries, one of them
+    named by its result, and a ``DirectoryContentStore``, which never expires, kept them all."""
+    if not len(held):
+        return
+    # (The caller's own messages name only ids earlier compactions stored. A new message names
+    # an id as ``id=cf...`` or, a cleared call's arguments, as the recall tool's argument.)
+    given_ids = {id(m) for m in given}
+    new = [m for m in result.messages if id(m) not in given_ids]
+    named = dict.fromkeys(_core.fold_ids_anywhere(span_text(new)) if new else (), True)
+    for i in _core.fold_ids_in("\n".join(result.notes)):
+        named.setdefault(i, False)
+    todo = list(named)
+    while todo:
+        at = todo.pop()
+        text = held.held(at)
+        for i in _core.fold_ids_anywhere(text) if text is not None else ():
+            if i not in named:
+                named[i] = named[at]
+                todo.append(i)
+    held.commit(named)
+
+
 def _holds_every_rule(text: str | None, span: list[Any], previous: str | None) -> bool:
     """Whether ``text`` holds whole every standing rule of ``span`` and of ``previous`` (the
     summary folded with it)."""
@@ -646,7 +673,9 @@ class Compactor(RoomFill, RecoverableFolds):
         compactions at 128 KiB were named and gone, and recall answered "not found")."""
         store = self.store if self.recoverable and isinstance(self.store, MemoryContentStore) else None
         evicted = store.evictions if store is not None else 0
-        result = yield from self._store_steps(messages)
+        held = PendingWrites(self.store, promised=self.recoverable)
+        result = yield from self._store_steps(messages, held)
+        kept_named(held, messages, result)
         if store is not None and store.evictions > evicted and result.changed:
             named = _core.fold_ids_in(span_text(result.messages))
             gone = sorted({i for i in named if store.get(i) is None})
@@ -657,33 +686,34 @@ class Compactor(RoomFill, RecoverableFolds):
                     f"folds): raise max_bytes, or use a DirectoryContentStore")
         return result
 
-    def _store_steps(self, messages: Sequence[Any]) -> Generator[tuple[Any, SummaryRequest], SummaryResult,
-                                                                  CompactionResult]:
+    def _store_steps(self, messages: Sequence[Any], held: PendingWrites) -> Generator[
+            tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The state machine of one compaction (``_run_steps``). With ``recoverable``, a history
         whose floor fits the budget but not beside the room kept for a recall round of
         ``recall_max_tokens`` is compacted beside the room of the smallest page
         (``MIN_RECALL_PAGE_TOKENS``); where even that misses, with no room kept (an answer then
         goes over the budget by its size); where the recall tool's declaration itself tips the
         floor over, as plain compaction does, without the tool (nothing of that fold can be
-        recalled). ``.notes`` says which: raising is for what plain compaction cannot fit."""
+        recalled). ``.notes`` says which: raising is for what plain compaction cannot fit. Every
+        attempt stores into ``held``."""
         if not self.recoverable:
-            return (yield from self._run_steps(messages, round_room="page"))
+            return (yield from self._run_steps(messages, round_room="page", held=held))
         try:
             if not self.recall_reserve:
-                return (yield from self._run_steps(messages, round_room="page"))
+                return (yield from self._run_steps(messages, round_room="page", held=held))
             attempt = _Attempt()
             try:
-                return (yield from self._run_steps(messages, round_room="page", attempt=attempt))
+                return (yield from self._run_steps(messages, round_room="page", attempt=attempt, held=held))
             except CompactionBudgetError as e:
                 if attempt.round_skipped:
                     raise  # (it ran without the round's room: only the last step can do better)
                 first = e
             try:
-                result = yield from self._run_steps(messages, round_room="smallest")
+                result = yield from self._run_steps(messages, round_room="smallest", held=held)
                 note = (f"room kept for a recall round of {MIN_RECALL_PAGE_TOKENS} tokens only: beside a round "
                         f"of recall_max_tokens, {first}")
             except CompactionBudgetError as e:
-                result = yield from self._run_steps(messages, round_room="none")
+                result = yield from self._run_steps(messages, round_room="none", held=held)
                 note = (f"no room kept for a recall round: an answer goes over the budget by its size (beside a "
                         f"round of {MIN_RECALL_PAGE_TOKENS} tokens, {e})")
             return dataclasses.replace(result, notes=(*result.notes, note))
@@ -692,9 +722,9 @@ class Compactor(RoomFill, RecoverableFolds):
             # floor over the budget, compact as plain compaction would rather than raise, and say
             # that nothing of this fold can be recalled. Where the history does not fit without
             # the tool either, plain compaction's error names by how much.
-            return (yield from self._without_recall_tool(messages, e))
+            return (yield from self._without_recall_tool(messages, e, held))
 
-    def _without_recall_tool(self, messages: Sequence[Any], why: CompactionBudgetError) -> Generator[
+    def _without_recall_tool(self, messages: Sequence[Any], why: CompactionBudgetError, held: PendingWrites) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The last step of a recoverable compaction: the history compacted as with
         ``recoverable=False`` (placeholders and folds that name no id, the recall tool not sent:
@@ -702,7 +732,7 @@ class Compactor(RoomFill, RecoverableFolds):
         plain = copy.copy(self)  # (its core options and requests are built again: __getstate__)
         plain.recoverable = False
         plain._options = plain.config.plan_options(recoverable=False)
-        result = yield from plain._run_steps(messages, round_room="page")
+        result = yield from plain._run_steps(messages, round_room="page", held=held)
         # The copy's format is its own run's (another thread's compaction cannot have moved it);
         # its back-offs are this Compactor's (the copy shares them).
         fmt = plain._format or "chat"
@@ -713,14 +743,16 @@ class Compactor(RoomFill, RecoverableFolds):
                 f"system prompt, tools, task and last user turn ({why}); nothing folded here is recallable")
         return dataclasses.replace(result, tools=list(self.tools or ()), notes=(*result.notes, note))
 
-    def _run_steps(self, messages: Sequence[Any], *, round_room: RoundRoom, attempt: _Attempt | None = None) -> Generator[
+    def _run_steps(self, messages: Sequence[Any], *, round_room: RoundRoom, attempt: _Attempt | None = None,
+                   held: PendingWrites | None = None) -> Generator[
             tuple[Any, SummaryRequest], SummaryResult, CompactionResult]:
         """The state machine of one compaction: under budget, mask, degrade, summarize. Yields
         ``(summarizer, request)`` and is sent the ``SummaryResult``; returns the result.
         ``round_room``: the room kept for a recall round (``recoverable``): that of a page of
         ``recall_max_tokens``, of the smallest page, or none; ``attempt`` hears whether the
         run kept none after all."""
-        run = self._start(messages, round_room=round_room, attempt=attempt)
+        held = PendingWrites(self.store, promised=self.recoverable) if held is None else held
+        run = self._start(messages, round_room=round_room, attempt=attempt, held=held)
         try:
             result = yield from self._compacted(run)
         except CompactionBudgetError:
@@ -730,7 +762,7 @@ class Compactor(RoomFill, RecoverableFolds):
             # budget where its own count may not (an airline dialogue's system prompt and task
             # run closer to their estimate than its tool results): planned again at the
             # estimate itself, every history still checked by its exact count.
-            run = self._start(messages, round_room=round_room, attempt=attempt, scaled=False)
+            run = self._start(messages, round_room=round_room, attempt=attempt, held=held, scaled=False)
             result = yield from self._compacted(run)
         if notes := run.refuse_inherited(result):
             result = dataclasses.replace(result, notes=(*result.notes, *notes))
@@ -844,15 +876,16 @@ class Compactor(RoomFill, RecoverableFolds):
                              "the agent's rounds after it are folded, and a summary this small cannot hold it")
         run.msgs, run.plan = degrade(
             run.msgs, run.plan, functools.partial(self._plan, run), min_tail=self.min_tail, budget=run.effective,
-            summary_tokens=run.summary_tokens, store=self.store, provider=self.provider, model=self.model,
+            summary_tokens=run.summary_tokens, store=run.held, provider=self.provider, model=self.model,
             notes=run.notes, recoverable=self.recoverable, cuts=run.degrade_cuts)
         return undegraded
 
-    def _start(self, messages: Sequence[Any], *, round_room: RoundRoom = "page",
+    def _start(self, messages: Sequence[Any], *, held: PendingWrites | None = None, round_room: RoundRoom = "page",
                attempt: _Attempt | None = None, scaled: bool = True) -> CompactionRun:
         """The history copied (and repaired), the budget aimed at, the sizes, the first plan.
         ``scaled``: with ``exact``, the budget is planned at the history's exact-to-estimate
-        ratio (else at the estimate itself)."""
+        ratio (else at the estimate itself). ``held``: where the run stores (``CompactionRun.store``;
+        None: a store of its own, held)."""
         _require_history(messages)
         msgs = list(messages)
         fmt = self.wire_format or detect_wire_format(msgs, self.provider, tools=self.tools)
@@ -929,7 +962,8 @@ class Compactor(RoomFill, RecoverableFolds):
         run = CompactionRun(msgs=msgs, fmt=fmt, budget=budget, effective=effective, tail=tail,
                             summary_tokens=summary_tokens, priced=self._request(fmt), options=options, notes=notes,
                             recall_page=page, round_kept=kept, exact=exact, exact_before=exact_before,
-                            exact_limit=exact_limit, exact_scale=scale)
+                            exact_limit=exact_limit, exact_scale=scale,
+                            store=PendingWrites(self.store, promised=self.recoverable) if held is None else held)
         run.plan = self._plan(run, msgs, self.min_tail)
         run.before = int(run.plan["tokens_before"])
         # How deep the fold is: the history, with a previous summary counted as the messages it
@@ -1020,7 +1054,7 @@ class Compactor(RoomFill, RecoverableFolds):
         if moved or checked:
             p["input_failures"] = run.plan["input_failures"]
         for fold_id, text in p.get("folds", ()):
-            keep_text(self.store, fold_id, text, promised=self.recoverable)
+            keep_text(run.held, fold_id, text, promised=self.recoverable)
         return p
 
     def _worth_it(self, run: CompactionRun, after: int) -> str | None:
@@ -1069,7 +1103,7 @@ class Compactor(RoomFill, RecoverableFolds):
         if floor_tokens(msgs, self._estimate_kw(run.fmt)) > run.effective:
             return None
         said: list[str] = []
-        held = PendingWrites(self.store, promised=self.recoverable)
+        held = PendingWrites(run.held, promised=self.recoverable)
         done = cut_in_place(msgs, head_end=int(run.plan["head_end"]), budget=run.effective,
                             check=lambda out: run.verified(out, [], run.effective), store=held,
                             provider=self.provider, model=self.model, recoverable=self.recoverable, notes=said,
@@ -1145,7 +1179,7 @@ class Compactor(RoomFill, RecoverableFolds):
             # clear_at_least clears at least that many tokens each time).
             cap = min(run.effective, run.before - self.clear_at_least) if self.clear_at_least else run.effective
             restored = restore_tail(msgs, list(edits), with_kept, tokens=tokens, budget=cap,
-                                    store=self.store, provider=self.provider, model=self.model, notes=run.notes,
+                                    store=run.held, provider=self.provider, model=self.model, notes=run.notes,
                                     why="masking left room", where="", recoverable=self.recoverable)
             if restored is not None:
                 out, tokens, edits, _ = restored
@@ -1195,12 +1229,12 @@ class Compactor(RoomFill, RecoverableFolds):
             text = self._rules_text(span, previous, room)
             if text is None or (whole and not _holds_every_rule(text, span, previous)):
                 return None
-            fold_line = self._fold_span(span) if self.recoverable else ""
+            fold_line = self._fold_span(span, run.held) if self.recoverable else ""
             return text, f"{OPEN}\n{neutralize_markers(text)}{fold_line}\n{CLOSE}"
         bare = bare_history(msgs, plan, fmt=run.fmt, check=lambda o, s: run.verified(o, s, run.effective),
                             like=lambda m: like_history(m, msgs), notes=run.notes, budget=run.effective,
                             estimate_kw=kw, rules=rules, rules_only=whole,
-                            fold_clause=self._fold_clause if self.recoverable else None,
+                            fold_clause=functools.partial(self._fold_clause, store=run.held) if self.recoverable else None,
                             recover_only=run.recover_only, pinned=self._pinned_indices(msgs))
         if bare is None:
             return None
@@ -1238,12 +1272,12 @@ class Compactor(RoomFill, RecoverableFolds):
             run.msgs, run.plan, run.fill_cut = fill_tail(
                 run.msgs, run.plan, functools.partial(self._plan, run, moved=True),
                 room_cap=summary_room(run.plan, run.effective, self._summary_cap, stable=stable), budget=run.effective,
-                min_tail=self.min_tail, store=self.store, provider=self.provider, model=self.model, notes=run.notes,
+                min_tail=self.min_tail, store=run.held, provider=self.provider, model=self.model, notes=run.notes,
                 recoverable=self.recoverable)
         plan, msgs = run.plan, run.msgs
         folded_msgs = [msgs[i] for i in plan["folded"]]
         # (The span the summary's fold line names is stored with the fold returned: Draft.keep.)
-        fold_line, keep_span = self._fold_line(folded_msgs) if self.recoverable else ("", keep_nothing)
+        fold_line, keep_span = self._fold_line(folded_msgs, run.held) if self.recoverable else ("", keep_nothing)
         room = self._less_fold_line(summary_room(plan, run.effective, self._summary_cap, stable=stable), fold_line)
         # The identifier index is appended to every summary; the extractive digest writes its
         # own (it fills what its other units leave), other summarizers leave it a share.
@@ -1420,7 +1454,7 @@ class Compactor(RoomFill, RecoverableFolds):
         went with the fold. None when the fold states no rule, or no rule fits."""
         plan, msgs = run.plan, run.msgs
         folded = [msgs[i] for i in plan["folded"]]
-        fold_line, keep = self._fold_line(folded) if self.recoverable else ("", lambda: None)
+        fold_line, keep = self._fold_line(folded, run.held) if self.recoverable else ("", lambda: None)
         room = self._less_fold_line(summary_room(plan, run.effective, self._summary_cap), fold_line)
         text = self._rules_text(folded, plan["previous_summary"], room)
         if text is None:

@@ -30,6 +30,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -96,11 +97,23 @@ class PendingWrites:
         held = self._texts.get(fold_id)
         return held if held is not None else self.store.get(fold_id)
 
-    def commit(self) -> None:
-        """Write every text held to the store (``keep_text``); nothing is held after."""
+    def held(self, fold_id: str, /) -> str | None:
+        """The text held under ``fold_id`` (None: none held here)."""
+        return self._texts.get(fold_id)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def commit(self, only: Mapping[str, bool] | None = None) -> None:
+        """Write the texts held to the store (``keep_text``): all of them, or those ``only``
+        names, each with its own ``promised`` (whether the output names it to the model); the
+        rest are dropped. Nothing is held after."""
         texts, self._texts = self._texts, {}
         for fold_id, text in texts.items():
-            keep_text(self.store, fold_id, text, promised=self.promised)
+            if only is None:
+                keep_text(self.store, fold_id, text, promised=self.promised)
+            elif fold_id in only:
+                keep_text(self.store, fold_id, text, promised=self.promised and only[fold_id])
 
 
 class CorruptEntryError(ValueError):

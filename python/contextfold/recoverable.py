@@ -159,29 +159,30 @@ class RecoverableFolds:
 
     # -- folds -------------------------------------------------------------------------------
 
-    def _fold_span(self, folded: list[Any]) -> str:
-        """Store the folded messages whole; the line naming their id (and earlier folds' ids
-        they held, most recent first) that ends the summary."""
-        line, keep = self._fold_line(folded)
+    def _fold_span(self, folded: list[Any], store: ContentStore) -> str:
+        """Store the folded messages whole in ``store`` (a run's: ``CompactionRun.store``); the
+        line naming their id (and earlier folds' ids they held, most recent first) that ends the
+        summary."""
+        line, keep = self._fold_line(folded, store)
         keep()
         return line
 
-    def _fold_line(self, folded: list[Any]) -> tuple[str, Callable[[], None]]:
+    def _fold_line(self, folded: list[Any], store: ContentStore) -> tuple[str, Callable[[], None]]:
         """The line ``_fold_span`` ends the summary with, and the call that stores the span."""
-        clause, keep = self._fold_clause(folded)
+        clause, keep = self._fold_clause(folded, store)
         return f"\n[folded {len(folded)} messages; {clause}]", keep
 
-    def _fold_clause(self, folded: list[Any]) -> tuple[str, Callable[[], None]]:
+    def _fold_clause(self, folded: list[Any], store: ContentStore) -> tuple[str, Callable[[], None]]:
         """What names the stored span of ``folded`` (``id=..., contextfold_recall restores them``
-        and the earlier folds' ids it held) and the call that stores it: a caller that tries
-        several spans stores only the one it keeps."""
+        and the earlier folds' ids it held) and the call that stores it in ``store``: a caller
+        that tries several spans stores only the one it keeps."""
         text = _recall.span_text(folded)
         fold_id = _core.fold_id(text)
         earlier = [i for i in _core.fold_ids_in(text) if i != fold_id][-CARRIED_IDS:]
         clause = f"id={fold_id}, {_recall.RECALL_TOOL} restores them"
         if earlier:
             clause += "; earlier folds: " + " ".join(f"id={i}" for i in reversed(earlier))
-        return clause, lambda: self.store.put(fold_id, text)
+        return clause, lambda: store.put(fold_id, text)
 
     def recall(self, fold_id: str, /) -> str:
         """The original text folded under ``fold_id`` (a tool output, a call's arguments JSON,

@@ -68,7 +68,7 @@ class RoomFill:
     _plan: Callable[..., dict[str, Any]]
     _span: Callable[[CompactionRun, Mapping[str, Any], Sequence[Any]], tuple[list[Any], str | None]]
     _budget_error: Callable[[CompactionRun, list[Any], dict[str, Any]], CompactionBudgetError]
-    _fold_line: Callable[[list[Any]], tuple[str, Callable[[], None]]]
+    _fold_line: Callable[[list[Any], ContentStore], tuple[str, Callable[[], None]]]
 
     def _place(self, run: CompactionRun, draft: Draft, text: str | None = None, base: list[Any] | None = None) -> bool:
         """Assemble ``draft``'s history (with ``text`` / ``base`` in place of its own when given)
@@ -208,7 +208,7 @@ class RoomFill:
                               draft.fold_line)
             return (built, *run.verified(built, draft.seams, run.effective))
         restored = restore_tail(msgs, edits, with_kept, tokens=draft.tokens, budget=run.effective,
-                                store=self.store, provider=self.provider, model=self.model, notes=run.notes,
+                                store=run.held, provider=self.provider, model=self.model, notes=run.notes,
                                 recoverable=self.recoverable)
         if restored is not None:
             draft.out, draft.tokens, kept, recut = restored
@@ -381,7 +381,7 @@ class RoomFill:
             run.plan = plan  # (the assembly places the summary as this plan says)
             base = apply_edits(msgs, plan["tail_edits"]) if plan["tail_edits"] else msgs
             # (The span is stored only with the history returned: see ``Draft.keep``.)
-            fold_line, store_span = self._fold_line(folded) if self.recoverable else ("", keep_nothing)
+            fold_line, store_span = self._fold_line(folded, run.held) if self.recoverable else ("", keep_nothing)
             out = assemble(run, base, text, (), fold_line)
             after, failures = run.verified(out, plan["seams"], run.effective)
             if again and failures and all(f[0] == "over_budget" for f in failures) \
@@ -432,5 +432,5 @@ class RoomFill:
 
             def stored() -> None:
                 store_span()
-                keep_text(self.store, fold_id, whole, promised=self.recoverable)
+                keep_text(run.held, fold_id, whole, promised=self.recoverable)
         return out, after, text, plan, fold_line, stored

@@ -25,6 +25,16 @@ fn fold_id(text: &str) -> String {
     crate::recall::fold_id(text)
 }
 
+/// Every fold id a text holds, however written, in order, without repeats.
+#[pyfunction]
+#[pyo3(signature = (text, /))]
+fn fold_ids_anywhere(text: &str) -> Vec<String> {
+    crate::recall::any_ids_in(text)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
 /// The fold ids a text names, in order, without repeats.
 #[pyfunction]
 #[pyo3(signature = (text, /))]
@@ -109,6 +119,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RECALL_TOOL", RECALL_TOOL)?;
     m.add_function(wrap_pyfunction!(fold_id, m)?)?;
     m.add_function(wrap_pyfunction!(fold_ids_in, m)?)?;
+    m.add_function(wrap_pyfunction!(fold_ids_anywhere, m)?)?;
     m.add_function(wrap_pyfunction!(recall_tool, m)?)?;
     m.add_function(wrap_pyfunction!(recall_calls, m)?)?;
     m.add_function(wrap_pyfunction!(recall_result, m)?)?;
