@@ -36,6 +36,7 @@ mod json_compact;
 mod pack;
 mod request_edges;
 mod run_summary;
+mod session_header;
 mod thought_call;
 mod traceback;
 mod units;
@@ -294,6 +295,11 @@ fn outcome_for<'t>(
             let body = match err.then(|| traceback::condense(&o.body)).flatten() {
                 Some(c) => Cow::Owned(c),
                 None => o.body,
+            };
+            // (A pytest run's environment header says nothing of the run: `session_header`.)
+            let body = match session_header::without_session_header(&body) {
+                Some(c) => Cow::Owned(c),
+                None => body,
             };
             match (run_summary::up_to_summary(&body).map(str::len), body) {
                 // A run shown up to its verdict keeps its end only: the verdict is what it said.
