@@ -70,7 +70,6 @@ __all__ = [
     "wire_bytes",
     "fold_id",
     "fold_ids_in",
-    "fold_ids_anywhere",
     "recall_calls",
     "recall_page",
     "recall_result",
@@ -780,13 +779,10 @@ RECALL_TOOL: str
 def fold_id(text: str, /) -> str:
     """The stable short id of a text: ``cf`` + 12 hex digits of its 64-bit hash."""
 
-def fold_ids_in(text: str, /) -> list[str]:
-    """The fold ids a text names (``id=cf...``), in order, without repeats."""
-
-def fold_ids_anywhere(text: str, /) -> list[str]:
-    """Every fold id a text holds, however written (``id=cf...``, the recall tool's argument in
-    cleared call arguments): ``cf`` and 12 hex digits as a word of their own; in order, without
-    repeats."""
+def fold_ids_in(text: str, /, *, anywhere: bool = False) -> list[str]:
+    """The fold ids a text names (``id=cf...``), in order, without repeats; with ``anywhere``,
+    every fold id it holds however written (the recall tool's argument in cleared call
+    arguments too): ``cf`` and 12 hex digits as a word of their own."""
 
 def recall_tool(*, format: _WireFormat) -> str:
     """The recall tool's declaration in ``format``'s tool list, as compact JSON."""

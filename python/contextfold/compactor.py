@@ -161,14 +161,14 @@ def kept_named(held: PendingWrites, given: Sequence[Any], result: CompactionResu
     # an id as ``id=cf...`` or, a cleared call's arguments, as the recall tool's argument.)
     given_ids = {id(m) for m in given}
     new = [m for m in result.messages if id(m) not in given_ids]
-    named = dict.fromkeys(_core.fold_ids_anywhere(span_text(new)) if new else (), True)
+    named = dict.fromkeys(_core.fold_ids_in(span_text(new), anywhere=True) if new else (), True)
     for i in _core.fold_ids_in("\n".join(result.notes)):
         named.setdefault(i, False)
     todo = list(named)
     while todo:
         at = todo.pop()
         text = held.held(at)
-        for i in _core.fold_ids_anywhere(text) if text is not None else ():
+        for i in _core.fold_ids_in(text, anywhere=True) if text is not None else ():
             if i not in named:
                 named[i] = named[at]
                 todo.append(i)

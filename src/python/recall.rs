@@ -25,24 +25,17 @@ fn fold_id(text: &str) -> String {
     crate::recall::fold_id(text)
 }
 
-/// Every fold id a text holds, however written, in order, without repeats.
+/// The fold ids a text names (`id=cf...`; with `anywhere`, however written), in order,
+/// without repeats.
 #[pyfunction]
-#[pyo3(signature = (text, /))]
-fn fold_ids_anywhere(text: &str) -> Vec<String> {
-    crate::recall::any_ids_in(text)
-        .into_iter()
-        .map(str::to_string)
-        .collect()
-}
-
-/// The fold ids a text names, in order, without repeats.
-#[pyfunction]
-#[pyo3(signature = (text, /))]
-fn fold_ids_in(text: &str) -> Vec<String> {
-    crate::recall::ids_in(text)
-        .into_iter()
-        .map(str::to_string)
-        .collect()
+#[pyo3(signature = (text, /, *, anywhere = false))]
+fn fold_ids_in(text: &str, anywhere: bool) -> Vec<String> {
+    let ids = if anywhere {
+        crate::recall::any_ids_in(text)
+    } else {
+        crate::recall::ids_in(text)
+    };
+    ids.into_iter().map(str::to_string).collect()
 }
 
 /// The recall tool's declaration in a format's tool list, as compact JSON.
@@ -119,7 +112,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RECALL_TOOL", RECALL_TOOL)?;
     m.add_function(wrap_pyfunction!(fold_id, m)?)?;
     m.add_function(wrap_pyfunction!(fold_ids_in, m)?)?;
-    m.add_function(wrap_pyfunction!(fold_ids_anywhere, m)?)?;
     m.add_function(wrap_pyfunction!(recall_tool, m)?)?;
     m.add_function(wrap_pyfunction!(recall_calls, m)?)?;
     m.add_function(wrap_pyfunction!(recall_result, m)?)?;
