@@ -1285,7 +1285,10 @@ class Compactor(RoomFill, RecoverableFolds):
         span, previous = self._span(run, plan, msgs)
         # A model's summary is held to the user's requests of the fold and of the previous
         # summary: they take their share of the room first, the model is asked for the rest.
-        floor = int(plan["summary_tokens"]) // 2  # (the least the model is asked for)
+        # (The least the model is asked for: half the planned share, or of the cap where that is
+        # less. Half the plan whatever the cap, summary_max_tokens=400 asked a model for 761
+        # tokens and sent its ~990.)
+        floor = min(int(plan["summary_tokens"]), self._summary_cap) // 2
         asked = Requests() if own_index else requests_of(
             span, previous=previous, room=room, provider=self.provider, model=self.model, cache=run.read,
             most=room - index_share(room) - floor)
