@@ -65,6 +65,14 @@ fn hashed(body: &str, trusted: &[u64]) -> bool {
 /// How a recoverable compaction's fold line opens (`contextfold.recoverable`).
 const FOLD_LINE: &str = "[folded ";
 
+/// Whether `line` is a recoverable summary's fold line, `[folded N messages; id=cf..., ...]`
+/// (`contextfold.recoverable`): the library's, not a line of the summary's last section.
+pub(crate) fn is_fold_line(line: &str) -> bool {
+    line.strip_prefix(FOLD_LINE)
+        .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit()))
+        .is_some_and(|rest| rest.starts_with(" messages; id=cf") && rest.ends_with(']'))
+}
+
 /// Whether message `m` has the shape of a summary the library placed: a user or assistant turn,
 /// no tool result, nothing but the summary text or opening with it.
 fn placed_shape(m: &Message<'_>) -> bool {

@@ -45,6 +45,13 @@ pub(super) fn merge_previous<'a>(b: &mut Builder<'a>, prev: &'a str) {
             continue;
         }
         let item = line.strip_prefix("- ").unwrap_or(line);
+        if crate::summary_trust::is_fold_line(item) {
+            // The fold line a recoverable summary ends with (or one an earlier version carried
+            // as an item): read as an item of the last section, it became a standing rule each
+            // later summary held whole, one more at each compaction, past the summary's room.
+            // (Its ids are carried from the span that holds the summary: `_fold_clause`.)
+            continue;
+        }
         match current {
             None => {
                 if !line.starts_with("Earlier conversation folded") && !line.starts_with("Focus:") {
