@@ -677,7 +677,8 @@ class Compactor(RoomFill, RecoverableFolds):
         result = yield from self._store_steps(messages, held)
         kept_named(held, messages, result)
         if store is not None and store.evictions > evicted and result.changed:
-            named = _core.fold_ids_in(span_text(result.messages))
+            # (However written: a cleared call names its id as the recall tool's argument.)
+            named = _core.fold_ids_anywhere(span_text(result.messages))
             gone = sorted({i for i in named if store.get(i) is None})
             if gone:
                 raise ValueError(

@@ -100,3 +100,43 @@ def test_a_refused_compaction_stores_nothing(tmp_path: Path) -> None:
     with pytest.raises(cf.CompactionBudgetError):
         cf.Compactor(budget=50, tools=tools, recoverable=True, store=store).compact(history)
     assert _entries(store) == {}
+
+
+def _write_turn(k: int, args_lines: int, out_lines: int) -> list[dict[str, Any]]:
+    """A call writing a file (``args_lines`` lines) and its output (``out_lines`` lines)."""
+    args = json.dumps({"path": f"src/f{k}.py", "content": f"# file {k}\n" + "x = 1\n" * args_lines})
+    return [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{k}", "type": "function", "function": {"name": "write_file", "arguments": args}}]},
+            {"role": "tool", "tool_call_id": f"c{k}", "content": f"wrote src/f{k}.py\n" + f"log line {k}\n" * out_lines}]
+
+
+@pytest.mark.parametrize("max_bytes", [100_000, 150_000])
+def test_an_evicted_id_a_cleared_call_names_is_no_silent_loss(max_bytes: int) -> None:
+    # A cleared call's arguments name their id as the recall tool's argument
+    # ({"contextfold_recall": "cf..."}), not as id=cf...: the check for ids evicted during the
+    # compaction read only the latter, and a second compaction whose own outputs evicted the
+    # first one's cleared arguments returned a history naming two ids nothing held.
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You write files."},
+                                     {"role": "user", "content": "write the files"}]
+    for k in range(4):
+        history += _write_turn(k, 3_000, 10)
+    history += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "more"}]
+    store = cf.MemoryContentStore(max_bytes=max_bytes)
+    c = cf.Compactor(budget=int(cf.estimate(history) * 0.4), recoverable=True, store=store, strategy="mask",
+                     clear_tool_inputs=True, arguments_max_chars=200)
+    first = c.compact(history)
+    assert re.search(r'contextfold_recall\\?":\s*\\?"cf', json.dumps(first.messages))
+    later = list(first.messages)
+    for k in range(10, 13):
+        later += _write_turn(k, 10, 2_500)
+    later += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "again"}]
+    # (A Compactor per call, sharing the store.)
+    c = cf.Compactor(budget=int(cf.estimate(later) * 0.5), recoverable=True, store=store, strategy="mask",
+                     clear_tool_inputs=True, arguments_max_chars=200)
+    try:
+        r = c.compact(later)
+    except ValueError as e:
+        assert "evicted" in str(e)
+        return
+    named = set(_IDS.findall(json.dumps(r.messages)))
+    assert all(store.get(i) is not None for i in named), sorted(i for i in named if store.get(i) is None)
