@@ -710,6 +710,26 @@ fn unique_ids(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan) -
     // (Mistral's nine characters). Renamed there: a second call of the id in one message, or
     // while an earlier call of it awaits its result.
     let per_round = format == WireFormat::Chat;
+    // The ids of the pending last turn's calls stay theirs: the caller answers each next under
+    // the id the model gave it. An earlier call of the same id is renamed instead (with the
+    // result that follows it): renamed `id_2`, the pending call stayed unanswered, and the
+    // result appended next answered nothing the history held (tau-bench task9-trial2 gives two
+    // `think` calls one id, the second pending). (Chat takes an id again once its call is
+    // answered: nothing to rename there.)
+    let pending_start = pending_from(msgs, format);
+    let reserved: HashSet<&str> = if per_round {
+        HashSet::new()
+    } else {
+        msgs[pending_start..]
+            .iter()
+            .flat_map(|m| {
+                calls_of(m)
+                    .into_iter()
+                    .filter(|c| !nameless(m, c.id, c.name) && rule.refuses(c.id).is_none())
+                    .map(|c| c.id)
+            })
+            .collect()
+    };
     let mut this_turn: HashSet<String> = HashSet::new();
     for (i, m) in msgs.iter().enumerate() {
         this_turn.clear();
@@ -723,10 +743,11 @@ fn unique_ids(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan) -
                     Some(_) => rule.accepted(c.id),
                     None => id.clone(),
                 };
-                let duplicate = seen.contains(&base)
+                let duplicate = (seen.contains(&base)
                     && (!per_round
                         || this_turn.contains(&base)
-                        || pending.get(c.id).is_some_and(|q| !q.is_empty()));
+                        || pending.get(c.id).is_some_and(|q| !q.is_empty())))
+                    || (i < pending_start && reserved.contains(base.as_str()));
                 let new = if duplicate {
                     let k = next_suffix.entry(base.clone()).or_insert(2);
                     while seen.contains(&renamed(&base, *k)) {

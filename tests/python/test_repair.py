@@ -923,3 +923,33 @@ def test_repair_of_a_list_another_thread_changes_is_a_repair_of_one_state_of_it(
     finally:
         sys.setswitchinterval(interval)
     assert (calls, still_broken) == (200, 0)
+
+
+def _reused_pending_id(fmt: str) -> tuple[list[dict], Any]:
+    """A dialogue whose pending last call reuses the id of an earlier, answered call (the
+    recorded tau-bench dialogue task9-trial2 does: gpt-4o gave two `think` calls one id)."""
+    chat: list[dict[str, Any]] = [{"role": "system", "content": "You are an airline agent."},
+                                  {"role": "user", "content": "Book the flights and pay with the certificate."}]
+    chat.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_reused", "type": "function", "function": {"name": "think", "arguments": '{"thought": "plan"}'}}]})
+    chat.append({"role": "tool", "tool_call_id": "call_reused", "content": ""})
+    chat.append({"role": "assistant", "content": "Shall I go ahead?"})
+    chat.append({"role": "user", "content": "Yes, go ahead."})
+    chat.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_reused", "type": "function", "function": {"name": "think", "arguments": '{"thought": "pay"}'}}]})
+    return convert(chat, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini", "bedrock", "responses"])
+def test_a_pending_call_keeps_its_id_where_an_earlier_call_had_it(fmt):
+    # The caller answers the pending call next, under the id the model gave it: renamed
+    # `call_reused_2`, it stayed unanswered and the result appended next answered nothing (or the
+    # earlier call, answered already) - a history the provider refuses. The earlier call and
+    # its result are renamed instead.
+    msgs, system = _reused_pending_id(fmt)
+    r = cf.repair(msgs, provider=PROVIDER[fmt], wire_format=fmt)
+    assert r.messages[-1] is msgs[-1], r.changes
+    assert "call_reused_2" in json.dumps(r.messages[:-1]), r.changes
+    answered = [*r.messages, *convert([{"role": "user", "content": "x"}, *_reused_pending_id("chat")[0][-1:],
+                                       {"role": "tool", "tool_call_id": "call_reused", "content": "ok"}], fmt)[0][-1:]]
+    assert shape_problems(answered, fmt) == [], shape_problems(answered, fmt)
