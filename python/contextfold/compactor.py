@@ -678,7 +678,7 @@ class Compactor(RoomFill, RecoverableFolds):
         kept_named(held, messages, result)
         if store is not None and store.evictions > evicted and result.changed:
             # (However written: a cleared call names its id as the recall tool's argument.)
-            named = _core.fold_ids_anywhere(span_text(result.messages))
+            named = _core.fold_ids_in(span_text(result.messages), anywhere=True)
             gone = sorted({i for i in named if store.get(i) is None})
             if gone:
                 raise ValueError(
