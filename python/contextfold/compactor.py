@@ -1236,7 +1236,8 @@ class Compactor(RoomFill, RecoverableFolds):
                             like=lambda m: like_history(m, msgs), notes=run.notes, budget=run.effective,
                             estimate_kw=kw, rules=rules, rules_only=whole,
                             fold_clause=functools.partial(self._fold_clause, store=run.held) if self.recoverable else None,
-                            recover_only=run.recover_only, pinned=self._pinned_indices(msgs))
+                            recover_only=run.recover_only, pinned=self._pinned_indices(msgs),
+                            store=run.held if self.recoverable else None)
         if bare is None:
             return None
         out, tokens, folded, text = bare

@@ -424,6 +424,7 @@ def bare_history(
     fold_clause: FoldClause | None = None,
     recover_only: bool = False,
     pinned: Sequence[int] = (),
+    store: ContentStore | None = None,
 ) -> tuple[list[Any], int, tuple[int, ...], str | None] | None:
     """The last step before raising: the head (system, task), the last user turn and what
     follows it (the pending tool round whole), and no summary: a summary of the fold's standing
@@ -443,7 +444,10 @@ def bare_history(
     ``fold_clause`` (a recoverable compaction: the clause naming a span's stored id, and the
     call that stores it), each marker names the fold's id, and a marker without it is tried
     only where none with it fits; with ``recover_only`` as well, never (None instead: the
-    caller has a step that frees room for the id)."""
+    caller has a step that frees room for the id). With ``store`` (a recoverable compaction),
+    each message that hard masking would shorten is cut in its middle to about the size of its
+    mask instead, its text stored under the id its marker names; the plain masks (which name no
+    id) only where those cuts do not fit."""
     from contextfold.prune import prune
 
     if floor_tokens(msgs, estimate_kw, fmt) > budget:
@@ -463,11 +467,35 @@ def bare_history(
         # for it, the compaction raises.
         return [out[p] if origin[p] in verbatim else m for p, m in enumerate(masked)]
 
+    def recoverably(out: list[Any], masked: list[Any]) -> tuple[list[Any], list[tuple[str, str]]] | None:
+        # Each message the masking shortened, cut from its original to about its mask's size
+        # (a marker naming the id that restores it); None where one has nothing to cut.
+        changed = [p for p, m in enumerate(masked) if m is not out[p]]
+        if not changed:
+            return None
+        prices = _core.estimate_each([masked[p] for p in changed], provider=provider, model=model)
+        edits, kept = [], []
+        for p, price in zip(changed, prices, strict=True):
+            got = _core.cut_middle(out, index=p, keep_tokens=max(16, int(price) + 24), provider=provider,
+                                   model=model, recoverable=True, arguments=True)
+            if got is None:
+                return None
+            edits.append(got[0])
+            kept.append((got[1], got[2]))
+        return apply_edits(out, edits), kept
+
     def attempt(out: list[Any], origin: list[int | None]) -> tuple[list[Any], int] | None:
         seams = _seams(origin)
         tokens, failures = check(out, seams)
         if failures and all(k == "over_budget" for k, _, _ in failures):
-            out = hard(out, origin)
+            masked = hard(out, origin)
+            if store is not None and (cut := recoverably(out, masked)) is not None:
+                tokens, failures = check(cut[0], seams)
+                if not failures:
+                    for fold_id, text in cut[1]:
+                        keep_text(store, fold_id, text, promised=True)
+                    return cut[0], tokens
+            out = masked
             tokens, failures = check(out, seams)
         return None if failures else (out, tokens)
     base = apply_edits(msgs, plan["tail_edits"]) if plan.get("tail_edits") else list(msgs)

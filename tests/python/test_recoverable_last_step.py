@@ -8,8 +8,11 @@ save context: ...]`` and a call's arguments ``...[cut 324 chars]...``, their ori
 nowhere. Near the floor (budgets up to 500 tokens above it), 4 of 120 recoverable compactions
 of the airline dialogues in every wire format ended so.
 
-Left failing (strict xfail): a fix chooses how the last step masks recoverably (a recoverable
-mask or the middle cuts ``degrade.cut_in_place`` makes, stored in the compaction's store).
+Since stop 80 each message that step masks is cut from its original to about its mask's size
+instead, the cut's text stored under the id its marker names, where those cuts fit the budget
+(``bare_history``'s ``store``). Left failing (strict xfail): the pending round's own arguments,
+shrunk with no id, and the histories where the cuts (a few tokens larger than the masks) do not
+fit.
 """
 
 from __future__ import annotations
@@ -32,11 +35,14 @@ _UNNAMED = re.compile(r"\[output pruned to save context[^\]]*\]|\[cut \d[\d,]* c
 
 
 @pytest.mark.skipif(not shared_available(), reason="full data sets absent (../shared/data)")
-@pytest.mark.xfail(strict=True, reason="bare_history masks the kept messages with prune, naming no id")
 @pytest.mark.parametrize(("task", "n", "fmt", "budget"), [
     ("task34-trial3", 10, "anthropic", 4061),
-    ("task32-trial3", 17, "gemini", 3159),
-    ("task4-trial3", 23, "responses", 3168),
+    # Left: the cut of the pending round's own arguments (``shrink_arguments``) and a mask the
+    # recoverable cuts, a little larger, could not fit in place of.
+    pytest.param("task32-trial3", 17, "gemini", 3159, marks=pytest.mark.xfail(
+        strict=True, reason="the pending round's arguments are shrunk with no id")),
+    pytest.param("task4-trial3", 23, "responses", 3168, marks=pytest.mark.xfail(
+        strict=True, reason="where the recoverable cuts do not fit, the masks name no id")),
 ])
 def test_the_last_step_of_a_recoverable_compaction_names_an_id_for_all_it_masks(task: str, n: int, fmt: str,
                                                                                  budget: int) -> None:
