@@ -140,12 +140,11 @@ class _Attempt:
 @dataclasses.dataclass(frozen=True, slots=True)
 class _FoundCut:
     """A cut in place not taken yet (``Compactor._cut_found``): the result it would return (its
-    notes to come), what the cuts say, and the texts their markers name, held until it is taken
-    (``Compactor._cut_taken``)."""
+    notes to come) and what the cuts say. (The texts their markers name wait in the run's held
+    store with the rest: ``kept_named`` keeps them only where the result returned names them.)"""
 
     result: CompactionResult
     said: tuple[str, ...]
-    held: PendingWrites
 
 
 def kept_named(held: PendingWrites, given: Sequence[Any], result: CompactionResult) -> None:
@@ -1098,15 +1097,13 @@ class Compactor(RoomFill, RecoverableFolds):
         """``msgs`` with the middle of its largest messages cut until it fits the budget
         (``degrade.cut_in_place``; ``why`` opens each cut's note), checked; None where the
         system prompt, tools, task and last user turn alone miss the budget or the cuts cannot
-        make it fit. Nothing of the run changes and nothing is stored: the caller may refuse
-        the cut, and takes it with ``_cut_taken`` (the texts its markers name are held until
-        then, its notes kept apart)."""
+        make it fit. Nothing of the run changes: the caller may refuse the cut, and takes it with
+        ``_cut_taken`` (its notes kept apart until then)."""
         if floor_tokens(msgs, self._estimate_kw(run.fmt)) > run.effective:
             return None
         said: list[str] = []
-        held = PendingWrites(run.held, promised=self.recoverable)
         done = cut_in_place(msgs, head_end=int(run.plan["head_end"]), budget=run.effective,
-                            check=lambda out: run.verified(out, [], run.effective), store=held,
+                            check=lambda out: run.verified(out, [], run.effective), store=run.held,
                             provider=self.provider, model=self.model, recoverable=self.recoverable, notes=said,
                             pinned=self._pinned_indices(msgs), why=why)
         if done is None:
@@ -1120,7 +1117,7 @@ class Compactor(RoomFill, RecoverableFolds):
         def with_kept(kept: list[Any]) -> tuple[list[Any], int, list[Any]]:
             built = apply_edits(msgs, kept) if kept else list(msgs)
             return (built, *run.verified(built, [], run.effective))
-        restored = restore_tail(msgs, list(edits), with_kept, tokens=tokens, budget=run.effective, store=held,
+        restored = restore_tail(msgs, list(edits), with_kept, tokens=tokens, budget=run.effective, store=run.held,
                                 provider=self.provider, model=self.model, notes=said, why="the cuts left room",
                                 where="", recoverable=self.recoverable, arguments=True)
         if restored is not None:
@@ -1136,14 +1133,12 @@ class Compactor(RoomFill, RecoverableFolds):
                        for e, b, a in zip(still, before, after, strict=True))
         return _FoundCut(CompactionResult(
             messages=out, summary=None, tokens_before=run.before, tokens_after=tokens, removed=(), pruned=pruned,
-            strategy_used="mask", fallback_used=False, reason=None, budget=run.budget), tuple(said), held)
+            strategy_used="mask", fallback_used=False, reason=None, budget=run.budget), tuple(said))
 
     def _cut_taken(self, run: CompactionRun, found: _FoundCut, *, after: Sequence[str]) -> CompactionResult:
         """The result of ``found`` (``_cut_found``), taken: the run's notes are ``after`` and the
-        cuts', the texts its markers name are stored, and the session is re-anchored at the
-        first message it cut."""
+        cuts', and the session is re-anchored at the first message it cut."""
         run.notes[:] = [*after, *found.said]
-        found.held.commit()
         self._after_compaction(run, min(p.index for p in found.result.pruned))
         return dataclasses.replace(found.result, notes=tuple(run.notes))
 
