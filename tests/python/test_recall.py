@@ -1161,8 +1161,12 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 store = DirectoryContentStore(sys.argv[1])
 texts = [(_core.fold_id(f"text {i}"), f"text {i} " * 2_000) for i in range(4_000)]
 stop, handled, sent, caught = threading.Event(), threading.Event(), [0], 0
+# The first Ctrl-C waits until the writes run inside their handler: on a loaded machine it
+# landed while `t.start()` was still waiting for the thread, outside any handler.
+writing = threading.Event()
 def interrupt():
     # One Ctrl-C at a time, as a user presses it: the next only once the last was handled.
+    writing.wait()
     rng = random.Random(3)
     while not stop.is_set() and sent[0] < 300:
         time.sleep(rng.random() * 0.002)
@@ -1177,6 +1181,7 @@ t.start()
 i = 0
 while sent[0] < 300:
     try:
+        writing.set()
         while sent[0] < 300:
             store.put(*texts[i % len(texts)])
             i += 1
