@@ -179,25 +179,34 @@ pub fn mentions(text: &str, k: usize) -> Vec<String> {
 /// How a placeholder introduces the identifiers it names (read back by the identifier index).
 pub const MENTIONS_SAID: &str = "; mentions ";
 
-/// Characters a masked output's placeholder spends on what it mentions at most (a
-/// non-recoverable stand-in has no estimator at hand: ~40 tokens of identifiers).
+/// Characters a masked output's placeholder spends on what it mentions at most.
 const MENTIONS_SAID_MAX_CHARS: usize = 160;
+
+/// Tokens a masked output's placeholder spends on what it mentions at most, priced as o200k
+/// prices them (a non-recoverable stand-in is written without the history's estimator): with
+/// the stand-in's own ~25 tokens, within the ~64 a placeholder takes. 160 characters of dense
+/// ids (`credit_card_1245537`, eight of them) came to ~60 tokens, a profile's placeholder to 84.
+const MENTIONS_SAID_MAX_TOKENS: f64 = 36.0;
 
 /// `"; mentions a, b, c"`: the identifiers a masked output's placeholder names (those of
 /// [`mentions`], read from the tool's printed body), dropped from the end to stay within
 /// [`MENTIONS_SAID_MAX_CHARS`]; empty when it names none.
 pub fn mentions_said(original: &str) -> String {
     let o = tool_outcome::read(original);
+    static EST: std::sync::OnceLock<Estimator> = std::sync::OnceLock::new();
+    let est = EST.get_or_init(|| Estimator::new(crate::provider::Provider::OpenAI, "gpt-4o"));
     let mut names = mentions(&o.body, MENTIONS);
-    while !names.is_empty()
-        && names.iter().map(|n| n.len() + 2).sum::<usize>() > MENTIONS_SAID_MAX_CHARS
-    {
+    loop {
+        if names.is_empty() {
+            return String::new();
+        }
+        let said = format!("{MENTIONS_SAID}{}", names.join(", "));
+        if said.len() <= MENTIONS_SAID.len() + MENTIONS_SAID_MAX_CHARS
+            && est.text(&said) <= MENTIONS_SAID_MAX_TOKENS
+        {
+            return said;
+        }
         names.pop();
-    }
-    if names.is_empty() {
-        String::new()
-    } else {
-        format!("{MENTIONS_SAID}{}", names.join(", "))
     }
 }
 
@@ -704,6 +713,38 @@ mod tests {
         let first_value = names.iter().position(|n| n == "BOS" || n == "SEA");
         let last_flight = names.iter().rposition(|n| n.starts_with("HAT")).unwrap();
         assert!(first_value.is_none_or(|v| v > last_flight), "{names:?}");
+    }
+
+    #[test]
+    fn a_profiles_pruned_placeholder_stays_within_64_tokens() {
+        // A recorded tau-bench profile (task46-trial1): seven payment ids. 160 characters of
+        // them took the non-recoverable stand-in to 84 tokens.
+        let mut profile = String::from(
+            r#"{"name": {"first_name": "Noah", "last_name": "Muller"}, "payment_methods": {"#,
+        );
+        for (k, id) in [
+            1245537, 6040264, 3255100, 3983998, 7574394, 6873705, 8301303,
+        ]
+        .iter()
+        .enumerate()
+        {
+            let sep = if k > 0 { ", " } else { "" };
+            profile.push_str(&format!(
+                r#"{sep}"credit_card_{id}": {{"source": "credit_card", "brand": "visa", "last_four": "1167", "id": "credit_card_{id}"}}"#
+            ));
+        }
+        profile.push_str(r#"}, "membership": "gold", "reservations": ["SDZQKO", "4OG6T3"]}"#);
+        let said = mentions_said(&profile);
+        assert!(said.contains("credit_card_1245537"), "{said}");
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let stand_in = format!(
+            "[output pruned to save context: get_user_details returned 1,210 bytes (~410 tokens){said}]"
+        );
+        assert!(
+            est.text(&stand_in) <= PLACEHOLDER_MAX_TOKENS,
+            "{} {stand_in}",
+            est.text(&stand_in)
+        );
     }
 
     #[test]
