@@ -500,9 +500,12 @@ def test_a_model_summary_shorter_than_its_room_leaves_the_rest_to_the_fold_s_new
             assert r.summary.startswith("## Goal\nFix the bug."), r.summary
             assert r.tokens_after <= budget
             used.append(r.tokens_after / budget)
-    # (Measured: of the 40 conversations, 30 / 34 / 29 take the model's summary at 30 / 50 / 70%;
-    # the others need no summary or fall back on the digest; none raises.)
-    assert len(used) == {0.3: 30, 0.5: 34, 0.7: 29}[share], len(used)
+    # (Measured: of the 40 conversations, 29 / 34 / 29 take the model's summary at 30 / 50 / 70%;
+    # the others need no summary or fall back on the digest; none raises. 30 at 30% while a
+    # masked output's placeholder named five identifiers: with up to eight, task0-trial0's kept
+    # placeholders leave its summary less room, and the model's answer, over its share even
+    # without its index, gives way to the digest.)
+    assert len(used) == {0.3: 29, 0.5: 34, 0.7: 29}[share], len(used)
     assert sorted(used)[len(used) // 2] >= 0.97, sorted(used)
     assert sum(u < 0.9 for u in used) <= len(used) // 8, sorted(used)
 
