@@ -59,6 +59,12 @@ HARD_ARGS_CHARS = 64
 #: A cut aims at this share of what would just fit.
 CUT_MARGIN = 0.95
 
+#: A cut in place aims this many tokens under what would just fit, and is aimed again until it
+#: lands at FILL_SHARE of that or more (the history's price and the sum of its messages' differ
+#: by a token or two).
+FILL_SLACK_TOKENS = 4
+FILL_SHARE = 0.97
+
 #: The least a cut must free (tokens) to be made: its marker names an id and a size.
 MIN_CUT_GAIN_TOKENS = 8
 
@@ -193,24 +199,51 @@ def uncut(task: int | None, last_user: int | None, with_results: bool) -> set[in
 
 
 def _aimed_cut(msgs: list[Any], i: int, keep: int, cost: int, *, provider: str, model: str | None,
-               recoverable: bool, arguments: bool = False) -> tuple[tuple[Any, list[Any]] | None, int]:
+               recoverable: bool, arguments: bool = False,
+               fill: float = 0.0) -> tuple[tuple[Any, list[Any]] | None, int]:
     """Message ``i`` (``cost`` tokens) with its middle cut to about ``keep`` tokens: ``((the
     core's cut: edit, fold id, whole text), the history with it), its price)``, or ``(None,
-    cost)`` where the message has nothing to cut."""
+    cost)`` where the message has nothing to cut. With ``fill`` (a share of ``keep``), a cut
+    that lands under ``fill * keep`` is aimed again higher, between the aims that fit and
+    missed, and the largest cut within ``keep`` is returned."""
     best: tuple[Any, list[Any]] | None = None
-    aim, price = keep, cost
-    for _ in range(4):
+    price = cost
+    fitting: tuple[tuple[Any, list[Any]], int] | None = None
+    aim, low, high = keep, 0, cost
+    for _ in range(6 if fill else 4):
         # Cut from the message as it is, re-aimed until its price meets the target (the text's
-        # estimate and the message's price differ by a few percent).
+        # estimate and the message's price differ by a few percent; on escaped JSON a cut lands
+        # 5-20% under its aim, and the price moves in steps).
         cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model,  # type: ignore[arg-type]
                                recoverable=recoverable, arguments=arguments)
         if cut is None:
+            if not fill or aim <= 16:
+                break
+            # No cut this close to the whole is smaller than it: aimed lower.
+            high = aim
+            nxt = (low + aim) // 2 if low else max(16, aim * 9 // 10)
+        else:
+            best = (cut, apply_edits(msgs, [cut[0]]))
+            price = _core.estimate_each([best[1][i]], provider=provider, model=model)[0]  # type: ignore[arg-type]
+            if price <= keep:
+                if fitting is None or price > fitting[1]:
+                    fitting = (best, price)
+                if not fill or price >= fill * keep:
+                    break
+                low = aim
+            elif aim <= 16:
+                break
+            else:
+                high = aim
+            if low and high < cost:
+                nxt = (low + high) // 2
+            else:
+                nxt = max(16, aim * keep // max(1, price) - (8 if price > keep else 2))
+        if nxt == aim or nxt >= high or nxt <= low:
             break
-        best = (cut, apply_edits(msgs, [cut[0]]))
-        price = _core.estimate_each([best[1][i]], provider=provider, model=model)[0]  # type: ignore[arg-type]
-        if price <= keep or aim <= 16:
-            break
-        aim = max(16, aim * keep // price - 8)
+        aim = nxt
+    if fitting is not None:
+        return fitting
     return best, price
 
 
@@ -243,10 +276,20 @@ def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
         tried.add(i)
         if _holds_rules(out[i]):
             continue
-        keep = max(16, int((costs[i] - (tokens - budget)) * CUT_MARGIN) - 32)
-        # (Here a call's huge arguments may be cut too: nothing can be folded.)
-        best, price = _aimed_cut(out, i, keep, costs[i], provider=provider, model=model, recoverable=recoverable,
-                                 arguments=True)
+        # What the message may cost for the history to just fit: a cut aimed there, filled up to
+        # it (a cut aimed at CUT_MARGIN alone landed a reservation at 152 of the 228 tokens it
+        # could keep), checked whole; where the whole history's price disagrees, the cut aimed
+        # below it with the margin.
+        limit = costs[i] - (tokens - budget)
+        best, price = None, costs[i]
+        for keep, fill in ((limit - FILL_SLACK_TOKENS, FILL_SHARE), (max(16, int(limit * CUT_MARGIN) - 32), 0.0)):
+            if keep < 16:
+                continue
+            # (Here a call's huge arguments may be cut too: nothing can be folded.)
+            best, price = _aimed_cut(out, i, keep, costs[i], provider=provider, model=model, recoverable=recoverable,
+                                     arguments=True, fill=fill)
+            if not fill or best is not None and not [k for k, _, _ in check(best[1])[1] if k == "over_budget"]:
+                break
         if best is None or costs[i] - price < MIN_CUT_GAIN_TOKENS:
             continue
         (edit, fold_id, whole), out = best

@@ -50,6 +50,9 @@ _AIM_TOLERANCE_SHARE = 0.001
 #: Tries at a middle cut's size (``_cut_to``).
 _CUT_AIMS = 5
 
+#: A middle cut that fits but prices under this share of its aim is aimed once more, higher.
+_CUT_FILL = 0.97
+
 #: Tokens of folded messages per token of the summary's room the fold keeps when the tail grows
 #: into it. The extractive digest at its fullest forms, over 600 random spans of the probe
 #: conversations (airline and SWE, ``tests/data/probes``), is 0.45-1.40x the span's tokens (p10-p90;
@@ -91,22 +94,32 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str,
     twice as much each time it misses again (``_CUT_AIMS`` tries); the first cut that fits is
     kept. ``recoverable=False``: the marker names no fold id and no recall tool (the model is
     not offered one; the caller can still recall the id)."""
-    aim, down = keep, 0
+    aim, down, raised = keep, 0, False
+    fitting: tuple[tuple[list[Any], str, str, Any], int] | None = None
     for _ in range(_CUT_AIMS):
         cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model,  # type: ignore[arg-type]
                                recoverable=recoverable)
         if cut is None:
-            return None
+            break
         edit, fold_id, text = cut
         out = apply_edits(msgs, [edit])
         price = int(_core.estimate_each([out[i]], provider=provider, model=model)[0])  # type: ignore[arg-type]
         if price <= keep:
-            return out, fold_id, text, edit
+            if fitting is None or price > fitting[1]:
+                fitting = ((out, fold_id, text, edit), price)
+            if raised or price >= _CUT_FILL * keep:
+                break
+            # Under its aim by more than a few percent (a cut of escaped JSON lands 5-20%
+            # short): aimed once more, higher by what it left; the larger cut that fits is kept.
+            raised, aim = True, aim + keep - price - 2
+            continue
+        if raised:
+            break
         down = max(price - keep, 2 * down)
         aim -= down
         if aim < 32:
-            return None
-    return None
+            break
+    return None if fitting is None else fitting[0]
 
 
 def _cut_round(msgs: list[Any], costs: list[int], group: range, room: int, provider: str,
