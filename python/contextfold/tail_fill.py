@@ -94,7 +94,7 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str,
     twice as much each time it misses again (``_CUT_AIMS`` tries); the first cut that fits is
     kept. ``recoverable=False``: the marker names no fold id and no recall tool (the model is
     not offered one; the caller can still recall the id)."""
-    aim, down, raised = keep, 0, False
+    aim, down, low, high = keep, 0, 0, 0
     fitting: tuple[tuple[list[Any], str, str, Any], int] | None = None
     for _ in range(_CUT_AIMS):
         cut = _core.cut_middle(msgs, index=i, keep_tokens=aim, provider=provider, model=model,  # type: ignore[arg-type]
@@ -107,18 +107,22 @@ def _cut_to(msgs: list[Any], i: int, keep: int, provider: str,
         if price <= keep:
             if fitting is None or price > fitting[1]:
                 fitting = ((out, fold_id, text, edit), price)
-            if raised or price >= _CUT_FILL * keep:
+            if price >= _CUT_FILL * keep:
                 break
             # Under its aim by more than a few percent (a cut of escaped JSON lands 5-20%
-            # short): aimed once more, higher by what it left; the larger cut that fits is kept.
-            raised, aim = True, aim + keep - price - 2
-            continue
-        if raised:
+            # short): aimed again higher, between the aims that fit and missed once one missed;
+            # the largest cut that fits is kept.
+            low = aim
+            nxt = (low + high) // 2 if high else aim + keep - price - 2
+        elif fitting is not None:
+            high = aim
+            nxt = (low + high) // 2
+        else:
+            down = max(price - keep, 2 * down)
+            nxt = aim - down
+        if nxt < 32 or nxt <= low or high and nxt >= high:
             break
-        down = max(price - keep, 2 * down)
-        aim -= down
-        if aim < 32:
-            break
+        aim = nxt
     return None if fitting is None else fitting[0]
 
 
