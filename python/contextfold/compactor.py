@@ -158,7 +158,8 @@ def kept_named(held: PendingWrites, given: Sequence[Any], result: CompactionResu
         return
     # (The caller's own messages name only ids earlier compactions stored. A new message names
     # an id as ``id=cf...`` or, a cleared call's arguments, as the recall tool's argument.)
-    given_ids = {id(m) for m in given}
+    # (``map(id, ...)`` builds the set in C: the given history is the whole 10k-message one.)
+    given_ids = set(map(id, given))
     new = [m for m in result.messages if id(m) not in given_ids]
     named = dict.fromkeys(_core.fold_ids_in(span_text(new), anywhere=True) if new else (), True)
     for i in _core.fold_ids_in("\n".join(result.notes)):
@@ -1361,7 +1362,8 @@ class Compactor(RoomFill, RecoverableFolds):
         if run.tail_messages is not None or draft.native or not plan["folded"] or plan["previous_at"] is not None:
             return None
         costs = plan["costs"]
-        span = sum(int(costs[i]) for i in plan["folded"])
+        # (The plan's costs are ints: summed through ``map`` without a generator frame per index.)
+        span = sum(map(costs.__getitem__, plan["folded"]))
         summary = self._text_tokens(draft.text)
         if summary < span:
             return None
