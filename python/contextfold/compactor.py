@@ -1405,6 +1405,9 @@ class Compactor(RoomFill, RecoverableFolds):
         given = run.original if len(run.msgs) == len(run.original) else run.msgs
         sources = assembled_from(plan, len(given))
         aligned = len(sources) == len(draft.out)
+        # (Made inert once for the sources and the hash: each pass scans the whole summary twice,
+        # ~134 KB on the 10k history.)
+        neutral = neutralize_markers(draft.text)
         if isinstance(self.summarizer, ExtractiveSummarizer) and not draft.native:
             # (The summary's message is the first the compaction wrote; the one after it is the
             # first of the tail, which a later history holds after it too: filed as the caller's
@@ -1413,11 +1416,11 @@ class Compactor(RoomFill, RecoverableFolds):
             at = sources.index(None) if aligned else None
             source = sources[at + 1] if at is not None and at + 1 < len(sources) else None
             after = None if source is None else given[source]
-            self._sources.remember(neutralize_markers(draft.text), plan, run.msgs, run.fmt, budget=run.effective,
+            self._sources.remember(neutral, plan, run.msgs, run.fmt, budget=run.effective,
                                    after=after, given=run.original)
         if not draft.native and aligned and given is run.original:
             self._sources.note_copies(draft.out, run.original, sources)
-        digest = _core.summary_hash(neutralize_markers(draft.text))
+        digest = _core.summary_hash(neutral)
         self.session.summary_hashes = (*self.session.summary_hashes, digest)[-MAX_SUMMARY_HASHES:]
         return CompactionResult(
             messages=draft.out, summary=draft.text, tokens_before=run.before, tokens_after=draft.tokens,
