@@ -169,15 +169,27 @@ fn cut_plain(text: &str, keep: f64, est: &Estimator, id: Option<&str>) -> Option
     let long = keep >= 96.0;
     let marker_len = if long { 40.0 } else { 22.0 };
     let room = (keep - marker_len).max(0.0);
-    let head = prefix_end(text, room * HEAD_SHARE, est);
-    let tail = suffix_start(text, room * (1.0 - HEAD_SHARE), est).max(head);
+    let mut head = prefix_end(text, room * HEAD_SHARE, est);
+    let mut tail = suffix_start(text, room * (1.0 - HEAD_SHARE), est).max(head);
+    // A cut no id restores names what its middle mentioned, as a masked output's placeholder
+    // does: the head and end then share what the names leave.
+    let said = if id.is_none() && keep >= MENTIONS_MIN_KEEP_TOKENS {
+        middle_mentions(text, head, tail, est)
+    } else {
+        String::new()
+    };
+    if !said.is_empty() {
+        let room = (room - est.text(&said)).max(0.0);
+        head = prefix_end(text, room * HEAD_SHARE, est);
+        tail = suffix_start(text, room * (1.0 - HEAD_SHARE), est).max(head);
+    }
     let cut = group_sep(est.text(&text[head..tail]).ceil() as usize);
     let marker = match (id, long) {
         (Some(id), true) => {
             format!("[... ~{cut} tokens cut from the middle; id={id}, {RECALL_TOOL} restores the whole ...]")
         }
         (Some(id), false) => format!("[~{cut} tokens cut; id={id}, {RECALL_TOOL} restores it]"),
-        (None, true) => format!("[... ~{cut} tokens cut from the middle ...]"),
+        (None, true) => format!("[... ~{cut} tokens cut from the middle{said} ...]"),
         (None, false) => format!("[~{cut} tokens cut]"),
     };
     let mut out = String::with_capacity(head + marker.len() + text.len() - tail + 2);
@@ -191,6 +203,53 @@ fn cut_plain(text: &str, keep: f64, est: &Estimator, id: Option<&str>) -> Option
     }
     out.push_str(&text[tail..]);
     Some(out)
+}
+
+/// A cut keeps at least this many tokens before its marker names what the middle mentioned:
+/// the names cost up to `MIDDLE_MENTIONS_MAX_TOKENS` of what the head and end would keep.
+const MENTIONS_MIN_KEEP_TOKENS: f64 = 128.0;
+
+/// Tokens a cut's marker spends on what its middle mentioned at most.
+const MIDDLE_MENTIONS_MAX_TOKENS: f64 = 24.0;
+
+/// `"; mentions a, b"`: the identifiers of `text[head..tail]` (`recall::mentions`) that the kept
+/// head and end do not show, within `MIDDLE_MENTIONS_MAX_TOKENS`; none that could end the
+/// marker or a JSON string early (`]`, quotes, backslashes, newlines). Empty when none.
+fn middle_mentions(text: &str, head: usize, tail: usize, est: &Estimator) -> String {
+    use crate::recall::{mentions, MENTIONS_SAID};
+    let (kept_head, kept_end) = (&text[..head], &text[tail..]);
+    // (A word the cut splits is shown in part on each side: not named from its middle half.)
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut from = head;
+    if kept_head.chars().next_back().is_some_and(word) {
+        from += text[head..tail]
+            .find(|c: char| !word(c))
+            .unwrap_or(tail - head);
+    }
+    let mut to = tail;
+    if kept_end.chars().next().is_some_and(word) {
+        to = text[from..tail]
+            .rfind(|c: char| !word(c))
+            .map_or(from, |j| from + j + 1);
+    }
+    let middle = &text[from..to.max(from)];
+    let mut names: Vec<String> = mentions(middle, 8)
+        .into_iter()
+        .filter(|w| {
+            !w.contains([']', '[', '"', '\\', '\n'])
+                && !w.ends_with('…')
+                && !kept_head.contains(w.as_str())
+                && !kept_end.contains(w.as_str())
+        })
+        .collect();
+    while !names.is_empty() {
+        let said = format!("{MENTIONS_SAID}{}", names.join(", "));
+        if est.text(&said) <= MIDDLE_MENTIONS_MAX_TOKENS {
+            return said;
+        }
+        names.pop();
+    }
+    String::new()
 }
 
 /// Where the first marker `cut_text` wrote into `text` stands (the byte range of the marker,
@@ -229,6 +288,7 @@ pub fn cut_marker_at(text: &str) -> Option<std::ops::Range<usize>> {
         let known = digits > 0
             && (said.is_empty()
                 || said == " from the middle ..."
+                || (said.starts_with(" from the middle; mentions ") && said.ends_with(" ..."))
                 || (said.starts_with(" from the middle; id=")
                     && said.ends_with(" restores the whole ..."))
                 || (said.starts_with("; id=") && said.ends_with(" restores it")));
@@ -514,6 +574,48 @@ mod tests {
             !unnamed.contains("id=") && !unnamed.contains(RECALL_TOOL),
             "{unnamed}"
         );
+    }
+
+    #[test]
+    fn a_cut_no_id_restores_names_the_ids_its_middle_held_and_still_fits() {
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let text: String = (0..40)
+            .map(|k| {
+                format!(
+                    "segment {k}: flight HAT{:03} on 2024-05-{:02}, seat ok\n",
+                    100 + k,
+                    1 + k % 28
+                )
+            })
+            .collect();
+        let cut = cut_text(&text, 200, &est, false).expect("cut");
+        let at = cut_marker_at(&cut).expect("marker");
+        let marker = &cut[at.clone()];
+        assert!(
+            marker.starts_with("[... ~") && marker.contains("; mentions HAT1"),
+            "{marker}"
+        );
+        // Each name is one the cut took away, whole: not one the head or end still shows.
+        let said = marker
+            .split("; mentions ")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(" ...]");
+        let (head, end) = (&cut[..at.start], &cut[at.end..]);
+        for name in said.split(", ") {
+            assert!(
+                text.contains(name) && !head.contains(name) && !end.contains(name),
+                "{name}: {cut}"
+            );
+        }
+        assert!(est.text(&cut) <= 225.0, "{}", est.text(&cut));
+        // Named by an id (recoverable), or kept small, the marker names nothing more.
+        assert!(!cut_text(&text, 200, &est, true)
+            .unwrap()
+            .contains("; mentions "));
+        assert!(!cut_text(&text, 100, &est, false)
+            .unwrap()
+            .contains("; mentions "));
     }
 
     #[test]

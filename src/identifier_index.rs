@@ -688,7 +688,18 @@ fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
         };
         let digits = text[open..at].trim_start_matches(['[', '.', ' ', '~']);
         if !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit() || c == b',') {
-            out.push(open..to_bracket(at));
+            let end = to_bracket(at);
+            // What a cut's middle mentioned (`; mentions HAT066, 2024-05-19 ...]`) is the
+            // conversation's, as a placeholder's is.
+            match text[at..end].find(MENTIONS_SAID) {
+                Some(k) => {
+                    let list = at + k + MENTIONS_SAID.len();
+                    let list_end = text[list..end].rfind(" ...]").map_or(end - 1, |j| list + j);
+                    out.push(open..list);
+                    out.push(list_end..end);
+                }
+                None => out.push(open..end),
+            }
         }
     }
     // A placeholder whose opening a clip cut away (`…o save context: 3,625 bytes (~1,006
@@ -1272,6 +1283,7 @@ mod tests {
         for stand_in in [
             "[output pruned to save context: get_user_details returned 1,210 bytes (~410 tokens); mentions certificate_7473723, /srv/app/config.yaml]",
             "[folded tool output of get_user_details, ~410 tokens; mentions certificate_7473723, /srv/app/config.yaml; id=cf0123456789ab, contextfold_recall restores it]",
+            "head\n[... ~2,148 tokens cut from the middle; mentions certificate_7473723, /srv/app/config.yaml ...]\nend",
         ] {
             let mut c = Collector::default();
             c.scan(stand_in, 1.0, 0.0);
