@@ -635,7 +635,6 @@ impl Collector {
 /// them from summary to summary.
 fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
     use crate::prune::{FOLDED_OPENER, PRUNED_OPENER};
-    use crate::recall::MENTIONS_SAID;
     use memchr::memmem::Finder;
     use std::sync::OnceLock;
     /// (Vectorized finders: a JSON text has a `[` at every list, and every text a digest
@@ -662,18 +661,9 @@ fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
     let to_bracket = |at: usize| text[at..].find(']').map_or(text.len(), |j| at + j + 1);
     for opener in &f.openers {
         for at in opener.find_iter(b) {
-            let end = to_bracket(at);
             // What a stand-in mentions (`; mentions HAT132, Lei Ito`) is the conversation's:
             // read, so that a placeholder folded again carries its identifiers on.
-            match text[at..end].find(MENTIONS_SAID) {
-                Some(k) => {
-                    let list = at + k + MENTIONS_SAID.len();
-                    let list_end = text[list..end].find("; id=").map_or(end - 1, |j| list + j);
-                    out.push(at..list);
-                    out.push(list_end..end);
-                }
-                None => out.push(at..end),
-            }
+            push_around_mentions(&mut out, text, at..to_bracket(at), "; id=");
         }
     }
     // A cut's marker: `[... ~2,148 tokens cut ...]` or `[~2,148 tokens cut]`, its bracket at
@@ -688,18 +678,9 @@ fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
         };
         let digits = text[open..at].trim_start_matches(['[', '.', ' ', '~']);
         if !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit() || c == b',') {
-            let end = to_bracket(at);
             // What a cut's middle mentioned (`; mentions HAT066, 2024-05-19 ...]`) is the
             // conversation's, as a placeholder's is.
-            match text[at..end].find(MENTIONS_SAID) {
-                Some(k) => {
-                    let list = at + k + MENTIONS_SAID.len();
-                    let list_end = text[list..end].rfind(" ...]").map_or(end - 1, |j| list + j);
-                    out.push(open..list);
-                    out.push(list_end..end);
-                }
-                None => out.push(open..end),
-            }
+            push_around_mentions(&mut out, text, open..to_bracket(at), " ...]");
         }
     }
     // A placeholder whose opening a clip cut away (`…o save context: 3,625 bytes (~1,006
@@ -710,6 +691,26 @@ fn stand_ins(text: &str) -> Vec<std::ops::Range<usize>> {
         out.push(from..at + " tokens)]".len());
     }
     out
+}
+
+/// The stand-in at `span` of `text` as ranges not to index: all of it, or, where it names what
+/// it mentions (`; mentions a, b`, up to `list_end` or the bracket), all of it but that list.
+fn push_around_mentions(
+    out: &mut Vec<std::ops::Range<usize>>,
+    text: &str,
+    span: std::ops::Range<usize>,
+    list_end: &str,
+) {
+    use crate::recall::MENTIONS_SAID;
+    let (at, end) = (span.start, span.end);
+    let Some(k) = text[at..end].find(MENTIONS_SAID) else {
+        out.push(span);
+        return;
+    };
+    let list = at + k + MENTIONS_SAID.len();
+    let stop = text[list..end].find(list_end).map_or(end - 1, |j| list + j);
+    out.push(at..list);
+    out.push(stop..end);
 }
 
 /// Bytes of one text scanned at each end: identifiers of a long output sit at its edges (the
