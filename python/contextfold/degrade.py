@@ -282,14 +282,20 @@ def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
         # below it with the margin.
         limit = costs[i] - (tokens - budget)
         best, price = None, costs[i]
+        checked: tuple[int, list[tuple[str, int, str]]] | None = None  # (the check of ``best``, once made)
         for keep, fill in ((limit - FILL_SLACK_TOKENS, FILL_SHARE), (max(16, int(limit * CUT_MARGIN) - 32), 0.0)):
             if keep < 16:
                 continue
             # (Here a call's huge arguments may be cut too: nothing can be folded.)
             best, price = _aimed_cut(out, i, keep, costs[i], provider=provider, model=model, recoverable=recoverable,
                                      arguments=True, fill=fill)
-            if not fill or best is not None and not [k for k, _, _ in check(best[1])[1] if k == "over_budget"]:
+            checked = None
+            if not fill:
                 break
+            if best is not None:
+                checked = check(best[1])
+                if not any(k == "over_budget" for k, _, _ in checked[1]):
+                    break
         if best is None or costs[i] - price < MIN_CUT_GAIN_TOKENS:
             continue
         (edit, fold_id, whole), out = best
@@ -298,7 +304,8 @@ def cut_in_place(msgs: list[Any], *, head_end: int, budget: int,
         what = "shrank the arguments" if cut_kind(edit[1]) in ("arguments", "tool_use_input") else "cut the middle"
         notes.append(f"{why}: {what} of message {i} (~{costs[i]} -> "
                      f"~{price} tokens; id={fold_id} restores it)")
-        tokens, failures = check(out)
+        # (The filled cut was checked whole already: not checked again.)
+        tokens, failures = checked if checked is not None else check(out)
     return (out, tokens, made) if made and not failures else None
 
 
