@@ -23,7 +23,7 @@ from typing import Any, Literal, cast
 
 from contextfold import _core
 from contextfold.cache_policy import CachePolicy
-from contextfold.compactor_config import CompactorConfig, parse_keep
+from contextfold.compactor_config import DEFAULT_MIN_TAIL, CompactorConfig, parse_keep
 from contextfold.content_store import ContentStore, MemoryContentStore, PendingWrites, keep_text
 from contextfold.conversation_key import conversation_key, remember
 from contextfold.cost import Prices
@@ -205,6 +205,10 @@ class Compactor(RoomFill, RecoverableFolds):
       of it from 2.5x on, linearly between, where a previous summary this Compactor wrote counts
       as the messages it stands for, and then not under 45%; shrunk when head and summary leave
       less room; never fewer than ``min_tail`` messages, never inside a tool group).
+    - ``min_tail`` (default 2): the fewest messages the tail keeps whole, the last message and
+      the one it answers (the agent's question a user's "yes" replies to, the command an
+      observation reports on); where the model's response ends the history, the tail opens with
+      the user turn it answers, whatever this says.
     - ``trigger`` (when ``should_compact`` fires): tokens (int), a fraction of the window (float),
       ``("tokens" | "fraction" | "messages", value)`` or Anthropic's
       ``{"type": "input_tokens", "value": n}``; default: the ``Session`` gate. A history that
@@ -314,7 +318,7 @@ class Compactor(RoomFill, RecoverableFolds):
         wire_format: WireFormat | None = None,
         summary_tokens: int | None = None,
         summary_max_tokens: int | None = None,
-        min_tail: int = 3,
+        min_tail: int = DEFAULT_MIN_TAIL,
         tool_result_max_tokens: int = 200,
         arguments_max_chars: int = 2000,
         cache_block_tokens: int | None = None,

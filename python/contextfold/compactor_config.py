@@ -25,6 +25,12 @@ _U32_MAX = (1 << 32) - 1
 #: Shortened arguments stay valid JSON with a marker saying so: they need this much room
 #: (the core's own floor, ``shrink_json::MIN_MAX_CHARS``).
 MIN_ARGUMENTS_CHARS = 64
+#: The fewest messages a Compactor's tail keeps whole: the last message and the one it answers.
+#: A third (the default until stop 83) cost the summary its room where a long system prompt
+#: leaves little: on the shared data's cuts, the tokens the agent used next kept 1,213 -> 1,240
+#: of 1,436 (tau-bench) and 4,620 -> 4,611 of 6,073 (SWE); agent loops 1,230 -> 1,243 and
+#: 4,604 -> 4,614 (``tools/future_report.py``, docs/evaluation.md).
+DEFAULT_MIN_TAIL = 2
 
 
 def _int(name: str, value: Any, *, minimum: int, maximum: int = HUGE) -> int:
@@ -226,7 +232,7 @@ class CompactorConfig:
         wire_format: Any = None,
         summary_tokens: Any = None,
         summary_max_tokens: Any = None,
-        min_tail: Any = 3,
+        min_tail: Any = DEFAULT_MIN_TAIL,
         tool_result_max_tokens: Any = 200,
         arguments_max_chars: Any = 2000,
         cache_block_tokens: Any = None,

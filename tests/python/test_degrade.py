@@ -414,9 +414,14 @@ def _compacted_untouched(msgs: list[dict], **compactor_kw: Any) -> tuple[cf.Comp
     return c, r
 
 
+#: The tail these short histories are compacted with: at least four messages, so that the
+#: protected tail covers all that follows the task (the default, two, would fold a tool round).
+COVERING_TAIL = 4
+
+
 def _nothing_to_fold(fmt: str) -> list[dict]:
-    """A short history with nothing to fold (the protected tail covers it all): the task and two
-    tool rounds with large outputs (an agent's first steps)."""
+    """A short history with nothing to fold at ``min_tail=COVERING_TAIL`` (the protected tail
+    covers it all): the task and two tool rounds with large outputs (an agent's first steps)."""
     log = "".join(f"[{k:05d}] compiling module_{k}.c ... ok\n" for k in range(700))
     msgs = [{"role": "user", "content": "Build the project and tell me what failed."}]
     for k in range(2):
@@ -434,7 +439,7 @@ def test_a_history_with_nothing_to_fold_is_cut_inside_rather_than_returned_over_
     kw = dict(provider=PROVIDER[fmt])
     before = cf.estimate(msgs, **kw)
     budget = before // 2
-    c, r = _compacted_untouched(msgs, budget=budget, wire_format=fmt, recoverable=True, **kw)
+    c, r = _compacted_untouched(msgs, budget=budget, wire_format=fmt, recoverable=True, min_tail=COVERING_TAIL, **kw)
     assert r.strategy_used == "mask" and r.tokens_after <= budget < before, (r.reason, r.notes)
     assert shape_problems(r.messages, fmt) == []
     assert cf.estimate(r.messages, tools=r.tools, **kw) <= budget
@@ -457,10 +462,10 @@ def test_a_history_with_nothing_to_fold_that_no_cut_brings_under_the_budget_rais
     msgs = _nothing_to_fold("chat")
     snap = copy.deepcopy(msgs)
     with pytest.raises(cf.CompactionBudgetError, match="tokens over the budget of 40") as e:
-        cf.Compactor(budget=40).compact(msgs)
+        cf.Compactor(budget=40, min_tail=COVERING_TAIL).compact(msgs)
     assert e.value.budget == 40 and e.value.tokens > 40
     with pytest.raises(cf.CompactionBudgetError, match="the last user turn alone take 16 tokens, 6 over"):
-        cf.Compactor(budget=10).compact(msgs)
+        cf.Compactor(budget=10, min_tail=COVERING_TAIL).compact(msgs)
     with pytest.raises(cf.CompactionBudgetError, match="too short to compact"):
         cf.Compactor(budget=cf.estimate(msgs) // 2, protect_first_n=len(msgs)).compact(msgs)
     assert msgs == snap
@@ -493,7 +498,7 @@ def test_a_cut_in_place_not_worth_making_stores_nothing(fmt, tmp_path):
     kw = dict(provider=PROVIDER[fmt])
     for store in _stores(tmp_path):
         c, r = _compacted_untouched(msgs, budget=cf.estimate(msgs, **kw) // 2, wire_format=fmt, recoverable=True,
-                                    min_free_share=0.6, store=store, **kw)
+                                    min_free_share=0.6, store=store, min_tail=COVERING_TAIL, **kw)
         assert r.strategy_used is None and r.reason.startswith("compaction skipped"), (r.reason, r.notes)
         assert r.messages == msgs and not _IDS.search(json.dumps(r.messages))
         assert _held(store) == {}
@@ -537,7 +542,7 @@ def test_a_recall_tool_that_does_not_fit_beside_a_short_history_is_left_out_not_
             {"role": "user", "content": "Thanks, now fix it."}]
     msgs = convert(chat, fmt)[0]
     kw = dict(provider=PROVIDER[fmt])
-    r = cf.Compactor(budget=700, wire_format=fmt, recoverable=True, **kw).compact(msgs)
+    r = cf.Compactor(budget=700, wire_format=fmt, recoverable=True, min_tail=COVERING_TAIL, **kw).compact(msgs)
     assert r.strategy_used == "mask" and r.tokens_after <= 700, (r.reason, r.notes)
     assert any(n.startswith("the recall tool is not sent") for n in r.notes), r.notes
     assert cf.RECALL_TOOL not in json.dumps(r.tools or [])

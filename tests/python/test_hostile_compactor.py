@@ -525,9 +525,12 @@ def test_a_pinned_message_is_never_cut_where_nothing_can_be_folded(pinned):
     for strategy in ("hybrid", "summarize"):
         with pytest.raises(cf.CompactionBudgetError, match="the pinned ones"):
             cf.Compactor(budget=1_000, strategy=strategy, pinned=pinned).compact(h)
-    # Unpinned, the same history is cut to fit.
-    r = cf.Compactor(budget=1_000).compact(h)
+    # Unpinned, the same history is cut to fit where a tail of three messages at least leaves
+    # nothing to fold, and folded where two do (the default).
+    r = cf.Compactor(budget=1_000, min_tail=3).compact(h)
     assert r.strategy_used == "mask" and r.tokens_after <= 1_000
+    r = cf.Compactor(budget=1_000).compact(h)
+    assert r.strategy_used == "summarize" and r.tokens_after <= 1_000 and r.messages[-1] == h[-1]
 
 
 def test_a_pinned_tool_output_is_not_masked_by_the_last_step_before_raising():

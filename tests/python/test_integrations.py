@@ -216,8 +216,11 @@ def test_a_pydantic_ai_compaction_writes_back_messages_of_their_own_kinds():
 
     from contextfold.integrations.pydantic_ai import history_processor, to_openai_messages
 
+    from contextfold.integrations.pydantic_ai import ContextFoldHistoryProcessor
+
     history = _pydantic_ai_history([SystemPromptPart("You audit files."), UserPromptPart("List /d0 to /d7.")], 8)
-    processor = history_processor(trigger=12_000, budget=7_000, model="gpt-4o")
+    # (A tail of three messages at least: two listings, the older of them masked.)
+    processor = ContextFoldHistoryProcessor(cf.Compactor(trigger=12_000, budget=7_000, model="gpt-4o", min_tail=3))
     out = processor(history)
     assert processor.compactions == 1
     assert cf.estimate(to_openai_messages(out), model="gpt-4o") <= 7_000

@@ -92,8 +92,10 @@ def test_openai_responses_compaction_item_replaces_the_middle_verbatim(mode):
     full = cf.estimate(items, model="gpt-4o")
     with RecordingUpstream(openai_compact_answer) as up:
         def compactor(client: Any) -> cf.Compactor:
+            # (A tail of three messages at least opens this dialogue's on an assistant turn: the
+            # case below.)
             return cf.Compactor(model="gpt-4o", wire_format="responses", budget=int(full * 0.5), strategy="summarize",
-                                summarizer=OpenAIResponsesCompaction(client, "gpt-4o-mini"))
+                                summarizer=OpenAIResponsesCompaction(client, "gpt-4o-mini"), min_tail=3)
 
         if mode == "sync":
             with openai.OpenAI(base_url=up.url + "/v1", api_key="sk-test") as client:

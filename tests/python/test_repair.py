@@ -704,7 +704,8 @@ def test_call_ids_a_provider_refuses_are_renamed_with_their_results() -> None:
 
     # Without repair the compaction sends the caller's ids as they came (an Anthropic-compatible
     # server may take them); with it, ids the API takes.
-    kw: dict[str, Any] = {"provider": "anthropic", "budget": 900}
+    # (A tail of three messages at least reaches back into the last tool round.)
+    kw: dict[str, Any] = {"provider": "anthropic", "budget": 900, "min_tail": 3}
     kept = cf.Compactor(**kw).compact(history).messages
     assert any("functions.read:" in json.dumps(m) for m in kept)
     out = cf.Compactor(**kw, repair=True).compact(history)
