@@ -37,6 +37,7 @@ Compactor's sources out of it (the proxy's, which files its spans with its folds
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import threading
@@ -434,7 +435,13 @@ class FoldSources:
         scoped, found = filed
         k = folded_at.index(at)
         span, tokens = found
-        instead = list(span)
+        # A span filed with the messages its fold kept verbatim (``_in_order``) holds them in
+        # their places: the copies that stood before its summary give way to it, and those the
+        # plan still keeps are not read twice.
+        kept = self._unedited_all([msgs[j] for j in plan["kept"]])
+        # (``in`` compares the same object first, then equal ones: a span read from a store is a copy.)
+        instead = [m for m in span if m not in kept]
+        before = [m for m in folded[:k] if m not in span]
         if not plan.get("previous_alone", True):
             # The summary was merged into a turn (where a message of its own would have put two
             # turns of one role side by side): the turn's own words stay, next to the span on
@@ -458,7 +465,7 @@ class FoldSources:
         # 193 of 203). The second summary still keeps a median 100% of the first one's
         # identifiers (SWE runs at 90% or more: 89 of 120 where the carried index kept 119;
         # airline 143 of 149, 145).
-        return [*folded[:k], *instead, *folded[k + 1:]], None, tokens
+        return [*before, *instead, *folded[k + 1:]], None, tokens
 
     def remember(self, summary: str, plan: Mapping[str, Any], msgs: Sequence[Any], fmt: str, *,
                  budget: int, after: Any = None, given: Sequence[Any] | None = None) -> None:
@@ -474,14 +481,33 @@ class FoldSources:
             return
         costs: Sequence[int] = plan["costs"]
         at = plan.get("previous_at") if carried else None
+        span = self._in_order(span, plan, msgs, at)
         # (``at``, where carried, is one of the folded: its summary's tokens give way to the span's.)
-        tokens = carried + int(sum([costs[i] for i in plan["folded"]])) - (int(costs[at]) if at is not None else 0)
+        tokens = carried + int(sum([costs[i] for i in (*plan["folded"], *plan["kept"])])) \
+            - (int(costs[at]) if at is not None else 0)
         if tokens > min(SPAN_BUDGETS * budget, SPAN_MAX_TOKENS):
             return
         scoped = _scoped(summary, plan, msgs, None if after is None else self._unedited_all([after])[0])
         self._file(scoped, span, tokens)
         if self._store is not None and all(isinstance(m, dict) for m in span):
             self._put(_stored_id(scoped), {"summary": scoped, "tokens": tokens, "messages": list(span)})
+
+    def _in_order(self, span: list[Any], plan: Mapping[str, Any], msgs: Sequence[Any], at: int | None) -> list[Any]:
+        """``span`` (the fold's messages in order, a remembered span in place of the previous
+        summary at ``at``) with the messages the plan kept verbatim among them, each in its
+        place. The summary goes after every kept message (``summary_assembly.assemble``): a span
+        read again in its place put the turns it stands for after the messages that followed
+        them (a rule kept whole after a command, read with the command's older rounds between
+        it and the command's output, was read as that output and lost)."""
+        kept: list[int] = plan["kept"]
+        if not kept:
+            return span
+        folded_at: list[int] = plan["folded"]
+        grown = len(span) - len(folded_at)
+        out = list(span)
+        for j, m in reversed(list(zip(kept, self._unedited_all([msgs[i] for i in kept]), strict=True))):
+            out.insert(bisect.bisect_left(folded_at, j) + (grown if at is not None and at < j else 0), m)
+        return out
 
     def _put(self, fold_id: str, record: dict[str, Any]) -> None:
         """Keep ``record`` in the store as JSON under ``fold_id``. A record JSON cannot hold is

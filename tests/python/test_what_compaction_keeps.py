@@ -740,6 +740,21 @@ def test_planted_rules_survive_successive_compactions_of_every_bundled_conversat
     assert [(r.fixture, r.rules_lost) for r in runs if r.rules_lost] == []
 
 
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the SWE run astropy-14508)")
+def test_a_span_read_again_keeps_the_turns_it_stands_for_before_the_messages_kept_after_them() -> None:
+    # A rule planted between a command and its output: a first compaction kept the command and
+    # the rule whole (the last user turn, where the fold is) and put the summary of the older
+    # rounds after them. The next fold read those rounds again in the summary's place, after
+    # the rule: the rule, followed by the agent's older turns, was read as the command's output
+    # ("-> ok: Always ask me ...") and lost when that call line was shortened. The span is now
+    # filed with the kept messages in their places.
+    (conv,) = [c for c in load_conversations(SHARED, "mini-swe-agent-gemini3") if "astropy__astropy-14508" in c["source"]]
+    fx = Fixture(conv["source"], list(conv["messages"]), (Probe("-", ("-",)),), "openai", conv.get("tools"), None)
+    s = successive(fx, rules=planted(fx))
+    assert len(s.sizes) >= 5 and s.rules_lost == 0, s
+    assert any("kept the last user turn" in n for notes in s.notes for n in notes), s.notes
+
+
 class _Verbose:
     """A model that writes about 300 tokens, whatever its room."""
 
