@@ -28,8 +28,9 @@ MIN_ARGUMENTS_CHARS = 64
 #: The fewest messages a Compactor's tail keeps whole: the last message and the one it answers.
 #: A third (the default until stop 83) cost the summary its room where a long system prompt
 #: leaves little: on the shared data's cuts, the tokens the agent used next kept 1,213 -> 1,240
-#: of 1,436 (tau-bench) and 4,620 -> 4,611 of 6,073 (SWE); agent loops 1,230 -> 1,243 and
-#: 4,604 -> 4,614 (``tools/future_report.py``, docs/evaluation.md).
+#: of 1,436 (tau-bench) and 4,620 -> 4,613 of 6,073 (SWE); agent loops 1,230 -> 1,245 and
+#: 4,604 -> 4,623 (``tools/future_report.py [--loop]``, docs/evaluation.md). Masking still
+#: protects three (``compaction::MASK_MIN_TAIL`` in the core).
 DEFAULT_MIN_TAIL = 2
 
 
