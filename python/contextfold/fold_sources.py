@@ -119,6 +119,23 @@ def _after(plan: Mapping[str, Any], msgs: Sequence[Any], given: Sequence[Any] | 
     return source[at + 1] if at is not None and at + 1 < len(source) else None
 
 
+def _matches(wanted: Sequence[Any], among: Sequence[Any]) -> tuple[set[int], set[int]]:
+    """The places in ``wanted`` and in ``among`` of the messages both hold, each matched once:
+    the same object first, then an equal one (a span read back from a store is a copy; an equal
+    message is matched once, so of a SWE run's many empty outputs only one goes per message
+    wanted)."""
+    if not wanted:
+        return set(), set()
+    places = {id(m): i for i, m in enumerate(among)}
+    pairs = {w: places[id(m)] for w, m in enumerate(wanted) if id(m) in places}
+    taken = set(pairs.values())
+    for w, m in enumerate(wanted):
+        if w not in pairs and (i := next((j for j, x in enumerate(among) if j not in taken and x == m), None)) is not None:
+            pairs[w] = i
+            taken.add(i)
+    return set(pairs), taken
+
+
 def _key(scoped: str) -> int:
     """The content hash a span is filed under (``_scoped``)."""
     return int(_core.summary_hash(scoped))
@@ -438,10 +455,10 @@ class FoldSources:
         # A span filed with the messages its fold kept verbatim (``_in_order``) holds them in
         # their places: the copies that stood before its summary give way to it, and those the
         # plan still keeps are not read twice.
-        kept = self._unedited_all([msgs[j] for j in plan["kept"]])
-        # (``in`` compares the same object first, then equal ones: a span read from a store is a copy.)
-        instead = [m for m in span if m not in kept]
-        before = [m for m in folded[:k] if m not in span]
+        _, still = _matches(self._unedited_all([msgs[j] for j in plan["kept"]]), span)
+        instead = [m for i, m in enumerate(span) if i not in still]
+        behind, _ = _matches(folded[:k], span)
+        before = [m for i, m in enumerate(folded[:k]) if i not in behind]
         if not plan.get("previous_alone", True):
             # The summary was merged into a turn (where a message of its own would have put two
             # turns of one role side by side): the turn's own words stay, next to the span on

@@ -755,6 +755,19 @@ def test_a_span_read_again_keeps_the_turns_it_stands_for_before_the_messages_kep
     assert any("kept the last user turn" in n for notes in s.notes for n in notes), s.notes
 
 
+def test_a_kept_message_matches_one_message_of_a_span_the_same_object_first() -> None:
+    # A SWE run's empty outputs are equal messages: a kept one read back from a store (a copy)
+    # takes one of them out of the span, never all; the very object, where the span holds it,
+    # is the one taken.
+    empty = {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"}
+    first, second = dict(empty), dict(empty)
+    span = [{"role": "assistant", "content": "ls"}, first, {"role": "assistant", "content": "pwd"}, second]
+    assert fold_sources._matches([dict(empty)], span) == ({0}, {1})
+    assert fold_sources._matches([second], span) == ({0}, {3})
+    assert fold_sources._matches([second, dict(empty), dict(empty)], span) == ({0, 1}, {3, 1})
+    assert fold_sources._matches([], span) == (set(), set())
+
+
 class _Verbose:
     """A model that writes about 300 tokens, whatever its room."""
 
