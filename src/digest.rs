@@ -312,11 +312,14 @@ fn outcome_for<'t>(
             }
         }
     };
+    // (A search prints where things are: its shortest forms keep more of it, `forms::command_plan`.)
+    let search = matches!(producer, Producer::Command(cmd) if crate::shell_line::searches(cmd));
     Outcome {
         err,
         code: o.code,
         text: Some(body),
         head_share,
+        search,
     }
 }
 
@@ -494,6 +497,7 @@ impl<'a> Builder<'a> {
                 code: None,
                 err: false,
                 head_share: RESULT_HEAD_SHARE,
+                search: false,
             },
             |r| {
                 let mut o = outcome_for(r.text, &self.shown_args, &producer);
@@ -530,6 +534,8 @@ impl<'a> Builder<'a> {
             return err;
         }
         let reads = producer == Producer::FileRead;
+        let mut outcome = outcome;
+        outcome.search |= crate::read_call::searches_files(c.name);
         let forms = Call {
             name: c.name,
             args: &c.arguments,
@@ -2979,6 +2985,54 @@ mod tests {
                 "{room}: the oldest dump goes:\n{d}"
             );
         }
+    }
+
+    /// A search prints where things are (`path:line:text`), in fewer characters than the
+    /// output of a run: in a room that takes every call to its shortest form, an old `grep -n`
+    /// keeps its three matches where the same lines printed by a script keep their ends.
+    #[test]
+    fn an_old_search_keeps_its_matches_where_a_runs_output_keeps_its_ends() {
+        let found =
+            "44:class HashedFilesMixin:\n203:    def post_process(self, paths, dry_run=False, \
+                     **options):\n397:    def post_process(self, *args, **kwargs):";
+        let runs: Vec<String> = (0..4)
+            .map(|r| {
+                (0..40)
+                    .map(|k| format!("iteration {k}: total {r}{k} yields\n"))
+                    .collect()
+            })
+            .collect();
+        let first_line = |first: &str| {
+            let turns: Vec<(String, &str)> = std::iter::once((first.to_string(), found))
+                .chain((0..3).map(|k| (format!("python3 reproduce_{k}.py"), runs[k].as_str())))
+                .collect();
+            let texts: Vec<(String, String)> = turns
+                .iter()
+                .map(|(cmd, out)| {
+                    (
+                        format!("THOUGHT: next.\n\n```bash\n{cmd}\n```"),
+                        format!("<returncode>0</returncode>\n<output>\n{out}\n</output>"),
+                    )
+                })
+                .collect();
+            let mut msgs = vec![Message::text("user", "Fix the duplicate yields.")];
+            for (call, output) in &texts {
+                msgs.push(Message::text("assistant", call));
+                msgs.push(Message::text("user", output));
+            }
+            let d = digest_within(&msgs, 250);
+            let head: String = first.chars().take(12).collect();
+            d.lines()
+                .find(|l| l.contains(&head))
+                .unwrap_or_else(|| panic!("no line of {first}: {d}"))
+                .to_string()
+        };
+        let search = first_line("grep -n 'class HashedFilesMixin\\|def post_process' storage.py");
+        for fact in ["44:class HashedFilesMixin", "203:", "397:"] {
+            assert!(search.contains(fact), "{fact}: {search}");
+        }
+        let script = first_line("python3 find_defs.py storage.py");
+        assert!(!script.contains("203:"), "{script}");
     }
 
     /// A text agent's harness complains about the format (an uncoded user turn answering the

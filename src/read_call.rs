@@ -80,6 +80,20 @@ pub fn reads_file(name: &str, args: &Map<String, Value>) -> bool {
     only_paging && (view || name_says_read(name))
 }
 
+/// Words of a tool's name that say it searches (`Grep`, `grep_search`, `search_files`,
+/// `search_file_content`, `find_in_files`), with a word that says what: files or their
+/// content, not a catalogue (`search_direct_flight` finds flights, not where a name is).
+const SEARCH_WORDS: [&str; 2] = ["search", "find"];
+const SEARCHED_WORDS: [&str; 5] = ["file", "files", "content", "code", "codebase"];
+
+/// Whether a tool searches files for where things are, by its name (`SEARCH_WORDS` with
+/// `SEARCHED_WORDS`, or `grep` / `rg`): the same step as a shell's `grep -n`
+/// (`shell_line::searches`).
+pub fn searches_files(name: &str) -> bool {
+    name_has_word(name, &["grep", "rg"])
+        || (name_has_word(name, &SEARCH_WORDS) && name_has_word(name, &SEARCHED_WORDS))
+}
+
 /// The file a read returned inside a JSON record (hermes-agent's `read_file` returns
 /// `{"content": "1|import os\\n2|...", "total_lines": 24, "file_size": 900, "truncated": false,
 /// ...}`): the record's longest string when it has more than one line and twice the bytes of
@@ -166,6 +180,25 @@ mod tests {
             "Grep",
             &args(r#"{"pattern":"x","path":"/repo"}"#)
         ));
+        // A search is no read, and is told by its name.
+        for search in [
+            "Grep",
+            "grep_search",
+            "search_files",
+            "search_file_content",
+            "findInFiles",
+        ] {
+            assert!(searches_files(search), "{search}");
+        }
+        for other in [
+            "search_direct_flight",
+            "find_user_id",
+            "Read",
+            "web_search",
+            "file_write",
+        ] {
+            assert!(!searches_files(other), "{other}");
+        }
         // The name's whole words: a read in `readFile` and `ReadFile`, none in `openapi_spec`,
         // `thread_log` or `category`.
         assert!(reads_file("readFile", &args(r#"{"filePath":"a.py"}"#)));

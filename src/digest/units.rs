@@ -335,6 +335,7 @@ mod tests {
                     code: None,
                     err: false,
                     head_share: super::super::forms::RESULT_HEAD_SHARE,
+                    search: false,
                 },
                 shortest: Default::default(),
             };
@@ -347,6 +348,7 @@ mod tests {
                     code: None,
                     err: true,
                     head_share: super::super::forms::RESULT_HEAD_SHARE,
+                    search: false,
                 },
             };
             let e = Entry::lazy(Section::Errors, Box::new(command()));
