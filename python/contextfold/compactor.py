@@ -793,6 +793,9 @@ class Compactor(RoomFill, RecoverableFolds):
             if r is not None:
                 return r
             if self.strategy == "mask":
+                # Returned over the budget (masking never folds): said by how much, as where
+                # masking ran and fell short.
+                run.notes.append(f"nothing to mask: {run.before} tokens, over the budget of {run.effective}")
                 return run.unchanged("nothing to mask")
         if self._adaptive_tail and run.tail_messages is None \
                 and (fold_tail := int(run.effective * FOLD_TAIL_SHARE)) < run.tail:

@@ -587,6 +587,18 @@ def test_hybrid_never_returns_masking_over_the_budget_where_pinned_messages_leav
         cf.Compactor(**d["kw"]).compact(d["h"])
 
 
+def test_mask_with_no_output_to_mask_says_by_how_much_it_is_over():
+    """``strategy="mask"`` on a history of short text turns alone: nothing to mask (no output, no
+    long turn to cut), the history comes back over the budget, and a note says by how much (it
+    said only ``reason``)."""
+    msgs = [{"role": "user", "content": "task " * 40},
+            *[{"role": r, "content": f"turn {k} " * 20} for k in range(20) for r in ("assistant", "user")]]
+    budget = cf.estimate(msgs) // 2
+    r = cf.Compactor(budget=budget, strategy="mask").compact(msgs)
+    assert r.reason == "nothing to mask" and r.over_budget and r.messages == msgs
+    assert f"nothing to mask: {r.tokens_after} tokens, over the budget of " in " ".join(r.notes), r.notes
+
+
 def test_a_tail_over_the_budget_and_a_pinned_index_past_the_end_are_noted():
     """``tail_tokens`` at or over the budget (a way to keep everything: what does not fit is cut
     in the middle) and a pinned index past the history's end were taken without a word."""
