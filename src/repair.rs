@@ -250,8 +250,12 @@ pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: b
 /// or the turn is the final assistant one. Its two neighbours, then turns of one role in a row
 /// (Bedrock refuses them), are joined when both hold content lists.
 fn drop_empty_turns(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan) {
+    // A turn the repair writes into is no longer empty: a stand-in result replaces an empty
+    // string content whole (`Action::Set` of the list), and dropping the turn dropped it too,
+    // leaving its call unanswered. A set deeper in the turn (a renamed id) fills nothing.
     let edited = |i: usize, plan: &RepairPlan| {
-        plan.joined_away(i)
+        plan.fills(i)
+            || plan.joined_away(i)
             || plan
                 .edits
                 .iter()
@@ -1089,7 +1093,11 @@ fn answer_in_next(
         }
         Content::Text(t) if Turn::of(next) == Turn::User => {
             let mut list = blocks;
-            list.push(text_block(wire, t));
+            // Text the format refuses as a block (Anthropic's `""`, `"   "`) is not kept beside
+            // the results: a second repair would remove it.
+            if !crate::wire::dialect_of(wire).is_some_and(|d| d.blank_text.refuses(t)) {
+                list.push(text_block(wire, t));
+            }
             plan.edits.push(RepairEdit {
                 index,
                 path,
@@ -1574,6 +1582,45 @@ mod tests {
             p.changes.iter().all(|c| !c.contains("dropped")),
             "{:?}",
             p.changes
+        );
+    }
+
+    #[test]
+    fn a_blank_string_turn_after_a_call_takes_the_stand_in_whole_and_stays() {
+        // Anthropic refuses `""` and `"   "` as a turn's content; the stand-in result replaces
+        // the string (a set of the whole content), and dropping the turn as empty dropped the
+        // stand-in with it: the call was left unanswered.
+        for blank in ["", "   "] {
+            let h = json!([
+                {"role": "user", "content": "Find a flight."},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {}}]},
+                {"role": "user", "content": blank}
+            ]);
+            let p = plan_of(&h, WireFormat::Anthropic);
+            assert_eq!(p.messages, (0..3).map(Slot::Keep).collect::<Vec<_>>());
+            assert_eq!(p.changes.len(), 1, "{:?}", p.changes);
+            // The stand-in alone: the blank text the API refuses is not kept beside it.
+            let [RepairEdit {
+                index: 2,
+                action: Action::Set(v),
+                ..
+            }] = &p.edits[..]
+            else {
+                panic!("{:?}", p.edits)
+            };
+            let list: Value = serde_json::from_str(v).expect("JSON");
+            assert_eq!(list.as_array().map(Vec::len), Some(1), "{v}");
+            assert_eq!(list[0]["type"], "tool_result");
+        }
+        // Text the format takes stays after the stand-in.
+        let h = json!([
+            {"role": "user", "content": "Find a flight."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {}}]},
+            {"role": "user", "content": "never mind"}
+        ]);
+        let p = plan_of(&h, WireFormat::Anthropic);
+        assert!(
+            matches!(&p.edits[..], [RepairEdit { action: Action::Set(v), .. }] if v.contains("never mind"))
         );
     }
 

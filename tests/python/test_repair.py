@@ -954,3 +954,21 @@ def test_a_pending_call_keeps_its_id_where_an_earlier_call_had_it(fmt):
     answered = [*r.messages, *convert([{"role": "user", "content": "x"}, *_reused_pending_id("chat")[0][-1:],
                                        {"role": "tool", "tool_call_id": "call_reused", "content": "ok"}], fmt)[0][-1:]]
     assert shape_problems(answered, fmt) == [], shape_problems(answered, fmt)
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_turn_after_a_call_keeps_the_stand_in_written_into_it(blank) -> None:
+    # The stand-in replaced the blank string, then the turn was dropped as empty with it: the
+    # call was left without a result, which Anthropic refuses, though the changes said it had one.
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Find a flight."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {}}]},
+        {"role": "user", "content": blank}]
+    fixed = cf.repair(history, provider="anthropic")
+    assert [b["type"] for b in fixed.messages[2]["content"]] == ["tool_result"]
+    assert fixed.messages[2]["content"][0]["tool_use_id"] == "toolu_1"
+    assert shape_problems(fixed.messages, "anthropic") == [] and len(fixed.changes) == 1
+    assert cf.repair(fixed.messages, provider="anthropic").changes == ()
+    for budget in (10_000, 60):
+        out = cf.Compactor(provider="anthropic", budget=budget, repair=True).compact(history)
+        assert shape_problems(out.messages, "anthropic") == [], budget
