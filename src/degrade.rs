@@ -228,9 +228,9 @@ fn middle_mentions(text: &str, head: usize, tail: usize, est: &Estimator) -> Str
     }
     let mut to = tail;
     if kept_end.chars().next().is_some_and(word) {
-        to = text[from..tail]
-            .rfind(|c: char| !word(c))
-            .map_or(from, |j| from + j + 1);
+        // Up to the end of the last separator, which may take several bytes (an em-dash, a
+        // no-break space, `。`): its start plus one sliced inside it.
+        to = from + text[from..tail].trim_end_matches(word).len();
     }
     let middle = &text[from..to.max(from)];
     let mut names: Vec<String> = mentions(middle, 8)
@@ -616,6 +616,32 @@ mod tests {
         assert!(!cut_text(&text, 100, &est, false)
             .unwrap()
             .contains("; mentions "));
+    }
+
+    #[test]
+    fn a_cut_whose_middle_ends_in_a_multibyte_separator_names_its_mentions_without_panicking() {
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        // Separators of two, three and four bytes, each between words, so that wherever the
+        // cut's end falls the last separator before it may be one of them.
+        for sep in ["\u{a0}", "—", "。", "\u{1f600}", " "] {
+            for word in ["word", "HAT123", "ß"] {
+                for n in [200, 2_001, 20_000] {
+                    let text = format!("{word}{sep}").repeat(n);
+                    for keep in [128, 200, 1_000] {
+                        if let Some(cut) = cut_text(&text, keep, &est, false) {
+                            assert!(cut_marker_at(&cut).is_some(), "{sep:?} {word} {n} {keep}");
+                        }
+                        // The separator straddles each byte offset of the end once.
+                        let shifted = format!("x{text}");
+                        let _ = cut_text(&shifted, keep, &est, false);
+                    }
+                }
+            }
+        }
+        // The middle ends just after the separator, whole: the word after it is split by the
+        // kept end and not named.
+        let text = "a—b";
+        assert_eq!(middle_mentions(text, 0, 4, &est), "");
     }
 
     #[test]

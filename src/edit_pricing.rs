@@ -36,6 +36,13 @@ pub(crate) fn edited<'a>(m: &Message<'a>, e: &MaskEdit) -> Message<'a> {
                     }
                 }
             }
+            // Ollama's native images go together, the text said in their place.
+            Change::Image { part, text } if m.images_from == Some(*part) => {
+                if let Content::Parts(ps) = &mut out.content {
+                    ps.truncate(*part);
+                    ps.push(Part::Text(Cow::Owned(text.clone())));
+                }
+            }
             Change::Image { part, text } | Change::PartText { part, text } => {
                 if let Content::Parts(ps) = &mut out.content {
                     if let Some(p) = ps.get_mut(*part) {

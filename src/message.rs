@@ -324,6 +324,10 @@ pub struct Message<'a> {
     /// The `id` a Responses output item came back with (`rs_...`, `msg_...`), on a reasoning
     /// item or an assistant message: OpenAI binds a reasoning item to the item after it.
     pub item_id: Option<&'a str>,
+    /// The content position where the images of Ollama's native `images` field start (they
+    /// run to the end of the parts, after the text of `content`): an edit of one of them is
+    /// written on that field, as the message has no content list to hold it.
+    pub images_from: Option<usize>,
 }
 
 /// The Gemini thought signatures (`thoughtSignature` / `thought_signature` beside a part) of one
@@ -395,6 +399,7 @@ impl<'a> Message<'a> {
             thought_signatures: ThoughtSignatures::default(),
             item: None,
             item_id: None,
+            images_from: None,
         }
     }
 
@@ -412,6 +417,7 @@ impl<'a> Message<'a> {
             thought_signatures: ThoughtSignatures::default(),
             item: None,
             item_id: None,
+            images_from: None,
         }
     }
 

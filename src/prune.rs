@@ -270,6 +270,11 @@ pub(crate) fn plan_paired<'m, 'a>(
         }
         for (part, p) in m.parts().iter().enumerate() {
             match p {
+                Part::Image(_) if opt.prune_images && m.images_from == Some(part) => {
+                    pruner.native_images(i, m, part);
+                }
+                // (Ollama's native images after the first: masked with it.)
+                Part::Image(_) if m.images_from.is_some_and(|from| part > from) => {}
                 Part::Image(img) if opt.prune_images => pruner.image(i, m, part, img),
                 Part::ToolResult {
                     tool_use_id,
@@ -285,6 +290,19 @@ pub(crate) fn plan_paired<'m, 'a>(
         protected_from: tail,
         edits: pruner.edits,
         changes: pruner.changes,
+    }
+}
+
+/// What an image outside the tail says in its place: its size, when its bytes tell it.
+fn image_placeholder(img: &Image<'_>) -> String {
+    let dims = match img.source {
+        ImageSource::Base64(s) => dims_of_base64(s),
+        ImageSource::Bytes(b) => dims_of_bytes(b),
+        ImageSource::Url(_) | ImageSource::File(_) => None,
+    };
+    match dims {
+        Some(d) => format!("[image omitted: {}x{}]", d.width, d.height),
+        None => "[image omitted]".to_string(),
     }
 }
 
@@ -421,6 +439,7 @@ impl Pruner<'_> {
                 thought_signatures: m.thought_signatures,
                 item: m.item,
                 item_id: m.item_id,
+                images_from: m.images_from,
             });
             self.push(i, m, Change::ResultText { part: None, text }, after < cost);
         }
@@ -436,17 +455,30 @@ impl Pruner<'_> {
 
     /// An image outside the tail, replaced by its size.
     fn image(&mut self, i: usize, m: &Message<'_>, part: usize, img: &Image<'_>) {
-        let dims = match img.source {
-            ImageSource::Base64(s) => dims_of_base64(s),
-            ImageSource::Bytes(b) => dims_of_bytes(b),
-            ImageSource::Url(_) | ImageSource::File(_) => None,
-        };
-        let text = match dims {
-            Some(d) => format!("[image omitted: {}x{}]", d.width, d.height),
-            None => "[image omitted]".to_string(),
-        };
+        let text = image_placeholder(img);
         let saves = self.est.text(&text) < f64::from(self.est.image(img));
         self.push(i, m, Change::Image { part, text }, saves);
+    }
+
+    /// The images of Ollama's native `images` field (content parts `from` on) outside the
+    /// tail, each replaced by its size, all at once: one edit empties the field
+    /// (`openai_chat::native_images_masked`), as two would each write it whole.
+    fn native_images(&mut self, i: usize, m: &Message<'_>, from: usize) {
+        let images: Vec<&Image<'_>> = m.parts()[from..]
+            .iter()
+            .filter_map(|p| match p {
+                Part::Image(img) => Some(img),
+                _ => None,
+            })
+            .collect();
+        let text: Vec<String> = images.iter().map(|img| image_placeholder(img)).collect();
+        let text = text.join("\n");
+        let cost: f64 = images
+            .iter()
+            .map(|img| f64::from(self.est.image(img)))
+            .sum();
+        let saves = self.est.text(&text) < cost;
+        self.push(i, m, Change::Image { part: from, text }, saves);
     }
 
     /// A result block (Anthropic `tool_result`, Bedrock `toolResult`, ...) over its threshold,

@@ -286,6 +286,13 @@ pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
             Part::Text(t) => Some(Cow::Borrowed(t.as_ref())),
             _ => None,
         },
+        // Ollama's native images masked together: one original restores one image, so several
+        // keep their plain placeholder.
+        Change::Image { part, .. }
+            if m.images_from == Some(*part) && m.parts().len() > *part + 1 =>
+        {
+            None
+        }
         Change::Image { part, .. } => match m.parts().get(*part)? {
             Part::Image(img) => match img.source {
                 ImageSource::Base64(t) | ImageSource::Url(t) | ImageSource::File(t) => {

@@ -69,6 +69,9 @@ pub struct RepairPlan {
     pub edits: Vec<RepairEdit>,
     /// What was changed, one line each, naming the caller's message index.
     pub changes: Vec<String>,
+    /// The caller messages whose content a note replaced (every block in them an orphan
+    /// result): text alone once repaired, which a turn of one role before it may take.
+    noted: Vec<usize>,
 }
 
 struct CallRef<'a> {
@@ -250,8 +253,12 @@ pub fn repair_history(msgs: &[Message<'_>], format: WireFormat, held_upstream: b
 /// or the turn is the final assistant one. Its two neighbours, then turns of one role in a row
 /// (Bedrock refuses them), are joined when both hold content lists.
 fn drop_empty_turns(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan) {
+    // A turn the repair writes into is no longer empty: a stand-in result replaces an empty
+    // string content whole (`Action::Set` of the list), and dropping the turn dropped it too,
+    // leaving its call unanswered. A set deeper in the turn (a renamed id) fills nothing.
     let edited = |i: usize, plan: &RepairPlan| {
-        plan.joined_away(i)
+        plan.fills(i)
+            || plan.joined_away(i)
             || plan
                 .edits
                 .iter()
@@ -350,18 +357,16 @@ fn trim_prefill(msgs: &[Message<'_>], format: WireFormat, plan: &mut RepairPlan)
 /// Two kept turns of one role in a row (a user's words written as a turn of their own after
 /// the results turn, two answers of the model), which a format that refuses them
 /// (`Dialect::refuses_same_role`: Bedrock) takes as one turn: the second's blocks appended to
-/// the first. Left where either is a turn the repair writes into at positions it counted, or
-/// where the second holds results (they must open their turn).
+/// the first. Left where the second holds results once repaired (they must open their turn).
+///
+/// Each turn is read as the repair leaves it, or a second repair joined what the first left:
+/// a turn of orphan results became a note, and a turn the stand-in results go into kept the
+/// user's next turn apart. The appends are made after the sets that replace a list whole (the
+/// note) and before the insertions (the stand-ins), whose positions count the first turn's own
+/// blocks: from its start, or past its end (a Gemini stand-in after the responses), which stays
+/// before the blocks appended.
 fn join_same_role(msgs: &[Message<'_>], plan: &mut RepairPlan) {
     // (A turn may take the blocks of several: the appends are made in order.)
-    let busy = |i: usize, plan: &RepairPlan| {
-        plan.fills(i)
-            || plan.joined_away(i)
-            || plan
-                .edits
-                .iter()
-                .any(|e| e.index == i && e.action == Action::ResultsFirst)
-    };
     let mut k = 1;
     while k < plan.messages.len() {
         let (Slot::Keep(a), Slot::Keep(b)) = (&plan.messages[k - 1], &plan.messages[k]) else {
@@ -370,18 +375,13 @@ fn join_same_role(msgs: &[Message<'_>], plan: &mut RepairPlan) {
         };
         let (a, b) = (*a, *b);
         let turn = Turn::of(&msgs[a]);
-        let lists = matches!(msgs[a].content, Content::Parts(_))
-            && matches!(msgs[b].content, Content::Parts(_));
-        let results = msgs[b]
-            .parts()
-            .iter()
-            .any(|p| matches!(p, Part::ToolResult { .. }));
         if turn != Turn::of(&msgs[b])
             || !matches!(turn, Turn::User | Turn::Assistant)
-            || !lists
-            || results
-            || busy(a, plan)
-            || busy(b, plan)
+            || !plan.holds_list(msgs, a)
+            || !plan.holds_list(msgs, b)
+            || plan.holds_results(msgs, b)
+            || plan.joined_away(a)
+            || plan.joined_away(b)
             || plan.takes_blocks(b)
         {
             k += 1;
@@ -601,6 +601,51 @@ impl RepairPlan {
                     Action::Set(_) => e.path.len() == 1,
                     _ => false,
                 }
+        })
+    }
+
+    /// Whether the repair inserts blocks into caller message `i` at positions it counted on
+    /// the caller's list (stand-in results).
+    fn inserts(&self, i: usize) -> bool {
+        self.edits
+            .iter()
+            .any(|e| e.index == i && matches!(e.action, Action::Insert { .. }))
+    }
+
+    /// The list that replaces caller message `i`'s content whole (a stand-in for a string
+    /// content, or a note), as JSON.
+    fn replaced(&self, i: usize) -> Option<&str> {
+        self.edits.iter().find_map(|e| match &e.action {
+            Action::Set(v) if e.index == i && e.path.len() == 1 && v.starts_with('[') => {
+                Some(v.as_str())
+            }
+            _ => None,
+        })
+    }
+
+    /// Whether caller message `i`, repaired, holds content blocks: its own list, or one the
+    /// repair wrote in place of its content.
+    fn holds_list(&self, msgs: &[Message<'_>], i: usize) -> bool {
+        matches!(msgs[i].content, Content::Parts(_)) || self.replaced(i).is_some()
+    }
+
+    /// Whether caller message `i`, repaired, holds a tool result: one of its own the repair
+    /// leaves, or a stand-in it writes. A note in place of orphans holds none.
+    fn holds_results(&self, msgs: &[Message<'_>], i: usize) -> bool {
+        if self.inserts(i) {
+            return true;
+        }
+        if self.replaced(i).is_some() {
+            return !self.noted.contains(&i);
+        }
+        let key = list_key(msgs[i].wire);
+        msgs[i].parts().iter().enumerate().any(|(k, p)| {
+            matches!(p, Part::ToolResult { .. })
+                && !self.edits.iter().any(|e| {
+                    e.index == i
+                        && e.action == Action::Remove
+                        && e.path == [Step::Key(key), Step::Index(k)]
+                })
         })
     }
 
@@ -1059,6 +1104,7 @@ fn drop_orphans(
             path: vec![Step::Key(list_key(m.wire))],
             action: Action::Set(format!("[{}]", text_block(m.wire, DROPPED))),
         });
+        plan.noted.push(i);
         return Left::Noted;
     }
     plan.remove_parts(i, m.wire, drops);
@@ -1089,7 +1135,11 @@ fn answer_in_next(
         }
         Content::Text(t) if Turn::of(next) == Turn::User => {
             let mut list = blocks;
-            list.push(text_block(wire, t));
+            // Text the format refuses as a block (Anthropic's `""`, `"   "`) is not kept beside
+            // the results: a second repair would remove it.
+            if !crate::wire::dialect_of(wire).is_some_and(|d| d.blank_text.refuses(t)) {
+                list.push(text_block(wire, t));
+            }
             plan.edits.push(RepairEdit {
                 index,
                 path,
@@ -1575,6 +1625,78 @@ mod tests {
             "{:?}",
             p.changes
         );
+    }
+
+    #[test]
+    fn a_blank_string_turn_after_a_call_takes_the_stand_in_whole_and_stays() {
+        // Anthropic refuses `""` and `"   "` as a turn's content; the stand-in result replaces
+        // the string (a set of the whole content), and dropping the turn as empty dropped the
+        // stand-in with it: the call was left unanswered.
+        for blank in ["", "   "] {
+            let h = json!([
+                {"role": "user", "content": "Find a flight."},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {}}]},
+                {"role": "user", "content": blank}
+            ]);
+            let p = plan_of(&h, WireFormat::Anthropic);
+            assert_eq!(p.messages, (0..3).map(Slot::Keep).collect::<Vec<_>>());
+            assert_eq!(p.changes.len(), 1, "{:?}", p.changes);
+            // The stand-in alone: the blank text the API refuses is not kept beside it.
+            let [RepairEdit {
+                index: 2,
+                action: Action::Set(v),
+                ..
+            }] = &p.edits[..]
+            else {
+                panic!("{:?}", p.edits)
+            };
+            let list: Value = serde_json::from_str(v).expect("JSON");
+            assert_eq!(list.as_array().map(Vec::len), Some(1), "{v}");
+            assert_eq!(list[0]["type"], "tool_result");
+        }
+        // Text the format takes stays after the stand-in.
+        let h = json!([
+            {"role": "user", "content": "Find a flight."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {}}]},
+            {"role": "user", "content": "never mind"}
+        ]);
+        let p = plan_of(&h, WireFormat::Anthropic);
+        assert!(
+            matches!(&p.edits[..], [RepairEdit { action: Action::Set(v), .. }] if v.contains("never mind"))
+        );
+    }
+
+    #[test]
+    fn a_turn_the_repair_writes_into_is_joined_with_the_user_s_next_turn_on_bedrock() {
+        // Read as they came, the note standing for a turn of orphan results and the turn the
+        // stand-in goes into were kept apart from the user's next turn: Bedrock refuses two
+        // user turns in a row, and a second repair joined them.
+        let text = |t: &str| json!({"role": "user", "content": [{"text": t}]});
+        let orphans = json!([
+            text("Upgrade."),
+            {"role": "assistant", "content": [{"text": "Which card?"}]},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "t9", "content": [{"text": "Error"}]}}]},
+            text("Card 9725.")
+        ]);
+        let stand_in = json!([
+            text("Upgrade."),
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "card", "input": {}}}]},
+            text("(lost)"),
+            text("Card 9725.")
+        ]);
+        for h in [orphans, stand_in] {
+            let p = plan_of(&h, WireFormat::Bedrock);
+            assert_eq!(p.messages, (0..3).map(Slot::Keep).collect::<Vec<_>>());
+            assert!(
+                p.edits.contains(&RepairEdit {
+                    index: 2,
+                    path: vec![Step::Key("content")],
+                    action: Action::Append { from: 3 }
+                }),
+                "{:?}",
+                p.edits
+            );
+        }
     }
 
     #[test]

@@ -375,7 +375,8 @@ def apply_edits(
 ) -> list[Any]:
     """``(index, path, value, ...)`` edits (the compaction plan's) applied
     copy-on-write to a new list; ``value`` None removes the list element ``path`` names (after
-    every replacement, highest position first). Use ``contextfold.prune.apply_edits``."""
+    every replacement, highest position first); an empty ``path`` sets the message's own fields
+    ``value`` (a dict) names. Use ``contextfold.prune.apply_edits``."""
 
 class _PruneKnobs(TypedDict, total=False):
     """The knobs of ``contextfold.prune`` besides the tail's budget (see its docstring;

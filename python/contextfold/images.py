@@ -10,6 +10,8 @@ first bytes of an image over HTTP; nothing here touches the network unless you c
 
 from __future__ import annotations
 
+import http.client
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -30,8 +32,10 @@ def fetch_image_size(
 ) -> tuple[int, int] | None:
     """Pixel size ``(width, height)`` of the image at ``url``, reading at most ``max_bytes``
     bytes of it (an HTTP ``Range: bytes=0-<max_bytes-1>`` request; a server that ignores the
-    range is read no further than ``max_bytes``), or None when the header was not found, the
-    URL is not http(s), or the request failed or took longer than ``timeout`` seconds.
+    range is read no further than ``max_bytes``, and reading stops once the header is in), or
+    None when the header was not found, the URL is not http(s), the request failed (an answer
+    that is not HTTP too), or the image's bytes were still coming ``timeout`` seconds after the
+    request (each wait for the server is bounded by ``timeout`` as well).
 
     Opt-in: pass it (or ``http_image_sizes()``) as ``image_sizes=``; contextfold never fetches
     anything by default."""
@@ -39,11 +43,23 @@ def fetch_image_size(
         return None
     if max_bytes <= 0:
         raise ValueError(f"max_bytes must be positive, got {max_bytes}")
+    deadline = time.monotonic() + timeout
     req = urllib.request.Request(url, headers={"Range": f"bytes=0-{max_bytes - 1}"})
+    data = b""
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) only
-            data = resp.read(max_bytes)
-    except (urllib.error.URLError, OSError, ValueError):
+            # Read as the bytes come: the socket's timeout bounds one wait only, so a server
+            # sending a byte at a time kept a whole read going for max_bytes waits.
+            while len(data) < max_bytes:
+                chunk = resp.read1(max_bytes - len(data))
+                if not chunk:
+                    break
+                data += chunk
+                if image_size(data) is not None:
+                    break
+                if time.monotonic() > deadline:
+                    return None
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
         return None
     return image_size(data)
 

@@ -58,7 +58,8 @@ def apply_edits(messages: Sequence[Any], edits: Iterable[Sequence[Any]]) -> list
     ignored): ``value`` is the replacement (a new object built by the core) at ``path`` (a list
     of keys and list positions inside the message, in that message's wire format), or ``None``
     to remove the list element the path names (a block dropped whole; no edit writes a null).
-    Removals are applied after every replacement, highest position first, so the positions the
+    An empty path sets the message's own fields the value (a dict) names: Ollama's native images
+    masked, ``content`` and ``images`` together. Removals are applied after every replacement, highest position first, so the positions the
     plan gave stay valid. Applied by the core (``prune`` applies its own plan the same way);
     containers other than dicts, lists and tuples are copied by `_copy`.
     """

@@ -210,10 +210,12 @@ fn apply_planned<'py>(
             .iter()
             .map(|s| step_object(py, s))
             .collect::<PyResult<Vec<_>>>()?;
-        let Some((last, parents)) = steps.split_last() else {
-            return Err(PyValueError::new_err("an edit with an empty path"));
-        };
-        cow.set_at(e.message, parents, last, &json_value(py, &e.value)?)?;
+        match steps.split_last() {
+            Some((last, parents)) => {
+                cow.set_at(e.message, parents, last, &json_value(py, &e.value)?)?
+            }
+            None => cow.set_fields(e.message, &json_value(py, &e.value)?)?,
+        }
     }
     Ok(())
 }
@@ -235,7 +237,8 @@ fn plan(
 
 /// `contextfold.prune.apply_edits`: a new list of `messages` with `edits` applied copy-on-write.
 /// Each edit is `(message index, path, value, ...)` (further fields ignored): `value` replaces
-/// what `path` (keys and list positions) names, or `None` removes that list element. Removals
+/// what `path` (keys and list positions) names, or `None` removes that list element; with an
+/// empty path, `value` is a dict of the message's own fields to set. Removals
 /// come after every replacement, highest position first, so the plan's positions stay valid.
 /// `copy` is the Python layer's copy of a container that is not a dict, list or tuple.
 #[pyfunction]
@@ -256,7 +259,13 @@ fn apply_edits<'py>(
             edit.get_item(1)?.try_iter()?.collect::<PyResult<_>>()?;
         let value = edit.get_item(2)?;
         let Some(last) = path.pop() else {
-            return Err(PyValueError::new_err("an edit with an empty path"));
+            if value.is_none() {
+                return Err(PyValueError::new_err(
+                    "an edit with an empty path removes nothing",
+                ));
+            }
+            cow.set_fields(index, &value)?;
+            continue;
         };
         if value.is_none() {
             removals.push((index, path, last.extract()?));
@@ -328,6 +337,18 @@ impl<'a, 'py> CopyOnWrite<'a, 'py> {
             node = child;
         }
         Ok(node)
+    }
+
+    /// Set each field `fields` (a dict) names on `out[index]` itself: an edit with an empty
+    /// path (Ollama's native images masked, `content` and `images` written together).
+    pub(super) fn set_fields(&mut self, index: usize, fields: &Bound<'py, PyAny>) -> PyResult<()> {
+        let fields = fields.cast::<PyDict>().map_err(|_| {
+            PyValueError::new_err("an edit with an empty path sets a dict of fields")
+        })?;
+        for (key, value) in fields.iter() {
+            self.set_at(index, &[], &key, &value)?;
+        }
+        Ok(())
     }
 
     /// Set `value` at `parents` + `last` inside `out[index]`.

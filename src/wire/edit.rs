@@ -35,7 +35,9 @@ pub enum Step {
     Index(usize),
 }
 
-/// Replace the value at `path` inside message `message` with the JSON value `value`.
+/// Replace the value at `path` inside message `message` with the JSON value `value`. An empty
+/// path sets the message's own fields that `value`, an object, names (Ollama's native images
+/// masked: `content` and `images` together).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
     pub message: usize,

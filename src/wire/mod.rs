@@ -184,6 +184,10 @@ pub fn write_edit(index: usize, msg: &Message<'_>, change: &Change) -> Option<Ed
         // written; nothing else can.
         None => match change {
             Change::Text { .. } => (openai_chat::DIALECT.write)(msg, change)?,
+            // Ollama's native images (on a plain user turn) are written on their own field.
+            Change::Image { part, .. } if msg.images_from.is_some_and(|f| *part >= f) => {
+                (openai_chat::DIALECT.write)(msg, change)?
+            }
             _ => return None,
         },
     };

@@ -225,12 +225,15 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             };
             if_smaller_string(old, vec![Step::Key("content")], json_string(text))
         }
-        Change::Image { part, text } => image_replaced(
-            msg,
-            *part,
-            vec![Step::Key("content"), Step::Index(*part)],
-            text_block_json(text),
-        ),
+        Change::Image { part, text } => match msg.images_from {
+            Some(from) if *part >= from => native_images_masked(msg, from, text),
+            _ => image_replaced(
+                msg,
+                *part,
+                vec![Step::Key("content"), Step::Index(*part)],
+                text_block_json(text),
+            ),
+        },
         Change::Arguments {
             call: CallAt::ToolCalls(j),
             json,
@@ -262,6 +265,30 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         }
         _ => None,
     }
+}
+
+/// The images of Ollama's native `images` field (content parts `from` on) masked: the field
+/// emptied and `text` said after the message's text, one edit of both fields (an empty path:
+/// the message's own fields its object names). Ollama's `content` is a string and its images
+/// base64 beside it: an edit at `content[k]` named a list the message does not have, and no
+/// text can stand in the `images` list. All of them go at once, so that two edits of one
+/// message never write the field twice (`prune` plans one for the message). None when the
+/// message's content is a list of more than one text (no string to say `text` in).
+fn native_images_masked(msg: &Message<'_>, from: usize, text: &str) -> Option<Written> {
+    let parts = msg.parts();
+    if !matches!(parts.get(from..)?.first(), Some(Part::Image(_))) {
+        return None;
+    }
+    let content = match &parts[..from] {
+        [] => text.to_string(),
+        [Part::Text(t)] if t.is_empty() => text.to_string(),
+        [Part::Text(t)] => format!("{t}\n{text}"),
+        _ => return None,
+    };
+    Some((
+        Vec::new(),
+        format!("{{\"content\":{},\"images\":[]}}", json_string(&content)),
+    ))
 }
 
 /// A text message, `{"role", "content": text}`, as compact JSON.
@@ -440,5 +467,43 @@ mod tests {
         )
         .unwrap();
         assert_eq!(edit.value, "\"{\\\"cmd\\\":\\\"m\\\"}\"");
+    }
+
+    /// Ollama's native images sit in their own field beside a string content: a masked one is
+    /// written on the message's `content` and `images` together, never at `content[k]`.
+    #[test]
+    fn ollama_native_images_are_masked_on_their_own_field() {
+        let h = json!([
+            {"role": "tool", "tool_name": "shot", "content": "screen", "images": ["iVBORw0KGgo=", "iVBORw0KGgo="]},
+            {"role": "user", "content": "look", "images": ["iVBORw0KGgo="]},
+            {"role": "user", "images": ["iVBORw0KGgo="]},
+            {"role": "user", "content": [{"type": "text", "text": "a list"},
+                {"type": "image_url", "image_url": {"url": "https://x.example/a.png"}}], "images": ["iVBORw0KGgo="]}
+        ]);
+        let msgs = read_history(&&h).unwrap();
+        assert_eq!(
+            msgs.iter().map(|m| m.images_from).collect::<Vec<_>>(),
+            [Some(1), Some(1), Some(0), Some(2)]
+        );
+        let masked = |i: usize, part: usize| {
+            let change = Change::Image {
+                part,
+                text: "[image omitted]".to_string(),
+            };
+            write_edit(i, &msgs[i], &change).map(|e| (e.path, e.value))
+        };
+        let whole = |content: &str| {
+            Some((
+                Vec::new(),
+                format!("{{\"content\":\"{content}\",\"images\":[]}}"),
+            ))
+        };
+        // A tool result's images, and a plain user turn's (no format shown: Ollama's field).
+        assert_eq!(masked(0, 1), whole("screen\\n[image omitted]"));
+        assert_eq!(masked(1, 1), whole("look\\n[image omitted]"));
+        assert_eq!(masked(2, 0), whole("[image omitted]"));
+        // A content list beyond one text has no string to say it in: left alone.
+        assert_eq!(masked(3, 2), None);
+        assert_eq!(masked(0, 0), None);
     }
 }

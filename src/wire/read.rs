@@ -133,6 +133,11 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
         (None, None) => Content::None,
     };
     if let Some(list) = images {
+        msg.images_from = Some(match &msg.content {
+            Content::None => 0,
+            Content::Text(_) => 1,
+            Content::Parts(ps) => ps.len(),
+        });
         msg.content = with_images(msg.content, &list)?;
     }
     msg.name = str_value(name, "name")?.map(borrowed_or_placeholder);
@@ -212,7 +217,8 @@ pub fn read_message<'a, V: Input<'a>>(m: &V) -> ReadResult<Message<'a>, V::Error
 
 /// `content` with the images of Ollama's native `images` field (base64 strings beside the
 /// text) as image parts after it: priced as the images they are. The message stays one a text
-/// edit writes at `content` (its format is not changed), and no edit reaches the images.
+/// edit writes at `content` (its format is not changed); a masked image is written on the
+/// `images` field (`Message::images_from`, `openai_chat::native_images_masked`).
 fn with_images<'a, V: Input<'a>>(
     content: Content<'a>,
     list: &V,

@@ -4,6 +4,7 @@ a process pool (order kept, bad lines reported and skipped), exact counts, exit 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -294,6 +295,25 @@ def test_compact_writes_the_input_format_within_budget_and_says_what_was_folded(
     assert new["messages"][-3:] == data["messages"][-3:]
     # the written history passes the core's own check of a request
     assert cf.estimate(new["messages"], model=data["model"]) <= 8000
+
+
+def test_compact_keeps_only_the_recorded_calls_whose_prefix_it_left_unchanged(tmp_path, capsys):
+    # A recorded call k sent messages[:n_messages] of the history as it was: after a fold those
+    # prefixes are other messages, and `report` of the written file compared their estimate
+    # with the old usage (median error +26%, worst +194% at a budget of 6,000).
+    out = tmp_path / "small.json"
+    assert main(["compact", str(EXAMPLE), "--budget", "6000", "-o", str(out)]) == 0
+    data = json.loads(EXAMPLE.read_text())
+    new = json.loads(out.read_text())
+    same = next(i for i, (a, b) in enumerate(zip([*new["messages"], None], data["messages"])) if a != b)
+    assert 0 < same < len(data["messages"])
+    assert new["requests"] == [r for r in data["requests"] if r["n_messages"] <= same]
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    report = capsys.readouterr().out
+    if new["requests"]:
+        errors = [float(e.rstrip("%")) for e in re.findall(r"worst ([+-][\d.]+)%", report)]
+        assert errors and all(abs(e) < 20 for e in errors), report[-400:]
 
 
 def test_compact_exact_writes_a_body_whose_exact_count_is_within_the_budget(tmp_path, capsys):

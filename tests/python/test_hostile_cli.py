@@ -230,6 +230,20 @@ def test_summarizer_without_its_api_key_is_a_usage_error_naming_it(tmp_path):
     assert "OPENAI_API_KEY" in r.stderr or "api_key" in r.stderr
 
 
+def test_an_anthropic_summarizer_without_its_api_key_is_a_usage_error_naming_it(tmp_path):
+    # The anthropic SDK builds a client without credentials and fails only when it sends: every
+    # compaction then fell back to the extractive digest with exit 0, where openai and gemini
+    # exit 2 at once.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["HOME"] = str(tmp_path)  # no credentials profile of the user's either
+    r = subprocess.run([sys.executable, "-m", "contextfold", "compact", str(EXAMPLE), "--budget", "8000",
+                        "-o", str(tmp_path / "out.json"), "--summarizer", "anthropic:claude-haiku-4-5"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, (r.returncode, r.stderr[-500:])
+    assert "ANTHROPIC_API_KEY" in r.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_a_summarizer_model_of_unknown_window_asks_for_summarizer_window():
     r = run("compact", str(EXAMPLE), "--budget", "8000", "--summarizer", "ollama:my-own-model")
     assert r.returncode == 2 and "--summarizer-window" in r.stderr and "Traceback" not in r.stderr

@@ -671,3 +671,29 @@ def test_arguments_too_deep_or_looped_name_their_field_on_every_format(make) -> 
                 counter(history)
             assert (e.value.index, e.value.field) == (1, field), (fmt, str(e.value))
             assert len(str(e.value)) < 400, fmt
+
+
+# -- a cut's middle ending in a separator of several bytes ---------------------------------------
+
+
+def _text_turn(fmt: str, role: str, text: str) -> dict:
+    if fmt == "gemini":
+        return {"role": "model" if role == "assistant" else role, "parts": [{"text": text}]}
+    if fmt == "bedrock":
+        return {"role": role, "content": [{"text": text}]}
+    return {"role": role, "content": text}
+
+
+@pytest.mark.parametrize("fmt", FORMATS + ("ollama",))
+@pytest.mark.parametrize("sep", ["—", "\u00a0", "。", "\U0001f600"], ids=["em-dash", "nbsp", "cjk-stop", "emoji"])
+@pytest.mark.parametrize("strategy", ["summarize", "hybrid"])
+def test_a_long_turn_of_words_and_multibyte_separators_compacts_in_every_format(fmt, sep, strategy):
+    # A cut named what its middle mentioned up to the last separator before the kept end, taken
+    # as one byte long: an em-dash there raised "end byte index … is not a char boundary".
+    wire = "chat" if fmt == "ollama" else fmt
+    provider = "ollama" if fmt == "ollama" else _provider(fmt)
+    for pad in range(3):  # moves where the cut's end falls against the separator's bytes
+        h = [_text_turn(wire, "user", "Fix the bug."), _text_turn(wire, "assistant", "Working on it."),
+             _text_turn(wire, "user", "x" * pad + f"word{sep}" * 20_000), _text_turn(wire, "assistant", "ok")]
+        r = cf.Compactor(budget=2000, provider=provider, wire_format=wire, strategy=strategy).compact(h)
+        assert r.tokens_after <= 2000 < r.tokens_before

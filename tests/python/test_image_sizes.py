@@ -113,6 +113,62 @@ def test_fetch_failures_are_none(server):
     assert cf.fetch_image_size("file:///etc/passwd") is None
 
 
+@pytest.fixture
+def raw_server():
+    """A TCP server answering each connection with ``raw_server.answer(conn)`` (bytes as it likes)."""
+    import socket
+
+    sock = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+    state: dict = {}
+
+    def serve() -> None:
+        sock.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.recv(65536)
+                try:
+                    state["answer"](conn, stop)
+                except OSError:
+                    pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield state, f"http://127.0.0.1:{sock.getsockname()[1]}/x.png"
+    stop.set()
+    t.join(5)
+    sock.close()
+
+
+def test_an_answer_that_is_not_http_is_none(raw_server):
+    state, url = raw_server
+    state["answer"] = lambda conn, stop: conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+    assert cf.fetch_image_size(url, timeout=2) is None
+    # So an estimate given http_image_sizes() prices the image by the default, not raises.
+    ms = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+    assert cf.estimate(ms, image_sizes=cf.http_image_sizes(timeout=2)) == cf.estimate(ms)
+
+
+def test_a_server_dripping_the_image_is_left_at_the_timeout(raw_server):
+    import time
+
+    def drip(conn, stop) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 65536\r\n\r\n")
+        while not stop.wait(0.2):
+            conn.sendall(b"\0")
+
+    state, url = raw_server
+    state["answer"] = drip
+    start = time.monotonic()
+    # 64 bytes one every 0.2 s would take 13 s: each read waited under the timeout.
+    assert cf.fetch_image_size(url, timeout=1.0, max_bytes=64) is None
+    assert time.monotonic() - start < 2.5
+
+
 def test_http_image_sizes_prices_with_the_fetched_size_and_caches(server):
     url = f"{server}/cat.png"
     ms = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]

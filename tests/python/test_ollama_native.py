@@ -141,3 +141,57 @@ def test_shortened_arguments_stay_the_object_ollama_sends():
                                                          for m in h for c in m.get("tool_calls") or [])
         for m in r.messages:
             ollama.Message.model_validate(m)
+
+
+def screenshot_loop(turns: int = 6, per_result: int = 1) -> list[dict[str, Any]]:
+    """A computer-use loop on Ollama's native API: each screenshot comes back in its tool
+    result's ``images``, beside a string ``content``; the user shows one picture first."""
+    h: list[dict[str, Any]] = [{"role": "user", "content": "Watch the build.", "images": [png_base64(640, 480, 200)]}]
+    for k in range(turns):
+        h.append({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "screenshot", "arguments": {}}}]})
+        h.append({"role": "tool", "tool_name": "screenshot", "content": f"shot {k}",
+                  "images": [png_base64(1280, 800, 200 + j) for j in range(per_result)]})
+        h.append({"role": "assistant", "content": f"Still building ({k})."})
+    h.append({"role": "user", "content": "status?"})
+    return h
+
+
+@pytest.mark.parametrize("per_result", [1, 2])
+def test_old_images_of_tool_results_are_masked_on_their_images_field(per_result):
+    # The core planned the mask at `content[1]` of a message whose content is a string:
+    # "cannot take the edit its repair or compaction needs" out of prune and compact.
+    ollama = pytest.importorskip("ollama")
+    h = screenshot_loop(per_result=per_result)
+    before = copy.deepcopy(h)
+    outs = [cf.prune(h, protect_tail_tokens=10, min_tail=1, provider="ollama")]
+    whole = cf.estimate(h, provider="ollama")
+    for strategy in ("mask", "hybrid"):
+        for recoverable in (False, True):
+            c = cf.Compactor(budget=whole // 2, provider="ollama", strategy=strategy, recoverable=recoverable)
+            outs.append(list(c.compact(h).messages))
+    assert h == before
+    for out in outs:
+        assert cf.estimate(out, provider="ollama") < whole
+        masked = [m for m in out if m.get("role") == "tool" and m.get("images") == []]
+        assert masked, out
+        # Masked as a chat image part is: its size said in its place, after the result's text.
+        for m in masked:
+            assert re.fullmatch(rf"shot \d(\n\[[^\n]*image[^\n]*\]){{{per_result}}}", m["content"]) or \
+                "contextfold:summary" in m["content"], m["content"]
+        if out is not outs[0]:  # (the prune's tail here is the last message alone)
+            assert out[-3]["images"] == h[-3]["images"], "the newest screenshot stays"
+        assert orphans(out) == []
+        for m in out:
+            images = [ollama.Image(value=i) for i in m.get("images", ())]
+            ollama.Message.model_validate({**m, "images": images} if images else m)
+
+
+def test_an_old_picture_the_user_showed_is_masked_on_its_images_field():
+    # (A plain user turn shows no format of its own: its images are Ollama's all the same.)
+    h = [{"role": "user", "content": "Fix the build."}, {"role": "assistant", "content": "Which error?"},
+         {"role": "user", "content": "Look.", "images": [png_base64(1280, 800, 200)]},
+         {"role": "assistant", "content": "A build log."}, {"role": "user", "content": "And now?"},
+         {"role": "assistant", "content": "Still building."}, {"role": "user", "content": "ok"}]
+    out = cf.prune(h, protect_tail_tokens=10, min_tail=1, provider="ollama")
+    assert out[2] == {"role": "user", "content": "Look.\n[image omitted: 1280x800]", "images": []}
+    assert out[:2] == h[:2] and out[3:] == h[3:] and h[2]["images"]

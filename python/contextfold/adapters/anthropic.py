@@ -18,8 +18,19 @@ __all__ = ["AnthropicAdapter", "default_client"]
 
 def default_client() -> Any:
     """``anthropic.Anthropic()`` configured from the environment (``ANTHROPIC_API_KEY``,
-    ``ANTHROPIC_BASE_URL``)."""
-    return import_sdk("anthropic", "anthropic").Anthropic()
+    ``ANTHROPIC_BASE_URL``). Raises ``anthropic.AnthropicError`` when nothing there gives it
+    credentials, as ``openai.OpenAI()`` does without its key."""
+    sdk = import_sdk("anthropic", "anthropic")
+    client = sdk.Anthropic()
+    # The SDK builds a client without credentials and refuses only when it sends: every summary
+    # would then fall back to the extractive digest, the missing key said in a note alone.
+    # (`credentials`: the SDK's credential profiles, which older releases do not have.)
+    if all(getattr(client, name, None) is None for name in ("api_key", "auth_token", "credentials")):
+        raise sdk.AnthropicError(
+            "no credentials for the Anthropic client: set the ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) "
+            "environment variable, or pass your own anthropic.Anthropic client"
+        )
+    return client
 
 
 class AnthropicAdapter(RetriesOffAdapter):

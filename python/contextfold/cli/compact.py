@@ -45,7 +45,8 @@ _HISTORY_KEY = {"openai-chat": "messages", "anthropic": "messages", "openai-resp
 
 def _with_history(doc: Any, wire: str, messages: list[Any]) -> Any:
     """``doc`` with its history replaced by ``messages``: a bare list for a history, else the
-    body with every other key kept."""
+    body with every other key kept, but for the recorded calls (``requests``) that sent a
+    prefix the compaction changed."""
     if not isinstance(doc, dict):
         return messages
     key = _HISTORY_KEY.get(wire) or next((k for k in ("messages", "input", "contents") if k in doc), None)
@@ -53,7 +54,20 @@ def _with_history(doc: Any, wire: str, messages: list[Any]) -> Any:
         # A body the reader accepted without a known history key: writing a bare list would drop
         # the rest of the request, so refuse instead.
         raise ValueError(f"cannot tell where a {wire} body keeps its history")
-    return dict(doc, **{key: messages})
+    out = dict(doc, **{key: messages})
+    if isinstance(doc.get("requests"), list) and isinstance(doc[key], list):
+        # Call k sent ``messages[:n_messages]`` and the provider reported its prompt tokens: a
+        # prefix the fold rewrote is no longer what was sent, and `report` priced it against
+        # that usage (worst +194% on the bundled trajectory compacted to 6,000 tokens).
+        same = 0
+        for a, b in zip(doc[key], messages):
+            if a != b:
+                break
+            same += 1
+        out["requests"] = [r for r in doc["requests"]
+                           if not isinstance(r, dict) or not isinstance(r.get("n_messages"), int)
+                           or r["n_messages"] <= same]
+    return out
 
 
 def _say_store_unusable(store: Path, e: OSError) -> NoReturn:
