@@ -247,6 +247,18 @@ impl Outcome<'_> {
 /// tenth (the step from 6,000 characters to 600 left rooms a third full).
 pub(super) const MIDDLE_RESULT_CHARS: usize = 2_400;
 
+/// Characters of a result in the shortest form of a call or command: an error keeps its
+/// message, a search its matches (`SEARCH_RESULT_CHARS`), any other result its end.
+fn shortest_result_chars(err: bool, search: bool) -> usize {
+    if err {
+        160
+    } else if search {
+        SEARCH_RESULT_CHARS
+    } else {
+        SHORT_RESULT_CHARS
+    }
+}
+
 /// (argument characters, result characters) of a call's forms; errors keep more of their text.
 fn call_plan(err: bool, search: bool) -> [(usize, usize); 6] {
     [
@@ -255,16 +267,7 @@ fn call_plan(err: bool, search: bool) -> [(usize, usize); 6] {
         (800, MIDDLE_RESULT_CHARS),
         (400, if err { 900 } else { 600 }),
         (160, if err || search { 360 } else { 160 }),
-        (
-            60,
-            if err {
-                160
-            } else if search {
-                SEARCH_RESULT_CHARS
-            } else {
-                SHORT_RESULT_CHARS
-            },
-        ),
+        (60, shortest_result_chars(err, search)),
     ]
 }
 
@@ -353,16 +356,7 @@ fn command_plan(err: bool, search: bool) -> [(usize, usize); 6] {
         (1_000, MIDDLE_RESULT_CHARS),
         (600, if err { 900 } else { 700 }),
         (300, if err || search { 360 } else { 200 }),
-        (
-            140,
-            if err {
-                160
-            } else if search {
-                SEARCH_RESULT_CHARS
-            } else {
-                SHORT_RESULT_CHARS
-            },
-        ),
+        (140, shortest_result_chars(err, search)),
     ]
 }
 
