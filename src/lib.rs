@@ -23,6 +23,7 @@ pub mod encoding;
 pub mod estimate;
 pub mod exact;
 pub mod fixed_needle;
+pub mod helper_thread;
 pub mod identifier_index;
 pub mod image;
 pub mod image_tokens;
