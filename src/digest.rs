@@ -1205,40 +1205,32 @@ fn digest_reading<'a>(
     }
     // The identifier index reads every message on its own (the walk never looks at it): on a
     // long span it scans on a second thread while the walk builds the units, and this thread
-    // joins it when the walk is done (`Claims`). The result is that of one scan in order.
-    // A thread the system refuses (a container's limit) leaves the scan to this one.
-    // The collector lives on the heap and the thread holds its address alone: scanned in place
-    // on this thread's stack, its counters shared cache lines with the walk's state (3% more
-    // CPU, measured).
+    // scans what that one has not reached when the walk is done (`Claims`). The result is that
+    // of one scan in order, however the two split the span. The second thread is the one kept
+    // for such work (`helper_thread`) rather than one spawned per digest: the SWE trajectories'
+    // compactions (~2 ms digests) 0.964x the time (CPU 0.93x), the 10k history's unchanged
+    // (`benches/ab_compact.py`, round 84).
+    // The collector lives on the heap and the other thread holds its address alone: scanned in
+    // place on this thread's stack, its counters shared cache lines with the walk's state (3%
+    // more CPU, measured).
     let mut index = Box::new(std::mem::take(&mut w.b.index));
-    let mut scanned = false;
-    let mut later = None;
     if scan_apart(msgs) {
         let previous = opt.previous;
         let claims = Claims::new(msgs.len());
-        std::thread::scope(|s| {
-            let collector: &mut Collector = &mut index;
-            let claims = &claims;
-            let scan = std::thread::Builder::new()
-                .spawn_scoped(s, move || scan_front(collector, msgs, previous, claims));
-            walk(&mut w, opt.previous);
-            if let Ok(handle) = scan {
-                // The walk done, this thread scans what the other has not reached, from the end
-                // back; the two collectors merge as one scan in order would have found.
-                later = Some(scan_back(msgs, previous, claims));
-                if let Err(panic) = handle.join() {
-                    std::panic::resume_unwind(panic);
-                }
-                scanned = true;
-            }
-        });
+        let collector: &mut Collector = &mut index;
+        let claims = &claims;
+        let later = crate::helper_thread::beside(
+            move || scan_front(collector, msgs, previous, claims),
+            || {
+                walk(&mut w, opt.previous);
+                // The walk done, this thread scans what the other has not reached, from the
+                // end back; the two collectors merge as one scan in order would have found.
+                scan_back(msgs, previous, claims)
+            },
+        );
+        index.merge(later);
     } else {
         walk(&mut w, opt.previous);
-    }
-    if let Some(later) = later {
-        index.merge(later);
-    }
-    if !scanned {
         scan_index(&mut index, msgs, opt.previous);
     }
     written(w, index.ranked(), est, opt)

@@ -7,6 +7,7 @@
 
 use crate::client_tools::{client_tool_tokens, ANTHROPIC_TOOL_USE_PROMPT};
 use crate::encoding::Encoding;
+use crate::fixed_needle::FixedNeedle;
 use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::media_tokens::media_tokens;
@@ -639,7 +640,8 @@ fn own_summary_split(s: &str) -> Option<(&str, &str)> {
     if s.len() <= SAMPLE_BYTES || !s.starts_with(SUMMARY_OPEN) {
         return None;
     }
-    let end = s.find(SUMMARY_CLOSE)? + SUMMARY_CLOSE.len();
+    static CLOSE: FixedNeedle = FixedNeedle::new(SUMMARY_CLOSE);
+    let end = CLOSE.find(s)? + SUMMARY_CLOSE.len();
     Some((&s[..end], s[end..].trim_start_matches('\n')))
 }
 

@@ -22,6 +22,8 @@ pub mod edit_pricing;
 pub mod encoding;
 pub mod estimate;
 pub mod exact;
+pub mod fixed_needle;
+pub mod helper_thread;
 pub mod identifier_index;
 pub mod image;
 pub mod image_tokens;

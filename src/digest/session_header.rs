@@ -6,6 +6,8 @@
 //! summary listed seven such runs of one test file. The header says nothing of the run; the
 //! `=== test session starts ===` line that opens it stays, so the run still reads as one.
 
+use crate::fixed_needle::FixedNeedle;
+
 /// Lines read after the opening line for the `collected` line that ends the header (pytest
 /// prints a dozen or two; a plugin table can add a few more).
 const MAX_HEADER_LINES: usize = 48;
@@ -14,7 +16,8 @@ const MAX_HEADER_LINES: usize = 48;
 /// `MAX_HEADER_LINES` lines with a `collected` / `collecting` line; None otherwise (nothing to
 /// leave out).
 pub(super) fn without_session_header(text: &str) -> Option<String> {
-    let open = text.find("test session starts")?;
+    static OPEN: FixedNeedle = FixedNeedle::new("test session starts");
+    let open = OPEN.find(text)?;
     let header_start = text[open..].find('\n').map(|i| open + i + 1)?;
     let mut at = header_start;
     for _ in 0..MAX_HEADER_LINES {
