@@ -281,8 +281,9 @@ fn call_plan(err: bool, search: bool) -> [(usize, usize); 6] {
 /// 4,623 / 4,646 / 4,657 / 4,651; the held-out probe sets at the naive budget 524 / 525 / 527
 /// / 528 of 608, and at half of it 123 / 122 / 121 / 121 (in the tightest rooms a longer
 /// search takes the place of another line). Named search tools (hermes-agent's
-/// `search_files`) too: the held-out SWE runs written as its calls, 88.2% -> 89.0% of facts. A head share of 0.6 rather than the usual 0.35
-/// (the first matches before the last) kept fewer: 4,623 and 4,638.
+/// `search_files`) too: the held-out SWE runs written as its calls, 88.2% -> 89.0% of facts.
+/// A head share of 0.6 rather than the usual 0.35 (the first matches before the last) kept
+/// fewer: 4,623 and 4,638.
 pub(super) const SEARCH_RESULT_CHARS: usize = 240;
 
 /// A tool call: `name(key=value, ...) -> outcome`.
