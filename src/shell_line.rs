@@ -360,8 +360,18 @@ const SEARCHERS: [&str; 5] = ["grep", "egrep", "fgrep", "rg", "ag"];
 pub fn searches(cmd: &str) -> bool {
     printers(cmd).is_some_and(|progs| {
         progs.iter().any(|p| SEARCHERS.contains(p))
-            || (progs.contains(&"git") && cmd.split_whitespace().any(|w| w == "grep"))
+            || (progs.contains(&"git") && runs_git(cmd, "grep"))
     })
+}
+
+/// Whether a `git` step of a command line runs `subcommand` (read as `git_subcommand` reads
+/// it: `git -C repo grep`, not `git log --grep`).
+fn runs_git(cmd: &str, subcommand: &str) -> bool {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    words
+        .iter()
+        .enumerate()
+        .any(|(i, w)| *w == "git" && git_subcommand(&words[i + 1..]) == Some(subcommand))
 }
 
 /// Whether every `git` step of a command line runs a subcommand that prints (`GIT_PRINTERS`).
@@ -461,6 +471,7 @@ mod tests {
             "cat x.py",
             "sed -n '1,40p' x.py",
             "git log --oneline | head",
+            "git log --grep fix | head",
         ] {
             assert!(!searches(other), "{other}");
         }
