@@ -337,42 +337,46 @@ pub fn cut_middle(
             Content::None => None,
         }
     };
-    // (the text, Some(result part) / None for the message's own result, is a tool result)
-    let text_to_cut = || -> Option<(Cow<'_, str>, Option<usize>, bool)> {
+    let text_to_cut = || -> Option<(Cow<'_, str>, Slot)> {
         Some(if m.tool_call_id.is_some() {
-            (whole_content()?, None, true)
-        } else if let Some((k, t)) = m
+            match whole_content() {
+                Some(t) => (t, Slot::Result(None)),
+                // Texts beside images (a screenshot's tool result): the longest text is cut,
+                // the images kept (they are priced by their size, not their base64).
+                None => {
+                    let (k, t) = longest_text(m.parts())?;
+                    (Cow::Borrowed(t), Slot::Part(k))
+                }
+            }
+        } else if let Some((t, slot)) = m
             .parts()
             .iter()
             .enumerate()
             .filter_map(|(k, p)| match p {
-                Part::ToolResult { content, .. } => joined(content).map(|t| (k, t)),
+                Part::ToolResult { content, .. } => match joined(content) {
+                    Some(t) => Some((Cow::Owned(t), Slot::Result(Some(k)))),
+                    // A result block of texts beside images: its longest text.
+                    None => longest_text(content)
+                        .map(|(j, t)| (Cow::Borrowed(t), Slot::ResultPart(k, j))),
+                },
                 _ => None,
             })
-            .max_by_key(|(_, t)| t.len())
+            .max_by_key(|(t, _)| t.len())
         {
-            (Cow::Owned(t), Some(k), true)
+            (t, slot)
         } else if let Some(t) = whole_content() {
-            (t, None, false)
+            (t, Slot::Text)
         } else {
             // A long text beside other blocks (an assistant's essay before its `tool_use`):
             // the longest text block. Before, nothing could be cut there, and a history that
             // fit with its middle cut raised `CompactionBudgetError` in Anthropic's shape.
             // Only where it is most of the message: else the call's arguments are the cut.
-            let (k, t) = m
-                .parts()
-                .iter()
-                .enumerate()
-                .filter_map(|(k, p)| match p {
-                    Part::Text(t) => Some((k, t)),
-                    _ => None,
-                })
-                .max_by_key(|(_, t)| t.len())
+            let (k, t) = longest_text(m.parts())
                 .filter(|(_, t)| 2.0 * est.text(t) > f64::from(est.message(m)))?;
-            (Cow::Borrowed(t.as_ref()), Some(k), false)
+            (Cow::Borrowed(t), Slot::Part(k))
         })
     };
-    let Some((whole, part, result)) = text_to_cut() else {
+    let Some((whole, slot)) = text_to_cut() else {
         return if arguments {
             cut_arguments(msgs, i, keep_tokens, est, named)
         } else {
@@ -380,17 +384,65 @@ pub fn cut_middle(
         };
     };
     // `keep_tokens` is the message's price; the cut is made on its text's estimate, which
-    // prices the same characters a little differently: scale by the message's own ratio.
-    let price = f64::from(est.message(m)).max(1.0);
+    // prices the same characters a little differently: scale by the message's own ratio. The
+    // images the message keeps beside the cut text are priced by their size, outside it.
+    let images = f64::from(images_price(m, est));
+    let price = (f64::from(est.message(m)) - images).max(1.0);
     let ratio = (est.text(&whole) / price).clamp(0.05, 1.0);
-    let text = cut_text(&whole, (f64::from(keep_tokens) * ratio) as u32, est, named)?;
-    let change = match (result, part) {
-        (true, part) => Change::ResultText { part, text },
-        (false, Some(part)) => Change::PartText { part, text },
-        (false, None) => Change::Text { text },
+    let keep = (f64::from(keep_tokens) - images).max(0.0);
+    let text = cut_text(&whole, (keep * ratio) as u32, est, named)?;
+    let change = match slot {
+        Slot::Result(part) => Change::ResultText { part, text },
+        Slot::ResultPart(part, inner) => Change::ResultPartText { part, inner, text },
+        Slot::Part(part) => Change::PartText { part, text },
+        Slot::Text => Change::Text { text },
     };
     let edit = writable(msgs, i, change)?;
     Some((edit, fold_id(&whole), whole.into_owned()))
+}
+
+/// Where the text a middle cut shortens sits in its message.
+enum Slot {
+    /// A tool result's whole text: the message's own (None) or result block `k`'s.
+    Result(Option<usize>),
+    /// Text part `j` of result block `k`, beside its images.
+    ResultPart(usize, usize),
+    /// The text part at content position `k`.
+    Part(usize),
+    /// The message's plain text.
+    Text,
+}
+
+/// The tokens of the images message `m` holds, its result blocks' too (kept beside a cut).
+fn images_price(m: &Message<'_>, est: &Estimator) -> u32 {
+    let of = |ps: &[Part<'_>]| -> u32 {
+        ps.iter()
+            .map(|p| match p {
+                Part::Image(img) => est.image(img),
+                _ => 0,
+            })
+            .sum()
+    };
+    m.parts()
+        .iter()
+        .map(|p| match p {
+            Part::ToolResult { content, .. } => of(content),
+            _ => 0,
+        })
+        .sum::<u32>()
+        + of(m.parts())
+}
+
+/// The longest text part of `parts`, with its position.
+fn longest_text<'m>(parts: &'m [Part<'_>]) -> Option<(usize, &'m str)> {
+    parts
+        .iter()
+        .enumerate()
+        .filter_map(|(k, p)| match p {
+            Part::Text(t) => Some((k, t.as_ref())),
+            _ => None,
+        })
+        .max_by_key(|(_, t)| t.len())
 }
 
 /// Arguments shorter than this (characters) are never cut: the call's own envelope costs as

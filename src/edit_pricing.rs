@@ -25,6 +25,8 @@ pub(crate) fn edited<'a>(m: &Message<'a>, e: &MaskEdit) -> Message<'a> {
         MaskEdit::Change { change, .. } => match change {
             Change::ResultText { part: None, text } | Change::Text { text } => {
                 out.content = Content::Text(Cow::Owned(text.clone()));
+                // (Ollama's native images go with the result's text: `openai_chat::write`.)
+                out.images_from = None;
             }
             Change::ResultText {
                 part: Some(part),
@@ -33,6 +35,15 @@ pub(crate) fn edited<'a>(m: &Message<'a>, e: &MaskEdit) -> Message<'a> {
                 if let Content::Parts(ps) = &mut out.content {
                     if let Some(Part::ToolResult { content, .. }) = ps.get_mut(*part) {
                         *content = vec![Part::Text(Cow::Owned(text.clone()))];
+                    }
+                }
+            }
+            Change::ResultPartText { part, inner, text } => {
+                if let Content::Parts(ps) = &mut out.content {
+                    if let Some(Part::ToolResult { content, .. }) = ps.get_mut(*part) {
+                        if let Some(p) = content.get_mut(*inner) {
+                            *p = Part::Text(Cow::Owned(text.clone()));
+                        }
                     }
                 }
             }

@@ -36,7 +36,7 @@ impl MaskEdit {
         match self {
             MaskEdit::Change { change, .. } => match change {
                 Change::ResultText { part: None, .. } => "content",
-                Change::ResultText { .. } => "result_block",
+                Change::ResultText { .. } | Change::ResultPartText { .. } => "result_block",
                 Change::Image { .. } => "image",
                 Change::Arguments {
                     call: CallAt::ToolCalls(_),
@@ -55,6 +55,7 @@ impl MaskEdit {
         match self {
             MaskEdit::Change { change, .. } => match change {
                 Change::ResultText { part, .. } => part.unwrap_or(0),
+                Change::ResultPartText { part, .. } => *part,
                 Change::Image { part, .. } | Change::PartText { part, .. } => *part,
                 Change::Arguments {
                     call: CallAt::ToolCalls(j) | CallAt::Part(j),

@@ -71,10 +71,12 @@ fn edit_call_id<'a>(msgs: &[Message<'a>], index: usize, change: &Change) -> Opti
     };
     match change {
         Change::ResultText { part: None, .. } => m.tool_call_id,
-        Change::ResultText { part: Some(k), .. } => match part(*k) {
-            Some(Part::ToolResult { tool_use_id, .. }) => Some(*tool_use_id),
-            _ => None,
-        },
+        Change::ResultText { part: Some(k), .. } | Change::ResultPartText { part: k, .. } => {
+            match part(*k) {
+                Some(Part::ToolResult { tool_use_id, .. }) => Some(*tool_use_id),
+                _ => None,
+            }
+        }
         Change::Arguments {
             call: CallAt::Part(k),
             ..

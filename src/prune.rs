@@ -264,12 +264,14 @@ pub(crate) fn plan_paired<'m, 'a>(
         changes: Vec::new(),
     };
     for (i, m) in msgs.iter().enumerate().take(end).skip(first) {
-        pruner.result_message(i, m, costs[i]);
+        let whole = pruner.result_message(i, m, costs[i]);
         for (j, c) in m.tool_calls.iter().enumerate() {
             pruner.arguments(i, m, CallAt::ToolCalls(j), &c.arguments);
         }
         for (part, p) in m.parts().iter().enumerate() {
             match p {
+                // (Said in the placeholder of the result they were part of.)
+                Part::Image(_) if whole => {}
                 Part::Image(_) if opt.prune_images && m.images_from == Some(part) => {
                     pruner.native_images(i, m, part);
                 }
@@ -411,38 +413,76 @@ impl Pruner<'_> {
     }
 
     /// A result message (chat `tool`, a Responses output item) over its threshold, or a copy
-    /// of a newer one.
-    fn result_message(&mut self, i: usize, m: &Message<'_>, cost: u32) {
-        let (Some(id), Content::Text(t)) = (m.tool_call_id, &m.content) else {
-            return;
+    /// of a newer one. True when the whole result is replaced (its images with it).
+    fn result_message(&mut self, i: usize, m: &Message<'_>, cost: u32) -> bool {
+        let Some(id) = m.tool_call_id else {
+            return false;
         };
         let tool = self.calls.name(i, id).unwrap_or("");
-        let text = match self
-            .dedupe
-            .pointer(i, t, self.dedupe.hashes.get(i).copied())
-        {
-            Some(text) => Some(text),
-            None => (cost > self.opt.tool_result_max_tokens)
-                .then(|| placeholder(tool, self.opt.mentions.then_some(&**t), t.len(), cost)),
+        let text = match &m.content {
+            Content::Text(t) => match self
+                .dedupe
+                .pointer(i, t, self.dedupe.hashes.get(i).copied())
+            {
+                Some(text) => Some(text),
+                None => (cost > self.opt.tool_result_max_tokens)
+                    .then(|| placeholder(tool, self.opt.mentions.then_some(&**t), t.len(), cost)),
+            },
+            Content::Parts(ps) => self.result_parts(tool, ps, cost),
+            Content::None => None,
         };
-        if let Some(text) = text {
-            // The whole message priced again with the new text (its old price is known).
-            let after = self.est.message(&Message {
-                role: m.role,
-                role_str: m.role_str,
-                name: m.name,
-                content: Content::Text(Cow::Borrowed(&text)),
-                tool_calls: m.tool_calls.clone(),
-                tool_call_id: m.tool_call_id,
-                reasoning: m.reasoning.clone(),
-                wire: m.wire,
-                thought_signatures: m.thought_signatures,
-                item: m.item,
-                item_id: m.item_id,
-                images_from: m.images_from,
-            });
-            self.push(i, m, Change::ResultText { part: None, text }, after < cost);
+        let Some(text) = text else {
+            return false;
+        };
+        // The whole message priced again with the new text (its old price is known).
+        let after = self.est.message(&Message {
+            role: m.role,
+            role_str: m.role_str,
+            name: m.name,
+            content: Content::Text(Cow::Borrowed(&text)),
+            tool_calls: m.tool_calls.clone(),
+            tool_call_id: m.tool_call_id,
+            reasoning: m.reasoning.clone(),
+            wire: m.wire,
+            thought_signatures: m.thought_signatures,
+            item: m.item,
+            item_id: m.item_id,
+            images_from: None,
+        });
+        let before = self.edits.len();
+        self.push(i, m, Change::ResultText { part: None, text }, after < cost);
+        self.edits.len() > before
+    }
+
+    /// The placeholder of a result whose content is a list of texts and images (a chat `tool`
+    /// message's parts, a Responses output list, Ollama's text beside its native `images`):
+    /// only when its text alone is over the threshold, as a short text beside a screenshot is
+    /// kept and the screenshot masked on its own (`image`, `native_images`). The images are
+    /// said after the text's placeholder, each by its size.
+    fn result_parts(&self, tool: &str, ps: &[Part<'_>], cost: u32) -> Option<String> {
+        if !ps
+            .iter()
+            .all(|p| matches!(p, Part::Text(_) | Part::Image(_)))
+        {
+            return None;
         }
+        let joined = crate::message::joined_texts(ps)?;
+        if self.est.text(&joined) <= f64::from(self.opt.tool_result_max_tokens) {
+            return None;
+        }
+        let mut text = placeholder(
+            tool,
+            self.opt.mentions.then_some(&*joined),
+            joined.len(),
+            cost,
+        );
+        for p in ps {
+            if let Part::Image(img) = p {
+                text.push('\n');
+                text.push_str(&image_placeholder(img));
+            }
+        }
+        Some(text)
     }
 
     /// Arguments longer than the knob, shrunk to valid JSON.
@@ -513,7 +553,15 @@ impl Pruner<'_> {
                     .mentions
                     .then(|| crate::message::joined_texts(content))
                     .flatten();
-                placeholder(tool, joined.as_deref(), bytes, cost)
+                let mut text = placeholder(tool, joined.as_deref(), bytes, cost);
+                // (Its screenshots said by their size, as a chat result's are.)
+                for c in content {
+                    if let Part::Image(img) = c {
+                        text.push('\n');
+                        text.push_str(&image_placeholder(img));
+                    }
+                }
+                text
             }),
         };
         let Some(text) = text else {
@@ -616,6 +664,47 @@ mod tests {
             }
         }
         assert!(shortened >= 1);
+    }
+
+    #[test]
+    fn a_long_result_beside_an_image_is_replaced_whole_and_a_short_one_keeps_its_words() {
+        use crate::message::Detail;
+        let shot = Part::Image(Image {
+            source: ImageSource::Url("https://example.com/shot.png"),
+            detail: Detail::default(),
+        });
+        let long = "line of build output with some words in it\n".repeat(400);
+        let mut msgs = history("out", "{}");
+        for (k, text) in [(3, long.as_str()), (5, "built")] {
+            msgs[k].content = Content::Parts(vec![Part::Text(Cow::Borrowed(text)), shot.clone()]);
+        }
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let opt = PruneOptions {
+            protect_tail_tokens: 10,
+            dedupe: false,
+            ..Default::default()
+        };
+        let plan = plan(&msgs, &est, &opt);
+        let of = |k: usize| -> Vec<&Change> {
+            plan.changes
+                .iter()
+                .filter(|(i, _)| *i == k)
+                .map(|(_, c)| c)
+                .collect()
+        };
+        // One edit writes the whole content (a string): no second edit of its image part.
+        match of(3).as_slice() {
+            [Change::ResultText { part: None, text }] => {
+                assert!(text.starts_with("[output pruned to save context: read_file returned"));
+                assert!(text.ends_with("\n[image omitted]"), "{text}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = plan.edits.iter().find(|e| e.message == 3).unwrap();
+        assert_eq!(e.path, [Step::Key("content")]);
+        assert!(e.value.starts_with('"'));
+        // A short text beside its image keeps its words: the image alone is masked.
+        assert!(matches!(of(5).as_slice(), [Change::Image { part: 1, .. }]));
     }
 
     #[test]

@@ -286,6 +286,13 @@ pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
             Part::Text(t) => Some(Cow::Borrowed(t.as_ref())),
             _ => None,
         },
+        Change::ResultPartText { part, inner, .. } => match m.parts().get(*part)? {
+            Part::ToolResult { content, .. } => match content.get(*inner)? {
+                Part::Text(t) => Some(Cow::Borrowed(t.as_ref())),
+                _ => None,
+            },
+            _ => None,
+        },
         // Ollama's native images masked together: one original restores one image, so several
         // keep their plain placeholder.
         Change::Image { part, .. }
@@ -470,11 +477,18 @@ pub fn recoverable_edits(
                     Content::Text(t) if part.is_none() => Some(Cow::Borrowed(t.as_ref())),
                     _ => crate::message::joined_texts(parts),
                 };
+                // A screenshot masked with its result's text is said, as the recall gives
+                // it back.
+                let what = match parts.iter().filter(|p| matches!(p, Part::Image(_))).count() {
+                    0 => Cow::Borrowed("tool output"),
+                    1 => Cow::Borrowed("tool output and 1 image"),
+                    n => Cow::Owned(format!("tool output and {n} images")),
+                };
                 Change::ResultText {
                     part: *part,
                     text: placeholder(
                         est,
-                        "tool output",
+                        &what,
                         tool,
                         tokens,
                         words.as_deref().unwrap_or(""),
@@ -493,6 +507,11 @@ pub fn recoverable_edits(
             },
             Change::PartText { part, .. } => Change::PartText {
                 part: *part,
+                text: plain(est, "text", tokens, &text, &id),
+            },
+            Change::ResultPartText { part, inner, .. } => Change::ResultPartText {
+                part: *part,
+                inner: *inner,
                 text: plain(est, "text", tokens, &text, &id),
             },
             Change::Arguments { call, json } => Change::Arguments {

@@ -77,6 +77,14 @@ pub enum Change {
     /// position `part` (Anthropic `tool_result`, Gemini `functionResponse`, Bedrock
     /// `toolResult`).
     ResultText { part: Option<usize>, text: String },
+    /// The text part `inner` of the result block at content position `part` becomes `text`:
+    /// a long result's middle cut beside the images it holds (a screenshot kept), in the
+    /// formats whose result blocks hold lists of blocks (Anthropic, Bedrock).
+    ResultPartText {
+        part: usize,
+        inner: usize,
+        text: String,
+    },
     /// The image part at content position `part` becomes a text part saying `text`.
     Image { part: usize, text: String },
     /// The arguments of a call become `json` (valid JSON text of the same root type).
@@ -219,14 +227,21 @@ fn parts_bytes(
 }
 
 /// `if_smaller` for a tool result's content `parts` (`result_parts_bytes`, then its texts'
-/// exact escaped sizes). None when the content holds other blocks.
+/// exact escaped sizes). None when the content holds other blocks. A content holding images
+/// is replaced whatever its bytes, as one image is (`image_replaced`): a screenshot is priced
+/// by its pixels, and the planner writes the edit only where it saves tokens. A bytes test
+/// kept every screenshot a computer-use tool returned as a URL or a small PNG.
 pub(crate) fn if_smaller_parts(
     parts: &[Part<'_>],
     path: Vec<Step>,
     value: String,
 ) -> Option<Written> {
+    let old_min = result_parts_bytes(parts)?;
+    if parts.iter().any(|p| matches!(p, Part::Image(_))) {
+        return Some((path, value));
+    }
     if_smaller_than(
-        result_parts_bytes(parts)?,
+        old_min,
         || parts_bytes(parts, true, json_string_len),
         path,
         value,

@@ -389,7 +389,8 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             call: CallAt::Part(_),
             ..
         }
-        | Change::ResultText { part: Some(_), .. } => anthropic::write(msg, change),
+        | Change::ResultText { part: Some(_), .. }
+        | Change::ResultPartText { .. } => anthropic::write(msg, change),
         // Text, tool-result text and images sit where OpenAI chat keeps them (`content`,
         // `content[i]` with an OpenAI-style text block), which LangChain reads as is.
         _ => openai_chat::write(msg, change),

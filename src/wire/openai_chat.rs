@@ -219,12 +219,36 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
 pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
     match change {
         Change::Text { text } => plain_text(msg, "content", text, None),
-        Change::ResultText { part: None, text } => {
-            let Content::Text(old) = &msg.content else {
-                return None;
-            };
-            if_smaller_string(old, vec![Step::Key("content")], json_string(text))
-        }
+        Change::ResultText { part: None, text } => match &msg.content {
+            Content::Text(old) => {
+                if_smaller_string(old, vec![Step::Key("content")], json_string(text))
+            }
+            // A result of texts and images (`prune`'s planner priced it smaller): Ollama's text
+            // and its native `images` emptied together; a list of parts becomes one string, as
+            // a `tool` message's content may be.
+            Content::Parts(ps) => match msg.images_from {
+                Some(from) if matches!(ps.get(..from)?, [] | [Part::Text(_)]) => Some((
+                    Vec::new(),
+                    format!("{{\"content\":{},\"images\":[]}}", json_string(text)),
+                )),
+                Some(_) => None,
+                None => Some((vec![Step::Key("content")], json_string(text))),
+            },
+            Content::None => None,
+        },
+        // The text of a result beside its images (a tool result's middle cut, the images kept):
+        // Ollama's `content` string, or the text part of a list.
+        Change::PartText { part, text } => match (msg.images_from, msg.parts().get(*part)?) {
+            (Some(from), Part::Text(old)) if from == 1 && *part == 0 => {
+                if_smaller_string(old, vec![Step::Key("content")], json_string(text))
+            }
+            (None, Part::Text(old)) if msg.tool_call_id.is_some() => if_smaller_string(
+                old,
+                vec![Step::Key("content"), Step::Index(*part), Step::Key("text")],
+                json_string(text),
+            ),
+            _ => None,
+        },
         Change::Image { part, text } => match msg.images_from {
             Some(from) if *part >= from => native_images_masked(msg, from, text),
             _ => image_replaced(

@@ -216,11 +216,27 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
     };
     match change {
         Change::ResultText { part: None, text } => {
-            let Content::Text(old) = &msg.content else {
+            msg.tool_call_id?;
+            match &msg.content {
+                Content::Text(old) => {
+                    if_smaller_string(old, vec![Step::Key("output")], json_string(text))
+                }
+                // A list of output parts (texts beside images) becomes one string, as an
+                // output may be (`prune`'s planner priced it smaller).
+                Content::Parts(_) => Some((vec![Step::Key("output")], json_string(text))),
+                Content::None => None,
+            }
+        }
+        // The text part of an output list beside its images (a result's middle cut).
+        Change::PartText { part, text } if msg.tool_call_id.is_some() => {
+            let Some(Part::Text(old)) = msg.parts().get(*part) else {
                 return None;
             };
-            msg.tool_call_id?;
-            if_smaller_string(old, vec![Step::Key("output")], json_string(text))
+            if_smaller_string(
+                old,
+                vec![Step::Key("output"), Step::Index(*part), Step::Key("text")],
+                json_string(text),
+            )
         }
         // A message item (`{"role", "content": ...}`), never a function_call_output.
         Change::Text { text } if msg.tool_call_id.is_none() => {

@@ -359,11 +359,13 @@ def test_masking_gives_back_the_newest_outputs_and_cuts_a_colored_test_run() -> 
 
 
 def test_a_masked_output_with_nothing_to_cut_lets_an_older_one_come_back_whole() -> None:
-    """An Anthropic history whose middle tool result holds an image beside its text (no middle
+    """An Anthropic history whose middle tool result is a screenshot with no text (no middle
     cut can be written for it) between two text results: masking left room for the newest and
     the oldest but not the middle one, and the give-back goes past it to the oldest, whole or
     cut (it had stopped at the first message with no cut that fits)."""
-    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    from test_ollama_native import png_base64
+
+    png = png_base64(1092, 1092, 0)  # (~1,590 tokens: width x height / 750)
 
     def words(n: int, tag: str) -> str:
         return " ".join(f"{tag}{k} value={k * 7} ok" for k in range(n))
@@ -373,7 +375,6 @@ def test_a_masked_output_with_nothing_to_cut_lets_an_older_one_come_back_whole()
             {"type": "text", "text": f"Step {k}."},
             {"type": "tool_use", "id": f"t{k}", "name": "run", "input": {"cmd": f"make step{k}"}}]})
         content: object = body if body is not None else [
-            {"type": "text", "text": words(400, "mid")},
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}]
         msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": content}]})
     for k in range(6):
