@@ -11,8 +11,8 @@ use std::borrow::Cow;
 
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::{
-    content_text_block, if_smaller, if_smaller_parts, if_smaller_string, image_replaced,
-    json_string, object_of, plain_text, CallAt, Change, Step, Written,
+    content_text_block, if_smaller, if_smaller_parts, image_replaced, json_string, object_of,
+    plain_text, result_block_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
     image_data, invalid, json_or_str, opaque, opt_id, opt_str, search_result_text, with_text,
@@ -281,23 +281,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             )
         }
         Change::ResultPartText { part, inner, text } => {
-            let Part::ToolResult { content, .. } = msg.parts().get(*part)? else {
-                return None;
-            };
-            let Part::Text(old) = content.get(*inner)? else {
-                return None;
-            };
-            if_smaller_string(
-                old,
-                vec![
-                    Step::Key("content"),
-                    Step::Index(*part),
-                    Step::Key("content"),
-                    Step::Index(*inner),
-                    Step::Key("text"),
-                ],
-                json_string(text),
-            )
+            result_block_text(msg, (*part, *inner), None, text)
         }
         Change::Text { text } => plain_text(msg, "content", text, None),
         Change::PartText { part, text } => content_text_block(msg, *part, text),

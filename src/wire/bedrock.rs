@@ -13,8 +13,8 @@ use super::anthropic::object_arguments;
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
-    content_text_block, if_smaller_parts, if_smaller_string, image_replaced, json_string,
-    object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
+    content_text_block, if_smaller_parts, image_replaced, object_of, one_text_part, plain_text,
+    result_block_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
     content_texts, image_data, image_source, json_or_str, opaque, opt_id, search_result_text,
@@ -195,24 +195,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             )
         }
         Change::ResultPartText { part, inner, text } => {
-            let Part::ToolResult { content, .. } = msg.parts().get(*part)? else {
-                return None;
-            };
-            let Part::Text(old) = content.get(*inner)? else {
-                return None;
-            };
-            if_smaller_string(
-                old,
-                vec![
-                    Step::Key("content"),
-                    Step::Index(*part),
-                    Step::Key("toolResult"),
-                    Step::Key("content"),
-                    Step::Index(*inner),
-                    Step::Key("text"),
-                ],
-                json_string(text),
-            )
+            result_block_text(msg, (*part, *inner), Some("toolResult"), text)
         }
         Change::PartText { part, text } => content_text_block(msg, *part, text),
         Change::Image { part, text } => image_replaced(

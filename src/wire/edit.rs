@@ -115,6 +115,28 @@ pub(crate) fn content_text_block(msg: &Message<'_>, part: usize, text: &str) -> 
     )
 }
 
+/// The edit of text block `inner` of the result block at content position `part`
+/// (`Change::ResultPartText`) to `text`, in the formats whose result blocks hold a `content`
+/// list of `{"text": ...}` blocks, under the block itself (Anthropic: `wrapper` None) or
+/// under its one key (Bedrock's `toolResult`).
+pub(crate) fn result_block_text(
+    msg: &Message<'_>,
+    (part, inner): (usize, usize),
+    wrapper: Option<&'static str>,
+    text: &str,
+) -> Option<Written> {
+    let Part::ToolResult { content, .. } = msg.parts().get(part)? else {
+        return None;
+    };
+    let Part::Text(old) = content.get(inner)? else {
+        return None;
+    };
+    let mut path = vec![Step::Key("content"), Step::Index(part)];
+    path.extend(wrapper.map(Step::Key));
+    path.extend([Step::Key("content"), Step::Index(inner), Step::Key("text")]);
+    if_smaller_string(old, path, json_string(text))
+}
+
 /// A JSON string literal.
 pub(crate) fn json_string(text: &str) -> String {
     let mut s = String::with_capacity(text.len() + 2);
