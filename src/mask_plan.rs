@@ -185,7 +185,25 @@ pub(crate) fn find_mask_edits(
     }
     if opt.mask_observations && !has_structured_calls(msgs) {
         let mentions = mentions && !opt.recoverable;
-        out.extend(observation_edits(msgs, costs, opt, pinned, span, mentions));
+        let observed = observation_edits(msgs, est, costs, opt, pinned, span, mentions);
+        // An observation masked whole with Ollama's native images (`Change::Text` on such a
+        // message writes both fields) leaves no image edit of its own beside it.
+        let whole: HashSet<usize> = observed
+            .iter()
+            .filter(|e| msgs[e.index()].images_from.is_some())
+            .map(MaskEdit::index)
+            .collect();
+        out.retain(|e| {
+            !(whole.contains(&e.index())
+                && matches!(
+                    e,
+                    MaskEdit::Change {
+                        change: Change::Image { .. },
+                        ..
+                    }
+                ))
+        });
+        out.extend(observed);
     }
     if let Some(keep) = opt.keep_thinking_turns {
         out.extend(thinking_drops(msgs, keep, pinned, region.protect_first_n));
@@ -281,6 +299,7 @@ fn cleared_input_edits(
 /// an observation, replaced by its first line and its size.
 fn observation_edits(
     msgs: &[Message<'_>],
+    est: &Estimator,
     costs: &[u32],
     opt: &MaskOptions,
     pinned: &HashSet<usize>,
@@ -300,16 +319,53 @@ fn observation_edits(
         {
             continue;
         }
+        if own_summary(m).is_some() {
+            continue;
+        }
         // Plain text, as a string or as text blocks only (replaced by a string).
-        let text = m.plain_text();
-        if let Some(t) = text {
-            if own_summary(m).is_none() {
-                let text = observation_placeholder(&t, costs[i], mentions);
-                edits.extend(writable(msgs, i, Change::Text { text }));
+        if let Some(t) = m.plain_text() {
+            let text = observation_placeholder(&t, costs[i], mentions);
+            edits.extend(writable(msgs, i, Change::Text { text }));
+        } else if let Some((k, t)) = text_beside_images(m) {
+            // A browser agent's observation: the page's text beside its screenshot. The text
+            // is masked on its own part, over the threshold by its own tokens; the screenshot
+            // by prune's image edit (outside the tail), or with it for Ollama's native images.
+            let tokens = est.text(t).ceil() as u32;
+            if tokens <= opt.tool_result_max_tokens {
+                continue;
             }
+            let mut text = observation_placeholder(t, tokens, mentions);
+            let change = if m.images_from.is_some() {
+                for p in m.parts() {
+                    if let Part::Image(img) = p {
+                        text.push('\n');
+                        text.push_str(&prune::image_placeholder(img));
+                    }
+                }
+                Change::Text { text }
+            } else {
+                Change::PartText { part: k, text }
+            };
+            edits.extend(writable(msgs, i, change));
         }
     }
     edits
+}
+
+/// The one text part of a message whose other parts are all images, with its position.
+fn text_beside_images<'m>(m: &'m Message<'_>) -> Option<(usize, &'m str)> {
+    let Content::Parts(ps) = &m.content else {
+        return None;
+    };
+    let mut text = None;
+    for (k, p) in ps.iter().enumerate() {
+        match p {
+            Part::Text(t) if text.is_none() => text = Some((k, t.as_ref())),
+            Part::Image(_) => {}
+            _ => return None,
+        }
+    }
+    text.filter(|_| ps.len() > 1)
 }
 
 /// Thinking of older turns goes whole (Anthropic drops it from earlier turns anyway); the last

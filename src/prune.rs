@@ -296,7 +296,7 @@ pub(crate) fn plan_paired<'m, 'a>(
 }
 
 /// What an image outside the tail says in its place: its size, when its bytes tell it.
-fn image_placeholder(img: &Image<'_>) -> String {
+pub(crate) fn image_placeholder(img: &Image<'_>) -> String {
     let dims = match img.source {
         ImageSource::Base64(s) => dims_of_base64(s),
         ImageSource::Bytes(b) => dims_of_bytes(b),

@@ -399,6 +399,15 @@ fn arguments_with_id(json: &str, id: &str) -> String {
 /// The same edits, each placeholder rewritten to name the fold's id and what it held (the
 /// edit is dropped when its message's format cannot write the new text smaller). `calls`:
 /// which call each result answers (its tool's name; what printed an output an edit replaces,
+/// What a placeholder says was folded: `what`, and the images of `parts` that went with it.
+fn with_images<'w>(what: &'w str, parts: &[Part<'_>]) -> Cow<'w, str> {
+    match parts.iter().filter(|p| matches!(p, Part::Image(_))).count() {
+        0 => Cow::Borrowed(what),
+        1 => Cow::Owned(format!("{what} and 1 image")),
+        n => Cow::Owned(format!("{what} and {n} images")),
+    }
+}
+
 /// The placeholder of a text an edit removed that no call produced (an observation, a text
 /// block), naming `id`.
 fn plain(est: &Estimator, what: &str, tokens: u32, text: &str, id: &str) -> String {
@@ -479,11 +488,7 @@ pub fn recoverable_edits(
                 };
                 // A screenshot masked with its result's text is said, as the recall gives
                 // it back.
-                let what = match parts.iter().filter(|p| matches!(p, Part::Image(_))).count() {
-                    0 => Cow::Borrowed("tool output"),
-                    1 => Cow::Borrowed("tool output and 1 image"),
-                    n => Cow::Owned(format!("tool output and {n} images")),
-                };
+                let what = with_images("tool output", parts);
                 Change::ResultText {
                     part: *part,
                     text: placeholder(
@@ -498,8 +503,16 @@ pub fn recoverable_edits(
                     ),
                 }
             }
+            // (An observation beside Ollama's native images goes with them: its words are
+            // read from its text, never from their base64.)
             Change::Text { .. } => Change::Text {
-                text: plain(est, "observation", tokens, &text, &id),
+                text: plain(
+                    est,
+                    &with_images("observation", m.parts()),
+                    tokens,
+                    &crate::message::joined_texts(m.parts()).unwrap_or(Cow::Borrowed(&text)),
+                    &id,
+                ),
             },
             Change::Image { part, .. } => Change::Image {
                 part: *part,

@@ -15,7 +15,8 @@ use super::anthropic::object_arguments;
 use super::dialect::{BlankText, CallIdRule, Dialect};
 use super::edit::role_and_text_list;
 use super::edit::{
-    if_smaller, image_replaced, object_of, one_text_part, plain_text, CallAt, Change, Step, Written,
+    if_smaller, if_smaller_string, image_replaced, json_string, object_of, one_text_part,
+    plain_text, CallAt, Change, Step, Written,
 };
 use super::fields::{
     image_data, invalid, json_or_str, opaque, opt_id, opt_str, PartReader, Reader,
@@ -351,6 +352,17 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             text_block_json(text),
         ),
         Change::Text { text } => plain_text(msg, "parts", text, Some(&one_text_part)),
+        // A text part beside the turn's images (an observation's mask or middle cut).
+        Change::PartText { part, text } => {
+            let Some(Part::Text(old)) = msg.parts().get(*part) else {
+                return None;
+            };
+            if_smaller_string(
+                old,
+                vec![Step::Key("parts"), Step::Index(*part), Step::Key("text")],
+                json_string(text),
+            )
+        }
         Change::Arguments {
             call: CallAt::Part(k),
             json,

@@ -218,6 +218,10 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
 /// An edit of a chat message.
 pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
     match change {
+        // An observation beside Ollama's native images, masked with them (`mask_plan`).
+        Change::Text { text } if msg.images_from.is_some() => {
+            native_whole(msg, msg.images_from?, text)
+        }
         Change::Text { text } => plain_text(msg, "content", text, None),
         Change::ResultText { part: None, text } => match &msg.content {
             Content::Text(old) => {
@@ -226,23 +230,19 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
             // A result of texts and images (`prune`'s planner priced it smaller): Ollama's text
             // and its native `images` emptied together; a list of parts becomes one string, as
             // a `tool` message's content may be.
-            Content::Parts(ps) => match msg.images_from {
-                Some(from) if matches!(ps.get(..from)?, [] | [Part::Text(_)]) => Some((
-                    Vec::new(),
-                    format!("{{\"content\":{},\"images\":[]}}", json_string(text)),
-                )),
-                Some(_) => None,
+            Content::Parts(_) => match msg.images_from {
+                Some(from) => native_whole(msg, from, text),
                 None => Some((vec![Step::Key("content")], json_string(text))),
             },
             Content::None => None,
         },
-        // The text of a result beside its images (a tool result's middle cut, the images kept):
-        // Ollama's `content` string, or the text part of a list.
+        // The text beside a message's images (a tool result's or an observation's middle cut
+        // or mask, the images kept): Ollama's `content` string, or the text part of a list.
         Change::PartText { part, text } => match (msg.images_from, msg.parts().get(*part)?) {
             (Some(from), Part::Text(old)) if from == 1 && *part == 0 => {
                 if_smaller_string(old, vec![Step::Key("content")], json_string(text))
             }
-            (None, Part::Text(old)) if msg.tool_call_id.is_some() => if_smaller_string(
+            (None, Part::Text(old)) => if_smaller_string(
                 old,
                 vec![Step::Key("content"), Step::Index(*part), Step::Key("text")],
                 json_string(text),
@@ -289,6 +289,19 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
         }
         _ => None,
     }
+}
+
+/// A message of Ollama's native images (content parts `from` on) replaced whole by `text`:
+/// the `content` string and the emptied `images` written together (an empty path: the
+/// message's own fields). None when the text before the images is not one string.
+fn native_whole(msg: &Message<'_>, from: usize, text: &str) -> Option<Written> {
+    if !matches!(msg.parts().get(..from)?, [] | [Part::Text(_)]) {
+        return None;
+    }
+    Some((
+        Vec::new(),
+        format!("{{\"content\":{},\"images\":[]}}", json_string(text)),
+    ))
 }
 
 /// The images of Ollama's native `images` field (content parts `from` on) masked: the field

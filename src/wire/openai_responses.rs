@@ -227,14 +227,15 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change) -> Option<Written> {
                 Content::None => None,
             }
         }
-        // The text part of an output list beside its images (a result's middle cut).
-        Change::PartText { part, text } if msg.tool_call_id.is_some() => {
+        // The text part of a list beside its images (a result's output, a message's content:
+        // a middle cut or an observation's mask, the images kept).
+        Change::PartText { part, text } => {
             let Some(Part::Text(old)) = msg.parts().get(*part) else {
                 return None;
             };
             if_smaller_string(
                 old,
-                vec![Step::Key("output"), Step::Index(*part), Step::Key("text")],
+                vec![Step::Key(list_key), Step::Index(*part), Step::Key("text")],
                 json_string(text),
             )
         }

@@ -1,6 +1,7 @@
 """A tool result whose long text sits beside images: a chat ``tool`` message of parts, a
 Responses ``function_call_output`` whose output is a list, Ollama's string ``content`` beside
-its native ``images``, an Anthropic ``tool_result`` or Bedrock ``toolResult`` of blocks. Old, the whole result is masked (its images said by their size); in
+its native ``images``, an Anthropic ``tool_result`` or Bedrock ``toolResult`` of blocks; and a
+browser agent's observation, a user turn of the page's text beside its screenshot. Old, the whole result is masked (its images said by their size); in
 the kept tail, its text is cut in the middle and its images stay. Before, the text beside an
 image was never masked nor cut: a long pending result with a screenshot raised
 ``CompactionBudgetError`` where the system prompt, task and last user turn fit."""
@@ -22,7 +23,7 @@ LOG = "\n".join(f"line {k}: compiled module_{k}.c in {k % 7}.{k % 10}s" for k in
 SHOT = png_base64(1280, 800, 200)
 FORMATS = ["chat", "responses", "ollama", "anthropic", "bedrock"]
 PROVIDER = {"chat": "openai", "responses": "openai", "ollama": "ollama", "anthropic": "anthropic",
-            "bedrock": "anthropic"}
+            "bedrock": "anthropic", "gemini": "gemini"}
 
 
 def result(fmt: str, k: int, text: str) -> dict[str, Any]:
@@ -196,3 +197,81 @@ def test_old_screenshots_a_tool_returned_alone_are_masked_whatever_their_bytes(s
     masked = [m for m in out if m["role"] == "user" and "[output pruned" in json.dumps(m)]
     assert len(masked) == 5, [json.dumps(m)[:120] for m in out]
     assert problems(out, "anthropic") == []
+
+
+# -- a browser agent's observations: the page's text beside its screenshot, as a user turn ------
+
+PAGE = "\n".join(f"[{k}]<a href='/item/{k}'>Item {k} of the catalogue, price ${k * 3}.99</a>" for k in range(600))
+OBS_FORMATS = ["chat", "responses", "anthropic", "bedrock", "gemini", "ollama"]
+
+
+def observation(fmt: str, text: str) -> dict[str, Any]:
+    """A user turn of ``text`` and a 1280x800 screenshot, in ``fmt``."""
+    url = "data:image/png;base64," + SHOT
+    if fmt == "chat":
+        return {"role": "user", "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}]}
+    if fmt == "responses":
+        return {"role": "user", "content": [{"type": "input_text", "text": text}, {"type": "input_image", "image_url": url}]}
+    if fmt == "anthropic":
+        return {"role": "user", "content": [{"type": "text", "text": text}, {"type": "image", "source": {
+            "type": "base64", "media_type": "image/png", "data": SHOT}}]}
+    if fmt == "bedrock":
+        return {"role": "user", "content": [{"text": text}, {"image": {"format": "png", "source": {"bytes": base64.b64decode(SHOT)}}}]}
+    if fmt == "gemini":
+        return {"role": "user", "parts": [{"text": text}, {"inlineData": {"mimeType": "image/png", "data": SHOT}}]}
+    return {"role": "user", "content": text, "images": [SHOT]}
+
+
+def browsing(fmt: str) -> list[dict[str, Any]]:
+    """A browser agent with no tool calls: each action answered by the page's text and a
+    screenshot; the newest page is short."""
+    def said(role: str, text: str) -> dict[str, Any]:
+        if fmt == "gemini":
+            return {"role": "model" if role == "assistant" else role, "parts": [{"text": text}]}
+        return {"role": role, "content": [{"text": text}] if fmt == "bedrock" else text}
+
+    h = [said("user", "Find the cheapest item and add it to the cart.")]
+    for k in range(6):
+        h += [said("assistant", f"Action: scroll(page={k})"),
+              observation(fmt, f"Observation {k}:\n" + (PAGE if k < 5 else "a short page"))]
+    return h
+
+
+def words_of(m: dict[str, Any]) -> str:
+    body = m.get("content", m.get("parts"))
+    return body if isinstance(body, str) else "\n".join(p.get("text", "") for p in body)
+
+
+@pytest.mark.parametrize("fmt", OBS_FORMATS)
+def test_an_old_pages_text_beside_its_screenshot_is_masked_on_its_own(fmt):
+    # The page's text was never masked (its message is no plain text), only the screenshot:
+    # masking freed under 5% of the history and the compaction was skipped.
+    h = browsing(fmt)
+    before = copy.deepcopy(h)
+    whole = cf.estimate(h, provider=PROVIDER[fmt])
+    r = cf.Compactor(budget=whole // 4, provider=PROVIDER[fmt], strategy="mask").compact(h)
+    assert h == before
+    assert r.strategy_used == "mask" and r.tokens_after <= whole // 4
+    old = r.messages[2]
+    text = words_of(old)
+    assert text.startswith("Observation 0:\n[output pruned to save context: 4") and "$1,7" not in text
+    assert "[image omitted: 1280x800]" in text and not shows(old)
+    if fmt == "ollama":
+        assert old["images"] == []
+    else:
+        assert problems(list(r.messages), fmt) == []
+    assert r.messages[-1] == h[-1], "the newest page stays whole"
+
+
+@pytest.mark.parametrize("fmt", OBS_FORMATS)
+def test_the_recall_gives_back_an_old_pages_text(fmt):
+    h = browsing(fmt)
+    c = cf.Compactor(budget=cf.estimate(h, provider=PROVIDER[fmt]) // 4, provider=PROVIDER[fmt],
+                     strategy="mask", recoverable=True)
+    r = c.compact(h)
+    text = words_of(r.messages[2])
+    assert text.startswith("[folded ") and not shows(r.messages[2])
+    fold = text.split("id=")[1].split(",")[0]
+    page = "Observation 0:\n" + PAGE
+    # (Ollama's text and images go in one edit: the recall gives back both.)
+    assert c.recall(fold) == (page + "\n[image, base64]\n" + SHOT if fmt == "ollama" else page)
