@@ -518,9 +518,20 @@ pub fn recoverable_edits(
                 part: *part,
                 text: placeholder(est, "image", None, tokens, "", false, &Producer::Call, &id),
             },
+            // (A user turn's text beside its screenshot is a browser agent's observation.)
             Change::PartText { part, .. } => Change::PartText {
                 part: *part,
-                text: plain(est, "text", tokens, &text, &id),
+                text: plain(
+                    est,
+                    if crate::turn::Turn::of(m) == crate::turn::Turn::User {
+                        "observation"
+                    } else {
+                        "text"
+                    },
+                    tokens,
+                    &text,
+                    &id,
+                ),
             },
             Change::ResultPartText { part, inner, .. } => Change::ResultPartText {
                 part: *part,

@@ -270,7 +270,7 @@ def test_the_recall_gives_back_an_old_pages_text(fmt):
                      strategy="mask", recoverable=True)
     r = c.compact(h)
     text = words_of(r.messages[2])
-    assert text.startswith("[folded ") and not shows(r.messages[2])
+    assert text.startswith("[folded observation") and not shows(r.messages[2])
     fold = text.split("id=")[1].split(",")[0]
     page = "Observation 0:\n" + PAGE
     # (Ollama's text and images go in one edit: the recall gives back both.)
