@@ -261,16 +261,19 @@ class RecoverableFolds:
             # SEAM_SLACK: two messages priced alone can cost a few tokens less than inside the
             # history (Gemini prices a turn's seam with its neighbour).
             target = max(_recall.ANSWER_ENVELOPE + 16, min(target, (room - SEAM_SLACK) // share))
-        stored, _ = _recall.stored_text(self.store, calls[0])
-        images = [] if stored is None else _recall.fold_images(stored)
-        if stored is not None and not images and len(stored) <= 4_096 and not any(c.isspace() for c in stored):
+        stored, said = _recall.stored_text(self.store, calls[0])
+        if stored is None:
+            # (Read once: a store that is down is logged once per answer.)
+            return _answer_message(call, calls[0].call_id, said or "")
+        images = _recall.fold_images(stored)
+        if not images and len(stored) <= 4_096 and not any(c.isspace() for c in stored):
             # A lone URL or file id is an image's only where its placeholder said so (a tool's
             # output can be a bare URL): the history is read for it only then.
             images = _recall.fold_images(stored, known_image=_recall.names_folded_image(history, calls[0].fold_id))
         if images and calls[0].offset >= images[0].start:
             if calls[0].max_tokens is not None:
                 target = min(target, calls[0].max_tokens + _recall.ANSWER_ENVELOPE)
-            return self._image_answer(call, calls[0], stored or "", images, target)
+            return self._image_answer(call, calls[0], stored, images, target)
         # The page is cut by its text's estimate; the message prices it in its own context (a
         # tool result's text may cost more, and not in proportion): search the largest page
         # bound whose message fits the target.
@@ -308,8 +311,11 @@ class RecoverableFolds:
         carried = None if is_langchain_message(call) else _core.recall_image_result(
             call, call_id=fold.call_id, text=header, images=[image.payload()])
         if carried is None:
-            return _answer_message(call, fold.call_id, header + "\nThe image is not given: a tool result in "
-                                   "this API carries text only.")
+            # (Which it is: no image at all, or none given by this source; probed with an empty one.)
+            text_only = is_langchain_message(call) or _core.recall_image_result(
+                call, call_id=fold.call_id, text=header, images=[("base64", "", "image/png")]) is None
+            why = "carries text only" if text_only else "takes no image given by URL or file id"
+            return _answer_message(call, fold.call_id, f"{header}\nThe image is not given: a tool result in this API {why}.")
         message = json.loads(carried)
         tokens = int(_core.estimate([message], **kw))  # type: ignore[arg-type]
         if tokens <= target:

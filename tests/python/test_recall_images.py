@@ -282,3 +282,40 @@ def test_a_results_text_is_paged_and_its_screenshot_given_as_an_image_after_it(f
     # The text pages hold the log, never a character of the image's lines.
     assert all("[image, base64]" not in p for p in pages)
     assert "image 1 of 1, 1280x800 image/png" in pages[-1], "the last text page names what follows"
+
+
+# -- an image given by where it is: a URL, an S3 URI ---------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "bedrock", "gemini"])
+def test_a_recalled_url_image_is_given_by_its_url_where_its_placeholder_says_it_was_an_image(fmt):
+    from test_recall import _screenshot_turn
+
+    where = "s3://shots/step{}.png" if fmt == "bedrock" else "https://example.com/step{}.png"
+    h: list[dict[str, Any]] = []
+    for k in range(12):
+        h += [_screenshot_turn(fmt, k, where.format(k)), _said(fmt, "assistant", "I see it: the header moved.")]
+    h.append(_said(fmt, "user", "What changed overall?"))
+    c = cf.Compactor(budget=cf.estimate(h, provider=PROVIDER[fmt]) * 3 // 4, provider=PROVIDER[fmt], wire_format=fmt,
+                     strategy="mask", recoverable=True, store=MemoryContentStore(), recall_max_tokens=2_000)
+    r = c.compact(h)
+    fold_id = FOLDED.findall(json.dumps(r.messages))[0][1]
+    source = c.recall(fold_id)
+    assert source == where.format(1)
+    call = recall_call(fmt, fold_id, 0, 1)
+    answer = c.answer(call, history=[*r.messages, call])
+    after = [*r.messages, call, answer]
+    assert accepted(after, fmt, None) == []
+    within_budget(c, r, fmt, after)
+    if fmt == "anthropic":
+        assert answer["content"][0]["content"][1]["source"] == {"type": "url", "url": source}
+        sdk_accepts(fmt, answer)
+    elif fmt == "bedrock":
+        image = answer["content"][0]["toolResult"]["content"][1]["image"]
+        assert image == {"format": "png", "source": {"s3Location": {"uri": source}}}
+    else:
+        # (A function response's file data needs a media type a recall does not know.)
+        assert "takes no image given by URL or file id" in _text_of(fmt, answer)
+    # Without the history, a lone URL is not known to be an image (a tool's output can be one):
+    # it is paged as the short text it is.
+    assert source in _text_of(fmt, c.answer(call)) and "image 1 of 1" not in _text_of(fmt, c.answer(call))
