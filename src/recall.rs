@@ -593,6 +593,175 @@ pub fn page(text: &str, offset: usize, max_tokens: u32, est: &Estimator) -> (usi
     (start, bounds[end_c], end_c)
 }
 
+/// Where an image a fold held is given back from: its base64 (with the media type its `data:`
+/// URL declared or its header says), a URL, or a provider's file id / storage URI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecalledSource<'a> {
+    Base64 { media_type: &'a str, data: &'a str },
+    Url(&'a str),
+    File(&'a str),
+}
+
+/// One image a stored original holds: its source, its pixel size when its header says it, and
+/// the characters of the original it spans (`start..end`, the line break before its `[image,
+/// ...]` line included), so a recall's offsets stay those of the text `recall(id)` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecalledImage<'a> {
+    pub source: RecalledSource<'a>,
+    pub dims: Option<crate::image::Dims>,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A stored original read for its images: the characters of text before them (`text_end`) and
+/// the images after, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecalledLayout<'a> {
+    pub text_end: usize,
+    pub images: Vec<RecalledImage<'a>>,
+}
+
+/// The media type an image's header says (PNG, JPEG, GIF, WebP), or None.
+fn sniffed_media_type(src: &crate::image::ByteSource<'_>) -> Option<&'static str> {
+    let head = src.read(0, 12);
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// `source` read as base64 image data: the media type its `data:image/...;base64,` prefix
+/// declares (else the one its header says; `assume`: image/png when neither does, for a source
+/// stored under an `[image, base64]` line), its payload and its pixel size. None for a text
+/// that is not base64 of an image (a tool's output of base64 is given back as text).
+fn base64_image(
+    source: &str,
+    assume: bool,
+) -> Option<(RecalledSource<'_>, Option<crate::image::Dims>)> {
+    use crate::image::{dims, strip_data_url, ByteSource};
+    let data = strip_data_url(source);
+    let declared = (data.len() != source.len())
+        .then(|| source["data:".len()..].split([';', ',']).next())
+        .flatten();
+    if declared.is_some_and(|t| !t.starts_with("image/")) {
+        return None;
+    }
+    let b64 = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_');
+    if data.is_empty() || !data.bytes().all(b64) {
+        return None;
+    }
+    let bytes = ByteSource::from_base64(data);
+    let media_type = match (declared, sniffed_media_type(&bytes)) {
+        (Some(t), _) => t,
+        (None, Some(t)) => t,
+        (None, None) if assume => "image/png",
+        (None, None) => return None,
+    };
+    Some((RecalledSource::Base64 { media_type, data }, dims(&bytes)))
+}
+
+/// `source` (one line) as an image given by where it is: a URL, else a file id / storage URI.
+fn located_image(source: &str) -> Option<RecalledSource<'_>> {
+    // (A `data:` URL is read by `base64_image`: one that is not an image's is no image.)
+    if source.is_empty() || source.contains(char::is_whitespace) || source.starts_with("data:") {
+        return None;
+    }
+    Some(
+        if source.starts_with("https://") || source.starts_with("http://") {
+            RecalledSource::Url(source)
+        } else {
+            RecalledSource::File(source)
+        },
+    )
+}
+
+/// The images a stored original holds, as `original` and `result_original` write them: a
+/// tool result's texts followed by `[image, base64|url|file]` lines each with its source on
+/// the next line, or (an image folded alone) the source itself. A lone source is an image when
+/// it is base64 of one (its header says so) or a `data:image/` URL; a URL or file id only when
+/// `known_image` (the caller knows the fold was an image: its placeholder said `folded image`),
+/// as a tool's output can be a bare URL. None when the text holds no image.
+pub fn recalled_layout(text: &str, known_image: bool) -> Option<RecalledLayout<'_>> {
+    let mut found: Vec<(RecalledSource<'_>, Option<crate::image::Dims>, usize, usize)> = Vec::new();
+    let mut end = text.len();
+    // Read from the end: a text before the images may itself hold a line like `[image, url]`.
+    while let Some(nl) = text[..end].rfind('\n') {
+        let source = &text[nl + 1..end];
+        let marker_start = text[..nl].rfind('\n').map_or(0, |i| i + 1);
+        let image = match &text[marker_start..nl] {
+            "[image, base64]" => base64_image(source, true),
+            "[image, url]" | "[image, file]" => located_image(source).map(|s| (s, None)),
+            _ => None,
+        };
+        let Some((src, dims)) = image else { break };
+        let start = marker_start.saturating_sub(1);
+        found.push((src, dims, start, end));
+        end = start;
+        if marker_start == 0 {
+            break;
+        }
+    }
+    if found.is_empty() {
+        let lone = base64_image(text, false).or_else(|| {
+            known_image
+                .then(|| located_image(text).map(|s| (s, None)))
+                .flatten()
+        })?;
+        found.push((lone.0, lone.1, 0, text.len()));
+        end = 0;
+    }
+    found.reverse();
+    // Byte offsets to characters: a URL may hold non-ASCII; base64 never does.
+    let chars = |b: usize| text[..b].chars().count();
+    Some(RecalledLayout {
+        text_end: chars(end),
+        images: found
+            .into_iter()
+            .map(|(source, dims, s, e)| RecalledImage {
+                source,
+                dims,
+                start: chars(s),
+                end: chars(e),
+            })
+            .collect(),
+    })
+}
+
+/// The message (Responses: the item) answering call `call_id` of tool `name` with `text` and
+/// `images` as images, in the format of the message that made the call, as compact JSON; None
+/// where that format's tool result cannot carry one of them (a chat `tool` message holds text
+/// alone; Bedrock takes bytes or an S3 URI; Gemini's function response parts inline data).
+/// Bedrock's bytes are written as their base64 (the JSON its REST API reads; the Python SDK
+/// takes raw bytes: the bindings' caller decodes them).
+pub fn image_result_json(
+    wire: crate::wire::Format,
+    call_id: &str,
+    name: &str,
+    text: &str,
+    images: &[RecalledSource<'_>],
+) -> Option<String> {
+    use crate::wire::Format;
+    match wire {
+        Format::OpenAIResponses => {
+            openai_responses::tool_result_with_images_json(call_id, text, images)
+        }
+        Format::Anthropic => anthropic::tool_result_with_images_json(call_id, text, images),
+        Format::Bedrock => bedrock::tool_result_with_images_json(call_id, text, images),
+        Format::Gemini => gemini::tool_result_with_images_json(call_id, name, text, images, false),
+        Format::GeminiSnake => {
+            gemini::tool_result_with_images_json(call_id, name, text, images, true)
+        }
+        Format::OpenAIChat | Format::Unknown | Format::LangChain => None,
+    }
+}
+
 /// The recall tool's declaration in `format`'s tool list, as compact JSON.
 pub fn tool_json(format: WireFormat) -> String {
     match format {
@@ -720,6 +889,141 @@ mod tests {
             ],
         }]);
         assert_eq!(original(&t, &e).unwrap(), "a\nb");
+    }
+
+    /// A 1280x800 PNG's header as base64 (24 bytes: signature and IHDR's size).
+    fn png_1280x800() -> String {
+        let mut png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR".to_vec();
+        png.extend_from_slice(&1280u32.to_be_bytes());
+        png.extend_from_slice(&800u32.to_be_bytes());
+        png.extend_from_slice(&[8, 2, 0, 0, 0, 0, 0, 0, 0]);
+        crate::image::encode(&png)
+    }
+
+    #[test]
+    fn a_stored_original_is_read_for_the_images_it_holds_never_a_texts_lookalike() {
+        let png = png_1280x800();
+        let dims = Some(crate::image::Dims {
+            width: 1280,
+            height: 800,
+        });
+        // A tool result's text and its screenshots, as `result_original` writes them.
+        let stored = format!("café log\n[image, url]\nnot a url\n[image, base64]\n{png}\n[image, url]\nhttps://x.test/a.png");
+        let l = recalled_layout(&stored, false).unwrap();
+        assert_eq!(
+            l.text_end,
+            "café log\n[image, url]\nnot a url".chars().count()
+        );
+        assert_eq!(l.images.len(), 2);
+        assert_eq!(
+            l.images[0].source,
+            RecalledSource::Base64 {
+                media_type: "image/png",
+                data: &png
+            }
+        );
+        assert_eq!(l.images[0].dims, dims);
+        assert_eq!(l.images[0].start, l.text_end);
+        assert_eq!(l.images[0].end, l.images[1].start);
+        assert_eq!(
+            l.images[1].source,
+            RecalledSource::Url("https://x.test/a.png")
+        );
+        assert_eq!(l.images[1].end, stored.chars().count());
+        // An image folded alone: its base64, or its data URL.
+        let alone = recalled_layout(&png, false).unwrap();
+        assert_eq!((alone.text_end, alone.images[0].end), (0, png.len()));
+        let url = format!("data:image/jpeg;base64,{png}");
+        assert!(matches!(
+            recalled_layout(&url, false).unwrap().images[0].source,
+            RecalledSource::Base64 {
+                media_type: "image/jpeg",
+                ..
+            }
+        ));
+        // A URL is an image only where the fold is known to be one; texts never are.
+        assert!(recalled_layout("https://x.test/a.png", false).is_none());
+        assert!(recalled_layout("https://x.test/a.png", true).is_some());
+        assert!(recalled_layout("all 12 passed", true).is_none());
+        assert!(recalled_layout("aGVsbG8gd29ybGQ=", false).is_none());
+        assert!(recalled_layout("data:text/plain;base64,aGVsbG8=", true).is_none());
+        assert!(recalled_layout("[image, base64]\n", false).is_none());
+    }
+
+    #[test]
+    fn an_image_answer_is_written_where_the_format_carries_one() {
+        use crate::wire::Format;
+        let img = [RecalledSource::Base64 {
+            media_type: "image/png",
+            data: "iVBO",
+        }];
+        let url = [RecalledSource::Url("https://x.test/a.png")];
+        let parse =
+            |s: Option<String>| serde_json::from_str::<serde_json::Value>(&s.unwrap()).unwrap();
+        let a = parse(image_result_json(
+            Format::Anthropic,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &img,
+        ));
+        assert_eq!(a["content"][0]["content"][1]["source"]["data"], "iVBO");
+        let b = parse(image_result_json(
+            Format::Bedrock,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &img,
+        ));
+        assert_eq!(
+            b["content"][0]["toolResult"]["content"][1]["image"]["format"],
+            "png"
+        );
+        let r = parse(image_result_json(
+            Format::OpenAIResponses,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &img,
+        ));
+        assert_eq!(r["output"][1]["image_url"], "data:image/png;base64,iVBO");
+        let g = parse(image_result_json(
+            Format::Gemini,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &img,
+        ));
+        let f = &g["parts"][0]["functionResponse"];
+        assert_eq!(
+            (
+                &f["response"]["output"],
+                &f["parts"][0]["inlineData"]["data"]
+            ),
+            (&"h".into(), &"iVBO".into())
+        );
+        let s = parse(image_result_json(
+            Format::GeminiSnake,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &img,
+        ));
+        assert_eq!(
+            s["parts"][0]["function_response"]["parts"][0]["inline_data"]["mime_type"],
+            "image/png"
+        );
+        assert!(image_result_json(Format::OpenAIChat, "t1", RECALL_TOOL, "h", &img).is_none());
+        assert!(image_result_json(Format::Bedrock, "t1", RECALL_TOOL, "h", &url).is_none());
+        assert!(image_result_json(Format::Gemini, "t1", RECALL_TOOL, "h", &url).is_none());
+        let a = parse(image_result_json(
+            Format::Anthropic,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &url,
+        ));
+        assert_eq!(a["content"][0]["content"][1]["source"]["type"], "url");
     }
 
     #[test]

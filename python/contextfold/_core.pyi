@@ -71,6 +71,8 @@ __all__ = [
     "fold_id",
     "fold_ids_in",
     "recall_calls",
+    "recall_image_result",
+    "recall_images",
     "recall_page",
     "recall_result",
     "recall_tool",
@@ -800,6 +802,22 @@ def recall_page(
 ) -> tuple[str, int, int]:
     """One page of ``text`` from character ``offset``, at most ``max_tokens`` estimated tokens:
     ``(page, end offset in characters, total characters)``."""
+
+def recall_images(
+    text: str, /, *, known_image: bool = False
+) -> tuple[int, list[tuple[str, str, str | None, int | None, int | None, int, int]]] | None:
+    """The images a stored original holds: ``(characters of text before them, [(kind, source,
+    media type, width, height, start, end)])``, kind ``"base64"`` / ``"url"`` / ``"file"``,
+    width and height in pixels (None when the header does not say them), start and end in
+    characters of ``text``; None when it holds none. ``known_image``: the fold was an image, so
+    a lone URL or file id is one."""
+
+def recall_image_result(
+    message: Any, /, *, call_id: str, text: str, images: list[tuple[str, str, str | None]]
+) -> str | None:
+    """The message answering recall call ``call_id`` of ``message`` with ``text`` and
+    ``images`` (``(kind, source, media type)``) as images, in ``message``'s own format, as
+    compact JSON; None where its tool result cannot carry them."""
 
 # -- repair (src/repair.rs) -----------------------------------------------------------------
 

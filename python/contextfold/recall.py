@@ -8,13 +8,24 @@ An answer is one header line and the page::
 
     [contextfold_recall id=cf0123456789ab: characters 0-8000 of 20000; more: offset=8000]
     <the page, byte-exact>
+
+A fold that held images (a screenshot folded alone, or a tool result's text beside its
+screenshots) is never paged as its base64: its text is paged as above up to the first image
+(the last text page's header names the image the next offset gives), and an offset inside an
+image's characters gives that image, one per answer, as an image where the format's tool result
+can carry one (``Compactor.answer``)::
+
+    [contextfold_recall id=cf0123456789ab: image 1 of 1, 1280x800 image/png, characters 0-90000 of 90000; end]
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import json
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,8 +36,9 @@ from contextfold.content_store import ContentStore, CorruptEntryError
 
 log = logging.getLogger("contextfold.recall")
 
-__all__ = ["ANSWER_ENVELOPE", "RECALL_TOOL", "RecallCall", "declares_recall", "malformed_text", "page_header",
-           "page_tokens", "read_calls", "recall_calls", "recall_tool", "sample_call", "span_text"]
+__all__ = ["ANSWER_ENVELOPE", "RECALL_TOOL", "FoldImage", "RecallCall", "declares_recall", "fold_images",
+           "image_header", "malformed_text", "names_folded_image", "page_header", "page_tokens", "read_calls",
+           "recall_calls", "recall_tool", "sample_call", "span_text", "stored_text"]
 
 #: The tool's name in every format.
 RECALL_TOOL: str = _core.RECALL_TOOL
@@ -185,35 +197,134 @@ def malformed_text(why: str) -> str:
             '{"id": "cf0123456789ab", "offset": 0}]')
 
 
-def answer_text(store: ContentStore, call: RecallCall, *, max_tokens: int, provider: str, model: str | None) -> str:
-    """The answer's text: a header line, then the page of the stored text (at most
-    ``max_tokens`` estimated tokens, never less than one character)."""
+def stored_text(store: ContentStore, call: RecallCall) -> tuple[str | None, str | None]:
+    """``(the stored original of call's fold, None)``, or ``(None, the answer saying why not)``
+    when it cannot be read (no fold id, corrupt, the store down, not found)."""
     try:
         text = store.get(call.fold_id) if _is_id(call.fold_id) else None
     except CorruptEntryError as e:
         # (The model gets an answer it can act on; the caller's log gets the file or key.)
         log.warning("%s", e)
-        return f"[{RECALL_TOOL} id={_shown(call.fold_id)}: its stored content cannot be read; continue without it]"
+        return None, f"[{RECALL_TOOL} id={_shown(call.fold_id)}: its stored content cannot be read; continue without it]"
     except Exception as e:  # noqa: BLE001 - any store the caller gave: a Redis that is down, a lost mount
         # (Raised, it ended the agent's loop over one page the model asked for; the caller's log
         # gets the error, the model an answer it can act on.)
         log.warning("content store %r failed reading %s: %s: %s", store, call.fold_id, type(e).__name__, e)
-        return (f"[{RECALL_TOOL} id={_shown(call.fold_id)}: the store holding it cannot be reached now; "
-                "continue without it, or call again later]")
+        return None, (f"[{RECALL_TOOL} id={_shown(call.fold_id)}: the store holding it cannot be reached now; "
+                      "continue without it, or call again later]")
     if text is None:
-        return (f"[{RECALL_TOOL} id={_shown(call.fold_id)}: not found (never folded here, or expired from "
-                "the store); continue without it]")
+        return None, (f"[{RECALL_TOOL} id={_shown(call.fold_id)}: not found (never folded here, or expired from "
+                      "the store); continue without it]")
+    return text, None
+
+
+def answer_text(store: ContentStore, call: RecallCall, *, max_tokens: int, provider: str, model: str | None,
+                text: str | None = None, images: Sequence[FoldImage] = ()) -> str:
+    """The answer's text: a header line, then the page of the stored text (at most
+    ``max_tokens`` estimated tokens, never less than one character). ``text``: the stored
+    original when already read; ``images``: the images it holds (``fold_images``), whose
+    characters are never paged: the page stops where the first begins, and the header of the
+    page that reaches it names it as what the next offset gives."""
+    if text is None:
+        text, said = stored_text(store, call)
+        if text is None:
+            return said or ""
     bound = max(1, min(max_tokens, call.max_tokens or max_tokens, PAGE_BOUND_LIMIT))
-    page, end, total = _core.recall_page(text, offset=call.offset, max_tokens=bound, provider=provider,  # type: ignore[arg-type]
+    body = text[:images[0].start] if images else text
+    page, end, paged = _core.recall_page(body, offset=call.offset, max_tokens=bound, provider=provider,  # type: ignore[arg-type]
                                            model=model)
-    return page_header(call.fold_id, min(call.offset, total), end, total) + page
+    note = f" ({images[0].said(1, len(images))})" if images and end >= paged else ""
+    total = len(text) if images else paged
+    return page_header(call.fold_id, min(call.offset, paged), end, total, note) + page
 
 
-def page_header(fold_id: str, start: int, end: int, total: int) -> str:
+def page_header(fold_id: str, start: int, end: int, total: int, note: str = "") -> str:
     """The line that opens an answer: which characters of the original the page holds, and
-    the ``offset`` of the next page (or ``end``)."""
-    more = f"; more: offset={end}" if end < total else "; end"
+    the ``offset`` of the next page (or ``end``); ``note``: what that offset gives, said after it."""
+    more = f"; more: offset={end}{note}" if end < total else "; end"
     return f"[{RECALL_TOOL} id={fold_id}: characters {start}-{end} of {total}{more}]\n"
+
+
+@dataclass(frozen=True, slots=True)
+class FoldImage:
+    """One image a stored original holds (``fold_images``): ``kind`` ``"base64"`` (``source``
+    its base64 payload), ``"url"`` or ``"file"`` (a file id or storage URI); its media type when
+    known, its pixel size when its header says it (width, height in pixels), and the characters
+    of the original it spans (``start``, ``end``: a recall offset in them gives it)."""
+
+    kind: str
+    source: str
+    media_type: str | None
+    width: int | None
+    height: int | None
+    start: int
+    end: int
+
+    def said(self, k: int, n: int) -> str:
+        """``"image 1 of 2, 1280x800 image/png"``: the image in words, never its base64 (the
+        ``k``-th of ``n``)."""
+        what = f"image {k} of {n}"
+        if self.width and self.height:
+            what += f", {self.width}x{self.height}"
+        if self.media_type:
+            what += f" {self.media_type}"
+        if self.kind != "base64":
+            what += f" at {_shown(self.source)}"
+        return what
+
+    def payload(self) -> tuple[str, str, str | None]:
+        """The image as the core's answer writer takes it: ``(kind, source, media type)``."""
+        return self.kind, self.source, self.media_type
+
+
+def fold_images(text: str, *, known_image: bool = False) -> list[FoldImage]:
+    """The images a stored original holds, in order (empty: none; see
+    ``contextfold._core.recall_images``). ``known_image``: the fold is known to be an image
+    (``names_folded_image``), so a lone URL or file id is one."""
+    read = _core.recall_images(text, known_image=known_image)
+    return [] if read is None else [FoldImage(*img) for img in read[1]]
+
+
+def names_folded_image(history: Sequence[Any] | None, fold_id: str) -> bool:
+    """Whether ``history`` holds the placeholder of an image folded under ``fold_id``
+    (``[folded image, ~N tokens; id=...``): what tells a folded image given by URL or file id
+    from a tool's output that was a bare URL."""
+    if not history or not _is_id(fold_id):
+        return False
+    said = re.compile(r"\[folded image, ~[\d,]+ tokens; id=" + fold_id)
+    for m in history:
+        try:
+            text = json.dumps(_plain(m), ensure_ascii=False, default=lambda _: "")
+        except (TypeError, ValueError):
+            continue
+        if said.search(text):
+            return True
+    return False
+
+
+def image_header(fold_id: str, image: FoldImage, k: int, n: int, total: int, following: FoldImage | None) -> str:
+    """The line that opens an answer giving image ``k`` of ``n`` (``image``) of a fold whose
+    original is ``total`` characters: the image in words, its characters, and the offset of the
+    next image (``following``) or ``end``."""
+    more = f"; more: offset={following.start} ({following.said(k + 1, n)})" if following is not None else "; end"
+    return f"[{RECALL_TOOL} id={fold_id}: {image.said(k, n)}, characters {image.start}-{image.end} of {total}{more}]"
+
+
+def with_bytes(message: Any) -> Any:
+    """A Bedrock answer with its images' base64 (as the core writes them, JSON's form) made the
+    raw bytes boto3 takes; any other message as it is."""
+    content = message.get("content") if isinstance(message, dict) else None
+    for block in content if isinstance(content, list) else ():
+        result = block.get("toolResult") if isinstance(block, dict) else None
+        for part in result.get("content", ()) if isinstance(result, dict) else ():
+            source = part.get("image", {}).get("source") if isinstance(part, dict) else None
+            if isinstance(source, dict) and isinstance(source.get("bytes"), str):
+                data = source["bytes"]
+                try:
+                    source["bytes"] = base64.b64decode(data, validate=True)
+                except (binascii.Error, ValueError):
+                    source["bytes"] = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
+    return message
 
 
 def _is_id(s: str) -> bool:

@@ -218,6 +218,17 @@ class RecoverableFolds:
         appended since count too; a conversation it never compacted gets a tenth of that room. Without it: the last compaction's, whichever conversation that was (one
         conversation per Compactor).
 
+        A fold that held images is never paged as their base64: its text (a tool result's, beside
+        its screenshots) is paged up to the first image, the header of the page that reaches it
+        naming the image the next offset gives; an offset inside an image's characters gives that
+        image, one per answer, as an image in Anthropic, Bedrock (raw bytes), Responses and
+        Gemini (``functionResponse.parts``) when its price (tokens, by its pixels as
+        ``estimate`` prices it) fits the room a page would have; else, and always in OpenAI chat
+        (a ``tool`` message holds text alone), a short text saying what the image is (its size
+        and type) and why it is not given (``needs ~N tokens where this answer's room holds
+        ~M``). A lone URL or file id is known to be an image by its ``[folded image``
+        placeholder in ``history``. ``recall(id)`` still returns the stored original.
+
         A call the model wrote wrong (arguments that are not JSON, no string ``id``, a negative
         or non-integer ``offset``: ``1.5``, ``true``) is answered with what was wrong, so the
         model can call again; an integer written ``8000.0`` or ``"8000"`` is read as 8000.
@@ -250,12 +261,25 @@ class RecoverableFolds:
             # SEAM_SLACK: two messages priced alone can cost a few tokens less than inside the
             # history (Gemini prices a turn's seam with its neighbour).
             target = max(_recall.ANSWER_ENVELOPE + 16, min(target, (room - SEAM_SLACK) // share))
+        stored, said = _recall.stored_text(self.store, calls[0])
+        if stored is None:
+            # (Read once: a store that is down is logged once per answer.)
+            return _answer_message(call, calls[0].call_id, said or "")
+        images = _recall.fold_images(stored)
+        if not images and len(stored) <= 4_096 and not any(c.isspace() for c in stored):
+            # A lone URL or file id is an image's only where its placeholder said so (a tool's
+            # output can be a bare URL): the history is read for it only then.
+            images = _recall.fold_images(stored, known_image=_recall.names_folded_image(history, calls[0].fold_id))
+        if images and calls[0].offset >= images[0].start:
+            if calls[0].max_tokens is not None:
+                target = min(target, calls[0].max_tokens + _recall.ANSWER_ENVELOPE)
+            return self._image_answer(call, calls[0], stored, images, target)
         # The page is cut by its text's estimate; the message prices it in its own context (a
         # tool result's text may cost more, and not in proportion): search the largest page
         # bound whose message fits the target.
         def attempt(page_bound: int) -> tuple[Any, int]:
             text = _recall.answer_text(self.store, calls[0], max_tokens=page_bound, provider=self.provider,
-                                       model=self.model)
+                                       model=self.model, text=stored, images=images)
             message = _answer_message(call, calls[0].call_id, text)
             return message, int(_core.estimate([message], provider=self.provider, model=self.model))  # type: ignore[arg-type]
 
@@ -271,6 +295,35 @@ class RecoverableFolds:
                 else:
                     hi = mid - 1
         return message
+
+    def _image_answer(self, call: Any, fold: _recall.RecallCall, text: str, images: list[_recall.FoldImage],
+                      target: int) -> Any:
+        """The answer giving the image whose characters hold ``fold.offset`` (past the last: the
+        last), as an image where the call's format can carry it in a tool result and its price
+        (tokens, by its pixels as ``estimate`` prices it) fits ``target`` (the tokens the answer
+        may take, as a page's); else in words: what it is, and why it is not given."""
+        k = max(j for j, img in enumerate(images) if img.start <= fold.offset or j == 0)
+        image = images[k]
+        following = images[k + 1] if k + 1 < len(images) else None
+        header = _recall.image_header(fold.fold_id, image, k + 1, len(images), len(text), following)
+        kw = dict(provider=self.provider, model=self.model)
+        plain = _answer_message(call, fold.call_id, header)
+        carried = None if is_langchain_message(call) else _core.recall_image_result(
+            call, call_id=fold.call_id, text=header, images=[image.payload()])
+        if carried is None:
+            # (Which it is: no image at all, or none given by this source; probed with an empty one.)
+            text_only = is_langchain_message(call) or _core.recall_image_result(
+                call, call_id=fold.call_id, text=header, images=[("base64", "", "image/png")]) is None
+            why = "carries text only" if text_only else "takes no image given by URL or file id"
+            return _answer_message(call, fold.call_id, f"{header}\nThe image is not given: a tool result in this API {why}.")
+        message = json.loads(carried)
+        tokens = int(_core.estimate([message], **kw))  # type: ignore[arg-type]
+        if tokens <= target:
+            return _recall.with_bytes(message)
+        price = max(1, tokens - int(_core.estimate([plain], **kw)))  # type: ignore[arg-type]
+        room = max(0, target - (tokens - price))
+        return _answer_message(call, fold.call_id, f"{header}\nThe image is not given: it needs ~{price:,} tokens "
+                               f"where this answer's room holds ~{room:,}.")
 
     def _round_of(self, call: Any, call_id: str, history: Sequence[Any] | None) -> tuple[
             RecallRound | None, int | None, int]:

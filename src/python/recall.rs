@@ -8,7 +8,10 @@ use pyo3::prelude::*;
 use super::messages::{Keep, Walker};
 use crate::compaction::{PricedEdit, WireFormat};
 use crate::message::{Content, Message, Part};
-use crate::recall::{fold_of, page, result_json, tool_json, RECALL_TOOL};
+use crate::recall::{
+    fold_of, image_result_json, page, recalled_layout, result_json, tool_json, RecalledSource,
+    RECALL_TOOL,
+};
 
 /// `(id, removed text)` of every edit that removes recoverable text.
 pub(crate) fn folds(ms: &[Message<'_>], edits: &[PricedEdit]) -> Vec<(String, String)> {
@@ -92,6 +95,97 @@ fn recall_result(
     })
 }
 
+/// One image of a stored original as the bindings pass it: `(kind, source, media type)`, kind
+/// `"base64"` (source: the base64 payload), `"url"` or `"file"` (media type None).
+type ImageTuple = (String, String, Option<String>);
+
+/// The images `text` (a stored original) holds, read by `crate::recall::recalled_layout`
+/// (`known_image`: the fold is known to be an image, so a lone URL or file id is one):
+/// `(characters of text before them, [(kind, source, media type, width, height, start, end)])`
+/// with start and end in characters of `text` (width and height in pixels, None when the
+/// header does not say them), or None when it holds none.
+#[pyfunction]
+#[pyo3(signature = (text, /, *, known_image = false))]
+#[allow(clippy::type_complexity)]
+fn recall_images(
+    text: &str,
+    known_image: bool,
+) -> Option<(
+    usize,
+    Vec<(
+        String,
+        String,
+        Option<String>,
+        Option<u32>,
+        Option<u32>,
+        usize,
+        usize,
+    )>,
+)> {
+    let layout = recalled_layout(text, known_image)?;
+    let images = layout
+        .images
+        .iter()
+        .map(|img| {
+            let (kind, source, media_type) = match img.source {
+                RecalledSource::Base64 { media_type, data } => ("base64", data, Some(media_type)),
+                RecalledSource::Url(u) => ("url", u, None),
+                RecalledSource::File(f) => ("file", f, None),
+            };
+            (
+                kind.to_string(),
+                source.to_string(),
+                media_type.map(str::to_string),
+                img.dims.map(|d| d.width),
+                img.dims.map(|d| d.height),
+                img.start,
+                img.end,
+            )
+        })
+        .collect();
+    Some((layout.text_end, images))
+}
+
+/// The message answering recall call `call_id` of `message` with `text` and `images` (as
+/// `recall_images` gives them) as images, in `message`'s own format, as compact JSON; None
+/// where that format's tool result cannot carry them (chat, a URL for Bedrock or Gemini).
+#[pyfunction]
+#[pyo3(signature = (message, /, *, call_id, text, images))]
+fn recall_image_result(
+    py: Python<'_>,
+    message: &Bound<'_, PyAny>,
+    call_id: &str,
+    text: &str,
+    images: Vec<ImageTuple>,
+) -> PyResult<Option<String>> {
+    let keep = Keep::new();
+    let w = Walker::new(py, &keep);
+    let m = w.message(message)?;
+    let mut sources = Vec::with_capacity(images.len());
+    for (kind, source, media_type) in &images {
+        sources.push(match kind.as_str() {
+            "base64" => RecalledSource::Base64 {
+                media_type: media_type.as_deref().unwrap_or("image/png"),
+                data: source,
+            },
+            "url" => RecalledSource::Url(source),
+            "file" => RecalledSource::File(source),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "image kind must be 'base64', 'url' or 'file', got {other:?}"
+                )))
+            }
+        });
+    }
+    Ok(image_result_json(
+        m.wire,
+        call_id,
+        RECALL_TOOL,
+        text,
+        &sources,
+    ))
+}
+
 /// One page of `text` from character `offset`, at most `max_tokens` estimated tokens:
 /// `(page, end offset in characters, total characters)`.
 #[pyfunction]
@@ -116,6 +210,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(recall_calls, m)?)?;
     m.add_function(wrap_pyfunction!(recall_result, m)?)?;
     m.add_function(wrap_pyfunction!(recall_page, m)?)?;
+    m.add_function(wrap_pyfunction!(recall_images, m)?)?;
+    m.add_function(wrap_pyfunction!(recall_image_result, m)?)?;
     register_degrade(m)
 }
 

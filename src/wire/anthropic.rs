@@ -26,6 +26,7 @@ use super::request_body::{
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
+use crate::recall::RecalledSource;
 
 /// `{"type":"image","source":{"type":"base64","media_type","data"} | {"type":"url","url"} |
 /// {"type":"file","file_id"}}`.
@@ -355,6 +356,33 @@ pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
         ("content", text),
     ]);
     format!("{{\"role\":\"user\",\"content\":[{block}]}}")
+}
+
+/// The user message answering `call_id` with `text` and `images` in one `tool_result` block
+/// (a `tool_result`'s content takes text and image blocks), as compact JSON.
+pub(crate) fn tool_result_with_images_json(
+    call_id: &str,
+    text: &str,
+    images: &[RecalledSource<'_>],
+) -> Option<String> {
+    let mut content = vec![object_of(&[("type", "text"), ("text", text)])];
+    for img in images {
+        let source = match *img {
+            RecalledSource::Base64 { media_type, data } => object_of(&[
+                ("type", "base64"),
+                ("media_type", media_type),
+                ("data", data),
+            ]),
+            RecalledSource::Url(u) => object_of(&[("type", "url"), ("url", u)]),
+            RecalledSource::File(f) => object_of(&[("type", "file"), ("file_id", f)]),
+        };
+        content.push(format!("{{\"type\":\"image\",\"source\":{source}}}"));
+    }
+    Some(format!(
+        "{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":{},\"content\":[{}]}}]}}",
+        json_string(call_id),
+        content.join(",")
+    ))
 }
 
 /// Where the id of the `tool_use` block at `at` sits (repair renames duplicates there).

@@ -25,6 +25,7 @@ use super::request_body::{history_list, list_items, opt_u64, Api, Body, Thinking
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Detail, Image, ImageSource, Message, Part, ToolCall};
+use crate::recall::RecalledSource;
 
 /// A Bedrock block, or `None` when `p` has none of Bedrock's block keys.
 pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
@@ -257,6 +258,48 @@ pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
     s.push_str(&object_of(&[("text", text)]));
     s.push_str("]}}]}");
     s
+}
+
+/// The user message answering `call_id` with `text` and `images` in one `toolResult` block, as
+/// compact JSON: an image's bytes as their base64 (what Bedrock's REST API reads), an S3 URI
+/// as its `s3Location`. None for an image Bedrock cannot be given (an http(s) URL, a file id
+/// that is no S3 URI).
+pub(crate) fn tool_result_with_images_json(
+    call_id: &str,
+    text: &str,
+    images: &[RecalledSource<'_>],
+) -> Option<String> {
+    // Bedrock names an image's format by its short name (ImageBlock.format).
+    let format_of = |media_type: &str| match media_type {
+        "image/jpeg" | "image/jpg" => "jpeg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        _ => "png",
+    };
+    let mut content = vec![object_of(&[("text", text)])];
+    for img in images {
+        let (format, source) = match *img {
+            RecalledSource::Base64 { media_type, data } => {
+                (format_of(media_type), object_of(&[("bytes", data)]))
+            }
+            RecalledSource::File(uri) if uri.starts_with("s3://") => {
+                let ext = uri.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
+                (
+                    format_of(&format!("image/{ext}")),
+                    format!("{{\"s3Location\":{}}}", object_of(&[("uri", uri)])),
+                )
+            }
+            _ => return None,
+        };
+        content.push(format!(
+            "{{\"image\":{{\"format\":\"{format}\",\"source\":{source}}}}}"
+        ));
+    }
+    Some(format!(
+        "{{\"role\":\"user\",\"content\":[{{\"toolResult\":{{\"toolUseId\":{},\"content\":[{}]}}}}]}}",
+        super::edit::json_string(call_id),
+        content.join(",")
+    ))
 }
 
 /// Where the id of the `toolUse` block at `at` sits (repair renames duplicates there).

@@ -26,6 +26,7 @@ use super::request_body::{list_items, opt_u64, Api, Body, History, Thinking, Too
 use super::wire_format::WireFormat;
 use super::Format;
 use crate::message::{Content, Detail, Image, ImageSource, Message, Part, ToolCall};
+use crate::recall::RecalledSource;
 
 /// A Gemini part (no `type` key; its kind is its key).
 pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
@@ -446,6 +447,42 @@ fn response_part_json(call_id: &str, name: &str, field: &str, text: &str, snake:
 pub(crate) fn tool_result_json(call_id: &str, name: &str, text: &str, snake: bool) -> String {
     let part = response_part_json(call_id, name, "output", text, snake);
     format!("{{\"role\":\"user\",\"parts\":[{part}]}}")
+}
+
+/// The user content answering `call_id` of `name` with `text` and `images`: one
+/// `functionResponse` whose `parts` carry the images as inline data (Gemini 3's multimodal
+/// function responses), as compact JSON. None for an image given by URL or file URI (a
+/// function response part's file data needs a media type a recall does not know).
+pub(crate) fn tool_result_with_images_json(
+    call_id: &str,
+    name: &str,
+    text: &str,
+    images: &[RecalledSource<'_>],
+    snake: bool,
+) -> Option<String> {
+    let (inline, mime) = if snake {
+        ("inline_data", "mime_type")
+    } else {
+        ("inlineData", "mimeType")
+    };
+    let mut parts = Vec::with_capacity(images.len());
+    for img in images {
+        let RecalledSource::Base64 { media_type, data } = *img else {
+            return None;
+        };
+        parts.push(format!(
+            "{{\"{inline}\":{}}}",
+            object_of(&[(mime, media_type), ("data", data)])
+        ));
+    }
+    let part = response_part_json(call_id, name, "output", text, snake);
+    // (The part ends with the response object's closing braces: the parts go beside it.)
+    let part = format!(
+        "{},\"parts\":[{}]}}}}",
+        &part[..part.len() - 2],
+        parts.join(",")
+    );
+    Some(format!("{{\"role\":\"user\",\"parts\":[{part}]}}"))
 }
 
 /// The path to the id inside the part at `k` under `key`.

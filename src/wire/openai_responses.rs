@@ -27,6 +27,7 @@ use super::wire_format::WireFormat;
 use super::Format;
 use super::{item_reference, responses_tool_items};
 use crate::message::{Content, Image, ImageSource, Message, Part, ToolCall};
+use crate::recall::RecalledSource;
 
 /// The Responses part types: `input_text`, `output_text`, `summary_text`, `reasoning_text`,
 /// `input_image`, `input_file`.
@@ -396,6 +397,32 @@ pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
         ("call_id", call_id),
         ("output", text),
     ])
+}
+
+/// The `function_call_output` item answering `call_id` with `text` and `images`: its `output`
+/// a list of an `input_text` and `input_image` items (the Responses API's list output), as
+/// compact JSON.
+pub(crate) fn tool_result_with_images_json(
+    call_id: &str,
+    text: &str,
+    images: &[RecalledSource<'_>],
+) -> Option<String> {
+    let mut output = vec![object_of(&[("type", "input_text"), ("text", text)])];
+    for img in images {
+        output.push(match *img {
+            RecalledSource::Base64 { media_type, data } => object_of(&[
+                ("type", "input_image"),
+                ("image_url", &format!("data:{media_type};base64,{data}")),
+            ]),
+            RecalledSource::Url(u) => object_of(&[("type", "input_image"), ("image_url", u)]),
+            RecalledSource::File(f) => object_of(&[("type", "input_image"), ("file_id", f)]),
+        });
+    }
+    Some(format!(
+        "{{\"type\":\"function_call_output\",\"call_id\":{},\"output\":[{}]}}",
+        json_string(call_id),
+        output.join(",")
+    ))
 }
 
 /// The `custom_tool_call_output` item answering custom tool call `call_id` with `text`, as
