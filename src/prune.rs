@@ -19,6 +19,7 @@ use crate::message::{Content, Image, ImageSource, Message, Part};
 use crate::shrink_json::shrink_json;
 use crate::tail_walk::{find_tail_start, legal_cuts, TailOptions};
 use crate::wire::edit::{calls_at, CallAt, Change};
+use crate::wire::responses_tool_items;
 use crate::wire::write_edit as write;
 pub use crate::wire::{Edit, Step};
 
@@ -496,7 +497,12 @@ impl Pruner<'_> {
     /// An image outside the tail, replaced by its size.
     fn image(&mut self, i: usize, m: &Message<'_>, part: usize, img: &Image<'_>) {
         let text = image_placeholder(img);
-        let saves = self.est.text(&text) < f64::from(self.est.image(img));
+        let after = if responses_tool_items::is_screenshot(m) {
+            f64::from(self.est.image(&responses_tool_items::blank_screenshot()))
+        } else {
+            self.est.text(&text)
+        };
+        let saves = after < f64::from(self.est.image(img));
         self.push(i, m, Change::Image { part, text }, saves);
     }
 

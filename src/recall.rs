@@ -417,6 +417,12 @@ pub fn recoverable_edits(
     for e in edits {
         let i = e.index();
         let m = &msgs[i];
+        // (An old screenshot of a computer call becomes a pixel: no text of it can name a
+        // fold the model would recall.)
+        if crate::wire::responses_tool_items::is_screenshot(m) {
+            out.push(e);
+            continue;
+        }
         let Some(text) = original(m, &e) else {
             out.push(e);
             continue;
