@@ -290,6 +290,29 @@ pub enum Part<'a> {
     },
 }
 
+impl Part<'_> {
+    /// The media of an opaque part that an old one is masked as an image is (a PDF, a recording,
+    /// a video, an image by reference): hundreds of tokens a page or a second, old output like a
+    /// screenshot. None for any other part, a file of text and a block of no known media (a
+    /// search result, a server tool's item) included: words or structure a mask would lose.
+    pub fn masked_media(&self) -> Option<MediaKind> {
+        match self {
+            Part::Opaque { media, .. } => match media {
+                MediaKind::Document | MediaKind::Audio | MediaKind::Video | MediaKind::Image => {
+                    Some(*media)
+                }
+                MediaKind::Text | MediaKind::Unknown => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether the part is an image or masked media (`masked_media`).
+    pub fn is_media(&self) -> bool {
+        matches!(self, Part::Image(_)) || self.masked_media().is_some()
+    }
+}
+
 /// A message's content field.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Content<'a> {

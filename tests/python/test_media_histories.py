@@ -88,3 +88,141 @@ def test_old_computer_screenshots_are_masked_on_the_responses_format():
             assert cf.estimate(msgs, provider="openai") <= budget
             assert problems(msgs, "responses") == []
             sdk_accepts(msgs)
+
+
+def pdf_result(fmt: str, k: int) -> dict[str, Any]:
+    """Call ``k``'s result: a line of text and the three-page PDF the tool fetched, in ``fmt``."""
+    said = f"invoice {k} fetched"
+    if fmt == "anthropic":
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"c{k}", "content": [
+            {"type": "text", "text": said},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}}]}]}
+    if fmt == "bedrock":
+        return {"role": "user", "content": [{"toolResult": {"toolUseId": f"c{k}", "content": [
+            {"text": said}, {"document": {"format": "pdf", "name": f"invoice{k}", "source": {"bytes": PDF_BYTES}}}]}}]}
+    if fmt == "chat":
+        return {"role": "tool", "tool_call_id": f"c{k}", "content": [
+            {"type": "text", "text": said},
+            {"type": "file", "file": {"filename": f"invoice{k}.pdf", "file_data": "data:application/pdf;base64," + PDF}}]}
+    if fmt == "responses":
+        return {"type": "function_call_output", "call_id": f"c{k}", "output": [
+            {"type": "input_text", "text": said},
+            {"type": "input_file", "filename": f"invoice{k}.pdf", "file_data": "data:application/pdf;base64," + PDF}]}
+    return {"role": "user", "parts": [
+        {"functionResponse": {"name": "fetch", "response": {"output": said}}},
+        {"inlineData": {"mimeType": "application/pdf", "data": PDF}}]}
+
+
+def pdf_call(fmt: str, k: int) -> dict[str, Any]:
+    if fmt == "anthropic":
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": f"c{k}", "name": "fetch", "input": {"invoice": k}}]}
+    if fmt == "bedrock":
+        return {"role": "assistant", "content": [{"toolUse": {"toolUseId": f"c{k}", "name": "fetch", "input": {"invoice": k}}}]}
+    if fmt == "chat":
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{k}", "type": "function", "function": {"name": "fetch", "arguments": json.dumps({"invoice": k})}}]}
+    if fmt == "responses":
+        return {"type": "function_call", "call_id": f"c{k}", "name": "fetch", "arguments": json.dumps({"invoice": k})}
+    return {"role": "model", "parts": [{"functionCall": {"name": "fetch", "args": {"invoice": k}}}]}
+
+
+def said(fmt: str, role: str, text: str) -> dict[str, Any]:
+    if fmt == "gemini":
+        return {"role": "model" if role == "assistant" else role, "parts": [{"text": text}]}
+    return {"role": role, "content": [{"text": text}] if fmt == "bedrock" else text}
+
+
+def invoice_loop(fmt: str, steps: int = 5) -> list[dict[str, Any]]:
+    """A tool that fetches a PDF invoice, called ``steps`` times, the model answering each."""
+    h = [said(fmt, "user", "Total the invoices of March; never pay one.")]
+    for k in range(steps):
+        h += [pdf_call(fmt, k), pdf_result(fmt, k), said(fmt, "assistant", f"Invoice {k}: 120 EUR.")]
+        if fmt in ("anthropic", "bedrock", "gemini") and k < steps - 1:
+            h.append(said(fmt, "user", "Next."))
+    h.append(said(fmt, "user", "The total?"))
+    return h
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "bedrock", "chat", "responses", "gemini"])
+def test_old_documents_a_tool_returned_are_masked_and_said_by_their_pages(fmt):
+    h = invoice_loop(fmt)
+    before = copy.deepcopy(h)
+    provider = PROVIDER[fmt]
+    whole = cf.estimate(h, provider=provider)
+    out = cf.prune(h, protect_tail_tokens=10, min_tail=1, provider=provider)
+    assert h == before
+    kept = sum(enc(m).count(PDF[:4000]) for m in out)
+    assert kept == 0, f"{kept} of 5 PDFs kept"
+    assert enc(out).count("[document omitted: 3 pages]") == 5
+    assert cf.estimate(out, provider=provider) < whole // 4
+    assert problems(out, fmt) == []
+    for strategy, share in (("mask", 0.5), ("hybrid", 0.4), ("hybrid", 0.2), ("summarize", 0.4)):
+        for recoverable in (False, True):
+            budget = int(whole * share)
+            r = cf.Compactor(budget=budget, provider=provider, strategy=strategy,
+                             recoverable=recoverable).compact(h)
+            assert h == before
+            if strategy == "mask":
+                # (Masking alone keeps the newest results whole: it may end over the budget.)
+                assert len(r.pruned) >= 3 and r.tokens_after < whole * 0.6, r
+            else:
+                assert r.tokens_after <= budget, (strategy, recoverable, r.tokens_after, budget)
+            assert problems(list(r.messages), fmt) == []
+
+
+def wav(seconds: int, rate: int = 8000) -> str:
+    """Base64 of a silent mono 16-bit WAV of ``seconds``."""
+    data = b"\x00\x00" * (seconds * rate)
+    raw = (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt "
+           + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16) + b"data" + struct.pack("<I", len(data)) + data)
+    return base64.b64encode(raw).decode()
+
+
+VOICE = wav(30)
+
+
+def user_media(fmt: str, k: int) -> dict[str, Any]:
+    """A user turn of a question and a voice note (chat, Gemini) or a PDF (the others)."""
+    ask = f"And this one ({k})?"
+    if fmt == "chat":
+        return {"role": "user", "content": [{"type": "text", "text": ask},
+                                            {"type": "input_audio", "input_audio": {"data": VOICE, "format": "wav"}}]}
+    if fmt == "gemini":
+        return {"role": "user", "parts": [{"text": ask}, {"inlineData": {"mimeType": "audio/wav", "data": VOICE}}]}
+    if fmt == "anthropic":
+        return {"role": "user", "content": [
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}},
+            {"type": "text", "text": ask}]}
+    if fmt == "bedrock":
+        return {"role": "user", "content": [
+            {"document": {"format": "pdf", "name": f"contract{k}", "source": {"bytes": PDF_BYTES}}}, {"text": ask}]}
+    return {"role": "user", "content": [
+        {"type": "input_file", "filename": f"contract{k}.pdf", "file_data": "data:application/pdf;base64," + PDF},
+        {"type": "input_text", "text": ask}]}
+
+
+@pytest.mark.parametrize("fmt", ["chat", "gemini", "anthropic", "bedrock", "responses"])
+def test_old_recordings_and_documents_the_user_sent_are_masked_as_old_pictures_are(fmt):
+    h = [said(fmt, "user", "Check each contract against our terms; never sign anything."),
+         said(fmt, "assistant", "Send them one at a time.")]
+    for k in range(5):
+        h += [user_media(fmt, k), said(fmt, "assistant", f"Contract {k} matches, but clause {k} differs.")]
+    h.append(said(fmt, "user", "Which differ most?"))
+    before = copy.deepcopy(h)
+    provider = PROVIDER[fmt]
+    whole = cf.estimate(h, provider=provider)
+    out = cf.prune(h, protect_tail_tokens=10, min_tail=1, provider=provider)
+    assert h == before
+    payload = (VOICE if fmt in ("chat", "gemini") else PDF)[:4000]
+    assert enc(out).count(payload) == 0
+    what = "[audio omitted: 30 seconds]" if fmt in ("chat", "gemini") else "[document omitted: 3 pages]"
+    assert enc(out).count(what) == 5
+    # (The question beside each stays.)
+    assert all(f"({k})?" in enc(out) for k in range(5))
+    assert cf.estimate(out, provider=provider) < whole // 3
+    assert problems(out, fmt) == []
+    budget = int(whole * 0.4)
+    r = cf.Compactor(budget=budget, provider=provider).compact(h)
+    assert h == before
+    assert r.tokens_after <= budget
+    assert problems(list(r.messages), fmt) == []
