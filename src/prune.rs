@@ -314,7 +314,7 @@ fn image_placeholder(img: &Image<'_>) -> String {
 
 /// What a document, a recording or a video outside the tail says in its place: its kind and,
 /// when its bytes tell, its pages or seconds. Also an image by reference's.
-fn media_placeholder(p: &Part<'_>) -> String {
+pub(crate) fn media_placeholder(p: &Part<'_>) -> String {
     let (kind, units) = match p {
         Part::Image(img) => return image_placeholder(img),
         Part::Opaque { media, units, .. } => (*media, *units),

@@ -490,19 +490,24 @@ pub fn recoverable_edits(
                     1 => Cow::Borrowed("tool output and 1 image"),
                     n => Cow::Owned(format!("tool output and {n} images")),
                 };
-                Change::ResultText {
-                    part: *part,
-                    text: placeholder(
-                        est,
-                        &what,
-                        tool,
-                        tokens,
-                        words.as_deref().unwrap_or(""),
-                        marked,
-                        &producer,
-                        &id,
-                    ),
+                let mut text = placeholder(
+                    est,
+                    &what,
+                    tool,
+                    tokens,
+                    words.as_deref().unwrap_or(""),
+                    marked,
+                    &producer,
+                    &id,
+                );
+                // A document or a recording beside the text: said as the plain mask says it
+                // (its bytes are not kept: the recall restores the text and images). Left out,
+                // a result of a line and a PDF read "tool output, ~5 tokens", the PDF unsaid.
+                for p in parts.iter().filter(|p| p.masked_media().is_some()) {
+                    text.push('\n');
+                    text.push_str(&crate::prune::media_placeholder(p));
                 }
+                Change::ResultText { part: *part, text }
             }
             Change::Text { .. } => Change::Text {
                 text: plain(est, "observation", tokens, &text, &id),

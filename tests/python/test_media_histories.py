@@ -165,6 +165,10 @@ def test_old_documents_a_tool_returned_are_masked_and_said_by_their_pages(fmt):
             if strategy == "mask":
                 # (Masking alone keeps the newest results whole: it may end over the budget.)
                 assert len(r.pruned) >= 3 and r.tokens_after < whole * 0.6, r
+                # Each PDF gone is said, a recoverable placeholder's too (its recall restores
+                # the text; a document's bytes are not kept).
+                gone = 5 - sum(enc(m).count(PDF[:4000]) for m in r.messages)
+                assert enc(list(r.messages)).count("[document omitted: 3 pages]") == gone, recoverable
             else:
                 assert r.tokens_after <= budget, (strategy, recoverable, r.tokens_after, budget)
             assert problems(list(r.messages), fmt) == []
