@@ -265,6 +265,9 @@ pub enum Part<'a> {
         /// The provider's own verdict that the call failed (Anthropic `is_error: true`,
         /// Bedrock `status: "error"`): read before the words of the content.
         is_error: bool,
+        /// The function's name where the block names it beside an id of its own (a Gemini
+        /// `functionResponse` carrying `id`): what a rewrite of the whole block must name.
+        name: Option<&'a str>,
     },
     /// Visible reasoning text plus its opaque signature (Anthropic `thinking`).
     Thinking {
@@ -578,6 +581,7 @@ mod tests {
             tool_use_id: "toolu_2",
             is_error: false,
             content: vec![],
+            name: None,
         }]);
         assert_eq!(r.result_ids().collect::<Vec<_>>(), ["toolu_2"]);
         assert!(!r.has_tool_calls());
@@ -598,6 +602,7 @@ mod tests {
                 tool_use_id: "srvtoolu_1",
                 is_error: false,
                 content: vec![],
+                name: None,
             },
             Part::ToolUse(ToolCall {
                 id: "toolu_2",

@@ -469,6 +469,7 @@ pub fn recoverable_edits(
                             tool_use_id,
                             content,
                             is_error,
+                            ..
                         }) => (Some(*tool_use_id), content.as_slice(), *is_error),
                         _ => (None, &[][..], false),
                     },
@@ -671,6 +672,7 @@ mod tests {
                     detail: Detail::Auto,
                 }),
             ],
+            name: None,
         }]);
         let e = MaskEdit::Change {
             index: 0,
@@ -705,6 +707,7 @@ mod tests {
                 Part::Text(Cow::Borrowed("a")),
                 Part::Text(Cow::Borrowed("b")),
             ],
+            name: None,
         }]);
         assert_eq!(original(&t, &e).unwrap(), "a\nb");
     }

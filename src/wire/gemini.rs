@@ -76,7 +76,8 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
         r.saw(spelling(snake));
         let name =
             opt_id(&f, Key::name, format_args!("{path}.functionResponse.name"))?.unwrap_or("");
-        let id = opt_id(&f, Key::id, format_args!("{path}.functionResponse.id"))?.unwrap_or(name);
+        let own_id = opt_id(&f, Key::id, format_args!("{path}.functionResponse.id"))?;
+        let id = own_id.unwrap_or(name);
         let body = match f.get(Key::response).src()? {
             Some(r) => r.json_text().src()?,
             None => String::new(),
@@ -94,6 +95,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             content,
             // (A function's error is inside its `response`, read with its words.)
             is_error: false,
+            name: own_id.map(|_| name),
         });
     }
     // Code the model ran with the code execution tool (`executableCode: {language, code}`) and
@@ -135,6 +137,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             content: vec![Part::Text(output.unwrap_or(Cow::Borrowed("")))],
             // `OUTCOME_OK`; `OUTCOME_FAILED`, `OUTCOME_DEADLINE_EXCEEDED` are failures.
             is_error: outcome.is_some_and(|o| o != "OUTCOME_OK"),
+            name: None,
         });
     }
     // A server-side tool the model invoked (`toolCall: {id, toolType, args}`) and what it
@@ -164,6 +167,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             tool_use_id: opt_id(&c, Key::id, format_args!("{at}.id"))?.unwrap_or(kind),
             content: vec![Part::Text(Cow::Owned(body))],
             is_error: false,
+            name: None,
         });
     }
     // An uploaded image (`fileData: {mimeType, fileUri}`, https://ai.google.dev/api/caching#FileData):
@@ -315,9 +319,40 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             part: Some(k),
             text,
         } => {
-            let Part::ToolResult { content, .. } = msg.parts().get(*k)? else {
+            let Part::ToolResult {
+                content,
+                tool_use_id,
+                name,
+                ..
+            } = msg.parts().get(*k)?
+            else {
                 return None;
             };
+            // A multimodal response (its screenshots in its own `parts`) is rewritten whole, by
+            // its name (and id), with no parts: an edit of its `response` alone left the images,
+            // and every old screenshot of a computer-use loop stayed.
+            if let [Part::Text(_), media @ ..] = content.as_slice() {
+                if !media.is_empty() && media.iter().all(Part::is_media) {
+                    let output = object_of(&[("output", text)]);
+                    let mut value = String::from("{");
+                    if let Some(name) = name {
+                        value.push_str("\"id\":");
+                        value.push_str(&super::edit::json_string(tool_use_id));
+                        value.push_str(",\"name\":");
+                        value.push_str(&super::edit::json_string(name));
+                    } else {
+                        value.push_str("\"name\":");
+                        value.push_str(&super::edit::json_string(tool_use_id));
+                    }
+                    value.push_str(",\"response\":");
+                    value.push_str(&output);
+                    value.push('}');
+                    return Some((
+                        vec![Step::Key("parts"), Step::Index(*k), Step::Key(response_key)],
+                        value,
+                    ));
+                }
+            }
             // The view's text is the response object's compact JSON: its exact size.
             let [Part::Text(old)] = content.as_slice() else {
                 return None;

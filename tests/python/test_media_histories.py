@@ -230,3 +230,52 @@ def test_old_recordings_and_documents_the_user_sent_are_masked_as_old_pictures_a
     assert h == before
     assert r.tokens_after <= budget
     assert problems(list(r.messages), fmt) == []
+
+
+def gemini_computer_loop(steps: int = 6, ids: bool = False) -> list[dict[str, Any]]:
+    """A Gemini computer-use loop: each action's ``functionResponse`` carries the screen it
+    left in its own ``parts`` (Gemini 3's multimodal function responses, as Google's
+    computer-use sample sends them)."""
+    h: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "Book the cheapest flight to Oslo. Never pay."}]}]
+    for k in range(steps):
+        call: dict[str, Any] = {"name": "click_at", "args": {"x": 100 + k, "y": 200}}
+        response: dict[str, Any] = {"name": "click_at", "response": {"url": f"https://example.com/step{k}"},
+                                    "parts": [{"inlineData": {"mimeType": "image/png", "data": SHOTS[k]}}]}
+        if ids:
+            call["id"] = response["id"] = f"fc_{k}"
+        h.append({"role": "model", "parts": [{"text": f"Step {k}."}, {"functionCall": call}]})
+        h.append({"role": "user", "parts": [{"functionResponse": response}]})
+    h.append({"role": "model", "parts": [{"text": "The form is open."}]})
+    h.append({"role": "user", "parts": [{"text": "Go on."}]})
+    return h
+
+
+@pytest.mark.parametrize("ids", [False, True])
+def test_old_screenshots_in_gemini_function_responses_are_masked(ids):
+    types = pytest.importorskip("google.genai.types")
+    h = gemini_computer_loop(ids=ids)
+    before = copy.deepcopy(h)
+    whole = cf.estimate(h, provider="gemini")
+    out = cf.prune(h, protect_tail_tokens=10, min_tail=1, provider="gemini")
+    assert h == before
+    assert sum(enc(m).count(SHOTS[0][:4000]) for m in out) == 0, "every old screenshot masked"
+    for k in range(6):
+        r = out[2 + 2 * k]["parts"][0]["functionResponse"]
+        # Still the answer to its call, by name (and id), the screen said by its size.
+        assert r["name"] == "click_at" and r.get("id") == (f"fc_{k}" if ids else None)
+        assert "parts" not in r or r["parts"] == []
+        assert "[image omitted: 1280x800]" in json.dumps(r["response"])
+    assert cf.estimate(out, provider="gemini") < whole // 4
+    assert problems(out, "gemini") == []
+    for m in out:
+        types.Content.model_validate(m)
+    for strategy, share in (("mask", 0.5), ("hybrid", 0.4), ("hybrid", 0.2)):
+        for recoverable in (False, True):
+            budget = int(whole * share)
+            r = cf.Compactor(budget=budget, provider="gemini", strategy=strategy,
+                             recoverable=recoverable).compact(h)
+            assert h == before
+            assert r.tokens_after <= budget, (strategy, recoverable, r.tokens_after, budget)
+            assert problems(list(r.messages), "gemini") == []
+            for m in r.messages:
+                types.Content.model_validate(m)
