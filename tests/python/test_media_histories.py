@@ -279,3 +279,13 @@ def test_old_screenshots_in_gemini_function_responses_are_masked(ids):
             assert problems(list(r.messages), "gemini") == []
             for m in r.messages:
                 types.Content.model_validate(m)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_a_pdf_in_a_langchain_block_is_priced_by_its_pages_as_the_same_pdf_in_chat(provider):
+    messages = pytest.importorskip("langchain_core.messages")
+    ask = {"type": "text", "text": "What does this invoice say?"}
+    as_langchain = [messages.HumanMessage(content=[ask, {"type": "file", "base64": PDF, "mime_type": "application/pdf"}])]
+    as_chat = [{"role": "user", "content": [ask, {"type": "file", "file": {
+        "filename": "invoice.pdf", "file_data": "data:application/pdf;base64," + PDF}}]}]
+    assert cf.estimate(as_langchain, provider=provider) == cf.estimate(as_chat, provider=provider)
