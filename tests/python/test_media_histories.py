@@ -289,3 +289,51 @@ def test_a_pdf_in_a_langchain_block_is_priced_by_its_pages_as_the_same_pdf_in_ch
     as_chat = [{"role": "user", "content": [ask, {"type": "file", "file": {
         "filename": "invoice.pdf", "file_data": "data:application/pdf;base64," + PDF}}]}]
     assert cf.estimate(as_langchain, provider=provider) == cf.estimate(as_chat, provider=provider)
+
+
+def screenshot_loop(fmt: str, steps: int = 6) -> list[dict[str, Any]]:
+    """A browser tool answering each call with a short line and its screenshot (chat, a
+    Responses output list), or a computer call's screenshot (``computer``), or a tool_result
+    block (``anthropic``)."""
+    if fmt == "computer":
+        return computer_loop(steps)
+    h: list[dict[str, Any]] = [{"role": "user", "content": "Book the cheapest flight to Oslo. Never pay."}]
+    for k in range(steps):
+        url = "data:image/png;base64," + SHOTS[k]
+        if fmt == "chat":
+            h.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{k}", "type": "function", "function": {"name": "browser", "arguments": json.dumps({"step": k})}}]})
+            h.append({"role": "tool", "tool_call_id": f"c{k}", "content": [
+                {"type": "text", "text": f"clicked {k}"}, {"type": "image_url", "image_url": {"url": url}}]})
+        elif fmt == "responses":
+            h.append({"type": "function_call", "call_id": f"c{k}", "name": "browser", "arguments": json.dumps({"step": k})})
+            h.append({"type": "function_call_output", "call_id": f"c{k}", "output": [
+                {"type": "input_text", "text": f"clicked {k}"}, {"type": "input_image", "image_url": url}]})
+        else:
+            h.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"c{k}", "name": "browser", "input": {"step": k}}]})
+            h.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"c{k}", "content": [
+                {"type": "text", "text": f"clicked {k}"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": SHOTS[k]}}]}]})
+        h.append({"role": "assistant", "content": f"Step {k} done."})
+    h.append({"role": "user", "content": "Go on."})
+    return h
+
+
+@pytest.mark.parametrize("fmt", ["chat", "responses", "computer", "anthropic"])
+def test_exclude_tools_and_keep_protect_the_screenshots_a_tool_returned(fmt):
+    h = screenshot_loop(fmt)
+    provider = "anthropic" if fmt == "anthropic" else "openai"
+    whole = cf.estimate(h, provider=provider)
+
+    def shown(messages: Any) -> list[int]:
+        # (A screenshot's base64 ends where its string does.)
+        return [k for k in range(6) if SHOTS[k] + '"' in enc(list(messages))]
+
+    assert shown(h) == list(range(6))
+    # Outputs of an excluded tool are never masked: its screenshots are its output.
+    r = cf.Compactor(budget=int(whole * 0.3), provider=provider, strategy="mask",
+                     exclude_tools=["browser", "computer"]).compact(h)
+    assert shown(r.messages) == list(range(6)), r.pruned
+    # The last three calls' results are kept whole.
+    r = cf.Compactor(budget=int(whole * 0.3), provider=provider, strategy="mask", keep=3).compact(h)
+    assert shown(r.messages) == [3, 4, 5], r.pruned
