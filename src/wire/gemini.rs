@@ -379,6 +379,37 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
                 value,
             )
         }
+        // The response beside its screenshots (a result's middle cut in the kept tail): the
+        // `response` object written as a lone response's is, its `parts` kept. Not written, a
+        // long pending response with a screenshot raised `CompactionBudgetError` where the
+        // task and the last user turn fit.
+        Change::ResultPartText {
+            part: k,
+            inner: 0,
+            text,
+        } => {
+            let Part::ToolResult { content, .. } = msg.parts().get(*k)? else {
+                return None;
+            };
+            let Some(Part::Text(old)) = content.first() else {
+                return None;
+            };
+            let value = if is_json_object(text) {
+                text.clone()
+            } else {
+                object_of(&[("output", text)])
+            };
+            if_smaller(
+                old.len(),
+                vec![
+                    Step::Key("parts"),
+                    Step::Index(*k),
+                    Step::Key(response_key),
+                    Step::Key("response"),
+                ],
+                value,
+            )
+        }
         Change::Image { part, text } => image_replaced(
             msg,
             *part,

@@ -337,3 +337,27 @@ def test_exclude_tools_and_keep_protect_the_screenshots_a_tool_returned(fmt):
     # The last three calls' results are kept whole.
     r = cf.Compactor(budget=int(whole * 0.3), provider=provider, strategy="mask", keep=3).compact(h)
     assert shown(r.messages) == [3, 4, 5], r.pruned
+
+
+@pytest.mark.parametrize("recoverable", [False, True])
+def test_a_pending_long_gemini_function_response_beside_its_screenshot_is_cut_and_keeps_it(recoverable):
+    types = pytest.importorskip("google.genai.types")
+    log = "\n".join(f"line {k}: compiled module_{k}.c in {k % 7}.{k % 10}s" for k in range(3000))
+    h = gemini_computer_loop()[:-2]
+    h[-1]["parts"][0]["functionResponse"]["response"] = {"log": log}
+    before = copy.deepcopy(h)
+    whole = cf.estimate(h, provider="gemini")
+    c = cf.Compactor(budget=whole // 4, provider="gemini", recoverable=recoverable)
+    r = c.compact(h)
+    assert h == before
+    assert r.tokens_after <= whole // 4
+    last = r.messages[-1]["parts"][0]["functionResponse"]
+    assert last["parts"] == before[-1]["parts"][0]["functionResponse"]["parts"], "the newest screen stays"
+    said = json.dumps(last["response"])
+    assert "line 0: compiled" in said and "line 2999: compiled" in said and len(said) < len(log) // 2
+    assert problems(list(r.messages), "gemini") == []
+    for m in r.messages:
+        types.Content.model_validate(m)
+    if recoverable:
+        cut = [n for n in r.notes if "middle" in n and "id=" in n]
+        assert c.recall(cut[0].split("id=")[1].split()[0]) == json.dumps({"log": log}, separators=(",", ":"))
