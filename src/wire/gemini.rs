@@ -87,8 +87,13 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
         // `response` object, in `functionResponse.parts`
         // (https://ai.google.dev/gemini-api/docs/function-calling, "Multimodal function
         // responses"): billed as media (1,088 tokens per image in the recorded requests).
+        // (The key spelling its media parts use says nothing of the spelling of the
+        // `functionResponse` an edit writes into: pydantic-ai sends `inline_data` inside a
+        // `functionResponse`, and the message read as snake case could take no edit.)
         if let Some(media) = f.get(Key::parts).src()? {
+            let spelled_as = r.format.get();
             content.extend(r.nested_parts(&media, &format!("{path}.functionResponse.parts"))?);
+            r.format.set(spelled_as);
         }
         return Ok(Part::ToolResult {
             tool_use_id: id,

@@ -232,7 +232,7 @@ def test_old_recordings_and_documents_the_user_sent_are_masked_as_old_pictures_a
     assert problems(list(r.messages), fmt) == []
 
 
-def gemini_computer_loop(steps: int = 6, ids: bool = False) -> list[dict[str, Any]]:
+def gemini_computer_loop(steps: int = 6, ids: bool = False, media_key: str = "inlineData") -> list[dict[str, Any]]:
     """A Gemini computer-use loop: each action's ``functionResponse`` carries the screen it
     left in its own ``parts`` (Gemini 3's multimodal function responses, as Google's
     computer-use sample sends them)."""
@@ -240,7 +240,7 @@ def gemini_computer_loop(steps: int = 6, ids: bool = False) -> list[dict[str, An
     for k in range(steps):
         call: dict[str, Any] = {"name": "click_at", "args": {"x": 100 + k, "y": 200}}
         response: dict[str, Any] = {"name": "click_at", "response": {"url": f"https://example.com/step{k}"},
-                                    "parts": [{"inlineData": {"mimeType": "image/png", "data": SHOTS[k]}}]}
+                                    "parts": [{media_key: {"mimeType": "image/png", "data": SHOTS[k]}}]}
         if ids:
             call["id"] = response["id"] = f"fc_{k}"
         h.append({"role": "model", "parts": [{"text": f"Step {k}."}, {"functionCall": call}]})
@@ -250,10 +250,11 @@ def gemini_computer_loop(steps: int = 6, ids: bool = False) -> list[dict[str, An
     return h
 
 
-@pytest.mark.parametrize("ids", [False, True])
-def test_old_screenshots_in_gemini_function_responses_are_masked(ids):
+# (pydantic-ai sends its media in snake case inside a camel-case `functionResponse`, with ids.)
+@pytest.mark.parametrize("ids,media_key", [(False, "inlineData"), (True, "inlineData"), (True, "inline_data")])
+def test_old_screenshots_in_gemini_function_responses_are_masked(ids, media_key):
     types = pytest.importorskip("google.genai.types")
-    h = gemini_computer_loop(ids=ids)
+    h = gemini_computer_loop(ids=ids, media_key=media_key)
     before = copy.deepcopy(h)
     whole = cf.estimate(h, provider="gemini")
     out = cf.prune(h, protect_tail_tokens=10, min_tail=1, provider="gemini")
