@@ -220,6 +220,7 @@ fn part<'a>(src: &mut Src<'a>, images: &'a [String; 3], depth: usize) -> Part<'a
                 tool_use_id,
                 is_error: false,
                 content: (0..k).map(|_| part(src, images, depth + 1)).collect(),
+                name: None,
             }
         }
         5 => Part::Thinking {
@@ -570,6 +571,7 @@ fn agent_history<'a>(src: &mut Src<'a>, format: WireFormat) -> Vec<Message<'a>> 
                         tool_use_id: id,
                         is_error: false,
                         content: vec![Part::Text(Cow::Borrowed(src.str()))],
+                        name: None,
                     })
                     .collect(),
             );

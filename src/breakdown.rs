@@ -404,6 +404,7 @@ mod tests {
             tool_use_id: "toolu_01",
             is_error: false,
             content: vec![Part::Text(Cow::Borrowed("a cat on a mat"))],
+            name: None,
         }]);
         vec![
             Message::text("system", "You are a coding agent."),
@@ -499,6 +500,7 @@ mod tests {
                     detail: Detail::High,
                 }),
             ],
+            name: None,
         }]);
         ms.push(file);
         let est = Estimator::new(Provider::OpenAI, "gpt-4o");

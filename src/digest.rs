@@ -687,6 +687,7 @@ fn results_by_call<'a>(msgs: &'a [Message<'_>]) -> HashMap<(usize, &'a str), Vec
                     tool_use_id,
                     content,
                     is_error,
+                    ..
                 } = p
                 {
                     // A server-run tool's result sits in the message that made the call
@@ -1938,6 +1939,7 @@ mod tests {
                     "File has been modified since read, by the user or a linter.",
                 ))],
                 is_error: marked,
+                name: None,
             }]);
             for m in [&mut a, &mut r] {
                 m.wire = crate::wire::Format::Anthropic;
@@ -3596,6 +3598,7 @@ mod tests {
                 tool_use_id: "srvtoolu_1",
                 content: vec![opaque("web_search_result"), opaque("web_search_result")],
                 is_error: false,
+                name: None,
             },
             Part::ToolUse(ToolCall {
                 id: "mcptoolu_1",
@@ -3606,6 +3609,7 @@ mod tests {
                 tool_use_id: "mcptoolu_1",
                 content: vec![Part::Text(Cow::Borrowed("issue 1234 not found (404)"))],
                 is_error: true,
+                name: None,
             },
         ]);
         let msgs = vec![

@@ -54,6 +54,14 @@ pub(crate) fn edited<'a>(m: &Message<'a>, e: &MaskEdit) -> Message<'a> {
                     ps.push(Part::Text(Cow::Owned(text.clone())));
                 }
             }
+            // A computer call's screenshot becomes a one-pixel image, not text.
+            Change::Image { part, .. } if crate::wire::responses_tool_items::is_screenshot(m) => {
+                if let Content::Parts(ps) = &mut out.content {
+                    if let Some(p) = ps.get_mut(*part) {
+                        *p = Part::Image(crate::wire::responses_tool_items::blank_screenshot());
+                    }
+                }
+            }
             Change::Image { part, text } | Change::PartText { part, text } => {
                 if let Content::Parts(ps) = &mut out.content {
                     if let Some(p) = ps.get_mut(*part) {

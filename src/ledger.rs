@@ -615,6 +615,7 @@ pub fn content_hash(m: &Message<'_>) -> u64 {
                 tool_use_id,
                 content,
                 is_error,
+                ..
             } => {
                 // (A result marked as an error hashes apart; an unmarked one as before.)
                 h.u64(if *is_error { 5 } else { 4 });

@@ -88,7 +88,11 @@ fn edit_call_id<'a>(msgs: &[Message<'a>], index: usize, change: &Change) -> Opti
             call: CallAt::ToolCalls(j),
             ..
         } => m.tool_calls.get(*j).map(|c| c.id),
-        Change::Image { .. } | Change::Text { .. } | Change::PartText { .. } => None,
+        // An image or a text part of a result message (a chat `tool` message's screenshot, a
+        // Responses output list's, a computer call's): that call's output, as its whole text
+        // is. Said by no call, `exclude_tools` and `keep` masked them all the same.
+        Change::Image { .. } | Change::PartText { .. } => m.tool_call_id,
+        Change::Text { .. } => None,
     }
 }
 

@@ -265,6 +265,9 @@ pub enum Part<'a> {
         /// The provider's own verdict that the call failed (Anthropic `is_error: true`,
         /// Bedrock `status: "error"`): read before the words of the content.
         is_error: bool,
+        /// The function's name where the block names it beside an id of its own (a Gemini
+        /// `functionResponse` carrying `id`): what a rewrite of the whole block must name.
+        name: Option<&'a str>,
     },
     /// Visible reasoning text plus its opaque signature (Anthropic `thinking`).
     Thinking {
@@ -288,6 +291,29 @@ pub enum Part<'a> {
         units: Option<u32>,
         text: Option<Cow<'a, str>>,
     },
+}
+
+impl Part<'_> {
+    /// The media of an opaque part that an old one is masked as an image is (a PDF, a recording,
+    /// a video, an image by reference): hundreds of tokens a page or a second, old output like a
+    /// screenshot. None for any other part, a file of text and a block of no known media (a
+    /// search result, a server tool's item) included: words or structure a mask would lose.
+    pub fn masked_media(&self) -> Option<MediaKind> {
+        match self {
+            Part::Opaque { media, .. } => match media {
+                MediaKind::Document | MediaKind::Audio | MediaKind::Video | MediaKind::Image => {
+                    Some(*media)
+                }
+                MediaKind::Text | MediaKind::Unknown => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether the part is an image or masked media (`masked_media`).
+    pub fn is_media(&self) -> bool {
+        matches!(self, Part::Image(_)) || self.masked_media().is_some()
+    }
 }
 
 /// A message's content field.
@@ -555,6 +581,7 @@ mod tests {
             tool_use_id: "toolu_2",
             is_error: false,
             content: vec![],
+            name: None,
         }]);
         assert_eq!(r.result_ids().collect::<Vec<_>>(), ["toolu_2"]);
         assert!(!r.has_tool_calls());
@@ -575,6 +602,7 @@ mod tests {
                 tool_use_id: "srvtoolu_1",
                 is_error: false,
                 content: vec![],
+                name: None,
             },
             Part::ToolUse(ToolCall {
                 id: "toolu_2",

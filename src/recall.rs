@@ -426,6 +426,12 @@ pub fn recoverable_edits(
     for e in edits {
         let i = e.index();
         let m = &msgs[i];
+        // (An old screenshot of a computer call becomes a pixel: no text of it can name a
+        // fold the model would recall.)
+        if crate::wire::responses_tool_items::is_screenshot(m) {
+            out.push(e);
+            continue;
+        }
         let Some(text) = original(m, &e) else {
             out.push(e);
             continue;
@@ -472,6 +478,7 @@ pub fn recoverable_edits(
                             tool_use_id,
                             content,
                             is_error,
+                            ..
                         }) => (Some(*tool_use_id), content.as_slice(), *is_error),
                         _ => (None, &[][..], false),
                     },
@@ -489,19 +496,24 @@ pub fn recoverable_edits(
                 // A screenshot masked with its result's text is said, as the recall gives
                 // it back.
                 let what = with_images("tool output", parts);
-                Change::ResultText {
-                    part: *part,
-                    text: placeholder(
-                        est,
-                        &what,
-                        tool,
-                        tokens,
-                        words.as_deref().unwrap_or(""),
-                        marked,
-                        &producer,
-                        &id,
-                    ),
+                let mut text = placeholder(
+                    est,
+                    &what,
+                    tool,
+                    tokens,
+                    words.as_deref().unwrap_or(""),
+                    marked,
+                    &producer,
+                    &id,
+                );
+                // A document or a recording beside the text: said as the plain mask says it
+                // (its bytes are not kept: the recall restores the text and images). Left out,
+                // a result of a line and a PDF read "tool output, ~5 tokens", the PDF unsaid.
+                for p in parts.iter().filter(|p| p.masked_media().is_some()) {
+                    text.push('\n');
+                    text.push_str(&crate::prune::media_placeholder(p));
                 }
+                Change::ResultText { part: *part, text }
             }
             // (An observation beside Ollama's native images goes with them: its words are
             // read from its text, never from their base64.)
@@ -853,6 +865,7 @@ mod tests {
                     detail: Detail::Auto,
                 }),
             ],
+            name: None,
         }]);
         let e = MaskEdit::Change {
             index: 0,
@@ -887,6 +900,7 @@ mod tests {
                 Part::Text(Cow::Borrowed("a")),
                 Part::Text(Cow::Borrowed("b")),
             ],
+            name: None,
         }]);
         assert_eq!(original(&t, &e).unwrap(), "a\nb");
     }

@@ -125,6 +125,7 @@ mod tests {
             tool_use_id: id,
             content: vec![Part::Text(Cow::Borrowed("out"))],
             is_error: false,
+            name: None,
         }
     }
 

@@ -82,6 +82,7 @@ fn history<'a>(steps: &[Step], anthropic: bool, text: &'a str) -> Vec<Message<'a
                                 tool_use_id: id,
                                 is_error: false,
                                 content: vec![Part::Text(Cow::Borrowed(&text[..size]))],
+                                name: None,
                             })
                             .collect(),
                     );

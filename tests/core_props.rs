@@ -89,6 +89,7 @@ proptest! {
                 tool_use_id: "toolu_1",
                 is_error: false,
                 content: vec![Part::Text(Cow::Borrowed(&body))],
+                name: None,
             }]);
             prop_assert!(e.message(&result) >= e.message(&plain));
         }

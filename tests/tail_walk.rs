@@ -210,6 +210,7 @@ fn build<'a>(steps: &[Step], st: &'a Store) -> Vec<Message<'a>> {
                                 tool_use_id: id,
                                 is_error: false,
                                 content: vec![Part::Text(Cow::Borrowed(text(result_len)))],
+                                name: None,
                             })
                             .collect(),
                     );

@@ -173,6 +173,7 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
                     tool_use_id,
                     content: vec![Part::Text(Cow::Owned(run.0))],
                     is_error: run.1,
+                    name: None,
                 }));
             }
             let content = match p.get(Key::content).src()? {
@@ -194,6 +195,7 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
                 tool_use_id,
                 content,
                 is_error,
+                name: None,
             }
         }
         "thinking" => {

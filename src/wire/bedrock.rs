@@ -92,6 +92,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             tool_use_id: id.unwrap_or(""),
             content,
             is_error,
+            name: None,
         }));
     }
     // Reasoning (`ReasoningContentBlock`: `reasoningText` with its signature, or

@@ -85,7 +85,8 @@ pub enum Change {
         inner: usize,
         text: String,
     },
-    /// The image part at content position `part` becomes a text part saying `text`.
+    /// The image part (or the media part: a document, a recording, `Part::masked_media`) at
+    /// content position `part` becomes a text part saying `text`.
     Image { part: usize, text: String },
     /// The arguments of a call become `json` (valid JSON text of the same root type).
     Arguments { call: CallAt, json: String },
@@ -222,8 +223,9 @@ pub(crate) fn text_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
     parts_bytes(parts, false, |t| t.len() + 2)
 }
 
-/// A lower bound on the JSON bytes of a tool result's content of text and image blocks (a
-/// screenshot a tool returned is old tool output like its text); None for any other block.
+/// A lower bound on the JSON bytes of a tool result's content of text, image and media blocks
+/// (a screenshot or a PDF a tool returned is old tool output like its text); None for any
+/// other block.
 pub(crate) fn result_parts_bytes(parts: &[Part<'_>]) -> Option<usize> {
     parts_bytes(parts, true, |t| t.len() + 2)
 }
@@ -243,6 +245,10 @@ fn parts_bytes(
         .map(|p| match p {
             Part::Text(t) => Some(text_bytes(t)),
             Part::Image(img) if images => Some(IMAGE_MIN + source_bytes(&img.source)),
+            // (A document or a recording beside them: its whole block's JSON.)
+            Part::Opaque { wire_chars, .. } if images && p.masked_media().is_some() => {
+                Some(*wire_chars)
+            }
             _ => None,
         })
         .sum()
@@ -259,7 +265,7 @@ pub(crate) fn if_smaller_parts(
     value: String,
 ) -> Option<Written> {
     let old_min = result_parts_bytes(parts)?;
-    if parts.iter().any(|p| matches!(p, Part::Image(_))) {
+    if parts.iter().any(Part::is_media) {
         return Some((path, value));
     }
     if_smaller_than(
@@ -289,14 +295,18 @@ pub(crate) fn if_smaller(old_min: usize, path: Vec<Step>, value: String) -> Opti
 /// priced by its pixels (a 60-byte URL costs hundreds of tokens) and its placeholder by its
 /// words, and the edit is planned only where it saves tokens (`prune`). A bytes test kept a URL
 /// image's "[image omitted]" in place of its recoverable placeholder (longer than the URL), and
-/// the URL was lost to recall. None when the part is no image.
+/// the URL was lost to recall. A document or a recording (`Part::masked_media`) likewise.
+/// None when the part is neither.
 pub(crate) fn image_replaced(
     msg: &Message<'_>,
     part: usize,
     path: Vec<Step>,
     value: String,
 ) -> Option<Written> {
-    matches!(msg.parts().get(part), Some(Part::Image(_))).then_some((path, value))
+    msg.parts()
+        .get(part)
+        .is_some_and(Part::is_media)
+        .then_some((path, value))
 }
 
 /// `if_smaller` for a string value `old` (`string_bytes`, then its exact escaped size).

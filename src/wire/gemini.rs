@@ -78,7 +78,8 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
         r.saw(spelling(snake));
         let name =
             opt_id(&f, Key::name, format_args!("{path}.functionResponse.name"))?.unwrap_or("");
-        let id = opt_id(&f, Key::id, format_args!("{path}.functionResponse.id"))?.unwrap_or(name);
+        let own_id = opt_id(&f, Key::id, format_args!("{path}.functionResponse.id"))?;
+        let id = own_id.unwrap_or(name);
         let body = match f.get(Key::response).src()? {
             Some(r) => r.json_text().src()?,
             None => String::new(),
@@ -88,14 +89,20 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
         // `response` object, in `functionResponse.parts`
         // (https://ai.google.dev/gemini-api/docs/function-calling, "Multimodal function
         // responses"): billed as media (1,088 tokens per image in the recorded requests).
+        // (The key spelling its media parts use says nothing of the spelling of the
+        // `functionResponse` an edit writes into: pydantic-ai sends `inline_data` inside a
+        // `functionResponse`, and the message read as snake case could take no edit.)
         if let Some(media) = f.get(Key::parts).src()? {
+            let spelled_as = r.format.get();
             content.extend(r.nested_parts(&media, &format!("{path}.functionResponse.parts"))?);
+            r.format.set(spelled_as);
         }
         return Ok(Part::ToolResult {
             tool_use_id: id,
             content,
             // (A function's error is inside its `response`, read with its words.)
             is_error: false,
+            name: own_id.map(|_| name),
         });
     }
     // Code the model ran with the code execution tool (`executableCode: {language, code}`) and
@@ -137,6 +144,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             content: vec![Part::Text(output.unwrap_or(Cow::Borrowed("")))],
             // `OUTCOME_OK`; `OUTCOME_FAILED`, `OUTCOME_DEADLINE_EXCEEDED` are failures.
             is_error: outcome.is_some_and(|o| o != "OUTCOME_OK"),
+            name: None,
         });
     }
     // A server-side tool the model invoked (`toolCall: {id, toolType, args}`) and what it
@@ -166,6 +174,7 @@ pub(crate) fn keyed_part<'a, V: Input<'a>, D: PartReader>(
             tool_use_id: opt_id(&c, Key::id, format_args!("{at}.id"))?.unwrap_or(kind),
             content: vec![Part::Text(Cow::Owned(body))],
             is_error: false,
+            name: None,
         });
     }
     // An uploaded image (`fileData: {mimeType, fileUri}`, https://ai.google.dev/api/caching#FileData):
@@ -317,9 +326,40 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             part: Some(k),
             text,
         } => {
-            let Part::ToolResult { content, .. } = msg.parts().get(*k)? else {
+            let Part::ToolResult {
+                content,
+                tool_use_id,
+                name,
+                ..
+            } = msg.parts().get(*k)?
+            else {
                 return None;
             };
+            // A multimodal response (its screenshots in its own `parts`) is rewritten whole, by
+            // its name (and id), with no parts: an edit of its `response` alone left the images,
+            // and every old screenshot of a computer-use loop stayed.
+            if let [Part::Text(_), media @ ..] = content.as_slice() {
+                if !media.is_empty() && media.iter().all(Part::is_media) {
+                    let output = object_of(&[("output", text)]);
+                    let mut value = String::from("{");
+                    if let Some(name) = name {
+                        value.push_str("\"id\":");
+                        value.push_str(&super::edit::json_string(tool_use_id));
+                        value.push_str(",\"name\":");
+                        value.push_str(&super::edit::json_string(name));
+                    } else {
+                        value.push_str("\"name\":");
+                        value.push_str(&super::edit::json_string(tool_use_id));
+                    }
+                    value.push_str(",\"response\":");
+                    value.push_str(&output);
+                    value.push('}');
+                    return Some((
+                        vec![Step::Key("parts"), Step::Index(*k), Step::Key(response_key)],
+                        value,
+                    ));
+                }
+            }
             // The view's text is the response object's compact JSON: its exact size.
             let [Part::Text(old)] = content.as_slice() else {
                 return None;
@@ -330,6 +370,37 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             // cut to 1,880 tokens grew past its whole size in bytes, so no cut between ~1,750
             // tokens and the whole 2,097 could be written, and the history landed at 87% of
             // its budget. A placeholder (plain text) is the `output` the docs name.
+            let value = if is_json_object(text) {
+                text.clone()
+            } else {
+                object_of(&[("output", text)])
+            };
+            if_smaller(
+                old.len(),
+                vec![
+                    Step::Key("parts"),
+                    Step::Index(*k),
+                    Step::Key(response_key),
+                    Step::Key("response"),
+                ],
+                value,
+            )
+        }
+        // The response beside its screenshots (a result's middle cut in the kept tail): the
+        // `response` object written as a lone response's is, its `parts` kept. Not written, a
+        // long pending response with a screenshot raised `CompactionBudgetError` where the
+        // task and the last user turn fit.
+        Change::ResultPartText {
+            part: k,
+            inner: 0,
+            text,
+        } => {
+            let Part::ToolResult { content, .. } = msg.parts().get(*k)? else {
+                return None;
+            };
+            let Some(Part::Text(old)) = content.first() else {
+                return None;
+            };
             let value = if is_json_object(text) {
                 text.clone()
             } else {

@@ -327,12 +327,18 @@ fn data_block<'a, V: Input<'a>>(b: &V, kind: &str, j: usize) -> ReadResult<Part<
             _ => MediaKind::Document,
         },
     };
+    // Its pages or seconds from its header, as the same bytes in a chat part are priced
+    // (`fields::opaque`): none, a three-page PDF was priced by its size, 5 pages.
+    let units = base64
+        .as_deref()
+        .and_then(|t| crate::media_header::units_of(media, t))
+        .map(|u| u.ceil().clamp(1.0, f64::from(u32::MAX)) as u32);
     Ok(Part::Opaque {
         kind: Cow::Owned(kind.to_string()),
         media,
         payload_chars: base64.map(|s| s.len()),
         wire_chars: b.json_len().src()?,
-        units: None,
+        units,
         text: None,
     })
 }

@@ -188,6 +188,10 @@ pub fn write_edit(index: usize, msg: &Message<'_>, change: &Change) -> Option<Ed
             Change::Image { part, .. } if msg.images_from.is_some_and(|f| *part >= f) => {
                 (openai_chat::DIALECT.write)(msg, change)?
             }
+            // A computer call's old screenshot (its one edit).
+            Change::Image { part: 0, .. } if responses_tool_items::is_screenshot(msg) => {
+                responses_tool_items::screenshot_masked(msg)?
+            }
             _ => return None,
         },
     };

@@ -211,6 +211,20 @@ pub(crate) fn typed_part<'a, V: Input<'a>, D: PartReader>(
                 detail: detail(&f, &fpath)?.unwrap_or_default(),
             })
         }
+        // Chat's own audio and file parts (`{"type": "input_audio", "input_audio": {...}}`,
+        // `{"type": "file", "file": {...}}`; the Responses API's are `input_file` and it takes no
+        // audio in a message): priced as media. They show the message is chat, so an old one is
+        // masked in place; beside only text parts (which any format has), the message showed no
+        // format and nothing in it could be written.
+        "input_audio" | "file" => {
+            r.saw(Format::OpenAIChat);
+            let kind = if kind == "file" {
+                "file"
+            } else {
+                "input_audio"
+            };
+            super::fields::opaque(kind, p)?
+        }
         _ => return Ok(None),
     }))
 }

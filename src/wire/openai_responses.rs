@@ -353,6 +353,7 @@ fn hosted_call<'a, V: Input<'a>>(kind: &'a str, m: &V) -> ReadResult<Message<'a>
             tool_use_id: id,
             content,
             is_error,
+            name: None,
         },
     ]);
     Ok(msg)

@@ -16,9 +16,10 @@
 //! Read as an opaque item each, a compaction could fold a call and keep its output (the API
 //! refuses an output whose call it was not sent). Read here as a call and its result, they are
 //! kept or folded together, the digest shows them as calls, and a screenshot is priced as the
-//! image it is. Nothing is ever written into these items (their `wire` stays unknown): a
+//! image it is. Nothing else is ever written into these items (their `wire` stays unknown): a
 //! shell call's output is a list of chunks and a screenshot an object, where an edit of a
-//! `function_call_output` writes a string.
+//! `function_call_output` writes a string. An old screenshot is the one edit
+//! (`blank_screenshot`).
 
 use std::borrow::Cow;
 
@@ -51,6 +52,39 @@ pub(crate) fn result_id_key(kind: &str) -> Option<&'static str> {
         "mcp_approval_response" => Some("approval_request_id"),
         _ => None,
     }
+}
+
+/// A 1x1 grey PNG: what an old `computer_call_output` shows in place of its screenshot.
+const ONE_PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNoAAAAggCBd81ytgAAAABJRU5ErkJggg==";
+
+/// Whether `msg` is a computer call's screenshot (a `computer_call_output` item).
+pub(crate) fn is_screenshot(msg: &Message<'_>) -> bool {
+    msg.item == Some("computer_call_output")
+}
+
+/// The image an old screenshot becomes: a computer call's output must be a
+/// `computer_screenshot` (the API takes no text there), so the mask of one is a single pixel,
+/// priced at an image's least. Never masked, a computer-use loop's screenshots stayed whole
+/// however old, and `strategy="mask"` could free nothing in it.
+pub(crate) fn blank_screenshot() -> Image<'static> {
+    Image {
+        source: ImageSource::Base64(ONE_PIXEL_PNG),
+        detail: Detail::default(),
+    }
+}
+
+/// The edit of screenshot `msg` (`is_screenshot`) to `blank_screenshot`: the whole `output`
+/// object, whether it named its image by URL or by file id.
+pub(crate) fn screenshot_masked(msg: &Message<'_>) -> Option<super::edit::Written> {
+    if !is_screenshot(msg) || !matches!(msg.parts(), [Part::Image(_)]) {
+        return None;
+    }
+    let url = format!("data:image/png;base64,{ONE_PIXEL_PNG}");
+    Some((
+        vec![super::edit::Step::Key("output")],
+        super::edit::object_of(&[("type", "computer_screenshot"), ("image_url", &url)]),
+    ))
 }
 
 /// A client-run tool's call item of type `kind` (see the module doc), or None for another type.

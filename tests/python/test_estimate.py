@@ -88,7 +88,7 @@ def test_gemini_3_prices_images_returned_in_function_responses():
         assert with_image - cf.estimate(history(False), provider="gemini", model=model) == price, model
     snake = cf.estimate(history(True, "function_response"), provider="gemini", model="gemini-3-flash-preview")
     assert snake == cf.estimate(history(True), provider="gemini", model="gemini-3-flash-preview")
-    # Pruning never rewrites such a result as text (it would drop the image silently).
+    # Pruning masks such a result whole, its image said by its size (not dropped silently).
     later = [{"role": r, "parts": [{"text": "more " * 50}]} for r in ("model", "user") * 2]
     pruned = cf.prune(
         history(True) + later,
@@ -99,7 +99,9 @@ def test_gemini_3_prices_images_returned_in_function_responses():
         min_tail=1,
         tool_result_max_tokens=10,
     )
-    assert pruned[2]["parts"][0]["functionResponse"]["parts"] == [image]
+    masked = pruned[2]["parts"][0]["functionResponse"]
+    assert masked["name"] == "get_image" and "parts" not in masked
+    assert masked["response"]["output"].endswith("[image omitted: 64x64]")
 
 
 def test_anthropic_image_block_and_url_default_are_bounded():
