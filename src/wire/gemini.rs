@@ -370,21 +370,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             // cut to 1,880 tokens grew past its whole size in bytes, so no cut between ~1,750
             // tokens and the whole 2,097 could be written, and the history landed at 87% of
             // its budget. A placeholder (plain text) is the `output` the docs name.
-            let value = if is_json_object(text) {
-                text.clone()
-            } else {
-                object_of(&[("output", text)])
-            };
-            if_smaller(
-                old.len(),
-                vec![
-                    Step::Key("parts"),
-                    Step::Index(*k),
-                    Step::Key(response_key),
-                    Step::Key("response"),
-                ],
-                value,
-            )
+            response_written(old, *k, response_key, text)
         }
         // The response beside its screenshots (a result's middle cut in the kept tail): the
         // `response` object written as a lone response's is, its `parts` kept. Not written, a
@@ -401,21 +387,7 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             let Some(Part::Text(old)) = content.first() else {
                 return None;
             };
-            let value = if is_json_object(text) {
-                text.clone()
-            } else {
-                object_of(&[("output", text)])
-            };
-            if_smaller(
-                old.len(),
-                vec![
-                    Step::Key("parts"),
-                    Step::Index(*k),
-                    Step::Key(response_key),
-                    Step::Key("response"),
-                ],
-                value,
-            )
+            response_written(old, *k, response_key, text)
         }
         Change::Image { part, text } => image_replaced(
             msg,
@@ -451,6 +423,33 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
         ),
         _ => None,
     }
+}
+
+/// The `response` object of the function response at part `k` (under `response_key`, its
+/// spelling) written as `text` when smaller than its view `old` (the object's compact JSON): a
+/// cut of that JSON is JSON still, and stays the object; a placeholder (plain text) is its
+/// `output`.
+fn response_written(
+    old: &str,
+    k: usize,
+    response_key: &'static str,
+    text: &str,
+) -> Option<Written> {
+    let value = if is_json_object(text) {
+        text.to_string()
+    } else {
+        object_of(&[("output", text)])
+    };
+    if_smaller(
+        old.len(),
+        vec![
+            Step::Key("parts"),
+            Step::Index(k),
+            Step::Key(response_key),
+            Step::Key("response"),
+        ],
+        value,
+    )
 }
 
 /// A text message, `{"role", "parts": [{"text"}]}`, as compact JSON.
