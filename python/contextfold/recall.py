@@ -37,8 +37,9 @@ from contextfold.content_store import ContentStore, CorruptEntryError
 log = logging.getLogger("contextfold.recall")
 
 __all__ = ["ANSWER_ENVELOPE", "RECALL_TOOL", "FoldImage", "RecallCall", "declares_recall", "fold_images",
-           "image_header", "malformed_text", "names_folded_image", "page_header", "page_tokens", "read_calls",
-           "recall_calls", "recall_tool", "sample_call", "span_text", "stored_text"]
+           "image_after", "image_answer", "image_at", "image_header", "malformed_text", "names_folded_image",
+           "page_header", "page_tokens", "read_calls", "recall_calls", "recall_tool", "sample_call", "span_text",
+           "stored_text"]
 
 #: The tool's name in every format.
 RECALL_TOOL: str = _core.RECALL_TOOL
@@ -308,6 +309,51 @@ def image_header(fold_id: str, image: FoldImage, k: int, n: int, total: int, fol
     next image (``following``) or ``end``."""
     more = f"; more: offset={following.start} ({following.said(k + 1, n)})" if following is not None else "; end"
     return f"[{RECALL_TOOL} id={fold_id}: {image.said(k, n)}, characters {image.start}-{image.end} of {total}{more}]"
+
+
+def image_at(fold: RecallCall, images: Sequence[FoldImage]) -> tuple[FoldImage, int]:
+    """The image whose characters hold ``fold.offset`` (past the last: the last), with its
+    place among ``images`` counted from 1."""
+    k = max(j for j, img in enumerate(images) if img.start <= fold.offset or j == 0)
+    return images[k], k + 1
+
+
+def image_after(fold: RecallCall, images: Sequence[FoldImage]) -> FoldImage | None:
+    """The image after the one ``fold.offset`` gives (``image_at``), if any."""
+    _, k = image_at(fold, images)
+    return images[k] if k < len(images) else None
+
+
+def image_answer(call: Any, fold: RecallCall, text: str, images: Sequence[FoldImage], target: int, *,
+                 provider: str, model: str | None) -> Any:
+    """The answer to recall ``call`` giving the image whose characters of the stored original
+    ``text`` hold ``fold.offset`` (``image_at``), as an image where the call's format can carry
+    one in a tool result and its price (tokens, by its pixels as ``estimate`` prices it) fits
+    ``target`` (the tokens the answer may take, as a page's); else in words: what it is, and why
+    it is not given. The message as plain data in the call's format (Bedrock's image as raw
+    bytes); what ``Compactor.answer`` and the proxy's recall rounds both answer with."""
+    image, k = image_at(fold, images)
+    header = image_header(fold.fold_id, image, k, len(images), len(text), image_after(fold, images))
+
+    def in_words(said: str) -> Any:
+        return json.loads(_core.recall_result(call, call_id=fold.call_id, text=f"{header}\n{said}"))
+
+    carried = _core.recall_image_result(call, call_id=fold.call_id, text=header, images=[image.payload()])
+    if carried is None:
+        # (Which it is: no image at all, or none given by this source; probed with an empty one.)
+        text_only = _core.recall_image_result(
+            call, call_id=fold.call_id, text=header, images=[("base64", "", "image/png")]) is None
+        why = "carries text only" if text_only else "takes no image given by URL or file id"
+        return in_words(f"The image is not given: a tool result in this API {why}.")
+    message = json.loads(carried)
+    kw: dict[str, Any] = dict(provider=provider, model=model)
+    tokens = int(_core.estimate([message], **kw))
+    if tokens <= target:
+        return with_bytes(message)
+    plain = json.loads(_core.recall_result(call, call_id=fold.call_id, text=header))
+    price = max(1, tokens - int(_core.estimate([plain], **kw)))
+    room = max(0, target - (tokens - price))
+    return in_words(f"The image is not given: it needs ~{price:,} tokens where this answer's room holds ~{room:,}.")
 
 
 def with_bytes(message: Any) -> Any:

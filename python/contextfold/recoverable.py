@@ -298,32 +298,14 @@ class RecoverableFolds:
 
     def _image_answer(self, call: Any, fold: _recall.RecallCall, text: str, images: list[_recall.FoldImage],
                       target: int) -> Any:
-        """The answer giving the image whose characters hold ``fold.offset`` (past the last: the
-        last), as an image where the call's format can carry it in a tool result and its price
-        (tokens, by its pixels as ``estimate`` prices it) fits ``target`` (the tokens the answer
-        may take, as a page's); else in words: what it is, and why it is not given."""
-        k = max(j for j, img in enumerate(images) if img.start <= fold.offset or j == 0)
-        image = images[k]
-        following = images[k + 1] if k + 1 < len(images) else None
-        header = _recall.image_header(fold.fold_id, image, k + 1, len(images), len(text), following)
-        kw = dict(provider=self.provider, model=self.model)
-        plain = _answer_message(call, fold.call_id, header)
-        carried = None if is_langchain_message(call) else _core.recall_image_result(
-            call, call_id=fold.call_id, text=header, images=[image.payload()])
-        if carried is None:
-            # (Which it is: no image at all, or none given by this source; probed with an empty one.)
-            text_only = is_langchain_message(call) or _core.recall_image_result(
-                call, call_id=fold.call_id, text=header, images=[("base64", "", "image/png")]) is None
-            why = "carries text only" if text_only else "takes no image given by URL or file id"
-            return _answer_message(call, fold.call_id, f"{header}\nThe image is not given: a tool result in this API {why}.")
-        message = json.loads(carried)
-        tokens = int(_core.estimate([message], **kw))  # type: ignore[arg-type]
-        if tokens <= target:
-            return _recall.with_bytes(message)
-        price = max(1, tokens - int(_core.estimate([plain], **kw)))  # type: ignore[arg-type]
-        room = max(0, target - (tokens - price))
-        return _answer_message(call, fold.call_id, f"{header}\nThe image is not given: it needs ~{price:,} tokens "
-                               f"where this answer's room holds ~{room:,}.")
+        """The answer giving the image whose characters hold ``fold.offset`` (``recall.image_answer``)."""
+        if is_langchain_message(call):
+            # (A LangChain ToolMessage carries the answer's text only.)
+            header = _recall.image_header(fold.fold_id, *_recall.image_at(fold, images), len(images), len(text),
+                                          _recall.image_after(fold, images))
+            return _answer_message(call, fold.call_id,
+                                   f"{header}\nThe image is not given: a tool result in this API carries text only.")
+        return _recall.image_answer(call, fold, text, images, target, provider=self.provider, model=self.model)
 
     def _round_of(self, call: Any, call_id: str, history: Sequence[Any] | None) -> tuple[
             RecallRound | None, int | None, int]:

@@ -319,3 +319,34 @@ def test_a_recalled_url_image_is_given_by_its_url_where_its_placeholder_says_it_
     # Without the history, a lone URL is not known to be an image (a tool's output can be one):
     # it is paged as the short text it is.
     assert source in _text_of(fmt, c.answer(call)) and "image 1 of 1" not in _text_of(fmt, c.answer(call))
+
+
+@pytest.mark.parametrize("api", ["anthropic", "chat"])
+def test_the_proxys_recall_round_gives_a_folded_screenshot_back_as_an_image_not_its_base64(api):
+    # contextfold serve --recall answered with pages of the image's base64 (the store's text),
+    # where Compactor.answer gives the image itself.
+    pytest.importorskip("starlette", reason="contextfold serve needs its extra: pip install '.[proxy]'")
+    from contextfold.serve.recall_loop import RecallRoute, recall_round
+
+    shot = png_base64(1280, 800, 20_000)
+    store = MemoryContentStore()
+    fold = cf._core.fold_id(shot)
+    store.put(fold, shot)
+    args = json.dumps({"id": fold})
+    if api == "anthropic":
+        response: dict[str, Any] = {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "contextfold_recall", "input": {"id": fold}}]}
+    else:
+        response = {"choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "contextfold_recall", "arguments": args}}]}}]}
+    provider = "anthropic" if api == "anthropic" else "openai"
+    got = recall_round(api, provider, response, store, RecallRoute(history_end=0, page_tokens=2_000, room=20_000,
+                                                                   model=None), rounds=0)
+    assert got is not None and got.paged
+    answer = got.messages[-1]
+    if api == "anthropic":
+        blocks = answer["content"][0]["content"]
+        assert [b["type"] for b in blocks] == ["text", "image"] and blocks[1]["source"]["data"] == shot
+    else:
+        assert "1280x800" in answer["content"] and "carries text only" in answer["content"]
+        assert shot[:200] not in answer["content"] and len(answer["content"]) < 400

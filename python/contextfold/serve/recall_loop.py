@@ -43,7 +43,8 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.content_store import ContentStore
-from contextfold.recall import ANSWER_ENVELOPE, RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, malformed_text, read_calls
+from contextfold.recall import (ANSWER_ENVELOPE, RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, fold_images, image_answer,
+                                malformed_text, read_calls, stored_text)
 from contextfold.serve.body import json_bytes
 from contextfold.serve.sse import SEPARATORS, comment, payload, split_events, with_payload
 
@@ -306,8 +307,16 @@ def recall_round(api: str, provider: str, response: Any, store: ContentStore, ro
         elif not paged:
             call_id, text = read.call_id, spent_note(rounds)
         else:
-            call_id, text = read.call_id, answer_text(store, read, max_tokens=page, provider=provider,
-                                                      model=route.model)
+            stored, said = stored_text(store, read)
+            images = fold_images(stored) if stored is not None else []
+            if stored is not None and images and read.offset >= images[0].start:
+                # A folded screenshot comes back as an image where the API's tool result
+                # carries one (in words where not), never as pages of its base64.
+                answers.append(image_answer(caller, read, stored, images, page + ANSWER_ENVELOPE,
+                                            provider=provider, model=route.model))
+                continue
+            call_id, text = read.call_id, (said or "") if stored is None else answer_text(
+                store, read, max_tokens=page, provider=provider, model=route.model, text=stored, images=images)
         answers.append(json.loads(_core.recall_result(caller, call_id=call_id, text=text)))
     if api == "anthropic":
         # All results of one assistant turn go in the one user message that follows it.
