@@ -386,7 +386,7 @@ pub fn cut_middle(
     // `keep_tokens` is the message's price; the cut is made on its text's estimate, which
     // prices the same characters a little differently: scale by the message's own ratio. The
     // images the message keeps beside the cut text are priced by their size, outside it.
-    let images = f64::from(images_price(m, est));
+    let images = images_price(m, est);
     let price = (f64::from(est.message(m)) - images).max(1.0);
     let ratio = (est.text(&whole) / price).clamp(0.05, 1.0);
     let keep = (f64::from(keep_tokens) - images).max(0.0);
@@ -413,23 +413,22 @@ enum Slot {
     Text,
 }
 
-/// The tokens of the images message `m` holds, its result blocks' too (kept beside a cut).
-fn images_price(m: &Message<'_>, est: &Estimator) -> u32 {
-    let of = |ps: &[Part<'_>]| -> u32 {
+/// The tokens of the images message `m` holds, its result blocks' too: kept beside a cut,
+/// priced outside it.
+fn images_price(m: &Message<'_>, est: &Estimator) -> f64 {
+    let of = |ps: &[Part<'_>]| -> f64 {
         ps.iter()
-            .map(|p| match p {
-                Part::Image(img) => est.image(img),
-                _ => 0,
-            })
+            .filter(|p| matches!(p, Part::Image(_)))
+            .map(|p| est.part(p))
             .sum()
     };
     m.parts()
         .iter()
         .map(|p| match p {
             Part::ToolResult { content, .. } => of(content),
-            _ => 0,
+            _ => 0.0,
         })
-        .sum::<u32>()
+        .sum::<f64>()
         + of(m.parts())
 }
 

@@ -340,12 +340,7 @@ fn observation_edits(
             }
             let mut text = observation_placeholder(t, tokens, mentions);
             let change = if m.images_from.is_some() {
-                for p in m.parts() {
-                    if let Part::Image(img) = p {
-                        text.push('\n');
-                        text.push_str(&prune::image_placeholder(img));
-                    }
-                }
+                prune::say_media(&mut text, m.parts(), |p| p.is_media());
                 Change::Text { text }
             } else {
                 Change::PartText { part: k, text }

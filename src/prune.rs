@@ -300,7 +300,7 @@ pub(crate) fn plan_paired<'m, 'a>(
 }
 
 /// What an image outside the tail says in its place: its size, when its bytes tell it.
-pub(crate) fn image_placeholder(img: &Image<'_>) -> String {
+fn image_placeholder(img: &Image<'_>) -> String {
     let dims = match img.source {
         ImageSource::Base64(s) => dims_of_base64(s),
         ImageSource::Bytes(b) => dims_of_bytes(b),
@@ -333,6 +333,15 @@ pub(crate) fn media_placeholder(p: &Part<'_>) -> String {
             if n == 1 { "" } else { "s" }
         ),
         _ => format!("[{name} omitted]"),
+    }
+}
+
+/// `text` followed, a line each, by what each part of `parts` that `which` picks was
+/// (`media_placeholder`): the images and documents a placeholder stands for beside the text.
+pub(crate) fn say_media(text: &mut String, parts: &[Part<'_>], which: impl Fn(&Part<'_>) -> bool) {
+    for p in parts.iter().filter(|p| which(p)) {
+        text.push('\n');
+        text.push_str(&media_placeholder(p));
     }
 }
 
@@ -431,13 +440,14 @@ struct Pruner<'p> {
 
 impl Pruner<'_> {
     /// Keep a change only when its format can write it and it saves estimated tokens.
-    fn push(&mut self, i: usize, m: &Message<'_>, change: Change, saves_tokens: bool) {
-        if saves_tokens {
-            if let Some(e) = write(i, m, &change) {
-                self.edits.push(e);
-                self.changes.push((i, change));
-            }
-        }
+    /// Whether it was kept.
+    fn push(&mut self, i: usize, m: &Message<'_>, change: Change, saves_tokens: bool) -> bool {
+        let Some(e) = saves_tokens.then(|| write(i, m, &change)).flatten() else {
+            return false;
+        };
+        self.edits.push(e);
+        self.changes.push((i, change));
+        true
     }
 
     /// A result message (chat `tool`, a Responses output item) over its threshold, or a copy
@@ -477,9 +487,7 @@ impl Pruner<'_> {
             item_id: m.item_id,
             images_from: None,
         });
-        let before = self.edits.len();
-        self.push(i, m, Change::ResultText { part: None, text }, after < cost);
-        self.edits.len() > before
+        self.push(i, m, Change::ResultText { part: None, text }, after < cost)
     }
 
     /// The placeholder of a result whose content is a list of texts and images (a chat `tool`
@@ -504,10 +512,7 @@ impl Pruner<'_> {
             joined.len(),
             cost,
         );
-        for p in ps.iter().filter(|p| p.is_media()) {
-            text.push('\n');
-            text.push_str(&media_placeholder(p));
-        }
+        say_media(&mut text, ps, |p| p.is_media());
         Some(text)
     }
 
@@ -596,10 +601,7 @@ impl Pruner<'_> {
                 let mut text = placeholder(tool, joined.as_deref(), bytes, cost);
                 // (Its screenshots said by their size, its documents by their pages, as a
                 // chat result's are.)
-                for c in content.iter().filter(|c| c.is_media()) {
-                    text.push('\n');
-                    text.push_str(&media_placeholder(c));
-                }
+                say_media(&mut text, content, |p| p.is_media());
                 text
             }),
         };

@@ -396,9 +396,6 @@ fn arguments_with_id(json: &str, id: &str) -> String {
     }
 }
 
-/// The same edits, each placeholder rewritten to name the fold's id and what it held (the
-/// edit is dropped when its message's format cannot write the new text smaller). `calls`:
-/// which call each result answers (its tool's name; what printed an output an edit replaces,
 /// What a placeholder says was folded: `what`, and the images of `parts` that went with it.
 fn with_images<'w>(what: &'w str, parts: &[Part<'_>]) -> Cow<'w, str> {
     match parts.iter().filter(|p| matches!(p, Part::Image(_))).count() {
@@ -414,6 +411,9 @@ fn plain(est: &Estimator, what: &str, tokens: u32, text: &str, id: &str) -> Stri
     placeholder(est, what, None, tokens, text, false, &Producer::Call, id)
 }
 
+/// The same edits, each placeholder rewritten to name the fold's id and what it held (the
+/// edit is dropped when its message's format cannot write the new text smaller). `calls`:
+/// which call each result answers (its tool's name; what printed an output an edit replaces,
 /// a shell command's run or a file read, whose words the output holds).
 pub fn recoverable_edits(
     msgs: &[Message<'_>],
@@ -509,10 +509,7 @@ pub fn recoverable_edits(
                 // A document or a recording beside the text: said as the plain mask says it
                 // (its bytes are not kept: the recall restores the text and images). Left out,
                 // a result of a line and a PDF read "tool output, ~5 tokens", the PDF unsaid.
-                for p in parts.iter().filter(|p| p.masked_media().is_some()) {
-                    text.push('\n');
-                    text.push_str(&crate::prune::media_placeholder(p));
-                }
+                crate::prune::say_media(&mut text, parts, |p| p.masked_media().is_some());
                 Change::ResultText { part: *part, text }
             }
             // (An observation beside Ollama's native images goes with them: its words are

@@ -39,7 +39,7 @@ log = logging.getLogger("contextfold.recall")
 __all__ = ["ANSWER_ENVELOPE", "RECALL_TOOL", "FoldImage", "RecallCall", "declares_recall", "fold_images",
            "image_after", "image_answer", "image_at", "image_header", "malformed_text", "names_folded_image",
            "page_header", "page_tokens", "read_calls", "recall_calls", "recall_tool", "sample_call", "span_text",
-           "stored_text"]
+           "stored_images", "stored_text"]
 
 #: The tool's name in every format.
 RECALL_TOOL: str = _core.RECALL_TOOL
@@ -284,6 +284,16 @@ def fold_images(text: str, *, known_image: bool = False) -> list[FoldImage]:
     (``names_folded_image``), so a lone URL or file id is one."""
     read = _core.recall_images(text, known_image=known_image)
     return [] if read is None else [FoldImage(*img) for img in read[1]]
+
+
+def stored_images(stored: str, fold_id: str, history: Sequence[Any] | None = None) -> list[FoldImage]:
+    """The images the stored original ``stored`` of fold ``fold_id`` holds (``fold_images``). A
+    lone URL or file id is an image's only where ``history`` holds its ``[folded image``
+    placeholder (a tool's output can be a bare URL): the history is read for it only then."""
+    images = fold_images(stored)
+    if not images and history and len(stored) <= 4_096 and not any(c.isspace() for c in stored):
+        images = fold_images(stored, known_image=names_folded_image(history, fold_id))
+    return images
 
 
 def names_folded_image(history: Sequence[Any] | None, fold_id: str) -> bool:

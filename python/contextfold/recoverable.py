@@ -265,11 +265,7 @@ class RecoverableFolds:
         if stored is None:
             # (Read once: a store that is down is logged once per answer.)
             return _answer_message(call, calls[0].call_id, said or "")
-        images = _recall.fold_images(stored)
-        if not images and len(stored) <= 4_096 and not any(c.isspace() for c in stored):
-            # A lone URL or file id is an image's only where its placeholder said so (a tool's
-            # output can be a bare URL): the history is read for it only then.
-            images = _recall.fold_images(stored, known_image=_recall.names_folded_image(history, calls[0].fold_id))
+        images = _recall.stored_images(stored, calls[0].fold_id, history)
         if images and calls[0].offset >= images[0].start:
             if calls[0].max_tokens is not None:
                 target = min(target, calls[0].max_tokens + _recall.ANSWER_ENVELOPE)
