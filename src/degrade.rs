@@ -166,14 +166,15 @@ fn cut_plain(text: &str, keep: f64, est: &Estimator, id: Option<&str>) -> Option
         return None;
     }
     // A short marker when little may stay; the head and end share what the marker leaves.
-    let long = keep >= 96.0;
+    let mentions = id.is_none() && keep >= MENTIONS_MIN_KEEP_TOKENS;
+    let long = keep >= 96.0 || mentions;
     let marker_len = if long { 40.0 } else { 22.0 };
     let room = (keep - marker_len).max(0.0);
     let mut head = prefix_end(text, room * HEAD_SHARE, est);
     let mut tail = suffix_start(text, room * (1.0 - HEAD_SHARE), est).max(head);
     // A cut no id restores names what its middle mentioned, as a masked output's placeholder
     // does: the head and end then share what the names leave.
-    let said = if id.is_none() && keep >= MENTIONS_MIN_KEEP_TOKENS {
+    let said = if mentions {
         middle_mentions(text, head, tail, est)
     } else {
         String::new()
@@ -206,8 +207,13 @@ fn cut_plain(text: &str, keep: f64, est: &Estimator, id: Option<&str>) -> Option
 }
 
 /// A cut keeps at least this many tokens before its marker names what the middle mentioned:
-/// the names cost up to `MIDDLE_MENTIONS_MAX_TOKENS` of what the head and end would keep.
-const MENTIONS_MIN_KEEP_TOKENS: f64 = 128.0;
+/// the names cost up to `MIDDLE_MENTIONS_MAX_TOKENS` of what the head and end would keep. Small
+/// cuts name theirs too (a tool record cut to ~70 tokens keeps a few bytes of its opening key
+/// and its last field, where its flight numbers and ids are what a later fold and the model
+/// read): at 64 rather than 128 the agent-loop future facts went 1,245 -> 1,247 (tau) and
+/// 4,674 -> 4,679 (SWE), one compaction 1,240 -> 1,241 / 4,645 -> 4,648
+/// (`tools/future_report.py`). Under it a marker and its names would be all the cut keeps.
+const MENTIONS_MIN_KEEP_TOKENS: f64 = 64.0;
 
 /// Tokens a cut's marker spends on what its middle mentioned at most.
 const MIDDLE_MENTIONS_MAX_TOKENS: f64 = 24.0;
@@ -660,11 +666,19 @@ mod tests {
             );
         }
         assert!(est.text(&cut) <= 225.0, "{}", est.text(&cut));
-        // Named by an id (recoverable), or kept small, the marker names nothing more.
+        // A small cut names its middle's ids too (in the long marker, which says them); named
+        // by an id (recoverable), or kept under what a marker and its names take, it names
+        // nothing more.
+        for keep in [64, 100] {
+            let small = cut_text(&text, keep, &est, false).unwrap();
+            let at = cut_marker_at(&small).expect("marker");
+            assert!(small[at].contains("; mentions HAT1"), "{small}");
+            assert!(est.text(&small) <= f64::from(keep) + 25.0, "{small}");
+        }
         assert!(!cut_text(&text, 200, &est, true)
             .unwrap()
             .contains("; mentions "));
-        assert!(!cut_text(&text, 100, &est, false)
+        assert!(!cut_text(&text, 48, &est, false)
             .unwrap()
             .contains("; mentions "));
     }
