@@ -459,8 +459,9 @@ const MIN_CUT_ARGUMENTS_CHARS: usize = 256;
 /// arguments alone exceed a budget (a file written whole, a pasted document) is otherwise
 /// beyond any cut, where the same text in a result is cut. The longest string value is cut in
 /// its middle, its marker naming the id when `named`, as a JSON result's is; arguments without
-/// one long string are shrunk whole (`shrink_json`) unless `named` (its markers cannot name
-/// the id). Valid JSON either way. None when the message makes no call with arguments of
+/// one long string are shrunk whole (`shrink_json`), an object's naming the id when `named` by
+/// the key a recoverable prune's shrunk arguments carry (`recall::arguments_with_id`; another
+/// root cannot name it: None). Valid JSON either way. None when the message makes no call with arguments of
 /// `MIN_CUT_ARGUMENTS_CHARS` or more, or none that can be cut so.
 fn cut_arguments(
     msgs: &[Message<'_>],
@@ -487,8 +488,21 @@ fn cut_arguments(
         .filter(|j| j.len() < args.len() && crate::shrink_json::is_valid_json(j))
     {
         Some(j) => j,
-        // (Recoverable, a cut must name its id: `shrink_json`'s markers have no place for it.)
-        None if named => return None,
+        // Recoverable, a cut must name its id: `shrink_json`'s markers have no place for it,
+        // so an object gains the key a recoverable prune's shrunk arguments name theirs by
+        // (`recall::arguments_with_id`), within the same room; other roots cannot name it.
+        None if named => {
+            let with_id = |json: &str| crate::recall::arguments_with_id(json, &id);
+            let clause = with_id("{}").chars().count() - 2;
+            let json = with_id(&crate::shrink_json::shrink_json(
+                args,
+                max_chars.saturating_sub(clause),
+            ));
+            if !json.contains(id.as_str()) {
+                return None;
+            }
+            json
+        }
         None => crate::shrink_json::shrink_json(args, max_chars),
     };
     if json.len() >= args.len() {
@@ -742,6 +756,40 @@ mod tests {
             {"id": "c", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a\"}"}}]}]);
         let msgs = crate::wire::read_history(&&small).expect("readable");
         assert!(cut_middle(&msgs, 0, 2, &est, true, true).is_none());
+    }
+
+    #[test]
+    fn arguments_with_no_long_string_cut_recoverably_name_their_id_by_the_fold_key() {
+        // A booking of 40 flights: many short values, none long enough to cut inside. Until
+        // stop 86 a recoverable cut had no place for the id and gave up (None).
+        let est = Estimator::new(Provider::OpenAI, "gpt-4o");
+        let flights: Vec<serde_json::Value> = (0..40)
+            .map(|k| serde_json::json!({"flight_number": format!("HAT{k:03}"), "date": "2024-05-25"}))
+            .collect();
+        let args = serde_json::json!({"reservation_id": "FQ8APE", "flights": flights}).to_string();
+        let history = serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "update_reservation_flights", "arguments": args}}]}]);
+        let msgs = crate::wire::read_history(&&history).expect("readable");
+        let (edit, id, whole) = cut_middle(&msgs, 0, 120, &est, true, true).expect("a cut");
+        let MaskEdit::Change {
+            change: Change::Arguments { json, .. },
+            ..
+        } = &edit
+        else {
+            panic!("not an arguments edit: {edit:?}")
+        };
+        let v: serde_json::Value = serde_json::from_str(json).expect("still JSON");
+        assert_eq!(v[crate::recall::RECALL_TOOL], id.as_str(), "{json}");
+        assert_eq!(v["reservation_id"], "FQ8APE", "{json}");
+        assert!(json.len() < args.len() && whole == args && id == fold_id(&whole));
+        assert!(est.text(json) <= 140.0, "{}", est.text(json));
+        // A root that is not an object has no place for the key: no recoverable cut.
+        let list = serde_json::Value::Array(flights).to_string();
+        let history = serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": list}}]}]);
+        let msgs = crate::wire::read_history(&&history).expect("readable");
+        assert!(cut_middle(&msgs, 0, 120, &est, true, true).is_none());
+        assert!(cut_middle(&msgs, 0, 120, &est, false, true).is_some());
     }
 
     #[test]

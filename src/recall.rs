@@ -385,7 +385,7 @@ pub fn fold_of(m: &Message<'_>, e: &MaskEdit) -> Option<(String, String)> {
 /// Shrunk arguments that name the fold: an object gains `"contextfold_recall": id` (still
 /// valid JSON of the same root type); other roots stay as they are (the id is then only in
 /// the store, found by the call's result placeholder).
-fn arguments_with_id(json: &str, id: &str) -> String {
+pub(crate) fn arguments_with_id(json: &str, id: &str) -> String {
     let t = json.trim_end();
     if let Some(body) = t.strip_suffix('}') {
         let body = body.trim_end();

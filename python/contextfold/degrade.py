@@ -459,6 +459,11 @@ def _rules_between(rules: RulesSummary, folded: list[int], front: list[Any], tai
     return None
 
 
+#: Tokens beyond its mask's price a recoverable cut of the last degrading step keeps, tried in
+#: turn (``bare_history``): a marker's worth, none, then the least a cut keeps (16 tokens).
+_RECOVERABLE_CUT_SLACKS = (24, 0, -(1 << 20))
+
+
 def bare_history(
     msgs: list[Any],
     plan: dict[str, Any],
@@ -517,31 +522,56 @@ def bare_history(
         # for it, the compaction raises.
         return [out[p] if origin[p] in verbatim else m for p, m in enumerate(masked)]
 
-    def recoverably(out: list[Any], masked: list[Any]) -> tuple[list[Any], list[tuple[str, str]]] | None:
+    def recoverably(out: list[Any], masked: list[Any], slack: int,
+                    no_larger: bool = False) -> tuple[list[Any], list[tuple[str, str]]] | None:
         # Each message the masking shortened, cut from its original to about its mask's size
-        # (a marker naming the id that restores it); None where one has nothing to cut.
+        # and ``slack`` tokens (a marker naming the id that restores it). One with nothing such
+        # a cut can name (a call's short arguments with no long string) keeps its plain mask,
+        # so the others still name theirs; with ``no_larger``, so does one whose cut prices
+        # more than its mask. None where no message is cut so.
         changed = [p for p, m in enumerate(masked) if m is not out[p]]
         if not changed:
             return None
         prices = _core.estimate_each([masked[p] for p in changed], provider=provider, model=model)
-        edits, kept = [], []
+        edits, kept, plain = [], {}, []
         for p, price in zip(changed, prices, strict=True):
-            got = _core.cut_middle(out, index=p, keep_tokens=max(16, int(price) + 24), provider=provider,
+            got = _core.cut_middle(out, index=p, keep_tokens=max(16, int(price) + slack), provider=provider,
                                    model=model, recoverable=True, arguments=True)
             if got is None:
-                return None
+                plain.append(p)
+                continue
             edits.append(got[0])
-            kept.append((got[1], got[2]))
-        return apply_edits(out, edits), kept
+            kept[p] = (got[1], got[2])
+        cut = apply_edits(out, edits) if edits else list(out)
+        if no_larger and kept:
+            at = list(kept)
+            for p, was, now in zip(at, (prices[changed.index(p)] for p in at),
+                                   _core.estimate_each([cut[p] for p in at], provider=provider, model=model),
+                                   strict=True):
+                if now > was:
+                    plain.append(p)
+                    del kept[p]
+        if not kept:
+            return None
+        for p in plain:
+            cut[p] = masked[p]
+        return cut, list(kept.values())
 
     def attempt(out: list[Any], origin: list[int | None]) -> tuple[list[Any], int] | None:
         seams = _seams(origin)
         tokens, failures = check(out, seams)
         if failures and all(k == "over_budget" for k, _, _ in failures):
             masked = hard(out, origin)
-            if store is not None and (cut := recoverably(out, masked)) is not None:
+            # The cuts keep about their masks' size and a marker's more; where that does not
+            # fit, their masks' size (a marker naming an id is no longer than a mask's
+            # placeholder), then the least a cut keeps, then those cuts only where they price
+            # no more than their masks: a mask naming no id is the last resort.
+            tries = [(slack, False) for slack in _RECOVERABLE_CUT_SLACKS] + [(_RECOVERABLE_CUT_SLACKS[-1], True)]
+            for slack, no_larger in tries if store is not None else ():
+                if (cut := recoverably(out, masked, slack, no_larger)) is None:
+                    continue
                 tokens, failures = check(cut[0], seams)
-                if not failures:
+                if not failures and store is not None:
                     for fold_id, text in cut[1]:
                         keep_text(store, fold_id, text, promised=True)
                     return cut[0], tokens
