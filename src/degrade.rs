@@ -454,6 +454,11 @@ fn longest_text<'m>(parts: &'m [Part<'_>]) -> Option<(usize, &'m str)> {
 /// much.
 const MIN_CUT_ARGUMENTS_CHARS: usize = 256;
 
+/// ... unless the cut names its id (recoverable): it then loses nothing for good, and the last
+/// degrading step shrinks arguments over 64 characters (`degrade.HARD_ARGS_CHARS`), where a
+/// cut that names none would leave a shrink no recall restores.
+const MIN_NAMED_CUT_ARGUMENTS_CHARS: usize = 64;
+
 /// The edit that shrinks the longest arguments of message `i`'s calls so that the message
 /// costs about `keep_tokens`, with the id and the whole arguments it folds: a call whose
 /// arguments alone exceed a budget (a file written whole, a pasted document) is otherwise
@@ -462,7 +467,8 @@ const MIN_CUT_ARGUMENTS_CHARS: usize = 256;
 /// one long string are shrunk whole (`shrink_json`), an object's naming the id when `named` by
 /// the key a recoverable prune's shrunk arguments carry (`recall::arguments_with_id`; another
 /// root cannot name it: None). Valid JSON either way. None when the message makes no call with arguments of
-/// `MIN_CUT_ARGUMENTS_CHARS` or more, or none that can be cut so.
+/// `MIN_CUT_ARGUMENTS_CHARS` or more (`MIN_NAMED_CUT_ARGUMENTS_CHARS` when `named`), or none
+/// that can be cut so.
 fn cut_arguments(
     msgs: &[Message<'_>],
     i: usize,
@@ -473,7 +479,12 @@ fn cut_arguments(
     let m = &msgs[i];
     let (call, c) = calls_at(m).max_by_key(|(_, c)| c.arguments.len())?;
     let args: &str = &c.arguments;
-    if args.len() < MIN_CUT_ARGUMENTS_CHARS {
+    let least = if named {
+        MIN_NAMED_CUT_ARGUMENTS_CHARS
+    } else {
+        MIN_CUT_ARGUMENTS_CHARS
+    };
+    if args.len() < least {
         return None;
     }
     // The room the arguments get: the message's price less what the rest of it costs, turned
@@ -494,10 +505,14 @@ fn cut_arguments(
         None if named => {
             let with_id = |json: &str| crate::recall::arguments_with_id(json, &id);
             let clause = with_id("{}").chars().count() - 2;
-            let json = with_id(&crate::shrink_json::shrink_json(
-                args,
-                max_chars.saturating_sub(clause),
-            ));
+            let shrunk = crate::shrink_json::shrink_json(args, max_chars.saturating_sub(clause));
+            // Collapsed whole (`{"_cut": "…[object of 4 keys cut]…"}`), the id alone says as
+            // much: the recall gives every key back.
+            let json = if shrunk.starts_with("{\"_cut\":") && !shrunk.contains("\",") {
+                with_id("{}")
+            } else {
+                with_id(&shrunk)
+            };
             if !json.contains(id.as_str()) {
                 return None;
             }
@@ -790,6 +805,28 @@ mod tests {
         let msgs = crate::wire::read_history(&&history).expect("readable");
         assert!(cut_middle(&msgs, 0, 120, &est, true, true).is_none());
         assert!(cut_middle(&msgs, 0, 120, &est, false, true).is_some());
+        // Short arguments (a few keys, under 256 characters) are the call's own unless the cut
+        // names its id: then, collapsed whole, the id alone stands for them.
+        let short = serde_json::json!({"reservation_id": "FQ8APE", "cabin": "economy",
+            "flights": [{"flight_number": "HAT056", "date": "2024-05-25"}], "payment_id": "credit_card_7407366"})
+        .to_string();
+        let history = serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "update_reservation_flights", "arguments": short}}]}]);
+        let msgs = crate::wire::read_history(&&history).expect("readable");
+        assert!(cut_middle(&msgs, 0, 16, &est, false, true).is_none());
+        let (edit, id, whole) = cut_middle(&msgs, 0, 16, &est, true, true).expect("a named cut");
+        let MaskEdit::Change {
+            change: Change::Arguments { json, .. },
+            ..
+        } = &edit
+        else {
+            panic!("not an arguments edit: {edit:?}")
+        };
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(json).unwrap(),
+            serde_json::json!({crate::recall::RECALL_TOOL: id})
+        );
+        assert_eq!(whole, short);
     }
 
     #[test]

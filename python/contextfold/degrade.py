@@ -522,59 +522,77 @@ def bare_history(
         # for it, the compaction raises.
         return [out[p] if origin[p] in verbatim else m for p, m in enumerate(masked)]
 
-    def recoverably(out: list[Any], masked: list[Any], slack: int,
-                    no_larger: bool = False) -> tuple[list[Any], list[tuple[str, str]]] | None:
+    def named_cuts(out: list[Any], masked: list[Any], changed: list[int], prices: list[int],
+                   slack: int) -> dict[int, tuple[Any, str, str]]:
         # Each message the masking shortened, cut from its original to about its mask's size
-        # and ``slack`` tokens (a marker naming the id that restores it). One with nothing such
-        # a cut can name (a call's short arguments with no long string) keeps its plain mask,
-        # so the others still name theirs; with ``no_larger``, so does one whose cut prices
-        # more than its mask. None where no message is cut so.
-        changed = [p for p, m in enumerate(masked) if m is not out[p]]
-        if not changed:
-            return None
-        prices = _core.estimate_each([masked[p] for p in changed], provider=provider, model=model)
-        edits, kept, plain = [], {}, []
+        # and ``slack`` tokens, as (edit, id, text): a marker (or the arguments' fold key)
+        # naming the id that restores it. A message no cut can name is left out.
+        cuts = {}
         for p, price in zip(changed, prices, strict=True):
-            got = _core.cut_middle(out, index=p, keep_tokens=max(16, int(price) + slack), provider=provider,
+            got = _core.cut_middle(out, index=p, keep_tokens=max(16, price + slack), provider=provider,
                                    model=model, recoverable=True, arguments=True)
-            if got is None:
-                plain.append(p)
-                continue
-            edits.append(got[0])
-            kept[p] = (got[1], got[2])
-        cut = apply_edits(out, edits) if edits else list(out)
-        if no_larger and kept:
-            at = list(kept)
-            for p, was, now in zip(at, (prices[changed.index(p)] for p in at),
-                                   _core.estimate_each([cut[p] for p in at], provider=provider, model=model),
-                                   strict=True):
-                if now > was:
-                    plain.append(p)
-                    del kept[p]
-        if not kept:
+            if got is not None:
+                cuts[p] = (got[0], got[1], got[2])
+        return cuts
+
+    def with_cuts(out: list[Any], masked: list[Any], changed: list[int],
+                  cuts: dict[int, tuple[Any, str, str]]) -> list[Any]:
+        # ``out`` with the named cuts, and the plain masks of the other changed messages.
+        cut = apply_edits(out, [edit for edit, _, _ in cuts.values()])
+        for p in changed:
+            if p not in cuts:
+                cut[p] = masked[p]
+        return cut
+
+    def recoverably(out: list[Any], masked: list[Any], seams: Any) -> tuple[list[Any], int] | None:
+        # The masked history with each mask that can name an id replaced by a named cut: the
+        # cuts keep about their masks' size and a marker's more; where that does not fit,
+        # their masks' size (a marker naming an id is no longer than a mask's placeholder),
+        # then the least a cut keeps; then the cuts that cost the most over their masks give
+        # way to them one by one. None where no named cut fits: a mask naming no id is the
+        # last resort.
+        changed = [p for p, m in enumerate(masked) if m is not out[p]]
+        if not changed or store is None:
             return None
-        for p in plain:
-            cut[p] = masked[p]
-        return cut, list(kept.values())
+        prices = [int(t) for t in _core.estimate_each([masked[p] for p in changed], provider=provider, model=model)]
+        cuts: dict[int, tuple[Any, str, str]] = {}
+        for slack in _RECOVERABLE_CUT_SLACKS:
+            cuts = named_cuts(out, masked, changed, prices, slack)
+            if not cuts:
+                return None
+            cut = with_cuts(out, masked, changed, cuts)
+            tokens, failures = check(cut, seams)
+            if not failures:
+                break
+            if not all(k == "over_budget" for k, _, _ in failures):
+                return None
+        else:
+            at = list(cuts)
+            now = _core.estimate_each([cut[p] for p in at], provider=provider, model=model)
+            was = {p: prices[changed.index(p)] for p in at}
+            for p, _ in sorted(zip(at, now, strict=True), key=lambda pn: was[pn[0]] - int(pn[1])):
+                del cuts[p]
+                if not cuts:
+                    return None
+                cut = with_cuts(out, masked, changed, cuts)
+                tokens, failures = check(cut, seams)
+                if not failures:
+                    break
+                if not all(k == "over_budget" for k, _, _ in failures):
+                    return None
+            else:
+                return None
+        for _, fold_id, text in cuts.values():
+            keep_text(store, fold_id, text, promised=True)
+        return cut, tokens
 
     def attempt(out: list[Any], origin: list[int | None]) -> tuple[list[Any], int] | None:
         seams = _seams(origin)
         tokens, failures = check(out, seams)
         if failures and all(k == "over_budget" for k, _, _ in failures):
             masked = hard(out, origin)
-            # The cuts keep about their masks' size and a marker's more; where that does not
-            # fit, their masks' size (a marker naming an id is no longer than a mask's
-            # placeholder), then the least a cut keeps, then those cuts only where they price
-            # no more than their masks: a mask naming no id is the last resort.
-            tries = [(slack, False) for slack in _RECOVERABLE_CUT_SLACKS] + [(_RECOVERABLE_CUT_SLACKS[-1], True)]
-            for slack, no_larger in tries if store is not None else ():
-                if (cut := recoverably(out, masked, slack, no_larger)) is None:
-                    continue
-                tokens, failures = check(cut[0], seams)
-                if not failures and store is not None:
-                    for fold_id, text in cut[1]:
-                        keep_text(store, fold_id, text, promised=True)
-                    return cut[0], tokens
+            if (named := recoverably(out, masked, seams)) is not None:
+                return named
             out = masked
             tokens, failures = check(out, seams)
         return None if failures else (out, tokens)

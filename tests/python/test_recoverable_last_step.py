@@ -12,8 +12,9 @@ Since stop 80 each message that step masks is cut from its original to about its
 instead, the cut's text stored under the id its marker names, where those cuts fit the budget
 (``bare_history``'s ``store``). Since stop 86, where they do not fit, the cuts are tried at their
 masks' size, then at the least a cut keeps (a marker naming an id is no longer than a mask's
-placeholder), then only where each prices no more than its mask; a message no cut can name
-keeps its plain mask without costing the others their ids. Arguments shrunk with the fold's key
+placeholder), then the cuts costing the most over their masks give way to them one by one; a
+message no cut can name keeps its plain mask without costing the others their ids, and a call's
+short arguments are named by the fold key alone. Arguments shrunk with the fold's key
 (``"contextfold_recall": id``) name their id: the Gemini case, xfail until then, was named all
 along (the test read only the markers). Left failing (strict xfail): a call's short arguments
 (under 256 characters, no long string) shrunk whole with no id where the budget leaves no room
@@ -59,8 +60,9 @@ def unnamed_marks(messages: list, given: str) -> list[str]:
 @pytest.mark.parametrize(("task", "n", "fmt", "budget"), [
     ("task34-trial3", 10, "anthropic", 4061),
     ("task32-trial3", 17, "gemini", 3159),
-    # Left: two calls' short arguments shrunk whole (`{"_cut": "…[object of 4 keys cut]…"}`);
-    # their results' outputs name ids since stop 86 (one was `[output pruned ...]`).
+    # Left: two calls' short arguments shrunk whole (`{"_cut": "…[object of 4 keys cut]…"}`),
+    # where their names by the fold key cost a few tokens more than the budget leaves; their
+    # results' outputs name ids since stop 86 (one was `[output pruned ...]`).
     pytest.param("task4-trial3", 23, "responses", 3168, marks=pytest.mark.xfail(
         strict=True, reason="a call's short arguments shrunk whole at the floor name no id")),
 ])
