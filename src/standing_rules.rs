@@ -62,15 +62,22 @@ fn holds_marker(text: &str) -> bool {
     markers().is_match(&lower)
 }
 
+/// A searcher per marker (`MARKERS`' order), built once: `has_marker` looks for each marker in
+/// each sentence of a text that holds one, and `str::find` built a searcher every time.
+fn marker_finders() -> &'static [memchr::memmem::Finder<'static>] {
+    static FINDERS: OnceLock<Vec<memchr::memmem::Finder<'static>>> = OnceLock::new();
+    FINDERS.get_or_init(|| MARKERS.iter().map(memchr::memmem::Finder::new).collect())
+}
+
 fn has_marker(lower: &str) -> bool {
     let opening = lower.trim_start_matches(|c: char| !c.is_alphanumeric());
     let opening = opening.strip_prefix("please ").unwrap_or(opening);
     if OPENERS.iter().any(|o| opening.starts_with(o)) {
         return true;
     }
-    MARKERS.iter().any(|m| {
+    MARKERS.iter().zip(marker_finders()).any(|(m, finder)| {
         let mut from = 0;
-        while let Some(i) = lower[from..].find(m) {
+        while let Some(i) = finder.find(&lower.as_bytes()[from..]) {
             let at = from + i;
             let before = lower[..at].chars().next_back();
             let after = lower[at + m.len()..].chars().next();
