@@ -43,11 +43,16 @@ const MAX_RULE_CHARS: usize = 600;
 /// Every marker and opener, found in one pass over a lowercased text (`rules_in`'s test of a
 /// whole text: a digest asks it of every user request, and 25 searches each cost more than the
 /// rest of the request's units). Case-sensitive patterns over the lowercase keep the searcher's
-/// vector prefilter, which an ASCII-case-insensitive one gives up.
+/// vector prefilter, which an ASCII-case-insensitive one gives up. Leftmost-first: only whether
+/// there is a match is asked (any match semantics find one where any pattern occurs), and with
+/// the standard semantics the searcher has no vector prefilter for 25 patterns of nine first
+/// letters; it ran its automaton over every byte (on the 10k history, 6% of a compaction).
 fn markers() -> &'static AhoCorasick {
     static FINDER: OnceLock<AhoCorasick> = OnceLock::new();
     FINDER.get_or_init(|| {
-        AhoCorasick::new(MARKERS.iter().chain(OPENERS.iter()))
+        AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .build(MARKERS.iter().chain(OPENERS.iter()))
             .unwrap_or_else(|e| unreachable!("fixed ASCII patterns: {e}"))
     })
 }
