@@ -240,21 +240,23 @@ impl Collector {
         f.ident.carried |= carried;
     }
 
+    /// Room for a span's pieces and identifiers from the start (a digest's or an index's
+    /// collector; a stand-in's few mentions are read without): grown from empty, the maps'
+    /// rehashes were ~1% of a SWE compaction's CPU.
+    pub fn make_room(&mut self) {
+        self.said.reserve(PIECES_RESERVED);
+        for (k, map) in self.by_text.iter_mut().enumerate() {
+            map.reserve(if k == Kind::Symbol as usize || k == Kind::Path as usize {
+                PIECES_RESERVED / 2
+            } else {
+                PIECES_RESERVED / 16
+            });
+        }
+    }
+
     /// Scan one text said with `weight` at `recency`: its error lines, then its tokens in order
     /// (those that can hold an identifier: `tokens::MarkedTokens`).
     pub fn scan(&mut self, text: &str, weight: f64, recency: f64) {
-        if self.said.capacity() == 0 {
-            // Room for a span's pieces and identifiers from the start: grown from empty, the
-            // maps' rehashes were ~1% of a SWE compaction's CPU.
-            self.said.reserve(PIECES_RESERVED);
-            for (k, map) in self.by_text.iter_mut().enumerate() {
-                map.reserve(if k == Kind::Symbol as usize || k == Kind::Path as usize {
-                    PIECES_RESERVED / 2
-                } else {
-                    PIECES_RESERVED / 16
-                });
-            }
-        }
         self.scan_error_lines(text, weight, recency);
         let own = stand_ins(text);
         // Where a full name taken whole ends: its last name is not read again on its own.
@@ -1219,6 +1221,7 @@ fn decode_escapes(text: &str, all: bool) -> Cow<'_, str> {
 /// The ranked identifiers of `msgs`, with `previous`'s index carried first.
 pub fn collect(msgs: &[Message<'_>], previous: Option<&str>) -> Vec<Ident> {
     let mut c = Collector::default();
+    c.make_room();
     if let Some(p) = previous {
         c.carry(p);
     }
