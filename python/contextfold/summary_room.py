@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -313,8 +314,16 @@ def trim_index(summary: str, tokens: int, *, provider: str, model: str | None,
     return None
 
 
+#: What both summary markers end with (``</contextfold:summary>`` and ``<contextfold:summary>``).
+_MARKERS_END = os.path.commonprefix([m[::-1] for m in _core.SUMMARY_MARKERS])[::-1]
+
+
 def neutralize_markers(text: str) -> str:
     """``text`` with the summary markers made inert (a folded tool output may quote them): only
     the markers the Compactor writes around a summary open and close it."""
+    # (A text without the markers' common end, nearly every summary, holds neither: one search
+    # of it instead of one per marker, on every summary a compaction writes.)
+    if _MARKERS_END not in text:
+        return text
     open_, close = _core.SUMMARY_MARKERS
     return text.replace(close, close.replace("<", "‹", 1)).replace(open_, open_.replace("<", "‹", 1))

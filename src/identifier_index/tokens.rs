@@ -176,14 +176,23 @@ impl Iterator for MarkedTokens<'_> {
                 }
             }
             // The token's start: back over its ASCII characters before the mark (there is no
-            // non-ASCII one since `at`: it would be a mark read before this one).
+            // non-ASCII one since `at`: it would be a mark read before this one), their
+            // classes gathered on the way; then on from the mark (the characters before it
+            // read once, not again from the start).
             let mut start = p;
-            while start > self.at && is_token_byte(b[start - 1]) {
+            let mut before = 0;
+            while start > self.at {
+                let c = b[start - 1];
+                let k = if c < 0x80 { CLASS[usize::from(c)] } else { 0 };
+                if k == 0 {
+                    break;
+                }
+                before |= k;
                 start -= 1;
             }
-            let token = next_token(self.text, start)?;
-            self.skip_to(token.1);
-            return Some(token);
+            let (end, classes) = token_from(self.text, p);
+            self.skip_to(end);
+            return Some((start, end, before | classes));
         }
     }
 }
@@ -214,7 +223,15 @@ pub fn next_token(text: &str, from: usize) -> Option<(usize, usize, u32)> {
             i += ch.len_utf8();
         }
     }
-    let start = i;
+    let (end, classes) = token_from(text, i);
+    Some((i, end, classes))
+}
+
+/// Where the token that holds byte `i` of `text` (an identifier character's start) ends, from
+/// `i` on, and the classes of its bytes from `i` (OR-ed).
+#[inline]
+fn token_from(text: &str, mut i: usize) -> (usize, u32) {
+    let b = text.as_bytes();
     let mut classes = 0;
     while let Some(&c) = b.get(i) {
         if c < 0x80 {
@@ -233,7 +250,7 @@ pub fn next_token(text: &str, from: usize) -> Option<(usize, usize, u32)> {
             i += ch.len_utf8();
         }
     }
-    Some((start, i, classes))
+    (i, classes)
 }
 
 /// The classes of the bytes of `t` (a piece of a token).
