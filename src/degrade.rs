@@ -752,13 +752,7 @@ mod tests {
         ] {
             let msgs = crate::wire::read_history(&&history).expect("readable");
             let (edit, id, whole) = cut_middle(&msgs, 0, 300, &est, true, true).expect("a cut");
-            let MaskEdit::Change {
-                change: Change::Arguments { json, .. },
-                ..
-            } = &edit
-            else {
-                panic!("not an arguments edit: {edit:?}")
-            };
+            let json = arguments_of(&edit);
             let v: serde_json::Value = serde_json::from_str(json).expect("still JSON");
             assert_eq!(v["path"], "a.txt", "{json}");
             assert!(est.text(json) <= 330.0, "{}", est.text(json));
@@ -773,6 +767,23 @@ mod tests {
         assert!(cut_middle(&msgs, 0, 2, &est, true, true).is_none());
     }
 
+    /// The new arguments of an arguments edit.
+    fn arguments_of(edit: &MaskEdit) -> &str {
+        match edit {
+            MaskEdit::Change {
+                change: Change::Arguments { json, .. },
+                ..
+            } => json,
+            _ => panic!("not an arguments edit: {edit:?}"),
+        }
+    }
+
+    /// A chat history of one call making `arguments`.
+    fn one_call(arguments: &str) -> serde_json::Value {
+        serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "update_reservation_flights", "arguments": arguments}}]}])
+    }
+
     #[test]
     fn arguments_with_no_long_string_cut_recoverably_name_their_id_by_the_fold_key() {
         // A booking of 40 flights: many short values, none long enough to cut inside. Until
@@ -782,17 +793,10 @@ mod tests {
             .map(|k| serde_json::json!({"flight_number": format!("HAT{k:03}"), "date": "2024-05-25"}))
             .collect();
         let args = serde_json::json!({"reservation_id": "FQ8APE", "flights": flights}).to_string();
-        let history = serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "update_reservation_flights", "arguments": args}}]}]);
+        let history = one_call(&args);
         let msgs = crate::wire::read_history(&&history).expect("readable");
         let (edit, id, whole) = cut_middle(&msgs, 0, 120, &est, true, true).expect("a cut");
-        let MaskEdit::Change {
-            change: Change::Arguments { json, .. },
-            ..
-        } = &edit
-        else {
-            panic!("not an arguments edit: {edit:?}")
-        };
+        let json = arguments_of(&edit);
         let v: serde_json::Value = serde_json::from_str(json).expect("still JSON");
         assert_eq!(v[crate::recall::RECALL_TOOL], id.as_str(), "{json}");
         assert_eq!(v["reservation_id"], "FQ8APE", "{json}");
@@ -800,8 +804,7 @@ mod tests {
         assert!(est.text(json) <= 140.0, "{}", est.text(json));
         // A root that is not an object has no place for the key: no recoverable cut.
         let list = serde_json::Value::Array(flights).to_string();
-        let history = serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "f", "arguments": list}}]}]);
+        let history = one_call(&list);
         let msgs = crate::wire::read_history(&&history).expect("readable");
         assert!(cut_middle(&msgs, 0, 120, &est, true, true).is_none());
         assert!(cut_middle(&msgs, 0, 120, &est, false, true).is_some());
@@ -810,18 +813,11 @@ mod tests {
         let short = serde_json::json!({"reservation_id": "FQ8APE", "cabin": "economy",
             "flights": [{"flight_number": "HAT056", "date": "2024-05-25"}], "payment_id": "credit_card_7407366"})
         .to_string();
-        let history = serde_json::json!([{"role": "assistant", "content": null, "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "update_reservation_flights", "arguments": short}}]}]);
+        let history = one_call(&short);
         let msgs = crate::wire::read_history(&&history).expect("readable");
         assert!(cut_middle(&msgs, 0, 16, &est, false, true).is_none());
         let (edit, id, whole) = cut_middle(&msgs, 0, 16, &est, true, true).expect("a named cut");
-        let MaskEdit::Change {
-            change: Change::Arguments { json, .. },
-            ..
-        } = &edit
-        else {
-            panic!("not an arguments edit: {edit:?}")
-        };
+        let json = arguments_of(&edit);
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(json).unwrap(),
             serde_json::json!({crate::recall::RECALL_TOOL: id})

@@ -555,36 +555,38 @@ def bare_history(
         if not changed or store is None:
             return None
         prices = [int(t) for t in _core.estimate_each([masked[p] for p in changed], provider=provider, model=model)]
+
+        def fits(cuts: dict[int, tuple[Any, str, str]]) -> tuple[list[Any], int] | bool:
+            # The history with ``cuts`` and its tokens where it passes the check; else whether
+            # it failed by the budget alone (smaller cuts may pass) or by anything else.
+            cut = with_cuts(out, masked, changed, cuts)
+            tokens, failures = check(cut, seams)
+            return (cut, tokens) if not failures else all(k == "over_budget" for k, _, _ in failures)
+
+        got: tuple[list[Any], int] | bool = False
         cuts: dict[int, tuple[Any, str, str]] = {}
         for slack in _RECOVERABLE_CUT_SLACKS:
             cuts = named_cuts(out, masked, changed, prices, slack)
-            if not cuts:
+            if not cuts or (got := fits(cuts)) is False:
                 return None
-            cut = with_cuts(out, masked, changed, cuts)
-            tokens, failures = check(cut, seams)
-            if not failures:
+            if got is not True:
                 break
-            if not all(k == "over_budget" for k, _, _ in failures):
-                return None
         else:
-            at = list(cuts)
-            now = _core.estimate_each([cut[p] for p in at], provider=provider, model=model)
-            was = {p: prices[changed.index(p)] for p in at}
-            for p, _ in sorted(zip(at, now, strict=True), key=lambda pn: was[pn[0]] - int(pn[1])):
+            # The least cuts, over the budget: those costing the most over their masks go first.
+            now = _core.estimate_each([cut for p, cut in enumerate(with_cuts(out, masked, changed, cuts)) if p in cuts],
+                                      provider=provider, model=model)
+            excess = {p: int(t) - prices[changed.index(p)] for p, t in zip(sorted(cuts), now, strict=True)}
+            for p in sorted(cuts, key=lambda q: -excess[q]):
                 del cuts[p]
-                if not cuts:
+                if not cuts or (got := fits(cuts)) is False:
                     return None
-                cut = with_cuts(out, masked, changed, cuts)
-                tokens, failures = check(cut, seams)
-                if not failures:
+                if got is not True:
                     break
-                if not all(k == "over_budget" for k, _, _ in failures):
-                    return None
-            else:
-                return None
+        if isinstance(got, bool):
+            return None
         for _, fold_id, text in cuts.values():
             keep_text(store, fold_id, text, promised=True)
-        return cut, tokens
+        return got
 
     def attempt(out: list[Any], origin: list[int | None]) -> tuple[list[Any], int] | None:
         seams = _seams(origin)
