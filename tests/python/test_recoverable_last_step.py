@@ -97,3 +97,47 @@ def test_a_call_whose_arguments_no_cut_can_name_leaves_its_result_an_id() -> Non
     ids = [i for o in outputs for i in re.findall(r"id=(cf[0-9a-f]{12})", o)]
     originals = {json.dumps(m["output"]) for m in items if m.get("type") == "function_call_output"}
     assert len(ids) >= 2 and all(json.dumps(c.recall(i)) in originals for i in ids), ids
+
+
+def _call_arguments(message: dict, fmt: str) -> list[tuple[str, object]]:
+    """Each call of ``message`` as (name, arguments as an object), in ``fmt``."""
+    if fmt == "chat":
+        return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls") or ()]
+    if fmt == "gemini":
+        return [(p["functionCall"]["name"], p["functionCall"].get("args")) for p in message.get("parts", ())
+                if "functionCall" in p]
+    return [(b["toolUse"]["name"], b["toolUse"]["input"]) for b in message.get("content", ())
+            if isinstance(b, dict) and "toolUse" in b]
+
+
+@pytest.mark.skipif(not shared_available(), reason="full data sets absent (../shared/data)")
+@pytest.mark.parametrize(("task", "n", "fmt", "budget"), [
+    ("task6-trial2", 15, "chat", 3072),
+    ("task20-trial3", 17, "gemini", 3029),
+    ("task2-trial2", 29, "bedrock", 4241),
+])
+def test_short_arguments_shrunk_at_the_floor_name_their_id_by_the_fold_key(task: str, n: int, fmt: str,
+                                                                             budget: int) -> None:
+    # A call's arguments under 256 characters with no long string (a booking's reservation,
+    # cabin, flights and payment) were shrunk to `{"_cut": "…[object of 4 keys cut]…"}`, stored
+    # nowhere; since stop 86 a recoverable compaction names them by the fold key alone.
+    conv = next(c for c in load_conversations(SHARED, "tau-bench-airline") if c["source"].endswith("#" + task))
+    items, system = convert(conv["messages"][:n], fmt)
+    c = cf.Compactor(provider="gemini" if fmt == "gemini" else "anthropic" if fmt == "bedrock" else "openai",
+                     wire_format=fmt, system=system, tools=conv["tools"], budget=budget, recoverable=True,
+                     store=cf.MemoryContentStore())
+    r = c.compact(items)
+    assert r.tokens_after <= budget
+    given = [args for m in items for _, args in _call_arguments(m, fmt)]
+    named = [args["contextfold_recall"] for m in r.messages for _, args in _call_arguments(m, fmt)
+             if isinstance(args, dict) and set(args) == {"contextfold_recall"}]
+    assert named, [a for m in r.messages for a in _call_arguments(m, fmt)]
+    for fold_id in named:
+        # (Arguments an earlier step had shrunk and named are cut again from that text: its
+        # recall names the id of the whole, recalled in turn.)
+        back = json.loads(c.recall(fold_id))
+        for _ in range(3):
+            if back in given or not isinstance(back, dict) or "contextfold_recall" not in back:
+                break
+            back = json.loads(c.recall(back["contextfold_recall"]))
+        assert back in given, back
