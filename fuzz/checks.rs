@@ -17,7 +17,9 @@ use contextfold::estimate::{Estimator, RequestExtras, ResponseFormat, ToolDef};
 use contextfold::exact::Counter;
 use contextfold::ledger::{content_hash, Entry, Ledger};
 use contextfold::media_tokens::MediaKind;
-use contextfold::message::{Content, Detail, Image, ImageSource, Message, Part, Role, ToolCall};
+use contextfold::message::{
+    Content, Detail, Image, ImageSource, MediaData, MediaPayload, Message, Part, Role, ToolCall,
+};
 use contextfold::provider::Provider;
 use contextfold::prune::{plan, PruneOptions};
 use contextfold::session_state::SessionState;
@@ -252,6 +254,18 @@ fn part<'a>(src: &mut Src<'a>, images: &'a [String; 3], depth: usize) -> Part<'a
             text: match src.u8() % 2 {
                 0 => None,
                 _ => Some(Cow::Borrowed(src.str())),
+            },
+            // A document's kept bytes: any text or bytes, under any type a block may name.
+            payload: match src.u8() % 3 {
+                0 => None,
+                1 => Some(Box::new(MediaPayload {
+                    data: MediaData::Base64(Cow::Borrowed(src.str())),
+                    mime: None,
+                })),
+                _ => Some(Box::new(MediaPayload {
+                    data: MediaData::Bytes(src.str().as_bytes()),
+                    mime: Some(src.str().to_string()),
+                })),
             },
         },
     }

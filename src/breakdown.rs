@@ -385,6 +385,7 @@ mod tests {
                 wire_chars: 40,
                 units: None,
                 text: None,
+                payload: None,
             },
         ]);
         let mut thinking = Message::empty("assistant");

@@ -1282,6 +1282,7 @@ mod tests {
             wire_chars: 400,
             units: None,
             text: None,
+            payload: None,
         }]);
         msgs.insert(2, item);
         let mut o = options(4_000);

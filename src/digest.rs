@@ -3629,6 +3629,7 @@ mod tests {
             wire_chars: 200,
             units: None,
             text: None,
+            payload: None,
         };
         let mut a = Message::empty("assistant");
         a.content = Content::Parts(vec![

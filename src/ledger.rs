@@ -641,6 +641,8 @@ pub fn content_hash(m: &Message<'_>) -> u64 {
                 wire_chars,
                 units,
                 text,
+                // (The kept bytes change no price: their size and pages are hashed above.)
+                payload: _,
             } => {
                 h.u64(7);
                 h.str(kind);

@@ -283,6 +283,9 @@ pub enum Part<'a> {
     /// audio (rounded up), pages of a document; None where it does not say. `text`: what the
     /// block says, for the summary only (a search result's title, source and text; a file a
     /// server tool viewed): never priced (the block is priced by its JSON) nor edited.
+    /// `payload`: a document's inline bytes as sent, kept (documents only) so that a
+    /// recoverable fold of it can give it back; None for other media and for documents sent by
+    /// reference.
     Opaque {
         kind: Cow<'a, str>,
         media: MediaKind,
@@ -290,7 +293,80 @@ pub enum Part<'a> {
         wire_chars: usize,
         units: Option<u32>,
         text: Option<Cow<'a, str>>,
+        payload: Option<Box<MediaPayload<'a>>>,
     },
+}
+
+/// A document's inline payload as its block sent it: what a recoverable fold stores so that
+/// `recall(id)` gives the document back (boxed in `Part::Opaque`: most parts hold none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaPayload<'a> {
+    pub data: MediaData<'a>,
+    /// The MIME type or format the block names (`application/pdf`, Bedrock's `pdf`), if any.
+    pub mime: Option<String>,
+}
+
+/// Where a payload's bytes are: base64 text (maybe a `data:` URL), or raw bytes (an SDK's
+/// `bytes`, Bedrock's boto3 blocks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MediaData<'a> {
+    Base64(Cow<'a, str>),
+    Bytes(&'a [u8]),
+}
+
+impl MediaPayload<'_> {
+    /// The payload as base64 text, as sent when it was text (a `data:` URL kept whole).
+    pub fn base64(&self) -> Cow<'_, str> {
+        match &self.data {
+            MediaData::Base64(t) => Cow::Borrowed(t.as_ref()),
+            MediaData::Bytes(b) => Cow::Owned(crate::image::encode(b)),
+        }
+    }
+
+    /// Its MIME type: the block's (a Bedrock format read as one), else its `data:` URL's,
+    /// else `application/pdf` where its bytes start as a PDF's, else None.
+    pub fn media_type(&self) -> Option<String> {
+        let named = self
+            .mime
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty());
+        if let Some(m) = named {
+            return Some(if m.contains('/') {
+                m.to_ascii_lowercase()
+            } else {
+                document_mime(m).to_string()
+            });
+        }
+        match &self.data {
+            MediaData::Base64(t) => match t.strip_prefix("data:") {
+                Some(rest) => rest.split([';', ',']).next().map(str::to_string),
+                None => t
+                    .starts_with("JVBER")
+                    .then(|| "application/pdf".to_string()),
+            },
+            MediaData::Bytes(b) => b
+                .starts_with(b"%PDF")
+                .then(|| "application/pdf".to_string()),
+        }
+    }
+}
+
+/// The MIME type of a Bedrock document `format` (DocumentBlock: pdf, csv, doc, docx, xls,
+/// xlsx, html, txt, md); `application/octet-stream` for any other.
+pub fn document_mime(format: &str) -> &'static str {
+    match format.to_ascii_lowercase().as_str() {
+        "pdf" => "application/pdf",
+        "csv" => "text/csv",
+        "doc" => "application/msword",
+        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "xls" => "application/vnd.ms-excel",
+        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "html" => "text/html",
+        "txt" => "text/plain",
+        "md" => "text/markdown",
+        _ => "application/octet-stream",
+    }
 }
 
 impl Part<'_> {

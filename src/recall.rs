@@ -233,7 +233,7 @@ pub fn placeholder(
     };
     // What the run printed, read once: its verdict, and the words mentions are read from
     // (inside a JSON envelope, its escaped newlines would glue two lines' words into one).
-    let (error, mut names) = if what == "image" {
+    let (error, mut names) = if what == "image" || what.starts_with("document") {
         ("", Vec::new())
     } else {
         let o = tool_outcome::read(original);
@@ -301,6 +301,8 @@ pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
             None
         }
         Change::Image { part, .. } => match m.parts().get(*part)? {
+            // A document masked alone: its payload as sent (a `data:` URL kept whole).
+            p @ Part::Opaque { .. } => document_payload(p).map(|d| d.base64()),
             Part::Image(img) => match img.source {
                 ImageSource::Base64(t) | ImageSource::Url(t) | ImageSource::File(t) => {
                     Some(Cow::Borrowed(t))
@@ -324,19 +326,43 @@ pub fn original<'m>(m: &'m Message<'_>, e: &MaskEdit) -> Option<Cow<'m, str>> {
     }
 }
 
+/// The payload a document part keeps (`Part::Opaque::payload`), when it is a document that
+/// holds one: what a fold of it stores and gives back.
+pub(crate) fn document_payload<'p, 'a>(
+    p: &'p Part<'a>,
+) -> Option<&'p crate::message::MediaPayload<'a>> {
+    match p {
+        Part::Opaque {
+            media: crate::message::MediaKind::Document,
+            payload: Some(d),
+            ..
+        } => Some(d),
+        _ => None,
+    }
+}
+
+/// How a stored original introduces a document's payload (`[document, application/pdf,
+/// base64]`), its MIME type said so that a payload sent as raw bytes or bare base64 (Bedrock's
+/// `format: "pdf"`) is given back as the same type.
+const DOCUMENT_LINE: (&str, &str) = ("[document, ", ", base64]");
+
 /// A tool result's content as the recall tool gives it back: its texts joined by newlines, then
 /// each image it held (a computer-use tool's screenshot) as a line saying so and its source
-/// (base64 or URL) on the next, so that masking the result loses nothing for good.
+/// (base64 or URL) on the next, then each document it held (a PDF a tool returned) likewise
+/// (`[document, <MIME type>, base64]`, then its payload as sent), so that masking the result
+/// loses nothing for good.
 fn result_original<'m>(parts: &'m [Part<'_>]) -> Option<Cow<'m, str>> {
     let mut images = parts.iter().filter_map(|p| match p {
         Part::Image(img) => Some(img),
         _ => None,
     });
-    let Some(first) = images.next() else {
+    let first = images.next();
+    let mut documents = parts.iter().filter_map(document_payload).peekable();
+    if first.is_none() && documents.peek().is_none() {
         return crate::message::joined_texts(parts);
-    };
+    }
     let mut out = crate::message::joined_texts(parts).map_or_else(String::new, Cow::into_owned);
-    for img in std::iter::once(first).chain(images) {
+    for img in first.into_iter().chain(images) {
         if !out.is_empty() {
             out.push('\n');
         }
@@ -359,17 +385,32 @@ fn result_original<'m>(parts: &'m [Part<'_>]) -> Option<Cow<'m, str>> {
             }
         }
     }
+    for d in parts.iter().filter_map(document_payload) {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let media_type = d
+            .media_type()
+            .unwrap_or_else(|| "application/octet-stream".into());
+        out.push_str(DOCUMENT_LINE.0);
+        out.push_str(&media_type);
+        out.push_str(DOCUMENT_LINE.1);
+        out.push('\n');
+        out.push_str(&d.base64());
+    }
     Some(Cow::Owned(out))
 }
 
 /// A tool result's tokens as its message prices them: the texts as text, each image by its
-/// pixel size (never its base64 length).
+/// pixel size (never its base64 length), each document, recording or video by its pages or
+/// seconds (`Estimator::part`).
 fn result_tokens(est: &Estimator, parts: &[Part<'_>]) -> u32 {
     let text = crate::message::joined_texts(parts).map_or(0.0, |t| est.text(&t));
     let images: u32 = parts
         .iter()
         .map(|p| match p {
             Part::Image(img) => est.image(img),
+            p if p.masked_media().is_some() => est.part(p).ceil() as u32,
             _ => 0,
         })
         .sum();
@@ -396,12 +437,50 @@ pub(crate) fn arguments_with_id(json: &str, id: &str) -> String {
     }
 }
 
-/// What a placeholder says was folded: `what`, and the images of `parts` that went with it.
+/// What a placeholder says was folded: `what`, and the images and documents of `parts` that
+/// went with it (and that the fold keeps).
 fn with_images<'w>(what: &'w str, parts: &[Part<'_>]) -> Cow<'w, str> {
-    match parts.iter().filter(|p| matches!(p, Part::Image(_))).count() {
-        0 => Cow::Borrowed(what),
-        1 => Cow::Owned(format!("{what} and 1 image")),
-        n => Cow::Owned(format!("{what} and {n} images")),
+    let images = parts.iter().filter(|p| matches!(p, Part::Image(_))).count();
+    let documents: Vec<&Part<'_>> = parts
+        .iter()
+        .filter(|p| document_payload(p).is_some())
+        .collect();
+    if images + documents.len() == 0 {
+        return Cow::Borrowed(what);
+    }
+    let images = match images {
+        0 => String::new(),
+        1 => " and 1 image".to_string(),
+        n => format!(" and {n} images"),
+    };
+    let documents = match documents.len() {
+        0 => String::new(),
+        n => format!(
+            " and {n} document{}{}",
+            if n == 1 { "" } else { "s" },
+            pages_said(&documents)
+        ),
+    };
+    Cow::Owned(format!("{what}{images}{documents}"))
+}
+
+/// `" (3 pages)"`: the pages of `documents` together, as their bytes say them (the plain mask
+/// says them so: `[document omitted: 3 pages]`); empty when one does not say.
+fn pages_said(documents: &[&Part<'_>]) -> String {
+    let pages: Option<u32> = documents
+        .iter()
+        .map(|p| match p {
+            Part::Opaque { units, .. } => *units,
+            _ => None,
+        })
+        .sum();
+    match pages {
+        Some(n) => format!(
+            " ({} page{})",
+            group_sep(n as usize),
+            if n == 1 { "" } else { "s" }
+        ),
+        None => String::new(),
     }
 }
 
@@ -458,6 +537,8 @@ pub fn recoverable_edits(
                 ..
             } => match m.parts().get(*part) {
                 Some(Part::Image(img)) => est.image(img),
+                // A document by its pages, as its message prices it (never its base64).
+                Some(p @ Part::Opaque { .. }) => est.part(p).ceil() as u32,
                 _ => est.text(&text).ceil() as u32,
             },
             _ => est.text(&text).ceil() as u32,
@@ -506,10 +587,13 @@ pub fn recoverable_edits(
                     &producer,
                     &id,
                 );
-                // A document or a recording beside the text: said as the plain mask says it
-                // (its bytes are not kept: the recall restores the text and images). Left out,
-                // a result of a line and a PDF read "tool output, ~5 tokens", the PDF unsaid.
-                crate::prune::say_media(&mut text, parts, |p| p.masked_media().is_some());
+                // A recording, a video or a document sent by reference beside the text: said as
+                // the plain mask says it (its bytes are not kept; a document's inline bytes are,
+                // said in `what`). Left out, a result of a line and a PDF read "tool output, ~5
+                // tokens", the PDF unsaid.
+                crate::prune::say_media(&mut text, parts, |p| {
+                    p.masked_media().is_some() && document_payload(p).is_none()
+                });
                 Change::ResultText { part: *part, text }
             }
             // (An observation beside Ollama's native images goes with them: its words are
@@ -525,7 +609,19 @@ pub fn recoverable_edits(
             },
             Change::Image { part, .. } => Change::Image {
                 part: *part,
-                text: placeholder(est, "image", None, tokens, "", false, &Producer::Call, &id),
+                text: placeholder(
+                    est,
+                    &match m.parts().get(*part) {
+                        Some(p @ Part::Opaque { .. }) => format!("document{}", pages_said(&[p])),
+                        _ => "image".to_string(),
+                    },
+                    None,
+                    tokens,
+                    "",
+                    false,
+                    &Producer::Call,
+                    &id,
+                ),
             },
             // (A user turn's text beside its screenshot is a browser agent's observation.)
             Change::PartText { part, .. } => Change::PartText {
@@ -606,9 +702,17 @@ pub fn page(text: &str, offset: usize, max_tokens: u32, est: &Estimator) -> (usi
 /// URL declared or its header says), a URL, or a provider's file id / storage URI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecalledSource<'a> {
-    Base64 { media_type: &'a str, data: &'a str },
+    Base64 {
+        media_type: &'a str,
+        data: &'a str,
+    },
     Url(&'a str),
     File(&'a str),
+    /// A document's base64 payload (a PDF) and its MIME type.
+    Document {
+        media_type: &'a str,
+        data: &'a str,
+    },
 }
 
 /// One image a stored original holds: its source, its pixel size when its header says it, and
@@ -618,6 +722,8 @@ pub enum RecalledSource<'a> {
 pub struct RecalledImage<'a> {
     pub source: RecalledSource<'a>,
     pub dims: Option<crate::image::Dims>,
+    /// A document's pages, where its bytes say them (`media_header`).
+    pub pages: Option<u32>,
     pub start: usize,
     pub end: usize,
 }
@@ -676,6 +782,38 @@ fn base64_image(
     Some((RecalledSource::Base64 { media_type, data }, dims(&bytes)))
 }
 
+/// `source` as a document's payload: base64 (maybe a `data:` URL, whose type is then the
+/// document's) of `media_type`, or (None) of the type its `data:` URL declares, else a PDF's
+/// where its bytes begin as one. None for a text that is neither (an image's `data:` URL
+/// included), so a tool's output of base64 is given back as text.
+fn base64_document<'s>(
+    source: &'s str,
+    media_type: Option<&'s str>,
+) -> Option<(RecalledSource<'s>, Option<u32>)> {
+    use crate::image::strip_data_url;
+    let data = strip_data_url(source);
+    let declared = (data.len() != source.len())
+        .then(|| source["data:".len()..].split([';', ',']).next())
+        .flatten();
+    let b64 = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_');
+    if data.is_empty() || !data.bytes().all(b64) {
+        return None;
+    }
+    let media_type = match (media_type, declared) {
+        (Some(t), _) => t,
+        (None, Some(t))
+            if crate::message::MediaKind::from_mime(t) == crate::message::MediaKind::Document =>
+        {
+            t
+        }
+        (None, None) if data.starts_with("JVBER") => "application/pdf",
+        _ => return None,
+    };
+    let pages = crate::media_header::units_of(crate::message::MediaKind::Document, data)
+        .map(|u| u.ceil() as u32);
+    Some((RecalledSource::Document { media_type, data }, pages))
+}
+
 /// `source` (one line) as an image given by where it is: a URL, else a file id / storage URI.
 fn located_image(source: &str) -> Option<RecalledSource<'_>> {
     // (A `data:` URL is read by `base64_image`: one that is not an image's is no image.)
@@ -698,32 +836,50 @@ fn located_image(source: &str) -> Option<RecalledSource<'_>> {
 /// `known_image` (the caller knows the fold was an image: its placeholder said `folded image`),
 /// as a tool's output can be a bare URL. None when the text holds no image.
 pub fn recalled_layout(text: &str, known_image: bool) -> Option<RecalledLayout<'_>> {
-    let mut found: Vec<(RecalledSource<'_>, Option<crate::image::Dims>, usize, usize)> = Vec::new();
+    type Found<'s> = (
+        RecalledSource<'s>,
+        Option<crate::image::Dims>,
+        Option<u32>,
+        usize,
+        usize,
+    );
+    let mut found: Vec<Found<'_>> = Vec::new();
     let mut end = text.len();
     // Read from the end: a text before the images may itself hold a line like `[image, url]`.
     while let Some(nl) = text[..end].rfind('\n') {
         let source = &text[nl + 1..end];
         let marker_start = text[..nl].rfind('\n').map_or(0, |i| i + 1);
-        let image = match &text[marker_start..nl] {
-            "[image, base64]" => base64_image(source, true),
-            "[image, url]" | "[image, file]" => located_image(source).map(|s| (s, None)),
-            _ => None,
+        let marker = &text[marker_start..nl];
+        let image = match marker {
+            "[image, base64]" => base64_image(source, true).map(|(s, d)| (s, d, None)),
+            "[image, url]" | "[image, file]" => located_image(source).map(|s| (s, None, None)),
+            _ => marker
+                .strip_prefix(DOCUMENT_LINE.0)
+                .and_then(|m| m.strip_suffix(DOCUMENT_LINE.1))
+                .filter(|t| t.contains('/') && !t.contains(char::is_whitespace))
+                .and_then(|t| base64_document(source, Some(t)))
+                .map(|(s, pages)| (s, None, pages)),
         };
-        let Some((src, dims)) = image else { break };
+        let Some((src, dims, pages)) = image else {
+            break;
+        };
         let start = marker_start.saturating_sub(1);
-        found.push((src, dims, start, end));
+        found.push((src, dims, pages, start, end));
         end = start;
         if marker_start == 0 {
             break;
         }
     }
     if found.is_empty() {
-        let lone = base64_image(text, false).or_else(|| {
-            known_image
-                .then(|| located_image(text).map(|s| (s, None)))
-                .flatten()
-        })?;
-        found.push((lone.0, lone.1, 0, text.len()));
+        let lone = base64_image(text, false)
+            .map(|(s, d)| (s, d, None))
+            .or_else(|| base64_document(text, None).map(|(s, p)| (s, None, p)))
+            .or_else(|| {
+                known_image
+                    .then(|| located_image(text).map(|s| (s, None, None)))
+                    .flatten()
+            })?;
+        found.push((lone.0, lone.1, lone.2, 0, text.len()));
         end = 0;
     }
     found.reverse();
@@ -733,9 +889,10 @@ pub fn recalled_layout(text: &str, known_image: bool) -> Option<RecalledLayout<'
         text_end: chars(end),
         images: found
             .into_iter()
-            .map(|(source, dims, s, e)| RecalledImage {
+            .map(|(source, dims, pages, s, e)| RecalledImage {
                 source,
                 dims,
+                pages,
                 start: chars(s),
                 end: chars(e),
             })
@@ -746,7 +903,8 @@ pub fn recalled_layout(text: &str, known_image: bool) -> Option<RecalledLayout<'
 /// The message (Responses: the item) answering call `call_id` of tool `name` with `text` and
 /// `images` as images, in the format of the message that made the call, as compact JSON; None
 /// where that format's tool result cannot carry one of them (a chat `tool` message holds text
-/// alone; Bedrock takes bytes or an S3 URI; Gemini's function response parts inline data).
+/// alone; Bedrock takes bytes or an S3 URI; Gemini's function response parts inline data, and
+/// no document; Anthropic a base64 document that is a PDF).
 /// Bedrock's bytes are written as their base64 (the JSON its REST API reads; the Python SDK
 /// takes raw bytes: the bindings' caller decodes them).
 pub fn image_result_json(
@@ -959,6 +1117,182 @@ mod tests {
         assert!(recalled_layout("aGVsbG8gd29ybGQ=", false).is_none());
         assert!(recalled_layout("data:text/plain;base64,aGVsbG8=", true).is_none());
         assert!(recalled_layout("[image, base64]\n", false).is_none());
+    }
+
+    /// A two-page PDF's bytes: its page objects are what `media_header` counts.
+    fn pdf_two_pages() -> Vec<u8> {
+        b"%PDF-1.4\n1 0 obj\n<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>\nendobj\n\
+2 0 obj\n<< /Type /Page /Parent 1 0 R >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 1 0 R >>\nendobj\n%%EOF\n"
+            .to_vec()
+    }
+
+    #[test]
+    fn a_documents_bytes_are_stored_with_its_fold_and_read_back_as_a_document() {
+        use crate::message::{MediaData, MediaKind, MediaPayload};
+        let pdf = pdf_two_pages();
+        let b64 = crate::image::encode(&pdf);
+        let doc = |data: MediaData<'static>, mime: Option<&str>| Part::Opaque {
+            kind: Cow::Borrowed("document"),
+            media: MediaKind::Document,
+            payload_chars: None,
+            wire_chars: 0,
+            units: Some(2),
+            text: None,
+            payload: Some(Box::new(MediaPayload {
+                data,
+                mime: mime.map(str::to_string),
+            })),
+        };
+        // Bedrock's raw bytes under its format's short name: stored as base64 under the MIME
+        // type the name stands for.
+        let raw: &'static [u8] = Box::leak(pdf.clone().into_boxed_slice());
+        let mut m = Message::empty("user");
+        m.content = Content::Parts(vec![Part::ToolResult {
+            tool_use_id: "t1",
+            is_error: false,
+            content: vec![
+                Part::Text(Cow::Borrowed("fetched")),
+                doc(MediaData::Bytes(raw), Some("pdf")),
+            ],
+            name: None,
+        }]);
+        let e = MaskEdit::Change {
+            index: 0,
+            change: Change::ResultText {
+                part: Some(0),
+                text: String::new(),
+            },
+            path: Vec::new(),
+            value: String::new(),
+        };
+        let kept = original(&m, &e).unwrap();
+        assert_eq!(
+            kept,
+            format!("fetched\n[document, application/pdf, base64]\n{b64}")
+        );
+        let l = recalled_layout(&kept, false).unwrap();
+        assert_eq!(l.text_end, "fetched".len());
+        assert_eq!(
+            (l.images[0].source, l.images[0].pages),
+            (
+                RecalledSource::Document {
+                    media_type: "application/pdf",
+                    data: &b64
+                },
+                Some(2)
+            )
+        );
+        // Masked alone: its payload as sent, a data URL kept whole and read by its type.
+        let url: &'static str = Box::leak(format!("data:application/pdf;base64,{b64}").into());
+        let mut alone = Message::empty("user");
+        alone.content = Content::Parts(vec![doc(MediaData::Base64(Cow::Borrowed(url)), None)]);
+        let e = MaskEdit::Change {
+            index: 0,
+            change: Change::Image {
+                part: 0,
+                text: String::new(),
+            },
+            path: Vec::new(),
+            value: String::new(),
+        };
+        assert_eq!(original(&alone, &e).unwrap(), url);
+        assert!(matches!(
+            recalled_layout(url, false).unwrap().images[0].source,
+            RecalledSource::Document { data, .. } if data == b64
+        ));
+        assert!(matches!(
+            recalled_layout(&b64, false).unwrap().images[0].source,
+            RecalledSource::Document {
+                media_type: "application/pdf",
+                ..
+            }
+        ));
+        // A tool's output of base64, or of a document line over no base64, stays text.
+        assert!(recalled_layout("aGVsbG8gd29ybGQ=", false).is_none());
+        assert!(recalled_layout("data:text/plain;base64,aGVsbG8=", false).is_none());
+        assert!(recalled_layout(
+            "log\n[document, application/pdf, base64]\nnot base64!",
+            false
+        )
+        .is_none());
+        assert!(recalled_layout("log\n[document, a b, base64]\nJVBERi0x", false).is_none());
+        // A document sent by reference keeps no bytes: nothing to store, as before.
+        let mut by_ref = alone.clone();
+        by_ref.content = Content::Parts(vec![Part::Opaque {
+            kind: Cow::Borrowed("document"),
+            media: MediaKind::Document,
+            payload_chars: None,
+            wire_chars: 80,
+            units: None,
+            text: None,
+            payload: None,
+        }]);
+        assert!(original(&by_ref, &e).is_none());
+    }
+
+    #[test]
+    fn a_document_answer_is_written_where_the_format_carries_one() {
+        use crate::wire::Format;
+        let pdf = [RecalledSource::Document {
+            media_type: "application/pdf",
+            data: "JVBE",
+        }];
+        let docx = [RecalledSource::Document {
+            media_type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            data: "UEsD",
+        }];
+        let parse =
+            |s: Option<String>| serde_json::from_str::<serde_json::Value>(&s.unwrap()).unwrap();
+        let a = parse(image_result_json(
+            Format::Anthropic,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &pdf,
+        ));
+        assert_eq!(
+            a["content"][0]["content"][1],
+            serde_json::json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}})
+        );
+        let b = parse(image_result_json(
+            Format::Bedrock,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &pdf,
+        ));
+        let d = &b["content"][0]["toolResult"]["content"][1]["document"];
+        assert_eq!(
+            (&d["format"], &d["source"]["bytes"]),
+            (&"pdf".into(), &"JVBE".into())
+        );
+        let b = parse(image_result_json(
+            Format::Bedrock,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &docx,
+        ));
+        assert_eq!(
+            b["content"][0]["toolResult"]["content"][1]["document"]["format"],
+            "docx"
+        );
+        let r = parse(image_result_json(
+            Format::OpenAIResponses,
+            "t1",
+            RECALL_TOOL,
+            "h",
+            &pdf,
+        ));
+        assert_eq!(
+            r["output"][1],
+            serde_json::json!({"type": "input_file", "file_data": "data:application/pdf;base64,JVBE", "filename": "document.pdf"})
+        );
+        // Anthropic's base64 document is a PDF's alone; Gemini's function response and a chat
+        // `tool` message take none.
+        assert!(image_result_json(Format::Anthropic, "t1", RECALL_TOOL, "h", &docx).is_none());
+        assert!(image_result_json(Format::Gemini, "t1", RECALL_TOOL, "h", &pdf).is_none());
+        assert!(image_result_json(Format::OpenAIChat, "t1", RECALL_TOOL, "h", &pdf).is_none());
     }
 
     #[test]

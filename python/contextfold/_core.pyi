@@ -805,11 +805,12 @@ def recall_page(
 
 def recall_images(
     text: str, /, *, known_image: bool = False
-) -> tuple[int, list[tuple[str, str, str | None, int | None, int | None, int, int]]] | None:
+) -> tuple[int, list[tuple[str, str, str | None, int | None, int | None, int, int, int | None]]] | None:
     """The images a stored original holds: ``(characters of text before them, [(kind, source,
-    media type, width, height, start, end)])``, kind ``"base64"`` / ``"url"`` / ``"file"``,
-    width and height in pixels (None when the header does not say them), start and end in
-    characters of ``text``; None when it holds none. ``known_image``: the fold was an image, so
+    media type, width, height, start, end, pages)])``, kind ``"base64"`` / ``"url"`` /
+    ``"file"`` / ``"document"`` (a document's base64), width and height in pixels (None when the
+    header does not say them), start and end in characters of ``text``, a document's pages
+    where its bytes say them; None when it holds none. ``known_image``: the fold was an image, so
     a lone URL or file id is one."""
 
 def recall_image_result(

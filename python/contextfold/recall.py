@@ -16,6 +16,12 @@ image's characters gives that image, one per answer, as an image where the forma
 can carry one (``Compactor.answer``)::
 
     [contextfold_recall id=cf0123456789ab: image 1 of 1, 1280x800 image/png, characters 0-90000 of 90000; end]
+
+A folded document (a PDF a tool returned or a user sent) is given back the same way, as a
+document where the format's tool result can carry one (Anthropic ``document`` blocks, Bedrock
+DocumentBlocks, Responses ``input_file``), else in words (its pages and bytes)::
+
+    [contextfold_recall id=cf0123456789ab: document 1 of 1, 3 pages, 1,188 bytes application/pdf, characters 28-1649 of 1649; end]
 """
 
 from __future__ import annotations
@@ -260,22 +266,39 @@ class FoldImage:
     height: int | None
     start: int
     end: int
+    #: A document's pages, where its bytes say them (kind ``"document"``: its base64 payload).
+    pages: int | None = None
+
+    @property
+    def noun(self) -> str:
+        """``"document"`` for a document (a PDF a tool returned), else ``"image"``."""
+        return "document" if self.kind == "document" else "image"
 
     def said(self, k: int, n: int) -> str:
-        """``"image 1 of 2, 1280x800 image/png"``: the image in words, never its base64 (the
-        ``k``-th of ``n``)."""
-        what = f"image {k} of {n}"
+        """``"image 1 of 2, 1280x800 image/png"`` (``"document 1 of 1, 3 pages, 1,234 bytes
+        application/pdf"``): the image or document in words, never its base64 (the ``k``-th of
+        ``n``)."""
+        what = f"{self.noun} {k} of {n}"
+        if self.kind == "document":
+            if self.pages:
+                what += f", {self.pages:,} page{'s' if self.pages != 1 else ''}"
+            what += f", {_decoded_bytes(self.source):,} bytes"
         if self.width and self.height:
             what += f", {self.width}x{self.height}"
         if self.media_type:
             what += f" {self.media_type}"
-        if self.kind != "base64":
+        if self.kind not in ("base64", "document"):
             what += f" at {_shown(self.source)}"
         return what
 
     def payload(self) -> tuple[str, str, str | None]:
         """The image as the core's answer writer takes it: ``(kind, source, media type)``."""
         return self.kind, self.source, self.media_type
+
+
+def _decoded_bytes(b64: str) -> int:
+    """The bytes base64 text ``b64`` decodes to (its padding counted off)."""
+    return len(b64) * 3 // 4 - (len(b64) - len(b64.rstrip("=")))
 
 
 def fold_images(text: str, *, known_image: bool = False) -> list[FoldImage]:
@@ -349,12 +372,18 @@ def image_answer(call: Any, fold: RecallCall, text: str, images: Sequence[FoldIm
         return json.loads(_core.recall_result(call, call_id=fold.call_id, text=f"{header}\n{said}"))
 
     carried = _core.recall_image_result(call, call_id=fold.call_id, text=header, images=[image.payload()])
+    noun = image.noun
     if carried is None:
         # (Which it is: no image at all, or none given by this source; probed with an empty one.)
         text_only = _core.recall_image_result(
             call, call_id=fold.call_id, text=header, images=[("base64", "", "image/png")]) is None
-        why = "carries text only" if text_only else "takes no image given by URL or file id"
-        return in_words(f"The image is not given: a tool result in this API {why}.")
+        if text_only:
+            why = "carries text only"
+        elif noun == "document":
+            why = f"takes no {image.media_type or 'such'} document"
+        else:
+            why = "takes no image given by URL or file id"
+        return in_words(f"The {noun} is not given: a tool result in this API {why}.")
     message = json.loads(carried)
     kw: dict[str, Any] = dict(provider=provider, model=model)
     tokens = int(_core.estimate([message], **kw))
@@ -363,17 +392,18 @@ def image_answer(call: Any, fold: RecallCall, text: str, images: Sequence[FoldIm
     plain = json.loads(_core.recall_result(call, call_id=fold.call_id, text=header))
     price = max(1, tokens - int(_core.estimate([plain], **kw)))
     room = max(0, target - (tokens - price))
-    return in_words(f"The image is not given: it needs ~{price:,} tokens where this answer's room holds ~{room:,}.")
+    return in_words(f"The {noun} is not given: it needs ~{price:,} tokens where this answer's room holds ~{room:,}.")
 
 
 def with_bytes(message: Any) -> Any:
-    """A Bedrock answer with its images' base64 (as the core writes them, JSON's form) made the
-    raw bytes boto3 takes; any other message as it is."""
+    """A Bedrock answer with its images' and documents' base64 (as the core writes them, JSON's
+    form) made the raw bytes boto3 takes; any other message as it is."""
     content = message.get("content") if isinstance(message, dict) else None
     for block in content if isinstance(content, list) else ():
         result = block.get("toolResult") if isinstance(block, dict) else None
         for part in result.get("content", ()) if isinstance(result, dict) else ():
-            source = part.get("image", {}).get("source") if isinstance(part, dict) else None
+            media = (part.get("image") or part.get("document")) if isinstance(part, dict) else None
+            source = media.get("source") if isinstance(media, dict) else None
             if isinstance(source, dict) and isinstance(source.get("bytes"), str):
                 data = source["bytes"]
                 try:

@@ -229,6 +229,12 @@ class RecoverableFolds:
         ~M``). A lone URL or file id is known to be an image by its ``[folded image``
         placeholder in ``history``. ``recall(id)`` still returns the stored original.
 
+        A folded document (a PDF a tool returned or a user sent; its bytes are kept with the
+        fold) is answered likewise: as a document in Anthropic (a PDF), Bedrock (a DocumentBlock
+        of raw bytes) and Responses (``input_file``) when its price (tokens, by its pages) fits;
+        else, and always in OpenAI chat and Gemini, a short text of its pages, bytes and type and
+        why it is not given.
+
         A call the model wrote wrong (arguments that are not JSON, no string ``id``, a negative
         or non-integer ``offset``: ``1.5``, ``true``) is answered with what was wrong, so the
         model can call again; an integer written ``8000.0`` or ``"8000"`` is read as 8000.

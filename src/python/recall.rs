@@ -101,9 +101,10 @@ type ImageTuple = (String, String, Option<String>);
 
 /// The images `text` (a stored original) holds, read by `crate::recall::recalled_layout`
 /// (`known_image`: the fold is known to be an image, so a lone URL or file id is one):
-/// `(characters of text before them, [(kind, source, media type, width, height, start, end)])`
-/// with start and end in characters of `text` (width and height in pixels, None when the
-/// header does not say them), or None when it holds none.
+/// `(characters of text before them, [(kind, source, media type, width, height, start, end,
+/// pages)])` with start and end in characters of `text` (width and height in pixels, None when
+/// the header does not say them; kind `"document"` for a document's base64, with its pages
+/// where its bytes say them), or None when it holds none.
 #[pyfunction]
 #[pyo3(signature = (text, /, *, known_image = false))]
 #[allow(clippy::type_complexity)]
@@ -120,6 +121,7 @@ fn recall_images(
         Option<u32>,
         usize,
         usize,
+        Option<u32>,
     )>,
 )> {
     let layout = recalled_layout(text, known_image)?;
@@ -131,6 +133,9 @@ fn recall_images(
                 RecalledSource::Base64 { media_type, data } => ("base64", data, Some(media_type)),
                 RecalledSource::Url(u) => ("url", u, None),
                 RecalledSource::File(f) => ("file", f, None),
+                RecalledSource::Document { media_type, data } => {
+                    ("document", data, Some(media_type))
+                }
             };
             (
                 kind.to_string(),
@@ -140,6 +145,7 @@ fn recall_images(
                 img.dims.map(|d| d.height),
                 img.start,
                 img.end,
+                img.pages,
             )
         })
         .collect();
@@ -170,9 +176,13 @@ fn recall_image_result(
             },
             "url" => RecalledSource::Url(source),
             "file" => RecalledSource::File(source),
+            "document" => RecalledSource::Document {
+                media_type: media_type.as_deref().unwrap_or("application/pdf"),
+                data: source,
+            },
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "image kind must be 'base64', 'url' or 'file', got {other:?}"
+                    "image kind must be 'base64', 'url', 'file' or 'document', got {other:?}"
                 )))
             }
         });

@@ -369,6 +369,20 @@ pub(crate) fn tool_result_with_images_json(
 ) -> Option<String> {
     let mut content = vec![object_of(&[("type", "text"), ("text", text)])];
     for img in images {
+        // A `tool_result` may hold `document` blocks (ToolResultBlockParam's content union);
+        // a base64 document source is a PDF's alone (Base64PDFSource's media_type).
+        if let RecalledSource::Document { media_type, data } = *img {
+            if media_type != "application/pdf" {
+                return None;
+            }
+            let source = object_of(&[
+                ("type", "base64"),
+                ("media_type", media_type),
+                ("data", data),
+            ]);
+            content.push(format!("{{\"type\":\"document\",\"source\":{source}}}"));
+            continue;
+        }
         let source = match *img {
             RecalledSource::Base64 { media_type, data } => object_of(&[
                 ("type", "base64"),
@@ -377,6 +391,7 @@ pub(crate) fn tool_result_with_images_json(
             ]),
             RecalledSource::Url(u) => object_of(&[("type", "url"), ("url", u)]),
             RecalledSource::File(f) => object_of(&[("type", "file"), ("file_id", f)]),
+            RecalledSource::Document { .. } => unreachable!("written above"),
         };
         content.push(format!("{{\"type\":\"image\",\"source\":{source}}}"));
     }

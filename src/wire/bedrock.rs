@@ -279,6 +279,16 @@ pub(crate) fn tool_result_with_images_json(
     };
     let mut content = vec![object_of(&[("text", text)])];
     for img in images {
+        // A `toolResult` may hold a DocumentBlock: a format of nine, a name (letters, digits,
+        // single spaces, hyphens, parentheses, brackets) and its bytes.
+        if let RecalledSource::Document { media_type, data } = *img {
+            let format = document_format(media_type)?;
+            content.push(format!(
+                "{{\"document\":{{\"format\":\"{format}\",\"name\":\"recalled document\",\"source\":{}}}}}",
+                object_of(&[("bytes", data)])
+            ));
+            continue;
+        }
         let (format, source) = match *img {
             RecalledSource::Base64 { media_type, data } => {
                 (format_of(media_type), object_of(&[("bytes", data)]))
@@ -301,6 +311,16 @@ pub(crate) fn tool_result_with_images_json(
         super::edit::json_string(call_id),
         content.join(",")
     ))
+}
+
+/// The DocumentBlock `format` of a MIME type (`crate::message::document_mime` read back); None
+/// for a type Bedrock takes no document of.
+fn document_format(media_type: &str) -> Option<&'static str> {
+    [
+        "pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md",
+    ]
+    .into_iter()
+    .find(|f| crate::message::document_mime(f) == media_type)
 }
 
 /// Where the id of the `toolUse` block at `at` sits (repair renames duplicates there).

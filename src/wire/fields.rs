@@ -8,7 +8,10 @@ use std::fmt::Display;
 use std::marker::PhantomData;
 
 use super::input::{Input, Key, ReadError, ReadResult, Shape, Src};
-use crate::message::{Content, Detail, Format, ImageSource, MediaKind, Part, ThoughtSignatures};
+use crate::message::{
+    Content, Detail, Format, ImageSource, MediaData, MediaKind, MediaPayload, Part,
+    ThoughtSignatures,
+};
 
 // Real histories nest content two levels deep (a tool result inside a user message); a hostile
 // depth must not overflow the stack.
@@ -327,7 +330,7 @@ pub(crate) fn opaque<'a, V: Input<'a>>(kind: &'a str, p: &V) -> ReadResult<Part<
     let mut info = MediaInfo::default();
     media_info(p, &mut info, 0)?;
     let media = match info.mime {
-        Some(m) => MediaKind::from_mime(&m),
+        Some(ref m) => MediaKind::from_mime(m),
         None => match kind {
             "input_audio" | "audio" => MediaKind::Audio,
             "video" => MediaKind::Video,
@@ -341,6 +344,19 @@ pub(crate) fn opaque<'a, V: Input<'a>>(kind: &'a str, p: &V) -> ReadResult<Part<
         _ => None,
     }
     .map(|u| u.ceil().clamp(1.0, f64::from(u32::MAX)) as u32);
+    // A document's bytes are kept for a recoverable fold to give back (a PDF a tool returned is
+    // old output masked like a screenshot); other media are only priced.
+    let payload = match (media, info.text, info.raw) {
+        (MediaKind::Document, Some(t), _) => Some(MediaData::Base64(t)),
+        (MediaKind::Document, None, Some(b)) => Some(MediaData::Bytes(b)),
+        _ => None,
+    }
+    .map(|data| {
+        Box::new(MediaPayload {
+            data,
+            mime: info.mime,
+        })
+    });
     Ok(Part::Opaque {
         kind: Cow::Borrowed(kind),
         media,
@@ -348,6 +364,7 @@ pub(crate) fn opaque<'a, V: Input<'a>>(kind: &'a str, p: &V) -> ReadResult<Part<
         wire_chars: p.json_len().src()?,
         units,
         text: None,
+        payload,
     })
 }
 

@@ -537,6 +537,8 @@ pub(crate) fn tool_result_with_images_json(
     };
     let mut parts = Vec::with_capacity(images.len());
     for img in images {
+        // (A document is not given: neither google-genai's types nor its docs say a function
+        // response part takes one; FunctionResponseBlob is any MIME type by its types alone.)
         let RecalledSource::Base64 { media_type, data } = *img else {
             return None;
         };

@@ -46,7 +46,8 @@ use super::fields::{
 use super::input::{Input, Key, ReadResult, Shape, Src};
 use super::openai_chat;
 use crate::message::{
-    Content, Detail, Format, Image, MediaKind, Message, Part, Role, ThoughtSignatures, ToolCall,
+    Content, Detail, Format, Image, MediaData, MediaKind, MediaPayload, Message, Part, Role,
+    ThoughtSignatures, ToolCall,
 };
 
 /// Read one LangChain message by meaning (see the module docs).
@@ -333,13 +334,22 @@ fn data_block<'a, V: Input<'a>>(b: &V, kind: &str, j: usize) -> ReadResult<Part<
         .as_deref()
         .and_then(|t| crate::media_header::units_of(media, t))
         .map(|u| u.ceil().clamp(1.0, f64::from(u32::MAX)) as u32);
+    let payload_chars = base64.as_ref().map(|s| s.len());
+    // (A document's bytes kept for a recoverable fold, as `fields::opaque` keeps them.)
+    let payload = base64.filter(|_| media == MediaKind::Document).map(|t| {
+        Box::new(MediaPayload {
+            data: MediaData::Base64(t),
+            mime: mime.map(Cow::into_owned),
+        })
+    });
     Ok(Part::Opaque {
         kind: Cow::Owned(kind.to_string()),
         media,
-        payload_chars: base64.map(|s| s.len()),
+        payload_chars,
         wire_chars: b.json_len().src()?,
         units,
         text: None,
+        payload,
     })
 }
 

@@ -417,6 +417,12 @@ pub(crate) fn tool_result_with_images_json(
             ]),
             RecalledSource::Url(u) => object_of(&[("type", "input_image"), ("image_url", u)]),
             RecalledSource::File(f) => object_of(&[("type", "input_image"), ("file_id", f)]),
+            // (ResponseInputFileContent: a file's data as a `data:` URL, and a name for it.)
+            RecalledSource::Document { media_type, data } => object_of(&[
+                ("type", "input_file"),
+                ("file_data", &format!("data:{media_type};base64,{data}")),
+                ("filename", &document_filename(media_type)),
+            ]),
         });
     }
     Some(format!(
@@ -424,6 +430,20 @@ pub(crate) fn tool_result_with_images_json(
         json_string(call_id),
         output.join(",")
     ))
+}
+
+/// The name a recalled document is given where its format asks for one (`document.pdf`): its
+/// own name is not kept.
+fn document_filename(media_type: &str) -> String {
+    let ext = match media_type {
+        "application/pdf" => "pdf",
+        "text/plain" => "txt",
+        "text/csv" => "csv",
+        "text/html" => "html",
+        "text/markdown" => "md",
+        _ => "bin",
+    };
+    format!("document.{ext}")
 }
 
 /// The `custom_tool_call_output` item answering custom tool call `call_id` with `text`, as

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 import struct
 from typing import Any
 
@@ -165,10 +166,13 @@ def test_old_documents_a_tool_returned_are_masked_and_said_by_their_pages(fmt):
             if strategy == "mask":
                 # (Masking alone keeps the newest results whole: it may end over the budget.)
                 assert len(r.pruned) >= 3 and r.tokens_after < whole * 0.6, r
-                # Each PDF gone is said, a recoverable placeholder's too (its recall restores
-                # the text; a document's bytes are not kept).
+                # Each PDF gone is said by its pages, a recoverable placeholder's too (its fold
+                # keeps the PDF's bytes: test_recall_documents.py).
                 gone = 5 - sum(enc(m).count(PDF[:4000]) for m in r.messages)
-                assert enc(list(r.messages)).count("[document omitted: 3 pages]") == gone, recoverable
+                sent = enc(list(r.messages))
+                said = (len(re.findall(r"\[folded [^\]]*document \(3 pages\)[^\]]*, ~[\d,]+ tokens[^\]]*id=cf", sent))
+                        if recoverable else sent.count("[document omitted: 3 pages]"))
+                assert said == gone, (recoverable, sent[:1_500])
             else:
                 assert r.tokens_after <= budget, (strategy, recoverable, r.tokens_after, budget)
             assert problems(list(r.messages), fmt) == []
