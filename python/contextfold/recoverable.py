@@ -305,8 +305,8 @@ class RecoverableFolds:
             # (A LangChain ToolMessage carries the answer's text only.)
             header = _recall.image_header(fold.fold_id, *_recall.image_at(fold, images), len(images), len(text),
                                           _recall.image_after(fold, images))
-            return _answer_message(call, fold.call_id,
-                                   f"{header}\nThe image is not given: a tool result in this API carries text only.")
+            return _answer_message(call, fold.call_id, f"{header}\nThe {_recall.image_at(fold, images)[0].noun} is not "
+                                   "given: a tool result in this API carries text only.")
         return _recall.image_answer(call, fold, text, images, target, provider=self.provider, model=self.model)
 
     def _round_of(self, call: Any, call_id: str, history: Sequence[Any] | None) -> tuple[
