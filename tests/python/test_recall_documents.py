@@ -231,3 +231,35 @@ def test_a_pdf_the_answers_room_cannot_hold_is_said_with_its_price(fmt):
     assert m, said[:700]
     need, room = (int(g.replace(",", "")) for g in m.groups())
     assert need > room and need >= 100 * PAGES, (need, room)
+
+
+@pytest.mark.parametrize("api", ["anthropic", "chat"])
+def test_the_proxys_recall_round_gives_a_folded_pdf_back_as_a_document_not_its_base64(api):
+    # contextfold serve --recall answers with the same writer as Compactor.answer.
+    pytest.importorskip("starlette", reason="contextfold serve needs its extra: pip install '.[proxy]'")
+    from contextfold.serve.recall_loop import RecallRoute, recall_round
+
+    stored = f"{LINE}\n[document, application/pdf, base64]\n{B64[0]}"
+    store = MemoryContentStore()
+    fold = cf._core.fold_id(stored)
+    store.put(fold, stored)
+    offset = stored.index("\n[document,") + 1
+    args = {"id": fold, "offset": offset}
+    if api == "anthropic":
+        response: dict[str, Any] = {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "contextfold_recall", "input": args}]}
+    else:
+        response = {"choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "contextfold_recall",
+                                                              "arguments": json.dumps(args)}}]}}]}
+    provider = "anthropic" if api == "anthropic" else "openai"
+    got = recall_round(api, provider, response, store, RecallRoute(history_end=0, page_tokens=4_000, room=20_000,
+                                                                   model=None), rounds=0)
+    assert got is not None and got.paged
+    answer = got.messages[-1]
+    if api == "anthropic":
+        assert _documents("anthropic", answer) == [PDFS[0]]
+        sdk_accepts("anthropic", answer)
+    else:
+        assert f"document 1 of 1, 1 page, {len(PDFS[0]):,} bytes application/pdf" in answer["content"]
+        assert "carries text only" in answer["content"] and B64[0][:64] not in answer["content"]

@@ -310,8 +310,8 @@ def recall_round(api: str, provider: str, response: Any, store: ContentStore, ro
             stored, said = stored_text(store, read)
             images = stored_images(stored, read.fold_id) if stored is not None else []
             if images and stored is not None and read.offset >= images[0].start:
-                # A folded screenshot comes back as an image where the API's tool result
-                # carries one (in words where not), never as pages of its base64.
+                # A folded screenshot (or PDF) comes back as an image (a document) where the API's
+                # tool result carries one (in words where not), never as pages of its base64.
                 answers.append(image_answer(caller, read, stored, images, page + ANSWER_ENVELOPE,
                                             provider=provider, model=route.model))
                 continue
