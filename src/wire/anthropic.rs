@@ -361,7 +361,7 @@ pub(crate) fn tool_result_json(call_id: &str, text: &str) -> String {
 }
 
 /// The user message answering `call_id` with `text` and `images` in one `tool_result` block
-/// (a `tool_result`'s content takes text and image blocks), as compact JSON.
+/// (a `tool_result`'s content takes text, image and document blocks), as compact JSON.
 pub(crate) fn tool_result_with_images_json(
     call_id: &str,
     text: &str,
@@ -369,31 +369,34 @@ pub(crate) fn tool_result_with_images_json(
 ) -> Option<String> {
     let mut content = vec![object_of(&[("type", "text"), ("text", text)])];
     for img in images {
-        // A `tool_result` may hold `document` blocks (ToolResultBlockParam's content union);
-        // a base64 document source is a PDF's alone (Base64PDFSource's media_type).
-        if let RecalledSource::Document { media_type, data } = *img {
-            if media_type != "application/pdf" {
-                return None;
+        let (block, source) = match *img {
+            RecalledSource::Base64 { media_type, data } => (
+                "image",
+                object_of(&[
+                    ("type", "base64"),
+                    ("media_type", media_type),
+                    ("data", data),
+                ]),
+            ),
+            RecalledSource::Url(u) => ("image", object_of(&[("type", "url"), ("url", u)])),
+            RecalledSource::File(f) => ("image", object_of(&[("type", "file"), ("file_id", f)])),
+            // A `tool_result` may hold `document` blocks (ToolResultBlockParam's content
+            // union); a base64 document source is a PDF's alone (Base64PDFSource's media_type).
+            RecalledSource::Document { media_type, data } => {
+                if media_type != "application/pdf" {
+                    return None;
+                }
+                (
+                    "document",
+                    object_of(&[
+                        ("type", "base64"),
+                        ("media_type", media_type),
+                        ("data", data),
+                    ]),
+                )
             }
-            let source = object_of(&[
-                ("type", "base64"),
-                ("media_type", media_type),
-                ("data", data),
-            ]);
-            content.push(format!("{{\"type\":\"document\",\"source\":{source}}}"));
-            continue;
-        }
-        let source = match *img {
-            RecalledSource::Base64 { media_type, data } => object_of(&[
-                ("type", "base64"),
-                ("media_type", media_type),
-                ("data", data),
-            ]),
-            RecalledSource::Url(u) => object_of(&[("type", "url"), ("url", u)]),
-            RecalledSource::File(f) => object_of(&[("type", "file"), ("file_id", f)]),
-            RecalledSource::Document { .. } => unreachable!("written above"),
         };
-        content.push(format!("{{\"type\":\"image\",\"source\":{source}}}"));
+        content.push(format!("{{\"type\":\"{block}\",\"source\":{source}}}"));
     }
     Some(format!(
         "{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":{},\"content\":[{}]}}]}}",
