@@ -975,6 +975,22 @@ pub fn result_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The answer `image_result_json` writes in `format` for `sources`, parsed.
+    fn answer(format: crate::wire::Format, sources: &[RecalledSource<'_>]) -> serde_json::Value {
+        serde_json::from_str(&image_result_json(format, "t1", RECALL_TOOL, "h", sources).unwrap())
+            .unwrap()
+    }
+
+    /// `change` made to the first message, as an edit whose original `original` reads.
+    fn first_edit(change: Change) -> MaskEdit {
+        MaskEdit::Change {
+            index: 0,
+            change,
+            path: Vec::new(),
+            value: String::new(),
+        }
+    }
     use crate::provider::Provider;
 
     /// The ends a placeholder names the identifiers of are cut between words: a cut at byte
@@ -1022,15 +1038,10 @@ mod tests {
             ],
             name: None,
         }]);
-        let e = MaskEdit::Change {
-            index: 0,
-            change: Change::ResultText {
-                part: Some(0),
-                text: String::new(),
-            },
-            path: Vec::new(),
-            value: String::new(),
-        };
+        let e = first_edit(Change::ResultText {
+            part: Some(0),
+            text: String::new(),
+        });
         let kept = original(&m, &e).unwrap();
         assert!(kept.starts_with("screen 1\n[image, base64]\n"), "{kept}");
         assert!(kept.ends_with(data.as_str()));
@@ -1156,15 +1167,10 @@ mod tests {
             ],
             name: None,
         }]);
-        let e = MaskEdit::Change {
-            index: 0,
-            change: Change::ResultText {
-                part: Some(0),
-                text: String::new(),
-            },
-            path: Vec::new(),
-            value: String::new(),
-        };
+        let e = first_edit(Change::ResultText {
+            part: Some(0),
+            text: String::new(),
+        });
         let kept = original(&m, &e).unwrap();
         assert_eq!(
             kept,
@@ -1186,15 +1192,10 @@ mod tests {
         let url: &'static str = Box::leak(format!("data:application/pdf;base64,{b64}").into());
         let mut alone = Message::empty("user");
         alone.content = Content::Parts(vec![doc(MediaData::Base64(Cow::Borrowed(url)), None)]);
-        let e = MaskEdit::Change {
-            index: 0,
-            change: Change::Image {
-                part: 0,
-                text: String::new(),
-            },
-            path: Vec::new(),
-            value: String::new(),
-        };
+        let e = first_edit(Change::Image {
+            part: 0,
+            text: String::new(),
+        });
         assert_eq!(original(&alone, &e).unwrap(), url);
         assert!(matches!(
             recalled_layout(url, false).unwrap().images[0].source,
@@ -1241,49 +1242,23 @@ mod tests {
             media_type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
             data: "UEsD",
         }];
-        let parse =
-            |s: Option<String>| serde_json::from_str::<serde_json::Value>(&s.unwrap()).unwrap();
-        let a = parse(image_result_json(
-            Format::Anthropic,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &pdf,
-        ));
+        let a = answer(Format::Anthropic, &pdf);
         assert_eq!(
             a["content"][0]["content"][1],
             serde_json::json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}})
         );
-        let b = parse(image_result_json(
-            Format::Bedrock,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &pdf,
-        ));
+        let b = answer(Format::Bedrock, &pdf);
         let d = &b["content"][0]["toolResult"]["content"][1]["document"];
         assert_eq!(
             (&d["format"], &d["source"]["bytes"]),
             (&"pdf".into(), &"JVBE".into())
         );
-        let b = parse(image_result_json(
-            Format::Bedrock,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &docx,
-        ));
+        let b = answer(Format::Bedrock, &docx);
         assert_eq!(
             b["content"][0]["toolResult"]["content"][1]["document"]["format"],
             "docx"
         );
-        let r = parse(image_result_json(
-            Format::OpenAIResponses,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &pdf,
-        ));
+        let r = answer(Format::OpenAIResponses, &pdf);
         assert_eq!(
             r["output"][1],
             serde_json::json!({"type": "input_file", "file_data": "data:application/pdf;base64,JVBE", "filename": "document.pdf"})
@@ -1303,42 +1278,16 @@ mod tests {
             data: "iVBO",
         }];
         let url = [RecalledSource::Url("https://x.test/a.png")];
-        let parse =
-            |s: Option<String>| serde_json::from_str::<serde_json::Value>(&s.unwrap()).unwrap();
-        let a = parse(image_result_json(
-            Format::Anthropic,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &img,
-        ));
+        let a = answer(Format::Anthropic, &img);
         assert_eq!(a["content"][0]["content"][1]["source"]["data"], "iVBO");
-        let b = parse(image_result_json(
-            Format::Bedrock,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &img,
-        ));
+        let b = answer(Format::Bedrock, &img);
         assert_eq!(
             b["content"][0]["toolResult"]["content"][1]["image"]["format"],
             "png"
         );
-        let r = parse(image_result_json(
-            Format::OpenAIResponses,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &img,
-        ));
+        let r = answer(Format::OpenAIResponses, &img);
         assert_eq!(r["output"][1]["image_url"], "data:image/png;base64,iVBO");
-        let g = parse(image_result_json(
-            Format::Gemini,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &img,
-        ));
+        let g = answer(Format::Gemini, &img);
         let f = &g["parts"][0]["functionResponse"];
         assert_eq!(
             (
@@ -1347,13 +1296,7 @@ mod tests {
             ),
             (&"h".into(), &"iVBO".into())
         );
-        let s = parse(image_result_json(
-            Format::GeminiSnake,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &img,
-        ));
+        let s = answer(Format::GeminiSnake, &img);
         assert_eq!(
             s["parts"][0]["function_response"]["parts"][0]["inline_data"]["mime_type"],
             "image/png"
@@ -1361,13 +1304,7 @@ mod tests {
         assert!(image_result_json(Format::OpenAIChat, "t1", RECALL_TOOL, "h", &img).is_none());
         assert!(image_result_json(Format::Bedrock, "t1", RECALL_TOOL, "h", &url).is_none());
         assert!(image_result_json(Format::Gemini, "t1", RECALL_TOOL, "h", &url).is_none());
-        let a = parse(image_result_json(
-            Format::Anthropic,
-            "t1",
-            RECALL_TOOL,
-            "h",
-            &url,
-        ));
+        let a = answer(Format::Anthropic, &url);
         assert_eq!(a["content"][0]["content"][1]["source"]["type"], "url");
     }
 

@@ -17,6 +17,7 @@ import pytest
 
 import contextfold as cf
 from compaction_shapes import PROVIDER
+from wire_shapes import check_converse_message
 from test_recall import recall_call
 from test_recall_images import _call, _said, _text, _text_of, within_budget
 from test_repair import accepted
@@ -168,15 +169,7 @@ def sdk_accepts(fmt: str, answer: dict[str, Any]) -> None:
         doc = block["toolResult"]["content"][1]["document"]
         assert doc["format"] == "pdf" and isinstance(doc["source"]["bytes"], bytes)
         assert re.fullmatch(r"[A-Za-z0-9\-\(\)\[\]]+( [A-Za-z0-9\-\(\)\[\]]+)*", doc["name"])
-        try:
-            import botocore.session
-            from botocore.validate import ParamValidator
-        except ImportError:  # (not in the test extras: checked where installed)
-            return
-        model = botocore.session.get_session().get_service_model("bedrock-runtime")
-        shape = model.operation_model("Converse").input_shape
-        report = ParamValidator().validate({"modelId": "m", "messages": [answer]}, shape)
-        assert not report.has_errors(), report.generate_report()
+        check_converse_message(answer)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

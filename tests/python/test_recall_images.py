@@ -15,6 +15,7 @@ import pytest
 
 import contextfold as cf
 from compaction_shapes import FORMATS, PROVIDER
+from wire_shapes import check_converse_message
 from test_ollama_native import png_base64
 from test_recall import recall_call
 from test_repair import accepted
@@ -162,15 +163,7 @@ def sdk_accepts(fmt: str, answer: dict[str, Any]) -> None:
             if "image" in part:
                 assert part["image"]["format"] in ("png", "jpeg", "gif", "webp")
                 assert isinstance(part["image"]["source"]["bytes"], bytes)
-        try:
-            import botocore.session
-            from botocore.validate import ParamValidator
-        except ImportError:  # (not in the test extras: checked where installed)
-            return
-        model = botocore.session.get_session().get_service_model("bedrock-runtime")
-        shape = model.operation_model("Converse").input_shape
-        report = ParamValidator().validate({"modelId": "m", "messages": [answer]}, shape)
-        assert not report.has_errors(), report.generate_report()
+        check_converse_message(answer)
 
 
 def within_budget(c: cf.Compactor, r: Any, fmt: str, after: list[Any]) -> None:

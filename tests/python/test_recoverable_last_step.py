@@ -28,6 +28,8 @@ import re
 import sys
 from pathlib import Path
 
+from typing import Any
+
 import pytest
 
 import contextfold as cf
@@ -56,6 +58,17 @@ def unnamed_marks(messages: list, given: str) -> list[str]:
     return out
 
 
+def near_the_floor(task: str, n: int, fmt: str, budget: int) -> tuple[list[Any], cf.Compactor, Any]:
+    """The first ``n`` messages of airline dialogue ``task`` in ``fmt``, a recoverable Compactor at
+    ``budget`` (tokens, near the dialogue's floor) and its result."""
+    conv = next(c for c in load_conversations(SHARED, "tau-bench-airline") if c["source"].endswith("#" + task))
+    items, system = convert(conv["messages"][:n], fmt)
+    c = cf.Compactor(provider="gemini" if fmt == "gemini" else "anthropic" if fmt in ("anthropic", "bedrock") else "openai",
+                     wire_format=fmt, system=system, tools=conv["tools"], budget=budget, recoverable=True,
+                     store=cf.MemoryContentStore())
+    return items, c, c.compact(items)
+
+
 @pytest.mark.skipif(not shared_available(), reason="full data sets absent (../shared/data)")
 @pytest.mark.parametrize(("task", "n", "fmt", "budget"), [
     ("task34-trial3", 10, "anthropic", 4061),
@@ -68,12 +81,7 @@ def unnamed_marks(messages: list, given: str) -> list[str]:
 ])
 def test_the_last_step_of_a_recoverable_compaction_names_an_id_for_all_it_masks(task: str, n: int, fmt: str,
                                                                                  budget: int) -> None:
-    conv = next(c for c in load_conversations(SHARED, "tau-bench-airline") if c["source"].endswith("#" + task))
-    items, system = convert(conv["messages"][:n], fmt)
-    c = cf.Compactor(provider="gemini" if fmt == "gemini" else "anthropic" if fmt == "anthropic" else "openai",
-                     wire_format=fmt, system=system, tools=conv["tools"], budget=budget, recoverable=True,
-                     store=cf.MemoryContentStore())
-    r = c.compact(items)
+    items, c, r = near_the_floor(task, n, fmt, budget)
     assert any(note.startswith("degraded: folded") for note in r.notes), r.notes
     sent, given = json.dumps(r.messages, ensure_ascii=False), json.dumps(items, ensure_ascii=False)
     assert unnamed_marks(r.messages, given) == []
@@ -86,11 +94,7 @@ def test_the_last_step_of_a_recoverable_compaction_names_an_id_for_all_it_masks(
 def test_a_call_whose_arguments_no_cut_can_name_leaves_its_result_an_id() -> None:
     # Until stop 86 one call's short arguments (no cut can name them) made the whole step
     # give up its named cuts: its result became `[output pruned ...]`, stored nowhere.
-    conv = next(c for c in load_conversations(SHARED, "tau-bench-airline") if c["source"].endswith("#task4-trial3"))
-    items, system = convert(conv["messages"][:23], "responses")
-    c = cf.Compactor(provider="openai", wire_format="responses", system=system, tools=conv["tools"], budget=3168,
-                     recoverable=True, store=cf.MemoryContentStore())
-    r = c.compact(items)
+    items, c, r = near_the_floor("task4-trial3", 23, "responses", 3168)
     assert r.tokens_after <= 3168
     outputs = [m["output"] for m in r.messages if m.get("type") == "function_call_output"]
     assert outputs and not any("[output pruned" in o for o in outputs), outputs
@@ -121,12 +125,7 @@ def test_short_arguments_shrunk_at_the_floor_name_their_id_by_the_fold_key(task:
     # A call's arguments under 256 characters with no long string (a booking's reservation,
     # cabin, flights and payment) were shrunk to `{"_cut": "…[object of 4 keys cut]…"}`, stored
     # nowhere; since stop 86 a recoverable compaction names them by the fold key alone.
-    conv = next(c for c in load_conversations(SHARED, "tau-bench-airline") if c["source"].endswith("#" + task))
-    items, system = convert(conv["messages"][:n], fmt)
-    c = cf.Compactor(provider="gemini" if fmt == "gemini" else "anthropic" if fmt == "bedrock" else "openai",
-                     wire_format=fmt, system=system, tools=conv["tools"], budget=budget, recoverable=True,
-                     store=cf.MemoryContentStore())
-    r = c.compact(items)
+    items, c, r = near_the_floor(task, n, fmt, budget)
     assert r.tokens_after <= budget
     given = [args for m in items for _, args in _call_arguments(m, fmt)]
     named = [args["contextfold_recall"] for m in r.messages for _, args in _call_arguments(m, fmt)

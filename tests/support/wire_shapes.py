@@ -162,3 +162,18 @@ def arguments(messages: list[Any], shape: str) -> dict[str, Any]:
             elif "toolUse" in p:
                 out[p["toolUse"]["toolUseId"]] = p["toolUse"]["input"]
     return out
+
+
+def check_converse_message(message: dict[str, Any]) -> None:
+    """Fail where ``message`` is not a Bedrock Converse message by botocore's model of the API
+    (``Converse``'s input shape); nothing where botocore is not installed (it is not in the
+    test extras)."""
+    try:
+        import botocore.session
+        from botocore.validate import ParamValidator
+    except ImportError:
+        return
+    model = botocore.session.get_session().get_service_model("bedrock-runtime")
+    shape = model.operation_model("Converse").input_shape
+    report = ParamValidator().validate({"modelId": "m", "messages": [message]}, shape)
+    assert not report.has_errors(), report.generate_report()
