@@ -508,7 +508,7 @@ fn cut_arguments(
             let shrunk = crate::shrink_json::shrink_json(args, max_chars.saturating_sub(clause));
             // Collapsed whole (`{"_cut": "…[object of 4 keys cut]…"}`), the id alone says as
             // much: the recall gives every key back.
-            let json = if shrunk.starts_with("{\"_cut\":") && !shrunk.contains("\",") {
+            let json = if crate::shrink_json::collapsed_whole(&shrunk) {
                 with_id("{}")
             } else {
                 with_id(&shrunk)

@@ -123,6 +123,15 @@ impl<'a> ByteSource<'a> {
     }
 }
 
+/// The media type a `data:<type>;base64,` URL declares (`image/png`), or None for any other
+/// text (bare base64 included).
+pub fn data_url_type(text: &str) -> Option<&str> {
+    if strip_data_url(text).len() == text.len() {
+        return None;
+    }
+    text["data:".len()..].split([';', ',']).next()
+}
+
 /// The base64 payload of a `data:` URL, or the text itself.
 pub fn strip_data_url(text: &str) -> &str {
     if let Some(rest) = text.strip_prefix("data:") {

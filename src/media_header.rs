@@ -13,6 +13,16 @@ use crate::message::MediaKind;
 /// Largest PDF (decoded bytes) read for its pages: larger ones keep the size-based guess.
 const PDF_MAX_BYTES: usize = 64 * 1024 * 1024;
 
+/// Whether an inline payload (base64 text, maybe a data URL) opens as a PDF's: `%PDF` in base64.
+pub fn is_pdf_base64(base64: &str) -> bool {
+    strip_data_url(base64).starts_with("JVBER")
+}
+
+/// Whether raw bytes open as a PDF's.
+pub fn is_pdf_bytes(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"%PDF")
+}
+
 /// The billed units of an inline payload (base64 text, maybe a data URL) of kind `media`:
 /// seconds of a WAV audio clip, pages of a PDF document; None where its bytes do not say.
 pub fn units_of(media: MediaKind, base64: &str) -> Option<f64> {
@@ -23,8 +33,7 @@ pub fn units_of(media: MediaKind, base64: &str) -> Option<f64> {
             let total = body.len() / 4 * 3;
             wav_seconds(&head, total)
         }
-        MediaKind::Document if body.starts_with(b"JVBER") => {
-            // (`%PDF` in base64.)
+        MediaKind::Document if is_pdf_base64(base64) => {
             let bytes = decode_prefix(body, PDF_MAX_BYTES);
             (bytes.len() < PDF_MAX_BYTES)
                 .then(|| pdf_pages(&bytes))
@@ -39,7 +48,7 @@ pub fn units_of(media: MediaKind, base64: &str) -> Option<f64> {
 pub fn units_of_bytes(media: MediaKind, bytes: &[u8]) -> Option<f64> {
     match media {
         MediaKind::Audio => wav_seconds(bytes, bytes.len()),
-        MediaKind::Document if bytes.starts_with(b"%PDF") && bytes.len() < PDF_MAX_BYTES => {
+        MediaKind::Document if is_pdf_bytes(bytes) && bytes.len() < PDF_MAX_BYTES => {
             pdf_pages(bytes).map(f64::from)
         }
         _ => None,

@@ -338,35 +338,55 @@ impl MediaPayload<'_> {
                 document_mime(m).to_string()
             });
         }
-        match &self.data {
-            MediaData::Base64(t) => match t.strip_prefix("data:") {
-                Some(rest) => rest.split([';', ',']).next().map(str::to_string),
-                None => t
-                    .starts_with("JVBER")
-                    .then(|| "application/pdf".to_string()),
-            },
-            MediaData::Bytes(b) => b
-                .starts_with(b"%PDF")
-                .then(|| "application/pdf".to_string()),
-        }
+        let pdf = match &self.data {
+            MediaData::Base64(t) => {
+                if let Some(declared) = crate::image::data_url_type(t) {
+                    return Some(declared.to_string());
+                }
+                crate::media_header::is_pdf_base64(t)
+            }
+            MediaData::Bytes(b) => crate::media_header::is_pdf_bytes(b),
+        };
+        pdf.then(|| "application/pdf".to_string())
     }
 }
+
+/// Bedrock's document `format`s (DocumentBlock) and the MIME type each stands for.
+const DOCUMENT_FORMATS: [(&str, &str); 9] = [
+    ("pdf", "application/pdf"),
+    ("csv", "text/csv"),
+    ("doc", "application/msword"),
+    (
+        "docx",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ),
+    ("xls", "application/vnd.ms-excel"),
+    (
+        "xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ),
+    ("html", "text/html"),
+    ("txt", "text/plain"),
+    ("md", "text/markdown"),
+];
 
 /// The MIME type of a Bedrock document `format` (DocumentBlock: pdf, csv, doc, docx, xls,
 /// xlsx, html, txt, md); `application/octet-stream` for any other.
 pub fn document_mime(format: &str) -> &'static str {
-    match format.to_ascii_lowercase().as_str() {
-        "pdf" => "application/pdf",
-        "csv" => "text/csv",
-        "doc" => "application/msword",
-        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        "xls" => "application/vnd.ms-excel",
-        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        "html" => "text/html",
-        "txt" => "text/plain",
-        "md" => "text/markdown",
-        _ => "application/octet-stream",
-    }
+    let format = format.to_ascii_lowercase();
+    DOCUMENT_FORMATS
+        .iter()
+        .find(|(f, _)| *f == format)
+        .map_or("application/octet-stream", |(_, mime)| mime)
+}
+
+/// The document `format` (its short name, the file extension) of a MIME type: `document_mime`
+/// read back; None for a type no document format stands for.
+pub fn document_format(media_type: &str) -> Option<&'static str> {
+    DOCUMENT_FORMATS
+        .iter()
+        .find(|(_, mime)| *mime == media_type)
+        .map(|(f, _)| *f)
 }
 
 impl Part<'_> {

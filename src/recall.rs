@@ -752,6 +752,14 @@ fn sniffed_media_type(src: &crate::image::ByteSource<'_>) -> Option<&'static str
     }
 }
 
+/// `source` as base64 text: the media type its `data:` URL declares (None for bare base64) and
+/// its payload; None where it is not base64 (a tool's output that only looks like it).
+fn base64_parts(source: &str) -> Option<(Option<&str>, &str)> {
+    let data = crate::image::strip_data_url(source);
+    let b64 = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_');
+    (!data.is_empty() && data.bytes().all(b64)).then(|| (crate::image::data_url_type(source), data))
+}
+
 /// `source` read as base64 image data: the media type its `data:image/...;base64,` prefix
 /// declares (else the one its header says; `assume`: image/png when neither does, for a source
 /// stored under an `[image, base64]` line), its payload and its pixel size. None for a text
@@ -760,16 +768,9 @@ fn base64_image(
     source: &str,
     assume: bool,
 ) -> Option<(RecalledSource<'_>, Option<crate::image::Dims>)> {
-    use crate::image::{dims, strip_data_url, ByteSource};
-    let data = strip_data_url(source);
-    let declared = (data.len() != source.len())
-        .then(|| source["data:".len()..].split([';', ',']).next())
-        .flatten();
+    use crate::image::{dims, ByteSource};
+    let (declared, data) = base64_parts(source)?;
     if declared.is_some_and(|t| !t.starts_with("image/")) {
-        return None;
-    }
-    let b64 = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_');
-    if data.is_empty() || !data.bytes().all(b64) {
         return None;
     }
     let bytes = ByteSource::from_base64(data);
@@ -790,27 +791,15 @@ fn base64_document<'s>(
     source: &'s str,
     media_type: Option<&'s str>,
 ) -> Option<(RecalledSource<'s>, Option<u32>)> {
-    use crate::image::strip_data_url;
-    let data = strip_data_url(source);
-    let declared = (data.len() != source.len())
-        .then(|| source["data:".len()..].split([';', ',']).next())
-        .flatten();
-    let b64 = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_');
-    if data.is_empty() || !data.bytes().all(b64) {
-        return None;
-    }
+    use crate::message::MediaKind;
+    let (declared, data) = base64_parts(source)?;
     let media_type = match (media_type, declared) {
         (Some(t), _) => t,
-        (None, Some(t))
-            if crate::message::MediaKind::from_mime(t) == crate::message::MediaKind::Document =>
-        {
-            t
-        }
-        (None, None) if data.starts_with("JVBER") => "application/pdf",
+        (None, Some(t)) if MediaKind::from_mime(t) == MediaKind::Document => t,
+        (None, None) if crate::media_header::is_pdf_base64(data) => "application/pdf",
         _ => return None,
     };
-    let pages = crate::media_header::units_of(crate::message::MediaKind::Document, data)
-        .map(|u| u.ceil() as u32);
+    let pages = crate::media_header::units_of(MediaKind::Document, data).map(|u| u.ceil() as u32);
     Some((RecalledSource::Document { media_type, data }, pages))
 }
 
@@ -975,6 +964,7 @@ pub fn result_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::Provider;
 
     /// The answer `image_result_json` writes in `format` for `sources`, parsed.
     fn answer(format: crate::wire::Format, sources: &[RecalledSource<'_>]) -> serde_json::Value {
@@ -991,7 +981,6 @@ mod tests {
             value: String::new(),
         }
     }
-    use crate::provider::Provider;
 
     /// The ends a placeholder names the identifiers of are cut between words: a cut at byte
     /// 2,048 inside `ParseError` named `ParseEr` beside it.
@@ -1142,21 +1131,23 @@ mod tests {
         use crate::message::{MediaData, MediaKind, MediaPayload};
         let pdf = pdf_two_pages();
         let b64 = crate::image::encode(&pdf);
-        let doc = |data: MediaData<'static>, mime: Option<&str>| Part::Opaque {
-            kind: Cow::Borrowed("document"),
-            media: MediaKind::Document,
-            payload_chars: None,
-            wire_chars: 0,
-            units: Some(2),
-            text: None,
-            payload: Some(Box::new(MediaPayload {
-                data,
-                mime: mime.map(str::to_string),
-            })),
-        };
+        fn doc<'a>(data: MediaData<'a>, mime: Option<&str>) -> Part<'a> {
+            Part::Opaque {
+                kind: Cow::Borrowed("document"),
+                media: MediaKind::Document,
+                payload_chars: None,
+                wire_chars: 0,
+                units: Some(2),
+                text: None,
+                payload: Some(Box::new(MediaPayload {
+                    data,
+                    mime: mime.map(str::to_string),
+                })),
+            }
+        }
         // Bedrock's raw bytes under its format's short name: stored as base64 under the MIME
         // type the name stands for.
-        let raw: &'static [u8] = Box::leak(pdf.clone().into_boxed_slice());
+        let raw: &[u8] = &pdf;
         let mut m = Message::empty("user");
         m.content = Content::Parts(vec![Part::ToolResult {
             tool_use_id: "t1",
@@ -1189,7 +1180,8 @@ mod tests {
             )
         );
         // Masked alone: its payload as sent, a data URL kept whole and read by its type.
-        let url: &'static str = Box::leak(format!("data:application/pdf;base64,{b64}").into());
+        let url = format!("data:application/pdf;base64,{b64}");
+        let url = url.as_str();
         let mut alone = Message::empty("user");
         alone.content = Content::Parts(vec![doc(MediaData::Base64(Cow::Borrowed(url)), None)]);
         let e = first_edit(Change::Image {

@@ -66,6 +66,21 @@ pub fn shrink_json(text: &str, max_chars: usize) -> String {
     shrink_json_cow(text, max_chars).into_owned()
 }
 
+/// The key an object's root takes when the whole document is one marker (`{"_cut":"…[object
+/// of N keys cut]…"}`): arguments must stay an object.
+const ROOT_CUT_KEY: &str = "_cut";
+
+/// Whether `shrunk` (a `shrink_json` output) is an object collapsed whole into its one marker,
+/// none of its keys kept.
+pub fn collapsed_whole(shrunk: &str) -> bool {
+    shrunk
+        .strip_prefix("{\"")
+        .and_then(|r| r.strip_prefix(ROOT_CUT_KEY))
+        .and_then(|r| r.strip_prefix("\":\"…[object of "))
+        .and_then(|r| r.strip_suffix(" keys cut]…\"}"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// True when `text` is one valid RFC 8259 JSON value (surrounding whitespace allowed).
 pub fn is_valid_json(text: &str) -> bool {
     validate(text).is_some()
@@ -649,7 +664,9 @@ fn walk<S: Sink>(text: &str, doc: &Doc, p: Params, sink: &mut S) {
                             // The root keeps its type: arguments must stay an object (an
                             // Anthropic tool_use input is one), so it wraps the marker.
                             if depth == 0 && is_obj {
-                                sink.raw("{\"_cut\":");
+                                sink.raw("{\"");
+                                sink.raw(ROOT_CUT_KEY);
+                                sink.raw("\":");
                                 sink.raw(&marker);
                                 sink.raw("}");
                             } else if depth == 0 {
@@ -940,6 +957,16 @@ mod tests {
             shrink_json(&obj, 64),
             "{\"_cut\":\"…[object of 40 keys cut]…\"}"
         );
+        // Told apart from a shrink that keeps a key, or an object whose own key is `_cut`.
+        assert!(collapsed_whole(&shrink_json(&obj, 64)));
+        let kept = format!("{{\"a\":\"{}\",\"b\":1}}", "x".repeat(1_000));
+        assert!(!collapsed_whole(&shrink_json(&kept, 64)));
+        assert!(!collapsed_whole(
+            "{\"_cut\":\"…[object of 4 keys cut]…\",\"a\":1}"
+        ));
+        assert!(!collapsed_whole(
+            "{\"_cut\":\"…[object of many keys cut]…\"}"
+        ));
         let arr = format!("[{}]", vec![format!("{{{}}}", keys[0]); 50].join(","));
         let out = shrink_json(&arr, 64);
         assert!(

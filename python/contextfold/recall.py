@@ -39,11 +39,12 @@ from typing import Any
 
 from contextfold import _core, json_text
 from contextfold.content_store import ContentStore, CorruptEntryError
+from contextfold.prune import is_langchain_message
 
 log = logging.getLogger("contextfold.recall")
 
-__all__ = ["ANSWER_ENVELOPE", "RECALL_TOOL", "FoldImage", "RecallCall", "declares_recall", "fold_images",
-           "image_after", "image_answer", "image_at", "image_header", "malformed_text", "names_folded_image",
+__all__ = ["ANSWER_ENVELOPE", "RECALL_TOOL", "FoldImage", "RecallCall", "answer_message", "declares_recall",
+           "fold_images", "image_after", "image_answer", "image_at", "image_due", "image_header", "malformed_text", "names_folded_image",
            "page_header", "page_tokens", "read_calls", "recall_calls", "recall_tool", "sample_call", "span_text",
            "stored_images", "stored_text"]
 
@@ -357,6 +358,22 @@ def image_after(fold: RecallCall, images: Sequence[FoldImage]) -> FoldImage | No
     return images[k] if k < len(images) else None
 
 
+def image_due(fold: RecallCall, images: Sequence[FoldImage]) -> bool:
+    """Whether ``fold``'s offset asks for one of ``images`` (it is past the text before them):
+    answered by ``image_answer``, never paged as base64."""
+    return bool(images) and fold.offset >= images[0].start
+
+
+def answer_message(call: Any, call_id: str, text: str) -> Any:
+    """The message answering ``call_id`` of ``call`` with ``text``, in the call's own format: for
+    a LangChain ``AIMessage`` (a history compacted as LangChain messages), a ``ToolMessage``."""
+    if is_langchain_message(call):
+        from langchain_core.messages import ToolMessage
+
+        return ToolMessage(content=text, tool_call_id=call_id, name=RECALL_TOOL)
+    return json.loads(_core.recall_result(call, call_id=call_id, text=text))
+
+
 def image_answer(call: Any, fold: RecallCall, text: str, images: Sequence[FoldImage], target: int, *,
                  provider: str, model: str | None) -> Any:
     """The answer to recall ``call`` giving the image whose characters of the stored original
@@ -369,7 +386,7 @@ def image_answer(call: Any, fold: RecallCall, text: str, images: Sequence[FoldIm
     header = image_header(fold.fold_id, image, k, len(images), len(text), image_after(fold, images))
 
     def in_words(said: str) -> Any:
-        return json.loads(_core.recall_result(call, call_id=fold.call_id, text=f"{header}\n{said}"))
+        return answer_message(call, fold.call_id, f"{header}\n{said}")
 
     carried = _core.recall_image_result(call, call_id=fold.call_id, text=header, images=[image.payload()])
     noun = image.noun

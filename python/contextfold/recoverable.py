@@ -29,7 +29,6 @@ from contextfold import recall as _recall
 from contextfold.content_store import ContentStore, default_content_store
 from contextfold.conversation_key import KEY_MESSAGES, conversation_key, remember
 from contextfold.history import detect_wire_format
-from contextfold.prune import is_langchain_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from contextfold.compaction_result import CompactionResult
@@ -63,16 +62,6 @@ class RecallRound(NamedTuple):
     page: int | None
     kept: bool
     room: int | None
-
-
-def _answer_message(call: Any, call_id: str, text: str) -> Any:
-    """The message answering ``call_id`` of ``call`` with ``text``, in the call's own format: for
-    a LangChain ``AIMessage`` (a history compacted as LangChain messages), a ``ToolMessage``."""
-    if is_langchain_message(call):
-        from langchain_core.messages import ToolMessage
-
-        return ToolMessage(content=text, tool_call_id=call_id, name=_recall.RECALL_TOOL)
-    return json.loads(_core.recall_result(call, call_id=call_id, text=text))
 
 
 class RecoverableFolds:
@@ -254,7 +243,7 @@ class RecoverableFolds:
             raise ValueError(f"the message holds {len(read)} {_recall.RECALL_TOOL} calls; answer one call per message")
         if isinstance(read[0], tuple):
             call_id, why = read[0]
-            return _answer_message(call, call_id, _recall.malformed_text(why))
+            return _recall.answer_message(call, call_id, _recall.malformed_text(why))
         calls = [read[0]]
         round_, room, share = self._round_of(call, read[0].call_id, history)
         bound = max_tokens if max_tokens is not None else (
@@ -270,19 +259,20 @@ class RecoverableFolds:
         stored, said = _recall.stored_text(self.store, calls[0])
         if stored is None:
             # (Read once: a store that is down is logged once per answer.)
-            return _answer_message(call, calls[0].call_id, said or "")
+            return _recall.answer_message(call, calls[0].call_id, said or "")
         images = _recall.stored_images(stored, calls[0].fold_id, history)
-        if images and calls[0].offset >= images[0].start:
+        if _recall.image_due(calls[0], images):
             if calls[0].max_tokens is not None:
                 target = min(target, calls[0].max_tokens + _recall.ANSWER_ENVELOPE)
-            return self._image_answer(call, calls[0], stored, images, target)
+            return _recall.image_answer(call, calls[0], stored, images, target, provider=self.provider,
+                                        model=self.model)
         # The page is cut by its text's estimate; the message prices it in its own context (a
         # tool result's text may cost more, and not in proportion): search the largest page
         # bound whose message fits the target.
         def attempt(page_bound: int) -> tuple[Any, int]:
             text = _recall.answer_text(self.store, calls[0], max_tokens=page_bound, provider=self.provider,
                                        model=self.model, text=stored, images=images)
-            message = _answer_message(call, calls[0].call_id, text)
+            message = _recall.answer_message(call, calls[0].call_id, text)
             return message, int(_core.estimate([message], provider=self.provider, model=self.model))  # type: ignore[arg-type]
 
         message, tokens = attempt(bound)
@@ -297,17 +287,6 @@ class RecoverableFolds:
                 else:
                     hi = mid - 1
         return message
-
-    def _image_answer(self, call: Any, fold: _recall.RecallCall, text: str, images: list[_recall.FoldImage],
-                      target: int) -> Any:
-        """The answer giving the image whose characters hold ``fold.offset`` (``recall.image_answer``)."""
-        if is_langchain_message(call):
-            # (A LangChain ToolMessage carries the answer's text only.)
-            header = _recall.image_header(fold.fold_id, *_recall.image_at(fold, images), len(images), len(text),
-                                          _recall.image_after(fold, images))
-            return _answer_message(call, fold.call_id, f"{header}\nThe {_recall.image_at(fold, images)[0].noun} is not "
-                                   "given: a tool result in this API carries text only.")
-        return _recall.image_answer(call, fold, text, images, target, provider=self.provider, model=self.model)
 
     def _round_of(self, call: Any, call_id: str, history: Sequence[Any] | None) -> tuple[
             RecallRound | None, int | None, int]:

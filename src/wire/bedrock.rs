@@ -279,32 +279,27 @@ pub(crate) fn tool_result_with_images_json(
     };
     let mut content = vec![object_of(&[("text", text)])];
     for img in images {
-        // A `toolResult` may hold a DocumentBlock: a format of nine, a name (letters, digits,
-        // single spaces, hyphens, parentheses, brackets) and its bytes.
-        if let RecalledSource::Document { media_type, data } = *img {
-            let format = document_format(media_type)?;
-            content.push(format!(
-                "{{\"document\":{{\"format\":\"{format}\",\"name\":\"recalled document\",\"source\":{}}}}}",
-                object_of(&[("bytes", data)])
-            ));
-            continue;
-        }
-        let (format, source) = match *img {
-            RecalledSource::Base64 { media_type, data } => {
-                (format_of(media_type), object_of(&[("bytes", data)]))
-            }
+        content.push(match *img {
+            RecalledSource::Base64 { media_type, data } => image_block(
+                format_of(media_type),
+                &object_of(&[("bytes", data)]),
+            ),
             RecalledSource::File(uri) if uri.starts_with("s3://") => {
                 let ext = uri.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
-                (
+                image_block(
                     format_of(&format!("image/{ext}")),
-                    format!("{{\"s3Location\":{}}}", object_of(&[("uri", uri)])),
+                    &format!("{{\"s3Location\":{}}}", object_of(&[("uri", uri)])),
                 )
             }
+            // A `toolResult` may hold a DocumentBlock: a format of nine, a name (letters,
+            // digits, single spaces, hyphens, parentheses, brackets) and its bytes.
+            RecalledSource::Document { media_type, data } => format!(
+                "{{\"document\":{{\"format\":\"{}\",\"name\":\"recalled document\",\"source\":{}}}}}",
+                crate::message::document_format(media_type)?,
+                object_of(&[("bytes", data)])
+            ),
             _ => return None,
-        };
-        content.push(format!(
-            "{{\"image\":{{\"format\":\"{format}\",\"source\":{source}}}}}"
-        ));
+        });
     }
     Some(format!(
         "{{\"role\":\"user\",\"content\":[{{\"toolResult\":{{\"toolUseId\":{},\"content\":[{}]}}}}]}}",
@@ -313,14 +308,9 @@ pub(crate) fn tool_result_with_images_json(
     ))
 }
 
-/// The DocumentBlock `format` of a MIME type (`crate::message::document_mime` read back); None
-/// for a type Bedrock takes no document of.
-fn document_format(media_type: &str) -> Option<&'static str> {
-    [
-        "pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md",
-    ]
-    .into_iter()
-    .find(|f| crate::message::document_mime(f) == media_type)
+/// An ImageBlock of `format` (`png`, ...) from `source` (its JSON).
+fn image_block(format: &str, source: &str) -> String {
+    format!("{{\"image\":{{\"format\":\"{format}\",\"source\":{source}}}}}")
 }
 
 /// Where the id of the `toolUse` block at `at` sits (repair renames duplicates there).

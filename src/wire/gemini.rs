@@ -340,20 +340,14 @@ pub(crate) fn write(msg: &Message<'_>, change: &Change, snake: bool) -> Option<W
             // and every old screenshot of a computer-use loop stayed.
             if let [Part::Text(_), media @ ..] = content.as_slice() {
                 if !media.is_empty() && media.iter().all(Part::is_media) {
-                    let output = object_of(&[("output", text)]);
-                    let mut value = String::from("{");
-                    if let Some(name) = name {
-                        value.push_str("\"id\":");
-                        value.push_str(&super::edit::json_string(tool_use_id));
-                        value.push_str(",\"name\":");
-                        value.push_str(&super::edit::json_string(name));
-                    } else {
-                        value.push_str("\"name\":");
-                        value.push_str(&super::edit::json_string(tool_use_id));
-                    }
-                    value.push_str(",\"response\":");
-                    value.push_str(&output);
-                    value.push('}');
+                    // (A response with no id of its own is named by its id: `tool_use_id`.)
+                    let value = function_response_json(
+                        tool_use_id,
+                        name.unwrap_or(tool_use_id),
+                        "output",
+                        text,
+                        None,
+                    );
                     return Some((
                         vec![Step::Key("parts"), Step::Index(*k), Step::Key(response_key)],
                         value,
@@ -499,6 +493,19 @@ fn part_keys(snake: bool) -> (&'static str, &'static str) {
 /// JSON; the id is named only when the call had one (a call read without an id has its name as
 /// id).
 fn response_part_json(call_id: &str, name: &str, field: &str, text: &str, snake: bool) -> String {
+    let f = function_response_json(call_id, name, field, text, None);
+    format!("{{\"{}\":{f}}}", part_keys(snake).1)
+}
+
+/// A `functionResponse` object: `name`, `id` where it is not the name, `response` as
+/// `{field: text}`, and `parts` (their JSON, joined) where given.
+fn function_response_json(
+    call_id: &str,
+    name: &str,
+    field: &str,
+    text: &str,
+    parts: Option<&str>,
+) -> String {
     let mut f = String::from("{\"name\":");
     f.push_str(&super::edit::json_string(name));
     if call_id != name {
@@ -507,8 +514,13 @@ fn response_part_json(call_id: &str, name: &str, field: &str, text: &str, snake:
     }
     f.push_str(",\"response\":");
     f.push_str(&object_of(&[(field, text)]));
+    if let Some(parts) = parts {
+        f.push_str(",\"parts\":[");
+        f.push_str(parts);
+        f.push(']');
+    }
     f.push('}');
-    format!("{{\"{}\":{f}}}", part_keys(snake).1)
+    f
 }
 
 /// The user content answering function call `call_id` of `name` with `text`: one
@@ -547,13 +559,8 @@ pub(crate) fn tool_result_with_images_json(
             object_of(&[(mime, media_type), ("data", data)])
         ));
     }
-    let part = response_part_json(call_id, name, "output", text, snake);
-    // (The part ends with the response object's closing braces: the parts go beside it.)
-    let part = format!(
-        "{},\"parts\":[{}]}}}}",
-        &part[..part.len() - 2],
-        parts.join(",")
-    );
+    let response = function_response_json(call_id, name, "output", text, Some(&parts.join(",")));
+    let part = format!("{{\"{}\":{response}}}", part_keys(snake).1);
     Some(format!("{{\"role\":\"user\",\"parts\":[{part}]}}"))
 }
 

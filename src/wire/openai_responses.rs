@@ -435,14 +435,7 @@ pub(crate) fn tool_result_with_images_json(
 /// The name a recalled document is given where its format asks for one (`document.pdf`): its
 /// own name is not kept.
 fn document_filename(media_type: &str) -> String {
-    let ext = match media_type {
-        "application/pdf" => "pdf",
-        "text/plain" => "txt",
-        "text/csv" => "csv",
-        "text/html" => "html",
-        "text/markdown" => "md",
-        _ => "bin",
-    };
+    let ext = crate::message::document_format(media_type).unwrap_or("bin");
     format!("document.{ext}")
 }
 

@@ -43,8 +43,8 @@ from typing import Any
 
 from contextfold import _core
 from contextfold.content_store import ContentStore
-from contextfold.recall import (ANSWER_ENVELOPE, RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, image_answer, malformed_text,
-                                read_calls, stored_images, stored_text)
+from contextfold.recall import (ANSWER_ENVELOPE, RECALL_TOOL, MIN_PAGE_TOKENS, answer_text, image_answer, image_due,
+                                malformed_text, read_calls, stored_images, stored_text)
 from contextfold.serve.body import json_bytes
 from contextfold.serve.sse import SEPARATORS, comment, payload, split_events, with_payload
 
@@ -308,8 +308,8 @@ def recall_round(api: str, provider: str, response: Any, store: ContentStore, ro
             call_id, text = read.call_id, spent_note(rounds)
         else:
             stored, said = stored_text(store, read)
-            images = stored_images(stored, read.fold_id) if stored is not None else []
-            if images and stored is not None and read.offset >= images[0].start:
+            images = [] if stored is None else stored_images(stored, read.fold_id)
+            if stored is not None and image_due(read, images):
                 # A folded screenshot (or PDF) comes back as an image (a document) where the API's
                 # tool result carries one (in words where not), never as pages of its base64.
                 answers.append(image_answer(caller, read, stored, images, page + ANSWER_ENVELOPE,
