@@ -82,8 +82,9 @@ const GENERIC: Profile = Profile {
 /// tokens beyond the name), a result is authored by `functions.NAME` instead of `tool`
 /// (~3 tokens: the called name is in another message). Pricing the JSON envelope instead
 /// put the 315 call and result messages of shared/data at 2.86x their billed count. The
-/// tool block of a model with a known encoding is priced by its exact rendering
-/// (tool_render); the tool constants below only serve models without one.
+/// tool block of every OpenAI model is priced by its exact rendering (tool_render; o200k
+/// when the name says no encoding); the tool constants below only serve tool shapes that
+/// rendering does not know.
 const OPENAI: Profile = Profile {
     text_scale: 1.0,
     per_message: 4.0,

@@ -57,6 +57,20 @@ def test_tools_and_system_raise_the_estimate_through_the_overhead():
     assert cf.estimate(msgs, provider="anthropic", system="x " * 100) > base + 50
 
 
+def test_an_openai_history_without_a_model_prices_its_tools_as_an_openai_model_renders_them():
+    # The 14 tau-bench airline tools: the OpenAI constants priced their JSON at 1,591 tokens
+    # where gpt-4o renders 1,375; every OpenAI chat model since gpt-4o is o200k, as the text of
+    # a model-less OpenAI history is already priced.
+    from transcripts import LOCAL, load_conversations
+
+    tools = load_conversations(LOCAL, "tau-bench-airline")[0]["tools"]
+    msgs = [{"role": "user", "content": "Hi, I need to change my flight."}]
+    for model in (None, "gpt-6-preview"):  # no model, and a name no tokenizer table knows yet
+        tokens = cf.estimate(msgs, provider="openai", model=model, tools=tools)
+        assert abs(tokens - cf.count(msgs, model="gpt-4o", tools=tools)) <= 5
+        assert tokens == cf.estimate(msgs, provider="openai", model="gpt-4o", tools=tools)
+
+
 def test_image_costs_its_pixels_not_its_base64_length():
     small = data_url(png(1024, 1024))
     huge = data_url(png(1024, 1024, payload=3_000_000))
