@@ -34,7 +34,14 @@ fn walk(obj: *mut ffi::PyObject, depth: usize, windows: bool) -> u64 {
                 return 0;
             }
             let bytes = std::slice::from_raw_parts(data.cast::<u8>(), len as usize);
-            let sample = &bytes[..bytes.len().min(SAMPLE_BYTES)];
+            // (With `windows`, the estimate's own sample: a text of up to `LONG_TEXT` bytes
+            // whole, `Estimator::sampled_text`, but for Gemini's weights.)
+            let head = if windows && bytes.len() <= LONG_TEXT {
+                bytes.len()
+            } else {
+                SAMPLE_BYTES
+            };
+            let sample = &bytes[..bytes.len().min(head)];
             let mut sum = sample
                 .iter()
                 .fold(0u64, |a, &b| a.wrapping_add(u64::from(b)));
@@ -78,8 +85,9 @@ fn walk(obj: *mut ffi::PyObject, depth: usize, windows: bool) -> u64 {
 }
 
 /// Walk `messages` as cheaply as Python objects can be walked: every string's length plus a
-/// sum over its first 128 bytes, and with `windows` over the three 64-byte windows the estimate
-/// also reads from texts over 1 KiB (the floor of the estimate's own sample). For benchmarks
+/// sum over its first 128 bytes, and with `windows` over what the estimate reads beyond that (a
+/// text of up to 1 KiB whole, the three 64-byte windows of a longer one: the floor of the
+/// estimate's own sample). For benchmarks
 /// (the floor `estimate` is measured against); the result is a checksum with no meaning of its
 /// own.
 #[pyfunction]

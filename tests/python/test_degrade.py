@@ -335,11 +335,17 @@ def test_rules_a_list_cannot_hold_whole_are_written_one_a_line_and_carried() -> 
         s = ev.successive(fx, rules=ev.planted(fx))
     assert s.rules_lost == 0 and len(seen) >= 3, (s.rules_lost, s.sizes)
     assert all(r.tokens_after <= r.budget for r in seen)
+    one_a_line = 0
     for r in seen[1:]:
         lines = (r.summary or "").splitlines()
-        # Every rule whole, on a line of its own without the dash (the list did not fit).
-        assert all(rule in lines for rule in rules), r.summary
+        # Every rule whole: on a line of its own without the dash where the list did not fit,
+        # as the list where it did (since texts of up to 1 KiB are read whole, the third
+        # compaction's room holds the list).
+        listed = all(f"- {rule}" in lines for rule in rules)
+        one_a_line += all(rule in lines for rule in rules)
+        assert listed or all(rule in lines for rule in rules), r.summary
         assert lines[0] == "## Standing rules", r.summary
+    assert one_a_line >= 1
 
 
 def _text_agent(last_output: str) -> list[dict]:
@@ -639,7 +645,8 @@ def test_a_fold_marker_is_never_a_user_turn_right_after_a_kept_tool_result() -> 
     # Where no summary fits, a marker line stands for the fold: in chat it took the user role
     # right after a head ending on a tool result, which Mistral's validator refuses (tool ->
     # user), as it refuses a summary there. (The bundled dialogues with the head through each
-    # tool result: 253 marker folds, 7 of them so, all in the 23rd dialogue.)
+    # tool result: 253 marker folds, 7 of them so, all in the 23rd dialogue.) The count moves
+    # with the estimate (246 before texts of up to 1 KiB were read whole, 260 since).
     from test_compactor import tau
 
     markers = 0
@@ -661,7 +668,7 @@ def test_a_fold_marker_is_never_a_user_turn_right_after_a_kept_tool_result() -> 
                 out = r.messages
                 assert out[k]["role"] == "tool" and out[k + 1]["role"] == "assistant", out[k + 1]
                 assert shape_problems(out, "chat") == []
-    assert markers == 246, markers
+    assert markers == 260, markers
 
 
 def _one_short_turn_to_fold(fmt: str) -> list[dict]:
@@ -840,5 +847,6 @@ def test_real_dialogues_never_fold_a_span_into_a_larger_summary_where_a_cut_fits
             span = cf.estimate([history[i] for i in r.removed])
             if cf.estimate([{"role": "user", "content": r.summary}]) >= span:
                 larger += 1
-    assert checked == 297
+    # (297 compacted before texts of up to 1 KiB were read whole; one more budget fits since.)
+    assert checked == 298
     assert larger <= 1, larger

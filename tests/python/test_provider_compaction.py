@@ -92,9 +92,10 @@ def test_openai_responses_compaction_item_replaces_the_middle_verbatim(mode):
     full = cf.estimate(items, model="gpt-4o")
     with RecordingUpstream(openai_compact_answer) as up:
         def compactor(client: Any) -> cf.Compactor:
-            # (A tail of three messages at least opens this dialogue's on an assistant turn: the
-            # case below.)
-            return cf.Compactor(model="gpt-4o", wire_format="responses", budget=int(full * 0.5), strategy="summarize",
+            # (A tail of three messages at least opens this dialogue's on an assistant turn at this
+            # share, the case below; from a share of 0.5 it opens on a function call since texts
+            # of up to 1 KiB are read whole.)
+            return cf.Compactor(model="gpt-4o", wire_format="responses", budget=int(full * 0.45), strategy="summarize",
                                 summarizer=OpenAIResponsesCompaction(client, "gpt-4o-mini"), min_tail=3)
 
         if mode == "sync":
@@ -119,7 +120,7 @@ def test_openai_responses_compaction_item_replaces_the_middle_verbatim(mode):
     assert result.messages[at + 1].get("role") == "assistant", result.messages[at + 1]
     assert not any(OPEN in str(m.get("content")) for m in result.messages)
     tokens, failures = _core.compaction_verify(result.messages, _core.PricedRequest(format="responses", model="gpt-4o"))
-    assert failures == [] and tokens <= int(full * 0.5)
+    assert failures == [] and tokens <= int(full * 0.45)
     # A later compaction keeps the provider's item verbatim (never re-summarized).
     again = cf.Compactor(model="gpt-4o", wire_format="responses", budget=int(full * 0.3), strategy="summarize")
     assert kept[0] in again.compact(result.messages + items[-6:]).messages
@@ -158,7 +159,7 @@ def test_anthropic_compaction_block_is_placed_where_the_summary_goes_and_sent_ba
                  and any(b.get("type") == "compaction" for b in m["content"])]
     assert holder["role"] == "assistant" and holder["content"][0]["type"] == "compaction"
     tokens, failures = _core.compaction_verify(result.messages, _core.PricedRequest(format="anthropic", provider="anthropic", system=system))
-    assert failures == [] and tokens <= int(full * 0.5)
+    assert failures == [] and tokens <= int(full * 0.45)
 
 
 def test_a_compaction_block_opens_the_tail_turn_only_where_the_provider_would_write_it():

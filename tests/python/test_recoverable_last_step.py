@@ -75,8 +75,9 @@ def near_the_floor(task: str, n: int, fmt: str, budget: int) -> tuple[list[Any],
     ("task32-trial3", 17, "gemini", 3159),
     # Left: two calls' short arguments shrunk whole (`{"_cut": "…[object of 4 keys cut]…"}`),
     # where their names by the fold key cost a few tokens more than the budget leaves; their
-    # results' outputs name ids since stop 86 (one was `[output pruned ...]`).
-    pytest.param("task4-trial3", 23, "responses", 2948, marks=pytest.mark.xfail(
+    # results' outputs name ids since stop 86 (one was `[output pruned ...]`). (2948 until texts
+    # of up to 1 KiB were read whole: the floor moved, and at 2948 the arguments are named now.)
+    pytest.param("task4-trial3", 23, "responses", 2928, marks=pytest.mark.xfail(
         strict=True, reason="a call's short arguments shrunk whole at the floor name no id")),
 ])
 def test_the_last_step_of_a_recoverable_compaction_names_an_id_for_all_it_masks(task: str, n: int, fmt: str,
@@ -94,8 +95,8 @@ def test_the_last_step_of_a_recoverable_compaction_names_an_id_for_all_it_masks(
 def test_a_call_whose_arguments_no_cut_can_name_leaves_its_result_an_id() -> None:
     # Until stop 86 one call's short arguments (no cut can name them) made the whole step
     # give up its named cuts: its result became `[output pruned ...]`, stored nowhere.
-    items, c, r = near_the_floor("task4-trial3", 23, "responses", 2948)
-    assert r.tokens_after <= 2948
+    items, c, r = near_the_floor("task4-trial3", 23, "responses", 2928)
+    assert r.tokens_after <= 2928
     outputs = [m["output"] for m in r.messages if m.get("type") == "function_call_output"]
     assert outputs and not any("[output pruned" in o for o in outputs), outputs
     ids = [i for o in outputs for i in re.findall(r"id=(cf[0-9a-f]{12})", o)]

@@ -213,11 +213,15 @@ def test_a_round_moved_into_the_tail_is_aimed_again_with_the_room_its_shorter_fo
     81% of the budget used. The round is aimed again with what the shorter digest left. (With a
     fold's tail of 15% at every depth, django-11095's first compaction moved rounds so: 99.3%;
     since the digest prices its text as the history does, it fills its room there, and
-    django-13820's first compaction moves a round cut to the room left: 99.9%.)"""
+    django-13820's first compaction moves a round cut to the room left: 99.9%. Since texts of
+    up to 1 KiB are read whole its digest fills its room itself, 97.8%, and of the 120 runs of
+    the shared data django-13741's third compaction alone moves a round so: 98.2%.)"""
     seen = _recorded_successive(monkeypatch, "django-13820", shared=True)
     _, first, _ = next((m, r, c) for m, r, c in seen if r.strategy_used == "summarize")
     assert first.tokens_after >= 0.95 * first.budget, (first.tokens_after, first.budget, first.notes)
-    assert any("joins the tail with its middle cut" in n or "join the tail, message" in n for n in first.notes)
+    moved = [r for _, r, _ in _recorded_successive(monkeypatch, "django-13741", shared=True)
+             if any("joins the tail with its middle cut" in n or "join the tail, message" in n for n in r.notes)]
+    assert moved and all(r.tokens_after >= 0.95 * r.budget for r in moved), [(r.tokens_after, r.budget) for r in moved]
 
 
 def test_a_round_too_large_for_what_the_summary_left_joins_the_tail_cut(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -272,8 +276,8 @@ def test_a_summary_carrying_the_previous_one_is_not_squeezed_to_a_few_lines(monk
     # before a fold whose summary cost more than its span was made a cut in place instead, 107
     # after it, 108 again since a cut's marker names what its middle mentioned, 109 since the
     # tail keeps two messages at least, 108 since a search keeps its matches: django-10880 is
-    # compacted 8 times, not 9.)
-    assert (checked, forced) == (108, 1), (checked, forced)
+    # compacted 8 times, not 9; 109 since texts of up to 1 KiB are read whole.)
+    assert (checked, forced) == (109, 1), (checked, forced)
 
 
 def _successive_budget_used(run: str) -> list[float]:
@@ -510,8 +514,9 @@ def test_a_model_summary_shorter_than_its_room_leaves_the_rest_to_the_fold_s_new
     # masked output's placeholder named five identifiers: with up to eight, task0-trial0's kept
     # placeholders leave its summary less room, and the model's answer, over its share even
     # without its index, gives way to the digest. 33 at 30% since the tail keeps two messages
-    # at least: four more summaries fit their room.)
-    assert len(used) == {0.3: 33, 0.5: 34, 0.7: 29}[share], len(used)
+    # at least: four more summaries fit their room. 34 at 30% since texts of up to 1 KiB are
+    # read whole.)
+    assert len(used) == {0.3: 34, 0.5: 34, 0.7: 29}[share], len(used)
     assert sorted(used)[len(used) // 2] >= 0.97, sorted(used)
     assert sum(u < 0.9 for u in used) <= len(used) // 8, sorted(used)
 
