@@ -1128,9 +1128,18 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
     };
     // A JSON envelope's output is read unescaped: its `\n` escapes would join the lines that
     // hold an error's message into one.
+    let body = |c: &mut Collector, t: &str| {
+        // A result that is one number is what the call computed (a calculator's total, a
+        // count): under no key, no rule above indexes it, and once its call line is packed
+        // out of the digest the figure is gone.
+        if let Some(n) = computed_figure(t) {
+            c.add(Kind::Figure, &format!("result {n}"), 1.0, recency, false);
+        }
+        scan_edges(c, t, 1.0, recency);
+    };
     let output = |c: &mut Collector, t: &str| match tool_outcome::json_envelope(t) {
-        Some(o) => scan_edges(c, &o.body, 1.0, recency),
-        None => scan_edges(c, t, 1.0, recency),
+        Some(o) => body(c, &o.body),
+        None => body(c, t),
     };
     match &m.content {
         Content::Text(t) if is_result => output(c, t),
@@ -1158,6 +1167,15 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
     for call in &m.tool_calls {
         scan_edges(c, &json_unescaped(&call.arguments), 2.0, recency);
     }
+}
+
+/// A tool result's text that is a single number of three digits or more (`1203.0`, `-1,250`),
+/// as written: a figure a call computed. Shorter numbers (an exit code, a flag) say little
+/// without their call.
+fn computed_figure(text: &str) -> Option<&str> {
+    let t = text.trim();
+    let digits = t.bytes().filter(u8::is_ascii_digit).count();
+    (t.len() <= 32 && digits >= 3 && is_number(t.strip_prefix('-').unwrap_or(t))).then_some(t)
 }
 
 /// A JSON document with the line breaks and tabs escaped in its strings decoded, every other
@@ -1643,6 +1661,32 @@ mod tests {
             r#"{"BOS": 1, "Anya": 2}"#,
         ] {
             assert_eq!(values(prose), Vec::<String>::new(), "{prose}");
+        }
+    }
+
+    /// A tool result that is one number of three digits or more (a calculator's total) is a
+    /// figure, `result` its key: no JSON key names it, and a folded call line loses it.
+    #[test]
+    fn a_result_that_is_one_number_is_a_figure() {
+        let figures = |role: &str, text: &str| -> Vec<String> {
+            collect(&[Message::text(role, text)], None)
+                .into_iter()
+                .filter(|i| i.kind == Kind::Figure)
+                .map(|i| i.text)
+                .collect()
+        };
+        assert_eq!(figures("tool", "1203.0"), ["result 1203.0"]);
+        assert_eq!(figures("tool", " -1,250\n"), ["result -1,250"]);
+        // An exit code or a flag says little without its call; a number inside words, or said
+        // by a person, is read by the other rules.
+        for (role, text) in [
+            ("tool", "0"),
+            ("tool", "42"),
+            ("tool", "1203 passed"),
+            ("user", "1203.0"),
+            ("assistant", "1203.0"),
+        ] {
+            assert_eq!(figures(role, text), Vec::<String>::new(), "{role}: {text}");
         }
     }
 
