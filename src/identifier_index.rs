@@ -1173,6 +1173,10 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
 /// as written: a figure a call computed. Shorter numbers (an exit code, a flag) say little
 /// without their call.
 fn computed_figure(text: &str) -> Option<&str> {
+    // (Length first: every result of a history passes here, some of them megabytes.)
+    if text.len() > 64 {
+        return None;
+    }
     let t = text.trim();
     let digits = t.bytes().filter(u8::is_ascii_digit).count();
     (t.len() <= 32 && digits >= 3 && is_number(t.strip_prefix('-').unwrap_or(t))).then_some(t)
