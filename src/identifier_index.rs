@@ -1126,8 +1126,6 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
             own
         }
     };
-    // A JSON envelope's output is read unescaped: its `\n` escapes would join the lines that
-    // hold an error's message into one.
     let body = |c: &mut Collector, t: &str| {
         // A result that is one number is what the call computed (a calculator's total, a
         // count): under no key, no rule above indexes it, and once its call line is packed
@@ -1137,6 +1135,8 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
         }
         scan_edges(c, t, 1.0, recency);
     };
+    // A JSON envelope's output is read unescaped: its `\n` escapes would join the lines that
+    // hold an error's message into one.
     let output = |c: &mut Collector, t: &str| match tool_outcome::json_envelope(t) {
         Some(o) => body(c, &o.body),
         None => body(c, t),
