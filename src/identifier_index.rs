@@ -1173,13 +1173,13 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
 /// as written: a figure a call computed. Shorter numbers (an exit code, a flag) say little
 /// without their call.
 fn computed_figure(text: &str) -> Option<&str> {
-    // (Length first: every result of a history passes here, some of them megabytes.)
-    if text.len() > 64 {
-        return None;
-    }
+    // (Length before digits: every result of a history passes here, some of them megabytes;
+    // the trim reads only the whitespace at its ends.)
     let t = text.trim();
-    let digits = t.bytes().filter(u8::is_ascii_digit).count();
-    (t.len() <= 32 && digits >= 3 && is_number(t.strip_prefix('-').unwrap_or(t))).then_some(t)
+    (t.len() <= 32
+        && t.bytes().filter(u8::is_ascii_digit).count() >= 3
+        && is_number(t.strip_prefix('-').unwrap_or(t)))
+    .then_some(t)
 }
 
 /// A JSON document with the line breaks and tabs escaped in its strings decoded, every other

@@ -159,7 +159,7 @@ def test_anthropic_compaction_block_is_placed_where_the_summary_goes_and_sent_ba
                  and any(b.get("type") == "compaction" for b in m["content"])]
     assert holder["role"] == "assistant" and holder["content"][0]["type"] == "compaction"
     tokens, failures = _core.compaction_verify(result.messages, _core.PricedRequest(format="anthropic", provider="anthropic", system=system))
-    assert failures == [] and tokens <= int(full * 0.45)
+    assert failures == [] and tokens <= int(full * 0.5)
 
 
 def test_a_compaction_block_opens_the_tail_turn_only_where_the_provider_would_write_it():

@@ -36,9 +36,9 @@ from wire_shapes import convert
 #: how many went without it because its definition did not fit (``no-room``). (Since stop 83's
 #: tail of two messages at least, a fold can come a turn or two earlier, where three messages
 #: had left nothing to fold: 8 -> 9 / 12 compacting turns of django-13925 (chat / Responses),
-#: 6 -> 9 (Anthropic); django-15741's Gemini turns 12 -> 7, each fold freeing more. Since an
-#: OpenAI model's texts of up to 1 KiB are read whole, the shares' budgets moved: chat 9 -> 12,
-#: Responses 12 -> 9 of which 3 without the tool.)
+#: 6 -> 9 (Anthropic); django-15741's Gemini turns 12 -> 7, each fold freeing more. Since
+#: texts of up to 1 KiB are read whole (every family but Gemini's), the shares' budgets moved:
+#: chat 9 -> 12, Responses 12 -> 9 of which 3 without the tool.)
 EXPECTED = {
     ("django-13925", "chat"): (12, 12, 0), ("django-13925", "responses"): (9, 6, 3),
     ("django-13925", "anthropic"): (9, 0, 9), ("django-13925", "gemini"): (9, 5, 4),
