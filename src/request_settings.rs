@@ -34,6 +34,15 @@ const ANTHROPIC_TOOL_CHOICE_ANY: f64 = 105.0;
 /// unchanged, 8-50% over; the 5 later turns carry reasoning items priced ~17 over).
 const DEEPSEEK_RESPONSES: f64 = 75.0;
 
+/// The same preamble beside tools: +18. DeepSeek's tool prompt (`profile::DEEPSEEK`
+/// `tools_base`) was fitted over both of its endpoints from the messages alone, which cannot
+/// say which endpoint a request went to, so it already holds part of this preamble for the
+/// Responses requests it was fitted on. The 4 recorded Responses requests with tools
+/// (deepseek-v4-flash, ../shared/data/pydantic-ai) are -1, 0, +36 and +37 over the messages'
+/// estimate: median 18. With the whole 75 added they were 21-76 over (+4-17%), and the 13
+/// DeepSeek requests' signed median +10.5%; with 18, +4.3%.
+const DEEPSEEK_RESPONSES_BESIDE_TOOLS: f64 = 18.0;
+
 /// Why an MCP server's share of a request is not in the estimate.
 pub const MCP_REASON: &str = "MCP server: its tools are listed by the server at request time \
      (unknown offline); pass mcp_sizes={name: tokens} to price them";
@@ -43,6 +52,7 @@ impl Estimator {
     /// adds for this family.
     pub fn body_tokens(&self, api: Api, s: &Settings, tools: bool) -> f64 {
         let hidden = match (api, self.family()) {
+            (Api::OpenAIResponses, Family::DeepSeek) if tools => DEEPSEEK_RESPONSES_BESIDE_TOOLS,
             (Api::OpenAIResponses, Family::DeepSeek) => DEEPSEEK_RESPONSES,
             _ => 0.0,
         };
@@ -91,6 +101,10 @@ mod tests {
         assert_eq!(
             d.body_tokens(Api::OpenAIResponses, &plain, false),
             DEEPSEEK_RESPONSES
+        );
+        assert_eq!(
+            d.body_tokens(Api::OpenAIResponses, &plain, true),
+            DEEPSEEK_RESPONSES_BESIDE_TOOLS
         );
         assert_eq!(d.body_tokens(Api::OpenAIChat, &plain, false), 0.0);
         // Other families: nothing measured.
