@@ -12,7 +12,7 @@ use crate::image::{dims_of_base64, dims_of_bytes};
 use crate::image_tokens::{image_tokens, rule_for, ImageRule};
 use crate::media_tokens::media_tokens;
 use crate::message::{
-    Content, Detail, Image, ImageSource, MediaKind, Message, Part, Role, ThoughtSignatures,
+    Content, Detail, Format, Image, ImageSource, MediaKind, Message, Part, Role, ThoughtSignatures,
     ToolCall,
 };
 use crate::model_info::{is_gemini_3, model_info, Family, ModelInfo};
@@ -174,6 +174,45 @@ pub struct Estimator {
     /// A Gemini 3 name that does not say its serving platform: the first thought signature of
     /// the history settles it (`settle_platform`).
     platform_open: bool,
+    /// A Claude model whose Messages API drops the thinking of earlier turns from its input
+    /// (`drops_earlier_thinking`).
+    drops_earlier_thinking: bool,
+}
+
+/// Whether a Claude model (its base name, `ModelInfo::base`) keeps only the last assistant
+/// turn's thinking blocks in its input: Anthropic's Messages API strips the `thinking` and
+/// `redacted_thinking` blocks of earlier turns before the model reads them, and they count as
+/// no input tokens ("context_window = (input_tokens - previous_thinking_tokens) +
+/// current_turn_tokens", https://platform.claude.com/docs/en/build-with-claude/context-windows).
+/// Which turns are kept depends on the model (extended thinking guide,
+/// https://platform.claude.com/docs/en/build-with-claude/extended-thinking): Opus models
+/// before Claude Opus 4.5, Sonnet models before Claude Sonnet 4.6 and every Haiku model through
+/// Claude Haiku 4.5 keep the last turn's alone; later models (and Claude Mythos) keep them
+/// all. A name that says no tier or version keeps them all: priced as sent.
+pub fn drops_earlier_thinking(base: &str) -> bool {
+    let words: Vec<&str> = base.split('-').collect();
+    if words.first() != Some(&"claude") {
+        return false;
+    }
+    let tier = words
+        .iter()
+        .find(|w| matches!(**w, "opus" | "sonnet" | "haiku"));
+    // (A snapshot date is no version: `claude-sonnet-4-20250514`.)
+    let numbers: Vec<u32> = words
+        .iter()
+        .filter_map(|w| w.parse::<u32>().ok())
+        .filter(|&n| n < 100)
+        .collect();
+    let Some(&major) = numbers.first() else {
+        return false;
+    };
+    let version = (major, numbers.get(1).copied().unwrap_or(0));
+    match tier {
+        Some(&"opus") => version < (4, 5),
+        Some(&"sonnet") => version < (4, 6),
+        Some(&"haiku") => version <= (4, 5),
+        _ => false,
+    }
 }
 
 impl Estimator {
@@ -227,6 +266,7 @@ impl Estimator {
             platform_open: info.family == Family::Gemini
                 && info.platform.is_none()
                 && is_gemini_3(base),
+            drops_earlier_thinking: family == Family::Anthropic && drops_earlier_thinking(base),
         }
     }
 
@@ -449,6 +489,11 @@ impl Estimator {
                     _ => self.part(x),
                 })
                 .sum(),
+            Content::Parts(parts) if self.thinking_dropped(m, parts) => parts
+                .iter()
+                .filter(|x| !matches!(x, Part::Thinking { .. } | Part::EncryptedReasoning(_)))
+                .map(|x| self.part(x))
+                .sum(),
             Content::Parts(parts) => parts.iter().map(|x| self.part(x)).sum(),
         };
         for c in &m.tool_calls {
@@ -468,6 +513,21 @@ impl Estimator {
             t += self.text(r);
         }
         t + self.signatures(&m.thought_signatures)
+    }
+
+    /// Whether the thinking of assistant message `m` (its content `parts`) is dropped from the
+    /// input as sent (`drops_earlier_thinking`): an Anthropic Messages turn that calls no tool
+    /// ended in its reply, so anything after it opens a new turn and its thinking is an earlier
+    /// turn's. A turn that calls a tool may still be the last one (its results and the model's
+    /// next step follow it, the thinking kept): priced as sent. Bedrock's Converse API bills
+    /// the reasoning of earlier turns (its 3 recorded Claude requests carrying some are within
+    /// 10 tokens with it priced, 13-43 under without), so only the Messages format drops it.
+    fn thinking_dropped(&self, m: &Message<'_>, parts: &[Part<'_>]) -> bool {
+        self.drops_earlier_thinking
+            && m.role == Role::Assistant
+            && m.wire == Format::Anthropic
+            && m.tool_calls.is_empty()
+            && !parts.iter().any(|p| matches!(p, Part::ToolUse(_)))
     }
 
     /// Tokens of the Gemini thought signatures a message sends back: those of the Gemini API's
@@ -676,6 +736,74 @@ mod tests {
             name,
             arguments: Cow::Borrowed(args),
         }
+    }
+
+    /// Claude models named by their tier and version: which drop the thinking of earlier turns
+    /// (Anthropic's extended thinking guide), snapshot dates and platform prefixes aside.
+    #[test]
+    fn claude_models_before_opus_4_5_and_sonnet_4_6_drop_earlier_thinking() {
+        for m in [
+            "claude-sonnet-4-5-20250929",
+            "claude-sonnet-4-20250514",
+            "us.anthropic.claude-sonnet-4-20250514-v1:0",
+            "claude-3-7-sonnet-latest",
+            "claude-opus-4-1",
+            "claude-opus-4",
+            "claude-haiku-4-5",
+        ] {
+            assert!(drops_earlier_thinking(&model_info(m).base), "{m}");
+        }
+        for m in [
+            "claude-opus-4-5",
+            "claude-sonnet-4-6",
+            "claude-sonnet-5",
+            "claude-opus-5",
+            "claude-mythos-preview",
+            "claude-fable-5-1",
+            "gpt-4o",
+        ] {
+            assert!(!drops_earlier_thinking(&model_info(m).base), "{m}");
+        }
+    }
+
+    /// A Messages turn that ended in its reply is an earlier turn once anything follows it: its
+    /// thinking costs nothing on a model whose API drops it, and its full price on one that
+    /// keeps it. A turn that calls a tool keeps its thinking's price (its results follow it in
+    /// the same turn), and Bedrock's Converse messages keep it whatever the model.
+    #[test]
+    fn an_earlier_turns_thinking_is_free_where_the_messages_api_drops_it() {
+        let thought = "Let me weigh the fare rules against the dates first. ".repeat(20);
+        let turn = |thinking: bool, tool: bool, wire: Format| {
+            let mut parts = Vec::new();
+            if thinking {
+                parts.push(Part::Thinking {
+                    text: Cow::Borrowed(thought.as_str()),
+                    signature: "c2lnbmF0dXJl",
+                });
+            }
+            parts.push(Part::Text(Cow::Borrowed("The fare is $180.")));
+            if tool {
+                parts.push(Part::ToolUse(call("t1", "book", "{\"fare\":180}")));
+            }
+            Message {
+                content: Content::Parts(parts),
+                wire,
+                ..Message::text("assistant", "")
+            }
+        };
+        let drops = Estimator::new(Provider::Anthropic, "claude-sonnet-4-5");
+        let keeps = Estimator::new(Provider::Anthropic, "claude-opus-4-5");
+        let a = Format::Anthropic;
+        let reply = turn(true, false, a);
+        let bare = turn(false, false, a);
+        assert_eq!(drops.message(&reply), drops.message(&bare));
+        assert!(keeps.message(&reply) > keeps.message(&bare) + 100);
+        let calling = turn(true, true, a);
+        assert!(drops.message(&calling) > drops.message(&turn(false, true, a)) + 100);
+        let converse = turn(true, false, Format::Bedrock);
+        assert!(
+            drops.message(&converse) > drops.message(&turn(false, false, Format::Bedrock)) + 100
+        );
     }
 
     /// A summary merged at the start of a long message prices as the summary and the message

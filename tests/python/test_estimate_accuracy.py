@@ -91,6 +91,35 @@ def test_every_provider_group_is_within_10_percent_as_the_body_is_sent():
     assert not off, off
 
 
+def _ended_turn_with_thinking(messages: list) -> bool:
+    """An assistant message of Anthropic's Messages format that thinks and calls no tool, with a
+    message after it: an earlier turn's thinking."""
+    for i, m in enumerate(messages[:-1]):
+        blocks = m.get("content") if isinstance(m, dict) and m.get("role") == "assistant" else None
+        if isinstance(blocks, list):
+            kinds = {b.get("type") for b in blocks if isinstance(b, dict)}
+            if kinds & {"thinking", "redacted_thinking"} and not kinds & {"tool_use", "server_tool_use", "mcp_tool_use"}:
+                return True
+    return False
+
+
+def test_claude_bills_no_thinking_of_an_earlier_turn_where_its_messages_api_drops_it():
+    # Anthropic's Messages API strips the thinking blocks of earlier turns from the input of
+    # Sonnet models before 4.6, Opus before 4.5 and Haiku through 4.5. Measured on
+    # ../shared/data: the 4 recorded claude-sonnet-4-5 requests whose history holds such a turn
+    # were +19%, +80%, +60% and +4.5% with that thinking priced; -3%, -6.5%, -9.6%, -2.3%
+    # without.
+    from transcripts import estimate_request_body
+
+    errors = []
+    for r in load_requests(_root(SHARED)):
+        if r.api == "messages" and r.provider == "anthropic" and "sonnet-4-5" in r.model \
+                and _ended_turn_with_thinking(r.messages):
+            errors.append(estimate_request_body(cf, r) / r.usage - 1)
+    assert len(errors) >= 3
+    assert max(abs(e) for e in errors) <= 0.12, errors
+
+
 def test_thought_signatures_settle_the_vertex_platform_of_a_bare_name():
     # Measured on ../shared/data: google-vertex was +37.2% with bare names while thought
     # signatures went unread (+16.4% as `vertex_ai/<model>`). The history's first signature now
