@@ -520,8 +520,8 @@ impl Estimator {
     /// ended in its reply, so anything after it opens a new turn and its thinking is an earlier
     /// turn's. A turn that calls a tool may still be the last one (its results and the model's
     /// next step follow it, the thinking kept): priced as sent. Bedrock's Converse API bills
-    /// the reasoning of earlier turns (its 3 recorded Claude requests carrying some are within
-    /// 10 tokens with it priced, 13-43 under without), so only the Messages format drops it.
+    /// the reasoning of earlier turns (its 4 recorded Claude requests carrying some are within
+    /// 11 tokens with it priced, 13-43 under without), so only the Messages format drops it.
     fn thinking_dropped(&self, m: &Message<'_>, parts: &[Part<'_>]) -> bool {
         self.drops_earlier_thinking
             && m.role == Role::Assistant
