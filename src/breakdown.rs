@@ -274,7 +274,13 @@ impl Walk<'_> {
             Content::None => {}
             Content::Text(s) => self.add(text_kind, self.est.text(s)),
             Content::Parts(parts) => {
+                // (An earlier turn's thinking the API drops costs nothing: it is no reasoning
+                // share, and the envelope is not the negative of its price.)
+                let dropped = self.est.thinking_dropped(m, parts);
                 for p in parts {
+                    if dropped && matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_)) {
+                        continue;
+                    }
                     self.part(p, text_kind);
                 }
             }

@@ -522,7 +522,7 @@ impl Estimator {
     /// next step follow it, the thinking kept): priced as sent. Bedrock's Converse API bills
     /// the reasoning of earlier turns (its 4 recorded Claude requests carrying some are within
     /// 11 tokens with it priced, 13-43 under without), so only the Messages format drops it.
-    fn thinking_dropped(&self, m: &Message<'_>, parts: &[Part<'_>]) -> bool {
+    pub(crate) fn thinking_dropped(&self, m: &Message<'_>, parts: &[Part<'_>]) -> bool {
         self.drops_earlier_thinking
             && m.role == Role::Assistant
             && m.wire == Format::Anthropic

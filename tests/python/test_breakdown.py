@@ -115,3 +115,20 @@ def test_real_trajectories_split_into_text_and_tool_outputs():
             assert b.total == cf.estimate(c["messages"], provider=provider, tools=c.get("tools"))
         if name == "tau-bench-airline":
             assert b.by_kind["tool_calls"] > 0 and b.by_kind["tool_outputs"] > 0 and b.by_kind["tool_schemas"] > 0
+
+
+def test_an_earlier_turns_dropped_thinking_is_no_reasoning_share():
+    # Claude Sonnet 4.5's Messages API drops the thinking of a turn that ended in its reply: the
+    # estimate prices it at nothing, and the breakdown neither lists it as reasoning nor takes
+    # its price off the message's envelope (the shares came out as reasoning 4 of a 27-token
+    # total, the overhead negative before it was apportioned). A model that keeps it lists it.
+    thought = {"type": "thinking", "thinking": "Let me reason about this carefully. " * 50, "signature": "c2ln"}
+    history = [{"role": "user", "content": "What is 2+2?"},
+               {"role": "assistant", "content": [thought, {"type": "text", "text": "4"}]},
+               {"role": "user", "content": "And 3+3?"}]
+    bare = [history[0], {"role": "assistant", "content": [{"type": "text", "text": "4"}]}, history[2]]
+    drops = cf.breakdown(history, provider="anthropic", model="claude-sonnet-4-5")
+    assert drops.total == cf.estimate(bare, provider="anthropic", model="claude-sonnet-4-5")
+    assert drops.by_kind == cf.breakdown(bare, provider="anthropic", model="claude-sonnet-4-5").by_kind
+    keeps = cf.breakdown(history, provider="anthropic", model="claude-opus-4-5")
+    assert keeps.by_kind["reasoning"] > 300 and sum(keeps.by_kind.values()) == keeps.total
