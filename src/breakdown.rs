@@ -278,7 +278,7 @@ impl Walk<'_> {
                 // share, and the envelope is not the negative of its price.)
                 let dropped = self.est.thinking_dropped(m, parts);
                 for p in parts {
-                    if dropped && matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_)) {
+                    if dropped && p.is_thinking() {
                         continue;
                     }
                     self.part(p, text_kind);

@@ -375,12 +375,12 @@ fn thinking_drops(
     pinned: &HashSet<usize>,
     protect_first_n: usize,
 ) -> Vec<MaskEdit> {
-    let is_thinking =
-        |p: &Part<'_>| matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_));
     let with_thinking: Vec<usize> = msgs
         .iter()
         .enumerate()
-        .filter(|(_, m)| matches!(&m.content, Content::Parts(ps) if ps.iter().any(is_thinking)))
+        .filter(
+            |(_, m)| matches!(&m.content, Content::Parts(ps) if ps.iter().any(Part::is_thinking)),
+        )
         .map(|(i, _)| i)
         .collect();
     let cut = with_thinking.len().saturating_sub(keep.max(1));
@@ -405,7 +405,7 @@ fn thinking_drops(
         let drops: Vec<usize> = ps
             .iter()
             .enumerate()
-            .filter(|(_, p)| is_thinking(p))
+            .filter(|(_, p)| p.is_thinking())
             .map(|(j, _)| j)
             .collect();
         // A message left without any content would be rejected: keep it whole then.

@@ -390,6 +390,13 @@ pub fn document_format(media_type: &str) -> Option<&'static str> {
 }
 
 impl Part<'_> {
+    /// Whether the part is reasoning sent back: a thinking block (Anthropic `thinking`, Bedrock
+    /// `reasoningText`) or encrypted reasoning (`redacted_thinking`, a Responses item's
+    /// `encrypted_content`, Bedrock `redactedContent`).
+    pub fn is_thinking(&self) -> bool {
+        matches!(self, Part::Thinking { .. } | Part::EncryptedReasoning(_))
+    }
+
     /// The media of an opaque part that an old one is masked as an image is (a PDF, a recording,
     /// a video, an image by reference): hundreds of tokens a page or a second, old output like a
     /// screenshot. None for any other part, a file of text and a block of no known media (a
@@ -627,7 +634,7 @@ impl<'a> Message<'a> {
             && self.tool_calls.is_empty()
             && matches!(&self.content, Content::Parts(ps) if ps
                 .iter()
-                .all(|p| matches!(p, Part::EncryptedReasoning(_) | Part::Thinking { .. })))
+                .all(Part::is_thinking))
     }
 
     /// True when the message requests at least one tool call.

@@ -486,6 +486,42 @@ fn unknown_overheads(f: Family, platform: Option<Platform>) -> &'static [&'stati
     }
 }
 
+/// Whether a Claude model (its base name, `ModelInfo::base`) keeps only the last assistant
+/// turn's thinking blocks in its input: Anthropic's Messages API strips the `thinking` and
+/// `redacted_thinking` blocks of earlier turns before the model reads them, and they count as
+/// no input tokens ("context_window = (input_tokens - previous_thinking_tokens) +
+/// current_turn_tokens", https://platform.claude.com/docs/en/build-with-claude/context-windows).
+/// Which turns are kept depends on the model (extended thinking guide,
+/// https://platform.claude.com/docs/en/build-with-claude/extended-thinking): Opus models
+/// before Claude Opus 4.5, Sonnet models before Claude Sonnet 4.6 and every Haiku model through
+/// Claude Haiku 4.5 keep the last turn's alone; later models (and Claude Mythos) keep them
+/// all. A name that says no tier or version keeps them all: priced as sent.
+pub fn drops_earlier_thinking(base: &str) -> bool {
+    let words: Vec<&str> = base.split('-').collect();
+    if words.first() != Some(&"claude") {
+        return false;
+    }
+    let tier = words
+        .iter()
+        .find(|w| matches!(**w, "opus" | "sonnet" | "haiku"));
+    // (A snapshot date is no version: `claude-sonnet-4-20250514`.)
+    let numbers: Vec<u32> = words
+        .iter()
+        .filter_map(|w| w.parse::<u32>().ok())
+        .filter(|&n| n < 100)
+        .collect();
+    let Some(&major) = numbers.first() else {
+        return false;
+    };
+    let version = (major, numbers.get(1).copied().unwrap_or(0));
+    match tier {
+        Some(&"opus") => version < (4, 5),
+        Some(&"sonnet") => version < (4, 6),
+        Some(&"haiku") => version <= (4, 5),
+        _ => false,
+    }
+}
+
 /// A Gemini model of generation 3 or later (a base name, see [`ModelInfo::base`]).
 pub fn is_gemini_3(base: &str) -> bool {
     base.starts_with("gemini-") && !is_gemini_before_3(base)
@@ -727,6 +763,34 @@ mod tests {
             "x-2024",
         ] {
             let _ = model_info(m);
+        }
+    }
+
+    /// Claude models named by their tier and version: which drop the thinking of earlier turns
+    /// (Anthropic's extended thinking guide), snapshot dates and platform prefixes aside.
+    #[test]
+    fn claude_models_before_opus_4_5_and_sonnet_4_6_drop_earlier_thinking() {
+        for m in [
+            "claude-sonnet-4-5-20250929",
+            "claude-sonnet-4-20250514",
+            "us.anthropic.claude-sonnet-4-20250514-v1:0",
+            "claude-3-7-sonnet-latest",
+            "claude-opus-4-1",
+            "claude-opus-4",
+            "claude-haiku-4-5",
+        ] {
+            assert!(drops_earlier_thinking(&model_info(m).base), "{m}");
+        }
+        for m in [
+            "claude-opus-4-5",
+            "claude-sonnet-4-6",
+            "claude-sonnet-5",
+            "claude-opus-5",
+            "claude-mythos-preview",
+            "claude-fable-5-1",
+            "gpt-4o",
+        ] {
+            assert!(!drops_earlier_thinking(&model_info(m).base), "{m}");
         }
     }
 }

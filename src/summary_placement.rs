@@ -58,10 +58,7 @@ pub(crate) fn is_standing_item(m: &Message<'_>) -> bool {
 /// after them (Anthropic wants a turn's thinking first; the signed blocks stay as they are).
 pub(crate) fn leading_thinking(m: &Message<'_>) -> usize {
     match &m.content {
-        Content::Parts(ps) => ps
-            .iter()
-            .take_while(|p| matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_)))
-            .count(),
+        Content::Parts(ps) => ps.iter().take_while(|p| p.is_thinking()).count(),
         _ => 0,
     }
 }
@@ -176,10 +173,9 @@ impl Seating<'_, '_> {
             return false;
         }
         let parts_ok = match &m.content {
-            Content::Parts(ps) => !ps.iter().any(|p| {
-                matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_))
-                    || (at_start && matches!(p, Part::ToolResult { .. }))
-            }),
+            Content::Parts(ps) => !ps
+                .iter()
+                .any(|p| p.is_thinking() || (at_start && matches!(p, Part::ToolResult { .. }))),
             Content::None => self.format == WireFormat::Chat,
             Content::Text(_) => true,
         };
@@ -292,9 +288,7 @@ impl Seating<'_, '_> {
             && !self.special(tail_start)
             && Turn::of(m) == Turn::Assistant
             && lead > 0
-            && !ps[lead..]
-                .iter()
-                .any(|p| matches!(p, Part::Thinking { .. } | Part::EncryptedReasoning(_)));
+            && !ps[lead..].iter().any(Part::is_thinking);
         ok.then_some(Placement::Merge {
             index: tail_start,
             at_start: true,
