@@ -93,14 +93,25 @@ fn short_key(piece: &[u8]) -> Option<u64> {
 /// The o200k vocabulary (o200k_base; o200k_harmony splits and merges ordinary text the same
 /// way, only its special tokens differ).
 pub fn o200k() -> &'static Vocab {
-    static V: OnceLock<Vocab> = OnceLock::new();
-    V.get_or_init(|| vocab_of(tiktoken_rs::o200k_base_singleton(), Pattern::O200k, 0))
+    O200K.get_or_init(|| vocab_of(tiktoken_rs::o200k_base_singleton(), Pattern::O200k, 0))
 }
 
 /// The cl100k_base vocabulary.
 pub fn cl100k() -> &'static Vocab {
-    static V: OnceLock<Vocab> = OnceLock::new();
-    V.get_or_init(|| vocab_of(tiktoken_rs::cl100k_base_singleton(), Pattern::Cl100k, 1))
+    CL100K.get_or_init(|| vocab_of(tiktoken_rs::cl100k_base_singleton(), Pattern::Cl100k, 1))
+}
+
+static O200K: OnceLock<Vocab> = OnceLock::new();
+static CL100K: OnceLock<Vocab> = OnceLock::new();
+
+/// Which vocabularies this process has built so far (`o200k_base` stands for o200k_harmony
+/// too: they share it).
+pub fn built() -> Vec<&'static str> {
+    [("o200k_base", &O200K), ("cl100k_base", &CL100K)]
+        .into_iter()
+        .filter(|(_, v)| v.get().is_some())
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// Slots of the per-thread table of recent short pieces (`Memory::hot`): 8,192 x 16 bytes, about

@@ -284,6 +284,16 @@ impl Estimator {
         self.family
     }
 
+    /// The public tokenizers this estimator counts with exactly (an OpenAI model's system
+    /// prompt and tool block; text, where `with_encoding` asked for it), each once.
+    pub fn exact_encodings(&self) -> Vec<Encoding> {
+        let mut out: Vec<Encoding> = self.model_encoding.into_iter().collect();
+        if let Some(e) = self.encoding.filter(|e| !out.contains(e)) {
+            out.push(e);
+        }
+        out
+    }
+
     /// This estimator with text tokenized by `encoding` (scaled by the provider's tokenizer
     /// density), envelopes and images priced as before. BPE costs ~30 ns per byte, the sampled
     /// estimate a bounded amount per string: for callers that price few messages at a time.
@@ -695,6 +705,23 @@ mod tests {
     use crate::message::Detail;
     use crate::text_stats::LONG_TEXT;
     use std::borrow::Cow;
+
+    #[test]
+    fn an_openai_model_counts_exactly_with_its_own_encoding_and_other_families_with_none() {
+        use Encoding::{Cl100kBase, O200kBase, O200kHarmony};
+        let of = |p, m| Estimator::new(p, m).exact_encodings();
+        assert_eq!(of(Provider::OpenAI, "gpt-4o"), [O200kBase]);
+        assert_eq!(of(Provider::OpenAI, "gpt-4"), [Cl100kBase]);
+        assert_eq!(of(Provider::OpenAI, "gpt-oss-120b"), [O200kHarmony]);
+        // No model, or a name tiktoken does not know: read as o200k (see `for_model`).
+        assert_eq!(of(Provider::OpenAI, ""), [O200kBase]);
+        assert_eq!(of(Provider::Anthropic, "claude-sonnet-4-5"), []);
+        assert_eq!(of(Provider::Gemini, "gemini-2.5-pro"), []);
+        let both = Estimator::new(Provider::OpenAI, "gpt-4o").with_encoding(Some(Cl100kBase));
+        assert_eq!(both.exact_encodings(), [O200kBase, Cl100kBase]);
+        let once = Estimator::new(Provider::OpenAI, "gpt-4o").with_encoding(Some(O200kBase));
+        assert_eq!(once.exact_encodings(), [O200kBase]);
+    }
 
     fn call<'a>(id: &'a str, name: &'a str, args: &'a str) -> ToolCall<'a> {
         ToolCall {

@@ -24,10 +24,10 @@ import socket
 import time
 import zlib
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from email.utils import formatdate
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from starlette.applications import Starlette
@@ -38,6 +38,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from contextfold._core import preload
 from contextfold.errors import InvalidUsageError
 from contextfold.serve.apis import API_BY_NAME, Api
 from contextfold.serve.config import ServeConfig
@@ -259,6 +260,7 @@ class _Proxy:
         self.metrics = Metrics()
         self.client: httpx.AsyncClient | None = None
         self.workers = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="contextfold-fold")
+        self.preloaded: Future[list[Literal["o200k_base", "cl100k_base", "o200k_harmony"]]] | None = None
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -268,6 +270,11 @@ class _Proxy:
         # then waits for the upstream's delayed ACK (measured: 4.5 ms -> 0.9 ms per 250 kB POST).
         transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout), transport=transport)
+        # The first OpenAI-priced body would build the o200k vocabulary on a worker holding the
+        # GIL (~0.15-0.3 s, the event loop stalled for every connection meanwhile:
+        # benches/first_call.py); built here on a worker with the GIL released, start-up not
+        # waiting for it.
+        self.preloaded = self.workers.submit(preload)
         try:
             yield
         finally:
