@@ -311,9 +311,10 @@ impl Shape {
 }
 
 /// How a block of up to 64 bytes is classified. A type rather than a closure: a function
-/// passed as `impl Fn` went through an out-of-line `Fn::call` shim in the release build (a fifth
-/// of `estimate`'s time on the 10k synthetic history, with its 128-byte `Masks` returned through
-/// memory for every block); a trait's `#[inline(always)]` method is inlined into the scan.
+/// passed as `impl Fn` was called through an out-of-line `Fn::call` shim in the release build
+/// (the classification ran inside it, 17% of `estimate`'s profile on the 10k synthetic
+/// history, its 128-byte `Masks` returned through memory for every block); a trait's
+/// `#[inline(always)]` method is inlined into the scan.
 trait Classify {
     fn masks(block: &[u8]) -> Masks;
 }
@@ -912,8 +913,7 @@ pub fn text_tokens_whole(text: &[u8], weights: &TextWeights) -> f64 {
 
 /// The shape of every byte of `text`, dispatched to code compiled for POPCNT like `shape_of`:
 /// the texts of up to `LONG_TEXT` bytes that the estimate reads whole go through here, and the
-/// baseline build's portable popcount made this scan over a quarter of `estimate`'s time on the
-/// 10k synthetic history (perf, profiling build).
+/// baseline target's popcount is the portable bit trick (nine of them per 64-byte block).
 fn shape_of_whole(text: &[u8]) -> Shape {
     #[cfg(target_arch = "x86_64")]
     {

@@ -1,6 +1,6 @@
 //! Bindings of the exact OpenAI counter (`crate::exact`): `count`, `count_each`, `count_text`,
-//! `encoding_for`, `preload`. The history is walked once with the GIL held (borrowing the strings), then
-//! tokenized with the GIL released, so several Python threads count in parallel.
+//! `encoding_for`, `preload`. The history is walked once with the GIL held (borrowing the
+//! strings), then tokenized with the GIL released, so several Python threads count in parallel.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
@@ -249,15 +249,14 @@ fn encoding_for(py: Python<'_>, model: &str) -> PyResult<&'static str> {
         .map_err(|e| unknown_model(py, e))
 }
 
-/// Register this module's functions on `_core`.
 /// Build the tokenizer vocabularies that pricing for `provider` / `model` counts with (the
 /// estimator's exact encodings), with the GIL released; the names of those encodings.
 #[pyfunction]
 #[pyo3(signature = (*, provider="openai", model=None))]
 fn preload(py: Python<'_>, provider: &str, model: Option<&str>) -> PyResult<Vec<&'static str>> {
     let encodings = super::estimator_args::estimator(provider, model)?.exact_encodings();
-    // Built here rather than on a first request: that build holds the GIL for its ~0.2 s (the
-    // estimate prices with the GIL held), stalling every other Python thread.
+    // Built here rather than on a first request: that build holds the GIL for its 0.13-0.25 s
+    // (the estimate prices with the GIL held), stalling every other Python thread.
     py.detach(|| encodings.iter().for_each(|e| e.preload()));
     Ok(encodings.iter().map(|e| e.name()).collect())
 }
@@ -268,6 +267,7 @@ fn _vocabularies_built() -> Vec<&'static str> {
     crate::bpe_count::built()
 }
 
+/// Register this module's functions on `_core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preload, m)?)?;
     m.add_function(wrap_pyfunction!(_vocabularies_built, m)?)?;
