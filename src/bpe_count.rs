@@ -5,8 +5,9 @@
 //! split is `pretokenize`'s (tiktoken's patterns as code, no regex: the regex was most of the
 //! time of a count, and the encoder's compiled regex copies share one scratch pool that every
 //! thread but the first reached through a mutex per match). The vocabulary is shared read-only
-//! (read back from the encoder once per process: ~13 MB for o200k, measured as the resident-size
-//! growth of the first `count`). Pieces that are not one token are merged once per thread and
+//! (read back once per process from an encoder then dropped: the first o200k count grows the
+//! resident size by ~25 MB, cl100k's by ~18 MB, where keeping tiktoken-rs's shared encoder made
+//! it ~69 and ~38 MB: `benches/first_call.py`). Pieces that are not one token are merged once per thread and
 //! their counts remembered, and recent short pieces are kept in a small table that stays in
 //! cache (`Memory`): agent histories repeat the same words, identifiers, paths and JSON keys.
 
@@ -93,12 +94,43 @@ fn short_key(piece: &[u8]) -> Option<u64> {
 /// The o200k vocabulary (o200k_base; o200k_harmony splits and merges ordinary text the same
 /// way, only its special tokens differ).
 pub fn o200k() -> &'static Vocab {
-    O200K.get_or_init(|| vocab_of(tiktoken_rs::o200k_base_singleton(), Pattern::O200k, 0))
+    O200K.get_or_init(|| {
+        let vocab = vocab_of(&encoder(tiktoken_rs::o200k_base()), Pattern::O200k, 0);
+        built_one(vocab)
+    })
 }
 
 /// The cl100k_base vocabulary.
 pub fn cl100k() -> &'static Vocab {
-    CL100K.get_or_init(|| vocab_of(tiktoken_rs::cl100k_base_singleton(), Pattern::Cl100k, 1))
+    CL100K.get_or_init(|| {
+        let vocab = vocab_of(&encoder(tiktoken_rs::cl100k_base()), Pattern::Cl100k, 1);
+        built_one(vocab)
+    })
+}
+
+/// An encoder built for reading its vocabulary back, then dropped: nothing else counts with
+/// it, and tiktoken-rs's shared one stayed in memory for the process's life (its two maps,
+/// sorted tokens and regexes: ~50 of the ~70 MB a first o200k count added to the resident
+/// size, against ~20 MB for the table kept).
+fn encoder<E: std::fmt::Debug>(built: Result<CoreBPE, E>) -> CoreBPE {
+    built.expect("tiktoken-rs builds its embedded encodings")
+}
+
+/// Run once a vocabulary is built, its encoder dropped (`after_build`).
+static AFTER_BUILD: OnceLock<fn()> = OnceLock::new();
+
+/// Have `hook` run on the building thread each time a vocabulary has been built and its
+/// encoder dropped: the Python bindings return the allocator's free pages to the system there
+/// (their allocator keeps freed pages, and the encoder's count as resident until reused).
+pub fn after_build(hook: fn()) {
+    let _ = AFTER_BUILD.set(hook);
+}
+
+fn built_one(vocab: Vocab) -> Vocab {
+    if let Some(hook) = AFTER_BUILD.get() {
+        hook();
+    }
+    vocab
 }
 
 static O200K: OnceLock<Vocab> = OnceLock::new();

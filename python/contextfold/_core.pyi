@@ -334,7 +334,7 @@ def preload(*, provider: _Provider = "openai", model: str | None = None) -> list
     """Build now, with the GIL released, the tokenizer vocabularies that pricing for
     ``provider`` / ``model`` counts with exactly (an OpenAI model's system prompt and tool
     block), so the first ``estimate`` / ``count`` of a request does not build them: once per
-    process, 0.13-0.25 s and ~13 MB for o200k_base, ~0.06 s for cl100k_base, which a first call
+    process, 0.13-0.25 s and ~25 MB for o200k_base, ~0.06 s and ~18 MB for cl100k_base, which a first call
     otherwise spends holding the GIL. Call it at start-up, or beside it in a thread (asyncio:
     ``await asyncio.to_thread(contextfold.preload, model="gpt-4o")``). Returns
     the encodings those are, ``[]`` for a model priced without one (Claude, Gemini, ...).

@@ -14,6 +14,19 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+extern "C" {
+    /// mimalloc's collection of free pages (compiled in with the allocator above).
+    fn mi_collect(force: bool);
+}
+
+/// Give the pages the allocator holds free back to the system, after a large one-time
+/// structure was dropped (mimalloc keeps freed pages for reuse, and they count as resident):
+/// the encoder a tokenizer vocabulary is read back from (`bpe_count::after_build`).
+fn return_free_memory() {
+    // SAFETY: a plain call into the allocator linked above; it only walks its own free lists.
+    unsafe { mi_collect(true) };
+}
+
 use crate::provider::Provider;
 
 mod batch;
@@ -46,6 +59,7 @@ mod transcript;
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    crate::bpe_count::after_build(return_free_memory);
     m.add("PROVIDERS", Provider::NAMES.to_vec())?;
     estimate::register(m)?;
     batch::register(m)?;
