@@ -4,8 +4,6 @@
 
 use std::fmt;
 
-use tiktoken_rs::CoreBPE;
-
 /// One of OpenAI's public tokenizers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Encoding {
@@ -36,15 +34,6 @@ impl Encoding {
         }
     }
 
-    /// The shared encoder, built on first use.
-    pub fn bpe(self) -> &'static CoreBPE {
-        match self {
-            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-            Encoding::O200kHarmony => tiktoken_rs::o200k_harmony_singleton(),
-        }
-    }
-
     /// Build now what the first `count` with this encoding would build: the encoder and the
     /// counter's vocabulary read back from it (0.13-0.25 s and ~25 MB resident for o200k,
     /// ~0.06 s and ~18 MB for cl100k: `benches/first_call.py`), once per process.
@@ -65,7 +54,7 @@ impl Encoding {
         if text.is_empty() {
             return 0;
         }
-        // The same count as `self.bpe().encode_ordinary(text).len()`, split without the
+        // The same count as tiktoken's `encode_ordinary(text).len()`, split without the
         // encoder's regex (`pretokenize`).
         let vocab = match self {
             Encoding::O200kBase | Encoding::O200kHarmony => crate::bpe_count::o200k(),

@@ -1,8 +1,9 @@
 //! Exact prompt-token counts for OpenAI models, with the tokenizers OpenAI publishes.
 //!
-//! tiktoken-rs embeds the vocabularies, so this works offline. Each encoder is built once per
-//! process (construction costs ~0.3 s) and shared by every thread: `CoreBPE` is `Sync`; the
-//! counting itself splits text without a regex (`pretokenize`, `bpe_count`).
+//! tiktoken-rs embeds the vocabularies, so this works offline. Each is read back once per
+//! process from an encoder built for it (0.13-0.25 s for o200k; the encoder is then dropped)
+//! and shared read-only by every thread; the counting splits text without a regex
+//! (`pretokenize`, `bpe_count`).
 //!
 //! What a chat.completions request is billed (derived on the recorded cassettes,
 //! `tools/derive_openai_rendering.py`, which is the Python reference of this module):
