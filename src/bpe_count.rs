@@ -7,8 +7,8 @@
 //! thread but the first reached through a mutex per match). The vocabulary is shared read-only
 //! (read back once per process from an encoder then dropped: the first o200k count grows the
 //! resident size by ~25 MB, cl100k's by ~18 MB, where keeping tiktoken-rs's shared encoder made
-//! it ~69 and ~38 MB: `benches/first_call.py`). Pieces that are not one token are merged once per thread and
-//! their counts remembered, and recent short pieces are kept in a small table that stays in
+//! it ~69 and ~38 MB: `benches/first_call.py`). Pieces that are not one token are merged once
+//! per thread and their counts remembered, and recent short pieces are kept in a small table that stays in
 //! cache (`Memory`): agent histories repeat the same words, identifiers, paths and JSON keys.
 
 use std::cell::RefCell;
@@ -136,14 +136,14 @@ fn built_one(vocab: Vocab) -> Vocab {
 static O200K: OnceLock<Vocab> = OnceLock::new();
 static CL100K: OnceLock<Vocab> = OnceLock::new();
 
-/// Which vocabularies this process has built so far (`o200k_base` stands for o200k_harmony
-/// too: they share it).
-pub fn built() -> Vec<&'static str> {
-    [("o200k_base", &O200K), ("cl100k_base", &CL100K)]
-        .into_iter()
-        .filter(|(_, v)| v.get().is_some())
-        .map(|(name, _)| name)
-        .collect()
+/// The o200k vocabulary if this process has built it, without building it.
+pub fn o200k_if_built() -> Option<&'static Vocab> {
+    O200K.get()
+}
+
+/// The cl100k_base vocabulary if this process has built it, without building it.
+pub fn cl100k_if_built() -> Option<&'static Vocab> {
+    CL100K.get()
 }
 
 /// Slots of the per-thread table of recent short pieces (`Memory::hot`): 8,192 x 16 bytes, about

@@ -38,13 +38,24 @@ impl Encoding {
     /// counter's vocabulary read back from it (0.13-0.25 s and ~25 MB resident for o200k,
     /// ~0.06 s and ~18 MB for cl100k: `benches/first_call.py`), once per process.
     pub fn preload(self) {
+        self.vocab();
+    }
+
+    /// Whether this process has built the vocabulary `count` uses (`preload`, or a first count).
+    pub fn is_loaded(self) -> bool {
         match self {
-            Encoding::O200kBase | Encoding::O200kHarmony => {
-                crate::bpe_count::o200k();
-            }
-            Encoding::Cl100kBase => {
-                crate::bpe_count::cl100k();
-            }
+            Encoding::O200kBase | Encoding::O200kHarmony => crate::bpe_count::o200k_if_built(),
+            Encoding::Cl100kBase => crate::bpe_count::cl100k_if_built(),
+        }
+        .is_some()
+    }
+
+    /// The counter's vocabulary of this encoding, built on first use (o200k_harmony splits and
+    /// merges ordinary text as o200k_base does).
+    fn vocab(self) -> &'static crate::bpe_count::Vocab {
+        match self {
+            Encoding::O200kBase | Encoding::O200kHarmony => crate::bpe_count::o200k(),
+            Encoding::Cl100kBase => crate::bpe_count::cl100k(),
         }
     }
 
@@ -56,11 +67,7 @@ impl Encoding {
         }
         // The same count as tiktoken's `encode_ordinary(text).len()`, split without the
         // encoder's regex (`pretokenize`).
-        let vocab = match self {
-            Encoding::O200kBase | Encoding::O200kHarmony => crate::bpe_count::o200k(),
-            Encoding::Cl100kBase => crate::bpe_count::cl100k(),
-        };
-        vocab.count(text)
+        self.vocab().count(text)
     }
 }
 

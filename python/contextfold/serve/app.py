@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from email.utils import formatdate
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from starlette.applications import Starlette
@@ -48,6 +48,9 @@ from contextfold.serve.metrics import Metrics
 from contextfold.serve.recall_loop import RecallRequest, RecallRound, RecallRoute, StreamRelay, recall_round, response_of
 from contextfold.serve.sse import HeldEvents, split_events
 from contextfold.session import prompt_tokens_of
+
+if TYPE_CHECKING:
+    from contextfold._core import _Encoding
 
 __all__ = ["create_app", "route_of"]
 
@@ -260,7 +263,7 @@ class _Proxy:
         self.metrics = Metrics()
         self.client: httpx.AsyncClient | None = None
         self.workers = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="contextfold-fold")
-        self.preloaded: Future[list[Literal["o200k_base", "cl100k_base", "o200k_harmony"]]] | None = None
+        self.preloaded: Future[list[_Encoding]] | None = None
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
