@@ -795,24 +795,18 @@ const FILL_SLACK_TOKENS: f64 = 8.0;
 const FILL_STEPS: usize = 10;
 
 /// The room the units get: the budget less what the identifier index is sure to keep (its
-/// share, or the carried identifiers' cost up to half the room). Code symbols, ranked after
-/// every other identifier not carried, are not reserved for: they fill what the units leave;
-/// a record's figures, ranked before them, are, up to [`FIGURE_SHARE`] of the room.
-/// (Over the four probe sets' 60 conversations at the naive budget, the symbols an index
-/// showed took 11,101 tokens and were the only place of 7 facts; ids took 2,697 and were the
-/// only place of 118.)
+/// share, or the carried identifiers' cost up to half the room). Code symbols the
+/// conversation did not use (`Ident::minor`), ranked after every other identifier not
+/// carried, are not reserved for: they fill what the units leave; a record's figures, ranked
+/// before them, are, up to [`FIGURE_SHARE`] of the room. (Over the four probe sets' 60
+/// conversations at the naive budget, the symbols an index showed took 11,101 tokens and were
+/// the only place of 7 facts; ids took 2,697 and were the only place of 118. The symbols the
+/// conversation used are reserved for with the rest: with a threshold of 3, ranked among them
+/// but left to fill, the SWE runs' next-turn names went 78.1% -> 80.8% kept, reserved 85.7%
+/// (`tools/future_report.py`).)
 fn units_room(idents: &[Ident], prices: &[f64], est: &Estimator, max_tokens: u64) -> f64 {
     let budget = max_tokens as f64;
-    let n = idents
-        .iter()
-        .take_while(|i| {
-            i.carried
-                || !matches!(
-                    i.kind,
-                    identifier_index::Kind::Symbol | identifier_index::Kind::Figure
-                )
-        })
-        .count();
+    let n = idents.iter().take_while(|i| !i.minor()).count();
     let natural_index = est.text(&identifier_index::render_priced(
         &idents[..n],
         &prices[..n],
