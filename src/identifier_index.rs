@@ -1612,6 +1612,44 @@ mod tests {
         assert_eq!(index_at("## Identifier index\n- ids: A1B2C3"), Some(0));
     }
 
+    /// A code symbol the agent wrote in two messages ranks with the paths, before the file names
+    /// one listing showed; a symbol an output showed once stays after every other kind.
+    #[test]
+    fn a_symbol_the_agent_used_ranks_before_the_file_names_of_one_listing() {
+        let listing: String = (0..40).map(|k| format!("module_{k}.py\n")).collect();
+        let texts = [
+            "THOUGHT: list the package.\n\n```bash\nls astropy/io/ascii\n```".to_string(),
+            format!("<output>\n{listing}</output>"),
+            "THOUGHT: SimpleRSTHeader sets position_line.\n\n```bash\ngrep -n SimpleRSTHeader astropy/io/ascii/rst.py\n```".to_string(),
+            "<output>\n27:class SimpleRSTHeader(FixedWidthHeader):\n</output>".to_string(),
+            "THOUGHT: edit SimpleRSTHeader.\n\n```bash\nsed -i 's/x/y/' astropy/io/ascii/rst.py\n```".to_string(),
+        ];
+        let msgs: Vec<Message<'_>> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Message::text(if i % 2 == 0 { "assistant" } else { "user" }, t))
+            .collect();
+        let ranked = collect(&msgs, None);
+        let at = |text: &str| {
+            ranked
+                .iter()
+                .position(|i| i.text == text)
+                .unwrap_or_else(|| panic!("{text}: {ranked:?}"))
+        };
+        let used = at("SimpleRSTHeader");
+        assert!(!ranked[used].minor());
+        for k in 0..40 {
+            assert!(
+                used < at(&format!("module_{k}.py")),
+                "module_{k}.py: {ranked:?}"
+            );
+        }
+        // Shown once, by an output: after every path.
+        let once = at("FixedWidthHeader");
+        assert!(ranked[once].minor());
+        assert!(at("module_39.py") < once, "{ranked:?}");
+    }
+
     /// A JSON object's keys are field names and a markup tag's name is a prompt's section, not
     /// symbols; a JSON value, and code, still are.
     #[test]
