@@ -96,14 +96,15 @@ impl Ident {
         // exact path, id or error says more (a SWE fold's index held 150 symbols, most of its
         // tokens, beside the ids and paths the questions about it ask for). But a symbol the
         // conversation used (`SYMBOL_USED_WEIGHT`: the agent wrote it in two messages, the user
-        // named it and it came back, or four outputs showed it) ranks with them: below every other kind, the names
-        // an agent edits and calls again (`SimpleRSTHeader`, `start_line`, said in 6 and 14
-        // messages of one SWE fold) lost their place to the file names of one `ls`.
+        // named it and it came back, or four outputs showed it) ranks with them: below every
+        // other kind, the names an agent edits and calls again (`SimpleRSTHeader`,
+        // `start_line`, said in 6 and 14 messages of one SWE fold) lost their place to the file
+        // names of one `ls`.
         // A record's figures come after them (a record holds many, and its id or name says
         // which record it is), before symbols.
         let tier = if self.carried && !matches!(self.kind, Kind::Value | Kind::Figure) {
             1_000.0
-        } else if self.kind == Kind::Symbol && self.weight < SYMBOL_USED_WEIGHT {
+        } else if self.little_used_symbol() {
             0.0
         } else if self.kind == Kind::Figure {
             50.0
@@ -113,15 +114,16 @@ impl Ident {
         let kind = if self.kind == Kind::Key { 0.8 } else { 1.0 };
         tier + kind * self.weight.min(12.0) * (0.5 + 0.5 * self.recency)
     }
-}
 
-impl Ident {
+    /// A code symbol the conversation did not use (`SYMBOL_USED_WEIGHT`).
+    fn little_used_symbol(&self) -> bool {
+        self.kind == Kind::Symbol && self.weight < SYMBOL_USED_WEIGHT
+    }
+
     /// Ranked after the identifiers a digest reserves its index share for (`Ident::score`): a
     /// record's figures, and the code symbols the conversation did not use, unless carried.
     pub fn minor(&self) -> bool {
-        !self.carried
-            && (self.kind == Kind::Figure
-                || (self.kind == Kind::Symbol && self.weight < SYMBOL_USED_WEIGHT))
+        !self.carried && (self.kind == Kind::Figure || self.little_used_symbol())
     }
 }
 
