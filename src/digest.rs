@@ -44,7 +44,9 @@ mod units;
 use carried::{carried_call_forms, merge_previous, PENDING_OUTPUT};
 use clip::{clip, clip_ends, is_whole};
 use fences::{command_fence_and_shells, thought_before};
-use forms::{Call, Clipped, Command, Forms, Outcome, Request, CONCLUSION_PLAN, RESULT_HEAD_SHARE};
+use forms::{
+    Call, Clipped, Command, Conclusion, Forms, Outcome, Request, CONCLUSION_PLAN, RESULT_HEAD_SHARE,
+};
 use idle::{names_nothing, only_courtesy, only_intends};
 use request_edges::repeated_edges;
 use units::Entry;
@@ -958,11 +960,9 @@ impl<'a> Walk<'a> {
         if !own.is_empty() {
             if let Some(prev) = self.last_thought.replace(own) {
                 let idle = names_nothing(&prev) || only_intends(&prev);
-                let forms = Clipped {
-                    text: prev,
-                    plan: &CONCLUSION_PLAN,
-                };
-                let pushed = self.b.push_lazy(Section::Conclusions, Box::new(forms));
+                let pushed = self
+                    .b
+                    .push_lazy(Section::Conclusions, Box::new(Conclusion::new(prev)));
                 self.b.mark_idle(pushed, idle);
             }
         }
@@ -3556,6 +3556,55 @@ mod tests {
                 calls >= 7 && idle <= 3,
                 "room {room}: {calls} calls, {idle} idle thoughts\n{d}"
             );
+        }
+    }
+
+    /// A conclusion clipped to fit keeps its head and its last finding: the sentence closing
+    /// the thought that only says what comes next (its call line shows it) is what the clip
+    /// leaves out, where a held-out SWE fold kept "... hand…verify this behavior with a
+    /// script." and lost "consistent with previous behavior".
+    #[test]
+    fn a_clipped_conclusion_ends_on_its_last_finding_not_its_next_step() {
+        let reasoning =
+            "Both `ValueError` (empty sequence) and `TypeError` (incompatible types) are \
+            now handled correctly. I should also consider other edge cases. What if `items()` \
+            returns `None`? The list comprehension would raise `TypeError`, which the new \
+            clause catches, and `None` would be returned. This seems acceptable for a broken \
+            sitemap, and consistent with previous behavior where `TypeError` was caught.";
+        let thought = format!("{reasoning}\n\nLet's verify this behavior with a script.");
+        let mut texts = Vec::new();
+        texts.extend(text_round(
+            &thought,
+            "python3 test_none_items.py",
+            "Lastmod: None",
+        ));
+        for k in 0..10 {
+            texts.extend(text_round(
+                &format!("The sitemap index lists section_{k} as expected."),
+                &format!("grep -n section_{k} django/contrib/sitemaps/views.py"),
+                &format!("{}: def section_{k}(request):", 40 + k),
+            ));
+        }
+        let msgs = alternating(&texts, "assistant");
+        let whole = digest_within(&msgs, 100_000);
+        assert!(
+            whole.contains("Let's verify this behavior with a script."),
+            "{whole}"
+        );
+        // (Rooms of 400-600 tokens: below them the oldest conclusion is dropped, above them whole.)
+        let clipped = (400..600)
+            .step_by(4)
+            .map(|room| digest_within(&msgs, room))
+            .filter_map(|d| {
+                section_of(&d, "## Assistant conclusions")
+                    .lines()
+                    .find(|l| l.starts_with("- Both `ValueError`") && l.contains('…'))
+                    .map(str::to_string)
+            })
+            .collect::<Vec<_>>();
+        assert!(!clipped.is_empty(), "no room clipped the conclusion");
+        for line in &clipped {
+            assert!(line.ends_with("where `TypeError` was caught."), "{line}");
         }
     }
 

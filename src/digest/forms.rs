@@ -84,6 +84,60 @@ impl Forms for Clipped<'_> {
     }
 }
 
+/// An assistant's earlier thought (a conclusion): whole where a form holds it, else its findings
+/// (`idle::findings_end`: without the closing sentences that only say what comes next) clipped,
+/// so a short form's end is the thought's last finding rather than its next step.
+pub(super) struct Conclusion<'a> {
+    text: Cow<'a, str>,
+    /// Where the findings end in `text` (bytes).
+    findings: usize,
+}
+
+impl<'a> Conclusion<'a> {
+    pub(super) fn new(text: Cow<'a, str>) -> Self {
+        let findings = super::idle::findings_end(&text);
+        Conclusion { text, findings }
+    }
+
+    fn whole_at(&self, max: usize, share: f64) -> bool {
+        is_whole(&self.text, max, share)
+    }
+
+    fn form(&self, max: usize, share: f64) -> String {
+        if self.whole_at(max, share) {
+            clip_ends(&self.text, max, share)
+        } else {
+            clip_ends(&self.text[..self.findings], max, share)
+        }
+    }
+}
+
+impl Forms for Conclusion<'_> {
+    fn count(&self) -> usize {
+        CONCLUSION_PLAN.len()
+    }
+
+    fn repeats(&self, j: usize) -> bool {
+        let (max, share) = CONCLUSION_PLAN[j];
+        if self.whole_at(max, share) {
+            return true;
+        }
+        // Both clips of the findings (the form before held the whole thought otherwise).
+        let (before, before_share) = CONCLUSION_PLAN[j - 1];
+        !self.whole_at(before, before_share) && is_whole(&self.text[..self.findings], max, share)
+    }
+
+    fn build(&self, j: usize) -> String {
+        let (max, share) = CONCLUSION_PLAN[j];
+        self.form(max, share)
+    }
+
+    fn build_sized(&self, chars: usize) -> Option<String> {
+        let (max, share) = CONCLUSION_PLAN[0];
+        Some(self.form(chars.min(max), share))
+    }
+}
+
 /// Characters of a request's forms: the first two of the whole request, the others of its
 /// core (without its courtesy edges, `without_courtesy_edges`).
 const REQUEST_PLAN: [usize; 7] = [4_000, 1_500, 400, 240, 160, 120, 80];

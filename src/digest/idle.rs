@@ -83,11 +83,51 @@ pub(super) fn only_intends(thought: &str) -> bool {
         })
 }
 
+/// Where a thought's findings end (bytes): before the sentences that close it only saying what
+/// comes next and naming nothing ("Let's verify this behavior with a script.": the next call
+/// line shows it; "Let's look again around line 1053." names what a continuation asked for).
+/// Its first sentence is always kept (the whole thought when it is one sentence). A
+/// clipped conclusion keeps its head and its end: where the end was the intent, the last
+/// finding ("... consistent with previous behavior where `TypeError` was caught.") was what the
+/// clip cut (a held-out SWE fold).
+pub(super) fn findings_end(thought: &str) -> usize {
+    let mut end = thought.trim_end().len();
+    loop {
+        let body = &thought[..end];
+        // The last sentence starts after the last line break or sentence end before its own.
+        let inner = body.trim_end_matches(['.', '!', '?', ':']);
+        let Some(start) = last_sentence_start(inner) else {
+            return end;
+        };
+        let last = &body[start..];
+        if !(only_intends(last) && names_nothing(last)) {
+            return end;
+        }
+        let before = body[..start].trim_end().len();
+        if before == 0 {
+            return end;
+        }
+        end = before;
+    }
+}
+
+/// Where the last sentence of `text` starts (bytes): after its last line break, or after the
+/// last `.`, `!`, `?` or `:` followed by a space; None when `text` is one sentence.
+fn last_sentence_start(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    (1..b.len()).rev().find(|&i| {
+        b[i - 1] == b'\n'
+            || (b[i].is_ascii_whitespace() && matches!(b[i - 1], b'.' | b'!' | b'?' | b':'))
+    })
+}
+
 /// The longest thought (bytes) `only_intends` reads as one: a longer one says more than its next
 /// call line shows.
 const INTENT_THOUGHT_BYTES: usize = 240;
-/// How a thought that only says what comes next opens (compared ignoring ASCII case).
-const INTENT_OPENINGS: [&str; 8] = [
+/// How a thought that only says what comes next opens (compared ignoring ASCII case): the
+/// openings of the last sentences of the SWE runs' thoughts in ../shared/data that say a next
+/// step ("Now I ...", "Let's check", "I will", "I need", "Now run", "I should", "Running the").
+const INTENT_OPENINGS: [&str; 21] = [
     "i will ",
     "i'll ",
     "let's ",
@@ -96,6 +136,19 @@ const INTENT_OPENINGS: [&str; 8] = [
     "now, i will ",
     "now let's ",
     "next, i will ",
+    "now i'll ",
+    "now i need to ",
+    "i need to ",
+    "i should ",
+    "now run ",
+    "run the ",
+    "running ",
+    "now verify ",
+    "okay, i'll ",
+    "okay, i will ",
+    "okay, let's ",
+    "i'm going to ",
+    "i am going to ",
 ];
 
 /// The longest thought (bytes) `names_nothing` reads as one.
@@ -153,12 +206,43 @@ mod tests {
     }
 
     #[test]
+    fn a_thoughts_findings_end_before_the_intent_that_closes_it() {
+        let t = "Both errors are now handled.\nThis seems consistent with previous behavior.\n\nLet's verify this behavior with a script.";
+        assert_eq!(
+            &t[..findings_end(t)],
+            "Both errors are now handled.\nThis seems consistent with previous behavior."
+        );
+        let two = "The test fails with 2 errors. I will read the test again. Let me run it.";
+        assert_eq!(&two[..findings_end(two)], "The test fails with 2 errors.");
+        // An intent that names something stays, and what comes before it.
+        let named = "It recurses. Let's look at the file again around line 1053. Let me run it.";
+        assert_eq!(
+            &named[..findings_end(named)],
+            "It recurses. Let's look at the file again around line 1053."
+        );
+        // Its first sentence stays, whatever it says.
+        let intents = "I will read the file. Let me run it.";
+        assert_eq!(&intents[..findings_end(intents)], "I will read the file.");
+        for whole in [
+            "Let's run the reproduction script again to verify the fix.",
+            "The fix works. It prints None.",
+            "The fix works.\nI will explain at length how the cache is filled and why the lookup stays in it after the call, which is what the test needs, and why the other approach fails on both backends, with the query they run and the error each gives, in detail, so the reader can check each step of it again later.",
+        ] {
+            assert_eq!(findings_end(whole), whole.len(), "{whole}");
+        }
+    }
+
+    #[test]
     fn a_thought_that_only_says_what_comes_next_is_told_apart() {
         // (Its action is the next call line: the held-out SWE folds kept lines like the first.)
         for intent in [
             "I will read the content of `django/db/models/query_utils.py` to understand `_unregister_lookup`.",
             "Let's run the reproduction script again to verify the fix.",
             "Now I will check `django/test/utils.py`.",
+            // (Openings counted over the last sentences of the SWE runs' thoughts.)
+            "Running `test_none_items.py`.",
+            "Okay, I'll check the contents of `tests/staticfiles_tests`.",
+            "I need to see more lines to see where the return happens.",
         ] {
             assert!(only_intends(intent), "{intent}");
         }
