@@ -207,22 +207,25 @@ mod tests {
 
     #[test]
     fn a_thoughts_findings_end_before_the_intent_that_closes_it() {
-        let t = "Both errors are now handled.\nThis seems consistent with previous behavior.\n\nLet's verify this behavior with a script.";
-        assert_eq!(
-            &t[..findings_end(t)],
-            "Both errors are now handled.\nThis seems consistent with previous behavior."
-        );
-        let two = "The test fails with 2 errors. I will read the test again. Let me run it.";
-        assert_eq!(&two[..findings_end(two)], "The test fails with 2 errors.");
-        // An intent that names something stays, and what comes before it.
-        let named = "It recurses. Let's look at the file again around line 1053. Let me run it.";
-        assert_eq!(
-            &named[..findings_end(named)],
-            "It recurses. Let's look at the file again around line 1053."
-        );
-        // Its first sentence stays, whatever it says.
-        let intents = "I will read the file. Let me run it.";
-        assert_eq!(&intents[..findings_end(intents)], "I will read the file.");
+        for (thought, findings) in [
+            (
+                "Both errors are now handled.\nThis seems consistent with previous behavior.\n\nLet's verify this behavior with a script.",
+                "Both errors are now handled.\nThis seems consistent with previous behavior.",
+            ),
+            (
+                "The test fails with 2 errors. I will read the test again. Let me run it.",
+                "The test fails with 2 errors.",
+            ),
+            // An intent that names something stays, and what comes before it.
+            (
+                "It recurses. Let's look at the file again around line 1053. Let me run it.",
+                "It recurses. Let's look at the file again around line 1053.",
+            ),
+            // Its first sentence stays, whatever it says.
+            ("I will read the file. Let me run it.", "I will read the file."),
+        ] {
+            assert_eq!(&thought[..findings_end(thought)], findings);
+        }
         for whole in [
             "Let's run the reproduction script again to verify the fix.",
             "The fix works. It prints None.",
