@@ -651,7 +651,35 @@ impl Collector {
     }
 
     /// Identifiers, best first.
-    pub fn ranked(self) -> Vec<Ident> {
+    /// A definition's line (`definition_lines`: `NAME:LINE`) weighs what its name weighs, and
+    /// is as recent: a name the agent used ranks its line with it, one it never used stays
+    /// among the little-used symbols.
+    fn weigh_definitions(&mut self) {
+        let symbols = &self.by_text[Kind::Symbol as usize];
+        for i in 0..self.found.len() {
+            let f = &self.found[i].ident;
+            if f.kind != Kind::Symbol || f.carried {
+                continue;
+            }
+            let Some(named) = f.text.split_once(':').and_then(|(name, line)| {
+                (!line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| symbols.get(name))
+                    .flatten()
+            }) else {
+                continue;
+            };
+            let (w, r) = (
+                self.found[*named].ident.weight,
+                self.found[*named].ident.recency,
+            );
+            let f = &mut self.found[i].ident;
+            f.weight = f.weight.max(w);
+            f.recency = f.recency.max(r);
+        }
+    }
+
+    pub fn ranked(mut self) -> Vec<Ident> {
+        self.weigh_definitions();
         // Each score computed once, not at every comparison (the sort of a SWE digest's ~1,000
         // identifiers was ~1.7% of a compaction's CPU, after the scan's join). The first-found
         // place breaks ties, so the order is total and any sort gives the same one.
@@ -1157,6 +1185,7 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
             c.add(Kind::Figure, &format!("result {n}"), 1.0, recency, false);
         }
         scan_edges(c, t, 1.0, recency);
+        definition_lines(c, t, recency);
     };
     // A JSON envelope's output is read unescaped: its `\n` escapes would join the lines that
     // hold an error's message into one.
@@ -1166,7 +1195,13 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
     };
     match &m.content {
         Content::Text(t) if is_result => output(c, t),
-        Content::Text(t) => scan_edges(c, t, text_weight(t), recency),
+        Content::Text(t) => {
+            let w = text_weight(t);
+            scan_edges(c, t, w, recency);
+            if w <= 1.0 {
+                definition_lines(c, t, recency);
+            }
+        }
         Content::Parts(ps) => {
             for p in ps {
                 match p {
@@ -1190,6 +1225,109 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
     for call in &m.tool_calls {
         scan_edges(c, &json_unescaped(&call.arguments), 2.0, recency);
     }
+}
+
+/// The definitions a line-numbered output shows (`nl -ba`, `cat -n`, `grep -n`, `grep -rn`):
+/// `NAME:LINE` for each numbered line that opens with `def`, `async def` or `class`, ranked as
+/// its name is (`Collector::ranked`). The index reads an output's edges only, and a dump's line
+/// numbers were lost with its middle: "where is X defined, at which line" is what the held-out
+/// probes ask of SWE folds (`get_latest_lastmod` at 165, `resolve_lookup_value` at 1053), and
+/// a SWE agent's next `sed -n '165,180p'` reads the line it saw. Found by the keywords, not by
+/// reading every line: a dump of thousands of lines holds a few dozen.
+fn definition_lines(c: &mut Collector, text: &str, recency: f64) {
+    static KEYWORDS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> =
+        std::sync::OnceLock::new();
+    let finders = KEYWORDS.get_or_init(|| {
+        [
+            memchr::memmem::Finder::new(b"def "),
+            memchr::memmem::Finder::new(b"class "),
+        ]
+    });
+    if !numbered_output(text) {
+        return;
+    }
+    let bytes = text.as_bytes();
+    for finder in finders {
+        // (The line start of the hit before, and where that hit was: a line is searched back
+        // once, however many keywords it holds.)
+        let (mut start, mut from) = (0, 0);
+        for at in finder.find_iter(bytes) {
+            // What precedes the keyword on its line says whether it is a numbered definition;
+            // what follows it, the name (read up to the name's end only: a line of prose may be
+            // long, and prose says "class" and "def" often).
+            if let Some(i) = memchr::memrchr(b'\n', &bytes[from..at]) {
+                start = from + i + 1;
+            }
+            from = at;
+            if let Some((name, line)) = numbered_definition(&text[start..at], &text[at..]) {
+                c.add(Kind::Symbol, &format!("{name}:{line}"), 1.0, recency, false);
+            }
+        }
+    }
+}
+
+/// Whether an output is line-numbered: one of its first three lines (besides a harness's tags,
+/// `<returncode>`, `<output>`) opens with a number and a tab or a colon, after a path or not.
+/// Read before the keywords are sought: outputs of prose and code say "class" and "def" often
+/// (the synthetic history's hold 225,000), and only a numbered one says where.
+fn numbered_output(text: &str) -> bool {
+    text.lines()
+        .map(str::trim_start)
+        .filter(|l| !l.is_empty() && !l.starts_with('<'))
+        .take(3)
+        .any(|l| {
+            let l = match l.split_once(':') {
+                Some((p, rest)) if !p.is_empty() && !p.contains(char::is_whitespace) => {
+                    if p.bytes().all(|b| b.is_ascii_digit()) {
+                        l
+                    } else {
+                        rest
+                    }
+                }
+                _ => l,
+            };
+            let digits = l.bytes().take_while(u8::is_ascii_digit).count();
+            (1..=6).contains(&digits) && matches!(l.as_bytes().get(digits), Some(b'\t' | b':'))
+        })
+}
+
+/// The name a numbered line defines and its number, from what precedes the keyword on its
+/// line (`before`) and the text from the keyword on (`code`, opening with `def ` or `class `):
+/// `   165\t    def get_latest_lastmod(self):` (nl, cat -n), `165:    def ...` (grep -n),
+/// `django/x.py:165:    async def ...` (grep -rn).
+fn numbered_definition<'t>(before: &'t str, code: &'t str) -> Option<(&'t str, &'t str)> {
+    // Read back from the keyword, so that a keyword in prose is told apart in a few bytes: the
+    // indentation (and `async`), the tab or colon after the number, the number, then nothing
+    // but spaces or a path without one (`grep -rn`).
+    let b = before.trim_end_matches([' ', '\t']);
+    let b = b
+        .strip_suffix("async")
+        .map_or(b, |a| a.trim_end_matches([' ', '\t']));
+    let b = if before[b.len()..].starts_with('\t') {
+        b.strip_suffix(':').unwrap_or(b)
+    } else {
+        b.strip_suffix(':')?
+    };
+    let digits = b.bytes().rev().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 6 {
+        return None;
+    }
+    let (lead, number) = b.split_at(b.len() - digits);
+    let lead_ok = lead.trim().is_empty()
+        || lead.strip_suffix(':').is_some_and(|path| {
+            !path.trim_start().is_empty() && !path.trim_start().contains(char::is_whitespace)
+        });
+    if !lead_ok {
+        return None;
+    }
+    let after = code
+        .strip_prefix("def ")
+        .or_else(|| code.strip_prefix("class "))?;
+    let n = after
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    (n >= 3).then(|| (&after[..n], number))
 }
 
 /// A tool result's text that is a single number of three digits or more (`1203.0`, `-1,250`),
@@ -1650,6 +1788,73 @@ mod tests {
         let once = at("FixedWidthHeader");
         assert!(ranked[once].minor());
         assert!(at("module_39.py") < once, "{ranked:?}");
+    }
+
+    /// The definitions of a numbered dump are indexed with their lines, from its middle too
+    /// (the index reads an output's edges only), and rank as their names do: the line of a name
+    /// the agent used with it, one it never used among the little-used symbols.
+    #[test]
+    fn a_definition_in_a_numbered_dump_is_indexed_with_its_line() {
+        for (line, found) in [
+            (
+                "   165\t    def get_latest_lastmod(self):",
+                Some(("get_latest_lastmod", "165")),
+            ),
+            (
+                "44:class HashedFilesMixin:",
+                Some(("HashedFilesMixin", "44")),
+            ),
+            (
+                "django/db/models/sql/query.py:1053:    def resolve_lookup_value(self, value):",
+                Some(("resolve_lookup_value", "1053")),
+            ),
+            (
+                "  12\t    async def fetch(self, url=1.0):",
+                Some(("fetch", "12")),
+            ),
+            // Not numbered, not a definition, or a name too short to say anything.
+            ("    def get_latest_lastmod(self):", None),
+            ("   166\t        if not hasattr(self, 'lastmod'):", None),
+            ("   170\t    def f(x):", None),
+            ("Ran 12 tests: class A", None),
+        ] {
+            let at = ["def ", "class "]
+                .iter()
+                .filter_map(|k| line.find(k))
+                .min()
+                .unwrap_or(line.len());
+            assert_eq!(
+                numbered_definition(&line[..at], &line[at..]),
+                found,
+                "{line}"
+            );
+        }
+        let dump: String = (150..200)
+            .map(|k| match k {
+                165 => "   165\t    def get_latest_lastmod(self):\n".to_string(),
+                180 => "   180\t    def _urls(self, page, protocol, domain):\n".to_string(),
+                _ => format!("   {k}\t        x = {k}\n"),
+            })
+            .collect();
+        let texts = [
+            "THOUGHT: read get_latest_lastmod.\n\n```bash\nnl -ba django/contrib/sitemaps/__init__.py | sed -n '150,200p'\n```".to_string(),
+            format!("<returncode>0</returncode>\n<output>\n{dump}</output>"),
+            "THOUGHT: get_latest_lastmod only catches TypeError.\n\n```bash\nsed -i '171s/x/y/' django/contrib/sitemaps/__init__.py\n```".to_string(),
+        ];
+        let msgs: Vec<Message<'_>> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Message::text(if i % 2 == 0 { "assistant" } else { "user" }, t))
+            .collect();
+        let ranked = collect(&msgs, None);
+        let of = |text: &str| ranked.iter().find(|i| i.text == text);
+        let used = of("get_latest_lastmod:165").unwrap_or_else(|| panic!("{ranked:?}"));
+        assert!(
+            !used.minor() && used.weight >= SYMBOL_USED_WEIGHT,
+            "{used:?}"
+        );
+        let unused = of("_urls:180").unwrap_or_else(|| panic!("{ranked:?}"));
+        assert!(unused.minor(), "{unused:?}");
     }
 
     /// A JSON object's keys are field names and a markup tag's name is a prompt's section, not
