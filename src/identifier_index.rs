@@ -1764,12 +1764,7 @@ mod tests {
             "<output>\n27:class SimpleRSTHeader(FixedWidthHeader):\n</output>".to_string(),
             "THOUGHT: edit SimpleRSTHeader.\n\n```bash\nsed -i 's/x/y/' astropy/io/ascii/rst.py\n```".to_string(),
         ];
-        let msgs: Vec<Message<'_>> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Message::text(if i % 2 == 0 { "assistant" } else { "user" }, t))
-            .collect();
-        let ranked = collect(&msgs, None);
+        let ranked = collect_text_agent(&texts);
         let at = |text: &str| {
             ranked
                 .iter()
@@ -1788,6 +1783,17 @@ mod tests {
         let once = at("FixedWidthHeader");
         assert!(ranked[once].minor());
         assert!(at("module_39.py") < once, "{ranked:?}");
+    }
+
+    /// The ranked index of a text agent's turns: `texts` alternate assistant turns and their
+    /// observations (user messages), the first an assistant's.
+    fn collect_text_agent(texts: &[String]) -> Vec<Ident> {
+        let msgs: Vec<Message<'_>> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Message::text(if i % 2 == 0 { "assistant" } else { "user" }, t))
+            .collect();
+        collect(&msgs, None)
     }
 
     /// The definitions of a numbered dump are indexed with their lines, from its middle too
@@ -1841,12 +1847,7 @@ mod tests {
             format!("<returncode>0</returncode>\n<output>\n{dump}</output>"),
             "THOUGHT: get_latest_lastmod only catches TypeError.\n\n```bash\nsed -i '171s/x/y/' django/contrib/sitemaps/__init__.py\n```".to_string(),
         ];
-        let msgs: Vec<Message<'_>> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Message::text(if i % 2 == 0 { "assistant" } else { "user" }, t))
-            .collect();
-        let ranked = collect(&msgs, None);
+        let ranked = collect_text_agent(&texts);
         let of = |text: &str| ranked.iter().find(|i| i.text == text);
         let used = of("get_latest_lastmod:165").unwrap_or_else(|| panic!("{ranked:?}"));
         assert!(
