@@ -1227,7 +1227,7 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
     }
 }
 
-/// The definitions a line-numbered output shows (`nl -ba`, `cat -n`, `grep -n`, `grep -rn`):
+/// The definitions a numbered dump shows (`nl -ba`, `cat -n`; `numbered_output`):
 /// `NAME:LINE` for each numbered line that opens with `def`, `async def` or `class`, ranked as
 /// its name is (`Collector::ranked`). The index reads an output's edges only, and a dump's line
 /// numbers were lost with its middle: "where is X defined, at which line" is what the held-out
@@ -1266,60 +1266,41 @@ fn definition_lines(c: &mut Collector, text: &str, recency: f64) {
     }
 }
 
-/// Whether an output is line-numbered: one of its first three lines (besides a harness's tags,
-/// `<returncode>`, `<output>`) opens with a number and a tab or a colon, after a path or not.
-/// Read before the keywords are sought: outputs of prose and code say "class" and "def" often
-/// (the synthetic history's hold 225,000), and only a numbered one says where.
+/// Whether an output is a numbered dump (`nl -ba`, `cat -n`, a read tool's numbered lines): one of
+/// its first three lines (besides a harness's tags, `<returncode>`, `<output>`) is a number and a
+/// tab. Read before the keywords are sought: outputs of prose and code say "class" and "def"
+/// often (the synthetic history's hold 225,000), and only a numbered one says where. A search's
+/// `path:line:` matches are not read here: its call line keeps them (a search's shortest form),
+/// and the same lines twice cost a tight room a call (`an_old_search_keeps_its_matches_...`).
 fn numbered_output(text: &str) -> bool {
     text.lines()
         .map(str::trim_start)
         .filter(|l| !l.is_empty() && !l.starts_with('<'))
         .take(3)
         .any(|l| {
-            let l = match l.split_once(':') {
-                Some((p, rest)) if !p.is_empty() && !p.contains(char::is_whitespace) => {
-                    if p.bytes().all(|b| b.is_ascii_digit()) {
-                        l
-                    } else {
-                        rest
-                    }
-                }
-                _ => l,
-            };
             let digits = l.bytes().take_while(u8::is_ascii_digit).count();
-            (1..=6).contains(&digits) && matches!(l.as_bytes().get(digits), Some(b'\t' | b':'))
+            (1..=6).contains(&digits) && l.as_bytes().get(digits) == Some(&b'\t')
         })
 }
 
 /// The name a numbered line defines and its number, from what precedes the keyword on its
 /// line (`before`) and the text from the keyword on (`code`, opening with `def ` or `class `):
-/// `   165\t    def get_latest_lastmod(self):` (nl, cat -n), `165:    def ...` (grep -n),
-/// `django/x.py:165:    async def ...` (grep -rn).
+/// `   165\t    def get_latest_lastmod(self):` (nl -ba, cat -n).
 fn numbered_definition<'t>(before: &'t str, code: &'t str) -> Option<(&'t str, &'t str)> {
     // Read back from the keyword, so that a keyword in prose is told apart in a few bytes: the
-    // indentation (and `async`), the tab or colon after the number, the number, then nothing
-    // but spaces or a path without one (`grep -rn`).
+    // indentation (and `async`), the tab after the number, the number, then nothing but spaces.
     let b = before.trim_end_matches([' ', '\t']);
     let b = b
         .strip_suffix("async")
         .map_or(b, |a| a.trim_end_matches([' ', '\t']));
-    let b = if before[b.len()..].starts_with('\t') {
-        b.strip_suffix(':').unwrap_or(b)
-    } else {
-        b.strip_suffix(':')?
-    };
+    if !before[b.len()..].starts_with('\t') {
+        return None;
+    }
     let digits = b.bytes().rev().take_while(u8::is_ascii_digit).count();
-    if digits == 0 || digits > 6 {
+    if digits == 0 || digits > 6 || !b[..b.len() - digits].trim().is_empty() {
         return None;
     }
-    let (lead, number) = b.split_at(b.len() - digits);
-    let lead_ok = lead.trim().is_empty()
-        || lead.strip_suffix(':').is_some_and(|path| {
-            !path.trim_start().is_empty() && !path.trim_start().contains(char::is_whitespace)
-        });
-    if !lead_ok {
-        return None;
-    }
+    let number = &b[b.len() - digits..];
     let after = code
         .strip_prefix("def ")
         .or_else(|| code.strip_prefix("class "))?;
@@ -1807,12 +1788,18 @@ mod tests {
                 Some(("get_latest_lastmod", "165")),
             ),
             (
-                "44:class HashedFilesMixin:",
+                "    44\tclass HashedFilesMixin:",
                 Some(("HashedFilesMixin", "44")),
             ),
             (
-                "django/db/models/sql/query.py:1053:    def resolve_lookup_value(self, value):",
-                Some(("resolve_lookup_value", "1053")),
+                "44\t\tdef tab_indented(self):",
+                Some(("tab_indented", "44")),
+            ),
+            // A search's matches: its call line keeps them.
+            ("44:class HashedFilesMixin:", None),
+            (
+                "django/db/models/sql/query.py:1053:    def resolve_lookup_value(self):",
+                None,
             ),
             (
                 "  12\t    async def fetch(self, url=1.0):",

@@ -215,14 +215,18 @@ def test_a_round_moved_into_the_tail_is_aimed_again_with_the_room_its_shorter_fo
     since the digest prices its text as the history does, it fills its room there, and
     django-13820's first compaction moves a round cut to the room left: 99.9%. Since texts of
     up to 1 KiB are read whole its digest fills its room itself, 97.8%, and of the 120 runs of
-    the shared data django-13741's third compaction alone moved a round so: 98.2%; since the
-    identifier index gives a numbered dump's definitions, django-12713's first alone: 98.1%.)"""
+    the shared data django-13741's third compaction alone moved a round so: 98.2%; then
+    django-12713's first: 98.1%. Since the identifier index gives a numbered dump's definitions
+    no successive compaction of the 120 SWE runs or the 149 tau-bench dialogues moves a round
+    so (measured): django-12713's compactions, where the last one did, are held to 95% of their
+    budget instead.)"""
     seen = _recorded_successive(monkeypatch, "django-13820", shared=True)
     _, first, _ = next((m, r, c) for m, r, c in seen if r.strategy_used == "summarize")
     assert first.tokens_after >= 0.95 * first.budget, (first.tokens_after, first.budget, first.notes)
-    moved = [r for _, r, _ in _recorded_successive(monkeypatch, "django-12713", shared=True)
-             if any("joins the tail with its middle cut" in n or "join the tail, message" in n for n in r.notes)]
-    assert moved and all(r.tokens_after >= 0.95 * r.budget for r in moved), [(r.tokens_after, r.budget) for r in moved]
+    folds = [r for _, r, _ in _recorded_successive(monkeypatch, "django-12713", shared=True)
+             if r.strategy_used == "summarize"]
+    assert len(folds) >= 6 and all(r.tokens_after >= 0.95 * r.budget for r in folds), \
+        [(r.tokens_after, r.budget) for r in folds]
 
 
 def test_a_round_too_large_for_what_the_summary_left_joins_the_tail_cut(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -231,9 +235,9 @@ def test_a_round_too_large_for_what_the_summary_left_joins_the_tail_cut(monkeypa
     what it left whole: 39% of the budget went unused. The thought now joins the tail with its
     middle cut (recoverable), and the shorter fold is digested again. Since the identifier index
     gives a numbered dump's definitions, django-11848's digests fill their rooms themselves; of
-    the bundled runs, django-12713's first compaction is where a round of the fold joins the tail
-    so (message 9, ~381 -> ~343 tokens, 98.1% of the budget used)."""
-    seen = _recorded_successive(monkeypatch, "django-12713")
+    the bundled runs, django-13279's tail takes message 8 with its middle cut (~653 -> ~305
+    tokens) where the summary's room is full, every compaction at 97.6% of its budget or more."""
+    seen = _recorded_successive(monkeypatch, "django-13279")
     used = [r.tokens_after / r.budget for _, r, _ in seen if r.strategy_used == "summarize"]
     # (Was 0.61 at the second; then 0.74 when the first compaction kept two more messages and
     # the second's tail fill cut the thought before the digest came short of its room: a cut
@@ -283,8 +287,8 @@ def test_a_summary_carrying_the_previous_one_is_not_squeezed_to_a_few_lines(monk
     # compacted 8 times, not 9; 109 since texts of up to 1 KiB are read whole; 108 since the
     # code symbols a run used are reserved for in the index: 109 pairs in all; 108 pairs in all
     # since a clipped conclusion leaves out its closing intent, none squeezed, none forced; 107
-    # since the index gives a numbered dump's definitions, the one forced case back.)
-    assert (checked, forced) == (106, 1), (checked, forced)
+    # pairs since the index gives a numbered dump's definitions, none squeezed, none forced.)
+    assert (checked, forced) == (107, 0), (checked, forced)
 
 
 def _successive_budget_used(run: str) -> list[float]:
