@@ -1235,6 +1235,9 @@ pub fn scan_message(c: &mut Collector, m: &Message<'_>, recency: f64) {
 /// a SWE agent's next `sed -n '165,180p'` reads the line it saw. Found by the keywords, not by
 /// reading every line: a dump of thousands of lines holds a few dozen.
 fn definition_lines(c: &mut Collector, text: &str, recency: f64) {
+    if !numbered_output(text) {
+        return;
+    }
     static KEYWORDS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> =
         std::sync::OnceLock::new();
     let finders = KEYWORDS.get_or_init(|| {
@@ -1243,9 +1246,6 @@ fn definition_lines(c: &mut Collector, text: &str, recency: f64) {
             memchr::memmem::Finder::new(b"class "),
         ]
     });
-    if !numbered_output(text) {
-        return;
-    }
     let bytes = text.as_bytes();
     for finder in finders {
         // (The line start of the hit before, and where that hit was: a line is searched back
