@@ -1,5 +1,5 @@
-"""Check the held-out probe sets (tools/probes_heldout.py, tools/probes_heldout2.py, tools/probes_heldout3.py)
-and write their fixture files.
+"""Check the held-out probe sets (tools/probes_heldout.py, tools/probes_heldout2.py, tools/probes_heldout3.py,
+tools/probes_heldout4.py) and write their fixture files.
 
 Every expected fact must occur whole-word (case-insensitive) in the part of the conversation a compaction folds
 (after the head, before the naive cut's kept tail), as tools/build_probes.py checks the main probe set, and, stricter,
@@ -7,7 +7,7 @@ nowhere in the head (system prompt, first user message); a misplaced fact is rep
 conversation may be used by one probe set only (the main set's, or an earlier held-out set's, are refused). Also
 reported: how many facts also occur in the naive tail (those the naive cut keeps anyway).
 
-    python tools/build_probes_heldout.py    # writes tests/data/probes/heldout{,2,3}.refs.json
+    python tools/build_probes_heldout.py    # writes tests/data/probes/heldout{,2,3,4}.refs.json
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import probes_airline  # noqa: E402
 import probes_heldout  # noqa: E402
 import probes_heldout2  # noqa: E402
 import probes_heldout3  # noqa: E402
+import probes_heldout4  # noqa: E402
 import probes_swe  # noqa: E402
 from build_probes import misplaced, rows, spans  # noqa: E402
 
@@ -68,7 +69,8 @@ def build(name: str, sets: tuple[dict, dict], used: set[str]) -> int:
 def main() -> int:
     used = set(probes_airline.PROBES) | set(probes_swe.PROBES)
     problems = 0
-    for name, module in (("heldout", probes_heldout), ("heldout2", probes_heldout2), ("heldout3", probes_heldout3)):
+    for name, module in (("heldout", probes_heldout), ("heldout2", probes_heldout2), ("heldout3", probes_heldout3),
+                         ("heldout4", probes_heldout4)):
         problems += build(name, (module.AIRLINE, module.SWE), used)
         used |= set(module.AIRLINE) | set(module.SWE)
     return 1 if problems else 0
