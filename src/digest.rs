@@ -36,6 +36,7 @@ mod json_compact;
 mod pack;
 mod request_edges;
 mod run_summary;
+mod runner_setup;
 mod session_header;
 mod thought_call;
 mod traceback;
@@ -303,7 +304,7 @@ fn outcome_for<'t>(
                 Some(c) => Cow::Owned(c),
                 None => body,
             };
-            match (run_summary::up_to_summary(&body).map(str::len), body) {
+            let (body, share) = match (run_summary::up_to_summary(&body).map(str::len), body) {
                 // A run shown up to its verdict keeps its end only: the verdict is what it said.
                 (Some(n), Cow::Borrowed(b)) => (Cow::Borrowed(&b[..n]), 0.0),
                 (Some(n), Cow::Owned(mut b)) => {
@@ -311,6 +312,14 @@ fn outcome_for<'t>(
                     (Cow::Owned(b), 0.0)
                 }
                 (None, body) => (body, RESULT_HEAD_SHARE),
+            };
+            // Nor a Django run's database setup and teardown (`runner_setup`), left out after
+            // the verdict is looked for: the teardown after a verdict is what marks a run to be
+            // shown by its end (`run_summary::up_to_summary`), and the setup lines fill the
+            // head of every other run.
+            match runner_setup::without_runner_setup(&body) {
+                Some(c) => (Cow::Owned(c), share),
+                None => (body, share),
             }
         }
     };

@@ -22,6 +22,18 @@ fn is_frame(line: &str) -> bool {
     t.starts_with("File \"") && t.contains("\", line ")
 }
 
+/// Whether a frame's `File` line is in the interpreter's own library (`.../lib/python3.9/
+/// unittest/case.py`, `<frozen importlib._bootstrap>`), not in an installed package or the
+/// project.
+fn in_python_library(frame: &str) -> bool {
+    let t = frame.trim_start();
+    let path = t
+        .strip_prefix("File \"")
+        .and_then(|p| p.split('"').next())
+        .unwrap_or("");
+    path.starts_with("<frozen ") || (path.contains("/lib/python") && !path.contains("-packages/"))
+}
+
 /// `text` with the middle frames of each Python traceback in it replaced by one line saying
 /// how many were left out; None when no traceback has frames to leave out.
 pub(super) fn condense(text: &str) -> Option<String> {
@@ -66,16 +78,32 @@ pub(super) fn condense(text: &str) -> Option<String> {
                 out.push('\n');
             }
         };
-        if frames.len() > 2 * ENDS + 1 {
+        // The ends are taken among the frames outside the interpreter's own library, where
+        // there are any: a unittest failure opens in `unittest/case.py` (`testPartExecutor`)
+        // and is raised in it (`fail`), and the test's own line between them was what a
+        // digest left out.
+        let own: Vec<usize> = (0..frames.len())
+            .filter(|&f| !in_python_library(lines[frames[f].0]))
+            .collect();
+        let (first, last) = match (own.first(), own.last()) {
+            (Some(&a), Some(&b)) => (a, b),
+            _ => (0, frames.len().saturating_sub(1)),
+        };
+        let kept = usize::from(!frames.is_empty()) + usize::from(last > first);
+        if frames.len() > kept + 1 && frames.len() > 2 * ENDS + 1 {
             changed = true;
-            for &f in &frames[..ENDS] {
-                keep(&mut out, f);
+            let gap = |out: &mut String, n: usize| {
+                if n > 0 {
+                    out.push_str(&format!("  [... {n} frames ...]\n"));
+                }
+            };
+            gap(&mut out, first);
+            keep(&mut out, frames[first]);
+            if last > first {
+                gap(&mut out, last - first - 1);
+                keep(&mut out, frames[last]);
             }
-            let left_out = frames.len() - 2 * ENDS;
-            out.push_str(&format!("  [... {left_out} frames ...]\n"));
-            for &f in &frames[frames.len() - ENDS..] {
-                keep(&mut out, f);
-            }
+            gap(&mut out, frames.len() - 1 - last);
         } else {
             for &f in &frames {
                 keep(&mut out, f);
@@ -143,6 +171,37 @@ django.db.utils.OperationalError: table \"x\" already exists
             "{c}"
         );
         assert!(c.len() < CHAINED.len() * 3 / 4);
+    }
+
+    #[test]
+    fn a_test_failure_keeps_the_tests_own_frame_not_the_test_runners() {
+        let lib = "/opt/miniconda3/envs/testbed/lib/python3.9/unittest/case.py";
+        let tb = format!(
+            "FAIL: test_page (i18n.tests.MiscTests)\n\
+             Traceback (most recent call last):\n  \
+             File \"{lib}\", line 59, in testPartExecutor\n    yield\n  \
+             File \"{lib}\", line 592, in run\n    self._callTestMethod(testMethod)\n  \
+             File \"{lib}\", line 550, in _callTestMethod\n    method()\n  \
+             File \"/testbed/tests/i18n/tests.py\", line 1611, in test_page\n    self.assertIsNone(g('/de-simple-page/'))\n  \
+             File \"{lib}\", line 1255, in assertIsNone\n    self.fail(msg)\n  \
+             File \"{lib}\", line 676, in fail\n    raise self.failureException(msg)\n\
+             AssertionError: 'de' is not None\n"
+        );
+        let c = condense(&tb).unwrap();
+        assert_eq!(
+            c,
+            "FAIL: test_page (i18n.tests.MiscTests)\nTraceback (most recent call last):\n  \
+             [... 3 frames ...]\n  \
+             File \"/testbed/tests/i18n/tests.py\", line 1611, in test_page\n    self.assertIsNone(g('/de-simple-page/'))\n  \
+             [... 2 frames ...]\nAssertionError: 'de' is not None\n"
+        );
+        // Frames of installed packages are the project's to read, not the interpreter's.
+        assert!(!in_python_library(
+            "  File \"/usr/lib/python3/dist-packages/numpy/core/x.py\", line 1, in f"
+        ));
+        assert!(in_python_library(
+            "  File \"<frozen importlib._bootstrap>\", line 984, in _find_and_load_unlocked"
+        ));
     }
 
     #[test]

@@ -287,8 +287,11 @@ def test_a_summary_carrying_the_previous_one_is_not_squeezed_to_a_few_lines(monk
     # compacted 8 times, not 9; 109 since texts of up to 1 KiB are read whole; 108 since the
     # code symbols a run used are reserved for in the index: 109 pairs in all; 108 pairs in all
     # since a clipped conclusion leaves out its closing intent, none squeezed, none forced; 107
-    # pairs since the index gives a numbered dump's definitions, none squeezed, none forced.)
-    assert (checked, forced) == (107, 0), (checked, forced)
+    # pairs since the index gives a numbered dump's definitions, none squeezed, none forced;
+    # 107 and 1 forced since a Django run is shown without its database setup and a test
+    # failure by its own frame: django-13925's fifth compaction, 3,032 -> 974 tokens beside the
+    # 2,698-token observation its tail keeps, the case this docstring names.)
+    assert (checked, forced) == (107, 1), (checked, forced)
 
 
 def _successive_budget_used(run: str) -> list[float]:

@@ -410,6 +410,32 @@ def _compacted_at_the_naive_budget(fx: Fixture) -> cf.CompactionResult:
     return cf.Compactor(budget=budget, tools=fx.tools, min_free_share=0.0).compact(fx.messages)
 
 
+@pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the SWE runs)")
+def test_a_folded_django_test_run_shows_what_failed_not_its_database_setup() -> None:
+    """Every SWE run of ../shared/data cut at three quarters and compacted at the naive budget:
+    where a summary shows a Django test run, it shows none of the runner's database setup
+    (`Cloning test database for alias 'default'...` once per process, which filled the head of a
+    failed run's line), and where it shows a unittest failure's traceback, the test's own frame
+    (`tests/i18n/tests.py", line 1611, in test_...`) instead of unittest's `testPartExecutor`,
+    which opens every one of them."""
+    setup = ("test database for alias", "Testing against Django installed", "System check identified")
+    runs = own_frames = 0
+    for conv in load_conversations(SHARED, "mini-swe-agent-gemini3"):
+        history = conv["messages"][: len(conv["messages"]) * 3 // 4]
+        for line in (_compacted_at_the_naive_budget(Fixture(conv["source"], history, (), "openai", None, None))
+                     .summary or "").splitlines():
+            if "runtests.py" not in line or " -> " not in line:
+                continue
+            runs += 1
+            shown = line.split(" -> ", 1)[1]
+            assert not any(s in shown for s in setup), line
+            assert "in testPartExecutor" not in shown, line
+            own_frames += bool(re.search(r'tests/[\w/]+\.py", line \d+, in test', shown))
+    # (How many: 45 runs, 11 of them with a test's own frame; the build before this test showed
+    # the setup in 22 of those lines, `testPartExecutor` in 7 and a test's own frame in 4.)
+    assert runs >= 40 and own_frames >= 8, (runs, own_frames)
+
+
 @pytest.mark.skipif(not shared_available(), reason="needs ../shared/data (the held-out SWE runs)")
 def test_a_folded_test_run_keeps_its_verdict_not_its_teardown() -> None:
     """django-16263 folds 139 messages into a 7,000-token room. Its run of the annotations suite
