@@ -126,8 +126,10 @@ fn last_sentence_start(text: &str) -> Option<usize> {
 const INTENT_THOUGHT_BYTES: usize = 240;
 /// How a thought that only says what comes next opens (compared ignoring ASCII case): the
 /// openings of the last sentences of the SWE runs' thoughts in ../shared/data that say a next
-/// step ("Now I ...", "Let's check", "I will", "I need", "Now run", "I should", "Running the").
-const INTENT_OPENINGS: [&str; 21] = [
+/// step ("Now I ...", "Let's check", "I will", "I need", "Now run", "I should", "Running the"),
+/// and the apologies for a turn the harness refused ("I made a mistake in the previous turn by
+/// including two commands ...", 40 of the short thoughts): the next call line shows the step.
+const INTENT_OPENINGS: [&str; 23] = [
     "i will ",
     "i'll ",
     "let's ",
@@ -141,7 +143,7 @@ const INTENT_OPENINGS: [&str; 21] = [
     "i need to ",
     "i should ",
     "now run ",
-    "run the ",
+    "run ",
     "running ",
     "now verify ",
     "okay, i'll ",
@@ -149,6 +151,8 @@ const INTENT_OPENINGS: [&str; 21] = [
     "okay, let's ",
     "i'm going to ",
     "i am going to ",
+    "i made a mistake",
+    "i apologize",
 ];
 
 /// The longest thought (bytes) `names_nothing` reads as one.
@@ -246,6 +250,11 @@ mod tests {
             "Running `test_none_items.py`.",
             "Okay, I'll check the contents of `tests/staticfiles_tests`.",
             "I need to see more lines to see where the return happens.",
+            "Run `test_none.py`.",
+            "Run reproduction script.",
+            // (An apology for a refused turn: the next call line is the step.)
+            "I made a mistake in the previous turn by including two commands. I must provide exactly one bash block.",
+            "I apologize. I will run the reproduction script.",
         ] {
             assert!(only_intends(intent), "{intent}");
         }
