@@ -1,6 +1,9 @@
 //! A Python traceback in a failed run's output, shown by its ends: the outermost frame (where
 //! the agent's own script called in) and the innermost (where the exception was raised), each
-//! with its source line, then the exception. The frames between are counted, not shown.
+//! with its source line, then the exception. The frames between are counted, not shown. The
+//! ends are the outermost and innermost frames outside the interpreter's own library, where
+//! there are any (a unittest failure's test line, not `unittest/case.py`); the library's frames
+//! beyond them are counted too.
 //!
 //! A digest shows an error clipped to a number of characters. A Django reproduction's
 //! traceback runs 10-20 frames through the framework (`utils.py, line 84, in _execute ...`),
