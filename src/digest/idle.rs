@@ -127,9 +127,11 @@ const INTENT_THOUGHT_BYTES: usize = 240;
 /// How a thought that only says what comes next opens (compared ignoring ASCII case): the
 /// openings of the last sentences of the SWE runs' thoughts in ../shared/data that say a next
 /// step ("Now I ...", "Let's check", "I will", "I need", "Now run", "I should", "Running the"),
-/// and the apologies for a turn the harness refused ("I made a mistake in the previous turn by
-/// including two commands ...", 40 of the short thoughts): the next call line shows the step.
-const INTENT_OPENINGS: [&str; 23] = [
+/// and the apology for a turn the harness refused ("I made a mistake in the previous turn by
+/// including two commands ...", 39 of the SWE runs' short thoughts): the next call line shows
+/// the step. ("I apologize" is not one: an airline agent's "I apologize for the confusion.
+/// Let's proceed with ... flight HAT052, departing at 03:00 EST" says what it proceeds with.)
+const INTENT_OPENINGS: [&str; 22] = [
     "i will ",
     "i'll ",
     "let's ",
@@ -152,7 +154,6 @@ const INTENT_OPENINGS: [&str; 23] = [
     "i'm going to ",
     "i am going to ",
     "i made a mistake",
-    "i apologize",
 ];
 
 /// The longest thought (bytes) `names_nothing` reads as one.
@@ -254,7 +255,6 @@ mod tests {
             "Run reproduction script.",
             // (An apology for a refused turn: the next call line is the step.)
             "I made a mistake in the previous turn by including two commands. I must provide exactly one bash block.",
-            "I apologize. I will run the reproduction script.",
         ] {
             assert!(only_intends(intent), "{intent}");
         }
@@ -263,6 +263,7 @@ mod tests {
             "I see the `_unregister_lookup` method:\n```python\ndel cls.class_lookups[name]\n```",
             &format!("I will {}", "explain at length ".repeat(20)),
             "It seems the `sed` command worked correctly. Let's run the tests.",
+            "I apologize for the confusion. Let's proceed with changing your flight to HAT052.",
         ] {
             assert!(!only_intends(finding), "{finding}");
         }
