@@ -450,12 +450,59 @@ impl Command<'_> {
     }
 }
 
+/// The head share of a clipped command: 60% of what is shown is its head.
+const COMMAND_HEAD_SHARE: f64 = 0.6;
+/// ... and 25% where its first line opens a here-document (`cat <<'EOF' > test_none.py`): a
+/// script opens with its imports and setup and ends with what it does and prints, and the
+/// clip's head was the setup (`settings.configure(DATABASES={...` in every SWE reproduction),
+/// the line a continuing agent was asked about (`schema_editor.create_model(MyModel)`) in its
+/// cut.
+const HERE_DOCUMENT_HEAD_SHARE: f64 = 0.25;
+
+/// Whether `line` opens a here-document (`<<EOF`, `<< 'EOF'`, `<<-"END"`; `<<<` is a
+/// here-string, `1 << 4` a shift).
+fn opens_here_document(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut from = 0;
+    while let Some(k) = memchr::memmem::find(&b[from..], b"<<") {
+        let at = from + k;
+        from = at + 2;
+        if b.get(at + 2) == Some(&b'<') {
+            from = at + 3;
+            continue;
+        }
+        let rest = line[at + 2..].strip_prefix('-').unwrap_or(&line[at + 2..]);
+        let rest = rest.trim_start().trim_start_matches(['\'', '"']);
+        if rest
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        {
+            return true;
+        }
+    }
+    false
+}
+
 impl Command<'_> {
+    /// The share of a clip of the command to `max` characters that is its head
+    /// (`COMMAND_HEAD_SHARE`; `HERE_DOCUMENT_HEAD_SHARE`, or what the command's own line takes
+    /// up to `COMMAND_HEAD_SHARE`: the file a script is written to stays whole).
+    fn head_share(&self, max: usize) -> f64 {
+        let first = self.joined.split(" ⏎ ").next().unwrap_or("");
+        if opens_here_document(first) {
+            let line = (first.chars().count() + 4) as f64 / max.max(1) as f64;
+            line.clamp(HERE_DOCUMENT_HEAD_SHARE, COMMAND_HEAD_SHARE)
+        } else {
+            COMMAND_HEAD_SHARE
+        }
+    }
+
     /// `$ command -> outcome`: a command shown whole up to `max` characters; a longer one
     /// keeps its head and its end (`&& git diff`, the file a heredoc writes to).
     fn form(&self, max: usize, chars: usize) -> String {
         let mut s = String::from("$ ");
-        clip_ends_into(&self.joined, max, 0.6, &mut s);
+        clip_ends_into(&self.joined, max, self.head_share(max), &mut s);
         s.push_str(" -> ");
         self.outcome.push_line(chars, &mut s);
         s
@@ -469,7 +516,7 @@ impl Forms for Command<'_> {
 
     fn repeats(&self, j: usize) -> bool {
         let (max, chars) = command_plan(self.outcome.err, self.outcome.search)[j];
-        self.outcome.whole(chars) && is_whole(&self.joined, max, 0.6)
+        self.outcome.whole(chars) && is_whole(&self.joined, max, self.head_share(max))
     }
 
     fn build_sized(&self, chars: usize) -> Option<String> {
@@ -549,4 +596,68 @@ fn push_call_line(
         Err(_) => clip_ends_into(args, max_value * 2, 0.6, s),
     }
     s.push(')');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(cmd: &str) -> Command<'static> {
+        let lines: Vec<&str> = cmd.lines().filter(|l| !l.trim().is_empty()).collect();
+        Command {
+            joined: lines.join(" ⏎ "),
+            outcome: Outcome {
+                text: Some(Cow::Borrowed("")),
+                code: Some(0),
+                err: false,
+                head_share: RESULT_HEAD_SHARE,
+                search: false,
+            },
+        }
+    }
+
+    #[test]
+    fn a_clipped_script_keeps_its_file_and_what_it_does_not_its_setup() {
+        let script = command(
+            "cat <<'EOF' > test_none.py\nimport os\nimport django\nfrom django.conf import settings\n\
+             settings.configure(DATABASES={'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': ':memory:'}},\n\
+             INSTALLED_APPS=['__main__'])\ndjango.setup()\nfrom django.db import models, connection\n\
+             class MyModel(models.Model):\n    name = models.CharField(max_length=100)\n\
+             with connection.schema_editor() as schema_editor:\n    schema_editor.create_model(MyModel)\n\
+             print(MyModel.objects.bulk_update([], ['name']))\nEOF",
+        );
+        let line = script.build(4);
+        assert!(
+            line.starts_with("$ cat <<'EOF' > test_none.py ⏎ "),
+            "{line}"
+        );
+        assert!(
+            line.contains("schema_editor.create_model(MyModel)"),
+            "{line}"
+        );
+        assert!(line.contains("class MyModel(models.Model)"), "{line}");
+        assert!(!line.contains("settings.configure("), "{line}");
+        // At the shortest form the file's name stays whole.
+        assert!(
+            script.build(5).starts_with("$ cat <<'EOF' > test_none.py"),
+            "{}",
+            script.build(5)
+        );
+        // Any other long command keeps its head as before.
+        let other = command(&format!(
+            "python -c \"{}\" && git diff",
+            "x = 1; ".repeat(60)
+        ));
+        assert!(
+            other
+                .build(5)
+                .starts_with("$ python -c \"x = 1; x = 1; x = 1;"),
+            "{}",
+            other.build(5)
+        );
+        assert!(
+            !opens_here_document("echo $((1 << 4))") && !opens_here_document("grep x <<< \"$v\"")
+        );
+        assert!(opens_here_document("python3 - <<-\"PY\""));
+    }
 }
