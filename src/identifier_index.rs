@@ -650,7 +650,6 @@ impl Collector {
         }
     }
 
-    /// Identifiers, best first.
     /// A definition's line (`definition_lines`: `NAME:LINE`) weighs what its name weighs, and
     /// is as recent: a name the agent used ranks its line with it, one it never used stays
     /// among the little-used symbols.
@@ -678,6 +677,7 @@ impl Collector {
         }
     }
 
+    /// Identifiers, best first.
     pub fn ranked(mut self) -> Vec<Ident> {
         self.weigh_definitions();
         // Each score computed once, not at every comparison (the sort of a SWE digest's ~1,000

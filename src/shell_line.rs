@@ -253,6 +253,31 @@ const GIT_WRITERS: [&str; 12] = [
     "merge",
 ];
 
+/// Whether `line` opens a here-document (`<<EOF`, `<< 'EOF'`, `<<-"END"`; `<<<` is a
+/// here-string, `1 << 4` a shift).
+pub fn opens_here_document(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut from = 0;
+    while let Some(k) = memchr::memmem::find(&b[from..], b"<<") {
+        let at = from + k;
+        from = at + 2;
+        if b.get(at + 2) == Some(&b'<') {
+            from = at + 3;
+            continue;
+        }
+        let rest = line[at + 2..].strip_prefix('-').unwrap_or(&line[at + 2..]);
+        let rest = rest.trim_start().trim_start_matches(['\'', '"']);
+        if rest
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        {
+            return true;
+        }
+    }
+    false
+}
+
 /// Whether a command line changes files: an in-place edit (`sed -i`, `perl -pi`), a program
 /// that writes, moves or removes them (`FILE_WRITERS`, `git apply` and the like:
 /// `GIT_WRITERS`), or output sent to a file (`> x.py`, `>> x.py`, `cat <<'EOF' > x.py`; not
@@ -419,6 +444,16 @@ pub fn has_diagnostic(output: &str, programs: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_here_document_is_told_from_a_here_string_and_a_shift() {
+        assert!(opens_here_document("cat <<'EOF' > f.py"));
+        assert!(opens_here_document("cat << \"END_OF\" >> f"));
+        assert!(opens_here_document("python3 - <<-\"PY\""));
+        assert!(!opens_here_document("grep x <<< \"$v\""));
+        assert!(!opens_here_document("echo $((1 << 4))"));
+        assert!(!opens_here_document("echo done"));
+    }
 
     #[test]
     fn a_line_that_edits_moves_or_writes_files_changes_them() {

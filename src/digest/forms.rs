@@ -459,38 +459,13 @@ const COMMAND_HEAD_SHARE: f64 = 0.6;
 /// cut.
 const HERE_DOCUMENT_HEAD_SHARE: f64 = 0.25;
 
-/// Whether `line` opens a here-document (`<<EOF`, `<< 'EOF'`, `<<-"END"`; `<<<` is a
-/// here-string, `1 << 4` a shift).
-fn opens_here_document(line: &str) -> bool {
-    let b = line.as_bytes();
-    let mut from = 0;
-    while let Some(k) = memchr::memmem::find(&b[from..], b"<<") {
-        let at = from + k;
-        from = at + 2;
-        if b.get(at + 2) == Some(&b'<') {
-            from = at + 3;
-            continue;
-        }
-        let rest = line[at + 2..].strip_prefix('-').unwrap_or(&line[at + 2..]);
-        let rest = rest.trim_start().trim_start_matches(['\'', '"']);
-        if rest
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        {
-            return true;
-        }
-    }
-    false
-}
-
 impl Command<'_> {
     /// The share of a clip of the command to `max` characters that is its head
     /// (`COMMAND_HEAD_SHARE`; `HERE_DOCUMENT_HEAD_SHARE`, or what the command's own line takes
     /// up to `COMMAND_HEAD_SHARE`: the file a script is written to stays whole).
     fn head_share(&self, max: usize) -> f64 {
         let first = self.joined.split(" ⏎ ").next().unwrap_or("");
-        if opens_here_document(first) {
+        if crate::shell_line::opens_here_document(first) {
             let line = (first.chars().count() + 4) as f64 / max.max(1) as f64;
             line.clamp(HERE_DOCUMENT_HEAD_SHARE, COMMAND_HEAD_SHARE)
         } else {
@@ -603,9 +578,8 @@ mod tests {
     use super::*;
 
     fn command(cmd: &str) -> Command<'static> {
-        let lines: Vec<&str> = cmd.lines().filter(|l| !l.trim().is_empty()).collect();
         Command {
-            joined: lines.join(" ⏎ "),
+            joined: Command::join(cmd),
             outcome: Outcome {
                 text: Some(Cow::Borrowed("")),
                 code: Some(0),
@@ -655,9 +629,5 @@ mod tests {
             "{}",
             other.build(5)
         );
-        assert!(
-            !opens_here_document("echo $((1 << 4))") && !opens_here_document("grep x <<< \"$v\"")
-        );
-        assert!(opens_here_document("python3 - <<-\"PY\""));
     }
 }

@@ -85,11 +85,9 @@ pub(super) fn condense(text: &str) -> Option<String> {
         // there are any: a unittest failure opens in `unittest/case.py` (`testPartExecutor`)
         // and is raised in it (`fail`), and the test's own line between them was what a
         // digest left out.
-        let own: Vec<usize> = (0..frames.len())
-            .filter(|&f| !in_python_library(lines[frames[f].0]))
-            .collect();
-        let (first, last) = match (own.first(), own.last()) {
-            (Some(&a), Some(&b)) => (a, b),
+        let own = |f: &(usize, usize)| !in_python_library(lines[f.0]);
+        let (first, last) = match (frames.iter().position(own), frames.iter().rposition(own)) {
+            (Some(a), Some(b)) => (a, b),
             _ => (0, frames.len().saturating_sub(1)),
         };
         let kept = usize::from(!frames.is_empty()) + usize::from(last > first);
